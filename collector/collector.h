@@ -1,0 +1,40 @@
+/*
+ * collector: the producers that fill the store besides ingest/: the HTTP API
+ * (http.c), the Go pprof scraper (scrape.c) and the eBPF CPU sampler
+ * (ebpf.c). Each runs its own threads between *_start() and *_stop(); all
+ * they know of storage is store/store.h.
+ */
+#ifndef PROFILEFS_COLLECTOR_H
+#define PROFILEFS_COLLECTOR_H
+
+#include <stddef.h>
+
+#include "store.h"
+
+/* --- HTTP API (http.c) --- */
+struct http_server;
+struct http_opts {
+	const char	*listen;	/* HOST:PORT, bound exactly */
+	size_t		 max_body;	/* bytes, 0: default 64 MiB */
+	unsigned	 max_conns;	/* 0: default */
+	const char	*token;		/* NULL: no auth; else Bearer token required */
+};
+/* Start serving; -errno with a reason logged (e.g. address in use). */
+int	http_start(struct store *st, const struct http_opts *o, struct http_server **out);
+void	http_stop(struct http_server *h);
+
+/* --- Go pprof scraper (scrape.c) --- */
+struct scraper;
+int	scrape_start(struct store *st, const char *targets_file, struct scraper **out);
+void	scrape_stop(struct scraper *s);
+
+/* --- eBPF CPU sampler (ebpf.c) --- */
+struct ebpf_sampler;
+struct ebpf_opts {
+	int		 hz;		/* 1..99 */
+	unsigned	 flush_secs;	/* profile period, default 10 */
+};
+int	ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **out);
+void	ebpf_stop(struct ebpf_sampler *e);
+
+#endif

@@ -1,0 +1,244 @@
+/*
+ * cache: a hash table of entries with an LRU list; all state is protected by
+ * c_lock and waiting for a fill in progress uses c_cond.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cache.h"
+#include "intern.h"
+
+#define NBUCKETS	4096
+
+struct ent {
+	struct cache_entry	 pub;
+	uint64_t		 gen;
+	uint64_t		 hash;
+	int			 refs;
+	bool			 ready;
+	bool			 dead;		/* unlinked; freed when refs drop to 0 */
+	void			(*free_fn)(void *);
+	struct ent		*hnext;
+	struct ent		*lprev, *lnext;	/* LRU, most recent at head */
+};
+
+struct cache {
+	pthread_mutex_t	 c_lock;
+	pthread_cond_t	 c_cond;
+	struct ent	*buckets[NBUCKETS];
+	struct ent	*lru_head, *lru_tail;
+	size_t		 bytes, max_bytes, entries;
+	uint64_t	 fills, hits;
+};
+
+static int64_t
+now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+struct cache *
+cache_create(size_t max_bytes)
+{
+	struct cache *c = calloc(1, sizeof(*c));
+
+	if (c == NULL)
+		return NULL;
+	pthread_mutex_init(&c->c_lock, NULL);
+	pthread_cond_init(&c->c_cond, NULL);
+	c->max_bytes = max_bytes;
+	return c;
+}
+
+static void
+ent_free(struct ent *e)
+{
+	if (e->free_fn && e->pub.val)
+		e->free_fn(e->pub.val);
+	free((char *)e->pub.key);
+	free(e);
+}
+
+/* Remove e from the table and the LRU list. Caller holds c_lock. */
+static void
+ent_unlink(struct cache *c, struct ent *e)
+{
+	struct ent **pp = &c->buckets[e->hash % NBUCKETS];
+
+	while (*pp && *pp != e)
+		pp = &(*pp)->hnext;
+	if (*pp)
+		*pp = e->hnext;
+	if (e->lprev)
+		e->lprev->lnext = e->lnext;
+	else
+		c->lru_head = e->lnext;
+	if (e->lnext)
+		e->lnext->lprev = e->lprev;
+	else
+		c->lru_tail = e->lprev;
+	c->bytes -= e->pub.size;
+	c->entries--;
+	e->dead = true;
+	if (e->refs == 0)
+		ent_free(e);
+}
+
+static void
+lru_front(struct cache *c, struct ent *e)
+{
+	if (c->lru_head == e)
+		return;
+	if (e->lprev)
+		e->lprev->lnext = e->lnext;
+	if (e->lnext)
+		e->lnext->lprev = e->lprev;
+	else if (c->lru_tail == e)
+		c->lru_tail = e->lprev;
+	e->lprev = NULL;
+	e->lnext = c->lru_head;
+	if (c->lru_head)
+		c->lru_head->lprev = e;
+	c->lru_head = e;
+	if (c->lru_tail == NULL)
+		c->lru_tail = e;
+}
+
+static void
+evict(struct cache *c)
+{
+	struct ent *e = c->lru_tail, *prev;
+
+	while (c->bytes > c->max_bytes && e) {
+		prev = e->lprev;
+		if (e->ready && e->refs == 0)
+			ent_unlink(c, e);
+		e = prev;
+	}
+}
+
+void
+cache_destroy(struct cache *c)
+{
+	struct ent *e, *n;
+
+	if (c == NULL)
+		return;
+	for (e = c->lru_head; e; e = n) {
+		n = e->lnext;
+		ent_free(e);
+	}
+	pthread_mutex_destroy(&c->c_lock);
+	pthread_cond_destroy(&c->c_cond);
+	free(c);
+}
+
+int
+cache_get(struct cache *c, const char *key, uint64_t gen, int64_t max_age_ns,
+    cache_fill_fn fill, void *arg, struct cache_entry **out)
+{
+	size_t klen = strlen(key);
+	uint64_t h = hash_bytes(key, klen);
+	struct ent *e;
+	void *val = NULL;
+	void (*free_fn)(void *) = NULL;
+	size_t size = 0;
+	int rc;
+
+	*out = NULL;
+	pthread_mutex_lock(&c->c_lock);
+again:
+	for (e = c->buckets[h % NBUCKETS]; e; e = e->hnext)
+		if (e->hash == h && strcmp(e->pub.key, key) == 0)
+			break;
+	if (e) {
+		if (!e->ready) {
+			pthread_cond_wait(&c->c_cond, &c->c_lock);
+			goto again;
+		}
+		if (e->gen == gen && (max_age_ns == 0 || now_ns() - e->pub.born < max_age_ns)) {
+			e->refs++;
+			c->hits++;
+			lru_front(c, e);
+			pthread_mutex_unlock(&c->c_lock);
+			*out = &e->pub;
+			return e->pub.rc;
+		}
+		ent_unlink(c, e);
+	}
+	if ((e = calloc(1, sizeof(*e))) == NULL || (e->pub.key = strdup(key)) == NULL) {
+		free(e);
+		pthread_mutex_unlock(&c->c_lock);
+		return -ENOMEM;
+	}
+	e->hash = h;
+	e->gen = gen;
+	e->refs = 1;
+	e->hnext = c->buckets[h % NBUCKETS];
+	c->buckets[h % NBUCKETS] = e;
+	e->lnext = c->lru_head;
+	if (c->lru_head)
+		c->lru_head->lprev = e;
+	c->lru_head = e;
+	if (c->lru_tail == NULL)
+		c->lru_tail = e;
+	c->entries++;
+	c->fills++;
+	pthread_mutex_unlock(&c->c_lock);
+
+	e->pub.born = now_ns();
+	rc = fill(arg, &val, &size, &free_fn);
+
+	pthread_mutex_lock(&c->c_lock);
+	e->pub.val = val;
+	e->pub.size = size;
+	e->pub.rc = rc;
+	e->free_fn = free_fn;
+	e->ready = true;
+	c->bytes += size;
+	/* Out-of-memory is not an answer worth keeping. */
+	if (rc == -ENOMEM && !e->dead)
+		ent_unlink(c, e);
+	evict(c);
+	pthread_cond_broadcast(&c->c_cond);
+	pthread_mutex_unlock(&c->c_lock);
+	*out = &e->pub;
+	return rc;
+}
+
+void
+cache_release(struct cache *c, struct cache_entry *pe)
+{
+	struct ent *e = (struct ent *)pe;
+
+	if (pe == NULL)
+		return;
+	pthread_mutex_lock(&c->c_lock);
+	if (--e->refs == 0 && e->dead)
+		ent_free(e);
+	else
+		evict(c);
+	pthread_mutex_unlock(&c->c_lock);
+}
+
+void
+cache_stats(struct cache *c, size_t *entries, size_t *bytes, uint64_t *fills, uint64_t *hits)
+{
+	pthread_mutex_lock(&c->c_lock);
+	if (entries)
+		*entries = c->entries;
+	if (bytes)
+		*bytes = c->bytes;
+	if (fills)
+		*fills = c->fills;
+	if (hits)
+		*hits = c->hits;
+	pthread_mutex_unlock(&c->c_lock);
+}

@@ -1,0 +1,43 @@
+/*
+ * cache: generated content (merged profiles, rendered files) shared between
+ * FUSE requests. Entries are refcounted: a reader holds its entry while a file
+ * is open, so eviction never frees what is being read. An entry is valid while
+ * the store generation it was made at is current and, for ranges that move
+ * with the clock, for at most max_age. Computing is single-flight: concurrent
+ * requests for one key wait for the first, so a listing merges once.
+ */
+#ifndef PROFILEFS_CACHE_H
+#define PROFILEFS_CACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct cache;
+
+struct cache_entry {
+	const char	*key;
+	void		*val;		/* owned by the entry */
+	size_t		 size;		/* bytes charged against the cache */
+	int		 rc;		/* the computation's result (cached too) */
+	int64_t		 born;		/* CLOCK_REALTIME ns */
+};
+
+/* Compute the value for key: *val, *size and *free_fn are outputs. */
+typedef int (*cache_fill_fn)(void *arg, void **val, size_t *size,
+    void (**free_fn)(void *));
+
+struct cache	*cache_create(size_t max_bytes);
+void		 cache_destroy(struct cache *c);
+/*
+ * The entry for key (computed by fill if missing or stale). *out holds a
+ * reference the caller drops with cache_release(). Returns the entry's rc.
+ */
+int		 cache_get(struct cache *c, const char *key, uint64_t gen,
+		    int64_t max_age_ns, cache_fill_fn fill, void *arg,
+		    struct cache_entry **out);
+void		 cache_release(struct cache *c, struct cache_entry *e);
+/* Entries, bytes and fills so far (for metrics and tests). */
+void		 cache_stats(struct cache *c, size_t *entries, size_t *bytes,
+		    uint64_t *fills, uint64_t *hits);
+
+#endif

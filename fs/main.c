@@ -1,0 +1,211 @@
+/*
+ * main: the command line. `profilefs serve` opens the store, starts the
+ * producers that were asked for and runs the filesystem in the foreground;
+ * on SIGINT/SIGTERM the mount loop ends, producers stop, the store is flushed
+ * and closed, and the process exits 0.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "collector.h"
+#include "fs.h"
+#include "store.h"
+
+static const char usage_text[] =
+"usage: profilefs serve [--data DIR] [--http HOST:PORT] [--ebpf[=HZ]] [--scrape FILE]\n"
+"                       [-v] [--debug-fuse] MOUNTPOINT\n"
+"       profilefs --help | --version\n"
+"\n"
+"Continuous profiling as a filesystem: profiles stored in an embedded database\n"
+"under DIR appear under MOUNTPOINT as /<service>/<type>/<labels>/<range>/merged.pb.gz\n"
+"and friends; files copied into MOUNTPOINT/ingest/<service>/<type>/ are stored.\n"
+"\n"
+"serve options:\n"
+"  --data DIR          data directory (default ./profilefs-data, created if missing)\n"
+"  --http HOST:PORT    also serve the HTTP API (profefe /api/0, Pyroscope /ingest,\n"
+"                      /metrics), e.g. 127.0.0.1:10100; off unless given\n"
+"  --ebpf[=HZ]         sample every process's on-CPU stacks with eBPF at HZ\n"
+"                      (default 19, at most 99); needs root\n"
+"  --scrape FILE       pull Go /debug/pprof endpoints listed in FILE (JSON)\n"
+"  -v, --verbose       log more\n"
+"  --debug-fuse        trace every FUSE request (very verbose)\n"
+"\n"
+"The daemon runs in the foreground; stop it with Ctrl-C or SIGTERM, which\n"
+"unmounts cleanly. The mount is ready when MOUNTPOINT/README.txt can be read.\n";
+
+static void
+usage(FILE *f)
+{
+	fputs(usage_text, f);
+}
+
+struct serve_opts {
+	const char	*data;
+	const char	*http;
+	const char	*scrape;
+	int		 ebpf_hz;	/* 0: off */
+	unsigned	 ebpf_flush;	/* seconds per eBPF profile, 0: default */
+	size_t		 http_max_body;
+	unsigned	 http_max_conns;
+	const char	*http_token;
+	int		 debug_fuse;
+	const char	*mountpoint;
+};
+
+static int
+serve(const struct serve_opts *o)
+{
+	struct fsctx fs;
+	struct fs_opts fo;
+	struct store *st;
+	struct http_server *http = NULL;
+	struct scraper *scr = NULL;
+	struct ebpf_sampler *ebpf = NULL;
+	struct buf err = { 0 };
+	char mnt[PATH_MAX];
+	int rc;
+
+	if (realpath(o->mountpoint, mnt) == NULL) {
+		if (errno == ENOTCONN) {
+			/* A stale mount: keep the path as given, fs_main detaches it. */
+			snprintf(mnt, sizeof(mnt), "%s", o->mountpoint);
+		} else if (errno == ENOENT) {
+			snprintf(mnt, sizeof(mnt), "%s", o->mountpoint);
+		} else {
+			fprintf(stderr, "profilefs: %s: %s\n", o->mountpoint, strerror(errno));
+			return 1;
+		}
+	}
+	if ((rc = store_open(o->data, &st, &err)) < 0) {
+		fprintf(stderr, "profilefs: %s\n", err.data ? err.data : strerror(-rc));
+		buf_free(&err);
+		return 1;
+	}
+	log_info("profilefs %s: data in %s", PROFILEFS_VERSION, o->data);
+	if (o->http) {
+		struct http_opts ho = { .listen = o->http, .max_body = o->http_max_body,
+		    .max_conns = o->http_max_conns, .token = o->http_token };
+
+		if (http_start(st, &ho, &http) < 0)
+			goto fail;
+	}
+	if (o->scrape && scrape_start(st, o->scrape, &scr) < 0)
+		goto fail;
+	if (o->ebpf_hz) {
+		struct ebpf_opts eo = { .hz = o->ebpf_hz, .flush_secs = o->ebpf_flush };
+
+		if (ebpf_start(st, &eo, &ebpf) < 0)
+			goto fail;
+	}
+	memset(&fs, 0, sizeof(fs));
+	fs.st = st;
+	memset(&fo, 0, sizeof(fo));
+	fo.mountpoint = mnt;
+	fo.debug = o->debug_fuse;
+	rc = fs_main(&fs, &fo);
+	ebpf_stop(ebpf);
+	scrape_stop(scr);
+	http_stop(http);
+	store_close(st);
+	log_info("stopped");
+	return rc < 0 ? 1 : 0;
+fail:
+	ebpf_stop(ebpf);
+	scrape_stop(scr);
+	http_stop(http);
+	store_close(st);
+	return 1;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "data",	required_argument,	NULL, 'd' },
+		{ "http",	required_argument,	NULL, 'H' },
+		{ "ebpf",	optional_argument,	NULL, 'e' },
+		{ "scrape",	required_argument,	NULL, 's' },
+		{ "verbose",	no_argument,		NULL, 'v' },
+		{ "debug-fuse",	no_argument,		NULL, 'D' },
+		{ "help",	no_argument,		NULL, 'h' },
+		{ "version",	no_argument,		NULL, 'V' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct serve_opts o = { .data = "./profilefs-data" };
+	char *end;
+	long hz;
+	int c;
+
+	if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+	    strcmp(argv[1], "help") == 0)) {
+		usage(stdout);
+		return 0;
+	}
+	if (argc >= 2 && strcmp(argv[1], "--version") == 0) {
+		printf("profilefs %s (commit %s)\n", PROFILEFS_VERSION, PROFILEFS_COMMIT);
+		return 0;
+	}
+	if (argc < 2 || strcmp(argv[1], "serve") != 0) {
+		if (argc >= 2)
+			fprintf(stderr, "profilefs: unknown command '%s'\n", argv[1]);
+		usage(stderr);
+		return 2;
+	}
+	argc--;
+	argv++;
+	while ((c = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'd':
+			o.data = optarg;
+			break;
+		case 'H':
+			o.http = optarg;
+			break;
+		case 'e':
+			hz = 19;
+			if (optarg) {
+				errno = 0;
+				hz = strtol(optarg, &end, 10);
+				if (errno || *end || hz < 1 || hz > 99) {
+					fprintf(stderr, "profilefs: --ebpf=HZ: HZ must be 1..99, not '%s'\n",
+					    optarg);
+					return 2;
+				}
+			}
+			o.ebpf_hz = (int)hz;
+			break;
+		case 's':
+			o.scrape = optarg;
+			break;
+		case 'v':
+			log_verbose = 1;
+			break;
+		case 'D':
+			o.debug_fuse = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'V':
+			printf("profilefs %s (commit %s)\n", PROFILEFS_VERSION, PROFILEFS_COMMIT);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind != argc - 1) {
+		fprintf(stderr, "profilefs: serve needs exactly one MOUNTPOINT\n");
+		usage(stderr);
+		return 2;
+	}
+	o.mountpoint = argv[optind];
+	signal(SIGPIPE, SIG_IGN);
+	return serve(&o);
+}

@@ -1,0 +1,384 @@
+/*
+ * path: pure parsing of the tree's names, kept apart from the FUSE handlers
+ * so it can be unit-tested without a mount.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "path.h"
+
+#define NS	INT64_C(1000000000)
+
+const char *const path_presets[] = {
+	"last-5m", "last-15m", "last-1h", "last-6h", "last-24h", "last-7d", "all", NULL
+};
+
+static bool
+digits(const char *s, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+	return true;
+}
+
+static int
+num(const char *s, int n)
+{
+	int v = 0, i;
+
+	for (i = 0; i < n; i++)
+		v = v * 10 + (s[i] - '0');
+	return v;
+}
+
+/*
+ * Parse YYYY-MM-DD[THH[:MM[:SS]]] (exactly one of those forms). *unit is the
+ * length of the period the text names (a day, an hour, a minute, a second).
+ */
+static int
+parse_time(const char *s, size_t len, int64_t *t, int64_t *unit)
+{
+	struct tm tm;
+	time_t secs;
+
+	memset(&tm, 0, sizeof(tm));
+	if (len < 10 || !digits(s, 4) || s[4] != '-' || !digits(s + 5, 2) || s[7] != '-' ||
+	    !digits(s + 8, 2))
+		return -EINVAL;
+	tm.tm_year = num(s, 4) - 1900;
+	tm.tm_mon = num(s + 5, 2) - 1;
+	tm.tm_mday = num(s + 8, 2);
+	*unit = 86400;
+	if (len > 10) {
+		if (len < 13 || s[10] != 'T' || !digits(s + 11, 2))
+			return -EINVAL;
+		tm.tm_hour = num(s + 11, 2);
+		*unit = 3600;
+		if (len > 13) {
+			if (len < 16 || s[13] != ':' || !digits(s + 14, 2))
+				return -EINVAL;
+			tm.tm_min = num(s + 14, 2);
+			*unit = 60;
+			if (len > 16) {
+				if (len != 19 || s[16] != ':' || !digits(s + 17, 2))
+					return -EINVAL;
+				tm.tm_sec = num(s + 17, 2);
+				*unit = 1;
+			}
+		}
+	}
+	if (tm.tm_mon > 11 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 ||
+	    tm.tm_min > 59 || tm.tm_sec > 60)
+		return -EINVAL;
+	{
+		/* Reject dates that timegm would roll over (2026-02-30). */
+		struct tm chk;
+
+		secs = timegm(&tm);
+		gmtime_r(&secs, &chk);
+		if (chk.tm_mday != tm.tm_mday || chk.tm_mon != tm.tm_mon)
+			return -EINVAL;
+	}
+	*t = (int64_t)secs * NS;
+	*unit *= NS;
+	return 0;
+}
+
+int
+path_range(const char *name, int64_t now, struct range *r)
+{
+	size_t len = strlen(name);
+	const char *dots;
+	int64_t t, unit, t2, unit2;
+
+	memset(r, 0, sizeof(*r));
+	if (len == 0 || len >= sizeof(r->name))
+		return -EINVAL;
+	memcpy(r->name, name, len + 1);
+	if (strcmp(name, "all") == 0) {
+		r->from = INT64_MIN;
+		r->to = INT64_MAX;
+		return 0;
+	}
+	if (strncmp(name, "last-", 5) == 0) {
+		char *end;
+		long long n;
+		int64_t mult;
+
+		if (!(name[5] >= '1' && name[5] <= '9'))
+			return -EINVAL;
+		n = strtoll(name + 5, &end, 10);
+		if (end[0] == '\0' || end[1] != '\0')
+			return -EINVAL;
+		switch (end[0]) {
+		case 's': mult = 1; break;
+		case 'm': mult = 60; break;
+		case 'h': mult = 3600; break;
+		case 'd': mult = 86400; break;
+		case 'w': mult = 7 * 86400; break;
+		default: return -EINVAL;
+		}
+		if (n <= 0 || n > 100LL * 365 * 86400 / mult)
+			return -EINVAL;
+		/* Up to now inclusive (plus a second of clock skew). */
+		r->to = now + NS;
+		r->from = now - (int64_t)n * mult * NS;
+		r->relative = true;
+		return 0;
+	}
+	if ((dots = strstr(name, "..")) != NULL) {
+		if (parse_time(name, (size_t)(dots - name), &t, &unit) < 0 || unit > 60 * NS ||
+		    parse_time(dots + 2, strlen(dots + 2), &t2, &unit2) < 0 || unit2 > 60 * NS)
+			return -EINVAL;
+		if (t2 <= t)
+			return -EINVAL;
+		r->from = t;
+		r->to = t2;
+		return 0;
+	}
+	if (parse_time(name, len, &t, &unit) < 0 || unit < 60 * NS)
+		return -EINVAL;
+	r->from = t;
+	r->to = t + unit;
+	return 0;
+}
+
+int
+path_selector(const char *seg, char *out, size_t outsz)
+{
+	struct labelset ls;
+	struct buf b = { 0 };
+	int rc;
+
+	if (strcmp(seg, "all") == 0) {
+		out[0] = '\0';
+		return 0;
+	}
+	if (strchr(seg, '=') == NULL)
+		return -EINVAL;
+	if ((rc = labels_parse(seg, &ls, NULL)) < 0)
+		return rc;
+	rc = labels_format(&ls, &b);
+	labels_clear(&ls);
+	if (rc == 0 && (b.len == 0 || b.len >= outsz))
+		rc = -EINVAL;
+	if (rc == 0)
+		memcpy(out, b.data, b.len + 1);
+	buf_free(&b);
+	return rc;
+}
+
+void
+path_profile_name(int64_t time, uint64_t id, char *out, size_t outsz)
+{
+	time_t secs = (time_t)(time >= 0 ? time / NS : (time - NS + 1) / NS);
+	long nsec = (long)(time - (int64_t)secs * NS);
+	struct tm tm;
+	char idh[17];
+
+	gmtime_r(&secs, &tm);
+	store_id_format(id, idh);
+	snprintf(out, outsz, "%04d-%02d-%02dT%02d:%02d:%02d.%09ldZ-%s.pb.gz",
+	    tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+	    tm.tm_sec, nsec, idh);
+}
+
+/* Copy the next segment of *p into seg; 0 at the end of the path. */
+static int
+next_seg(const char **p, char *seg, size_t segsz)
+{
+	const char *s = *p, *e;
+	size_t n;
+
+	while (*s == '/')
+		s++;
+	if (*s == '\0')
+		return 0;
+	e = strchr(s, '/');
+	if (e == NULL)
+		e = s + strlen(s);
+	n = (size_t)(e - s);
+	if (n >= segsz)
+		return -ENAMETOOLONG;
+	memcpy(seg, s, n);
+	seg[n] = '\0';
+	*p = e;
+	return 1;
+}
+
+static int
+parse_ingest(const char *p, struct fspath *o)
+{
+	char seg[1024];
+	struct buf b = { 0 };
+	int rc;
+
+	o->node = NODE_INGEST;
+	o->ingest_depth = 1;
+	/* service */
+	if ((rc = next_seg(&p, seg, sizeof(seg))) <= 0)
+		return rc < 0 ? -ENOENT : 0;
+	rc = labels_unescape(&b, seg, strlen(seg));
+	if (rc < 0 || b.len == 0 || store_check_service(b.data, NULL) < 0 ||
+	    b.len >= sizeof(o->service)) {
+		buf_free(&b);
+		return -ENOENT;
+	}
+	memcpy(o->service, b.data, b.len + 1);
+	buf_free(&b);
+	o->ingest_depth = 2;
+	/* type */
+	if ((rc = next_seg(&p, seg, sizeof(seg))) <= 0)
+		return rc < 0 ? -ENOENT : 0;
+	if (strcmp(seg, "auto") != 0 && store_check_type(seg, NULL) < 0)
+		return -ENOENT;
+	snprintf(o->type, sizeof(o->type), "%s", seg);
+	o->ingest_depth = 3;
+	/* labels directory or file */
+	if ((rc = next_seg(&p, seg, sizeof(seg))) <= 0)
+		return rc < 0 ? -ENOENT : 0;
+	if (strchr(seg, '=') != NULL) {
+		struct labelset ls;
+
+		if (labels_parse(seg, &ls, NULL) < 0)
+			return -ENOENT;
+		labels_clear(&ls);
+		snprintf(o->ingest_labels, sizeof(o->ingest_labels), "%s", seg);
+		o->ingest_depth = 4;
+		if ((rc = next_seg(&p, seg, sizeof(seg))) <= 0)
+			return rc < 0 ? -ENOENT : 0;
+	}
+	if (strlen(seg) >= sizeof(o->file))
+		return -ENOENT;
+	memcpy(o->file, seg, strlen(seg) + 1);
+	o->node = NODE_INGEST_FILE;
+	/* Nothing may follow a file. */
+	if (next_seg(&p, seg, sizeof(seg)) != 0)
+		return -ENOENT;
+	return 0;
+}
+
+/* vs/<base>: a range, selector@range or a selector. */
+static int
+parse_base(const char *seg, int64_t now, struct fspath *o)
+{
+	const char *at = strrchr(seg, '@');
+	char sel[1024];
+
+	if (at) {
+		size_t n = (size_t)(at - seg);
+
+		if (n >= sizeof(sel))
+			return -ENOENT;
+		memcpy(sel, seg, n);
+		sel[n] = '\0';
+		if (path_selector(sel, o->base_selector, sizeof(o->base_selector)) < 0 ||
+		    path_range(at + 1, now, &o->base_range) < 0)
+			return -ENOENT;
+		return 0;
+	}
+	if (path_range(seg, now, &o->base_range) == 0) {
+		snprintf(o->base_selector, sizeof(o->base_selector), "%s", o->selector);
+		return 0;
+	}
+	if (path_selector(seg, o->base_selector, sizeof(o->base_selector)) < 0)
+		return -ENOENT;
+	o->base_range = o->range;
+	return 0;
+}
+
+int
+path_parse(const char *path, int64_t now, struct fspath *o)
+{
+	const char *p = path;
+	char seg[1024];
+	struct buf b = { 0 };
+	int rc;
+
+	memset(o, 0, sizeof(*o));
+	o->node = NODE_ROOT;
+	if ((rc = next_seg(&p, seg, sizeof(seg))) <= 0)
+		return rc < 0 ? -ENOENT : 0;
+	if (strcmp(seg, "README.txt") == 0) {
+		o->node = NODE_README;
+		return next_seg(&p, seg, sizeof(seg)) == 0 ? 0 : -ENOENT;
+	}
+	if (strcmp(seg, "ingest") == 0)
+		return parse_ingest(p, o);
+
+	/* service */
+	rc = labels_unescape(&b, seg, strlen(seg));
+	if (rc < 0 || b.len == 0 || b.len >= sizeof(o->service) ||
+	    store_check_service(b.data, NULL) < 0) {
+		buf_free(&b);
+		return -ENOENT;
+	}
+	memcpy(o->service, b.data, b.len + 1);
+	buf_free(&b);
+	o->node = NODE_SERVICE;
+	if ((rc = next_seg(&p, seg, sizeof(seg))) <= 0)
+		return rc < 0 ? -ENOENT : 0;
+	if (store_check_type(seg, NULL) < 0)
+		return -ENOENT;
+	snprintf(o->type, sizeof(o->type), "%s", seg);
+	o->node = NODE_TYPE;
+	if ((rc = next_seg(&p, seg, sizeof(seg))) <= 0)
+		return rc < 0 ? -ENOENT : 0;
+	if (path_selector(seg, o->selector, sizeof(o->selector)) < 0)
+		return -ENOENT;
+	o->node = NODE_SELECTOR;
+	if ((rc = next_seg(&p, seg, sizeof(seg))) <= 0)
+		return rc < 0 ? -ENOENT : 0;
+	if (path_range(seg, now, &o->range) < 0)
+		return -ENOENT;
+	o->node = NODE_RANGE;
+	if ((rc = next_seg(&p, seg, sizeof(seg))) <= 0)
+		return rc < 0 ? -ENOENT : 0;
+	if (strcmp(seg, "profiles") == 0) {
+		o->node = NODE_PROFILES;
+		if ((rc = next_seg(&p, seg, sizeof(seg))) <= 0)
+			return rc < 0 ? -ENOENT : 0;
+		/* <time>-<16 hex>.pb.gz */
+		size_t n = strlen(seg);
+		char want[128];
+
+		if (n < 16 + 6 + 1 || strcmp(seg + n - 6, ".pb.gz") != 0)
+			return -ENOENT;
+		char idh[17];
+		memcpy(idh, seg + n - 6 - 16, 16);
+		idh[16] = '\0';
+		if (store_id_parse(idh, &o->profile_id) < 0)
+			return -ENOENT;
+		(void)want;
+		snprintf(o->view, sizeof(o->view), "%.63s", seg);
+		o->node = NODE_PROFILE;
+		return next_seg(&p, seg, sizeof(seg)) == 0 ? 0 : -ENOENT;
+	}
+	if (strcmp(seg, "vs") == 0) {
+		o->node = NODE_VS;
+		if ((rc = next_seg(&p, seg, sizeof(seg))) <= 0)
+			return rc < 0 ? -ENOENT : 0;
+		if (parse_base(seg, now, o) < 0)
+			return -ENOENT;
+		o->node = NODE_VS_BASE;
+		if ((rc = next_seg(&p, seg, sizeof(seg))) <= 0)
+			return rc < 0 ? -ENOENT : 0;
+		if (strlen(seg) >= sizeof(o->view))
+			return -ENOENT;
+		memcpy(o->view, seg, strlen(seg) + 1);
+		o->node = NODE_VS_VIEW;
+		return next_seg(&p, seg, sizeof(seg)) == 0 ? 0 : -ENOENT;
+	}
+	if (strlen(seg) >= sizeof(o->view))
+		return -ENOENT;
+	memcpy(o->view, seg, strlen(seg) + 1);
+	o->node = NODE_VIEW;
+	return next_seg(&p, seg, sizeof(seg)) == 0 ? 0 : -ENOENT;
+}

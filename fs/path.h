@@ -1,0 +1,79 @@
+/*
+ * path: the grammar of the mounted tree. path_parse() turns a path into what
+ * it names; it never touches the store, so "does this exist" is the caller's
+ * question. Range names are resolved against a given `now`.
+ *
+ *   /README.txt
+ *   /ingest[/<service>[/<type>[/<labels>]]][/<file>]
+ *   /<service>[/<type>[/<selector>[/<range>[/<view>]]]]
+ *   /<service>/<type>/<selector>/<range>/profiles[/<time>-<id>.pb.gz]
+ *   /<service>/<type>/<selector>/<range>/vs[/<base>[/<view>]]
+ *       <base> = <range> | <selector>@<range> | <selector>
+ */
+#ifndef PROFILEFS_PATH_H
+#define PROFILEFS_PATH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "store.h"
+
+enum node {
+	NODE_ROOT,
+	NODE_README,
+	NODE_INGEST,		/* ingest/ and its service, type, labels directories */
+	NODE_INGEST_FILE,	/* a file being written into ingest/ */
+	NODE_SERVICE,
+	NODE_TYPE,
+	NODE_SELECTOR,
+	NODE_RANGE,
+	NODE_VIEW,		/* a generated file in a range directory */
+	NODE_PROFILES,
+	NODE_PROFILE,
+	NODE_VS,		/* vs/ */
+	NODE_VS_BASE,		/* vs/<base>/ */
+	NODE_VS_VIEW,		/* vs/<base>/<view> */
+};
+
+struct range {
+	char	 name[64];	/* as written in the path */
+	int64_t	 from, to;	/* ns, from <= t < to */
+	bool	 relative;	/* moves with the clock (last-*) */
+};
+
+struct fspath {
+	enum node	 node;
+	char		 service[SERVICE_MAX_LEN + 1];	/* unescaped */
+	char		 type[TYPE_MAX_LEN + 1];
+	char		 selector[1024];	/* canonical escaped labels; "" for all */
+	struct range	 range;
+	char		 view[64];		/* file name of a view */
+	uint64_t	 profile_id;
+	/* vs/<base>: the base's selector and range */
+	char		 base_selector[1024];
+	struct range	 base_range;
+	/* ingest */
+	char		 ingest_labels[1024];	/* escaped, as written */
+	char		 file[256];
+	int		 ingest_depth;		/* 1 ingest, 2 service, 3 type, 4 labels */
+};
+
+/*
+ * Parse path (absolute, as FUSE gives it). 0 on success; -ENOENT for a path
+ * that cannot exist whatever the store holds.
+ */
+int	path_parse(const char *path, int64_t now, struct fspath *out);
+/* Parse a range name; -EINVAL if it is not one. */
+int	path_range(const char *name, int64_t now, struct range *r);
+/*
+ * Parse a selector segment ("all" or k=v,...) into canonical text (escaped,
+ * sorted); -EINVAL if malformed.
+ */
+int	path_selector(const char *seg, char *out, size_t outsz);
+/* The name profiles/ gives a stored profile: 2026-11-22T10:05:03.123456789Z-<id>.pb.gz */
+void	path_profile_name(int64_t time, uint64_t id, char *out, size_t outsz);
+
+/* Presets listed in every selector directory that holds data. */
+extern const char *const path_presets[];
+
+#endif

@@ -1,0 +1,44 @@
+/*
+ * views: the generated files of a range directory. Each view renders from
+ * the range's merge result (one merge per range, shared through the cache)
+ * and, for diffs, from a base range's. Renderers are plain functions of a
+ * profile; this module only routes names to them.
+ */
+#ifndef PROFILEFS_VIEWS_H
+#define PROFILEFS_VIEWS_H
+
+#include "buf.h"
+#include "path.h"
+#include "query.h"
+
+struct fsctx;
+
+/* What a renderer gets. */
+struct view_in {
+	struct fsctx			*fs;
+	const struct fspath		*fp;
+	const char			*name;		/* the file name asked for */
+	const struct query_result	*cur;		/* this range, merged */
+	const struct query_result	*base;		/* the diff's base, or NULL */
+};
+
+/* Render view fp->view (or fp->view under vs/) into out. -ENOENT: no such file. */
+int	views_render(struct fsctx *fs, const struct fspath *fp, struct buf *out);
+/* Append the names of the files of a range directory (NUL-separated) to out. */
+int	views_list(struct fsctx *fs, const struct fspath *fp, struct buf *out);
+/* The same for vs/<base>/. */
+int	views_list_vs(struct fsctx *fs, const struct fspath *fp, struct buf *out);
+
+/*
+ * The merged result of (service, type, selector, range), cached. *out holds
+ * a cache reference; views_merge_release() drops it.
+ */
+struct cache_entry;
+int	views_merge(struct fsctx *fs, const char *service, const char *type,
+	    const char *selector, const struct range *r, struct cache_entry **out);
+void	views_merge_release(struct fsctx *fs, struct cache_entry *e);
+
+/* RFC 3339 UTC with nanoseconds: 2026-11-22T10:05:03.123456789Z */
+void	views_time(int64_t ns, char *out, size_t n);
+
+#endif

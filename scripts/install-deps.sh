@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Install what profilefs needs to build, run and test, from Debian's packages
+# (and playwright-core from npm for the browser test). Safe to run again:
+# it installs only what is missing. Needs root (or sudo).
+set -euo pipefail
+
+PKGS=(
+  build-essential pkg-config git
+  libfuse3-dev fuse3
+  librocksdb-dev
+  libprotobuf-c-dev protobuf-c-compiler
+  zlib1g-dev
+  libmicrohttpd-dev libcurl4-openssl-dev
+  libbpf-dev bpftool clang llvm libelf-dev libdw-dev
+  libcmocka-dev
+  golang-go
+  curl libxml2-utils procps psmisc
+)
+# Only for the browser test (tests/browser): Debian's Chromium and Node.js.
+BROWSER_PKGS=(chromium nodejs npm)
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  SUDO="sudo"
+fi
+
+want=("${PKGS[@]}")
+if [ "${PROFILEFS_NO_BROWSER:-0}" != 1 ]; then
+  want+=("${BROWSER_PKGS[@]}")
+fi
+
+missing=()
+for p in "${want[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -q
+  $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+else
+  echo "install-deps: all Debian packages present"
+fi
+
+# playwright-core drives Debian's Chromium in tests/browser (no browser download).
+here="$(cd "$(dirname "$0")/.." && pwd)"
+if [ "${PROFILEFS_NO_BROWSER:-0}" != 1 ] && [ -f "$here/tests/browser/package.json" ] \
+   && [ ! -d "$here/tests/browser/node_modules/playwright-core" ]; then
+  echo "install-deps: npm install (tests/browser)"
+  (cd "$here/tests/browser" && npm install --no-audit --no-fund --silent) || \
+    echo "install-deps: npm install failed; the browser test will be skipped" >&2
+fi

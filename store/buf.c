@@ -1,0 +1,258 @@
+/*
+ * buf: growable byte buffer. Growth doubles; every mutator keeps data[len]
+ * == '\0'. Allocation failure is reported, never ignored.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "buf.h"
+
+int
+buf_reserve(struct buf *b, size_t more)
+{
+	size_t need, ncap;
+	char *p;
+
+	if (more > SIZE_MAX - b->len - 1)
+		return -ENOMEM;
+	need = b->len + more + 1;
+	if (need <= b->cap)
+		return 0;
+	ncap = b->cap ? b->cap : 64;
+	while (ncap < need)
+		ncap = ncap > SIZE_MAX / 2 ? need : ncap * 2;
+	p = realloc(b->data, ncap);
+	if (p == NULL)
+		return -ENOMEM;
+	b->data = p;
+	b->cap = ncap;
+	b->data[b->len] = '\0';
+	return 0;
+}
+
+int
+buf_add(struct buf *b, const void *p, size_t n)
+{
+	int rc;
+
+	if ((rc = buf_reserve(b, n)) < 0)
+		return rc;
+	if (n)
+		memcpy(b->data + b->len, p, n);
+	b->len += n;
+	b->data[b->len] = '\0';
+	return 0;
+}
+
+int
+buf_addc(struct buf *b, int c)
+{
+	char ch = (char)c;
+
+	return buf_add(b, &ch, 1);
+}
+
+int
+buf_adds(struct buf *b, const char *s)
+{
+	return buf_add(b, s, strlen(s));
+}
+
+int
+buf_vprintf(struct buf *b, const char *fmt, va_list ap)
+{
+	va_list cp;
+	int n, rc;
+
+	va_copy(cp, ap);
+	n = vsnprintf(NULL, 0, fmt, cp);
+	va_end(cp);
+	if (n < 0)
+		return -EINVAL;
+	if ((rc = buf_reserve(b, (size_t)n)) < 0)
+		return rc;
+	vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+	b->len += (size_t)n;
+	return 0;
+}
+
+int
+buf_printf(struct buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	rc = buf_vprintf(b, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+int
+buf_add_json(struct buf *b, const char *s, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < n && rc == 0; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c == '"' || c == '\\') {
+			char e[2] = { '\\', (char)c };
+			rc = buf_add(b, e, 2);
+		} else if (c < 0x20 || c == 0x7f) {
+			char e[6] = { '\\', 'u', '0', '0', hex[c >> 4], hex[c & 15] };
+			rc = buf_add(b, e, 6);
+		} else
+			rc = buf_addc(b, c);
+	}
+	return rc;
+}
+
+/* Length of the valid UTF-8 sequence at s (at most n bytes), 0 if invalid. */
+static size_t
+utf8_seq(const unsigned char *s, size_t n)
+{
+	size_t len, i;
+	uint32_t cp;
+
+	if (s[0] < 0x80)
+		return 1;
+	if ((s[0] & 0xe0) == 0xc0) {
+		len = 2;
+		cp = s[0] & 0x1f;
+	} else if ((s[0] & 0xf0) == 0xe0) {
+		len = 3;
+		cp = s[0] & 0x0f;
+	} else if ((s[0] & 0xf8) == 0xf0) {
+		len = 4;
+		cp = s[0] & 0x07;
+	} else
+		return 0;
+	if (len > n)
+		return 0;
+	for (i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3f);
+	}
+	if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) ||
+	    (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return len;
+}
+
+int
+buf_add_xml(struct buf *b, const char *s, size_t n)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t i = 0, l;
+	int rc = 0;
+
+	while (i < n && rc == 0) {
+		unsigned char c = u[i];
+
+		switch (c) {
+		case '<': rc = buf_adds(b, "&lt;"); i++; continue;
+		case '>': rc = buf_adds(b, "&gt;"); i++; continue;
+		case '&': rc = buf_adds(b, "&amp;"); i++; continue;
+		case '"': rc = buf_adds(b, "&quot;"); i++; continue;
+		case '\'': rc = buf_adds(b, "&#39;"); i++; continue;
+		}
+		if (c < 0x20 && c != '\t' && c != '\n') {
+			/* XML 1.0 forbids most control characters. */
+			rc = buf_adds(b, "\xef\xbf\xbd");
+			i++;
+			continue;
+		}
+		l = utf8_seq(u + i, n - i);
+		if (l == 0) {
+			rc = buf_adds(b, "\xef\xbf\xbd");
+			i++;
+			continue;
+		}
+		rc = buf_add(b, u + i, l);
+		i += l;
+	}
+	return rc;
+}
+
+int
+buf_add_varint(struct buf *b, uint64_t v)
+{
+	unsigned char tmp[10];
+	size_t n = 0;
+
+	while (v >= 0x80) {
+		tmp[n++] = (unsigned char)(v | 0x80);
+		v >>= 7;
+	}
+	tmp[n++] = (unsigned char)v;
+	return buf_add(b, tmp, n);
+}
+
+void
+buf_reset(struct buf *b)
+{
+	b->len = 0;
+	if (b->data)
+		b->data[0] = '\0';
+}
+
+void
+buf_free(struct buf *b)
+{
+	free(b->data);
+	b->data = NULL;
+	b->len = b->cap = 0;
+}
+
+char *
+buf_steal(struct buf *b, size_t *len)
+{
+	char *p = b->data;
+
+	if (p == NULL)
+		p = calloc(1, 1);
+	if (len)
+		*len = b->len;
+	b->data = NULL;
+	b->len = b->cap = 0;
+	return p;
+}
+
+int
+buf_read_file(struct buf *b, const char *path, size_t limit)
+{
+	char tmp[65536];
+	ssize_t n;
+	int fd, rc = 0;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return -errno;
+	for (;;) {
+		n = read(fd, tmp, sizeof(tmp));
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			rc = -errno;
+			break;
+		}
+		if (n == 0)
+			break;
+		if (b->len + (size_t)n > limit) {
+			rc = -EFBIG;
+			break;
+		}
+		if ((rc = buf_add(b, tmp, (size_t)n)) < 0)
+			break;
+	}
+	close(fd);
+	return rc;
+}

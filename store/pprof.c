@@ -1,0 +1,721 @@
+/*
+ * pprof: the wire codec. Decoding goes through protobuf-c (generated from
+ * profile.proto; it accepts packed and unpacked repeated fields, any field
+ * order and unknown fields) into a scratch arena, then validates the result as
+ * go tool pprof does and converts ids into indexes in the profile's own arena.
+ * Encoding is written by hand straight from struct profile: packed repeated
+ * scalars, ids numbered 1..N.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "arena.h"
+#include "intern.h"
+#include "profile.h"
+#include "profile.pb-c.h"
+
+typedef Perftools__Profiles__Profile PbProfile;
+
+/* Size caps beyond which a profile is refused rather than decoded. */
+#define MAX_SAMPLE_TYPES	64
+
+static void *
+pb_alloc(void *data, size_t size)
+{
+	return arena_alloc(data, size);
+}
+
+static void
+pb_free(void *data, void *ptr)
+{
+	(void)data;
+	(void)ptr;
+}
+
+static int
+fail(struct buf *err, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int
+fail(struct buf *err, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err) {
+		va_start(ap, fmt);
+		buf_vprintf(err, fmt, ap);
+		va_end(ap);
+	}
+	return rc;
+}
+
+int
+profile_gunzip(const void *data, size_t len, struct buf *out, struct buf *err)
+{
+	z_stream zs;
+	int zr, rc = 0;
+
+	memset(&zs, 0, sizeof(zs));
+	if (inflateInit2(&zs, 15 + 16) != Z_OK)
+		return fail(err, -ENOMEM, "cannot initialise zlib");
+	zs.next_in = (Bytef *)data;
+	zs.avail_in = (uInt)len;
+	if (len > UINT32_MAX) {
+		inflateEnd(&zs);
+		return fail(err, -EFBIG, "compressed input over 4 GiB");
+	}
+	for (;;) {
+		size_t room;
+
+		if ((rc = buf_reserve(out, len * 4 < 65536 ? 65536 : len * 4)) < 0)
+			break;
+		room = out->cap - out->len - 1;
+		if (out->len + room > PROFILE_MAX_DECODED)
+			room = PROFILE_MAX_DECODED - out->len;
+		if (room == 0) {
+			rc = fail(err, -EFBIG, "gzip data inflates past the limit of %u MiB",
+			    PROFILE_MAX_DECODED >> 20);
+			break;
+		}
+		zs.next_out = (Bytef *)out->data + out->len;
+		zs.avail_out = (uInt)room;
+		zr = inflate(&zs, Z_NO_FLUSH);
+		out->len += room - zs.avail_out;
+		out->data[out->len] = '\0';
+		if (zr == Z_STREAM_END) {
+			/* Concatenated gzip members are one stream to gzip(1). */
+			if (zs.avail_in > 0 && zs.next_in[0] == 0x1f) {
+				inflateReset(&zs);
+				continue;
+			}
+			break;
+		}
+		if (zr == Z_BUF_ERROR && zs.avail_in == 0) {
+			rc = fail(err, -EINVAL, "truncated gzip data (stream ends early)");
+			break;
+		}
+		if (zr != Z_OK && zr != Z_BUF_ERROR) {
+			rc = fail(err, -EINVAL, "corrupt gzip data: %s",
+			    zs.msg ? zs.msg : "inflate failed");
+			break;
+		}
+	}
+	inflateEnd(&zs);
+	return rc;
+}
+
+int
+profile_gzip(const void *data, size_t len, struct buf *out)
+{
+	z_stream zs;
+	int zr, rc;
+
+	memset(&zs, 0, sizeof(zs));
+	if (deflateInit2(&zs, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+		return -ENOMEM;
+	zs.next_in = (Bytef *)data;
+	zs.avail_in = (uInt)len;
+	do {
+		size_t room;
+
+		if ((rc = buf_reserve(out, len / 4 + 4096)) < 0)
+			break;
+		room = out->cap - out->len - 1;
+		zs.next_out = (Bytef *)out->data + out->len;
+		zs.avail_out = (uInt)room;
+		zr = deflate(&zs, Z_FINISH);
+		out->len += room - zs.avail_out;
+		out->data[out->len] = '\0';
+	} while (zr == Z_OK || zr == Z_BUF_ERROR);
+	deflateEnd(&zs);
+	if (rc == 0 && zr != Z_STREAM_END)
+		rc = -EIO;
+	return rc;
+}
+
+/* Map pprof ids to indexes: direct when ids are 1..N in order, else hashed. */
+struct idmap {
+	struct intern	*t;
+	size_t		 n;
+	bool		 dense;
+};
+
+static int
+idmap_build(struct idmap *m, size_t n, uint64_t (*get)(const void *, size_t),
+    const void *arr, const char *what, struct buf *err)
+{
+	size_t i;
+	int added;
+
+	m->n = n;
+	m->dense = true;
+	m->t = NULL;
+	for (i = 0; i < n; i++) {
+		uint64_t id = get(arr, i);
+
+		if (id == 0)
+			return fail(err, -EINVAL, "%s with reserved id 0 (ids must be nonzero)", what);
+		if (id != i + 1)
+			m->dense = false;
+	}
+	if (m->dense)
+		return 0;
+	if ((m->t = intern_create(n)) == NULL)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		uint64_t id = get(arr, i);
+
+		if (intern_put(m->t, &id, sizeof(id), &added) < 0)
+			return -ENOMEM;
+		if (!added)
+			return fail(err, -EINVAL, "duplicate %s id %llu", what,
+			    (unsigned long long)id);
+	}
+	return 0;
+}
+
+/* Index of id, or -1. */
+static int64_t
+idmap_get(const struct idmap *m, uint64_t id)
+{
+	if (id == 0)
+		return -1;
+	if (m->dense)
+		return id <= m->n ? (int64_t)id - 1 : -1;
+	return intern_get(m->t, &id, sizeof(id));
+}
+
+static uint64_t
+fn_id(const void *a, size_t i)
+{
+	return ((Perftools__Profiles__Function *const *)a)[i]->id;
+}
+
+static uint64_t
+map_id(const void *a, size_t i)
+{
+	return ((Perftools__Profiles__Mapping *const *)a)[i]->id;
+}
+
+static uint64_t
+loc_id(const void *a, size_t i)
+{
+	return ((Perftools__Profiles__Location *const *)a)[i]->id;
+}
+
+#define CHECK_STR(idx, what)						\
+	do {								\
+		if ((idx) < 0 || (uint64_t)(idx) >= pb->n_string_table) { \
+			rc = fail(err, -EINVAL,				\
+			    "%s: string index %lld out of range (string table has %zu entries)", \
+			    what, (long long)(idx), pb->n_string_table); \
+			goto out;					\
+		}							\
+	} while (0)
+
+static int
+convert(const PbProfile *pb, struct profile *p, struct buf *err)
+{
+	struct idmap fm = { 0 }, mm = { 0 }, lm = { 0 };
+	struct arena *a = p->arena;
+	size_t i, j;
+	int rc = 0;
+
+	if (pb->n_string_table == 0 || pb->string_table[0].len != 0)
+		return fail(err, -EINVAL, "malformed profile: string_table[0] must be \"\"");
+	if (pb->n_sample_type > MAX_SAMPLE_TYPES)
+		return fail(err, -EINVAL, "too many sample types (%zu, limit %d)",
+		    pb->n_sample_type, MAX_SAMPLE_TYPES);
+
+	p->nstrings = pb->n_string_table;
+	if ((p->strings = arena_alloc(a, p->nstrings * sizeof(char *))) == NULL)
+		return -ENOMEM;
+	for (i = 0; i < p->nstrings; i++) {
+		const ProtobufCBinaryData *s = &pb->string_table[i];
+
+		/* protobuf-c NUL-terminates nothing in bytes fields: copy. */
+		if ((p->strings[i] = arena_memdup(a, s->data, s->len)) == NULL)
+			return -ENOMEM;
+	}
+
+	p->nsample_types = pb->n_sample_type;
+	p->sample_types = arena_calloc(a, p->nsample_types + 1, sizeof(*p->sample_types));
+	if (p->sample_types == NULL)
+		return -ENOMEM;
+	for (i = 0; i < pb->n_sample_type; i++) {
+		CHECK_STR(pb->sample_type[i]->type, "sample type");
+		CHECK_STR(pb->sample_type[i]->unit, "sample type unit");
+		p->sample_types[i].type = pb->sample_type[i]->type;
+		p->sample_types[i].unit = pb->sample_type[i]->unit;
+	}
+	if (pb->period_type) {
+		CHECK_STR(pb->period_type->type, "period type");
+		CHECK_STR(pb->period_type->unit, "period type unit");
+		p->period_type.type = pb->period_type->type;
+		p->period_type.unit = pb->period_type->unit;
+	}
+	CHECK_STR(pb->drop_frames, "drop_frames");
+	CHECK_STR(pb->keep_frames, "keep_frames");
+	CHECK_STR(pb->default_sample_type, "default_sample_type");
+	CHECK_STR(pb->doc_url, "doc_url");
+	p->drop_frames = pb->drop_frames;
+	p->keep_frames = pb->keep_frames;
+	p->default_sample_type = pb->default_sample_type;
+	p->doc_url = pb->doc_url;
+	p->time_nanos = pb->time_nanos;
+	p->duration_nanos = pb->duration_nanos;
+	p->period = pb->period;
+	p->ncomments = pb->n_comment;
+	if ((p->comments = arena_alloc(a, (p->ncomments + 1) * sizeof(int64_t))) == NULL)
+		return -ENOMEM;
+	for (i = 0; i < pb->n_comment; i++) {
+		CHECK_STR(pb->comment[i], "comment");
+		p->comments[i] = pb->comment[i];
+	}
+
+	/* Functions. */
+	if ((rc = idmap_build(&fm, pb->n_function, fn_id, pb->function,
+	    "malformed profile: function", err)) < 0)
+		goto out;
+	p->nfunctions = pb->n_function;
+	p->functions = arena_alloc(a, (p->nfunctions + 1) * sizeof(*p->functions));
+	if (p->functions == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < pb->n_function; i++) {
+		const Perftools__Profiles__Function *f = pb->function[i];
+
+		CHECK_STR(f->name, "function name");
+		CHECK_STR(f->system_name, "function system name");
+		CHECK_STR(f->filename, "function file name");
+		p->functions[i].name = f->name;
+		p->functions[i].system_name = f->system_name;
+		p->functions[i].filename = f->filename;
+		p->functions[i].start_line = f->start_line;
+	}
+
+	/* Mappings. */
+	if ((rc = idmap_build(&mm, pb->n_mapping, map_id, pb->mapping,
+	    "malformed profile: mapping", err)) < 0)
+		goto out;
+	p->nmappings = pb->n_mapping;
+	p->mappings = arena_alloc(a, (p->nmappings + 1) * sizeof(*p->mappings));
+	if (p->mappings == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < pb->n_mapping; i++) {
+		const Perftools__Profiles__Mapping *m = pb->mapping[i];
+		struct pf_mapping *d = &p->mappings[i];
+
+		CHECK_STR(m->filename, "mapping file name");
+		CHECK_STR(m->build_id, "mapping build id");
+		d->start = m->memory_start;
+		d->limit = m->memory_limit;
+		d->offset = m->file_offset;
+		d->filename = m->filename;
+		d->build_id = m->build_id;
+		d->has_functions = m->has_functions;
+		d->has_filenames = m->has_filenames;
+		d->has_line_numbers = m->has_line_numbers;
+		d->has_inline_frames = m->has_inline_frames;
+	}
+
+	/* Locations. */
+	if ((rc = idmap_build(&lm, pb->n_location, loc_id, pb->location,
+	    "malformed profile: location", err)) < 0)
+		goto out;
+	p->nlocations = pb->n_location;
+	p->locations = arena_alloc(a, (p->nlocations + 1) * sizeof(*p->locations));
+	if (p->locations == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < pb->n_location; i++) {
+		const Perftools__Profiles__Location *l = pb->location[i];
+		struct pf_location *d = &p->locations[i];
+
+		d->address = l->address;
+		d->is_folded = l->is_folded;
+		d->mapping = 0;
+		if (l->mapping_id) {
+			/* An unknown mapping id reads as no mapping, as in pprof. */
+			int64_t mi = idmap_get(&mm, l->mapping_id);
+
+			if (mi >= 0)
+				d->mapping = (uint32_t)mi + 1;
+		}
+		d->nlines = (uint32_t)l->n_line;
+		d->lines = arena_alloc(a, (l->n_line + 1) * sizeof(*d->lines));
+		if (d->lines == NULL) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		for (j = 0; j < l->n_line; j++) {
+			const Perftools__Profiles__Line *ln = l->line[j];
+
+			d->lines[j].function = PF_NONE;
+			if (ln->function_id) {
+				/* Unknown function ids read as none, as in pprof. */
+				int64_t fi = idmap_get(&fm, ln->function_id);
+
+				if (fi >= 0)
+					d->lines[j].function = (uint32_t)fi;
+			}
+			d->lines[j].line = ln->line;
+			d->lines[j].column = ln->column;
+		}
+	}
+
+	/* Samples. */
+	p->nsamples = pb->n_sample;
+	p->samples = arena_alloc(a, (p->nsamples + 1) * sizeof(*p->samples));
+	if (p->samples == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < pb->n_sample; i++) {
+		const Perftools__Profiles__Sample *s = pb->sample[i];
+		struct pf_sample *d = &p->samples[i];
+
+		if (s->n_value != pb->n_sample_type) {
+			rc = fail(err, -EINVAL,
+			    "malformed profile: sample %zu has %zu values but there are %zu sample types",
+			    i, s->n_value, pb->n_sample_type);
+			goto out;
+		}
+		d->nlocs = (uint32_t)s->n_location_id;
+		d->locs = arena_alloc(a, (s->n_location_id + 1) * sizeof(uint32_t));
+		d->values = arena_memdup(a, s->value, s->n_value * sizeof(int64_t));
+		d->nlabels = (uint32_t)s->n_label;
+		d->labels = arena_alloc(a, (s->n_label + 1) * sizeof(*d->labels));
+		if (d->locs == NULL || d->values == NULL || d->labels == NULL) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		for (j = 0; j < s->n_location_id; j++) {
+			int64_t li = idmap_get(&lm, s->location_id[j]);
+
+			if (li < 0) {
+				rc = fail(err, -EINVAL,
+				    "malformed profile: sample %zu refers to unknown location %llu",
+				    i, (unsigned long long)s->location_id[j]);
+				goto out;
+			}
+			d->locs[j] = (uint32_t)li;
+		}
+		for (j = 0; j < s->n_label; j++) {
+			const Perftools__Profiles__Label *l = s->label[j];
+
+			CHECK_STR(l->key, "label key");
+			CHECK_STR(l->str, "label value");
+			CHECK_STR(l->num_unit, "label unit");
+			d->labels[j].key = l->key;
+			d->labels[j].str = l->str;
+			d->labels[j].num = l->num;
+			d->labels[j].num_unit = l->num_unit;
+		}
+	}
+out:
+	intern_destroy(fm.t);
+	intern_destroy(mm.t);
+	intern_destroy(lm.t);
+	return rc;
+}
+
+int
+profile_decode(const void *data, size_t len, struct profile **out, struct buf *err)
+{
+	const unsigned char *d = data;
+	struct buf plain = { 0 };
+	struct arena *scratch = NULL;
+	ProtobufCAllocator alloc;
+	struct profile *p = NULL;
+	PbProfile *pb;
+	int rc;
+
+	*out = NULL;
+	if (len == 0)
+		return fail(err, -EINVAL, "empty input: not a pprof profile");
+	if (len >= 2 && d[0] == 0x1f && d[1] == 0x8b) {
+		if ((rc = profile_gunzip(data, len, &plain, err)) < 0)
+			goto done;
+		data = plain.data;
+		len = plain.len;
+		if (len == 0) {
+			rc = fail(err, -EINVAL, "gzip data holds nothing: not a pprof profile");
+			goto done;
+		}
+	} else if (len > PROFILE_MAX_DECODED) {
+		rc = fail(err, -EFBIG, "profile larger than the limit of %u MiB",
+		    PROFILE_MAX_DECODED >> 20);
+		goto done;
+	}
+	if ((scratch = arena_create()) == NULL) {
+		rc = -ENOMEM;
+		goto done;
+	}
+	alloc.alloc = pb_alloc;
+	alloc.free = pb_free;
+	alloc.allocator_data = scratch;
+	pb = perftools__profiles__profile__unpack(&alloc, len, data);
+	if (pb == NULL) {
+		rc = fail(err, -EINVAL,
+		    "not a pprof profile: protobuf decoding failed (truncated or not protobuf)");
+		goto done;
+	}
+	if ((p = calloc(1, sizeof(*p))) == NULL || (p->arena = arena_create()) == NULL) {
+		rc = -ENOMEM;
+		goto done;
+	}
+	if ((rc = convert(pb, p, err)) < 0)
+		goto done;
+	*out = p;
+	p = NULL;
+done:
+	if (rc == -ENOMEM && err)
+		buf_adds(err, "out of memory while decoding");
+	profile_free(p);
+	arena_destroy(scratch);
+	buf_free(&plain);
+	return rc;
+}
+
+void
+profile_free(struct profile *p)
+{
+	if (p == NULL)
+		return;
+	arena_destroy(p->arena);
+	free(p);
+}
+
+/* --- encoding ----------------------------------------------------------- */
+
+#define WT_VARINT	0
+#define WT_LEN		2
+
+static int
+put_tag(struct buf *b, unsigned field, unsigned wt)
+{
+	return buf_add_varint(b, (uint64_t)field << 3 | wt);
+}
+
+static int
+put_int(struct buf *b, unsigned field, uint64_t v)
+{
+	int rc;
+
+	if (v == 0)
+		return 0;
+	if ((rc = put_tag(b, field, WT_VARINT)) < 0)
+		return rc;
+	return buf_add_varint(b, v);
+}
+
+static int
+put_bytes(struct buf *b, unsigned field, const void *p, size_t n)
+{
+	int rc;
+
+	if ((rc = put_tag(b, field, WT_LEN)) < 0 ||
+	    (rc = buf_add_varint(b, n)) < 0)
+		return rc;
+	return buf_add(b, p, n);
+}
+
+/* Append tmp as a length-delimited field of b, then empty tmp. */
+static int
+put_msg(struct buf *b, unsigned field, struct buf *tmp)
+{
+	int rc = put_bytes(b, field, tmp->data, tmp->len);
+
+	buf_reset(tmp);
+	return rc;
+}
+
+static int
+put_vt(struct buf *b, struct buf *tmp, unsigned field, const struct pf_valuetype *vt)
+{
+	int rc;
+
+	if ((rc = put_int(tmp, 1, (uint64_t)vt->type)) < 0 ||
+	    (rc = put_int(tmp, 2, (uint64_t)vt->unit)) < 0)
+		return rc;
+	return put_msg(b, field, tmp);
+}
+
+int
+profile_encode(const struct profile *p, bool gzip, struct buf *out)
+{
+	struct buf b = { 0 }, tmp = { 0 }, packed = { 0 };
+	size_t i, j;
+	int rc = 0;
+
+#define TRY(x) do { if ((rc = (x)) < 0) goto done; } while (0)
+	for (i = 0; i < p->nsample_types; i++)
+		TRY(put_vt(&b, &tmp, 1, &p->sample_types[i]));
+	for (i = 0; i < p->nsamples; i++) {
+		const struct pf_sample *s = &p->samples[i];
+
+		for (j = 0; j < s->nlocs; j++)
+			TRY(buf_add_varint(&packed, (uint64_t)s->locs[j] + 1));
+		if (packed.len)
+			TRY(put_bytes(&tmp, 1, packed.data, packed.len));
+		buf_reset(&packed);
+		for (j = 0; j < p->nsample_types; j++)
+			TRY(buf_add_varint(&packed, (uint64_t)s->values[j]));
+		if (packed.len)
+			TRY(put_bytes(&tmp, 2, packed.data, packed.len));
+		buf_reset(&packed);
+		for (j = 0; j < s->nlabels; j++) {
+			const struct pf_label *l = &s->labels[j];
+			struct buf lb = { 0 };
+
+			if ((rc = put_int(&lb, 1, (uint64_t)l->key)) == 0 &&
+			    (rc = put_int(&lb, 2, (uint64_t)l->str)) == 0 &&
+			    (rc = put_int(&lb, 3, (uint64_t)l->num)) == 0 &&
+			    (rc = put_int(&lb, 4, (uint64_t)l->num_unit)) == 0)
+				rc = put_bytes(&tmp, 3, lb.data, lb.len);
+			buf_free(&lb);
+			if (rc < 0)
+				goto done;
+		}
+		TRY(put_msg(&b, 2, &tmp));
+	}
+	for (i = 0; i < p->nmappings; i++) {
+		const struct pf_mapping *m = &p->mappings[i];
+
+		TRY(put_int(&tmp, 1, i + 1));
+		TRY(put_int(&tmp, 2, m->start));
+		TRY(put_int(&tmp, 3, m->limit));
+		TRY(put_int(&tmp, 4, m->offset));
+		TRY(put_int(&tmp, 5, (uint64_t)m->filename));
+		TRY(put_int(&tmp, 6, (uint64_t)m->build_id));
+		TRY(put_int(&tmp, 7, m->has_functions));
+		TRY(put_int(&tmp, 8, m->has_filenames));
+		TRY(put_int(&tmp, 9, m->has_line_numbers));
+		TRY(put_int(&tmp, 10, m->has_inline_frames));
+		TRY(put_msg(&b, 3, &tmp));
+	}
+	for (i = 0; i < p->nlocations; i++) {
+		const struct pf_location *l = &p->locations[i];
+
+		TRY(put_int(&tmp, 1, i + 1));
+		TRY(put_int(&tmp, 2, l->mapping));
+		TRY(put_int(&tmp, 3, l->address));
+		for (j = 0; j < l->nlines; j++) {
+			const struct pf_line *ln = &l->lines[j];
+			struct buf lb = { 0 };
+
+			if ((rc = put_int(&lb, 1, ln->function == PF_NONE ? 0 :
+			    (uint64_t)ln->function + 1)) == 0 &&
+			    (rc = put_int(&lb, 2, (uint64_t)ln->line)) == 0 &&
+			    (rc = put_int(&lb, 3, (uint64_t)ln->column)) == 0)
+				rc = put_bytes(&tmp, 4, lb.data, lb.len);
+			buf_free(&lb);
+			if (rc < 0)
+				goto done;
+		}
+		TRY(put_int(&tmp, 5, l->is_folded));
+		TRY(put_msg(&b, 4, &tmp));
+	}
+	for (i = 0; i < p->nfunctions; i++) {
+		const struct pf_function *f = &p->functions[i];
+
+		TRY(put_int(&tmp, 1, i + 1));
+		TRY(put_int(&tmp, 2, (uint64_t)f->name));
+		TRY(put_int(&tmp, 3, (uint64_t)f->system_name));
+		TRY(put_int(&tmp, 4, (uint64_t)f->filename));
+		TRY(put_int(&tmp, 5, (uint64_t)f->start_line));
+		TRY(put_msg(&b, 5, &tmp));
+	}
+	for (i = 0; i < p->nstrings; i++)
+		TRY(put_bytes(&b, 6, p->strings[i], strlen(p->strings[i])));
+	TRY(put_int(&b, 7, (uint64_t)p->drop_frames));
+	TRY(put_int(&b, 8, (uint64_t)p->keep_frames));
+	TRY(put_int(&b, 9, (uint64_t)p->time_nanos));
+	TRY(put_int(&b, 10, (uint64_t)p->duration_nanos));
+	TRY(put_vt(&b, &tmp, 11, &p->period_type));
+	TRY(put_int(&b, 12, (uint64_t)p->period));
+	for (i = 0; i < p->ncomments; i++)
+		TRY(buf_add_varint(&packed, (uint64_t)p->comments[i]));
+	if (packed.len)
+		TRY(put_bytes(&b, 13, packed.data, packed.len));
+	TRY(put_int(&b, 14, (uint64_t)p->default_sample_type));
+	TRY(put_int(&b, 15, (uint64_t)p->doc_url));
+	if (gzip)
+		rc = profile_gzip(b.data, b.len, out);
+	else
+		rc = buf_add(out, b.data, b.len);
+#undef TRY
+done:
+	buf_free(&b);
+	buf_free(&tmp);
+	buf_free(&packed);
+	return rc;
+}
+
+/* --- small queries ------------------------------------------------------ */
+
+const char *
+profile_str(const struct profile *p, int64_t i)
+{
+	if (i < 0 || (size_t)i >= p->nstrings)
+		return "";
+	return p->strings[i];
+}
+
+size_t
+profile_default_type(const struct profile *p)
+{
+	size_t i;
+
+	if (p->nsample_types == 0)
+		return 0;
+	if (p->default_sample_type > 0) {
+		const char *want = profile_str(p, p->default_sample_type);
+
+		for (i = 0; i < p->nsample_types; i++)
+			if (strcmp(profile_str(p, p->sample_types[i].type), want) == 0)
+				return i;
+	}
+	return p->nsample_types - 1;
+}
+
+bool
+profile_type_is_gauge(const char *type)
+{
+	return strncmp(type, "inuse_", 6) == 0 || strcmp(type, "goroutine") == 0 ||
+	    strcmp(type, "goroutines") == 0 || strcmp(type, "threadcreate") == 0;
+}
+
+int
+profile_signature(const struct profile *p, struct buf *out)
+{
+	size_t i;
+	int rc;
+
+	rc = buf_printf(out, "%s/%s", profile_str(p, p->period_type.type),
+	    profile_str(p, p->period_type.unit));
+	for (i = 0; rc == 0 && i < p->nsample_types; i++)
+		rc = buf_printf(out, "\x1f%s/%s", profile_str(p, p->sample_types[i].type),
+		    profile_str(p, p->sample_types[i].unit));
+	return rc;
+}
+
+int64_t
+profile_total(const struct profile *p, size_t t)
+{
+	int64_t sum = 0;
+	size_t i;
+
+	if (t >= p->nsample_types)
+		return 0;
+	for (i = 0; i < p->nsamples; i++)
+		sum += p->samples[i].values[t];
+	return sum;
+}

@@ -1,0 +1,263 @@
+/*
+ * query: range queries over the store. A merge decodes each stored profile
+ * once, folds it into the merge of its signature group and frees it, so
+ * memory stays bounded by the merged result, not by the number of inputs.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "query.h"
+
+bool
+query_match(const struct query *q, const struct series *s)
+{
+	if (q->service && strcmp(q->service, s->service) != 0)
+		return false;
+	if (q->type && strcmp(q->type, s->type) != 0)
+		return false;
+	return q->sel == NULL || labels_match(q->sel, &s->ls);
+}
+
+static int
+add_series(struct query_result *res, uint64_t sid)
+{
+	uint64_t *n = realloc(res->series, (res->nseries + 1) * sizeof(*n));
+
+	if (n == NULL)
+		return -ENOMEM;
+	res->series = n;
+	res->series[res->nseries++] = sid;
+	return 0;
+}
+
+static int
+add_ref(struct query_result *res, const struct store_ref *r)
+{
+	struct store_ref *n;
+
+	if ((res->nrefs & (res->nrefs - 1)) == 0) {
+		n = realloc(res->refs, (res->nrefs ? res->nrefs * 2 : 1) * sizeof(*n));
+		if (n == NULL)
+			return -ENOMEM;
+		res->refs = n;
+	}
+	res->refs[res->nrefs++] = *r;
+	return 0;
+}
+
+static int
+add_skip(struct query_result *res, uint64_t id, const char *reason)
+{
+	struct query_skip *n = realloc(res->skipped, (res->nskipped + 1) * sizeof(*n));
+
+	if (n == NULL)
+		return -ENOMEM;
+	res->skipped = n;
+	n = &res->skipped[res->nskipped++];
+	n->id = id;
+	snprintf(n->reason, sizeof(n->reason), "%s", reason);
+	return 0;
+}
+
+static int
+ref_cmp(const void *a, const void *b)
+{
+	const struct store_ref *x = a, *y = b;
+
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static int
+list_cb(void *arg, const struct store_ref *ref, const void *data, size_t len)
+{
+	(void)data;
+	(void)len;
+	return add_ref(arg, ref);
+}
+
+int
+query_list(struct store *st, const struct query *q, struct query_result *res)
+{
+	const struct series **all;
+	size_t n, i;
+	int rc;
+
+	memset(res, 0, sizeof(*res));
+	if ((rc = store_series(st, &all, &n)) < 0)
+		return rc;
+	for (i = 0; i < n && rc == 0; i++) {
+		if (!query_match(q, all[i]))
+			continue;
+		if ((rc = add_series(res, all[i]->id)) == 0)
+			rc = store_scan(st, all[i]->id, q->from, q->to, false, list_cb, res);
+	}
+	free(all);
+	if (rc == 0) {
+		qsort(res->refs, res->nrefs, sizeof(*res->refs), ref_cmp);
+		if (q->limit && res->nrefs > q->limit)
+			res->nrefs = q->limit;
+	}
+	return rc;
+}
+
+/* One group of mutually mergeable profiles. */
+struct group {
+	struct buf	 sig;
+	struct merge	*m;
+	uint64_t	*ids;
+	size_t		 nids;
+};
+
+struct mctx {
+	struct query_result	*res;
+	struct group		*groups;
+	size_t			 ngroups;
+	struct buf		 sig, err;
+};
+
+static int
+merge_cb(void *arg, const struct store_ref *ref, const void *data, size_t len)
+{
+	struct mctx *c = arg;
+	struct profile *p = NULL;
+	struct group *g = NULL;
+	uint64_t *ids;
+	size_t i;
+	int rc;
+
+	if ((rc = add_ref(c->res, ref)) < 0)
+		return rc;
+	buf_reset(&c->err);
+	if ((rc = profile_decode(data, len, &p, &c->err)) < 0) {
+		char why[200];
+
+		if (rc == -ENOMEM)
+			return rc;
+		snprintf(why, sizeof(why), "stored profile cannot be decoded: %s",
+		    c->err.data ? c->err.data : "");
+		return add_skip(c->res, ref->id, why);
+	}
+	buf_reset(&c->sig);
+	if ((rc = profile_signature(p, &c->sig)) < 0)
+		goto out;
+	for (i = 0; i < c->ngroups; i++) {
+		if (c->groups[i].sig.len == c->sig.len &&
+		    memcmp(c->groups[i].sig.data, c->sig.data, c->sig.len) == 0) {
+			g = &c->groups[i];
+			break;
+		}
+	}
+	if (g == NULL) {
+		struct group *ng = realloc(c->groups, (c->ngroups + 1) * sizeof(*ng));
+
+		if (ng == NULL) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		c->groups = ng;
+		g = &c->groups[c->ngroups];
+		memset(g, 0, sizeof(*g));
+		if ((g->m = merge_create()) == NULL ||
+		    (rc = buf_add(&g->sig, c->sig.data, c->sig.len)) < 0) {
+			merge_free(g->m);
+			buf_free(&g->sig);
+			rc = -ENOMEM;
+			goto out;
+		}
+		c->ngroups++;
+	}
+	if ((ids = realloc(g->ids, (g->nids + 1) * sizeof(*ids))) == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	g->ids = ids;
+	g->ids[g->nids++] = ref->id;
+	rc = merge_add(g->m, p, NULL);
+out:
+	profile_free(p);
+	return rc;
+}
+
+/* "cpu/nanoseconds samples/count" from a signature (period type dropped). */
+static void
+sig_types(const struct buf *sig, char *out, size_t n)
+{
+	const char *s = sig->data ? memchr(sig->data, '\x1f', sig->len) : NULL;
+	size_t i = 0;
+
+	if (s == NULL) {
+		snprintf(out, n, "(none)");
+		return;
+	}
+	for (s++; s < sig->data + sig->len && i + 1 < n; s++)
+		out[i++] = *s == '\x1f' ? ' ' : *s;
+	out[i] = '\0';
+}
+
+int
+query_merge(struct store *st, const struct query *q, struct query_result *res)
+{
+	const struct series **all;
+	struct mctx c = { .res = res };
+	size_t n, i, j, best = 0;
+	int rc;
+
+	memset(res, 0, sizeof(*res));
+	if ((rc = store_series(st, &all, &n)) < 0)
+		return rc;
+	for (i = 0; i < n && rc == 0; i++) {
+		if (!query_match(q, all[i]))
+			continue;
+		if ((rc = add_series(res, all[i]->id)) == 0)
+			rc = store_scan(st, all[i]->id, q->from, q->to, true, merge_cb, &c);
+	}
+	free(all);
+	if (rc == 0 && c.ngroups) {
+		char want[120], got[120], why[320];
+
+		for (i = 1; i < c.ngroups; i++)
+			if (c.groups[i].nids > c.groups[best].nids)
+				best = i;
+		sig_types(&c.groups[best].sig, want, sizeof(want));
+		for (i = 0; i < c.ngroups && rc == 0; i++) {
+			if (i == best)
+				continue;
+			sig_types(&c.groups[i].sig, got, sizeof(got));
+			snprintf(why, sizeof(why),
+			    "sample types [%s] differ from the merged profiles' [%s]", got, want);
+			for (j = 0; j < c.groups[i].nids && rc == 0; j++)
+				rc = add_skip(res, c.groups[i].ids[j], why);
+		}
+		if (rc == 0 && merge_count(c.groups[best].m) > 0) {
+			rc = merge_finish(c.groups[best].m, true, &res->merged);
+			res->nmerged = c.groups[best].nids;
+		}
+	}
+	for (i = 0; i < c.ngroups; i++) {
+		merge_free(c.groups[i].m);
+		buf_free(&c.groups[i].sig);
+		free(c.groups[i].ids);
+	}
+	free(c.groups);
+	buf_free(&c.sig);
+	buf_free(&c.err);
+	if (rc == 0)
+		qsort(res->refs, res->nrefs, sizeof(*res->refs), ref_cmp);
+	else
+		query_result_free(res);
+	return rc;
+}
+
+void
+query_result_free(struct query_result *res)
+{
+	free(res->refs);
+	free(res->skipped);
+	free(res->series);
+	profile_free(res->merged);
+	memset(res, 0, sizeof(*res));
+}

@@ -1,0 +1,117 @@
+/*
+ * store: everything fs/ and collector/ know of storage. Profiles live in an
+ * embedded RocksDB database, one key per profile, grouped by series
+ * (service, type, label set) and ordered by time within a series, so a range
+ * query reads only the keys it needs. The key layout is in store.c.
+ *
+ * Thread-safety: every function may be called from any thread; the series
+ * index is protected by st_lock inside the store.
+ */
+#ifndef PROFILEFS_STORE_H
+#define PROFILEFS_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "labels.h"
+#include "log.h"
+#include "profile.h"
+
+struct store;
+
+#define SERVICE_MAX_LEN		200
+#define TYPE_MAX_LEN		64
+
+/* One series. Strings are owned by the store and live as long as it does. */
+struct series {
+	uint64_t	 id;
+	const char	*service;	/* unescaped */
+	const char	*type;
+	const char	*labels;	/* canonical escaped text, "" for none */
+	struct labelset	 ls;		/* parsed labels */
+};
+
+/* Open (creating if missing) the database in dir. -errno with a reason in err. */
+int	store_open(const char *dir, struct store **out, struct buf *err);
+/* Flush and close; NULL is a no-op. */
+void	store_close(struct store *st);
+
+/* What a producer says about a profile it hands to store_put(). */
+struct store_input {
+	const char	*service;
+	const char	*type;		/* NULL or "auto": inferred from the sample types */
+	const struct labelset *labels;	/* may be NULL */
+	int64_t		 created_at;	/* ns since the epoch, 0: use the profile's time_nanos, else now */
+	const char	*source;	/* "ingest", "http", "scrape", "ebpf": for metrics */
+};
+
+struct store_ref {
+	uint64_t	 id;
+	uint64_t	 series;
+	int64_t		 time;		/* ns since the epoch */
+	char		 type[TYPE_MAX_LEN + 1];
+};
+
+/*
+ * Validate and store one profile (pprof, gzipped or not), durably: when this
+ * returns 0 the profile survives a crash. *ref (optional output) says where it
+ * went. -EINVAL with the reason in err for input that is not a valid profile or
+ * has a bad service, type or label; nothing is stored then.
+ */
+int	store_put(struct store *st, const struct store_input *in, const void *data,
+	    size_t len, struct store_ref *ref, struct buf *err);
+/* The same for a profile already decoded (the eBPF sampler builds its own). */
+int	store_put_profile(struct store *st, const struct store_input *in,
+	    const struct profile *p, struct store_ref *ref, struct buf *err);
+
+/* Increases on every successful put: cached views compare it. */
+uint64_t store_generation(const struct store *st);
+
+/*
+ * A snapshot of the series index, sorted by service, type, labels. The
+ * array is malloc'd (free() it); the series it points to are the store's.
+ */
+int	store_series(struct store *st, const struct series ***out, size_t *n);
+/* The series with this id, or NULL. */
+const struct series *store_series_get(struct store *st, uint64_t id);
+
+/*
+ * Call fn for each profile of series sid with from <= time < to, in time
+ * order. data is the stored (gzipped) pprof, valid during the call. A nonzero
+ * return from fn stops the scan and is returned.
+ */
+typedef int (*store_scan_fn)(void *arg, const struct store_ref *ref,
+    const void *data, size_t len);
+int	store_scan(struct store *st, uint64_t sid, int64_t from, int64_t to,
+	    bool with_data, store_scan_fn fn, void *arg);
+/* The stored profile with this id: gzipped bytes into out, *ref filled. -ENOENT if none. */
+int	store_get(struct store *st, uint64_t id, struct store_ref *ref, struct buf *out);
+/*
+ * The UTC hours (unix time / 3600) that hold profiles of series sid, ascending,
+ * malloc'd into *out (free()).
+ */
+int	store_hours(struct store *st, uint64_t sid, int64_t **out, size_t *n);
+
+/* Statistics for metrics and meta files. */
+struct store_stats {
+	uint64_t	 profiles;	/* stored since open, by all sources */
+	uint64_t	 rejected;
+	uint64_t	 bytes;
+	uint64_t	 series;
+	uint64_t	 disk_bytes;	/* live SST + WAL size as RocksDB estimates it */
+};
+void	store_get_stats(struct store *st, struct store_stats *s);
+
+/* The type a profile's sample types suggest ("cpu", "heap", ...). */
+const char *store_infer_type(const struct profile *p);
+/* Whether a type name is acceptable ([a-z0-9_.-], 1..64 bytes). -EINVAL with a reason. */
+int	store_check_type(const char *type, struct buf *err);
+int	store_check_service(const char *service, struct buf *err);
+
+/* Format a profile id for users (16 hex digits) and parse it back (-EINVAL). */
+void	store_id_format(uint64_t id, char out[17]);
+int	store_id_parse(const char *s, uint64_t *id);
+
+#endif

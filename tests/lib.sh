@@ -1,0 +1,67 @@
+# Shared helpers for the integration tests (sourced). Each test prints
+# "ok - NAME" or "not ok - NAME: why"; tests/run.sh counts them.
+#
+# Every test mounts the real filesystem into a fresh temporary directory,
+# with a timeout, and always unmounts (trap).
+
+ROOT="${ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
+BIN="${PROFILEFS_BIN:-$ROOT/bin/profilefs}"
+REAL="${REAL:-$ROOT/../shared/testdata/real}"
+[ -d "$REAL" ] || REAL="$ROOT/tests/testdata/real"
+T_PASS=0
+T_FAIL=0
+
+ok()   { echo "ok - $1"; T_PASS=$((T_PASS + 1)); }
+fail() { echo "not ok - $1${2:+: $2}"; T_FAIL=$((T_FAIL + 1)); }
+# check NAME CMD...: ok if CMD succeeds
+check() { local n="$1"; shift; if "$@" >/dev/null 2>&1; then ok "$n"; else fail "$n" "command failed: $*"; fi; }
+# check_eq NAME GOT WANT
+check_eq() { if [ "$2" == "$3" ]; then ok "$1"; else fail "$1" "got '$2', want '$3'"; fi; }
+
+# pf_start [extra serve args...]: start a daemon on $TMP/mnt with data in $TMP/data
+pf_start() {
+  mkdir -p "$TMP/mnt"
+  "$BIN" serve --data "$TMP/data" "$@" "$TMP/mnt" >>"$TMP/daemon.log" 2>&1 &
+  PF_PID=$!
+  local i
+  for i in $(seq 1 100); do
+    [ -r "$TMP/mnt/README.txt" ] && return 0
+    kill -0 "$PF_PID" 2>/dev/null || { echo "daemon exited:"; tail -20 "$TMP/daemon.log"; return 1; }
+    sleep 0.1
+  done
+  echo "daemon did not mount within 10 s"; tail -20 "$TMP/daemon.log"; return 1
+}
+
+# pf_stop: SIGTERM and wait (clean unmount expected)
+pf_stop() {
+  [ -n "${PF_PID:-}" ] || return 0
+  kill -TERM "$PF_PID" 2>/dev/null
+  local i
+  for i in $(seq 1 100); do
+    kill -0 "$PF_PID" 2>/dev/null || break
+    sleep 0.1
+  done
+  if kill -0 "$PF_PID" 2>/dev/null; then kill -9 "$PF_PID"; fi
+  wait "$PF_PID" 2>/dev/null
+  PF_RC=$?
+  PF_PID=
+  return 0
+}
+
+pf_cleanup() {
+  pf_stop
+  if mountpoint -q "$TMP/mnt" 2>/dev/null || ! stat "$TMP/mnt" >/dev/null 2>&1; then
+    fusermount3 -u -z "$TMP/mnt" 2>/dev/null || umount -l "$TMP/mnt" 2>/dev/null
+  fi
+  if [ "${KEEP_TMP:-0}" != 1 ]; then rm -rf "$TMP"; fi
+}
+
+pf_setup() {
+  TMP="$(mktemp -d /tmp/profilefs-test.XXXXXX)"
+  trap pf_cleanup EXIT
+}
+
+pf_done() {
+  echo "# $(basename "$0"): $T_PASS passed, $T_FAIL failed"
+  [ "$T_FAIL" -eq 0 ]
+}
