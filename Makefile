@@ -11,7 +11,7 @@ CFLAGS  ?= -O2 -g
 CFLAGS  += -std=gnu11 -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
            -fno-omit-frame-pointer -pthread -D_FILE_OFFSET_BITS=64 \
            -DPROFILEFS_VERSION='"$(VERSION)"' -DPROFILEFS_COMMIT='"$(COMMIT)"' \
-           $(shell pkg-config --cflags $(PKGS)) -Ibuild/gen -Istore -Icollector -Ifs
+           $(shell pkg-config --cflags $(PKGS)) -I$(B)/gen -Istore -Icollector -Ifs
 LDLIBS  += $(shell pkg-config --libs $(PKGS)) -lrocksdb -lpthread -lm
 ifdef WERROR
 CFLAGS  += -Werror
@@ -20,6 +20,11 @@ ifdef SANITIZE
 CFLAGS  += -fsanitize=$(SANITIZE) -fno-sanitize-recover=all
 LDFLAGS += -fsanitize=$(SANITIZE)
 endif
+
+# Out-of-tree builds: make O=/tmp/x puts objects in /tmp/x/build and the binary in /tmp/x/bin.
+O       ?= .
+B       := $(O)/build
+BIN     := $(O)/bin
 
 ifeq ($(V),1)
 Q :=
@@ -30,50 +35,50 @@ endif
 .DELETE_ON_ERROR:
 .PHONY: all clean test unit check
 
-GEN      := build/gen/profile.pb-c.c build/gen/profile.pb-c.h
+GEN      := $(B)/gen/profile.pb-c.c $(B)/gen/profile.pb-c.h
 LIB_SRC  := $(wildcard store/*.c) $(wildcard collector/*.c) $(filter-out fs/main.c,$(wildcard fs/*.c))
-LIB_OBJ  := build/gen/profile.pb-c.o $(patsubst %.c,build/%.o,$(LIB_SRC))
-MAIN_OBJ := build/fs/main.o
+LIB_OBJ  := $(B)/gen/profile.pb-c.o $(patsubst %.c,$(B)/%.o,$(LIB_SRC))
+MAIN_OBJ := $(B)/fs/main.o
 TEST_SRC := $(wildcard tests/unit/test_*.c)
-TEST_BIN := $(patsubst tests/unit/%.c,build/tests/%,$(TEST_SRC))
+TEST_BIN := $(patsubst tests/unit/%.c,$(B)/tests/%,$(TEST_SRC))
 
-all: bin/profilefs $(TEST_BIN)
+all: $(BIN)/profilefs $(TEST_BIN)
 
-build/gen/profile.pb-c.c build/gen/profile.pb-c.h: store/profile.proto
-	@mkdir -p build/gen
+$(B)/gen/profile.pb-c.c $(B)/gen/profile.pb-c.h: store/profile.proto
+	@mkdir -p $(B)/gen
 	@echo "  PROTOC  $<"
-	$(Q)protoc-c -Istore --c_out=build/gen $<
+	$(Q)protoc-c -Istore --c_out=$(B)/gen $<
 
-build/gen/profile.pb-c.o: build/gen/profile.pb-c.c
+$(B)/gen/profile.pb-c.o: $(B)/gen/profile.pb-c.c
 	@echo "  CC      $<"
 	$(Q)$(CC) $(CFLAGS) -Wno-missing-prototypes -c -o $@ $<
 
-build/%.o: %.c $(GEN)
+$(B)/%.o: %.c $(GEN)
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
 	$(Q)$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
 
-build/libprofilefs.a: $(LIB_OBJ)
+$(B)/libprofilefs.a: $(LIB_OBJ)
 	@echo "  AR      $@"
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-bin/profilefs: $(MAIN_OBJ) build/libprofilefs.a
-	@mkdir -p bin
+$(BIN)/profilefs: $(MAIN_OBJ) $(B)/libprofilefs.a
+	@mkdir -p $(BIN)
 	@echo "  LD      $@"
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-build/tests/%: tests/unit/%.c build/libprofilefs.a
-	@mkdir -p build/tests
+$(B)/tests/%: tests/unit/%.c $(B)/libprofilefs.a
+	@mkdir -p $(B)/tests
 	@echo "  CC      $<"
-	$(Q)$(CC) $(CFLAGS) -Wno-missing-prototypes $(LDFLAGS) -o $@ $< build/libprofilefs.a $(LDLIBS) -lcmocka
+	$(Q)$(CC) $(CFLAGS) -Wno-missing-prototypes $(LDFLAGS) -o $@ $< $(B)/libprofilefs.a $(LDLIBS) -lcmocka
 
 unit: $(TEST_BIN)
 	$(Q)for t in $(TEST_BIN); do $$t || exit 1; done
 
 test: all
-	$(Q)bash tests/run.sh
+	$(Q)PROFILEFS_BIN=$(abspath $(BIN))/profilefs PROFILEFS_BUILD=$(abspath $(B)) bash tests/run.sh
 
 clean:
-	rm -rf build bin
+	rm -rf $(B) $(BIN)
 
--include $(wildcard build/*/*.d build/*/*/*.d)
+-include $(wildcard $(B)/*/*.d $(B)/*/*/*.d)

@@ -11,7 +11,7 @@ fail=0
 mkdir -p tests/artifacts
 
 echo "== unit tests"
-for t in build/tests/test_*; do
+for t in "${PROFILEFS_BUILD:-$ROOT/build}"/tests/test_*; do
   [ -x "$t" ] || continue
   out="$("$t" 2>&1)"
   rc=$?
