@@ -1058,7 +1058,8 @@ fs_main(struct fsctx *fs, const struct fs_opts *o)
 	fuse_loop_cfg_set_clone_fd(lc, 0);
 	fuse_loop_cfg_set_max_threads(lc, o->threads ? o->threads : 16);
 	fuse_loop_cfg_set_idle_threads(lc, 4);
-	if (fuse_loop_mt(f, lc) != 0)
+	/* A positive result is the signal that ended the loop: a clean stop. */
+	if (fuse_loop_mt(f, lc) < 0)
 		rc = -EIO;
 	fuse_loop_cfg_destroy(lc);
 	fuse_remove_signal_handlers(se);

@@ -20,12 +20,13 @@ check_eq() { if [ "$2" == "$3" ]; then ok "$1"; else fail "$1" "got '$2', want '
 
 # pf_start [extra serve args...]: start a daemon on $TMP/mnt with data in $TMP/data
 pf_start() {
-  mkdir -p "$TMP/mnt"
+  mkdir -p "$TMP/mnt" 2>/dev/null
   "$BIN" serve --data "$TMP/data" "$@" "$TMP/mnt" >>"$TMP/daemon.log" 2>&1 &
   PF_PID=$!
   local i
   for i in $(seq 1 100); do
-    [ -r "$TMP/mnt/README.txt" ] && return 0
+    # Read it: test -r can pass on a stale mount that is about to be replaced.
+    head -c 16 "$TMP/mnt/README.txt" 2>/dev/null | grep -q profilefs && return 0
     kill -0 "$PF_PID" 2>/dev/null || { echo "daemon exited:"; tail -20 "$TMP/daemon.log"; return 1; }
     sleep 0.1
   done

@@ -1,0 +1,3 @@
+module profilefs/tests/genprof
+
+go 1.19

@@ -1,0 +1,193 @@
+#!/usr/bin/env bash
+# Foundation: CLI, the mounted tree, ingest of fresh Go profiles and of every
+# real profile in shared/testdata/real, merged sums against go tool pprof,
+# sizes, cp -r, read-only, bad input, restart, kill -9 durability and
+# stale-mount recovery.
+set -u
+source "$(dirname "$0")/../lib.sh"
+source "$(dirname "$0")/../pprof-sums.sh"
+pf_setup
+export GOCACHE="${GOCACHE:-$TMP/gocache}" GOFLAGS=-mod=mod PPROF_BINARY_PATH=/nonexistent
+M="$TMP/mnt"
+
+# --- command line -----------------------------------------------------------
+"$BIN" --help >"$TMP/help" 2>&1; check_eq "--help exits 0" "$?" 0
+grep -q "serve \[--data DIR\]" "$TMP/help" && ok "--help shows usage" || fail "--help shows usage"
+"$BIN" --version | grep -q '^profilefs ' && ok "--version" || fail "--version"
+"$BIN" serve --bogus "$M" >/dev/null 2>&1; check_eq "bad flag exits 2" "$?" 2
+"$BIN" frobnicate >/dev/null 2>&1; check_eq "unknown command exits 2" "$?" 2
+"$BIN" serve >/dev/null 2>&1; check_eq "missing mount point exits 2" "$?" 2
+
+# --- fresh Go profiles ------------------------------------------------------
+(cd "$ROOT/tests/go/genprof" && go build -o "$TMP/genprof" .) && ok "build Go profile generator" \
+  || { fail "build Go profile generator"; pf_done; exit 1; }
+"$TMP/genprof" -out "$TMP/go" -n 4 -dur 150ms >/dev/null || fail "generate Go profiles"
+
+pf_start || { fail "daemon starts and mounts"; pf_done; exit 1; }
+ok "daemon starts and mounts"
+grep -q "ingest/" "$M/README.txt" && ok "README.txt explains the tree" || fail "README.txt explains the tree"
+
+for f in "$TMP"/go/cpu-*.pb.gz; do cp "$f" "$M/ingest/goapp/cpu/env=test/" || fail "cp $(basename "$f") into ingest"; done
+# Visible as soon as cp returns (the contract allows 2 s).
+for i in $(seq 1 20); do [ -d "$M/goapp/cpu/env=test/last-1h" ] && break; sleep 0.1; done
+[ -d "$M/goapp/cpu/env=test/last-1h" ] && ok "fresh profiles visible under last-1h" || fail "fresh profiles visible under last-1h"
+check_eq "ls services" "$(ls "$M" | tr '\n' ' ')" "README.txt goapp ingest "
+check_eq "ls selectors" "$(ls "$M/goapp/cpu" | tr '\n' ' ')" "all env=test "
+ls "$M/goapp/cpu/all" | grep -q "^$(date -u +%Y-%m-%d)$" && ok "today's day directory listed" || fail "today's day directory listed"
+ls "$M/goapp/cpu/all" | grep -q "^$(date -u +%Y-%m-%dT%H)$" && ok "this hour listed" || fail "this hour listed"
+
+want=$(pprof_sums -proto "$TMP"/go/cpu-*.pb.gz)
+go tool pprof -proto "$TMP"/go/cpu-*.pb.gz > "$TMP/go-merged.pb.gz" 2>/dev/null
+want=$(pprof_sums "$TMP/go-merged.pb.gz")
+for r in all last-1h last-15m "$(date -u +%Y-%m-%d)" "$(date -u +%Y-%m-%dT%H)"; do
+  got=$(pprof_sums "$M/goapp/cpu/all/$r/merged.pb.gz")
+  check_eq "merged sums equal go tool pprof -proto ($r)" "$got" "$want"
+done
+got=$(pprof_sums "$M/goapp/cpu/env=test/last-2h/merged.pb.gz")
+check_eq "any last-N<unit> works on lookup" "$got" "$want"
+from=$(date -u -d '-10 min' +%Y-%m-%dT%H:%M); to=$(date -u -d '+1 min' +%Y-%m-%dT%H:%M)
+got=$(pprof_sums "$M/goapp/cpu/env=test/$from..$to/merged.pb.gz")
+check_eq "FROM..TO range" "$got" "$want"
+minute=$(date -u +%Y-%m-%dT%H:%M)
+[ -d "$M/goapp/cpu/all/$minute" ] || [ -d "$M/goapp/cpu/all/$(date -u -d '-1 min' +%Y-%m-%dT%H:%M)" ] \
+  && ok "minute range on lookup" || fail "minute range on lookup"
+[ ! -e "$M/goapp/cpu/all/2001-01-01" ] && ok "range without data is absent" || fail "range without data is absent"
+[ ! -e "$M/goapp/cpu/all/yesterday" ] && ok "bad range name is absent" || fail "bad range name is absent"
+[ ! -e "$M/goapp/cpu/env=prod/all" ] && ok "selector without data is absent" || fail "selector without data is absent"
+[ ! -e "$M/nosuch" ] && ok "unknown service is absent" || fail "unknown service is absent"
+
+# Sizes are true.
+for f in merged.pb.gz meta.json; do
+  p="$M/goapp/cpu/all/last-1h/$f"
+  check_eq "stat size = bytes read ($f)" "$(stat -c %s "$p")" "$(cat "$p" | wc -c)"
+done
+n=$(grep -o '"profiles": [0-9]*' "$M/goapp/cpu/all/all/meta.json" | grep -o '[0-9]*$')
+check_eq "meta.json counts the profiles" "$n" 4
+
+# profiles/ and cp -r
+check_eq "profiles/ lists each profile" "$(ls "$M/goapp/cpu/all/all/profiles" | wc -l)" 4
+cp -r "$M/goapp/cpu/all/all/profiles" "$TMP/export" && ok "cp -r profiles/ out" || fail "cp -r profiles/ out"
+same=0
+for f in "$TMP"/go/cpu-*.pb.gz; do
+  for g in "$TMP"/export/*; do cmp -s "$f" "$g" && same=$((same + 1)); done
+done
+check_eq "exported files are byte-identical to the ingested ones" "$same" 4
+bad=0
+for g in "$M"/goapp/cpu/all/all/profiles/*; do
+  [ "$(stat -c %s "$g")" == "$(wc -c < "$g")" ] || bad=$((bad + 1))
+done
+check_eq "stat size = bytes read (profiles/)" "$bad" 0
+
+# Other Go profile kinds through auto.
+for k in heap allocs goroutine block mutex; do
+  cp "$TMP/go/$k.pb.gz" "$M/ingest/goapp/auto/" || fail "cp $k into ingest/auto"
+done
+check_eq "auto infers the types" "$(ls "$M/goapp" | tr '\n' ' ')" "allocs block cpu goroutine heap "
+# Two heap snapshots: alloc_* summed, inuse_* averaged.
+cp "$TMP/go/heap.pb.gz" "$M/ingest/goapp/heap/" || fail "cp second heap"
+h1=$(pprof_sums "$TMP/go/heap.pb.gz")
+hm=$(pprof_sums "$M/goapp/heap/all/all/merged.pb.gz")
+a1=$(echo "$h1" | grep -o 'alloc_space/bytes=[0-9]*' | cut -d= -f2)
+am=$(echo "$hm" | grep -o 'alloc_space/bytes=[0-9]*' | cut -d= -f2)
+i1=$(echo "$h1" | grep -o 'inuse_space/bytes=[0-9]*' | cut -d= -f2)
+im=$(echo "$hm" | grep -o 'inuse_space/bytes=[0-9]*' | cut -d= -f2)
+check_eq "counters are summed over a range (alloc_space)" "$am" "$((a1 * 2))"
+check_eq "gauges are averaged over a range (inuse_space)" "$im" "$i1"
+
+# --- every real profile -------------------------------------------------------
+n_ok=0; n_bad=0
+for f in $(find "$REAL" -type f ! -name '*.md' | sort); do
+  base=$(basename "$f"); svc="real-$(echo "$base" | tr -c 'a-zA-Z0-9\n' '-' | cut -c1-60)"
+  if cp "$f" "$M/ingest/$svc/auto/" 2>"$TMP/cp.err"; then
+    if [ "$base" == dotnet-pprof-3.pb.gz ]; then fail "dotnet-pprof-3 refused" "cp succeeded"; continue; fi
+    type=$(ls "$M/$svc" | head -1)
+    want=$(pprof_sums "$f")
+    got=$(pprof_sums "$M/$svc/$type/all/all/merged.pb.gz")
+    exp=$(pprof_sums "$M/$svc/$type/all/all/profiles/"*)
+    if [ "$got" == "$want" ] && [ "$exp" == "$want" ] && [ -n "$want" ]; then n_ok=$((n_ok + 1));
+    else fail "real $base" "merged '$got' exported '$exp' original '$want'"; n_bad=$((n_bad + 1)); fi
+  else
+    if [ "$base" == dotnet-pprof-3.pb.gz ]; then
+      grep -q "Invalid argument" "$TMP/cp.err" && ok "dotnet-pprof-3 refused with EINVAL" || fail "dotnet-pprof-3 refused with EINVAL" "$(cat "$TMP/cp.err")"
+      grep -q "reserved id 0" "$TMP/daemon.log" && ok "the log says why (function id 0)" || fail "the log says why (function id 0)"
+    else
+      fail "real $base ingested" "$(cat "$TMP/cp.err")"; n_bad=$((n_bad + 1))
+    fi
+  fi
+done
+[ "$n_bad" -eq 0 ] && [ "$n_ok" -ge 20 ] && ok "every real profile ingested, merged and exported with pprof's sums ($n_ok files)" \
+  || fail "every real profile ingested" "$n_ok ok, $n_bad bad"
+
+# The parca heap series merges as go tool pprof merges it (alloc_* exact).
+for f in "$REAL"/parca/many-*.pb.gz; do cp "$f" "$M/ingest/many/heap/" || fail "cp $(basename "$f")"; done
+go tool pprof -proto "$REAL"/parca/many-*.pb.gz > "$TMP/many.pb.gz" 2>/dev/null
+want=$(pprof_sums "$TMP/many.pb.gz" | grep -o 'alloc_[a-z]*/[a-z]*=[0-9]*' | tr '\n' ' ')
+got=$(pprof_sums "$M/many/heap/all/all/merged.pb.gz" | grep -o 'alloc_[a-z]*/[a-z]*=[0-9]*' | tr '\n' ' ')
+check_eq "parca heap series: merged alloc_* = go tool pprof -proto" "$got" "$want"
+ls "$M/many/heap/all" | grep -q '^2022-02-10T16$' && ok "old data listed by its hour" || fail "old data listed by its hour"
+
+# Mixed sample types in one range: the largest group merges, meta says who was left out.
+cp "$REAL/google-pprof/sample.cpu" "$M/ingest/mixed/cpu/" && cp "$TMP/go/cpu-0000.pb.gz" "$M/ingest/mixed/cpu/" \
+  && cp "$REAL/pyroscope/profile_java" "$M/ingest/mixed/cpu/" || fail "cp mixed"
+grep -q '"left_out": \[$' "$M/mixed/cpu/all/all/meta.json" && grep -q 'differ from the merged' "$M/mixed/cpu/all/all/meta.json" \
+  && ok "meta.json lists the profiles a merge left out, with the reason" || fail "meta.json left_out" "$(cat "$M/mixed/cpu/all/all/meta.json")"
+go tool pprof -top "$M/mixed/cpu/all/all/merged.pb.gz" >/dev/null 2>&1 && ok "mixed range still gives a valid merged profile" || fail "mixed range merged profile"
+
+# --- labels and selectors -----------------------------------------------------
+mkdir -p "$M/ingest/lab/cpu/region=eu,zone=a" && ok "mkdir -p in ingest" || fail "mkdir -p in ingest"
+cp "$TMP/go/cpu-0001.pb.gz" "$M/ingest/lab/cpu/zone=a,region=eu/" || fail "cp with labels"
+cp "$TMP/go/cpu-0002.pb.gz" "$M/ingest/lab/cpu/region=us/" || fail "cp with labels 2"
+check_eq "label sets listed sorted and canonical" "$(ls "$M/lab/cpu" | tr '\n' ' ')" "all region=eu,zone=a region=us "
+check_eq "a selector matches series that include its pairs" "$(ls "$M/lab/cpu/region=eu/all/profiles" | wc -l)" 1
+check_eq "selector pairs in any order" "$(ls "$M/lab/cpu/zone=a,region=eu/all/profiles" | wc -l)" 1
+check_eq "all matches every series" "$(ls "$M/lab/cpu/all/all/profiles" | wc -l)" 2
+cp "$TMP/go/cpu-0003.pb.gz" "$M/ingest/lab/cpu/path=%2Fapi%2Fv1/" || fail "cp with escaped label"
+ls "$M/lab/cpu" | grep -q '^path=%2Fapi%2Fv1$' && ok "escaped label values" || fail "escaped label values" "$(ls "$M/lab/cpu")"
+
+# --- read-only ---------------------------------------------------------------
+! touch "$M/newfile" 2>/dev/null && ok "root is read-only" || fail "root is read-only"
+! sh -c "echo x > '$M/goapp/cpu/all/all/merged.pb.gz'" 2>/dev/null && ok "views are read-only" || fail "views are read-only"
+! mkdir "$M/goapp/newdir" 2>/dev/null && ok "no mkdir outside ingest" || fail "no mkdir outside ingest"
+! rm -f "$M/goapp/cpu/all/all/merged.pb.gz" 2>/dev/null && ok "no unlink outside ingest" || fail "no unlink outside ingest"
+[ -z "$(ls "$M/ingest/goapp/cpu" 2>/dev/null)" ] && ok "stored files do not stay listed in ingest" || fail "stored files do not stay listed"
+
+# --- bad input ----------------------------------------------------------------
+before=$(cat "$M/goapp/cpu/all/all/meta.json"; ls -R "$M/goapp" | md5sum)
+head -c 4096 /dev/urandom > "$TMP/random.bin"
+head -c 700 "$TMP/go/cpu-0001.pb.gz" > "$TMP/truncated.pb.gz"
+head -c 300M /dev/zero | gzip -9 > "$TMP/bomb.gz"
+printf '\x0a\x04\x08\x05\x10\x06\x32\x00' > "$TMP/badstring.pb"
+: > "$TMP/empty.pb"
+for f in random.bin truncated.pb.gz bomb.gz badstring.pb; do
+  if cp "$TMP/$f" "$M/ingest/goapp/cpu/" 2>"$TMP/cp.err"; then fail "refuse $f" "cp succeeded"
+  else grep -q "Invalid argument\|File too large" "$TMP/cp.err" && ok "refuse $f ($(sed 's/.*: //' "$TMP/cp.err"))" || fail "refuse $f" "$(cat "$TMP/cp.err")"; fi
+done
+grep -q "refused /ingest/goapp/cpu/truncated.pb.gz: truncated gzip" "$TMP/daemon.log" && ok "log: truncated gzip" || fail "log: truncated gzip"
+grep -q "refused /ingest/goapp/cpu/bomb.gz: gzip data inflates past the limit" "$TMP/daemon.log" && ok "log: gzip bomb" || fail "log: gzip bomb"
+grep -q "refused /ingest/goapp/cpu/badstring.pb: sample type: string index 5 out of range" "$TMP/daemon.log" && ok "log: string index out of range" || fail "log: string index out of range"
+grep -q "refused /ingest/goapp/cpu/random.bin: " "$TMP/daemon.log" && ok "log: random bytes" || fail "log: random bytes"
+kill -0 "$PF_PID" && ok "daemon alive after bad input" || fail "daemon alive after bad input"
+after=$(cat "$M/goapp/cpu/all/all/meta.json"; ls -R "$M/goapp" | md5sum)
+[ "$before" == "$after" ] && ok "nothing stored changed by bad input" || fail "nothing stored changed by bad input"
+! cp "$TMP/go/cpu-0001.pb.gz" "$M/ingest/bad%zz/cpu/" 2>/dev/null && ok "bad service name refused" || fail "bad service name refused"
+! cp "$TMP/go/cpu-0001.pb.gz" "$M/ingest/svc/BadType/" 2>/dev/null && ok "bad type name refused" || fail "bad type name refused"
+
+# --- restart keeps everything; SIGTERM unmounts cleanly -----------------------
+snap=$(ls -R "$M" | grep -v '^ingest' | md5sum; pprof_sums "$M/goapp/cpu/all/all/merged.pb.gz")
+pf_stop
+check_eq "SIGTERM exits 0" "$PF_RC" 0
+mountpoint -q "$M" && fail "unmounted on SIGTERM" || ok "unmounted on SIGTERM"
+pf_start || fail "restart"
+snap2=$(ls -R "$M" | grep -v '^ingest' | md5sum; pprof_sums "$M/goapp/cpu/all/all/merged.pb.gz")
+check_eq "restart on the same data keeps everything" "$snap2" "$snap"
+
+# --- kill -9 right after cp; stale mount recovered -----------------------------
+cp "$TMP/go/cpu-0002.pb.gz" "$M/ingest/durable/cpu/" && kill -9 "$PF_PID"
+wait "$PF_PID" 2>/dev/null; PF_PID=
+! ls "$M" >/dev/null 2>&1 && ok "kill -9 leaves a stale mount" || ok "kill -9 left no stale mount"
+pf_start && ok "restart recovers a stale mount" || fail "restart recovers a stale mount"
+check_eq "acknowledged profile survives kill -9" "$(ls "$M/durable/cpu/all/all/profiles" 2>/dev/null | wc -l)" 1
+grep -q "data directory .* is in use" <("$BIN" serve --data "$TMP/data" "$TMP/mnt2" 2>&1) \
+  && ok "second daemon on the same data says it is in use" || fail "second daemon on the same data says it is in use"
+
+pf_done
