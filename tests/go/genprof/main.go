@@ -43,9 +43,24 @@ func encodeJSON(n int) uint64 {
 	return leafHash(n)
 }
 
+// Four interchangeable steps: each level of the recursion picks one, so
+// profiles hold many distinct stacks, as real services' do.
+//
+//go:noinline
+func stepValidate(depth, n int) uint64 { return recurse(depth-1, n) + 1 }
+
+//go:noinline
+func stepTransform(depth, n int) uint64 { return recurse(depth-1, n) + 2 }
+
+//go:noinline
+func stepLookup(depth, n int) uint64 { return recurse(depth-1, n) + 3 }
+
+//go:noinline
+func stepRender(depth, n int) uint64 { return recurse(depth-1, n) + 4 }
+
 //go:noinline
 func recurse(depth, n int) uint64 {
-	if depth == 0 {
+	if depth <= 0 {
 		switch n % 4 {
 		case 0:
 			return parseRecords(n)
@@ -57,7 +72,16 @@ func recurse(depth, n int) uint64 {
 			return leafHash(n)
 		}
 	}
-	return recurse(depth-1, n) + 1
+	switch (n >> uint(depth)) % 4 {
+	case 0:
+		return stepValidate(depth, n)
+	case 1:
+		return stepTransform(depth, n)
+	case 2:
+		return stepLookup(depth, n)
+	default:
+		return stepRender(depth, n)
+	}
 }
 
 //go:noinline
@@ -115,12 +139,18 @@ func main() {
 	dur := flag.Duration("dur", 200*time.Millisecond, "duration of each CPU profile")
 	other := flag.Bool("other", true, "also write heap, allocs, goroutine, block, mutex")
 	seed := flag.Int64("seed", 1, "workload seed")
+	hz := flag.Int("hz", 100, "CPU sampling rate (Go's default is 100)")
 	flag.Parse()
 	os.MkdirAll(*out, 0755)
 	runtime.SetBlockProfileRate(1)
 	runtime.SetMutexProfileFraction(1)
 	for i := 0; i < *n; i++ {
 		write(filepath.Join(*out, fmt.Sprintf("cpu-%04d.pb.gz", i)), func(f *os.File) error {
+			if *hz != 100 {
+				// Known idiom: a rate set first survives StartCPUProfile
+				// (which then prints a harmless warning).
+				runtime.SetCPUProfileRate(*hz)
+			}
 			if err := pprof.StartCPUProfile(f); err != nil {
 				return err
 			}
