@@ -75,7 +75,8 @@ now_ns(void)
 }
 
 static void
-fill_stat(struct stat *st, const char *path, bool dir, off_t size, bool writable)
+fill_stat_at(struct stat *st, const char *path, bool dir, off_t size, bool writable,
+    int64_t mtime_ns)
 {
 	time_t now = time(NULL);
 
@@ -94,6 +95,20 @@ fill_stat(struct stat *st, const char *path, bool dir, off_t size, bool writable
 	st->st_uid = getuid();
 	st->st_gid = getgid();
 	st->st_atime = st->st_mtime = st->st_ctime = now;
+	if (mtime_ns > 0) {
+		/*
+		 * Generated content: its mtime is when it was made, so the
+		 * kernel (auto_inval_data) drops pages of an older version.
+		 */
+		st->st_mtim.tv_sec = st->st_ctim.tv_sec = (time_t)(mtime_ns / 1000000000);
+		st->st_mtim.tv_nsec = st->st_ctim.tv_nsec = (long)(mtime_ns % 1000000000);
+	}
+}
+
+static void
+fill_stat(struct stat *st, const char *path, bool dir, off_t size, bool writable)
+{
+	fill_stat_at(st, path, dir, size, writable, 0);
 }
 
 /* --- existence ---------------------------------------------------------- */
@@ -253,7 +268,8 @@ pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 			pthread_mutex_unlock(&ig_lock);
 			return 0;
 		}
-		fill_stat(st, path, false, (off_t)((struct buf *)h->ce->val)->len, false);
+		fill_stat_at(st, path, false, (off_t)((struct buf *)h->ce->val)->len, false,
+		    h->ce->born);
 		return 0;
 	}
 	if (path_parse(path, now_ns(), &fp) < 0)
@@ -309,7 +325,8 @@ pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 	case NODE_PROFILE:
 		rc = content_get(fs, path, &fp, &ce);
 		if (rc == 0)
-			fill_stat(st, path, false, (off_t)((struct buf *)ce->val)->len, false);
+			fill_stat_at(st, path, false, (off_t)((struct buf *)ce->val)->len, false,
+			    ce->born);
 		if (ce)
 			cache_release(fs->files, ce);
 		if (rc < 0 && rc != -ENOENT)
@@ -898,7 +915,12 @@ pf_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 	(void)conn;
 	cfg->use_ino = 1;
 	cfg->entry_timeout = 1.0;
-	cfg->attr_timeout = 1.0;
+	/*
+	 * Attributes are not cached: a generated file's size changes with new
+	 * data, and the kernel must ask (with the open handle, so an open file
+	 * keeps its snapshot's size) before it trusts i_size for a read.
+	 */
+	cfg->attr_timeout = 0;
 	cfg->negative_timeout = 0;
 	cfg->kernel_cache = 0;
 	cfg->nullpath_ok = 0;

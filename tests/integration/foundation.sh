@@ -64,6 +64,16 @@ done
 n=$(grep -o '"profiles": [0-9]*' "$M/goapp/cpu/all/all/meta.json" | grep -o '[0-9]*$')
 check_eq "meta.json counts the profiles" "$n" 4
 
+# New data is seen at once, and a file read right after is whole (the kernel
+# must not keep the old size of a generated file).
+cp "$TMP/go/cpu-0000.pb.gz" "$M/ingest/fresh/cpu/" && ls -l "$M/fresh/cpu/all/all/merged.pb.gz" >/dev/null \
+  && s1=$(pprof_sums "$M/fresh/cpu/all/all/merged.pb.gz")
+cp "$TMP/go/cpu-0000.pb.gz" "$M/ingest/fresh/cpu/"
+gzip -t < "$M/fresh/cpu/all/all/merged.pb.gz" && ok "merged.pb.gz whole right after new data" || fail "merged.pb.gz whole right after new data"
+s2=$(pprof_sums "$M/fresh/cpu/all/all/merged.pb.gz")
+d1=$(echo "$s1" | grep -o 'cpu/nanoseconds=[0-9]*' | cut -d= -f2); d2=$(echo "$s2" | grep -o 'cpu/nanoseconds=[0-9]*' | cut -d= -f2)
+check_eq "merged.pb.gz includes a profile as soon as cp returns" "$d2" "$((d1 * 2))"
+
 # profiles/ and cp -r
 check_eq "profiles/ lists each profile" "$(ls "$M/goapp/cpu/all/all/profiles" | wc -l)" 4
 cp -r "$M/goapp/cpu/all/all/profiles" "$TMP/export" && ok "cp -r profiles/ out" || fail "cp -r profiles/ out"
