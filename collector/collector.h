@@ -27,6 +27,11 @@ void	http_stop(struct http_server *h);
 struct scraper;
 int	scrape_start(struct store *st, const char *targets_file, struct scraper **out);
 void	scrape_stop(struct scraper *s);
+/*
+ * Per-target status of the running scraper as JSON (MOUNTPOINT/.targets.json),
+ * appended to out. -ENOENT when no scraper runs.
+ */
+int	scrape_status_json(struct buf *out);
 
 /* --- eBPF CPU sampler (ebpf.c) --- */
 struct ebpf_sampler;

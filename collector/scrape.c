@@ -1,20 +1,914 @@
-/* scrape: placeholder until the scraper lands; refuses --scrape clearly. */
+/*
+ * scrape: pull mode for Go services that expose net/http/pprof. One job per
+ * (target, profile) from the targets file (targets.c). One scheduler thread
+ * drives every HTTP transfer through a libcurl multi handle, so a slow or
+ * dead target holds nothing but its own transfer; finished bodies go to a
+ * small pool of workers that check, decode, compute deltas and store, so a
+ * slow disk never delays a scrape's start.
+ *
+ * Schedule: each job is due every interval at a fixed offset (a hash of its
+ * identity, as Prometheus spreads targets), so many targets are not hit at
+ * once. cpu asks for ?seconds=interval-1 and so covers its interval. After
+ * k consecutive failures a job waits min(2^(k-1), 8) intervals. State changes
+ * (up/down) are logged once each, not once per attempt.
+ *
+ * Bounds: a body over SCRAPE_BODY_MAX is cut off while it is received, and
+ * all bodies in flight share SCRAPE_INFLIGHT_MAX; every request has a total
+ * timeout (cpu: seconds + timeout), redirects are capped. The targets file is
+ * polled every second and reloaded on change; a bad file is logged with its
+ * line and the previous list stays. Jobs whose identity is unchanged keep
+ * their schedule and delta base across reloads.
+ *
+ * Locking: sc_lock protects the job list, every job's state and status
+ * fields and the work queue. A job's transfer fields (easy handle, body) are
+ * the scheduler's while J_TRANSFER; its delta base (prev) and body are the
+ * worker's while J_PROCESS. Workers never touch curl.
+ */
+#include <curl/curl.h>
 #include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 
 #include "collector.h"
+#include "intern.h"
+#include "metrics.h"
+#include "targets.h"
+
+#define SCRAPE_BODY_MAX		(64u << 20)
+#define SCRAPE_INFLIGHT_MAX	((size_t)512 << 20)
+#define SCRAPE_WORKERS		2
+#define SCRAPE_BACKOFF_MAX	8
+#define LATENESS_RING		8192
+#define NS			INT64_C(1000000000)
+
+enum jstate { J_IDLE, J_TRANSFER, J_PROCESS };
+
+struct job {
+	struct job		*next;		/* sc->jobs */
+	struct job		*qnext;		/* work queue */
+	struct target_spec	 ts;		/* owned */
+	enum jstate		 state;
+	bool			 removed;	/* unlinked while J_PROCESS: the worker frees it */
+	int64_t			 due;		/* monotonic ns of the next start */
+	int64_t			 sched;		/* the slot the current transfer belongs to */
+	int64_t			 start_mono, start_real, end_mono;
+
+	/* transfer: the scheduler's while J_TRANSFER */
+	CURL			*easy;
+	struct buf		 body;
+	bool			 too_big, no_budget;
+	char			 curl_err[CURL_ERROR_SIZE];
+	CURLcode		 cres;
+	long			 http_code;
+	char			 ctype[64];
+
+	/* delta base: the worker's while J_PROCESS */
+	struct profile		*prev;
+
+	/* status, protected by sc_lock */
+	int			 health;	/* -1 unknown, 0 down, 1 up */
+	int			 fails;		/* consecutive */
+	char			 last_error[256];
+	int64_t			 last_scrape;	/* realtime ns */
+	int64_t			 last_duration;	/* ns */
+	int64_t			 last_lateness;	/* ns */
+	uint64_t		 n_scrapes, n_failures, n_stored, n_missed, n_restarts;
+	bool			 primed;
+};
+
+struct scraper {
+	struct store		*st;
+	char			*file;
+	CURLM			*multi;
+	pthread_t		 sched_thr;
+	pthread_t		 workers[SCRAPE_WORKERS];
+	int			 nworkers;
+	bool			 sched_started;
+	atomic_bool		 stop;
+
+	pthread_mutex_t		 sc_lock;
+	pthread_cond_t		 sc_cond;	/* work queued or stop */
+	struct job		*jobs;		/* protected by sc_lock */
+	size_t			 njobs;
+	struct job		*qhead, **qtail;	/* work queue, protected by sc_lock */
+	struct job		*dead;		/* removed jobs the scheduler frees; sc_lock */
+	bool			 wstop;		/* workers: drain and exit */
+
+	/* targets file, the scheduler's */
+	struct timespec		 f_mtime;
+	off_t			 f_size;
+	ino_t			 f_ino;
+	bool			 f_missing;
+	/* status of the file, protected by sc_lock */
+	char			 f_error[512];
+	int64_t			 f_loaded;	/* realtime ns of the last good load */
+
+	/* lateness of starts vs schedule, seconds; protected by sc_lock */
+	double			 late[LATENESS_RING];
+	size_t			 nlate;		/* total recorded */
+};
+
+/* The running scraper, for scrape_status_json(); protected by running_lock. */
+static pthread_mutex_t running_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct scraper *running;
+
+static int64_t
+mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * NS + ts.tv_nsec;
+}
+
+static int64_t
+real_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * NS + ts.tv_nsec;
+}
+
+/* Prometheus label text for a job: instance, profile, service (escaped). */
+static void
+job_mlabels(const struct job *j, struct buf *out)
+{
+	const char *vals[3] = { j->ts.instance, j->ts.profile->name, j->ts.service };
+	const char *names[3] = { "instance", "profile", "service" };
+	const char *c;
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		buf_printf(out, "%s%s=\"", i ? "," : "", names[i]);
+		for (c = vals[i]; *c; c++) {
+			if (*c == '"' || *c == '\\')
+				buf_addc(out, '\\');
+			if (*c == '\n')
+				buf_adds(out, "\\n");
+			else
+				buf_addc(out, *c);
+		}
+		buf_addc(out, '"');
+	}
+}
+
+/* --- transfers (scheduler thread) --------------------------------------- */
+
+/* Bytes of bodies held by all jobs, against SCRAPE_INFLIGHT_MAX. */
+static atomic_size_t inflight_bytes;
+
+/* libcurl's write callback: collect the body, refusing what exceeds the caps. */
+static size_t
+on_body(char *data, size_t size, size_t nmemb, void *arg)
+{
+	struct job *j = arg;
+	size_t n = size * nmemb;
+
+	if (j->body.len + n > SCRAPE_BODY_MAX) {
+		j->too_big = true;
+		return 0;
+	}
+	if (j->body.len + n + 1 > j->body.cap) {
+		/* Charge growth against the shared budget before allocating it. */
+		size_t old = j->body.cap, want = old ? old : 16384;
+
+		while (want < j->body.len + n + 1)
+			want *= 2;
+		if (atomic_fetch_add(&inflight_bytes, want - old) + (want - old) >
+		    SCRAPE_INFLIGHT_MAX || buf_reserve(&j->body, want - j->body.len - 1) < 0) {
+			atomic_fetch_sub(&inflight_bytes, want - old);
+			j->no_budget = true;
+			return 0;
+		}
+		/* buf_reserve may round up: charge exactly what it holds. */
+		if (j->body.cap > want)
+			atomic_fetch_add(&inflight_bytes, j->body.cap - want);
+		else if (j->body.cap < want)
+			atomic_fetch_sub(&inflight_bytes, want - j->body.cap);
+	}
+	if (buf_add(&j->body, data, n) < 0)
+		return 0;
+	return n;
+}
+
+static void
+body_release(struct job *j)
+{
+	atomic_fetch_sub(&inflight_bytes, j->body.cap);
+	buf_free(&j->body);
+}
+
+static int
+job_easy(struct job *j)
+{
+	CURL *e;
+	long to_ms = (long)(j->ts.timeout / 1000000);
+
+	if ((e = curl_easy_init()) == NULL)
+		return -ENOMEM;
+	curl_easy_setopt(e, CURLOPT_URL, j->ts.url);
+	curl_easy_setopt(e, CURLOPT_PRIVATE, j);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, j);
+	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, j->curl_err);
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, to_ms);
+	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, to_ms < 5000 ? to_ms : 5000L);
+	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
+	curl_easy_setopt(e, CURLOPT_MAXREDIRS, 3L);
+	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)SCRAPE_BODY_MAX);
+	curl_easy_setopt(e, CURLOPT_USERAGENT, "profilefs/" PROFILEFS_VERSION);
+	curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+	j->easy = e;
+	return 0;
+}
+
+/* Record a start's lateness; sc_lock held. */
+static void
+lateness_add(struct scraper *sc, struct job *j, int64_t late)
+{
+	j->last_lateness = late;
+	sc->late[sc->nlate % LATENESS_RING] = (double)late / 1e9;
+	sc->nlate++;
+}
+
+/* Start job j's transfer now; sc_lock held. */
+static void
+job_start(struct scraper *sc, struct job *j, int64_t now)
+{
+	int64_t iv = j->ts.interval, late;
+
+	/* Slots missed entirely (busy or asleep) are counted and skipped. */
+	if (now - j->due >= iv) {
+		int64_t k = (now - j->due) / iv;
+
+		j->n_missed += (uint64_t)k;
+		j->due += k * iv;
+	}
+	late = now - j->due;
+	j->sched = j->due;
+	j->due += iv;
+	if (j->easy == NULL && job_easy(j) < 0)
+		return;
+	j->curl_err[0] = '\0';
+	j->too_big = j->no_budget = false;
+	j->http_code = 0;
+	j->ctype[0] = '\0';
+	j->start_mono = now;
+	j->start_real = real_ns();
+	if (curl_multi_add_handle(sc->multi, j->easy) != CURLM_OK)
+		return;
+	j->state = J_TRANSFER;
+	lateness_add(sc, j, late);
+	metrics_observe("profilefs_scrape_lateness_seconds", NULL, (double)late / 1e9);
+}
+
+/* A transfer ended: collect what the worker needs and queue it; sc_lock held. */
+static void
+job_finished(struct scraper *sc, struct job *j, CURLcode res)
+{
+	char *ct = NULL;
+
+	j->cres = res;
+	j->end_mono = mono_ns();
+	curl_easy_getinfo(j->easy, CURLINFO_RESPONSE_CODE, &j->http_code);
+	if (curl_easy_getinfo(j->easy, CURLINFO_CONTENT_TYPE, &ct) == CURLE_OK && ct)
+		snprintf(j->ctype, sizeof(j->ctype), "%s", ct);
+	curl_multi_remove_handle(sc->multi, j->easy);
+	j->state = J_PROCESS;
+	j->qnext = NULL;
+	*sc->qtail = j;
+	sc->qtail = &j->qnext;
+	pthread_cond_signal(&sc->sc_cond);
+}
+
+static void
+job_free(struct job *j)
+{
+	if (j == NULL)
+		return;
+	if (j->easy)
+		curl_easy_cleanup(j->easy);
+	body_release(j);
+	profile_free(j->prev);
+	free(j->ts.key);
+	free(j->ts.url);
+	free(j->ts.instance);
+	free(j->ts.service);
+	labels_clear(&j->ts.labels);
+	free(j);
+}
+
+/* Unlink and free (or hand to the worker to free) one job; sc_lock held. */
+static void
+job_drop(struct scraper *sc, struct job *j)
+{
+	if (j->state == J_TRANSFER) {
+		curl_multi_remove_handle(sc->multi, j->easy);
+		j->state = J_IDLE;
+	}
+	if (j->state == J_PROCESS)
+		j->removed = true;
+	else
+		job_free(j);
+}
+
+/* --- the targets file --------------------------------------------------- */
+
+/*
+ * Apply a new list: jobs whose identity is unchanged stay as they are (their
+ * schedule and delta base included), the others are dropped or created.
+ */
+static void
+jobs_apply(struct scraper *sc, struct target_list *tl)
+{
+	struct intern *keys = intern_create(tl->n + 1);
+	struct job **old = NULL, *j, *head = NULL, **tail = &head;
+	size_t i, nold = 0, added = 0, kept = 0;
+	int64_t now = mono_ns();
+	int64_t ix;
+
+	if (keys == NULL)
+		return;
+	pthread_mutex_lock(&sc->sc_lock);
+	for (j = sc->jobs; j; j = j->next)
+		nold++;
+	old = calloc(tl->n + 1, sizeof(*old));
+	for (i = 0; old && i < tl->n; i++)
+		intern_put(keys, tl->v[i].key, strlen(tl->v[i].key), NULL);
+	/* Old jobs that are still wanted move to their new place. */
+	while (old && (j = sc->jobs) != NULL) {
+		sc->jobs = j->next;
+		ix = intern_get(keys, j->ts.key, strlen(j->ts.key));
+		if (ix >= 0 && old[ix] == NULL) {
+			old[ix] = j;
+			kept++;
+		} else {
+			job_drop(sc, j);
+		}
+	}
+	for (i = 0; old && i < tl->n; i++) {
+		if ((j = old[i]) == NULL) {
+			if ((j = calloc(1, sizeof(*j))) == NULL)
+				continue;
+			j->ts = tl->v[i];
+			memset(&tl->v[i], 0, sizeof(tl->v[i]));
+			j->health = -1;
+			/* Spread starts over the interval by a stable hash. */
+			j->due = now + (int64_t)(hash_bytes(j->ts.key, strlen(j->ts.key)) %
+			    (uint64_t)j->ts.interval);
+			added++;
+		}
+		j->next = NULL;
+		*tail = j;
+		tail = &j->next;
+	}
+	if (old) {
+		sc->jobs = head;
+		sc->njobs = tl->n;
+	}
+	pthread_mutex_unlock(&sc->sc_lock);
+	if (old)
+		log_info("scrape: %zu jobs (%zu new, %zu kept, %zu removed)", tl->n, added, kept,
+		    nold - kept);
+	else
+		log_warnx("scrape: out of memory applying the targets file");
+	metrics_set("profilefs_scrape_jobs", NULL, (double)tl->n);
+	free(old);
+	intern_destroy(keys);
+}
+
+/* Reload the file if it changed since the last look. force: at start. */
+static int
+targets_check(struct scraper *sc, bool force)
+{
+	struct target_list tl;
+	struct buf err = { 0 };
+	struct stat st;
+	int rc;
+
+	if (stat(sc->file, &st) < 0) {
+		if (!sc->f_missing) {
+			log_warn("scrape: %s (keeping the current targets)", sc->file);
+			sc->f_missing = true;
+		}
+		return force ? -errno : 0;
+	}
+	sc->f_missing = false;
+	if (!force && st.st_mtim.tv_sec == sc->f_mtime.tv_sec &&
+	    st.st_mtim.tv_nsec == sc->f_mtime.tv_nsec && st.st_size == sc->f_size &&
+	    st.st_ino == sc->f_ino)
+		return 0;
+	sc->f_mtime = st.st_mtim;
+	sc->f_size = st.st_size;
+	sc->f_ino = st.st_ino;
+	if ((rc = targets_load(sc->file, &tl, &err)) < 0) {
+		log_warnx("scrape: %s: %s%s", sc->file, err.data ? err.data : strerror(-rc),
+		    force ? "" : " (keeping the previous targets)");
+		pthread_mutex_lock(&sc->sc_lock);
+		snprintf(sc->f_error, sizeof(sc->f_error), "%s", err.data ? err.data :
+		    strerror(-rc));
+		pthread_mutex_unlock(&sc->sc_lock);
+		metrics_add("profilefs_scrape_reload_errors_total", NULL, 1);
+		buf_free(&err);
+		return rc;
+	}
+	pthread_mutex_lock(&sc->sc_lock);
+	sc->f_error[0] = '\0';
+	sc->f_loaded = real_ns();
+	pthread_mutex_unlock(&sc->sc_lock);
+	jobs_apply(sc, &tl);
+	targets_free(&tl);
+	buf_free(&err);
+	return 0;
+}
+
+/* --- the scheduler thread ----------------------------------------------- */
+
+static void *
+sched_main(void *arg)
+{
+	struct scraper *sc = arg;
+	int64_t next_check = mono_ns() + NS;
+
+	while (!atomic_load(&sc->stop)) {
+		int64_t now = mono_ns(), wait = NS;
+		struct job *j;
+		CURLMsg *msg;
+		int running_n, left;
+
+		if (now >= next_check) {
+			targets_check(sc, false);
+			next_check = now + NS;
+		}
+		pthread_mutex_lock(&sc->sc_lock);
+		while ((j = sc->dead) != NULL) {
+			sc->dead = j->next;
+			job_free(j);
+		}
+		for (j = sc->jobs; j; j = j->next) {
+			if (j->state != J_IDLE)
+				continue;
+			if (j->due <= now)
+				job_start(sc, j, now);
+			if (j->state == J_IDLE && j->due - now < wait)
+				wait = j->due - now;
+		}
+		pthread_mutex_unlock(&sc->sc_lock);
+
+		curl_multi_perform(sc->multi, &running_n);
+		pthread_mutex_lock(&sc->sc_lock);
+		while ((msg = curl_multi_info_read(sc->multi, &left)) != NULL) {
+			if (msg->msg != CURLMSG_DONE)
+				continue;
+			j = NULL;
+			curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&j);
+			if (j)
+				job_finished(sc, j, msg->data.result);
+		}
+		pthread_mutex_unlock(&sc->sc_lock);
+
+		if (next_check - mono_ns() < wait)
+			wait = next_check - mono_ns();
+		if (wait < 0)
+			wait = 0;
+		/* Round up so a due job is not polled for a few times early. */
+		curl_multi_poll(sc->multi, NULL, 0, (int)((wait + 999999) / 1000000), NULL);
+	}
+	return NULL;
+}
+
+/* --- workers: check, decode, delta, store ------------------------------- */
+
+static void
+describe_curl_error(const struct job *j, struct buf *why)
+{
+	if (j->too_big || j->cres == CURLE_FILESIZE_EXCEEDED)
+		buf_printf(why, "answer larger than %u MiB, refused", SCRAPE_BODY_MAX >> 20);
+	else if (j->no_budget)
+		buf_adds(why, "too many large answers in flight, refused");
+	else if (j->cres == CURLE_OPERATION_TIMEDOUT)
+		buf_printf(why, "timed out after %.1f s (%s)", (double)j->ts.timeout / 1e9,
+		    j->curl_err[0] ? j->curl_err : "no complete answer");
+	else if (j->cres == CURLE_TOO_MANY_REDIRECTS)
+		buf_adds(why, "too many redirects");
+	else
+		buf_printf(why, "%s", j->curl_err[0] ? j->curl_err : curl_easy_strerror(j->cres));
+}
+
+/* Whether a body is obviously not pprof (text, HTML) and why. */
+static bool
+not_pprof(const struct job *j, struct buf *why)
+{
+	const unsigned char *d = (const unsigned char *)j->body.data;
+	size_t i, n = j->body.len;
+
+	if (n == 0) {
+		buf_adds(why, "empty answer, not a pprof profile");
+		return true;
+	}
+	if (strncasecmp(j->ctype, "text/html", 9) == 0) {
+		buf_adds(why, "answer is HTML (Content-Type text/html), not a pprof profile");
+		return true;
+	}
+	if (n >= 2 && d[0] == 0x1f && d[1] == 0x8b)
+		return false;
+	for (i = 0; i < n && i < 64 && (d[i] == ' ' || d[i] == '\n' || d[i] == '\r' ||
+	    d[i] == '\t'); i++)
+		;
+	if (i < n && d[i] == '<') {
+		buf_adds(why, "answer is HTML/XML, not a pprof profile");
+		return true;
+	}
+	return false;
+}
+
+/* The first line of a text body, for an HTTP error's reason. */
+static void
+add_snippet(const struct job *j, struct buf *why)
+{
+	size_t i;
+
+	if (j->body.len == 0 || strncasecmp(j->ctype, "text/plain", 10) != 0)
+		return;
+	buf_adds(why, ": ");
+	for (i = 0; i < j->body.len && i < 120; i++) {
+		unsigned char c = (unsigned char)j->body.data[i];
+
+		if (c == '\n' || c == '\r')
+			break;
+		buf_addc(why, c >= 0x20 && c < 0x7f ? (char)c : '?');
+	}
+}
+
+/* Process one finished transfer. Returns 0 (stored or primed) or -errno with why. */
+static int
+job_process(struct scraper *sc, struct job *j, struct buf *why, bool *stored,
+    bool *restarted)
+{
+	struct store_input in = { .service = j->ts.service, .type = j->ts.profile->type,
+	    .labels = &j->ts.labels, .created_at = j->start_real, .source = "scrape" };
+	struct profile *cur = NULL, *delta = NULL;
+	int rc;
+
+	*stored = false;
+	*restarted = false;
+	if (j->cres != CURLE_OK) {
+		describe_curl_error(j, why);
+		return -EIO;
+	}
+	if (j->http_code != 200) {
+		buf_printf(why, "HTTP status %ld", j->http_code);
+		add_snippet(j, why);
+		return -EIO;
+	}
+	if (not_pprof(j, why))
+		return -EINVAL;
+	if (j->ts.profile->kind != SK_CUMULATIVE) {
+		if ((rc = store_put(sc->st, &in, j->body.data, j->body.len, NULL, why)) == 0)
+			*stored = true;
+		return rc;
+	}
+	if ((rc = profile_decode(j->body.data, j->body.len, &cur, why)) < 0)
+		return rc;
+	if (j->prev == NULL) {
+		j->prev = cur;		/* the first scrape only primes */
+		return 0;
+	}
+	rc = profile_delta(cur, j->prev, &delta, why);
+	if (rc == -ERANGE || rc == -EINVAL) {
+		/* A restart (or a new binary with other sample types): start over. */
+		log_info("scrape %s %s: %s; starting over", j->ts.instance, j->ts.profile->name,
+		    why->data ? why->data : "counters went down");
+		buf_reset(why);
+		*restarted = true;
+		profile_free(j->prev);
+		j->prev = cur;
+		return 0;
+	}
+	if (rc == 0 && (rc = store_put_profile(sc->st, &in, delta, NULL, why)) == 0)
+		*stored = true;
+	profile_free(delta);
+	profile_free(j->prev);
+	j->prev = cur;
+	return rc;
+}
+
+static void
+job_done(struct scraper *sc, struct job *j, int rc, struct buf *why, bool stored,
+    bool restarted)
+{
+	struct buf ml = { 0 };
+	int64_t dur = j->end_mono - j->start_mono;
+	int was = j->health;
+
+	job_mlabels(j, &ml);
+	pthread_mutex_lock(&sc->sc_lock);
+	j->n_scrapes++;
+	j->last_scrape = j->start_real;
+	j->last_duration = dur;
+	if (restarted)
+		j->n_restarts++;
+	if (rc == 0) {
+		j->health = 1;
+		j->fails = 0;
+		j->last_error[0] = '\0';
+		if (stored)
+			j->n_stored++;
+		else
+			j->primed = true;
+	} else {
+		j->health = 0;
+		j->fails++;
+		j->n_failures++;
+		snprintf(j->last_error, sizeof(j->last_error), "%s",
+		    why->data && why->data[0] ? why->data : strerror(-rc));
+		if (j->fails > 1) {
+			/* Back off: the next attempt waits 2^(k-1) slots, at most 8. */
+			int64_t k = j->fails - 1 < 4 ? (INT64_C(1) << (j->fails - 1)) :
+			    SCRAPE_BACKOFF_MAX;
+
+			if (k > SCRAPE_BACKOFF_MAX)
+				k = SCRAPE_BACKOFF_MAX;
+			j->due = j->sched + k * j->ts.interval;
+		}
+	}
+	if (j->health != was) {
+		if (j->health == 1)
+			log_info("scrape %s %s: up", j->ts.url, j->ts.profile->name);
+		else
+			log_warnx("scrape %s %s: down: %s", j->ts.url, j->ts.profile->name,
+			    j->last_error);
+	}
+	j->state = J_IDLE;
+	body_release(j);
+	if (j->removed) {
+		/* curl handles are the scheduler's to free. */
+		j->next = sc->dead;
+		sc->dead = j;
+	}
+	pthread_mutex_unlock(&sc->sc_lock);
+	curl_multi_wakeup(sc->multi);
+
+	metrics_set("profilefs_scrape_up", ml.data, rc == 0 ? 1 : 0);
+	metrics_set("profilefs_scrape_duration_seconds", ml.data, (double)dur / 1e9);
+	if (rc < 0)
+		metrics_add("profilefs_scrape_errors_total", ml.data, 1);
+	buf_printf(&ml, ",outcome=\"%s\"", rc < 0 ? "error" : stored ? "stored" : "primed");
+	metrics_add("profilefs_scrapes_total", ml.data, 1);
+	buf_free(&ml);
+}
+
+static void *
+worker_main(void *arg)
+{
+	struct scraper *sc = arg;
+	struct buf why = { 0 };
+
+	pthread_mutex_lock(&sc->sc_lock);
+	for (;;) {
+		struct job *j;
+		bool stored, restarted;
+		int rc;
+
+		while (sc->qhead == NULL && !sc->wstop)
+			pthread_cond_wait(&sc->sc_cond, &sc->sc_lock);
+		if ((j = sc->qhead) == NULL)
+			break;
+		if ((sc->qhead = j->qnext) == NULL)
+			sc->qtail = &sc->qhead;
+		pthread_mutex_unlock(&sc->sc_lock);
+		buf_reset(&why);
+		rc = job_process(sc, j, &why, &stored, &restarted);
+		job_done(sc, j, rc, &why, stored, restarted);
+		pthread_mutex_lock(&sc->sc_lock);
+	}
+	pthread_mutex_unlock(&sc->sc_lock);
+	buf_free(&why);
+	return NULL;
+}
+
+/* --- start, stop, status ------------------------------------------------ */
 
 int
 scrape_start(struct store *st, const char *targets_file, struct scraper **out)
 {
-	(void)st;
-	(void)targets_file;
+	struct scraper *sc;
+	int rc, i;
+
 	*out = NULL;
-	log_warnx("--scrape: the Go pprof scraper is not part of this build yet");
-	return -ENOSYS;
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+		log_warnx("scrape: libcurl failed to initialise");
+		return -ENOMEM;
+	}
+	if ((sc = calloc(1, sizeof(*sc))) == NULL || (sc->file = strdup(targets_file)) == NULL) {
+		free(sc);
+		return -ENOMEM;
+	}
+	sc->st = st;
+	sc->qtail = &sc->qhead;
+	pthread_mutex_init(&sc->sc_lock, NULL);
+	pthread_cond_init(&sc->sc_cond, NULL);
+	if ((sc->multi = curl_multi_init()) == NULL) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	metrics_describe("profilefs_scrape_up", "gauge",
+	    "1 if the last scrape of this target and profile succeeded");
+	metrics_describe("profilefs_scrape_duration_seconds", "gauge",
+	    "duration of the last scrape of this target and profile");
+	metrics_describe("profilefs_scrape_errors_total", "counter", "failed scrapes");
+	metrics_describe("profilefs_scrapes_total", "counter", "scrapes by outcome");
+	metrics_describe("profilefs_scrape_lateness_seconds", "histogram",
+	    "how late scrapes started against their schedule");
+	metrics_describe("profilefs_scrape_jobs", "gauge", "target-profile pairs scraped");
+	metrics_describe("profilefs_scrape_reload_errors_total", "counter",
+	    "targets file reloads refused");
+	if ((rc = targets_check(sc, true)) < 0) {
+		log_warnx("scrape: cannot start without a valid targets file %s", targets_file);
+		goto fail;
+	}
+	for (i = 0; i < SCRAPE_WORKERS; i++) {
+		if ((rc = -pthread_create(&sc->workers[i], NULL, worker_main, sc)) < 0)
+			goto fail;
+		sc->nworkers++;
+	}
+	if ((rc = -pthread_create(&sc->sched_thr, NULL, sched_main, sc)) < 0)
+		goto fail;
+	sc->sched_started = true;
+	pthread_mutex_lock(&running_lock);
+	running = sc;
+	pthread_mutex_unlock(&running_lock);
+	log_info("scrape: targets from %s", targets_file);
+	*out = sc;
+	return 0;
+fail:
+	scrape_stop(sc);
+	return rc;
 }
 
 void
-scrape_stop(struct scraper *s)
+scrape_stop(struct scraper *sc)
 {
-	(void)s;
+	struct job *j;
+	int i;
+
+	if (sc == NULL)
+		return;
+	pthread_mutex_lock(&running_lock);
+	if (running == sc)
+		running = NULL;
+	pthread_mutex_unlock(&running_lock);
+	atomic_store(&sc->stop, true);
+	if (sc->sched_started) {
+		curl_multi_wakeup(sc->multi);
+		pthread_join(sc->sched_thr, NULL);
+	}
+	pthread_mutex_lock(&sc->sc_lock);
+	sc->wstop = true;
+	pthread_cond_broadcast(&sc->sc_cond);
+	pthread_mutex_unlock(&sc->sc_lock);
+	for (i = 0; i < sc->nworkers; i++)
+		pthread_join(sc->workers[i], NULL);
+	while ((j = sc->jobs) != NULL) {
+		sc->jobs = j->next;
+		job_drop(sc, j);
+	}
+	while ((j = sc->dead) != NULL) {
+		sc->dead = j->next;
+		job_free(j);
+	}
+	if (sc->multi)
+		curl_multi_cleanup(sc->multi);
+	pthread_cond_destroy(&sc->sc_cond);
+	pthread_mutex_destroy(&sc->sc_lock);
+	free(sc->file);
+	free(sc);
+	curl_global_cleanup();
+}
+
+static void
+add_time(struct buf *b, int64_t ns)
+{
+	time_t t = (time_t)(ns / NS);
+	struct tm tm;
+	char s[32];
+
+	if (ns == 0) {
+		buf_adds(b, "null");
+		return;
+	}
+	gmtime_r(&t, &tm);
+	strftime(s, sizeof(s), "%Y-%m-%dT%H:%M:%S", &tm);
+	buf_printf(b, "\"%s.%03dZ\"", s, (int)(ns % NS / 1000000));
+}
+
+static void
+add_str(struct buf *b, const char *s)
+{
+	buf_addc(b, '"');
+	buf_add_json(b, s, strlen(s));
+	buf_addc(b, '"');
+}
+
+static int
+dbl_cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+int
+scrape_status_json(struct buf *b)
+{
+	struct scraper *sc;
+	struct job *j;
+	double *late = NULL;
+	size_t n;
+	int64_t now;
+	bool first = true;
+
+	pthread_mutex_lock(&running_lock);
+	if ((sc = running) == NULL) {
+		pthread_mutex_unlock(&running_lock);
+		return -ENOENT;
+	}
+	now = mono_ns();
+	pthread_mutex_lock(&sc->sc_lock);
+	buf_adds(b, "{\n  \"targets_file\": ");
+	add_str(b, sc->file);
+	buf_adds(b, ",\n  \"loaded\": ");
+	add_time(b, sc->f_loaded);
+	buf_adds(b, ",\n  \"error\": ");
+	if (sc->f_error[0])
+		add_str(b, sc->f_error);
+	else
+		buf_adds(b, "null");
+	n = sc->nlate < LATENESS_RING ? sc->nlate : LATENESS_RING;
+	if (n && (late = malloc(n * sizeof(*late))) != NULL)
+		memcpy(late, sc->late, n * sizeof(*late));
+	buf_printf(b, ",\n  \"jobs\": %zu,\n  \"lateness_seconds\": {\"starts\": %zu", sc->njobs,
+	    sc->nlate);
+	if (late) {
+		qsort(late, n, sizeof(*late), dbl_cmp);
+		buf_printf(b, ", \"window\": %zu, \"p50\": %.6f, \"p99\": %.6f, \"max\": %.6f", n,
+		    late[(n - 1) / 2], late[(size_t)ceil(0.99 * (double)n) - 1], late[n - 1]);
+	}
+	buf_adds(b, "},\n  \"targets\": [");
+	for (j = sc->jobs; j; j = j->next) {
+		struct buf lt = { 0 };
+
+		labels_format(&j->ts.labels, &lt);
+		buf_adds(b, first ? "\n    {" : ",\n    {");
+		first = false;
+		buf_adds(b, "\"instance\": ");
+		add_str(b, j->ts.instance);
+		buf_adds(b, ", \"profile\": ");
+		add_str(b, j->ts.profile->name);
+		buf_adds(b, ", \"service\": ");
+		add_str(b, j->ts.service);
+		buf_adds(b, ", \"type\": ");
+		add_str(b, j->ts.profile->type);
+		buf_adds(b, ", \"labels\": ");
+		add_str(b, lt.data ? lt.data : "");
+		buf_adds(b, ", \"url\": ");
+		add_str(b, j->ts.url);
+		buf_printf(b, ", \"interval_seconds\": %.3f, \"timeout_seconds\": %.3f",
+		    (double)j->ts.interval / 1e9, (double)j->ts.timeout / 1e9);
+		buf_printf(b, ", \"health\": \"%s\", \"up\": %s",
+		    j->health < 0 ? "unknown" : j->health ? "up" : "down",
+		    j->health == 1 ? "true" : "false");
+		buf_adds(b, ", \"last_scrape\": ");
+		add_time(b, j->last_scrape);
+		buf_printf(b, ", \"last_duration_seconds\": %.6f, \"last_lateness_seconds\": %.6f",
+		    (double)j->last_duration / 1e9, (double)j->last_lateness / 1e9);
+		buf_adds(b, ", \"last_error\": ");
+		if (j->last_error[0])
+			add_str(b, j->last_error);
+		else
+			buf_adds(b, "null");
+		buf_printf(b, ", \"next_scrape_in_seconds\": %.3f",
+		    j->state == J_IDLE ? (double)(j->due - now) / 1e9 : 0.0);
+		buf_printf(b, ", \"scrapes\": %llu, \"failures\": %llu, \"consecutive_failures\": %d"
+		    ", \"stored\": %llu, \"missed_slots\": %llu, \"restarts\": %llu}",
+		    (unsigned long long)j->n_scrapes, (unsigned long long)j->n_failures, j->fails,
+		    (unsigned long long)j->n_stored, (unsigned long long)j->n_missed,
+		    (unsigned long long)j->n_restarts);
+		buf_free(&lt);
+	}
+	buf_adds(b, first ? "]\n}\n" : "\n  ]\n}\n");
+	pthread_mutex_unlock(&sc->sc_lock);
+	pthread_mutex_unlock(&running_lock);
+	free(late);
+	return b->data ? 0 : -ENOMEM;
 }

@@ -310,6 +310,10 @@ path_parse(const char *path, int64_t now, struct fspath *o)
 		o->node = NODE_README;
 		return next_seg(&p, seg, sizeof(seg)) == 0 ? 0 : -ENOENT;
 	}
+	if (strcmp(seg, ".targets.json") == 0) {
+		o->node = NODE_TARGETS;
+		return next_seg(&p, seg, sizeof(seg)) == 0 ? 0 : -ENOENT;
+	}
 	if (strcmp(seg, "ingest") == 0)
 		return parse_ingest(p, o);
 

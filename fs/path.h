@@ -4,6 +4,7 @@
  * question. Range names are resolved against a given `now`.
  *
  *   /README.txt
+ *   /.targets.json
  *   /ingest[/<service>[/<type>[/<labels>]]][/<file>]
  *   /<service>[/<type>[/<selector>[/<range>[/<view>]]]]
  *   /<service>/<type>/<selector>/<range>/profiles[/<time>-<id>.pb.gz]
@@ -21,6 +22,7 @@
 enum node {
 	NODE_ROOT,
 	NODE_README,
+	NODE_TARGETS,		/* .targets.json: the scraper's per-target status */
 	NODE_INGEST,		/* ingest/ and its service, type, labels directories */
 	NODE_INGEST_FILE,	/* a file being written into ingest/ */
 	NODE_SERVICE,

@@ -154,4 +154,15 @@ void		 merge_free(struct merge *m);
 int	profile_diff(const struct profile *cur, const struct profile *base,
 	    struct profile **out, struct buf *err);
 
+/*
+ * delta.c: what happened between two scrapes of a cumulative profile (Go's
+ * heap, allocs, block, mutex). Samples are matched by stack and labels;
+ * counter columns become cur - prev, gauge columns (inuse_*) keep cur's value;
+ * all-zero samples are dropped. *out is new (caller frees). -ERANGE when a
+ * counter went down (the process restarted: start over with cur as the
+ * base), -EINVAL when the sample types differ; the reason goes to err.
+ */
+int	profile_delta(const struct profile *cur, const struct profile *prev,
+	    struct profile **out, struct buf *err);
+
 #endif

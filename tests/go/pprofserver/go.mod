@@ -1,0 +1,3 @@
+module profilefs/tests/pprofserver
+
+go 1.19
