@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "cache.h"
+#include "collector.h"
 #include "fs.h"
 #include "intern.h"
 #include "path.h"
@@ -190,6 +191,9 @@ fill_file(void *varg, void **val, size_t *size, void (**free_fn)(void *))
 	case NODE_README:
 		rc = readme_render(a->fs, b);
 		break;
+	case NODE_TARGETS:
+		rc = scrape_status_json(b);
+		break;
 	case NODE_PROFILE:
 		rc = store_get(a->fs->st, a->fp->profile_id, &ref, b);
 		if (rc == 0) {
@@ -229,7 +233,7 @@ content_get(struct fsctx *fs, const char *path, const struct fspath *fp,
     struct cache_entry **ce)
 {
 	struct fill_arg a = { fs, fp };
-	bool relative = fp->range.relative ||
+	bool relative = fp->range.relative || fp->node == NODE_TARGETS ||
 	    (fp->node == NODE_VS_VIEW && fp->base_range.relative);
 	uint64_t gen = fp->node == NODE_PROFILE ? 0 : store_generation(fs->st);
 
@@ -320,6 +324,7 @@ pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 		fill_stat(st, path, true, 0, false);
 		return 0;
 	case NODE_README:
+	case NODE_TARGETS:
 	case NODE_VIEW:
 	case NODE_VS_VIEW:
 	case NODE_PROFILE:
@@ -568,8 +573,8 @@ pf_open(const char *path, struct fuse_file_info *fi)
 	}
 	if ((fi->flags & O_ACCMODE) != O_RDONLY)
 		return fp.node == NODE_ROOT ? -EISDIR : -EROFS;
-	if (fp.node != NODE_README && fp.node != NODE_VIEW && fp.node != NODE_VS_VIEW &&
-	    fp.node != NODE_PROFILE)
+	if (fp.node != NODE_README && fp.node != NODE_TARGETS && fp.node != NODE_VIEW &&
+	    fp.node != NODE_VS_VIEW && fp.node != NODE_PROFILE)
 		return -EISDIR;
 	rc = content_get(fs, path, &fp, &ce);
 	if (rc < 0) {
