@@ -474,6 +474,13 @@ merge_add_scaled(struct merge *m, const struct profile *p, int64_t scale,
 		extra.num_unit = 0;
 		ep = &extra;
 	}
+	/* pprof takes the first mapping first: the main binary stays mapping 1. */
+	if (m->mp.n == 0 && p->nmappings > 0) {
+		int64_t k = map_mapping(&c, 0);
+
+		if (k < 0)
+			rc = (int)k;
+	}
 	for (i = 0; i < p->nsamples && rc == 0; i++)
 		rc = add_sample(&c, &p->samples[i], scale, ep);
 	if (rc == 0)
@@ -548,10 +555,18 @@ merge_finish(struct merge *m, bool average_gauges, struct profile **out)
 	for (t = 0; t < m->ntypes && t < 64; t++)
 		gauge[t] = average_gauges && m->count > 1 &&
 		    profile_type_is_gauge(p->strings[m->types[t].type]);
-	for (i = 0; i < p->nsamples; i++) {
+	p->nsamples = 0;
+	for (i = 0; i < m->sm.n; i++) {
 		const struct msample *s = (struct msample *)m->sm.p + i;
-		struct pf_sample *d = &p->samples[i];
+		const int64_t *sv = (int64_t *)m->vals.p + i * m->ntypes;
+		struct pf_sample *d;
 
+		/* Summing made it zero: dropped, as pprof's merge re-merges to do. */
+		for (t = 0; t < m->ntypes && sv[t] == 0; t++)
+			;
+		if (t == m->ntypes)
+			continue;
+		d = &p->samples[p->nsamples++];
 		d->nlocs = s->nlocs;
 		d->nlabels = s->nlabels;
 		d->locs = arena_memdup(a, (uint32_t *)m->sloc.p + s->loc_off,

@@ -170,7 +170,7 @@ idmap_build(struct idmap *m, size_t n, uint64_t (*get)(const void *, size_t),
 		if (intern_put(m->t, &id, sizeof(id), &added) < 0)
 			return -ENOMEM;
 		if (!added)
-			return fail(err, -EINVAL, "duplicate %s id %llu", what,
+			return fail(err, -EINVAL, "%s with duplicate id %llu", what,
 			    (unsigned long long)id);
 	}
 	return 0;
