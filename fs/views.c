@@ -1,6 +1,9 @@
 /*
  * views: routing of range-directory file names to renderers, and the cached
- * merge each of them starts from.
+ * merge each of them starts from. The renderers proper are in render.h; the
+ * functions here pick the sample type, build the stack tree and the titles,
+ * and handle the missing or incomparable base of a diff by saying so in the
+ * output (a diff without a base is the current range alone).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -10,6 +13,7 @@
 
 #include "cache.h"
 #include "fs.h"
+#include "render.h"
 #include "views.h"
 
 /* How long a merge of a range that moves with the clock is reused. */
@@ -69,6 +73,9 @@ fill_merge(void *varg, void **val, size_t *size, void (**free_fn)(void *))
 	q.to = a->r->to;
 	rc = query_merge(a->fs->st, &q, res);
 	labels_clear(&sel);
+	/* Tests count these lines: a listing must merge each range once. */
+	log_debug("views: merge %s/%s/%s/%s: %zu profiles", a->service, a->type,
+	    a->selector[0] ? a->selector : "all", a->r->name, rc == 0 ? res->nrefs : 0);
 	if (rc < 0) {
 		free(res);
 		return rc;
@@ -125,6 +132,72 @@ json_str(struct buf *b, const char *s)
 	buf_addc(b, '"');
 	buf_add_json(b, s, strlen(s));
 	buf_addc(b, '"');
+}
+
+/* meta.json of a range: what diff.pb.gz and diff.svg compare against. */
+static void
+meta_diff_base(const struct view_in *in, struct buf *b)
+{
+	const struct range *r = &in->fp->range;
+	char t[64];
+
+	buf_adds(b, ",\n  \"diff_base\": ");
+	if (r->from == INT64_MIN || r->to == INT64_MAX) {
+		buf_adds(b, "null");
+		return;
+	}
+	views_time(r->from - (r->to - r->from), t, sizeof(t));
+	buf_adds(b, "{\"from\": ");
+	json_str(b, t);
+	views_time(r->from, t, sizeof(t));
+	buf_adds(b, ", \"to\": ");
+	json_str(b, t);
+	buf_adds(b, "}");
+}
+
+/* vs/<base>/meta.json: the base and the comparison. */
+static void
+meta_vs(const struct view_in *in, struct buf *b)
+{
+	const struct query_result *br = in->base;
+	const struct profile *p = in->cur->merged, *bp = br ? br->merged : NULL;
+	char t[64];
+	int bi = -1;
+	size_t ty;
+
+	buf_adds(b, ",\n  \"base\": {\"selector\": ");
+	json_str(b, in->fp->base_selector[0] ? in->fp->base_selector : "all");
+	buf_adds(b, ", \"range\": {\"name\": ");
+	json_str(b, in->fp->base_range.name);
+	views_time(in->fp->base_range.from, t, sizeof(t));
+	buf_adds(b, ", \"from\": ");
+	json_str(b, t);
+	views_time(in->fp->base_range.to, t, sizeof(t));
+	buf_adds(b, ", \"to\": ");
+	json_str(b, t);
+	buf_printf(b, "}, \"profiles\": %zu, \"merged\": %zu, \"left_out\": %zu}",
+	    br ? br->nrefs : 0, br ? br->nmerged : 0, br ? br->nskipped : 0);
+	buf_adds(b, ",\n  \"diff\": ");
+	if (p == NULL || p->nsample_types == 0) {
+		buf_adds(b, "null");
+		return;
+	}
+	ty = profile_default_type(p);
+	if (bp)
+		bi = render_type_index(bp, profile_str(p, p->sample_types[ty].type));
+	buf_adds(b, "{\"sample_type\": ");
+	json_str(b, profile_str(p, p->sample_types[ty].type));
+	buf_printf(b, ", \"comparable\": %s, \"current_total\": %lld",
+	    bi >= 0 ? "true" : "false", (long long)profile_total(p, ty));
+	if (bi >= 0)
+		buf_printf(b, ", \"base_total\": %lld, \"delta\": %lld",
+		    (long long)profile_total(bp, (size_t)bi),
+		    (long long)(profile_total(p, ty) - profile_total(bp, (size_t)bi)));
+	else {
+		buf_adds(b, ", \"note\": ");
+		json_str(b, bp ? "the base's sample types differ" : "the base holds no profiles");
+	}
+	buf_adds(b, "}");
 }
 
 static int
@@ -209,10 +282,385 @@ render_meta(const struct view_in *in, struct buf *b)
 		buf_adds(b, "}");
 	}
 	buf_adds(b, r->nskipped ? "\n  ]" : "]");
-	if (in->base || in->fp->node == NODE_VS_VIEW) {
-		/* Only for vs/: describe the comparison. */
-	}
+	if (in->fp->node == NODE_VS_VIEW)
+		meta_vs(in, b);
+	else
+		meta_diff_base(in, b);
 	return buf_adds(b, "\n}\n");
+}
+
+/* --- flame graphs, folded, top, diffs, timeline ---------------------------- */
+
+/* "checkout / cpu / all / last-1h" */
+static void
+add_where(struct buf *b, const struct fspath *fp)
+{
+	buf_printf(b, "%s / %s / %s / %s", fp->service, fp->type,
+	    fp->selector[0] ? fp->selector : "all", fp->range.name);
+}
+
+/* What the diff of in compares against, for titles and notes. */
+static void
+add_base_name(struct buf *b, const struct view_in *in)
+{
+	char f[64], t[64];
+
+	if (in->fp->node == NODE_VS_VIEW) {
+		buf_printf(b, "%s@%s", in->fp->base_selector[0] ? in->fp->base_selector : "all",
+		    in->fp->base_range.name);
+		return;
+	}
+	if (in->fp->range.from == INT64_MIN || in->fp->range.to == INT64_MAX) {
+		buf_adds(b, "the range before (none: the range is unbounded)");
+		return;
+	}
+	views_time(in->fp->range.from - (in->fp->range.to - in->fp->range.from), f, sizeof(f));
+	views_time(in->fp->range.from, t, sizeof(t));
+	buf_printf(b, "the range before, %s..%s", f, t);
+}
+
+/* "cpu (nanoseconds), total 1.25 s" */
+static void
+add_type_total(struct buf *b, const struct profile *p, size_t ty)
+{
+	const char *unit = profile_str(p, p->sample_types[ty].unit);
+
+	buf_printf(b, "%s (%s), total ", profile_str(p, p->sample_types[ty].type), unit);
+	render_value(b, profile_total(p, ty), unit);
+}
+
+/* The sample type a flamegraph file name asks for; -ENOENT if p has none such. */
+static int
+flame_type(const struct profile *p, const char *name, size_t *ty)
+{
+	char want[64];
+	size_t n = strlen(name);
+	int i;
+
+	if (strcmp(name, "flamegraph.svg") == 0) {
+		*ty = profile_default_type(p);
+		return p->nsample_types ? 0 : -ENOENT;
+	}
+	if (n <= 15 || n - 15 >= sizeof(want) || strncmp(name, "flamegraph.", 11) != 0 ||
+	    strcmp(name + n - 4, ".svg") != 0)
+		return -ENOENT;
+	memcpy(want, name + 11, n - 15);
+	want[n - 15] = '\0';
+	if ((i = render_type_index(p, want)) < 0)
+		return -ENOENT;
+	*ty = (size_t)i;
+	return 0;
+}
+
+static int
+render_flame(const struct view_in *in, struct buf *out)
+{
+	const struct profile *p = in->cur->merged;
+	struct render_tree t;
+	struct flame_opts o = { 0 };
+	struct buf title = { 0 };
+	size_t ty;
+	int rc;
+
+	if (p == NULL || (rc = flame_type(p, in->name, &ty)) < 0)
+		return -ENOENT;
+	if ((rc = render_tree_build(&t, p, ty, NULL, 0)) < 0)
+		return rc;
+	add_where(&title, in->fp);
+	buf_adds(&title, ": ");
+	add_type_total(&title, p, ty);
+	o.title = title.data ? title.data : "";
+	o.unit = profile_str(p, p->sample_types[ty].unit);
+	o.type = profile_str(p, p->sample_types[ty].type);
+	rc = flame_render(&t, &o, out);
+	render_tree_free(&t);
+	buf_free(&title);
+	return rc;
+}
+
+static int
+render_folded(const struct view_in *in, struct buf *out)
+{
+	const struct profile *p = in->cur->merged;
+	struct render_tree t;
+	int rc;
+
+	if (p == NULL || p->nsample_types == 0)
+		return -ENOENT;
+	if ((rc = render_tree_build(&t, p, profile_default_type(p), NULL, 0)) < 0)
+		return rc;
+	rc = folded_render(&t, out);
+	render_tree_free(&t);
+	return rc;
+}
+
+/*
+ * The base of a diff, when it can be compared with the current profile:
+ * *bty is the base's index of the current default type. Otherwise NULL and
+ * the reason in why.
+ */
+static const struct profile *
+diff_base(const struct view_in *in, size_t ty, size_t *bty, struct buf *why)
+{
+	const struct profile *p = in->cur->merged, *b;
+	struct buf s1 = { 0 }, s2 = { 0 };
+	int i;
+
+	b = in->base ? in->base->merged : NULL;
+	if (b == NULL) {
+		buf_adds(why, "no base: ");
+		add_base_name(why, in);
+		buf_adds(why, " holds no profiles");
+		return NULL;
+	}
+	profile_signature(p, &s1);
+	profile_signature(b, &s2);
+	i = render_type_index(b, profile_str(p, p->sample_types[ty].type));
+	if (i < 0 || s1.len != s2.len || memcmp(s1.data, s2.data, s1.len) != 0) {
+		buf_adds(why, "no comparable base: the sample types of ");
+		add_base_name(why, in);
+		buf_adds(why, " differ from this range's");
+		b = NULL;
+	} else
+		*bty = (size_t)i;
+	buf_free(&s1);
+	buf_free(&s2);
+	return b;
+}
+
+static int
+render_top(const struct view_in *in, struct buf *out)
+{
+	const struct profile *p = in->cur->merged, *b = NULL;
+	const bool diff = in->fp->node == NODE_VS_VIEW;
+	struct render_tree t;
+	struct buf title = { 0 }, why = { 0 };
+	size_t ty, bty = 0;
+	int rc;
+
+	if (p == NULL || p->nsample_types == 0)
+		return -ENOENT;
+	ty = profile_default_type(p);
+	add_where(&title, in->fp);
+	buf_adds(&title, ": ");
+	add_type_total(&title, p, ty);
+	if (diff) {
+		buf_adds(&title, "\nChange against ");
+		add_base_name(&title, in);
+		if ((b = diff_base(in, ty, &bty, &why)) == NULL)
+			buf_printf(&title, "\n%s; showing this range alone", why.data);
+	}
+	if ((rc = render_tree_build(&t, p, ty, b, bty)) == 0) {
+		rc = top_render(&t, title.data, profile_str(p, p->sample_types[ty].unit), out);
+		render_tree_free(&t);
+	}
+	buf_free(&title);
+	buf_free(&why);
+	return rc;
+}
+
+/* A shallow copy of p with one more comment, for "no base" diffs. */
+static int
+encode_with_comment(const struct profile *p, const char *comment, struct buf *out)
+{
+	struct profile c = *p;
+	const char **strs = malloc((p->nstrings + 1) * sizeof(*strs));
+	int64_t *cms = malloc((p->ncomments + 1) * sizeof(*cms));
+	int rc = -ENOMEM;
+
+	if (strs && cms) {
+		memcpy(strs, p->strings, p->nstrings * sizeof(*strs));
+		strs[p->nstrings] = comment;
+		if (p->ncomments)
+			memcpy(cms, p->comments, p->ncomments * sizeof(*cms));
+		cms[p->ncomments] = (int64_t)p->nstrings;
+		c.strings = strs;
+		c.nstrings = p->nstrings + 1;
+		c.comments = cms;
+		c.ncomments = p->ncomments + 1;
+		rc = profile_encode(&c, true, out);
+	}
+	free(strs);
+	free(cms);
+	return rc;
+}
+
+static int
+render_diff_pb(const struct view_in *in, struct buf *out)
+{
+	const struct profile *p = in->cur->merged, *b;
+	struct profile *d = NULL;
+	struct buf why = { 0 }, err = { 0 };
+	size_t ty, bty;
+	int rc;
+
+	if (p == NULL || p->nsample_types == 0)
+		return -ENOENT;
+	ty = profile_default_type(p);
+	if ((b = diff_base(in, ty, &bty, &why)) == NULL) {
+		rc = encode_with_comment(p, why.data, out);
+		goto out;
+	}
+	if ((rc = profile_diff(p, b, &d, &err)) < 0) {
+		if (rc == -ENOMEM)
+			goto out;
+		buf_reset(&why);
+		buf_printf(&why, "no comparable base: %s", err.data ? err.data : "");
+		rc = encode_with_comment(p, why.data, out);
+		goto out;
+	}
+	rc = profile_encode(d, true, out);
+out:
+	profile_free(d);
+	buf_free(&why);
+	buf_free(&err);
+	return rc;
+}
+
+static int
+render_diff_svg(const struct view_in *in, struct buf *out)
+{
+	const struct profile *p = in->cur->merged, *b;
+	struct render_tree t;
+	struct flame_opts o = { 0 };
+	struct buf title = { 0 }, note = { 0 };
+	size_t ty, bty = 0;
+	int rc;
+
+	if (p == NULL || p->nsample_types == 0)
+		return -ENOENT;
+	ty = profile_default_type(p);
+	b = diff_base(in, ty, &bty, &note);
+	add_where(&title, in->fp);
+	buf_adds(&title, " vs ");
+	add_base_name(&title, in);
+	buf_printf(&title, ": %s", profile_str(p, p->sample_types[ty].type));
+	o.unit = profile_str(p, p->sample_types[ty].unit);
+	o.type = profile_str(p, p->sample_types[ty].type);
+	if (b) {
+		buf_adds(&note, "before ");
+		render_value(&note, profile_total(b, bty), o.unit);
+		buf_adds(&note, ", after ");
+		render_value(&note, profile_total(p, ty), o.unit);
+		buf_adds(&note, "; widths: after; red grew, blue shrank");
+		o.diff = true;
+	} else
+		buf_adds(&note, "; showing this range alone");
+	o.title = title.data;
+	o.note = note.data;
+	if ((rc = render_tree_build(&t, p, ty, b, bty)) == 0) {
+		rc = flame_render(&t, &o, out);
+		render_tree_free(&t);
+	}
+	buf_free(&title);
+	buf_free(&note);
+	return rc;
+}
+
+/* The timeline of a range, cached beside the merges (csv and svg share it). */
+struct tl_arg {
+	struct fsctx		*fs;
+	const struct query_result *cur;
+	const char		*type;	/* the sample type counted */
+	int64_t			 from, to;
+	struct timeline		*tl;
+	struct buf		 err;
+};
+
+static void
+free_timeline(void *v)
+{
+	timeline_free(v);
+	free(v);
+}
+
+static int
+timeline_cb(void *arg, const struct store_ref *ref, const void *data, size_t len)
+{
+	struct tl_arg *a = arg;
+	struct profile *p = NULL;
+	size_t i;
+	int ty;
+
+	for (i = 0; i < a->cur->nskipped; i++)
+		if (a->cur->skipped[i].id == ref->id)
+			return 0;	/* left out of the merge: left out here too */
+	buf_reset(&a->err);
+	if (profile_decode(data, len, &p, &a->err) < 0)
+		return 0;
+	if ((ty = render_type_index(p, a->type)) >= 0)
+		timeline_add(a->tl, ref->time, profile_total(p, (size_t)ty));
+	profile_free(p);
+	return 0;
+}
+
+static int
+fill_timeline(void *varg, void **val, size_t *size, void (**free_fn)(void *))
+{
+	struct tl_arg *a = varg;
+	size_t i;
+	int rc;
+
+	if ((a->tl = calloc(1, sizeof(*a->tl))) == NULL)
+		return -ENOMEM;
+	if ((rc = timeline_init(a->tl, a->from, a->to, profile_type_is_gauge(a->type))) < 0) {
+		free(a->tl);
+		return rc;
+	}
+	for (i = 0; i < a->cur->nseries && rc == 0; i++)
+		rc = store_scan(a->fs->st, a->cur->series[i], a->tl->from, a->tl->to, true,
+		    timeline_cb, a);
+	*val = a->tl;
+	*size = sizeof(*a->tl) + a->tl->nsteps * (sizeof(int64_t) + sizeof(uint32_t));
+	*free_fn = free_timeline;
+	return rc;
+}
+
+static int
+render_timeline(const struct view_in *in, struct buf *out)
+{
+	const struct query_result *r = in->cur;
+	const struct profile *p = r->merged;
+	struct tl_arg a = { .fs = in->fs, .cur = r };
+	struct cache_entry *ce = NULL;
+	struct buf key = { 0 }, title = { 0 };
+	size_t ty;
+	int rc;
+
+	if (p == NULL || p->nsample_types == 0 || r->nrefs == 0)
+		return -ENOENT;
+	ty = profile_default_type(p);
+	a.type = profile_str(p, p->sample_types[ty].type);
+	/* An unbounded range spans its data. */
+	a.from = in->fp->range.from == INT64_MIN ? r->refs[0].time : in->fp->range.from;
+	a.to = in->fp->range.to == INT64_MAX ? r->refs[r->nrefs - 1].time + 1 : in->fp->range.to;
+	if (in->fp->range.relative)
+		rc = buf_printf(&key, "timeline\x1f%s\x1f%s\x1f%s\x1f%s", in->fp->service,
+		    in->fp->type, in->fp->selector, in->fp->range.name);
+	else
+		rc = buf_printf(&key, "timeline\x1f%s\x1f%s\x1f%s\x1f%lld..%lld", in->fp->service,
+		    in->fp->type, in->fp->selector, (long long)a.from, (long long)a.to);
+	if (rc < 0)
+		return rc;
+	rc = cache_get(in->fs->merges, key.data, store_generation(in->fs->st),
+	    in->fp->range.relative ? RELATIVE_MAX_AGE : 0, fill_timeline, &a, &ce);
+	buf_free(&a.err);
+	if (rc == 0) {
+		if (strcmp(in->name, "timeline.csv") == 0)
+			rc = timeline_csv(ce->val, out);
+		else {
+			add_where(&title, in->fp);
+			buf_printf(&title, ": %s (%s) per step", a.type,
+			    profile_str(p, p->sample_types[ty].unit));
+			rc = timeline_svg(ce->val, title.data,
+			    profile_str(p, p->sample_types[ty].unit), out);
+		}
+	}
+	if (ce)
+		cache_release(in->fs->merges, ce);
+	buf_free(&key);
+	buf_free(&title);
+	return rc;
 }
 
 /* --- routing ------------------------------------------------------------ */
@@ -228,10 +676,24 @@ struct view_def {
 static const struct view_def range_views[] = {
 	{ "merged.pb.gz",	render_merged,		false },
 	{ "meta.json",		render_meta,		false },
+	{ "flamegraph.svg",	render_flame,		false },
+	{ "folded.txt",		render_folded,		false },
+	{ "top.txt",		render_top,		false },
+	{ "diff.pb.gz",		render_diff_pb,		true },
+	{ "diff.svg",		render_diff_svg,	true },
+	{ "timeline.svg",	render_timeline,	false },
+	{ "timeline.csv",	render_timeline,	false },
 	{ NULL, NULL, false }
 };
 
+/* flamegraph.<sample_type>.svg: one per sample type, routed by prefix. */
+static const struct view_def typed_flame = { "flamegraph.*.svg", render_flame, false };
+
 static const struct view_def vs_views[] = {
+	{ "diff.pb.gz",		render_diff_pb,		true },
+	{ "diff.svg",		render_diff_svg,	true },
+	{ "top.txt",		render_top,		true },
+	{ "meta.json",		render_meta,		true },
 	{ NULL, NULL, false }
 };
 
@@ -264,6 +726,8 @@ views_render(struct fsctx *fs, const struct fspath *fp, struct buf *out)
 	for (i = 0; tab[i].name; i++)
 		if (strcmp(tab[i].name, fp->view) == 0)
 			v = &tab[i];
+	if (v == NULL && tab == range_views && strncmp(fp->view, "flamegraph.", 11) == 0)
+		v = &typed_flame;
 	if (v)
 		fn = v->fn;
 	else
@@ -303,12 +767,29 @@ out:
 int
 views_list(struct fsctx *fs, const struct fspath *fp, struct buf *out)
 {
+	struct cache_entry *ce = NULL;
 	size_t i;
 
-	(void)fs;
-	(void)fp;
 	for (i = 0; range_views[i].name; i++)
 		buf_add(out, range_views[i].name, strlen(range_views[i].name) + 1);
+	/* The typed flame graphs need the sample types: the merge (cached, and
+	 * needed by the listed files anyway). */
+	if (views_merge(fs, fp->service, fp->type, fp->selector, &fp->range, &ce) == 0) {
+		const struct query_result *r = ce->val;
+		const struct profile *p = r->merged;
+
+		for (i = 0; p && i < p->nsample_types; i++) {
+			const char *ty = profile_str(p, p->sample_types[i].type);
+
+			if (i == profile_default_type(p) || ty[0] == '\0' || strchr(ty, '/') ||
+			    strlen(ty) > 40)
+				continue;
+			buf_printf(out, "flamegraph.%s.svg", ty);
+			buf_addc(out, '\0');
+		}
+	}
+	if (ce)
+		views_merge_release(fs, ce);
 	return 0;
 }
 

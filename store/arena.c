@@ -92,7 +92,8 @@ arena_memdup(struct arena *a, const void *p, size_t n)
 	void *q = arena_alloc(a, n + 1);
 
 	if (q) {
-		memcpy(q, p, n);
+		if (n)	/* p may be NULL for an empty string (protobuf-c) */
+			memcpy(q, p, n);
 		((char *)q)[n] = '\0';
 	}
 	return q;

@@ -1,0 +1,228 @@
+/*
+ * timeline: the total of a range per time step, to find the spike. The
+ * caller adds each profile's total at its time; this module picks a round
+ * step (at most TIMELINE_MAX_STEPS of them, aligned to UTC) and writes the
+ * series as CSV or as an SVG bar chart with axes and UTC times. Counters sum
+ * per step; gauges average over the step's snapshots.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "render.h"
+
+#define NS		INT64_C(1000000000)
+
+/* Round steps, smallest first. */
+static const int64_t steps[] = {
+	1000000, 2000000, 5000000, 10000000, 20000000, 50000000, 100000000,
+	200000000, 500000000, NS, 2 * NS, 5 * NS, 10 * NS, 15 * NS, 30 * NS,
+	60 * NS, 120 * NS, 300 * NS, 600 * NS, 900 * NS, 1800 * NS, 3600 * NS,
+	2 * 3600 * NS, 3 * 3600 * NS, 6 * 3600 * NS, 12 * 3600 * NS, 86400 * NS,
+	2 * 86400 * NS, 7 * 86400 * NS,
+};
+
+static int64_t
+floor_div(int64_t a, int64_t b)
+{
+	return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+
+int
+timeline_init(struct timeline *tl, int64_t from, int64_t to, bool gauge)
+{
+	size_t i;
+	int64_t span, step = 0, start;
+
+	memset(tl, 0, sizeof(*tl));
+	if (to <= from)
+		to = from + 1;
+	span = to - from;
+	for (i = 0; i < sizeof(steps) / sizeof(steps[0]); i++)
+		if (span / steps[i] < TIMELINE_MAX_STEPS) {
+			step = steps[i];
+			break;
+		}
+	if (step == 0)	/* longer than 120 weeks: whole weeks */
+		step = (span / TIMELINE_MAX_STEPS / (7 * 86400 * NS) + 1) * 7 * 86400 * NS;
+	start = floor_div(from, step) * step;
+	tl->from = start;
+	tl->step = step;
+	tl->nsteps = (size_t)((to - start + step - 1) / step);
+	if (tl->nsteps == 0)
+		tl->nsteps = 1;
+	tl->to = start + (int64_t)tl->nsteps * step;
+	tl->gauge = gauge;
+	tl->sum = calloc(tl->nsteps, sizeof(*tl->sum));
+	tl->count = calloc(tl->nsteps, sizeof(*tl->count));
+	if (tl->sum == NULL || tl->count == NULL) {
+		timeline_free(tl);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void
+timeline_add(struct timeline *tl, int64_t t, int64_t total)
+{
+	size_t i;
+
+	if (t < tl->from || t >= tl->to)
+		return;
+	i = (size_t)((t - tl->from) / tl->step);
+	tl->sum[i] += total;
+	tl->count[i]++;
+}
+
+int64_t
+timeline_value(const struct timeline *tl, size_t i)
+{
+	if (tl->gauge)
+		return tl->count[i] ? tl->sum[i] / (int64_t)tl->count[i] : 0;
+	return tl->sum[i];
+}
+
+void
+timeline_free(struct timeline *tl)
+{
+	free(tl->sum);
+	free(tl->count);
+	memset(tl, 0, sizeof(*tl));
+}
+
+/* UTC time, shortened to what the step needs. */
+static void
+fmt_time(int64_t ns, int64_t step, char *out, size_t n)
+{
+	time_t secs = (time_t)floor_div(ns, NS);
+	struct tm tm;
+
+	gmtime_r(&secs, &tm);
+	if (step < NS) {
+		size_t l = strftime(out, n, "%Y-%m-%dT%H:%M:%S", &tm);
+		snprintf(out + l, n - l, ".%03dZ", (int)(ns - (int64_t)secs * NS) / 1000000);
+	} else
+		strftime(out, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* A short axis label: time of day, with the date when the range spans days. */
+static void
+tick_label(const struct timeline *tl, int64_t ns, char *out, size_t n)
+{
+	time_t secs = (time_t)floor_div(ns, NS);
+	struct tm tm;
+	size_t l;
+
+	gmtime_r(&secs, &tm);
+	if (tl->to - tl->from > 86400 * NS)
+		strftime(out, n, "%m-%d %H:%M", &tm);
+	else if (tl->step >= 60 * NS)
+		strftime(out, n, "%H:%M", &tm);
+	else if (tl->step >= NS)
+		strftime(out, n, "%H:%M:%S", &tm);
+	else {
+		l = strftime(out, n, "%H:%M:%S", &tm);
+		snprintf(out + l, n - l, ".%03d", (int)(ns - (int64_t)secs * NS) / 1000000);
+	}
+}
+
+int
+timeline_csv(const struct timeline *tl, struct buf *out)
+{
+	char t[64];
+	size_t i;
+
+	buf_adds(out, "time,value\n");
+	for (i = 0; i < tl->nsteps; i++) {
+		fmt_time(tl->from + (int64_t)i * tl->step, tl->step, t, sizeof(t));
+		if (tl->gauge && tl->count[i] == 0)
+			buf_printf(out, "%s,\n", t);	/* no snapshot: unknown, not zero */
+		else
+			buf_printf(out, "%s,%" PRId64 "\n", t, timeline_value(tl, i));
+	}
+	return out->data ? 0 : -ENOMEM;
+}
+
+#define TW	1000
+#define TH	360
+#define ML	90	/* left margin: y labels */
+#define MR	20
+#define MT	40
+#define MB	50
+
+int
+timeline_svg(const struct timeline *tl, const char *title, const char *unit,
+    struct buf *out)
+{
+	int64_t max = 0, v;
+	double pw = TW - ML - MR, ph = TH - MT - MB, bw, x, h;
+	size_t i, every;
+	char t[64];
+	int k;
+
+	for (i = 0; i < tl->nsteps; i++)
+		if ((v = timeline_value(tl, i)) > max)
+			max = v;
+	bw = pw / (double)tl->nsteps;
+	buf_printf(out, "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n"
+	    "<svg version=\"1.1\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
+	    "xmlns=\"http://www.w3.org/2000/svg\">\n<style type=\"text/css\">"
+	    "text { font-family: monospace; font-size: 11px; } "
+	    ".title { font-size: 14px; text-anchor: middle; } "
+	    "rect.bar:hover { fill: #c33; }</style>\n"
+	    "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#fff\"/>\n"
+	    "<text class=\"title\" x=\"%d\" y=\"22\">", TW, TH, TW, TH, TW, TH, TW / 2);
+	buf_add_xml(out, title, strlen(title));
+	buf_adds(out, "</text>\n");
+	/* y axis: 0, max/4, ..., max */
+	for (k = 0; k <= 4; k++) {
+		double y = MT + ph - ph * k / 4;
+		struct buf lab = { 0 };
+
+		render_value(&lab, max * k / 4, unit);
+		buf_printf(out, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#ddd\"/>"
+		    "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">", ML, y, TW - MR, y, ML - 6, y + 4);
+		buf_add_xml(out, lab.data ? lab.data : "", lab.len);
+		buf_adds(out, "</text>\n");
+		buf_free(&lab);
+	}
+	for (i = 0; i < tl->nsteps; i++) {
+		struct buf lab = { 0 };
+
+		v = timeline_value(tl, i);
+		h = max > 0 && v > 0 ? ph * (double)v / (double)max : 0;
+		x = ML + bw * (double)i;
+		fmt_time(tl->from + (int64_t)i * tl->step, tl->step, t, sizeof(t));
+		render_value(&lab, v, unit);
+		buf_printf(out, "<rect class=\"bar\" x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" "
+		    "height=\"%.2f\" fill=\"#4a7ab5\"><title>%s: ", x + bw * 0.1,
+		    MT + ph - h, bw * 0.8, h, t);
+		buf_add_xml(out, lab.data ? lab.data : "", lab.len);
+		buf_printf(out, " (%u profiles)</title></rect>\n", tl->count[i]);
+		buf_free(&lab);
+	}
+	/* x axis: about six labelled ticks */
+	buf_printf(out, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#000\"/>\n"
+	    "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%.1f\" stroke=\"#000\"/>\n",
+	    ML, MT + ph, TW - MR, MT + ph, ML, MT, ML, MT + ph);
+	every = tl->nsteps / 6 ? tl->nsteps / 6 : 1;
+	for (i = 0; i <= tl->nsteps; i += every) {
+		x = ML + bw * (double)i;
+		tick_label(tl, tl->from + (int64_t)i * tl->step, t, sizeof(t));
+		buf_printf(out, "<line x1=\"%.2f\" y1=\"%.1f\" x2=\"%.2f\" y2=\"%.1f\" stroke=\"#000\"/>"
+		    "<text x=\"%.2f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n",
+		    x, MT + ph, x, MT + ph + 5, x, MT + ph + 18, t);
+	}
+	fmt_time(tl->from, NS, t, sizeof(t));
+	buf_printf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">UTC, from %s; step ",
+	    TW - MR, TH - 8, t);
+	if (tl->step >= NS)
+		render_value(out, tl->step, "nanoseconds");
+	else
+		buf_printf(out, "%" PRId64 " ms", tl->step / 1000000);
+	buf_printf(out, "; %s per step</text>\n</svg>\n", tl->gauge ? "average" : "sum");
+	return out->data ? 0 : -ENOMEM;
+}
