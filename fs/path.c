@@ -75,15 +75,17 @@ parse_time(const char *s, size_t len, int64_t *t, int64_t *unit)
 		}
 	}
 	if (tm.tm_mon > 11 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 ||
-	    tm.tm_min > 59 || tm.tm_sec > 60)
+	    tm.tm_min > 59 || tm.tm_sec > 59)
 		return -EINVAL;
 	{
-		/* Reject dates that timegm would roll over (2026-02-30). */
-		struct tm chk;
+		/*
+		 * Reject dates that timegm would roll over (2026-02-30). timegm
+		 * normalises its argument, so compare with a copy.
+		 */
+		struct tm want = tm;
 
 		secs = timegm(&tm);
-		gmtime_r(&secs, &chk);
-		if (chk.tm_mday != tm.tm_mday || chk.tm_mon != tm.tm_mon)
+		if (tm.tm_mday != want.tm_mday || tm.tm_mon != want.tm_mon)
 			return -EINVAL;
 	}
 	*t = (int64_t)secs * NS;
@@ -178,11 +180,16 @@ path_selector(const char *seg, char *out, size_t outsz)
 void
 path_profile_name(int64_t time, uint64_t id, char *out, size_t outsz)
 {
-	time_t secs = (time_t)(time >= 0 ? time / NS : (time - NS + 1) / NS);
-	long nsec = (long)(time - (int64_t)secs * NS);
+	/* Floor division without overflow: INT64_MIN is a valid time too. */
+	time_t secs = (time_t)(time / NS);
+	long nsec = (long)(time % NS);
 	struct tm tm;
 	char idh[17];
 
+	if (nsec < 0) {
+		nsec += NS;
+		secs--;
+	}
 	gmtime_r(&secs, &tm);
 	store_id_format(id, idh);
 	snprintf(out, outsz, "%04d-%02d-%02dT%02d:%02d:%02d.%09ldZ-%s.pb.gz",
