@@ -1,20 +1,770 @@
-/* http: placeholder until the HTTP API lands; refuses --http clearly. */
+/*
+ * http: the HTTP API server (DESIGN.md "HTTP API") on libmicrohttpd, which
+ * does all of the HTTP parsing. This file owns the listening socket, the
+ * request lifecycle, routing, the limits (body size, connections), the
+ * optional bearer token, the reply envelope and the metrics of requests; the
+ * endpoints themselves live in profefe.c and pyroscope.c.
+ *
+ * Threads: libmicrohttpd runs one thread per connection, so a handler may
+ * block in store_put() (a synced write) while the others go on; concurrent
+ * writers are group-committed by RocksDB. The connection count is kept in
+ * nconns (atomic); everything else of a request belongs to its thread.
+ *
+ * Body limits: a Content-Length over max_body is refused with 413 before any
+ * of the body is read; a chunked body that grows past it is discarded as it
+ * arrives and refused at its end (libmicrohttpd queues no reply earlier), and
+ * the connection is dropped if it goes on far past the limit.
+ */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
 
-#include "collector.h"
+#include <microhttpd.h>
+
+#include "http_int.h"
+#include "httpparse.h"
+#include "metrics.h"
+
+#define DEFAULT_MAX_BODY	(64u << 20)
+#define DEFAULT_MAX_CONNS	256
+/* Connections past max_conns that are still accepted, to be told 503. */
+#define CONN_SLACK		16
+#define IDLE_TIMEOUT_SECS	60
+/* Bytes of an oversized chunked body read (and discarded) to still answer 413. */
+#define DISCARD_MAX		(64u << 20)
+
+enum { M_GET = 1, M_POST = 2 };
+
+struct http_route {
+	const char	*path;
+	bool		 prefix;	/* path is a prefix (ends in '/') */
+	unsigned	 methods;	/* M_GET also allows HEAD */
+	const char	*allow;		/* the Allow header of a 405 */
+	const char	*label;		/* handler="..." in metrics */
+	const char	*source;	/* ingest source of POSTs, for metrics */
+	bool		 open;		/* served without the token */
+	http_handler_fn	 fn;
+};
+
+static void	handle_metrics(struct http_req *r);
+static void	handle_healthz(struct http_req *r);
+
+/* Exact paths before the prefix that contains them. */
+static const struct http_route routes[] = {
+	{ "/api/0/profiles/merge", false, M_GET, "GET, HEAD", "/api/0/profiles/merge", NULL,
+	    false, profefe_merge },
+	{ "/api/0/profiles", false, M_GET | M_POST, "GET, HEAD, POST", "/api/0/profiles", "http",
+	    false, profefe_profiles },
+	{ "/api/0/profiles/", true, M_GET, "GET, HEAD", "/api/0/profiles/{id}", NULL,
+	    false, profefe_get },
+	{ "/api/0/services", false, M_GET, "GET, HEAD", "/api/0/services", NULL,
+	    false, profefe_services },
+	{ "/api/0/version", false, M_GET, "GET, HEAD", "/api/0/version", NULL,
+	    false, profefe_version },
+	{ "/ingest", false, M_POST, "POST", "/ingest", "pyroscope", false, pyroscope_ingest },
+	{ "/metrics", false, M_GET, "GET, HEAD", "/metrics", NULL, false, handle_metrics },
+	{ "/healthz", false, M_GET, "GET, HEAD", "/healthz", NULL, true, handle_healthz },
+};
+
+int64_t
+http_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int64_t
+mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* --- replies ------------------------------------------------------------ */
+
+void
+http_add_header(struct http_req *r, const char *name, const char *value)
+{
+	if (r->nhdrs >= sizeof(r->hdrs) / sizeof(r->hdrs[0]))
+		return;
+	snprintf(r->hdrs[r->nhdrs].name, sizeof(r->hdrs[0].name), "%s", name);
+	snprintf(r->hdrs[r->nhdrs].value, sizeof(r->hdrs[0].value), "%s", value);
+	r->nhdrs++;
+}
+
+void
+http_reply(struct http_req *r, unsigned status, const char *content_type, struct buf *body,
+    const char *disposition)
+{
+	struct MHD_Response *resp;
+	char *data = NULL;
+	size_t len = 0;
+	unsigned i;
+
+	if (r->replied) {
+		log_warnx("http: second reply to %s %s dropped", r->method, r->path);
+		if (body)
+			buf_free(body);
+		return;
+	}
+	r->replied = true;
+	r->status = status;
+	if (body && body->len)
+		data = buf_steal(body, &len);
+	else if (body)
+		buf_free(body);
+	if (data)
+		resp = MHD_create_response_from_buffer(len, data, MHD_RESPMEM_MUST_FREE);
+	else
+		resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+	if (resp == NULL) {
+		free(data);
+		r->fatal = true;
+		return;
+	}
+	if (content_type)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+	if (disposition)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_DISPOSITION, disposition);
+	for (i = 0; i < r->nhdrs; i++)
+		MHD_add_response_header(resp, r->hdrs[i].name, r->hdrs[i].value);
+	if (MHD_queue_response(r->conn, status, resp) != MHD_YES) {
+		log_warnx("http: cannot queue the %u reply to %s %s", status, r->method, r->path);
+		r->fatal = true;
+	}
+	MHD_destroy_response(resp);
+}
+
+void
+http_reply_ok(struct http_req *r, struct buf *json)
+{
+	struct buf b = { 0 };
+
+	if (buf_adds(&b, "{\"code\":200,\"body\":") < 0 ||
+	    buf_add(&b, json->data ? json->data : "null", json->data ? json->len : 4) < 0 ||
+	    buf_adds(&b, "}\n") < 0) {
+		buf_free(&b);
+		buf_free(json);
+		http_reply_error(r, 500, "out of memory");
+		return;
+	}
+	buf_free(json);
+	http_reply(r, 200, "application/json", &b, NULL);
+}
+
+void
+http_reply_error(struct http_req *r, unsigned status, const char *fmt, ...)
+{
+	struct buf msg = { 0 }, b = { 0 };
+	va_list ap;
+
+	va_start(ap, fmt);
+	buf_vprintf(&msg, fmt, ap);
+	va_end(ap);
+	buf_printf(&b, "{\"code\":%u,\"error\":\"", status);
+	buf_add_json(&b, msg.data ? msg.data : "", msg.len);
+	buf_adds(&b, "\"}\n");
+	if (status >= 500)
+		log_warnx("http: %s %s: %u %s", r->method, r->path, status, msg.data ? msg.data : "");
+	else
+		log_debug("http: %s %s: %u %s", r->method, r->path, status, msg.data ? msg.data : "");
+	buf_free(&msg);
+	http_reply(r, status, "application/json", &b, NULL);
+}
+
+void
+http_reply_store_error(struct http_req *r, int rc, const char *what, const struct buf *err)
+{
+	const char *why = err && err->data ? err->data : strerror(-rc);
+
+	switch (rc) {
+	case -EINVAL:
+		http_reply_error(r, 400, "%s: %s", what, why);
+		break;
+	case -EFBIG:
+		http_reply_error(r, 413, "%s: %s", what, why);
+		break;
+	case -ENOENT:
+		http_reply_error(r, 404, "%s: %s", what, why);
+		break;
+	case -ENOMEM:
+		http_reply_error(r, 503, "%s: out of memory", what);
+		break;
+	default:
+		http_reply_error(r, 500, "%s: %s", what, why);
+		break;
+	}
+}
+
+const char *
+http_arg(struct http_req *r, const char *name)
+{
+	return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+const char *
+http_header(struct http_req *r, const char *name)
+{
+	return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+}
+
+/* --- storing, with metrics ---------------------------------------------- */
+
+/* The outcome label of a store_put() result (<= 0) or an HTTP status (> 0). */
+static const char *
+outcome_of(int rc_or_status)
+{
+	switch (rc_or_status) {
+	case 0:
+	case 200:
+		return "ok";
+	case 1:		/* no reply was sent: the connection broke or was dropped */
+		return "aborted";
+	case -EINVAL:
+	case 400:
+		return "invalid";
+	case -EFBIG:
+	case 413:
+		return "too_large";
+	case 415:
+		return "unsupported";
+	case 401:
+		return "unauthorized";
+	default:
+		return "error";
+	}
+}
+
+static void
+count_ingest(const char *source, const char *outcome)
+{
+	char l[96];
+
+	snprintf(l, sizeof(l), "source=\"%s\",outcome=\"%s\"", source, outcome);
+	metrics_add("profilefs_ingested_profiles_total", l, 1);
+}
+
+int
+http_store(struct http_req *r, const char *source, const struct store_input *in,
+    const void *data, size_t len, struct store_ref *ref, struct buf *err)
+{
+	int64_t t0 = mono_ns();
+	char l[64];
+	int rc;
+
+	r->stored = true;
+	rc = store_put(r->srv->st, in, data, len, ref, err);
+	snprintf(l, sizeof(l), "source=\"%s\"", source);
+	metrics_observe("profilefs_ingest_duration_seconds", l, (double)(mono_ns() - t0) / 1e9);
+	count_ingest(source, outcome_of(rc));
+	if (rc == 0)
+		metrics_add("profilefs_ingested_bytes_total", l, (double)len);
+	return rc;
+}
+
+/* --- /metrics and /healthz ---------------------------------------------- */
+
+static void
+handle_metrics(struct http_req *r)
+{
+	struct store_stats s;
+	struct buf b = { 0 };
+
+	store_get_stats(r->srv->st, &s);
+	metrics_set("profilefs_store_profiles", NULL, (double)s.profiles);
+	metrics_set("profilefs_store_rejected", NULL, (double)s.rejected);
+	metrics_set("profilefs_store_bytes", NULL, (double)s.bytes);
+	metrics_set("profilefs_store_series", NULL, (double)s.series);
+	metrics_set("profilefs_store_disk_bytes", NULL, (double)s.disk_bytes);
+	metrics_set("profilefs_http_connections", NULL, (double)atomic_load(&r->srv->nconns));
+	if (metrics_render(&b) < 0) {
+		buf_free(&b);
+		http_reply_error(r, 500, "out of memory");
+		return;
+	}
+	http_reply(r, 200, "text/plain; version=0.0.4; charset=utf-8", &b, NULL);
+}
+
+static void
+handle_healthz(struct http_req *r)
+{
+	struct buf b = { 0 };
+
+	buf_adds(&b, "ok\n");
+	http_reply(r, 200, "text/plain; charset=utf-8", &b, NULL);
+}
+
+static void
+describe_metrics(void)
+{
+	metrics_describe("profilefs_http_requests_total", "counter",
+	    "HTTP requests answered, by handler, method and status code.");
+	metrics_describe("profilefs_http_request_duration_seconds", "histogram",
+	    "Time from a request's headers to its reply being sent, by handler.");
+	metrics_describe("profilefs_http_connections", "gauge", "Open HTTP connections.");
+	metrics_describe("profilefs_ingested_profiles_total", "counter",
+	    "Profiles pushed, by source (http: profefe API, pyroscope: /ingest, ingest: "
+	    "the ingest directory) and outcome.");
+	metrics_describe("profilefs_ingested_bytes_total", "counter",
+	    "Bytes of the profiles stored, by source.");
+	metrics_describe("profilefs_ingest_duration_seconds", "histogram",
+	    "Time to validate and durably store one pushed profile, by source.");
+	metrics_describe("profilefs_merge_duration_seconds", "histogram",
+	    "Time to merge and encode the answer of a merge query, by source.");
+	metrics_describe("profilefs_store_profiles", "gauge",
+	    "Profiles stored since the daemon started, by every source.");
+	metrics_describe("profilefs_store_rejected", "gauge",
+	    "Profiles refused by the store since the daemon started.");
+	metrics_describe("profilefs_store_bytes", "gauge",
+	    "Bytes of profiles stored since the daemon started.");
+	metrics_describe("profilefs_store_series", "gauge",
+	    "Series (service, type, label set) in the store.");
+	metrics_describe("profilefs_store_disk_bytes", "gauge",
+	    "Size of the database on disk (live SST files and WAL), as RocksDB estimates it.");
+}
+
+/* --- the request lifecycle ---------------------------------------------- */
+
+static const struct http_route *
+route_find(const char *path)
+{
+	size_t i, n;
+
+	for (i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
+		n = strlen(routes[i].path);
+		if (routes[i].prefix ? strncmp(path, routes[i].path, n) == 0 && path[n] != '\0' :
+		    strcmp(path, routes[i].path) == 0)
+			return &routes[i];
+	}
+	return NULL;
+}
+
+static bool
+token_ok(const char *auth, const char *token)
+{
+	size_t i, n = strlen(token), m;
+	unsigned char d = 0;
+
+	if (auth == NULL || strncasecmp(auth, "Bearer ", 7) != 0)
+		return false;
+	auth += 7;
+	while (*auth == ' ')
+		auth++;
+	m = strlen(auth);
+	while (m > 0 && auth[m - 1] == ' ')
+		m--;
+	/* Constant time in the token's content. */
+	for (i = 0; i < n; i++)
+		d |= (unsigned char)(token[i] ^ (i < m ? auth[i] : 0));
+	return d == 0 && m == n;
+}
+
+/* The first call of a request: its headers are in. May reply at once. */
+static void
+req_begin(struct http_req *r)
+{
+	struct http_server *h = r->srv;
+	const char *cl;
+	unsigned m = 0;
+
+	if (strcmp(r->method, MHD_HTTP_METHOD_GET) == 0 ||
+	    strcmp(r->method, MHD_HTTP_METHOD_HEAD) == 0)
+		m = M_GET;
+	else if (strcmp(r->method, MHD_HTTP_METHOD_POST) == 0)
+		m = M_POST;
+	r->route = route_find(r->path);
+	if (atomic_load(&h->nconns) > h->max_conns) {
+		http_add_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+		http_add_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+		http_reply_error(r, 503, "too many connections (the limit is %u, --http-max-conns)",
+		    h->max_conns);
+		return;
+	}
+	if (r->route == NULL) {
+		http_reply_error(r, 404, "no such endpoint: %s", r->path);
+		return;
+	}
+	if ((r->route->methods & m) == 0) {
+		http_add_header(r, MHD_HTTP_HEADER_ALLOW, r->route->allow);
+		http_reply_error(r, 405, "method %s not allowed on %s (allowed: %s)", r->method,
+		    r->path, r->route->allow);
+		return;
+	}
+	if (h->token && !r->route->open &&
+	    !token_ok(http_header(r, MHD_HTTP_HEADER_AUTHORIZATION), h->token)) {
+		http_add_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"profilefs\"");
+		http_reply_error(r, 401, "%s", http_header(r, MHD_HTTP_HEADER_AUTHORIZATION) ?
+		    "wrong token in the Authorization header" :
+		    "missing \"Authorization: Bearer TOKEN\" header");
+		return;
+	}
+	if (m == M_POST) {
+		cl = http_header(r, MHD_HTTP_HEADER_CONTENT_LENGTH);
+		if (cl) {
+			char *end;
+			unsigned long long n;
+
+			errno = 0;
+			n = strtoull(cl, &end, 10);
+			if (errno == 0 && *end == '\0' && n > h->max_body) {
+				http_reply_error(r, 413, "body of %llu bytes is over the limit of %zu bytes "
+				    "(--http-max-body)", n, h->max_body);
+				return;
+			}
+			if (errno == 0 && *end == '\0' && n > 0 && buf_reserve(&r->body, (size_t)n) < 0) {
+				http_reply_error(r, 503, "out of memory for a body of %llu bytes", n);
+				return;
+			}
+		}
+	}
+	/*
+	 * The handler runs at the request's end, also for a GET: a reply queued
+	 * before then would cost the connection its keep-alive.
+	 */
+}
+
+/* Some body bytes. 0, or -1 to drop the connection. */
+static int
+req_body(struct http_req *r, const char *data, size_t n)
+{
+	size_t max = r->srv->max_body;
+
+	r->body_seen += n;
+	if (r->replied)
+		return 0;
+	if (r->too_large || r->body_seen > max) {
+		if (!r->too_large) {
+			r->too_large = true;
+			buf_free(&r->body);
+		}
+		/*
+		 * libmicrohttpd takes no reply before the body's end: read on, to
+		 * answer 413, but drop a connection that will not stop.
+		 */
+		return r->body_seen > 2 * (uint64_t)max + DISCARD_MAX ? -1 : 0;
+	}
+	if (buf_add(&r->body, data, n) < 0) {
+		r->too_large = true;	/* reported as out of memory at the end */
+		buf_free(&r->body);
+	}
+	return 0;
+}
+
+static void
+req_end(struct http_req *r)
+{
+	if (r->too_large) {
+		if (r->body_seen > r->srv->max_body)
+			http_reply_error(r, 413, "body of more than %zu bytes is over the limit "
+			    "(--http-max-body)", r->srv->max_body);
+		else
+			http_reply_error(r, 503, "out of memory for the body");
+		return;
+	}
+	r->route->fn(r);
+	if (!r->replied)
+		http_reply_error(r, 500, "the handler gave no reply");
+}
+
+static struct http_req *
+req_new(struct http_server *h, struct MHD_Connection *conn, const char *url, const char *method)
+{
+	struct http_req *r = calloc(1, sizeof(*r));
+	size_t n;
+
+	if (r == NULL)
+		return NULL;
+	r->srv = h;
+	r->conn = conn;
+	r->method = method;
+	r->start_ns = mono_ns();
+	if ((r->path_copy = strdup(url)) == NULL) {
+		free(r);
+		return NULL;
+	}
+	/* profefe cleans the path: trailing slashes do not matter. */
+	n = strlen(r->path_copy);
+	while (n > 1 && r->path_copy[n - 1] == '/')
+		r->path_copy[--n] = '\0';
+	r->path = r->path_copy;
+	return r;
+}
+
+static enum MHD_Result
+on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+    const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls)
+{
+	struct http_req *r = *con_cls;
+
+	(void)version;
+	if (r == NULL) {
+		if ((r = req_new(cls, conn, url, method)) == NULL)
+			return MHD_NO;
+		*con_cls = r;
+		req_begin(r);
+		return r->fatal ? MHD_NO : MHD_YES;
+	}
+	if (*upload_data_size > 0) {
+		int rc = req_body(r, upload_data, *upload_data_size);
+
+		*upload_data_size = 0;
+		return rc < 0 ? MHD_NO : MHD_YES;
+	}
+	if (!r->replied)
+		req_end(r);
+	return r->fatal ? MHD_NO : MHD_YES;
+}
+
+static void
+on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+    enum MHD_RequestTerminationCode toe)
+{
+	struct http_req *r = *con_cls;
+	const char *label;
+	char l[160];
+
+	(void)cls;
+	(void)conn;
+	(void)toe;
+	if (r == NULL)
+		return;
+	label = r->route ? r->route->label : "other";
+	snprintf(l, sizeof(l), "handler=\"%s\",method=\"%s\",code=\"%u\"", label,
+	    strcmp(r->method, "GET") == 0 || strcmp(r->method, "HEAD") == 0 ||
+	    strcmp(r->method, "POST") == 0 ? r->method : "other", r->status);
+	metrics_add("profilefs_http_requests_total", l, 1);
+	snprintf(l, sizeof(l), "handler=\"%s\"", label);
+	metrics_observe("profilefs_http_request_duration_seconds", l,
+	    (double)(mono_ns() - r->start_ns) / 1e9);
+	/* Pushes refused before they reached the store count as ingest outcomes too. */
+	if (r->route && r->route->source && strcmp(r->method, "POST") == 0 && !r->stored)
+		count_ingest(r->route->source, outcome_of(r->status ? (int)r->status : 1));
+	buf_free(&r->body);
+	free(r->path_copy);
+	free(r);
+	*con_cls = NULL;
+}
+
+static void
+on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+    enum MHD_ConnectionNotificationCode toe)
+{
+	struct http_server *h = cls;
+
+	(void)conn;
+	(void)socket_context;
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED)
+		atomic_fetch_add(&h->nconns, 1);
+	else if (toe == MHD_CONNECTION_NOTIFY_CLOSED)
+		atomic_fetch_sub(&h->nconns, 1);
+}
+
+static int
+hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/*
+ * URL unescaping for the path and the query: %XX, and '+' as a space as Go's
+ * url.Values (what profefe and Pyroscope clients send) means it. A bad
+ * escape and %00 stay as they are.
+ */
+static size_t
+on_unescape(void *cls, struct MHD_Connection *conn, char *s)
+{
+	char *w = s, *p = s;
+	int hi, lo;
+
+	(void)cls;
+	(void)conn;
+	while (*p) {
+		if (*p == '%' && (hi = hexval(p[1])) >= 0 && (lo = hexval(p[2])) >= 0 &&
+		    (hi | lo) != 0) {
+			*w++ = (char)(hi << 4 | lo);
+			p += 3;
+		} else {
+			*w++ = *p == '+' ? ' ' : *p;
+			p++;
+		}
+	}
+	*w = '\0';
+	return (size_t)(w - s);
+}
+
+static void
+on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	char msg[512];
+	size_t n;
+
+	(void)cls;
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	n = strlen(msg);
+	while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
+		msg[--n] = '\0';
+	log_debug("http: libmicrohttpd: %s", msg);
+}
+
+/* --- start / stop ------------------------------------------------------- */
+
+/* A listening socket bound exactly to spec; its address as bound into addr. */
+static int
+listen_on(const char *spec, int *out, char *addr, size_t addrlen)
+{
+	struct addrinfo hints, *res = NULL, *ai, *pick = NULL;
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	char host[256], port[8], hs[INET6_ADDRSTRLEN];
+	struct buf err = { 0 };
+	int fd = -1, one = 1, rc;
+
+	if (httpparse_listen(spec, host, sizeof(host), port, sizeof(port), &err) < 0) {
+		log_warnx("--http %s", err.data ? err.data : "bad address");
+		buf_free(&err);
+		return -EINVAL;
+	}
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_NUMERICSERV;
+	if ((rc = getaddrinfo(host, port, &hints, &res)) != 0) {
+		log_warnx("--http %s: cannot resolve \"%s\": %s", spec, host, gai_strerror(rc));
+		return -EINVAL;
+	}
+	/* A name with both families (localhost) binds its IPv4 address, as Go does. */
+	for (ai = res; ai && pick == NULL; ai = ai->ai_next)
+		if (ai->ai_family == AF_INET)
+			pick = ai;
+	for (ai = res; ai && pick == NULL; ai = ai->ai_next)
+		if (ai->ai_family == AF_INET6)
+			pick = ai;
+	if (pick == NULL) {
+		log_warnx("--http %s: \"%s\" has no IPv4 or IPv6 address", spec, host);
+		rc = -EINVAL;
+		goto out;
+	}
+	if ((fd = socket(pick->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) < 0) {
+		rc = -errno;
+		log_warn("--http %s: socket", spec);
+		goto out;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (pick->ai_family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (bind(fd, pick->ai_addr, pick->ai_addrlen) < 0) {
+		rc = -errno;
+		if (errno == EADDRINUSE)
+			log_warnx("--http %s: address already in use: another program listens there",
+			    spec);
+		else if (errno == EADDRNOTAVAIL)
+			log_warnx("--http %s: cannot bind: \"%s\" is not an address of this host",
+			    spec, host);
+		else
+			log_warn("--http %s: cannot bind", spec);
+		goto out;
+	}
+	if (listen(fd, 1024) < 0) {
+		rc = -errno;
+		log_warn("--http %s: listen", spec);
+		goto out;
+	}
+	rc = 0;
+	if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0 && ss.ss_family == AF_INET6) {
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+
+		inet_ntop(AF_INET6, &s6->sin6_addr, hs, sizeof(hs));
+		snprintf(addr, addrlen, "[%s]:%u", hs, ntohs(s6->sin6_port));
+	} else if (ss.ss_family == AF_INET) {
+		struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+
+		inet_ntop(AF_INET, &s4->sin_addr, hs, sizeof(hs));
+		snprintf(addr, addrlen, "%s:%u", hs, ntohs(s4->sin_port));
+	} else {
+		snprintf(addr, addrlen, "%s", spec);
+	}
+	*out = fd;
+	fd = -1;
+out:
+	if (fd >= 0)
+		close(fd);
+	freeaddrinfo(res);
+	return rc;
+}
 
 int
 http_start(struct store *st, const struct http_opts *o, struct http_server **out)
 {
-	(void)st;
-	(void)o;
+	struct http_server *h;
+	int fd = -1, rc;
+
 	*out = NULL;
-	log_warnx("--http: the HTTP API is not part of this build yet");
-	return -ENOSYS;
+	if ((h = calloc(1, sizeof(*h))) == NULL)
+		return -ENOMEM;
+	h->st = st;
+	h->max_body = o->max_body ? o->max_body : DEFAULT_MAX_BODY;
+	h->max_conns = o->max_conns ? o->max_conns : DEFAULT_MAX_CONNS;
+	if (o->token && o->token[0] && (h->token = strdup(o->token)) == NULL) {
+		free(h);
+		return -ENOMEM;
+	}
+	describe_metrics();
+	if ((rc = listen_on(o->listen, &fd, h->addr, sizeof(h->addr))) < 0)
+		goto fail;
+	h->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
+	    MHD_USE_POLL | MHD_USE_ERROR_LOG,
+	    0, NULL, NULL, on_request, h,
+	    MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h,
+	    MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
+	    MHD_OPTION_CONNECTION_LIMIT, (unsigned int)(h->max_conns + CONN_SLACK),
+	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)IDLE_TIMEOUT_SECS,
+	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
+	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+	    MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
+	    MHD_OPTION_UNESCAPE_CALLBACK, on_unescape, h,
+	    MHD_OPTION_END);
+	if (h->mhd == NULL) {
+		log_warnx("--http %s: libmicrohttpd could not start", o->listen);
+		close(fd);
+		rc = -EIO;
+		goto fail;
+	}
+	log_info("http: listening on http://%s (max body %zu bytes, max %u connections%s)",
+	    h->addr, h->max_body, h->max_conns, h->token ? ", bearer token required" : "");
+	*out = h;
+	return 0;
+fail:
+	free(h->token);
+	free(h);
+	return rc;
 }
 
 void
 http_stop(struct http_server *h)
 {
-	(void)h;
+	if (h == NULL)
+		return;
+	MHD_stop_daemon(h->mhd);
+	free(h->token);
+	free(h);
 }

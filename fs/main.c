@@ -30,6 +30,9 @@ static const char usage_text[] =
 "  --data DIR          data directory (default ./profilefs-data, created if missing)\n"
 "  --http HOST:PORT    also serve the HTTP API (profefe /api/0, Pyroscope /ingest,\n"
 "                      /metrics), e.g. 127.0.0.1:10100; off unless given\n"
+"  --http-token TOKEN  require \"Authorization: Bearer TOKEN\" on HTTP requests\n"
+"  --http-max-body BYTES  largest HTTP request body (default 64 MiB; K/M/G suffixes)\n"
+"  --http-max-conns N  most concurrent HTTP connections (default 256), then 503\n"
 "  --ebpf[=HZ]         sample every process's on-CPU stacks with eBPF at HZ\n"
 "                      (default 19, at most 99); needs root\n"
 "  --scrape FILE       pull Go /debug/pprof endpoints listed in FILE (JSON)\n"
@@ -131,6 +134,9 @@ main(int argc, char **argv)
 		{ "http",	required_argument,	NULL, 'H' },
 		{ "ebpf",	optional_argument,	NULL, 'e' },
 		{ "scrape",	required_argument,	NULL, 's' },
+		{ "http-token",	required_argument,	NULL, 'T' },
+		{ "http-max-body", required_argument,	NULL, 'B' },
+		{ "http-max-conns", required_argument,	NULL, 'C' },
 		{ "verbose",	no_argument,		NULL, 'v' },
 		{ "debug-fuse",	no_argument,		NULL, 'D' },
 		{ "help",	no_argument,		NULL, 'h' },
@@ -140,6 +146,7 @@ main(int argc, char **argv)
 	struct serve_opts o = { .data = "./profilefs-data" };
 	char *end;
 	long hz;
+	unsigned long long bytes, mult;
 	int c;
 
 	if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
@@ -182,6 +189,33 @@ main(int argc, char **argv)
 			break;
 		case 's':
 			o.scrape = optarg;
+			break;
+		case 'T':
+			o.http_token = optarg;
+			break;
+		case 'B':
+			errno = 0;
+			bytes = strtoull(optarg, &end, 10);
+			mult = *end == 'K' || *end == 'k' ? 1u << 10 : *end == 'M' || *end == 'm' ?
+			    1u << 20 : *end == 'G' || *end == 'g' ? 1u << 30 : 1;
+			if (mult > 1)
+				end++;
+			if (errno || *end || bytes == 0 || bytes > (1ull << 40) / mult) {
+				fprintf(stderr, "profilefs: --http-max-body: not a size in bytes: '%s'\n",
+				    optarg);
+				return 2;
+			}
+			o.http_max_body = (size_t)(bytes * mult);
+			break;
+		case 'C':
+			errno = 0;
+			hz = strtol(optarg, &end, 10);
+			if (errno || *end || hz < 1 || hz > 100000) {
+				fprintf(stderr, "profilefs: --http-max-conns: N must be 1..100000, not '%s'\n",
+				    optarg);
+				return 2;
+			}
+			o.http_max_conns = (unsigned)hz;
 			break;
 		case 'v':
 			log_verbose = 1;

@@ -1,0 +1,91 @@
+/*
+ * http_int: what the HTTP server (http.c) shares with its handler modules,
+ * profefe.c (/api/0/...) and pyroscope.c (/ingest). http.c owns the
+ * connection, the request body and the reply; a handler reads parameters,
+ * does its work against the store and ends in exactly one http_reply*() call.
+ * Handlers run on the connection's own thread (libmicrohttpd's
+ * thread-per-connection mode), so they may block on the store.
+ */
+#ifndef PROFILEFS_HTTP_INT_H
+#define PROFILEFS_HTTP_INT_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "collector.h"
+#include "query.h"
+
+struct MHD_Connection;
+struct http_req;
+
+typedef void (*http_handler_fn)(struct http_req *r);
+
+/* One request, from its headers to the completion of its reply. */
+struct http_req {
+	struct http_server	*srv;
+	struct MHD_Connection	*conn;
+	const struct http_route	*route;
+	const char		*method;	/* libmicrohttpd's, valid during the request */
+	const char		*path;		/* unescaped, without query, trailing '/' dropped */
+	char			*path_copy;	/* owns path */
+	struct buf		 body;		/* the raw request body */
+	uint64_t		 body_seen;	/* bytes received, kept or not */
+	bool			 too_large;	/* the body passed max_body: discarded */
+	bool			 replied;
+	bool			 fatal;		/* no reply could be made: drop the connection */
+	bool			 stored;	/* reached http_store() (counted there) */
+	unsigned		 status;	/* of the queued reply, for metrics */
+	int64_t			 start_ns;
+	unsigned		 nhdrs;		/* extra reply headers, see http_add_header() */
+	struct {
+		char	 name[48];
+		char	 value[208];
+	}			 hdrs[4];
+};
+
+struct http_server {
+	struct store		*st;
+	struct MHD_Daemon	*mhd;
+	size_t			 max_body;
+	unsigned		 max_conns;
+	char			*token;		/* NULL: no auth */
+	char			 addr[128];	/* as bound, for logs */
+	_Atomic unsigned	 nconns;	/* open connections */
+};
+
+/* --- replies (http.c): each returns nothing; failures are logged --- */
+
+/* Reply with body (ownership of its storage taken; may be NULL for none). */
+void	http_reply(struct http_req *r, unsigned status, const char *content_type,
+	    struct buf *body, const char *disposition);
+/* {"code":200,"body":<json>} */
+void	http_reply_ok(struct http_req *r, struct buf *json);
+/* {"code":N,"error":"..."}: profefe's error envelope. */
+void	http_reply_error(struct http_req *r, unsigned status, const char *fmt, ...)
+	    __attribute__((format(printf, 3, 4)));
+/* The reply for a store error: -EINVAL 400, -EFBIG 413, -ENOENT 404, else 500. */
+void	http_reply_store_error(struct http_req *r, int rc, const char *what,
+	    const struct buf *err);
+
+/* Add a header to the coming reply (copied; at most 4, longer values cut). */
+void	http_add_header(struct http_req *r, const char *name, const char *value);
+/* A query parameter (unescaped, '+' read as a space) or a header; NULL if absent. */
+const char	*http_arg(struct http_req *r, const char *name);
+const char	*http_header(struct http_req *r, const char *name);
+
+/* Store one pushed profile, with metrics under source; the result as store_put(). */
+int	http_store(struct http_req *r, const char *source, const struct store_input *in,
+	    const void *data, size_t len, struct store_ref *ref, struct buf *err);
+int64_t	http_now_ns(void);
+
+/* --- handlers --- */
+void	profefe_profiles(struct http_req *r);	/* GET list, POST create */
+void	profefe_merge(struct http_req *r);
+void	profefe_get(struct http_req *r);	/* /api/0/profiles/<id>[+<id>...] */
+void	profefe_services(struct http_req *r);
+void	profefe_version(struct http_req *r);
+void	pyroscope_ingest(struct http_req *r);
+
+#endif

@@ -1,0 +1,460 @@
+/*
+ * profefe: profefe's collector API under /api/0/ (the reference is profefe's
+ * own collector: parameters, JSON envelope, status codes), on top of the
+ * store and the same query code the filesystem uses, so that a merge over
+ * HTTP equals merged.pb.gz of the same range. Request plumbing and replies
+ * are http.c's.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "http_int.h"
+#include "httpparse.h"
+#include "metrics.h"
+
+/* Largest id list of GET /api/0/profiles/<id>+<id>+... */
+#define MAX_IDS		1000
+
+/* profefe's types, then this project's others (DESIGN.md "The tree"). */
+static const char *const known_types[] = {
+	"cpu", "heap", "block", "mutex", "goroutine", "threadcreate", "other",
+	"allocs", "wall",
+};
+
+static bool
+type_known(const char *t)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(known_types) / sizeof(known_types[0]); i++)
+		if (strcmp(t, known_types[i]) == 0)
+			return true;
+	return false;
+}
+
+/* Append one profile's metadata as profefe's JSON object. */
+static int
+meta_json(struct buf *b, uint64_t id, const char *service, const char *type,
+    const struct labelset *ls, int64_t time)
+{
+	char idh[17], ts[40];
+	size_t i;
+
+	store_id_format(id, idh);
+	httpparse_format_time(time, ts);
+	buf_printf(b, "{\"id\":\"%s\",\"profile_id\":\"%s\",\"service\":\"", idh, idh);
+	buf_add_json(b, service, strlen(service));
+	buf_adds(b, "\",\"type\":\"");
+	buf_add_json(b, type, strlen(type));
+	buf_adds(b, "\",\"labels\":[");
+	for (i = 0; ls && i < ls->n; i++) {
+		buf_adds(b, i ? ",{\"key\":\"" : "{\"key\":\"");
+		buf_add_json(b, ls->pairs[i].key, strlen(ls->pairs[i].key));
+		buf_adds(b, "\",\"value\":\"");
+		buf_add_json(b, ls->pairs[i].value, strlen(ls->pairs[i].value));
+		buf_adds(b, "\"}");
+	}
+	return buf_printf(b, "],\"created_at\":\"%s\"}", ts);
+}
+
+/* POST /api/0/profiles */
+static void
+create(struct http_req *r)
+{
+	const char *service = http_arg(r, "service"), *type = http_arg(r, "type");
+	const char *labels = http_arg(r, "labels"), *created = http_arg(r, "created_at");
+	struct labelset ls = { .n = 0 };
+	struct store_input in;
+	struct store_ref ref;
+	struct buf err = { 0 }, json = { 0 };
+	int64_t created_at = 0;
+	int rc;
+
+	if (service == NULL || service[0] == '\0') {
+		http_reply_error(r, 400, "bad request: missing service");
+		goto out;
+	}
+	if (store_check_service(service, &err) < 0) {
+		http_reply_error(r, 400, "bad request: bad service: %s", err.data);
+		goto out;
+	}
+	if (type == NULL || type[0] == '\0') {
+		http_reply_error(r, 400, "bad request: missing type (one of cpu heap block mutex "
+		    "goroutine threadcreate other allocs wall, or auto)");
+		goto out;
+	}
+	if (strcmp(type, "auto") != 0 && !type_known(type)) {
+		http_reply_error(r, 400, "bad request: bad profile type \"%s\" (one of cpu heap block "
+		    "mutex goroutine threadcreate other allocs wall, or auto)", type);
+		goto out;
+	}
+	if (labels && httpparse_labels(labels, &ls, &err) < 0) {
+		http_reply_error(r, 400, "bad request: bad labels \"%s\": %s", labels,
+		    err.data ? err.data : "out of memory");
+		goto out;
+	}
+	if (created && created[0] && httpparse_time(created, &created_at) < 0) {
+		http_reply_error(r, 400, "bad request: bad created_at \"%s\": use 2006-01-02T15:04:05 "
+		    "(UTC)", created);
+		goto out;
+	}
+	if (r->body.len == 0) {
+		http_reply_error(r, 400, "bad request: empty body: send the pprof profile as the "
+		    "body (curl --data-binary @FILE)");
+		goto out;
+	}
+	memset(&in, 0, sizeof(in));
+	in.service = service;
+	in.type = type;
+	in.labels = &ls;
+	in.created_at = created_at;
+	in.source = "http";
+	if ((rc = http_store(r, "http", &in, r->body.data, r->body.len, &ref, &err)) < 0) {
+		http_reply_store_error(r, rc, rc == -EINVAL || rc == -EFBIG ?
+		    "bad request: not a valid profile" : "failed to create profile", &err);
+		goto out;
+	}
+	if (meta_json(&json, ref.id, service, ref.type, &ls, ref.time) < 0) {
+		buf_free(&json);
+		http_reply_error(r, 500, "out of memory");
+		goto out;
+	}
+	http_reply_ok(r, &json);
+out:
+	labels_clear(&ls);
+	buf_free(&err);
+}
+
+/* The parameters of GET /api/0/profiles and /merge. */
+struct find {
+	struct query	 q;
+	struct labelset	 sel;
+};
+
+/* 0, or -EINVAL after replying 400. */
+static int
+find_parse(struct http_req *r, struct find *f, bool need_type)
+{
+	const char *service = http_arg(r, "service"), *type = http_arg(r, "type");
+	const char *labels = http_arg(r, "labels"), *from = http_arg(r, "from");
+	const char *to = http_arg(r, "to"), *limit = http_arg(r, "limit");
+	struct buf err = { 0 };
+	char fs[40], ts[40];
+	int64_t tfrom, tto;
+
+	memset(f, 0, sizeof(*f));
+	if (service == NULL || service[0] == '\0') {
+		http_reply_error(r, 400, "bad request: missing service");
+		return -EINVAL;
+	}
+	f->q.service = service;
+	if (type && type[0]) {
+		if (!type_known(type)) {
+			http_reply_error(r, 400, "bad request: bad profile type \"%s\"", type);
+			return -EINVAL;
+		}
+		f->q.type = type;
+	} else if (need_type) {
+		http_reply_error(r, 400, "bad request: missing type: profiles of different types "
+		    "do not merge");
+		return -EINVAL;
+	}
+	if (labels && httpparse_labels(labels, &f->sel, &err) < 0) {
+		http_reply_error(r, 400, "bad request: bad labels \"%s\": %s", labels,
+		    err.data ? err.data : "out of memory");
+		buf_free(&err);
+		labels_clear(&f->sel);
+		return -EINVAL;
+	}
+	f->q.sel = &f->sel;
+	if (from == NULL || from[0] == '\0' || to == NULL || to[0] == '\0') {
+		http_reply_error(r, 400, "bad request: missing %s (format 2006-01-02T15:04:05, UTC)",
+		    from == NULL || from[0] == '\0' ? "from" : "to");
+		goto bad;
+	}
+	if (httpparse_time(from, &tfrom) < 0) {
+		http_reply_error(r, 400, "bad request: bad \"from\" timestamp \"%s\": use "
+		    "2006-01-02T15:04:05 (UTC)", from);
+		goto bad;
+	}
+	if (httpparse_time(to, &tto) < 0) {
+		http_reply_error(r, 400, "bad request: bad \"to\" timestamp \"%s\": use "
+		    "2006-01-02T15:04:05 (UTC)", to);
+		goto bad;
+	}
+	if (tfrom > tto) {
+		httpparse_format_time(tfrom, fs);
+		httpparse_format_time(tto, ts);
+		http_reply_error(r, 400, "bad request: from %s is after to %s", fs, ts);
+		goto bad;
+	}
+	f->q.from = tfrom;
+	f->q.to = tto + 1;	/* profefe's "to" is inclusive */
+	if (limit && limit[0]) {
+		char *end;
+		long v;
+
+		errno = 0;
+		v = strtol(limit, &end, 10);
+		if (errno || *end || v < 0) {
+			http_reply_error(r, 400, "bad request: bad limit \"%s\"", limit);
+			goto bad;
+		}
+		f->q.limit = (size_t)v;
+	}
+	return 0;
+bad:
+	labels_clear(&f->sel);
+	return -EINVAL;
+}
+
+/* GET /api/0/profiles */
+static void
+list(struct http_req *r)
+{
+	struct query_result res;
+	struct find f;
+	struct buf json = { 0 };
+	const struct series *s;
+	size_t i;
+	int rc;
+
+	if (find_parse(r, &f, false) < 0)
+		return;
+	if ((rc = query_list(r->srv->st, &f.q, &res)) < 0) {
+		http_reply_store_error(r, rc, "failed to find profiles", NULL);
+		labels_clear(&f.sel);
+		return;
+	}
+	if (res.nrefs == 0) {
+		http_reply_error(r, 404, "nothing found");
+		goto out;
+	}
+	buf_addc(&json, '[');
+	for (i = 0; i < res.nrefs; i++) {
+		if ((s = store_series_get(r->srv->st, res.refs[i].series)) == NULL)
+			continue;
+		if (json.len > 1)
+			buf_addc(&json, ',');
+		meta_json(&json, res.refs[i].id, s->service, s->type, &s->ls, res.refs[i].time);
+	}
+	if (buf_addc(&json, ']') < 0) {
+		buf_free(&json);
+		http_reply_error(r, 500, "out of memory");
+		goto out;
+	}
+	http_reply_ok(r, &json);
+out:
+	query_result_free(&res);
+	labels_clear(&f.sel);
+}
+
+void
+profefe_profiles(struct http_req *r)
+{
+	if (strcmp(r->method, "POST") == 0)
+		create(r);
+	else
+		list(r);
+}
+
+static void
+reply_profile(struct http_req *r, const struct profile *p, const char *filename,
+    int64_t t0)
+{
+	struct buf out = { 0 };
+	char cd[120];
+
+	if (profile_encode(p, true, &out) < 0) {
+		buf_free(&out);
+		http_reply_error(r, 503, "out of memory encoding the profile");
+		return;
+	}
+	metrics_observe("profilefs_merge_duration_seconds", "source=\"http\"",
+	    (double)(http_now_ns() - t0) / 1e9);
+	snprintf(cd, sizeof(cd), "attachment; filename=\"%s\"", filename);
+	http_reply(r, 200, "application/octet-stream", &out, cd);
+}
+
+/* GET /api/0/profiles/merge */
+void
+profefe_merge(struct http_req *r)
+{
+	struct query_result res;
+	struct find f;
+	int64_t t0 = http_now_ns();
+	char n[32];
+	int rc;
+
+	if (find_parse(r, &f, true) < 0)
+		return;
+	if ((rc = query_merge(r->srv->st, &f.q, &res)) < 0) {
+		http_reply_store_error(r, rc, "failed to merge profiles", NULL);
+		labels_clear(&f.sel);
+		return;
+	}
+	if (res.merged == NULL) {
+		http_reply_error(r, 404, "nothing found");
+		goto out;
+	}
+	snprintf(n, sizeof(n), "%zu", res.nmerged);
+	http_add_header(r, "X-Profilefs-Merged", n);
+	snprintf(n, sizeof(n), "%zu", res.nskipped);
+	http_add_header(r, "X-Profilefs-Skipped", n);
+	if (res.nskipped)
+		http_add_header(r, "X-Profilefs-Skipped-Reason", res.skipped[0].reason);
+	reply_profile(r, res.merged, "pprof.pb.gz", t0);
+out:
+	query_result_free(&res);
+	labels_clear(&f.sel);
+}
+
+/* GET /api/0/profiles/<id> and /<id1>+<id2>+...: the stored profile, or their merge. */
+void
+profefe_get(struct http_req *r)
+{
+	const char *spec = r->path + strlen("/api/0/profiles/"), *p, *e;
+	struct buf gz = { 0 }, err = { 0 };
+	struct merge *m = NULL;
+	struct profile *pf = NULL, *merged = NULL;
+	struct store_ref ref;
+	uint64_t id;
+	size_t nids = 0;
+	int64_t t0 = http_now_ns();
+	char tok[64], fn[40], idh[17];
+	int rc;
+
+	/* '+' arrives as a space: the query unescaping reads it so. */
+	for (p = spec; *p; p = *e ? e + 1 : e) {
+		if ((e = strpbrk(p, "+ ")) == NULL)
+			e = p + strlen(p);
+		if (e == p || (size_t)(e - p) >= sizeof(tok)) {
+			http_reply_error(r, 400, "bad profile id list \"%s\"", spec);
+			goto out;
+		}
+		memcpy(tok, p, (size_t)(e - p));
+		tok[e - p] = '\0';
+		if (store_id_parse(tok, &id) < 0) {
+			http_reply_error(r, 400, "bad profile id \"%s\"", tok);
+			goto out;
+		}
+		if (++nids > MAX_IDS) {
+			http_reply_error(r, 400, "more than %d profile ids", MAX_IDS);
+			goto out;
+		}
+		buf_reset(&gz);
+		if ((rc = store_get(r->srv->st, id, &ref, &gz)) < 0) {
+			if (rc == -ENOENT)
+				http_reply_error(r, 404, "nothing found: no profile %s", tok);
+			else
+				http_reply_store_error(r, rc, "failed to get profile", NULL);
+			goto out;
+		}
+		if (*e == '\0' && nids == 1) {
+			/* One profile: the stored bytes as they are. */
+			store_id_format(id, idh);
+			snprintf(fn, sizeof(fn), "%s.pb.gz", idh);
+			snprintf(tok, sizeof(tok), "attachment; filename=\"%s\"", fn);
+			http_reply(r, 200, "application/octet-stream", &gz, tok);
+			goto out;
+		}
+		if (m == NULL && (m = merge_create()) == NULL) {
+			http_reply_error(r, 503, "out of memory");
+			goto out;
+		}
+		buf_reset(&err);
+		if ((rc = profile_decode(gz.data, gz.len, &pf, &err)) < 0) {
+			http_reply_store_error(r, rc == -EINVAL ? -EIO : rc, "stored profile cannot "
+			    "be decoded", &err);
+			goto out;
+		}
+		if ((rc = merge_add(m, pf, &err)) < 0) {
+			store_id_format(id, idh);
+			http_reply_error(r, 400, "profile %s cannot be merged with the ones before it: %s",
+			    idh, err.data ? err.data : strerror(-rc));
+			goto out;
+		}
+		profile_free(pf);
+		pf = NULL;
+	}
+	if (nids == 0) {
+		http_reply_error(r, 400, "no profile id");
+		goto out;
+	}
+	if ((rc = merge_finish(m, true, &merged)) < 0) {
+		http_reply_store_error(r, rc, "failed to merge profiles", NULL);
+		goto out;
+	}
+	reply_profile(r, merged, "pprof.pb.gz", t0);
+out:
+	profile_free(pf);
+	profile_free(merged);
+	merge_free(m);
+	buf_free(&gz);
+	buf_free(&err);
+}
+
+/* GET /api/0/services */
+void
+profefe_services(struct http_req *r)
+{
+	const struct series **all;
+	struct buf json = { 0 };
+	const char *last = NULL;
+	size_t n, i;
+	int rc;
+
+	if ((rc = store_series(r->srv->st, &all, &n)) < 0) {
+		http_reply_store_error(r, rc, "failed to list services", NULL);
+		return;
+	}
+	buf_addc(&json, '[');
+	for (i = 0; i < n; i++) {
+		/* Sorted by service: each name once. */
+		if (last && strcmp(last, all[i]->service) == 0)
+			continue;
+		buf_adds(&json, last ? ",\"" : "\"");
+		buf_add_json(&json, all[i]->service, strlen(all[i]->service));
+		buf_addc(&json, '"');
+		last = all[i]->service;
+	}
+	free(all);
+	if (last == NULL) {
+		buf_free(&json);
+		http_reply_error(r, 404, "nothing found");
+		return;
+	}
+	if (buf_addc(&json, ']') < 0) {
+		buf_free(&json);
+		http_reply_error(r, 500, "out of memory");
+		return;
+	}
+	http_reply_ok(r, &json);
+}
+
+/* __DATE__ "Nov 22 2026" and __TIME__ as RFC 3339. */
+static void
+build_time(char out[32])
+{
+	static const char months[] = "JanFebMarAprMayJunJulAugSepOctNovDec";
+	const char *d = __DATE__, *m = strstr(months, (char[4]){ d[0], d[1], d[2], 0 });
+
+	snprintf(out, 32, "%.4s-%02d-%02dT%sZ", d + 7, m ? (int)(m - months) / 3 + 1 : 1,
+	    atoi(d + 4), __TIME__);
+}
+
+/* GET /api/0/version */
+void
+profefe_version(struct http_req *r)
+{
+	struct buf json = { 0 };
+	char bt[32];
+
+	build_time(bt);
+	buf_printf(&json, "{\"version\":\"%s\",\"commit\":\"%s\",\"build_time\":\"%s\"}",
+	    PROFILEFS_VERSION, PROFILEFS_COMMIT, bt);
+	http_reply_ok(r, &json);
+}
