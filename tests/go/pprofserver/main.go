@@ -39,10 +39,10 @@ func burn(stop <-chan struct{}) {
 			return
 		default:
 		}
-		for i := 0; i < 2000; i++ {
+		for i := 0; i < 1000; i++ {
 			h = sha256.Sum256(h[:])
 		}
-		time.Sleep(time.Millisecond)
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -50,7 +50,7 @@ func allocate() {
 	ring := make([][]byte, 256)
 	for i := 0; ; i++ {
 		ring[i%len(ring)] = make([]byte, 1024+i%4096)
-		if i%1000 == 0 {
+		if i%100 == 0 {
 			sink = append(sink[:0], make([]byte, 64<<10))
 			time.Sleep(2 * time.Millisecond)
 		}
