@@ -1,0 +1,665 @@
+/*
+ * test_store: the RocksDB store (store/store.c) in a temporary directory, and
+ * the range queries on it (store/query.c): keys ordered by time within a
+ * series, several profiles at one timestamp all kept, ranges half-open,
+ * hours, reopening keeps everything, bad input refused with a reason and
+ * nothing stored; ids and names as users see them.
+ */
+#define _GNU_SOURCE
+#include <ftw.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+#include <cmocka.h>
+
+#include "query.h"
+#include "store.h"
+#include "util.h"
+
+#define NS	INT64_C(1000000000)
+#define HOUR	(3600 * NS)
+#define T0	(INT64_C(1795305600) * NS)	/* 2026-11-22T00:00:00Z */
+
+struct fixture {
+	char		 dir[64];
+	struct store	*st;
+	struct buf	 cpu;		/* google-pprof/sample.cpu, gzipped */
+	struct buf	 heap;		/* pyroscope/heap.pb, plain */
+};
+
+static int
+rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+/* A small valid profile built by hand when the real files are missing. */
+static void
+fallback_profile(struct buf *out, const char *types)
+{
+	struct profile *p = tp_new("cpu", "nanoseconds", 1, types);
+	uint32_t f = tp_func(p, "main", "main.go", 1);
+
+	tp_sample(p, (int64_t[]){ 7, 7, 7, 7 }, (int)tp_loc(p, 0, 1, (int)f, -1), -1, NULL);
+	assert_int_equal(profile_encode(p, true, out), 0);
+	profile_free(p);
+}
+
+static int
+setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	struct buf err = { 0 };
+
+	snprintf(f->dir, sizeof(f->dir), "/tmp/profilefs-unit.XXXXXX");
+	if (mkdtemp(f->dir) == NULL)
+		return -1;
+	if (store_open(f->dir, &f->st, &err) != 0) {
+		fprintf(stderr, "store_open: %s\n", err.data);
+		return -1;
+	}
+	if (read_real("google-pprof/sample.cpu", &f->cpu) < 0) {
+		buf_reset(&f->cpu);
+		fallback_profile(&f->cpu, "samples/count,cpu/nanoseconds");
+	}
+	if (read_real("pyroscope/heap.pb", &f->heap) < 0) {
+		buf_reset(&f->heap);
+		fallback_profile(&f->heap,
+		    "alloc_objects/count,alloc_space/bytes,inuse_objects/count,inuse_space/bytes");
+	}
+	buf_free(&err);
+	*state = f;
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	struct fixture *f = *state;
+
+	store_close(f->st);
+	nftw(f->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	buf_free(&f->cpu);
+	buf_free(&f->heap);
+	free(f);
+	return 0;
+}
+
+static void
+reopen(struct fixture *f)
+{
+	struct buf err = { 0 };
+
+	store_close(f->st);
+	f->st = NULL;
+	if (store_open(f->dir, &f->st, &err) != 0)
+		fail_msg("reopen: %s", err.data);
+	buf_free(&err);
+}
+
+static struct store_ref
+put(struct fixture *f, const struct buf *data, const char *svc, const char *type,
+    const char *labels, int64_t t)
+{
+	struct store_input in = { .service = svc, .type = type, .created_at = t,
+	    .source = "ingest" };
+	struct labelset ls = { .n = 0 };
+	struct store_ref ref;
+	struct buf err = { 0 };
+
+	if (labels)
+		assert_int_equal(labels_parse(labels, &ls, NULL), 0);
+	in.labels = labels ? &ls : NULL;
+	if (store_put(f->st, &in, data->data, data->len, &ref, &err) != 0)
+		fail_msg("store_put: %s", err.data);
+	labels_clear(&ls);
+	buf_free(&err);
+	return ref;
+}
+
+struct scan {
+	struct store_ref refs[64];
+	size_t		 n;
+	bool		 had_data;
+	size_t		 stop_after;	/* 0: never */
+};
+
+static int
+scan_cb(void *arg, const struct store_ref *ref, const void *data, size_t len)
+{
+	struct scan *s = arg;
+
+	if (s->n < 64)
+		s->refs[s->n] = *ref;
+	s->n++;
+	if (data && len > 2 && ((const unsigned char *)data)[0] == 0x1f)
+		s->had_data = true;
+	return s->stop_after && s->n == s->stop_after ? 99 : 0;
+}
+
+static size_t
+count(struct fixture *f, uint64_t sid, int64_t from, int64_t to)
+{
+	struct scan s = { .n = 0 };
+
+	assert_int_equal(store_scan(f->st, sid, from, to, false, scan_cb, &s), 0);
+	return s.n;
+}
+
+static void
+test_put_get(void **state)
+{
+	struct fixture *f = *state;
+	struct store_ref r, g;
+	struct buf out = { 0 };
+	struct profile *p = NULL;
+
+	r = put(f, &f->cpu, "checkout", "cpu", "region=eu", T0);
+	assert_true(r.id > 0);
+	assert_true(r.time == T0);
+	assert_string_equal(r.type, "cpu");
+	assert_int_equal(store_get(f->st, r.id, &g, &out), 0);
+	assert_true(g.id == r.id && g.series == r.series && g.time == T0);
+	assert_string_equal(g.type, "cpu");
+	/* A gzipped upload is kept byte for byte. */
+	if ((unsigned char)f->cpu.data[0] == 0x1f) {
+		assert_int_equal(out.len, f->cpu.len);
+		assert_memory_equal(out.data, f->cpu.data, out.len);
+	}
+	buf_reset(&out);
+	/* A plain upload is stored gzipped, decoding to the same profile. */
+	r = put(f, &f->heap, "checkout", "heap", NULL, T0);
+	assert_int_equal(store_get(f->st, r.id, &g, &out), 0);
+	assert_true((unsigned char)out.data[0] == 0x1f && (unsigned char)out.data[1] == 0x8b);
+	assert_int_equal(profile_decode(out.data, out.len, &p, NULL), 0);
+	{
+		struct profile *q = NULL;
+
+		assert_int_equal(profile_decode(f->heap.data, f->heap.len, &q, NULL), 0);
+		assert_int_equal(p->nsamples, q->nsamples);
+		assert_true(profile_total(p, 0) == profile_total(q, 0));
+		profile_free(q);
+	}
+	profile_free(p);
+	/* Unknown ids. */
+	assert_int_equal(store_get(f->st, 999999, &g, &out), -ENOENT);
+	assert_int_equal(store_get(f->st, 0, &g, NULL), -ENOENT);
+	buf_free(&out);
+}
+
+static void
+test_series(void **state)
+{
+	struct fixture *f = *state;
+	const struct series **all;
+	struct store_ref a, b, c, d;
+	size_t n;
+
+	a = put(f, &f->cpu, "web", "cpu", "zone=b,app=x", T0);
+	b = put(f, &f->cpu, "web", "cpu", "app=x,zone=b", T0 + 1);	/* same set */
+	c = put(f, &f->cpu, "web", "cpu", "app=y", T0);
+	d = put(f, &f->cpu, "api", "cpu", NULL, T0);
+	assert_true(a.series == b.series);
+	assert_true(a.series != c.series && a.series != d.series && c.series != d.series);
+	assert_int_equal(store_series(f->st, &all, &n), 0);
+	assert_int_equal(n, 3);
+	/* Sorted by service, type, labels; labels in canonical text. */
+	assert_string_equal(all[0]->service, "api");
+	assert_string_equal(all[0]->labels, "");
+	assert_string_equal(all[1]->labels, "app=x,zone=b");
+	assert_int_equal(all[1]->ls.n, 2);
+	assert_string_equal(all[2]->labels, "app=y");
+	assert_true(store_series_get(f->st, a.series) == all[1]);
+	assert_null(store_series_get(f->st, 12345));
+	free(all);
+	/* A service name with a space and non-ASCII bytes is fine. */
+	put(f, &f->cpu, "my svc \xc3\xa9", "cpu", "k=v w", T0);
+	assert_int_equal(store_series(f->st, &all, &n), 0);
+	assert_int_equal(n, 4);
+	assert_string_equal(all[1]->service, "my svc \xc3\xa9");
+	assert_string_equal(all[1]->labels, "k=v%20w");
+	free(all);
+}
+
+static void
+test_same_timestamp_all_kept(void **state)
+{
+	struct fixture *f = *state;
+	struct store_ref r[5];
+	struct scan s = { .n = 0 };
+	size_t i;
+
+	for (i = 0; i < 5; i++)
+		r[i] = put(f, &f->cpu, "svc", "cpu", NULL, T0 + 42);
+	for (i = 1; i < 5; i++)
+		assert_true(r[i].id != r[i - 1].id);
+	assert_int_equal(store_scan(f->st, r[0].series, T0, T0 + HOUR, true, scan_cb, &s), 0);
+	assert_int_equal(s.n, 5);
+	assert_true(s.had_data);
+	/* Same time: in id order. */
+	for (i = 0; i < 5; i++) {
+		assert_true(s.refs[i].id == r[i].id);
+		assert_true(s.refs[i].time == T0 + 42);
+	}
+}
+
+static void
+test_scan_order_and_bounds(void **state)
+{
+	struct fixture *f = *state;
+	static const int64_t times[] = { 5, -3, 100, 0, 7, 6, 99, 1 };
+	struct scan s = { .n = 0 };
+	uint64_t sid, other;
+	size_t i;
+
+	for (i = 0; i < 8; i++)
+		sid = put(f, &f->cpu, "svc", "cpu", "a=1", T0 + times[i] * NS).series;
+	/* Another series in between must not show up. */
+	other = put(f, &f->cpu, "svc", "cpu", "a=2", T0 + 5 * NS).series;
+	put(f, &f->cpu, "svd", "cpu", "a=1", T0 + 5 * NS);
+	assert_int_equal(store_scan(f->st, sid, INT64_MIN, INT64_MAX, false, scan_cb, &s), 0);
+	assert_int_equal(s.n, 8);
+	assert_false(s.had_data);
+	for (i = 1; i < 8; i++)
+		assert_true(s.refs[i - 1].time <= s.refs[i].time);
+	assert_true(s.refs[0].time == T0 - 3 * NS);
+	assert_true(s.refs[7].time == T0 + 100 * NS);
+	/* from <= t < to */
+	assert_int_equal(count(f, sid, T0, T0 + 7 * NS), 4);		/* 0 1 5 6 */
+	assert_int_equal(count(f, sid, T0 + 5 * NS, T0 + 5 * NS + 1), 1);
+	assert_int_equal(count(f, sid, T0 + 7 * NS, T0 + 7 * NS), 0);	/* empty range */
+	assert_int_equal(count(f, sid, T0 + 8 * NS, T0 + 7 * NS), 0);	/* reversed */
+	assert_int_equal(count(f, sid, T0 - 3 * NS, T0 - 3 * NS + 1), 1);
+	assert_int_equal(count(f, sid, T0 + 101 * NS, INT64_MAX), 0);
+	assert_int_equal(count(f, other, INT64_MIN, INT64_MAX), 1);
+	assert_int_equal(count(f, 9999, INT64_MIN, INT64_MAX), 0);
+	/* A nonzero return stops the scan and is returned. */
+	s.n = 0;
+	s.stop_after = 3;
+	assert_int_equal(store_scan(f->st, sid, INT64_MIN, INT64_MAX, false, scan_cb, &s), 99);
+	assert_int_equal(s.n, 3);
+}
+
+static void
+test_hours(void **state)
+{
+	struct fixture *f = *state;
+	int64_t *h = NULL;
+	size_t n = 0;
+	uint64_t sid;
+
+	sid = put(f, &f->cpu, "svc", "cpu", NULL, T0 + 10 * HOUR + 5).series;
+	put(f, &f->cpu, "svc", "cpu", NULL, T0 + 10 * HOUR + 59 * 60 * NS);
+	put(f, &f->cpu, "svc", "cpu", NULL, T0 + 12 * HOUR);
+	put(f, &f->cpu, "svc", "cpu", NULL, -1);		/* 1969-12-31T23:59:59.999 */
+	put(f, &f->cpu, "other", "cpu", NULL, T0 + 11 * HOUR);
+	assert_int_equal(store_hours(f->st, sid, &h, &n), 0);
+	assert_int_equal(n, 3);
+	assert_true(h[0] == -1);			/* floor, not truncation */
+	assert_true(h[1] == T0 / HOUR + 10);
+	assert_true(h[2] == T0 / HOUR + 12);
+	free(h);
+}
+
+static void
+test_reopen_keeps_everything(void **state)
+{
+	struct fixture *f = *state;
+	struct store_ref a, b, c, g;
+	const struct series **all;
+	struct buf out = { 0 };
+	size_t n;
+
+	a = put(f, &f->cpu, "svc", "cpu", "k=v", T0);
+	b = put(f, &f->heap, "svc", "heap", NULL, T0 + NS);
+	reopen(f);
+	assert_int_equal(store_series(f->st, &all, &n), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(all[0]->type, "cpu");
+	assert_string_equal(all[0]->labels, "k=v");
+	assert_int_equal(all[0]->ls.n, 1);
+	free(all);
+	assert_int_equal(store_get(f->st, a.id, &g, &out), 0);
+	assert_true(g.time == T0 && g.series == a.series);
+	assert_int_equal(store_get(f->st, b.id, &g, NULL), 0);
+	assert_int_equal(count(f, a.series, INT64_MIN, INT64_MAX), 1);
+	/* New ids and series do not collide with the old ones. */
+	c = put(f, &f->cpu, "svc", "cpu", "k=w", T0);
+	assert_true(c.id > b.id);
+	assert_true(c.series != a.series && c.series != b.series);
+	assert_true(put(f, &f->cpu, "svc", "cpu", "k=v", T0).series == a.series);
+	reopen(f);
+	assert_int_equal(count(f, a.series, INT64_MIN, INT64_MAX), 2);
+	assert_int_equal(count(f, c.series, INT64_MIN, INT64_MAX), 1);
+	buf_free(&out);
+}
+
+static void
+expect_refused(struct fixture *f, const void *data, size_t len, const char *svc,
+    const char *type, const char *why)
+{
+	struct store_input in = { .service = svc, .type = type, .created_at = T0 };
+	struct store_stats before, after;
+	const struct series **all;
+	struct store_ref ref;
+	struct buf err = { 0 };
+	size_t nbefore, n;
+	int rc;
+
+	store_get_stats(f->st, &before);
+	assert_int_equal(store_series(f->st, &all, &nbefore), 0);
+	free(all);
+	rc = store_put(f->st, &in, data, len, &ref, &err);
+	if (rc != -EINVAL && rc != -EFBIG)
+		fail_msg("put of bad input (%s): rc %d", why, rc);
+	if (err.data == NULL || strstr(err.data, why) == NULL)
+		fail_msg("reason \"%s\" lacks \"%s\"", err.data ? err.data : "", why);
+	store_get_stats(f->st, &after);
+	assert_true(after.profiles == before.profiles);
+	assert_true(after.rejected == before.rejected + 1);
+	assert_int_equal(store_series(f->st, &all, &n), 0);
+	assert_int_equal(n, nbefore);
+	free(all);
+	buf_free(&err);
+}
+
+static void
+test_bad_input_refused(void **state)
+{
+	struct fixture *f = *state;
+	struct store_ref good;
+	unsigned char junk[1000];
+	struct buf tmp = { 0 };
+	size_t i;
+	uint64_t gen;
+
+	good = put(f, &f->cpu, "svc", "cpu", NULL, T0);
+	gen = store_generation(f->st);
+	for (i = 0; i < sizeof(junk); i++)
+		junk[i] = (unsigned char)(i * 131 + 7);
+	expect_refused(f, junk, sizeof(junk), "svc", "cpu", "not a pprof profile");
+	expect_refused(f, "", 0, "svc", "cpu", "empty");
+	if ((unsigned char)f->cpu.data[0] == 0x1f)
+		expect_refused(f, f->cpu.data, f->cpu.len / 2, "svc", "cpu", "truncated");
+	/* A profile with an out-of-range string index. */
+	{
+		struct profile *p = tp_new("cpu", "ns", 1, "cpu/ns");
+		uint32_t fn = tp_func(p, "f", "", 0);
+
+		tp_sample(p, (int64_t[]){ 1 }, (int)tp_loc(p, 0, 1, (int)fn, -1), -1, NULL);
+		p->functions[0].filename = 500;
+		assert_int_equal(profile_encode(p, true, &tmp), 0);
+		expect_refused(f, tmp.data, tmp.len, "svc", "cpu", "string index 500");
+		profile_free(p);
+	}
+	/* Valid profiles with bad names. */
+	expect_refused(f, f->cpu.data, f->cpu.len, "", "cpu", "service");
+	expect_refused(f, f->cpu.data, f->cpu.len, "ingest", "cpu", "reserved");
+	expect_refused(f, f->cpu.data, f->cpu.len, ".hidden", "cpu", "reserved");
+	expect_refused(f, f->cpu.data, f->cpu.len, "a/b", "cpu", "'/'");
+	expect_refused(f, f->cpu.data, f->cpu.len, "a\nb", "cpu", "control");
+	expect_refused(f, f->cpu.data, f->cpu.len, "svc", "CPU", "lower-case");
+	expect_refused(f, f->cpu.data, f->cpu.len, "svc", "a/b", "lower-case");
+	expect_refused(f, f->cpu.data, f->cpu.len, "svc", "", "1 to");
+	/* A profile without sample types. */
+	{
+		struct profile *p = tp_new("cpu", "ns", 1, "cpu/ns");
+
+		p->nsample_types = 0;
+		buf_reset(&tmp);
+		assert_int_equal(profile_encode(p, false, &tmp), 0);
+		expect_refused(f, tmp.data, tmp.len, "svc", "cpu", "no sample types");
+		profile_free(p);
+	}
+	/* Nothing changed. */
+	assert_true(store_generation(f->st) == gen);
+	assert_int_equal(count(f, good.series, INT64_MIN, INT64_MAX), 1);
+	buf_free(&tmp);
+}
+
+static void
+test_type_inference(void **state)
+{
+	struct fixture *f = *state;
+	static const struct { const char *file, *type; } cases[] = {
+		{ "google-pprof/sample.cpu", "cpu" },
+		{ "google-pprof/go.nomappings.crash", "heap" },	/* default: inuse_space */
+		{ "pyroscope/heap.pb", "heap" },
+		{ "parca/fgprof.pb.gz", "wall" },
+		{ "pprof-rs/profile-cpu-example.pb", "cpu" },
+		{ "pyroscope/nodejs-heap.pb.gz", "heap" },
+		{ "pyroscope/profile_java", "cpu" },
+		{ "parca/node-profile.pb.gz", "cpu" },
+	};
+	struct buf b = { 0 };
+	size_t i;
+
+	if (real_dir() == NULL)
+		skip();
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct profile *p = load_real(cases[i].file);
+		struct store_ref r;
+
+		assert_non_null(p);
+		if (strcmp(store_infer_type(p), cases[i].type) != 0)
+			fail_msg("%s: inferred %s, want %s", cases[i].file, store_infer_type(p),
+			    cases[i].type);
+		assert_int_equal(read_real(cases[i].file, &b), 0);
+		r = put(f, &b, "svc", "auto", NULL, T0);
+		assert_string_equal(r.type, cases[i].type);
+		r = put(f, &b, "svc2", NULL, NULL, T0);
+		assert_string_equal(r.type, cases[i].type);
+		profile_free(p);
+	}
+	buf_free(&b);
+}
+
+/* The profile's own time when the client gives none, else the time of receipt. */
+static void
+test_time_source(void **state)
+{
+	struct fixture *f = *state;
+	struct profile *p = tp_new("cpu", "ns", 1, "cpu/ns");
+	uint32_t fn = tp_func(p, "f", "", 0);
+	struct store_input in = { .service = "svc", .type = "cpu" };
+	struct store_ref r;
+	struct buf b = { 0 };
+	int64_t now = (int64_t)time(NULL) * NS;
+
+	tp_sample(p, (int64_t[]){ 1 }, (int)tp_loc(p, 0, 1, (int)fn, -1), -1, NULL);
+	p->time_nanos = T0 + 77;
+	assert_int_equal(profile_encode(p, true, &b), 0);
+	assert_int_equal(store_put(f->st, &in, b.data, b.len, &r, NULL), 0);
+	assert_true(r.time == T0 + 77);
+	in.created_at = T0 + 5;
+	assert_int_equal(store_put(f->st, &in, b.data, b.len, &r, NULL), 0);
+	assert_true(r.time == T0 + 5);
+	in.created_at = 0;
+	p->time_nanos = 0;
+	buf_reset(&b);
+	assert_int_equal(profile_encode(p, false, &b), 0);
+	assert_int_equal(store_put(f->st, &in, b.data, b.len, &r, NULL), 0);
+	assert_true(r.time >= now - 60 * NS && r.time <= now + 60 * NS);
+	/* store_put_profile takes a decoded profile. */
+	assert_int_equal(store_put_profile(f->st, &in, p, &r, NULL), 0);
+	assert_int_equal(store_get(f->st, r.id, &r, NULL), 0);
+	profile_free(p);
+	buf_free(&b);
+}
+
+static void
+test_ids_and_names(void **state)
+{
+	char s[17];
+	uint64_t id;
+
+	(void)state;
+	store_id_format(0x1234abcdULL, s);
+	assert_string_equal(s, "000000001234abcd");
+	assert_int_equal(store_id_parse(s, &id), 0);
+	assert_true(id == 0x1234abcdULL);
+	store_id_format(UINT64_MAX, s);
+	assert_string_equal(s, "ffffffffffffffff");
+	assert_int_equal(store_id_parse(s, &id), 0);
+	assert_true(id == UINT64_MAX);
+	assert_int_equal(store_id_parse("000000001234ABCD", &id), -EINVAL);
+	assert_int_equal(store_id_parse("1234abcd", &id), -EINVAL);
+	assert_int_equal(store_id_parse("000000001234abcd0", &id), -EINVAL);
+	assert_int_equal(store_id_parse("", &id), -EINVAL);
+	assert_int_equal(store_id_parse("00000000123 abcd", &id), -EINVAL);
+	assert_int_equal(store_check_type("cpu", NULL), 0);
+	assert_int_equal(store_check_type("go.heap_v2-x", NULL), 0);
+	assert_int_equal(store_check_type("auto", NULL), -EINVAL);
+	assert_int_equal(store_check_type(".x", NULL), -EINVAL);
+	assert_int_equal(store_check_type("Cpu", NULL), -EINVAL);
+	assert_int_equal(store_check_service("checkout", NULL), 0);
+	assert_int_equal(store_check_service("README.txt", NULL), -EINVAL);
+	assert_int_equal(store_check_service("..", NULL), -EINVAL);
+}
+
+/* --- queries -------------------------------------------------------------- */
+
+static void
+test_query_merge(void **state)
+{
+	struct fixture *f = *state;
+	struct query q = { .service = "svc", .type = "cpu", .from = T0, .to = T0 + HOUR };
+	struct query_result res;
+	struct profile *one = NULL;
+	struct store_ref odd;
+	size_t t;
+
+	assert_int_equal(profile_decode(f->cpu.data, f->cpu.len, &one, NULL), 0);
+	put(f, &f->cpu, "svc", "cpu", "pod=a", T0 + 1);
+	put(f, &f->cpu, "svc", "cpu", "pod=b", T0 + 2);
+	put(f, &f->cpu, "svc", "cpu", "pod=a", T0 + 3);
+	/* An incompatible profile stored under the same type. */
+	odd = put(f, &f->heap, "svc", "cpu", "pod=a", T0 + 4);
+	put(f, &f->cpu, "svc", "cpu", "pod=a", T0 + 2 * HOUR);	/* outside */
+	put(f, &f->cpu, "other", "cpu", "pod=a", T0 + 5);	/* other service */
+	assert_int_equal(query_merge(f->st, &q, &res), 0);
+	assert_int_equal(res.nrefs, 4);
+	for (t = 1; t < res.nrefs; t++)
+		assert_true(res.refs[t - 1].time <= res.refs[t].time);
+	assert_int_equal(res.nseries, 2);
+	assert_non_null(res.merged);
+	assert_int_equal(res.nmerged, 3);
+	assert_int_equal(res.nskipped, 1);
+	assert_true(res.skipped[0].id == odd.id);
+	assert_non_null(strstr(res.skipped[0].reason, "sample types"));
+	for (t = 0; t < one->nsample_types; t++)
+		assert_true(profile_total(res.merged, t) == 3 * profile_total(one, t));
+	query_result_free(&res);
+	/* A selector narrows the series. */
+	{
+		struct labelset sel;
+
+		assert_int_equal(labels_parse("pod=b", &sel, NULL), 0);
+		q.sel = &sel;
+		assert_int_equal(query_merge(f->st, &q, &res), 0);
+		assert_int_equal(res.nmerged, 1);
+		assert_int_equal(res.nskipped, 0);
+		assert_true(profile_total(res.merged, 0) == profile_total(one, 0));
+		query_result_free(&res);
+		labels_clear(&sel);
+		q.sel = NULL;
+	}
+	/* query_list sees the same profiles without reading them. */
+	assert_int_equal(query_list(f->st, &q, &res), 0);
+	assert_int_equal(res.nrefs, 4);
+	query_result_free(&res);
+	q.limit = 2;
+	assert_int_equal(query_list(f->st, &q, &res), 0);
+	assert_int_equal(res.nrefs, 2);
+	query_result_free(&res);
+	/* An empty range: nothing merged, no error. */
+	q.from = T0 - 2 * HOUR;
+	q.to = T0 - HOUR;
+	assert_int_equal(query_merge(f->st, &q, &res), 0);
+	assert_null(res.merged);
+	assert_int_equal(res.nrefs, 0);
+	query_result_free(&res);
+	profile_free(one);
+}
+
+/* Gauges are averaged over the snapshots of a range, counters summed. */
+static void
+test_query_gauges(void **state)
+{
+	struct fixture *f = *state;
+	struct query q = { .service = "svc", .type = "heap", .from = INT64_MIN, .to = INT64_MAX };
+	struct query_result res;
+	struct profile *one = NULL;
+	size_t t;
+
+	assert_int_equal(profile_decode(f->heap.data, f->heap.len, &one, NULL), 0);
+	put(f, &f->heap, "svc", "heap", NULL, T0);
+	put(f, &f->heap, "svc", "heap", NULL, T0 + 10 * NS);
+	assert_int_equal(query_merge(f->st, &q, &res), 0);
+	assert_int_equal(res.nmerged, 2);
+	for (t = 0; t < one->nsample_types; t++) {
+		const char *ty = profile_str(one, one->sample_types[t].type);
+		int64_t want = profile_type_is_gauge(ty) ? profile_total(one, t) :
+		    2 * profile_total(one, t);
+
+		if (profile_total(res.merged, t) != want)
+			fail_msg("%s: %lld, want %lld", ty, (long long)profile_total(res.merged, t),
+			    (long long)want);
+	}
+	query_result_free(&res);
+	profile_free(one);
+}
+
+/* A query selects series by service, type and label selector. */
+static void
+test_query_match(void **state)
+{
+	struct series s = { .service = "svc", .type = "cpu", .labels = "a=1,b=2" };
+	struct query q = { 0 };
+	struct labelset sel;
+
+	(void)state;
+	assert_int_equal(labels_parse("a=1,b=2", &s.ls, NULL), 0);
+	assert_true(query_match(&q, &s));
+	q.service = "svc";
+	q.type = "cpu";
+	assert_true(query_match(&q, &s));
+	q.type = "heap";
+	assert_false(query_match(&q, &s));
+	q.type = "cpu";
+	assert_int_equal(labels_parse("b=2", &sel, NULL), 0);
+	q.sel = &sel;
+	assert_true(query_match(&q, &s));
+	labels_clear(&sel);
+	assert_int_equal(labels_parse("b=3", &sel, NULL), 0);
+	assert_false(query_match(&q, &s));
+	labels_clear(&sel);
+	labels_clear(&s.ls);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_put_get, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_series, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_same_timestamp_all_kept, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_scan_order_and_bounds, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_hours, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reopen_keeps_everything, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_input_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_type_inference, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_time_source, setup, teardown),
+		cmocka_unit_test(test_ids_and_names),
+		cmocka_unit_test_setup_teardown(test_query_merge, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_query_gauges, setup, teardown),
+		cmocka_unit_test(test_query_match),
+	};
+
+	return cmocka_run_group_tests_name("store", tests, NULL, NULL);
+}
