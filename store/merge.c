@@ -375,9 +375,12 @@ add_sample(struct addctx *c, const struct pf_sample *s, int64_t scale,
 			rc = -ENOMEM;
 			goto out;
 		}
-		memcpy((uint32_t *)m->sloc.p + d->loc_off,
-		    m->skey.data + sizeof(uint32_t), s->nlocs * sizeof(uint32_t));
-		memcpy((struct pf_label *)m->slab.p + d->lab_off, lp, nl * sizeof(*lp));
+		/* Either array is still NULL when nothing was pushed to it. */
+		if (s->nlocs)
+			memcpy((uint32_t *)m->sloc.p + d->loc_off,
+			    m->skey.data + sizeof(uint32_t), s->nlocs * sizeof(uint32_t));
+		if (nl)
+			memcpy((struct pf_label *)m->slab.p + d->lab_off, lp, nl * sizeof(*lp));
 	}
 	v = (int64_t *)m->vals.p + (size_t)k * m->ntypes;
 	for (t = 0; t < m->ntypes; t++)

@@ -97,7 +97,8 @@ query_list(struct store *st, const struct query *q, struct query_result *res)
 	}
 	free(all);
 	if (rc == 0) {
-		qsort(res->refs, res->nrefs, sizeof(*res->refs), ref_cmp);
+		if (res->nrefs)	/* refs is NULL when empty: not for qsort */
+			qsort(res->refs, res->nrefs, sizeof(*res->refs), ref_cmp);
 		if (q->limit && res->nrefs > q->limit)
 			res->nrefs = q->limit;
 	}
@@ -245,10 +246,10 @@ query_merge(struct store *st, const struct query *q, struct query_result *res)
 	free(c.groups);
 	buf_free(&c.sig);
 	buf_free(&c.err);
-	if (rc == 0)
-		qsort(res->refs, res->nrefs, sizeof(*res->refs), ref_cmp);
-	else
+	if (rc != 0)
 		query_result_free(res);
+	else if (res->nrefs)
+		qsort(res->refs, res->nrefs, sizeof(*res->refs), ref_cmp);
 	return rc;
 }
 

@@ -584,6 +584,9 @@ test_query_merge(void **state)
 	assert_null(res.merged);
 	assert_int_equal(res.nrefs, 0);
 	query_result_free(&res);
+	assert_int_equal(query_list(f->st, &q, &res), 0);
+	assert_int_equal(res.nrefs, 0);
+	query_result_free(&res);
 	profile_free(one);
 }
 
