@@ -381,7 +381,8 @@ store_series(struct store *st, const struct series ***out, size_t *n)
 		pthread_rwlock_unlock(&st->st_lock);
 		return -ENOMEM;
 	}
-	memcpy(arr, st->series, st->nseries * sizeof(*arr));
+	if (st->nseries)	/* st->series is NULL in an empty store */
+		memcpy(arr, st->series, st->nseries * sizeof(*arr));
 	*n = st->nseries;
 	pthread_rwlock_unlock(&st->st_lock);
 	qsort(arr, *n, sizeof(*arr), series_cmp);
