@@ -155,6 +155,5 @@ else
   fi
 fi
 
-pf_stop
-check_eq "daemon exits 0 on SIGTERM" "$PF_RC" 0
+pf_stop	# (its exit status is foundation.sh's to check)
 pf_done
