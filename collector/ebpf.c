@@ -1,20 +1,562 @@
-/* ebpf: placeholder until the eBPF sampler lands; refuses --ebpf clearly. */
+/*
+ * ebpf: the whole-host CPU sampler (`serve --ebpf[=HZ]`). Loads
+ * bpf/profile.bpf.c through its libbpf skeleton, attaches it to a software
+ * cpu-clock perf event in frequency mode on every online CPU and to the exec
+ * and exit tracepoints, and runs one thread that reads the ring buffer,
+ * resolves each stack as it arrives (proctab.c, symbolize.c: the process may
+ * be gone a moment later) and adds it to the period's aggregates (cpuprof.c),
+ * which it stores every flush period as one pprof CPU profile per service.
+ *
+ * Self-observation: samples, drops and errors (from the BPF per-CPU counters),
+ * the share of frames named and the processes tracked go to the log at -v
+ * each period and to the profilefs_ebpf_* metrics.
+ */
 #include <errno.h>
+#include <linux/capability.h>
+#include <linux/perf_event.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "../bpf/profile.h"
 #include "collector.h"
+#include "cpuprof.h"
+#include "metrics.h"
+#include "proctab.h"
+#include "symbolize.h"
+#include "profile.skel.h"
+
+#define KERNEL_START	0xffff800000000000ULL
+#define EXPIRE_SECS	600	/* ELF objects unused this long are dropped */
+
+struct ebpf_sampler {
+	struct store		*st;
+	struct profile_bpf	*skel;
+	struct ring_buffer	*rb;
+	int			*pfds;		/* one perf event per online CPU */
+	struct bpf_link		**links;
+	int			 npfds;
+	struct bpf_link		*exec_link, *exit_link;
+	pthread_t		 thread;
+	bool			 running;
+	atomic_bool		 stop;
+	int			 hz;
+	unsigned		 flush_secs;
+	struct symbolizer	*sym;
+	struct proctab		*pt;
+	struct cpuprof		*cp;
+	int64_t			 period_start;	/* wall-clock ns */
+	int64_t			 next_flush;	/* monotonic ns */
+	/* counted by the sampler thread only */
+	uint64_t		 events, user_frames, user_named, kernel_frames, kernel_named;
+	uint64_t		 prev[PROF_CNT_MAX];	/* BPF counters at the last report */
+	uint32_t		 locs[2 * PROF_MAX_STACK];
+};
+
+static int64_t
+clock_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int
+libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	char msg[1024];
+	size_t n;
+
+	if (level == LIBBPF_DEBUG && !log_verbose)
+		return 0;
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	n = strlen(msg);
+	while (n > 0 && msg[n - 1] == '\n')
+		msg[--n] = '\0';
+	if (level == LIBBPF_WARN)
+		log_warnx("libbpf: %s", msg);
+	else
+		log_debug("libbpf: %s", msg);
+	return 0;
+}
+
+/* --- preflight: say what is missing before libbpf says something cryptic --- */
+
+static bool
+has_cap(const struct __user_cap_data_struct *d, int cap)
+{
+	return (d[cap / 32].effective & (1u << (cap % 32))) != 0;
+}
+
+static int
+read_int_file(const char *path, int *v)
+{
+	FILE *f = fopen(path, "re");
+	int rc;
+
+	if (f == NULL)
+		return -errno;
+	rc = fscanf(f, "%d", v) == 1 ? 0 : -EINVAL;
+	fclose(f);
+	return rc;
+}
+
+static int
+preflight(void)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2];
+
+	memset(d, 0, sizeof(d));
+	if (syscall(SYS_capget, &h, d) == 0) {
+		bool admin = has_cap(d, CAP_SYS_ADMIN);
+
+		if (!admin && !(has_cap(d, 39 /* CAP_BPF */) && has_cap(d, 38 /* CAP_PERFMON */))) {
+			log_warnx("--ebpf: needs root, or the capabilities CAP_BPF and CAP_PERFMON "
+			    "(or CAP_SYS_ADMIN); this process has neither");
+			return -EPERM;
+		}
+	}
+	if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
+		log_warnx("--ebpf: the kernel exposes no BTF (/sys/kernel/btf/vmlinux: %s); "
+		    "a kernel built with CONFIG_DEBUG_INFO_BTF=y is needed", strerror(errno));
+		return -ENOTSUP;
+	}
+	return 0;
+}
+
+/* Online CPUs from /sys/devices/system/cpu/online ("0-3,5"); malloc'd list. */
+static int
+online_cpus(int **out, int *n)
+{
+	long max = sysconf(_SC_NPROCESSORS_CONF);
+	char line[4096], *s, *end;
+	int k = 0;
+	FILE *f;
+
+	*out = NULL;
+	*n = 0;
+	if ((f = fopen("/sys/devices/system/cpu/online", "re")) == NULL)
+		return -errno;
+	s = fgets(line, sizeof(line), f);
+	fclose(f);
+	if (s == NULL)
+		return -EINVAL;
+	if (max < 1)
+		max = 1;
+	if ((*out = calloc((size_t)max, sizeof(**out))) == NULL)
+		return -ENOMEM;
+	while (*s && *s != '\n') {
+		long a = strtol(s, &end, 10), b = a;
+
+		if (end == s)
+			break;
+		s = end;
+		if (*s == '-') {
+			b = strtol(s + 1, &end, 10);
+			s = end;
+		}
+		for (; a <= b && k < max; a++)
+			(*out)[k++] = (int)a;
+		if (*s == ',')
+			s++;
+	}
+	*n = k;
+	return k > 0 ? 0 : -EINVAL;
+}
+
+static int
+open_perf_events(struct ebpf_sampler *e)
+{
+	struct perf_event_attr attr;
+	int *cpus = NULL, ncpus, i, rc, paranoid = -1;
+
+	if ((rc = online_cpus(&cpus, &ncpus)) < 0) {
+		log_warnx("--ebpf: cannot read the online CPUs: %s", strerror(-rc));
+		return rc;
+	}
+	e->pfds = calloc((size_t)ncpus, sizeof(*e->pfds));
+	e->links = calloc((size_t)ncpus, sizeof(*e->links));
+	if (e->pfds == NULL || e->links == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	memset(&attr, 0, sizeof(attr));
+	attr.size = sizeof(attr);
+	attr.type = PERF_TYPE_SOFTWARE;
+	attr.config = PERF_COUNT_SW_CPU_CLOCK;
+	attr.freq = 1;
+	attr.sample_freq = (uint64_t)e->hz;
+	for (i = 0; i < ncpus; i++) {
+		int fd = (int)syscall(SYS_perf_event_open, &attr, -1, cpus[i], -1,
+		    PERF_FLAG_FD_CLOEXEC);
+
+		if (fd < 0) {
+			rc = -errno;
+			read_int_file("/proc/sys/kernel/perf_event_paranoid", &paranoid);
+			log_warnx("--ebpf: perf_event_open(cpu-clock, cpu %d): %s "
+			    "(kernel.perf_event_paranoid is %d; root or CAP_PERFMON is needed above 1)",
+			    cpus[i], strerror(-rc), paranoid);
+			goto out;
+		}
+		e->pfds[e->npfds++] = fd;
+		e->links[i] = bpf_program__attach_perf_event(e->skel->progs.do_sample, fd);
+		if (e->links[i] == NULL) {
+			rc = -errno;
+			log_warnx("--ebpf: attaching to the perf event of cpu %d: %s", cpus[i],
+			    strerror(-rc));
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	free(cpus);
+	return rc;
+}
+
+/* --- the sampler thread -------------------------------------------------- */
+
+static void
+handle_sample(struct ebpf_sampler *e, const struct prof_sample *s)
+{
+	char comm[PROF_COMM_LEN + 1];
+	struct cpuprof_svc *svc;
+	struct frame f;
+	struct proc *p;
+	size_t n = 0;
+	int i, nk, nu;
+	int64_t li;
+
+	memcpy(comm, s->comm, PROF_COMM_LEN);
+	comm[PROF_COMM_LEN] = '\0';
+	if ((p = proctab_get(e->pt, s->hdr.pid, comm)) == NULL ||
+	    (svc = cpuprof_service(e->cp, p)) == NULL)
+		return;
+	nk = s->kstack_len > 0 ? s->kstack_len / 8 : 0;
+	nu = s->ustack_len > 0 ? s->ustack_len / 8 : 0;
+	if (nk > PROF_MAX_STACK)
+		nk = PROF_MAX_STACK;
+	if (nu > PROF_MAX_STACK)
+		nu = PROF_MAX_STACK;
+	for (i = 0; i < nk; i++) {
+		memset(&f, 0, sizeof(f));
+		f.addr = s->kstack[i];
+		f.func = symbolize_kernel(e->sym, f.addr);
+		f.file = "[kernel]";
+		f.build_id = "";
+		f.start = KERNEL_START;
+		f.limit = UINT64_MAX;
+		e->kernel_frames++;
+		e->kernel_named += f.func != NULL;
+		if ((li = cpuprof_location(svc, &f)) < 0)
+			return;
+		e->locs[n++] = (uint32_t)li;
+	}
+	for (i = 0; i < nu; i++) {
+		uint64_t a = s->ustack[i];
+
+		if (a == 0)
+			break;
+		/* Callers' frames hold return addresses: step back into the call. */
+		proctab_resolve(e->pt, p, i > 0 ? a - 1 : a, &f);
+		e->user_frames++;
+		e->user_named += f.func != NULL;
+		if ((li = cpuprof_location(svc, &f)) < 0)
+			return;
+		e->locs[n++] = (uint32_t)li;
+	}
+	if (n == 0) {
+		memset(&f, 0, sizeof(f));
+		f.func = "[unknown]";
+		if ((li = cpuprof_location(svc, &f)) < 0)
+			return;
+		e->locs[n++] = (uint32_t)li;
+	}
+	cpuprof_sample(svc, e->locs, n, s->hdr.pid, s->hdr.tid, comm);
+}
+
+static int
+handle_event(void *ctx, void *data, size_t size)
+{
+	struct ebpf_sampler *e = ctx;
+	const struct prof_hdr *h = data;
+
+	if (size < sizeof(*h))
+		return 0;
+	e->events++;
+	switch (h->kind) {
+	case PROF_EV_SAMPLE:
+		if (size >= sizeof(struct prof_sample))
+			handle_sample(e, data);
+		break;
+	case PROF_EV_EXEC:
+		/* New mappings: read them now, while the process surely exists. */
+		proctab_forget(e->pt, h->pid);
+		if (size >= sizeof(struct prof_notice)) {
+			const struct prof_notice *n = data;
+			char comm[PROF_COMM_LEN + 1];
+
+			memcpy(comm, n->comm, PROF_COMM_LEN);
+			comm[PROF_COMM_LEN] = '\0';
+			proctab_exec(e->pt, h->pid, comm);
+		}
+		break;
+	case PROF_EV_EXIT:
+		proctab_forget(e->pt, h->pid);
+		break;
+	}
+	return 0;
+}
+
+static void
+read_counters(struct ebpf_sampler *e, uint64_t out[PROF_CNT_MAX])
+{
+	int ncpu = libbpf_num_possible_cpus(), fd = bpf_map__fd(e->skel->maps.counters);
+	uint64_t *vals;
+	uint32_t k;
+	int c;
+
+	memset(out, 0, PROF_CNT_MAX * sizeof(*out));
+	if (ncpu <= 0 || (vals = calloc((size_t)ncpu, sizeof(*vals))) == NULL)
+		return;
+	for (k = 0; k < PROF_CNT_MAX; k++) {
+		if (bpf_map_lookup_elem(fd, &k, vals) != 0)
+			continue;
+		for (c = 0; c < ncpu; c++)
+			out[k] += vals[c];
+	}
+	free(vals);
+}
+
+static void
+flush(struct ebpf_sampler *e)
+{
+	static const char *const names[PROF_CNT_MAX] = {
+		"samples", "idle", "dropped_ringbuf", "dropped_event", "kstack_errors",
+		"ustack_errors"
+	};
+	uint64_t c[PROF_CNT_MAX], d[PROF_CNT_MAX], samples = 0;
+	int64_t end = clock_ns(CLOCK_REALTIME), t0 = clock_ns(CLOCK_MONOTONIC);
+	size_t profiles = 0;
+	char lbl[64];
+	int k;
+
+	cpuprof_flush(e->cp, e->st, e->period_start, end, &profiles, &samples);
+	e->period_start = end;
+	proctab_expire(e->pt);
+	symbolize_elf_expire(e->sym, (time_t)(t0 / 1000000000) - EXPIRE_SECS);
+
+	read_counters(e, c);
+	for (k = 0; k < PROF_CNT_MAX; k++) {
+		d[k] = c[k] - e->prev[k];
+		e->prev[k] = c[k];
+		snprintf(lbl, sizeof(lbl), "what=\"%s\"", names[k]);
+		metrics_add("profilefs_ebpf_bpf_events_total", lbl, (double)d[k]);
+	}
+	metrics_add("profilefs_ebpf_samples_stored_total", NULL, (double)samples);
+	metrics_add("profilefs_ebpf_profiles_total", NULL, (double)profiles);
+	metrics_add("profilefs_ebpf_dropped_total", NULL,
+	    (double)(d[PROF_CNT_DROP_RINGBUF] + d[PROF_CNT_DROP_EVENT]));
+	metrics_set("profilefs_ebpf_frames_total", "kind=\"user\"", (double)e->user_frames);
+	metrics_set("profilefs_ebpf_frames_named_total", "kind=\"user\"", (double)e->user_named);
+	metrics_set("profilefs_ebpf_frames_total", "kind=\"kernel\"", (double)e->kernel_frames);
+	metrics_set("profilefs_ebpf_frames_named_total", "kind=\"kernel\"",
+	    (double)e->kernel_named);
+	metrics_set("profilefs_ebpf_processes_tracked", NULL, (double)proctab_count(e->pt));
+	metrics_set("profilefs_ebpf_elf_objects_cached", NULL,
+	    (double)symbolize_elf_count(e->sym));
+	metrics_observe("profilefs_ebpf_flush_seconds", NULL,
+	    (double)(clock_ns(CLOCK_MONOTONIC) - t0) / 1e9);
+	log_debug("ebpf: period: %llu samples (%llu idle) -> %zu profiles, %llu samples stored; "
+	    "dropped %llu samples, %llu events; stack errors kernel %llu user %llu; "
+	    "named frames user %.1f%% kernel %.1f%%; %zu processes, %zu ELF objects",
+	    (unsigned long long)d[PROF_CNT_SAMPLES], (unsigned long long)d[PROF_CNT_IDLE],
+	    profiles, (unsigned long long)samples,
+	    (unsigned long long)d[PROF_CNT_DROP_RINGBUF], (unsigned long long)d[PROF_CNT_DROP_EVENT],
+	    (unsigned long long)d[PROF_CNT_ERR_KSTACK], (unsigned long long)d[PROF_CNT_ERR_USTACK],
+	    e->user_frames ? 100.0 * (double)e->user_named / (double)e->user_frames : 0.0,
+	    e->kernel_frames ? 100.0 * (double)e->kernel_named / (double)e->kernel_frames : 0.0,
+	    proctab_count(e->pt), symbolize_elf_count(e->sym));
+}
+
+static void *
+sampler_main(void *arg)
+{
+	struct ebpf_sampler *e = arg;
+	int rc;
+
+	while (!atomic_load(&e->stop)) {
+		rc = ring_buffer__poll(e->rb, 200);
+		if (rc < 0 && rc != -EINTR) {
+			log_warnx("ebpf: ring buffer: %s", strerror(-rc));
+			break;
+		}
+		if (clock_ns(CLOCK_MONOTONIC) >= e->next_flush) {
+			flush(e);
+			e->next_flush += (int64_t)e->flush_secs * 1000000000;
+		}
+	}
+	ring_buffer__consume(e->rb);
+	flush(e);
+	return NULL;
+}
+
+/* --- start and stop ------------------------------------------------------ */
+
+static enum service_by
+service_rule(void)
+{
+	const char *v = getenv("PROFILEFS_EBPF_SERVICE_BY");
+
+	if (v == NULL || *v == '\0' || strcmp(v, "cgroup") == 0)
+		return SERVICE_BY_CGROUP;
+	if (strcmp(v, "exe") == 0)
+		return SERVICE_BY_EXE;
+	if (strcmp(v, "comm") == 0)
+		return SERVICE_BY_COMM;
+	log_warnx("PROFILEFS_EBPF_SERVICE_BY=%s: not cgroup, exe or comm; using cgroup", v);
+	return SERVICE_BY_CGROUP;
+}
+
+static void
+describe_metrics(void)
+{
+	metrics_describe("profilefs_ebpf_bpf_events_total", "counter",
+	    "Events counted by the BPF program, by what happened (samples, idle, drops, errors).");
+	metrics_describe("profilefs_ebpf_samples_stored_total", "counter",
+	    "Samples stored in eBPF CPU profiles.");
+	metrics_describe("profilefs_ebpf_profiles_total", "counter",
+	    "eBPF CPU profiles stored (one per service per period).");
+	metrics_describe("profilefs_ebpf_dropped_total", "counter",
+	    "Samples and notices lost because the ring buffer was full.");
+	metrics_describe("profilefs_ebpf_frames_total", "counter", "Stack frames resolved.");
+	metrics_describe("profilefs_ebpf_frames_named_total", "counter",
+	    "Stack frames resolved to a function name.");
+	metrics_describe("profilefs_ebpf_processes_tracked", "gauge",
+	    "Processes whose mappings the sampler holds.");
+	metrics_describe("profilefs_ebpf_elf_objects_cached", "gauge",
+	    "ELF objects in the symbol cache.");
+	metrics_describe("profilefs_ebpf_flush_seconds", "histogram",
+	    "Time to build and store one period's profiles.");
+}
 
 int
 ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **out)
 {
-	(void)st;
-	(void)o;
+	struct ebpf_sampler *e;
+	char host[256] = "";
+	long ncpu;
+	size_t rbsize;
+	int rc;
+
 	*out = NULL;
-	log_warnx("--ebpf: the eBPF sampler is not part of this build yet");
-	return -ENOSYS;
+	if (o->hz < 1 || o->hz > 99) {
+		log_warnx("--ebpf: HZ must be 1..99");
+		return -EINVAL;
+	}
+	if ((rc = preflight()) < 0)
+		return rc;
+	if ((e = calloc(1, sizeof(*e))) == NULL)
+		return -ENOMEM;
+	e->st = st;
+	e->hz = o->hz;
+	e->flush_secs = o->flush_secs ? o->flush_secs : 10;
+	libbpf_set_print(libbpf_log);
+	gethostname(host, sizeof(host) - 1);
+	if ((e->sym = symbolize_create()) == NULL ||
+	    (e->pt = proctab_create(e->sym, service_rule(), host[0] ? host : "localhost")) == NULL ||
+	    (e->cp = cpuprof_create(e->hz)) == NULL) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+
+	if ((e->skel = profile_bpf__open()) == NULL) {
+		rc = -errno;
+		log_warnx("--ebpf: opening the BPF object: %s", strerror(-rc));
+		goto fail;
+	}
+	e->skel->rodata->kernel_stacks = true;
+	e->skel->rodata->user_stacks = true;
+	/* 1 MiB per CPU (about 5 s of 99 Hz samples), a power of two, at least 4 MiB. */
+	ncpu = sysconf(_SC_NPROCESSORS_CONF);
+	for (rbsize = 4u << 20; rbsize < (size_t)(ncpu > 0 ? ncpu : 1) << 20 &&
+	    rbsize < (256u << 20); rbsize <<= 1)
+		;
+	bpf_map__set_max_entries(e->skel->maps.events, (uint32_t)rbsize);
+	if ((rc = profile_bpf__load(e->skel)) < 0) {
+		log_warnx("--ebpf: loading the BPF program failed: %s (run with -v for the "
+		    "verifier's log; the kernel needs BPF ring buffers, 5.8 or later)", strerror(-rc));
+		goto fail;
+	}
+	if (!symbolize_kernel_ok(e->sym))
+		log_warnx("--ebpf: kernel symbols are hidden; kernel frames keep addresses only");
+	if ((rc = open_perf_events(e)) < 0)
+		goto fail;
+	e->exec_link = bpf_program__attach(e->skel->progs.on_exec);
+	e->exit_link = bpf_program__attach(e->skel->progs.on_exit);
+	if (e->exec_link == NULL || e->exit_link == NULL) {
+		rc = -errno;
+		log_warnx("--ebpf: attaching to the sched_process_exec/exit tracepoints: %s",
+		    strerror(-rc));
+		goto fail;
+	}
+	e->rb = ring_buffer__new(bpf_map__fd(e->skel->maps.events), handle_event, e, NULL);
+	if (e->rb == NULL) {
+		rc = -errno;
+		log_warnx("--ebpf: ring buffer: %s", strerror(-rc));
+		goto fail;
+	}
+	describe_metrics();
+	e->period_start = clock_ns(CLOCK_REALTIME);
+	e->next_flush = clock_ns(CLOCK_MONOTONIC) + (int64_t)e->flush_secs * 1000000000;
+	if ((rc = pthread_create(&e->thread, NULL, sampler_main, e)) != 0) {
+		rc = -rc;
+		log_warnx("--ebpf: starting the sampler thread: %s", strerror(-rc));
+		goto fail;
+	}
+	e->running = true;
+	log_info("ebpf: sampling %d CPUs at %d Hz, one profile per service every %u s",
+	    e->npfds, e->hz, e->flush_secs);
+	*out = e;
+	return 0;
+fail:
+	ebpf_stop(e);
+	return rc < 0 ? rc : -EIO;
 }
 
 void
 ebpf_stop(struct ebpf_sampler *e)
 {
-	(void)e;
+	int i;
+
+	if (e == NULL)
+		return;
+	if (e->running) {
+		atomic_store(&e->stop, true);
+		pthread_join(e->thread, NULL);
+	}
+	for (i = 0; e->links && i < e->npfds; i++)
+		bpf_link__destroy(e->links[i]);
+	for (i = 0; i < e->npfds; i++)
+		close(e->pfds[i]);
+	bpf_link__destroy(e->exec_link);
+	bpf_link__destroy(e->exit_link);
+	ring_buffer__free(e->rb);
+	profile_bpf__destroy(e->skel);
+	cpuprof_destroy(e->cp);
+	proctab_destroy(e->pt);
+	symbolize_destroy(e->sym);
+	free(e->links);
+	free(e->pfds);
+	free(e);
 }

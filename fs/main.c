@@ -35,6 +35,9 @@ static const char usage_text[] =
 "  --http-max-conns N  most concurrent HTTP connections (default 256), then 503\n"
 "  --ebpf[=HZ]         sample every process's on-CPU stacks with eBPF at HZ\n"
 "                      (default 19, at most 99); needs root\n"
+"  --ebpf-period SECONDS  store one eBPF CPU profile per service every SECONDS\n"
+"                      (default 10); PROFILEFS_EBPF_SERVICE_BY=cgroup|exe|comm\n"
+"                      picks how processes map to services (default cgroup)\n"
 "  --scrape FILE       pull Go /debug/pprof endpoints listed in FILE (JSON)\n"
 "  -v, --verbose       log more\n"
 "  --debug-fuse        trace every FUSE request (very verbose)\n"
@@ -133,6 +136,7 @@ main(int argc, char **argv)
 		{ "data",	required_argument,	NULL, 'd' },
 		{ "http",	required_argument,	NULL, 'H' },
 		{ "ebpf",	optional_argument,	NULL, 'e' },
+		{ "ebpf-period", required_argument,	NULL, 'P' },
 		{ "scrape",	required_argument,	NULL, 's' },
 		{ "http-token",	required_argument,	NULL, 'T' },
 		{ "http-max-body", required_argument,	NULL, 'B' },
@@ -186,6 +190,16 @@ main(int argc, char **argv)
 				}
 			}
 			o.ebpf_hz = (int)hz;
+			break;
+		case 'P':
+			errno = 0;
+			hz = strtol(optarg, &end, 10);
+			if (errno || *end || hz < 1 || hz > 3600) {
+				fprintf(stderr, "profilefs: --ebpf-period: SECONDS must be 1..3600, not '%s'\n",
+				    optarg);
+				return 2;
+			}
+			o.ebpf_flush = (unsigned)hz;
 			break;
 		case 's':
 			o.scrape = optarg;

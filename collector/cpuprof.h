@@ -1,0 +1,40 @@
+/*
+ * cpuprof: the eBPF sampler's aggregation of resolved stacks into pprof CPU
+ * profiles, one per (service, series labels) per period, shaped exactly like
+ * Go's CPU profiles (sample types samples/count and cpu/nanoseconds, period
+ * type cpu/nanoseconds, period 1e9/HZ) so that the two merge. Per-sample pprof
+ * labels pid, tid, comm. Where stacks come from is ebpf.c's business.
+ *
+ * Not thread-safe: one cpuprof belongs to the sampler's thread.
+ */
+#ifndef PROFILEFS_CPUPROF_H
+#define PROFILEFS_CPUPROF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proctab.h"
+#include "store.h"
+
+struct cpuprof;
+struct cpuprof_svc;
+
+struct cpuprof	*cpuprof_create(int hz);
+void		 cpuprof_destroy(struct cpuprof *c);
+/* The aggregate of p's service and labels in this period (created on first use). */
+struct cpuprof_svc *cpuprof_service(struct cpuprof *c, const struct proc *p);
+/* Location index of one frame in s (copied: f's strings may go away after). */
+int64_t		 cpuprof_location(struct cpuprof_svc *s, const struct frame *f);
+/* Count one sample with the given location indexes, leaf first. */
+int		 cpuprof_sample(struct cpuprof_svc *s, const uint32_t *locs, size_t n,
+		    uint32_t pid, uint32_t tid, const char *comm);
+
+/*
+ * Store one profile per service for the period [start, end) (wall-clock ns)
+ * and empty the aggregates. *profiles (output) counts the profiles stored.
+ * Errors of single services are logged; -errno only if none could be stored.
+ */
+int		 cpuprof_flush(struct cpuprof *c, struct store *st, int64_t start,
+		    int64_t end, size_t *profiles, uint64_t *samples);
+
+#endif

@@ -1,0 +1,557 @@
+/*
+ * proctab: the process table of the eBPF sampler.
+ *
+ * Reading a process: /proc/PID/maps (executable mappings only), the ELF
+ * object of each file mapping opened through /proc/PID/map_files/START-END
+ * (works for deleted files and other mount namespaces; falls back to
+ * /proc/PID/root/PATH), its load bias from the ELF program headers,
+ * /proc/PID/cgroup for the service and labels, NSpid from /proc/PID/status
+ * for the perf map name (/proc/PID/root/tmp/perf-NSPID.map).
+ *
+ * The service rule (documented in README.md):
+ *   cgroup (default): a systemd unit "x.service" in the cgroup path gives
+ *     service "x" and label unit=x.service; otherwise the executable's base
+ *     name. A container id (docker, containerd, cri-o, podman) in the path
+ *     adds container=<first 12 hex digits>, a kubepods pod uid adds pod=<uid>.
+ *   exe: always the executable's base name (labels as above).
+ *   comm: the process's comm.
+ * Kernel threads go to service "kernel".
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "log.h"
+#include "proctab.h"
+
+#define NBUCKETS	4096
+#define MAPS_REREAD_NS	(1000LL * 1000 * 1000)	/* unknown address: re-read maps at most 1/s */
+#define PERFMAP_RECHECK_NS (1000LL * 1000 * 1000)
+
+struct pmap {
+	uint64_t	 start, end, offset;
+	uint64_t	 dev, ino;
+	char		*path;		/* as in maps, " (deleted)" removed; "" for anonymous */
+	struct elfobj	*obj;		/* NULL: not an ELF file we could read */
+	uint64_t	 bias;
+};
+
+struct proctab {
+	struct symbolizer *sym;
+	enum service_by	 by;
+	char		 host[256];
+	struct proc	*buckets[NBUCKETS];
+	size_t		 n;
+};
+
+static int64_t
+now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+struct proctab *
+proctab_create(struct symbolizer *sym, enum service_by by, const char *host)
+{
+	struct proctab *pt = calloc(1, sizeof(*pt));
+
+	if (pt == NULL)
+		return NULL;
+	pt->sym = sym;
+	pt->by = by;
+	snprintf(pt->host, sizeof(pt->host), "%s", host);
+	return pt;
+}
+
+static void
+maps_free(struct proc *p)
+{
+	size_t i;
+
+	for (i = 0; i < p->nmaps; i++) {
+		free(p->maps[i].path);
+		symbolize_elf_put(p->maps[i].obj);
+	}
+	free(p->maps);
+	p->maps = NULL;
+	p->nmaps = 0;
+}
+
+static void
+proc_free(struct proc *p)
+{
+	maps_free(p);
+	perfmap_free(p->perfmap);
+	labels_clear(&p->labels);
+	free(p->labels_text);
+	free(p);
+}
+
+void
+proctab_destroy(struct proctab *pt)
+{
+	struct proc *p, *n;
+	size_t i;
+
+	if (pt == NULL)
+		return;
+	for (i = 0; i < NBUCKETS; i++)
+		for (p = pt->buckets[i]; p; p = n) {
+			n = p->next;
+			proc_free(p);
+		}
+	free(pt);
+}
+
+/* --- reading /proc ------------------------------------------------------- */
+
+/* Read /proc/PID/maps: executable mappings, sorted as the kernel lists them. */
+static int
+read_maps(struct proctab *pt, struct proc *p)
+{
+	char path[64], root[64], *line = NULL;
+	size_t lcap = 0, cap = 0;
+	ssize_t len;
+	FILE *f;
+
+	maps_free(p);
+	p->maps_read = now_ns();
+	snprintf(path, sizeof(path), "/proc/%u/maps", p->pid);
+	snprintf(root, sizeof(root), "/proc/%u/root", p->pid);
+	if ((f = fopen(path, "re")) == NULL)
+		return -errno;
+	while ((len = getline(&line, &lcap, f)) > 0) {
+		unsigned long long start, end, off, ino;
+		unsigned int major, minor;
+		char perms[8];
+		int name = 0;
+		struct pmap *m;
+		char *pn, *del;
+
+		if (line[len - 1] == '\n')
+			line[--len] = '\0';
+		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off,
+		    &major, &minor, &ino, &name) < 7)
+			continue;
+		if (strlen(perms) < 3 || perms[2] != 'x')
+			continue;
+		if (p->nmaps == cap) {
+			struct pmap *nm;
+
+			cap = cap ? cap * 2 : 32;
+			if ((nm = realloc(p->maps, cap * sizeof(*nm))) == NULL)
+				break;
+			p->maps = nm;
+		}
+		m = &p->maps[p->nmaps];
+		memset(m, 0, sizeof(*m));
+		m->start = start;
+		m->end = end;
+		m->offset = off;
+		m->dev = makedev(major, minor);
+		m->ino = ino;
+		pn = name > 0 ? line + name : line + len;
+		if ((del = strstr(pn, " (deleted)")) != NULL && del[10] == '\0')
+			*del = '\0';
+		if ((m->path = strdup(pn)) == NULL)
+			break;
+		p->nmaps++;
+		if (ino != 0 && pn[0] == '/') {
+			char mf[96], alt[PATH_MAX];
+
+			snprintf(mf, sizeof(mf), "/proc/%u/map_files/%llx-%llx", p->pid, start, end);
+			m->obj = symbolize_elf(pt->sym, m->dev, ino, mf, root, pn);
+			if (m->obj == NULL && del == NULL) {
+				snprintf(alt, sizeof(alt), "%s%s", root, pn);
+				m->obj = symbolize_elf(pt->sym, m->dev, ino, alt, root, pn);
+			}
+			if (m->obj && symbolize_elf_bias(m->obj, start, off, &m->bias) < 0) {
+				symbolize_elf_put(m->obj);
+				m->obj = NULL;
+			}
+		}
+	}
+	free(line);
+	fclose(f);
+	return 0;
+}
+
+/* Pick what the service rule needs out of one cgroup path. */
+static void
+parse_cgroup(const char *path, char *unit, size_t unitsz, char *ctr, size_t ctrsz,
+    char *pod, size_t podsz)
+{
+	char comp[256];
+	const char *s = path, *e;
+
+	while (*s) {
+		size_t n, i, run = 0, best = 0, best_end = 0;
+
+		while (*s == '/')
+			s++;
+		if (*s == '\0')
+			break;
+		e = strchr(s, '/');
+		n = e ? (size_t)(e - s) : strlen(s);
+		if (n >= sizeof(comp))
+			n = sizeof(comp) - 1;
+		memcpy(comp, s, n);
+		comp[n] = '\0';
+		s += n;
+		if (n > 8 && strcmp(comp + n - 8, ".service") == 0 &&
+		    strncmp(comp, "user@", 5) != 0)
+			snprintf(unit, unitsz, "%s", comp);
+		/* A container id is a run of 64 hex digits. */
+		for (i = 0; i < n; i++) {
+			run = isxdigit((unsigned char)comp[i]) ? run + 1 : 0;
+			if (run > best) {
+				best = run;
+				best_end = i + 1;
+			}
+		}
+		if (best == 64)
+			snprintf(ctr, ctrsz, "%.12s", comp + best_end - 64);
+		/* kubepods-besteffort-pod<uid>.slice or pod<uid> */
+		{
+			char *q = strstr(comp, "pod");
+
+			if (strncmp(comp, "kubepods", 8) == 0 && q && q[3] != '\0') {
+				char *d;
+
+				snprintf(pod, podsz, "%s", q + 3);
+				if ((d = strstr(pod, ".slice")) != NULL)
+					*d = '\0';
+				for (d = pod; *d; d++)
+					if (*d == '_')
+						*d = '-';
+			}
+		}
+	}
+}
+
+static void
+read_cgroup(struct proc *p, char *unit, size_t unitsz, char *ctr, size_t ctrsz,
+    char *pod, size_t podsz)
+{
+	char path[64], line[1024], v1[1024] = "", v2[1024] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/cgroup", p->pid);
+	if ((f = fopen(path, "re")) == NULL)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char *c = strchr(line, '\n');
+
+		if (c)
+			*c = '\0';
+		if (strncmp(line, "0::", 3) == 0)
+			snprintf(v2, sizeof(v2), "%s", line + 3);
+		else if ((c = strstr(line, ":name=systemd:")) != NULL)
+			snprintf(v1, sizeof(v1), "%s", c + 14);
+	}
+	fclose(f);
+	/* cgroup v2 when it holds the process, else the v1 systemd hierarchy. */
+	parse_cgroup(strcmp(v2, "/") != 0 && v2[0] ? v2 : v1, unit, unitsz, ctr, ctrsz,
+	    pod, podsz);
+}
+
+static uint32_t
+read_nspid(uint32_t pid)
+{
+	char path[64], line[256];
+	uint32_t ns = pid;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/status", pid);
+	if ((f = fopen(path, "re")) == NULL)
+		return pid;
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "NSpid:", 6) == 0) {
+			char *s = line + 6, *end;
+			unsigned long v;
+
+			/* The last number is the pid in the process's own namespace. */
+			for (;;) {
+				v = strtoul(s, &end, 10);
+				if (end == s)
+					break;
+				ns = (uint32_t)v;
+				s = end;
+			}
+			break;
+		}
+	}
+	fclose(f);
+	return ns;
+}
+
+/* A service name store_check_service accepts. */
+static void
+set_service(struct proc *p, const char *name)
+{
+	char *c;
+
+	snprintf(p->service, sizeof(p->service), "%s", name && *name ? name : "unknown");
+	for (c = p->service; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f || *c == '/')
+			*c = '_';
+	if (p->service[0] == '.' || strcmp(p->service, "ingest") == 0 ||
+	    strcmp(p->service, "README.txt") == 0) {
+		memmove(p->service + 1, p->service, sizeof(p->service) - 2);
+		p->service[sizeof(p->service) - 1] = '\0';
+		p->service[0] = '_';
+	}
+}
+
+static void
+proc_load(struct proctab *pt, struct proc *p, const char *comm)
+{
+	char path[64], exe[PATH_MAX], unit[256] = "", ctr[64] = "", pod[128] = "";
+	const char *base = NULL;
+	struct buf err = { 0 }, lt = { 0 };
+	char cbuf[32];
+	ssize_t n;
+	int rc;
+
+	if (comm == NULL) {
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/%u/comm", p->pid);
+		cbuf[0] = '\0';
+		if ((f = fopen(path, "re")) != NULL) {
+			if (fgets(cbuf, sizeof(cbuf), f) && strchr(cbuf, '\n'))
+				*strchr(cbuf, '\n') = '\0';
+			fclose(f);
+		}
+		comm = cbuf;
+	}
+
+	snprintf(path, sizeof(path), "/proc/%u/exe", p->pid);
+	n = readlink(path, exe, sizeof(exe) - 1);
+	if (n > 0) {
+		char *del;
+
+		exe[n] = '\0';
+		if ((del = strstr(exe, " (deleted)")) != NULL && del[10] == '\0')
+			*del = '\0';
+		base = strrchr(exe, '/') ? strrchr(exe, '/') + 1 : exe;
+	} else if (errno == ENOENT && access(path, F_OK) != 0) {
+		/* /proc/PID gone, or a kernel thread (no exe link at all). */
+		snprintf(path, sizeof(path), "/proc/%u", p->pid);
+		if (access(path, F_OK) == 0)
+			p->kthread = true;
+		else
+			p->gone = true;
+	} else {
+		p->gone = access(path, F_OK) != 0;
+	}
+	rc = read_maps(pt, p);
+	if (rc == -ENOENT || rc == -ESRCH)
+		p->gone = true;
+	if (!p->gone)
+		read_cgroup(p, unit, sizeof(unit), ctr, sizeof(ctr), pod, sizeof(pod));
+	p->nspid = p->gone ? p->pid : read_nspid(p->pid);
+
+	if (p->kthread) {
+		set_service(p, pt->by == SERVICE_BY_COMM ? comm : "kernel");
+	} else if (pt->by == SERVICE_BY_COMM || base == NULL) {
+		set_service(p, comm);
+	} else if (pt->by == SERVICE_BY_CGROUP && unit[0]) {
+		unit[strlen(unit) - 8] = '\0';
+		set_service(p, unit);
+		strcat(unit, ".service");
+	} else {
+		set_service(p, base);
+	}
+	labels_add(&p->labels, "host", pt->host, &err);
+	if (unit[0])
+		labels_add(&p->labels, "unit", unit, &err);
+	if (ctr[0])
+		labels_add(&p->labels, "container", ctr, &err);
+	if (pod[0])
+		labels_add(&p->labels, "pod", pod, &err);
+	if (labels_format(&p->labels, &lt) == 0 && buf_reserve(&lt, 0) == 0)
+		p->labels_text = buf_steal(&lt, NULL);
+	buf_free(&lt);
+	buf_free(&err);
+	log_debug("ebpf: pid %u (%s): service %s {%s}, %zu executable mappings%s", p->pid,
+	    comm, p->service, p->labels_text ? p->labels_text : "", p->nmaps,
+	    p->gone ? ", already gone" : "");
+}
+
+struct proc *
+proctab_get(struct proctab *pt, uint32_t pid, const char *comm)
+{
+	struct proc **b = &pt->buckets[pid % NBUCKETS], *p;
+
+	for (p = *b; p; p = p->next)
+		if (p->pid == pid)
+			return p;
+	if ((p = calloc(1, sizeof(*p))) == NULL)
+		return NULL;
+	p->pid = pid;
+	proc_load(pt, p, comm);
+	if (p->labels_text == NULL) {
+		proc_free(p);
+		return NULL;
+	}
+	p->next = *b;
+	*b = p;
+	pt->n++;
+	return p;
+}
+
+void
+proctab_exec(struct proctab *pt, uint32_t pid, const char *comm)
+{
+	struct proc *p = proctab_get(pt, pid, comm);
+
+	if (p == NULL)
+		return;
+	if (p->gone)
+		proctab_forget(pt, pid);	/* too late: let samples say what they can */
+	else
+		p->maps_read = 0;
+}
+
+void
+proctab_forget(struct proctab *pt, uint32_t pid)
+{
+	struct proc **pp = &pt->buckets[pid % NBUCKETS], *p;
+
+	for (; (p = *pp) != NULL; pp = &p->next) {
+		if (p->pid == pid) {
+			*pp = p->next;
+			proc_free(p);
+			pt->n--;
+			return;
+		}
+	}
+}
+
+void
+proctab_expire(struct proctab *pt)
+{
+	char path[64];
+	size_t i;
+
+	for (i = 0; i < NBUCKETS; i++) {
+		struct proc **pp = &pt->buckets[i], *p;
+
+		while ((p = *pp) != NULL) {
+			snprintf(path, sizeof(path), "/proc/%u", p->pid);
+			if (p->gone || access(path, F_OK) != 0) {
+				*pp = p->next;
+				proc_free(p);
+				pt->n--;
+			} else {
+				pp = &p->next;
+			}
+		}
+	}
+}
+
+size_t
+proctab_count(const struct proctab *pt)
+{
+	return pt->n;
+}
+
+/* --- resolving ----------------------------------------------------------- */
+
+static struct pmap *
+find_map(struct proc *p, uint64_t addr)
+{
+	size_t lo = 0, hi = p->nmaps;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (p->maps[mid].end <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < p->nmaps && p->maps[lo].start <= addr)
+		return &p->maps[lo];
+	return NULL;
+}
+
+/* The JIT perf map, re-read when the file changed (checked at most once a second). */
+static const char *
+perfmap_name(struct proc *p, uint64_t addr)
+{
+	int64_t now = now_ns();
+
+	if (!p->gone && now - p->perfmap_checked >= PERFMAP_RECHECK_NS) {
+		char path[96];
+		struct stat st;
+
+		p->perfmap_checked = now;
+		snprintf(path, sizeof(path), "/proc/%u/root/tmp/perf-%u.map", p->pid, p->nspid);
+		if (stat(path, &st) == 0 && (st.st_mtim.tv_sec * 1000000000LL +
+		    st.st_mtim.tv_nsec != p->perfmap_mtime || st.st_size != p->perfmap_size)) {
+			struct perfmap *m = perfmap_load(path);
+
+			if (m) {
+				perfmap_free(p->perfmap);
+				p->perfmap = m;
+				p->perfmap_mtime = st.st_mtim.tv_sec * 1000000000LL +
+				    st.st_mtim.tv_nsec;
+				p->perfmap_size = st.st_size;
+			}
+		}
+	}
+	return p->perfmap ? perfmap_lookup(p->perfmap, addr) : NULL;
+}
+
+void
+proctab_resolve(struct proctab *pt, struct proc *p, uint64_t addr, struct frame *f)
+{
+	struct pmap *m = find_map(p, addr);
+
+	memset(f, 0, sizeof(*f));
+	f->addr = addr;
+	f->build_id = "";
+	if (m == NULL && !p->gone && now_ns() - p->maps_read >= MAPS_REREAD_NS) {
+		/* A mapping made after we read the maps (dlopen, JIT). */
+		if (read_maps(pt, p) == -ENOENT)
+			p->gone = true;
+		m = find_map(p, addr);
+	}
+	if (m && m->obj) {
+		f->file = m->path;
+		f->build_id = symbolize_elf_build_id(m->obj);
+		f->start = m->start;
+		f->limit = m->end;
+		f->offset = m->offset;
+		f->func = symbolize_elf_lookup(m->obj, addr - m->bias);
+		return;
+	}
+	if (m && m->path[0] == '/') {
+		/* A file we could not read as ELF: keep its name and address. */
+		f->file = m->path;
+		f->start = m->start;
+		f->limit = m->end;
+		f->offset = m->offset;
+		return;
+	}
+	f->func = perfmap_name(p, addr);
+	if (m) {
+		f->file = f->func ? "[jit]" : m->path[0] ? m->path : "[anon]";
+		f->start = m->start;
+		f->limit = m->end;
+		f->offset = m->offset;
+	}
+}

@@ -1,0 +1,79 @@
+/*
+ * proctab: what the eBPF sampler knows about each process it has seen: its
+ * executable mappings (with the ELF object and load bias of each), its JIT
+ * perf map, and the service and series labels its samples go to. A process
+ * is read from /proc on its first sample or at exec, so a process that lives
+ * half a second is still symbolized after it is gone. ELF reading itself is
+ * symbolize.c's.
+ *
+ * Not thread-safe: the table belongs to the sampler's thread.
+ */
+#ifndef PROFILEFS_PROCTAB_H
+#define PROFILEFS_PROCTAB_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "labels.h"
+#include "symbolize.h"
+
+/* How a process's service is chosen (PROFILEFS_EBPF_SERVICE_BY). */
+enum service_by {
+	SERVICE_BY_CGROUP,	/* systemd unit, else executable name (default) */
+	SERVICE_BY_EXE,		/* executable name */
+	SERVICE_BY_COMM,	/* the process's comm */
+};
+
+/* One resolved stack frame; strings are valid until the next proctab call. */
+struct frame {
+	const char	*func;		/* NULL: unresolved */
+	const char	*file;		/* mapping name ("/usr/bin/x", "[kernel]"), NULL: none */
+	const char	*build_id;	/* hex, "" if none */
+	uint64_t	 start, limit, offset;	/* the mapping, when file != NULL */
+	uint64_t	 addr;
+};
+
+struct proc {
+	uint32_t	 pid;
+	char		 service[64];
+	struct labelset	 labels;	/* series labels: host, unit, container, pod */
+	char		*labels_text;	/* canonical form of labels */
+	/* private to proctab.c below */
+	struct proc	*next;
+	struct pmap	*maps;
+	size_t		 nmaps;
+	uint32_t	 nspid;
+	bool		 gone;		/* /proc/PID vanished: do not read it again */
+	bool		 kthread;
+	int64_t		 maps_read;	/* monotonic ns of the last maps read */
+	struct perfmap	*perfmap;
+	int64_t		 perfmap_checked;
+	int64_t		 perfmap_mtime;
+	int64_t		 perfmap_size;
+};
+
+struct proctab;
+
+/* host: the value of the host label. */
+struct proctab	*proctab_create(struct symbolizer *sym, enum service_by by, const char *host);
+void		 proctab_destroy(struct proctab *pt);
+/*
+ * The process pid, read from /proc if not known yet (comm names it when
+ * /proc has nothing). NULL only on allocation failure. Owned by the table.
+ */
+struct proc	*proctab_get(struct proctab *pt, uint32_t pid, const char *comm);
+/*
+ * pid has just exec'd: read it now (its libraries are not mapped yet, so the
+ * first address outside the known mappings re-reads the maps at once).
+ */
+void		 proctab_exec(struct proctab *pt, uint32_t pid, const char *comm);
+/* Forget pid (it exited, or exec'd: its mappings are no longer valid). */
+void		 proctab_forget(struct proctab *pt, uint32_t pid);
+/* Resolve a user address of p; f's strings are the table's. */
+void		 proctab_resolve(struct proctab *pt, struct proc *p, uint64_t addr,
+		    struct frame *f);
+/* Forget processes whose /proc entry is gone (exit notices can be lost). */
+void		 proctab_expire(struct proctab *pt);
+size_t		 proctab_count(const struct proctab *pt);
+
+#endif

@@ -1,0 +1,721 @@
+/*
+ * symbolize: ELF symbol tables (libelf), kernel symbols and perf maps.
+ *
+ * An ELF object is read once and kept in a cache keyed by the file's
+ * (dev, inode), which is what /proc/PID/maps names; objects not used for a
+ * while are expired. Of each object we keep the loadable segments (for the
+ * load bias) and a sorted array of function symbols bounded by their sizes:
+ * .symtab when present, else .dynsym, merged with the .symtab of a separate
+ * debug file (/usr/lib/debug/.build-id/xx/yyyy.debug, then .gnu_debuglink).
+ * Names live in one string blob per object.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "intern.h"
+#include "log.h"
+#include "symbolize.h"
+
+#define ELF_MAX_SYMS	(4u << 20)	/* per object, against corrupt tables */
+#define NT_GNU_BUILD_ID_	3
+
+struct sym {
+	uint64_t	 addr;
+	uint64_t	 size;
+	uint32_t	 name;		/* offset in names */
+};
+
+struct segment {
+	uint64_t	 vaddr, offset, filesz;
+	bool		 exec;
+};
+
+struct elfobj {
+	uint64_t	 dev, ino;
+	bool		 bad;		/* unreadable or not ELF: remembered */
+	time_t		 used;		/* monotonic seconds */
+	unsigned	 refs;		/* holders (process mappings); expired only at 0 */
+	char		 build_id[41];
+	struct segment	*segs;
+	size_t		 nsegs;
+	struct sym	*syms;
+	size_t		 nsyms;
+	struct buf	 names;
+};
+
+struct ksym {
+	uint64_t	 addr;
+	uint32_t	 name;
+};
+
+struct symbolizer {
+	struct elfobj	**objs;		/* open hash on (dev, ino), linear probing */
+	size_t		  cap, n;
+	bool		  kloaded;
+	struct ksym	 *ksyms;
+	size_t		  nksyms;
+	struct buf	  knames;
+};
+
+static time_t
+now_mono(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec;
+}
+
+struct symbolizer *
+symbolize_create(void)
+{
+	struct symbolizer *s;
+
+	if (elf_version(EV_CURRENT) == EV_NONE) {
+		log_warnx("ebpf: libelf: %s", elf_errmsg(-1));
+		return NULL;
+	}
+	if ((s = calloc(1, sizeof(*s))) == NULL)
+		return NULL;
+	s->cap = 256;
+	if ((s->objs = calloc(s->cap, sizeof(*s->objs))) == NULL) {
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+static void
+elfobj_free(struct elfobj *o)
+{
+	if (o == NULL)
+		return;
+	free(o->segs);
+	free(o->syms);
+	buf_free(&o->names);
+	free(o);
+}
+
+void
+symbolize_destroy(struct symbolizer *s)
+{
+	size_t i;
+
+	if (s == NULL)
+		return;
+	for (i = 0; i < s->cap; i++)
+		elfobj_free(s->objs[i]);
+	free(s->objs);
+	free(s->ksyms);
+	buf_free(&s->knames);
+	free(s);
+}
+
+/* --- ELF reading --------------------------------------------------------- */
+
+static int
+sym_cmp(const void *a, const void *b)
+{
+	const struct sym *x = a, *y = b;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	/* Larger first, so dedup keeps the symbol that covers most. */
+	if (x->size != y->size)
+		return x->size > y->size ? -1 : 1;
+	return 0;
+}
+
+/* Append the function symbols of one symbol table section to o. */
+static int
+read_symtab(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct elfobj *o, size_t *cap)
+{
+	Elf_Data *d = elf_getdata(scn, NULL);
+	size_t i, n;
+
+	if (d == NULL || sh->sh_entsize == 0)
+		return 0;
+	n = sh->sh_size / sh->sh_entsize;
+	for (i = 0; i < n; i++) {
+		GElf_Sym sym;
+		const char *name;
+		size_t len;
+		int t;
+
+		if (gelf_getsym(d, (int)i, &sym) == NULL)
+			break;
+		t = GELF_ST_TYPE(sym.st_info);
+		if ((t != STT_FUNC && t != STT_GNU_IFUNC) || sym.st_value == 0 ||
+		    sym.st_shndx == SHN_UNDEF || sym.st_size == 0)
+			continue;
+		name = elf_strptr(e, sh->sh_link, sym.st_name);
+		if (name == NULL || *name == '\0')
+			continue;
+		if (o->nsyms >= ELF_MAX_SYMS)
+			break;
+		if (o->nsyms == *cap) {
+			size_t nc = *cap ? *cap * 2 : 1024;
+			struct sym *ns = realloc(o->syms, nc * sizeof(*ns));
+
+			if (ns == NULL)
+				return -ENOMEM;
+			o->syms = ns;
+			*cap = nc;
+		}
+		len = strlen(name);
+		if (o->names.len > UINT32_MAX - len - 1)
+			break;
+		o->syms[o->nsyms].addr = sym.st_value;
+		o->syms[o->nsyms].size = sym.st_size;
+		o->syms[o->nsyms].name = (uint32_t)o->names.len;
+		if (buf_add(&o->names, name, len + 1) < 0)
+			return -ENOMEM;
+		o->nsyms++;
+	}
+	return 0;
+}
+
+static void
+read_build_id(Elf *e, Elf_Scn *scn, char out[41])
+{
+	Elf_Data *d = elf_getdata(scn, NULL);
+	size_t off = 0, noff, name_off, desc_off, i;
+	GElf_Nhdr nh;
+
+	if (d == NULL)
+		return;
+	(void)e;
+	while ((noff = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
+		if (nh.n_type == NT_GNU_BUILD_ID_ && nh.n_namesz == 4 &&
+		    memcmp((char *)d->d_buf + name_off, "GNU", 4) == 0 &&
+		    nh.n_descsz > 0 && nh.n_descsz <= 20) {
+			const unsigned char *p = (const unsigned char *)d->d_buf + desc_off;
+
+			for (i = 0; i < nh.n_descsz; i++)
+				snprintf(out + 2 * i, 3, "%02x", p[i]);
+			return;
+		}
+		off = noff;
+	}
+}
+
+/*
+ * Read an ELF file: segments, build id, symbols (.symtab if want_symtab_only,
+ * else .symtab or .dynsym), debuglink name. has_symtab says whether .symtab
+ * was found.
+ */
+static int
+read_elf(const char *path, struct elfobj *o, bool debug_file, bool *has_symtab,
+    char *debuglink, size_t dlsize)
+{
+	Elf_Scn *scn = NULL, *symtab = NULL, *dynsym = NULL;
+	GElf_Shdr sh_symtab, sh_dynsym, sh;
+	size_t shstrndx, phnum, i, cap = o->nsyms;
+	GElf_Ehdr eh;
+	Elf *e = NULL;
+	int fd, rc = 0;
+
+	*has_symtab = false;
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return -errno;
+	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (e == NULL || elf_kind(e) != ELF_K_ELF || gelf_getehdr(e, &eh) == NULL ||
+	    elf_getshdrstrndx(e, &shstrndx) != 0) {
+		rc = -ENOEXEC;
+		goto out;
+	}
+	if (!debug_file && elf_getphdrnum(e, &phnum) == 0) {
+		for (i = 0; i < phnum; i++) {
+			GElf_Phdr ph;
+			struct segment *ns;
+
+			if (gelf_getphdr(e, (int)i, &ph) == NULL || ph.p_type != PT_LOAD)
+				continue;
+			if ((ns = realloc(o->segs, (o->nsegs + 1) * sizeof(*ns))) == NULL) {
+				rc = -ENOMEM;
+				goto out;
+			}
+			o->segs = ns;
+			o->segs[o->nsegs].vaddr = ph.p_vaddr;
+			o->segs[o->nsegs].offset = ph.p_offset;
+			o->segs[o->nsegs].filesz = ph.p_filesz;
+			o->segs[o->nsegs].exec = (ph.p_flags & PF_X) != 0;
+			o->nsegs++;
+		}
+	}
+	while ((scn = elf_nextscn(e, scn)) != NULL) {
+		const char *name;
+
+		if (gelf_getshdr(scn, &sh) == NULL)
+			continue;
+		name = elf_strptr(e, shstrndx, sh.sh_name);
+		if (sh.sh_type == SHT_SYMTAB) {
+			symtab = scn;
+			sh_symtab = sh;
+		} else if (sh.sh_type == SHT_DYNSYM) {
+			dynsym = scn;
+			sh_dynsym = sh;
+		} else if (sh.sh_type == SHT_NOTE && o->build_id[0] == '\0' && !debug_file) {
+			read_build_id(e, scn, o->build_id);
+		} else if (debuglink && name && strcmp(name, ".gnu_debuglink") == 0) {
+			Elf_Data *d = elf_getdata(scn, NULL);
+
+			if (d && d->d_size > 0 && d->d_buf) {
+				size_t n = strnlen(d->d_buf, d->d_size);
+
+				if (n < dlsize) {
+					memcpy(debuglink, d->d_buf, n);
+					debuglink[n] = '\0';
+				}
+			}
+		}
+	}
+	if (symtab) {
+		*has_symtab = true;
+		rc = read_symtab(e, symtab, &sh_symtab, o, &cap);
+	} else if (dynsym && !debug_file) {
+		rc = read_symtab(e, dynsym, &sh_dynsym, o, &cap);
+	}
+out:
+	if (e)
+		elf_end(e);
+	close(fd);
+	return rc;
+}
+
+/* A separate debug file: by build id, then by .gnu_debuglink next to the file. */
+static void
+read_debug_file(struct elfobj *o, const char *root, const char *name, const char *link)
+{
+	char path[PATH_MAX], dir[PATH_MAX];
+	const char *roots[2] = { "", root ? root : "" };
+	bool has;
+	size_t r;
+	int d;
+
+	for (r = 0; r < 2; r++) {
+		if (r == 1 && roots[1][0] == '\0')
+			break;
+		if (o->build_id[0] && strlen(o->build_id) > 2) {
+			snprintf(path, sizeof(path), "%s/usr/lib/debug/.build-id/%.2s/%s.debug",
+			    roots[r], o->build_id, o->build_id + 2);
+			if (access(path, R_OK) == 0 &&
+			    read_elf(path, o, true, &has, NULL, 0) == 0 && has)
+				return;
+		}
+		if (link[0] == '\0' || name == NULL || name[0] != '/')
+			continue;
+		snprintf(dir, sizeof(dir), "%s", name);
+		*strrchr(dir, '/') = '\0';
+		for (d = 0; d < 3; d++) {
+			static const char *fmt[3] = { "%s%s/%s", "%s%s/.debug/%s",
+			    "%s/usr/lib/debug%s/%s" };
+
+			snprintf(path, sizeof(path), fmt[d], roots[r], dir, link);
+			if (strcmp(path + strlen(roots[r]), name) == 0)
+				continue;	/* the file itself */
+			if (access(path, R_OK) == 0 &&
+			    read_elf(path, o, true, &has, NULL, 0) == 0 && has)
+				return;
+		}
+	}
+}
+
+static void
+finish_syms(struct elfobj *o)
+{
+	size_t i, j;
+
+	if (o->nsyms == 0)
+		return;
+	qsort(o->syms, o->nsyms, sizeof(*o->syms), sym_cmp);
+	for (i = 1, j = 0; i < o->nsyms; i++) {
+		if (o->syms[i].addr == o->syms[j].addr)
+			continue;	/* alias: keep the first (largest) */
+		o->syms[++j] = o->syms[i];
+	}
+	o->nsyms = j + 1;
+}
+
+static struct elfobj **
+slot(struct symbolizer *s, uint64_t dev, uint64_t ino)
+{
+	uint64_t key[2] = { dev, ino };
+	size_t i = hash_bytes(key, sizeof(key)) & (s->cap - 1);
+
+	while (s->objs[i] && (s->objs[i]->dev != dev || s->objs[i]->ino != ino))
+		i = (i + 1) & (s->cap - 1);
+	return &s->objs[i];
+}
+
+static int
+grow(struct symbolizer *s)
+{
+	struct elfobj **old = s->objs;
+	size_t oc = s->cap, i;
+
+	if ((s->objs = calloc(oc * 2, sizeof(*s->objs))) == NULL) {
+		s->objs = old;
+		return -ENOMEM;
+	}
+	s->cap = oc * 2;
+	for (i = 0; i < oc; i++)
+		if (old[i])
+			*slot(s, old[i]->dev, old[i]->ino) = old[i];
+	free(old);
+	return 0;
+}
+
+struct elfobj *
+symbolize_elf(struct symbolizer *s, uint64_t dev, uint64_t ino, const char *path,
+    const char *root, const char *name)
+{
+	struct elfobj **sl = slot(s, dev, ino), *o;
+	char link[256] = "";
+	bool has_symtab;
+	int rc;
+
+	if (*sl) {
+		(*sl)->used = now_mono();
+		if ((*sl)->bad)
+			return NULL;
+		(*sl)->refs++;
+		return *sl;
+	}
+	if ((s->n + 1) * 2 > s->cap) {
+		if (grow(s) < 0)
+			return NULL;
+		sl = slot(s, dev, ino);
+	}
+	if ((o = calloc(1, sizeof(*o))) == NULL)
+		return NULL;
+	o->dev = dev;
+	o->ino = ino;
+	o->used = now_mono();
+	rc = read_elf(path, o, false, &has_symtab, link, sizeof(link));
+	if (rc == -ENOENT || rc == -EACCES || rc == -ESRCH) {
+		/* The process may be gone: do not remember a transient failure. */
+		elfobj_free(o);
+		return NULL;
+	}
+	if (rc < 0) {
+		log_debug("ebpf: %s: not usable for symbols (%s)", name ? name : path,
+		    strerror(-rc));
+		free(o->segs);
+		free(o->syms);
+		buf_free(&o->names);
+		memset(o, 0, sizeof(*o));
+		o->dev = dev;
+		o->ino = ino;
+		o->bad = true;
+		o->used = now_mono();
+	} else {
+		if (!has_symtab)
+			read_debug_file(o, root, name, link);
+		finish_syms(o);
+		log_debug("ebpf: loaded %s: %zu functions%s, build id %s", name ? name : path,
+		    o->nsyms, has_symtab ? "" : " (no .symtab)",
+		    o->build_id[0] ? o->build_id : "none");
+	}
+	*sl = o;
+	s->n++;
+	if (o->bad)
+		return NULL;
+	o->refs++;
+	return o;
+}
+
+void
+symbolize_elf_put(struct elfobj *o)
+{
+	if (o && o->refs > 0)
+		o->refs--;
+}
+
+int
+symbolize_elf_bias(const struct elfobj *o, uint64_t start, uint64_t off, uint64_t *bias)
+{
+	size_t i, pass;
+
+	/* Executable segments first: we only symbolize executable mappings. */
+	for (pass = 0; pass < 2; pass++)
+	for (i = 0; i < o->nsegs; i++) {
+		const struct segment *g = &o->segs[i];
+
+		if (pass == 0 && !g->exec)
+			continue;
+		/* The mapping's first page holds file offset `off`. */
+		if (off >= (g->offset & ~(uint64_t)0xfff) && off < g->offset + g->filesz) {
+			*bias = start - off - g->vaddr + g->offset;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+const char *
+symbolize_elf_lookup(const struct elfobj *o, uint64_t vaddr)
+{
+	size_t lo = 0, hi = o->nsyms, k;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (o->syms[mid].addr <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* lo-1 is the last symbol starting at or below vaddr; nested ones may precede it. */
+	for (k = 0; k < 4 && lo > k; k++) {
+		const struct sym *y = &o->syms[lo - 1 - k];
+
+		if (vaddr - y->addr < y->size)
+			return o->names.data + y->name;
+	}
+	return NULL;
+}
+
+const char *
+symbolize_elf_build_id(const struct elfobj *o)
+{
+	return o->build_id;
+}
+
+void
+symbolize_elf_expire(struct symbolizer *s, time_t before)
+{
+	struct elfobj **keep;
+	size_t i, cap = s->cap;
+
+	for (i = 0; i < cap; i++)
+		if (s->objs[i] && s->objs[i]->refs == 0 && s->objs[i]->used < before)
+			break;
+	if (i == cap)
+		return;
+	keep = s->objs;
+	if ((s->objs = calloc(cap, sizeof(*s->objs))) == NULL) {
+		s->objs = keep;
+		return;
+	}
+	s->n = 0;
+	for (i = 0; i < cap; i++) {
+		if (keep[i] == NULL)
+			continue;
+		if (keep[i]->refs == 0 && keep[i]->used < before) {
+			elfobj_free(keep[i]);
+			continue;
+		}
+		*slot(s, keep[i]->dev, keep[i]->ino) = keep[i];
+		s->n++;
+	}
+	free(keep);
+}
+
+size_t
+symbolize_elf_count(const struct symbolizer *s)
+{
+	return s->n;
+}
+
+/* --- kernel -------------------------------------------------------------- */
+
+static int
+ksym_cmp(const void *a, const void *b)
+{
+	const struct ksym *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static void
+kernel_load(struct symbolizer *s)
+{
+	FILE *f;
+	char line[512];
+	size_t cap = 0;
+
+	s->kloaded = true;
+	if ((f = fopen("/proc/kallsyms", "re")) == NULL) {
+		log_warn("ebpf: /proc/kallsyms");
+		return;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long addr;
+		char type, name[256];
+		struct ksym *nk;
+
+		if (sscanf(line, "%llx %c %255s", &addr, &type, name) != 3)
+			continue;
+		if (addr == 0 || (type != 't' && type != 'T' && type != 'w' && type != 'W'))
+			continue;
+		if (s->nksyms == cap) {
+			cap = cap ? cap * 2 : 65536;
+			if ((nk = realloc(s->ksyms, cap * sizeof(*nk))) == NULL)
+				break;
+			s->ksyms = nk;
+		}
+		s->ksyms[s->nksyms].addr = addr;
+		s->ksyms[s->nksyms].name = (uint32_t)s->knames.len;
+		if (buf_add(&s->knames, name, strlen(name) + 1) < 0)
+			break;
+		s->nksyms++;
+	}
+	fclose(f);
+	qsort(s->ksyms, s->nksyms, sizeof(*s->ksyms), ksym_cmp);
+	if (s->nksyms == 0)
+		log_warnx("ebpf: /proc/kallsyms shows no addresses (kernel.kptr_restrict?): "
+		    "kernel frames stay unnamed");
+	else
+		log_debug("ebpf: %zu kernel symbols", s->nksyms);
+}
+
+bool
+symbolize_kernel_ok(struct symbolizer *s)
+{
+	if (!s->kloaded)
+		kernel_load(s);
+	return s->nksyms > 0;
+}
+
+const char *
+symbolize_kernel(struct symbolizer *s, uint64_t addr)
+{
+	size_t lo = 0, hi;
+
+	if (!s->kloaded)
+		kernel_load(s);
+	hi = s->nksyms;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (s->ksyms[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* kallsyms has no sizes: the next symbol bounds this one. */
+	if (lo == 0 || lo == s->nksyms)
+		return NULL;
+	return s->knames.data + s->ksyms[lo - 1].name;
+}
+
+/* --- perf maps ----------------------------------------------------------- */
+
+struct pmentry {
+	uint64_t	 start, size;
+	uint32_t	 seq;		/* line number: later wins */
+	uint32_t	 name;
+};
+
+struct perfmap {
+	struct pmentry	*e;
+	size_t		 n;
+	struct buf	 names;
+};
+
+static int
+pm_cmp(const void *a, const void *b)
+{
+	const struct pmentry *x = a, *y = b;
+
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+struct perfmap *
+perfmap_load(const char *path)
+{
+	struct perfmap *m;
+	char *line = NULL;
+	size_t lcap = 0, cap = 0;
+	ssize_t len;
+	uint32_t seq = 0;
+	FILE *f;
+
+	if ((f = fopen(path, "re")) == NULL)
+		return NULL;
+	if ((m = calloc(1, sizeof(*m))) == NULL) {
+		fclose(f);
+		return NULL;
+	}
+	while ((len = getline(&line, &lcap, f)) > 0 && m->n < (1u << 22)) {
+		unsigned long long start, size;
+		char *p = line, *end;
+
+		if (line[len - 1] == '\n')
+			line[--len] = '\0';
+		start = strtoull(p, &end, 16);
+		if (end == p || *end != ' ')
+			continue;
+		p = end + 1;
+		size = strtoull(p, &end, 16);
+		if (end == p || *end != ' ' || size == 0)
+			continue;
+		p = end + 1;
+		if (m->n == cap) {
+			struct pmentry *ne;
+
+			cap = cap ? cap * 2 : 256;
+			if ((ne = realloc(m->e, cap * sizeof(*ne))) == NULL)
+				break;
+			m->e = ne;
+		}
+		m->e[m->n].start = start;
+		m->e[m->n].size = size;
+		m->e[m->n].seq = seq++;
+		m->e[m->n].name = (uint32_t)m->names.len;
+		if (buf_add(&m->names, p, strlen(p) + 1) < 0)
+			break;
+		m->n++;
+	}
+	free(line);
+	fclose(f);
+	qsort(m->e, m->n, sizeof(*m->e), pm_cmp);
+	return m;
+}
+
+void
+perfmap_free(struct perfmap *m)
+{
+	if (m == NULL)
+		return;
+	free(m->e);
+	buf_free(&m->names);
+	free(m);
+}
+
+const char *
+perfmap_lookup(const struct perfmap *m, uint64_t addr)
+{
+	const struct pmentry *best = NULL;
+	size_t lo = 0, hi = m->n, k;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (m->e[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* Entries starting at or below addr, nearest first; a few back for overlaps. */
+	for (k = 0; k < 64 && lo > k; k++) {
+		const struct pmentry *y = &m->e[lo - 1 - k];
+
+		if (addr - y->start < y->size && (best == NULL || y->seq > best->seq))
+			best = y;
+	}
+	return best ? m->names.data + best->name : NULL;
+}

@@ -1,0 +1,67 @@
+/*
+ * symbolize: addresses to function names, for the eBPF sampler. Three
+ * sources: ELF objects (their .symtab, else .dynsym, plus a separate debug
+ * file found by build id or .gnu_debuglink), the kernel (/proc/kallsyms), and
+ * JIT perf maps (/tmp/perf-PID.map). Which process maps what where, and the
+ * load bias of each mapping, is proctab.c's business.
+ *
+ * Not thread-safe: one symbolizer belongs to the sampler's thread.
+ */
+#ifndef PROFILEFS_SYMBOLIZE_H
+#define PROFILEFS_SYMBOLIZE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+struct symbolizer;
+
+/* A loaded ELF object; owned by the symbolizer's cache. */
+struct elfobj;
+
+struct symbolizer	*symbolize_create(void);
+void			 symbolize_destroy(struct symbolizer *s);
+
+/*
+ * The ELF object of file (dev, ino), from the cache or read from `path`
+ * (a path this process can open, e.g. /proc/PID/map_files/A-B). `root` is the
+ * process's root (/proc/PID/root) and `name` the file's name inside it, used
+ * to find debug files through .gnu_debuglink. Returns NULL when the file cannot
+ * be read or is not ELF (remembered, so it is not retried on every sample).
+ * A returned object holds a reference: symbolize_elf_put() it when done.
+ */
+struct elfobj	*symbolize_elf(struct symbolizer *s, uint64_t dev, uint64_t ino,
+		    const char *path, const char *root, const char *name);
+void		 symbolize_elf_put(struct elfobj *o);
+/*
+ * Load bias of a mapping of o at [start, ...) from file offset `off`:
+ * ELF virtual address = runtime address - bias. -ENOENT if no loadable
+ * segment covers the offset.
+ */
+int		 symbolize_elf_bias(const struct elfobj *o, uint64_t start, uint64_t off,
+		    uint64_t *bias);
+/* Name of the function containing ELF address vaddr, or NULL. Owned by o. */
+const char	*symbolize_elf_lookup(const struct elfobj *o, uint64_t vaddr);
+/* The object's GNU build id in hex, "" if none. Owned by o. */
+const char	*symbolize_elf_build_id(const struct elfobj *o);
+/* Drop unreferenced objects not used since `before` (seconds, monotonic). */
+void		 symbolize_elf_expire(struct symbolizer *s, time_t before);
+size_t		 symbolize_elf_count(const struct symbolizer *s);
+
+/* Kernel function containing addr, from /proc/kallsyms (loaded once), or NULL. */
+const char	*symbolize_kernel(struct symbolizer *s, uint64_t addr);
+/* Whether kernel addresses are readable (kptr_restrict allows us). */
+bool		 symbolize_kernel_ok(struct symbolizer *s);
+
+/*
+ * A JIT perf map (/tmp/perf-PID.map: "START SIZE name" lines, hex). The
+ * latest line covering an address wins. Owned by the caller.
+ */
+struct perfmap;
+/* Read path; NULL if it cannot be read. */
+struct perfmap	*perfmap_load(const char *path);
+void		 perfmap_free(struct perfmap *m);
+const char	*perfmap_lookup(const struct perfmap *m, uint64_t addr);
+
+#endif

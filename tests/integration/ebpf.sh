@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# The eBPF sampler (serve --ebpf): whole-host CPU profiles per service, with
+# real programs from tests/ebpf/ (C with frame pointers, a short-lived one, one
+# run from a deleted binary, a syscall-heavy one, Go, a perf-map JIT stand-in),
+# checked with `go tool pprof -traces` on the mounted merged.pb.gz.
+# Needs root and a kernel with BTF; otherwise every check is skipped.
+set -u
+. "$(dirname "$0")/../lib.sh"
+
+NAMES="ebpf-stack ebpf-short ebpf-deleted ebpf-kernel ebpf-go ebpf-jit ebpf-drops ebpf-unprivileged"
+skip_all() { for n in $NAMES; do echo "ok - $n # SKIP $1"; done; exit 0; }
+[ "$(id -u)" -eq 0 ] || skip_all "needs root"
+[ -r /sys/kernel/btf/vmlinux ] || skip_all "kernel has no BTF (/sys/kernel/btf/vmlinux)"
+command -v go >/dev/null || skip_all "go not installed"
+command -v cc >/dev/null || skip_all "no C compiler"
+
+pf_setup
+SRC="$ROOT/tests/ebpf"
+B="$TMP/bin"
+mkdir -p "$B"
+CFL="-O1 -fno-omit-frame-pointer"
+cc $CFL -o "$B/efp_stack" "$SRC/spin.c" &&
+  cp "$B/efp_stack" "$B/efp_short" && cp "$B/efp_stack" "$B/efp_deleted" &&
+  cc $CFL -o "$B/efp_kernel" "$SRC/syscalls.c" &&
+  cc $CFL -o "$B/efp_jit" "$SRC/jit.c" ||
+  { fail "build test programs"; pf_done; exit 1; }
+(cd "$SRC/gospin" && GOFLAGS=-mod=mod GOCACHE="${GOCACHE:-$TMP/gocache}" \
+  go build -o "$B/efp_go" .) || { fail "build gospin"; pf_done; exit 1; }
+
+# Without privileges, --ebpf fails at start and says what is missing.
+if command -v setpriv >/dev/null && id nobody >/dev/null 2>&1; then
+  chmod 711 "$TMP" && mkdir -p "$TMP/nobody" && chmod 777 "$TMP/nobody"
+  out="$(timeout 20 setpriv --reuid=nobody --regid=nogroup --clear-groups --inh-caps=-all \
+    "$BIN" serve --data "$TMP/nobody/data" --ebpf "$TMP/nobody/mnt" 2>&1)"
+  rc=$?
+  if [ "$rc" -ne 0 ] && echo "$out" | grep -q "CAP_BPF"; then ok "ebpf-unprivileged"
+  else fail "ebpf-unprivileged" "rc=$rc: $out"; fi
+else
+  echo "ok - ebpf-unprivileged # SKIP setpriv or user nobody missing"
+fi
+
+pf_start -v --ebpf=99 --ebpf-period 2 || { fail "ebpf daemon start"; pf_done; exit 1; }
+
+# The long-running programs at once, for 6 s.
+"$B/efp_stack" 6000 &
+P1=$!
+"$B/efp_deleted" 6000 &
+P2=$!
+sleep 0.2
+rm -f "$B/efp_deleted"
+"$B/efp_kernel" 6000 &
+P3=$!
+"$B/efp_go" 6000 &
+P4=$!
+"$B/efp_jit" 6000 &
+P5=$!
+wait $P1 $P2 $P3 $P4 $P5
+# The short-lived one alone, so it gets a CPU: it exits before most periods end.
+"$B/efp_short" 500
+
+# traces SERVICE: go tool pprof -traces of the service's merged profile, once it exists.
+traces() {
+  local f="$TMP/mnt/$1/cpu/all/all/merged.pb.gz" i
+  for i in $(seq 1 60); do
+    [ -e "$f" ] && break
+    sleep 0.5
+  done
+  go tool pprof -sample_index=samples -traces "$f" 2>/dev/null
+}
+# share STACK: "matched total": samples whose stack (leaf;...;root) contains STACK.
+share() {
+  awk -v want="$1" '
+    function done() { if (v != "") { total += v; if (index(";" st ";", ";" want ";")) hit += v } v = ""; st = "" }
+    /^-+\+/ { done(); next }
+    /^ *[A-Za-z_:.]+: / && v == "" { next }       # a label line (comm:, pid:, tid:)
+    v == "" && $1 ~ /^[0-9]/ { v = $1; $1 = ""; sub(/^ +/, ""); st = $0; next }
+    v != "" && NF { sub(/^ +/, ""); st = st ";" $0 }
+    END { done(); print hit + 0, total + 0 }'
+}
+# want_share NAME SERVICE STACK PERCENT
+want_share() {
+  local t m n
+  t="$(traces "$2")"
+  read -r m n <<<"$(echo "$t" | share "$3")"
+  if [ "$n" -gt 0 ] && [ $((m * 100)) -ge $(($4 * n)) ]; then ok "$1 ($m of $n samples)"
+  else fail "$1" "$m of $n samples of $2 carry $3 (want >= $4%)"; echo "$t" | head -40 | sed 's/^/#   /'; fi
+}
+# want_frame NAME SERVICE REGEX
+want_frame() {
+  local t
+  t="$(traces "$2")"
+  if echo "$t" | grep -Eq "$3"; then ok "$1"
+  else fail "$1" "no frame matching /$3/ in $2"; echo "$t" | head -30 | sed 's/^/#   /'; fi
+}
+
+sleep 3	# one more period, so the last samples are stored
+want_share "ebpf-stack" efp_stack "inner;outer;main" 90
+want_share "ebpf-short" efp_short "inner;outer;main" 50
+want_share "ebpf-deleted" efp_deleted "inner;outer;main" 90
+want_frame "ebpf-kernel" efp_kernel "do_syscall_64|entry_SYSCALL_64"
+want_frame "ebpf-go" efp_go "main\.goInner"
+want_frame "ebpf-jit" efp_jit "^ +[0-9.a-z]* *jit_spin_loop$|^ +jit_spin_loop$"
+
+# No sample or notice lost at 99 Hz (the sampler logs its counters each period at -v).
+if grep -q "ebpf: period:" "$TMP/daemon.log" && ! grep -Eq "dropped [1-9][0-9]* samples|, [1-9][0-9]* events" "$TMP/daemon.log"; then
+  ok "ebpf-drops"
+else
+  fail "ebpf-drops" "$(grep 'ebpf: period:' "$TMP/daemon.log" | tail -3)"
+fi
+
+pf_stop
+[ "${PF_RC:-1}" -eq 0 ] || fail "ebpf-clean-stop" "daemon exited with $PF_RC"
+pf_done
