@@ -101,18 +101,19 @@ hsl(double h, double s, double l)
 
 /* Colour by package: hue from a hash of the name, kernel frames orange. */
 static struct rgb
-package_colour(const char *name)
+package_colour(const struct render_tree *t, uint32_t i)
 {
+	const char *name = render_tree_name(t, i);
 	char pkg[256];
 	uint64_t h;
 
+	if (render_tree_is_kernel(t, i))
+		return hsl(KERNEL_HUE, 0.85, 0.62);
 	if (strncmp(name, "0x", 2) == 0 || strcmp(name, "[no stack]") == 0) {
 		struct rgb grey = { 190, 190, 190 };
 		return grey;
 	}
 	render_package(name, pkg, sizeof(pkg));
-	if (strcmp(pkg, "[kernel]") == 0)
-		return hsl(KERNEL_HUE, 0.85, 0.62);
 	h = hash_bytes(pkg, strlen(pkg));
 	/* Hues 50..350 leave the kernel's orange to the kernel. */
 	return hsl(50 + (double)(h % 300), 0.45 + (double)((h >> 16) % 30) / 100,
@@ -252,7 +253,7 @@ flame_render(const struct render_tree *t, const struct flame_opts *o, struct buf
 			c = (struct rgb){ 200, 200, 200 };
 		else
 			c = o->diff ? diff_colour(t->cur[n] - t->base[n], maxabs) :
-			    package_colour(render_tree_name(t, n));
+			    package_colour(t, n);
 		buf_printf(&fr, "<g data-v=\"%" PRId64 "\"><title>", t->cur[n]);
 		add_title(&fr, t, n, o, total);
 		buf_printf(&fr, "</title><rect x=\"%.2f\" y=\"%.0f\" width=\"%.2f\" height=\"%d\" "

@@ -69,6 +69,48 @@ frame_name(const struct profile *p, const struct pf_location *l, uint32_t li,
 	buf_printf(out, "0x%" PRIx64, l->address);
 }
 
+/* Whether a mapping's file is the kernel's. */
+static bool
+kernel_mapping(const struct profile *p, const struct pf_location *l)
+{
+	const char *f;
+
+	if (l->mapping == 0 || l->mapping > p->nmappings)
+		return false;
+	f = profile_str(p, p->mappings[l->mapping - 1].filename);
+	return strncmp(f, "[kernel", 7) == 0 || strcmp(f, "[vdso]") == 0 ||
+	    strcmp(f, "vmlinux") == 0 || strncmp(f, "/boot/vmlinux", 13) == 0;
+}
+
+static int
+mark_kernel(struct render_tree *t, uint32_t id)
+{
+	if (id >= t->nkernel) {
+		size_t n = t->nkernel ? t->nkernel : 256;
+		uint8_t *k;
+
+		while (n <= id)
+			n *= 2;
+		if ((k = realloc(t->kernel, n)) == NULL)
+			return -ENOMEM;
+		memset(k + t->nkernel, 0, n - t->nkernel);
+		t->kernel = k;
+		t->nkernel = n;
+	}
+	t->kernel[id] = 1;
+	return 0;
+}
+
+bool
+render_tree_is_kernel(const struct render_tree *t, uint32_t i)
+{
+	if (i == 0 || i >= t->n)
+		return false;
+	if (t->name[i] < t->nkernel && t->kernel[t->name[i]])
+		return true;
+	return render_is_kernel(render_tree_name(t, i));
+}
+
 /* Per location, the name ids of its frames, caller first. */
 struct locnames {
 	uint32_t	*ids;
@@ -104,6 +146,10 @@ locnames_build(struct render_tree *t, const struct profile *p, struct locnames *
 				if (*c == ';' || *c == '\n' || *c == '\r')
 					*c = *c == ';' ? ':' : ' ';
 			if ((id = intern_put(t->names, name.data, name.len + 1, &added)) < 0) {
+				rc = -ENOMEM;
+				goto out;
+			}
+			if (kernel_mapping(p, l) && mark_kernel(t, (uint32_t)id) < 0) {
 				rc = -ENOMEM;
 				goto out;
 			}
@@ -296,6 +342,7 @@ render_tree_free(struct render_tree *t)
 	free(t->base_self);
 	free(t->kids);
 	free(t->kid_start);
+	free(t->kernel);
 	memset(t, 0, sizeof(*t));
 }
 

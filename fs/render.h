@@ -43,6 +43,10 @@ struct render_tree {
 	 * kids[kid_start[i] .. kid_start[i + 1]). */
 	uint32_t	*kids, *kid_start;
 	bool		 has_base;
+	/* Per name id: 1 when some frame of that name ran in a kernel mapping
+	 * ("[kernel]", "[kernel.kallsyms]", "vmlinux"), for colouring. */
+	uint8_t		*kernel;
+	size_t		 nkernel;
 };
 
 /*
@@ -64,6 +68,8 @@ const char *render_tree_name(const struct render_tree *t, uint32_t i);
 void	render_package(const char *name, char *out, size_t n);
 /* Whether a frame name is a kernel frame ("[kernel]", "_[k]", ...). */
 bool	render_is_kernel(const char *name);
+/* Whether node i is a kernel frame, by its name or its mapping. */
+bool	render_tree_is_kernel(const struct render_tree *t, uint32_t i);
 
 /* Append v in unit ("nanoseconds" -> "1.25 s", "bytes" -> "3.2 MiB", else "12,345 unit"). */
 int	render_value(struct buf *out, int64_t v, const char *unit);

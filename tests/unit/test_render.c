@@ -270,6 +270,37 @@ test_inlined_and_unsymbolized(void **state)
 }
 
 static void
+test_kernel_frames(void **state)
+{
+	struct profile *p = tp_new("cpu", "nanoseconds", 1, "cpu/nanoseconds");
+	struct render_tree tr;
+	uint32_t fk, fu, mk, mu, lk, lu, i;
+	int64_t v[] = { 4 };
+	int seen = 0;
+
+	(void)state;
+	fk = tp_func(p, "do_syscall_64", "", 0);
+	fu = tp_func(p, "write", "", 0);
+	mu = tp_mapping(p, 0x1000, 0x2000, 0, "/lib/libc.so.6", "");
+	mk = tp_mapping(p, 0xffffffff81000000, 0xffffffff82000000, 0, "[kernel]", "");
+	lk = tp_loc(p, mk, 0xffffffff81000010, (int)fk, -1);
+	lu = tp_loc(p, mu, 0x1010, (int)fu, -1);
+	tp_sample(p, v, (int)lk, (int)lu, -1, NULL);
+	assert_int_equal(render_tree_build(&tr, p, 0, NULL, 0), 0);
+	for (i = 1; i < tr.n; i++) {
+		const char *n = render_tree_name(&tr, i);
+
+		if (strcmp(n, "do_syscall_64") == 0)
+			assert_true(render_tree_is_kernel(&tr, i)), seen++;
+		if (strcmp(n, "write") == 0)
+			assert_false(render_tree_is_kernel(&tr, i)), seen++;
+	}
+	assert_int_equal(seen, 2);
+	render_tree_free(&tr);
+	profile_free(p);
+}
+
+static void
 test_package(void **state)
 {
 	static const char *const cases[][2] = {
@@ -358,6 +389,7 @@ main(void)
 		cmocka_unit_test(test_invalid_utf8),
 		cmocka_unit_test(test_diff_sums),
 		cmocka_unit_test(test_inlined_and_unsymbolized),
+		cmocka_unit_test(test_kernel_frames),
 		cmocka_unit_test(test_package),
 		cmocka_unit_test(test_timeline),
 		cmocka_unit_test(test_value_format),
