@@ -107,6 +107,9 @@ b=$(top_body -diff_base="$M/gosvc/cpu/all/$base/merged.pb.gz" "$M/gosvc/cpu/all/
   || fail "vs/<range>/diff.pb.gz agrees with go tool pprof -diff_base" "$(diff <(echo "$a") <(echo "$b") | head -5)"
 a=$(top_body "$M/gosvc/cpu/all/all/vs/env=test@$base/diff.pb.gz")
 [ "$a" == "$b" ] && ok "vs/<selector>@<range>" || fail "vs/<selector>@<range>"
+a=$(top_body "$M/gosvc/cpu/all/$base/vs/env=test/diff.pb.gz")
+[ -n "$a" ] && go tool pprof -raw "$M/gosvc/cpu/all/$base/vs/env=test/diff.pb.gz" 2>/dev/null | grep -q "pprof::base" \
+  && ok "vs/<selector> (same range, another selector)" || fail "vs/<selector> (same range, another selector)"
 python3 -m json.tool "$V/meta.json" > "$TMP/vsmeta" 2>&1 && ok "vs meta.json is JSON" || fail "vs meta.json is JSON" "$(head -3 "$TMP/vsmeta")"
 grep -q '"comparable": true' "$V/meta.json" && grep -q '"base_total"' "$V/meta.json" \
   && ok "vs meta.json describes the comparison" || fail "vs meta.json describes the comparison"
