@@ -88,6 +88,9 @@ parse_time(const char *s, size_t len, int64_t *t, int64_t *unit)
 		if (tm.tm_mday != want.tm_mday || tm.tm_mon != want.tm_mon)
 			return -EINVAL;
 	}
+	/* Times are int64 nanoseconds (1677..2262): keep t + a day inside. */
+	if ((int64_t)secs <= INT64_MIN / NS || (int64_t)secs >= INT64_MAX / NS - 86400)
+		return -EINVAL;
 	*t = (int64_t)secs * NS;
 	*unit *= NS;
 	return 0;

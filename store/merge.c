@@ -56,6 +56,23 @@ vec_push(struct vec *v, size_t k)
 	return q;
 }
 
+/*
+ * Values add as int64 in Go (pprof): wrapping, not undefined behaviour, when a
+ * crafted profile holds values near the limits.
+ */
+static int64_t
+wrap_add(int64_t a, int64_t b)
+{
+	return (int64_t)((uint64_t)a + (uint64_t)b);
+}
+
+/* Element i of v; NULL while nothing was pushed (arena_memdup takes NULL, 0). */
+static const void *
+vec_at(const struct vec *v, size_t i)
+{
+	return v->p ? (const char *)v->p + i * v->esz : NULL;
+}
+
 struct merge {
 	struct buf	 sig;
 	size_t		 count;
@@ -384,7 +401,7 @@ add_sample(struct addctx *c, const struct pf_sample *s, int64_t scale,
 	}
 	v = (int64_t *)m->vals.p + (size_t)k * m->ntypes;
 	for (t = 0; t < m->ntypes; t++)
-		v[t] += s->values[t] * scale;
+		v[t] = wrap_add(v[t], (int64_t)((uint64_t)s->values[t] * (uint64_t)scale));
 out:
 	if (lp != labs)
 		free(lp);
@@ -452,7 +469,7 @@ merge_add_scaled(struct merge *m, const struct profile *p, int64_t scale,
 		m->doc_url = map_str(&c, p->doc_url);
 	if (p->time_nanos && (m->time_nanos == 0 || p->time_nanos < m->time_nanos))
 		m->time_nanos = p->time_nanos;
-	m->duration_nanos += p->duration_nanos;
+	m->duration_nanos = wrap_add(m->duration_nanos, p->duration_nanos);
 	if (p->period > m->period)
 		m->period = p->period;
 	for (i = 0; i < p->ncomments; i++) {
@@ -550,7 +567,7 @@ merge_finish(struct merge *m, bool average_gauges, struct profile **out)
 		d->address = s->address;
 		d->is_folded = s->is_folded;
 		d->nlines = s->nlines;
-		d->lines = arena_memdup(a, (struct pf_line *)m->ln.p + s->line_off,
+		d->lines = arena_memdup(a, vec_at(&m->ln, s->line_off),
 		    s->nlines * sizeof(struct pf_line));
 		if (d->lines == NULL)
 			goto nomem;
@@ -572,9 +589,9 @@ merge_finish(struct merge *m, bool average_gauges, struct profile **out)
 		d = &p->samples[p->nsamples++];
 		d->nlocs = s->nlocs;
 		d->nlabels = s->nlabels;
-		d->locs = arena_memdup(a, (uint32_t *)m->sloc.p + s->loc_off,
+		d->locs = arena_memdup(a, vec_at(&m->sloc, s->loc_off),
 		    s->nlocs * sizeof(uint32_t));
-		d->labels = arena_memdup(a, (struct pf_label *)m->slab.p + s->lab_off,
+		d->labels = arena_memdup(a, vec_at(&m->slab, s->lab_off),
 		    s->nlabels * sizeof(struct pf_label));
 		d->values = arena_memdup(a, (int64_t *)m->vals.p + i * m->ntypes,
 		    m->ntypes * sizeof(int64_t));
@@ -583,10 +600,11 @@ merge_finish(struct merge *m, bool average_gauges, struct profile **out)
 		for (t = 0; t < m->ntypes && t < 64; t++) {
 			if (!gauge[t])
 				continue;
-			/* Round half away from zero. */
+			/* Round half away from zero, without overflow at the extremes. */
 			int64_t v = d->values[t], n = (int64_t)m->count;
+			int64_t q = v / n, r = v % n, ar = r < 0 ? -r : r;
 
-			d->values[t] = v >= 0 ? (v + n / 2) / n : -((-v + n / 2) / n);
+			d->values[t] = ar >= n - ar ? q + (r < 0 ? -1 : 1) : q;
 		}
 	}
 	p->period_type = m->period_type;

@@ -716,6 +716,6 @@ profile_total(const struct profile *p, size_t t)
 	if (t >= p->nsample_types)
 		return 0;
 	for (i = 0; i < p->nsamples; i++)
-		sum += p->samples[i].values[t];
+		sum = (int64_t)((uint64_t)sum + (uint64_t)p->samples[i].values[t]);	/* wraps, as in pprof */
 	return sum;
 }

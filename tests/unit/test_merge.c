@@ -521,6 +521,40 @@ test_gauge_average(void **state)
 	profile_free(p[3]);
 }
 
+/* Values at the int64 limits wrap as in Go's pprof instead of trapping. */
+static void
+test_extreme_values(void **state)
+{
+	struct profile *a = heap_profile(0, 0), *b = heap_profile(0, 0), *m;
+
+	(void)state;
+	a->samples[0].values[3] = INT64_MAX;
+	b->samples[0].values[3] = 1;
+	b->samples[0].values[0] = 1;
+	a->duration_nanos = INT64_MAX;
+	b->duration_nanos = 1;
+	m = merge2(a, b, false);
+	assert_true(m->samples[0].values[3] == INT64_MIN);
+	assert_true(profile_total(m, 3) == INT64_MIN);
+	assert_true(m->duration_nanos == INT64_MIN);
+	profile_free(m);
+	/* Averaging rounds at the extremes too. */
+	b->samples[0].values[3] = 0;
+	m = merge2(a, b, true);
+	assert_true(m->samples[0].values[3] == INT64_C(4611686018427387904));
+	profile_free(m);
+	a->samples[0].values[3] = INT64_MIN;
+	m = merge2(a, b, true);
+	assert_true(m->samples[0].values[3] == INT64_MIN / 2);
+	profile_free(m);
+	/* Scaling INT64_MIN by -1 (a diff) wraps. */
+	assert_int_equal(profile_diff(b, a, &m, NULL), 0);
+	assert_true(total_labelled(m, 3, "pprof::base", "true") == INT64_MIN);
+	profile_free(m);
+	profile_free(a);
+	profile_free(b);
+}
+
 static void
 test_add_scaled(void **state)
 {
@@ -805,6 +839,7 @@ main(void)
 		cmocka_unit_test(test_header_rules),
 		cmocka_unit_test(test_incompatible_refused),
 		cmocka_unit_test(test_gauge_average),
+		cmocka_unit_test(test_extreme_values),
 		cmocka_unit_test(test_add_scaled),
 		cmocka_unit_test(test_diff),
 		cmocka_unit_test(test_real_many),

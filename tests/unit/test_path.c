@@ -230,6 +230,14 @@ test_ranges_absolute(void **state)
 	expect_bad_range("2026-11-22T10:05x");
 	expect_bad_range("2026-11-22x");
 	expect_bad_range("+026-11-22");
+	/* Outside what int64 nanoseconds hold (1677..2262). */
+	expect_bad_range("0839-11-22");
+	expect_bad_range("0000-01-01");
+	expect_bad_range("1677-09-21");
+	expect_bad_range("2262-04-11");
+	expect_bad_range("9999-12-31T23:59..9999-12-31T23:59:59");
+	expect_range("1678-01-01", INT64_C(-9214560000) * NS, INT64_C(-9214473600) * NS, false);
+	expect_range("2262-04-10", INT64_C(9223200000) * NS, INT64_C(9223286400) * NS, false);
 	/* FROM..TO: minutes or seconds, TO after FROM, both valid. */
 	expect_bad_range("2026-11-22T11:00..2026-11-22T10:00");
 	expect_bad_range("2026-11-22T10:00..2026-11-22T10:00");

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Fuzz the parsers of outside input with libFuzzer:
+#   scripts/fuzz.sh [SECONDS] [HARNESS...]       (default: 60 s each; decode labels path)
+# Builds the harnesses of tests/fuzz/ with clang -fsanitize=fuzzer,address,undefined
+# (objects under $FUZZ_OUT, default /tmp/profilefs-fuzz; the tree is not touched),
+# starts from the checked-in corpus tests/fuzz/corpus/<harness>/ and keeps new
+# inputs in $FUZZ_OUT/corpus/<harness>/. Crashes are written to
+# $FUZZ_OUT/crash-<harness>-*; copy the ones worth keeping into the checked-in
+# corpus once fixed (tests/integration/fuzz-replay.sh then replays them on every
+# test run). Prints executions, coverage and finds per harness.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECS="${1:-60}"
+[ $# -gt 0 ] && shift
+HARNESSES=("$@")
+[ ${#HARNESSES[@]} -gt 0 ] || HARNESSES=(decode labels path)
+OUT="${FUZZ_OUT:-/tmp/profilefs-fuzz}"
+SAN="fuzzer-no-link,address,undefined"
+command -v clang >/dev/null || { echo "fuzz.sh: clang is needed (apt-get install clang)" >&2; exit 1; }
+
+# Only what the harnesses link: the codec, merge, store and the path grammar.
+OBJS=("$OUT/build/gen/profile.pb-c.o")
+for f in store/*.c fs/path.c; do OBJS+=("$OUT/build/${f%.c}.o"); done
+make -s -j"$(nproc)" O="$OUT" CC=clang SANITIZE="$SAN" "${OBJS[@]}"
+rm -f "$OUT/fuzz.a"
+ar rcs "$OUT/fuzz.a" "${OBJS[@]}"
+
+PKGS="libprotobuf-c zlib"
+CFLAGS=(-g -O1 -std=gnu11 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined
+        -fno-sanitize-recover=all -Istore -Ifs -Icollector -I"$OUT/build/gen"
+        $(pkg-config --cflags $PKGS fuse3))
+LIBS=($(pkg-config --libs $PKGS) -lrocksdb -lpthread -lm)
+
+summary=()
+for h in "${HARNESSES[@]}"; do
+  src="tests/fuzz/fuzz_$h.c"
+  [ -f "$src" ] || { echo "fuzz.sh: no harness $src" >&2; exit 2; }
+  clang "${CFLAGS[@]}" -o "$OUT/fuzz_$h" "$src" "$OUT/fuzz.a" "${LIBS[@]}"
+  mkdir -p "$OUT/corpus/$h"
+  touch "$OUT/.stamp-$h"
+  dict=()
+  [ -f "tests/fuzz/$h.dict" ] && dict=(-dict="tests/fuzz/$h.dict")
+  echo "== fuzz_$h for ${SECS}s"
+  set +e
+  "$OUT/fuzz_$h" -max_total_time="$SECS" -timeout=20 -rss_limit_mb=2560 \
+      -print_final_stats=1 -artifact_prefix="$OUT/crash-$h-" "${dict[@]}" \
+      "$OUT/corpus/$h" "tests/fuzz/corpus/$h" >"$OUT/fuzz_$h.log" 2>&1
+  rc=$?
+  set -e
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$OUT/fuzz_$h.log" | tail -1 || true)
+  cov=$( (grep -o 'cov: [0-9]*' "$OUT/fuzz_$h.log" || true) | tail -1 | cut -d' ' -f2)
+  ncorp=$(find "$OUT/corpus/$h" -type f | wc -l)
+  crashes=$(find "$OUT" -maxdepth 1 -name "crash-$h-*" -newer "$OUT/.stamp-$h" | wc -l)
+  line="fuzz_$h: ${execs:-?} execs in ${SECS}s, cov ${cov:-?}, corpus $ncorp, crashes $crashes, exit $rc"
+  echo "$line"
+  if [ "$rc" -ne 0 ]; then grep -A15 -m1 'ERROR\|runtime error\|fuzz_[a-z]*: ' "$OUT/fuzz_$h.log" || true; fi
+  summary+=("$line")
+done
+printf '%s\n' "${summary[@]}"
