@@ -665,6 +665,11 @@ test_real_many(void **state)
 		assert_int_equal(m->nlocations, ref->nlocations);
 		assert_int_equal(m->nfunctions, ref->nfunctions);
 		assert_int_equal(m->nmappings, ref->nmappings);
+		if (m->nmappings)
+			assert_string_equal(profile_str(m, m->mappings[0].filename),
+			    profile_str(ref, ref->mappings[0].filename));
+		assert_string_equal(loc_name(m, m->samples[0].locs[0]),
+		    loc_name(ref, ref->samples[0].locs[0]));
 		assert_true(m->time_nanos == ref->time_nanos);
 		assert_true(m->period == ref->period);
 		profile_free(ref);
@@ -675,6 +680,61 @@ test_real_many(void **state)
 	buf_free(&b);
 	for (i = 0; i < 4; i++)
 		profile_free(p[i]);
+}
+
+/* Other merges pprof made (tests/unit/testdata/README.md): the same result. */
+static void
+test_real_vs_pprof(void **state)
+{
+	static const struct { const char *ref, *in[3]; } cases[] = {
+		{ "cpu-sample+stripped-merged-by-pprof.pb.gz",
+		    { "google-pprof/sample.cpu", "parca/normal-cpu.stripped.pprof" } },
+		{ "heap-pyroscope+parca-merged-by-pprof.pb.gz",
+		    { "pyroscope/heap.pb", "parca/alloc_space_delta.pb.gz" } },
+		{ "profile-with-labels-twice-merged-by-pprof.pb.gz",
+		    { "parca/profile-with-labels.pb.gz", "parca/profile-with-labels.pb.gz" } },
+	};
+	size_t c, i, t;
+
+	(void)state;
+	if (real_dir() == NULL)
+		skip();
+	for (c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		struct merge *mg = merge_create();
+		struct profile *m, *ref = NULL;
+		struct buf b = { 0 };
+		char path[256];
+
+		for (i = 0; cases[c].in[i]; i++) {
+			struct profile *p = load_real(cases[c].in[i]);
+
+			assert_non_null(p);
+			assert_int_equal(merge_add(mg, p, NULL), 0);
+			profile_free(p);
+		}
+		assert_int_equal(merge_finish(mg, false, &m), 0);
+		snprintf(path, sizeof(path), "tests/unit/testdata/%s", cases[c].ref);
+		if (buf_read_file(&b, path, 1 << 22) < 0) {
+			print_message("%s not found: skipped\n", path);
+		} else {
+			assert_int_equal(profile_decode(b.data, b.len, &ref, NULL), 0);
+			for (t = 0; t < m->nsample_types; t++)
+				assert_true(profile_total(m, t) == profile_total(ref, t));
+			assert_int_equal(m->nsamples, ref->nsamples);
+			assert_int_equal(m->nlocations, ref->nlocations);
+			assert_int_equal(m->nfunctions, ref->nfunctions);
+			assert_int_equal(m->nmappings, ref->nmappings);
+			assert_string_equal(profile_str(m, m->mappings[0].filename),
+			    profile_str(ref, ref->mappings[0].filename));
+			assert_true(m->time_nanos == ref->time_nanos);
+			assert_true(m->duration_nanos == ref->duration_nanos);
+			assert_true(m->period == ref->period);
+			profile_free(ref);
+		}
+		profile_free(m);
+		merge_free(mg);
+		buf_free(&b);
+	}
 }
 
 /* Every real file merged with itself doubles; averaged, gauges stay as they were. */
@@ -843,6 +903,7 @@ main(void)
 		cmocka_unit_test(test_add_scaled),
 		cmocka_unit_test(test_diff),
 		cmocka_unit_test(test_real_many),
+		cmocka_unit_test(test_real_vs_pprof),
 		cmocka_unit_test(test_real_self_merge),
 		cmocka_unit_test(test_real_diff_form),
 		cmocka_unit_test(test_intern),
