@@ -632,8 +632,9 @@ profile_diff(const struct profile *cur, const struct profile *base,
 	*out = NULL;
 	if ((m = merge_create()) == NULL)
 		return -ENOMEM;
-	if ((rc = merge_add_scaled(m, base, -1, "pprof::base", "true", err)) == 0 &&
-	    (rc = merge_add(m, cur, err)) == 0)
+	/* Current first, as pprof -diff_base does: its header and main binary lead. */
+	if ((rc = merge_add(m, cur, err)) == 0 &&
+	    (rc = merge_add_scaled(m, base, -1, "pprof::base", "true", err)) == 0)
 		rc = merge_finish(m, false, out);
 	merge_free(m);
 	return rc;

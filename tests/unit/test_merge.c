@@ -737,6 +737,55 @@ test_real_vs_pprof(void **state)
 	}
 }
 
+/* profile_diff gives what go tool pprof -proto -diff_base=BASE CUR gives. */
+static void
+test_real_diff_vs_pprof(void **state)
+{
+	static const struct { const char *ref, *base, *cur; } cases[] = {
+		{ "diff-stripped-vs-sample-by-pprof.pb.gz", "google-pprof/sample.cpu",
+		    "parca/normal-cpu.stripped.pprof" },
+		{ "diff-alloc-vs-many1-by-pprof.pb.gz", "parca/many-1644509272337470000.pb.gz",
+		    "parca/alloc_space_delta.pb.gz" },
+	};
+	size_t c, t;
+
+	(void)state;
+	if (real_dir() == NULL)
+		skip();
+	for (c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		struct profile *base = load_real(cases[c].base), *cur = load_real(cases[c].cur);
+		struct profile *d = NULL, *ref = NULL;
+		struct buf b = { 0 };
+		char path[256];
+
+		assert_non_null(base);
+		assert_non_null(cur);
+		assert_int_equal(profile_diff(cur, base, &d, NULL), 0);
+		snprintf(path, sizeof(path), "tests/unit/testdata/%s", cases[c].ref);
+		if (buf_read_file(&b, path, 1 << 22) == 0) {
+			assert_int_equal(profile_decode(b.data, b.len, &ref, NULL), 0);
+			for (t = 0; t < d->nsample_types; t++) {
+				assert_true(profile_total(d, t) == profile_total(ref, t));
+				assert_true(total_labelled(d, t, "pprof::base", "true") ==
+				    total_labelled(ref, t, "pprof::base", "true"));
+			}
+			assert_int_equal(d->nsamples, ref->nsamples);
+			assert_int_equal(d->nlocations, ref->nlocations);
+			assert_int_equal(d->nfunctions, ref->nfunctions);
+			assert_int_equal(d->nmappings, ref->nmappings);
+			assert_string_equal(profile_str(d, d->mappings[0].filename),
+			    profile_str(ref, ref->mappings[0].filename));
+			assert_true(d->time_nanos == ref->time_nanos);
+			profile_free(ref);
+		} else
+			print_message("%s not found: skipped\n", path);
+		profile_free(d);
+		profile_free(base);
+		profile_free(cur);
+		buf_free(&b);
+	}
+}
+
 /* Every real file merged with itself doubles; averaged, gauges stay as they were. */
 static void
 test_real_self_merge(void **state)
@@ -904,6 +953,7 @@ main(void)
 		cmocka_unit_test(test_diff),
 		cmocka_unit_test(test_real_many),
 		cmocka_unit_test(test_real_vs_pprof),
+		cmocka_unit_test(test_real_diff_vs_pprof),
 		cmocka_unit_test(test_real_self_merge),
 		cmocka_unit_test(test_real_diff_form),
 		cmocka_unit_test(test_intern),
