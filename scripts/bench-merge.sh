@@ -20,7 +20,7 @@ if [ "$(ls "$PROFILES"/cpu-*.pb.gz 2>/dev/null | wc -l)" -lt "$N" ]; then
   (cd "$ROOT/tests/go/genprof" && go build -o /tmp/profilefs-genprof .)
   /tmp/profilefs-genprof -out "$PROFILES" -n "$N" -dur 1s -hz 1000 -other=false 2>/dev/null
 fi
-files=$(ls "$PROFILES"/cpu-*.pb.gz | head -n "$N")
+files=$(ls "$PROFILES"/cpu-*.pb.gz | awk -v n="$N" "NR <= n")
 sizes=$(stat -c %s $files | sort -n)
 echo "inputs: $N Go CPU profiles, $(echo "$sizes" | awk '{s+=$1} END {printf "%.1f MB total", s/1e6}'), median $(echo "$sizes" | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}') bytes each"
 
@@ -38,11 +38,12 @@ echo "ingest: $N profiles through cp in $(echo "$t1 - $t0" | bc) s"
 
 # The profiles' times span a known window; each run asks for a range starting
 # one minute earlier, so its merge has never been served (no cache hit).
-first=$(ls "$TMP/mnt/bench/cpu/all/all/profiles" | head -1 | cut -c1-16)
+first=$(ls "$TMP/mnt/bench/cpu/all/all/profiles" | awk "NR == 1 {print substr(\$0, 1, 16)}")
 end=$(date -u -d '+2 min' +%Y-%m-%dT%H:%M)
 start_s=$(date -u -d "${first/T/ } UTC" +%s)
 
-want=$(go tool pprof -proto $files 2>/dev/null | pprof_sums /dev/stdin)
+go tool pprof -proto $files > "$TMP/go.pb.gz" 2>/dev/null
+want=$(pprof_sums "$TMP/go.pb.gz")
 ours=(); theirs=()
 for r in $(seq 1 "$RUNS"); do
   from=$(date -u -d "@$((start_s - r * 60))" +%Y-%m-%dT%H:%M)

@@ -9,5 +9,5 @@ pprof_sums() {
       k = split($0, v, " ")
       for (i = 1; i <= k; i++) sum[i] += v[i]
     }
-    END { for (i = 1; i <= n; i++) printf "%s=%d ", types[i], sum[i]; print "" }'
+    END { for (i = 1; i <= n; i++) printf "%s=%.0f ", types[i], sum[i]; print "" }'
 }

@@ -197,7 +197,8 @@ wait "$PF_PID" 2>/dev/null; PF_PID=
 ! ls "$M" >/dev/null 2>&1 && ok "kill -9 leaves a stale mount" || ok "kill -9 left no stale mount"
 pf_start && ok "restart recovers a stale mount" || fail "restart recovers a stale mount"
 check_eq "acknowledged profile survives kill -9" "$(ls "$M/durable/cpu/all/all/profiles" 2>/dev/null | wc -l)" 1
-grep -q "data directory .* is in use" <("$BIN" serve --data "$TMP/data" "$TMP/mnt2" 2>&1) \
+mkdir -p "$TMP/mnt2"
+grep -q "data directory .* is in use" <(timeout 10 "$BIN" serve --data "$TMP/data" "$TMP/mnt2" 2>&1) \
   && ok "second daemon on the same data says it is in use" || fail "second daemon on the same data says it is in use"
 
 pf_done
