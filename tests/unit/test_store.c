@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include <ftw.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -492,6 +493,70 @@ test_time_source(void **state)
 	buf_free(&b);
 }
 
+struct putter {
+	struct fixture	*f;
+	int		 n;
+	char		 labels[16];
+	uint64_t	 ids[16];
+	int		 failed;
+};
+
+static void *
+putter_run(void *arg)
+{
+	struct putter *pt = arg;
+	struct labelset ls;
+	int i;
+
+	if (labels_parse(pt->labels, &ls, NULL) < 0)
+		return NULL;
+	for (i = 0; i < pt->n; i++) {
+		struct store_input in = { .service = "conc", .type = "cpu", .labels = &ls,
+		    .created_at = T0 + i };
+		struct store_ref r;
+
+		if (store_put(pt->f->st, &in, pt->f->cpu.data, pt->f->cpu.len, &r, NULL) != 0)
+			pt->failed++;
+		else
+			pt->ids[i] = r.id;
+	}
+	labels_clear(&ls);
+	return NULL;
+}
+
+/* Puts from several threads: new series created once, every id distinct. */
+static void
+test_concurrent_puts(void **state)
+{
+	struct fixture *f = *state;
+	struct putter pt[4];
+	pthread_t th[4];
+	const struct series **all;
+	size_t n, i, j, k;
+
+	for (i = 0; i < 4; i++) {
+		memset(&pt[i], 0, sizeof(pt[i]));
+		pt[i].f = f;
+		pt[i].n = 8;
+		snprintf(pt[i].labels, sizeof(pt[i].labels), "t=%zu", i % 2);
+		assert_int_equal(pthread_create(&th[i], NULL, putter_run, &pt[i]), 0);
+	}
+	for (i = 0; i < 4; i++)
+		pthread_join(th[i], NULL);
+	assert_int_equal(store_series(f->st, &all, &n), 0);
+	assert_int_equal(n, 2);
+	for (i = 0; i < n; i++)
+		assert_int_equal(count(f, all[i]->id, INT64_MIN, INT64_MAX), 16);
+	free(all);
+	for (i = 0; i < 4; i++) {
+		assert_int_equal(pt[i].failed, 0);
+		for (j = 0; j < 8; j++)
+			for (k = 0; k < 4 * 8; k++)
+				if (k != i * 8 + j)
+					assert_true(pt[k / 8].ids[k % 8] != pt[i].ids[j]);
+	}
+}
+
 static void
 test_ids_and_names(void **state)
 {
@@ -658,6 +723,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_bad_input_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_type_inference, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_time_source, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_concurrent_puts, setup, teardown),
 		cmocka_unit_test(test_ids_and_names),
 		cmocka_unit_test_setup_teardown(test_query_merge, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_query_gauges, setup, teardown),
