@@ -15,6 +15,8 @@
 #include <time.h>
 #include <cmocka.h>
 
+#include <rocksdb/c.h>
+
 #include "query.h"
 #include "store.h"
 #include "util.h"
@@ -493,6 +495,111 @@ test_time_source(void **state)
 	buf_free(&b);
 }
 
+static void
+be64(unsigned char *p, uint64_t v)
+{
+	int i;
+
+	for (i = 7; i >= 0; i--, v >>= 8)
+		p[i] = (unsigned char)v;
+}
+
+/* Whether the database holds key k with value v (v NULL: any value). */
+static bool
+db_has(rocksdb_t *db, const void *k, size_t kl, const void *v, size_t vl)
+{
+	rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+	char *err = NULL, *got;
+	size_t gl;
+	bool ok;
+
+	got = rocksdb_get(db, ro, k, kl, &gl, &err);
+	ok = got != NULL && err == NULL && (v == NULL || (gl == vl && memcmp(got, v, vl) == 0));
+	free(got);
+	free(err);
+	rocksdb_readoptions_destroy(ro);
+	return ok;
+}
+
+static void
+db_put(rocksdb_t *db, const void *k, size_t kl, const void *v, size_t vl)
+{
+	rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
+	char *err = NULL;
+
+	rocksdb_put(db, wo, k, kl, v, vl, &err);
+	assert_null(err);
+	rocksdb_writeoptions_destroy(wo);
+}
+
+/*
+ * The key layout written down in store.c, read with RocksDB directly; then
+ * stored values that no longer decode are skipped with a reason by queries.
+ */
+static void
+test_key_layout(void **state)
+{
+	struct fixture *f = *state;
+	struct store_ref r = put(f, &f->cpu, "svc", "cpu", "a=1", T0 + 5);
+	unsigned char sk[9], pk[25], ik[9], iv[16], hk[17], nv[8];
+	const char nk[] = "Nsvc\0cpu\0a=1", sv[] = "svc\0cpu\0a=1";
+	uint64_t tenc = (uint64_t)(T0 + 5) ^ (UINT64_C(1) << 63);
+	rocksdb_options_t *opts;
+	rocksdb_t *db;
+	char *err = NULL;
+	struct query q = { .service = "svc", .from = T0, .to = T0 + HOUR };
+	struct query_result res;
+	struct store_ref r2;
+
+	store_close(f->st);
+	f->st = NULL;
+	opts = rocksdb_options_create();
+	db = rocksdb_open(opts, f->dir, &err);
+	assert_null(err);
+	sk[0] = 'S';
+	be64(sk + 1, r.series);
+	assert_true(db_has(db, sk, sizeof(sk), sv, sizeof(sv) - 1));
+	be64(nv, r.series);
+	assert_true(db_has(db, nk, sizeof(nk) - 1, nv, 8));
+	pk[0] = 'P';
+	be64(pk + 1, r.series);
+	be64(pk + 9, tenc);
+	be64(pk + 17, r.id);
+	assert_true(db_has(db, pk, sizeof(pk), NULL, 0));
+	ik[0] = 'I';
+	be64(ik + 1, r.id);
+	be64(iv, r.series);
+	be64(iv + 8, tenc);
+	assert_true(db_has(db, ik, sizeof(ik), iv, sizeof(iv)));
+	hk[0] = 'H';
+	be64(hk + 1, r.series);
+	be64(hk + 9, (uint64_t)((T0 + 5) / HOUR) ^ (UINT64_C(1) << 63));
+	assert_true(db_has(db, hk, sizeof(hk), "", 0));
+	/* A stored value that does not decode, and one of an unknown format. */
+	be64(pk + 9, tenc + 1);
+	be64(pk + 17, 999);
+	db_put(db, pk, sizeof(pk), "\001garbage", 8);
+	be64(ik + 1, 999);
+	be64(iv + 8, tenc + 1);
+	db_put(db, ik, sizeof(ik), iv, sizeof(iv));
+	be64(pk + 9, tenc + 2);
+	be64(pk + 17, 1000);
+	db_put(db, pk, sizeof(pk), "\002future", 7);
+	rocksdb_close(db);
+	rocksdb_options_destroy(opts);
+	reopen(f);
+	assert_int_equal(query_merge(f->st, &q, &res), 0);
+	assert_int_equal(res.nrefs, 2);		/* the unknown format is not listed */
+	assert_int_equal(res.nmerged, 1);
+	assert_int_equal(res.nskipped, 1);
+	assert_true(res.skipped[0].id == 999);
+	assert_non_null(strstr(res.skipped[0].reason, "cannot be decoded"));
+	query_result_free(&res);
+	/* New ids follow the largest stored one. */
+	r2 = put(f, &f->cpu, "svc", "cpu", "a=1", T0);
+	assert_true(r2.id > 999);
+}
+
 struct putter {
 	struct fixture	*f;
 	int		 n;
@@ -723,6 +830,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_bad_input_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_type_inference, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_time_source, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_key_layout, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_concurrent_puts, setup, teardown),
 		cmocka_unit_test(test_ids_and_names),
 		cmocka_unit_test_setup_teardown(test_query_merge, setup, teardown),
