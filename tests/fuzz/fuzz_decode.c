@@ -32,8 +32,9 @@ wrap_total(const struct profile *p, size_t t)
 	return sum;
 }
 
+/* p is changed and restored (mappings moved). */
 static void
-check_merge(const struct profile *p)
+check_merge(struct profile *p)
 {
 	struct merge *m = merge_create();
 	struct profile *out = NULL;
@@ -57,6 +58,42 @@ check_merge(const struct profile *p)
 	CHECK(merge_finish(m, true, &out) == 0);
 	profile_free(out);
 	merge_free(m);
+	/*
+	 * The same profile loaded elsewhere (ASLR: every mapping and the
+	 * addresses in it moved) merges into the same locations and samples.
+	 */
+	{
+		struct profile *one = NULL, *two = NULL;
+		uint64_t delta = 0x7f0000001000ull;
+		size_t i;
+
+		m = merge_create();
+		CHECK(merge_add(m, p, &err) == 0);
+		CHECK(merge_finish(m, false, &one) == 0);
+		for (i = 0; i < p->nmappings; i++) {
+			p->mappings[i].start += delta;
+			p->mappings[i].limit += delta;
+		}
+		for (i = 0; i < p->nlocations; i++)
+			if (p->locations[i].mapping)
+				p->locations[i].address += delta;
+		CHECK(merge_add(m, p, &err) == 0);
+		CHECK(merge_finish(m, false, &two) == 0);
+		CHECK(two->nlocations == one->nlocations);
+		CHECK(two->nmappings == one->nmappings);
+		/* Fewer only where doubling wrapped a value to zero (INT64_MIN). */
+		CHECK(two->nsamples <= one->nsamples);
+		for (i = 0; i < p->nmappings; i++) {
+			p->mappings[i].start -= delta;
+			p->mappings[i].limit -= delta;
+		}
+		for (i = 0; i < p->nlocations; i++)
+			if (p->locations[i].mapping)
+				p->locations[i].address -= delta;
+		profile_free(one);
+		profile_free(two);
+		merge_free(m);
+	}
 	CHECK(profile_diff(p, p, &out, &err) == 0);
 	for (t = 0; t < p->nsample_types; t++)
 		CHECK(wrap_total(out, t) == 0);
