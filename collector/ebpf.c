@@ -58,6 +58,7 @@ struct ebpf_sampler {
 	int64_t			 next_flush;	/* monotonic ns */
 	/* counted by the sampler thread only */
 	uint64_t		 events, user_frames, user_named, kernel_frames, kernel_named;
+	uint64_t		 truncated;	/* stacks cut at a return address in no mapping */
 	uint64_t		 prev[PROF_CNT_MAX];	/* BPF counters at the last report */
 	uint32_t		 locs[2 * PROF_MAX_STACK];
 };
@@ -269,6 +270,15 @@ handle_sample(struct ebpf_sampler *e, const struct prof_sample *s)
 			break;
 		/* Callers' frames hold return addresses: step back into the call. */
 		proctab_resolve(e->pt, p, i > 0 ? a - 1 : a, &f);
+		/*
+		 * A return address outside every executable mapping means the
+		 * frame-pointer chain went through code built without frame
+		 * pointers: what follows is noise, not callers.
+		 */
+		if (i > 0 && f.file == NULL) {
+			e->truncated++;
+			break;
+		}
 		e->user_frames++;
 		e->user_named += f.func != NULL;
 		if ((li = cpuprof_location(svc, &f)) < 0)
@@ -372,6 +382,7 @@ flush(struct ebpf_sampler *e)
 	metrics_set("profilefs_ebpf_frames_total", "kind=\"kernel\"", (double)e->kernel_frames);
 	metrics_set("profilefs_ebpf_frames_named_total", "kind=\"kernel\"",
 	    (double)e->kernel_named);
+	metrics_set("profilefs_ebpf_stacks_truncated_total", NULL, (double)e->truncated);
 	metrics_set("profilefs_ebpf_processes_tracked", NULL, (double)proctab_count(e->pt));
 	metrics_set("profilefs_ebpf_elf_objects_cached", NULL,
 	    (double)symbolize_elf_count(e->sym));
@@ -379,14 +390,15 @@ flush(struct ebpf_sampler *e)
 	    (double)(clock_ns(CLOCK_MONOTONIC) - t0) / 1e9);
 	log_debug("ebpf: period: %llu samples (%llu idle) -> %zu profiles, %llu samples stored; "
 	    "dropped %llu samples, %llu events; stack errors kernel %llu user %llu; "
-	    "named frames user %.1f%% kernel %.1f%%; %zu processes, %zu ELF objects",
+	    "named frames user %.1f%% kernel %.1f%%; %llu stacks truncated; %zu processes, "
+	    "%zu ELF objects",
 	    (unsigned long long)d[PROF_CNT_SAMPLES], (unsigned long long)d[PROF_CNT_IDLE],
 	    profiles, (unsigned long long)samples,
 	    (unsigned long long)d[PROF_CNT_DROP_RINGBUF], (unsigned long long)d[PROF_CNT_DROP_EVENT],
 	    (unsigned long long)d[PROF_CNT_ERR_KSTACK], (unsigned long long)d[PROF_CNT_ERR_USTACK],
 	    e->user_frames ? 100.0 * (double)e->user_named / (double)e->user_frames : 0.0,
 	    e->kernel_frames ? 100.0 * (double)e->kernel_named / (double)e->kernel_frames : 0.0,
-	    proctab_count(e->pt), symbolize_elf_count(e->sym));
+	    (unsigned long long)e->truncated, proctab_count(e->pt), symbolize_elf_count(e->sym));
 }
 
 static void *
@@ -442,6 +454,8 @@ describe_metrics(void)
 	metrics_describe("profilefs_ebpf_frames_total", "counter", "Stack frames resolved.");
 	metrics_describe("profilefs_ebpf_frames_named_total", "counter",
 	    "Stack frames resolved to a function name.");
+	metrics_describe("profilefs_ebpf_stacks_truncated_total", "counter",
+	    "User stacks cut where the frame-pointer chain left the mapped code.");
 	metrics_describe("profilefs_ebpf_processes_tracked", "gauge",
 	    "Processes whose mappings the sampler holds.");
 	metrics_describe("profilefs_ebpf_elf_objects_cached", "gauge",

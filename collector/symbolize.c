@@ -209,16 +209,119 @@ read_build_id(Elf *e, Elf_Scn *scn, char out[41])
 	}
 }
 
+static uint64_t
+rd(const unsigned char *p, unsigned size)
+{
+	uint64_t v = 0;
+	unsigned i;
+
+	for (i = 0; i < size; i++)	/* little-endian: x86-64 and arm64 */
+		v |= (uint64_t)p[i] << (8 * i);
+	return v;
+}
+
 /*
- * Read an ELF file: segments, build id, symbols (.symtab if want_symtab_only,
- * else .symtab or .dynsym), debuglink name. has_symtab says whether .symtab
- * was found.
+ * Function names of a stripped Go binary from its .gopclntab (the runtime's
+ * own table, present even without .symtab). Layouts by header magic:
+ *   0xfffffffb (Go 1.2-1.15)  functab {pc, funcoff uintptr} at 8+ptrsize,
+ *                             _func {entry uintptr, nameoff int32}, names from the table start
+ *   0xfffffffa (Go 1.16-1.17) offsets at 8+ptrsize*{2 funcname, 6 pcln},
+ *                             functab {entry, funcoff uintptr}, _func {entry uintptr, nameoff int32}
+ *   0xfffffff0/1 (Go 1.18+)   textStart at 8+2*ptrsize, offsets at 8+ptrsize*{3 funcname, 7 pcln},
+ *                             functab {entryoff, funcoff uint32}, _func {entryoff uint32, nameoff int32}
+ * A function ends where the next one starts. Everything is bounds-checked.
+ */
+static int
+read_gopclntab(Elf_Scn *scn, struct elfobj *o, size_t *cap)
+{
+	Elf_Data *d = elf_getdata(scn, NULL);
+	const unsigned char *b;
+	uint64_t n, nfunc, text = 0, names, pcln, ftab, i;
+	unsigned ps, esz;
+	uint32_t magic;
+
+	if (d == NULL || d->d_buf == NULL || d->d_size < 16)
+		return 0;
+	b = d->d_buf;
+	n = d->d_size;
+	magic = (uint32_t)rd(b, 4);
+	ps = b[7];
+	if ((ps != 4 && ps != 8) || n < 8 + 8 * (uint64_t)ps)
+		return 0;
+	nfunc = rd(b + 8, ps);
+	switch (magic) {
+	case 0xfffffffb:
+		names = 0;
+		pcln = 0;
+		ftab = 8 + ps;
+		esz = ps;
+		break;
+	case 0xfffffffa:
+		names = rd(b + 8 + 2 * ps, ps);
+		pcln = rd(b + 8 + 6 * ps, ps);
+		ftab = pcln;
+		esz = ps;
+		break;
+	case 0xfffffff0:
+	case 0xfffffff1:
+		text = rd(b + 8 + 2 * ps, ps);
+		names = rd(b + 8 + 3 * ps, ps);
+		pcln = rd(b + 8 + 7 * ps, ps);
+		ftab = pcln;
+		esz = 4;
+		break;
+	default:
+		return 0;
+	}
+	if (nfunc > ELF_MAX_SYMS || ftab > n || (nfunc + 1) * 2 * esz > n - ftab)
+		return 0;
+	for (i = 0; i < nfunc; i++) {
+		const unsigned char *fe = b + ftab + i * 2 * esz;
+		uint64_t entry = rd(fe, esz), next = rd(fe + 2 * esz, esz);
+		uint64_t fo = pcln + rd(fe + esz, esz), no;
+		const char *name;
+		size_t len;
+
+		if (fo > n || n - fo < (uint64_t)esz + 4 || next <= entry)
+			continue;
+		no = names + (uint32_t)rd(b + fo + esz, 4);
+		if (no >= n)
+			continue;
+		name = (const char *)b + no;
+		len = strnlen(name, n - no);
+		if (len == 0 || len == n - no)
+			continue;
+		if (o->nsyms == *cap) {
+			size_t nc = *cap ? *cap * 2 : 1024;
+			struct sym *ns = realloc(o->syms, nc * sizeof(*ns));
+
+			if (ns == NULL)
+				return -ENOMEM;
+			o->syms = ns;
+			*cap = nc;
+		}
+		if (o->names.len > UINT32_MAX - len - 1)
+			break;
+		o->syms[o->nsyms].addr = text + entry;
+		o->syms[o->nsyms].size = next - entry;
+		o->syms[o->nsyms].name = (uint32_t)o->names.len;
+		if (buf_add(&o->names, name, len) < 0 || buf_addc(&o->names, '\0') < 0)
+			return -ENOMEM;
+		o->nsyms++;
+	}
+	return 0;
+}
+
+/*
+ * Read an ELF file: segments, build id, function symbols (.symtab, else
+ * .gopclntab for Go, else .dynsym; a debug file only adds its .symtab) and the
+ * .gnu_debuglink name. has_symtab says whether a full table was found.
  */
 static int
 read_elf(const char *path, struct elfobj *o, bool debug_file, bool *has_symtab,
     char *debuglink, size_t dlsize)
 {
-	Elf_Scn *scn = NULL, *symtab = NULL, *dynsym = NULL;
+	Elf_Scn *scn = NULL, *symtab = NULL, *dynsym = NULL, *gopclntab = NULL;
 	GElf_Shdr sh_symtab, sh_dynsym, sh;
 	size_t shstrndx, phnum, i, cap = o->nsyms;
 	GElf_Ehdr eh;
@@ -265,6 +368,8 @@ read_elf(const char *path, struct elfobj *o, bool debug_file, bool *has_symtab,
 		} else if (sh.sh_type == SHT_DYNSYM) {
 			dynsym = scn;
 			sh_dynsym = sh;
+		} else if (name && strcmp(name, ".gopclntab") == 0 && !debug_file) {
+			gopclntab = scn;
 		} else if (sh.sh_type == SHT_NOTE && o->build_id[0] == '\0' && !debug_file) {
 			read_build_id(e, scn, o->build_id);
 		} else if (debuglink && name && strcmp(name, ".gnu_debuglink") == 0) {
@@ -283,6 +388,10 @@ read_elf(const char *path, struct elfobj *o, bool debug_file, bool *has_symtab,
 	if (symtab) {
 		*has_symtab = true;
 		rc = read_symtab(e, symtab, &sh_symtab, o, &cap);
+	} else if (gopclntab) {
+		/* A stripped Go binary: the runtime's table names every function. */
+		*has_symtab = true;
+		rc = read_gopclntab(gopclntab, o, &cap);
 	} else if (dynsym && !debug_file) {
 		rc = read_symtab(e, dynsym, &sh_dynsym, o, &cap);
 	}

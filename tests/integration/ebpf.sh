@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # The eBPF sampler (serve --ebpf): whole-host CPU profiles per service, with
 # real programs from tests/ebpf/ (C with frame pointers, a short-lived one, one
-# run from a deleted binary, a syscall-heavy one, Go, a perf-map JIT stand-in),
+# run from a deleted binary, a syscall-heavy one, Go (with and without
+# .symtab), a perf-map JIT stand-in),
 # checked with `go tool pprof -traces` on the mounted merged.pb.gz.
 # Needs root and a kernel with BTF; otherwise every check is skipped.
 set -u
 . "$(dirname "$0")/../lib.sh"
 
-NAMES="ebpf-stack ebpf-short ebpf-deleted ebpf-kernel ebpf-go ebpf-jit ebpf-drops ebpf-unprivileged"
+NAMES="ebpf-stack ebpf-short ebpf-deleted ebpf-kernel ebpf-go ebpf-go-stripped ebpf-jit ebpf-drops ebpf-unprivileged"
 skip_all() { for n in $NAMES; do echo "ok - $n # SKIP $1"; done; exit 0; }
 [ "$(id -u)" -eq 0 ] || skip_all "needs root"
 [ -r /sys/kernel/btf/vmlinux ] || skip_all "kernel has no BTF (/sys/kernel/btf/vmlinux)"
@@ -25,7 +26,8 @@ cc $CFL -o "$B/efp_stack" "$SRC/spin.c" &&
   cc $CFL -o "$B/efp_jit" "$SRC/jit.c" ||
   { fail "build test programs"; pf_done; exit 1; }
 (cd "$SRC/gospin" && GOFLAGS=-mod=mod GOCACHE="${GOCACHE:-$TMP/gocache}" \
-  go build -o "$B/efp_go" .) || { fail "build gospin"; pf_done; exit 1; }
+  go build -o "$B/efp_go" . && GOFLAGS=-mod=mod GOCACHE="${GOCACHE:-$TMP/gocache}" \
+  go build -ldflags="-s -w" -o "$B/efp_gostrip" .) || { fail "build gospin"; pf_done; exit 1; }
 
 # Without privileges, --ebpf fails at start and says what is missing.
 if command -v setpriv >/dev/null && id nobody >/dev/null 2>&1; then
@@ -39,6 +41,7 @@ else
   echo "ok - ebpf-unprivileged # SKIP setpriv or user nobody missing"
 fi
 
+export LSAN_OPTIONS="suppressions=$SRC/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 pf_start -v --ebpf=99 --ebpf-period 2 || { fail "ebpf daemon start"; pf_done; exit 1; }
 
 # The long-running programs at once, for 6 s.
@@ -54,7 +57,9 @@ P3=$!
 P4=$!
 "$B/efp_jit" 6000 &
 P5=$!
-wait $P1 $P2 $P3 $P4 $P5
+"$B/efp_gostrip" 6000 &
+P6=$!
+wait $P1 $P2 $P3 $P4 $P5 $P6
 # The short-lived one alone, so it gets a CPU: it exits before most periods end.
 "$B/efp_short" 500
 
@@ -99,6 +104,7 @@ want_share "ebpf-short" efp_short "inner;outer;main" 50
 want_share "ebpf-deleted" efp_deleted "inner;outer;main" 90
 want_frame "ebpf-kernel" efp_kernel "do_syscall_64|entry_SYSCALL_64"
 want_frame "ebpf-go" efp_go "main\.goInner"
+want_frame "ebpf-go-stripped" efp_gostrip "main\.goInner"	# from .gopclntab
 want_frame "ebpf-jit" efp_jit "^ +[0-9.a-z]* *jit_spin_loop$|^ +jit_spin_loop$"
 
 # No sample or notice lost at 99 Hz (the sampler logs its counters each period at -v).
