@@ -45,6 +45,8 @@ test_top(void **state)
 	assert_int_equal(node_of(""), NODE_ROOT);
 	assert_int_equal(node_of("/README.txt"), NODE_README);
 	assert_int_equal(parse("/README.txt/x", &o), -ENOENT);
+	assert_int_equal(node_of("/.targets.json"), NODE_TARGETS);
+	assert_int_equal(parse("/.targets.json/x", &o), -ENOENT);
 	assert_int_equal(node_of("/checkout"), NODE_SERVICE);
 	assert_int_equal(parse("/checkout", &o), 0);
 	assert_string_equal(o.service, "checkout");
