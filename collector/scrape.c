@@ -32,8 +32,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "collector.h"
 #include "intern.h"
@@ -99,6 +102,11 @@ struct scraper {
 	struct job		*qhead, **qtail;	/* work queue, protected by sc_lock */
 	struct job		*dead;		/* removed jobs the scheduler frees; sc_lock */
 	bool			 wstop;		/* workers: drain and exit */
+	bool			 rescan;	/* a job became idle or changed: look at all */
+
+	/* the scheduler's: epoll set of curl's sockets and the wake eventfd */
+	int			 epfd, evfd;
+	int64_t			 curl_due;	/* monotonic ns curl wants a call, -1 none */
 
 	/* targets file, the scheduler's */
 	struct timespec		 f_mtime;
@@ -375,6 +383,7 @@ jobs_apply(struct scraper *sc, struct target_list *tl)
 	if (old) {
 		sc->jobs = head;
 		sc->njobs = tl->n;
+		sc->rescan = true;
 	}
 	pthread_mutex_unlock(&sc->sc_lock);
 	if (old)
@@ -434,55 +443,139 @@ targets_check(struct scraper *sc, bool force)
 
 /* --- the scheduler thread ----------------------------------------------- */
 
+/*
+ * libcurl's socket interface on epoll: each wake handles only the sockets
+ * that have events, so hundreds of long-polling cpu transfers cost nothing
+ * while they wait.
+ */
+static int
+on_socket(CURL *e, curl_socket_t fd, int what, void *arg, void *sockp)
+{
+	struct scraper *sc = arg;
+	struct epoll_event ev = { 0 };
+
+	(void)e;
+	(void)sockp;
+	if (what == CURL_POLL_REMOVE) {
+		epoll_ctl(sc->epfd, EPOLL_CTL_DEL, fd, NULL);
+		return 0;
+	}
+	ev.events = (what & CURL_POLL_IN ? EPOLLIN : 0) | (what & CURL_POLL_OUT ? EPOLLOUT : 0);
+	ev.data.fd = fd;
+	if (epoll_ctl(sc->epfd, EPOLL_CTL_MOD, fd, &ev) < 0 && errno == ENOENT)
+		epoll_ctl(sc->epfd, EPOLL_CTL_ADD, fd, &ev);
+	return 0;
+}
+
+static int
+on_timer(CURLM *m, long ms, void *arg)
+{
+	struct scraper *sc = arg;
+
+	(void)m;
+	sc->curl_due = ms < 0 ? -1 : mono_ns() + (int64_t)ms * 1000000;
+	return 0;
+}
+
+/* Wake the scheduler (from any thread). */
+static void
+sched_wake(struct scraper *sc)
+{
+	uint64_t one = 1;
+
+	if (write(sc->evfd, &one, sizeof(one)) < 0) {
+		/* EAGAIN: a wake is pending already. */
+	}
+}
+
+/* Collect finished transfers; sc_lock held. */
+static void
+collect_done(struct scraper *sc)
+{
+	CURLMsg *msg;
+	struct job *j;
+	int left;
+
+	while ((msg = curl_multi_info_read(sc->multi, &left)) != NULL) {
+		if (msg->msg != CURLMSG_DONE)
+			continue;
+		j = NULL;
+		curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&j);
+		if (j)
+			job_finished(sc, j, msg->data.result);
+	}
+}
+
 static void *
 sched_main(void *arg)
 {
 	struct scraper *sc = arg;
-	int64_t next_check = mono_ns() + NS;
+	struct epoll_event evs[64];
+	int64_t next_check = mono_ns() + NS, next_due = 0;
+	int running_n, n, i;
 
 	while (!atomic_load(&sc->stop)) {
-		int64_t now = mono_ns(), wait = NS;
+		int64_t now = mono_ns(), wait;
 		struct job *j;
-		CURLMsg *msg;
-		int running_n, left;
 
 		if (now >= next_check) {
 			targets_check(sc, false);
 			next_check = now + NS;
+			next_due = 0;
 		}
+		/* Start what is due; scan the jobs only when something may be. */
 		pthread_mutex_lock(&sc->sc_lock);
 		while ((j = sc->dead) != NULL) {
 			sc->dead = j->next;
 			job_free(j);
 		}
-		for (j = sc->jobs; j; j = j->next) {
-			if (j->state != J_IDLE)
-				continue;
-			if (j->due <= now)
-				job_start(sc, j, now);
-			if (j->state == J_IDLE && j->due - now < wait)
-				wait = j->due - now;
+		if (sc->rescan || now >= next_due) {
+			sc->rescan = false;
+			next_due = INT64_MAX;
+			for (j = sc->jobs; j; j = j->next) {
+				if (j->state != J_IDLE)
+					continue;
+				if (j->due <= now)
+					job_start(sc, j, now);
+				if (j->state == J_IDLE && j->due < next_due)
+					next_due = j->due;
+			}
 		}
 		pthread_mutex_unlock(&sc->sc_lock);
 
-		curl_multi_perform(sc->multi, &running_n);
-		pthread_mutex_lock(&sc->sc_lock);
-		while ((msg = curl_multi_info_read(sc->multi, &left)) != NULL) {
-			if (msg->msg != CURLMSG_DONE)
-				continue;
-			j = NULL;
-			curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&j);
-			if (j)
-				job_finished(sc, j, msg->data.result);
-		}
-		pthread_mutex_unlock(&sc->sc_lock);
-
-		if (next_check - mono_ns() < wait)
-			wait = next_check - mono_ns();
+		wait = (next_due < next_check ? next_due : next_check) - mono_ns();
+		if (sc->curl_due >= 0 && sc->curl_due - mono_ns() < wait)
+			wait = sc->curl_due - mono_ns();
 		if (wait < 0)
 			wait = 0;
-		/* Round up so a due job is not polled for a few times early. */
-		curl_multi_poll(sc->multi, NULL, 0, (int)((wait + 999999) / 1000000), NULL);
+		/* Round up so a due job is not woken for a few times early. */
+		n = epoll_wait(sc->epfd, evs, 64, (int)((wait + 999999) / 1000000));
+		for (i = 0; i < n; i++) {
+			int fd = evs[i].data.fd, f = 0;
+
+			if (fd == sc->evfd) {
+				uint64_t v;
+
+				if (read(sc->evfd, &v, sizeof(v)) < 0) {
+					/* EAGAIN: drained already. */
+				}
+				continue;
+			}
+			if (evs[i].events & (EPOLLIN | EPOLLHUP))
+				f |= CURL_CSELECT_IN;
+			if (evs[i].events & EPOLLOUT)
+				f |= CURL_CSELECT_OUT;
+			if (evs[i].events & EPOLLERR)
+				f |= CURL_CSELECT_ERR;
+			curl_multi_socket_action(sc->multi, fd, f, &running_n);
+		}
+		if (sc->curl_due >= 0 && mono_ns() >= sc->curl_due) {
+			sc->curl_due = -1;
+			curl_multi_socket_action(sc->multi, CURL_SOCKET_TIMEOUT, 0, &running_n);
+		}
+		pthread_mutex_lock(&sc->sc_lock);
+		collect_done(sc);
+		pthread_mutex_unlock(&sc->sc_lock);
 	}
 	return NULL;
 }
@@ -650,6 +743,7 @@ job_done(struct scraper *sc, struct job *j, int rc, struct buf *why, bool stored
 			    j->last_error);
 	}
 	j->state = J_IDLE;
+	sc->rescan = true;
 	body_release(j);
 	if (j->removed) {
 		/* curl handles are the scheduler's to free. */
@@ -657,7 +751,7 @@ job_done(struct scraper *sc, struct job *j, int rc, struct buf *why, bool stored
 		sc->dead = j;
 	}
 	pthread_mutex_unlock(&sc->sc_lock);
-	curl_multi_wakeup(sc->multi);
+	sched_wake(sc);
 
 	metrics_set("profilefs_scrape_up", ml.data, rc == 0 ? 1 : 0);
 	metrics_set("profilefs_scrape_duration_seconds", ml.data, (double)dur / 1e9);
@@ -716,12 +810,25 @@ scrape_start(struct store *st, const char *targets_file, struct scraper **out)
 	}
 	sc->st = st;
 	sc->qtail = &sc->qhead;
+	sc->curl_due = -1;
+	sc->epfd = epoll_create1(EPOLL_CLOEXEC);
+	sc->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	pthread_mutex_init(&sc->sc_lock, NULL);
 	pthread_cond_init(&sc->sc_cond, NULL);
-	if ((sc->multi = curl_multi_init()) == NULL) {
-		rc = -ENOMEM;
+	if (sc->epfd < 0 || sc->evfd < 0 || (sc->multi = curl_multi_init()) == NULL) {
+		rc = sc->epfd < 0 || sc->evfd < 0 ? -errno : -ENOMEM;
+		log_warn("scrape: cannot set up the event loop");
 		goto fail;
 	}
+	{
+		struct epoll_event ev = { .events = EPOLLIN, .data.fd = sc->evfd };
+
+		epoll_ctl(sc->epfd, EPOLL_CTL_ADD, sc->evfd, &ev);
+	}
+	curl_multi_setopt(sc->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
+	curl_multi_setopt(sc->multi, CURLMOPT_SOCKETDATA, sc);
+	curl_multi_setopt(sc->multi, CURLMOPT_TIMERFUNCTION, on_timer);
+	curl_multi_setopt(sc->multi, CURLMOPT_TIMERDATA, sc);
 	metrics_describe("profilefs_scrape_up", "gauge",
 	    "1 if the last scrape of this target and profile succeeded");
 	metrics_describe("profilefs_scrape_duration_seconds", "gauge",
@@ -770,7 +877,7 @@ scrape_stop(struct scraper *sc)
 	pthread_mutex_unlock(&running_lock);
 	atomic_store(&sc->stop, true);
 	if (sc->sched_started) {
-		curl_multi_wakeup(sc->multi);
+		sched_wake(sc);
 		pthread_join(sc->sched_thr, NULL);
 	}
 	pthread_mutex_lock(&sc->sc_lock);
@@ -789,6 +896,10 @@ scrape_stop(struct scraper *sc)
 	}
 	if (sc->multi)
 		curl_multi_cleanup(sc->multi);
+	if (sc->epfd >= 0)
+		close(sc->epfd);
+	if (sc->evfd >= 0)
+		close(sc->evfd);
 	pthread_cond_destroy(&sc->sc_cond);
 	pthread_mutex_destroy(&sc->sc_lock);
 	free(sc->file);

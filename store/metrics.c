@@ -1,6 +1,7 @@
 /*
- * metrics: a small registry. Lookups are linear over a short list (tens of
- * series); recording takes mx_lock for a few instructions.
+ * metrics: a small registry. Series are found through a hash of (name,
+ * labels), so per-target series of the scraper (thousands) stay cheap;
+ * recording takes mx_lock for a few instructions.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -18,6 +19,7 @@ enum mkind { M_COUNTER, M_GAUGE, M_HISTOGRAM };
 
 struct mseries {
 	struct mseries	*next;
+	struct mseries	*hnext;			/* hash chain */
 	char		*name;
 	char		*labels;
 	enum mkind	 kind;
@@ -32,6 +34,21 @@ struct mdesc {
 
 static pthread_mutex_t mx_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct mseries *mx_series;	/* protected by mx_lock */
+#define MX_HASH		4096
+static struct mseries *mx_hash[MX_HASH];	/* protected by mx_lock */
+
+static unsigned
+mx_hashof(const char *name, const char *labels)
+{
+	unsigned h = 2166136261u;
+
+	for (; *name; name++)
+		h = (h ^ (unsigned char)*name) * 16777619u;
+	h = (h ^ 0xff) * 16777619u;
+	for (; *labels; labels++)
+		h = (h ^ (unsigned char)*labels) * 16777619u;
+	return h % MX_HASH;
+}
 static struct mdesc *mx_descs;		/* protected by mx_lock */
 
 void
@@ -58,10 +75,12 @@ static struct mseries *
 get(const char *name, const char *labels, enum mkind kind)
 {
 	struct mseries *s, **pp;
+	unsigned h;
 
 	if (labels == NULL)
 		labels = "";
-	for (s = mx_series; s; s = s->next)
+	h = mx_hashof(name, labels);
+	for (s = mx_hash[h]; s; s = s->hnext)
 		if (strcmp(s->name, name) == 0 && strcmp(s->labels, labels) == 0)
 			return s;
 	if ((s = calloc(1, sizeof(*s))) == NULL)
@@ -83,6 +102,8 @@ get(const char *name, const char *labels, enum mkind kind)
 		pp = &(*pp)->next;
 	s->next = *pp;
 	*pp = s;
+	s->hnext = mx_hash[h];
+	mx_hash[h] = s;
 	return s;
 }
 
