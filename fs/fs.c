@@ -29,6 +29,7 @@
 #include "collector.h"
 #include "fs.h"
 #include "intern.h"
+#include "metrics.h"
 #include "path.h"
 #include "query.h"
 #include "views.h"
@@ -263,6 +264,7 @@ pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 	int rc;
 
 	fs->n_requests++;
+	metrics_add("profilefs_fuse_requests_total", NULL, 1);
 	if (fi && fi->fh) {
 		struct handle *h = (struct handle *)(uintptr_t)fi->fh;
 
@@ -334,8 +336,10 @@ pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 			    ce->born);
 		if (ce)
 			cache_release(fs->files, ce);
-		if (rc < 0 && rc != -ENOENT)
+		if (rc < 0 && rc != -ENOENT) {
 			fs->n_errors++;
+			metrics_add("profilefs_fuse_errors_total", NULL, 1);
+		}
 		return rc < 0 ? (rc == -ENOMEM ? -ENOMEM : rc == -EIO ? -EIO : -ENOENT) : 0;
 	}
 	return -ENOENT;
@@ -372,6 +376,7 @@ pf_readdir(const char *path, void *dbuf, fuse_fill_dir_t filler, off_t off,
 	(void)fi;
 	(void)flags;
 	fs->n_requests++;
+	metrics_add("profilefs_fuse_requests_total", NULL, 1);
 	if (path_parse(path, now_ns(), &fp) < 0)
 		return -ENOENT;
 	filler(dbuf, ".", NULL, 0, 0);
@@ -545,6 +550,7 @@ pf_open(const char *path, struct fuse_file_info *fi)
 	int rc;
 
 	fs->n_requests++;
+	metrics_add("profilefs_fuse_requests_total", NULL, 1);
 	if (path_parse(path, now_ns(), &fp) < 0)
 		return -ENOENT;
 	if (fp.node == NODE_INGEST_FILE) {
@@ -633,6 +639,7 @@ pf_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 
 	(void)mode;
 	fs->n_requests++;
+	metrics_add("profilefs_fuse_requests_total", NULL, 1);
 	if (path_parse(path, now_ns(), &fp) < 0)
 		return strncmp(path, "/ingest/", 8) == 0 ? -EINVAL : -EROFS;
 	if (fp.node != NODE_INGEST_FILE)
@@ -763,12 +770,17 @@ ingest_store(struct fsctx *fs, struct ingest *ig)
 		log_info("ingest: stored %s as %s/%s profile %s (%zu bytes)", ig->path,
 		    ig->fp.service, ref.type, idh, data.len);
 		fs->n_ingested++;
+		metrics_add("profilefs_ingested_profiles_total", "source=\"ingest\",outcome=\"ok\"", 1);
+		metrics_add("profilefs_ingested_bytes_total", "source=\"ingest\"", (double)data.len);
 	}
 out:
 	if (rc < 0) {
 		log_warnx("ingest: refused %s: %s", ig->path,
 		    err.data ? err.data : strerror(-rc));
 		fs->n_ingest_failed++;
+		metrics_add("profilefs_ingested_profiles_total", rc == -EINVAL ?
+		    "source=\"ingest\",outcome=\"invalid\"" : rc == -EFBIG ?
+		    "source=\"ingest\",outcome=\"too_large\"" : "source=\"ingest\",outcome=\"error\"", 1);
 		/* EIO for storage trouble, EINVAL for everything the file did wrong. */
 		if (rc != -EIO && rc != -ENOMEM && rc != -EFBIG)
 			rc = -EINVAL;
