@@ -333,6 +333,10 @@ describe_metrics(void)
 	    "Bytes of profiles stored since the daemon started.");
 	metrics_describe("profilefs_store_series", "gauge",
 	    "Series (service, type, label set) in the store.");
+	metrics_describe("profilefs_fuse_requests_total", "counter",
+	    "Filesystem requests (getattr, readdir, open, create).");
+	metrics_describe("profilefs_fuse_errors_total", "counter",
+	    "Filesystem requests that failed other than with ENOENT.");
 	metrics_describe("profilefs_store_disk_bytes", "gauge",
 	    "Size of the database on disk (live SST files and WAL), as RocksDB estimates it.");
 }
