@@ -1020,6 +1020,25 @@ readme_render(struct fsctx *fs, struct buf *b)
 
 /* --- mount -------------------------------------------------------------- */
 
+/* libfuse's own messages go through log.c like everything else. */
+static void
+fuse_log_to_log(enum fuse_log_level level, const char *fmt, va_list ap)
+{
+	char msg[1024];
+	size_t n;
+
+	if (level >= FUSE_LOG_INFO && !log_verbose)
+		return;
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	n = strlen(msg);
+	while (n > 0 && msg[n - 1] == '\n')
+		msg[--n] = '\0';
+	if (level <= FUSE_LOG_WARNING)
+		log_warnx("fuse: %s", msg);
+	else
+		log_debug("fuse: %s", msg);
+}
+
 int
 fs_cleanup_stale(const char *mountpoint)
 {
@@ -1075,6 +1094,7 @@ fs_main(struct fsctx *fs, const struct fs_opts *o)
 	if (fs->files == NULL || fs->merges == NULL)
 		return -ENOMEM;
 
+	fuse_set_log_func(fuse_log_to_log);
 	fuse_opt_add_arg(&args, "profilefs");
 	fuse_opt_add_arg(&args, "-o");
 	fuse_opt_add_arg(&args, geteuid() == 0 ? "fsname=profilefs,subtype=profilefs,allow_other"
