@@ -19,7 +19,7 @@
 
 static const char usage_text[] =
 "usage: profilefs serve [--data DIR] [--http HOST:PORT] [--ebpf[=HZ]] [--scrape FILE]\n"
-"                       [-v] [--debug-fuse] MOUNTPOINT\n"
+"                       [--retention DURATION] [-v] [--debug-fuse] MOUNTPOINT\n"
 "       profilefs --help | --version\n"
 "\n"
 "Continuous profiling as a filesystem: profiles stored in an embedded database\n"
@@ -39,6 +39,8 @@ static const char usage_text[] =
 "                      (default 10); PROFILEFS_EBPF_SERVICE_BY=cgroup|exe|comm\n"
 "                      picks how processes map to services (default cgroup)\n"
 "  --scrape FILE       pull Go /debug/pprof endpoints listed in FILE (JSON)\n"
+"  --retention DURATION  delete profiles older than DURATION (e.g. 30d, 12h);\n"
+"                      default: keep everything\n"
 "  -v, --verbose       log more\n"
 "  --debug-fuse        trace every FUSE request (very verbose)\n"
 "\n"
@@ -61,8 +63,36 @@ struct serve_opts {
 	unsigned	 http_max_conns;
 	const char	*http_token;
 	int		 debug_fuse;
+	int64_t		 retention;	/* ns, 0: keep everything */
 	const char	*mountpoint;
 };
+
+/* "30d", "12h", "90m", "3600s" (or plain seconds) -> ns; -1 if malformed. */
+static int64_t
+parse_duration(const char *s)
+{
+	char *end;
+	long long n;
+	int64_t mult = 1;
+
+	errno = 0;
+	n = strtoll(s, &end, 10);
+	if (errno || end == s || n <= 0)
+		return -1;
+	switch (*end) {
+	case '\0': case 's': mult = 1; break;
+	case 'm': mult = 60; break;
+	case 'h': mult = 3600; break;
+	case 'd': mult = 86400; break;
+	case 'w': mult = 7 * 86400; break;
+	default: return -1;
+	}
+	if (*end && end[1])
+		return -1;
+	if (n > INT64_MAX / 1000000000 / mult)
+		return -1;
+	return (int64_t)n * mult * 1000000000;
+}
 
 static int
 serve(const struct serve_opts *o)
@@ -94,6 +124,8 @@ serve(const struct serve_opts *o)
 		return 1;
 	}
 	log_info("profilefs %s: data in %s", PROFILEFS_VERSION, o->data);
+	if (o->retention && store_set_retention(st, o->retention) < 0)
+		log_warn("cannot start the retention thread");
 	if (o->http) {
 		struct http_opts ho = { .listen = o->http, .max_body = o->http_max_body,
 		    .max_conns = o->http_max_conns, .token = o->http_token };
@@ -143,6 +175,7 @@ main(int argc, char **argv)
 		{ "http-max-conns", required_argument,	NULL, 'C' },
 		{ "verbose",	no_argument,		NULL, 'v' },
 		{ "debug-fuse",	no_argument,		NULL, 'D' },
+		{ "retention",	required_argument,	NULL, 'R' },
 		{ "help",	no_argument,		NULL, 'h' },
 		{ "version",	no_argument,		NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
@@ -236,6 +269,13 @@ main(int argc, char **argv)
 			break;
 		case 'D':
 			o.debug_fuse = 1;
+			break;
+		case 'R':
+			if ((o.retention = parse_duration(optarg)) < 0) {
+				fprintf(stderr, "profilefs: --retention: '%s' is not a duration "
+				    "(write e.g. 30d, 12h, 90m)\n", optarg);
+				return 2;
+			}
 			break;
 		case 'h':
 			usage(stdout);

@@ -51,6 +51,13 @@ struct store {
 	_Atomic uint64_t	 next_id;
 	_Atomic uint64_t	 gen;
 	_Atomic uint64_t	 n_put, n_rejected, n_bytes;
+	/* retention thread; rt_lock protects rt_stop */
+	pthread_t		 rt_thread;
+	bool			 rt_running;
+	int64_t			 rt_keep;
+	pthread_mutex_t		 rt_lock;
+	pthread_cond_t		 rt_cond;
+	bool			 rt_stop;
 };
 
 static void
@@ -480,6 +487,8 @@ store_open(const char *dir, struct store **out, struct buf *err)
 	if ((st = calloc(1, sizeof(*st))) == NULL)
 		return -ENOMEM;
 	pthread_rwlock_init(&st->st_lock, NULL);
+	pthread_mutex_init(&st->rt_lock, NULL);
+	pthread_cond_init(&st->rt_cond, NULL);
 	st->names = intern_create(64);
 	st->opts = rocksdb_options_create();
 	rocksdb_options_set_create_if_missing(st->opts, 1);
@@ -520,6 +529,13 @@ store_close(struct store *st)
 
 	if (st == NULL)
 		return;
+	if (st->rt_running) {
+		pthread_mutex_lock(&st->rt_lock);
+		st->rt_stop = true;
+		pthread_cond_signal(&st->rt_cond);
+		pthread_mutex_unlock(&st->rt_lock);
+		pthread_join(st->rt_thread, NULL);
+	}
 	if (st->db) {
 		char *dberr = NULL;
 		rocksdb_flushoptions_t *fo = rocksdb_flushoptions_create();
@@ -549,6 +565,8 @@ store_close(struct store *st)
 	free(st->series);
 	intern_destroy(st->names);
 	pthread_rwlock_destroy(&st->st_lock);
+	pthread_mutex_destroy(&st->rt_lock);
+	pthread_cond_destroy(&st->rt_cond);
 	free(st);
 }
 
@@ -830,4 +848,109 @@ store_get_stats(struct store *st, struct store_stats *s)
 		s->disk_bytes += v;
 	if (rocksdb_property_int(st->db, "rocksdb.cur-size-all-mem-tables", &v) == 0)
 		s->disk_bytes += v;
+}
+
+/* --- retention ---------------------------------------------------------- */
+
+int
+store_expire(struct store *st, int64_t before, uint64_t *n)
+{
+	const struct series **all;
+	uint64_t count = 0;
+	size_t ns, i;
+	int rc;
+
+	if ((rc = store_series(st, &all, &ns)) < 0)
+		return rc;
+	for (i = 0; i < ns && rc == 0; i++) {
+		unsigned char lo[17], hi[17], hlo[17], hhi[17], ikey[9];
+		rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+		rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
+		rocksdb_iterator_t *it;
+		char *dberr = NULL;
+		uint64_t here = 0;
+
+		lo[0] = hi[0] = 'P';
+		be64_put(lo + 1, all[i]->id);
+		be64_put(hi + 1, all[i]->id);
+		be64_put(lo + 9, time_enc(INT64_MIN));
+		be64_put(hi + 9, time_enc(before));
+		rocksdb_readoptions_set_iterate_upper_bound(ro, (char *)hi, sizeof(hi));
+		it = rocksdb_create_iterator(st->db, ro);
+		/* Keys only: each profile's id names its 'I' record. */
+		for (rocksdb_iter_seek(it, (char *)lo, sizeof(lo)); rocksdb_iter_valid(it);
+		    rocksdb_iter_next(it)) {
+			size_t kl;
+			const char *k = rocksdb_iter_key(it, &kl);
+
+			if (kl != 25)
+				continue;
+			ikey[0] = 'I';
+			memcpy(ikey + 1, k + 17, 8);
+			rocksdb_writebatch_delete(wb, k, kl);
+			rocksdb_writebatch_delete(wb, (char *)ikey, sizeof(ikey));
+			here++;
+		}
+		rocksdb_iter_destroy(it);
+		/* Hours wholly before the cut no longer hold data. */
+		hlo[0] = hhi[0] = 'H';
+		be64_put(hlo + 1, all[i]->id);
+		be64_put(hhi + 1, all[i]->id);
+		be64_put(hlo + 9, time_enc(INT64_MIN));
+		be64_put(hhi + 9, time_enc(floordiv(before, INT64_C(3600000000000))));
+		rocksdb_writebatch_delete_range(wb, (char *)hlo, sizeof(hlo), (char *)hhi,
+		    sizeof(hhi));
+		if (here)
+			rocksdb_write(st->db, st->wsync, wb, &dberr);
+		rocksdb_writebatch_destroy(wb);
+		rocksdb_readoptions_destroy(ro);
+		if (dberr) {
+			log_warnx("store: retention: %s", dberr);
+			free(dberr);
+			rc = -EIO;
+		}
+		count += here;
+	}
+	free(all);
+	if (count)
+		atomic_fetch_add(&st->gen, 1);
+	if (n)
+		*n = count;
+	return rc;
+}
+
+static void *
+retention_main(void *arg)
+{
+	struct store *st = arg;
+	struct timespec ts;
+	uint64_t n;
+
+	pthread_mutex_lock(&st->rt_lock);
+	while (!st->rt_stop) {
+		pthread_mutex_unlock(&st->rt_lock);
+		if (store_expire(st, now_ns() - st->rt_keep, &n) == 0 && n)
+			log_info("retention: deleted %llu profiles older than %lld s",
+			    (unsigned long long)n, (long long)(st->rt_keep / 1000000000));
+		pthread_mutex_lock(&st->rt_lock);
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 60;
+		while (!st->rt_stop &&
+		    pthread_cond_timedwait(&st->rt_cond, &st->rt_lock, &ts) == 0)
+			;
+	}
+	pthread_mutex_unlock(&st->rt_lock);
+	return NULL;
+}
+
+int
+store_set_retention(struct store *st, int64_t keep_ns)
+{
+	if (keep_ns <= 0 || st->rt_running)
+		return 0;
+	st->rt_keep = keep_ns;
+	if (pthread_create(&st->rt_thread, NULL, retention_main, st) != 0)
+		return -errno;
+	st->rt_running = true;
+	return 0;
 }

@@ -94,6 +94,15 @@ int	store_get(struct store *st, uint64_t id, struct store_ref *ref, struct buf *
  */
 int	store_hours(struct store *st, uint64_t sid, int64_t **out, size_t *n);
 
+/*
+ * Retention. store_expire() deletes every profile older than `before` (ns
+ * since the epoch) and says how many in *n (optional). store_set_retention()
+ * runs it every minute for profiles older than keep_ns, on a thread the store
+ * owns until store_close(); 0 keeps everything (the default).
+ */
+int	store_expire(struct store *st, int64_t before, uint64_t *n);
+int	store_set_retention(struct store *st, int64_t keep_ns);
+
 /* Statistics for metrics and meta files. */
 struct store_stats {
 	uint64_t	 profiles;	/* stored since open, by all sources */

@@ -201,4 +201,12 @@ mkdir -p "$TMP/mnt2"
 grep -q "data directory .* is in use" <(timeout 10 "$BIN" serve --data "$TMP/data" "$TMP/mnt2" 2>&1) \
   && ok "second daemon on the same data says it is in use" || fail "second daemon on the same data says it is in use"
 
+# --- retention -------------------------------------------------------------------
+pf_stop
+pf_start --retention 30d || fail "start with --retention"
+for i in $(seq 1 50); do grep -q "retention: deleted" "$TMP/daemon.log" && break; sleep 0.2; done
+grep -q "retention: deleted" "$TMP/daemon.log" && ok "retention deletes old profiles" || fail "retention deletes old profiles"
+[ ! -e "$M/many/heap/all/all" ] && ok "expired range is absent" || fail "expired range is absent"
+check_eq "recent profiles are kept" "$(ls "$M/goapp/cpu/all/all/profiles" | wc -l)" 4
+
 pf_done
