@@ -1,0 +1,256 @@
+/*
+ * test_ebpf: the pure parts of the eBPF sampler's user side, no root needed:
+ * perf map parsing (latest entry wins, bounds), ELF symbolization of this
+ * very program through its /proc/self/maps mapping and load bias, and the
+ * aggregation into a Go-shaped CPU profile stored and read back (sample
+ * types, period, per-sample labels, kernel mapping, unresolved frames).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cpuprof.h"
+#include "proctab.h"
+#include "store.h"
+#include "symbolize.h"
+
+static char tmpdir[64];
+
+__attribute__((noinline)) int target_function_for_symbolize(int x);
+__attribute__((noinline)) int
+target_function_for_symbolize(int x)
+{
+	return x * 3 + 1;
+}
+
+static void
+test_perfmap(void **state)
+{
+	char path[128];
+	struct perfmap *m;
+	FILE *f;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/perf-1.map", tmpdir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f, "1000 100 old_name\n");
+	fprintf(f, "2000 10 other fn with spaces\n");
+	fprintf(f, "garbage line\n");
+	fprintf(f, "0x1000 80 new_name\n");	/* later: wins where it covers */
+	fprintf(f, "3000 0 empty_is_ignored\n");
+	fclose(f);
+	m = perfmap_load(path);
+	assert_non_null(m);
+	assert_string_equal(perfmap_lookup(m, 0x1000), "new_name");
+	assert_string_equal(perfmap_lookup(m, 0x107f), "new_name");
+	assert_string_equal(perfmap_lookup(m, 0x1080), "old_name");	/* only the old covers */
+	assert_null(perfmap_lookup(m, 0x1100));
+	assert_string_equal(perfmap_lookup(m, 0x200f), "other fn with spaces");	/* sizes are hex */
+	assert_null(perfmap_lookup(m, 0x2010));
+	assert_null(perfmap_lookup(m, 0x3000));
+	assert_null(perfmap_lookup(m, 0xfff));
+	perfmap_free(m);
+	assert_null(perfmap_load("/nonexistent/perf-0.map"));
+}
+
+static void
+test_elf_self(void **state)
+{
+	uint64_t addr = (uint64_t)(uintptr_t)&target_function_for_symbolize + 1, bias;
+	unsigned long long start, end, off, ino;
+	unsigned int major, minor;
+	struct symbolizer *s;
+	struct elfobj *o = NULL;
+	char line[1024], perms[8];
+	FILE *f;
+
+	(void)state;
+	s = symbolize_create();
+	assert_non_null(s);
+	f = fopen("/proc/self/maps", "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu", &start, &end, perms, &off,
+		    &major, &minor, &ino) != 7)
+			continue;
+		if (addr >= start && addr < end) {
+			o = symbolize_elf(s, ((uint64_t)major << 32) | minor, ino, "/proc/self/exe",
+			    "/proc/self/root", NULL);
+			break;
+		}
+	}
+	fclose(f);
+	assert_non_null(o);
+	assert_int_equal(symbolize_elf_bias(o, start, off, &bias), 0);
+	assert_string_equal(symbolize_elf_lookup(o, addr - bias), "target_function_for_symbolize");
+	assert_null(symbolize_elf_lookup(o, 0));
+	assert_int_equal(strlen(symbolize_elf_build_id(o)) % 2, 0);
+	assert_int_equal(symbolize_elf_count(s), 1);
+	/* Cached: the same object again, by (dev, inode). */
+	assert_ptr_equal(symbolize_elf(s, ((uint64_t)major << 32) | minor, ino, "/nonexistent",
+	    NULL, NULL), o);
+	symbolize_elf_put(o);
+	symbolize_elf_put(o);
+	symbolize_elf_expire(s, (time_t)1 << 40);
+	assert_int_equal(symbolize_elf_count(s), 0);
+	/* Not ELF: remembered as unusable, NULL. */
+	assert_null(symbolize_elf(s, 1, 1, "/proc/self/status", NULL, NULL));
+	symbolize_destroy(s);
+}
+
+static int
+scan_one(void *arg, const struct store_ref *ref, const void *data, size_t len)
+{
+	struct profile **p = arg;
+
+	(void)ref;
+	return profile_decode(data, len, p, NULL) == 0 ? 1 : -1;
+}
+
+static void
+test_cpuprof_roundtrip(void **state)
+{
+	const struct series **ser = NULL;
+	struct proc pr;
+	struct cpuprof *c;
+	struct cpuprof_svc *svc;
+	struct store *st;
+	struct profile *p = NULL;
+	struct buf err = { 0 };
+	struct frame f[3];
+	uint32_t locs[3];
+	uint64_t samples;
+	size_t i, n, profiles;
+	char dir[128];
+	int64_t li;
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "%s/store", tmpdir);
+	assert_int_equal(store_open(dir, &st, &err), 0);
+	memset(&pr, 0, sizeof(pr));
+	snprintf(pr.service, sizeof(pr.service), "myapp");
+	pr.labels_text = (char *)"host=h1,unit=myapp.service";
+	c = cpuprof_create(99);
+	assert_non_null(c);
+	svc = cpuprof_service(c, &pr);
+	assert_non_null(svc);
+	assert_ptr_equal(cpuprof_service(c, &pr), svc);
+
+	memset(f, 0, sizeof(f));
+	f[0].func = "do_syscall_64";	/* kernel leaf */
+	f[0].file = "[kernel]";
+	f[0].build_id = "";
+	f[0].start = 0xffff800000000000ULL;
+	f[0].limit = UINT64_MAX;
+	f[0].addr = 0xffffffff81000010ULL;
+	f[1].func = "inner";
+	f[1].file = "/usr/bin/myapp";
+	f[1].build_id = "abcd";
+	f[1].start = 0x400000;
+	f[1].limit = 0x500000;
+	f[1].addr = 0x401000;
+	f[2].file = "/usr/bin/myapp";	/* unresolved: keeps address and mapping */
+	f[2].build_id = "abcd";
+	f[2].start = 0x400000;
+	f[2].limit = 0x500000;
+	f[2].addr = 0x402000;
+	for (i = 0; i < 3; i++) {
+		li = cpuprof_location(svc, &f[i]);
+		assert_true(li >= 0);
+		locs[i] = (uint32_t)li;
+	}
+	assert_int_equal(cpuprof_sample(svc, locs, 3, 42, 43, "myapp"), 0);
+	assert_int_equal(cpuprof_sample(svc, locs, 3, 42, 43, "myapp"), 0);
+	assert_int_equal(cpuprof_sample(svc, locs + 1, 2, 42, 44, "worker"), 0);
+	assert_int_equal(cpuprof_flush(c, st, 1000000000LL, 3000000000LL, &profiles, &samples), 0);
+	assert_int_equal(profiles, 1);
+	assert_int_equal(samples, 3);
+
+	assert_int_equal(store_series(st, &ser, &n), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(ser[0]->service, "myapp");
+	assert_string_equal(ser[0]->type, "cpu");
+	assert_string_equal(ser[0]->labels, "host=h1,unit=myapp.service");
+	assert_int_equal(store_scan(st, ser[0]->id, 0, INT64_MAX, true, scan_one, &p), 1);
+	assert_non_null(p);
+	assert_int_equal(p->nsample_types, 2);
+	assert_string_equal(profile_str(p, p->sample_types[0].type), "samples");
+	assert_string_equal(profile_str(p, p->sample_types[0].unit), "count");
+	assert_string_equal(profile_str(p, p->sample_types[1].type), "cpu");
+	assert_string_equal(profile_str(p, p->sample_types[1].unit), "nanoseconds");
+	assert_string_equal(profile_str(p, p->period_type.type), "cpu");
+	assert_int_equal(p->period, 1000000000LL / 99);
+	assert_int_equal(p->duration_nanos, 2000000000LL);
+	assert_int_equal(profile_total(p, 0), 3);
+	assert_int_equal(profile_total(p, 1), 3 * (1000000000LL / 99));
+	assert_int_equal(p->nsamples, 2);
+	assert_int_equal(p->nmappings, 2);
+	/* The binary's mapping first, the kernel's after it. */
+	assert_string_equal(profile_str(p, p->mappings[0].filename), "/usr/bin/myapp");
+	assert_string_equal(profile_str(p, p->mappings[0].build_id), "abcd");
+	assert_string_equal(profile_str(p, p->mappings[1].filename), "[kernel]");
+	assert_int_equal(p->nlocations, 3);
+	for (i = 0; i < p->nlocations; i++) {
+		const struct pf_location *l = &p->locations[i];
+
+		if (l->address == 0x402000) {
+			assert_int_equal(l->nlines, 0);
+			assert_int_equal(l->mapping, 1);
+		} else {
+			assert_int_equal(l->nlines, 1);
+		}
+	}
+	for (i = 0; i < p->nsamples; i++) {
+		const struct pf_sample *sm = &p->samples[i];
+		size_t j;
+		int seen = 0;
+
+		for (j = 0; j < sm->nlabels; j++) {
+			const char *k = profile_str(p, sm->labels[j].key);
+
+			if (strcmp(k, "pid") == 0 && sm->labels[j].num == 42)
+				seen |= 1;
+			if (strcmp(k, "tid") == 0)
+				seen |= 2;
+			if (strcmp(k, "comm") == 0)
+				seen |= 4;
+		}
+		assert_int_equal(seen, 7);
+	}
+	profile_free(p);
+	free(ser);
+	/* An empty period stores nothing. */
+	assert_int_equal(cpuprof_flush(c, st, 3000000000LL, 4000000000LL, &profiles, &samples), 0);
+	assert_int_equal(profiles, 0);
+	cpuprof_destroy(c);
+	store_close(st);
+	buf_free(&err);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_perfmap),
+		cmocka_unit_test(test_elf_self),
+		cmocka_unit_test(test_cpuprof_roundtrip),
+	};
+	char cmd[128];
+	int rc;
+
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/test_ebpf.XXXXXX");
+	if (mkdtemp(tmpdir) == NULL)
+		return 1;
+	rc = cmocka_run_group_tests(tests, NULL, NULL);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	if (system(cmd) != 0)
+		rc = 1;
+	return rc;
+}
