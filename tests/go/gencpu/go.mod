@@ -1,0 +1,3 @@
+module gencpu
+
+go 1.19
