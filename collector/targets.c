@@ -292,6 +292,12 @@ parse_group(const struct json *g, struct target_list *l, size_t *cap, struct buf
 			    t->type == JSON_STRING ? t->str : json_type_name(t->type));
 			goto out;
 		}
+		/* Without service_name the target names the service. */
+		if (service_label == NULL && store_check_service(t->str, NULL) < 0) {
+			rc = bad(err, t, "target %s cannot name a service: set \"service_name\"",
+			    t->str);
+			goto out;
+		}
 		for (k = 0; k < np; k++) {
 			const struct scrape_profile *sp = plist[k];
 			struct target_spec ts = { 0 };

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fuzz the parsers of outside input with libFuzzer:
-#   scripts/fuzz.sh [SECONDS] [HARNESS...]       (default: 60 s each; decode labels path)
+#   scripts/fuzz.sh [SECONDS] [HARNESS...]       (default: 60 s each; decode labels path targets)
 # Builds the harnesses of tests/fuzz/ with clang -fsanitize=fuzzer,address,undefined
 # (objects under $FUZZ_OUT, default /tmp/profilefs-fuzz; the tree is not touched),
 # starts from the checked-in corpus tests/fuzz/corpus/<harness>/ and keeps new
@@ -13,14 +13,15 @@ cd "$(dirname "$0")/.."
 SECS="${1:-60}"
 [ $# -gt 0 ] && shift
 HARNESSES=("$@")
-[ ${#HARNESSES[@]} -gt 0 ] || HARNESSES=(decode labels path)
+[ ${#HARNESSES[@]} -gt 0 ] || HARNESSES=(decode labels path targets)
 OUT="${FUZZ_OUT:-/tmp/profilefs-fuzz}"
 SAN="fuzzer-no-link,address,undefined"
 command -v clang >/dev/null || { echo "fuzz.sh: clang is needed (apt-get install clang)" >&2; exit 1; }
 
-# Only what the harnesses link: the codec, merge, store and the path grammar.
+# Only what the harnesses link: the codec, merge, store, the path grammar and
+# the scraper's targets file.
 OBJS=("$OUT/build/gen/profile.pb-c.o")
-for f in store/*.c fs/path.c; do OBJS+=("$OUT/build/${f%.c}.o"); done
+for f in store/*.c fs/path.c collector/json.c collector/targets.c; do OBJS+=("$OUT/build/${f%.c}.o"); done
 make -s -j"$(nproc)" O="$OUT" CC=clang SANITIZE="$SAN" "${OBJS[@]}"
 rm -f "$OUT/fuzz.a"
 ar rcs "$OUT/fuzz.a" "${OBJS[@]}"

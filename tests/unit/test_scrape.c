@@ -216,6 +216,7 @@ targets_errors(void **state)
 	expect_targets_error("[{\"targets\": [\"a:1\"]}, {\"targets\": [\"a:1\"]}]",
 	    "listed twice");
 	expect_targets_error("[{\"targets\": [\"a:1\"],,}]", "line 1:");
+	expect_targets_error("[{\"targets\": [\".x:1\"]}]", "cannot name a service");
 }
 
 /* --- delta --------------------------------------------------------------- */

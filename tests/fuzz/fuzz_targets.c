@@ -1,0 +1,59 @@
+/*
+ * fuzz_targets: the scraper's targets file (collector/targets.c on
+ * collector/json.c) on arbitrary bytes. Either it parses, and every job has a
+ * URL under http(s)://, a service, an instance label and sane durations, or
+ * it is refused with "line N: reason" and nothing allocated is left behind.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
+#include "targets.h"
+
+int	LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define CHECK(x) do { if (!(x)) { fprintf(stderr, "fuzz_targets: %s:%d: %s\n", \
+	__FILE__, __LINE__, #x); abort(); } } while (0)
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct target_list l;
+	struct json *j = NULL;
+	struct buf err = { 0 };
+	size_t i;
+	int rc;
+
+	/* The JSON reader alone, on input that is not NUL-terminated. */
+	rc = json_parse((const char *)data, size, &j, &err);
+	CHECK(rc == 0 || rc == -EINVAL || rc == -ENOMEM);
+	CHECK(rc == 0 || rc == -ENOMEM || strncmp(err.data, "line ", 5) == 0);
+	json_free(j);
+
+	buf_reset(&err);
+	rc = targets_parse((const char *)data, size, &l, &err);
+	if (rc < 0) {
+		CHECK(rc == -EINVAL || rc == -ENOMEM);
+		CHECK(l.n == 0 && l.v == NULL);
+		CHECK(rc == -ENOMEM || strncmp(err.data, "line ", 5) == 0);
+	} else {
+		CHECK(l.n <= TARGETS_MAX_SPECS);
+		for (i = 0; i < l.n; i++) {
+			const struct target_spec *s = &l.v[i];
+
+			CHECK(strncmp(s->url, "http://", 7) == 0 || strncmp(s->url, "https://", 8) == 0);
+			CHECK(strpbrk(s->url, " \t\r\n#") == NULL);
+			CHECK(s->service[0] && s->instance[0] && s->key[0]);
+			CHECK(s->interval >= TARGETS_MIN_INTERVAL);
+			CHECK(s->timeout > 0);
+			CHECK(store_check_service(s->service, NULL) == 0);
+			CHECK(s->labels.n >= 1);
+		}
+		targets_free(&l);
+	}
+	buf_free(&err);
+	return 0;
+}
