@@ -255,7 +255,7 @@ httpparse_attime(const char *in, int64_t now_ns, int64_t *ns)
 			return -EINVAL;
 		v = 0;
 		for (i = 0; i < n; i++) {
-			if (v > (INT64_MAX - 9) / 10)
+			if (v > (INT64_MAX - (s[i] - '0')) / 10)
 				return -EINVAL;
 			v = v * 10 + (s[i] - '0');
 		}
@@ -267,9 +267,13 @@ httpparse_attime(const char *in, int64_t now_ns, int64_t *ns)
 		}
 		switch (n) {
 		case 13:
+			if (v > INT64_MAX / 1000000)
+				return -EINVAL;
 			*ns = v * 1000000;
 			return 0;
 		case 16:
+			if (v > INT64_MAX / 1000)
+				return -EINVAL;
 			*ns = v * 1000;
 			return 0;
 		case 19:
