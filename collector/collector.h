@@ -29,7 +29,7 @@ int	scrape_start(struct store *st, const char *targets_file, struct scraper **ou
 void	scrape_stop(struct scraper *s);
 /*
  * Per-target status of the running scraper as JSON (MOUNTPOINT/.targets.json),
- * appended to out. -ENOENT when no scraper runs.
+ * appended to out (NULL: only ask whether one runs). -ENOENT when none runs.
  */
 int	scrape_status_json(struct buf *out);
 

@@ -742,6 +742,9 @@ job_done(struct scraper *sc, struct job *j, int rc, struct buf *why, bool stored
 			log_warnx("scrape %s %s: down: %s", j->ts.url, j->ts.profile->name,
 			    j->last_error);
 	}
+	log_debug("scrape %s: %s in %.1f ms, started %.1f ms late%s%s", j->ts.url,
+	    rc < 0 ? "failed" : stored ? "stored" : "primed", (double)dur / 1e6,
+	    (double)j->last_lateness / 1e6, rc < 0 ? ": " : "", rc < 0 ? j->last_error : "");
 	j->state = J_IDLE;
 	sc->rescan = true;
 	body_release(j);
@@ -950,9 +953,9 @@ scrape_status_json(struct buf *b)
 	bool first = true;
 
 	pthread_mutex_lock(&running_lock);
-	if ((sc = running) == NULL) {
+	if ((sc = running) == NULL || b == NULL) {
 		pthread_mutex_unlock(&running_lock);
-		return -ENOENT;
+		return sc ? 0 : -ENOENT;
 	}
 	now = mono_ns();
 	pthread_mutex_lock(&sc->sc_lock);

@@ -384,6 +384,8 @@ pf_readdir(const char *path, void *dbuf, fuse_fill_dir_t filler, off_t off,
 	switch (fp.node) {
 	case NODE_ROOT:
 		filler(dbuf, "README.txt", NULL, 0, 0);
+		if (scrape_status_json(NULL) == 0)
+			filler(dbuf, ".targets.json", NULL, 0, 0);
 		filler(dbuf, "ingest", NULL, 0, 0);
 		if ((rc = store_series(fs->st, &all, &n)) < 0)
 			break;
@@ -979,6 +981,7 @@ readme_render(struct fsctx *fs, struct buf *b)
 "Layout\n"
 "  %s/\n"
 "    README.txt                  this help\n"
+"    .targets.json               with --scrape: each scraped target's health and last error\n"
 "    ingest/<service>/<type>/[<k=v,...>/]<file>   drop box for pprof files\n"
 "    <service>/<type>/           cpu, heap, allocs, block, mutex, goroutine, ...\n"
 "      all/                      every label set of the service and type\n"

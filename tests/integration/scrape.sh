@@ -115,6 +115,7 @@ done
 check_eq "series labels: env and instance" "$(ls "$G/cpu" | tr '\n' ' ')" "all env=test,instance=$GOOD "
 grep -q "contend" "$TMP/top.mutex" && ok "mutex profile shows the contention" || fail "mutex profile shows the contention"
 check_eq "good target up in .targets.json" "$(status_of "$GOOD" cpu health)" "up"
+ls -a "$M" | grep -qx ".targets.json" && ok "ls -a lists .targets.json" || fail "ls -a lists .targets.json"
 
 # --- the bad targets: refused with a reason, the good one unaffected --------
 reason() { status_of "127.0.0.1:$((HB + $1))" heap last_error; }
