@@ -64,14 +64,14 @@ EOF
 BASE=$(free_base)
 GOOD=127.0.0.1:$BASE          # the Go program
 DOWN=127.0.0.1:$((BASE + 1))  # nothing listens
-HB=$((BASE + 4))              # hostile servers: HB..HB+6
+HB=$((BASE + 4))              # hostile servers: HB..HB+7
 "$TMP/pprofserver" -port "$BASE" >"$TMP/go.log" 2>&1 & PIDS+=($!); GO_PID=$!
 python3 "$ROOT/tests/integration/scrape_hostile.py" "$HB" >"$TMP/hostile.log" 2>&1 & PIDS+=($!)
 wait_for 20 curl -sf "http://$GOOD/debug/pprof/" || fail "Go server answers"
 wait_for 10 grep -q "hostile servers" "$TMP/hostile.log" || fail "hostile servers start"
 
 hostile=""
-for i in 0 1 2 3 4 5 6; do hostile="$hostile\"127.0.0.1:$((HB + i))\", "; done
+for i in 0 1 2 3 4 5 6 7; do hostile="$hostile\"127.0.0.1:$((HB + i))\", "; done
 cat >"$T" <<EOF
 [
   {"targets": ["$GOOD"],
@@ -119,12 +119,14 @@ ls -a "$M" | grep -qx ".targets.json" && ok "ls -a lists .targets.json" || fail 
 
 # --- the bad targets: refused with a reason, the good one unaffected --------
 reason() { status_of "127.0.0.1:$((HB + $1))" heap last_error; }
-wait_for 20 sh -c "[ \"\$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(sum(1 for t in d[\"targets\"] if t[\"service\"]==\"bad\" and t[\"health\"]==\"down\"))' '$M/.targets.json')\" -ge 16 ]" \
+wait_for 20 sh -c "[ \"\$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(sum(1 for t in d[\"targets\"] if t[\"service\"]==\"bad\" and t[\"health\"]==\"down\"))' '$M/.targets.json')\" -ge 18 ]" \
   && ok "every bad target is down" || fail "every bad target is down" "$(grep -c down "$M/.targets.json")"
 reason 0 | grep -qi "html" && ok "HTML answer refused: $(reason 0)" || fail "HTML answer refused" "$(reason 0)"
 reason 1 | grep -q "404" && ok "404 refused: $(reason 1)" || fail "404 refused" "$(reason 1)"
 reason 2 | grep -qi "redirect" && ok "redirect loop refused: $(reason 2)" || fail "redirect loop refused" "$(reason 2)"
-reason 3 | grep -qi "larger than" && ok "endless body refused: $(reason 3)" || fail "endless body refused" "$(reason 3)"
+reason 3 | grep -qi "larger than" && ok "2 GB body refused: $(reason 3)" || fail "2 GB body refused" "$(reason 3)"
+reason 7 | grep -qi "larger than" && ok "endless body without a length cut off: $(reason 7)" \
+  || fail "endless body without a length cut off" "$(reason 7)"
 reason 4 | grep -qi "timed out" && ok "slow-loris refused: $(reason 4)" || fail "slow-loris refused" "$(reason 4)"
 reason 5 | grep -qi "timed out" && ok "hanging target refused: $(reason 5)" || fail "hanging target refused" "$(reason 5)"
 [ "$(reason 6)" != "null" ] && ok "garbage refused: $(reason 6)" || fail "garbage refused"

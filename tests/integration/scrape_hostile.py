@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Hostile 'pprof' endpoints for tests/integration/scrape.sh.
 
-Listens on 127.0.0.1:BASE.. BASE+6, one behaviour per port:
+Listens on 127.0.0.1:BASE.. BASE+7, one behaviour per port:
   +0 HTML page (200, text/html)     +1 404 with a text body
   +2 redirect loop                  +3 endless body (would be 2 GB)
   +4 slow-loris: headers, then one byte per second
   +5 accepts and never answers      +6 200 with bytes that are not pprof
+  +7 endless body without a length (gzip magic, then zeros until cut off)
 """
 import socket
 import sys
@@ -57,6 +58,12 @@ def handle(mode, conn):
         elif mode == 6:
             reply(conn, b"200 OK", b"application/octet-stream",
                   b"this is not a profile at all \x00\x01\x02" * 10)
+        elif mode == 7:
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n"
+                         b"Connection: close\r\n\r\n")
+            chunk = b"\x1f\x8b" + b"\0" * (1 << 20)
+            for _ in range(2048):
+                conn.sendall(chunk)
     except OSError:
         pass
     finally:
@@ -73,8 +80,8 @@ def serve(mode):
         threading.Thread(target=handle, args=(mode, c), daemon=True).start()
 
 
-for m in range(7):
+for m in range(8):
     threading.Thread(target=serve, args=(m,), daemon=True).start()
-print("hostile servers on", BASE, "..", BASE + 6, flush=True)
+print("hostile servers on", BASE, "..", BASE + 7, flush=True)
 while True:
     time.sleep(3600)
