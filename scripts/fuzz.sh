@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 SECS="${1:-60}"
 [ $# -gt 0 ] && shift
 HARNESSES=("$@")
-[ ${#HARNESSES[@]} -gt 0 ] || HARNESSES=(decode labels path targets)
+[ ${#HARNESSES[@]} -gt 0 ] || HARNESSES=(decode labels path targets httpparse)
 OUT="${FUZZ_OUT:-/tmp/profilefs-fuzz}"
 SAN="fuzzer-no-link,address,undefined"
 command -v clang >/dev/null || { echo "fuzz.sh: clang is needed (apt-get install clang)" >&2; exit 1; }
@@ -21,7 +21,7 @@ command -v clang >/dev/null || { echo "fuzz.sh: clang is needed (apt-get install
 # Only what the harnesses link: the codec, merge, store, the path grammar and
 # the scraper's targets file.
 OBJS=("$OUT/build/gen/profile.pb-c.o")
-for f in store/*.c fs/path.c collector/json.c collector/targets.c; do OBJS+=("$OUT/build/${f%.c}.o"); done
+for f in store/*.c fs/path.c collector/json.c collector/targets.c collector/httpparse.c; do OBJS+=("$OUT/build/${f%.c}.o"); done
 make -s -j"$(nproc)" O="$OUT" CC=clang SANITIZE="$SAN" "${OBJS[@]}"
 rm -f "$OUT/fuzz.a"
 ar rcs "$OUT/fuzz.a" "${OBJS[@]}"
