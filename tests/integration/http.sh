@@ -134,6 +134,8 @@ for i in $(seq 1 20); do [ -e "$M/shop.api/cpu/env=prod,region=eu/all/merged.pb.
 req ingest-list GET "$U/api/0/profiles?service=shop.api&type=cpu&labels=region=eu&from=$FROM&to=$TO"
 check_eq "pyroscope from= is the profile's time" "$(jq -r '.body[0].created_at' "$TMP/body")" \
   "$(date -u -d "@$((now - 10))" +%Y-%m-%dT%H:%M:%SZ)"
+curl -s -o "$TMP/part.pb.gz" "$U/api/0/profiles/$(jq -r '.body[0].id' "$TMP/body")"
+cmp -s "$TMP/part.pb.gz" "$first" && ok "the multipart part is stored byte for byte" || fail "the multipart part is stored byte for byte"
 
 # --- bad requests: each a 4xx JSON error; nothing stored changes --------------
 snap() {
