@@ -21,6 +21,8 @@ char LICENSE[] SEC("license") = "GPL";
 /* Set by user space between open and load. */
 const volatile bool kernel_stacks = true;
 const volatile bool user_stacks = true;
+/* Wake the reader only past this much unread data; it also polls on a timer. */
+const volatile __u64 wakeup_bytes = 1 << 20;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -33,6 +35,18 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } counters SEC(".maps");
+
+/*
+ * Waking the reader for every sample would cost a context switch per sample
+ * and, worse, line its wake-ups up with the other CPUs' sampling timers, so
+ * the reader would be over-sampled in its own profile.
+ */
+static __always_inline __u64
+wakeup_flag(void)
+{
+	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ?
+	    BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+}
 
 static __always_inline void
 count(__u32 idx)
@@ -85,7 +99,7 @@ do_sample(struct bpf_perf_event_data *ctx)
 		if (e->ustack_len < 0)
 			count(PROF_CNT_ERR_USTACK);
 	}
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, wakeup_flag());
 	return 0;
 }
 
@@ -106,7 +120,7 @@ notify(__u32 kind)
 	n->hdr.cpu = bpf_get_smp_processor_id();
 	n->hdr.time_ns = bpf_ktime_get_ns();
 	bpf_get_current_comm(n->comm, sizeof(n->comm));
-	bpf_ringbuf_submit(n, 0);
+	bpf_ringbuf_submit(n, wakeup_flag());
 }
 
 SEC("raw_tp/sched_process_exec")

@@ -37,6 +37,7 @@
 
 #define KERNEL_START	0xffff800000000000ULL
 #define EXPIRE_SECS	600	/* ELF objects unused this long are dropped */
+#define POLL_MS		100	/* ring buffer read interval */
 
 struct ebpf_sampler {
 	struct store		*st;
@@ -408,7 +409,13 @@ sampler_main(void *arg)
 	int rc;
 
 	while (!atomic_load(&e->stop)) {
-		rc = ring_buffer__poll(e->rb, 200);
+		/*
+		 * The BPF side wakes us only when the buffer fills up (see
+		 * wakeup_bytes); otherwise read what has come every 100 ms.
+		 */
+		rc = ring_buffer__poll(e->rb, POLL_MS);
+		if (rc >= 0)
+			rc = ring_buffer__consume(e->rb);
 		if (rc < 0 && rc != -EINTR) {
 			log_warnx("ebpf: ring buffer: %s", strerror(-rc));
 			break;
@@ -507,6 +514,7 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 	    rbsize < (256u << 20); rbsize <<= 1)
 		;
 	bpf_map__set_max_entries(e->skel->maps.events, (uint32_t)rbsize);
+	e->skel->rodata->wakeup_bytes = rbsize / 4;
 	if ((rc = profile_bpf__load(e->skel)) < 0) {
 		log_warnx("--ebpf: loading the BPF program failed: %s (run with -v for the "
 		    "verifier's log; the kernel needs BPF ring buffers, 5.8 or later)", strerror(-rc));

@@ -187,9 +187,8 @@ read_maps(struct proctab *pt, struct proc *p)
 	return 0;
 }
 
-/* Pick what the service rule needs out of one cgroup path. */
-static void
-parse_cgroup(const char *path, char *unit, size_t unitsz, char *ctr, size_t ctrsz,
+void
+proctab_parse_cgroup(const char *path, char *unit, size_t unitsz, char *ctr, size_t ctrsz,
     char *pod, size_t podsz)
 {
 	char comp[256];
@@ -222,14 +221,18 @@ parse_cgroup(const char *path, char *unit, size_t unitsz, char *ctr, size_t ctrs
 		}
 		if (best == 64)
 			snprintf(ctr, ctrsz, "%.12s", comp + best_end - 64);
-		/* kubepods-besteffort-pod<uid>.slice or pod<uid> */
-		{
-			char *q = strstr(comp, "pod");
+		/* kubepods-besteffort-pod<uid>.slice (systemd) or kubepods/.../pod<uid> */
+		if (strstr(path, "kubepods") != NULL) {
+			const char *q = NULL;
 
-			if (strncmp(comp, "kubepods", 8) == 0 && q && q[3] != '\0') {
+			if (strncmp(comp, "kubepods", 8) == 0 && strstr(comp, "-pod") != NULL)
+				q = strstr(comp, "-pod") + 4;
+			else if (strncmp(comp, "pod", 3) == 0)
+				q = comp + 3;
+			if (q && *q) {
 				char *d;
 
-				snprintf(pod, podsz, "%s", q + 3);
+				snprintf(pod, podsz, "%s", q);
 				if ((d = strstr(pod, ".slice")) != NULL)
 					*d = '\0';
 				for (d = pod; *d; d++)
@@ -262,7 +265,7 @@ read_cgroup(struct proc *p, char *unit, size_t unitsz, char *ctr, size_t ctrsz,
 	}
 	fclose(f);
 	/* cgroup v2 when it holds the process, else the v1 systemd hierarchy. */
-	parse_cgroup(strcmp(v2, "/") != 0 && v2[0] ? v2 : v1, unit, unitsz, ctr, ctrsz,
+	proctab_parse_cgroup(strcmp(v2, "/") != 0 && v2[0] ? v2 : v1, unit, unitsz, ctr, ctrsz,
 	    pod, podsz);
 }
 

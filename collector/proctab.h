@@ -75,5 +75,12 @@ void		 proctab_resolve(struct proctab *pt, struct proc *p, uint64_t addr,
 /* Forget processes whose /proc entry is gone (exit notices can be lost). */
 void		 proctab_expire(struct proctab *pt);
 size_t		 proctab_count(const struct proctab *pt);
+/*
+ * What the service rule takes from a cgroup path: the systemd unit
+ * ("x.service", not user@N.service), a container id (first 12 of 64 hex
+ * digits) and a kubepods pod uid; each left untouched when absent.
+ */
+void		 proctab_parse_cgroup(const char *path, char *unit, size_t unitsz,
+		    char *ctr, size_t ctrsz, char *pod, size_t podsz);
 
 #endif

@@ -1,7 +1,8 @@
 /*
  * test_ebpf: the pure parts of the eBPF sampler's user side, no root needed:
  * perf map parsing (latest entry wins, bounds), ELF symbolization of this
- * very program through its /proc/self/maps mapping and load bias, and the
+ * very program through its /proc/self/maps mapping and load bias, cgroup
+ * paths to units, containers and pods, and the
  * aggregation into a Go-shaped CPU profile stored and read back (sample
  * types, period, per-sample labels, kernel mapping, unresolved frames).
  */
@@ -234,6 +235,43 @@ test_cpuprof_roundtrip(void **state)
 	buf_free(&err);
 }
 
+static void
+test_cgroup(void **state)
+{
+	static const struct {
+		const char *path, *unit, *ctr, *pod;
+	} cases[] = {
+		{ "/system.slice/nginx.service", "nginx.service", "", "" },
+		{ "/user.slice/user-1000.slice/user@1000.service/app.slice/foo.service",
+		    "foo.service", "", "" },
+		{ "/user.slice/user-1000.slice/session-3.scope", "", "", "" },
+		{ "/system.slice/docker-4f5c1d1e2b3a4f5c1d1e2b3a4f5c1d1e2b3a4f5c1d1e2b3a4f5c1d1e2b3a4f5c.scope",
+		    "", "4f5c1d1e2b3a", "" },
+		{ "/docker/0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+		    "", "0123456789ab", "" },
+		{ "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1a2b3c4d_5e6f_7a8b_9c0d_1e2f3a4b5c6d.slice/"
+		    "cri-containerd-aaaaaaaaaaaabbbbbbbbbbbbccccccccccccddddddddddddeeeeeeeeeeeeffff.scope",
+		    "", "aaaaaaaaaaaa", "1a2b3c4d-5e6f-7a8b-9c0d-1e2f3a4b5c6d" },
+		{ "/kubepods/burstable/pod0f0e0d0c-0000-1111-2222-333344445555/"
+		    "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+		    "", "0123456789ab", "0f0e0d0c-0000-1111-2222-333344445555" },
+		{ "/", "", "", "" },
+		{ "", "", "", "" },
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char unit[64] = "", ctr[16] = "", pod[64] = "";
+
+		proctab_parse_cgroup(cases[i].path, unit, sizeof(unit), ctr, sizeof(ctr), pod,
+		    sizeof(pod));
+		assert_string_equal(unit, cases[i].unit);
+		assert_string_equal(ctr, cases[i].ctr);
+		assert_string_equal(pod, cases[i].pod);
+	}
+}
+
 int
 main(void)
 {
@@ -241,6 +279,7 @@ main(void)
 		cmocka_unit_test(test_perfmap),
 		cmocka_unit_test(test_elf_self),
 		cmocka_unit_test(test_cpuprof_roundtrip),
+		cmocka_unit_test(test_cgroup),
 	};
 	char cmd[128];
 	int rc;
