@@ -17,6 +17,7 @@ struct http_opts {
 	const char	*listen;	/* HOST:PORT, bound exactly */
 	size_t		 max_body;	/* bytes, 0: default 64 MiB */
 	unsigned	 max_conns;	/* 0: default */
+	size_t		 max_decoded;	/* bytes of a gunzipped profile, 0: the store's limit */
 	const char	*token;		/* NULL: no auth; else Bearer token required */
 };
 /* Start serving; -errno with a reason logged (e.g. address in use). */

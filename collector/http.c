@@ -258,6 +258,35 @@ count_ingest(const char *source, const char *outcome)
 	metrics_add("profilefs_ingested_profiles_total", l, 1);
 }
 
+/*
+ * --http-max-decoded below the store's own limit: inflate once to measure
+ * (the store decodes again), so the default costs nothing.
+ */
+static int
+check_decoded(struct http_server *h, const void *data, size_t len, struct buf *err)
+{
+	const unsigned char *d = data;
+	struct buf plain = { 0 };
+	size_t n = len;
+	int rc = 0;
+
+	if (h->max_decoded == 0)
+		return 0;
+	if (len >= 2 && d[0] == 0x1f && d[1] == 0x8b) {
+		if ((rc = profile_gunzip(data, len, &plain, err)) < 0)
+			return rc;
+		n = plain.len;
+		buf_free(&plain);
+	}
+	if (n > h->max_decoded) {
+		if (err)
+			buf_printf(err, "the profile is %zu bytes unzipped, over the limit of %zu bytes "
+			    "(--http-max-decoded)", n, h->max_decoded);
+		rc = -EFBIG;
+	}
+	return rc;
+}
+
 int
 http_store(struct http_req *r, const char *source, const struct store_input *in,
     const void *data, size_t len, struct store_ref *ref, struct buf *err)
@@ -267,7 +296,8 @@ http_store(struct http_req *r, const char *source, const struct store_input *in,
 	int rc;
 
 	r->stored = true;
-	rc = store_put(r->srv->st, in, data, len, ref, err);
+	if ((rc = check_decoded(r->srv, data, len, err)) == 0)
+		rc = store_put(r->srv->st, in, data, len, ref, err);
 	snprintf(l, sizeof(l), "source=\"%s\"", source);
 	metrics_observe("profilefs_ingest_duration_seconds", l, (double)(mono_ns() - t0) / 1e9);
 	count_ingest(source, outcome_of(rc));
@@ -728,6 +758,8 @@ http_start(struct store *st, const struct http_opts *o, struct http_server **out
 	h->st = st;
 	h->max_body = o->max_body ? o->max_body : DEFAULT_MAX_BODY;
 	h->max_conns = o->max_conns ? o->max_conns : DEFAULT_MAX_CONNS;
+	if (o->max_decoded && o->max_decoded < PROFILE_MAX_DECODED)
+		h->max_decoded = o->max_decoded;
 	if (o->token && o->token[0] && (h->token = strdup(o->token)) == NULL) {
 		free(h);
 		return -ENOMEM;
@@ -753,8 +785,10 @@ http_start(struct store *st, const struct http_opts *o, struct http_server **out
 		rc = -EIO;
 		goto fail;
 	}
-	log_info("http: listening on http://%s (max body %zu bytes, max %u connections%s)",
-	    h->addr, h->max_body, h->max_conns, h->token ? ", bearer token required" : "");
+	log_info("http: listening on http://%s (max body %zu bytes, max decoded %zu bytes, "
+	    "max %u connections%s)", h->addr, h->max_body,
+	    h->max_decoded ? h->max_decoded : (size_t)PROFILE_MAX_DECODED, h->max_conns,
+	    h->token ? ", bearer token required" : "");
 	*out = h;
 	return 0;
 fail:

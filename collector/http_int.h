@@ -49,6 +49,7 @@ struct http_server {
 	struct store		*st;
 	struct MHD_Daemon	*mhd;
 	size_t			 max_body;
+	size_t			 max_decoded;	/* 0: the store's own limit only */
 	unsigned		 max_conns;
 	char			*token;		/* NULL: no auth */
 	char			 addr[128];	/* as bound, for logs */

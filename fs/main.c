@@ -33,6 +33,7 @@ static const char usage_text[] =
 "  --http-token TOKEN  require \"Authorization: Bearer TOKEN\" on HTTP requests\n"
 "  --http-max-body BYTES  largest HTTP request body (default 64 MiB; K/M/G suffixes)\n"
 "  --http-max-conns N  most concurrent HTTP connections (default 256), then 503\n"
+"  --http-max-decoded BYTES  largest pushed profile once gunzipped (default 256 MiB)\n"
 "  --ebpf[=HZ]         sample every process's on-CPU stacks with eBPF at HZ\n"
 "                      (default 19, at most 99); needs root\n"
 "  --ebpf-period SECONDS  store one eBPF CPU profile per service every SECONDS\n"
@@ -61,6 +62,7 @@ struct serve_opts {
 	unsigned	 ebpf_flush;	/* seconds per eBPF profile, 0: default */
 	size_t		 http_max_body;
 	unsigned	 http_max_conns;
+	size_t		 http_max_decoded;
 	const char	*http_token;
 	int		 debug_fuse;
 	int64_t		 retention;	/* ns, 0: keep everything */
@@ -128,7 +130,8 @@ serve(const struct serve_opts *o)
 		log_warn("cannot start the retention thread");
 	if (o->http) {
 		struct http_opts ho = { .listen = o->http, .max_body = o->http_max_body,
-		    .max_conns = o->http_max_conns, .token = o->http_token };
+		    .max_conns = o->http_max_conns, .token = o->http_token,
+		    .max_decoded = o->http_max_decoded };
 
 		if (http_start(st, &ho, &http) < 0)
 			goto fail;
@@ -173,6 +176,7 @@ main(int argc, char **argv)
 		{ "http-token",	required_argument,	NULL, 'T' },
 		{ "http-max-body", required_argument,	NULL, 'B' },
 		{ "http-max-conns", required_argument,	NULL, 'C' },
+		{ "http-max-decoded", required_argument, NULL, 'Z' },
 		{ "verbose",	no_argument,		NULL, 'v' },
 		{ "debug-fuse",	no_argument,		NULL, 'D' },
 		{ "retention",	required_argument,	NULL, 'R' },
@@ -241,6 +245,7 @@ main(int argc, char **argv)
 			o.http_token = optarg;
 			break;
 		case 'B':
+		case 'Z':
 			errno = 0;
 			bytes = strtoull(optarg, &end, 10);
 			mult = *end == 'K' || *end == 'k' ? 1u << 10 : *end == 'M' || *end == 'm' ?
@@ -248,11 +253,14 @@ main(int argc, char **argv)
 			if (mult > 1)
 				end++;
 			if (errno || *end || bytes == 0 || bytes > (1ull << 40) / mult) {
-				fprintf(stderr, "profilefs: --http-max-body: not a size in bytes: '%s'\n",
-				    optarg);
+				fprintf(stderr, "profilefs: --http-max-%s: not a size in bytes: '%s'\n",
+				    c == 'B' ? "body" : "decoded", optarg);
 				return 2;
 			}
-			o.http_max_body = (size_t)(bytes * mult);
+			if (c == 'B')
+				o.http_max_body = (size_t)(bytes * mult);
+			else
+				o.http_max_decoded = (size_t)(bytes * mult);
 			break;
 		case 'C':
 			errno = 0;

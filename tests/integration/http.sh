@@ -245,7 +245,7 @@ for spec in "nohost" ":8080" "127.0.0.1:99999" "[::1" "256.1.1.1:80"; do
   fusermount3 -u -z "$TMP/mnt2" 2>/dev/null
 done
 
-run2 --http 127.0.0.1:0 --http-token s3cret --http-max-conns 4
+run2 --http 127.0.0.1:0 --http-token s3cret --http-max-conns 4 --http-max-decoded 100K
 if wait_listen "$TMP/d2.log"; then
   U2="http://127.0.0.1:$(listen_port "$TMP/d2.log")"
   bad "no token" 401 POST "$U2/api/0/profiles?service=t&type=cpu" --data-binary "@$first"
@@ -253,6 +253,8 @@ if wait_listen "$TMP/d2.log"; then
   bad "token on queries too" 401 GET "$U2/api/0/services"
   req token-ok POST "$U2/api/0/profiles?service=t&type=cpu" -H "Authorization: Bearer s3cret" --data-binary "@$first"
   check_eq "right token: 200" "$ST" 200
+  bad "unzipped size over --http-max-decoded" 413 POST "$U2/api/0/profiles?service=t&type=heap" \
+    -H "Authorization: Bearer s3cret" --data-binary "@$REAL/parca/alloc_space_delta.pb.gz"
   req token-healthz GET "$U2/healthz"
   check_eq "/healthz needs no token" "$ST" 200
   # Hold 6 idle connections: past --http-max-conns 4 the next request gets a 503.
