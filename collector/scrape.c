@@ -22,7 +22,8 @@
  * Locking: sc_lock protects the job list, every job's state and status
  * fields and the work queue. A job's transfer fields (easy handle, body) are
  * the scheduler's while J_TRANSFER; its delta base (prev) and body are the
- * worker's while J_PROCESS. Workers never touch curl.
+ * worker's while J_PROCESS. Workers never touch curl. Lock order:
+ * running_lock, sc_lock, then the metrics registry's own lock.
  */
 #include <curl/curl.h>
 #include <errno.h>
@@ -320,6 +321,24 @@ job_free(struct job *j)
 static void
 job_drop(struct scraper *sc, struct job *j)
 {
+	static const char *const series[] = { "profilefs_scrape_up",
+	    "profilefs_scrape_duration_seconds", "profilefs_scrape_errors_total", NULL };
+	static const char *const outcomes[] = { "error", "stored", "primed", NULL };
+	struct buf ml = { 0 };
+	size_t i, len;
+
+	/* Its metrics go with it (metrics has its own lock, taken after sc_lock). */
+	job_mlabels(j, &ml);
+	for (i = 0; series[i] && ml.data; i++)
+		metrics_remove(series[i], ml.data);
+	len = ml.len;
+	for (i = 0; outcomes[i] && ml.data; i++) {
+		ml.len = len;
+		buf_printf(&ml, ",outcome=\"%s\"", outcomes[i]);
+		metrics_remove("profilefs_scrapes_total", ml.data);
+	}
+	buf_free(&ml);
+
 	if (j->state == J_TRANSFER) {
 		curl_multi_remove_handle(sc->multi, j->easy);
 		j->state = J_IDLE;
@@ -745,6 +764,16 @@ job_done(struct scraper *sc, struct job *j, int rc, struct buf *why, bool stored
 	log_debug("scrape %s: %s in %.1f ms, started %.1f ms late%s%s", j->ts.url,
 	    rc < 0 ? "failed" : stored ? "stored" : "primed", (double)dur / 1e6,
 	    (double)j->last_lateness / 1e6, rc < 0 ? ": " : "", rc < 0 ? j->last_error : "");
+	/* Under sc_lock, so a job being removed cannot get its series back. */
+	if (!j->removed && ml.data) {
+		metrics_set("profilefs_scrape_up", ml.data, rc == 0 ? 1 : 0);
+		metrics_set("profilefs_scrape_duration_seconds", ml.data, (double)dur / 1e9);
+		if (rc < 0)
+			metrics_add("profilefs_scrape_errors_total", ml.data, 1);
+		buf_printf(&ml, ",outcome=\"%s\"", rc < 0 ? "error" : stored ? "stored" :
+		    "primed");
+		metrics_add("profilefs_scrapes_total", ml.data, 1);
+	}
 	j->state = J_IDLE;
 	sc->rescan = true;
 	body_release(j);
@@ -755,13 +784,6 @@ job_done(struct scraper *sc, struct job *j, int rc, struct buf *why, bool stored
 	}
 	pthread_mutex_unlock(&sc->sc_lock);
 	sched_wake(sc);
-
-	metrics_set("profilefs_scrape_up", ml.data, rc == 0 ? 1 : 0);
-	metrics_set("profilefs_scrape_duration_seconds", ml.data, (double)dur / 1e9);
-	if (rc < 0)
-		metrics_add("profilefs_scrape_errors_total", ml.data, 1);
-	buf_printf(&ml, ",outcome=\"%s\"", rc < 0 ? "error" : stored ? "stored" : "primed");
-	metrics_add("profilefs_scrapes_total", ml.data, 1);
 	buf_free(&ml);
 }
 

@@ -145,6 +145,31 @@ metrics_observe(const char *name, const char *labels, double seconds)
 	pthread_mutex_unlock(&mx_lock);
 }
 
+void
+metrics_remove(const char *name, const char *labels)
+{
+	struct mseries *s, **pp;
+	unsigned h;
+
+	if (labels == NULL)
+		labels = "";
+	h = mx_hashof(name, labels);
+	pthread_mutex_lock(&mx_lock);
+	for (pp = &mx_hash[h]; (s = *pp) != NULL; pp = &s->hnext)
+		if (strcmp(s->name, name) == 0 && strcmp(s->labels, labels) == 0)
+			break;
+	if (s) {
+		*pp = s->hnext;
+		for (pp = &mx_series; *pp != s; pp = &(*pp)->next)
+			;
+		*pp = s->next;
+		free(s->name);
+		free(s->labels);
+		free(s);
+	}
+	pthread_mutex_unlock(&mx_lock);
+}
+
 static void
 put_labels(struct buf *b, const char *labels, const char *extra)
 {

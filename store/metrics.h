@@ -15,6 +15,8 @@ void	metrics_add(const char *name, const char *labels, double v);
 void	metrics_set(const char *name, const char *labels, double v);
 /* A histogram observation in seconds (fixed buckets from 1 ms to 60 s). */
 void	metrics_observe(const char *name, const char *labels, double seconds);
+/* Drop a series (a scrape target that was removed), so it is not rendered stale. */
+void	metrics_remove(const char *name, const char *labels);
 /* Append every series in the text exposition format. */
 int	metrics_render(struct buf *out);
 

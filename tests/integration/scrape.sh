@@ -64,6 +64,7 @@ EOF
 BASE=$(free_base)
 GOOD=127.0.0.1:$BASE          # the Go program
 DOWN=127.0.0.1:$((BASE + 1))  # nothing listens
+HTTP=127.0.0.1:$((BASE + 2)) # the daemon's --http, for /metrics
 HB=$((BASE + 4))              # hostile servers: HB..HB+7
 "$TMP/pprofserver" -port "$BASE" >"$TMP/go.log" 2>&1 & PIDS+=($!); GO_PID=$!
 python3 "$ROOT/tests/integration/scrape_hostile.py" "$HB" >"$TMP/hostile.log" 2>&1 & PIDS+=($!)
@@ -96,7 +97,7 @@ rc=$?
 # go tool pprof reads the mount while profiles arrive (not profilefs memory).
 echo "leak:libfuse3.so" >"$TMP/lsan.supp"
 export LSAN_OPTIONS="suppressions=$TMP/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
-pf_start -v --scrape "$T" || { fail "daemon starts with --scrape"; pf_done; exit 1; }
+pf_start -v --http "$HTTP" --scrape "$T" || { fail "daemon starts with --scrape"; pf_done; exit 1; }
 ok "daemon starts with --scrape"
 
 # --- every type appears for the good target ---------------------------------
@@ -116,6 +117,11 @@ check_eq "series labels: env and instance" "$(ls "$G/cpu" | tr '\n' ' ')" "all e
 grep -q "contend" "$TMP/top.mutex" && ok "mutex profile shows the contention" || fail "mutex profile shows the contention"
 check_eq "good target up in .targets.json" "$(status_of "$GOOD" cpu health)" "up"
 ls -a "$M" | grep -qx ".targets.json" && ok "ls -a lists .targets.json" || fail "ls -a lists .targets.json"
+curl -sf "http://$HTTP/metrics" >"$TMP/metrics" || fail "GET /metrics"
+grep -q "^profilefs_scrape_up{instance=\"$GOOD\",profile=\"cpu\",service=\"gosvc\"} 1\$" "$TMP/metrics" \
+  && ok "per-target up in /metrics" || fail "per-target up in /metrics" "$(grep scrape_up "$TMP/metrics" | head -3)"
+grep -q "^profilefs_scrape_lateness_seconds_count [1-9]" "$TMP/metrics" \
+  && ok "scrape lateness histogram in /metrics" || fail "scrape lateness histogram in /metrics"
 
 # --- the bad targets: refused with a reason, the good one unaffected --------
 reason() { status_of "127.0.0.1:$((HB + $1))" heap last_error; }
@@ -192,6 +198,10 @@ wait_for 30 test -r "$M/gosvc2/goroutine/all/last-5m/merged.pb.gz" && ok "added 
   || fail "added target scraped without a restart"
 wait_for 10 sh -c "! grep -q '\"bad\"' '$M/.targets.json'" && ok "removed targets are gone" \
   || fail "removed targets are gone"
+curl -sf "http://$HTTP/metrics" >"$TMP/metrics2"
+check_eq "removed targets leave /metrics" "$(grep -c 'service="bad"' "$TMP/metrics2")" "0"
+grep -q 'profilefs_scrape_up{instance="localhost:'"$BASE"'",profile="goroutine",service="gosvc2"} 1' "$TMP/metrics2" \
+  && ok "added target in /metrics" || fail "added target in /metrics"
 check_eq "jobs after the edit" "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["jobs"])' "$M/.targets.json")" "8"
 check_eq "kept target kept its delta base" "$(status_of "$GOOD" allocs restarts)" "1"
 
