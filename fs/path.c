@@ -289,10 +289,10 @@ parse_base(const char *seg, int64_t now, struct fspath *o)
 			return -ENOENT;
 		memcpy(sel, seg, n);
 		sel[n] = '\0';
-		if (path_selector(sel, o->base_selector, sizeof(o->base_selector)) < 0 ||
-		    path_range(at + 1, now, &o->base_range) < 0)
-			return -ENOENT;
-		return 0;
+		if (path_selector(sel, o->base_selector, sizeof(o->base_selector)) == 0 &&
+		    path_range(at + 1, now, &o->base_range) == 0)
+			return 0;
+		/* '@' is not escaped in values: "user=a@b" is a selector alone. */
 	}
 	if (path_range(seg, now, &o->base_range) == 0) {
 		snprintf(o->base_selector, sizeof(o->base_selector), "%s", o->selector);

@@ -359,7 +359,10 @@ test_vs(void **state)
 	assert_string_equal(o.base_selector, "");
 	/* Refused bases. */
 	assert_int_equal(parse("/svc/cpu/all/last-1h/vs/bogus", &o), -ENOENT);
-	assert_int_equal(parse("/svc/cpu/all/last-1h/vs/a=1@bogus", &o), -ENOENT);
+	/* Not a range after '@': the whole segment is a selector. */
+	assert_int_equal(parse("/svc/cpu/all/last-1h/vs/a=1@bogus", &o), 0);
+	assert_string_equal(o.base_selector, "a=1@bogus");
+	assert_int_equal(parse("/svc/cpu/all/last-1h/vs/bogus@bogus", &o), -ENOENT);
 	assert_int_equal(parse("/svc/cpu/all/last-1h/vs/bogus@last-1h", &o), -ENOENT);
 	assert_int_equal(parse("/svc/cpu/all/last-1h/vs/2026-02-30", &o), -ENOENT);
 	assert_int_equal(parse("/svc/cpu/all/last-1h/vs/last-1h/diff.svg/x", &o), -ENOENT);
@@ -374,6 +377,9 @@ test_vs_at_in_value(void **state)
 	(void)state;
 	assert_int_equal(parse("/svc/cpu/all/last-1h/vs/user=a@b@last-1h", &o), 0);
 	assert_string_equal(o.base_selector, "user=a@b");
+	assert_int_equal(parse("/svc/cpu/all/last-1h/vs/user=a@b", &o), 0);
+	assert_string_equal(o.base_selector, "user=a@b");
+	assert_true(o.base_range.from == o.range.from);
 	assert_int_equal(parse("/svc/cpu/all/last-1h/vs/user=a%40b", &o), 0);
 	assert_string_equal(o.base_selector, "user=a@b");
 	assert_true(o.base_range.from == o.range.from);
