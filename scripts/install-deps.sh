@@ -14,7 +14,7 @@ PKGS=(
   libbpf-dev bpftool clang llvm libelf-dev libdw-dev
   libcmocka-dev
   golang-go
-  curl libxml2-utils procps psmisc
+  curl libxml2-utils procps psmisc jq
 )
 # Only for the browser test (tests/browser): Debian's Chromium and Node.js.
 BROWSER_PKGS=(chromium nodejs npm)
