@@ -26,7 +26,14 @@ void	http_stop(struct http_server *h);
 
 /* --- Go pprof scraper (scrape.c) --- */
 struct scraper;
+/*
+ * Read targets_file (format in targets.h) and start scraping: one scheduler
+ * thread running every transfer, a few workers storing. A missing or malformed
+ * file at start is refused (-errno, reason logged); later changes are picked
+ * up within a second. *out is the caller's, freed by scrape_stop().
+ */
 int	scrape_start(struct store *st, const char *targets_file, struct scraper **out);
+/* Stop the threads, cancel transfers in flight, free s; NULL is a no-op. */
 void	scrape_stop(struct scraper *s);
 /*
  * Per-target status of the running scraper as JSON (MOUNTPOINT/.targets.json),

@@ -167,7 +167,7 @@ profile_delta(const struct profile *cur, const struct profile *prev,
 {
 	struct dctx c = { 0 };
 	struct intern *pkeys = NULL, *ckeys = NULL;
-	struct buf sig1 = { 0 }, sig2 = { 0 }, k = { 0 };
+	struct buf sig1 = { 0 }, sig2 = { 0 };
 	struct profile view;
 	struct pf_sample *smp = NULL;
 	struct merge *m = NULL;
@@ -281,7 +281,6 @@ out:
 	free(csum);
 	free(c.locmap);
 	buf_free(&c.key);
-	buf_free(&k);
 	buf_free(&sig1);
 	buf_free(&sig2);
 	intern_destroy(c.locs);
