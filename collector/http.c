@@ -7,8 +7,11 @@
  *
  * Threads: libmicrohttpd runs one thread per connection, so a handler may
  * block in store_put() (a synced write) while the others go on; concurrent
- * writers are group-committed by RocksDB. The connection count is kept in
- * nconns (atomic); everything else of a request belongs to its thread.
+ * writers are group-committed by RocksDB. (A pool of 2 or 4 epoll threads,
+ * measured with scripts/bench-http.sh, stored ~1,850 profiles/s with a p99 of
+ * 67 ms against ~3,000/s and 25 ms here: each synced put holds its thread.)
+ * The connection count is kept in nconns (atomic); everything else of a
+ * request belongs to its thread.
  *
  * Body limits: a Content-Length over max_body is refused with 413 before any
  * of the body is read; a chunked body that grows past it is discarded as it
