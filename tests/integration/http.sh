@@ -175,6 +175,16 @@ bad "pyroscope bad from" 400 POST "$U/ingest?name=x&format=pprof&from=soon" --da
 bad "pyroscope junk part" 400 POST "$U/ingest?name=x" -F "profile=@$TMP/junk"
 bad "pyroscope no profile part" 400 POST "$U/ingest?name=x" -F "other=@$first"
 bad "pyroscope oversize" 413 POST "$U/ingest?name=x" -F "profile=@$TMP/big"
+# Malformed HTTP is libmicrohttpd's to refuse.
+req "long URL" GET "$U/api/0/$(head -c 100000 /dev/zero | tr '\0' a)"
+check_eq "URL over the connection buffer: 414" "$ST" 414
+req "long header" GET "$U/healthz" -H "X-Filler: $(head -c 100000 /dev/zero | tr '\0' b)"
+check_eq "header over the connection buffer: 431" "$ST" 431
+head -c 5000 /dev/urandom | timeout 5 bash -c "cat >/dev/tcp/127.0.0.1/$PORT" 2>/dev/null
+printf 'POST /api/0/profiles?service=goapp&type=cpu HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n' \
+  | timeout 5 bash -c "cat >/dev/tcp/127.0.0.1/$PORT" 2>/dev/null
+req "after garbage" GET "$U/healthz"
+check_eq "random bytes and a bad chunk on the socket: still serving" "$ST" 200
 kill -0 "$PF_PID" 2>/dev/null && ok "daemon stays up after bad requests" || fail "daemon stays up after bad requests"
 snap "$TMP/after"
 cmp -s "$TMP/before" "$TMP/after" && ok "bad requests changed nothing stored (list, services, meta.json, tree)" \
