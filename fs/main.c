@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "collector.h"
@@ -109,6 +110,9 @@ serve(const struct serve_opts *o)
 	char mnt[PATH_MAX];
 	int rc;
 
+	/* Make a missing mount point first, so it gets an absolute name. */
+	if (mkdir(o->mountpoint, 0755) == 0)
+		log_info("created mount point %s", o->mountpoint);
 	if (realpath(o->mountpoint, mnt) == NULL) {
 		if (errno == ENOTCONN) {
 			/* A stale mount: keep the path as given, fs_main detaches it. */
