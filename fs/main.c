@@ -307,5 +307,13 @@ main(int argc, char **argv)
 	}
 	o.mountpoint = argv[optind];
 	signal(SIGPIPE, SIG_IGN);
+	/*
+	 * A shell that starts us in the background leaves SIGINT ignored, and
+	 * libfuse only takes over signals left at their default: reset them so
+	 * SIGINT always stops the daemon cleanly.
+	 */
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
 	return serve(&o);
 }
