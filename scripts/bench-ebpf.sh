@@ -6,7 +6,9 @@
 #      median over RUNS pairs of the ratio with/without, for wall-clock time
 #      and for the workload's own CPU time (target: <= 1.01).
 #   2. The daemon's own CPU (percent of one core) at 99 Hz over SECS seconds
-#      with no workload of ours and with every CPU busy, and its RSS.
+#      with no workload of ours and with every CPU busy, and its RSS; the BPF
+#      program's own run time per sample (kernel.bpf_stats_enabled, restored
+#      after), which is what every sampled task pays.
 #   3. Symbolization: the share of user frames with a function name, for
 #      Debian's own binaries (python3.11, perl, xz, gzip, bash, sha256sum:
 #      stripped, no frame pointers) and for Go programs (with .symtab,
@@ -18,7 +20,7 @@
 set -u
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BIN="${PROFILEFS_BIN:-$ROOT/bin/profilefs}"
-RUNS="${RUNS:-7}"
+RUNS="${RUNS:-9}"
 SECS="${SECS:-10}"
 ITERS="${WORK_ITERS:-1000000000}"
 SETTLE="${SETTLE:-3}"	# seconds after the mount: the first samples read every process's ELF files
@@ -29,8 +31,10 @@ SETTLE="${SETTLE:-3}"	# seconds after the mount: the first samples read every pr
 
 W="$(mktemp -d /tmp/bench-ebpf.XXXXXX)"
 PID=
+STATS_OLD=
 cleanup() {
   stop_daemon
+  [ -n "$STATS_OLD" ] && sysctl -qw kernel.bpf_stats_enabled="$STATS_OLD"
   mountpoint -q "$W/mnt" 2>/dev/null && fusermount3 -u -z "$W/mnt"
   rm -rf "$W"
 }
@@ -106,6 +110,8 @@ printf "overhead (median ratio with/without): wall %.4f, workload cpu %.4f (targ
 
 echo "== daemon cost at 99 Hz over ${SECS}s"
 HZ_TCK=$(getconf CLK_TCK)
+STATS_OLD=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null)
+[ -n "$STATS_OLD" ] && sysctl -qw kernel.bpf_stats_enabled=1
 start_daemon --ebpf=99 --ebpf-period 10
 a=$(cpu_ticks "$PID"); sleep 3; b=$(cpu_ticks "$PID")
 START=$(awk -v a="$a" -v b="$b" -v t="$HZ_TCK" 'BEGIN {printf "%.2f", (b - a) / t}')
@@ -117,12 +123,17 @@ sleep 1
 a=$(cpu_ticks "$PID"); sleep "$SECS"; b=$(cpu_ticks "$PID")
 BUSY=$(awk -v a="$a" -v b="$b" -v t="$HZ_TCK" -v s="$SECS" 'BEGIN {printf "%.2f", (b - a) / t / s * 100}')
 kill "${spinners[@]}" 2>/dev/null; wait "${spinners[@]}" 2>/dev/null
+PROG=$(bpftool prog show name do_sample 2>/dev/null | grep -o 'run_time_ns [0-9]* run_cnt [0-9]*' | head -1)
 RSS=$(awk '/^VmRSS/ {print $2}' "/proc/$PID/status")
 HWM=$(awk '/^VmHWM/ {print $2}' "/proc/$PID/status")
 stop_daemon
 echo "daemon cpu: ${START}s in its first 3 s after mounting (symbol tables of every process seen)"
 echo "daemon cpu: ${IDLE}% of one core with no workload of ours, ${BUSY}% with all $(nproc) CPUs busy"
 echo "daemon rss: $((RSS / 1024)) MiB (peak $((HWM / 1024)) MiB)"
+[ -n "$STATS_OLD" ] && sysctl -qw kernel.bpf_stats_enabled="$STATS_OLD" && STATS_OLD=
+if [ -n "$PROG" ]; then
+  echo "$PROG" | awk '{ns = $2 / ($4 ? $4 : 1); printf "bpf program: %d runs, %.0f ns per sample = %.4f%% of a CPU at 99 Hz\n", $4, ns, ns * 99 / 1e9 * 100}'
+fi
 
 echo "== symbolization: share of user frames named"
 G="$ROOT/tests/ebpf/gospin"
