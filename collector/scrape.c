@@ -237,6 +237,8 @@ job_easy(struct job *j)
 	curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)SCRAPE_BODY_MAX);
 	curl_easy_setopt(e, CURLOPT_USERAGENT, "profilefs/" PROFILEFS_VERSION);
 	curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+	/* Targets are reached directly, as Prometheus does, not via $http_proxy. */
+	curl_easy_setopt(e, CURLOPT_PROXY, "");
 	j->easy = e;
 	return 0;
 }

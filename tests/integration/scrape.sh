@@ -68,7 +68,7 @@ HTTP=127.0.0.1:$((BASE + 2)) # the daemon's --http, for /metrics
 HB=$((BASE + 4))              # hostile servers: HB..HB+7
 "$TMP/pprofserver" -port "$BASE" >"$TMP/go.log" 2>&1 & PIDS+=($!); GO_PID=$!
 python3 "$ROOT/tests/integration/scrape_hostile.py" "$HB" >"$TMP/hostile.log" 2>&1 & PIDS+=($!)
-wait_for 20 curl -sf "http://$GOOD/debug/pprof/" || fail "Go server answers"
+wait_for 20 curl --noproxy '*' -sf "http://$GOOD/debug/pprof/" || fail "Go server answers"
 wait_for 10 grep -q "hostile servers" "$TMP/hostile.log" || fail "hostile servers start"
 
 hostile=""
@@ -117,7 +117,7 @@ check_eq "series labels: env and instance" "$(ls "$G/cpu" | tr '\n' ' ')" "all e
 grep -q "contend" "$TMP/top.mutex" && ok "mutex profile shows the contention" || fail "mutex profile shows the contention"
 check_eq "good target up in .targets.json" "$(status_of "$GOOD" cpu health)" "up"
 ls -a "$M" | grep -qx ".targets.json" && ok "ls -a lists .targets.json" || fail "ls -a lists .targets.json"
-curl -sf "http://$HTTP/metrics" >"$TMP/metrics" || fail "GET /metrics"
+curl --noproxy '*' -sf "http://$HTTP/metrics" >"$TMP/metrics" || fail "GET /metrics"
 grep -q "^profilefs_scrape_up{instance=\"$GOOD\",profile=\"cpu\",service=\"gosvc\"} 1\$" "$TMP/metrics" \
   && ok "per-target up in /metrics" || fail "per-target up in /metrics" "$(grep scrape_up "$TMP/metrics" | head -3)"
 grep -q "^profilefs_scrape_lateness_seconds_count [1-9]" "$TMP/metrics" \
@@ -153,7 +153,7 @@ go tool pprof -top -cum -nodecount=500 "$G/cpu/all/last-5m/merged.pb.gz" 2>/dev/
 
 # --- deltas: the merged alloc_space never exceeds the process's own total ---
 wait_for 30 sh -c "[ \$(ls '$G/allocs/all/last-5m/profiles' | wc -l) -ge 3 ]"
-curl -sf "http://$GOOD/debug/pprof/allocs" -o "$TMP/final-allocs.pb.gz"
+curl --noproxy '*' -sf "http://$GOOD/debug/pprof/allocs" -o "$TMP/final-allocs.pb.gz"
 merged=$(pprof_sums -sample_index=alloc_space "$G/allocs/all/last-5m/merged.pb.gz" | tr ' ' '\n' | sed -n 's#^alloc_space/bytes\(\[dflt\]\)\{0,1\}=##p')
 total=$(pprof_sums "$TMP/final-allocs.pb.gz" | tr ' ' '\n' | sed -n 's#^alloc_space/bytes\(\[dflt\]\)\{0,1\}=##p')
 if [ -n "$merged" ] && [ -n "$total" ] && [ "$merged" -gt 0 ] && [ "$merged" -le "$total" ]; then
@@ -198,7 +198,7 @@ wait_for 30 test -r "$M/gosvc2/goroutine/all/last-5m/merged.pb.gz" && ok "added 
   || fail "added target scraped without a restart"
 wait_for 10 sh -c "! grep -q '\"bad\"' '$M/.targets.json'" && ok "removed targets are gone" \
   || fail "removed targets are gone"
-curl -sf "http://$HTTP/metrics" >"$TMP/metrics2"
+curl --noproxy '*' -sf "http://$HTTP/metrics" >"$TMP/metrics2"
 check_eq "removed targets leave /metrics" "$(grep -c 'service="bad"' "$TMP/metrics2")" "0"
 grep -q 'profilefs_scrape_up{instance="localhost:'"$BASE"'",profile="goroutine",service="gosvc2"} 1' "$TMP/metrics2" \
   && ok "added target in /metrics" || fail "added target in /metrics"
