@@ -53,14 +53,14 @@ i=0
 for f in "$REAL"/parca/many-*.pb.gz; do cp "$f" "$TMP/replay/heap-$i.pb.gz"; i=$((i + 1)); done
 "$TMP/pprofserver" -port "$((BASE + NT))" >/dev/null 2>&1 & LIVE=$!
 for i in $(seq 1 50); do
-  curl -sf "http://127.0.0.1:$((BASE + NT))/debug/pprof/goroutine" -o "$TMP/replay/goroutine.pb.gz" && break
+  curl --noproxy '*' -sf "http://127.0.0.1:$((BASE + NT))/debug/pprof/goroutine" -o "$TMP/replay/goroutine.pb.gz" && break
   sleep 0.2
 done
 kill "$LIVE"; LIVE=
 echo "recorded profiles: $(cd "$TMP/replay" && for f in *; do printf '%s %s B, ' "$f" "$(stat -c %s "$f")"; done)"
 
 "$TMP/pprofserver" -replay "$TMP/replay" -ports "$BASE:$NT" >"$TMP/replay.log" 2>&1 & SRV=$!
-for i in $(seq 1 50); do curl -sf "http://127.0.0.1:$((BASE + NT - 1))/debug/pprof/goroutine" -o /dev/null && break; sleep 0.2; done
+for i in $(seq 1 50); do curl --noproxy '*' -sf "http://127.0.0.1:$((BASE + NT - 1))/debug/pprof/goroutine" -o /dev/null && break; sleep 0.2; done
 
 python3 - "$BASE" "$NT" >"$TMP/targets.json" <<'EOF'
 import json, sys
