@@ -462,6 +462,44 @@ test_type_inference(void **state)
 	buf_free(&b);
 }
 
+/* Every real file is stored (type inferred) except the one pprof refuses. */
+static void
+test_real_files_stored(void **state)
+{
+	struct fixture *f = *state;
+	struct store_stats st;
+	struct buf b = { 0 }, err = { 0 };
+	char **files;
+	size_t n, i, stored = 0;
+
+	if (real_dir() == NULL)
+		skip();
+	files = real_files(&n);
+	for (i = 0; i < n; i++) {
+		struct store_input in = { .service = "real", .type = "auto", .created_at = T0 };
+		struct store_ref r;
+		int rc;
+
+		assert_int_equal(read_real(files[i], &b), 0);
+		buf_reset(&err);
+		rc = store_put(f->st, &in, b.data, b.len, &r, &err);
+		if (strstr(files[i], "dotnet-pprof-3")) {
+			assert_int_equal(rc, -EINVAL);
+			assert_non_null(strstr(err.data, "id 0"));
+		} else if (rc != 0)
+			fail_msg("%s: %s", files[i], err.data);
+		else
+			stored++;
+	}
+	store_get_stats(f->st, &st);
+	assert_true(st.profiles == stored);
+	assert_true(st.rejected == 1);
+	assert_int_equal(stored, n - 1);
+	free_files(files);
+	buf_free(&b);
+	buf_free(&err);
+}
+
 /* The profile's own time when the client gives none, else the time of receipt. */
 static void
 test_time_source(void **state)
@@ -829,6 +867,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_reopen_keeps_everything, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_input_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_type_inference, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_real_files_stored, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_time_source, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_key_layout, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_concurrent_puts, setup, teardown),
