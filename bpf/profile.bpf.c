@@ -120,7 +120,11 @@ notify(__u32 kind)
 	n->hdr.cpu = bpf_get_smp_processor_id();
 	n->hdr.time_ns = bpf_ktime_get_ns();
 	bpf_get_current_comm(n->comm, sizeof(n->comm));
-	bpf_ringbuf_submit(n, wakeup_flag());
+	/*
+	 * An exec wakes the reader at once: it reads the new mappings while
+	 * the process still exists, however short its life.
+	 */
+	bpf_ringbuf_submit(n, kind == PROF_EV_EXEC ? BPF_RB_FORCE_WAKEUP : wakeup_flag());
 }
 
 SEC("raw_tp/sched_process_exec")

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -38,6 +39,7 @@
 #define KERNEL_START	0xffff800000000000ULL
 #define EXPIRE_SECS	600	/* ELF objects unused this long are dropped */
 #define POLL_MS		100	/* ring buffer read interval */
+#define SAMPLER_NICE	-5
 
 struct ebpf_sampler {
 	struct store		*st;
@@ -60,6 +62,9 @@ struct ebpf_sampler {
 	/* counted by the sampler thread only */
 	uint64_t		 events, user_frames, user_named, kernel_frames, kernel_named;
 	uint64_t		 truncated;	/* stacks cut at a return address in no mapping */
+	struct {
+		uint64_t	 user_frames, user_named, kernel_frames, kernel_named, truncated;
+	}			 rep;		/* the above at the last metrics update */
 	uint64_t		 prev[PROF_CNT_MAX];	/* BPF counters at the last report */
 	uint32_t		 locs[2 * PROF_MAX_STACK];
 };
@@ -378,12 +383,22 @@ flush(struct ebpf_sampler *e)
 	metrics_add("profilefs_ebpf_profiles_total", NULL, (double)profiles);
 	metrics_add("profilefs_ebpf_dropped_total", NULL,
 	    (double)(d[PROF_CNT_DROP_RINGBUF] + d[PROF_CNT_DROP_EVENT]));
-	metrics_set("profilefs_ebpf_frames_total", "kind=\"user\"", (double)e->user_frames);
-	metrics_set("profilefs_ebpf_frames_named_total", "kind=\"user\"", (double)e->user_named);
-	metrics_set("profilefs_ebpf_frames_total", "kind=\"kernel\"", (double)e->kernel_frames);
-	metrics_set("profilefs_ebpf_frames_named_total", "kind=\"kernel\"",
-	    (double)e->kernel_named);
-	metrics_set("profilefs_ebpf_stacks_truncated_total", NULL, (double)e->truncated);
+	/* Counters grow by what this period added. */
+	metrics_add("profilefs_ebpf_frames_total", "kind=\"user\"",
+	    (double)(e->user_frames - e->rep.user_frames));
+	metrics_add("profilefs_ebpf_frames_named_total", "kind=\"user\"",
+	    (double)(e->user_named - e->rep.user_named));
+	metrics_add("profilefs_ebpf_frames_total", "kind=\"kernel\"",
+	    (double)(e->kernel_frames - e->rep.kernel_frames));
+	metrics_add("profilefs_ebpf_frames_named_total", "kind=\"kernel\"",
+	    (double)(e->kernel_named - e->rep.kernel_named));
+	metrics_add("profilefs_ebpf_stacks_truncated_total", NULL,
+	    (double)(e->truncated - e->rep.truncated));
+	e->rep.user_frames = e->user_frames;
+	e->rep.user_named = e->user_named;
+	e->rep.kernel_frames = e->kernel_frames;
+	e->rep.kernel_named = e->kernel_named;
+	e->rep.truncated = e->truncated;
 	metrics_set("profilefs_ebpf_processes_tracked", NULL, (double)proctab_count(e->pt));
 	metrics_set("profilefs_ebpf_elf_objects_cached", NULL,
 	    (double)symbolize_elf_count(e->sym));
@@ -408,6 +423,13 @@ sampler_main(void *arg)
 	struct ebpf_sampler *e = arg;
 	int rc;
 
+	/*
+	 * A little ahead of ordinary work, so that an exec notice is read (and
+	 * the new process's mappings with it) before a short-lived process
+	 * exits on a busy host. The thread uses well under 1% of a CPU.
+	 */
+	if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), SAMPLER_NICE) < 0)
+		log_debug("ebpf: sampler thread priority unchanged: %s", strerror(errno));
 	while (!atomic_load(&e->stop)) {
 		/*
 		 * The BPF side wakes us only when the buffer fills up (see

@@ -75,15 +75,21 @@ proctab_create(struct symbolizer *sym, enum service_by by, const char *host)
 }
 
 static void
-maps_free(struct proc *p)
+pmaps_free(struct pmap *maps, size_t n)
 {
 	size_t i;
 
-	for (i = 0; i < p->nmaps; i++) {
-		free(p->maps[i].path);
-		symbolize_elf_put(p->maps[i].obj);
+	for (i = 0; i < n; i++) {
+		free(maps[i].path);
+		symbolize_elf_put(maps[i].obj);
 	}
-	free(p->maps);
+	free(maps);
+}
+
+static void
+maps_free(struct proc *p)
+{
+	pmaps_free(p->maps, p->nmaps);
 	p->maps = NULL;
 	p->nmaps = 0;
 }
@@ -121,16 +127,21 @@ static int
 read_maps(struct proctab *pt, struct proc *p)
 {
 	char path[64], root[64], *line = NULL;
-	size_t lcap = 0, cap = 0;
+	struct pmap *old;
+	size_t lcap = 0, cap = 0, nold;
 	ssize_t len;
 	FILE *f;
 
-	maps_free(p);
 	p->maps_read = now_ns();
 	snprintf(path, sizeof(path), "/proc/%u/maps", p->pid);
 	snprintf(root, sizeof(root), "/proc/%u/root", p->pid);
+	/* A process gone (or a zombie) since keeps the mappings we read before. */
 	if ((f = fopen(path, "re")) == NULL)
 		return -errno;
+	old = p->maps;
+	nold = p->nmaps;
+	p->maps = NULL;
+	p->nmaps = 0;
 	while ((len = getline(&line, &lcap, f)) > 0) {
 		unsigned long long start, end, off, ino;
 		unsigned int major, minor;
@@ -184,6 +195,13 @@ read_maps(struct proctab *pt, struct proc *p)
 	}
 	free(line);
 	fclose(f);
+	if (p->nmaps == 0 && nold > 0) {
+		maps_free(p);
+		p->maps = old;
+		p->nmaps = nold;
+	} else {
+		pmaps_free(old, nold);
+	}
 	return 0;
 }
 

@@ -100,7 +100,7 @@ want_frame() {
 
 sleep 3	# one more period, so the last samples are stored
 want_share "ebpf-stack" efp_stack "inner;outer;main" 90
-want_share "ebpf-short" efp_short "inner;outer;main" 50
+want_share "ebpf-short" efp_short "inner;outer;main" 90
 want_share "ebpf-deleted" efp_deleted "inner;outer;main" 90
 want_frame "ebpf-kernel" efp_kernel "do_syscall_64|entry_SYSCALL_64"
 want_frame "ebpf-go" efp_go "main\.goInner"
