@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # The eBPF sampler (serve --ebpf): whole-host CPU profiles per service, with
 # real programs from tests/ebpf/ (C with frame pointers, a short-lived one, one
-# run from a deleted binary, a syscall-heavy one, Go (with and without
-# .symtab), a perf-map JIT stand-in),
+# run from a deleted binary, a stripped one with a .gnu_debuglink debug file,
+# a syscall-heavy one, Go with and without .symtab, a perf-map JIT stand-in),
 # checked with `go tool pprof -traces` on the mounted merged.pb.gz.
 # Needs root and a kernel with BTF; otherwise every check is skipped.
 set -u
 . "$(dirname "$0")/../lib.sh"
 
-NAMES="ebpf-stack ebpf-short ebpf-deleted ebpf-kernel ebpf-go ebpf-go-stripped ebpf-jit ebpf-drops ebpf-unprivileged"
+NAMES="ebpf-stack ebpf-short ebpf-deleted ebpf-debuglink ebpf-kernel ebpf-go ebpf-go-stripped ebpf-jit ebpf-drops ebpf-unprivileged"
 skip_all() { for n in $NAMES; do echo "ok - $n # SKIP $1"; done; exit 0; }
 [ "$(id -u)" -eq 0 ] || skip_all "needs root"
 [ -r /sys/kernel/btf/vmlinux ] || skip_all "kernel has no BTF (/sys/kernel/btf/vmlinux)"
@@ -22,6 +22,10 @@ mkdir -p "$B"
 CFL="-O1 -fno-omit-frame-pointer"
 cc $CFL -o "$B/efp_stack" "$SRC/spin.c" &&
   cp "$B/efp_stack" "$B/efp_short" && cp "$B/efp_stack" "$B/efp_deleted" &&
+  cc $CFL -g -o "$B/efp_debuglink" "$SRC/spin.c" &&
+  objcopy --only-keep-debug "$B/efp_debuglink" "$B/efp_debuglink.debug" &&
+  strip --strip-all "$B/efp_debuglink" &&
+  objcopy --add-gnu-debuglink="$B/efp_debuglink.debug" "$B/efp_debuglink" &&
   cc $CFL -o "$B/efp_kernel" "$SRC/syscalls.c" &&
   cc $CFL -o "$B/efp_jit" "$SRC/jit.c" ||
   { fail "build test programs"; pf_done; exit 1; }
@@ -59,7 +63,9 @@ P4=$!
 P5=$!
 "$B/efp_gostrip" 6000 &
 P6=$!
-wait $P1 $P2 $P3 $P4 $P5 $P6
+"$B/efp_debuglink" 6000 &	# stripped: names from the separate debug file
+P7=$!
+wait $P1 $P2 $P3 $P4 $P5 $P6 $P7
 # The short-lived one alone, so it gets a CPU: it exits before most periods end.
 "$B/efp_short" 500
 
@@ -102,6 +108,7 @@ sleep 3	# one more period, so the last samples are stored
 want_share "ebpf-stack" efp_stack "inner;outer;main" 90
 want_share "ebpf-short" efp_short "inner;outer;main" 90
 want_share "ebpf-deleted" efp_deleted "inner;outer;main" 90
+want_share "ebpf-debuglink" efp_debuglink "inner;outer;main" 90
 want_frame "ebpf-kernel" efp_kernel "do_syscall_64|entry_SYSCALL_64"
 want_frame "ebpf-go" efp_go "main\.goInner"
 want_frame "ebpf-go-stripped" efp_gostrip "main\.goInner"	# from .gopclntab
