@@ -14,35 +14,44 @@ PKGS=(
   libbpf-dev bpftool clang llvm libelf-dev libdw-dev
   libcmocka-dev
   golang-go
-  curl libxml2-utils procps psmisc jq
+  curl libxml2-utils procps psmisc jq python3
 )
-# Only for the browser test (tests/browser): Debian's Chromium and Node.js.
-BROWSER_PKGS=(chromium nodejs npm)
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then
   SUDO="sudo"
 fi
 
-want=("${PKGS[@]}")
-if [ "${PROFILEFS_NO_BROWSER:-0}" != 1 ]; then
-  want+=("${BROWSER_PKGS[@]}")
-fi
-
 missing=()
-for p in "${want[@]}"; do
+for p in "${PKGS[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
     missing+=("$p")
   fi
 done
+# Only for the browser test (tests/browser): Debian's Chromium, and Node.js
+# with npm unless some node and npm are already there (another packaging of
+# Node.js may bundle npm and conflict with Debian's).
+optional=()
+if [ "${PROFILEFS_NO_BROWSER:-0}" != 1 ]; then
+  [ -x /usr/bin/chromium ] || optional+=(chromium)
+  command -v node >/dev/null || optional+=(nodejs)
+  command -v npm >/dev/null || optional+=(npm)
+fi
 
+export DEBIAN_FRONTEND=noninteractive
+if [ "${#missing[@]}" -gt 0 ] || [ "${#optional[@]}" -gt 0 ]; then
+  $SUDO apt-get update -q
+fi
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "install-deps: installing ${missing[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  $SUDO apt-get update -q
   $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 else
-  echo "install-deps: all Debian packages present"
+  echo "install-deps: all required Debian packages present"
+fi
+if [ "${#optional[@]}" -gt 0 ]; then
+  echo "install-deps: installing ${optional[*]} (browser test)"
+  $SUDO apt-get install -y -q --no-install-recommends "${optional[@]}" || \
+    echo "install-deps: could not install ${optional[*]}; the browser test will be skipped" >&2
 fi
 
 # playwright-core drives Debian's Chromium in tests/browser (no browser download).
