@@ -8,7 +8,7 @@
 set -u
 . "$(dirname "$0")/../lib.sh"
 
-NAMES="ebpf-stack ebpf-short ebpf-deleted ebpf-debuglink ebpf-kernel ebpf-go ebpf-go-stripped ebpf-jit ebpf-drops ebpf-unprivileged"
+NAMES="ebpf-stack ebpf-short ebpf-deleted ebpf-debuglink ebpf-kernel ebpf-go ebpf-go-stripped ebpf-jit ebpf-drops ebpf-unprivileged ebpf-service-exe ebpf-service-comm"
 skip_all() { for n in $NAMES; do echo "ok - $n # SKIP $1"; done; exit 0; }
 [ "$(id -u)" -eq 0 ] || skip_all "needs root"
 [ -r /sys/kernel/btf/vmlinux ] || skip_all "kernel has no BTF (/sys/kernel/btf/vmlinux)"
@@ -26,6 +26,7 @@ cc $CFL -o "$B/efp_stack" "$SRC/spin.c" &&
   objcopy --only-keep-debug "$B/efp_debuglink" "$B/efp_debuglink.debug" &&
   strip --strip-all "$B/efp_debuglink" &&
   objcopy --add-gnu-debuglink="$B/efp_debuglink.debug" "$B/efp_debuglink" &&
+  cp "$B/efp_stack" "$B/efp_name_longer_than_comm" &&
   cc $CFL -o "$B/efp_kernel" "$SRC/syscalls.c" &&
   cc $CFL -o "$B/efp_jit" "$SRC/jit.c" ||
   { fail "build test programs"; pf_done; exit 1; }
@@ -65,7 +66,9 @@ P5=$!
 P6=$!
 "$B/efp_debuglink" 6000 &	# stripped: names from the separate debug file
 P7=$!
-wait $P1 $P2 $P3 $P4 $P5 $P6 $P7
+"$B/efp_name_longer_than_comm" 3000 &	# comm is cut to 15 bytes, the exe name is not
+P8=$!
+wait $P1 $P2 $P3 $P4 $P5 $P6 $P7 $P8
 # The short-lived one alone, so it gets a CPU: it exits before most periods end.
 "$B/efp_short" 500
 
@@ -121,6 +124,27 @@ else
   fail "ebpf-drops" "$(grep 'ebpf: period:' "$TMP/daemon.log" | tail -3)"
 fi
 
+# The default service rule names a process by its executable, not its comm.
+if [ -d "$TMP/mnt/efp_name_longer_than_comm" ]; then ok "ebpf-service-exe"
+else fail "ebpf-service-exe" "services: $(ls "$TMP/mnt" | tr '\n' ' ')"; fi
+
+pf_stop
+[ "${PF_RC:-1}" -eq 0 ] || fail "ebpf-clean-stop" "daemon exited with $PF_RC"
+
+# PROFILEFS_EBPF_SERVICE_BY=comm overrides the rule.
+rm -rf "$TMP/data"
+PROFILEFS_EBPF_SERVICE_BY=comm pf_start --ebpf=99 --ebpf-period 1 ||
+  { fail "ebpf daemon start (comm)"; pf_done; exit 1; }
+"$B/efp_name_longer_than_comm" 2000
+for i in $(seq 1 40); do
+  [ -d "$TMP/mnt/efp_name_longer" ] && break
+  sleep 0.5
+done
+if [ -d "$TMP/mnt/efp_name_longer" ] && [ ! -d "$TMP/mnt/efp_name_longer_than_comm" ]; then
+  ok "ebpf-service-comm"
+else
+  fail "ebpf-service-comm" "services: $(ls "$TMP/mnt" | tr '\n' ' ')"
+fi
 pf_stop
 [ "${PF_RC:-1}" -eq 0 ] || fail "ebpf-clean-stop" "daemon exited with $PF_RC"
 pf_done
