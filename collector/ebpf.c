@@ -543,7 +543,8 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 		goto fail;
 	}
 	if (!symbolize_kernel_ok(e->sym))
-		log_warnx("--ebpf: kernel symbols are hidden; kernel frames keep addresses only");
+		log_warnx("--ebpf: /proc/kallsyms hides kernel addresses (kernel.kptr_restrict, "
+		    "CAP_SYSLOG): kernel frames keep addresses only");
 	if ((rc = open_perf_events(e)) < 0)
 		goto fail;
 	e->exec_link = bpf_program__attach(e->skel->progs.on_exec);

@@ -512,8 +512,11 @@ symbolize_elf(struct symbolizer *s, uint64_t dev, uint64_t ino, const char *path
 	o->ino = ino;
 	o->used = now_mono();
 	rc = read_elf(path, o, false, &has_symtab, link, sizeof(link));
-	if (rc == -ENOENT || rc == -EACCES || rc == -ESRCH) {
-		/* The process may be gone: do not remember a transient failure. */
+	if (rc == -ENOENT || rc == -EACCES || rc == -EPERM || rc == -ESRCH) {
+		/*
+		 * The process may be gone, or this path not open to us (map_files
+		 * needs CAP_SYS_ADMIN) while another is: remember nothing.
+		 */
 		elfobj_free(o);
 		return NULL;
 	}
@@ -683,8 +686,7 @@ kernel_load(struct symbolizer *s)
 	fclose(f);
 	qsort(s->ksyms, s->nksyms, sizeof(*s->ksyms), ksym_cmp);
 	if (s->nksyms == 0)
-		log_warnx("ebpf: /proc/kallsyms shows no addresses (kernel.kptr_restrict?): "
-		    "kernel frames stay unnamed");
+		log_debug("ebpf: /proc/kallsyms shows no addresses");
 	else
 		log_debug("ebpf: %zu kernel symbols", s->nksyms);
 }
