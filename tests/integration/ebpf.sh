@@ -8,7 +8,7 @@
 set -u
 . "$(dirname "$0")/../lib.sh"
 
-NAMES="ebpf-stack ebpf-short ebpf-deleted ebpf-debuglink ebpf-kernel ebpf-go ebpf-go-stripped ebpf-jit ebpf-drops ebpf-unprivileged ebpf-service-exe ebpf-service-comm"
+NAMES="ebpf-stack ebpf-short ebpf-deleted ebpf-debuglink ebpf-kernel ebpf-kernel-mapping ebpf-go ebpf-go-stripped ebpf-jit ebpf-drops ebpf-unprivileged ebpf-service-exe ebpf-service-comm"
 skip_all() { for n in $NAMES; do echo "ok - $n # SKIP $1"; done; exit 0; }
 [ "$(id -u)" -eq 0 ] || skip_all "needs root"
 [ -r /sys/kernel/btf/vmlinux ] || skip_all "kernel has no BTF (/sys/kernel/btf/vmlinux)"
@@ -113,6 +113,13 @@ want_share "ebpf-short" efp_short "inner;outer;main" 90
 want_share "ebpf-deleted" efp_deleted "inner;outer;main" 90
 want_share "ebpf-debuglink" efp_debuglink "inner;outer;main" 90
 want_frame "ebpf-kernel" efp_kernel "do_syscall_64|entry_SYSCALL_64"
+# ... in the mapping "[kernel]", and user frames keep their binary's mapping and build id.
+raw="$(go tool pprof -raw "$TMP/mnt/efp_kernel/cpu/all/all/merged.pb.gz" 2>/dev/null | sed -n '/^Mappings/,$p')"
+if echo "$raw" | grep -q ' \[kernel\] ' && echo "$raw" | grep -Eq " /[^ ]+ [0-9a-f]{40} "; then
+  ok "ebpf-kernel-mapping"
+else
+  fail "ebpf-kernel-mapping" "$(echo "$raw" | head -5)"
+fi
 want_frame "ebpf-go" efp_go "main\.goInner"
 want_frame "ebpf-go-stripped" efp_gostrip "main\.goInner"	# from .gopclntab
 want_frame "ebpf-jit" efp_jit "^ +[0-9.a-z]* *jit_spin_loop$|^ +jit_spin_loop$"
