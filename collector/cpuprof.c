@@ -148,8 +148,8 @@ cpuprof_service(struct cpuprof *c, const struct proc *p)
 	int added = 0;
 	int64_t i;
 
-	if (c->keys == NULL)
-		return NULL;
+	if (c->keys == NULL && (c->keys = intern_create(64)) == NULL)
+		return NULL;	/* out of memory at the last reset: try again next time */
 	if (buf_adds(&key, p->service) < 0 || buf_addc(&key, '\0') < 0 ||
 	    buf_adds(&key, p->labels_text) < 0)
 		goto out;
