@@ -48,7 +48,7 @@ FUZZ_BIN := $(patsubst tests/fuzz/%.c,$(B)/tests/%,$(FUZZ_SRC))
 
 all: $(BIN)/profilefs $(TEST_BIN) $(FUZZ_BIN)
 
-$(B)/gen/profile.pb-c.c $(B)/gen/profile.pb-c.h: store/profile.proto
+$(B)/gen/profile.pb-c.c $(B)/gen/profile.pb-c.h &: store/profile.proto
 	@mkdir -p $(B)/gen
 	@echo "  PROTOC  $<"
 	$(Q)protoc-c -Istore --c_out=$(B)/gen $<
