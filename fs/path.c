@@ -223,6 +223,24 @@ next_seg(const char **p, char *seg, size_t segsz)
 	return 1;
 }
 
+/*
+ * Under ingest/<service>/<type>/ a name with '=' is a label set, unless it
+ * ends like a profile file (cpu,env=a.pb.gz is a file name, not labels).
+ */
+static bool
+looks_like_file(const char *seg)
+{
+	static const char *const ext[] = { ".pb", ".gz", ".pprof", ".prof", ".pb.gz", NULL };
+	size_t n = strlen(seg), i, k;
+
+	for (i = 0; ext[i]; i++) {
+		k = strlen(ext[i]);
+		if (n > k && strcmp(seg + n - k, ext[i]) == 0)
+			return true;
+	}
+	return false;
+}
+
 static int
 parse_ingest(const char *p, struct fspath *o)
 {
@@ -254,7 +272,7 @@ parse_ingest(const char *p, struct fspath *o)
 	/* labels directory or file */
 	if ((rc = next_seg(&p, seg, sizeof(seg))) <= 0)
 		return rc < 0 ? -ENOENT : 0;
-	if (strchr(seg, '=') != NULL) {
+	if (strchr(seg, '=') != NULL && !looks_like_file(seg)) {
 		struct labelset ls;
 
 		if (labels_parse(seg, &ls, NULL) < 0)

@@ -150,6 +150,8 @@ cp "$TMP/go/cpu-0002.pb.gz" "$M/ingest/lab/cpu/region=us/" || fail "cp with labe
 check_eq "label sets listed sorted and canonical" "$(ls "$M/lab/cpu" | tr '\n' ' ')" "all region=eu,zone=a region=us "
 check_eq "a selector matches series that include its pairs" "$(ls "$M/lab/cpu/region=eu/all/profiles" | wc -l)" 1
 check_eq "selector pairs in any order" "$(ls "$M/lab/cpu/zone=a,region=eu/all/profiles" | wc -l)" 1
+cp "$TMP/go/cpu-0001.pb.gz" "$TMP/run=7.pb.gz" && cp "$TMP/run=7.pb.gz" "$M/ingest/eqname/cpu/" \
+  && ok "a file name with '=' is a file, not labels" || fail "a file name with '=' is a file, not labels"
 check_eq "all matches every series" "$(ls "$M/lab/cpu/all/all/profiles" | wc -l)" 2
 cp "$TMP/go/cpu-0003.pb.gz" "$M/ingest/lab/cpu/path=%2Fapi%2Fv1/" || fail "cp with escaped label"
 ls "$M/lab/cpu" | grep -q '^path=%2Fapi%2Fv1$' && ok "escaped label values" || fail "escaped label values" "$(ls "$M/lab/cpu")"
