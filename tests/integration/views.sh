@@ -59,7 +59,7 @@ for svc in heapsvc/heap gosvc/cpu utf8svc/cpu gocpu/cpu; do
   want=$(go tool pprof -raw -symbolize=none "$d/merged.pb.gz" 2>/dev/null | \
     awk '/^Samples:/ {getline; w = $NF; for (i = 1; i <= NF; i++) if ($i ~ /\[dflt\]/) w = $i; print w; exit}')
   total=$(pprof_sums "$d/merged.pb.gz" | tr ' ' '\n' | grep -F "$want=" | cut -d= -f2)
-  fsum=$(awk '{s += $NF} END {printf "%d", s}' "$d/folded.txt")
+  fsum=$(awk '{s += $NF} END {printf "%.0f", s}' "$d/folded.txt")
   check_eq "folded.txt adds up to the merged total ($svc, $want)" "$fsum" "$total"
   for v in flamegraph.svg diff.svg timeline.svg; do
     xmllint --noout "$d/$v" 2>"$TMP/xml" && ok "$svc $v is well-formed XML" \
@@ -128,7 +128,7 @@ tl="$M/gosvc/cpu/all/all/timeline.csv"
 check_eq "timeline.csv header" "$(head -1 "$tl")" "time,value"
 steps=$(($(wc -l < "$tl") - 1))
 [ "$steps" -ge 1 ] && [ "$steps" -le 120 ] && ok "timeline has 1..120 steps ($steps)" || fail "timeline steps" "$steps"
-tsum=$(awk -F, 'NR > 1 {s += $2} END {printf "%d", s}' "$tl")
+tsum=$(awk -F, 'NR > 1 {s += $2} END {printf "%.0f", s}' "$tl")
 total=$(pprof_sums "$M/gosvc/cpu/all/all/merged.pb.gz" | tr ' ' '\n' | grep '^cpu/' | cut -d= -f2)
 check_eq "timeline steps add up to the total (counter)" "$tsum" "$total"
 tail -n +2 "$tl" | cut -d, -f1 | grep -qvE '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{3})?Z$' \
