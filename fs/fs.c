@@ -263,7 +263,6 @@ pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 	struct fspath fp;
 	int rc;
 
-	fs->n_requests++;
 	metrics_add("profilefs_fuse_requests_total", NULL, 1);
 	if (fi && fi->fh) {
 		struct handle *h = (struct handle *)(uintptr_t)fi->fh;
@@ -337,7 +336,6 @@ pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 		if (ce)
 			cache_release(fs->files, ce);
 		if (rc < 0 && rc != -ENOENT) {
-			fs->n_errors++;
 			metrics_add("profilefs_fuse_errors_total", NULL, 1);
 		}
 		return rc < 0 ? (rc == -ENOMEM ? -ENOMEM : rc == -EIO ? -EIO : -ENOENT) : 0;
@@ -375,7 +373,6 @@ pf_readdir(const char *path, void *dbuf, fuse_fill_dir_t filler, off_t off,
 	(void)off;
 	(void)fi;
 	(void)flags;
-	fs->n_requests++;
 	metrics_add("profilefs_fuse_requests_total", NULL, 1);
 	if (path_parse(path, now_ns(), &fp) < 0)
 		return -ENOENT;
@@ -551,7 +548,6 @@ pf_open(const char *path, struct fuse_file_info *fi)
 	struct fspath fp;
 	int rc;
 
-	fs->n_requests++;
 	metrics_add("profilefs_fuse_requests_total", NULL, 1);
 	if (path_parse(path, now_ns(), &fp) < 0)
 		return -ENOENT;
@@ -634,13 +630,11 @@ pf_read(const char *path, char *out, size_t size, off_t off, struct fuse_file_in
 static int
 pf_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 {
-	struct fsctx *fs = ctx();
 	struct ingest *ig;
 	struct handle *h;
 	struct fspath fp;
 
 	(void)mode;
-	fs->n_requests++;
 	metrics_add("profilefs_fuse_requests_total", NULL, 1);
 	if (path_parse(path, now_ns(), &fp) < 0)
 		return strncmp(path, "/ingest/", 8) == 0 ? -EINVAL : -EROFS;
@@ -771,7 +765,6 @@ ingest_store(struct fsctx *fs, struct ingest *ig)
 		store_id_format(ref.id, idh);
 		log_info("ingest: stored %s as %s/%s profile %s (%zu bytes)", ig->path,
 		    ig->fp.service, ref.type, idh, data.len);
-		fs->n_ingested++;
 		metrics_add("profilefs_ingested_profiles_total", "source=\"ingest\",outcome=\"ok\"", 1);
 		metrics_add("profilefs_ingested_bytes_total", "source=\"ingest\"", (double)data.len);
 	}
@@ -779,7 +772,6 @@ out:
 	if (rc < 0) {
 		log_warnx("ingest: refused %s: %s", ig->path,
 		    err.data ? err.data : strerror(-rc));
-		fs->n_ingest_failed++;
 		metrics_add("profilefs_ingested_profiles_total", rc == -EINVAL ?
 		    "source=\"ingest\",outcome=\"invalid\"" : rc == -EFBIG ?
 		    "source=\"ingest\",outcome=\"too_large\"" : "source=\"ingest\",outcome=\"error\"", 1);

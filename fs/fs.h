@@ -22,8 +22,6 @@ struct fsctx {
 	struct cache		*merges;	/* query results by (query, range) */
 	struct cache		*files;		/* rendered file contents by path */
 	struct fuse		*fuse;
-	_Atomic uint64_t	 n_requests, n_errors;
-	_Atomic uint64_t	 n_ingested, n_ingest_failed;
 };
 
 struct fs_opts {
