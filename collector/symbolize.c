@@ -748,6 +748,7 @@ pm_cmp(const void *a, const void *b)
 struct perfmap *
 perfmap_load(const char *path)
 {
+#define PERFMAP_MAX_BYTES	(64 << 20)
 	struct perfmap *m;
 	char *line = NULL;
 	size_t lcap = 0, cap = 0;
@@ -755,8 +756,21 @@ perfmap_load(const char *path)
 	uint32_t seq = 0;
 	FILE *f;
 
-	if ((f = fopen(path, "re")) == NULL)
+	struct stat st;
+	int fd;
+
+	/*
+	 * The file belongs to whoever runs the sampled process: no symlinks
+	 * (to /dev/zero, say), no FIFOs that would block the sampler, and a
+	 * bounded size.
+	 */
+	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)) < 0)
 		return NULL;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > PERFMAP_MAX_BYTES ||
+	    (f = fdopen(fd, "r")) == NULL) {
+		close(fd);
+		return NULL;
+	}
 	if ((m = calloc(1, sizeof(*m))) == NULL) {
 		fclose(f);
 		return NULL;

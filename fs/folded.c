@@ -10,7 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "log.h"
 #include "render.h"
+
+/* Deep stacks over many leaves grow as depth x leaves: refuse past this. */
+#define FOLDED_MAX	(256u << 20)
 
 struct todo {
 	uint32_t	 node, depth;
@@ -46,6 +50,12 @@ folded_render(const struct render_tree *t, struct buf *out)
 				buf_adds(out, render_tree_name(t, path[d]));
 			}
 			buf_printf(out, " %" PRId64 "\n", t->cur_self[td.node]);
+			if (out->len > FOLDED_MAX) {
+				log_warnx("folded.txt: more than %u MiB of stacks; refused",
+				    FOLDED_MAX >> 20);
+				rc = -EFBIG;
+				goto out;
+			}
 		}
 		for (k = t->kid_start[td.node + 1]; k-- > t->kid_start[td.node];)
 			stack[sp++] = (struct todo){ t->kids[k], td.depth + 1 };

@@ -338,7 +338,7 @@ pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 		if (rc < 0 && rc != -ENOENT) {
 			metrics_add("profilefs_fuse_errors_total", NULL, 1);
 		}
-		return rc < 0 ? (rc == -ENOMEM ? -ENOMEM : rc == -EIO ? -EIO : -ENOENT) : 0;
+		return rc < 0 ? (rc == -ENOMEM || rc == -EIO || rc == -EFBIG ? rc : -ENOENT) : 0;
 	}
 	return -ENOENT;
 }
@@ -584,7 +584,7 @@ pf_open(const char *path, struct fuse_file_info *fi)
 	if (rc < 0) {
 		if (ce)
 			cache_release(fs->files, ce);
-		return rc == -ENOMEM || rc == -EIO ? rc : -ENOENT;
+		return rc == -ENOMEM || rc == -EIO || rc == -EFBIG ? rc : -ENOENT;
 	}
 	if ((h = calloc(1, sizeof(*h))) == NULL) {
 		cache_release(fs->files, ce);

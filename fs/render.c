@@ -242,7 +242,7 @@ tree_add(struct render_tree *t, const struct profile *p, size_t type, bool base)
 		if (v == 0)
 			continue;
 		/* tree_child may move the arrays: look them up after each call. */
-		tree_vals(t, base, false)[0] += v;
+		tree_vals(t, base, false)[0] = profile_add(tree_vals(t, base, false)[0], v);
 		for (k = s->nlocs; k-- > 0;) {
 			uint32_t loc = s->locs[k];
 
@@ -253,7 +253,7 @@ tree_add(struct render_tree *t, const struct profile *p, size_t type, bool base)
 					rc = -ENOMEM;
 					goto out;
 				}
-				tree_vals(t, base, false)[node] += v;
+				tree_vals(t, base, false)[node] = profile_add(tree_vals(t, base, false)[node], v);
 			}
 		}
 		if (node == 0) {
@@ -263,9 +263,9 @@ tree_add(struct render_tree *t, const struct profile *p, size_t type, bool base)
 				rc = -ENOMEM;
 				goto out;
 			}
-			tree_vals(t, base, false)[node] += v;
+			tree_vals(t, base, false)[node] = profile_add(tree_vals(t, base, false)[node], v);
 		}
-		tree_vals(t, base, true)[node] += v;
+		tree_vals(t, base, true)[node] = profile_add(tree_vals(t, base, true)[node], v);
 	}
 out:
 	free(ln.ids);

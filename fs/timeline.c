@@ -38,9 +38,18 @@ timeline_init(struct timeline *tl, int64_t from, int64_t to, bool gauge)
 	int64_t span, step = 0, start;
 
 	memset(tl, 0, sizeof(*tl));
+	/*
+	 * Keep the arithmetic below far from int64's ends: a timeline spans at
+	 * most 1897..2043 (times outside are left out of it).
+	 */
+	if (from < -(INT64_MAX / 4))
+		from = -(INT64_MAX / 4);
+	if (to > INT64_MAX / 4)
+		to = INT64_MAX / 4;
 	if (to <= from)
 		to = from + 1;
-	span = to - from;
+	if (__builtin_sub_overflow(to, from, &span))
+		span = INT64_MAX;
 	for (i = 0; i < sizeof(steps) / sizeof(steps[0]); i++)
 		if (span / steps[i] < TIMELINE_MAX_STEPS) {
 			step = steps[i];

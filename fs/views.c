@@ -16,6 +16,8 @@
 #include "render.h"
 #include "views.h"
 
+static bool previous_range(const struct range *r, struct range *out);
+
 /* How long a merge of a range that moves with the clock is reused. */
 #define RELATIVE_MAX_AGE	(INT64_C(1500) * 1000000)
 
@@ -30,8 +32,13 @@ views_time(int64_t ns, char *out, size_t n)
 		snprintf(out, n, "%s", ns == INT64_MIN ? "-inf" : "+inf");
 		return;
 	}
-	secs = (time_t)(ns >= 0 ? ns / 1000000000 : (ns - 999999999) / 1000000000);
-	nsec = (long)(ns - (int64_t)secs * 1000000000);
+	/* Floor division without overflow near int64's ends. */
+	secs = (time_t)(ns / 1000000000);
+	nsec = (long)(ns % 1000000000);
+	if (nsec < 0) {
+		nsec += 1000000000;
+		secs--;
+	}
 	gmtime_r(&secs, &tm);
 	snprintf(out, n, "%04d-%02d-%02dT%02d:%02d:%02d.%09ldZ", tm.tm_year + 1900,
 	    tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, nsec);
@@ -142,11 +149,13 @@ meta_diff_base(const struct view_in *in, struct buf *b)
 	char t[64];
 
 	buf_adds(b, ",\n  \"diff_base\": ");
-	if (r->from == INT64_MIN || r->to == INT64_MAX) {
+	struct range prev;
+
+	if (!previous_range(r, &prev)) {
 		buf_adds(b, "null");
 		return;
 	}
-	views_time(r->from - (r->to - r->from), t, sizeof(t));
+	views_time(prev.from, t, sizeof(t));
 	buf_adds(b, "{\"from\": ");
 	json_str(b, t);
 	views_time(r->from, t, sizeof(t));
@@ -310,11 +319,13 @@ add_base_name(struct buf *b, const struct view_in *in)
 		    in->fp->base_range.name);
 		return;
 	}
-	if (in->fp->range.from == INT64_MIN || in->fp->range.to == INT64_MAX) {
+	struct range prev;
+
+	if (!previous_range(&in->fp->range, &prev)) {
 		buf_adds(b, "the range before (none: the range is unbounded)");
 		return;
 	}
-	views_time(in->fp->range.from - (in->fp->range.to - in->fp->range.from), f, sizeof(f));
+	views_time(prev.from, f, sizeof(f));
 	views_time(in->fp->range.from, t, sizeof(t));
 	buf_printf(b, "the range before, %s..%s", f, t);
 }
@@ -701,11 +712,15 @@ static const struct view_def vs_views[] = {
 static bool
 previous_range(const struct range *r, struct range *out)
 {
+	int64_t len;
+
 	if (r->from == INT64_MIN || r->to == INT64_MAX)
 		return false;
 	memset(out, 0, sizeof(*out));
 	out->to = r->from;
-	out->from = r->from - (r->to - r->from);
+	if (__builtin_sub_overflow(r->to, r->from, &len) ||
+	    __builtin_sub_overflow(r->from, len, &out->from))
+		return false;
 	out->relative = r->relative;
 	snprintf(out->name, sizeof(out->name), "before-%.50s", r->name);
 	return true;

@@ -155,7 +155,8 @@ sum_samples(struct dctx *c, struct intern *keys, int64_t **sums, size_t *cap,
 		if (added && first)
 			first[idx] = (int64_t)i;
 		for (t = 0; t < nt; t++)
-			(*sums)[(size_t)idx * nt + t] += p->samples[i].values[t];
+			(*sums)[(size_t)idx * nt + t] = profile_add((*sums)[(size_t)idx * nt + t],
+			    p->samples[i].values[t]);
 	}
 	buf_free(&k);
 	return rc;

@@ -56,15 +56,6 @@ vec_push(struct vec *v, size_t k)
 	return q;
 }
 
-/*
- * Values add as int64 in Go (pprof): wrapping, not undefined behaviour, when a
- * crafted profile holds values near the limits.
- */
-static int64_t
-wrap_add(int64_t a, int64_t b)
-{
-	return (int64_t)((uint64_t)a + (uint64_t)b);
-}
 
 /* Element i of v; NULL while nothing was pushed (arena_memdup takes NULL, 0). */
 static const void *
@@ -401,7 +392,7 @@ add_sample(struct addctx *c, const struct pf_sample *s, int64_t scale,
 	}
 	v = (int64_t *)m->vals.p + (size_t)k * m->ntypes;
 	for (t = 0; t < m->ntypes; t++)
-		v[t] = wrap_add(v[t], (int64_t)((uint64_t)s->values[t] * (uint64_t)scale));
+		v[t] = profile_add(v[t], (int64_t)((uint64_t)s->values[t] * (uint64_t)scale));
 out:
 	if (lp != labs)
 		free(lp);
@@ -469,7 +460,7 @@ merge_add_scaled(struct merge *m, const struct profile *p, int64_t scale,
 		m->doc_url = map_str(&c, p->doc_url);
 	if (p->time_nanos && (m->time_nanos == 0 || p->time_nanos < m->time_nanos))
 		m->time_nanos = p->time_nanos;
-	m->duration_nanos = wrap_add(m->duration_nanos, p->duration_nanos);
+	m->duration_nanos = profile_add(m->duration_nanos, p->duration_nanos);
 	if (p->period > m->period)
 		m->period = p->period;
 	for (i = 0; i < p->ncomments; i++) {

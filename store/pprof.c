@@ -21,10 +21,27 @@ typedef Perftools__Profiles__Profile PbProfile;
 /* Size caps beyond which a profile is refused rather than decoded. */
 #define MAX_SAMPLE_TYPES	64
 
+/*
+ * protobuf-c allocates through a budget: many tiny messages can take a
+ * hundred times their wire size in structs, so a small upload must not be
+ * able to make the decoder allocate gigabytes.
+ */
+struct pbctx {
+	struct arena	*arena;
+	size_t		 budget;
+	bool		 over;
+};
+
 static void *
 pb_alloc(void *data, size_t size)
 {
-	return arena_alloc(data, size);
+	struct pbctx *c = data;
+
+	if (size > c->budget || arena_used(c->arena) > c->budget - size) {
+		c->over = true;
+		return NULL;
+	}
+	return arena_alloc(c->arena, size);
 }
 
 static void
@@ -69,7 +86,9 @@ profile_gunzip(const void *data, size_t len, struct buf *out, struct buf *err)
 	for (;;) {
 		size_t room;
 
-		if ((rc = buf_reserve(out, len * 4 < 65536 ? 65536 : len * 4)) < 0)
+		/* Start near the usual ratio; the buffer doubles as needed. */
+		if ((rc = buf_reserve(out, len < 16384 ? 65536 :
+		    len < (16u << 20) ? len * 4 : (64u << 20))) < 0)
 			break;
 		room = out->cap - out->len - 1;
 		if (out->len + room > PROFILE_MAX_DECODED)
@@ -90,6 +109,10 @@ profile_gunzip(const void *data, size_t len, struct buf *out, struct buf *err)
 				inflateReset(&zs);
 				continue;
 			}
+			/* As go tool pprof: bytes after the gzip data make it unreadable. */
+			if (zs.avail_in > 0)
+				rc = fail(err, -EINVAL, "%u bytes of garbage after the gzip data",
+				    zs.avail_in);
 			break;
 		}
 		if (zr == Z_BUF_ERROR && zs.avail_in == 0) {
@@ -434,6 +457,7 @@ profile_decode(const void *data, size_t len, struct profile **out, struct buf *e
 	struct arena *scratch = NULL;
 	ProtobufCAllocator alloc;
 	struct profile *p = NULL;
+	struct pbctx pc;
 	PbProfile *pb;
 	int rc;
 
@@ -458,10 +482,19 @@ profile_decode(const void *data, size_t len, struct profile **out, struct buf *e
 		rc = -ENOMEM;
 		goto done;
 	}
+	pc.arena = scratch;
+	pc.over = false;
+	pc.budget = PROFILE_MAX_OBJECTS(len);
 	alloc.alloc = pb_alloc;
 	alloc.free = pb_free;
-	alloc.allocator_data = scratch;
+	alloc.allocator_data = &pc;
 	pb = perftools__profiles__profile__unpack(&alloc, len, data);
+	if (pb == NULL && pc.over) {
+		rc = fail(err, -EFBIG,
+		    "profile holds too many objects to decode (over %zu MiB of structures "
+		    "for %zu bytes of protobuf)", pc.budget >> 20, len);
+		goto done;
+	}
 	if (pb == NULL) {
 		rc = fail(err, -EINVAL,
 		    "not a pprof profile: protobuf decoding failed (truncated or not protobuf)");

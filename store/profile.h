@@ -22,8 +22,21 @@
 #define PF_NONE			UINT32_MAX
 /* Upper bound of a decoded (gunzipped) profile, against gzip bombs. */
 #define PROFILE_MAX_DECODED	(256u << 20)
+/*
+ * Upper bound of the memory decoding may take for n bytes of protobuf: real
+ * profiles need a few times their size; floods of empty messages need ~100x.
+ */
+#define PROFILE_MAX_OBJECTS(n)	((size_t)(64u << 20) + 8 * (size_t)(n) > ((size_t)512 << 20) ? \
+				    ((size_t)512 << 20) : (size_t)(64u << 20) + 8 * (size_t)(n))
 
 struct arena;
+
+/* Sample values add as in pprof (Go): two's complement, wrapping on overflow. */
+static inline int64_t
+profile_add(int64_t a, int64_t b)
+{
+	return (int64_t)((uint64_t)a + (uint64_t)b);
+}
 
 struct pf_valuetype {
 	int64_t		 type;		/* string index */
