@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <fuse.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -22,6 +23,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -47,6 +49,8 @@ struct ingest {
 	char		*path;
 	struct fspath	 fp;
 	struct buf	 data;
+	pthread_mutex_t	 store_lock;	/* held across a store attempt, so a
+					   concurrent flush waits for its result */
 	bool		 dirty;		/* written since the last store attempt */
 	int		 result;	/* of the last store attempt */
 	int		 opens;
@@ -125,6 +129,24 @@ stop_cb(void *arg, const struct store_ref *ref, const void *d, size_t l)
 	return 1;
 }
 
+/* The start of unix hour h in ns, saturated at int64's ends. */
+static int64_t
+hour_ns(int64_t h)
+{
+	int64_t ns;
+
+	if (__builtin_mul_overflow(h, INT64_C(3600000000000), &ns))
+		return h < 0 ? INT64_MIN : INT64_MAX;
+	return ns;
+}
+
+/* Whether series sid holds any profile (between from and to). */
+static bool
+series_has_data(struct fsctx *fs, uint64_t sid, int64_t from, int64_t to)
+{
+	return store_scan(fs->st, sid, from, to, false, stop_cb, NULL) == 1;
+}
+
 /*
  * Whether any series matches (service, type, selector) and, with r, whether
  * any of them holds a profile in r.
@@ -152,8 +174,9 @@ exists(struct fsctx *fs, const char *service, const char *type, const char *sele
 	for (i = 0; i < n && !found; i++) {
 		if (!query_match(&q, all[i]))
 			continue;
-		if (r == NULL || store_scan(fs->st, all[i]->id, r->from, r->to, false,
-		    stop_cb, NULL) == 1)
+		/* A series whose profiles retention deleted does not count. */
+		if (store_scan(fs->st, all[i]->id, r ? r->from : INT64_MIN,
+		    r ? r->to : INT64_MAX, false, stop_cb, NULL) == 1)
 			found = true;
 	}
 	labels_clear(&sel);
@@ -236,7 +259,7 @@ content_get(struct fsctx *fs, const char *path, const struct fspath *fp,
 	struct fill_arg a = { fs, fp };
 	bool relative = fp->range.relative || fp->node == NODE_TARGETS ||
 	    (fp->node == NODE_VS_VIEW && fp->base_range.relative);
-	uint64_t gen = fp->node == NODE_PROFILE ? 0 : store_generation(fs->st);
+	uint64_t gen = store_generation(fs->st);
 
 	return cache_get(fs->files, path, gen, relative ? RELATIVE_MAX_AGE : 0,
 	    fill_file, &a, ce);
@@ -387,6 +410,8 @@ pf_readdir(const char *path, void *dbuf, fuse_fill_dir_t filler, off_t off,
 		if ((rc = store_series(fs->st, &all, &n)) < 0)
 			break;
 		for (i = 0; i < n; i++) {
+			if (!series_has_data(fs, all[i]->id, INT64_MIN, INT64_MAX))
+				continue;
 			buf_reset(&esc);
 			labels_escape(&esc, all[i]->service, strlen(all[i]->service));
 			add_unique(&names, esc.data);
@@ -414,7 +439,8 @@ pf_readdir(const char *path, void *dbuf, fuse_fill_dir_t filler, off_t off,
 		if (fp.node == NODE_TYPE)
 			add_unique(&names, "all");
 		for (i = 0; i < n; i++) {
-			if (strcmp(all[i]->service, fp.service) != 0)
+			if (strcmp(all[i]->service, fp.service) != 0 ||
+			    !series_has_data(fs, all[i]->id, INT64_MIN, INT64_MAX))
 				continue;
 			if (fp.node == NODE_SERVICE)
 				add_unique(&names, all[i]->type);
@@ -454,7 +480,11 @@ pf_readdir(const char *path, void *dbuf, fuse_fill_dir_t filler, off_t off,
 				if (!query_match(&q, all[i]) ||
 				    store_hours(fs->st, all[i]->id, &hours, &nh) < 0)
 					continue;
-				buf_add(&hs, hours, nh * sizeof(*hours));
+				/* The hour index may name hours retention emptied. */
+				for (j = 0; j < nh; j++)
+					if (series_has_data(fs, all[i]->id, hour_ns(hours[j]),
+					    hour_ns(hours[j] + 1)))
+						buf_add(&hs, &hours[j], sizeof(hours[j]));
 				free(hours);
 			}
 			/* Sort and list each day once, then each hour. */
@@ -555,6 +585,8 @@ pf_open(const char *path, struct fuse_file_info *fi)
 		/* Reopening a file that is still being written. */
 		struct ingest *ig;
 
+		if ((h = calloc(1, sizeof(*h))) == NULL)
+			return -ENOMEM;
 		pthread_mutex_lock(&ig_lock);
 		ig = ingest_find(path);
 		if (ig) {
@@ -565,10 +597,10 @@ pf_open(const char *path, struct fuse_file_info *fi)
 			}
 		}
 		pthread_mutex_unlock(&ig_lock);
-		if (ig == NULL)
+		if (ig == NULL) {
+			free(h);
 			return -ENOENT;
-		if ((h = calloc(1, sizeof(*h))) == NULL)
-			return -ENOMEM;
+		}
 		h->kind = H_INGEST;
 		h->ig = ig;
 		fi->fh = (uintptr_t)h;
@@ -636,17 +668,22 @@ pf_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 
 	(void)mode;
 	metrics_add("profilefs_fuse_requests_total", NULL, 1);
-	if (path_parse(path, now_ns(), &fp) < 0)
-		return strncmp(path, "/ingest/", 8) == 0 ? -EINVAL : -EROFS;
-	if (fp.node != NODE_INGEST_FILE)
-		return fp.node == NODE_INGEST ? -EISDIR : -EROFS;
+	if (path_parse(path, now_ns(), &fp) < 0 || fp.node != NODE_INGEST_FILE) {
+		if (strncmp(path, "/ingest", 7) != 0)
+			return -EROFS;
+		log_warnx("ingest: cannot create %s: files go in "
+		    "ingest/<service>/<type>/[<k=v,...>/]<file> (type: cpu, heap, ... or auto)",
+		    path);
+		return -EINVAL;
+	}
+	h = NULL;
 	if ((ig = calloc(1, sizeof(*ig))) == NULL || (h = calloc(1, sizeof(*h))) == NULL ||
 	    (ig->path = strdup(path)) == NULL) {
-		if (ig)
-			free(ig->path);
+		free(h);
 		free(ig);
 		return -ENOMEM;
 	}
+	pthread_mutex_init(&ig->store_lock, NULL);
 	ig->fp = fp;
 	ig->opens = 1;
 	h->kind = H_INGEST;
@@ -738,19 +775,23 @@ ingest_store(struct fsctx *fs, struct ingest *ig)
 	struct store_ref ref;
 	struct buf err = { 0 }, data = { 0 };
 	char idh[17];
+	int64_t t0 = 0;
 	int rc;
 
+	pthread_mutex_lock(&ig->store_lock);
 	pthread_mutex_lock(&ig_lock);
 	if (!ig->dirty) {
 		rc = ig->result;
 		pthread_mutex_unlock(&ig_lock);
+		pthread_mutex_unlock(&ig->store_lock);
 		return rc;
 	}
 	ig->dirty = false;
 	rc = buf_add(&data, ig->data.data ? ig->data.data : "", ig->data.len);
 	pthread_mutex_unlock(&ig_lock);
 	if (rc < 0)
-		return rc;
+		goto out;
+	t0 = now_ns();
 	if (ig->fp.ingest_labels[0] && labels_parse(ig->fp.ingest_labels, &ls, &err) < 0) {
 		rc = -EINVAL;
 		goto out;
@@ -761,6 +802,8 @@ ingest_store(struct fsctx *fs, struct ingest *ig)
 	in.labels = &ls;
 	in.source = "ingest";
 	rc = store_put(fs->st, &in, data.data, data.len, &ref, &err);
+	metrics_observe("profilefs_ingest_duration_seconds", "source=\"ingest\"",
+	    (double)(now_ns() - t0) / 1e9);
 	if (rc == 0) {
 		store_id_format(ref.id, idh);
 		log_info("ingest: stored %s as %s/%s profile %s (%zu bytes)", ig->path,
@@ -782,6 +825,7 @@ out:
 	pthread_mutex_lock(&ig_lock);
 	ig->result = rc;
 	pthread_mutex_unlock(&ig_lock);
+	pthread_mutex_unlock(&ig->store_lock);
 	labels_clear(&ls);
 	buf_free(&err);
 	buf_free(&data);
@@ -839,6 +883,7 @@ pf_release(const char *path, struct fuse_file_info *fi)
 	if (ig->data.len == 0 && ig->result == 0)
 		log_warnx("ingest: %s was empty; nothing stored", ig->path);
 	buf_free(&ig->data);
+	pthread_mutex_destroy(&ig->store_lock);
 	free(ig->path);
 	free(ig);
 	return 0;
@@ -861,6 +906,41 @@ static int
 pf_unlink(const char *path)
 {
 	return strncmp(path, "/ingest/", 8) == 0 ? -ENOENT : -EROFS;
+}
+
+static int
+pf_symlink(const char *target, const char *path)
+{
+	(void)target;
+	(void)path;
+	return -EROFS;
+}
+
+static int
+pf_link(const char *from, const char *to)
+{
+	(void)from;
+	(void)to;
+	return -EROFS;
+}
+
+static int
+pf_mknod(const char *path, mode_t mode, dev_t dev)
+{
+	(void)mode;
+	(void)dev;
+	return strncmp(path, "/ingest/", 8) == 0 ? -EINVAL : -EROFS;
+}
+
+static int
+pf_setxattr(const char *path, const char *name, const char *value, size_t size, int flags)
+{
+	(void)path;
+	(void)name;
+	(void)value;
+	(void)size;
+	(void)flags;
+	return -ENOTSUP;
 }
 
 static int
@@ -953,6 +1033,10 @@ static const struct fuse_operations pf_ops = {
 	.mkdir		= pf_mkdir,
 	.unlink		= pf_unlink,
 	.rmdir		= pf_rmdir,
+	.symlink	= pf_symlink,
+	.link		= pf_link,
+	.mknod		= pf_mknod,
+	.setxattr	= pf_setxattr,
 	.rename		= pf_rename,
 	.chmod		= pf_chmod,
 	.chown		= pf_chown,
@@ -1045,19 +1129,37 @@ fs_cleanup_stale(const char *mountpoint)
 	if (umount2(mountpoint, MNT_DETACH) == 0)
 		return 0;
 	{
-		char cmd[4200];
-		int r;
-
 		/* Not root: fusermount3 may unmount what this user mounted. */
-		snprintf(cmd, sizeof(cmd), "fusermount3 -u -z '%s' 2>/dev/null", mountpoint);
-		r = system(cmd);
-		if (r != 0) {
+		char *const argv[] = { "fusermount3", "-u", "-z", (char *)mountpoint, NULL };
+		int status = -1;
+		pid_t pid = fork();
+
+		if (pid == 0) {
+			execvp(argv[0], argv);
+			_exit(127);
+		}
+		if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) ||
+		    WEXITSTATUS(status) != 0) {
 			log_warnx("%s: cannot detach the stale mount; run: fusermount3 -u %s",
 			    mountpoint, mountpoint);
 			return -EBUSY;
 		}
 	}
 	return 0;
+}
+
+/* Whether path is itself a mount point (its device differs from its parent's). */
+static bool
+is_mountpoint(const char *path)
+{
+	struct stat a, b;
+	char parent[PATH_MAX];
+
+	if (snprintf(parent, sizeof(parent), "%s/..", path) >= (int)sizeof(parent))
+		return false;
+	if (stat(path, &a) < 0 || stat(parent, &b) < 0)
+		return false;
+	return a.st_dev != b.st_dev || a.st_ino == b.st_ino;
 }
 
 int
@@ -1082,6 +1184,10 @@ fs_main(struct fsctx *fs, const struct fs_opts *o)
 	} else if (!S_ISDIR(st.st_mode)) {
 		log_warnx("mount point %s is not a directory", o->mountpoint);
 		return -ENOTDIR;
+	} else if (is_mountpoint(o->mountpoint)) {
+		log_warnx("%s is already a mount point (another profilefs on it?); "
+		    "unmount it first: fusermount3 -u %s", o->mountpoint, o->mountpoint);
+		return -EBUSY;
 	}
 	fs->mountpoint = o->mountpoint;
 	fs->files = cache_create(FILE_CACHE_BYTES);

@@ -70,7 +70,10 @@ struct serve_opts {
 	const char	*mountpoint;
 };
 
-/* "30d", "12h", "90m", "3600s" (or plain seconds) -> ns; -1 if malformed. */
+/*
+ * "30d", "12h", "90m", "3600s" -> ns; -1 if malformed. The unit is required:
+ * a bare "30" would too easily delete a month of data after 30 seconds.
+ */
 static int64_t
 parse_duration(const char *s)
 {
@@ -83,7 +86,7 @@ parse_duration(const char *s)
 	if (errno || end == s || n <= 0)
 		return -1;
 	switch (*end) {
-	case '\0': case 's': mult = 1; break;
+	case 's': mult = 1; break;
 	case 'm': mult = 60; break;
 	case 'h': mult = 3600; break;
 	case 'd': mult = 86400; break;
