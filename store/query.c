@@ -105,13 +105,39 @@ query_list(struct store *st, const struct query *q, struct query_result *res)
 	return rc;
 }
 
-/* One group of mutually mergeable profiles. */
+/*
+ * One group of mutually mergeable profiles. Counters go straight into m.
+ * Gauges (inuse_*, goroutines) are averaged over the snapshots of each
+ * series, then summed across series, so `all` over three pods is the
+ * fleet's mean footprint, not one pod's: the scan visits one series at a
+ * time, and sub collects the current series (sub_series) until it changes.
+ */
 struct group {
 	struct buf	 sig;
 	struct merge	*m;
+	struct merge	*sub;
+	uint64_t	 sub_series;
+	bool		 gauge;
 	uint64_t	*ids;
 	size_t		 nids;
 };
+
+/* Fold the pending series of g (its mean snapshot) into the group's merge. */
+static int
+group_flush(struct group *g)
+{
+	struct profile *mean = NULL;
+	int rc;
+
+	if (g->sub == NULL)
+		return 0;
+	if ((rc = merge_finish(g->sub, true, &mean)) == 0)
+		rc = merge_add(g->m, mean, NULL);
+	profile_free(mean);
+	merge_free(g->sub);
+	g->sub = NULL;
+	return rc;
+}
 
 struct mctx {
 	struct query_result	*res;
@@ -162,6 +188,9 @@ merge_cb(void *arg, const struct store_ref *ref, const void *data, size_t len)
 		c->groups = ng;
 		g = &c->groups[c->ngroups];
 		memset(g, 0, sizeof(*g));
+		for (i = 0; i < p->nsample_types; i++)
+			if (profile_type_is_gauge(profile_str(p, p->sample_types[i].type)))
+				g->gauge = true;
 		if ((g->m = merge_create()) == NULL ||
 		    (rc = buf_add(&g->sig, c->sig.data, c->sig.len)) < 0) {
 			merge_free(g->m);
@@ -177,7 +206,20 @@ merge_cb(void *arg, const struct store_ref *ref, const void *data, size_t len)
 	}
 	g->ids = ids;
 	g->ids[g->nids++] = ref->id;
-	rc = merge_add(g->m, p, NULL);
+	if (!g->gauge) {
+		rc = merge_add(g->m, p, NULL);
+		goto out;
+	}
+	if (g->sub && g->sub_series != ref->series && (rc = group_flush(g)) < 0)
+		goto out;
+	if (g->sub == NULL) {
+		if ((g->sub = merge_create()) == NULL) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		g->sub_series = ref->series;
+	}
+	rc = merge_add(g->sub, p, NULL);
 out:
 	profile_free(p);
 	return rc;
@@ -233,12 +275,16 @@ query_merge(struct store *st, const struct query *q, struct query_result *res)
 			for (j = 0; j < c.groups[i].nids && rc == 0; j++)
 				rc = add_skip(res, c.groups[i].ids[j], why);
 		}
+		if (rc == 0)
+			rc = group_flush(&c.groups[best]);
 		if (rc == 0 && merge_count(c.groups[best].m) > 0) {
-			rc = merge_finish(c.groups[best].m, true, &res->merged);
+			/* Gauges were averaged per series already: sum them now. */
+			rc = merge_finish(c.groups[best].m, false, &res->merged);
 			res->nmerged = c.groups[best].nids;
 		}
 	}
 	for (i = 0; i < c.ngroups; i++) {
+		merge_free(c.groups[i].sub);
 		merge_free(c.groups[i].m);
 		buf_free(&c.groups[i].sig);
 		free(c.groups[i].ids);

@@ -103,6 +103,13 @@ i1=$(echo "$h1" | grep -o 'inuse_space/bytes=[0-9]*' | cut -d= -f2)
 im=$(echo "$hm" | grep -o 'inuse_space/bytes=[0-9]*' | cut -d= -f2)
 check_eq "counters are summed over a range (alloc_space)" "$am" "$((a1 * 2))"
 check_eq "gauges are averaged over a range (inuse_space)" "$im" "$i1"
+# Another pod: gauges are averaged per series, then summed across series.
+cp "$TMP/go/heap.pb.gz" "$M/ingest/goapp/heap/pod=b/" || fail "cp heap for pod=b"
+hm=$(pprof_sums "$M/goapp/heap/all/all/merged.pb.gz")
+check_eq "gauges of several series add up (inuse_space)" \
+  "$(echo "$hm" | grep -o 'inuse_space/bytes=[0-9]*' | cut -d= -f2)" "$((i1 * 2))"
+check_eq "counters of several series add up (alloc_space)" \
+  "$(echo "$hm" | grep -o 'alloc_space/bytes=[0-9]*' | cut -d= -f2)" "$((a1 * 3))"
 
 # --- every real profile -------------------------------------------------------
 n_ok=0; n_bad=0
