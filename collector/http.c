@@ -462,7 +462,9 @@ req_begin(struct http_req *r)
 				    "(--http-max-body)", n, h->max_body);
 				return;
 			}
-			if (errno == 0 && *end == '\0' && n > 0 && buf_reserve(&r->body, (size_t)n) < 0) {
+			if (errno == 0 && *end == '\0' && n > 0 && buf_reserve(&r->body,
+			    /* claims are not bytes: grow as the body arrives */
+			    (size_t)n < (1u << 20) ? (size_t)n : (1u << 20)) < 0) {
 				http_reply_error(r, 503, "out of memory for a body of %llu bytes", n);
 				return;
 			}

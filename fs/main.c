@@ -100,6 +100,28 @@ parse_duration(const char *s)
 	return (int64_t)n * mult * 1000000000;
 }
 
+static volatile sig_atomic_t early_stop;
+
+static void
+on_early_signal(int sig)
+{
+	early_stop = sig;
+}
+
+/* SIGINT, SIGTERM, SIGHUP to handler (a shell may have left SIGINT ignored). */
+static void
+early_signals(void (*handler)(int))
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = handler;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+}
+
 static int
 serve(const struct serve_opts *o)
 {
@@ -156,6 +178,19 @@ serve(const struct serve_opts *o)
 	memset(&fo, 0, sizeof(fo));
 	fo.mountpoint = mnt;
 	fo.debug = o->debug_fuse;
+	/*
+	 * A signal that came while starting up stops us cleanly; from here on
+	 * libfuse handles them (it takes over only signals at their default).
+	 */
+	if (early_stop) {
+		log_info("signal %d while starting: stopping", (int)early_stop);
+		ebpf_stop(ebpf);
+		scrape_stop(scr);
+		http_stop(http);
+		store_close(st);
+		return 0;
+	}
+	early_signals(SIG_DFL);
 	rc = fs_main(&fs, &fo);
 	ebpf_stop(ebpf);
 	scrape_stop(scr);
@@ -311,12 +346,10 @@ main(int argc, char **argv)
 	o.mountpoint = argv[optind];
 	signal(SIGPIPE, SIG_IGN);
 	/*
-	 * A shell that starts us in the background leaves SIGINT ignored, and
-	 * libfuse only takes over signals left at their default: reset them so
-	 * SIGINT always stops the daemon cleanly.
+	 * A shell that starts us in the background leaves SIGINT ignored:
+	 * catch SIGINT/SIGTERM/SIGHUP ourselves until the mount takes over, so
+	 * a signal at any time stops the daemon cleanly.
 	 */
-	signal(SIGINT, SIG_DFL);
-	signal(SIGTERM, SIG_DFL);
-	signal(SIGHUP, SIG_DFL);
+	early_signals(on_early_signal);
 	return serve(&o);
 }

@@ -441,6 +441,7 @@ merge_add_scaled(struct merge *m, const struct profile *p, int64_t scale,
 
 	if (m->count == 0) {
 		m->ntypes = p->nsample_types;
+		free(m->types);	/* left by an earlier add that failed */
 		if ((m->types = calloc(m->ntypes + 1, sizeof(*m->types))) == NULL) {
 			rc = -ENOMEM;
 			goto out;
