@@ -130,7 +130,8 @@ diff_colour(int64_t delta, int64_t maxabs)
 	if (delta == 0 || maxabs == 0)
 		return o;
 	f = (double)(delta < 0 ? -delta : delta) / (double)maxabs;
-	c = (int)lround(210 * (1 - (f > 1 ? 1 : f)));
+	/* Never darker than 110: labels in black stay readable (>= 5:1). */
+	c = (int)lround(110 + 120 * (1 - (f > 1 ? 1 : f)));
 	if (delta > 0) {
 		o.r = 255;
 		o.g = o.b = c;
@@ -219,7 +220,8 @@ flame_render(const struct render_tree *t, const struct flame_opts *o, struct buf
 	struct todo *stack = NULL;
 	size_t sp = 0, i, maxdepth = 0;
 	int64_t total = t->n ? t->cur[0] : 0, maxabs = 0;
-	double scale, width = WIDTH - 2 * PAD;
+	double scale, width = WIDTH - 2 * PAD, tsize;
+	size_t tlen;
 	int height, rc = 0;
 
 	if (o->diff)
@@ -305,9 +307,12 @@ flame_render(const struct render_tree *t, const struct flame_opts *o, struct buf
 	    ".button:hover { text-decoration: underline; }\n"
 	    "]]></style>\n<script type=\"text/ecmascript\"><![CDATA[\n");
 	buf_adds(out, script);
+	/* A long title (a diff names both ranges) shrinks to fit the width. */
+	tlen = strlen(o->title);
+	tsize = tlen * 16 * 0.6 > WIDTH - 2 * PAD ? (WIDTH - 2 * PAD) / (tlen * 0.6) : 16;
 	buf_printf(out, "]]></script>\n<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" "
-	    "fill=\"#f8f8f4\"/>\n<text class=\"title\" x=\"%d\" y=\"22\">", WIDTH, height,
-	    WIDTH / 2);
+	    "fill=\"#f8f8f4\"/>\n<text class=\"title\" x=\"%d\" y=\"22\" "
+	    "style=\"font-size:%.1fpx\">", WIDTH, height, WIDTH / 2, tsize);
 	buf_add_xml(out, o->title, strlen(o->title));
 	buf_printf(out, "</text>\n<text class=\"note\" x=\"%d\" y=\"40\">", WIDTH / 2);
 	if (o->note)
