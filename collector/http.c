@@ -612,18 +612,6 @@ on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
 		atomic_fetch_sub(&h->nconns, 1);
 }
 
-static int
-hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /*
  * URL unescaping for the path and the query: %XX, and '+' as a space as Go's
  * url.Values (what profefe and Pyroscope clients send) means it. A bad
@@ -638,7 +626,7 @@ on_unescape(void *cls, struct MHD_Connection *conn, char *s)
 	(void)cls;
 	(void)conn;
 	while (*p) {
-		if (*p == '%' && (hi = hexval(p[1])) >= 0 && (lo = hexval(p[2])) >= 0 &&
+		if (*p == '%' && (hi = labels_hexval(p[1])) >= 0 && (lo = labels_hexval(p[2])) >= 0 &&
 		    (hi | lo) != 0) {
 			*w++ = (char)(hi << 4 | lo);
 			p += 3;

@@ -27,18 +27,6 @@ is_digit(char c)
 	return c >= '0' && c <= '9';
 }
 
-static int
-hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* Trim [*s, *e) of spaces at both ends. */
 static void
 trim(const char **s, const char **e)
@@ -59,7 +47,7 @@ query_unescape(struct buf *out, const char *s, const char *e)
 	rc = buf_reserve(out, (size_t)(e - s));
 	while (s < e && rc == 0) {
 		if (*s == '%') {
-			if (e - s < 3 || (hi = hexval(s[1])) < 0 || (lo = hexval(s[2])) < 0)
+			if (e - s < 3 || (hi = labels_hexval(s[1])) < 0 || (lo = labels_hexval(s[2])) < 0)
 				return -EINVAL;
 			if (hi == 0 && lo == 0)
 				return -EINVAL;		/* a NUL would cut the string short */

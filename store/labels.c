@@ -33,8 +33,8 @@ labels_escape(struct buf *out, const char *s, size_t n)
 	return rc;
 }
 
-static int
-hexval(int c)
+int
+labels_hexval(int c)
 {
 	if (c >= '0' && c <= '9')
 		return c - '0';
@@ -56,7 +56,7 @@ labels_unescape(struct buf *out, const char *s, size_t n)
 			rc = buf_addc(out, s[i]);
 			continue;
 		}
-		if (i + 2 >= n || (h = hexval(s[i + 1])) < 0 || (l = hexval(s[i + 2])) < 0)
+		if (i + 2 >= n || (h = labels_hexval(s[i + 1])) < 0 || (l = labels_hexval(s[i + 2])) < 0)
 			return -EINVAL;
 		if (h == 0 && l == 0)
 			return -EINVAL;	/* no NUL inside names */

@@ -27,6 +27,8 @@ struct labelset {
 
 /* Append s escaped for a label key/value or a path segment. */
 int	labels_escape(struct buf *out, const char *s, size_t n);
+/* The value of hex digit c, or -1. */
+int	labels_hexval(int c);
 /* Undo %XX escapes into out; -EINVAL on a malformed escape. */
 int	labels_unescape(struct buf *out, const char *s, size_t n);
 
