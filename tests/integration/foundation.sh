@@ -191,6 +191,34 @@ after=$(cat "$M/goapp/cpu/all/all/meta.json"; ls -R "$M/goapp" | md5sum)
 ! cp "$TMP/go/cpu-0001.pb.gz" "$M/ingest/bad%zz/cpu/" 2>/dev/null && ok "bad service name refused" || fail "bad service name refused"
 ! cp "$TMP/go/cpu-0001.pb.gz" "$M/ingest/svc/BadType/" 2>/dev/null && ok "bad type name refused" || fail "bad type name refused"
 
+# Hostile but small inputs: bytes after the gzip data, a flood of empty
+# messages (tiny gzip, huge decoded object count), extreme times.
+printf 'GARBAGE' | cat "$TMP/go/cpu-0001.pb.gz" - > "$TMP/trailing.pb.gz"
+! cp "$TMP/trailing.pb.gz" "$M/ingest/goapp/cpu/" 2>/dev/null && grep -q "garbage after the gzip data" "$TMP/daemon.log" \
+  && ok "refuse bytes after the gzip data" || fail "refuse bytes after the gzip data"
+python3 -c 'import gzip,sys; sys.stdout.buffer.write(gzip.compress(b"\x12\x00" * (100 << 20), 6))' > "$TMP/flood.pb.gz"
+! cp "$TMP/flood.pb.gz" "$M/ingest/goapp/cpu/" 2>/dev/null && grep -q "too many objects to decode" "$TMP/daemon.log" \
+  && ok "refuse a flood of empty messages ($(stat -c %s "$TMP/flood.pb.gz") bytes gzipped)" || fail "refuse a flood of empty messages"
+printf '\x0a\x04\x08\x01\x10\x02\x32\x00\x32\x01a\x32\x01b\x12\x02\x10\x01\x48\xff\xff\xff\xff\xff\xff\xff\xff\x7f' > "$TMP/tmax.pb"
+printf '\x0a\x04\x08\x01\x10\x02\x32\x00\x32\x01a\x32\x01b\x12\x02\x10\x01\x48\x81\x80\x80\x80\x80\x80\x80\x80\x80\x01' > "$TMP/tmin.pb"
+cp "$TMP/tmax.pb" "$M/ingest/extreme/cpu/" && cp "$TMP/tmin.pb" "$M/ingest/extreme/cpu/" && ok "profiles at int64's ends of time" || fail "profiles at int64's ends of time"
+bad=0
+for r in all 1800-01-01T00:00..2200-01-01T00:00 last-100000d; do
+  for f in meta.json merged.pb.gz timeline.csv timeline.svg diff.pb.gz diff.svg flamegraph.svg folded.txt top.txt; do
+    [ -e "$M/extreme/cpu/all/$r" ] || continue
+    cat "$M/extreme/cpu/all/$r/$f" >/dev/null 2>&1 || bad=$((bad + 1))
+  done
+done
+ls "$M/extreme/cpu/all" >/dev/null 2>&1 || bad=$((bad + 1))
+kill -0 "$PF_PID" && [ "$bad" -eq 0 ] && ok "extreme times and ranges render" || fail "extreme times and ranges render" "$bad failures"
+! ln -s x "$M/goapp/link" 2>/dev/null && ! mkfifo "$M/fifo" 2>/dev/null && ok "no symlinks or FIFOs" || fail "no symlinks or FIFOs"
+! cp "$TMP/go/cpu-0001.pb.gz" "$M/ingest/goapp/" 2>/dev/null && grep -q "files go in ingest/<service>/<type>/" "$TMP/daemon.log" \
+  && ok "cp without a type fails with a reason in the log" || fail "cp without a type fails with a reason in the log"
+mkdir -p "$TMP/mnt3"
+"$BIN" serve --data "$TMP/data3" "$M" >"$TMP/over.log" 2>&1
+check_eq "refuse to mount over a mount (exit 1)" "$?" 1
+grep -q "already a mount point" "$TMP/over.log" && ok "says the mount point is taken" || fail "says the mount point is taken" "$(cat "$TMP/over.log")"
+
 # --- restart keeps everything; SIGTERM unmounts cleanly -----------------------
 snap=$(ls -R "$M" | grep -v '^ingest' | md5sum; pprof_sums "$M/goapp/cpu/all/all/merged.pb.gz")
 pf_stop
