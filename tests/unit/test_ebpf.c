@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -59,6 +60,27 @@ test_perfmap(void **state)
 	assert_null(perfmap_lookup(m, 0xfff));
 	perfmap_free(m);
 	assert_null(perfmap_load("/nonexistent/perf-0.map"));
+}
+
+/* A perf map is whatever the sampled process's owner put there. */
+static void
+test_perfmap_hostile(void **state)
+{
+	char path[128];
+
+	(void)state;
+	/* A symlink to an endless file is not followed. */
+	snprintf(path, sizeof(path), "%s/perf-2.map", tmpdir);
+	unlink(path);
+	assert_int_equal(symlink("/dev/zero", path), 0);
+	assert_null(perfmap_load(path));
+	unlink(path);
+	/* A FIFO nobody writes to does not block the sampler. */
+	snprintf(path, sizeof(path), "%s/perf-3.map", tmpdir);
+	unlink(path);
+	assert_int_equal(mkfifo(path, 0600), 0);
+	assert_null(perfmap_load(path));
+	unlink(path);
 }
 
 static void
@@ -277,6 +299,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_perfmap),
+		cmocka_unit_test(test_perfmap_hostile),
 		cmocka_unit_test(test_elf_self),
 		cmocka_unit_test(test_cpuprof_roundtrip),
 		cmocka_unit_test(test_cgroup),
