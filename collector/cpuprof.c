@@ -11,11 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "arena.h"
+#include "store.h"
 #include "cpuprof.h"
-#include "intern.h"
-#include "log.h"
-#include "metrics.h"
 
 /* Strings every profile has, interned first so their indexes are fixed. */
 enum { S_EMPTY, S_SAMPLES, S_COUNT, S_CPU, S_NANOS, S_PID, S_TID, S_COMM, S_KERNEL, S_NFIXED };

@@ -31,7 +31,7 @@
 #include "../bpf/profile.h"
 #include "collector.h"
 #include "cpuprof.h"
-#include "metrics.h"
+#include "store.h"
 #include "proctab.h"
 #include "symbolize.h"
 #include "profile.skel.h"

@@ -36,7 +36,7 @@
 
 #include "http_int.h"
 #include "httpparse.h"
-#include "metrics.h"
+#include "store.h"
 
 #define DEFAULT_MAX_BODY	(64u << 20)
 #define DEFAULT_MAX_CONNS	256

@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #include "collector.h"
-#include "query.h"
+#include "store.h"
 
 struct MHD_Connection;
 struct http_req;

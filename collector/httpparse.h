@@ -13,8 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "buf.h"
-#include "labels.h"
+#include "store.h"
 
 /*
  * profefe's labels parameter "k=v,k2=v2" (as profefe's Labels.FromString):

@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "buf.h"
+#include "store.h"
 
 #define JSON_MAX_DEPTH		32
 #define JSON_MAX_STRING		(64u << 10)

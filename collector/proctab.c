@@ -28,8 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "buf.h"
-#include "log.h"
+#include "store.h"
 #include "proctab.h"
 
 #define NBUCKETS	4096

@@ -14,7 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "labels.h"
+#include "store.h"
 #include "symbolize.h"
 
 /* How a process's service is chosen (PROFILEFS_EBPF_SERVICE_BY). */

@@ -13,7 +13,7 @@
 
 #include "http_int.h"
 #include "httpparse.h"
-#include "metrics.h"
+#include "store.h"
 
 /* Largest id list of GET /api/0/profiles/<id>+<id>+... */
 #define MAX_IDS		1000

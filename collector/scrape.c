@@ -40,8 +40,7 @@
 #include <unistd.h>
 
 #include "collector.h"
-#include "intern.h"
-#include "metrics.h"
+#include "store.h"
 #include "targets.h"
 
 #define SCRAPE_BODY_MAX		(64u << 20)

@@ -21,9 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "buf.h"
-#include "intern.h"
-#include "log.h"
+#include "store.h"
 #include "symbolize.h"
 
 #define ELF_MAX_SYMS	(4u << 20)	/* per object, against corrupt tables */

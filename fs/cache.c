@@ -10,7 +10,7 @@
 #include <time.h>
 
 #include "cache.h"
-#include "intern.h"
+#include "store.h"
 
 #define NBUCKETS	4096
 

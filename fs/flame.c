@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "intern.h"
+#include "store.h"
 #include "render.h"
 
 #define WIDTH		1200

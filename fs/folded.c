@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
+#include "store.h"
 #include "render.h"
 
 /* Deep stacks over many leaves grow as depth x leaves: refuse past this. */

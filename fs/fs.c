@@ -30,10 +30,8 @@
 #include "cache.h"
 #include "collector.h"
 #include "fs.h"
-#include "intern.h"
-#include "metrics.h"
+#include "store.h"
 #include "path.h"
-#include "query.h"
 #include "views.h"
 
 #define INGEST_MAX		(256u << 20)	/* bytes one ingest file may hold */

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "intern.h"
+#include "store.h"
 #include "render.h"
 
 #define NO_STACK	"[no stack]"

@@ -19,8 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "buf.h"
-#include "profile.h"
+#include "store.h"
 
 struct intern;
 

@@ -14,7 +14,7 @@
 #include "cache.h"
 #include "fs.h"
 #include "render.h"
-#include "metrics.h"
+#include "store.h"
 #include "views.h"
 
 static bool previous_range(const struct range *r, struct range *out);

@@ -7,9 +7,8 @@
 #ifndef PROFILEFS_VIEWS_H
 #define PROFILEFS_VIEWS_H
 
-#include "buf.h"
+#include "store.h"
 #include "path.h"
-#include "query.h"
 
 struct fsctx;
 

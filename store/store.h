@@ -6,6 +6,11 @@
  *
  * Thread-safety: every function may be called from any thread; the series
  * index is protected by st_lock inside the store.
+ *
+ * This header is the whole of what fs/ and collector/ include from store/:
+ * it brings the profile model and codec (profile.h), range queries
+ * (query.h), label sets, and the shared utilities (buffers, arenas, hash
+ * tables, logging, metrics). None of them exposes RocksDB or protobuf-c.
  */
 #ifndef PROFILEFS_STORE_H
 #define PROFILEFS_STORE_H
@@ -14,9 +19,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "arena.h"
 #include "buf.h"
+#include "intern.h"
 #include "labels.h"
 #include "log.h"
+#include "metrics.h"
 #include "profile.h"
 
 struct store;
@@ -122,5 +130,8 @@ int	store_check_service(const char *service, struct buf *err);
 /* Format a profile id for users (16 hex digits) and parse it back (-EINVAL). */
 void	store_id_format(uint64_t id, char out[17]);
 int	store_id_parse(const char *s, uint64_t *id);
+
+/* Range queries build on the declarations above. */
+#include "query.h"
 
 #endif
