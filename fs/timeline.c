@@ -126,7 +126,9 @@ tick_label(const struct timeline *tl, int64_t ns, char *out, size_t n)
 	size_t l;
 
 	gmtime_r(&secs, &tm);
-	if (tl->to - tl->from > 86400 * NS)
+	if (tl->to - tl->from > 180 * 86400 * NS)
+		strftime(out, n, "%Y-%m-%d", &tm);	/* long ranges: the year matters */
+	else if (tl->to - tl->from > 86400 * NS)
 		strftime(out, n, "%m-%d %H:%M", &tm);
 	else if (tl->step >= 60 * NS)
 		strftime(out, n, "%H:%M", &tm);
@@ -175,6 +177,17 @@ timeline_svg(const struct timeline *tl, const char *title, const char *unit,
 	for (i = 0; i < tl->nsteps; i++)
 		if ((v = timeline_value(tl, i)) > max)
 			max = v;
+	/* Round the axis up to 4 ticks of 1, 2, 2.5 or 5 x 10^k: readable labels. */
+	if (max > 0) {
+		double raw = (double)max / 4, mag = 1, tick;
+
+		while (mag * 10 <= raw)
+			mag *= 10;
+		tick = raw <= mag ? mag : raw <= 2 * mag ? 2 * mag : raw <= 2.5 * mag ?
+		    2.5 * mag : raw <= 5 * mag ? 5 * mag : 10 * mag;
+		if (tick * 4 < (double)INT64_MAX)
+			max = (int64_t)(tick * 4);
+	}
 	bw = pw / (double)tl->nsteps;
 	buf_printf(out, "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n"
 	    "<svg version=\"1.1\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
