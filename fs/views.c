@@ -587,6 +587,7 @@ struct tl_arg {
 	struct fsctx		*fs;
 	const struct query_result *cur;
 	const char		*type;	/* the sample type counted */
+	size_t			 type_index;	/* its index in the merged profiles */
 	int64_t			 from, to;
 	struct timeline		*tl;
 	struct buf		 err;
@@ -597,26 +598,6 @@ free_timeline(void *v)
 {
 	timeline_free(v);
 	free(v);
-}
-
-static int
-timeline_cb(void *arg, const struct store_ref *ref, const void *data, size_t len)
-{
-	struct tl_arg *a = arg;
-	struct profile *p = NULL;
-	size_t i;
-	int ty;
-
-	for (i = 0; i < a->cur->nskipped; i++)
-		if (a->cur->skipped[i].id == ref->id)
-			return 0;	/* left out of the merge: left out here too */
-	buf_reset(&a->err);
-	if (profile_decode(data, len, &p, &a->err) < 0)
-		return 0;
-	if ((ty = render_type_index(p, a->type)) >= 0)
-		timeline_add(a->tl, ref->time, profile_total(p, (size_t)ty));
-	profile_free(p);
-	return 0;
 }
 
 static int
@@ -632,9 +613,20 @@ fill_timeline(void *varg, void **val, size_t *size, void (**free_fn)(void *))
 		free(a->tl);
 		return rc;
 	}
-	for (i = 0; i < a->cur->nseries && rc == 0; i++)
-		rc = store_scan(a->fs->st, a->cur->series[i], a->tl->from, a->tl->to, true,
-		    timeline_cb, a);
+	/* The merge kept each profile's totals: no second pass over the data. */
+	for (i = 0; i < a->cur->nrefs; i++) {
+		const struct store_ref *ref = &a->cur->refs[i];
+		size_t j, at = a->cur->totals_at ? a->cur->totals_at[i] : SIZE_MAX;
+
+		if (at == SIZE_MAX)
+			continue;
+		for (j = 0; j < a->cur->nskipped; j++)
+			if (a->cur->skipped[j].id == ref->id)
+				break;
+		if (j < a->cur->nskipped)
+			continue;	/* left out of the merge: left out here too */
+		timeline_add(a->tl, ref->time, a->cur->totals[at + a->type_index]);
+	}
 	*val = a->tl;
 	*size = sizeof(*a->tl) + a->tl->nsteps * (sizeof(int64_t) + sizeof(uint32_t));
 	*free_fn = free_timeline;
@@ -656,6 +648,7 @@ render_timeline(const struct view_in *in, struct buf *out)
 		return -ENOENT;
 	ty = profile_default_type(p);
 	a.type = profile_str(p, p->sample_types[ty].type);
+	a.type_index = ty;
 	/* An unbounded range spans its data. */
 	a.from = in->fp->range.from == INT64_MIN ? r->refs[0].time : in->fp->range.from;
 	a.to = in->fp->range.to == INT64_MAX ? r->refs[r->nrefs - 1].time + 1 : in->fp->range.to;

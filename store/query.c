@@ -144,7 +144,28 @@ struct mctx {
 	struct group		*groups;
 	size_t			 ngroups;
 	struct buf		 sig, err;
+	struct buf		 totals;	/* int64_t per sample type per profile */
+	struct buf		 at;		/* size_t per ref: offset in totals */
 };
+
+/* Record where ref res->nrefs - 1's totals are (SIZE_MAX: none). */
+static int
+add_totals(struct mctx *c, const struct profile *p)
+{
+	size_t at = SIZE_MAX, i;
+	int64_t t;
+	int rc;
+
+	if (p) {
+		at = c->totals.len / sizeof(int64_t);
+		for (i = 0; i < p->nsample_types; i++) {
+			t = profile_total(p, i);
+			if ((rc = buf_add(&c->totals, &t, sizeof(t))) < 0)
+				return rc;
+		}
+	}
+	return buf_add(&c->at, &at, sizeof(at));
+}
 
 static int
 merge_cb(void *arg, const struct store_ref *ref, const void *data, size_t len)
@@ -162,12 +183,14 @@ merge_cb(void *arg, const struct store_ref *ref, const void *data, size_t len)
 	if ((rc = profile_decode(data, len, &p, &c->err)) < 0) {
 		char why[200];
 
-		if (rc == -ENOMEM)
+		if (rc == -ENOMEM || (rc = add_totals(c, NULL)) < 0)
 			return rc;
 		snprintf(why, sizeof(why), "stored profile cannot be decoded: %s",
 		    c->err.data ? c->err.data : "");
 		return add_skip(c->res, ref->id, why);
 	}
+	if ((rc = add_totals(c, p)) < 0)
+		goto out;
 	buf_reset(&c->sig);
 	if ((rc = profile_signature(p, &c->sig)) < 0)
 		goto out;
@@ -241,6 +264,36 @@ sig_types(const struct buf *sig, char *out, size_t n)
 	out[i] = '\0';
 }
 
+/* Sort refs by time and carry their totals along; res takes the totals. */
+static int
+sort_with_totals(struct query_result *res, struct mctx *c)
+{
+	struct { struct store_ref ref; size_t at; } *tmp;
+	const size_t *at = (const size_t *)c->at.data;
+	size_t i;
+
+	if (c->at.len != res->nrefs * sizeof(size_t))
+		return -EINVAL;	/* a ref without totals: an internal error */
+	if ((tmp = malloc(res->nrefs * sizeof(*tmp))) == NULL ||
+	    (res->totals_at = malloc(res->nrefs * sizeof(size_t))) == NULL) {
+		free(tmp);
+		return -ENOMEM;
+	}
+	for (i = 0; i < res->nrefs; i++) {
+		tmp[i].ref = res->refs[i];
+		tmp[i].at = at[i];
+	}
+	/* ref is the first member: ref_cmp orders the pairs by it. */
+	qsort(tmp, res->nrefs, sizeof(*tmp), ref_cmp);
+	for (i = 0; i < res->nrefs; i++) {
+		res->refs[i] = tmp[i].ref;
+		res->totals_at[i] = tmp[i].at;
+	}
+	free(tmp);
+	res->totals = (int64_t *)buf_steal(&c->totals, NULL);
+	return 0;
+}
+
 int
 query_merge(struct store *st, const struct query *q, struct query_result *res)
 {
@@ -292,10 +345,12 @@ query_merge(struct store *st, const struct query *q, struct query_result *res)
 	free(c.groups);
 	buf_free(&c.sig);
 	buf_free(&c.err);
+	if (rc == 0 && res->nrefs)
+		rc = sort_with_totals(res, &c);
+	buf_free(&c.totals);
+	buf_free(&c.at);
 	if (rc != 0)
 		query_result_free(res);
-	else if (res->nrefs)
-		qsort(res->refs, res->nrefs, sizeof(*res->refs), ref_cmp);
 	return rc;
 }
 
@@ -305,6 +360,8 @@ query_result_free(struct query_result *res)
 	free(res->refs);
 	free(res->skipped);
 	free(res->series);
+	free(res->totals);
+	free(res->totals_at);
 	profile_free(res->merged);
 	memset(res, 0, sizeof(*res));
 }

@@ -30,6 +30,13 @@ struct query_result {
 	size_t			 nskipped;
 	uint64_t		*series;	/* ids of the series that matched */
 	size_t			 nseries;
+	/*
+	 * query_merge only: the per-sample-type totals of refs[i] start at
+	 * totals[totals_at[i]] (SIZE_MAX: not decodable), so per-profile
+	 * figures (timelines) need no second pass over the data.
+	 */
+	int64_t			*totals;
+	size_t			*totals_at;
 };
 
 /* Whether series s is selected by q (service, type and labels). */
