@@ -546,11 +546,41 @@ pf_readdir(const char *path, void *dbuf, fuse_fill_dir_t filler, off_t off,
 		query_result_free(&res);
 		break;
 	}
-	case NODE_VS:
-		if (!exists(fs, fp.service, fp.type, fp.selector, &fp.range))
+	case NODE_VS: {
+		int64_t now = now_ns();
+		struct range r;
+
+		if (!exists(fs, fp.service, fp.type, fp.selector, &fp.range)) {
 			rc = -ENOENT;
-		/* Any base is accepted on lookup; none is listed. */
+			break;
+		}
+		/*
+		 * Any base works on lookup; listed are the likely ones: the
+		 * presets holding data for this selector, and the other label
+		 * sets of the type over the same range.
+		 */
+		for (i = 0; path_presets[i]; i++) {
+			path_range(path_presets[i], now, &r);
+			if (strcmp(path_presets[i], fp.range.name) != 0 &&
+			    exists(fs, fp.service, fp.type, fp.selector, &r))
+				buf_add(&names, path_presets[i], strlen(path_presets[i]) + 1);
+		}
+		if ((rc = store_series(fs->st, &all, &n)) < 0)
+			break;
+		if (fp.selector[0]) {
+			/* Bare "all" here is the range: every label set is all@<range>. */
+			buf_reset(&esc);
+			buf_printf(&esc, "all@%s", fp.range.name);
+			add_unique(&names, esc.data);
+		}
+		for (i = 0; i < n; i++)
+			if (strcmp(all[i]->service, fp.service) == 0 &&
+			    strcmp(all[i]->type, fp.type) == 0 && all[i]->labels[0] &&
+			    strcmp(all[i]->labels, fp.selector) != 0 &&
+			    exists(fs, fp.service, fp.type, all[i]->labels, &fp.range))
+				add_unique(&names, all[i]->labels);
 		break;
+	}
 	case NODE_VS_BASE:
 		rc = views_list_vs(fs, &fp, &names);
 		break;

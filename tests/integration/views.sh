@@ -110,6 +110,8 @@ a=$(top_body "$M/gosvc/cpu/all/all/vs/env=test@$base/diff.pb.gz")
 a=$(top_body "$M/gosvc/cpu/all/$base/vs/env=test/diff.pb.gz")
 [ -n "$a" ] && go tool pprof -raw "$M/gosvc/cpu/all/$base/vs/env=test/diff.pb.gz" 2>/dev/null | grep -q "pprof::base" \
   && ok "vs/<selector> (same range, another selector)" || fail "vs/<selector> (same range, another selector)"
+ls "$M/gosvc/cpu/all/$base/vs" | grep -qx "env=test" && ls "$M/gosvc/cpu/all/$base/vs" | grep -qx "all" \
+  && ok "ls vs/ suggests bases (other label sets, presets)" || fail "ls vs/ suggests bases" "$(ls "$M/gosvc/cpu/all/$base/vs" | tr '\n' ' ')"
 python3 -m json.tool "$V/meta.json" > "$TMP/vsmeta" 2>&1 && ok "vs meta.json is JSON" || fail "vs meta.json is JSON" "$(head -3 "$TMP/vsmeta")"
 grep -q '"comparable": true' "$V/meta.json" && grep -q '"base_total"' "$V/meta.json" \
   && ok "vs meta.json describes the comparison" || fail "vs meta.json describes the comparison"
