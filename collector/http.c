@@ -261,52 +261,17 @@ count_ingest(const char *source, const char *outcome)
 	metrics_add("profilefs_ingested_profiles_total", l, 1);
 }
 
-/*
- * --http-max-decoded below the store's own limit: inflate once to measure
- * (the store decodes again), so the default costs nothing.
- */
-static int
-check_decoded(struct http_server *h, const void *data, size_t len, struct buf *err)
-{
-	const unsigned char *d = data;
-	struct buf plain = { 0 };
-	size_t n = len;
-	int rc = 0;
-
-	if (h->max_decoded == 0)
-		return 0;
-	if (len >= 2 && d[0] == 0x1f && d[1] == 0x8b) {
-		if ((rc = profile_gunzip(data, len, &plain, err)) < 0)
-			return rc;
-		n = plain.len;
-		buf_free(&plain);
-	}
-	if (n > h->max_decoded) {
-		if (err)
-			buf_printf(err, "the profile is %zu bytes unzipped, over the limit of %zu bytes "
-			    "(--http-max-decoded)", n, h->max_decoded);
-		rc = -EFBIG;
-	}
-	return rc;
-}
-
 int
 http_store(struct http_req *r, const char *source, const struct store_input *in,
     const void *data, size_t len, struct store_ref *ref, struct buf *err)
 {
-	int64_t t0 = mono_ns();
-	char l[64];
-	int rc;
+	struct store_input sin = *in;
 
+	/* The store counts what it is given (store.h). */
 	r->stored = true;
-	if ((rc = check_decoded(r->srv, data, len, err)) == 0)
-		rc = store_put(r->srv->st, in, data, len, ref, err);
-	snprintf(l, sizeof(l), "source=\"%s\"", source);
-	metrics_observe("profilefs_ingest_duration_seconds", l, (double)(mono_ns() - t0) / 1e9);
-	count_ingest(source, outcome_of(rc));
-	if (rc == 0)
-		metrics_add("profilefs_ingested_bytes_total", l, (double)len);
-	return rc;
+	sin.source = source;
+	sin.max_decoded = r->srv->max_decoded;
+	return store_put(r->srv->st, &sin, data, len, ref, err);
 }
 
 /* --- /metrics and /healthz ---------------------------------------------- */

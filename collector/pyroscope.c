@@ -159,7 +159,7 @@ pyroscope_ingest(struct http_req *r)
 	in.type = NULL;		/* inferred from the sample types */
 	in.labels = &ls;
 	in.created_at = tfrom;
-	in.source = "http";
+	in.source = "pyroscope";
 	buf_reset(&err);
 	if ((rc = http_store(r, "pyroscope", &in, data, len, &ref, &err)) < 0) {
 		http_reply_store_error(r, rc, rc == -EINVAL || rc == -EFBIG ?

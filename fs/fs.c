@@ -145,6 +145,23 @@ series_has_data(struct fsctx *fs, uint64_t sid, int64_t from, int64_t to)
 	return store_scan(fs->st, sid, from, to, false, stop_cb, NULL) == 1;
 }
 
+struct exists_arg {
+	struct fsctx		*fs;
+	const struct query	*q;
+	const struct range	*r;
+};
+
+static int
+exists_cb(void *arg, const struct series *s)
+{
+	struct exists_arg *a = arg;
+
+	/* A series whose profiles retention deleted does not count. */
+	return query_match(a->q, s) && store_scan(a->fs->st, s->id,
+	    a->r ? a->r->from : INT64_MIN, a->r ? a->r->to : INT64_MAX, false,
+	    stop_cb, NULL) == 1;
+}
+
 /*
  * Whether any series matches (service, type, selector) and, with r, whether
  * any of them holds a profile in r.
@@ -153,32 +170,19 @@ static bool
 exists(struct fsctx *fs, const char *service, const char *type, const char *selector,
     const struct range *r)
 {
-	const struct series **all;
 	struct labelset sel = { .n = 0 };
 	struct query q;
-	size_t n, i;
-	bool found = false;
+	struct exists_arg a = { .fs = fs, .q = &q, .r = r };
+	bool found;
 
-	if (store_series(fs->st, &all, &n) < 0)
+	if (selector && labels_parse(selector, &sel, NULL) < 0)
 		return false;
-	if (selector && labels_parse(selector, &sel, NULL) < 0) {
-		free(all);
-		return false;
-	}
 	memset(&q, 0, sizeof(q));
 	q.service = service;
 	q.type = type;
 	q.sel = selector ? &sel : NULL;
-	for (i = 0; i < n && !found; i++) {
-		if (!query_match(&q, all[i]))
-			continue;
-		/* A series whose profiles retention deleted does not count. */
-		if (store_scan(fs->st, all[i]->id, r ? r->from : INT64_MIN,
-		    r ? r->to : INT64_MAX, false, stop_cb, NULL) == 1)
-			found = true;
-	}
+	found = store_series_each(fs->st, service, type, exists_cb, &a) == 1;
 	labels_clear(&sel);
-	free(all);
 	return found;
 }
 
@@ -577,7 +581,8 @@ pf_readdir(const char *path, void *dbuf, fuse_fill_dir_t filler, off_t off,
 			if (strcmp(all[i]->service, fp.service) == 0 &&
 			    strcmp(all[i]->type, fp.type) == 0 && all[i]->labels[0] &&
 			    strcmp(all[i]->labels, fp.selector) != 0 &&
-			    exists(fs, fp.service, fp.type, all[i]->labels, &fp.range))
+			    (series_has_data(fs, all[i]->id, fp.range.from, fp.range.to) ||
+			    exists(fs, fp.service, fp.type, all[i]->labels, &fp.range)))
 				add_unique(&names, all[i]->labels);
 		break;
 	}
@@ -803,9 +808,9 @@ ingest_store(struct fsctx *fs, struct ingest *ig)
 	struct store_ref ref;
 	struct buf err = { 0 }, data = { 0 };
 	char idh[17];
-	int64_t t0 = 0;
 	int rc;
 
+	memset(&in, 0, sizeof(in));
 	pthread_mutex_lock(&ig->store_lock);
 	pthread_mutex_lock(&ig_lock);
 	if (!ig->dirty) {
@@ -819,33 +824,27 @@ ingest_store(struct fsctx *fs, struct ingest *ig)
 	pthread_mutex_unlock(&ig_lock);
 	if (rc < 0)
 		goto out;
-	t0 = now_ns();
 	if (ig->fp.ingest_labels[0] && labels_parse(ig->fp.ingest_labels, &ls, &err) < 0) {
 		rc = -EINVAL;
 		goto out;
 	}
-	memset(&in, 0, sizeof(in));
 	in.service = ig->fp.service;
 	in.type = ig->fp.type;
 	in.labels = &ls;
 	in.source = "ingest";
-	rc = store_put(fs->st, &in, data.data, data.len, &ref, &err);
-	metrics_observe("profilefs_ingest_duration_seconds", "source=\"ingest\"",
-	    (double)(now_ns() - t0) / 1e9);
+	rc = store_put(fs->st, &in, data.data, data.len, &ref, &err);	/* counts it */
 	if (rc == 0) {
 		store_id_format(ref.id, idh);
 		log_info("ingest: stored %s as %s/%s profile %s (%zu bytes)", ig->path,
 		    ig->fp.service, ref.type, idh, data.len);
-		metrics_add("profilefs_ingested_profiles_total", "source=\"ingest\",outcome=\"ok\"", 1);
-		metrics_add("profilefs_ingested_bytes_total", "source=\"ingest\"", (double)data.len);
 	}
 out:
 	if (rc < 0) {
 		log_warnx("ingest: refused %s: %s", ig->path,
 		    err.data ? err.data : strerror(-rc));
-		metrics_add("profilefs_ingested_profiles_total", rc == -EINVAL ?
-		    "source=\"ingest\",outcome=\"invalid\"" : rc == -EFBIG ?
-		    "source=\"ingest\",outcome=\"too_large\"" : "source=\"ingest\",outcome=\"error\"", 1);
+		if (rc == -EINVAL && in.service == NULL)	/* refused before the store */
+			metrics_add("profilefs_ingested_profiles_total",
+			    "source=\"ingest\",outcome=\"invalid\"", 1);
 		/* EIO for storage trouble, EINVAL for everything the file did wrong. */
 		if (rc != -EIO && rc != -ENOMEM && rc != -EFBIG)
 			rc = -EINVAL;

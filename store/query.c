@@ -71,6 +71,31 @@ ref_cmp(const void *a, const void *b)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
+struct match_arg {
+	const struct query	*q;
+	struct query_result	*res;
+};
+
+static int
+match_cb(void *arg, const struct series *s)
+{
+	struct match_arg *a = arg;
+
+	return query_match(a->q, s) ? add_series(a->res, s->id) : 0;
+}
+
+/*
+ * The ids of the series q selects into res->series, in index order. Only
+ * the ids are taken under the index lock: the scans that follow may be long.
+ */
+static int
+match_series(struct store *st, const struct query *q, struct query_result *res)
+{
+	struct match_arg a = { .q = q, .res = res };
+
+	return store_series_each(st, q->service, q->type, match_cb, &a);
+}
+
 static int
 list_cb(void *arg, const struct store_ref *ref, const void *data, size_t len)
 {
@@ -82,20 +107,13 @@ list_cb(void *arg, const struct store_ref *ref, const void *data, size_t len)
 int
 query_list(struct store *st, const struct query *q, struct query_result *res)
 {
-	const struct series **all;
-	size_t n, i;
+	size_t i;
 	int rc;
 
 	memset(res, 0, sizeof(*res));
-	if ((rc = store_series(st, &all, &n)) < 0)
-		return rc;
-	for (i = 0; i < n && rc == 0; i++) {
-		if (!query_match(q, all[i]))
-			continue;
-		if ((rc = add_series(res, all[i]->id)) == 0)
-			rc = store_scan(st, all[i]->id, q->from, q->to, false, list_cb, res);
-	}
-	free(all);
+	rc = match_series(st, q, res);
+	for (i = 0; i < res->nseries && rc == 0; i++)
+		rc = store_scan(st, res->series[i], q->from, q->to, false, list_cb, res);
 	if (rc == 0) {
 		if (res->nrefs)	/* refs is NULL when empty: not for qsort */
 			qsort(res->refs, res->nrefs, sizeof(*res->refs), ref_cmp);
@@ -297,21 +315,14 @@ sort_with_totals(struct query_result *res, struct mctx *c)
 int
 query_merge(struct store *st, const struct query *q, struct query_result *res)
 {
-	const struct series **all;
 	struct mctx c = { .res = res };
-	size_t n, i, j, best = 0;
+	size_t i, j, best = 0;
 	int rc;
 
 	memset(res, 0, sizeof(*res));
-	if ((rc = store_series(st, &all, &n)) < 0)
-		return rc;
-	for (i = 0; i < n && rc == 0; i++) {
-		if (!query_match(q, all[i]))
-			continue;
-		if ((rc = add_series(res, all[i]->id)) == 0)
-			rc = store_scan(st, all[i]->id, q->from, q->to, true, merge_cb, &c);
-	}
-	free(all);
+	rc = match_series(st, q, res);
+	for (i = 0; i < res->nseries && rc == 0; i++)
+		rc = store_scan(st, res->series[i], q->from, q->to, true, merge_cb, &c);
 	if (rc == 0 && c.ngroups) {
 		char want[120], got[120], why[320];
 

@@ -45,6 +45,7 @@ struct store {
 	rocksdb_readoptions_t	*ropts;
 	pthread_rwlock_t	 st_lock;	/* protects the fields below */
 	struct series		**series;	/* by sid order of creation */
+	struct series		**sorted;	/* by service, type, labels */
 	size_t			 nseries, capseries;
 	struct intern		*names;		/* N key -> index in series[] */
 	uint64_t		 next_sid;
@@ -98,6 +99,15 @@ static int64_t
 floordiv(int64_t a, int64_t b)
 {
 	return a / b - (a % b != 0 && (a < 0) != (b < 0));
+}
+
+static int64_t
+mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 static int64_t
@@ -254,6 +264,41 @@ name_key(struct buf *k, const char *service, const char *type, const char *label
 	return k;
 }
 
+/* Order of the index: service, then type, then labels (NULL: any). */
+static int
+series_order(const struct series *x, const char *service, const char *type,
+    const char *labels)
+{
+	int c;
+
+	if ((c = strcmp(x->service, service)) != 0 || type == NULL)
+		return c;
+	if ((c = strcmp(x->type, type)) != 0 || labels == NULL)
+		return c;
+	return strcmp(x->labels, labels);
+}
+
+/*
+ * The first position in sorted[] whose series is not ordered before
+ * (service, type, labels); type and labels may be NULL to find the first of
+ * a service or of a (service, type). Caller holds st_lock.
+ */
+static size_t
+series_lower(const struct store *st, const char *service, const char *type,
+    const char *labels)
+{
+	size_t lo = 0, hi = st->nseries, mid;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (series_order(st->sorted[mid], service, type, labels) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /* Add a series to memory. Caller holds st_lock for writing. */
 static int
 series_add(struct store *st, uint64_t sid, const char *service, const char *type,
@@ -261,6 +306,7 @@ series_add(struct store *st, uint64_t sid, const char *service, const char *type
 {
 	struct series *s, **ns;
 	struct buf k = { 0 };
+	size_t pos;
 	int64_t idx;
 
 	if (st->nseries == st->capseries) {
@@ -269,6 +315,9 @@ series_add(struct store *st, uint64_t sid, const char *service, const char *type
 		if ((ns = realloc(st->series, ncap * sizeof(*ns))) == NULL)
 			return -ENOMEM;
 		st->series = ns;
+		if ((ns = realloc(st->sorted, ncap * sizeof(*ns))) == NULL)
+			return -ENOMEM;
+		st->sorted = ns;
 		st->capseries = ncap;
 	}
 	if ((s = calloc(1, sizeof(*s))) == NULL)
@@ -289,6 +338,10 @@ series_add(struct store *st, uint64_t sid, const char *service, const char *type
 		return -ENOMEM;
 	}
 	buf_free(&k);
+	/* Insertion keeps sorted[] ordered: series are few and created rarely. */
+	pos = series_lower(st, service, type, labels);
+	memmove(st->sorted + pos + 1, st->sorted + pos, (st->nseries - pos) * sizeof(*ns));
+	st->sorted[pos] = s;
 	st->series[st->nseries++] = s;
 	if (sid >= st->next_sid)
 		st->next_sid = sid + 1;
@@ -364,19 +417,6 @@ out:
 	return rc;
 }
 
-static int
-series_cmp(const void *a, const void *b)
-{
-	const struct series *x = *(struct series *const *)a, *y = *(struct series *const *)b;
-	int c;
-
-	if ((c = strcmp(x->service, y->service)) != 0)
-		return c;
-	if ((c = strcmp(x->type, y->type)) != 0)
-		return c;
-	return strcmp(x->labels, y->labels);
-}
-
 int
 store_series(struct store *st, const struct series ***out, size_t *n)
 {
@@ -388,13 +428,34 @@ store_series(struct store *st, const struct series ***out, size_t *n)
 		pthread_rwlock_unlock(&st->st_lock);
 		return -ENOMEM;
 	}
-	if (st->nseries)	/* st->series is NULL in an empty store */
-		memcpy(arr, st->series, st->nseries * sizeof(*arr));
+	if (st->nseries)	/* st->sorted is NULL in an empty store */
+		memcpy(arr, st->sorted, st->nseries * sizeof(*arr));
 	*n = st->nseries;
 	pthread_rwlock_unlock(&st->st_lock);
-	qsort(arr, *n, sizeof(*arr), series_cmp);
 	*out = arr;
 	return 0;
+}
+
+int
+store_series_each(struct store *st, const char *service, const char *type,
+    store_series_fn fn, void *arg)
+{
+	size_t i;
+	int rc = 0;
+
+	pthread_rwlock_rdlock(&st->st_lock);
+	i = service ? series_lower(st, service, type, NULL) : 0;
+	for (; i < st->nseries && rc == 0; i++) {
+		const struct series *s = st->sorted[i];
+
+		if (service && series_order(s, service, type, NULL) != 0)
+			break;
+		if (type && strcmp(s->type, type) != 0)
+			continue;
+		rc = fn(arg, s);
+	}
+	pthread_rwlock_unlock(&st->st_lock);
+	return rc;
 }
 
 const struct series *
@@ -563,6 +624,7 @@ store_close(struct store *st)
 		free(st->series[i]);
 	}
 	free(st->series);
+	free(st->sorted);
 	intern_destroy(st->names);
 	pthread_rwlock_destroy(&st->st_lock);
 	pthread_mutex_destroy(&st->rt_lock);
@@ -647,25 +709,70 @@ out:
 	return rc;
 }
 
+/* Count one attempt of in->source in the metrics (see store.h). */
+static void
+count_put(const struct store_input *in, int rc, size_t len, int64_t t0)
+{
+	const char *src = in->source ? in->source : "other";
+	const char *outcome = rc == 0 ? "ok" : rc == -EINVAL ? "invalid" :
+	    rc == -EFBIG ? "too_large" : "error";
+	char l[128];
+
+	snprintf(l, sizeof(l), "source=\"%s\"", src);
+	metrics_observe("profilefs_ingest_duration_seconds", l,
+	    (double)(mono_ns() - t0) / 1e9);
+	if (rc == 0)
+		metrics_add("profilefs_ingested_bytes_total", l, (double)len);
+	snprintf(l, sizeof(l), "source=\"%s\",outcome=\"%s\"", src, outcome);
+	metrics_add("profilefs_ingested_profiles_total", l, 1);
+}
+
 int
 store_put(struct store *st, const struct store_input *in, const void *data, size_t len,
     struct store_ref *ref, struct buf *err)
 {
 	const unsigned char *d = data;
+	size_t limit = in->max_decoded ? in->max_decoded : PROFILE_MAX_DECODED;
 	struct profile *p = NULL;
-	struct buf gz = { 0 };
+	struct buf plain = { 0 }, gz = { 0 };
+	int64_t t0 = mono_ns();
+	bool gzipped = len >= 2 && d[0] == 0x1f && d[1] == 0x8b;
+	const void *pd = data;
+	size_t pl = len;
 	int rc;
 
-	if ((rc = profile_decode(data, len, &p, err)) < 0) {
-		atomic_fetch_add(&st->n_rejected, 1);
-		return rc;
+	/* Gunzipped once: measured against the limit, then decoded. */
+	if (gzipped) {
+		if ((rc = profile_gunzip(data, len, &plain, err)) < 0)
+			goto out;
+		pd = plain.data ? plain.data : "";
+		pl = plain.len;
 	}
-	if (len >= 2 && d[0] == 0x1f && d[1] == 0x8b) {
+	if (pl > limit) {
+		if (err)
+			buf_printf(err, "the profile is %zu bytes unzipped, over the limit of %zu bytes",
+			    pl, limit);
+		rc = -EFBIG;
+		goto out;
+	}
+	if (gzipped && pl == 0) {
+		if (err)
+			buf_adds(err, "gzip data holds nothing: not a pprof profile");
+		rc = -EINVAL;
+		goto out;
+	}
+	if ((rc = profile_decode(pd, pl, &p, err)) < 0)
+		goto out;
+	if (gzipped)
 		rc = put_common(st, in, p, data, len, ref, err);
-	} else if ((rc = profile_gzip(data, len, &gz)) == 0) {
+	else if ((rc = profile_gzip(data, len, &gz)) == 0)
 		rc = put_common(st, in, p, gz.data, gz.len, ref, err);
-	}
+out:
+	if (rc < 0 && p == NULL)
+		atomic_fetch_add(&st->n_rejected, 1);
+	count_put(in, rc, len, t0);
 	profile_free(p);
+	buf_free(&plain);
 	buf_free(&gz);
 	return rc;
 }
@@ -675,10 +782,12 @@ store_put_profile(struct store *st, const struct store_input *in, const struct p
     struct store_ref *ref, struct buf *err)
 {
 	struct buf gz = { 0 };
+	int64_t t0 = mono_ns();
 	int rc;
 
 	if ((rc = profile_encode(p, true, &gz)) == 0)
 		rc = put_common(st, in, p, gz.data, gz.len, ref, err);
+	count_put(in, rc, gz.len, t0);
 	buf_free(&gz);
 	return rc;
 }

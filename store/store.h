@@ -52,7 +52,8 @@ struct store_input {
 	const char	*type;		/* NULL or "auto": inferred from the sample types */
 	const struct labelset *labels;	/* may be NULL */
 	int64_t		 created_at;	/* ns since the epoch, 0: use the profile's time_nanos, else now */
-	const char	*source;	/* "ingest", "http", "scrape", "ebpf": for metrics */
+	const char	*source;	/* "ingest", "http", "pyroscope", "scrape", "ebpf" */
+	size_t		 max_decoded;	/* bytes once gunzipped, 0: PROFILE_MAX_DECODED */
 };
 
 struct store_ref {
@@ -66,7 +67,14 @@ struct store_ref {
  * Validate and store one profile (pprof, gzipped or not), durably: when this
  * returns 0 the profile survives a crash. *ref (optional output) says where it
  * went. -EINVAL with the reason in err for input that is not a valid profile or
- * has a bad service, type or label; nothing is stored then.
+ * has a bad service, type or label, -EFBIG for one over in->max_decoded once
+ * gunzipped; nothing is stored then. The body is gunzipped once.
+ *
+ * The store counts every attempt in the metrics registry, labelled with
+ * in->source: profilefs_ingested_profiles_total{source,outcome} (outcome ok,
+ * invalid, too_large or error), profilefs_ingested_bytes_total{source} (bytes
+ * as received) and profilefs_ingest_duration_seconds{source}. Producers count
+ * only what never reaches the store.
  */
 int	store_put(struct store *st, const struct store_input *in, const void *data,
 	    size_t len, struct store_ref *ref, struct buf *err);
@@ -82,6 +90,16 @@ uint64_t store_generation(const struct store *st);
  * array is malloc'd (free() it); the series it points to are the store's.
  */
 int	store_series(struct store *st, const struct series ***out, size_t *n);
+/*
+ * Call fn for each series of service (NULL: every service) and type (NULL:
+ * every type), in the order of store_series(), without copying the index: a
+ * lookup costs log(series) plus the matches. fn runs under st_lock held for
+ * reading: it may read the store (store_scan, store_series_get) but must not
+ * store profiles. A nonzero return from fn stops the walk and is returned.
+ */
+typedef int (*store_series_fn)(void *arg, const struct series *s);
+int	store_series_each(struct store *st, const char *service, const char *type,
+	    store_series_fn fn, void *arg);
 /* The series with this id, or NULL. */
 const struct series *store_series_get(struct store *st, uint64_t id);
 
