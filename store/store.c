@@ -4,6 +4,15 @@
  * written, and each profile is written in one synced batch, so an
  * acknowledged profile survives a crash and a refused one leaves no trace.
  *
+ * Profiles are kept in the compact form of pack.h: symbols once per series
+ * ('Y'), samples as (stack id, values). Merges of aligned windows of 10 min,
+ * 1 h and 1 day ('W') are derived data: every profile's batch also writes a
+ * dirty marker ('D') for its 10-minute window, and the compactor thread
+ * rebuilds the windows of marked spans and deletes those markers in one
+ * batch. A read uses a window only when no marker lies inside it, and the
+ * raw profiles otherwise, all from one snapshot: reads are exact whatever
+ * the compactor has done, and a crash at any point leaves markers to redo.
+ *
  * Key layout (all integers big-endian so keys sort numerically):
  *
  *   'S' | sid:8                         -> service \0 type \0 labels
@@ -11,16 +20,26 @@
  *   'P' | sid:8 | time:8 | id:8         -> profile value (below)
  *   'I' | id:8                          -> sid:8 | time:8
  *   'H' | sid:8 | hour:8                -> "" (the hour holds data)
+ *   'T' | sid:8 | time:8 | id:8         -> ntypes, z total per type (varints), sighash:8
+ *   'Y' | sid:8 | kind:1 | id:4         -> a symbol entry (pack.h)
+ *   'D' | sid:8 | w10:8 | id:8          -> "" (window w10 must be rebuilt)
+ *   'W' | sid:8 | level:1 | start:8     -> a pack of every profile of the window
+ *   'V'                                 -> "2": profile values are packs
  *
  *   time is nanoseconds since the epoch, stored as (uint64)time ^ 2^63 so that
- *   negative times sort first; hour is floor(time / 3600 s), same encoding.
+ *   negative times sort first; hour is floor(time / 3600 s), same encoding;
+ *   w10 and start are window starts in ns, same encoding. Levels 0, 1, 2 are
+ *   windows of 10 min, 1 h and 1 day, aligned on the epoch (UTC). T records
+ *   give listings and per-profile totals without reading samples; sighash
+ *   is the hash of the profile's signature (profile_signature()).
  *   Several profiles with the same time differ by id, so all are kept.
  *
  * Profile value:
  *   offset  size  field
- *   0       1     format version, 1
- *   1       n-1   the profile as gzipped pprof (the client's own gzip stream
- *                 if it sent one, else gzipped here); what profiles/ serves
+ *   0       1     format version: 2 (PACK_VERSION, a one-group pack of
+ *                 pack.h); 1 in data dirs of earlier releases, converted
+ *                 on open
+ *   1       n-1   v1: the profile as gzipped pprof
  */
 #include <errno.h>
 #include <pthread.h>
@@ -29,29 +48,56 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 #include <time.h>
 
 #include <rocksdb/c.h>
 
 #include "intern.h"
-#include "store.h"
+#include "pack.h"
+#include "storeint.h"
 
 #define VALUE_V1	1
+#define NS_10M		(INT64_C(600) * 1000000000)
+#define NS_1H		(INT64_C(3600) * 1000000000)
+#define NS_1D		(INT64_C(86400) * 1000000000)
+
+static const int64_t win_len[3] = { NS_10M, NS_1H, NS_1D };
+
+static int batch_profile(struct store *st, rocksdb_writebatch_t *wb, uint64_t sid,
+    int64_t time, uint64_t id, const struct profile *p, struct buf *news, size_t *vlen);
+static void batch_done(struct store *st, uint64_t sid, const struct buf *news);
+static void *compact_main(void *arg);
+static int store_write_error(struct store *st, char *dberr, struct buf *err);
+
+/* Private per-series state, parallel to series[]. */
+struct sstate {
+	pthread_mutex_t		 sym_lock;	/* protects sym */
+	struct symtab		*sym;		/* loaded on first use */
+};
 
 struct store {
 	rocksdb_t		*db;
 	rocksdb_options_t	*opts;
+	rocksdb_block_based_table_options_t *bopts;
 	rocksdb_writeoptions_t	*wsync;
+	rocksdb_writeoptions_t	*wasync;	/* derived data */
 	rocksdb_readoptions_t	*ropts;
 	pthread_rwlock_t	 st_lock;	/* protects the fields below */
 	struct series		**series;	/* by sid order of creation */
 	struct series		**sorted;	/* by service, type, labels */
+	struct sstate		**state;	/* parallel to series[] */
 	size_t			 nseries, capseries;
 	struct intern		*names;		/* N key -> index in series[] */
 	uint64_t		 next_sid;
 	_Atomic uint64_t	 next_id;
 	_Atomic uint64_t	 gen;
 	_Atomic uint64_t	 n_put, n_rejected, n_bytes;
+	/* compactor thread; rt_lock protects cp_stop and cp_kick */
+	pthread_t		 cp_thread;
+	bool			 cp_running, cp_stop, cp_kick;
+	pthread_cond_t		 cp_cond;
+	_Atomic uint64_t	 n_compacted;
 	/* retention thread; rt_lock protects rt_stop */
 	pthread_t		 rt_thread;
 	bool			 rt_running;
@@ -305,6 +351,7 @@ series_add(struct store *st, uint64_t sid, const char *service, const char *type
     const char *labels)
 {
 	struct series *s, **ns;
+	struct sstate **nst;
 	struct buf k = { 0 };
 	size_t pos;
 	int64_t idx;
@@ -318,8 +365,14 @@ series_add(struct store *st, uint64_t sid, const char *service, const char *type
 		if ((ns = realloc(st->sorted, ncap * sizeof(*ns))) == NULL)
 			return -ENOMEM;
 		st->sorted = ns;
+		if ((nst = realloc(st->state, ncap * sizeof(*nst))) == NULL)
+			return -ENOMEM;
+		st->state = nst;
 		st->capseries = ncap;
 	}
+	if ((st->state[st->nseries] = calloc(1, sizeof(struct sstate))) == NULL)
+		return -ENOMEM;
+	pthread_mutex_init(&st->state[st->nseries]->sym_lock, NULL);
 	if ((s = calloc(1, sizeof(*s))) == NULL)
 		return -ENOMEM;
 	s->id = sid;
@@ -458,6 +511,21 @@ store_series_each(struct store *st, const char *service, const char *type,
 	return rc;
 }
 
+/* Position of series id in series[], or -1. Caller holds st_lock. */
+static ssize_t
+series_pos(const struct store *st, uint64_t id)
+{
+	size_t i;
+
+	/* Series ids are handed out in order, so usually series[id] is it. */
+	if (id < st->nseries && st->series[id]->id == id)
+		return (ssize_t)id;
+	for (i = 0; i < st->nseries; i++)
+		if (st->series[i]->id == id)
+			return (ssize_t)i;
+	return -1;
+}
+
 const struct series *
 store_series_get(struct store *st, uint64_t id)
 {
@@ -531,6 +599,91 @@ store_load(struct store *st, struct buf *err)
 	return rc;
 }
 
+/*
+ * Data dirs of earlier releases hold gzipped pprof values (version 1):
+ * convert each to a pack with its T record and marker, a batch of profiles
+ * at a time (each batch synced: a crash resumes where it stopped), then
+ * note the format in 'V' so that later opens skip the scan.
+ */
+static int
+store_migrate(struct store *st, struct buf *err)
+{
+	rocksdb_iterator_t *it;
+	rocksdb_writebatch_t *wb;
+	struct buf news = { 0 };
+	char *dberr = NULL, *v;
+	uint64_t done = 0, bad = 0;
+	size_t vl, inbatch = 0;
+	int rc = 0;
+
+	v = rocksdb_get(st->db, st->ropts, "V", 1, &vl, &dberr);
+	if (dberr) {
+		if (err)
+			buf_printf(err, "cannot read the database: %s", dberr);
+		free(dberr);
+		return -EIO;
+	}
+	free(v);
+	if (v)
+		return 0;
+	it = rocksdb_create_iterator(st->db, st->ropts);
+	wb = rocksdb_writebatch_create();
+	for (rocksdb_iter_seek(it, "P", 1); rocksdb_iter_valid(it) && rc == 0;
+	    rocksdb_iter_next(it)) {
+		size_t kl;
+		const unsigned char *k = (const unsigned char *)rocksdb_iter_key(it, &kl);
+		const char *val = rocksdb_iter_value(it, &vl);
+		struct profile *p = NULL;
+		size_t plen;
+
+		if (kl != 25 || k[0] != 'P')
+			break;
+		if (vl < 1 || val[0] != VALUE_V1)
+			continue;
+		if (profile_decode(val + 1, vl - 1, &p, NULL) < 0) {
+			bad++;	/* kept as it is: listed, left out of merges with a reason */
+			continue;
+		}
+		buf_reset(&news);
+		rc = batch_profile(st, wb, be64_get(k + 1), time_dec(be64_get(k + 9)),
+		    be64_get(k + 17), p, &news, &plen);
+		profile_free(p);
+		if (rc == 0)
+			batch_done(st, be64_get(k + 1), &news);	/* written below, or nothing is */
+		if (rc == 0 && ++inbatch == 256) {
+			rocksdb_write(st->db, st->wsync, wb, &dberr);
+			rocksdb_writebatch_clear(wb);
+			done += inbatch;
+			inbatch = 0;
+			if (dberr)
+				break;
+		}
+	}
+	if (rc == 0 && dberr == NULL) {
+		rocksdb_writebatch_put(wb, "V", 1, "2", 1);
+		rocksdb_write(st->db, st->wsync, wb, &dberr);
+		done += inbatch;
+	}
+	rocksdb_writebatch_destroy(wb);
+	rocksdb_iter_destroy(it);
+	buf_free(&news);
+	if (dberr) {
+		if (err)
+			buf_printf(err, "converting the data directory failed: %s", dberr);
+		free(dberr);
+		return -EIO;
+	}
+	if (rc < 0) {
+		if (err)
+			buf_adds(err, "converting the data directory failed (out of memory)");
+		return rc;
+	}
+	if (done)
+		log_info("store: converted %llu profiles to the compact format%s",
+		    (unsigned long long)done, bad ? " (some could not be decoded)" : "");
+	return 0;
+}
+
 int
 store_open(const char *dir, struct store **out, struct buf *err)
 {
@@ -553,13 +706,22 @@ store_open(const char *dir, struct store **out, struct buf *err)
 	st->names = intern_create(64);
 	st->opts = rocksdb_options_create();
 	rocksdb_options_set_create_if_missing(st->opts, 1);
-	/* Values are gzipped already: compressing them again is wasted work. */
-	rocksdb_options_set_compression(st->opts, rocksdb_no_compression);
+	/*
+	 * Packs are varints of ids and values: zstd over 64 KiB blocks finds
+	 * what repeats from one profile to the next (Debian's librocksdb links
+	 * libzstd).
+	 */
+	rocksdb_options_set_compression(st->opts, rocksdb_zstd_compression);
+	rocksdb_options_set_bottommost_compression(st->opts, rocksdb_zstd_compression);
+	st->bopts = rocksdb_block_based_options_create();
+	rocksdb_block_based_options_set_block_size(st->bopts, 64 << 10);
+	rocksdb_options_set_block_based_table_factory(st->opts, st->bopts);
 	rocksdb_options_increase_parallelism(st->opts, 2);
 	rocksdb_options_set_max_open_files(st->opts, 512);
 	rocksdb_options_set_keep_log_file_num(st->opts, 3);
 	st->wsync = rocksdb_writeoptions_create();
 	rocksdb_writeoptions_set_sync(st->wsync, 1);
+	st->wasync = rocksdb_writeoptions_create();
 	st->ropts = rocksdb_readoptions_create();
 	st->db = rocksdb_open(st->opts, dir, &dberr);
 	if (st->db == NULL) {
@@ -575,10 +737,19 @@ store_open(const char *dir, struct store **out, struct buf *err)
 		store_close(st);
 		return -EIO;
 	}
-	if ((rc = store_load(st, err)) < 0) {
+	if ((rc = store_load(st, err)) < 0 || (rc = store_migrate(st, err)) < 0) {
 		store_close(st);
 		return rc;
 	}
+	pthread_cond_init(&st->cp_cond, NULL);
+	if (pthread_create(&st->cp_thread, NULL, compact_main, st) != 0) {
+		rc = -errno;
+		if (err)
+			buf_adds(err, "cannot start the compaction thread");
+		store_close(st);
+		return rc;
+	}
+	st->cp_running = true;
 	*out = st;
 	return 0;
 }
@@ -590,6 +761,14 @@ store_close(struct store *st)
 
 	if (st == NULL)
 		return;
+	if (st->cp_running) {
+		pthread_mutex_lock(&st->rt_lock);
+		st->cp_stop = true;
+		pthread_cond_broadcast(&st->cp_cond);
+		pthread_mutex_unlock(&st->rt_lock);
+		pthread_join(st->cp_thread, NULL);
+		pthread_cond_destroy(&st->cp_cond);
+	}
 	if (st->rt_running) {
 		pthread_mutex_lock(&st->rt_lock);
 		st->rt_stop = true;
@@ -614,6 +793,10 @@ store_close(struct store *st)
 		rocksdb_options_destroy(st->opts);
 	if (st->wsync)
 		rocksdb_writeoptions_destroy(st->wsync);
+	if (st->wasync)
+		rocksdb_writeoptions_destroy(st->wasync);
+	if (st->bopts)
+		rocksdb_block_based_options_destroy(st->bopts);
 	if (st->ropts)
 		rocksdb_readoptions_destroy(st->ropts);
 	for (i = 0; i < st->nseries; i++) {
@@ -623,8 +806,14 @@ store_close(struct store *st)
 		labels_clear(&st->series[i]->ls);
 		free(st->series[i]);
 	}
+	for (i = 0; i < st->nseries; i++) {
+		symtab_free(st->state[i]->sym);
+		pthread_mutex_destroy(&st->state[i]->sym_lock);
+		free(st->state[i]);
+	}
 	free(st->series);
 	free(st->sorted);
+	free(st->state);
 	intern_destroy(st->names);
 	pthread_rwlock_destroy(&st->st_lock);
 	pthread_mutex_destroy(&st->rt_lock);
@@ -632,18 +821,225 @@ store_close(struct store *st)
 	free(st);
 }
 
+/* --- symbols ------------------------------------------------------------ */
+
+/* Fill t with the 'Y' records of series sid. */
+static int
+symtab_read(struct store *st, uint64_t sid, struct symtab *t)
+{
+	unsigned char lo[9], hi[9];
+	rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+	rocksdb_iterator_t *it;
+	int rc = 0;
+
+	lo[0] = hi[0] = 'Y';
+	be64_put(lo + 1, sid);
+	be64_put(hi + 1, sid + 1);
+	rocksdb_readoptions_set_iterate_upper_bound(ro, (char *)hi, sizeof(hi));
+	it = rocksdb_create_iterator(st->db, ro);
+	for (rocksdb_iter_seek(it, (char *)lo, sizeof(lo)); rocksdb_iter_valid(it) && rc == 0;
+	    rocksdb_iter_next(it)) {
+		size_t kl, vl;
+		const unsigned char *k = (const unsigned char *)rocksdb_iter_key(it, &kl);
+		const char *v = rocksdb_iter_value(it, &vl);
+
+		if (kl != 14 || k[9] >= SYM_NKINDS)
+			continue;
+		rc = symtab_load(t, k[9], (uint32_t)be64_get(k + 6) & UINT32_MAX, v, vl);
+	}
+	rocksdb_iter_destroy(it);
+	rocksdb_readoptions_destroy(ro);
+	return rc;
+}
+
+/* The state of series sid with its symbols loaded, sym_lock held. */
+static struct sstate *
+sstate_lock(struct store *st, uint64_t sid, int *rc)
+{
+	struct sstate *ss = NULL;
+	ssize_t pos;
+
+	*rc = 0;
+	pthread_rwlock_rdlock(&st->st_lock);
+	if ((pos = series_pos(st, sid)) >= 0)
+		ss = st->state[pos];
+	pthread_rwlock_unlock(&st->st_lock);
+	if (ss == NULL) {
+		*rc = -ENOENT;
+		return NULL;
+	}
+	pthread_mutex_lock(&ss->sym_lock);
+	if (ss->sym == NULL) {
+		if ((ss->sym = symtab_create()) == NULL)
+			*rc = -ENOMEM;
+		else if ((*rc = symtab_read(st, sid, ss->sym)) < 0) {
+			log_warnx("store: the symbols of series %llu cannot be loaded",
+			    (unsigned long long)sid);
+			symtab_free(ss->sym);
+			ss->sym = NULL;
+		}
+		if (*rc < 0) {
+			pthread_mutex_unlock(&ss->sym_lock);
+			return NULL;
+		}
+	}
+	return ss;
+}
+
+const struct symtab *
+store_symtab_acquire(struct store *st, uint64_t sid, int *rc)
+{
+	struct sstate *ss = sstate_lock(st, sid, rc);
+
+	return ss ? ss->sym : NULL;
+}
+
+void
+store_symtab_release(struct store *st, uint64_t sid)
+{
+	struct sstate *ss = NULL;
+	ssize_t pos;
+
+	pthread_rwlock_rdlock(&st->st_lock);
+	if ((pos = series_pos(st, sid)) >= 0)
+		ss = st->state[pos];
+	pthread_rwlock_unlock(&st->st_lock);
+	if (ss)
+		pthread_mutex_unlock(&ss->sym_lock);
+}
+
+uint64_t
+store_sighash(const void *sig, size_t len)
+{
+	return hash_bytes(sig, len);
+}
+
+/*
+ * Add to wb everything that stores profile p as (sid, time, id): its pack,
+ * the new symbols, its T record and its window's dirty marker. *news gets
+ * the symbols to mark durable once wb is written.
+ */
+static int
+batch_profile(struct store *st, rocksdb_writebatch_t *wb, uint64_t sid, int64_t time,
+    uint64_t id, const struct profile *p, struct buf *news, size_t *vlen)
+{
+	unsigned char pkey[25], ykey[14], dkey[25];
+	struct buf val = { 0 }, tv = { 0 }, sig = { 0 };
+	const struct sym_new *e;
+	struct sstate *ss;
+	uint64_t h;
+	size_t i, n;
+	int rc;
+
+	if ((ss = sstate_lock(st, sid, &rc)) == NULL)
+		return rc;
+	if ((rc = pack_profile(ss->sym, p, time, &val, news)) < 0)
+		goto unlock;
+	/* The batch copies keys and values: the lock covers only the table. */
+	ykey[0] = 'Y';
+	be64_put(ykey + 1, sid);
+	e = (const struct sym_new *)news->data;
+	n = news->len / sizeof(*e);
+	for (i = 0; i < n; i++) {
+		const void *d;
+		size_t dl;
+
+		ykey[9] = e[i].kind;
+		ykey[10] = (unsigned char)(e[i].id >> 24);
+		ykey[11] = (unsigned char)(e[i].id >> 16);
+		ykey[12] = (unsigned char)(e[i].id >> 8);
+		ykey[13] = (unsigned char)e[i].id;
+		if ((d = symtab_entry(ss->sym, e[i].kind, e[i].id, &dl)) == NULL) {
+			rc = -EINVAL;
+			goto unlock;
+		}
+		rocksdb_writebatch_put(wb, (char *)ykey, sizeof(ykey), d, dl);
+	}
+unlock:
+	pthread_mutex_unlock(&ss->sym_lock);
+	if (rc < 0)
+		goto out;
+	pkey[0] = 'P';
+	be64_put(pkey + 1, sid);
+	be64_put(pkey + 9, time_enc(time));
+	be64_put(pkey + 17, id);
+	rocksdb_writebatch_put(wb, (char *)pkey, sizeof(pkey), val.data, val.len);
+	/* T: totals and signature hash */
+	if ((rc = profile_signature(p, &sig)) < 0)
+		goto out;
+	h = store_sighash(sig.data, sig.len);
+	{
+		unsigned char tmp[10];
+		size_t k;
+
+		for (i = 0; i <= p->nsample_types && i <= STORE_MAX_TYPES && rc == 0; i++) {
+			uint64_t v = i == 0 ? p->nsample_types :
+			    (uint64_t)profile_total(p, i - 1) << 1 ^
+			    (uint64_t)(profile_total(p, i - 1) >> 63);
+
+			for (k = 0; v >= 0x80; v >>= 7)
+				tmp[k++] = (unsigned char)(v | 0x80);
+			tmp[k++] = (unsigned char)v;
+			rc = buf_add(&tv, tmp, k);
+		}
+		be64_put(tmp, h);
+		if (rc == 0)
+			rc = buf_add(&tv, tmp, 8);
+	}
+	if (rc < 0)
+		goto out;
+	pkey[0] = 'T';
+	rocksdb_writebatch_put(wb, (char *)pkey, sizeof(pkey), tv.data, tv.len);
+	dkey[0] = 'D';
+	be64_put(dkey + 1, sid);
+	be64_put(dkey + 9, time_enc(floordiv(time, NS_10M) * NS_10M));
+	be64_put(dkey + 17, id);
+	rocksdb_writebatch_put(wb, (char *)dkey, sizeof(dkey), "", 0);
+	*vlen = val.len;
+out:
+	buf_free(&val);
+	buf_free(&tv);
+	buf_free(&sig);
+	return rc;
+}
+
+/* After wb was written: its symbols need not be written again. */
+static void
+batch_done(struct store *st, uint64_t sid, const struct buf *news)
+{
+	struct sstate *ss;
+	int rc;
+
+	if (news->len == 0 || (ss = sstate_lock(st, sid, &rc)) == NULL)
+		return;
+	symtab_durable(ss->sym, (const struct sym_new *)news->data,
+	    news->len / sizeof(struct sym_new));
+	pthread_mutex_unlock(&ss->sym_lock);
+}
+
+/* Wake the compactor: new markers wait. */
+static void
+compact_kick(struct store *st)
+{
+	pthread_mutex_lock(&st->rt_lock);
+	st->cp_kick = true;
+	pthread_cond_broadcast(&st->cp_cond);
+	pthread_mutex_unlock(&st->rt_lock);
+}
+
 /* --- writing ------------------------------------------------------------ */
 
 static int
 put_common(struct store *st, const struct store_input *in, const struct profile *p,
-    const void *gz, size_t gzlen, struct store_ref *ref, struct buf *err)
+    struct store_ref *ref, struct buf *err)
 {
 	const char *type = in->type;
-	struct buf labels = { 0 }, val = { 0 };
-	unsigned char pkey[25], ikey[9], ival[16], hkey[17];
-	rocksdb_writebatch_t *wb;
+	struct buf labels = { 0 }, news = { 0 };
+	unsigned char ikey[9], ival[16], hkey[17];
+	rocksdb_writebatch_t *wb = NULL;
 	struct store_ref r;
 	char *dberr = NULL;
+	size_t vlen = 0;
 	int rc;
 
 	memset(&r, 0, sizeof(r));
@@ -653,9 +1049,11 @@ put_common(struct store *st, const struct store_input *in, const struct profile 
 		type = store_infer_type(p);
 	else if ((rc = store_check_type(type, err)) < 0)
 		goto out;
-	if (p->nsample_types == 0) {
+	if (p->nsample_types == 0 || p->nsample_types > STORE_MAX_TYPES) {
 		if (err)
-			buf_adds(err, "profile has no sample types");
+			buf_printf(err, p->nsample_types ? "profile has %zu sample types (at most %d "
+			    "are stored)" : "profile has no sample types", p->nsample_types,
+			    STORE_MAX_TYPES);
 		rc = -EINVAL;
 		goto out;
 	}
@@ -669,43 +1067,40 @@ put_common(struct store *st, const struct store_input *in, const struct profile 
 		goto out;
 	r.id = atomic_fetch_add(&st->next_id, 1);
 
-	if ((rc = buf_addc(&val, VALUE_V1)) < 0 || (rc = buf_add(&val, gz, gzlen)) < 0)
+	wb = rocksdb_writebatch_create();
+	if ((rc = batch_profile(st, wb, r.series, r.time, r.id, p, &news, &vlen)) < 0) {
+		if (err)
+			buf_adds(err, rc == -ENOMEM ? "out of memory" : "profile cannot be encoded");
 		goto out;
-	pkey[0] = 'P';
-	be64_put(pkey + 1, r.series);
-	be64_put(pkey + 9, time_enc(r.time));
-	be64_put(pkey + 17, r.id);
+	}
 	ikey[0] = 'I';
 	be64_put(ikey + 1, r.id);
 	be64_put(ival, r.series);
 	be64_put(ival + 8, time_enc(r.time));
 	hkey[0] = 'H';
 	be64_put(hkey + 1, r.series);
-	be64_put(hkey + 9, time_enc(floordiv(r.time, INT64_C(3600000000000))));
-
-	wb = rocksdb_writebatch_create();
-	rocksdb_writebatch_put(wb, (char *)pkey, sizeof(pkey), val.data, val.len);
+	be64_put(hkey + 9, time_enc(floordiv(r.time, NS_1H)));
 	rocksdb_writebatch_put(wb, (char *)ikey, sizeof(ikey), (char *)ival, sizeof(ival));
 	rocksdb_writebatch_put(wb, (char *)hkey, sizeof(hkey), "", 0);
 	rocksdb_write(st->db, st->wsync, wb, &dberr);
-	rocksdb_writebatch_destroy(wb);
 	if (dberr) {
-		if (err)
-			buf_printf(err, "database write failed: %s", dberr);
-		free(dberr);
-		rc = -EIO;
+		rc = store_write_error(st, dberr, err);
 		goto out;
 	}
+	batch_done(st, r.series, &news);
 	atomic_fetch_add(&st->n_put, 1);
-	atomic_fetch_add(&st->n_bytes, gzlen);
+	atomic_fetch_add(&st->n_bytes, vlen);
 	atomic_fetch_add(&st->gen, 1);
+	compact_kick(st);
 	if (ref)
 		*ref = r;
 out:
+	if (wb)
+		rocksdb_writebatch_destroy(wb);
 	if (rc < 0)
 		atomic_fetch_add(&st->n_rejected, 1);
 	buf_free(&labels);
-	buf_free(&val);
+	buf_free(&news);
 	return rc;
 }
 
@@ -734,7 +1129,7 @@ store_put(struct store *st, const struct store_input *in, const void *data, size
 	const unsigned char *d = data;
 	size_t limit = in->max_decoded ? in->max_decoded : PROFILE_MAX_DECODED;
 	struct profile *p = NULL;
-	struct buf plain = { 0 }, gz = { 0 };
+	struct buf plain = { 0 };
 	int64_t t0 = mono_ns();
 	bool gzipped = len >= 2 && d[0] == 0x1f && d[1] == 0x8b;
 	const void *pd = data;
@@ -763,17 +1158,13 @@ store_put(struct store *st, const struct store_input *in, const void *data, size
 	}
 	if ((rc = profile_decode(pd, pl, &p, err)) < 0)
 		goto out;
-	if (gzipped)
-		rc = put_common(st, in, p, data, len, ref, err);
-	else if ((rc = profile_gzip(data, len, &gz)) == 0)
-		rc = put_common(st, in, p, gz.data, gz.len, ref, err);
+	rc = put_common(st, in, p, ref, err);
 out:
 	if (rc < 0 && p == NULL)
 		atomic_fetch_add(&st->n_rejected, 1);
 	count_put(in, rc, len, t0);
 	profile_free(p);
 	buf_free(&plain);
-	buf_free(&gz);
 	return rc;
 }
 
@@ -781,14 +1172,11 @@ int
 store_put_profile(struct store *st, const struct store_input *in, const struct profile *p,
     struct store_ref *ref, struct buf *err)
 {
-	struct buf gz = { 0 };
 	int64_t t0 = mono_ns();
 	int rc;
 
-	if ((rc = profile_encode(p, true, &gz)) == 0)
-		rc = put_common(st, in, p, gz.data, gz.len, ref, err);
-	count_put(in, rc, gz.len, t0);
-	buf_free(&gz);
+	rc = put_common(st, in, p, ref, err);
+	count_put(in, rc, 0, t0);
 	return rc;
 }
 
@@ -800,6 +1188,51 @@ store_generation(const struct store *st)
 
 /* --- reading ------------------------------------------------------------ */
 
+/*
+ * A write failed: -ENOSPC when the file system is full (RocksDB then refuses
+ * writes until it recovers, reads go on), -EIO otherwise. Frees dberr.
+ */
+static int
+store_write_error(struct store *st, char *dberr, struct buf *err)
+{
+	bool full = strstr(dberr, "No space left") || strstr(dberr, "NoSpace") ||
+	    strstr(dberr, "no space");
+
+	(void)st;
+	if (err)
+		buf_printf(err, full ? "the data directory's file system is full: %s" :
+		    "database write failed: %s", dberr);
+	free(dberr);
+	return full ? -ENOSPC : -EIO;
+}
+
+/* A packed profile as pprof (gzipped when gzip is set) into out. */
+static int
+unpack_pprof(struct store *st, uint64_t sid, const void *v, size_t vl, bool gzip,
+    struct buf *out)
+{
+	struct agg *a = agg_create();
+	struct profile *p = NULL;
+	struct sstate *ss;
+	int rc;
+
+	if (a == NULL)
+		return -ENOMEM;
+	if ((rc = agg_add(a, v, vl, NULL)) < 0 || agg_ngroups(a) != 1) {
+		agg_free(a);
+		return rc < 0 ? rc : -EINVAL;
+	}
+	if ((ss = sstate_lock(st, sid, &rc)) != NULL) {
+		rc = agg_profile(a, ss->sym, 0, false, &p);
+		pthread_mutex_unlock(&ss->sym_lock);
+	}
+	agg_free(a);
+	if (rc == 0)
+		rc = profile_encode(p, gzip, out);
+	profile_free(p);
+	return rc;
+}
+
 int
 store_scan(struct store *st, uint64_t sid, int64_t from, int64_t to, bool with_data,
     store_scan_fn fn, void *arg)
@@ -808,12 +1241,14 @@ store_scan(struct store *st, uint64_t sid, int64_t from, int64_t to, bool with_d
 	rocksdb_readoptions_t *ro;
 	rocksdb_iterator_t *it;
 	const struct series *s = store_series_get(st, sid);
+	struct buf pb = { 0 };
 	struct store_ref r;
 	int rc = 0;
 
 	if (from >= to)
 		return 0;
-	lo[0] = hi[0] = 'P';
+	/* T records list the profiles without reading their samples. */
+	lo[0] = hi[0] = with_data ? 'P' : 'T';
 	be64_put(lo + 1, sid);
 	be64_put(hi + 1, sid);
 	be64_put(lo + 9, time_enc(from));
@@ -831,25 +1266,27 @@ store_scan(struct store *st, uint64_t sid, int64_t from, int64_t to, bool with_d
 		const unsigned char *k = (const unsigned char *)rocksdb_iter_key(it, &kl);
 		const char *v = NULL;
 
-		if (kl != 25 || k[0] != 'P')
+		if (kl != 25)
 			break;
 		r.time = time_dec(be64_get(k + 9));
 		r.id = be64_get(k + 17);
 		if (with_data) {
 			v = rocksdb_iter_value(it, &vl);
-			if (vl < 1 || v[0] != VALUE_V1) {
-				log_warnx("store: profile %016llx has an unknown value format, skipped",
+			buf_reset(&pb);
+			if (unpack_pprof(st, sid, v, vl, true, &pb) < 0) {
+				log_warnx("store: profile %016llx cannot be read back, skipped",
 				    (unsigned long long)r.id);
 				continue;
 			}
-			v++;
-			vl--;
+			v = pb.data;
+			vl = pb.len;
 		}
 		if ((rc = fn(arg, &r, v, vl)) != 0)
 			break;
 	}
 	rocksdb_iter_destroy(it);
 	rocksdb_readoptions_destroy(ro);
+	buf_free(&pb);
 	return rc;
 }
 
@@ -889,12 +1326,544 @@ store_get(struct store *st, uint64_t id, struct store_ref *ref, struct buf *out)
 		free(dberr);
 		return -EIO;
 	}
-	if (v == NULL || vl < 1 || v[0] != VALUE_V1)
+	if (v == NULL || vl < 1)
 		rc = -ENOENT;
-	else if (out)
+	else if (out && v[0] == VALUE_V1)	/* one the conversion could not decode */
 		rc = buf_add(out, v + 1, vl - 1);
+	else if (out)
+		rc = unpack_pprof(st, ref->series, v, vl, true, out);
 	free(v);
 	return rc;
+}
+
+/* --- reading ranges through windows ------------------------------------- */
+
+struct rctx {
+	struct store		*st;
+	rocksdb_readoptions_t	*ro;		/* on the snapshot */
+	uint64_t		 sid;
+	struct agg		*a;
+	store_bad_fn		 bad;
+	void			*arg;
+	int64_t			*dirty;		/* sorted starts of marked 10-min windows */
+	size_t			 ndirty;
+	struct buf		 err;
+};
+
+/* Whether a marker lies in [w, w + len). */
+static bool
+is_dirty(const struct rctx *c, int64_t w, int64_t len)
+{
+	size_t lo = 0, hi = c->ndirty, mid;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (c->dirty[mid] < w)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < c->ndirty && c->dirty[lo] - w < len;
+}
+
+/* Add the raw profiles of [from, to). */
+static int
+read_raw(struct rctx *c, int64_t from, int64_t to)
+{
+	unsigned char lo[17], hi[17];
+	rocksdb_iterator_t *it;
+	int rc = 0;
+
+	if (from >= to)
+		return 0;
+	lo[0] = hi[0] = 'P';
+	be64_put(lo + 1, c->sid);
+	be64_put(hi + 1, c->sid);
+	be64_put(lo + 9, time_enc(from));
+	be64_put(hi + 9, time_enc(to));
+	it = rocksdb_create_iterator(c->st->db, c->ro);
+	for (rocksdb_iter_seek(it, (char *)lo, sizeof(lo)); rocksdb_iter_valid(it);
+	    rocksdb_iter_next(it)) {
+		size_t kl, vl;
+		const unsigned char *k = (const unsigned char *)rocksdb_iter_key(it, &kl);
+		const char *v;
+
+		if (kl != 25 || memcmp(k, hi, sizeof(hi)) >= 0)
+			break;
+		v = rocksdb_iter_value(it, &vl);
+		buf_reset(&c->err);
+		if ((rc = agg_add(c->a, v, vl, &c->err)) == -EINVAL && c->bad) {
+			struct store_ref r = { .id = be64_get(k + 17), .series = c->sid,
+			    .time = time_dec(be64_get(k + 9)) };
+			char why[200];
+
+			snprintf(why, sizeof(why), "stored profile cannot be decoded: %s",
+			    c->err.data ? c->err.data : "");
+			rc = c->bad(c->arg, &r, why);
+		}
+		if (rc != 0)
+			break;
+	}
+	rocksdb_iter_destroy(it);
+	return rc;
+}
+
+/*
+ * Add [from, to) using windows of `level` and finer where they are clean,
+ * raw profiles elsewhere: cost grows with log(to - from).
+ */
+static int
+read_cover(struct rctx *c, int64_t from, int64_t to, int level)
+{
+	unsigned char lo[18], hi[18];
+	rocksdb_iterator_t *it;
+	int64_t len, s, e, w;
+	size_t i;
+	int rc = 0;
+
+	if (from >= to)
+		return 0;
+	if (level < 0)
+		return read_raw(c, from, to);
+	len = win_len[level];
+	s = floordiv(from, len) * len;
+	if (s < from)
+		s += len;
+	e = floordiv(to, len) * len;
+	if (s >= e)
+		return read_cover(c, from, to, level - 1);
+	if ((rc = read_cover(c, from, s, level - 1)) != 0)
+		return rc;
+	/* The windows stored in [s, e): the clean ones count as they are. */
+	lo[0] = hi[0] = 'W';
+	be64_put(lo + 1, c->sid);
+	be64_put(hi + 1, c->sid);
+	lo[9] = hi[9] = (unsigned char)level;
+	be64_put(lo + 10, time_enc(s));
+	be64_put(hi + 10, time_enc(e));
+	it = rocksdb_create_iterator(c->st->db, c->ro);
+	for (rocksdb_iter_seek(it, (char *)lo, sizeof(lo)); rocksdb_iter_valid(it) && rc == 0;
+	    rocksdb_iter_next(it)) {
+		size_t kl, vl;
+		const unsigned char *k = (const unsigned char *)rocksdb_iter_key(it, &kl);
+		const char *v;
+
+		if (kl != 18 || memcmp(k, hi, sizeof(hi)) >= 0)
+			break;
+		w = time_dec(be64_get(k + 10));
+		if (is_dirty(c, w, len))
+			continue;
+		v = rocksdb_iter_value(it, &vl);
+		buf_reset(&c->err);
+		if ((rc = agg_add(c->a, v, vl, &c->err)) < 0)
+			log_warnx("store: window of series %llu at level %d is corrupt (%s)",
+			    (unsigned long long)c->sid, level, c->err.data ? c->err.data : "");
+	}
+	rocksdb_iter_destroy(it);
+	if (rc != 0)
+		return rc;
+	/* Marked windows: one level finer (each marked span once). */
+	for (i = 0, w = INT64_MIN; i < c->ndirty && rc == 0; i++) {
+		int64_t d = floordiv(c->dirty[i], len) * len;
+
+		if (d < s || d >= e || d == w)
+			continue;
+		w = d;
+		rc = read_cover(c, d, d + len, level - 1);
+	}
+	if (rc == 0)
+		rc = read_cover(c, e, to, level - 1);
+	return rc;
+}
+
+/* The first and last time of series sid's profiles (in the snapshot); -ENOENT if none. */
+static int
+series_extent(struct rctx *c, int64_t *first, int64_t *last)
+{
+	unsigned char lo[9], hi[9];
+	rocksdb_iterator_t *it = rocksdb_create_iterator(c->st->db, c->ro);
+	size_t kl;
+	const unsigned char *k;
+	int rc = -ENOENT;
+
+	lo[0] = hi[0] = 'T';
+	be64_put(lo + 1, c->sid);
+	be64_put(hi + 1, c->sid + 1);
+	rocksdb_iter_seek(it, (char *)lo, sizeof(lo));
+	if (rocksdb_iter_valid(it) && (k = (const unsigned char *)rocksdb_iter_key(it, &kl)) &&
+	    kl == 25 && memcmp(k, lo, 9) == 0) {
+		*first = time_dec(be64_get(k + 9));
+		rocksdb_iter_seek_for_prev(it, (char *)hi, sizeof(hi));
+		if (rocksdb_iter_valid(it) &&
+		    (k = (const unsigned char *)rocksdb_iter_key(it, &kl)) && kl == 25 &&
+		    memcmp(k, lo, 9) == 0) {
+			*last = time_dec(be64_get(k + 9));
+			rc = 0;
+		}
+	}
+	rocksdb_iter_destroy(it);
+	return rc;
+}
+
+/* Decode a T record. */
+static int
+meta_decode(const unsigned char *v, size_t vl, struct store_meta *m)
+{
+	const unsigned char *p = v, *end = v + vl;
+	size_t i;
+
+	memset(m, 0, sizeof(*m));
+	if (vl < 9)
+		return -EINVAL;
+	end -= 8;
+	for (i = 0; p < end; i++) {
+		uint64_t x = 0;
+		int sh = 0;
+
+		while (p < end && sh < 64) {
+			x |= (uint64_t)(*p & 0x7f) << sh;
+			sh += 7;
+			if (!(*p++ & 0x80))
+				break;
+		}
+		if (i == 0) {
+			if (x > STORE_MAX_TYPES)
+				return -EINVAL;
+			m->ntypes = (size_t)x;
+		} else if (i <= m->ntypes) {
+			m->totals[i - 1] = (int64_t)(x >> 1) ^ -(int64_t)(x & 1);
+		}
+	}
+	m->sighash = be64_get(end);
+	return i == m->ntypes + 1 ? 0 : -EINVAL;
+}
+
+int
+store_read_series(struct store *st, uint64_t sid, int64_t from, int64_t to, struct agg *a,
+    store_meta_fn fn, store_bad_fn bad, void *arg)
+{
+	const rocksdb_snapshot_t *snap = rocksdb_create_snapshot(st->db);
+	struct rctx c = { .st = st, .sid = sid, .a = a, .bad = bad, .arg = arg };
+	unsigned char lo[17], hi[17];
+	rocksdb_iterator_t *it;
+	const struct series *s = store_series_get(st, sid);
+	struct store_ref r;
+	struct store_meta m;
+	int64_t first, last, *nd;
+	size_t cap = 0;
+	int rc = 0;
+
+	c.ro = rocksdb_readoptions_create();
+	rocksdb_readoptions_set_snapshot(c.ro, snap);
+	if (from >= to || series_extent(&c, &first, &last) < 0)
+		goto out;
+	/* Nothing lies outside the data: "all" costs what the data spans. */
+	if (from < first)
+		from = first;
+	if (last < INT64_MAX && to > last + 1)
+		to = last + 1;
+	if (from >= to)
+		goto out;
+
+	/* The listing, from T records. */
+	memset(&r, 0, sizeof(r));
+	r.series = sid;
+	if (s)
+		snprintf(r.type, sizeof(r.type), "%s", s->type);
+	lo[0] = hi[0] = 'T';
+	be64_put(lo + 1, sid);
+	be64_put(hi + 1, sid);
+	be64_put(lo + 9, time_enc(from));
+	be64_put(hi + 9, time_enc(to));
+	it = rocksdb_create_iterator(st->db, c.ro);
+	for (rocksdb_iter_seek(it, (char *)lo, sizeof(lo)); fn && rocksdb_iter_valid(it) &&
+	    rc == 0; rocksdb_iter_next(it)) {
+		size_t kl, vl;
+		const unsigned char *k = (const unsigned char *)rocksdb_iter_key(it, &kl);
+		const unsigned char *v;
+
+		if (kl != 25 || memcmp(k, hi, sizeof(hi)) >= 0)
+			break;
+		v = (const unsigned char *)rocksdb_iter_value(it, &vl);
+		r.time = time_dec(be64_get(k + 9));
+		r.id = be64_get(k + 17);
+		if (meta_decode(v, vl, &m) < 0)
+			memset(&m, 0, sizeof(m));
+		rc = fn(arg, &r, &m);
+	}
+	rocksdb_iter_destroy(it);
+	if (rc != 0)
+		goto out;
+
+	/* The markers of the range: windows not to trust. */
+	lo[0] = hi[0] = 'D';
+	be64_put(lo + 9, time_enc(floordiv(from, NS_1D) * NS_1D));
+	be64_put(hi + 9, time_enc(to));
+	it = rocksdb_create_iterator(st->db, c.ro);
+	for (rocksdb_iter_seek(it, (char *)lo, sizeof(lo)); rocksdb_iter_valid(it);
+	    rocksdb_iter_next(it)) {
+		size_t kl;
+		const unsigned char *k = (const unsigned char *)rocksdb_iter_key(it, &kl);
+		int64_t w;
+
+		if (kl != 25 || memcmp(k, hi, sizeof(hi)) >= 0)
+			break;
+		w = time_dec(be64_get(k + 9));
+		if (c.ndirty && c.dirty[c.ndirty - 1] == w)
+			continue;
+		if (c.ndirty == cap) {
+			cap = cap ? cap * 2 : 64;
+			if ((nd = realloc(c.dirty, cap * sizeof(*nd))) == NULL) {
+				rc = -ENOMEM;
+				break;
+			}
+			c.dirty = nd;
+		}
+		c.dirty[c.ndirty++] = w;
+	}
+	rocksdb_iter_destroy(it);
+	if (rc == 0)
+		rc = read_cover(&c, from, to, 2);
+out:
+	rocksdb_readoptions_destroy(c.ro);
+	rocksdb_release_snapshot(st->db, snap);
+	free(c.dirty);
+	buf_free(&c.err);
+	return rc;
+}
+
+/* --- the compactor ------------------------------------------------------ */
+
+/* The pack of window (sid, level, w) from the snapshot, appended to a. */
+static int
+window_get(struct store *st, rocksdb_readoptions_t *ro, uint64_t sid, int level, int64_t w,
+    struct agg *a)
+{
+	unsigned char k[18];
+	char *dberr = NULL, *v;
+	size_t vl;
+	int rc = 0;
+
+	k[0] = 'W';
+	be64_put(k + 1, sid);
+	k[9] = (unsigned char)level;
+	be64_put(k + 10, time_enc(w));
+	v = rocksdb_get(st->db, ro, (char *)k, sizeof(k), &vl, &dberr);
+	if (dberr) {
+		free(dberr);
+		return -EIO;
+	}
+	if (v)
+		rc = agg_add(a, v, vl, NULL);
+	free(v);
+	return rc;
+}
+
+/* Put (or delete, when empty) window (sid, level, w) = a into wb. */
+static int
+window_put(rocksdb_writebatch_t *wb, uint64_t sid, int level, int64_t w, const struct agg *a)
+{
+	unsigned char k[18];
+	struct buf v = { 0 };
+	int rc = 0;
+
+	k[0] = 'W';
+	be64_put(k + 1, sid);
+	k[9] = (unsigned char)level;
+	be64_put(k + 10, time_enc(w));
+	if (agg_ngroups(a) == 0) {
+		rocksdb_writebatch_delete(wb, (char *)k, sizeof(k));
+		return 0;
+	}
+	if ((rc = agg_encode(a, &v)) == 0)
+		rocksdb_writebatch_put(wb, (char *)k, sizeof(k), v.data, v.len);
+	buf_free(&v);
+	return rc;
+}
+
+/*
+ * Rebuild the windows of one day of one series whose 10-minute windows
+ * ws[0..n) are marked, and delete the markers keys[0..nk) (seen in the
+ * snapshot) in the same batch.
+ */
+/* A raw profile that cannot be read stays out of the windows, as of reads. */
+static int
+skip_bad(void *arg, const struct store_ref *ref, const char *why)
+{
+	(void)arg;
+	log_warnx("store: profile %016llx left out of the windows: %s",
+	    (unsigned long long)ref->id, why);
+	return 0;
+}
+
+static int
+compact_day(struct store *st, rocksdb_readoptions_t *ro, uint64_t sid, int64_t day,
+    const int64_t *ws, size_t n, const struct buf *keys)
+{
+	rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
+	struct buf enc10[6 * 24], enc1h[24];
+	bool done10[6 * 24] = { false }, done1h[24] = { false };
+	struct agg *a = NULL;
+	struct rctx c = { .st = st, .ro = ro, .sid = sid, .bad = skip_bad };
+	char *dberr = NULL;
+	size_t i, j;
+	int rc = 0;
+
+	memset(enc10, 0, sizeof(enc10));
+	memset(enc1h, 0, sizeof(enc1h));
+	for (i = 0; i < n && rc == 0; i++) {
+		size_t slot = (size_t)((ws[i] - day) / NS_10M);
+
+		if (slot >= 6 * 24 || done10[slot])
+			continue;
+		done10[slot] = true;
+		if ((c.a = a = agg_create()) == NULL) {
+			rc = -ENOMEM;
+			break;
+		}
+		if ((rc = read_raw(&c, ws[i], ws[i] + NS_10M)) == 0 &&
+		    (rc = window_put(wb, sid, 0, ws[i], a)) == 0)
+			rc = agg_encode(a, &enc10[slot]);
+		agg_free(a);
+		a = NULL;
+	}
+	/* Hours from their six 10-minute windows, the day from its hours. */
+	for (i = 0; i < 24 && rc == 0; i++) {
+		for (j = 0; j < 6 && !done10[i * 6 + j]; j++)
+			;
+		if (j == 6)
+			continue;
+		done1h[i] = true;
+		if ((a = agg_create()) == NULL) {
+			rc = -ENOMEM;
+			break;
+		}
+		for (j = 0; j < 6 && rc == 0; j++) {
+			const struct buf *e = &enc10[i * 6 + j];
+
+			rc = done10[i * 6 + j] ? agg_add(a, e->data, e->len, NULL) :
+			    window_get(st, ro, sid, 0, day + (int64_t)(i * 6 + j) * NS_10M, a);
+		}
+		if (rc == 0 && (rc = window_put(wb, sid, 1, day + (int64_t)i * NS_1H, a)) == 0)
+			rc = agg_encode(a, &enc1h[i]);
+		agg_free(a);
+		a = NULL;
+	}
+	if (rc == 0 && (a = agg_create()) == NULL)
+		rc = -ENOMEM;
+	for (i = 0; i < 24 && rc == 0; i++)
+		rc = done1h[i] ? agg_add(a, enc1h[i].data, enc1h[i].len, NULL) :
+		    window_get(st, ro, sid, 1, day + (int64_t)i * NS_1H, a);
+	if (rc == 0)
+		rc = window_put(wb, sid, 2, day, a);
+	agg_free(a);
+	for (i = 0; rc == 0 && i + 25 <= keys->len; i += 25)
+		rocksdb_writebatch_delete(wb, keys->data + i, 25);
+	/* Derived data: not synced; a crash keeps the markers and redoes it. */
+	if (rc == 0) {
+		rocksdb_write(st->db, st->wasync, wb, &dberr);
+		if (dberr) {
+			log_warnx("store: compaction: %s", dberr);
+			free(dberr);
+			rc = -EIO;
+		}
+	}
+	rocksdb_writebatch_destroy(wb);
+	for (i = 0; i < 6 * 24; i++)
+		buf_free(&enc10[i]);
+	for (i = 0; i < 24; i++)
+		buf_free(&enc1h[i]);
+	return rc;
+}
+
+int
+store_compact(struct store *st, uint64_t *ndays)
+{
+	const rocksdb_snapshot_t *snap = rocksdb_create_snapshot(st->db);
+	rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+	rocksdb_iterator_t *it;
+	struct buf keys = { 0 }, ws = { 0 };
+	uint64_t cur_sid = 0, days = 0;
+	int64_t cur_day = 0;
+	bool have = false;
+	int rc = 0;
+
+	rocksdb_readoptions_set_snapshot(ro, snap);
+	it = rocksdb_create_iterator(st->db, ro);
+	/* Markers sort by series then window: one day of one series at a time. */
+	for (rocksdb_iter_seek(it, "D", 1);; rocksdb_iter_next(it)) {
+		const unsigned char *k = NULL;
+		size_t kl = 0;
+		uint64_t sid = 0;
+		int64_t w = 0, day = 0;
+		bool valid = rocksdb_iter_valid(it);
+
+		if (valid) {
+			k = (const unsigned char *)rocksdb_iter_key(it, &kl);
+			valid = kl == 25 && k[0] == 'D';
+		}
+		if (valid) {
+			sid = be64_get(k + 1);
+			w = time_dec(be64_get(k + 9));
+			day = floordiv(w, NS_1D) * NS_1D;
+		}
+		if (have && (!valid || sid != cur_sid || day != cur_day)) {
+			rc = compact_day(st, ro, cur_sid, cur_day, (const int64_t *)ws.data,
+			    ws.len / sizeof(int64_t), &keys);
+			if (rc < 0)
+				break;
+			days++;
+			buf_reset(&keys);
+			buf_reset(&ws);
+			have = false;
+			atomic_fetch_add(&st->n_compacted, 1);
+		}
+		if (!valid)
+			break;
+		if (!have || ((const int64_t *)ws.data)[ws.len / sizeof(int64_t) - 1] != w)
+			rc = buf_add(&ws, &w, sizeof(w));
+		if (rc == 0)
+			rc = buf_add(&keys, k, kl);
+		if (rc < 0)
+			break;
+		have = true;
+		cur_sid = sid;
+		cur_day = day;
+	}
+	rocksdb_iter_destroy(it);
+	rocksdb_readoptions_destroy(ro);
+	rocksdb_release_snapshot(st->db, snap);
+	buf_free(&keys);
+	buf_free(&ws);
+	if (ndays)
+		*ndays = days;
+	return rc;
+}
+
+static void *
+compact_main(void *arg)
+{
+	struct store *st = arg;
+	struct timespec ts;
+	uint64_t n;
+
+	pthread_mutex_lock(&st->rt_lock);
+	while (!st->cp_stop) {
+		st->cp_kick = false;
+		pthread_mutex_unlock(&st->rt_lock);
+		if (store_compact(st, &n) < 0)
+			log_warnx("store: compaction failed; retrying in a while");
+		pthread_mutex_lock(&st->rt_lock);
+		/* Batch what arrives within a second; idle otherwise. */
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 1;
+		while (!st->cp_stop && pthread_cond_timedwait(&st->cp_cond, &st->rt_lock, &ts) == 0)
+			;
+		while (!st->cp_stop && !st->cp_kick)
+			pthread_cond_wait(&st->cp_cond, &st->rt_lock);
+	}
+	pthread_mutex_unlock(&st->rt_lock);
+	return NULL;
 }
 
 int

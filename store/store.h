@@ -105,8 +105,9 @@ const struct series *store_series_get(struct store *st, uint64_t id);
 
 /*
  * Call fn for each profile of series sid with from <= time < to, in time
- * order. data is the stored (gzipped) pprof, valid during the call. A nonzero
- * return from fn stops the scan and is returned.
+ * order. With with_data, data is the profile as gzipped pprof, valid during
+ * the call; without, only the listing is read. A nonzero return from fn
+ * stops the scan and is returned.
  */
 typedef int (*store_scan_fn)(void *arg, const struct store_ref *ref,
     const void *data, size_t len);
@@ -128,6 +129,13 @@ int	store_hours(struct store *st, uint64_t sid, int64_t **out, size_t *n);
  */
 int	store_expire(struct store *st, int64_t before, uint64_t *n);
 int	store_set_retention(struct store *st, int64_t keep_ns);
+
+/*
+ * Rebuild now the pre-aggregated windows that new profiles made stale (a
+ * thread of the store does it within about a second of each put; tests and
+ * benchmarks call it to wait for it). *ndays (optional): days rebuilt.
+ */
+int	store_compact(struct store *st, uint64_t *ndays);
 
 /* Statistics for metrics and meta files. */
 struct store_stats {
