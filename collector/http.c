@@ -288,6 +288,7 @@ handle_metrics(struct http_req *r)
 	metrics_set("profilefs_store_bytes", NULL, (double)s.bytes);
 	metrics_set("profilefs_store_series", NULL, (double)s.series);
 	metrics_set("profilefs_store_disk_bytes", NULL, (double)s.disk_bytes);
+	metrics_set("profilefs_store_windows_pending", NULL, (double)s.windows_pending);
 	metrics_set("profilefs_http_connections", NULL, (double)atomic_load(&r->srv->nconns));
 	if (metrics_render(&b) < 0) {
 		buf_free(&b);
@@ -335,6 +336,8 @@ describe_metrics(void)
 	    "Filesystem requests (getattr, readdir, open, create).");
 	metrics_describe("profilefs_fuse_errors_total", "counter",
 	    "Filesystem requests that failed other than with ENOENT.");
+	metrics_describe("profilefs_store_windows_pending", "gauge",
+	    "Series-days whose pre-aggregated windows the last compaction pass rebuilt (0: caught up).");
 	metrics_describe("profilefs_store_disk_bytes", "gauge",
 	    "Size of the database on disk (live SST files and WAL), as RocksDB estimates it.");
 }

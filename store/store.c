@@ -98,6 +98,7 @@ struct store {
 	bool			 cp_running, cp_stop, cp_kick;
 	pthread_cond_t		 cp_cond;
 	_Atomic uint64_t	 n_compacted;
+	_Atomic uint64_t	 n_pending;	/* days of the last pass */
 	/* retention thread; rt_lock protects rt_stop */
 	pthread_t		 rt_thread;
 	bool			 rt_running;
@@ -1837,6 +1838,7 @@ store_compact(struct store *st, uint64_t *ndays)
 	buf_free(&ws);
 	if (ndays)
 		*ndays = days;
+	atomic_store(&st->n_pending, days);
 	return rc;
 }
 
@@ -1921,6 +1923,7 @@ store_get_stats(struct store *st, struct store_stats *s)
 	pthread_rwlock_rdlock(&st->st_lock);
 	s->series = st->nseries;
 	pthread_rwlock_unlock(&st->st_lock);
+	s->windows_pending = atomic_load(&st->n_pending);
 	s->disk_bytes = 0;
 	if (rocksdb_property_int(st->db, "rocksdb.total-sst-files-size", &v) == 0)
 		s->disk_bytes += v;
@@ -1930,8 +1933,94 @@ store_get_stats(struct store *st, struct store_stats *s)
 
 /* --- retention ---------------------------------------------------------- */
 
+/* Delete [prefix|sid|lo, prefix|sid|hi) in wb; keys of (1 + 8 + 8) bytes. */
+static void
+delete_span(rocksdb_writebatch_t *wb, char prefix, uint64_t sid, int64_t lo, int64_t hi)
+{
+	unsigned char a[17], b[17];
+
+	a[0] = b[0] = (unsigned char)prefix;
+	be64_put(a + 1, sid);
+	be64_put(b + 1, sid);
+	be64_put(a + 9, time_enc(lo));
+	be64_put(b + 9, time_enc(hi));
+	rocksdb_writebatch_delete_range(wb, (char *)a, sizeof(a), (char *)b, sizeof(b));
+}
+
+/*
+ * Delete the raw profiles of series sid older than `before` (and windows
+ * wholly older than wbefore) by key ranges; only the expired T records are
+ * read, for the ids of their I records. *n: profiles deleted.
+ */
+static int
+expire_series(struct store *st, uint64_t sid, int64_t before, int64_t wbefore, uint64_t *n)
+{
+	unsigned char lo[17], hi[17], ikey[9], w0[18], w1[18];
+	rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+	rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
+	rocksdb_iterator_t *it;
+	char *dberr = NULL;
+	uint64_t here = 0;
+	int l, rc = 0;
+
+	lo[0] = hi[0] = 'T';
+	be64_put(lo + 1, sid);
+	be64_put(hi + 1, sid);
+	be64_put(lo + 9, time_enc(INT64_MIN));
+	be64_put(hi + 9, time_enc(before));
+	rocksdb_readoptions_set_iterate_upper_bound(ro, (char *)hi, sizeof(hi));
+	it = rocksdb_create_iterator(st->db, ro);
+	for (rocksdb_iter_seek(it, (char *)lo, sizeof(lo)); rocksdb_iter_valid(it);
+	    rocksdb_iter_next(it)) {
+		size_t kl;
+		const char *k = rocksdb_iter_key(it, &kl);
+
+		if (kl != 25)
+			continue;
+		ikey[0] = 'I';
+		memcpy(ikey + 1, k + 17, 8);
+		rocksdb_writebatch_delete(wb, (char *)ikey, sizeof(ikey));
+		here++;
+	}
+	rocksdb_iter_destroy(it);
+	if (here) {
+		delete_span(wb, 'P', sid, INT64_MIN, before);
+		delete_span(wb, 'T', sid, INT64_MIN, before);
+		/* Markers of expired spans: their windows keep what they hold. */
+		delete_span(wb, 'D', sid, INT64_MIN, floordiv(before, NS_10M) * NS_10M);
+		/* Hours wholly before the cut no longer hold data. */
+		delete_span(wb, 'H', sid, INT64_MIN, floordiv(before, NS_1H));
+	}
+	for (l = 0; l < 3 && wbefore > INT64_MIN + NS_1D; l++) {
+		w0[0] = w1[0] = 'W';
+		be64_put(w0 + 1, sid);
+		be64_put(w1 + 1, sid);
+		w0[9] = w1[9] = (unsigned char)l;
+		be64_put(w0 + 10, time_enc(INT64_MIN));
+		/* windows [w, w + len) with w + len <= wbefore */
+		be64_put(w1 + 10, time_enc(wbefore - win_len[l] + 1));
+		rocksdb_writebatch_delete_range(wb, (char *)w0, sizeof(w0), (char *)w1, sizeof(w1));
+	}
+	rocksdb_write(st->db, st->wsync, wb, &dberr);
+	rocksdb_writebatch_destroy(wb);
+	rocksdb_readoptions_destroy(ro);
+	if (dberr) {
+		log_warnx("store: retention: %s", dberr);
+		free(dberr);
+		rc = -EIO;
+	}
+	*n += here;
+	return rc;
+}
+
 int
 store_expire(struct store *st, int64_t before, uint64_t *n)
+{
+	return store_expire_tiers(st, before, before, n);
+}
+
+int
+store_expire_tiers(struct store *st, int64_t before, int64_t wbefore, uint64_t *n)
 {
 	const struct series **all;
 	uint64_t count = 0;
@@ -1940,55 +2029,8 @@ store_expire(struct store *st, int64_t before, uint64_t *n)
 
 	if ((rc = store_series(st, &all, &ns)) < 0)
 		return rc;
-	for (i = 0; i < ns && rc == 0; i++) {
-		unsigned char lo[17], hi[17], hlo[17], hhi[17], ikey[9];
-		rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
-		rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
-		rocksdb_iterator_t *it;
-		char *dberr = NULL;
-		uint64_t here = 0;
-
-		lo[0] = hi[0] = 'P';
-		be64_put(lo + 1, all[i]->id);
-		be64_put(hi + 1, all[i]->id);
-		be64_put(lo + 9, time_enc(INT64_MIN));
-		be64_put(hi + 9, time_enc(before));
-		rocksdb_readoptions_set_iterate_upper_bound(ro, (char *)hi, sizeof(hi));
-		it = rocksdb_create_iterator(st->db, ro);
-		/* Keys only: each profile's id names its 'I' record. */
-		for (rocksdb_iter_seek(it, (char *)lo, sizeof(lo)); rocksdb_iter_valid(it);
-		    rocksdb_iter_next(it)) {
-			size_t kl;
-			const char *k = rocksdb_iter_key(it, &kl);
-
-			if (kl != 25)
-				continue;
-			ikey[0] = 'I';
-			memcpy(ikey + 1, k + 17, 8);
-			rocksdb_writebatch_delete(wb, k, kl);
-			rocksdb_writebatch_delete(wb, (char *)ikey, sizeof(ikey));
-			here++;
-		}
-		rocksdb_iter_destroy(it);
-		/* Hours wholly before the cut no longer hold data. */
-		hlo[0] = hhi[0] = 'H';
-		be64_put(hlo + 1, all[i]->id);
-		be64_put(hhi + 1, all[i]->id);
-		be64_put(hlo + 9, time_enc(INT64_MIN));
-		be64_put(hhi + 9, time_enc(floordiv(before, INT64_C(3600000000000))));
-		rocksdb_writebatch_delete_range(wb, (char *)hlo, sizeof(hlo), (char *)hhi,
-		    sizeof(hhi));
-		if (here)
-			rocksdb_write(st->db, st->wsync, wb, &dberr);
-		rocksdb_writebatch_destroy(wb);
-		rocksdb_readoptions_destroy(ro);
-		if (dberr) {
-			log_warnx("store: retention: %s", dberr);
-			free(dberr);
-			rc = -EIO;
-		}
-		count += here;
-	}
+	for (i = 0; i < ns && rc == 0; i++)
+		rc = expire_series(st, all[i]->id, before, wbefore, &count);
 	free(all);
 	if (count)
 		atomic_fetch_add(&st->gen, 1);

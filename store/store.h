@@ -128,6 +128,13 @@ int	store_hours(struct store *st, uint64_t sid, int64_t **out, size_t *n);
  * owns until store_close(); 0 keeps everything (the default).
  */
 int	store_expire(struct store *st, int64_t before, uint64_t *n);
+/*
+ * The same per tier: raw profiles older than before, pre-aggregated windows
+ * wholly older than wbefore (windows past the raw cut keep what they hold
+ * but reads stop at the oldest raw profile, so every listing and file stays
+ * consistent). Deletes by key ranges.
+ */
+int	store_expire_tiers(struct store *st, int64_t before, int64_t wbefore, uint64_t *n);
 int	store_set_retention(struct store *st, int64_t keep_ns);
 
 /*
@@ -144,6 +151,7 @@ struct store_stats {
 	uint64_t	 bytes;
 	uint64_t	 series;
 	uint64_t	 disk_bytes;	/* live SST + WAL size as RocksDB estimates it */
+	uint64_t	 windows_pending; /* series-days the last compaction pass rebuilt: 0, caught up */
 };
 void	store_get_stats(struct store *st, struct store_stats *s);
 
