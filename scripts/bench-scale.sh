@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Benchmark: storage at scale. Pushes a week of real Go CPU profiles
 # (runtime/pprof, from tests/go/gencpu) at a 30 s cadence for 2 label sets
-# (pod=0, pod=1) through the HTTP API with past created_at times, waits for
+# (pod=0, pod=1), 64 distinct profiles pushed round-robin, through the HTTP API with past created_at times, waits for
 # the pre-aggregated windows, restarts the daemon, and prints side by side:
 # cold and warm reads of last-7d, last-24h and an unaligned FROM..TO
 # (merged.pb.gz, flamegraph.svg), ls -l of last-7d, go tool pprof -proto on
@@ -23,10 +23,10 @@ PROFILES="${BENCH_SCALE_PROFILES:-/tmp/profilefs-bench-scale-cpu}"
 export GOCACHE="${GOCACHE:-/tmp/profilefs-gocache}" GOFLAGS=-mod=mod
 
 [ -x "$BIN" ] || make -C "$ROOT" -j2 >/dev/null
-if [ "$(ls "$PROFILES"/cpu-*.pb.gz 2>/dev/null | wc -l)" -lt 8 ]; then
-  echo "generating 8 Go CPU profiles (1 s each) into $PROFILES ..."
+if [ "$(ls "$PROFILES"/cpu-*.pb.gz 2>/dev/null | wc -l)" -lt 64 ]; then
+  echo "generating 64 Go CPU profiles (1 s each) into $PROFILES ..."
   (cd "$ROOT/tests/go/gencpu" && go build -o /tmp/profilefs-gencpu .)
-  /tmp/profilefs-gencpu -out "$PROFILES" -n 8 -dur 1s 2>/dev/null
+  /tmp/profilefs-gencpu -out "$PROFILES" -n 64 -dur 1s 2>/dev/null
 fi
 files=$(ls "$PROFILES"/cpu-*.pb.gz)
 TMP="$(mktemp -d /tmp/profilefs-bench-scale.XXXXXX)"

@@ -1847,21 +1847,24 @@ compact_main(void *arg)
 {
 	struct store *st = arg;
 	struct timespec ts;
-	uint64_t n;
+	uint64_t n = 0;
 
 	pthread_mutex_lock(&st->rt_lock);
 	while (!st->cp_stop) {
 		st->cp_kick = false;
 		pthread_mutex_unlock(&st->rt_lock);
-		if (store_compact(st, &n) < 0)
-			log_warnx("store: compaction failed; retrying in a while");
+		if (store_compact(st, &n) < 0) {
+			log_warnx("store: compaction failed; retrying in a second");
+			n = 1;
+		}
 		pthread_mutex_lock(&st->rt_lock);
 		/* Batch what arrives within a second; idle otherwise. */
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_sec += 1;
 		while (!st->cp_stop && pthread_cond_timedwait(&st->cp_cond, &st->rt_lock, &ts) == 0)
 			;
-		while (!st->cp_stop && !st->cp_kick)
+		/* A pass that found work goes again: the next says it caught up. */
+		while (!st->cp_stop && !st->cp_kick && n == 0)
 			pthread_cond_wait(&st->cp_cond, &st->rt_lock);
 	}
 	pthread_mutex_unlock(&st->rt_lock);
