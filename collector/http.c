@@ -207,6 +207,9 @@ http_reply_store_error(struct http_req *r, int rc, const char *what, const struc
 	case -ENOMEM:
 		http_reply_error(r, 503, "%s: out of memory", what);
 		break;
+	case -ENOSPC:	/* 507 Insufficient Storage: retry once space returns */
+		http_reply_error(r, 507, "%s: %s", what, why);
+		break;
 	default:
 		http_reply_error(r, 500, "%s: %s", what, why);
 		break;

@@ -846,7 +846,7 @@ out:
 			metrics_add("profilefs_ingested_profiles_total",
 			    "source=\"ingest\",outcome=\"invalid\"", 1);
 		/* EIO for storage trouble, EINVAL for everything the file did wrong. */
-		if (rc != -EIO && rc != -ENOMEM && rc != -EFBIG)
+		if (rc != -EIO && rc != -ENOMEM && rc != -EFBIG && rc != -ENOSPC)
 			rc = -EINVAL;
 	}
 	pthread_mutex_lock(&ig_lock);

@@ -20,7 +20,8 @@
 
 static const char usage_text[] =
 "usage: profilefs serve [--data DIR] [--http HOST:PORT] [--ebpf[=HZ]] [--scrape FILE]\n"
-"                       [--retention DURATION] [-v] [--debug-fuse] MOUNTPOINT\n"
+"                       [--retention DURATION] [--retention-aggregates DURATION]\n"
+"                       [--max-disk SIZE] [-v] [--debug-fuse] MOUNTPOINT\n"
 "       profilefs --help | --version\n"
 "\n"
 "Continuous profiling as a filesystem: profiles stored in an embedded database\n"
@@ -43,6 +44,10 @@ static const char usage_text[] =
 "  --scrape FILE       pull Go /debug/pprof endpoints listed in FILE (JSON)\n"
 "  --retention DURATION  delete profiles older than DURATION (e.g. 30d, 12h);\n"
 "                      default: keep everything\n"
+"  --retention-aggregates DURATION  keep the pre-aggregated windows (10 min,\n"
+"                      1 h, 1 day) this long (default: as --retention)\n"
+"  --max-disk SIZE     cap the data directory at SIZE bytes (K/M/G suffixes):\n"
+"                      the oldest data is deleted first\n"
 "  -v, --verbose       log more\n"
 "  --debug-fuse        trace every FUSE request (very verbose)\n"
 "\n"
@@ -67,6 +72,8 @@ struct serve_opts {
 	const char	*http_token;
 	int		 debug_fuse;
 	int64_t		 retention;	/* ns, 0: keep everything */
+	int64_t		 retention_aggr;	/* ns, 0: as retention */
+	unsigned long long max_disk;	/* bytes, 0: no cap */
 	const char	*mountpoint;
 };
 
@@ -155,7 +162,8 @@ serve(const struct serve_opts *o)
 		return 1;
 	}
 	log_info("profilefs %s: data in %s", PROFILEFS_VERSION, o->data);
-	if (o->retention && store_set_retention(st, o->retention) < 0)
+	if ((o->retention || o->max_disk) && store_set_limits(st, o->retention,
+	    o->retention_aggr, o->max_disk) < 0)
 		log_warn("cannot start the retention thread");
 	if (o->http) {
 		struct http_opts ho = { .listen = o->http, .max_body = o->http_max_body,
@@ -222,6 +230,8 @@ main(int argc, char **argv)
 		{ "verbose",	no_argument,		NULL, 'v' },
 		{ "debug-fuse",	no_argument,		NULL, 'D' },
 		{ "retention",	required_argument,	NULL, 'R' },
+		{ "retention-aggregates", required_argument, NULL, 'A' },
+		{ "max-disk",	required_argument,	NULL, 'M' },
 		{ "help",	no_argument,		NULL, 'h' },
 		{ "version",	no_argument,		NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
@@ -288,6 +298,7 @@ main(int argc, char **argv)
 			break;
 		case 'B':
 		case 'Z':
+		case 'M':
 			errno = 0;
 			bytes = strtoull(optarg, &end, 10);
 			mult = *end == 'K' || *end == 'k' ? 1u << 10 : *end == 'M' || *end == 'm' ?
@@ -295,11 +306,14 @@ main(int argc, char **argv)
 			if (mult > 1)
 				end++;
 			if (errno || *end || bytes == 0 || bytes > (1ull << 40) / mult) {
-				fprintf(stderr, "profilefs: --http-max-%s: not a size in bytes: '%s'\n",
-				    c == 'B' ? "body" : "decoded", optarg);
+				fprintf(stderr, "profilefs: --%s: not a size in bytes: '%s'\n",
+				    c == 'B' ? "http-max-body" : c == 'Z' ? "http-max-decoded" :
+				    "max-disk", optarg);
 				return 2;
 			}
-			if (c == 'B')
+			if (c == 'M')
+				o.max_disk = bytes * mult;
+			else if (c == 'B')
 				o.http_max_body = (size_t)(bytes * mult);
 			else
 				o.http_max_decoded = (size_t)(bytes * mult);
@@ -321,9 +335,12 @@ main(int argc, char **argv)
 			o.debug_fuse = 1;
 			break;
 		case 'R':
-			if ((o.retention = parse_duration(optarg)) < 0) {
-				fprintf(stderr, "profilefs: --retention: '%s' is not a duration "
-				    "(write e.g. 30d, 12h, 90m)\n", optarg);
+		case 'A':
+			if ((c == 'R' ? (o.retention = parse_duration(optarg)) :
+			    (o.retention_aggr = parse_duration(optarg))) < 0) {
+				fprintf(stderr, "profilefs: --%s: '%s' is not a duration "
+				    "(write e.g. 30d, 12h, 90m)\n", c == 'R' ? "retention" :
+				    "retention-aggregates", optarg);
 				return 2;
 			}
 			break;

@@ -11,7 +11,8 @@
 #
 # Usage: scripts/bench-scale.sh [DAYS]   (default 7)
 # "cold" is the first read after a restart of the daemon (page cache kept
-# unless run as root, which drops it).
+# unless run as root, which drops it). BENCH_SCALE_KEEP=DIR keeps the data
+# directory there for further experiments.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BIN="${PROFILEFS_BIN:-$ROOT/bin/profilefs}"
@@ -33,6 +34,9 @@ TMP="$(mktemp -d /tmp/profilefs-bench-scale.XXXXXX)"
 cleanup() {
   if [ -n "${PID:-}" ]; then kill "$PID" 2>/dev/null; wait "$PID" 2>/dev/null || true; fi
   fusermount3 -u -z "$TMP/mnt" 2>/dev/null || true
+  if [ -n "${BENCH_SCALE_KEEP:-}" ] && [ -d "$TMP/data" ]; then
+    rm -rf "$BENCH_SCALE_KEEP"; mv "$TMP/data" "$BENCH_SCALE_KEEP"
+  fi
   rm -rf "$TMP"
 }
 trap cleanup EXIT

@@ -47,6 +47,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
@@ -102,7 +103,9 @@ struct store {
 	/* retention thread; rt_lock protects rt_stop */
 	pthread_t		 rt_thread;
 	bool			 rt_running;
-	int64_t			 rt_keep;
+	int64_t			 rt_keep, rt_keep_windows;
+	uint64_t		 rt_max_disk;
+	char			*dir;
 	pthread_mutex_t		 rt_lock;
 	pthread_cond_t		 rt_cond;
 	bool			 rt_stop;
@@ -705,6 +708,10 @@ store_open(const char *dir, struct store **out, struct buf *err)
 	pthread_mutex_init(&st->rt_lock, NULL);
 	pthread_cond_init(&st->rt_cond, NULL);
 	st->names = intern_create(64);
+	if ((st->dir = strdup(dir)) == NULL) {
+		store_close(st);
+		return -ENOMEM;
+	}
 	st->opts = rocksdb_options_create();
 	rocksdb_options_set_create_if_missing(st->opts, 1);
 	/*
@@ -819,6 +826,7 @@ store_close(struct store *st)
 	pthread_rwlock_destroy(&st->st_lock);
 	pthread_mutex_destroy(&st->rt_lock);
 	pthread_cond_destroy(&st->rt_cond);
+	free(st->dir);
 	free(st);
 }
 
@@ -2042,22 +2050,98 @@ store_expire_tiers(struct store *st, int64_t before, int64_t wbefore, uint64_t *
 	return rc;
 }
 
+/* Bytes of the files in the data directory (what du reports, roughly). */
+static uint64_t
+dir_bytes(const char *dir)
+{
+	char path[4096];
+	struct dirent *e;
+	struct stat sb;
+	uint64_t n = 0;
+	DIR *d;
+
+	if ((d = opendir(dir)) == NULL)
+		return 0;
+	while ((e = readdir(d)) != NULL) {
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		if (e->d_name[0] != '.' && stat(path, &sb) == 0 && S_ISREG(sb.st_mode))
+			n += (uint64_t)sb.st_blocks * 512;
+	}
+	closedir(d);
+	return n;
+}
+
+/* The time of the oldest raw profile of any series; -ENOENT if none. */
+static int
+oldest_time(struct store *st, int64_t *t)
+{
+	const struct series **all;
+	size_t n, i;
+	int rc = -ENOENT;
+
+	if (store_series(st, &all, &n) < 0)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		struct rctx c = { .st = st, .ro = st->ropts, .sid = all[i]->id };
+		int64_t first, last;
+
+		if (series_extent(&c, &first, &last) == 0 && (rc < 0 || first < *t)) {
+			*t = first;
+			rc = 0;
+		}
+	}
+	free(all);
+	return rc;
+}
+
+/*
+ * --max-disk: while the data dir is over the cap, delete the oldest hour of
+ * data of every series (raw and windows) and compact, so the files shrink.
+ */
+static void
+enforce_max_disk(struct store *st)
+{
+	uint64_t size = dir_bytes(st->dir), n, total = 0;
+	int64_t t = 0, cut = INT64_MIN;
+	int rounds = 0;
+
+	while (size > st->rt_max_disk && rounds++ < 10000 && oldest_time(st, &t) == 0) {
+		cut = (floordiv(t, NS_1H) + 1) * NS_1H;
+		if (store_expire_tiers(st, cut, cut, &n) < 0)
+			break;
+		total += n;
+		rocksdb_compact_range(st->db, NULL, 0, NULL, 0);
+		size = dir_bytes(st->dir);
+	}
+	if (total)
+		log_info("retention: --max-disk: deleted %llu profiles (data before %lld s); "
+		    "%llu bytes on disk", (unsigned long long)total, (long long)(cut / 1000000000),
+		    (unsigned long long)size);
+}
+
 static void *
 retention_main(void *arg)
 {
 	struct store *st = arg;
 	struct timespec ts;
 	uint64_t n;
+	int64_t now, wkeep;
 
 	pthread_mutex_lock(&st->rt_lock);
 	while (!st->rt_stop) {
 		pthread_mutex_unlock(&st->rt_lock);
-		if (store_expire(st, now_ns() - st->rt_keep, &n) == 0 && n)
+		now = now_ns();
+		wkeep = st->rt_keep_windows > st->rt_keep ? st->rt_keep_windows : st->rt_keep;
+		if (st->rt_keep && store_expire_tiers(st, now - st->rt_keep, now - wkeep, &n) == 0 &&
+		    n)
 			log_info("retention: deleted %llu profiles older than %lld s",
 			    (unsigned long long)n, (long long)(st->rt_keep / 1000000000));
+		if (st->rt_max_disk)
+			enforce_max_disk(st);
 		pthread_mutex_lock(&st->rt_lock);
 		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += 60;
+		/* The size cap is checked more often than ages change. */
+		ts.tv_sec += st->rt_max_disk ? 5 : 60;
 		while (!st->rt_stop &&
 		    pthread_cond_timedwait(&st->rt_cond, &st->rt_lock, &ts) == 0)
 			;
@@ -2069,9 +2153,17 @@ retention_main(void *arg)
 int
 store_set_retention(struct store *st, int64_t keep_ns)
 {
-	if (keep_ns <= 0 || st->rt_running)
+	return store_set_limits(st, keep_ns, 0, 0);
+}
+
+int
+store_set_limits(struct store *st, int64_t keep_raw, int64_t keep_windows, uint64_t max_disk)
+{
+	if ((keep_raw <= 0 && max_disk == 0) || st->rt_running)
 		return 0;
-	st->rt_keep = keep_ns;
+	st->rt_keep = keep_raw > 0 ? keep_raw : 0;
+	st->rt_keep_windows = keep_windows > 0 ? keep_windows : 0;
+	st->rt_max_disk = max_disk;
 	if (pthread_create(&st->rt_thread, NULL, retention_main, st) != 0)
 		return -errno;
 	st->rt_running = true;

@@ -136,6 +136,14 @@ int	store_expire(struct store *st, int64_t before, uint64_t *n);
  */
 int	store_expire_tiers(struct store *st, int64_t before, int64_t wbefore, uint64_t *n);
 int	store_set_retention(struct store *st, int64_t keep_ns);
+/*
+ * All limits at once, enforced by the same thread (call once): raw profiles
+ * older than keep_raw, windows older than keep_windows (0 or shorter: as
+ * keep_raw), and max_disk bytes of data dir (0: no cap), over which the
+ * oldest hour of data goes first, every 5 seconds.
+ */
+int	store_set_limits(struct store *st, int64_t keep_raw, int64_t keep_windows,
+	    uint64_t max_disk);
 
 /*
  * Rebuild now the pre-aggregated windows that new profiles made stale (a
