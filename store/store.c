@@ -49,7 +49,9 @@
 #include <string.h>
 #include <dirent.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/types.h>
+#include <unistd.h>
 #include <time.h>
 
 #include <rocksdb/c.h>
@@ -84,6 +86,12 @@ struct store {
 	rocksdb_writeoptions_t	*wsync;
 	rocksdb_writeoptions_t	*wasync;	/* derived data */
 	rocksdb_readoptions_t	*ropts;
+	/*
+	 * db_lock: held for reading by every use of db, for writing only to
+	 * reopen it after a full disk (full set: writes refused until then).
+	 */
+	pthread_rwlock_t	 db_lock;
+	_Atomic bool		 full;
 	pthread_rwlock_t	 st_lock;	/* protects the fields below */
 	struct series		**series;	/* by sid order of creation */
 	struct series		**sorted;	/* by service, type, labels */
@@ -705,6 +713,7 @@ store_open(const char *dir, struct store **out, struct buf *err)
 	if ((st = calloc(1, sizeof(*st))) == NULL)
 		return -ENOMEM;
 	pthread_rwlock_init(&st->st_lock, NULL);
+	pthread_rwlock_init(&st->db_lock, NULL);
 	pthread_mutex_init(&st->rt_lock, NULL);
 	pthread_cond_init(&st->rt_cond, NULL);
 	st->names = intern_create(64);
@@ -727,6 +736,12 @@ store_open(const char *dir, struct store **out, struct buf *err)
 	rocksdb_options_increase_parallelism(st->opts, 2);
 	rocksdb_options_set_max_open_files(st->opts, 512);
 	rocksdb_options_set_keep_log_file_num(st->opts, 3);
+	/*
+	 * RocksDB's text LOG only gets its header: on a full file system a
+	 * failed LOG write makes RocksDB 7.8 abort at its next message (an
+	 * assertion in WritableFileWriter), while the store reports errors itself.
+	 */
+	rocksdb_options_set_info_log_level(st->opts, 5 /* HEADER_LEVEL */);
 	st->wsync = rocksdb_writeoptions_create();
 	rocksdb_writeoptions_set_sync(st->wsync, 1);
 	st->wasync = rocksdb_writeoptions_create();
@@ -824,6 +839,7 @@ store_close(struct store *st)
 	free(st->state);
 	intern_destroy(st->names);
 	pthread_rwlock_destroy(&st->st_lock);
+	pthread_rwlock_destroy(&st->db_lock);
 	pthread_mutex_destroy(&st->rt_lock);
 	pthread_cond_destroy(&st->rt_cond);
 	free(st->dir);
@@ -881,7 +897,12 @@ sstate_lock(struct store *st, uint64_t sid, int *rc)
 	if (ss->sym == NULL) {
 		if ((ss->sym = symtab_create()) == NULL)
 			*rc = -ENOMEM;
-		else if ((*rc = symtab_read(st, sid, ss->sym)) < 0) {
+		else {
+			pthread_rwlock_rdlock(&st->db_lock);
+			*rc = symtab_read(st, sid, ss->sym);
+			pthread_rwlock_unlock(&st->db_lock);
+		}
+		if (*rc < 0 && ss->sym) {
 			log_warnx("store: the symbols of series %llu cannot be loaded",
 			    (unsigned long long)sid);
 			symtab_free(ss->sym);
@@ -1039,7 +1060,7 @@ compact_kick(struct store *st)
 /* --- writing ------------------------------------------------------------ */
 
 static int
-put_common(struct store *st, const struct store_input *in, const struct profile *p,
+put_locked(struct store *st, const struct store_input *in, const struct profile *p,
     struct store_ref *ref, struct buf *err)
 {
 	const char *type = in->type;
@@ -1110,6 +1131,26 @@ out:
 		atomic_fetch_add(&st->n_rejected, 1);
 	buf_free(&labels);
 	buf_free(&news);
+	return rc;
+}
+
+/* Puts share the database with each other; a reopen after a full disk waits. */
+static int
+put_common(struct store *st, const struct store_input *in, const struct profile *p,
+    struct store_ref *ref, struct buf *err)
+{
+	int rc;
+
+	if (atomic_load(&st->full)) {
+		if (err)
+			buf_adds(err, "the data directory's file system is full; "
+			    "storing resumes once space is freed");
+		atomic_fetch_add(&st->n_rejected, 1);
+		return -ENOSPC;
+	}
+	pthread_rwlock_rdlock(&st->db_lock);
+	rc = put_locked(st, in, p, ref, err);
+	pthread_rwlock_unlock(&st->db_lock);
 	return rc;
 }
 
@@ -1207,7 +1248,10 @@ store_write_error(struct store *st, char *dberr, struct buf *err)
 	bool full = strstr(dberr, "No space left") || strstr(dberr, "NoSpace") ||
 	    strstr(dberr, "no space");
 
-	(void)st;
+	/* RocksDB must not be written again until it is reopened. */
+	if (full && !atomic_exchange(&st->full, true))
+		log_warnx("store: the data directory's file system is full: writes are refused "
+		    "until space is freed");
 	if (err)
 		buf_printf(err, full ? "the data directory's file system is full: %s" :
 		    "database write failed: %s", dberr);
@@ -1242,8 +1286,8 @@ unpack_pprof(struct store *st, uint64_t sid, const void *v, size_t vl, bool gzip
 	return rc;
 }
 
-int
-store_scan(struct store *st, uint64_t sid, int64_t from, int64_t to, bool with_data,
+static int
+store_scan_locked(struct store *st, uint64_t sid, int64_t from, int64_t to, bool with_data,
     store_scan_fn fn, void *arg)
 {
 	unsigned char lo[17], hi[17];
@@ -1300,7 +1344,19 @@ store_scan(struct store *st, uint64_t sid, int64_t from, int64_t to, bool with_d
 }
 
 int
-store_get(struct store *st, uint64_t id, struct store_ref *ref, struct buf *out)
+store_scan(struct store *st, uint64_t sid, int64_t from, int64_t to, bool with_data,
+    store_scan_fn fn, void *arg)
+{
+	int rc;
+
+	pthread_rwlock_rdlock(&st->db_lock);
+	rc = store_scan_locked(st, sid, from, to, with_data, fn, arg);
+	pthread_rwlock_unlock(&st->db_lock);
+	return rc;
+}
+
+static int
+store_get_locked(struct store *st, uint64_t id, struct store_ref *ref, struct buf *out)
 {
 	unsigned char ikey[9], pkey[25];
 	char *dberr = NULL, *v;
@@ -1342,6 +1398,17 @@ store_get(struct store *st, uint64_t id, struct store_ref *ref, struct buf *out)
 	else if (out)
 		rc = unpack_pprof(st, ref->series, v, vl, true, out);
 	free(v);
+	return rc;
+}
+
+int
+store_get(struct store *st, uint64_t id, struct store_ref *ref, struct buf *out)
+{
+	int rc;
+
+	pthread_rwlock_rdlock(&st->db_lock);
+	rc = store_get_locked(st, id, ref, out);
+	pthread_rwlock_unlock(&st->db_lock);
 	return rc;
 }
 
@@ -1547,8 +1614,8 @@ meta_decode(const unsigned char *v, size_t vl, struct store_meta *m)
 	return i == m->ntypes + 1 ? 0 : -EINVAL;
 }
 
-int
-store_read_series(struct store *st, uint64_t sid, int64_t from, int64_t to, struct agg *a,
+static int
+store_read_series_locked(struct store *st, uint64_t sid, int64_t from, int64_t to, struct agg *a,
     store_meta_fn fn, store_bad_fn bad, void *arg)
 {
 	const rocksdb_snapshot_t *snap = rocksdb_create_snapshot(st->db);
@@ -1638,6 +1705,18 @@ out:
 	rocksdb_release_snapshot(st->db, snap);
 	free(c.dirty);
 	buf_free(&c.err);
+	return rc;
+}
+
+int
+store_read_series(struct store *st, uint64_t sid, int64_t from, int64_t to, struct agg *a,
+    store_meta_fn fn, store_bad_fn bad, void *arg)
+{
+	int rc;
+
+	pthread_rwlock_rdlock(&st->db_lock);
+	rc = store_read_series_locked(st, sid, from, to, a, fn, bad, arg);
+	pthread_rwlock_unlock(&st->db_lock);
 	return rc;
 }
 
@@ -1771,11 +1850,8 @@ compact_day(struct store *st, rocksdb_readoptions_t *ro, uint64_t sid, int64_t d
 	/* Derived data: not synced; a crash keeps the markers and redoes it. */
 	if (rc == 0) {
 		rocksdb_write(st->db, st->wasync, wb, &dberr);
-		if (dberr) {
-			log_warnx("store: compaction: %s", dberr);
-			free(dberr);
-			rc = -EIO;
-		}
+		if (dberr)
+			rc = store_write_error(st, dberr, NULL);
 	}
 	rocksdb_writebatch_destroy(wb);
 	for (i = 0; i < 6 * 24; i++)
@@ -1785,8 +1861,8 @@ compact_day(struct store *st, rocksdb_readoptions_t *ro, uint64_t sid, int64_t d
 	return rc;
 }
 
-int
-store_compact(struct store *st, uint64_t *ndays)
+static int
+store_compact_locked(struct store *st, uint64_t *ndays)
 {
 	const rocksdb_snapshot_t *snap = rocksdb_create_snapshot(st->db);
 	rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
@@ -1850,6 +1926,46 @@ store_compact(struct store *st, uint64_t *ndays)
 	return rc;
 }
 
+int
+store_compact(struct store *st, uint64_t *ndays)
+{
+	int rc;
+
+	pthread_rwlock_rdlock(&st->db_lock);
+	rc = store_compact_locked(st, ndays);
+	pthread_rwlock_unlock(&st->db_lock);
+	return rc;
+}
+
+/*
+ * After a full disk: once the file system has room again, reopen the
+ * database (RocksDB refuses writes after a failed one until then). Readers
+ * wait during the reopen; -EAGAIN while there is still no room.
+ */
+static int
+store_recover(struct store *st)
+{
+	struct statvfs sv;
+	char *dberr = NULL;
+	int tries;
+
+	if (statvfs(st->dir, &sv) < 0 || (uint64_t)sv.f_bavail * sv.f_frsize < (16u << 20))
+		return -EAGAIN;
+	pthread_rwlock_wrlock(&st->db_lock);
+	rocksdb_close(st->db);
+	for (tries = 0; (st->db = rocksdb_open(st->opts, st->dir, &dberr)) == NULL; tries++) {
+		if (tries == 60)
+			log_fatalx("store: cannot reopen the database after a full disk: %s", dberr);
+		free(dberr);
+		dberr = NULL;
+		sleep(1);
+	}
+	atomic_store(&st->full, false);
+	pthread_rwlock_unlock(&st->db_lock);
+	log_info("store: the file system has room again: storing resumes");
+	return 0;
+}
+
 static void *
 compact_main(void *arg)
 {
@@ -1861,7 +1977,9 @@ compact_main(void *arg)
 	while (!st->cp_stop) {
 		st->cp_kick = false;
 		pthread_mutex_unlock(&st->rt_lock);
-		if (store_compact(st, &n) < 0) {
+		if (atomic_load(&st->full))
+			n = store_recover(st) < 0;	/* look again in a second */
+		else if (store_compact(st, &n) < 0) {
 			log_warnx("store: compaction failed; retrying in a second");
 			n = 1;
 		}
@@ -1879,8 +1997,8 @@ compact_main(void *arg)
 	return NULL;
 }
 
-int
-store_hours(struct store *st, uint64_t sid, int64_t **out, size_t *n)
+static int
+store_hours_locked(struct store *st, uint64_t sid, int64_t **out, size_t *n)
 {
 	unsigned char lo[9], hi[9];
 	rocksdb_readoptions_t *ro;
@@ -1923,8 +2041,19 @@ store_hours(struct store *st, uint64_t sid, int64_t **out, size_t *n)
 	return 0;
 }
 
-void
-store_get_stats(struct store *st, struct store_stats *s)
+int
+store_hours(struct store *st, uint64_t sid, int64_t **out, size_t *n)
+{
+	int rc;
+
+	pthread_rwlock_rdlock(&st->db_lock);
+	rc = store_hours_locked(st, sid, out, n);
+	pthread_rwlock_unlock(&st->db_lock);
+	return rc;
+}
+
+static void
+store_get_stats_locked(struct store *st, struct store_stats *s)
 {
 	uint64_t v = 0;
 
@@ -1940,6 +2069,14 @@ store_get_stats(struct store *st, struct store_stats *s)
 		s->disk_bytes += v;
 	if (rocksdb_property_int(st->db, "rocksdb.cur-size-all-mem-tables", &v) == 0)
 		s->disk_bytes += v;
+}
+
+void
+store_get_stats(struct store *st, struct store_stats *s)
+{
+	pthread_rwlock_rdlock(&st->db_lock);
+	store_get_stats_locked(st, s);
+	pthread_rwlock_unlock(&st->db_lock);
 }
 
 /* --- retention ---------------------------------------------------------- */
@@ -2030,8 +2167,8 @@ store_expire(struct store *st, int64_t before, uint64_t *n)
 	return store_expire_tiers(st, before, before, n);
 }
 
-int
-store_expire_tiers(struct store *st, int64_t before, int64_t wbefore, uint64_t *n)
+static int
+store_expire_tiers_locked(struct store *st, int64_t before, int64_t wbefore, uint64_t *n)
 {
 	const struct series **all;
 	uint64_t count = 0;
@@ -2050,7 +2187,21 @@ store_expire_tiers(struct store *st, int64_t before, int64_t wbefore, uint64_t *
 	return rc;
 }
 
-/* Bytes of the files in the data directory (what du reports, roughly). */
+int
+store_expire_tiers(struct store *st, int64_t before, int64_t wbefore, uint64_t *n)
+{
+	int rc;
+
+	pthread_rwlock_rdlock(&st->db_lock);
+	rc = store_expire_tiers_locked(st, before, wbefore, n);
+	pthread_rwlock_unlock(&st->db_lock);
+	return rc;
+}
+
+/*
+ * Bytes of the database files in the data directory: tables, write-ahead
+ * logs, manifests; RocksDB's own text logs (LOG*) are not data.
+ */
 static uint64_t
 dir_bytes(const char *dir)
 {
@@ -2064,16 +2215,17 @@ dir_bytes(const char *dir)
 		return 0;
 	while ((e = readdir(d)) != NULL) {
 		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-		if (e->d_name[0] != '.' && stat(path, &sb) == 0 && S_ISREG(sb.st_mode))
+		if (e->d_name[0] != '.' && strncmp(e->d_name, "LOG", 3) != 0 &&
+		    stat(path, &sb) == 0 && S_ISREG(sb.st_mode))
 			n += (uint64_t)sb.st_blocks * 512;
 	}
 	closedir(d);
 	return n;
 }
 
-/* The time of the oldest raw profile of any series; -ENOENT if none. */
+/* The times of the oldest and newest raw profiles of any series; -ENOENT if none. */
 static int
-oldest_time(struct store *st, int64_t *t)
+oldest_time(struct store *st, int64_t *t, int64_t *newest)
 {
 	const struct series **all;
 	size_t n, i;
@@ -2085,10 +2237,13 @@ oldest_time(struct store *st, int64_t *t)
 		struct rctx c = { .st = st, .ro = st->ropts, .sid = all[i]->id };
 		int64_t first, last;
 
-		if (series_extent(&c, &first, &last) == 0 && (rc < 0 || first < *t)) {
+		if (series_extent(&c, &first, &last) < 0)
+			continue;
+		if (rc < 0 || first < *t)
 			*t = first;
-			rc = 0;
-		}
+		if (rc < 0 || last > *newest)
+			*newest = last;
+		rc = 0;
 	}
 	free(all);
 	return rc;
@@ -2102,17 +2257,26 @@ static void
 enforce_max_disk(struct store *st)
 {
 	uint64_t size = dir_bytes(st->dir), n, total = 0;
-	int64_t t = 0, cut = INT64_MIN;
+	int64_t t = 0, newest = 0, cut = INT64_MIN;
 	int rounds = 0;
 
-	while (size > st->rt_max_disk && rounds++ < 10000 && oldest_time(st, &t) == 0) {
+	pthread_rwlock_rdlock(&st->db_lock);
+	while (size > st->rt_max_disk && rounds++ < 10000 && oldest_time(st, &t, &newest) == 0) {
 		cut = (floordiv(t, NS_1H) + 1) * NS_1H;
+		/* The newest hour stays: a cap below it would delete all that arrives. */
+		if (cut > floordiv(newest, NS_1H) * NS_1H) {
+			log_warnx("retention: --max-disk %llu bytes is below what the newest hour "
+			    "of data takes (%llu bytes)", (unsigned long long)st->rt_max_disk,
+			    (unsigned long long)size);
+			break;
+		}
 		if (store_expire_tiers(st, cut, cut, &n) < 0)
 			break;
 		total += n;
 		rocksdb_compact_range(st->db, NULL, 0, NULL, 0);
 		size = dir_bytes(st->dir);
 	}
+	pthread_rwlock_unlock(&st->db_lock);
 	if (total)
 		log_info("retention: --max-disk: deleted %llu profiles (data before %lld s); "
 		    "%llu bytes on disk", (unsigned long long)total, (long long)(cut / 1000000000),
