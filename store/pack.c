@@ -270,6 +270,7 @@ struct pctx {
 	struct buf		*news;
 	int64_t			*str, *fn, *mp, *lc;	/* local index -> ref or id, -1 unset */
 	struct buf		 e;			/* scratch entry */
+	struct buf		 sk;			/* scratch stack key */
 };
 
 /* Queue entry (kind, id) for writing if it is not durable yet. */
@@ -376,7 +377,7 @@ static int64_t
 ref_loc(struct pctx *c, uint32_t i)
 {
 	const struct pf_location *l = &c->p->locations[i];
-	int64_t m = 0, *fns;
+	int64_t m = 0, *fns, fns_small[16];
 	uint32_t id, j;
 	int rc;
 
@@ -385,13 +386,16 @@ ref_loc(struct pctx *c, uint32_t i)
 	if (l->mapping && (m = ref_map(c, l->mapping - 1)) < 0)
 		return m;
 	/* Functions first: the scratch entry is shared. */
-	if ((fns = calloc(l->nlines + 1, sizeof(*fns))) == NULL)
+	if (l->nlines <= 16)
+		fns = fns_small;
+	else if ((fns = calloc(l->nlines + 1, sizeof(*fns))) == NULL)
 		return -ENOMEM;
 	for (j = 0; j < l->nlines; j++) {
 		if (l->lines[j].function != PF_NONE &&
 		    (fns[j] = ref_fn(c, l->lines[j].function)) < 0) {
 			rc = (int)fns[j];
-			free(fns);
+			if (fns != fns_small)
+				free(fns);
 			return rc;
 		}
 	}
@@ -406,7 +410,8 @@ ref_loc(struct pctx *c, uint32_t i)
 		    (rc = add64(&c->e, (uint64_t)l->lines[j].line)) == 0)
 			rc = add64(&c->e, (uint64_t)l->lines[j].column);
 	}
-	free(fns);
+	if (fns != fns_small)
+		free(fns);
 	if (rc < 0 || (rc = intern_entry(c, SYM_LOC, c->e.data, c->e.len, &id)) < 0)
 		return rc;
 	return c->lc[i] = id;
@@ -415,17 +420,18 @@ ref_loc(struct pctx *c, uint32_t i)
 static int64_t
 ref_stack(struct pctx *c, const struct pf_sample *s)
 {
-	struct buf k = { 0 };
+	struct buf *k = &c->sk;
 	uint32_t id, j;
 	int64_t li, a, b, u;
 	int rc;
 
-	rc = add32(&k, s->nlocs);
+	buf_reset(k);
+	rc = add32(k, s->nlocs);
 	for (j = 0; rc == 0 && j < s->nlocs; j++) {
 		if ((li = ref_loc(c, s->locs[j])) < 0)
 			rc = (int)li;
 		else
-			rc = add32(&k, (uint32_t)li);
+			rc = add32(k, (uint32_t)li);
 	}
 	for (j = 0; rc == 0 && j < s->nlabels; j++) {
 		const struct pf_label *l = &s->labels[j];
@@ -435,13 +441,12 @@ ref_stack(struct pctx *c, const struct pf_sample *s)
 			rc = -ENOMEM;
 			break;
 		}
-		if ((rc = add32(&k, (uint32_t)a)) == 0 && (rc = add32(&k, (uint32_t)b)) == 0 &&
-		    (rc = add64(&k, (uint64_t)l->num)) == 0)
-			rc = add32(&k, (uint32_t)u);
+		if ((rc = add32(k, (uint32_t)a)) == 0 && (rc = add32(k, (uint32_t)b)) == 0 &&
+		    (rc = add64(k, (uint64_t)l->num)) == 0)
+			rc = add32(k, (uint32_t)u);
 	}
 	if (rc == 0)
-		rc = intern_entry(c, SYM_STACK, k.data, k.len, &id);
-	buf_free(&k);
+		rc = intern_entry(c, SYM_STACK, k->data, k->len, &id);
 	return rc < 0 ? rc : (int64_t)id;
 }
 
@@ -597,6 +602,7 @@ out:
 	free(c.str);
 	free(ps);
 	buf_free(&c.e);
+	buf_free(&c.sk);
 	return rc;
 }
 

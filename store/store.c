@@ -4,7 +4,7 @@
  * written, and each profile is written in one synced batch, so an
  * acknowledged profile survives a crash and a refused one leaves no trace.
  *
- * Profiles are kept in the compact form of pack.h: symbols once per series
+ * Profiles are kept in the compact form of pack.h: symbols once per service
  * ('Y'), samples as (stack id, values). Merges of aligned windows of 10 min,
  * 1 h and 1 day ('W') are derived data: every profile's batch also writes a
  * dirty marker ('D') for its 10-minute window, and the compactor thread
@@ -21,7 +21,9 @@
  *   'I' | id:8                          -> sid:8 | time:8
  *   'H' | sid:8 | hour:8                -> "" (the hour holds data)
  *   'T' | sid:8 | time:8 | id:8         -> ntypes, z total per type (varints), sighash:8
- *   'Y' | sid:8 | kind:1 | id:4         -> a symbol entry (pack.h)
+ *   'Y' | space:8 | kind:1 | id:4       -> a symbol entry (pack.h); space is the
+ *                                          smallest sid of the series' service:
+ *                                          its series share one symbol table
  *   'D' | sid:8 | w10:8 | id:8          -> "" (window w10 must be rebuilt)
  *   'W' | sid:8 | level:1 | start:8     -> a pack of every profile of the window
  *   'V'                                 -> "2": profile values are packs
@@ -77,6 +79,11 @@ static int store_write_error(struct store *st, char *dberr, struct buf *err);
 struct sstate {
 	pthread_mutex_t		 sym_lock;	/* protects sym */
 	struct symtab		*sym;		/* loaded on first use */
+	/*
+	 * Symbols are shared by every series of a service (label sets of one
+	 * binary): they live with the service's first series, space.
+	 */
+	uint64_t		 space;
 };
 
 struct store {
@@ -407,6 +414,12 @@ series_add(struct store *st, uint64_t sid, const char *service, const char *type
 	pos = series_lower(st, service, type, labels);
 	memmove(st->sorted + pos + 1, st->sorted + pos, (st->nseries - pos) * sizeof(*ns));
 	st->sorted[pos] = s;
+	/* The smallest id of the service: fixed once set, ids only grow. */
+	st->state[st->nseries]->space = sid;
+	for (pos = series_lower(st, service, NULL, NULL); pos < st->nseries + 1 &&
+	    strcmp(st->sorted[pos]->service, service) == 0; pos++)
+		if (st->sorted[pos]->id < st->state[st->nseries]->space)
+			st->state[st->nseries]->space = st->sorted[pos]->id;
 	st->series[st->nseries++] = s;
 	if (sid >= st->next_sid)
 		st->next_sid = sid + 1;
@@ -886,7 +899,8 @@ sstate_lock(struct store *st, uint64_t sid, int *rc)
 
 	*rc = 0;
 	pthread_rwlock_rdlock(&st->st_lock);
-	if ((pos = series_pos(st, sid)) >= 0)
+	if ((pos = series_pos(st, sid)) >= 0 &&
+	    (pos = series_pos(st, st->state[pos]->space)) >= 0)
 		ss = st->state[pos];
 	pthread_rwlock_unlock(&st->st_lock);
 	if (ss == NULL) {
@@ -899,7 +913,7 @@ sstate_lock(struct store *st, uint64_t sid, int *rc)
 			*rc = -ENOMEM;
 		else {
 			pthread_rwlock_rdlock(&st->db_lock);
-			*rc = symtab_read(st, sid, ss->sym);
+			*rc = symtab_read(st, ss->space, ss->sym);
 			pthread_rwlock_unlock(&st->db_lock);
 		}
 		if (*rc < 0 && ss->sym) {
@@ -931,7 +945,8 @@ store_symtab_release(struct store *st, uint64_t sid)
 	ssize_t pos;
 
 	pthread_rwlock_rdlock(&st->st_lock);
-	if ((pos = series_pos(st, sid)) >= 0)
+	if ((pos = series_pos(st, sid)) >= 0 &&
+	    (pos = series_pos(st, st->state[pos]->space)) >= 0)
 		ss = st->state[pos];
 	pthread_rwlock_unlock(&st->st_lock);
 	if (ss)
@@ -967,7 +982,7 @@ batch_profile(struct store *st, rocksdb_writebatch_t *wb, uint64_t sid, int64_t 
 		goto unlock;
 	/* The batch copies keys and values: the lock covers only the table. */
 	ykey[0] = 'Y';
-	be64_put(ykey + 1, sid);
+	be64_put(ykey + 1, ss->space);
 	e = (const struct sym_new *)news->data;
 	n = news->len / sizeof(*e);
 	for (i = 0; i < n; i++) {
