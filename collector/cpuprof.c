@@ -1,7 +1,7 @@
 /*
  * cpuprof: per-period, per-service aggregation of eBPF samples into pprof.
  *
- * Each service keeps intern tables (store/intern.h) that give strings,
+ * Each service keeps intern tables (base.h: intern) that give strings,
  * mappings, functions, locations and distinct samples their dense indexes as
  * they are first seen, and a count per distinct sample. At flush the tables
  * are turned into a struct profile (allocated in its own arena) and handed to
@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base.h"
+#include "pprof.h"
 #include "store.h"
 #include "cpuprof.h"
 

@@ -28,9 +28,11 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "../bpf/profile.h"
+#include "profile.h"
 #include "collector.h"
 #include "cpuprof.h"
+#include "base.h"
+#include "pprof.h"
 #include "store.h"
 #include "proctab.h"
 #include "symbolize.h"

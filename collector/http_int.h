@@ -15,6 +15,8 @@
 #include <stdint.h>
 
 #include "collector.h"
+#include "base.h"
+#include "pprof.h"
 #include "store.h"
 
 struct MHD_Connection;

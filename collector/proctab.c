@@ -28,6 +28,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base.h"
+#include "pprof.h"
 #include "store.h"
 #include "proctab.h"
 

@@ -13,12 +13,14 @@
 
 #include "http_int.h"
 #include "httpparse.h"
+#include "base.h"
+#include "pprof.h"
 #include "store.h"
 
 /* Largest id list of GET /api/0/profiles/<id>+<id>+... */
 #define MAX_IDS		1000
 
-/* profefe's types, then this project's others (DESIGN.md "The tree"). */
+/* profefe's types, then this project's others (README.md, "The tree"). */
 static const char *const known_types[] = {
 	"cpu", "heap", "block", "mutex", "goroutine", "threadcreate", "other",
 	"allocs", "wall",

@@ -23,7 +23,7 @@
  * fields and the work queue. A job's transfer fields (easy handle, body) are
  * the scheduler's while J_TRANSFER; its delta base (prev) and body are the
  * worker's while J_PROCESS. Workers never touch curl. Lock order:
- * running_lock, sc_lock, then the metrics registry's own lock.
+ * sc_lock, then the metrics registry's own lock.
  */
 #include <curl/curl.h>
 #include <errno.h>
@@ -40,6 +40,8 @@
 #include <unistd.h>
 
 #include "collector.h"
+#include "base.h"
+#include "pprof.h"
 #include "store.h"
 #include "targets.h"
 
@@ -122,9 +124,6 @@ struct scraper {
 	size_t			 nlate;		/* total recorded */
 };
 
-/* The running scraper, for scrape_status_json(); protected by running_lock. */
-static pthread_mutex_t running_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct scraper *running;
 
 static int64_t
 mono_ns(void)
@@ -878,9 +877,6 @@ scrape_start(struct store *st, const char *targets_file, struct scraper **out)
 	if ((rc = -pthread_create(&sc->sched_thr, NULL, sched_main, sc)) < 0)
 		goto fail;
 	sc->sched_started = true;
-	pthread_mutex_lock(&running_lock);
-	running = sc;
-	pthread_mutex_unlock(&running_lock);
 	log_info("scrape: targets from %s", targets_file);
 	*out = sc;
 	return 0;
@@ -897,10 +893,6 @@ scrape_stop(struct scraper *sc)
 
 	if (sc == NULL)
 		return;
-	pthread_mutex_lock(&running_lock);
-	if (running == sc)
-		running = NULL;
-	pthread_mutex_unlock(&running_lock);
 	atomic_store(&sc->stop, true);
 	if (sc->sched_started) {
 		sched_wake(sc);
@@ -966,20 +958,16 @@ dbl_cmp(const void *a, const void *b)
 }
 
 int
-scrape_status_json(struct buf *b)
+scrape_status_json(struct scraper *sc, struct buf *b)
 {
-	struct scraper *sc;
 	struct job *j;
 	double *late = NULL;
 	size_t n;
 	int64_t now;
 	bool first = true;
 
-	pthread_mutex_lock(&running_lock);
-	if ((sc = running) == NULL || b == NULL) {
-		pthread_mutex_unlock(&running_lock);
-		return sc ? 0 : -ENOENT;
-	}
+	if (sc == NULL)
+		return -ENOENT;
 	now = mono_ns();
 	pthread_mutex_lock(&sc->sc_lock);
 	buf_adds(b, "{\n  \"targets_file\": ");
@@ -1045,7 +1033,6 @@ scrape_status_json(struct buf *b)
 	}
 	buf_adds(b, first ? "]\n}\n" : "\n  ]\n}\n");
 	pthread_mutex_unlock(&sc->sc_lock);
-	pthread_mutex_unlock(&running_lock);
 	free(late);
 	return b->data ? 0 : -ENOMEM;
 }

@@ -21,6 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base.h"
+#include "pprof.h"
 #include "store.h"
 #include "symbolize.h"
 

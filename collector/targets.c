@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base.h"
+#include "pprof.h"
 #include "store.h"
 #include "json.h"
 #include "targets.h"

@@ -10,6 +10,8 @@
 #include <time.h>
 
 #include "cache.h"
+#include "base.h"
+#include "pprof.h"
 #include "store.h"
 
 #define NBUCKETS	4096

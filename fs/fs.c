@@ -28,8 +28,9 @@
 #include <unistd.h>
 
 #include "cache.h"
-#include "collector.h"
 #include "fs.h"
+#include "base.h"
+#include "pprof.h"
 #include "store.h"
 #include "path.h"
 #include "views.h"
@@ -214,7 +215,7 @@ fill_file(void *varg, void **val, size_t *size, void (**free_fn)(void *))
 		rc = readme_render(a->fs, b);
 		break;
 	case NODE_TARGETS:
-		rc = scrape_status_json(b);
+		rc = a->fs->targets_json ? a->fs->targets_json(a->fs->targets_arg, b) : -ENOENT;
 		break;
 	case NODE_PROFILE:
 		rc = store_get(a->fs->st, a->fp->profile_id, &ref, b);
@@ -402,7 +403,7 @@ pf_readdir(const char *path, void *dbuf, fuse_fill_dir_t filler, off_t off,
 	switch (fp.node) {
 	case NODE_ROOT:
 		filler(dbuf, "README.txt", NULL, 0, 0);
-		if (scrape_status_json(NULL) == 0)
+		if (fs->targets_json != NULL)
 			filler(dbuf, ".targets.json", NULL, 0, 0);
 		filler(dbuf, "ingest", NULL, 0, 0);
 		if ((rc = store_series(fs->st, &all, &n)) < 0)

@@ -14,6 +14,8 @@
 #include "cache.h"
 #include "fs.h"
 #include "render.h"
+#include "base.h"
+#include "pprof.h"
 #include "store.h"
 #include "views.h"
 

@@ -33,7 +33,7 @@
 
 #include <rocksdb/c.h>
 
-#include "intern.h"
+#include "base.h"
 #include "store.h"
 
 #define VALUE_V1	1

@@ -1,5 +1,5 @@
 /*
- * test_merge: store/merge.c against pprof's merge rules (shared/PPROF.md):
+ * test_merge: pprof/merge.c against pprof's merge rules (shared/PPROF.md):
  * identity of functions, mappings, locations and samples, dropped zero
  * samples, header rules, gauge averaging, scaled adds and the diff form. Also
  * the hash table and arena the merge is built on (intern.c, arena.c).
@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "intern.h"
+#include "base.h"
 #include "util.h"
 
 static struct profile *

@@ -2,7 +2,7 @@
  * test_scrape: the pure parts of the Go pull mode: the JSON reader
  * (collector/json.c) and its line numbers, the targets file
  * (collector/targets.c) with its defaults and refusals, and the delta between
- * two scrapes of a cumulative profile (store/delta.c).
+ * two scrapes of a cumulative profile (pprof/delta.c).
  */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -6,8 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "arena.h"
-#include "intern.h"
+#include "base.h"
 
 struct ikey {
 	const void	*p;

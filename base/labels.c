@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "labels.h"
+#include "base.h"
 
 static bool
 needs_escape(unsigned char c)

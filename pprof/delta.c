@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "intern.h"
-#include "profile.h"
+#include "base.h"
+#include "pprof.h"
 
 struct dctx {
 	const struct profile	*p;

@@ -16,6 +16,8 @@
 
 #include "collector.h"
 #include "fs.h"
+#include "base.h"
+#include "pprof.h"
 #include "store.h"
 
 static const char usage_text[] =
@@ -123,6 +125,12 @@ early_signals(void (*handler)(int))
 }
 
 static int
+targets_json(void *arg, struct buf *out)
+{
+	return scrape_status_json(arg, out);
+}
+
+static int
 serve(const struct serve_opts *o)
 {
 	struct fsctx fs;
@@ -175,6 +183,10 @@ serve(const struct serve_opts *o)
 	}
 	memset(&fs, 0, sizeof(fs));
 	fs.st = st;
+	if (scr != NULL) {
+		fs.targets_json = targets_json;
+		fs.targets_arg = scr;
+	}
 	memset(&fo, 0, sizeof(fo));
 	fo.mountpoint = mnt;
 	fo.debug = o->debug_fuse;

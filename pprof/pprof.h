@@ -1,8 +1,8 @@
 /*
- * profile: pprof profiles in memory, and the operations on them that follow
+ * pprof: the pprof model layer. Profiles in memory, and the operations on them that follow
  * pprof's own rules: decode (validating as go tool pprof does), encode, merge,
- * diff. This is the view of a profile that fs/ and collector/ get; the wire
- * format and protobuf-c stay inside store/.
+ * diff. This one header is what other layers see of a profile; the wire
+ * format and protobuf-c stay inside pprof/.
  *
  * In a decoded profile every cross reference is an index into the arrays of
  * the same profile, not a pprof id: sample.locs[i] indexes locations,
@@ -10,14 +10,14 @@
  * (PF_NONE: no function), and every string field indexes strings[]. Encoding
  * numbers ids 1..N in array order.
  */
-#ifndef PROFILEFS_PROFILE_H
-#define PROFILEFS_PROFILE_H
+#ifndef PROFILEFS_PPROF_H
+#define PROFILEFS_PPROF_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "buf.h"
+#include "base.h"
 
 #define PF_NONE			UINT32_MAX
 /* Upper bound of a decoded (gunzipped) profile, against gzip bombs. */

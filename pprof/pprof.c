@@ -11,9 +11,8 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "arena.h"
-#include "intern.h"
-#include "profile.h"
+#include "base.h"
+#include "pprof.h"
 #include "profile.pb-c.h"
 
 typedef Perftools__Profiles__Profile PbProfile;

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "buf.h"
+#include "base.h"
 
 int
 buf_reserve(struct buf *b, size_t more)

@@ -14,9 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "arena.h"
-#include "intern.h"
-#include "profile.h"
+#include "base.h"
+#include "pprof.h"
 
 struct mloc {
 	uint32_t	 mapping;	/* index + 1, 0 none */
