@@ -27,6 +27,29 @@
  * valid; buf_free() on it is a no-op.
  */
 
+/* --- allocation (alloc.c): these abort on failure, see above --- */
+void	*xmalloc(size_t n);
+void	*xcalloc(size_t nmemb, size_t size);
+void	*xreallocarray(void *p, size_t nmemb, size_t size);
+char	*xstrdup(const char *s);
+/*
+ * Grow array p of elements of `size` bytes so it holds at least `need`:
+ * *cap (in elements) doubles as needed. Returns the (possibly moved) array:
+ *	v = xgrow(v, &cap, n + 1, sizeof(*v));
+ */
+void	*xgrow(void *p, size_t *cap, size_t need, size_t size);
+
+/* --- clocks and durations (clock.c) --- */
+int64_t	clock_now_ns(void);	/* CLOCK_REALTIME, ns since the epoch */
+int64_t	clock_mono_ns(void);	/* CLOCK_MONOTONIC, ns */
+/*
+ * A duration as Go and Prometheus write them: one or more <number><unit>
+ * ("90s", "1m30s", "1.5h", "500ms"), units ns us ms s m h d w. A unit is
+ * required; the result is > 0 and <= max_ns. -EINVAL otherwise.
+ */
+int	clock_parse_duration(const char *s, int64_t max_ns, int64_t *ns);
+
+/* --- the byte buffer (buf.c) --- */
 struct buf {
 	char	*data;
 	size_t	 len;

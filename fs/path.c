@@ -323,6 +323,15 @@ parse_base(const char *seg, int64_t now, struct fspath *o)
 	return 0;
 }
 
+bool
+path_in_ingest(const char *path)
+{
+	char seg[8];
+
+	return next_seg(&path, seg, sizeof(seg)) == 1 && strcmp(seg, "ingest") == 0 &&
+	    *path == '/';
+}
+
 int
 path_parse(const char *path, int64_t now, struct fspath *o)
 {
