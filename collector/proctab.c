@@ -53,15 +53,6 @@ struct proctab {
 	size_t		 n;
 };
 
-static int64_t
-now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 struct proctab *
 proctab_create(struct symbolizer *sym, enum service_by by, const char *host)
 {
@@ -133,7 +124,7 @@ read_maps(struct proctab *pt, struct proc *p)
 	ssize_t len;
 	FILE *f;
 
-	p->maps_read = now_ns();
+	p->maps_read = clock_mono_ns();
 	snprintf(path, sizeof(path), "/proc/%u/maps", p->pid);
 	snprintf(root, sizeof(root), "/proc/%u/root", p->pid);
 	/* A process gone (or a zombie) since keeps the mappings we read before. */
@@ -514,7 +505,7 @@ find_map(struct proc *p, uint64_t addr)
 static const char *
 perfmap_name(struct proc *p, uint64_t addr)
 {
-	int64_t now = now_ns();
+	int64_t now = clock_mono_ns();
 
 	if (!p->gone && now - p->perfmap_checked >= PERFMAP_RECHECK_NS) {
 		char path[96];
@@ -546,7 +537,7 @@ proctab_resolve(struct proctab *pt, struct proc *p, uint64_t addr, struct frame 
 	memset(f, 0, sizeof(*f));
 	f->addr = addr;
 	f->build_id = "";
-	if (m == NULL && !p->gone && now_ns() - p->maps_read >= MAPS_REREAD_NS) {
+	if (m == NULL && !p->gone && clock_mono_ns() - p->maps_read >= MAPS_REREAD_NS) {
 		/* A mapping made after we read the maps (dlopen, JIT). */
 		if (read_maps(pt, p) == -ENOENT)
 			p->gone = true;

@@ -276,7 +276,7 @@ reply_profile(struct http_req *r, const struct profile *p, const char *filename,
 		return;
 	}
 	metrics_observe("profilefs_merge_duration_seconds", "source=\"http\"",
-	    (double)(http_now_ns() - t0) / 1e9);
+	    (double)(clock_now_ns() - t0) / 1e9);
 	snprintf(cd, sizeof(cd), "attachment; filename=\"%s\"", filename);
 	http_reply(r, 200, "application/octet-stream", &out, cd);
 }
@@ -287,7 +287,7 @@ profefe_merge(struct http_req *r)
 {
 	struct query_result res;
 	struct find f;
-	int64_t t0 = http_now_ns();
+	int64_t t0 = clock_now_ns();
 	char n[32];
 	int rc;
 
@@ -325,7 +325,7 @@ profefe_get(struct http_req *r)
 	struct store_ref ref;
 	uint64_t id;
 	size_t nids = 0;
-	int64_t t0 = http_now_ns();
+	int64_t t0 = clock_now_ns();
 	char tok[64], fn[40], idh[17];
 	int rc;
 

@@ -67,15 +67,6 @@ struct symbolizer {
 	struct buf	  knames;
 };
 
-static time_t
-now_mono(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec;
-}
-
 struct symbolizer *
 symbolize_create(void)
 {
@@ -495,7 +486,7 @@ symbolize_elf(struct symbolizer *s, uint64_t dev, uint64_t ino, const char *path
 	int rc;
 
 	if (*sl) {
-		(*sl)->used = now_mono();
+		(*sl)->used = (time_t)(clock_mono_ns() / 1000000000);
 		if ((*sl)->bad)
 			return NULL;
 		(*sl)->refs++;
@@ -510,7 +501,7 @@ symbolize_elf(struct symbolizer *s, uint64_t dev, uint64_t ino, const char *path
 		return NULL;
 	o->dev = dev;
 	o->ino = ino;
-	o->used = now_mono();
+	o->used = (time_t)(clock_mono_ns() / 1000000000);
 	rc = read_elf(path, o, false, &has_symtab, link, sizeof(link));
 	if (rc == -ENOENT || rc == -EACCES || rc == -EPERM || rc == -ESRCH) {
 		/*
@@ -530,7 +521,7 @@ symbolize_elf(struct symbolizer *s, uint64_t dev, uint64_t ino, const char *path
 		o->dev = dev;
 		o->ino = ino;
 		o->bad = true;
-		o->used = now_mono();
+		o->used = (time_t)(clock_mono_ns() / 1000000000);
 	} else {
 		if (!has_symtab)
 			read_debug_file(o, root, name, link);

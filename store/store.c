@@ -100,15 +100,6 @@ floordiv(int64_t a, int64_t b)
 	return a / b - (a % b != 0 && (a < 0) != (b < 0));
 }
 
-static int64_t
-now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 void
 store_id_format(uint64_t id, char out[17])
 {
@@ -601,7 +592,7 @@ put_common(struct store *st, const struct store_input *in, const struct profile 
 		goto out;
 	if ((rc = buf_reserve(&labels, 0)) < 0)
 		goto out;
-	r.time = in->created_at ? in->created_at : p->time_nanos ? p->time_nanos : now_ns();
+	r.time = in->created_at ? in->created_at : p->time_nanos ? p->time_nanos : clock_now_ns();
 	snprintf(r.type, sizeof(r.type), "%s", type);
 	if ((rc = series_get_or_create(st, in->service, type, labels.data, &r.series, err)) < 0)
 		goto out;
@@ -929,7 +920,7 @@ retention_main(void *arg)
 	pthread_mutex_lock(&st->rt_lock);
 	while (!st->rt_stop) {
 		pthread_mutex_unlock(&st->rt_lock);
-		if (store_expire(st, now_ns() - st->rt_keep, &n) == 0 && n)
+		if (store_expire(st, clock_now_ns() - st->rt_keep, &n) == 0 && n)
 			log_info("retention: deleted %llu profiles older than %lld s",
 			    (unsigned long long)n, (long long)(st->rt_keep / 1000000000));
 		pthread_mutex_lock(&st->rt_lock);
