@@ -49,6 +49,25 @@ int64_t	clock_mono_ns(void);	/* CLOCK_MONOTONIC, ns */
  */
 int	clock_parse_duration(const char *s, int64_t max_ns, int64_t *ns);
 
+/* --- hex digits (buf.c) --- */
+static inline char
+hex_digit(unsigned v, bool upper)
+{
+	return (upper ? "0123456789ABCDEF" : "0123456789abcdef")[v & 15];
+}
+/* The value of hex digit c (either case), or -1. */
+int	hex_value(int c);
+
+/* --- searching sorted tables (search.c) --- */
+/*
+ * In an array of n elements of `size` bytes, sorted by the uint64_t at
+ * `offset` in each, the number of leading elements whose key is <= key (so
+ * element [result - 1], if any, is the last one starting at or below key).
+ */
+size_t	search_u64_le(const void *base, size_t n, size_t size, size_t offset, uint64_t key);
+#define SEARCH_LE(arr, n, field, key) \
+	search_u64_le((arr), (n), sizeof(*(arr)), offsetof(__typeof__(*(arr)), field), (key))
+
 /* --- the byte buffer (buf.c) --- */
 struct buf {
 	char	*data;
@@ -174,8 +193,6 @@ struct labelset {
 
 /* Append s escaped for a label key/value or a path segment. */
 int	labels_escape(struct buf *out, const char *s, size_t n);
-/* The value of hex digit c, or -1. */
-int	labels_hexval(int c);
 /* Undo %XX escapes into out; -EINVAL on a malformed escape. */
 int	labels_unescape(struct buf *out, const char *s, size_t n);
 

@@ -95,7 +95,6 @@ buf_printf(struct buf *b, const char *fmt, ...)
 int
 buf_add_json(struct buf *b, const char *s, size_t n)
 {
-	static const char hex[] = "0123456789abcdef";
 	size_t i;
 	int rc = 0;
 
@@ -106,7 +105,7 @@ buf_add_json(struct buf *b, const char *s, size_t n)
 			char e[2] = { '\\', (char)c };
 			rc = buf_add(b, e, 2);
 		} else if (c < 0x20 || c == 0x7f) {
-			char e[6] = { '\\', 'u', '0', '0', hex[c >> 4], hex[c & 15] };
+			char e[6] = { '\\', 'u', '0', '0', hex_digit(c >> 4, false), hex_digit(c, false) };
 			rc = buf_add(b, e, 6);
 		} else
 			rc = buf_addc(b, c);
@@ -255,4 +254,16 @@ buf_read_file(struct buf *b, const char *path, size_t limit)
 	}
 	close(fd);
 	return rc;
+}
+
+int
+hex_value(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
 }

@@ -610,7 +610,7 @@ on_unescape(void *cls, struct MHD_Connection *conn, char *s)
 	(void)cls;
 	(void)conn;
 	while (*p) {
-		if (*p == '%' && (hi = labels_hexval(p[1])) >= 0 && (lo = labels_hexval(p[2])) >= 0 &&
+		if (*p == '%' && (hi = hex_value(p[1])) >= 0 && (lo = hex_value(p[2])) >= 0 &&
 		    (hi | lo) != 0) {
 			*w++ = (char)(hi << 4 | lo);
 			p += 3;

@@ -319,8 +319,7 @@ set_service(struct proc *p, const char *name)
 	for (c = p->service; *c; c++)
 		if ((unsigned char)*c < 0x20 || *c == 0x7f || *c == '/')
 			*c = '_';
-	if (p->service[0] == '.' || strcmp(p->service, "ingest") == 0 ||
-	    strcmp(p->service, "README.txt") == 0) {
+	if (store_service_reserved(p->service)) {
 		memmove(p->service + 1, p->service, sizeof(p->service) - 2);
 		p->service[sizeof(p->service) - 1] = '\0';
 		p->service[0] = '_';
@@ -486,16 +485,9 @@ proctab_count(const struct proctab *pt)
 static struct pmap *
 find_map(struct proc *p, uint64_t addr)
 {
-	size_t lo = 0, hi = p->nmaps;
+	/* Mappings do not overlap: the first one ending above addr may hold it. */
+	size_t lo = SEARCH_LE(p->maps, p->nmaps, end, addr);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (p->maps[mid].end <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	if (lo < p->nmaps && p->maps[lo].start <= addr)
 		return &p->maps[lo];
 	return NULL;

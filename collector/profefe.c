@@ -20,23 +20,6 @@
 /* Largest id list of GET /api/0/profiles/<id>+<id>+... */
 #define MAX_IDS		1000
 
-/* profefe's types, then this project's others (README.md, "The tree"). */
-static const char *const known_types[] = {
-	"cpu", "heap", "block", "mutex", "goroutine", "threadcreate", "other",
-	"allocs", "wall",
-};
-
-static bool
-type_known(const char *t)
-{
-	size_t i;
-
-	for (i = 0; i < sizeof(known_types) / sizeof(known_types[0]); i++)
-		if (strcmp(t, known_types[i]) == 0)
-			return true;
-	return false;
-}
-
 /* Append one profile's metadata as profefe's JSON object. */
 static int
 meta_json(struct buf *b, uint64_t id, const char *service, const char *type,
@@ -88,7 +71,7 @@ create(struct http_req *r)
 		    "goroutine threadcreate other allocs wall, or auto)");
 		goto out;
 	}
-	if (strcmp(type, "auto") != 0 && !type_known(type)) {
+	if (strcmp(type, "auto") != 0 && !store_type_known(type)) {
 		http_reply_error(r, 400, "bad request: bad profile type \"%s\" (one of cpu heap block "
 		    "mutex goroutine threadcreate other allocs wall, or auto)", type);
 		goto out;
@@ -154,7 +137,7 @@ find_parse(struct http_req *r, struct find *f, bool need_type)
 	}
 	f->q.service = service;
 	if (type && type[0]) {
-		if (!type_known(type)) {
+		if (!store_type_known(type)) {
 			http_reply_error(r, 400, "bad request: bad profile type \"%s\"", type);
 			return -EINVAL;
 		}

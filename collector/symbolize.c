@@ -569,16 +569,8 @@ symbolize_elf_bias(const struct elfobj *o, uint64_t start, uint64_t off, uint64_
 const char *
 symbolize_elf_lookup(const struct elfobj *o, uint64_t vaddr)
 {
-	size_t lo = 0, hi = o->nsyms, k;
+	size_t lo = SEARCH_LE(o->syms, o->nsyms, addr, vaddr), k;
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (o->syms[mid].addr <= vaddr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	/* lo-1 is the last symbol starting at or below vaddr; nested ones may precede it. */
 	for (k = 0; k < 4 && lo > k; k++) {
 		const struct sym *y = &o->syms[lo - 1 - k];
@@ -693,19 +685,11 @@ symbolize_kernel_ok(struct symbolizer *s)
 const char *
 symbolize_kernel(struct symbolizer *s, uint64_t addr)
 {
-	size_t lo = 0, hi;
+	size_t lo;
 
 	if (!s->kloaded)
 		kernel_load(s);
-	hi = s->nksyms;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (s->ksyms[mid].addr <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = SEARCH_LE(s->ksyms, s->nksyms, addr, addr);
 	/* kallsyms has no sizes: the next symbol bounds this one. */
 	if (lo == 0 || lo == s->nksyms)
 		return NULL;
@@ -816,16 +800,8 @@ const char *
 perfmap_lookup(const struct perfmap *m, uint64_t addr)
 {
 	const struct pmentry *best = NULL;
-	size_t lo = 0, hi = m->n, k;
+	size_t lo = SEARCH_LE(m->e, m->n, start, addr), k;
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (m->e[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	/* Entries starting at or below addr, nearest first; a few back for overlaps. */
 	for (k = 0; k < 64 && lo > k; k++) {
 		const struct pmentry *y = &m->e[lo - 1 - k];

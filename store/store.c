@@ -103,11 +103,10 @@ floordiv(int64_t a, int64_t b)
 void
 store_id_format(uint64_t id, char out[17])
 {
-	static const char hex[] = "0123456789abcdef";
 	int i;
 
 	for (i = 15; i >= 0; i--) {
-		out[i] = hex[id & 15];
+		out[i] = hex_digit((unsigned)id, false);
 		id >>= 4;
 	}
 	out[16] = '\0';
@@ -183,9 +182,7 @@ store_check_service(const char *service, struct buf *err)
 			return -EINVAL;
 		}
 	}
-	if (strcmp(service, "ingest") == 0 || strcmp(service, ".") == 0 ||
-	    strcmp(service, "..") == 0 || strcmp(service, "README.txt") == 0 ||
-	    service[0] == '.') {
+	if (store_service_reserved(service)) {
 		if (err)
 			buf_printf(err, "\"%s\" is reserved and cannot be a service name", service);
 		return -EINVAL;
@@ -200,6 +197,31 @@ has_type(const struct profile *p, const char *name)
 
 	for (i = 0; i < p->nsample_types; i++)
 		if (strcmp(profile_str(p, p->sample_types[i].type), name) == 0)
+			return true;
+	return false;
+}
+
+bool
+store_service_reserved(const char *service)
+{
+	/* The tree's own top-level names, and every dot name (".", "..", ".targets.json"). */
+	return service[0] == '.' || strcmp(service, "ingest") == 0 ||
+	    strcmp(service, "README.txt") == 0;
+}
+
+/* profefe's types first (its API lists them in this order), then the others inferred. */
+const char *const store_types[] = {
+	"cpu", "heap", "block", "mutex", "goroutine", "threadcreate", "other",
+	"allocs", "wall", NULL
+};
+
+bool
+store_type_known(const char *type)
+{
+	size_t i;
+
+	for (i = 0; store_types[i]; i++)
+		if (strcmp(type, store_types[i]) == 0)
 			return true;
 	return false;
 }
