@@ -27,6 +27,48 @@
  * valid; buf_free() on it is a no-op.
  */
 
+/* --- allocation (alloc.c): these abort on failure, see above --- */
+void	*xmalloc(size_t n);
+void	*xcalloc(size_t nmemb, size_t size);
+void	*xreallocarray(void *p, size_t nmemb, size_t size);
+char	*xstrdup(const char *s);
+/*
+ * Grow array p of elements of `size` bytes so it holds at least `need`:
+ * *cap (in elements) doubles as needed. Returns the (possibly moved) array:
+ *	v = xgrow(v, &cap, n + 1, sizeof(*v));
+ */
+void	*xgrow(void *p, size_t *cap, size_t need, size_t size);
+
+/* --- clocks and durations (clock.c) --- */
+int64_t	clock_now_ns(void);	/* CLOCK_REALTIME, ns since the epoch */
+int64_t	clock_mono_ns(void);	/* CLOCK_MONOTONIC, ns */
+/*
+ * A duration as Go and Prometheus write them: one or more <number><unit>
+ * ("90s", "1m30s", "1.5h", "500ms"), units ns us ms s m h d w. A unit is
+ * required; the result is > 0 and <= max_ns. -EINVAL otherwise.
+ */
+int	clock_parse_duration(const char *s, int64_t max_ns, int64_t *ns);
+
+/* --- hex digits (buf.c) --- */
+static inline char
+hex_digit(unsigned v, bool upper)
+{
+	return (upper ? "0123456789ABCDEF" : "0123456789abcdef")[v & 15];
+}
+/* The value of hex digit c (either case), or -1. */
+int	hex_value(int c);
+
+/* --- searching sorted tables (search.c) --- */
+/*
+ * In an array of n elements of `size` bytes, sorted by the uint64_t at
+ * `offset` in each, the number of leading elements whose key is <= key (so
+ * element [result - 1], if any, is the last one starting at or below key).
+ */
+size_t	search_u64_le(const void *base, size_t n, size_t size, size_t offset, uint64_t key);
+#define SEARCH_LE(arr, n, field, key) \
+	search_u64_le((arr), (n), sizeof(*(arr)), offsetof(__typeof__(*(arr)), field), (key))
+
+/* --- the byte buffer (buf.c) --- */
 struct buf {
 	char	*data;
 	size_t	 len;
@@ -184,8 +226,6 @@ struct labelset {
 
 /* Append s escaped for a label key/value or a path segment. */
 int	labels_escape(struct buf *out, const char *s, size_t n);
-/* The value of hex digit c, or -1. */
-int	labels_hexval(int c);
 /* Undo %XX escapes into out; -EINVAL on a malformed escape. */
 int	labels_unescape(struct buf *out, const char *s, size_t n);
 

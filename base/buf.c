@@ -200,3 +200,15 @@ buf_read_file(struct buf *b, const char *path, size_t limit)
 	close(fd);
 	return rc;
 }
+
+int
+hex_value(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}

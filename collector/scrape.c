@@ -127,24 +127,6 @@ struct scraper {
 };
 
 
-static int64_t
-mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * NS + ts.tv_nsec;
-}
-
-static int64_t
-real_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * NS + ts.tv_nsec;
-}
-
 /* Prometheus label text for a job: instance, profile, service (escaped). */
 static void
 job_mlabels(const struct job *j, struct buf *out)
@@ -275,7 +257,7 @@ job_start(struct scraper *sc, struct job *j, int64_t now)
 	j->http_code = 0;
 	j->ctype[0] = '\0';
 	j->start_mono = now;
-	j->start_real = real_ns();
+	j->start_real = clock_now_ns();
 	if (curl_multi_add_handle(sc->multi, j->easy) != CURLM_OK)
 		return;
 	j->state = J_TRANSFER;
@@ -290,7 +272,7 @@ job_finished(struct scraper *sc, struct job *j, CURLcode res)
 	char *ct = NULL;
 
 	j->cres = res;
-	j->end_mono = mono_ns();
+	j->end_mono = clock_mono_ns();
 	curl_easy_getinfo(j->easy, CURLINFO_RESPONSE_CODE, &j->http_code);
 	if (curl_easy_getinfo(j->easy, CURLINFO_CONTENT_TYPE, &ct) == CURLE_OK && ct)
 		snprintf(j->ctype, sizeof(j->ctype), "%s", ct);
@@ -363,7 +345,7 @@ jobs_apply(struct scraper *sc, struct target_list *tl)
 	struct intern *keys = intern_create(tl->n + 1);
 	struct job **old = NULL, *j, *head = NULL, **tail = &head;
 	size_t i, nold = 0, added = 0, kept = 0;
-	int64_t now = mono_ns();
+	int64_t now = clock_mono_ns();
 	int64_t ix;
 
 	if (keys == NULL)
@@ -454,7 +436,7 @@ targets_check(struct scraper *sc, bool force)
 	}
 	pthread_mutex_lock(&sc->sc_lock);
 	sc->f_error[0] = '\0';
-	sc->f_loaded = real_ns();
+	sc->f_loaded = clock_now_ns();
 	pthread_mutex_unlock(&sc->sc_lock);
 	jobs_apply(sc, &tl);
 	targets_free(&tl);
@@ -494,7 +476,7 @@ on_timer(CURLM *m, long ms, void *arg)
 	struct scraper *sc = arg;
 
 	(void)m;
-	sc->curl_due = ms < 0 ? -1 : mono_ns() + (int64_t)ms * 1000000;
+	sc->curl_due = ms < 0 ? -1 : clock_mono_ns() + (int64_t)ms * 1000000;
 	return 0;
 }
 
@@ -532,11 +514,11 @@ sched_main(void *arg)
 {
 	struct scraper *sc = arg;
 	struct epoll_event evs[64];
-	int64_t next_check = mono_ns() + NS, next_due = 0;
+	int64_t next_check = clock_mono_ns() + NS, next_due = 0;
 	int running_n, n, i;
 
 	while (!atomic_load(&sc->stop)) {
-		int64_t now = mono_ns(), wait;
+		int64_t now = clock_mono_ns(), wait;
 		struct job *j;
 
 		if (now >= next_check) {
@@ -564,9 +546,9 @@ sched_main(void *arg)
 		}
 		pthread_mutex_unlock(&sc->sc_lock);
 
-		wait = (next_due < next_check ? next_due : next_check) - mono_ns();
-		if (sc->curl_due >= 0 && sc->curl_due - mono_ns() < wait)
-			wait = sc->curl_due - mono_ns();
+		wait = (next_due < next_check ? next_due : next_check) - clock_mono_ns();
+		if (sc->curl_due >= 0 && sc->curl_due - clock_mono_ns() < wait)
+			wait = sc->curl_due - clock_mono_ns();
 		if (wait < 0)
 			wait = 0;
 		/* Round up so a due job is not woken for a few times early. */
@@ -590,7 +572,7 @@ sched_main(void *arg)
 				f |= CURL_CSELECT_ERR;
 			curl_multi_socket_action(sc->multi, fd, f, &running_n);
 		}
-		if (sc->curl_due >= 0 && mono_ns() >= sc->curl_due) {
+		if (sc->curl_due >= 0 && clock_mono_ns() >= sc->curl_due) {
 			sc->curl_due = -1;
 			curl_multi_socket_action(sc->multi, CURL_SOCKET_TIMEOUT, 0, &running_n);
 		}
@@ -996,7 +978,7 @@ scrape_status_json(struct scraper *sc, struct buf *b)
 
 	if (sc == NULL)
 		return -ENOENT;
-	now = mono_ns();
+	now = clock_mono_ns();
 	pthread_mutex_lock(&sc->sc_lock);
 	n = sc->nlate < LATENESS_RING ? sc->nlate : LATENESS_RING;
 	if (n && (late = malloc(n * sizeof(*late))) != NULL) {

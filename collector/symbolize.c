@@ -67,15 +67,6 @@ struct symbolizer {
 	struct buf	  knames;
 };
 
-static time_t
-now_mono(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec;
-}
-
 struct symbolizer *
 symbolize_create(void)
 {
@@ -495,7 +486,7 @@ symbolize_elf(struct symbolizer *s, uint64_t dev, uint64_t ino, const char *path
 	int rc;
 
 	if (*sl) {
-		(*sl)->used = now_mono();
+		(*sl)->used = (time_t)(clock_mono_ns() / 1000000000);
 		if ((*sl)->bad)
 			return NULL;
 		(*sl)->refs++;
@@ -510,7 +501,7 @@ symbolize_elf(struct symbolizer *s, uint64_t dev, uint64_t ino, const char *path
 		return NULL;
 	o->dev = dev;
 	o->ino = ino;
-	o->used = now_mono();
+	o->used = (time_t)(clock_mono_ns() / 1000000000);
 	rc = read_elf(path, o, false, &has_symtab, link, sizeof(link));
 	if (rc == -ENOENT || rc == -EACCES || rc == -EPERM || rc == -ESRCH) {
 		/*
@@ -530,7 +521,7 @@ symbolize_elf(struct symbolizer *s, uint64_t dev, uint64_t ino, const char *path
 		o->dev = dev;
 		o->ino = ino;
 		o->bad = true;
-		o->used = now_mono();
+		o->used = (time_t)(clock_mono_ns() / 1000000000);
 	} else {
 		if (!has_symtab)
 			read_debug_file(o, root, name, link);
@@ -578,16 +569,8 @@ symbolize_elf_bias(const struct elfobj *o, uint64_t start, uint64_t off, uint64_
 const char *
 symbolize_elf_lookup(const struct elfobj *o, uint64_t vaddr)
 {
-	size_t lo = 0, hi = o->nsyms, k;
+	size_t lo = SEARCH_LE(o->syms, o->nsyms, addr, vaddr), k;
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (o->syms[mid].addr <= vaddr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	/* lo-1 is the last symbol starting at or below vaddr; nested ones may precede it. */
 	for (k = 0; k < 4 && lo > k; k++) {
 		const struct sym *y = &o->syms[lo - 1 - k];
@@ -702,19 +685,11 @@ symbolize_kernel_ok(struct symbolizer *s)
 const char *
 symbolize_kernel(struct symbolizer *s, uint64_t addr)
 {
-	size_t lo = 0, hi;
+	size_t lo;
 
 	if (!s->kloaded)
 		kernel_load(s);
-	hi = s->nksyms;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (s->ksyms[mid].addr <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = SEARCH_LE(s->ksyms, s->nksyms, addr, addr);
 	/* kallsyms has no sizes: the next symbol bounds this one. */
 	if (lo == 0 || lo == s->nksyms)
 		return NULL;
@@ -825,16 +800,8 @@ const char *
 perfmap_lookup(const struct perfmap *m, uint64_t addr)
 {
 	const struct pmentry *best = NULL;
-	size_t lo = 0, hi = m->n, k;
+	size_t lo = SEARCH_LE(m->e, m->n, start, addr), k;
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (m->e[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	/* Entries starting at or below addr, nearest first; a few back for overlaps. */
 	for (k = 0; k < 64 && lo > k; k++) {
 		const struct pmentry *y = &m->e[lo - 1 - k];

@@ -220,54 +220,6 @@ type_name(const json_t *j)
 	return "value";
 }
 
-int
-targets_duration(const char *s, int64_t *ns)
-{
-	double total = 0;
-	const char *p = s;
-
-	if (*p == '\0')
-		return -EINVAL;
-	while (*p) {
-		char *end;
-		double v, mul;
-
-		if (*p < '0' || *p > '9')
-			return -EINVAL;
-		v = strtod(p, &end);
-		p = end;
-		if (strncmp(p, "ms", 2) == 0) {
-			mul = 1e6;
-			p += 2;
-		} else if (strncmp(p, "us", 2) == 0) {
-			mul = 1e3;
-			p += 2;
-		} else if (strncmp(p, "ns", 2) == 0) {
-			mul = 1;
-			p += 2;
-		} else if (*p == 's') {
-			mul = 1e9;
-			p++;
-		} else if (*p == 'm') {
-			mul = 60e9;
-			p++;
-		} else if (*p == 'h') {
-			mul = 3600e9;
-			p++;
-		} else if (*p == 'd') {
-			mul = 86400e9;
-			p++;
-		} else {
-			return -EINVAL;
-		}
-		total += v * mul;
-		if (total > 365 * 86400e9)
-			return -EINVAL;
-	}
-	*ns = (int64_t)total;
-	return 0;
-}
-
 /* host:port or [v6]:port, nothing that could change the URL's meaning. */
 static bool
 valid_instance(const char *s)
@@ -330,7 +282,8 @@ duration_field(const struct doc *d, const json_t *g, const char *name, int64_t d
 	*out = def;
 	if (j == NULL)
 		return 0;
-	if (!json_is_string(j) || targets_duration(json_string_value(j), out) < 0 || *out <= 0)
+	if (!json_is_string(j) ||
+	    clock_parse_duration(json_string_value(j), TARGETS_MAX_DURATION, out) < 0 || *out <= 0)
 		return bad(d, AT_KEY(g, name), "\"%s\" must be a duration such as \"15s\" or \"1m\"",
 		    name);
 	return 0;

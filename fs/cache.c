@@ -37,15 +37,6 @@ struct cache {
 	uint64_t	 fills, hits;
 };
 
-static int64_t
-now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 struct cache *
 cache_create(size_t max_bytes)
 {
@@ -165,7 +156,7 @@ again:
 			pthread_cond_wait(&c->c_cond, &c->c_lock);
 			goto again;
 		}
-		if (e->gen == gen && (max_age_ns == 0 || now_ns() - e->pub.born < max_age_ns)) {
+		if (e->gen == gen && (max_age_ns == 0 || clock_now_ns() - e->pub.born < max_age_ns)) {
 			e->refs++;
 			c->hits++;
 			lru_front(c, e);
@@ -195,7 +186,7 @@ again:
 	c->fills++;
 	pthread_mutex_unlock(&c->c_lock);
 
-	e->pub.born = now_ns();
+	e->pub.born = clock_now_ns();
 	rc = fill(arg, &val, &size, &free_fn);
 
 	pthread_mutex_lock(&c->c_lock);

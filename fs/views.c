@@ -49,15 +49,6 @@ views_time(int64_t ns, char *out, size_t n)
 	    tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, nsec);
 }
 
-static int64_t
-now_mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 struct merge_arg {
 	struct fsctx	*fs;
 	const char	*service, *type, *selector;
@@ -93,10 +84,10 @@ fill_merge(void *varg, void **val, size_t *size, void (**free_fn)(void *))
 	q.sel = &sel;
 	q.from = a->r->from;
 	q.to = a->r->to;
-	t0 = now_mono_ns();
+	t0 = clock_mono_ns();
 	rc = query_merge(a->fs->st, &q, res);
 	metrics_observe("profilefs_merge_duration_seconds", "source=\"fs\"",
-	    (double)(now_mono_ns() - t0) / 1e9);
+	    (double)(clock_mono_ns() - t0) / 1e9);
 	labels_clear(&sel);
 	/* Tests count these lines: a listing must merge each range once. */
 	log_debug("views: merge %s/%s/%s/%s: %zu profiles", a->service, a->type,

@@ -174,7 +174,7 @@ profile_delta(const struct profile *cur, const struct profile *prev,
 	struct merge *m = NULL;
 	int64_t *psum = NULL, *csum = NULL, *first = NULL, *vals = NULL, idx;
 	size_t pcap = 0, ccap = 0, nt = cur->nsample_types, i, t, n = 0;
-	bool gauge[64];
+	bool gauge[PROFILE_MAX_SAMPLE_TYPES];
 	int rc;
 
 	*out = NULL;
@@ -182,7 +182,7 @@ profile_delta(const struct profile *cur, const struct profile *prev,
 	    (rc = profile_signature(prev, &sig2)) < 0)
 		goto out;
 	if (sig1.len != sig2.len || memcmp(sig1.data, sig2.data, sig1.len) != 0 ||
-	    nt > 64) {
+	    nt > PROFILE_MAX_SAMPLE_TYPES) {
 		if (err)
 			buf_adds(err, "sample types changed between scrapes");
 		rc = -EINVAL;

@@ -516,7 +516,7 @@ merge_finish(struct merge *m, bool average_gauges, struct profile **out)
 	struct profile *p;
 	struct arena *a;
 	size_t i, t, len;
-	bool gauge[64] = { false };
+	bool gauge[PROFILE_MAX_SAMPLE_TYPES] = { false };
 
 	*out = NULL;
 	if ((p = calloc(1, sizeof(*p))) == NULL || (p->arena = arena_create()) == NULL) {
@@ -563,7 +563,7 @@ merge_finish(struct merge *m, bool average_gauges, struct profile **out)
 		if (d->lines == NULL)
 			goto nomem;
 	}
-	for (t = 0; t < m->ntypes && t < 64; t++)
+	for (t = 0; t < m->ntypes && t < PROFILE_MAX_SAMPLE_TYPES; t++)
 		gauge[t] = average_gauges && m->count > 1 &&
 		    profile_type_is_gauge(p->strings[m->types[t].type]);
 	p->nsamples = 0;
@@ -588,7 +588,7 @@ merge_finish(struct merge *m, bool average_gauges, struct profile **out)
 		    m->ntypes * sizeof(int64_t));
 		if (!d->locs || !d->labels || !d->values)
 			goto nomem;
-		for (t = 0; t < m->ntypes && t < 64; t++) {
+		for (t = 0; t < m->ntypes && t < PROFILE_MAX_SAMPLE_TYPES; t++) {
 			if (!gauge[t])
 				continue;
 			/* Round half away from zero, without overflow at the extremes. */

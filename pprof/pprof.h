@@ -20,6 +20,11 @@
 #include "base.h"
 
 #define PF_NONE			UINT32_MAX
+/*
+ * The decoder refuses profiles with more sample types, so arrays of this
+ * many entries hold the per-type state of any decoded profile.
+ */
+#define PROFILE_MAX_SAMPLE_TYPES	64
 /* Upper bound of a decoded (gunzipped) profile, against gzip bombs. */
 #define PROFILE_MAX_DECODED	(256u << 20)
 /*

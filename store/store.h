@@ -115,6 +115,11 @@ struct store_stats {
 };
 void	store_get_stats(struct store *st, struct store_stats *s);
 
+/* The types store_infer_type() gives (NULL-terminated), and whether t is one. */
+extern const char *const store_types[];
+bool	store_type_known(const char *type);
+/* Whether a name is the tree's own (ingest, README.txt, dot names): no service may take it. */
+bool	store_service_reserved(const char *service);
 /* The type a profile's sample types suggest ("cpu", "heap", ...). */
 const char *store_infer_type(const struct profile *p);
 /* Whether a type name is acceptable ([a-z0-9_.-], 1..64 bytes). -EINVAL with a reason. */

@@ -15,28 +15,6 @@
 
 /* --- targets ------------------------------------------------------------- */
 
-static void
-durations(void **state)
-{
-	int64_t ns;
-
-	(void)state;
-	assert_int_equal(targets_duration("15s", &ns), 0);
-	assert_true(ns == INT64_C(15000000000));
-	assert_int_equal(targets_duration("1m30s", &ns), 0);
-	assert_true(ns == INT64_C(90000000000));
-	assert_int_equal(targets_duration("500ms", &ns), 0);
-	assert_true(ns == 500000000);
-	assert_int_equal(targets_duration("1.5h", &ns), 0);
-	assert_true(ns == INT64_C(5400000000000));
-	assert_int_equal(targets_duration("15", &ns), -EINVAL);
-	assert_int_equal(targets_duration("", &ns), -EINVAL);
-	assert_int_equal(targets_duration("s", &ns), -EINVAL);
-	assert_int_equal(targets_duration("-1s", &ns), -EINVAL);
-	assert_int_equal(targets_duration("10x", &ns), -EINVAL);
-	assert_int_equal(targets_duration("99999999d", &ns), -EINVAL);
-}
-
 static const char *
 label(const struct labelset *ls, const char *k)
 {
@@ -413,7 +391,6 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(durations),
 		cmocka_unit_test(targets_defaults),
 		cmocka_unit_test(targets_errors),
 		cmocka_unit_test(targets_syntax_lines),
