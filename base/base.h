@@ -73,9 +73,21 @@ struct buf {
 	char	*data;
 	size_t	 len;
 	size_t	 cap;
+	size_t	 max;	/* 0: no limit; else appends past max bytes fail (-EFBIG) */
+	int	 err;	/* sticky: the first failed append's -errno, 0 if none */
 };
 
-/* Make room for `more` bytes past len. 0 or -ENOMEM. */
+/* The first failure of an append to b (-ENOMEM, -EFBIG), or 0: check once, when b is used. */
+static inline int
+buf_error(const struct buf *b)
+{
+	return b->err;
+}
+
+/*
+ * Appends return 0 or b's sticky error (set by this or an earlier failure);
+ * buf_reset() and buf_free() clear it. Make room for `more` bytes past len.
+ */
 int	buf_reserve(struct buf *b, size_t more);
 int	buf_add(struct buf *b, const void *p, size_t n);
 int	buf_addc(struct buf *b, int c);

@@ -1,6 +1,8 @@
 /*
  * buf: growable byte buffer. Growth doubles; every mutator keeps data[len]
- * == '\0'. Allocation failure is reported, never ignored.
+ * == '\0'. A failed append (no memory, or past the buffer's max) is
+ * remembered in b->err and makes every later append a no-op, so a renderer
+ * may append freely and its caller checks buf_error() once.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -17,17 +19,23 @@ buf_reserve(struct buf *b, size_t more)
 	size_t need, ncap;
 	char *p;
 
+	if (b->err)
+		return b->err;
 	if (more > SIZE_MAX - b->len - 1)
-		return -ENOMEM;
+		return b->err = -ENOMEM;
 	need = b->len + more + 1;
+	if (b->max && need - 1 > b->max)
+		return b->err = -EFBIG;
 	if (need <= b->cap)
 		return 0;
 	ncap = b->cap ? b->cap : 64;
 	while (ncap < need)
 		ncap = ncap > SIZE_MAX / 2 ? need : ncap * 2;
+	if (b->max && ncap > b->max + 1)
+		ncap = need > b->max + 1 ? need : b->max + 1;
 	p = realloc(b->data, ncap);
 	if (p == NULL)
-		return -ENOMEM;
+		return b->err = -ENOMEM;
 	b->data = p;
 	b->cap = ncap;
 	b->data[b->len] = '\0';
@@ -145,6 +153,7 @@ void
 buf_reset(struct buf *b)
 {
 	b->len = 0;
+	b->err = 0;
 	if (b->data)
 		b->data[0] = '\0';
 }
@@ -155,6 +164,7 @@ buf_free(struct buf *b)
 	free(b->data);
 	b->data = NULL;
 	b->len = b->cap = 0;
+	b->err = 0;
 }
 
 char *
@@ -163,11 +173,12 @@ buf_steal(struct buf *b, size_t *len)
 	char *p = b->data;
 
 	if (p == NULL)
-		p = calloc(1, 1);
+		p = xcalloc(1, 1);
 	if (len)
 		*len = b->len;
 	b->data = NULL;
 	b->len = b->cap = 0;
+	b->err = 0;
 	return p;
 }
 

@@ -158,15 +158,7 @@ cpuprof_service(struct cpuprof *c, const struct proc *p)
 		s = c->svcs[i];
 		goto out;
 	}
-	if (c->nsvcs == c->cap) {
-		size_t nc = c->cap ? c->cap * 2 : 16;
-		struct cpuprof_svc **ns = realloc(c->svcs, nc * sizeof(*ns));
-
-		if (ns == NULL)
-			goto undo;
-		c->svcs = ns;
-		c->cap = nc;
-	}
+	c->svcs = xgrow(c->svcs, &c->cap, c->nsvcs + 1, sizeof(*c->svcs));
 	if ((s = svc_new(p)) == NULL)
 		goto undo;
 	c->svcs[c->nsvcs++] = s;
@@ -230,14 +222,10 @@ cpuprof_sample(struct cpuprof_svc *s, const uint32_t *locs, size_t n, uint32_t p
 	if ((i = intern_put(s->samples, key, (3 + n) * sizeof(*key), &added)) < 0)
 		return -ENOMEM;
 	if ((size_t)i >= s->ncounts) {
-		size_t nc = s->ncounts ? s->ncounts * 2 : 1024;
-		int64_t *ncs = realloc(s->counts, nc * sizeof(*ncs));
+		size_t old = s->ncounts;
 
-		if (ncs == NULL)
-			return -ENOMEM;
-		memset(ncs + s->ncounts, 0, (nc - s->ncounts) * sizeof(*ncs));
-		s->counts = ncs;
-		s->ncounts = nc;
+		s->counts = xgrow(s->counts, &s->ncounts, (size_t)i + 1, sizeof(*s->counts));
+		memset(s->counts + old, 0, (s->ncounts - old) * sizeof(*s->counts));
 	}
 	s->counts[i]++;
 	s->total++;

@@ -101,7 +101,14 @@ http_reply(struct http_req *r, unsigned status, const char *content_type, struct
 	char *data = NULL;
 	size_t len = 0;
 	unsigned i;
+	int e;
 
+	if (body && (e = buf_error(body)) < 0 && !r->replied) {
+		/* The body could not be built whole: never send part of it as a success. */
+		buf_free(body);
+		http_reply_error(r, 500, "the reply could not be built: %s", strerror(-e));
+		return;
+	}
 	if (r->replied) {
 		log_warnx("http: second reply to %s %s dropped", r->method, r->path);
 		if (body)

@@ -119,6 +119,10 @@ fill_file(void *varg, void **val, size_t *size, void (**free_fn)(void *))
 		rc = views_render(a->fs, a->fp, b);
 		break;
 	}
+	/* Appends that failed leave a partial file: refuse it rather than serve it. */
+	if (rc == 0 && (rc = buf_error(b)) < 0)
+		log_warnx("%s: cannot generate the file: %s", a->fp->view[0] ? a->fp->view :
+		    "content", strerror(-rc));
 	if (rc == 0 && b->data == NULL)
 		rc = buf_reserve(b, 0);
 	*val = b;

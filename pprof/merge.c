@@ -40,16 +40,7 @@ vec_push(struct vec *v, size_t k)
 {
 	void *q;
 
-	if (v->n + k > v->cap) {
-		size_t ncap = v->cap ? v->cap : 64;
-
-		while (ncap < v->n + k)
-			ncap *= 2;
-		if ((q = realloc(v->p, ncap * v->esz)) == NULL)
-			return NULL;
-		v->p = q;
-		v->cap = ncap;
-	}
+	v->p = xgrow(v->p, &v->cap, v->n + k, v->esz);
 	q = (char *)v->p + v->n * v->esz;
 	v->n += k;
 	return q;

@@ -1,7 +1,7 @@
 /*
  * test_base: the utilities of base/ that have no test of their own: the
  * duration parser every flag, the targets file and last-<n> ranges use, the
- * clocks, and array growth.
+ * clocks, array growth, and the byte buffer's sticky error and limit.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -81,6 +81,34 @@ test_grow(void **state)
 	free(v);
 }
 
+static void
+test_buf_sticky_error(void **state)
+{
+	struct buf b = { .max = 10 };
+
+	(void)state;
+	assert_int_equal(buf_adds(&b, "0123456789"), 0);
+	assert_int_equal(buf_error(&b), 0);
+	/* One byte past max fails, and so does everything after, however small. */
+	assert_int_equal(buf_addc(&b, 'x'), -EFBIG);
+	assert_int_equal(buf_adds(&b, ""), -EFBIG);
+	assert_int_equal(buf_printf(&b, "%d", 1), -EFBIG);
+	assert_int_equal(buf_error(&b), -EFBIG);
+	assert_int_equal(b.len, 10);
+	assert_string_equal(b.data, "0123456789");
+	/* reset clears the error and keeps the limit. */
+	buf_reset(&b);
+	assert_int_equal(buf_error(&b), 0);
+	assert_int_equal(buf_adds(&b, "abc"), 0);
+	assert_int_equal(buf_add(&b, "0123456789", 10), -EFBIG);
+	buf_free(&b);
+	assert_int_equal(buf_error(&b), 0);
+	/* An impossible size is an error too, not a wrapped length. */
+	assert_int_equal(buf_reserve(&b, SIZE_MAX), -ENOMEM);
+	assert_int_equal(buf_error(&b), -ENOMEM);
+	buf_free(&b);
+}
+
 int
 main(void)
 {
@@ -88,6 +116,7 @@ main(void)
 		cmocka_unit_test(test_durations),
 		cmocka_unit_test(test_clocks),
 		cmocka_unit_test(test_grow),
+		cmocka_unit_test(test_buf_sticky_error),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
