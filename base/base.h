@@ -137,8 +137,9 @@ struct json_t	*jsonw_strn(const char *s, size_t n);
 struct json_t	*jsonw_fixed(double v, unsigned decimals);
 /*
  * Append v encoded with jansson's dump flags (JSON_COMPACT, JSON_INDENT(n), ...)
- * to out; v is not consumed. -ENOMEM (out unchanged) when v is NULL, from a
- * failed build, or memory runs out.
+ * to out; v is not consumed. On failure nothing is appended and out's sticky
+ * error is returned: -ENOMEM when v is NULL (a failed build) or memory runs
+ * out, -EFBIG past out's max.
  */
 int	jsonw_dump(struct buf *out, const struct json_t *v, size_t flags);
 

@@ -60,17 +60,20 @@ jsonw_dump(struct buf *out, const json_t *v, size_t flags)
 {
 	size_t len = out->len;
 
+	if (out->err)
+		return out->err;
+	/* A build that failed is out of memory: the buffer remembers it like its own. */
 	if (v == NULL)
-		return -ENOMEM;
+		return out->err = -ENOMEM;
 	/* 15 significant digits: what jsonw_fixed() rounded prints without noise. */
 	if ((flags & JSON_REAL_PRECISION(31)) == 0)
 		flags |= JSON_REAL_PRECISION(15);
 	if (json_dump_callback(v, add_chunk, out, flags | JSON_ENCODE_ANY) < 0) {
-		/* Nothing half-written is left behind. */
+		/* No half document: what was appended goes, the error stays. */
 		out->len = len;
 		if (out->data)
 			out->data[len] = '\0';
-		return -ENOMEM;
+		return out->err ? out->err : (out->err = -ENOMEM);
 	}
-	return buf_reserve(out, 0);
+	return 0;
 }

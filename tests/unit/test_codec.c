@@ -1016,6 +1016,15 @@ test_jsonw(void **state)
 	assert_string_equal(b.data, "x=[1,\"two\"]");
 	assert_int_equal(jsonw_dump(&b, NULL, 0), -ENOMEM);
 	assert_string_equal(b.data, "x=[1,\"two\"]");
+	assert_int_equal(buf_error(&b), -ENOMEM);
+	buf_free(&b);
+	/* Past the buffer's limit: no half document, the limit's error. */
+	b.max = 8;
+	doc = json_pack("[s,s]", "0123", "4567");
+	assert_int_equal(jsonw_dump(&b, doc, JSON_COMPACT), -EFBIG);
+	json_decref(doc);
+	assert_int_equal(b.len, 0);
+	assert_int_equal(buf_error(&b), -EFBIG);
 	/* A NULL from jsonw_str() fails the pack that takes it, without a leak. */
 	assert_null(json_pack("{s:o}", "k", (json_t *)NULL));
 	buf_free(&b);
