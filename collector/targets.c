@@ -228,7 +228,8 @@ valid_instance(const char *s)
 	long port;
 	char *end;
 
-	if (colon == NULL || colon == s || colon[1] == '\0' || strlen(s) > 255)
+	/* Digits only: strtol() alone would take " 1" or "+1", and the space into the URL. */
+	if (colon == NULL || colon == s || colon[1] < '0' || colon[1] > '9' || strlen(s) > 255)
 		return false;
 	port = strtol(colon + 1, &end, 10);
 	if (*end || port < 1 || port > 65535)

@@ -31,6 +31,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		CHECK(rc == -EINVAL || rc == -ENOMEM);
 		CHECK(l.n == 0 && l.v == NULL);
 		CHECK(rc == -ENOMEM || strncmp(err.data, "line ", 5) == 0);
+		/* The line named is one the input has. */
+		if (rc == -EINVAL) {
+			long line = strtol(err.data + 5, NULL, 10);
+			size_t lines = 1;
+
+			for (i = 0; i < size; i++)
+				lines += data[i] == '\n';
+			CHECK(line >= 1 && (size_t)line <= lines);
+		}
 	} else {
 		CHECK(l.n <= TARGETS_MAX_SPECS);
 		for (i = 0; i < l.n; i++) {

@@ -98,6 +98,8 @@ targets_errors(void **state)
 	expect_targets_error("[{\"targets\": [\"a:99999\"]}]", "want \"host:port\"");
 	expect_targets_error("[{\"targets\": [\"a/b:1\"]}]", "want \"host:port\"");
 	expect_targets_error("[{\"targets\": [\"u@a:1\"]}]", "want \"host:port\"");
+	expect_targets_error("[{\"targets\": [\"a: 1\"]}]", "want \"host:port\"");
+	expect_targets_error("[{\"targets\": [\"a:+1\"]}]", "want \"host:port\"");
 	expect_targets_error("[{\"targets\": [5]}]", "want \"host:port\"");
 	expect_targets_error("[{\"targets\": [\"a:1\"],\n\n \"interval\": \"1s\"}]",
 	    "line 3: \"interval\" must be at least 2s");
