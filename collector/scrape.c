@@ -971,10 +971,10 @@ scrape_status_json(struct scraper *sc, struct buf *b)
 {
 	struct job *j;
 	double *late = NULL;
-	json_t *doc = NULL, *lateness = NULL, *targets = NULL;
+	json_t *doc, *lateness, *targets;
 	size_t n;
 	int64_t now;
-	int rc = -ENOMEM;
+	int rc;
 
 	if (sc == NULL)
 		return -ENOENT;
@@ -1006,7 +1006,7 @@ scrape_status_json(struct scraper *sc, struct buf *b)
 	    "targets", targets);
 	pthread_mutex_unlock(&sc->sc_lock);
 	free(late);
-	if (doc && (rc = jsonw_dump(b, doc, JSON_INDENT(2))) == 0)
+	if ((rc = jsonw_dump(b, doc, JSON_INDENT(2))) == 0)
 		rc = buf_addc(b, '\n');
 	json_decref(doc);
 	return rc;
