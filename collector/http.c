@@ -1,5 +1,5 @@
 /*
- * http: the HTTP API server (DESIGN.md "HTTP API") on libmicrohttpd, which
+ * http: the HTTP API server (README.md, "HTTP API") on libmicrohttpd, which
  * does all of the HTTP parsing. This file owns the listening socket, the
  * request lifecycle, routing, the limits (body size, connections), the
  * optional bearer token, the reply envelope and the metrics of requests; the
@@ -36,6 +36,8 @@
 
 #include "http_int.h"
 #include "httpparse.h"
+#include "base.h"
+#include "pprof.h"
 #include "store.h"
 
 #define DEFAULT_MAX_BODY	(64u << 20)
@@ -79,24 +81,6 @@ static const struct http_route routes[] = {
 	{ "/healthz", false, M_GET, "GET, HEAD", "/healthz", NULL, true, handle_healthz },
 };
 
-int64_t
-http_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static int64_t
-mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* --- replies ------------------------------------------------------------ */
 
 void
@@ -117,7 +101,14 @@ http_reply(struct http_req *r, unsigned status, const char *content_type, struct
 	char *data = NULL;
 	size_t len = 0;
 	unsigned i;
+	int e;
 
+	if (body && (e = buf_error(body)) < 0 && !r->replied) {
+		/* The body could not be built whole: never send part of it as a success. */
+		buf_free(body);
+		http_reply_error(r, 500, "the reply could not be built: %s", strerror(-e));
+		return;
+	}
 	if (r->replied) {
 		log_warnx("http: second reply to %s %s dropped", r->method, r->path);
 		if (body)
@@ -153,19 +144,18 @@ http_reply(struct http_req *r, unsigned status, const char *content_type, struct
 }
 
 void
-http_reply_ok(struct http_req *r, struct buf *json)
+http_reply_ok(struct http_req *r, json_t *body)
 {
+	json_t *doc = body ? json_pack("{s:i,s:o}", "code", 200, "body", body) : NULL;
 	struct buf b = { 0 };
 
-	if (buf_adds(&b, "{\"code\":200,\"body\":") < 0 ||
-	    buf_add(&b, json->data ? json->data : "null", json->data ? json->len : 4) < 0 ||
-	    buf_adds(&b, "}\n") < 0) {
+	if (jsonw_dump(&b, doc, JSON_COMPACT) < 0 || buf_addc(&b, '\n') < 0) {
+		json_decref(doc);
 		buf_free(&b);
-		buf_free(json);
 		http_reply_error(r, 500, "out of memory");
 		return;
 	}
-	buf_free(json);
+	json_decref(doc);
 	http_reply(r, 200, "application/json", &b, NULL);
 }
 
@@ -173,20 +163,26 @@ void
 http_reply_error(struct http_req *r, unsigned status, const char *fmt, ...)
 {
 	struct buf msg = { 0 }, b = { 0 };
+	json_t *doc;
 	va_list ap;
 
 	va_start(ap, fmt);
 	buf_vprintf(&msg, fmt, ap);
 	va_end(ap);
-	buf_printf(&b, "{\"code\":%u,\"error\":\"", status);
-	buf_add_json(&b, msg.data ? msg.data : "", msg.len);
-	buf_adds(&b, "\"}\n");
+	/* The message may quote a request's bytes: jsonw_strn() repairs them. */
+	doc = json_pack("{s:i,s:o}", "code", (int)status, "error",
+	    jsonw_strn(msg.data ? msg.data : "", msg.len));
+	if (jsonw_dump(&b, doc, JSON_COMPACT) < 0 || buf_addc(&b, '\n') < 0) {
+		/* Out of memory: the status alone still tells the client. */
+		buf_free(&b);
+	}
+	json_decref(doc);
 	if (status >= 500)
 		log_warnx("http: %s %s: %u %s", r->method, r->path, status, msg.data ? msg.data : "");
 	else
 		log_debug("http: %s %s: %u %s", r->method, r->path, status, msg.data ? msg.data : "");
 	buf_free(&msg);
-	http_reply(r, status, "application/json", &b, NULL);
+	http_reply(r, status, b.data ? "application/json" : NULL, &b, NULL);
 }
 
 void
@@ -501,7 +497,7 @@ req_new(struct http_server *h, struct MHD_Connection *conn, const char *url, con
 	r->srv = h;
 	r->conn = conn;
 	r->method = method;
-	r->start_ns = mono_ns();
+	r->start_ns = clock_mono_ns();
 	if ((r->path_copy = strdup(url)) == NULL) {
 		free(r);
 		return NULL;
@@ -559,7 +555,7 @@ on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	metrics_add("profilefs_http_requests_total", l, 1);
 	snprintf(l, sizeof(l), "handler=\"%s\"", label);
 	metrics_observe("profilefs_http_request_duration_seconds", l,
-	    (double)(mono_ns() - r->start_ns) / 1e9);
+	    (double)(clock_mono_ns() - r->start_ns) / 1e9);
 	/* Pushes refused before they reached the store count as ingest outcomes too. */
 	if (r->route && r->route->source && strcmp(r->method, "POST") == 0 && !r->stored)
 		count_ingest(r->route->source, outcome_of(r->status ? (int)r->status : 1));
@@ -597,7 +593,7 @@ on_unescape(void *cls, struct MHD_Connection *conn, char *s)
 	(void)cls;
 	(void)conn;
 	while (*p) {
-		if (*p == '%' && (hi = labels_hexval(p[1])) >= 0 && (lo = labels_hexval(p[2])) >= 0 &&
+		if (*p == '%' && (hi = hex_value(p[1])) >= 0 && (lo = hex_value(p[2])) >= 0 &&
 		    (hi | lo) != 0) {
 			*w++ = (char)(hi << 4 | lo);
 			p += 3;

@@ -14,7 +14,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "collector.h"
+#include "base.h"
+#include "pprof.h"
 #include "store.h"
 
 struct MHD_Connection;
@@ -61,8 +65,12 @@ struct http_server {
 /* Reply with body (ownership of its storage taken; may be NULL for none). */
 void	http_reply(struct http_req *r, unsigned status, const char *content_type,
 	    struct buf *body, const char *disposition);
-/* {"code":200,"body":<json>} */
-void	http_reply_ok(struct http_req *r, struct buf *json);
+/*
+ * {"code":200,"body":<body>}, profefe's envelope. The reference to body is
+ * taken (json_decref'd here); NULL, from a build that ran out of memory,
+ * gives a 500.
+ */
+void	http_reply_ok(struct http_req *r, json_t *body);
 /* {"code":N,"error":"..."}: profefe's error envelope. */
 void	http_reply_error(struct http_req *r, unsigned status, const char *fmt, ...)
 	    __attribute__((format(printf, 3, 4)));
@@ -79,7 +87,6 @@ const char	*http_header(struct http_req *r, const char *name);
 /* Store one pushed profile, with metrics under source; the result as store_put(). */
 int	http_store(struct http_req *r, const char *source, const struct store_input *in,
 	    const void *data, size_t len, struct store_ref *ref, struct buf *err);
-int64_t	http_now_ns(void);
 
 /* --- handlers --- */
 void	profefe_profiles(struct http_req *r);	/* GET list, POST create */

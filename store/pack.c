@@ -12,8 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "arena.h"
-#include "intern.h"
+#include "base.h"
 #include "pack.h"
 
 #define TAG_REAL	0

@@ -40,8 +40,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "buf.h"
-#include "profile.h"
+#include "base.h"
+#include "pprof.h"
 
 #define PACK_VERSION	2
 

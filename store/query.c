@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "query.h"
 #include "storeint.h"
 
 bool

@@ -58,7 +58,7 @@
 
 #include <rocksdb/c.h>
 
-#include "intern.h"
+#include "base.h"
 #include "pack.h"
 #include "storeint.h"
 
@@ -166,32 +166,13 @@ floordiv(int64_t a, int64_t b)
 	return a / b - (a % b != 0 && (a < 0) != (b < 0));
 }
 
-static int64_t
-mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static int64_t
-now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 void
 store_id_format(uint64_t id, char out[17])
 {
-	static const char hex[] = "0123456789abcdef";
 	int i;
 
 	for (i = 15; i >= 0; i--) {
-		out[i] = hex[id & 15];
+		out[i] = hex_digit((unsigned)id, false);
 		id >>= 4;
 	}
 	out[16] = '\0';
@@ -267,9 +248,7 @@ store_check_service(const char *service, struct buf *err)
 			return -EINVAL;
 		}
 	}
-	if (strcmp(service, "ingest") == 0 || strcmp(service, ".") == 0 ||
-	    strcmp(service, "..") == 0 || strcmp(service, "README.txt") == 0 ||
-	    service[0] == '.') {
+	if (store_service_reserved(service)) {
 		if (err)
 			buf_printf(err, "\"%s\" is reserved and cannot be a service name", service);
 		return -EINVAL;
@@ -284,6 +263,31 @@ has_type(const struct profile *p, const char *name)
 
 	for (i = 0; i < p->nsample_types; i++)
 		if (strcmp(profile_str(p, p->sample_types[i].type), name) == 0)
+			return true;
+	return false;
+}
+
+bool
+store_service_reserved(const char *service)
+{
+	/* The tree's own top-level names, and every dot name (".", "..", ".targets.json"). */
+	return service[0] == '.' || strcmp(service, "ingest") == 0 ||
+	    strcmp(service, "README.txt") == 0;
+}
+
+/* profefe's types first (its API lists them in this order), then the others inferred. */
+const char *const store_types[] = {
+	"cpu", "heap", "block", "mutex", "goroutine", "threadcreate", "other",
+	"allocs", "wall", NULL
+};
+
+bool
+store_type_known(const char *type)
+{
+	size_t i;
+
+	for (i = 0; store_types[i]; i++)
+		if (strcmp(type, store_types[i]) == 0)
 			return true;
 	return false;
 }
@@ -1106,7 +1110,7 @@ put_locked(struct store *st, const struct store_input *in, const struct profile 
 		goto out;
 	if ((rc = buf_reserve(&labels, 0)) < 0)
 		goto out;
-	r.time = in->created_at ? in->created_at : p->time_nanos ? p->time_nanos : now_ns();
+	r.time = in->created_at ? in->created_at : p->time_nanos ? p->time_nanos : clock_now_ns();
 	snprintf(r.type, sizeof(r.type), "%s", type);
 	if ((rc = series_get_or_create(st, in->service, type, labels.data, &r.series, err)) < 0)
 		goto out;
@@ -1180,7 +1184,7 @@ count_put(const struct store_input *in, int rc, size_t len, int64_t t0)
 
 	snprintf(l, sizeof(l), "source=\"%s\"", src);
 	metrics_observe("profilefs_ingest_duration_seconds", l,
-	    (double)(mono_ns() - t0) / 1e9);
+	    (double)(clock_mono_ns() - t0) / 1e9);
 	if (rc == 0)
 		metrics_add("profilefs_ingested_bytes_total", l, (double)len);
 	snprintf(l, sizeof(l), "source=\"%s\",outcome=\"%s\"", src, outcome);
@@ -1195,7 +1199,7 @@ store_put(struct store *st, const struct store_input *in, const void *data, size
 	size_t limit = in->max_decoded ? in->max_decoded : PROFILE_MAX_DECODED;
 	struct profile *p = NULL;
 	struct buf plain = { 0 };
-	int64_t t0 = mono_ns();
+	int64_t t0 = clock_mono_ns();
 	bool gzipped = len >= 2 && d[0] == 0x1f && d[1] == 0x8b;
 	const void *pd = data;
 	size_t pl = len;
@@ -1237,7 +1241,7 @@ int
 store_put_profile(struct store *st, const struct store_input *in, const struct profile *p,
     struct store_ref *ref, struct buf *err)
 {
-	int64_t t0 = mono_ns();
+	int64_t t0 = clock_mono_ns();
 	int rc;
 
 	rc = put_common(st, in, p, ref, err);
@@ -2309,7 +2313,7 @@ retention_main(void *arg)
 	pthread_mutex_lock(&st->rt_lock);
 	while (!st->rt_stop) {
 		pthread_mutex_unlock(&st->rt_lock);
-		now = now_ns();
+		now = clock_now_ns();
 		wkeep = st->rt_keep_windows > st->rt_keep ? st->rt_keep_windows : st->rt_keep;
 		if (st->rt_keep && store_expire_tiers(st, now - st->rt_keep, now - wkeep, &n) == 0 &&
 		    n)

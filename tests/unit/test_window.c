@@ -17,8 +17,9 @@
 
 #include <rocksdb/c.h>
 
+#include "base.h"
 #include "pack.h"
-#include "query.h"
+#include "pprof.h"
 #include "store.h"
 #include "util.h"
 

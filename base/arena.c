@@ -1,0 +1,108 @@
+/*
+ * arena: a list of chunks; small allocations bump a pointer in the current
+ * chunk, large ones get a chunk of their own.
+ */
+#include <assert.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base.h"
+
+#define ARENA_CHUNK	(256 * 1024)
+
+struct chunk {
+	struct chunk	*next;
+	size_t		 size;
+	size_t		 used;
+	_Alignas(16) unsigned char data[];
+};
+
+struct arena {
+	struct chunk	*head;
+	size_t		 total;
+};
+
+struct arena *
+arena_create(void)
+{
+	return calloc(1, sizeof(struct arena));
+}
+
+void
+arena_destroy(struct arena *a)
+{
+	struct chunk *c, *n;
+
+	if (a == NULL)
+		return;
+	for (c = a->head; c; c = n) {
+		n = c->next;
+		free(c);
+	}
+	free(a);
+}
+
+void *
+arena_alloc(struct arena *a, size_t n)
+{
+	struct chunk *c;
+	size_t sz;
+
+	if (n > SIZE_MAX - 64)
+		return NULL;
+	n = (n + 15) & ~(size_t)15;
+	if (n == 0)
+		n = 16;
+	assert(n % 16 == 0);
+	c = a->head;
+	if (c == NULL || c->size - c->used < n) {
+		sz = n > ARENA_CHUNK / 4 ? n : ARENA_CHUNK;
+		if ((c = malloc(sizeof(*c) + sz)) == NULL)
+			return NULL;
+		c->size = sz;
+		c->used = 0;
+		if (sz == n && a->head) {
+			/* A big block: keep bumping in the current chunk. */
+			c->next = a->head->next;
+			a->head->next = c;
+		} else {
+			c->next = a->head;
+			a->head = c;
+		}
+	}
+	c->used += n;
+	a->total += n;
+	return c->data + c->used - n;
+}
+
+void *
+arena_calloc(struct arena *a, size_t nmemb, size_t size)
+{
+	void *p;
+
+	if (size && nmemb > SIZE_MAX / size)
+		return NULL;
+	if ((p = arena_alloc(a, nmemb * size)) != NULL)
+		memset(p, 0, nmemb * size);
+	return p;
+}
+
+void *
+arena_memdup(struct arena *a, const void *p, size_t n)
+{
+	void *q = arena_alloc(a, n + 1);
+
+	if (q) {
+		if (n)	/* p may be NULL for an empty string (protobuf-c) */
+			memcpy(q, p, n);
+		((char *)q)[n] = '\0';
+	}
+	return q;
+}
+
+size_t
+arena_used(const struct arena *a)
+{
+	return a->total;
+}

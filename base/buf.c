@@ -1,0 +1,227 @@
+/*
+ * buf: growable byte buffer. Growth doubles; every mutator keeps data[len]
+ * == '\0'. A failed append (no memory, or past the buffer's max) is
+ * remembered in b->err and makes every later append a no-op, so a renderer
+ * may append freely and its caller checks buf_error() once.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base.h"
+
+int
+buf_reserve(struct buf *b, size_t more)
+{
+	size_t need, ncap;
+	char *p;
+
+	if (b->err)
+		return b->err;
+	if (more > SIZE_MAX - b->len - 1)
+		return b->err = -ENOMEM;
+	need = b->len + more + 1;
+	if (b->max && need - 1 > b->max)
+		return b->err = -EFBIG;
+	if (need <= b->cap)
+		return 0;
+	ncap = b->cap ? b->cap : 64;
+	while (ncap < need)
+		ncap = ncap > SIZE_MAX / 2 ? need : ncap * 2;
+	if (b->max && ncap > b->max + 1)
+		ncap = need > b->max + 1 ? need : b->max + 1;
+	p = realloc(b->data, ncap);
+	if (p == NULL)
+		return b->err = -ENOMEM;
+	b->data = p;
+	b->cap = ncap;
+	b->data[b->len] = '\0';
+	return 0;
+}
+
+int
+buf_add(struct buf *b, const void *p, size_t n)
+{
+	int rc;
+
+	if ((rc = buf_reserve(b, n)) < 0)
+		return rc;
+	if (n)
+		memcpy(b->data + b->len, p, n);
+	b->len += n;
+	assert(b->len < b->cap);	/* room for the terminating NUL, always */
+	b->data[b->len] = '\0';
+	return 0;
+}
+
+int
+buf_addc(struct buf *b, int c)
+{
+	char ch = (char)c;
+
+	return buf_add(b, &ch, 1);
+}
+
+int
+buf_adds(struct buf *b, const char *s)
+{
+	return buf_add(b, s, strlen(s));
+}
+
+int
+buf_vprintf(struct buf *b, const char *fmt, va_list ap)
+{
+	va_list cp;
+	int n, rc;
+
+	va_copy(cp, ap);
+	n = vsnprintf(NULL, 0, fmt, cp);
+	va_end(cp);
+	if (n < 0)
+		return -EINVAL;
+	if ((rc = buf_reserve(b, (size_t)n)) < 0)
+		return rc;
+	vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+	b->len += (size_t)n;
+	return 0;
+}
+
+int
+buf_printf(struct buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	rc = buf_vprintf(b, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+int
+buf_add_xml(struct buf *b, const char *s, size_t n)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t i = 0, l;
+	int rc = 0;
+
+	while (i < n && rc == 0) {
+		unsigned char c = u[i];
+
+		switch (c) {
+		case '<': rc = buf_adds(b, "&lt;"); i++; continue;
+		case '>': rc = buf_adds(b, "&gt;"); i++; continue;
+		case '&': rc = buf_adds(b, "&amp;"); i++; continue;
+		case '"': rc = buf_adds(b, "&quot;"); i++; continue;
+		case '\'': rc = buf_adds(b, "&#39;"); i++; continue;
+		}
+		if (c < 0x20 && c != '\t' && c != '\n') {
+			/* XML 1.0 forbids most control characters. */
+			rc = buf_adds(b, "\xef\xbf\xbd");
+			i++;
+			continue;
+		}
+		l = utf8_seqlen(s + i, n - i);
+		if (l == 0) {
+			rc = buf_adds(b, "\xef\xbf\xbd");
+			i++;
+			continue;
+		}
+		rc = buf_add(b, u + i, l);
+		i += l;
+	}
+	return rc;
+}
+
+int
+buf_add_varint(struct buf *b, uint64_t v)
+{
+	unsigned char tmp[10];
+	size_t n = 0;
+
+	while (v >= 0x80) {
+		tmp[n++] = (unsigned char)(v | 0x80);
+		v >>= 7;
+	}
+	tmp[n++] = (unsigned char)v;
+	return buf_add(b, tmp, n);
+}
+
+void
+buf_reset(struct buf *b)
+{
+	b->len = 0;
+	b->err = 0;
+	if (b->data)
+		b->data[0] = '\0';
+}
+
+void
+buf_free(struct buf *b)
+{
+	free(b->data);
+	b->data = NULL;
+	b->len = b->cap = 0;
+	b->err = 0;
+}
+
+char *
+buf_steal(struct buf *b, size_t *len)
+{
+	char *p = b->data;
+
+	if (p == NULL)
+		p = xcalloc(1, 1);
+	if (len)
+		*len = b->len;
+	b->data = NULL;
+	b->len = b->cap = 0;
+	b->err = 0;
+	return p;
+}
+
+int
+buf_read_file(struct buf *b, const char *path, size_t limit)
+{
+	char tmp[65536];
+	ssize_t n;
+	int fd, rc = 0;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return -errno;
+	for (;;) {
+		n = read(fd, tmp, sizeof(tmp));
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			rc = -errno;
+			break;
+		}
+		if (n == 0)
+			break;
+		if (b->len + (size_t)n > limit) {
+			rc = -EFBIG;
+			break;
+		}
+		if ((rc = buf_add(b, tmp, (size_t)n)) < 0)
+			break;
+	}
+	close(fd);
+	return rc;
+}
+
+int
+hex_value(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}

@@ -1,0 +1,466 @@
+/*
+ * render: the stack tree shared by the flame graph, folded and diff
+ * renderers, frame naming (inlined lines expanded, unsymbolized frames shown
+ * as mapping+offset), package names for colouring, and value formatting.
+ * The renderers themselves live in flame.c, folded.c, top.c, timeline.c.
+ */
+#define _GNU_SOURCE	/* qsort_r */
+#include <assert.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base.h"
+#include "pprof.h"
+#include "render.h"
+
+#define NO_STACK	"[no stack]"
+
+const char *
+render_tree_name(const struct render_tree *t, uint32_t i)
+{
+	size_t len;
+
+	if (i == 0)
+		return "all";
+	assert(i < t->n);
+	return intern_key(t->names, t->name[i], &len);
+}
+
+int
+render_type_index(const struct profile *p, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < p->nsample_types; i++)
+		if (strcmp(profile_str(p, p->sample_types[i].type), name) == 0)
+			return (int)i;
+	return -1;
+}
+
+/* The display name of line `li` of location l (li == nlines: the address form). */
+static void
+frame_name(const struct profile *p, const struct pf_location *l, uint32_t li,
+    struct buf *out)
+{
+	const char *s = "";
+
+	buf_reset(out);
+	if (li < l->nlines && l->lines[li].function < p->nfunctions) {
+		const struct pf_function *f = &p->functions[l->lines[li].function];
+
+		s = profile_str(p, f->name);
+		if (s[0] == '\0')
+			s = profile_str(p, f->system_name);
+	}
+	if (s[0]) {
+		buf_adds(out, s);
+		return;
+	}
+	if (l->mapping > 0 && l->mapping <= p->nmappings) {
+		const struct pf_mapping *m = &p->mappings[l->mapping - 1];
+		const char *file = profile_str(p, m->filename), *slash = strrchr(file, '/');
+
+		if (file[0]) {
+			buf_printf(out, "%s+0x%" PRIx64, slash ? slash + 1 : file,
+			    l->address - m->start + m->offset);
+			return;
+		}
+	}
+	buf_printf(out, "0x%" PRIx64, l->address);
+}
+
+/* Whether a mapping's file is the kernel's. */
+static bool
+kernel_mapping(const struct profile *p, const struct pf_location *l)
+{
+	const char *f;
+
+	if (l->mapping == 0 || l->mapping > p->nmappings)
+		return false;
+	f = profile_str(p, p->mappings[l->mapping - 1].filename);
+	return strncmp(f, "[kernel", 7) == 0 || strcmp(f, "[vdso]") == 0 ||
+	    strcmp(f, "vmlinux") == 0 || strncmp(f, "/boot/vmlinux", 13) == 0;
+}
+
+static int
+mark_kernel(struct render_tree *t, uint32_t id)
+{
+	if (id >= t->nkernel) {
+		size_t old = t->nkernel;
+
+		t->kernel = xgrow(t->kernel, &t->nkernel, (size_t)id + 1, 1);
+		memset(t->kernel + old, 0, t->nkernel - old);
+	}
+	t->kernel[id] = 1;
+	return 0;
+}
+
+bool
+render_tree_is_kernel(const struct render_tree *t, uint32_t i)
+{
+	if (i == 0 || i >= t->n)
+		return false;
+	if (t->name[i] < t->nkernel && t->kernel[t->name[i]])
+		return true;
+	return render_is_kernel(render_tree_name(t, i));
+}
+
+/* Per location, the name ids of its frames, caller first. */
+struct locnames {
+	uint32_t	*ids;
+	uint32_t	*first;		/* nlocations + 1 offsets into ids */
+};
+
+static int
+locnames_build(struct render_tree *t, const struct profile *p, struct locnames *ln)
+{
+	struct buf name = { 0 };
+	size_t i, total = 0, k = 0;
+	uint32_t j, nl;
+	int64_t id;
+	int added, rc = 0;
+
+	for (i = 0; i < p->nlocations; i++)
+		total += p->locations[i].nlines ? p->locations[i].nlines : 1;
+	ln->ids = malloc((total + 1) * sizeof(*ln->ids));
+	ln->first = malloc((p->nlocations + 1) * sizeof(*ln->first));
+	if (ln->ids == NULL || ln->first == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < p->nlocations; i++) {
+		const struct pf_location *l = &p->locations[i];
+
+		ln->first[i] = (uint32_t)k;
+		nl = l->nlines ? l->nlines : 1;
+		for (j = nl; j-- > 0;) {
+			frame_name(p, l, l->nlines ? j : l->nlines, &name);
+			/* Folded and flame formats use ';' and newlines as separators. */
+			for (char *c = name.data; c && *c; c++)
+				if (*c == ';' || *c == '\n' || *c == '\r')
+					*c = *c == ';' ? ':' : ' ';
+			if ((id = intern_put(t->names, name.data, name.len + 1, &added)) < 0) {
+				rc = -ENOMEM;
+				goto out;
+			}
+			if (kernel_mapping(p, l) && mark_kernel(t, (uint32_t)id) < 0) {
+				rc = -ENOMEM;
+				goto out;
+			}
+			ln->ids[k++] = (uint32_t)id;
+		}
+	}
+	ln->first[p->nlocations] = (uint32_t)k;
+out:
+	buf_free(&name);
+	return rc;
+}
+
+static int
+tree_grow(struct render_tree *t)
+{
+	size_t cap = t->cap ? t->cap * 2 : 1024;
+
+	t->parent = xreallocarray(t->parent, cap, sizeof(*t->parent));
+	t->name = xreallocarray(t->name, cap, sizeof(*t->name));
+	t->cur = xreallocarray(t->cur, cap, sizeof(*t->cur));
+	t->cur_self = xreallocarray(t->cur_self, cap, sizeof(*t->cur_self));
+	t->base = xreallocarray(t->base, cap, sizeof(*t->base));
+	t->base_self = xreallocarray(t->base_self, cap, sizeof(*t->base_self));
+	t->cap = cap;
+	return 0;
+}
+
+/* The child of parent called name, created if missing; -ENOMEM or the node. */
+static int64_t
+tree_child(struct render_tree *t, uint32_t parent, uint32_t name)
+{
+	uint32_t key[2] = { parent, name };
+	int64_t id;
+	int added = 0;
+
+	if ((id = intern_put(t->edges, key, sizeof(key), &added)) < 0)
+		return -ENOMEM;
+	id++;		/* node 0 is the root, which has no edge */
+	if (added) {
+		if ((size_t)id >= t->cap && tree_grow(t) < 0)
+			return -ENOMEM;
+		t->parent[id] = parent;
+		t->name[id] = name;
+		t->cur[id] = t->cur_self[id] = t->base[id] = t->base_self[id] = 0;
+		t->n = (size_t)id + 1;
+	}
+	return id;
+}
+
+/* The cumulative (or self) array of the current or base values. */
+static int64_t *
+tree_vals(struct render_tree *t, bool base, bool self)
+{
+	if (base)
+		return self ? t->base_self : t->base;
+	return self ? t->cur_self : t->cur;
+}
+
+static int
+tree_add(struct render_tree *t, const struct profile *p, size_t type, bool base)
+{
+	struct locnames ln = { 0 };
+	size_t i;
+	int added, rc;
+
+	if ((rc = locnames_build(t, p, &ln)) < 0 || type >= p->nsample_types)
+		goto out;
+	for (i = 0; i < p->nsamples; i++) {
+		const struct pf_sample *s = &p->samples[i];
+		int64_t v = s->values[type], node = 0, id;
+		uint32_t k, j;
+
+		if (v == 0)
+			continue;
+		/* tree_child may move the arrays: look them up after each call. */
+		tree_vals(t, base, false)[0] = profile_add(tree_vals(t, base, false)[0], v);
+		for (k = s->nlocs; k-- > 0;) {
+			uint32_t loc = s->locs[k];
+
+			if (loc >= p->nlocations)
+				continue;
+			for (j = ln.first[loc]; j < ln.first[loc + 1]; j++) {
+				if ((node = tree_child(t, (uint32_t)node, ln.ids[j])) < 0) {
+					rc = -ENOMEM;
+					goto out;
+				}
+				tree_vals(t, base, false)[node] = profile_add(tree_vals(t, base, false)[node], v);
+			}
+		}
+		if (node == 0) {
+			/* A sample without locations still counts, under its own frame. */
+			id = intern_put(t->names, NO_STACK, sizeof(NO_STACK), &added);
+			if (id < 0 || (node = tree_child(t, 0, (uint32_t)id)) < 0) {
+				rc = -ENOMEM;
+				goto out;
+			}
+			tree_vals(t, base, false)[node] = profile_add(tree_vals(t, base, false)[node], v);
+		}
+		tree_vals(t, base, true)[node] = profile_add(tree_vals(t, base, true)[node], v);
+	}
+out:
+	free(ln.ids);
+	free(ln.first);
+	return rc;
+}
+
+static int
+kid_cmp(const void *a, const void *b, void *arg)
+{
+	const struct render_tree *t = arg;
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	if (t->parent[x] != t->parent[y])
+		return t->parent[x] < t->parent[y] ? -1 : 1;
+	return strcmp(render_tree_name(t, x), render_tree_name(t, y));
+}
+
+int
+render_tree_build(struct render_tree *t, const struct profile *cur, size_t ctype,
+    const struct profile *base, size_t btype)
+{
+	size_t i;
+	int rc;
+
+	memset(t, 0, sizeof(*t));
+	t->names = intern_create(4096);
+	t->edges = intern_create(16384);
+	if (t->names == NULL || t->edges == NULL || tree_grow(t) < 0) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	t->n = 1;
+	t->parent[0] = 0;
+	t->name[0] = 0;
+	t->cur[0] = t->cur_self[0] = t->base[0] = t->base_self[0] = 0;
+	t->has_base = base != NULL;
+	if ((rc = tree_add(t, cur, ctype, false)) < 0)
+		goto fail;
+	if (base && (rc = tree_add(t, base, btype, true)) < 0)
+		goto fail;
+	t->kids = malloc((t->n ? t->n : 1) * sizeof(*t->kids));
+	t->kid_start = calloc(t->n + 1, sizeof(*t->kid_start));
+	if (t->kids == NULL || t->kid_start == NULL) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	for (i = 1; i < t->n; i++)
+		t->kids[i - 1] = (uint32_t)i;
+	qsort_r(t->kids, t->n - 1, sizeof(*t->kids), kid_cmp, t);
+	/* kid_start[p] = first index in kids whose parent is >= p. */
+	for (i = 1; i < t->n; i++)
+		t->kid_start[t->parent[i] + 1]++;
+	for (i = 0; i < t->n; i++)
+		t->kid_start[i + 1] += t->kid_start[i];
+	return 0;
+fail:
+	render_tree_free(t);
+	return rc;
+}
+
+void
+render_tree_free(struct render_tree *t)
+{
+	if (t->names)
+		intern_destroy(t->names);
+	if (t->edges)
+		intern_destroy(t->edges);
+	free(t->parent);
+	free(t->name);
+	free(t->cur);
+	free(t->cur_self);
+	free(t->base);
+	free(t->base_self);
+	free(t->kids);
+	free(t->kid_start);
+	free(t->kernel);
+	memset(t, 0, sizeof(*t));
+}
+
+/* --- names and values ---------------------------------------------------- */
+
+bool
+render_is_kernel(const char *name)
+{
+	size_t n = strlen(name);
+
+	return (n > 4 && strcmp(name + n - 4, "_[k]") == 0) ||
+	    (n > 9 && strcmp(name + n - 9, " [kernel]") == 0) ||
+	    strncmp(name, "[kernel", 7) == 0 || strncmp(name, "vmlinux+", 8) == 0;
+}
+
+void
+render_package(const char *name, char *out, size_t n)
+{
+	const char *s = name, *end, *p, *slash, *dcolon, *paren;
+	size_t len;
+
+	if (n == 0)
+		return;
+	if (render_is_kernel(name)) {
+		snprintf(out, n, "[kernel]");
+		return;
+	}
+	/* Unsymbolized "file+0x1f": the file. */
+	if ((p = strstr(name, "+0x")) != NULL && strchr(name, ' ') == NULL) {
+		end = p;
+		goto done;
+	}
+	/* Ignore argument lists and C++ templates past the name proper. */
+	paren = strchr(s, '(');
+	dcolon = strstr(s, "::");
+	if (dcolon && (paren == NULL || dcolon < paren)) {
+		/* C++/Rust: the first namespace ("std::vector<..>::push_back" -> "std"). */
+		end = dcolon;
+		if ((p = strchr(s, '<')) != NULL && p < end)
+			end = p;
+		goto done;
+	}
+	slash = NULL;
+	for (p = s; *p && (paren == NULL || p < paren); p++)
+		if (*p == '/')
+			slash = p;
+	if (slash) {
+		/* Go "path/pkg.(*T).M" or Java "java/lang/Thread.run": up to the first '.' after the last '/'. */
+		end = strchr(slash, '.');
+		if (end == NULL)
+			end = slash;
+		goto done;
+	}
+	/* Dotted without a path: Java "pkg.Class.method" -> up to the class
+	 * (the first capitalised component followed by more), else Go "pkg.F". */
+	end = strchr(s, '.');
+	if (end == NULL || end == s) {
+		end = s + strlen(s);
+		/* Python "func (file.py:12)" and the like: the file. */
+		if ((p = strchr(s, '(')) != NULL && p > s) {
+			s = p + 1;
+			end = s + strcspn(s, ":)");
+		}
+		goto done;
+	}
+	for (p = s; p && *p; ) {
+		const char *dot = strchr(p, '.');
+
+		if (dot == NULL)
+			break;
+		if (*p >= 'A' && *p <= 'Z' && p != s) {
+			end = dot;
+			break;
+		}
+		p = dot + 1;
+	}
+done:
+	len = (size_t)(end - s);
+	if (len >= n)
+		len = n - 1;
+	memcpy(out, s, len);
+	out[len] = '\0';
+}
+
+static int
+add_grouped(struct buf *out, int64_t v)
+{
+	char digits[32], grouped[48];
+	uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+	size_t n, i, k = 0;
+
+	n = (size_t)snprintf(digits, sizeof(digits), "%" PRIu64, u);
+	if (v < 0)
+		grouped[k++] = '-';
+	for (i = 0; i < n; i++) {
+		if (i && (n - i) % 3 == 0)
+			grouped[k++] = ',';
+		grouped[k++] = digits[i];
+	}
+	grouped[k] = '\0';
+	return buf_adds(out, grouped);
+}
+
+int
+render_value(struct buf *out, int64_t v, const char *unit)
+{
+	double d = (double)v, a = d < 0 ? -d : d;
+	static const char *const bytes[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	int i;
+
+	if (strcmp(unit, "nanoseconds") == 0 || strcmp(unit, "ns") == 0) {
+		if (a >= 3600e9)
+			return buf_printf(out, "%.2f h", d / 3600e9);
+		if (a >= 60e9)
+			return buf_printf(out, "%.2f min", d / 60e9);
+		if (a >= 1e9)
+			return buf_printf(out, "%.2f s", d / 1e9);
+		if (a >= 1e6)
+			return buf_printf(out, "%.2f ms", d / 1e6);
+		if (a >= 1e3)
+			return buf_printf(out, "%.2f us", d / 1e3);
+		return buf_printf(out, "%" PRId64 " ns", v);
+	}
+	if (strcmp(unit, "microseconds") == 0)
+		return buf_printf(out, "%.2f ms", d / 1e3);
+	if (strcmp(unit, "milliseconds") == 0 || strcmp(unit, "ms") == 0)
+		return a >= 1e3 ? buf_printf(out, "%.2f s", d / 1e3) :
+		    buf_printf(out, "%" PRId64 " ms", v);
+	if (strcmp(unit, "bytes") == 0) {
+		for (i = 0; i < 4 && a >= 1024; i++) {
+			a /= 1024;
+			d /= 1024;
+		}
+		return i ? buf_printf(out, "%.2f %s", d, bytes[i]) :
+		    buf_printf(out, "%" PRId64 " B", v);
+	}
+	add_grouped(out, v);
+	if (unit[0] && strcmp(unit, "count") != 0)
+		buf_printf(out, " %s", unit);
+	return 0;
+}

@@ -1,0 +1,138 @@
+/*
+ * render: the renderers of a range directory's generated files, as plain
+ * functions of decoded profiles (no store, no FUSE), so unit tests can call
+ * them on real profiles:
+ *
+ *   render.c    the stack tree every renderer starts from (frame names,
+ *               inlined frames expanded, packages), and value formatting
+ *   flame.c     flamegraph.svg and the differential diff.svg
+ *   folded.c    folded.txt ("root;caller;leaf value")
+ *   top.c       top.txt, plain and differential
+ *   timeline.c  timeline.svg and timeline.csv from per-step totals
+ *
+ * Nothing here keeps state between calls; every function is thread-safe.
+ */
+#ifndef PROFILEFS_RENDER_H
+#define PROFILEFS_RENDER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base.h"
+#include "pprof.h"
+
+struct intern;
+
+/*
+ * A tree of call stacks, root first. Node 0 is the root ("all"); every other
+ * node is one frame under its parent. A Location with several lines becomes
+ * several frames (the last line is the caller). Values are cumulative (the
+ * node and everything under it) and self (samples ending there), for the
+ * current profile and, in a diff, the base. Owned by the caller:
+ * render_tree_free().
+ */
+struct render_tree {
+	struct intern	*names;		/* frame name (NUL included) -> name id */
+	struct intern	*edges;		/* (parent, name) -> node id */
+	uint32_t	*parent, *name;	/* per node */
+	int64_t		*cur, *cur_self;
+	int64_t		*base, *base_self;
+	size_t		 n, cap;
+	/* After render_tree_build: node i's children, sorted by name, are
+	 * kids[kid_start[i] .. kid_start[i + 1]). */
+	uint32_t	*kids, *kid_start;
+	bool		 has_base;
+	/* Per name id: 1 when some frame of that name ran in a kernel mapping
+	 * ("[kernel]", "[kernel.kallsyms]", "vmlinux"), for colouring. */
+	uint8_t		*kernel;
+	size_t		 nkernel;
+};
+
+/*
+ * Build the tree of sample type ctype of cur and, when base is not NULL, of
+ * type btype of base. *t is filled (caller frees with render_tree_free()).
+ */
+int	render_tree_build(struct render_tree *t, const struct profile *cur,
+	    size_t ctype, const struct profile *base, size_t btype);
+void	render_tree_free(struct render_tree *t);
+/* The name of node i (a NUL-terminated string owned by the tree). */
+const char *render_tree_name(const struct render_tree *t, uint32_t i);
+
+/*
+ * The package or module a frame name belongs to, for colouring: Go
+ * "path/pkg.(*T).M" -> "path/pkg", C++/Rust "ns::f" -> "ns", Java
+ * "pkg.Class.m" -> "pkg.Class", kernel frames -> "[kernel]", unsymbolized
+ * "libc.so.6+0x12" -> "libc.so.6". Written into out (NUL-terminated).
+ */
+void	render_package(const char *name, char *out, size_t n);
+/* Whether a frame name is a kernel frame ("[kernel]", "_[k]", ...). */
+bool	render_is_kernel(const char *name);
+/* Whether node i is a kernel frame, by its name or its mapping. */
+bool	render_tree_is_kernel(const struct render_tree *t, uint32_t i);
+
+/* Append v in unit ("nanoseconds" -> "1.25 s", "bytes" -> "3.2 MiB", else "12,345 unit"). */
+int	render_value(struct buf *out, int64_t v, const char *unit);
+/* The index of the sample type called name in p, or -1. */
+int	render_type_index(const struct profile *p, const char *name);
+
+/* --- flame graphs (flame.c) --- */
+
+struct flame_opts {
+	const char	*title;		/* first line: what this graph shows */
+	const char	*note;		/* second line (may be NULL): e.g. "no base" */
+	const char	*unit;		/* unit of the values */
+	const char	*type;		/* sample type name */
+	bool		 diff;		/* colour by change against the tree's base */
+};
+
+/* A self-contained interactive SVG of t, appended to out. */
+int	flame_render(const struct render_tree *t, const struct flame_opts *o,
+	    struct buf *out);
+
+/* --- folded stacks (folded.c) --- */
+
+/* "frame;frame;leaf value\n" per distinct stack of t's current values. */
+int	folded_render(const struct render_tree *t, struct buf *out);
+
+/* --- top functions (top.c) --- */
+
+/*
+ * pprof -top style tables of t's functions (frame names), by flat and by
+ * cumulative value, at most TOP_ROWS rows each. With a base in t: the change
+ * from the base, in percent of the base total as pprof shows a diff. title
+ * heads the text; unit formats the values.
+ */
+#define TOP_ROWS	200
+int	top_render(const struct render_tree *t, const char *title, const char *unit,
+	    struct buf *out);
+
+/* --- timeline (timeline.c) --- */
+
+/* A time series of totals over [from, to), in steps of `step` ns. */
+struct timeline {
+	int64_t		 from, to, step;
+	size_t		 nsteps;
+	int64_t		*sum;		/* per step */
+	uint32_t	*count;		/* profiles per step */
+	bool		 gauge;		/* values are averaged over a step's profiles */
+};
+
+/*
+ * Choose a step giving at most TIMELINE_MAX_STEPS steps aligned to UTC, and
+ * allocate the arrays (zeroed). Caller frees with timeline_free().
+ */
+#define TIMELINE_MAX_STEPS	120
+int	timeline_init(struct timeline *tl, int64_t from, int64_t to, bool gauge);
+/* Count one profile's total at time t (outside [from, to): ignored). */
+void	timeline_add(struct timeline *tl, int64_t t, int64_t total);
+/* The value of step i: a sum, or an average for gauges. */
+int64_t	timeline_value(const struct timeline *tl, size_t i);
+void	timeline_free(struct timeline *tl);
+/* "time,value" lines, UTC RFC 3339 step starts. */
+int	timeline_csv(const struct timeline *tl, struct buf *out);
+/* A bar chart with axes; title heads it, unit formats values. */
+int	timeline_svg(const struct timeline *tl, const char *title, const char *unit,
+	    struct buf *out);
+
+#endif
