@@ -187,6 +187,23 @@ put_z(struct buf *b, int64_t v)
 	return put_u(b, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
 }
 
+/* Write v at *p (room checked by the caller: 10 bytes at most). */
+static inline void
+raw_u(unsigned char **p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*(*p)++ = (unsigned char)(v | 0x80);
+		v >>= 7;
+	}
+	*(*p)++ = (unsigned char)v;
+}
+
+static inline void
+raw_z(unsigned char **p, int64_t v)
+{
+	raw_u(p, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
+}
+
 struct rd {
 	const unsigned char	*p, *end;
 	bool			 bad;
@@ -420,18 +437,24 @@ static int64_t
 ref_stack(struct pctx *c, const struct pf_sample *s)
 {
 	struct buf *k = &c->sk;
-	uint32_t id, j;
+	uint32_t id, j, l32;
 	int64_t li, a, b, u;
 	int rc;
 
+	/* Room for the whole key at once: 4 + 4 per location + 20 per label. */
 	buf_reset(k);
-	rc = add32(k, s->nlocs);
-	for (j = 0; rc == 0 && j < s->nlocs; j++) {
+	if ((rc = buf_reserve(k, 4 + 4 * (size_t)s->nlocs + 20 * (size_t)s->nlabels)) < 0)
+		return rc;
+	memcpy(k->data, &s->nlocs, 4);
+	k->len = 4;
+	for (j = 0; j < s->nlocs; j++) {
 		if ((li = ref_loc(c, s->locs[j])) < 0)
-			rc = (int)li;
-		else
-			rc = add32(k, (uint32_t)li);
+			return li;
+		l32 = (uint32_t)li;
+		memcpy(k->data + k->len, &l32, 4);
+		k->len += 4;
 	}
+	k->data[k->len] = '\0';	/* the buffer's invariant */
 	for (j = 0; rc == 0 && j < s->nlabels; j++) {
 		const struct pf_label *l = &s->labels[j];
 
@@ -588,11 +611,20 @@ pack_profile(struct symtab *t, const struct profile *p, int64_t time, struct buf
 	if ((rc = buf_addc(val, PACK_VERSION)) < 0 || (rc = put_u(val, 1)) < 0 ||
 	    (rc = hdr_encode(val, &h)) < 0 || (rc = put_u(val, ns)) < 0)
 		goto out;
-	for (i = 0; i < ns && rc == 0; i++) {
-		rc = put_z(val, (int64_t)ps[i].stack - (int64_t)prev);
-		prev = ps[i].stack;
-		for (j = 0; j < p->nsample_types && rc == 0; j++)
-			rc = put_z(val, ps[i].values[j]);
+	/* Samples straight into reserved room: the hot loop of every put. */
+	if ((rc = buf_reserve(val, ns * 10 * (1 + p->nsample_types))) < 0)
+		goto out;
+	{
+		unsigned char *w = (unsigned char *)val->data + val->len, *w0 = w;
+
+		for (i = 0; i < ns; i++) {
+			raw_z(&w, (int64_t)ps[i].stack - (int64_t)prev);
+			prev = ps[i].stack;
+			for (j = 0; j < p->nsample_types; j++)
+				raw_z(&w, ps[i].values[j]);
+		}
+		val->len += (size_t)(w - w0);
+		val->data[val->len] = '\0';
 	}
 	goto out;
 nomem:

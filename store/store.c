@@ -8,8 +8,8 @@
  * ('Y'), samples as (stack id, values). Merges of aligned windows of 10 min,
  * 1 h and 1 day ('W') are derived data: every profile's batch also writes a
  * dirty marker ('D') for its 10-minute window, and the compactor thread
- * rebuilds the windows of marked spans and deletes those markers in one
- * batch. A read uses a window only when no marker lies inside it, and the
+ * adds the marked profiles to their 10-minute, hourly and daily windows and
+ * deletes those markers in one batch. A read uses a window only when no marker lies inside it, and the
  * raw profiles otherwise, all from one snapshot: reads are exact whatever
  * the compactor has done, and a crash at any point leaves markers to redo.
  *
@@ -24,7 +24,8 @@
  *   'Y' | space:8 | kind:1 | id:4       -> a symbol entry (pack.h); space is the
  *                                          smallest sid of the series' service:
  *                                          its series share one symbol table
- *   'D' | sid:8 | w10:8 | id:8          -> "" (window w10 must be rebuilt)
+ *   'D' | sid:8 | w10:8 | id:8          -> time:8: profile id is not in the windows
+ *                                          of w10 yet; "": rebuild w10 from raw
  *   'W' | sid:8 | level:1 | start:8     -> a pack of every profile of the window
  *   'V'                                 -> "2": profile values are packs
  *
@@ -972,7 +973,7 @@ static int
 batch_profile(struct store *st, rocksdb_writebatch_t *wb, uint64_t sid, int64_t time,
     uint64_t id, const struct profile *p, struct buf *news, size_t *vlen)
 {
-	unsigned char pkey[25], ykey[14], dkey[25];
+	unsigned char pkey[25], ykey[14], dkey[25], tmark[8];
 	struct buf val = { 0 }, tv = { 0 }, sig = { 0 };
 	const struct sym_new *e;
 	struct sstate *ss;
@@ -1043,7 +1044,9 @@ unlock:
 	be64_put(dkey + 1, sid);
 	be64_put(dkey + 9, time_enc(floordiv(time, NS_10M) * NS_10M));
 	be64_put(dkey + 17, id);
-	rocksdb_writebatch_put(wb, (char *)dkey, sizeof(dkey), "", 0);
+	/* The marker's value is the profile's time: the compactor finds it by key. */
+	be64_put(tmark, time_enc(time));
+	rocksdb_writebatch_put(wb, (char *)dkey, sizeof(dkey), (char *)tmark, 8);
 	*vlen = val.len;
 out:
 	buf_free(&val);
@@ -1788,11 +1791,6 @@ window_put(rocksdb_writebatch_t *wb, uint64_t sid, int level, int64_t w, const s
 	return rc;
 }
 
-/*
- * Rebuild the windows of one day of one series whose 10-minute windows
- * ws[0..n) are marked, and delete the markers keys[0..nk) (seen in the
- * snapshot) in the same batch.
- */
 /* A raw profile that cannot be read stays out of the windows, as of reads. */
 static int
 skip_bad(void *arg, const struct store_ref *ref, const char *why)
@@ -1803,69 +1801,174 @@ skip_bad(void *arg, const struct store_ref *ref, const char *why)
 	return 0;
 }
 
+/* A dirty marker as the compactor collects it. */
+struct mark {
+	unsigned char	 key[25];
+	bool		 has_time;	/* no time: rebuild the window from raw profiles */
+	int64_t		 time;
+};
+
+/* The value of key k (NULL if none) added to a; -EINVAL if it does not decode. */
+static int
+add_value(struct store *st, rocksdb_readoptions_t *ro, const unsigned char *k, size_t kl,
+    struct agg *a)
+{
+	char *dberr = NULL, *v;
+	size_t vl;
+	int rc = 0;
+
+	v = rocksdb_get(st->db, ro, (const char *)k, kl, &vl, &dberr);
+	if (dberr) {
+		free(dberr);
+		return -EIO;
+	}
+	if (v)
+		rc = agg_add(a, v, vl, NULL);
+	free(v);
+	return rc;
+}
+
+/*
+ * Bring the windows of one day of one series up to date with its markers
+ * ms[0..n) (seen in the snapshot ro), and delete those markers in the same
+ * batch. Invariant: a window holds exactly the profiles of its span that
+ * have no marker. So a marker with a time adds its profile to the 10-minute
+ * window, its hour and its day (cost: the windows, not the day's profiles);
+ * a marker without one (or a window that does not decode) has the window
+ * rebuilt from the raw profiles, and its hour and day from their parts.
+ */
 static int
 compact_day(struct store *st, rocksdb_readoptions_t *ro, uint64_t sid, int64_t day,
-    const int64_t *ws, size_t n, const struct buf *keys)
+    const struct mark *ms, size_t n)
 {
 	rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
-	struct buf enc10[6 * 24], enc1h[24];
-	bool done10[6 * 24] = { false }, done1h[24] = { false };
-	struct agg *a = NULL;
+	struct buf enc10[6 * 24], enc1h[24], delta10[6 * 24];
+	bool touched[6 * 24] = { false }, rebuild[6 * 24] = { false }, rebuilt1h[24] = { false };
+	bool touched1h[24] = { false }, rebuilt_day = false;
+	struct agg *a = NULL, *d;
 	struct rctx c = { .st = st, .ro = ro, .sid = sid, .bad = skip_bad };
+	unsigned char pk[25];
 	char *dberr = NULL;
-	size_t i, j;
+	size_t i, j, slot;
 	int rc = 0;
 
 	memset(enc10, 0, sizeof(enc10));
 	memset(enc1h, 0, sizeof(enc1h));
-	for (i = 0; i < n && rc == 0; i++) {
-		size_t slot = (size_t)((ws[i] - day) / NS_10M);
+	memset(delta10, 0, sizeof(delta10));
+	/* The profiles each marked 10-minute window gains. */
+	for (i = 0; i < n && rc == 0; i = j) {
+		int64_t w = time_dec(be64_get(ms[i].key + 9));
 
-		if (slot >= 6 * 24 || done10[slot])
+		slot = (size_t)((w - day) / NS_10M);
+		for (j = i; j < n && memcmp(ms[j].key + 9, ms[i].key + 9, 8) == 0; j++)
+			;
+		if (slot >= 6 * 24)
 			continue;
-		done10[slot] = true;
+		touched[slot] = touched1h[slot / 6] = true;
+		if ((d = agg_create()) == NULL) {
+			rc = -ENOMEM;
+			break;
+		}
+		for (; i < j && rc == 0; i++) {
+			if (!ms[i].has_time) {
+				rebuild[slot] = true;
+				continue;
+			}
+			pk[0] = 'P';
+			memcpy(pk + 1, ms[i].key + 1, 8);
+			be64_put(pk + 9, time_enc(ms[i].time));
+			memcpy(pk + 17, ms[i].key + 17, 8);
+			/* Gone (retention) or unreadable: reads leave it out too. */
+			if ((rc = add_value(st, ro, pk, sizeof(pk), d)) == -EINVAL)
+				rc = 0;
+		}
+		if (rc == 0)
+			rc = agg_encode(d, &delta10[slot]);
+		agg_free(d);
+	}
+	for (slot = 0; slot < 6 * 24 && rc == 0; slot++) {
+		int64_t w = day + (int64_t)slot * NS_10M;
+
+		if (!touched[slot])
+			continue;
 		if ((c.a = a = agg_create()) == NULL) {
 			rc = -ENOMEM;
 			break;
 		}
-		if ((rc = read_raw(&c, ws[i], ws[i] + NS_10M)) == 0 &&
-		    (rc = window_put(wb, sid, 0, ws[i], a)) == 0)
+		if (!rebuild[slot] && window_get(st, ro, sid, 0, w, a) < 0) {
+			agg_free(a);	/* a window that does not decode: from raw */
+			if ((c.a = a = agg_create()) == NULL) {
+				rc = -ENOMEM;
+				break;
+			}
+			rebuild[slot] = true;
+		}
+		rc = rebuild[slot] ? read_raw(&c, w, w + NS_10M) :
+		    agg_add(a, delta10[slot].data, delta10[slot].len, NULL);
+		if (rc == 0 && (rc = window_put(wb, sid, 0, w, a)) == 0)
 			rc = agg_encode(a, &enc10[slot]);
+		if (rebuild[slot])
+			rebuilt1h[slot / 6] = true;
 		agg_free(a);
 		a = NULL;
 	}
-	/* Hours from their six 10-minute windows, the day from its hours. */
+	/* Hours: their deltas, or their six parts when one was rebuilt. */
 	for (i = 0; i < 24 && rc == 0; i++) {
-		for (j = 0; j < 6 && !done10[i * 6 + j]; j++)
-			;
-		if (j == 6)
+		int64_t h = day + (int64_t)i * NS_1H;
+
+		if (!touched1h[i])
 			continue;
-		done1h[i] = true;
 		if ((a = agg_create()) == NULL) {
 			rc = -ENOMEM;
 			break;
 		}
-		for (j = 0; j < 6 && rc == 0; j++) {
-			const struct buf *e = &enc10[i * 6 + j];
-
-			rc = done10[i * 6 + j] ? agg_add(a, e->data, e->len, NULL) :
-			    window_get(st, ro, sid, 0, day + (int64_t)(i * 6 + j) * NS_10M, a);
+		if (!rebuilt1h[i] && window_get(st, ro, sid, 1, h, a) < 0) {
+			agg_free(a);
+			if ((a = agg_create()) == NULL) {
+				rc = -ENOMEM;
+				break;
+			}
+			rebuilt1h[i] = true;
 		}
-		if (rc == 0 && (rc = window_put(wb, sid, 1, day + (int64_t)i * NS_1H, a)) == 0)
+		for (j = 0; j < 6 && rc == 0; j++) {
+			slot = i * 6 + j;
+			if (rebuilt1h[i])
+				rc = touched[slot] ? agg_add(a, enc10[slot].data, enc10[slot].len, NULL) :
+				    window_get(st, ro, sid, 0, h + (int64_t)j * NS_10M, a);
+			else if (touched[slot])
+				rc = agg_add(a, delta10[slot].data, delta10[slot].len, NULL);
+		}
+		if (rc == 0 && (rc = window_put(wb, sid, 1, h, a)) == 0)
 			rc = agg_encode(a, &enc1h[i]);
+		if (rebuilt1h[i])
+			rebuilt_day = true;
 		agg_free(a);
 		a = NULL;
 	}
+	/* The day likewise. */
 	if (rc == 0 && (a = agg_create()) == NULL)
 		rc = -ENOMEM;
-	for (i = 0; i < 24 && rc == 0; i++)
-		rc = done1h[i] ? agg_add(a, enc1h[i].data, enc1h[i].len, NULL) :
-		    window_get(st, ro, sid, 1, day + (int64_t)i * NS_1H, a);
+	if (rc == 0 && !rebuilt_day && window_get(st, ro, sid, 2, day, a) < 0) {
+		agg_free(a);
+		if ((a = agg_create()) == NULL)
+			rc = -ENOMEM;
+		rebuilt_day = true;
+	}
+	for (i = 0; i < 24 && rc == 0; i++) {
+		if (rebuilt_day)
+			rc = touched1h[i] ? agg_add(a, enc1h[i].data, enc1h[i].len, NULL) :
+			    window_get(st, ro, sid, 1, day + (int64_t)i * NS_1H, a);
+		else
+			for (j = 0; j < 6 && rc == 0; j++)
+				if (touched[i * 6 + j])
+					rc = agg_add(a, delta10[i * 6 + j].data,
+					    delta10[i * 6 + j].len, NULL);
+	}
 	if (rc == 0)
 		rc = window_put(wb, sid, 2, day, a);
 	agg_free(a);
-	for (i = 0; rc == 0 && i + 25 <= keys->len; i += 25)
-		rocksdb_writebatch_delete(wb, keys->data + i, 25);
+	for (i = 0; rc == 0 && i < n; i++)
+		rocksdb_writebatch_delete(wb, (const char *)ms[i].key, 25);
 	/* Derived data: not synced; a crash keeps the markers and redoes it. */
 	if (rc == 0) {
 		rocksdb_write(st->db, st->wasync, wb, &dberr);
@@ -1873,8 +1976,10 @@ compact_day(struct store *st, rocksdb_readoptions_t *ro, uint64_t sid, int64_t d
 			rc = store_write_error(st, dberr, NULL);
 	}
 	rocksdb_writebatch_destroy(wb);
-	for (i = 0; i < 6 * 24; i++)
+	for (i = 0; i < 6 * 24; i++) {
 		buf_free(&enc10[i]);
+		buf_free(&delta10[i]);
+	}
 	for (i = 0; i < 24; i++)
 		buf_free(&enc1h[i]);
 	return rc;
@@ -1886,10 +1991,9 @@ store_compact_locked(struct store *st, uint64_t *ndays)
 	const rocksdb_snapshot_t *snap = rocksdb_create_snapshot(st->db);
 	rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
 	rocksdb_iterator_t *it;
-	struct buf keys = { 0 }, ws = { 0 };
+	struct buf marks = { 0 };
 	uint64_t cur_sid = 0, days = 0;
 	int64_t cur_day = 0;
-	bool have = false;
 	int rc = 0;
 
 	rocksdb_readoptions_set_snapshot(ro, snap);
@@ -1897,10 +2001,11 @@ store_compact_locked(struct store *st, uint64_t *ndays)
 	/* Markers sort by series then window: one day of one series at a time. */
 	for (rocksdb_iter_seek(it, "D", 1);; rocksdb_iter_next(it)) {
 		const unsigned char *k = NULL;
-		size_t kl = 0;
+		size_t kl = 0, vl;
 		uint64_t sid = 0;
-		int64_t w = 0, day = 0;
+		int64_t day = 0;
 		bool valid = rocksdb_iter_valid(it);
+		struct mark m;
 
 		if (valid) {
 			k = (const unsigned char *)rocksdb_iter_key(it, &kl);
@@ -1908,37 +2013,38 @@ store_compact_locked(struct store *st, uint64_t *ndays)
 		}
 		if (valid) {
 			sid = be64_get(k + 1);
-			w = time_dec(be64_get(k + 9));
-			day = floordiv(w, NS_1D) * NS_1D;
+			day = floordiv(time_dec(be64_get(k + 9)), NS_1D) * NS_1D;
 		}
-		if (have && (!valid || sid != cur_sid || day != cur_day)) {
-			rc = compact_day(st, ro, cur_sid, cur_day, (const int64_t *)ws.data,
-			    ws.len / sizeof(int64_t), &keys);
+		if (marks.len && (!valid || sid != cur_sid || day != cur_day)) {
+			rc = compact_day(st, ro, cur_sid, cur_day, (const struct mark *)marks.data,
+			    marks.len / sizeof(struct mark));
 			if (rc < 0)
 				break;
 			days++;
-			buf_reset(&keys);
-			buf_reset(&ws);
-			have = false;
+			buf_reset(&marks);
 			atomic_fetch_add(&st->n_compacted, 1);
 		}
 		if (!valid)
 			break;
-		if (!have || ((const int64_t *)ws.data)[ws.len / sizeof(int64_t) - 1] != w)
-			rc = buf_add(&ws, &w, sizeof(w));
-		if (rc == 0)
-			rc = buf_add(&keys, k, kl);
-		if (rc < 0)
+		memset(&m, 0, sizeof(m));
+		memcpy(m.key, k, 25);
+		{
+			const unsigned char *v = (const unsigned char *)rocksdb_iter_value(it, &vl);
+
+			if (vl == 8) {
+				m.has_time = true;
+				m.time = time_dec(be64_get(v));
+			}
+		}
+		if ((rc = buf_add(&marks, &m, sizeof(m))) < 0)
 			break;
-		have = true;
 		cur_sid = sid;
 		cur_day = day;
 	}
 	rocksdb_iter_destroy(it);
 	rocksdb_readoptions_destroy(ro);
 	rocksdb_release_snapshot(st->db, snap);
-	buf_free(&keys);
-	buf_free(&ws);
+	buf_free(&marks);
 	if (ndays)
 		*ndays = days;
 	atomic_store(&st->n_pending, days);
@@ -2003,9 +2109,9 @@ compact_main(void *arg)
 			n = 1;
 		}
 		pthread_mutex_lock(&st->rt_lock);
-		/* Batch what arrives within a second; idle otherwise. */
+		/* Batch what arrives within two seconds; idle otherwise. */
 		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += 1;
+		ts.tv_sec += 2;
 		while (!st->cp_stop && pthread_cond_timedwait(&st->cp_cond, &st->rt_lock, &ts) == 0)
 			;
 		/* A pass that found work goes again: the next says it caught up. */
