@@ -200,6 +200,26 @@ else
   echo "# skipped the full-disk test: needs root to mount a tmpfs"
 fi
 
+# --- a data dir of the previous format ------------------------------------------------
+# tests/testdata/store-v1.tar.gz: written by the previous release's store_put() (values
+# = gzipped pprof) from two files of tests/testdata/real, round-robin, six profiles.
+rm -rf "$TMP/data" && mkdir -p "$TMP/old" && tar xzf "$ROOT/tests/testdata/store-v1.tar.gz" -C "$TMP/old"
+mv "$TMP/old/v1dir" "$TMP/data"
+pf_start || fail "daemon on an old data dir"
+grep -q "converted 6 profiles" "$TMP/daemon.log" && ok "old data dir converted on open" \
+  || fail "old data dir converted on open" "$(grep store: "$TMP/daemon.log" | tail -2)"
+check_eq "every old profile listed" "$(ls "$M/ceiling/cpu/conn=0/all/profiles" | wc -l)" 6
+o1="$REAL/google-pprof/sample.cpu"; o2="$REAL/parca/normal-cpu.stripped.pprof"
+go tool pprof -proto "$o1" "$o2" "$o1" "$o2" "$o1" "$o2" > "$TMP/old.pb.gz" 2>/dev/null
+check_eq "old profiles merge to go tool pprof's sums" \
+  "$(pprof_sums "$M/ceiling/cpu/conn=0/all/merged.pb.gz")" "$(pprof_sums "$TMP/old.pb.gz")"
+check_eq "old profiles export with their sums" "$(exported_sums "$M/ceiling/cpu/conn=0/all")" \
+  "$(pprof_sums "$TMP/old.pb.gz")"
+pf_stop
+pf_start || fail "daemon on the converted data dir"
+check_eq "converted once" "$(grep -c "converted 6 profiles" "$TMP/daemon.log")" 1
+pf_stop
+
 # --- --max-disk -------------------------------------------------------------------------
 rm -rf "$TMP/data"
 start_http --max-disk 400K || fail "daemon with --max-disk"
