@@ -110,7 +110,7 @@ struct store {
 	_Atomic uint64_t	 next_id;
 	_Atomic uint64_t	 gen;
 	_Atomic uint64_t	 n_put, n_rejected, n_bytes;
-	/* compactor thread; rt_lock protects cp_stop and cp_kick */
+	/* compactor thread; rt_lock protects cp_stop; cp_kick is read without it */
 	pthread_t		 cp_thread;
 	bool			 cp_running, cp_stop, cp_kick;
 	pthread_cond_t		 cp_cond;
@@ -744,9 +744,10 @@ store_open(const char *dir, struct store **out, struct buf *err)
 	/*
 	 * Packs are varints of ids and values: zstd over 64 KiB blocks finds
 	 * what repeats from one profile to the next (Debian's librocksdb links
-	 * libzstd).
+	 * libzstd). Fresh tables (flushes, upper levels) use the cheaper lz4 so
+	 * that ingest does not pay zstd's price; the bottom level holds most.
 	 */
-	rocksdb_options_set_compression(st->opts, rocksdb_zstd_compression);
+	rocksdb_options_set_compression(st->opts, rocksdb_lz4_compression);
 	rocksdb_options_set_bottommost_compression(st->opts, rocksdb_zstd_compression);
 	st->bopts = rocksdb_block_based_options_create();
 	rocksdb_block_based_options_set_block_size(st->bopts, 64 << 10);
@@ -1073,8 +1074,11 @@ batch_done(struct store *st, uint64_t sid, const struct buf *news)
 static void
 compact_kick(struct store *st)
 {
+	/* A kick already pending covers this put (a stale read only costs a kick). */
+	if (__atomic_load_n(&st->cp_kick, __ATOMIC_RELAXED))
+		return;
 	pthread_mutex_lock(&st->rt_lock);
-	st->cp_kick = true;
+	__atomic_store_n(&st->cp_kick, true, __ATOMIC_RELAXED);
 	pthread_cond_broadcast(&st->cp_cond);
 	pthread_mutex_unlock(&st->rt_lock);
 }
@@ -2100,7 +2104,7 @@ compact_main(void *arg)
 
 	pthread_mutex_lock(&st->rt_lock);
 	while (!st->cp_stop) {
-		st->cp_kick = false;
+		__atomic_store_n(&st->cp_kick, false, __ATOMIC_RELAXED);
 		pthread_mutex_unlock(&st->rt_lock);
 		if (atomic_load(&st->full))
 			n = store_recover(st) < 0;	/* look again in a second */
@@ -2115,7 +2119,7 @@ compact_main(void *arg)
 		while (!st->cp_stop && pthread_cond_timedwait(&st->cp_cond, &st->rt_lock, &ts) == 0)
 			;
 		/* A pass that found work goes again: the next says it caught up. */
-		while (!st->cp_stop && !st->cp_kick && n == 0)
+		while (!st->cp_stop && !__atomic_load_n(&st->cp_kick, __ATOMIC_RELAXED) && n == 0)
 			pthread_cond_wait(&st->cp_cond, &st->rt_lock);
 	}
 	pthread_mutex_unlock(&st->rt_lock);
