@@ -70,6 +70,14 @@
 
 static const int64_t win_len[3] = { NS_10M, NS_1H, NS_1D };
 
+/*
+ * Windows cover [WIN_MIN, WIN_MAX) (about the years 1823 to 2116), whole
+ * days far from int64's ends, so no window arithmetic overflows. Profiles
+ * outside get no marker and are always read raw.
+ */
+#define WIN_MIN		(-(INT64_C(1) << 62) / NS_1D * NS_1D)
+#define WIN_MAX		((INT64_C(1) << 62) / NS_1D * NS_1D)
+
 static int batch_profile(struct store *st, rocksdb_writebatch_t *wb, uint64_t sid,
     int64_t time, uint64_t id, const struct profile *p, struct buf *news, size_t *vlen);
 static void batch_done(struct store *st, uint64_t sid, const struct buf *news);
@@ -1041,13 +1049,15 @@ unlock:
 		goto out;
 	pkey[0] = 'T';
 	rocksdb_writebatch_put(wb, (char *)pkey, sizeof(pkey), tv.data, tv.len);
-	dkey[0] = 'D';
-	be64_put(dkey + 1, sid);
-	be64_put(dkey + 9, time_enc(floordiv(time, NS_10M) * NS_10M));
-	be64_put(dkey + 17, id);
-	/* The marker's value is the profile's time: the compactor finds it by key. */
-	be64_put(tmark, time_enc(time));
-	rocksdb_writebatch_put(wb, (char *)dkey, sizeof(dkey), (char *)tmark, 8);
+	if (time >= WIN_MIN && time < WIN_MAX) {
+		dkey[0] = 'D';
+		be64_put(dkey + 1, sid);
+		be64_put(dkey + 9, time_enc(floordiv(time, NS_10M) * NS_10M));
+		be64_put(dkey + 17, id);
+		/* The marker's value is the profile's time: the compactor finds it by key. */
+		be64_put(tmark, time_enc(time));
+		rocksdb_writebatch_put(wb, (char *)dkey, sizeof(dkey), (char *)tmark, 8);
+	}
 	*vlen = val.len;
 out:
 	buf_free(&val);
@@ -1651,7 +1661,7 @@ store_read_series_locked(struct store *st, uint64_t sid, int64_t from, int64_t t
 	const struct series *s = store_series_get(st, sid);
 	struct store_ref r;
 	struct store_meta m;
-	int64_t first, last, *nd;
+	int64_t first, last, wfrom, wto, *nd;
 	size_t cap = 0;
 	int rc = 0;
 
@@ -1696,6 +1706,15 @@ store_read_series_locked(struct store *st, uint64_t sid, int64_t from, int64_t t
 	rocksdb_iter_destroy(it);
 	if (rc != 0)
 		goto out;
+
+	/* Outside the windows' domain: raw profiles only. */
+	wfrom = from < WIN_MIN ? WIN_MIN : from > WIN_MAX ? WIN_MAX : from;
+	wto = to > WIN_MAX ? WIN_MAX : to < WIN_MIN ? WIN_MIN : to;
+	if ((rc = read_raw(&c, from, wfrom < to ? wfrom : to)) != 0 ||
+	    (rc = read_raw(&c, wto > from ? wto : from, to)) != 0 || wfrom >= wto)
+		goto out;
+	from = wfrom;
+	to = wto;
 
 	/* The markers of the range: windows not to trust. */
 	lo[0] = hi[0] = 'D';
@@ -2264,11 +2283,14 @@ expire_series(struct store *st, uint64_t sid, int64_t before, int64_t wbefore, u
 		delete_span(wb, 'P', sid, INT64_MIN, before);
 		delete_span(wb, 'T', sid, INT64_MIN, before);
 		/* Markers of expired spans: their windows keep what they hold. */
-		delete_span(wb, 'D', sid, INT64_MIN, floordiv(before, NS_10M) * NS_10M);
+		delete_span(wb, 'D', sid, INT64_MIN, before < WIN_MIN ? WIN_MIN : before > WIN_MAX ?
+		    WIN_MAX : floordiv(before, NS_10M) * NS_10M);
 		/* Hours wholly before the cut no longer hold data. */
 		delete_span(wb, 'H', sid, INT64_MIN, floordiv(before, NS_1H));
 	}
-	for (l = 0; l < 3 && wbefore > INT64_MIN + NS_1D; l++) {
+	if (wbefore > WIN_MAX)
+		wbefore = WIN_MAX;
+	for (l = 0; l < 3 && wbefore > WIN_MIN; l++) {
 		w0[0] = w1[0] = 'W';
 		be64_put(w0 + 1, sid);
 		be64_put(w1 + 1, sid);
@@ -2391,9 +2413,12 @@ enforce_max_disk(struct store *st)
 
 	pthread_rwlock_rdlock(&st->db_lock);
 	while (size > st->rt_max_disk && rounds++ < 10000 && oldest_time(st, &t, &newest) == 0) {
-		cut = (floordiv(t, NS_1H) + 1) * NS_1H;
+		/* Hours, within the windows' domain; a profile at a time outside, alone. */
+		cut = t >= WIN_MIN && t < WIN_MAX ? (floordiv(t, NS_1H) + 1) * NS_1H :
+		    t < INT64_MAX ? t + 1 : t;
 		/* The newest hour stays: a cap below it would delete all that arrives. */
-		if (cut > floordiv(newest, NS_1H) * NS_1H) {
+		if (newest >= WIN_MIN && newest < WIN_MAX ? cut > floordiv(newest, NS_1H) * NS_1H :
+		    cut > newest) {
 			log_warnx("retention: --max-disk %llu bytes is below what the newest hour "
 			    "of data takes (%llu bytes)", (unsigned long long)st->rt_max_disk,
 			    (unsigned long long)size);
