@@ -464,6 +464,30 @@ test_rebuild_after_crash(void **state)
 	buf_free(&wv);
 }
 
+/* Times at int64's ends and around the windows' domain: read raw, sums exact. */
+static void
+test_extreme_times(void **state)
+{
+	struct fixture *f = *state;
+	static const int64_t ts[] = { INT64_MIN, INT64_MIN + 1, -(INT64_C(1) << 62) - 1,
+	    -(INT64_C(1) << 62) + DAY, -1, 0, T0, (INT64_C(1) << 62) - DAY,
+	    (INT64_C(1) << 62) + 5, INT64_MAX - 1, INT64_MAX };
+	uint64_t days;
+	size_t i;
+
+	for (i = 0; i < sizeof(ts) / sizeof(ts[0]); i++)
+		put_random(f, "cpu", i % 2 ? "pod=a" : "pod=b", ts[i], false);
+	check_range(f, "cpu", NULL, INT64_MIN, INT64_MAX);
+	assert_int_equal(store_compact(f->st, &days), 0);
+	check_range(f, "cpu", NULL, INT64_MIN, INT64_MAX);
+	check_range(f, "cpu", "pod=a", INT64_MIN, 0);
+	check_range(f, "cpu", NULL, -1, INT64_MAX);
+	check_range(f, "cpu", NULL, T0 - DAY, T0 + DAY);
+	check_range(f, "cpu", NULL, INT64_MIN + 1, INT64_MAX - 1);
+	assert_int_equal(store_expire(f->st, 0, NULL), 0);
+	check_range(f, "cpu", NULL, INT64_MIN, INT64_MAX);
+}
+
 /* Packs of real profiles: pprof's sums survive; reloaded symbols keep their ids. */
 static void
 test_pack_roundtrip(void **state)
@@ -599,6 +623,7 @@ main(void)
 		cmocka_unit_test(test_pack_roundtrip),
 		cmocka_unit_test_setup_teardown(test_windows_exact, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rebuild_after_crash, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_extreme_times, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
