@@ -93,10 +93,6 @@ rc=$?
 [ "$rc" -ne 0 ] && grep -q "line 2" "$TMP/broken.log" && ok "malformed targets file refused at start with its line" \
   || fail "malformed targets file refused at start with its line" "rc=$rc: $(tail -2 "$TMP/broken.log")"
 
-# Under SANITIZE=address: 16 bytes that libfuse3 itself leaves allocated when
-# go tool pprof reads the mount while profiles arrive (not profilefs memory).
-echo "leak:libfuse3.so" >"$TMP/lsan.supp"
-export LSAN_OPTIONS="suppressions=$TMP/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 pf_start -v --http "$HTTP" --scrape "$T" || { fail "daemon starts with --scrape"; pf_done; exit 1; }
 ok "daemon starts with --scrape"
 
