@@ -10,7 +10,8 @@
 # with that process's stderr or exit status, and fails the test that produced
 # it. With PROFILEFS_TALLY=FILE (scripts/test.sh, several builds in one run)
 # the counts are appended to FILE and the last line is "# RUN: N ok, N not ok"
-# instead, so that the caller prints the one summary line.
+# instead, so that the caller prints the one summary line. PROFILEFS_SKIP
+# (a pattern like TESTS) leaves out the integration tests whose name matches.
 set -u
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
@@ -83,6 +84,10 @@ done
 for t in tests/integration/*.sh; do
   [ -f "$t" ] || continue
   if [ -n "${TESTS:-}" ] && ! echo "$t" | grep -q -- "$TESTS"; then continue; fi
+  if [ -n "${PROFILEFS_SKIP:-}" ] && echo "$t" | grep -q -- "$PROFILEFS_SKIP"; then
+    echo "# $t: skipped in this run (PROFILEFS_SKIP)"
+    continue
+  fi
   echo "== $t${RUN:+ ($RUN)}"
   out="$(timeout 900 bash "$t" 2>&1)"
   rc=$?
