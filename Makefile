@@ -1,7 +1,10 @@
 # profilefs: one Makefile for the whole tree. Objects go under build/,
 # the binary to bin/profilefs. `make V=1` shows commands, `make SANITIZE=address,undefined`
 # builds an instrumented binary, `make WERROR=1` (as CI does) turns warnings into errors.
-# CFLAGS, CPPFLAGS, LDFLAGS and LDLIBS given by the user are added to the project's own.
+# CFLAGS, CPPFLAGS, LDFLAGS and LDLIBS given by the user are added to the project's own;
+# building with other flags than last time rebuilds everything. `make check` builds and
+# runs the test suite (tests/run.sh) against this build; tests/integration/layers.sh
+# checks what this file promises.
 #
 # The code is layered; each layer is one directory, one archive and one public
 # header, and is compiled with the public headers of the layers below it only,
