@@ -2,6 +2,7 @@
  * intern: open addressing with linear probing over a power-of-two slot array;
  * slots hold index+1 (0 = empty) and the full hash to skip most key compares.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,14 +124,7 @@ intern_put(struct intern *t, const void *key, size_t len, int *added)
 		return t->slots[j] - 1;
 	if (t->n >= UINT32_MAX - 1)
 		return -ENOMEM;
-	if (t->n == t->cap) {
-		size_t ncap = t->cap ? t->cap * 2 : 64;
-
-		if ((nk = realloc(t->keys, ncap * sizeof(*nk))) == NULL)
-			return -ENOMEM;
-		t->keys = nk;
-		t->cap = ncap;
-	}
+	t->keys = xgrow(t->keys, &t->cap, t->n + 1, sizeof(*t->keys));
 	nk = &t->keys[t->n];
 	if ((nk->p = arena_memdup(t->arena, key, len)) == NULL)
 		return -ENOMEM;
@@ -161,6 +155,7 @@ intern_count(const struct intern *t)
 const void *
 intern_key(const struct intern *t, size_t i, size_t *len)
 {
+	assert(i < t->n);
 	if (len)
 		*len = t->keys[i].len;
 	return t->keys[i].p;

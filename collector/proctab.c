@@ -149,14 +149,7 @@ read_maps(struct proctab *pt, struct proc *p)
 			continue;
 		if (strlen(perms) < 3 || perms[2] != 'x')
 			continue;
-		if (p->nmaps == cap) {
-			struct pmap *nm;
-
-			cap = cap ? cap * 2 : 32;
-			if ((nm = realloc(p->maps, cap * sizeof(*nm))) == NULL)
-				break;
-			p->maps = nm;
-		}
+		p->maps = xgrow(p->maps, &cap, p->nmaps + 1, sizeof(*p->maps));
 		m = &p->maps[p->nmaps];
 		memset(m, 0, sizeof(*m));
 		m->start = start;

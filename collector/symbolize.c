@@ -154,15 +154,7 @@ read_symtab(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct elfobj *o, size_t 
 			continue;
 		if (o->nsyms >= ELF_MAX_SYMS)
 			break;
-		if (o->nsyms == *cap) {
-			size_t nc = *cap ? *cap * 2 : 1024;
-			struct sym *ns = realloc(o->syms, nc * sizeof(*ns));
-
-			if (ns == NULL)
-				return -ENOMEM;
-			o->syms = ns;
-			*cap = nc;
-		}
+		o->syms = xgrow(o->syms, cap, o->nsyms + 1, sizeof(*o->syms));
 		len = strlen(name);
 		if (o->names.len > UINT32_MAX - len - 1)
 			break;
@@ -282,15 +274,7 @@ read_gopclntab(Elf_Scn *scn, struct elfobj *o, size_t *cap)
 		len = strnlen(name, n - no);
 		if (len == 0 || len == n - no)
 			continue;
-		if (o->nsyms == *cap) {
-			size_t nc = *cap ? *cap * 2 : 1024;
-			struct sym *ns = realloc(o->syms, nc * sizeof(*ns));
-
-			if (ns == NULL)
-				return -ENOMEM;
-			o->syms = ns;
-			*cap = nc;
-		}
+		o->syms = xgrow(o->syms, cap, o->nsyms + 1, sizeof(*o->syms));
 		if (o->names.len > UINT32_MAX - len - 1)
 			break;
 		o->syms[o->nsyms].addr = text + entry;
@@ -331,15 +315,10 @@ read_elf(const char *path, struct elfobj *o, bool debug_file, bool *has_symtab,
 	if (!debug_file && elf_getphdrnum(e, &phnum) == 0) {
 		for (i = 0; i < phnum; i++) {
 			GElf_Phdr ph;
-			struct segment *ns;
 
 			if (gelf_getphdr(e, (int)i, &ph) == NULL || ph.p_type != PT_LOAD)
 				continue;
-			if ((ns = realloc(o->segs, (o->nsegs + 1) * sizeof(*ns))) == NULL) {
-				rc = -ENOMEM;
-				goto out;
-			}
-			o->segs = ns;
+			o->segs = xreallocarray(o->segs, o->nsegs + 1, sizeof(*o->segs));
 			o->segs[o->nsegs].vaddr = ph.p_vaddr;
 			o->segs[o->nsegs].offset = ph.p_offset;
 			o->segs[o->nsegs].filesz = ph.p_filesz;
@@ -648,18 +627,12 @@ kernel_load(struct symbolizer *s)
 	while (fgets(line, sizeof(line), f)) {
 		unsigned long long addr;
 		char type, name[256];
-		struct ksym *nk;
 
 		if (sscanf(line, "%llx %c %255s", &addr, &type, name) != 3)
 			continue;
 		if (addr == 0 || (type != 't' && type != 'T' && type != 'w' && type != 'W'))
 			continue;
-		if (s->nksyms == cap) {
-			cap = cap ? cap * 2 : 65536;
-			if ((nk = realloc(s->ksyms, cap * sizeof(*nk))) == NULL)
-				break;
-			s->ksyms = nk;
-		}
+		s->ksyms = xgrow(s->ksyms, &cap, s->nksyms + 1, sizeof(*s->ksyms));
 		s->ksyms[s->nksyms].addr = addr;
 		s->ksyms[s->nksyms].name = (uint32_t)s->knames.len;
 		if (buf_add(&s->knames, name, strlen(name) + 1) < 0)
@@ -764,14 +737,7 @@ perfmap_load(const char *path)
 		if (end == p || *end != ' ' || size == 0)
 			continue;
 		p = end + 1;
-		if (m->n == cap) {
-			struct pmentry *ne;
-
-			cap = cap ? cap * 2 : 256;
-			if ((ne = realloc(m->e, cap * sizeof(*ne))) == NULL)
-				break;
-			m->e = ne;
-		}
+		m->e = xgrow(m->e, &cap, m->n + 1, sizeof(*m->e));
 		m->e[m->n].start = start;
 		m->e[m->n].size = size;
 		m->e[m->n].seq = seq++;

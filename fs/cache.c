@@ -84,6 +84,19 @@ ent_unlink(struct cache *c, struct ent *e)
 		ent_free(e);
 }
 
+/* Put e, not on the LRU list, at its head (most recently used). */
+static void
+lru_push(struct cache *c, struct ent *e)
+{
+	e->lprev = NULL;
+	e->lnext = c->lru_head;
+	if (c->lru_head)
+		c->lru_head->lprev = e;
+	c->lru_head = e;
+	if (c->lru_tail == NULL)
+		c->lru_tail = e;
+}
+
 static void
 lru_front(struct cache *c, struct ent *e)
 {
@@ -95,13 +108,7 @@ lru_front(struct cache *c, struct ent *e)
 		e->lnext->lprev = e->lprev;
 	else if (c->lru_tail == e)
 		c->lru_tail = e->lprev;
-	e->lprev = NULL;
-	e->lnext = c->lru_head;
-	if (c->lru_head)
-		c->lru_head->lprev = e;
-	c->lru_head = e;
-	if (c->lru_tail == NULL)
-		c->lru_tail = e;
+	lru_push(c, e);
 }
 
 static void
@@ -176,12 +183,7 @@ again:
 	e->refs = 1;
 	e->hnext = c->buckets[h % NBUCKETS];
 	c->buckets[h % NBUCKETS] = e;
-	e->lnext = c->lru_head;
-	if (c->lru_head)
-		c->lru_head->lprev = e;
-	c->lru_head = e;
-	if (c->lru_tail == NULL)
-		c->lru_tail = e;
+	lru_push(c, e);
 	c->entries++;
 	c->fills++;
 	pthread_mutex_unlock(&c->c_lock);

@@ -141,16 +141,10 @@ sum_samples(struct dctx *c, struct intern *keys, int64_t **sums, size_t *cap,
 			break;
 		}
 		if ((size_t)idx >= *cap) {
-			size_t ncap = *cap ? *cap * 2 : 256;
-			int64_t *q = realloc(*sums, ncap * nt * sizeof(int64_t));
+			size_t old = *cap;
 
-			if (q == NULL) {
-				rc = -ENOMEM;
-				break;
-			}
-			memset(q + *cap * nt, 0, (ncap - *cap) * nt * sizeof(int64_t));
-			*sums = q;
-			*cap = ncap;
+			*sums = xgrow(*sums, cap, (size_t)idx + 1, nt * sizeof(int64_t));
+			memset(*sums + old * nt, 0, (*cap - old) * nt * sizeof(int64_t));
 		}
 		if (added && first)
 			first[idx] = (int64_t)i;
