@@ -21,7 +21,8 @@ fail=0
 mkdir -p tests/artifacts
 
 RUN="${PROFILEFS_RUN:-}"
-SAN_DIR="$ROOT/tests/artifacts/sanitizers${RUN:+-$RUN}"
+# (A name without commas: the sanitizers read "," in an option as a separator.)
+SAN_DIR="$ROOT/tests/artifacts/sanitizers${RUN:+-$(echo "$RUN" | tr -c "A-Za-z0-9_\n" -)}"
 rm -rf "$SAN_DIR"
 mkdir -p "$SAN_DIR"
 chmod 1777 "$SAN_DIR"	# tests also run the daemon as nobody
