@@ -84,7 +84,8 @@ done
 
 for t in tests/integration/*.sh; do
   [ -f "$t" ] || continue
-  if [ -n "${TESTS:-}" ] && ! echo "$t" | grep -q -- "$TESTS"; then continue; fi
+  # Either "a\|b" or "a|b" selects several (grep -E takes the plain bar).
+  if [ -n "${TESTS:-}" ] && ! echo "$t" | grep -qE -- "${TESTS//\\|/|}"; then continue; fi
   if [ -n "${PROFILEFS_SKIP:-}" ] && echo "$t" | grep -q -- "$PROFILEFS_SKIP"; then
     echo "# $t: skipped in this run (PROFILEFS_SKIP)"
     continue
