@@ -293,15 +293,7 @@ duration_field(const struct doc *d, const json_t *g, const char *name, int64_t d
 static int
 add_spec(struct target_list *l, size_t *cap, struct target_spec *ts)
 {
-	if (l->n == *cap) {
-		size_t ncap = *cap ? *cap * 2 : 16;
-		struct target_spec *v = realloc(l->v, ncap * sizeof(*v));
-
-		if (v == NULL)
-			return -ENOMEM;
-		l->v = v;
-		*cap = ncap;
-	}
+	l->v = xgrow(l->v, cap, l->n + 1, sizeof(*l->v));
 	l->v[l->n++] = *ts;
 	return 0;
 }
@@ -469,8 +461,8 @@ parse_group(const struct doc *d, const json_t *g, struct target_list *l, size_t 
 			ts.profile = sp;
 			ts.interval = interval;
 			ts.timeout = sp->kind == SK_CPU ? timeout + interval - 1000000000 : timeout;
-			ts.instance = strdup(inst);
-			ts.service = strdup(service_label ? service_label : inst);
+			ts.instance = xstrdup(inst);
+			ts.service = xstrdup(service_label ? service_label : inst);
 			buf_reset(&tmp);
 			buf_printf(&tmp, "%s://%s%.*s%s", scheme, inst,
 			    (int)(strlen(prefix) - (prefix[0] && prefix[strlen(prefix) - 1] == '/')),
