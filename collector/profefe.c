@@ -80,9 +80,10 @@ create(struct http_req *r)
 		    err.data ? err.data : "out of memory");
 		goto out;
 	}
-	if (created && created[0] && httpparse_time(created, &created_at) < 0) {
+	if (created && created[0] && (httpparse_time(created, &created_at) < 0 ||
+	    !store_time_sane(created_at, clock_now_ns()))) {
 		http_reply_error(r, 400, "bad request: bad created_at \"%s\": use 2006-01-02T15:04:05 "
-		    "(UTC)", created);
+		    "(UTC), from 2000-01-01 to a day from now", created);
 		goto out;
 	}
 	if (r->body.len == 0) {

@@ -23,7 +23,8 @@
 static const char usage_text[] =
 "usage: profilefs serve [--data DIR] [--http HOST:PORT] [--ebpf[=HZ]] [--scrape FILE]\n"
 "                       [--retention DURATION] [--retention-aggregates DURATION]\n"
-"                       [--max-disk SIZE] [-v] [--debug-fuse] MOUNTPOINT\n"
+"                       [--max-disk SIZE] [--max-series N] [-v] [--debug-fuse]\n"
+"                       MOUNTPOINT\n"
 "       profilefs --help | --version\n"
 "\n"
 "Continuous profiling as a filesystem: profiles stored in an embedded database\n"
@@ -50,6 +51,8 @@ static const char usage_text[] =
 "                      1 h, 1 day) this long (default: as --retention)\n"
 "  --max-disk SIZE     cap the data directory at SIZE bytes (K/M/G suffixes):\n"
 "                      the oldest data is deleted first\n"
+"  --max-series N      label sets one service may have (default 2000, 0: no\n"
+"                      limit); profiles of a new one past it are refused\n"
 "  -v, --verbose       log more\n"
 "  --debug-fuse        trace every FUSE request (very verbose)\n"
 "\n"
@@ -76,6 +79,7 @@ struct serve_opts {
 	int64_t		 retention;	/* ns, 0: keep everything */
 	int64_t		 retention_aggr;	/* ns, 0: as retention */
 	unsigned long long max_disk;	/* bytes, 0: no cap */
+	long		 max_series;	/* per service; -1: the store's default */
 	const char	*mountpoint;
 };
 
@@ -137,12 +141,16 @@ serve(const struct serve_opts *o)
 			return 1;
 		}
 	}
+	/* The database's files, like its directory, are the daemon user's only. */
+	umask(077);
 	if ((rc = store_open(o->data, &st, &err)) < 0) {
 		fprintf(stderr, "profilefs: %s\n", err.data ? err.data : strerror(-rc));
 		buf_free(&err);
 		return 1;
 	}
 	log_info("profilefs %s: data in %s", PROFILEFS_VERSION, o->data);
+	if (o->max_series >= 0)
+		store_set_max_series(st, (size_t)o->max_series);
 	if ((o->retention || o->max_disk) && store_set_limits(st, o->retention,
 	    o->retention_aggr, o->max_disk) < 0)
 		log_warn("cannot start the retention thread");
@@ -217,11 +225,12 @@ main(int argc, char **argv)
 		{ "retention",	required_argument,	NULL, 'R' },
 		{ "retention-aggregates", required_argument, NULL, 'A' },
 		{ "max-disk",	required_argument,	NULL, 'M' },
+		{ "max-series",	required_argument,	NULL, 'X' },
 		{ "help",	no_argument,		NULL, 'h' },
 		{ "version",	no_argument,		NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
 	};
-	struct serve_opts o = { .data = "./profilefs-data" };
+	struct serve_opts o = { .data = "./profilefs-data", .max_series = -1 };
 	char *end;
 	long hz;
 	unsigned long long bytes, mult;
@@ -283,6 +292,14 @@ main(int argc, char **argv)
 			break;
 		case 'B':
 		case 'Z':
+		case 'X':
+			errno = 0;
+			o.max_series = strtol(optarg, &end, 10);
+			if (errno || *end || end == optarg || o.max_series < 0) {
+				fprintf(stderr, "profilefs: --max-series: not a count: '%s'\n", optarg);
+				return 2;
+			}
+			break;
 		case 'M':
 			errno = 0;
 			bytes = strtoull(optarg, &end, 10);

@@ -113,6 +113,7 @@ struct store {
 	struct series		**sorted;	/* by service, type, labels */
 	struct sstate		**state;	/* parallel to series[] */
 	size_t			 nseries, capseries;
+	size_t			 max_series;	/* per service, 0: no limit */
 	struct intern		*names;		/* N key -> index in series[] */
 	uint64_t		 next_sid;
 	_Atomic uint64_t	 next_id;
@@ -474,6 +475,25 @@ series_get_or_create(struct store *st, const char *service, const char *type,
 		*sid = s->id;
 		goto out;
 	}
+	{
+		/*
+		 * A producer that puts a request id or a timestamp in a label
+		 * makes a series per profile; every listing walks the series.
+		 */
+		size_t pos = series_lower(st, service, NULL, NULL), nsvc = 0;
+
+		while (pos + nsvc < st->nseries &&
+		    strcmp(st->sorted[pos + nsvc]->service, service) == 0)
+			nsvc++;
+		if (st->max_series && nsvc >= st->max_series) {
+			if (err)
+				buf_printf(err, "service %s already has %zu label sets, the limit "
+				    "(--max-series): leave ids and times out of labels", service,
+				    nsvc);
+			rc = -EINVAL;
+			goto out;
+		}
+	}
 	*sid = st->next_sid;
 	skey[0] = 'S';
 	be64_put(skey + 1, *sid);
@@ -506,6 +526,14 @@ out:
 	buf_free(&k);
 	buf_free(&v);
 	return rc;
+}
+
+void
+store_set_max_series(struct store *st, size_t n)
+{
+	pthread_rwlock_wrlock(&st->st_lock);
+	st->max_series = n;
+	pthread_rwlock_unlock(&st->st_lock);
 }
 
 int
@@ -722,6 +750,62 @@ store_migrate(struct store *st, struct buf *err)
 	return 0;
 }
 
+bool
+store_time_sane(int64_t t, int64_t now)
+{
+	return t >= STORE_TIME_MIN && t <= now + INT64_C(86400) * 1000000000;
+}
+
+/*
+ * The data directory: created 0700 if missing, kept private if it exists
+ * (profiles name functions, files and labels that are not every local
+ * user's business), and refused when it already holds files that are not
+ * a database: --data pointed at the wrong place must not fill, say, a home
+ * directory with RocksDB's files.
+ */
+static int
+data_dir_check(const char *dir, struct buf *err)
+{
+	struct dirent *e;
+	struct stat sb;
+	bool empty = true, db = false;
+	DIR *d;
+	int rc;
+
+	if (mkdir(dir, 0700) == 0)
+		return 0;
+	if (errno != EEXIST || stat(dir, &sb) < 0 || !S_ISDIR(sb.st_mode)) {
+		rc = errno == EEXIST ? -ENOTDIR : -errno;
+		if (err)
+			buf_printf(err, "cannot create data directory %s: %s", dir, strerror(-rc));
+		return rc;
+	}
+	if ((d = opendir(dir)) == NULL) {
+		rc = -errno;
+		if (err)
+			buf_printf(err, "cannot read data directory %s: %s", dir, strerror(errno));
+		return rc;
+	}
+	while ((e = readdir(d)) != NULL) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
+		    strcmp(e->d_name, "lost+found") == 0)
+			continue;
+		empty = false;
+		if (strcmp(e->d_name, "CURRENT") == 0 || strcmp(e->d_name, "IDENTITY") == 0)
+			db = true;
+	}
+	closedir(d);
+	if (!empty && !db) {
+		if (err)
+			buf_printf(err, "data directory %s is not empty and holds no profilefs "
+			    "database: give --data a new or empty directory", dir);
+		return -EEXIST;
+	}
+	if ((sb.st_mode & 077) && sb.st_uid == geteuid() && chmod(dir, 0700) == 0)
+		log_info("data directory %s: access for other users removed (now 0700)", dir);
+	return 0;
+}
+
 int
 store_open(const char *dir, struct store **out, struct buf *err)
 {
@@ -730,12 +814,8 @@ store_open(const char *dir, struct store **out, struct buf *err)
 	int rc;
 
 	*out = NULL;
-	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
-		rc = -errno;
-		if (err)
-			buf_printf(err, "cannot create data directory %s: %s", dir, strerror(errno));
+	if ((rc = data_dir_check(dir, err)) < 0)
 		return rc;
-	}
 	if ((st = calloc(1, sizeof(*st))) == NULL)
 		return -ENOMEM;
 	pthread_rwlock_init(&st->st_lock, NULL);
@@ -743,6 +823,7 @@ store_open(const char *dir, struct store **out, struct buf *err)
 	pthread_mutex_init(&st->rt_lock, NULL);
 	pthread_cond_init(&st->rt_cond, NULL);
 	st->names = intern_create(64);
+	st->max_series = STORE_MAX_SERIES;
 	if ((st->dir = strdup(dir)) == NULL) {
 		store_close(st);
 		return -ENOMEM;
@@ -1099,6 +1180,7 @@ static int
 put_locked(struct store *st, const struct store_input *in, const struct profile *p,
     struct store_ref *ref, struct buf *err)
 {
+	int64_t now;
 	const char *type = in->type;
 	struct buf labels = { 0 }, news = { 0 };
 	unsigned char ikey[9], ival[16], hkey[17];
@@ -1127,7 +1209,17 @@ put_locked(struct store *st, const struct store_input *in, const struct profile 
 		goto out;
 	if ((rc = buf_reserve(&labels, 0)) < 0)
 		goto out;
-	r.time = in->created_at ? in->created_at : p->time_nanos ? p->time_nanos : clock_now_ns();
+	now = clock_now_ns();
+	/*
+	 * A profile's own time that no clock could have written (0001, 2262)
+	 * would sit where no range shows it and retention never reaches: it
+	 * counts as absent, and the time of reception is used.
+	 */
+	if (p->time_nanos && !in->created_at && !store_time_sane(p->time_nanos, now))
+		log_info("store: %s/%s: the profile's time %lld ns is out of range; stored at "
+		    "its time of reception", in->service, type, (long long)p->time_nanos);
+	r.time = in->created_at ? in->created_at :
+	    p->time_nanos && store_time_sane(p->time_nanos, now) ? p->time_nanos : now;
 	snprintf(r.type, sizeof(r.type), "%s", type);
 	if ((rc = series_get_or_create(st, in->service, type, labels.data, &r.series, err)) < 0)
 		goto out;

@@ -157,6 +157,21 @@ struct store_stats {
 };
 void	store_get_stats(struct store *st, struct store_stats *s);
 
+/*
+ * Times a profile may have: from 2000-01-01 to a day past now (ns). A
+ * profile's own time_nanos outside is ignored by store_put() (the time of
+ * reception is used); producers refuse a client's explicit time outside.
+ */
+#define STORE_TIME_MIN		(INT64_C(946684800) * 1000000000)
+bool	store_time_sane(int64_t t, int64_t now);
+
+/*
+ * Label sets (series) one service may have across its types: a new one past
+ * the limit is refused (-EINVAL with the reason). 0: no limit.
+ */
+#define STORE_MAX_SERIES	2000
+void	store_set_max_series(struct store *st, size_t n);
+
 /* The types store_infer_type() gives (NULL-terminated), and whether t is one. */
 extern const char *const store_types[];
 bool	store_type_known(const char *type);
