@@ -290,8 +290,6 @@ main(int argc, char **argv)
 		case 'T':
 			o.http_token = optarg;
 			break;
-		case 'B':
-		case 'Z':
 		case 'X':
 			errno = 0;
 			o.max_series = strtol(optarg, &end, 10);
@@ -300,6 +298,8 @@ main(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'B':
+		case 'Z':
 		case 'M':
 			errno = 0;
 			bytes = strtoull(optarg, &end, 10);
