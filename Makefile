@@ -6,7 +6,7 @@ VERSION := 0.1.0
 COMMIT  := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 
 CC      ?= cc
-PKGS    := fuse3 libprotobuf-c zlib libmicrohttpd libcurl libbpf libelf
+PKGS    := fuse3 libprotobuf-c zlib libmicrohttpd libcurl libbpf libelf libdw
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=gnu11 -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
            -fno-omit-frame-pointer -pthread -D_FILE_OFFSET_BITS=64 \
