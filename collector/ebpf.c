@@ -34,12 +34,15 @@
 #include "store.h"
 #include "proctab.h"
 #include "symbolize.h"
+#include "unwind.h"
 #include "profile.skel.h"
 
 #define KERNEL_START	0xffff800000000000ULL
 #define EXPIRE_SECS	600	/* ELF objects unused this long are dropped */
 #define POLL_MS		100	/* ring buffer read interval */
 #define SAMPLER_NICE	-5
+#define UNWIND_KEEP_SECS 30	/* tables no process maps are kept this long */
+#define MAPS_FRESH_NS	(50LL * 1000 * 1000)	/* maps read this recently are current */
 
 struct ebpf_sampler {
 	struct store		*st;
@@ -57,6 +60,7 @@ struct ebpf_sampler {
 	struct symbolizer	*sym;
 	struct proctab		*pt;
 	struct cpuprof		*cp;
+	struct unwinder		*unw;		/* NULL: frame pointers only */
 	int64_t			 period_start;	/* wall-clock ns */
 	int64_t			 next_flush;	/* monotonic ns */
 	/* counted by the sampler thread only */
@@ -249,6 +253,15 @@ handle_sample(struct ebpf_sampler *e, const struct prof_sample *s)
 	if ((p = proctab_get(e->pt, s->hdr.pid, comm)) == NULL ||
 	    (svc = cpuprof_service(e->cp, p)) == NULL)
 		return;
+	if (e->unw && !p->kthread && !p->gone) {
+		/*
+		 * Tables for the next samples of p. Its maps may date from its
+		 * exec, before the dynamic linker mapped the libraries.
+		 */
+		if (p->unw == NULL)
+			proctab_refresh(e->pt, p, MAPS_FRESH_NS);
+		unwind_proc(e->unw, p);
+	}
 	nk = s->kstack_len > 0 ? s->kstack_len / 8 : 0;
 	nu = s->ustack_len > 0 ? s->ustack_len / 8 : 0;
 	if (nk > PROF_MAX_STACK)
@@ -271,11 +284,16 @@ handle_sample(struct ebpf_sampler *e, const struct prof_sample *s)
 	}
 	for (i = 0; i < nu; i++) {
 		uint64_t a = s->ustack[i];
+		bool exact = i == 0 || (a & PROF_PC_EXACT);
 
+		a &= ~PROF_PC_EXACT;
 		if (a == 0)
 			break;
-		/* Callers' frames hold return addresses: step back into the call. */
-		proctab_resolve(e->pt, p, i > 0 ? a - 1 : a, &f);
+		/*
+		 * Callers' frames hold return addresses: step back into the
+		 * call. Not so for a frame a signal interrupted.
+		 */
+		proctab_resolve(e->pt, p, exact ? a : a - 1, &f);
 		/*
 		 * A return address outside every executable mapping means the
 		 * frame-pointer chain went through code built without frame
@@ -359,8 +377,10 @@ flush(struct ebpf_sampler *e)
 {
 	static const char *const names[PROF_CNT_MAX] = {
 		"samples", "idle", "dropped_ringbuf", "dropped_event", "kstack_errors",
-		"ustack_errors"
+		"ustack_errors", "cfi_stacks", "cfi_complete", "cfi_fp_frames", "cfi_unsupported",
+		"cfi_read_errors"
 	};
+	struct unwind_stats us;
 	uint64_t c[PROF_CNT_MAX], d[PROF_CNT_MAX], samples = 0;
 	int64_t end = clock_ns(CLOCK_REALTIME), t0 = clock_ns(CLOCK_MONOTONIC);
 	size_t profiles = 0;
@@ -378,6 +398,29 @@ flush(struct ebpf_sampler *e)
 		e->prev[k] = c[k];
 		snprintf(lbl, sizeof(lbl), "what=\"%s\"", names[k]);
 		metrics_add("profilefs_ebpf_bpf_events_total", lbl, (double)d[k]);
+	}
+	if (e->unw) {
+		unwind_expire(e->unw, (time_t)(t0 / 1000000000) - UNWIND_KEEP_SECS);
+		unwind_get_stats(e->unw, &us);
+		metrics_set("profilefs_ebpf_unwind_table_bytes", NULL, (double)us.bytes_used);
+		metrics_set("profilefs_ebpf_unwind_table_capacity_bytes", NULL, (double)us.bytes_cap);
+		metrics_set("profilefs_ebpf_unwind_tables", NULL, (double)us.tables);
+		metrics_set("profilefs_ebpf_unwind_processes", NULL, (double)us.procs);
+		metrics_set("profilefs_ebpf_unwind_table_builds", NULL, (double)us.builds);
+		metrics_set("profilefs_ebpf_unwind_table_build_failures", NULL,
+		    (double)us.build_failures);
+		metrics_set("profilefs_ebpf_unwind_table_evictions", NULL, (double)us.evictions);
+		metrics_set("profilefs_ebpf_unwind_table_no_room", NULL, (double)us.no_room);
+		metrics_set("profilefs_ebpf_unwind_build_seconds", NULL, us.build_seconds);
+		log_debug("ebpf: unwind tables: %zu files, %llu of %llu KiB, %zu processes; "
+		    "%llu built (%.3f s), %llu failed, %llu evicted, %llu without room; "
+		    "this period %llu stacks walked with tables, %llu reaching the root",
+		    us.tables, (unsigned long long)us.bytes_used >> 10,
+		    (unsigned long long)us.bytes_cap >> 10, us.procs,
+		    (unsigned long long)us.builds, us.build_seconds,
+		    (unsigned long long)us.build_failures, (unsigned long long)us.evictions,
+		    (unsigned long long)us.no_room, (unsigned long long)d[PROF_CNT_CFI_STACKS],
+		    (unsigned long long)d[PROF_CNT_CFI_COMPLETE]);
 	}
 	metrics_add("profilefs_ebpf_samples_stored_total", NULL, (double)samples);
 	metrics_add("profilefs_ebpf_profiles_total", NULL, (double)profiles);
@@ -489,8 +532,34 @@ describe_metrics(void)
 	    "Processes whose mappings the sampler holds.");
 	metrics_describe("profilefs_ebpf_elf_objects_cached", "gauge",
 	    "ELF objects in the symbol cache.");
+	metrics_describe("profilefs_ebpf_unwind_table_bytes", "gauge",
+	    "Bytes of unwind table rows loaded into the BPF map.");
+	metrics_describe("profilefs_ebpf_unwind_table_capacity_bytes", "gauge",
+	    "Bytes the unwind table map holds (--ebpf-unwind-mem).");
+	metrics_describe("profilefs_ebpf_unwind_tables", "gauge",
+	    "Files (executables, libraries) with an unwind table loaded.");
+	metrics_describe("profilefs_ebpf_unwind_processes", "gauge",
+	    "Processes whose stacks are walked with unwind tables.");
+	metrics_describe("profilefs_ebpf_unwind_table_builds", "gauge",
+	    "Unwind tables built since start (files read for CFI).");
+	metrics_describe("profilefs_ebpf_unwind_table_build_failures", "gauge",
+	    "Files whose CFI could not be read since start.");
+	metrics_describe("profilefs_ebpf_unwind_table_evictions", "gauge",
+	    "Unwind tables evicted since start (unmapped, or to make room).");
+	metrics_describe("profilefs_ebpf_unwind_table_no_room", "gauge",
+	    "Unwind tables that did not fit in --ebpf-unwind-mem since start.");
+	metrics_describe("profilefs_ebpf_unwind_build_seconds", "gauge",
+	    "Seconds spent building unwind tables since start.");
 	metrics_describe("profilefs_ebpf_flush_seconds", "histogram",
 	    "Time to build and store one period's profiles.");
+}
+
+static void
+release_proc(void *arg, struct proc *p)
+{
+	struct ebpf_sampler *e = arg;
+
+	unwind_forget(e->unw, p);
 }
 
 int
@@ -498,7 +567,7 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 {
 	struct ebpf_sampler *e;
 	char host[256] = "";
-	long ncpu;
+	long ncpu, unwind_mib;
 	size_t rbsize;
 	int rc;
 
@@ -530,6 +599,15 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 	}
 	e->skel->rodata->kernel_stacks = true;
 	e->skel->rodata->user_stacks = true;
+#if defined(__x86_64__)
+	unwind_mib = o->unwind_mib == 0 ? UNWIND_MEM_DEFAULT >> 20 : o->unwind_mib;
+#else
+	unwind_mib = -1;	/* the tables and the walker speak x86-64 only */
+#endif
+	if (unwind_mib > 0) {
+		e->skel->rodata->unwind_tables = true;
+		unwind_configure(e->skel->maps.unw_rows, (size_t)unwind_mib << 20);
+	}
 	/* 1 MiB per CPU (about 5 s of 99 Hz samples), a power of two, at least 4 MiB. */
 	ncpu = sysconf(_SC_NPROCESSORS_CONF);
 	for (rbsize = 4u << 20; rbsize < (size_t)(ncpu > 0 ? ncpu : 1) << 20 &&
@@ -541,6 +619,14 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 		log_warnx("--ebpf: loading the BPF program failed: %s (run with -v for the "
 		    "verifier's log; the kernel needs BPF ring buffers, 5.8 or later)", strerror(-rc));
 		goto fail;
+	}
+	if (unwind_mib > 0) {
+		if ((e->unw = unwind_create(e->skel->maps.unw_rows, e->skel->maps.unw_maps,
+		    e->skel->maps.unw_procs)) == NULL)
+			log_warnx("--ebpf: unwind tables: %s; stacks are walked by frame pointers",
+			    strerror(errno));
+		else
+			proctab_set_release(e->pt, release_proc, e);
 	}
 	if (!symbolize_kernel_ok(e->sym))
 		log_warnx("--ebpf: /proc/kallsyms hides kernel addresses (kernel.kptr_restrict, "
@@ -570,8 +656,9 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 		goto fail;
 	}
 	e->running = true;
-	log_info("ebpf: sampling %d CPUs at %d Hz, one profile per service every %u s",
-	    e->npfds, e->hz, e->flush_secs);
+	log_info("ebpf: sampling %d CPUs at %d Hz, one profile per service every %u s; user stacks "
+	    "walked %s", e->npfds, e->hz, e->flush_secs, e->unw ?
+	    "with unwind tables (.eh_frame), else frame pointers" : "by frame pointers");
 	*out = e;
 	return 0;
 fail:
@@ -597,9 +684,11 @@ ebpf_stop(struct ebpf_sampler *e)
 	bpf_link__destroy(e->exec_link);
 	bpf_link__destroy(e->exit_link);
 	ring_buffer__free(e->rb);
-	profile_bpf__destroy(e->skel);
 	cpuprof_destroy(e->cp);
+	/* Processes release their unwind entries while the maps still exist. */
 	proctab_destroy(e->pt);
+	unwind_destroy(e->unw);
+	profile_bpf__destroy(e->skel);
 	symbolize_destroy(e->sym);
 	free(e->links);
 	free(e->pfds);

@@ -50,6 +50,20 @@ struct proc {
 	int64_t		 perfmap_checked;
 	int64_t		 perfmap_mtime;
 	int64_t		 perfmap_size;
+	uint32_t	 maps_gen;	/* bumped by every read of the maps */
+	/* the unwinder's (unwind.c), released through the hook of proctab_set_release */
+	void		*unw;
+	uint32_t	 unw_gen;	/* maps_gen when the unwinder last loaded p */
+};
+
+/* An executable file mapping of a process, for the unwinder. */
+struct proc_mapping {
+	uint64_t	 start, end, bias;
+	uint64_t	 dev, ino;
+	const char	*name;		/* path inside the process ("/usr/lib/..."), or "[vdso]" */
+	const char	*build_id;	/* hex, "" if none */
+	char		 open_path[128];	/* /proc/PID/map_files/START-END */
+	char		 alt_path[4096];	/* /proc/PID/root/NAME, "" if the file was deleted */
 };
 
 struct proctab;
@@ -72,6 +86,16 @@ void		 proctab_forget(struct proctab *pt, uint32_t pid);
 /* Resolve a user address of p; f's strings are the table's. */
 void		 proctab_resolve(struct proctab *pt, struct proc *p, uint64_t addr,
 		    struct frame *f);
+/*
+ * Mapping i (0, 1, ...) of p whose ELF file was read: 0, or -ENOENT past
+ * the last one. m's strings are valid until p's maps are read again.
+ */
+int		 proctab_mapping(struct proc *p, size_t i, struct proc_mapping *m);
+/* Re-read p's maps now unless they were read within the last min_age_ns. */
+void		 proctab_refresh(struct proctab *pt, struct proc *p, int64_t min_age_ns);
+/* fn(arg, p) runs before p is freed (forgotten, expired, table destroyed). */
+void		 proctab_set_release(struct proctab *pt, void (*fn)(void *, struct proc *),
+		    void *arg);
 /* Forget processes whose /proc entry is gone (exit notices can be lost). */
 void		 proctab_expire(struct proctab *pt);
 size_t		 proctab_count(const struct proctab *pt);

@@ -1,0 +1,505 @@
+/*
+ * unwind: table cache and BPF map upkeep for the CFI stack walker.
+ *
+ * The row array (unw_rows) is mmap'd: a table is copied in with memcpy, no
+ * syscall per row. Space in it is handed out first-fit from a sorted list of
+ * free extents, coalesced on free. Order of updates, so the BPF side never
+ * follows a dangling reference: rows are written before any unw_maps entry
+ * points at them, and unw_maps entries are deleted before their rows are
+ * freed (a table is freed only with no reference left, i.e. no entry).
+ *
+ * A process's unw_maps entries carry a generation; unw_procs[pid] names the
+ * current one. Replacing a process's entries deletes the old ones first (its
+ * frames fall back to frame pointers for that moment), then writes the new
+ * ones, then the generation.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+
+#include "cfi.h"
+#include "store.h"
+#include "unwind.h"
+
+#define NO_ROOM_RETRY_SECS	60	/* a table that did not fit is tried again after */
+#define MAX_KEYS_PER_PROC	65536
+
+struct utable {
+	uint64_t	 dev, ino;
+	char		 build_id[41];
+	uint32_t	 first, nrows;	/* nrows 0: no table (walk by frame pointer) */
+	unsigned	 refs;		/* processes mapping it */
+	time_t		 used;		/* monotonic seconds, last time refs dropped or rose */
+	int		 err;		/* why there is no table */
+	char		 name[96];
+};
+
+struct uproc {
+	uint32_t	 pid, gen;
+	struct unw_map_key *keys;
+	size_t		 nkeys;
+	struct utable	**tabs;
+	size_t		 ntabs;
+	bool		 installed;	/* unw_procs[pid] = gen was written */
+};
+
+struct extent {
+	uint32_t	 off, len;
+};
+
+struct unwinder {
+	int		 rows_fd, maps_fd, procs_fd;
+	struct unw_row	*rows;
+	size_t		 map_bytes;
+	uint32_t	 cap;		/* rows */
+	struct extent	*free;
+	size_t		 nfree;
+	struct utable	**tabs;
+	size_t		 ntabs, tcap;
+	uint32_t	 gen;
+	size_t		 procs;
+	uint64_t	 used, builds, build_failures, evictions, no_room;
+	double		 build_seconds;
+};
+
+static time_t
+mono_secs(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec;
+}
+
+static double
+mono_f(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+int
+unwind_configure(struct bpf_map *rows, size_t mem_bytes)
+{
+	size_t n = mem_bytes / sizeof(struct unw_row);
+
+	if (n < 4096)
+		n = 4096;
+	if (n > (1u << 24))	/* the BPF binary search takes 24 steps */
+		n = 1u << 24;
+	return bpf_map__set_max_entries(rows, (uint32_t)n);
+}
+
+struct unwinder *
+unwind_create(struct bpf_map *rows, struct bpf_map *maps, struct bpf_map *procs)
+{
+	struct unwinder *u = calloc(1, sizeof(*u));
+	long page = sysconf(_SC_PAGESIZE);
+	int saved;
+
+	if (u == NULL)
+		return NULL;
+	u->rows_fd = bpf_map__fd(rows);
+	u->maps_fd = bpf_map__fd(maps);
+	u->procs_fd = bpf_map__fd(procs);
+	u->cap = bpf_map__max_entries(rows);
+	u->map_bytes = ((size_t)u->cap * sizeof(struct unw_row) + (size_t)page - 1) &
+	    ~((size_t)page - 1);
+	u->rows = mmap(NULL, u->map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, u->rows_fd, 0);
+	if (u->rows == MAP_FAILED) {
+		saved = errno;
+		free(u);
+		errno = saved;
+		return NULL;
+	}
+	if ((u->free = malloc(sizeof(*u->free))) == NULL) {
+		munmap(u->rows, u->map_bytes);
+		free(u);
+		errno = ENOMEM;
+		return NULL;
+	}
+	u->free[0].off = 0;
+	u->free[0].len = u->cap;
+	u->nfree = 1;
+	return u;
+}
+
+/* --- row space ------------------------------------------------------------ */
+
+static int
+space_alloc(struct unwinder *u, uint32_t n, uint32_t *off)
+{
+	size_t i;
+
+	for (i = 0; i < u->nfree; i++) {
+		if (u->free[i].len < n)
+			continue;
+		*off = u->free[i].off;
+		u->free[i].off += n;
+		u->free[i].len -= n;
+		if (u->free[i].len == 0) {
+			memmove(&u->free[i], &u->free[i + 1], (u->nfree - i - 1) * sizeof(*u->free));
+			u->nfree--;
+		}
+		u->used += n;
+		return 0;
+	}
+	return -ENOSPC;
+}
+
+static int
+space_free(struct unwinder *u, uint32_t off, uint32_t n)
+{
+	struct extent *nf;
+	size_t i = 0;
+
+	while (i < u->nfree && u->free[i].off < off)
+		i++;
+	/* Join the neighbour before, the one after, or both. */
+	if (i > 0 && u->free[i - 1].off + u->free[i - 1].len == off) {
+		u->free[i - 1].len += n;
+		if (i < u->nfree && off + n == u->free[i].off) {
+			u->free[i - 1].len += u->free[i].len;
+			memmove(&u->free[i], &u->free[i + 1], (u->nfree - i - 1) * sizeof(*u->free));
+			u->nfree--;
+		}
+		goto done;
+	}
+	if (i < u->nfree && off + n == u->free[i].off) {
+		u->free[i].off = off;
+		u->free[i].len += n;
+		goto done;
+	}
+	if ((nf = realloc(u->free, (u->nfree + 1) * sizeof(*nf))) == NULL)
+		return -ENOMEM;	/* the space is lost, not corrupted */
+	u->free = nf;
+	memmove(&u->free[i + 1], &u->free[i], (u->nfree - i) * sizeof(*u->free));
+	u->free[i].off = off;
+	u->free[i].len = n;
+	u->nfree++;
+done:
+	u->used -= n;
+	return 0;
+}
+
+/* --- tables --------------------------------------------------------------- */
+
+static void
+table_drop(struct unwinder *u, size_t i)
+{
+	struct utable *t = u->tabs[i];
+
+	if (t->nrows)
+		space_free(u, t->first, t->nrows);
+	free(t);
+	u->tabs[i] = u->tabs[--u->ntabs];
+}
+
+/* Evict unreferenced tables, least recently used first, until n rows fit. */
+static int
+make_room(struct unwinder *u, uint32_t n, uint32_t *off)
+{
+	while (space_alloc(u, n, off) < 0) {
+		size_t i, best = u->ntabs;
+
+		for (i = 0; i < u->ntabs; i++)
+			if (u->tabs[i]->refs == 0 && u->tabs[i]->nrows > 0 &&
+			    (best == u->ntabs || u->tabs[i]->used < u->tabs[best]->used))
+				best = i;
+		if (best == u->ntabs)
+			return -ENOSPC;
+		table_drop(u, best);
+		u->evictions++;
+	}
+	return 0;
+}
+
+static bool
+same_file(const char *path, uint64_t dev, uint64_t ino)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && (uint64_t)st.st_ino == ino && (uint64_t)st.st_dev == dev;
+}
+
+static void
+table_build(struct unwinder *u, struct utable *t, const struct proc_mapping *m)
+{
+	struct cfi_table c;
+	double t0 = mono_f();
+	int rc;
+
+	rc = cfi_build(m->open_path, &c);
+	if ((rc == -ENOENT || rc == -EACCES || rc == -EPERM) && m->alt_path[0] &&
+	    same_file(m->alt_path, m->dev, m->ino))
+		rc = cfi_build(m->alt_path, &c);
+	u->build_seconds += mono_f() - t0;
+	u->builds++;
+	if (rc < 0) {
+		t->err = -rc;
+		if (rc != -ENOTSUP)
+			u->build_failures++;
+		log_debug("ebpf: %s: no unwind table (%s): frame pointers", m->name,
+		    rc == -ENOTSUP ? "no usable CFI, or Go" : strerror(-rc));
+		return;
+	}
+	if (c.nrows > UINT32_MAX || make_room(u, (uint32_t)c.nrows, &t->first) < 0) {
+		t->err = ENOSPC;
+		u->no_room++;
+		log_debug("ebpf: %s: no room for %zu unwind rows (--ebpf-unwind-mem)", m->name,
+		    c.nrows);
+		cfi_free(&c);
+		return;
+	}
+	memcpy(&u->rows[t->first], c.rows, c.nrows * sizeof(*c.rows));
+	t->nrows = (uint32_t)c.nrows;
+	log_debug("ebpf: %s: unwind table of %zu rows (%zu FDEs, %s, %zu refused) at row %u",
+	    m->name, c.nrows, c.nfdes, c.source, c.unsupported, t->first);
+	cfi_free(&c);
+}
+
+static struct utable *
+table_get(struct unwinder *u, const struct proc_mapping *m)
+{
+	struct utable *t;
+	time_t now = mono_secs();
+	size_t i;
+
+	for (i = 0; i < u->ntabs; i++) {
+		t = u->tabs[i];
+		if (t->dev != m->dev || t->ino != m->ino || strcmp(t->build_id, m->build_id) != 0)
+			continue;
+		/* No room last time: try again once in a while, unreferenced. */
+		if (t->err == ENOSPC && t->refs == 0 && now - t->used >= NO_ROOM_RETRY_SECS) {
+			table_drop(u, i);
+			break;
+		}
+		return t;
+	}
+	if (u->ntabs == u->tcap) {
+		size_t nc = u->tcap ? u->tcap * 2 : 64;
+		struct utable **nt = realloc(u->tabs, nc * sizeof(*nt));
+
+		if (nt == NULL)
+			return NULL;
+		u->tabs = nt;
+		u->tcap = nc;
+	}
+	if ((t = calloc(1, sizeof(*t))) == NULL)
+		return NULL;
+	t->dev = m->dev;
+	t->ino = m->ino;
+	t->used = now;
+	snprintf(t->build_id, sizeof(t->build_id), "%s", m->build_id);
+	snprintf(t->name, sizeof(t->name), "%s", m->name);
+	table_build(u, t, m);
+	u->tabs[u->ntabs++] = t;
+	return t;
+}
+
+/* --- processes ------------------------------------------------------------ */
+
+static void
+uproc_clear(struct unwinder *u, struct uproc *q)
+{
+	time_t now = mono_secs();
+	uint32_t gen;
+	size_t i;
+
+	if (q->installed && bpf_map_lookup_elem(u->procs_fd, &q->pid, &gen) == 0 &&
+	    gen == q->gen)
+		bpf_map_delete_elem(u->procs_fd, &q->pid);
+	for (i = 0; i < q->nkeys; i++)
+		bpf_map_delete_elem(u->maps_fd, &q->keys[i]);
+	for (i = 0; i < q->ntabs; i++) {
+		q->tabs[i]->refs--;
+		q->tabs[i]->used = now;
+	}
+	if (q->installed)
+		u->procs--;
+	free(q->keys);
+	free(q->tabs);
+	q->keys = NULL;
+	q->tabs = NULL;
+	q->nkeys = q->ntabs = 0;
+	q->installed = false;
+}
+
+static int
+add_key(struct uproc *q, const struct unw_map_key *k, size_t *cap)
+{
+	if (q->nkeys >= MAX_KEYS_PER_PROC)
+		return -E2BIG;
+	if (q->nkeys == *cap) {
+		size_t nc = *cap ? *cap * 2 : 64;
+		struct unw_map_key *nk = realloc(q->keys, nc * sizeof(*nk));
+
+		if (nk == NULL)
+			return -ENOMEM;
+		q->keys = nk;
+		*cap = nc;
+	}
+	q->keys[q->nkeys++] = *k;
+	return 0;
+}
+
+/*
+ * Point [start, end) of q's process at table t: the range cut into aligned
+ * power-of-two blocks, one LPM prefix each.
+ */
+static int
+map_range(struct unwinder *u, struct uproc *q, uint64_t start, uint64_t end,
+    const struct unw_map_val *v, size_t *cap)
+{
+	struct unw_map_key k;
+	int rc;
+
+	while (start < end) {
+		unsigned bits = start ? (unsigned)__builtin_ctzll(start) : 63;
+
+		while (bits > 0 && (bits >= 64 || end - start < (1ULL << bits)))
+			bits--;
+		k.prefixlen = 32 + 64 - bits;
+		k.pid_be = htobe32(q->pid);
+		k.addr_be = htobe64(start);
+		if (bpf_map_update_elem(u->maps_fd, &k, v, BPF_ANY) != 0)
+			return -errno;
+		if ((rc = add_key(q, &k, cap)) < 0) {
+			bpf_map_delete_elem(u->maps_fd, &k);
+			return rc;
+		}
+		start += 1ULL << bits;
+	}
+	return 0;
+}
+
+int
+unwind_proc(struct unwinder *u, struct proc *p)
+{
+	struct uproc *q = p->unw;
+	struct proc_mapping m;
+	struct unw_map_val v;
+	size_t i, kcap = 0, tcap = 0;
+	int rc = 0;
+
+	if (q != NULL && p->unw_gen == p->maps_gen)
+		return 0;
+	if (q == NULL) {
+		if ((q = calloc(1, sizeof(*q))) == NULL)
+			return -ENOMEM;
+		q->pid = p->pid;
+		p->unw = q;
+	}
+	uproc_clear(u, q);
+	p->unw_gen = p->maps_gen;
+	q->gen = ++u->gen;
+	for (i = 0; proctab_mapping(p, i, &m) == 0; i++) {
+		struct utable *t = table_get(u, &m), **nt;
+
+		if (t == NULL) {
+			rc = -ENOMEM;
+			break;
+		}
+		if (t->nrows == 0)
+			continue;
+		if (q->ntabs == tcap) {
+			tcap = tcap ? tcap * 2 : 16;
+			if ((nt = realloc(q->tabs, tcap * sizeof(*nt))) == NULL) {
+				rc = -ENOMEM;
+				break;
+			}
+			q->tabs = nt;
+		}
+		memset(&v, 0, sizeof(v));
+		v.bias = m.bias;
+		v.first = t->first;
+		v.nrows = t->nrows;
+		v.gen = q->gen;
+		q->tabs[q->ntabs++] = t;
+		t->refs++;
+		t->used = mono_secs();
+		if ((rc = map_range(u, q, m.start, m.end, &v, &kcap)) < 0) {
+			log_debug("ebpf: pid %u: unwind map full (%s): %s by frame pointer",
+			    p->pid, strerror(-rc), m.name);
+			break;
+		}
+	}
+	/* Without any table the process is walked by frame pointers, as bpf_get_stack does. */
+	if (q->ntabs > 0 && bpf_map_update_elem(u->procs_fd, &q->pid, &q->gen, BPF_ANY) == 0) {
+		q->installed = true;
+		u->procs++;
+	}
+	return rc;
+}
+
+void
+unwind_forget(struct unwinder *u, struct proc *p)
+{
+	struct uproc *q = p->unw;
+
+	if (q == NULL)
+		return;
+	uproc_clear(u, q);
+	free(q);
+	p->unw = NULL;
+}
+
+void
+unwind_expire(struct unwinder *u, time_t before)
+{
+	size_t i = 0;
+
+	while (i < u->ntabs) {
+		if (u->tabs[i]->refs == 0 && u->tabs[i]->used < before) {
+			if (u->tabs[i]->nrows)
+				u->evictions++;
+			table_drop(u, i);
+		} else {
+			i++;
+		}
+	}
+}
+
+void
+unwind_get_stats(const struct unwinder *u, struct unwind_stats *st)
+{
+	size_t i;
+
+	memset(st, 0, sizeof(*st));
+	for (i = 0; i < u->ntabs; i++)
+		st->tables += u->tabs[i]->nrows > 0;
+	st->procs = u->procs;
+	st->bytes_used = u->used * sizeof(struct unw_row);
+	st->bytes_cap = (uint64_t)u->cap * sizeof(struct unw_row);
+	st->builds = u->builds;
+	st->build_failures = u->build_failures;
+	st->evictions = u->evictions;
+	st->no_room = u->no_room;
+	st->build_seconds = u->build_seconds;
+}
+
+void
+unwind_destroy(struct unwinder *u)
+{
+	size_t i;
+
+	if (u == NULL)
+		return;
+	for (i = 0; i < u->ntabs; i++)
+		free(u->tabs[i]);
+	free(u->tabs);
+	free(u->free);
+	munmap(u->rows, u->map_bytes);
+	free(u);
+}
