@@ -121,7 +121,7 @@ struct walk {
  * the state repeating at once.
  */
 struct walk_buf {
-	__u64		pcs[PROF_MAX_STACK];
+	__u64		pcs[PROF_MAX_USTACK];
 	struct walk	w;
 	__u32		lo, hi;		/* bounds of the binary search */
 };
@@ -166,7 +166,7 @@ walk_step(__u32 i, void *arg)
 	w = &buf->w;
 	n = w->n;
 	pc = w->pc;
-	if (n >= PROF_MAX_STACK || pc == 0 || pc >= USER_TOP)
+	if (n >= PROF_MAX_USTACK || pc == 0 || pc >= USER_TOP)
 		return 1;
 	buf->pcs[n] = n > 0 && w->exact ? pc | PROF_PC_EXACT : pc;
 	w->n = n + 1;
@@ -304,12 +304,12 @@ walk_user(struct prof_sample *e, struct bpf_perf_event_data *ctx, __u32 tgid)
 		w->bp = BPF_CORE_READ(regs, bp);
 	}
 	count(PROF_CNT_CFI_STACKS);
-	bpf_loop(PROF_MAX_STACK, walk_step, NULL, 0);
+	bpf_loop(PROF_MAX_USTACK, walk_step, NULL, 0);
 	if (w->flags & PROF_UNW_COMPLETE)
 		count(PROF_CNT_CFI_COMPLETE);
 	n = w->n;
-	if (n > PROF_MAX_STACK)
-		n = PROF_MAX_STACK;
+	if (n > PROF_MAX_USTACK)
+		n = PROF_MAX_USTACK;
 	if (bpf_probe_read_kernel(e->ustack, sizeof(e->ustack), buf->pcs) != 0)
 		return 1;
 	e->ustack_len = (__s32)(n * sizeof(__u64));

@@ -13,6 +13,7 @@
 
 #define PROF_COMM_LEN		16
 #define PROF_MAX_STACK		127	/* kernel.perf_event_max_stack default */
+#define PROF_MAX_USTACK		256	/* user frames the table walker follows */
 
 enum prof_kind {
 	PROF_EV_SAMPLE	= 1,	/* struct prof_sample */
@@ -49,7 +50,7 @@ struct prof_sample {
 	__u32	pad;
 	char	comm[PROF_COMM_LEN];
 	__u64	kstack[PROF_MAX_STACK];	/* leaf first */
-	__u64	ustack[PROF_MAX_STACK];	/* leaf first */
+	__u64	ustack[PROF_MAX_USTACK];	/* leaf first; bpf_get_stack fills at most PROF_MAX_STACK */
 };
 
 /* Indexes of the per-CPU counter array "counters". */

@@ -70,7 +70,7 @@ struct ebpf_sampler {
 		uint64_t	 user_frames, user_named, kernel_frames, kernel_named, truncated;
 	}			 rep;		/* the above at the last metrics update */
 	uint64_t		 prev[PROF_CNT_MAX];	/* BPF counters at the last report */
-	uint32_t		 locs[2 * PROF_MAX_STACK];
+	uint32_t		 locs[PROF_MAX_STACK + PROF_MAX_USTACK];
 };
 
 static int64_t
@@ -266,8 +266,8 @@ handle_sample(struct ebpf_sampler *e, const struct prof_sample *s)
 	nu = s->ustack_len > 0 ? s->ustack_len / 8 : 0;
 	if (nk > PROF_MAX_STACK)
 		nk = PROF_MAX_STACK;
-	if (nu > PROF_MAX_STACK)
-		nu = PROF_MAX_STACK;
+	if (nu > PROF_MAX_USTACK)
+		nu = PROF_MAX_USTACK;
 	for (i = 0; i < nk; i++) {
 		memset(&f, 0, sizeof(f));
 		f.addr = s->kstack[i];

@@ -198,6 +198,10 @@ read_maps(struct proctab *pt, struct proc *p)
 				symbolize_elf_put(m->obj);
 				m->obj = NULL;
 			}
+		} else if (strcmp(pn, "[vdso]") == 0) {
+			m->obj = symbolize_vdso(pt->sym);
+			if (m->obj && symbolize_elf_bias(m->obj, start, off, &m->bias) < 0)
+				m->obj = NULL;
 		}
 	}
 	free(line);

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -57,6 +58,8 @@ struct ksym {
 };
 
 struct symbolizer {
+	struct elfobj	 *vdso;		/* ours, which is every 64-bit process's */
+	bool		  vdso_tried;
 	struct elfobj	**objs;		/* open hash on (dev, ino), linear probing */
 	size_t		  cap, n;
 	bool		  kloaded;
@@ -113,6 +116,7 @@ symbolize_destroy(struct symbolizer *s)
 		return;
 	for (i = 0; i < s->cap; i++)
 		elfobj_free(s->objs[i]);
+	elfobj_free(s->vdso);
 	free(s->objs);
 	free(s->ksyms);
 	buf_free(&s->knames);
@@ -316,20 +320,16 @@ read_gopclntab(Elf_Scn *scn, struct elfobj *o, size_t *cap)
  * .gnu_debuglink name. has_symtab says whether a full table was found.
  */
 static int
-read_elf(const char *path, struct elfobj *o, bool debug_file, bool *has_symtab,
+read_elf_image(Elf *e, struct elfobj *o, bool debug_file, bool *has_symtab,
     char *debuglink, size_t dlsize)
 {
 	Elf_Scn *scn = NULL, *symtab = NULL, *dynsym = NULL, *gopclntab = NULL;
 	GElf_Shdr sh_symtab, sh_dynsym, sh;
 	size_t shstrndx, phnum, i, cap = o->nsyms;
 	GElf_Ehdr eh;
-	Elf *e = NULL;
-	int fd, rc = 0;
+	int rc = 0;
 
 	*has_symtab = false;
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return -errno;
-	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (e == NULL || elf_kind(e) != ELF_K_ELF || gelf_getehdr(e, &eh) == NULL ||
 	    elf_getshdrstrndx(e, &shstrndx) != 0) {
 		rc = -ENOEXEC;
@@ -394,6 +394,21 @@ read_elf(const char *path, struct elfobj *o, bool debug_file, bool *has_symtab,
 		rc = read_symtab(e, dynsym, &sh_dynsym, o, &cap);
 	}
 out:
+	return rc;
+}
+
+static int
+read_elf(const char *path, struct elfobj *o, bool debug_file, bool *has_symtab,
+    char *debuglink, size_t dlsize)
+{
+	Elf *e;
+	int fd, rc;
+
+	*has_symtab = false;
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return -errno;
+	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	rc = read_elf_image(e, o, debug_file, has_symtab, debuglink, dlsize);
 	if (e)
 		elf_end(e);
 	close(fd);
@@ -542,6 +557,61 @@ symbolize_elf(struct symbolizer *s, uint64_t dev, uint64_t ino, const char *path
 	if (o->bad)
 		return NULL;
 	o->refs++;
+	return o;
+}
+
+int
+symbolize_vdso_image(const void **image, size_t *size)
+{
+	unsigned long base = getauxval(AT_SYSINFO_EHDR), start, end;
+	char line[256];
+	FILE *f;
+
+	if (base == 0)
+		return -ENOENT;
+	if ((f = fopen("/proc/self/maps", "re")) == NULL)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		if (strstr(line, "[vdso]") && sscanf(line, "%lx-%lx", &start, &end) == 2 &&
+		    start == base) {
+			fclose(f);
+			*image = (const void *)base;
+			*size = end - start;
+			return 0;
+		}
+	}
+	fclose(f);
+	return -ENOENT;
+}
+
+struct elfobj *
+symbolize_vdso(struct symbolizer *s)
+{
+	const void *img;
+	struct elfobj *o;
+	size_t size;
+	bool has;
+	Elf *e;
+
+	if (s->vdso_tried)
+		return s->vdso;
+	s->vdso_tried = true;
+	if (symbolize_vdso_image(&img, &size) < 0 || (o = calloc(1, sizeof(*o))) == NULL)
+		return NULL;
+	/* elf_memory wants a writable image; it only reads this one (ELF_C_READ_MMAP semantics). */
+	e = elf_memory((char *)img, size);
+	if (read_elf_image(e, o, false, &has, NULL, 0) < 0) {
+		if (e)
+			elf_end(e);
+		elfobj_free(o);
+		return NULL;
+	}
+	elf_end(e);
+	finish_syms(o);
+	o->refs = 1;	/* never expired */
+	s->vdso = o;
+	log_debug("ebpf: vdso: %zu functions, build id %s", o->nsyms,
+	    o->build_id[0] ? o->build_id : "none");
 	return o;
 }
 

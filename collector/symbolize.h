@@ -35,6 +35,13 @@ struct elfobj	*symbolize_elf(struct symbolizer *s, uint64_t dev, uint64_t ino,
 		    const char *path, const char *root, const char *name);
 void		 symbolize_elf_put(struct elfobj *o);
 /*
+ * The vdso, read from this process's own image: the kernel maps the same one
+ * into every 64-bit process. NULL if there is none. Owned by s (put is harmless).
+ */
+struct elfobj	*symbolize_vdso(struct symbolizer *s);
+/* Where this process's vdso image is mapped, and its size. 0 or -ENOENT. */
+int		 symbolize_vdso_image(const void **image, size_t *size);
+/*
  * Load bias of a mapping of o at [start, ...) from file offset `off`:
  * ELF virtual address = runtime address - bias. -ENOENT if no loadable
  * segment covers the offset.

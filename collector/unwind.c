@@ -27,6 +27,7 @@
 #include <bpf/bpf.h>
 
 #include "cfi.h"
+#include "symbolize.h"
 #include "store.h"
 #include "unwind.h"
 
@@ -66,6 +67,7 @@ struct unwinder {
 	struct utable	**tabs;
 	size_t		 ntabs, tcap;
 	uint32_t	 gen;
+	struct utable	 none;		/* "no table this time", never cached */
 	size_t		 procs;
 	uint64_t	 used, builds, build_failures, evictions, no_room;
 	double		 build_seconds;
@@ -233,26 +235,68 @@ same_file(const char *path, uint64_t dev, uint64_t ino)
 	return stat(path, &st) == 0 && (uint64_t)st.st_ino == ino && (uint64_t)st.st_dev == dev;
 }
 
-static void
+static bool
+transient(int rc)
+{
+	return rc == -ENOENT || rc == -EACCES || rc == -EPERM || rc == -ESRCH || rc == -ENOMEM ||
+	    rc == -EMFILE || rc == -ENFILE;
+}
+
+/*
+ * Read the file through the mapping (works for deleted files and other mount
+ * namespaces), else by name in the process's root, else by name in ours (the
+ * process may be gone already) as long as it is the same inode.
+ */
+static int
+table_read(const struct proc_mapping *m, struct cfi_table *c)
+{
+	const void *img;
+	size_t size;
+	int rc;
+
+	if (m->ino == 0 && strcmp(m->name, "[vdso]") == 0) {
+		/* Every 64-bit process maps the kernel's one vdso: read ours. */
+		Elf *e;
+
+		if (symbolize_vdso_image(&img, &size) < 0 ||
+		    (e = elf_memory((char *)img, size)) == NULL)
+			return -ENOTSUP;
+		rc = cfi_build_elf(e, c);
+		elf_end(e);
+		return rc;
+	}
+	rc = cfi_build(m->open_path, c);
+
+	if (transient(rc) && m->alt_path[0] && same_file(m->alt_path, m->dev, m->ino))
+		rc = cfi_build(m->alt_path, c);
+	if (transient(rc) && m->alt_path[0] && m->name[0] == '/' &&
+	    same_file(m->name, m->dev, m->ino))
+		rc = cfi_build(m->name, c);
+	return rc;
+}
+
+/* Fill t from the file; a negative return is transient (t is not to be kept). */
+static int
 table_build(struct unwinder *u, struct utable *t, const struct proc_mapping *m)
 {
 	struct cfi_table c;
 	double t0 = mono_f();
 	int rc;
 
-	rc = cfi_build(m->open_path, &c);
-	if ((rc == -ENOENT || rc == -EACCES || rc == -EPERM) && m->alt_path[0] &&
-	    same_file(m->alt_path, m->dev, m->ino))
-		rc = cfi_build(m->alt_path, &c);
+	rc = table_read(m, &c);
 	u->build_seconds += mono_f() - t0;
 	u->builds++;
+	if (transient(rc)) {
+		u->build_failures++;
+		return rc;
+	}
 	if (rc < 0) {
 		t->err = -rc;
 		if (rc != -ENOTSUP)
 			u->build_failures++;
 		log_debug("ebpf: %s: no unwind table (%s): frame pointers", m->name,
 		    rc == -ENOTSUP ? "no usable CFI, or Go" : strerror(-rc));
-		return;
+		return 0;
 	}
 	if (c.nrows > UINT32_MAX || make_room(u, (uint32_t)c.nrows, &t->first) < 0) {
 		t->err = ENOSPC;
@@ -260,13 +304,14 @@ table_build(struct unwinder *u, struct utable *t, const struct proc_mapping *m)
 		log_debug("ebpf: %s: no room for %zu unwind rows (--ebpf-unwind-mem)", m->name,
 		    c.nrows);
 		cfi_free(&c);
-		return;
+		return 0;
 	}
 	memcpy(&u->rows[t->first], c.rows, c.nrows * sizeof(*c.rows));
 	t->nrows = (uint32_t)c.nrows;
 	log_debug("ebpf: %s: unwind table of %zu rows (%zu FDEs, %s, %zu refused) at row %u",
 	    m->name, c.nrows, c.nfdes, c.source, c.unsupported, t->first);
 	cfi_free(&c);
+	return 0;
 }
 
 static struct utable *
@@ -303,7 +348,11 @@ table_get(struct unwinder *u, const struct proc_mapping *m)
 	t->used = now;
 	snprintf(t->build_id, sizeof(t->build_id), "%s", m->build_id);
 	snprintf(t->name, sizeof(t->name), "%s", m->name);
-	table_build(u, t, m);
+	if (table_build(u, t, m) < 0) {
+		/* Not remembered: the next process mapping the file tries again. */
+		free(t);
+		return &u->none;
+	}
 	u->tabs[u->ntabs++] = t;
 	return t;
 }
