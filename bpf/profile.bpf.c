@@ -73,7 +73,12 @@ count(__u32 idx)
  *              per frame, no search.
  *   unw_procs  pid -> generation of its unw_maps entries. Deleted here at exec
  *              and exit, so a new image is never walked with the old one's
- *              mappings; absent: the process is walked by bpf_get_stack.
+ *              mappings; absent (or marked as having no tables): the process
+ *              is walked by bpf_get_stack. A sample of a process user space
+ *              has not seen yet, or one whose leaf no table covers shortly
+ *              after its tables were loaded (the libraries of a process
+ *              just started), wakes user space at once, so that tables
+ *              follow within a sample or two rather than a poll interval.
  * The walk runs in a bpf_loop callback, one frame per call, so the verifier
  * checks one frame's code however deep the stack; a frame costs one LPM lookup,
  * at most UNW_SEARCH_STEPS array lookups (binary search of the file's rows)
@@ -81,6 +86,7 @@ count(__u32 idx)
  */
 #define UNW_SEARCH_STEPS	24	/* 2^24 rows is more than unw_rows can hold */
 #define USER_TOP		0x0000800000000000ULL
+#define UNW_EAGER_NS		(500ULL * 1000 * 1000)	/* wake-ups on a leaf miss, after a load */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -102,7 +108,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 32768);
 	__type(key, __u32);
-	__type(value, __u32);
+	__type(value, struct unw_proc);
 } unw_procs SEC(".maps");
 
 struct walk {
@@ -177,8 +183,11 @@ walk_step(__u32 i, void *arg)
 	key.pid_be = bpf_htonl(w->pid);
 	key.addr_be = bpf_cpu_to_be64(lpc);
 	m = bpf_map_lookup_elem(&unw_maps, &key);
-	if (m == NULL || m->gen != w->gen || m->nrows == 0)
+	if (m == NULL || m->gen != w->gen || m->nrows == 0) {
+		if (n == 0)
+			w->flags |= PROF_UNW_LEAF_MISS;
 		return walk_fp(w);
+	}
 	vaddr = lpc - m->bias;
 	first = m->first;
 	buf->lo = 0;
@@ -270,22 +279,29 @@ fault:
 /*
  * Walk the user stack of the current task with unwind tables into e->ustack.
  * Returns nonzero when the process has no tables loaded (the caller walks by
- * frame pointers as before).
+ * frame pointers as before). *wake: user space should look at this sample now.
  */
 static __always_inline int
-walk_user(struct prof_sample *e, struct bpf_perf_event_data *ctx, __u32 tgid)
+walk_user(struct prof_sample *e, struct bpf_perf_event_data *ctx, __u32 tgid, bool *wake)
 {
 #ifdef __TARGET_ARCH_x86
 	struct walk_buf *buf;
+	struct unw_proc *up;
 	struct walk *w;
-	__u32 zero = 0, *gen, n;
+	__u32 zero = 0, n;
 
-	if (!unwind_tables || (gen = bpf_map_lookup_elem(&unw_procs, &tgid)) == NULL ||
+	if (!unwind_tables)
+		return 1;
+	if ((up = bpf_map_lookup_elem(&unw_procs, &tgid)) == NULL) {
+		*wake = true;
+		return 1;
+	}
+	if ((up->flags & UNW_PROC_NO_TABLES) ||
 	    (buf = bpf_map_lookup_elem(&walk_bufs, &zero)) == NULL)
 		return 1;
 	w = &buf->w;
 	w->pid = tgid;
-	w->gen = *gen;
+	w->gen = up->gen;
 	w->n = 0;
 	w->flags = 0;
 	w->exact = 1;
@@ -314,6 +330,8 @@ walk_user(struct prof_sample *e, struct bpf_perf_event_data *ctx, __u32 tgid)
 		return 1;
 	e->ustack_len = (__s32)(n * sizeof(__u64));
 	e->unwind = PROF_UNW_CFI | w->flags;
+	if ((w->flags & PROF_UNW_LEAF_MISS) && bpf_ktime_get_ns() - up->since_ns < UNW_EAGER_NS)
+		*wake = true;
 	return 0;
 #else
 	return 1;
@@ -328,6 +346,7 @@ do_sample(struct bpf_perf_event_data *ctx)
 	__u32 tgid = id >> 32, tid = (__u32)id;
 	struct task_struct *task;
 	struct prof_sample *e;
+	bool wake = false;
 
 	count(PROF_CNT_SAMPLES);
 	if (tid == 0) {
@@ -358,13 +377,13 @@ do_sample(struct bpf_perf_event_data *ctx)
 	e->pad = 0;
 	task = (struct task_struct *)bpf_get_current_task();
 	/* Kernel threads have no user stack: not an error. */
-	if (user_stacks && BPF_CORE_READ(task, mm) != NULL && walk_user(e, ctx, tgid) != 0) {
+	if (user_stacks && BPF_CORE_READ(task, mm) != NULL && walk_user(e, ctx, tgid, &wake) != 0) {
 		e->ustack_len = bpf_get_stack(ctx, e->ustack, sizeof(e->ustack),
 		    BPF_F_USER_STACK);
 		if (e->ustack_len < 0)
 			count(PROF_CNT_ERR_USTACK);
 	}
-	bpf_ringbuf_submit(e, wakeup_flag());
+	bpf_ringbuf_submit(e, wake ? BPF_RB_FORCE_WAKEUP : wakeup_flag());
 	return 0;
 }
 

@@ -40,6 +40,7 @@ struct prof_notice {
 /* prof_sample.unwind: how the user stack was walked. */
 #define PROF_UNW_CFI		1	/* with unwind tables (else frame pointers only) */
 #define PROF_UNW_COMPLETE	2	/* reached a frame whose return address CFI marks undefined */
+#define PROF_UNW_LEAF_MISS	4	/* no table covers the leaf pc (a new mapping?) */
 
 struct prof_sample {
 	struct prof_hdr	hdr;
@@ -110,6 +111,15 @@ struct unw_map_key {
 	__u32	prefixlen;	/* 32 + bits of addr */
 	__u32	pid_be;
 	__u64	addr_be;
+};
+
+/* unw_procs value: a process user space has looked at. */
+#define UNW_PROC_NO_TABLES	1	/* none of its files has a table: bpf_get_stack as before */
+
+struct unw_proc {
+	__u32	gen;		/* of its unw_maps entries */
+	__u32	flags;		/* UNW_PROC_* */
+	__u64	since_ns;	/* CLOCK_MONOTONIC when written */
 };
 
 struct unw_map_val {

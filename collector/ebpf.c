@@ -42,7 +42,7 @@
 #define POLL_MS		100	/* ring buffer read interval */
 #define SAMPLER_NICE	-5
 #define UNWIND_KEEP_SECS 30	/* tables no process maps are kept this long */
-#define MAPS_FRESH_NS	(50LL * 1000 * 1000)	/* maps read this recently are current */
+#define MAPS_FRESH_NS	(10LL * 1000 * 1000)	/* maps read this recently are current */
 
 struct ebpf_sampler {
 	struct store		*st;
@@ -256,9 +256,11 @@ handle_sample(struct ebpf_sampler *e, const struct prof_sample *s)
 	if (e->unw && !p->kthread && !p->gone) {
 		/*
 		 * Tables for the next samples of p. Its maps may date from its
-		 * exec, before the dynamic linker mapped the libraries.
+		 * exec, before the dynamic linker mapped the libraries, or from
+		 * before a dlopen: a leaf outside them is worth a fresh look.
 		 */
-		if (p->unw == NULL)
+		if (p->unw == NULL || (s->ustack_len >= 8 &&
+		    !proctab_known(p, s->ustack[0] & ~PROF_PC_EXACT)))
 			proctab_refresh(e->pt, p, MAPS_FRESH_NS);
 		unwind_proc(e->unw, p);
 	}
@@ -412,14 +414,17 @@ flush(struct ebpf_sampler *e)
 		metrics_set("profilefs_ebpf_unwind_table_evictions", NULL, (double)us.evictions);
 		metrics_set("profilefs_ebpf_unwind_table_no_room", NULL, (double)us.no_room);
 		metrics_set("profilefs_ebpf_unwind_build_seconds", NULL, us.build_seconds);
+		metrics_set("profilefs_ebpf_unwind_loads_deferred", NULL, (double)us.deferred);
 		log_debug("ebpf: unwind tables: %zu files, %llu of %llu KiB, %zu processes; "
-		    "%llu built (%.3f s), %llu failed, %llu evicted, %llu without room; "
+		    "%llu built (%.3f s), %llu failed, %llu evicted, %llu without room, "
+		    "%llu loads deferred; "
 		    "this period %llu stacks walked with tables, %llu reaching the root",
 		    us.tables, (unsigned long long)us.bytes_used >> 10,
 		    (unsigned long long)us.bytes_cap >> 10, us.procs,
 		    (unsigned long long)us.builds, us.build_seconds,
 		    (unsigned long long)us.build_failures, (unsigned long long)us.evictions,
-		    (unsigned long long)us.no_room, (unsigned long long)d[PROF_CNT_CFI_STACKS],
+		    (unsigned long long)us.no_room, (unsigned long long)us.deferred,
+		    (unsigned long long)d[PROF_CNT_CFI_STACKS],
 		    (unsigned long long)d[PROF_CNT_CFI_COMPLETE]);
 	}
 	metrics_add("profilefs_ebpf_samples_stored_total", NULL, (double)samples);
@@ -550,6 +555,8 @@ describe_metrics(void)
 	    "Unwind tables that did not fit in --ebpf-unwind-mem since start.");
 	metrics_describe("profilefs_ebpf_unwind_build_seconds", "gauge",
 	    "Seconds spent building unwind tables since start.");
+	metrics_describe("profilefs_ebpf_unwind_loads_deferred", "gauge",
+	    "Process table loads left incomplete to keep up with samples, since start.");
 	metrics_describe("profilefs_ebpf_flush_seconds", "histogram",
 	    "Time to build and store one period's profiles.");
 }

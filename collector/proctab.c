@@ -565,6 +565,12 @@ find_map(struct proc *p, uint64_t addr)
 	return NULL;
 }
 
+bool
+proctab_known(struct proc *p, uint64_t addr)
+{
+	return find_map(p, addr) != NULL;
+}
+
 /* The JIT perf map, re-read when the file changed (checked at most once a second). */
 static const char *
 perfmap_name(struct proc *p, uint64_t addr)

@@ -91,6 +91,8 @@ void		 proctab_resolve(struct proctab *pt, struct proc *p, uint64_t addr,
  * the last one. m's strings are valid until p's maps are read again.
  */
 int		 proctab_mapping(struct proc *p, size_t i, struct proc_mapping *m);
+/* Whether addr lies in one of p's executable mappings as last read. */
+bool		 proctab_known(struct proc *p, uint64_t addr);
 /* Re-read p's maps now unless they were read within the last min_age_ns. */
 void		 proctab_refresh(struct proctab *pt, struct proc *p, int64_t min_age_ns);
 /* fn(arg, p) runs before p is freed (forgotten, expired, table destroyed). */

@@ -42,6 +42,7 @@ struct segment {
 struct elfobj {
 	uint64_t	 dev, ino;
 	bool		 bad;		/* unreadable or not ELF: remembered */
+	uint64_t	 entry, entry_size;	/* a main executable's _start, from its bytes */
 	time_t		 used;		/* monotonic seconds */
 	unsigned	 refs;		/* holders (process mappings); expired only at 0 */
 	char		 build_id[41];
@@ -319,6 +320,67 @@ read_gopclntab(Elf_Scn *scn, struct elfobj *o, size_t *cap)
  * .gopclntab for Go, else .dynsym; a debug file only adds its .symtab) and the
  * .gnu_debuglink name. has_symtab says whether a full table was found.
  */
+/*
+ * The entry point of a main executable is the C runtime's _start, which the
+ * process root frame of every stack is in: name it even in a binary stripped
+ * of every symbol. On x86-64 it ends at its hlt (glibc, musl); without one
+ * in the first 256 bytes it stays unnamed.
+ */
+static void
+find_entry(Elf *e, const GElf_Ehdr *eh, struct elfobj *o)
+{
+	size_t i, k;
+
+	if (eh->e_machine != EM_X86_64 || eh->e_entry == 0)
+		return;
+	for (i = 0; i < o->nsegs; i++) {
+		const struct segment *g = &o->segs[i];
+		Elf_Data *d;
+		uint64_t off, n;
+
+		if (!g->exec || eh->e_entry < g->vaddr || eh->e_entry - g->vaddr >= g->filesz)
+			continue;
+		off = g->offset + (eh->e_entry - g->vaddr);
+		n = g->filesz - (eh->e_entry - g->vaddr);
+		if (n > 256)
+			n = 256;
+		if ((d = elf_getdata_rawchunk(e, (int64_t)off, n, ELF_T_BYTE)) == NULL ||
+		    d->d_buf == NULL)
+			return;
+		for (k = 0; k < d->d_size; k++)
+			if (((const unsigned char *)d->d_buf)[k] == 0xf4) {
+				o->entry = eh->e_entry;
+				o->entry_size = k + 1;
+				return;
+			}
+		return;
+	}
+}
+
+/* Add _start at the entry point unless a symbol covers it already. */
+static void
+add_entry(struct elfobj *o)
+{
+	struct sym *ns;
+	size_t i;
+
+	if (o->entry_size == 0)
+		return;
+	for (i = 0; i < o->nsyms; i++)
+		if (o->entry - o->syms[i].addr < o->syms[i].size)
+			return;
+	if (o->names.len > UINT32_MAX - 8 ||
+	    (ns = realloc(o->syms, (o->nsyms + 1) * sizeof(*ns))) == NULL)
+		return;
+	o->syms = ns;
+	o->syms[o->nsyms].addr = o->entry;
+	o->syms[o->nsyms].size = o->entry_size;
+	o->syms[o->nsyms].name = (uint32_t)o->names.len;
+	if (buf_add(&o->names, "_start", 7) < 0)
+		return;
+	o->nsyms++;
+}
+
 static int
 read_elf_image(Elf *e, struct elfobj *o, bool debug_file, bool *has_symtab,
     char *debuglink, size_t dlsize)
@@ -336,10 +398,14 @@ read_elf_image(Elf *e, struct elfobj *o, bool debug_file, bool *has_symtab,
 		goto out;
 	}
 	if (!debug_file && elf_getphdrnum(e, &phnum) == 0) {
+		bool interp = false;
+
 		for (i = 0; i < phnum; i++) {
 			GElf_Phdr ph;
 			struct segment *ns;
 
+			if (gelf_getphdr(e, (int)i, &ph) != NULL && ph.p_type == PT_INTERP)
+				interp = true;
 			if (gelf_getphdr(e, (int)i, &ph) == NULL || ph.p_type != PT_LOAD)
 				continue;
 			if ((ns = realloc(o->segs, (o->nsegs + 1) * sizeof(*ns))) == NULL) {
@@ -353,6 +419,8 @@ read_elf_image(Elf *e, struct elfobj *o, bool debug_file, bool *has_symtab,
 			o->segs[o->nsegs].exec = (ph.p_flags & PF_X) != 0;
 			o->nsegs++;
 		}
+		if (interp || eh.e_type == ET_EXEC)
+			find_entry(e, &eh, o);
 	}
 	while ((scn = elf_nextscn(e, scn)) != NULL) {
 		const char *name;
@@ -547,6 +615,7 @@ symbolize_elf(struct symbolizer *s, uint64_t dev, uint64_t ino, const char *path
 	} else {
 		if (!has_symtab)
 			read_debug_file(o, root, name, link);
+		add_entry(o);
 		finish_syms(o);
 		log_debug("ebpf: loaded %s: %zu functions%s, build id %s", name ? name : path,
 		    o->nsyms, has_symtab ? "" : " (no .symtab)",

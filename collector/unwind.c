@@ -32,6 +32,20 @@
 #include "unwind.h"
 
 #define NO_ROOM_RETRY_SECS	60	/* a table that did not fit is tried again after */
+/*
+ * Building tables runs on the sampler's thread, which must keep up with the
+ * ring buffer (exec notices above all: a late one finds the process gone). It
+ * may spend a quarter of its time building, in bursts of at most 100 ms; past
+ * that, processes keep the tables already built and get the others later.
+ * One big file (libLLVM: a million rows, half a second) can overdraw the
+ * budget; the debt is capped so that it does not starve the rest for long.
+ * Files under BUILD_SMALL_BYTES (gzip, python3, glibc: tens of milliseconds
+ * at most) are built at once whatever the budget: a few big files must not
+ * hold up the many small ones.
+ */
+#define BUILD_SMALL_BYTES	(16u << 20)
+#define BUILD_SHARE		0.25
+#define BUILD_BURST_SECS	0.1
 #define MAX_KEYS_PER_PROC	65536
 
 struct utable {
@@ -69,8 +83,9 @@ struct unwinder {
 	uint32_t	 gen;
 	struct utable	 none;		/* "no table this time", never cached */
 	size_t		 procs;
-	uint64_t	 used, builds, build_failures, evictions, no_room;
+	uint64_t	 used, builds, build_failures, evictions, no_room, deferred;
 	double		 build_seconds;
+	double		 budget, budget_at;	/* seconds of building allowed, as of */
 };
 
 static time_t
@@ -134,6 +149,8 @@ unwind_create(struct bpf_map *rows, struct bpf_map *maps, struct bpf_map *procs)
 	u->free[0].off = 0;
 	u->free[0].len = u->cap;
 	u->nfree = 1;
+	u->budget = BUILD_BURST_SECS;
+	u->budget_at = mono_f();
 	return u;
 }
 
@@ -314,12 +331,42 @@ table_build(struct unwinder *u, struct utable *t, const struct proc_mapping *m)
 	return 0;
 }
 
+static bool
+small_file(const struct proc_mapping *m)
+{
+	struct stat st;
+
+	if (m->ino == 0)
+		return true;	/* the vdso */
+	return (stat(m->open_path, &st) == 0 || (m->alt_path[0] && stat(m->alt_path, &st) == 0)) &&
+	    st.st_size < BUILD_SMALL_BYTES;
+}
+
+/* Whether the build budget allows another table now. */
+static bool
+may_build(struct unwinder *u)
+{
+	double now = mono_f();
+
+	u->budget += (now - u->budget_at) * BUILD_SHARE;
+	if (u->budget > BUILD_BURST_SECS)
+		u->budget = BUILD_BURST_SECS;
+	u->budget_at = now;
+	return u->budget > 0;
+}
+
+/*
+ * The table of m's file, from the cache or built now. &u->none when there is
+ * none to be had this time; *deferred is set when that is for lack of budget.
+ */
 static struct utable *
-table_get(struct unwinder *u, const struct proc_mapping *m)
+table_get(struct unwinder *u, const struct proc_mapping *m, bool *deferred)
 {
 	struct utable *t;
 	time_t now = mono_secs();
+	double t0;
 	size_t i;
+	int rc;
 
 	for (i = 0; i < u->ntabs; i++) {
 		t = u->tabs[i];
@@ -331,6 +378,10 @@ table_get(struct unwinder *u, const struct proc_mapping *m)
 			break;
 		}
 		return t;
+	}
+	if (!may_build(u) && !small_file(m)) {
+		*deferred = true;
+		return &u->none;
 	}
 	if (u->ntabs == u->tcap) {
 		size_t nc = u->tcap ? u->tcap * 2 : 64;
@@ -348,7 +399,12 @@ table_get(struct unwinder *u, const struct proc_mapping *m)
 	t->used = now;
 	snprintf(t->build_id, sizeof(t->build_id), "%s", m->build_id);
 	snprintf(t->name, sizeof(t->name), "%s", m->name);
-	if (table_build(u, t, m) < 0) {
+	t0 = mono_f();
+	rc = table_build(u, t, m);
+	u->budget -= mono_f() - t0;
+	if (u->budget < -BUILD_BURST_SECS)
+		u->budget = -BUILD_BURST_SECS;
+	if (rc < 0) {
 		/* Not remembered: the next process mapping the file tries again. */
 		free(t);
 		return &u->none;
@@ -363,11 +419,11 @@ static void
 uproc_clear(struct unwinder *u, struct uproc *q)
 {
 	time_t now = mono_secs();
-	uint32_t gen;
+	struct unw_proc up;
 	size_t i;
 
-	if (q->installed && bpf_map_lookup_elem(u->procs_fd, &q->pid, &gen) == 0 &&
-	    gen == q->gen)
+	if (q->installed && bpf_map_lookup_elem(u->procs_fd, &q->pid, &up) == 0 &&
+	    up.gen == q->gen)
 		bpf_map_delete_elem(u->procs_fd, &q->pid);
 	for (i = 0; i < q->nkeys; i++)
 		bpf_map_delete_elem(u->maps_fd, &q->keys[i]);
@@ -375,7 +431,7 @@ uproc_clear(struct unwinder *u, struct uproc *q)
 		q->tabs[i]->refs--;
 		q->tabs[i]->used = now;
 	}
-	if (q->installed)
+	if (q->installed && q->ntabs > 0)
 		u->procs--;
 	free(q->keys);
 	free(q->tabs);
@@ -437,12 +493,18 @@ int
 unwind_proc(struct unwinder *u, struct proc *p)
 {
 	struct uproc *q = p->unw;
+	bool deferred = false;
 	struct proc_mapping m;
 	struct unw_map_val v;
+	struct unw_proc up;
+	struct timespec ts;
 	size_t i, kcap = 0, tcap = 0;
 	int rc = 0;
 
 	if (q != NULL && p->unw_gen == p->maps_gen)
+		return 0;
+	/* Tables still to build: loaded as they are, completed when there is time. */
+	if (q != NULL && q->installed && !may_build(u))
 		return 0;
 	if (q == NULL) {
 		if ((q = calloc(1, sizeof(*q))) == NULL)
@@ -454,7 +516,7 @@ unwind_proc(struct unwinder *u, struct proc *p)
 	p->unw_gen = p->maps_gen;
 	q->gen = ++u->gen;
 	for (i = 0; proctab_mapping(p, i, &m) == 0; i++) {
-		struct utable *t = table_get(u, &m), **nt;
+		struct utable *t = table_get(u, &m, &deferred), **nt;
 
 		if (t == NULL) {
 			rc = -ENOMEM;
@@ -484,10 +546,19 @@ unwind_proc(struct unwinder *u, struct proc *p)
 			break;
 		}
 	}
-	/* Without any table the process is walked by frame pointers, as bpf_get_stack does. */
-	if (q->ntabs > 0 && bpf_map_update_elem(u->procs_fd, &q->pid, &q->gen, BPF_ANY) == 0) {
+	if (deferred) {
+		p->unw_gen = p->maps_gen - 1;	/* look again at the next sample */
+		u->deferred++;
+	}
+	/* Without any table the process is walked by bpf_get_stack, as before. */
+	memset(&up, 0, sizeof(up));
+	up.gen = q->gen;
+	up.flags = q->ntabs > 0 ? 0 : UNW_PROC_NO_TABLES;
+	clock_gettime(CLOCK_MONOTONIC, &ts);	/* bpf_ktime_get_ns's clock */
+	up.since_ns = (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
+	if (bpf_map_update_elem(u->procs_fd, &q->pid, &up, BPF_ANY) == 0) {
 		q->installed = true;
-		u->procs++;
+		u->procs += q->ntabs > 0;
 	}
 	return rc;
 }
@@ -536,6 +607,7 @@ unwind_get_stats(const struct unwinder *u, struct unwind_stats *st)
 	st->evictions = u->evictions;
 	st->no_room = u->no_room;
 	st->build_seconds = u->build_seconds;
+	st->deferred = u->deferred;
 }
 
 void

@@ -29,6 +29,7 @@ struct unwind_stats {
 	size_t		 procs;			/* processes walked with tables */
 	uint64_t	 bytes_used, bytes_cap;	/* of the row array */
 	uint64_t	 builds, build_failures, evictions, no_room;
+	uint64_t	 deferred;		/* process loads left incomplete for lack of time */
 	double		 build_seconds;		/* total spent building tables */
 };
 
