@@ -320,6 +320,138 @@ read_gopclntab(Elf_Scn *scn, struct elfobj *o, size_t *cap)
  * .gopclntab for Go, else .dynsym; a debug file only adds its .symtab) and the
  * .gnu_debuglink name. has_symtab says whether a full table was found.
  */
+struct got_name {
+	uint64_t	 got;		/* address of the GOT slot */
+	const char	*name;		/* in the ELF's .dynstr */
+};
+
+static int
+got_cmp(const void *a, const void *b)
+{
+	const struct got_name *x = a, *y = b;
+
+	return x->got < y->got ? -1 : x->got > y->got;
+}
+
+/* GOT slot -> symbol of the JUMP_SLOT and GLOB_DAT relocations of one RELA section. */
+static int
+read_got_names(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct got_name **v, size_t *n)
+{
+	Elf_Data *d = elf_getdata(scn, NULL), *syms;
+	Elf_Scn *symscn = elf_getscn(e, sh->sh_link);
+	GElf_Shdr symsh;
+	size_t i, cnt;
+
+	if (d == NULL || sh->sh_entsize == 0 || symscn == NULL ||
+	    gelf_getshdr(symscn, &symsh) == NULL || (syms = elf_getdata(symscn, NULL)) == NULL)
+		return 0;
+	cnt = sh->sh_size / sh->sh_entsize;
+	if (cnt > ELF_MAX_SYMS)
+		return 0;
+	for (i = 0; i < cnt; i++) {
+		struct got_name *nv;
+		const char *name;
+		GElf_Rela r;
+		GElf_Sym sym;
+		unsigned type;
+
+		if (gelf_getrela(d, (int)i, &r) == NULL)
+			break;
+		type = (unsigned)GELF_R_TYPE(r.r_info);
+		if ((type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT) ||
+		    gelf_getsym(syms, (int)GELF_R_SYM(r.r_info), &sym) == NULL ||
+		    (name = elf_strptr(e, symsh.sh_link, sym.st_name)) == NULL || *name == '\0')
+			continue;
+		if ((nv = realloc(*v, (*n + 1) * sizeof(*nv))) == NULL)
+			return -ENOMEM;
+		*v = nv;
+		(*v)[*n].got = r.r_offset;
+		(*v)[*n].name = name;
+		(*n)++;
+	}
+	return 0;
+}
+
+/*
+ * PLT stubs as "name@plt". Each entry of .plt, .plt.sec and .plt.got jumps
+ * through its GOT slot (ff 25 disp32, rip-relative), and the relocation of
+ * that slot names the function: no assumption about entry order or size
+ * beyond the section's entry size (16, or 8 for .plt.got).
+ */
+static int
+read_plt(Elf *e, size_t shstrndx, struct elfobj *o, size_t *cap)
+{
+	struct got_name *gots = NULL;
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	size_t ngots = 0;
+	int rc = 0;
+
+	while ((scn = elf_nextscn(e, scn)) != NULL)
+		if (gelf_getshdr(scn, &sh) != NULL && sh.sh_type == SHT_RELA &&
+		    (rc = read_got_names(e, scn, &sh, &gots, &ngots)) < 0)
+			goto out;
+	if (ngots == 0)
+		goto out;
+	qsort(gots, ngots, sizeof(*gots), got_cmp);
+	scn = NULL;
+	while ((scn = elf_nextscn(e, scn)) != NULL) {
+		const char *sname;
+		const unsigned char *b;
+		uint64_t esz, k;
+		Elf_Data *d;
+
+		if (gelf_getshdr(scn, &sh) == NULL || sh.sh_type != SHT_PROGBITS ||
+		    (sname = elf_strptr(e, shstrndx, sh.sh_name)) == NULL ||
+		    (strcmp(sname, ".plt") != 0 && strcmp(sname, ".plt.sec") != 0 &&
+		    strcmp(sname, ".plt.got") != 0) ||
+		    (d = elf_getdata(scn, NULL)) == NULL || d->d_buf == NULL)
+			continue;
+		esz = sh.sh_entsize >= 8 && sh.sh_entsize <= 32 ? sh.sh_entsize :
+		    strcmp(sname, ".plt.got") == 0 ? 8 : 16;
+		b = d->d_buf;
+		for (k = 0; k + esz <= d->d_size && k / esz < ELF_MAX_SYMS; k += esz) {
+			struct got_name key, *hit;
+			uint64_t j;
+
+			for (j = 0; j + 6 <= esz; j++)
+				if (b[k + j] == 0xff && b[k + j + 1] == 0x25)
+					break;
+			if (j + 6 > esz)
+				continue;	/* PLT0: pushes and jumps to the resolver */
+			key.got = sh.sh_addr + k + j + 6 + (uint64_t)(int64_t)(int32_t)rd(b + k + j + 2, 4);
+			hit = bsearch(&key, gots, ngots, sizeof(*gots), got_cmp);
+			if (hit == NULL)
+				continue;
+			if (o->nsyms == *cap) {
+				size_t nc = *cap ? *cap * 2 : 1024;
+				struct sym *ns = realloc(o->syms, nc * sizeof(*ns));
+
+				if (ns == NULL) {
+					rc = -ENOMEM;
+					goto out;
+				}
+				o->syms = ns;
+				*cap = nc;
+			}
+			if (o->names.len > UINT32_MAX - strlen(hit->name) - 5)
+				break;
+			o->syms[o->nsyms].addr = sh.sh_addr + k;
+			o->syms[o->nsyms].size = esz;
+			o->syms[o->nsyms].name = (uint32_t)o->names.len;
+			if (buf_add(&o->names, hit->name, strlen(hit->name)) < 0 ||
+			    buf_add(&o->names, "@plt", 5) < 0) {
+				rc = -ENOMEM;
+				goto out;
+			}
+			o->nsyms++;
+		}
+	}
+out:
+	free(gots);
+	return rc;
+}
+
 /*
  * The entry point of a main executable is the C runtime's _start, which the
  * process root frame of every stack is in: name it even in a binary stripped
@@ -461,6 +593,8 @@ read_elf_image(Elf *e, struct elfobj *o, bool debug_file, bool *has_symtab,
 	} else if (dynsym && !debug_file) {
 		rc = read_symtab(e, dynsym, &sh_dynsym, o, &cap);
 	}
+	if (rc == 0 && !debug_file && eh.e_machine == EM_X86_64)
+		rc = read_plt(e, shstrndx, o, &cap);
 out:
 	return rc;
 }

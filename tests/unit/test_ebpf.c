@@ -83,6 +83,57 @@ test_perfmap_hostile(void **state)
 	unlink(path);
 }
 
+/*
+ * A stripped Debian binary: PLT stubs named as objdump names them
+ * ("read@plt"), and _start found at the entry point without any symbol.
+ */
+static void
+test_plt_entry(void **state)
+{
+	const char *bin = "/usr/bin/gzip";
+	unsigned long long addr, entry = 0;
+	struct symbolizer *s;
+	struct elfobj *o;
+	size_t matched = 0, wrong = 0;
+	char line[512], name[256];
+	struct stat st;
+	FILE *f;
+
+	(void)state;
+	if (stat(bin, &st) != 0 || system("command -v objdump >/dev/null") != 0)
+		skip();
+	s = symbolize_create();
+	assert_non_null(s);
+	o = symbolize_elf(s, st.st_dev, st.st_ino, bin, "/", bin);
+	assert_non_null(o);
+	f = popen("objdump -d -j .plt -j .plt.sec -j .plt.got /usr/bin/gzip 2>/dev/null", "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%llx <%255[^>]>:", &addr, name) == 2 && strlen(name) > 4 &&
+		    strcmp(name + strlen(name) - 4, "@plt") == 0) {	/* not PLT0, "x@plt-0x10" */
+			const char *got = symbolize_elf_lookup(o, addr);
+
+			if (got && strcmp(got, name) == 0) {
+				matched++;
+			} else {
+				print_message("%#llx: objdump %s, ours %s\n", addr, name, got ? got : "-");
+				wrong++;
+			}
+		}
+	pclose(f);
+	assert_true(matched >= 10);
+	assert_int_equal(wrong, 0);
+	f = popen("readelf -h /usr/bin/gzip", "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f))
+		sscanf(line, " Entry point address: %llx", &entry);
+	pclose(f);
+	assert_true(entry != 0);
+	assert_string_equal(symbolize_elf_lookup(o, entry), "_start");
+	symbolize_elf_put(o);
+	symbolize_destroy(s);
+}
+
 static void
 test_elf_self(void **state)
 {
@@ -301,6 +352,7 @@ main(void)
 		cmocka_unit_test(test_perfmap),
 		cmocka_unit_test(test_perfmap_hostile),
 		cmocka_unit_test(test_elf_self),
+		cmocka_unit_test(test_plt_entry),
 		cmocka_unit_test(test_cpuprof_roundtrip),
 		cmocka_unit_test(test_cgroup),
 	};
