@@ -1,25 +1,44 @@
 # profilefs: one Makefile for the whole tree. Objects go under build/,
 # the binary to bin/profilefs. `make V=1` shows commands, `make SANITIZE=address,undefined`
 # builds an instrumented binary, `make WERROR=1` (as CI does) turns warnings into errors.
+# CFLAGS, CPPFLAGS, LDFLAGS and LDLIBS given by the user are added to the project's own.
+#
+# The code is layered; each layer is one directory, one archive and one public
+# header, and is compiled with the public headers of the layers below it only,
+# so including another layer's internal header fails the build:
+#
+#   base/       buffers, arenas, interning, logging, metrics, label sets, clocks
+#   pprof/      the pprof model: codec, merge, diff           (base)
+#   store/      RocksDB storage and range queries             (base, pprof)
+#   render/     flame graphs, folded stacks, top, timelines   (base, pprof)
+#   collector/  HTTP API, Go scraper, eBPF sampler            (base, pprof, store)
+#   fs/         the FUSE tree and its ingest directory        (base, pprof, store, render)
+#   main/       the program: flags, wiring, signals           (every public header)
 
 VERSION := 0.1.0
 COMMIT  := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 
 CC      ?= cc
-PKGS    := fuse3 libprotobuf-c zlib libmicrohttpd libcurl libbpf libelf libdw
 CFLAGS  ?= -O2 -g
-CFLAGS  += -std=gnu11 -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+PKGS    := fuse3 libprotobuf-c zlib libmicrohttpd libcurl libbpf libelf libdw jansson
+# pkg-config runs once per make invocation (simple assignment).
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
+
+PF_CFLAGS := -std=gnu11 -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
            -fno-omit-frame-pointer -pthread -D_FILE_OFFSET_BITS=64 \
-           -DPROFILEFS_VERSION='"$(VERSION)"' -DPROFILEFS_COMMIT='"$(COMMIT)"' \
-           $(shell pkg-config --cflags $(PKGS)) -I$(B)/gen -Istore -Icollector -Ifs
-LDLIBS  += $(shell pkg-config --libs $(PKGS)) -lrocksdb -lpthread -lm
+           -DPROFILEFS_VERSION='"$(VERSION)"' -DPROFILEFS_COMMIT='"$(COMMIT)"' $(PKG_CFLAGS)
+PF_LDLIBS := $(PKG_LIBS) -lrocksdb -lpthread -lm
 ifdef WERROR
-CFLAGS  += -Werror
+PF_CFLAGS += -Werror
 endif
 ifdef SANITIZE
-CFLAGS  += -fsanitize=$(SANITIZE) -fno-sanitize-recover=all
-LDFLAGS += -fsanitize=$(SANITIZE)
+PF_CFLAGS += -fsanitize=$(SANITIZE) -fno-sanitize-recover=all
+PF_LDFLAGS := -fsanitize=$(SANITIZE)
 endif
+ALL_CFLAGS  = $(PF_CFLAGS) $(CPPFLAGS) $(CFLAGS)
+ALL_LDFLAGS = $(PF_LDFLAGS) $(LDFLAGS)
+ALL_LDLIBS  = $(PF_LDLIBS) $(LDLIBS)
 
 # Out-of-tree builds: make O=/tmp/x puts objects in /tmp/x/build and the binary in /tmp/x/bin.
 O       ?= .
@@ -32,91 +51,151 @@ else
 Q := @
 endif
 
+.DEFAULT_GOAL := all
 .DELETE_ON_ERROR:
-.PHONY: all clean test unit check
+.PHONY: all clean test unit check layercheck tools
 
-GEN      := $(B)/gen/profile.pb-c.c $(B)/gen/profile.pb-c.h
-LIB_SRC  := $(wildcard store/*.c) $(wildcard collector/*.c) $(filter-out fs/main.c,$(wildcard fs/*.c))
-LIB_OBJ  := $(B)/gen/profile.pb-c.o $(patsubst %.c,$(B)/%.o,$(LIB_SRC))
-MAIN_OBJ := $(B)/fs/main.o
+# --- layers ---
+LAYERS := base pprof store render collector fs main
+DEPS_base      :=
+DEPS_pprof     := base
+DEPS_store     := base pprof
+DEPS_render    := base pprof
+DEPS_collector := base pprof store
+DEPS_fs        := base pprof store render
+DEPS_main      := base pprof store render collector fs
+
+# Each layer's public header is copied alone into $(B)/pub/<layer>/, and a
+# layer sees only the copies of the layers it depends on (its own headers it
+# finds next to its sources).
+PUB := $(B)/pub
+define pub_rule
+$(PUB)/$(1)/$(1).h: $(1)/$(1).h
+	@mkdir -p $$(dir $$@)
+	$$(Q)cp $$< $$@
+endef
+$(foreach l,$(filter-out main,$(LAYERS)),$(eval $(call pub_rule,$(l))))
+PUB_HDRS := $(foreach l,$(filter-out main,$(LAYERS)),$(PUB)/$(l)/$(l).h)
+
+INC_pprof     := -I$(B)/gen/pb
+INC_collector := -Ibpf -I$(B)/gen/bpf
+layer_cflags   = $(foreach d,$(DEPS_$(1)),-I$(PUB)/$(d)) $(INC_$(1))
+
+GEN := $(B)/gen/pb/profile.pb-c.c $(B)/gen/pb/profile.pb-c.h
+
+src_of = $(wildcard $(1)/*.c)
+obj_of = $(patsubst %.c,$(B)/%.o,$(call src_of,$(1)))
+LIB_LAYERS := base pprof store render collector fs
+LIBS_LINK  := $(B)/libfs.a $(B)/libcollector.a $(B)/librender.a $(B)/libstore.a \
+              $(B)/libpprof.a $(B)/libbase.a
+
 TEST_SRC := $(wildcard tests/unit/test_*.c)
 TEST_BIN := $(patsubst tests/unit/%.c,$(B)/tests/%,$(TEST_SRC))
 # Fuzz harnesses linked with tests/fuzz/replay.c: they replay the corpus
 # (tests/integration/fuzz-replay.sh); scripts/fuzz.sh builds them for libFuzzer.
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN := $(patsubst tests/fuzz/%.c,$(B)/tests/%,$(FUZZ_SRC))
+# Tests and tools reach into every layer, internal headers included.
+TEST_INC := $(foreach l,$(filter-out main,$(LAYERS)),-I$(l)) -Ibpf -I$(B)/gen/pb -I$(B)/gen/bpf
 
-all: $(BIN)/profilefs $(TEST_BIN) $(FUZZ_BIN)
+all: $(BIN)/profilefs $(TEST_BIN) $(FUZZ_BIN) tools layercheck
 
-$(B)/gen/profile.pb-c.c $(B)/gen/profile.pb-c.h &: store/profile.proto
-	@mkdir -p $(B)/gen
+$(B)/gen/pb/profile.pb-c.c $(B)/gen/pb/profile.pb-c.h &: pprof/profile.proto
+	@mkdir -p $(B)/gen/pb
 	@echo "  PROTOC  $<"
-	$(Q)protoc-c -Istore --c_out=$(B)/gen $<
+	$(Q)protoc-c -Ipprof --c_out=$(B)/gen/pb $<
 
-$(B)/gen/profile.pb-c.o: $(B)/gen/profile.pb-c.c
+$(B)/gen/pb/profile.pb-c.o: $(B)/gen/pb/profile.pb-c.c
 	@echo "  CC      $<"
-	$(Q)$(CC) $(CFLAGS) -Wno-missing-prototypes -c -o $@ $<
+	$(Q)$(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -I$(B)/gen/pb -c -o $@ $<
 
-$(B)/%.o: %.c $(GEN)
-	@mkdir -p $(dir $@)
-	@echo "  CC      $<"
-	$(Q)$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
+define layer_rules
+$(B)/$(1)/%.o: $(1)/%.c $(GEN) $(PUB_HDRS)
+	@mkdir -p $$(dir $$@)
+	@echo "  CC      $$<"
+	$$(Q)$$(CC) $$(ALL_CFLAGS) $$(call layer_cflags,$(1)) -MMD -MP -c -o $$@ $$<
+endef
+$(foreach l,$(LAYERS),$(eval $(call layer_rules,$(l))))
 
-# The eBPF sampler: vmlinux.h from the running kernel's BTF, the BPF objects
-# compiled by clang (no sanitizers, DWARF stripped, BTF kept for CO-RE) and a
-# libbpf skeleton that collector/ebpf.c includes.
+define lib_rule
+$(B)/lib$(1).a: $(call obj_of,$(1)) $(2)
+	@echo "  AR      $$@"
+	$$(Q)rm -f $$@ && ar rcs $$@ $$^
+endef
+$(foreach l,$(filter-out pprof,$(LIB_LAYERS)),$(eval $(call lib_rule,$(l))))
+$(eval $(call lib_rule,pprof,$(B)/gen/pb/profile.pb-c.o))
+
+# The eBPF sampler: the BPF objects compiled by clang (no sanitizers, DWARF
+# stripped, BTF kept for CO-RE) and a libbpf skeleton that collector/ebpf.c
+# includes. vmlinux.h: the checked-in one for the architecture (CO-RE makes it
+# valid on other kernels), else generated from the build machine's BTF.
 BPF_CLANG   ?= clang
 BPF_STRIP   ?= llvm-strip
 BPFTOOL     ?= bpftool
 VMLINUX_BTF ?= /sys/kernel/btf/vmlinux
 BPF_ARCH    := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 BPF_SRC     := $(wildcard bpf/*.bpf.c)
-BPF_SKEL    := $(patsubst bpf/%.bpf.c,$(B)/gen/%.skel.h,$(BPF_SRC))
+BPF_SKEL    := $(patsubst bpf/%.bpf.c,$(B)/gen/bpf/%.skel.h,$(BPF_SRC))
+VMLINUX_IN  := $(wildcard bpf/vmlinux/$(BPF_ARCH)/vmlinux.h)
 
-$(B)/gen/vmlinux.h:
-	@mkdir -p $(B)/gen
+$(B)/gen/bpf/vmlinux.h: $(VMLINUX_IN)
+	@mkdir -p $(B)/gen/bpf
 	@echo "  BTF     $@"
+ifneq ($(VMLINUX_IN),)
+	$(Q)cp $< $@
+else
+	$(Q)test -r $(VMLINUX_BTF) || { echo "no bpf/vmlinux/$(BPF_ARCH)/vmlinux.h and no $(VMLINUX_BTF): build on a kernel with BTF, or add the header" >&2; exit 1; }
 	$(Q)$(BPFTOOL) btf dump file $(VMLINUX_BTF) format c > $@
+endif
 
-$(B)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) $(B)/gen/vmlinux.h
+$(B)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) $(B)/gen/bpf/vmlinux.h
 	@mkdir -p $(B)/bpf
 	@echo "  BPF     $<"
-	$(Q)$(BPF_CLANG) -O2 -g -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -I$(B)/gen -Ibpf -c -o $@ $<
+	$(Q)$(BPF_CLANG) -O2 -g -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -I$(B)/gen/bpf -Ibpf -c -o $@ $<
 	$(Q)$(BPF_STRIP) -g $@
 
-$(B)/gen/%.skel.h: $(B)/bpf/%.bpf.o
+$(B)/gen/bpf/%.skel.h: $(B)/bpf/%.bpf.o
 	@echo "  SKEL    $@"
 	$(Q)$(BPFTOOL) gen skeleton $< name $*_bpf > $@
 
 $(B)/collector/ebpf.o: $(BPF_SKEL)
 .SECONDARY: $(patsubst bpf/%.bpf.c,$(B)/bpf/%.bpf.o,$(BPF_SRC))
 
-$(B)/libprofilefs.a: $(LIB_OBJ)
-	@echo "  AR      $@"
-	$(Q)rm -f $@ && ar rcs $@ $^
-
-$(BIN)/profilefs: $(MAIN_OBJ) $(B)/libprofilefs.a
+$(BIN)/profilefs: $(call obj_of,main) $(LIBS_LINK)
 	@mkdir -p $(BIN)
 	@echo "  LD      $@"
-	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(ALL_LDLIBS)
 
-$(B)/tests/%: tests/unit/%.c $(B)/libprofilefs.a
+$(B)/tests/%: tests/unit/%.c $(LIBS_LINK) $(GEN)
 	@mkdir -p $(B)/tests
 	@echo "  CC      $<"
-	$(Q)$(CC) $(CFLAGS) -Wno-missing-prototypes $(LDFLAGS) -o $@ $< $(B)/libprofilefs.a $(LDLIBS) -lcmocka
+	$(Q)$(CC) $(ALL_CFLAGS) $(TEST_INC) -Wno-missing-prototypes -MMD -MP $(ALL_LDFLAGS) -o $@ $< $(LIBS_LINK) $(ALL_LDLIBS) -lcmocka
 
-$(B)/tests/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(B)/libprofilefs.a
+$(B)/tests/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(LIBS_LINK) $(GEN)
 	@mkdir -p $(B)/tests
 	@echo "  CC      $<"
-	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< tests/fuzz/replay.c $(B)/libprofilefs.a $(LDLIBS)
+	$(Q)$(CC) $(ALL_CFLAGS) $(TEST_INC) -MMD -MP $(ALL_LDFLAGS) -o $@ $< tests/fuzz/replay.c $(LIBS_LINK) $(ALL_LDLIBS)
+
+# Programs the benchmarks drive (scripts/bench-http.sh).
+TOOL_BIN := $(patsubst tests/tools/%.c,$(B)/tests/tools/%,$(wildcard tests/tools/*.c))
+tools: $(TOOL_BIN)
+$(B)/tests/tools/%: tests/tools/%.c $(LIBS_LINK) $(GEN)
+	@mkdir -p $(B)/tests/tools
+	@echo "  CC      $<"
+	$(Q)$(CC) $(ALL_CFLAGS) $(TEST_INC) -MMD -MP $(ALL_LDFLAGS) -o $@ $< $(LIBS_LINK) $(ALL_LDLIBS)
+
+# Relative includes would step around the include paths: refuse them.
+layercheck:
+	$(Q)! grep -n '#include "\.\./' $(foreach l,$(LAYERS),$(l)/*.[ch]) || \
+	    { echo "layercheck: a relative #include reaches into another layer" >&2; exit 1; }
 
 unit: $(TEST_BIN)
 	$(Q)for t in $(TEST_BIN); do $$t || exit 1; done
 
-test: all
+test check: all
 	$(Q)PROFILEFS_BIN=$(abspath $(BIN))/profilefs PROFILEFS_BUILD=$(abspath $(B)) bash tests/run.sh
 
 clean:
 	rm -rf $(B) $(BIN)
 
--include $(wildcard $(B)/*/*.d $(B)/*/*/*.d)
+-include $(shell find $(B) -name '*.d' 2>/dev/null)

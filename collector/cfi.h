@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../bpf/profile.h"
+#include "profile.h"
 
 #define CFI_MAX_ROWS	(4u << 20)	/* per file, against corrupt or hostile CFI */
 

@@ -2,13 +2,15 @@
  * collector: the producers that fill the store besides ingest/: the HTTP API
  * (http.c), the Go pprof scraper (scrape.c) and the eBPF CPU sampler
  * (ebpf.c). Each runs its own threads between *_start() and *_stop(); all
- * they know of storage is store/store.h.
+ * they know of storage is store.h.
  */
 #ifndef PROFILEFS_COLLECTOR_H
 #define PROFILEFS_COLLECTOR_H
 
 #include <stddef.h>
 
+#include "base.h"
+#include "pprof.h"
 #include "store.h"
 
 /* --- HTTP API (http.c) --- */
@@ -36,10 +38,10 @@ int	scrape_start(struct store *st, const char *targets_file, struct scraper **ou
 /* Stop the threads, cancel transfers in flight, free s; NULL is a no-op. */
 void	scrape_stop(struct scraper *s);
 /*
- * Per-target status of the running scraper as JSON (MOUNTPOINT/.targets.json),
- * appended to out (NULL: only ask whether one runs). -ENOENT when none runs.
+ * Per-target status of scraper s as JSON (MOUNTPOINT/.targets.json), appended
+ * to out. -ENOENT when s is NULL (no scraper runs).
  */
-int	scrape_status_json(struct buf *out);
+int	scrape_status_json(struct scraper *s, struct buf *out);
 
 /* --- eBPF CPU sampler (ebpf.c) --- */
 struct ebpf_sampler;

@@ -14,6 +14,8 @@
 #include <stdint.h>
 
 #include "proctab.h"
+#include "base.h"
+#include "pprof.h"
 #include "store.h"
 
 struct cpuprof;

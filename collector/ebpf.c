@@ -28,9 +28,11 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "../bpf/profile.h"
+#include "profile.h"
 #include "collector.h"
 #include "cpuprof.h"
+#include "base.h"
+#include "pprof.h"
 #include "store.h"
 #include "proctab.h"
 #include "symbolize.h"
@@ -72,15 +74,6 @@ struct ebpf_sampler {
 	uint64_t		 prev[PROF_CNT_MAX];	/* BPF counters at the last report */
 	uint32_t		 locs[PROF_MAX_STACK + PROF_MAX_USTACK];
 };
-
-static int64_t
-clock_ns(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static int
 libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -384,7 +377,7 @@ flush(struct ebpf_sampler *e)
 	};
 	struct unwind_stats us;
 	uint64_t c[PROF_CNT_MAX], d[PROF_CNT_MAX], samples = 0;
-	int64_t end = clock_ns(CLOCK_REALTIME), t0 = clock_ns(CLOCK_MONOTONIC);
+	int64_t end = clock_now_ns(), t0 = clock_mono_ns();
 	size_t profiles = 0;
 	char lbl[64];
 	int k;
@@ -451,7 +444,7 @@ flush(struct ebpf_sampler *e)
 	metrics_set("profilefs_ebpf_elf_objects_cached", NULL,
 	    (double)symbolize_elf_count(e->sym));
 	metrics_observe("profilefs_ebpf_flush_seconds", NULL,
-	    (double)(clock_ns(CLOCK_MONOTONIC) - t0) / 1e9);
+	    (double)(clock_mono_ns() - t0) / 1e9);
 	log_debug("ebpf: period: %llu samples (%llu idle) -> %zu profiles, %llu samples stored; "
 	    "dropped %llu samples, %llu events; stack errors kernel %llu user %llu; "
 	    "named frames user %.1f%% kernel %.1f%%; %llu stacks truncated; %zu processes, "
@@ -490,7 +483,7 @@ sampler_main(void *arg)
 			log_warnx("ebpf: ring buffer: %s", strerror(-rc));
 			break;
 		}
-		if (clock_ns(CLOCK_MONOTONIC) >= e->next_flush) {
+		if (clock_mono_ns() >= e->next_flush) {
 			flush(e);
 			e->next_flush += (int64_t)e->flush_secs * 1000000000;
 		}
@@ -655,8 +648,8 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 		goto fail;
 	}
 	describe_metrics();
-	e->period_start = clock_ns(CLOCK_REALTIME);
-	e->next_flush = clock_ns(CLOCK_MONOTONIC) + (int64_t)e->flush_secs * 1000000000;
+	e->period_start = clock_now_ns();
+	e->next_flush = clock_mono_ns() + (int64_t)e->flush_secs * 1000000000;
 	if ((rc = pthread_create(&e->thread, NULL, sampler_main, e)) != 0) {
 		rc = -rc;
 		log_warnx("--ebpf: starting the sampler thread: %s", strerror(-rc));

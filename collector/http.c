@@ -1,5 +1,5 @@
 /*
- * http: the HTTP API server (DESIGN.md "HTTP API") on libmicrohttpd, which
+ * http: the HTTP API server (README.md, "HTTP API") on libmicrohttpd, which
  * does all of the HTTP parsing. This file owns the listening socket, the
  * request lifecycle, routing, the limits (body size, connections), the
  * optional bearer token, the reply envelope and the metrics of requests; the
@@ -36,6 +36,8 @@
 
 #include "http_int.h"
 #include "httpparse.h"
+#include "base.h"
+#include "pprof.h"
 #include "store.h"
 
 #define DEFAULT_MAX_BODY	(64u << 20)
@@ -79,24 +81,6 @@ static const struct http_route routes[] = {
 	{ "/healthz", false, M_GET, "GET, HEAD", "/healthz", NULL, true, handle_healthz },
 };
 
-int64_t
-http_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static int64_t
-mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* --- replies ------------------------------------------------------------ */
 
 void
@@ -117,7 +101,14 @@ http_reply(struct http_req *r, unsigned status, const char *content_type, struct
 	char *data = NULL;
 	size_t len = 0;
 	unsigned i;
+	int e;
 
+	if (body && (e = buf_error(body)) < 0 && !r->replied) {
+		/* The body could not be built whole: never send part of it as a success. */
+		buf_free(body);
+		http_reply_error(r, 500, "the reply could not be built: %s", strerror(-e));
+		return;
+	}
 	if (r->replied) {
 		log_warnx("http: second reply to %s %s dropped", r->method, r->path);
 		if (body)
@@ -294,7 +285,7 @@ int
 http_store(struct http_req *r, const char *source, const struct store_input *in,
     const void *data, size_t len, struct store_ref *ref, struct buf *err)
 {
-	int64_t t0 = mono_ns();
+	int64_t t0 = clock_mono_ns();
 	char l[64];
 	int rc;
 
@@ -302,7 +293,7 @@ http_store(struct http_req *r, const char *source, const struct store_input *in,
 	if ((rc = check_decoded(r->srv, data, len, err)) == 0)
 		rc = store_put(r->srv->st, in, data, len, ref, err);
 	snprintf(l, sizeof(l), "source=\"%s\"", source);
-	metrics_observe("profilefs_ingest_duration_seconds", l, (double)(mono_ns() - t0) / 1e9);
+	metrics_observe("profilefs_ingest_duration_seconds", l, (double)(clock_mono_ns() - t0) / 1e9);
 	count_ingest(source, outcome_of(rc));
 	if (rc == 0)
 		metrics_add("profilefs_ingested_bytes_total", l, (double)len);
@@ -530,7 +521,7 @@ req_new(struct http_server *h, struct MHD_Connection *conn, const char *url, con
 	r->srv = h;
 	r->conn = conn;
 	r->method = method;
-	r->start_ns = mono_ns();
+	r->start_ns = clock_mono_ns();
 	if ((r->path_copy = strdup(url)) == NULL) {
 		free(r);
 		return NULL;
@@ -588,7 +579,7 @@ on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	metrics_add("profilefs_http_requests_total", l, 1);
 	snprintf(l, sizeof(l), "handler=\"%s\"", label);
 	metrics_observe("profilefs_http_request_duration_seconds", l,
-	    (double)(mono_ns() - r->start_ns) / 1e9);
+	    (double)(clock_mono_ns() - r->start_ns) / 1e9);
 	/* Pushes refused before they reached the store count as ingest outcomes too. */
 	if (r->route && r->route->source && strcmp(r->method, "POST") == 0 && !r->stored)
 		count_ingest(r->route->source, outcome_of(r->status ? (int)r->status : 1));
@@ -626,7 +617,7 @@ on_unescape(void *cls, struct MHD_Connection *conn, char *s)
 	(void)cls;
 	(void)conn;
 	while (*p) {
-		if (*p == '%' && (hi = labels_hexval(p[1])) >= 0 && (lo = labels_hexval(p[2])) >= 0 &&
+		if (*p == '%' && (hi = hex_value(p[1])) >= 0 && (lo = hex_value(p[2])) >= 0 &&
 		    (hi | lo) != 0) {
 			*w++ = (char)(hi << 4 | lo);
 			p += 3;

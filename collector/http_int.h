@@ -15,6 +15,8 @@
 #include <stdint.h>
 
 #include "collector.h"
+#include "base.h"
+#include "pprof.h"
 #include "store.h"
 
 struct MHD_Connection;
@@ -79,7 +81,6 @@ const char	*http_header(struct http_req *r, const char *name);
 /* Store one pushed profile, with metrics under source; the result as store_put(). */
 int	http_store(struct http_req *r, const char *source, const struct store_input *in,
 	    const void *data, size_t len, struct store_ref *ref, struct buf *err);
-int64_t	http_now_ns(void);
 
 /* --- handlers --- */
 void	profefe_profiles(struct http_req *r);	/* GET list, POST create */

@@ -47,7 +47,7 @@ query_unescape(struct buf *out, const char *s, const char *e)
 	rc = buf_reserve(out, (size_t)(e - s));
 	while (s < e && rc == 0) {
 		if (*s == '%') {
-			if (e - s < 3 || (hi = labels_hexval(s[1])) < 0 || (lo = labels_hexval(s[2])) < 0)
+			if (e - s < 3 || (hi = hex_value(s[1])) < 0 || (lo = hex_value(s[2])) < 0)
 				return -EINVAL;
 			if (hi == 0 && lo == 0)
 				return -EINVAL;		/* a NUL would cut the string short */

@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base.h"
+#include "pprof.h"
 #include "store.h"
 
 /*
@@ -21,7 +23,7 @@
  * and query-unescaped ('%XX', '+' is a space); pairs with an empty key are
  * dropped. The pairs are added to ls (copies; free with labels_clear()).
  * -EINVAL with a reason in err for a bad escape, a duplicate key or a label
- * over the limits of labels.h.
+ * over the limits of label sets (base.h).
  */
 int	httpparse_labels(const char *s, struct labelset *ls, struct buf *err);
 

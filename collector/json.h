@@ -10,6 +10,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "base.h"
+#include "pprof.h"
 #include "store.h"
 
 #define JSON_MAX_DEPTH		32

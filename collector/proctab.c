@@ -29,6 +29,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base.h"
+#include "pprof.h"
 #include "store.h"
 #include "proctab.h"
 
@@ -54,15 +56,6 @@ struct proctab {
 	void		(*release)(void *, struct proc *);
 	void		*release_arg;
 };
-
-static int64_t
-now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 struct proctab *
 proctab_create(struct symbolizer *sym, enum service_by by, const char *host)
@@ -137,7 +130,7 @@ read_maps(struct proctab *pt, struct proc *p)
 	ssize_t len;
 	FILE *f;
 
-	p->maps_read = now_ns();
+	p->maps_read = clock_mono_ns();
 	p->maps_gen++;
 	snprintf(path, sizeof(path), "/proc/%u/maps", p->pid);
 	snprintf(root, sizeof(root), "/proc/%u/root", p->pid);
@@ -163,14 +156,7 @@ read_maps(struct proctab *pt, struct proc *p)
 			continue;
 		if (strlen(perms) < 3 || perms[2] != 'x')
 			continue;
-		if (p->nmaps == cap) {
-			struct pmap *nm;
-
-			cap = cap ? cap * 2 : 32;
-			if ((nm = realloc(p->maps, cap * sizeof(*nm))) == NULL)
-				break;
-			p->maps = nm;
-		}
+		p->maps = xgrow(p->maps, &cap, p->nmaps + 1, sizeof(*p->maps));
 		m = &p->maps[p->nmaps];
 		memset(m, 0, sizeof(*m));
 		m->start = start;
@@ -338,8 +324,7 @@ set_service(struct proc *p, const char *name)
 	for (c = p->service; *c; c++)
 		if ((unsigned char)*c < 0x20 || *c == 0x7f || *c == '/')
 			*c = '_';
-	if (p->service[0] == '.' || strcmp(p->service, "ingest") == 0 ||
-	    strcmp(p->service, "README.txt") == 0) {
+	if (store_service_reserved(p->service)) {
 		memmove(p->service + 1, p->service, sizeof(p->service) - 2);
 		p->service[sizeof(p->service) - 1] = '\0';
 		p->service[0] = '_';
@@ -533,7 +518,7 @@ proctab_mapping(struct proc *p, size_t i, struct proc_mapping *m)
 void
 proctab_refresh(struct proctab *pt, struct proc *p, int64_t min_age_ns)
 {
-	if (p->gone || now_ns() - p->maps_read < min_age_ns)
+	if (p->gone || clock_mono_ns() - p->maps_read < min_age_ns)
 		return;
 	if (read_maps(pt, p) == -ENOENT)
 		p->gone = true;
@@ -550,16 +535,9 @@ proctab_count(const struct proctab *pt)
 static struct pmap *
 find_map(struct proc *p, uint64_t addr)
 {
-	size_t lo = 0, hi = p->nmaps;
+	/* Mappings do not overlap: the first one ending above addr may hold it. */
+	size_t lo = SEARCH_LE(p->maps, p->nmaps, end, addr);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (p->maps[mid].end <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	if (lo < p->nmaps && p->maps[lo].start <= addr)
 		return &p->maps[lo];
 	return NULL;
@@ -575,7 +553,7 @@ proctab_known(struct proc *p, uint64_t addr)
 static const char *
 perfmap_name(struct proc *p, uint64_t addr)
 {
-	int64_t now = now_ns();
+	int64_t now = clock_mono_ns();
 
 	if (!p->gone && now - p->perfmap_checked >= PERFMAP_RECHECK_NS) {
 		char path[96];
@@ -607,7 +585,7 @@ proctab_resolve(struct proctab *pt, struct proc *p, uint64_t addr, struct frame 
 	memset(f, 0, sizeof(*f));
 	f->addr = addr;
 	f->build_id = "";
-	if (m == NULL && !p->gone && now_ns() - p->maps_read >= MAPS_REREAD_NS) {
+	if (m == NULL && !p->gone && clock_mono_ns() - p->maps_read >= MAPS_REREAD_NS) {
 		/* A mapping made after we read the maps (dlopen, JIT). */
 		if (read_maps(pt, p) == -ENOENT)
 			p->gone = true;

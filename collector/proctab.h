@@ -14,6 +14,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "base.h"
+#include "pprof.h"
 #include "store.h"
 #include "symbolize.h"
 

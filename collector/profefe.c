@@ -13,27 +13,12 @@
 
 #include "http_int.h"
 #include "httpparse.h"
+#include "base.h"
+#include "pprof.h"
 #include "store.h"
 
 /* Largest id list of GET /api/0/profiles/<id>+<id>+... */
 #define MAX_IDS		1000
-
-/* profefe's types, then this project's others (DESIGN.md "The tree"). */
-static const char *const known_types[] = {
-	"cpu", "heap", "block", "mutex", "goroutine", "threadcreate", "other",
-	"allocs", "wall",
-};
-
-static bool
-type_known(const char *t)
-{
-	size_t i;
-
-	for (i = 0; i < sizeof(known_types) / sizeof(known_types[0]); i++)
-		if (strcmp(t, known_types[i]) == 0)
-			return true;
-	return false;
-}
 
 /* Append one profile's metadata as profefe's JSON object. */
 static int
@@ -86,7 +71,7 @@ create(struct http_req *r)
 		    "goroutine threadcreate other allocs wall, or auto)");
 		goto out;
 	}
-	if (strcmp(type, "auto") != 0 && !type_known(type)) {
+	if (strcmp(type, "auto") != 0 && !store_type_known(type)) {
 		http_reply_error(r, 400, "bad request: bad profile type \"%s\" (one of cpu heap block "
 		    "mutex goroutine threadcreate other allocs wall, or auto)", type);
 		goto out;
@@ -152,7 +137,7 @@ find_parse(struct http_req *r, struct find *f, bool need_type)
 	}
 	f->q.service = service;
 	if (type && type[0]) {
-		if (!type_known(type)) {
+		if (!store_type_known(type)) {
 			http_reply_error(r, 400, "bad request: bad profile type \"%s\"", type);
 			return -EINVAL;
 		}
@@ -274,7 +259,7 @@ reply_profile(struct http_req *r, const struct profile *p, const char *filename,
 		return;
 	}
 	metrics_observe("profilefs_merge_duration_seconds", "source=\"http\"",
-	    (double)(http_now_ns() - t0) / 1e9);
+	    (double)(clock_now_ns() - t0) / 1e9);
 	snprintf(cd, sizeof(cd), "attachment; filename=\"%s\"", filename);
 	http_reply(r, 200, "application/octet-stream", &out, cd);
 }
@@ -285,7 +270,7 @@ profefe_merge(struct http_req *r)
 {
 	struct query_result res;
 	struct find f;
-	int64_t t0 = http_now_ns();
+	int64_t t0 = clock_now_ns();
 	char n[32];
 	int rc;
 
@@ -323,7 +308,7 @@ profefe_get(struct http_req *r)
 	struct store_ref ref;
 	uint64_t id;
 	size_t nids = 0;
-	int64_t t0 = http_now_ns();
+	int64_t t0 = clock_now_ns();
 	char tok[64], fn[40], idh[17];
 	int rc;
 

@@ -120,12 +120,12 @@ pyroscope_ingest(struct http_req *r)
 		http_reply_error(r, 400, "bad name \"%s\": %s", name, err.data);
 		goto out;
 	}
-	if (from && from[0] && httpparse_attime(from, http_now_ns(), &tfrom) < 0) {
+	if (from && from[0] && httpparse_attime(from, clock_now_ns(), &tfrom) < 0) {
 		http_reply_error(r, 400, "bad from \"%s\": give unix seconds, ms, us or ns, "
 		    "or now-1h", from);
 		goto out;
 	}
-	if (until && until[0] && httpparse_attime(until, http_now_ns(), &tuntil) < 0) {
+	if (until && until[0] && httpparse_attime(until, clock_now_ns(), &tuntil) < 0) {
 		http_reply_error(r, 400, "bad until \"%s\": give unix seconds, ms, us or ns, "
 		    "or now-1h", until);
 		goto out;

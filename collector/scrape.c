@@ -23,7 +23,7 @@
  * fields and the work queue. A job's transfer fields (easy handle, body) are
  * the scheduler's while J_TRANSFER; its delta base (prev) and body are the
  * worker's while J_PROCESS. Workers never touch curl. Lock order:
- * running_lock, sc_lock, then the metrics registry's own lock.
+ * sc_lock, then the metrics registry's own lock.
  */
 #include <curl/curl.h>
 #include <errno.h>
@@ -40,6 +40,8 @@
 #include <unistd.h>
 
 #include "collector.h"
+#include "base.h"
+#include "pprof.h"
 #include "store.h"
 #include "targets.h"
 
@@ -122,27 +124,6 @@ struct scraper {
 	size_t			 nlate;		/* total recorded */
 };
 
-/* The running scraper, for scrape_status_json(); protected by running_lock. */
-static pthread_mutex_t running_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct scraper *running;
-
-static int64_t
-mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * NS + ts.tv_nsec;
-}
-
-static int64_t
-real_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * NS + ts.tv_nsec;
-}
 
 /* Prometheus label text for a job: instance, profile, service (escaped). */
 static void
@@ -274,7 +255,7 @@ job_start(struct scraper *sc, struct job *j, int64_t now)
 	j->http_code = 0;
 	j->ctype[0] = '\0';
 	j->start_mono = now;
-	j->start_real = real_ns();
+	j->start_real = clock_now_ns();
 	if (curl_multi_add_handle(sc->multi, j->easy) != CURLM_OK)
 		return;
 	j->state = J_TRANSFER;
@@ -289,7 +270,7 @@ job_finished(struct scraper *sc, struct job *j, CURLcode res)
 	char *ct = NULL;
 
 	j->cres = res;
-	j->end_mono = mono_ns();
+	j->end_mono = clock_mono_ns();
 	curl_easy_getinfo(j->easy, CURLINFO_RESPONSE_CODE, &j->http_code);
 	if (curl_easy_getinfo(j->easy, CURLINFO_CONTENT_TYPE, &ct) == CURLE_OK && ct)
 		snprintf(j->ctype, sizeof(j->ctype), "%s", ct);
@@ -362,7 +343,7 @@ jobs_apply(struct scraper *sc, struct target_list *tl)
 	struct intern *keys = intern_create(tl->n + 1);
 	struct job **old = NULL, *j, *head = NULL, **tail = &head;
 	size_t i, nold = 0, added = 0, kept = 0;
-	int64_t now = mono_ns();
+	int64_t now = clock_mono_ns();
 	int64_t ix;
 
 	if (keys == NULL)
@@ -453,7 +434,7 @@ targets_check(struct scraper *sc, bool force)
 	}
 	pthread_mutex_lock(&sc->sc_lock);
 	sc->f_error[0] = '\0';
-	sc->f_loaded = real_ns();
+	sc->f_loaded = clock_now_ns();
 	pthread_mutex_unlock(&sc->sc_lock);
 	jobs_apply(sc, &tl);
 	targets_free(&tl);
@@ -493,7 +474,7 @@ on_timer(CURLM *m, long ms, void *arg)
 	struct scraper *sc = arg;
 
 	(void)m;
-	sc->curl_due = ms < 0 ? -1 : mono_ns() + (int64_t)ms * 1000000;
+	sc->curl_due = ms < 0 ? -1 : clock_mono_ns() + (int64_t)ms * 1000000;
 	return 0;
 }
 
@@ -531,11 +512,11 @@ sched_main(void *arg)
 {
 	struct scraper *sc = arg;
 	struct epoll_event evs[64];
-	int64_t next_check = mono_ns() + NS, next_due = 0;
+	int64_t next_check = clock_mono_ns() + NS, next_due = 0;
 	int running_n, n, i;
 
 	while (!atomic_load(&sc->stop)) {
-		int64_t now = mono_ns(), wait;
+		int64_t now = clock_mono_ns(), wait;
 		struct job *j;
 
 		if (now >= next_check) {
@@ -563,9 +544,9 @@ sched_main(void *arg)
 		}
 		pthread_mutex_unlock(&sc->sc_lock);
 
-		wait = (next_due < next_check ? next_due : next_check) - mono_ns();
-		if (sc->curl_due >= 0 && sc->curl_due - mono_ns() < wait)
-			wait = sc->curl_due - mono_ns();
+		wait = (next_due < next_check ? next_due : next_check) - clock_mono_ns();
+		if (sc->curl_due >= 0 && sc->curl_due - clock_mono_ns() < wait)
+			wait = sc->curl_due - clock_mono_ns();
 		if (wait < 0)
 			wait = 0;
 		/* Round up so a due job is not woken for a few times early. */
@@ -589,7 +570,7 @@ sched_main(void *arg)
 				f |= CURL_CSELECT_ERR;
 			curl_multi_socket_action(sc->multi, fd, f, &running_n);
 		}
-		if (sc->curl_due >= 0 && mono_ns() >= sc->curl_due) {
+		if (sc->curl_due >= 0 && clock_mono_ns() >= sc->curl_due) {
 			sc->curl_due = -1;
 			curl_multi_socket_action(sc->multi, CURL_SOCKET_TIMEOUT, 0, &running_n);
 		}
@@ -878,9 +859,6 @@ scrape_start(struct store *st, const char *targets_file, struct scraper **out)
 	if ((rc = -pthread_create(&sc->sched_thr, NULL, sched_main, sc)) < 0)
 		goto fail;
 	sc->sched_started = true;
-	pthread_mutex_lock(&running_lock);
-	running = sc;
-	pthread_mutex_unlock(&running_lock);
 	log_info("scrape: targets from %s", targets_file);
 	*out = sc;
 	return 0;
@@ -897,10 +875,6 @@ scrape_stop(struct scraper *sc)
 
 	if (sc == NULL)
 		return;
-	pthread_mutex_lock(&running_lock);
-	if (running == sc)
-		running = NULL;
-	pthread_mutex_unlock(&running_lock);
 	atomic_store(&sc->stop, true);
 	if (sc->sched_started) {
 		sched_wake(sc);
@@ -966,21 +940,17 @@ dbl_cmp(const void *a, const void *b)
 }
 
 int
-scrape_status_json(struct buf *b)
+scrape_status_json(struct scraper *sc, struct buf *b)
 {
-	struct scraper *sc;
 	struct job *j;
 	double *late = NULL;
 	size_t n;
 	int64_t now;
 	bool first = true;
 
-	pthread_mutex_lock(&running_lock);
-	if ((sc = running) == NULL || b == NULL) {
-		pthread_mutex_unlock(&running_lock);
-		return sc ? 0 : -ENOENT;
-	}
-	now = mono_ns();
+	if (sc == NULL)
+		return -ENOENT;
+	now = clock_mono_ns();
 	pthread_mutex_lock(&sc->sc_lock);
 	buf_adds(b, "{\n  \"targets_file\": ");
 	add_str(b, sc->file);
@@ -1045,7 +1015,6 @@ scrape_status_json(struct buf *b)
 	}
 	buf_adds(b, first ? "]\n}\n" : "\n  ]\n}\n");
 	pthread_mutex_unlock(&sc->sc_lock);
-	pthread_mutex_unlock(&running_lock);
 	free(late);
 	return b->data ? 0 : -ENOMEM;
 }

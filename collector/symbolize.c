@@ -22,6 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base.h"
+#include "pprof.h"
 #include "store.h"
 #include "symbolize.h"
 
@@ -68,15 +70,6 @@ struct symbolizer {
 	size_t		  nksyms;
 	struct buf	  knames;
 };
-
-static time_t
-now_mono(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec;
-}
 
 struct symbolizer *
 symbolize_create(void)
@@ -166,15 +159,7 @@ read_symtab(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct elfobj *o, size_t 
 			continue;
 		if (o->nsyms >= ELF_MAX_SYMS)
 			break;
-		if (o->nsyms == *cap) {
-			size_t nc = *cap ? *cap * 2 : 1024;
-			struct sym *ns = realloc(o->syms, nc * sizeof(*ns));
-
-			if (ns == NULL)
-				return -ENOMEM;
-			o->syms = ns;
-			*cap = nc;
-		}
+		o->syms = xgrow(o->syms, cap, o->nsyms + 1, sizeof(*o->syms));
 		len = strlen(name);
 		if (o->names.len > UINT32_MAX - len - 1)
 			break;
@@ -294,15 +279,7 @@ read_gopclntab(Elf_Scn *scn, struct elfobj *o, size_t *cap)
 		len = strnlen(name, n - no);
 		if (len == 0 || len == n - no)
 			continue;
-		if (o->nsyms == *cap) {
-			size_t nc = *cap ? *cap * 2 : 1024;
-			struct sym *ns = realloc(o->syms, nc * sizeof(*ns));
-
-			if (ns == NULL)
-				return -ENOMEM;
-			o->syms = ns;
-			*cap = nc;
-		}
+		o->syms = xgrow(o->syms, cap, o->nsyms + 1, sizeof(*o->syms));
 		if (o->names.len > UINT32_MAX - len - 1)
 			break;
 		o->syms[o->nsyms].addr = text + entry;
@@ -534,17 +511,12 @@ read_elf_image(Elf *e, struct elfobj *o, bool debug_file, bool *has_symtab,
 
 		for (i = 0; i < phnum; i++) {
 			GElf_Phdr ph;
-			struct segment *ns;
 
 			if (gelf_getphdr(e, (int)i, &ph) != NULL && ph.p_type == PT_INTERP)
 				interp = true;
 			if (gelf_getphdr(e, (int)i, &ph) == NULL || ph.p_type != PT_LOAD)
 				continue;
-			if ((ns = realloc(o->segs, (o->nsegs + 1) * sizeof(*ns))) == NULL) {
-				rc = -ENOMEM;
-				goto out;
-			}
-			o->segs = ns;
+			o->segs = xreallocarray(o->segs, o->nsegs + 1, sizeof(*o->segs));
 			o->segs[o->nsegs].vaddr = ph.p_vaddr;
 			o->segs[o->nsegs].offset = ph.p_offset;
 			o->segs[o->nsegs].filesz = ph.p_filesz;
@@ -710,7 +682,7 @@ symbolize_elf(struct symbolizer *s, uint64_t dev, uint64_t ino, const char *path
 	int rc;
 
 	if (*sl) {
-		(*sl)->used = now_mono();
+		(*sl)->used = (time_t)(clock_mono_ns() / 1000000000);
 		if ((*sl)->bad)
 			return NULL;
 		(*sl)->refs++;
@@ -725,7 +697,7 @@ symbolize_elf(struct symbolizer *s, uint64_t dev, uint64_t ino, const char *path
 		return NULL;
 	o->dev = dev;
 	o->ino = ino;
-	o->used = now_mono();
+	o->used = (time_t)(clock_mono_ns() / 1000000000);
 	rc = read_elf(path, o, false, &has_symtab, link, sizeof(link));
 	if (rc == -ENOENT || rc == -EACCES || rc == -EPERM || rc == -ESRCH) {
 		/*
@@ -745,7 +717,7 @@ symbolize_elf(struct symbolizer *s, uint64_t dev, uint64_t ino, const char *path
 		o->dev = dev;
 		o->ino = ino;
 		o->bad = true;
-		o->used = now_mono();
+		o->used = (time_t)(clock_mono_ns() / 1000000000);
 	} else {
 		if (!has_symtab)
 			read_debug_file(o, root, name, link);
@@ -849,16 +821,8 @@ symbolize_elf_bias(const struct elfobj *o, uint64_t start, uint64_t off, uint64_
 const char *
 symbolize_elf_lookup(const struct elfobj *o, uint64_t vaddr)
 {
-	size_t lo = 0, hi = o->nsyms, k;
+	size_t lo = SEARCH_LE(o->syms, o->nsyms, addr, vaddr), k;
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (o->syms[mid].addr <= vaddr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	/* lo-1 is the last symbol starting at or below vaddr; nested ones may precede it. */
 	for (k = 0; k < 4 && lo > k; k++) {
 		const struct sym *y = &o->syms[lo - 1 - k];
@@ -936,18 +900,12 @@ kernel_load(struct symbolizer *s)
 	while (fgets(line, sizeof(line), f)) {
 		unsigned long long addr;
 		char type, name[256];
-		struct ksym *nk;
 
 		if (sscanf(line, "%llx %c %255s", &addr, &type, name) != 3)
 			continue;
 		if (addr == 0 || (type != 't' && type != 'T' && type != 'w' && type != 'W'))
 			continue;
-		if (s->nksyms == cap) {
-			cap = cap ? cap * 2 : 65536;
-			if ((nk = realloc(s->ksyms, cap * sizeof(*nk))) == NULL)
-				break;
-			s->ksyms = nk;
-		}
+		s->ksyms = xgrow(s->ksyms, &cap, s->nksyms + 1, sizeof(*s->ksyms));
 		s->ksyms[s->nksyms].addr = addr;
 		s->ksyms[s->nksyms].name = (uint32_t)s->knames.len;
 		if (buf_add(&s->knames, name, strlen(name) + 1) < 0)
@@ -973,19 +931,11 @@ symbolize_kernel_ok(struct symbolizer *s)
 const char *
 symbolize_kernel(struct symbolizer *s, uint64_t addr)
 {
-	size_t lo = 0, hi;
+	size_t lo;
 
 	if (!s->kloaded)
 		kernel_load(s);
-	hi = s->nksyms;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (s->ksyms[mid].addr <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = SEARCH_LE(s->ksyms, s->nksyms, addr, addr);
 	/* kallsyms has no sizes: the next symbol bounds this one. */
 	if (lo == 0 || lo == s->nksyms)
 		return NULL;
@@ -1060,14 +1010,7 @@ perfmap_load(const char *path)
 		if (end == p || *end != ' ' || size == 0)
 			continue;
 		p = end + 1;
-		if (m->n == cap) {
-			struct pmentry *ne;
-
-			cap = cap ? cap * 2 : 256;
-			if ((ne = realloc(m->e, cap * sizeof(*ne))) == NULL)
-				break;
-			m->e = ne;
-		}
+		m->e = xgrow(m->e, &cap, m->n + 1, sizeof(*m->e));
 		m->e[m->n].start = start;
 		m->e[m->n].size = size;
 		m->e[m->n].seq = seq++;
@@ -1096,16 +1039,8 @@ const char *
 perfmap_lookup(const struct perfmap *m, uint64_t addr)
 {
 	const struct pmentry *best = NULL;
-	size_t lo = 0, hi = m->n, k;
+	size_t lo = SEARCH_LE(m->e, m->n, start, addr), k;
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (m->e[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	/* Entries starting at or below addr, nearest first; a few back for overlaps. */
 	for (k = 0; k < 64 && lo > k; k++) {
 		const struct pmentry *y = &m->e[lo - 1 - k];

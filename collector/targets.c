@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base.h"
+#include "pprof.h"
 #include "store.h"
 #include "json.h"
 #include "targets.h"
@@ -40,54 +42,6 @@ bad(struct buf *err, const struct json *j, const char *fmt, const char *arg)
 		buf_printf(err, fmt, arg);
 	}
 	return -EINVAL;
-}
-
-int
-targets_duration(const char *s, int64_t *ns)
-{
-	double total = 0;
-	const char *p = s;
-
-	if (*p == '\0')
-		return -EINVAL;
-	while (*p) {
-		char *end;
-		double v, mul;
-
-		if (*p < '0' || *p > '9')
-			return -EINVAL;
-		v = strtod(p, &end);
-		p = end;
-		if (strncmp(p, "ms", 2) == 0) {
-			mul = 1e6;
-			p += 2;
-		} else if (strncmp(p, "us", 2) == 0) {
-			mul = 1e3;
-			p += 2;
-		} else if (strncmp(p, "ns", 2) == 0) {
-			mul = 1;
-			p += 2;
-		} else if (*p == 's') {
-			mul = 1e9;
-			p++;
-		} else if (*p == 'm') {
-			mul = 60e9;
-			p++;
-		} else if (*p == 'h') {
-			mul = 3600e9;
-			p++;
-		} else if (*p == 'd') {
-			mul = 86400e9;
-			p++;
-		} else {
-			return -EINVAL;
-		}
-		total += v * mul;
-		if (total > 365 * 86400e9)
-			return -EINVAL;
-	}
-	*ns = (int64_t)total;
-	return 0;
 }
 
 /* host:port or [v6]:port, nothing that could change the URL's meaning. */
@@ -152,7 +106,7 @@ duration_field(const struct json *g, const char *name, int64_t def, int64_t *out
 	*out = def;
 	if (j == NULL)
 		return 0;
-	if (j->type != JSON_STRING || targets_duration(j->str, out) < 0 || *out <= 0)
+	if (j->type != JSON_STRING || clock_parse_duration(j->str, TARGETS_MAX_DURATION, out) < 0 || *out <= 0)
 		return bad(err, j, "\"%s\" must be a duration such as \"15s\" or \"1m\"", name);
 	return 0;
 }

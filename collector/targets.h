@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base.h"
+#include "pprof.h"
 #include "store.h"
 
 #define TARGETS_FILE_MAX	(4u << 20)
@@ -61,7 +63,7 @@ int	targets_parse(const char *text, size_t len, struct target_list *out, struct 
 /* Read and parse the file at path; -errno with the reason in err. */
 int	targets_load(const char *path, struct target_list *out, struct buf *err);
 void	targets_free(struct target_list *l);
-/* A duration like "15s", "1m30s", "500ms", "2h" in ns; -EINVAL if malformed. */
-int	targets_duration(const char *s, int64_t *ns);
+/* The longest interval or timeout the targets file may give (clock_parse_duration). */
+#define TARGETS_MAX_DURATION	(INT64_C(365) * 86400 * 1000000000)
 
 #endif

@@ -28,7 +28,7 @@
 
 #include "cfi.h"
 #include "symbolize.h"
-#include "store.h"
+#include "base.h"
 #include "unwind.h"
 
 #define NO_ROOM_RETRY_SECS	60	/* a table that did not fit is tried again after */

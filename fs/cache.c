@@ -10,6 +10,8 @@
 #include <time.h>
 
 #include "cache.h"
+#include "base.h"
+#include "pprof.h"
 #include "store.h"
 
 #define NBUCKETS	4096
@@ -34,15 +36,6 @@ struct cache {
 	size_t		 bytes, max_bytes, entries;
 	uint64_t	 fills, hits;
 };
-
-static int64_t
-now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 struct cache *
 cache_create(size_t max_bytes)
@@ -91,6 +84,19 @@ ent_unlink(struct cache *c, struct ent *e)
 		ent_free(e);
 }
 
+/* Put e, not on the LRU list, at its head (most recently used). */
+static void
+lru_push(struct cache *c, struct ent *e)
+{
+	e->lprev = NULL;
+	e->lnext = c->lru_head;
+	if (c->lru_head)
+		c->lru_head->lprev = e;
+	c->lru_head = e;
+	if (c->lru_tail == NULL)
+		c->lru_tail = e;
+}
+
 static void
 lru_front(struct cache *c, struct ent *e)
 {
@@ -102,13 +108,7 @@ lru_front(struct cache *c, struct ent *e)
 		e->lnext->lprev = e->lprev;
 	else if (c->lru_tail == e)
 		c->lru_tail = e->lprev;
-	e->lprev = NULL;
-	e->lnext = c->lru_head;
-	if (c->lru_head)
-		c->lru_head->lprev = e;
-	c->lru_head = e;
-	if (c->lru_tail == NULL)
-		c->lru_tail = e;
+	lru_push(c, e);
 }
 
 static void
@@ -163,7 +163,7 @@ again:
 			pthread_cond_wait(&c->c_cond, &c->c_lock);
 			goto again;
 		}
-		if (e->gen == gen && (max_age_ns == 0 || now_ns() - e->pub.born < max_age_ns)) {
+		if (e->gen == gen && (max_age_ns == 0 || clock_now_ns() - e->pub.born < max_age_ns)) {
 			e->refs++;
 			c->hits++;
 			lru_front(c, e);
@@ -183,17 +183,12 @@ again:
 	e->refs = 1;
 	e->hnext = c->buckets[h % NBUCKETS];
 	c->buckets[h % NBUCKETS] = e;
-	e->lnext = c->lru_head;
-	if (c->lru_head)
-		c->lru_head->lprev = e;
-	c->lru_head = e;
-	if (c->lru_tail == NULL)
-		c->lru_tail = e;
+	lru_push(c, e);
 	c->entries++;
 	c->fills++;
 	pthread_mutex_unlock(&c->c_lock);
 
-	e->pub.born = now_ns();
+	e->pub.born = clock_now_ns();
 	rc = fill(arg, &val, &size, &free_fn);
 
 	pthread_mutex_lock(&c->c_lock);

@@ -1,5 +1,5 @@
 /*
- * fs: the FUSE daemon. fs_main() mounts the tree of DESIGN.md at a mount
+ * fs: the FUSE daemon. fs_main() mounts the tree of README.md ("The tree") at a mount
  * point, serves it until SIGINT/SIGTERM (or fs_stop()), then unmounts.
  * The store is the caller's: it is neither opened nor closed here.
  */
@@ -10,6 +10,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "base.h"
+#include "pprof.h"
 #include "store.h"
 
 struct cache;
@@ -22,6 +24,12 @@ struct fsctx {
 	struct cache		*merges;	/* query results by (query, range) */
 	struct cache		*files;		/* rendered file contents by path */
 	struct fuse		*fuse;
+	/*
+	 * MOUNTPOINT/.targets.json: the scraper's status appended to out, by
+	 * whoever wires the program (fs/ knows no collector). NULL: no such file.
+	 */
+	int			(*targets_json)(void *arg, struct buf *out);
+	void			*targets_arg;
 };
 
 struct fs_opts {

@@ -113,28 +113,15 @@ path_range(const char *name, int64_t now, struct range *r)
 		return 0;
 	}
 	if (strncmp(name, "last-", 5) == 0) {
-		char *end;
-		long long n;
-		int64_t mult;
+		int64_t d;
 
-		if (!(name[5] >= '1' && name[5] <= '9'))
-			return -EINVAL;
-		n = strtoll(name + 5, &end, 10);
-		if (end[0] == '\0' || end[1] != '\0')
-			return -EINVAL;
-		switch (end[0]) {
-		case 's': mult = 1; break;
-		case 'm': mult = 60; break;
-		case 'h': mult = 3600; break;
-		case 'd': mult = 86400; break;
-		case 'w': mult = 7 * 86400; break;
-		default: return -EINVAL;
-		}
-		if (n <= 0 || n > 100LL * 365 * 86400 / mult)
+		/* last-<duration>: "last-90m", "last-1h30m"; at most a century. */
+		if (!(name[5] >= '1' && name[5] <= '9') ||
+		    clock_parse_duration(name + 5, 100 * INT64_C(365) * 86400 * NS, &d) < 0)
 			return -EINVAL;
 		/* Up to now inclusive (plus a second of clock skew). */
 		r->to = now + NS;
-		r->from = now - (int64_t)n * mult * NS;
+		r->from = now - d;
 		r->relative = true;
 		return 0;
 	}
@@ -321,6 +308,15 @@ parse_base(const char *seg, int64_t now, struct fspath *o)
 		return -ENOENT;
 	o->base_range = o->range;
 	return 0;
+}
+
+bool
+path_in_ingest(const char *path)
+{
+	char seg[8];
+
+	return next_seg(&path, seg, sizeof(seg)) == 1 && strcmp(seg, "ingest") == 0 &&
+	    *path == '/';
 }
 
 int

@@ -17,6 +17,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "base.h"
+#include "pprof.h"
 #include "store.h"
 
 enum node {
@@ -65,6 +67,11 @@ struct fspath {
  * that cannot exist whatever the store holds.
  */
 int	path_parse(const char *path, int64_t now, struct fspath *out);
+/*
+ * Whether path lies below ingest/, whatever follows: writes there that the
+ * grammar refuses are EINVAL (a misplaced file), elsewhere EROFS.
+ */
+bool	path_in_ingest(const char *path);
 /* Parse a range name; -EINVAL if it is not one. */
 int	path_range(const char *name, int64_t now, struct range *r);
 /*

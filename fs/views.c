@@ -14,6 +14,8 @@
 #include "cache.h"
 #include "fs.h"
 #include "render.h"
+#include "base.h"
+#include "pprof.h"
 #include "store.h"
 #include "views.h"
 
@@ -43,15 +45,6 @@ views_time(int64_t ns, char *out, size_t n)
 	gmtime_r(&secs, &tm);
 	snprintf(out, n, "%04d-%02d-%02dT%02d:%02d:%02d.%09ldZ", tm.tm_year + 1900,
 	    tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, nsec);
-}
-
-static int64_t
-now_mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 struct merge_arg {
@@ -89,10 +82,10 @@ fill_merge(void *varg, void **val, size_t *size, void (**free_fn)(void *))
 	q.sel = &sel;
 	q.from = a->r->from;
 	q.to = a->r->to;
-	t0 = now_mono_ns();
+	t0 = clock_mono_ns();
 	rc = query_merge(a->fs->st, &q, res);
 	metrics_observe("profilefs_merge_duration_seconds", "source=\"fs\"",
-	    (double)(now_mono_ns() - t0) / 1e9);
+	    (double)(clock_mono_ns() - t0) / 1e9);
 	labels_clear(&sel);
 	/* Tests count these lines: a listing must merge each range once. */
 	log_debug("views: merge %s/%s/%s/%s: %zu profiles", a->service, a->type,

@@ -7,6 +7,8 @@
 #ifndef PROFILEFS_VIEWS_H
 #define PROFILEFS_VIEWS_H
 
+#include "base.h"
+#include "pprof.h"
 #include "store.h"
 #include "path.h"
 

@@ -18,7 +18,7 @@ CONNS=32
 PROFILES="${BENCH_HTTP_PROFILES:-/tmp/profilefs-bench-http-cpu}"
 export GOCACHE="${GOCACHE:-/tmp/profilefs-gocache}" GOFLAGS=-mod=mod
 
-[ -x "$BIN" ] && [ -f "$B/libprofilefs.a" ] || make -C "$ROOT" -j2 >/dev/null
+make -C "$ROOT" -j2 "$BIN" tools >/dev/null
 if [ "$(ls "$PROFILES"/cpu-*.pb.gz 2>/dev/null | wc -l)" -lt 32 ]; then
   echo "generating 32 Go CPU profiles (2 s each) into $PROFILES ..."
   (cd "$ROOT/tests/go/gencpu" && go build -o /tmp/profilefs-gencpu .)
@@ -36,10 +36,7 @@ cleanup() {
   rm -rf "$TMP"
 }
 trap cleanup EXIT
-PKGS=$(sed -n 's/^PKGS *:= *//p' "$ROOT/Makefile")
-cc -O2 -pthread -o "$TMP/httpload" "$ROOT/tests/tools/httpload.c"
-cc -O2 -pthread $(pkg-config --cflags $PKGS) -I"$ROOT/store" -o "$TMP/storeput" \
-  "$ROOT/tests/tools/storeput.c" "$B/libprofilefs.a" $(pkg-config --libs $PKGS) -lrocksdb -lpthread -lm
+cp "$B/tests/tools/httpload" "$B/tests/tools/storeput" "$TMP/"
 
 # --- over HTTP ------------------------------------------------------------------
 mkdir -p "$TMP/mnt"

@@ -18,25 +18,23 @@ OUT="${FUZZ_OUT:-/tmp/profilefs-fuzz}"
 SAN="fuzzer-no-link,address,undefined"
 command -v clang >/dev/null || { echo "fuzz.sh: clang is needed (apt-get install clang)" >&2; exit 1; }
 
-# Only what the harnesses link: the codec, merge, store, the path grammar and
-# the scraper's targets file.
-OBJS=("$OUT/build/gen/profile.pb-c.o")
-for f in store/*.c fs/path.c collector/json.c collector/targets.c collector/httpparse.c; do OBJS+=("$OUT/build/${f%.c}.o"); done
-make -s -j"$(nproc)" O="$OUT" CC=clang SANITIZE="$SAN" "${OBJS[@]}"
-rm -f "$OUT/fuzz.a"
-ar rcs "$OUT/fuzz.a" "${OBJS[@]}"
+# The layer archives, instrumented; a harness links only the objects it uses.
+ARCHIVES=()
+for l in fs collector render store pprof base; do ARCHIVES+=("$OUT/build/lib$l.a"); done
+make -s -j"$(nproc)" O="$OUT" CC=clang SANITIZE="$SAN" "${ARCHIVES[@]}"
 
-PKGS="libprotobuf-c zlib"
+PKGS=$(sed -n 's/^PKGS *:= *//p' Makefile)
 CFLAGS=(-g -O1 -std=gnu11 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined
-        -fno-sanitize-recover=all -Istore -Ifs -Icollector -I"$OUT/build/gen"
-        $(pkg-config --cflags $PKGS fuse3))
+        -fno-sanitize-recover=all -D_FILE_OFFSET_BITS=64)
+for l in base pprof store render collector fs; do CFLAGS+=(-I"$l"); done
+CFLAGS+=(-I"$OUT/build/gen/pb" $(pkg-config --cflags $PKGS))
 LIBS=($(pkg-config --libs $PKGS) -lrocksdb -lpthread -lm)
 
 summary=()
 for h in "${HARNESSES[@]}"; do
   src="tests/fuzz/fuzz_$h.c"
   [ -f "$src" ] || { echo "fuzz.sh: no harness $src" >&2; exit 2; }
-  clang "${CFLAGS[@]}" -o "$OUT/fuzz_$h" "$src" "$OUT/fuzz.a" "${LIBS[@]}"
+  clang "${CFLAGS[@]}" -o "$OUT/fuzz_$h" "$src" "${ARCHIVES[@]}" "${LIBS[@]}"
   mkdir -p "$OUT/corpus/$h"
   touch "$OUT/.stamp-$h"
   dict=()

@@ -12,7 +12,7 @@ PKGS=(
   zlib1g-dev
   libmicrohttpd-dev libcurl4-openssl-dev
   libbpf-dev bpftool clang llvm libelf-dev libdw-dev
-  libcmocka-dev
+  libcmocka-dev libjansson-dev
   golang-go
   curl libxml2-utils procps psmisc jq python3
 )

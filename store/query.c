@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "query.h"
+#include "store.h"
 
 bool
 query_match(const struct query *q, const struct series *s)

@@ -33,7 +33,7 @@
 
 #include <rocksdb/c.h>
 
-#include "intern.h"
+#include "base.h"
 #include "store.h"
 
 #define VALUE_V1	1
@@ -100,23 +100,13 @@ floordiv(int64_t a, int64_t b)
 	return a / b - (a % b != 0 && (a < 0) != (b < 0));
 }
 
-static int64_t
-now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 void
 store_id_format(uint64_t id, char out[17])
 {
-	static const char hex[] = "0123456789abcdef";
 	int i;
 
 	for (i = 15; i >= 0; i--) {
-		out[i] = hex[id & 15];
+		out[i] = hex_digit((unsigned)id, false);
 		id >>= 4;
 	}
 	out[16] = '\0';
@@ -192,9 +182,7 @@ store_check_service(const char *service, struct buf *err)
 			return -EINVAL;
 		}
 	}
-	if (strcmp(service, "ingest") == 0 || strcmp(service, ".") == 0 ||
-	    strcmp(service, "..") == 0 || strcmp(service, "README.txt") == 0 ||
-	    service[0] == '.') {
+	if (store_service_reserved(service)) {
 		if (err)
 			buf_printf(err, "\"%s\" is reserved and cannot be a service name", service);
 		return -EINVAL;
@@ -209,6 +197,31 @@ has_type(const struct profile *p, const char *name)
 
 	for (i = 0; i < p->nsample_types; i++)
 		if (strcmp(profile_str(p, p->sample_types[i].type), name) == 0)
+			return true;
+	return false;
+}
+
+bool
+store_service_reserved(const char *service)
+{
+	/* The tree's own top-level names, and every dot name (".", "..", ".targets.json"). */
+	return service[0] == '.' || strcmp(service, "ingest") == 0 ||
+	    strcmp(service, "README.txt") == 0;
+}
+
+/* profefe's types first (its API lists them in this order), then the others inferred. */
+const char *const store_types[] = {
+	"cpu", "heap", "block", "mutex", "goroutine", "threadcreate", "other",
+	"allocs", "wall", NULL
+};
+
+bool
+store_type_known(const char *type)
+{
+	size_t i;
+
+	for (i = 0; store_types[i]; i++)
+		if (strcmp(type, store_types[i]) == 0)
 			return true;
 	return false;
 }
@@ -601,7 +614,7 @@ put_common(struct store *st, const struct store_input *in, const struct profile 
 		goto out;
 	if ((rc = buf_reserve(&labels, 0)) < 0)
 		goto out;
-	r.time = in->created_at ? in->created_at : p->time_nanos ? p->time_nanos : now_ns();
+	r.time = in->created_at ? in->created_at : p->time_nanos ? p->time_nanos : clock_now_ns();
 	snprintf(r.type, sizeof(r.type), "%s", type);
 	if ((rc = series_get_or_create(st, in->service, type, labels.data, &r.series, err)) < 0)
 		goto out;
@@ -929,7 +942,7 @@ retention_main(void *arg)
 	pthread_mutex_lock(&st->rt_lock);
 	while (!st->rt_stop) {
 		pthread_mutex_unlock(&st->rt_lock);
-		if (store_expire(st, now_ns() - st->rt_keep, &n) == 0 && n)
+		if (store_expire(st, clock_now_ns() - st->rt_keep, &n) == 0 && n)
 			log_info("retention: deleted %llu profiles older than %lld s",
 			    (unsigned long long)n, (long long)(st->rt_keep / 1000000000));
 		pthread_mutex_lock(&st->rt_lock);

@@ -7,10 +7,9 @@
  * Thread-safety: every function may be called from any thread; the series
  * index is protected by st_lock inside the store.
  *
- * This header is the whole of what fs/ and collector/ include from store/:
- * it brings the profile model and codec (profile.h), range queries
- * (query.h), label sets, and the shared utilities (buffers, arenas, hash
- * tables, logging, metrics). None of them exposes RocksDB or protobuf-c.
+ * This is the one header of store/ that other layers include: the store
+ * (store.c) and range queries (query.c). It exposes neither RocksDB nor
+ * protobuf-c; profiles cross it as pprof.h's decoded model.
  */
 #ifndef PROFILEFS_STORE_H
 #define PROFILEFS_STORE_H
@@ -19,13 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "arena.h"
-#include "buf.h"
-#include "intern.h"
-#include "labels.h"
-#include "log.h"
-#include "metrics.h"
-#include "profile.h"
+#include "base.h"
+#include "pprof.h"
 
 struct store;
 
@@ -121,6 +115,11 @@ struct store_stats {
 };
 void	store_get_stats(struct store *st, struct store_stats *s);
 
+/* The types store_infer_type() gives (NULL-terminated), and whether t is one. */
+extern const char *const store_types[];
+bool	store_type_known(const char *type);
+/* Whether a name is the tree's own (ingest, README.txt, dot names): no service may take it. */
+bool	store_service_reserved(const char *service);
 /* The type a profile's sample types suggest ("cpu", "heap", ...). */
 const char *store_infer_type(const struct profile *p);
 /* Whether a type name is acceptable ([a-z0-9_.-], 1..64 bytes). -EINVAL with a reason. */
@@ -131,7 +130,55 @@ int	store_check_service(const char *service, struct buf *err);
 void	store_id_format(uint64_t id, char out[17]);
 int	store_id_parse(const char *s, uint64_t *id);
 
-/* Range queries build on the declarations above. */
-#include "query.h"
+/* --- range queries (query.c) ---
+ *
+ * query: the profiles of (service, type, label selector, time range), listed
+ * or merged. Shared by the filesystem's views and the HTTP API so that both
+ * give the same answer for the same question.
+ 
+ */
+
+struct query {
+	const char		*service;	/* NULL: every service */
+	const char		*type;		/* NULL: every type */
+	const struct labelset	*sel;		/* NULL or empty: all label sets */
+	int64_t			 from, to;	/* ns, from <= time < to */
+	size_t			 limit;		/* 0: no limit (list only) */
+};
+
+struct query_skip {
+	uint64_t	 id;
+	char		 reason[240];
+};
+
+struct query_result {
+	struct store_ref	*refs;		/* every profile found, time order */
+	size_t			 nrefs;
+	struct profile		*merged;	/* NULL when nothing could be merged */
+	size_t			 nmerged;	/* profiles in merged */
+	struct query_skip	*skipped;	/* profiles left out of merged, and why */
+	size_t			 nskipped;
+	uint64_t		*series;	/* ids of the series that matched */
+	size_t			 nseries;
+	/*
+	 * query_merge only: the per-sample-type totals of refs[i] start at
+	 * totals[totals_at[i]] (SIZE_MAX: not decodable), so per-profile
+	 * figures (timelines) need no second pass over the data.
+	 */
+	int64_t			*totals;
+	size_t			*totals_at;
+};
+
+/* Whether series s is selected by q (service, type and labels). */
+bool	query_match(const struct query *q, const struct series *s);
+/* List the profiles of q in time order (no data read). Fills refs, series. */
+int	query_list(struct store *st, const struct query *q, struct query_result *res);
+/*
+ * Merge the profiles of q: the largest group of mergeable profiles, with
+ * gauges averaged over its snapshots; the others are listed in skipped.
+ * res->merged stays NULL (and 0 is returned) when the range is empty.
+ */
+int	query_merge(struct store *st, const struct query *q, struct query_result *res);
+void	query_result_free(struct query_result *res);
 
 #endif

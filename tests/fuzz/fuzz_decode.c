@@ -12,7 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "profile.h"
+#include "pprof.h"
+#include "base.h"
 #include "store.h"
 
 int	LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -1,7 +1,7 @@
 /*
  * fuzz_httpparse: the HTTP API's parameter parsers (collector/httpparse.c) on
  * arbitrary text; the first byte picks the parser. Whatever parses must be
- * well formed: labels within the limits of labels.h, a time that formats and
+ * well formed: labels within the limits of label sets (base.h), a time that formats and
  * parses back to itself, an application name without braces, a host and a
  * numeric port.
  */

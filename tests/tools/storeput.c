@@ -14,6 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base.h"
+#include "pprof.h"
 #include "store.h"
 
 static struct store *st;

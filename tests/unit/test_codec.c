@@ -1,6 +1,6 @@
 /*
- * test_codec: the pprof codec (store/pprof.c) and the byte buffer it writes
- * into (store/buf.c). The decoder must accept every real file that go tool
+ * test_codec: the pprof codec (pprof/pprof.c) and the byte buffer it writes
+ * into (base/buf.c). The decoder must accept every real file that go tool
  * pprof accepts, refuse the rest with a reason, survive hostile input (gzip
  * bombs, truncation, random bytes), and the encoder's output must decode to
  * the same profile.

@@ -19,6 +19,8 @@
 
 #include "cpuprof.h"
 #include "proctab.h"
+#include "base.h"
+#include "pprof.h"
 #include "store.h"
 #include "symbolize.h"
 

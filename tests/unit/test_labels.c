@@ -1,5 +1,5 @@
 /*
- * test_labels: label sets in their canonical text form (store/labels.c):
+ * test_labels: label sets in their canonical text form (base/labels.c):
  * escaping, parsing, formatting, sorting, refusals and selector matching.
  */
 #include <setjmp.h>
@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "labels.h"
+#include "base.h"
 #include "util.h"
 
 /* Parse s and return its canonical form (static buffer), or NULL if refused. */

@@ -1,5 +1,5 @@
 /*
- * test_merge: store/merge.c against pprof's merge rules (shared/PPROF.md):
+ * test_merge: pprof/merge.c against pprof's merge rules (shared/PPROF.md):
  * identity of functions, mappings, locations and samples, dropped zero
  * samples, header rules, gauge averaging, scaled adds and the diff form. Also
  * the hash table and arena the merge is built on (intern.c, arena.c).
@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "intern.h"
+#include "base.h"
 #include "util.h"
 
 static struct profile *
@@ -931,6 +931,77 @@ test_arena(void **state)
 	arena_destroy(NULL);
 }
 
+/*
+ * The builder side (the eBPF sampler's): the same library mapped at two
+ * bases is one mapping with addresses moved to it, equal stacks add up,
+ * file mappings come before "[kernel]", and the profile round-trips.
+ */
+static void
+test_builder(void **state)
+{
+	static const char *const types[] = { "samples", "cpu" };
+	static const char *const units[] = { "count", "nanoseconds" };
+	struct merge_header h = { .types = types, .units = units, .ntypes = 2,
+	    .period_type = "cpu", .period_unit = "nanoseconds", .period = 10000000 };
+	struct merge *m = merge_create();
+	struct profile *p, *q;
+	struct buf enc = { 0 }, err = { 0 };
+	struct pf_mapping k = { .start = 0xffffffff81000000, .limit = 0xffffffff82000000 };
+	struct pf_mapping lib1 = { .start = 0x7f0000000000, .limit = 0x7f0000100000 };
+	struct pf_mapping lib2 = { .start = 0x7f5500000000, .limit = 0x7f5500100000 };
+	struct pf_function fn = { 0 };
+	struct pf_line ln = { .function = PF_NONE };
+	struct pf_label lab[1];
+	int64_t mk, m1, m2, f, l0, l1, l2, v[2] = { 1, 10000000 };
+	uint32_t st[2];
+
+	(void)state;
+	assert_non_null(m);
+	assert_int_equal(merge_begin(m, &h), 0);
+	k.filename = merge_string(m, "[kernel]");
+	lib1.filename = lib2.filename = merge_string(m, "/usr/lib/libc.so.6");
+	lib1.build_id = lib2.build_id = merge_string(m, "abcd");
+	assert_true((mk = merge_mapping(m, &k)) >= 0);
+	assert_true((m1 = merge_mapping(m, &lib1)) >= 0);
+	assert_true((m2 = merge_mapping(m, &lib2)) >= 0);
+	assert_int_equal(m1, m2);
+	fn.name = fn.system_name = merge_string(m, "memcpy");
+	assert_true((f = merge_function(m, &fn)) >= 0);
+	ln.function = (uint32_t)f;
+	l0 = merge_location(m, (uint32_t)mk + 1, k.start, 0xffffffff81000100, false, NULL, 0);
+	l1 = merge_location(m, (uint32_t)m1 + 1, lib1.start, lib1.start + 0x1234, false, &ln, 1);
+	/* The same function at the same offset in the second process: one location. */
+	l2 = merge_location(m, (uint32_t)m2 + 1, lib2.start, lib2.start + 0x1234, false, &ln, 1);
+	assert_true(l0 >= 0 && l1 >= 0);
+	assert_int_equal(l1, l2);
+	st[0] = (uint32_t)l0;
+	st[1] = (uint32_t)l1;
+	lab[0] = (struct pf_label){ .key = merge_string(m, "pid"), .num = 7 };
+	assert_int_equal(merge_sample(m, st, 2, lab, 1, v), 0);
+	lab[0] = (struct pf_label){ .key = merge_string(m, "pid"), .num = 7 };
+	assert_int_equal(merge_sample(m, st, 2, lab, 1, v), 0);
+	assert_int_equal(merge_finish(m, false, &p), 0);
+	merge_free(m);
+
+	assert_int_equal(p->nsamples, 1);
+	assert_true(p->samples[0].values[0] == 2 && p->samples[0].values[1] == 20000000);
+	assert_int_equal(p->nmappings, 2);
+	assert_string_equal(profile_str(p, p->mappings[0].filename), "/usr/lib/libc.so.6");
+	assert_string_equal(profile_str(p, p->mappings[1].filename), "[kernel]");
+	assert_true(p->mappings[0].has_functions);
+	assert_false(p->mappings[1].has_functions);
+	assert_int_equal(p->locations[p->samples[0].locs[1]].mapping, 1);
+	assert_true(p->locations[p->samples[0].locs[1]].address == lib1.start + 0x1234);
+	/* A valid pprof: it encodes and decodes to the same totals. */
+	assert_int_equal(profile_encode(p, false, &enc), 0);
+	assert_int_equal(profile_decode(enc.data, enc.len, &q, &err), 0);
+	assert_true(profile_total(q, 1) == 20000000);
+	profile_free(q);
+	profile_free(p);
+	buf_free(&enc);
+	buf_free(&err);
+}
+
 int
 main(void)
 {
@@ -938,6 +1009,7 @@ main(void)
 		cmocka_unit_test(test_identical_doubles),
 		cmocka_unit_test(test_renumbered_first_seen),
 		cmocka_unit_test(test_mapping_relocated),
+		cmocka_unit_test(test_builder),
 		cmocka_unit_test(test_mapping_identity),
 		cmocka_unit_test(test_mapping_main_first),
 		cmocka_unit_test(test_location_identity),

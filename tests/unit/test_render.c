@@ -1,5 +1,5 @@
 /*
- * test_render: the renderers of fs/render.h on real profiles: folded stacks
+ * test_render: the renderers of render/render.h on real profiles: folded stacks
  * add up to the profile's total, a diff's sums are current minus base, flame
  * graphs stay well-formed XML (xmllint --noout) whatever the names hold
  * (<>&", invalid UTF-8), inlined lines become frames, unsymbolized frames

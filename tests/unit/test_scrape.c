@@ -2,7 +2,7 @@
  * test_scrape: the pure parts of the Go pull mode: the JSON reader
  * (collector/json.c) and its line numbers, the targets file
  * (collector/targets.c) with its defaults and refusals, and the delta between
- * two scrapes of a cumulative profile (store/delta.c).
+ * two scrapes of a cumulative profile (pprof/delta.c).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -89,28 +89,6 @@ json_errors(void **state)
 }
 
 /* --- targets ------------------------------------------------------------- */
-
-static void
-durations(void **state)
-{
-	int64_t ns;
-
-	(void)state;
-	assert_int_equal(targets_duration("15s", &ns), 0);
-	assert_true(ns == INT64_C(15000000000));
-	assert_int_equal(targets_duration("1m30s", &ns), 0);
-	assert_true(ns == INT64_C(90000000000));
-	assert_int_equal(targets_duration("500ms", &ns), 0);
-	assert_true(ns == 500000000);
-	assert_int_equal(targets_duration("1.5h", &ns), 0);
-	assert_true(ns == INT64_C(5400000000000));
-	assert_int_equal(targets_duration("15", &ns), -EINVAL);
-	assert_int_equal(targets_duration("", &ns), -EINVAL);
-	assert_int_equal(targets_duration("s", &ns), -EINVAL);
-	assert_int_equal(targets_duration("-1s", &ns), -EINVAL);
-	assert_int_equal(targets_duration("10x", &ns), -EINVAL);
-	assert_int_equal(targets_duration("99999999d", &ns), -EINVAL);
-}
 
 static const char *
 label(const struct labelset *ls, const char *k)
@@ -422,7 +400,6 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(json_ok),
 		cmocka_unit_test(json_errors),
-		cmocka_unit_test(durations),
 		cmocka_unit_test(targets_defaults),
 		cmocka_unit_test(targets_errors),
 		cmocka_unit_test(delta_matches_by_stack),

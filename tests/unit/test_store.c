@@ -17,7 +17,8 @@
 
 #include <rocksdb/c.h>
 
-#include "query.h"
+#include "base.h"
+#include "pprof.h"
 #include "store.h"
 #include "util.h"
 

@@ -16,9 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "arena.h"
-#include "buf.h"
-#include "profile.h"
+#include "base.h"
+#include "pprof.h"
 
 /* Helpers are unused in some tests. */
 #define TU static __attribute__((unused))

@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "base.h"
 
 int log_verbose;
 

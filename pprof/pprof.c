@@ -11,15 +11,13 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "arena.h"
-#include "intern.h"
-#include "profile.h"
+#include "base.h"
+#include "pprof.h"
 #include "profile.pb-c.h"
 
 typedef Perftools__Profiles__Profile PbProfile;
 
 /* Size caps beyond which a profile is refused rather than decoded. */
-#define MAX_SAMPLE_TYPES	64
 
 /*
  * protobuf-c allocates through a budget: many tiny messages can take a
@@ -248,9 +246,9 @@ convert(const PbProfile *pb, struct profile *p, struct buf *err)
 
 	if (pb->n_string_table == 0 || pb->string_table[0].len != 0)
 		return fail(err, -EINVAL, "malformed profile: string_table[0] must be \"\"");
-	if (pb->n_sample_type > MAX_SAMPLE_TYPES)
+	if (pb->n_sample_type > PROFILE_MAX_SAMPLE_TYPES)
 		return fail(err, -EINVAL, "too many sample types (%zu, limit %d)",
-		    pb->n_sample_type, MAX_SAMPLE_TYPES);
+		    pb->n_sample_type, PROFILE_MAX_SAMPLE_TYPES);
 
 	p->nstrings = pb->n_string_table;
 	if ((p->strings = arena_alloc(a, p->nstrings * sizeof(char *))) == NULL)

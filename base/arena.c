@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "arena.h"
+#include "base.h"
 
 #define ARENA_CHUNK	(256 * 1024)
 

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "labels.h"
+#include "base.h"
 
 static bool
 needs_escape(unsigned char c)
@@ -17,7 +17,6 @@ needs_escape(unsigned char c)
 int
 labels_escape(struct buf *out, const char *s, size_t n)
 {
-	static const char hex[] = "0123456789ABCDEF";
 	size_t i;
 	int rc = 0;
 
@@ -25,24 +24,12 @@ labels_escape(struct buf *out, const char *s, size_t n)
 		unsigned char c = (unsigned char)s[i];
 
 		if (needs_escape(c)) {
-			char e[3] = { '%', hex[c >> 4], hex[c & 15] };
+			char e[3] = { '%', hex_digit(c >> 4, true), hex_digit(c, true) };
 			rc = buf_add(out, e, 3);
 		} else
 			rc = buf_addc(out, c);
 	}
 	return rc;
-}
-
-int
-labels_hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
 }
 
 int
@@ -56,7 +43,7 @@ labels_unescape(struct buf *out, const char *s, size_t n)
 			rc = buf_addc(out, s[i]);
 			continue;
 		}
-		if (i + 2 >= n || (h = labels_hexval(s[i + 1])) < 0 || (l = labels_hexval(s[i + 2])) < 0)
+		if (i + 2 >= n || (h = hex_value(s[i + 1])) < 0 || (l = hex_value(s[i + 2])) < 0)
 			return -EINVAL;
 		if (h == 0 && l == 0)
 			return -EINVAL;	/* no NUL inside names */

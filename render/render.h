@@ -19,7 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "store.h"
+#include "base.h"
+#include "pprof.h"
 
 struct intern;
 

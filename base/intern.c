@@ -6,8 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "arena.h"
-#include "intern.h"
+#include "base.h"
 
 struct ikey {
 	const void	*p;
@@ -124,14 +123,7 @@ intern_put(struct intern *t, const void *key, size_t len, int *added)
 		return t->slots[j] - 1;
 	if (t->n >= UINT32_MAX - 1)
 		return -ENOMEM;
-	if (t->n == t->cap) {
-		size_t ncap = t->cap ? t->cap * 2 : 64;
-
-		if ((nk = realloc(t->keys, ncap * sizeof(*nk))) == NULL)
-			return -ENOMEM;
-		t->keys = nk;
-		t->cap = ncap;
-	}
+	t->keys = xgrow(t->keys, &t->cap, t->n + 1, sizeof(*t->keys));
 	nk = &t->keys[t->n];
 	if ((nk->p = arena_memdup(t->arena, key, len)) == NULL)
 		return -ENOMEM;

@@ -16,6 +16,8 @@
 
 #include "collector.h"
 #include "fs.h"
+#include "base.h"
+#include "pprof.h"
 #include "store.h"
 
 static const char usage_text[] =
@@ -72,35 +74,8 @@ struct serve_opts {
 	const char	*mountpoint;
 };
 
-/*
- * "30d", "12h", "90m", "3600s" -> ns; -1 if malformed. The unit is required:
- * a bare "30" would too easily delete a month of data after 30 seconds.
- */
-static int64_t
-parse_duration(const char *s)
-{
-	char *end;
-	long long n;
-	int64_t mult = 1;
-
-	errno = 0;
-	n = strtoll(s, &end, 10);
-	if (errno || end == s || n <= 0)
-		return -1;
-	switch (*end) {
-	case 's': mult = 1; break;
-	case 'm': mult = 60; break;
-	case 'h': mult = 3600; break;
-	case 'd': mult = 86400; break;
-	case 'w': mult = 7 * 86400; break;
-	default: return -1;
-	}
-	if (*end && end[1])
-		return -1;
-	if (n > INT64_MAX / 1000000000 / mult)
-		return -1;
-	return (int64_t)n * mult * 1000000000;
-}
+/* --retention at most 100 years; its unit is required (a bare "30" is refused). */
+#define RETENTION_MAX	(INT64_C(36500) * 86400 * 1000000000)
 
 static volatile sig_atomic_t early_stop;
 
@@ -122,6 +97,12 @@ early_signals(void (*handler)(int))
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
+}
+
+static int
+targets_json(void *arg, struct buf *out)
+{
+	return scrape_status_json(arg, out);
 }
 
 static int
@@ -178,6 +159,10 @@ serve(const struct serve_opts *o)
 	}
 	memset(&fs, 0, sizeof(fs));
 	fs.st = st;
+	if (scr != NULL) {
+		fs.targets_json = targets_json;
+		fs.targets_arg = scr;
+	}
 	memset(&fo, 0, sizeof(fo));
 	fo.mountpoint = mnt;
 	fo.debug = o->debug_fuse;
@@ -335,7 +320,7 @@ main(int argc, char **argv)
 			o.debug_fuse = 1;
 			break;
 		case 'R':
-			if ((o.retention = parse_duration(optarg)) < 0) {
+			if (clock_parse_duration(optarg, RETENTION_MAX, &o.retention) < 0) {
 				fprintf(stderr, "profilefs: --retention: '%s' is not a duration "
 				    "(write e.g. 30d, 12h, 90m)\n", optarg);
 				return 2;

@@ -10,7 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store.h"
+#include "base.h"
+#include "pprof.h"
 #include "render.h"
 
 /* Deep stacks over many leaves grow as depth x leaves: refuse past this. */

@@ -10,13 +10,13 @@
  * are dropped. Merged ids are renumbered in first-seen order. The caller keeps
  * ownership of what it adds; nothing of it is referenced after merge_add().
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "arena.h"
-#include "intern.h"
-#include "profile.h"
+#include "base.h"
+#include "pprof.h"
 
 struct mloc {
 	uint32_t	 mapping;	/* index + 1, 0 none */
@@ -41,16 +41,7 @@ vec_push(struct vec *v, size_t k)
 {
 	void *q;
 
-	if (v->n + k > v->cap) {
-		size_t ncap = v->cap ? v->cap : 64;
-
-		while (ncap < v->n + k)
-			ncap *= 2;
-		if ((q = realloc(v->p, ncap * v->esz)) == NULL)
-			return NULL;
-		v->p = q;
-		v->cap = ncap;
-	}
+	v->p = xgrow(v->p, &v->cap, v->n + k, v->esz);
 	q = (char *)v->p + v->n * v->esz;
 	v->n += k;
 	return q;
@@ -76,6 +67,8 @@ struct merge {
 	int64_t		 drop_frames, keep_frames, default_sample_type, doc_url;
 	struct buf	 key;		/* scratch: location keys */
 	struct buf	 skey;		/* scratch: sample keys */
+	struct buf	 lbuf;		/* scratch: a sample's merged locations */
+	bool		 files_first;	/* built (merge_begin): "[kernel]" and the like last */
 };
 
 struct merge *
@@ -134,7 +127,14 @@ merge_free(struct merge *m)
 	buf_free(&m->sig);
 	buf_free(&m->key);
 	buf_free(&m->skey);
+	buf_free(&m->lbuf);
 	free(m);
+}
+
+int64_t
+merge_period(const struct merge *m)
+{
+	return m->period;
 }
 
 size_t
@@ -150,148 +150,109 @@ struct addctx {
 	int64_t			*str;		/* -1 until interned */
 	int64_t			*fn;		/* -1 until interned */
 	int64_t			*mp;
-	int64_t			*mpdelta;
 	int64_t			*lc;
 };
 
-static int64_t
-map_str(struct addctx *c, int64_t i)
-{
-	const char *s;
+/* --- the builder: objects in the merge's own indexes ------------------- */
 
-	if (i <= 0 || (size_t)i >= c->p->nstrings)
-		return 0;
-	if (c->str[i] < 0) {
-		s = c->p->strings[i];
-		c->str[i] = intern_put(c->m->strs, s, strlen(s), NULL);
-	}
-	return c->str[i];
+int64_t
+merge_string(struct merge *m, const char *s)
+{
+	return intern_put(m->strs, s, strlen(s), NULL);
 }
 
-static int64_t
-map_fn(struct addctx *c, uint32_t i)
+int64_t
+merge_function(struct merge *m, const struct pf_function *f)
 {
-	struct pf_function f, *d;
+	struct pf_function *d;
 	int added;
 	int64_t k;
 
-	if (c->fn[i] >= 0)
-		return c->fn[i];
-	f.name = map_str(c, c->p->functions[i].name);
-	f.system_name = map_str(c, c->p->functions[i].system_name);
-	f.filename = map_str(c, c->p->functions[i].filename);
-	f.start_line = c->p->functions[i].start_line;
-	if (f.name < 0 || f.system_name < 0 || f.filename < 0)
-		return -ENOMEM;
-	k = intern_put(c->m->funcs, &f, sizeof(f), &added);
+	k = intern_put(m->funcs, f, sizeof(*f), &added);
 	if (k >= 0 && added) {
-		if ((d = vec_push(&c->m->fn, 1)) == NULL)
+		if ((d = vec_push(&m->fn, 1)) == NULL)
 			return -ENOMEM;
-		*d = f;
+		*d = *f;
 	}
-	return c->fn[i] = k;
+	return k;
 }
 
-static int64_t
-map_mapping(struct addctx *c, uint32_t i)
+int64_t
+merge_mapping(struct merge *m, const struct pf_mapping *mp)
 {
-	const struct pf_mapping *s = &c->p->mappings[i];
+	/* pprof's identity: size (page-rounded), offset, then build id or file name. */
 	struct { uint64_t size, offset; int64_t id; int64_t kind; } key;
 	struct pf_mapping *d;
 	int added;
 	int64_t k;
 
-	if (c->mp[i] >= 0)
-		return c->mp[i];
 	memset(&key, 0, sizeof(key));
-	key.size = s->limit - s->start;
+	key.size = mp->limit - mp->start;
 	key.size = (key.size + 0xfff) & ~(uint64_t)0xfff;
-	key.offset = s->offset;
-	if (s->build_id > 0 && profile_str(c->p, s->build_id)[0]) {
-		key.id = map_str(c, s->build_id);
+	key.offset = mp->offset;
+	if (mp->build_id > 0) {
+		key.id = mp->build_id;
 		key.kind = 1;
-	} else if (s->filename > 0 && profile_str(c->p, s->filename)[0]) {
-		key.id = map_str(c, s->filename);
+	} else if (mp->filename > 0) {
+		key.id = mp->filename;
 		key.kind = 2;
 	}
-	if (key.id < 0)
-		return -ENOMEM;
-	k = intern_put(c->m->maps, &key, sizeof(key), &added);
-	if (k < 0)
-		return k;
-	if (added) {
-		if ((d = vec_push(&c->m->mp, 1)) == NULL)
+	k = intern_put(m->maps, &key, sizeof(key), &added);
+	if (k >= 0 && added) {
+		if ((d = vec_push(&m->mp, 1)) == NULL)
 			return -ENOMEM;
-		*d = *s;
-		d->filename = map_str(c, s->filename);
-		d->build_id = map_str(c, s->build_id);
+		*d = *mp;
 	}
-	d = (struct pf_mapping *)c->m->mp.p + k;
-	c->mpdelta[i] = (int64_t)(d->start - s->start);
-	return c->mp[i] = k;
+	return k;
 }
 
-static int64_t
-map_loc(struct addctx *c, uint32_t i)
+/* The start of merged mapping k (its first occurrence's). */
+static uint64_t
+mapping_start(const struct merge *m, int64_t k)
 {
-	const struct pf_location *s = &c->p->locations[i];
-	struct merge *m = c->m;
+	return ((const struct pf_mapping *)m->mp.p)[k].start;
+}
+
+int64_t
+merge_location(struct merge *m, uint32_t mapping, uint64_t map_start, uint64_t address,
+    bool is_folded, const struct pf_line *lines, size_t nlines)
+{
+	/* Identity: mapping, address relative to it, folding, and the lines. */
+	uint64_t rel = mapping ? address - map_start : address;
+	struct pf_line *dl;
 	struct mloc *d;
-	uint32_t mapping = 0, j;
-	uint64_t rel = s->address;
-	int64_t k, mi, fi;
-	int added, rc;
+	int64_t k;
+	size_t j;
+	int added;
 
-	if (c->lc[i] >= 0)
-		return c->lc[i];
-	if (s->mapping) {
-		if ((mi = map_mapping(c, s->mapping - 1)) < 0)
-			return mi;
-		mapping = (uint32_t)mi + 1;
-		rel = s->address - c->p->mappings[s->mapping - 1].start;
-	}
 	buf_reset(&m->key);
-	if ((rc = buf_add(&m->key, &mapping, sizeof(mapping))) < 0 ||
-	    (rc = buf_add(&m->key, &rel, sizeof(rel))) < 0 ||
-	    (rc = buf_addc(&m->key, s->is_folded)) < 0)
-		return rc;
-	for (j = 0; j < s->nlines; j++) {
-		struct pf_line ln = s->lines[j];
-
-		if (ln.function != PF_NONE) {
-			if ((fi = map_fn(c, ln.function)) < 0)
-				return fi;
-			ln.function = (uint32_t)fi;
-		}
-		if ((rc = buf_add(&m->key, &ln.function, sizeof(ln.function))) < 0 ||
-		    (rc = buf_add(&m->key, &ln.line, sizeof(ln.line))) < 0 ||
-		    (rc = buf_add(&m->key, &ln.column, sizeof(ln.column))) < 0)
-			return rc;
+	buf_add(&m->key, &mapping, sizeof(mapping));
+	buf_add(&m->key, &rel, sizeof(rel));
+	buf_addc(&m->key, is_folded);
+	for (j = 0; j < nlines; j++) {
+		buf_add(&m->key, &lines[j].function, sizeof(lines[j].function));
+		buf_add(&m->key, &lines[j].line, sizeof(lines[j].line));
+		buf_add(&m->key, &lines[j].column, sizeof(lines[j].column));
 	}
+	if (buf_error(&m->key) < 0)
+		return buf_error(&m->key);
 	k = intern_put(m->locs, m->key.data, m->key.len, &added);
-	if (k < 0)
+	if (k < 0 || !added)
 		return k;
-	if (added) {
-		struct pf_line *lines;
-
-		if ((d = vec_push(&m->lc, 1)) == NULL)
+	if ((d = vec_push(&m->lc, 1)) == NULL)
+		return -ENOMEM;
+	d->mapping = mapping;
+	/* Addresses move with the mapping the merge kept for this identity. */
+	d->address = mapping ? mapping_start(m, mapping - 1) + rel : address;
+	d->is_folded = is_folded;
+	d->nlines = (uint32_t)nlines;
+	d->line_off = (uint32_t)m->ln.n;
+	if (nlines) {
+		if ((dl = vec_push(&m->ln, nlines)) == NULL)
 			return -ENOMEM;
-		d->mapping = mapping;
-		d->address = mapping ? (uint64_t)((int64_t)s->address + c->mpdelta[s->mapping - 1])
-		    : s->address;
-		d->is_folded = s->is_folded;
-		d->nlines = s->nlines;
-		d->line_off = (uint32_t)m->ln.n;
-		if (s->nlines && (lines = vec_push(&m->ln, s->nlines)) == NULL)
-			return -ENOMEM;
-		for (j = 0; j < s->nlines; j++) {
-			lines = (struct pf_line *)m->ln.p + d->line_off + j;
-			*lines = s->lines[j];
-			if (lines->function != PF_NONE)
-				lines->function = (uint32_t)c->fn[s->lines[j].function];
-		}
+		memcpy(dl, lines, nlines * sizeof(*lines));
 	}
-	return c->lc[i] = k;
+	return k;
 }
 
 static int
@@ -310,39 +271,191 @@ label_cmp(const void *a, const void *b)
 	return 0;
 }
 
+int
+merge_sample(struct merge *m, const uint32_t *locs, size_t nlocs, struct pf_label *labels,
+    size_t nlabels, const int64_t *values)
+{
+	uint32_t n32 = (uint32_t)nlocs;
+	struct msample *d;
+	int64_t k, *v;
+	size_t t;
+	int added;
+
+	for (t = 0; t < m->ntypes && values[t] == 0; t++)
+		;
+	if (t == m->ntypes)
+		return 0;
+	/* Identity: the stack and the set of labels, in any order. */
+	qsort(labels, nlabels, sizeof(*labels), label_cmp);
+	buf_reset(&m->skey);
+	buf_add(&m->skey, &n32, sizeof(n32));
+	buf_add(&m->skey, locs, nlocs * sizeof(*locs));
+	buf_add(&m->skey, labels, nlabels * sizeof(*labels));
+	if (buf_error(&m->skey) < 0)
+		return buf_error(&m->skey);
+	if ((k = intern_put(m->samples, m->skey.data, m->skey.len, &added)) < 0)
+		return (int)k;
+	if (added) {
+		if ((d = vec_push(&m->sm, 1)) == NULL ||
+		    (v = vec_push(&m->vals, m->ntypes)) == NULL)
+			return -ENOMEM;
+		memset(v, 0, m->ntypes * sizeof(*v));
+		d->nlocs = n32;
+		d->loc_off = (uint32_t)m->sloc.n;
+		d->nlabels = (uint32_t)nlabels;
+		d->lab_off = (uint32_t)m->slab.n;
+		if (nlocs)
+			memcpy(vec_push(&m->sloc, nlocs), locs, nlocs * sizeof(*locs));
+		if (nlabels)
+			memcpy(vec_push(&m->slab, nlabels), labels, nlabels * sizeof(*labels));
+	}
+	v = (int64_t *)m->vals.p + (size_t)k * m->ntypes;
+	for (t = 0; t < m->ntypes; t++)
+		v[t] = profile_add(v[t], values[t]);
+	return 0;
+}
+
+int
+merge_begin(struct merge *m, const struct merge_header *h)
+{
+	size_t i;
+
+	assert(m->count == 0 && h->ntypes <= PROFILE_MAX_SAMPLE_TYPES);
+	m->ntypes = h->ntypes;
+	m->types = xcalloc(m->ntypes + 1, sizeof(*m->types));
+	/* The signature profile_signature() would give, so merge_add() may follow. */
+	buf_printf(&m->sig, "%s/%s", h->period_type, h->period_unit);
+	for (i = 0; i < m->ntypes; i++) {
+		m->types[i].type = merge_string(m, h->types[i]);
+		m->types[i].unit = merge_string(m, h->units[i]);
+		buf_printf(&m->sig, "\x1f%s/%s", h->types[i], h->units[i]);
+	}
+	m->period_type.type = merge_string(m, h->period_type);
+	m->period_type.unit = merge_string(m, h->period_unit);
+	m->period = h->period;
+	m->time_nanos = h->time_nanos;
+	m->duration_nanos = h->duration_nanos;
+	m->files_first = true;
+	m->count = 1;
+	return buf_error(&m->sig);
+}
+
+/* --- adding profiles: their indexes mapped to the merge's, lazily -------- */
+
+static int64_t
+map_str(struct addctx *c, int64_t i)
+{
+	if (i <= 0 || (size_t)i >= c->p->nstrings)
+		return 0;
+	if (c->str[i] < 0)
+		c->str[i] = merge_string(c->m, c->p->strings[i]);
+	return c->str[i];
+}
+
+static int64_t
+map_fn(struct addctx *c, uint32_t i)
+{
+	struct pf_function f;
+
+	if (c->fn[i] >= 0)
+		return c->fn[i];
+	f.name = map_str(c, c->p->functions[i].name);
+	f.system_name = map_str(c, c->p->functions[i].system_name);
+	f.filename = map_str(c, c->p->functions[i].filename);
+	f.start_line = c->p->functions[i].start_line;
+	if (f.name < 0 || f.system_name < 0 || f.filename < 0)
+		return -ENOMEM;
+	return c->fn[i] = merge_function(c->m, &f);
+}
+
+static int64_t
+map_mapping(struct addctx *c, uint32_t i)
+{
+	const struct pf_mapping *s = &c->p->mappings[i];
+	struct pf_mapping d = *s;
+	int64_t k;
+
+	if (c->mp[i] >= 0)
+		return c->mp[i];
+	d.filename = map_str(c, s->filename);
+	d.build_id = map_str(c, s->build_id);
+	if (d.filename < 0 || d.build_id < 0)
+		return -ENOMEM;
+	if ((k = merge_mapping(c->m, &d)) < 0)
+		return k;
+	return c->mp[i] = k;
+}
+
+static int64_t
+map_loc(struct addctx *c, uint32_t i)
+{
+	const struct pf_location *s = &c->p->locations[i];
+	struct pf_line lines[64], *lp = lines;
+	uint32_t mapping = 0, j;
+	uint64_t map_start = 0;
+	int64_t k, mi, fi;
+
+	if (c->lc[i] >= 0)
+		return c->lc[i];
+	if (s->mapping) {
+		if ((mi = map_mapping(c, s->mapping - 1)) < 0)
+			return mi;
+		mapping = (uint32_t)mi + 1;
+		map_start = c->p->mappings[s->mapping - 1].start;
+	}
+	if (s->nlines > 64)
+		lp = xreallocarray(NULL, s->nlines, sizeof(*lp));
+	for (j = 0; j < s->nlines; j++) {
+		lp[j] = s->lines[j];
+		if (lp[j].function != PF_NONE) {
+			if ((fi = map_fn(c, lp[j].function)) < 0) {
+				k = fi;
+				goto out;
+			}
+			lp[j].function = (uint32_t)fi;
+		}
+	}
+	k = merge_location(c->m, mapping, map_start, s->address, s->is_folded, lp, s->nlines);
+	if (k >= 0)
+		c->lc[i] = k;
+out:
+	if (lp != lines)
+		free(lp);
+	return k;
+}
+
 static int
 add_sample(struct addctx *c, const struct pf_sample *s, int64_t scale,
     const struct pf_label *extra)
 {
 	struct merge *m = c->m;
 	struct pf_label labs[64], *lp = labs;
+	int64_t vals[PROFILE_MAX_SAMPLE_TYPES], li;
 	uint32_t j, nl = 0, nlabels = s->nlabels + (extra ? 1 : 0);
-	struct msample *d;
-	int64_t k, li, *v;
+	uint32_t *locs;
 	size_t t;
-	int added, rc = 0;
+	int rc = 0;
 	bool zero = true;
 
-	for (t = 0; t < m->ntypes; t++)
+	for (t = 0; t < m->ntypes; t++) {
+		vals[t] = (int64_t)((uint64_t)s->values[t] * (uint64_t)scale);
 		if (s->values[t] != 0)
 			zero = false;
+	}
 	if (zero)
 		return 0;
-	if (nlabels > 64 && (lp = malloc(nlabels * sizeof(*lp))) == NULL)
-		return -ENOMEM;
-	buf_reset(&m->skey);
-	if ((rc = buf_add(&m->skey, &s->nlocs, sizeof(s->nlocs))) < 0)
+	if (nlabels > 64)
+		lp = xreallocarray(NULL, nlabels, sizeof(*lp));
+	buf_reset(&m->lbuf);
+	if ((rc = buf_reserve(&m->lbuf, s->nlocs * sizeof(uint32_t))) < 0)
 		goto out;
+	locs = (uint32_t *)(void *)m->lbuf.data;
 	for (j = 0; j < s->nlocs; j++) {
-		uint32_t l32;
-
 		if ((li = map_loc(c, s->locs[j])) < 0) {
 			rc = (int)li;
 			goto out;
 		}
-		l32 = (uint32_t)li;
-		if ((rc = buf_add(&m->skey, &l32, sizeof(l32))) < 0)
-			goto out;
+		locs[j] = (uint32_t)li;
 	}
 	for (j = 0; j < s->nlabels; j++) {
 		lp[nl].key = map_str(c, s->labels[j].key);
@@ -357,42 +470,7 @@ add_sample(struct addctx *c, const struct pf_sample *s, int64_t scale,
 	}
 	if (extra)
 		lp[nl++] = *extra;
-	qsort(lp, nl, sizeof(*lp), label_cmp);
-	if ((rc = buf_add(&m->skey, lp, nl * sizeof(*lp))) < 0)
-		goto out;
-	if ((k = intern_put(m->samples, m->skey.data, m->skey.len, &added)) < 0) {
-		rc = (int)k;
-		goto out;
-	}
-	if (added) {
-		uint32_t *locs;
-		struct pf_label *labels;
-
-		if ((d = vec_push(&m->sm, 1)) == NULL ||
-		    (v = vec_push(&m->vals, m->ntypes)) == NULL) {
-			rc = -ENOMEM;
-			goto out;
-		}
-		memset(v, 0, m->ntypes * sizeof(*v));
-		d->nlocs = s->nlocs;
-		d->loc_off = (uint32_t)m->sloc.n;
-		d->nlabels = nl;
-		d->lab_off = (uint32_t)m->slab.n;
-		if ((s->nlocs && (locs = vec_push(&m->sloc, s->nlocs)) == NULL) ||
-		    (nl && (labels = vec_push(&m->slab, nl)) == NULL)) {
-			rc = -ENOMEM;
-			goto out;
-		}
-		/* Either array is still NULL when nothing was pushed to it. */
-		if (s->nlocs)
-			memcpy((uint32_t *)m->sloc.p + d->loc_off,
-			    m->skey.data + sizeof(uint32_t), s->nlocs * sizeof(uint32_t));
-		if (nl)
-			memcpy((struct pf_label *)m->slab.p + d->lab_off, lp, nl * sizeof(*lp));
-	}
-	v = (int64_t *)m->vals.p + (size_t)k * m->ntypes;
-	for (t = 0; t < m->ntypes; t++)
-		v[t] = profile_add(v[t], (int64_t)((uint64_t)s->values[t] * (uint64_t)scale));
+	rc = merge_sample(m, locs, s->nlocs, lp, nl, vals);
 out:
 	if (lp != labs)
 		free(lp);
@@ -428,7 +506,7 @@ merge_add_scaled(struct merge *m, const struct profile *p, int64_t scale,
 		goto out;
 	}
 
-	n = p->nstrings + p->nfunctions + 2 * p->nmappings + p->nlocations;
+	n = p->nstrings + p->nfunctions + p->nmappings + p->nlocations;
 	if ((c.str = malloc((n + 1) * sizeof(int64_t))) == NULL) {
 		rc = -ENOMEM;
 		goto out;
@@ -436,8 +514,7 @@ merge_add_scaled(struct merge *m, const struct profile *p, int64_t scale,
 	memset(c.str, 0xff, (n + 1) * sizeof(int64_t));	/* all -1 */
 	c.fn = c.str + p->nstrings;
 	c.mp = c.fn + p->nfunctions;
-	c.mpdelta = c.mp + p->nmappings;
-	c.lc = c.mpdelta + p->nmappings;
+	c.lc = c.mp + p->nmappings;
 
 	if (m->count == 0) {
 		m->ntypes = p->nsample_types;
@@ -516,8 +593,9 @@ merge_finish(struct merge *m, bool average_gauges, struct profile **out)
 {
 	struct profile *p;
 	struct arena *a;
+	uint32_t *order = NULL;
 	size_t i, t, len;
-	bool gauge[64] = { false };
+	bool gauge[PROFILE_MAX_SAMPLE_TYPES] = { false };
 
 	*out = NULL;
 	if ((p = calloc(1, sizeof(*p))) == NULL || (p->arena = arena_create()) == NULL) {
@@ -551,11 +629,30 @@ merge_finish(struct merge *m, bool average_gauges, struct profile **out)
 		if ((p->strings[i] = arena_memdup(a, p->strings[i], len)) == NULL)
 			goto nomem;
 	}
+	if (m->files_first && p->nmappings) {
+		/*
+		 * pprof takes the first mapping for the main binary: a built
+		 * profile met its mappings in sample order (the kernel's often
+		 * first), so file mappings go before "[kernel]", "[vdso]", ...
+		 */
+		const struct pf_mapping *src = m->mp.p;
+		size_t j = 0;
+
+		order = arena_alloc(a, p->nmappings * sizeof(*order));
+		if (order == NULL)
+			goto nomem;
+		for (int pass = 0; pass < 2; pass++)
+			for (i = 0; i < p->nmappings; i++)
+				if ((p->strings[src[i].filename][0] == '[') == (pass == 1)) {
+					order[i] = (uint32_t)j;
+					p->mappings[j++] = src[i];
+				}
+	}
 	for (i = 0; i < p->nlocations; i++) {
 		const struct mloc *s = (struct mloc *)m->lc.p + i;
 		struct pf_location *d = &p->locations[i];
 
-		d->mapping = s->mapping;
+		d->mapping = s->mapping && order ? order[s->mapping - 1] + 1 : s->mapping;
 		d->address = s->address;
 		d->is_folded = s->is_folded;
 		d->nlines = s->nlines;
@@ -563,8 +660,10 @@ merge_finish(struct merge *m, bool average_gauges, struct profile **out)
 		    s->nlines * sizeof(struct pf_line));
 		if (d->lines == NULL)
 			goto nomem;
+		if (order && d->nlines && d->mapping)
+			p->mappings[d->mapping - 1].has_functions = true;
 	}
-	for (t = 0; t < m->ntypes && t < 64; t++)
+	for (t = 0; t < m->ntypes && t < PROFILE_MAX_SAMPLE_TYPES; t++)
 		gauge[t] = average_gauges && m->count > 1 &&
 		    profile_type_is_gauge(p->strings[m->types[t].type]);
 	p->nsamples = 0;
@@ -589,7 +688,7 @@ merge_finish(struct merge *m, bool average_gauges, struct profile **out)
 		    m->ntypes * sizeof(int64_t));
 		if (!d->locs || !d->labels || !d->values)
 			goto nomem;
-		for (t = 0; t < m->ntypes && t < 64; t++) {
+		for (t = 0; t < m->ntypes && t < PROFILE_MAX_SAMPLE_TYPES; t++) {
 			if (!gauge[t])
 				continue;
 			/* Round half away from zero, without overflow at the extremes. */

@@ -1,6 +1,8 @@
 /*
  * buf: growable byte buffer. Growth doubles; every mutator keeps data[len]
- * == '\0'. Allocation failure is reported, never ignored.
+ * == '\0'. A failed append (no memory, or past the buffer's max) is
+ * remembered in b->err and makes every later append a no-op, so a renderer
+ * may append freely and its caller checks buf_error() once.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -9,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "buf.h"
+#include "base.h"
 
 int
 buf_reserve(struct buf *b, size_t more)
@@ -17,17 +19,23 @@ buf_reserve(struct buf *b, size_t more)
 	size_t need, ncap;
 	char *p;
 
+	if (b->err)
+		return b->err;
 	if (more > SIZE_MAX - b->len - 1)
-		return -ENOMEM;
+		return b->err = -ENOMEM;
 	need = b->len + more + 1;
+	if (b->max && need - 1 > b->max)
+		return b->err = -EFBIG;
 	if (need <= b->cap)
 		return 0;
 	ncap = b->cap ? b->cap : 64;
 	while (ncap < need)
 		ncap = ncap > SIZE_MAX / 2 ? need : ncap * 2;
+	if (b->max && ncap > b->max + 1)
+		ncap = need > b->max + 1 ? need : b->max + 1;
 	p = realloc(b->data, ncap);
 	if (p == NULL)
-		return -ENOMEM;
+		return b->err = -ENOMEM;
 	b->data = p;
 	b->cap = ncap;
 	b->data[b->len] = '\0';
@@ -95,7 +103,6 @@ buf_printf(struct buf *b, const char *fmt, ...)
 int
 buf_add_json(struct buf *b, const char *s, size_t n)
 {
-	static const char hex[] = "0123456789abcdef";
 	size_t i;
 	int rc = 0;
 
@@ -106,7 +113,7 @@ buf_add_json(struct buf *b, const char *s, size_t n)
 			char e[2] = { '\\', (char)c };
 			rc = buf_add(b, e, 2);
 		} else if (c < 0x20 || c == 0x7f) {
-			char e[6] = { '\\', 'u', '0', '0', hex[c >> 4], hex[c & 15] };
+			char e[6] = { '\\', 'u', '0', '0', hex_digit(c >> 4, false), hex_digit(c, false) };
 			rc = buf_add(b, e, 6);
 		} else
 			rc = buf_addc(b, c);
@@ -201,6 +208,7 @@ void
 buf_reset(struct buf *b)
 {
 	b->len = 0;
+	b->err = 0;
 	if (b->data)
 		b->data[0] = '\0';
 }
@@ -211,6 +219,7 @@ buf_free(struct buf *b)
 	free(b->data);
 	b->data = NULL;
 	b->len = b->cap = 0;
+	b->err = 0;
 }
 
 char *
@@ -219,11 +228,12 @@ buf_steal(struct buf *b, size_t *len)
 	char *p = b->data;
 
 	if (p == NULL)
-		p = calloc(1, 1);
+		p = xcalloc(1, 1);
 	if (len)
 		*len = b->len;
 	b->data = NULL;
 	b->len = b->cap = 0;
+	b->err = 0;
 	return p;
 }
 
@@ -255,4 +265,16 @@ buf_read_file(struct buf *b, const char *path, size_t limit)
 	}
 	close(fd);
 	return rc;
+}
+
+int
+hex_value(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
 }

@@ -19,7 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store.h"
+#include "base.h"
+#include "pprof.h"
 #include "render.h"
 
 #define WIDTH		1200

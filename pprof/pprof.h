@@ -1,8 +1,8 @@
 /*
- * profile: pprof profiles in memory, and the operations on them that follow
+ * pprof: the pprof model layer. Profiles in memory, and the operations on them that follow
  * pprof's own rules: decode (validating as go tool pprof does), encode, merge,
- * diff. This is the view of a profile that fs/ and collector/ get; the wire
- * format and protobuf-c stay inside store/.
+ * diff. This one header is what other layers see of a profile; the wire
+ * format and protobuf-c stay inside pprof/.
  *
  * In a decoded profile every cross reference is an index into the arrays of
  * the same profile, not a pprof id: sample.locs[i] indexes locations,
@@ -10,16 +10,21 @@
  * (PF_NONE: no function), and every string field indexes strings[]. Encoding
  * numbers ids 1..N in array order.
  */
-#ifndef PROFILEFS_PROFILE_H
-#define PROFILEFS_PROFILE_H
+#ifndef PROFILEFS_PPROF_H
+#define PROFILEFS_PPROF_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "buf.h"
+#include "base.h"
 
 #define PF_NONE			UINT32_MAX
+/*
+ * The decoder refuses profiles with more sample types, so arrays of this
+ * many entries hold the per-type state of any decoded profile.
+ */
+#define PROFILE_MAX_SAMPLE_TYPES	64
 /* Upper bound of a decoded (gunzipped) profile, against gzip bombs. */
 #define PROFILE_MAX_DECODED	(256u << 20)
 /*
@@ -157,6 +162,42 @@ int		 merge_add_scaled(struct merge *m, const struct profile *p,
 		    int64_t scale, const char *label_key, const char *label_val,
 		    struct buf *err);
 size_t		 merge_count(const struct merge *m);
+
+/*
+ * The builder side of a merge, for producers that hold no profile to add
+ * (the eBPF sampler aggregates raw stacks): merge_begin() on a new merge
+ * sets the header, then objects are added in the merge's own indexes and
+ * deduplicated by the identities merge_add() uses (pprof's); merge_finish()
+ * makes the profile. Each returns the object's index or -errno.
+ */
+struct merge_header {
+	const char	*const *types, *const *units;	/* ntypes sample types */
+	size_t		 ntypes;
+	const char	*period_type, *period_unit;
+	int64_t		 period, time_nanos, duration_nanos;
+};
+int		 merge_begin(struct merge *m, const struct merge_header *h);
+/* The period of the merge's header (the largest of the profiles added). */
+int64_t		 merge_period(const struct merge *m);
+int64_t		 merge_string(struct merge *m, const char *s);
+/* f's strings are merge_string() indexes. */
+int64_t		 merge_function(struct merge *m, const struct pf_function *f);
+/* mp's filename and build_id are merge_string() indexes. */
+int64_t		 merge_mapping(struct merge *m, const struct pf_mapping *mp);
+/*
+ * mapping: a merge_mapping() index + 1, 0 for none; map_start: where the
+ * caller's copy of that mapping starts (address moves with the mapping the
+ * merge kept); lines' functions are merge_function() indexes.
+ */
+int64_t		 merge_location(struct merge *m, uint32_t mapping, uint64_t map_start,
+		    uint64_t address, bool is_folded, const struct pf_line *lines, size_t nlines);
+/*
+ * Add values (one per sample type) to the sample of this stack (merge_location()
+ * indexes, leaf first) and label set (merge indexes; sorted in place).
+ * All-zero values add nothing.
+ */
+int		 merge_sample(struct merge *m, const uint32_t *locs, size_t nlocs,
+		    struct pf_label *labels, size_t nlabels, const int64_t *values);
 int		 merge_finish(struct merge *m, bool average_gauges, struct profile **out);
 void		 merge_free(struct merge *m);
 

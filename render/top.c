@@ -11,7 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store.h"
+#include "base.h"
+#include "pprof.h"
 #include "render.h"
 
 struct fn_sum {

@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "intern.h"
-#include "profile.h"
+#include "base.h"
+#include "pprof.h"
 
 struct dctx {
 	const struct profile	*p;
@@ -141,16 +141,10 @@ sum_samples(struct dctx *c, struct intern *keys, int64_t **sums, size_t *cap,
 			break;
 		}
 		if ((size_t)idx >= *cap) {
-			size_t ncap = *cap ? *cap * 2 : 256;
-			int64_t *q = realloc(*sums, ncap * nt * sizeof(int64_t));
+			size_t old = *cap;
 
-			if (q == NULL) {
-				rc = -ENOMEM;
-				break;
-			}
-			memset(q + *cap * nt, 0, (ncap - *cap) * nt * sizeof(int64_t));
-			*sums = q;
-			*cap = ncap;
+			*sums = xgrow(*sums, cap, (size_t)idx + 1, nt * sizeof(int64_t));
+			memset(*sums + old * nt, 0, (*cap - old) * nt * sizeof(int64_t));
 		}
 		if (added && first)
 			first[idx] = (int64_t)i;
@@ -174,7 +168,7 @@ profile_delta(const struct profile *cur, const struct profile *prev,
 	struct merge *m = NULL;
 	int64_t *psum = NULL, *csum = NULL, *first = NULL, *vals = NULL, idx;
 	size_t pcap = 0, ccap = 0, nt = cur->nsample_types, i, t, n = 0;
-	bool gauge[64];
+	bool gauge[PROFILE_MAX_SAMPLE_TYPES];
 	int rc;
 
 	*out = NULL;
@@ -182,7 +176,7 @@ profile_delta(const struct profile *cur, const struct profile *prev,
 	    (rc = profile_signature(prev, &sig2)) < 0)
 		goto out;
 	if (sig1.len != sig2.len || memcmp(sig1.data, sig2.data, sig1.len) != 0 ||
-	    nt > 64) {
+	    nt > PROFILE_MAX_SAMPLE_TYPES) {
 		if (err)
 			buf_adds(err, "sample types changed between scrapes");
 		rc = -EINVAL;

@@ -11,7 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store.h"
+#include "base.h"
+#include "pprof.h"
 #include "render.h"
 
 #define NO_STACK	"[no stack]"
@@ -86,16 +87,10 @@ static int
 mark_kernel(struct render_tree *t, uint32_t id)
 {
 	if (id >= t->nkernel) {
-		size_t n = t->nkernel ? t->nkernel : 256;
-		uint8_t *k;
+		size_t old = t->nkernel;
 
-		while (n <= id)
-			n *= 2;
-		if ((k = realloc(t->kernel, n)) == NULL)
-			return -ENOMEM;
-		memset(k + t->nkernel, 0, n - t->nkernel);
-		t->kernel = k;
-		t->nkernel = n;
+		t->kernel = xgrow(t->kernel, &t->nkernel, (size_t)id + 1, 1);
+		memset(t->kernel + old, 0, t->nkernel - old);
 	}
 	t->kernel[id] = 1;
 	return 0;
@@ -166,30 +161,13 @@ static int
 tree_grow(struct render_tree *t)
 {
 	size_t cap = t->cap ? t->cap * 2 : 1024;
-	void *np[6];
-	int i;
 
-	np[0] = realloc(t->parent, cap * sizeof(*t->parent));
-	if (np[0])
-		t->parent = np[0];
-	np[1] = realloc(t->name, cap * sizeof(*t->name));
-	if (np[1])
-		t->name = np[1];
-	np[2] = realloc(t->cur, cap * sizeof(*t->cur));
-	if (np[2])
-		t->cur = np[2];
-	np[3] = realloc(t->cur_self, cap * sizeof(*t->cur_self));
-	if (np[3])
-		t->cur_self = np[3];
-	np[4] = realloc(t->base, cap * sizeof(*t->base));
-	if (np[4])
-		t->base = np[4];
-	np[5] = realloc(t->base_self, cap * sizeof(*t->base_self));
-	if (np[5])
-		t->base_self = np[5];
-	for (i = 0; i < 6; i++)
-		if (np[i] == NULL)
-			return -ENOMEM;
+	t->parent = xreallocarray(t->parent, cap, sizeof(*t->parent));
+	t->name = xreallocarray(t->name, cap, sizeof(*t->name));
+	t->cur = xreallocarray(t->cur, cap, sizeof(*t->cur));
+	t->cur_self = xreallocarray(t->cur_self, cap, sizeof(*t->cur_self));
+	t->base = xreallocarray(t->base, cap, sizeof(*t->base));
+	t->base_self = xreallocarray(t->base_self, cap, sizeof(*t->base_self));
 	t->cap = cap;
 	return 0;
 }

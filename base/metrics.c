@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "metrics.h"
+#include "base.h"
 
 static const double buckets[] = {
 	0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60

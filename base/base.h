@@ -1,0 +1,226 @@
+/*
+ * base: the utilities every layer of profilefs builds on, and nothing that
+ * knows about profiles or storage: the growable byte buffer, arenas, the
+ * interning hash table, logging, the metrics registry, label sets in their
+ * canonical text form, clocks and durations, and the allocation policy.
+ *
+ * Out of memory: small allocations (xmalloc() and friends, array growth,
+ * arena chunks) abort the process as Redis does, since a daemon that cannot
+ * get a few kilobytes cannot do anything useful; what outside input can make
+ * large is bounded before it is allocated (decode budgets, body limits), and
+ * struct buf keeps a sticky error that is checked once where a buffer is used.
+ *
+ * This is the one header of base/ that other layers include.
+ */
+#ifndef PROFILEFS_BASE_H
+#define PROFILEFS_BASE_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * buf: the one growable byte buffer of profilefs, for request bodies, encoded
+ * profiles and generated file contents. Binary-safe and always NUL-terminated
+ * (so text can be handed to string functions). A zeroed struct buf is empty and
+ * valid; buf_free() on it is a no-op.
+ */
+
+/* --- allocation (alloc.c): these abort on failure, see above --- */
+void	*xmalloc(size_t n);
+void	*xcalloc(size_t nmemb, size_t size);
+void	*xreallocarray(void *p, size_t nmemb, size_t size);
+char	*xstrdup(const char *s);
+/*
+ * Grow array p of elements of `size` bytes so it holds at least `need`:
+ * *cap (in elements) doubles as needed. Returns the (possibly moved) array:
+ *	v = xgrow(v, &cap, n + 1, sizeof(*v));
+ */
+void	*xgrow(void *p, size_t *cap, size_t need, size_t size);
+
+/* --- clocks and durations (clock.c) --- */
+int64_t	clock_now_ns(void);	/* CLOCK_REALTIME, ns since the epoch */
+int64_t	clock_mono_ns(void);	/* CLOCK_MONOTONIC, ns */
+/*
+ * A duration as Go and Prometheus write them: one or more <number><unit>
+ * ("90s", "1m30s", "1.5h", "500ms"), units ns us ms s m h d w. A unit is
+ * required; the result is > 0 and <= max_ns. -EINVAL otherwise.
+ */
+int	clock_parse_duration(const char *s, int64_t max_ns, int64_t *ns);
+
+/* --- hex digits (buf.c) --- */
+static inline char
+hex_digit(unsigned v, bool upper)
+{
+	return (upper ? "0123456789ABCDEF" : "0123456789abcdef")[v & 15];
+}
+/* The value of hex digit c (either case), or -1. */
+int	hex_value(int c);
+
+/* --- searching sorted tables (search.c) --- */
+/*
+ * In an array of n elements of `size` bytes, sorted by the uint64_t at
+ * `offset` in each, the number of leading elements whose key is <= key (so
+ * element [result - 1], if any, is the last one starting at or below key).
+ */
+size_t	search_u64_le(const void *base, size_t n, size_t size, size_t offset, uint64_t key);
+#define SEARCH_LE(arr, n, field, key) \
+	search_u64_le((arr), (n), sizeof(*(arr)), offsetof(__typeof__(*(arr)), field), (key))
+
+/* --- the byte buffer (buf.c) --- */
+struct buf {
+	char	*data;
+	size_t	 len;
+	size_t	 cap;
+	size_t	 max;	/* 0: no limit; else appends past max bytes fail (-EFBIG) */
+	int	 err;	/* sticky: the first failed append's -errno, 0 if none */
+};
+
+/* The first failure of an append to b (-ENOMEM, -EFBIG), or 0: check once, when b is used. */
+static inline int
+buf_error(const struct buf *b)
+{
+	return b->err;
+}
+
+/*
+ * Appends return 0 or b's sticky error (set by this or an earlier failure);
+ * buf_reset() and buf_free() clear it. Make room for `more` bytes past len.
+ */
+int	buf_reserve(struct buf *b, size_t more);
+int	buf_add(struct buf *b, const void *p, size_t n);
+int	buf_addc(struct buf *b, int c);
+int	buf_adds(struct buf *b, const char *s);
+int	buf_printf(struct buf *b, const char *fmt, ...)
+	    __attribute__((format(printf, 2, 3)));
+int	buf_vprintf(struct buf *b, const char *fmt, va_list ap);
+/* Append s with JSON string escaping (without the quotes). */
+int	buf_add_json(struct buf *b, const char *s, size_t n);
+/* Append s escaped for XML text and attributes; invalid UTF-8 becomes U+FFFD. */
+int	buf_add_xml(struct buf *b, const char *s, size_t n);
+/* Append a protobuf varint. */
+int	buf_add_varint(struct buf *b, uint64_t v);
+void	buf_reset(struct buf *b);
+void	buf_free(struct buf *b);
+/* Hand the storage to the caller (who frees it with free()); b becomes empty. */
+char	*buf_steal(struct buf *b, size_t *len);
+
+/* Read a whole file into b, refusing files over `limit` bytes (-EFBIG). */
+int	buf_read_file(struct buf *b, const char *path, size_t limit);
+
+/*
+ * arena: bump allocator for per-request work (decoding and merging many
+ * profiles). Everything allocated from an arena is freed at once by
+ * arena_destroy(). Not thread-safe: one arena belongs to one thread at a time.
+ */
+
+struct arena;
+
+struct arena	*arena_create(void);
+void		 arena_destroy(struct arena *a);
+/* 16-byte aligned, uninitialised; NULL on allocation failure or overflow. */
+void		*arena_alloc(struct arena *a, size_t n);
+void		*arena_calloc(struct arena *a, size_t nmemb, size_t size);
+void		*arena_memdup(struct arena *a, const void *p, size_t n);
+/* Bytes handed out so far (for limits and statistics). */
+size_t		 arena_used(const struct arena *a);
+
+/*
+ * intern: a hash table that gives each distinct byte string a dense index
+ * 0, 1, 2, ... in first-seen order. The merge uses one per kind of object
+ * (strings, functions, mappings, locations, samples) to find identical ones.
+ * Keys are copied into the table's own arena; the table is single-threaded.
+ */
+
+struct intern;
+
+struct intern	*intern_create(size_t hint);
+void		 intern_destroy(struct intern *t);
+/*
+ * Index of key, adding it if new (*added set to 1 then). Returns -ENOMEM on
+ * allocation failure, otherwise the index (>= 0).
+ */
+int64_t		 intern_put(struct intern *t, const void *key, size_t len, int *added);
+/* Index of key, or -1 if absent. */
+int64_t		 intern_get(const struct intern *t, const void *key, size_t len);
+size_t		 intern_count(const struct intern *t);
+/* The key of index i (valid until the table is destroyed). */
+const void	*intern_key(const struct intern *t, size_t i, size_t *len);
+
+uint64_t	 hash_bytes(const void *p, size_t n);
+
+/*
+ * log: the one logging module. Messages go to stderr (the daemon runs in the
+ * foreground) with a UTC timestamp and level. warn() appends strerror(errno),
+ * warnx() does not, fatal() exits 1, debug() prints only when verbose.
+ */
+
+extern int log_verbose;
+
+void	log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void	log_warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void	log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void	log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void	log_fatalx(const char *fmt, ...)
+	    __attribute__((format(printf, 1, 2), noreturn));
+
+/*
+ * metrics: process-wide counters, gauges and histograms that any module
+ * records and the HTTP server renders in Prometheus text format. Series are
+ * created on first use; names follow Prometheus conventions (profilefs_*).
+ * Thread-safe (protected by mx_lock inside).
+ */
+
+/* labels: Prometheus label text without braces, e.g. source="http",outcome="ok"; may be NULL. */
+void	metrics_describe(const char *name, const char *type, const char *help);
+void	metrics_add(const char *name, const char *labels, double v);
+void	metrics_set(const char *name, const char *labels, double v);
+/* A histogram observation in seconds (fixed buckets from 1 ms to 60 s). */
+void	metrics_observe(const char *name, const char *labels, double seconds);
+/* Drop a series (a scrape target that was removed), so it is not rendered stale. */
+void	metrics_remove(const char *name, const char *labels);
+/* Append every series in the text exposition format. */
+int	metrics_render(struct buf *out);
+
+/*
+ * labels: label sets in their canonical text form "k=v,k2=v2": pairs sorted by
+ * key (then value), keys and values escaped so that '%', '/', ',', '=' and
+ * bytes outside printable ASCII appear as %XX. The same text names a label
+ * set in the tree, in the store's series index and in selectors.
+ */
+
+#define LABELS_MAX		64	/* pairs in one set */
+#define LABEL_MAX_LEN		256	/* bytes of one key or value, unescaped */
+
+struct label {
+	char	*key;
+	char	*value;
+};
+
+struct labelset {
+	struct label	pairs[LABELS_MAX];
+	size_t		n;
+};
+
+/* Append s escaped for a label key/value or a path segment. */
+int	labels_escape(struct buf *out, const char *s, size_t n);
+/* Undo %XX escapes into out; -EINVAL on a malformed escape. */
+int	labels_unescape(struct buf *out, const char *s, size_t n);
+
+/*
+ * Parse "k=v,k2=v2" (escaped form; "" is the empty set). The pairs are
+ * malloc'd copies, unescaped, sorted; free with labels_clear(). -EINVAL with
+ * a reason in err on a malformed set (no '=', empty key, duplicate key, too
+ * many or too long).
+ */
+int	labels_parse(const char *s, struct labelset *ls, struct buf *err);
+/* Add one pair (copied); the set is re-sorted. Duplicate keys: -EINVAL. */
+int	labels_add(struct labelset *ls, const char *key, const char *value, struct buf *err);
+void	labels_clear(struct labelset *ls);
+/* Append the canonical text of ls to out. */
+int	labels_format(const struct labelset *ls, struct buf *out);
+/* Whether every pair of sel is in set (the "all" selector is the empty set). */
+bool	labels_match(const struct labelset *sel, const struct labelset *set);
+
+#endif

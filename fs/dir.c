@@ -1,0 +1,326 @@
+/*
+ * dir: the directory listings of the tree, and whether a directory exists.
+ * A directory exists while some series under it holds a profile (in the
+ * directory's range, for a range), so what retention emptied disappears.
+ * Listings come from the store's series index and hour index, never from
+ * reading profiles; files still being written into ingest/ are listed where
+ * they are (ingest.c).
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base.h"
+#include "pprof.h"
+#include "store.h"
+#include "fs_int.h"
+#include "views.h"
+
+static int
+stop_cb(void *arg, const struct store_ref *ref, const void *d, size_t l)
+{
+	(void)arg;
+	(void)ref;
+	(void)d;
+	(void)l;
+	return 1;
+}
+
+/* The start of unix hour h in ns, saturated at int64's ends. */
+static int64_t
+hour_ns(int64_t h)
+{
+	int64_t ns;
+
+	if (__builtin_mul_overflow(h, INT64_C(3600000000000), &ns))
+		return h < 0 ? INT64_MIN : INT64_MAX;
+	return ns;
+}
+
+/* Whether series sid holds any profile (between from and to). */
+static bool
+series_has_data(struct fsctx *fs, uint64_t sid, int64_t from, int64_t to)
+{
+	return store_scan(fs->st, sid, from, to, false, stop_cb, NULL) == 1;
+}
+
+bool
+dir_exists(struct fsctx *fs, const char *service, const char *type, const char *selector,
+    const struct range *r)
+{
+	const struct series **all;
+	struct labelset sel = { .n = 0 };
+	struct query q;
+	size_t n, i;
+	bool found = false;
+
+	if (store_series(fs->st, &all, &n) < 0)
+		return false;
+	if (selector && labels_parse(selector, &sel, NULL) < 0) {
+		free(all);
+		return false;
+	}
+	memset(&q, 0, sizeof(q));
+	q.service = service;
+	q.type = type;
+	q.sel = selector ? &sel : NULL;
+	for (i = 0; i < n && !found; i++) {
+		if (!query_match(&q, all[i]))
+			continue;
+		/* A series whose profiles retention deleted does not count. */
+		if (store_scan(fs->st, all[i]->id, r ? r->from : INT64_MIN,
+		    r ? r->to : INT64_MAX, false, stop_cb, NULL) == 1)
+			found = true;
+	}
+	labels_clear(&sel);
+	free(all);
+	return found;
+}
+
+/* --- content ------------------------------------------------------------ */
+
+/* Append s to names (NUL-separated) unless it is the last entry: callers give sorted input. */
+static void
+add_unique(struct buf *names, const char *s)
+{
+	size_t n = strlen(s);
+
+	if (names->len >= n + 1 && memcmp(names->data + names->len - n - 1, s, n + 1) == 0 &&
+	    (names->len == n + 1 || names->data[names->len - n - 2] == '\0'))
+		return;
+	buf_add(names, s, n + 1);
+}
+
+static void
+add_name(struct buf *names, const char *s)
+{
+	buf_add(names, s, strlen(s) + 1);
+}
+
+/* The services holding data. */
+static int
+list_root(struct fsctx *fs, struct buf *names)
+{
+	const struct series **all;
+	struct buf esc = { 0 };
+	size_t n, i;
+	int rc;
+
+	add_name(names, "README.txt");
+	if (fs->targets_json != NULL)
+		add_name(names, ".targets.json");
+	add_name(names, "ingest");
+	if ((rc = store_series(fs->st, &all, &n)) < 0)
+		return rc;
+	for (i = 0; i < n; i++) {
+		if (!series_has_data(fs, all[i]->id, INT64_MIN, INT64_MAX))
+			continue;
+		buf_reset(&esc);
+		labels_escape(&esc, all[i]->service, strlen(all[i]->service));
+		add_unique(names, esc.data);
+	}
+	buf_free(&esc);
+	free(all);
+	return 0;
+}
+
+/* A service's types, or a type's label sets (after "all"). */
+static int
+list_service_type(struct fsctx *fs, const struct fspath *fp, struct buf *names)
+{
+	const struct series **all;
+	size_t n, i;
+	int rc;
+
+	if ((rc = store_series(fs->st, &all, &n)) < 0)
+		return rc;
+	if (fp->node == NODE_TYPE)
+		add_unique(names, "all");
+	for (i = 0; i < n; i++) {
+		if (strcmp(all[i]->service, fp->service) != 0 ||
+		    !series_has_data(fs, all[i]->id, INT64_MIN, INT64_MAX))
+			continue;
+		if (fp->node == NODE_SERVICE)
+			add_unique(names, all[i]->type);
+		else if (strcmp(all[i]->type, fp->type) == 0 && all[i]->labels[0])
+			add_unique(names, all[i]->labels);
+	}
+	free(all);
+	if (names->len == 0 || (fp->node == NODE_TYPE && names->len == 4 &&
+	    !dir_exists(fs, fp->service, fp->type, NULL, NULL)))
+		return -ENOENT;
+	return 0;
+}
+
+static int
+cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* The presets, days and hours holding data for a selector. */
+static int
+list_selector(struct fsctx *fs, const struct fspath *fp, struct buf *names)
+{
+	const struct series **all;
+	int64_t now = clock_now_ns(), *hours = NULL;
+	struct buf hs = { 0 };
+	struct labelset sel;
+	struct query q = { .service = fp->service, .type = fp->type };
+	struct range r;
+	size_t n, nh, i, j;
+	int rc;
+
+	if (!dir_exists(fs, fp->service, fp->type, fp->selector, NULL))
+		return -ENOENT;
+	for (i = 0; path_presets[i]; i++) {
+		path_range(path_presets[i], now, &r);
+		if (dir_exists(fs, fp->service, fp->type, fp->selector, &r))
+			add_name(names, path_presets[i]);
+	}
+	/* Days and hours that hold data, from the hour index of each series. */
+	if ((rc = store_series(fs->st, &all, &n)) < 0)
+		return rc;
+	if ((rc = labels_parse(fp->selector, &sel, NULL)) < 0) {
+		free(all);
+		return rc;
+	}
+	q.sel = &sel;
+	for (i = 0; i < n; i++) {
+		if (!query_match(&q, all[i]) || store_hours(fs->st, all[i]->id, &hours, &nh) < 0)
+			continue;
+		/* The hour index may name hours retention emptied. */
+		for (j = 0; j < nh; j++)
+			if (series_has_data(fs, all[i]->id, hour_ns(hours[j]), hour_ns(hours[j] + 1)))
+				buf_add(&hs, &hours[j], sizeof(hours[j]));
+		free(hours);
+	}
+	labels_clear(&sel);
+	free(all);
+	/* Each day once, then each hour. */
+	nh = hs.len / sizeof(int64_t);
+	hours = (int64_t *)hs.data;
+	if (nh)
+		qsort(hours, nh, sizeof(*hours), cmp_i64);
+	for (int pass = 0; pass < 2; pass++) {
+		char name[64], prev[64] = "";
+
+		for (i = 0; i < nh; i++) {
+			time_t secs = (time_t)(hours[i] * 3600);
+			struct tm tm;
+
+			gmtime_r(&secs, &tm);
+			strftime(name, sizeof(name), pass == 0 ? "%Y-%m-%d" : "%Y-%m-%dT%H", &tm);
+			if (strcmp(name, prev) != 0)
+				add_name(names, name);
+			snprintf(prev, sizeof(prev), "%s", name);
+		}
+	}
+	buf_free(&hs);
+	return 0;
+}
+
+/* Each stored profile of the range, by its time and id. */
+static int
+list_profiles(struct fsctx *fs, const struct fspath *fp, struct buf *names)
+{
+	struct query_result res;
+	struct labelset sel;
+	struct query q = { .service = fp->service, .type = fp->type,
+	    .from = fp->range.from, .to = fp->range.to };
+	char name[128];
+	size_t i;
+	int rc;
+
+	if ((rc = labels_parse(fp->selector, &sel, NULL)) < 0)
+		return rc;
+	q.sel = &sel;
+	rc = query_list(fs->st, &q, &res);
+	labels_clear(&sel);
+	if (rc < 0)
+		return rc;
+	if (res.nrefs == 0)
+		rc = -ENOENT;
+	for (i = 0; i < res.nrefs; i++) {
+		path_profile_name(res.refs[i].time, res.refs[i].id, name, sizeof(name));
+		add_name(names, name);
+	}
+	query_result_free(&res);
+	return rc;
+}
+
+/*
+ * vs/: any base works on lookup; listed are the likely ones: the presets
+ * holding data for this selector, and the other label sets of the type over
+ * the same range.
+ */
+static int
+list_vs(struct fsctx *fs, const struct fspath *fp, struct buf *names)
+{
+	const struct series **all;
+	struct buf esc = { 0 };
+	int64_t now = clock_now_ns();
+	struct range r;
+	size_t n, i;
+	int rc;
+
+	if (!dir_exists(fs, fp->service, fp->type, fp->selector, &fp->range))
+		return -ENOENT;
+	for (i = 0; path_presets[i]; i++) {
+		path_range(path_presets[i], now, &r);
+		if (strcmp(path_presets[i], fp->range.name) != 0 &&
+		    dir_exists(fs, fp->service, fp->type, fp->selector, &r))
+			add_name(names, path_presets[i]);
+	}
+	if ((rc = store_series(fs->st, &all, &n)) < 0)
+		return rc;
+	if (fp->selector[0]) {
+		/* Bare "all" here is the range: every label set is all@<range>. */
+		buf_printf(&esc, "all@%s", fp->range.name);
+		add_unique(names, esc.data);
+	}
+	for (i = 0; i < n; i++)
+		if (strcmp(all[i]->service, fp->service) == 0 &&
+		    strcmp(all[i]->type, fp->type) == 0 && all[i]->labels[0] &&
+		    strcmp(all[i]->labels, fp->selector) != 0 &&
+		    dir_exists(fs, fp->service, fp->type, all[i]->labels, &fp->range))
+			add_unique(names, all[i]->labels);
+	free(all);
+	buf_free(&esc);
+	return 0;
+}
+
+int
+dir_list(struct fsctx *fs, const char *path, const struct fspath *fp, struct buf *names)
+{
+	switch (fp->node) {
+	case NODE_ROOT:
+		return list_root(fs, names);
+	case NODE_INGEST:
+		ingest_list(path, names);
+		return 0;
+	case NODE_SERVICE:
+	case NODE_TYPE:
+		return list_service_type(fs, fp, names);
+	case NODE_SELECTOR:
+		return list_selector(fs, fp, names);
+	case NODE_RANGE:
+		if (!dir_exists(fs, fp->service, fp->type, fp->selector, &fp->range))
+			return -ENOENT;
+		add_name(names, "profiles");
+		return views_list(fs, fp, names);
+	case NODE_PROFILES:
+		return list_profiles(fs, fp, names);
+	case NODE_VS:
+		return list_vs(fs, fp, names);
+	case NODE_VS_BASE:
+		return views_list_vs(fs, fp, names);
+	default:
+		return -ENOTDIR;
+	}
+}

@@ -1,0 +1,83 @@
+/*
+ * fs_int: what the files of fs/ share and nothing outside fs/ sees. The
+ * daemon is split along its four jobs:
+ *
+ *   fs.c      the FUSE handlers: attributes, open/read/release, generated
+ *             content through the file cache, the read-only refusals
+ *   dir.c     directory listings and "does this directory exist"
+ *   ingest.c  files being written into ingest/ and storing them on close
+ *   mount.c   mounting, the FUSE session and its threads, stale mounts
+ *
+ * with the path grammar (path.c), the content cache (cache.c) and the views
+ * of a range directory (views.c) beside them.
+ */
+#ifndef PROFILEFS_FS_INT_H
+#define PROFILEFS_FS_INT_H
+
+#define FUSE_USE_VERSION 35
+
+#include <fuse.h>
+#include <stdbool.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include "base.h"
+#include "fs.h"
+#include "path.h"
+
+struct cache_entry;
+struct ingest;
+
+/* What an open file handle holds (fi->fh). */
+enum hkind { H_CONTENT, H_INGEST };
+struct handle {
+	enum hkind		 kind;
+	struct cache_entry	*ce;	/* H_CONTENT: the file's bytes (a struct buf) */
+	struct ingest		*ig;	/* H_INGEST */
+};
+
+/* The daemon's context inside a FUSE handler. */
+struct fsctx	*fs_ctx(void);
+/*
+ * A stat of path: a directory or a regular file of size bytes, writable
+ * (ingest/) or not; mtime_ns > 0 is the time generated content was made.
+ */
+void	fs_stat(struct stat *st, const char *path, bool dir, off_t size, bool writable,
+	    int64_t mtime_ns);
+
+/* The handler table mount.c hands to libfuse (fs.c). */
+extern const struct fuse_operations fs_ops;
+
+/* --- dir.c --- */
+/*
+ * Whether a series matches (service, type, selector) -- NULL for any -- and,
+ * with r, whether one of them holds a profile in r.
+ */
+bool	dir_exists(struct fsctx *fs, const char *service, const char *type,
+	    const char *selector, const struct range *r);
+/* The entries of directory fp (NUL-separated names) appended to names. -ENOENT, -ENOTDIR. */
+int	dir_list(struct fsctx *fs, const char *path, const struct fspath *fp, struct buf *names);
+
+/* --- ingest.c ---
+ * An ingest file collects its bytes in memory and is parsed and stored when
+ * closed (flushed); the outcome is close()'s result. Each function takes the
+ * ingest lock itself.
+ */
+/* A new file at path (fp parsed as NODE_INGEST_FILE). *out is held until ingest_release(). */
+int	ingest_create(const char *path, const struct fspath *fp, struct ingest **out);
+/* Another open of a file still being written; trunc empties it. -ENOENT. */
+int	ingest_open(const char *path, bool trunc, struct ingest **out);
+int	ingest_write(struct ingest *ig, const char *data, size_t size, off_t off);
+int	ingest_read(struct ingest *ig, char *out, size_t size, off_t off);
+/* Truncate ig, or the file at path when ig is NULL (-ENOENT: none). */
+int	ingest_truncate(const char *path, struct ingest *ig, off_t size);
+/* The size of ig, or of the file at path when ig is NULL. -ENOENT. */
+int	ingest_size(const char *path, struct ingest *ig, off_t *size);
+/* Store what ig holds if it changed since the last attempt; that attempt's result. */
+int	ingest_flush(struct fsctx *fs, struct ingest *ig);
+/* Drop one open; the last one stores unflushed data and frees ig. */
+void	ingest_release(struct fsctx *fs, struct ingest *ig);
+/* The names of files being written directly in directory dir, appended to names. */
+void	ingest_list(const char *dir, struct buf *names);
+
+#endif

@@ -1,0 +1,279 @@
+/*
+ * ingest: the drop box. A file created under ingest/<service>/<type>/[labels/]
+ * collects its bytes in memory (bounded by INGEST_MAX) and is parsed and
+ * stored when it is closed or flushed, so the result of close() -- and cp's
+ * exit status -- tells whether it was stored. Validation and storage are the
+ * store's; this module only buffers, names the series from the path and
+ * reports the outcome in the log.
+ *
+ * Locking: ig_lock protects the list of open files and every ingest's data,
+ * dirty flag, result and open count; an ingest's store_lock is held across a
+ * store attempt (taken before ig_lock), so a concurrent flush waits for the
+ * result of the attempt in progress.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base.h"
+#include "pprof.h"
+#include "store.h"
+#include "fs_int.h"
+
+#define INGEST_MAX		(256u << 20)	/* bytes one ingest file may hold */
+
+/* A file being written into ingest/. Protected by ig_lock. */
+struct ingest {
+	struct ingest	*next;
+	char		*path;
+	struct fspath	 fp;
+	struct buf	 data;
+	pthread_mutex_t	 store_lock;	/* held across a store attempt */
+	bool		 dirty;		/* written since the last store attempt */
+	int		 result;	/* of the last store attempt */
+	int		 opens;
+};
+
+static pthread_mutex_t ig_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ingest *ig_open;	/* protected by ig_lock */
+
+/* The open file at path, or NULL. Called with ig_lock held. */
+static struct ingest *
+find(const char *path)
+{
+	struct ingest *ig;
+
+	for (ig = ig_open; ig; ig = ig->next)
+		if (strcmp(ig->path, path) == 0)
+			return ig;
+	return NULL;
+}
+
+int
+ingest_create(const char *path, const struct fspath *fp, struct ingest **out)
+{
+	struct ingest *ig = xcalloc(1, sizeof(*ig));
+
+	ig->path = xstrdup(path);
+	pthread_mutex_init(&ig->store_lock, NULL);
+	ig->fp = *fp;
+	ig->opens = 1;
+	pthread_mutex_lock(&ig_lock);
+	ig->next = ig_open;
+	ig_open = ig;
+	pthread_mutex_unlock(&ig_lock);
+	*out = ig;
+	return 0;
+}
+
+int
+ingest_open(const char *path, bool trunc, struct ingest **out)
+{
+	struct ingest *ig;
+
+	pthread_mutex_lock(&ig_lock);
+	if ((ig = find(path)) != NULL) {
+		ig->opens++;
+		if (trunc) {
+			buf_reset(&ig->data);
+			ig->dirty = true;
+		}
+	}
+	pthread_mutex_unlock(&ig_lock);
+	*out = ig;
+	return ig ? 0 : -ENOENT;
+}
+
+/* Set ig's length to size, zero-filling a hole. Called with ig_lock held. */
+static int
+resize(struct ingest *ig, size_t size)
+{
+	struct buf *b = &ig->data;
+	int rc;
+
+	if (size <= b->len) {
+		b->len = size;
+		if (b->data)
+			b->data[size] = '\0';
+		return 0;
+	}
+	if ((rc = buf_reserve(b, size - b->len)) < 0)
+		return rc;
+	memset(b->data + b->len, 0, size - b->len);
+	b->len = size;
+	b->data[size] = '\0';
+	return 0;
+}
+
+int
+ingest_write(struct ingest *ig, const char *data, size_t size, off_t off)
+{
+	int rc = 0;
+
+	if (off < 0 || (uint64_t)off + size > INGEST_MAX) {
+		log_warnx("ingest: %s is larger than the limit of %u MiB", ig->path,
+		    INGEST_MAX >> 20);
+		return -EFBIG;
+	}
+	pthread_mutex_lock(&ig_lock);
+	if ((size_t)off + size > ig->data.len)
+		rc = resize(ig, (size_t)off + size);
+	if (rc == 0) {
+		memcpy(ig->data.data + off, data, size);
+		ig->dirty = true;
+	}
+	pthread_mutex_unlock(&ig_lock);
+	return rc < 0 ? rc : (int)size;
+}
+
+int
+ingest_read(struct ingest *ig, char *out, size_t size, off_t off)
+{
+	const struct buf *b;
+	size_t n;
+
+	pthread_mutex_lock(&ig_lock);
+	b = &ig->data;
+	n = off < 0 || (size_t)off >= b->len ? 0 : b->len - (size_t)off;
+	n = n < size ? n : size;
+	if (n)
+		memcpy(out, b->data + off, n);
+	pthread_mutex_unlock(&ig_lock);
+	return (int)n;
+}
+
+int
+ingest_truncate(const char *path, struct ingest *ig, off_t size)
+{
+	int rc;
+
+	pthread_mutex_lock(&ig_lock);
+	if (ig == NULL && (ig = find(path)) == NULL) {
+		pthread_mutex_unlock(&ig_lock);
+		return -ENOENT;
+	}
+	if (size < 0 || (uint64_t)size > INGEST_MAX)
+		rc = -EFBIG;
+	else if ((rc = resize(ig, (size_t)size)) == 0)
+		ig->dirty = true;
+	pthread_mutex_unlock(&ig_lock);
+	return rc;
+}
+
+int
+ingest_size(const char *path, struct ingest *ig, off_t *size)
+{
+	pthread_mutex_lock(&ig_lock);
+	if (ig == NULL)
+		ig = find(path);
+	if (ig)
+		*size = (off_t)ig->data.len;
+	pthread_mutex_unlock(&ig_lock);
+	return ig ? 0 : -ENOENT;
+}
+
+void
+ingest_list(const char *dir, struct buf *names)
+{
+	struct ingest *ig;
+	size_t plen = strlen(dir);
+
+	pthread_mutex_lock(&ig_lock);
+	for (ig = ig_open; ig; ig = ig->next)
+		if (strncmp(ig->path, dir, plen) == 0 && ig->path[plen] == '/' &&
+		    strchr(ig->path + plen + 1, '/') == NULL)
+			buf_add(names, ig->path + plen + 1, strlen(ig->path + plen + 1) + 1);
+	pthread_mutex_unlock(&ig_lock);
+}
+
+int
+ingest_flush(struct fsctx *fs, struct ingest *ig)
+{
+	struct labelset ls = { .n = 0 };
+	struct store_input in;
+	struct store_ref ref;
+	struct buf err = { 0 }, data = { 0 };
+	char idh[17];
+	int64_t t0 = 0;
+	int rc;
+
+	pthread_mutex_lock(&ig->store_lock);
+	pthread_mutex_lock(&ig_lock);
+	if (!ig->dirty) {
+		rc = ig->result;
+		pthread_mutex_unlock(&ig_lock);
+		pthread_mutex_unlock(&ig->store_lock);
+		return rc;
+	}
+	ig->dirty = false;
+	rc = buf_add(&data, ig->data.data ? ig->data.data : "", ig->data.len);
+	pthread_mutex_unlock(&ig_lock);
+	if (rc < 0)
+		goto out;
+	t0 = clock_now_ns();
+	if (ig->fp.ingest_labels[0] && labels_parse(ig->fp.ingest_labels, &ls, &err) < 0) {
+		rc = -EINVAL;
+		goto out;
+	}
+	memset(&in, 0, sizeof(in));
+	in.service = ig->fp.service;
+	in.type = ig->fp.type;
+	in.labels = &ls;
+	in.source = "ingest";
+	rc = store_put(fs->st, &in, data.data, data.len, &ref, &err);
+	metrics_observe("profilefs_ingest_duration_seconds", "source=\"ingest\"",
+	    (double)(clock_now_ns() - t0) / 1e9);
+	if (rc == 0) {
+		store_id_format(ref.id, idh);
+		log_info("ingest: stored %s as %s/%s profile %s (%zu bytes)", ig->path,
+		    ig->fp.service, ref.type, idh, data.len);
+		metrics_add("profilefs_ingested_profiles_total", "source=\"ingest\",outcome=\"ok\"", 1);
+		metrics_add("profilefs_ingested_bytes_total", "source=\"ingest\"", (double)data.len);
+	}
+out:
+	if (rc < 0) {
+		log_warnx("ingest: refused %s: %s", ig->path,
+		    err.data ? err.data : strerror(-rc));
+		metrics_add("profilefs_ingested_profiles_total", rc == -EINVAL ?
+		    "source=\"ingest\",outcome=\"invalid\"" : rc == -EFBIG ?
+		    "source=\"ingest\",outcome=\"too_large\"" : "source=\"ingest\",outcome=\"error\"", 1);
+		/* EIO for storage trouble, EINVAL for everything the file did wrong. */
+		if (rc != -EIO && rc != -ENOMEM && rc != -EFBIG)
+			rc = -EINVAL;
+	}
+	pthread_mutex_lock(&ig_lock);
+	ig->result = rc;
+	pthread_mutex_unlock(&ig_lock);
+	pthread_mutex_unlock(&ig->store_lock);
+	labels_clear(&ls);
+	buf_free(&err);
+	buf_free(&data);
+	return rc;
+}
+
+void
+ingest_release(struct fsctx *fs, struct ingest *ig)
+{
+	struct ingest **pp;
+
+	pthread_mutex_lock(&ig_lock);
+	if (--ig->opens > 0) {
+		pthread_mutex_unlock(&ig_lock);
+		return;
+	}
+	for (pp = &ig_open; *pp && *pp != ig; pp = &(*pp)->next)
+		;
+	if (*pp)
+		*pp = ig->next;
+	pthread_mutex_unlock(&ig_lock);
+	/* Written but never flushed (a writer that died): store it now. */
+	if (ig->dirty)
+		ingest_flush(fs, ig);
+	if (ig->data.len == 0 && ig->result == 0)
+		log_warnx("ingest: %s was empty; nothing stored", ig->path);
+	buf_free(&ig->data);
+	pthread_mutex_destroy(&ig->store_lock);
+	free(ig->path);
+	free(ig);
+}

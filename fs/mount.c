@@ -1,0 +1,166 @@
+/*
+ * mount: mounting the tree and running the FUSE session -- checks on the
+ * mount point, a stale mount from a crash detached, libfuse's messages routed
+ * through log.c, the multi-threaded loop until SIGINT/SIGTERM, unmounting.
+ * The handlers are fs.c's.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base.h"
+#include "cache.h"
+#include "fs_int.h"
+
+#define FILE_CACHE_BYTES	(512u << 20)
+#define MERGE_CACHE_BYTES	(512u << 20)
+
+
+/* libfuse's own messages go through log.c like everything else. */
+static void
+fuse_log_to_log(enum fuse_log_level level, const char *fmt, va_list ap)
+{
+	char msg[1024];
+	size_t n;
+
+	if (level >= FUSE_LOG_INFO && !log_verbose)
+		return;
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	n = strlen(msg);
+	while (n > 0 && msg[n - 1] == '\n')
+		msg[--n] = '\0';
+	if (level <= FUSE_LOG_WARNING)
+		log_warnx("fuse: %s", msg);
+	else
+		log_debug("fuse: %s", msg);
+}
+
+int
+fs_cleanup_stale(const char *mountpoint)
+{
+	struct stat st;
+
+	if (stat(mountpoint, &st) == 0 || errno != ENOTCONN)
+		return 0;
+	log_warnx("%s: stale mount from an earlier run; detaching it", mountpoint);
+	if (umount2(mountpoint, MNT_DETACH) == 0)
+		return 0;
+	{
+		/* Not root: fusermount3 may unmount what this user mounted. */
+		char *const argv[] = { "fusermount3", "-u", "-z", (char *)mountpoint, NULL };
+		int status = -1;
+		pid_t pid = fork();
+
+		if (pid == 0) {
+			execvp(argv[0], argv);
+			_exit(127);
+		}
+		if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) ||
+		    WEXITSTATUS(status) != 0) {
+			log_warnx("%s: cannot detach the stale mount; run: fusermount3 -u %s",
+			    mountpoint, mountpoint);
+			return -EBUSY;
+		}
+	}
+	return 0;
+}
+
+/* Whether path is itself a mount point (its device differs from its parent's). */
+static bool
+is_mountpoint(const char *path)
+{
+	struct stat a, b;
+	char parent[PATH_MAX];
+
+	if (snprintf(parent, sizeof(parent), "%s/..", path) >= (int)sizeof(parent))
+		return false;
+	if (stat(path, &a) < 0 || stat(parent, &b) < 0)
+		return false;
+	return a.st_dev != b.st_dev || a.st_ino == b.st_ino;
+}
+
+int
+fs_main(struct fsctx *fs, const struct fs_opts *o)
+{
+	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+	struct fuse_loop_config *lc = NULL;
+	struct fuse_session *se;
+	struct fuse *f;
+	struct stat st;
+	int rc = 0;
+
+	if (fs_cleanup_stale(o->mountpoint) < 0)
+		return -EBUSY;
+	if (stat(o->mountpoint, &st) < 0) {
+		if (errno == ENOENT && mkdir(o->mountpoint, 0755) == 0) {
+			log_info("created mount point %s", o->mountpoint);
+		} else {
+			log_warn("mount point %s", o->mountpoint);
+			return -errno;
+		}
+	} else if (!S_ISDIR(st.st_mode)) {
+		log_warnx("mount point %s is not a directory", o->mountpoint);
+		return -ENOTDIR;
+	} else if (is_mountpoint(o->mountpoint)) {
+		log_warnx("%s is already a mount point (another profilefs on it?); "
+		    "unmount it first: fusermount3 -u %s", o->mountpoint, o->mountpoint);
+		return -EBUSY;
+	}
+	fs->mountpoint = o->mountpoint;
+	fs->files = cache_create(FILE_CACHE_BYTES);
+	fs->merges = cache_create(MERGE_CACHE_BYTES);
+	if (fs->files == NULL || fs->merges == NULL)
+		return -ENOMEM;
+
+	fuse_set_log_func(fuse_log_to_log);
+	fuse_opt_add_arg(&args, "profilefs");
+	fuse_opt_add_arg(&args, "-o");
+	fuse_opt_add_arg(&args, geteuid() == 0 ? "fsname=profilefs,subtype=profilefs,allow_other"
+	    : "fsname=profilefs,subtype=profilefs");
+	if (o->debug)
+		fuse_opt_add_arg(&args, "-d");
+	f = fuse_new(&args, &fs_ops, sizeof(fs_ops), fs);
+	if (f == NULL) {
+		log_warnx("cannot set up the FUSE filesystem");
+		fuse_opt_free_args(&args);
+		return -EIO;
+	}
+	fs->fuse = f;
+	if (fuse_mount(f, o->mountpoint) != 0) {
+		log_warnx("cannot mount on %s (is /dev/fuse there and fuse3 installed? "
+		    "is something else mounted there?)", o->mountpoint);
+		fuse_destroy(f);
+		fuse_opt_free_args(&args);
+		return -EIO;
+	}
+	se = fuse_get_session(f);
+	if (fuse_set_signal_handlers(se) != 0) {
+		rc = -EIO;
+		goto unmount;
+	}
+	log_info("mounted on %s", o->mountpoint);
+	lc = fuse_loop_cfg_create();
+	fuse_loop_cfg_set_clone_fd(lc, 0);
+	fuse_loop_cfg_set_max_threads(lc, o->threads ? o->threads : 16);
+	fuse_loop_cfg_set_idle_threads(lc, 4);
+	/* A positive result is the signal that ended the loop: a clean stop. */
+	if (fuse_loop_mt(f, lc) < 0)
+		rc = -EIO;
+	fuse_loop_cfg_destroy(lc);
+	fuse_remove_signal_handlers(se);
+unmount:
+	fuse_unmount(f);
+	fuse_destroy(f);
+	fuse_opt_free_args(&args);
+	cache_destroy(fs->files);
+	cache_destroy(fs->merges);
+	fs->files = fs->merges = NULL;
+	log_info("unmounted %s", o->mountpoint);
+	return rc;
+}
