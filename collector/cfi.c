@@ -580,22 +580,32 @@ out:
 }
 
 int
-cfi_build(const char *path, struct cfi_table *t)
+cfi_build_fd(int fd, struct cfi_table *t)
 {
-	Elf *e = NULL;
-	int fd, rc;
+	Elf *e;
+	int rc;
 
 	memset(t, 0, sizeof(*t));
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return -ENOTSUP;
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return -errno;
 	if ((e = elf_begin(fd, ELF_C_READ_MMAP, NULL)) == NULL || elf_kind(e) != ELF_K_ELF)
 		rc = -ENOEXEC;
 	else
 		rc = cfi_build_elf(e, t);
 	if (e)
 		elf_end(e);
+	return rc;
+}
+
+int
+cfi_build(const char *path, struct cfi_table *t)
+{
+	int fd, rc;
+
+	memset(t, 0, sizeof(*t));
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return -errno;
+	rc = cfi_build_fd(fd, t);
 	close(fd);
 	return rc;
 }

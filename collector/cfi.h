@@ -29,13 +29,15 @@ struct cfi_table {
 };
 
 /*
- * Build the table of an ELF file (path) or of an ELF image already open (e).
+ * Build the table of an ELF file (path, or an open fd) or of an ELF image
+ * already open (e).
  * -ENOTSUP: no usable CFI (a Go binary, which keeps frame pointers, or a file
  * without .eh_frame/.debug_frame, or not x86-64); -E2BIG: more than
  * CFI_MAX_ROWS rows or code above 4 GiB. On success *t is filled and owned by
  * the caller (cfi_free).
  */
 int	cfi_build(const char *path, struct cfi_table *t);
+int	cfi_build_fd(int fd, struct cfi_table *t);	/* fd stays open */
 int	cfi_build_elf(Elf *e, struct cfi_table *t);
 void	cfi_free(struct cfi_table *t);
 /* The row covering ELF address pc, or NULL (before the first row). */

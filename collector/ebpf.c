@@ -337,6 +337,11 @@ handle_event(void *ctx, void *data, size_t size)
 
 			memcpy(comm, n->comm, PROF_COMM_LEN);
 			comm[PROF_COMM_LEN] = '\0';
+			/*
+			 * Tables wait for the first sample: building them for
+			 * every exec on the host would cost more than the
+			 * first few samples of each process are worth.
+			 */
 			proctab_exec(e->pt, h->pid, comm);
 		}
 		break;
@@ -410,7 +415,7 @@ flush(struct ebpf_sampler *e)
 		metrics_set("profilefs_ebpf_unwind_loads_deferred", NULL, (double)us.deferred);
 		log_debug("ebpf: unwind tables: %zu files, %llu of %llu KiB, %zu processes; "
 		    "%llu built (%.3f s), %llu failed, %llu evicted, %llu without room, "
-		    "%llu loads deferred; "
+		    "%llu loads waited for a build; "
 		    "this period %llu stacks walked with tables, %llu reaching the root",
 		    us.tables, (unsigned long long)us.bytes_used >> 10,
 		    (unsigned long long)us.bytes_cap >> 10, us.procs,
@@ -479,6 +484,8 @@ sampler_main(void *arg)
 		rc = ring_buffer__poll(e->rb, POLL_MS);
 		if (rc >= 0)
 			rc = ring_buffer__consume(e->rb);
+		if (e->unw)
+			unwind_poll(e->unw);
 		if (rc < 0 && rc != -EINTR) {
 			log_warnx("ebpf: ring buffer: %s", strerror(-rc));
 			break;
@@ -549,7 +556,7 @@ describe_metrics(void)
 	metrics_describe("profilefs_ebpf_unwind_build_seconds", "gauge",
 	    "Seconds spent building unwind tables since start.");
 	metrics_describe("profilefs_ebpf_unwind_loads_deferred", "gauge",
-	    "Process table loads left incomplete to keep up with samples, since start.");
+	    "Process table loads that waited for a table being built, since start.");
 	metrics_describe("profilefs_ebpf_flush_seconds", "histogram",
 	    "Time to build and store one period's profiles.");
 }

@@ -429,17 +429,19 @@ proctab_get(struct proctab *pt, uint32_t pid, const char *comm)
 	return p;
 }
 
-void
+struct proc *
 proctab_exec(struct proctab *pt, uint32_t pid, const char *comm)
 {
 	struct proc *p = proctab_get(pt, pid, comm);
 
 	if (p == NULL)
-		return;
-	if (p->gone)
+		return NULL;
+	if (p->gone) {
 		proctab_forget(pt, pid);	/* too late: let samples say what they can */
-	else
-		p->maps_read = 0;
+		return NULL;
+	}
+	p->maps_read = 0;
+	return p;
 }
 
 void

@@ -81,8 +81,9 @@ struct proc	*proctab_get(struct proctab *pt, uint32_t pid, const char *comm);
 /*
  * pid has just exec'd: read it now (its libraries are not mapped yet, so the
  * first address outside the known mappings re-reads the maps at once).
+ * Returns the process, NULL if it is gone already. Owned by the table.
  */
-void		 proctab_exec(struct proctab *pt, uint32_t pid, const char *comm);
+struct proc	*proctab_exec(struct proctab *pt, uint32_t pid, const char *comm);
 /* Forget pid (it exited, or exec'd: its mappings are no longer valid). */
 void		 proctab_forget(struct proctab *pt, uint32_t pid);
 /* Resolve a user address of p; f's strings are the table's. */

@@ -15,6 +15,8 @@
  */
 #include <endian.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,20 +34,7 @@
 #include "unwind.h"
 
 #define NO_ROOM_RETRY_SECS	60	/* a table that did not fit is tried again after */
-/*
- * Building tables runs on the sampler's thread, which must keep up with the
- * ring buffer (exec notices above all: a late one finds the process gone). It
- * may spend a quarter of its time building, in bursts of at most 100 ms; past
- * that, processes keep the tables already built and get the others later.
- * One big file (libLLVM: a million rows, half a second) can overdraw the
- * budget; the debt is capped so that it does not starve the rest for long.
- * Files under BUILD_SMALL_BYTES (gzip, python3, glibc: tens of milliseconds
- * at most) are built at once whatever the budget: a few big files must not
- * hold up the many small ones.
- */
-#define BUILD_SMALL_BYTES	(16u << 20)
-#define BUILD_SHARE		0.25
-#define BUILD_BURST_SECS	0.1
+#define MAX_QUEUED		1024	/* builds requested and not loaded yet */
 #define MAX_KEYS_PER_PROC	65536
 
 struct utable {
@@ -55,11 +44,25 @@ struct utable {
 	unsigned	 refs;		/* processes mapping it */
 	time_t		 used;		/* monotonic seconds, last time refs dropped or rose */
 	int		 err;		/* why there is no table */
+	bool		 pending;	/* being built: not to be freed */
 	char		 name[96];
 };
 
+struct build_req {
+	struct build_req *next;
+	struct utable	*t;		/* the sampler thread's: only handed back */
+	int		 fd;		/* -1: the vdso */
+	int		 rc;
+	struct cfi_table c;
+	double		 t0, secs;
+};
+
 struct uproc {
+	struct uproc	*prev, *next;	/* all of them, in u->uprocs */
+	struct proc	*p;
 	uint32_t	 pid, gen;
+	bool		 pending;	/* some of its tables were being built */
+	uint64_t	 tgen;		/* u->tgen when last loaded */
 	struct unw_map_key *keys;
 	size_t		 nkeys;
 	struct utable	**tabs;
@@ -85,8 +88,19 @@ struct unwinder {
 	size_t		 procs;
 	uint64_t	 used, builds, build_failures, evictions, no_room, deferred;
 	double		 build_seconds;
-	double		 budget, budget_at;	/* seconds of building allowed, as of */
+	uint64_t	 tgen;		/* bumped whenever a build finishes */
+	size_t		 queued;
+	struct uproc	*uprocs;
+	/* shared with the build thread, under lock */
+	pthread_mutex_t	 lock;
+	pthread_cond_t	 cond;
+	struct build_req *todo, *done;
+	bool		 stopping;
+	pthread_t	 builder;
+	bool		 builder_running;
 };
+
+static void	*builder_main(void *arg);
 
 static time_t
 mono_secs(void)
@@ -149,8 +163,14 @@ unwind_create(struct bpf_map *rows, struct bpf_map *maps, struct bpf_map *procs)
 	u->free[0].off = 0;
 	u->free[0].len = u->cap;
 	u->nfree = 1;
-	u->budget = BUILD_BURST_SECS;
-	u->budget_at = mono_f();
+	pthread_mutex_init(&u->lock, NULL);
+	pthread_cond_init(&u->cond, NULL);
+	if ((saved = pthread_create(&u->builder, NULL, builder_main, u)) != 0) {
+		unwind_destroy(u);
+		errno = saved;
+		return NULL;
+	}
+	u->builder_running = true;
 	return u;
 }
 
@@ -245,128 +265,171 @@ make_room(struct unwinder *u, uint32_t n, uint32_t *off)
 }
 
 static bool
-same_file(const char *path, uint64_t dev, uint64_t ino)
+same_file(int fd, uint64_t dev, uint64_t ino)
 {
 	struct stat st;
 
-	return stat(path, &st) == 0 && (uint64_t)st.st_ino == ino && (uint64_t)st.st_dev == dev;
-}
-
-static bool
-transient(int rc)
-{
-	return rc == -ENOENT || rc == -EACCES || rc == -EPERM || rc == -ESRCH || rc == -ENOMEM ||
-	    rc == -EMFILE || rc == -ENFILE;
+	return fstat(fd, &st) == 0 && (uint64_t)st.st_ino == ino && (uint64_t)st.st_dev == dev;
 }
 
 /*
- * Read the file through the mapping (works for deleted files and other mount
+ * Open m's file: through the mapping (works for deleted files and other mount
  * namespaces), else by name in the process's root, else by name in ours (the
- * process may be gone already) as long as it is the same inode.
+ * process may be gone already), the latter two only if they are the same
+ * inode. -1 if none can be opened now.
  */
 static int
-table_read(const struct proc_mapping *m, struct cfi_table *c)
+open_mapped(const struct proc_mapping *m)
 {
-	const void *img;
-	size_t size;
-	int rc;
+	int fd;
 
-	if (m->ino == 0 && strcmp(m->name, "[vdso]") == 0) {
-		/* Every 64-bit process maps the kernel's one vdso: read ours. */
-		Elf *e;
-
-		if (symbolize_vdso_image(&img, &size) < 0 ||
-		    (e = elf_memory((char *)img, size)) == NULL)
-			return -ENOTSUP;
-		rc = cfi_build_elf(e, c);
-		elf_end(e);
-		return rc;
+	if ((fd = open(m->open_path, O_RDONLY | O_CLOEXEC)) >= 0)
+		return fd;
+	if (m->alt_path[0] && (fd = open(m->alt_path, O_RDONLY | O_CLOEXEC)) >= 0) {
+		if (same_file(fd, m->dev, m->ino))
+			return fd;
+		close(fd);
 	}
-	rc = cfi_build(m->open_path, c);
-
-	if (transient(rc) && m->alt_path[0] && same_file(m->alt_path, m->dev, m->ino))
-		rc = cfi_build(m->alt_path, c);
-	if (transient(rc) && m->alt_path[0] && m->name[0] == '/' &&
-	    same_file(m->name, m->dev, m->ino))
-		rc = cfi_build(m->name, c);
-	return rc;
+	if (m->alt_path[0] && m->name[0] == '/' &&
+	    (fd = open(m->name, O_RDONLY | O_CLOEXEC)) >= 0) {
+		if (same_file(fd, m->dev, m->ino))
+			return fd;
+		close(fd);
+	}
+	return -1;
 }
 
-/* Fill t from the file; a negative return is transient (t is not to be kept). */
-static int
-table_build(struct unwinder *u, struct utable *t, const struct proc_mapping *m)
-{
-	struct cfi_table c;
-	double t0 = mono_f();
-	int rc;
+/* --- the build thread ----------------------------------------------------- */
 
-	rc = table_read(m, &c);
-	u->build_seconds += mono_f() - t0;
+/*
+ * Requests go to the build thread with the file already open (opened here,
+ * while the process that maps it surely exists); results come back on the
+ * done list and are loaded by unwind_poll on the sampler's thread. The build
+ * thread touches nothing but its request.
+ */
+static void *
+builder_main(void *arg)
+{
+	struct unwinder *u = arg;
+	struct build_req *r;
+
+	pthread_mutex_lock(&u->lock);
+	for (;;) {
+		while (u->todo == NULL && !u->stopping)
+			pthread_cond_wait(&u->cond, &u->lock);
+		if (u->stopping)
+			break;
+		r = u->todo;
+		u->todo = r->next;
+		pthread_mutex_unlock(&u->lock);
+
+		r->t0 = mono_f();
+		if (r->fd < 0) {
+			/* Every 64-bit process maps the kernel's one vdso: read ours. */
+			const void *img;
+			size_t size;
+			Elf *e;
+
+			r->rc = -ENOTSUP;
+			if (symbolize_vdso_image(&img, &size) == 0 &&
+			    (e = elf_memory((char *)img, size)) != NULL) {
+				r->rc = cfi_build_elf(e, &r->c);
+				elf_end(e);
+			}
+		} else {
+			r->rc = cfi_build_fd(r->fd, &r->c);
+		}
+		r->secs = mono_f() - r->t0;
+
+		pthread_mutex_lock(&u->lock);
+		r->next = u->done;
+		u->done = r;
+	}
+	pthread_mutex_unlock(&u->lock);
+	return NULL;
+}
+
+static void
+req_free(struct build_req *r)
+{
+	if (r->fd >= 0)
+		close(r->fd);
+	cfi_free(&r->c);
+	free(r);
+}
+
+/* Load one finished build into the row array. */
+static void
+table_load(struct unwinder *u, struct build_req *r)
+{
+	struct utable *t = r->t;
+	struct cfi_table *c = &r->c;
+
+	t->pending = false;
 	u->builds++;
-	if (transient(rc)) {
-		u->build_failures++;
-		return rc;
-	}
-	if (rc < 0) {
-		t->err = -rc;
-		if (rc != -ENOTSUP)
+	u->build_seconds += r->secs;
+	u->tgen++;
+	if (r->rc < 0) {
+		t->err = -r->rc;
+		if (r->rc != -ENOTSUP)
 			u->build_failures++;
-		log_debug("ebpf: %s: no unwind table (%s): frame pointers", m->name,
-		    rc == -ENOTSUP ? "no usable CFI, or Go" : strerror(-rc));
-		return 0;
+		log_debug("ebpf: %s: no unwind table (%s): frame pointers", t->name,
+		    r->rc == -ENOTSUP ? "no usable CFI, or Go" : strerror(-r->rc));
+		return;
 	}
-	if (c.nrows > UINT32_MAX || make_room(u, (uint32_t)c.nrows, &t->first) < 0) {
+	if (c->nrows > UINT32_MAX || make_room(u, (uint32_t)c->nrows, &t->first) < 0) {
 		t->err = ENOSPC;
 		u->no_room++;
-		log_debug("ebpf: %s: no room for %zu unwind rows (--ebpf-unwind-mem)", m->name,
-		    c.nrows);
-		cfi_free(&c);
-		return 0;
+		log_debug("ebpf: %s: no room for %zu unwind rows (--ebpf-unwind-mem)", t->name,
+		    c->nrows);
+		return;
 	}
-	memcpy(&u->rows[t->first], c.rows, c.nrows * sizeof(*c.rows));
-	t->nrows = (uint32_t)c.nrows;
-	log_debug("ebpf: %s: unwind table of %zu rows (%zu FDEs, %s, %zu refused) at row %u",
-	    m->name, c.nrows, c.nfdes, c.source, c.unsupported, t->first);
-	cfi_free(&c);
-	return 0;
+	memcpy(&u->rows[t->first], c->rows, c->nrows * sizeof(*c->rows));
+	t->nrows = (uint32_t)c->nrows;
+	log_debug("ebpf: %s: unwind table of %zu rows (%zu FDEs, %s, %zu refused) at row %u, "
+	    "built in %.3f s", t->name, c->nrows, c->nfdes, c->source, c->unsupported, t->first,
+	    r->secs);
 }
 
-static bool
-small_file(const struct proc_mapping *m)
+void
+unwind_poll(struct unwinder *u)
 {
-	struct stat st;
+	struct build_req *r, *next;
+	struct uproc *q;
 
-	if (m->ino == 0)
-		return true;	/* the vdso */
-	return (stat(m->open_path, &st) == 0 || (m->alt_path[0] && stat(m->alt_path, &st) == 0)) &&
-	    st.st_size < BUILD_SMALL_BYTES;
-}
-
-/* Whether the build budget allows another table now. */
-static bool
-may_build(struct unwinder *u)
-{
-	double now = mono_f();
-
-	u->budget += (now - u->budget_at) * BUILD_SHARE;
-	if (u->budget > BUILD_BURST_SECS)
-		u->budget = BUILD_BURST_SECS;
-	u->budget_at = now;
-	return u->budget > 0;
+	pthread_mutex_lock(&u->lock);
+	r = u->done;
+	u->done = NULL;
+	pthread_mutex_unlock(&u->lock);
+	if (r == NULL)
+		return;
+	for (; r; r = next) {
+		next = r->next;
+		table_load(u, r);
+		u->queued--;
+		req_free(r);
+	}
+	/* Processes that waited for a table get it now, not at their next sample. */
+	for (q = u->uprocs; q; q = q->next)
+		if (q->pending)
+			unwind_proc(u, q->p);
 }
 
 /*
- * The table of m's file, from the cache or built now. &u->none when there is
- * none to be had this time; *deferred is set when that is for lack of budget.
+ * The table of m's file from the cache; else a build is requested and
+ * &u->none returned with *pending set (the process is loaded again once the
+ * table is there). &u->none without *pending: no table to be had now (the
+ * file could not be opened: not remembered, the next mapping tries again).
  */
 static struct utable *
-table_get(struct unwinder *u, const struct proc_mapping *m, bool *deferred)
+table_get(struct unwinder *u, const struct proc_mapping *m, bool *pending)
 {
+	struct build_req *r;
 	struct utable *t;
 	time_t now = mono_secs();
-	double t0;
+	bool vdso = m->ino == 0 && strcmp(m->name, "[vdso]") == 0;
 	size_t i;
-	int rc;
+	int fd = -1;
 
 	for (i = 0; i < u->ntabs; i++) {
 		t = u->tabs[i];
@@ -377,40 +440,52 @@ table_get(struct unwinder *u, const struct proc_mapping *m, bool *deferred)
 			table_drop(u, i);
 			break;
 		}
-		return t;
+		if (t->pending)
+			*pending = true;
+		return t->pending ? &u->none : t;
 	}
-	if (!may_build(u) && !small_file(m)) {
-		*deferred = true;
+	if (u->queued >= MAX_QUEUED) {
+		*pending = true;	/* asked again at a later sample */
 		return &u->none;
 	}
+	if (!vdso && (fd = open_mapped(m)) < 0)
+		return &u->none;
 	if (u->ntabs == u->tcap) {
 		size_t nc = u->tcap ? u->tcap * 2 : 64;
 		struct utable **nt = realloc(u->tabs, nc * sizeof(*nt));
 
 		if (nt == NULL)
-			return NULL;
+			goto fail;
 		u->tabs = nt;
 		u->tcap = nc;
 	}
 	if ((t = calloc(1, sizeof(*t))) == NULL)
-		return NULL;
+		goto fail;
+	if ((r = calloc(1, sizeof(*r))) == NULL) {
+		free(t);
+		goto fail;
+	}
 	t->dev = m->dev;
 	t->ino = m->ino;
 	t->used = now;
+	t->pending = true;
 	snprintf(t->build_id, sizeof(t->build_id), "%s", m->build_id);
 	snprintf(t->name, sizeof(t->name), "%s", m->name);
-	t0 = mono_f();
-	rc = table_build(u, t, m);
-	u->budget -= mono_f() - t0;
-	if (u->budget < -BUILD_BURST_SECS)
-		u->budget = -BUILD_BURST_SECS;
-	if (rc < 0) {
-		/* Not remembered: the next process mapping the file tries again. */
-		free(t);
-		return &u->none;
-	}
 	u->tabs[u->ntabs++] = t;
-	return t;
+	r->t = t;
+	r->fd = fd;
+	pthread_mutex_lock(&u->lock);
+	r->next = u->todo;
+	u->todo = r;
+	pthread_cond_signal(&u->cond);
+	pthread_mutex_unlock(&u->lock);
+	u->queued++;
+	*pending = true;
+	return &u->none;
+fail:
+	if (fd >= 0)
+		close(fd);
+	return NULL;
 }
 
 /* --- processes ------------------------------------------------------------ */
@@ -493,7 +568,7 @@ int
 unwind_proc(struct unwinder *u, struct proc *p)
 {
 	struct uproc *q = p->unw;
-	bool deferred = false;
+	bool pending = false;
 	struct proc_mapping m;
 	struct unw_map_val v;
 	struct unw_proc up;
@@ -501,22 +576,25 @@ unwind_proc(struct unwinder *u, struct proc *p)
 	size_t i, kcap = 0, tcap = 0;
 	int rc = 0;
 
-	if (q != NULL && p->unw_gen == p->maps_gen)
-		return 0;
-	/* Tables still to build: loaded as they are, completed when there is time. */
-	if (q != NULL && q->installed && !may_build(u))
+	/* Loaded, unless the maps changed or a table it waited for is built. */
+	if (q != NULL && p->unw_gen == p->maps_gen && (!q->pending || q->tgen == u->tgen))
 		return 0;
 	if (q == NULL) {
 		if ((q = calloc(1, sizeof(*q))) == NULL)
 			return -ENOMEM;
 		q->pid = p->pid;
+		q->p = p;
 		p->unw = q;
+		if ((q->next = u->uprocs) != NULL)
+			q->next->prev = q;
+		u->uprocs = q;
 	}
 	uproc_clear(u, q);
 	p->unw_gen = p->maps_gen;
+	q->tgen = u->tgen;
 	q->gen = ++u->gen;
 	for (i = 0; proctab_mapping(p, i, &m) == 0; i++) {
-		struct utable *t = table_get(u, &m, &deferred), **nt;
+		struct utable *t = table_get(u, &m, &pending), **nt;
 
 		if (t == NULL) {
 			rc = -ENOMEM;
@@ -546,10 +624,8 @@ unwind_proc(struct unwinder *u, struct proc *p)
 			break;
 		}
 	}
-	if (deferred) {
-		p->unw_gen = p->maps_gen - 1;	/* look again at the next sample */
-		u->deferred++;
-	}
+	q->pending = pending;
+	u->deferred += pending;
 	/* Without any table the process is walked by bpf_get_stack, as before. */
 	memset(&up, 0, sizeof(up));
 	up.gen = q->gen;
@@ -571,6 +647,12 @@ unwind_forget(struct unwinder *u, struct proc *p)
 	if (q == NULL)
 		return;
 	uproc_clear(u, q);
+	if (q->prev)
+		q->prev->next = q->next;
+	else
+		u->uprocs = q->next;
+	if (q->next)
+		q->next->prev = q->prev;
 	free(q);
 	p->unw = NULL;
 }
@@ -581,7 +663,7 @@ unwind_expire(struct unwinder *u, time_t before)
 	size_t i = 0;
 
 	while (i < u->ntabs) {
-		if (u->tabs[i]->refs == 0 && u->tabs[i]->used < before) {
+		if (u->tabs[i]->refs == 0 && !u->tabs[i]->pending && u->tabs[i]->used < before) {
 			if (u->tabs[i]->nrows)
 				u->evictions++;
 			table_drop(u, i);
@@ -615,8 +697,27 @@ unwind_destroy(struct unwinder *u)
 {
 	size_t i;
 
+	struct build_req *r, *next;
+
 	if (u == NULL)
 		return;
+	if (u->builder_running) {
+		pthread_mutex_lock(&u->lock);
+		u->stopping = true;
+		pthread_cond_signal(&u->cond);
+		pthread_mutex_unlock(&u->lock);
+		pthread_join(u->builder, NULL);
+	}
+	for (r = u->todo; r; r = next) {
+		next = r->next;
+		req_free(r);
+	}
+	for (r = u->done; r; r = next) {
+		next = r->next;
+		req_free(r);
+	}
+	pthread_mutex_destroy(&u->lock);
+	pthread_cond_destroy(&u->cond);
 	for (i = 0; i < u->ntabs; i++)
 		free(u->tabs[i]);
 	free(u->tabs);

@@ -3,7 +3,9 @@
  * table (cfi.c) is built the first time a sampled process maps it, kept in
  * the shared row array once per file identity (device, inode and build id),
  * shared by every process that maps it, and evicted once no process has
- * mapped it for a while, or sooner when room is needed. Per process, the
+ * mapped it for a while, or sooner when room is needed. Tables are built on a
+ * thread of their own, so that a big file (libLLVM: a million rows) never
+ * holds up the reading of samples. Per process, the
  * address ranges of its mappings point at those tables (LPM prefixes keyed by
  * pid). What is mapped where is proctab.c's.
  *
@@ -29,7 +31,7 @@ struct unwind_stats {
 	size_t		 procs;			/* processes walked with tables */
 	uint64_t	 bytes_used, bytes_cap;	/* of the row array */
 	uint64_t	 builds, build_failures, evictions, no_room;
-	uint64_t	 deferred;		/* process loads left incomplete for lack of time */
+	uint64_t	 deferred;		/* process loads that waited for a build */
 	double		 build_seconds;		/* total spent building tables */
 };
 
@@ -43,11 +45,17 @@ struct unwinder	*unwind_create(struct bpf_map *rows, struct bpf_map *maps,
 		    struct bpf_map *procs);
 void		 unwind_destroy(struct unwinder *u);
 /*
- * Load the tables of p's mappings (building those not cached) and point the
- * BPF maps at them; nothing when p's maps did not change since. 0 or -errno;
- * a file whose table cannot be had is walked by frame pointer.
+ * Point the BPF maps at the tables of p's mappings, asking the build thread
+ * for those not cached (p is loaded again when they are ready); nothing when
+ * p's maps did not change since. 0 or -errno; a file whose table cannot be
+ * had is walked by frame pointer.
  */
 int		 unwind_proc(struct unwinder *u, struct proc *p);
+/*
+ * Load the tables the build thread finished, and reload the processes that
+ * waited for them. Call often from the sampler's thread.
+ */
+void		 unwind_poll(struct unwinder *u);
 /* p is going away: drop its BPF entries and its table references. */
 void		 unwind_forget(struct unwinder *u, struct proc *p);
 /* Evict tables no process has mapped since `before` (monotonic seconds). */

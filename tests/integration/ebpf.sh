@@ -146,45 +146,46 @@ if [ -d "$TMP/mnt/efp_name_longer_than_comm" ]; then ok "ebpf-service-exe"
 else fail "ebpf-service-exe" "services: $(ls "$TMP/mnt" | tr '\n' ' ')"; fi
 
 # --- the unwind-table walker ---------------------------------------------
-# No frame pointers anywhere in these; each runs 5 s.
-"$B/efp_nofp" 5000 &
+# No frame pointers anywhere in these; each runs 8 s (the first
+# samples of a process, before its tables are loaded, weigh less).
+"$B/efp_nofp" 8000 &
 P1=$!
-"$B/efp_deep" deep 5000 &
+"$B/efp_deep" deep 8000 &
 P2=$!
-"$B/efp_signal" signal 5000 &
+"$B/efp_signal" signal 8000 &
 P3=$!
-"$B/efp_vdso" vdso 5000 &
+"$B/efp_vdso" vdso 8000 &
 P4=$!
 # Replaced while it runs: the old process keeps the old (deleted) file's
 # table, the new one, another program under the same name, gets its own.
-"$B/efp_replaced" 5000 &
+"$B/efp_replaced" 8000 &
 P5=$!
 sleep 1
 cp "$B/efp_deep" "$B/efp_replaced.new" && mv -f "$B/efp_replaced.new" "$B/efp_replaced"
-"$B/efp_replaced" deep 4000 &
+"$B/efp_replaced" deep 7000 &
 P6=$!
 wait $P1 $P2 $P3 $P4 $P5 $P6
 
 # Debian's own binaries (no frame pointers, stripped; names from .dynsym or
 # not at all), started directly so that $! is their pid: other processes of
 # the same names on the host are not ours to judge.
-python3 -c '
+/usr/bin/python3 -c '
 import json, time
 def rec(n):
     return rec(n - 1) + 1 if n else len(json.dumps({"k%d" % i: list(range(30)) for i in range(300)}))
-end = time.monotonic() + 5
+end = time.monotonic() + 8
 while time.monotonic() < end:
     rec(40)' &
 PY=$!
-gzip -6 < <(head -c 100000000 /dev/urandom) >/dev/null &
+/usr/bin/gzip -6 < <(head -c 300000000 /dev/urandom) >/dev/null &
 GZ=$!
-xz -6 -T1 < <(head -c 30000000 /dev/urandom) >/dev/null &
+/usr/bin/xz -6 -T1 < <(head -c 100000000 /dev/urandom) >/dev/null &
 XZ=$!
-sqlite3 :memory: 'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 100000000)
+/usr/bin/sqlite3 :memory: 'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 100000000)
   SELECT sum(x * x % 7) FROM c;' >/dev/null 2>&1 &
 SQ=$!
-sleep 5
-kill $PY $GZ $XZ $SQ 2>/dev/null
+sleep 8
+kill $GZ $XZ $SQ 2>/dev/null
 wait $PY $GZ $XZ $SQ 2>/dev/null
 sleep 3
 
