@@ -296,7 +296,8 @@ next:
 			break;
 		off = next;
 	}
-	qsort(fdes, nfdes, sizeof(*fdes), fde_cmp);
+	if (nfdes > 1)
+		qsort(fdes, nfdes, sizeof(*fdes), fde_cmp);
 	free(cies);
 	*out = fdes;
 	*nout = nfdes;

@@ -913,7 +913,8 @@ kernel_load(struct symbolizer *s)
 		s->nksyms++;
 	}
 	fclose(f);
-	qsort(s->ksyms, s->nksyms, sizeof(*s->ksyms), ksym_cmp);
+	if (s->nksyms > 1)
+		qsort(s->ksyms, s->nksyms, sizeof(*s->ksyms), ksym_cmp);
 	if (s->nksyms == 0)
 		log_debug("ebpf: /proc/kallsyms shows no addresses");
 	else
@@ -1021,7 +1022,8 @@ perfmap_load(const char *path)
 	}
 	free(line);
 	fclose(f);
-	qsort(m->e, m->n, sizeof(*m->e), pm_cmp);
+	if (m->n > 1)
+		qsort(m->e, m->n, sizeof(*m->e), pm_cmp);
 	return m;
 }
 

@@ -384,7 +384,8 @@ table_load(struct unwinder *u, struct build_req *r)
 		    c->nrows);
 		return;
 	}
-	memcpy(&u->rows[t->first], c->rows, c->nrows * sizeof(*c->rows));
+	if (c->nrows > 0)
+		memcpy(&u->rows[t->first], c->rows, c->nrows * sizeof(*c->rows));
 	t->nrows = (uint32_t)c->nrows;
 	log_debug("ebpf: %s: unwind table of %zu rows (%zu FDEs, %s, %zu refused) at row %u, "
 	    "built in %.3f s", t->name, c->nrows, c->nfdes, c->source, c->unsupported, t->first,

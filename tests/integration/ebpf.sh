@@ -87,6 +87,7 @@ traces() {
   local f="$TMP/mnt/$1/cpu/all/all/merged.pb.gz" i
   for i in $(seq 1 60); do
     [ -e "$f" ] && break
+    kill -0 "$PF_PID" 2>/dev/null || break	# the daemon is gone: nothing will come
     sleep 0.5
   done
   go tool pprof -sample_index=samples -traces "$f" 2>/dev/null
