@@ -23,6 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base.h"
 #include "cfi.h"
 
 #define REG_RBP		6
@@ -216,7 +217,7 @@ list_fdes(Elf *e, Elf_Data *d, uint64_t sh_addr, bool eh, struct fde **out, size
 {
 	struct cie_enc *cies = NULL;
 	struct fde *fdes = NULL;
-	size_t ncies = 0, nfdes = 0, cap = 0, i;
+	size_t ncies = 0, ciecap = 0, nfdes = 0, cap = 0, i;
 	const unsigned char *ident = (const unsigned char *)elf_getident(e, NULL);
 	Dwarf_Off off = 0, next;
 	Dwarf_CFI_Entry ent;
@@ -238,17 +239,11 @@ list_fdes(Elf *e, Elf_Data *d, uint64_t sh_addr, bool eh, struct fde **out, size
 			continue;
 		}
 		if (dwarf_cfi_cie_p(&ent)) {
-			struct cie_enc *nc;
-
 			if (ncies >= MAX_CIES) {
 				rc = -E2BIG;
 				goto fail;
 			}
-			if ((nc = realloc(cies, (ncies + 1) * sizeof(*nc))) == NULL) {
-				rc = -ENOMEM;
-				goto fail;
-			}
-			cies = nc;
+			cies = xgrow(cies, &ciecap, ncies + 1, sizeof(*cies));
 			cies[ncies].off = off;
 			cies[ncies].enc = eh ? cie_fde_enc(&ent.cie) : DW_EH_PE_absptr;
 			ncies++;

@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <lzma.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -297,6 +298,58 @@ read_gopclntab(Elf_Scn *scn, struct elfobj *o, size_t *cap)
  * .gopclntab for Go, else .dynsym; a debug file only adds its .symtab) and the
  * .gnu_debuglink name. has_symtab says whether a full table was found.
  */
+/*
+ * MiniDebugInfo: an xz-compressed ELF in .gnu_debugdata holding a .symtab of
+ * the functions .dynsym lacks (Fedora and others ship binaries so). Its
+ * symbols join those of .dynsym. Decompression is bounded (64 MiB out,
+ * 256 MiB of decoder memory).
+ */
+static int
+read_minidebuginfo(Elf_Scn *scn, struct elfobj *o, size_t *cap)
+{
+	Elf_Data *d = elf_getdata(scn, NULL);
+	size_t out_cap = 1 << 20, in_pos, out_pos;
+	unsigned char *out = NULL, *nb;
+	uint64_t memlimit;
+	Elf_Scn *s = NULL;
+	GElf_Shdr sh;
+	lzma_ret lr;
+	Elf *e = NULL;
+	int rc = 0;
+
+	if (d == NULL || d->d_buf == NULL || d->d_size == 0)
+		return 0;
+	for (;;) {
+		if ((nb = realloc(out, out_cap)) == NULL) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		out = nb;
+		in_pos = out_pos = 0;
+		memlimit = 256u << 20;
+		lr = lzma_stream_buffer_decode(&memlimit, 0, NULL, d->d_buf, &in_pos, d->d_size,
+		    out, &out_pos, out_cap);
+		if (lr == LZMA_OK)
+			break;
+		if (lr != LZMA_BUF_ERROR || out_cap >= (64u << 20))
+			goto out;	/* not xz, corrupt, or too big: ignored */
+		out_cap *= 4;
+	}
+	if ((e = elf_memory((char *)out, out_pos)) == NULL || elf_kind(e) != ELF_K_ELF)
+		goto out;
+	while ((s = elf_nextscn(e, s)) != NULL)
+		if (gelf_getshdr(s, &sh) != NULL && sh.sh_type == SHT_SYMTAB) {
+			/* Not a full .symtab: a debug file, if any, is still looked for. */
+			rc = read_symtab(e, s, &sh, o, cap);
+			break;
+		}
+out:
+	if (e)
+		elf_end(e);
+	free(out);
+	return rc;
+}
+
 struct got_name {
 	uint64_t	 got;		/* address of the GOT slot */
 	const char	*name;		/* in the ELF's .dynstr */
@@ -312,7 +365,8 @@ got_cmp(const void *a, const void *b)
 
 /* GOT slot -> symbol of the JUMP_SLOT and GLOB_DAT relocations of one RELA section. */
 static int
-read_got_names(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct got_name **v, size_t *n)
+read_got_names(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct got_name **v, size_t *n,
+    size_t *vcap)
 {
 	Elf_Data *d = elf_getdata(scn, NULL), *syms;
 	Elf_Scn *symscn = elf_getscn(e, sh->sh_link);
@@ -326,7 +380,6 @@ read_got_names(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct got_name **v, s
 	if (cnt > ELF_MAX_SYMS)
 		return 0;
 	for (i = 0; i < cnt; i++) {
-		struct got_name *nv;
 		const char *name;
 		GElf_Rela r;
 		GElf_Sym sym;
@@ -339,9 +392,7 @@ read_got_names(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct got_name **v, s
 		    gelf_getsym(syms, (int)GELF_R_SYM(r.r_info), &sym) == NULL ||
 		    (name = elf_strptr(e, symsh.sh_link, sym.st_name)) == NULL || *name == '\0')
 			continue;
-		if ((nv = realloc(*v, (*n + 1) * sizeof(*nv))) == NULL)
-			return -ENOMEM;
-		*v = nv;
+		*v = xgrow(*v, vcap, *n + 1, sizeof(**v));
 		(*v)[*n].got = r.r_offset;
 		(*v)[*n].name = name;
 		(*n)++;
@@ -361,12 +412,12 @@ read_plt(Elf *e, size_t shstrndx, struct elfobj *o, size_t *cap)
 	struct got_name *gots = NULL;
 	Elf_Scn *scn = NULL;
 	GElf_Shdr sh;
-	size_t ngots = 0;
+	size_t ngots = 0, gcap = 0;
 	int rc = 0;
 
 	while ((scn = elf_nextscn(e, scn)) != NULL)
 		if (gelf_getshdr(scn, &sh) != NULL && sh.sh_type == SHT_RELA &&
-		    (rc = read_got_names(e, scn, &sh, &gots, &ngots)) < 0)
+		    (rc = read_got_names(e, scn, &sh, &gots, &ngots, &gcap)) < 0)
 			goto out;
 	if (ngots == 0)
 		goto out;
@@ -494,7 +545,7 @@ static int
 read_elf_image(Elf *e, struct elfobj *o, bool debug_file, bool *has_symtab,
     char *debuglink, size_t dlsize)
 {
-	Elf_Scn *scn = NULL, *symtab = NULL, *dynsym = NULL, *gopclntab = NULL;
+	Elf_Scn *scn = NULL, *symtab = NULL, *dynsym = NULL, *gopclntab = NULL, *minidebug = NULL;
 	GElf_Shdr sh_symtab, sh_dynsym, sh;
 	size_t shstrndx, phnum, i, cap = o->nsyms;
 	GElf_Ehdr eh;
@@ -538,6 +589,8 @@ read_elf_image(Elf *e, struct elfobj *o, bool debug_file, bool *has_symtab,
 		} else if (sh.sh_type == SHT_DYNSYM) {
 			dynsym = scn;
 			sh_dynsym = sh;
+		} else if (name && strcmp(name, ".gnu_debugdata") == 0 && !debug_file) {
+			minidebug = scn;
 		} else if (name && strcmp(name, ".gopclntab") == 0 && !debug_file) {
 			gopclntab = scn;
 		} else if (sh.sh_type == SHT_NOTE && o->build_id[0] == '\0' && !debug_file) {
@@ -565,6 +618,8 @@ read_elf_image(Elf *e, struct elfobj *o, bool debug_file, bool *has_symtab,
 	} else if (dynsym && !debug_file) {
 		rc = read_symtab(e, dynsym, &sh_dynsym, o, &cap);
 	}
+	if (rc == 0 && !*has_symtab && minidebug)
+		rc = read_minidebuginfo(minidebug, o, &cap);
 	if (rc == 0 && !debug_file && eh.e_machine == EM_X86_64)
 		rc = read_plt(e, shstrndx, o, &cap);
 out:

@@ -52,6 +52,7 @@ struct build_req {
 	struct build_req *next;
 	struct utable	*t;		/* the sampler thread's: only handed back */
 	int		 fd;		/* -1: the vdso */
+	uint64_t	 size;		/* of the file: small ones are built first */
 	int		 rc;
 	struct cfi_table c;
 	double		 t0, secs;
@@ -311,7 +312,7 @@ static void *
 builder_main(void *arg)
 {
 	struct unwinder *u = arg;
-	struct build_req *r;
+	struct build_req *r, **pp, **best;
 
 	pthread_mutex_lock(&u->lock);
 	for (;;) {
@@ -319,8 +320,16 @@ builder_main(void *arg)
 			pthread_cond_wait(&u->cond, &u->lock);
 		if (u->stopping)
 			break;
-		r = u->todo;
-		u->todo = r->next;
+		/*
+		 * Smallest file first: most processes wait for small files
+		 * (gzip: 1 ms), which a big one (libLLVM: half a second or
+		 * more) must not hold up.
+		 */
+		for (pp = &u->todo, best = pp; *pp; pp = &(*pp)->next)
+			if ((*pp)->size < (*best)->size)
+				best = pp;
+		r = *best;
+		*best = r->next;
 		pthread_mutex_unlock(&u->lock);
 
 		r->t0 = mono_f();
@@ -429,6 +438,7 @@ table_get(struct unwinder *u, const struct proc_mapping *m, bool *pending)
 	struct utable *t;
 	time_t now = mono_secs();
 	bool vdso = m->ino == 0 && strcmp(m->name, "[vdso]") == 0;
+	struct stat st;
 	size_t i;
 	int fd = -1;
 
@@ -475,6 +485,8 @@ table_get(struct unwinder *u, const struct proc_mapping *m, bool *pending)
 	u->tabs[u->ntabs++] = t;
 	r->t = t;
 	r->fd = fd;
+	if (fd >= 0 && fstat(fd, &st) == 0)
+		r->size = (uint64_t)st.st_size;
 	pthread_mutex_lock(&u->lock);
 	r->next = u->todo;
 	u->todo = r;

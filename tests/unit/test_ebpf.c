@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <limits.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <stdlib.h>
@@ -132,6 +133,50 @@ test_plt_entry(void **state)
 	pclose(f);
 	assert_true(entry != 0);
 	assert_string_equal(symbolize_elf_lookup(o, entry), "_start");
+	symbolize_elf_put(o);
+	symbolize_destroy(s);
+}
+
+/*
+ * MiniDebugInfo made as distributions make it: the functions missing from
+ * .dynsym kept in a small ELF, xz-compressed into .gnu_debugdata of a binary
+ * stripped of everything else.
+ */
+static void
+test_minidebuginfo(void **state)
+{
+	char cmd[PATH_MAX + 1024], path[128], src[PATH_MAX];
+	unsigned long long inner = 0;
+	struct symbolizer *s;
+	struct elfobj *o;
+	struct stat st;
+	FILE *f;
+
+	(void)state;
+	/* Run from the top of the tree, as scripts/test.sh does. */
+	if (system("command -v cc objcopy xz nm >/dev/null") != 0 ||
+	    realpath("tests/ebpf/spin.c", src) == NULL)
+		skip();
+	snprintf(cmd, sizeof(cmd),
+	    "set -e; cd %s; cc -O1 -g -o full '%s';"
+	    "nm full | awk '$3 == \"inner\" {print $1}' > inner.addr;"
+	    "echo inner > keep; objcopy -S --remove-section .gdb_index --remove-section .comment "
+	    "--keep-symbols=keep full mini; xz -f mini;"
+	    "strip --strip-all -o md full; objcopy --add-section .gnu_debugdata=mini.xz md",
+	    tmpdir, src);
+	assert_int_equal(system(cmd), 0);
+	snprintf(path, sizeof(path), "%s/inner.addr", tmpdir);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	assert_int_equal(fscanf(f, "%llx", &inner), 1);
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/md", tmpdir);
+	assert_int_equal(stat(path, &st), 0);
+	s = symbolize_create();
+	assert_non_null(s);
+	o = symbolize_elf(s, st.st_dev, st.st_ino, path, NULL, NULL);
+	assert_non_null(o);
+	assert_string_equal(symbolize_elf_lookup(o, inner), "inner");
 	symbolize_elf_put(o);
 	symbolize_destroy(s);
 }
@@ -355,6 +400,7 @@ main(void)
 		cmocka_unit_test(test_perfmap_hostile),
 		cmocka_unit_test(test_elf_self),
 		cmocka_unit_test(test_plt_entry),
+		cmocka_unit_test(test_minidebuginfo),
 		cmocka_unit_test(test_cpuprof_roundtrip),
 		cmocka_unit_test(test_cgroup),
 	};
