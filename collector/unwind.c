@@ -35,6 +35,7 @@
 
 #define NO_ROOM_RETRY_SECS	60	/* a table that did not fit is tried again after */
 #define MAX_QUEUED		1024	/* builds requested and not loaded yet */
+#define BUILDERS		2	/* one can be deep in a big file while the other serves the rest */
 #define MAX_KEYS_PER_PROC	65536
 
 struct utable {
@@ -97,8 +98,8 @@ struct unwinder {
 	pthread_cond_t	 cond;
 	struct build_req *todo, *done;
 	bool		 stopping;
-	pthread_t	 builder;
-	bool		 builder_running;
+	pthread_t	 builders[BUILDERS];
+	int		 nbuilders;
 };
 
 static void	*builder_main(void *arg);
@@ -138,7 +139,7 @@ unwind_create(struct bpf_map *rows, struct bpf_map *maps, struct bpf_map *procs)
 {
 	struct unwinder *u = calloc(1, sizeof(*u));
 	long page = sysconf(_SC_PAGESIZE);
-	int saved;
+	int saved, i;
 
 	if (u == NULL)
 		return NULL;
@@ -166,12 +167,14 @@ unwind_create(struct bpf_map *rows, struct bpf_map *maps, struct bpf_map *procs)
 	u->nfree = 1;
 	pthread_mutex_init(&u->lock, NULL);
 	pthread_cond_init(&u->cond, NULL);
-	if ((saved = pthread_create(&u->builder, NULL, builder_main, u)) != 0) {
-		unwind_destroy(u);
-		errno = saved;
-		return NULL;
+	for (i = 0; i < BUILDERS; i++) {
+		if ((saved = pthread_create(&u->builders[i], NULL, builder_main, u)) != 0) {
+			unwind_destroy(u);
+			errno = saved;
+			return NULL;
+		}
+		u->nbuilders++;
 	}
-	u->builder_running = true;
 	return u;
 }
 
@@ -305,8 +308,8 @@ open_mapped(const struct proc_mapping *m)
 /*
  * Requests go to the build thread with the file already open (opened here,
  * while the process that maps it surely exists); results come back on the
- * done list and are loaded by unwind_poll on the sampler's thread. The build
- * thread touches nothing but its request.
+ * done list and are loaded by unwind_poll on the sampler's thread. Build
+ * threads touch nothing but their request.
  */
 static void *
 builder_main(void *arg)
@@ -714,12 +717,13 @@ unwind_destroy(struct unwinder *u)
 
 	if (u == NULL)
 		return;
-	if (u->builder_running) {
+	if (u->nbuilders > 0) {
 		pthread_mutex_lock(&u->lock);
 		u->stopping = true;
-		pthread_cond_signal(&u->cond);
+		pthread_cond_broadcast(&u->cond);
 		pthread_mutex_unlock(&u->lock);
-		pthread_join(u->builder, NULL);
+		for (i = 0; i < (size_t)u->nbuilders; i++)
+			pthread_join(u->builders[i], NULL);
 	}
 	for (r = u->todo; r; r = next) {
 		next = r->next;

@@ -12,7 +12,7 @@
 set -u
 . "$(dirname "$0")/../lib.sh"
 
-NAMES="ebpf-cfi-leaf ebpf-cfi-deep ebpf-cfi-signal ebpf-cfi-signal-frame ebpf-cfi-vdso ebpf-cfi-vdso-caller ebpf-cfi-replaced ebpf-cfi-replaced-old ebpf-cfi-replaced-new ebpf-cfi-python3 ebpf-cfi-gzip ebpf-cfi-xz ebpf-cfi-sqlite3 ebpf-cfi-metrics ebpf-stack ebpf-short ebpf-deleted ebpf-debuglink ebpf-kernel ebpf-kernel-mapping ebpf-go ebpf-go-stripped ebpf-jit ebpf-drops ebpf-unprivileged ebpf-service-exe ebpf-service-comm"
+NAMES="ebpf-cfi-leaf ebpf-cfi-leaf-root ebpf-cfi-deep ebpf-cfi-signal ebpf-cfi-signal-frame ebpf-cfi-vdso ebpf-cfi-vdso-caller ebpf-cfi-replaced ebpf-cfi-replaced-old ebpf-cfi-replaced-new ebpf-cfi-python3 ebpf-cfi-gzip ebpf-cfi-xz ebpf-cfi-sqlite3 ebpf-cfi-metrics ebpf-stack ebpf-short ebpf-deleted ebpf-debuglink ebpf-kernel ebpf-kernel-mapping ebpf-go ebpf-go-stripped ebpf-jit ebpf-drops ebpf-unprivileged ebpf-service-exe ebpf-service-comm"
 skip_all() { for n in $NAMES; do echo "ok - $n # SKIP $1"; done; exit 0; }
 [ "$(id -u)" -eq 0 ] || skip_all "needs root"
 [ -r /sys/kernel/btf/vmlinux ] || skip_all "kernel has no BTF (/sys/kernel/btf/vmlinux)"
@@ -209,7 +209,8 @@ want_roots() {
   else fail "$1" "$m of $n samples of $2 reach _start/__libc_start_main/clone (want >= $3%)"; traces "$2" | head -60 | sed 's/^/#   /'; fi
 }
 
-want_share "ebpf-cfi-leaf" efp_nofp "inner;outer;main;__libc_start_call_main" 90
+want_share "ebpf-cfi-leaf" efp_nofp "inner;outer;main" 90
+want_roots "ebpf-cfi-leaf-root" efp_nofp 90
 # 150 frames of descend between deep_leaf and main, and the walk goes on to _start.
 deep="deep_leaf$(printf ';descend%.0s' $(seq 1 151));main"
 want_share "ebpf-cfi-deep" efp_deep "$deep" 90
