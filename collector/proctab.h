@@ -33,6 +33,8 @@ struct frame {
 	const char	*build_id;	/* hex, "" if none */
 	uint64_t	 start, limit, offset;	/* the mapping, when file != NULL */
 	uint64_t	 addr;
+	const char	*srcfile;	/* from DWARF, NULL: unknown */
+	int64_t		 line;
 };
 
 struct proc {

@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <elfutils/libdw.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <lzma.h>
@@ -54,6 +55,11 @@ struct elfobj {
 	struct sym	*syms;
 	size_t		 nsyms;
 	struct buf	 names;
+	/* DWARF for file:line, opened at the first lookup */
+	bool		 debug_info;	/* the file just read has .debug_info */
+	int		 dw_fd;		/* > 0: a file with .debug_info, kept open */
+	Dwarf		*dw;
+	bool		 dw_failed;
 };
 
 struct ksym {
@@ -91,11 +97,21 @@ symbolize_create(void)
 	return s;
 }
 
+/* Files kept open for their DWARF, all symbolizers together (bounded). */
+#define MAX_DWARF_FDS	256
+static int dwarf_fds;
+
 static void
 elfobj_free(struct elfobj *o)
 {
 	if (o == NULL)
 		return;
+	if (o->dw)
+		dwarf_end(o->dw);
+	if (o->dw_fd > 0) {
+		close(o->dw_fd);
+		dwarf_fds--;
+	}
 	free(o->segs);
 	free(o->syms);
 	buf_free(&o->names);
@@ -595,6 +611,9 @@ read_elf_image(Elf *e, struct elfobj *o, bool debug_file, bool *has_symtab,
 			gopclntab = scn;
 		} else if (sh.sh_type == SHT_NOTE && o->build_id[0] == '\0' && !debug_file) {
 			read_build_id(e, scn, o->build_id);
+		} else if (name && strcmp(name, ".debug_info") == 0 && sh.sh_type == SHT_PROGBITS &&
+		    sh.sh_size > 0) {
+			o->debug_info = true;
 		} else if (debuglink && name && strcmp(name, ".gnu_debuglink") == 0) {
 			Elf_Data *d = elf_getdata(scn, NULL);
 
@@ -637,7 +656,12 @@ read_elf(const char *path, struct elfobj *o, bool debug_file, bool *has_symtab,
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
 		return -errno;
 	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	o->debug_info = false;
 	rc = read_elf_image(e, o, debug_file, has_symtab, debuglink, dlsize);
+	/* Keep the file that has DWARF (the binary, or its debug file) for file:line. */
+	if (rc == 0 && o->debug_info && o->dw_fd <= 0 && dwarf_fds < MAX_DWARF_FDS &&
+	    (o->dw_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3)) > 0)
+		dwarf_fds++;
 	if (e)
 		elf_end(e);
 	close(fd);
@@ -788,6 +812,30 @@ symbolize_elf(struct symbolizer *s, uint64_t dev, uint64_t ino, const char *path
 		return NULL;
 	o->refs++;
 	return o;
+}
+
+int
+symbolize_elf_line(struct elfobj *o, uint64_t vaddr, const char **file, int64_t *line)
+{
+	Dwarf_Die cu;
+	Dwarf_Line *l;
+	const char *src;
+	int ln;
+
+	*file = NULL;
+	*line = 0;
+	if (o->dw_fd <= 0 || o->dw_failed)
+		return -ENOENT;
+	if (o->dw == NULL && (o->dw = dwarf_begin(o->dw_fd, DWARF_C_READ)) == NULL) {
+		o->dw_failed = true;
+		return -ENOENT;
+	}
+	if (dwarf_addrdie(o->dw, vaddr, &cu) == NULL || (l = dwarf_getsrc_die(&cu, vaddr)) == NULL ||
+	    (src = dwarf_linesrc(l, NULL, NULL)) == NULL || dwarf_lineno(l, &ln) != 0)
+		return -ENOENT;
+	*file = src;
+	*line = ln;
+	return 0;
 }
 
 int

@@ -50,6 +50,12 @@ int		 symbolize_elf_bias(const struct elfobj *o, uint64_t start, uint64_t off,
 		    uint64_t *bias);
 /* Name of the function containing ELF address vaddr, or NULL. Owned by o. */
 const char	*symbolize_elf_lookup(const struct elfobj *o, uint64_t vaddr);
+/*
+ * Source file and line of ELF address vaddr from the DWARF of o (or of its
+ * debug file), when it has any: 0, or -ENOENT. *file is owned by o.
+ */
+int		 symbolize_elf_line(struct elfobj *o, uint64_t vaddr, const char **file,
+		    int64_t *line);
 /* The object's GNU build id in hex, "" if none. Owned by o. */
 const char	*symbolize_elf_build_id(const struct elfobj *o);
 /* Drop unreferenced objects not used since `before` (seconds, monotonic). */

@@ -12,7 +12,7 @@
 set -u
 . "$(dirname "$0")/../lib.sh"
 
-NAMES="ebpf-cfi-leaf ebpf-cfi-leaf-root ebpf-cfi-deep ebpf-cfi-signal ebpf-cfi-signal-frame ebpf-cfi-vdso ebpf-cfi-vdso-caller ebpf-cfi-replaced ebpf-cfi-replaced-old ebpf-cfi-replaced-new ebpf-cfi-python3 ebpf-cfi-gzip ebpf-cfi-xz ebpf-cfi-sqlite3 ebpf-cfi-metrics ebpf-stack ebpf-short ebpf-deleted ebpf-debuglink ebpf-kernel ebpf-kernel-mapping ebpf-go ebpf-go-stripped ebpf-jit ebpf-drops ebpf-unprivileged ebpf-service-exe ebpf-service-comm"
+NAMES="ebpf-dwarf-lines ebpf-cfi-leaf ebpf-cfi-leaf-root ebpf-cfi-deep ebpf-cfi-signal ebpf-cfi-signal-frame ebpf-cfi-vdso ebpf-cfi-vdso-caller ebpf-cfi-replaced ebpf-cfi-replaced-old ebpf-cfi-replaced-new ebpf-cfi-python3 ebpf-cfi-gzip ebpf-cfi-xz ebpf-cfi-sqlite3 ebpf-cfi-metrics ebpf-stack ebpf-short ebpf-deleted ebpf-debuglink ebpf-kernel ebpf-kernel-mapping ebpf-go ebpf-go-stripped ebpf-jit ebpf-drops ebpf-unprivileged ebpf-service-exe ebpf-service-comm"
 skip_all() { for n in $NAMES; do echo "ok - $n # SKIP $1"; done; exit 0; }
 [ "$(id -u)" -eq 0 ] || skip_all "needs root"
 [ -r /sys/kernel/btf/vmlinux ] || skip_all "kernel has no BTF (/sys/kernel/btf/vmlinux)"
@@ -131,6 +131,10 @@ if echo "$raw" | grep -q ' \[kernel\] ' && echo "$raw" | grep -Eq " /[^ ]+ [0-9a
 else
   fail "ebpf-kernel-mapping" "$(echo "$raw" | head -5)"
 fi
+# File and line from DWARF: the stripped binary's debug file has it.
+if go tool pprof -raw "$TMP/mnt/efp_debuglink/cpu/all/all/merged.pb.gz" 2>/dev/null |
+  grep -Eq " inner .*spin\.c:[0-9]+"; then ok "ebpf-dwarf-lines"
+else fail "ebpf-dwarf-lines" "$(go tool pprof -raw "$TMP/mnt/efp_debuglink/cpu/all/all/merged.pb.gz" 2>&1 | sed -n '/^Locations/,/^Mappings/p' | head -8)"; fi
 want_frame "ebpf-go" efp_go "main\.goInner"
 want_frame "ebpf-go-stripped" efp_gostrip "main\.goInner"	# from .gopclntab
 want_frame "ebpf-jit" efp_jit "^ +[0-9.a-z]* *jit_spin_loop$|^ +jit_spin_loop$"

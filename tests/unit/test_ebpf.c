@@ -28,6 +28,7 @@
 static char tmpdir[64];
 
 __attribute__((noinline)) int target_function_for_symbolize(int x);
+static const int target_line = __LINE__ + 2;	/* the function's body starts there */
 __attribute__((noinline)) int
 target_function_for_symbolize(int x)
 {
@@ -211,6 +212,15 @@ test_elf_self(void **state)
 	assert_non_null(o);
 	assert_int_equal(symbolize_elf_bias(o, start, off, &bias), 0);
 	assert_string_equal(symbolize_elf_lookup(o, addr - bias), "target_function_for_symbolize");
+	/* Unit tests are built with -g: file and line from this binary's DWARF. */
+	{
+		const char *src;
+		int64_t lineno;
+
+		assert_int_equal(symbolize_elf_line(o, addr - bias, &src, &lineno), 0);
+		assert_non_null(strstr(src, "test_ebpf.c"));
+		assert_true(lineno >= target_line && lineno <= target_line + 3);
+	}
 	assert_null(symbolize_elf_lookup(o, 0));
 	assert_int_equal(strlen(symbolize_elf_build_id(o)) % 2, 0);
 	assert_int_equal(symbolize_elf_count(s), 1);
