@@ -599,30 +599,45 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 		goto fail;
 	}
 
-	if ((e->skel = profile_bpf__open()) == NULL) {
-		rc = -errno;
-		log_warnx("--ebpf: opening the BPF object: %s", strerror(-rc));
-		goto fail;
-	}
-	e->skel->rodata->kernel_stacks = true;
-	e->skel->rodata->user_stacks = true;
 #if defined(__x86_64__)
 	unwind_mib = o->unwind_mib == 0 ? UNWIND_MEM_DEFAULT >> 20 : o->unwind_mib;
 #else
 	unwind_mib = -1;	/* the tables and the walker speak x86-64 only */
 #endif
-	if (unwind_mib > 0) {
-		e->skel->rodata->unwind_tables = true;
-		unwind_configure(e->skel->maps.unw_rows, (size_t)unwind_mib << 20);
-	}
-	/* 1 MiB per CPU (about 5 s of 99 Hz samples), a power of two, at least 4 MiB. */
-	ncpu = sysconf(_SC_NPROCESSORS_CONF);
-	for (rbsize = 4u << 20; rbsize < (size_t)(ncpu > 0 ? ncpu : 1) << 20 &&
-	    rbsize < (256u << 20); rbsize <<= 1)
-		;
-	bpf_map__set_max_entries(e->skel->maps.events, (uint32_t)rbsize);
-	e->skel->rodata->wakeup_bytes = rbsize / 4;
-	if ((rc = profile_bpf__load(e->skel)) < 0) {
+	/*
+	 * The table walker needs bpf_loop (5.17); an older kernel refuses the
+	 * program with it, and gets the frame-pointer sampler instead (the
+	 * verifier skips the walker's code when unwind_tables is false).
+	 */
+	for (;;) {
+		if ((e->skel = profile_bpf__open()) == NULL) {
+			rc = -errno;
+			log_warnx("--ebpf: opening the BPF object: %s", strerror(-rc));
+			goto fail;
+		}
+		e->skel->rodata->kernel_stacks = true;
+		e->skel->rodata->user_stacks = true;
+		if (unwind_mib > 0) {
+			e->skel->rodata->unwind_tables = true;
+			unwind_configure(e->skel->maps.unw_rows, (size_t)unwind_mib << 20);
+		}
+		/* 1 MiB per CPU (about 5 s of 99 Hz samples), a power of two, at least 4 MiB. */
+		ncpu = sysconf(_SC_NPROCESSORS_CONF);
+		for (rbsize = 4u << 20; rbsize < (size_t)(ncpu > 0 ? ncpu : 1) << 20 &&
+		    rbsize < (256u << 20); rbsize <<= 1)
+			;
+		bpf_map__set_max_entries(e->skel->maps.events, (uint32_t)rbsize);
+		e->skel->rodata->wakeup_bytes = rbsize / 4;
+		if ((rc = profile_bpf__load(e->skel)) == 0)
+			break;
+		if (unwind_mib > 0) {
+			log_warnx("--ebpf: the kernel refused the unwind-table walker (%s; bpf_loop "
+			    "needs 5.17): stacks are walked by frame pointers", strerror(-rc));
+			profile_bpf__destroy(e->skel);
+			e->skel = NULL;
+			unwind_mib = -1;
+			continue;
+		}
 		log_warnx("--ebpf: loading the BPF program failed: %s (run with -v for the "
 		    "verifier's log; the kernel needs BPF ring buffers, 5.8 or later)", strerror(-rc));
 		goto fail;

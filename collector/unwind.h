@@ -23,6 +23,7 @@
 #include "proctab.h"
 
 #define UNWIND_MEM_DEFAULT	(64u << 20)	/* bytes of rows, --ebpf-unwind-mem */
+#define UNWIND_MEM_MAX		(128u << 20)	/* 2^24 rows: the BPF binary search's reach */
 
 struct unwinder;
 

@@ -42,7 +42,8 @@ static const char usage_text[] =
 "  --ebpf-period SECONDS  store one eBPF CPU profile per service every SECONDS\n"
 "                      (default 10); PROFILEFS_EBPF_SERVICE_BY=cgroup|exe|comm\n"
 "                      picks how processes map to services (default cgroup)\n"
-"  --ebpf-unwind-mem MIB  memory for unwind tables (default 64; 0: frame pointers only)\n"
+"  --ebpf-unwind-mem MIB  memory for unwind tables, 0..128 (default 64; 0: frame\n"
+"                      pointers only)\n"
 "  --scrape FILE       pull Go /debug/pprof endpoints listed in FILE (JSON)\n"
 "  --retention DURATION  delete profiles older than DURATION (e.g. 30d, 12h);\n"
 "                      default: keep everything\n"
@@ -272,8 +273,8 @@ main(int argc, char **argv)
 		case 'U':
 			errno = 0;
 			hz = strtol(optarg, &end, 10);
-			if (errno || *end || hz < 0 || hz > 4096) {
-				fprintf(stderr, "profilefs: --ebpf-unwind-mem: MIB must be 0..4096, not '%s'\n",
+			if (errno || *end || hz < 0 || hz > 128) {
+				fprintf(stderr, "profilefs: --ebpf-unwind-mem: MIB must be 0..128, not '%s'\n",
 				    optarg);
 				return 2;
 			}
