@@ -319,6 +319,7 @@ handle_event(void *ctx, void *data, size_t size)
 {
 	struct ebpf_sampler *e = ctx;
 	const struct prof_hdr *h = data;
+	struct proc *p;
 
 	if (size < sizeof(*h))
 		return 0;
@@ -338,11 +339,13 @@ handle_event(void *ctx, void *data, size_t size)
 			memcpy(comm, n->comm, PROF_COMM_LEN);
 			comm[PROF_COMM_LEN] = '\0';
 			/*
-			 * Tables wait for the first sample: building them for
-			 * every exec on the host would cost more than the
-			 * first few samples of each process are worth.
+			 * The executable and the dynamic linker are mapped
+			 * already: their tables are built now, in the
+			 * background (once per file), and loaded at the first
+			 * sample, so that even that one is walked with them.
 			 */
-			proctab_exec(e->pt, h->pid, comm);
+			if ((p = proctab_exec(e->pt, h->pid, comm)) != NULL && e->unw)
+				unwind_prefetch(e->unw, p);
 		}
 		break;
 	case PROF_EV_EXIT:

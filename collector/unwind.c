@@ -656,6 +656,17 @@ unwind_proc(struct unwinder *u, struct proc *p)
 }
 
 void
+unwind_prefetch(struct unwinder *u, struct proc *p)
+{
+	struct proc_mapping m;
+	bool pending = false;
+	size_t i;
+
+	for (i = 0; proctab_mapping(p, i, &m) == 0; i++)
+		table_get(u, &m, &pending);
+}
+
+void
 unwind_forget(struct unwinder *u, struct proc *p)
 {
 	struct uproc *q = p->unw;

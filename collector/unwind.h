@@ -57,6 +57,11 @@ int		 unwind_proc(struct unwinder *u, struct proc *p);
  * waited for them. Call often from the sampler's thread.
  */
 void		 unwind_poll(struct unwinder *u);
+/*
+ * Have the tables of p's mappings built (in the background) without loading
+ * them: p has just exec'd, and its first samples will want them.
+ */
+void		 unwind_prefetch(struct unwinder *u, struct proc *p);
 /* p is going away: drop its BPF entries and its table references. */
 void		 unwind_forget(struct unwinder *u, struct proc *p);
 /* Evict tables no process has mapped since `before` (monotonic seconds). */
