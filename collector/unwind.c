@@ -6,7 +6,9 @@
  * free extents, coalesced on free. Order of updates, so the BPF side never
  * follows a dangling reference: rows are written before any unw_maps entry
  * points at them, and unw_maps entries are deleted before their rows are
- * freed (a table is freed only with no reference left, i.e. no entry).
+ * freed (a table is freed only with no reference left, i.e. no entry). A walk
+ * already under way on another CPU may still read rows being replaced: every
+ * read in the walker is bounded, so the worst is one wrong frame in one sample.
  *
  * A process's unw_maps entries carry a generation; unw_procs[pid] names the
  * current one. Replacing a process's entries deletes the old ones first (its
@@ -15,6 +17,7 @@
  */
 #include <endian.h>
 #include <errno.h>
+#include <malloc.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -409,6 +412,7 @@ unwind_poll(struct unwinder *u)
 {
 	struct build_req *r, *next;
 	struct uproc *q;
+	bool big = false;
 
 	pthread_mutex_lock(&u->lock);
 	r = u->done;
@@ -419,9 +423,16 @@ unwind_poll(struct unwinder *u)
 	for (; r; r = next) {
 		next = r->next;
 		table_load(u, r);
+		big |= r->c.nrows >= (1u << 17);
 		u->queued--;
 		req_free(r);
 	}
+	/*
+	 * A big table's build memory went back to a build thread's malloc
+	 * arena, which keeps it: give it back to the system.
+	 */
+	if (big)
+		malloc_trim(0);
 	/* Processes that waited for a table get it now, not at their next sample. */
 	for (q = u->uprocs; q; q = q->next)
 		if (q->pending)
