@@ -54,7 +54,6 @@ else
   echo "ok - ebpf-unprivileged # SKIP setpriv or user nobody missing"
 fi
 
-export LSAN_OPTIONS="suppressions=$SRC/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 PORT=$((20000 + RANDOM % 20000))
 pf_start -v --ebpf=99 --ebpf-period 2 --http "127.0.0.1:$PORT" ||
   { fail "ebpf daemon start"; pf_done; exit 1; }
