@@ -172,23 +172,25 @@ wait $P1 $P2 $P3 $P4 $P5 $P6
 
 # Debian's own binaries (no frame pointers, stripped; names from .dynsym or
 # not at all), started directly so that $! is their pid: other processes of
-# the same names on the host are not ours to judge.
+# the same names on the host are not ours to judge. 12 s each: the samples
+# taken before a library's table is built (tens of milliseconds, far more on a
+# loaded host or a sanitizer build) weigh little.
 /usr/bin/python3 -c '
 import json, time
 def rec(n):
     return rec(n - 1) + 1 if n else len(json.dumps({"k%d" % i: list(range(30)) for i in range(300)}))
-end = time.monotonic() + 8
+end = time.monotonic() + 12
 while time.monotonic() < end:
     rec(40)' &
 PY=$!
-/usr/bin/gzip -6 < <(head -c 300000000 /dev/urandom) >/dev/null &
+/usr/bin/gzip -6 < <(head -c 500000000 /dev/urandom) >/dev/null &
 GZ=$!
-/usr/bin/xz -6 -T1 < <(head -c 100000000 /dev/urandom) >/dev/null &
+/usr/bin/xz -6 -T1 < <(head -c 150000000 /dev/urandom) >/dev/null &
 XZ=$!
 /usr/bin/sqlite3 :memory: 'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 100000000)
   SELECT sum(x * x % 7) FROM c;' >/dev/null 2>&1 &
 SQ=$!
-sleep 8
+sleep 12
 kill $GZ $XZ $SQ 2>/dev/null
 wait $PY $GZ $XZ $SQ 2>/dev/null
 sleep 3
