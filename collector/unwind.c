@@ -39,6 +39,7 @@
 #define NO_ROOM_RETRY_SECS	60	/* a table that did not fit is tried again after */
 #define MAX_QUEUED		1024	/* builds requested and not loaded yet */
 #define BUILDERS		2	/* one can be deep in a big file while the other serves the rest */
+#define SMALL_FILE		(16u << 20)	/* bytes: what the second build thread takes */
 #define MAX_KEYS_PER_PROC	65536
 
 struct utable {
@@ -101,7 +102,11 @@ struct unwinder {
 	pthread_cond_t	 cond;
 	struct build_req *todo, *done;
 	bool		 stopping;
-	pthread_t	 builders[BUILDERS];
+	struct builder {
+		struct unwinder	*u;
+		pthread_t	 thread;
+		bool		 small_only;
+	}		 builders[BUILDERS];
 	int		 nbuilders;
 };
 
@@ -171,7 +176,10 @@ unwind_create(struct bpf_map *rows, struct bpf_map *maps, struct bpf_map *procs)
 	pthread_mutex_init(&u->lock, NULL);
 	pthread_cond_init(&u->cond, NULL);
 	for (i = 0; i < BUILDERS; i++) {
-		if ((saved = pthread_create(&u->builders[i], NULL, builder_main, u)) != 0) {
+		u->builders[i].u = u;
+		u->builders[i].small_only = i > 0;
+		if ((saved = pthread_create(&u->builders[i].thread, NULL, builder_main,
+		    &u->builders[i])) != 0) {
 			unwind_destroy(u);
 			errno = saved;
 			return NULL;
@@ -314,28 +322,40 @@ open_mapped(const struct proc_mapping *m)
  * done list and are loaded by unwind_poll on the sampler's thread. Build
  * threads touch nothing but their request.
  */
+/*
+ * The request a build thread takes next, or NULL: the smallest file first,
+ * since most processes wait for small files (gzip: 1 ms) which a big one
+ * (libLLVM: half a second, far more on a loaded host) must not hold up. The
+ * second thread takes small files only, so that one is always free for them
+ * while the first is deep in big ones. Under u->lock.
+ */
+static struct build_req **
+pick(struct unwinder *u, bool small_only)
+{
+	struct build_req **pp, **best = NULL;
+
+	for (pp = &u->todo; *pp; pp = &(*pp)->next)
+		if ((!small_only || (*pp)->size < SMALL_FILE) &&
+		    (best == NULL || (*pp)->size < (*best)->size))
+			best = pp;
+	return best;
+}
+
 static void *
 builder_main(void *arg)
 {
-	struct unwinder *u = arg;
-	struct build_req *r, **pp, **best;
+	struct builder *b = arg;
+	struct unwinder *u = b->u;
+	struct build_req *r, **pp;
 
 	pthread_mutex_lock(&u->lock);
 	for (;;) {
-		while (u->todo == NULL && !u->stopping)
+		while (!u->stopping && (pp = pick(u, b->small_only)) == NULL)
 			pthread_cond_wait(&u->cond, &u->lock);
 		if (u->stopping)
 			break;
-		/*
-		 * Smallest file first: most processes wait for small files
-		 * (gzip: 1 ms), which a big one (libLLVM: half a second or
-		 * more) must not hold up.
-		 */
-		for (pp = &u->todo, best = pp; *pp; pp = &(*pp)->next)
-			if ((*pp)->size < (*best)->size)
-				best = pp;
-		r = *best;
-		*best = r->next;
+		r = *pp;
+		*pp = r->next;
 		pthread_mutex_unlock(&u->lock);
 
 		r->t0 = mono_f();
@@ -504,7 +524,7 @@ table_get(struct unwinder *u, const struct proc_mapping *m, bool *pending)
 	pthread_mutex_lock(&u->lock);
 	r->next = u->todo;
 	u->todo = r;
-	pthread_cond_signal(&u->cond);
+	pthread_cond_broadcast(&u->cond);	/* the threads wait for different requests */
 	pthread_mutex_unlock(&u->lock);
 	u->queued++;
 	*pending = true;
@@ -745,7 +765,7 @@ unwind_destroy(struct unwinder *u)
 		pthread_cond_broadcast(&u->cond);
 		pthread_mutex_unlock(&u->lock);
 		for (i = 0; i < (size_t)u->nbuilders; i++)
-			pthread_join(u->builders[i], NULL);
+			pthread_join(u->builders[i].thread, NULL);
 	}
 	for (r = u->todo; r; r = next) {
 		next = r->next;
