@@ -44,6 +44,8 @@ static const char usage_text[] =
 "  --ebpf-period SECONDS  store one eBPF CPU profile per service every SECONDS\n"
 "                      (default 10); PROFILEFS_EBPF_SERVICE_BY=cgroup|exe|comm\n"
 "                      picks how processes map to services (default cgroup)\n"
+"  --ebpf-unwind-mem MIB  memory for unwind tables, 0..128 (default 64; 0: frame\n"
+"                      pointers only)\n"
 "  --scrape FILE       pull Go /debug/pprof endpoints listed in FILE (JSON)\n"
 "  --retention DURATION  delete profiles older than DURATION (e.g. 30d, 12h);\n"
 "                      default: keep everything\n"
@@ -71,6 +73,7 @@ struct serve_opts {
 	const char	*scrape;
 	int		 ebpf_hz;	/* 0: off */
 	unsigned	 ebpf_flush;	/* seconds per eBPF profile, 0: default */
+	long		 ebpf_unwind_mib;	/* 0: default, < 0: none */
 	size_t		 http_max_body;
 	unsigned	 http_max_conns;
 	size_t		 http_max_decoded;
@@ -165,7 +168,8 @@ serve(const struct serve_opts *o)
 	if (o->scrape && scrape_start(st, o->scrape, &scr) < 0)
 		goto fail;
 	if (o->ebpf_hz) {
-		struct ebpf_opts eo = { .hz = o->ebpf_hz, .flush_secs = o->ebpf_flush };
+		struct ebpf_opts eo = { .hz = o->ebpf_hz, .flush_secs = o->ebpf_flush,
+		    .unwind_mib = o->ebpf_unwind_mib };
 
 		if (ebpf_start(st, &eo, &ebpf) < 0)
 			goto fail;
@@ -215,6 +219,7 @@ main(int argc, char **argv)
 		{ "http",	required_argument,	NULL, 'H' },
 		{ "ebpf",	optional_argument,	NULL, 'e' },
 		{ "ebpf-period", required_argument,	NULL, 'P' },
+		{ "ebpf-unwind-mem", required_argument,	NULL, 'U' },
 		{ "scrape",	required_argument,	NULL, 's' },
 		{ "http-token",	required_argument,	NULL, 'T' },
 		{ "http-max-body", required_argument,	NULL, 'B' },
@@ -283,6 +288,16 @@ main(int argc, char **argv)
 				return 2;
 			}
 			o.ebpf_flush = (unsigned)hz;
+			break;
+		case 'U':
+			errno = 0;
+			hz = strtol(optarg, &end, 10);
+			if (errno || *end || hz < 0 || hz > 128) {
+				fprintf(stderr, "profilefs: --ebpf-unwind-mem: MIB must be 0..128, not '%s'\n",
+				    optarg);
+				return 2;
+			}
+			o.ebpf_unwind_mib = hz ? hz : -1;
 			break;
 		case 's':
 			o.scrape = optarg;
