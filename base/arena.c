@@ -2,6 +2,7 @@
  * arena: a list of chunks; small allocations bump a pointer in the current
  * chunk, large ones get a chunk of their own.
  */
+#include <assert.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +54,7 @@ arena_alloc(struct arena *a, size_t n)
 	n = (n + 15) & ~(size_t)15;
 	if (n == 0)
 		n = 16;
+	assert(n % 16 == 0);
 	c = a->head;
 	if (c == NULL || c->size - c->used < n) {
 		sz = n > ARENA_CHUNK / 4 ? n : ARENA_CHUNK;

@@ -4,6 +4,7 @@
  * remembered in b->err and makes every later append a no-op, so a renderer
  * may append freely and its caller checks buf_error() once.
  */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -52,6 +53,7 @@ buf_add(struct buf *b, const void *p, size_t n)
 	if (n)
 		memcpy(b->data + b->len, p, n);
 	b->len += n;
+	assert(b->len < b->cap);	/* room for the terminating NUL, always */
 	b->data[b->len] = '\0';
 	return 0;
 }
