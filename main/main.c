@@ -128,9 +128,9 @@ targets_json(void *arg, struct buf *out)
 }
 
 /*
- * Whether every address HOST of HOST:PORT names is a loopback one. An empty
- * host or a wildcard is not; a name that does not resolve is left for
- * http_start() to refuse with its own message (1).
+ * Whether every address HOST of HOST:PORT names is a loopback one (0.0.0.0
+ * and :: are not). A spec that does not parse or resolve counts as loopback
+ * here: http_start() refuses it with its own, more precise message.
  */
 static int
 http_is_loopback(const char *listen)
@@ -150,7 +150,7 @@ http_is_loopback(const char *listen)
 		n = colon ? (size_t)(colon - listen) : strlen(listen);
 	}
 	if (n == 0 || n >= sizeof(host))
-		return 0;
+		return 1;
 	memcpy(host, listen, n);
 	host[n] = '\0';
 	memset(&hints, 0, sizeof(hints));

@@ -12,7 +12,7 @@
 set -u
 . "$(dirname "$0")/../lib.sh"
 
-NAMES="private-ls private-cat private-cp private-modes allow-other-read allow-other-no-ingest allow-other-modes group-member-reads group-nonmember group-no-write group-write-member group-write-nonmember group-write-stored group-modes user-uid user-caps user-threads user-helper user-data-owner user-store-works user-nonroot-refused user-ebpf-uid user-ebpf-caps user-ebpf-samples user-ebpf-deleted user-stop-unmounts user-stop-exit user-root-data-handed-over http-public-refused http-insecure http-token-file http-token-not-in-ps nonroot-daemon"
+NAMES="private-ls private-cat private-cp private-modes allow-other-read allow-other-no-ingest allow-other-modes group-member-reads group-nonmember group-no-write group-write-member group-write-nonmember group-write-stored group-modes user-uid user-caps user-threads user-helper user-data-owner user-store-works user-nonroot-refused user-ebpf-uid user-ebpf-caps user-ebpf-samples user-ebpf-deleted user-stop-unmounts user-stop-exit user-root-data-handed-over http-public-refused http-insecure http-token-file http-token-not-in-ps nonroot-daemon nonroot-daemon-stops"
 skip_all() { for n in $NAMES; do echo "ok - $n # SKIP $1"; done; exit 0; }
 [ "$(id -u)" -eq 0 ] || skip_all "needs root (it mounts as root and tries other users)"
 command -v setpriv >/dev/null || skip_all "setpriv missing (util-linux)"
@@ -175,16 +175,24 @@ else
 fi
 
 # --- a daemon started by an ordinary user (fusermount3, no root at all) -------
+# Debian's /dev/fuse is mode 0666; a container may make it 0600: open it for this run.
+fuse_mode="$(stat -c %a /dev/fuse 2>/dev/null)"
+as_nobody test -w /dev/fuse || chmod o+rw /dev/fuse 2>/dev/null
 if as_nobody test -w /dev/fuse; then
   mkdir -p "$TMP/u" && chown nobody "$TMP/u"
-  as_nobody "$BIN" serve --data "$TMP/u/data" "$TMP/u/mnt" >"$TMP/u.log" 2>&1 &
+  # As a login would start it: the full bounding set, so setuid fusermount3 can mount.
+  setpriv --reuid=nobody --regid="$NOGROUP" --clear-groups --inh-caps=-all \
+    "$BIN" serve --data "$TMP/u/data" "$TMP/u/mnt" >"$TMP/u.log" 2>&1 &
   up=$!
   for i in $(seq 1 50); do as_nobody cat "$TMP/u/mnt/README.txt" >/dev/null 2>&1 && break; sleep 0.2; done
   as_nobody cat "$TMP/u/mnt/README.txt" 2>/dev/null | grep -q profilefs && ! cat "$TMP/u/mnt/README.txt" >/dev/null 2>&1 \
     && ok "nonroot-daemon (mounted by nobody, private to nobody)" || fail "nonroot-daemon" "$(tail -3 "$TMP/u.log")"
   kill -TERM $up; wait $up
+  check_eq "nonroot-daemon stops and unmounts" "$(grep -c " $TMP/u/mnt " /proc/self/mounts)" 0
+  umount -l "$TMP/u/mnt" 2>/dev/null
 else
   echo "ok - nonroot-daemon # SKIP /dev/fuse is not usable by nobody here ($(stat -c %A /dev/fuse))"
 fi
+[ -n "$fuse_mode" ] && chmod "$fuse_mode" /dev/fuse
 
 pf_done
