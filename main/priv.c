@@ -327,7 +327,7 @@ helper_say(const char *what, int err)
 }
 
 static void __attribute__((noreturn))
-helper_main(int sock, const char *base, const struct priv_user *u)
+helper_main(int sock, const char *dir, const char *base, const struct priv_user *u)
 {
 	struct sigaction ign;
 	char c = 'r';
@@ -348,6 +348,16 @@ helper_main(int sock, const char *base, const struct priv_user *u)
 		helper_say("profilefs: unmount helper: dup2", errno);
 		_exit(1);
 	}
+	/*
+	 * It unmounts by the name relative to the parent directory, entered while
+	 * still root: the way there need not be searchable by the user, only the
+	 * directory itself (checked below).
+	 */
+	if (chdir(dir) < 0) {
+		helper_say("profilefs: unmount helper: cannot enter the mount point's directory",
+		    errno);
+		_exit(1);
+	}
 	/* Nothing of the daemon's: not /dev/fuse, not the store, not the HTTP socket. */
 	syscall(SYS_close_range, 3U, ~0U, 0U);
 	prctl(PR_SET_NAME, (unsigned long)"profilefs-umnt", 0L, 0L, 0L);
@@ -360,6 +370,8 @@ helper_main(int sock, const char *base, const struct priv_user *u)
 		helper_say("profilefs: unmount helper: giving up root", errno);
 		_exit(1);
 	}
+	if (access(".", X_OK) < 0)
+		c = 'x';
 	if (write(0, &c, 1) != 1)
 		_exit(1);
 	do
@@ -384,7 +396,7 @@ priv_unmount_helper(const char *mountpoint, struct priv_user *u)
 	char parent[4096];
 	const char *slash = strrchr(mountpoint, '/');
 	struct pollfd pfd;
-	int sv[2], cwd, rc;
+	int sv[2], rc;
 	char c;
 	pid_t pid;
 
@@ -397,35 +409,26 @@ priv_unmount_helper(const char *mountpoint, struct priv_user *u)
 		strcpy(parent, "/");
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
 		return -errno;
-	/* The helper unmounts by the name relative to the parent, opened as root. */
-	if ((cwd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
-		rc = -errno;
-		goto fail;
-	}
-	if (chdir(parent) < 0) {
-		rc = -errno;
-		close(cwd);
-		goto fail;
-	}
 	pid = fork();
 	if (pid == 0)
-		helper_main(sv[1], slash + 1, u);
-	rc = pid < 0 ? -errno : 0;
-	if (fchdir(cwd) < 0 && rc == 0)
+		helper_main(sv[1], parent, slash + 1, u);
+	if (pid < 0) {
 		rc = -errno;
-	close(cwd);
-	if (rc < 0)
 		goto fail;
+	}
 	close(sv[1]);
 	u->helper = pid;
 	u->helper_fd = sv[0];
 	/* It says 'r' once it runs as the user with CAP_SYS_ADMIN alone. */
 	pfd.fd = sv[0];
 	pfd.events = POLLIN;
-	if (poll(&pfd, 1, 10000) != 1 || read(sv[0], &c, 1) != 1 || c != 'r') {
+	if (poll(&pfd, 1, 10000) != 1 || read(sv[0], &c, 1) != 1 || (c != 'r' && c != 'x')) {
 		log_warnx("the unmount helper did not start");
 		return -EIO;
 	}
+	if (c == 'x')
+		log_warnx("%s: %s cannot search %s, so the tree will stay mounted when the "
+		    "daemon stops (umount it then, or mount elsewhere)", mountpoint, u->name, parent);
 	log_debug("unmount helper: pid %d", (int)pid);
 	return 0;
 fail:
