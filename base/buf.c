@@ -103,61 +103,6 @@ buf_printf(struct buf *b, const char *fmt, ...)
 }
 
 int
-buf_add_json(struct buf *b, const char *s, size_t n)
-{
-	size_t i;
-	int rc = 0;
-
-	for (i = 0; i < n && rc == 0; i++) {
-		unsigned char c = (unsigned char)s[i];
-
-		if (c == '"' || c == '\\') {
-			char e[2] = { '\\', (char)c };
-			rc = buf_add(b, e, 2);
-		} else if (c < 0x20 || c == 0x7f) {
-			char e[6] = { '\\', 'u', '0', '0', hex_digit(c >> 4, false), hex_digit(c, false) };
-			rc = buf_add(b, e, 6);
-		} else
-			rc = buf_addc(b, c);
-	}
-	return rc;
-}
-
-/* Length of the valid UTF-8 sequence at s (at most n bytes), 0 if invalid. */
-static size_t
-utf8_seq(const unsigned char *s, size_t n)
-{
-	size_t len, i;
-	uint32_t cp;
-
-	if (s[0] < 0x80)
-		return 1;
-	if ((s[0] & 0xe0) == 0xc0) {
-		len = 2;
-		cp = s[0] & 0x1f;
-	} else if ((s[0] & 0xf0) == 0xe0) {
-		len = 3;
-		cp = s[0] & 0x0f;
-	} else if ((s[0] & 0xf8) == 0xf0) {
-		len = 4;
-		cp = s[0] & 0x07;
-	} else
-		return 0;
-	if (len > n)
-		return 0;
-	for (i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (s[i] & 0x3f);
-	}
-	if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) ||
-	    (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-	    (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return len;
-}
-
-int
 buf_add_xml(struct buf *b, const char *s, size_t n)
 {
 	const unsigned char *u = (const unsigned char *)s;
@@ -180,7 +125,7 @@ buf_add_xml(struct buf *b, const char *s, size_t n)
 			i++;
 			continue;
 		}
-		l = utf8_seq(u + i, n - i);
+		l = utf8_seqlen(s + i, n - i);
 		if (l == 0) {
 			rc = buf_adds(b, "\xef\xbf\xbd");
 			i++;
