@@ -229,7 +229,8 @@ token_read(const char *path)
  * cap_dac_read_search, which also reads binaries not readable by the user.
  * The ring buffer, perf events and maps are file descriptors opened before,
  * and /proc/kallsyms is read at start, so cap_bpf, cap_perfmon and
- * cap_syslog are not kept.
+ * cap_syslog are not kept -- but cap_bpf is where bpf(2) wants it for every
+ * command (priv_bpf_needs_cap()).
  */
 #define EBPF_RUNTIME_CAPS	(PRIV_CAP(CAP_SYS_PTRACE) | PRIV_CAP(CAP_DAC_READ_SEARCH) | \
 				 PRIV_CAP(CAP_CHECKPOINT_RESTORE))
@@ -245,6 +246,11 @@ on_mounted(void *arg)
 {
 	struct drop *d = arg;
 
+	/* The sampler reads its counters map every period. */
+	if (d->keep != 0 && priv_bpf_needs_cap()) {
+		log_info("this kernel's bpf(2) needs cap_bpf for maps already open: keeping it");
+		d->keep |= PRIV_CAP(CAP_BPF);
+	}
 	if (priv_unmount_helper(d->mountpoint, d->u) < 0 || priv_drop(d->u, d->keep) < 0) {
 		log_warnx("--user %s: could not give up root; stopping", d->u->name);
 		return -1;

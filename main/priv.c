@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/bpf.h>
 #include <linux/capability.h>
 #include <poll.h>
 #include <pwd.h>
@@ -296,6 +297,38 @@ caps_known(void)
 		fclose(f);
 	}
 	return last >= 63 ? ~UINT64_C(0) : (PRIV_CAP(last + 1) - 1);
+}
+
+/*
+ * Whether bpf(2) refuses a thread without cap_bpf even for maps it already
+ * holds: before Linux 6.5, kernel.unprivileged_bpf_disabled (Debian's
+ * default) made every bpf() command need it. Probed, not read from the
+ * version: with cap_bpf and cap_sys_admin out of this thread's effective set
+ * for a moment, a lookup on fd -1 fails with EPERM where the gate is, EBADF
+ * where it is not. Call as root, before priv_drop().
+ */
+bool
+priv_bpf_needs_cap(void)
+{
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct data[2], probe[2];
+	union bpf_attr attr;
+	bool gated;
+
+	if (syscall(SYS_capget, &hdr, data) < 0)
+		return true;
+	memcpy(probe, data, sizeof(probe));
+	probe[CAP_SYS_ADMIN / 32].effective &= ~CAP_TO_MASK(CAP_SYS_ADMIN);
+	probe[CAP_BPF / 32].effective &= ~CAP_TO_MASK(CAP_BPF);
+	if (syscall(SYS_capset, &hdr, probe) < 0)
+		return true;
+	memset(&attr, 0, sizeof(attr));
+	attr.map_fd = (uint32_t)-1;
+	gated = syscall(SYS_bpf, BPF_MAP_LOOKUP_ELEM, &attr, sizeof(attr)) < 0 && errno == EPERM;
+	hdr.pid = 0;
+	if (syscall(SYS_capset, &hdr, data) < 0)
+		log_warn("restoring capabilities after the bpf() probe");
+	return gated;
 }
 
 /* --- the unmount helper -------------------------------------------------- */

@@ -10,6 +10,7 @@
 #ifndef PROFILEFS_PRIV_H
 #define PROFILEFS_PRIV_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -69,6 +70,12 @@ void	priv_unmount(struct priv_user *u);
  * the caller must not go on.
  */
 int	priv_drop(const struct priv_user *u, uint64_t keep);
+
+/*
+ * Whether this kernel's bpf(2) needs cap_bpf even for maps already open
+ * (kernel.unprivileged_bpf_disabled before Linux 6.5). Call as root.
+ */
+bool	priv_bpf_needs_cap(void);
 
 /* The names of the capabilities in caps, e.g. "cap_sys_ptrace,cap_bpf", into out. */
 void	priv_cap_names(uint64_t caps, char *out, size_t size);

@@ -124,8 +124,14 @@ if [ -r /sys/kernel/btf/vmlinux ] && command -v cc >/dev/null && command -v go >
   export LSAN_OPTIONS="suppressions=$ROOT/tests/ebpf/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
   if pf_start --user nobody --ebpf=99 --ebpf-period 2; then
     check_eq "user-ebpf-uid" "$(awk '$1 == "Uid:" { print $2 }' /proc/$PF_PID/status)" 65534
-    # cap_dac_read_search (2), cap_sys_ptrace (19), cap_checkpoint_restore (40), as documented
+    # cap_dac_read_search (2), cap_sys_ptrace (19), cap_checkpoint_restore (40), as documented,
+    # and cap_bpf (39) where bpf(2) needs it for every command (before 6.5 with
+    # kernel.unprivileged_bpf_disabled set).
     want="$(caps_hex 2 19 40)"
+    kv="$(uname -r | awk -F. '{ print $1 * 1000 + $2 }')"
+    if [ "$kv" -lt 6005 ] && [ "$(cat /proc/sys/kernel/unprivileged_bpf_disabled 2>/dev/null || echo 0)" != 0 ]; then
+      want="$(caps_hex 2 19 39 40)"
+    fi
     check_eq "user-ebpf-caps" "$(status_field $PF_PID CapPrm) $(status_field $PF_PID CapEff)" "$want $want"
     # Root's processes, one running from a deleted binary: the user needs the kept caps for them.
     "$TMP/efp_priv" 3000 &
