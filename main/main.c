@@ -297,8 +297,8 @@ serve(const struct serve_opts *o, struct priv_user *user)
 	/* The store's files are the user's, so it can go on writing them. */
 	if (user != NULL && priv_own_dir(o->data, user) < 0)
 		return 1;
-	if (user != NULL)
-		priv_fs_as_user(user);
+	if (user != NULL && priv_fs_as_user(user) < 0)
+		return 1;
 	rc = store_open(o->data, &st, &err);
 	if (user != NULL)
 		priv_fs_as_root();

@@ -255,11 +255,19 @@ priv_own_dir(const char *dir, const struct priv_user *u)
 	return rc;
 }
 
-void
+int
 priv_fs_as_user(const struct priv_user *u)
 {
 	setfsgid(u->gid);
 	setfsuid(u->uid);
+	/* Both return the previous id; asking with -1 tells whether it took. */
+	if ((uid_t)setfsuid((uid_t)-1) != u->uid || (gid_t)setfsgid((gid_t)-1) != u->gid) {
+		fprintf(stderr, "profilefs: --user %s: cannot create files as %s "
+		    "(cap_setuid and cap_setgid are needed)\n", u->name, u->name);
+		priv_fs_as_root();
+		return -EPERM;
+	}
+	return 0;
 }
 
 void
@@ -329,6 +337,29 @@ priv_bpf_needs_cap(void)
 	if (syscall(SYS_capset, &hdr, data) < 0)
 		log_warn("restoring capabilities after the bpf() probe");
 	return gated;
+}
+
+/*
+ * Whether this thread's permitted set holds caps: what is not there (a
+ * service's CapabilityBoundingSet=, setpriv) cannot be kept. -EPERM, said why.
+ */
+static int
+caps_have(uint64_t caps)
+{
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct data[2];
+	uint64_t prm;
+	char names[512];
+
+	if (syscall(SYS_capget, &hdr, data) < 0)
+		return -errno;
+	prm = (uint64_t)data[0].permitted | (uint64_t)data[1].permitted << 32;
+	if ((caps & ~prm) == 0)
+		return 0;
+	priv_cap_names(caps & ~prm, names, sizeof(names));
+	log_warnx("the sampler needs %s once running as the user, and this process does not "
+	    "have it (a capability bounding set without it?)", names);
+	return -EPERM;
 }
 
 /* --- the unmount helper -------------------------------------------------- */
@@ -622,6 +653,8 @@ priv_drop(const struct priv_user *u, uint64_t keep)
 	int rc;
 
 	keep &= caps_known();
+	if ((rc = caps_have(keep)) < 0)
+		return rc;
 	if (setgroups((size_t)u->ngroups, u->groups) < 0 ||
 	    setresgid(u->gid, u->gid, u->gid) < 0 ||
 	    setresuid(u->uid, u->uid, u->uid) < 0) {

@@ -50,8 +50,11 @@ int	priv_keep_caps(void);
  */
 int	priv_own_dir(const char *dir, const struct priv_user *u);
 
-/* Create files as the user (this thread and threads it starts), or as root again. */
-void	priv_fs_as_user(const struct priv_user *u);
+/*
+ * Create files as the user (this thread and threads it starts), or as root
+ * again. -EPERM, with a message, when the ids cannot be taken.
+ */
+int	priv_fs_as_user(const struct priv_user *u);
 void	priv_fs_as_root(void);
 
 /*
