@@ -444,8 +444,10 @@ helper_main(int sock, const char *dir, const char *base, const struct priv_user 
 	rc = umount2(base, 0);
 	if (rc < 0 && errno == EBUSY)
 		rc = umount2(base, MNT_DETACH);
-	/* EINVAL: no longer mounted (someone ran fusermount3 -u). */
-	if (rc < 0 && errno != EINVAL && errno != ENOENT)
+	/* EINVAL: no longer mounted (someone ran fusermount3 -u): done as well. */
+	if (rc < 0 && (errno == EINVAL || errno == ENOENT))
+		rc = 0;
+	else if (rc < 0)
 		helper_say("profilefs: unmount helper: cannot unmount the tree; "
 		    "run umount -l on the mount point", errno);
 	c = rc == 0 ? 'd' : 'f';

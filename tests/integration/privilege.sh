@@ -12,7 +12,7 @@
 set -u
 . "$(dirname "$0")/../lib.sh"
 
-NAMES="private-ls private-cat private-cp private-modes allow-other-read allow-other-no-ingest allow-other-modes group-member-reads group-nonmember group-no-write group-write-member group-write-nonmember group-write-stored group-modes user-uid user-caps user-threads user-helper user-data-owner user-store-works user-nonroot-refused user-ebpf-uid user-ebpf-caps user-ebpf-samples user-ebpf-deleted user-stop-unmounts user-stop-exit user-root-data-handed-over http-public-refused http-insecure http-token-file http-token-not-in-ps nonroot-daemon nonroot-daemon-stops"
+NAMES="private-ls private-cat private-cp private-modes allow-other-read allow-other-no-ingest allow-other-modes group-member-reads group-nonmember group-no-write group-write-member group-write-nonmember group-write-stored group-modes user-uid user-caps user-threads user-helper user-data-owner user-store-works user-nonroot-refused user-ebpf-uid user-ebpf-caps user-ebpf-samples user-ebpf-deleted user-stop-unmounts user-stop-exit user-root-data-handed-over user-crash-unmounts http-public-refused http-insecure http-token-file http-token-not-in-ps nonroot-daemon nonroot-daemon-stops"
 skip_all() { for n in $NAMES; do echo "ok - $n # SKIP $1"; done; exit 0; }
 [ "$(id -u)" -eq 0 ] || skip_all "needs root (it mounts as root and tries other users)"
 command -v setpriv >/dev/null || skip_all "setpriv missing (util-linux)"
@@ -112,6 +112,17 @@ mounted && fail "user-stop-unmounts" "still mounted" || ok "user-stop-unmounts"
 [ -z "$helper" ] || ! kill -0 "$helper" 2>/dev/null || fail "user-stop-unmounts" "helper still runs"
 grep -q "handing the data directory over to nobody" "$TMP/daemon.log" && ok "user-root-data-handed-over" \
   || fail "user-root-data-handed-over"
+
+# A crash (kill -9): the helper still unmounts, so no stale mount is left.
+if pf_start --user nobody; then
+  mounted || fail "user-crash-unmounts" "the mount does not show in /proc/self/mounts"
+  kill -9 "$PF_PID"; wait "$PF_PID" 2>/dev/null; PF_PID=
+  for i in $(seq 1 50); do mounted || break; sleep 0.1; done
+  mounted && fail "user-crash-unmounts" "still mounted after kill -9" || ok "user-crash-unmounts"
+  umount -l "$M" 2>/dev/null
+else
+  fail "user-crash-unmounts" "daemon did not start"
+fi
 
 out="$(as_nobody "$BIN" serve --data "$TMP/x" --user root "$TMP/x-mnt" 2>&1)"
 rc=$?
