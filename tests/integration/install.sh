@@ -5,7 +5,9 @@
 # exposure score printed (systemd-analyze security --offline), the unit's
 # capability bounding set equal to the one profilefs(8) documents, and the
 # installed daemon run as root under exactly that bounding set with
-# no_new_privs, as the service manager would, giving up root to a user.
+# no_new_privs, as the service manager would, giving up root to a user, each
+# capability of the set shown to be needed, and every system call the daemon
+# makes shown to pass the unit's filter.
 set -u
 . "$(dirname "$0")/../lib.sh"
 
@@ -119,6 +121,49 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null && id nobody >/dev/null
   fi
 else
   echo "ok - daemon starts under the unit's bounding set # SKIP needs root, setpriv and user nobody"
+fi
+
+# --- every system call the daemon makes passes the unit's SystemCallFilter= ------
+# The service manager cannot run here, so the filter is checked against what
+# the daemon really calls (strace -f) while it starts, gives up root, samples,
+# takes a profile through ingest/ and one over HTTP, serves files and stops.
+if [ "$(id -u)" -eq 0 ] && command -v strace >/dev/null && command -v systemd-analyze >/dev/null; then
+  expand() {
+    systemd-analyze syscall-filter "$1" | sed 1d | sed 's/^ *//' | grep -v -e '^#' -e '^$' |
+      while read -r n; do case "$n" in @*) expand "$n" ;; *) echo "$n" ;; esac; done
+  }
+  for t in $(sed -n 's/^SystemCallFilter=//p' "$U"); do
+    case "$t" in @*) expand "$t" ;; *) echo "$t" ;; esac
+  done | sort -u >"$TMP/allowed"
+  rm -rf "$TMP/state/data"
+  ebpf=()
+  [ -r /sys/kernel/btf/vmlinux ] && ebpf=(--ebpf --ebpf-period 2)
+  strace -f -qq -c -o "$TMP/strace" "$D/usr/bin/profilefs" serve --user nobody --data "$TMP/state/data" \
+    --group 4242 "${ebpf[@]}" --http 127.0.0.1:0 -v "$TMP/mnt" >"$TMP/daemon.log" 2>&1 &
+  PF_PID=$!
+  for i in $(seq 1 150); do
+    head -c 16 "$TMP/mnt/README.txt" 2>/dev/null | grep -q profilefs && break
+    sleep 0.1
+  done
+  port="$(sed -n 's/.*listening on .*:\([0-9][0-9]*\) .*/\1/p' "$TMP/daemon.log" | head -1)"
+  prof="$(ls "$REAL"/google-pprof/sample.cpu "$REAL"/*/*.pb.gz 2>/dev/null | head -1)"
+  cp "$prof" "$TMP/mnt/ingest/sc/auto/"
+  code="$(curl -s -o /dev/null -w '%{http_code}' -XPOST "http://127.0.0.1:$port/api/0/profiles?service=h&type=auto" \
+    --data-binary @"$prof")"
+  sleep 3
+  cat "$TMP/mnt/sc/cpu/all/all/merged.pb.gz" "$TMP/mnt/sc/cpu/all/all/flamegraph.svg" >/dev/null 2>&1
+  curl -s -o /dev/null "http://127.0.0.1:$port/metrics"
+  kill -TERM "$(pgrep -P "$PF_PID" -x profilefs | head -1)" 2>/dev/null
+  wait "$PF_PID" 2>/dev/null
+  PF_PID=
+  awk 'NR > 2 && $NF !~ /^-/ && $NF != "total" { print $NF }' "$TMP/strace" | sort -u >"$TMP/used"
+  n="$(wc -l <"$TMP/used")"
+  extra="$(comm -23 "$TMP/used" "$TMP/allowed" | tr '\n' ' ')"
+  [ "$n" -gt 20 ] && grep -q '^capset$' "$TMP/used" && [ "$code" = 200 ] && [ -z "$extra" ] \
+    && ok "the $n system calls the daemon made are all in the unit's SystemCallFilter=" \
+    || fail "system calls within SystemCallFilter=" "used $n; HTTP push $code; outside the filter: $extra"
+else
+  echo "ok - system calls within SystemCallFilter= # SKIP needs root, strace and systemd-analyze"
 fi
 
 # --- the flags file is the administrator's ---------------------------------------
