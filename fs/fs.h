@@ -43,8 +43,8 @@ struct fsctx {
 
 /*
  * Who may use the mount. Default: only the user who mounts. The modes and
- * owners the tree reports follow from these, and with allow_other the kernel
- * enforces them (default_permissions), so `ls -l` shows what is true.
+ * owners the tree reports follow from these, and the kernel enforces them
+ * (default_permissions), so `ls -l` shows what is true.
  */
 struct fs_access {
 	bool		 allow_other;	/* every local user reads */

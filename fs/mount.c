@@ -1,8 +1,10 @@
 /*
  * mount: mounting the tree and running the FUSE session -- checks on the
- * mount point, a stale mount from a crash detached, libfuse's messages routed
- * through log.c, the multi-threaded loop until SIGINT/SIGTERM, unmounting.
- * The handlers are fs.c's.
+ * mount point, a stale mount from a crash detached, who may use the mount
+ * (mount options and the modes stat reports), libfuse's messages routed
+ * through log.c, the caller's hooks around serving (giving up root), the
+ * multi-threaded loop until SIGINT/SIGTERM, unmounting. The handlers are
+ * fs.c's.
  */
 #include <errno.h>
 #include <limits.h>
