@@ -105,10 +105,13 @@ priv_user_lookup(const char *name, struct priv_user *u)
 	u->gid = pw->pw_gid;
 	for (;;) {
 		int want = n;
+		gid_t *g = realloc(u->groups, (size_t)n * sizeof(gid_t));
 
-		u->groups = realloc(u->groups, (size_t)n * sizeof(gid_t));
-		if (u->groups == NULL)
+		if (g == NULL) {
+			priv_user_free(u);
 			return -ENOMEM;
+		}
+		u->groups = g;
 		if (getgrouplist(u->name, u->gid, u->groups, &want) >= 0) {
 			u->ngroups = want;
 			break;
