@@ -553,6 +553,9 @@ main(int argc, char **argv)
 		if ((token = token_read(o.http_token_file)) == NULL)
 			return 2;
 		o.http_token = token;
+	} else if (o.http_token) {
+		fprintf(stderr, "profilefs: warning: --http-token shows in ps to every local "
+		    "user; --http-token-file FILE does not\n");
 	}
 	if (o.http && o.http_token == NULL && !o.http_insecure && !http_is_loopback(o.http)) {
 		fprintf(stderr, "profilefs: --http %s is reachable from other hosts and no token is "
