@@ -219,4 +219,44 @@ test check: all
 clean:
 	rm -rf $(B) $(BIN)
 
+# --- install ---
+# make install [PREFIX=/usr/local] [DESTDIR=/staging]: the binary, profilefs(8),
+# the systemd unit (paths filled in), a sysusers.d entry for the user and group
+# profilefs, and SYSCONFDIR/default/profilefs for the service's flags, which is
+# kept if it exists (it is the administrator's). make uninstall removes them;
+# the flags file only while it is unchanged, the data under /var/lib never.
+PREFIX      ?= /usr/local
+BINDIR      ?= $(PREFIX)/bin
+MANDIR      ?= $(PREFIX)/share/man
+SYSCONFDIR  ?= /etc
+UNITDIR     ?= $(PREFIX)/lib/systemd/system
+SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
+INSTALL     ?= install
+.PHONY: install uninstall
+install: $(BIN)/profilefs
+	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(UNITDIR) \
+	    $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(SYSCONFDIR)/default
+	$(INSTALL) -m 0755 $(BIN)/profilefs $(DESTDIR)$(BINDIR)/profilefs
+	gzip -9n <scripts/profilefs.8 >$(DESTDIR)$(MANDIR)/man8/profilefs.8.gz
+	chmod 0644 $(DESTDIR)$(MANDIR)/man8/profilefs.8.gz
+	sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' \
+	    scripts/profilefs.service.in >$(DESTDIR)$(UNITDIR)/profilefs.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/profilefs.service
+	$(INSTALL) -m 0644 scripts/profilefs.sysusers $(DESTDIR)$(SYSUSERSDIR)/profilefs.conf
+	@if [ -e $(DESTDIR)$(SYSCONFDIR)/default/profilefs ]; then \
+	    echo "  keeping $(DESTDIR)$(SYSCONFDIR)/default/profilefs"; \
+	else \
+	    $(INSTALL) -m 0644 scripts/profilefs.default $(DESTDIR)$(SYSCONFDIR)/default/profilefs; \
+	fi
+	@[ -n "$(DESTDIR)" ] || echo "  then: systemd-sysusers && systemctl daemon-reload && systemctl enable --now profilefs"
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/profilefs $(DESTDIR)$(MANDIR)/man8/profilefs.8.gz \
+	    $(DESTDIR)$(UNITDIR)/profilefs.service $(DESTDIR)$(SYSUSERSDIR)/profilefs.conf
+	@if cmp -s scripts/profilefs.default $(DESTDIR)$(SYSCONFDIR)/default/profilefs; then \
+	    rm -f $(DESTDIR)$(SYSCONFDIR)/default/profilefs; \
+	elif [ -e $(DESTDIR)$(SYSCONFDIR)/default/profilefs ]; then \
+	    echo "  keeping the changed $(DESTDIR)$(SYSCONFDIR)/default/profilefs"; \
+	fi
+
 -include $(shell find $(B) -name '*.d' 2>/dev/null)

@@ -38,22 +38,24 @@ void
 fs_stat(struct stat *st, const char *path, bool dir, off_t size, bool writable,
     int64_t mtime_ns)
 {
+	const struct fsctx *fs = fs_ctx();
 	time_t now = time(NULL);
 
 	memset(st, 0, sizeof(*st));
 	st->st_ino = hash_bytes(path, strlen(path)) | 1;
+	/* The modes fs_main() chose: the kernel checks them (default_permissions). */
 	if (dir) {
-		st->st_mode = S_IFDIR | (writable ? 0755 : 0555);
+		st->st_mode = S_IFDIR | (writable ? fs->mode_ingest_dir : fs->mode_dir);
 		st->st_nlink = 2;
 	} else {
-		st->st_mode = S_IFREG | (writable ? 0644 : 0444);
+		st->st_mode = S_IFREG | (writable ? fs->mode_ingest_file : fs->mode_file);
 		st->st_nlink = 1;
 		st->st_size = size;
 		st->st_blocks = (size + 511) / 512;
 	}
 	st->st_blksize = 65536;
-	st->st_uid = getuid();
-	st->st_gid = getgid();
+	st->st_uid = fs->uid;
+	st->st_gid = fs->gid;
 	st->st_atime = st->st_mtime = st->st_ctime = now;
 	if (mtime_ns > 0) {
 		/*

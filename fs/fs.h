@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "base.h"
 #include "pprof.h"
@@ -30,12 +31,42 @@ struct fsctx {
 	 */
 	int			(*targets_json)(void *arg, struct buf *out);
 	void			*targets_arg;
+	/*
+	 * What stat reports, set by fs_main() from struct fs_access: the owner
+	 * is whoever mounted (the ids the kernel checks without allow_other).
+	 */
+	uid_t			 uid;
+	gid_t			 gid;
+	mode_t			 mode_dir, mode_file;		/* the read-only tree */
+	mode_t			 mode_ingest_dir, mode_ingest_file;
+};
+
+/*
+ * Who may use the mount. Default: only the user who mounts. The modes and
+ * owners the tree reports follow from these, and the kernel enforces them
+ * (default_permissions), so `ls -l` shows what is true.
+ */
+struct fs_access {
+	bool		 allow_other;	/* every local user reads */
+	bool		 group_set;	/* members of group read ... */
+	gid_t		 group;
+	bool		 group_write;	/* ... and write into ingest/ */
 };
 
 struct fs_opts {
 	const char	*mountpoint;
 	bool		 debug;		/* libfuse request tracing */
 	unsigned	 threads;	/* max FUSE worker threads, 0 = default */
+	struct fs_access access;
+	/*
+	 * Called once the tree is mounted, before requests are served (e.g. to
+	 * give up root); nonzero unmounts and makes fs_main() fail. Then
+	 * unmounting, called when serving ends, before libfuse unmounts (a
+	 * process that gave up root may need help to unmount). Both optional.
+	 */
+	int		(*mounted)(void *arg);
+	void		(*unmounting)(void *arg);
+	void		*hook_arg;
 };
 
 /* Mount and serve; returns 0 after a clean unmount, -errno with a message logged. */

@@ -14,7 +14,8 @@
 #ifndef PROFILEFS_FS_INT_H
 #define PROFILEFS_FS_INT_H
 
-#define FUSE_USE_VERSION 35
+/* 3.12: fuse_loop_mt() takes the config fuse_loop_cfg_create() makes (mount.c). */
+#define FUSE_USE_VERSION 312
 
 #include <fuse.h>
 #include <stdbool.h>

@@ -1,8 +1,10 @@
 /*
  * mount: mounting the tree and running the FUSE session -- checks on the
- * mount point, a stale mount from a crash detached, libfuse's messages routed
- * through log.c, the multi-threaded loop until SIGINT/SIGTERM, unmounting.
- * The handlers are fs.c's.
+ * mount point, a stale mount from a crash detached, who may use the mount
+ * (mount options and the modes stat reports), libfuse's messages routed
+ * through log.c, the caller's hooks around serving (giving up root), the
+ * multi-threaded loop until SIGINT/SIGTERM, unmounting. The handlers are
+ * fs.c's.
  */
 #include <errno.h>
 #include <limits.h>
@@ -71,6 +73,38 @@ fs_cleanup_stale(const char *mountpoint)
 	return 0;
 }
 
+/*
+ * The modes the tree reports, from who may use it: the owner reads
+ * everything and writes into ingest/; the group (--group) reads, and writes
+ * into ingest/ with group_write; with allow_other everyone else reads. Files
+ * being written into ingest/ stay the writers' (owner and a writing group).
+ * The kernel checks these modes (default_permissions), so they are the truth.
+ */
+static void
+access_modes(struct fsctx *fs, const struct fs_access *a)
+{
+	mode_t grp_r, grp_x, grp_w, oth_r, oth_x;
+
+	oth_r = a->allow_other ? S_IROTH : 0;
+	oth_x = a->allow_other ? S_IXOTH : 0;
+	if (a->group_set) {
+		grp_r = S_IRGRP;
+		grp_x = S_IXGRP;
+		grp_w = a->group_write ? S_IWGRP : 0;
+	} else {
+		/* The owner's own group is just one more set of other users. */
+		grp_r = a->allow_other ? S_IRGRP : 0;
+		grp_x = a->allow_other ? S_IXGRP : 0;
+		grp_w = 0;
+	}
+	fs->uid = getuid();
+	fs->gid = a->group_set ? a->group : getgid();
+	fs->mode_dir = S_IRUSR | S_IXUSR | grp_r | grp_x | oth_r | oth_x;
+	fs->mode_file = S_IRUSR | grp_r | oth_r;
+	fs->mode_ingest_dir = fs->mode_dir | S_IWUSR | grp_w;
+	fs->mode_ingest_file = S_IRUSR | S_IWUSR | (grp_w ? S_IRGRP | S_IWGRP : 0);
+}
+
 /* Whether path is itself a mount point (its device differs from its parent's). */
 static bool
 is_mountpoint(const char *path)
@@ -118,11 +152,17 @@ fs_main(struct fsctx *fs, const struct fs_opts *o)
 	if (fs->files == NULL || fs->merges == NULL)
 		return -ENOMEM;
 
+	access_modes(fs, &o->access);
 	fuse_set_log_func(fuse_log_to_log);
 	fuse_opt_add_arg(&args, "profilefs");
 	fuse_opt_add_arg(&args, "-o");
-	fuse_opt_add_arg(&args, geteuid() == 0 ? "fsname=profilefs,subtype=profilefs,allow_other"
-	    : "fsname=profilefs,subtype=profilefs");
+	/*
+	 * default_permissions: the kernel checks the modes stat reports. Without
+	 * allow_other the kernel lets only the mounting user in, whatever the modes.
+	 */
+	fuse_opt_add_arg(&args, o->access.allow_other || o->access.group_set ?
+	    "fsname=profilefs,subtype=profilefs,default_permissions,allow_other" :
+	    "fsname=profilefs,subtype=profilefs,default_permissions");
 	if (o->debug)
 		fuse_opt_add_arg(&args, "-d");
 	f = fuse_new(&args, &fs_ops, sizeof(fs_ops), fs);
@@ -134,17 +174,27 @@ fs_main(struct fsctx *fs, const struct fs_opts *o)
 	fs->fuse = f;
 	if (fuse_mount(f, o->mountpoint) != 0) {
 		log_warnx("cannot mount on %s (is /dev/fuse there and fuse3 installed? "
-		    "is something else mounted there?)", o->mountpoint);
+		    "is something else mounted there?%s)", o->mountpoint,
+		    geteuid() != 0 && (o->access.allow_other || o->access.group_set) ?
+		    " --allow-other and --group need root, or user_allow_other in /etc/fuse.conf" :
+		    "");
 		fuse_destroy(f);
 		fuse_opt_free_args(&args);
 		return -EIO;
 	}
 	se = fuse_get_session(f);
+	log_info("mounted on %s (%s)", o->mountpoint, o->access.group_set ?
+	    (o->access.group_write ? "owner and group read, both write ingest/" :
+	    "owner and group read, owner writes ingest/") : o->access.allow_other ?
+	    "everyone reads, owner writes ingest/" : "private to its owner");
+	if (o->mounted && o->mounted(o->hook_arg) != 0) {
+		rc = -EPERM;
+		goto unmount;
+	}
 	if (fuse_set_signal_handlers(se) != 0) {
 		rc = -EIO;
 		goto unmount;
 	}
-	log_info("mounted on %s", o->mountpoint);
 	lc = fuse_loop_cfg_create();
 	fuse_loop_cfg_set_clone_fd(lc, 0);
 	fuse_loop_cfg_set_max_threads(lc, o->threads ? o->threads : 16);
@@ -155,6 +205,8 @@ fs_main(struct fsctx *fs, const struct fs_opts *o)
 	fuse_loop_cfg_destroy(lc);
 	fuse_remove_signal_handlers(se);
 unmount:
+	if (o->unmounting)
+		o->unmounting(o->hook_arg);
 	fuse_unmount(f);
 	fuse_destroy(f);
 	fuse_opt_free_args(&args);

@@ -4,13 +4,20 @@
  * on SIGINT/SIGTERM the mount loop ends, producers stop, the store is flushed
  * and closed, and the process exits 0.
  */
+#include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <linux/capability.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -19,12 +26,13 @@
 #include "base.h"
 #include "pprof.h"
 #include "store.h"
+#include "priv.h"
 
 static const char usage_text[] =
 "usage: profilefs serve [--data DIR] [--http HOST:PORT] [--ebpf[=HZ]] [--scrape FILE]\n"
 "                       [--retention DURATION] [--retention-aggregates DURATION]\n"
-"                       [--max-disk SIZE] [--max-series N] [-v] [--debug-fuse]\n"
-"                       MOUNTPOINT\n"
+"                       [--max-disk SIZE] [--max-series N] [--user NAME] [--allow-other]\n"
+"                       [--group GROUP [--group-write]] [-v] [--debug-fuse] MOUNTPOINT\n"
 "       profilefs --help | --version\n"
 "\n"
 "Continuous profiling as a filesystem: profiles stored in an embedded database\n"
@@ -36,6 +44,9 @@ static const char usage_text[] =
 "  --http HOST:PORT    also serve the HTTP API (profefe /api/0, Pyroscope /ingest,\n"
 "                      /metrics), e.g. 127.0.0.1:10100; off unless given\n"
 "  --http-token TOKEN  require \"Authorization: Bearer TOKEN\" on HTTP requests\n"
+"  --http-token-file FILE  the same, the token read from FILE (not shown by ps)\n"
+"  --http-insecure     serve a non-loopback --http address without a token\n"
+"                      (refused otherwise: anyone who reaches it could push)\n"
 "  --http-max-body BYTES  largest HTTP request body (default 64 MiB; K/M/G suffixes)\n"
 "  --http-max-conns N  most concurrent HTTP connections (default 256), then 503\n"
 "  --http-max-decoded BYTES  largest pushed profile once gunzipped (default 256 MiB)\n"
@@ -55,6 +66,14 @@ static const char usage_text[] =
 "                      the oldest data is deleted first\n"
 "  --max-series N      label sets one service may have (default 2000, 0: no\n"
 "                      limit); profiles of a new one past it are refused\n"
+"  --user NAME         once the BPF programs are attached, the HTTP socket bound\n"
+"                      and the tree mounted, run as NAME (needs root); with\n"
+"                      --ebpf keep only cap_sys_ptrace, cap_dac_read_search and\n"
+"                      cap_checkpoint_restore, otherwise no capability at all\n"
+"  --allow-other       every local user may read the tree (default: only the\n"
+"                      user who mounts it); only the owner writes into ingest/\n"
+"  --group GROUP       members of GROUP may read the tree (others may not)\n"
+"  --group-write       ... and copy profiles into ingest/\n"
 "  -v, --verbose       log more\n"
 "  --debug-fuse        trace every FUSE request (very verbose)\n"
 "\n"
@@ -78,6 +97,10 @@ struct serve_opts {
 	unsigned	 http_max_conns;
 	size_t		 http_max_decoded;
 	const char	*http_token;
+	const char	*http_token_file;
+	int		 http_insecure;
+	const char	*user;
+	struct fs_access access;
 	int		 debug_fuse;
 	int64_t		 retention;	/* ns, 0: keep everything */
 	int64_t		 retention_aggr;	/* ns, 0: as retention */
@@ -117,8 +140,147 @@ targets_json(void *arg, struct buf *out)
 	return scrape_status_json(arg, out);
 }
 
+/*
+ * Whether every address HOST of HOST:PORT names is a loopback one (0.0.0.0
+ * and :: are not). A spec that does not parse or resolve counts as loopback
+ * here: http_start() refuses it with its own, more precise message.
+ */
 static int
-serve(const struct serve_opts *o)
+http_is_loopback(const char *listen)
+{
+	struct addrinfo hints, *res = NULL, *ai;
+	char host[256];
+	const char *colon;
+	size_t n;
+	int loop = 1;
+
+	if (listen[0] == '[') {
+		colon = strchr(listen, ']');
+		n = colon ? (size_t)(colon - listen - 1) : 0;
+		listen++;
+	} else {
+		colon = strrchr(listen, ':');
+		n = colon ? (size_t)(colon - listen) : strlen(listen);
+	}
+	if (n == 0 || n >= sizeof(host))
+		return 1;
+	memcpy(host, listen, n);
+	host[n] = '\0';
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_socktype = SOCK_STREAM;
+	if (getaddrinfo(host, NULL, &hints, &res) != 0)
+		return 1;
+	for (ai = res; ai; ai = ai->ai_next) {
+		if (ai->ai_family == AF_INET) {
+			const struct sockaddr_in *sin = (const void *)ai->ai_addr;
+
+			loop &= (ntohl(sin->sin_addr.s_addr) >> 24) == 127;
+		} else if (ai->ai_family == AF_INET6) {
+			const struct sockaddr_in6 *sin6 = (const void *)ai->ai_addr;
+
+			loop &= IN6_IS_ADDR_LOOPBACK(&sin6->sin6_addr) ||
+			    (IN6_IS_ADDR_V4MAPPED(&sin6->sin6_addr) &&
+			    sin6->sin6_addr.s6_addr[12] == 127);
+		} else {
+			loop = 0;
+		}
+	}
+	freeaddrinfo(res);
+	return loop;
+}
+
+/*
+ * The token of --http-token-file: the file's one line, without the line end
+ * and surrounding blanks; at most 4 KiB of printable ASCII. The caller frees it.
+ */
+static char *
+token_read(const char *path)
+{
+	char buf[4097], *s, *e;
+	struct stat st;
+	ssize_t n;
+	int fd;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+		fprintf(stderr, "profilefs: --http-token-file %s: %s\n", path, strerror(errno));
+		return NULL;
+	}
+	if (fstat(fd, &st) == 0 && (st.st_mode & (S_IROTH | S_IWOTH)))
+		fprintf(stderr, "profilefs: warning: --http-token-file %s can be read by every "
+		    "user (chmod 600 it)\n", path);
+	n = read(fd, buf, sizeof(buf));
+	close(fd);
+	if (n < 0 || n == (ssize_t)sizeof(buf)) {
+		fprintf(stderr, "profilefs: --http-token-file %s: %s\n", path,
+		    n < 0 ? strerror(errno) : "longer than 4 KiB");
+		return NULL;
+	}
+	buf[n] = '\0';
+	for (s = buf; *s == ' ' || *s == '\t'; s++)
+		;
+	for (e = s + strlen(s); e > s && isspace((unsigned char)e[-1]); e--)
+		;
+	*e = '\0';
+	for (n = 0; s[n]; n++)
+		if (!isprint((unsigned char)s[n]) || s[n] == ' ') {
+			fprintf(stderr, "profilefs: --http-token-file %s: the token must be one line "
+			    "of printable characters without blanks\n", path);
+			return NULL;
+		}
+	if (*s == '\0') {
+		fprintf(stderr, "profilefs: --http-token-file %s is empty\n", path);
+		return NULL;
+	}
+	return strdup(s);
+}
+
+/*
+ * What the eBPF sampler does with other users' processes once it runs as
+ * --user: /proc/PID/maps, exe and root need cap_sys_ptrace (a ptrace "read"
+ * check); /proc/PID/map_files/ (deleted binaries, other mount namespaces)
+ * needs cap_checkpoint_restore and, the directory being its owner's alone,
+ * cap_dac_read_search, which also reads binaries not readable by the user.
+ * The ring buffer, perf events and maps are file descriptors opened before,
+ * and /proc/kallsyms is read at start, so cap_bpf, cap_perfmon and
+ * cap_syslog are not kept -- but cap_bpf is where bpf(2) wants it for every
+ * command (priv_bpf_needs_cap()).
+ */
+#define EBPF_RUNTIME_CAPS	(PRIV_CAP(CAP_SYS_PTRACE) | PRIV_CAP(CAP_DAC_READ_SEARCH) | \
+				 PRIV_CAP(CAP_CHECKPOINT_RESTORE))
+
+struct drop {
+	struct priv_user	*u;
+	uint64_t		 keep;
+	const char		*mountpoint;
+};
+
+static int
+on_mounted(void *arg)
+{
+	struct drop *d = arg;
+
+	/* The sampler reads its counters map every period. */
+	if (d->keep != 0 && priv_bpf_needs_cap()) {
+		log_info("this kernel's bpf(2) needs cap_bpf for maps already open: keeping it");
+		d->keep |= PRIV_CAP(CAP_BPF);
+	}
+	if (priv_unmount_helper(d->mountpoint, d->u) < 0 || priv_drop(d->u, d->keep) < 0) {
+		log_warnx("--user %s: could not give up root; stopping", d->u->name);
+		return -1;
+	}
+	return 0;
+}
+
+static void
+on_unmounting(void *arg)
+{
+	struct drop *d = arg;
+
+	priv_unmount(d->u);
+}
+
+static int
+serve(const struct serve_opts *o, struct priv_user *user)
 {
 	struct fsctx fs;
 	struct fs_opts fo;
@@ -127,6 +289,7 @@ serve(const struct serve_opts *o)
 	struct scraper *scr = NULL;
 	struct ebpf_sampler *ebpf = NULL;
 	struct buf err = { 0 };
+	struct drop drop;
 	char mnt[PATH_MAX];
 	int rc;
 
@@ -146,7 +309,15 @@ serve(const struct serve_opts *o)
 	}
 	/* The database's files, like its directory, are the daemon user's only. */
 	umask(077);
-	if ((rc = store_open(o->data, &st, &err)) < 0) {
+	/* The store's files are the user's, so it can go on writing them. */
+	if (user != NULL && priv_own_dir(o->data, user) < 0)
+		return 1;
+	if (user != NULL && priv_fs_as_user(user) < 0)
+		return 1;
+	rc = store_open(o->data, &st, &err);
+	if (user != NULL)
+		priv_fs_as_root();
+	if (rc < 0) {
 		fprintf(stderr, "profilefs: %s\n", err.data ? err.data : strerror(-rc));
 		buf_free(&err);
 		return 1;
@@ -183,6 +354,15 @@ serve(const struct serve_opts *o)
 	memset(&fo, 0, sizeof(fo));
 	fo.mountpoint = mnt;
 	fo.debug = o->debug_fuse;
+	fo.access = o->access;
+	if (user != NULL) {
+		drop.u = user;
+		drop.keep = o->ebpf_hz ? EBPF_RUNTIME_CAPS : 0;
+		drop.mountpoint = mnt;
+		fo.mounted = on_mounted;
+		fo.unmounting = on_unmounting;
+		fo.hook_arg = &drop;
+	}
 	/*
 	 * A signal that came while starting up stops us cleanly; from here on
 	 * libfuse handles them (it takes over only signals at their default).
@@ -219,7 +399,7 @@ main(int argc, char **argv)
 		{ "http",	required_argument,	NULL, 'H' },
 		{ "ebpf",	optional_argument,	NULL, 'e' },
 		{ "ebpf-period", required_argument,	NULL, 'P' },
-		{ "ebpf-unwind-mem", required_argument,	NULL, 'U' },
+		{ "ebpf-unwind-mem", required_argument,	NULL, 'u' },
 		{ "scrape",	required_argument,	NULL, 's' },
 		{ "http-token",	required_argument,	NULL, 'T' },
 		{ "http-max-body", required_argument,	NULL, 'B' },
@@ -231,12 +411,20 @@ main(int argc, char **argv)
 		{ "retention-aggregates", required_argument, NULL, 'A' },
 		{ "max-disk",	required_argument,	NULL, 'M' },
 		{ "max-series",	required_argument,	NULL, 'X' },
+		{ "http-token-file", required_argument,	NULL, 'F' },
+		{ "http-insecure", no_argument,		NULL, 'I' },
+		{ "user",	required_argument,	NULL, 'U' },
+		{ "allow-other", no_argument,		NULL, 'O' },
+		{ "group",	required_argument,	NULL, 'G' },
+		{ "group-write", no_argument,		NULL, 'W' },
 		{ "help",	no_argument,		NULL, 'h' },
 		{ "version",	no_argument,		NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
 	};
 	struct serve_opts o = { .data = "./profilefs-data", .max_series = -1 };
-	char *end;
+	struct priv_user user;
+	char *end, *token = NULL;
+	const char *group = NULL;
 	long hz;
 	unsigned long long bytes, mult;
 	int c;
@@ -289,7 +477,7 @@ main(int argc, char **argv)
 			}
 			o.ebpf_flush = (unsigned)hz;
 			break;
-		case 'U':
+		case 'u':
 			errno = 0;
 			hz = strtol(optarg, &end, 10);
 			if (errno || *end || hz < 0 || hz > 128) {
@@ -361,6 +549,24 @@ main(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'F':
+			o.http_token_file = optarg;
+			break;
+		case 'I':
+			o.http_insecure = 1;
+			break;
+		case 'U':
+			o.user = optarg;
+			break;
+		case 'O':
+			o.access.allow_other = true;
+			break;
+		case 'G':
+			group = optarg;
+			break;
+		case 'W':
+			o.access.group_write = true;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -378,6 +584,46 @@ main(int argc, char **argv)
 		return 2;
 	}
 	o.mountpoint = argv[optind];
+	if (o.access.group_write && group == NULL) {
+		fprintf(stderr, "profilefs: --group-write needs --group GROUP\n");
+		return 2;
+	}
+	if (group != NULL) {
+		if (priv_group_lookup(group, &o.access.group) < 0)
+			return 2;
+		o.access.group_set = true;
+	}
+	if (o.http_token && o.http_token_file) {
+		fprintf(stderr, "profilefs: give --http-token or --http-token-file, not both\n");
+		return 2;
+	}
+	if (o.http_token_file) {
+		if ((token = token_read(o.http_token_file)) == NULL)
+			return 2;
+		o.http_token = token;
+	} else if (o.http_token) {
+		fprintf(stderr, "profilefs: warning: --http-token shows in ps to every local "
+		    "user; --http-token-file FILE does not\n");
+	}
+	if (o.http && o.http_token == NULL && !o.http_insecure && !http_is_loopback(o.http)) {
+		fprintf(stderr, "profilefs: --http %s is reachable from other hosts and no token is "
+		    "set: anyone who reaches it could push and read profiles. Give "
+		    "--http-token-file FILE (or --http-token), bind 127.0.0.1, or say "
+		    "--http-insecure if that is intended.\n", o.http);
+		return 2;
+	}
+	if (o.user != NULL) {
+		if (geteuid() != 0) {
+			fprintf(stderr, "profilefs: --user %s: only root can become another user; "
+			    "without --ebpf, start profilefs as that user instead\n", o.user);
+			return 2;
+		}
+		if (priv_user_lookup(o.user, &user) < 0)
+			return 2;
+		/* Before any thread exists, so that every thread inherits it. */
+		if (priv_keep_caps() < 0)
+			return 1;
+	}
 	signal(SIGPIPE, SIG_IGN);
 	/*
 	 * A shell that starts us in the background leaves SIGINT ignored:
@@ -385,5 +631,9 @@ main(int argc, char **argv)
 	 * a signal at any time stops the daemon cleanly.
 	 */
 	early_signals(on_early_signal);
-	return serve(&o);
+	c = serve(&o, o.user ? &user : NULL);
+	if (o.user)
+		priv_user_free(&user);
+	free(token);
+	return c;
 }
