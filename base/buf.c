@@ -33,9 +33,13 @@ buf_reserve(struct buf *b, size_t more)
 		ncap = ncap > SIZE_MAX / 2 ? need : ncap * 2;
 	if (b->max && ncap > b->max + 1)
 		ncap = need > b->max + 1 ? need : b->max + 1;
-	p = realloc(b->data, ncap);
-	if (p == NULL)
+	if (budget_reserve(ncap - b->cap) < 0)
 		return b->err = -ENOMEM;
+	p = realloc(b->data, ncap);
+	if (p == NULL) {
+		budget_release(ncap - b->cap);
+		return b->err = -ENOMEM;
+	}
 	b->data = p;
 	b->cap = ncap;
 	b->data[b->len] = '\0';
@@ -100,27 +104,6 @@ buf_printf(struct buf *b, const char *fmt, ...)
 	return rc;
 }
 
-int
-buf_add_json(struct buf *b, const char *s, size_t n)
-{
-	size_t i;
-	int rc = 0;
-
-	for (i = 0; i < n && rc == 0; i++) {
-		unsigned char c = (unsigned char)s[i];
-
-		if (c == '"' || c == '\\') {
-			char e[2] = { '\\', (char)c };
-			rc = buf_add(b, e, 2);
-		} else if (c < 0x20 || c == 0x7f) {
-			char e[6] = { '\\', 'u', '0', '0', hex_digit(c >> 4, false), hex_digit(c, false) };
-			rc = buf_add(b, e, 6);
-		} else
-			rc = buf_addc(b, c);
-	}
-	return rc;
-}
-
 /* Length of the valid UTF-8 sequence at s (at most n bytes), 0 if invalid. */
 static size_t
 utf8_seq(const unsigned char *s, size_t n)
@@ -155,6 +138,40 @@ utf8_seq(const unsigned char *s, size_t n)
 	return len;
 }
 
+/*
+ * JSON strings must be UTF-8 (RFC 8259): a byte that does not start a valid
+ * sequence becomes U+FFFD, so a service name with stray bytes cannot make
+ * the whole document invalid.
+ */
+int
+buf_add_json(struct buf *b, const char *s, size_t n)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t i = 0, l;
+	int rc = 0;
+
+	while (i < n && rc == 0) {
+		unsigned char c = u[i];
+
+		if (c == '"' || c == '\\') {
+			char e[2] = { '\\', (char)c };
+			rc = buf_add(b, e, 2);
+			i++;
+		} else if (c < 0x20 || c == 0x7f) {
+			char e[6] = { '\\', 'u', '0', '0', hex_digit(c >> 4, false), hex_digit(c, false) };
+			rc = buf_add(b, e, 6);
+			i++;
+		} else if ((l = utf8_seq(u + i, n - i)) == 0) {
+			rc = buf_adds(b, "\xef\xbf\xbd");
+			i++;
+		} else {
+			rc = buf_add(b, u + i, l);
+			i += l;
+		}
+	}
+	return rc;
+}
+
 int
 buf_add_xml(struct buf *b, const char *s, size_t n)
 {
@@ -179,6 +196,9 @@ buf_add_xml(struct buf *b, const char *s, size_t n)
 			continue;
 		}
 		l = utf8_seq(u + i, n - i);
+		/* XML 1.0's Char excludes U+FFFE and U+FFFF as well. */
+		if (l == 3 && u[i] == 0xef && u[i + 1] == 0xbf && (u[i + 2] & 0xfe) == 0xbe)
+			l = 0;
 		if (l == 0) {
 			rc = buf_adds(b, "\xef\xbf\xbd");
 			i++;
@@ -216,6 +236,7 @@ buf_reset(struct buf *b)
 void
 buf_free(struct buf *b)
 {
+	budget_release(b->cap);
 	free(b->data);
 	b->data = NULL;
 	b->len = b->cap = 0;
@@ -229,6 +250,8 @@ buf_steal(struct buf *b, size_t *len)
 
 	if (p == NULL)
 		p = xcalloc(1, 1);
+	/* The storage leaves the buffer, and with it the budget's count. */
+	budget_release(b->cap);
 	if (len)
 		*len = b->len;
 	b->data = NULL;
