@@ -51,6 +51,7 @@ void	budget_release(size_t n);
 int	budget_wait(size_t n, int64_t timeout_ns);
 /* Called (with no lock of base held) when a reservation would fail; frees what it can. */
 void	budget_on_pressure(void (*fn)(void *), void *arg);
+void	budget_off_pressure(void (*fn)(void *), void *arg);
 /* Bytes in use, the most ever in use, reservations refused. Any may be NULL. */
 void	budget_stats(size_t *used, size_t *peak, uint64_t *refused);
 

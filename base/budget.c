@@ -11,8 +11,9 @@
  * bounded by what the budgeted allocations let in. Caches register a
  * reclaimer that drops unused entries when a reservation would fail.
  *
- * The counters are atomics; the reclaimer list is written at start-up only
- * and waiters sleep on bg_cond under bg_lock.
+ * The counters are atomics; the reclaimer list is protected by bg_rlock
+ * (reclaimers run under its read side, so they must not register) and
+ * waiters sleep on bg_cond under bg_lock.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -25,18 +26,18 @@
 
 #define DEFAULT_MIN	((size_t)1 << 30)	/* at least 1 GiB ... */
 #define DEFAULT_MAX	((size_t)4 << 30)	/* ... at most 4 GiB, else a quarter of RAM */
-#define RECLAIMERS	4
+#define RECLAIMERS	8
 
 static atomic_size_t bg_used, bg_peak, bg_limit;
 static atomic_uint_fast64_t bg_refused;
 static pthread_once_t bg_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t bg_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t bg_cond = PTHREAD_COND_INITIALIZER;
+static pthread_rwlock_t bg_rlock = PTHREAD_RWLOCK_INITIALIZER;
 static struct {
 	void	(*fn)(void *);
 	void	*arg;
-} bg_reclaim[RECLAIMERS];
-static atomic_int bg_nreclaim;
+} bg_reclaim[RECLAIMERS];	/* protected by bg_rlock */
 static atomic_int bg_waiters;
 
 static void
@@ -72,13 +73,28 @@ budget_limit(void)
 void
 budget_on_pressure(void (*fn)(void *), void *arg)
 {
-	int i = atomic_load(&bg_nreclaim);
+	int i;
 
-	if (i >= RECLAIMERS)
-		return;
-	bg_reclaim[i].fn = fn;
-	bg_reclaim[i].arg = arg;
-	atomic_store(&bg_nreclaim, i + 1);
+	pthread_rwlock_wrlock(&bg_rlock);
+	for (i = 0; i < RECLAIMERS; i++)
+		if (bg_reclaim[i].fn == NULL) {
+			bg_reclaim[i].fn = fn;
+			bg_reclaim[i].arg = arg;
+			break;
+		}
+	pthread_rwlock_unlock(&bg_rlock);
+}
+
+void
+budget_off_pressure(void (*fn)(void *), void *arg)
+{
+	int i;
+
+	pthread_rwlock_wrlock(&bg_rlock);
+	for (i = 0; i < RECLAIMERS; i++)
+		if (bg_reclaim[i].fn == fn && bg_reclaim[i].arg == arg)
+			bg_reclaim[i].fn = NULL;
+	pthread_rwlock_unlock(&bg_rlock);
 }
 
 /* Add n to the count if it stays within the limit. */
@@ -106,11 +122,17 @@ budget_reserve(size_t n)
 	if (n == 0 || try_add(n))
 		return 0;
 	/* Before refusing, let the caches give back what nobody holds. */
-	for (i = 0; i < atomic_load(&bg_nreclaim); i++) {
+	pthread_rwlock_rdlock(&bg_rlock);
+	for (i = 0; i < RECLAIMERS; i++) {
+		if (bg_reclaim[i].fn == NULL)
+			continue;
 		bg_reclaim[i].fn(bg_reclaim[i].arg);
-		if (try_add(n))
+		if (try_add(n)) {
+			pthread_rwlock_unlock(&bg_rlock);
 			return 0;
+		}
 	}
+	pthread_rwlock_unlock(&bg_rlock);
 	atomic_fetch_add(&bg_refused, 1);
 	return -ENOMEM;
 }

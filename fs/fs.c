@@ -131,6 +131,19 @@ fill_file(void *varg, void **val, size_t *size, void (**free_fn)(void *))
 	return rc;
 }
 
+/*
+ * What a failed generation tells the caller: EAGAIN when the memory budget
+ * was short (try again), EFBIG for a file over its size limit (the reason is
+ * in the log), EIO for storage trouble, else the file does not exist.
+ */
+static int
+errno_of(int rc)
+{
+	if (rc == -ENOMEM || rc == -EAGAIN)
+		return -EAGAIN;
+	return rc == -EIO || rc == -EFBIG ? rc : -ENOENT;
+}
+
 /* The content of a generated file, cached; *ce holds a reference. */
 static int
 content_get(struct fsctx *fs, const char *path, const struct fspath *fp,
@@ -221,7 +234,7 @@ pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 		if (rc < 0 && rc != -ENOENT) {
 			metrics_add("profilefs_fuse_errors_total", NULL, 1);
 		}
-		return rc < 0 ? (rc == -ENOMEM || rc == -EIO || rc == -EFBIG ? rc : -ENOENT) : 0;
+		return rc < 0 ? errno_of(rc) : 0;
 	}
 	return -ENOENT;
 }
@@ -287,14 +300,24 @@ pf_open(const char *path, struct fuse_file_info *fi)
 	if (rc < 0) {
 		if (ce)
 			cache_release(fs->files, ce);
-		return rc == -ENOMEM || rc == -EIO || rc == -EFBIG ? rc : -ENOENT;
+		return errno_of(rc);
 	}
 	h = xcalloc(1, sizeof(*h));
 	h->kind = H_CONTENT;
 	h->ce = ce;
 	fi->fh = (uintptr_t)h;
-	/* Content is a snapshot per open: let the kernel drop stale pages. */
-	fi->keep_cache = 0;
+	/*
+	 * Each open reads one version (the entry it holds), but the kernel's
+	 * page cache is one per inode: two opens of different versions would
+	 * mix their pages, and a newer stat would cut an older reader short.
+	 * So content that can change is read with direct_io, straight from
+	 * the held entry (read(2) readers such as go tool pprof, cp, cat are
+	 * unaffected; a MAP_SHARED mmap is refused with ENODEV by kernels that
+	 * do not allow mmap of direct_io files, MAP_PRIVATE works). A stored
+	 * profile and README.txt never change for a name: they stay cached.
+	 */
+	fi->direct_io = fp.node != NODE_PROFILE && fp.node != NODE_README;
+	fi->keep_cache = !fi->direct_io;
 	return 0;
 }
 
@@ -337,7 +360,7 @@ pf_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 	}
 	h = xcalloc(1, sizeof(*h));
 	h->kind = H_INGEST;
-	ingest_create(path, &fp, &h->ig);
+	ingest_create(path, &fp, (fi->flags & O_TRUNC) != 0, &h->ig);
 	fi->fh = (uintptr_t)h;
 	fi->direct_io = 1;
 	return 0;
@@ -607,7 +630,16 @@ readme_render(struct fsctx *fs, struct buf *b)
 "\n"
 "A copy into ingest/ succeeds only once the profile is stored; a file that is\n"
 "not a pprof profile fails with 'Invalid argument' and the reason is in the\n"
-"daemon's log. Everything outside ingest/ is read-only.\n",
+"daemon's log. An empty file is not a profile either: cp of an empty file (or\n"
+"'> file') fails the same way. A file only created and closed (touch) is\n"
+"ignored: it was opened without O_TRUNC and never written, so no upload was\n"
+"made, and touch itself succeeds. Two writers of one name each store their\n"
+"own file. When the daemon's memory budget is in use, writes and generated\n"
+"files fail with 'Resource temporarily unavailable' (EAGAIN): try again.\n"
+"Generated files over their size limit fail with 'File too large' (EFBIG),\n"
+"the reason in the log; flame graphs leave out frames too narrow or too deep\n"
+"to see and say so in their second line. Everything outside ingest/ is\n"
+"read-only.\n",
 	    PROFILEFS_VERSION, m, m, m, m, m, m, m);
 	return b->data ? 0 : -ENOMEM;
 }
