@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,21 @@
 #include "views.h"
 
 #define RELATIVE_MAX_AGE	(INT64_C(1500) * 1000000)
+#define PIN_QUIET		(INT64_C(200) * 1000000)
+#define PIN_BUCKETS		256
+
+/* The version of a generated file its open handles share. */
+struct pin {
+	struct pin		*next;		/* in pin_table while current */
+	char			*path;
+	struct cache_entry	*ce;		/* one cache reference, held by the pin */
+	int			 opens;
+	bool			 current;	/* the version new opens and stat get */
+	int64_t			 last_open;	/* mono ns */
+};
+
+static pthread_mutex_t pin_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct pin *pin_table[PIN_BUCKETS];	/* protected by pin_lock */
 
 struct fsctx *
 fs_ctx(void)
@@ -158,6 +174,111 @@ content_get(struct fsctx *fs, const char *path, const struct fspath *fp,
 	    fill_file, &a, ce);
 }
 
+/* The current pin of path, or NULL. Called with pin_lock held. */
+static struct pin **
+pin_find(const char *path)
+{
+	struct pin **pp = &pin_table[hash_bytes(path, strlen(path)) % PIN_BUCKETS];
+
+	while (*pp && strcmp((*pp)->path, path) != 0)
+		pp = &(*pp)->next;
+	return pp;
+}
+
+/* The size and birth of the version open handles of path read; false if none is open. */
+static bool
+pin_stat(const char *path, off_t *size, int64_t *born)
+{
+	struct pin *p;
+
+	pthread_mutex_lock(&pin_lock);
+	if ((p = *pin_find(path)) != NULL) {
+		*size = (off_t)((struct buf *)p->ce->val)->len;
+		*born = p->ce->born;
+	}
+	pthread_mutex_unlock(&pin_lock);
+	return p != NULL;
+}
+
+/* Open path's content: the pinned version, or a new one that becomes the pin. */
+static int
+pin_open(struct fsctx *fs, const char *path, const struct fspath *fp, struct pin **out)
+{
+	struct cache_entry *ce = NULL;
+	struct pin **pp, *p;
+	int64_t now = clock_mono_ns();
+	int rc;
+
+	*out = NULL;
+	pthread_mutex_lock(&pin_lock);
+	pp = pin_find(path);
+	if ((p = *pp) != NULL && now - p->last_open < PIN_QUIET) {
+		p->opens++;
+		p->last_open = now;
+		pthread_mutex_unlock(&pin_lock);
+		*out = p;
+		return 0;
+	}
+	/* Generating may take long: not under pin_lock (a racing open may pin first). */
+	pthread_mutex_unlock(&pin_lock);
+	rc = content_get(fs, path, fp, &ce);
+	if (rc < 0) {
+		if (ce)
+			cache_release(fs->files, ce);
+		return rc;
+	}
+	pthread_mutex_lock(&pin_lock);
+	pp = pin_find(path);
+	if ((p = *pp) != NULL && (p->ce == ce || now - p->last_open < PIN_QUIET)) {
+		/* The same version, or another open pinned one meanwhile. */
+		p->opens++;
+		p->last_open = now;
+		pthread_mutex_unlock(&pin_lock);
+		cache_release(fs->files, ce);
+		*out = p;
+		return 0;
+	}
+	if (p != NULL) {
+		/* Superseded: its readers keep it until they close. */
+		*pp = p->next;
+		p->current = false;
+	}
+	p = xcalloc(1, sizeof(*p));
+	p->path = xstrdup(path);
+	p->ce = ce;
+	p->opens = 1;
+	p->current = true;
+	p->last_open = now;
+	pp = pin_find(path);
+	p->next = *pp;
+	*pp = p;
+	pthread_mutex_unlock(&pin_lock);
+	*out = p;
+	return 0;
+}
+
+static void
+pin_close(struct fsctx *fs, struct pin *p)
+{
+	struct pin **pp;
+
+	pthread_mutex_lock(&pin_lock);
+	if (--p->opens > 0) {
+		pthread_mutex_unlock(&pin_lock);
+		return;
+	}
+	if (p->current) {
+		for (pp = pin_find(p->path); *pp && *pp != p; pp = &(*pp)->next)
+			;
+		if (*pp)
+			*pp = p->next;
+	}
+	pthread_mutex_unlock(&pin_lock);
+	cache_release(fs->files, p->ce);
+	free(p->path);
+	free(p);
+}
+
 static int
 pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 {
@@ -177,8 +298,8 @@ pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 			fs_stat(st, path, false, size, true, 0);
 			return 0;
 		}
-		fs_stat(st, path, false, (off_t)((struct buf *)h->ce->val)->len, false,
-		    h->ce->born);
+		fs_stat(st, path, false, (off_t)((struct buf *)h->pin->ce->val)->len, false,
+		    h->pin->ce->born);
 		return 0;
 	}
 	if (path_parse(path, clock_now_ns(), &fp) < 0)
@@ -224,7 +345,15 @@ pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 	case NODE_TARGETS:
 	case NODE_VIEW:
 	case NODE_VS_VIEW:
-	case NODE_PROFILE:
+	case NODE_PROFILE: {
+		off_t size;
+		int64_t born;
+
+		/* While the file is open: the size of the version its readers share. */
+		if (pin_stat(path, &size, &born)) {
+			fs_stat(st, path, false, size, false, born);
+			return 0;
+		}
 		rc = content_get(fs, path, &fp, &ce);
 		if (rc == 0)
 			fs_stat(st, path, false, (off_t)((struct buf *)ce->val)->len, false,
@@ -235,6 +364,7 @@ pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 			metrics_add("profilefs_fuse_errors_total", NULL, 1);
 		}
 		return rc < 0 ? errno_of(rc) : 0;
+	}
 	}
 	return -ENOENT;
 }
@@ -270,7 +400,7 @@ static int
 pf_open(const char *path, struct fuse_file_info *fi)
 {
 	struct fsctx *fs = fs_ctx();
-	struct cache_entry *ce = NULL;
+	struct pin *pin;
 	struct handle *h;
 	struct fspath fp;
 	int rc;
@@ -296,22 +426,18 @@ pf_open(const char *path, struct fuse_file_info *fi)
 	if (fp.node != NODE_README && fp.node != NODE_TARGETS && fp.node != NODE_VIEW &&
 	    fp.node != NODE_VS_VIEW && fp.node != NODE_PROFILE)
 		return -EISDIR;
-	rc = content_get(fs, path, &fp, &ce);
-	if (rc < 0) {
-		if (ce)
-			cache_release(fs->files, ce);
+	if ((rc = pin_open(fs, path, &fp, &pin)) < 0)
 		return errno_of(rc);
-	}
 	h = xcalloc(1, sizeof(*h));
 	h->kind = H_CONTENT;
-	h->ce = ce;
+	h->pin = pin;
 	fi->fh = (uintptr_t)h;
 	/*
-	 * Each open reads one version (the entry it holds), but the kernel's
-	 * page cache is one per inode: two opens of different versions would
-	 * mix their pages, and a newer stat would cut an older reader short.
-	 * So content that can change is read with direct_io, straight from
-	 * the held entry (read(2) readers such as go tool pprof, cp, cat are
+	 * Each open reads one version (its pin), but the kernel's page cache
+	 * is one per inode: a reader of a superseded version and one of the
+	 * new one would mix their pages, and the new size would cut the old
+	 * reader short. So content that can change is read with direct_io,
+	 * straight from the pinned entry (read(2) readers such as go tool pprof, cp, cat are
 	 * unaffected; a MAP_SHARED mmap is refused with ENODEV by kernels that
 	 * do not allow mmap of direct_io files, MAP_PRIVATE works). A stored
 	 * profile and README.txt never change for a name: they stay cached.
@@ -333,7 +459,7 @@ pf_read(const char *path, char *out, size_t size, off_t off, struct fuse_file_in
 		return -EBADF;
 	if (h->kind == H_INGEST)
 		return ingest_read(h->ig, out, size, off);
-	b = h->ce->val;
+	b = h->pin->ce->val;
 	if (off < 0 || (size_t)off >= b->len)
 		return 0;
 	n = b->len - (size_t)off;
@@ -360,7 +486,8 @@ pf_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 	}
 	h = xcalloc(1, sizeof(*h));
 	h->kind = H_INGEST;
-	ingest_create(path, &fp, (fi->flags & O_TRUNC) != 0, &h->ig);
+	/* cp creates with O_EXCL, shell redirection and most writers with O_TRUNC; touch with neither. */
+	ingest_create(path, &fp, (fi->flags & (O_TRUNC | O_EXCL)) != 0, &h->ig);
 	fi->fh = (uintptr_t)h;
 	fi->direct_io = 1;
 	return 0;
@@ -421,7 +548,7 @@ pf_release(const char *path, struct fuse_file_info *fi)
 	if (h == NULL)
 		return 0;
 	if (h->kind == H_CONTENT)
-		cache_release(fs->files, h->ce);
+		pin_close(fs, h->pin);
 	else
 		ingest_release(fs, h->ig);
 	free(h);
@@ -632,8 +759,8 @@ readme_render(struct fsctx *fs, struct buf *b)
 "not a pprof profile fails with 'Invalid argument' and the reason is in the\n"
 "daemon's log. An empty file is not a profile either: cp of an empty file (or\n"
 "'> file') fails the same way. A file only created and closed (touch) is\n"
-"ignored: it was opened without O_TRUNC and never written, so no upload was\n"
-"made, and touch itself succeeds. Two writers of one name each store their\n"
+"ignored: touch opens without O_EXCL or O_TRUNC (which cp and '>' use) and\n"
+"writes nothing, so no upload was made, and touch itself succeeds. Two writers of one name each store their\n"
 "own file. When the daemon's memory budget is in use, writes and generated\n"
 "files fail with 'Resource temporarily unavailable' (EAGAIN): try again.\n"
 "Generated files over their size limit fail with 'File too large' (EFBIG),\n"

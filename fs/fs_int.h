@@ -27,12 +27,13 @@
 
 struct cache_entry;
 struct ingest;
+struct pin;
 
 /* What an open file handle holds (fi->fh). */
 enum hkind { H_CONTENT, H_INGEST };
 struct handle {
 	enum hkind		 kind;
-	struct cache_entry	*ce;	/* H_CONTENT: the file's bytes (a struct buf) */
+	struct pin		*pin;	/* H_CONTENT: the version of the file it reads (fs.c) */
 	struct ingest		*ig;	/* H_INGEST */
 };
 
@@ -65,7 +66,7 @@ int	dir_list(struct fsctx *fs, const char *path, const struct fspath *fp, struct
  */
 /*
  * A new file at path (fp parsed as NODE_INGEST_FILE); trunc: created with
- * O_TRUNC, so closing it empty is an empty upload. *out is held until
+ * O_TRUNC or O_EXCL, so closing it empty is an empty upload. *out is held until
  * ingest_release().
  */
 int	ingest_create(const char *path, const struct fspath *fp, bool trunc, struct ingest **out);

@@ -12,10 +12,11 @@
  * newest writer's bytes (or empty with O_TRUNC), so `cat` of a file still
  * being copied shows what has arrived.
  *
- * Empty files: a file created with O_TRUNC (cp, shell redirection) or
- * truncated and then closed without data is an empty upload and fails with
- * EINVAL like any other non-profile; a file only created and closed (touch:
- * no O_TRUNC, no write, no truncate) holds no upload at all and is ignored.
+ * Empty files: a file created with O_EXCL (cp) or O_TRUNC (shell
+ * redirection, dd, most writers) or truncated, then closed without data, is
+ * an empty upload and fails with EINVAL like any other non-profile; a file
+ * only created and closed (touch: neither flag, no write, no truncate) holds
+ * no upload at all and is ignored.
  *
  * Locking: ig_lock protects the list of open files and every ingest's data,
  * dirty flag, result and open count; an ingest's store_lock is held across a
@@ -84,7 +85,7 @@ ingest_create(const char *path, const struct fspath *fp, bool trunc, struct inge
 {
 	pthread_mutex_lock(&ig_lock);
 	*out = ingest_new(path, fp);
-	/* An O_TRUNC create is an upload even if no byte follows (see above). */
+	/* Such a create is an upload even if no byte follows (see above). */
 	(*out)->dirty = trunc;
 	pthread_mutex_unlock(&ig_lock);
 	return 0;
