@@ -4,6 +4,7 @@
  * memory budget (budget.c): past it arena_alloc() returns NULL, as for an
  * allocation failure, and arena_destroy() gives the bytes back.
  */
+#include <assert.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +57,7 @@ arena_alloc(struct arena *a, size_t n)
 	n = (n + 15) & ~(size_t)15;
 	if (n == 0)
 		n = 16;
+	assert(n % 16 == 0);
 	c = a->head;
 	if (c == NULL || c->size - c->used < n) {
 		sz = n > ARENA_CHUNK / 4 ? n : ARENA_CHUNK;

@@ -119,8 +119,6 @@ int	buf_adds(struct buf *b, const char *s);
 int	buf_printf(struct buf *b, const char *fmt, ...)
 	    __attribute__((format(printf, 2, 3)));
 int	buf_vprintf(struct buf *b, const char *fmt, va_list ap);
-/* Append s with JSON string escaping (without the quotes). */
-int	buf_add_json(struct buf *b, const char *s, size_t n);
 /* Append s escaped for XML text and attributes; invalid UTF-8 becomes U+FFFD. */
 int	buf_add_xml(struct buf *b, const char *s, size_t n);
 /* Append a protobuf varint. */
@@ -132,6 +130,42 @@ char	*buf_steal(struct buf *b, size_t *len);
 
 /* Read a whole file into b, refusing files over `limit` bytes (-EFBIG). */
 int	buf_read_file(struct buf *b, const char *path, size_t limit);
+
+/*
+ * utf8: well-formed UTF-8 (RFC 3629) for output that must hold it (JSON,
+ * XML) when the text came from outside and may hold any bytes.
+ */
+
+/* Length (1-4) of the well-formed sequence at s, of at most n bytes; 0 if none. */
+size_t	utf8_seqlen(const char *s, size_t n);
+bool	utf8_valid(const char *s, size_t n);
+/* Append s with each byte that does not start a well-formed sequence replaced by U+FFFD. */
+int	utf8_repair(struct buf *out, const char *s, size_t n);
+
+/*
+ * jsonw: JSON output built with jansson (<jansson.h> for the tree functions).
+ * Strings from outside go through jsonw_str(), never json_string(): jansson
+ * refuses invalid UTF-8, jsonw_str() repairs it, so documents always encode.
+ */
+
+struct json_t;
+
+/*
+ * A new JSON string holding s (n bytes) with invalid UTF-8 repaired, JSON null
+ * for s == NULL. The caller owns the reference; NULL only when out of memory,
+ * which jansson's builders (json_pack's "o", json_*_set_new) turn into a failure.
+ */
+struct json_t	*jsonw_str(const char *s);
+struct json_t	*jsonw_strn(const char *s, size_t n);
+/* A JSON real rounded to `decimals` places (seconds to the ms: 3). */
+struct json_t	*jsonw_fixed(double v, unsigned decimals);
+/*
+ * Append v encoded with jansson's dump flags (JSON_COMPACT, JSON_INDENT(n), ...)
+ * to out; v is not consumed. On failure nothing is appended and out's sticky
+ * error is returned: -ENOMEM when v is NULL (a failed build) or memory runs
+ * out, -EFBIG past out's max.
+ */
+int	jsonw_dump(struct buf *out, const struct json_t *v, size_t flags);
 
 /*
  * arena: bump allocator for per-request work (decoding and merging many

@@ -4,6 +4,7 @@
  * remembered in b->err and makes every later append a no-op, so a renderer
  * may append freely and its caller checks buf_error() once.
  */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -56,6 +57,7 @@ buf_add(struct buf *b, const void *p, size_t n)
 	if (n)
 		memcpy(b->data + b->len, p, n);
 	b->len += n;
+	assert(b->len < b->cap);	/* room for the terminating NUL, always */
 	b->data[b->len] = '\0';
 	return 0;
 }
@@ -104,74 +106,6 @@ buf_printf(struct buf *b, const char *fmt, ...)
 	return rc;
 }
 
-/* Length of the valid UTF-8 sequence at s (at most n bytes), 0 if invalid. */
-static size_t
-utf8_seq(const unsigned char *s, size_t n)
-{
-	size_t len, i;
-	uint32_t cp;
-
-	if (s[0] < 0x80)
-		return 1;
-	if ((s[0] & 0xe0) == 0xc0) {
-		len = 2;
-		cp = s[0] & 0x1f;
-	} else if ((s[0] & 0xf0) == 0xe0) {
-		len = 3;
-		cp = s[0] & 0x0f;
-	} else if ((s[0] & 0xf8) == 0xf0) {
-		len = 4;
-		cp = s[0] & 0x07;
-	} else
-		return 0;
-	if (len > n)
-		return 0;
-	for (i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (s[i] & 0x3f);
-	}
-	if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) ||
-	    (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-	    (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return len;
-}
-
-/*
- * JSON strings must be UTF-8 (RFC 8259): a byte that does not start a valid
- * sequence becomes U+FFFD, so a service name with stray bytes cannot make
- * the whole document invalid.
- */
-int
-buf_add_json(struct buf *b, const char *s, size_t n)
-{
-	const unsigned char *u = (const unsigned char *)s;
-	size_t i = 0, l;
-	int rc = 0;
-
-	while (i < n && rc == 0) {
-		unsigned char c = u[i];
-
-		if (c == '"' || c == '\\') {
-			char e[2] = { '\\', (char)c };
-			rc = buf_add(b, e, 2);
-			i++;
-		} else if (c < 0x20 || c == 0x7f) {
-			char e[6] = { '\\', 'u', '0', '0', hex_digit(c >> 4, false), hex_digit(c, false) };
-			rc = buf_add(b, e, 6);
-			i++;
-		} else if ((l = utf8_seq(u + i, n - i)) == 0) {
-			rc = buf_adds(b, "\xef\xbf\xbd");
-			i++;
-		} else {
-			rc = buf_add(b, u + i, l);
-			i += l;
-		}
-	}
-	return rc;
-}
-
 int
 buf_add_xml(struct buf *b, const char *s, size_t n)
 {
@@ -195,7 +129,7 @@ buf_add_xml(struct buf *b, const char *s, size_t n)
 			i++;
 			continue;
 		}
-		l = utf8_seq(u + i, n - i);
+		l = utf8_seqlen(s + i, n - i);
 		/* XML 1.0's Char excludes U+FFFE and U+FFFF as well. */
 		if (l == 3 && u[i] == 0xef && u[i + 1] == 0xbf && (u[i + 2] & 0xfe) == 0xbe)
 			l = 0;

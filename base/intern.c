@@ -2,6 +2,7 @@
  * intern: open addressing with linear probing over a power-of-two slot array;
  * slots hold index+1 (0 = empty) and the full hash to skip most key compares.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,6 +155,7 @@ intern_count(const struct intern *t)
 const void *
 intern_key(const struct intern *t, size_t i, size_t *len)
 {
+	assert(i < t->n);
 	if (len)
 		*len = t->keys[i].len;
 	return t->keys[i].p;

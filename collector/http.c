@@ -169,19 +169,18 @@ http_reply(struct http_req *r, unsigned status, const char *content_type, struct
 }
 
 void
-http_reply_ok(struct http_req *r, struct buf *json)
+http_reply_ok(struct http_req *r, json_t *body)
 {
+	json_t *doc = body ? json_pack("{s:i,s:o}", "code", 200, "body", body) : NULL;
 	struct buf b = { 0 };
 
-	if (buf_adds(&b, "{\"code\":200,\"body\":") < 0 ||
-	    buf_add(&b, json->data ? json->data : "null", json->data ? json->len : 4) < 0 ||
-	    buf_adds(&b, "}\n") < 0) {
+	if (jsonw_dump(&b, doc, JSON_COMPACT) < 0 || buf_addc(&b, '\n') < 0) {
+		json_decref(doc);
 		buf_free(&b);
-		buf_free(json);
 		http_reply_error(r, 500, "out of memory");
 		return;
 	}
-	buf_free(json);
+	json_decref(doc);
 	http_reply(r, 200, "application/json", &b, NULL);
 }
 
@@ -189,20 +188,26 @@ void
 http_reply_error(struct http_req *r, unsigned status, const char *fmt, ...)
 {
 	struct buf msg = { 0 }, b = { 0 };
+	json_t *doc;
 	va_list ap;
 
 	va_start(ap, fmt);
 	buf_vprintf(&msg, fmt, ap);
 	va_end(ap);
-	buf_printf(&b, "{\"code\":%u,\"error\":\"", status);
-	buf_add_json(&b, msg.data ? msg.data : "", msg.len);
-	buf_adds(&b, "\"}\n");
+	/* The message may quote a request's bytes: jsonw_strn() repairs them. */
+	doc = json_pack("{s:i,s:o}", "code", (int)status, "error",
+	    jsonw_strn(msg.data ? msg.data : "", msg.len));
+	if (jsonw_dump(&b, doc, JSON_COMPACT) < 0 || buf_addc(&b, '\n') < 0) {
+		/* Out of memory: the status alone still tells the client. */
+		buf_free(&b);
+	}
+	json_decref(doc);
 	if (status >= 500)
 		log_warnx("http: %s %s: %u %s", r->method, r->path, status, msg.data ? msg.data : "");
 	else
 		log_debug("http: %s %s: %u %s", r->method, r->path, status, msg.data ? msg.data : "");
 	buf_free(&msg);
-	http_reply(r, status, "application/json", &b, NULL);
+	http_reply(r, status, b.data ? "application/json" : NULL, &b, NULL);
 }
 
 void

@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "collector.h"
 #include "base.h"
 #include "pprof.h"
@@ -70,8 +72,12 @@ struct http_server {
 /* Reply with body (ownership of its storage taken; may be NULL for none). */
 void	http_reply(struct http_req *r, unsigned status, const char *content_type,
 	    struct buf *body, const char *disposition);
-/* {"code":200,"body":<json>} */
-void	http_reply_ok(struct http_req *r, struct buf *json);
+/*
+ * {"code":200,"body":<body>}, profefe's envelope. The reference to body is
+ * taken (json_decref'd here); NULL, from a build that ran out of memory,
+ * gives a 500.
+ */
+void	http_reply_ok(struct http_req *r, json_t *body);
 /* {"code":N,"error":"..."}: profefe's error envelope. */
 void	http_reply_error(struct http_req *r, unsigned status, const char *fmt, ...)
 	    __attribute__((format(printf, 3, 4)));

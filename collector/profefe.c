@@ -27,29 +27,28 @@
 #define MAX_IDS		1000
 #define MAX_IDS_BYTES	(64u << 20)
 
-/* Append one profile's metadata as profefe's JSON object. */
-static int
-meta_json(struct buf *b, uint64_t id, const char *service, const char *type,
-    const struct labelset *ls, int64_t time)
+/* One profile's metadata as profefe's JSON object; a new reference, NULL when out of memory. */
+static json_t *
+meta_json(uint64_t id, const char *service, const char *type, const struct labelset *ls,
+    int64_t time)
 {
 	char idh[17], ts[40];
+	json_t *labels = json_array();
 	size_t i;
 
 	store_id_format(id, idh);
 	httpparse_format_time(time, ts);
-	buf_printf(b, "{\"id\":\"%s\",\"profile_id\":\"%s\",\"service\":\"", idh, idh);
-	buf_add_json(b, service, strlen(service));
-	buf_adds(b, "\",\"type\":\"");
-	buf_add_json(b, type, strlen(type));
-	buf_adds(b, "\",\"labels\":[");
-	for (i = 0; ls && i < ls->n; i++) {
-		buf_adds(b, i ? ",{\"key\":\"" : "{\"key\":\"");
-		buf_add_json(b, ls->pairs[i].key, strlen(ls->pairs[i].key));
-		buf_adds(b, "\",\"value\":\"");
-		buf_add_json(b, ls->pairs[i].value, strlen(ls->pairs[i].value));
-		buf_adds(b, "\"}");
-	}
-	return buf_printf(b, "],\"created_at\":\"%s\"}", ts);
+	for (i = 0; labels && ls && i < ls->n; i++)
+		if (json_array_append_new(labels, json_pack("{s:o,s:o}",
+		    "key", jsonw_str(ls->pairs[i].key),
+		    "value", jsonw_str(ls->pairs[i].value))) < 0) {
+			json_decref(labels);
+			return NULL;
+		}
+	/* Field order as profefe's own collector writes it. */
+	return json_pack("{s:s,s:s,s:o,s:o,s:o,s:s}", "id", idh, "profile_id", idh,
+	    "service", jsonw_str(service), "type", jsonw_str(type), "labels", labels,
+	    "created_at", ts);
 }
 
 /* POST /api/0/profiles */
@@ -61,7 +60,7 @@ create(struct http_req *r)
 	struct labelset ls = { .n = 0 };
 	struct store_input in;
 	struct store_ref ref;
-	struct buf err = { 0 }, json = { 0 };
+	struct buf err = { 0 };
 	int64_t created_at = 0;
 	int rc;
 
@@ -109,12 +108,7 @@ create(struct http_req *r)
 		    "bad request: not a valid profile" : "failed to create profile", &err);
 		goto out;
 	}
-	if (meta_json(&json, ref.id, service, ref.type, &ls, ref.time) < 0) {
-		buf_free(&json);
-		http_reply_error(r, 500, "out of memory");
-		goto out;
-	}
-	http_reply_ok(r, &json);
+	http_reply_ok(r, meta_json(ref.id, service, ref.type, &ls, ref.time));
 out:
 	labels_clear(&ls);
 	buf_free(&err);
@@ -209,8 +203,8 @@ list(struct http_req *r)
 {
 	struct query_result res;
 	struct find f;
-	struct buf json = { 0 };
 	const struct series *s;
+	json_t *arr;
 	size_t i;
 	int rc;
 
@@ -225,20 +219,17 @@ list(struct http_req *r)
 		http_reply_error(r, 404, "nothing found");
 		goto out;
 	}
-	buf_addc(&json, '[');
-	for (i = 0; i < res.nrefs; i++) {
+	arr = json_array();
+	for (i = 0; arr && i < res.nrefs; i++) {
 		if ((s = store_series_get(r->srv->st, res.refs[i].series)) == NULL)
 			continue;
-		if (json.len > 1)
-			buf_addc(&json, ',');
-		meta_json(&json, res.refs[i].id, s->service, s->type, &s->ls, res.refs[i].time);
+		if (json_array_append_new(arr, meta_json(res.refs[i].id, s->service, s->type,
+		    &s->ls, res.refs[i].time)) < 0) {
+			json_decref(arr);
+			arr = NULL;
+		}
 	}
-	if (buf_addc(&json, ']') < 0) {
-		buf_free(&json);
-		http_reply_error(r, 500, "out of memory");
-		goto out;
-	}
-	http_reply_ok(r, &json);
+	http_reply_ok(r, arr);
 out:
 	query_result_free(&res);
 	labels_clear(&f.sel);
@@ -410,8 +401,8 @@ void
 profefe_services(struct http_req *r)
 {
 	const struct series **all;
-	struct buf json = { 0 };
 	const char *last = NULL;
+	json_t *names;
 	size_t n, i;
 	int rc;
 
@@ -419,28 +410,24 @@ profefe_services(struct http_req *r)
 		http_reply_store_error(r, rc, "failed to list services", NULL);
 		return;
 	}
-	buf_addc(&json, '[');
-	for (i = 0; i < n; i++) {
+	names = json_array();
+	for (i = 0; names && i < n; i++) {
 		/* Sorted by service: each name once. */
 		if (last && strcmp(last, all[i]->service) == 0)
 			continue;
-		buf_adds(&json, last ? ",\"" : "\"");
-		buf_add_json(&json, all[i]->service, strlen(all[i]->service));
-		buf_addc(&json, '"');
 		last = all[i]->service;
+		if (json_array_append_new(names, jsonw_str(last)) < 0) {
+			json_decref(names);
+			names = NULL;
+		}
 	}
 	free(all);
-	if (last == NULL) {
-		buf_free(&json);
+	if (names && last == NULL) {
+		json_decref(names);
 		http_reply_error(r, 404, "nothing found");
 		return;
 	}
-	if (buf_addc(&json, ']') < 0) {
-		buf_free(&json);
-		http_reply_error(r, 500, "out of memory");
-		return;
-	}
-	http_reply_ok(r, &json);
+	http_reply_ok(r, names);
 }
 
 /* __DATE__ "Nov 22 2026" and __TIME__ as RFC 3339. */
@@ -458,11 +445,9 @@ build_time(char out[32])
 void
 profefe_version(struct http_req *r)
 {
-	struct buf json = { 0 };
 	char bt[32];
 
 	build_time(bt);
-	buf_printf(&json, "{\"version\":\"%s\",\"commit\":\"%s\",\"build_time\":\"%s\"}",
-	    PROFILEFS_VERSION, PROFILEFS_COMMIT, bt);
-	http_reply_ok(r, &json);
+	http_reply_ok(r, json_pack("{s:s,s:s,s:s}", "version", PROFILEFS_VERSION,
+	    "commit", PROFILEFS_COMMIT, "build_time", bt));
 }

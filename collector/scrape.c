@@ -39,6 +39,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "collector.h"
 #include "base.h"
 #include "pprof.h"
@@ -907,28 +909,20 @@ scrape_stop(struct scraper *sc)
 	curl_global_cleanup();
 }
 
-static void
-add_time(struct buf *b, int64_t ns)
+/* "2006-01-02T15:04:05.000Z", or null for 0 (never). */
+static json_t *
+json_time(int64_t ns)
 {
 	time_t t = (time_t)(ns / NS);
 	struct tm tm;
-	char s[32];
+	char d[32], s[48];
 
-	if (ns == 0) {
-		buf_adds(b, "null");
-		return;
-	}
+	if (ns == 0)
+		return json_null();
 	gmtime_r(&t, &tm);
-	strftime(s, sizeof(s), "%Y-%m-%dT%H:%M:%S", &tm);
-	buf_printf(b, "\"%s.%03dZ\"", s, (int)(ns % NS / 1000000));
-}
-
-static void
-add_str(struct buf *b, const char *s)
-{
-	buf_addc(b, '"');
-	buf_add_json(b, s, strlen(s));
-	buf_addc(b, '"');
+	strftime(d, sizeof(d), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(s, sizeof(s), "%s.%03dZ", d, (int)(ns % NS / 1000000));
+	return json_string(s);
 }
 
 static int
@@ -939,82 +933,81 @@ dbl_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* One job's line of .targets.json; a new reference, NULL when out of memory. */
+static json_t *
+job_json(const struct job *j, int64_t now)
+{
+	struct buf lt = { 0 };
+	json_t *o;
+
+	labels_format(&j->ts.labels, &lt);
+	o = json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:s,s:b,s:o,s:o,s:o,s:o,s:o,"
+	    "s:I,s:I,s:i,s:I,s:I,s:I}",
+	    "instance", jsonw_str(j->ts.instance),
+	    "profile", jsonw_str(j->ts.profile->name),
+	    "service", jsonw_str(j->ts.service),
+	    "type", jsonw_str(j->ts.profile->type),
+	    "labels", jsonw_str(lt.data ? lt.data : ""),
+	    "url", jsonw_str(j->ts.url),
+	    "interval_seconds", jsonw_fixed((double)j->ts.interval / 1e9, 3),
+	    "timeout_seconds", jsonw_fixed((double)j->ts.timeout / 1e9, 3),
+	    "health", j->health < 0 ? "unknown" : j->health ? "up" : "down",
+	    "up", j->health == 1,
+	    "last_scrape", json_time(j->last_scrape),
+	    "last_duration_seconds", jsonw_fixed((double)j->last_duration / 1e9, 6),
+	    "last_lateness_seconds", jsonw_fixed((double)j->last_lateness / 1e9, 6),
+	    "last_error", jsonw_str(j->last_error[0] ? j->last_error : NULL),
+	    "next_scrape_in_seconds",
+	    jsonw_fixed(j->state == J_IDLE ? (double)(j->due - now) / 1e9 : 0.0, 3),
+	    "scrapes", (json_int_t)j->n_scrapes, "failures", (json_int_t)j->n_failures,
+	    "consecutive_failures", j->fails, "stored", (json_int_t)j->n_stored,
+	    "missed_slots", (json_int_t)j->n_missed, "restarts", (json_int_t)j->n_restarts);
+	buf_free(&lt);
+	return o;
+}
+
 int
 scrape_status_json(struct scraper *sc, struct buf *b)
 {
 	struct job *j;
 	double *late = NULL;
+	json_t *doc, *lateness, *targets;
 	size_t n;
 	int64_t now;
-	bool first = true;
+	int rc;
 
 	if (sc == NULL)
 		return -ENOENT;
 	now = clock_mono_ns();
 	pthread_mutex_lock(&sc->sc_lock);
-	buf_adds(b, "{\n  \"targets_file\": ");
-	add_str(b, sc->file);
-	buf_adds(b, ",\n  \"loaded\": ");
-	add_time(b, sc->f_loaded);
-	buf_adds(b, ",\n  \"error\": ");
-	if (sc->f_error[0])
-		add_str(b, sc->f_error);
-	else
-		buf_adds(b, "null");
 	n = sc->nlate < LATENESS_RING ? sc->nlate : LATENESS_RING;
-	if (n && (late = malloc(n * sizeof(*late))) != NULL)
+	if (n && (late = malloc(n * sizeof(*late))) != NULL) {
 		memcpy(late, sc->late, n * sizeof(*late));
-	buf_printf(b, ",\n  \"jobs\": %zu,\n  \"lateness_seconds\": {\"starts\": %zu", sc->njobs,
-	    sc->nlate);
-	if (late) {
 		qsort(late, n, sizeof(*late), dbl_cmp);
-		buf_printf(b, ", \"window\": %zu, \"p50\": %.6f, \"p99\": %.6f, \"max\": %.6f", n,
-		    late[(n - 1) / 2], late[(size_t)ceil(0.99 * (double)n) - 1], late[n - 1]);
 	}
-	buf_adds(b, "},\n  \"targets\": [");
-	for (j = sc->jobs; j; j = j->next) {
-		struct buf lt = { 0 };
-
-		labels_format(&j->ts.labels, &lt);
-		buf_adds(b, first ? "\n    {" : ",\n    {");
-		first = false;
-		buf_adds(b, "\"instance\": ");
-		add_str(b, j->ts.instance);
-		buf_adds(b, ", \"profile\": ");
-		add_str(b, j->ts.profile->name);
-		buf_adds(b, ", \"service\": ");
-		add_str(b, j->ts.service);
-		buf_adds(b, ", \"type\": ");
-		add_str(b, j->ts.profile->type);
-		buf_adds(b, ", \"labels\": ");
-		add_str(b, lt.data ? lt.data : "");
-		buf_adds(b, ", \"url\": ");
-		add_str(b, j->ts.url);
-		buf_printf(b, ", \"interval_seconds\": %.3f, \"timeout_seconds\": %.3f",
-		    (double)j->ts.interval / 1e9, (double)j->ts.timeout / 1e9);
-		buf_printf(b, ", \"health\": \"%s\", \"up\": %s",
-		    j->health < 0 ? "unknown" : j->health ? "up" : "down",
-		    j->health == 1 ? "true" : "false");
-		buf_adds(b, ", \"last_scrape\": ");
-		add_time(b, j->last_scrape);
-		buf_printf(b, ", \"last_duration_seconds\": %.6f, \"last_lateness_seconds\": %.6f",
-		    (double)j->last_duration / 1e9, (double)j->last_lateness / 1e9);
-		buf_adds(b, ", \"last_error\": ");
-		if (j->last_error[0])
-			add_str(b, j->last_error);
-		else
-			buf_adds(b, "null");
-		buf_printf(b, ", \"next_scrape_in_seconds\": %.3f",
-		    j->state == J_IDLE ? (double)(j->due - now) / 1e9 : 0.0);
-		buf_printf(b, ", \"scrapes\": %llu, \"failures\": %llu, \"consecutive_failures\": %d"
-		    ", \"stored\": %llu, \"missed_slots\": %llu, \"restarts\": %llu}",
-		    (unsigned long long)j->n_scrapes, (unsigned long long)j->n_failures, j->fails,
-		    (unsigned long long)j->n_stored, (unsigned long long)j->n_missed,
-		    (unsigned long long)j->n_restarts);
-		buf_free(&lt);
-	}
-	buf_adds(b, first ? "]\n}\n" : "\n  ]\n}\n");
+	lateness = late ? json_pack("{s:I,s:I,s:o,s:o,s:o}", "starts", (json_int_t)sc->nlate,
+	    "window", (json_int_t)n, "p50", jsonw_fixed(late[(n - 1) / 2], 6),
+	    "p99", jsonw_fixed(late[(size_t)ceil(0.99 * (double)n) - 1], 6),
+	    "max", jsonw_fixed(late[n - 1], 6)) :
+	    json_pack("{s:I}", "starts", (json_int_t)sc->nlate);
+	targets = json_array();
+	for (j = sc->jobs; j && targets; j = j->next)
+		if (json_array_append_new(targets, job_json(j, now)) < 0) {
+			json_decref(targets);
+			targets = NULL;
+		}
+	/* The file's error may quote anything from the file: jsonw_str() repairs it. */
+	doc = json_pack("{s:o,s:o,s:o,s:I,s:o,s:o}",
+	    "targets_file", jsonw_str(sc->file),
+	    "loaded", json_time(sc->f_loaded),
+	    "error", jsonw_str(sc->f_error[0] ? sc->f_error : NULL),
+	    "jobs", (json_int_t)sc->njobs,
+	    "lateness_seconds", lateness,
+	    "targets", targets);
 	pthread_mutex_unlock(&sc->sc_lock);
 	free(late);
-	return b->data ? 0 : -ENOMEM;
+	if ((rc = jsonw_dump(b, doc, JSON_INDENT(2))) == 0)
+		rc = buf_addc(b, '\n');
+	json_decref(doc);
+	return rc;
 }

@@ -3,18 +3,26 @@
  * semantics follow Prometheus file_sd and Grafana Alloy's pyroscope.scrape:
  * the service is the "service_name" label, else the target's host:port; every
  * other label, plus instance=<host:port>, is a series label; labels starting
- * with "__" are dropped (Prometheus's internal labels). Unknown keys are
- * errors, so a typo does not silently scrape with defaults.
+ * with "__" are dropped (Prometheus's internal labels). Unknown keys and
+ * duplicate keys are errors, so a typo does not silently scrape with defaults.
+ *
+ * jansson decodes the file and reports syntax errors with their line. It
+ * keeps no positions in the tree it returns, so an error found afterwards
+ * (a bad duration, an unknown key) finds its line by walking the text beside
+ * the tree: jansson keeps object members in file order, and the text is
+ * known to be valid JSON, so only token boundaries need finding.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "base.h"
 #include "pprof.h"
 #include "store.h"
-#include "json.h"
 #include "targets.h"
 
 const struct scrape_profile targets_profiles[] = {
@@ -33,15 +41,183 @@ const struct scrape_profile targets_profiles[] = {
 
 static const char *const default_profiles[] = { "cpu", "heap", "goroutine", NULL };
 
-static int
-bad(struct buf *err, const struct json *j, const char *fmt, const char *arg)
+/* The file being read, for error messages. */
+struct doc {
+	const char	*text;
+	size_t		 len;
+	const json_t	*root;
+	struct buf	*err;
+};
+
+/*
+ * A place in the document an error points to: the value `in` itself
+ * (key NULL, idx NOIDX), the value of member `key` of the object `in`, or
+ * element `idx` of the array `in`. Scalars are not named by pointer since
+ * jansson shares one true, false and null.
+ */
+struct at {
+	const json_t	*in;
+	const char	*key;
+	size_t		 idx;
+};
+
+#define NOIDX		SIZE_MAX
+#define AT(j)		((struct at){ (j), NULL, NOIDX })
+#define AT_KEY(o, k)	((struct at){ (o), (k), NOIDX })
+#define AT_IDX(a, i)	((struct at){ (a), NULL, (i) })
+
+struct scan {
+	const char	*p, *end;
+};
+
+static void
+scan_ws(struct scan *s)
 {
-	if (err) {
-		buf_reset(err);
-		buf_printf(err, "line %d: ", j ? j->line : 1);
-		buf_printf(err, fmt, arg);
+	while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' || *s->p == '\r' ||
+	    *s->p == '\n'))
+		s->p++;
+}
+
+/* Past one character the walk knows is there ('{', ':', ','...). */
+static void
+scan_step(struct scan *s)
+{
+	if (s->p < s->end)
+		s->p++;
+}
+
+/* Past a string, from its opening quote. */
+static void
+scan_string(struct scan *s)
+{
+	scan_step(s);
+	while (s->p < s->end && *s->p != '"') {
+		if (*s->p == '\\')
+			scan_step(s);
+		scan_step(s);
+	}
+	scan_step(s);
+}
+
+/* Past a number, true, false or null. */
+static void
+scan_scalar(struct scan *s)
+{
+	while (s->p < s->end && !strchr(",]} \t\r\n", *s->p))
+		s->p++;
+}
+
+static void
+scan_comma(struct scan *s)
+{
+	scan_ws(s);
+	if (s->p < s->end && *s->p == ',')
+		s->p++;
+}
+
+/*
+ * Walk the text of v, which starts at s->p. The start of the place `at` if it
+ * is inside v, else NULL with s->p past v. Recursion is bounded by jansson's
+ * nesting limit, which the text passed.
+ */
+static const char *
+scan_find(struct scan *s, const json_t *v, const struct at *at)
+{
+	const char *r, *key;
+	json_t *m;
+	size_t i;
+
+	scan_ws(s);
+	if (v == at->in && at->key == NULL && at->idx == NOIDX)
+		return s->p;
+	switch (json_typeof(v)) {
+	case JSON_OBJECT:
+		scan_step(s);
+		json_object_foreach((json_t *)v, key, m) {
+			scan_ws(s);
+			scan_string(s);
+			scan_ws(s);
+			scan_step(s);
+			scan_ws(s);
+			if (v == at->in && at->key && strcmp(key, at->key) == 0)
+				return s->p;
+			if ((r = scan_find(s, m, at)) != NULL)
+				return r;
+			scan_comma(s);
+		}
+		scan_ws(s);
+		scan_step(s);
+		return NULL;
+	case JSON_ARRAY:
+		scan_step(s);
+		json_array_foreach(v, i, m) {
+			scan_ws(s);
+			if (v == at->in && i == at->idx)
+				return s->p;
+			if ((r = scan_find(s, m, at)) != NULL)
+				return r;
+			scan_comma(s);
+		}
+		scan_ws(s);
+		scan_step(s);
+		return NULL;
+	case JSON_STRING:
+		scan_string(s);
+		return NULL;
+	default:
+		scan_scalar(s);
+		return NULL;
+	}
+}
+
+/* The line (from 1) of the place `at`; 1 if it is not in the document. */
+static int
+doc_line(const struct doc *d, struct at at)
+{
+	struct scan s = { d->text, d->text + d->len };
+	const char *p, *q;
+	int line = 1;
+
+	if (d->root == NULL || at.in == NULL || (p = scan_find(&s, d->root, &at)) == NULL)
+		return 1;
+	for (q = d->text; q < p; q++)
+		line += *q == '\n';
+	return line;
+}
+
+static int
+bad(const struct doc *d, struct at at, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int
+bad(const struct doc *d, struct at at, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (d->err) {
+		buf_reset(d->err);
+		buf_printf(d->err, "line %d: ", doc_line(d, at));
+		va_start(ap, fmt);
+		buf_vprintf(d->err, fmt, ap);
+		va_end(ap);
 	}
 	return -EINVAL;
+}
+
+static const char *
+type_name(const json_t *j)
+{
+	switch (json_typeof(j)) {
+	case JSON_OBJECT:	return "object";
+	case JSON_ARRAY:	return "array";
+	case JSON_STRING:	return "string";
+	case JSON_INTEGER:
+	case JSON_REAL:		return "number";
+	case JSON_TRUE:
+	case JSON_FALSE:	return "boolean";
+	case JSON_NULL:		return "null";
+	}
+	return "value";
 }
 
 /* host:port or [v6]:port, nothing that could change the URL's meaning. */
@@ -52,7 +228,8 @@ valid_instance(const char *s)
 	long port;
 	char *end;
 
-	if (colon == NULL || colon == s || colon[1] == '\0' || strlen(s) > 255)
+	/* Digits only: strtol() alone would take " 1" or "+1", and the space into the URL. */
+	if (colon == NULL || colon == s || colon[1] < '0' || colon[1] > '9' || strlen(s) > 255)
 		return false;
 	port = strtol(colon + 1, &end, 10);
 	if (*end || port < 1 || port > 65535)
@@ -98,31 +275,25 @@ profile_find(const char *name)
 }
 
 static int
-duration_field(const struct json *g, const char *name, int64_t def, int64_t *out,
-    struct buf *err)
+duration_field(const struct doc *d, const json_t *g, const char *name, int64_t def,
+    int64_t *out)
 {
-	const struct json *j = json_get(g, name);
+	const json_t *j = json_object_get(g, name);
 
 	*out = def;
 	if (j == NULL)
 		return 0;
-	if (j->type != JSON_STRING || clock_parse_duration(j->str, TARGETS_MAX_DURATION, out) < 0 || *out <= 0)
-		return bad(err, j, "\"%s\" must be a duration such as \"15s\" or \"1m\"", name);
+	if (!json_is_string(j) ||
+	    clock_parse_duration(json_string_value(j), TARGETS_MAX_DURATION, out) < 0 || *out <= 0)
+		return bad(d, AT_KEY(g, name), "\"%s\" must be a duration such as \"15s\" or \"1m\"",
+		    name);
 	return 0;
 }
 
 static int
 add_spec(struct target_list *l, size_t *cap, struct target_spec *ts)
 {
-	if (l->n == *cap) {
-		size_t ncap = *cap ? *cap * 2 : 16;
-		struct target_spec *v = realloc(l->v, ncap * sizeof(*v));
-
-		if (v == NULL)
-			return -ENOMEM;
-		l->v = v;
-		*cap = ncap;
-	}
+	l->v = xgrow(l->v, cap, l->n + 1, sizeof(*l->v));
 	l->v[l->n++] = *ts;
 	return 0;
 }
@@ -137,119 +308,135 @@ spec_free(struct target_spec *ts)
 	labels_clear(&ts->labels);
 }
 
-/* One {"targets": [...], ...} group. */
+/*
+ * One {"targets": [...], ...} group: its specs appended to l; seen holds the
+ * URLs of every group so far (the same URL twice would scrape twice into one
+ * series).
+ */
 static int
-parse_group(const struct json *g, struct target_list *l, size_t *cap, struct buf *err)
+parse_group(const struct doc *d, const json_t *g, struct target_list *l, size_t *cap,
+    struct intern *seen)
 {
 	static const char *const known[] = { "targets", "labels", "interval", "profiles",
 	    "scheme", "path_prefix", "timeout", NULL };
-	const struct json *targets, *labels, *profiles, *e, *t, *pj;
+	const json_t *targets, *labels, *profiles, *e, *t, *pj;
 	const struct scrape_profile *plist[32];
-	const char *scheme = "http", *prefix = "", *service_label = NULL;
+	const char *scheme = "http", *prefix = "", *service_label = NULL, *key;
 	struct labelset base = { .n = 0 };
 	struct buf tmp = { 0 }, lerr = { 0 };
 	int64_t interval, timeout;
-	size_t np = 0, i, k;
-	int rc = 0;
+	size_t np = 0, i, k, ti;
+	int rc = 0, added;
 
-	if (g->type != JSON_OBJECT)
-		return bad(err, g, "each element must be an object with \"targets\", not %s",
-		    json_type_name(g->type));
-	for (e = g->child; e; e = e->next) {
-		for (k = 0; known[k] && strcmp(known[k], e->key) != 0; k++)
+	if (!json_is_object(g))
+		return bad(d, AT(g), "each element must be an object with \"targets\", not %s",
+		    type_name(g));
+	json_object_foreach((json_t *)g, key, e) {
+		for (k = 0; known[k] && strcmp(known[k], key) != 0; k++)
 			;
 		if (known[k] == NULL)
-			return bad(err, e, "unknown key \"%s\"", e->key);
+			return bad(d, AT_KEY(g, key), "unknown key \"%s\"", key);
 	}
-	if ((targets = json_get(g, "targets")) == NULL)
-		return bad(err, g, "group has no \"%s\" list", "targets");
-	if (targets->type != JSON_ARRAY)
-		return bad(err, targets, "\"targets\" must be an array of \"host:port\" strings%s", "");
-	if ((rc = duration_field(g, "interval", TARGETS_DEFAULT_INTERVAL, &interval, err)) < 0 ||
-	    (rc = duration_field(g, "timeout", TARGETS_DEFAULT_TIMEOUT, &timeout, err)) < 0)
+	if ((targets = json_object_get(g, "targets")) == NULL)
+		return bad(d, AT(g), "group has no \"targets\" list");
+	if (!json_is_array(targets))
+		return bad(d, AT_KEY(g, "targets"),
+		    "\"targets\" must be an array of \"host:port\" strings");
+	if ((rc = duration_field(d, g, "interval", TARGETS_DEFAULT_INTERVAL, &interval)) < 0 ||
+	    (rc = duration_field(d, g, "timeout", TARGETS_DEFAULT_TIMEOUT, &timeout)) < 0)
 		return rc;
 	if (interval < TARGETS_MIN_INTERVAL)
-		return bad(err, json_get(g, "interval"), "\"interval\" must be at least %s", "2s");
+		return bad(d, AT_KEY(g, "interval"), "\"interval\" must be at least 2s");
 	if (timeout > interval)
 		timeout = interval;
-	if ((e = json_get(g, "scheme")) != NULL) {
-		if (e->type != JSON_STRING || (strcmp(e->str, "http") != 0 &&
-		    strcmp(e->str, "https") != 0))
-			return bad(err, e, "\"scheme\" must be \"http\" or \"https\"%s", "");
-		scheme = e->str;
+	if ((e = json_object_get(g, "scheme")) != NULL) {
+		if (!json_is_string(e) || (strcmp(json_string_value(e), "http") != 0 &&
+		    strcmp(json_string_value(e), "https") != 0))
+			return bad(d, AT_KEY(g, "scheme"), "\"scheme\" must be \"http\" or \"https\"");
+		scheme = json_string_value(e);
 	}
-	if ((e = json_get(g, "path_prefix")) != NULL) {
-		if (e->type != JSON_STRING || (e->str[0] && e->str[0] != '/') ||
-		    strpbrk(e->str, "?# \t\r\n\\\"") || strlen(e->str) > 512)
-			return bad(err, e, "\"path_prefix\" must be empty or a path starting "
-			    "with '/'%s", "");
-		prefix = e->str;
-		/* "/x/" + "/debug/pprof": no double slash. */
-	}
-	if ((profiles = json_get(g, "profiles")) != NULL) {
-		if (profiles->type != JSON_ARRAY || profiles->child == NULL)
-			return bad(err, profiles, "\"profiles\" must be a non-empty array of names%s", "");
-		for (pj = profiles->child; pj; pj = pj->next) {
-			const struct scrape_profile *sp;
+	if ((e = json_object_get(g, "path_prefix")) != NULL) {
+		const char *pp = json_string_value(e);
 
-			if (pj->type != JSON_STRING)
-				return bad(err, pj, "profile names are strings, not %s",
-				    json_type_name(pj->type));
-			if ((sp = profile_find(pj->str)) == NULL)
-				return bad(err, pj, "unknown profile \"%s\" (known: cpu, heap, allocs, "
-				    "block, mutex, goroutine, threadcreate, delta_heap, delta_block, "
-				    "delta_mutex)", pj->str);
-			for (i = 0; i < np; i++)
-				if (plist[i] == sp)
-					return bad(err, pj, "profile \"%s\" listed twice", pj->str);
+		/* NULL if not a string; "/x/" + "/debug/pprof" gets no double slash below. */
+		if (pp == NULL || (pp[0] && pp[0] != '/') || strpbrk(pp, "?# \t\r\n\\\"") ||
+		    strlen(pp) > 512)
+			return bad(d, AT_KEY(g, "path_prefix"),
+			    "\"path_prefix\" must be empty or a path starting with '/'");
+		prefix = pp;
+	}
+	if ((profiles = json_object_get(g, "profiles")) != NULL) {
+		if (!json_is_array(profiles) || json_array_size(profiles) == 0)
+			return bad(d, AT_KEY(g, "profiles"),
+			    "\"profiles\" must be a non-empty array of names");
+		json_array_foreach(profiles, i, pj) {
+			const struct scrape_profile *sp;
+			const char *name = json_string_value(pj);
+
+			if (name == NULL)
+				return bad(d, AT_IDX(profiles, i), "profile names are strings, not %s",
+				    type_name(pj));
+			if ((sp = profile_find(name)) == NULL)
+				return bad(d, AT_IDX(profiles, i), "unknown profile \"%s\" (known: cpu, "
+				    "heap, allocs, block, mutex, goroutine, threadcreate, delta_heap, "
+				    "delta_block, delta_mutex)", name);
+			for (k = 0; k < np; k++)
+				if (plist[k] == sp)
+					return bad(d, AT_IDX(profiles, i), "profile \"%s\" listed twice",
+					    name);
 			if (np == sizeof(plist) / sizeof(plist[0]))
-				return bad(err, pj, "too many profiles%s", "");
+				return bad(d, AT_IDX(profiles, i), "too many profiles");
 			plist[np++] = sp;
 		}
 	} else {
-		for (i = 0; default_profiles[i]; i++)
-			plist[np++] = profile_find(default_profiles[i]);
+		for (k = 0; default_profiles[k]; k++)
+			plist[np++] = profile_find(default_profiles[k]);
 	}
-	if ((labels = json_get(g, "labels")) != NULL) {
-		if (labels->type != JSON_OBJECT)
-			return bad(err, labels, "\"labels\" must be an object of strings%s", "");
-		for (e = labels->child; e; e = e->next) {
-			if (e->type != JSON_STRING) {
-				rc = bad(err, e, "label \"%s\" must be a string", e->key);
+	if ((labels = json_object_get(g, "labels")) != NULL) {
+		if (!json_is_object(labels))
+			return bad(d, AT_KEY(g, "labels"), "\"labels\" must be an object of strings");
+		json_object_foreach((json_t *)labels, key, e) {
+			const char *v = json_string_value(e);
+
+			if (v == NULL) {
+				rc = bad(d, AT_KEY(labels, key), "label \"%s\" must be a string", key);
 				goto out;
 			}
-			if (!valid_label_name(e->key)) {
-				rc = bad(err, e, "bad label name \"%s\" (want [a-zA-Z_][a-zA-Z0-9_]*)",
-				    e->key);
+			if (!valid_label_name(key)) {
+				rc = bad(d, AT_KEY(labels, key),
+				    "bad label name \"%s\" (want [a-zA-Z_][a-zA-Z0-9_]*)", key);
 				goto out;
 			}
-			if (strcmp(e->key, "service_name") == 0) {
-				if (store_check_service(e->str, &lerr) < 0) {
-					rc = bad(err, e, "service_name: %s", lerr.data);
+			if (strcmp(key, "service_name") == 0) {
+				if (store_check_service(v, &lerr) < 0) {
+					rc = bad(d, AT_KEY(labels, key), "service_name: %s", lerr.data);
 					goto out;
 				}
-				service_label = e->str;
+				service_label = v;
 				continue;
 			}
-			if (strncmp(e->key, "__", 2) == 0)
+			if (strncmp(key, "__", 2) == 0)
 				continue;
 			buf_reset(&lerr);
-			if (labels_add(&base, e->key, e->str, &lerr) < 0) {
-				rc = bad(err, e, "label: %s", lerr.data ? lerr.data : "invalid");
+			if (labels_add(&base, key, v, &lerr) < 0) {
+				rc = bad(d, AT_KEY(labels, key), "label: %s",
+				    lerr.data ? lerr.data : "invalid");
 				goto out;
 			}
 		}
 	}
-	for (t = targets->child; t; t = t->next) {
-		if (t->type != JSON_STRING || !valid_instance(t->str)) {
-			rc = bad(err, t, "target %s: want \"host:port\"",
-			    t->type == JSON_STRING ? t->str : json_type_name(t->type));
+	json_array_foreach(targets, ti, t) {
+		const char *inst = json_string_value(t);
+
+		if (inst == NULL || !valid_instance(inst)) {
+			rc = bad(d, AT_IDX(targets, ti), "target %s: want \"host:port\"",
+			    inst ? inst : type_name(t));
 			goto out;
 		}
 		/* Without service_name the target names the service. */
-		if (service_label == NULL && store_check_service(t->str, NULL) < 0) {
-			rc = bad(err, t, "target %s cannot name a service: set \"service_name\"",
-			    t->str);
+		if (service_label == NULL && store_check_service(inst, NULL) < 0) {
+			rc = bad(d, AT_IDX(targets, ti),
+			    "target %s cannot name a service: set \"service_name\"", inst);
 			goto out;
 		}
 		for (k = 0; k < np; k++) {
@@ -258,25 +445,26 @@ parse_group(const struct json *g, struct target_list *l, size_t *cap, struct buf
 			size_t j;
 
 			if (l->n >= TARGETS_MAX_SPECS) {
-				rc = bad(err, t, "too many targets (at most %s target-profile pairs)",
-				    "10000");
+				rc = bad(d, AT_IDX(targets, ti),
+				    "too many targets (at most %d target-profile pairs)",
+				    TARGETS_MAX_SPECS);
 				goto out;
 			}
 			for (j = 0; j < base.n; j++)
 				labels_add(&ts.labels, base.pairs[j].key, base.pairs[j].value, NULL);
-			if (json_get(labels, "instance") == NULL &&
-			    labels_add(&ts.labels, "instance", t->str, NULL) < 0) {
+			if (json_object_get(labels, "instance") == NULL &&
+			    labels_add(&ts.labels, "instance", inst, NULL) < 0) {
 				labels_clear(&ts.labels);
-				rc = bad(err, t, "target %s: too many labels", t->str);
+				rc = bad(d, AT_IDX(targets, ti), "target %s: too many labels", inst);
 				goto out;
 			}
 			ts.profile = sp;
 			ts.interval = interval;
 			ts.timeout = sp->kind == SK_CPU ? timeout + interval - 1000000000 : timeout;
-			ts.instance = strdup(t->str);
-			ts.service = strdup(service_label ? service_label : t->str);
+			ts.instance = xstrdup(inst);
+			ts.service = xstrdup(service_label ? service_label : inst);
 			buf_reset(&tmp);
-			buf_printf(&tmp, "%s://%s%.*s%s", scheme, t->str,
+			buf_printf(&tmp, "%s://%s%.*s%s", scheme, inst,
 			    (int)(strlen(prefix) - (prefix[0] && prefix[strlen(prefix) - 1] == '/')),
 			    prefix, sp->path);
 			if (sp->kind == SK_CPU)
@@ -288,9 +476,15 @@ parse_group(const struct json *g, struct target_list *l, size_t *cap, struct buf
 			labels_format(&ts.labels, &tmp);
 			ts.key = buf_steal(&tmp, NULL);
 			if (!ts.instance || !ts.service || !ts.url || !ts.key ||
-			    (rc = add_spec(l, cap, &ts)) < 0) {
+			    intern_put(seen, ts.url, strlen(ts.url), &added) < 0 ||
+			    (added && add_spec(l, cap, &ts) < 0)) {
 				spec_free(&ts);
 				rc = -ENOMEM;
+				goto out;
+			}
+			if (!added) {
+				rc = bad(d, AT_IDX(targets, ti), "%s is listed twice", ts.url);
+				spec_free(&ts);
 				goto out;
 			}
 		}
@@ -302,43 +496,80 @@ out:
 	return rc;
 }
 
+/*
+ * A syntax error as jansson reports it, with its line and, for the mistake
+ * hand-edited files make most, a plainer word.
+ */
+static int
+syntax_error(const struct doc *d, const json_error_t *je)
+{
+	size_t pos = (size_t)je->position, i;
+	bool blank = true;
+
+	if (d->err == NULL)
+		return -EINVAL;
+	buf_reset(d->err);
+	for (i = 0; i < d->len && blank; i++)
+		blank = strchr(" \t\r\n", d->text[i]) != NULL && d->text[i] != '\0';
+	if (blank) {
+		buf_printf(d->err, "line %d: the file is empty; it must hold a JSON array of "
+		    "target groups", je->line > 0 ? je->line : 1);
+		return -EINVAL;
+	}
+	/* jansson's position is past the offending token: "]" or "}" after a ','. */
+	if (json_error_code(je) == json_error_invalid_syntax && pos >= 2 && pos <= d->len &&
+	    (d->text[pos - 1] == ']' || d->text[pos - 1] == '}')) {
+		for (i = pos - 1; i > 0 && strchr(" \t\r\n", d->text[i - 1]) &&
+		    d->text[i - 1] != '\0'; i--)
+			;
+		if (i > 0 && d->text[i - 1] == ',') {
+			buf_printf(d->err, "line %d: trailing comma before '%c'", je->line,
+			    d->text[pos - 1]);
+			return -EINVAL;
+		}
+	}
+	buf_printf(d->err, "line %d: %s", je->line > 0 ? je->line : 1, je->text);
+	return -EINVAL;
+}
+
 int
 targets_parse(const char *text, size_t len, struct target_list *out, struct buf *err)
 {
 	struct target_list l = { 0 };
-	struct json *root = NULL;
-	const struct json *g;
-	size_t cap = 0;
-	int rc;
+	struct doc d = { text, len, NULL, err };
+	struct intern *seen = NULL;
+	json_error_t je;
+	json_t *root, *g;
+	size_t cap = 0, i;
+	int rc = 0;
 
 	memset(out, 0, sizeof(*out));
-	if ((rc = json_parse(text, len, &root, err)) < 0)
-		return rc;
-	if (root->type != JSON_ARRAY) {
-		rc = bad(err, root, "the file must hold a JSON array of target groups, not %s",
-		    json_type_name(root->type));
+	/* A byte order mark, as some editors write: not JSON, but harmless. */
+	if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0) {
+		d.text += 3;
+		d.len -= 3;
+	}
+	/* Any value at the top, so that "{...}" gets the message below. */
+	root = json_loadb(d.text, d.len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
+	if (root == NULL)
+		return json_error_code(&je) == json_error_out_of_memory ? -ENOMEM :
+		    syntax_error(&d, &je);
+	d.root = root;
+	if (!json_is_array(root)) {
+		rc = bad(&d, AT(root), "the file must hold a JSON array of target groups, not %s",
+		    type_name(root));
 		goto out;
 	}
-	for (g = root->child; g && rc == 0; g = g->next)
-		rc = parse_group(g, &l, &cap, err);
-	/* The same URL twice would scrape twice into one series. */
-	if (rc == 0) {
-		struct intern *seen = intern_create(l.n + 1);
-		size_t i;
-		int added;
-
-		if (seen == NULL)
-			rc = -ENOMEM;
-		for (i = 0; i < l.n && rc == 0; i++) {
-			if (intern_put(seen, l.v[i].url, strlen(l.v[i].url), &added) < 0)
-				rc = -ENOMEM;
-			else if (!added)
-				rc = bad(err, NULL, "%s is listed twice", l.v[i].url);
-		}
-		intern_destroy(seen);
+	if ((seen = intern_create(64)) == NULL) {
+		rc = -ENOMEM;
+		goto out;
 	}
+	json_array_foreach(root, i, g)
+		if ((rc = parse_group(&d, g, &l, &cap, seen)) < 0)
+			break;
 out:
-	json_free(root);
+	intern_destroy(seen);
+	json_decref(root);
 	if (rc < 0)
 		targets_free(&l);
 	else

@@ -74,8 +74,11 @@ cache_create(size_t max_bytes)
 	return c;
 }
 
-/* What e costs besides its value. */
-#define ENT_OVERHEAD(e)	(sizeof(struct ent) + strlen((e)->pub.key) + 1)
+size_t
+cache_overhead(const char *key)
+{
+	return sizeof(struct ent) + strlen(key) + 1;
+}
 
 static void
 ent_free(struct ent *e)
@@ -229,7 +232,7 @@ again:
 
 	pthread_mutex_lock(&c->c_lock);
 	e->pub.val = val;
-	e->pub.size = size + ENT_OVERHEAD(e);
+	e->pub.size = size + cache_overhead(e->pub.key);
 	e->pub.rc = rc;
 	e->free_fn = free_fn;
 	e->ready = true;

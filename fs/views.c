@@ -11,6 +11,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <jansson.h>
+
 #include "cache.h"
 #include "fs.h"
 #include "render.h"
@@ -140,169 +142,149 @@ render_merged(const struct view_in *in, struct buf *out)
 	return profile_encode(in->cur->merged, true, out);
 }
 
-static void
-json_str(struct buf *b, const char *s)
+/* A time as the tree names it, as a JSON string. */
+static json_t *
+json_when(int64_t ns)
 {
-	buf_addc(b, '"');
-	buf_add_json(b, s, strlen(s));
-	buf_addc(b, '"');
-}
-
-/* meta.json of a range: what diff.pb.gz and diff.svg compare against. */
-static void
-meta_diff_base(const struct view_in *in, struct buf *b)
-{
-	const struct range *r = &in->fp->range;
 	char t[64];
 
-	buf_adds(b, ",\n  \"diff_base\": ");
-	struct range prev;
-
-	if (!previous_range(r, &prev)) {
-		buf_adds(b, "null");
-		return;
-	}
-	views_time(prev.from, t, sizeof(t));
-	buf_adds(b, "{\"from\": ");
-	json_str(b, t);
-	views_time(r->from, t, sizeof(t));
-	buf_adds(b, ", \"to\": ");
-	json_str(b, t);
-	buf_adds(b, "}");
+	views_time(ns, t, sizeof(t));
+	return json_string(t);
 }
 
-/* vs/<base>/meta.json: the base and the comparison. */
-static void
-meta_vs(const struct view_in *in, struct buf *b)
+/* "diff_base" of a range's meta.json: what diff.pb.gz and diff.svg compare against. */
+static json_t *
+meta_diff_base(const struct view_in *in)
+{
+	struct range prev;
+
+	if (!previous_range(&in->fp->range, &prev))
+		return json_null();
+	return json_pack("{s:o,s:o}", "from", json_when(prev.from),
+	    "to", json_when(in->fp->range.from));
+}
+
+/* vs/<base>/meta.json: "base" and "diff" added to doc. 0 or -ENOMEM. */
+static int
+meta_vs(const struct view_in *in, json_t *doc)
 {
 	const struct query_result *br = in->base;
 	const struct profile *p = in->cur->merged, *bp = br ? br->merged : NULL;
-	char t[64];
+	json_t *diff;
+	const char *tname;
 	int bi = -1;
 	size_t ty;
 
-	buf_adds(b, ",\n  \"base\": {\"selector\": ");
-	json_str(b, in->fp->base_selector[0] ? in->fp->base_selector : "all");
-	buf_adds(b, ", \"range\": {\"name\": ");
-	json_str(b, in->fp->base_range.name);
-	views_time(in->fp->base_range.from, t, sizeof(t));
-	buf_adds(b, ", \"from\": ");
-	json_str(b, t);
-	views_time(in->fp->base_range.to, t, sizeof(t));
-	buf_adds(b, ", \"to\": ");
-	json_str(b, t);
-	buf_printf(b, "}, \"profiles\": %zu, \"merged\": %zu, \"left_out\": %zu}",
-	    br ? br->nrefs : 0, br ? br->nmerged : 0, br ? br->nskipped : 0);
-	buf_adds(b, ",\n  \"diff\": ");
-	if (p == NULL || p->nsample_types == 0) {
-		buf_adds(b, "null");
-		return;
-	}
+	if (json_object_set_new(doc, "base", json_pack("{s:o,s:{s:o,s:o,s:o},s:I,s:I,s:I}",
+	    "selector", jsonw_str(in->fp->base_selector[0] ? in->fp->base_selector : "all"),
+	    "range", "name", jsonw_str(in->fp->base_range.name),
+	    "from", json_when(in->fp->base_range.from), "to", json_when(in->fp->base_range.to),
+	    "profiles", (json_int_t)(br ? br->nrefs : 0),
+	    "merged", (json_int_t)(br ? br->nmerged : 0),
+	    "left_out", (json_int_t)(br ? br->nskipped : 0))) < 0)
+		return -ENOMEM;
+	if (p == NULL || p->nsample_types == 0)
+		return json_object_set_new(doc, "diff", json_null()) < 0 ? -ENOMEM : 0;
 	ty = profile_default_type(p);
+	tname = profile_str(p, p->sample_types[ty].type);
 	if (bp)
-		bi = render_type_index(bp, profile_str(p, p->sample_types[ty].type));
-	buf_adds(b, "{\"sample_type\": ");
-	json_str(b, profile_str(p, p->sample_types[ty].type));
-	buf_printf(b, ", \"comparable\": %s, \"current_total\": %lld",
-	    bi >= 0 ? "true" : "false", (long long)profile_total(p, ty));
+		bi = render_type_index(bp, tname);
 	if (bi >= 0)
-		buf_printf(b, ", \"base_total\": %lld, \"delta\": %lld",
-		    (long long)profile_total(bp, (size_t)bi),
-		    (long long)(profile_total(p, ty) - profile_total(bp, (size_t)bi)));
-	else {
-		buf_adds(b, ", \"note\": ");
-		json_str(b, bp ? "the base's sample types differ" : "the base holds no profiles");
+		diff = json_pack("{s:o,s:b,s:I,s:I,s:I}", "sample_type", jsonw_str(tname),
+		    "comparable", 1, "current_total", (json_int_t)profile_total(p, ty),
+		    "base_total", (json_int_t)profile_total(bp, (size_t)bi),
+		    "delta", (json_int_t)(profile_total(p, ty) - profile_total(bp, (size_t)bi)));
+	else
+		diff = json_pack("{s:o,s:b,s:I,s:s}", "sample_type", jsonw_str(tname),
+		    "comparable", 0, "current_total", (json_int_t)profile_total(p, ty),
+		    "note", bp ? "the base's sample types differ" : "the base holds no profiles");
+	return json_object_set_new(doc, "diff", diff) < 0 ? -ENOMEM : 0;
+}
+
+/*
+ * The fields of meta.json after "merged", in order; names in profiles and
+ * label values may hold any bytes, so they go through jsonw_str().
+ */
+static int
+meta_body(const struct view_in *in, json_t *doc)
+{
+	const struct query_result *r = in->cur;
+	const struct profile *m = r->merged;
+	json_t *a;
+	char idh[17];
+	size_t i;
+
+	if (r->nrefs && json_object_update_new(doc, json_pack("{s:o,s:o}",
+	    "first", json_when(r->refs[0].time),
+	    "last", json_when(r->refs[r->nrefs - 1].time))) < 0)
+		return -ENOMEM;
+	if (json_object_set_new(doc, "sample_types", a = json_array()) < 0)
+		return -ENOMEM;
+	for (i = 0; m && i < m->nsample_types; i++) {
+		const char *ty = profile_str(m, m->sample_types[i].type);
+
+		if (json_array_append_new(a, json_pack("{s:o,s:o,s:I,s:s}",
+		    "type", jsonw_str(ty), "unit", jsonw_str(profile_str(m, m->sample_types[i].unit)),
+		    "total", (json_int_t)profile_total(m, i),
+		    "aggregation", profile_type_is_gauge(ty) ? "average" : "sum")) < 0)
+			return -ENOMEM;
 	}
-	buf_adds(b, "}");
+	if (m && json_object_update_new(doc, json_pack("{s:o,s:{s:o,s:o},s:I,s:I}",
+	    "default_sample_type",
+	    jsonw_str(profile_str(m, m->sample_types[profile_default_type(m)].type)),
+	    "period_type", "type", jsonw_str(profile_str(m, m->period_type.type)),
+	    "unit", jsonw_str(profile_str(m, m->period_type.unit)),
+	    "period", (json_int_t)m->period, "samples", (json_int_t)m->nsamples)) < 0)
+		return -ENOMEM;
+	if (json_object_set_new(doc, "series", a = json_array()) < 0)
+		return -ENOMEM;
+	for (i = 0; i < r->nseries; i++) {
+		const struct series *s = store_series_get(in->fs->st, r->series[i]);
+
+		if (s && json_array_append_new(a, jsonw_str(s->labels)) < 0)
+			return -ENOMEM;
+	}
+	if (json_object_set_new(doc, "ids", a = json_array()) < 0)
+		return -ENOMEM;
+	for (i = 0; i < r->nrefs; i++) {
+		store_id_format(r->refs[i].id, idh);
+		if (json_array_append_new(a, json_string(idh)) < 0)
+			return -ENOMEM;
+	}
+	if (json_object_set_new(doc, "left_out", a = json_array()) < 0)
+		return -ENOMEM;
+	for (i = 0; i < r->nskipped; i++) {
+		store_id_format(r->skipped[i].id, idh);
+		if (json_array_append_new(a, json_pack("{s:s,s:o}", "id", idh,
+		    "reason", jsonw_str(r->skipped[i].reason))) < 0)
+			return -ENOMEM;
+	}
+	if (in->fp->node == NODE_VS_VIEW)
+		return meta_vs(in, doc);
+	return json_object_set_new(doc, "diff_base", meta_diff_base(in)) < 0 ? -ENOMEM : 0;
 }
 
 static int
 render_meta(const struct view_in *in, struct buf *b)
 {
 	const struct query_result *r = in->cur;
-	const struct profile *m = r->merged;
-	char t[64], idh[17];
-	size_t i;
+	json_t *doc;
+	int rc;
 
-	buf_adds(b, "{\n  \"service\": ");
-	json_str(b, in->fp->service);
-	buf_adds(b, ",\n  \"type\": ");
-	json_str(b, in->fp->type);
-	buf_adds(b, ",\n  \"selector\": ");
-	json_str(b, in->fp->selector[0] ? in->fp->selector : "all");
-	buf_adds(b, ",\n  \"range\": {\"name\": ");
-	json_str(b, in->fp->range.name);
-	views_time(in->fp->range.from, t, sizeof(t));
-	buf_adds(b, ", \"from\": ");
-	json_str(b, t);
-	views_time(in->fp->range.to, t, sizeof(t));
-	buf_adds(b, ", \"to\": ");
-	json_str(b, t);
-	buf_printf(b, "},\n  \"profiles\": %zu,\n  \"merged\": %zu,\n", r->nrefs, r->nmerged);
-	if (r->nrefs) {
-		views_time(r->refs[0].time, t, sizeof(t));
-		buf_adds(b, "  \"first\": ");
-		json_str(b, t);
-		views_time(r->refs[r->nrefs - 1].time, t, sizeof(t));
-		buf_adds(b, ",\n  \"last\": ");
-		json_str(b, t);
-		buf_adds(b, ",\n");
-	}
-	buf_adds(b, "  \"sample_types\": [");
-	for (i = 0; m && i < m->nsample_types; i++) {
-		const char *ty = profile_str(m, m->sample_types[i].type);
-
-		buf_adds(b, i ? ",\n    " : "\n    ");
-		buf_adds(b, "{\"type\": ");
-		json_str(b, ty);
-		buf_adds(b, ", \"unit\": ");
-		json_str(b, profile_str(m, m->sample_types[i].unit));
-		buf_printf(b, ", \"total\": %lld, \"aggregation\": \"%s\"}",
-		    (long long)profile_total(m, i),
-		    profile_type_is_gauge(ty) ? "average" : "sum");
-	}
-	buf_adds(b, m && m->nsample_types ? "\n  ],\n" : "],\n");
-	if (m) {
-		buf_adds(b, "  \"default_sample_type\": ");
-		json_str(b, profile_str(m, m->sample_types[profile_default_type(m)].type));
-		buf_adds(b, ",\n  \"period_type\": {\"type\": ");
-		json_str(b, profile_str(m, m->period_type.type));
-		buf_adds(b, ", \"unit\": ");
-		json_str(b, profile_str(m, m->period_type.unit));
-		buf_printf(b, "},\n  \"period\": %lld,\n  \"samples\": %zu,\n",
-		    (long long)m->period, m->nsamples);
-	}
-	buf_adds(b, "  \"series\": [");
-	for (i = 0; i < r->nseries; i++) {
-		const struct series *s = store_series_get(in->fs->st, r->series[i]);
-
-		if (s == NULL)
-			continue;
-		buf_adds(b, i ? ", " : "");
-		json_str(b, s->labels[0] ? s->labels : "");
-	}
-	buf_adds(b, "],\n  \"ids\": [");
-	for (i = 0; i < r->nrefs; i++) {
-		store_id_format(r->refs[i].id, idh);
-		buf_adds(b, i ? ", " : "");
-		json_str(b, idh);
-	}
-	buf_adds(b, "],\n  \"left_out\": [");
-	for (i = 0; i < r->nskipped; i++) {
-		store_id_format(r->skipped[i].id, idh);
-		buf_adds(b, i ? ",\n    " : "\n    ");
-		buf_adds(b, "{\"id\": ");
-		json_str(b, idh);
-		buf_adds(b, ", \"reason\": ");
-		json_str(b, r->skipped[i].reason);
-		buf_adds(b, "}");
-	}
-	buf_adds(b, r->nskipped ? "\n  ]" : "]");
-	if (in->fp->node == NODE_VS_VIEW)
-		meta_vs(in, b);
-	else
-		meta_diff_base(in, b);
-	return buf_adds(b, "\n}\n");
+	doc = json_pack("{s:o,s:o,s:o,s:{s:o,s:o,s:o},s:I,s:I}",
+	    "service", jsonw_str(in->fp->service),
+	    "type", jsonw_str(in->fp->type),
+	    "selector", jsonw_str(in->fp->selector[0] ? in->fp->selector : "all"),
+	    "range", "name", jsonw_str(in->fp->range.name),
+	    "from", json_when(in->fp->range.from), "to", json_when(in->fp->range.to),
+	    "profiles", (json_int_t)r->nrefs, "merged", (json_int_t)r->nmerged);
+	rc = doc ? meta_body(in, doc) : -ENOMEM;
+	if (rc == 0)
+		rc = jsonw_dump(b, doc, JSON_INDENT(2));
+	if (rc == 0)
+		rc = buf_addc(b, '\n');
+	json_decref(doc);
+	return rc;
 }
 
 /* --- flame graphs, folded, top, diffs, timeline ---------------------------- */

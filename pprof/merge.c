@@ -281,6 +281,9 @@ merge_sample(struct merge *m, const uint32_t *locs, size_t nlocs, struct pf_labe
 	size_t t;
 	int added;
 
+	/* Begun (merge_begin) or first profile added: the value columns are known. */
+	assert(m->count > 0 || m->types != NULL);
+	assert(nlocs <= UINT32_MAX && nlabels <= UINT32_MAX);
 	for (t = 0; t < m->ntypes && values[t] == 0; t++)
 		;
 	if (t == m->ntypes)
@@ -437,6 +440,8 @@ add_sample(struct addctx *c, const struct pf_sample *s, int64_t scale,
 	int rc = 0;
 	bool zero = true;
 
+	/* Equal signatures: every sample of p has exactly the merge's columns. */
+	assert(m->ntypes == c->p->nsample_types && m->ntypes <= PROFILE_MAX_SAMPLE_TYPES);
 	for (t = 0; t < m->ntypes; t++) {
 		vals[t] = (int64_t)((uint64_t)s->values[t] * (uint64_t)scale);
 		if (s->values[t] != 0)

@@ -3,8 +3,15 @@
  * profile.proto; it accepts packed and unpacked repeated fields, any field
  * order and unknown fields) into a scratch arena, then validates the result as
  * go tool pprof does and converts ids into indexes in the profile's own arena.
- * Encoding is written by hand straight from struct profile: packed repeated
- * scalars, ids numbered 1..N.
+ * Encoding goes through protobuf-c as well (proto3: packed repeated scalars),
+ * ids numbered 1..N. It replaced a packed encoder written by hand, which was
+ * slower: scripts/bench-encode.sh (tests/tools/encbench.c, which keeps the
+ * old encoder) compares the two on the real profiles and a merge of 60 Go CPU
+ * profiles. protobuf-c took 0.83x the time (sum of medians, 5 runs; encode
+ * only, gzip comes on top) and 2 allocations against about one per
+ * message, line and label, and wrote the same bytes; its price is a peak heap
+ * 3-4x larger (the message structs, about 7x the encoded size, against
+ * about 2x).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -16,6 +23,13 @@
 #include "profile.pb-c.h"
 
 typedef Perftools__Profiles__Profile PbProfile;
+typedef Perftools__Profiles__ValueType PbValueType;
+typedef Perftools__Profiles__Sample PbSample;
+typedef Perftools__Profiles__Label PbLabel;
+typedef Perftools__Profiles__Mapping PbMapping;
+typedef Perftools__Profiles__Location PbLocation;
+typedef Perftools__Profiles__Line PbLine;
+typedef Perftools__Profiles__Function PbFunction;
 
 /* Size caps beyond which a profile is refused rather than decoded. */
 
@@ -534,167 +548,192 @@ profile_free(struct profile *p)
 
 /* --- encoding ----------------------------------------------------------- */
 
-#define WT_VARINT	0
-#define WT_LEN		2
-
-static int
-put_tag(struct buf *b, unsigned field, unsigned wt)
+/* Carve n objects of size sz from *pos (every type here is 8-aligned). */
+static void *
+carve(char **pos, size_t n, size_t sz)
 {
-	return buf_add_varint(b, (uint64_t)field << 3 | wt);
+	void *p = *pos;
+
+	*pos += (n * sz + 7) & ~(size_t)7;
+	return p;
 }
 
-static int
-put_int(struct buf *b, unsigned field, uint64_t v)
-{
-	int rc;
-
-	if (v == 0)
-		return 0;
-	if ((rc = put_tag(b, field, WT_VARINT)) < 0)
-		return rc;
-	return buf_add_varint(b, v);
-}
-
-static int
-put_bytes(struct buf *b, unsigned field, const void *p, size_t n)
-{
-	int rc;
-
-	if ((rc = put_tag(b, field, WT_LEN)) < 0 ||
-	    (rc = buf_add_varint(b, n)) < 0)
-		return rc;
-	return buf_add(b, p, n);
-}
-
-/* Append tmp as a length-delimited field of b, then empty tmp. */
-static int
-put_msg(struct buf *b, unsigned field, struct buf *tmp)
-{
-	int rc = put_bytes(b, field, tmp->data, tmp->len);
-
-	buf_reset(tmp);
-	return rc;
-}
-
-static int
-put_vt(struct buf *b, struct buf *tmp, unsigned field, const struct pf_valuetype *vt)
-{
-	int rc;
-
-	if ((rc = put_int(tmp, 1, (uint64_t)vt->type)) < 0 ||
-	    (rc = put_int(tmp, 2, (uint64_t)vt->unit)) < 0)
-		return rc;
-	return put_msg(b, field, tmp);
-}
-
+/*
+ * The message is protobuf-c's, built from p: one allocation, sized in a first
+ * pass, holds every message struct, and pointers into p are used where the
+ * types agree (values, comments). The sizes cannot overflow: each is a small
+ * multiple of an array that p already holds in memory. pack() writes exactly
+ * get_packed_size() bytes, straight into out.
+ */
 int
 profile_encode(const struct profile *p, bool gzip, struct buf *out)
 {
-	struct buf b = { 0 }, tmp = { 0 }, packed = { 0 };
-	size_t i, j;
-	int rc = 0;
+	PbProfile pb = PERFTOOLS__PROFILES__PROFILE__INIT;
+	PbValueType *vt, ptype = PERFTOOLS__PROFILES__VALUE_TYPE__INIT;
+	size_t i, j, nlocs = 0, nlabels = 0, nlines = 0, total, size;
+	struct buf plain = { 0 };
+	char *mem, *pos;
+	int rc;
 
-#define TRY(x) do { if ((rc = (x)) < 0) goto done; } while (0)
-	for (i = 0; i < p->nsample_types; i++)
-		TRY(put_vt(&b, &tmp, 1, &p->sample_types[i]));
 	for (i = 0; i < p->nsamples; i++) {
-		const struct pf_sample *s = &p->samples[i];
+		nlocs += p->samples[i].nlocs;
+		nlabels += p->samples[i].nlabels;
+	}
+	for (i = 0; i < p->nlocations; i++)
+		nlines += p->locations[i].nlines;
+	total = p->nsample_types * (sizeof(PbValueType) + sizeof(void *)) +
+	    p->nsamples * (sizeof(PbSample) + sizeof(void *)) + nlocs * sizeof(uint64_t) +
+	    nlabels * (sizeof(PbLabel) + sizeof(void *)) +
+	    p->nmappings * (sizeof(PbMapping) + sizeof(void *)) +
+	    p->nlocations * (sizeof(PbLocation) + sizeof(void *)) +
+	    nlines * (sizeof(PbLine) + sizeof(void *)) +
+	    p->nfunctions * (sizeof(PbFunction) + sizeof(void *)) +
+	    p->nstrings * sizeof(ProtobufCBinaryData) + 16 * 8;	/* + rounding */
+	if ((mem = malloc(total)) == NULL)
+		return -ENOMEM;
+	pos = mem;
 
-		for (j = 0; j < s->nlocs; j++)
-			TRY(buf_add_varint(&packed, (uint64_t)s->locs[j] + 1));
-		if (packed.len)
-			TRY(put_bytes(&tmp, 1, packed.data, packed.len));
-		buf_reset(&packed);
-		for (j = 0; j < p->nsample_types; j++)
-			TRY(buf_add_varint(&packed, (uint64_t)s->values[j]));
-		if (packed.len)
-			TRY(put_bytes(&tmp, 2, packed.data, packed.len));
-		buf_reset(&packed);
-		for (j = 0; j < s->nlabels; j++) {
-			const struct pf_label *l = &s->labels[j];
-			struct buf lb = { 0 };
+	pb.n_sample_type = p->nsample_types;
+	pb.sample_type = carve(&pos, p->nsample_types, sizeof(void *));
+	vt = carve(&pos, p->nsample_types, sizeof(*vt));
+	for (i = 0; i < p->nsample_types; i++) {
+		vt[i] = (PbValueType)PERFTOOLS__PROFILES__VALUE_TYPE__INIT;
+		vt[i].type = p->sample_types[i].type;
+		vt[i].unit = p->sample_types[i].unit;
+		pb.sample_type[i] = &vt[i];
+	}
 
-			if ((rc = put_int(&lb, 1, (uint64_t)l->key)) == 0 &&
-			    (rc = put_int(&lb, 2, (uint64_t)l->str)) == 0 &&
-			    (rc = put_int(&lb, 3, (uint64_t)l->num)) == 0 &&
-			    (rc = put_int(&lb, 4, (uint64_t)l->num_unit)) == 0)
-				rc = put_bytes(&tmp, 3, lb.data, lb.len);
-			buf_free(&lb);
-			if (rc < 0)
-				goto done;
+	pb.n_sample = p->nsamples;
+	pb.sample = carve(&pos, p->nsamples, sizeof(void *));
+	{
+		PbSample *s = carve(&pos, p->nsamples, sizeof(*s));
+		uint64_t *ids = carve(&pos, nlocs, sizeof(*ids));
+		PbLabel **lp = carve(&pos, nlabels, sizeof(*lp));
+		PbLabel *l = carve(&pos, nlabels, sizeof(*l));
+
+		for (i = 0; i < p->nsamples; i++) {
+			const struct pf_sample *ps = &p->samples[i];
+
+			s[i] = (PbSample)PERFTOOLS__PROFILES__SAMPLE__INIT;
+			s[i].n_location_id = ps->nlocs;
+			s[i].location_id = ids;
+			for (j = 0; j < ps->nlocs; j++)
+				*ids++ = (uint64_t)ps->locs[j] + 1;
+			s[i].n_value = p->nsample_types;
+			s[i].value = ps->values;
+			s[i].n_label = ps->nlabels;
+			s[i].label = lp;
+			for (j = 0; j < ps->nlabels; j++) {
+				*l = (PbLabel)PERFTOOLS__PROFILES__LABEL__INIT;
+				l->key = ps->labels[j].key;
+				l->str = ps->labels[j].str;
+				l->num = ps->labels[j].num;
+				l->num_unit = ps->labels[j].num_unit;
+				*lp++ = l++;
+			}
+			pb.sample[i] = &s[i];
 		}
-		TRY(put_msg(&b, 2, &tmp));
 	}
-	for (i = 0; i < p->nmappings; i++) {
-		const struct pf_mapping *m = &p->mappings[i];
 
-		TRY(put_int(&tmp, 1, i + 1));
-		TRY(put_int(&tmp, 2, m->start));
-		TRY(put_int(&tmp, 3, m->limit));
-		TRY(put_int(&tmp, 4, m->offset));
-		TRY(put_int(&tmp, 5, (uint64_t)m->filename));
-		TRY(put_int(&tmp, 6, (uint64_t)m->build_id));
-		TRY(put_int(&tmp, 7, m->has_functions));
-		TRY(put_int(&tmp, 8, m->has_filenames));
-		TRY(put_int(&tmp, 9, m->has_line_numbers));
-		TRY(put_int(&tmp, 10, m->has_inline_frames));
-		TRY(put_msg(&b, 3, &tmp));
-	}
-	for (i = 0; i < p->nlocations; i++) {
-		const struct pf_location *l = &p->locations[i];
+	pb.n_mapping = p->nmappings;
+	pb.mapping = carve(&pos, p->nmappings, sizeof(void *));
+	{
+		PbMapping *m = carve(&pos, p->nmappings, sizeof(*m));
 
-		TRY(put_int(&tmp, 1, i + 1));
-		TRY(put_int(&tmp, 2, l->mapping));
-		TRY(put_int(&tmp, 3, l->address));
-		for (j = 0; j < l->nlines; j++) {
-			const struct pf_line *ln = &l->lines[j];
-			struct buf lb = { 0 };
+		for (i = 0; i < p->nmappings; i++) {
+			const struct pf_mapping *pm = &p->mappings[i];
 
-			if ((rc = put_int(&lb, 1, ln->function == PF_NONE ? 0 :
-			    (uint64_t)ln->function + 1)) == 0 &&
-			    (rc = put_int(&lb, 2, (uint64_t)ln->line)) == 0 &&
-			    (rc = put_int(&lb, 3, (uint64_t)ln->column)) == 0)
-				rc = put_bytes(&tmp, 4, lb.data, lb.len);
-			buf_free(&lb);
-			if (rc < 0)
-				goto done;
+			m[i] = (PbMapping)PERFTOOLS__PROFILES__MAPPING__INIT;
+			m[i].id = i + 1;
+			m[i].memory_start = pm->start;
+			m[i].memory_limit = pm->limit;
+			m[i].file_offset = pm->offset;
+			m[i].filename = pm->filename;
+			m[i].build_id = pm->build_id;
+			m[i].has_functions = pm->has_functions;
+			m[i].has_filenames = pm->has_filenames;
+			m[i].has_line_numbers = pm->has_line_numbers;
+			m[i].has_inline_frames = pm->has_inline_frames;
+			pb.mapping[i] = &m[i];
 		}
-		TRY(put_int(&tmp, 5, l->is_folded));
-		TRY(put_msg(&b, 4, &tmp));
 	}
-	for (i = 0; i < p->nfunctions; i++) {
-		const struct pf_function *f = &p->functions[i];
 
-		TRY(put_int(&tmp, 1, i + 1));
-		TRY(put_int(&tmp, 2, (uint64_t)f->name));
-		TRY(put_int(&tmp, 3, (uint64_t)f->system_name));
-		TRY(put_int(&tmp, 4, (uint64_t)f->filename));
-		TRY(put_int(&tmp, 5, (uint64_t)f->start_line));
-		TRY(put_msg(&b, 5, &tmp));
+	pb.n_location = p->nlocations;
+	pb.location = carve(&pos, p->nlocations, sizeof(void *));
+	{
+		PbLocation *l = carve(&pos, p->nlocations, sizeof(*l));
+		PbLine **lnp = carve(&pos, nlines, sizeof(*lnp));
+		PbLine *ln = carve(&pos, nlines, sizeof(*ln));
+
+		for (i = 0; i < p->nlocations; i++) {
+			const struct pf_location *pl = &p->locations[i];
+
+			l[i] = (PbLocation)PERFTOOLS__PROFILES__LOCATION__INIT;
+			l[i].id = i + 1;
+			l[i].mapping_id = pl->mapping;
+			l[i].address = pl->address;
+			l[i].is_folded = pl->is_folded;
+			l[i].n_line = pl->nlines;
+			l[i].line = lnp;
+			for (j = 0; j < pl->nlines; j++) {
+				*ln = (PbLine)PERFTOOLS__PROFILES__LINE__INIT;
+				ln->function_id = pl->lines[j].function == PF_NONE ? 0 :
+				    (uint64_t)pl->lines[j].function + 1;
+				ln->line = pl->lines[j].line;
+				ln->column = pl->lines[j].column;
+				*lnp++ = ln++;
+			}
+			pb.location[i] = &l[i];
+		}
 	}
-	for (i = 0; i < p->nstrings; i++)
-		TRY(put_bytes(&b, 6, p->strings[i], strlen(p->strings[i])));
-	TRY(put_int(&b, 7, (uint64_t)p->drop_frames));
-	TRY(put_int(&b, 8, (uint64_t)p->keep_frames));
-	TRY(put_int(&b, 9, (uint64_t)p->time_nanos));
-	TRY(put_int(&b, 10, (uint64_t)p->duration_nanos));
-	TRY(put_vt(&b, &tmp, 11, &p->period_type));
-	TRY(put_int(&b, 12, (uint64_t)p->period));
-	for (i = 0; i < p->ncomments; i++)
-		TRY(buf_add_varint(&packed, (uint64_t)p->comments[i]));
-	if (packed.len)
-		TRY(put_bytes(&b, 13, packed.data, packed.len));
-	TRY(put_int(&b, 14, (uint64_t)p->default_sample_type));
-	TRY(put_int(&b, 15, (uint64_t)p->doc_url));
-	if (gzip)
-		rc = profile_gzip(b.data, b.len, out);
-	else
-		rc = buf_add(out, b.data, b.len);
-#undef TRY
-done:
-	buf_free(&b);
-	buf_free(&tmp);
-	buf_free(&packed);
+
+	pb.n_function = p->nfunctions;
+	pb.function = carve(&pos, p->nfunctions, sizeof(void *));
+	{
+		PbFunction *f = carve(&pos, p->nfunctions, sizeof(*f));
+
+		for (i = 0; i < p->nfunctions; i++) {
+			f[i] = (PbFunction)PERFTOOLS__PROFILES__FUNCTION__INIT;
+			f[i].id = i + 1;
+			f[i].name = p->functions[i].name;
+			f[i].system_name = p->functions[i].system_name;
+			f[i].filename = p->functions[i].filename;
+			f[i].start_line = p->functions[i].start_line;
+			pb.function[i] = &f[i];
+		}
+	}
+
+	pb.n_string_table = p->nstrings;
+	pb.string_table = carve(&pos, p->nstrings, sizeof(ProtobufCBinaryData));
+	for (i = 0; i < p->nstrings; i++) {
+		pb.string_table[i].data = (uint8_t *)p->strings[i];
+		pb.string_table[i].len = strlen(p->strings[i]);
+	}
+	pb.drop_frames = p->drop_frames;
+	pb.keep_frames = p->keep_frames;
+	pb.time_nanos = p->time_nanos;
+	pb.duration_nanos = p->duration_nanos;
+	ptype.type = p->period_type.type;
+	ptype.unit = p->period_type.unit;
+	pb.period_type = &ptype;
+	pb.period = p->period;
+	pb.n_comment = p->ncomments;
+	pb.comment = p->comments;
+	pb.default_sample_type = p->default_sample_type;
+	pb.doc_url = p->doc_url;
+
+	size = perftools__profiles__profile__get_packed_size(&pb);
+	if (gzip) {
+		if ((rc = buf_reserve(&plain, size)) == 0) {
+			plain.len = perftools__profiles__profile__pack(&pb, (uint8_t *)plain.data);
+			rc = profile_gzip(plain.data, plain.len, out);
+		}
+	} else if ((rc = buf_reserve(out, size)) == 0) {
+		out->len += perftools__profiles__profile__pack(&pb, (uint8_t *)out->data + out->len);
+		out->data[out->len] = '\0';
+	}
+	buf_free(&plain);
+	free(mem);
 	return rc;
 }
 

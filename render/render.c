@@ -5,6 +5,7 @@
  * The renderers themselves live in flame.c, folded.c, top.c, timeline.c.
  */
 #define _GNU_SOURCE	/* qsort_r */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -31,6 +32,7 @@ render_tree_name(const struct render_tree *t, uint32_t i)
 
 	if (i == 0)
 		return "all";
+	assert(i < t->n);
 	return intern_key(t->names, t->name[i], &len);
 }
 

@@ -34,6 +34,11 @@ req() {
   local m="$2" u="$3"; shift 3
   ST=$(curl -s -o "$TMP/body" -w '%{http_code}' -X "$m" "$u" "$@")
 }
+# strict_json FILE: FILE is UTF-8 and JSON. jq alone would not tell: it reads
+# invalid bytes as U+FFFD.
+strict_json() {
+  python3 -c 'import json,sys; json.loads(open(sys.argv[1],"rb").read().decode("utf-8"))' "$1" 2>/dev/null
+}
 # bad NAME STATUS METHOD URL [curl args...]: a JSON error with that status
 bad() {
   local n="$1" want="$2"; shift 2
@@ -111,6 +116,23 @@ jq -e '.body.created_at == "2020-02-29T12:30:45.25Z" and .body.labels == [{"key"
 [ -d "$M/goapp/cpu/zone=a%2Cb/2020-02-29T12" ] && ok "created_at decides the profile's place in the tree" \
   || fail "created_at decides the profile's place in the tree"
 
+# Names that are not UTF-8 (a service, a label value): every JSON reply still parses,
+# with each bad byte as U+FFFD, and so does meta.json in the mount.
+req bad-utf8 POST "$U/api/0/profiles?service=bad%FFname&type=cpu&labels=k=caf%C3%A9%FE" --data-binary "@$first"
+strict_json "$TMP/body" && jq -e '.code == 200 and .body.service == "bad\ufffdname" and
+    .body.labels == [{"key":"k","value":"caf\u00e9\ufffd"}]' "$TMP/body" >/dev/null && ok "POST with a service and label not in UTF-8: valid JSON, bytes replaced" \
+  || fail "POST with a service and label not in UTF-8" "status $ST: $(head -c 300 "$TMP/body" | od -c | head -5)"
+req services-utf8 GET "$U/api/0/services"
+strict_json "$TMP/body" && jq -e '.code == 200 and (.body | index("bad\ufffdname")) and (.body | index("goapp"))' "$TMP/body" >/dev/null \
+  && ok "GET /api/0/services with a service not in UTF-8: jq parses it" \
+  || fail "GET /api/0/services with a service not in UTF-8" "$(head -c 300 "$TMP/body" | od -c | head -5)"
+req list-utf8 GET "$U/api/0/profiles?service=bad%FFname&type=cpu&from=$FROM&to=$TO"
+strict_json "$TMP/body" && jq -e '.code == 200 and (.body | length) == 1 and .body[0].service == "bad\ufffdname"' "$TMP/body" >/dev/null \
+  && ok "GET /api/0/profiles of that service: valid JSON" || fail "GET /api/0/profiles of that service" "$(head -c 300 "$TMP/body")"
+badmeta="$M/bad"$'\xff'"name/cpu/all/all/meta.json"
+strict_json "$badmeta" && jq -e '.service == "bad\ufffdname" and (.series | length) == 1' "$badmeta" >/dev/null \
+  && ok "meta.json of that service: valid JSON" || fail "meta.json of that service" "$(head -c 300 "$badmeta" 2>&1)"
+
 # --- Pyroscope: multipart like the pyroscope-go SDK, and raw format=pprof ------
 echo '{"inuse_space":{"units":"bytes","aggregation":"average"},"inuse_objects":{"units":"objects","aggregation":"average"}}' >"$TMP/stc.json"
 now=$(date +%s)
@@ -153,6 +175,8 @@ bad "missing service" 400 POST "$U/api/0/profiles?type=cpu" --data-binary "@$fir
 bad "reserved service name" 400 POST "$U/api/0/profiles?service=ingest&type=cpu" --data-binary "@$first"
 bad "unknown type" 400 POST "$U/api/0/profiles?service=goapp&type=bogus" --data-binary "@$first"
 bad "missing type" 400 POST "$U/api/0/profiles?service=goapp" --data-binary "@$first"
+bad "created_at not in UTF-8, quoted in the error" 400 POST "$U/api/0/profiles?service=goapp&type=cpu&created_at=%FF%C3" --data-binary "@$first"
+strict_json "$TMP/body" && ok "that error is valid UTF-8" || fail "that error is valid UTF-8" "$(od -c "$TMP/body" | head -3)"
 bad "bad created_at" 400 POST "$U/api/0/profiles?service=goapp&type=cpu&created_at=yesterday" --data-binary "@$first"
 bad "impossible created_at" 400 POST "$U/api/0/profiles?service=goapp&type=cpu&created_at=2021-02-29T00:00:00" --data-binary "@$first"
 bad "bad label escape" 400 POST "$U/api/0/profiles?service=goapp&type=cpu&labels=k=%25zz" --data-binary "@$first"

@@ -1,6 +1,7 @@
 /*
- * test_codec: the pprof codec (pprof/pprof.c) and the byte buffer it writes
- * into (base/buf.c). The decoder must accept every real file that go tool
+ * test_codec: the pprof codec (pprof/pprof.c), the byte buffer it writes
+ * into (base/buf.c), and the UTF-8 repair and JSON output that text from
+ * profiles goes through (base/utf8.c, base/jsonw.c). The decoder must accept every real file that go tool
  * pprof accepts, refuse the rest with a reason, survive hostile input (gzip
  * bombs, truncation, random bytes), and the encoder's output must decode to
  * the same profile.
@@ -10,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <jansson.h>
 #include <zlib.h>
 
 #include "util.h"
@@ -919,17 +921,112 @@ test_buf_varint(void **state)
 }
 
 static void
-test_buf_json(void **state)
+test_utf8(void **state)
 {
+	static const struct {
+		const char	*s;
+		size_t		 n, want;
+	} seq[] = {
+		{ "a", 1, 1 },
+		{ "\xc3\xa9", 2, 2 },			/* é */
+		{ "\xe2\x82\xac", 3, 3 },		/* € */
+		{ "\xf0\x9d\x84\x9e", 4, 4 },		/* 𝄞 */
+		{ "\xf4\x8f\xbf\xbf", 4, 4 },		/* U+10FFFF, the last */
+		{ "\x80", 1, 0 },			/* lone continuation */
+		{ "\xc3", 1, 0 },			/* cut short */
+		{ "\xe2\x82", 2, 0 },
+		{ "\xc3\x28", 2, 0 },			/* continuation missing */
+		{ "\xc0\xaf", 2, 0 },			/* overlong '/' */
+		{ "\xe0\x80\xaf", 3, 0 },		/* overlong '/' */
+		{ "\xed\xa0\x80", 3, 0 },		/* surrogate U+D800 */
+		{ "\xf4\x90\x80\x80", 4, 0 },		/* past U+10FFFF */
+		{ "\xf8\x88\x80\x80\x80", 5, 0 },	/* 5-byte form */
+		{ "\xff", 1, 0 },
+	};
 	struct buf b = { 0 };
-	const char in[] = "a\"b\\c\n\x01\x7f\xc3\xa9/";
+	size_t i;
 
 	(void)state;
-	assert_int_equal(buf_add_json(&b, in, sizeof(in) - 1), 0);
-	assert_string_equal(b.data, "a\\\"b\\\\c\\u000a\\u0001\\u007f\xc3\xa9/");
+	for (i = 0; i < sizeof(seq) / sizeof(seq[0]); i++) {
+		if (utf8_seqlen(seq[i].s, seq[i].n) != seq[i].want)
+			fail_msg("utf8_seqlen case %zu: got %zu, want %zu", i,
+			    utf8_seqlen(seq[i].s, seq[i].n), seq[i].want);
+		assert_true(utf8_valid(seq[i].s, seq[i].n) == (seq[i].want == seq[i].n));
+	}
+	assert_int_equal(utf8_seqlen("abc", 0), 0);
+	assert_true(utf8_valid("", 0));
+	assert_true(utf8_valid("x\0y", 3));
+	/* The length given bounds the check: a sequence past it is cut. */
+	assert_false(utf8_valid("\xe2\x82\xac", 2));
+
+	/* Valid text is copied as is, NUL bytes included. */
+	assert_int_equal(utf8_repair(&b, "caf\xc3\xa9\0!", 7), 0);
+	assert_int_equal(b.len, 7);
+	assert_memory_equal(b.data, "caf\xc3\xa9\0!", 7);
 	buf_reset(&b);
-	assert_int_equal(buf_add_json(&b, "x\0y", 3), 0);
-	assert_string_equal(b.data, "x\\u0000y");
+	/* Each byte that starts no sequence becomes one U+FFFD. */
+	assert_int_equal(utf8_repair(&b, "a\xff" "b\xe2\x82" "c\xc0\xaf" "d", 9), 0);
+	assert_string_equal(b.data, "a\xef\xbf\xbd" "b\xef\xbf\xbd\xef\xbf\xbd"
+	    "c\xef\xbf\xbd\xef\xbf\xbd" "d");
+	assert_true(utf8_valid(b.data, b.len));
+	buf_reset(&b);
+	/* A valid sequence right after an invalid byte is kept. */
+	assert_int_equal(utf8_repair(&b, "\xed\xa0\x80\xe2\x82\xac", 6), 0);
+	assert_string_equal(b.data, "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xe2\x82\xac");
+	buf_free(&b);
+	/* Nothing to append still leaves a NUL-terminated buffer. */
+	assert_int_equal(utf8_repair(&b, "", 0), 0);
+	assert_non_null(b.data);
+	assert_string_equal(b.data, "");
+	buf_free(&b);
+}
+
+static void
+test_jsonw(void **state)
+{
+	const char name[] = "svc\xff\"q\\\n\x01\x7f\xc3\xa9";
+	struct buf b = { 0 };
+	json_error_t je;
+	json_t *doc, *back;
+
+	(void)state;
+	/* jansson alone refuses the name; repaired, the document encodes. */
+	assert_null(json_string(name));
+	doc = json_pack("{s:o,s:o,s:o,s:o}", "name", jsonw_str(name),
+	    "cut", jsonw_strn("ab\xe2\x82\xac", 4), "none", jsonw_str(NULL),
+	    "secs", jsonw_fixed(14.99949, 3));
+	assert_non_null(doc);
+	assert_int_equal(jsonw_dump(&b, doc, JSON_COMPACT), 0);
+	assert_string_equal(b.data, "{\"name\":\"svc\xef\xbf\xbd\\\"q\\\\\\n\\u0001\x7f\xc3\xa9\","
+	    "\"cut\":\"ab\xef\xbf\xbd\xef\xbf\xbd\",\"none\":null,\"secs\":14.999}");
+	/* What was written reads back, to the repaired name. */
+	back = json_loadb(b.data, b.len, 0, &je);
+	assert_non_null(back);
+	assert_string_equal(json_string_value(json_object_get(back, "name")),
+	    "svc\xef\xbf\xbd\"q\\\n\x01\x7f\xc3\xa9");
+	json_decref(back);
+	json_decref(doc);
+
+	/* Appends; a failed build (NULL) leaves the buffer as it was. */
+	buf_reset(&b);
+	buf_adds(&b, "x=");
+	doc = json_pack("[i,s]", 1, "two");
+	assert_int_equal(jsonw_dump(&b, doc, JSON_COMPACT), 0);
+	json_decref(doc);
+	assert_string_equal(b.data, "x=[1,\"two\"]");
+	assert_int_equal(jsonw_dump(&b, NULL, 0), -ENOMEM);
+	assert_string_equal(b.data, "x=[1,\"two\"]");
+	assert_int_equal(buf_error(&b), -ENOMEM);
+	buf_free(&b);
+	/* Past the buffer's limit: no half document, the limit's error. */
+	b.max = 8;
+	doc = json_pack("[s,s]", "0123", "4567");
+	assert_int_equal(jsonw_dump(&b, doc, JSON_COMPACT), -EFBIG);
+	json_decref(doc);
+	assert_int_equal(b.len, 0);
+	assert_int_equal(buf_error(&b), -EFBIG);
+	/* A NULL from jsonw_str() fails the pack that takes it, without a leak. */
+	assert_null(json_pack("{s:o}", "k", (json_t *)NULL));
 	buf_free(&b);
 }
 
@@ -1012,7 +1109,8 @@ main(void)
 		cmocka_unit_test(test_encode_negative_values),
 		cmocka_unit_test(test_buf_basics),
 		cmocka_unit_test(test_buf_varint),
-		cmocka_unit_test(test_buf_json),
+		cmocka_unit_test(test_utf8),
+		cmocka_unit_test(test_jsonw),
 		cmocka_unit_test(test_buf_xml),
 		cmocka_unit_test(test_buf_read_file),
 	};

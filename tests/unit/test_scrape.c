@@ -1,8 +1,8 @@
 /*
- * test_scrape: the pure parts of the Go pull mode: the JSON reader
- * (collector/json.c) and its line numbers, the targets file
- * (collector/targets.c) with its defaults and refusals, and the delta between
- * two scrapes of a cumulative profile (pprof/delta.c).
+ * test_scrape: the pure parts of the Go pull mode: the targets file
+ * (collector/targets.c) with its defaults, its refusals and the lines its
+ * errors name, and the delta between two scrapes of a cumulative profile
+ * (pprof/delta.c).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,83 +10,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "json.h"
 #include "targets.h"
 #include "util.h"
-
-/* --- json ---------------------------------------------------------------- */
-
-static void
-json_ok(void **state)
-{
-	const char *t = "\xef\xbb\xbf{\"a\": [1, -2.5e3, true, false, null],\n"
-	    " \"s\": \"x\\u00e9\\ud83d\\ude00\\n\", \"o\": {}}";
-	struct json *j;
-	const struct json *a, *s, *e;
-
-	(void)state;
-	assert_int_equal(json_parse(t, strlen(t), &j, NULL), 0);
-	assert_int_equal(j->type, JSON_OBJECT);
-	a = json_get(j, "a");
-	assert_non_null(a);
-	assert_int_equal(a->type, JSON_ARRAY);
-	e = a->child;
-	assert_true(e->num == 1);
-	assert_true(e->next->num == -2500);
-	assert_true(e->next->next->b);
-	assert_int_equal(e->next->next->next->next->type, JSON_NULL);
-	s = json_get(j, "s");
-	assert_string_equal(s->str, "x\xc3\xa9\xf0\x9f\x98\x80\n");
-	assert_int_equal(s->line, 2);
-	assert_int_equal(json_get(j, "o")->type, JSON_OBJECT);
-	assert_null(json_get(j, "missing"));
-	json_free(j);
-}
-
-static void
-expect_json_error(const char *text, const char *want)
-{
-	struct buf err = { 0 };
-	struct json *j = (struct json *)1;
-
-	assert_int_equal(json_parse(text, strlen(text), &j, &err), -EINVAL);
-	assert_null(j);
-	if (strstr(err.data, want) == NULL)
-		fail_msg("for %s: got '%s', want '%s'", text, err.data, want);
-	buf_free(&err);
-}
-
-static void
-json_errors(void **state)
-{
-	char deep[200];
-
-	(void)state;
-	expect_json_error("[1,\n2,\n]", "line 3: trailing comma");
-	expect_json_error("{\"a\": 1,\n \"a\": 2}", "line 2: duplicate key \"a\"");
-	expect_json_error("[\"abc", "line 1: unterminated string");
-	expect_json_error("[\n\n\"ab\ncd\"]", "line 3: unterminated string (newline inside)");
-	expect_json_error("{\"a\" 1}", "expected ':'");
-	expect_json_error("[1 2]", "expected ',' or ']'");
-	expect_json_error("[01]", "expected ',' or ']'");
-	expect_json_error("[1.]", "bad number");
-	expect_json_error("[tru]", "not a JSON value");
-	expect_json_error("[1] x", "unexpected text after");
-	expect_json_error("", "unexpected end of file");
-	expect_json_error("[\"\\ud800\"]", "unpaired surrogate");
-	expect_json_error("[\"\\u0000\"]", "not allowed");
-	expect_json_error("[\"\\q\"]", "bad escape");
-	memset(deep, '[', sizeof(deep) - 1);
-	deep[sizeof(deep) - 1] = '\0';
-	expect_json_error(deep, "nested too deeply");
-	/* Not NUL-terminated: the length bounds the parse. */
-	{
-		struct json *j;
-
-		assert_int_equal(json_parse("[1]xxxx", 3, &j, NULL), 0);
-		json_free(j);
-	}
-}
 
 /* --- targets ------------------------------------------------------------- */
 
@@ -173,6 +98,8 @@ targets_errors(void **state)
 	expect_targets_error("[{\"targets\": [\"a:99999\"]}]", "want \"host:port\"");
 	expect_targets_error("[{\"targets\": [\"a/b:1\"]}]", "want \"host:port\"");
 	expect_targets_error("[{\"targets\": [\"u@a:1\"]}]", "want \"host:port\"");
+	expect_targets_error("[{\"targets\": [\"a: 1\"]}]", "want \"host:port\"");
+	expect_targets_error("[{\"targets\": [\"a:+1\"]}]", "want \"host:port\"");
 	expect_targets_error("[{\"targets\": [5]}]", "want \"host:port\"");
 	expect_targets_error("[{\"targets\": [\"a:1\"],\n\n \"interval\": \"1s\"}]",
 	    "line 3: \"interval\" must be at least 2s");
@@ -195,6 +122,74 @@ targets_errors(void **state)
 	    "listed twice");
 	expect_targets_error("[{\"targets\": [\"a:1\"],,}]", "line 1:");
 	expect_targets_error("[{\"targets\": [\".x:1\"]}]", "cannot name a service");
+}
+
+/* Syntax errors: jansson's reason with the line it was found on. */
+static void
+targets_syntax_lines(void **state)
+{
+	struct target_list l;
+	char deep[5000];
+
+	(void)state;
+	expect_targets_error("[{\"targets\": [\"a:1\"],\n  \"interval\": 15s}]", "line 2: ");
+	expect_targets_error("[{\"targets\": [\"a:1\"],\n\n  \"interval\": \"5s\",\n}]",
+	    "line 4: trailing comma before '}'");
+	expect_targets_error("[{\"targets\": [\"a:1\"]},\n\n]", "line 3: trailing comma before ']'");
+	expect_targets_error("[{\"targets\": [\"a:1\"],\n \"targets\": []}]",
+	    "line 2: duplicate object key");
+	expect_targets_error("[\n\n\"ab\ncd\"]", "line 3: ");
+	expect_targets_error("[{\"targets\": [\"a:1\"]}]\n\nx", "line 3: end of file expected");
+	expect_targets_error("[{\"targets\": [\"a:1\xff\"]}]", "line 1: unable to decode byte 0xff");
+	expect_targets_error("", "line 1: the file is empty");
+	expect_targets_error(" \n\n ", "the file is empty");
+	memset(deep, '[', sizeof(deep) - 1);
+	deep[sizeof(deep) - 1] = '\0';
+	expect_targets_error(deep, "line 1: maximum parsing depth");
+	/* The length bounds the parse: the text need not be NUL-terminated. */
+	assert_int_equal(targets_parse("[]xxxx", 2, &l, NULL), 0);
+	assert_int_equal(l.n, 0);
+	/* A byte order mark is skipped; lines count as the editor shows them. */
+	assert_int_equal(targets_parse("\xef\xbb\xbf[]", 5, &l, NULL), 0);
+	expect_targets_error("\xef\xbb\xbf[\n{\"targets\": [\"a\"]}]", "line 2: target a");
+}
+
+/* Errors found in a valid document still name the line of the value at fault. */
+static void
+targets_semantic_lines(void **state)
+{
+	(void)state;
+	expect_targets_error("\n\n{\"targets\": []}",
+	    "line 3: the file must hold a JSON array of target groups, not object");
+	expect_targets_error("[\n  5]", "line 2: each element must be an object with \"targets\", not number");
+	expect_targets_error("[{\"targets\": [\"a:1\"]},\n {\"labels\": {}}]",
+	    "line 2: group has no \"targets\" list");
+	/* Second group, the value on its own line. */
+	expect_targets_error("[{\"targets\": [\"a:1\"], \"interval\": \"5s\"},\n"
+	    " {\"targets\": [\"b:1\"],\n  \"interval\":\n   \"1s\"}]",
+	    "line 4: \"interval\" must be at least 2s");
+	expect_targets_error("[{\"targets\": [\n  \"a:1\",\n  \"b\"\n]}]", "line 3: target b: want \"host:port\"");
+	/* Keys are matched decoded: inter\u0076al is "interval", x\u00e9 is unknown. */
+	expect_targets_error("[{\"targets\": [\"a:1\"],\n \"inter\\u0076al\": \"5s\",\n \"x\\u00e9\": 1}]",
+	    "line 3: unknown key \"x\xc3\xa9\"");
+	expect_targets_error("[{\"targets\": [\"a:1\"],\n \"labels\": {\n  \"env\": \"prod\",\n"
+	    "  \"k\": 1}}]", "line 4: label \"k\" must be a string");
+	expect_targets_error("[{\"targets\": [\"a:1\"], \"labels\": {\"env\": \"p\"}},\n"
+	    " {\"targets\": [\"b:1\"], \"labels\": {\"env\": \"p\",\n \"9x\": \"v\"}}]",
+	    "line 3: bad label name \"9x\"");
+	/* jansson shares one null: the place is found by its path, not its address. */
+	expect_targets_error("[{\"targets\": [null],\n \"labels\": {\"x\": \"y\"},\n"
+	    " \"profiles\": [\"cpu\", null]}]", "line 3: profile names are strings, not null");
+	expect_targets_error("[{\"targets\": [\"a:1\"], \"profiles\": [\"heap\",\n \"heap\"]}]",
+	    "line 2: profile \"heap\" listed twice");
+	/* The same URL in two groups: the second is at fault. */
+	expect_targets_error("[{\"targets\": [\"a:1\"]},\n {\"targets\": [\"b:2\"]},\n"
+	    " {\"targets\": [\"b:2\"]}]",
+	    "line 3: http://b:2/debug/pprof/profile?seconds=14 is listed twice");
+	/* Strings holding brackets, commas and escaped quotes do not confuse the walk. */
+	expect_targets_error("[{\"targets\": [\"a:1\"], \"labels\": {\"k\": \"]}\\\",[{\"}},\n"
+	    " {\"targets\": [\"a:2\"], \"scheme\":\n \"ftp\"}]",
+	    "line 3: \"scheme\" must be \"http\" or \"https\"");
 }
 
 /* --- delta --------------------------------------------------------------- */
@@ -398,10 +393,10 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(json_ok),
-		cmocka_unit_test(json_errors),
 		cmocka_unit_test(targets_defaults),
 		cmocka_unit_test(targets_errors),
+		cmocka_unit_test(targets_syntax_lines),
+		cmocka_unit_test(targets_semantic_lines),
 		cmocka_unit_test(delta_matches_by_stack),
 		cmocka_unit_test(delta_restart),
 		cmocka_unit_test(delta_real_series),
