@@ -89,7 +89,8 @@ size_t	search_u64_le(const void *base, size_t n, size_t size, size_t offset, uin
  * profiles and generated file contents. Binary-safe and always NUL-terminated
  * (so text can be handed to string functions). A zeroed struct buf is empty and
  * valid; buf_free() on it is a no-op. Its storage is counted in the memory
- * budget: growth past it fails with -ENOMEM, and a buf must be freed with
+ * budget: growth past 64 KiB fails with -ENOMEM when the budget is used up
+ * (smaller buffers are counted, never refused), and a buf must be freed with
  * buf_free() (or its storage taken with buf_steal()), never with free().
  */
 /* --- the byte buffer (buf.c) --- */

@@ -14,6 +14,8 @@
 
 #include "base.h"
 
+#define BUF_SMALL	(64u << 10)
+
 int
 buf_reserve(struct buf *b, size_t more)
 {
@@ -34,7 +36,14 @@ buf_reserve(struct buf *b, size_t more)
 		ncap = ncap > SIZE_MAX / 2 ? need : ncap * 2;
 	if (b->max && ncap > b->max + 1)
 		ncap = need > b->max + 1 ? need : b->max + 1;
-	if (budget_reserve(ncap - b->cap) < 0)
+	/*
+	 * Small buffers (names, paths, messages) are counted but never
+	 * refused, so a full budget cannot stop the daemon from parsing a
+	 * path or saying why it refused something.
+	 */
+	if (ncap <= BUF_SMALL)
+		budget_charge(ncap - b->cap);
+	else if (budget_reserve(ncap - b->cap) < 0)
 		return b->err = -ENOMEM;
 	p = realloc(b->data, ncap);
 	if (p == NULL) {
