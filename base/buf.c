@@ -31,9 +31,15 @@ buf_reserve(struct buf *b, size_t more)
 		return b->err = -EFBIG;
 	if (need <= b->cap)
 		return 0;
+	/*
+	 * Double small buffers, grow large ones by half (what is reserved in
+	 * the memory budget stays near what is used), and take one large
+	 * reservation exactly.
+	 */
 	ncap = b->cap ? b->cap : 64;
-	while (ncap < need)
-		ncap = ncap > SIZE_MAX / 2 ? need : ncap * 2;
+	ncap = ncap > SIZE_MAX / 2 ? need : ncap + (ncap < (8u << 20) ? ncap : ncap / 2);
+	if (ncap < need)
+		ncap = need;
 	if (b->max && ncap > b->max + 1)
 		ncap = need > b->max + 1 ? need : b->max + 1;
 	/*
