@@ -253,7 +253,7 @@ reply_profile(struct http_req *r, const struct profile *p, const char *filename,
 
 	if (profile_encode(p, true, &out) < 0) {
 		buf_free(&out);
-		http_reply_error(r, 503, "out of memory encoding the profile");
+		http_reply_store_error(r, -ENOMEM, "failed to encode the profile", NULL);
 		return;
 	}
 	metrics_observe("profilefs_merge_duration_seconds", "source=\"http\"",
