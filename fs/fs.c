@@ -760,13 +760,14 @@ readme_render(struct fsctx *fs, struct buf *b)
 "daemon's log. An empty file is not a profile either: cp of an empty file (or\n"
 "'> file') fails the same way. A file only created and closed (touch) is\n"
 "ignored: touch opens without O_EXCL or O_TRUNC (which cp and '>' use) and\n"
-"writes nothing, so no upload was made, and touch itself succeeds. Two writers of one name each store their\n"
-"own file. When the daemon's memory budget is in use, writes and generated\n"
-"files fail with 'Resource temporarily unavailable' (EAGAIN): try again.\n"
-"Generated files over their size limit fail with 'File too large' (EFBIG),\n"
-"the reason in the log; flame graphs leave out frames too narrow or too deep\n"
-"to see and say so in their second line. Everything outside ingest/ is\n"
-"read-only.\n",
+"writes nothing, so no upload was made, and touch itself succeeds. Two\n"
+"writers of one name each store their own file (two racing cp may also get\n"
+"'File exists' from the kernel before writing anything). When the daemon's\n"
+"memory budget is in use, writes and generated files fail with 'Resource\n"
+"temporarily unavailable' (EAGAIN): try again. Generated files over their\n"
+"size limit fail with 'File too large' (EFBIG), the reason in the log; flame\n"
+"graphs leave out frames too narrow or too deep to see and say so in their\n"
+"second line. Everything outside ingest/ is read-only.\n",
 	    PROFILEFS_VERSION, m, m, m, m, m, m, m);
 	return b->data ? 0 : -ENOMEM;
 }
