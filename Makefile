@@ -1,7 +1,10 @@
 # profilefs: one Makefile for the whole tree. Objects go under build/,
 # the binary to bin/profilefs. `make V=1` shows commands, `make SANITIZE=address,undefined`
 # builds an instrumented binary, `make WERROR=1` (as CI does) turns warnings into errors.
-# CFLAGS, CPPFLAGS, LDFLAGS and LDLIBS given by the user are added to the project's own.
+# CFLAGS, CPPFLAGS, LDFLAGS and LDLIBS given by the user are added to the project's own;
+# building with other flags than last time rebuilds everything. `make check` builds and
+# runs the test suite (tests/run.sh) against this build; tests/integration/layers.sh
+# checks what this file promises.
 #
 # The code is layered; each layer is one directory, one archive and one public
 # header, and is compiled with the public headers of the layers below it only,
@@ -44,6 +47,17 @@ ALL_LDLIBS  = $(PF_LDLIBS) $(LDLIBS)
 O       ?= .
 B       := $(O)/build
 BIN     := $(O)/bin
+
+# The flags the objects were built with, kept in $(B)/flags: building with
+# other ones (SANITIZE=, WERROR=, CFLAGS=, ...) rebuilds everything instead of
+# linking objects of two kinds together. The version and commit are left out:
+# a new commit does not rebuild the tree.
+FLAGS_STAMP := $(B)/flags
+FLAGS_NOW   := $(CC) $(SANITIZE) $(WERROR) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $(LDLIBS) $(PKG_CFLAGS) $(PKG_LIBS)
+ifneq ($(FLAGS_NOW),$(file <$(FLAGS_STAMP)))
+$(shell mkdir -p $(B))
+$(file >$(FLAGS_STAMP),$(FLAGS_NOW))
+endif
 
 ifeq ($(V),1)
 Q :=
@@ -105,12 +119,12 @@ $(B)/gen/pb/profile.pb-c.c $(B)/gen/pb/profile.pb-c.h &: pprof/profile.proto
 	@echo "  PROTOC  $<"
 	$(Q)protoc-c -Ipprof --c_out=$(B)/gen/pb $<
 
-$(B)/gen/pb/profile.pb-c.o: $(B)/gen/pb/profile.pb-c.c
+$(B)/gen/pb/profile.pb-c.o: $(B)/gen/pb/profile.pb-c.c $(FLAGS_STAMP)
 	@echo "  CC      $<"
 	$(Q)$(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -I$(B)/gen/pb -c -o $@ $<
 
 define layer_rules
-$(B)/$(1)/%.o: $(1)/%.c $(GEN) $(PUB_HDRS)
+$(B)/$(1)/%.o: $(1)/%.c $(GEN) $(PUB_HDRS) $(FLAGS_STAMP)
 	@mkdir -p $$(dir $$@)
 	@echo "  CC      $$<"
 	$$(Q)$$(CC) $$(ALL_CFLAGS) $$(call layer_cflags,$(1)) -MMD -MP -c -o $$@ $$<
@@ -161,20 +175,27 @@ $(B)/gen/bpf/%.skel.h: $(B)/bpf/%.bpf.o
 $(B)/collector/ebpf.o: $(BPF_SKEL)
 .SECONDARY: $(patsubst bpf/%.bpf.c,$(B)/bpf/%.bpf.o,$(BPF_SRC))
 
-$(BIN)/profilefs: $(call obj_of,main) $(LIBS_LINK)
+$(BIN)/profilefs: $(call obj_of,main) $(LIBS_LINK) $(FLAGS_STAMP)
 	@mkdir -p $(BIN)
 	@echo "  LD      $@"
-	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(ALL_LDLIBS)
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $(filter %.o %.a,$^) $(ALL_LDLIBS)
 
 $(B)/tests/%: tests/unit/%.c $(LIBS_LINK) $(GEN)
 	@mkdir -p $(B)/tests
 	@echo "  CC      $<"
 	$(Q)$(CC) $(ALL_CFLAGS) $(TEST_INC) -Wno-missing-prototypes -MMD -MP $(ALL_LDFLAGS) -o $@ $< $(LIBS_LINK) $(ALL_LDLIBS) -lcmocka
 
-$(B)/tests/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(LIBS_LINK) $(GEN)
+# replay.c is compiled on its own: with two sources in one command, both
+# would write their header dependencies to the same .d file.
+$(B)/tests/fuzz/replay.o: tests/fuzz/replay.c $(FLAGS_STAMP)
+	@mkdir -p $(B)/tests/fuzz
+	@echo "  CC      $<"
+	$(Q)$(CC) $(ALL_CFLAGS) $(TEST_INC) -MMD -MP -c -o $@ $<
+
+$(B)/tests/fuzz_%: tests/fuzz/fuzz_%.c $(B)/tests/fuzz/replay.o $(LIBS_LINK) $(GEN)
 	@mkdir -p $(B)/tests
 	@echo "  CC      $<"
-	$(Q)$(CC) $(ALL_CFLAGS) $(TEST_INC) -MMD -MP $(ALL_LDFLAGS) -o $@ $< tests/fuzz/replay.c $(LIBS_LINK) $(ALL_LDLIBS)
+	$(Q)$(CC) $(ALL_CFLAGS) $(TEST_INC) -MMD -MP $(ALL_LDFLAGS) -o $@ $< $(B)/tests/fuzz/replay.o $(LIBS_LINK) $(ALL_LDLIBS)
 
 # Programs the benchmarks drive (scripts/bench-http.sh).
 TOOL_BIN := $(patsubst tests/tools/%.c,$(B)/tests/tools/%,$(wildcard tests/tools/*.c))

@@ -50,13 +50,19 @@ timeline_init(struct timeline *tl, int64_t from, int64_t to, bool gauge)
 		to = from + 1;
 	if (__builtin_sub_overflow(to, from, &span))
 		span = INT64_MAX;
-	for (i = 0; i < sizeof(steps) / sizeof(steps[0]); i++)
-		if (span / steps[i] < TIMELINE_MAX_STEPS) {
+	/*
+	 * The first step starts at from rounded down to the step, so the steps
+	 * cover up to one step more than the span: count them from there.
+	 */
+	for (i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		start = floor_div(from, steps[i]) * steps[i];
+		if ((to - start + steps[i] - 1) / steps[i] <= TIMELINE_MAX_STEPS) {
 			step = steps[i];
 			break;
 		}
-	if (step == 0)	/* longer than 120 weeks: whole weeks */
-		step = (span / TIMELINE_MAX_STEPS / (7 * 86400 * NS) + 1) * 7 * 86400 * NS;
+	}
+	if (step == 0)	/* longer than 120 weeks: whole weeks, one to spare */
+		step = (span / (TIMELINE_MAX_STEPS - 1) / (7 * 86400 * NS) + 1) * 7 * 86400 * NS;
 	start = floor_div(from, step) * step;
 	tl->from = start;
 	tl->step = step;

@@ -2,11 +2,57 @@
 # Set up and run the whole test suite: install what is missing, build (with
 # sanitizers when SANITIZE is set, as CI does), run unit and integration tests.
 # Needs root for the eBPF tests and /dev/fuse for the mounted ones.
+#
+# SANITIZE may name several builds separated by spaces, e.g.
+# SANITIZE="address,undefined thread" (CI): the first is built in the usual
+# tree (build/, bin/), each other one out of tree in build-<name>/ (make O=),
+# and the whole suite runs against each build in turn. The output ends with
+# one line "N passed, N failed" over all of them; the exit status is non-zero
+# if any build or test failed. tests/integration/layers.sh checks the
+# Makefile on a copy of the tree, whatever the build: it runs with the first
+# build only. Under ThreadSanitizer the daemon is several times slower, and
+# the tests that give a remote end a deadline scale it (PROFILEFS_SLOW).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
-flags=()
-if [ -n "${SANITIZE:-}" ]; then flags+=("SANITIZE=$SANITIZE"); fi
-if [ -n "${WERROR:-}" ]; then flags+=("WERROR=1"); fi
-make -j"$(nproc)" "${flags[@]}"
-exec bash tests/run.sh
+
+read -r -a builds <<<"${SANITIZE:-}"
+[ "${#builds[@]}" -gt 0 ] || builds=("")
+common=()
+if [ -n "${WERROR:-}" ]; then common+=("WERROR=1"); fi
+
+tally="$(mktemp)"
+trap 'rm -f "$tally"' EXIT
+pass=0
+fail=0
+first=1
+skip=""
+for san in "${builds[@]}"; do
+  flags=("${common[@]}")
+  out=.
+  if [ -n "$san" ]; then flags+=("SANITIZE=$san"); fi
+  if [ "$first" -eq 0 ]; then out="build-${san//,/-}"; fi
+  first=0
+  echo "== build${san:+ SANITIZE=$san}${out:+ O=$out}"
+  if ! make -j"$(nproc)" O="$out" "${flags[@]}"; then
+    echo "not ok - build${san:+ SANITIZE=$san}"
+    fail=$((fail + 1))
+    continue
+  fi
+  slow=1
+  case "$san" in *thread*) slow=4 ;; esac
+  : >"$tally"
+  PROFILEFS_BIN="$PWD/$out/bin/profilefs" PROFILEFS_BUILD="$PWD/$out/build" \
+    PROFILEFS_RUN="${san:-plain}" PROFILEFS_TALLY="$tally" PROFILEFS_SLOW="$slow" \
+    PROFILEFS_SKIP="$skip" bash tests/run.sh || true
+  skip=layers
+  if read -r p f <"$tally"; then
+    pass=$((pass + p)); fail=$((fail + f))
+  else
+    echo "not ok - tests/run.sh${san:+ (SANITIZE=$san)} ended without counts"
+    fail=$((fail + 1))
+  fi
+done
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -46,7 +46,6 @@ else
   echo "ok - ebpf-unprivileged # SKIP setpriv or user nobody missing"
 fi
 
-export LSAN_OPTIONS="suppressions=$SRC/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 pf_start -v --ebpf=99 --ebpf-period 2 || { fail "ebpf daemon start"; pf_done; exit 1; }
 
 # The long-running programs at once, for 6 s.

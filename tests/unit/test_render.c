@@ -356,6 +356,16 @@ test_timeline(void **state)
 	timeline_add(&tl, t0, 20);
 	assert_true(timeline_value(&tl, 0) == 15);
 	timeline_free(&tl);
+	/*
+	 * 119.5 minutes from 50 s past a minute: minute steps would start at
+	 * the minute and need 121 of them; the limit holds anyway.
+	 */
+	assert_int_equal(timeline_init(&tl, t0 + INT64_C(50000000000),
+	    t0 + INT64_C(50000000000) + INT64_C(7170) * 1000000000, false), 0);
+	assert_true(tl.nsteps >= 1 && tl.nsteps <= TIMELINE_MAX_STEPS);
+	assert_true(tl.from <= t0 + INT64_C(50000000000) &&
+	    tl.to >= t0 + INT64_C(50000000000) + INT64_C(7170) * 1000000000);
+	timeline_free(&tl);
 	buf_free(&csv);
 	buf_free(&svg);
 }
