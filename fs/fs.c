@@ -31,14 +31,20 @@
 #define PIN_QUIET		(INT64_C(200) * 1000000)
 #define PIN_BUCKETS		256
 
-/* The version of a generated file its open handles share. */
+/*
+ * A version of a generated file that open handles read. The table holds the
+ * current pin of each open path and the superseded ones still open, newest
+ * first; holders are the processes (thread group ids) that opened it.
+ */
 struct pin {
-	struct pin		*next;		/* in pin_table while current */
+	struct pin		*next;		/* in pin_table */
 	char			*path;
 	struct cache_entry	*ce;		/* one cache reference, held by the pin */
 	int			 opens;
-	bool			 current;	/* the version new opens and stat get */
+	bool			 current;	/* the version new opens get */
 	int64_t			 last_open;	/* mono ns */
+	pid_t			*holders;	/* one per open */
+	size_t			 nholders, capholders;
 };
 
 static pthread_mutex_t pin_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -174,35 +180,109 @@ content_get(struct fsctx *fs, const char *path, const struct fspath *fp,
 	    fill_file, &a, ce);
 }
 
-/* The current pin of path, or NULL. Called with pin_lock held. */
+/*
+ * The process (thread group) behind the current FUSE request: the kernel
+ * gives the calling thread's id, and a multi-threaded reader (go tool pprof)
+ * may open on one thread and fstat on another.
+ */
+static pid_t
+caller_process(void)
+{
+	pid_t tid = fuse_get_context()->pid, tgid = tid;
+	char path[64], line[128];
+	FILE *f;
+
+	if (tid <= 0)
+		return tid;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
+	if ((f = fopen(path, "re")) == NULL)
+		return tid;
+	while (fgets(line, sizeof(line), f))
+		if (strncmp(line, "Tgid:", 5) == 0) {
+			tgid = (pid_t)strtol(line + 5, NULL, 10);
+			break;
+		}
+	fclose(f);
+	return tgid > 0 ? tgid : tid;
+}
+
+/* The slot of path's current pin (NULL in it if none). Called with pin_lock held. */
 static struct pin **
 pin_find(const char *path)
 {
 	struct pin **pp = &pin_table[hash_bytes(path, strlen(path)) % PIN_BUCKETS];
 
-	while (*pp && strcmp((*pp)->path, path) != 0)
+	while (*pp && (!(*pp)->current || strcmp((*pp)->path, path) != 0))
 		pp = &(*pp)->next;
 	return pp;
 }
 
-/* The size and birth of the version open handles of path read; false if none is open. */
+/* Whether path has a pin (is open). Called with pin_lock held. */
 static bool
-pin_stat(const char *path, off_t *size, int64_t *born)
+pin_any(const char *path)
 {
 	struct pin *p;
 
-	pthread_mutex_lock(&pin_lock);
-	if ((p = *pin_find(path)) != NULL) {
-		*size = (off_t)((struct buf *)p->ce->val)->len;
-		*born = p->ce->born;
-	}
-	pthread_mutex_unlock(&pin_lock);
-	return p != NULL;
+	for (p = pin_table[hash_bytes(path, strlen(path)) % PIN_BUCKETS]; p; p = p->next)
+		if (strcmp(p->path, path) == 0)
+			return true;
+	return false;
 }
 
-/* Open path's content: the pinned version, or a new one that becomes the pin. */
+/*
+ * The size and birth of the version of path that the calling process reads
+ * (the newest it holds open), else of the current pin; false if path is not
+ * open (then stat generates as usual).
+ */
+static bool
+pin_stat(const char *path, off_t *size, int64_t *born)
+{
+	struct pin *p, *found = NULL;
+	pid_t pid;
+	size_t i;
+	bool any;
+
+	pthread_mutex_lock(&pin_lock);
+	any = pin_any(path);
+	pthread_mutex_unlock(&pin_lock);
+	if (!any)
+		return false;
+	pid = caller_process();		/* reads /proc: not under pin_lock */
+	pthread_mutex_lock(&pin_lock);
+	for (p = pin_table[hash_bytes(path, strlen(path)) % PIN_BUCKETS]; p && !found;
+	    p = p->next) {
+		if (strcmp(p->path, path) != 0)
+			continue;
+		for (i = 0; i < p->nholders; i++)
+			if (p->holders[i] == pid) {
+				found = p;
+				break;
+			}
+	}
+	if (found == NULL)
+		found = *pin_find(path);
+	if (found) {
+		*size = (off_t)((struct buf *)found->ce->val)->len;
+		*born = found->ce->born;
+	}
+	pthread_mutex_unlock(&pin_lock);
+	return found != NULL;
+}
+
+/* One more open of p by pid. Called with pin_lock held. */
+static void
+pin_hold(struct pin *p, pid_t pid, int64_t now)
+{
+	p->holders = xgrow(p->holders, &p->capholders, p->nholders + 1, sizeof(*p->holders));
+	p->holders[p->nholders++] = pid;
+	p->opens++;
+	p->last_open = now;
+}
+
+/* Open path's content for pid: the pinned version, or a new one that becomes the pin. */
 static int
-pin_open(struct fsctx *fs, const char *path, const struct fspath *fp, struct pin **out)
+pin_open(struct fsctx *fs, const char *path, const struct fspath *fp, pid_t pid,
+    struct pin **out)
 {
 	struct cache_entry *ce = NULL;
 	struct pin **pp, *p;
@@ -213,8 +293,7 @@ pin_open(struct fsctx *fs, const char *path, const struct fspath *fp, struct pin
 	pthread_mutex_lock(&pin_lock);
 	pp = pin_find(path);
 	if ((p = *pp) != NULL && now - p->last_open < PIN_QUIET) {
-		p->opens++;
-		p->last_open = now;
+		pin_hold(p, pid, now);
 		pthread_mutex_unlock(&pin_lock);
 		*out = p;
 		return 0;
@@ -231,25 +310,21 @@ pin_open(struct fsctx *fs, const char *path, const struct fspath *fp, struct pin
 	pp = pin_find(path);
 	if ((p = *pp) != NULL && (p->ce == ce || now - p->last_open < PIN_QUIET)) {
 		/* The same version, or another open pinned one meanwhile. */
-		p->opens++;
-		p->last_open = now;
+		pin_hold(p, pid, now);
 		pthread_mutex_unlock(&pin_lock);
 		cache_release(fs->files, ce);
 		*out = p;
 		return 0;
 	}
-	if (p != NULL) {
-		/* Superseded: its readers keep it until they close. */
-		*pp = p->next;
+	/* A superseded pin stays in the table for its readers until they close. */
+	if (p != NULL)
 		p->current = false;
-	}
 	p = xcalloc(1, sizeof(*p));
 	p->path = xstrdup(path);
 	p->ce = ce;
-	p->opens = 1;
 	p->current = true;
-	p->last_open = now;
-	pp = pin_find(path);
+	pin_hold(p, pid, now);
+	pp = &pin_table[hash_bytes(path, strlen(path)) % PIN_BUCKETS];
 	p->next = *pp;
 	*pp = p;
 	pthread_mutex_unlock(&pin_lock);
@@ -257,24 +332,31 @@ pin_open(struct fsctx *fs, const char *path, const struct fspath *fp, struct pin
 	return 0;
 }
 
+/* The open of p by pid ends. */
 static void
-pin_close(struct fsctx *fs, struct pin *p)
+pin_close(struct fsctx *fs, struct pin *p, pid_t pid)
 {
 	struct pin **pp;
+	size_t i;
 
 	pthread_mutex_lock(&pin_lock);
+	for (i = 0; i < p->nholders; i++)
+		if (p->holders[i] == pid) {
+			p->holders[i] = p->holders[--p->nholders];
+			break;
+		}
 	if (--p->opens > 0) {
 		pthread_mutex_unlock(&pin_lock);
 		return;
 	}
-	if (p->current) {
-		for (pp = pin_find(p->path); *pp && *pp != p; pp = &(*pp)->next)
-			;
-		if (*pp)
-			*pp = p->next;
-	}
+	for (pp = &pin_table[hash_bytes(p->path, strlen(p->path)) % PIN_BUCKETS];
+	    *pp && *pp != p; pp = &(*pp)->next)
+		;
+	if (*pp)
+		*pp = p->next;
 	pthread_mutex_unlock(&pin_lock);
 	cache_release(fs->files, p->ce);
+	free(p->holders);
 	free(p->path);
 	free(p);
 }
@@ -403,6 +485,7 @@ pf_open(const char *path, struct fuse_file_info *fi)
 	struct pin *pin;
 	struct handle *h;
 	struct fspath fp;
+	pid_t pid;
 	int rc;
 
 	metrics_add("profilefs_fuse_requests_total", NULL, 1);
@@ -426,11 +509,13 @@ pf_open(const char *path, struct fuse_file_info *fi)
 	if (fp.node != NODE_README && fp.node != NODE_TARGETS && fp.node != NODE_VIEW &&
 	    fp.node != NODE_VS_VIEW && fp.node != NODE_PROFILE)
 		return -EISDIR;
-	if ((rc = pin_open(fs, path, &fp, &pin)) < 0)
+	pid = caller_process();
+	if ((rc = pin_open(fs, path, &fp, pid, &pin)) < 0)
 		return errno_of(rc);
 	h = xcalloc(1, sizeof(*h));
 	h->kind = H_CONTENT;
 	h->pin = pin;
+	h->pid = pid;
 	fi->fh = (uintptr_t)h;
 	/*
 	 * Each open reads one version (its pin), but the kernel's page cache
@@ -548,7 +633,7 @@ pf_release(const char *path, struct fuse_file_info *fi)
 	if (h == NULL)
 		return 0;
 	if (h->kind == H_CONTENT)
-		pin_close(fs, h->pin);
+		pin_close(fs, h->pin, h->pid);
 	else
 		ingest_release(fs, h->ig);
 	free(h);

@@ -34,6 +34,7 @@ enum hkind { H_CONTENT, H_INGEST };
 struct handle {
 	enum hkind		 kind;
 	struct pin		*pin;	/* H_CONTENT: the version of the file it reads (fs.c) */
+	pid_t			 pid;	/* H_CONTENT: the process that opened it */
 	struct ingest		*ig;	/* H_INGEST */
 };
 
