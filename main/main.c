@@ -50,6 +50,8 @@ static const char usage_text[] =
 "  --http-max-body BYTES  largest HTTP request body (default 64 MiB; K/M/G suffixes)\n"
 "  --http-max-conns N  most concurrent HTTP connections (default 256), then 503\n"
 "  --http-max-decoded BYTES  largest pushed profile once gunzipped (default 256 MiB)\n"
+"  --memory-limit BYTES  memory for buffers, decoding and rendering (default a\n"
+"                      quarter of RAM, 1-4 GiB); past it EAGAIN / HTTP 503\n"
 "  --ebpf[=HZ]         sample every process's on-CPU stacks with eBPF at HZ\n"
 "                      (default 19, at most 99); needs root\n"
 "  --ebpf-period SECONDS  store one eBPF CPU profile per service every SECONDS\n"
@@ -405,6 +407,7 @@ main(int argc, char **argv)
 		{ "http-max-body", required_argument,	NULL, 'B' },
 		{ "http-max-conns", required_argument,	NULL, 'C' },
 		{ "http-max-decoded", required_argument, NULL, 'Z' },
+		{ "memory-limit", required_argument,	NULL, 'L' },
 		{ "verbose",	no_argument,		NULL, 'v' },
 		{ "debug-fuse",	no_argument,		NULL, 'D' },
 		{ "retention",	required_argument,	NULL, 'R' },
@@ -504,20 +507,25 @@ main(int argc, char **argv)
 		case 'B':
 		case 'Z':
 		case 'M':
+		case 'L':
 			errno = 0;
 			bytes = strtoull(optarg, &end, 10);
 			mult = *end == 'K' || *end == 'k' ? 1u << 10 : *end == 'M' || *end == 'm' ?
 			    1u << 20 : *end == 'G' || *end == 'g' ? 1u << 30 : 1;
 			if (mult > 1)
 				end++;
-			if (errno || *end || bytes == 0 || bytes > (1ull << 40) / mult) {
-				fprintf(stderr, "profilefs: --%s: not a size in bytes: '%s'\n",
+			if (errno || *end || bytes == 0 || bytes > (1ull << 40) / mult ||
+			    (c == 'L' && bytes * mult < (64u << 20))) {
+				fprintf(stderr, "profilefs: --%s: not a size in bytes%s: '%s'\n",
 				    c == 'B' ? "http-max-body" : c == 'Z' ? "http-max-decoded" :
-				    "max-disk", optarg);
+				    c == 'M' ? "max-disk" : "memory-limit",
+				    c == 'L' ? " of at least 64M" : "", optarg);
 				return 2;
 			}
 			if (c == 'M')
 				o.max_disk = bytes * mult;
+			else if (c == 'L')
+				budget_set_limit((size_t)(bytes * mult));
 			else if (c == 'B')
 				o.http_max_body = (size_t)(bytes * mult);
 			else
