@@ -31,8 +31,9 @@
 static const char usage_text[] =
 "usage: profilefs serve [--data DIR] [--http HOST:PORT] [--ebpf[=HZ]] [--scrape FILE]\n"
 "                       [--retention DURATION] [--retention-aggregates DURATION]\n"
-"                       [--max-disk SIZE] [--max-series N] [--user NAME] [--allow-other]\n"
-"                       [--group GROUP [--group-write]] [-v] [--debug-fuse] MOUNTPOINT\n"
+"                       [--max-disk SIZE] [--max-series N] [--memory-limit BYTES]\n"
+"                       [--user NAME] [--allow-other] [--group GROUP [--group-write]]\n"
+"                       [-v] [--debug-fuse] MOUNTPOINT\n"
 "       profilefs --help | --version\n"
 "\n"
 "Continuous profiling as a filesystem: profiles stored in an embedded database\n"
