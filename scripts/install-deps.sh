@@ -14,7 +14,7 @@ PKGS=(
   libbpf-dev bpftool clang llvm libelf-dev libdw-dev liblzma-dev xz-utils sqlite3
   libcmocka-dev libjansson-dev
   golang-go
-  curl libxml2-utils procps psmisc jq python3 strace
+  curl libxml2-utils procps psmisc jq python3
   systemd man-db groff-base strace
 )
 
