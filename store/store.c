@@ -311,7 +311,9 @@ store_infer_type(const struct profile *p)
 
 	if (has_type(p, "alloc_space") || has_type(p, "alloc_objects"))
 		return strncmp(dflt, "alloc_", 6) == 0 ? "allocs" : "heap";
-	if (has_type(p, "inuse_space") || has_type(p, "inuse_objects"))
+	/* pprof-nodejs names its heap columns objects/count and space/bytes. */
+	if (has_type(p, "inuse_space") || has_type(p, "inuse_objects") ||
+	    (has_type(p, "objects") && has_type(p, "space")))
 		return "heap";
 	if (has_type(p, "contentions") || has_type(p, "delay"))
 		return strcmp(pt, "mutex") == 0 ? "mutex" : "block";
