@@ -195,14 +195,12 @@ store_id_parse(const char *s, uint64_t *id)
 	int i;
 
 	for (i = 0; i < 16; i++) {
-		char c = s[i];
+		int h = hex_value(s[i]);
 
-		if (c >= '0' && c <= '9')
-			v = v << 4 | (uint64_t)(c - '0');
-		else if (c >= 'a' && c <= 'f')
-			v = v << 4 | (uint64_t)(c - 'a' + 10);
-		else
+		/* Ids are written in lower case: another spelling names nothing. */
+		if (h < 0 || (s[i] >= 'A' && s[i] <= 'F'))
 			return -EINVAL;
+		v = v << 4 | (uint64_t)h;
 	}
 	if (s[16] != '\0')
 		return -EINVAL;
