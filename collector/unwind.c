@@ -25,8 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -42,7 +40,6 @@
 #define MAX_QUEUED		1024	/* builds requested and not loaded yet */
 #define BUILDERS		2	/* one can be deep in a big file while the other serves the rest */
 #define SMALL_FILE		(16u << 20)	/* bytes: what the second build thread takes */
-#define BUILDER_NICE		10
 #define MAX_KEYS_PER_PROC	65536
 
 struct utable {
@@ -351,12 +348,6 @@ builder_main(void *arg)
 	struct unwinder *u = b->u;
 	struct build_req *r, **pp;
 
-	/*
-	 * Below ordinary work: building tables must not slow the sampled
-	 * programs, nor the sampler's own thread, which reads the samples.
-	 */
-	if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), BUILDER_NICE) < 0)
-		log_debug("ebpf: unwind table thread priority unchanged: %s", strerror(errno));
 	pthread_mutex_lock(&u->lock);
 	for (;;) {
 		while (!u->stopping && (pp = pick(u, b->small_only)) == NULL)
