@@ -45,8 +45,6 @@
 #define SAMPLER_NICE	-5
 #define UNWIND_KEEP_SECS 30	/* tables no process maps are kept this long */
 #define MAPS_FRESH_NS	(10LL * 1000 * 1000)	/* maps read this recently are current */
-#define LIBS_DELAY_NS	(20LL * 1000 * 1000)	/* after an exec, when the libraries are mapped */
-#define NLATER		256
 
 struct ebpf_sampler {
 	struct store		*st;
@@ -65,12 +63,6 @@ struct ebpf_sampler {
 	struct proctab		*pt;
 	struct cpuprof		*cp;
 	struct unwinder		*unw;		/* NULL: frame pointers only */
-	/* processes just exec'd whose libraries' tables to build soon (a ring) */
-	struct {
-		uint32_t	 pid;
-		int64_t		 due;		/* monotonic ns */
-	}			 later[NLATER];
-	unsigned		 later_head, later_n;
 	int64_t			 period_start;	/* wall-clock ns */
 	int64_t			 next_flush;	/* monotonic ns */
 	/* counted by the sampler thread only */
@@ -322,42 +314,6 @@ handle_sample(struct ebpf_sampler *e, const struct prof_sample *s)
 	cpuprof_sample(svc, e->locs, n, s->hdr.pid, s->hdr.tid, comm);
 }
 
-/*
- * The dynamic linker maps a new program's libraries within milliseconds of
- * its exec: have their tables built by then too, before the first samples
- * in them. The oldest entry goes when the ring is full.
- */
-static void
-later_add(struct ebpf_sampler *e, uint32_t pid)
-{
-	unsigned i;
-
-	if (e->later_n == NLATER) {
-		e->later_head = (e->later_head + 1) % NLATER;
-		e->later_n--;
-	}
-	i = (e->later_head + e->later_n++) % NLATER;
-	e->later[i].pid = pid;
-	e->later[i].due = clock_mono_ns() + LIBS_DELAY_NS;
-}
-
-static void
-later_run(struct ebpf_sampler *e)
-{
-	int64_t now = clock_mono_ns();
-	struct proc *p;
-
-	while (e->later_n > 0 && e->later[e->later_head].due <= now) {
-		p = proctab_find(e->pt, e->later[e->later_head].pid);
-		e->later_head = (e->later_head + 1) % NLATER;
-		e->later_n--;
-		if (p != NULL && !p->gone) {
-			proctab_refresh(e->pt, p, MAPS_FRESH_NS);
-			unwind_prefetch(e->unw, p);
-		}
-	}
-}
-
 static int
 handle_event(void *ctx, void *data, size_t size)
 {
@@ -388,10 +344,8 @@ handle_event(void *ctx, void *data, size_t size)
 			 * background (once per file), and loaded at the first
 			 * sample, so that even that one is walked with them.
 			 */
-			if ((p = proctab_exec(e->pt, h->pid, comm)) != NULL && e->unw) {
+			if ((p = proctab_exec(e->pt, h->pid, comm)) != NULL && e->unw)
 				unwind_prefetch(e->unw, p);
-				later_add(e, h->pid);
-			}
 		}
 		break;
 	case PROF_EV_EXIT:
@@ -530,14 +484,11 @@ sampler_main(void *arg)
 		 * The BPF side wakes us only when the buffer fills up (see
 		 * wakeup_bytes); otherwise read what has come every 100 ms.
 		 */
-		rc = ring_buffer__poll(e->rb, e->later_n > 0 ? (int)(LIBS_DELAY_NS / 1000000) :
-		    POLL_MS);
+		rc = ring_buffer__poll(e->rb, POLL_MS);
 		if (rc >= 0)
 			rc = ring_buffer__consume(e->rb);
-		if (e->unw) {
-			later_run(e);
+		if (e->unw)
 			unwind_poll(e->unw);
-		}
 		if (rc < 0 && rc != -EINTR) {
 			log_warnx("ebpf: ring buffer: %s", strerror(-rc));
 			break;

@@ -408,17 +408,6 @@ proc_load(struct proctab *pt, struct proc *p, const char *comm)
 }
 
 struct proc *
-proctab_find(struct proctab *pt, uint32_t pid)
-{
-	struct proc *p;
-
-	for (p = pt->buckets[pid % NBUCKETS]; p; p = p->next)
-		if (p->pid == pid)
-			return p;
-	return NULL;
-}
-
-struct proc *
 proctab_get(struct proctab *pt, uint32_t pid, const char *comm)
 {
 	struct proc **b = &pt->buckets[pid % NBUCKETS], *p;

@@ -80,8 +80,6 @@ void		 proctab_destroy(struct proctab *pt);
  * /proc has nothing). NULL only on allocation failure. Owned by the table.
  */
 struct proc	*proctab_get(struct proctab *pt, uint32_t pid, const char *comm);
-/* The process pid if the table knows it, else NULL (nothing is read). */
-struct proc	*proctab_find(struct proctab *pt, uint32_t pid);
 /*
  * pid has just exec'd: read it now (its libraries are not mapped yet, so the
  * first address outside the known mappings re-reads the maps at once).

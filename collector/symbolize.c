@@ -99,7 +99,8 @@ symbolize_create(void)
 }
 
 /* Files kept open for their DWARF, all symbolizers together (bounded). */
-#define MAX_DWARF_FDS	256
+#define MAX_DWARF_FDS	64
+#define MAX_DEBUG_INFO	(16u << 20)	/* bytes of .debug_info read for lines */
 static int dwarf_fds;
 
 static void
@@ -620,7 +621,11 @@ read_elf_image(Elf *e, struct elfobj *o, bool debug_file, bool *has_symtab,
 		} else if (sh.sh_type == SHT_NOTE && o->build_id[0] == '\0' && !debug_file) {
 			read_build_id(e, scn, o->build_id);
 		} else if (name && strcmp(name, ".debug_info") == 0 && sh.sh_type == SHT_PROGBITS &&
-		    sh.sh_size > 0) {
+		    sh.sh_size > 0 && sh.sh_size <= MAX_DEBUG_INFO && !(sh.sh_flags & SHF_COMPRESSED)) {
+			/*
+			 * Only plain DWARF of moderate size: libdw would inflate
+			 * compressed sections (Go's) whole into memory.
+			 */
 			o->debug_info = true;
 		} else if (debuglink && name && strcmp(name, ".gnu_debuglink") == 0) {
 			Elf_Data *d = elf_getdata(scn, NULL);
@@ -645,6 +650,9 @@ read_elf_image(Elf *e, struct elfobj *o, bool debug_file, bool *has_symtab,
 	} else if (dynsym && !debug_file) {
 		rc = read_symtab(e, dynsym, &sh_dynsym, o, &cap);
 	}
+	/* Go: names and lines are the runtime's own business (.gopclntab), not DWARF's. */
+	if (gopclntab)
+		o->debug_info = false;
 	if (rc == 0 && !*has_symtab && minidebug)
 		rc = read_minidebuginfo(minidebug, o, &cap);
 	if (rc == 0 && !debug_file && eh.e_machine == EM_X86_64)
