@@ -559,9 +559,14 @@ int
 store_series_each(struct store *st, const char *service, const char *type,
     store_series_fn fn, void *arg)
 {
-	size_t i;
+	const struct series *small[64], **m = small, **nm;
+	size_t i, n = 0, cap = 64;
 	int rc = 0;
 
+	/*
+	 * The matches are taken under the index lock and fn runs without it,
+	 * so fn may use the store freely (series never move nor go away).
+	 */
 	pthread_rwlock_rdlock(&st->st_lock);
 	i = service ? series_lower(st, service, type, NULL) : 0;
 	for (; i < st->nseries && rc == 0; i++) {
@@ -571,9 +576,24 @@ store_series_each(struct store *st, const char *service, const char *type,
 			break;
 		if (type && strcmp(s->type, type) != 0)
 			continue;
-		rc = fn(arg, s);
+		if (n == cap) {
+			cap *= 2;
+			if ((nm = malloc(cap * sizeof(*nm))) == NULL) {
+				rc = -ENOMEM;
+				break;
+			}
+			memcpy(nm, m, n * sizeof(*nm));
+			if (m != small)
+				free(m);
+			m = nm;
+		}
+		m[n++] = s;
 	}
 	pthread_rwlock_unlock(&st->st_lock);
+	for (i = 0; i < n && rc == 0; i++)
+		rc = fn(arg, m[i]);
+	if (m != small)
+		free(m);
 	return rc;
 }
 
@@ -985,7 +1005,10 @@ symtab_read(struct store *st, uint64_t sid, struct symtab *t)
 	return rc;
 }
 
-/* The state of series sid with its symbols loaded, sym_lock held. */
+/*
+ * The state holding series sid's symbols, loaded, with its sym_lock held.
+ * Lock order: db_lock (read, held by the caller), then sym_lock.
+ */
 static struct sstate *
 sstate_lock(struct store *st, uint64_t sid, int *rc)
 {
@@ -1006,11 +1029,8 @@ sstate_lock(struct store *st, uint64_t sid, int *rc)
 	if (ss->sym == NULL) {
 		if ((ss->sym = symtab_create()) == NULL)
 			*rc = -ENOMEM;
-		else {
-			pthread_rwlock_rdlock(&st->db_lock);
+		else	/* the caller holds db_lock: always taken before sym_lock */
 			*rc = symtab_read(st, ss->space, ss->sym);
-			pthread_rwlock_unlock(&st->db_lock);
-		}
 		if (*rc < 0 && ss->sym) {
 			log_warnx("store: the symbols of series %llu cannot be loaded",
 			    (unsigned long long)sid);
@@ -1028,8 +1048,11 @@ sstate_lock(struct store *st, uint64_t sid, int *rc)
 const struct symtab *
 store_symtab_acquire(struct store *st, uint64_t sid, int *rc)
 {
-	struct sstate *ss = sstate_lock(st, sid, rc);
+	struct sstate *ss;
 
+	pthread_rwlock_rdlock(&st->db_lock);
+	if ((ss = sstate_lock(st, sid, rc)) == NULL)
+		pthread_rwlock_unlock(&st->db_lock);
 	return ss ? ss->sym : NULL;
 }
 
@@ -1046,6 +1069,7 @@ store_symtab_release(struct store *st, uint64_t sid)
 	pthread_rwlock_unlock(&st->st_lock);
 	if (ss)
 		pthread_mutex_unlock(&ss->sym_lock);
+	pthread_rwlock_unlock(&st->db_lock);
 }
 
 uint64_t

@@ -87,9 +87,9 @@ int	store_series(struct store *st, const struct series ***out, size_t *n);
 /*
  * Call fn for each series of service (NULL: every service) and type (NULL:
  * every type), in the order of store_series(), without copying the index: a
- * lookup costs log(series) plus the matches. fn runs under st_lock held for
- * reading: it may read the store (store_scan, store_series_get) but must not
- * store profiles. A nonzero return from fn stops the walk and is returned.
+ * lookup costs log(series) plus the matches. The matches are collected under
+ * st_lock and fn runs without it, so it may use the store freely. A nonzero
+ * return from fn stops the walk and is returned.
  */
 typedef int (*store_series_fn)(void *arg, const struct series *s);
 int	store_series_each(struct store *st, const char *service, const char *type,

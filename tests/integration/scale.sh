@@ -232,6 +232,9 @@ grep -q "max-disk: deleted" "$TMP/daemon.log" && ok "--max-disk deletes the olde
 first=$(ls "$M/cap/cpu/all/all/profiles" | head -1)
 [ -n "$first" ] && [ "${first:0:13}" \> "$(iso "$base" | cut -c1-13)" ] && ok "the oldest profiles went first ($first)" \
   || fail "the oldest profiles went first" "$first"
+# Restarted without the cap, so that no deletion runs between the two reads.
+pf_stop
+start_http || fail "restart without --max-disk"
 check_eq "after --max-disk: merged.pb.gz = go tool pprof of profiles/" \
   "$(pprof_sums "$M/cap/cpu/all/all/merged.pb.gz")" "$(exported_sums "$M/cap/cpu/all/all")"
 pf_stop
