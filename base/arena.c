@@ -1,6 +1,8 @@
 /*
  * arena: a list of chunks; small allocations bump a pointer in the current
- * chunk, large ones get a chunk of their own.
+ * chunk, large ones get a chunk of their own. Chunks are reserved in the
+ * memory budget (budget.c): past it arena_alloc() returns NULL, as for an
+ * allocation failure, and arena_destroy() gives the bytes back.
  */
 #include <assert.h>
 #include <stdint.h>
@@ -38,6 +40,7 @@ arena_destroy(struct arena *a)
 		return;
 	for (c = a->head; c; c = n) {
 		n = c->next;
+		budget_release(sizeof(*c) + c->size);
 		free(c);
 	}
 	free(a);
@@ -58,8 +61,12 @@ arena_alloc(struct arena *a, size_t n)
 	c = a->head;
 	if (c == NULL || c->size - c->used < n) {
 		sz = n > ARENA_CHUNK / 4 ? n : ARENA_CHUNK;
-		if ((c = malloc(sizeof(*c) + sz)) == NULL)
+		if (budget_reserve(sizeof(*c) + sz) < 0)
 			return NULL;
+		if ((c = malloc(sizeof(*c) + sz)) == NULL) {
+			budget_release(sizeof(*c) + sz);
+			return NULL;
+		}
 		c->size = sz;
 		c->used = 0;
 		if (sz == n && a->head) {

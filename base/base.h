@@ -20,12 +20,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/*
- * buf: the one growable byte buffer of profilefs, for request bodies, encoded
- * profiles and generated file contents. Binary-safe and always NUL-terminated
- * (so text can be handed to string functions). A zeroed struct buf is empty and
- * valid; buf_free() on it is a no-op.
- */
 
 /* --- allocation (alloc.c): these abort on failure, see above --- */
 void	*xmalloc(size_t n);
@@ -38,6 +32,28 @@ char	*xstrdup(const char *s);
  *	v = xgrow(v, &cap, n + 1, sizeof(*v));
  */
 void	*xgrow(void *p, size_t *cap, size_t need, size_t size);
+
+/*
+ * budget (budget.c): the one memory budget of the process. struct buf growth
+ * and arena chunks reserve their bytes here and fail (-ENOMEM, NULL) past the
+ * limit rather than let outside input take the host's memory; callers at the
+ * edges tell their clients EAGAIN or 503. Thread-safe.
+ */
+/* The limit in bytes; 0 keeps the default (a quarter of RAM, 1-4 GiB). */
+void	budget_set_limit(size_t bytes);
+size_t	budget_limit(void);
+/* Take n bytes of the budget: 0, or -ENOMEM (counted) when it would pass the limit. */
+int	budget_reserve(size_t n);
+/* Take n bytes whatever the limit (memory that is already allocated). */
+void	budget_charge(size_t n);
+void	budget_release(size_t n);
+/* Wait up to timeout_ns until n bytes are free (nothing is taken). 0 or -ENOMEM. */
+int	budget_wait(size_t n, int64_t timeout_ns);
+/* Called (with no lock of base held) when a reservation would fail; frees what it can. */
+void	budget_on_pressure(void (*fn)(void *), void *arg);
+void	budget_off_pressure(void (*fn)(void *), void *arg);
+/* Bytes in use, the most ever in use, reservations refused. Any may be NULL. */
+void	budget_stats(size_t *used, size_t *peak, uint64_t *refused);
 
 /* --- clocks and durations (clock.c) --- */
 int64_t	clock_now_ns(void);	/* CLOCK_REALTIME, ns since the epoch */
@@ -68,6 +84,15 @@ size_t	search_u64_le(const void *base, size_t n, size_t size, size_t offset, uin
 #define SEARCH_LE(arr, n, field, key) \
 	search_u64_le((arr), (n), sizeof(*(arr)), offsetof(__typeof__(*(arr)), field), (key))
 
+/*
+ * buf: the one growable byte buffer of profilefs, for request bodies, encoded
+ * profiles and generated file contents. Binary-safe and always NUL-terminated
+ * (so text can be handed to string functions). A zeroed struct buf is empty and
+ * valid; buf_free() on it is a no-op. Its storage is counted in the memory
+ * budget: growth past 64 KiB fails with -ENOMEM when the budget is used up
+ * (smaller buffers are counted, never refused), and a buf must be freed with
+ * buf_free() (or its storage taken with buf_steal()), never with free().
+ */
 /* --- the byte buffer (buf.c) --- */
 struct buf {
 	char	*data;

@@ -14,6 +14,8 @@
 
 #include "base.h"
 
+#define BUF_SMALL	(64u << 10)
+
 int
 buf_reserve(struct buf *b, size_t more)
 {
@@ -29,14 +31,31 @@ buf_reserve(struct buf *b, size_t more)
 		return b->err = -EFBIG;
 	if (need <= b->cap)
 		return 0;
+	/*
+	 * Double small buffers, grow large ones by half (what is reserved in
+	 * the memory budget stays near what is used), and take one large
+	 * reservation exactly.
+	 */
 	ncap = b->cap ? b->cap : 64;
-	while (ncap < need)
-		ncap = ncap > SIZE_MAX / 2 ? need : ncap * 2;
+	ncap = ncap > SIZE_MAX / 2 ? need : ncap + (ncap < (8u << 20) ? ncap : ncap / 2);
+	if (ncap < need)
+		ncap = need;
 	if (b->max && ncap > b->max + 1)
 		ncap = need > b->max + 1 ? need : b->max + 1;
-	p = realloc(b->data, ncap);
-	if (p == NULL)
+	/*
+	 * Small buffers (names, paths, messages) are counted but never
+	 * refused, so a full budget cannot stop the daemon from parsing a
+	 * path or saying why it refused something.
+	 */
+	if (ncap <= BUF_SMALL)
+		budget_charge(ncap - b->cap);
+	else if (budget_reserve(ncap - b->cap) < 0)
 		return b->err = -ENOMEM;
+	p = realloc(b->data, ncap);
+	if (p == NULL) {
+		budget_release(ncap - b->cap);
+		return b->err = -ENOMEM;
+	}
 	b->data = p;
 	b->cap = ncap;
 	b->data[b->len] = '\0';
@@ -126,6 +145,9 @@ buf_add_xml(struct buf *b, const char *s, size_t n)
 			continue;
 		}
 		l = utf8_seqlen(s + i, n - i);
+		/* XML 1.0's Char excludes U+FFFE and U+FFFF as well. */
+		if (l == 3 && u[i] == 0xef && u[i + 1] == 0xbf && (u[i + 2] & 0xfe) == 0xbe)
+			l = 0;
 		if (l == 0) {
 			rc = buf_adds(b, "\xef\xbf\xbd");
 			i++;
@@ -163,6 +185,7 @@ buf_reset(struct buf *b)
 void
 buf_free(struct buf *b)
 {
+	budget_release(b->cap);
 	free(b->data);
 	b->data = NULL;
 	b->len = b->cap = 0;
@@ -176,6 +199,8 @@ buf_steal(struct buf *b, size_t *len)
 
 	if (p == NULL)
 		p = xcalloc(1, 1);
+	/* The storage leaves the buffer, and with it the budget's count. */
+	budget_release(b->cap);
 	if (len)
 		*len = b->len;
 	b->data = NULL;

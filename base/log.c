@@ -1,6 +1,8 @@
 /*
  * log: timestamped lines on stderr. One write(2) per line so lines from
- * several threads do not interleave.
+ * several threads do not interleave. Messages quote names that outside input
+ * chooses (ingest file names, services, labels), so control characters in a
+ * message are written as \xNN: a newline in a file name cannot forge a line.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -14,10 +16,32 @@
 
 int log_verbose;
 
+/* Copy msg into out (room n > 0) with control characters escaped; the length. */
+static size_t
+escape(char *out, size_t n, const char *msg)
+{
+	const unsigned char *m = (const unsigned char *)msg;
+	size_t k = 0;
+
+	for (; *m && k + 1 < n; m++) {
+		if (*m < 0x20 || *m == 0x7f) {
+			if (k + 5 > n)
+				break;
+			out[k++] = '\\';
+			out[k++] = 'x';
+			out[k++] = hex_digit(*m >> 4, false);
+			out[k++] = hex_digit(*m, false);
+		} else
+			out[k++] = (char)*m;
+	}
+	out[k] = '\0';
+	return k;
+}
+
 static void
 log_emit(const char *level, int errnum, const char *fmt, va_list ap)
 {
-	char line[2048];
+	char line[2048], msg[1536];
 	struct timespec ts;
 	struct tm tm;
 	size_t n;
@@ -30,9 +54,8 @@ log_emit(const char *level, int errnum, const char *fmt, va_list ap)
 	if (k > 0)
 		n += (size_t)k;
 	if (n < sizeof(line)) {
-		k = vsnprintf(line + n, sizeof(line) - n, fmt, ap);
-		if (k > 0)
-			n = n + (size_t)k < sizeof(line) ? n + (size_t)k : sizeof(line) - 1;
+		vsnprintf(msg, sizeof(msg), fmt, ap);
+		n += escape(line + n, sizeof(line) - n, msg);
 	}
 	if (errnum && n < sizeof(line)) {
 		k = snprintf(line + n, sizeof(line) - n, ": %s", strerror(errnum));

@@ -2,9 +2,12 @@
 /*
  * profile.bpf.c: the kernel half of the CPU sampler. do_sample runs on each
  * tick of a software cpu-clock perf event (one per online CPU, frequency mode)
- * and sends the current task's kernel and user stacks, walked by frame
- * pointers with bpf_get_stack, to user space through one ring buffer; no stack
- * id map, so stacks never collide. Two raw scheduler tracepoints (no tracefs
+ * and sends the current task's kernel and user stacks to user space through one
+ * ring buffer; no stack id map, so stacks never collide. Kernel stacks come
+ * from bpf_get_stack. User stacks are walked here with the unwind tables user
+ * space loaded for the process (see "Unwinding" below), frame by frame, by
+ * frame pointer where no table covers a pc (JIT code, Go); a process user
+ * space has not loaded yet is walked by bpf_get_stack's frame pointers. Two raw scheduler tracepoints (no tracefs
  * needed) tell user space when a process exec's (mappings change: capture
  * them now) and exits (forget it). Everything lost or failing is counted in per-CPU counters. Aggregation
  * and symbolization are left to collector/.
@@ -13,6 +16,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
+#include <bpf/bpf_endian.h>
 
 #include "profile.h"
 
@@ -23,6 +27,8 @@ const volatile bool kernel_stacks = true;
 const volatile bool user_stacks = true;
 /* Wake the reader only past this much unread data; it also polls on a timer. */
 const volatile __u64 wakeup_bytes = 1 << 20;
+/* Walk user stacks with unwind tables (x86-64; user space loads them). */
+const volatile bool unwind_tables = false;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -57,6 +63,281 @@ count(__u32 idx)
 		*v += 1;
 }
 
+/*
+ * Unwinding. Three maps, filled by collector/unwind.c:
+ *   unw_rows   every loaded file's rows (struct unw_row), a file's rows
+ *              contiguous and sorted by pc; an mmap-able array sized by
+ *              --ebpf-unwind-mem.
+ *   unw_maps   (pid, address) -> the table and load bias of the mapping that
+ *              holds it, as LPM prefixes of the mapping's range: one lookup
+ *              per frame, no search.
+ *   unw_procs  pid -> generation of its unw_maps entries. Deleted here at exec
+ *              and exit, so a new image is never walked with the old one's
+ *              mappings; absent (or marked as having no tables): the process
+ *              is walked by bpf_get_stack. A sample of a process user space
+ *              has not seen yet, or one whose leaf no table covers shortly
+ *              after its tables were loaded (the libraries of a process
+ *              just started), wakes user space at once, so that tables
+ *              follow within a sample or two rather than a poll interval.
+ * The walk runs in a bpf_loop callback, one frame per call, so the verifier
+ * checks one frame's code however deep the stack; a frame costs one LPM lookup,
+ * at most UNW_SEARCH_STEPS array lookups (binary search of the file's rows)
+ * and two or three reads of user memory.
+ */
+#define UNW_SEARCH_STEPS	24	/* 2^24 rows is more than unw_rows can hold */
+#define USER_TOP		0x0000800000000000ULL
+#define UNW_EAGER_NS		(500ULL * 1000 * 1000)	/* wake-ups on a leaf miss, after a load */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);		/* resized by user space before load */
+	__type(key, __u32);
+	__type(value, struct unw_row);
+} unw_rows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1 << 18);
+	__type(key, struct unw_map_key);
+	__type(value, struct unw_map_val);
+} unw_maps SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 32768);
+	__type(key, __u32);
+	__type(value, struct unw_proc);
+} unw_procs SEC(".maps");
+
+struct walk {
+	__u64	pc, sp, bp;
+	__u32	pid, gen;
+	__u32	n;		/* frames in walk_bufs */
+	__u32	flags;		/* PROF_UNW_* */
+	__u32	exact;		/* pc is exact (leaf, or interrupted by a signal) */
+};
+
+/*
+ * A walk's state lives in this per-CPU map value, not on the stack: values
+ * loaded from a map carry no range, so the verifier sees one state per frame
+ * (and per step of the binary search), not one per path through them, and
+ * newer kernels that verify bpf_loop callbacks iteration by iteration find
+ * the state repeating at once.
+ */
+struct walk_buf {
+	__u64		pcs[PROF_MAX_USTACK];
+	struct walk	w;
+	__u32		lo, hi;		/* bounds of the binary search */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct walk_buf);
+} walk_bufs SEC(".maps");
+
+
+/* One step by frame pointer: the frame record {caller's rbp, return address} at rbp. */
+static __always_inline long
+walk_fp(struct walk *w)
+{
+	__u64 rec[2];
+
+	count(PROF_CNT_CFI_FP_FRAMES);
+	if (w->bp == 0 || bpf_probe_read_user(rec, sizeof(rec), (void *)w->bp) != 0)
+		return 1;
+	w->sp = w->bp + 16;
+	w->bp = rec[0];
+	w->pc = rec[1];
+	w->exact = 0;
+	return 0;
+}
+
+static long
+walk_step(__u32 i, void *arg)
+{
+	__u32 zero = 0, n, lo, j, idx, first;
+	struct walk_buf *buf = bpf_map_lookup_elem(&walk_bufs, &zero);
+	struct unw_map_key key;
+	struct unw_map_val *m;
+	struct unw_row *r, row;
+	struct walk *w;
+	__u64 pc, lpc, vaddr, cfa = 0, ra, bp;
+
+	if (buf == NULL)
+		return 1;
+	w = &buf->w;
+	n = w->n;
+	pc = w->pc;
+	if (n >= PROF_MAX_USTACK || pc == 0 || pc >= USER_TOP)
+		return 1;
+	buf->pcs[n] = n > 0 && w->exact ? pc | PROF_PC_EXACT : pc;
+	w->n = n + 1;
+	/* A return address is just past the call: look up the call itself. */
+	lpc = w->exact ? pc : pc - 1;
+
+	key.prefixlen = 96;
+	key.pid_be = bpf_htonl(w->pid);
+	key.addr_be = bpf_cpu_to_be64(lpc);
+	m = bpf_map_lookup_elem(&unw_maps, &key);
+	if (m == NULL || m->gen != w->gen || m->nrows == 0) {
+		if (n == 0)
+			w->flags |= PROF_UNW_LEAF_MISS;
+		return walk_fp(w);
+	}
+	vaddr = lpc - m->bias;
+	first = m->first;
+	buf->lo = 0;
+	buf->hi = m->nrows;
+	if (vaddr > 0xffffffffULL)
+		return walk_fp(w);
+	for (j = 0; j < UNW_SEARCH_STEPS; j++) {
+		__u32 l = buf->lo, h = buf->hi, mid;
+
+		if (l >= h)
+			break;
+		mid = l + (h - l) / 2;
+		idx = first + mid;
+		r = bpf_map_lookup_elem(&unw_rows, &idx);
+		if (r == NULL)
+			return 1;
+		if (r->pc <= (__u32)vaddr)
+			buf->lo = mid + 1;
+		else
+			buf->hi = mid;
+	}
+	lo = buf->lo;
+	if (lo == 0)
+		return walk_fp(w);
+	idx = first + lo - 1;
+	r = bpf_map_lookup_elem(&unw_rows, &idx);
+	if (r == NULL)
+		return 1;
+	row = *r;
+
+	switch (row.kind) {
+	case UNW_END:
+		w->flags |= PROF_UNW_COMPLETE;
+		return 1;
+	case UNW_RSP:
+		cfa = w->sp + row.cfa_off;
+		break;
+	case UNW_RBP:
+		cfa = w->bp + row.cfa_off;
+		break;
+	case UNW_PLT:
+		cfa = w->sp + row.cfa_off + ((pc & 15) >= (__u64)(__u8)row.rbp_off ? 8 : 0);
+		break;
+	case UNW_DEREF:
+		if (bpf_probe_read_user(&cfa, sizeof(cfa), (void *)(w->bp - row.cfa_off)) != 0)
+			goto fault;
+		break;
+	case UNW_SIGNAL: {
+		/*
+		 * rsp points at the ucontext the kernel pushed: its sigcontext
+		 * holds rbp at +120, rsp at +160 and rip at +168, the state the
+		 * signal interrupted (an exact pc, not a return address).
+		 */
+		__u64 sc[7];
+
+		if (bpf_probe_read_user(sc, sizeof(sc), (void *)(w->sp + 120)) != 0)
+			goto fault;
+		w->bp = sc[0];
+		w->sp = sc[5];
+		w->pc = sc[6];
+		w->exact = 1;
+		return 0;
+	}
+	case UNW_NONE:
+		return walk_fp(w);
+	default:
+		count(PROF_CNT_CFI_UNSUPPORTED);
+		return 1;
+	}
+	/* Callers' frames lie above: a CFA at or below rsp is a broken walk. */
+	if (cfa <= w->sp)
+		return 1;
+	if (bpf_probe_read_user(&ra, sizeof(ra), (void *)(cfa - 8)) != 0)
+		goto fault;
+	if (row.rbp_off != 0) {
+		if (bpf_probe_read_user(&bp, sizeof(bp), (void *)(cfa + (__s64)row.rbp_off * 8)) != 0)
+			goto fault;
+		w->bp = bp;
+	}
+	w->sp = cfa;
+	w->pc = ra;
+	w->exact = 0;
+	return 0;
+fault:
+	count(PROF_CNT_CFI_READ_ERR);
+	return 1;
+}
+
+/*
+ * Walk the user stack of the current task with unwind tables into e->ustack.
+ * Returns nonzero when the process has no tables loaded (the caller walks by
+ * frame pointers as before). *wake: user space should look at this sample now.
+ */
+static __always_inline int
+walk_user(struct prof_sample *e, struct bpf_perf_event_data *ctx, __u32 tgid, bool *wake)
+{
+#ifdef __TARGET_ARCH_x86
+	struct walk_buf *buf;
+	struct unw_proc *up;
+	struct walk *w;
+	__u32 zero = 0, n;
+
+	if (!unwind_tables)
+		return 1;
+	if ((up = bpf_map_lookup_elem(&unw_procs, &tgid)) == NULL) {
+		*wake = true;
+		return 1;
+	}
+	if ((up->flags & UNW_PROC_NO_TABLES) ||
+	    (buf = bpf_map_lookup_elem(&walk_bufs, &zero)) == NULL)
+		return 1;
+	w = &buf->w;
+	w->pid = tgid;
+	w->gen = up->gen;
+	w->n = 0;
+	w->flags = 0;
+	w->exact = 1;
+	/* The user registers: the sample's when it hit user mode, else those saved at kernel entry. */
+	if (ctx->regs.ip < USER_TOP) {
+		w->pc = ctx->regs.ip;
+		w->sp = ctx->regs.sp;
+		w->bp = ctx->regs.bp;
+	} else {
+		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+
+		if (regs == NULL)
+			return 1;
+		w->pc = BPF_CORE_READ(regs, ip);
+		w->sp = BPF_CORE_READ(regs, sp);
+		w->bp = BPF_CORE_READ(regs, bp);
+	}
+	count(PROF_CNT_CFI_STACKS);
+	bpf_loop(PROF_MAX_USTACK, walk_step, NULL, 0);
+	if (w->flags & PROF_UNW_COMPLETE)
+		count(PROF_CNT_CFI_COMPLETE);
+	n = w->n;
+	if (n > PROF_MAX_USTACK)
+		n = PROF_MAX_USTACK;
+	if (bpf_probe_read_kernel(e->ustack, sizeof(e->ustack), buf->pcs) != 0)
+		return 1;
+	e->ustack_len = (__s32)(n * sizeof(__u64));
+	e->unwind = PROF_UNW_CFI | w->flags;
+	if ((w->flags & PROF_UNW_LEAF_MISS) && bpf_ktime_get_ns() - up->since_ns < UNW_EAGER_NS)
+		*wake = true;
+	return 0;
+#else
+	return 1;
+#endif
+}
+
 SEC("perf_event")
 int
 do_sample(struct bpf_perf_event_data *ctx)
@@ -65,6 +346,7 @@ do_sample(struct bpf_perf_event_data *ctx)
 	__u32 tgid = id >> 32, tid = (__u32)id;
 	struct task_struct *task;
 	struct prof_sample *e;
+	bool wake = false;
 
 	count(PROF_CNT_SAMPLES);
 	if (tid == 0) {
@@ -91,15 +373,17 @@ do_sample(struct bpf_perf_event_data *ctx)
 			count(PROF_CNT_ERR_KSTACK);
 	}
 	e->ustack_len = 0;
+	e->unwind = 0;
+	e->pad = 0;
 	task = (struct task_struct *)bpf_get_current_task();
 	/* Kernel threads have no user stack: not an error. */
-	if (user_stacks && BPF_CORE_READ(task, mm) != NULL) {
+	if (user_stacks && BPF_CORE_READ(task, mm) != NULL && walk_user(e, ctx, tgid, &wake) != 0) {
 		e->ustack_len = bpf_get_stack(ctx, e->ustack, sizeof(e->ustack),
 		    BPF_F_USER_STACK);
 		if (e->ustack_len < 0)
 			count(PROF_CNT_ERR_USTACK);
 	}
-	bpf_ringbuf_submit(e, wakeup_flag());
+	bpf_ringbuf_submit(e, wake ? BPF_RB_FORCE_WAKEUP : wakeup_flag());
 	return 0;
 }
 
@@ -131,6 +415,10 @@ SEC("raw_tp/sched_process_exec")
 int
 on_exec(void *ctx)
 {
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+
+	/* The old image's tables no longer apply. */
+	bpf_map_delete_elem(&unw_procs, &tgid);
 	notify(PROF_EV_EXEC);
 	return 0;
 }
@@ -142,7 +430,11 @@ on_exit(void *ctx)
 	__u64 id = bpf_get_current_pid_tgid();
 
 	/* Only the thread group leader's exit ends the process's mappings. */
-	if ((id >> 32) == (__u32)id)
+	if ((id >> 32) == (__u32)id) {
+		__u32 tgid = id >> 32;
+
+		bpf_map_delete_elem(&unw_procs, &tgid);
 		notify(PROF_EV_EXIT);
+	}
 	return 0;
 }

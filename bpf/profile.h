@@ -13,6 +13,7 @@
 
 #define PROF_COMM_LEN		16
 #define PROF_MAX_STACK		127	/* kernel.perf_event_max_stack default */
+#define PROF_MAX_USTACK		256	/* user frames the table walker follows */
 
 enum prof_kind {
 	PROF_EV_SAMPLE	= 1,	/* struct prof_sample */
@@ -33,14 +34,24 @@ struct prof_notice {
 	char	comm[PROF_COMM_LEN];
 };
 
+/* Set on a user frame whose address is an exact pc, not a return address. */
+#define PROF_PC_EXACT		(1ULL << 63)
+
+/* prof_sample.unwind: how the user stack was walked. */
+#define PROF_UNW_CFI		1	/* with unwind tables (else frame pointers only) */
+#define PROF_UNW_COMPLETE	2	/* reached a frame whose return address CFI marks undefined */
+#define PROF_UNW_LEAF_MISS	4	/* no table covers the leaf pc (a new mapping?) */
+
 struct prof_sample {
 	struct prof_hdr	hdr;
 	__u64	cgroup_id;
 	__s32	kstack_len;	/* bytes written into kstack, or a negative errno */
 	__s32	ustack_len;	/* bytes written into ustack, or a negative errno */
+	__u32	unwind;		/* PROF_UNW_* */
+	__u32	pad;
 	char	comm[PROF_COMM_LEN];
 	__u64	kstack[PROF_MAX_STACK];	/* leaf first */
-	__u64	ustack[PROF_MAX_STACK];	/* leaf first */
+	__u64	ustack[PROF_MAX_USTACK];	/* leaf first; bpf_get_stack fills at most PROF_MAX_STACK */
 };
 
 /* Indexes of the per-CPU counter array "counters". */
@@ -51,7 +62,72 @@ enum prof_counter {
 	PROF_CNT_DROP_EVENT,	/* ring buffer full: exec/exit notice lost */
 	PROF_CNT_ERR_KSTACK,	/* bpf_get_stack (kernel) failed */
 	PROF_CNT_ERR_USTACK,	/* bpf_get_stack (user) failed for a user task */
+	PROF_CNT_CFI_STACKS,	/* user stacks walked with unwind tables */
+	PROF_CNT_CFI_COMPLETE,	/* ... of which reached the outermost frame */
+	PROF_CNT_CFI_FP_FRAMES,	/* frames walked by frame pointer where no table covers the pc */
+	PROF_CNT_CFI_UNSUPPORTED, /* walks stopped at a rule the tables cannot express */
+	PROF_CNT_CFI_READ_ERR,	/* walks stopped by an unreadable stack word */
 	PROF_CNT_MAX
+};
+
+/*
+ * Unwind tables. One row says how to find the caller's frame for the pcs from
+ * its own pc up to the next row's (rows of one file sorted by pc, gaps between
+ * FDEs are UNW_NONE rows). All files' rows live in one array map, a file's in
+ * [first, first + nrows); x86-64 only.
+ *
+ *   offset size field
+ *   0      4    pc        ELF virtual address of the first byte covered
+ *   4      2    cfa_off   added to the CFA's base register (UNW_DEREF: subtracted)
+ *   6      1    kind      enum unw_kind: how the CFA is found
+ *   7      1    rbp_off   the caller's rbp is saved at CFA + 8 * rbp_off; 0: rbp unchanged
+ *                         (UNW_PLT: the threshold of the pc & 15 test)
+ * The return address is always at CFA - 8; rows where it is not are UNW_UNSUPPORTED.
+ */
+enum unw_kind {
+	UNW_NONE = 0,		/* no CFI here: walk by frame pointer */
+	UNW_RSP,		/* CFA = rsp + cfa_off */
+	UNW_RBP,		/* CFA = rbp + cfa_off */
+	UNW_PLT,		/* CFA = rsp + cfa_off + ((pc & 15) >= rbp_off ? 8 : 0): PLT stubs */
+	UNW_DEREF,		/* CFA = *(rbp - cfa_off): functions that realign the stack */
+	UNW_SIGNAL,		/* a signal trampoline: the interrupted registers in a ucontext at rsp */
+	UNW_END,		/* the return address is undefined: outermost frame */
+	UNW_UNSUPPORTED,	/* a rule the walker cannot follow: stop */
+};
+
+struct unw_row {
+	__u32	pc;
+	__u16	cfa_off;
+	__u8	kind;
+	__s8	rbp_off;
+};
+
+/*
+ * Which unwind table covers a pc of a process: an LPM trie keyed by pid and
+ * address (both big-endian, so that a prefix is an aligned address block),
+ * one or more prefixes per executable mapping.
+ */
+struct unw_map_key {
+	__u32	prefixlen;	/* 32 + bits of addr */
+	__u32	pid_be;
+	__u64	addr_be;
+};
+
+/* unw_procs value: a process user space has looked at. */
+#define UNW_PROC_NO_TABLES	1	/* none of its files has a table: bpf_get_stack as before */
+
+struct unw_proc {
+	__u32	gen;		/* of its unw_maps entries */
+	__u32	flags;		/* UNW_PROC_* */
+	__u64	since_ns;	/* CLOCK_MONOTONIC when written */
+};
+
+struct unw_map_val {
+	__u64	bias;		/* ELF address = runtime address - bias */
+	__u32	first;		/* rows [first, first + nrows) of unw_rows */
+	__u32	nrows;
+	__u32	gen;		/* must equal unw_procs[pid] */
+	__u32	pad;
 };
 
 #endif

@@ -48,6 +48,7 @@ struct ebpf_sampler;
 struct ebpf_opts {
 	int		 hz;		/* 1..99 */
 	unsigned	 flush_secs;	/* profile period, default 10 */
+	long		 unwind_mib;	/* unwind table memory: 0 default (64), < 0 none */
 };
 int	ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **out);
 void	ebpf_stop(struct ebpf_sampler *e);

@@ -152,9 +152,11 @@ cpuprof_location(struct cpuprof_svc *s, const struct frame *f)
 	if (f->func) {
 		struct pf_function fn = { 0 };
 
-		if ((fn.name = merge_string(s->m, f->func)) < 0)
+		if ((fn.name = merge_string(s->m, f->func)) < 0 ||
+		    (f->srcfile && (fn.filename = merge_string(s->m, f->srcfile)) < 0))
 			return -ENOMEM;
 		fn.system_name = fn.name;
+		line.line = f->line;
 		if ((k = merge_function(s->m, &fn)) < 0)
 			return -ENOMEM;
 		line.function = (uint32_t)k;

@@ -36,12 +36,17 @@
 #include "store.h"
 #include "proctab.h"
 #include "symbolize.h"
+#include "unwind.h"
 #include "profile.skel.h"
 
 #define KERNEL_START	0xffff800000000000ULL
 #define EXPIRE_SECS	600	/* ELF objects unused this long are dropped */
 #define POLL_MS		100	/* ring buffer read interval */
 #define SAMPLER_NICE	-5
+#define UNWIND_KEEP_SECS 30	/* tables no process maps are kept this long */
+#define MAPS_FRESH_NS	(10LL * 1000 * 1000)	/* maps read this recently are current */
+#define LIBS_DELAY_NS	(20LL * 1000 * 1000)	/* after an exec, when the libraries are mapped */
+#define NLATER		256
 
 struct ebpf_sampler {
 	struct store		*st;
@@ -59,6 +64,13 @@ struct ebpf_sampler {
 	struct symbolizer	*sym;
 	struct proctab		*pt;
 	struct cpuprof		*cp;
+	struct unwinder		*unw;		/* NULL: frame pointers only */
+	/* processes just exec'd whose libraries' tables to build soon (a ring) */
+	struct {
+		uint32_t	 pid;
+		int64_t		 due;		/* monotonic ns */
+	}			 later[NLATER];
+	unsigned		 later_head, later_n;
 	int64_t			 period_start;	/* wall-clock ns */
 	int64_t			 next_flush;	/* monotonic ns */
 	/* counted by the sampler thread only */
@@ -68,7 +80,7 @@ struct ebpf_sampler {
 		uint64_t	 user_frames, user_named, kernel_frames, kernel_named, truncated;
 	}			 rep;		/* the above at the last metrics update */
 	uint64_t		 prev[PROF_CNT_MAX];	/* BPF counters at the last report */
-	uint32_t		 locs[2 * PROF_MAX_STACK];
+	uint32_t		 locs[PROF_MAX_STACK + PROF_MAX_USTACK];
 };
 
 static int
@@ -242,12 +254,23 @@ handle_sample(struct ebpf_sampler *e, const struct prof_sample *s)
 	if ((p = proctab_get(e->pt, s->hdr.pid, comm)) == NULL ||
 	    (svc = cpuprof_service(e->cp, p)) == NULL)
 		return;
+	if (e->unw && !p->kthread && !p->gone) {
+		/*
+		 * Tables for the next samples of p. Its maps may date from its
+		 * exec, before the dynamic linker mapped the libraries, or from
+		 * before a dlopen: a leaf outside them is worth a fresh look.
+		 */
+		if (p->unw == NULL || (s->ustack_len >= 8 &&
+		    !proctab_known(p, s->ustack[0] & ~PROF_PC_EXACT)))
+			proctab_refresh(e->pt, p, MAPS_FRESH_NS);
+		unwind_proc(e->unw, p);
+	}
 	nk = s->kstack_len > 0 ? s->kstack_len / 8 : 0;
 	nu = s->ustack_len > 0 ? s->ustack_len / 8 : 0;
 	if (nk > PROF_MAX_STACK)
 		nk = PROF_MAX_STACK;
-	if (nu > PROF_MAX_STACK)
-		nu = PROF_MAX_STACK;
+	if (nu > PROF_MAX_USTACK)
+		nu = PROF_MAX_USTACK;
 	for (i = 0; i < nk; i++) {
 		memset(&f, 0, sizeof(f));
 		f.addr = s->kstack[i];
@@ -264,11 +287,16 @@ handle_sample(struct ebpf_sampler *e, const struct prof_sample *s)
 	}
 	for (i = 0; i < nu; i++) {
 		uint64_t a = s->ustack[i];
+		bool exact = i == 0 || (a & PROF_PC_EXACT);
 
+		a &= ~PROF_PC_EXACT;
 		if (a == 0)
 			break;
-		/* Callers' frames hold return addresses: step back into the call. */
-		proctab_resolve(e->pt, p, i > 0 ? a - 1 : a, &f);
+		/*
+		 * Callers' frames hold return addresses: step back into the
+		 * call. Not so for a frame a signal interrupted.
+		 */
+		proctab_resolve(e->pt, p, exact ? a : a - 1, &f);
 		/*
 		 * A return address outside every executable mapping means the
 		 * frame-pointer chain went through code built without frame
@@ -294,11 +322,48 @@ handle_sample(struct ebpf_sampler *e, const struct prof_sample *s)
 	cpuprof_sample(svc, e->locs, n, s->hdr.pid, s->hdr.tid, comm);
 }
 
+/*
+ * The dynamic linker maps a new program's libraries within milliseconds of
+ * its exec: have their tables built by then too, before the first samples
+ * in them. The oldest entry goes when the ring is full.
+ */
+static void
+later_add(struct ebpf_sampler *e, uint32_t pid)
+{
+	unsigned i;
+
+	if (e->later_n == NLATER) {
+		e->later_head = (e->later_head + 1) % NLATER;
+		e->later_n--;
+	}
+	i = (e->later_head + e->later_n++) % NLATER;
+	e->later[i].pid = pid;
+	e->later[i].due = clock_mono_ns() + LIBS_DELAY_NS;
+}
+
+static void
+later_run(struct ebpf_sampler *e)
+{
+	int64_t now = clock_mono_ns();
+	struct proc *p;
+
+	while (e->later_n > 0 && e->later[e->later_head].due <= now) {
+		p = proctab_find(e->pt, e->later[e->later_head].pid);
+		e->later_head = (e->later_head + 1) % NLATER;
+		e->later_n--;
+		if (p != NULL && !p->gone) {
+			proctab_refresh(e->pt, p, MAPS_FRESH_NS);
+			unwind_prefetch(e->unw, p);
+		}
+	}
+}
+
 static int
 handle_event(void *ctx, void *data, size_t size)
 {
 	struct ebpf_sampler *e = ctx;
 	const struct prof_hdr *h = data;
+	struct proc *p;
 
 	if (size < sizeof(*h))
 		return 0;
@@ -317,7 +382,16 @@ handle_event(void *ctx, void *data, size_t size)
 
 			memcpy(comm, n->comm, PROF_COMM_LEN);
 			comm[PROF_COMM_LEN] = '\0';
-			proctab_exec(e->pt, h->pid, comm);
+			/*
+			 * The executable and the dynamic linker are mapped
+			 * already: their tables are built now, in the
+			 * background (once per file), and loaded at the first
+			 * sample, so that even that one is walked with them.
+			 */
+			if ((p = proctab_exec(e->pt, h->pid, comm)) != NULL && e->unw) {
+				unwind_prefetch(e->unw, p);
+				later_add(e, h->pid);
+			}
 		}
 		break;
 	case PROF_EV_EXIT:
@@ -352,8 +426,10 @@ flush(struct ebpf_sampler *e)
 {
 	static const char *const names[PROF_CNT_MAX] = {
 		"samples", "idle", "dropped_ringbuf", "dropped_event", "kstack_errors",
-		"ustack_errors"
+		"ustack_errors", "cfi_stacks", "cfi_complete", "cfi_fp_frames", "cfi_unsupported",
+		"cfi_read_errors"
 	};
+	struct unwind_stats us;
 	uint64_t c[PROF_CNT_MAX], d[PROF_CNT_MAX], samples = 0;
 	int64_t end = clock_now_ns(), t0 = clock_mono_ns();
 	size_t profiles = 0;
@@ -371,6 +447,32 @@ flush(struct ebpf_sampler *e)
 		e->prev[k] = c[k];
 		snprintf(lbl, sizeof(lbl), "what=\"%s\"", names[k]);
 		metrics_add("profilefs_ebpf_bpf_events_total", lbl, (double)d[k]);
+	}
+	if (e->unw) {
+		unwind_expire(e->unw, (time_t)(t0 / 1000000000) - UNWIND_KEEP_SECS);
+		unwind_get_stats(e->unw, &us);
+		metrics_set("profilefs_ebpf_unwind_table_bytes", NULL, (double)us.bytes_used);
+		metrics_set("profilefs_ebpf_unwind_table_capacity_bytes", NULL, (double)us.bytes_cap);
+		metrics_set("profilefs_ebpf_unwind_tables", NULL, (double)us.tables);
+		metrics_set("profilefs_ebpf_unwind_processes", NULL, (double)us.procs);
+		metrics_set("profilefs_ebpf_unwind_table_builds", NULL, (double)us.builds);
+		metrics_set("profilefs_ebpf_unwind_table_build_failures", NULL,
+		    (double)us.build_failures);
+		metrics_set("profilefs_ebpf_unwind_table_evictions", NULL, (double)us.evictions);
+		metrics_set("profilefs_ebpf_unwind_table_no_room", NULL, (double)us.no_room);
+		metrics_set("profilefs_ebpf_unwind_build_seconds", NULL, us.build_seconds);
+		metrics_set("profilefs_ebpf_unwind_loads_deferred", NULL, (double)us.deferred);
+		log_debug("ebpf: unwind tables: %zu files, %llu of %llu KiB, %zu processes; "
+		    "%llu built (%.3f s), %llu failed, %llu evicted, %llu without room, "
+		    "%llu loads waited for a build; "
+		    "this period %llu stacks walked with tables, %llu reaching the root",
+		    us.tables, (unsigned long long)us.bytes_used >> 10,
+		    (unsigned long long)us.bytes_cap >> 10, us.procs,
+		    (unsigned long long)us.builds, us.build_seconds,
+		    (unsigned long long)us.build_failures, (unsigned long long)us.evictions,
+		    (unsigned long long)us.no_room, (unsigned long long)us.deferred,
+		    (unsigned long long)d[PROF_CNT_CFI_STACKS],
+		    (unsigned long long)d[PROF_CNT_CFI_COMPLETE]);
 	}
 	metrics_add("profilefs_ebpf_samples_stored_total", NULL, (double)samples);
 	metrics_add("profilefs_ebpf_profiles_total", NULL, (double)profiles);
@@ -428,9 +530,14 @@ sampler_main(void *arg)
 		 * The BPF side wakes us only when the buffer fills up (see
 		 * wakeup_bytes); otherwise read what has come every 100 ms.
 		 */
-		rc = ring_buffer__poll(e->rb, POLL_MS);
+		rc = ring_buffer__poll(e->rb, e->later_n > 0 ? (int)(LIBS_DELAY_NS / 1000000) :
+		    POLL_MS);
 		if (rc >= 0)
 			rc = ring_buffer__consume(e->rb);
+		if (e->unw) {
+			later_run(e);
+			unwind_poll(e->unw);
+		}
 		if (rc < 0 && rc != -EINTR) {
 			log_warnx("ebpf: ring buffer: %s", strerror(-rc));
 			break;
@@ -482,8 +589,36 @@ describe_metrics(void)
 	    "Processes whose mappings the sampler holds.");
 	metrics_describe("profilefs_ebpf_elf_objects_cached", "gauge",
 	    "ELF objects in the symbol cache.");
+	metrics_describe("profilefs_ebpf_unwind_table_bytes", "gauge",
+	    "Bytes of unwind table rows loaded into the BPF map.");
+	metrics_describe("profilefs_ebpf_unwind_table_capacity_bytes", "gauge",
+	    "Bytes the unwind table map holds (--ebpf-unwind-mem).");
+	metrics_describe("profilefs_ebpf_unwind_tables", "gauge",
+	    "Files (executables, libraries) with an unwind table loaded.");
+	metrics_describe("profilefs_ebpf_unwind_processes", "gauge",
+	    "Processes whose stacks are walked with unwind tables.");
+	metrics_describe("profilefs_ebpf_unwind_table_builds", "gauge",
+	    "Unwind tables built since start (files read for CFI).");
+	metrics_describe("profilefs_ebpf_unwind_table_build_failures", "gauge",
+	    "Files whose CFI could not be read since start.");
+	metrics_describe("profilefs_ebpf_unwind_table_evictions", "gauge",
+	    "Unwind tables evicted since start (unmapped, or to make room).");
+	metrics_describe("profilefs_ebpf_unwind_table_no_room", "gauge",
+	    "Unwind tables that did not fit in --ebpf-unwind-mem since start.");
+	metrics_describe("profilefs_ebpf_unwind_build_seconds", "gauge",
+	    "Seconds spent building unwind tables since start.");
+	metrics_describe("profilefs_ebpf_unwind_loads_deferred", "gauge",
+	    "Process table loads that waited for a table being built, since start.");
 	metrics_describe("profilefs_ebpf_flush_seconds", "histogram",
 	    "Time to build and store one period's profiles.");
+}
+
+static void
+release_proc(void *arg, struct proc *p)
+{
+	struct ebpf_sampler *e = arg;
+
+	unwind_forget(e->unw, p);
 }
 
 int
@@ -491,7 +626,7 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 {
 	struct ebpf_sampler *e;
 	char host[256] = "";
-	long ncpu;
+	long ncpu, unwind_mib;
 	size_t rbsize;
 	int rc;
 
@@ -516,24 +651,56 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 		goto fail;
 	}
 
-	if ((e->skel = profile_bpf__open()) == NULL) {
-		rc = -errno;
-		log_warnx("--ebpf: opening the BPF object: %s", strerror(-rc));
-		goto fail;
-	}
-	e->skel->rodata->kernel_stacks = true;
-	e->skel->rodata->user_stacks = true;
-	/* 1 MiB per CPU (about 5 s of 99 Hz samples), a power of two, at least 4 MiB. */
-	ncpu = sysconf(_SC_NPROCESSORS_CONF);
-	for (rbsize = 4u << 20; rbsize < (size_t)(ncpu > 0 ? ncpu : 1) << 20 &&
-	    rbsize < (256u << 20); rbsize <<= 1)
-		;
-	bpf_map__set_max_entries(e->skel->maps.events, (uint32_t)rbsize);
-	e->skel->rodata->wakeup_bytes = rbsize / 4;
-	if ((rc = profile_bpf__load(e->skel)) < 0) {
+#if defined(__x86_64__)
+	unwind_mib = o->unwind_mib == 0 ? UNWIND_MEM_DEFAULT >> 20 : o->unwind_mib;
+#else
+	unwind_mib = -1;	/* the tables and the walker speak x86-64 only */
+#endif
+	/*
+	 * The table walker needs bpf_loop (5.17); an older kernel refuses the
+	 * program with it, and gets the frame-pointer sampler instead (the
+	 * verifier skips the walker's code when unwind_tables is false).
+	 */
+	for (;;) {
+		if ((e->skel = profile_bpf__open()) == NULL) {
+			rc = -errno;
+			log_warnx("--ebpf: opening the BPF object: %s", strerror(-rc));
+			goto fail;
+		}
+		e->skel->rodata->kernel_stacks = true;
+		e->skel->rodata->user_stacks = true;
+		if (unwind_mib > 0) {
+			e->skel->rodata->unwind_tables = true;
+			unwind_configure(e->skel->maps.unw_rows, (size_t)unwind_mib << 20);
+		}
+		/* 1 MiB per CPU (about 5 s of 99 Hz samples), a power of two, at least 4 MiB. */
+		ncpu = sysconf(_SC_NPROCESSORS_CONF);
+		for (rbsize = 4u << 20; rbsize < (size_t)(ncpu > 0 ? ncpu : 1) << 20 &&
+		    rbsize < (256u << 20); rbsize <<= 1)
+			;
+		bpf_map__set_max_entries(e->skel->maps.events, (uint32_t)rbsize);
+		e->skel->rodata->wakeup_bytes = rbsize / 4;
+		if ((rc = profile_bpf__load(e->skel)) == 0)
+			break;
+		if (unwind_mib > 0) {
+			log_warnx("--ebpf: the kernel refused the unwind-table walker (%s; bpf_loop "
+			    "needs 5.17): stacks are walked by frame pointers", strerror(-rc));
+			profile_bpf__destroy(e->skel);
+			e->skel = NULL;
+			unwind_mib = -1;
+			continue;
+		}
 		log_warnx("--ebpf: loading the BPF program failed: %s (run with -v for the "
 		    "verifier's log; the kernel needs BPF ring buffers, 5.8 or later)", strerror(-rc));
 		goto fail;
+	}
+	if (unwind_mib > 0) {
+		if ((e->unw = unwind_create(e->skel->maps.unw_rows, e->skel->maps.unw_maps,
+		    e->skel->maps.unw_procs)) == NULL)
+			log_warnx("--ebpf: unwind tables: %s; stacks are walked by frame pointers",
+			    strerror(errno));
+		else
+			proctab_set_release(e->pt, release_proc, e);
 	}
 	if (!symbolize_kernel_ok(e->sym))
 		log_warnx("--ebpf: /proc/kallsyms hides kernel addresses (kernel.kptr_restrict, "
@@ -563,8 +730,9 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 		goto fail;
 	}
 	e->running = true;
-	log_info("ebpf: sampling %d CPUs at %d Hz, one profile per service every %u s",
-	    e->npfds, e->hz, e->flush_secs);
+	log_info("ebpf: sampling %d CPUs at %d Hz, one profile per service every %u s; user stacks "
+	    "walked %s", e->npfds, e->hz, e->flush_secs, e->unw ?
+	    "with unwind tables (.eh_frame), else frame pointers" : "by frame pointers");
 	*out = e;
 	return 0;
 fail:
@@ -590,9 +758,11 @@ ebpf_stop(struct ebpf_sampler *e)
 	bpf_link__destroy(e->exec_link);
 	bpf_link__destroy(e->exit_link);
 	ring_buffer__free(e->rb);
-	profile_bpf__destroy(e->skel);
 	cpuprof_destroy(e->cp);
+	/* Processes release their unwind entries while the maps still exist. */
 	proctab_destroy(e->pt);
+	unwind_destroy(e->unw);
+	profile_bpf__destroy(e->skel);
 	symbolize_destroy(e->sym);
 	free(e->links);
 	free(e->pfds);

@@ -13,6 +13,17 @@
  * The connection count is kept in nconns (atomic); everything else of a
  * request belongs to its thread.
  *
+ * Connections: at most max_conns (+ CONN_SLACK to say 503) in all and
+ * PER_IP of them from one address, so one client cannot take every slot.
+ * Slowloris: a connection must finish its request headers within
+ * HEADER_DEADLINE_SECS of connecting (KEEPALIVE_DEADLINE_SECS after its
+ * previous request ended), however slowly it dribbles bytes; a reaper thread
+ * shuts down the socket of one that does not (libmicrohttpd's own timeout is
+ * reset by every byte). Time spent on a body is bounded by the idle timeout.
+ *
+ * Memory: bodies grow within the process's memory budget (base/budget.c);
+ * a body or a decode the budget refuses is answered 503 with Retry-After.
+ *
  * Body limits: a Content-Length over max_body is refused with 413 before any
  * of the body is read; a chunked body that grows past it is discarded as it
  * arrives and refused at its end (libmicrohttpd queues no reply earlier), and
@@ -45,6 +56,19 @@
 /* Connections past max_conns that are still accepted, to be told 503. */
 #define CONN_SLACK		16
 #define IDLE_TIMEOUT_SECS	60
+#define PER_IP			32
+#define HEADER_DEADLINE_SECS	10
+#define KEEPALIVE_DEADLINE_SECS	60
+
+/* A connection tracked for the header deadline (its socket_context). */
+struct http_conn {
+	struct http_conn	*next;
+	int			 fd;
+	int64_t			 since;		/* mono ns: connected, or its last request ended */
+	bool			 in_request;	/* headers are in: no deadline */
+	bool			 reused;	/* a request ended on it before */
+	bool			 reaped;
+};
 /* Bytes of an oversized chunked body read (and discarded) to still answer 413. */
 #define DISCARD_MAX		(64u << 20)
 
@@ -63,6 +87,7 @@ struct http_route {
 
 static void	handle_metrics(struct http_req *r);
 static void	handle_healthz(struct http_req *r);
+static void	conn_mark(struct http_server *h, struct MHD_Connection *conn, bool begin);
 
 /* Exact paths before the prefix that contains them. */
 static const struct http_route routes[] = {
@@ -201,7 +226,13 @@ http_reply_store_error(struct http_req *r, int rc, const char *what, const struc
 		http_reply_error(r, 404, "%s: %s", what, why);
 		break;
 	case -ENOMEM:
-		http_reply_error(r, 503, "%s: out of memory", what);
+	case -EAGAIN:
+		http_add_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+		http_reply_error(r, 503, "%s: the server's memory budget (%zu MiB) is in use; "
+		    "try again", what, budget_limit() >> 20);
+		break;
+	case -ENOSPC:	/* 507 Insufficient Storage: retry once space returns */
+		http_reply_error(r, 507, "%s: %s", what, why);
 		break;
 	default:
 		http_reply_error(r, 500, "%s: %s", what, why);
@@ -257,52 +288,17 @@ count_ingest(const char *source, const char *outcome)
 	metrics_add("profilefs_ingested_profiles_total", l, 1);
 }
 
-/*
- * --http-max-decoded below the store's own limit: inflate once to measure
- * (the store decodes again), so the default costs nothing.
- */
-static int
-check_decoded(struct http_server *h, const void *data, size_t len, struct buf *err)
-{
-	const unsigned char *d = data;
-	struct buf plain = { 0 };
-	size_t n = len;
-	int rc = 0;
-
-	if (h->max_decoded == 0)
-		return 0;
-	if (len >= 2 && d[0] == 0x1f && d[1] == 0x8b) {
-		if ((rc = profile_gunzip(data, len, &plain, err)) < 0)
-			return rc;
-		n = plain.len;
-		buf_free(&plain);
-	}
-	if (n > h->max_decoded) {
-		if (err)
-			buf_printf(err, "the profile is %zu bytes unzipped, over the limit of %zu bytes "
-			    "(--http-max-decoded)", n, h->max_decoded);
-		rc = -EFBIG;
-	}
-	return rc;
-}
-
 int
 http_store(struct http_req *r, const char *source, const struct store_input *in,
     const void *data, size_t len, struct store_ref *ref, struct buf *err)
 {
-	int64_t t0 = clock_mono_ns();
-	char l[64];
-	int rc;
+	struct store_input sin = *in;
 
+	/* The store counts what it is given (store.h). */
 	r->stored = true;
-	if ((rc = check_decoded(r->srv, data, len, err)) == 0)
-		rc = store_put(r->srv->st, in, data, len, ref, err);
-	snprintf(l, sizeof(l), "source=\"%s\"", source);
-	metrics_observe("profilefs_ingest_duration_seconds", l, (double)(clock_mono_ns() - t0) / 1e9);
-	count_ingest(source, outcome_of(rc));
-	if (rc == 0)
-		metrics_add("profilefs_ingested_bytes_total", l, (double)len);
-	return rc;
+	sin.source = source;
+	sin.max_decoded = r->srv->max_decoded;
+	return store_put(r->srv->st, &sin, data, len, ref, err);
 }
 
 /* --- /metrics and /healthz ---------------------------------------------- */
@@ -312,6 +308,8 @@ handle_metrics(struct http_req *r)
 {
 	struct store_stats s;
 	struct buf b = { 0 };
+	size_t used, peak;
+	uint64_t refused;
 
 	store_get_stats(r->srv->st, &s);
 	metrics_set("profilefs_store_profiles", NULL, (double)s.profiles);
@@ -319,7 +317,13 @@ handle_metrics(struct http_req *r)
 	metrics_set("profilefs_store_bytes", NULL, (double)s.bytes);
 	metrics_set("profilefs_store_series", NULL, (double)s.series);
 	metrics_set("profilefs_store_disk_bytes", NULL, (double)s.disk_bytes);
+	metrics_set("profilefs_store_windows_pending", NULL, (double)s.windows_pending);
 	metrics_set("profilefs_http_connections", NULL, (double)atomic_load(&r->srv->nconns));
+	budget_stats(&used, &peak, &refused);
+	metrics_set("profilefs_memory_budget_bytes", "kind=\"used\"", (double)used);
+	metrics_set("profilefs_memory_budget_bytes", "kind=\"peak\"", (double)peak);
+	metrics_set("profilefs_memory_budget_bytes", "kind=\"limit\"", (double)budget_limit());
+	metrics_set("profilefs_memory_budget_refusals_total", NULL, (double)refused);
 	if (metrics_render(&b) < 0) {
 		buf_free(&b);
 		http_reply_error(r, 500, "out of memory");
@@ -345,6 +349,12 @@ describe_metrics(void)
 	metrics_describe("profilefs_http_request_duration_seconds", "histogram",
 	    "Time from a request's headers to its reply being sent, by handler.");
 	metrics_describe("profilefs_http_connections", "gauge", "Open HTTP connections.");
+	metrics_describe("profilefs_http_header_timeouts_total", "counter",
+	    "Connections closed for not sending complete request headers in time.");
+	metrics_describe("profilefs_memory_budget_bytes", "gauge",
+	    "The memory budget for buffers, decoding and rendering (used, peak, limit).");
+	metrics_describe("profilefs_memory_budget_refusals_total", "counter",
+	    "Reservations the memory budget refused (answered EAGAIN or 503).");
 	metrics_describe("profilefs_ingested_profiles_total", "counter",
 	    "Profiles pushed, by source (http: profefe API, pyroscope: /ingest, ingest: "
 	    "the ingest directory) and outcome.");
@@ -366,6 +376,8 @@ describe_metrics(void)
 	    "Filesystem requests (getattr, readdir, open, create).");
 	metrics_describe("profilefs_fuse_errors_total", "counter",
 	    "Filesystem requests that failed other than with ENOENT.");
+	metrics_describe("profilefs_store_windows_pending", "gauge",
+	    "Series-days whose pre-aggregated windows the last compaction pass rebuilt (0: caught up).");
 	metrics_describe("profilefs_store_disk_bytes", "gauge",
 	    "Size of the database on disk (live SST files and WAL), as RocksDB estimates it.");
 }
@@ -461,7 +473,9 @@ req_begin(struct http_req *r)
 			if (errno == 0 && *end == '\0' && n > 0 && buf_reserve(&r->body,
 			    /* claims are not bytes: grow as the body arrives */
 			    (size_t)n < (1u << 20) ? (size_t)n : (1u << 20)) < 0) {
-				http_reply_error(r, 503, "out of memory for a body of %llu bytes", n);
+				http_add_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+				http_reply_error(r, 503, "no memory for a body of %llu bytes "
+				    "(the memory budget is in use); try again", n);
 				return;
 			}
 		}
@@ -506,8 +520,11 @@ req_end(struct http_req *r)
 		if (r->body_seen > r->srv->max_body)
 			http_reply_error(r, 413, "body of more than %zu bytes is over the limit "
 			    "(--http-max-body)", r->srv->max_body);
-		else
-			http_reply_error(r, 503, "out of memory for the body");
+		else {
+			http_add_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+			http_reply_error(r, 503, "no memory for the body (the memory budget of "
+			    "%zu MiB is in use); try again", budget_limit() >> 20);
+		}
 		return;
 	}
 	r->route->fn(r);
@@ -547,6 +564,7 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *
 
 	(void)version;
 	if (r == NULL) {
+		conn_mark(cls, conn, true);
 		if ((r = req_new(cls, conn, url, method)) == NULL)
 			return MHD_NO;
 		*con_cls = r;
@@ -572,9 +590,8 @@ on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	const char *label;
 	char l[160];
 
-	(void)cls;
-	(void)conn;
 	(void)toe;
+	conn_mark(cls, conn, false);
 	if (r == NULL)
 		return;
 	label = r->route ? r->route->label : "other";
@@ -594,18 +611,96 @@ on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	*con_cls = NULL;
 }
 
+/* Headers of a request are in (begin), or it ended (the deadline starts again). */
+static void
+conn_mark(struct http_server *h, struct MHD_Connection *conn, bool begin)
+{
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	struct http_conn *c = ci ? ci->socket_context : NULL;
+
+	if (c == NULL)
+		return;
+	pthread_mutex_lock(&h->conn_lock);
+	c->in_request = begin;
+	if (!begin) {
+		c->reused = true;
+		c->since = clock_mono_ns();
+	}
+	pthread_mutex_unlock(&h->conn_lock);
+}
+
 static void
 on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
     enum MHD_ConnectionNotificationCode toe)
 {
 	struct http_server *h = cls;
+	const union MHD_ConnectionInfo *ci;
+	struct http_conn *c, **pp;
 
-	(void)conn;
-	(void)socket_context;
-	if (toe == MHD_CONNECTION_NOTIFY_STARTED)
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
 		atomic_fetch_add(&h->nconns, 1);
-	else if (toe == MHD_CONNECTION_NOTIFY_CLOSED)
+		ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+		if (ci == NULL || (c = calloc(1, sizeof(*c))) == NULL)
+			return;
+		c->fd = ci->connect_fd;
+		c->since = clock_mono_ns();
+		pthread_mutex_lock(&h->conn_lock);
+		c->next = h->conns;
+		h->conns = c;
+		pthread_mutex_unlock(&h->conn_lock);
+		*socket_context = c;
+	} else if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
 		atomic_fetch_sub(&h->nconns, 1);
+		/* Unlinked before libmicrohttpd closes the socket: the reaper never sees a stale fd. */
+		if ((c = *socket_context) == NULL)
+			return;
+		pthread_mutex_lock(&h->conn_lock);
+		for (pp = &h->conns; *pp && *pp != c; pp = &(*pp)->next)
+			;
+		if (*pp)
+			*pp = c->next;
+		pthread_mutex_unlock(&h->conn_lock);
+		free(c);
+		*socket_context = NULL;
+	}
+}
+
+/* Once a second: shut down connections past their header deadline. */
+static void *
+reaper_main(void *arg)
+{
+	struct http_server *h = arg;
+	struct http_conn *c;
+	struct timespec ts;
+	unsigned n;
+
+	pthread_mutex_lock(&h->conn_lock);
+	while (!h->stopping) {
+		int64_t now = clock_mono_ns();
+
+		n = 0;
+		for (c = h->conns; c; c = c->next) {
+			int64_t limit = (int64_t)(c->reused ? KEEPALIVE_DEADLINE_SECS :
+			    HEADER_DEADLINE_SECS) * 1000000000;
+
+			if (c->in_request || c->reaped || now - c->since < limit)
+				continue;
+			shutdown(c->fd, SHUT_RDWR);
+			c->reaped = true;
+			n++;
+		}
+		if (n) {
+			metrics_add("profilefs_http_header_timeouts_total", NULL, n);
+			log_debug("http: closed %u connections that sent no complete request "
+			    "headers within %d s", n, HEADER_DEADLINE_SECS);
+		}
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 1;
+		pthread_cond_timedwait(&h->conn_cond, &h->conn_lock, &ts);
+	}
+	pthread_mutex_unlock(&h->conn_lock);
+	return NULL;
 }
 
 /*
@@ -754,6 +849,8 @@ http_start(struct store *st, const struct http_opts *o, struct http_server **out
 		return -ENOMEM;
 	}
 	describe_metrics();
+	pthread_mutex_init(&h->conn_lock, NULL);
+	pthread_cond_init(&h->conn_cond, NULL);
 	if ((rc = listen_on(o->listen, &fd, h->addr, sizeof(h->addr))) < 0)
 		goto fail;
 	h->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
@@ -762,6 +859,7 @@ http_start(struct store *st, const struct http_opts *o, struct http_server **out
 	    MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h,
 	    MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
 	    MHD_OPTION_CONNECTION_LIMIT, (unsigned int)(h->max_conns + CONN_SLACK),
+	    MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)PER_IP,
 	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)IDLE_TIMEOUT_SECS,
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
 	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
@@ -774,13 +872,20 @@ http_start(struct store *st, const struct http_opts *o, struct http_server **out
 		rc = -EIO;
 		goto fail;
 	}
+	if ((rc = -pthread_create(&h->reaper, NULL, reaper_main, h)) < 0) {
+		MHD_stop_daemon(h->mhd);
+		goto fail;
+	}
+	h->reaper_on = true;
 	log_info("http: listening on http://%s (max body %zu bytes, max decoded %zu bytes, "
-	    "max %u connections%s)", h->addr, h->max_body,
+	    "max %u connections, %d per address%s)", h->addr, h->max_body,
 	    h->max_decoded ? h->max_decoded : (size_t)PROFILE_MAX_DECODED, h->max_conns,
-	    h->token ? ", bearer token required" : "");
+	    PER_IP, h->token ? ", bearer token required" : "");
 	*out = h;
 	return 0;
 fail:
+	pthread_mutex_destroy(&h->conn_lock);
+	pthread_cond_destroy(&h->conn_cond);
 	free(h->token);
 	free(h);
 	return rc;
@@ -791,7 +896,16 @@ http_stop(struct http_server *h)
 {
 	if (h == NULL)
 		return;
+	if (h->reaper_on) {
+		pthread_mutex_lock(&h->conn_lock);
+		h->stopping = true;
+		pthread_cond_signal(&h->conn_cond);
+		pthread_mutex_unlock(&h->conn_lock);
+		pthread_join(h->reaper, NULL);
+	}
 	MHD_stop_daemon(h->mhd);
+	pthread_mutex_destroy(&h->conn_lock);
+	pthread_cond_destroy(&h->conn_cond);
 	free(h->token);
 	free(h);
 }

@@ -10,6 +10,7 @@
 #define PROFILEFS_HTTP_INT_H
 
 #include <stdatomic.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -58,6 +59,12 @@ struct http_server {
 	char			*token;		/* NULL: no auth */
 	char			 addr[128];	/* as bound, for logs */
 	_Atomic unsigned	 nconns;	/* open connections */
+	/* The header deadline (http.c): connections still sending headers. */
+	pthread_mutex_t		 conn_lock;
+	pthread_cond_t		 conn_cond;
+	struct http_conn	*conns;		/* protected by conn_lock */
+	pthread_t		 reaper;
+	bool			 reaper_on, stopping;	/* protected by conn_lock */
 };
 
 /* --- replies (http.c): each returns nothing; failures are logged --- */

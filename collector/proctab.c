@@ -20,6 +20,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,7 @@ struct pmap {
 	char		*path;		/* as in maps, " (deleted)" removed; "" for anonymous */
 	struct elfobj	*obj;		/* NULL: not an ELF file we could read */
 	uint64_t	 bias;
+	bool		 deleted;	/* the name now leads to another file, or none */
 };
 
 struct proctab {
@@ -51,6 +53,8 @@ struct proctab {
 	char		 host[256];
 	struct proc	*buckets[NBUCKETS];
 	size_t		 n;
+	void		(*release)(void *, struct proc *);
+	void		*release_arg;
 };
 
 struct proctab *
@@ -87,8 +91,10 @@ maps_free(struct proc *p)
 }
 
 static void
-proc_free(struct proc *p)
+proc_free(struct proctab *pt, struct proc *p)
 {
+	if (pt->release)
+		pt->release(pt->release_arg, p);
 	maps_free(p);
 	perfmap_free(p->perfmap);
 	labels_clear(&p->labels);
@@ -107,7 +113,7 @@ proctab_destroy(struct proctab *pt)
 	for (i = 0; i < NBUCKETS; i++)
 		for (p = pt->buckets[i]; p; p = n) {
 			n = p->next;
-			proc_free(p);
+			proc_free(pt, p);
 		}
 	free(pt);
 }
@@ -125,6 +131,7 @@ read_maps(struct proctab *pt, struct proc *p)
 	FILE *f;
 
 	p->maps_read = clock_mono_ns();
+	p->maps_gen++;
 	snprintf(path, sizeof(path), "/proc/%u/maps", p->pid);
 	snprintf(root, sizeof(root), "/proc/%u/root", p->pid);
 	/* A process gone (or a zombie) since keeps the mappings we read before. */
@@ -160,6 +167,7 @@ read_maps(struct proctab *pt, struct proc *p)
 		pn = name > 0 ? line + name : line + len;
 		if ((del = strstr(pn, " (deleted)")) != NULL && del[10] == '\0')
 			*del = '\0';
+		m->deleted = del != NULL;
 		if ((m->path = strdup(pn)) == NULL)
 			break;
 		p->nmaps++;
@@ -176,6 +184,10 @@ read_maps(struct proctab *pt, struct proc *p)
 				symbolize_elf_put(m->obj);
 				m->obj = NULL;
 			}
+		} else if (strcmp(pn, "[vdso]") == 0) {
+			m->obj = symbolize_vdso(pt->sym);
+			if (m->obj && symbolize_elf_bias(m->obj, start, off, &m->bias) < 0)
+				m->obj = NULL;
 		}
 	}
 	free(line);
@@ -396,6 +408,17 @@ proc_load(struct proctab *pt, struct proc *p, const char *comm)
 }
 
 struct proc *
+proctab_find(struct proctab *pt, uint32_t pid)
+{
+	struct proc *p;
+
+	for (p = pt->buckets[pid % NBUCKETS]; p; p = p->next)
+		if (p->pid == pid)
+			return p;
+	return NULL;
+}
+
+struct proc *
 proctab_get(struct proctab *pt, uint32_t pid, const char *comm)
 {
 	struct proc **b = &pt->buckets[pid % NBUCKETS], *p;
@@ -408,7 +431,7 @@ proctab_get(struct proctab *pt, uint32_t pid, const char *comm)
 	p->pid = pid;
 	proc_load(pt, p, comm);
 	if (p->labels_text == NULL) {
-		proc_free(p);
+		proc_free(pt, p);
 		return NULL;
 	}
 	p->next = *b;
@@ -417,17 +440,19 @@ proctab_get(struct proctab *pt, uint32_t pid, const char *comm)
 	return p;
 }
 
-void
+struct proc *
 proctab_exec(struct proctab *pt, uint32_t pid, const char *comm)
 {
 	struct proc *p = proctab_get(pt, pid, comm);
 
 	if (p == NULL)
-		return;
-	if (p->gone)
+		return NULL;
+	if (p->gone) {
 		proctab_forget(pt, pid);	/* too late: let samples say what they can */
-	else
-		p->maps_read = 0;
+		return NULL;
+	}
+	p->maps_read = 0;
+	return p;
 }
 
 void
@@ -438,7 +463,7 @@ proctab_forget(struct proctab *pt, uint32_t pid)
 	for (; (p = *pp) != NULL; pp = &p->next) {
 		if (p->pid == pid) {
 			*pp = p->next;
-			proc_free(p);
+			proc_free(pt, p);
 			pt->n--;
 			return;
 		}
@@ -458,13 +483,58 @@ proctab_expire(struct proctab *pt)
 			snprintf(path, sizeof(path), "/proc/%u", p->pid);
 			if (p->gone || access(path, F_OK) != 0) {
 				*pp = p->next;
-				proc_free(p);
+				proc_free(pt, p);
 				pt->n--;
 			} else {
 				pp = &p->next;
 			}
 		}
 	}
+}
+
+void
+proctab_set_release(struct proctab *pt, void (*fn)(void *, struct proc *), void *arg)
+{
+	pt->release = fn;
+	pt->release_arg = arg;
+}
+
+int
+proctab_mapping(struct proc *p, size_t i, struct proc_mapping *m)
+{
+	struct pmap *pm;
+	size_t k;
+
+	for (k = 0; k < p->nmaps; k++) {
+		pm = &p->maps[k];
+		if (pm->obj == NULL || i-- > 0)
+			continue;
+		memset(m, 0, offsetof(struct proc_mapping, open_path));
+		m->start = pm->start;
+		m->end = pm->end;
+		m->bias = pm->bias;
+		m->dev = pm->dev;
+		m->ino = pm->ino;
+		m->name = pm->path;
+		m->build_id = symbolize_elf_build_id(pm->obj);
+		snprintf(m->open_path, sizeof(m->open_path), "/proc/%u/map_files/%llx-%llx",
+		    p->pid, (unsigned long long)pm->start, (unsigned long long)pm->end);
+		m->alt_path[0] = '\0';
+		if (pm->path[0] == '/' && !pm->deleted)
+			snprintf(m->alt_path, sizeof(m->alt_path), "/proc/%u/root%s", p->pid,
+			    pm->path);
+		return 0;
+	}
+	return -ENOENT;
+}
+
+void
+proctab_refresh(struct proctab *pt, struct proc *p, int64_t min_age_ns)
+{
+	if (p->gone || clock_mono_ns() - p->maps_read < min_age_ns)
+		return;
+	if (read_maps(pt, p) == -ENOENT)
+		p->gone = true;
 }
 
 size_t
@@ -486,6 +556,12 @@ find_map(struct proc *p, uint64_t addr)
 	return NULL;
 }
 
+bool
+proctab_known(struct proc *p, uint64_t addr)
+{
+	return find_map(p, addr) != NULL;
+}
+
 /* The JIT perf map, re-read when the file changed (checked at most once a second). */
 static const char *
 perfmap_name(struct proc *p, uint64_t addr)
@@ -494,13 +570,16 @@ perfmap_name(struct proc *p, uint64_t addr)
 
 	if (!p->gone && now - p->perfmap_checked >= PERFMAP_RECHECK_NS) {
 		char path[96];
-		struct stat st;
+		struct stat st, ps;
 
 		p->perfmap_checked = now;
+		snprintf(path, sizeof(path), "/proc/%u", p->pid);
+		if (stat(path, &ps) < 0)	/* its owner: who may write its perf map */
+			ps.st_uid = 0;
 		snprintf(path, sizeof(path), "/proc/%u/root/tmp/perf-%u.map", p->pid, p->nspid);
 		if (stat(path, &st) == 0 && (st.st_mtim.tv_sec * 1000000000LL +
 		    st.st_mtim.tv_nsec != p->perfmap_mtime || st.st_size != p->perfmap_size)) {
-			struct perfmap *m = perfmap_load(path);
+			struct perfmap *m = perfmap_load(path, ps.st_uid);
 
 			if (m) {
 				perfmap_free(p->perfmap);
@@ -535,6 +614,8 @@ proctab_resolve(struct proctab *pt, struct proc *p, uint64_t addr, struct frame 
 		f->limit = m->end;
 		f->offset = m->offset;
 		f->func = symbolize_elf_lookup(m->obj, addr - m->bias);
+		if (f->func)
+			symbolize_elf_line(m->obj, addr - m->bias, &f->srcfile, &f->line);
 		return;
 	}
 	if (m && m->path[0] == '/') {

@@ -33,6 +33,8 @@ struct frame {
 	const char	*build_id;	/* hex, "" if none */
 	uint64_t	 start, limit, offset;	/* the mapping, when file != NULL */
 	uint64_t	 addr;
+	const char	*srcfile;	/* from DWARF, NULL: unknown */
+	int64_t		 line;
 };
 
 struct proc {
@@ -52,6 +54,20 @@ struct proc {
 	int64_t		 perfmap_checked;
 	int64_t		 perfmap_mtime;
 	int64_t		 perfmap_size;
+	uint32_t	 maps_gen;	/* bumped by every read of the maps */
+	/* the unwinder's (unwind.c), released through the hook of proctab_set_release */
+	void		*unw;
+	uint32_t	 unw_gen;	/* maps_gen when the unwinder last loaded p */
+};
+
+/* An executable file mapping of a process, for the unwinder. */
+struct proc_mapping {
+	uint64_t	 start, end, bias;
+	uint64_t	 dev, ino;
+	const char	*name;		/* path inside the process ("/usr/lib/..."), or "[vdso]" */
+	const char	*build_id;	/* hex, "" if none */
+	char		 open_path[128];	/* /proc/PID/map_files/START-END */
+	char		 alt_path[4096];	/* /proc/PID/root/NAME, "" if the file was deleted */
 };
 
 struct proctab;
@@ -64,16 +80,31 @@ void		 proctab_destroy(struct proctab *pt);
  * /proc has nothing). NULL only on allocation failure. Owned by the table.
  */
 struct proc	*proctab_get(struct proctab *pt, uint32_t pid, const char *comm);
+/* The process pid if the table knows it, else NULL (nothing is read). */
+struct proc	*proctab_find(struct proctab *pt, uint32_t pid);
 /*
  * pid has just exec'd: read it now (its libraries are not mapped yet, so the
  * first address outside the known mappings re-reads the maps at once).
+ * Returns the process, NULL if it is gone already. Owned by the table.
  */
-void		 proctab_exec(struct proctab *pt, uint32_t pid, const char *comm);
+struct proc	*proctab_exec(struct proctab *pt, uint32_t pid, const char *comm);
 /* Forget pid (it exited, or exec'd: its mappings are no longer valid). */
 void		 proctab_forget(struct proctab *pt, uint32_t pid);
 /* Resolve a user address of p; f's strings are the table's. */
 void		 proctab_resolve(struct proctab *pt, struct proc *p, uint64_t addr,
 		    struct frame *f);
+/*
+ * Mapping i (0, 1, ...) of p whose ELF file was read: 0, or -ENOENT past
+ * the last one. m's strings are valid until p's maps are read again.
+ */
+int		 proctab_mapping(struct proc *p, size_t i, struct proc_mapping *m);
+/* Whether addr lies in one of p's executable mappings as last read. */
+bool		 proctab_known(struct proc *p, uint64_t addr);
+/* Re-read p's maps now unless they were read within the last min_age_ns. */
+void		 proctab_refresh(struct proctab *pt, struct proc *p, int64_t min_age_ns);
+/* fn(arg, p) runs before p is freed (forgotten, expired, table destroyed). */
+void		 proctab_set_release(struct proctab *pt, void (*fn)(void *, struct proc *),
+		    void *arg);
 /* Forget processes whose /proc entry is gone (exit notices can be lost). */
 void		 proctab_expire(struct proctab *pt);
 size_t		 proctab_count(const struct proctab *pt);

@@ -17,8 +17,15 @@
 #include "pprof.h"
 #include "store.h"
 
-/* Largest id list of GET /api/0/profiles/<id>+<id>+... */
+/*
+ * GET /api/0/profiles/<id>+<id>+...: at most MAX_IDS ids, a repeated id
+ * counted once (a merge of a profile with itself is not a different
+ * question), and at most MAX_IDS_BYTES of stored profiles decoded for one
+ * request, so a short URL cannot buy minutes of CPU; larger merges go
+ * through /api/0/profiles/merge, whose ranges the store answers.
+ */
 #define MAX_IDS		1000
+#define MAX_IDS_BYTES	(64u << 20)
 
 /* One profile's metadata as profefe's JSON object; a new reference, NULL when out of memory. */
 static json_t *
@@ -80,9 +87,10 @@ create(struct http_req *r)
 		    err.data ? err.data : "out of memory");
 		goto out;
 	}
-	if (created && created[0] && httpparse_time(created, &created_at) < 0) {
+	if (created && created[0] && (httpparse_time(created, &created_at) < 0 ||
+	    !store_time_sane(created_at, clock_now_ns()))) {
 		http_reply_error(r, 400, "bad request: bad created_at \"%s\": use 2006-01-02T15:04:05 "
-		    "(UTC)", created);
+		    "(UTC), from 2000-01-01 to a day from now", created);
 		goto out;
 	}
 	if (r->body.len == 0) {
@@ -246,7 +254,7 @@ reply_profile(struct http_req *r, const struct profile *p, const char *filename,
 
 	if (profile_encode(p, true, &out) < 0) {
 		buf_free(&out);
-		http_reply_error(r, 503, "out of memory encoding the profile");
+		http_reply_store_error(r, -ENOMEM, "failed to encode the profile", NULL);
 		return;
 	}
 	metrics_observe("profilefs_merge_duration_seconds", "source=\"http\"",
@@ -297,8 +305,8 @@ profefe_get(struct http_req *r)
 	struct merge *m = NULL;
 	struct profile *pf = NULL, *merged = NULL;
 	struct store_ref ref;
-	uint64_t id;
-	size_t nids = 0;
+	uint64_t id, *ids = xcalloc(MAX_IDS, sizeof(*ids));
+	size_t nids = 0, i, bytes = 0;
 	int64_t t0 = clock_now_ns();
 	char tok[64], fn[40], idh[17];
 	int rc;
@@ -308,7 +316,7 @@ profefe_get(struct http_req *r)
 		if ((e = strpbrk(p, "+ ")) == NULL)
 			e = p + strlen(p);
 		if (e == p || (size_t)(e - p) >= sizeof(tok)) {
-			http_reply_error(r, 400, "bad profile id list \"%s\"", spec);
+			http_reply_error(r, 400, "bad profile id list \"%.64s\"", spec);
 			goto out;
 		}
 		memcpy(tok, p, (size_t)(e - p));
@@ -317,28 +325,41 @@ profefe_get(struct http_req *r)
 			http_reply_error(r, 400, "bad profile id \"%s\"", tok);
 			goto out;
 		}
-		if (++nids > MAX_IDS) {
+		for (i = 0; i < nids && ids[i] != id; i++)
+			;
+		if (i < nids)
+			continue;	/* a repeat */
+		if (nids == MAX_IDS) {
 			http_reply_error(r, 400, "more than %d profile ids", MAX_IDS);
 			goto out;
 		}
+		ids[nids++] = id;
+	}
+	for (i = 0; i < nids; i++) {
+		id = ids[i];
+		store_id_format(id, idh);
 		buf_reset(&gz);
 		if ((rc = store_get(r->srv->st, id, &ref, &gz)) < 0) {
 			if (rc == -ENOENT)
-				http_reply_error(r, 404, "nothing found: no profile %s", tok);
+				http_reply_error(r, 404, "nothing found: no profile %s", idh);
 			else
 				http_reply_store_error(r, rc, "failed to get profile", NULL);
 			goto out;
 		}
-		if (*e == '\0' && nids == 1) {
+		if (nids == 1) {
 			/* One profile: the stored bytes as they are. */
-			store_id_format(id, idh);
 			snprintf(fn, sizeof(fn), "%s.pb.gz", idh);
 			snprintf(tok, sizeof(tok), "attachment; filename=\"%s\"", fn);
 			http_reply(r, 200, "application/octet-stream", &gz, tok);
 			goto out;
 		}
+		if ((bytes += gz.len) > MAX_IDS_BYTES) {
+			http_reply_error(r, 413, "the ids name more than %u MiB of stored profiles; "
+			    "merge a range with /api/0/profiles/merge instead", MAX_IDS_BYTES >> 20);
+			goto out;
+		}
 		if (m == NULL && (m = merge_create()) == NULL) {
-			http_reply_error(r, 503, "out of memory");
+			http_reply_store_error(r, -ENOMEM, "failed to merge profiles", NULL);
 			goto out;
 		}
 		buf_reset(&err);
@@ -348,9 +369,11 @@ profefe_get(struct http_req *r)
 			goto out;
 		}
 		if ((rc = merge_add(m, pf, &err)) < 0) {
-			store_id_format(id, idh);
-			http_reply_error(r, 400, "profile %s cannot be merged with the ones before it: %s",
-			    idh, err.data ? err.data : strerror(-rc));
+			if (rc == -ENOMEM)
+				http_reply_store_error(r, rc, "failed to merge profiles", NULL);
+			else
+				http_reply_error(r, 400, "profile %s cannot be merged with the ones "
+				    "before it: %s", idh, err.data ? err.data : strerror(-rc));
 			goto out;
 		}
 		profile_free(pf);
@@ -371,6 +394,7 @@ out:
 	merge_free(m);
 	buf_free(&gz);
 	buf_free(&err);
+	free(ids);
 }
 
 /* GET /api/0/services */

@@ -120,9 +120,10 @@ pyroscope_ingest(struct http_req *r)
 		http_reply_error(r, 400, "bad name \"%s\": %s", name, err.data);
 		goto out;
 	}
-	if (from && from[0] && httpparse_attime(from, clock_now_ns(), &tfrom) < 0) {
+	if (from && from[0] && (httpparse_attime(from, clock_now_ns(), &tfrom) < 0 ||
+	    !store_time_sane(tfrom, clock_now_ns()))) {
 		http_reply_error(r, 400, "bad from \"%s\": give unix seconds, ms, us or ns, "
-		    "or now-1h", from);
+		    "or now-1h, from 2000-01-01 to a day from now", from);
 		goto out;
 	}
 	if (until && until[0] && httpparse_attime(until, clock_now_ns(), &tuntil) < 0) {
@@ -159,7 +160,7 @@ pyroscope_ingest(struct http_req *r)
 	in.type = NULL;		/* inferred from the sample types */
 	in.labels = &ls;
 	in.created_at = tfrom;
-	in.source = "http";
+	in.source = "pyroscope";
 	buf_reset(&err);
 	if ((rc = http_store(r, "pyroscope", &in, data, len, &ref, &err)) < 0) {
 		http_reply_store_error(r, rc, rc == -EINVAL || rc == -EFBIG ?

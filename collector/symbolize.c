@@ -11,12 +11,15 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <elfutils/libdw.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <lzma.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -27,6 +30,7 @@
 #include "symbolize.h"
 
 #define ELF_MAX_SYMS	(4u << 20)	/* per object, against corrupt tables */
+#define ELF_MAX_STRTAB	(256u << 20)	/* bytes of one symbol string table */
 #define NT_GNU_BUILD_ID_	3
 
 struct sym {
@@ -43,6 +47,7 @@ struct segment {
 struct elfobj {
 	uint64_t	 dev, ino;
 	bool		 bad;		/* unreadable or not ELF: remembered */
+	uint64_t	 entry, entry_size;	/* a main executable's _start, from its bytes */
 	time_t		 used;		/* monotonic seconds */
 	unsigned	 refs;		/* holders (process mappings); expired only at 0 */
 	char		 build_id[41];
@@ -51,6 +56,11 @@ struct elfobj {
 	struct sym	*syms;
 	size_t		 nsyms;
 	struct buf	 names;
+	/* DWARF for file:line, opened at the first lookup */
+	bool		 debug_info;	/* the file just read has .debug_info */
+	int		 dw_fd;		/* > 0: a file with .debug_info, kept open */
+	Dwarf		*dw;
+	bool		 dw_failed;
 };
 
 struct ksym {
@@ -59,6 +69,8 @@ struct ksym {
 };
 
 struct symbolizer {
+	struct elfobj	 *vdso;		/* ours, which is every 64-bit process's */
+	bool		  vdso_tried;
 	struct elfobj	**objs;		/* open hash on (dev, ino), linear probing */
 	size_t		  cap, n;
 	bool		  kloaded;
@@ -86,11 +98,21 @@ symbolize_create(void)
 	return s;
 }
 
+/* Files kept open for their DWARF, all symbolizers together (bounded). */
+#define MAX_DWARF_FDS	256
+static int dwarf_fds;
+
 static void
 elfobj_free(struct elfobj *o)
 {
 	if (o == NULL)
 		return;
+	if (o->dw)
+		dwarf_end(o->dw);
+	if (o->dw_fd > 0) {
+		close(o->dw_fd);
+		dwarf_fds--;
+	}
 	free(o->segs);
 	free(o->syms);
 	buf_free(&o->names);
@@ -106,6 +128,7 @@ symbolize_destroy(struct symbolizer *s)
 		return;
 	for (i = 0; i < s->cap; i++)
 		elfobj_free(s->objs[i]);
+	elfobj_free(s->vdso);
 	free(s->objs);
 	free(s->ksyms);
 	buf_free(&s->knames);
@@ -127,20 +150,29 @@ sym_cmp(const void *a, const void *b)
 	return 0;
 }
 
-/* Append the function symbols of one symbol table section to o. */
+/*
+ * Append the function symbols of one symbol table section to o. Their names
+ * point into one copy of the section's string table, however many symbols
+ * share a name or a suffix of one (a crafted table cannot multiply memory).
+ */
 static int
 read_symtab(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct elfobj *o, size_t *cap)
 {
-	Elf_Data *d = elf_getdata(scn, NULL);
-	size_t i, n;
+	Elf_Data *d = elf_getdata(scn, NULL), *sd;
+	Elf_Scn *sscn = elf_getscn(e, sh->sh_link);
+	size_t i, n, base;
 
-	if (d == NULL || sh->sh_entsize == 0)
+	if (d == NULL || sh->sh_entsize == 0 || sscn == NULL ||
+	    (sd = elf_getdata(sscn, NULL)) == NULL || sd->d_buf == NULL || sd->d_size == 0 ||
+	    sd->d_size > ELF_MAX_STRTAB || o->names.len > UINT32_MAX - sd->d_size - 1)
 		return 0;
+	base = o->names.len;
+	if (buf_add(&o->names, sd->d_buf, sd->d_size) < 0 || buf_addc(&o->names, '\0') < 0)
+		return -ENOMEM;
 	n = sh->sh_size / sh->sh_entsize;
 	for (i = 0; i < n; i++) {
 		GElf_Sym sym;
 		const char *name;
-		size_t len;
 		int t;
 
 		if (gelf_getsym(d, (int)i, &sym) == NULL)
@@ -149,20 +181,18 @@ read_symtab(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct elfobj *o, size_t 
 		if ((t != STT_FUNC && t != STT_GNU_IFUNC) || sym.st_value == 0 ||
 		    sym.st_shndx == SHN_UNDEF || sym.st_size == 0)
 			continue;
-		name = elf_strptr(e, sh->sh_link, sym.st_name);
-		if (name == NULL || *name == '\0')
+		/* The copy ends in a NUL, so every name in it is terminated. */
+		if (sym.st_name >= sd->d_size)
+			continue;
+		name = o->names.data + base + sym.st_name;
+		if (*name == '\0')
 			continue;
 		if (o->nsyms >= ELF_MAX_SYMS)
 			break;
 		o->syms = xgrow(o->syms, cap, o->nsyms + 1, sizeof(*o->syms));
-		len = strlen(name);
-		if (o->names.len > UINT32_MAX - len - 1)
-			break;
 		o->syms[o->nsyms].addr = sym.st_value;
 		o->syms[o->nsyms].size = sym.st_size;
-		o->syms[o->nsyms].name = (uint32_t)o->names.len;
-		if (buf_add(&o->names, name, len + 1) < 0)
-			return -ENOMEM;
+		o->syms[o->nsyms].name = (uint32_t)(base + sym.st_name);
 		o->nsyms++;
 	}
 	return 0;
@@ -292,30 +322,273 @@ read_gopclntab(Elf_Scn *scn, struct elfobj *o, size_t *cap)
  * .gopclntab for Go, else .dynsym; a debug file only adds its .symtab) and the
  * .gnu_debuglink name. has_symtab says whether a full table was found.
  */
+/*
+ * MiniDebugInfo: an xz-compressed ELF in .gnu_debugdata holding a .symtab of
+ * the functions .dynsym lacks (Fedora and others ship binaries so). Its
+ * symbols join those of .dynsym. Decompression is bounded (64 MiB out,
+ * 256 MiB of decoder memory).
+ */
 static int
-read_elf(const char *path, struct elfobj *o, bool debug_file, bool *has_symtab,
+read_minidebuginfo(Elf_Scn *scn, struct elfobj *o, size_t *cap)
+{
+	Elf_Data *d = elf_getdata(scn, NULL);
+	size_t out_cap = 1 << 20, in_pos, out_pos;
+	unsigned char *out = NULL, *nb;
+	uint64_t memlimit;
+	Elf_Scn *s = NULL;
+	GElf_Shdr sh;
+	lzma_ret lr;
+	Elf *e = NULL;
+	int rc = 0;
+
+	if (d == NULL || d->d_buf == NULL || d->d_size == 0)
+		return 0;
+	for (;;) {
+		if ((nb = realloc(out, out_cap)) == NULL) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		out = nb;
+		in_pos = out_pos = 0;
+		memlimit = 256u << 20;
+		lr = lzma_stream_buffer_decode(&memlimit, 0, NULL, d->d_buf, &in_pos, d->d_size,
+		    out, &out_pos, out_cap);
+		if (lr == LZMA_OK)
+			break;
+		if (lr != LZMA_BUF_ERROR || out_cap >= (64u << 20))
+			goto out;	/* not xz, corrupt, or too big: ignored */
+		out_cap *= 4;
+	}
+	if ((e = elf_memory((char *)out, out_pos)) == NULL || elf_kind(e) != ELF_K_ELF)
+		goto out;
+	while ((s = elf_nextscn(e, s)) != NULL)
+		if (gelf_getshdr(s, &sh) != NULL && sh.sh_type == SHT_SYMTAB) {
+			/* Not a full .symtab: a debug file, if any, is still looked for. */
+			rc = read_symtab(e, s, &sh, o, cap);
+			break;
+		}
+out:
+	if (e)
+		elf_end(e);
+	free(out);
+	return rc;
+}
+
+struct got_name {
+	uint64_t	 got;		/* address of the GOT slot */
+	const char	*name;		/* in the ELF's .dynstr */
+};
+
+static int
+got_cmp(const void *a, const void *b)
+{
+	const struct got_name *x = a, *y = b;
+
+	return x->got < y->got ? -1 : x->got > y->got;
+}
+
+/* GOT slot -> symbol of the JUMP_SLOT and GLOB_DAT relocations of one RELA section. */
+static int
+read_got_names(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct got_name **v, size_t *n,
+    size_t *vcap)
+{
+	Elf_Data *d = elf_getdata(scn, NULL), *syms;
+	Elf_Scn *symscn = elf_getscn(e, sh->sh_link);
+	GElf_Shdr symsh;
+	size_t i, cnt;
+
+	if (d == NULL || sh->sh_entsize == 0 || symscn == NULL ||
+	    gelf_getshdr(symscn, &symsh) == NULL || (syms = elf_getdata(symscn, NULL)) == NULL)
+		return 0;
+	cnt = sh->sh_size / sh->sh_entsize;
+	if (cnt > ELF_MAX_SYMS)
+		return 0;
+	for (i = 0; i < cnt; i++) {
+		const char *name;
+		GElf_Rela r;
+		GElf_Sym sym;
+		unsigned type;
+
+		if (gelf_getrela(d, (int)i, &r) == NULL)
+			break;
+		type = (unsigned)GELF_R_TYPE(r.r_info);
+		if ((type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT) ||
+		    gelf_getsym(syms, (int)GELF_R_SYM(r.r_info), &sym) == NULL ||
+		    (name = elf_strptr(e, symsh.sh_link, sym.st_name)) == NULL || *name == '\0')
+			continue;
+		*v = xgrow(*v, vcap, *n + 1, sizeof(**v));
+		(*v)[*n].got = r.r_offset;
+		(*v)[*n].name = name;
+		(*n)++;
+	}
+	return 0;
+}
+
+/*
+ * PLT stubs as "name@plt". Each entry of .plt, .plt.sec and .plt.got jumps
+ * through its GOT slot (ff 25 disp32, rip-relative), and the relocation of
+ * that slot names the function: no assumption about entry order or size
+ * beyond the section's entry size (16, or 8 for .plt.got).
+ */
+static int
+read_plt(Elf *e, size_t shstrndx, struct elfobj *o, size_t *cap)
+{
+	struct got_name *gots = NULL;
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	size_t ngots = 0, gcap = 0;
+	int rc = 0;
+
+	while ((scn = elf_nextscn(e, scn)) != NULL)
+		if (gelf_getshdr(scn, &sh) != NULL && sh.sh_type == SHT_RELA &&
+		    (rc = read_got_names(e, scn, &sh, &gots, &ngots, &gcap)) < 0)
+			goto out;
+	if (ngots == 0)
+		goto out;
+	qsort(gots, ngots, sizeof(*gots), got_cmp);
+	scn = NULL;
+	while ((scn = elf_nextscn(e, scn)) != NULL) {
+		const char *sname;
+		const unsigned char *b;
+		uint64_t esz, k;
+		Elf_Data *d;
+
+		if (gelf_getshdr(scn, &sh) == NULL || sh.sh_type != SHT_PROGBITS ||
+		    (sname = elf_strptr(e, shstrndx, sh.sh_name)) == NULL ||
+		    (strcmp(sname, ".plt") != 0 && strcmp(sname, ".plt.sec") != 0 &&
+		    strcmp(sname, ".plt.got") != 0) ||
+		    (d = elf_getdata(scn, NULL)) == NULL || d->d_buf == NULL)
+			continue;
+		esz = sh.sh_entsize >= 8 && sh.sh_entsize <= 32 ? sh.sh_entsize :
+		    strcmp(sname, ".plt.got") == 0 ? 8 : 16;
+		b = d->d_buf;
+		for (k = 0; k + esz <= d->d_size && k / esz < ELF_MAX_SYMS; k += esz) {
+			struct got_name key, *hit;
+			uint64_t j;
+
+			for (j = 0; j + 6 <= esz; j++)
+				if (b[k + j] == 0xff && b[k + j + 1] == 0x25)
+					break;
+			if (j + 6 > esz)
+				continue;	/* PLT0: pushes and jumps to the resolver */
+			key.got = sh.sh_addr + k + j + 6 + (uint64_t)(int64_t)(int32_t)rd(b + k + j + 2, 4);
+			hit = bsearch(&key, gots, ngots, sizeof(*gots), got_cmp);
+			if (hit == NULL)
+				continue;
+			if (o->nsyms == *cap) {
+				size_t nc = *cap ? *cap * 2 : 1024;
+				struct sym *ns = realloc(o->syms, nc * sizeof(*ns));
+
+				if (ns == NULL) {
+					rc = -ENOMEM;
+					goto out;
+				}
+				o->syms = ns;
+				*cap = nc;
+			}
+			if (o->names.len > UINT32_MAX - strlen(hit->name) - 5)
+				break;
+			o->syms[o->nsyms].addr = sh.sh_addr + k;
+			o->syms[o->nsyms].size = esz;
+			o->syms[o->nsyms].name = (uint32_t)o->names.len;
+			if (buf_add(&o->names, hit->name, strlen(hit->name)) < 0 ||
+			    buf_add(&o->names, "@plt", 5) < 0) {
+				rc = -ENOMEM;
+				goto out;
+			}
+			o->nsyms++;
+		}
+	}
+out:
+	free(gots);
+	return rc;
+}
+
+/*
+ * The entry point of a main executable is the C runtime's _start, which the
+ * process root frame of every stack is in: name it even in a binary stripped
+ * of every symbol. On x86-64 it ends at its hlt (glibc, musl); without one
+ * in the first 256 bytes it stays unnamed.
+ */
+static void
+find_entry(Elf *e, const GElf_Ehdr *eh, struct elfobj *o)
+{
+	size_t i, k;
+
+	if (eh->e_machine != EM_X86_64 || eh->e_entry == 0)
+		return;
+	for (i = 0; i < o->nsegs; i++) {
+		const struct segment *g = &o->segs[i];
+		Elf_Data *d;
+		uint64_t off, n;
+
+		if (!g->exec || eh->e_entry < g->vaddr || eh->e_entry - g->vaddr >= g->filesz)
+			continue;
+		off = g->offset + (eh->e_entry - g->vaddr);
+		n = g->filesz - (eh->e_entry - g->vaddr);
+		if (n > 256)
+			n = 256;
+		if ((d = elf_getdata_rawchunk(e, (int64_t)off, n, ELF_T_BYTE)) == NULL ||
+		    d->d_buf == NULL)
+			return;
+		for (k = 0; k < d->d_size; k++)
+			if (((const unsigned char *)d->d_buf)[k] == 0xf4) {
+				o->entry = eh->e_entry;
+				o->entry_size = k + 1;
+				return;
+			}
+		return;
+	}
+}
+
+/* Add _start at the entry point unless a symbol covers it already. */
+static void
+add_entry(struct elfobj *o)
+{
+	struct sym *ns;
+	size_t i;
+
+	if (o->entry_size == 0)
+		return;
+	for (i = 0; i < o->nsyms; i++)
+		if (o->entry - o->syms[i].addr < o->syms[i].size)
+			return;
+	if (o->names.len > UINT32_MAX - 8 ||
+	    (ns = realloc(o->syms, (o->nsyms + 1) * sizeof(*ns))) == NULL)
+		return;
+	o->syms = ns;
+	o->syms[o->nsyms].addr = o->entry;
+	o->syms[o->nsyms].size = o->entry_size;
+	o->syms[o->nsyms].name = (uint32_t)o->names.len;
+	if (buf_add(&o->names, "_start", 7) < 0)
+		return;
+	o->nsyms++;
+}
+
+static int
+read_elf_image(Elf *e, struct elfobj *o, bool debug_file, bool *has_symtab,
     char *debuglink, size_t dlsize)
 {
-	Elf_Scn *scn = NULL, *symtab = NULL, *dynsym = NULL, *gopclntab = NULL;
+	Elf_Scn *scn = NULL, *symtab = NULL, *dynsym = NULL, *gopclntab = NULL, *minidebug = NULL;
 	GElf_Shdr sh_symtab, sh_dynsym, sh;
 	size_t shstrndx, phnum, i, cap = o->nsyms;
 	GElf_Ehdr eh;
-	Elf *e = NULL;
-	int fd, rc = 0;
+	int rc = 0;
 
 	*has_symtab = false;
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return -errno;
-	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (e == NULL || elf_kind(e) != ELF_K_ELF || gelf_getehdr(e, &eh) == NULL ||
 	    elf_getshdrstrndx(e, &shstrndx) != 0) {
 		rc = -ENOEXEC;
 		goto out;
 	}
 	if (!debug_file && elf_getphdrnum(e, &phnum) == 0) {
+		bool interp = false;
+
 		for (i = 0; i < phnum; i++) {
 			GElf_Phdr ph;
 
+			if (gelf_getphdr(e, (int)i, &ph) != NULL && ph.p_type == PT_INTERP)
+				interp = true;
 			if (gelf_getphdr(e, (int)i, &ph) == NULL || ph.p_type != PT_LOAD)
 				continue;
 			o->segs = xreallocarray(o->segs, o->nsegs + 1, sizeof(*o->segs));
@@ -325,6 +598,8 @@ read_elf(const char *path, struct elfobj *o, bool debug_file, bool *has_symtab,
 			o->segs[o->nsegs].exec = (ph.p_flags & PF_X) != 0;
 			o->nsegs++;
 		}
+		if (interp || eh.e_type == ET_EXEC)
+			find_entry(e, &eh, o);
 	}
 	while ((scn = elf_nextscn(e, scn)) != NULL) {
 		const char *name;
@@ -338,10 +613,15 @@ read_elf(const char *path, struct elfobj *o, bool debug_file, bool *has_symtab,
 		} else if (sh.sh_type == SHT_DYNSYM) {
 			dynsym = scn;
 			sh_dynsym = sh;
+		} else if (name && strcmp(name, ".gnu_debugdata") == 0 && !debug_file) {
+			minidebug = scn;
 		} else if (name && strcmp(name, ".gopclntab") == 0 && !debug_file) {
 			gopclntab = scn;
 		} else if (sh.sh_type == SHT_NOTE && o->build_id[0] == '\0' && !debug_file) {
 			read_build_id(e, scn, o->build_id);
+		} else if (name && strcmp(name, ".debug_info") == 0 && sh.sh_type == SHT_PROGBITS &&
+		    sh.sh_size > 0) {
+			o->debug_info = true;
 		} else if (debuglink && name && strcmp(name, ".gnu_debuglink") == 0) {
 			Elf_Data *d = elf_getdata(scn, NULL);
 
@@ -365,11 +645,68 @@ read_elf(const char *path, struct elfobj *o, bool debug_file, bool *has_symtab,
 	} else if (dynsym && !debug_file) {
 		rc = read_symtab(e, dynsym, &sh_dynsym, o, &cap);
 	}
+	if (rc == 0 && !*has_symtab && minidebug)
+		rc = read_minidebuginfo(minidebug, o, &cap);
+	if (rc == 0 && !debug_file && eh.e_machine == EM_X86_64)
+		rc = read_plt(e, shstrndx, o, &cap);
 out:
+	return rc;
+}
+
+int
+symbolize_open(const char *path, bool follow, off_t max_size)
+{
+	struct stat st;
+	int fd;
+
+	if ((fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW))) < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (max_size && st.st_size > max_size)) {
+		close(fd);
+		return -EINVAL;
+	}
+	return fd;
+}
+
+static int
+read_elf(const char *path, struct elfobj *o, bool debug_file, bool *has_symtab,
+    char *debuglink, size_t dlsize)
+{
+	Elf *e;
+	int fd, rc;
+
+	*has_symtab = false;
+	/* A mapped file comes through /proc/PID/map_files (a link to follow); debug files never. */
+	if ((fd = symbolize_open(path, !debug_file, 0)) < 0)
+		return fd;
+	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	o->debug_info = false;
+	rc = read_elf_image(e, o, debug_file, has_symtab, debuglink, dlsize);
+	/* Keep the file that has DWARF (the binary, or its debug file) for file:line. */
+	if (rc == 0 && o->debug_info && o->dw_fd <= 0 && dwarf_fds < MAX_DWARF_FDS &&
+	    (o->dw_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3)) > 0)
+		dwarf_fds++;
 	if (e)
 		elf_end(e);
 	close(fd);
 	return rc;
+}
+
+/*
+ * A .gnu_debuglink names a file in the binary's directory or a debug
+ * directory: a plain name, never a path ("../../etc/shadow") or a dot name.
+ */
+static bool
+debuglink_ok(const char *link)
+{
+	const char *c;
+
+	if (link[0] == '\0' || link[0] == '.' || strlen(link) > NAME_MAX)
+		return false;
+	for (c = link; *c; c++)
+		if (*c == '/' || (unsigned char)*c < 0x20 || *c == 0x7f)
+			return false;
+	return true;
 }
 
 /* A separate debug file: by build id, then by .gnu_debuglink next to the file. */
@@ -392,7 +729,7 @@ read_debug_file(struct elfobj *o, const char *root, const char *name, const char
 			    read_elf(path, o, true, &has, NULL, 0) == 0 && has)
 				return;
 		}
-		if (link[0] == '\0' || name == NULL || name[0] != '/')
+		if (!debuglink_ok(link) || name == NULL || name[0] != '/')
 			continue;
 		snprintf(dir, sizeof(dir), "%s", name);
 		*strrchr(dir, '/') = '\0';
@@ -504,6 +841,7 @@ symbolize_elf(struct symbolizer *s, uint64_t dev, uint64_t ino, const char *path
 	} else {
 		if (!has_symtab)
 			read_debug_file(o, root, name, link);
+		add_entry(o);
 		finish_syms(o);
 		log_debug("ebpf: loaded %s: %zu functions%s, build id %s", name ? name : path,
 		    o->nsyms, has_symtab ? "" : " (no .symtab)",
@@ -514,6 +852,85 @@ symbolize_elf(struct symbolizer *s, uint64_t dev, uint64_t ino, const char *path
 	if (o->bad)
 		return NULL;
 	o->refs++;
+	return o;
+}
+
+int
+symbolize_elf_line(struct elfobj *o, uint64_t vaddr, const char **file, int64_t *line)
+{
+	Dwarf_Die cu;
+	Dwarf_Line *l;
+	const char *src;
+	int ln;
+
+	*file = NULL;
+	*line = 0;
+	if (o->dw_fd <= 0 || o->dw_failed)
+		return -ENOENT;
+	if (o->dw == NULL && (o->dw = dwarf_begin(o->dw_fd, DWARF_C_READ)) == NULL) {
+		o->dw_failed = true;
+		return -ENOENT;
+	}
+	if (dwarf_addrdie(o->dw, vaddr, &cu) == NULL || (l = dwarf_getsrc_die(&cu, vaddr)) == NULL ||
+	    (src = dwarf_linesrc(l, NULL, NULL)) == NULL || dwarf_lineno(l, &ln) != 0)
+		return -ENOENT;
+	*file = src;
+	*line = ln;
+	return 0;
+}
+
+int
+symbolize_vdso_image(const void **image, size_t *size)
+{
+	unsigned long base = getauxval(AT_SYSINFO_EHDR), start, end;
+	char line[256];
+	FILE *f;
+
+	if (base == 0)
+		return -ENOENT;
+	if ((f = fopen("/proc/self/maps", "re")) == NULL)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		if (strstr(line, "[vdso]") && sscanf(line, "%lx-%lx", &start, &end) == 2 &&
+		    start == base) {
+			fclose(f);
+			*image = (const void *)base;
+			*size = end - start;
+			return 0;
+		}
+	}
+	fclose(f);
+	return -ENOENT;
+}
+
+struct elfobj *
+symbolize_vdso(struct symbolizer *s)
+{
+	const void *img;
+	struct elfobj *o;
+	size_t size;
+	bool has;
+	Elf *e;
+
+	if (s->vdso_tried)
+		return s->vdso;
+	s->vdso_tried = true;
+	if (symbolize_vdso_image(&img, &size) < 0 || (o = calloc(1, sizeof(*o))) == NULL)
+		return NULL;
+	/* elf_memory wants a writable image; it only reads this one (ELF_C_READ_MMAP semantics). */
+	e = elf_memory((char *)img, size);
+	if (read_elf_image(e, o, false, &has, NULL, 0) < 0) {
+		if (e)
+			elf_end(e);
+		elfobj_free(o);
+		return NULL;
+	}
+	elf_end(e);
+	finish_syms(o);
+	o->refs = 1;	/* never expired */
+	s->vdso = o;
+	log_debug("ebpf: vdso: %zu functions, build id %s", o->nsyms,
+	    o->build_id[0] ? o->build_id : "none");
 	return o;
 }
 
@@ -640,7 +1057,8 @@ kernel_load(struct symbolizer *s)
 		s->nksyms++;
 	}
 	fclose(f);
-	qsort(s->ksyms, s->nksyms, sizeof(*s->ksyms), ksym_cmp);
+	if (s->nksyms > 1)
+		qsort(s->ksyms, s->nksyms, sizeof(*s->ksyms), ksym_cmp);
 	if (s->nksyms == 0)
 		log_debug("ebpf: /proc/kallsyms shows no addresses");
 	else
@@ -694,7 +1112,7 @@ pm_cmp(const void *a, const void *b)
 }
 
 struct perfmap *
-perfmap_load(const char *path)
+perfmap_load(const char *path, uid_t owner)
 {
 #define PERFMAP_MAX_BYTES	(64 << 20)
 	struct perfmap *m;
@@ -712,9 +1130,10 @@ perfmap_load(const char *path)
 	 * (to /dev/zero, say), no FIFOs that would block the sampler, and a
 	 * bounded size.
 	 */
-	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)) < 0)
+	if ((fd = symbolize_open(path, false, PERFMAP_MAX_BYTES)) < 0)
 		return NULL;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > PERFMAP_MAX_BYTES ||
+	/* Only the process's own user (or root) may name its code. */
+	if (fstat(fd, &st) < 0 || (st.st_uid != owner && st.st_uid != 0) ||
 	    (f = fdopen(fd, "r")) == NULL) {
 		close(fd);
 		return NULL;
@@ -748,7 +1167,8 @@ perfmap_load(const char *path)
 	}
 	free(line);
 	fclose(f);
-	qsort(m->e, m->n, sizeof(*m->e), pm_cmp);
+	if (m->n > 1)
+		qsort(m->e, m->n, sizeof(*m->e), pm_cmp);
 	return m;
 }
 

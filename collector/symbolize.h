@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <time.h>
 
 struct symbolizer;
@@ -20,6 +21,13 @@ struct symbolizer;
 /* A loaded ELF object; owned by the symbolizer's cache. */
 struct elfobj;
 
+/*
+ * Open a file the sampler (often root) reads on behalf of other users' processes:
+ * never blocking (a FIFO in its place is refused, not waited on), a regular
+ * file only, at most max_size bytes (0: any), and with follow false not
+ * through a symbolic link. An fd or -errno.
+ */
+int			 symbolize_open(const char *path, bool follow, off_t max_size);
 struct symbolizer	*symbolize_create(void);
 void			 symbolize_destroy(struct symbolizer *s);
 
@@ -35,6 +43,13 @@ struct elfobj	*symbolize_elf(struct symbolizer *s, uint64_t dev, uint64_t ino,
 		    const char *path, const char *root, const char *name);
 void		 symbolize_elf_put(struct elfobj *o);
 /*
+ * The vdso, read from this process's own image: the kernel maps the same one
+ * into every 64-bit process. NULL if there is none. Owned by s (put is harmless).
+ */
+struct elfobj	*symbolize_vdso(struct symbolizer *s);
+/* Where this process's vdso image is mapped, and its size. 0 or -ENOENT. */
+int		 symbolize_vdso_image(const void **image, size_t *size);
+/*
  * Load bias of a mapping of o at [start, ...) from file offset `off`:
  * ELF virtual address = runtime address - bias. -ENOENT if no loadable
  * segment covers the offset.
@@ -43,6 +58,12 @@ int		 symbolize_elf_bias(const struct elfobj *o, uint64_t start, uint64_t off,
 		    uint64_t *bias);
 /* Name of the function containing ELF address vaddr, or NULL. Owned by o. */
 const char	*symbolize_elf_lookup(const struct elfobj *o, uint64_t vaddr);
+/*
+ * Source file and line of ELF address vaddr from the DWARF of o (or of its
+ * debug file), when it has any: 0, or -ENOENT. *file is owned by o.
+ */
+int		 symbolize_elf_line(struct elfobj *o, uint64_t vaddr, const char **file,
+		    int64_t *line);
 /* The object's GNU build id in hex, "" if none. Owned by o. */
 const char	*symbolize_elf_build_id(const struct elfobj *o);
 /* Drop unreferenced objects not used since `before` (seconds, monotonic). */
@@ -60,7 +81,7 @@ bool		 symbolize_kernel_ok(struct symbolizer *s);
  */
 struct perfmap;
 /* Read path; NULL if it cannot be read. */
-struct perfmap	*perfmap_load(const char *path);
+struct perfmap	*perfmap_load(const char *path, uid_t owner);
 void		 perfmap_free(struct perfmap *m);
 const char	*perfmap_lookup(const struct perfmap *m, uint64_t addr);
 

@@ -1,6 +1,12 @@
 /*
  * cache: a hash table of entries with an LRU list; all state is protected by
  * c_lock and waiting for a fill in progress uses c_cond.
+ *
+ * Accounting: bytes counts every entry until its memory is freed -- also an
+ * entry already replaced or evicted that an open file still holds -- and
+ * charges each entry its key and bookkeeping besides what its fill reports,
+ * so remembered failures cost what they take. When the process's memory
+ * budget runs short (budget.c), unreferenced entries are dropped at once.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -37,6 +43,23 @@ struct cache {
 	uint64_t	 fills, hits;
 };
 
+static void evict_to(struct cache *c, size_t max);
+
+/*
+ * The memory budget is short: drop every entry nobody holds. trylock: the
+ * thread that runs short may be inside this cache already.
+ */
+static void
+cache_reclaim(void *arg)
+{
+	struct cache *c = arg;
+
+	if (pthread_mutex_trylock(&c->c_lock) != 0)
+		return;
+	evict_to(c, 0);
+	pthread_mutex_unlock(&c->c_lock);
+}
+
 struct cache *
 cache_create(size_t max_bytes)
 {
@@ -47,7 +70,14 @@ cache_create(size_t max_bytes)
 	pthread_mutex_init(&c->c_lock, NULL);
 	pthread_cond_init(&c->c_cond, NULL);
 	c->max_bytes = max_bytes;
+	budget_on_pressure(cache_reclaim, c);
 	return c;
+}
+
+size_t
+cache_overhead(const char *key)
+{
+	return sizeof(struct ent) + strlen(key) + 1;
 }
 
 static void
@@ -77,11 +107,13 @@ ent_unlink(struct cache *c, struct ent *e)
 		e->lnext->lprev = e->lprev;
 	else
 		c->lru_tail = e->lprev;
-	c->bytes -= e->pub.size;
 	c->entries--;
 	e->dead = true;
-	if (e->refs == 0)
+	/* Held by a reader: still counted until cache_release() frees it. */
+	if (e->refs == 0) {
+		c->bytes -= e->pub.size;
 		ent_free(e);
+	}
 }
 
 /* Put e, not on the LRU list, at its head (most recently used). */
@@ -112,16 +144,22 @@ lru_front(struct cache *c, struct ent *e)
 }
 
 static void
-evict(struct cache *c)
+evict_to(struct cache *c, size_t max)
 {
 	struct ent *e = c->lru_tail, *prev;
 
-	while (c->bytes > c->max_bytes && e) {
+	while (c->bytes > max && e) {
 		prev = e->lprev;
 		if (e->ready && e->refs == 0)
 			ent_unlink(c, e);
 		e = prev;
 	}
+}
+
+static void
+evict(struct cache *c)
+{
+	evict_to(c, c->max_bytes);
 }
 
 void
@@ -131,6 +169,7 @@ cache_destroy(struct cache *c)
 
 	if (c == NULL)
 		return;
+	budget_off_pressure(cache_reclaim, c);
 	for (e = c->lru_head; e; e = n) {
 		n = e->lnext;
 		ent_free(e);
@@ -193,11 +232,11 @@ again:
 
 	pthread_mutex_lock(&c->c_lock);
 	e->pub.val = val;
-	e->pub.size = size;
+	e->pub.size = size + cache_overhead(e->pub.key);
 	e->pub.rc = rc;
 	e->free_fn = free_fn;
 	e->ready = true;
-	c->bytes += size;
+	c->bytes += e->pub.size;
 	/* Out-of-memory is not an answer worth keeping. */
 	if (rc == -ENOMEM && !e->dead)
 		ent_unlink(c, e);
@@ -216,9 +255,10 @@ cache_release(struct cache *c, struct cache_entry *pe)
 	if (pe == NULL)
 		return;
 	pthread_mutex_lock(&c->c_lock);
-	if (--e->refs == 0 && e->dead)
+	if (--e->refs == 0 && e->dead) {
+		c->bytes -= e->pub.size;
 		ent_free(e);
-	else
+	} else
 		evict(c);
 	pthread_mutex_unlock(&c->c_lock);
 }

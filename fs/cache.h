@@ -36,7 +36,15 @@ int		 cache_get(struct cache *c, const char *key, uint64_t gen,
 		    int64_t max_age_ns, cache_fill_fn fill, void *arg,
 		    struct cache_entry **out);
 void		 cache_release(struct cache *c, struct cache_entry *e);
-/* Entries, bytes and fills so far (for metrics and tests). */
+/*
+ * What an entry for key costs besides its value (bookkeeping and the key);
+ * an entry's size is its fill's size plus this.
+ */
+size_t		 cache_overhead(const char *key);
+/*
+ * Entries, bytes and fills so far (for metrics and tests). bytes counts
+ * every entry until it is freed: also replaced or evicted ones still held.
+ */
 void		 cache_stats(struct cache *c, size_t *entries, size_t *bytes,
 		    uint64_t *fills, uint64_t *hits);
 

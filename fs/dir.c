@@ -47,36 +47,41 @@ series_has_data(struct fsctx *fs, uint64_t sid, int64_t from, int64_t to)
 	return store_scan(fs->st, sid, from, to, false, stop_cb, NULL) == 1;
 }
 
+struct exists_arg {
+	struct fsctx		*fs;
+	const struct query	*q;
+	const struct range	*r;
+};
+
+static int
+exists_cb(void *arg, const struct series *s)
+{
+	struct exists_arg *a = arg;
+
+	/* A series whose profiles retention deleted does not count. */
+	return query_match(a->q, s) && store_scan(a->fs->st, s->id,
+	    a->r ? a->r->from : INT64_MIN, a->r ? a->r->to : INT64_MAX, false,
+	    stop_cb, NULL) == 1;
+}
+
 bool
 dir_exists(struct fsctx *fs, const char *service, const char *type, const char *selector,
     const struct range *r)
 {
-	const struct series **all;
 	struct labelset sel = { .n = 0 };
 	struct query q;
-	size_t n, i;
-	bool found = false;
+	struct exists_arg a = { .fs = fs, .q = &q, .r = r };
+	bool found;
 
-	if (store_series(fs->st, &all, &n) < 0)
+	if (selector && labels_parse(selector, &sel, NULL) < 0)
 		return false;
-	if (selector && labels_parse(selector, &sel, NULL) < 0) {
-		free(all);
-		return false;
-	}
 	memset(&q, 0, sizeof(q));
 	q.service = service;
 	q.type = type;
 	q.sel = selector ? &sel : NULL;
-	for (i = 0; i < n && !found; i++) {
-		if (!query_match(&q, all[i]))
-			continue;
-		/* A series whose profiles retention deleted does not count. */
-		if (store_scan(fs->st, all[i]->id, r ? r->from : INT64_MIN,
-		    r ? r->to : INT64_MAX, false, stop_cb, NULL) == 1)
-			found = true;
-	}
+	/* The store's index by service and type: no copy of it per lookup. */
+	found = store_series_each(fs->st, service, type, exists_cb, &a) == 1;
 	labels_clear(&sel);
-	free(all);
 	return found;
 }
 
@@ -288,7 +293,8 @@ list_vs(struct fsctx *fs, const struct fspath *fp, struct buf *names)
 		if (strcmp(all[i]->service, fp->service) == 0 &&
 		    strcmp(all[i]->type, fp->type) == 0 && all[i]->labels[0] &&
 		    strcmp(all[i]->labels, fp->selector) != 0 &&
-		    dir_exists(fs, fp->service, fp->type, all[i]->labels, &fp->range))
+		    (series_has_data(fs, all[i]->id, fp->range.from, fp->range.to) ||
+		    dir_exists(fs, fp->service, fp->type, all[i]->labels, &fp->range)))
 			add_unique(names, all[i]->labels);
 	free(all);
 	buf_free(&esc);

@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,27 @@
 #include "views.h"
 
 #define RELATIVE_MAX_AGE	(INT64_C(1500) * 1000000)
+#define PIN_QUIET		(INT64_C(200) * 1000000)
+#define PIN_BUCKETS		256
+
+/*
+ * A version of a generated file that open handles read. The table holds the
+ * current pin of each open path and the superseded ones still open, newest
+ * first; holders are the processes (thread group ids) that opened it.
+ */
+struct pin {
+	struct pin		*next;		/* in pin_table */
+	char			*path;
+	struct cache_entry	*ce;		/* one cache reference, held by the pin */
+	int			 opens;
+	bool			 current;	/* the version new opens get */
+	int64_t			 last_open;	/* mono ns */
+	pid_t			*holders;	/* one per open */
+	size_t			 nholders, capholders;
+};
+
+static pthread_mutex_t pin_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct pin *pin_table[PIN_BUCKETS];	/* protected by pin_lock */
 
 struct fsctx *
 fs_ctx(void)
@@ -133,6 +155,19 @@ fill_file(void *varg, void **val, size_t *size, void (**free_fn)(void *))
 	return rc;
 }
 
+/*
+ * What a failed generation tells the caller: EAGAIN when the memory budget
+ * was short (try again), EFBIG for a file over its size limit (the reason is
+ * in the log), EIO for storage trouble, else the file does not exist.
+ */
+static int
+errno_of(int rc)
+{
+	if (rc == -ENOMEM || rc == -EAGAIN)
+		return -EAGAIN;
+	return rc == -EIO || rc == -EFBIG ? rc : -ENOENT;
+}
+
 /* The content of a generated file, cached; *ce holds a reference. */
 static int
 content_get(struct fsctx *fs, const char *path, const struct fspath *fp,
@@ -145,6 +180,187 @@ content_get(struct fsctx *fs, const char *path, const struct fspath *fp,
 
 	return cache_get(fs->files, path, gen, relative ? RELATIVE_MAX_AGE : 0,
 	    fill_file, &a, ce);
+}
+
+/*
+ * The process (thread group) behind the current FUSE request: the kernel
+ * gives the calling thread's id, and a multi-threaded reader (go tool pprof)
+ * may open on one thread and fstat on another.
+ */
+static pid_t
+caller_process(void)
+{
+	pid_t tid = fuse_get_context()->pid, tgid = tid;
+	char path[64], line[128];
+	FILE *f;
+
+	if (tid <= 0)
+		return tid;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
+	if ((f = fopen(path, "re")) == NULL)
+		return tid;
+	while (fgets(line, sizeof(line), f))
+		if (strncmp(line, "Tgid:", 5) == 0) {
+			tgid = (pid_t)strtol(line + 5, NULL, 10);
+			break;
+		}
+	fclose(f);
+	return tgid > 0 ? tgid : tid;
+}
+
+/* The slot of path's current pin (NULL in it if none). Called with pin_lock held. */
+static struct pin **
+pin_find(const char *path)
+{
+	struct pin **pp = &pin_table[hash_bytes(path, strlen(path)) % PIN_BUCKETS];
+
+	while (*pp && (!(*pp)->current || strcmp((*pp)->path, path) != 0))
+		pp = &(*pp)->next;
+	return pp;
+}
+
+/* Whether path has a pin (is open). Called with pin_lock held. */
+static bool
+pin_any(const char *path)
+{
+	struct pin *p;
+
+	for (p = pin_table[hash_bytes(path, strlen(path)) % PIN_BUCKETS]; p; p = p->next)
+		if (strcmp(p->path, path) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * The size and birth of the version of path that the calling process reads
+ * (the newest it holds open), else of the current pin; false if path is not
+ * open (then stat generates as usual).
+ */
+static bool
+pin_stat(const char *path, off_t *size, int64_t *born)
+{
+	struct pin *p, *found = NULL;
+	pid_t pid;
+	size_t i;
+	bool any;
+
+	pthread_mutex_lock(&pin_lock);
+	any = pin_any(path);
+	pthread_mutex_unlock(&pin_lock);
+	if (!any)
+		return false;
+	pid = caller_process();		/* reads /proc: not under pin_lock */
+	pthread_mutex_lock(&pin_lock);
+	for (p = pin_table[hash_bytes(path, strlen(path)) % PIN_BUCKETS]; p && !found;
+	    p = p->next) {
+		if (strcmp(p->path, path) != 0)
+			continue;
+		for (i = 0; i < p->nholders; i++)
+			if (p->holders[i] == pid) {
+				found = p;
+				break;
+			}
+	}
+	if (found == NULL)
+		found = *pin_find(path);
+	if (found) {
+		*size = (off_t)((struct buf *)found->ce->val)->len;
+		*born = found->ce->born;
+	}
+	pthread_mutex_unlock(&pin_lock);
+	return found != NULL;
+}
+
+/* One more open of p by pid. Called with pin_lock held. */
+static void
+pin_hold(struct pin *p, pid_t pid, int64_t now)
+{
+	p->holders = xgrow(p->holders, &p->capholders, p->nholders + 1, sizeof(*p->holders));
+	p->holders[p->nholders++] = pid;
+	p->opens++;
+	p->last_open = now;
+}
+
+/* Open path's content for pid: the pinned version, or a new one that becomes the pin. */
+static int
+pin_open(struct fsctx *fs, const char *path, const struct fspath *fp, pid_t pid,
+    struct pin **out)
+{
+	struct cache_entry *ce = NULL;
+	struct pin **pp, *p;
+	int64_t now = clock_mono_ns();
+	int rc;
+
+	*out = NULL;
+	pthread_mutex_lock(&pin_lock);
+	pp = pin_find(path);
+	if ((p = *pp) != NULL && now - p->last_open < PIN_QUIET) {
+		pin_hold(p, pid, now);
+		pthread_mutex_unlock(&pin_lock);
+		*out = p;
+		return 0;
+	}
+	/* Generating may take long: not under pin_lock (a racing open may pin first). */
+	pthread_mutex_unlock(&pin_lock);
+	rc = content_get(fs, path, fp, &ce);
+	if (rc < 0) {
+		if (ce)
+			cache_release(fs->files, ce);
+		return rc;
+	}
+	pthread_mutex_lock(&pin_lock);
+	pp = pin_find(path);
+	if ((p = *pp) != NULL && (p->ce == ce || now - p->last_open < PIN_QUIET)) {
+		/* The same version, or another open pinned one meanwhile. */
+		pin_hold(p, pid, now);
+		pthread_mutex_unlock(&pin_lock);
+		cache_release(fs->files, ce);
+		*out = p;
+		return 0;
+	}
+	/* A superseded pin stays in the table for its readers until they close. */
+	if (p != NULL)
+		p->current = false;
+	p = xcalloc(1, sizeof(*p));
+	p->path = xstrdup(path);
+	p->ce = ce;
+	p->current = true;
+	pin_hold(p, pid, now);
+	pp = &pin_table[hash_bytes(path, strlen(path)) % PIN_BUCKETS];
+	p->next = *pp;
+	*pp = p;
+	pthread_mutex_unlock(&pin_lock);
+	*out = p;
+	return 0;
+}
+
+/* The open of p by pid ends. */
+static void
+pin_close(struct fsctx *fs, struct pin *p, pid_t pid)
+{
+	struct pin **pp;
+	size_t i;
+
+	pthread_mutex_lock(&pin_lock);
+	for (i = 0; i < p->nholders; i++)
+		if (p->holders[i] == pid) {
+			p->holders[i] = p->holders[--p->nholders];
+			break;
+		}
+	if (--p->opens > 0) {
+		pthread_mutex_unlock(&pin_lock);
+		return;
+	}
+	for (pp = &pin_table[hash_bytes(p->path, strlen(p->path)) % PIN_BUCKETS];
+	    *pp && *pp != p; pp = &(*pp)->next)
+		;
+	if (*pp)
+		*pp = p->next;
+	pthread_mutex_unlock(&pin_lock);
+	cache_release(fs->files, p->ce);
+	free(p->holders);
+	free(p->path);
+	free(p);
 }
 
 static int
@@ -166,8 +382,8 @@ pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 			fs_stat(st, path, false, size, true, 0);
 			return 0;
 		}
-		fs_stat(st, path, false, (off_t)((struct buf *)h->ce->val)->len, false,
-		    h->ce->born);
+		fs_stat(st, path, false, (off_t)((struct buf *)h->pin->ce->val)->len, false,
+		    h->pin->ce->born);
 		return 0;
 	}
 	if (path_parse(path, clock_now_ns(), &fp) < 0)
@@ -213,7 +429,15 @@ pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 	case NODE_TARGETS:
 	case NODE_VIEW:
 	case NODE_VS_VIEW:
-	case NODE_PROFILE:
+	case NODE_PROFILE: {
+		off_t size;
+		int64_t born;
+
+		/* While the file is open: the size of the version its readers share. */
+		if (pin_stat(path, &size, &born)) {
+			fs_stat(st, path, false, size, false, born);
+			return 0;
+		}
 		rc = content_get(fs, path, &fp, &ce);
 		if (rc == 0)
 			fs_stat(st, path, false, (off_t)((struct buf *)ce->val)->len, false,
@@ -223,7 +447,8 @@ pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 		if (rc < 0 && rc != -ENOENT) {
 			metrics_add("profilefs_fuse_errors_total", NULL, 1);
 		}
-		return rc < 0 ? (rc == -ENOMEM || rc == -EIO || rc == -EFBIG ? rc : -ENOENT) : 0;
+		return rc < 0 ? errno_of(rc) : 0;
+	}
 	}
 	return -ENOENT;
 }
@@ -259,9 +484,10 @@ static int
 pf_open(const char *path, struct fuse_file_info *fi)
 {
 	struct fsctx *fs = fs_ctx();
-	struct cache_entry *ce = NULL;
+	struct pin *pin;
 	struct handle *h;
 	struct fspath fp;
+	pid_t pid;
 	int rc;
 
 	metrics_add("profilefs_fuse_requests_total", NULL, 1);
@@ -285,18 +511,26 @@ pf_open(const char *path, struct fuse_file_info *fi)
 	if (fp.node != NODE_README && fp.node != NODE_TARGETS && fp.node != NODE_VIEW &&
 	    fp.node != NODE_VS_VIEW && fp.node != NODE_PROFILE)
 		return -EISDIR;
-	rc = content_get(fs, path, &fp, &ce);
-	if (rc < 0) {
-		if (ce)
-			cache_release(fs->files, ce);
-		return rc == -ENOMEM || rc == -EIO || rc == -EFBIG ? rc : -ENOENT;
-	}
+	pid = caller_process();
+	if ((rc = pin_open(fs, path, &fp, pid, &pin)) < 0)
+		return errno_of(rc);
 	h = xcalloc(1, sizeof(*h));
 	h->kind = H_CONTENT;
-	h->ce = ce;
+	h->pin = pin;
+	h->pid = pid;
 	fi->fh = (uintptr_t)h;
-	/* Content is a snapshot per open: let the kernel drop stale pages. */
-	fi->keep_cache = 0;
+	/*
+	 * Each open reads one version (its pin), but the kernel's page cache
+	 * is one per inode: a reader of a superseded version and one of the
+	 * new one would mix their pages, and the new size would cut the old
+	 * reader short. So content that can change is read with direct_io,
+	 * straight from the pinned entry (read(2) readers such as go tool pprof, cp, cat are
+	 * unaffected; a MAP_SHARED mmap is refused with ENODEV by kernels that
+	 * do not allow mmap of direct_io files, MAP_PRIVATE works). A stored
+	 * profile and README.txt never change for a name: they stay cached.
+	 */
+	fi->direct_io = fp.node != NODE_PROFILE && fp.node != NODE_README;
+	fi->keep_cache = !fi->direct_io;
 	return 0;
 }
 
@@ -312,7 +546,7 @@ pf_read(const char *path, char *out, size_t size, off_t off, struct fuse_file_in
 		return -EBADF;
 	if (h->kind == H_INGEST)
 		return ingest_read(h->ig, out, size, off);
-	b = h->ce->val;
+	b = h->pin->ce->val;
 	if (off < 0 || (size_t)off >= b->len)
 		return 0;
 	n = b->len - (size_t)off;
@@ -339,7 +573,8 @@ pf_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 	}
 	h = xcalloc(1, sizeof(*h));
 	h->kind = H_INGEST;
-	ingest_create(path, &fp, &h->ig);
+	/* cp creates with O_EXCL, shell redirection and most writers with O_TRUNC; touch with neither. */
+	ingest_create(path, &fp, (fi->flags & (O_TRUNC | O_EXCL)) != 0, &h->ig);
 	fi->fh = (uintptr_t)h;
 	fi->direct_io = 1;
 	return 0;
@@ -400,7 +635,7 @@ pf_release(const char *path, struct fuse_file_info *fi)
 	if (h == NULL)
 		return 0;
 	if (h->kind == H_CONTENT)
-		cache_release(fs->files, h->ce);
+		pin_close(fs, h->pin, h->pid);
 	else
 		ingest_release(fs, h->ig);
 	free(h);
@@ -609,7 +844,17 @@ readme_render(struct fsctx *fs, struct buf *b)
 "\n"
 "A copy into ingest/ succeeds only once the profile is stored; a file that is\n"
 "not a pprof profile fails with 'Invalid argument' and the reason is in the\n"
-"daemon's log. Everything outside ingest/ is read-only.\n",
+"daemon's log. An empty file is not a profile either: cp of an empty file (or\n"
+"'> file') fails the same way. A file only created and closed (touch) is\n"
+"ignored: touch opens without O_EXCL or O_TRUNC (which cp and '>' use) and\n"
+"writes nothing, so no upload was made, and touch itself succeeds. Two\n"
+"writers of one name each store their own file (two racing cp may also get\n"
+"'File exists' from the kernel before writing anything). When the daemon's\n"
+"memory budget is in use, writes and generated files fail with 'Resource\n"
+"temporarily unavailable' (EAGAIN): try again. Generated files over their\n"
+"size limit fail with 'File too large' (EFBIG), the reason in the log; flame\n"
+"graphs leave out frames too narrow or too deep to see and say so in their\n"
+"second line. Everything outside ingest/ is read-only.\n",
 	    PROFILEFS_VERSION, m, m, m, m, m, m, m);
 	return b->data ? 0 : -ENOMEM;
 }

@@ -28,12 +28,14 @@
 
 struct cache_entry;
 struct ingest;
+struct pin;
 
 /* What an open file handle holds (fi->fh). */
 enum hkind { H_CONTENT, H_INGEST };
 struct handle {
 	enum hkind		 kind;
-	struct cache_entry	*ce;	/* H_CONTENT: the file's bytes (a struct buf) */
+	struct pin		*pin;	/* H_CONTENT: the version of the file it reads (fs.c) */
+	pid_t			 pid;	/* H_CONTENT: the process that opened it */
 	struct ingest		*ig;	/* H_INGEST */
 };
 
@@ -64,9 +66,16 @@ int	dir_list(struct fsctx *fs, const char *path, const struct fspath *fp, struct
  * closed (flushed); the outcome is close()'s result. Each function takes the
  * ingest lock itself.
  */
-/* A new file at path (fp parsed as NODE_INGEST_FILE). *out is held until ingest_release(). */
-int	ingest_create(const char *path, const struct fspath *fp, struct ingest **out);
-/* Another open of a file still being written; trunc empties it. -ENOENT. */
+/*
+ * A new file at path (fp parsed as NODE_INGEST_FILE); trunc: created with
+ * O_TRUNC or O_EXCL, so closing it empty is an empty upload. *out is held until
+ * ingest_release().
+ */
+int	ingest_create(const char *path, const struct fspath *fp, bool trunc, struct ingest **out);
+/*
+ * Another open of a name still being written: a new object of its own,
+ * empty with trunc, else a copy of the newest writer's bytes. -ENOENT, -EAGAIN.
+ */
 int	ingest_open(const char *path, bool trunc, struct ingest **out);
 int	ingest_write(struct ingest *ig, const char *data, size_t size, off_t off);
 int	ingest_read(struct ingest *ig, char *out, size_t size, off_t off);

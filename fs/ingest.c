@@ -1,15 +1,27 @@
 /*
  * ingest: the drop box. A file created under ingest/<service>/<type>/[labels/]
- * collects its bytes in memory (bounded by INGEST_MAX) and is parsed and
- * stored when it is closed or flushed, so the result of close() -- and cp's
- * exit status -- tells whether it was stored. Validation and storage are the
- * store's; this module only buffers, names the series from the path and
- * reports the outcome in the log.
+ * collects its bytes in memory (bounded by INGEST_MAX and the process's memory
+ * budget) and is parsed and stored when it is closed or flushed, so the result
+ * of close() -- and cp's exit status -- tells whether it was stored.
+ * Validation and storage are the store's; this module only buffers, names the
+ * series from the path and reports the outcome in the log.
+ *
+ * Every open is its own ingest object: two writers of one name (two cp to the
+ * same file) never share bytes, each stores what it wrote and hears its own
+ * outcome. A second open of a name being written starts from a copy of the
+ * newest writer's bytes (or empty with O_TRUNC), so `cat` of a file still
+ * being copied shows what has arrived.
+ *
+ * Empty files: a file created with O_EXCL (cp) or O_TRUNC (shell
+ * redirection, dd, most writers) or truncated, then closed without data, is
+ * an empty upload and fails with EINVAL like any other non-profile; a file
+ * only created and closed (touch: neither flag, no write, no truncate) holds
+ * no upload at all and is ignored.
  *
  * Locking: ig_lock protects the list of open files and every ingest's data,
  * dirty flag, result and open count; an ingest's store_lock is held across a
- * store attempt (taken before ig_lock), so a concurrent flush waits for the
- * result of the attempt in progress.
+ * store attempt (taken before ig_lock), so a concurrent flush of the same
+ * open (a dup'd descriptor) waits for the result of the attempt in progress.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -22,23 +34,25 @@
 #include "fs_int.h"
 
 #define INGEST_MAX		(256u << 20)	/* bytes one ingest file may hold */
+/* How long a write or a store attempt waits for memory before EAGAIN. */
+#define BUDGET_WAIT_NS		(INT64_C(10) * 1000000000)
 
-/* A file being written into ingest/. Protected by ig_lock. */
+/* A file being written into ingest/, one per open. Protected by ig_lock. */
 struct ingest {
 	struct ingest	*next;
 	char		*path;
 	struct fspath	 fp;
 	struct buf	 data;
 	pthread_mutex_t	 store_lock;	/* held across a store attempt */
-	bool		 dirty;		/* written since the last store attempt */
+	bool		 dirty;		/* written or truncated since the last store attempt */
 	int		 result;	/* of the last store attempt */
 	int		 opens;
 };
 
 static pthread_mutex_t ig_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct ingest *ig_open;	/* protected by ig_lock */
+static struct ingest *ig_open;	/* newest first; protected by ig_lock */
 
-/* The open file at path, or NULL. Called with ig_lock held. */
+/* The newest open file at path, or NULL. Called with ig_lock held. */
 static struct ingest *
 find(const char *path)
 {
@@ -50,8 +64,9 @@ find(const char *path)
 	return NULL;
 }
 
-int
-ingest_create(const char *path, const struct fspath *fp, struct ingest **out)
+/* A new object for path, added to the list. Called with ig_lock held. */
+static struct ingest *
+ingest_new(const char *path, const struct fspath *fp)
 {
 	struct ingest *ig = xcalloc(1, sizeof(*ig));
 
@@ -59,30 +74,55 @@ ingest_create(const char *path, const struct fspath *fp, struct ingest **out)
 	pthread_mutex_init(&ig->store_lock, NULL);
 	ig->fp = *fp;
 	ig->opens = 1;
-	pthread_mutex_lock(&ig_lock);
+	ig->data.max = INGEST_MAX;
 	ig->next = ig_open;
 	ig_open = ig;
+	return ig;
+}
+
+int
+ingest_create(const char *path, const struct fspath *fp, bool trunc, struct ingest **out)
+{
+	pthread_mutex_lock(&ig_lock);
+	*out = ingest_new(path, fp);
+	/* Such a create is an upload even if no byte follows (see above). */
+	(*out)->dirty = trunc;
 	pthread_mutex_unlock(&ig_lock);
-	*out = ig;
 	return 0;
 }
 
 int
 ingest_open(const char *path, bool trunc, struct ingest **out)
 {
-	struct ingest *ig;
+	struct ingest *ig, *prev;
+	int rc = 0;
 
+	*out = NULL;
 	pthread_mutex_lock(&ig_lock);
-	if ((ig = find(path)) != NULL) {
-		ig->opens++;
-		if (trunc) {
-			buf_reset(&ig->data);
-			ig->dirty = true;
-		}
+	if ((prev = find(path)) == NULL) {
+		pthread_mutex_unlock(&ig_lock);
+		return -ENOENT;
+	}
+	ig = ingest_new(path, &prev->fp);
+	if (trunc)
+		ig->dirty = true;
+	else if (prev->data.len && (rc = buf_add(&ig->data, prev->data.data, prev->data.len)) < 0) {
+		/* No memory for the copy: this open fails, the writer goes on. */
+		ig_open = ig->next;
+		buf_free(&ig->data);
+		pthread_mutex_destroy(&ig->store_lock);
+		free(ig->path);
+		free(ig);
+		ig = NULL;
 	}
 	pthread_mutex_unlock(&ig_lock);
+	if (rc < 0) {
+		log_warnx("ingest: cannot open %s again: the memory budget of %zu MiB is in use",
+		    path, budget_limit() >> 20);
+		return -EAGAIN;
+	}
 	*out = ig;
-	return ig ? 0 : -ENOENT;
+	return 0;
 }
 
 /* Set ig's length to size, zero-filling a hole. Called with ig_lock held. */
@@ -98,12 +138,35 @@ resize(struct ingest *ig, size_t size)
 			b->data[size] = '\0';
 		return 0;
 	}
-	if ((rc = buf_reserve(b, size - b->len)) < 0)
+	b->err = 0;	/* a refused growth is retried, not sticky */
+	if ((rc = buf_reserve(b, size - b->len)) < 0) {
+		b->err = 0;
 		return rc;
+	}
 	memset(b->data + b->len, 0, size - b->len);
 	b->len = size;
 	b->data[size] = '\0';
 	return 0;
+}
+
+/* resize(), waiting once for the memory budget. Called with ig_lock held. */
+static int
+resize_wait(struct ingest *ig, size_t size)
+{
+	size_t more;
+	int rc;
+
+	if ((rc = resize(ig, size)) != -ENOMEM)
+		return rc;
+	more = size - ig->data.len;
+	pthread_mutex_unlock(&ig_lock);
+	rc = budget_wait(more, BUDGET_WAIT_NS);
+	pthread_mutex_lock(&ig_lock);
+	if (rc == 0 && (rc = resize(ig, size)) == 0)
+		return 0;
+	log_warnx("ingest: %s: no memory for %zu more bytes (the memory budget of %zu MiB "
+	    "is in use); try again", ig->path, more, budget_limit() >> 20);
+	return -EAGAIN;
 }
 
 int
@@ -118,9 +181,10 @@ ingest_write(struct ingest *ig, const char *data, size_t size, off_t off)
 	}
 	pthread_mutex_lock(&ig_lock);
 	if ((size_t)off + size > ig->data.len)
-		rc = resize(ig, (size_t)off + size);
+		rc = resize_wait(ig, (size_t)off + size);
 	if (rc == 0) {
-		memcpy(ig->data.data + off, data, size);
+		if (size)
+			memcpy(ig->data.data + off, data, size);
 		ig->dirty = true;
 	}
 	pthread_mutex_unlock(&ig_lock);
@@ -155,7 +219,7 @@ ingest_truncate(const char *path, struct ingest *ig, off_t size)
 	}
 	if (size < 0 || (uint64_t)size > INGEST_MAX)
 		rc = -EFBIG;
-	else if ((rc = resize(ig, (size_t)size)) == 0)
+	else if ((rc = resize_wait(ig, (size_t)size)) == 0)
 		ig->dirty = true;
 	pthread_mutex_unlock(&ig_lock);
 	return rc;
@@ -176,14 +240,20 @@ ingest_size(const char *path, struct ingest *ig, off_t *size)
 void
 ingest_list(const char *dir, struct buf *names)
 {
-	struct ingest *ig;
+	struct ingest *ig, *o;
 	size_t plen = strlen(dir);
 
 	pthread_mutex_lock(&ig_lock);
-	for (ig = ig_open; ig; ig = ig->next)
-		if (strncmp(ig->path, dir, plen) == 0 && ig->path[plen] == '/' &&
-		    strchr(ig->path + plen + 1, '/') == NULL)
+	for (ig = ig_open; ig; ig = ig->next) {
+		if (strncmp(ig->path, dir, plen) != 0 || ig->path[plen] != '/' ||
+		    strchr(ig->path + plen + 1, '/') != NULL)
+			continue;
+		/* A name several opens write is listed once. */
+		for (o = ig_open; o != ig && strcmp(o->path, ig->path) != 0; o = o->next)
+			;
+		if (o == ig)
 			buf_add(names, ig->path + plen + 1, strlen(ig->path + plen + 1) + 1);
+	}
 	pthread_mutex_unlock(&ig_lock);
 }
 
@@ -195,9 +265,10 @@ ingest_flush(struct fsctx *fs, struct ingest *ig)
 	struct store_ref ref;
 	struct buf err = { 0 }, data = { 0 };
 	char idh[17];
-	int64_t t0 = 0;
+	size_t want;
 	int rc;
 
+	memset(&in, 0, sizeof(in));
 	pthread_mutex_lock(&ig->store_lock);
 	pthread_mutex_lock(&ig_lock);
 	if (!ig->dirty) {
@@ -207,42 +278,60 @@ ingest_flush(struct fsctx *fs, struct ingest *ig)
 		return rc;
 	}
 	ig->dirty = false;
-	rc = buf_add(&data, ig->data.data ? ig->data.data : "", ig->data.len);
+	/* The bytes move out for the attempt (no copy) and back after it. */
+	data = ig->data;
+	memset(&ig->data, 0, sizeof(ig->data));
+	ig->data.max = INGEST_MAX;
 	pthread_mutex_unlock(&ig_lock);
-	if (rc < 0)
+	/* Decoding takes memory too: wait until some of the budget is free. */
+	want = data.len < (1u << 20) ? (1u << 20) : data.len;
+	if (budget_wait(want < budget_limit() / 4 ? want : budget_limit() / 4,
+	    BUDGET_WAIT_NS) < 0) {
+		buf_printf(&err, "the memory budget of %zu MiB is in use; try again",
+		    budget_limit() >> 20);
+		rc = -EAGAIN;
 		goto out;
-	t0 = clock_now_ns();
+	}
 	if (ig->fp.ingest_labels[0] && labels_parse(ig->fp.ingest_labels, &ls, &err) < 0) {
 		rc = -EINVAL;
 		goto out;
 	}
-	memset(&in, 0, sizeof(in));
 	in.service = ig->fp.service;
 	in.type = ig->fp.type;
 	in.labels = &ls;
 	in.source = "ingest";
-	rc = store_put(fs->st, &in, data.data, data.len, &ref, &err);
-	metrics_observe("profilefs_ingest_duration_seconds", "source=\"ingest\"",
-	    (double)(clock_now_ns() - t0) / 1e9);
+	rc = store_put(fs->st, &in, data.data ? data.data : "", data.len, &ref, &err); /* counts it */
+	if (rc == -ENOMEM) {
+		buf_reset(&err);
+		buf_printf(&err, "the memory budget of %zu MiB is in use; try again",
+		    budget_limit() >> 20);
+		rc = -EAGAIN;
+	}
 	if (rc == 0) {
 		store_id_format(ref.id, idh);
 		log_info("ingest: stored %s as %s/%s profile %s (%zu bytes)", ig->path,
 		    ig->fp.service, ref.type, idh, data.len);
-		metrics_add("profilefs_ingested_profiles_total", "source=\"ingest\",outcome=\"ok\"", 1);
-		metrics_add("profilefs_ingested_bytes_total", "source=\"ingest\"", (double)data.len);
 	}
 out:
 	if (rc < 0) {
 		log_warnx("ingest: refused %s: %s", ig->path,
 		    err.data ? err.data : strerror(-rc));
-		metrics_add("profilefs_ingested_profiles_total", rc == -EINVAL ?
-		    "source=\"ingest\",outcome=\"invalid\"" : rc == -EFBIG ?
-		    "source=\"ingest\",outcome=\"too_large\"" : "source=\"ingest\",outcome=\"error\"", 1);
-		/* EIO for storage trouble, EINVAL for everything the file did wrong. */
-		if (rc != -EIO && rc != -ENOMEM && rc != -EFBIG)
+		if (rc == -EINVAL && in.service == NULL)	/* refused before the store */
+			metrics_add("profilefs_ingested_profiles_total",
+			    "source=\"ingest\",outcome=\"invalid\"", 1);
+		/*
+		 * EIO for storage trouble, EAGAIN for memory, EFBIG for size,
+		 * ENOSPC for a full disk, EINVAL for everything else the file did wrong.
+		 */
+		if (rc != -EIO && rc != -EAGAIN && rc != -EFBIG && rc != -ENOSPC)
 			rc = -EINVAL;
 	}
 	pthread_mutex_lock(&ig_lock);
+	if (ig->data.len == 0 && !ig->dirty) {
+		buf_free(&ig->data);
+		ig->data = data;
+		memset(&data, 0, sizeof(data));
+	}
 	ig->result = rc;
 	pthread_mutex_unlock(&ig_lock);
 	pthread_mutex_unlock(&ig->store_lock);
@@ -271,7 +360,8 @@ ingest_release(struct fsctx *fs, struct ingest *ig)
 	if (ig->dirty)
 		ingest_flush(fs, ig);
 	if (ig->data.len == 0 && ig->result == 0)
-		log_warnx("ingest: %s was empty; nothing stored", ig->path);
+		log_info("ingest: %s was created and closed without data (touch); nothing stored",
+		    ig->path);
 	buf_free(&ig->data);
 	pthread_mutex_destroy(&ig->store_lock);
 	free(ig->path);

@@ -98,10 +98,10 @@ fill_merge(void *varg, void **val, size_t *size, void (**free_fn)(void *))
 	}
 	*val = res;
 	*free_fn = free_result;
-	/* Charge roughly what the merged profile holds. */
-	*size = sizeof(*res) + res->nrefs * sizeof(*res->refs) +
-	    (res->merged ? res->merged->nsamples * 64 + res->merged->nlocations * 48 +
-	    res->merged->nstrings * 32 : 0);
+	/* Charge what the result holds: the merged profile's arena is all of it. */
+	*size = sizeof(*res) + res->nrefs * (sizeof(*res->refs) + sizeof(*res->totals_at)) +
+	    res->nskipped * sizeof(*res->skipped) + res->nseries * sizeof(*res->series) +
+	    (res->merged ? sizeof(*res->merged) + arena_used(res->merged->arena) : 0);
 	return res->nrefs == 0 ? -ENOENT : 0;
 }
 

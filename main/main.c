@@ -30,8 +30,10 @@
 
 static const char usage_text[] =
 "usage: profilefs serve [--data DIR] [--http HOST:PORT] [--ebpf[=HZ]] [--scrape FILE]\n"
-"                       [--retention DURATION] [--user NAME] [--allow-other]\n"
-"                       [--group GROUP [--group-write]] [-v] [--debug-fuse] MOUNTPOINT\n"
+"                       [--retention DURATION] [--retention-aggregates DURATION]\n"
+"                       [--max-disk SIZE] [--max-series N] [--memory-limit BYTES]\n"
+"                       [--user NAME] [--allow-other] [--group GROUP [--group-write]]\n"
+"                       [-v] [--debug-fuse] MOUNTPOINT\n"
 "       profilefs --help | --version\n"
 "\n"
 "Continuous profiling as a filesystem: profiles stored in an embedded database\n"
@@ -49,14 +51,24 @@ static const char usage_text[] =
 "  --http-max-body BYTES  largest HTTP request body (default 64 MiB; K/M/G suffixes)\n"
 "  --http-max-conns N  most concurrent HTTP connections (default 256), then 503\n"
 "  --http-max-decoded BYTES  largest pushed profile once gunzipped (default 256 MiB)\n"
+"  --memory-limit BYTES  memory for buffers, decoding and rendering (default a\n"
+"                      quarter of RAM, 1-4 GiB); past it EAGAIN / HTTP 503\n"
 "  --ebpf[=HZ]         sample every process's on-CPU stacks with eBPF at HZ\n"
 "                      (default 19, at most 99); needs root\n"
 "  --ebpf-period SECONDS  store one eBPF CPU profile per service every SECONDS\n"
 "                      (default 10); PROFILEFS_EBPF_SERVICE_BY=cgroup|exe|comm\n"
 "                      picks how processes map to services (default cgroup)\n"
+"  --ebpf-unwind-mem MIB  memory for unwind tables, 0..128 (default 64; 0: frame\n"
+"                      pointers only)\n"
 "  --scrape FILE       pull Go /debug/pprof endpoints listed in FILE (JSON)\n"
 "  --retention DURATION  delete profiles older than DURATION (e.g. 30d, 12h);\n"
 "                      default: keep everything\n"
+"  --retention-aggregates DURATION  keep the pre-aggregated windows (10 min,\n"
+"                      1 h, 1 day) this long (default: as --retention)\n"
+"  --max-disk SIZE     cap the data directory at SIZE bytes (K/M/G suffixes):\n"
+"                      the oldest data is deleted first\n"
+"  --max-series N      label sets one service may have (default 2000, 0: no\n"
+"                      limit); profiles of a new one past it are refused\n"
 "  --user NAME         once the BPF programs are attached, the HTTP socket bound\n"
 "                      and the tree mounted, run as NAME (needs root); with\n"
 "                      --ebpf keep only cap_sys_ptrace, cap_dac_read_search and\n"
@@ -83,6 +95,7 @@ struct serve_opts {
 	const char	*scrape;
 	int		 ebpf_hz;	/* 0: off */
 	unsigned	 ebpf_flush;	/* seconds per eBPF profile, 0: default */
+	long		 ebpf_unwind_mib;	/* 0: default, < 0: none */
 	size_t		 http_max_body;
 	unsigned	 http_max_conns;
 	size_t		 http_max_decoded;
@@ -93,6 +106,9 @@ struct serve_opts {
 	struct fs_access access;
 	int		 debug_fuse;
 	int64_t		 retention;	/* ns, 0: keep everything */
+	int64_t		 retention_aggr;	/* ns, 0: as retention */
+	unsigned long long max_disk;	/* bytes, 0: no cap */
+	long		 max_series;	/* per service; -1: the store's default */
 	const char	*mountpoint;
 };
 
@@ -294,6 +310,8 @@ serve(const struct serve_opts *o, struct priv_user *user)
 			return 1;
 		}
 	}
+	/* The database's files, like its directory, are the daemon user's only. */
+	umask(077);
 	/* The store's files are the user's, so it can go on writing them. */
 	if (user != NULL && priv_own_dir(o->data, user) < 0)
 		return 1;
@@ -308,7 +326,10 @@ serve(const struct serve_opts *o, struct priv_user *user)
 		return 1;
 	}
 	log_info("profilefs %s: data in %s", PROFILEFS_VERSION, o->data);
-	if (o->retention && store_set_retention(st, o->retention) < 0)
+	if (o->max_series >= 0)
+		store_set_max_series(st, (size_t)o->max_series);
+	if ((o->retention || o->max_disk) && store_set_limits(st, o->retention,
+	    o->retention_aggr, o->max_disk) < 0)
 		log_warn("cannot start the retention thread");
 	if (o->http) {
 		struct http_opts ho = { .listen = o->http, .max_body = o->http_max_body,
@@ -321,7 +342,8 @@ serve(const struct serve_opts *o, struct priv_user *user)
 	if (o->scrape && scrape_start(st, o->scrape, &scr) < 0)
 		goto fail;
 	if (o->ebpf_hz) {
-		struct ebpf_opts eo = { .hz = o->ebpf_hz, .flush_secs = o->ebpf_flush };
+		struct ebpf_opts eo = { .hz = o->ebpf_hz, .flush_secs = o->ebpf_flush,
+		    .unwind_mib = o->ebpf_unwind_mib };
 
 		if (ebpf_start(st, &eo, &ebpf) < 0)
 			goto fail;
@@ -380,14 +402,19 @@ main(int argc, char **argv)
 		{ "http",	required_argument,	NULL, 'H' },
 		{ "ebpf",	optional_argument,	NULL, 'e' },
 		{ "ebpf-period", required_argument,	NULL, 'P' },
+		{ "ebpf-unwind-mem", required_argument,	NULL, 'u' },
 		{ "scrape",	required_argument,	NULL, 's' },
 		{ "http-token",	required_argument,	NULL, 'T' },
 		{ "http-max-body", required_argument,	NULL, 'B' },
 		{ "http-max-conns", required_argument,	NULL, 'C' },
 		{ "http-max-decoded", required_argument, NULL, 'Z' },
+		{ "memory-limit", required_argument,	NULL, 'L' },
 		{ "verbose",	no_argument,		NULL, 'v' },
 		{ "debug-fuse",	no_argument,		NULL, 'D' },
 		{ "retention",	required_argument,	NULL, 'R' },
+		{ "retention-aggregates", required_argument, NULL, 'A' },
+		{ "max-disk",	required_argument,	NULL, 'M' },
+		{ "max-series",	required_argument,	NULL, 'X' },
 		{ "http-token-file", required_argument,	NULL, 'F' },
 		{ "http-insecure", no_argument,		NULL, 'I' },
 		{ "user",	required_argument,	NULL, 'U' },
@@ -398,7 +425,7 @@ main(int argc, char **argv)
 		{ "version",	no_argument,		NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
 	};
-	struct serve_opts o = { .data = "./profilefs-data" };
+	struct serve_opts o = { .data = "./profilefs-data", .max_series = -1 };
 	struct priv_user user;
 	char *end, *token = NULL;
 	const char *group = NULL;
@@ -454,26 +481,53 @@ main(int argc, char **argv)
 			}
 			o.ebpf_flush = (unsigned)hz;
 			break;
+		case 'u':
+			errno = 0;
+			hz = strtol(optarg, &end, 10);
+			if (errno || *end || hz < 0 || hz > 128) {
+				fprintf(stderr, "profilefs: --ebpf-unwind-mem: MIB must be 0..128, not '%s'\n",
+				    optarg);
+				return 2;
+			}
+			o.ebpf_unwind_mib = hz ? hz : -1;
+			break;
 		case 's':
 			o.scrape = optarg;
 			break;
 		case 'T':
 			o.http_token = optarg;
 			break;
+		case 'X':
+			errno = 0;
+			o.max_series = strtol(optarg, &end, 10);
+			if (errno || *end || end == optarg || o.max_series < 0) {
+				fprintf(stderr, "profilefs: --max-series: not a count: '%s'\n", optarg);
+				return 2;
+			}
+			break;
 		case 'B':
 		case 'Z':
+		case 'M':
+		case 'L':
 			errno = 0;
 			bytes = strtoull(optarg, &end, 10);
 			mult = *end == 'K' || *end == 'k' ? 1u << 10 : *end == 'M' || *end == 'm' ?
 			    1u << 20 : *end == 'G' || *end == 'g' ? 1u << 30 : 1;
 			if (mult > 1)
 				end++;
-			if (errno || *end || bytes == 0 || bytes > (1ull << 40) / mult) {
-				fprintf(stderr, "profilefs: --http-max-%s: not a size in bytes: '%s'\n",
-				    c == 'B' ? "body" : "decoded", optarg);
+			if (errno || *end || bytes == 0 || bytes > (1ull << 40) / mult ||
+			    (c == 'L' && bytes * mult < (64u << 20))) {
+				fprintf(stderr, "profilefs: --%s: not a size in bytes%s: '%s'\n",
+				    c == 'B' ? "http-max-body" : c == 'Z' ? "http-max-decoded" :
+				    c == 'M' ? "max-disk" : "memory-limit",
+				    c == 'L' ? " of at least 64M" : "", optarg);
 				return 2;
 			}
-			if (c == 'B')
+			if (c == 'M')
+				o.max_disk = bytes * mult;
+			else if (c == 'L')
+				budget_set_limit((size_t)(bytes * mult));
+			else if (c == 'B')
 				o.http_max_body = (size_t)(bytes * mult);
 			else
 				o.http_max_decoded = (size_t)(bytes * mult);
@@ -495,9 +549,12 @@ main(int argc, char **argv)
 			o.debug_fuse = 1;
 			break;
 		case 'R':
-			if (clock_parse_duration(optarg, RETENTION_MAX, &o.retention) < 0) {
-				fprintf(stderr, "profilefs: --retention: '%s' is not a duration "
-				    "(write e.g. 30d, 12h, 90m)\n", optarg);
+		case 'A':
+			if (clock_parse_duration(optarg, RETENTION_MAX, c == 'R' ? &o.retention :
+			    &o.retention_aggr) < 0) {
+				fprintf(stderr, "profilefs: --%s: '%s' is not a duration "
+				    "(write e.g. 30d, 12h, 90m)\n", c == 'R' ? "retention" :
+				    "retention-aggregates", optarg);
 				return 2;
 			}
 			break;

@@ -42,18 +42,22 @@ struct pbctx {
 	struct arena	*arena;
 	size_t		 budget;
 	bool		 over;
+	bool		 nomem;		/* the process's memory budget refused a chunk */
 };
 
 static void *
 pb_alloc(void *data, size_t size)
 {
 	struct pbctx *c = data;
+	void *p;
 
 	if (size > c->budget || arena_used(c->arena) > c->budget - size) {
 		c->over = true;
 		return NULL;
 	}
-	return arena_alloc(c->arena, size);
+	if ((p = arena_alloc(c->arena, size)) == NULL)
+		c->nomem = true;
+	return p;
 }
 
 static void
@@ -495,12 +499,16 @@ profile_decode(const void *data, size_t len, struct profile **out, struct buf *e
 		goto done;
 	}
 	pc.arena = scratch;
-	pc.over = false;
+	pc.over = pc.nomem = false;
 	pc.budget = PROFILE_MAX_OBJECTS(len);
 	alloc.alloc = pb_alloc;
 	alloc.free = pb_free;
 	alloc.allocator_data = &pc;
 	pb = perftools__profiles__profile__unpack(&alloc, len, data);
+	if (pb == NULL && pc.nomem) {
+		rc = -ENOMEM;
+		goto done;
+	}
 	if (pb == NULL && pc.over) {
 		rc = fail(err, -EFBIG,
 		    "profile holds too many objects to decode (over %zu MiB of structures "

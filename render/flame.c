@@ -7,6 +7,13 @@
  * narrower than MIN_WIDTH pixels are left out with their subtrees; their
  * values stay counted in their parents' widths.
  *
+ * The output is bounded whatever the profile: as flamegraph.pl's --minwidth,
+ * the width under which frames are left out grows (doubling from MIN_WIDTH)
+ * until at most MAX_FRAMES are drawn, stacks are cut below MAX_DEPTH levels,
+ * and names in titles are cut to TITLE_NAME_MAX bytes; the graph's second
+ * line says what was left out. A tiny profile with one very deep recursive
+ * stack therefore renders a graph of bounded size, not one of gigabytes.
+ *
  * Normal graphs colour frames by package (a hash of the package name gives
  * the hue, so colours are stable across graphs); differential graphs take
  * widths from the current profile and colour by the change against the base:
@@ -30,6 +37,9 @@
 #define FOOT		28		/* details line */
 #define CHAR_W		6.6		/* 11px monospace */
 #define MIN_WIDTH	0.3		/* px */
+#define MAX_FRAMES	30000		/* frames drawn at most */
+#define MAX_DEPTH	1024		/* levels below the root drawn at most */
+#define TITLE_NAME_MAX	1024		/* bytes of a frame name in its title */
 #define KERNEL_HUE	25
 
 static const char script[] =
@@ -179,8 +189,17 @@ add_title(struct buf *out, const struct render_tree *t, uint32_t i,
     const struct flame_opts *o, int64_t total)
 {
 	const char *name = render_tree_name(t, i);
+	size_t n = strlen(name);
 
-	buf_add_xml(out, name, strlen(name));
+	if (n > TITLE_NAME_MAX) {
+		/* Cut at a character boundary. */
+		n = TITLE_NAME_MAX;
+		while (n > 0 && ((unsigned char)name[n] & 0xc0) == 0x80)
+			n--;
+		buf_add_xml(out, name, n);
+		buf_adds(out, "...");
+	} else
+		buf_add_xml(out, name, n);
 	buf_adds(out, " (");
 	if (o->diff) {
 		int64_t d = t->cur[i] - t->base[i];
@@ -214,9 +233,44 @@ struct todo {
 	double		 x;
 };
 
+/*
+ * The frames drawn when frames narrower than minw px are left out, and
+ * whether any stack goes deeper than MAX_DEPTH. stack holds t->n entries.
+ */
+static size_t
+count_frames(const struct render_tree *t, double scale, double minw, struct todo *stack,
+    bool *deep)
+{
+	size_t sp = 0, n = 0;
+	uint32_t k;
+
+	stack[sp++] = (struct todo){ 0, 0, 0 };
+	while (sp > 0) {
+		struct todo td = stack[--sp];
+
+		n++;
+		for (k = t->kid_start[td.node]; k < t->kid_start[td.node + 1]; k++) {
+			uint32_t kid = t->kids[k];
+
+			if (t->cur[kid] <= 0 || (double)t->cur[kid] * scale < minw)
+				continue;
+			if (td.depth + 1 > MAX_DEPTH) {
+				*deep = true;
+				continue;
+			}
+			stack[sp++] = (struct todo){ kid, td.depth + 1, 0 };
+		}
+	}
+	return n;
+}
+
 int
 flame_render(const struct render_tree *t, const struct flame_opts *o, struct buf *out)
 {
+	struct buf note = { 0 };
+	double minw = MIN_WIDTH;
+	bool deep = false;
+	size_t nframes = 0;
 	struct buf fr = { 0 };
 	struct todo *stack = NULL;
 	size_t sp = 0, i, maxdepth = 0;
@@ -238,8 +292,20 @@ flame_render(const struct render_tree *t, const struct flame_opts *o, struct buf
 	if (total > 0) {
 		if ((stack = malloc(t->n * sizeof(*stack))) == NULL)
 			return -ENOMEM;
+		/* Coarsen until the graph fits (the width limits frames per level). */
+		while ((nframes = count_frames(t, scale, minw, stack, &deep)) > MAX_FRAMES &&
+		    minw < width)
+			minw *= 2;
 		stack[sp++] = (struct todo){ 0, 0, PAD };
 	}
+	if (o->note)
+		buf_adds(&note, o->note);
+	if (minw > MIN_WIDTH)
+		buf_printf(&note, "%sframes narrower than %.1f px left out (%zu drawn)",
+		    note.len ? "; " : "", minw, nframes);
+	if (deep)
+		buf_printf(&note, "%sstacks cut below %d levels", note.len ? "; " : "",
+		    MAX_DEPTH);
 	/* Depth-first, children left to right in name order. */
 	while (sp > 0) {
 		struct todo td = stack[--sp];
@@ -278,7 +344,7 @@ flame_render(const struct render_tree *t, const struct flame_opts *o, struct buf
 			if (t->cur[kid] <= 0)
 				continue;
 			kw = (double)t->cur[kid] * scale;
-			if (kw >= MIN_WIDTH)
+			if (kw >= minw && td.depth + 1 <= MAX_DEPTH)
 				stack[sp++] = (struct todo){ kid, td.depth + 1, x };
 			x += kw;
 		}
@@ -288,10 +354,8 @@ flame_render(const struct render_tree *t, const struct flame_opts *o, struct buf
 			stack[lo] = stack[hi - 1];
 			stack[hi - 1] = tmp;
 		}
-		if (fr.data == NULL) {
-			rc = -ENOMEM;
+		if ((rc = buf_error(&fr)) < 0)
 			goto out;
-		}
 	}
 	height = HEAD + (int)(maxdepth + 1) * FRAME_H + FOOT;
 	buf_printf(out, "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n"
@@ -316,10 +380,10 @@ flame_render(const struct render_tree *t, const struct flame_opts *o, struct buf
 	    "style=\"font-size:%.1fpx\">", WIDTH, height, WIDTH / 2, tsize);
 	buf_add_xml(out, o->title, strlen(o->title));
 	buf_printf(out, "</text>\n<text class=\"note\" x=\"%d\" y=\"40\">", WIDTH / 2);
-	if (o->note)
-		buf_add_xml(out, o->note, strlen(o->note));
+	if (note.len)
+		buf_add_xml(out, note.data, note.len);
 	if (total <= 0)
-		buf_adds(out, o->note ? "; nothing to show" : "nothing to show");
+		buf_adds(out, note.len ? "; nothing to show" : "nothing to show");
 	buf_printf(out, "</text>\n<text id=\"resetzoom\" class=\"button\" x=\"%d\" y=\"40\" "
 	    "style=\"display:none\">Reset Zoom</text>\n"
 	    "<text id=\"search\" class=\"button\" x=\"%d\" y=\"40\" text-anchor=\"end\">Search</text>\n"
@@ -328,10 +392,13 @@ flame_render(const struct render_tree *t, const struct flame_opts *o, struct buf
 	buf_printf(out, "</g>\n<text id=\"details\" x=\"%d\" y=\"%d\"> </text>\n"
 	    "<text id=\"matched\" x=\"%d\" y=\"%d\" text-anchor=\"end\"></text>\n</svg>\n",
 	    PAD, height - 10, WIDTH - PAD, height - 10);
-	if (out->data == NULL)
+	/* A failed append leaves a cut SVG: report it, never serve it as whole. */
+	rc = buf_error(out);
+	if (rc == 0 && out->data == NULL)
 		rc = -ENOMEM;
 out:
 	free(stack);
 	buf_free(&fr);
+	buf_free(&note);
 	return rc;
 }

@@ -14,8 +14,12 @@
 #include "pprof.h"
 #include "render.h"
 
-/* Deep stacks over many leaves grow as depth x leaves: refuse past this. */
-#define FOLDED_MAX	(256u << 20)
+/*
+ * Deep stacks over many leaves grow as depth x leaves (a few hundred bytes of
+ * recursive profile can ask for gigabytes): refuse past this with EFBIG and
+ * the reason in the log, as the format has no way to leave frames out.
+ */
+#define FOLDED_MAX	(64u << 20)
 
 struct todo {
 	uint32_t	 node, depth;
@@ -52,11 +56,15 @@ folded_render(const struct render_tree *t, struct buf *out)
 			}
 			buf_printf(out, " %" PRId64 "\n", t->cur_self[td.node]);
 			if (out->len > FOLDED_MAX) {
-				log_warnx("folded.txt: more than %u MiB of stacks; refused",
-				    FOLDED_MAX >> 20);
+				log_warnx("folded.txt: more than %u MiB of stacks (%zu frames, "
+				    "the deepest stack has %u or more); refused: read flamegraph.svg "
+				    "or top.txt, or use go tool pprof -traces on merged.pb.gz",
+				    FOLDED_MAX >> 20, t->n, td.depth);
 				rc = -EFBIG;
 				goto out;
 			}
+			if ((rc = buf_error(out)) < 0)
+				goto out;
 		}
 		for (k = t->kid_start[td.node + 1]; k-- > t->kid_start[td.node];)
 			stack[sp++] = (struct todo){ t->kids[k], td.depth + 1 };

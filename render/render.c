@@ -17,6 +17,13 @@
 #include "render.h"
 
 #define NO_STACK	"[no stack]"
+/*
+ * Stacks are cut this many frames below the root: a few hundred bytes of
+ * gzipped profile can hold a recursion millions of frames deep, and every
+ * view would grow with it. The value of the frames below goes to one frame
+ * named CUT_FRAME, so totals stay exact.
+ */
+#define CUT_FRAME	"[deeper frames cut]"
 
 const char *
 render_tree_name(const struct render_tree *t, uint32_t i)
@@ -217,7 +224,7 @@ tree_add(struct render_tree *t, const struct profile *p, size_t type, bool base)
 	for (i = 0; i < p->nsamples; i++) {
 		const struct pf_sample *s = &p->samples[i];
 		int64_t v = s->values[type], node = 0, id;
-		uint32_t k, j;
+		uint32_t k, j, depth = 0;
 
 		if (v == 0)
 			continue;
@@ -229,13 +236,27 @@ tree_add(struct render_tree *t, const struct profile *p, size_t type, bool base)
 			if (loc >= p->nlocations)
 				continue;
 			for (j = ln.first[loc]; j < ln.first[loc + 1]; j++) {
-				if ((node = tree_child(t, (uint32_t)node, ln.ids[j])) < 0) {
+				uint32_t name = ln.ids[j];
+
+				if (depth == RENDER_MAX_DEPTH) {
+					id = intern_put(t->names, CUT_FRAME, sizeof(CUT_FRAME), &added);
+					if (id < 0) {
+						rc = -ENOMEM;
+						goto out;
+					}
+					name = (uint32_t)id;
+					t->cut = true;
+				}
+				if ((node = tree_child(t, (uint32_t)node, name)) < 0) {
 					rc = -ENOMEM;
 					goto out;
 				}
 				tree_vals(t, base, false)[node] = profile_add(tree_vals(t, base, false)[node], v);
+				if (++depth > RENDER_MAX_DEPTH)
+					goto leaf;
 			}
 		}
+leaf:
 		if (node == 0) {
 			/* A sample without locations still counts, under its own frame. */
 			id = intern_put(t->names, NO_STACK, sizeof(NO_STACK), &added);

@@ -43,11 +43,19 @@ struct render_tree {
 	 * kids[kid_start[i] .. kid_start[i + 1]). */
 	uint32_t	*kids, *kid_start;
 	bool		 has_base;
+	bool		 cut;		/* some stack was cut at RENDER_MAX_DEPTH */
 	/* Per name id: 1 when some frame of that name ran in a kernel mapping
 	 * ("[kernel]", "[kernel.kallsyms]", "vmlinux"), for colouring. */
 	uint8_t		*kernel;
 	size_t		 nkernel;
 };
+
+/*
+ * Frames below the root kept per stack; deeper ones are summed into one
+ * frame "[deeper frames cut]" (t->cut is set), so the tree and every view of
+ * it stay bounded by the number of samples, not by a stack's depth.
+ */
+#define RENDER_MAX_DEPTH	4096
 
 /*
  * Build the tree of sample type ctype of cur and, when base is not NULL, of

@@ -1,18 +1,24 @@
 #!/usr/bin/env bash
 # bench-ebpf: what `serve --ebpf=99` costs and how well it names frames.
 #
-#   1. Overhead: a fixed CPU-bound workload (one thread, built with frame
-#      pointers) run alternately without and with the daemon sampling at 99 Hz;
-#      median over RUNS pairs of the ratio with/without, for wall-clock time
-#      and for the workload's own CPU time (target: <= 1.01).
+#   1. Overhead: a fixed CPU-bound workload (one thread, built -O2
+#      -fomit-frame-pointer, so its stacks are walked with unwind tables) run
+#      alternately without and with the daemon sampling at 99 Hz; median over
+#      RUNS pairs of the ratio with/without, for wall-clock time and for the
+#      workload's own CPU time (target: <= 1.01).
 #   2. The daemon's own CPU (percent of one core) at 99 Hz over SECS seconds
-#      with no workload of ours and with every CPU busy, and its RSS; the BPF
-#      program's own run time per sample (kernel.bpf_stats_enabled, restored
-#      after), which is what every sampled task pays.
+#      with no workload of ours and with every CPU busy running Debian's
+#      python3, gzip, xz and sqlite3, and its RSS; the BPF program's own run
+#      time per sample (kernel.bpf_stats_enabled, restored after), which is
+#      what every sampled task pays; the unwind tables loaded (bytes, files).
 #   3. Symbolization: the share of user frames with a function name, for
 #      Debian's own binaries (python3.11, perl, xz, gzip, bash, sha256sum:
 #      stripped, no frame pointers) and for Go programs (with .symtab,
-#      stripped, and Debian's gofmt).
+#      stripped, and Debian's gofmt); for the Debian ones also the share of
+#      stacks that reach the process root (_start, __libc_start_main, clone).
+#   4. Unwind table size per binary (glibc, libstdc++, python3.11): rows and
+#      bytes at 8 bytes per row, against 4 bytes per row (the OpenTelemetry
+#      eBPF profiler's stated figure).
 #
 # Needs root and a kernel with BTF. Other work on the machine adds noise:
 # the figures are medians and ratios. Bounded to about three minutes.
@@ -81,7 +87,7 @@ int main(int argc, char **argv)
 	return 0;
 }
 EOF
-cc -O1 -fno-omit-frame-pointer -o "$W/work" "$W/work.c" || exit 1
+cc -O2 -fomit-frame-pointer -o "$W/work" "$W/work.c" || exit 1
 
 run_work() {	# prints "wall cpu"
   local t0 t1 cpu
@@ -112,23 +118,43 @@ echo "== daemon cost at 99 Hz over ${SECS}s"
 HZ_TCK=$(getconf CLK_TCK)
 STATS_OLD=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null)
 [ -n "$STATS_OLD" ] && sysctl -qw kernel.bpf_stats_enabled=1
-start_daemon --ebpf=99 --ebpf-period 10
+HTTP_PORT=$((20000 + RANDOM % 20000))
+start_daemon --ebpf=99 --ebpf-period 10 --http "127.0.0.1:$HTTP_PORT"
 a=$(cpu_ticks "$PID"); sleep 3; b=$(cpu_ticks "$PID")
 START=$(awk -v a="$a" -v b="$b" -v t="$HZ_TCK" 'BEGIN {printf "%.2f", (b - a) / t}')
 a=$(cpu_ticks "$PID"); sleep "$SECS"; b=$(cpu_ticks "$PID")
 IDLE=$(awk -v a="$a" -v b="$b" -v t="$HZ_TCK" -v s="$SECS" 'BEGIN {printf "%.2f", (b - a) / t / s * 100}')
+# Every CPU busy with Debian's own binaries, restarted as they end.
+debian_load() {	# debian_load SECONDS: python3, gzip, xz and sqlite3 in turn on every CPU
+  local end=$(($(date +%s) + $1))
+  while [ "$(date +%s)" -lt "$end" ]; do
+    case $((RANDOM % 4)) in
+    0) timeout 3 /usr/bin/python3 -c 'import json
+d = {"k%d" % i: list(range(20)) for i in range(2000)}
+while True: json.loads(json.dumps(d))' ;;
+    1) head -c 100000000 /dev/urandom | timeout 3 /usr/bin/gzip -6 >/dev/null ;;
+    2) head -c 30000000 /dev/urandom | timeout 3 /usr/bin/xz -6 -T1 >/dev/null ;;
+    3) timeout 3 /usr/bin/sqlite3 :memory: 'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 30000000) SELECT sum(x * x % 7) FROM c;' >/dev/null ;;
+    esac
+  done
+}
 spinners=()
-for c in $(seq 1 "$(nproc)"); do "$W/work" 100000000000 >/dev/null & spinners+=($!); done
+for c in $(seq 1 "$(nproc)"); do debian_load $((SECS + 2)) >/dev/null 2>&1 & spinners+=($!); done
 sleep 1
 a=$(cpu_ticks "$PID"); sleep "$SECS"; b=$(cpu_ticks "$PID")
 BUSY=$(awk -v a="$a" -v b="$b" -v t="$HZ_TCK" -v s="$SECS" 'BEGIN {printf "%.2f", (b - a) / t / s * 100}')
-kill "${spinners[@]}" 2>/dev/null; wait "${spinners[@]}" 2>/dev/null
+wait "${spinners[@]}" 2>/dev/null
+UNW=$(curl -s "http://127.0.0.1:$HTTP_PORT/metrics" | awk '
+  $1 == "profilefs_ebpf_unwind_table_bytes" {b = $2} $1 == "profilefs_ebpf_unwind_tables" {t = $2}
+  $1 == "profilefs_ebpf_unwind_build_seconds" {s = $2} $1 == "profilefs_ebpf_unwind_table_builds" {n = $2}
+  END {printf "%.1f MiB in %d files (%d built, %.2f s building in all)", b / 1048576, t, n, s}')
 PROG=$(bpftool prog show name do_sample 2>/dev/null | grep -o 'run_time_ns [0-9]* run_cnt [0-9]*' | head -1)
 RSS=$(awk '/^VmRSS/ {print $2}' "/proc/$PID/status")
 HWM=$(awk '/^VmHWM/ {print $2}' "/proc/$PID/status")
 stop_daemon
 echo "daemon cpu: ${START}s in its first 3 s after mounting (symbol tables of every process seen)"
-echo "daemon cpu: ${IDLE}% of one core with no workload of ours, ${BUSY}% with all $(nproc) CPUs busy"
+echo "daemon cpu: ${IDLE}% of one core with no workload of ours, ${BUSY}% with all $(nproc) CPUs busy (python3, gzip, xz, sqlite3)"
+echo "unwind tables: $UNW"
 echo "daemon rss: $((RSS / 1024)) MiB (peak $((HWM / 1024)) MiB)"
 [ -n "$STATS_OLD" ] && sysctl -qw kernel.bpf_stats_enabled="$STATS_OLD" && STATS_OLD=
 if [ -n "$PROG" ]; then
@@ -172,6 +198,29 @@ report() {	# report LABEL SERVICE...
   awk -v l="$label" -v n="$n" -v t="$t" 'BEGIN {printf "%s: %.1f%% of user frames named (%d of %d)\n", l, t ? 100 * n / t : 0, n, t}'
 }
 report "debian binaries" python3.11 perl xz gzip sha256sum bash
+roots() {	# roots SERVICE: "reaching total" samples whose outermost frame is the process root
+  go tool pprof -sample_index=samples -traces "$W/mnt/$1/cpu/all/all/merged.pb.gz" 2>/dev/null | awk '
+    function done() { if (v != "") { t += v; if (last ~ /^(_start|__libc_start_main|__libc_start_call_main|clone|clone3)$/) h += v } v = ""; last = "" }
+    /^-+\+/ { done(); next }
+    /^ *[A-Za-z_:.]+: / && v == "" { next }
+    v == "" && $1 ~ /^[0-9]/ { v = $1; $1 = ""; sub(/^ +/, ""); last = $0; next }
+    v != "" && NF { sub(/^ +/, ""); last = $0 }
+    END { done(); print h + 0, t + 0 }'
+}
+for s in python3.11 perl xz gzip sha256sum bash; do
+  read -r a b <<<"$(roots "$s")"
+  awk -v s="$s" -v a="$a" -v b="$b" 'BEGIN {printf "  %-12s %5d of %5d stacks reach the process root (%.1f%%)\n", s, a, b, b ? 100 * a / b : 0}'
+done
 report "go programs" gosym gostrip gofmt
 grep "ebpf: period:" "$W/daemon.log" | tail -1 | sed 's/.*ebpf: period:/last period:/'
 stop_daemon
+
+echo "== unwind table size per binary (8 bytes per row; OpenTelemetry states 4)"
+CFI_TEST="${PROFILEFS_BUILD:-$ROOT/build}/tests/test_cfi"
+if [ -x "$CFI_TEST" ]; then
+  "$CFI_TEST" 2>&1 | awk '/ rows, .* bytes$/ {
+    f = $1; sub(/:$/, "", f); n = $2; b = $(NF - 1)
+    printf "  %-45s %7d rows %8.1f KiB (at 4 bytes per row: %7.1f KiB)\n", f, n, b / 1024, n * 4 / 1024 }'
+else
+  echo "  (build the unit tests first: $CFI_TEST)"
+fi

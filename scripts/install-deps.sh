@@ -11,7 +11,7 @@ PKGS=(
   libprotobuf-c-dev protobuf-c-compiler
   zlib1g-dev
   libmicrohttpd-dev libcurl4-openssl-dev
-  libbpf-dev bpftool clang llvm libelf-dev libdw-dev
+  libbpf-dev bpftool clang llvm libelf-dev libdw-dev liblzma-dev xz-utils sqlite3
   libcmocka-dev libjansson-dev
   golang-go
   curl libxml2-utils procps psmisc jq python3

@@ -1,14 +1,15 @@
 /*
- * query: range queries over the store. A merge decodes each stored profile
- * once, folds it into the merge of its signature group and frees it, so
- * memory stays bounded by the merged result, not by the number of inputs.
+ * query: range queries over the store. A merge sums each series' packs
+ * (windows and raw profiles) by stack id, turns each series' sum into one
+ * pprof profile and merges those: memory and time follow the distinct
+ * stacks and the number of windows, not the number of profiles.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "store.h"
+#include "storeint.h"
 
 bool
 query_match(const struct query *q, const struct series *s)
@@ -71,6 +72,31 @@ ref_cmp(const void *a, const void *b)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
+struct match_arg {
+	const struct query	*q;
+	struct query_result	*res;
+};
+
+static int
+match_cb(void *arg, const struct series *s)
+{
+	struct match_arg *a = arg;
+
+	return query_match(a->q, s) ? add_series(a->res, s->id) : 0;
+}
+
+/*
+ * The ids of the series q selects into res->series, in index order. Only
+ * the ids are taken under the index lock: the scans that follow may be long.
+ */
+static int
+match_series(struct store *st, const struct query *q, struct query_result *res)
+{
+	struct match_arg a = { .q = q, .res = res };
+
+	return store_series_each(st, q->service, q->type, match_cb, &a);
+}
+
 static int
 list_cb(void *arg, const struct store_ref *ref, const void *data, size_t len)
 {
@@ -82,20 +108,13 @@ list_cb(void *arg, const struct store_ref *ref, const void *data, size_t len)
 int
 query_list(struct store *st, const struct query *q, struct query_result *res)
 {
-	const struct series **all;
-	size_t n, i;
+	size_t i;
 	int rc;
 
 	memset(res, 0, sizeof(*res));
-	if ((rc = store_series(st, &all, &n)) < 0)
-		return rc;
-	for (i = 0; i < n && rc == 0; i++) {
-		if (!query_match(q, all[i]))
-			continue;
-		if ((rc = add_series(res, all[i]->id)) == 0)
-			rc = store_scan(st, all[i]->id, q->from, q->to, false, list_cb, res);
-	}
-	free(all);
+	rc = match_series(st, q, res);
+	for (i = 0; i < res->nseries && rc == 0; i++)
+		rc = store_scan(st, res->series[i], q->from, q->to, false, list_cb, res);
 	if (rc == 0) {
 		if (res->nrefs)	/* refs is NULL when empty: not for qsort */
 			qsort(res->refs, res->nrefs, sizeof(*res->refs), ref_cmp);
@@ -106,145 +125,149 @@ query_list(struct store *st, const struct query *q, struct query_result *res)
 }
 
 /*
- * One group of mutually mergeable profiles. Counters go straight into m.
- * Gauges (inuse_*, goroutines) are averaged over the snapshots of each
- * series, then summed across series, so `all` over three pods is the
- * fleet's mean footprint, not one pod's: the scan visits one series at a
- * time, and sub collects the current series (sub_series) until it changes.
+ * A merge reads each series as a sum of packs (pre-aggregated windows plus
+ * raw profiles at the edges, store_read_series()), so its cost follows the
+ * number of windows, not of profiles. Within a series the sums are by group
+ * of mergeable profiles (signature); across series the groups with equal
+ * signatures are one group, and the largest (by profiles) is merged. Gauges
+ * (inuse_*, goroutines) are averaged over the snapshots of each series, then
+ * summed across series, so `all` over three pods is the fleet's mean
+ * footprint, not one pod's.
  */
-struct group {
-	struct buf	 sig;
-	struct merge	*m;
-	struct merge	*sub;
-	uint64_t	 sub_series;
-	bool		 gauge;
-	uint64_t	*ids;
-	size_t		 nids;
+struct member {
+	size_t		 series;	/* index in res->series */
+	size_t		 g;		/* group in that series' agg */
 };
 
-/* Fold the pending series of g (its mean snapshot) into the group's merge. */
-static int
-group_flush(struct group *g)
-{
-	struct profile *mean = NULL;
-	int rc;
+struct group {
+	struct buf	 sig;
+	uint64_t	 hash;
+	uint64_t	 count;
+	struct member	*mem;
+	size_t		 nmem;
+};
 
-	if (g->sub == NULL)
-		return 0;
-	if ((rc = merge_finish(g->sub, true, &mean)) == 0)
-		rc = merge_add(g->m, mean, NULL);
-	profile_free(mean);
-	merge_free(g->sub);
-	g->sub = NULL;
-	return rc;
-}
+struct pmeta {
+	uint64_t	 id, hash;
+	bool		 bad;
+};
 
 struct mctx {
 	struct query_result	*res;
 	struct group		*groups;
 	size_t			 ngroups;
-	struct buf		 sig, err;
+	struct buf		 metas;		/* struct pmeta per listed profile */
 	struct buf		 totals;	/* int64_t per sample type per profile */
 	struct buf		 at;		/* size_t per ref: offset in totals */
 };
 
-/* Record where ref res->nrefs - 1's totals are (SIZE_MAX: none). */
 static int
-add_totals(struct mctx *c, const struct profile *p)
+meta_cb(void *arg, const struct store_ref *ref, const struct store_meta *m)
 {
-	size_t at = SIZE_MAX, i;
-	int64_t t;
+	struct mctx *c = arg;
+	struct pmeta pm = { .id = ref->id, .hash = m->sighash };
+	size_t at = m->ntypes ? c->totals.len / sizeof(int64_t) : SIZE_MAX;
 	int rc;
 
-	if (p) {
-		at = c->totals.len / sizeof(int64_t);
-		for (i = 0; i < p->nsample_types; i++) {
-			t = profile_total(p, i);
-			if ((rc = buf_add(&c->totals, &t, sizeof(t))) < 0)
-				return rc;
-		}
-	}
-	return buf_add(&c->at, &at, sizeof(at));
+	if ((rc = add_ref(c->res, ref)) < 0 ||
+	    (rc = buf_add(&c->totals, m->totals, m->ntypes * sizeof(int64_t))) < 0 ||
+	    (rc = buf_add(&c->at, &at, sizeof(at))) < 0)
+		return rc;
+	return buf_add(&c->metas, &pm, sizeof(pm));
 }
 
 static int
-merge_cb(void *arg, const struct store_ref *ref, const void *data, size_t len)
+bad_cb(void *arg, const struct store_ref *ref, const char *why)
 {
 	struct mctx *c = arg;
-	struct profile *p = NULL;
-	struct group *g = NULL;
-	uint64_t *ids;
-	size_t i;
-	int rc;
+	struct pmeta *pm = (struct pmeta *)c->metas.data;
+	size_t i, n = c->metas.len / sizeof(*pm);
 
-	if ((rc = add_ref(c->res, ref)) < 0)
-		return rc;
-	buf_reset(&c->err);
-	if ((rc = profile_decode(data, len, &p, &c->err)) < 0) {
-		char why[200];
-
-		if (rc == -ENOMEM || (rc = add_totals(c, NULL)) < 0)
-			return rc;
-		snprintf(why, sizeof(why), "stored profile cannot be decoded: %s",
-		    c->err.data ? c->err.data : "");
-		return add_skip(c->res, ref->id, why);
-	}
-	if ((rc = add_totals(c, p)) < 0)
-		goto out;
-	buf_reset(&c->sig);
-	if ((rc = profile_signature(p, &c->sig)) < 0)
-		goto out;
-	for (i = 0; i < c->ngroups; i++) {
-		if (c->groups[i].sig.len == c->sig.len &&
-		    memcmp(c->groups[i].sig.data, c->sig.data, c->sig.len) == 0) {
-			g = &c->groups[i];
+	for (i = n; i-- > 0;)
+		if (pm[i].id == ref->id) {
+			pm[i].bad = true;
 			break;
 		}
-	}
-	if (g == NULL) {
-		struct group *ng = realloc(c->groups, (c->ngroups + 1) * sizeof(*ng));
+	return add_skip(c->res, ref->id, why);
+}
 
-		if (ng == NULL) {
-			rc = -ENOMEM;
-			goto out;
+/* File the groups of series i's agg under the store-wide groups. */
+static int
+file_groups(struct store *st, struct mctx *c, size_t i, const struct agg *a)
+{
+	const struct symtab *t;
+	struct buf sig = { 0 };
+	struct group *gr;
+	struct member *nm;
+	size_t g, k;
+	int rc = 0;
+
+	if (agg_ngroups(a) == 0)
+		return 0;
+	if ((t = store_symtab_acquire(st, c->res->series[i], &rc)) == NULL)
+		return rc;
+	for (g = 0; g < agg_ngroups(a) && rc == 0; g++) {
+		buf_reset(&sig);
+		if ((rc = agg_signature(a, t, g, &sig)) < 0)
+			break;
+		for (k = 0; k < c->ngroups; k++)
+			if (c->groups[k].sig.len == sig.len &&
+			    memcmp(c->groups[k].sig.data, sig.data, sig.len) == 0)
+				break;
+		if (k == c->ngroups) {
+			if ((gr = realloc(c->groups, (k + 1) * sizeof(*gr))) == NULL) {
+				rc = -ENOMEM;
+				break;
+			}
+			c->groups = gr;
+			memset(&gr[k], 0, sizeof(gr[k]));
+			c->ngroups++;
+			if ((rc = buf_add(&gr[k].sig, sig.data, sig.len)) < 0)
+				break;
+			gr[k].hash = store_sighash(sig.data, sig.len);
 		}
-		c->groups = ng;
-		g = &c->groups[c->ngroups];
-		memset(g, 0, sizeof(*g));
-		for (i = 0; i < p->nsample_types; i++)
-			if (profile_type_is_gauge(profile_str(p, p->sample_types[i].type)))
-				g->gauge = true;
-		if ((g->m = merge_create()) == NULL ||
-		    (rc = buf_add(&g->sig, c->sig.data, c->sig.len)) < 0) {
-			merge_free(g->m);
-			buf_free(&g->sig);
+		gr = &c->groups[k];
+		if ((nm = realloc(gr->mem, (gr->nmem + 1) * sizeof(*nm))) == NULL) {
 			rc = -ENOMEM;
-			goto out;
+			break;
 		}
-		c->ngroups++;
+		gr->mem = nm;
+		gr->mem[gr->nmem].series = i;
+		gr->mem[gr->nmem++].g = g;
+		gr->count += agg_count(a, g);
 	}
-	if ((ids = realloc(g->ids, (g->nids + 1) * sizeof(*ids))) == NULL) {
-		rc = -ENOMEM;
-		goto out;
+	store_symtab_release(st, c->res->series[i]);
+	buf_free(&sig);
+	return rc;
+}
+
+/* Merge group gr: each series' share as pprof (gauges averaged), summed. */
+static int
+merge_group(struct store *st, struct mctx *c, const struct group *gr, struct agg **aggs,
+    struct profile **out)
+{
+	struct merge *m = merge_create();
+	const struct symtab *t;
+	struct profile *p;
+	size_t k;
+	int rc = 0;
+
+	if (m == NULL)
+		return -ENOMEM;
+	for (k = 0; k < gr->nmem && rc == 0; k++) {
+		uint64_t sid = c->res->series[gr->mem[k].series];
+
+		if ((t = store_symtab_acquire(st, sid, &rc)) == NULL)
+			break;
+		rc = agg_profile(aggs[gr->mem[k].series], t, gr->mem[k].g, true, &p);
+		store_symtab_release(st, sid);
+		if (rc == 0)
+			rc = merge_add(m, p, NULL);
+		profile_free(p);
 	}
-	g->ids = ids;
-	g->ids[g->nids++] = ref->id;
-	if (!g->gauge) {
-		rc = merge_add(g->m, p, NULL);
-		goto out;
-	}
-	if (g->sub && g->sub_series != ref->series && (rc = group_flush(g)) < 0)
-		goto out;
-	if (g->sub == NULL) {
-		if ((g->sub = merge_create()) == NULL) {
-			rc = -ENOMEM;
-			goto out;
-		}
-		g->sub_series = ref->series;
-	}
-	rc = merge_add(g->sub, p, NULL);
-out:
-	profile_free(p);
+	if (rc == 0 && merge_count(m) > 0)
+		rc = merge_finish(m, false, out);
+	merge_free(m);
 	return rc;
 }
 
@@ -297,26 +320,31 @@ sort_with_totals(struct query_result *res, struct mctx *c)
 int
 query_merge(struct store *st, const struct query *q, struct query_result *res)
 {
-	const struct series **all;
 	struct mctx c = { .res = res };
-	size_t n, i, j, best = 0;
+	struct agg **aggs = NULL;
+	size_t i, j, best = 0, n;
 	int rc;
 
 	memset(res, 0, sizeof(*res));
-	if ((rc = store_series(st, &all, &n)) < 0)
-		return rc;
-	for (i = 0; i < n && rc == 0; i++) {
-		if (!query_match(q, all[i]))
-			continue;
-		if ((rc = add_series(res, all[i]->id)) == 0)
-			rc = store_scan(st, all[i]->id, q->from, q->to, true, merge_cb, &c);
+	rc = match_series(st, q, res);
+	if (rc == 0 && (aggs = calloc(res->nseries + 1, sizeof(*aggs))) == NULL)
+		rc = -ENOMEM;
+	for (i = 0; i < res->nseries && rc == 0; i++) {
+		if ((aggs[i] = agg_create()) == NULL) {
+			rc = -ENOMEM;
+			break;
+		}
+		if ((rc = store_read_series(st, res->series[i], q->from, q->to, aggs[i], meta_cb,
+		    bad_cb, &c)) == 0)
+			rc = file_groups(st, &c, i, aggs[i]);
 	}
-	free(all);
 	if (rc == 0 && c.ngroups) {
+		const struct pmeta *pm = (const struct pmeta *)c.metas.data;
 		char want[120], got[120], why[320];
 
+		n = c.metas.len / sizeof(*pm);
 		for (i = 1; i < c.ngroups; i++)
-			if (c.groups[i].nids > c.groups[best].nids)
+			if (c.groups[i].count > c.groups[best].count)
 				best = i;
 		sig_types(&c.groups[best].sig, want, sizeof(want));
 		for (i = 0; i < c.ngroups && rc == 0; i++) {
@@ -325,26 +353,23 @@ query_merge(struct store *st, const struct query *q, struct query_result *res)
 			sig_types(&c.groups[i].sig, got, sizeof(got));
 			snprintf(why, sizeof(why),
 			    "sample types [%s] differ from the merged profiles' [%s]", got, want);
-			for (j = 0; j < c.groups[i].nids && rc == 0; j++)
-				rc = add_skip(res, c.groups[i].ids[j], why);
+			for (j = 0; j < n && rc == 0; j++)
+				if (!pm[j].bad && pm[j].hash == c.groups[i].hash)
+					rc = add_skip(res, pm[j].id, why);
 		}
-		if (rc == 0)
-			rc = group_flush(&c.groups[best]);
-		if (rc == 0 && merge_count(c.groups[best].m) > 0) {
-			/* Gauges were averaged per series already: sum them now. */
-			rc = merge_finish(c.groups[best].m, false, &res->merged);
-			res->nmerged = c.groups[best].nids;
-		}
+		if (rc == 0 && (rc = merge_group(st, &c, &c.groups[best], aggs,
+		    &res->merged)) == 0 && res->merged)
+			res->nmerged = (size_t)c.groups[best].count;
 	}
+	for (i = 0; aggs && i < res->nseries; i++)
+		agg_free(aggs[i]);
+	free(aggs);
 	for (i = 0; i < c.ngroups; i++) {
-		merge_free(c.groups[i].sub);
-		merge_free(c.groups[i].m);
 		buf_free(&c.groups[i].sig);
-		free(c.groups[i].ids);
+		free(c.groups[i].mem);
 	}
 	free(c.groups);
-	buf_free(&c.sig);
-	buf_free(&c.err);
+	buf_free(&c.metas);
 	if (rc == 0 && res->nrefs)
 		rc = sort_with_totals(res, &c);
 	buf_free(&c.totals);

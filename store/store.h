@@ -46,7 +46,8 @@ struct store_input {
 	const char	*type;		/* NULL or "auto": inferred from the sample types */
 	const struct labelset *labels;	/* may be NULL */
 	int64_t		 created_at;	/* ns since the epoch, 0: use the profile's time_nanos, else now */
-	const char	*source;	/* "ingest", "http", "scrape", "ebpf": for metrics */
+	const char	*source;	/* "ingest", "http", "pyroscope", "scrape", "ebpf" */
+	size_t		 max_decoded;	/* bytes once gunzipped, 0: PROFILE_MAX_DECODED */
 };
 
 struct store_ref {
@@ -60,7 +61,14 @@ struct store_ref {
  * Validate and store one profile (pprof, gzipped or not), durably: when this
  * returns 0 the profile survives a crash. *ref (optional output) says where it
  * went. -EINVAL with the reason in err for input that is not a valid profile or
- * has a bad service, type or label; nothing is stored then.
+ * has a bad service, type or label, -EFBIG for one over in->max_decoded once
+ * gunzipped; nothing is stored then. The body is gunzipped once.
+ *
+ * The store counts every attempt in the metrics registry, labelled with
+ * in->source: profilefs_ingested_profiles_total{source,outcome} (outcome ok,
+ * invalid, too_large or error), profilefs_ingested_bytes_total{source} (bytes
+ * as received) and profilefs_ingest_duration_seconds{source}. Producers count
+ * only what never reaches the store.
  */
 int	store_put(struct store *st, const struct store_input *in, const void *data,
 	    size_t len, struct store_ref *ref, struct buf *err);
@@ -76,13 +84,24 @@ uint64_t store_generation(const struct store *st);
  * array is malloc'd (free() it); the series it points to are the store's.
  */
 int	store_series(struct store *st, const struct series ***out, size_t *n);
+/*
+ * Call fn for each series of service (NULL: every service) and type (NULL:
+ * every type), in the order of store_series(), without copying the index: a
+ * lookup costs log(series) plus the matches. fn runs under st_lock held for
+ * reading: it may read the store (store_scan, store_series_get) but must not
+ * store profiles. A nonzero return from fn stops the walk and is returned.
+ */
+typedef int (*store_series_fn)(void *arg, const struct series *s);
+int	store_series_each(struct store *st, const char *service, const char *type,
+	    store_series_fn fn, void *arg);
 /* The series with this id, or NULL. */
 const struct series *store_series_get(struct store *st, uint64_t id);
 
 /*
  * Call fn for each profile of series sid with from <= time < to, in time
- * order. data is the stored (gzipped) pprof, valid during the call. A nonzero
- * return from fn stops the scan and is returned.
+ * order. With with_data, data is the profile as gzipped pprof, valid during
+ * the call; without, only the listing is read. A nonzero return from fn
+ * stops the scan and is returned.
  */
 typedef int (*store_scan_fn)(void *arg, const struct store_ref *ref,
     const void *data, size_t len);
@@ -103,7 +122,29 @@ int	store_hours(struct store *st, uint64_t sid, int64_t **out, size_t *n);
  * owns until store_close(); 0 keeps everything (the default).
  */
 int	store_expire(struct store *st, int64_t before, uint64_t *n);
+/*
+ * The same per tier: raw profiles older than before, pre-aggregated windows
+ * wholly older than wbefore (windows past the raw cut keep what they hold
+ * but reads stop at the oldest raw profile, so every listing and file stays
+ * consistent). Deletes by key ranges.
+ */
+int	store_expire_tiers(struct store *st, int64_t before, int64_t wbefore, uint64_t *n);
 int	store_set_retention(struct store *st, int64_t keep_ns);
+/*
+ * All limits at once, enforced by the same thread (call once): raw profiles
+ * older than keep_raw, windows older than keep_windows (0 or shorter: as
+ * keep_raw), and max_disk bytes of data dir (0: no cap), over which the
+ * oldest hour of data goes first, every 5 seconds.
+ */
+int	store_set_limits(struct store *st, int64_t keep_raw, int64_t keep_windows,
+	    uint64_t max_disk);
+
+/*
+ * Rebuild now the pre-aggregated windows that new profiles made stale (a
+ * thread of the store does it within about a second of each put; tests and
+ * benchmarks call it to wait for it). *ndays (optional): days rebuilt.
+ */
+int	store_compact(struct store *st, uint64_t *ndays);
 
 /* Statistics for metrics and meta files. */
 struct store_stats {
@@ -112,8 +153,24 @@ struct store_stats {
 	uint64_t	 bytes;
 	uint64_t	 series;
 	uint64_t	 disk_bytes;	/* live SST + WAL size as RocksDB estimates it */
+	uint64_t	 windows_pending; /* series-days the last compaction pass rebuilt: 0, caught up */
 };
 void	store_get_stats(struct store *st, struct store_stats *s);
+
+/*
+ * Times a profile may have: from 2000-01-01 to a day past now (ns). A
+ * profile's own time_nanos outside is ignored by store_put() (the time of
+ * reception is used); producers refuse a client's explicit time outside.
+ */
+#define STORE_TIME_MIN		(INT64_C(946684800) * 1000000000)
+bool	store_time_sane(int64_t t, int64_t now);
+
+/*
+ * Label sets (series) one service may have across its types: a new one past
+ * the limit is refused (-EINVAL with the reason). 0: no limit.
+ */
+#define STORE_MAX_SERIES	2000
+void	store_set_max_series(struct store *st, size_t n);
 
 /* The types store_infer_type() gives (NULL-terminated), and whether t is one. */
 extern const char *const store_types[];

@@ -9,7 +9,10 @@
  *   httpload -c 32 -n 5000 -t 60 -p '/api/0/profiles?service=s&type=cpu&labels=conn={c}' \
  *       [-H 'Authorization: Bearer x'] HOST PORT FILE...
  *
- * In the path, {c} becomes the connection's number. Responses must carry a
+ * In the path, {c} becomes the connection's number. With -T BASE,STEP,K
+ * (unix seconds, seconds, count), request i is sent for series {k} = i % K
+ * at time {t} = BASE + (i / K) * STEP, written 2006-01-02T15:04:05 (UTC):
+ * a backfill of K label sets at a STEP cadence. Responses must carry a
  * Content-Length (the server under test always sends one).
  */
 #include <arpa/inet.h>
@@ -38,6 +41,7 @@ static struct file *files;
 static size_t nfiles;
 static long total = 1000, limit_secs = 60;
 static int nconns = 32;
+static long t_base, t_step, t_k;	/* -T: backfill times, 0: none */
 static _Atomic long next_req, n_ok, n_fail;
 static int64_t deadline;
 static int64_t *lat;		/* per request, ns; index = request number */
@@ -145,16 +149,6 @@ worker(void *arg)
 	size_t pl = 0;
 	long i;
 
-	/* The path with {c} replaced. */
-	for (t = path_tmpl; *t && pl + 16 < sizeof(path);) {
-		if ((m = strstr(t, "{c}")) == t) {
-			pl += (size_t)snprintf(path + pl, sizeof(path) - pl, "%d", c);
-			t += 3;
-		} else {
-			path[pl++] = *t++;
-		}
-	}
-	path[pl] = '\0';
 	while ((i = atomic_fetch_add(&next_req, 1)) < total) {
 		struct file *f = &files[(size_t)i % nfiles];
 		struct iovec iov[2];
@@ -165,6 +159,26 @@ worker(void *arg)
 			atomic_store(&timed_out, 1);
 			break;
 		}
+		/* The path with {c}, {k} and {t} replaced. */
+		for (pl = 0, t = path_tmpl; *t && pl + 32 < sizeof(path);) {
+			if ((m = strstr(t, "{c}")) == t) {
+				pl += (size_t)snprintf(path + pl, sizeof(path) - pl, "%d", c);
+				t += 3;
+			} else if (t_k && (m = strstr(t, "{k}")) == t) {
+				pl += (size_t)snprintf(path + pl, sizeof(path) - pl, "%ld", i % t_k);
+				t += 3;
+			} else if (t_k && (m = strstr(t, "{t}")) == t) {
+				time_t secs = (time_t)(t_base + (i / t_k) * t_step);
+				struct tm tm;
+
+				gmtime_r(&secs, &tm);
+				pl += strftime(path + pl, sizeof(path) - pl, "%Y-%m-%dT%H:%M:%S", &tm);
+				t += 3;
+			} else {
+				path[pl++] = *t++;
+			}
+		}
+		path[pl] = '\0';
 		if (fd < 0 && (fd = dial()) < 0) {
 			atomic_fetch_add(&n_fail, 1);
 			continue;
@@ -217,7 +231,7 @@ main(int argc, char **argv)
 	int opt;
 
 	path_tmpl = "/api/0/profiles?service=load&type=cpu";
-	while ((opt = getopt(argc, argv, "c:n:t:p:H:")) != -1) {
+	while ((opt = getopt(argc, argv, "c:n:t:p:H:T:")) != -1) {
 		switch (opt) {
 		case 'c':
 			nconns = atoi(optarg);
@@ -230,6 +244,12 @@ main(int argc, char **argv)
 			break;
 		case 'p':
 			path_tmpl = optarg;
+			break;
+		case 'T':
+			if (sscanf(optarg, "%ld,%ld,%ld", &t_base, &t_step, &t_k) != 3 || t_k <= 0) {
+				fprintf(stderr, "httpload: -T BASE,STEP,K\n");
+				return 2;
+			}
 			break;
 		case 'H':
 			extra_header = optarg;

@@ -1,7 +1,8 @@
 /*
  * test_base: the utilities of base/ that have no test of their own: the
  * duration parser every flag, the targets file and last-<n> ranges use, the
- * clocks, array growth, and the byte buffer's sticky error and limit.
+ * clocks, array growth, the byte buffer's sticky error and limit, and the
+ * memory budget that buffers and arenas reserve from.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -109,6 +110,70 @@ test_buf_sticky_error(void **state)
 	buf_free(&b);
 }
 
+static int reclaimed;
+
+static void
+reclaim(void *arg)
+{
+	struct buf *held = arg;
+
+	reclaimed++;
+	buf_free(held);
+}
+
+static void
+test_budget(void **state)
+{
+	struct buf big = { 0 }, small = { 0 }, held = { 0 };
+	struct arena *a;
+	size_t base, used, peak;
+	uint64_t refused, refused0;
+
+	(void)state;
+	budget_set_limit(64u << 20);
+	budget_stats(&base, NULL, &refused0);
+	/* Reservations within the limit succeed and are given back exactly. */
+	assert_int_equal(budget_reserve(1u << 20), 0);
+	budget_stats(&used, &peak, NULL);
+	assert_int_equal(used, base + (1u << 20));
+	assert_true(peak >= used);
+	budget_release(1u << 20);
+	budget_stats(&used, NULL, NULL);
+	assert_int_equal(used, base);
+	/* Past the limit: refused and counted; nothing is taken. */
+	assert_int_equal(budget_reserve(65u << 20), -ENOMEM);
+	budget_stats(&used, NULL, &refused);
+	assert_int_equal(used, base);
+	assert_int_equal(refused, refused0 + 1);
+	/* A buffer grows within the budget and fails past it, stickily. */
+	assert_int_equal(buf_reserve(&big, 32u << 20), 0);
+	budget_stats(&used, NULL, NULL);
+	assert_true(used >= base + (32u << 20));
+	assert_int_equal(buf_reserve(&big, 80u << 20), -ENOMEM);
+	assert_int_equal(buf_error(&big), -ENOMEM);
+	/* Small buffers are counted but never refused: paths and messages still work. */
+	assert_int_equal(buf_reserve(&held, 31u << 20), 0);
+	assert_int_equal(budget_reserve(2u << 20), -ENOMEM);
+	assert_int_equal(buf_adds(&small, "a path or a reason"), 0);
+	/* An arena chunk past the budget is NULL, as for an allocation failure. */
+	assert_non_null(a = arena_create());
+	assert_null(arena_alloc(a, 8u << 20));
+	/* Under pressure the reclaimers run before a refusal. */
+	budget_on_pressure(reclaim, &held);
+	assert_non_null(arena_alloc(a, 8u << 20));
+	assert_int_equal(reclaimed, 1);
+	budget_off_pressure(reclaim, &held);
+	arena_destroy(a);
+	buf_free(&big);
+	buf_free(&small);
+	buf_free(&held);
+	budget_stats(&used, NULL, NULL);
+	assert_int_equal(used, base);
+	/* Waiting for room that is free returns at once; for more than the limit, never. */
+	assert_int_equal(budget_wait(1u << 20, S), 0);
+	assert_int_equal(budget_wait(65u << 20, S), -ENOMEM);
+}
+
 int
 main(void)
 {
@@ -117,6 +182,7 @@ main(void)
 		cmocka_unit_test(test_clocks),
 		cmocka_unit_test(test_grow),
 		cmocka_unit_test(test_buf_sticky_error),
+		cmocka_unit_test(test_budget),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

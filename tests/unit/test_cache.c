@@ -127,18 +127,18 @@ test_hit_and_release(void **state)
 	reset_counts();
 	assert_int_equal(get(c, "svc/cpu/all/last-1h/merged.pb.gz", 1, 0, 100, &e1), 0);
 	assert_string_equal(valof(e1)->key, "svc/cpu/all/last-1h/merged.pb.gz");
-	assert_int_equal(e1->size, 100);
+	assert_int_equal(e1->size, 100 + cache_overhead("svc/cpu/all/last-1h/merged.pb.gz"));
 	assert_int_equal(e1->rc, 0);
 	assert_string_equal(e1->key, "svc/cpu/all/last-1h/merged.pb.gz");
 	cache_release(c, e1);
 	assert_int_equal(get(c, "svc/cpu/all/last-1h/merged.pb.gz", 1, 0, 999, &e2), 0);
 	/* A hit: the same value, not a second fill (the size asked is ignored). */
 	assert_ptr_equal(e2->val, e1->val);
-	assert_int_equal(e2->size, 100);
+	assert_int_equal(e2->size, 100 + cache_overhead("svc/cpu/all/last-1h/merged.pb.gz"));
 	cache_release(c, e2);
 	stats(c, &entries, &bytes, &fills, &hits);
 	assert_int_equal(entries, 1);
-	assert_int_equal(bytes, 100);
+	assert_int_equal(bytes, 100 + cache_overhead("svc/cpu/all/last-1h/merged.pb.gz"));
 	assert_int_equal(fills, 1);
 	assert_int_equal(hits, 1);
 	assert_int_equal(atomic_load(&fills_run), 1);
@@ -156,7 +156,8 @@ test_hit_and_release(void **state)
 static void
 test_in_use_not_freed_by_eviction(void **state)
 {
-	struct cache *c = cache_create(100);
+	/* Room for one entry of 80 bytes (plus its bookkeeping), not two. */
+	struct cache *c = cache_create(100 + cache_overhead("a"));
 	struct cache_entry *a, *b, *a2;
 	size_t entries, bytes;
 
@@ -167,13 +168,13 @@ test_in_use_not_freed_by_eviction(void **state)
 	assert_int_equal(get(c, "b", 1, 0, 80, &b), 0);
 	stats(c, &entries, &bytes, NULL, NULL);
 	assert_int_equal(entries, 2);
-	assert_int_equal(bytes, 160);
+	assert_int_equal(bytes, 160 + cache_overhead("a") + cache_overhead("b"));
 	assert_int_equal(atomic_load(&vals_freed), 0);
 	/* Releasing b evicts the only entry nobody holds: b itself. */
 	cache_release(c, b);
 	stats(c, &entries, &bytes, NULL, NULL);
 	assert_int_equal(entries, 1);
-	assert_int_equal(bytes, 80);
+	assert_int_equal(bytes, 80 + cache_overhead("a"));
 	assert_int_equal(atomic_load(&vals_freed), 1);
 	assert_string_equal(valof(a)->key, "a");
 	cache_release(c, a);
@@ -202,13 +203,15 @@ test_stale_entry_in_use_survives(void **state)
 	assert_int_equal(valof(new)->serial, 2);
 	stats(c, &entries, &bytes, NULL, NULL);
 	assert_int_equal(entries, 1);
-	assert_int_equal(bytes, 20);
-	/* The old value is unlinked but still readable, and freed on release. */
+	/* The old value is unlinked but still readable, still counted, and freed on release. */
+	assert_int_equal(bytes, 30 + 2 * cache_overhead("k"));
 	assert_int_equal(atomic_load(&vals_freed), 0);
 	assert_string_equal(valof(old)->key, "k");
 	assert_int_equal(valof(old)->serial, 1);
 	cache_release(c, old);
 	assert_int_equal(atomic_load(&vals_freed), 1);
+	stats(c, &entries, &bytes, NULL, NULL);
+	assert_int_equal(bytes, 20 + cache_overhead("k"));
 	cache_release(c, new);
 	cache_destroy(c);
 	assert_int_equal(atomic_load(&vals_freed), 2);
@@ -231,7 +234,9 @@ cached(struct cache *c, const char *key)
 static void
 test_eviction_by_bytes_lru(void **state)
 {
-	struct cache *c = cache_create(1000);
+	/* Room for three entries of 300 bytes (keys of two bytes), not four. */
+	size_t max = 1000 + 3 * cache_overhead("k0");
+	struct cache *c = cache_create(max);
 	struct cache_entry *e;
 	size_t entries, bytes;
 	char key[16];
@@ -244,7 +249,7 @@ test_eviction_by_bytes_lru(void **state)
 		assert_int_equal(get(c, key, 1, 0, 300, &e), 0);
 		cache_release(c, e);
 		stats(c, &entries, &bytes, NULL, NULL);
-		assert_true(bytes <= 1000);
+		assert_true(bytes <= max);
 		assert_int_equal(entries, i < 3 ? i + 1 : 3);
 	}
 	assert_int_equal(atomic_load(&vals_freed), 7);
@@ -258,7 +263,7 @@ test_eviction_by_bytes_lru(void **state)
 	assert_false(cached(c, "k9"));
 	stats(c, &entries, &bytes, NULL, NULL);
 	assert_int_equal(entries, 3);
-	assert_int_equal(bytes, 900);
+	assert_int_equal(bytes, 900 + 3 * cache_overhead("k0"));
 
 	/* An entry larger than the whole cache is served, then dropped. */
 	assert_int_equal(get(c, "huge", 1, 0, 5000, &e), 0);
@@ -266,10 +271,10 @@ test_eviction_by_bytes_lru(void **state)
 	/* Everything else made room; it is held, so it stays over the limit. */
 	stats(c, &entries, &bytes, NULL, NULL);
 	assert_int_equal(entries, 1);
-	assert_int_equal(bytes, 5000);
+	assert_int_equal(bytes, 5000 + cache_overhead("huge"));
 	cache_release(c, e);
 	stats(c, &entries, &bytes, NULL, NULL);
-	assert_true(bytes <= 1000);
+	assert_true(bytes <= max);
 	assert_false(cached(c, "huge"));
 	cache_destroy(c);
 	assert_int_equal(atomic_load(&vals_freed), atomic_load(&fills_run));
@@ -347,7 +352,7 @@ test_failed_fill_cached(void **state)
 	assert_int_equal(atomic_load(&fills_run), 1);
 	stats(c, &entries, &bytes, &fills, &hits);
 	assert_int_equal(entries, 1);
-	assert_int_equal(bytes, 64);		/* charged like a value */
+	assert_int_equal(bytes, 64 + cache_overhead("bad"));	/* charged like a value */
 	assert_int_equal(hits, 1);
 	/* It is still dropped on new data. */
 	assert_int_equal(cache_get(c, "bad", 2, 0, fill, &bad, &e), -EINVAL);
@@ -363,7 +368,7 @@ test_failed_fill_cached(void **state)
 	assert_int_equal(atomic_load(&fills_run), 4);
 	stats(c, &entries, &bytes, NULL, NULL);
 	assert_int_equal(entries, 1);
-	assert_int_equal(bytes, 64);
+	assert_int_equal(bytes, 64 + cache_overhead("bad"));
 	/* Once memory is back, the value is computed and kept. */
 	oom.rc = 0;
 	oom.noval = false;

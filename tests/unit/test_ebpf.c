@@ -11,11 +11,13 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <limits.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <errno.h>
 
 #include "cpuprof.h"
 #include "proctab.h"
@@ -27,6 +29,7 @@
 static char tmpdir[64];
 
 __attribute__((noinline)) int target_function_for_symbolize(int x);
+static const int target_line = __LINE__ + 2;	/* the function's body starts there */
 __attribute__((noinline)) int
 target_function_for_symbolize(int x)
 {
@@ -50,7 +53,7 @@ test_perfmap(void **state)
 	fprintf(f, "0x1000 80 new_name\n");	/* later: wins where it covers */
 	fprintf(f, "3000 0 empty_is_ignored\n");
 	fclose(f);
-	m = perfmap_load(path);
+	m = perfmap_load(path, getuid());
 	assert_non_null(m);
 	assert_string_equal(perfmap_lookup(m, 0x1000), "new_name");
 	assert_string_equal(perfmap_lookup(m, 0x107f), "new_name");
@@ -61,7 +64,7 @@ test_perfmap(void **state)
 	assert_null(perfmap_lookup(m, 0x3000));
 	assert_null(perfmap_lookup(m, 0xfff));
 	perfmap_free(m);
-	assert_null(perfmap_load("/nonexistent/perf-0.map"));
+	assert_null(perfmap_load("/nonexistent/perf-0.map", getuid()));
 }
 
 /* A perf map is whatever the sampled process's owner put there. */
@@ -75,14 +78,132 @@ test_perfmap_hostile(void **state)
 	snprintf(path, sizeof(path), "%s/perf-2.map", tmpdir);
 	unlink(path);
 	assert_int_equal(symlink("/dev/zero", path), 0);
-	assert_null(perfmap_load(path));
+	assert_null(perfmap_load(path, getuid()));
+	assert_int_equal(symbolize_open(path, false, 0), -ELOOP);
 	unlink(path);
 	/* A FIFO nobody writes to does not block the sampler. */
 	snprintf(path, sizeof(path), "%s/perf-3.map", tmpdir);
 	unlink(path);
 	assert_int_equal(mkfifo(path, 0600), 0);
-	assert_null(perfmap_load(path));
+	assert_null(perfmap_load(path, getuid()));
+	/* Refused at once, whether links may be followed or not. */
+	assert_int_equal(symbolize_open(path, true, 0), -EINVAL);
 	unlink(path);
+	/* Someone else's file in the process's /tmp names nothing. */
+	if (getuid() == 0) {
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s/perf-4.map", tmpdir);
+		f = fopen(path, "w");
+		assert_non_null(f);
+		fprintf(f, "1000 100 planted\n");
+		fclose(f);
+		assert_int_equal(chown(path, 65534, 65534), 0);
+		assert_null(perfmap_load(path, 1000));
+		{
+			struct perfmap *m = perfmap_load(path, 65534);
+
+			assert_non_null(m);
+			assert_string_equal(perfmap_lookup(m, 0x1000), "planted");
+			perfmap_free(m);
+		}
+		unlink(path);
+	}
+}
+
+/*
+ * A stripped Debian binary: PLT stubs named as objdump names them
+ * ("read@plt"), and _start found at the entry point without any symbol.
+ */
+static void
+test_plt_entry(void **state)
+{
+	const char *bin = "/usr/bin/gzip";
+	unsigned long long addr, entry = 0;
+	struct symbolizer *s;
+	struct elfobj *o;
+	size_t matched = 0, wrong = 0;
+	char line[512], name[256];
+	struct stat st;
+	FILE *f;
+
+	(void)state;
+	if (stat(bin, &st) != 0 || system("command -v objdump >/dev/null") != 0)
+		skip();
+	s = symbolize_create();
+	assert_non_null(s);
+	o = symbolize_elf(s, st.st_dev, st.st_ino, bin, "/", bin);
+	assert_non_null(o);
+	f = popen("objdump -d -j .plt -j .plt.sec -j .plt.got /usr/bin/gzip 2>/dev/null", "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%llx <%255[^>]>:", &addr, name) == 2 && strlen(name) > 4 &&
+		    strcmp(name + strlen(name) - 4, "@plt") == 0) {	/* not PLT0, "x@plt-0x10" */
+			const char *got = symbolize_elf_lookup(o, addr);
+
+			if (got && strcmp(got, name) == 0) {
+				matched++;
+			} else {
+				print_message("%#llx: objdump %s, ours %s\n", addr, name, got ? got : "-");
+				wrong++;
+			}
+		}
+	pclose(f);
+	assert_true(matched >= 10);
+	assert_int_equal(wrong, 0);
+	f = popen("readelf -h /usr/bin/gzip", "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f))
+		sscanf(line, " Entry point address: %llx", &entry);
+	pclose(f);
+	assert_true(entry != 0);
+	assert_string_equal(symbolize_elf_lookup(o, entry), "_start");
+	symbolize_elf_put(o);
+	symbolize_destroy(s);
+}
+
+/*
+ * MiniDebugInfo made as distributions make it: the functions missing from
+ * .dynsym kept in a small ELF, xz-compressed into .gnu_debugdata of a binary
+ * stripped of everything else.
+ */
+static void
+test_minidebuginfo(void **state)
+{
+	char cmd[PATH_MAX + 1024], path[128], src[PATH_MAX];
+	unsigned long long inner = 0;
+	struct symbolizer *s;
+	struct elfobj *o;
+	struct stat st;
+	FILE *f;
+
+	(void)state;
+	/* Run from the top of the tree, as scripts/test.sh does. */
+	if (system("command -v cc objcopy xz nm >/dev/null") != 0 ||
+	    realpath("tests/ebpf/spin.c", src) == NULL)
+		skip();
+	snprintf(cmd, sizeof(cmd),
+	    "set -e; cd %s; cc -O1 -g -o full '%s';"
+	    "nm full | awk '$3 == \"inner\" {print $1}' > inner.addr;"
+	    "echo inner > keep; objcopy -S --remove-section .gdb_index --remove-section .comment "
+	    "--keep-symbols=keep full mini; xz -f mini;"
+	    "strip --strip-all -o md full; objcopy --add-section .gnu_debugdata=mini.xz md",
+	    tmpdir, src);
+	assert_int_equal(system(cmd), 0);
+	snprintf(path, sizeof(path), "%s/inner.addr", tmpdir);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	assert_int_equal(fscanf(f, "%llx", &inner), 1);
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/md", tmpdir);
+	assert_int_equal(stat(path, &st), 0);
+	s = symbolize_create();
+	assert_non_null(s);
+	o = symbolize_elf(s, st.st_dev, st.st_ino, path, NULL, NULL);
+	assert_non_null(o);
+	assert_string_equal(symbolize_elf_lookup(o, inner), "inner");
+	symbolize_elf_put(o);
+	symbolize_destroy(s);
 }
 
 static void
@@ -115,6 +236,15 @@ test_elf_self(void **state)
 	assert_non_null(o);
 	assert_int_equal(symbolize_elf_bias(o, start, off, &bias), 0);
 	assert_string_equal(symbolize_elf_lookup(o, addr - bias), "target_function_for_symbolize");
+	/* Unit tests are built with -g: file and line from this binary's DWARF. */
+	{
+		const char *src;
+		int64_t lineno;
+
+		assert_int_equal(symbolize_elf_line(o, addr - bias, &src, &lineno), 0);
+		assert_non_null(strstr(src, "test_ebpf.c"));
+		assert_true(lineno >= target_line && lineno <= target_line + 3);
+	}
 	assert_null(symbolize_elf_lookup(o, 0));
 	assert_int_equal(strlen(symbolize_elf_build_id(o)) % 2, 0);
 	assert_int_equal(symbolize_elf_count(s), 1);
@@ -303,6 +433,8 @@ main(void)
 		cmocka_unit_test(test_perfmap),
 		cmocka_unit_test(test_perfmap_hostile),
 		cmocka_unit_test(test_elf_self),
+		cmocka_unit_test(test_plt_entry),
+		cmocka_unit_test(test_minidebuginfo),
 		cmocka_unit_test(test_cpuprof_roundtrip),
 		cmocka_unit_test(test_cgroup),
 	};
