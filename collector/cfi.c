@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "base.h"
+#include "symbolize.h"
 #include "cfi.h"
 
 #define REG_RBP		6
@@ -599,8 +600,8 @@ cfi_build(const char *path, struct cfi_table *t)
 	int fd, rc;
 
 	memset(t, 0, sizeof(*t));
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return -errno;
+	if ((fd = symbolize_open(path, true, 0)) < 0)
+		return fd;
 	rc = cfi_build_fd(fd, t);
 	close(fd);
 	return rc;

@@ -570,13 +570,16 @@ perfmap_name(struct proc *p, uint64_t addr)
 
 	if (!p->gone && now - p->perfmap_checked >= PERFMAP_RECHECK_NS) {
 		char path[96];
-		struct stat st;
+		struct stat st, ps;
 
 		p->perfmap_checked = now;
+		snprintf(path, sizeof(path), "/proc/%u", p->pid);
+		if (stat(path, &ps) < 0)	/* its owner: who may write its perf map */
+			ps.st_uid = 0;
 		snprintf(path, sizeof(path), "/proc/%u/root/tmp/perf-%u.map", p->pid, p->nspid);
 		if (stat(path, &st) == 0 && (st.st_mtim.tv_sec * 1000000000LL +
 		    st.st_mtim.tv_nsec != p->perfmap_mtime || st.st_size != p->perfmap_size)) {
-			struct perfmap *m = perfmap_load(path);
+			struct perfmap *m = perfmap_load(path, ps.st_uid);
 
 			if (m) {
 				perfmap_free(p->perfmap);

@@ -30,6 +30,7 @@
 #include "symbolize.h"
 
 #define ELF_MAX_SYMS	(4u << 20)	/* per object, against corrupt tables */
+#define ELF_MAX_STRTAB	(256u << 20)	/* bytes of one symbol string table */
 #define NT_GNU_BUILD_ID_	3
 
 struct sym {
@@ -149,20 +150,29 @@ sym_cmp(const void *a, const void *b)
 	return 0;
 }
 
-/* Append the function symbols of one symbol table section to o. */
+/*
+ * Append the function symbols of one symbol table section to o. Their names
+ * point into one copy of the section's string table, however many symbols
+ * share a name or a suffix of one (a crafted table cannot multiply memory).
+ */
 static int
 read_symtab(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct elfobj *o, size_t *cap)
 {
-	Elf_Data *d = elf_getdata(scn, NULL);
-	size_t i, n;
+	Elf_Data *d = elf_getdata(scn, NULL), *sd;
+	Elf_Scn *sscn = elf_getscn(e, sh->sh_link);
+	size_t i, n, base;
 
-	if (d == NULL || sh->sh_entsize == 0)
+	if (d == NULL || sh->sh_entsize == 0 || sscn == NULL ||
+	    (sd = elf_getdata(sscn, NULL)) == NULL || sd->d_buf == NULL || sd->d_size == 0 ||
+	    sd->d_size > ELF_MAX_STRTAB || o->names.len > UINT32_MAX - sd->d_size - 1)
 		return 0;
+	base = o->names.len;
+	if (buf_add(&o->names, sd->d_buf, sd->d_size) < 0 || buf_addc(&o->names, '\0') < 0)
+		return -ENOMEM;
 	n = sh->sh_size / sh->sh_entsize;
 	for (i = 0; i < n; i++) {
 		GElf_Sym sym;
 		const char *name;
-		size_t len;
 		int t;
 
 		if (gelf_getsym(d, (int)i, &sym) == NULL)
@@ -171,20 +181,18 @@ read_symtab(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct elfobj *o, size_t 
 		if ((t != STT_FUNC && t != STT_GNU_IFUNC) || sym.st_value == 0 ||
 		    sym.st_shndx == SHN_UNDEF || sym.st_size == 0)
 			continue;
-		name = elf_strptr(e, sh->sh_link, sym.st_name);
-		if (name == NULL || *name == '\0')
+		/* The copy ends in a NUL, so every name in it is terminated. */
+		if (sym.st_name >= sd->d_size)
+			continue;
+		name = o->names.data + base + sym.st_name;
+		if (*name == '\0')
 			continue;
 		if (o->nsyms >= ELF_MAX_SYMS)
 			break;
 		o->syms = xgrow(o->syms, cap, o->nsyms + 1, sizeof(*o->syms));
-		len = strlen(name);
-		if (o->names.len > UINT32_MAX - len - 1)
-			break;
 		o->syms[o->nsyms].addr = sym.st_value;
 		o->syms[o->nsyms].size = sym.st_size;
-		o->syms[o->nsyms].name = (uint32_t)o->names.len;
-		if (buf_add(&o->names, name, len + 1) < 0)
-			return -ENOMEM;
+		o->syms[o->nsyms].name = (uint32_t)(base + sym.st_name);
 		o->nsyms++;
 	}
 	return 0;
@@ -645,6 +653,21 @@ out:
 	return rc;
 }
 
+int
+symbolize_open(const char *path, bool follow, off_t max_size)
+{
+	struct stat st;
+	int fd;
+
+	if ((fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW))) < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (max_size && st.st_size > max_size)) {
+		close(fd);
+		return -EINVAL;
+	}
+	return fd;
+}
+
 static int
 read_elf(const char *path, struct elfobj *o, bool debug_file, bool *has_symtab,
     char *debuglink, size_t dlsize)
@@ -653,8 +676,9 @@ read_elf(const char *path, struct elfobj *o, bool debug_file, bool *has_symtab,
 	int fd, rc;
 
 	*has_symtab = false;
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return -errno;
+	/* A mapped file comes through /proc/PID/map_files (a link to follow); debug files never. */
+	if ((fd = symbolize_open(path, !debug_file, 0)) < 0)
+		return fd;
 	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	o->debug_info = false;
 	rc = read_elf_image(e, o, debug_file, has_symtab, debuglink, dlsize);
@@ -666,6 +690,23 @@ read_elf(const char *path, struct elfobj *o, bool debug_file, bool *has_symtab,
 		elf_end(e);
 	close(fd);
 	return rc;
+}
+
+/*
+ * A .gnu_debuglink names a file in the binary's directory or a debug
+ * directory: a plain name, never a path ("../../etc/shadow") or a dot name.
+ */
+static bool
+debuglink_ok(const char *link)
+{
+	const char *c;
+
+	if (link[0] == '\0' || link[0] == '.' || strlen(link) > NAME_MAX)
+		return false;
+	for (c = link; *c; c++)
+		if (*c == '/' || (unsigned char)*c < 0x20 || *c == 0x7f)
+			return false;
+	return true;
 }
 
 /* A separate debug file: by build id, then by .gnu_debuglink next to the file. */
@@ -688,7 +729,7 @@ read_debug_file(struct elfobj *o, const char *root, const char *name, const char
 			    read_elf(path, o, true, &has, NULL, 0) == 0 && has)
 				return;
 		}
-		if (link[0] == '\0' || name == NULL || name[0] != '/')
+		if (!debuglink_ok(link) || name == NULL || name[0] != '/')
 			continue;
 		snprintf(dir, sizeof(dir), "%s", name);
 		*strrchr(dir, '/') = '\0';
@@ -1071,7 +1112,7 @@ pm_cmp(const void *a, const void *b)
 }
 
 struct perfmap *
-perfmap_load(const char *path)
+perfmap_load(const char *path, uid_t owner)
 {
 #define PERFMAP_MAX_BYTES	(64 << 20)
 	struct perfmap *m;
@@ -1089,9 +1130,10 @@ perfmap_load(const char *path)
 	 * (to /dev/zero, say), no FIFOs that would block the sampler, and a
 	 * bounded size.
 	 */
-	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)) < 0)
+	if ((fd = symbolize_open(path, false, PERFMAP_MAX_BYTES)) < 0)
 		return NULL;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > PERFMAP_MAX_BYTES ||
+	/* Only the process's own user (or root) may name its code. */
+	if (fstat(fd, &st) < 0 || (st.st_uid != owner && st.st_uid != 0) ||
 	    (f = fdopen(fd, "r")) == NULL) {
 		close(fd);
 		return NULL;

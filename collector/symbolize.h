@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <time.h>
 
 struct symbolizer;
@@ -20,6 +21,13 @@ struct symbolizer;
 /* A loaded ELF object; owned by the symbolizer's cache. */
 struct elfobj;
 
+/*
+ * Open a file the sampler (often root) reads on behalf of other users' processes:
+ * never blocking (a FIFO in its place is refused, not waited on), a regular
+ * file only, at most max_size bytes (0: any), and with follow false not
+ * through a symbolic link. An fd or -errno.
+ */
+int			 symbolize_open(const char *path, bool follow, off_t max_size);
 struct symbolizer	*symbolize_create(void);
 void			 symbolize_destroy(struct symbolizer *s);
 
@@ -73,7 +81,7 @@ bool		 symbolize_kernel_ok(struct symbolizer *s);
  */
 struct perfmap;
 /* Read path; NULL if it cannot be read. */
-struct perfmap	*perfmap_load(const char *path);
+struct perfmap	*perfmap_load(const char *path, uid_t owner);
 void		 perfmap_free(struct perfmap *m);
 const char	*perfmap_lookup(const struct perfmap *m, uint64_t addr);
 

@@ -168,23 +168,9 @@ symtab_durable(struct symtab *t, const struct sym_new *e, size_t n)
 /* --- varints ------------------------------------------------------------- */
 
 static int
-put_u(struct buf *b, uint64_t v)
-{
-	unsigned char tmp[10];
-	size_t n = 0;
-
-	while (v >= 0x80) {
-		tmp[n++] = (unsigned char)(v | 0x80);
-		v >>= 7;
-	}
-	tmp[n++] = (unsigned char)v;
-	return buf_add(b, tmp, n);
-}
-
-static int
 put_z(struct buf *b, int64_t v)
 {
-	return put_u(b, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
+	return buf_add_varint(b, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
 }
 
 /* Write v at *p (room checked by the caller: 10 bytes at most). */
@@ -505,24 +491,24 @@ hdr_encode(struct buf *b, const struct ghdr *h)
 	size_t i;
 	int rc = 0;
 
-	rc |= put_u(b, h->count);
+	rc |= buf_add_varint(b, h->count);
 	rc |= put_z(b, h->first_time);
-	rc |= put_u(b, h->ntypes);
+	rc |= buf_add_varint(b, h->ntypes);
 	for (i = 0; i < 2 * (size_t)h->ntypes; i++)
-		rc |= put_u(b, h->types[i]);
-	rc |= put_u(b, h->ptype);
-	rc |= put_u(b, h->punit);
+		rc |= buf_add_varint(b, h->types[i]);
+	rc |= buf_add_varint(b, h->ptype);
+	rc |= buf_add_varint(b, h->punit);
 	rc |= put_z(b, h->period);
 	rc |= put_z(b, h->time_nanos);
 	rc |= put_z(b, h->duration);
-	rc |= put_u(b, h->drop);
-	rc |= put_u(b, h->keep);
-	rc |= put_u(b, h->dflt);
-	rc |= put_u(b, h->doc);
-	rc |= put_u(b, h->mainmap);
-	rc |= put_u(b, h->ncmts);
+	rc |= buf_add_varint(b, h->drop);
+	rc |= buf_add_varint(b, h->keep);
+	rc |= buf_add_varint(b, h->dflt);
+	rc |= buf_add_varint(b, h->doc);
+	rc |= buf_add_varint(b, h->mainmap);
+	rc |= buf_add_varint(b, h->ncmts);
 	for (i = 0; i < h->ncmts; i++)
-		rc |= put_u(b, h->cmts[i]);
+		rc |= buf_add_varint(b, h->cmts[i]);
 	return rc ? -ENOMEM : 0;
 }
 
@@ -608,8 +594,8 @@ pack_profile(struct symtab *t, const struct profile *p, int64_t time, struct buf
 		ps[ns++].values = s->values;
 	}
 	qsort(ps, ns, sizeof(*ps), psample_cmp);
-	if ((rc = buf_addc(val, PACK_VERSION)) < 0 || (rc = put_u(val, 1)) < 0 ||
-	    (rc = hdr_encode(val, &h)) < 0 || (rc = put_u(val, ns)) < 0)
+	if ((rc = buf_addc(val, PACK_VERSION)) < 0 || (rc = buf_add_varint(val, 1)) < 0 ||
+	    (rc = hdr_encode(val, &h)) < 0 || (rc = buf_add_varint(val, ns)) < 0)
 		goto out;
 	/* Samples straight into reserved room: the hot loop of every put. */
 	if ((rc = buf_reserve(val, ns * 10 * (1 + p->nsample_types))) < 0)
@@ -966,7 +952,7 @@ agg_encode(const struct agg *a, struct buf *out)
 	size_t i, k, t, ns;
 	int rc;
 
-	if ((rc = buf_addc(out, PACK_VERSION)) < 0 || (rc = put_u(out, a->ng)) < 0)
+	if ((rc = buf_addc(out, PACK_VERSION)) < 0 || (rc = buf_add_varint(out, a->ng)) < 0)
 		return rc;
 	for (i = 0; i < a->ng; i++) {
 		const struct agroup *g = &a->g[i];
@@ -984,7 +970,7 @@ agg_encode(const struct agg *a, struct buf *out)
 				;
 			ns += t < nt;
 		}
-		rc = put_u(out, ns);
+		rc = buf_add_varint(out, ns);
 		for (k = 0; k < g->nst && rc == 0; k++) {
 			const int64_t *v = g->vals + (size_t)ord[k] * nt;
 

@@ -195,14 +195,12 @@ store_id_parse(const char *s, uint64_t *id)
 	int i;
 
 	for (i = 0; i < 16; i++) {
-		char c = s[i];
+		int h = hex_value(s[i]);
 
-		if (c >= '0' && c <= '9')
-			v = v << 4 | (uint64_t)(c - '0');
-		else if (c >= 'a' && c <= 'f')
-			v = v << 4 | (uint64_t)(c - 'a' + 10);
-		else
+		/* Ids are written in lower case: another spelling names nothing. */
+		if (h < 0 || (s[i] >= 'A' && s[i] <= 'F'))
 			return -EINVAL;
+		v = v << 4 | (uint64_t)h;
 	}
 	if (s[16] != '\0')
 		return -EINVAL;
@@ -311,7 +309,9 @@ store_infer_type(const struct profile *p)
 
 	if (has_type(p, "alloc_space") || has_type(p, "alloc_objects"))
 		return strncmp(dflt, "alloc_", 6) == 0 ? "allocs" : "heap";
-	if (has_type(p, "inuse_space") || has_type(p, "inuse_objects"))
+	/* pprof-nodejs names its heap columns objects/count and space/bytes. */
+	if (has_type(p, "inuse_space") || has_type(p, "inuse_objects") ||
+	    (has_type(p, "objects") && has_type(p, "space")))
 		return "heap";
 	if (has_type(p, "contentions") || has_type(p, "delay"))
 		return strcmp(pt, "mutex") == 0 ? "mutex" : "block";

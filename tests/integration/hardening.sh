@@ -211,7 +211,7 @@ check_eq "two concurrent cp: exactly the successful copies stored" \
   "$(ls "$M/twocp/cpu/all/all/profiles" | wc -l)" "$good"
 # The store keeps profiles in its own encoding: compare what go tool pprof reads.
 SUMS_A=$(pprof_sums "$A"); SUMS_B=$(pprof_sums "$B")
-one_of_ab() { local x; x=$(pprof_sums "$1"); [ "$x" == "$SUMS_A" ] || [ "$x" == "$SUMS_B" ]; }
+one_of_ab() { local x; x=$(pprof_sums "$1"); [ -n "$x" ] && { [ "$x" == "$SUMS_A" ] || [ "$x" == "$SUMS_B" ]; }; }
 k=0
 for f in "$M"/twocp/cpu/all/all/profiles/*; do one_of_ab "$f" || k=$((k + 1)); done
 check_eq "two concurrent cp: each stored profile is one writer's" "$k" 0

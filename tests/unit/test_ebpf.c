@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <errno.h>
 
 #include "cpuprof.h"
 #include "proctab.h"
@@ -52,7 +53,7 @@ test_perfmap(void **state)
 	fprintf(f, "0x1000 80 new_name\n");	/* later: wins where it covers */
 	fprintf(f, "3000 0 empty_is_ignored\n");
 	fclose(f);
-	m = perfmap_load(path);
+	m = perfmap_load(path, getuid());
 	assert_non_null(m);
 	assert_string_equal(perfmap_lookup(m, 0x1000), "new_name");
 	assert_string_equal(perfmap_lookup(m, 0x107f), "new_name");
@@ -63,7 +64,7 @@ test_perfmap(void **state)
 	assert_null(perfmap_lookup(m, 0x3000));
 	assert_null(perfmap_lookup(m, 0xfff));
 	perfmap_free(m);
-	assert_null(perfmap_load("/nonexistent/perf-0.map"));
+	assert_null(perfmap_load("/nonexistent/perf-0.map", getuid()));
 }
 
 /* A perf map is whatever the sampled process's owner put there. */
@@ -77,14 +78,37 @@ test_perfmap_hostile(void **state)
 	snprintf(path, sizeof(path), "%s/perf-2.map", tmpdir);
 	unlink(path);
 	assert_int_equal(symlink("/dev/zero", path), 0);
-	assert_null(perfmap_load(path));
+	assert_null(perfmap_load(path, getuid()));
+	assert_int_equal(symbolize_open(path, false, 0), -ELOOP);
 	unlink(path);
 	/* A FIFO nobody writes to does not block the sampler. */
 	snprintf(path, sizeof(path), "%s/perf-3.map", tmpdir);
 	unlink(path);
 	assert_int_equal(mkfifo(path, 0600), 0);
-	assert_null(perfmap_load(path));
+	assert_null(perfmap_load(path, getuid()));
+	/* Refused at once, whether links may be followed or not. */
+	assert_int_equal(symbolize_open(path, true, 0), -EINVAL);
 	unlink(path);
+	/* Someone else's file in the process's /tmp names nothing. */
+	if (getuid() == 0) {
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s/perf-4.map", tmpdir);
+		f = fopen(path, "w");
+		assert_non_null(f);
+		fprintf(f, "1000 100 planted\n");
+		fclose(f);
+		assert_int_equal(chown(path, 65534, 65534), 0);
+		assert_null(perfmap_load(path, 1000));
+		{
+			struct perfmap *m = perfmap_load(path, 65534);
+
+			assert_non_null(m);
+			assert_string_equal(perfmap_lookup(m, 0x1000), "planted");
+			perfmap_free(m);
+		}
+		unlink(path);
+	}
 }
 
 /*

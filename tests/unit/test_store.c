@@ -439,6 +439,47 @@ test_bad_input_refused(void **state)
 	buf_free(&tmp);
 }
 
+/* A profile with these sample types and nothing else, built as the sampler builds its own. */
+static struct profile *
+typed_profile(const char *const *types, const char *const *units, size_t n,
+    const char *period_type)
+{
+	struct merge_header h = { .types = types, .units = units, .ntypes = n,
+	    .period_type = period_type, .period_unit = units[0], .period = 1 };
+	struct merge *m = merge_create();
+	struct profile *p = NULL;
+
+	assert_non_null(m);
+	assert_int_equal(merge_begin(m, &h), 0);
+	assert_int_equal(merge_finish(m, false, &p), 0);
+	merge_free(m);
+	return p;
+}
+
+/* Types as users name them, for the sample types other runtimes use. */
+static void
+test_type_names(void **state)
+{
+	static const char *const node_heap[] = { "objects", "space" };
+	static const char *const node_heap_u[] = { "count", "bytes" };
+	static const char *const node_wall[] = { "samples", "wall" };
+	static const char *const node_wall_u[] = { "count", "microseconds" };
+	static const char *const java_wall[] = { "wall" };
+	static const char *const java_wall_u[] = { "nanoseconds" };
+	struct profile *p;
+
+	(void)state;
+	p = typed_profile(node_heap, node_heap_u, 2, "space");
+	assert_string_equal(store_infer_type(p), "heap");
+	profile_free(p);
+	p = typed_profile(node_wall, node_wall_u, 2, "wall");
+	assert_string_equal(store_infer_type(p), "wall");
+	profile_free(p);
+	p = typed_profile(java_wall, java_wall_u, 1, "wall");
+	assert_string_equal(store_infer_type(p), "wall");
+	profile_free(p);
+}
+
 static void
 test_type_inference(void **state)
 {
@@ -891,6 +932,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_reopen_keeps_everything, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_input_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_type_inference, setup, teardown),
+		cmocka_unit_test(test_type_names),
 		cmocka_unit_test_setup_teardown(test_real_files_stored, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_time_source, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_key_layout, setup, teardown),
