@@ -219,7 +219,7 @@ priv_own_dir(const char *dir, const struct priv_user *u)
 	struct stat st;
 	int fd, rc;
 
-	if (mkdir(dir, 0750) == 0) {
+	if (mkdir(dir, 0700) == 0) {
 		if (chown(dir, u->uid, u->gid) < 0) {
 			rc = -errno;
 			fprintf(stderr, "profilefs: %s: chown to %s: %s\n", dir, u->name,
