@@ -4,7 +4,7 @@
 # (pod=0, pod=1), 64 distinct profiles pushed round-robin, through the HTTP API with past created_at times, waits for
 # the pre-aggregated windows, restarts the daemon, and prints side by side:
 # cold and warm reads of last-7d, last-24h and an unaligned FROM..TO
-# (merged.pb.gz, flamegraph.svg), ls -l of last-7d, go tool pprof -proto on
+# (merged.pb.gz, flamegraph.svg), ls -l of last-7d, du -s, go tool pprof -proto on
 # a known fraction of the same profiles (scaled to all of them), bytes on
 # disk per ingested sample and per ingested byte, the ingest rate, and read
 # time against range length (5 minutes to 30 days).
@@ -101,6 +101,13 @@ for r in last-7d last-24h "$from..$to"; do
 done
 l1=$(ms ls -l "$R/last-7d/"); l2=$(ms ls -l "$R/last-7d/")
 printf "%-34s %10s %10s\n" "ls -l last-7d/" "$l1" "$l2"
+# du -s walks every listed range (presets, days, hours) and stats every file
+# in them, generated ones included: one day of one series, then the service.
+day=$(date -u -d "@$((now - 86400))" +%Y-%m-%d)
+u1=$(ms du -s "$TMP/mnt/weekapp/cpu/pod=0/$day"); u2=$(ms du -s "$TMP/mnt/weekapp/cpu/pod=0/$day")
+printf "%-34s %10s %10s\n" "du -s pod=0/$day" "$u1" "$u2"
+s1=$(ms timeout 600 du -s "$TMP/mnt/weekapp")
+printf "%-34s %10s %10s\n" "du -s weekapp (every range)" "$s1" "-"
 
 # go tool pprof -proto on a fraction of the week's profiles, scaled.
 FRAC=20
@@ -130,4 +137,5 @@ echo "  on disk: $disk bytes = $(awk -v d="$disk" -v s="$tot_samples" 'BEGIN {pr
 echo "  last-7d merged.pb.gz: cold $c7 ms, warm $w7 ms; go tool pprof -proto on the same files: ~$pp_all ms" \
   "($(awk -v a="$pp_all" -v b="${c7:-1}" 'BEGIN {printf "%.0fx", a / (b > 0 ? b : 1)}') the cold read)"
 echo "  ls -l last-7d/: cold $l1 ms, warm $l2 ms"
+echo "  du -s of one day of one series: cold $u1 ms, warm $u2 ms; du -s of the whole service: $s1 ms"
 echo "  (inputs repeat every $nf pushes: zstd finds the repeats, so real fleets store more per sample)"
