@@ -59,9 +59,8 @@ exists_cb(void *arg, const struct series *s)
 	struct exists_arg *a = arg;
 
 	/* A series whose profiles retention deleted does not count. */
-	return query_match(a->q, s) && store_scan(a->fs->st, s->id,
-	    a->r ? a->r->from : INT64_MIN, a->r ? a->r->to : INT64_MAX, false,
-	    stop_cb, NULL) == 1;
+	return query_match(a->q, s) && series_has_data(a->fs, s->id,
+	    a->r ? a->r->from : INT64_MIN, a->r ? a->r->to : INT64_MAX);
 }
 
 bool
@@ -132,28 +131,38 @@ list_root(struct fsctx *fs, struct buf *names)
 	return 0;
 }
 
-/* A service's types, or a type's label sets (after "all"). */
+struct list_arg {
+	struct fsctx		*fs;
+	const struct fspath	*fp;
+	struct buf		*names;
+};
+
+static int
+list_series_cb(void *arg, const struct series *s)
+{
+	struct list_arg *a = arg;
+
+	if (!series_has_data(a->fs, s->id, INT64_MIN, INT64_MAX))
+		return 0;
+	if (a->fp->node == NODE_SERVICE)
+		add_unique(a->names, s->type);
+	else if (s->labels[0])
+		add_unique(a->names, s->labels);
+	return 0;
+}
+
+/* A service's types, or a type's label sets (after "all"), from that service's or type's series only. */
 static int
 list_service_type(struct fsctx *fs, const struct fspath *fp, struct buf *names)
 {
-	const struct series **all;
-	size_t n, i;
+	struct list_arg a = { fs, fp, names };
 	int rc;
 
-	if ((rc = store_series(fs->st, &all, &n)) < 0)
-		return rc;
 	if (fp->node == NODE_TYPE)
 		add_unique(names, "all");
-	for (i = 0; i < n; i++) {
-		if (strcmp(all[i]->service, fp->service) != 0 ||
-		    !series_has_data(fs, all[i]->id, INT64_MIN, INT64_MAX))
-			continue;
-		if (fp->node == NODE_SERVICE)
-			add_unique(names, all[i]->type);
-		else if (strcmp(all[i]->type, fp->type) == 0 && all[i]->labels[0])
-			add_unique(names, all[i]->labels);
-	}
-	free(all);
+	if ((rc = store_series_each(fs->st, fp->service,
+	    fp->node == NODE_TYPE ? fp->type : NULL, list_series_cb, &a)) < 0)
+		return rc;
 	if (names->len == 0 || (fp->node == NODE_TYPE && names->len == 4 &&
 	    !dir_exists(fs, fp->service, fp->type, NULL, NULL)))
 		return -ENOENT;
