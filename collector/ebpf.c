@@ -45,6 +45,7 @@
 #define SAMPLER_NICE	-5
 #define UNWIND_KEEP_SECS 30	/* tables no process maps are kept this long */
 #define MAPS_FRESH_NS	(10LL * 1000 * 1000)	/* maps read this recently are current */
+#define MISS_WAIT_MAX_NS (64LL * 1000 * 1000 * 1000)	/* see caller_miss */
 
 struct ebpf_sampler {
 	struct store		*st;
@@ -230,6 +231,39 @@ out:
 
 /* --- the sampler thread -------------------------------------------------- */
 
+/*
+ * A caller outside every mapping known: the walk may have stepped into a
+ * library mapped after the maps were read (the dynamic linker maps them
+ * right after the exec notice; dlopen later), or a frame-pointer chain
+ * into noise. The maps are read again, at growing intervals while that
+ * finds nothing new, so that noise costs a read a minute at most.
+ */
+static void
+caller_miss(struct ebpf_sampler *e, struct proc *p, const struct prof_sample *s)
+{
+	int i, nu = s->ustack_len > 0 ? s->ustack_len / 8 : 0;
+	uint64_t a = 0;
+
+	if (nu > PROF_MAX_USTACK)
+		nu = PROF_MAX_USTACK;
+	for (i = 1; i < nu; i++) {
+		a = s->ustack[i] & ~PROF_PC_EXACT;
+		if (a == 0 || !proctab_known(p, a - 1))
+			break;
+	}
+	if (i >= nu || a == 0)
+		return;
+	if (p->miss_wait < MAPS_FRESH_NS)
+		p->miss_wait = MAPS_FRESH_NS;
+	if (clock_mono_ns() - p->maps_read < p->miss_wait)
+		return;
+	proctab_refresh(e->pt, p, 0);
+	if (proctab_known(p, a - 1))
+		p->miss_wait = MAPS_FRESH_NS;
+	else if (p->miss_wait < MISS_WAIT_MAX_NS)
+		p->miss_wait *= 2;
+}
+
 static void
 handle_sample(struct ebpf_sampler *e, const struct prof_sample *s)
 {
@@ -255,6 +289,8 @@ handle_sample(struct ebpf_sampler *e, const struct prof_sample *s)
 		if (p->unw == NULL || (s->ustack_len >= 8 &&
 		    !proctab_known(p, s->ustack[0] & ~PROF_PC_EXACT)))
 			proctab_refresh(e->pt, p, MAPS_FRESH_NS);
+		else
+			caller_miss(e, p, s);
 		unwind_proc(e->unw, p);
 	}
 	nk = s->kstack_len > 0 ? s->kstack_len / 8 : 0;

@@ -50,6 +50,7 @@ struct proc {
 	bool		 gone;		/* /proc/PID vanished: do not read it again */
 	bool		 kthread;
 	int64_t		 maps_read;	/* monotonic ns of the last maps read */
+	int64_t		 miss_wait;	/* ns between reads for an unknown caller */
 	struct perfmap	*perfmap;
 	int64_t		 perfmap_checked;
 	int64_t		 perfmap_mtime;
