@@ -10,8 +10,9 @@
  *
  * The service rule (documented in README.md):
  *   cgroup (default): a systemd unit "x.service" in the cgroup path gives
- *     service "x" and label unit=x.service; otherwise the executable's base
- *     name. A container id (docker, containerd, cri-o, podman) in the path
+ *     service "x" and label unit=x.service; otherwise, for a Python or Java
+ *     process, the script, module, main class or jar its command line names
+ *     (runtime.c); otherwise the executable's base name. A container id (docker, containerd, cri-o, podman) in the path
  *     adds container=<first 12 hex digits>, a kubepods pod uid adds pod=<uid>.
  *   exe: always the executable's base name (labels as above).
  *   comm: the process's comm.
@@ -19,6 +20,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -33,10 +35,15 @@
 #include "pprof.h"
 #include "store.h"
 #include "proctab.h"
+#include "runtime.h"
 
 #define NBUCKETS	4096
 #define MAPS_REREAD_NS	(1000LL * 1000 * 1000)	/* unknown address: re-read maps at most 1/s */
 #define PERFMAP_RECHECK_NS (1000LL * 1000 * 1000)
+/* A JVM is asked for its perf map again after this, doubling up to the max. */
+#define JVM_ASK_FIRST_NS (250LL * 1000 * 1000)
+#define JVM_ASK_MAX_NS	(30LL * 1000 * 1000 * 1000)
+#define JVM_ATTACH_TIMEOUT_MS 5000
 
 struct pmap {
 	uint64_t	 start, end, offset;
@@ -55,6 +62,7 @@ struct proctab {
 	size_t		 n;
 	void		(*release)(void *, struct proc *);
 	void		*release_arg;
+	struct runtime_attach *attach;	/* started for the first JVM */
 };
 
 struct proctab *
@@ -90,9 +98,31 @@ maps_free(struct proc *p)
 	p->nmaps = 0;
 }
 
+/*
+ * A JVM we asked for perf maps has exited: remove the map it wrote for us
+ * (through its /tmp as opened while it ran), unless it was written again
+ * since we read it (-XX:+DumpPerfMapAtExit) or is not its user's file.
+ */
+static void
+jvm_tidy(struct proc *p)
+{
+	char name[32];
+	struct stat st;
+
+	if (p->jvm_tmp <= 0)
+		return;
+	snprintf(name, sizeof(name), "perf-%u.map", p->nspid);
+	if (p->jvm_asked != 0 && fstatat(p->jvm_tmp, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISREG(st.st_mode) && st.st_uid == p->uid &&
+	    st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec == p->perfmap_mtime)
+		(void)unlinkat(p->jvm_tmp, name, 0);
+}
+
 static void
 proc_free(struct proctab *pt, struct proc *p)
 {
+	if (p->jvm_tmp > 0)
+		close(p->jvm_tmp);
 	if (pt->release)
 		pt->release(pt->release_arg, p);
 	maps_free(p);
@@ -115,6 +145,7 @@ proctab_destroy(struct proctab *pt)
 			n = p->next;
 			proc_free(pt, p);
 		}
+	runtime_attach_destroy(pt->attach);
 	free(pt);
 }
 
@@ -314,6 +345,39 @@ read_nspid(uint32_t pid)
 	return ns;
 }
 
+/* Whether p maps libjvm.so: a JVM under another executable's name. */
+static bool
+maps_jvm(const struct proc *p)
+{
+	size_t i;
+
+	for (i = 0; i < p->nmaps; i++) {
+		const char *b = strrchr(p->maps[i].path, '/');
+
+		if (b && strcmp(b + 1, "libjvm.so") == 0)
+			return true;
+	}
+	return false;
+}
+
+/* The service p's command line names (runtime_service), into out. */
+static bool
+cmdline_service(const struct proc *p, char *out, size_t outsz)
+{
+	char path[64], argv[4096];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%u/cmdline", p->pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return false;
+	n = read(fd, argv, sizeof(argv));	/* a longer one is cut: its end is not used */
+	close(fd);
+	if (n <= 0)
+		return false;
+	return runtime_service(p->runtime, argv, (size_t)n, out, outsz);
+}
+
 /* A service name store_check_service accepts. */
 static void
 set_service(struct proc *p, const char *name)
@@ -335,7 +399,9 @@ static void
 proc_load(struct proctab *pt, struct proc *p, const char *comm)
 {
 	char path[64], exe[PATH_MAX], unit[256] = "", ctr[64] = "", pod[128] = "";
+	char script[64];
 	const char *base = NULL;
+	struct stat pst;
 	struct buf err = { 0 }, lt = { 0 };
 	char cbuf[32];
 	ssize_t n;
@@ -379,6 +445,12 @@ proc_load(struct proctab *pt, struct proc *p, const char *comm)
 	if (!p->gone)
 		read_cgroup(p, unit, sizeof(unit), ctr, sizeof(ctr), pod, sizeof(pod));
 	p->nspid = p->gone ? p->pid : read_nspid(p->pid);
+	snprintf(path, sizeof(path), "/proc/%u", p->pid);
+	p->uid = stat(path, &pst) == 0 ? pst.st_uid : 0;
+	p->runtime = runtime_by_exe(base);
+	if (p->runtime == RUNTIME_NONE && maps_jvm(p))
+		p->runtime = RUNTIME_JVM;
+	p->jvm_wait = JVM_ASK_FIRST_NS;
 
 	if (p->kthread) {
 		set_service(p, pt->by == SERVICE_BY_COMM ? comm : "kernel");
@@ -388,6 +460,10 @@ proc_load(struct proctab *pt, struct proc *p, const char *comm)
 		unit[strlen(unit) - 8] = '\0';
 		set_service(p, unit);
 		strcat(unit, ".service");
+	} else if (pt->by == SERVICE_BY_CGROUP && runtime_by_exe(base) != RUNTIME_NONE &&
+	    !p->gone && cmdline_service(p, script, sizeof(script))) {
+		/* (Only the python and java launchers: javac maps libjvm.so too.) */
+		set_service(p, script);
 	} else {
 		set_service(p, base);
 	}
@@ -452,6 +528,7 @@ proctab_forget(struct proctab *pt, uint32_t pid)
 	for (; (p = *pp) != NULL; pp = &p->next) {
 		if (p->pid == pid) {
 			*pp = p->next;
+			jvm_tidy(p);
 			proc_free(pt, p);
 			pt->n--;
 			return;
@@ -472,6 +549,7 @@ proctab_expire(struct proctab *pt)
 			snprintf(path, sizeof(path), "/proc/%u", p->pid);
 			if (p->gone || access(path, F_OK) != 0) {
 				*pp = p->next;
+				jvm_tidy(p);
 				proc_free(pt, p);
 				pt->n--;
 			} else {
@@ -582,6 +660,52 @@ perfmap_name(struct proc *p, uint64_t addr)
 	return p->perfmap ? perfmap_lookup(p->perfmap, addr) : NULL;
 }
 
+/*
+ * A JVM's code not in its perf map: ask it to write the map again (as it
+ * compiles, new methods appear), at growing intervals.
+ */
+static void
+jvm_ask(struct proctab *pt, struct proc *p)
+{
+	int64_t now = clock_mono_ns();
+
+	if (p->gone || now - p->jvm_asked < p->jvm_wait)
+		return;
+	if (pt->attach == NULL && (pt->attach = runtime_attach_create(JVM_ATTACH_TIMEOUT_MS)) == NULL)
+		return;
+	if (!runtime_attach_request(pt->attach, (pid_t)p->pid, (pid_t)p->nspid, p->uid))
+		return;
+	if (p->jvm_tmp <= 0) {
+		char path[64];
+		int fd;
+
+		snprintf(path, sizeof(path), "/proc/%u/root/tmp", p->pid);
+		if ((fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) > 0)
+			p->jvm_tmp = fd;
+		else if (fd == 0)	/* (0 means none here) */
+			close(fd);
+	}
+	if (p->jvm_asked != 0)
+		p->jvm_wait = p->jvm_wait * 2 < JVM_ASK_MAX_NS ? p->jvm_wait * 2 : JVM_ASK_MAX_NS;
+	p->jvm_asked = now;
+}
+
+/*
+ * HotSpot names a method "ret pkg.Class.method(args)": the return type goes,
+ * so that the frame starts with its class (the flame graph colours by it).
+ */
+static const char *
+jvm_name(const char *name)
+{
+	const char *paren = strchr(name, '('), *sp;
+
+	if (paren == NULL)
+		return name;
+	for (sp = paren; sp > name && sp[-1] != ' '; sp--)
+		;
+	return sp;
+}
+
 void
 proctab_resolve(struct proctab *pt, struct proc *p, uint64_t addr, struct frame *f)
 {
@@ -616,6 +740,12 @@ proctab_resolve(struct proctab *pt, struct proc *p, uint64_t addr, struct frame 
 		return;
 	}
 	f->func = perfmap_name(p, addr);
+	if (p->runtime == RUNTIME_JVM) {
+		if (f->func == NULL)
+			jvm_ask(pt, p);
+		else
+			f->func = jvm_name(f->func);
+	}
 	if (m) {
 		f->file = f->func ? "[jit]" : m->path[0] ? m->path : "[anon]";
 		f->start = m->start;

@@ -47,6 +47,11 @@ struct proc {
 	struct pmap	*maps;
 	size_t		 nmaps;
 	uint32_t	 nspid;
+	uint32_t	 uid;		/* owner of /proc/PID */
+	int		 runtime;	/* enum runtime_kind */
+	int64_t		 jvm_asked;	/* monotonic ns of the last perf map request */
+	int64_t		 jvm_wait;	/* ns until the next one may be made */
+	int		 jvm_tmp;	/* its /tmp, once asked; 0: none */
 	bool		 gone;		/* /proc/PID vanished: do not read it again */
 	bool		 kthread;
 	int64_t		 maps_read;	/* monotonic ns of the last maps read */

@@ -1,0 +1,510 @@
+/*
+ * runtime: language runtimes seen by the eBPF sampler (see runtime.h).
+ *
+ * The HotSpot attach mechanism, as the JVM implements it on Linux:
+ *   - a JVM listens on the unix socket /tmp/.java_pid<NSPID> (its own /tmp,
+ *     its own pid) once its attach listener runs;
+ *   - otherwise the listener is started by a file .attach_pid<NSPID> in the
+ *     JVM's working directory or /tmp, owned by the JVM's user, and SIGQUIT;
+ *   - a request is "1\0" (protocol), the command "jcmd\0" and exactly three
+ *     arguments, each NUL-terminated ("Compiler.perfmap\0\0\0"); the JVM
+ *     answers "<status>\n<output>" and closes. Status 0 is success.
+ * The JVM checks that the peer runs as its user or root. We reach its /tmp
+ * through /proc/PID/root, create the trigger file without following links
+ * and give it to the JVM's user, and send SIGQUIT only to a process that
+ * catches it (a JVM run with -Xrs does not, and would die of it).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base.h"
+#include "runtime.h"
+
+enum runtime_kind
+runtime_by_exe(const char *base)
+{
+	const char *s;
+
+	if (base == NULL)
+		return RUNTIME_NONE;
+	if (strncmp(base, "python", 6) == 0) {
+		/* python, python3, python3.11, python3.13t; not python-config */
+		for (s = base + 6; *s; s++)
+			if (!(*s >= '0' && *s <= '9') && *s != '.' && !(*s == 't' && s[1] == '\0'))
+				return RUNTIME_NONE;
+		return RUNTIME_PYTHON;
+	}
+	if (strcmp(base, "java") == 0)
+		return RUNTIME_JVM;
+	return RUNTIME_NONE;
+}
+
+/* The next argument of argv (len bytes), advancing *off; NULL at the end. */
+static const char *
+next_arg(const char *argv, size_t len, size_t *off)
+{
+	const char *a;
+	const char *nul;
+
+	if (*off >= len)
+		return NULL;
+	a = argv + *off;
+	nul = memchr(a, '\0', len - *off);
+	if (nul == NULL)	/* the last one, cut: not trusted */
+		return NULL;
+	*off += (size_t)(nul - a) + 1;
+	return a;
+}
+
+static bool
+base_of(const char *path, const char *suffix, char *out, size_t outsz)
+{
+	const char *b = strrchr(path, '/');
+	size_t n, sl = strlen(suffix);
+
+	b = b ? b + 1 : path;
+	n = strlen(b);
+	if (n > sl && sl > 0 && strcmp(b + n - sl, suffix) == 0)
+		n -= sl;
+	if (n == 0 || n >= outsz)
+		n = n == 0 ? 0 : outsz - 1;
+	if (n == 0)
+		return false;
+	memcpy(out, b, n);
+	out[n] = '\0';
+	return true;
+}
+
+static bool
+python_service(const char *argv, size_t len, char *out, size_t outsz)
+{
+	size_t off = 0;
+	const char *a;
+
+	if (next_arg(argv, len, &off) == NULL)	/* argv[0] */
+		return false;
+	while ((a = next_arg(argv, len, &off)) != NULL) {
+		if (strcmp(a, "--") == 0) {
+			a = next_arg(argv, len, &off);
+			break;
+		}
+		if (a[0] != '-' || a[1] == '\0')
+			break;	/* the script, or "-": stdin */
+		if (a[1] == '-') {
+			/* --check-hash-based-pycs takes a value; others (--version) none */
+			if (strcmp(a, "--check-hash-based-pycs") == 0)
+				(void)next_arg(argv, len, &off);
+			continue;
+		}
+		/* Grouped flags: -u, -OO, -BuW ignore; a value may follow in place or next. */
+		for (const char *c = a + 1; *c; c++) {
+			if (*c == 'c')
+				return false;
+			if (*c == 'm') {
+				const char *mod = c[1] ? c + 1 : next_arg(argv, len, &off);
+
+				if (mod == NULL || *mod == '\0')
+					return false;
+				snprintf(out, outsz, "%s", mod);
+				return true;
+			}
+			if (*c == 'W' || *c == 'X') {
+				if (c[1] == '\0')
+					(void)next_arg(argv, len, &off);
+				break;
+			}
+		}
+	}
+	if (a == NULL || a[0] == '\0' || strcmp(a, "-") == 0)
+		return false;
+	{
+		const char *b = strrchr(a, '/');
+
+		if (b && strcmp(b + 1, "__main__.py") == 0 && b > a) {
+			/* python3 pkg/__main__.py: the package's name */
+			char dir[256];
+			size_t n = (size_t)(b - a);
+
+			if (n >= sizeof(dir))
+				return false;
+			memcpy(dir, a, n);
+			dir[n] = '\0';
+			return base_of(dir, "", out, outsz);
+		}
+	}
+	if (base_of(a, ".py", out, outsz))
+		return true;
+	return false;
+}
+
+/* java options that take the next argument as their value. */
+static bool
+java_opt_has_value(const char *a)
+{
+	static const char *const opts[] = {
+		"-cp", "-classpath", "--class-path", "-p", "--module-path",
+		"--upgrade-module-path", "--add-modules", "--limit-modules",
+		"--add-reads", "--add-exports", "--add-opens", "--patch-module",
+		"--enable-native-access", "--source", "--illegal-access",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(opts) / sizeof(opts[0]); i++)
+		if (strcmp(a, opts[i]) == 0)
+			return true;
+	return false;
+}
+
+static bool
+java_service(const char *argv, size_t len, char *out, size_t outsz)
+{
+	size_t off = 0;
+	const char *a;
+
+	if (next_arg(argv, len, &off) == NULL)
+		return false;
+	while ((a = next_arg(argv, len, &off)) != NULL) {
+		if (strcmp(a, "-jar") == 0) {
+			if ((a = next_arg(argv, len, &off)) == NULL)
+				return false;
+			return base_of(a, ".jar", out, outsz);
+		}
+		if (strcmp(a, "-m") == 0 || strcmp(a, "--module") == 0) {
+			const char *slash;
+
+			if ((a = next_arg(argv, len, &off)) == NULL || *a == '\0')
+				return false;
+			/* module/class: the class; a module alone: the module */
+			slash = strchr(a, '/');
+			snprintf(out, outsz, "%s", slash && slash[1] ? slash + 1 : a);
+			if ((slash = strchr(out, '/')) != NULL)
+				*(char *)slash = '\0';
+			return true;
+		}
+		if (java_opt_has_value(a)) {
+			(void)next_arg(argv, len, &off);
+			continue;
+		}
+		if (a[0] == '-' || a[0] == '@')
+			continue;	/* -Dk=v, -Xmx1g, -XX:..., --x=y, @argfile */
+		if (*a == '\0')
+			return false;
+		/* The main class, or a source file (java Hello.java). */
+		return base_of(a, ".java", out, outsz);
+	}
+	return false;
+}
+
+bool
+runtime_service(enum runtime_kind k, const char *argv, size_t len, char *out, size_t outsz)
+{
+	if (outsz == 0)
+		return false;
+	out[0] = '\0';
+	switch (k) {
+	case RUNTIME_PYTHON:
+		return python_service(argv, len, out, outsz);
+	case RUNTIME_JVM:
+		return java_service(argv, len, out, outsz);
+	default:
+		return false;
+	}
+}
+
+/* --- the HotSpot attach mechanism ---------------------------------------- */
+
+static int64_t
+now_ms(void)
+{
+	return clock_mono_ns() / 1000000;
+}
+
+/* Whether pid catches SIGQUIT (SigCgt in /proc/PID/status). */
+static bool
+catches_sigquit(pid_t pid)
+{
+	char path[64], line[256];
+	bool yes = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if ((f = fopen(path, "re")) == NULL)
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "SigCgt:", 7) == 0) {
+			unsigned long long m = strtoull(line + 7, NULL, 16);
+
+			yes = (m >> (SIGQUIT - 1)) & 1;
+			break;
+		}
+	}
+	fclose(f);
+	return yes;
+}
+
+static int
+attach_connect(const char *path, int timeout_ms)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct stat st;
+	int fd;
+
+	/* A socket, not something a link leads to elsewhere. */
+	if (lstat(path, &st) < 0)
+		return -errno;
+	if (!S_ISSOCK(st.st_mode))
+		return -ENOTSOCK;
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, path);
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+		return -errno;
+	{
+		struct timeval tv = { .tv_sec = timeout_ms / 1000,
+		    .tv_usec = (timeout_ms % 1000) * 1000 };
+
+		(void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		(void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	}
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int e = errno;
+
+		close(fd);
+		return -e;
+	}
+	return fd;
+}
+
+/* Create the trigger file in the JVM's /tmp (dirfd), owned by its user. */
+static int
+attach_trigger(int dirfd, const char *name, uid_t uid, gid_t gid)
+{
+	int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC |
+	    O_NONBLOCK, 0600);
+
+	if (fd < 0)
+		return errno == EEXIST ? 0 : -errno;
+	if (fchown(fd, uid, gid) < 0) {
+		int e = errno;
+
+		close(fd);
+		(void)unlinkat(dirfd, name, 0);
+		return -e;
+	}
+	close(fd);
+	return 1;	/* ours: remove it afterwards */
+}
+
+int
+runtime_jvm_perfmap(pid_t pid, pid_t nspid, uid_t uid, int timeout_ms)
+{
+	static const char req[] = "1\0jcmd\0Compiler.perfmap\0\0";	/* + the final NUL */
+	char sock[96], trig[64], tmp[64], reply[256];
+	int64_t deadline = now_ms() + timeout_ms;
+	int fd = -1, dirfd = -1, made = 0, rc;
+	struct stat st;
+	gid_t gid = (gid_t)-1;
+	size_t got = 0;
+	ssize_t n;
+
+	snprintf(tmp, sizeof(tmp), "/proc/%d/root/tmp", (int)pid);
+	snprintf(sock, sizeof(sock), "%s/.java_pid%d", tmp, (int)nspid);
+	snprintf(trig, sizeof(trig), ".attach_pid%d", (int)nspid);
+
+	fd = attach_connect(sock, timeout_ms);
+	if (fd == -ENOENT || fd == -ECONNREFUSED) {
+		/* No listener yet: start it. */
+		char ppath[64];
+
+		snprintf(ppath, sizeof(ppath), "/proc/%d", (int)pid);
+		if (stat(ppath, &st) < 0)
+			return -errno;
+		if (st.st_uid != uid)
+			return -ESRCH;	/* not the process we were asked about */
+		gid = st.st_gid;
+		if (!catches_sigquit(pid))
+			return -ENOTSUP;
+		if ((dirfd = open(tmp, O_DIRECTORY | O_RDONLY | O_CLOEXEC)) < 0)
+			return -errno;
+		/* /tmp of the JVM: owned by root or its user, else not ours to write. */
+		if (fstat(dirfd, &st) < 0 || (st.st_uid != 0 && st.st_uid != uid)) {
+			rc = -EPERM;
+			goto out;
+		}
+		if ((made = attach_trigger(dirfd, trig, uid, gid)) < 0) {
+			rc = made;
+			goto out;
+		}
+		if (kill(pid, SIGQUIT) < 0) {
+			rc = -errno;
+			goto out;
+		}
+		do {
+			struct timespec ts = { 0, 20 * 1000000 };
+
+			nanosleep(&ts, NULL);
+			fd = attach_connect(sock, timeout_ms);
+		} while ((fd == -ENOENT || fd == -ECONNREFUSED) && now_ms() < deadline);
+	}
+	if (fd < 0) {
+		rc = fd;
+		goto out;
+	}
+	/* The listener belongs to the JVM's user (or root). */
+	if (lstat(sock, &st) == 0 && st.st_uid != uid && st.st_uid != 0) {
+		rc = -EPERM;
+		goto out;
+	}
+	if (write(fd, req, sizeof(req)) != (ssize_t)sizeof(req)) {
+		rc = errno ? -errno : -EIO;
+		goto out;
+	}
+	/* "<status>\n<output>": only the status matters; the output is bounded. */
+	while (got < sizeof(reply) - 1 && now_ms() < deadline) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		int left = (int)(deadline - now_ms());
+
+		if (poll(&pfd, 1, left > 0 ? left : 0) <= 0)
+			break;
+		n = read(fd, reply + got, sizeof(reply) - 1 - got);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+		if (memchr(reply, '\n', got))
+			break;
+	}
+	reply[got] = '\0';
+	if (got == 0 || !memchr(reply, '\n', got)) {
+		rc = -ETIMEDOUT;
+		goto out;
+	}
+	rc = strtol(reply, NULL, 10) == 0 && reply[0] == '0' ? 0 : -EPROTO;
+	if (rc < 0)
+		log_debug("ebpf: jvm %d: Compiler.perfmap: %.*s", (int)pid,
+		    (int)strcspn(reply, "\n"), reply);
+out:
+	if (fd >= 0)
+		close(fd);
+	if (made > 0)
+		(void)unlinkat(dirfd, trig, 0);
+	if (dirfd >= 0)
+		close(dirfd);
+	return rc;
+}
+
+/* --- the attach worker --------------------------------------------------- */
+
+#define ATTACH_QUEUE	16
+
+struct attach_req {
+	pid_t	 pid, nspid;
+	uid_t	 uid;
+};
+
+struct runtime_attach {
+	pthread_mutex_t	 lock;
+	pthread_cond_t	 cond;
+	pthread_t	 thread;
+	bool		 stop;			/* protected by lock */
+	struct attach_req q[ATTACH_QUEUE];	/* protected by lock */
+	size_t		 nq;			/* protected by lock */
+	pid_t		 busy;			/* protected by lock: the pid being asked */
+	int		 timeout_ms;
+};
+
+static void *
+attach_main(void *arg)
+{
+	struct runtime_attach *ra = arg;
+
+	pthread_mutex_lock(&ra->lock);
+	for (;;) {
+		struct attach_req r;
+		int rc;
+
+		while (!ra->stop && ra->nq == 0)
+			pthread_cond_wait(&ra->cond, &ra->lock);
+		if (ra->stop)
+			break;
+		r = ra->q[0];
+		memmove(ra->q, ra->q + 1, (ra->nq - 1) * sizeof(ra->q[0]));
+		ra->nq--;
+		ra->busy = r.pid;
+		pthread_mutex_unlock(&ra->lock);
+		rc = runtime_jvm_perfmap(r.pid, r.nspid, r.uid, ra->timeout_ms);
+		if (rc < 0)
+			log_debug("ebpf: jvm %d: no perf map: %s", (int)r.pid, strerror(-rc));
+		else
+			log_debug("ebpf: jvm %d: perf map written", (int)r.pid);
+		pthread_mutex_lock(&ra->lock);
+		ra->busy = 0;
+	}
+	pthread_mutex_unlock(&ra->lock);
+	return NULL;
+}
+
+struct runtime_attach *
+runtime_attach_create(int timeout_ms)
+{
+	struct runtime_attach *ra = calloc(1, sizeof(*ra));
+
+	if (ra == NULL)
+		return NULL;
+	ra->timeout_ms = timeout_ms;
+	pthread_mutex_init(&ra->lock, NULL);
+	pthread_cond_init(&ra->cond, NULL);
+	if (pthread_create(&ra->thread, NULL, attach_main, ra) != 0) {
+		pthread_cond_destroy(&ra->cond);
+		pthread_mutex_destroy(&ra->lock);
+		free(ra);
+		return NULL;
+	}
+	return ra;
+}
+
+void
+runtime_attach_destroy(struct runtime_attach *ra)
+{
+	if (ra == NULL)
+		return;
+	pthread_mutex_lock(&ra->lock);
+	ra->stop = true;
+	pthread_cond_signal(&ra->cond);
+	pthread_mutex_unlock(&ra->lock);
+	pthread_join(ra->thread, NULL);
+	pthread_cond_destroy(&ra->cond);
+	pthread_mutex_destroy(&ra->lock);
+	free(ra);
+}
+
+bool
+runtime_attach_request(struct runtime_attach *ra, pid_t pid, pid_t nspid, uid_t uid)
+{
+	bool queued = false;
+	size_t i;
+
+	if (ra == NULL)
+		return false;
+	pthread_mutex_lock(&ra->lock);
+	for (i = 0; i < ra->nq; i++)
+		if (ra->q[i].pid == pid)
+			break;
+	if (i == ra->nq && ra->busy != pid && ra->nq < ATTACH_QUEUE) {
+		ra->q[ra->nq++] = (struct attach_req){ pid, nspid, uid };
+		pthread_cond_signal(&ra->cond);
+		queued = true;
+	}
+	pthread_mutex_unlock(&ra->lock);
+	return queued;
+}

@@ -1,0 +1,61 @@
+/*
+ * runtime: what the eBPF sampler knows of language runtimes it samples.
+ * Which runtime a process runs (CPython, HotSpot), the service name its
+ * command line gives (the script, the module, the main class or jar), and,
+ * for JVMs, asking the JVM to write its perf map through the HotSpot attach
+ * mechanism. Reading the perf map is symbolize.c's; the process table
+ * (proctab.c) calls in here.
+ *
+ * Thread-safety: each function says.
+ */
+#ifndef PROFILEFS_RUNTIME_H
+#define PROFILEFS_RUNTIME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+enum runtime_kind {
+	RUNTIME_NONE,
+	RUNTIME_PYTHON,		/* CPython: the executable is python[N[.N]] */
+	RUNTIME_JVM,		/* HotSpot: java, or a process that maps libjvm.so */
+};
+
+/* The runtime an executable's base name (as /proc/PID/exe gives it) says. */
+enum runtime_kind runtime_by_exe(const char *base);
+
+/*
+ * The service a runtime's command line names: for Python the script's base
+ * name without ".py" (a package's __main__.py: its directory's name) or the
+ * module of -m; for Java the main class, the module/class of -m, or the
+ * jar's base name without ".jar". argv is /proc/PID/cmdline as read (NUL
+ * separated, len bytes, not necessarily NUL-terminated). Writes out (at most
+ * outsz bytes, NUL-terminated) and returns true, or false when the command
+ * line names nothing (-c, stdin, an interactive interpreter).
+ */
+bool		 runtime_service(enum runtime_kind k, const char *argv, size_t len,
+		    char *out, size_t outsz);
+
+/*
+ * Ask the JVM pid (nspid in its own pid namespace) to write its perf map
+ * (/tmp/perf-NSPID.map, through the jcmd command Compiler.perfmap), over the
+ * HotSpot attach socket in its /tmp. uid is the process's owner: the files
+ * the exchange uses must belong to it (or root), and none is followed
+ * through a link. Blocks for at most timeout_ms. 0, or -errno.
+ */
+int		 runtime_jvm_perfmap(pid_t pid, pid_t nspid, uid_t uid, int timeout_ms);
+
+/*
+ * A worker thread that asks JVMs for their perf maps one at a time, so the
+ * sampler never waits for a JVM. runtime_attach_request queues a request
+ * (none if pid is queued or being asked already, or the queue is full) and
+ * returns whether it did. Thread-safe; destroy joins the worker.
+ */
+struct runtime_attach;
+struct runtime_attach *runtime_attach_create(int timeout_ms);
+void		 runtime_attach_destroy(struct runtime_attach *ra);
+bool		 runtime_attach_request(struct runtime_attach *ra, pid_t pid, pid_t nspid,
+		    uid_t uid);
+
+#endif
