@@ -7,7 +7,9 @@
  * from bpf_get_stack. User stacks are walked here with the unwind tables user
  * space loaded for the process (see "Unwinding" below), frame by frame, by
  * frame pointer where no table covers a pc (JIT code, Go); a process user
- * space has not loaded yet is walked by bpf_get_stack's frame pointers. Two raw scheduler tracepoints (no tracefs
+ * space has not loaded yet is walked by bpf_get_stack's frame pointers. CPython
+ * processes also get their interpreter frames read ("Python" below). Two raw
+ * scheduler tracepoints (no tracefs
  * needed) tell user space when a process exec's (mappings change: capture
  * them now) and exits (forget it). Everything lost or failing is counted in per-CPU counters. Aggregation
  * and symbolization are left to collector/.
@@ -338,6 +340,147 @@ walk_user(struct prof_sample *e, struct bpf_perf_event_data *ctx, __u32 tgid, bo
 #endif
 }
 
+/*
+ * Python. For a process in py_procs (a CPython user space found, with the
+ * offsets of its version), the sampled thread's interpreter frames are read
+ * too: its thread state is the one in the main interpreter's list whose
+ * thread_id is the thread's pthread_self() (its fs base), its frames the
+ * chain from the current frame through previous. Each frame costs one read
+ * of user memory; the walk runs in a bpf_loop callback like the native one.
+ * Resolving code objects to names is user space's (collector/python.c).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct py_proc);
+} py_procs SEC(".maps");
+
+struct py_buf {
+	struct prof_pyframe	frames[PROF_MAX_PYFRAMES];
+	__u8			raw[PY_FRAME_READ];
+	struct py_proc		pp;
+	__u64			frame;
+	__u32			n, flags;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct py_buf);
+} py_bufs SEC(".maps");
+
+/* A pointer-sized field at off of the frame just read (off checked against the read). */
+static __always_inline __u64
+py_field(struct py_buf *b, __u32 off)
+{
+	__u64 v = 0;
+
+	if (off > PY_FRAME_READ - 8)
+		return 0;
+	bpf_probe_read_kernel(&v, sizeof(v), b->raw + off);
+	return v;
+}
+
+static long
+py_step(__u32 i, void *arg)
+{
+	__u32 zero = 0, n, off;
+	struct py_buf *b = bpf_map_lookup_elem(&py_bufs, &zero);
+	__u64 code, instr, prev;
+	__u8 owner = 0, entry = 0;
+
+	if (b == NULL || b->frame == 0)
+		return 1;
+	if (b->frame >= USER_TOP ||
+	    bpf_probe_read_user(b->raw, sizeof(b->raw), (void *)b->frame) != 0) {
+		b->flags |= PROF_PY_TRUNCATED;
+		count(PROF_CNT_PY_READ_ERR);
+		return 1;
+	}
+	code = py_field(b, b->pp.fr_code);
+	instr = py_field(b, b->pp.fr_instr);
+	prev = py_field(b, b->pp.fr_previous);
+	off = b->pp.fr_owner;
+	if (off < PY_FRAME_READ)
+		owner = b->raw[off];
+	off = b->pp.fr_entry;
+	if (off < PY_FRAME_READ)
+		entry = b->raw[off];
+	b->frame = prev;
+	n = b->n;
+	if (owner == b->pp.owner_cstack) {
+		/* The shim frame below a run of the evaluation loop: its first frame is an entry. */
+		if (n > 0 && n <= PROF_MAX_PYFRAMES)
+			b->frames[n - 1].code |= PROF_PY_ENTRY;
+		return 0;
+	}
+	if (n >= PROF_MAX_PYFRAMES) {
+		b->flags |= PROF_PY_TRUNCATED;
+		return 1;
+	}
+	b->frames[n].code = entry ? code | PROF_PY_ENTRY : code;
+	b->frames[n].instr = instr;
+	b->n = n + 1;
+	return 0;
+}
+
+static __always_inline void
+walk_python(struct prof_sample *e, struct task_struct *task, __u32 tgid)
+{
+#ifdef __TARGET_ARCH_x86
+	__u64 fsbase, interp = 0, ts = 0, tid = 0, frame = 0;
+	struct py_proc *pp = bpf_map_lookup_elem(&py_procs, &tgid);
+	struct py_buf *b;
+	__u32 zero = 0, k;
+
+	if (pp == NULL || (b = bpf_map_lookup_elem(&py_bufs, &zero)) == NULL)
+		return;
+	b->pp = *pp;
+	e->py_flags = PROF_PY_WALKED;
+	count(PROF_CNT_PY_STACKS);
+	fsbase = BPF_CORE_READ(task, thread.fsbase);
+	if (bpf_probe_read_user(&interp, sizeof(interp), (void *)(b->pp.runtime + b->pp.rt_interp)) != 0 ||
+	    bpf_probe_read_user(&ts, sizeof(ts), (void *)(interp + b->pp.interp_threads)) != 0)
+		goto fault;
+	for (k = 0; k < PY_MAX_THREADS && ts != 0; k++) {
+		if (bpf_probe_read_user(&tid, sizeof(tid), (void *)(ts + b->pp.ts_thread_id)) != 0)
+			goto fault;
+		if (tid == fsbase)
+			break;
+		if (bpf_probe_read_user(&ts, sizeof(ts), (void *)(ts + b->pp.ts_next)) != 0)
+			goto fault;
+	}
+	if (ts == 0 || tid != fsbase) {
+		e->py_flags |= PROF_PY_NO_THREAD;
+		return;
+	}
+	if (bpf_probe_read_user(&frame, sizeof(frame), (void *)(ts + b->pp.ts_frame)) != 0)
+		goto fault;
+	if (b->pp.cframe_frame != PY_OFF_NONE && frame != 0 &&
+	    bpf_probe_read_user(&frame, sizeof(frame), (void *)(frame + b->pp.cframe_frame)) != 0)
+		goto fault;
+	b->frame = frame;
+	b->n = 0;
+	b->flags = 0;
+	bpf_loop(PROF_MAX_PYFRAMES + 16, py_step, NULL, 0);
+	if (b->frame != 0)
+		b->flags |= PROF_PY_TRUNCATED;
+	k = b->n;
+	if (k > PROF_MAX_PYFRAMES)
+		k = PROF_MAX_PYFRAMES;
+	e->py_n = k;
+	e->py_flags |= b->flags;
+	if (bpf_probe_read_kernel(e->py, sizeof(e->py), b->frames) != 0)
+		e->py_n = 0;
+	return;
+fault:
+	e->py_flags |= PROF_PY_TRUNCATED;
+	count(PROF_CNT_PY_READ_ERR);
+#endif
+}
+
 SEC("perf_event")
 int
 do_sample(struct bpf_perf_event_data *ctx)
@@ -375,6 +518,8 @@ do_sample(struct bpf_perf_event_data *ctx)
 	e->ustack_len = 0;
 	e->unwind = 0;
 	e->pad = 0;
+	e->py_n = 0;
+	e->py_flags = 0;
 	task = (struct task_struct *)bpf_get_current_task();
 	/* Kernel threads have no user stack: not an error. */
 	if (user_stacks && BPF_CORE_READ(task, mm) != NULL && walk_user(e, ctx, tgid, &wake) != 0) {
@@ -383,6 +528,8 @@ do_sample(struct bpf_perf_event_data *ctx)
 		if (e->ustack_len < 0)
 			count(PROF_CNT_ERR_USTACK);
 	}
+	if (user_stacks && BPF_CORE_READ(task, mm) != NULL)
+		walk_python(e, task, tgid);
 	bpf_ringbuf_submit(e, wake ? BPF_RB_FORCE_WAKEUP : wakeup_flag());
 	return 0;
 }
@@ -417,8 +564,9 @@ on_exec(void *ctx)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 
-	/* The old image's tables no longer apply. */
+	/* The old image's tables (and interpreter) no longer apply. */
 	bpf_map_delete_elem(&unw_procs, &tgid);
+	bpf_map_delete_elem(&py_procs, &tgid);
 	notify(PROF_EV_EXEC);
 	return 0;
 }
@@ -434,6 +582,7 @@ on_exit(void *ctx)
 		__u32 tgid = id >> 32;
 
 		bpf_map_delete_elem(&unw_procs, &tgid);
+		bpf_map_delete_elem(&py_procs, &tgid);
 		notify(PROF_EV_EXIT);
 	}
 	return 0;

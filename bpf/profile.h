@@ -14,6 +14,7 @@
 #define PROF_COMM_LEN		16
 #define PROF_MAX_STACK		127	/* kernel.perf_event_max_stack default */
 #define PROF_MAX_USTACK		256	/* user frames the table walker follows */
+#define PROF_MAX_PYFRAMES	96	/* Python frames read per sample */
 
 enum prof_kind {
 	PROF_EV_SAMPLE	= 1,	/* struct prof_sample */
@@ -42,6 +43,25 @@ struct prof_notice {
 #define PROF_UNW_COMPLETE	2	/* reached a frame whose return address CFI marks undefined */
 #define PROF_UNW_LEAF_MISS	4	/* no table covers the leaf pc (a new mapping?) */
 
+/*
+ * A Python frame (CPython's _PyInterpreterFrame) as read at the sample: the
+ * code object and the instruction pointer, leaf first. PROF_PY_ENTRY on code
+ * marks the outermost frame of one run of the evaluation loop
+ * (_PyEval_EvalFrameDefault): the frames from the previous entry up to this
+ * one take that native frame's place.
+ */
+#define PROF_PY_ENTRY		(1ULL << 63)
+
+struct prof_pyframe {
+	__u64	code;		/* PyCodeObject address | PROF_PY_ENTRY */
+	__u64	instr;		/* the frame's instruction pointer */
+};
+
+/* prof_sample.py_flags */
+#define PROF_PY_WALKED		1	/* the process runs Python: py[] is this thread's */
+#define PROF_PY_NO_THREAD	2	/* no thread state of this thread (not running Python) */
+#define PROF_PY_TRUNCATED	4	/* more frames than PROF_MAX_PYFRAMES, or a read failed */
+
 struct prof_sample {
 	struct prof_hdr	hdr;
 	__u64	cgroup_id;
@@ -52,6 +72,9 @@ struct prof_sample {
 	char	comm[PROF_COMM_LEN];
 	__u64	kstack[PROF_MAX_STACK];	/* leaf first */
 	__u64	ustack[PROF_MAX_USTACK];	/* leaf first; bpf_get_stack fills at most PROF_MAX_STACK */
+	__u32	py_n;		/* frames in py */
+	__u32	py_flags;	/* PROF_PY_* */
+	struct prof_pyframe py[PROF_MAX_PYFRAMES];
 };
 
 /* Indexes of the per-CPU counter array "counters". */
@@ -67,6 +90,8 @@ enum prof_counter {
 	PROF_CNT_CFI_FP_FRAMES,	/* frames walked by frame pointer where no table covers the pc */
 	PROF_CNT_CFI_UNSUPPORTED, /* walks stopped at a rule the tables cannot express */
 	PROF_CNT_CFI_READ_ERR,	/* walks stopped by an unreadable stack word */
+	PROF_CNT_PY_STACKS,	/* Python stacks read */
+	PROF_CNT_PY_READ_ERR,	/* ... cut short by unreadable interpreter memory */
 	PROF_CNT_MAX
 };
 
@@ -128,6 +153,36 @@ struct unw_map_val {
 	__u32	nrows;
 	__u32	gen;		/* must equal unw_procs[pid] */
 	__u32	pad;
+};
+
+/*
+ * py_procs value: where a CPython process keeps its thread states and
+ * frames, written by collector/python.c for its version. Offsets in bytes;
+ * PY_OFF_NONE: the field does not exist in this version.
+ *
+ *   runtime          address of _PyRuntime
+ *   rt_interp        _PyRuntime: interpreters.head (the main interpreter)
+ *   interp_threads   PyInterpreterState: threads.head
+ *   ts_next          PyThreadState: next
+ *   ts_thread_id     PyThreadState: thread_id (pthread_self(): the fs base)
+ *   ts_frame         PyThreadState: cframe (3.11, 3.12) or current_frame (3.13)
+ *   cframe_frame     _PyCFrame: current_frame; PY_OFF_NONE: ts_frame is the frame
+ *   fr_code, fr_previous, fr_instr, fr_owner: _PyInterpreterFrame
+ *   fr_entry         _PyInterpreterFrame: is_entry (3.11), else PY_OFF_NONE
+ *   owner_cstack     the owner value of a C-stack shim frame (3.12+), else 0xff
+ * Frame fields lie in the first PY_FRAME_READ bytes.
+ */
+#define PY_OFF_NONE		0xffff
+#define PY_FRAME_READ		72
+#define PY_MAX_THREADS		64	/* thread states searched for the sampled thread */
+
+struct py_proc {
+	__u64	runtime;
+	__u16	rt_interp, interp_threads, ts_next, ts_thread_id;
+	__u16	ts_frame, cframe_frame, fr_code, fr_previous;
+	__u16	fr_instr, fr_owner, fr_entry;
+	__u8	owner_cstack;
+	__u8	pad;
 };
 
 #endif

@@ -35,6 +35,7 @@
 #include "pprof.h"
 #include "store.h"
 #include "proctab.h"
+#include "python.h"
 #include "symbolize.h"
 #include "unwind.h"
 #include "profile.skel.h"
@@ -64,16 +65,18 @@ struct ebpf_sampler {
 	struct proctab		*pt;
 	struct cpuprof		*cp;
 	struct unwinder		*unw;		/* NULL: frame pointers only */
+	struct python		*py;		/* CPython frames */
 	int64_t			 period_start;	/* wall-clock ns */
 	int64_t			 next_flush;	/* monotonic ns */
 	/* counted by the sampler thread only */
 	uint64_t		 events, user_frames, user_named, kernel_frames, kernel_named;
 	uint64_t		 truncated;	/* stacks cut at a return address in no mapping */
+	uint64_t		 py_frames;	/* Python frames named (or marked unreadable) */
 	struct {
 		uint64_t	 user_frames, user_named, kernel_frames, kernel_named, truncated;
 	}			 rep;		/* the above at the last metrics update */
 	uint64_t		 prev[PROF_CNT_MAX];	/* BPF counters at the last report */
-	uint32_t		 locs[PROF_MAX_STACK + PROF_MAX_USTACK];
+	uint32_t		 locs[PROF_MAX_STACK + PROF_MAX_USTACK + PROF_MAX_PYFRAMES + 1];
 };
 
 static int
@@ -271,7 +274,7 @@ handle_sample(struct ebpf_sampler *e, const struct prof_sample *s)
 	struct cpuprof_svc *svc;
 	struct frame f;
 	struct proc *p;
-	size_t n = 0;
+	size_t n = 0, pi = 0, pn = 0;
 	int i, nk, nu;
 	int64_t li;
 
@@ -292,6 +295,11 @@ handle_sample(struct ebpf_sampler *e, const struct prof_sample *s)
 		else
 			caller_miss(e, p, s);
 		unwind_proc(e->unw, p);
+	}
+	python_check(e->py, p);
+	if ((s->py_flags & PROF_PY_WALKED) && p->py) {
+		pn = s->py_n < PROF_MAX_PYFRAMES ? s->py_n : PROF_MAX_PYFRAMES;
+		python_read(e->py, p, s->py, pn);
 	}
 	nk = s->kstack_len > 0 ? s->kstack_len / 8 : 0;
 	nu = s->ustack_len > 0 ? s->ustack_len / 8 : 0;
@@ -334,8 +342,36 @@ handle_sample(struct ebpf_sampler *e, const struct prof_sample *s)
 			e->truncated++;
 			break;
 		}
+		if (pi < pn && python_is_eval(f.func)) {
+			/* This run of the evaluation loop: its frames up to its entry frame. */
+			do {
+				python_frame(e->py, p, s->py, pn, pi, &f);
+				if ((li = cpuprof_location(svc, &f)) < 0)
+					return;
+				e->locs[n++] = (uint32_t)li;
+				e->py_frames++;
+			} while (!(s->py[pi++].code & PROF_PY_ENTRY) && pi < pn);
+			continue;
+		}
 		e->user_frames++;
 		e->user_named += f.func != NULL;
+		if ((li = cpuprof_location(svc, &f)) < 0)
+			return;
+		e->locs[n++] = (uint32_t)li;
+	}
+	/* Python frames the native walk did not reach (it stopped short): outermost. */
+	for (; pi < pn; pi++) {
+		python_frame(e->py, p, s->py, pn, pi, &f);
+		if ((li = cpuprof_location(svc, &f)) < 0)
+			return;
+		e->locs[n++] = (uint32_t)li;
+		e->py_frames++;
+	}
+	if ((s->py_flags & PROF_PY_TRUNCATED) && pn > 0) {
+		memset(&f, 0, sizeof(f));
+		f.func = "[python: truncated]";
+		f.file = "[python]";
+		f.build_id = "";
 		if ((li = cpuprof_location(svc, &f)) < 0)
 			return;
 		e->locs[n++] = (uint32_t)li;
@@ -417,7 +453,7 @@ flush(struct ebpf_sampler *e)
 	static const char *const names[PROF_CNT_MAX] = {
 		"samples", "idle", "dropped_ringbuf", "dropped_event", "kstack_errors",
 		"ustack_errors", "cfi_stacks", "cfi_complete", "cfi_fp_frames", "cfi_unsupported",
-		"cfi_read_errors"
+		"cfi_read_errors", "py_stacks", "py_read_errors"
 	};
 	struct unwind_stats us;
 	uint64_t c[PROF_CNT_MAX], d[PROF_CNT_MAX], samples = 0;
@@ -605,7 +641,9 @@ release_proc(void *arg, struct proc *p)
 {
 	struct ebpf_sampler *e = arg;
 
-	unwind_forget(e->unw, p);
+	if (e->unw)
+		unwind_forget(e->unw, p);
+	python_forget(e->py, p);
 }
 
 int
@@ -686,9 +724,12 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 		    e->skel->maps.unw_procs)) == NULL)
 			log_warnx("--ebpf: unwind tables: %s; stacks are walked by frame pointers",
 			    strerror(errno));
-		else
-			proctab_set_release(e->pt, release_proc, e);
 	}
+	if ((e->py = python_create(bpf_map__fd(e->skel->maps.py_procs))) == NULL) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	proctab_set_release(e->pt, release_proc, e);
 	if (!symbolize_kernel_ok(e->sym))
 		log_warnx("--ebpf: /proc/kallsyms hides kernel addresses (kernel.kptr_restrict, "
 		    "CAP_SYSLOG): kernel frames keep addresses only");
@@ -748,6 +789,7 @@ ebpf_stop(struct ebpf_sampler *e)
 	cpuprof_destroy(e->cp);
 	/* Processes release their unwind entries while the maps still exist. */
 	proctab_destroy(e->pt);
+	python_destroy(e->py);
 	unwind_destroy(e->unw);
 	profile_bpf__destroy(e->skel);
 	symbolize_destroy(e->sym);

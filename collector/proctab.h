@@ -61,6 +61,9 @@ struct proc {
 	int64_t		 perfmap_mtime;
 	int64_t		 perfmap_size;
 	uint32_t	 maps_gen;	/* bumped by every read of the maps */
+	/* python.c's, released through the hook of proctab_set_release */
+	void		*py;
+	uint32_t	 py_gen;	/* maps_gen when python.c last looked */
 	/* the unwinder's (unwind.c), released through the hook of proctab_set_release */
 	void		*unw;
 	uint32_t	 unw_gen;	/* maps_gen when the unwinder last loaded p */

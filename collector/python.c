@@ -1,0 +1,605 @@
+/*
+ * python: CPython frames for the eBPF sampler (see python.h).
+ *
+ * Layouts, per minor version, of what is read (offsets in bytes, x86-64):
+ *
+ *                                 3.11   3.12   3.13
+ *   _PyRuntime.interpreters.head    40     40    632
+ *   PyInterpreterState.threads.head 16     72   7344
+ *   PyThreadState.next               8      8      8
+ *   PyThreadState.thread_id        152    136    152
+ *   PyThreadState.cframe            56     56      -
+ *   PyThreadState.current_frame      -      -     72
+ *   _PyCFrame.current_frame          8      0      -
+ *   _PyInterpreterFrame.f_code      32      0      0   (3.13: f_executable)
+ *   _PyInterpreterFrame.previous    48      8      8
+ *   _PyInterpreterFrame.prev_instr  56     56     56   (3.13: instr_ptr)
+ *   _PyInterpreterFrame.is_entry    68      -      -
+ *   _PyInterpreterFrame.owner       69     70     70   (3 = a C-stack shim, 3.12+)
+ *   PyCodeObject.ob_type             8      8      8
+ *   PyCodeObject.ob_size            16     16     16   (code units)
+ *   PyCodeObject.co_firstlineno     72     68     68   (int)
+ *   PyCodeObject.co_filename       112    112    112
+ *   PyCodeObject.co_name           120    120    120
+ *   PyCodeObject.co_qualname       128    128    128
+ *   PyCodeObject.co_linetable      136    136    136   (bytes)
+ *   PyCodeObject.co_code_adaptive  184    192    200   (the code units, inline)
+ *   PyASCIIObject: length 16, state 32 (kind bits 2-4, compact 5, ascii 6);
+ *     data of a compact ASCII string at 48 (3.11) / 40; of another compact
+ *     one at 72 (3.11) / 56, in its kind (1, 2 or 4 bytes a character)
+ *   PyBytesObject: ob_size 16, data 32
+ *
+ * A code object read for a sample is checked first: its type must be the
+ * process's PyCode_Type and its size, first line, name, file and line table
+ * pointers those of the cached entry, else the entry is read again. The
+ * strings and the line table it points to live as long as it does, so a
+ * match is the same code. What cannot be read (the process exited, the
+ * memory changed under us, a bound exceeded) is named "[python: unreadable]",
+ * never guessed.
+ */
+#define _GNU_SOURCE	/* process_vm_readv */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+
+#include "base.h"
+#include "python.h"
+#include "symbolize.h"
+
+#define CODE_HDR	144	/* bytes of a code object read per frame and sample */
+#define CACHE_SLOTS	2048	/* code objects cached per process (open hash) */
+#define MAX_NAME	512	/* characters of a function name */
+#define MAX_PATH_CH	1024	/* characters of a file name */
+#define MAX_LINETABLE	(256 << 10)
+#define MAX_UNITS	(1u << 24)	/* code units of one code object */
+#define UNREADABLE	"[python: unreadable]"
+
+struct pyver {
+	int		 minor;
+	struct py_proc	 off;		/* runtime filled per process */
+	uint16_t	 co_firstlineno, co_code;
+	uint16_t	 str_ascii, str_compact;
+};
+
+static const struct pyver versions[] = {
+	{ 11, { 0, 40, 16, 8, 152, 56, 8, 32, 48, 56, 69, 68, 0xff, 0 }, 72, 184, 48, 72 },
+	{ 12, { 0, 40, 72, 8, 136, 56, 0, 0, 8, 56, 70, PY_OFF_NONE, 3, 0 }, 68, 192, 40, 56 },
+	{ 13, { 0, 632, 7344, 8, 152, 72, PY_OFF_NONE, 0, 8, 56, 70, PY_OFF_NONE, 3, 0 },
+	    68, 200, 40, 56 },
+};
+
+/* Offsets in the code object header (CODE_HDR bytes) that identify it. */
+#define CO_TYPE		8
+#define CO_SIZE		16
+#define CO_FILENAME	112
+#define CO_QUALNAME	128
+#define CO_LINETABLE	136
+
+struct pycode {
+	uint64_t	 addr;		/* 0: free slot */
+	uint64_t	 type, size, filename, qualname, linetable;
+	int32_t		 firstlineno;
+	char		*name;		/* qualified name, UTF-8 */
+	char		*file;
+	uint8_t		*lt;		/* the line table, NULL: lines unknown */
+	size_t		 ltlen;
+};
+
+/* What the sampler knows of one Python process; p->py. */
+struct pyproc {
+	const struct pyver *v;
+	uint64_t	 code_type;	/* address of PyCode_Type */
+	struct pycode	*cache;		/* CACHE_SLOTS, allocated at the first frame */
+	size_t		 ncached;
+};
+
+struct python {
+	int		 procs_fd;
+	/* the code object headers of the sample being named (python_read) */
+	uint8_t		 hdr[PROF_MAX_PYFRAMES][CODE_HDR];
+	bool		 hdr_ok[PROF_MAX_PYFRAMES];
+};
+
+struct python *
+python_create(int procs_fd)
+{
+	struct python *py = calloc(1, sizeof(*py));
+
+	if (py)
+		py->procs_fd = procs_fd;
+	return py;
+}
+
+void
+python_destroy(struct python *py)
+{
+	free(py);
+}
+
+static void
+code_clear(struct pycode *c)
+{
+	free(c->name);
+	free(c->file);
+	free(c->lt);
+	memset(c, 0, sizeof(*c));
+}
+
+static void
+cache_clear(struct pyproc *pp)
+{
+	size_t i;
+
+	if (pp->cache == NULL)
+		return;
+	for (i = 0; i < CACHE_SLOTS; i++)
+		if (pp->cache[i].addr)
+			code_clear(&pp->cache[i]);
+	pp->ncached = 0;
+}
+
+void
+python_forget(struct python *py, struct proc *p)
+{
+	struct pyproc *pp = p->py;
+
+	if (pp) {
+		if (py && !p->gone)
+			(void)bpf_map_delete_elem(py->procs_fd, &p->pid);
+		cache_clear(pp);
+		free(pp->cache);
+		free(pp);
+	}
+	p->py = NULL;
+}
+
+/* Read len bytes of p's memory at addr: 0, or -errno (short reads too). */
+static int
+mem_read(const struct proc *p, uint64_t addr, void *dst, size_t len)
+{
+	struct iovec l = { dst, len }, r = { (void *)(uintptr_t)addr, len };
+	ssize_t n = process_vm_readv((pid_t)p->pid, &l, 1, &r, 1, 0);
+
+	if (n < 0)
+		return -errno;
+	return (size_t)n == len ? 0 : -EFAULT;
+}
+
+/* --- finding the interpreter --------------------------------------------- */
+
+/* Whether a mapped file may hold the interpreter: python3.x or libpython3.x. */
+static bool
+interp_file(const char *name)
+{
+	const char *b = strrchr(name, '/');
+
+	b = b ? b + 1 : name;
+	return strncmp(b, "python3", 7) == 0 || strncmp(b, "libpython3", 10) == 0;
+}
+
+/* The values of the dynamic symbols names[0..n) of an ELF file; 0 where absent. */
+static int
+elf_dynsyms(const char *path, const char *const *names, uint64_t *vals, size_t n)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	Elf *e;
+	int fd, rc = -ENOENT;
+
+	memset(vals, 0, n * sizeof(*vals));
+	if ((fd = symbolize_open(path, true, 0)) < 0)
+		return fd;
+	if ((e = elf_begin(fd, ELF_C_READ_MMAP, NULL)) == NULL) {
+		close(fd);
+		return -EINVAL;
+	}
+	while ((scn = elf_nextscn(e, scn)) != NULL) {
+		Elf_Data *d;
+		size_t k, cnt;
+
+		if (gelf_getshdr(scn, &sh) == NULL || sh.sh_type != SHT_DYNSYM ||
+		    sh.sh_entsize == 0 || (d = elf_getdata(scn, NULL)) == NULL)
+			continue;
+		cnt = sh.sh_size / sh.sh_entsize;
+		for (k = 0; k < cnt; k++) {
+			GElf_Sym s;
+			const char *nm;
+			size_t j;
+
+			if (gelf_getsym(d, (int)k, &s) == NULL || s.st_shndx == SHN_UNDEF ||
+			    (nm = elf_strptr(e, sh.sh_link, s.st_name)) == NULL)
+				continue;
+			for (j = 0; j < n; j++)
+				if (vals[j] == 0 && strcmp(nm, names[j]) == 0) {
+					vals[j] = s.st_value;
+					rc = 0;
+				}
+		}
+	}
+	elf_end(e);
+	close(fd);
+	return rc;
+}
+
+void
+python_check(struct python *py, struct proc *p)
+{
+	static const char *const names[] = { "_PyRuntime", "PyCode_Type", "Py_Version" };
+	struct proc_mapping m;
+	uint64_t vals[3];
+	uint32_t ver = 0;
+	size_t i, k;
+
+	if (py == NULL || p->gone || p->kthread || p->py || p->py_gen == p->maps_gen)
+		return;
+	p->py_gen = p->maps_gen;
+	for (i = 0; proctab_mapping(p, i, &m) == 0; i++) {
+		struct pyproc *pp;
+		struct py_proc val;
+
+		if (!interp_file(m.name))
+			continue;
+		if (elf_dynsyms(m.open_path, names, vals, 3) < 0 &&
+		    (m.alt_path[0] == '\0' || elf_dynsyms(m.alt_path, names, vals, 3) < 0))
+			continue;
+		if (vals[0] == 0 || vals[1] == 0 || vals[2] == 0)
+			continue;
+		if (mem_read(p, vals[2] + m.bias, &ver, sizeof(ver)) < 0)
+			return;
+		for (k = 0; k < sizeof(versions) / sizeof(versions[0]); k++)
+			if (((ver >> 24) & 0xff) == 3 && (int)((ver >> 16) & 0xff) == versions[k].minor)
+				break;
+		if (k == sizeof(versions) / sizeof(versions[0])) {
+			log_debug("ebpf: pid %u: CPython %u.%u: no frames of this version", p->pid,
+			    (ver >> 24) & 0xff, (ver >> 16) & 0xff);
+			return;
+		}
+		if ((pp = calloc(1, sizeof(*pp))) == NULL)
+			return;
+		pp->v = &versions[k];
+		pp->code_type = vals[1] + m.bias;
+		val = versions[k].off;
+		val.runtime = vals[0] + m.bias;
+		if (bpf_map_update_elem(py->procs_fd, &p->pid, &val, BPF_ANY) < 0) {
+			log_debug("ebpf: pid %u: py_procs: %s", p->pid, strerror(errno));
+			free(pp);
+			return;
+		}
+		p->py = pp;
+		log_debug("ebpf: pid %u: CPython 3.%d in %s", p->pid, pp->v->minor, m.name);
+		return;
+	}
+}
+
+/* --- naming code objects -------------------------------------------------- */
+
+static uint64_t
+rd64(const uint8_t *b, size_t off)
+{
+	uint64_t v;
+
+	memcpy(&v, b + off, sizeof(v));
+	return v;
+}
+
+/* Append code point c as UTF-8. */
+static size_t
+put_utf8(char *o, uint32_t c)
+{
+	if (c < 0x80) {
+		o[0] = (char)c;
+		return 1;
+	}
+	if (c < 0x800) {
+		o[0] = (char)(0xc0 | (c >> 6));
+		o[1] = (char)(0x80 | (c & 0x3f));
+		return 2;
+	}
+	if (c < 0x10000) {
+		if (c >= 0xd800 && c <= 0xdfff)
+			c = 0xfffd;	/* a lone surrogate: not UTF-8 */
+		o[0] = (char)(0xe0 | (c >> 12));
+		o[1] = (char)(0x80 | ((c >> 6) & 0x3f));
+		o[2] = (char)(0x80 | (c & 0x3f));
+		return 3;
+	}
+	if (c > 0x10ffff)
+		c = 0xfffd;
+	if (c < 0x10000)
+		return put_utf8(o, c);
+	o[0] = (char)(0xf0 | (c >> 18));
+	o[1] = (char)(0x80 | ((c >> 12) & 0x3f));
+	o[2] = (char)(0x80 | ((c >> 6) & 0x3f));
+	o[3] = (char)(0x80 | (c & 0x3f));
+	return 4;
+}
+
+/* A str object of p at addr as a malloc'd UTF-8 string, or NULL. */
+static char *
+read_str(const struct pyproc *pp, const struct proc *p, uint64_t addr, size_t maxch)
+{
+	uint8_t h[48], *raw;
+	uint64_t len;
+	uint32_t state, kind;
+	size_t dataoff, i, o = 0;
+	char *out;
+
+	if (addr == 0 || mem_read(p, addr, h, sizeof(h)) < 0)
+		return NULL;
+	len = rd64(h, 16);
+	memcpy(&state, h + 32, sizeof(state));
+	kind = (state >> 2) & 7;
+	if (!((state >> 5) & 1) || len > maxch || (kind != 1 && kind != 2 && kind != 4))
+		return NULL;	/* not compact, too long, or not a str at all */
+	if ((state >> 6) & 1) {
+		if (kind != 1)
+			return NULL;
+		dataoff = pp->v->str_ascii;
+	} else {
+		dataoff = pp->v->str_compact;
+	}
+	if ((raw = malloc(len * kind + 1)) == NULL)
+		return NULL;
+	if (len && mem_read(p, addr + dataoff, raw, len * kind) < 0) {
+		free(raw);
+		return NULL;
+	}
+	if ((out = malloc(len * 4 + 1)) == NULL) {
+		free(raw);
+		return NULL;
+	}
+	for (i = 0; i < len; i++) {
+		uint32_t c;
+
+		if (kind == 1) {
+			c = raw[i];
+		} else if (kind == 2) {
+			uint16_t u;
+
+			memcpy(&u, raw + i * 2, 2);
+			c = u;
+		} else {
+			memcpy(&c, raw + i * 4, 4);
+		}
+		if (c == 0 || (((state >> 6) & 1) && c >= 0x80)) {
+			free(raw);
+			free(out);
+			return NULL;
+		}
+		o += put_utf8(out + o, c);
+	}
+	out[o] = '\0';
+	free(raw);
+	return out;
+}
+
+/* Fill c (addr, header fields taken) from p's memory: 0 or -errno. */
+static int
+code_load(const struct pyproc *pp, const struct proc *p, struct pycode *c, const uint8_t *hdr)
+{
+	uint8_t bh[32];
+	uint64_t n;
+
+	c->type = rd64(hdr, CO_TYPE);
+	c->size = rd64(hdr, CO_SIZE);
+	c->filename = rd64(hdr, CO_FILENAME);
+	c->qualname = rd64(hdr, CO_QUALNAME);
+	c->linetable = rd64(hdr, CO_LINETABLE);
+	memcpy(&c->firstlineno, hdr + pp->v->co_firstlineno, sizeof(c->firstlineno));
+	if ((c->name = read_str(pp, p, c->qualname, MAX_NAME)) == NULL ||
+	    (c->file = read_str(pp, p, c->filename, MAX_PATH_CH)) == NULL)
+		return -EFAULT;
+	/* The line table (bytes): lines stay unknown when it is too big or unreadable. */
+	if (mem_read(p, c->linetable, bh, sizeof(bh)) == 0) {
+		n = rd64(bh, 16);
+		if (n > 0 && n <= MAX_LINETABLE && (c->lt = malloc(n)) != NULL) {
+			if (mem_read(p, c->linetable + 32, c->lt, n) == 0) {
+				c->ltlen = n;
+			} else {
+				free(c->lt);
+				c->lt = NULL;
+			}
+		}
+	}
+	return 0;
+}
+
+/* Whether hdr (a code object as read now) is the code c holds. */
+static bool
+code_same(const struct pyproc *pp, const struct pycode *c, const uint8_t *hdr)
+{
+	int32_t fl;
+
+	memcpy(&fl, hdr + pp->v->co_firstlineno, sizeof(fl));
+	return rd64(hdr, CO_TYPE) == c->type && rd64(hdr, CO_SIZE) == c->size &&
+	    rd64(hdr, CO_FILENAME) == c->filename && rd64(hdr, CO_QUALNAME) == c->qualname &&
+	    rd64(hdr, CO_LINETABLE) == c->linetable && fl == c->firstlineno;
+}
+
+static bool
+lt_varint(const uint8_t *lt, size_t len, size_t *i, uint64_t *v)
+{
+	unsigned shift = 0;
+	uint8_t b;
+
+	*v = 0;
+	do {
+		if (*i >= len || shift > 60)
+			return false;
+		b = lt[(*i)++];
+		*v |= (uint64_t)(b & 63) << shift;
+		shift += 6;
+	} while (b & 64);
+	return true;
+}
+
+static bool
+lt_svarint(const uint8_t *lt, size_t len, size_t *i, int64_t *v)
+{
+	uint64_t u;
+
+	if (!lt_varint(lt, len, i, &u))
+		return false;
+	*v = (u & 1) ? -(int64_t)(u >> 1) : (int64_t)(u >> 1);
+	return true;
+}
+
+/*
+ * The line of code unit idx, from the location table (co_linetable): a
+ * sequence of entries, each a first byte 1CCCCLLL (code C, L + 1 code
+ * units) and its data: C 15 no location; 14 long form (line delta as a
+ * signed varint, end line, column, end column as varints); 13 no column
+ * (line delta); 10-12 one line (delta C - 10, two column bytes); 0-9 short
+ * form (delta 0, one column byte). Varints are 6 bits a byte, bit 6 set
+ * when another byte follows; signed ones keep the sign in bit 0.
+ * 0 when the table does not say.
+ */
+static int64_t
+code_line(const struct pycode *c, uint64_t idx)
+{
+	int64_t line = c->firstlineno, d;
+	uint64_t at = 0, u;
+	size_t i = 0;
+
+	while (i < c->ltlen) {
+		uint8_t b = c->lt[i++];
+		unsigned code = (b >> 3) & 15, n = (b & 7) + 1;
+		bool none = false;
+
+		if (!(b & 0x80))
+			return 0;	/* not at an entry: a table we misread */
+		switch (code) {
+		case 15:
+			none = true;
+			break;
+		case 14:
+			if (!lt_svarint(c->lt, c->ltlen, &i, &d) || !lt_varint(c->lt, c->ltlen, &i, &u) ||
+			    !lt_varint(c->lt, c->ltlen, &i, &u) || !lt_varint(c->lt, c->ltlen, &i, &u))
+				return 0;
+			line += d;
+			break;
+		case 13:
+			if (!lt_svarint(c->lt, c->ltlen, &i, &d))
+				return 0;
+			line += d;
+			break;
+		case 10: case 11: case 12:
+			line += code - 10;
+			i += 2;
+			break;
+		default:
+			i += 1;
+			break;
+		}
+		if (idx < at + n)
+			return none ? 0 : line;
+		at += n;
+	}
+	return 0;
+}
+
+void
+python_read(struct python *py, struct proc *p, const struct prof_pyframe *fr, size_t n)
+{
+	struct iovec l[PROF_MAX_PYFRAMES], r[PROF_MAX_PYFRAMES];
+	ssize_t got;
+	size_t i;
+
+	if (py == NULL || n == 0)
+		return;
+	if (n > PROF_MAX_PYFRAMES)
+		n = PROF_MAX_PYFRAMES;
+	for (i = 0; i < n; i++) {
+		l[i].iov_base = py->hdr[i];
+		l[i].iov_len = CODE_HDR;
+		r[i].iov_base = (void *)(uintptr_t)(fr[i].code & ~PROF_PY_ENTRY);
+		r[i].iov_len = CODE_HDR;
+		py->hdr_ok[i] = false;
+	}
+	/* One call for all frames; it stops at the first that cannot be read. */
+	got = p->gone ? -1 : process_vm_readv((pid_t)p->pid, l, n, r, n, 0);
+	for (i = 0; got > 0 && i < n && (size_t)got >= (i + 1) * CODE_HDR; i++)
+		py->hdr_ok[i] = true;
+	/* Those after an unreadable one: one by one. */
+	for (; got >= 0 && i < n; i++)
+		py->hdr_ok[i] = mem_read(p, (uint64_t)(uintptr_t)r[i].iov_base, py->hdr[i],
+		    CODE_HDR) == 0;
+}
+
+void
+python_frame(struct python *py, struct proc *p, const struct prof_pyframe *fr, size_t n,
+    size_t i, struct frame *f)
+{
+	struct pyproc *pp = p->py;
+	uint64_t addr = fr[i].code & ~PROF_PY_ENTRY, start, h, idx;
+	struct pycode *c = NULL;
+	const uint8_t *hdr;
+	size_t k;
+
+	memset(f, 0, sizeof(*f));
+	f->file = "[python]";
+	f->build_id = "";
+	f->func = UNREADABLE;
+	if (py == NULL || pp == NULL || i >= n || i >= PROF_MAX_PYFRAMES || !py->hdr_ok[i] ||
+	    addr == 0)
+		return;
+	hdr = py->hdr[i];
+	if (rd64(hdr, CO_TYPE) != pp->code_type)
+		return;	/* no longer (or never) a code object */
+	if (pp->cache == NULL && (pp->cache = calloc(CACHE_SLOTS, sizeof(*pp->cache))) == NULL)
+		return;
+	h = (addr >> 4) * 0x9e3779b97f4a7c15ULL;
+	for (k = 0; k < CACHE_SLOTS; k++) {
+		c = &pp->cache[(h + k) % CACHE_SLOTS];
+		if (c->addr == 0 || c->addr == addr)
+			break;
+	}
+	if (k == CACHE_SLOTS)
+		return;
+	if (c->addr == addr && !code_same(pp, c, hdr)) {
+		code_clear(c);	/* another code object at the same address */
+		pp->ncached--;
+	}
+	if (c->addr == 0) {
+		if (pp->ncached >= CACHE_SLOTS * 3 / 4) {
+			cache_clear(pp);
+			python_frame(py, p, fr, n, i, f);
+			return;
+		}
+		c->addr = addr;
+		pp->ncached++;
+		if (code_load(pp, p, c, hdr) < 0) {
+			code_clear(c);
+			pp->ncached--;
+			return;
+		}
+	}
+	f->func = c->name;
+	f->srcfile = c->file;
+	start = addr + pp->v->co_code;
+	if (fr[i].instr >= start && c->size <= MAX_UNITS) {
+		idx = (fr[i].instr - start) / 2;
+		f->line = idx < c->size ? code_line(c, idx) : 0;
+	} else {
+		f->line = c->firstlineno;	/* not started yet */
+	}
+	f->addr = 0;
+}
+
+int
+python_is_eval(const char *func)
+{
+	static const char eval[] = "_PyEval_EvalFrameDefault";
+
+	return func && strncmp(func, eval, sizeof(eval) - 1) == 0 &&
+	    (func[sizeof(eval) - 1] == '\0' || func[sizeof(eval) - 1] == '.');
+}

@@ -1,0 +1,49 @@
+/*
+ * python: CPython frames for the eBPF sampler. Finds the interpreter of a
+ * process (the executable or libpython that exports _PyRuntime), its version
+ * (Py_Version) and that version's layout (a table, CPython 3.11 to 3.13), and
+ * gives the BPF program what it needs to read the sampled thread's frames
+ * (the py_procs map). Names the code objects it reports, function
+ * (file:line), from the process's memory (process_vm_readv), cached per
+ * process and checked against the object at every sample. Where the frames
+ * go in a stack is ebpf.c's business.
+ *
+ * Not thread-safe: used from the sampler's thread only.
+ */
+#ifndef PROFILEFS_PYTHON_H
+#define PROFILEFS_PYTHON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "profile.h"
+#include "proctab.h"
+
+struct python;
+
+/* procs_fd: the BPF map py_procs. NULL on allocation failure. */
+struct python	*python_create(int procs_fd);
+void		 python_destroy(struct python *py);
+/*
+ * Look at p's mappings if they changed since the last look: a CPython of a
+ * known version found is entered into py_procs, so that the next samples
+ * carry its frames. Cheap when nothing changed.
+ */
+void		 python_check(struct python *py, struct proc *p);
+/* p goes away: its cache and its py_procs entry. */
+void		 python_forget(struct python *py, struct proc *p);
+/*
+ * Name Python frame i of fr (n frames, as the sample carries them) into f:
+ * func, srcfile and line, mapping "[python]". Frames that cannot be read or
+ * no longer hold the code object the sample saw get func
+ * "[python: unreadable]". Call python_read first, once per sample. f's
+ * strings are valid until the next call of python_read.
+ */
+void		 python_read(struct python *py, struct proc *p, const struct prof_pyframe *fr,
+		    size_t n);
+void		 python_frame(struct python *py, struct proc *p, const struct prof_pyframe *fr,
+		    size_t n, size_t i, struct frame *f);
+/* Whether func names the interpreter's evaluation loop (its frames replace it). */
+int		 python_is_eval(const char *func);
+
+#endif
