@@ -8,7 +8,8 @@
 set -u
 . "$(dirname "$0")/../lib.sh"
 
-NAMES="ebpf-java-named ebpf-java-service ebpf-java-attach-clean"
+PYVERS="3.11 3.12 3.13"
+NAMES="ebpf-java-named ebpf-java-service ebpf-java-attach-clean ebpf-python-3.11 ebpf-python-3.12 ebpf-python-3.13 ebpf-python-lines ebpf-python-running ebpf-python-exiting ebpf-python-native ebpf-python-service-module"
 skip_all() { for n in $NAMES; do echo "ok - $n # SKIP $1"; done; exit 0; }
 [ "$(id -u)" -eq 0 ] || skip_all "needs root"
 [ -r /sys/kernel/btf/vmlinux ] || skip_all "kernel has no BTF (/sys/kernel/btf/vmlinux)"
@@ -49,6 +50,48 @@ want_share() {
   else fail "$1" "$m of $n samples of $2 carry $3 (want >= $4%)"; echo "$t" | head -40 | sed 's/^/#   /'; fi
 }
 
+# folded SERVICE: the service's folded stacks (root first), once they exist.
+folded() {
+  local f="$TMP/mnt/$1/cpu/all/all/folded.txt" i
+  for i in $(seq 1 60); do
+    [ -e "$f" ] && break
+    kill -0 "$PF_PID" 2>/dev/null || break
+    sleep 0.5
+  done
+  cat "$f" 2>/dev/null
+}
+# fshare WANT AMONG: "matched total" weights of the folded stacks (stdin)
+# matching the regex AMONG, and of those, WANT.
+fshare() {
+  awk -v want="$1" -v among="$2" '
+    { v = $NF; st = substr($0, 1, length($0) - length($NF) - 1)
+      if (st ~ among) { total += v; if (st ~ want) hit += v } }
+    END { printf "%d %d\n", hit / 1e6, total / 1e6 }'
+}
+# want_fshare NAME SERVICE WANT AMONG PERCENT
+want_fshare() {
+  local t m n
+  t="$(folded "$2")"
+  read -r m n <<<"$(echo "$t" | fshare "$3" "$4")"
+  if [ "$n" -gt 0 ] && [ $((m * 100)) -ge $(($5 * n)) ]; then ok "$1 ($m of $n ms)"
+  else fail "$1" "$m of $n ms of $2 match /$3/ (want >= $5%)"; echo "$t" | sort -k2 -nr | head -8 | cut -c1-400 | sed 's/^/#   /'; fi
+}
+
+# Python interpreters: Debian's, and pyenv's 3.12 and 3.13 where present.
+pybin() {
+  case "$1" in
+    3.11) [ -x /usr/bin/python3.11 ] && echo /usr/bin/python3.11 ;;
+    *) ls -d /root/.pyenv/versions/$1.*/bin/python$1 2>/dev/null | sort -V | tail -1 ;;
+  esac
+}
+PY311="$(pybin 3.11)"
+# One started before the daemon: its interpreter is found all the same.
+if [ -n "$PY311" ]; then
+  cp "$SRC/fib.py" "$B/fib_running.py"
+  "$PY311" "$B/fib_running.py" 14 &
+  PYRUN=$!
+fi
+
 PORT=$((20000 + RANDOM % 20000))
 pf_start -v --ebpf=99 --ebpf-period 2 --http "127.0.0.1:$PORT" ||
   { fail "ebpf daemon start"; pf_done; exit 1; }
@@ -74,6 +117,55 @@ if command -v javac >/dev/null && command -v java >/dev/null; then
 else
   for n in ebpf-java-named ebpf-java-service ebpf-java-attach-clean; do echo "ok - $n # SKIP no JDK"; done
 fi
+
+# --- Python ----------------------------------------------------------------
+PIDS=""
+for v in $PYVERS; do
+  py="$(pybin "$v")"
+  [ -n "$py" ] || continue
+  cp "$SRC/fib.py" "$B/fib_${v/./_}.py"
+  "$py" "$B/fib_${v/./_}.py" 8 &
+  PIDS="$PIDS $!"
+done
+if [ -n "$PY311" ]; then
+  cp "$SRC/squeeze.py" "$B/squeeze.py"
+  "$PY311" "$B/squeeze.py" 8 &
+  PIDS="$PIDS $!"
+  # One that exits while it is sampled, several times over.
+  cp "$SRC/fib.py" "$B/fib_exiting.py"
+  for i in 1 2 3 4; do "$PY311" "$B/fib_exiting.py" 1.5; done &
+  PIDS="$PIDS $!"
+  # python3 -m module: the service is the module.
+  mkdir -p "$B/mods" && cp "$SRC/fib.py" "$B/mods/fibmod.py"
+  (cd "$B/mods" && exec "$PY311" -m fibmod 2) &
+  PIDS="$PIDS $!"
+fi
+wait $PIDS ${PYRUN:-}
+sleep 3
+
+# Of the samples in Python code (those below <module>), the share in fib called by work.
+for v in $PYVERS; do
+  if [ -z "$(pybin "$v")" ]; then echo "ok - ebpf-python-$v # SKIP no python$v"; continue; fi
+  want_fshare "ebpf-python-$v" "fib_${v/./_}" "(^|;)<module>;work;fib(;|$)" "(^|;)<module>(;|$)" 90
+done
+if [ -n "$PY311" ]; then
+  # file:line of each frame, as pprof shows them.
+  raw="$(go tool pprof -raw "$TMP/mnt/fib_3_11/cpu/all/all/merged.pb.gz" 2>/dev/null)"
+  if echo "$raw" | grep -Eq " fib /[^ ]*/fib_3_11\.py:8( |$)" &&
+    echo "$raw" | grep -Eq " work /[^ ]*/fib_3_11\.py:14( |$)"; then ok "ebpf-python-lines"
+  else fail "ebpf-python-lines" "$(echo "$raw" | grep -E "fib|work" | head -5)"; fi
+  want_fshare "ebpf-python-running" fib_running "(^|;)<module>;work;fib(;|$)" "(^|;)<module>(;|$)" 90
+  want_fshare "ebpf-python-exiting" fib_exiting "(^|;)<module>;work;fib(;|$)" "(^|;)<module>(;|$)" 80
+  # libz's deflate beneath squeeze: the native frames of the C extension are kept.
+  want_fshare "ebpf-python-native" squeeze "(^|;)<module>;work;squeeze;(.*;)?deflate(;|$)" "(^|;)<module>(;|$)" 70
+  if [ -d "$TMP/mnt/fibmod" ]; then ok "ebpf-python-service-module"
+  else fail "ebpf-python-service-module" "services: $(ls "$TMP/mnt" | tr '\n' ' ')"; fi
+else
+  for n in ebpf-python-lines ebpf-python-running ebpf-python-exiting ebpf-python-native ebpf-python-service-module; do
+    echo "ok - $n # SKIP no /usr/bin/python3.11"
+  done
+fi
+if kill -0 "$PF_PID" 2>/dev/null; then :; else fail "ebpf-runtimes-daemon" "the daemon died"; fi
 
 pf_stop
 [ "${PF_RC:-1}" -eq 0 ] || fail "ebpf-runtimes-clean-stop" "daemon exited with $PF_RC"
