@@ -463,15 +463,15 @@ lt_svarint(const uint8_t *lt, size_t len, size_t *i, int64_t *v)
  * when another byte follows; signed ones keep the sign in bit 0.
  * 0 when the table does not say.
  */
-static int64_t
-code_line(const struct pycode *c, uint64_t idx)
+int64_t
+python_linetable_line(const uint8_t *lt, size_t len, int32_t firstlineno, uint64_t idx)
 {
-	int64_t line = c->firstlineno, d;
+	int64_t line = firstlineno, d;
 	uint64_t at = 0, u;
 	size_t i = 0;
 
-	while (i < c->ltlen) {
-		uint8_t b = c->lt[i++];
+	while (i < len) {
+		uint8_t b = lt[i++];
 		unsigned code = (b >> 3) & 15, n = (b & 7) + 1;
 		bool none = false;
 
@@ -482,13 +482,13 @@ code_line(const struct pycode *c, uint64_t idx)
 			none = true;
 			break;
 		case 14:
-			if (!lt_svarint(c->lt, c->ltlen, &i, &d) || !lt_varint(c->lt, c->ltlen, &i, &u) ||
-			    !lt_varint(c->lt, c->ltlen, &i, &u) || !lt_varint(c->lt, c->ltlen, &i, &u))
+			if (!lt_svarint(lt, len, &i, &d) || !lt_varint(lt, len, &i, &u) ||
+			    !lt_varint(lt, len, &i, &u) || !lt_varint(lt, len, &i, &u))
 				return 0;
 			line += d;
 			break;
 		case 13:
-			if (!lt_svarint(c->lt, c->ltlen, &i, &d))
+			if (!lt_svarint(lt, len, &i, &d))
 				return 0;
 			line += d;
 			break;
@@ -588,7 +588,8 @@ python_frame(struct python *py, struct proc *p, const struct prof_pyframe *fr, s
 	start = addr + pp->v->co_code;
 	if (fr[i].instr >= start && c->size <= MAX_UNITS) {
 		idx = (fr[i].instr - start) / 2;
-		f->line = idx < c->size ? code_line(c, idx) : 0;
+		f->line = idx < c->size ? python_linetable_line(c->lt, c->ltlen, c->firstlineno,
+		    idx) : 0;
 	} else {
 		f->line = c->firstlineno;	/* not started yet */
 	}

@@ -43,6 +43,13 @@ void		 python_read(struct python *py, struct proc *p, const struct prof_pyframe 
 		    size_t n);
 void		 python_frame(struct python *py, struct proc *p, const struct prof_pyframe *fr,
 		    size_t n, size_t i, struct frame *f);
+/*
+ * The line of code unit idx from a code object's location table
+ * (co_linetable, len bytes, CPython 3.11+), lines counted from firstlineno;
+ * 0 when the table has no line for it or is malformed.
+ */
+int64_t		 python_linetable_line(const uint8_t *lt, size_t len, int32_t firstlineno,
+		    uint64_t idx);
 /* Whether func names the interpreter's evaluation loop (its frames replace it). */
 int		 python_is_eval(const char *func);
 

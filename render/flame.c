@@ -41,6 +41,7 @@
 #define MAX_DEPTH	1024		/* levels below the root drawn at most */
 #define TITLE_NAME_MAX	1024		/* bytes of a frame name in its title */
 #define KERNEL_HUE	25
+#define PYTHON_HUE	190	/* .. 230: Python frames (the eBPF sampler's) */
 
 static const char script[] =
 "\"use strict\";\n"
@@ -126,6 +127,9 @@ package_colour(const struct render_tree *t, uint32_t i)
 	}
 	render_package(name, pkg, sizeof(pkg));
 	h = hash_bytes(pkg, strlen(pkg));
+	/* Python frames: blues and teals of their own, a shade per package. */
+	if (render_tree_is_python(t, i))
+		return hsl(PYTHON_HUE + (double)(h % 40), 0.55, 0.62 + (double)((h >> 24) % 12) / 100);
 	/* Hues 50..350 leave the kernel's orange to the kernel. */
 	return hsl(50 + (double)(h % 300), 0.45 + (double)((h >> 16) % 30) / 100,
 	    0.62 + (double)((h >> 24) % 12) / 100);

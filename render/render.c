@@ -92,8 +92,17 @@ kernel_mapping(const struct profile *p, const struct pf_location *l)
 	    strcmp(f, "vmlinux") == 0 || strncmp(f, "/boot/vmlinux", 13) == 0;
 }
 
+/* Whether a location is a Python frame (the eBPF sampler's mapping "[python]"). */
+static bool
+python_mapping(const struct profile *p, const struct pf_location *l)
+{
+	if (l->mapping == 0 || l->mapping > p->nmappings)
+		return false;
+	return strcmp(profile_str(p, p->mappings[l->mapping - 1].filename), "[python]") == 0;
+}
+
 static int
-mark_kernel(struct render_tree *t, uint32_t id)
+mark_kind(struct render_tree *t, uint32_t id, uint8_t kind)
 {
 	if (id >= t->nkernel) {
 		size_t old = t->nkernel;
@@ -101,7 +110,7 @@ mark_kernel(struct render_tree *t, uint32_t id)
 		t->kernel = xgrow(t->kernel, &t->nkernel, (size_t)id + 1, 1);
 		memset(t->kernel + old, 0, t->nkernel - old);
 	}
-	t->kernel[id] = 1;
+	t->kernel[id] |= kind;
 	return 0;
 }
 
@@ -110,9 +119,17 @@ render_tree_is_kernel(const struct render_tree *t, uint32_t i)
 {
 	if (i == 0 || i >= t->n)
 		return false;
-	if (t->name[i] < t->nkernel && t->kernel[t->name[i]])
+	if (t->name[i] < t->nkernel && (t->kernel[t->name[i]] & RENDER_KIND_KERNEL))
 		return true;
 	return render_is_kernel(render_tree_name(t, i));
+}
+
+bool
+render_tree_is_python(const struct render_tree *t, uint32_t i)
+{
+	if (i == 0 || i >= t->n)
+		return false;
+	return t->name[i] < t->nkernel && (t->kernel[t->name[i]] & RENDER_KIND_PYTHON);
 }
 
 /* Per location, the name ids of its frames, caller first. */
@@ -153,7 +170,10 @@ locnames_build(struct render_tree *t, const struct profile *p, struct locnames *
 				rc = -ENOMEM;
 				goto out;
 			}
-			if (kernel_mapping(p, l) && mark_kernel(t, (uint32_t)id) < 0) {
+			if ((kernel_mapping(p, l) &&
+			    mark_kind(t, (uint32_t)id, RENDER_KIND_KERNEL) < 0) ||
+			    (python_mapping(p, l) &&
+			    mark_kind(t, (uint32_t)id, RENDER_KIND_PYTHON) < 0)) {
 				rc = -ENOMEM;
 				goto out;
 			}

@@ -44,8 +44,9 @@ struct render_tree {
 	uint32_t	*kids, *kid_start;
 	bool		 has_base;
 	bool		 cut;		/* some stack was cut at RENDER_MAX_DEPTH */
-	/* Per name id: 1 when some frame of that name ran in a kernel mapping
-	 * ("[kernel]", "[kernel.kallsyms]", "vmlinux"), for colouring. */
+	/* Per name id, for colouring: RENDER_KIND_KERNEL when some frame of
+	 * that name ran in a kernel mapping ("[kernel]", "[kernel.kallsyms]",
+	 * "vmlinux"), RENDER_KIND_PYTHON in the mapping "[python]". */
 	uint8_t		*kernel;
 	size_t		 nkernel;
 };
@@ -56,6 +57,9 @@ struct render_tree {
  * it stay bounded by the number of samples, not by a stack's depth.
  */
 #define RENDER_MAX_DEPTH	4096
+
+#define RENDER_KIND_KERNEL	1
+#define RENDER_KIND_PYTHON	2
 
 /*
  * Build the tree of sample type ctype of cur and, when base is not NULL, of
@@ -78,6 +82,8 @@ void	render_package(const char *name, char *out, size_t n);
 bool	render_is_kernel(const char *name);
 /* Whether node i is a kernel frame, by its name or its mapping. */
 bool	render_tree_is_kernel(const struct render_tree *t, uint32_t i);
+/* Whether node i is a Python frame (its mapping is "[python]"). */
+bool	render_tree_is_python(const struct render_tree *t, uint32_t i);
 
 /* Append v in unit ("nanoseconds" -> "1.25 s", "bytes" -> "3.2 MiB", else "12,345 unit"). */
 int	render_value(struct buf *out, int64_t v, const char *unit);

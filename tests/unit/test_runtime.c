@@ -1,0 +1,159 @@
+/*
+ * Unit tests of the eBPF sampler's runtime support: the service a Python or
+ * Java command line names (collector/runtime.c), and CPython's location
+ * table (collector/python.c).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "python.h"
+#include "runtime.h"
+
+/* argv as /proc/PID/cmdline has it: NUL after each argument. */
+static bool
+svc(enum runtime_kind k, const char *argv, size_t len, char *out, size_t outsz)
+{
+	return runtime_service(k, argv, len, out, outsz);
+}
+
+#define SVC(k, lit, out) svc((k), (lit), sizeof(lit) - 1, (out), sizeof(out))
+
+static void
+test_by_exe(void **state)
+{
+	(void)state;
+	assert_int_equal(runtime_by_exe("python3"), RUNTIME_PYTHON);
+	assert_int_equal(runtime_by_exe("python3.11"), RUNTIME_PYTHON);
+	assert_int_equal(runtime_by_exe("python3.13t"), RUNTIME_PYTHON);
+	assert_int_equal(runtime_by_exe("python"), RUNTIME_PYTHON);
+	assert_int_equal(runtime_by_exe("python3-config"), RUNTIME_NONE);
+	assert_int_equal(runtime_by_exe("pythonista"), RUNTIME_NONE);
+	assert_int_equal(runtime_by_exe("java"), RUNTIME_JVM);
+	assert_int_equal(runtime_by_exe("javac"), RUNTIME_NONE);
+	assert_int_equal(runtime_by_exe(NULL), RUNTIME_NONE);
+}
+
+static void
+test_python(void **state)
+{
+	char out[64];
+
+	(void)state;
+	assert_true(SVC(RUNTIME_PYTHON, "python3\0/srv/app.py\0--port\0" "80\0", out));
+	assert_string_equal(out, "app");
+	assert_true(SVC(RUNTIME_PYTHON, "python3\0-u\0-X\0dev\0-W\0ignore\0tool\0", out));
+	assert_string_equal(out, "tool");
+	assert_true(SVC(RUNTIME_PYTHON, "python3\0-OO\0-m\0http.server\0" "8000\0", out));
+	assert_string_equal(out, "http.server");
+	assert_true(SVC(RUNTIME_PYTHON, "python3\0-mpip\0install\0", out));
+	assert_string_equal(out, "pip");
+	assert_true(SVC(RUNTIME_PYTHON, "python3\0-Xfrozen_modules=off\0x.py\0", out));
+	assert_string_equal(out, "x");
+	assert_true(SVC(RUNTIME_PYTHON, "python3\0/opt/pkg/__main__.py\0", out));
+	assert_string_equal(out, "pkg");
+	assert_true(SVC(RUNTIME_PYTHON, "python3\0--\0-weird.py\0", out));
+	assert_string_equal(out, "-weird");
+	assert_false(SVC(RUNTIME_PYTHON, "python3\0-c\0print(1)\0", out));
+	assert_false(SVC(RUNTIME_PYTHON, "python3\0-\0", out));
+	assert_false(SVC(RUNTIME_PYTHON, "python3\0", out));
+	assert_false(SVC(RUNTIME_PYTHON, "python3\0-i\0", out));
+	/* The last argument cut short (no NUL): not trusted. */
+	assert_false(SVC(RUNTIME_PYTHON, "python3\0/srv/ap", out));
+	assert_false(svc(RUNTIME_PYTHON, "", 0, out, sizeof(out)));
+	/* A long name is cut to the buffer. */
+	{
+		char small[4];
+
+		assert_true(SVC(RUNTIME_PYTHON, "python3\0abcdefgh.py\0", small));
+		assert_string_equal(small, "abc");
+	}
+}
+
+static void
+test_java(void **state)
+{
+	char out[64];
+
+	(void)state;
+	assert_true(SVC(RUNTIME_JVM, "java\0-Xmx1g\0-cp\0/a:/b\0-Dk=v\0com.example.Main\0x\0", out));
+	assert_string_equal(out, "com.example.Main");
+	assert_true(SVC(RUNTIME_JVM, "java\0-XX:+UseG1GC\0-jar\0/opt/shop-1.2.jar\0", out));
+	assert_string_equal(out, "shop-1.2");
+	assert_true(SVC(RUNTIME_JVM, "java\0--module-path\0mods\0-m\0app/pkg.Main\0", out));
+	assert_string_equal(out, "pkg.Main");
+	assert_true(SVC(RUNTIME_JVM, "java\0--module\0app\0", out));
+	assert_string_equal(out, "app");
+	assert_true(SVC(RUNTIME_JVM, "java\0--add-opens\0java.base/java.lang=ALL-UNNAMED\0Hot\0", out));
+	assert_string_equal(out, "Hot");
+	assert_true(SVC(RUNTIME_JVM, "java\0Hello.java\0", out));
+	assert_string_equal(out, "Hello");
+	assert_false(SVC(RUNTIME_JVM, "java\0-version\0", out));
+	assert_false(SVC(RUNTIME_JVM, "java\0-jar\0", out));
+	assert_false(SVC(RUNTIME_NONE, "x\0y\0", out));
+}
+
+/* def f(a, b): ... compiled by CPython 3.11 (first line 1), and co_positions' lines. */
+static const uint8_t lt311[] = {
+	0x80, 0x00, 0xd8, 0x08, 0x09, 0x88, 0x41, 0x89, 0x05, 0x80, 0x41, 0xd8, 0x07, 0x08,
+	0x88, 0x31, 0x82, 0x75, 0x80, 0x75, 0xf0, 0x02, 0x01, 0x0d, 0x20, 0xf0, 0x00, 0x01,
+	0x0d, 0x20, 0xdd, 0x16, 0x1b, 0x98, 0x41, 0x91, 0x68, 0x94, 0x68, 0xf0, 0x03, 0x01,
+	0x0d, 0x20, 0xf1, 0x00, 0x01, 0x0d, 0x20, 0xf4, 0x00, 0x01, 0x0d, 0x20, 0x88, 0x01,
+	0x88, 0x01, 0xf0, 0x06, 0x00, 0x0d, 0x11, 0x88, 0x01, 0xf0, 0x08, 0x00, 0x0d, 0x0e,
+	0xd8, 0x0c, 0x0d, 0xf0, 0x03, 0x01, 0x0c, 0x0f, 0xf0, 0x00, 0x01, 0x05, 0x0f,
+};
+static const int lines311[] = {
+	1, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5,
+	4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 7, 7, 11, 12, 11, 11,
+};
+
+static void
+test_linetable(void **state)
+{
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(lines311) / sizeof(lines311[0]); i++)
+		assert_int_equal(python_linetable_line(lt311, sizeof(lt311), 1, i), lines311[i]);
+	/* Past the table, a table cut short, and bytes that are no table. */
+	assert_int_equal(python_linetable_line(lt311, sizeof(lt311), 1, 44), 0);
+	assert_int_equal(python_linetable_line(lt311, 22, 1, 20), 0);
+	{
+		static const uint8_t junk[] = { 0x00, 0x7f, 0xf0 };
+		static const uint8_t longvar[] = { 0xf0, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f,
+		    0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x01, 0, 0, 0 };
+
+		assert_int_equal(python_linetable_line(junk, sizeof(junk), 1, 0), 0);
+		assert_int_equal(python_linetable_line(junk + 2, 1, 1, 0), 0);
+		assert_int_equal(python_linetable_line(longvar, sizeof(longvar), 1, 0), 0);
+	}
+}
+
+static void
+test_is_eval(void **state)
+{
+	(void)state;
+	assert_true(python_is_eval("_PyEval_EvalFrameDefault"));
+	assert_true(python_is_eval("_PyEval_EvalFrameDefault.cold"));
+	assert_false(python_is_eval("_PyEval_EvalFrameDefaultX"));
+	assert_false(python_is_eval("_PyEval_EvalFrame"));
+	assert_false(python_is_eval(NULL));
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_by_exe),
+		cmocka_unit_test(test_python),
+		cmocka_unit_test(test_java),
+		cmocka_unit_test(test_linetable),
+		cmocka_unit_test(test_is_eval),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
