@@ -19,14 +19,24 @@
 #   4. Unwind table size per binary (glibc, libstdc++, python3.11): rows and
 #      bytes at 8 bytes per row, against 4 bytes per row (the OpenTelemetry
 #      eBPF profiler's stated figure).
+#   5. Runtimes: a Python workload (Debian's python3.11, recursive calls:
+#      deep Python stacks) and a Java one (Debian's OpenJDK, JIT-compiled,
+#      its perf map asked for by the daemon) run alternately without and with
+#      the daemon at 99 Hz, RT_RUNS pairs, median ratio of their own CPU time
+#      (target <= 1.01); the BPF program's time per sample while every CPU
+#      runs the Python workload (native walk plus Python frames); the daemon's
+#      CPU and RSS meanwhile. Skipped where python3.11 or javac is missing.
 #
 # Needs root and a kernel with BTF. Other work on the machine adds noise:
-# the figures are medians and ratios. Bounded to about three minutes.
-#   PROFILEFS_BIN=/tmp/x/bin/profilefs RUNS=7 SECS=10 scripts/bench-ebpf.sh
+# the figures are medians and ratios. Bounded to about five minutes.
+#   PROFILEFS_BIN=/tmp/x/bin/profilefs RUNS=7 SECS=10 RT_RUNS=5 scripts/bench-ebpf.sh
+# ONLY=runtimes runs part 5 alone.
 set -u
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BIN="${PROFILEFS_BIN:-$ROOT/bin/profilefs}"
 RUNS="${RUNS:-9}"
+RT_RUNS="${RT_RUNS:-5}"
+ONLY="${ONLY:-}"
 SECS="${SECS:-10}"
 ITERS="${WORK_ITERS:-1000000000}"
 SETTLE="${SETTLE:-3}"	# seconds after the mount: the first samples read every process's ELF files
@@ -96,6 +106,88 @@ run_work() {	# prints "wall cpu"
   t1=$(date +%s%N)
   echo "$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.4f", (b - a) / 1e9}') $cpu"
 }
+
+runtimes() {
+  local py=/usr/bin/python3.11 i a b have_py=0 have_java=0
+  echo "== runtimes: Python and Java workloads, $RT_RUNS alternating pairs, --ebpf=99"
+  cat >"$W/pywork.py" <<'PY'
+import resource
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
+def work():
+    for _ in range(12):
+        fib(24)
+work()
+r = resource.getrusage(resource.RUSAGE_SELF)
+print("%.4f" % (r.ru_utime + r.ru_stime))
+PY
+  mkdir -p "$W/java"
+  cat >"$W/java/Work.java" <<'JAVA'
+public class Work {
+	static long spin(long n) {
+		long s = 0;
+		for (long i = 0; i < n; i++)
+			s += i * 31 ^ (s >>> 3);
+		return s;
+	}
+
+	public static void main(String[] args) {
+		long t = 0;
+		for (int i = 0; i < 2500; i++)
+			t += spin(1000000);
+		long ns = ProcessHandle.current().info().totalCpuDuration().get().toNanos();
+		System.out.printf("%.4f%n", ns / 1e9 + (t == 42 ? 1 : 0));
+	}
+}
+JAVA
+  [ -x "$py" ] && have_py=1
+  command -v javac >/dev/null && (cd "$W/java" && javac Work.java) && have_java=1
+  pyw() { if [ "$have_py" = 1 ]; then "$py" "$W/pywork.py"; else echo 0; fi; }
+  jw() { if [ "$have_java" = 1 ]; then (cd "$W/java" && java -cp . Work); else echo 0; fi; }
+  : >"$W/rt_ratios"
+  for i in $(seq 1 "$RT_RUNS"); do
+    local pyoff pyon joff jon
+    if [ $((i % 2)) -eq 1 ]; then
+      pyoff=$(pyw); joff=$(jw)
+      start_daemon --ebpf=99; sleep "$SETTLE"; pyon=$(pyw); jon=$(jw); stop_daemon
+    else
+      start_daemon --ebpf=99; sleep "$SETTLE"; pyon=$(pyw); jon=$(jw); stop_daemon
+      pyoff=$(pyw); joff=$(jw)
+    fi
+    echo "$pyoff $pyon $joff $jon" | awk -v i="$i" '{printf "  pair %d: python cpu %.3fs / %.3fs  java cpu %.3fs / %.3fs (without / with)\n", i, $1, $2, $3, $4}'
+    echo "$pyoff $pyon $joff $jon" | awk '{print ($1 > 0 ? $2 / $1 : 0), ($3 > 0 ? $4 / $3 : 0)}' >>"$W/rt_ratios"
+  done
+  a=$(awk '{print $1}' "$W/rt_ratios" | median)
+  b=$(awk '{print $2}' "$W/rt_ratios" | median)
+  [ "$have_py" = 1 ] && printf "python slowdown (median cpu ratio with/without): %.4f (target <= 1.01)\n" "$a"
+  [ "$have_java" = 1 ] && printf "java slowdown (median cpu ratio with/without): %.4f (target <= 1.01)\n" "$b"
+  [ "$have_py" = 1 ] || return 0
+
+  # BPF time per sample with every CPU in Python; the daemon's cost meanwhile.
+  local old run0 cnt0 run1 cnt1 c0 c1 rss hwm k spin=()
+  old=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null)
+  [ -n "$old" ] && sysctl -qw kernel.bpf_stats_enabled=1
+  start_daemon --ebpf=99 --ebpf-period 10; sleep "$SETTLE"
+  for k in $(seq 1 "$(nproc)"); do
+    (end=$(($(date +%s) + SECS + 2)); while [ "$(date +%s)" -lt "$end" ]; do "$py" "$W/pywork.py" >/dev/null; done) &
+    spin+=($!)
+  done
+  sleep 1
+  read -r run0 cnt0 <<<"$(bpftool prog show name do_sample 2>/dev/null | grep -o 'run_time_ns [0-9]* run_cnt [0-9]*' | head -1 | awk '{print $2, $4}')"
+  c0=$(cpu_ticks "$PID"); sleep "$SECS"; c1=$(cpu_ticks "$PID")
+  read -r run1 cnt1 <<<"$(bpftool prog show name do_sample 2>/dev/null | grep -o 'run_time_ns [0-9]* run_cnt [0-9]*' | head -1 | awk '{print $2, $4}')"
+  rss=$(awk '/^VmRSS/ {print $2}' "/proc/$PID/status")
+  hwm=$(awk '/^VmHWM/ {print $2}' "/proc/$PID/status")
+  wait "${spin[@]}" 2>/dev/null
+  stop_daemon
+  [ -n "$old" ] && sysctl -qw kernel.bpf_stats_enabled="$old"
+  if [ -n "${run0:-}" ] && [ -n "${run1:-}" ] && [ "$cnt1" -gt "$cnt0" ]; then
+    awk -v r=$((run1 - run0)) -v c=$((cnt1 - cnt0)) 'BEGIN {printf "bpf program, every CPU in Python: %d samples, %.0f ns per sample = %.4f%% of a CPU at 99 Hz\n", c, r / c, r / c * 99 / 1e9 * 100}'
+  fi
+  awk -v a="$c0" -v b="$c1" -v t="$(getconf CLK_TCK)" -v s="$SECS" -v r="$rss" -v h="$hwm" \
+    'BEGIN {printf "daemon, every CPU in Python: cpu %.2f%% of one core, rss %d MiB (peak %d MiB)\n", (b - a) / t / s * 100, r / 1024, h / 1024}'
+}
+if [ "$ONLY" = runtimes ]; then runtimes; exit 0; fi
 
 echo "== overhead: workload of $ITERS iterations, $RUNS alternating pairs, --ebpf=99"
 : >"$W/ratios"
@@ -224,3 +316,5 @@ if [ -x "$CFI_TEST" ]; then
 else
   echo "  (build the unit tests first: $CFI_TEST)"
 fi
+
+runtimes
