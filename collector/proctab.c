@@ -44,6 +44,7 @@
 #define JVM_ASK_FIRST_NS (250LL * 1000 * 1000)
 #define JVM_ASK_MAX_NS	(30LL * 1000 * 1000 * 1000)
 #define JVM_ATTACH_TIMEOUT_MS 5000
+#define JVM_FRESH_NS	(5LL * 1000 * 1000 * 1000)	/* a request answered within this */
 
 struct pmap {
 	uint64_t	 start, end, offset;
@@ -633,9 +634,13 @@ proctab_known(struct proc *p, uint64_t addr)
 static const char *
 perfmap_name(struct proc *p, uint64_t addr)
 {
-	int64_t now = clock_mono_ns();
+	int64_t now = clock_mono_ns(), every = PERFMAP_RECHECK_NS;
 
-	if (!p->gone && now - p->perfmap_checked >= PERFMAP_RECHECK_NS) {
+	/* A JVM just asked to write its map is looked at more often. */
+	if (p->jvm_asked != 0 && now - p->jvm_asked < JVM_FRESH_NS)
+		every = PERFMAP_RECHECK_NS / 10;
+
+	if (!p->gone && now - p->perfmap_checked >= every) {
 		char path[96];
 		struct stat st, ps;
 

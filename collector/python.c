@@ -176,6 +176,15 @@ mem_read(const struct proc *p, uint64_t addr, void *dst, size_t len)
 
 /* --- finding the interpreter --------------------------------------------- */
 
+static uint64_t
+rd64(const uint8_t *b, size_t off)
+{
+	uint64_t v;
+
+	memcpy(&v, b + off, sizeof(v));
+	return v;
+}
+
 /* Whether a mapped file may hold the interpreter: python3.x or libpython3.x. */
 static bool
 interp_file(const char *name)
@@ -230,6 +239,42 @@ elf_dynsyms(const char *path, const char *const *names, uint64_t *vals, size_t n
 	return rc;
 }
 
+/*
+ * CPython 3.13 starts _PyRuntime with its own offsets for debuggers
+ * (_Py_DebugOffsets): the cookie "xdebugpy", the version, then u64 offsets.
+ * Those we use must be the table's, or the process is left alone.
+ *
+ *   offset  field                                  offset  field
+ *   40      runtime_state.interpreters_head        248     interpreter_frame.instr_ptr
+ *   72      interpreter_state.threads_head         264     interpreter_frame.owner
+ *   168     thread_state.next                      280     code_object.filename
+ *   184     thread_state.current_frame             296     code_object.qualname
+ *   192     thread_state.thread_id                 304     code_object.linetable
+ *   232     interpreter_frame.previous             312     code_object.firstlineno
+ *   240     interpreter_frame.executable           344     code_object.co_code_adaptive
+ */
+static bool
+debug_offsets_agree(const struct proc *p, uint64_t runtime, const struct pyver *v)
+{
+	const struct { uint16_t at; uint64_t want; } f[] = {
+		{ 40, v->off.rt_interp }, { 72, v->off.interp_threads },
+		{ 168, v->off.ts_next }, { 184, v->off.ts_frame },
+		{ 192, v->off.ts_thread_id }, { 232, v->off.fr_previous },
+		{ 240, v->off.fr_code }, { 248, v->off.fr_instr }, { 264, v->off.fr_owner },
+		{ 280, CO_FILENAME }, { 296, CO_QUALNAME }, { 304, CO_LINETABLE },
+		{ 312, v->co_firstlineno }, { 344, v->co_code },
+	};
+	uint8_t d[352];
+	size_t i;
+
+	if (mem_read(p, runtime, d, sizeof(d)) < 0 || memcmp(d, "xdebugpy", 8) != 0)
+		return false;
+	for (i = 0; i < sizeof(f) / sizeof(f[0]); i++)
+		if (rd64(d, f[i].at) != f[i].want)
+			return false;
+	return true;
+}
+
 void
 python_check(struct python *py, struct proc *p)
 {
@@ -263,6 +308,12 @@ python_check(struct python *py, struct proc *p)
 			    (ver >> 24) & 0xff, (ver >> 16) & 0xff);
 			return;
 		}
+		if (versions[k].minor >= 13 && !debug_offsets_agree(p, vals[0] + m.bias,
+		    &versions[k])) {
+			log_debug("ebpf: pid %u: CPython 3.%d: its debug offsets are not the ones "
+			    "known: no Python frames", p->pid, versions[k].minor);
+			return;
+		}
 		if ((pp = calloc(1, sizeof(*pp))) == NULL)
 			return;
 		pp->v = &versions[k];
@@ -281,15 +332,6 @@ python_check(struct python *py, struct proc *p)
 }
 
 /* --- naming code objects -------------------------------------------------- */
-
-static uint64_t
-rd64(const uint8_t *b, size_t off)
-{
-	uint64_t v;
-
-	memcpy(&v, b + off, sizeof(v));
-	return v;
-}
 
 /* Append code point c as UTF-8. */
 static size_t

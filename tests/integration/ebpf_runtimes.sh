@@ -16,6 +16,7 @@ skip_all() { for n in $NAMES; do echo "ok - $n # SKIP $1"; done; exit 0; }
 command -v go >/dev/null || skip_all "go not installed"
 
 pf_setup
+[ "${KEEP_TMP:-0}" = 1 ] && echo "# kept: $TMP"
 SRC="$ROOT/tests/ebpf/runtimes"
 B="$TMP/bin"
 mkdir -p "$B"
@@ -101,7 +102,7 @@ if command -v javac >/dev/null && command -v java >/dev/null; then
   mkdir -p "$B/java" && cp "$SRC/Hot.java" "$B/java/" &&
     (cd "$B/java" && javac Hot.java) || fail "javac Hot.java"
   # No -XX flag: the daemon asks the JVM for its perf map.
-  (cd "$B/java" && exec java -cp . Hot 10000 >/dev/null) &
+  (cd "$B/java" && exec java -cp . Hot 12000 >/dev/null) &
   JP=$!
   wait $JP
   sleep 3
