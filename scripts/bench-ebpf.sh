@@ -115,8 +115,8 @@ import resource
 def fib(n):
     return n if n < 2 else fib(n - 1) + fib(n - 2)
 def work():
-    for _ in range(12):
-        fib(24)
+    for _ in range(60):
+        fib(27)
 work()
 r = resource.getrusage(resource.RUSAGE_SELF)
 print("%.4f" % (r.ru_utime + r.ru_stime))
