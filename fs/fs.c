@@ -177,8 +177,13 @@ content_get(struct fsctx *fs, const char *path, const struct fspath *fp,
 	bool relative = fp->range.relative || fp->node == NODE_TARGETS ||
 	    (fp->node == NODE_VS_VIEW && fp->base_range.relative);
 	uint64_t gen = store_generation(fs->st);
+	int64_t scope = INT64_MAX;	/* README, .targets.json: any change */
 
-	return cache_get(fs->files, path, gen, relative ? RELATIVE_MAX_AGE : 0,
+	if (fp->node == NODE_VIEW || fp->node == NODE_PROFILE)
+		scope = fp->range.to;
+	else if (fp->node == NODE_VS_VIEW)
+		scope = fp->range.to > fp->base_range.to ? fp->range.to : fp->base_range.to;
+	return cache_get_scoped(fs->files, path, gen, scope, relative ? RELATIVE_MAX_AGE : 0,
 	    fill_file, &a, ce);
 }
 

@@ -119,6 +119,12 @@ is_mountpoint(const char *path)
 	return a.st_dev != b.st_dev || a.st_ino == b.st_ino;
 }
 
+static bool
+changed_since(void *st, uint64_t then, int64_t scope)
+{
+	return store_changed_since(st, then, scope);
+}
+
 int
 fs_main(struct fsctx *fs, const struct fs_opts *o)
 {
@@ -151,6 +157,9 @@ fs_main(struct fsctx *fs, const struct fs_opts *o)
 	fs->merges = cache_create(MERGE_CACHE_BYTES);
 	if (fs->files == NULL || fs->merges == NULL)
 		return -ENOMEM;
+	/* Content of a past range outlives the puts of later profiles. */
+	cache_set_changed(fs->files, changed_since, fs->st);
+	cache_set_changed(fs->merges, changed_since, fs->st);
 
 	access_modes(fs, &o->access);
 	fuse_set_log_func(fuse_log_to_log);

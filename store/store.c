@@ -67,6 +67,7 @@
 #define NS_10M		(INT64_C(600) * 1000000000)
 #define NS_1H		(INT64_C(3600) * 1000000000)
 #define NS_1D		(INT64_C(86400) * 1000000000)
+#define STORE_CHANGES	1024		/* see note_change */
 
 static const int64_t win_len[3] = { NS_10M, NS_1H, NS_1D };
 
@@ -83,6 +84,7 @@ static int batch_profile(struct store *st, rocksdb_writebatch_t *wb, uint64_t si
 static void batch_done(struct store *st, uint64_t sid, const struct buf *news);
 static void *compact_main(void *arg);
 static int store_write_error(struct store *st, char *dberr, struct buf *err);
+static void note_change(struct store *st, int64_t t);
 
 /* Private per-series state, parallel to series[]. */
 struct sstate {
@@ -118,6 +120,17 @@ struct store {
 	uint64_t		 next_sid;
 	_Atomic uint64_t	 next_id;
 	_Atomic uint64_t	 gen;
+	/*
+	 * Which times the changes since a generation touched: a stack of
+	 * (first generation, earliest time touched from it on), times rising
+	 * (see note_change). ch_lock also orders generations.
+	 */
+	pthread_mutex_t		 ch_lock;
+	struct change {
+		uint64_t	 gen;
+		int64_t		 tmin;
+	}			 changes[STORE_CHANGES];
+	size_t			 nchanges;
 	_Atomic uint64_t	 n_put, n_rejected, n_bytes;
 	/* compactor thread; rt_lock protects cp_stop; cp_kick is read without it */
 	pthread_t		 cp_thread;
@@ -841,6 +854,7 @@ store_open(const char *dir, struct store **out, struct buf *err)
 	pthread_rwlock_init(&st->st_lock, NULL);
 	pthread_rwlock_init(&st->db_lock, NULL);
 	pthread_mutex_init(&st->rt_lock, NULL);
+	pthread_mutex_init(&st->ch_lock, NULL);
 	pthread_cond_init(&st->rt_cond, NULL);
 	st->names = intern_create(64);
 	st->max_series = STORE_MAX_SERIES;
@@ -969,6 +983,7 @@ store_close(struct store *st)
 	pthread_rwlock_destroy(&st->st_lock);
 	pthread_rwlock_destroy(&st->db_lock);
 	pthread_mutex_destroy(&st->rt_lock);
+	pthread_mutex_destroy(&st->ch_lock);
 	pthread_cond_destroy(&st->rt_cond);
 	free(st->dir);
 	free(st);
@@ -1272,7 +1287,7 @@ put_locked(struct store *st, const struct store_input *in, const struct profile 
 	batch_done(st, r.series, &news);
 	atomic_fetch_add(&st->n_put, 1);
 	atomic_fetch_add(&st->n_bytes, vlen);
-	atomic_fetch_add(&st->gen, 1);
+	note_change(st, r.time);
 	compact_kick(st);
 	if (ref)
 		*ref = r;
@@ -1380,6 +1395,75 @@ store_put_profile(struct store *st, const struct store_input *in, const struct p
 	rc = put_common(st, in, p, ref, err);
 	count_put(in, rc, 0, t0);
 	return rc;
+}
+
+/*
+ * A change to the data at time t (INT64_MIN: at any time) makes a new
+ * generation. Entries whose earliest time is at or after t now stand for
+ * generations whose changes reach back to t: they fold into one. Times rise
+ * along the stack, so the entry holding generation g+1 tells the earliest
+ * time any change after g touched. A full stack folds two entries, which
+ * only makes an answer earlier (safe: a reader rebuilds).
+ */
+static void
+note_change(struct store *st, int64_t t)
+{
+	uint64_t g;
+
+	pthread_mutex_lock(&st->ch_lock);
+	g = atomic_fetch_add(&st->gen, 1) + 1;
+	while (st->nchanges > 0 && st->changes[st->nchanges - 1].tmin >= t)
+		g = st->changes[--st->nchanges].gen;
+	if (st->nchanges == STORE_CHANGES) {
+		/*
+		 * Full: the neighbours closest in time fold into one, which
+		 * answers for both with the earlier time (safe, and off by
+		 * the least).
+		 */
+		size_t i, best = 0;
+		uint64_t gap, min = UINT64_MAX;
+
+		for (i = 0; i + 1 < st->nchanges; i++) {
+			gap = (uint64_t)st->changes[i + 1].tmin - (uint64_t)st->changes[i].tmin;
+			if (gap < min) {
+				min = gap;
+				best = i;
+			}
+		}
+		memmove(&st->changes[best + 1], &st->changes[best + 2],
+		    (st->nchanges - best - 2) * sizeof(st->changes[0]));
+		st->nchanges--;
+	}
+	st->changes[st->nchanges].gen = g;
+	st->changes[st->nchanges].tmin = t;
+	st->nchanges++;
+	pthread_mutex_unlock(&st->ch_lock);
+}
+
+bool
+store_changed_since(struct store *st, uint64_t gen, int64_t upto)
+{
+	size_t lo = 0, hi;
+	bool changed;
+
+	pthread_mutex_lock(&st->ch_lock);
+	if (gen >= atomic_load(&st->gen)) {
+		pthread_mutex_unlock(&st->ch_lock);
+		return false;
+	}
+	/* The last entry starting at or before gen + 1. */
+	hi = st->nchanges;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (st->changes[mid].gen <= gen + 1)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	changed = st->nchanges == 0 || st->changes[lo ? lo - 1 : 0].tmin <= upto;
+	pthread_mutex_unlock(&st->ch_lock);
+	return changed;
 }
 
 uint64_t
@@ -2448,7 +2532,7 @@ store_expire_tiers_locked(struct store *st, int64_t before, int64_t wbefore, uin
 		rc = expire_series(st, all[i]->id, before, wbefore, &count);
 	free(all);
 	if (count)
-		atomic_fetch_add(&st->gen, 1);
+		note_change(st, INT64_MIN);	/* ranges past and present lose data */
 	if (n)
 		*n = count;
 	return rc;

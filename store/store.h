@@ -78,6 +78,12 @@ int	store_put_profile(struct store *st, const struct store_input *in,
 
 /* Increases on every successful put: cached views compare it. */
 uint64_t store_generation(const struct store *st);
+/*
+ * Whether a change after generation gen touched data at or before time upto
+ * (ns): content made from profiles up to upto at generation gen is current
+ * unless so. May answer true when unsure, never false wrongly.
+ */
+bool	store_changed_since(struct store *st, uint64_t gen, int64_t upto);
 
 /*
  * A snapshot of the series index, sorted by service, type, labels. The
