@@ -18,7 +18,9 @@
  *   'S' | sid:8                         -> service \0 type \0 labels
  *   'N' | service \0 type \0 labels     -> sid:8
  *   'P' | sid:8 | time:8 | id:8         -> profile value (below)
- *   'I' | id:8                          -> sid:8 | time:8
+ *   'I' | id:8                          -> sid:8 | time:8 [| size:8]
+ *                                          size: of the file store_get() makes,
+ *                                          once one was made (top byte: SIZE_TAG)
  *   'H' | sid:8 | hour:8                -> "" (the hour holds data)
  *   'T' | sid:8 | time:8 | id:8         -> ntypes, z total per type (varints), sighash:8
  *   'Y' | space:8 | kind:1 | id:4       -> a symbol entry (pack.h); space is the
@@ -58,6 +60,7 @@
 #include <time.h>
 
 #include <rocksdb/c.h>
+#include <zlib.h>
 
 #include "base.h"
 #include "pack.h"
@@ -1591,14 +1594,33 @@ store_scan(struct store *st, uint64_t sid, int64_t from, int64_t to, bool with_d
 	return rc;
 }
 
-static int
-store_get_locked(struct store *st, uint64_t id, struct store_ref *ref, struct buf *out)
+/*
+ * The tag of a remembered size: the bytes store_get() makes depend on this
+ * code and on zlib's, so a size from another build of either is not used.
+ */
+static uint64_t
+size_tag(void)
 {
-	unsigned char ikey[9], pkey[25];
+	static const char fmt[] = "pprof-v1 ";
+	const char *z = zlibVersion();
+	uint64_t h = 1469598103934665603ULL;
+	size_t i;
+
+	for (i = 0; i < sizeof(fmt) - 1; i++)
+		h = (h ^ (unsigned char)fmt[i]) * 1099511628211ULL;
+	for (i = 0; z[i]; i++)
+		h = (h ^ (unsigned char)z[i]) * 1099511628211ULL;
+	return (h >> 56 | 1) << 56;	/* never 0: 0 would be no tag */
+}
+
+/* Read the 'I' record of id: *ref, and *size when remembered (else UINT64_MAX). */
+static int
+index_get(struct store *st, uint64_t id, struct store_ref *ref, uint64_t *size)
+{
+	unsigned char ikey[9];
 	char *dberr = NULL, *v;
 	const struct series *s;
 	size_t vl;
-	int rc = 0;
 
 	ikey[0] = 'I';
 	be64_put(ikey + 1, id);
@@ -1607,7 +1629,7 @@ store_get_locked(struct store *st, uint64_t id, struct store_ref *ref, struct bu
 		free(dberr);
 		return -EIO;
 	}
-	if (v == NULL || vl != 16) {
+	if (v == NULL || (vl != 16 && vl != 24)) {
 		free(v);
 		return -ENOENT;
 	}
@@ -1615,9 +1637,49 @@ store_get_locked(struct store *st, uint64_t id, struct store_ref *ref, struct bu
 	ref->id = id;
 	ref->series = be64_get((unsigned char *)v);
 	ref->time = time_dec(be64_get((unsigned char *)v + 8));
+	*size = UINT64_MAX;
+	if (vl == 24) {
+		uint64_t z = be64_get((unsigned char *)v + 16);
+
+		if ((z & 0xff00000000000000ULL) == size_tag())
+			*size = z & 0x00ffffffffffffffULL;
+	}
 	free(v);
 	if ((s = store_series_get(st, ref->series)) != NULL)
 		snprintf(ref->type, sizeof(ref->type), "%s", s->type);
+	return 0;
+}
+
+/* Remember the size of the file made for ref (derived data: not synced). */
+static void
+index_set_size(struct store *st, const struct store_ref *ref, uint64_t size)
+{
+	unsigned char ikey[9], ival[24];
+	char *dberr = NULL;
+
+	if (size >= (1ULL << 56))
+		return;
+	ikey[0] = 'I';
+	be64_put(ikey + 1, ref->id);
+	be64_put(ival, ref->series);
+	be64_put(ival + 8, time_enc(ref->time));
+	be64_put(ival + 16, size_tag() | size);
+	rocksdb_put(st->db, st->wasync, (char *)ikey, sizeof(ikey), (char *)ival, sizeof(ival),
+	    &dberr);
+	free(dberr);	/* a size not remembered is made again */
+}
+
+static int
+store_get_locked(struct store *st, uint64_t id, struct store_ref *ref, struct buf *out)
+{
+	unsigned char pkey[25];
+	char *dberr = NULL, *v;
+	uint64_t size;
+	size_t vl, len0 = out ? out->len : 0;
+	int rc = 0;
+
+	if ((rc = index_get(st, id, ref, &size)) < 0)
+		return rc;
 	pkey[0] = 'P';
 	be64_put(pkey + 1, ref->series);
 	be64_put(pkey + 9, time_enc(ref->time));
@@ -1634,6 +1696,36 @@ store_get_locked(struct store *st, uint64_t id, struct store_ref *ref, struct bu
 	else if (out)
 		rc = unpack_pprof(st, ref->series, v, vl, true, out);
 	free(v);
+	if (rc == 0 && out && out->err == 0 && size != out->len - len0)
+		index_set_size(st, ref, out->len - len0);
+	return rc;
+}
+
+int
+store_get_size(struct store *st, uint64_t id, struct store_ref *ref, uint64_t *size)
+{
+	int rc;
+
+	pthread_rwlock_rdlock(&st->db_lock);
+	rc = index_get(st, id, ref, size);
+	if (rc == 0 && *size != UINT64_MAX) {
+		/* Its data, not only its index record (retention deletes both). */
+		unsigned char pkey[25];
+		char *dberr = NULL, *v;
+		size_t vl;
+
+		pkey[0] = 'P';
+		be64_put(pkey + 1, ref->series);
+		be64_put(pkey + 9, time_enc(ref->time));
+		be64_put(pkey + 17, id);
+		v = rocksdb_get(st->db, st->ropts, (char *)pkey, sizeof(pkey), &vl, &dberr);
+		rc = dberr ? -EIO : v == NULL ? -ENOENT : 0;
+		free(dberr);
+		free(v);
+	}
+	pthread_rwlock_unlock(&st->db_lock);
+	if (rc == 0 && *size == UINT64_MAX)
+		rc = -ENODATA;
 	return rc;
 }
 

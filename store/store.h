@@ -116,6 +116,12 @@ int	store_scan(struct store *st, uint64_t sid, int64_t from, int64_t to,
 /* The stored profile with this id: gzipped bytes into out, *ref filled. -ENOENT if none. */
 int	store_get(struct store *st, uint64_t id, struct store_ref *ref, struct buf *out);
 /*
+ * The size of what store_get() gives for id, without reading the profile:
+ * remembered once a store_get() made it. -ENODATA while it is not known
+ * (*ref is filled), -ENOENT if there is no such profile.
+ */
+int	store_get_size(struct store *st, uint64_t id, struct store_ref *ref, uint64_t *size);
+/*
  * The UTC hours (unix time / 3600) that hold profiles of series sid, ascending,
  * malloc'd into *out (free()).
  */
