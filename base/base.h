@@ -124,6 +124,9 @@ int	buf_vprintf(struct buf *b, const char *fmt, va_list ap);
 int	buf_add_xml(struct buf *b, const char *s, size_t n);
 /* Append a protobuf varint. */
 int	buf_add_varint(struct buf *b, uint64_t v);
+/* A decimal integer; a number with dec (0..4) digits after the point ("%.<dec>f"). */
+int	buf_add_i64(struct buf *b, int64_t v);
+int	buf_add_fixed(struct buf *b, double v, int dec);
 void	buf_reset(struct buf *b);
 void	buf_free(struct buf *b);
 /* Hand the storage to the caller (who frees it with free()); b becomes empty. */

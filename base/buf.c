@@ -7,6 +7,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,6 +158,59 @@ buf_add_xml(struct buf *b, const char *s, size_t n)
 		i += l;
 	}
 	return rc;
+}
+
+/* Decimal digits of u, right-aligned ending at end; returns the first. */
+static char *
+digits(char *end, uint64_t u, int min)
+{
+	do {
+		*--end = (char)('0' + u % 10);
+		u /= 10;
+		min--;
+	} while (u || min > 0);
+	return end;
+}
+
+int
+buf_add_i64(struct buf *b, int64_t v)
+{
+	char tmp[24], *p = digits(tmp + sizeof(tmp), v < 0 ? -(uint64_t)v : (uint64_t)v, 1);
+
+	if (v < 0)
+		*--p = '-';
+	return buf_add(b, p, (size_t)(tmp + sizeof(tmp) - p));
+}
+
+/*
+ * v with dec (0..4) digits after the point, as printf's "%.<dec>f" writes
+ * it, without the cost of printf's exact binary-to-decimal conversion
+ * (ties to even, as printf's; the product's rounding may differ in the
+ * last digit from printf's exact one). Renderers write millions of these.
+ */
+int
+buf_add_fixed(struct buf *b, double v, int dec)
+{
+	static const double scale[] = { 1, 10, 100, 1000, 10000 };
+	char tmp[48], *p;
+	uint64_t u, whole, frac;
+	bool neg;
+
+	if (dec < 0 || dec > 4 || !(v > -1e15 && v < 1e15))
+		return buf_printf(b, "%.*f", dec < 0 ? 0 : dec, v);
+	neg = v < 0;
+	u = (uint64_t)nearbyint((neg ? -v : v) * scale[dec]);
+	whole = u / (uint64_t)scale[dec];
+	frac = u % (uint64_t)scale[dec];
+	p = tmp + sizeof(tmp);
+	if (dec > 0) {
+		p = digits(p, frac, dec);
+		*--p = '.';
+	}
+	p = digits(p, whole, 1);
+	if (neg && u != 0)
+		*--p = '-';
+	return buf_add(b, p, (size_t)(tmp + sizeof(tmp) - p));
 }
 
 int

@@ -25,6 +25,7 @@
 struct ent {
 	struct cache_entry	 pub;
 	uint64_t		 gen;
+	int64_t			 scope;		/* what its content covers (cache_get_scoped) */
 	uint64_t		 hash;
 	int			 refs;
 	bool			 ready;
@@ -41,6 +42,8 @@ struct cache {
 	struct ent	*lru_head, *lru_tail;
 	size_t		 bytes, max_bytes, entries;
 	uint64_t	 fills, hits;
+	cache_changed_fn	 changed;
+	void		*changed_arg;
 };
 
 static void evict_to(struct cache *c, size_t max);
@@ -179,9 +182,23 @@ cache_destroy(struct cache *c)
 	free(c);
 }
 
+void
+cache_set_changed(struct cache *c, cache_changed_fn changed, void *arg)
+{
+	c->changed = changed;
+	c->changed_arg = arg;
+}
+
 int
 cache_get(struct cache *c, const char *key, uint64_t gen, int64_t max_age_ns,
     cache_fill_fn fill, void *arg, struct cache_entry **out)
+{
+	return cache_get_scoped(c, key, gen, INT64_MAX, max_age_ns, fill, arg, out);
+}
+
+int
+cache_get_scoped(struct cache *c, const char *key, uint64_t gen, int64_t scope,
+    int64_t max_age_ns, cache_fill_fn fill, void *arg, struct cache_entry **out)
 {
 	size_t klen = strlen(key);
 	uint64_t h = hash_bytes(key, klen);
@@ -202,6 +219,10 @@ again:
 			pthread_cond_wait(&c->c_cond, &c->c_lock);
 			goto again;
 		}
+		/* Made at another generation: still current if nothing it covers changed. */
+		if (e->gen != gen && e->scope == scope && c->changed &&
+		    e->gen < gen && !c->changed(c->changed_arg, e->gen, scope))
+			e->gen = gen;
 		if (e->gen == gen && (max_age_ns == 0 || clock_now_ns() - e->pub.born < max_age_ns)) {
 			e->refs++;
 			c->hits++;
@@ -219,6 +240,7 @@ again:
 	}
 	e->hash = h;
 	e->gen = gen;
+	e->scope = scope;
 	e->refs = 1;
 	e->hnext = c->buckets[h % NBUCKETS];
 	c->buckets[h % NBUCKETS] = e;

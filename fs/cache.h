@@ -9,6 +9,7 @@
 #ifndef PROFILEFS_CACHE_H
 #define PROFILEFS_CACHE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -35,6 +36,18 @@ void		 cache_destroy(struct cache *c);
 int		 cache_get(struct cache *c, const char *key, uint64_t gen,
 		    int64_t max_age_ns, cache_fill_fn fill, void *arg,
 		    struct cache_entry **out);
+/*
+ * The same, for content made from data up to time scope: an entry made at
+ * an older generation is kept when the cache's changed function says nothing
+ * at or before scope changed since (cache_set_changed). cache_get() is this
+ * with no scope: any new generation makes its entries stale.
+ */
+int		 cache_get_scoped(struct cache *c, const char *key, uint64_t gen,
+		    int64_t scope, int64_t max_age_ns, cache_fill_fn fill, void *arg,
+		    struct cache_entry **out);
+/* Whether a change after generation then touched data at or before scope. */
+typedef bool (*cache_changed_fn)(void *arg, uint64_t then, int64_t scope);
+void		 cache_set_changed(struct cache *c, cache_changed_fn changed, void *arg);
 void		 cache_release(struct cache *c, struct cache_entry *e);
 /*
  * What an entry for key costs besides its value (bookkeeping and the key);

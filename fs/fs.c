@@ -98,9 +98,30 @@ free_buf(void *v)
 struct fill_arg {
 	struct fsctx		*fs;
 	const struct fspath	*fp;
+	const char		*path;
 };
 
 static int readme_render(struct fsctx *fs, struct buf *out);
+
+/* Whether the profile's name is ref's own, in a range and series that hold it. */
+static bool
+profile_in_path(struct fsctx *fs, const struct fspath *fp, const struct store_ref *ref)
+{
+	const struct series *s = store_series_get(fs->st, ref->series);
+	struct query q = { .service = fp->service, .type = fp->type };
+	struct labelset sel;
+	char want[128];
+	bool ok;
+
+	path_profile_name(ref->time, ref->id, want, sizeof(want));
+	if (s == NULL || strcmp(want, fp->view) != 0 || ref->time < fp->range.from ||
+	    ref->time >= fp->range.to || labels_parse(fp->selector, &sel, NULL) < 0)
+		return false;
+	q.sel = &sel;
+	ok = query_match(&q, s);
+	labels_clear(&sel);
+	return ok;
+}
 
 static int
 fill_file(void *varg, void **val, size_t *size, void (**free_fn)(void *))
@@ -108,7 +129,6 @@ fill_file(void *varg, void **val, size_t *size, void (**free_fn)(void *))
 	struct fill_arg *a = varg;
 	struct buf *b = xcalloc(1, sizeof(*b));
 	struct store_ref ref;
-	char want[128];
 	int rc;
 
 	switch (a->fp->node) {
@@ -120,24 +140,8 @@ fill_file(void *varg, void **val, size_t *size, void (**free_fn)(void *))
 		break;
 	case NODE_PROFILE:
 		rc = store_get(a->fs->st, a->fp->profile_id, &ref, b);
-		if (rc == 0) {
-			/* The name must be the profile's own, in a range and series that hold it. */
-			const struct series *s = store_series_get(a->fs->st, ref.series);
-			struct labelset sel;
-			struct query q = { .service = a->fp->service, .type = a->fp->type };
-
-			path_profile_name(ref.time, ref.id, want, sizeof(want));
-			if (s == NULL || strcmp(want, a->fp->view) != 0 ||
-			    ref.time < a->fp->range.from || ref.time >= a->fp->range.to ||
-			    labels_parse(a->fp->selector, &sel, NULL) < 0) {
-				rc = -ENOENT;
-				break;
-			}
-			q.sel = &sel;
-			if (!query_match(&q, s))
-				rc = -ENOENT;
-			labels_clear(&sel);
-		}
+		if (rc == 0 && !profile_in_path(a->fs, a->fp, &ref))
+			rc = -ENOENT;
 		break;
 	default:
 		rc = views_render(a->fs, a->fp, b);
@@ -168,18 +172,106 @@ errno_of(int rc)
 	return rc == -EIO || rc == -EFBIG ? rc : -ENOENT;
 }
 
+/* The latest time whose data fp's content shows (INT64_MAX: any). */
+static int64_t
+content_scope(const struct fspath *fp)
+{
+	if (fp->node == NODE_VIEW || fp->node == NODE_PROFILE)
+		return fp->range.to;
+	if (fp->node == NODE_VS_VIEW)
+		return fp->range.to > fp->base_range.to ? fp->range.to : fp->base_range.to;
+	return INT64_MAX;	/* README, .targets.json */
+}
+
+/* How long content of fp may be served at one generation (0: as long as it is current). */
+static int64_t
+content_max_age(const struct fspath *fp)
+{
+	return fp->range.relative || fp->node == NODE_TARGETS ||
+	    (fp->node == NODE_VS_VIEW && fp->base_range.relative) ? RELATIVE_MAX_AGE : 0;
+}
+
 /* The content of a generated file, cached; *ce holds a reference. */
 static int
 content_get(struct fsctx *fs, const char *path, const struct fspath *fp,
     struct cache_entry **ce)
 {
-	struct fill_arg a = { fs, fp };
-	bool relative = fp->range.relative || fp->node == NODE_TARGETS ||
-	    (fp->node == NODE_VS_VIEW && fp->base_range.relative);
-	uint64_t gen = store_generation(fs->st);
+	struct fill_arg a = { fs, fp, path };
 
-	return cache_get(fs->files, path, gen, relative ? RELATIVE_MAX_AGE : 0,
-	    fill_file, &a, ce);
+	return cache_get_scoped(fs->files, path, store_generation(fs->st), content_scope(fp),
+	    content_max_age(fp), fill_file, &a, ce);
+}
+
+struct size_val {
+	off_t	 size;
+	int64_t	 born;
+	int	 rc;
+};
+
+static int
+fill_size(void *varg, void **val, size_t *size, void (**free_fn)(void *))
+{
+	struct fill_arg *a = varg;
+	struct size_val *v = xcalloc(1, sizeof(*v));
+	struct store_ref ref = { .time = 0 };
+	struct cache_entry *ce;
+
+	/*
+	 * A stored profile's size is in the store's index once it was served;
+	 * its time is its file's time.
+	 */
+	if (a->fp->node == NODE_PROFILE) {
+		uint64_t z;
+
+		v->rc = store_get_size(a->fs->st, a->fp->profile_id, &ref, &z);
+		if (v->rc == 0 || v->rc == -ENOENT) {
+			if (v->rc == 0 && !profile_in_path(a->fs, a->fp, &ref))
+				v->rc = -ENOENT;
+			v->size = (off_t)z;
+			v->born = ref.time;
+			goto out;
+		}
+	}
+	v->rc = content_get(a->fs, a->path, a->fp, &ce);
+	if (v->rc == 0) {
+		v->size = (off_t)((struct buf *)ce->val)->len;
+		v->born = ref.time ? ref.time : ce->born;
+	}
+	cache_release(a->fs->files, ce);
+out:
+	*val = v;
+	*size = sizeof(*v);
+	*free_fn = free;
+	/* Kept: a size, a file that is not there, one too big; not a passing shortage. */
+	return v->rc == 0 || v->rc == -ENOENT || v->rc == -EFBIG ? v->rc : -ENOMEM;
+}
+
+/*
+ * The size and birth of a generated file. Sizes are remembered apart from
+ * contents, far more of them: a second du, find or ls -l over many ranges
+ * makes nothing again although the contents left the cache.
+ */
+static int
+content_size(struct fsctx *fs, const char *path, const struct fspath *fp, off_t *size,
+    int64_t *born)
+{
+	struct fill_arg a = { fs, fp, path };
+	struct cache_entry *ce;
+	const struct size_val *v;
+	int rc;
+
+	cache_get_scoped(fs->sizes, path, store_generation(fs->st), content_scope(fp),
+	    content_max_age(fp), fill_size, &a, &ce);
+	if (ce == NULL)
+		return -ENOMEM;
+	v = ce->val;
+	rc = v ? v->rc : -ENOMEM;
+	if (rc == 0) {
+		*size = v->size;
+		*born = v->born;
+	}
+	cache_release(fs->sizes, ce);
+	return rc;
 }
 
 /*
@@ -363,11 +455,19 @@ pin_close(struct fsctx *fs, struct pin *p, pid_t pid)
 	free(p);
 }
 
+/* What vs/<base> points at: ../.vs/<base>. Its length. */
+static size_t
+vs_link(const char *path, char *out, size_t size)
+{
+	const char *base = strrchr(path, '/') + 1;
+
+	return (size_t)snprintf(out, size, "../.vs/%s", base);
+}
+
 static int
 pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 {
 	struct fsctx *fs = fs_ctx();
-	struct cache_entry *ce;
 	struct fspath fp;
 	int rc;
 
@@ -425,6 +525,15 @@ pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 			return -ENOENT;
 		fs_stat(st, path, true, 0, false, 0);
 		return 0;
+	case NODE_VS_LINK: {
+		char target[8 + 256];
+
+		if (!dir_exists(fs, fp.service, fp.type, fp.selector, &fp.range))
+			return -ENOENT;
+		fs_stat(st, path, false, (off_t)vs_link(path, target, sizeof(target)), false, 0);
+		st->st_mode = S_IFLNK | 0777;
+		return 0;
+	}
 	case NODE_README:
 	case NODE_TARGETS:
 	case NODE_VIEW:
@@ -438,12 +547,9 @@ pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 			fs_stat(st, path, false, size, false, born);
 			return 0;
 		}
-		rc = content_get(fs, path, &fp, &ce);
+		rc = content_size(fs, path, &fp, &size, &born);
 		if (rc == 0)
-			fs_stat(st, path, false, (off_t)((struct buf *)ce->val)->len, false,
-			    ce->born);
-		if (ce)
-			cache_release(fs->files, ce);
+			fs_stat(st, path, false, size, false, born);
 		if (rc < 0 && rc != -ENOENT) {
 			metrics_add("profilefs_fuse_errors_total", NULL, 1);
 		}
@@ -451,6 +557,21 @@ pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 	}
 	}
 	return -ENOENT;
+}
+
+static int
+pf_readlink(const char *path, char *out, size_t size)
+{
+	struct fspath fp;
+
+	metrics_add("profilefs_fuse_requests_total", NULL, 1);
+	if (path_parse(path, clock_now_ns(), &fp) < 0)
+		return -ENOENT;
+	if (fp.node != NODE_VS_LINK)
+		return -EINVAL;
+	if (size > 0)
+		vs_link(path, out, size);	/* cut to size, as readlink(2) does */
+	return 0;
 }
 
 static int
@@ -772,6 +893,7 @@ pf_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 const struct fuse_operations fs_ops = {
 	.init		= pf_init,
 	.getattr	= pf_getattr,
+	.readlink	= pf_readlink,
 	.readdir	= pf_readdir,
 	.open		= pf_open,
 	.read		= pf_read,
@@ -825,7 +947,8 @@ readme_render(struct fsctx *fs, struct buf *b)
 "          top.txt               top functions by flat and cumulative value\n"
 "          diff.pb.gz, diff.svg  this range against the range of equal length before it\n"
 "          vs/<base>/            the same against <range>, <selector>@<range> or <selector>:\n"
-"                                diff.pb.gz diff.svg top.txt meta.json\n"
+"                                diff.pb.gz diff.svg top.txt meta.json (a link to\n"
+"                                ../.vs/<base>: du, find, grep -r do not follow it)\n"
 "          timeline.svg, .csv    the total per step across the range\n"
 "          profiles/<UTC time>-<id>.pb.gz   each stored profile\n"
 "\n"

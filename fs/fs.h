@@ -24,6 +24,7 @@ struct fsctx {
 	const char		*mountpoint;
 	struct cache		*merges;	/* query results by (query, range) */
 	struct cache		*files;		/* rendered file contents by path */
+	struct cache		*sizes;		/* sizes of generated files by path */
 	struct fuse		*fuse;
 	/*
 	 * MOUNTPOINT/.targets.json: the scraper's status appended to out, by

@@ -22,6 +22,7 @@
 
 #define FILE_CACHE_BYTES	(512u << 20)
 #define MERGE_CACHE_BYTES	(512u << 20)
+#define SIZE_CACHE_BYTES	(64u << 20)	/* some 400,000 files */
 
 
 /* libfuse's own messages go through log.c like everything else. */
@@ -119,6 +120,12 @@ is_mountpoint(const char *path)
 	return a.st_dev != b.st_dev || a.st_ino == b.st_ino;
 }
 
+static bool
+changed_since(void *st, uint64_t then, int64_t scope)
+{
+	return store_changed_since(st, then, scope);
+}
+
 int
 fs_main(struct fsctx *fs, const struct fs_opts *o)
 {
@@ -149,8 +156,13 @@ fs_main(struct fsctx *fs, const struct fs_opts *o)
 	fs->mountpoint = o->mountpoint;
 	fs->files = cache_create(FILE_CACHE_BYTES);
 	fs->merges = cache_create(MERGE_CACHE_BYTES);
-	if (fs->files == NULL || fs->merges == NULL)
+	fs->sizes = cache_create(SIZE_CACHE_BYTES);
+	if (fs->files == NULL || fs->merges == NULL || fs->sizes == NULL)
 		return -ENOMEM;
+	/* Content of a past range outlives the puts of later profiles. */
+	cache_set_changed(fs->files, changed_since, fs->st);
+	cache_set_changed(fs->merges, changed_since, fs->st);
+	cache_set_changed(fs->sizes, changed_since, fs->st);
 
 	access_modes(fs, &o->access);
 	fuse_set_log_func(fuse_log_to_log);
@@ -212,6 +224,7 @@ unmount:
 	fuse_opt_free_args(&args);
 	cache_destroy(fs->files);
 	cache_destroy(fs->merges);
+	cache_destroy(fs->sizes);
 	fs->files = fs->merges = NULL;
 	log_info("unmounted %s", o->mountpoint);
 	return rc;

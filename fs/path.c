@@ -390,12 +390,23 @@ path_parse(const char *path, int64_t now, struct fspath *o)
 		o->node = NODE_PROFILE;
 		return next_seg(&p, seg, sizeof(seg)) == 0 ? 0 : -ENOENT;
 	}
-	if (strcmp(seg, "vs") == 0) {
+	/*
+	 * vs/<base> is a symbolic link to the directory .vs/<base> (not
+	 * listed): ls vs/ shows the bases, and du, find and grep -r, which do
+	 * not follow links, do not make every diff of every base.
+	 */
+	if (strcmp(seg, "vs") == 0 || strcmp(seg, ".vs") == 0) {
+		bool link = seg[0] == 'v';
+
 		o->node = NODE_VS;
 		if ((rc = next_seg(&p, seg, sizeof(seg))) <= 0)
 			return rc < 0 ? -ENOENT : 0;
 		if (parse_base(seg, now, o) < 0)
 			return -ENOENT;
+		if (link) {
+			o->node = NODE_VS_LINK;
+			return next_seg(&p, seg, sizeof(seg)) == 0 ? 0 : -ENOENT;
+		}
 		o->node = NODE_VS_BASE;
 		if ((rc = next_seg(&p, seg, sizeof(seg))) <= 0)
 			return rc < 0 ? -ENOENT : 0;

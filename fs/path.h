@@ -34,9 +34,10 @@ enum node {
 	NODE_VIEW,		/* a generated file in a range directory */
 	NODE_PROFILES,
 	NODE_PROFILE,
-	NODE_VS,		/* vs/ */
-	NODE_VS_BASE,		/* vs/<base>/ */
-	NODE_VS_VIEW,		/* vs/<base>/<view> */
+	NODE_VS,		/* vs/ (and .vs/) */
+	NODE_VS_LINK,		/* vs/<base>: a symbolic link to ../.vs/<base> */
+	NODE_VS_BASE,		/* .vs/<base>/ */
+	NODE_VS_VIEW,		/* .vs/<base>/<view> */
 };
 
 struct range {

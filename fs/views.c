@@ -120,7 +120,7 @@ views_merge(struct fsctx *fs, const char *service, const char *type,
 		    (long long)r->from, (long long)r->to);
 	if (rc < 0)
 		return rc;
-	rc = cache_get(fs->merges, key.data, store_generation(fs->st),
+	rc = cache_get_scoped(fs->merges, key.data, store_generation(fs->st), r->to,
 	    r->relative ? RELATIVE_MAX_AGE : 0, fill_merge, &a, out);
 	buf_free(&key);
 	return rc;
@@ -635,8 +635,9 @@ render_timeline(const struct view_in *in, struct buf *out)
 		    in->fp->type, in->fp->selector, (long long)a.from, (long long)a.to);
 	if (rc < 0)
 		return rc;
-	rc = cache_get(in->fs->merges, key.data, store_generation(in->fs->st),
-	    in->fp->range.relative ? RELATIVE_MAX_AGE : 0, fill_timeline, &a, &ce);
+	rc = cache_get_scoped(in->fs->merges, key.data, store_generation(in->fs->st),
+	    in->fp->range.to, in->fp->range.relative ? RELATIVE_MAX_AGE : 0, fill_timeline,
+	    &a, &ce);
 	buf_free(&a.err);
 	if (rc == 0) {
 		if (strcmp(in->name, "timeline.csv") == 0)

@@ -185,7 +185,8 @@ add_label(struct buf *out, const char *s, size_t maxch)
 static void
 add_pct(struct buf *out, int64_t v, int64_t total)
 {
-	buf_printf(out, "%.2f%%", total ? 100.0 * (double)v / (double)total : 0.0);
+	buf_add_fixed(out, total ? 100.0 * (double)v / (double)total : 0.0, 2);
+	buf_addc(out, '%');
 }
 
 static void
@@ -217,7 +218,11 @@ add_title(struct buf *out, const struct render_tree *t, uint32_t i,
 			buf_addc(out, '+');
 		render_value(out, d, o->unit);
 		if (t->base[i] != 0)
-			buf_printf(out, ", %+.2f%%", 100.0 * (double)d / (double)t->base[i]);
+		{
+			buf_adds(out, d >= 0 ? ", +" : ", ");
+			buf_add_fixed(out, 100.0 * (double)d / (double)t->base[i], 2);
+			buf_addc(out, '%');
+		}
 		else
 			buf_adds(out, ", new");
 		buf_adds(out, ", ");
@@ -327,13 +332,33 @@ flame_render(const struct render_tree *t, const struct flame_opts *o, struct buf
 		else
 			c = o->diff ? diff_colour(t->cur[n] - t->base[n], maxabs) :
 			    package_colour(t, n);
-		buf_printf(&fr, "<g data-v=\"%" PRId64 "\"><title>", t->cur[n]);
+		/* printf's float conversion would be most of the time spent here. */
+		buf_adds(&fr, "<g data-v=\"");
+		buf_add_i64(&fr, t->cur[n]);
+		buf_adds(&fr, "\"><title>");
 		add_title(&fr, t, n, o, total);
-		buf_printf(&fr, "</title><rect x=\"%.2f\" y=\"%.0f\" width=\"%.2f\" height=\"%d\" "
-		    "fill=\"rgb(%d,%d,%d)\" rx=\"2\"/>", td.x, y, w, FRAME_H - 1, c.r, c.g, c.b);
+		buf_adds(&fr, "</title><rect x=\"");
+		buf_add_fixed(&fr, td.x, 2);
+		buf_adds(&fr, "\" y=\"");
+		buf_add_fixed(&fr, y, 0);
+		buf_adds(&fr, "\" width=\"");
+		buf_add_fixed(&fr, w, 2);
+		buf_adds(&fr, "\" height=\"");
+		buf_add_i64(&fr, FRAME_H - 1);
+		buf_adds(&fr, "\" fill=\"rgb(");
+		buf_add_i64(&fr, c.r);
+		buf_addc(&fr, ',');
+		buf_add_i64(&fr, c.g);
+		buf_addc(&fr, ',');
+		buf_add_i64(&fr, c.b);
+		buf_adds(&fr, ")\" rx=\"2\"/>");
 		maxch = w > 6 ? (size_t)((w - 6) / CHAR_W) : 0;
 		if (maxch >= 3) {
-			buf_printf(&fr, "<text x=\"%.2f\" y=\"%.1f\">", td.x + 3, y + 11.5);
+			buf_adds(&fr, "<text x=\"");
+			buf_add_fixed(&fr, td.x + 3, 2);
+			buf_adds(&fr, "\" y=\"");
+			buf_add_fixed(&fr, y + 11.5, 1);
+			buf_adds(&fr, "\">");
 			add_label(&fr, render_tree_name(t, n), maxch);
 			buf_adds(&fr, "</text>");
 		}

@@ -54,7 +54,9 @@ folded_render(const struct render_tree *t, struct buf *out)
 					buf_addc(out, ';');
 				buf_adds(out, render_tree_name(t, path[d]));
 			}
-			buf_printf(out, " %" PRId64 "\n", t->cur_self[td.node]);
+			buf_addc(out, ' ');
+			buf_add_i64(out, t->cur_self[td.node]);
+			buf_addc(out, '\n');
 			if (out->len > FOLDED_MAX) {
 				log_warnx("folded.txt: more than %u MiB of stacks (%zu frames, "
 				    "the deepest stack has %u or more); refused: read flamegraph.svg "

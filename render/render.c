@@ -467,6 +467,15 @@ add_grouped(struct buf *out, int64_t v)
 	return buf_adds(out, grouped);
 }
 
+/* "%.2f unit" */
+static int
+render_fixed(struct buf *out, double v, const char *unit)
+{
+	buf_add_fixed(out, v, 2);
+	buf_addc(out, ' ');
+	return buf_adds(out, unit);
+}
+
 int
 render_value(struct buf *out, int64_t v, const char *unit)
 {
@@ -476,28 +485,28 @@ render_value(struct buf *out, int64_t v, const char *unit)
 
 	if (strcmp(unit, "nanoseconds") == 0 || strcmp(unit, "ns") == 0) {
 		if (a >= 3600e9)
-			return buf_printf(out, "%.2f h", d / 3600e9);
+			return render_fixed(out, d / 3600e9, "h");
 		if (a >= 60e9)
-			return buf_printf(out, "%.2f min", d / 60e9);
+			return render_fixed(out, d / 60e9, "min");
 		if (a >= 1e9)
-			return buf_printf(out, "%.2f s", d / 1e9);
+			return render_fixed(out, d / 1e9, "s");
 		if (a >= 1e6)
-			return buf_printf(out, "%.2f ms", d / 1e6);
+			return render_fixed(out, d / 1e6, "ms");
 		if (a >= 1e3)
-			return buf_printf(out, "%.2f us", d / 1e3);
+			return render_fixed(out, d / 1e3, "us");
 		return buf_printf(out, "%" PRId64 " ns", v);
 	}
 	if (strcmp(unit, "microseconds") == 0)
-		return buf_printf(out, "%.2f ms", d / 1e3);
+		return render_fixed(out, d / 1e3, "ms");
 	if (strcmp(unit, "milliseconds") == 0 || strcmp(unit, "ms") == 0)
-		return a >= 1e3 ? buf_printf(out, "%.2f s", d / 1e3) :
+		return a >= 1e3 ? render_fixed(out, d / 1e3, "s") :
 		    buf_printf(out, "%" PRId64 " ms", v);
 	if (strcmp(unit, "bytes") == 0) {
 		for (i = 0; i < 4 && a >= 1024; i++) {
 			a /= 1024;
 			d /= 1024;
 		}
-		return i ? buf_printf(out, "%.2f %s", d, bytes[i]) :
+		return i ? render_fixed(out, d, bytes[i]) :
 		    buf_printf(out, "%" PRId64 " B", v);
 	}
 	add_grouped(out, v);

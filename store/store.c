@@ -18,7 +18,9 @@
  *   'S' | sid:8                         -> service \0 type \0 labels
  *   'N' | service \0 type \0 labels     -> sid:8
  *   'P' | sid:8 | time:8 | id:8         -> profile value (below)
- *   'I' | id:8                          -> sid:8 | time:8
+ *   'I' | id:8                          -> sid:8 | time:8 [| size:8]
+ *                                          size: of the file store_get() makes,
+ *                                          once one was made (top byte: SIZE_TAG)
  *   'H' | sid:8 | hour:8                -> "" (the hour holds data)
  *   'T' | sid:8 | time:8 | id:8         -> ntypes, z total per type (varints), sighash:8
  *   'Y' | space:8 | kind:1 | id:4       -> a symbol entry (pack.h); space is the
@@ -58,6 +60,7 @@
 #include <time.h>
 
 #include <rocksdb/c.h>
+#include <zlib.h>
 
 #include "base.h"
 #include "pack.h"
@@ -67,6 +70,7 @@
 #define NS_10M		(INT64_C(600) * 1000000000)
 #define NS_1H		(INT64_C(3600) * 1000000000)
 #define NS_1D		(INT64_C(86400) * 1000000000)
+#define STORE_CHANGES	1024		/* see note_change */
 
 static const int64_t win_len[3] = { NS_10M, NS_1H, NS_1D };
 
@@ -83,6 +87,7 @@ static int batch_profile(struct store *st, rocksdb_writebatch_t *wb, uint64_t si
 static void batch_done(struct store *st, uint64_t sid, const struct buf *news);
 static void *compact_main(void *arg);
 static int store_write_error(struct store *st, char *dberr, struct buf *err);
+static void note_change(struct store *st, int64_t t);
 
 /* Private per-series state, parallel to series[]. */
 struct sstate {
@@ -118,6 +123,17 @@ struct store {
 	uint64_t		 next_sid;
 	_Atomic uint64_t	 next_id;
 	_Atomic uint64_t	 gen;
+	/*
+	 * Which times the changes since a generation touched: a stack of
+	 * (first generation, earliest time touched from it on), times rising
+	 * (see note_change). ch_lock also orders generations.
+	 */
+	pthread_mutex_t		 ch_lock;
+	struct change {
+		uint64_t	 gen;
+		int64_t		 tmin;
+	}			 changes[STORE_CHANGES];
+	size_t			 nchanges;
 	_Atomic uint64_t	 n_put, n_rejected, n_bytes;
 	/* compactor thread; rt_lock protects cp_stop; cp_kick is read without it */
 	pthread_t		 cp_thread;
@@ -841,6 +857,7 @@ store_open(const char *dir, struct store **out, struct buf *err)
 	pthread_rwlock_init(&st->st_lock, NULL);
 	pthread_rwlock_init(&st->db_lock, NULL);
 	pthread_mutex_init(&st->rt_lock, NULL);
+	pthread_mutex_init(&st->ch_lock, NULL);
 	pthread_cond_init(&st->rt_cond, NULL);
 	st->names = intern_create(64);
 	st->max_series = STORE_MAX_SERIES;
@@ -969,6 +986,7 @@ store_close(struct store *st)
 	pthread_rwlock_destroy(&st->st_lock);
 	pthread_rwlock_destroy(&st->db_lock);
 	pthread_mutex_destroy(&st->rt_lock);
+	pthread_mutex_destroy(&st->ch_lock);
 	pthread_cond_destroy(&st->rt_cond);
 	free(st->dir);
 	free(st);
@@ -1272,7 +1290,7 @@ put_locked(struct store *st, const struct store_input *in, const struct profile 
 	batch_done(st, r.series, &news);
 	atomic_fetch_add(&st->n_put, 1);
 	atomic_fetch_add(&st->n_bytes, vlen);
-	atomic_fetch_add(&st->gen, 1);
+	note_change(st, r.time);
 	compact_kick(st);
 	if (ref)
 		*ref = r;
@@ -1380,6 +1398,75 @@ store_put_profile(struct store *st, const struct store_input *in, const struct p
 	rc = put_common(st, in, p, ref, err);
 	count_put(in, rc, 0, t0);
 	return rc;
+}
+
+/*
+ * A change to the data at time t (INT64_MIN: at any time) makes a new
+ * generation. Entries whose earliest time is at or after t now stand for
+ * generations whose changes reach back to t: they fold into one. Times rise
+ * along the stack, so the entry holding generation g+1 tells the earliest
+ * time any change after g touched. A full stack folds two entries, which
+ * only makes an answer earlier (safe: a reader rebuilds).
+ */
+static void
+note_change(struct store *st, int64_t t)
+{
+	uint64_t g;
+
+	pthread_mutex_lock(&st->ch_lock);
+	g = atomic_fetch_add(&st->gen, 1) + 1;
+	while (st->nchanges > 0 && st->changes[st->nchanges - 1].tmin >= t)
+		g = st->changes[--st->nchanges].gen;
+	if (st->nchanges == STORE_CHANGES) {
+		/*
+		 * Full: the neighbours closest in time fold into one, which
+		 * answers for both with the earlier time (safe, and off by
+		 * the least).
+		 */
+		size_t i, best = 0;
+		uint64_t gap, min = UINT64_MAX;
+
+		for (i = 0; i + 1 < st->nchanges; i++) {
+			gap = (uint64_t)st->changes[i + 1].tmin - (uint64_t)st->changes[i].tmin;
+			if (gap < min) {
+				min = gap;
+				best = i;
+			}
+		}
+		memmove(&st->changes[best + 1], &st->changes[best + 2],
+		    (st->nchanges - best - 2) * sizeof(st->changes[0]));
+		st->nchanges--;
+	}
+	st->changes[st->nchanges].gen = g;
+	st->changes[st->nchanges].tmin = t;
+	st->nchanges++;
+	pthread_mutex_unlock(&st->ch_lock);
+}
+
+bool
+store_changed_since(struct store *st, uint64_t gen, int64_t upto)
+{
+	size_t lo = 0, hi;
+	bool changed;
+
+	pthread_mutex_lock(&st->ch_lock);
+	if (gen >= atomic_load(&st->gen)) {
+		pthread_mutex_unlock(&st->ch_lock);
+		return false;
+	}
+	/* The last entry starting at or before gen + 1. */
+	hi = st->nchanges;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (st->changes[mid].gen <= gen + 1)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	changed = st->nchanges == 0 || st->changes[lo ? lo - 1 : 0].tmin <= upto;
+	pthread_mutex_unlock(&st->ch_lock);
+	return changed;
 }
 
 uint64_t
@@ -1507,14 +1594,33 @@ store_scan(struct store *st, uint64_t sid, int64_t from, int64_t to, bool with_d
 	return rc;
 }
 
-static int
-store_get_locked(struct store *st, uint64_t id, struct store_ref *ref, struct buf *out)
+/*
+ * The tag of a remembered size: the bytes store_get() makes depend on this
+ * code and on zlib's, so a size from another build of either is not used.
+ */
+static uint64_t
+size_tag(void)
 {
-	unsigned char ikey[9], pkey[25];
+	static const char fmt[] = "pprof-v1 ";
+	const char *z = zlibVersion();
+	uint64_t h = 1469598103934665603ULL;
+	size_t i;
+
+	for (i = 0; i < sizeof(fmt) - 1; i++)
+		h = (h ^ (unsigned char)fmt[i]) * 1099511628211ULL;
+	for (i = 0; z[i]; i++)
+		h = (h ^ (unsigned char)z[i]) * 1099511628211ULL;
+	return (h >> 56 | 1) << 56;	/* never 0: 0 would be no tag */
+}
+
+/* Read the 'I' record of id: *ref, and *size when remembered (else UINT64_MAX). */
+static int
+index_get(struct store *st, uint64_t id, struct store_ref *ref, uint64_t *size)
+{
+	unsigned char ikey[9];
 	char *dberr = NULL, *v;
 	const struct series *s;
 	size_t vl;
-	int rc = 0;
 
 	ikey[0] = 'I';
 	be64_put(ikey + 1, id);
@@ -1523,7 +1629,7 @@ store_get_locked(struct store *st, uint64_t id, struct store_ref *ref, struct bu
 		free(dberr);
 		return -EIO;
 	}
-	if (v == NULL || vl != 16) {
+	if (v == NULL || (vl != 16 && vl != 24)) {
 		free(v);
 		return -ENOENT;
 	}
@@ -1531,9 +1637,49 @@ store_get_locked(struct store *st, uint64_t id, struct store_ref *ref, struct bu
 	ref->id = id;
 	ref->series = be64_get((unsigned char *)v);
 	ref->time = time_dec(be64_get((unsigned char *)v + 8));
+	*size = UINT64_MAX;
+	if (vl == 24) {
+		uint64_t z = be64_get((unsigned char *)v + 16);
+
+		if ((z & 0xff00000000000000ULL) == size_tag())
+			*size = z & 0x00ffffffffffffffULL;
+	}
 	free(v);
 	if ((s = store_series_get(st, ref->series)) != NULL)
 		snprintf(ref->type, sizeof(ref->type), "%s", s->type);
+	return 0;
+}
+
+/* Remember the size of the file made for ref (derived data: not synced). */
+static void
+index_set_size(struct store *st, const struct store_ref *ref, uint64_t size)
+{
+	unsigned char ikey[9], ival[24];
+	char *dberr = NULL;
+
+	if (size >= (1ULL << 56))
+		return;
+	ikey[0] = 'I';
+	be64_put(ikey + 1, ref->id);
+	be64_put(ival, ref->series);
+	be64_put(ival + 8, time_enc(ref->time));
+	be64_put(ival + 16, size_tag() | size);
+	rocksdb_put(st->db, st->wasync, (char *)ikey, sizeof(ikey), (char *)ival, sizeof(ival),
+	    &dberr);
+	free(dberr);	/* a size not remembered is made again */
+}
+
+static int
+store_get_locked(struct store *st, uint64_t id, struct store_ref *ref, struct buf *out)
+{
+	unsigned char pkey[25];
+	char *dberr = NULL, *v;
+	uint64_t size;
+	size_t vl, len0 = out ? out->len : 0;
+	int rc = 0;
+
+	if ((rc = index_get(st, id, ref, &size)) < 0)
+		return rc;
 	pkey[0] = 'P';
 	be64_put(pkey + 1, ref->series);
 	be64_put(pkey + 9, time_enc(ref->time));
@@ -1550,6 +1696,36 @@ store_get_locked(struct store *st, uint64_t id, struct store_ref *ref, struct bu
 	else if (out)
 		rc = unpack_pprof(st, ref->series, v, vl, true, out);
 	free(v);
+	if (rc == 0 && out && out->err == 0 && size != out->len - len0)
+		index_set_size(st, ref, out->len - len0);
+	return rc;
+}
+
+int
+store_get_size(struct store *st, uint64_t id, struct store_ref *ref, uint64_t *size)
+{
+	int rc;
+
+	pthread_rwlock_rdlock(&st->db_lock);
+	rc = index_get(st, id, ref, size);
+	if (rc == 0 && *size != UINT64_MAX) {
+		/* Its data, not only its index record (retention deletes both). */
+		unsigned char pkey[25];
+		char *dberr = NULL, *v;
+		size_t vl;
+
+		pkey[0] = 'P';
+		be64_put(pkey + 1, ref->series);
+		be64_put(pkey + 9, time_enc(ref->time));
+		be64_put(pkey + 17, id);
+		v = rocksdb_get(st->db, st->ropts, (char *)pkey, sizeof(pkey), &vl, &dberr);
+		rc = dberr ? -EIO : v == NULL ? -ENOENT : 0;
+		free(dberr);
+		free(v);
+	}
+	pthread_rwlock_unlock(&st->db_lock);
+	if (rc == 0 && *size == UINT64_MAX)
+		rc = -ENODATA;
 	return rc;
 }
 
@@ -2448,7 +2624,7 @@ store_expire_tiers_locked(struct store *st, int64_t before, int64_t wbefore, uin
 		rc = expire_series(st, all[i]->id, before, wbefore, &count);
 	free(all);
 	if (count)
-		atomic_fetch_add(&st->gen, 1);
+		note_change(st, INT64_MIN);	/* ranges past and present lose data */
 	if (n)
 		*n = count;
 	return rc;

@@ -78,6 +78,12 @@ int	store_put_profile(struct store *st, const struct store_input *in,
 
 /* Increases on every successful put: cached views compare it. */
 uint64_t store_generation(const struct store *st);
+/*
+ * Whether a change after generation gen touched data at or before time upto
+ * (ns): content made from profiles up to upto at generation gen is current
+ * unless so. May answer true when unsure, never false wrongly.
+ */
+bool	store_changed_since(struct store *st, uint64_t gen, int64_t upto);
 
 /*
  * A snapshot of the series index, sorted by service, type, labels. The
@@ -109,6 +115,12 @@ int	store_scan(struct store *st, uint64_t sid, int64_t from, int64_t to,
 	    bool with_data, store_scan_fn fn, void *arg);
 /* The stored profile with this id: gzipped bytes into out, *ref filled. -ENOENT if none. */
 int	store_get(struct store *st, uint64_t id, struct store_ref *ref, struct buf *out);
+/*
+ * The size of what store_get() gives for id, without reading the profile:
+ * remembered once a store_get() made it. -ENODATA while it is not known
+ * (*ref is filled), -ENOENT if there is no such profile.
+ */
+int	store_get_size(struct store *st, uint64_t id, struct store_ref *ref, uint64_t *size);
 /*
  * The UTC hours (unix time / 3600) that hold profiles of series sid, ascending,
  * malloc'd into *out (free()).

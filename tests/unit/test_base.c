@@ -9,7 +9,9 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <inttypes.h>
 #include <stdlib.h>
+#include <string.h>
 #include <cmocka.h>
 
 #include "base.h"
@@ -121,6 +123,44 @@ reclaim(void *arg)
 	buf_free(held);
 }
 
+/* buf_add_fixed writes what printf's "%.Nf" writes, but for exact ties. */
+static void
+test_fixed(void **state)
+{
+	static const double vals[] = { 0, 1, -1, 0.004, 0.006, 12.3456, -12.3456, 99.999,
+	    1180.0, 431.25, 1e14, -7.5e-7, 123456789.987654, 0.1 + 0.2, 3.14159 };
+	struct buf a = { 0 }, b = { 0 };
+	size_t i;
+	int dec;
+
+	(void)state;
+	for (i = 0; i < sizeof(vals) / sizeof(vals[0]); i++)
+		for (dec = 0; dec <= 4; dec++) {
+			buf_reset(&a);
+			buf_reset(&b);
+			buf_add_fixed(&a, vals[i], dec);
+			buf_printf(&b, "%.*f", dec, vals[i]);
+			if (strcmp(b.data, "-0") == 0 || strncmp(b.data, "-0.", 3u) == 0) {
+				/* "-0.00": a negative that rounds to zero is written 0 */
+				assert_string_equal(a.data, b.data + 1);
+				continue;
+			}
+			assert_string_equal(a.data, b.data);
+		}
+	buf_reset(&a);
+	buf_add_fixed(&a, 1e300, 2);
+	buf_add_i64(&a, INT64_MIN);
+	buf_addc(&a, ' ');
+	buf_add_i64(&a, 0);
+	buf_addc(&a, ' ');
+	buf_add_i64(&a, 42);
+	buf_reset(&b);
+	buf_printf(&b, "%.2f%" PRId64 " 0 42", 1e300, INT64_MIN);
+	assert_string_equal(a.data, b.data);
+	buf_free(&a);
+	buf_free(&b);
+}
+
 static void
 test_budget(void **state)
 {
@@ -182,6 +222,7 @@ main(void)
 		cmocka_unit_test(test_clocks),
 		cmocka_unit_test(test_grow),
 		cmocka_unit_test(test_buf_sticky_error),
+		cmocka_unit_test(test_fixed),
 		cmocka_unit_test(test_budget),
 	};
 

@@ -336,36 +336,44 @@ test_vs(void **state)
 	(void)state;
 	assert_int_equal(parse("/svc/cpu/a=1/last-1h/vs", &o), 0);
 	assert_int_equal(o.node, NODE_VS);
-	/* vs/<range>: same selector. */
+	assert_int_equal(parse("/svc/cpu/a=1/last-1h/.vs", &o), 0);
+	assert_int_equal(o.node, NODE_VS);
+	/* vs/<base> is a link to ../.vs/<base>: nothing lies below it. */
 	assert_int_equal(parse("/svc/cpu/a=1/last-1h/vs/2026-11-22T09", &o), 0);
+	assert_int_equal(o.node, NODE_VS_LINK);
+	assert_string_equal(o.base_selector, "a=1");
+	assert_int_equal(parse("/svc/cpu/a=1/last-1h/vs/2026-11-22T09/diff.svg", &o), -ENOENT);
+	assert_int_equal(parse("/svc/cpu/a=1/last-1h/vs/bogus", &o), -ENOENT);
+	/* vs/<range>: same selector. */
+	assert_int_equal(parse("/svc/cpu/a=1/last-1h/.vs/2026-11-22T09", &o), 0);
 	assert_int_equal(o.node, NODE_VS_BASE);
 	assert_string_equal(o.base_selector, "a=1");
 	assert_true(o.base_range.from == DAY + 9 * 3600 * NS);
 	/* vs/<selector>@<range> */
-	assert_int_equal(parse("/svc/cpu/a=1/last-1h/vs/b=2,a=0@last-7d/diff.svg", &o), 0);
+	assert_int_equal(parse("/svc/cpu/a=1/last-1h/.vs/b=2,a=0@last-7d/diff.svg", &o), 0);
 	assert_int_equal(o.node, NODE_VS_VIEW);
 	assert_string_equal(o.base_selector, "a=0,b=2");
 	assert_true(o.base_range.from == NOW - 7 * 86400 * NS);
 	assert_string_equal(o.view, "diff.svg");
-	assert_int_equal(parse("/svc/cpu/a=1/last-1h/vs/all@2026-11-22", &o), 0);
+	assert_int_equal(parse("/svc/cpu/a=1/last-1h/.vs/all@2026-11-22", &o), 0);
 	assert_string_equal(o.base_selector, "");
 	assert_true(o.base_range.from == DAY);
 	/* vs/<selector>: same range. */
-	assert_int_equal(parse("/svc/cpu/all/2026-11-22T10/vs/version=1.3/diff.pb.gz", &o), 0);
+	assert_int_equal(parse("/svc/cpu/all/2026-11-22T10/.vs/version=1.3/diff.pb.gz", &o), 0);
 	assert_string_equal(o.base_selector, "version=1.3");
 	assert_true(o.base_range.from == o.range.from && o.base_range.to == o.range.to);
 	assert_string_equal(o.view, "diff.pb.gz");
-	assert_int_equal(parse("/svc/cpu/all/last-1h/vs/all", &o), 0);
+	assert_int_equal(parse("/svc/cpu/all/last-1h/.vs/all", &o), 0);
 	assert_string_equal(o.base_selector, "");
 	/* Refused bases. */
-	assert_int_equal(parse("/svc/cpu/all/last-1h/vs/bogus", &o), -ENOENT);
+	assert_int_equal(parse("/svc/cpu/all/last-1h/.vs/bogus", &o), -ENOENT);
 	/* Not a range after '@': the whole segment is a selector. */
-	assert_int_equal(parse("/svc/cpu/all/last-1h/vs/a=1@bogus", &o), 0);
+	assert_int_equal(parse("/svc/cpu/all/last-1h/.vs/a=1@bogus", &o), 0);
 	assert_string_equal(o.base_selector, "a=1@bogus");
-	assert_int_equal(parse("/svc/cpu/all/last-1h/vs/bogus@bogus", &o), -ENOENT);
-	assert_int_equal(parse("/svc/cpu/all/last-1h/vs/bogus@last-1h", &o), -ENOENT);
-	assert_int_equal(parse("/svc/cpu/all/last-1h/vs/2026-02-30", &o), -ENOENT);
-	assert_int_equal(parse("/svc/cpu/all/last-1h/vs/last-1h/diff.svg/x", &o), -ENOENT);
+	assert_int_equal(parse("/svc/cpu/all/last-1h/.vs/bogus@bogus", &o), -ENOENT);
+	assert_int_equal(parse("/svc/cpu/all/last-1h/.vs/bogus@last-1h", &o), -ENOENT);
+	assert_int_equal(parse("/svc/cpu/all/last-1h/.vs/2026-02-30", &o), -ENOENT);
+	assert_int_equal(parse("/svc/cpu/all/last-1h/.vs/last-1h/diff.svg/x", &o), -ENOENT);
 }
 
 /* A label value may contain '@' (not escaped): the last '@' splits off the range. */
@@ -375,12 +383,12 @@ test_vs_at_in_value(void **state)
 	struct fspath o;
 
 	(void)state;
-	assert_int_equal(parse("/svc/cpu/all/last-1h/vs/user=a@b@last-1h", &o), 0);
+	assert_int_equal(parse("/svc/cpu/all/last-1h/.vs/user=a@b@last-1h", &o), 0);
 	assert_string_equal(o.base_selector, "user=a@b");
-	assert_int_equal(parse("/svc/cpu/all/last-1h/vs/user=a@b", &o), 0);
+	assert_int_equal(parse("/svc/cpu/all/last-1h/.vs/user=a@b", &o), 0);
 	assert_string_equal(o.base_selector, "user=a@b");
 	assert_true(o.base_range.from == o.range.from);
-	assert_int_equal(parse("/svc/cpu/all/last-1h/vs/user=a%40b", &o), 0);
+	assert_int_equal(parse("/svc/cpu/all/last-1h/.vs/user=a%40b", &o), 0);
 	assert_string_equal(o.base_selector, "user=a@b");
 	assert_true(o.base_range.from == o.range.from);
 }

@@ -243,6 +243,43 @@ test_series(void **state)
 	free(all);
 }
 
+/* What content made at a generation for data up to a time may keep. */
+static void
+test_changed_since(void **state)
+{
+	struct fixture *f = *state;
+	uint64_t g0, g1, g2;
+	int i;
+
+	put(f, &f->cpu, "svc", "cpu", NULL, T0 + 10 * HOUR);
+	g0 = store_generation(f->st);
+	assert_false(store_changed_since(f->st, g0, INT64_MAX));
+	/* Later profiles leave earlier ranges alone... */
+	put(f, &f->cpu, "svc", "cpu", NULL, T0 + 11 * HOUR);
+	put(f, &f->cpu, "svc", "cpu", NULL, T0 + 12 * HOUR);
+	assert_false(store_changed_since(f->st, g0, T0 + 10 * HOUR));
+	assert_true(store_changed_since(f->st, g0, T0 + 11 * HOUR));
+	assert_true(store_changed_since(f->st, g0, INT64_MAX));
+	g1 = store_generation(f->st);
+	/* ... a back-dated one does not, for any generation before it. */
+	put(f, &f->cpu, "svc", "cpu", NULL, T0 + 5 * HOUR);
+	assert_true(store_changed_since(f->st, g0, T0 + 6 * HOUR));
+	assert_true(store_changed_since(f->st, g1, T0 + 6 * HOUR));
+	assert_false(store_changed_since(f->st, g1, T0 + 4 * HOUR));
+	g2 = store_generation(f->st);
+	assert_false(store_changed_since(f->st, g2, T0));
+	/* More changes than the log holds: answers may only grow more careful. */
+	for (i = 0; i < 1100; i++)
+		put(f, &f->cpu, "svc", "cpu", NULL, T0 + 20 * HOUR + i);
+	assert_false(store_changed_since(f->st, g2, T0 + 19 * HOUR));
+	assert_true(store_changed_since(f->st, g2, T0 + 20 * HOUR));
+	assert_true(store_changed_since(f->st, g0, T0 + 6 * HOUR));
+	/* Retention removes the past: everything before it may have changed. */
+	g2 = store_generation(f->st);
+	assert_int_equal(store_expire(f->st, T0 + 6 * HOUR, NULL), 0);
+	assert_true(store_changed_since(f->st, g2, T0 - HOUR));
+}
+
 static void
 test_same_timestamp_all_kept(void **state)
 {
@@ -926,6 +963,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_put_get, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_series, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_changed_since, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_same_timestamp_all_kept, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_scan_order_and_bounds, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hours, setup, teardown),
