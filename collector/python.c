@@ -43,6 +43,7 @@
 #include <gelf.h>
 #include <libelf.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -475,7 +476,7 @@ lt_varint(const uint8_t *lt, size_t len, size_t *i, uint64_t *v)
 
 	*v = 0;
 	do {
-		if (*i >= len || shift > 60)
+		if (*i >= len || shift > 30)	/* CPython writes 32-bit values */
 			return false;
 		b = lt[(*i)++];
 		*v |= (uint64_t)(b & 63) << shift;
@@ -542,6 +543,8 @@ python_linetable_line(const uint8_t *lt, size_t len, int32_t firstlineno, uint64
 			i += 1;
 			break;
 		}
+		if (line < 0 || line > INT32_MAX)
+			return 0;	/* no line a file has: a table we misread */
 		if (idx < at + n)
 			return none ? 0 : line;
 		at += n;

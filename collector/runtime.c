@@ -209,17 +209,21 @@ java_service(const char *argv, size_t len, char *out, size_t outsz)
 bool
 runtime_service(enum runtime_kind k, const char *argv, size_t len, char *out, size_t outsz)
 {
+	bool found = false;
+
 	if (outsz == 0)
 		return false;
 	out[0] = '\0';
-	switch (k) {
-	case RUNTIME_PYTHON:
-		return python_service(argv, len, out, outsz);
-	case RUNTIME_JVM:
-		return java_service(argv, len, out, outsz);
-	default:
-		return false;
-	}
+	if (k == RUNTIME_PYTHON)
+		found = python_service(argv, len, out, outsz);
+	else if (k == RUNTIME_JVM)
+		found = java_service(argv, len, out, outsz);
+	/* An empty name ("-m /", a buffer of one byte) names nothing. */
+	if (found && out[0] == '\0')
+		found = false;
+	if (!found)
+		out[0] = '\0';
+	return found;
 }
 
 /* --- the HotSpot attach mechanism ---------------------------------------- */
