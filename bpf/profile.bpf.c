@@ -422,6 +422,10 @@ py_step(__u32 i, void *arg)
 	}
 	b->frames[n].code = entry ? code | PROF_PY_ENTRY : code;
 	b->frames[n].instr = instr;
+	b->frames[n].name = 0;
+	if (code != 0 && code < USER_TOP)
+		bpf_probe_read_user(&b->frames[n].name, sizeof(__u64),
+		    (void *)(code + b->pp.co_qualname));
 	b->n = n + 1;
 	return 0;
 }

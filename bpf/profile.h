@@ -55,6 +55,8 @@ struct prof_notice {
 struct prof_pyframe {
 	__u64	code;		/* PyCodeObject address | PROF_PY_ENTRY */
 	__u64	instr;		/* the frame's instruction pointer */
+	__u64	name;		/* the code's co_qualname pointer at the sample: user
+				   space names the frame only if the code still has it */
 };
 
 /* prof_sample.py_flags */
@@ -170,6 +172,7 @@ struct unw_map_val {
  *   fr_code, fr_previous, fr_instr, fr_owner: _PyInterpreterFrame
  *   fr_entry         _PyInterpreterFrame: is_entry (3.11), else PY_OFF_NONE
  *   owner_cstack     the owner value of a C-stack shim frame (3.12+), else 0xff
+ *   co_qualname      PyCodeObject: co_qualname
  * Frame fields lie in the first PY_FRAME_READ bytes.
  */
 #define PY_OFF_NONE		0xffff
@@ -180,9 +183,9 @@ struct py_proc {
 	__u64	runtime;
 	__u16	rt_interp, interp_threads, ts_next, ts_thread_id;
 	__u16	ts_frame, cframe_frame, fr_code, fr_previous;
-	__u16	fr_instr, fr_owner, fr_entry;
+	__u16	fr_instr, fr_owner, fr_entry, co_qualname;
 	__u8	owner_cstack;
-	__u8	pad;
+	__u8	pad[7];
 };
 
 #endif

@@ -30,8 +30,10 @@
  *   PyBytesObject: ob_size 16, data 32
  *
  * A code object read for a sample is checked first: its type must be the
- * process's PyCode_Type and its size, first line, name, file and line table
- * pointers those of the cached entry, else the entry is read again. The
+ * process's PyCode_Type, its name the one the BPF program saw in it at the
+ * sample (else the frame is unreadable: the code went away since), and its
+ * size, first line, name, file and line table pointers those of the cached
+ * entry, else the entry is read again. The
  * strings and the line table it points to live as long as it does, so a
  * match is the same code. What cannot be read (the process exited, the
  * memory changed under us, a bound exceeded) is named "[python: unreadable]",
@@ -72,9 +74,11 @@ struct pyver {
 };
 
 static const struct pyver versions[] = {
-	{ 11, { 0, 40, 16, 8, 152, 56, 8, 32, 48, 56, 69, 68, 0xff, 0 }, 72, 184, 48, 72 },
-	{ 12, { 0, 40, 72, 8, 136, 56, 0, 0, 8, 56, 70, PY_OFF_NONE, 3, 0 }, 68, 192, 40, 56 },
-	{ 13, { 0, 632, 7344, 8, 152, 72, PY_OFF_NONE, 0, 8, 56, 70, PY_OFF_NONE, 3, 0 },
+	{ 11, { 0, 40, 16, 8, 152, 56, 8, 32, 48, 56, 69, 68, 128, 0xff, { 0 } },
+	    72, 184, 48, 72 },
+	{ 12, { 0, 40, 72, 8, 136, 56, 0, 0, 8, 56, 70, PY_OFF_NONE, 128, 3, { 0 } },
+	    68, 192, 40, 56 },
+	{ 13, { 0, 632, 7344, 8, 152, 72, PY_OFF_NONE, 0, 8, 56, 70, PY_OFF_NONE, 128, 3, { 0 } },
 	    68, 200, 40, 56 },
 };
 
@@ -598,8 +602,9 @@ python_frame(struct python *py, struct proc *p, const struct prof_pyframe *fr, s
 	    addr == 0)
 		return;
 	hdr = py->hdr[i];
-	if (rd64(hdr, CO_TYPE) != pp->code_type)
-		return;	/* no longer (or never) a code object */
+	/* No longer (or never) a code object, or another one than the sample saw. */
+	if (rd64(hdr, CO_TYPE) != pp->code_type || rd64(hdr, CO_QUALNAME) != fr[i].name)
+		return;
 	if (pp->cache == NULL && (pp->cache = calloc(CACHE_SLOTS, sizeof(*pp->cache))) == NULL)
 		return;
 	h = (addr >> 4) * 0x9e3779b97f4a7c15ULL;
