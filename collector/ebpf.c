@@ -71,9 +71,10 @@ struct ebpf_sampler {
 	/* counted by the sampler thread only */
 	uint64_t		 events, user_frames, user_named, kernel_frames, kernel_named;
 	uint64_t		 truncated;	/* stacks cut at a return address in no mapping */
-	uint64_t		 py_frames;	/* Python frames named (or marked unreadable) */
+	uint64_t		 py_frames, py_unreadable;	/* Python frames put in stacks; not named */
 	struct {
 		uint64_t	 user_frames, user_named, kernel_frames, kernel_named, truncated;
+		uint64_t	 py_frames, py_unreadable;
 	}			 rep;		/* the above at the last metrics update */
 	uint64_t		 prev[PROF_CNT_MAX];	/* BPF counters at the last report */
 	uint32_t		 locs[PROF_MAX_STACK + PROF_MAX_USTACK + PROF_MAX_PYFRAMES + 1];
@@ -345,7 +346,7 @@ handle_sample(struct ebpf_sampler *e, const struct prof_sample *s)
 		if (pi < pn && python_is_eval(f.func)) {
 			/* This run of the evaluation loop: its frames up to its entry frame. */
 			do {
-				python_frame(e->py, p, s->py, pn, pi, &f);
+				e->py_unreadable += python_frame(e->py, p, s->py, pn, pi, &f) < 0;
 				if ((li = cpuprof_location(svc, &f)) < 0)
 					return;
 				e->locs[n++] = (uint32_t)li;
@@ -361,7 +362,7 @@ handle_sample(struct ebpf_sampler *e, const struct prof_sample *s)
 	}
 	/* Python frames the native walk did not reach (it stopped short): outermost. */
 	for (; pi < pn; pi++) {
-		python_frame(e->py, p, s->py, pn, pi, &f);
+		e->py_unreadable += python_frame(e->py, p, s->py, pn, pi, &f) < 0;
 		if ((li = cpuprof_location(svc, &f)) < 0)
 			return;
 		e->locs[n++] = (uint32_t)li;
@@ -520,6 +521,12 @@ flush(struct ebpf_sampler *e)
 	e->rep.kernel_frames = e->kernel_frames;
 	e->rep.kernel_named = e->kernel_named;
 	e->rep.truncated = e->truncated;
+	metrics_add("profilefs_ebpf_python_frames_total", NULL,
+	    (double)(e->py_frames - e->rep.py_frames));
+	metrics_add("profilefs_ebpf_python_frames_unreadable_total", NULL,
+	    (double)(e->py_unreadable - e->rep.py_unreadable));
+	e->rep.py_frames = e->py_frames;
+	e->rep.py_unreadable = e->py_unreadable;
 	metrics_set("profilefs_ebpf_processes_tracked", NULL, (double)proctab_count(e->pt));
 	metrics_set("profilefs_ebpf_elf_objects_cached", NULL,
 	    (double)symbolize_elf_count(e->sym));
@@ -527,15 +534,17 @@ flush(struct ebpf_sampler *e)
 	    (double)(clock_mono_ns() - t0) / 1e9);
 	log_debug("ebpf: period: %llu samples (%llu idle) -> %zu profiles, %llu samples stored; "
 	    "dropped %llu samples, %llu events; stack errors kernel %llu user %llu; "
-	    "named frames user %.1f%% kernel %.1f%%; %llu stacks truncated; %zu processes, "
-	    "%zu ELF objects",
+	    "named frames user %.1f%% kernel %.1f%%; %llu stacks truncated; %llu Python frames "
+	    "(%llu unreadable); %zu processes, %zu ELF objects",
 	    (unsigned long long)d[PROF_CNT_SAMPLES], (unsigned long long)d[PROF_CNT_IDLE],
 	    profiles, (unsigned long long)samples,
 	    (unsigned long long)d[PROF_CNT_DROP_RINGBUF], (unsigned long long)d[PROF_CNT_DROP_EVENT],
 	    (unsigned long long)d[PROF_CNT_ERR_KSTACK], (unsigned long long)d[PROF_CNT_ERR_USTACK],
 	    e->user_frames ? 100.0 * (double)e->user_named / (double)e->user_frames : 0.0,
 	    e->kernel_frames ? 100.0 * (double)e->kernel_named / (double)e->kernel_frames : 0.0,
-	    (unsigned long long)e->truncated, proctab_count(e->pt), symbolize_elf_count(e->sym));
+	    (unsigned long long)e->truncated, (unsigned long long)e->py_frames,
+	    (unsigned long long)e->py_unreadable, proctab_count(e->pt),
+	    symbolize_elf_count(e->sym));
 }
 
 static void *
@@ -608,6 +617,10 @@ describe_metrics(void)
 	    "Stack frames resolved to a function name.");
 	metrics_describe("profilefs_ebpf_stacks_truncated_total", "counter",
 	    "User stacks cut where the frame-pointer chain left the mapped code.");
+	metrics_describe("profilefs_ebpf_python_frames_total", "counter",
+	    "Python frames put in place of the interpreter's evaluation loop.");
+	metrics_describe("profilefs_ebpf_python_frames_unreadable_total", "counter",
+	    "... of which could not be named (process gone, code object changed).");
 	metrics_describe("profilefs_ebpf_processes_tracked", "gauge",
 	    "Processes whose mappings the sampler holds.");
 	metrics_describe("profilefs_ebpf_elf_objects_cached", "gauge",

@@ -584,7 +584,7 @@ python_read(struct python *py, struct proc *p, const struct prof_pyframe *fr, si
 		    CODE_HDR) == 0;
 }
 
-void
+int
 python_frame(struct python *py, struct proc *p, const struct prof_pyframe *fr, size_t n,
     size_t i, struct frame *f)
 {
@@ -600,13 +600,13 @@ python_frame(struct python *py, struct proc *p, const struct prof_pyframe *fr, s
 	f->func = UNREADABLE;
 	if (py == NULL || pp == NULL || i >= n || i >= PROF_MAX_PYFRAMES || !py->hdr_ok[i] ||
 	    addr == 0)
-		return;
+		return -EFAULT;
 	hdr = py->hdr[i];
 	/* No longer (or never) a code object, or another one than the sample saw. */
 	if (rd64(hdr, CO_TYPE) != pp->code_type || rd64(hdr, CO_QUALNAME) != fr[i].name)
-		return;
+		return -EFAULT;
 	if (pp->cache == NULL && (pp->cache = calloc(CACHE_SLOTS, sizeof(*pp->cache))) == NULL)
-		return;
+		return -EFAULT;
 	h = (addr >> 4) * 0x9e3779b97f4a7c15ULL;
 	for (k = 0; k < CACHE_SLOTS; k++) {
 		c = &pp->cache[(h + k) % CACHE_SLOTS];
@@ -614,7 +614,7 @@ python_frame(struct python *py, struct proc *p, const struct prof_pyframe *fr, s
 			break;
 	}
 	if (k == CACHE_SLOTS)
-		return;
+		return -EFAULT;
 	if (c->addr == addr && !code_same(pp, c, hdr)) {
 		code_clear(c);	/* another code object at the same address */
 		pp->ncached--;
@@ -622,15 +622,14 @@ python_frame(struct python *py, struct proc *p, const struct prof_pyframe *fr, s
 	if (c->addr == 0) {
 		if (pp->ncached >= CACHE_SLOTS * 3 / 4) {
 			cache_clear(pp);
-			python_frame(py, p, fr, n, i, f);
-			return;
+			return python_frame(py, p, fr, n, i, f);
 		}
 		c->addr = addr;
 		pp->ncached++;
 		if (code_load(pp, p, c, hdr) < 0) {
 			code_clear(c);
 			pp->ncached--;
-			return;
+			return -EFAULT;
 		}
 	}
 	f->func = c->name;
@@ -644,6 +643,7 @@ python_frame(struct python *py, struct proc *p, const struct prof_pyframe *fr, s
 		f->line = c->firstlineno;	/* not started yet */
 	}
 	f->addr = 0;
+	return 0;
 }
 
 int

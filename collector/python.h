@@ -36,12 +36,13 @@ void		 python_forget(struct python *py, struct proc *p);
  * Name Python frame i of fr (n frames, as the sample carries them) into f:
  * func, srcfile and line, mapping "[python]". Frames that cannot be read or
  * no longer hold the code object the sample saw get func
- * "[python: unreadable]". Call python_read first, once per sample. f's
- * strings are valid until the next call of python_read.
+ * "[python: unreadable]" (and return -EFAULT; 0 when named). Call
+ * python_read first, once per sample. f's strings are valid until the next
+ * call of python_read.
  */
 void		 python_read(struct python *py, struct proc *p, const struct prof_pyframe *fr,
 		    size_t n);
-void		 python_frame(struct python *py, struct proc *p, const struct prof_pyframe *fr,
+int		 python_frame(struct python *py, struct proc *p, const struct prof_pyframe *fr,
 		    size_t n, size_t i, struct frame *f);
 /*
  * The line of code unit idx from a code object's location table
