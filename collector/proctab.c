@@ -43,6 +43,7 @@
 /* A JVM is asked for its perf map again after this, doubling up to the max. */
 #define JVM_ASK_FIRST_NS (250LL * 1000 * 1000)
 #define JVM_ASK_MAX_NS	(30LL * 1000 * 1000 * 1000)
+#define JVM_ASK_AGAIN_NS (1000LL * 1000 * 1000)	/* ... after an ask that brought new code */
 #define JVM_ATTACH_TIMEOUT_MS 5000
 #define JVM_FRESH_NS	(5LL * 1000 * 1000 * 1000)	/* a request answered within this */
 
@@ -654,6 +655,14 @@ perfmap_name(struct proc *p, uint64_t addr)
 			struct perfmap *m = perfmap_load(path, ps.st_uid);
 
 			if (m) {
+				/*
+				 * A JVM's map that grew: it is compiling, and
+				 * asking again soon pays; back off only while
+				 * the asks bring nothing new.
+				 */
+				if (p->jvm_asked != 0 && st.st_size > p->perfmap_size &&
+				    p->jvm_wait > JVM_ASK_AGAIN_NS)
+					p->jvm_wait = JVM_ASK_AGAIN_NS;
 				perfmap_free(p->perfmap);
 				p->perfmap = m;
 				p->perfmap_mtime = st.st_mtim.tv_sec * 1000000000LL +
