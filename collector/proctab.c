@@ -690,11 +690,9 @@ jvm_ask(struct proctab *pt, struct proc *p)
 	if (!runtime_attach_request(pt->attach, (pid_t)p->pid, (pid_t)p->nspid, p->uid))
 		return;
 	if (p->jvm_tmp <= 0) {
-		char path[64];
-		int fd;
+		int fd = runtime_tmpdir((pid_t)p->pid, p->uid);
 
-		snprintf(path, sizeof(path), "/proc/%u/root/tmp", p->pid);
-		if ((fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) > 0)
+		if (fd > 0)
 			p->jvm_tmp = fd;
 		else if (fd == 0)	/* (0 means none here) */
 			close(fd);

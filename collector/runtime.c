@@ -10,10 +10,13 @@
  *     arguments, each NUL-terminated ("Compiler.perfmap\0\0\0"); the JVM
  *     answers "<status>\n<output>" and closes. Status 0 is success.
  * The JVM checks that the peer runs as its user or root. We reach its /tmp
- * through /proc/PID/root, create the trigger file without following links
- * and give it to the JVM's user, and send SIGQUIT only to a process that
- * catches it (a JVM run with -Xrs does not, and would die of it).
+ * through /proc/PID/root without following a link at "tmp", create the
+ * trigger file there without following links and give it to the JVM's user,
+ * talk only to a listener that SO_PEERCRED says is the JVM itself, and send
+ * SIGQUIT only to a process that catches it (a JVM run with -Xrs does not,
+ * and would die of it).
  */
+#define _GNU_SOURCE	/* struct ucred, O_PATH */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -257,35 +260,70 @@ catches_sigquit(pid_t pid)
 	return yes;
 }
 
+/*
+ * The JVM's /tmp as a directory fd: its root through /proc (the magic link),
+ * then "tmp" without following a link (a link there would be resolved from
+ * our root, not the JVM's). Owned by root or the JVM's user, else refused.
+ */
+int
+runtime_tmpdir(pid_t pid, uid_t uid)
+{
+	char path[64];
+	struct stat st;
+	int root, fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/root", (int)pid);
+	if ((root = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return -errno;
+	fd = openat(root, "tmp", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	close(root);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || (st.st_uid != 0 && st.st_uid != uid)) {
+		close(fd);
+		return -EPERM;
+	}
+	return fd;
+}
+
+/*
+ * Connect to the socket name in dirfd: a socket there (not a link), whose
+ * listener is the process pid itself (SO_PEERCRED), running as uid or root.
+ */
 static int
-attach_connect(const char *path, int timeout_ms)
+attach_connect(int dirfd, const char *name, pid_t pid, uid_t uid, int timeout_ms)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct timeval tv = { .tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000 };
+	struct ucred cr;
+	socklen_t crlen = sizeof(cr);
 	struct stat st;
-	int fd;
+	int fd, n;
 
-	/* A socket, not something a link leads to elsewhere. */
-	if (lstat(path, &st) < 0)
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return -errno;
 	if (!S_ISSOCK(st.st_mode))
 		return -ENOTSOCK;
-	if (strlen(path) >= sizeof(sa.sun_path))
+	if (st.st_uid != uid && st.st_uid != 0)
+		return -EPERM;
+	n = snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/%s", dirfd, name);
+	if (n < 0 || (size_t)n >= sizeof(sa.sun_path))
 		return -ENAMETOOLONG;
-	strcpy(sa.sun_path, path);
 	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
 		return -errno;
-	{
-		struct timeval tv = { .tv_sec = timeout_ms / 1000,
-		    .tv_usec = (timeout_ms % 1000) * 1000 };
-
-		(void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-		(void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	}
+	(void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	(void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		int e = errno;
 
 		close(fd);
 		return -e;
+	}
+	/* Whatever the name led to, the other end must be the JVM. */
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) < 0 || cr.pid != pid ||
+	    (cr.uid != uid && cr.uid != 0)) {
+		close(fd);
+		return -EPERM;
 	}
 	return fd;
 }
@@ -314,39 +352,37 @@ int
 runtime_jvm_perfmap(pid_t pid, pid_t nspid, uid_t uid, int timeout_ms)
 {
 	static const char req[] = "1\0jcmd\0Compiler.perfmap\0\0";	/* + the final NUL */
-	char sock[96], trig[64], tmp[64], reply[256];
+	char sock[32], trig[32], reply[256];
 	int64_t deadline = now_ms() + timeout_ms;
-	int fd = -1, dirfd = -1, made = 0, rc;
+	int fd = -1, dirfd, made = 0, rc;
 	struct stat st;
-	gid_t gid = (gid_t)-1;
 	size_t got = 0;
 	ssize_t n;
 
-	snprintf(tmp, sizeof(tmp), "/proc/%d/root/tmp", (int)pid);
-	snprintf(sock, sizeof(sock), "%s/.java_pid%d", tmp, (int)nspid);
+	snprintf(sock, sizeof(sock), ".java_pid%d", (int)nspid);
 	snprintf(trig, sizeof(trig), ".attach_pid%d", (int)nspid);
+	if ((dirfd = runtime_tmpdir(pid, uid)) < 0)
+		return dirfd;
 
-	fd = attach_connect(sock, timeout_ms);
+	fd = attach_connect(dirfd, sock, pid, uid, timeout_ms);
 	if (fd == -ENOENT || fd == -ECONNREFUSED) {
 		/* No listener yet: start it. */
 		char ppath[64];
 
 		snprintf(ppath, sizeof(ppath), "/proc/%d", (int)pid);
-		if (stat(ppath, &st) < 0)
-			return -errno;
-		if (st.st_uid != uid)
-			return -ESRCH;	/* not the process we were asked about */
-		gid = st.st_gid;
-		if (!catches_sigquit(pid))
-			return -ENOTSUP;
-		if ((dirfd = open(tmp, O_DIRECTORY | O_RDONLY | O_CLOEXEC)) < 0)
-			return -errno;
-		/* /tmp of the JVM: owned by root or its user, else not ours to write. */
-		if (fstat(dirfd, &st) < 0 || (st.st_uid != 0 && st.st_uid != uid)) {
-			rc = -EPERM;
+		if (stat(ppath, &st) < 0) {
+			rc = -errno;
 			goto out;
 		}
-		if ((made = attach_trigger(dirfd, trig, uid, gid)) < 0) {
+		if (st.st_uid != uid) {
+			rc = -ESRCH;	/* not the process we were asked about */
+			goto out;
+		}
+		if (!catches_sigquit(pid)) {
+			rc = -ENOTSUP;
+			goto out;
+		}
+		if ((made = attach_trigger(dirfd, trig, uid, st.st_gid)) < 0) {
 			rc = made;
 			goto out;
 		}
@@ -358,16 +394,11 @@ runtime_jvm_perfmap(pid_t pid, pid_t nspid, uid_t uid, int timeout_ms)
 			struct timespec ts = { 0, 20 * 1000000 };
 
 			nanosleep(&ts, NULL);
-			fd = attach_connect(sock, timeout_ms);
+			fd = attach_connect(dirfd, sock, pid, uid, timeout_ms);
 		} while ((fd == -ENOENT || fd == -ECONNREFUSED) && now_ms() < deadline);
 	}
 	if (fd < 0) {
 		rc = fd;
-		goto out;
-	}
-	/* The listener belongs to the JVM's user (or root). */
-	if (lstat(sock, &st) == 0 && st.st_uid != uid && st.st_uid != 0) {
-		rc = -EPERM;
 		goto out;
 	}
 	if (write(fd, req, sizeof(req)) != (ssize_t)sizeof(req)) {
@@ -393,7 +424,7 @@ runtime_jvm_perfmap(pid_t pid, pid_t nspid, uid_t uid, int timeout_ms)
 		rc = -ETIMEDOUT;
 		goto out;
 	}
-	rc = strtol(reply, NULL, 10) == 0 && reply[0] == '0' ? 0 : -EPROTO;
+	rc = reply[0] == '0' && reply[1] == '\n' ? 0 : -EPROTO;
 	if (rc < 0)
 		log_debug("ebpf: jvm %d: Compiler.perfmap: %.*s", (int)pid,
 		    (int)strcspn(reply, "\n"), reply);
@@ -402,8 +433,7 @@ out:
 		close(fd);
 	if (made > 0)
 		(void)unlinkat(dirfd, trig, 0);
-	if (dirfd >= 0)
-		close(dirfd);
+	close(dirfd);
 	return rc;
 }
 

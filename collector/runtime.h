@@ -45,6 +45,11 @@ bool		 runtime_service(enum runtime_kind k, const char *argv, size_t len,
  * through a link. Blocks for at most timeout_ms. 0, or -errno.
  */
 int		 runtime_jvm_perfmap(pid_t pid, pid_t nspid, uid_t uid, int timeout_ms);
+/*
+ * pid's /tmp (its root's "tmp", not followed if a link) as an open directory
+ * fd for the caller to close; -EPERM unless root or uid owns it. -errno.
+ */
+int		 runtime_tmpdir(pid_t pid, uid_t uid);
 
 /*
  * A worker thread that asks JVMs for their perf maps one at a time, so the
