@@ -3,13 +3,15 @@
 # compiled here with javac) named from the perf map the daemon asks the JVM
 # to write, with no flag on its command line; Python (Debian's python3.11 and
 # the pyenv builds present on the host) as Python frames, function (file:line),
-# in place of the interpreter's; the service of each named by its script or
-# main class. Needs root and a kernel with BTF; otherwise skipped.
+# in place of the interpreter's, with C extensions' native frames beneath,
+# per thread, for processes started before the daemon and ones that exit
+# while sampled; the service of each named by its script, module or main
+# class. Needs root and a kernel with BTF; otherwise skipped.
 set -u
 . "$(dirname "$0")/../lib.sh"
 
 PYVERS="3.11 3.12 3.13"
-NAMES="ebpf-java-named ebpf-java-service ebpf-java-attach-clean ebpf-python-3.11 ebpf-python-3.12 ebpf-python-3.13 ebpf-python-lines ebpf-python-running ebpf-python-exiting ebpf-python-native ebpf-python-service-module"
+NAMES="ebpf-java-named ebpf-java-service ebpf-java-attach-clean ebpf-python-3.11 ebpf-python-3.12 ebpf-python-3.13 ebpf-python-lines ebpf-python-running ebpf-python-exiting ebpf-python-native ebpf-python-threads ebpf-python-service-module"
 skip_all() { for n in $NAMES; do echo "ok - $n # SKIP $1"; done; exit 0; }
 [ "$(id -u)" -eq 0 ] || skip_all "needs root"
 [ -r /sys/kernel/btf/vmlinux ] || skip_all "kernel has no BTF (/sys/kernel/btf/vmlinux)"
@@ -136,6 +138,10 @@ if [ -n "$PY311" ]; then
   cp "$SRC/fib.py" "$B/fib_exiting.py"
   for i in 1 2 3 4; do "$PY311" "$B/fib_exiting.py" 1.5; done &
   PIDS="$PIDS $!"
+  # Two threads: each sample shows the frames of its own thread.
+  cp "$SRC/threads.py" "$B/pythreads.py"
+  "$PY311" "$B/pythreads.py" 8 &
+  PIDS="$PIDS $!"
   # python3 -m module: the service is the module.
   mkdir -p "$B/mods" && cp "$SRC/fib.py" "$B/mods/fibmod.py"
   (cd "$B/mods" && exec "$PY311" -m fibmod 2) &
@@ -159,10 +165,19 @@ if [ -n "$PY311" ]; then
   want_fshare "ebpf-python-exiting" fib_exiting "(^|;)<module>;work;fib(;|$)" "(^|;)<module>(;|$)" 80
   # libz's deflate beneath squeeze: the native frames of the C extension are kept.
   want_fshare "ebpf-python-native" squeeze "(^|;)<module>;work;squeeze;(.*;)?deflate(;|$)" "(^|;)<module>(;|$)" 70
+  t="$(folded pythreads)"
+  read -r a n <<<"$(echo "$t" | fshare "(^|;)alpha;spin_a(;|$)" "(^|;)(alpha|beta)(;|$)")"
+  read -r b _ <<<"$(echo "$t" | fshare "(^|;)beta;spin_b(;|$)" "(^|;)(alpha|beta)(;|$)")"
+  read -r x _ <<<"$(echo "$t" | fshare "(^|;)alpha;.*spin_b|(^|;)beta;.*spin_a" "(^|;)(alpha|beta)(;|$)")"
+  if [ "$n" -gt 0 ] && [ "$x" -eq 0 ] && [ $((a * 100)) -ge $((30 * n)) ] && [ $((b * 100)) -ge $((30 * n)) ]; then
+    ok "ebpf-python-threads (alpha $a, beta $b, mixed $x of $n ms)"
+  else
+    fail "ebpf-python-threads" "alpha $a, beta $b, mixed $x of $n ms"; echo "$t" | sort -k2 -nr | head -8 | cut -c1-300 | sed 's/^/#   /'
+  fi
   if [ -d "$TMP/mnt/fibmod" ]; then ok "ebpf-python-service-module"
   else fail "ebpf-python-service-module" "services: $(ls "$TMP/mnt" | tr '\n' ' ')"; fi
 else
-  for n in ebpf-python-lines ebpf-python-running ebpf-python-exiting ebpf-python-native ebpf-python-service-module; do
+  for n in ebpf-python-lines ebpf-python-running ebpf-python-exiting ebpf-python-native ebpf-python-threads ebpf-python-service-module; do
     echo "ok - $n # SKIP no /usr/bin/python3.11"
   done
 fi
