@@ -439,7 +439,8 @@ walk_python(struct prof_sample *e, struct task_struct *task, __u32 tgid)
 	struct py_buf *b;
 	__u32 zero = 0, k;
 
-	if (pp == NULL || (b = bpf_map_lookup_elem(&py_bufs, &zero)) == NULL)
+	/* bpf_loop, like the table walker: off on kernels that refuse it. */
+	if (!unwind_tables || pp == NULL || (b = bpf_map_lookup_elem(&py_bufs, &zero)) == NULL)
 		return;
 	b->pp = *pp;
 	e->py_flags = PROF_PY_WALKED;
