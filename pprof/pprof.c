@@ -785,6 +785,34 @@ profile_signature(const struct profile *p, struct buf *out)
 	return rc;
 }
 
+void
+profile_keep_types(struct profile *p, const size_t *keep, size_t n)
+{
+	struct pf_valuetype vt[PROFILE_MAX_SAMPLE_TYPES];
+	int64_t v[PROFILE_MAX_SAMPLE_TYPES];
+	bool dflt = false;
+	size_t i, k;
+
+	if (n > p->nsample_types || n > PROFILE_MAX_SAMPLE_TYPES)
+		return;
+	for (k = 0; k < n; k++)
+		if (keep[k] >= p->nsample_types)
+			return;
+	for (k = 0; k < n; k++) {
+		vt[k] = p->sample_types[keep[k]];
+		dflt |= vt[k].type == p->default_sample_type;
+	}
+	memcpy(p->sample_types, vt, n * sizeof(vt[0]));
+	for (i = 0; i < p->nsamples; i++) {
+		for (k = 0; k < n; k++)
+			v[k] = p->samples[i].values[keep[k]];
+		memcpy(p->samples[i].values, v, n * sizeof(v[0]));
+	}
+	p->nsample_types = n;
+	if (!dflt)
+		p->default_sample_type = 0;
+}
+
 int64_t
 profile_total(const struct profile *p, size_t t)
 {

@@ -141,6 +141,12 @@ bool		 profile_type_is_gauge(const char *type);
 int		 profile_signature(const struct profile *p, struct buf *out);
 /* The total of sample type t over all samples. */
 int64_t		 profile_total(const struct profile *p, size_t t);
+/*
+ * Keep only the sample types keep[0..n) of p (indexes into p->sample_types,
+ * in the order wanted), in place: how profiles whose sample types differ
+ * merge on those they share. The default sample type goes if it is dropped.
+ */
+void		 profile_keep_types(struct profile *p, const size_t *keep, size_t n);
 
 /*
  * merge: combine profiles with equal signatures, as pprof's merge does.

@@ -30,6 +30,9 @@
  *                                          of w10 yet; "": rebuild w10 from raw
  *   'W' | sid:8 | level:1 | start:8     -> a pack of every profile of the window
  *   'V'                                 -> "2": profile values are packs
+ *   'Q'                                 -> sid:8, the next series id: ids are
+ *                                          never reused (a series emptied by
+ *                                          retention is removed at the next open)
  *
  *   time is nanoseconds since the epoch, stored as (uint64)time ^ 2^63 so that
  *   negative times sort first; hour is floor(time / 3600 s), same encoding;
@@ -88,6 +91,7 @@ static void batch_done(struct store *st, uint64_t sid, const struct buf *news);
 static void *compact_main(void *arg);
 static int store_write_error(struct store *st, char *dberr, struct buf *err);
 static void note_change(struct store *st, int64_t t);
+static bool series_holds_data(struct store *st, uint64_t sid);
 
 /* Private per-series state, parallel to series[]. */
 struct sstate {
@@ -98,6 +102,7 @@ struct sstate {
 	 * binary): they live with the service's first series, space.
 	 */
 	uint64_t		 space;
+	bool			 empty;		/* retention deleted all it held */
 };
 
 struct store {
@@ -378,6 +383,25 @@ series_order(const struct series *x, const char *service, const char *type,
  * (service, type, labels); type and labels may be NULL to find the first of
  * a service or of a (service, type). Caller holds st_lock.
  */
+/* Position of series id in series[], or -1. Caller holds st_lock. */
+static ssize_t
+series_pos(const struct store *st, uint64_t id)
+{
+	size_t lo = 0, hi = st->nseries, mid;
+
+	/* series[] is in id order (handed out rising, loaded in key order). */
+	if (id < st->nseries && st->series[id]->id == id)
+		return (ssize_t)id;
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (st->series[mid]->id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < st->nseries && st->series[lo]->id == id ? (ssize_t)lo : -1;
+}
+
 static size_t
 series_lower(const struct store *st, const char *service, const char *type,
     const char *labels)
@@ -488,6 +512,10 @@ series_get_or_create(struct store *st, const char *service, const char *type,
 	}
 	pthread_rwlock_wrlock(&st->st_lock);
 	if ((s = series_find(st, service, type, labels)) != NULL) {
+		ssize_t pos = series_pos(st, s->id);
+
+		if (pos >= 0)
+			st->state[pos]->empty = false;
 		*sid = s->id;
 		goto out;
 	}
@@ -498,9 +526,20 @@ series_get_or_create(struct store *st, const char *service, const char *type,
 		 */
 		size_t pos = series_lower(st, service, NULL, NULL), nsvc = 0;
 
-		while (pos + nsvc < st->nseries &&
-		    strcmp(st->sorted[pos + nsvc]->service, service) == 0)
-			nsvc++;
+		size_t end = pos, live = 0;
+
+		while (end < st->nseries && strcmp(st->sorted[end]->service, service) == 0)
+			end++;
+		nsvc = end - pos;
+		if (st->max_series && nsvc >= st->max_series) {
+			/* Series retention emptied do not count. */
+			for (; pos < end; pos++) {
+				ssize_t at = series_pos(st, st->sorted[pos]->id);
+
+				live += at < 0 || !st->state[at]->empty;
+			}
+			nsvc = live;
+		}
 		if (st->max_series && nsvc >= st->max_series) {
 			if (err)
 				buf_printf(err, "service %s already has %zu label sets, the limit "
@@ -523,9 +562,13 @@ series_get_or_create(struct store *st, const char *service, const char *type,
 		rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
 		unsigned char sidv[8];
 
+		unsigned char nextv[8];
+
 		be64_put(sidv, *sid);
+		be64_put(nextv, *sid + 1);
 		rocksdb_writebatch_put(wb, (char *)skey, sizeof(skey), v.data, v.len);
 		rocksdb_writebatch_put(wb, k.data, k.len, (char *)sidv, 8);
+		rocksdb_writebatch_put(wb, "Q", 1, (char *)nextv, 8);
 		rocksdb_write(st->db, st->wsync, wb, &dberr);
 		rocksdb_writebatch_destroy(wb);
 	}
@@ -613,34 +656,15 @@ store_series_each(struct store *st, const char *service, const char *type,
 	return rc;
 }
 
-/* Position of series id in series[], or -1. Caller holds st_lock. */
-static ssize_t
-series_pos(const struct store *st, uint64_t id)
-{
-	size_t i;
-
-	/* Series ids are handed out in order, so usually series[id] is it. */
-	if (id < st->nseries && st->series[id]->id == id)
-		return (ssize_t)id;
-	for (i = 0; i < st->nseries; i++)
-		if (st->series[i]->id == id)
-			return (ssize_t)i;
-	return -1;
-}
-
 const struct series *
 store_series_get(struct store *st, uint64_t id)
 {
 	const struct series *s = NULL;
-	size_t i;
+	ssize_t i;
 
 	pthread_rwlock_rdlock(&st->st_lock);
-	/* Series ids are handed out in order, so usually series[id] is it. */
-	if (id < st->nseries && st->series[id]->id == id)
-		s = st->series[id];
-	for (i = 0; s == NULL && i < st->nseries; i++)
-		if (st->series[i]->id == id)
-			s = st->series[i];
+	if ((i = series_pos(st, id)) >= 0)
+		s = st->series[i];
 	pthread_rwlock_unlock(&st->st_lock);
 	return s;
 }
@@ -651,7 +675,11 @@ static int
 store_load(struct store *st, struct buf *err)
 {
 	rocksdb_iterator_t *it = rocksdb_create_iterator(st->db, st->ropts);
+	rocksdb_writebatch_t *gone = rocksdb_writebatch_create();
+	struct buf nk = { 0 };
 	unsigned char k[9];
+	size_t ngone = 0;
+	uint64_t sid;
 	int rc = 0;
 
 	for (rocksdb_iter_seek(it, "S", 1); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
@@ -678,10 +706,47 @@ store_load(struct store *st, struct buf *err)
 			free(copy);
 			continue;
 		}
-		rc = series_add(st, be64_get((const unsigned char *)key + 1), copy, type, labels);
+		sid = be64_get((const unsigned char *)key + 1);
+		if (!series_holds_data(st, sid)) {
+			/* Emptied by retention: its records go (its id is never reused). */
+			if (name_key(&nk, copy, type, labels) != NULL) {
+				rocksdb_writebatch_delete(gone, key, kl);
+				rocksdb_writebatch_delete(gone, nk.data, nk.len);
+				ngone++;
+			}
+			buf_reset(&nk);
+			if (sid >= st->next_sid)
+				st->next_sid = sid + 1;
+			free(copy);
+			continue;
+		}
+		rc = series_add(st, sid, copy, type, labels);
 		free(copy);
 		if (rc < 0)
 			break;
+	}
+	if (rc == 0 && ngone) {
+		char *dberr = NULL;
+
+		rocksdb_write(st->db, st->wsync, gone, &dberr);
+		if (dberr) {
+			log_warnx("store: removing %zu empty series: %s", ngone, dberr);
+			free(dberr);
+		} else {
+			log_info("store: removed %zu series that retention had emptied", ngone);
+		}
+	}
+	rocksdb_writebatch_destroy(gone);
+	buf_free(&nk);
+	{
+		char *dberr = NULL, *v;
+		size_t vl;
+
+		v = rocksdb_get(st->db, st->ropts, "Q", 1, &vl, &dberr);
+		if (v && vl == 8 && be64_get((unsigned char *)v) > st->next_sid)
+			st->next_sid = be64_get((unsigned char *)v);
+		free(v);
+		free(dberr);
 	}
 	/* The next profile id follows the largest one stored. */
 	k[0] = 'J';
@@ -2540,6 +2605,49 @@ delete_span(rocksdb_writebatch_t *wb, char prefix, uint64_t sid, int64_t lo, int
  * wholly older than wbefore) by key ranges; only the expired T records are
  * read, for the ids of their I records. *n: profiles deleted.
  */
+/* Whether series sid holds any profile or window. */
+static bool
+series_holds_data(struct store *st, uint64_t sid)
+{
+	rocksdb_iterator_t *it = rocksdb_create_iterator(st->db, st->ropts);
+	static const char kinds[] = { 'P', 'W' };
+	unsigned char k[9];
+	bool any = false;
+	size_t i;
+
+	for (i = 0; i < sizeof(kinds) && !any; i++) {
+		k[0] = (unsigned char)kinds[i];
+		be64_put(k + 1, sid);
+		rocksdb_iter_seek(it, (char *)k, sizeof(k));
+		if (rocksdb_iter_valid(it)) {
+			size_t kl;
+			const char *key = rocksdb_iter_key(it, &kl);
+
+			any = kl >= sizeof(k) && memcmp(key, k, sizeof(k)) == 0;
+		}
+	}
+	rocksdb_iter_destroy(it);
+	return any;
+}
+
+/*
+ * Retention emptied series sid: it no longer counts against the series
+ * limit, and its records go at the next open (not now: a put may be
+ * writing to it).
+ */
+static void
+note_empty(struct store *st, uint64_t sid)
+{
+	ssize_t pos;
+
+	if (series_holds_data(st, sid))
+		return;
+	pthread_rwlock_wrlock(&st->st_lock);
+	if ((pos = series_pos(st, sid)) >= 0)
+		st->state[pos]->empty = true;
+	pthread_rwlock_unlock(&st->st_lock);
+}
+
 static int
 expire_series(struct store *st, uint64_t sid, int64_t before, int64_t wbefore, uint64_t *n)
 {
@@ -2599,6 +2707,8 @@ expire_series(struct store *st, uint64_t sid, int64_t before, int64_t wbefore, u
 		log_warnx("store: retention: %s", dberr);
 		free(dberr);
 		rc = -EIO;
+	} else if (here) {
+		note_empty(st, sid);
 	}
 	*n += here;
 	return rc;

@@ -145,12 +145,23 @@ got=$(pprof_sums "$M/many/heap/all/all/merged.pb.gz" | grep -o 'alloc_[a-z]*/[a-
 check_eq "parca heap series: merged alloc_* = go tool pprof -proto" "$got" "$want"
 ls "$M/many/heap/all" | grep -q '^2022-02-10T16$' && ok "old data listed by its hour" || fail "old data listed by its hour"
 
-# Mixed sample types in one range: the largest group merges, meta says who was left out.
+# Mixed sample types in one range: profiles merge on the sample types they
+# share (Go's samples,cpu with async-profiler's cpu), as Pyroscope merges by
+# profile type; one with nothing in common (py-spy: another period type) is
+# left out, and meta.json says why.
 cp "$REAL/google-pprof/sample.cpu" "$M/ingest/mixed/cpu/" && cp "$TMP/go/cpu-0000.pb.gz" "$M/ingest/mixed/cpu/" \
-  && cp "$REAL/pyroscope/profile_java" "$M/ingest/mixed/cpu/" || fail "cp mixed"
-grep -q '"left_out": \[$' "$M/mixed/cpu/all/all/meta.json" && grep -q 'differ from the merged' "$M/mixed/cpu/all/all/meta.json" \
-  && ok "meta.json lists the profiles a merge left out, with the reason" || fail "meta.json left_out" "$(cat "$M/mixed/cpu/all/all/meta.json")"
+  && cp "$REAL/pyroscope/profile_java" "$M/ingest/mixed/cpu/" && cp "$REAL/pyroscope/profile_python" "$M/ingest/mixed/cpu/" \
+  || fail "cp mixed"
+grep -q '"left_out": \[$' "$M/mixed/cpu/all/all/meta.json" && grep -q 'share none with the merged' "$M/mixed/cpu/all/all/meta.json" \
+  && [ "$(grep -c '"id":' "$M/mixed/cpu/all/all/meta.json")" -ge 1 ] \
+  && ok "meta.json lists the profile a merge left out, with the reason" || fail "meta.json left_out" "$(cat "$M/mixed/cpu/all/all/meta.json")"
+want=$(for f in "$REAL/google-pprof/sample.cpu" "$TMP/go/cpu-0000.pb.gz" "$REAL/pyroscope/profile_java"; do pprof_sums "$f"; done |
+  grep -o 'cpu/nanoseconds=[0-9]*' | awk -F= '{s += $2} END {printf "cpu/nanoseconds=%.0f", s}')
+got=$(pprof_sums "$M/mixed/cpu/all/all/merged.pb.gz" | tr -d ' ')
+check_eq "profiles merge on their shared sample types (cpu = the three's cpu)" "$got" "$want"
 go tool pprof -top "$M/mixed/cpu/all/all/merged.pb.gz" >/dev/null 2>&1 && ok "mixed range still gives a valid merged profile" || fail "mixed range merged profile"
+tl=$(awk -F, 'NR > 1 {s += $2} END {printf "%.0f", s}' "$M/mixed/cpu/all/all/timeline.csv")
+check_eq "the timeline of a mixed range adds up to the merged total" "cpu/nanoseconds=$tl" "$want"
 
 # --- labels and selectors -----------------------------------------------------
 mkdir -p "$M/ingest/lab/cpu/region=eu,zone=a" && ok "mkdir -p in ingest" || fail "mkdir -p in ingest"

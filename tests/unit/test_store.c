@@ -280,6 +280,51 @@ test_changed_since(void **state)
 	assert_true(store_changed_since(f->st, g2, T0 - HOUR));
 }
 
+/* A series retention empties stops counting at once and is removed at the next open. */
+static void
+test_empty_series_removed(void **state)
+{
+	struct fixture *f = *state;
+	const struct series **all;
+	struct store_ref a, b, c;
+	struct store_input in = { .service = "svc", .type = "cpu",
+	    .created_at = T0 + 4 * 24 * HOUR, .source = "ingest" };
+	struct labelset ls = { .n = 0 };
+	struct buf err = { 0 };
+	size_t n;
+
+	uint64_t days = 1;
+	int i;
+
+	a = put(f, &f->cpu, "svc", "cpu", "pod=a", T0);
+	b = put(f, &f->cpu, "svc", "cpu", "pod=b", T0 + 5 * 24 * HOUR);
+	store_set_max_series(f->st, 2);
+	/* Windows built first, so that none is made after the cut. */
+	for (i = 0; i < 10 && days > 0; i++)
+		assert_int_equal(store_compact(f->st, &days), 0);
+	/* Past the cut by days: no window of pod=a overlaps what is kept. */
+	assert_int_equal(store_expire(f->st, T0 + 3 * 24 * HOUR, NULL), 0);
+	/* pod=a holds nothing now: a third label set fits under a limit of 2. */
+	assert_int_equal(labels_parse("pod=c", &ls, NULL), 0);
+	in.labels = &ls;
+	assert_int_equal(store_put(f->st, &in, f->cpu.data, f->cpu.len, &c, &err), 0);
+	labels_clear(&ls);
+	buf_free(&err);
+	reopen(f);
+	assert_int_equal(store_series(f->st, &all, &n), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(all[0]->labels, "pod=b");
+	assert_string_equal(all[1]->labels, "pod=c");
+	free(all);
+	assert_null(store_series_get(f->st, a.series));
+	assert_non_null(store_series_get(f->st, b.series));
+	/* The label set comes back under a new id: ids are never reused. */
+	a = put(f, &f->cpu, "svc", "cpu", "pod=a", T0 + 4 * 24 * HOUR);
+	assert_true(a.series > c.series);
+	assert_int_equal(count(f, a.series, INT64_MIN, INT64_MAX), 1);
+	assert_int_equal(count(f, b.series, INT64_MIN, INT64_MAX), 1);
+}
+
 static void
 test_same_timestamp_all_kept(void **state)
 {
@@ -964,6 +1009,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_put_get, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_series, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_changed_since, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_empty_series_removed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_same_timestamp_all_kept, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_scan_order_and_bounds, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hours, setup, teardown),
