@@ -268,6 +268,16 @@ caller_miss(struct ebpf_sampler *e, struct proc *p, const struct prof_sample *s)
 		p->miss_wait *= 2;
 }
 
+/* The frame that stands for Python frames the sample could not carry. */
+static void
+py_marker(struct frame *f)
+{
+	memset(f, 0, sizeof(*f));
+	f->func = "[python: truncated]";
+	f->file = "[python]";
+	f->build_id = "";
+}
+
 static void
 handle_sample(struct ebpf_sampler *e, const struct prof_sample *s)
 {
@@ -276,6 +286,7 @@ handle_sample(struct ebpf_sampler *e, const struct prof_sample *s)
 	struct frame f;
 	struct proc *p;
 	size_t n = 0, pi = 0, pn = 0;
+	bool py_cut = false, py_left, entry;
 	int i, nk, nu;
 	int64_t li;
 
@@ -301,6 +312,7 @@ handle_sample(struct ebpf_sampler *e, const struct prof_sample *s)
 	if ((s->py_flags & PROF_PY_WALKED) && p->py) {
 		pn = s->py_n < PROF_MAX_PYFRAMES ? s->py_n : PROF_MAX_PYFRAMES;
 		python_read(e->py, p, s->py, pn);
+		py_cut = (s->py_flags & PROF_PY_TRUNCATED) != 0;
 	}
 	nk = s->kstack_len > 0 ? s->kstack_len / 8 : 0;
 	nu = s->ustack_len > 0 ? s->ustack_len / 8 : 0;
@@ -351,7 +363,25 @@ handle_sample(struct ebpf_sampler *e, const struct prof_sample *s)
 					return;
 				e->locs[n++] = (uint32_t)li;
 				e->py_frames++;
-			} while (!(s->py[pi++].code & PROF_PY_ENTRY) && pi < pn);
+				entry = (s->py[pi++].code & PROF_PY_ENTRY) != 0;
+			} while (!entry && pi < pn);
+			if (!entry && py_cut) {
+				/* The rest of this run was not read (too deep, or unreadable). */
+				py_marker(&f);
+				py_cut = false;
+				if ((li = cpuprof_location(svc, &f)) < 0)
+					return;
+				e->locs[n++] = (uint32_t)li;
+			}
+			continue;
+		}
+		if (py_cut && pi >= pn && python_is_eval(f.func)) {
+			/* This run's Python frames were not read (too deep, or unreadable). */
+			py_marker(&f);
+			py_cut = false;
+			if ((li = cpuprof_location(svc, &f)) < 0)
+				return;
+			e->locs[n++] = (uint32_t)li;
 			continue;
 		}
 		e->user_frames++;
@@ -361,6 +391,7 @@ handle_sample(struct ebpf_sampler *e, const struct prof_sample *s)
 		e->locs[n++] = (uint32_t)li;
 	}
 	/* Python frames the native walk did not reach (it stopped short): outermost. */
+	py_left = pi < pn;
 	for (; pi < pn; pi++) {
 		e->py_unreadable += python_frame(e->py, p, s->py, pn, pi, &f) < 0;
 		if ((li = cpuprof_location(svc, &f)) < 0)
@@ -368,11 +399,8 @@ handle_sample(struct ebpf_sampler *e, const struct prof_sample *s)
 		e->locs[n++] = (uint32_t)li;
 		e->py_frames++;
 	}
-	if ((s->py_flags & PROF_PY_TRUNCATED) && pn > 0) {
-		memset(&f, 0, sizeof(f));
-		f.func = "[python: truncated]";
-		f.file = "[python]";
-		f.build_id = "";
+	if (py_cut && py_left) {
+		py_marker(&f);
 		if ((li = cpuprof_location(svc, &f)) < 0)
 			return;
 		e->locs[n++] = (uint32_t)li;

@@ -11,7 +11,7 @@ set -u
 . "$(dirname "$0")/../lib.sh"
 
 PYVERS="3.11 3.12 3.13"
-NAMES="ebpf-java-named ebpf-java-service ebpf-java-attach-clean ebpf-python-3.11 ebpf-python-3.12 ebpf-python-3.13 ebpf-python-lines ebpf-python-running ebpf-python-exiting ebpf-python-native ebpf-python-threads ebpf-python-service-module"
+NAMES="ebpf-java-named ebpf-java-service ebpf-java-attach-clean ebpf-python-3.11 ebpf-python-3.12 ebpf-python-3.13 ebpf-python-lines ebpf-python-running ebpf-python-exiting ebpf-python-native ebpf-python-threads ebpf-python-truncated ebpf-python-service-module"
 skip_all() { for n in $NAMES; do echo "ok - $n # SKIP $1"; done; exit 0; }
 [ "$(id -u)" -eq 0 ] || skip_all "needs root"
 [ -r /sys/kernel/btf/vmlinux ] || skip_all "kernel has no BTF (/sys/kernel/btf/vmlinux)"
@@ -142,6 +142,10 @@ if [ -n "$PY311" ]; then
   cp "$SRC/threads.py" "$B/pythreads.py"
   "$PY311" "$B/pythreads.py" 8 &
   PIDS="$PIDS $!"
+  # Deeper than a sample carries: the rest is one marked frame, and the stack goes on to the root.
+  cp "$SRC/deep.py" "$B/pydeep.py"
+  "$PY311" "$B/pydeep.py" 6 &
+  PIDS="$PIDS $!"
   # python3 -m module: the service is the module.
   mkdir -p "$B/mods" && cp "$SRC/fib.py" "$B/mods/fibmod.py"
   (cd "$B/mods" && exec "$PY311" -m fibmod 2) &
@@ -174,10 +178,11 @@ if [ -n "$PY311" ]; then
   else
     fail "ebpf-python-threads" "alpha $a, beta $b, mixed $x of $n ms"; echo "$t" | sort -k2 -nr | head -8 | cut -c1-300 | sed 's/^/#   /'
   fi
+  want_fshare "ebpf-python-truncated" pydeep "^_start;.*;PyEval_EvalCode;[[]python: truncated[]];deep;deep;" "(^|;)deep(;|$)" 80
   if [ -d "$TMP/mnt/fibmod" ]; then ok "ebpf-python-service-module"
   else fail "ebpf-python-service-module" "services: $(ls "$TMP/mnt" | tr '\n' ' ')"; fi
 else
-  for n in ebpf-python-lines ebpf-python-running ebpf-python-exiting ebpf-python-native ebpf-python-threads ebpf-python-service-module; do
+  for n in ebpf-python-lines ebpf-python-running ebpf-python-exiting ebpf-python-native ebpf-python-threads ebpf-python-truncated ebpf-python-service-module; do
     echo "ok - $n # SKIP no /usr/bin/python3.11"
   done
 fi
