@@ -12,8 +12,9 @@
  *   cgroup (default): a systemd unit "x.service" in the cgroup path gives
  *     service "x" and label unit=x.service; otherwise, for a Python or Java
  *     process, the script, module, main class or jar its command line names
- *     (runtime.c); otherwise the executable's base name. A container id (docker, containerd, cri-o, podman) in the path
- *     adds container=<first 12 hex digits>, a kubepods pod uid adds pod=<uid>.
+ *     (runtime.c); otherwise the executable's base name. A container id
+ *     (docker, containerd, cri-o, podman) in the path adds
+ *     container=<first 12 hex digits>, a kubepods pod uid adds pod=<uid>.
  *   exe: always the executable's base name (labels as above).
  *   comm: the process's comm.
  * Kernel threads go to service "kernel".
