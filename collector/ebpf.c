@@ -739,9 +739,12 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 			e->skel->rodata->unwind_tables = true;
 			unwind_configure(e->skel->maps.unw_rows, (size_t)unwind_mib << 20);
 		}
-		/* 1 MiB per CPU (about 5 s of 99 Hz samples), a power of two, at least 4 MiB. */
+		/*
+		 * 2 MiB per CPU (about 4 s of 99 Hz samples of 5.4 KiB, Python
+		 * frames included), a power of two, at least 8 MiB.
+		 */
 		ncpu = sysconf(_SC_NPROCESSORS_CONF);
-		for (rbsize = 4u << 20; rbsize < (size_t)(ncpu > 0 ? ncpu : 1) << 20 &&
+		for (rbsize = 8u << 20; rbsize < (size_t)(ncpu > 0 ? ncpu : 1) << 21 &&
 		    rbsize < (256u << 20); rbsize <<= 1)
 			;
 		bpf_map__set_max_entries(e->skel->maps.events, (uint32_t)rbsize);
