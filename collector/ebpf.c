@@ -390,7 +390,15 @@ handle_sample(struct ebpf_sampler *e, const struct prof_sample *s)
 			return;
 		e->locs[n++] = (uint32_t)li;
 	}
-	/* Python frames the native walk did not reach (it stopped short): outermost. */
+	/*
+	 * Python frames the native walk did not reach (it stopped short, e.g.
+	 * before the process's tables were loaded): outermost. Not past a walk
+	 * that reached the process's root: their place in it is not known.
+	 */
+	if (s->unwind & PROF_UNW_COMPLETE) {
+		e->py_unreadable += pn - pi;
+		pi = pn;
+	}
 	py_left = pi < pn;
 	for (; pi < pn; pi++) {
 		e->py_unreadable += python_frame(e->py, p, s->py, pn, pi, &f) < 0;
