@@ -106,8 +106,8 @@ printf "%-34s %10s %10s\n" "ls -l last-7d/" "$l1" "$l2"
 day=$(date -u -d "@$((now - 86400))" +%Y-%m-%d)
 u1=$(ms du -s "$TMP/mnt/weekapp/cpu/pod=0/$day"); u2=$(ms du -s "$TMP/mnt/weekapp/cpu/pod=0/$day")
 printf "%-34s %10s %10s\n" "du -s pod=0/$day" "$u1" "$u2"
-nfiles=$(find "$TMP/mnt/weekapp" 2>/dev/null | wc -l)
 s1=$(ms timeout 900 du -s "$TMP/mnt/weekapp"); s2=$(ms timeout 900 du -s "$TMP/mnt/weekapp")
+nfiles=$(find "$TMP/mnt/weekapp" 2>/dev/null | wc -l)
 printf "%-34s %10s %10s\n" "du -s weekapp ($nfiles entries)" "$s1" "$s2"
 
 # go tool pprof -proto on a fraction of the week's profiles, scaled.
