@@ -5,6 +5,7 @@
 # refused), and a cap on the label sets of one service.
 set -u
 source "$(dirname "$0")/../lib.sh"
+source "$(dirname "$0")/../pprof-sums.sh"
 pf_setup
 M="$TMP/mnt"
 REAL="${PROFILEFS_REAL:-$ROOT/../shared/testdata/real}"
@@ -61,4 +62,32 @@ check_eq "the service lists its 3 label sets and all" "$(ls "$M/churn/cpu" | wc 
 kill -0 "$PF_PID" && ok "daemon alive" || fail "daemon alive"
 pf_stop
 check_eq "clean exit" "${PF_RC:-1}" 0
+
+# --- a flood of label sets ---------------------------------------------------------
+# 10,000 pushes, each with a label set of its own (a request id in a label), at
+# the default --max-series: the first 2,000 are stored, the rest refused with
+# the reason, and the tree, merges and /healthz stay as they were.
+rm -rf "$TMP/data"
+pf_start --http 127.0.0.1:0 || { fail "daemon starts"; pf_done; exit 1; }
+PORT=$(sed -n 's/.*http: listening on http:\/\/.*:\([0-9]*\) (.*/\1/p' "$TMP/daemon.log" | tail -1)
+cc -O2 -pthread -o "$TMP/httpload" "$ROOT/tests/tools/httpload.c" || fail "build httpload"
+"$TMP/httpload" -c 8 -n 10000 -t 600 -T "$(( $(date +%s) - 60 )),1,10000" \
+  -p '/api/0/profiles?service=flood&type=cpu&labels=req={k}' 127.0.0.1 "$PORT" "$GO" > "$TMP/flood.out" 2>&1
+read -r okn badn <<<"$(sed -n 's/^requests [0-9]* ok \([0-9]*\) failed \([0-9]*\).*/\1 \2/p' "$TMP/flood.out")"
+check_eq "10,000 label sets: 2,000 stored, 8,000 refused" "${okn:-?} ${badn:-?}" "2000 8000"
+code=$(curl -s --noproxy '*' -o "$TMP/refused.json" -w '%{http_code}' --data-binary @"$GO" \
+  "http://127.0.0.1:$PORT/api/0/profiles?service=flood&type=cpu&labels=req=one-more")
+[ "${code:0:1}" = 4 ] && grep -q "already has 2000 label sets, the limit" "$TMP/refused.json" \
+  && ok "one more is refused with a 4xx that says why (--max-series)" \
+  || fail "one more is refused with the reason" "$code $(cat "$TMP/refused.json")"
+check_eq "ls lists the 2,000 label sets and all" "$(ls "$M/flood/cpu" | wc -l)" 2001
+check_eq "ls / still lists the service" "$(ls "$M" | grep -c '^flood$')" 1
+want=$(pprof_sums "$GO" | grep -o 'cpu/count=[0-9]*' | cut -d= -f2)
+got=$(pprof_sums "$M/flood/cpu/all/all/merged.pb.gz" | grep -o 'cpu/count=[0-9]*' | cut -d= -f2)
+check_eq "the merge over 2,000 label sets sums them all" "${got:-?}" "$((want * 2000))"
+code=$(curl -s --noproxy '*' -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/healthz")
+check_eq "/healthz after the flood" "$code" 200
+echo "# daemon RSS after 10,000 label sets: $(awk '/VmRSS/ {print $2, $3}' /proc/$PF_PID/status)"
+pf_stop
+check_eq "clean exit after the flood" "${PF_RC:-1}" 0
 pf_done

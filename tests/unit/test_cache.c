@@ -153,6 +153,49 @@ test_hit_and_release(void **state)
 	cache_destroy(NULL);
 }
 
+/* A changed function that says changes since generation 1 touched times >= 50. */
+static bool
+changed_from_50(void *arg, uint64_t then, int64_t scope)
+{
+	(void)arg;
+	return then < 1 || scope >= 50;
+}
+
+/* Scoped entries outlive new generations while the data they cover did not change. */
+static void
+test_scoped(void **state)
+{
+	struct cache *c = cache_create(1 << 20);
+	struct fillarg fa = { .key = "past", .size = 10 };
+	struct cache_entry *e1, *e2;
+
+	(void)state;
+	reset_counts();
+	cache_set_changed(c, changed_from_50, NULL);
+	assert_int_equal(cache_get_scoped(c, "past", 1, 40, 0, fill, &fa, &e1), 0);
+	cache_release(c, e1);
+	/* Generation 2, but nothing at or before 40 changed: a hit. */
+	assert_int_equal(cache_get_scoped(c, "past", 2, 40, 0, fill, &fa, &e2), 0);
+	assert_ptr_equal(e2->val, e1->val);
+	cache_release(c, e2);
+	assert_int_equal(atomic_load(&fills_run), 1);
+	/* A range reaching 60 was touched: made again. */
+	fa.key = "present";
+	assert_int_equal(cache_get_scoped(c, "present", 2, 60, 0, fill, &fa, &e1), 0);
+	cache_release(c, e1);
+	assert_int_equal(cache_get_scoped(c, "present", 3, 60, 0, fill, &fa, &e2), 0);
+	cache_release(c, e2);
+	assert_int_equal(atomic_load(&fills_run), 3);
+	/* Without a scope (cache_get), any new generation is a miss. */
+	fa.key = "any";
+	assert_int_equal(get(c, "any", 3, 0, 10, &e1), 0);
+	cache_release(c, e1);
+	assert_int_equal(get(c, "any", 4, 0, 10, &e2), 0);
+	cache_release(c, e2);
+	assert_int_equal(atomic_load(&fills_run), 5);
+	cache_destroy(c);
+}
+
 static void
 test_in_use_not_freed_by_eviction(void **state)
 {
@@ -546,6 +589,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_hit_and_release),
+		cmocka_unit_test(test_scoped),
 		cmocka_unit_test(test_in_use_not_freed_by_eviction),
 		cmocka_unit_test(test_stale_entry_in_use_survives),
 		cmocka_unit_test(test_eviction_by_bytes_lru),
