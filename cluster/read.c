@@ -1,0 +1,928 @@
+/*
+ * read: the store's reads answered by the cluster (a store_remote). Series,
+ * hours and listings come from the per-window counts and the profile rows'
+ * small columns; a merge is one GROUP BY per stack that ClickHouse runs over
+ * the 10-minute sums of the windows wholly inside the range and the raw rows
+ * at its edges, then the frames of the stacks it returned. Gauges are
+ * averaged per series as the local store does, so sums are the same.
+ *
+ * A server or shard that does not answer fails the read (-EIO, the reason
+ * in the log): never a silently partial profile.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "chint.h"
+
+#define NS		INT64_C(1000000000)
+#define WINDOW_NS	(600 * NS)
+#define FRAMES_CHUNK	2000
+
+static int
+fail(const char *what, const struct buf *err)
+{
+	log_warnx("clickhouse: %s: %s", what, err->data ? err->data : "failed");
+	return -EIO;
+}
+
+/* --- series ------------------------------------------------------------------ */
+
+static uint64_t
+series_id(const char *service, const char *type, const char *labels)
+{
+	struct buf k = { 0 };
+	uint64_t h;
+
+	buf_adds(&k, service);
+	buf_addc(&k, '\0');
+	buf_adds(&k, type);
+	buf_addc(&k, '\0');
+	buf_adds(&k, labels);
+	h = hash_bytes(k.data, k.len);
+	buf_free(&k);
+	/* Never 0, distinct from local ids (small) in practice. */
+	return h | UINT64_C(1) << 63;
+}
+
+static const struct series *
+intern_series(struct cluster *c, const char *service, const char *type, const char *labels)
+{
+	uint64_t id = series_id(service, type, labels);
+	struct series *s = NULL;
+	int64_t i;
+	int added;
+
+	pthread_mutex_lock(&c->s_lock);
+	i = intern_put(c->s_names, &id, sizeof(id), &added);
+	if (i < 0)
+		goto out;
+	if (!added) {
+		s = c->s_all[i];
+		goto out;
+	}
+	s = xcalloc(1, sizeof(*s));
+	s->id = id;
+	s->service = xstrdup(service);
+	s->type = xstrdup(type);
+	s->labels = xstrdup(labels);
+	if (labels_parse(labels, &s->ls, NULL) < 0)
+		memset(&s->ls, 0, sizeof(s->ls));
+	c->s_all = xgrow(c->s_all, &c->s_cap, c->s_n + 1, sizeof(*c->s_all));
+	c->s_all[c->s_n++] = s;
+out:
+	pthread_mutex_unlock(&c->s_lock);
+	return s;
+}
+
+static const struct series *
+r_series_get(void *arg, uint64_t id)
+{
+	struct cluster *c = arg;
+	const struct series *s = NULL;
+	int64_t i;
+
+	pthread_mutex_lock(&c->s_lock);
+	if ((i = intern_get(c->s_names, &id, sizeof(id))) >= 0)
+		s = c->s_all[i];
+	pthread_mutex_unlock(&c->s_lock);
+	return s;
+}
+
+static void
+quote_pair(struct buf *b, const char *k, const char *v)
+{
+	struct buf t = { 0 };
+
+	labels_escape(&t, k, strlen(k));
+	buf_addc(&t, '=');
+	labels_escape(&t, v, strlen(v));
+	buf_addc(&t, '\0');
+	if (buf_error(&t) == 0)
+		ch_quote(b, t.data);
+	buf_free(&t);
+}
+
+int
+read_where(const struct query *q, struct buf *b)
+{
+	size_t i;
+
+	buf_adds(b, "1");
+	if (q->service) {
+		buf_adds(b, " AND service = ");
+		ch_quote(b, q->service);
+	}
+	if (q->type) {
+		buf_adds(b, " AND type = ");
+		ch_quote(b, q->type);
+	}
+	for (i = 0; q->sel && i < q->sel->n; i++) {
+		buf_adds(b, " AND has(splitByChar(',', labels), ");
+		quote_pair(b, q->sel->pairs[i].key, q->sel->pairs[i].value);
+		buf_addc(b, ')');
+	}
+	return buf_error(b);
+}
+
+static void
+where_series(const struct series *s, struct buf *b)
+{
+	buf_adds(b, "service = ");
+	ch_quote(b, s->service);
+	buf_adds(b, " AND type = ");
+	ch_quote(b, s->type);
+	buf_adds(b, " AND labels = ");
+	ch_quote(b, s->labels);
+}
+
+/* "AND ns >= from AND ns < to" and the days, for partition pruning. */
+static void
+where_range(struct buf *b, int64_t from, int64_t to)
+{
+	int64_t lo = from, hi = to;
+
+	if (lo < STORE_TIME_MIN)
+		lo = STORE_TIME_MIN;
+	if (hi > INT64_C(4102444800) * NS)	/* 2100-01-01 */
+		hi = INT64_C(4102444800) * NS;
+	buf_printf(b, " AND ns >= %" PRId64 " AND ns < %" PRId64, from, to);
+	if (lo < hi)
+		buf_printf(b, " AND date >= toDate(%" PRId64 ") AND date <= toDate(%" PRId64 ")",
+		    lo / NS, (hi - 1) / NS);
+}
+
+struct slist {
+	const struct series	**s;
+	size_t			 n, cap;
+};
+
+static int
+series_query(struct cluster *c, const char *service, const char *type, struct slist *out)
+{
+	struct buf sql = { 0 }, ans = { 0 }, err = { 0 };
+	struct tsv t;
+	int rc, r;
+
+	buf_printf(&sql, "SELECT service, type, labels FROM %s.counts10 WHERE 1", c->db);
+	if (service) {
+		buf_adds(&sql, " AND service = ");
+		ch_quote(&sql, service);
+	}
+	if (type) {
+		buf_adds(&sql, " AND type = ");
+		ch_quote(&sql, type);
+	}
+	buf_adds(&sql, " GROUP BY service, type, labels ORDER BY service, type, labels "
+	    "FORMAT TabSeparated");
+	if ((rc = buf_error(&sql)) < 0)
+		goto out;
+	if (ch_exec(c, sql.data, NULL, &ans, &err, NULL) < 0) {
+		rc = fail("listing series", &err);
+		goto out;
+	}
+	tsv_init(&t, &ans);
+	while ((r = tsv_next(&t)) > 0) {
+		const struct series *s;
+
+		if (t.nf != 3) {
+			r = -EINVAL;
+			break;
+		}
+		if ((s = intern_series(c, t.f[0], t.f[1], t.f[2])) == NULL) {
+			r = -ENOMEM;
+			break;
+		}
+		out->s = xgrow(out->s, &out->cap, out->n + 1, sizeof(*out->s));
+		out->s[out->n++] = s;
+	}
+	tsv_free(&t);
+	if (r < 0) {
+		log_warnx("clickhouse: listing series: a malformed answer");
+		rc = -EIO;
+	}
+out:
+	buf_free(&sql);
+	buf_free(&ans);
+	buf_free(&err);
+	return rc;
+}
+
+static int
+r_series(void *arg, const struct series ***out, size_t *n)
+{
+	struct slist l = { 0 };
+	int rc;
+
+	if ((rc = series_query(arg, NULL, NULL, &l)) < 0) {
+		free(l.s);
+		return rc;
+	}
+	*out = l.s ? l.s : xcalloc(1, sizeof(*l.s));
+	*n = l.n;
+	return 0;
+}
+
+static int
+r_series_each(void *arg, const char *service, const char *type, store_series_fn fn,
+    void *fnarg)
+{
+	struct slist l = { 0 };
+	size_t i;
+	int rc;
+
+	rc = series_query(arg, service, type, &l);
+	for (i = 0; rc == 0 && i < l.n; i++)
+		rc = fn(fnarg, l.s[i]);
+	free(l.s);
+	return rc;
+}
+
+static int
+r_hours(void *arg, uint64_t sid, int64_t **out, size_t *n)
+{
+	struct cluster *c = arg;
+	const struct series *s = r_series_get(c, sid);
+	struct buf sql = { 0 }, ans = { 0 }, err = { 0 };
+	int64_t *arr = NULL;
+	size_t cnt = 0, cap = 0;
+	struct tsv t;
+	int rc = 0, r;
+
+	*out = NULL;
+	*n = 0;
+	if (s == NULL)
+		return -ENOENT;
+	buf_printf(&sql, "SELECT intDiv(toUInt32(window), 3600) AS h FROM %s.counts10 WHERE ",
+	    c->db);
+	where_series(s, &sql);
+	buf_adds(&sql, " GROUP BY h ORDER BY h FORMAT TabSeparated");
+	if (ch_exec(c, sql.data, NULL, &ans, &err, NULL) < 0) {
+		rc = fail("listing hours", &err);
+		goto out;
+	}
+	tsv_init(&t, &ans);
+	while ((r = tsv_next(&t)) > 0) {
+		int64_t h;
+
+		if (t.nf != 1 || tsv_i64(t.f[0], &h) < 0) {
+			r = -EINVAL;
+			break;
+		}
+		arr = xgrow(arr, &cap, cnt + 1, sizeof(*arr));
+		arr[cnt++] = h;
+	}
+	tsv_free(&t);
+	if (r < 0) {
+		free(arr);
+		log_warnx("clickhouse: listing hours: a malformed answer");
+		rc = -EIO;
+		goto out;
+	}
+	*out = arr ? arr : xcalloc(1, sizeof(*arr));
+	*n = cnt;
+out:
+	buf_free(&sql);
+	buf_free(&ans);
+	buf_free(&err);
+	return rc;
+}
+
+/* --- listings ------------------------------------------------------------------ */
+
+/*
+ * The profiles of (where) in time order, with their series; with totals,
+ * also sig and totals (merge). Rows: gid, ns, service, type, labels[, sig, totals].
+ */
+struct listing {
+	struct query_result	*res;
+	const struct series	**ser;		/* per ref */
+	char			**sig;		/* per ref, merge only */
+	struct buf		 totals;	/* int64_t */
+	struct buf		 at;		/* size_t per ref */
+	size_t			 cap;
+};
+
+static int
+add_series_id(struct query_result *res, uint64_t id)
+{
+	size_t i;
+
+	for (i = 0; i < res->nseries; i++)
+		if (res->series[i] == id)
+			return 0;
+	res->series = xreallocarray(res->series, res->nseries + 1, sizeof(*res->series));
+	res->series[res->nseries++] = id;
+	return 0;
+}
+
+/* Parse "[1,-2,3]" into totals; -EINVAL on anything else. */
+static int
+parse_array(const char *s, struct buf *out, size_t *n)
+{
+	const char *p = s;
+	char *e;
+
+	*n = 0;
+	if (*p++ != '[')
+		return -EINVAL;
+	if (*p == ']')
+		return p[1] ? -EINVAL : 0;
+	for (;;) {
+		long long v;
+
+		errno = 0;
+		v = strtoll(p, &e, 10);
+		if (e == p || errno)
+			return -EINVAL;
+		buf_add(out, &(int64_t){ v }, sizeof(int64_t));
+		(*n)++;
+		if (*e == ']')
+			return e[1] ? -EINVAL : buf_error(out);
+		if (*e != ',' || *n >= PROFILE_MAX_SAMPLE_TYPES)
+			return -EINVAL;
+		p = e + 1;
+	}
+}
+
+static int
+run_listing(struct cluster *c, const char *where, const struct query *q, bool merge,
+    struct listing *l)
+{
+	struct buf sql = { 0 }, ans = { 0 }, err = { 0 };
+	struct query_result *res = l->res;
+	struct tsv t;
+	int rc = 0, r;
+
+	buf_printf(&sql, "SELECT gid, ns, service, type, labels%s FROM %s.profiles WHERE %s",
+	    merge ? ", sig, totals" : "", c->db, where);
+	where_range(&sql, q->from, q->to);
+	buf_adds(&sql, " ORDER BY ns, gid");
+	if (q->limit && !merge)
+		buf_printf(&sql, " LIMIT %zu", q->limit);
+	buf_adds(&sql, " FORMAT TabSeparated");
+	if ((rc = buf_error(&sql)) < 0)
+		goto out;
+	if (ch_exec(c, sql.data, NULL, &ans, &err, NULL) < 0) {
+		rc = fail("listing profiles", &err);
+		goto out;
+	}
+	tsv_init(&t, &ans);
+	while ((r = tsv_next(&t)) > 0) {
+		struct store_ref ref;
+		const struct series *s;
+		size_t nt, at;
+
+		memset(&ref, 0, sizeof(ref));
+		if (t.nf != (merge ? 7u : 5u) || tsv_u64(t.f[0], &ref.id) < 0 ||
+		    tsv_i64(t.f[1], &ref.time) < 0) {
+			r = -EINVAL;
+			break;
+		}
+		if ((s = intern_series(c, t.f[2], t.f[3], t.f[4])) == NULL) {
+			r = -ENOMEM;
+			break;
+		}
+		ref.series = s->id;
+		snprintf(ref.type, sizeof(ref.type), "%s", s->type);
+		if (res->nrefs == l->cap) {
+			l->cap = l->cap ? l->cap * 2 : 64;
+			res->refs = xreallocarray(res->refs, l->cap, sizeof(*res->refs));
+			l->ser = xreallocarray(l->ser, l->cap, sizeof(*l->ser));
+			l->sig = xreallocarray(l->sig, l->cap, sizeof(*l->sig));
+		}
+		l->ser[res->nrefs] = s;
+		l->sig[res->nrefs] = merge ? xstrdup(t.f[5]) : NULL;
+		res->refs[res->nrefs++] = ref;
+		add_series_id(res, s->id);
+		if (merge) {
+			at = l->totals.len / sizeof(int64_t);
+			if (parse_array(t.f[6], &l->totals, &nt) < 0) {
+				r = -EINVAL;
+				break;
+			}
+			if (nt == 0)
+				at = SIZE_MAX;
+			buf_add(&l->at, &at, sizeof(at));
+		}
+	}
+	tsv_free(&t);
+	if (r < 0) {
+		log_warnx("clickhouse: listing profiles: a malformed answer");
+		rc = -EIO;
+	}
+out:
+	buf_free(&sql);
+	buf_free(&ans);
+	buf_free(&err);
+	return rc;
+}
+
+static void
+listing_free(struct listing *l)
+{
+	size_t i;
+
+	for (i = 0; l->sig && i < l->res->nrefs; i++)
+		free(l->sig[i]);
+	free(l->sig);
+	free(l->ser);
+	buf_free(&l->totals);
+	buf_free(&l->at);
+}
+
+static int
+r_list(void *arg, const struct query *q, struct query_result *res)
+{
+	struct cluster *c = arg;
+	struct listing l = { .res = res };
+	struct buf where = { 0 };
+	int rc;
+
+	memset(res, 0, sizeof(*res));
+	if ((rc = read_where(q, &where)) == 0)
+		rc = run_listing(c, where.data, q, false, &l);
+	listing_free(&l);
+	buf_free(&where);
+	if (rc < 0)
+		query_result_free(res);
+	return rc;
+}
+
+struct scan_arg {
+	store_scan_fn	 fn;
+	void		*arg;
+};
+
+static int
+r_scan(void *arg, uint64_t sid, int64_t from, int64_t to, store_scan_fn fn, void *fnarg)
+{
+	struct cluster *c = arg;
+	const struct series *s = r_series_get(c, sid);
+	struct query_result res;
+	struct listing l = { .res = &res };
+	struct query q = { .from = from, .to = to };
+	struct buf where = { 0 };
+	size_t i;
+	int rc;
+
+	if (s == NULL)
+		return 0;
+	memset(&res, 0, sizeof(res));
+	where_series(s, &where);
+	rc = run_listing(c, where.data, &q, false, &l);
+	for (i = 0; rc == 0 && i < res.nrefs; i++)
+		rc = fn(fnarg, &res.refs[i], NULL, 0);
+	listing_free(&l);
+	buf_free(&where);
+	query_result_free(&res);
+	return rc;
+}
+
+static int
+r_get(void *arg, uint64_t id, struct store_ref *ref, struct buf *out)
+{
+	(void)arg;
+	(void)id;
+	(void)ref;
+	(void)out;
+	/* Single profiles of other hosts are read on their host (profiles/ lists them). */
+	return -ENOENT;
+}
+
+/* --- merges -------------------------------------------------------------------- */
+
+/* "cpu/nanoseconds samples/count" from a signature (period type dropped). */
+static void
+sig_types(const char *sig, char *out, size_t n)
+{
+	const char *s = strchr(sig, '\x1f');
+	size_t i = 0;
+
+	if (s == NULL) {
+		snprintf(out, n, "(none)");
+		return;
+	}
+	for (s++; *s && i + 1 < n; s++)
+		out[i++] = *s == '\x1f' ? ' ' : *s;
+	out[i] = '\0';
+}
+
+static void
+add_skip(struct query_result *res, uint64_t id, const char *why)
+{
+	struct query_skip *sk;
+
+	res->skipped = xreallocarray(res->skipped, res->nskipped + 1, sizeof(*sk));
+	sk = &res->skipped[res->nskipped++];
+	sk->id = id;
+	/* Cut to the field's size, as the local store's listing does. */
+	strncpy(sk->reason, why, sizeof(sk->reason) - 1);
+	sk->reason[sizeof(sk->reason) - 1] = '\0';
+}
+
+struct sgroup {
+	const char	*sig;
+	uint64_t	 count;
+};
+
+/* One series' part of the merge: its stacks' sums. */
+struct sacc {
+	const struct series	*s;
+	uint64_t		 count;		/* profiles of the merged group */
+	struct intern		*stacks;	/* hash -> index */
+	struct buf		 vals;		/* int64_t[ntypes] per stack */
+};
+
+static struct sacc *
+sacc_of(struct sacc **arr, size_t *n, const struct series *s)
+{
+	size_t i;
+
+	for (i = 0; i < *n; i++)
+		if ((*arr)[i].s == s)
+			return &(*arr)[i];
+	*arr = xreallocarray(*arr, *n + 1, sizeof(**arr));
+	memset(&(*arr)[*n], 0, sizeof(**arr));
+	(*arr)[*n].s = s;
+	(*arr)[*n].stacks = intern_create(256);
+	return &(*arr)[(*n)++];
+}
+
+static int64_t
+ceil_div(int64_t a, int64_t b)
+{
+	return a / b + (a % b > 0);
+}
+
+static int64_t
+floor_div(int64_t a, int64_t b)
+{
+	return a / b - (a % b < 0);
+}
+
+/* The sums of group sig by (series, stack, value index), into accs. */
+static int
+run_sums(struct cluster *c, const char *where, const struct query *q, const char *sig,
+    size_t ntypes, struct sacc **accs, size_t *nacc, struct intern *all_stacks)
+{
+	struct buf sql = { 0 }, ans = { 0 }, err = { 0 }, qsig = { 0 };
+	int64_t from = q->from < STORE_TIME_MIN ? STORE_TIME_MIN : q->from;
+	int64_t to = q->to > INT64_C(4102444800) * NS ? INT64_C(4102444800) * NS : q->to;
+	int64_t wlo = ceil_div(from, WINDOW_NS) * 600, whi = floor_div(to, WINDOW_NS) * 600;
+	struct tsv t;
+	int rc = 0, r;
+
+	ch_quote(&qsig, sig);
+	if (wlo > whi)
+		whi = wlo;
+	buf_printf(&sql, "SELECT service, type, labels, stack, vi, sum(value) FROM ("
+	    "SELECT service, type, labels, stack, vi, value FROM %s.samples10 WHERE %s AND sig = %s "
+	    "AND window >= toDateTime(%" PRId64 ") AND window < toDateTime(%" PRId64 ") "
+	    "UNION ALL "
+	    "SELECT service, type, labels, stacks[intDiv(k - 1, ntypes) + 1] AS stack, "
+	    "toUInt8((k - 1) %% ntypes) AS vi, value FROM %s.profiles "
+	    "ARRAY JOIN vals AS value, arrayEnumerate(vals) AS k WHERE %s AND sig = %s",
+	    c->db, where, qsig.data, wlo, whi, c->db, where, qsig.data);
+	where_range(&sql, q->from, q->to);
+	buf_printf(&sql, " AND NOT (toUInt32(time) >= %" PRId64 " AND toUInt32(time) < %" PRId64
+	    ")) GROUP BY service, type, labels, stack, vi FORMAT TabSeparated", wlo, whi);
+	if ((rc = buf_error(&sql)) < 0)
+		goto out;
+	if (ch_exec(c, sql.data, NULL, &ans, &err, NULL) < 0) {
+		rc = fail("merging", &err);
+		goto out;
+	}
+	tsv_init(&t, &ans);
+	while ((r = tsv_next(&t)) > 0) {
+		const struct series *s;
+		struct sacc *a;
+		uint64_t h, vi;
+		int64_t v, k;
+		int added;
+
+		if (t.nf != 6 || tsv_u64(t.f[3], &h) < 0 || tsv_u64(t.f[4], &vi) < 0 ||
+		    vi >= ntypes || tsv_i64(t.f[5], &v) < 0) {
+			r = -EINVAL;
+			break;
+		}
+		if ((s = intern_series(c, t.f[0], t.f[1], t.f[2])) == NULL) {
+			r = -ENOMEM;
+			break;
+		}
+		a = sacc_of(accs, nacc, s);
+		if ((k = intern_put(a->stacks, &h, sizeof(h), &added)) < 0 ||
+		    intern_put(all_stacks, &h, sizeof(h), NULL) < 0) {
+			r = -ENOMEM;
+			break;
+		}
+		if (added && buf_reserve(&a->vals, ntypes * sizeof(int64_t)) == 0) {
+			memset(a->vals.data + a->vals.len, 0, ntypes * sizeof(int64_t));
+			a->vals.len += ntypes * sizeof(int64_t);
+		}
+		if (buf_error(&a->vals)) {
+			r = -ENOMEM;
+			break;
+		}
+		((int64_t *)a->vals.data)[(size_t)k * ntypes + vi] = v;
+	}
+	tsv_free(&t);
+	if (r < 0) {
+		log_warnx("clickhouse: merging: a malformed answer");
+		rc = -EIO;
+	}
+out:
+	buf_free(&sql);
+	buf_free(&ans);
+	buf_free(&err);
+	buf_free(&qsig);
+	return rc;
+}
+
+/* The frames of every stack in all, into frames (parallel to all's indexes). */
+static int
+fetch_frames(struct cluster *c, struct intern *all, char **frames, size_t *flen)
+{
+	struct buf sql = { 0 }, ans = { 0 }, err = { 0 };
+	size_t n = intern_count(all), i, j;
+	int rc = 0, r;
+
+	for (i = 0; i < n && rc == 0; i += FRAMES_CHUNK) {
+		struct tsv t;
+
+		buf_reset(&sql);
+		buf_reset(&ans);
+		buf_printf(&sql, "SELECT hash, any(frames) FROM %s.stacks WHERE hash IN (", c->db);
+		for (j = i; j < n && j < i + FRAMES_CHUNK; j++) {
+			uint64_t h;
+			size_t kl;
+
+			memcpy(&h, intern_key(all, j, &kl), sizeof(h));
+			buf_printf(&sql, "%s%" PRIu64, j > i ? "," : "", h);
+		}
+		buf_adds(&sql, ") GROUP BY hash FORMAT TabSeparated");
+		if ((rc = buf_error(&sql)) < 0)
+			break;
+		if (ch_exec(c, sql.data, NULL, &ans, &err, NULL) < 0) {
+			rc = fail("reading stacks", &err);
+			break;
+		}
+		tsv_init(&t, &ans);
+		while ((r = tsv_next(&t)) > 0) {
+			uint64_t h;
+			int64_t k;
+
+			if (t.nf != 2 || tsv_u64(t.f[0], &h) < 0 ||
+			    (k = intern_get(all, &h, sizeof(h))) < 0) {
+				r = -EINVAL;
+				break;
+			}
+			if (frames[k] == NULL) {
+				frames[k] = xmalloc(t.len[1] + 1);
+				memcpy(frames[k], t.f[1], t.len[1] + 1);
+				flen[k] = t.len[1];
+			}
+		}
+		tsv_free(&t);
+		if (r < 0) {
+			log_warnx("clickhouse: reading stacks: a malformed answer");
+			rc = -EIO;
+		}
+	}
+	for (i = 0; rc == 0 && i < n; i++)
+		if (frames[i] == NULL) {
+			log_warnx("clickhouse: a stack of the merge is missing from %s.stacks", c->db);
+			rc = -EIO;
+		}
+	buf_free(&sql);
+	buf_free(&ans);
+	buf_free(&err);
+	return rc;
+}
+
+/* The header of group sig: codec_header() text and the largest period. */
+static int
+group_header(struct cluster *c, const char *where, const struct query *q, const char *sig,
+    char **hdr, int64_t *period)
+{
+	struct buf sql = { 0 }, ans = { 0 }, err = { 0 };
+	struct tsv t;
+	int rc = 0;
+
+	buf_printf(&sql, "SELECT any(hdr), max(period) FROM %s.profiles WHERE %s AND sig = ",
+	    c->db, where);
+	ch_quote(&sql, sig);
+	where_range(&sql, q->from, q->to);
+	buf_adds(&sql, " FORMAT TabSeparated");
+	if ((rc = buf_error(&sql)) < 0)
+		goto out;
+	if (ch_exec(c, sql.data, NULL, &ans, &err, NULL) < 0) {
+		rc = fail("reading a header", &err);
+		goto out;
+	}
+	tsv_init(&t, &ans);
+	if (tsv_next(&t) != 1 || t.nf != 2 || tsv_i64(t.f[1], period) < 0) {
+		log_warnx("clickhouse: reading a header: a malformed answer");
+		rc = -EIO;
+	} else
+		*hdr = xstrdup(t.f[0]);
+	tsv_free(&t);
+out:
+	buf_free(&sql);
+	buf_free(&ans);
+	buf_free(&err);
+	return rc;
+}
+
+static int
+build_merged(const char *hdr, int64_t period, struct sacc *accs, size_t nacc,
+    struct intern *all, char **frames, size_t *flen, struct profile **out)
+{
+	struct merge *m = merge_create();
+	bool gauge[PROFILE_MAX_SAMPLE_TYPES];
+	int64_t v[PROFILE_MAX_SAMPLE_TYPES];
+	size_t nt = 0, i, k, t;
+	int rc;
+
+	if (m == NULL)
+		return -ENOMEM;
+	if ((rc = codec_begin(m, hdr, period, &nt, gauge)) < 0) {
+		log_warnx("clickhouse: a group's header is malformed");
+		rc = -EIO;
+		goto out;
+	}
+	for (i = 0; i < nacc && rc == 0; i++) {
+		struct sacc *a = &accs[i];
+		int64_t n = (int64_t)a->count;
+
+		for (k = 0; k < intern_count(a->stacks) && rc == 0; k++) {
+			size_t kl;
+			const void *key = intern_key(a->stacks, k, &kl);
+			int64_t g = intern_get(all, key, kl);
+
+			memcpy(v, (int64_t *)a->vals.data + k * nt, nt * sizeof(int64_t));
+			for (t = 0; t < nt; t++) {
+				int64_t qq, r, ar;
+
+				if (!gauge[t] || n <= 1)
+					continue;
+				/* The local store's rounding: half away from zero. */
+				qq = v[t] / n;
+				r = v[t] % n;
+				ar = r < 0 ? -r : r;
+				v[t] = ar >= n - ar ? qq + (r < 0 ? -1 : 1) : qq;
+			}
+			if (g < 0 || (rc = codec_add(m, frames[g], flen[g], v)) < 0) {
+				log_warnx("clickhouse: a stored stack is malformed");
+				rc = -EIO;
+			}
+		}
+	}
+	if (rc == 0)
+		rc = merge_finish(m, false, out);
+out:
+	merge_free(m);
+	return rc;
+}
+
+static int
+r_merge(void *arg, const struct query *q, struct query_result *res)
+{
+	struct cluster *c = arg;
+	struct listing l = { .res = res };
+	struct buf where = { 0 };
+	struct sgroup *groups = NULL;
+	struct sacc *accs = NULL;
+	struct intern *all = NULL;
+	char **frames = NULL, *hdr = NULL;
+	size_t *flen = NULL;
+	size_t ng = 0, nacc = 0, i, j, best = 0;
+	int64_t period = 0;
+	int rc;
+
+	memset(res, 0, sizeof(*res));
+	if ((rc = read_where(q, &where)) < 0 ||
+	    (rc = run_listing(c, where.data, q, true, &l)) < 0 || res->nrefs == 0)
+		goto out;
+	for (i = 0; i < res->nrefs; i++) {
+		for (j = 0; j < ng && strcmp(groups[j].sig, l.sig[i]) != 0; j++)
+			;
+		if (j == ng) {
+			groups = xreallocarray(groups, ng + 1, sizeof(*groups));
+			groups[ng].sig = l.sig[i];
+			groups[ng++].count = 0;
+		}
+		groups[j].count++;
+	}
+	for (j = 1; j < ng; j++)
+		if (groups[j].count > groups[best].count)
+			best = j;
+	for (i = 0; i < res->nrefs; i++) {
+		char want[120], got[120], why[320];
+
+		if (strcmp(l.sig[i], groups[best].sig) == 0) {
+			sacc_of(&accs, &nacc, l.ser[i])->count++;
+			continue;
+		}
+		sig_types(groups[best].sig, want, sizeof(want));
+		sig_types(l.sig[i], got, sizeof(got));
+		snprintf(why, sizeof(why), "sample types [%s] differ from the merged profiles' [%s]",
+		    got, want);
+		add_skip(res, res->refs[i].id, why);
+	}
+	if ((rc = group_header(c, where.data, q, groups[best].sig, &hdr, &period)) < 0)
+		goto out;
+	{
+		const char *f = strchr(hdr, '\x1f');
+		size_t nt = 0;
+
+		/* ntypes: the header's sample types ((fields - 3) / 2). */
+		for (; f; f = strchr(f + 1, '\x1f'))
+			nt++;
+		if (nt < 4 || (nt - 2) % 2 != 0) {
+			log_warnx("clickhouse: a group's header is malformed");
+			rc = -EIO;
+			goto out;
+		}
+		nt = (nt - 2) / 2;
+		all = intern_create(1024);
+		if ((rc = run_sums(c, where.data, q, groups[best].sig, nt, &accs, &nacc, all)) < 0)
+			goto out;
+	}
+	frames = xcalloc(intern_count(all) + 1, sizeof(*frames));
+	flen = xcalloc(intern_count(all) + 1, sizeof(*flen));
+	if ((rc = fetch_frames(c, all, frames, flen)) < 0)
+		goto out;
+	if ((rc = build_merged(hdr, period, accs, nacc, all, frames, flen, &res->merged)) < 0)
+		goto out;
+	res->nmerged = groups[best].count;
+	res->totals = (int64_t *)buf_steal(&l.totals, NULL);
+	res->totals_at = (size_t *)buf_steal(&l.at, NULL);
+out:
+	for (i = 0; frames && i < intern_count(all); i++)
+		free(frames[i]);
+	free(frames);
+	free(flen);
+	for (i = 0; i < nacc; i++) {
+		intern_destroy(accs[i].stacks);
+		buf_free(&accs[i].vals);
+	}
+	free(accs);
+	intern_destroy(all);
+	free(groups);
+	free(hdr);
+	listing_free(&l);
+	buf_free(&where);
+	if (rc < 0)
+		query_result_free(res);
+	return rc;
+}
+
+static uint64_t
+r_generation(void *arg)
+{
+	(void)arg;
+	/* Other hosts' data arrives without local puts: a new generation each second. */
+	return (uint64_t)(clock_mono_ns() / NS);
+}
+
+void
+read_init(struct cluster *c)
+{
+	pthread_mutex_init(&c->s_lock, NULL);
+	c->s_names = intern_create(256);
+	c->remote = (struct store_remote){
+		.arg = c,
+		.series = r_series,
+		.series_each = r_series_each,
+		.series_get = r_series_get,
+		.hours = r_hours,
+		.scan = r_scan,
+		.get = r_get,
+		.list = r_list,
+		.merge = r_merge,
+		.generation = r_generation,
+	};
+}
+
+void
+read_free(struct cluster *c)
+{
+	size_t i;
+
+	for (i = 0; i < c->s_n; i++) {
+		struct series *s = c->s_all[i];
+
+		free((char *)s->service);
+		free((char *)s->type);
+		free((char *)s->labels);
+		labels_clear(&s->ls);
+		free(s);
+	}
+	free(c->s_all);
+	intern_destroy(c->s_names);
+	pthread_mutex_destroy(&c->s_lock);
+}
