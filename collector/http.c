@@ -231,6 +231,10 @@ http_reply_store_error(struct http_req *r, int rc, const char *what, const struc
 		http_reply_error(r, 503, "%s: the server's memory budget (%zu MiB) is in use; "
 		    "try again", what, budget_limit() >> 20);
 		break;
+	case -EIO:	/* storage that cannot answer now (a ClickHouse shard down) */
+		http_add_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "5");
+		http_reply_error(r, 503, "%s: %s", what, why);
+		break;
 	case -ENOSPC:	/* 507 Insufficient Storage: retry once space returns */
 		http_reply_error(r, 507, "%s: %s", what, why);
 		break;
