@@ -161,6 +161,42 @@ struct slist {
 };
 
 static int
+series_cmp(const void *a, const void *b)
+{
+	const struct series *x = *(const struct series *const *)a;
+	const struct series *y = *(const struct series *const *)b;
+	int d;
+
+	if ((d = strcmp(x->service, y->service)) != 0)
+		return d;
+	if ((d = strcmp(x->type, y->type)) != 0)
+		return d;
+	return strcmp(x->labels, y->labels);
+}
+
+/* The series seen in earlier answers that match, in index order. */
+static int
+known_series(struct cluster *c, const char *service, const char *type, struct slist *out)
+{
+	size_t i;
+
+	pthread_mutex_lock(&c->s_lock);
+	for (i = 0; i < c->s_n; i++) {
+		const struct series *s = c->s_all[i];
+
+		if ((service && strcmp(s->service, service) != 0) ||
+		    (type && strcmp(s->type, type) != 0))
+			continue;
+		out->s = xgrow(out->s, &out->cap, out->n + 1, sizeof(*out->s));
+		out->s[out->n++] = s;
+	}
+	pthread_mutex_unlock(&c->s_lock);
+	if (out->n)
+		qsort(out->s, out->n, sizeof(*out->s), series_cmp);
+	return 0;
+}
+
+static int
 series_query(struct cluster *c, const char *service, const char *type, struct slist *out)
 {
 	struct buf sql = { 0 }, ans = { 0 }, err = { 0 };
@@ -181,7 +217,13 @@ series_query(struct cluster *c, const char *service, const char *type, struct sl
 	if ((rc = buf_error(&sql)) < 0)
 		goto out;
 	if (ch_exec(c, sql.data, NULL, &ans, &err, NULL) < 0) {
-		rc = fail("listing series", &err);
+		/*
+		 * The directories stay as last seen, so a path still resolves
+		 * and reading a file fails with EIO and a reason (not ENOENT).
+		 */
+		log_warnx("clickhouse: listing series: %s (the last known series are listed)",
+		    err.data ? err.data : "failed");
+		rc = known_series(c, service, type, out);
 		goto out;
 	}
 	tsv_init(&t, &ans);
@@ -474,6 +516,16 @@ r_scan(void *arg, uint64_t sid, int64_t from, int64_t to, store_scan_fn fn, void
 	memset(&res, 0, sizeof(res));
 	where_series(s, &where);
 	rc = run_listing(c, where.data, &q, false, &l);
+	if (rc == -EIO) {
+		/*
+		 * The cluster cannot say: a series seen before counts as holding
+		 * data, so its directories resolve and its files fail with EIO.
+		 */
+		struct store_ref ref = { .id = 0, .series = sid, .time = from };
+
+		snprintf(ref.type, sizeof(ref.type), "%s", s->type);
+		rc = fn(fnarg, &ref, NULL, 0);
+	}
 	for (i = 0; rc == 0 && i < res.nrefs; i++)
 		rc = fn(fnarg, &res.refs[i], NULL, 0);
 	listing_free(&l);

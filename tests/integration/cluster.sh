@@ -89,7 +89,9 @@ sums_are() { [ "$(pprof_sums "$1")" = "$2" ]; }
 cluster_count() {
   chq 1 "SELECT count(), uniqExact(gid) FROM profilefs.profiles WHERE service = '$1' FORMAT TSV" | tr '\t' ' '
 }
+count_is() { [ "$(cluster_count "$1")" = "$2" ]; }
 metric() { curl -s "http://127.0.0.1:$1/metrics" | awk -v m="$2" '$1 == m { print $2 }'; }
+metric_is() { [ "$(metric "$1" "$2")" = "$3" ]; }
 
 # --- the cluster ---------------------------------------------------------------
 if ch_start 1 && ch_start 2; then ok "clickhouse-servers-start"
@@ -168,7 +170,7 @@ check_eq "HTTP merge reads the fleet" "$(pprof_sums "$TMP/hm.pb.gz")" "$want3"
 # Gauges: heap profiles, averaged per series as the embedded store does.
 cp "$TMP/go/heap.pb.gz" "$TMP/mnt/ingest/goapp/heap/" && cp "$TMP/go/heap.pb.gz" "$TMP/mnt/ingest/goapp/heap/"
 curl -s -o /dev/null --data-binary @"$TMP/go/heap.pb.gz" "http://127.0.0.1:$HB/api/0/profiles?service=goapp&type=heap"
-wait_for 10 test "$(cluster_count goapp)" = "6 6"
+wait_for 10 count_is goapp "6 6"
 
 # More profiles from A until both shards hold rows (a batch goes to one shard).
 for i in $(seq 1 16); do
@@ -186,7 +188,7 @@ chq 2 "RENAME TABLE profilefs.profiles TO profilefs.profiles_away"
 cp "$TMP/go/cpu-0001.pb.gz" "$TMP/mnt/ingest/refused/cpu/"
 wait_for 10 grep -q "clickhouse: .*profiles.*doesn't exist" "$TMP/daemon.log" && ok "refused INSERT: the log says why" \
   || fail "refused INSERT: the log says why" "$(grep clickhouse "$TMP/daemon.log" | tail -2)"
-wait_for 15 test "$(cluster_count refused)" = "1 1" && ok "refused INSERT: the profile arrives once the schema is back" \
+wait_for 15 count_is refused "1 1" && ok "refused INSERT: the profile arrives once the schema is back" \
   || fail "refused INSERT: the profile arrives once the schema is back" "$(cluster_count refused)"
 
 # --- a shard down for 30 s during steady ingest --------------------------------------------
@@ -210,9 +212,9 @@ check_eq "shard down: HTTP merge answers 503" "$code" 503
 grep -q "clickhouse: merging\|clickhouse: listing" "$TMP/daemonb.log" && ok "shard down: the reason is logged" || fail "shard down: the reason is logged"
 [ "$(metric "$HA" profilefs_clickhouse_backlog_profiles)" != 0 ] && ok "shard down: a backlog builds up" || fail "shard down: a backlog builds up"
 ch_start 2 || fail "restart shard 2"
-wait_for 60 test "$(cluster_count steady)" = "$acked $acked" && ok "shard back: all $acked acknowledged profiles arrived once" \
+wait_for 60 count_is steady "$acked $acked" && ok "shard back: all $acked acknowledged profiles arrived once" \
   || fail "shard back: all $acked acknowledged profiles arrived once" "$(cluster_count steady)"
-wait_for 10 test "$(metric "$HA" profilefs_clickhouse_backlog_profiles)" = 0 && ok "shard back: the backlog drained" || fail "shard back: the backlog drained"
+wait_for 10 metric_is "$HA" profilefs_clickhouse_backlog_profiles 0 && ok "shard back: the backlog drained" || fail "shard back: the backlog drained"
 
 # --- kill -9 with a backlog ---------------------------------------------------------------------
 ch_stop 2
@@ -227,11 +229,11 @@ fusermount3 -u -z "$TMP/mnt" 2>/dev/null
 [ "${bl:-0}" -gt 0 ] && ok "kill -9 with a backlog of $bl profiles" || fail "kill -9 with a backlog" "backlog '$bl'"
 ch_start 2 || fail "restart shard 2 again"
 pf_start --host hosta --clickhouse "$URLS" --http "127.0.0.1:$HA" || fail "daemon A restarts"
-wait_for 60 test "$(cluster_count killed)" = "$killed $killed" && ok "after kill -9: all $killed acknowledged profiles arrived once" \
+wait_for 60 count_is killed "$killed $killed" && ok "after kill -9: all $killed acknowledged profiles arrived once" \
   || fail "after kill -9: all $killed acknowledged profiles arrived once" "$(cluster_count killed)"
 
 # --- the cluster's sums are the embedded store's ------------------------------------------------
-wait_for 10 test "$(metric "$HA" profilefs_clickhouse_backlog_profiles)" = 0
+wait_for 10 metric_is "$HA" profilefs_clickhouse_backlog_profiles 0
 for t in cpu heap; do
   for s in goapp steady; do
     [ -d "$TMP/mnt/$s/$t" ] || continue
