@@ -16,6 +16,7 @@ PKGS=(
   golang-go
   curl libxml2-utils procps psmisc jq python3
   systemd man-db groff-base strace
+  clickhouse-server
 )
 
 SUDO=""

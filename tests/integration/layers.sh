@@ -14,7 +14,7 @@ pf_setup
 SRC="$TMP/src"
 OUT="$TMP/out"
 mkdir -p "$SRC"
-(cd "$ROOT" && cp -r Makefile bpf base pprof store render collector fs main "$SRC/" &&
+(cd "$ROOT" && cp -r Makefile bpf base pprof store render collector cluster fs main "$SRC/" &&
   mkdir -p "$SRC/tests" && cp -r tests/unit tests/fuzz tests/tools "$SRC/tests/") ||
   { fail "copy the source tree"; pf_done; exit 1; }
 
