@@ -536,6 +536,8 @@ ship_main(void *arg)
 		if (!atomic_load(&c->ready)) {
 			if ((rc = connect_schema(c, &err)) < 0) {
 				set_status(c, err.data ? err.data : "cannot reach ClickHouse");
+				metrics_set("profilefs_clickhouse_backlog_profiles", NULL,
+				    (double)store_queue_length(c->st));
 				if (nap(c, backoff))
 					break;
 				backoff = backoff * 2 > BACKOFF_MAX_NS ? BACKOFF_MAX_NS : backoff * 2;
