@@ -52,6 +52,18 @@ struct cluster {
 	struct series		**s_all;
 	size_t			 s_n, s_cap;
 	struct store_remote	 remote;
+	/*
+	 * The data's generation: bumped when the shipper sees the cluster's
+	 * profile count change (polled every second), so cached views stay
+	 * valid while nothing arrives.
+	 */
+	_Atomic uint64_t	 gen;
+	/* read.c: frames by stack hash (content-addressed, never stale) */
+	pthread_mutex_t		 f_lock;	/* protects the frames cache */
+	struct intern		*f_idx;
+	char			**f_text;
+	size_t			*f_len;
+	size_t			 f_cap, f_bytes;
 };
 
 /* --- chttp.c --- */
@@ -101,6 +113,9 @@ int	tsv_u64(const char *s, uint64_t *v);
  * sample's labels. Strings are %-escaped so the separators stay unique.
  */
 int	codec_stack(const struct profile *p, const struct pf_sample *s, struct buf *out);
+/* Its parts: location li of p, and the sample's labels (nothing without). */
+int	codec_location(const struct profile *p, uint32_t li, struct buf *out);
+int	codec_labels(const struct profile *p, const struct pf_sample *s, struct buf *out);
 /* The header of a group of profiles: period type, default type, sample types. */
 int	codec_header(const struct profile *p, struct buf *out);
 /*

@@ -172,6 +172,7 @@ exec_url(struct cluster *c, size_t i, const char *sql, const struct buf *data, s
 	struct curl_slist *hdrs = NULL;
 	char cerr[CURL_ERROR_SIZE] = "";
 	long status = 0;
+	int64_t t0;
 	CURL *h;
 	CURLcode cc;
 	int rc = 0;
@@ -203,7 +204,10 @@ exec_url(struct cluster *c, size_t i, const char *sql, const struct buf *data, s
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 2000L);
 	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 60000L);
 	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+	t0 = clock_mono_ns();
 	cc = curl_easy_perform(h);
+	log_debug("clickhouse: %.60s...: %zu bytes in, %zu out, %.1f ms", sql, body.len, ans.len,
+	    (double)(clock_mono_ns() - t0) / 1e6);
 	if (cc == CURLE_OK)
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
 	curl_easy_cleanup(h);

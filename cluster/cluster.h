@@ -29,7 +29,7 @@ struct cluster_config {
 	const char	*cluster;	/* remote_servers name; NULL: "profilefs" */
 	const char	*host;		/* this host's name (the host label); NULL: gethostname */
 	uint64_t	 max_backlog;	/* profiles kept unshipped; 0: 1,000,000 */
-	size_t		 batch_rows;	/* samples per INSERT; 0: 50,000 */
+	size_t		 batch_rows;	/* samples per INSERT; 0: 200,000 */
 	bool		 no_reads;	/* ship only; the tree shows local data */
 };
 

@@ -15,7 +15,9 @@
  *     key \x1f str \x1f num \x1f num_unit
  * Header text: period_type \x1f period_unit \x1f default_type, then per sample
  *   type \x1f type \x1f unit.
- * Strings are written with bytes below 0x20, '%' and 0x7f as %XX.
+ * Strings are written with bytes below 0x20, '%' and 0x7f as %XX. In a stack,
+ * a mapping equal to the previous location's, and a system name equal to the
+ * name, are written as the single byte 0x1c.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -42,62 +44,100 @@ esc(struct buf *b, const char *s)
 	}
 }
 
+/*
+ * Location li; in a stack's text (prev_mapping: the previous location's, or
+ * UINT32_MAX), a mapping equal to the previous one and a system name equal
+ * to the name are written SAME, which no escaped string holds.
+ */
+#define SAME	"\x1c"
+
+static int
+location(const struct profile *p, uint32_t li, uint32_t prev_mapping, bool compact,
+    struct buf *out)
+{
+	const struct pf_location *l;
+	uint32_t j;
+
+	if (li >= p->nlocations)
+		return -EINVAL;
+	l = &p->locations[li];
+	buf_printf(out, "%" PRIx64 "\x1f%d\x1f", l->address, l->is_folded ? 1 : 0);
+	if (compact && l->mapping && l->mapping == prev_mapping)
+		buf_adds(out, SAME "\x1f\x1f");
+	else if (l->mapping && l->mapping <= p->nmappings) {
+		const struct pf_mapping *m = &p->mappings[l->mapping - 1];
+
+		buf_printf(out, "%" PRIx64 ",%" PRIx64 ",%" PRIx64 ",%x\x1f", m->start,
+		    m->limit, m->offset, (m->has_functions ? 1 : 0) |
+		    (m->has_filenames ? 2 : 0) | (m->has_line_numbers ? 4 : 0) |
+		    (m->has_inline_frames ? 8 : 0));
+		esc(out, profile_str(p, m->filename));
+		buf_addc(out, '\x1f');
+		esc(out, profile_str(p, m->build_id));
+	} else
+		buf_adds(out, "\x1f\x1f");
+	for (j = 0; j < l->nlines; j++) {
+		const struct pf_line *ln = &l->lines[j];
+		const struct pf_function *f = ln->function < p->nfunctions ?
+		    &p->functions[ln->function] : NULL;
+
+		buf_addc(out, '\x1f');
+		esc(out, f ? profile_str(p, f->name) : "");
+		buf_addc(out, '\x1f');
+		if (compact && f && f->system_name == f->name && f->name)
+			buf_adds(out, SAME);
+		else
+			esc(out, f ? profile_str(p, f->system_name) : "");
+		buf_addc(out, '\x1f');
+		esc(out, f ? profile_str(p, f->filename) : "");
+		buf_printf(out, "\x1f%" PRId64 "\x1f%" PRId64 "\x1f%" PRId64,
+		    f ? f->start_line : 0, ln->line, ln->column);
+	}
+	return buf_error(out);
+}
+
+int
+codec_location(const struct profile *p, uint32_t li, struct buf *out)
+{
+	return location(p, li, UINT32_MAX, false, out);
+}
+
+int
+codec_labels(const struct profile *p, const struct pf_sample *s, struct buf *out)
+{
+	uint32_t i;
+
+	if (s->nlabels == 0)
+		return 0;
+	buf_addc(out, '\x1d');
+	for (i = 0; i < s->nlabels; i++) {
+		const struct pf_label *lb = &s->labels[i];
+
+		if (i)
+			buf_addc(out, '\x1e');
+		esc(out, profile_str(p, lb->key));
+		buf_addc(out, '\x1f');
+		esc(out, lb->str ? profile_str(p, lb->str) : "");
+		buf_printf(out, "\x1f%" PRId64 "\x1f", lb->num);
+		esc(out, profile_str(p, lb->num_unit));
+	}
+	return buf_error(out);
+}
+
 int
 codec_stack(const struct profile *p, const struct pf_sample *s, struct buf *out)
 {
-	uint32_t i, j;
+	uint32_t i;
+	int rc;
 
 	for (i = 0; i < s->nlocs; i++) {
-		const struct pf_location *l;
-
-		if (s->locs[i] >= p->nlocations)
-			return -EINVAL;
-		l = &p->locations[s->locs[i]];
 		if (i)
 			buf_addc(out, '\x1e');
-		buf_printf(out, "%" PRIx64 "\x1f%d\x1f", l->address, l->is_folded ? 1 : 0);
-		if (l->mapping && l->mapping <= p->nmappings) {
-			const struct pf_mapping *m = &p->mappings[l->mapping - 1];
-
-			buf_printf(out, "%" PRIx64 ",%" PRIx64 ",%" PRIx64 ",%x\x1f", m->start,
-			    m->limit, m->offset, (m->has_functions ? 1 : 0) |
-			    (m->has_filenames ? 2 : 0) | (m->has_line_numbers ? 4 : 0) |
-			    (m->has_inline_frames ? 8 : 0));
-			esc(out, profile_str(p, m->filename));
-			buf_addc(out, '\x1f');
-			esc(out, profile_str(p, m->build_id));
-		} else
-			buf_adds(out, "\x1f\x1f");
-		for (j = 0; j < l->nlines; j++) {
-			const struct pf_line *ln = &l->lines[j];
-			const struct pf_function *f = ln->function < p->nfunctions ?
-			    &p->functions[ln->function] : NULL;
-
-			buf_addc(out, '\x1f');
-			esc(out, f ? profile_str(p, f->name) : "");
-			buf_addc(out, '\x1f');
-			esc(out, f ? profile_str(p, f->system_name) : "");
-			buf_addc(out, '\x1f');
-			esc(out, f ? profile_str(p, f->filename) : "");
-			buf_printf(out, "\x1f%" PRId64 "\x1f%" PRId64 "\x1f%" PRId64,
-			    f ? f->start_line : 0, ln->line, ln->column);
-		}
+		if ((rc = location(p, s->locs[i], i && s->locs[i - 1] < p->nlocations ?
+		    p->locations[s->locs[i - 1]].mapping : UINT32_MAX, true, out)) < 0)
+			return rc;
 	}
-	if (s->nlabels) {
-		buf_addc(out, '\x1d');
-		for (i = 0; i < s->nlabels; i++) {
-			const struct pf_label *lb = &s->labels[i];
-
-			if (i)
-				buf_addc(out, '\x1e');
-			esc(out, profile_str(p, lb->key));
-			buf_addc(out, '\x1f');
-			esc(out, lb->str ? profile_str(p, lb->str) : "");
-			buf_printf(out, "\x1f%" PRId64 "\x1f", lb->num);
-			esc(out, profile_str(p, lb->num_unit));
-		}
-	}
-	return buf_error(out);
+	return codec_labels(p, s, out);
 }
 
 int
@@ -187,8 +227,16 @@ num(const char *s, size_t n, int64_t *v, int base)
 	return *e || errno ? -EINVAL : 0;
 }
 
+/* The previous location's mapping while a stack is read back. */
+struct prevmap {
+	int64_t		 mapping;	/* merge index + 1, 0: none */
+	uint64_t	 map_start;
+	bool		 set;
+};
+
 static int
-add_location(struct merge *m, struct buf *tmp, const char *p, size_t n, int64_t *out)
+add_location(struct merge *m, struct buf *tmp, const char *p, size_t n, struct prevmap *pm,
+    int64_t *out)
 {
 	const char *f[5 + 6 * CODEC_MAX_LINES], *mf[4];
 	size_t fl[5 + 6 * CODEC_MAX_LINES], mfl[4], nf, nm, k;
@@ -201,7 +249,12 @@ add_location(struct merge *m, struct buf *tmp, const char *p, size_t n, int64_t 
 	    (nf - 5) % 6 != 0 || num(f[0], fl[0], &addr, 16) < 0 ||
 	    num(f[1], fl[1], &folded, 10) < 0)
 		return -EINVAL;
-	if (fl[2]) {
+	if (fl[2] == 1 && f[2][0] == SAME[0]) {
+		if (!pm->set)
+			return -EINVAL;
+		mapping = pm->mapping;
+		map_start = pm->map_start;
+	} else if (fl[2]) {
 		memset(&mp, 0, sizeof(mp));
 		if (split(f[2], f[2] + fl[2], ',', mf, mfl, 4, &nm) < 0 || nm != 4)
 			return -EINVAL;
@@ -229,7 +282,8 @@ add_location(struct merge *m, struct buf *tmp, const char *p, size_t n, int64_t 
 
 		memset(&fn, 0, sizeof(fn));
 		if ((fn.name = str_of(m, tmp, g[0], gl[0])) < 0 ||
-		    (fn.system_name = str_of(m, tmp, g[1], gl[1])) < 0 ||
+		    (gl[1] == 1 && g[1][0] == SAME[0] ? (fn.system_name = fn.name) < 0 :
+		    (fn.system_name = str_of(m, tmp, g[1], gl[1])) < 0) ||
 		    (fn.filename = str_of(m, tmp, g[2], gl[2])) < 0 ||
 		    num(g[3], gl[3], &fn.start_line, 10) < 0 ||
 		    num(g[4], gl[4], &lines[k].line, 10) < 0 ||
@@ -238,6 +292,9 @@ add_location(struct merge *m, struct buf *tmp, const char *p, size_t n, int64_t 
 			return -EINVAL;
 		lines[k].function = (uint32_t)idx;
 	}
+	pm->mapping = mapping;
+	pm->map_start = map_start;
+	pm->set = true;
 	idx = merge_location(m, (uint32_t)mapping, map_start, (uint64_t)addr, folded != 0, lines,
 	    (nf - 5) / 6);
 	if (idx < 0)
@@ -257,6 +314,7 @@ codec_add(struct merge *m, const char *text, size_t len, const int64_t *values)
 	uint32_t *locs = NULL;
 	struct pf_label labels[CODEC_MAX_LABELS];
 	struct buf tmp = { 0 };
+	struct prevmap pm = { 0 };
 	int64_t idx = 0;
 	int rc = -EINVAL;
 
@@ -270,7 +328,7 @@ codec_add(struct merge *m, const char *text, size_t len, const int64_t *values)
 	if (end_locs > text && split(text, end_locs, '\x1e', lf, ll, maxl, &nl) < 0)
 		goto out;
 	for (k = 0; k < nl; k++) {
-		if ((rc = add_location(m, &tmp, lf[k], ll[k], &idx)) < 0)
+		if ((rc = add_location(m, &tmp, lf[k], ll[k], &pm, &idx)) < 0)
 			goto out;
 		locs[k] = (uint32_t)idx;
 	}

@@ -694,27 +694,82 @@ out:
 	return rc;
 }
 
+/* Frames of stacks seen before, by hash: a stack's text never changes. */
+#define FRAMES_CACHE_BYTES	((size_t)64 << 20)
+
+static void
+frames_cache_clear(struct cluster *c)
+{
+	size_t i;
+
+	for (i = 0; c->f_idx && i < intern_count(c->f_idx); i++)
+		free(c->f_text[i]);
+	intern_destroy(c->f_idx);
+	free(c->f_text);
+	free(c->f_len);
+	c->f_idx = NULL;
+	c->f_text = NULL;
+	c->f_len = NULL;
+	c->f_cap = c->f_bytes = 0;
+}
+
+static void
+frames_cache_put(struct cluster *c, uint64_t h, const char *text, size_t len)
+{
+	int64_t k;
+	int added;
+
+	pthread_mutex_lock(&c->f_lock);
+	if (c->f_bytes + len > FRAMES_CACHE_BYTES)
+		frames_cache_clear(c);	/* all at once: simple, and rare */
+	if (c->f_idx == NULL)
+		c->f_idx = intern_create(1024);
+	if ((k = intern_put(c->f_idx, &h, sizeof(h), &added)) >= 0 && added) {
+		size_t cap = c->f_cap;
+
+		c->f_text = xgrow(c->f_text, &cap, (size_t)k + 1, sizeof(*c->f_text));
+		c->f_len = xgrow(c->f_len, &c->f_cap, (size_t)k + 1, sizeof(*c->f_len));
+		c->f_text[k] = xmalloc(len + 1);
+		memcpy(c->f_text[k], text, len);
+		c->f_text[k][len] = '\0';
+		c->f_len[k] = len;
+		c->f_bytes += len;
+	}
+	pthread_mutex_unlock(&c->f_lock);
+}
+
 /* The frames of every stack in all, into frames (parallel to all's indexes). */
 static int
 fetch_frames(struct cluster *c, struct intern *all, char **frames, size_t *flen)
 {
 	struct buf sql = { 0 }, ans = { 0 }, err = { 0 };
-	size_t n = intern_count(all), i, j;
+	size_t n = intern_count(all), i, j, nmiss = 0;
+	uint64_t *miss = xcalloc(n + 1, sizeof(*miss));
 	int rc = 0, r;
 
-	for (i = 0; i < n && rc == 0; i += FRAMES_CHUNK) {
+	pthread_mutex_lock(&c->f_lock);
+	for (i = 0; i < n; i++) {
+		uint64_t h;
+		size_t kl;
+		int64_t k;
+
+		memcpy(&h, intern_key(all, i, &kl), sizeof(h));
+		if (c->f_idx && (k = intern_get(c->f_idx, &h, sizeof(h))) >= 0) {
+			frames[i] = xmalloc(c->f_len[k] + 1);
+			memcpy(frames[i], c->f_text[k], c->f_len[k] + 1);
+			flen[i] = c->f_len[k];
+		} else
+			miss[nmiss++] = h;
+	}
+	pthread_mutex_unlock(&c->f_lock);
+	for (i = 0; i < nmiss && rc == 0; i += FRAMES_CHUNK) {
 		struct tsv t;
 
 		buf_reset(&sql);
 		buf_reset(&ans);
 		buf_printf(&sql, "SELECT hash, any(frames) FROM %s.stacks WHERE hash IN (", c->db);
-		for (j = i; j < n && j < i + FRAMES_CHUNK; j++) {
-			uint64_t h;
-			size_t kl;
-
-			memcpy(&h, intern_key(all, j, &kl), sizeof(h));
-			buf_printf(&sql, "%s%" PRIu64, j > i ? "," : "", h);
-		}
+		for (j = i; j < nmiss && j < i + FRAMES_CHUNK; j++)
+			buf_printf(&sql, "%s%" PRIu64, j > i ? "," : "", miss[j]);
 		buf_adds(&sql, ") GROUP BY hash FORMAT TabSeparated");
 		if ((rc = buf_error(&sql)) < 0)
 			break;
@@ -736,6 +791,7 @@ fetch_frames(struct cluster *c, struct intern *all, char **frames, size_t *flen)
 				frames[k] = xmalloc(t.len[1] + 1);
 				memcpy(frames[k], t.f[1], t.len[1] + 1);
 				flen[k] = t.len[1];
+				frames_cache_put(c, h, t.f[1], t.len[1]);
 			}
 		}
 		tsv_free(&t);
@@ -749,6 +805,7 @@ fetch_frames(struct cluster *c, struct intern *all, char **frames, size_t *flen)
 			log_warnx("clickhouse: a stack of the merge is missing from %s.stacks", c->db);
 			rc = -EIO;
 		}
+	free(miss);
 	buf_free(&sql);
 	buf_free(&ans);
 	buf_free(&err);
@@ -936,15 +993,17 @@ out:
 static uint64_t
 r_generation(void *arg)
 {
-	(void)arg;
-	/* Other hosts' data arrives without local puts: a new generation each second. */
-	return (uint64_t)(clock_mono_ns() / NS);
+	struct cluster *c = arg;
+
+	/* Other hosts' data arrives without local puts: the shipper watches for it. */
+	return atomic_load(&c->gen);
 }
 
 void
 read_init(struct cluster *c)
 {
 	pthread_mutex_init(&c->s_lock, NULL);
+	pthread_mutex_init(&c->f_lock, NULL);
 	c->s_names = intern_create(256);
 	c->remote = (struct store_remote){
 		.arg = c,
@@ -977,4 +1036,6 @@ read_free(struct cluster *c)
 	free(c->s_all);
 	intern_destroy(c->s_names);
 	pthread_mutex_destroy(&c->s_lock);
+	frames_cache_clear(c);
+	pthread_mutex_destroy(&c->f_lock);
 }

@@ -34,11 +34,12 @@
 
 #include "chint.h"
 
-#define BATCH_PROFILES		2000
+#define BATCH_PROFILES		5000
 #define BACKOFF_MIN_NS		(INT64_C(500) * 1000000)
 #define BACKOFF_MAX_NS		(INT64_C(8) * 1000000000)
 #define IDLE_NS			(INT64_C(200) * 1000000)
 #define SHIPPED_STACKS_MAX	1000000
+#define POLL_NS			INT64_C(1000000000)
 
 static const char *const schema[] = {
 	"CREATE DATABASE IF NOT EXISTS %1$s",
@@ -198,7 +199,8 @@ add_profile(struct batch *b, const struct store_ref *ref, const struct series *s
 {
 	struct cluster *c = b->c;
 	struct labelset ls;
-	struct buf lab = { 0 }, st = { 0 }, tmp = { 0 };
+	struct buf lab = { 0 }, st = { 0 }, tmp = { 0 }, key = { 0 };
+	uint64_t *lh = NULL;
 	struct tm tm;
 	time_t t = (time_t)(ref->time / 1000000000 - (ref->time % 1000000000 < 0));
 	size_t i, k;
@@ -238,13 +240,36 @@ add_profile(struct batch *b, const struct store_ref *ref, const struct series *s
 	for (k = 0; k < p->nsample_types; k++)
 		buf_printf(&b->rows, "%s%" PRId64, k ? "," : "", profile_total(p, k));
 	buf_adds(&b->rows, "]\t[");
+	/*
+	 * A stack's hash is that of its locations' hashes (and labels): each
+	 * location is encoded once per profile, a stack's text only when the
+	 * stack is new to this batch and to what was shipped.
+	 */
+	lh = xcalloc(p->nlocations + 1, sizeof(*lh));
 	for (i = 0; i < p->nsamples; i++) {
+		const struct pf_sample *sm = &p->samples[i];
 		uint64_t h;
+		uint32_t j;
 
-		buf_reset(&st);
-		if ((rc = codec_stack(p, &p->samples[i], &st)) < 0)
+		buf_reset(&key);
+		for (j = 0; j < sm->nlocs; j++) {
+			uint32_t li = sm->locs[j];
+
+			if (li >= p->nlocations) {
+				rc = -EINVAL;
+				goto out;
+			}
+			if (lh[li] == 0) {
+				buf_reset(&st);
+				if ((rc = codec_location(p, li, &st)) < 0)
+					goto out;
+				lh[li] = hash_bytes(st.data, st.len) | 1;
+			}
+			buf_add(&key, &lh[li], sizeof(lh[li]));
+		}
+		if ((rc = codec_labels(p, sm, &key)) < 0 || (rc = buf_error(&key)) < 0)
 			goto out;
-		h = hash_bytes(st.data ? st.data : "", st.len);
+		h = hash_bytes(key.data ? key.data : "", key.len);
 		buf_printf(&b->rows, "%s%" PRIu64, i ? "," : "", h);
 		if (intern_put(b->seen, &h, sizeof(h), &added) < 0) {
 			rc = -ENOMEM;
@@ -252,6 +277,9 @@ add_profile(struct batch *b, const struct store_ref *ref, const struct series *s
 		}
 		if (!added || intern_get(b->shipped, &h, sizeof(h)) >= 0)
 			continue;
+		buf_reset(&st);
+		if ((rc = codec_stack(p, sm, &st)) < 0)
+			goto out;
 		buf_printf(&b->stacks, "%s\t%" PRIu64 "\t", date, h);
 		ch_tsv(&b->stacks, st.data ? st.data : "", st.len);
 		buf_addc(&b->stacks, '\n');
@@ -270,6 +298,8 @@ out:
 	buf_free(&lab);
 	buf_free(&st);
 	buf_free(&tmp);
+	buf_free(&key);
+	free(lh);
 	return rc;
 }
 
@@ -518,6 +548,29 @@ ship_once(struct cluster *c, struct batch *b, bool *uncertain, struct buf *err, 
 	return (int)b->n;
 }
 
+/* A new generation when the cluster's profile count moved (or cannot be read). */
+static void
+poll_count(struct cluster *c, uint64_t *last)
+{
+	struct buf sql = { 0 }, ans = { 0 }, err = { 0 };
+	uint64_t n = 0;
+
+	struct tsv t;
+	bool same;
+
+	buf_printf(&sql, "SELECT count() FROM %s.profiles FORMAT TabSeparated", c->db);
+	same = ch_exec(c, sql.data, NULL, &ans, &err, NULL) == 0;
+	tsv_init(&t, &ans);
+	same = same && tsv_next(&t) == 1 && t.nf == 1 && tsv_u64(t.f[0], &n) == 0 && n == *last;
+	tsv_free(&t);
+	if (!same)
+		atomic_fetch_add(&c->gen, 1);
+	*last = n;
+	buf_free(&sql);
+	buf_free(&ans);
+	buf_free(&err);
+}
+
 void *
 ship_main(void *arg)
 {
@@ -526,7 +579,8 @@ ship_main(void *arg)
 	struct buf err = { 0 };
 	int64_t backoff = BACKOFF_MIN_NS;
 	bool uncertain = true, refused, installed = false;
-	int month = -1;
+	int64_t polled = 0;
+	uint64_t count = 0;
 	int rc;
 
 	b.seen = intern_create(1024);
@@ -569,9 +623,9 @@ ship_main(void *arg)
 		}
 		backoff = BACKOFF_MIN_NS;
 		set_status(c, "ok");
-		if (b.month != month) {
-			month = b.month;
-			(void)month;
+		if (clock_mono_ns() - polled >= POLL_NS) {
+			polled = clock_mono_ns();
+			poll_count(c, &count);
 		}
 		if (rc == 0 && nap(c, IDLE_NS))
 			break;
@@ -622,7 +676,7 @@ cluster_start(struct store *st, const struct cluster_config *cfg, struct cluster
 		goto fail;
 	}
 	c->max_backlog = cfg->max_backlog ? cfg->max_backlog : 1000000;
-	c->batch_rows = cfg->batch_rows ? cfg->batch_rows : 50000;
+	c->batch_rows = cfg->batch_rows ? cfg->batch_rows : 200000;
 	c->reads = !cfg->no_reads;
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->cond, NULL);

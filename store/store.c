@@ -1771,8 +1771,10 @@ index_set_size(struct store *st, const struct store_ref *ref, uint64_t size)
 	free(dberr);	/* a size not remembered is made again */
 }
 
+/* The profile with this id as pprof, gzipped when gzip (store_get()'s form). */
 static int
-store_get_locked(struct store *st, uint64_t id, struct store_ref *ref, struct buf *out)
+store_get_locked(struct store *st, uint64_t id, struct store_ref *ref, struct buf *out,
+    bool gzip)
 {
 	unsigned char pkey[25];
 	char *dberr = NULL, *v;
@@ -1796,9 +1798,9 @@ store_get_locked(struct store *st, uint64_t id, struct store_ref *ref, struct bu
 	else if (out && v[0] == VALUE_V1)	/* one the conversion could not decode */
 		rc = buf_add(out, v + 1, vl - 1);
 	else if (out)
-		rc = unpack_pprof(st, ref->series, v, vl, true, out);
+		rc = unpack_pprof(st, ref->series, v, vl, gzip, out);
 	free(v);
-	if (rc == 0 && out && out->err == 0 && size != out->len - len0)
+	if (rc == 0 && gzip && out && out->err == 0 && size != out->len - len0)
 		index_set_size(st, ref, out->len - len0);
 	return rc;
 }
@@ -1840,7 +1842,7 @@ store_get(struct store *st, uint64_t id, struct store_ref *ref, struct buf *out)
 	if (rm)
 		return rm->get(rm->arg, id, ref, out);
 	pthread_rwlock_rdlock(&st->db_lock);
-	rc = store_get_locked(st, id, ref, out);
+	rc = store_get_locked(st, id, ref, out, true);
 	pthread_rwlock_unlock(&st->db_lock);
 	return rc;
 }
@@ -3000,7 +3002,7 @@ store_queue_each_locked(struct store *st, uint64_t after, size_t max, store_queu
 		buf_reset(&gz);
 		memset(&ref, 0, sizeof(ref));
 		ref.id = be64_get(k + 1);
-		grc = store_get_locked(st, ref.id, &ref, &gz);
+		grc = store_get_locked(st, ref.id, &ref, &gz, false);
 		s = grc == 0 ? series_local(st, ref.series) : NULL;
 		if (grc == -EIO) {
 			rc = -EIO;

@@ -165,8 +165,8 @@ int	store_compact(struct store *st, uint64_t *ndays);
  * is queued durably. store_queue_enable() turns that on (and counts what a
  * previous run left queued into *pending, optional); store_queue_each()
  * calls fn for up to max queued profiles with an id above `after` (0: from
- * the oldest), oldest first, with the local series and the gzipped pprof
- * (valid during the call). A profile that retention removed comes with s
+ * the oldest), oldest first, with the local series and the pprof, not
+ * gzipped (valid during the call). A profile that retention removed comes with s
  * and data NULL. A nonzero return of fn stops the walk and is returned.
  * store_queue_remove() deletes the outbox keys of shipped profiles (synced).
  */
