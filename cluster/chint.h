@@ -120,9 +120,11 @@ int	codec_labels(const struct profile *p, const struct pf_sample *s, struct buf 
 int	codec_header(const struct profile *p, struct buf *out);
 /*
  * Add the stack of text (codec_stack()) to m, whose header came from
- * codec_begin(), with values. -EINVAL for text that is not such a stack.
+ * codec_begin(), with values (ntypes of them; all zero: nothing is added).
+ * -EINVAL for text that is not such a stack.
  */
-int	codec_add(struct merge *m, const char *text, size_t len, const int64_t *values);
+int	codec_add(struct merge *m, const char *text, size_t len, const int64_t *values,
+	    size_t ntypes);
 /*
  * merge_begin() from a codec_header() text; *ntypes: its sample types,
  * gauge[0..ntypes-1]: which are gauges (PROFILE_MAX_SAMPLE_TYPES entries).

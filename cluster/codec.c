@@ -304,7 +304,8 @@ add_location(struct merge *m, struct buf *tmp, const char *p, size_t n, struct p
 }
 
 int
-codec_add(struct merge *m, const char *text, size_t len, const int64_t *values)
+codec_add(struct merge *m, const char *text, size_t len, const int64_t *values,
+    size_t ntypes)
 {
 	const char *end = text + len, *lab = memchr(text, '\x1d', len);
 	const char *end_locs = lab ? lab : end;
@@ -318,6 +319,11 @@ codec_add(struct merge *m, const char *text, size_t len, const int64_t *values)
 	int64_t idx = 0;
 	int rc = -EINVAL;
 
+	/* As merge_sample(): all-zero values add nothing, not even their frames. */
+	for (k = 0; k < ntypes && values[k] == 0; k++)
+		;
+	if (k == ntypes)
+		return 0;
 	lf = malloc(maxl * sizeof(*lf));
 	ll = malloc(maxl * sizeof(*ll));
 	locs = malloc(maxl * sizeof(*locs));

@@ -884,7 +884,7 @@ build_merged(const char *hdr, int64_t period, struct sacc *accs, size_t nacc,
 				ar = r < 0 ? -r : r;
 				v[t] = ar >= n - ar ? qq + (r < 0 ? -1 : 1) : qq;
 			}
-			if (g < 0 || (rc = codec_add(m, frames[g], flen[g], v)) < 0) {
+			if (g < 0 || (rc = codec_add(m, frames[g], flen[g], v, nt)) < 0) {
 				log_warnx("clickhouse: a stored stack is malformed");
 				rc = -EIO;
 			}

@@ -12,12 +12,12 @@
 #   4. reads last-1h, last-24h and last-7d merged.pb.gz from both daemons on
 #      the same data (the cluster daemon reads through ClickHouse).
 #
-# Usage: scripts/bench-cluster.sh [DAYS [STEP_SECONDS]]   (default 7 days, 120 s)
+# Usage: scripts/bench-cluster.sh [DAYS [STEP_SECONDS]]   (default 7 days, 300 s)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BIN="${PROFILEFS_BIN:-$ROOT/bin/profilefs}"
 DAYS="${1:-7}"
-STEP="${2:-120}"
+STEP="${2:-300}"
 K=2
 N=$((DAYS * 86400 / STEP * K))
 PROFILES="${BENCH_SCALE_PROFILES:-/tmp/profilefs-bench-scale-cpu}"
@@ -68,7 +68,7 @@ push() {	# push PORT SERVICE: N profiles, prints the rate
     -p "/api/0/profiles?service=$2&type=cpu&labels=pod={k}&created_at={t}" 127.0.0.1 "$1" $files \
     | sed -n 's/^rate \([0-9]*\).*/\1/p'
 }
-backlog() { curl -s "http://127.0.0.1:$1/metrics" | awk '$1 == "profilefs_clickhouse_backlog_profiles" { print $2 }'; }
+backlog() { curl -s "http://127.0.0.1:$1/healthz" | sed -n 's/.*backlog \([0-9]*\) profiles.*/\1/p'; }
 ms() { local t0 t1; t0=$(date +%s%N); "$@" >/dev/null 2>&1 || true; t1=$(date +%s%N); echo $(((t1 - t0) / 1000000)); }
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
