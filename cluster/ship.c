@@ -32,6 +32,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <curl/curl.h>
+
 #include "chint.h"
 
 #define BATCH_PROFILES		5000
@@ -659,6 +661,8 @@ cluster_start(struct store *st, const struct cluster_config *cfg, struct cluster
 
 	*out = NULL;
 	c->st = st;
+	/* Before any thread uses libcurl (the shipper, readers on FUSE threads). */
+	curl_global_init(CURL_GLOBAL_DEFAULT);
 	if ((rc = ch_parse_urls(c, cfg->urls, err)) < 0)
 		goto fail;
 	c->name = xstrdup(cfg->cluster ? cfg->cluster : "profilefs");
