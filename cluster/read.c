@@ -361,9 +361,12 @@ add_series_id(struct query_result *res, uint64_t id)
 	return 0;
 }
 
-/* Parse "[1,-2,3]" into totals; -EINVAL on anything else. */
+/*
+ * Parse "[1,-2,3]" (at most max numbers; unsigned: as uint64) into out;
+ * -EINVAL on anything else.
+ */
 static int
-parse_array(const char *s, struct buf *out, size_t *n)
+parse_nums(const char *s, struct buf *out, size_t *n, size_t max, bool is_unsigned)
 {
 	const char *p = s;
 	char *e;
@@ -374,17 +377,20 @@ parse_array(const char *s, struct buf *out, size_t *n)
 	if (*p == ']')
 		return p[1] ? -EINVAL : 0;
 	for (;;) {
-		long long v;
+		int64_t v;
 
 		errno = 0;
-		v = strtoll(p, &e, 10);
+		if (is_unsigned)
+			v = *p == '-' ? (errno = EINVAL, 0) : (int64_t)strtoull(p, &e, 10);
+		else
+			v = strtoll(p, &e, 10);
 		if (e == p || errno)
 			return -EINVAL;
-		buf_add(out, &(int64_t){ v }, sizeof(int64_t));
+		buf_add(out, &v, sizeof(v));
 		(*n)++;
 		if (*e == ']')
 			return e[1] ? -EINVAL : buf_error(out);
-		if (*e != ',' || *n >= PROFILE_MAX_SAMPLE_TYPES)
+		if (*e != ',' || *n >= max)
 			return -EINVAL;
 		p = e + 1;
 	}
@@ -442,7 +448,7 @@ run_listing(struct cluster *c, const char *where, const struct query *q, bool me
 		add_series_id(res, s->id);
 		if (merge) {
 			at = l->totals.len / sizeof(int64_t);
-			if (parse_array(t.f[6], &l->totals, &nt) < 0) {
+			if (parse_nums(t.f[6], &l->totals, &nt, PROFILE_MAX_SAMPLE_TYPES, false) < 0) {
 				r = -EINVAL;
 				break;
 			}
@@ -532,17 +538,6 @@ r_scan(void *arg, uint64_t sid, int64_t from, int64_t to, store_scan_fn fn, void
 	buf_free(&where);
 	query_result_free(&res);
 	return rc;
-}
-
-static int
-r_get(void *arg, uint64_t id, struct store_ref *ref, struct buf *out)
-{
-	(void)arg;
-	(void)id;
-	(void)ref;
-	(void)out;
-	/* Single profiles of other hosts are read on their host (profiles/ lists them). */
-	return -ENOENT;
 }
 
 /* --- merges -------------------------------------------------------------------- */
@@ -987,6 +982,92 @@ out:
 	buf_free(&where);
 	if (rc < 0)
 		query_result_free(res);
+	return rc;
+}
+
+/*
+ * One stored profile of any host (profiles/, GET /api/0/profiles/<id>): its
+ * row, the frames of its stacks, rebuilt as gzipped pprof.
+ */
+#define GET_MAX_STACKS	(1u << 22)
+
+static int
+r_get(void *arg, uint64_t id, struct store_ref *ref, struct buf *out)
+{
+	struct cluster *c = arg;
+	struct buf sql = { 0 }, ans = { 0 }, err = { 0 }, stacks = { 0 }, vals = { 0 };
+	bool gauge[PROFILE_MAX_SAMPLE_TYPES];
+	struct intern *all = intern_create(256);
+	struct merge *m = NULL;
+	struct profile *p = NULL;
+	const struct series *s;
+	char **frames = NULL;
+	size_t *flen = NULL, ns = 0, nv = 0, nt = 0, i;
+	int64_t period;
+	struct tsv t;
+	int rc = 0;
+
+	buf_printf(&sql, "SELECT ns, service, type, labels, hdr, period, stacks, vals FROM "
+	    "%s.profiles WHERE gid = %" PRIu64 " LIMIT 1 FORMAT TabSeparated", c->db, id);
+	if (ch_exec(c, sql.data, NULL, &ans, &err, NULL) < 0) {
+		rc = fail("reading a profile", &err);
+		goto out;
+	}
+	tsv_init(&t, &ans);
+	if ((rc = tsv_next(&t)) == 0) {
+		rc = -ENOENT;
+		tsv_free(&t);
+		goto out;
+	}
+	memset(ref, 0, sizeof(*ref));
+	if (rc < 0 || t.nf != 8 || tsv_i64(t.f[0], &ref->time) < 0 ||
+	    tsv_i64(t.f[5], &period) < 0 ||
+	    parse_nums(t.f[6], &stacks, &ns, GET_MAX_STACKS, true) < 0 ||
+	    parse_nums(t.f[7], &vals, &nv, (size_t)GET_MAX_STACKS * 8, false) < 0 ||
+	    (s = intern_series(c, t.f[1], t.f[2], t.f[3])) == NULL ||
+	    (m = merge_create()) == NULL || codec_begin(m, t.f[4], period, &nt, gauge) < 0 ||
+	    nv != ns * nt) {
+		tsv_free(&t);
+		log_warnx("clickhouse: reading a profile: a malformed answer");
+		rc = -EIO;
+		goto out;
+	}
+	tsv_free(&t);
+	ref->id = id;
+	ref->series = s->id;
+	snprintf(ref->type, sizeof(ref->type), "%s", s->type);
+	for (i = 0; i < ns; i++)
+		intern_put(all, (uint64_t *)stacks.data + i, sizeof(uint64_t), NULL);
+	frames = xcalloc(intern_count(all) + 1, sizeof(*frames));
+	flen = xcalloc(intern_count(all) + 1, sizeof(*flen));
+	if ((rc = fetch_frames(c, all, frames, flen)) < 0)
+		goto out;
+	for (i = 0; i < ns && rc == 0; i++) {
+		int64_t k = intern_get(all, (uint64_t *)stacks.data + i, sizeof(uint64_t));
+
+		if (k < 0 || codec_add(m, frames[k], flen[k], (int64_t *)vals.data + i * nt,
+		    nt) < 0) {
+			log_warnx("clickhouse: a stored stack is malformed");
+			rc = -EIO;
+		}
+	}
+	if (rc == 0 && (rc = merge_finish(m, false, &p)) == 0) {
+		p->time_nanos = ref->time;
+		rc = profile_encode(p, true, out);
+	}
+out:
+	for (i = 0; frames && i < intern_count(all); i++)
+		free(frames[i]);
+	free(frames);
+	free(flen);
+	intern_destroy(all);
+	merge_free(m);
+	profile_free(p);
+	buf_free(&sql);
+	buf_free(&ans);
+	buf_free(&err);
+	buf_free(&stacks);
+	buf_free(&vals);
 	return rc;
 }
 

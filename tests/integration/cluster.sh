@@ -166,6 +166,13 @@ go tool pprof -top "$TMP/mntb/goapp/cpu/all/last-1h/merged.pb.gz" >/dev/null 2>&
   ok "generated files of the fleet (merged, flame graph, top)" || fail "generated files of the fleet (merged, flame graph, top)"
 curl -s -o "$TMP/hm.pb.gz" "http://127.0.0.1:$HA/api/0/profiles/merge?service=goapp&type=cpu&from=2000-01-01T00:00:00Z&to=2100-01-01T00:00:00Z"
 check_eq "HTTP merge reads the fleet" "$(pprof_sums "$TMP/hm.pb.gz")" "$want3"
+# profiles/ of the other host: each stored profile, rebuilt from the cluster.
+P="$TMP/mntb/goapp/cpu/host=hosta/last-1h/profiles"
+np=$(ls "$P" 2>/dev/null | wc -l)
+check_eq "profiles/ lists the other host's profiles" "$np" 2
+go tool pprof -proto "$P"/*.pb.gz >"$TMP/pa.pb.gz" 2>/dev/null
+go tool pprof -proto "$TMP"/go/cpu-000[01].pb.gz >"$TMP/want2.pb.gz" 2>/dev/null
+check_eq "the other host's profiles/ files have their sums" "$(pprof_sums "$TMP/pa.pb.gz")" "$(pprof_sums "$TMP/want2.pb.gz")"
 
 # Gauges: heap profiles, averaged per series as the embedded store does.
 cp "$TMP/go/heap.pb.gz" "$TMP/mnt/ingest/goapp/heap/" && cp "$TMP/go/heap.pb.gz" "$TMP/mnt/ingest/goapp/heap/"
