@@ -355,7 +355,7 @@ codec_add(struct merge *m, const char *text, size_t len, const int64_t *values,
 				goto out;
 		}
 	}
-	rc = merge_sample(m, locs, nl, nlab ? labels : NULL, nlab, values);
+	rc = merge_sample(m, locs, nl, labels, nlab, values);
 out:
 	free(lf);
 	free(ll);
