@@ -36,6 +36,7 @@ struct cluster {
 	uint64_t		 max_backlog;
 	size_t			 batch_rows;
 	bool			 reads;
+	int64_t			 retention;	/* ns, 0: keep everything */
 
 	pthread_t		 thread;
 	bool			 running;

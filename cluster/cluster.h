@@ -31,6 +31,7 @@ struct cluster_config {
 	uint64_t	 max_backlog;	/* profiles kept unshipped; 0: 1,000,000 */
 	size_t		 batch_rows;	/* samples per INSERT; 0: 200,000 */
 	bool		 no_reads;	/* ship only; the tree shows local data */
+	int64_t		 retention;	/* ns; days wholly older are dropped; 0: keep */
 };
 
 /*

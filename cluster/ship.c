@@ -42,6 +42,7 @@
 #define IDLE_NS			(INT64_C(200) * 1000000)
 #define SHIPPED_STACKS_MAX	1000000
 #define POLL_NS			INT64_C(1000000000)
+#define EXPIRE_NS		(INT64_C(3600) * 1000000000)
 
 static const char *const schema[] = {
 	"CREATE DATABASE IF NOT EXISTS %1$s",
@@ -550,6 +551,62 @@ ship_once(struct cluster *c, struct batch *b, bool *uncertain, struct buf *err, 
 	return (int)b->n;
 }
 
+/*
+ * Retention in ClickHouse: drop, on every server, the day partitions wholly
+ * older than the cut, and the stacks' month partitions wholly older than it
+ * (a month's stacks are shipped again by every month that uses them).
+ */
+static void
+expire(struct cluster *c)
+{
+	struct buf sql = { 0 }, ans = { 0 }, err = { 0 };
+	int64_t cut = clock_now_ns() - c->retention;
+	time_t ct = (time_t)(cut / 1000000000);
+	char day[16], month[16];
+	struct tm tm;
+	size_t i;
+
+	gmtime_r(&ct, &tm);
+	/* Partitions before these hold nothing at or after the cut. */
+	snprintf(day, sizeof(day), "%04d-%02d-%02d", (tm.tm_year + 1900) % 10000,
+	    (tm.tm_mon + 1) % 100, tm.tm_mday % 100);
+	snprintf(month, sizeof(month), "%04d%02d", (tm.tm_year + 1900) % 10000,
+	    (tm.tm_mon + 1) % 100);
+	for (i = 0; i < c->nurls; i++) {
+		struct tsv t;
+		int r;
+
+		buf_reset(&sql);
+		buf_reset(&ans);
+		buf_printf(&sql, "SELECT DISTINCT table, partition FROM system.parts WHERE "
+		    "database = '%s' AND active AND ((table IN ('profiles_local', "
+		    "'samples10_local', 'counts10_local') AND partition < '%s') OR "
+		    "(table = 'stacks_local' AND partition < '%s')) FORMAT TabSeparated",
+		    c->db, day, month);
+		if (ch_exec_on(c, i, sql.data, &ans, &err, NULL) < 0)
+			continue;
+		tsv_init(&t, &ans);
+		while ((r = tsv_next(&t)) > 0) {
+			if (t.nf != 2 || strspn(t.f[1], "0123456789-") != t.len[1] ||
+			    strspn(t.f[0], "abcdefghijklmnopqrstuvwxyz0123456789_") != t.len[0])
+				break;
+			buf_reset(&sql);
+			buf_printf(&sql, "ALTER TABLE %s.%s DROP PARTITION %s%s%s", c->db, t.f[0],
+			    strcmp(t.f[0], "stacks_local") ? "'" : "", t.f[1],
+			    strcmp(t.f[0], "stacks_local") ? "'" : "");
+			if (ch_exec_on(c, i, sql.data, NULL, &err, NULL) == 0)
+				log_info("clickhouse: retention: dropped %s %s on %s", t.f[0], t.f[1],
+				    c->urls[i].shown);
+		}
+		tsv_free(&t);
+	}
+	if (err.len)
+		log_warnx("clickhouse: retention: %s", err.data);
+	buf_free(&sql);
+	buf_free(&ans);
+	buf_free(&err);
+}
+
 /* A new generation when the cluster's profile count moved (or cannot be read). */
 static void
 poll_count(struct cluster *c, uint64_t *last)
@@ -581,7 +638,7 @@ ship_main(void *arg)
 	struct buf err = { 0 };
 	int64_t backoff = BACKOFF_MIN_NS;
 	bool uncertain = true, refused, installed = false;
-	int64_t polled = 0;
+	int64_t polled = 0, expired = 0;
 	uint64_t count = 0;
 	int rc;
 
@@ -628,6 +685,10 @@ ship_main(void *arg)
 		if (clock_mono_ns() - polled >= POLL_NS) {
 			polled = clock_mono_ns();
 			poll_count(c, &count);
+		}
+		if (c->retention && (expired == 0 || clock_mono_ns() - expired >= EXPIRE_NS)) {
+			expired = clock_mono_ns();
+			expire(c);
 		}
 		if (rc == 0 && nap(c, IDLE_NS))
 			break;
@@ -682,6 +743,7 @@ cluster_start(struct store *st, const struct cluster_config *cfg, struct cluster
 	c->max_backlog = cfg->max_backlog ? cfg->max_backlog : 1000000;
 	c->batch_rows = cfg->batch_rows ? cfg->batch_rows : 200000;
 	c->reads = !cfg->no_reads;
+	c->retention = cfg->retention > 0 ? cfg->retention : 0;
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->cond, NULL);
 	snprintf(c->status, sizeof(c->status), "connecting");

@@ -357,8 +357,12 @@ serve(const struct serve_opts *o, struct priv_user *user)
 	    o->retention_aggr, o->max_disk) < 0)
 		log_warn("cannot start the retention thread");
 	if (o->ch.urls) {
+		struct cluster_config cc = o->ch;
+
+		/* The cluster keeps what the windows keep here (days are dropped whole). */
+		cc.retention = o->retention_aggr > o->retention ? o->retention_aggr : o->retention;
 		buf_reset(&err);
-		if (cluster_start(st, &o->ch, &ch, &err) < 0) {
+		if (cluster_start(st, &cc, &ch, &err) < 0) {
 			fprintf(stderr, "profilefs: --clickhouse: %s\n", err.data ? err.data :
 			    "cannot start");
 			buf_free(&err);
