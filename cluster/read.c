@@ -562,13 +562,17 @@ static void
 add_skip(struct query_result *res, uint64_t id, const char *why)
 {
 	struct query_skip *sk;
+	size_t n;
 
 	res->skipped = xreallocarray(res->skipped, res->nskipped + 1, sizeof(*sk));
 	sk = &res->skipped[res->nskipped++];
 	sk->id = id;
 	/* Cut to the field's size, as the local store's listing does. */
-	strncpy(sk->reason, why, sizeof(sk->reason) - 1);
-	sk->reason[sizeof(sk->reason) - 1] = '\0';
+	n = strlen(why);
+	if (n >= sizeof(sk->reason))
+		n = sizeof(sk->reason) - 1;
+	memcpy(sk->reason, why, n);
+	sk->reason[n] = '\0';
 }
 
 struct sgroup {
