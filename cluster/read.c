@@ -575,30 +575,110 @@ add_skip(struct query_result *res, uint64_t id, const char *why)
 	sk->reason[n] = '\0';
 }
 
+/*
+ * A group of profiles with one signature. As the local store's query does,
+ * the largest group merges with every other of its period type that shares
+ * sample types with it, on the types all of them share (inc); keep[k] is
+ * where shared type k sits among the group's own.
+ */
 struct sgroup {
 	const char	*sig;
 	uint64_t	 count;
+	bool		 inc;
+	size_t		 keep[PROFILE_MAX_SAMPLE_TYPES];
 };
 
-/* One series' part of the merge: its stacks' sums. */
+/* The parts of a signature: [0] its period type, then "type/unit" each. */
+static size_t
+sig_parts(const char *sig, const char **part, size_t *len, size_t max)
+{
+	const char *p = sig, *q;
+	size_t n = 0;
+
+	while (p && n < max) {
+		q = strchr(p, '\x1f');
+		part[n] = p;
+		len[n++] = (size_t)((q ? q : p + strlen(p)) - p);
+		p = q ? q + 1 : NULL;
+	}
+	return n;
+}
+
+/* Mark the groups that merge; the shared types (parts, [0] the period) into sh. */
+static void
+choose_groups(struct sgroup *g, size_t ng, size_t best, const char **sh, size_t *shl,
+    size_t *nsh)
+{
+	const char *part[PROFILE_MAX_SAMPLE_TYPES + 1];
+	size_t len[PROFILE_MAX_SAMPLE_TYPES + 1], *order, i, j, k, n;
+
+	*nsh = sig_parts(g[best].sig, sh, shl, PROFILE_MAX_SAMPLE_TYPES + 1);
+	g[best].inc = true;
+	order = xcalloc(ng + 1, sizeof(*order));
+	for (i = 0; i < ng; i++)
+		order[i] = i;
+	for (i = 1; i < ng; i++)	/* by profiles, most first (stable) */
+		for (j = i; j > 0 && g[order[j]].count > g[order[j - 1]].count; j--) {
+			k = order[j];
+			order[j] = order[j - 1];
+			order[j - 1] = k;
+		}
+	for (i = 0; i < ng; i++) {
+		size_t m = 1;
+
+		if (g[order[i]].inc)
+			continue;
+		n = sig_parts(g[order[i]].sig, part, len, PROFILE_MAX_SAMPLE_TYPES + 1);
+		if (n < 2 || len[0] != shl[0] || memcmp(part[0], sh[0], len[0]) != 0)
+			continue;	/* another period type */
+		for (j = 1; j < *nsh; j++)
+			for (k = 1; k < n; k++)
+				if (len[k] == shl[j] && memcmp(part[k], sh[j], len[k]) == 0) {
+					sh[m] = sh[j];
+					shl[m++] = shl[j];
+					break;
+				}
+		if (m == 1)
+			continue;	/* nothing shared: left out */
+		*nsh = m;
+		g[order[i]].inc = true;
+	}
+	free(order);
+	/* Where each shared type sits in each merged group. */
+	for (i = 0; i < ng; i++) {
+		if (!g[i].inc)
+			continue;
+		n = sig_parts(g[i].sig, part, len, PROFILE_MAX_SAMPLE_TYPES + 1);
+		for (j = 1; j < *nsh; j++)
+			for (k = 1; k < n; k++)
+				if (len[k] == shl[j] && memcmp(part[k], sh[j], len[k]) == 0) {
+					g[i].keep[j - 1] = k - 1;
+					break;
+				}
+	}
+}
+
+/* One series' part of one merged group: its stacks' sums in the shared types. */
 struct sacc {
 	const struct series	*s;
-	uint64_t		 count;		/* profiles of the merged group */
+	size_t			 g;		/* the group */
+	uint64_t		 count;		/* its profiles in this series */
 	struct intern		*stacks;	/* hash -> index */
-	struct buf		 vals;		/* int64_t[ntypes] per stack */
+	struct buf		 vals;		/* int64_t[shared types] per stack */
 };
 
 static struct sacc *
-sacc_of(struct sacc **arr, size_t *n, const struct series *s)
+sacc_of(struct sacc **arr, size_t *n, const struct series *s, size_t g)
 {
 	size_t i;
 
 	for (i = 0; i < *n; i++)
-		if ((*arr)[i].s == s)
+		if ((*arr)[i].s == s && (*arr)[i].g == g)
 			return &(*arr)[i];
 	*arr = xreallocarray(*arr, *n + 1, sizeof(**arr));
 	memset(&(*arr)[*n], 0, sizeof(**arr));
 	(*arr)[*n].s = s;
+	(*arr)[*n].g = g;
 	(*arr)[*n].stacks = intern_create(256);
 	return &(*arr)[(*n)++];
 }
@@ -615,32 +695,42 @@ floor_div(int64_t a, int64_t b)
 	return a / b - (a % b < 0);
 }
 
-/* The sums of group sig by (series, stack, value index), into accs. */
+/*
+ * The sums of the merged groups by (series, group, stack, value index), in
+ * the shared types (ntypes of them), into accs.
+ */
 static int
-run_sums(struct cluster *c, const char *where, const struct query *q, const char *sig,
-    size_t ntypes, struct sacc **accs, size_t *nacc, struct intern *all_stacks)
+run_sums(struct cluster *c, const char *where, const struct query *q, const struct sgroup *g,
+    size_t ng, size_t ntypes, struct sacc **accs, size_t *nacc, struct intern *all_stacks)
 {
-	struct buf sql = { 0 }, ans = { 0 }, err = { 0 }, qsig = { 0 };
+	struct buf sql = { 0 }, ans = { 0 }, err = { 0 }, sigs = { 0 };
 	int64_t from = q->from < STORE_TIME_MIN ? STORE_TIME_MIN : q->from;
 	int64_t to = q->to > INT64_C(4102444800) * NS ? INT64_C(4102444800) * NS : q->to;
 	int64_t wlo = ceil_div(from, WINDOW_NS) * 600, whi = floor_div(to, WINDOW_NS) * 600;
 	struct tsv t;
+	size_t i;
 	int rc = 0, r;
 
-	ch_quote(&qsig, sig);
+	for (i = 0; i < ng; i++)
+		if (g[i].inc) {
+			if (sigs.len)
+				buf_addc(&sigs, ',');
+			ch_quote(&sigs, g[i].sig);
+		}
 	if (wlo > whi)
 		whi = wlo;
-	buf_printf(&sql, "SELECT service, type, labels, stack, vi, sum(value) FROM ("
-	    "SELECT service, type, labels, stack, vi, value FROM %s.samples10 WHERE %s AND sig = %s "
+	buf_printf(&sql, "SELECT service, type, labels, sig, stack, vi, sum(value) FROM ("
+	    "SELECT service, type, labels, sig, stack, vi, value FROM %s.samples10 WHERE %s "
+	    "AND sig IN (%s) "
 	    "AND window >= toDateTime(%" PRId64 ") AND window < toDateTime(%" PRId64 ") "
 	    "UNION ALL "
-	    "SELECT service, type, labels, stacks[intDiv(k - 1, ntypes) + 1] AS stack, "
+	    "SELECT service, type, labels, sig, stacks[intDiv(k - 1, ntypes) + 1] AS stack, "
 	    "toUInt8((k - 1) %% ntypes) AS vi, value FROM %s.profiles "
-	    "ARRAY JOIN vals AS value, arrayEnumerate(vals) AS k WHERE %s AND sig = %s",
-	    c->db, where, qsig.data, wlo, whi, c->db, where, qsig.data);
+	    "ARRAY JOIN vals AS value, arrayEnumerate(vals) AS k WHERE %s AND sig IN (%s)",
+	    c->db, where, sigs.data, wlo, whi, c->db, where, sigs.data);
 	where_range(&sql, q->from, q->to);
 	buf_printf(&sql, " AND NOT (toUInt32(time) >= %" PRId64 " AND toUInt32(time) < %" PRId64
-	    ")) GROUP BY service, type, labels, stack, vi FORMAT TabSeparated", wlo, whi);
+	    ")) GROUP BY service, type, labels, sig, stack, vi FORMAT TabSeparated", wlo, whi);
 	if ((rc = buf_error(&sql)) < 0)
 		goto out;
 	if (ch_exec(c, sql.data, NULL, &ans, &err, NULL) < 0) {
@@ -652,19 +742,30 @@ run_sums(struct cluster *c, const char *where, const struct query *q, const char
 		const struct series *s;
 		struct sacc *a;
 		uint64_t h, vi;
+		size_t gi, j;
 		int64_t v, k;
 		int added;
 
-		if (t.nf != 6 || tsv_u64(t.f[3], &h) < 0 || tsv_u64(t.f[4], &vi) < 0 ||
-		    vi >= ntypes || tsv_i64(t.f[5], &v) < 0) {
+		if (t.nf != 7 || tsv_u64(t.f[4], &h) < 0 || tsv_u64(t.f[5], &vi) < 0 ||
+		    tsv_i64(t.f[6], &v) < 0) {
 			r = -EINVAL;
 			break;
 		}
+		for (gi = 0; gi < ng && !(g[gi].inc && strcmp(g[gi].sig, t.f[3]) == 0); gi++)
+			;
+		if (gi == ng) {
+			r = -EINVAL;
+			break;
+		}
+		for (j = 0; j < ntypes && g[gi].keep[j] != vi; j++)
+			;
+		if (j == ntypes)
+			continue;	/* a type not shared by every merged group */
 		if ((s = intern_series(c, t.f[0], t.f[1], t.f[2])) == NULL) {
 			r = -ENOMEM;
 			break;
 		}
-		a = sacc_of(accs, nacc, s);
+		a = sacc_of(accs, nacc, s, gi);
 		if ((k = intern_put(a->stacks, &h, sizeof(h), &added)) < 0 ||
 		    intern_put(all_stacks, &h, sizeof(h), NULL) < 0) {
 			r = -ENOMEM;
@@ -678,7 +779,7 @@ run_sums(struct cluster *c, const char *where, const struct query *q, const char
 			r = -ENOMEM;
 			break;
 		}
-		((int64_t *)a->vals.data)[(size_t)k * ntypes + vi] = v;
+		((int64_t *)a->vals.data)[(size_t)k * ntypes + j] = v;
 	}
 	tsv_free(&t);
 	if (r < 0) {
@@ -689,7 +790,7 @@ out:
 	buf_free(&sql);
 	buf_free(&ans);
 	buf_free(&err);
-	buf_free(&qsig);
+	buf_free(&sigs);
 	return rc;
 }
 
@@ -811,40 +912,6 @@ fetch_frames(struct cluster *c, struct intern *all, char **frames, size_t *flen)
 	return rc;
 }
 
-/* The header of group sig: codec_header() text and the largest period. */
-static int
-group_header(struct cluster *c, const char *where, const struct query *q, const char *sig,
-    char **hdr, int64_t *period)
-{
-	struct buf sql = { 0 }, ans = { 0 }, err = { 0 };
-	struct tsv t;
-	int rc = 0;
-
-	buf_printf(&sql, "SELECT any(hdr), max(period) FROM %s.profiles WHERE %s AND sig = ",
-	    c->db, where);
-	ch_quote(&sql, sig);
-	where_range(&sql, q->from, q->to);
-	buf_adds(&sql, " FORMAT TabSeparated");
-	if ((rc = buf_error(&sql)) < 0)
-		goto out;
-	if (ch_exec(c, sql.data, NULL, &ans, &err, NULL) < 0) {
-		rc = fail("reading a header", &err);
-		goto out;
-	}
-	tsv_init(&t, &ans);
-	if (tsv_next(&t) != 1 || t.nf != 2 || tsv_i64(t.f[1], period) < 0) {
-		log_warnx("clickhouse: reading a header: a malformed answer");
-		rc = -EIO;
-	} else
-		*hdr = xstrdup(t.f[0]);
-	tsv_free(&t);
-out:
-	buf_free(&sql);
-	buf_free(&ans);
-	buf_free(&err);
-	return rc;
-}
-
 static int
 build_merged(const char *hdr, int64_t period, struct sacc *accs, size_t nacc,
     struct intern *all, char **frames, size_t *flen, struct profile **out)
@@ -896,18 +963,146 @@ out:
 	return rc;
 }
 
+/* "cpu/nanoseconds samples/count": the shared sample types. */
+static void
+shared_types(const char **sh, const size_t *shl, size_t nsh, char *out, size_t size)
+{
+	size_t i, o = 0;
+
+	out[0] = '\0';
+	for (i = 1; i < nsh; i++) {
+		int w = snprintf(out + o, size - o, "%s%.*s", i > 1 ? " " : "", (int)shl[i], sh[i]);
+
+		if (w < 0 || (size_t)w >= size - o)
+			break;
+		o += (size_t)w;
+	}
+}
+
+/* The best group's header restricted to the shared types, in their order. */
+static char *
+shared_header(const char *hdr, const size_t *keep, size_t nt)
+{
+	const char *f[3 + 2 * PROFILE_MAX_SAMPLE_TYPES];
+	size_t fl[3 + 2 * PROFILE_MAX_SAMPLE_TYPES], nf, k;
+	struct buf b = { 0 };
+
+	nf = sig_parts(hdr, f, fl, sizeof(f) / sizeof(f[0]));
+	if (nf < 5 || (nf - 3) % 2 != 0)
+		return NULL;
+	buf_add(&b, hdr, (size_t)(f[2] + fl[2] - hdr));
+	for (k = 0; k < nt; k++) {
+		if (3 + 2 * keep[k] + 1 >= nf) {
+			buf_free(&b);
+			return NULL;
+		}
+		buf_addc(&b, '\x1f');
+		buf_add(&b, f[3 + 2 * keep[k]], fl[3 + 2 * keep[k]]);
+		buf_addc(&b, '\x1f');
+		buf_add(&b, f[4 + 2 * keep[k]], fl[4 + 2 * keep[k]]);
+	}
+	buf_addc(&b, '\0');
+	if (buf_error(&b)) {
+		buf_free(&b);
+		return NULL;
+	}
+	return buf_steal(&b, NULL);
+}
+
+/*
+ * The best group's header and the largest period of the merged groups
+ * (sigs: their quoted signatures, comma-separated).
+ */
+static int
+group_header(struct cluster *c, const char *where, const struct query *q, const char *best,
+    const char *sigs, char **hdr, int64_t *period)
+{
+	struct buf sql = { 0 }, ans = { 0 }, err = { 0 };
+	struct tsv t;
+	int rc = 0;
+
+	buf_adds(&sql, "SELECT anyIf(hdr, sig = ");
+	ch_quote(&sql, best);
+	buf_printf(&sql, "), max(period) FROM %s.profiles WHERE %s AND sig IN (%s)", c->db, where,
+	    sigs);
+	where_range(&sql, q->from, q->to);
+	buf_adds(&sql, " FORMAT TabSeparated");
+	if ((rc = buf_error(&sql)) < 0)
+		goto out;
+	if (ch_exec(c, sql.data, NULL, &ans, &err, NULL) < 0) {
+		rc = fail("reading a header", &err);
+		goto out;
+	}
+	tsv_init(&t, &ans);
+	if (tsv_next(&t) != 1 || t.nf != 2 || tsv_i64(t.f[1], period) < 0) {
+		log_warnx("clickhouse: reading a header: a malformed answer");
+		rc = -EIO;
+	} else
+		*hdr = xstrdup(t.f[0]);
+	tsv_free(&t);
+out:
+	buf_free(&sql);
+	buf_free(&ans);
+	buf_free(&err);
+	return rc;
+}
+
+/*
+ * Per-profile totals in the merged profile's types (timelines read them by
+ * its index) for the merged groups' profiles; others keep their own.
+ */
+static int
+shared_totals(struct listing *l, const struct sgroup *g, size_t ng, size_t nt)
+{
+	const int64_t *old = (const int64_t *)l->totals.data;
+	size_t *at = (size_t *)l->at.data, i, k, gi;
+	struct buf nb = { 0 };
+	const char *part[PROFILE_MAX_SAMPLE_TYPES + 1];
+	size_t len[PROFILE_MAX_SAMPLE_TYPES + 1];
+
+	for (i = 0; i < l->res->nrefs; i++) {
+		size_t pos = nb.len / sizeof(int64_t), own;
+
+		if (at[i] == SIZE_MAX)
+			continue;
+		for (gi = 0; gi < ng && strcmp(g[gi].sig, l->sig[i]) != 0; gi++)
+			;
+		own = sig_parts(l->sig[i], part, len, PROFILE_MAX_SAMPLE_TYPES + 1) - 1;
+		if (at[i] + own > l->totals.len / sizeof(int64_t)) {
+			buf_free(&nb);
+			return -EIO;
+		}
+		if (gi < ng && g[gi].inc) {
+			for (k = 0; k < nt; k++)
+				buf_add(&nb, &old[at[i] + g[gi].keep[k]], sizeof(int64_t));
+		} else
+			buf_add(&nb, &old[at[i]], own * sizeof(int64_t));
+		at[i] = pos;
+	}
+	if (buf_error(&nb)) {
+		buf_free(&nb);
+		return -ENOMEM;
+	}
+	buf_free(&l->totals);
+	l->totals = nb;
+	return 0;
+}
+
 static int
 r_merge(void *arg, const struct query *q, struct query_result *res)
 {
 	struct cluster *c = arg;
 	struct listing l = { .res = res };
-	struct buf where = { 0 };
+	struct buf where = { 0 }, sigs = { 0 };
 	struct sgroup *groups = NULL;
 	struct sacc *accs = NULL;
 	struct intern *all = NULL;
-	char **frames = NULL, *hdr = NULL;
+	char **frames = NULL, *hdr = NULL, *shdr = NULL;
+	const char *sh[PROFILE_MAX_SAMPLE_TYPES + 1];
+	size_t shl[PROFILE_MAX_SAMPLE_TYPES + 1], nsh = 0;
 	size_t *flen = NULL;
 	size_t ng = 0, nacc = 0, i, j, best = 0;
+	uint64_t nmerged = 0;
 	int64_t period = 0;
 	int rc;
 
@@ -920,53 +1115,57 @@ r_merge(void *arg, const struct query *q, struct query_result *res)
 			;
 		if (j == ng) {
 			groups = xreallocarray(groups, ng + 1, sizeof(*groups));
-			groups[ng].sig = l.sig[i];
-			groups[ng++].count = 0;
+			memset(&groups[ng], 0, sizeof(groups[ng]));
+			groups[ng++].sig = l.sig[i];
 		}
 		groups[j].count++;
 	}
 	for (j = 1; j < ng; j++)
 		if (groups[j].count > groups[best].count)
 			best = j;
+	choose_groups(groups, ng, best, sh, shl, &nsh);
 	for (i = 0; i < res->nrefs; i++) {
 		char want[120], got[120], why[320];
 
-		if (strcmp(l.sig[i], groups[best].sig) == 0) {
-			sacc_of(&accs, &nacc, l.ser[i])->count++;
+		for (j = 0; j < ng && strcmp(groups[j].sig, l.sig[i]) != 0; j++)
+			;
+		if (groups[j].inc) {
+			sacc_of(&accs, &nacc, l.ser[i], j)->count++;
 			continue;
 		}
-		sig_types(groups[best].sig, want, sizeof(want));
+		shared_types(sh, shl, nsh, want, sizeof(want));
 		sig_types(l.sig[i], got, sizeof(got));
-		snprintf(why, sizeof(why), "sample types [%s] differ from the merged profiles' [%s]",
-		    got, want);
+		snprintf(why, sizeof(why), "sample types [%s] share none with the merged "
+		    "profiles' [%s] (or the period type differs)", got, want);
 		add_skip(res, res->refs[i].id, why);
 	}
-	if ((rc = group_header(c, where.data, q, groups[best].sig, &hdr, &period)) < 0)
-		goto out;
-	{
-		const char *f = strchr(hdr, '\x1f');
-		size_t nt = 0;
-
-		/* ntypes: the header's sample types ((fields - 3) / 2). */
-		for (; f; f = strchr(f + 1, '\x1f'))
-			nt++;
-		if (nt < 4 || (nt - 2) % 2 != 0) {
-			log_warnx("clickhouse: a group's header is malformed");
-			rc = -EIO;
-			goto out;
+	for (j = 0; j < ng; j++)
+		if (groups[j].inc) {
+			nmerged += groups[j].count;
+			if (sigs.len)
+				buf_addc(&sigs, ',');
+			ch_quote(&sigs, groups[j].sig);
 		}
-		nt = (nt - 2) / 2;
-		all = intern_create(1024);
-		if ((rc = run_sums(c, where.data, q, groups[best].sig, nt, &accs, &nacc, all)) < 0)
-			goto out;
+	if ((rc = buf_error(&sigs)) < 0 ||
+	    (rc = group_header(c, where.data, q, groups[best].sig, sigs.data, &hdr, &period)) < 0)
+		goto out;
+	if ((shdr = shared_header(hdr, groups[best].keep, nsh - 1)) == NULL) {
+		log_warnx("clickhouse: a group's header is malformed");
+		rc = -EIO;
+		goto out;
 	}
+	all = intern_create(1024);
+	if ((rc = run_sums(c, where.data, q, groups, ng, nsh - 1, &accs, &nacc, all)) < 0)
+		goto out;
 	frames = xcalloc(intern_count(all) + 1, sizeof(*frames));
 	flen = xcalloc(intern_count(all) + 1, sizeof(*flen));
 	if ((rc = fetch_frames(c, all, frames, flen)) < 0)
 		goto out;
-	if ((rc = build_merged(hdr, period, accs, nacc, all, frames, flen, &res->merged)) < 0)
+	if ((rc = build_merged(shdr, period, accs, nacc, all, frames, flen, &res->merged)) < 0)
 		goto out;
-	res->nmerged = groups[best].count;
+	if ((rc = shared_totals(&l, groups, ng, nsh - 1)) < 0)
+		goto out;
+	res->nmerged = (size_t)nmerged;
 	res->totals = (int64_t *)buf_steal(&l.totals, NULL);
 	res->totals_at = (size_t *)buf_steal(&l.at, NULL);
 out:
@@ -982,8 +1181,10 @@ out:
 	intern_destroy(all);
 	free(groups);
 	free(hdr);
+	free(shdr);
 	listing_free(&l);
 	buf_free(&where);
+	buf_free(&sigs);
 	if (rc < 0)
 		query_result_free(res);
 	return rc;

@@ -174,6 +174,19 @@ go tool pprof -proto "$P"/*.pb.gz >"$TMP/pa.pb.gz" 2>/dev/null
 go tool pprof -proto "$TMP"/go/cpu-000[01].pb.gz >"$TMP/want2.pb.gz" 2>/dev/null
 check_eq "the other host's profiles/ files have their sums" "$(pprof_sums "$TMP/pa.pb.gz")" "$(pprof_sums "$TMP/want2.pb.gz")"
 
+# Mixed sample types: merged on the types they share, as the embedded store does.
+for f in "$REAL/google-pprof/sample.cpu" "$TMP/go/cpu-0000.pb.gz" "$REAL/pyroscope/profile_java" \
+    "$REAL/pyroscope/profile_python"; do cp "$f" "$TMP/mnt/ingest/mixed/cpu/" || fail "cp $f (mixed)"; done
+wantm=$(for f in "$REAL/google-pprof/sample.cpu" "$TMP/go/cpu-0000.pb.gz" "$REAL/pyroscope/profile_java"; do pprof_sums "$f"; done |
+  grep -o 'cpu/nanoseconds=[0-9]*' | awk -F= '{s += $2} END {printf "cpu/nanoseconds=%.0f", s}')
+mixed_ok() { [ "$(pprof_sums "$TMP/mntb/mixed/cpu/all/all/merged.pb.gz" | tr -d ' ')" = "$wantm" ]; }
+wait_for 15 mixed_ok && ok "mixed sample types merge on the shared ones over the cluster" \
+  || fail "mixed sample types merge on the shared ones over the cluster" "$(pprof_sums "$TMP/mntb/mixed/cpu/all/all/merged.pb.gz"), want $wantm"
+grep -q 'share none with the merged' "$TMP/mntb/mixed/cpu/all/all/meta.json" && ok "meta.json says which profile was left out" \
+  || fail "meta.json says which profile was left out"
+tl=$(awk -F, 'NR > 1 {s += $2} END {printf "%.0f", s}' "$TMP/mntb/mixed/cpu/all/all/timeline.csv")
+check_eq "the timeline of a mixed range adds up over the cluster" "cpu/nanoseconds=$tl" "$wantm"
+
 # Gauges: heap profiles, averaged per series as the embedded store does.
 cp "$TMP/go/heap.pb.gz" "$TMP/mnt/ingest/goapp/heap/" && cp "$TMP/go/heap.pb.gz" "$TMP/mnt/ingest/goapp/heap/"
 curl -s -o /dev/null --data-binary @"$TMP/go/heap.pb.gz" "http://127.0.0.1:$HB/api/0/profiles?service=goapp&type=heap"
@@ -242,7 +255,7 @@ wait_for 60 count_is killed "$killed $killed" && ok "after kill -9: all $killed 
 # --- the cluster's sums are the embedded store's ------------------------------------------------
 wait_for 10 metric_is "$HA" profilefs_clickhouse_backlog_profiles 0
 for t in cpu heap; do
-  for s in goapp steady; do
+  for s in goapp steady mixed; do
     [ -d "$TMP/mnt/$s/$t" ] || continue
     eval "cl_${s}_$t=\"\$(pprof_sums \"\$TMP/mnt/$s/$t/host=hosta/all/merged.pb.gz\")\""
   done
@@ -250,7 +263,7 @@ done
 pf_stop
 pf_start || fail "daemon A restarts without the cluster"
 for t in cpu heap; do
-  for s in goapp steady; do
+  for s in goapp steady mixed; do
     [ -d "$TMP/mnt/$s/$t" ] || continue
     eval "cl=\"\${cl_${s}_$t}\""
     check_eq "$s/$t: the cluster's sums equal the embedded store's" "$cl" "$(pprof_sums "$TMP/mnt/$s/$t/all/all/merged.pb.gz")"
