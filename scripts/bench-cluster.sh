@@ -116,8 +116,13 @@ for r in last-1h last-24h last-7d; do
   c=$(ms cat "$TMP/mntC/weekapp/cpu/all/$r/merged.pb.gz")
   printf "%-30s %14s %14s %14s\n" "read $r merged.pb.gz ms" "$a" "$b" "$c"
 done
-se=$(go tool pprof -raw "$TMP/mntE/weekapp/cpu/all/last-7d/merged.pb.gz" 2>/dev/null | awk '/^Samples:/{getline; next} /^Locations/{exit} /^ *[0-9]/{s+=$1} END{print s}')
-sc=$(go tool pprof -raw "$TMP/mntC/weekapp/cpu/all/last-7d/merged.pb.gz" 2>/dev/null | awk '/^Samples:/{getline; next} /^Locations/{exit} /^ *[0-9]/{s+=$1} END{print s}')
+# The first sample type's sum (the whole output is read: no SIGPIPE under pipefail).
+first_sum() {
+  go tool pprof -raw "$1" 2>/dev/null | awk '/^Samples:/ {on = 1; getline; next} /^Locations/ {on = 0}
+    on && /^ *-?[0-9]/ {s += $1} END {printf "%.0f\n", s}' || true
+}
+se=$(first_sum "$TMP/mntE/weekapp/cpu/all/last-7d/merged.pb.gz")
+sc=$(first_sum "$TMP/mntC/weekapp/cpu/all/last-7d/merged.pb.gz")
 echo
 echo "last-7d sample counts: embedded $se, cluster $sc ($([ "$se" = "$sc" ] && echo equal || echo DIFFERENT))"
 echo "cluster rows: $rows profiles ($s1 on shard 1, $s2 on shard 2), $bytes bytes on disk in ClickHouse" \
