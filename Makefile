@@ -15,6 +15,7 @@
 #   store/      RocksDB storage and range queries             (base, pprof)
 #   render/     flame graphs, folded stacks, top, timelines   (base, pprof)
 #   collector/  HTTP API, Go scraper, eBPF sampler            (base, pprof, store)
+#   cluster/    ClickHouse: shipping, reads of the fleet      (base, pprof, store)
 #   fs/         the FUSE tree and its ingest directory        (base, pprof, store, render)
 #   main/       the program: flags, wiring, signals           (every public header)
 
@@ -70,14 +71,15 @@ endif
 .PHONY: all clean test unit check layercheck tools
 
 # --- layers ---
-LAYERS := base pprof store render collector fs main
+LAYERS := base pprof store render collector cluster fs main
 DEPS_base      :=
 DEPS_pprof     := base
 DEPS_store     := base pprof
 DEPS_render    := base pprof
 DEPS_collector := base pprof store
+DEPS_cluster   := base pprof store
 DEPS_fs        := base pprof store render
-DEPS_main      := base pprof store render collector fs
+DEPS_main      := base pprof store render collector cluster fs
 
 # Each layer's public header is copied alone into $(B)/pub/<layer>/, and a
 # layer sees only the copies of the layers it depends on (its own headers it
@@ -99,8 +101,8 @@ GEN := $(B)/gen/pb/profile.pb-c.c $(B)/gen/pb/profile.pb-c.h
 
 src_of = $(wildcard $(1)/*.c)
 obj_of = $(patsubst %.c,$(B)/%.o,$(call src_of,$(1)))
-LIB_LAYERS := base pprof store render collector fs
-LIBS_LINK  := $(B)/libfs.a $(B)/libcollector.a $(B)/librender.a $(B)/libstore.a \
+LIB_LAYERS := base pprof store render collector cluster fs
+LIBS_LINK  := $(B)/libfs.a $(B)/libcluster.a $(B)/libcollector.a $(B)/librender.a $(B)/libstore.a \
               $(B)/libpprof.a $(B)/libbase.a
 
 TEST_SRC := $(wildcard tests/unit/test_*.c)

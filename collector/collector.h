@@ -21,6 +21,12 @@ struct http_opts {
 	unsigned	 max_conns;	/* 0: default */
 	size_t		 max_decoded;	/* bytes of a gunzipped profile, 0: the store's limit */
 	const char	*token;		/* NULL: no auth; else Bearer token required */
+	/*
+	 * Optional: more of /healthz. Appends one line about a dependency to
+	 * out; false makes /healthz answer 503 (called on a connection thread).
+	 */
+	bool		(*health)(void *arg, struct buf *out);
+	void		*health_arg;
 };
 /* Start serving; -errno with a reason logged (e.g. address in use). */
 int	http_start(struct store *st, const struct http_opts *o, struct http_server **out);

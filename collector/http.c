@@ -231,6 +231,10 @@ http_reply_store_error(struct http_req *r, int rc, const char *what, const struc
 		http_reply_error(r, 503, "%s: the server's memory budget (%zu MiB) is in use; "
 		    "try again", what, budget_limit() >> 20);
 		break;
+	case -EIO:	/* storage that cannot answer now (a ClickHouse shard down) */
+		http_add_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "5");
+		http_reply_error(r, 503, "%s: %s", what, why);
+		break;
 	case -ENOSPC:	/* 507 Insufficient Storage: retry once space returns */
 		http_reply_error(r, 507, "%s: %s", what, why);
 		break;
@@ -336,9 +340,14 @@ static void
 handle_healthz(struct http_req *r)
 {
 	struct buf b = { 0 };
+	bool up = true;
 
 	buf_adds(&b, "ok\n");
-	http_reply(r, 200, "text/plain; charset=utf-8", &b, NULL);
+	if (r->srv->health) {
+		up = r->srv->health(r->srv->health_arg, &b);
+		buf_addc(&b, '\n');
+	}
+	http_reply(r, up ? 200 : 503, "text/plain; charset=utf-8", &b, NULL);
 }
 
 static void
@@ -844,6 +853,8 @@ http_start(struct store *st, const struct http_opts *o, struct http_server **out
 	h->max_conns = o->max_conns ? o->max_conns : DEFAULT_MAX_CONNS;
 	if (o->max_decoded && o->max_decoded < PROFILE_MAX_DECODED)
 		h->max_decoded = o->max_decoded;
+	h->health = o->health;
+	h->health_arg = o->health_arg;
 	if (o->token && o->token[0] && (h->token = strdup(o->token)) == NULL) {
 		free(h);
 		return -ENOMEM;

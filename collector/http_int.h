@@ -55,6 +55,8 @@ struct http_server {
 	struct MHD_Daemon	*mhd;
 	size_t			 max_body;
 	size_t			 max_decoded;	/* 0: the store's own limit only */
+	bool		(*health)(void *arg, struct buf *out);	/* optional, see http_opts */
+	void		*health_arg;
 	unsigned		 max_conns;
 	char			*token;		/* NULL: no auth */
 	char			 addr[128];	/* as bound, for logs */

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "collector.h"
+#include "cluster.h"
 #include "fs.h"
 #include "base.h"
 #include "pprof.h"
@@ -32,6 +33,8 @@ static const char usage_text[] =
 "usage: profilefs serve [--data DIR] [--http HOST:PORT] [--ebpf[=HZ]] [--scrape FILE]\n"
 "                       [--retention DURATION] [--retention-aggregates DURATION]\n"
 "                       [--max-disk SIZE] [--max-series N] [--memory-limit BYTES]\n"
+"                       [--clickhouse URL[,URL...]] [--clickhouse-cluster NAME]\n"
+"                       [--clickhouse-backlog N] [--host NAME]\n"
 "                       [--user NAME] [--allow-other] [--group GROUP [--group-write]]\n"
 "                       [-v] [--debug-fuse] MOUNTPOINT\n"
 "       profilefs --help | --version\n"
@@ -71,6 +74,18 @@ static const char usage_text[] =
 "                      the oldest data is deleted first\n"
 "  --max-series N      label sets one service may have (default 2000, 0: no\n"
 "                      limit); profiles of a new one past it are refused\n"
+"  --clickhouse URL[,URL...]  ship every stored profile to a ClickHouse cluster\n"
+"                      (>= 18.16) and show the whole fleet's profiles in the tree\n"
+"                      and the HTTP API; URL is http://[USER:PASSWORD@]HOST:PORT[/DB]\n"
+"                      (HTTP interface, database default profilefs), one per\n"
+"                      server: the schema is created on each. Local data stays\n"
+"                      the buffer: nothing is lost while ClickHouse is down\n"
+"  --clickhouse-cluster NAME  the remote_servers cluster the Distributed tables\n"
+"                      span (default profilefs)\n"
+"  --clickhouse-backlog N  profiles kept for shipping while ClickHouse is\n"
+"                      unreachable (default 1000000); older ones are dropped\n"
+"  --host NAME         the host label of this daemon's profiles in the cluster\n"
+"                      (default the host name; a profile's own host label wins)\n"
 "  --user NAME         once the BPF programs are attached, the HTTP socket bound\n"
 "                      and the tree mounted, run as NAME (needs root); with\n"
 "                      --ebpf keep only cap_sys_ptrace, cap_dac_read_search and\n"
@@ -111,6 +126,7 @@ struct serve_opts {
 	int64_t		 retention_aggr;	/* ns, 0: as retention */
 	unsigned long long max_disk;	/* bytes, 0: no cap */
 	long		 max_series;	/* per service; -1: the store's default */
+	struct cluster_config ch;	/* ch.urls NULL: no cluster */
 	const char	*mountpoint;
 };
 
@@ -284,6 +300,14 @@ on_unmounting(void *arg)
 	priv_unmount(d->u);
 }
 
+/* /healthz with a cluster: its state in a line; the daemon stays healthy without it. */
+static bool
+cluster_health(void *arg, struct buf *out)
+{
+	cluster_status(arg, out);
+	return true;
+}
+
 static int
 serve(const struct serve_opts *o, struct priv_user *user)
 {
@@ -293,6 +317,7 @@ serve(const struct serve_opts *o, struct priv_user *user)
 	struct http_server *http = NULL;
 	struct scraper *scr = NULL;
 	struct ebpf_sampler *ebpf = NULL;
+	struct cluster *ch = NULL;
 	struct buf err = { 0 };
 	struct drop drop;
 	char mnt[PATH_MAX];
@@ -333,10 +358,28 @@ serve(const struct serve_opts *o, struct priv_user *user)
 	if ((o->retention || o->max_disk) && store_set_limits(st, o->retention,
 	    o->retention_aggr, o->max_disk) < 0)
 		log_warn("cannot start the retention thread");
+	if (o->ch.urls) {
+		struct cluster_config cc = o->ch;
+
+		/* The cluster keeps what the windows keep here (days are dropped whole). */
+		cc.retention = o->retention_aggr > o->retention ? o->retention_aggr : o->retention;
+		buf_reset(&err);
+		if (cluster_start(st, &cc, &ch, &err) < 0) {
+			fprintf(stderr, "profilefs: --clickhouse: %s\n", err.data ? err.data :
+			    "cannot start");
+			buf_free(&err);
+			goto fail;
+		}
+	}
 	if (o->http) {
 		struct http_opts ho = { .listen = o->http, .max_body = o->http_max_body,
 		    .max_conns = o->http_max_conns, .token = o->http_token,
 		    .max_decoded = o->http_max_decoded };
+
+		if (ch) {
+			ho.health = cluster_health;
+			ho.health_arg = ch;
+		}
 
 		if (http_start(st, &ho, &http) < 0)
 			goto fail;
@@ -377,6 +420,7 @@ serve(const struct serve_opts *o, struct priv_user *user)
 		ebpf_stop(ebpf);
 		scrape_stop(scr);
 		http_stop(http);
+		cluster_stop(ch);
 		store_close(st);
 		return 0;
 	}
@@ -385,6 +429,7 @@ serve(const struct serve_opts *o, struct priv_user *user)
 	ebpf_stop(ebpf);
 	scrape_stop(scr);
 	http_stop(http);
+	cluster_stop(ch);
 	store_close(st);
 	log_info("stopped");
 	return rc < 0 ? 1 : 0;
@@ -392,6 +437,7 @@ fail:
 	ebpf_stop(ebpf);
 	scrape_stop(scr);
 	http_stop(http);
+	cluster_stop(ch);
 	store_close(st);
 	return 1;
 }
@@ -423,6 +469,10 @@ main(int argc, char **argv)
 		{ "allow-other", no_argument,		NULL, 'O' },
 		{ "group",	required_argument,	NULL, 'G' },
 		{ "group-write", no_argument,		NULL, 'W' },
+		{ "clickhouse",	required_argument,	NULL, 'K' },
+		{ "clickhouse-cluster", required_argument, NULL, 'N' },
+		{ "clickhouse-backlog", required_argument, NULL, 'Q' },
+		{ "host",	required_argument,	NULL, 'n' },
 		{ "help",	no_argument,		NULL, 'h' },
 		{ "version",	no_argument,		NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
@@ -577,6 +627,25 @@ main(int argc, char **argv)
 			break;
 		case 'W':
 			o.access.group_write = true;
+			break;
+		case 'K':
+			o.ch.urls = optarg;
+			break;
+		case 'N':
+			o.ch.cluster = optarg;
+			break;
+		case 'n':
+			o.ch.host = optarg;
+			break;
+		case 'Q':
+			errno = 0;
+			bytes = strtoull(optarg, &end, 10);
+			if (errno || *end || end == optarg || bytes == 0 || bytes > (1ull << 40)) {
+				fprintf(stderr, "profilefs: --clickhouse-backlog: not a count: '%s'\n",
+				    optarg);
+				return 2;
+			}
+			o.ch.max_backlog = bytes;
 			break;
 		case 'h':
 			usage(stdout);

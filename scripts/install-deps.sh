@@ -17,6 +17,7 @@ PKGS=(
   curl libxml2-utils procps psmisc jq python3
   openjdk-17-jdk-headless
   systemd man-db groff-base strace
+  clickhouse-server
 )
 
 SUDO=""

@@ -33,6 +33,9 @@
  *   'Q'                                 -> sid:8, the next series id: ids are
  *                                          never reused (a series emptied by
  *                                          retention is removed at the next open)
+ *   'O' | id:8                          -> "": profile id is not shipped yet
+ *                                          (only with store_queue_enable(); see
+ *                                          the outbox below)
  *
  *   time is nanoseconds since the epoch, stored as (uint64)time ^ 2^63 so that
  *   negative times sort first; hour is floor(time / 3600 s), same encoding;
@@ -155,6 +158,10 @@ struct store {
 	pthread_mutex_t		 rt_lock;
 	pthread_cond_t		 rt_cond;
 	bool			 rt_stop;
+	/* the outbox ('O' keys) and the remote reader, see the end of this file */
+	_Atomic bool		 q_on;
+	_Atomic uint64_t	 q_len;
+	const struct store_remote *_Atomic remote;
 };
 
 static void
@@ -598,8 +605,11 @@ store_set_max_series(struct store *st, size_t n)
 int
 store_series(struct store *st, const struct series ***out, size_t *n)
 {
+	const struct store_remote *rm = atomic_load(&st->remote);
 	const struct series **arr;
 
+	if (rm)
+		return rm->series(rm->arg, out, n);
 	pthread_rwlock_rdlock(&st->st_lock);
 	arr = malloc((st->nseries + 1) * sizeof(*arr));
 	if (arr == NULL) {
@@ -618,10 +628,13 @@ int
 store_series_each(struct store *st, const char *service, const char *type,
     store_series_fn fn, void *arg)
 {
+	const struct store_remote *rm = atomic_load(&st->remote);
 	const struct series *small[64], **m = small, **nm;
 	size_t i, n = 0, cap = 64;
 	int rc = 0;
 
+	if (rm)
+		return rm->series_each(rm->arg, service, type, fn, arg);
 	/*
 	 * The matches are taken under the index lock and fn runs without it,
 	 * so fn may use the store freely (series never move nor go away).
@@ -656,8 +669,19 @@ store_series_each(struct store *st, const char *service, const char *type,
 	return rc;
 }
 
+static const struct series *series_local(struct store *st, uint64_t id);
+
 const struct series *
 store_series_get(struct store *st, uint64_t id)
+{
+	const struct store_remote *rm = atomic_load(&st->remote);
+
+	return rm ? rm->series_get(rm->arg, id) : series_local(st, id);
+}
+
+/* store_series_get() of this store's own index, whatever the reads go to. */
+static const struct series *
+series_local(struct store *st, uint64_t id)
 {
 	const struct series *s = NULL;
 	ssize_t i;
@@ -1347,12 +1371,18 @@ put_locked(struct store *st, const struct store_input *in, const struct profile 
 	be64_put(hkey + 9, time_enc(floordiv(r.time, NS_1H)));
 	rocksdb_writebatch_put(wb, (char *)ikey, sizeof(ikey), (char *)ival, sizeof(ival));
 	rocksdb_writebatch_put(wb, (char *)hkey, sizeof(hkey), "", 0);
+	if (atomic_load(&st->q_on)) {
+		ikey[0] = 'O';	/* same id as the I key: in the same batch */
+		rocksdb_writebatch_put(wb, (char *)ikey, sizeof(ikey), "", 0);
+	}
 	rocksdb_write(st->db, st->wsync, wb, &dberr);
 	if (dberr) {
 		rc = store_write_error(st, dberr, err);
 		goto out;
 	}
 	batch_done(st, r.series, &news);
+	if (atomic_load(&st->q_on))
+		atomic_fetch_add(&st->q_len, 1);
 	atomic_fetch_add(&st->n_put, 1);
 	atomic_fetch_add(&st->n_bytes, vlen);
 	note_change(st, r.time);
@@ -1511,9 +1541,13 @@ note_change(struct store *st, int64_t t)
 bool
 store_changed_since(struct store *st, uint64_t gen, int64_t upto)
 {
+	const struct store_remote *rm = atomic_load(&st->remote);
 	size_t lo = 0, hi;
 	bool changed;
 
+	/* Reads served elsewhere: the times of their changes are not known here. */
+	if (rm)
+		return gen != store_generation(st);
 	pthread_mutex_lock(&st->ch_lock);
 	if (gen >= atomic_load(&st->gen)) {
 		pthread_mutex_unlock(&st->ch_lock);
@@ -1537,7 +1571,11 @@ store_changed_since(struct store *st, uint64_t gen, int64_t upto)
 uint64_t
 store_generation(const struct store *st)
 {
-	return atomic_load(&((struct store *)st)->gen);
+	const struct store_remote *rm = atomic_load(&((struct store *)st)->remote);
+	uint64_t g = atomic_load(&((struct store *)st)->gen);
+
+	/* Remote data changes without local puts: the remote adds its own clock. */
+	return rm ? g + rm->generation(rm->arg) : g;
 }
 
 /* --- reading ------------------------------------------------------------ */
@@ -1651,8 +1689,11 @@ int
 store_scan(struct store *st, uint64_t sid, int64_t from, int64_t to, bool with_data,
     store_scan_fn fn, void *arg)
 {
+	const struct store_remote *rm = atomic_load(&st->remote);
 	int rc;
 
+	if (rm)
+		return with_data ? -ENOTSUP : rm->scan(rm->arg, sid, from, to, fn, arg);
 	pthread_rwlock_rdlock(&st->db_lock);
 	rc = store_scan_locked(st, sid, from, to, with_data, fn, arg);
 	pthread_rwlock_unlock(&st->db_lock);
@@ -1710,7 +1751,7 @@ index_get(struct store *st, uint64_t id, struct store_ref *ref, uint64_t *size)
 			*size = z & 0x00ffffffffffffffULL;
 	}
 	free(v);
-	if ((s = store_series_get(st, ref->series)) != NULL)
+	if ((s = series_local(st, ref->series)) != NULL)
 		snprintf(ref->type, sizeof(ref->type), "%s", s->type);
 	return 0;
 }
@@ -1734,8 +1775,10 @@ index_set_size(struct store *st, const struct store_ref *ref, uint64_t size)
 	free(dberr);	/* a size not remembered is made again */
 }
 
+/* The profile with this id as pprof, gzipped when gzip (store_get()'s form). */
 static int
-store_get_locked(struct store *st, uint64_t id, struct store_ref *ref, struct buf *out)
+store_get_locked(struct store *st, uint64_t id, struct store_ref *ref, struct buf *out,
+    bool gzip)
 {
 	unsigned char pkey[25];
 	char *dberr = NULL, *v;
@@ -1759,9 +1802,9 @@ store_get_locked(struct store *st, uint64_t id, struct store_ref *ref, struct bu
 	else if (out && v[0] == VALUE_V1)	/* one the conversion could not decode */
 		rc = buf_add(out, v + 1, vl - 1);
 	else if (out)
-		rc = unpack_pprof(st, ref->series, v, vl, true, out);
+		rc = unpack_pprof(st, ref->series, v, vl, gzip, out);
 	free(v);
-	if (rc == 0 && out && out->err == 0 && size != out->len - len0)
+	if (rc == 0 && gzip && out && out->err == 0 && size != out->len - len0)
 		index_set_size(st, ref, out->len - len0);
 	return rc;
 }
@@ -1771,6 +1814,10 @@ store_get_size(struct store *st, uint64_t id, struct store_ref *ref, uint64_t *s
 {
 	int rc;
 
+	if (atomic_load(&st->remote)) {
+		memset(ref, 0, sizeof(*ref));
+		return -ENODATA;	/* made by store_get(), from the cluster */
+	}
 	pthread_rwlock_rdlock(&st->db_lock);
 	rc = index_get(st, id, ref, size);
 	if (rc == 0 && *size != UINT64_MAX) {
@@ -1797,10 +1844,13 @@ store_get_size(struct store *st, uint64_t id, struct store_ref *ref, uint64_t *s
 int
 store_get(struct store *st, uint64_t id, struct store_ref *ref, struct buf *out)
 {
+	const struct store_remote *rm = atomic_load(&st->remote);
 	int rc;
 
+	if (rm)
+		return rm->get(rm->arg, id, ref, out);
 	pthread_rwlock_rdlock(&st->db_lock);
-	rc = store_get_locked(st, id, ref, out);
+	rc = store_get_locked(st, id, ref, out, true);
 	pthread_rwlock_unlock(&st->db_lock);
 	return rc;
 }
@@ -2549,8 +2599,11 @@ store_hours_locked(struct store *st, uint64_t sid, int64_t **out, size_t *n)
 int
 store_hours(struct store *st, uint64_t sid, int64_t **out, size_t *n)
 {
+	const struct store_remote *rm = atomic_load(&st->remote);
 	int rc;
 
+	if (rm)
+		return rm->hours(rm->arg, sid, out, n);
 	pthread_rwlock_rdlock(&st->db_lock);
 	rc = store_hours_locked(st, sid, out, n);
 	pthread_rwlock_unlock(&st->db_lock);
@@ -2888,4 +2941,144 @@ store_set_limits(struct store *st, int64_t keep_raw, int64_t keep_windows, uint6
 		return -errno;
 	st->rt_running = true;
 	return 0;
+}
+
+/* --- the outbox and the remote reader ----------------------------------- *
+ *
+ * A fleet (--clickhouse) ships every acknowledged profile elsewhere. The
+ * outbox is the set of 'O' keys: each is written in the profile's own synced
+ * batch, so a profile acknowledged is a profile queued, and the shipper
+ * deletes the keys of what the other side acknowledged. What reads go to is
+ * a store_remote the fleet's module installs (store.h).
+ */
+
+int
+store_queue_enable(struct store *st, uint64_t *pending)
+{
+	rocksdb_readoptions_t *ro;
+	rocksdb_iterator_t *it;
+	uint64_t n = 0;
+
+	pthread_rwlock_rdlock(&st->db_lock);
+	ro = rocksdb_readoptions_create();
+	rocksdb_readoptions_set_iterate_upper_bound(ro, "P", 1);
+	it = rocksdb_create_iterator(st->db, ro);
+	for (rocksdb_iter_seek(it, "O", 1); rocksdb_iter_valid(it); rocksdb_iter_next(it))
+		n++;
+	rocksdb_iter_destroy(it);
+	rocksdb_readoptions_destroy(ro);
+	atomic_store(&st->q_len, n);
+	atomic_store(&st->q_on, true);
+	pthread_rwlock_unlock(&st->db_lock);
+	if (pending)
+		*pending = n;
+	return 0;
+}
+
+uint64_t
+store_queue_length(struct store *st)
+{
+	return atomic_load(&st->q_len);
+}
+
+static int
+store_queue_each_locked(struct store *st, uint64_t after, size_t max, store_queue_fn fn,
+    void *arg)
+{
+	unsigned char lo[9];
+	rocksdb_readoptions_t *ro;
+	rocksdb_iterator_t *it;
+	struct buf gz = { 0 };
+	size_t n = 0;
+	int rc = 0;
+
+	lo[0] = 'O';
+	be64_put(lo + 1, after == UINT64_MAX ? after : after + 1);
+	ro = rocksdb_readoptions_create();
+	rocksdb_readoptions_set_iterate_upper_bound(ro, "P", 1);
+	it = rocksdb_create_iterator(st->db, ro);
+	for (rocksdb_iter_seek(it, (char *)lo, sizeof(lo));
+	    rocksdb_iter_valid(it) && n < max && rc == 0; rocksdb_iter_next(it), n++) {
+		size_t kl;
+		const unsigned char *k = (const unsigned char *)rocksdb_iter_key(it, &kl);
+		const struct series *s;
+		struct store_ref ref;
+		int grc;
+
+		if (kl != 9)
+			continue;
+		buf_reset(&gz);
+		memset(&ref, 0, sizeof(ref));
+		ref.id = be64_get(k + 1);
+		grc = store_get_locked(st, ref.id, &ref, &gz, false);
+		s = grc == 0 ? series_local(st, ref.series) : NULL;
+		if (grc == -EIO) {
+			rc = -EIO;
+			break;
+		}
+		/* Gone (retention, the size cap): fn hears of it with no data. */
+		rc = fn(arg, &ref, s, s ? gz.data : NULL, s ? gz.len : 0);
+	}
+	rocksdb_iter_destroy(it);
+	rocksdb_readoptions_destroy(ro);
+	buf_free(&gz);
+	return rc;
+}
+
+int
+store_queue_each(struct store *st, uint64_t after, size_t max, store_queue_fn fn, void *arg)
+{
+	int rc;
+
+	pthread_rwlock_rdlock(&st->db_lock);
+	rc = store_queue_each_locked(st, after, max, fn, arg);
+	pthread_rwlock_unlock(&st->db_lock);
+	return rc;
+}
+
+int
+store_queue_remove(struct store *st, const uint64_t *ids, size_t n)
+{
+	rocksdb_writebatch_t *wb;
+	unsigned char k[9];
+	char *dberr = NULL;
+	size_t i;
+	int rc = 0;
+
+	if (n == 0)
+		return 0;
+	pthread_rwlock_rdlock(&st->db_lock);
+	wb = rocksdb_writebatch_create();
+	k[0] = 'O';
+	for (i = 0; i < n; i++) {
+		be64_put(k + 1, ids[i]);
+		rocksdb_writebatch_delete(wb, (char *)k, sizeof(k));
+	}
+	rocksdb_write(st->db, st->wsync, wb, &dberr);
+	rocksdb_writebatch_destroy(wb);
+	pthread_rwlock_unlock(&st->db_lock);
+	if (dberr) {
+		log_warnx("store: outbox: %s", dberr);
+		free(dberr);
+		rc = -EIO;
+	} else {
+		uint64_t cur = atomic_load(&st->q_len);
+
+		while (!atomic_compare_exchange_weak(&st->q_len, &cur, cur > n ? cur - n : 0))
+			;
+	}
+	return rc;
+}
+
+void
+store_set_remote(struct store *st, const struct store_remote *rm)
+{
+	atomic_store(&st->remote, rm);
+	atomic_fetch_add(&st->gen, 1);
+}
+
+const struct store_remote *
+store_remote_get(struct store *st)
+{
+	return atomic_load(&st->remote);
 }

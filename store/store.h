@@ -158,6 +158,55 @@ int	store_set_limits(struct store *st, int64_t keep_raw, int64_t keep_windows,
  */
 int	store_compact(struct store *st, uint64_t *ndays);
 
+/* --- the outbox and remote reads (store.c) ---
+ *
+ * With a fleet (--clickhouse), every profile stored is also queued for
+ * shipping: its batch writes an outbox key, so what store_put() acknowledged
+ * is queued durably. store_queue_enable() turns that on (and counts what a
+ * previous run left queued into *pending, optional); store_queue_each()
+ * calls fn for up to max queued profiles with an id above `after` (0: from
+ * the oldest), oldest first, with the local series and the pprof, not
+ * gzipped (valid during the call). A profile that retention removed comes with s
+ * and data NULL. A nonzero return of fn stops the walk and is returned.
+ * store_queue_remove() deletes the outbox keys of shipped profiles (synced).
+ */
+typedef int (*store_queue_fn)(void *arg, const struct store_ref *ref,
+    const struct series *s, const void *data, size_t len);
+int	store_queue_enable(struct store *st, uint64_t *pending);
+int	store_queue_each(struct store *st, uint64_t after, size_t max, store_queue_fn fn,
+	    void *arg);
+int	store_queue_remove(struct store *st, const uint64_t *ids, size_t n);
+uint64_t store_queue_length(struct store *st);
+
+struct query;
+struct query_result;
+
+/*
+ * Reads served elsewhere: once store_set_remote() installs one, the series
+ * index, hours, scans (without data), store_get(), query_list() and
+ * query_merge() ask it instead of RocksDB, so fs/ and the HTTP API show
+ * the fleet's data through the calls they already make. Each has the
+ * contract of the store call it replaces; series it returns must live as
+ * long as the store. generation() is added to the store's own (it must not
+ * decrease). rm must outlive the store; NULL goes back to local reads.
+ */
+struct store_remote {
+	void	*arg;
+	int	(*series)(void *arg, const struct series ***out, size_t *n);
+	int	(*series_each)(void *arg, const char *service, const char *type,
+		    store_series_fn fn, void *fnarg);
+	const struct series *(*series_get)(void *arg, uint64_t id);
+	int	(*hours)(void *arg, uint64_t sid, int64_t **out, size_t *n);
+	int	(*scan)(void *arg, uint64_t sid, int64_t from, int64_t to,
+		    store_scan_fn fn, void *fnarg);
+	int	(*get)(void *arg, uint64_t id, struct store_ref *ref, struct buf *out);
+	int	(*list)(void *arg, const struct query *q, struct query_result *res);
+	int	(*merge)(void *arg, const struct query *q, struct query_result *res);
+	uint64_t (*generation)(void *arg);
+};
+void	store_set_remote(struct store *st, const struct store_remote *rm);
+const struct store_remote *store_remote_get(struct store *st);
+
 /* Statistics for metrics and meta files. */
 struct store_stats {
 	uint64_t	 profiles;	/* stored since open, by all sources */

@@ -14,7 +14,7 @@ pf_setup
 SRC="$TMP/src"
 OUT="$TMP/out"
 mkdir -p "$SRC"
-(cd "$ROOT" && cp -r Makefile bpf base pprof store render collector fs main "$SRC/" &&
+(cd "$ROOT" && cp -r Makefile bpf base pprof store render collector cluster fs main "$SRC/" &&
   mkdir -p "$SRC/tests" && cp -r tests/unit tests/fuzz tests/tools "$SRC/tests/") ||
   { fail "copy the source tree"; pf_done; exit 1; }
 
@@ -72,7 +72,17 @@ printf '#include "collector.h"\nint probe_up2(void);\nint probe_up2(void) { retu
 fails_with "fs/ including collector.h fails the build (fs no longer imports collector)" fs probe_up2.c "collector.h: No such file"
 printf '#include "fs_int.h"\nint probe_main(void);\nint probe_main(void) { return 0; }\n' >"$SRC/main/probe_main.c"
 fails_with "main/ including fs's internal fs_int.h fails the build" main probe_main.c "fs_int.h: No such file"
-rm -f "$SRC"/render/probe_*.c "$SRC/render/views_moved.c" "$SRC"/fs/probe_*.c "$SRC/main/probe_main.c"
+# The fleet's layer (cluster/) sits beside collector/: it sees the store's
+# public header, and the filesystem does not see it (reads reach it through
+# the store's remote hook).
+printf '#include "store.h"\n#include "cluster.h"\nint probe_cl(void);\nint probe_cl(void) { return 0; }\n' >"$SRC/cluster/probe_cl.c"
+builds "cluster/ compiles with store.h and its own cluster.h" cluster probe_cl.c
+printf '#include "fs.h"\nint probe_cl2(void);\nint probe_cl2(void) { return 0; }\n' >"$SRC/cluster/probe_cl2.c"
+fails_with "cluster/ including fs.h fails the build" cluster probe_cl2.c "fs.h: No such file"
+printf '#include "cluster.h"\nint probe_up3(void);\nint probe_up3(void) { return 0; }\n' >"$SRC/fs/probe_up3.c"
+fails_with "fs/ including cluster.h fails the build" fs probe_up3.c "cluster.h: No such file"
+rm -f "$SRC"/render/probe_*.c "$SRC/render/views_moved.c" "$SRC"/fs/probe_*.c "$SRC/main/probe_main.c" \
+  "$SRC"/cluster/probe_*.c
 
 # A relative include would step around the include paths: make layercheck
 # refuses it (and `make` runs layercheck).

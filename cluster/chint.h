@@ -1,0 +1,143 @@
+/*
+ * chint: what the files of cluster/ share. chttp.c talks to ClickHouse's
+ * HTTP interface and parses its TabSeparated answers; codec.c turns stacks
+ * and profile headers into the strings stored in ClickHouse and back;
+ * ship.c creates the schema and ships the outbox; read.c answers the
+ * store's reads from the cluster.
+ */
+#ifndef PROFILEFS_CHINT_H
+#define PROFILEFS_CHINT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "cluster.h"
+#include "pprof.h"
+#include "store.h"
+
+#define CH_MAX_URLS		16
+#define CH_MAX_ANSWER		((size_t)256 << 20)	/* bytes of one answer */
+#define CH_MIN_MAJOR		18			/* 18.16: Debian 12's */
+#define CH_MIN_MINOR		16
+
+struct ch_url {
+	char	*base;		/* scheme://[user:pass@]host:port/ */
+	char	*shown;		/* the same without the password, for messages */
+};
+
+struct cluster {
+	struct store		*st;
+	struct ch_url		 urls[CH_MAX_URLS];
+	size_t			 nurls;
+	_Atomic size_t		 cur;		/* the URL that answered last */
+	char			*db;		/* database */
+	char			*name;		/* remote_servers cluster */
+	char			*host;
+	uint64_t		 max_backlog;
+	size_t			 batch_rows;
+	bool			 reads;
+	int64_t			 retention;	/* ns, 0: keep everything */
+
+	pthread_t		 thread;
+	bool			 running;
+	pthread_mutex_t		 lock;		/* protects stop, status, below */
+	pthread_cond_t		 cond;
+	bool			 stop;
+	char			 status[512];	/* "ok" or why not */
+	_Atomic bool		 ready;		/* schema in place */
+	_Atomic uint64_t	 shipped, batches, failures, dropped;
+
+	/* read.c: series seen in answers, never freed before cluster_stop() */
+	pthread_mutex_t		 s_lock;	/* protects the series table */
+	struct intern		*s_names;	/* service \0 type \0 labels -> index */
+	struct series		**s_all;
+	size_t			 s_n, s_cap;
+	struct store_remote	 remote;
+	/*
+	 * The data's generation: bumped when the shipper sees the cluster's
+	 * profile count change (polled every second), so cached views stay
+	 * valid while nothing arrives.
+	 */
+	_Atomic uint64_t	 gen;
+	/* read.c: frames by stack hash (content-addressed, never stale) */
+	pthread_mutex_t		 f_lock;	/* protects the frames cache */
+	struct intern		*f_idx;
+	char			**f_text;
+	size_t			*f_len;
+	size_t			 f_cap, f_bytes;
+};
+
+/* --- chttp.c --- */
+/* Parse "URL[,URL...]" into c (urls, db). -EINVAL and the reason. */
+int	ch_parse_urls(struct cluster *c, const char *list, struct buf *err);
+/*
+ * Run one statement (sql, then data if not NULL) on the servers, the one
+ * that answered last first, the others if it cannot be reached. The answer
+ * goes to out (optional; bounded by CH_MAX_ANSWER). -EIO with the reason
+ * in err when no server answers or ClickHouse refuses the statement
+ * (*refused set then, optional: the server answered with an error).
+ */
+int	ch_exec(struct cluster *c, const char *sql, const struct buf *data, struct buf *out,
+	    struct buf *err, bool *refused);
+/* The same on URL i only (schema creation on every server). */
+int	ch_exec_on(struct cluster *c, size_t i, const char *sql, struct buf *out, struct buf *err,
+	    bool *refused);
+/* Append s quoted as a ClickHouse string literal ('...'). */
+int	ch_quote(struct buf *b, const char *s);
+/* Append s escaped for a TabSeparated field. */
+int	ch_tsv(struct buf *b, const char *s, size_t n);
+
+/*
+ * A TabSeparated answer, row by row: tsv_next() makes the next row's fields
+ * (unescaped, NUL-terminated, in the reader's own storage) available as
+ * f[0..nf-1]; 0 at the end, 1 for a row, -EINVAL for a malformed one.
+ */
+#define TSV_MAX_FIELDS	16
+struct tsv {
+	const char	*p, *end;
+	struct buf	 row;
+	char		*f[TSV_MAX_FIELDS];
+	size_t		 len[TSV_MAX_FIELDS];
+	size_t		 nf;
+};
+void	tsv_init(struct tsv *t, const struct buf *b);
+int	tsv_next(struct tsv *t);
+void	tsv_free(struct tsv *t);
+/* Parse a decimal field; -EINVAL when it is not one. */
+int	tsv_i64(const char *s, int64_t *v);
+int	tsv_u64(const char *s, uint64_t *v);
+
+/* --- codec.c --- */
+/*
+ * A sample's stack and labels as one string (the `frames` stored once per
+ * hash): locations leaf first, each with its mapping and lines, then the
+ * sample's labels. Strings are %-escaped so the separators stay unique.
+ */
+int	codec_stack(const struct profile *p, const struct pf_sample *s, struct buf *out);
+/* Its parts: location li of p, and the sample's labels (nothing without). */
+int	codec_location(const struct profile *p, uint32_t li, struct buf *out);
+int	codec_labels(const struct profile *p, const struct pf_sample *s, struct buf *out);
+/* The header of a group of profiles: period type, default type, sample types. */
+int	codec_header(const struct profile *p, struct buf *out);
+/*
+ * Add the stack of text (codec_stack()) to m, whose header came from
+ * codec_begin(), with values (ntypes of them; all zero: nothing is added).
+ * -EINVAL for text that is not such a stack.
+ */
+int	codec_add(struct merge *m, const char *text, size_t len, const int64_t *values,
+	    size_t ntypes);
+/*
+ * merge_begin() from a codec_header() text; *ntypes: its sample types,
+ * gauge[0..ntypes-1]: which are gauges (PROFILE_MAX_SAMPLE_TYPES entries).
+ */
+int	codec_begin(struct merge *m, const char *hdr, int64_t period, size_t *ntypes,
+	    bool *gauge);
+
+/* --- ship.c / read.c --- */
+void	*ship_main(void *arg);
+void	 read_init(struct cluster *c);
+void	 read_free(struct cluster *c);
+/* The condition on service, type and label selector of q, appended ("1" for none). */
+int	 read_where(const struct query *q, struct buf *b);
+
+#endif

@@ -1,0 +1,396 @@
+/*
+ * chttp: ClickHouse's HTTP interface through libcurl, and its TabSeparated
+ * answers. Every statement is one POST (the statement, then its data); the
+ * server that answered last is asked first and the others when it cannot be
+ * reached. Answers are bounded (CH_MAX_ANSWER) and parsed with an explicit
+ * end, so a server answering garbage gets an error, never a crash.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <curl/curl.h>
+
+#include "chint.h"
+
+static bool
+db_name_ok(const char *s, size_t n)
+{
+	size_t i;
+
+	if (n == 0 || n > 64)
+		return false;
+	for (i = 0; i < n; i++)
+		if (!isalnum((unsigned char)s[i]) && s[i] != '_')
+			return false;
+	return true;
+}
+
+/* One URL of the list: [p, end). */
+static int
+parse_one(struct cluster *c, const char *p, size_t n, struct buf *err)
+{
+	struct buf base = { 0 }, shown = { 0 };
+	const char *auth, *path, *q, *at, *colon, *end = p + n;
+	char db[65] = "";
+	int rc = -EINVAL;
+
+	if (n >= 7 && strncmp(p, "http://", 7) == 0)
+		auth = p + 7;
+	else if (n >= 8 && strncmp(p, "https://", 8) == 0)
+		auth = p + 8;
+	else {
+		buf_printf(err, "clickhouse URL '%.*s' does not start with http:// or https://",
+		    (int)n, p);
+		return -EINVAL;
+	}
+	for (path = auth; path < end && *path != '/' && *path != '?'; path++)
+		;
+	if (path == auth) {
+		buf_printf(err, "clickhouse URL '%.*s' names no host", (int)n, p);
+		return -EINVAL;
+	}
+	for (q = path; q < end && *q != '?'; q++)
+		;
+	if (q - path > 1) {
+		if (!db_name_ok(path + 1, (size_t)(q - path - 1)) || (q - path - 1) > 64) {
+			buf_printf(err, "clickhouse URL '%.*s': '%.*s' is not a database name "
+			    "([A-Za-z0-9_], at most 64)", (int)n, p, (int)(q - path - 1), path + 1);
+			return -EINVAL;
+		}
+		snprintf(db, sizeof(db), "%.*s", (int)(q - path - 1), path + 1);
+	}
+	if (q < end) {
+		const char *v = q + 1;
+
+		if ((size_t)(end - v) < 9 || strncmp(v, "database=", 9) != 0 ||
+		    !db_name_ok(v + 9, (size_t)(end - v - 9))) {
+			buf_printf(err, "clickhouse URL '%.*s': the only parameter understood is "
+			    "database=NAME ([A-Za-z0-9_])", (int)n, p);
+			return -EINVAL;
+		}
+		snprintf(db, sizeof(db), "%.*s", (int)(end - v - 9), v + 9);
+	}
+	if (*db) {
+		if (c->db && strcmp(c->db, db) != 0) {
+			buf_printf(err, "clickhouse URLs name two databases (%s, %s)", c->db, db);
+			return -EINVAL;
+		}
+		if (c->db == NULL)
+			c->db = xstrdup(db);
+	}
+	buf_add(&base, p, (size_t)(path - p));
+	buf_addc(&base, '/');
+	/* The password stays out of messages. */
+	for (at = path; at > auth && at[-1] != '@'; at--)
+		;
+	if (at > auth) {
+		for (colon = auth; colon < at && *colon != ':'; colon++)
+			;
+		buf_add(&shown, p, (size_t)(colon - p));
+		buf_addc(&shown, '@');
+		buf_add(&shown, at, (size_t)(path - at));
+	} else
+		buf_add(&shown, p, (size_t)(path - p));
+	if (buf_error(&base) || buf_error(&shown)) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	c->urls[c->nurls].base = buf_steal(&base, NULL);
+	c->urls[c->nurls].shown = buf_steal(&shown, NULL);
+	c->nurls++;
+	rc = 0;
+out:
+	buf_free(&base);
+	buf_free(&shown);
+	return rc;
+}
+
+int
+ch_parse_urls(struct cluster *c, const char *list, struct buf *err)
+{
+	const char *p = list, *e;
+	int rc;
+
+	if (list == NULL || *list == '\0') {
+		buf_adds(err, "--clickhouse needs at least one URL");
+		return -EINVAL;
+	}
+	while (*p) {
+		for (e = p; *e && *e != ','; e++)
+			;
+		if (e > p) {
+			if (c->nurls == CH_MAX_URLS) {
+				buf_printf(err, "at most %d clickhouse URLs", CH_MAX_URLS);
+				return -EINVAL;
+			}
+			if ((rc = parse_one(c, p, (size_t)(e - p), err)) < 0)
+				return rc;
+		}
+		p = *e ? e + 1 : e;
+	}
+	if (c->nurls == 0) {
+		buf_adds(err, "--clickhouse needs at least one URL");
+		return -EINVAL;
+	}
+	if (c->db == NULL)
+		c->db = xstrdup("profilefs");
+	return 0;
+}
+
+static size_t
+write_cb(char *ptr, size_t size, size_t nmemb, void *arg)
+{
+	struct buf *b = arg;
+	size_t n = size * nmemb;
+
+	if (b->len + n > CH_MAX_ANSWER || buf_add(b, ptr, n) < 0)
+		return 0;	/* curl fails the transfer: CURLE_WRITE_ERROR */
+	return n;
+}
+
+/* The first line of an error answer, printable, bounded. */
+static void
+first_line(struct buf *err, const struct buf *ans)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < ans->len && n < 300 && ans->data[i] != '\n'; i++, n++)
+		buf_addc(err, isprint((unsigned char)ans->data[i]) ? ans->data[i] : '?');
+	if (n == 0)
+		buf_adds(err, "(empty answer)");
+}
+
+/* -EHOSTUNREACH: not reached (try another); -EIO: answered with an error. */
+static int
+exec_url(struct cluster *c, size_t i, const char *sql, const struct buf *data, struct buf *out,
+    struct buf *err, bool insert)
+{
+	struct buf body = { 0 }, ans = { 0 }, url = { 0 };
+	struct curl_slist *hdrs = NULL;
+	char cerr[CURL_ERROR_SIZE] = "";
+	long status = 0;
+	int64_t t0;
+	CURL *h;
+	CURLcode cc;
+	int rc = 0;
+
+	buf_adds(&body, sql);
+	buf_addc(&body, '\n');
+	if (data)
+		buf_add(&body, data->data, data->len);
+	buf_printf(&url, "%s?%s", c->urls[i].base, insert ? "insert_distributed_sync=1" :
+	    "max_query_size=33554432&skip_unavailable_shards=0");
+	if (buf_error(&body) || buf_error(&url)) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	if ((h = curl_easy_init()) == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	hdrs = curl_slist_append(hdrs, "Content-Type: text/plain");
+	curl_easy_setopt(h, CURLOPT_URL, url.data);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+	curl_easy_setopt(h, CURLOPT_POST, 1L);
+	curl_easy_setopt(h, CURLOPT_POSTFIELDS, body.data);
+	curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body.len);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, write_cb);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &ans);
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, cerr);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 2000L);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 60000L);
+	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+	t0 = clock_mono_ns();
+	cc = curl_easy_perform(h);
+	log_debug("clickhouse: %.60s...: %zu bytes in, %zu out, %.1f ms", sql, body.len, ans.len,
+	    (double)(clock_mono_ns() - t0) / 1e6);
+	if (cc == CURLE_OK)
+		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+	curl_easy_cleanup(h);
+	curl_slist_free_all(hdrs);
+	if (cc != CURLE_OK) {
+		buf_printf(err, "%s: %s", c->urls[i].shown, *cerr ? cerr : curl_easy_strerror(cc));
+		rc = cc == CURLE_WRITE_ERROR ? -EIO : -EHOSTUNREACH;
+		if (cc == CURLE_WRITE_ERROR)
+			buf_printf(err, " (answer over %zu bytes)", CH_MAX_ANSWER);
+		goto out;
+	}
+	if (status != 200) {
+		buf_printf(err, "%s: HTTP %ld: ", c->urls[i].shown, status);
+		first_line(err, &ans);
+		rc = -EIO;
+		goto out;
+	}
+	if (out && (rc = buf_add(out, ans.data, ans.len)) < 0)
+		goto out;
+out:
+	buf_free(&body);
+	buf_free(&ans);
+	buf_free(&url);
+	return rc;
+}
+
+int
+ch_exec_on(struct cluster *c, size_t i, const char *sql, struct buf *out, struct buf *err,
+    bool *refused)
+{
+	int rc = exec_url(c, i, sql, NULL, out, err, false);
+
+	if (refused)
+		*refused = rc == -EIO;
+	return rc == -EHOSTUNREACH ? -EIO : rc;
+}
+
+int
+ch_exec(struct cluster *c, const char *sql, const struct buf *data, struct buf *out,
+    struct buf *err, bool *refused)
+{
+	size_t k, first = atomic_load(&c->cur), i;
+	size_t len0 = out ? out->len : 0;
+	int rc = -EIO;
+
+	if (refused)
+		*refused = false;
+	for (k = 0; k < c->nurls; k++) {
+		i = (first + k) % c->nurls;
+		if (k > 0)
+			buf_adds(err, "; ");
+		if (out)
+			out->len = len0;
+		rc = exec_url(c, i, sql, data, out, err, strncmp(sql, "INSERT", 6) == 0);
+		if (rc != -EHOSTUNREACH) {
+			if (rc == -EIO && refused)
+				*refused = true;
+			if (rc == 0) {
+				atomic_store(&c->cur, i);
+				buf_reset(err);
+			}
+			return rc;
+		}
+	}
+	return -EIO;
+}
+
+int
+ch_quote(struct buf *b, const char *s)
+{
+	buf_addc(b, '\'');
+	for (; *s; s++) {
+		if (*s == '\'' || *s == '\\')
+			buf_addc(b, '\\');
+		buf_addc(b, *s);
+	}
+	return buf_addc(b, '\'');
+}
+
+int
+ch_tsv(struct buf *b, const char *s, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		switch (s[i]) {
+		case '\\': buf_adds(b, "\\\\"); break;
+		case '\t': buf_adds(b, "\\t"); break;
+		case '\n': buf_adds(b, "\\n"); break;
+		case '\0': buf_adds(b, "\\0"); break;
+		default: buf_addc(b, s[i]);
+		}
+	}
+	return buf_error(b);
+}
+
+void
+tsv_init(struct tsv *t, const struct buf *b)
+{
+	memset(t, 0, sizeof(*t));
+	t->p = b->data ? b->data : "";
+	t->end = t->p + b->len;
+}
+
+int
+tsv_next(struct tsv *t)
+{
+	size_t starts[TSV_MAX_FIELDS], i;
+	const char *p = t->p;
+
+	if (p >= t->end)
+		return 0;
+	buf_reset(&t->row);
+	t->nf = 0;
+	starts[t->nf++] = 0;
+	for (; p < t->end && *p != '\n'; p++) {
+		if (*p == '\t') {
+			if (t->nf == TSV_MAX_FIELDS)
+				return -EINVAL;
+			buf_addc(&t->row, '\0');
+			starts[t->nf++] = t->row.len;
+			continue;
+		}
+		if (*p == '\\') {
+			if (++p >= t->end)
+				return -EINVAL;
+			switch (*p) {
+			case 't': buf_addc(&t->row, '\t'); break;
+			case 'n': buf_addc(&t->row, '\n'); break;
+			case '0': buf_addc(&t->row, '\0'); break;
+			case 'r': buf_addc(&t->row, '\r'); break;
+			case 'b': buf_addc(&t->row, '\b'); break;
+			case 'f': buf_addc(&t->row, '\f'); break;
+			default: buf_addc(&t->row, *p);
+			}
+			continue;
+		}
+		buf_addc(&t->row, *p);
+	}
+	if (p >= t->end)
+		return -EINVAL;	/* every row ends in a newline: a cut answer */
+	t->p = p + 1;
+	if (buf_addc(&t->row, '\0') < 0)
+		return buf_error(&t->row);
+	for (i = 0; i < t->nf; i++) {
+		t->f[i] = t->row.data + starts[i];
+		t->len[i] = (i + 1 < t->nf ? starts[i + 1] - 1 : t->row.len - 1) - starts[i];
+	}
+	return 1;
+}
+
+void
+tsv_free(struct tsv *t)
+{
+	buf_free(&t->row);
+}
+
+int
+tsv_i64(const char *s, int64_t *v)
+{
+	char *e;
+	long long x;
+
+	errno = 0;
+	x = strtoll(s, &e, 10);
+	if (e == s || *e || errno)
+		return -EINVAL;
+	*v = x;
+	return 0;
+}
+
+int
+tsv_u64(const char *s, uint64_t *v)
+{
+	char *e;
+	unsigned long long x;
+
+	if (*s == '-')
+		return -EINVAL;
+	errno = 0;
+	x = strtoull(s, &e, 10);
+	if (e == s || *e || errno)
+		return -EINVAL;
+	*v = x;
+	return 0;
+}

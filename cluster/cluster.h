@@ -1,0 +1,54 @@
+/*
+ * cluster: a fleet on ClickHouse. Every profile the local store acknowledged
+ * is shipped, in batches, to a ClickHouse cluster (one row per profile, its
+ * samples as arrays; ClickHouse's materialized views keep per-window sums
+ * per stack), and reads of the tree and the HTTP API are answered from the
+ * whole cluster through GROUP BY queries that run in ClickHouse. Sharding,
+ * replication and distributed queries are ClickHouse's own (Distributed
+ * tables over a remote_servers cluster); this module only talks HTTP to it.
+ *
+ * The local store stays the durable buffer: its outbox (store_queue_*) holds
+ * what is not shipped yet, so a cluster that is down loses nothing, and a
+ * batch that may have reached ClickHouse is checked before it is sent again,
+ * so nothing counts twice.
+ */
+#ifndef PROFILEFS_CLUSTER_H
+#define PROFILEFS_CLUSTER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base.h"
+#include "store.h"
+
+struct cluster;
+
+struct cluster_config {
+	const char	*urls;		/* "http://[user:pass@]host:port[/db][?database=db],..." */
+	const char	*cluster;	/* remote_servers name; NULL: "profilefs" */
+	const char	*host;		/* this host's name (the host label); NULL: gethostname */
+	uint64_t	 max_backlog;	/* profiles kept unshipped; 0: 1,000,000 */
+	size_t		 batch_rows;	/* samples per INSERT; 0: 200,000 */
+	bool		 no_reads;	/* ship only; the tree shows local data */
+	int64_t		 retention;	/* ns; days wholly older are dropped; 0: keep */
+};
+
+/*
+ * Check cfg (-EINVAL with the reason in err for a malformed URL list), turn
+ * on st's outbox and start the shipper thread. A cluster that cannot be
+ * reached is not an error: the daemon serves local data until it can, and
+ * says so in the log, the metrics and cluster_status(). Reads go to the
+ * cluster once its schema is in place. *out is freed by cluster_stop().
+ */
+int	cluster_start(struct store *st, const struct cluster_config *cfg,
+	    struct cluster **out, struct buf *err);
+/* Stop shipping (what is queued stays queued) and local reads again; NULL is a no-op. */
+void	cluster_stop(struct cluster *c);
+/*
+ * The state in one line for /healthz and the log ("ok", or why not) into
+ * out; returns true when the cluster is reachable with its schema.
+ */
+bool	cluster_status(struct cluster *c, struct buf *out);
+
+#endif

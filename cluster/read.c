@@ -1,0 +1,1327 @@
+/*
+ * read: the store's reads answered by the cluster (a store_remote). Series,
+ * hours and listings come from the per-window counts and the profile rows'
+ * small columns; a merge is one GROUP BY per stack that ClickHouse runs over
+ * the 10-minute sums of the windows wholly inside the range and the raw rows
+ * at its edges, then the frames of the stacks it returned. Gauges are
+ * averaged per series as the local store does, so sums are the same.
+ *
+ * A server or shard that does not answer fails the read (-EIO, the reason
+ * in the log): never a silently partial profile.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "chint.h"
+
+#define NS		INT64_C(1000000000)
+#define WINDOW_NS	(600 * NS)
+#define FRAMES_CHUNK	2000
+
+static int
+fail(const char *what, const struct buf *err)
+{
+	log_warnx("clickhouse: %s: %s", what, err->data ? err->data : "failed");
+	return -EIO;
+}
+
+/* --- series ------------------------------------------------------------------ */
+
+static uint64_t
+series_id(const char *service, const char *type, const char *labels)
+{
+	struct buf k = { 0 };
+	uint64_t h;
+
+	buf_adds(&k, service);
+	buf_addc(&k, '\0');
+	buf_adds(&k, type);
+	buf_addc(&k, '\0');
+	buf_adds(&k, labels);
+	h = hash_bytes(k.data, k.len);
+	buf_free(&k);
+	/* Never 0, distinct from local ids (small) in practice. */
+	return h | UINT64_C(1) << 63;
+}
+
+static const struct series *
+intern_series(struct cluster *c, const char *service, const char *type, const char *labels)
+{
+	uint64_t id = series_id(service, type, labels);
+	struct series *s = NULL;
+	int64_t i;
+	int added;
+
+	pthread_mutex_lock(&c->s_lock);
+	i = intern_put(c->s_names, &id, sizeof(id), &added);
+	if (i < 0)
+		goto out;
+	if (!added) {
+		s = c->s_all[i];
+		goto out;
+	}
+	s = xcalloc(1, sizeof(*s));
+	s->id = id;
+	s->service = xstrdup(service);
+	s->type = xstrdup(type);
+	s->labels = xstrdup(labels);
+	if (labels_parse(labels, &s->ls, NULL) < 0)
+		memset(&s->ls, 0, sizeof(s->ls));
+	c->s_all = xgrow(c->s_all, &c->s_cap, c->s_n + 1, sizeof(*c->s_all));
+	c->s_all[c->s_n++] = s;
+out:
+	pthread_mutex_unlock(&c->s_lock);
+	return s;
+}
+
+static const struct series *
+r_series_get(void *arg, uint64_t id)
+{
+	struct cluster *c = arg;
+	const struct series *s = NULL;
+	int64_t i;
+
+	pthread_mutex_lock(&c->s_lock);
+	if ((i = intern_get(c->s_names, &id, sizeof(id))) >= 0)
+		s = c->s_all[i];
+	pthread_mutex_unlock(&c->s_lock);
+	return s;
+}
+
+static void
+quote_pair(struct buf *b, const char *k, const char *v)
+{
+	struct buf t = { 0 };
+
+	labels_escape(&t, k, strlen(k));
+	buf_addc(&t, '=');
+	labels_escape(&t, v, strlen(v));
+	buf_addc(&t, '\0');
+	if (buf_error(&t) == 0)
+		ch_quote(b, t.data);
+	buf_free(&t);
+}
+
+int
+read_where(const struct query *q, struct buf *b)
+{
+	size_t i;
+
+	buf_adds(b, "1");
+	if (q->service) {
+		buf_adds(b, " AND service = ");
+		ch_quote(b, q->service);
+	}
+	if (q->type) {
+		buf_adds(b, " AND type = ");
+		ch_quote(b, q->type);
+	}
+	for (i = 0; q->sel && i < q->sel->n; i++) {
+		buf_adds(b, " AND has(splitByChar(',', labels), ");
+		quote_pair(b, q->sel->pairs[i].key, q->sel->pairs[i].value);
+		buf_addc(b, ')');
+	}
+	return buf_error(b);
+}
+
+static void
+where_series(const struct series *s, struct buf *b)
+{
+	buf_adds(b, "service = ");
+	ch_quote(b, s->service);
+	buf_adds(b, " AND type = ");
+	ch_quote(b, s->type);
+	buf_adds(b, " AND labels = ");
+	ch_quote(b, s->labels);
+}
+
+/* "AND ns >= from AND ns < to" and the days, for partition pruning. */
+static void
+where_range(struct buf *b, int64_t from, int64_t to)
+{
+	int64_t lo = from, hi = to;
+
+	if (lo < STORE_TIME_MIN)
+		lo = STORE_TIME_MIN;
+	if (hi > INT64_C(4102444800) * NS)	/* 2100-01-01 */
+		hi = INT64_C(4102444800) * NS;
+	buf_printf(b, " AND ns >= %" PRId64 " AND ns < %" PRId64, from, to);
+	if (lo < hi)
+		buf_printf(b, " AND date >= toDate(%" PRId64 ") AND date <= toDate(%" PRId64 ")",
+		    lo / NS, (hi - 1) / NS);
+}
+
+struct slist {
+	const struct series	**s;
+	size_t			 n, cap;
+};
+
+static int
+series_cmp(const void *a, const void *b)
+{
+	const struct series *x = *(const struct series *const *)a;
+	const struct series *y = *(const struct series *const *)b;
+	int d;
+
+	if ((d = strcmp(x->service, y->service)) != 0)
+		return d;
+	if ((d = strcmp(x->type, y->type)) != 0)
+		return d;
+	return strcmp(x->labels, y->labels);
+}
+
+/* The series seen in earlier answers that match, in index order. */
+static int
+known_series(struct cluster *c, const char *service, const char *type, struct slist *out)
+{
+	size_t i;
+
+	pthread_mutex_lock(&c->s_lock);
+	for (i = 0; i < c->s_n; i++) {
+		const struct series *s = c->s_all[i];
+
+		if ((service && strcmp(s->service, service) != 0) ||
+		    (type && strcmp(s->type, type) != 0))
+			continue;
+		out->s = xgrow(out->s, &out->cap, out->n + 1, sizeof(*out->s));
+		out->s[out->n++] = s;
+	}
+	pthread_mutex_unlock(&c->s_lock);
+	if (out->n)
+		qsort(out->s, out->n, sizeof(*out->s), series_cmp);
+	return 0;
+}
+
+static int
+series_query(struct cluster *c, const char *service, const char *type, struct slist *out)
+{
+	struct buf sql = { 0 }, ans = { 0 }, err = { 0 };
+	struct tsv t;
+	int rc, r;
+
+	buf_printf(&sql, "SELECT service, type, labels FROM %s.counts10 WHERE 1", c->db);
+	if (service) {
+		buf_adds(&sql, " AND service = ");
+		ch_quote(&sql, service);
+	}
+	if (type) {
+		buf_adds(&sql, " AND type = ");
+		ch_quote(&sql, type);
+	}
+	buf_adds(&sql, " GROUP BY service, type, labels ORDER BY service, type, labels "
+	    "FORMAT TabSeparated");
+	if ((rc = buf_error(&sql)) < 0)
+		goto out;
+	if (ch_exec(c, sql.data, NULL, &ans, &err, NULL) < 0) {
+		/*
+		 * The directories stay as last seen, so a path still resolves
+		 * and reading a file fails with EIO and a reason (not ENOENT).
+		 */
+		log_warnx("clickhouse: listing series: %s (the last known series are listed)",
+		    err.data ? err.data : "failed");
+		rc = known_series(c, service, type, out);
+		goto out;
+	}
+	tsv_init(&t, &ans);
+	while ((r = tsv_next(&t)) > 0) {
+		const struct series *s;
+
+		if (t.nf != 3) {
+			r = -EINVAL;
+			break;
+		}
+		if ((s = intern_series(c, t.f[0], t.f[1], t.f[2])) == NULL) {
+			r = -ENOMEM;
+			break;
+		}
+		out->s = xgrow(out->s, &out->cap, out->n + 1, sizeof(*out->s));
+		out->s[out->n++] = s;
+	}
+	tsv_free(&t);
+	if (r < 0) {
+		log_warnx("clickhouse: listing series: a malformed answer");
+		rc = -EIO;
+	}
+out:
+	buf_free(&sql);
+	buf_free(&ans);
+	buf_free(&err);
+	return rc;
+}
+
+static int
+r_series(void *arg, const struct series ***out, size_t *n)
+{
+	struct slist l = { 0 };
+	int rc;
+
+	if ((rc = series_query(arg, NULL, NULL, &l)) < 0) {
+		free(l.s);
+		return rc;
+	}
+	*out = l.s ? l.s : xcalloc(1, sizeof(*l.s));
+	*n = l.n;
+	return 0;
+}
+
+static int
+r_series_each(void *arg, const char *service, const char *type, store_series_fn fn,
+    void *fnarg)
+{
+	struct slist l = { 0 };
+	size_t i;
+	int rc;
+
+	rc = series_query(arg, service, type, &l);
+	for (i = 0; rc == 0 && i < l.n; i++)
+		rc = fn(fnarg, l.s[i]);
+	free(l.s);
+	return rc;
+}
+
+static int
+r_hours(void *arg, uint64_t sid, int64_t **out, size_t *n)
+{
+	struct cluster *c = arg;
+	const struct series *s = r_series_get(c, sid);
+	struct buf sql = { 0 }, ans = { 0 }, err = { 0 };
+	int64_t *arr = NULL;
+	size_t cnt = 0, cap = 0;
+	struct tsv t;
+	int rc = 0, r;
+
+	*out = NULL;
+	*n = 0;
+	if (s == NULL)
+		return -ENOENT;
+	buf_printf(&sql, "SELECT intDiv(toUInt32(window), 3600) AS h FROM %s.counts10 WHERE ",
+	    c->db);
+	where_series(s, &sql);
+	buf_adds(&sql, " GROUP BY h ORDER BY h FORMAT TabSeparated");
+	if (ch_exec(c, sql.data, NULL, &ans, &err, NULL) < 0) {
+		rc = fail("listing hours", &err);
+		goto out;
+	}
+	tsv_init(&t, &ans);
+	while ((r = tsv_next(&t)) > 0) {
+		int64_t h;
+
+		if (t.nf != 1 || tsv_i64(t.f[0], &h) < 0) {
+			r = -EINVAL;
+			break;
+		}
+		arr = xgrow(arr, &cap, cnt + 1, sizeof(*arr));
+		arr[cnt++] = h;
+	}
+	tsv_free(&t);
+	if (r < 0) {
+		free(arr);
+		log_warnx("clickhouse: listing hours: a malformed answer");
+		rc = -EIO;
+		goto out;
+	}
+	*out = arr ? arr : xcalloc(1, sizeof(*arr));
+	*n = cnt;
+out:
+	buf_free(&sql);
+	buf_free(&ans);
+	buf_free(&err);
+	return rc;
+}
+
+/* --- listings ------------------------------------------------------------------ */
+
+/*
+ * The profiles of (where) in time order, with their series; with totals,
+ * also sig and totals (merge). Rows: gid, ns, service, type, labels[, sig, totals].
+ */
+struct listing {
+	struct query_result	*res;
+	const struct series	**ser;		/* per ref */
+	char			**sig;		/* per ref, merge only */
+	struct buf		 totals;	/* int64_t */
+	struct buf		 at;		/* size_t per ref */
+	size_t			 cap;
+};
+
+static int
+add_series_id(struct query_result *res, uint64_t id)
+{
+	size_t i;
+
+	for (i = 0; i < res->nseries; i++)
+		if (res->series[i] == id)
+			return 0;
+	res->series = xreallocarray(res->series, res->nseries + 1, sizeof(*res->series));
+	res->series[res->nseries++] = id;
+	return 0;
+}
+
+/*
+ * Parse "[1,-2,3]" (at most max numbers; unsigned: as uint64) into out;
+ * -EINVAL on anything else.
+ */
+static int
+parse_nums(const char *s, struct buf *out, size_t *n, size_t max, bool is_unsigned)
+{
+	const char *p = s;
+	char *e;
+
+	*n = 0;
+	if (*p++ != '[')
+		return -EINVAL;
+	if (*p == ']')
+		return p[1] ? -EINVAL : 0;
+	for (;;) {
+		int64_t v;
+
+		errno = 0;
+		if (is_unsigned)
+			v = *p == '-' ? (errno = EINVAL, 0) : (int64_t)strtoull(p, &e, 10);
+		else
+			v = strtoll(p, &e, 10);
+		if (e == p || errno)
+			return -EINVAL;
+		buf_add(out, &v, sizeof(v));
+		(*n)++;
+		if (*e == ']')
+			return e[1] ? -EINVAL : buf_error(out);
+		if (*e != ',' || *n >= max)
+			return -EINVAL;
+		p = e + 1;
+	}
+}
+
+static int
+run_listing(struct cluster *c, const char *where, const struct query *q, bool merge,
+    struct listing *l)
+{
+	struct buf sql = { 0 }, ans = { 0 }, err = { 0 };
+	struct query_result *res = l->res;
+	struct tsv t;
+	int rc = 0, r;
+
+	buf_printf(&sql, "SELECT gid, ns, service, type, labels%s FROM %s.profiles WHERE %s",
+	    merge ? ", sig, totals" : "", c->db, where);
+	where_range(&sql, q->from, q->to);
+	buf_adds(&sql, " ORDER BY ns, gid");
+	if (q->limit && !merge)
+		buf_printf(&sql, " LIMIT %zu", q->limit);
+	buf_adds(&sql, " FORMAT TabSeparated");
+	if ((rc = buf_error(&sql)) < 0)
+		goto out;
+	if (ch_exec(c, sql.data, NULL, &ans, &err, NULL) < 0) {
+		rc = fail("listing profiles", &err);
+		goto out;
+	}
+	tsv_init(&t, &ans);
+	while ((r = tsv_next(&t)) > 0) {
+		struct store_ref ref;
+		const struct series *s;
+		size_t nt, at;
+
+		memset(&ref, 0, sizeof(ref));
+		if (t.nf != (merge ? 7u : 5u) || tsv_u64(t.f[0], &ref.id) < 0 ||
+		    tsv_i64(t.f[1], &ref.time) < 0) {
+			r = -EINVAL;
+			break;
+		}
+		if ((s = intern_series(c, t.f[2], t.f[3], t.f[4])) == NULL) {
+			r = -ENOMEM;
+			break;
+		}
+		ref.series = s->id;
+		snprintf(ref.type, sizeof(ref.type), "%s", s->type);
+		if (res->nrefs == l->cap) {
+			l->cap = l->cap ? l->cap * 2 : 64;
+			res->refs = xreallocarray(res->refs, l->cap, sizeof(*res->refs));
+			l->ser = xreallocarray(l->ser, l->cap, sizeof(*l->ser));
+			l->sig = xreallocarray(l->sig, l->cap, sizeof(*l->sig));
+		}
+		l->ser[res->nrefs] = s;
+		l->sig[res->nrefs] = merge ? xstrdup(t.f[5]) : NULL;
+		res->refs[res->nrefs++] = ref;
+		add_series_id(res, s->id);
+		if (merge) {
+			at = l->totals.len / sizeof(int64_t);
+			if (parse_nums(t.f[6], &l->totals, &nt, PROFILE_MAX_SAMPLE_TYPES, false) < 0) {
+				r = -EINVAL;
+				break;
+			}
+			if (nt == 0)
+				at = SIZE_MAX;
+			buf_add(&l->at, &at, sizeof(at));
+		}
+	}
+	tsv_free(&t);
+	if (r < 0) {
+		log_warnx("clickhouse: listing profiles: a malformed answer");
+		rc = -EIO;
+	}
+out:
+	buf_free(&sql);
+	buf_free(&ans);
+	buf_free(&err);
+	return rc;
+}
+
+static void
+listing_free(struct listing *l)
+{
+	size_t i;
+
+	for (i = 0; l->sig && i < l->res->nrefs; i++)
+		free(l->sig[i]);
+	free(l->sig);
+	free(l->ser);
+	buf_free(&l->totals);
+	buf_free(&l->at);
+}
+
+static int
+r_list(void *arg, const struct query *q, struct query_result *res)
+{
+	struct cluster *c = arg;
+	struct listing l = { .res = res };
+	struct buf where = { 0 };
+	int rc;
+
+	memset(res, 0, sizeof(*res));
+	if ((rc = read_where(q, &where)) == 0)
+		rc = run_listing(c, where.data, q, false, &l);
+	listing_free(&l);
+	buf_free(&where);
+	if (rc < 0)
+		query_result_free(res);
+	return rc;
+}
+
+struct scan_arg {
+	store_scan_fn	 fn;
+	void		*arg;
+};
+
+static int
+r_scan(void *arg, uint64_t sid, int64_t from, int64_t to, store_scan_fn fn, void *fnarg)
+{
+	struct cluster *c = arg;
+	const struct series *s = r_series_get(c, sid);
+	struct query_result res;
+	struct listing l = { .res = &res };
+	struct query q = { .from = from, .to = to };
+	struct buf where = { 0 };
+	size_t i;
+	int rc;
+
+	if (s == NULL)
+		return 0;
+	memset(&res, 0, sizeof(res));
+	where_series(s, &where);
+	rc = run_listing(c, where.data, &q, false, &l);
+	if (rc == -EIO) {
+		/*
+		 * The cluster cannot say: a series seen before counts as holding
+		 * data, so its directories resolve and its files fail with EIO.
+		 */
+		struct store_ref ref = { .id = 0, .series = sid, .time = from };
+
+		snprintf(ref.type, sizeof(ref.type), "%s", s->type);
+		rc = fn(fnarg, &ref, NULL, 0);
+	}
+	for (i = 0; rc == 0 && i < res.nrefs; i++)
+		rc = fn(fnarg, &res.refs[i], NULL, 0);
+	listing_free(&l);
+	buf_free(&where);
+	query_result_free(&res);
+	return rc;
+}
+
+/* --- merges -------------------------------------------------------------------- */
+
+/* "cpu/nanoseconds samples/count" from a signature (period type dropped). */
+static void
+sig_types(const char *sig, char *out, size_t n)
+{
+	const char *s = strchr(sig, '\x1f');
+	size_t i = 0;
+
+	if (s == NULL) {
+		snprintf(out, n, "(none)");
+		return;
+	}
+	for (s++; *s && i + 1 < n; s++)
+		out[i++] = *s == '\x1f' ? ' ' : *s;
+	out[i] = '\0';
+}
+
+static void
+add_skip(struct query_result *res, uint64_t id, const char *why)
+{
+	struct query_skip *sk;
+	size_t n;
+
+	res->skipped = xreallocarray(res->skipped, res->nskipped + 1, sizeof(*sk));
+	sk = &res->skipped[res->nskipped++];
+	sk->id = id;
+	/* Cut to the field's size, as the local store's listing does. */
+	n = strlen(why);
+	if (n >= sizeof(sk->reason))
+		n = sizeof(sk->reason) - 1;
+	memcpy(sk->reason, why, n);
+	sk->reason[n] = '\0';
+}
+
+/*
+ * A group of profiles with one signature. As the local store's query does,
+ * the largest group merges with every other of its period type that shares
+ * sample types with it, on the types all of them share (inc); keep[k] is
+ * where shared type k sits among the group's own.
+ */
+struct sgroup {
+	const char	*sig;
+	uint64_t	 count;
+	bool		 inc;
+	size_t		 keep[PROFILE_MAX_SAMPLE_TYPES];
+};
+
+/* The parts of a signature: [0] its period type, then "type/unit" each. */
+static size_t
+sig_parts(const char *sig, const char **part, size_t *len, size_t max)
+{
+	const char *p = sig, *q;
+	size_t n = 0;
+
+	while (p && n < max) {
+		q = strchr(p, '\x1f');
+		part[n] = p;
+		len[n++] = (size_t)((q ? q : p + strlen(p)) - p);
+		p = q ? q + 1 : NULL;
+	}
+	return n;
+}
+
+/* Mark the groups that merge; the shared types (parts, [0] the period) into sh. */
+static void
+choose_groups(struct sgroup *g, size_t ng, size_t best, const char **sh, size_t *shl,
+    size_t *nsh)
+{
+	const char *part[PROFILE_MAX_SAMPLE_TYPES + 1];
+	size_t len[PROFILE_MAX_SAMPLE_TYPES + 1], *order, i, j, k, n;
+
+	*nsh = sig_parts(g[best].sig, sh, shl, PROFILE_MAX_SAMPLE_TYPES + 1);
+	g[best].inc = true;
+	order = xcalloc(ng + 1, sizeof(*order));
+	for (i = 0; i < ng; i++)
+		order[i] = i;
+	for (i = 1; i < ng; i++)	/* by profiles, most first (stable) */
+		for (j = i; j > 0 && g[order[j]].count > g[order[j - 1]].count; j--) {
+			k = order[j];
+			order[j] = order[j - 1];
+			order[j - 1] = k;
+		}
+	for (i = 0; i < ng; i++) {
+		size_t m = 1;
+
+		if (g[order[i]].inc)
+			continue;
+		n = sig_parts(g[order[i]].sig, part, len, PROFILE_MAX_SAMPLE_TYPES + 1);
+		if (n < 2 || len[0] != shl[0] || memcmp(part[0], sh[0], len[0]) != 0)
+			continue;	/* another period type */
+		for (j = 1; j < *nsh; j++)
+			for (k = 1; k < n; k++)
+				if (len[k] == shl[j] && memcmp(part[k], sh[j], len[k]) == 0) {
+					sh[m] = sh[j];
+					shl[m++] = shl[j];
+					break;
+				}
+		if (m == 1)
+			continue;	/* nothing shared: left out */
+		*nsh = m;
+		g[order[i]].inc = true;
+	}
+	free(order);
+	/* Where each shared type sits in each merged group. */
+	for (i = 0; i < ng; i++) {
+		if (!g[i].inc)
+			continue;
+		n = sig_parts(g[i].sig, part, len, PROFILE_MAX_SAMPLE_TYPES + 1);
+		for (j = 1; j < *nsh; j++)
+			for (k = 1; k < n; k++)
+				if (len[k] == shl[j] && memcmp(part[k], sh[j], len[k]) == 0) {
+					g[i].keep[j - 1] = k - 1;
+					break;
+				}
+	}
+}
+
+/* One series' part of one merged group: its stacks' sums in the shared types. */
+struct sacc {
+	const struct series	*s;
+	size_t			 g;		/* the group */
+	uint64_t		 count;		/* its profiles in this series */
+	struct intern		*stacks;	/* hash -> index */
+	struct buf		 vals;		/* int64_t[shared types] per stack */
+};
+
+static struct sacc *
+sacc_of(struct sacc **arr, size_t *n, const struct series *s, size_t g)
+{
+	size_t i;
+
+	for (i = 0; i < *n; i++)
+		if ((*arr)[i].s == s && (*arr)[i].g == g)
+			return &(*arr)[i];
+	*arr = xreallocarray(*arr, *n + 1, sizeof(**arr));
+	memset(&(*arr)[*n], 0, sizeof(**arr));
+	(*arr)[*n].s = s;
+	(*arr)[*n].g = g;
+	(*arr)[*n].stacks = intern_create(256);
+	return &(*arr)[(*n)++];
+}
+
+static int64_t
+ceil_div(int64_t a, int64_t b)
+{
+	return a / b + (a % b > 0);
+}
+
+static int64_t
+floor_div(int64_t a, int64_t b)
+{
+	return a / b - (a % b < 0);
+}
+
+/*
+ * The sums of the merged groups by (series, group, stack, value index), in
+ * the shared types (ntypes of them), into accs.
+ */
+static int
+run_sums(struct cluster *c, const char *where, const struct query *q, const struct sgroup *g,
+    size_t ng, size_t ntypes, struct sacc **accs, size_t *nacc, struct intern *all_stacks)
+{
+	struct buf sql = { 0 }, ans = { 0 }, err = { 0 }, sigs = { 0 };
+	int64_t from = q->from < STORE_TIME_MIN ? STORE_TIME_MIN : q->from;
+	int64_t to = q->to > INT64_C(4102444800) * NS ? INT64_C(4102444800) * NS : q->to;
+	int64_t wlo = ceil_div(from, WINDOW_NS) * 600, whi = floor_div(to, WINDOW_NS) * 600;
+	struct tsv t;
+	size_t i;
+	int rc = 0, r;
+
+	for (i = 0; i < ng; i++)
+		if (g[i].inc) {
+			if (sigs.len)
+				buf_addc(&sigs, ',');
+			ch_quote(&sigs, g[i].sig);
+		}
+	if (wlo > whi)
+		whi = wlo;
+	buf_printf(&sql, "SELECT service, type, labels, sig, stack, vi, sum(value) FROM ("
+	    "SELECT service, type, labels, sig, stack, vi, value FROM %s.samples10 WHERE %s "
+	    "AND sig IN (%s) "
+	    "AND window >= toDateTime(%" PRId64 ") AND window < toDateTime(%" PRId64 ") "
+	    "UNION ALL "
+	    "SELECT service, type, labels, sig, stacks[intDiv(k - 1, ntypes) + 1] AS stack, "
+	    "toUInt8((k - 1) %% ntypes) AS vi, value FROM %s.profiles "
+	    "ARRAY JOIN vals AS value, arrayEnumerate(vals) AS k WHERE %s AND sig IN (%s)",
+	    c->db, where, sigs.data, wlo, whi, c->db, where, sigs.data);
+	where_range(&sql, q->from, q->to);
+	buf_printf(&sql, " AND NOT (toUInt32(time) >= %" PRId64 " AND toUInt32(time) < %" PRId64
+	    ")) GROUP BY service, type, labels, sig, stack, vi FORMAT TabSeparated", wlo, whi);
+	if ((rc = buf_error(&sql)) < 0)
+		goto out;
+	if (ch_exec(c, sql.data, NULL, &ans, &err, NULL) < 0) {
+		rc = fail("merging", &err);
+		goto out;
+	}
+	tsv_init(&t, &ans);
+	while ((r = tsv_next(&t)) > 0) {
+		const struct series *s;
+		struct sacc *a;
+		uint64_t h, vi;
+		size_t gi, j;
+		int64_t v, k;
+		int added;
+
+		if (t.nf != 7 || tsv_u64(t.f[4], &h) < 0 || tsv_u64(t.f[5], &vi) < 0 ||
+		    tsv_i64(t.f[6], &v) < 0) {
+			r = -EINVAL;
+			break;
+		}
+		for (gi = 0; gi < ng && !(g[gi].inc && strcmp(g[gi].sig, t.f[3]) == 0); gi++)
+			;
+		if (gi == ng) {
+			r = -EINVAL;
+			break;
+		}
+		for (j = 0; j < ntypes && g[gi].keep[j] != vi; j++)
+			;
+		if (j == ntypes)
+			continue;	/* a type not shared by every merged group */
+		if ((s = intern_series(c, t.f[0], t.f[1], t.f[2])) == NULL) {
+			r = -ENOMEM;
+			break;
+		}
+		a = sacc_of(accs, nacc, s, gi);
+		if ((k = intern_put(a->stacks, &h, sizeof(h), &added)) < 0 ||
+		    intern_put(all_stacks, &h, sizeof(h), NULL) < 0) {
+			r = -ENOMEM;
+			break;
+		}
+		if (added && buf_reserve(&a->vals, ntypes * sizeof(int64_t)) == 0) {
+			memset(a->vals.data + a->vals.len, 0, ntypes * sizeof(int64_t));
+			a->vals.len += ntypes * sizeof(int64_t);
+		}
+		if (buf_error(&a->vals)) {
+			r = -ENOMEM;
+			break;
+		}
+		((int64_t *)a->vals.data)[(size_t)k * ntypes + j] = v;
+	}
+	tsv_free(&t);
+	if (r < 0) {
+		log_warnx("clickhouse: merging: a malformed answer");
+		rc = -EIO;
+	}
+out:
+	buf_free(&sql);
+	buf_free(&ans);
+	buf_free(&err);
+	buf_free(&sigs);
+	return rc;
+}
+
+/* Frames of stacks seen before, by hash: a stack's text never changes. */
+#define FRAMES_CACHE_BYTES	((size_t)64 << 20)
+
+static void
+frames_cache_clear(struct cluster *c)
+{
+	size_t i;
+
+	for (i = 0; c->f_idx && i < intern_count(c->f_idx); i++)
+		free(c->f_text[i]);
+	intern_destroy(c->f_idx);
+	free(c->f_text);
+	free(c->f_len);
+	c->f_idx = NULL;
+	c->f_text = NULL;
+	c->f_len = NULL;
+	c->f_cap = c->f_bytes = 0;
+}
+
+static void
+frames_cache_put(struct cluster *c, uint64_t h, const char *text, size_t len)
+{
+	int64_t k;
+	int added;
+
+	pthread_mutex_lock(&c->f_lock);
+	if (c->f_bytes + len > FRAMES_CACHE_BYTES)
+		frames_cache_clear(c);	/* all at once: simple, and rare */
+	if (c->f_idx == NULL)
+		c->f_idx = intern_create(1024);
+	if ((k = intern_put(c->f_idx, &h, sizeof(h), &added)) >= 0 && added) {
+		size_t cap = c->f_cap;
+
+		c->f_text = xgrow(c->f_text, &cap, (size_t)k + 1, sizeof(*c->f_text));
+		c->f_len = xgrow(c->f_len, &c->f_cap, (size_t)k + 1, sizeof(*c->f_len));
+		c->f_text[k] = xmalloc(len + 1);
+		memcpy(c->f_text[k], text, len);
+		c->f_text[k][len] = '\0';
+		c->f_len[k] = len;
+		c->f_bytes += len;
+	}
+	pthread_mutex_unlock(&c->f_lock);
+}
+
+/* The frames of every stack in all, into frames (parallel to all's indexes). */
+static int
+fetch_frames(struct cluster *c, struct intern *all, char **frames, size_t *flen)
+{
+	struct buf sql = { 0 }, ans = { 0 }, err = { 0 };
+	size_t n = intern_count(all), i, j, nmiss = 0;
+	uint64_t *miss = xcalloc(n + 1, sizeof(*miss));
+	int rc = 0, r;
+
+	pthread_mutex_lock(&c->f_lock);
+	for (i = 0; i < n; i++) {
+		uint64_t h;
+		size_t kl;
+		int64_t k;
+
+		memcpy(&h, intern_key(all, i, &kl), sizeof(h));
+		if (c->f_idx && (k = intern_get(c->f_idx, &h, sizeof(h))) >= 0) {
+			frames[i] = xmalloc(c->f_len[k] + 1);
+			memcpy(frames[i], c->f_text[k], c->f_len[k] + 1);
+			flen[i] = c->f_len[k];
+		} else
+			miss[nmiss++] = h;
+	}
+	pthread_mutex_unlock(&c->f_lock);
+	for (i = 0; i < nmiss && rc == 0; i += FRAMES_CHUNK) {
+		struct tsv t;
+
+		buf_reset(&sql);
+		buf_reset(&ans);
+		buf_printf(&sql, "SELECT hash, any(frames) FROM %s.stacks WHERE hash IN (", c->db);
+		for (j = i; j < nmiss && j < i + FRAMES_CHUNK; j++)
+			buf_printf(&sql, "%s%" PRIu64, j > i ? "," : "", miss[j]);
+		buf_adds(&sql, ") GROUP BY hash FORMAT TabSeparated");
+		if ((rc = buf_error(&sql)) < 0)
+			break;
+		if (ch_exec(c, sql.data, NULL, &ans, &err, NULL) < 0) {
+			rc = fail("reading stacks", &err);
+			break;
+		}
+		tsv_init(&t, &ans);
+		while ((r = tsv_next(&t)) > 0) {
+			uint64_t h;
+			int64_t k;
+
+			if (t.nf != 2 || tsv_u64(t.f[0], &h) < 0 ||
+			    (k = intern_get(all, &h, sizeof(h))) < 0) {
+				r = -EINVAL;
+				break;
+			}
+			if (frames[k] == NULL) {
+				frames[k] = xmalloc(t.len[1] + 1);
+				memcpy(frames[k], t.f[1], t.len[1] + 1);
+				flen[k] = t.len[1];
+				frames_cache_put(c, h, t.f[1], t.len[1]);
+			}
+		}
+		tsv_free(&t);
+		if (r < 0) {
+			log_warnx("clickhouse: reading stacks: a malformed answer");
+			rc = -EIO;
+		}
+	}
+	for (i = 0; rc == 0 && i < n; i++)
+		if (frames[i] == NULL) {
+			log_warnx("clickhouse: a stack of the merge is missing from %s.stacks", c->db);
+			rc = -EIO;
+		}
+	free(miss);
+	buf_free(&sql);
+	buf_free(&ans);
+	buf_free(&err);
+	return rc;
+}
+
+static int
+build_merged(const char *hdr, int64_t period, struct sacc *accs, size_t nacc,
+    struct intern *all, char **frames, size_t *flen, struct profile **out)
+{
+	struct merge *m = merge_create();
+	bool gauge[PROFILE_MAX_SAMPLE_TYPES];
+	int64_t v[PROFILE_MAX_SAMPLE_TYPES];
+	size_t nt = 0, i, k, t;
+	int rc;
+
+	if (m == NULL)
+		return -ENOMEM;
+	if ((rc = codec_begin(m, hdr, period, &nt, gauge)) < 0) {
+		log_warnx("clickhouse: a group's header is malformed");
+		rc = -EIO;
+		goto out;
+	}
+	for (i = 0; i < nacc && rc == 0; i++) {
+		struct sacc *a = &accs[i];
+		int64_t n = (int64_t)a->count;
+
+		for (k = 0; k < intern_count(a->stacks) && rc == 0; k++) {
+			size_t kl;
+			const void *key = intern_key(a->stacks, k, &kl);
+			int64_t g = intern_get(all, key, kl);
+
+			memcpy(v, (int64_t *)a->vals.data + k * nt, nt * sizeof(int64_t));
+			for (t = 0; t < nt; t++) {
+				int64_t qq, r, ar;
+
+				if (!gauge[t] || n <= 1)
+					continue;
+				/* The local store's rounding: half away from zero. */
+				qq = v[t] / n;
+				r = v[t] % n;
+				ar = r < 0 ? -r : r;
+				v[t] = ar >= n - ar ? qq + (r < 0 ? -1 : 1) : qq;
+			}
+			if (g < 0 || (rc = codec_add(m, frames[g], flen[g], v, nt)) < 0) {
+				log_warnx("clickhouse: a stored stack is malformed");
+				rc = -EIO;
+			}
+		}
+	}
+	if (rc == 0)
+		rc = merge_finish(m, false, out);
+out:
+	merge_free(m);
+	return rc;
+}
+
+/* "cpu/nanoseconds samples/count": the shared sample types. */
+static void
+shared_types(const char **sh, const size_t *shl, size_t nsh, char *out, size_t size)
+{
+	size_t i, o = 0;
+
+	out[0] = '\0';
+	for (i = 1; i < nsh; i++) {
+		int w = snprintf(out + o, size - o, "%s%.*s", i > 1 ? " " : "", (int)shl[i], sh[i]);
+
+		if (w < 0 || (size_t)w >= size - o)
+			break;
+		o += (size_t)w;
+	}
+}
+
+/* The best group's header restricted to the shared types, in their order. */
+static char *
+shared_header(const char *hdr, const size_t *keep, size_t nt)
+{
+	const char *f[3 + 2 * PROFILE_MAX_SAMPLE_TYPES];
+	size_t fl[3 + 2 * PROFILE_MAX_SAMPLE_TYPES], nf, k;
+	struct buf b = { 0 };
+
+	nf = sig_parts(hdr, f, fl, sizeof(f) / sizeof(f[0]));
+	if (nf < 5 || (nf - 3) % 2 != 0)
+		return NULL;
+	buf_add(&b, hdr, (size_t)(f[2] + fl[2] - hdr));
+	for (k = 0; k < nt; k++) {
+		if (3 + 2 * keep[k] + 1 >= nf) {
+			buf_free(&b);
+			return NULL;
+		}
+		buf_addc(&b, '\x1f');
+		buf_add(&b, f[3 + 2 * keep[k]], fl[3 + 2 * keep[k]]);
+		buf_addc(&b, '\x1f');
+		buf_add(&b, f[4 + 2 * keep[k]], fl[4 + 2 * keep[k]]);
+	}
+	buf_addc(&b, '\0');
+	if (buf_error(&b)) {
+		buf_free(&b);
+		return NULL;
+	}
+	return buf_steal(&b, NULL);
+}
+
+/*
+ * The best group's header and the largest period of the merged groups
+ * (sigs: their quoted signatures, comma-separated).
+ */
+static int
+group_header(struct cluster *c, const char *where, const struct query *q, const char *best,
+    const char *sigs, char **hdr, int64_t *period)
+{
+	struct buf sql = { 0 }, ans = { 0 }, err = { 0 };
+	struct tsv t;
+	int rc = 0;
+
+	buf_adds(&sql, "SELECT anyIf(hdr, sig = ");
+	ch_quote(&sql, best);
+	buf_printf(&sql, "), max(period) FROM %s.profiles WHERE %s AND sig IN (%s)", c->db, where,
+	    sigs);
+	where_range(&sql, q->from, q->to);
+	buf_adds(&sql, " FORMAT TabSeparated");
+	if ((rc = buf_error(&sql)) < 0)
+		goto out;
+	if (ch_exec(c, sql.data, NULL, &ans, &err, NULL) < 0) {
+		rc = fail("reading a header", &err);
+		goto out;
+	}
+	tsv_init(&t, &ans);
+	if (tsv_next(&t) != 1 || t.nf != 2 || tsv_i64(t.f[1], period) < 0) {
+		log_warnx("clickhouse: reading a header: a malformed answer");
+		rc = -EIO;
+	} else
+		*hdr = xstrdup(t.f[0]);
+	tsv_free(&t);
+out:
+	buf_free(&sql);
+	buf_free(&ans);
+	buf_free(&err);
+	return rc;
+}
+
+/*
+ * Per-profile totals in the merged profile's types (timelines read them by
+ * its index) for the merged groups' profiles; others keep their own.
+ */
+static int
+shared_totals(struct listing *l, const struct sgroup *g, size_t ng, size_t nt)
+{
+	const int64_t *old = (const int64_t *)l->totals.data;
+	size_t *at = (size_t *)l->at.data, i, k, gi;
+	struct buf nb = { 0 };
+	const char *part[PROFILE_MAX_SAMPLE_TYPES + 1];
+	size_t len[PROFILE_MAX_SAMPLE_TYPES + 1];
+
+	for (i = 0; i < l->res->nrefs; i++) {
+		size_t pos = nb.len / sizeof(int64_t), own;
+
+		if (at[i] == SIZE_MAX)
+			continue;
+		for (gi = 0; gi < ng && strcmp(g[gi].sig, l->sig[i]) != 0; gi++)
+			;
+		own = sig_parts(l->sig[i], part, len, PROFILE_MAX_SAMPLE_TYPES + 1) - 1;
+		if (at[i] + own > l->totals.len / sizeof(int64_t)) {
+			buf_free(&nb);
+			return -EIO;
+		}
+		if (gi < ng && g[gi].inc) {
+			for (k = 0; k < nt; k++)
+				buf_add(&nb, &old[at[i] + g[gi].keep[k]], sizeof(int64_t));
+		} else
+			buf_add(&nb, &old[at[i]], own * sizeof(int64_t));
+		at[i] = pos;
+	}
+	if (buf_error(&nb)) {
+		buf_free(&nb);
+		return -ENOMEM;
+	}
+	buf_free(&l->totals);
+	l->totals = nb;
+	return 0;
+}
+
+static int
+r_merge(void *arg, const struct query *q, struct query_result *res)
+{
+	struct cluster *c = arg;
+	struct listing l = { .res = res };
+	struct buf where = { 0 }, sigs = { 0 };
+	struct sgroup *groups = NULL;
+	struct sacc *accs = NULL;
+	struct intern *all = NULL;
+	char **frames = NULL, *hdr = NULL, *shdr = NULL;
+	const char *sh[PROFILE_MAX_SAMPLE_TYPES + 1];
+	size_t shl[PROFILE_MAX_SAMPLE_TYPES + 1], nsh = 0;
+	size_t *flen = NULL;
+	size_t ng = 0, nacc = 0, i, j, best = 0;
+	uint64_t nmerged = 0;
+	int64_t period = 0;
+	int rc;
+
+	memset(res, 0, sizeof(*res));
+	if ((rc = read_where(q, &where)) < 0 ||
+	    (rc = run_listing(c, where.data, q, true, &l)) < 0 || res->nrefs == 0)
+		goto out;
+	for (i = 0; i < res->nrefs; i++) {
+		for (j = 0; j < ng && strcmp(groups[j].sig, l.sig[i]) != 0; j++)
+			;
+		if (j == ng) {
+			groups = xreallocarray(groups, ng + 1, sizeof(*groups));
+			memset(&groups[ng], 0, sizeof(groups[ng]));
+			groups[ng++].sig = l.sig[i];
+		}
+		groups[j].count++;
+	}
+	for (j = 1; j < ng; j++)
+		if (groups[j].count > groups[best].count)
+			best = j;
+	choose_groups(groups, ng, best, sh, shl, &nsh);
+	for (i = 0; i < res->nrefs; i++) {
+		char want[120], got[120], why[320];
+
+		for (j = 0; j < ng && strcmp(groups[j].sig, l.sig[i]) != 0; j++)
+			;
+		if (groups[j].inc) {
+			sacc_of(&accs, &nacc, l.ser[i], j)->count++;
+			continue;
+		}
+		shared_types(sh, shl, nsh, want, sizeof(want));
+		sig_types(l.sig[i], got, sizeof(got));
+		snprintf(why, sizeof(why), "sample types [%s] share none with the merged "
+		    "profiles' [%s] (or the period type differs)", got, want);
+		add_skip(res, res->refs[i].id, why);
+	}
+	for (j = 0; j < ng; j++)
+		if (groups[j].inc) {
+			nmerged += groups[j].count;
+			if (sigs.len)
+				buf_addc(&sigs, ',');
+			ch_quote(&sigs, groups[j].sig);
+		}
+	if ((rc = buf_error(&sigs)) < 0 ||
+	    (rc = group_header(c, where.data, q, groups[best].sig, sigs.data, &hdr, &period)) < 0)
+		goto out;
+	if ((shdr = shared_header(hdr, groups[best].keep, nsh - 1)) == NULL) {
+		log_warnx("clickhouse: a group's header is malformed");
+		rc = -EIO;
+		goto out;
+	}
+	all = intern_create(1024);
+	if ((rc = run_sums(c, where.data, q, groups, ng, nsh - 1, &accs, &nacc, all)) < 0)
+		goto out;
+	frames = xcalloc(intern_count(all) + 1, sizeof(*frames));
+	flen = xcalloc(intern_count(all) + 1, sizeof(*flen));
+	if ((rc = fetch_frames(c, all, frames, flen)) < 0)
+		goto out;
+	if ((rc = build_merged(shdr, period, accs, nacc, all, frames, flen, &res->merged)) < 0)
+		goto out;
+	if ((rc = shared_totals(&l, groups, ng, nsh - 1)) < 0)
+		goto out;
+	res->nmerged = (size_t)nmerged;
+	res->totals = (int64_t *)buf_steal(&l.totals, NULL);
+	res->totals_at = (size_t *)buf_steal(&l.at, NULL);
+out:
+	for (i = 0; frames && i < intern_count(all); i++)
+		free(frames[i]);
+	free(frames);
+	free(flen);
+	for (i = 0; i < nacc; i++) {
+		intern_destroy(accs[i].stacks);
+		buf_free(&accs[i].vals);
+	}
+	free(accs);
+	intern_destroy(all);
+	free(groups);
+	free(hdr);
+	free(shdr);
+	listing_free(&l);
+	buf_free(&where);
+	buf_free(&sigs);
+	if (rc < 0)
+		query_result_free(res);
+	return rc;
+}
+
+/*
+ * One stored profile of any host (profiles/, GET /api/0/profiles/<id>): its
+ * row, the frames of its stacks, rebuilt as gzipped pprof.
+ */
+#define GET_MAX_STACKS	(1u << 22)
+
+static int
+r_get(void *arg, uint64_t id, struct store_ref *ref, struct buf *out)
+{
+	struct cluster *c = arg;
+	struct buf sql = { 0 }, ans = { 0 }, err = { 0 }, stacks = { 0 }, vals = { 0 };
+	bool gauge[PROFILE_MAX_SAMPLE_TYPES];
+	struct intern *all = intern_create(256);
+	struct merge *m = NULL;
+	struct profile *p = NULL;
+	const struct series *s;
+	char **frames = NULL;
+	size_t *flen = NULL, ns = 0, nv = 0, nt = 0, i;
+	int64_t period;
+	struct tsv t;
+	int rc = 0;
+
+	buf_printf(&sql, "SELECT ns, service, type, labels, hdr, period, stacks, vals FROM "
+	    "%s.profiles WHERE gid = %" PRIu64 " LIMIT 1 FORMAT TabSeparated", c->db, id);
+	if (ch_exec(c, sql.data, NULL, &ans, &err, NULL) < 0) {
+		rc = fail("reading a profile", &err);
+		goto out;
+	}
+	tsv_init(&t, &ans);
+	if ((rc = tsv_next(&t)) == 0) {
+		rc = -ENOENT;
+		tsv_free(&t);
+		goto out;
+	}
+	memset(ref, 0, sizeof(*ref));
+	if (rc < 0 || t.nf != 8 || tsv_i64(t.f[0], &ref->time) < 0 ||
+	    tsv_i64(t.f[5], &period) < 0 ||
+	    parse_nums(t.f[6], &stacks, &ns, GET_MAX_STACKS, true) < 0 ||
+	    parse_nums(t.f[7], &vals, &nv, (size_t)GET_MAX_STACKS * 8, false) < 0 ||
+	    (s = intern_series(c, t.f[1], t.f[2], t.f[3])) == NULL ||
+	    (m = merge_create()) == NULL || codec_begin(m, t.f[4], period, &nt, gauge) < 0 ||
+	    nv != ns * nt) {
+		tsv_free(&t);
+		log_warnx("clickhouse: reading a profile: a malformed answer");
+		rc = -EIO;
+		goto out;
+	}
+	tsv_free(&t);
+	ref->id = id;
+	ref->series = s->id;
+	snprintf(ref->type, sizeof(ref->type), "%s", s->type);
+	for (i = 0; i < ns; i++)
+		intern_put(all, (uint64_t *)stacks.data + i, sizeof(uint64_t), NULL);
+	frames = xcalloc(intern_count(all) + 1, sizeof(*frames));
+	flen = xcalloc(intern_count(all) + 1, sizeof(*flen));
+	if ((rc = fetch_frames(c, all, frames, flen)) < 0)
+		goto out;
+	for (i = 0; i < ns && rc == 0; i++) {
+		int64_t k = intern_get(all, (uint64_t *)stacks.data + i, sizeof(uint64_t));
+
+		if (k < 0 || codec_add(m, frames[k], flen[k], (int64_t *)vals.data + i * nt,
+		    nt) < 0) {
+			log_warnx("clickhouse: a stored stack is malformed");
+			rc = -EIO;
+		}
+	}
+	if (rc == 0 && (rc = merge_finish(m, false, &p)) == 0) {
+		p->time_nanos = ref->time;
+		rc = profile_encode(p, true, out);
+	}
+out:
+	for (i = 0; frames && i < intern_count(all); i++)
+		free(frames[i]);
+	free(frames);
+	free(flen);
+	intern_destroy(all);
+	merge_free(m);
+	profile_free(p);
+	buf_free(&sql);
+	buf_free(&ans);
+	buf_free(&err);
+	buf_free(&stacks);
+	buf_free(&vals);
+	return rc;
+}
+
+static uint64_t
+r_generation(void *arg)
+{
+	struct cluster *c = arg;
+
+	/* Other hosts' data arrives without local puts: the shipper watches for it. */
+	return atomic_load(&c->gen);
+}
+
+void
+read_init(struct cluster *c)
+{
+	pthread_mutex_init(&c->s_lock, NULL);
+	pthread_mutex_init(&c->f_lock, NULL);
+	c->s_names = intern_create(256);
+	c->remote = (struct store_remote){
+		.arg = c,
+		.series = r_series,
+		.series_each = r_series_each,
+		.series_get = r_series_get,
+		.hours = r_hours,
+		.scan = r_scan,
+		.get = r_get,
+		.list = r_list,
+		.merge = r_merge,
+		.generation = r_generation,
+	};
+}
+
+void
+read_free(struct cluster *c)
+{
+	size_t i;
+
+	for (i = 0; i < c->s_n; i++) {
+		struct series *s = c->s_all[i];
+
+		free((char *)s->service);
+		free((char *)s->type);
+		free((char *)s->labels);
+		labels_clear(&s->ls);
+		free(s);
+	}
+	free(c->s_all);
+	intern_destroy(c->s_names);
+	pthread_mutex_destroy(&c->s_lock);
+	frames_cache_clear(c);
+	pthread_mutex_destroy(&c->f_lock);
+}

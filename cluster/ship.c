@@ -1,0 +1,829 @@
+/*
+ * ship: the schema, and the shipper thread that empties the store's outbox
+ * into ClickHouse.
+ *
+ * Schema (one database, on every server given; <t> is a table on each
+ * shard, <t> without _local the Distributed table over the cluster):
+ *
+ *   profiles_local   one row per profile: when (date, time, ns), whose
+ *                    (host, id, gid = hash of host and id), its series
+ *                    (service, type, labels with host=), its group (sig: as
+ *                    profile_signature(), hdr: codec_header()), period,
+ *                    totals, and its samples as stacks[] (hashes) and vals[]
+ *                    (ntypes values per stack). MergeTree, a partition per day
+ *                    (retention: ALTER TABLE ... DROP PARTITION).
+ *   samples10_local  sum of value per (series, 10-minute window, sig, stack,
+ *                    value index), SummingMergeTree, kept by samples10_mv
+ *   counts10_local   profiles per (series, window, sig), SummingMergeTree,
+ *                    kept by counts10_mv
+ *   stacks_local     frames (codec_stack()) by hash, ReplacingMergeTree, a
+ *                    partition per month: every month re-ships what it uses
+ *
+ * Reads sum with GROUP BY, so rows a SummingMergeTree has not merged yet count
+ * exactly once. Each profile is one row, so a batch that may have reached
+ * ClickHouse before an error (a lost answer, a crash) is checked by gid and
+ * only what is missing is sent again: nothing twice, nothing lost.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include "chint.h"
+
+#define BATCH_PROFILES		5000
+#define BACKOFF_MIN_NS		(INT64_C(500) * 1000000)
+#define BACKOFF_MAX_NS		(INT64_C(8) * 1000000000)
+#define IDLE_NS			(INT64_C(200) * 1000000)
+#define SHIPPED_STACKS_MAX	1000000
+#define POLL_NS			INT64_C(1000000000)
+#define EXPIRE_NS		(INT64_C(3600) * 1000000000)
+
+static const char *const schema[] = {
+	"CREATE DATABASE IF NOT EXISTS %1$s",
+	"CREATE TABLE IF NOT EXISTS %1$s.profiles_local (date Date, time DateTime, ns Int64, "
+	    "host String, id UInt64, gid UInt64, batch UInt64, service String, type String, "
+	    "labels String, sig String, hdr String, period Int64, ntypes UInt8, "
+	    "totals Array(Int64), stacks Array(UInt64), vals Array(Int64)) "
+	    "ENGINE = MergeTree PARTITION BY date ORDER BY (service, type, labels, ns, gid)",
+	"CREATE TABLE IF NOT EXISTS %1$s.samples10_local (date Date, window DateTime, "
+	    "service String, type String, labels String, sig String, stack UInt64, vi UInt8, "
+	    "value Int64) ENGINE = SummingMergeTree(value) PARTITION BY date "
+	    "ORDER BY (service, type, labels, window, sig, stack, vi)",
+	"CREATE MATERIALIZED VIEW IF NOT EXISTS %1$s.samples10_mv TO %1$s.samples10_local AS "
+	    "SELECT date, toDateTime(intDiv(toUInt32(time), 600) * 600) AS window, service, "
+	    "type, labels, sig, stacks[intDiv(k - 1, ntypes) + 1] AS stack, "
+	    "toUInt8((k - 1) %% ntypes) AS vi, value FROM %1$s.profiles_local "
+	    "ARRAY JOIN vals AS value, arrayEnumerate(vals) AS k",
+	"CREATE TABLE IF NOT EXISTS %1$s.counts10_local (date Date, window DateTime, "
+	    "service String, type String, labels String, sig String, profiles UInt64) "
+	    "ENGINE = SummingMergeTree(profiles) PARTITION BY date "
+	    "ORDER BY (service, type, labels, window, sig)",
+	"CREATE MATERIALIZED VIEW IF NOT EXISTS %1$s.counts10_mv TO %1$s.counts10_local AS "
+	    "SELECT date, toDateTime(intDiv(toUInt32(time), 600) * 600) AS window, service, "
+	    "type, labels, sig, toUInt64(1) AS profiles FROM %1$s.profiles_local",
+	"CREATE TABLE IF NOT EXISTS %1$s.stacks_local (date Date, hash UInt64, frames String) "
+	    "ENGINE = ReplacingMergeTree PARTITION BY toYYYYMM(date) ORDER BY hash",
+	"CREATE TABLE IF NOT EXISTS %1$s.profiles AS %1$s.profiles_local "
+	    "ENGINE = Distributed(%2$s, %1$s, profiles_local, batch)",
+	"CREATE TABLE IF NOT EXISTS %1$s.samples10 AS %1$s.samples10_local "
+	    "ENGINE = Distributed(%2$s, %1$s, samples10_local, rand())",
+	"CREATE TABLE IF NOT EXISTS %1$s.counts10 AS %1$s.counts10_local "
+	    "ENGINE = Distributed(%2$s, %1$s, counts10_local, rand())",
+	"CREATE TABLE IF NOT EXISTS %1$s.stacks AS %1$s.stacks_local "
+	    "ENGINE = Distributed(%2$s, %1$s, stacks_local, hash)",
+};
+
+static void
+set_status(struct cluster *c, const char *s)
+{
+	bool changed;
+
+	pthread_mutex_lock(&c->lock);
+	changed = strcmp(c->status, s) != 0;
+	snprintf(c->status, sizeof(c->status), "%s", s);
+	pthread_mutex_unlock(&c->lock);
+	if (changed) {
+		if (strcmp(s, "ok") == 0)
+			log_info("clickhouse: connected (%s, database %s, cluster %s)",
+			    c->urls[atomic_load(&c->cur)].shown, c->db, c->name);
+		else
+			log_warnx("clickhouse: %s", s);
+	}
+	metrics_set("profilefs_clickhouse_up", NULL, strcmp(s, "ok") == 0);
+}
+
+/* Check the server's version and the cluster, create the schema on every server. */
+static int
+connect_schema(struct cluster *c, struct buf *err)
+{
+	struct buf ans = { 0 }, sql = { 0 };
+	unsigned major = 0, minor = 0;
+	size_t i, k;
+	int rc, n;
+
+	for (i = 0; i < c->nurls; i++) {
+		buf_reset(&ans);
+		if ((rc = ch_exec_on(c, i, "SELECT version()", &ans, err, NULL)) < 0)
+			goto out;
+		buf_addc(&ans, '\0');
+		n = 0;
+		if (sscanf(ans.data, "%u.%u.%*u%n", &major, &minor, &n) != 2 || n == 0 ||
+		    (ans.data[n] != '\n' && ans.data[n] != '.')) {
+			buf_printf(err, "%s does not answer like ClickHouse (SELECT version() gave "
+			    "'%.40s')", c->urls[i].shown, ans.data);
+			rc = -EPROTO;
+			goto out;
+		}
+		if (major < CH_MIN_MAJOR || (major == CH_MIN_MAJOR && minor < CH_MIN_MINOR)) {
+			buf_printf(err, "%s runs ClickHouse %u.%u; at least %d.%d is needed",
+			    c->urls[i].shown, major, minor, CH_MIN_MAJOR, CH_MIN_MINOR);
+			rc = -EPROTO;
+			goto out;
+		}
+		buf_reset(&sql);
+		buf_adds(&sql, "SELECT count() FROM system.clusters WHERE cluster = ");
+		ch_quote(&sql, c->name);
+		buf_reset(&ans);
+		if ((rc = ch_exec_on(c, i, sql.data, &ans, err, NULL)) < 0)
+			goto out;
+		if (ans.len < 2 || ans.data[0] == '0' || ans.data[0] < '0' || ans.data[0] > '9') {
+			buf_printf(err, "%s has no cluster '%s' in its remote_servers",
+			    c->urls[i].shown, c->name);
+			rc = -EPROTO;
+			goto out;
+		}
+		for (k = 0; k < sizeof(schema) / sizeof(schema[0]); k++) {
+			buf_reset(&sql);
+			buf_printf(&sql, schema[k], c->db, c->name);
+			if ((rc = ch_exec_on(c, i, sql.data, NULL, err, NULL)) < 0)
+				goto out;
+		}
+	}
+	rc = 0;
+out:
+	buf_free(&ans);
+	buf_free(&sql);
+	return rc;
+}
+
+/* --- building a batch ------------------------------------------------------ */
+
+struct batch {
+	struct cluster	*c;
+	struct buf	 rows;		/* profiles, TabSeparated */
+	struct buf	 stacks;	/* stacks, TabSeparated */
+	struct intern	*seen;		/* stack hashes in this batch */
+	struct intern	*shipped;	/* stack hashes shipped this month */
+	uint64_t	*ids, *gids;
+	size_t		 n, cap, nrows;
+	uint64_t	 first;
+	int		 month;
+	struct buf	 dates;		/* "'YYYY-MM-DD'," of the batch */
+	uint64_t	 gone;
+};
+
+static uint64_t
+gid_of(const char *host, uint64_t id)
+{
+	struct buf b = { 0 };
+	uint64_t h;
+
+	buf_adds(&b, host);
+	buf_addc(&b, '\0');
+	buf_add(&b, &id, sizeof(id));
+	h = hash_bytes(b.data, b.len);
+	buf_free(&b);
+	return h;
+}
+
+static int
+add_id(struct batch *b, uint64_t id, uint64_t gid)
+{
+	if (b->n == b->cap) {
+		b->ids = xreallocarray(b->ids, b->cap ? b->cap * 2 : 256, sizeof(*b->ids));
+		b->gids = xreallocarray(b->gids, b->cap ? b->cap * 2 : 256, sizeof(*b->gids));
+		b->cap = b->cap ? b->cap * 2 : 256;
+	}
+	b->ids[b->n] = id;
+	b->gids[b->n++] = gid;
+	return 0;
+}
+
+/* One profile's row, and its stacks not shipped yet. */
+static int
+add_profile(struct batch *b, const struct store_ref *ref, const struct series *s,
+    const struct profile *p, uint64_t gid, int month, const char *date)
+{
+	struct cluster *c = b->c;
+	struct labelset ls;
+	struct buf lab = { 0 }, st = { 0 }, tmp = { 0 }, key = { 0 };
+	uint64_t *lh = NULL;
+	struct tm tm;
+	time_t t = (time_t)(ref->time / 1000000000 - (ref->time % 1000000000 < 0));
+	size_t i, k;
+	int rc, added;
+
+	memset(&ls, 0, sizeof(ls));
+	if ((rc = labels_parse(s->labels, &ls, NULL)) < 0)
+		return rc;
+	for (i = 0; i < ls.n && strcmp(ls.pairs[i].key, "host") != 0; i++)
+		;
+	if (i == ls.n && (rc = labels_add(&ls, "host", c->host, NULL)) < 0)
+		goto out;
+	if ((rc = labels_format(&ls, &lab)) < 0 || (rc = buf_reserve(&lab, 0)) < 0)
+		goto out;
+	gmtime_r(&t, &tm);
+	buf_printf(&b->rows, "%s\t%04d-%02d-%02d %02d:%02d:%02d\t%" PRId64 "\t", date,
+	    tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+	    ref->time);
+	ch_tsv(&b->rows, c->host, strlen(c->host));
+	buf_printf(&b->rows, "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t", ref->id, gid,
+	    gid_of(c->host, b->first));
+	ch_tsv(&b->rows, s->service, strlen(s->service));
+	buf_addc(&b->rows, '\t');
+	ch_tsv(&b->rows, s->type, strlen(s->type));
+	buf_addc(&b->rows, '\t');
+	ch_tsv(&b->rows, lab.data, lab.len);
+	buf_addc(&b->rows, '\t');
+	if ((rc = profile_signature(p, &tmp)) < 0)
+		goto out;
+	ch_tsv(&b->rows, tmp.data, tmp.len);
+	buf_addc(&b->rows, '\t');
+	buf_reset(&tmp);
+	if ((rc = codec_header(p, &tmp)) < 0)
+		goto out;
+	ch_tsv(&b->rows, tmp.data, tmp.len);
+	buf_printf(&b->rows, "\t%" PRId64 "\t%zu\t[", p->period, p->nsample_types);
+	for (k = 0; k < p->nsample_types; k++)
+		buf_printf(&b->rows, "%s%" PRId64, k ? "," : "", profile_total(p, k));
+	buf_adds(&b->rows, "]\t[");
+	/*
+	 * A stack's hash is that of its locations' hashes (and labels): each
+	 * location is encoded once per profile, a stack's text only when the
+	 * stack is new to this batch and to what was shipped.
+	 */
+	lh = xcalloc(p->nlocations + 1, sizeof(*lh));
+	for (i = 0; i < p->nsamples; i++) {
+		const struct pf_sample *sm = &p->samples[i];
+		uint64_t h;
+		uint32_t j;
+
+		buf_reset(&key);
+		for (j = 0; j < sm->nlocs; j++) {
+			uint32_t li = sm->locs[j];
+
+			if (li >= p->nlocations) {
+				rc = -EINVAL;
+				goto out;
+			}
+			if (lh[li] == 0) {
+				buf_reset(&st);
+				if ((rc = codec_location(p, li, &st)) < 0)
+					goto out;
+				lh[li] = hash_bytes(st.data, st.len) | 1;
+			}
+			buf_add(&key, &lh[li], sizeof(lh[li]));
+		}
+		if ((rc = codec_labels(p, sm, &key)) < 0 || (rc = buf_error(&key)) < 0)
+			goto out;
+		h = hash_bytes(key.data ? key.data : "", key.len);
+		buf_printf(&b->rows, "%s%" PRIu64, i ? "," : "", h);
+		if (intern_put(b->seen, &h, sizeof(h), &added) < 0) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		if (!added || intern_get(b->shipped, &h, sizeof(h)) >= 0)
+			continue;
+		buf_reset(&st);
+		if ((rc = codec_stack(p, sm, &st)) < 0)
+			goto out;
+		buf_printf(&b->stacks, "%s\t%" PRIu64 "\t", date, h);
+		ch_tsv(&b->stacks, st.data ? st.data : "", st.len);
+		buf_addc(&b->stacks, '\n');
+	}
+	buf_adds(&b->rows, "]\t[");
+	for (i = 0; i < p->nsamples; i++)
+		for (k = 0; k < p->nsample_types; k++)
+			buf_printf(&b->rows, "%s%" PRId64, i || k ? "," : "",
+			    p->samples[i].values[k]);
+	buf_adds(&b->rows, "]\n");
+	b->nrows += p->nsamples;
+	b->month = month;
+	rc = buf_error(&b->rows) ? buf_error(&b->rows) : buf_error(&b->stacks);
+out:
+	labels_clear(&ls);
+	buf_free(&lab);
+	buf_free(&st);
+	buf_free(&tmp);
+	buf_free(&key);
+	free(lh);
+	return rc;
+}
+
+static int
+batch_cb(void *arg, const struct store_ref *ref, const struct series *s, const void *data,
+    size_t len)
+{
+	struct batch *b = arg;
+	struct cluster *c = b->c;
+	struct profile *p = NULL;
+	struct buf err = { 0 };
+	char date[40];
+	struct tm tm;
+	time_t t = (time_t)(ref->time / 1000000000 - (ref->time % 1000000000 < 0));
+	uint64_t gid = gid_of(c->host, ref->id);
+	int rc;
+
+	if (b->nrows >= c->batch_rows || b->n >= BATCH_PROFILES)
+		return 1;
+	if (b->n == 0)
+		b->first = ref->id;
+	if (data == NULL) {
+		/* Removed locally (retention, size cap) before it could be shipped. */
+		b->gone++;
+		return add_id(b, ref->id, 0);
+	}
+	if ((rc = profile_decode(data, len, &p, &err)) < 0) {
+		log_warnx("clickhouse: profile %016" PRIx64 " cannot be read back (%s); not shipped",
+		    ref->id, err.data ? err.data : strerror(-rc));
+		buf_free(&err);
+		b->gone++;
+		return add_id(b, ref->id, 0);
+	}
+	gmtime_r(&t, &tm);
+	snprintf(date, sizeof(date), "%04d-%02d-%02d", tm.tm_year + 1900, tm.tm_mon + 1,
+	    tm.tm_mday);
+	if (b->month && b->month != tm.tm_year * 12 + tm.tm_mon) {
+		profile_free(p);
+		return 1;	/* stacks of one month per batch */
+	}
+	rc = add_profile(b, ref, s, p, gid, tm.tm_year * 12 + tm.tm_mon, date);
+	profile_free(p);
+	if (rc < 0)
+		return rc;
+	if (b->dates.len == 0 || strstr(b->dates.data, date) == NULL)
+		buf_printf(&b->dates, "%s'%s'", b->dates.len ? "," : "", date);
+	return add_id(b, ref->id, gid);
+}
+
+static void
+batch_reset(struct batch *b)
+{
+	buf_reset(&b->rows);
+	buf_reset(&b->stacks);
+	buf_reset(&b->dates);
+	intern_destroy(b->seen);
+	b->seen = intern_create(1024);
+	b->n = b->nrows = 0;
+	b->gone = 0;
+	b->month = 0;
+}
+
+/*
+ * The batch may have reached ClickHouse (an error after sending, a crash):
+ * drop from it the profiles that did. Rebuilt from the outbox without them.
+ */
+static int
+batch_present(struct cluster *c, struct batch *b, struct intern **present, struct buf *err)
+{
+	struct buf sql = { 0 }, ans = { 0 };
+	struct tsv t;
+	size_t i;
+	int rc, r;
+
+	*present = NULL;
+	if (b->dates.len == 0)
+		return 0;
+	buf_printf(&sql, "SELECT gid FROM %s.profiles WHERE date IN (%s) AND gid IN (", c->db,
+	    b->dates.data);
+	for (i = 0; i < b->n; i++)
+		if (b->gids[i])
+			buf_printf(&sql, "%s%" PRIu64, i ? "," : "", b->gids[i]);
+	buf_adds(&sql, ") FORMAT TabSeparated");
+	if ((rc = buf_error(&sql)) < 0 || (rc = ch_exec(c, sql.data, NULL, &ans, err, NULL)) < 0)
+		goto out;
+	*present = intern_create(64);
+	tsv_init(&t, &ans);
+	while ((r = tsv_next(&t)) > 0) {
+		uint64_t g;
+
+		if (t.nf != 1 || tsv_u64(t.f[0], &g) < 0) {
+			r = -EINVAL;
+			break;
+		}
+		intern_put(*present, &g, sizeof(g), NULL);
+	}
+	tsv_free(&t);
+	if (r < 0) {
+		buf_adds(err, "the check of a batch got a malformed answer");
+		rc = -EPROTO;
+	}
+out:
+	buf_free(&sql);
+	buf_free(&ans);
+	return rc;
+}
+
+static int
+insert(struct cluster *c, struct batch *b, struct buf *err, bool *refused)
+{
+	struct buf sql = { 0 };
+	int rc = 0;
+
+	if (b->stacks.len) {
+		buf_printf(&sql, "INSERT INTO %s.stacks (date, hash, frames) FORMAT TabSeparated",
+		    c->db);
+		rc = ch_exec(c, sql.data, &b->stacks, NULL, err, refused);
+	}
+	if (rc == 0 && b->rows.len) {
+		buf_reset(&sql);
+		buf_printf(&sql, "INSERT INTO %s.profiles (date, time, ns, host, id, gid, batch, "
+		    "service, type, labels, sig, hdr, period, ntypes, totals, stacks, vals) "
+		    "FORMAT TabSeparated", c->db);
+		rc = ch_exec(c, sql.data, &b->rows, NULL, err, refused);
+	}
+	buf_free(&sql);
+	return rc;
+}
+
+/* Keep at most max_backlog profiles queued: the oldest go (and are counted). */
+static int
+drop_cb(void *arg, const struct store_ref *ref, const struct series *s, const void *data,
+    size_t len)
+{
+	struct batch *b = arg;
+
+	(void)s;
+	(void)data;
+	(void)len;
+	return add_id(b, ref->id, 0);
+}
+
+static void
+enforce_backlog(struct cluster *c, struct batch *b)
+{
+	uint64_t n = store_queue_length(c->st);
+
+	if (n <= c->max_backlog)
+		return;
+	n -= c->max_backlog;
+	batch_reset(b);
+	if (store_queue_each(c->st, 0, n > 100000 ? 100000 : (size_t)n, drop_cb, b) >= 0 &&
+	    store_queue_remove(c->st, b->ids, b->n) == 0) {
+		atomic_fetch_add(&c->dropped, b->n);
+		metrics_add("profilefs_clickhouse_dropped_profiles_total", NULL, (double)b->n);
+		log_warnx("clickhouse: the backlog is over %" PRIu64 " profiles: the %zu oldest "
+		    "will not be shipped", c->max_backlog, b->n);
+	}
+	batch_reset(b);
+}
+
+/* Wait up to ns or until stopped; true when stopped. */
+static bool
+nap(struct cluster *c, int64_t ns)
+{
+	struct timespec ts;
+	bool stop;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += (time_t)(ns / 1000000000);
+	ts.tv_nsec += (long)(ns % 1000000000);
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&c->lock);
+	while (!c->stop && pthread_cond_timedwait(&c->cond, &c->lock, &ts) == 0)
+		;
+	stop = c->stop;
+	pthread_mutex_unlock(&c->lock);
+	return stop;
+}
+
+/* One batch: built, checked if it may be there already, sent, unqueued. */
+static int
+ship_once(struct cluster *c, struct batch *b, bool *uncertain, struct buf *err, bool *refused)
+{
+	struct intern *present = NULL;
+	size_t i, k;
+	int rc;
+
+	batch_reset(b);
+	if ((rc = store_queue_each(c->st, 0, BATCH_PROFILES, batch_cb, b)) < 0) {
+		buf_printf(err, "reading the outbox: %s", strerror(-rc));
+		return rc;
+	}
+	if (b->n == 0)
+		return 0;
+	if (*uncertain) {
+		if ((rc = batch_present(c, b, &present, err)) < 0)
+			return rc;
+		for (i = k = 0; i < b->n; i++)
+			if (b->gids[i] && intern_get(present, &b->gids[i], sizeof(uint64_t)) >= 0)
+				b->ids[k++] = b->ids[i];
+		intern_destroy(present);
+		if (k) {
+			/* Already in ClickHouse: unqueue them, the rest goes next round. */
+			log_info("clickhouse: %zu profiles of an interrupted batch had arrived", k);
+			if ((rc = store_queue_remove(c->st, b->ids, k)) < 0)
+				return rc;
+			atomic_fetch_add(&c->shipped, k);
+			metrics_add("profilefs_clickhouse_shipped_profiles_total", NULL, (double)k);
+			return (int)k;
+		}
+		*uncertain = false;
+	}
+	if ((rc = insert(c, b, err, refused)) < 0) {
+		*uncertain = true;
+		return rc;
+	}
+	if (b->stacks.len && intern_count(b->shipped) > SHIPPED_STACKS_MAX) {
+		intern_destroy(b->shipped);
+		b->shipped = intern_create(1024);
+	}
+	for (i = 0; i < intern_count(b->seen); i++) {
+		size_t kl;
+		const void *key = intern_key(b->seen, i, &kl);
+
+		intern_put(b->shipped, key, kl, NULL);
+	}
+	if ((rc = store_queue_remove(c->st, b->ids, b->n)) < 0) {
+		*uncertain = true;
+		buf_adds(err, "cannot unqueue what was shipped");
+		return rc;
+	}
+	if (b->gone) {
+		atomic_fetch_add(&c->dropped, b->gone);
+		metrics_add("profilefs_clickhouse_dropped_profiles_total", NULL, (double)b->gone);
+		log_warnx("clickhouse: %" PRIu64 " queued profiles were removed locally before "
+		    "they could be shipped", b->gone);
+	}
+	atomic_fetch_add(&c->shipped, b->n - b->gone);
+	atomic_fetch_add(&c->batches, 1);
+	metrics_add("profilefs_clickhouse_shipped_profiles_total", NULL, (double)(b->n - b->gone));
+	metrics_add("profilefs_clickhouse_shipped_samples_total", NULL, (double)b->nrows);
+	return (int)b->n;
+}
+
+/*
+ * Retention in ClickHouse: drop, on every server, the day partitions wholly
+ * older than the cut, and the stacks' month partitions wholly older than it
+ * (a month's stacks are shipped again by every month that uses them).
+ */
+static void
+expire(struct cluster *c)
+{
+	struct buf sql = { 0 }, ans = { 0 }, err = { 0 };
+	int64_t cut = clock_now_ns() - c->retention;
+	time_t ct = (time_t)(cut / 1000000000);
+	char day[16], month[16];
+	struct tm tm;
+	size_t i;
+
+	gmtime_r(&ct, &tm);
+	/* Partitions before these hold nothing at or after the cut. */
+	snprintf(day, sizeof(day), "%04d-%02d-%02d", (tm.tm_year + 1900) % 10000,
+	    (tm.tm_mon + 1) % 100, tm.tm_mday % 100);
+	snprintf(month, sizeof(month), "%04d%02d", (tm.tm_year + 1900) % 10000,
+	    (tm.tm_mon + 1) % 100);
+	for (i = 0; i < c->nurls; i++) {
+		struct tsv t;
+		int r;
+
+		buf_reset(&sql);
+		buf_reset(&ans);
+		buf_printf(&sql, "SELECT DISTINCT table, partition FROM system.parts WHERE "
+		    "database = '%s' AND active AND ((table IN ('profiles_local', "
+		    "'samples10_local', 'counts10_local') AND partition < '%s') OR "
+		    "(table = 'stacks_local' AND partition < '%s')) FORMAT TabSeparated",
+		    c->db, day, month);
+		if (ch_exec_on(c, i, sql.data, &ans, &err, NULL) < 0)
+			continue;
+		tsv_init(&t, &ans);
+		while ((r = tsv_next(&t)) > 0) {
+			if (t.nf != 2 || strspn(t.f[1], "0123456789-") != t.len[1] ||
+			    strspn(t.f[0], "abcdefghijklmnopqrstuvwxyz0123456789_") != t.len[0])
+				break;
+			buf_reset(&sql);
+			buf_printf(&sql, "ALTER TABLE %s.%s DROP PARTITION %s%s%s", c->db, t.f[0],
+			    strcmp(t.f[0], "stacks_local") ? "'" : "", t.f[1],
+			    strcmp(t.f[0], "stacks_local") ? "'" : "");
+			if (ch_exec_on(c, i, sql.data, NULL, &err, NULL) == 0)
+				log_info("clickhouse: retention: dropped %s %s on %s", t.f[0], t.f[1],
+				    c->urls[i].shown);
+		}
+		tsv_free(&t);
+	}
+	if (err.len)
+		log_warnx("clickhouse: retention: %s", err.data);
+	buf_free(&sql);
+	buf_free(&ans);
+	buf_free(&err);
+}
+
+/* A new generation when the cluster's profile count moved (or cannot be read). */
+static void
+poll_count(struct cluster *c, uint64_t *last)
+{
+	struct buf sql = { 0 }, ans = { 0 }, err = { 0 };
+	uint64_t n = 0;
+
+	struct tsv t;
+	bool same;
+
+	buf_printf(&sql, "SELECT count() FROM %s.profiles FORMAT TabSeparated", c->db);
+	same = ch_exec(c, sql.data, NULL, &ans, &err, NULL) == 0;
+	tsv_init(&t, &ans);
+	same = same && tsv_next(&t) == 1 && t.nf == 1 && tsv_u64(t.f[0], &n) == 0 && n == *last;
+	tsv_free(&t);
+	if (!same)
+		atomic_fetch_add(&c->gen, 1);
+	*last = n;
+	buf_free(&sql);
+	buf_free(&ans);
+	buf_free(&err);
+}
+
+void *
+ship_main(void *arg)
+{
+	struct cluster *c = arg;
+	struct batch b = { .c = c };
+	struct buf err = { 0 };
+	int64_t backoff = BACKOFF_MIN_NS;
+	bool uncertain = true, refused, installed = false;
+	int64_t polled = 0, expired = 0;
+	uint64_t count = 0;
+	int rc;
+
+	b.seen = intern_create(1024);
+	b.shipped = intern_create(1024);
+	for (;;) {
+		buf_reset(&err);
+		if (!atomic_load(&c->ready)) {
+			if ((rc = connect_schema(c, &err)) < 0) {
+				set_status(c, err.data ? err.data : "cannot reach ClickHouse");
+				metrics_set("profilefs_clickhouse_backlog_profiles", NULL,
+				    (double)store_queue_length(c->st));
+				if (nap(c, backoff))
+					break;
+				backoff = backoff * 2 > BACKOFF_MAX_NS ? BACKOFF_MAX_NS : backoff * 2;
+				continue;
+			}
+			atomic_store(&c->ready, true);
+			set_status(c, "ok");
+			if (c->reads && !installed) {
+				store_set_remote(c->st, &c->remote);
+				installed = true;
+			}
+		}
+		enforce_backlog(c, &b);
+		metrics_set("profilefs_clickhouse_backlog_profiles", NULL,
+		    (double)store_queue_length(c->st));
+		refused = false;
+		rc = ship_once(c, &b, &uncertain, &err, &refused);
+		if (rc < 0) {
+			atomic_fetch_add(&c->failures, 1);
+			metrics_add("profilefs_clickhouse_failures_total", NULL, 1);
+			set_status(c, err.data ? err.data : strerror(-rc));
+			/* A refused statement may mean a dropped table: make the schema again. */
+			if (refused)
+				atomic_store(&c->ready, false);
+			if (nap(c, backoff))
+				break;
+			backoff = backoff * 2 > BACKOFF_MAX_NS ? BACKOFF_MAX_NS : backoff * 2;
+			continue;
+		}
+		backoff = BACKOFF_MIN_NS;
+		set_status(c, "ok");
+		if (clock_mono_ns() - polled >= POLL_NS) {
+			polled = clock_mono_ns();
+			poll_count(c, &count);
+		}
+		if (c->retention && (expired == 0 || clock_mono_ns() - expired >= EXPIRE_NS)) {
+			expired = clock_mono_ns();
+			expire(c);
+		}
+		if (rc == 0 && nap(c, IDLE_NS))
+			break;
+		pthread_mutex_lock(&c->lock);
+		rc = c->stop;
+		pthread_mutex_unlock(&c->lock);
+		if (rc)
+			break;
+	}
+	batch_reset(&b);
+	intern_destroy(b.seen);
+	intern_destroy(b.shipped);
+	buf_free(&b.rows);
+	buf_free(&b.stacks);
+	buf_free(&b.dates);
+	free(b.ids);
+	free(b.gids);
+	buf_free(&err);
+	return NULL;
+}
+
+/* --- the module ------------------------------------------------------------- */
+
+int
+cluster_start(struct store *st, const struct cluster_config *cfg, struct cluster **out,
+    struct buf *err)
+{
+	struct cluster *c = xcalloc(1, sizeof(*c));
+	char hn[256];
+	int rc;
+
+	*out = NULL;
+	c->st = st;
+	/* Before any thread uses libcurl (the shipper, readers on FUSE threads). */
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	if ((rc = ch_parse_urls(c, cfg->urls, err)) < 0)
+		goto fail;
+	c->name = xstrdup(cfg->cluster ? cfg->cluster : "profilefs");
+	if (cfg->host)
+		c->host = xstrdup(cfg->host);
+	else {
+		if (gethostname(hn, sizeof(hn)) < 0)
+			snprintf(hn, sizeof(hn), "localhost");
+		hn[sizeof(hn) - 1] = '\0';
+		c->host = xstrdup(hn);
+	}
+	if (*c->host == '\0' || strlen(c->host) > LABEL_MAX_LEN) {
+		buf_adds(err, "the host name is empty or too long for a label");
+		rc = -EINVAL;
+		goto fail;
+	}
+	c->max_backlog = cfg->max_backlog ? cfg->max_backlog : 1000000;
+	c->batch_rows = cfg->batch_rows ? cfg->batch_rows : 200000;
+	c->reads = !cfg->no_reads;
+	c->retention = cfg->retention > 0 ? cfg->retention : 0;
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_cond_init(&c->cond, NULL);
+	snprintf(c->status, sizeof(c->status), "connecting");
+	metrics_describe("profilefs_clickhouse_up", "gauge",
+	    "1 when the ClickHouse cluster is reachable and has the schema");
+	metrics_describe("profilefs_clickhouse_backlog_profiles", "gauge",
+	    "profiles stored locally and not shipped to ClickHouse yet");
+	metrics_describe("profilefs_clickhouse_shipped_profiles_total", "counter",
+	    "profiles shipped to ClickHouse");
+	metrics_describe("profilefs_clickhouse_shipped_samples_total", "counter",
+	    "samples shipped to ClickHouse");
+	metrics_describe("profilefs_clickhouse_failures_total", "counter",
+	    "failed attempts to ship a batch (retried)");
+	metrics_describe("profilefs_clickhouse_dropped_profiles_total", "counter",
+	    "queued profiles never shipped (backlog over its bound, or removed locally)");
+	metrics_set("profilefs_clickhouse_up", NULL, 0);
+	metrics_add("profilefs_clickhouse_shipped_profiles_total", NULL, 0);
+	metrics_add("profilefs_clickhouse_failures_total", NULL, 0);
+	metrics_add("profilefs_clickhouse_dropped_profiles_total", NULL, 0);
+	read_init(c);
+	{
+		uint64_t pending = 0;
+
+		store_queue_enable(st, &pending);
+		if (pending)
+			log_info("clickhouse: %" PRIu64 " profiles from an earlier run to ship",
+			    pending);
+		metrics_set("profilefs_clickhouse_backlog_profiles", NULL, (double)pending);
+	}
+	if ((rc = -pthread_create(&c->thread, NULL, ship_main, c)) < 0) {
+		buf_adds(err, "cannot start the shipper thread");
+		goto fail;
+	}
+	c->running = true;
+	*out = c;
+	return 0;
+fail:
+	cluster_stop(c);
+	return rc;
+}
+
+void
+cluster_stop(struct cluster *c)
+{
+	size_t i;
+
+	if (c == NULL)
+		return;
+	if (c->running) {
+		pthread_mutex_lock(&c->lock);
+		c->stop = true;
+		pthread_cond_broadcast(&c->cond);
+		pthread_mutex_unlock(&c->lock);
+		pthread_join(c->thread, NULL);
+		pthread_mutex_destroy(&c->lock);
+		pthread_cond_destroy(&c->cond);
+	}
+	if (store_remote_get(c->st) == &c->remote)
+		store_set_remote(c->st, NULL);
+	read_free(c);
+	for (i = 0; i < c->nurls; i++) {
+		free(c->urls[i].base);
+		free(c->urls[i].shown);
+	}
+	free(c->db);
+	free(c->name);
+	free(c->host);
+	free(c);
+}
+
+bool
+cluster_status(struct cluster *c, struct buf *out)
+{
+	bool up;
+
+	pthread_mutex_lock(&c->lock);
+	up = strcmp(c->status, "ok") == 0;
+	buf_printf(out, "clickhouse: %s; backlog %" PRIu64 " profiles, shipped %" PRIu64
+	    ", dropped %" PRIu64, c->status, store_queue_length(c->st), atomic_load(&c->shipped),
+	    atomic_load(&c->dropped));
+	pthread_mutex_unlock(&c->lock);
+	return up;
+}

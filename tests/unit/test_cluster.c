@@ -1,0 +1,176 @@
+/*
+ * test_cluster: the strings a fleet keeps in ClickHouse (cluster/codec.c).
+ * Every real profile, its stacks written as text and read back through the
+ * merge's builder, keeps its sums, samples and functions; malformed text is
+ * refused without a crash. Also the TabSeparated reader of chttp.c.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "chint.h"
+#include "util.h"
+
+/* p rebuilt from codec text: header, then each sample's stack and values. */
+static struct profile *
+roundtrip(const struct profile *p)
+{
+	bool gauge[PROFILE_MAX_SAMPLE_TYPES];
+	struct buf hdr = { 0 }, st = { 0 };
+	struct merge *m = merge_create();
+	struct profile *out = NULL;
+	size_t i, nt = 0;
+
+	assert_int_equal(codec_header(p, &hdr), 0);
+	assert_int_equal(codec_begin(m, hdr.data, p->period, &nt, gauge), 0);
+	assert_int_equal(nt, p->nsample_types);
+	for (i = 0; i < p->nsamples; i++) {
+		buf_reset(&st);
+		assert_int_equal(codec_stack(p, &p->samples[i], &st), 0);
+		assert_int_equal(codec_add(m, st.data ? st.data : "", st.len,
+		    p->samples[i].values, nt), 0);
+	}
+	assert_int_equal(merge_finish(m, false, &out), 0);
+	merge_free(m);
+	buf_free(&hdr);
+	buf_free(&st);
+	return out;
+}
+
+static struct profile *
+merged_alone(const struct profile *p)
+{
+	struct merge *m = merge_create();
+	struct profile *out = NULL;
+
+	assert_int_equal(merge_add(m, p, NULL), 0);
+	assert_int_equal(merge_finish(m, false, &out), 0);
+	merge_free(m);
+	return out;
+}
+
+static void
+test_real_roundtrip(void **state)
+{
+	size_t n, i, t, done = 0;
+	char **files = real_files(&n);
+
+	(void)state;
+	for (i = 0; i < n; i++) {
+		struct profile *p = load_real(files[i]), *a, *b;
+
+		if (p == NULL || p->nsample_types == 0) {
+			profile_free(p);
+			free(files[i]);
+			continue;
+		}
+		a = merged_alone(p);
+		b = roundtrip(p);
+		for (t = 0; t < p->nsample_types; t++)
+			assert_true(profile_total(a, t) == profile_total(b, t));
+		assert_int_equal(a->nsamples, b->nsamples);
+		assert_int_equal(a->nfunctions, b->nfunctions);
+		assert_int_equal(a->nlocations, b->nlocations);
+		/*
+		 * A merge keeps a profile's first mapping even when no location
+		 * uses it (pprof's "main binary"); stacks carry only the used ones.
+		 */
+		assert_true(b->nmappings == a->nmappings || b->nmappings + 1 == a->nmappings);
+		profile_free(a);
+		profile_free(b);
+		profile_free(p);
+		free(files[i]);
+		done++;
+	}
+	free(files);
+	assert_true(done > 0);
+}
+
+static void
+test_malformed(void **state)
+{
+	static const char *const bad[] = {
+		"zz\x1f" "0\x1f\x1f\x1f",		/* address not hex */
+		"10\x1f" "0\x1f",			/* too few fields */
+		"10\x1f" "0\x1f\x1c\x1f\x1f",		/* "same mapping" with none before */
+		"10\x1f" "0\x1f" "1,2\x1f" "a\x1f" "b",	/* mapping of 2 numbers */
+		"10\x1f" "0\x1f\x1f\x1f\x1f" "f\x1f" "f\x1f" "x.go\x1f" "1\x1f" "2",	/* short line */
+		"10\x1f" "0\x1f\x1f\x1f\x1f" "%4\x1f" "f\x1f" "x.go\x1f" "1\x1f" "2\x1f" "0", /* bad escape */
+		"\x1d" "k\x1f" "v",			/* label of 2 fields */
+	};
+	static const char *const hdrs[] = { "", "a\x1f" "b", "a\x1f" "b\x1f" "c\x1f" "d", "%zz\x1f"
+	    "b\x1f" "c\x1f" "d\x1f" "e" };
+	const char *types[] = { "samples" }, *units[] = { "count" };
+	struct merge_header h = { .types = types, .units = units, .ntypes = 1,
+	    .period_type = "cpu", .period_unit = "nanoseconds" };
+	bool gauge[PROFILE_MAX_SAMPLE_TYPES];
+	int64_t v = 1;
+	size_t i, nt;
+
+	(void)state;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct merge *m = merge_create();
+
+		assert_int_equal(merge_begin(m, &h), 0);
+		assert_true(codec_add(m, bad[i], strlen(bad[i]), &v, 1) < 0);
+		merge_free(m);
+	}
+	for (i = 0; i < sizeof(hdrs) / sizeof(hdrs[0]); i++) {
+		struct merge *m = merge_create();
+
+		assert_true(codec_begin(m, hdrs[i], 1, &nt, gauge) < 0);
+		merge_free(m);
+	}
+}
+
+static void
+test_tsv(void **state)
+{
+	struct buf b = { 0 };
+	struct tsv t;
+	uint64_t u;
+	int64_t s;
+
+	(void)state;
+	buf_adds(&b, "a\\tb\tc\\\\d\t\\n\n1\t-2\n");
+	tsv_init(&t, &b);
+	assert_int_equal(tsv_next(&t), 1);
+	assert_int_equal(t.nf, 3);
+	assert_string_equal(t.f[0], "a\tb");
+	assert_string_equal(t.f[1], "c\\d");
+	assert_string_equal(t.f[2], "\n");
+	assert_int_equal(tsv_next(&t), 1);
+	assert_int_equal(tsv_u64(t.f[0], &u), 0);
+	assert_true(u == 1);
+	assert_true(tsv_u64(t.f[1], &u) < 0);
+	assert_int_equal(tsv_i64(t.f[1], &s), 0);
+	assert_true(s == -2);
+	assert_int_equal(tsv_next(&t), 0);
+	tsv_free(&t);
+	/* A cut answer (no final newline) and a trailing escape are refused. */
+	buf_reset(&b);
+	buf_adds(&b, "1\t2");
+	tsv_init(&t, &b);
+	assert_true(tsv_next(&t) < 0);
+	tsv_free(&t);
+	buf_reset(&b);
+	buf_adds(&b, "1\\");
+	tsv_init(&t, &b);
+	assert_true(tsv_next(&t) < 0);
+	tsv_free(&t);
+	buf_free(&b);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_real_roundtrip),
+		cmocka_unit_test(test_malformed),
+		cmocka_unit_test(test_tsv),
+	};
+
+	return cmocka_run_group_tests_name("cluster", tests, NULL, NULL);
+}
