@@ -1704,19 +1704,25 @@ store_scan(struct store *st, uint64_t sid, int64_t from, int64_t to, bool with_d
  * The tag of a remembered size: the bytes store_get() makes depend on this
  * code and on zlib's, so a size from another build of either is not used.
  */
+static uint64_t tag_of_sizes;
+static pthread_once_t tag_once = PTHREAD_ONCE_INIT;
+
+static void
+tag_make(void)
+{
+	char what[96];
+	uint64_t h;
+
+	snprintf(what, sizeof(what), "pprof-v1 zlib %s", zlibVersion());
+	h = hash_bytes(what, strlen(what));
+	tag_of_sizes = (h >> 56 | 1) << 56;	/* never 0: 0 would be no tag */
+}
+
 static uint64_t
 size_tag(void)
 {
-	static const char fmt[] = "pprof-v1 ";
-	const char *z = zlibVersion();
-	uint64_t h = 1469598103934665603ULL;
-	size_t i;
-
-	for (i = 0; i < sizeof(fmt) - 1; i++)
-		h = (h ^ (unsigned char)fmt[i]) * 1099511628211ULL;
-	for (i = 0; z[i]; i++)
-		h = (h ^ (unsigned char)z[i]) * 1099511628211ULL;
-	return (h >> 56 | 1) << 56;	/* never 0: 0 would be no tag */
+	pthread_once(&tag_once, tag_make);
+	return tag_of_sizes;
 }
 
 /* Read the 'I' record of id: *ref, and *size when remembered (else UINT64_MAX). */
@@ -1776,30 +1782,46 @@ index_set_size(struct store *st, const struct store_ref *ref, uint64_t size)
 }
 
 /* The profile with this id as pprof, gzipped when gzip (store_get()'s form). */
+/* The 'P' value of ref (malloc'd, *vl bytes), or NULL with *rc -EIO or -ENOENT. */
+static char *
+value_get(struct store *st, const struct store_ref *ref, size_t *vl, int *rc)
+{
+	unsigned char pkey[25];
+	char *dberr = NULL, *v;
+
+	pkey[0] = 'P';
+	be64_put(pkey + 1, ref->series);
+	be64_put(pkey + 9, time_enc(ref->time));
+	be64_put(pkey + 17, ref->id);
+	v = rocksdb_get(st->db, st->ropts, (char *)pkey, sizeof(pkey), vl, &dberr);
+	if (dberr) {
+		free(dberr);
+		free(v);
+		*rc = -EIO;
+		return NULL;
+	}
+	if (v != NULL && *vl < 1) {
+		free(v);
+		v = NULL;
+	}
+	*rc = v ? 0 : -ENOENT;
+	return v;
+}
+
 static int
 store_get_locked(struct store *st, uint64_t id, struct store_ref *ref, struct buf *out,
     bool gzip)
 {
-	unsigned char pkey[25];
-	char *dberr = NULL, *v;
+	char *v;
 	uint64_t size;
 	size_t vl, len0 = out ? out->len : 0;
 	int rc = 0;
 
 	if ((rc = index_get(st, id, ref, &size)) < 0)
 		return rc;
-	pkey[0] = 'P';
-	be64_put(pkey + 1, ref->series);
-	be64_put(pkey + 9, time_enc(ref->time));
-	be64_put(pkey + 17, id);
-	v = rocksdb_get(st->db, st->ropts, (char *)pkey, sizeof(pkey), &vl, &dberr);
-	if (dberr) {
-		free(dberr);
-		return -EIO;
-	}
-	if (v == NULL || vl < 1)
-		rc = -ENOENT;
-	else if (out && v[0] == VALUE_V1)	/* one the conversion could not decode */
+	if ((v = value_get(st, ref, &vl, &rc)) == NULL)
+		return rc;
+	if (out && v[0] == VALUE_V1)	/* one the conversion could not decode */
 		rc = buf_add(out, v + 1, vl - 1);
 	else if (out)
 		rc = unpack_pprof(st, ref->series, v, vl, gzip, out);
@@ -1822,18 +1844,9 @@ store_get_size(struct store *st, uint64_t id, struct store_ref *ref, uint64_t *s
 	rc = index_get(st, id, ref, size);
 	if (rc == 0 && *size != UINT64_MAX) {
 		/* Its data, not only its index record (retention deletes both). */
-		unsigned char pkey[25];
-		char *dberr = NULL, *v;
 		size_t vl;
 
-		pkey[0] = 'P';
-		be64_put(pkey + 1, ref->series);
-		be64_put(pkey + 9, time_enc(ref->time));
-		be64_put(pkey + 17, id);
-		v = rocksdb_get(st->db, st->ropts, (char *)pkey, sizeof(pkey), &vl, &dberr);
-		rc = dberr ? -EIO : v == NULL ? -ENOENT : 0;
-		free(dberr);
-		free(v);
+		free(value_get(st, ref, &vl, &rc));
 	}
 	pthread_rwlock_unlock(&st->db_lock);
 	if (rc == 0 && *size == UINT64_MAX)
