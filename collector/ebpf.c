@@ -243,26 +243,14 @@ out:
  * finds nothing new, so that noise costs a read a minute at most.
  */
 static void
-caller_miss(struct ebpf_sampler *e, struct proc *p, const struct prof_sample *s)
+caller_miss(struct ebpf_sampler *e, struct proc *p, uint64_t a)
 {
-	int i, nu = s->ustack_len > 0 ? s->ustack_len / 8 : 0;
-	uint64_t a = 0;
-
-	if (nu > PROF_MAX_USTACK)
-		nu = PROF_MAX_USTACK;
-	for (i = 1; i < nu; i++) {
-		a = s->ustack[i] & ~PROF_PC_EXACT;
-		if (a == 0 || !proctab_known(p, a - 1))
-			break;
-	}
-	if (i >= nu || a == 0)
-		return;
 	if (p->miss_wait < MAPS_FRESH_NS)
 		p->miss_wait = MAPS_FRESH_NS;
 	if (clock_mono_ns() - p->maps_read < p->miss_wait)
 		return;
 	proctab_refresh(e->pt, p, 0);
-	if (proctab_known(p, a - 1))
+	if (proctab_known(p, a))
 		p->miss_wait = MAPS_FRESH_NS;
 	else if (p->miss_wait < MISS_WAIT_MAX_NS)
 		p->miss_wait *= 2;
@@ -286,6 +274,7 @@ handle_sample(struct ebpf_sampler *e, const struct prof_sample *s)
 	struct frame f;
 	struct proc *p;
 	size_t n = 0, pi = 0, pn = 0;
+	uint64_t miss = 0;		/* a caller outside every mapping known */
 	bool py_cut = false, py_left, entry;
 	int i, nk, nu;
 	int64_t li;
@@ -304,8 +293,6 @@ handle_sample(struct ebpf_sampler *e, const struct prof_sample *s)
 		if (p->unw == NULL || (s->ustack_len >= 8 &&
 		    !proctab_known(p, s->ustack[0] & ~PROF_PC_EXACT)))
 			proctab_refresh(e->pt, p, MAPS_FRESH_NS);
-		else
-			caller_miss(e, p, s);
 		unwind_proc(e->unw, p);
 	}
 	python_check(e->py, p);
@@ -353,6 +340,7 @@ handle_sample(struct ebpf_sampler *e, const struct prof_sample *s)
 		 */
 		if (i > 0 && f.file == NULL) {
 			e->truncated++;
+			miss = exact ? a : a - 1;
 			break;
 		}
 		if (pi < pn && python_is_eval(f.func)) {
@@ -421,6 +409,9 @@ handle_sample(struct ebpf_sampler *e, const struct prof_sample *s)
 		e->locs[n++] = (uint32_t)li;
 	}
 	cpuprof_sample(svc, e->locs, n, s->hdr.pid, s->hdr.tid, comm);
+	/* Tables for the next samples, should the maps have grown. */
+	if (miss && e->unw && !p->kthread && !p->gone)
+		caller_miss(e, p, miss);
 }
 
 static int
