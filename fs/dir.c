@@ -19,16 +19,6 @@
 #include "fs_int.h"
 #include "views.h"
 
-static int
-stop_cb(void *arg, const struct store_ref *ref, const void *d, size_t l)
-{
-	(void)arg;
-	(void)ref;
-	(void)d;
-	(void)l;
-	return 1;
-}
-
 /* The start of unix hour h in ns, saturated at int64's ends. */
 static int64_t
 hour_ns(int64_t h)
@@ -40,11 +30,11 @@ hour_ns(int64_t h)
 	return ns;
 }
 
-/* Whether series sid holds any profile (between from and to). */
+/* Whether series sid holds any data (between from and to): profiles, or windows past retention. */
 static bool
 series_has_data(struct fsctx *fs, uint64_t sid, int64_t from, int64_t to)
 {
-	return store_scan(fs->st, sid, from, to, false, stop_cb, NULL) == 1;
+	return store_has_data(fs->st, sid, from, to);
 }
 
 struct exists_arg {

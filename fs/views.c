@@ -152,6 +152,30 @@ json_when(int64_t ns)
 	return json_string(t);
 }
 
+/* Profiles known only from windows past the raw retention. */
+static uint64_t
+views_past(const struct query_result *r)
+{
+	uint64_t n = 0;
+	size_t i;
+
+	for (i = 0; i < r->nrefs; i++)
+		n += r->refs[i].summary;
+	return n;
+}
+
+/* Profiles of a result: those stored, and those windows past retention stand for. */
+static uint64_t
+views_profiles(const struct query_result *r)
+{
+	uint64_t n = 0;
+	size_t i;
+
+	for (i = 0; i < r->nrefs; i++)
+		n += r->refs[i].summary ? r->refs[i].summary : 1;
+	return n;
+}
+
 /* "diff_base" of a range's meta.json: what diff.pb.gz and diff.svg compare against. */
 static json_t *
 meta_diff_base(const struct view_in *in)
@@ -179,7 +203,7 @@ meta_vs(const struct view_in *in, json_t *doc)
 	    "selector", jsonw_str(in->fp->base_selector[0] ? in->fp->base_selector : "all"),
 	    "range", "name", jsonw_str(in->fp->base_range.name),
 	    "from", json_when(in->fp->base_range.from), "to", json_when(in->fp->base_range.to),
-	    "profiles", (json_int_t)(br ? br->nrefs : 0),
+	    "profiles", (json_int_t)(br ? views_profiles(br) : 0),
 	    "merged", (json_int_t)(br ? br->nmerged : 0),
 	    "left_out", (json_int_t)(br ? br->nskipped : 0))) < 0)
 		return -ENOMEM;
@@ -247,6 +271,8 @@ meta_body(const struct view_in *in, json_t *doc)
 	if (json_object_set_new(doc, "ids", a = json_array()) < 0)
 		return -ENOMEM;
 	for (i = 0; i < r->nrefs; i++) {
+		if (r->refs[i].summary)
+			continue;	/* past retention: only in the windows */
 		store_id_format(r->refs[i].id, idh);
 		if (json_array_append_new(a, json_string(idh)) < 0)
 			return -ENOMEM;
@@ -268,16 +294,18 @@ static int
 render_meta(const struct view_in *in, struct buf *b)
 {
 	const struct query_result *r = in->cur;
+	uint64_t past = views_past(r);
 	json_t *doc;
 	int rc;
 
-	doc = json_pack("{s:o,s:o,s:o,s:{s:o,s:o,s:o},s:I,s:I}",
+	doc = json_pack("{s:o,s:o,s:o,s:{s:o,s:o,s:o},s:I,s:I,s:I}",
 	    "service", jsonw_str(in->fp->service),
 	    "type", jsonw_str(in->fp->type),
 	    "selector", jsonw_str(in->fp->selector[0] ? in->fp->selector : "all"),
 	    "range", "name", jsonw_str(in->fp->range.name),
 	    "from", json_when(in->fp->range.from), "to", json_when(in->fp->range.to),
-	    "profiles", (json_int_t)r->nrefs, "merged", (json_int_t)r->nmerged);
+	    "profiles", (json_int_t)(views_profiles(r)), "merged", (json_int_t)r->nmerged,
+	    "past_retention", (json_int_t)past);
 	rc = doc ? meta_body(in, doc) : -ENOMEM;
 	if (rc == 0)
 		rc = jsonw_dump(b, doc, JSON_INDENT(2));
@@ -600,7 +628,9 @@ fill_timeline(void *varg, void **val, size_t *size, void (**free_fn)(void *))
 				break;
 		if (j < a->cur->nskipped)
 			continue;	/* left out of the merge: left out here too */
-		timeline_add(a->tl, ref->time, a->cur->totals[at + a->type_index]);
+		timeline_add_n(a->tl, ref->time, a->cur->totals[at + a->type_index],
+		    ref->summary ? (uint32_t)(ref->summary < UINT32_MAX ? ref->summary :
+		    UINT32_MAX) : 1);
 	}
 	*val = a->tl;
 	*size = sizeof(*a->tl) + a->tl->nsteps * (sizeof(int64_t) + sizeof(uint32_t));

@@ -140,6 +140,8 @@ struct timeline {
 int	timeline_init(struct timeline *tl, int64_t from, int64_t to, bool gauge);
 /* Count one profile's total at time t (outside [from, to): ignored). */
 void	timeline_add(struct timeline *tl, int64_t t, int64_t total);
+/* The same for n profiles summed into total (a window past retention). */
+void	timeline_add_n(struct timeline *tl, int64_t t, int64_t total, uint32_t n);
 /* The value of step i: a sum, or an average for gauges. */
 int64_t	timeline_value(const struct timeline *tl, size_t i);
 void	timeline_free(struct timeline *tl);

@@ -83,13 +83,19 @@ timeline_init(struct timeline *tl, int64_t from, int64_t to, bool gauge)
 void
 timeline_add(struct timeline *tl, int64_t t, int64_t total)
 {
+	timeline_add_n(tl, t, total, 1);
+}
+
+void
+timeline_add_n(struct timeline *tl, int64_t t, int64_t total, uint32_t n)
+{
 	size_t i;
 
 	if (t < tl->from || t >= tl->to)
 		return;
 	i = (size_t)((t - tl->from) / tl->step);
 	tl->sum[i] += total;
-	tl->count[i]++;
+	tl->count[i] += n;
 }
 
 int64_t

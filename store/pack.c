@@ -681,6 +681,22 @@ agg_first_time(const struct agg *a, size_t g)
 	return a->g[g].h.first_time;
 }
 
+int
+agg_totals(const struct agg *a, size_t g, int64_t *totals, size_t max, size_t *ntypes)
+{
+	const struct agroup *gr = &a->g[g];
+	size_t i, t;
+
+	if (gr->h.ntypes > max)
+		return -EINVAL;
+	memset(totals, 0, gr->h.ntypes * sizeof(*totals));
+	for (i = 0; i < gr->nst; i++)
+		for (t = 0; t < gr->h.ntypes; t++)
+			totals[t] = profile_add(totals[t], gr->vals[i * gr->h.ntypes + t]);
+	*ntypes = gr->h.ntypes;
+	return 0;
+}
+
 /* Read a header into h; its arrays point into types/cmts (caller's). */
 static void
 hdr_read(struct rd *r, struct ghdr *h, uint32_t *types, uint32_t *cmts)

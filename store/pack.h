@@ -91,6 +91,9 @@ size_t		 agg_ngroups(const struct agg *a);
 /* Group g: profiles it holds, the earliest time. */
 uint64_t	 agg_count(const struct agg *a, size_t g);
 int64_t		 agg_first_time(const struct agg *a, size_t g);
+/* Group g's totals per sample type (at most max; -EINVAL if it has more). */
+int		 agg_totals(const struct agg *a, size_t g, int64_t *totals, size_t max,
+		    size_t *ntypes);
 /* pprof's signature of group g (profile_signature's form) into out. */
 int		 agg_signature(const struct agg *a, const struct symtab *t, size_t g,
 		    struct buf *out);

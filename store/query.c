@@ -153,6 +153,7 @@ struct group {
 struct pmeta {
 	uint64_t	 id, hash;
 	bool		 bad;
+	bool		 summary;	/* a window past retention: no id to list */
 };
 
 struct mctx {
@@ -168,7 +169,7 @@ static int
 meta_cb(void *arg, const struct store_ref *ref, const struct store_meta *m)
 {
 	struct mctx *c = arg;
-	struct pmeta pm = { .id = ref->id, .hash = m->sighash };
+	struct pmeta pm = { .id = ref->id, .hash = m->sighash, .summary = ref->summary > 0 };
 	size_t at = m->ntypes ? c->totals.len / sizeof(int64_t) : SIZE_MAX;
 	int rc;
 
@@ -526,7 +527,7 @@ query_merge(struct store *st, const struct query *q, struct query_result *res)
 			snprintf(why, sizeof(why), "sample types [%s] share none with the merged "
 			    "profiles' [%s] (or the period type differs)", got, want);
 			for (j = 0; j < n && rc == 0; j++)
-				if (!pm[j].bad && pm[j].hash == c.groups[i].hash)
+				if (!pm[j].bad && !pm[j].summary && pm[j].hash == c.groups[i].hash)
 					rc = add_skip(res, pm[j].id, why);
 		}
 		if (rc == 0 && (rc = merge_groups(st, &c, inc, &sh, aggs, &res->merged)) == 0 &&

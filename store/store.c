@@ -95,6 +95,7 @@ static void *compact_main(void *arg);
 static int store_write_error(struct store *st, char *dberr, struct buf *err);
 static void note_change(struct store *st, int64_t t);
 static bool series_holds_data(struct store *st, uint64_t sid);
+static bool key_in(struct store *st, uint64_t sid, int level, int64_t lo, int64_t hi);
 
 /* Private per-series state, parallel to series[]. */
 struct sstate {
@@ -1879,8 +1880,17 @@ struct rctx {
 	void			*arg;
 	int64_t			*dirty;		/* sorted starts of marked 10-min windows */
 	size_t			 ndirty;
+	/*
+	 * Before acut the raw profiles are gone (retention) and only the
+	 * 10-minute windows hold the data: a window counts when its start lies
+	 * in the range read. INT64_MIN when nothing is past retention.
+	 */
+	int64_t			 acut;
 	struct buf		 err;
 };
+
+static int past_windows(struct rctx *c, int64_t from, int64_t to, store_meta_fn fn,
+    void *arg);
 
 /* Whether a marker lies in [w, w + len). */
 static bool
@@ -1908,6 +1918,12 @@ read_raw(struct rctx *c, int64_t from, int64_t to)
 
 	if (from >= to)
 		return 0;
+	if (from < c->acut) {
+		if ((rc = past_windows(c, from, to < c->acut ? to : c->acut, NULL, NULL)) != 0)
+			return rc;
+		if ((from = c->acut) >= to)
+			return 0;
+	}
 	lo[0] = hi[0] = 'P';
 	be64_put(lo + 1, c->sid);
 	be64_put(hi + 1, c->sid);
@@ -2037,6 +2053,140 @@ series_extent(struct rctx *c, int64_t *first, int64_t *last)
 	return rc;
 }
 
+/* The start of series sid's first (or last) window of `level`; -ENOENT if none. */
+static int
+window_edge(struct rctx *c, int level, bool last, int64_t *w)
+{
+	unsigned char k0[10], k1[10];
+	rocksdb_iterator_t *it = rocksdb_create_iterator(c->st->db, c->ro);
+	const unsigned char *k;
+	size_t kl;
+	int rc = -ENOENT;
+
+	k0[0] = k1[0] = 'W';
+	be64_put(k0 + 1, c->sid);
+	be64_put(k1 + 1, c->sid);
+	k0[9] = (unsigned char)level;
+	k1[9] = (unsigned char)(level + 1);
+	if (last)
+		rocksdb_iter_seek_for_prev(it, (char *)k1, sizeof(k1));
+	else
+		rocksdb_iter_seek(it, (char *)k0, sizeof(k0));
+	if (rocksdb_iter_valid(it) && (k = (const unsigned char *)rocksdb_iter_key(it, &kl)) &&
+	    kl == 18 && memcmp(k, k0, sizeof(k0)) == 0) {
+		*w = time_dec(be64_get(k + 10));
+		rc = 0;
+	}
+	rocksdb_iter_destroy(it);
+	return rc;
+}
+
+/*
+ * The span of series sid's data: its raw profiles, and before them the
+ * 10-minute windows that outlived them (--retention-aggregates); sets
+ * c->acut. -ENOENT if it holds neither.
+ */
+static int
+series_bounds(struct rctx *c, int64_t *first, int64_t *last)
+{
+	int64_t w0, w1;
+	bool raw = series_extent(c, first, last) == 0;
+
+	c->acut = INT64_MIN;
+	if (window_edge(c, 0, false, &w0) < 0)
+		return raw ? 0 : -ENOENT;
+	if (raw) {
+		/* Windows lie in [WIN_MIN, WIN_MAX): the cut is too. */
+		c->acut = *first < WIN_MIN ? INT64_MIN : *first >= WIN_MAX ? WIN_MAX :
+		    floordiv(*first, NS_10M) * NS_10M;
+		if (w0 < c->acut)
+			*first = w0;
+		return 0;
+	}
+	if (window_edge(c, 0, true, &w1) < 0)
+		return -ENOENT;
+	c->acut = INT64_MAX;
+	*first = w0;
+	*last = w1 + NS_10M - 1;
+	return 0;
+}
+
+/*
+ * The 10-minute windows past the raw retention that start in [from, to):
+ * added to c->a, or with fn, listed (a ref per window and group, standing
+ * for the profiles it summed).
+ */
+static int
+past_windows(struct rctx *c, int64_t from, int64_t to, store_meta_fn fn, void *arg)
+{
+	unsigned char lo[18], hi[18];
+	rocksdb_iterator_t *it;
+	struct buf sig = { 0 };
+	int rc = 0;
+
+	if (from < WIN_MIN)
+		from = WIN_MIN;
+	if (to > WIN_MAX)
+		to = WIN_MAX;
+	if (from >= to)
+		return 0;
+	lo[0] = hi[0] = 'W';
+	be64_put(lo + 1, c->sid);
+	be64_put(hi + 1, c->sid);
+	lo[9] = hi[9] = 0;
+	be64_put(lo + 10, time_enc(from));
+	be64_put(hi + 10, time_enc(to));
+	it = rocksdb_create_iterator(c->st->db, c->ro);
+	for (rocksdb_iter_seek(it, (char *)lo, sizeof(lo)); rocksdb_iter_valid(it) && rc == 0;
+	    rocksdb_iter_next(it)) {
+		size_t kl, vl, g;
+		const unsigned char *k = (const unsigned char *)rocksdb_iter_key(it, &kl);
+		const char *v;
+		struct sstate *ss;
+		struct agg *one;
+
+		if (kl != 18 || memcmp(k, hi, sizeof(hi)) >= 0)
+			break;
+		v = rocksdb_iter_value(it, &vl);
+		buf_reset(&c->err);
+		if (fn == NULL) {
+			if (agg_add(c->a, v, vl, &c->err) < 0)
+				log_warnx("store: window of series %llu is corrupt (%s)",
+				    (unsigned long long)c->sid, c->err.data ? c->err.data : "");
+			continue;
+		}
+		if ((one = agg_create()) == NULL) {
+			rc = -ENOMEM;
+			break;
+		}
+		if (agg_add(one, v, vl, &c->err) < 0 || (ss = sstate_lock(c->st, c->sid, &rc)) ==
+		    NULL) {
+			agg_free(one);
+			continue;
+		}
+		for (g = 0; g < agg_ngroups(one) && rc == 0; g++) {
+			struct store_ref r = { .series = c->sid, .summary = agg_count(one, g),
+			    .time = agg_first_time(one, g) };
+			const struct series *s = series_local(c->st, c->sid);
+			struct store_meta m = { 0 };
+
+			if (s)
+				snprintf(r.type, sizeof(r.type), "%s", s->type);
+			buf_reset(&sig);
+			if ((rc = agg_signature(one, ss->sym, g, &sig)) < 0 ||
+			    (rc = agg_totals(one, g, m.totals, STORE_MAX_TYPES, &m.ntypes)) < 0)
+				break;
+			m.sighash = store_sighash(sig.data, sig.len);
+			rc = fn(arg, &r, &m);
+		}
+		pthread_mutex_unlock(&ss->sym_lock);
+		agg_free(one);
+	}
+	rocksdb_iter_destroy(it);
+	buf_free(&sig);
+	return rc;
+}
+
 /* Decode a T record. */
 static int
 meta_decode(const unsigned char *v, size_t vl, struct store_meta *m)
@@ -2087,7 +2237,7 @@ store_read_series_locked(struct store *st, uint64_t sid, int64_t from, int64_t t
 
 	c.ro = rocksdb_readoptions_create();
 	rocksdb_readoptions_set_snapshot(c.ro, snap);
-	if (from >= to || series_extent(&c, &first, &last) < 0)
+	if (from >= to || series_bounds(&c, &first, &last) < 0)
 		goto out;
 	/* Nothing lies outside the data: "all" costs what the data spans. */
 	if (from < first)
@@ -2124,6 +2274,8 @@ store_read_series_locked(struct store *st, uint64_t sid, int64_t from, int64_t t
 		rc = fn(arg, &r, &m);
 	}
 	rocksdb_iter_destroy(it);
+	if (rc == 0 && fn && from < c.acut)
+		rc = past_windows(&c, from, to < c.acut ? to : c.acut, fn, arg);
 	if (rc != 0)
 		goto out;
 
@@ -2289,7 +2441,8 @@ compact_day(struct store *st, rocksdb_readoptions_t *ro, uint64_t sid, int64_t d
 	bool touched[6 * 24] = { false }, rebuild[6 * 24] = { false }, rebuilt1h[24] = { false };
 	bool touched1h[24] = { false }, rebuilt_day = false;
 	struct agg *a = NULL, *d;
-	struct rctx c = { .st = st, .ro = ro, .sid = sid, .bad = skip_bad };
+	struct rctx c = { .st = st, .ro = ro, .sid = sid, .bad = skip_bad,
+	    .acut = INT64_MIN };
 	unsigned char pk[25];
 	char *dberr = NULL;
 	size_t i, j, slot;
@@ -2565,6 +2718,122 @@ compact_main(void *arg)
 	return NULL;
 }
 
+/*
+ * Put before the n hours of arr (ascending, from the H records) the hours
+ * that only windows past the raw retention still hold.
+ */
+static int
+past_hours(struct store *st, uint64_t sid, int64_t **arr, size_t *n)
+{
+	struct rctx c = { .st = st, .ro = st->ropts, .sid = sid };
+	unsigned char lo[18], hi[18];
+	rocksdb_iterator_t *it;
+	struct buf past = { 0 };
+	int64_t first, last, h, *na;
+	size_t np;
+	int rc = 0;
+
+	if (series_bounds(&c, &first, &last) < 0 || c.acut == INT64_MIN)
+		return 0;
+	lo[0] = hi[0] = 'W';
+	be64_put(lo + 1, sid);
+	be64_put(hi + 1, sid);
+	lo[9] = hi[9] = 1;
+	be64_put(lo + 10, time_enc(WIN_MIN));
+	be64_put(hi + 10, time_enc(c.acut < WIN_MAX ? c.acut : WIN_MAX));
+	it = rocksdb_create_iterator(st->db, st->ropts);
+	for (rocksdb_iter_seek(it, (char *)lo, sizeof(lo)); rocksdb_iter_valid(it) && rc == 0;
+	    rocksdb_iter_next(it)) {
+		size_t kl;
+		const unsigned char *k = (const unsigned char *)rocksdb_iter_key(it, &kl);
+
+		if (kl != 18 || memcmp(k, hi, sizeof(hi)) >= 0)
+			break;
+		h = floordiv(time_dec(be64_get(k + 10)), NS_1H);
+		if (*n == 0 || h < (*arr)[0])
+			rc = buf_add(&past, &h, sizeof(h));
+	}
+	rocksdb_iter_destroy(it);
+	np = past.len / sizeof(int64_t);
+	if (rc == 0 && np) {
+		if ((na = realloc(*arr, (*n + np) * sizeof(*na))) == NULL) {
+			rc = -ENOMEM;
+		} else {
+			memmove(na + np, na, *n * sizeof(*na));
+			memcpy(na, past.data, np * sizeof(*na));
+			*arr = na;
+			*n += np;
+		}
+	}
+	buf_free(&past);
+	return rc;
+}
+
+/* Whether a key 'T'|sid|t|id (level < 0) or 'W'|sid|level|t has lo <= t < hi. */
+static bool
+key_in(struct store *st, uint64_t sid, int level, int64_t lo, int64_t hi)
+{
+	unsigned char k0[18];
+	size_t n = level < 0 ? 9 : 10, kl;
+	rocksdb_iterator_t *it;
+	const unsigned char *k;
+	bool any = false;
+
+	if (lo >= hi)
+		return false;
+	k0[0] = level < 0 ? 'T' : 'W';
+	be64_put(k0 + 1, sid);
+	k0[9] = (unsigned char)level;
+	be64_put(k0 + n, time_enc(lo));
+	it = rocksdb_create_iterator(st->db, st->ropts);
+	rocksdb_iter_seek(it, (char *)k0, n + 8);
+	if (rocksdb_iter_valid(it) && (k = (const unsigned char *)rocksdb_iter_key(it, &kl)) &&
+	    kl == (level < 0 ? 25 : 18) && memcmp(k, k0, n) == 0)
+		any = time_dec(be64_get(k + n)) < hi;
+	rocksdb_iter_destroy(it);
+	return any;
+}
+
+/* Whether series sid holds data in [from, to): a raw profile or a window past retention. */
+static bool
+has_data_locked(struct store *st, uint64_t sid, int64_t from, int64_t to)
+{
+	struct rctx c = { .st = st, .ro = st->ropts, .sid = sid };
+	int64_t first, last;
+
+	if (from >= to || series_bounds(&c, &first, &last) < 0)
+		return false;
+	if (key_in(st, sid, -1, from > c.acut ? from : c.acut, to))
+		return true;
+	if (from < WIN_MIN)
+		from = WIN_MIN;
+	return key_in(st, sid, 0, from, to < c.acut ? to : c.acut);
+}
+
+static int
+stop_first(void *arg, const struct store_ref *ref, const void *data, size_t len)
+{
+	(void)arg;
+	(void)ref;
+	(void)data;
+	(void)len;
+	return 1;
+}
+
+bool
+store_has_data(struct store *st, uint64_t sid, int64_t from, int64_t to)
+{
+	const struct store_remote *rm = atomic_load(&st->remote);
+	bool any;
+
+	if (rm)
+		return rm->scan(rm->arg, sid, from, to, stop_first, NULL) == 1;
+	pthread_rwlock_rdlock(&st->db_lock);
+	any = has_data_locked(st, sid, from, to);
+	pthread_rwlock_unlock(&st->db_lock);
+	return any;
+}
+
 static int
 store_hours_locked(struct store *st, uint64_t sid, int64_t **out, size_t *n)
 {
@@ -2600,6 +2869,8 @@ store_hours_locked(struct store *st, uint64_t sid, int64_t **out, size_t *n)
 	}
 	rocksdb_iter_destroy(it);
 	rocksdb_readoptions_destroy(ro);
+	if (rc == 0)
+		rc = past_hours(st, sid, &arr, &cnt);
 	if (rc < 0) {
 		free(arr);
 		return rc;
@@ -2715,7 +2986,8 @@ note_empty(struct store *st, uint64_t sid)
 }
 
 static int
-expire_series(struct store *st, uint64_t sid, int64_t before, int64_t wbefore, uint64_t *n)
+expire_series(struct store *st, uint64_t sid, int64_t before, int64_t wbefore, uint64_t *n,
+    bool *wgone)
 {
 	unsigned char lo[17], hi[17], ikey[9], w0[18], w1[18];
 	rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
@@ -2725,6 +2997,12 @@ expire_series(struct store *st, uint64_t sid, int64_t before, int64_t wbefore, u
 	uint64_t here = 0;
 	int l, rc = 0;
 
+	/*
+	 * The raw cut falls on a 10-minute boundary, so each window is either
+	 * all raw or all past it (served from windows kept longer), never half.
+	 */
+	if (before > WIN_MIN && before < WIN_MAX)
+		before = floordiv(before, NS_10M) * NS_10M;
 	lo[0] = hi[0] = 'T';
 	be64_put(lo + 1, sid);
 	be64_put(hi + 1, sid);
@@ -2756,6 +3034,10 @@ expire_series(struct store *st, uint64_t sid, int64_t before, int64_t wbefore, u
 	}
 	if (wbefore > WIN_MAX)
 		wbefore = WIN_MAX;
+	/* Windows past the raw cut that go now: what ranges show changes. */
+	if (wbefore < before && wbefore > WIN_MIN + NS_10M &&
+	    key_in(st, sid, 0, WIN_MIN, wbefore - NS_10M + 1))
+		*wgone = true;
 	for (l = 0; l < 3 && wbefore > WIN_MIN; l++) {
 		w0[0] = w1[0] = 'W';
 		be64_put(w0 + 1, sid);
@@ -2773,7 +3055,7 @@ expire_series(struct store *st, uint64_t sid, int64_t before, int64_t wbefore, u
 		log_warnx("store: retention: %s", dberr);
 		free(dberr);
 		rc = -EIO;
-	} else if (here) {
+	} else if (here || wbefore > WIN_MIN) {
 		note_empty(st, sid);
 	}
 	*n += here;
@@ -2791,15 +3073,16 @@ store_expire_tiers_locked(struct store *st, int64_t before, int64_t wbefore, uin
 {
 	const struct series **all;
 	uint64_t count = 0;
+	bool wgone = false;
 	size_t ns, i;
 	int rc;
 
 	if ((rc = store_series(st, &all, &ns)) < 0)
 		return rc;
 	for (i = 0; i < ns && rc == 0; i++)
-		rc = expire_series(st, all[i]->id, before, wbefore, &count);
+		rc = expire_series(st, all[i]->id, before, wbefore, &count, &wgone);
 	free(all);
-	if (count)
+	if (count || wgone)
 		note_change(st, INT64_MIN);	/* ranges past and present lose data */
 	if (n)
 		*n = count;
@@ -2842,7 +3125,7 @@ dir_bytes(const char *dir)
 	return n;
 }
 
-/* The times of the oldest and newest raw profiles of any series; -ENOENT if none. */
+/* The times of the oldest and newest data (raw or windows) of any series; -ENOENT if none. */
 static int
 oldest_time(struct store *st, int64_t *t, int64_t *newest)
 {
@@ -2856,7 +3139,7 @@ oldest_time(struct store *st, int64_t *t, int64_t *newest)
 		struct rctx c = { .st = st, .ro = st->ropts, .sid = all[i]->id };
 		int64_t first, last;
 
-		if (series_extent(&c, &first, &last) < 0)
+		if (series_bounds(&c, &first, &last) < 0)
 			continue;
 		if (rc < 0 || first < *t)
 			*t = first;

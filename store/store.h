@@ -55,6 +55,12 @@ struct store_ref {
 	uint64_t	 series;
 	int64_t		 time;		/* ns since the epoch */
 	char		 type[TYPE_MAX_LEN + 1];
+	/*
+	 * 0: a stored profile. n > 0 (merges only): a 10-minute window past the
+	 * raw retention standing for the n profiles it summed (id 0; time: the
+	 * earliest of them); see store_read_series().
+	 */
+	uint64_t	 summary;
 };
 
 /*
@@ -123,9 +129,12 @@ int	store_get(struct store *st, uint64_t id, struct store_ref *ref, struct buf *
 int	store_get_size(struct store *st, uint64_t id, struct store_ref *ref, uint64_t *size);
 /*
  * The UTC hours (unix time / 3600) that hold profiles of series sid, ascending,
- * malloc'd into *out (free()).
+ * malloc'd into *out (free()); hours past the raw retention that windows
+ * still hold (--retention-aggregates) come first.
  */
 int	store_hours(struct store *st, uint64_t sid, int64_t **out, size_t *n);
+/* Whether series sid holds data in [from, to): a profile, or a window past retention. */
+bool	store_has_data(struct store *st, uint64_t sid, int64_t from, int64_t to);
 
 /*
  * Retention. store_expire() deletes every profile older than `before` (ns
@@ -136,9 +145,12 @@ int	store_hours(struct store *st, uint64_t sid, int64_t **out, size_t *n);
 int	store_expire(struct store *st, int64_t before, uint64_t *n);
 /*
  * The same per tier: raw profiles older than before, pre-aggregated windows
- * wholly older than wbefore (windows past the raw cut keep what they hold
- * but reads stop at the oldest raw profile, so every listing and file stays
- * consistent). Deletes by key ranges.
+ * wholly older than wbefore. Deletes by key ranges. When windows are kept
+ * longer (wbefore < before), the raw cut is rounded down to 10 minutes and
+ * what lies before it is served from the 10-minute windows: a window counts
+ * in a range when its start does (the range's edges round down to 10
+ * minutes there), and merges list it as one ref standing for the profiles
+ * it summed (store_ref.summary).
  */
 int	store_expire_tiers(struct store *st, int64_t before, int64_t wbefore, uint64_t *n);
 int	store_set_retention(struct store *st, int64_t keep_ns);

@@ -6,7 +6,9 @@
 # with go tool pprof -proto (before and after the windows are built); kill -9
 # during ingest and during compaction, restart, sums still exact; a full
 # file system (small tmpfs) fails pushes with 507 / ENOSPC, reads go on and
-# pushes resume once space returns; --max-disk deletes the oldest data.
+# pushes resume once space returns; windows kept past the raw retention
+# (--retention-aggregates) serve the old ranges; --max-disk deletes the
+# oldest data.
 set -u
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/../pprof-sums.sh"
@@ -218,6 +220,61 @@ check_eq "old profiles export with their sums" "$(exported_sums "$M/ceiling/cpu/
 pf_stop
 pf_start || fail "daemon on the converted data dir"
 check_eq "converted once" "$(grep -c "converted 6 profiles" "$TMP/daemon.log")" 1
+pf_stop
+
+# --- windows kept past the raw retention ------------------------------------------------
+rm -rf "$TMP/data"
+start_http || fail "daemon for the tiers"
+now=$(date +%s)
+: > "$TMP/tiers"
+bad=0
+for i in $(seq 0 59); do	# 30 h to 14 h ago every 16 min, then 10 h to 1 h ago
+  t=$((now - 30 * 3600 + i * 960 + 37))
+  [ "$(push "${cpus[$((i % ${#cpus[@]}))]}" tiers cpu "pod=$((i % 2))" "$t")" = 200 ] || bad=$((bad + 1))
+  echo "$t $((i % 2)) cpu ${cpus[$((i % ${#cpus[@]}))]}" >> "$TMP/tiers"
+done
+for i in $(seq 0 17); do
+  t=$((now - 10 * 3600 + i * 1800 + 11))
+  [ "$(push "${cpus[$((i % ${#cpus[@]}))]}" tiers cpu "pod=$((i % 2))" "$t")" = 200 ] || bad=$((bad + 1))
+  echo "$t $((i % 2)) cpu ${cpus[$((i % ${#cpus[@]}))]}" >> "$TMP/tiers"
+done
+check_eq "78 profiles over 30 hours pushed" "$bad" 0
+wait_windows || fail "windows caught up before the tiers"
+pf_stop
+start_http --retention 12h --retention-aggregates 30d || fail "daemon with --retention 12h --retention-aggregates 30d"
+for i in $(seq 1 100); do grep -q "retention: deleted" "$TMP/daemon.log" && break; sleep 0.1; done
+check_eq "raw profiles past 12 h are deleted; profiles/ lists the 18 left" \
+  "$(ls "$M/tiers/cpu/all/all/profiles" | wc -l)" 18
+tiers_sums() {	# tiers_sums FROM TO SELECTOR: go tool pprof of the pushed files in [FROM, TO)
+  # shellcheck disable=SC2046
+  go tool pprof -proto $(awk -v a="$1" -v b="$2" -v s="$3" \
+    '$1 >= a && $1 < b && (s == "all" || s == "pod=" $2) {print $4}' "$TMP/tiers") \
+    > "$TMP/tiers.pb.gz" 2>/dev/null
+  pprof_sums "$TMP/tiers.pb.gz"
+}
+d="$M/tiers/cpu/all/all"
+check_eq "all: merged.pb.gz past the raw retention = go tool pprof of every pushed file" \
+  "$(pprof_sums "$d/merged.pb.gz")" "$(tiers_sums 0 $((now + 60)) all)"
+check_eq "meta.json counts the profiles the windows stand for" \
+  "$(python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); print(m["profiles"], m["past_retention"], m["merged"], len(m["ids"]))' "$d/meta.json")" \
+  "78 60 78 18"
+check_eq "folded.txt sums what merged.pb.gz does" \
+  "$(awk '{s += $NF} END {printf "%.0f", s}' "$d/folded.txt")" \
+  "$(pprof_sums "$d/merged.pb.gz" | grep -o 'cpu/nanoseconds=[0-9]*' | cut -d= -f2)"
+# A range wholly past the cut, with 10-minute edges: exactly its profiles.
+a=$(( (now - 28 * 3600) / 600 * 600 )); b=$(( (now - 20 * 3600) / 600 * 600 ))
+check_eq "pod=1, a past range on 10-minute edges = go tool pprof of its files" \
+  "$(pprof_sums "$M/tiers/cpu/pod=1/$(iso "$a")..$(iso "$b")/merged.pb.gz")" "$(tiers_sums "$a" "$b" pod=1)"
+old_day=$(date -u -d "@$((now - 29 * 3600))" +%Y-%m-%dT%H)
+ls "$M/tiers/cpu/all" | grep -qx "$old_day" && ok "hours past the raw retention are listed ($old_day)" \
+  || fail "hours past the raw retention are listed" "$(ls "$M/tiers/cpu/all" | head -5)"
+[ -n "$(awk -F, 'NR > 1 && $2 > 0' "$d/timeline.csv" | head -1)" ] && ok "timeline.csv of the tiers" \
+  || fail "timeline.csv of the tiers"
+pf_stop
+start_http --retention 12h || fail "daemon without --retention-aggregates"
+for i in $(seq 1 100); do [ "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["profiles"])' "$d/meta.json" 2>/dev/null)" = 18 ] && break; sleep 0.1; done
+check_eq "without --retention-aggregates the windows go too" \
+  "$(pprof_sums "$d/merged.pb.gz")" "$(tiers_sums $((now - 11 * 3600)) $((now + 60)) all)"
 pf_stop
 
 # --- --max-disk -------------------------------------------------------------------------

@@ -488,6 +488,136 @@ test_extreme_times(void **state)
 	check_range(f, "cpu", NULL, INT64_MIN, INT64_MAX);
 }
 
+/* A merge's totals, profiles (those windows stand for included) and merged count. */
+struct outcome {
+	int64_t		 totals[4];
+	size_t		 ntypes;
+	uint64_t	 profiles, merged, past;
+};
+
+static void
+merge_outcome(struct fixture *f, const char *type, const char *sel, int64_t from, int64_t to,
+    struct outcome *o)
+{
+	struct labelset ls = { .n = 0 };
+	struct query q = { .service = "win", .type = type, .from = from, .to = to };
+	struct query_result res;
+	size_t i;
+
+	memset(o, 0, sizeof(*o));
+	if (sel) {
+		assert_int_equal(labels_parse(sel, &ls, NULL), 0);
+		q.sel = &ls;
+	}
+	assert_int_equal(query_merge(f->st, &q, &res), 0);
+	for (i = 0; i < res.nrefs; i++) {
+		o->profiles += res.refs[i].summary ? res.refs[i].summary : 1;
+		o->past += res.refs[i].summary;
+		if (i + 1 < res.nrefs)
+			assert_true(res.refs[i].time <= res.refs[i + 1].time);
+	}
+	o->merged = res.nmerged;
+	for (i = 0; res.merged && i < res.merged->nsample_types && i < 4; i++)
+		o->totals[i] = profile_total(res.merged, i);
+	o->ntypes = res.merged ? res.merged->nsample_types : 0;
+	query_result_free(&res);
+	labels_clear(&ls);
+}
+
+static int64_t
+ceil10(int64_t t)
+{
+	int64_t w = 10 * MIN, f = t / w * w - (t % w < 0 ? w : 0);
+
+	return f == t ? t : f + w;
+}
+
+/*
+ * Windows kept past the raw retention: once the raw profiles before the cut
+ * are gone, every range still merges what it held, with its edges rounded
+ * to 10 minutes before the cut (a window counts when its start lies in the
+ * range), and exactly after it; counts include the profiles windows stand
+ * for; hours and "has data" see the past.
+ */
+static void
+test_past_retention(void **state)
+{
+	struct fixture *f = *state;
+	static const char *sels[] = { NULL, "pod=a", "pod=b" };
+	int64_t cut = T0 + DAY + 17 * MIN + 5 * NS, c10 = T0 + DAY + 10 * MIN;
+	enum { N = 40 };
+	int64_t from[N], to[N], *hours;
+	struct outcome want[N], got;
+	const char *sel[N], *type[N];
+	const struct series **all;
+	uint64_t days, n = 0;
+	size_t i, ns, nh;
+
+	fill(f, 300, 3 * DAY);
+	assert_int_equal(store_compact(f->st, &days), 0);
+	for (i = 0; i < N; i++) {
+		int64_t a = T0 - HOUR + (int64_t)(rnd(f) % (uint64_t)(4 * DAY));
+		int64_t b = a + (int64_t)(rnd(f) % (uint64_t)(2 * DAY)) + 1;
+
+		if (i == 0) {
+			a = INT64_MIN;
+			b = INT64_MAX;
+		} else if (i == 1) {
+			a = T0 + 3 * MIN;
+			b = c10 - 7 * MIN;	/* wholly past */
+		}
+		from[i] = a;
+		to[i] = b;
+		sel[i] = sels[rnd(f) % 3];
+		type[i] = rnd(f) % 3 ? "cpu" : "heap";
+		/* What the windows hold: before the cut, profiles by their window's start. */
+		merge_outcome(f, type[i], sel[i], a < c10 && a > INT64_MIN ? ceil10(a) : a,
+		    b <= c10 ? ceil10(b) : b, &want[i]);
+	}
+	/* Raw before the cut go; windows stay (kept longer). */
+	assert_int_equal(store_expire_tiers(f->st, cut, T0 - DAY, &n), 0);
+	assert_true(n > 0);
+	for (int round = 0; round < 2; round++) {
+		for (i = 0; i < N; i++) {
+			merge_outcome(f, type[i], sel[i], from[i], to[i], &got);
+			if (got.profiles != want[i].profiles || got.merged != want[i].merged ||
+			    got.ntypes != want[i].ntypes ||
+			    memcmp(got.totals, want[i].totals, sizeof(got.totals)) != 0)
+				fail_msg("range %zu (%lld..%lld %s %s): %llu profiles %llu merged "
+				    "total0 %lld, want %llu %llu %lld", i, (long long)(from[i] - T0),
+				    (long long)(to[i] - T0), type[i], sel[i] ? sel[i] : "all",
+				    (unsigned long long)got.profiles, (unsigned long long)got.merged,
+				    (long long)got.totals[0], (unsigned long long)want[i].profiles,
+				    (unsigned long long)want[i].merged, (long long)want[i].totals[0]);
+			if (to[i] <= c10)
+				assert_int_equal(got.past, got.profiles);
+		}
+		reopen(f);	/* and after a restart */
+	}
+	/* The first day is still listed and has data; a range before it has none. */
+	assert_int_equal(store_series(f->st, &all, &ns), 0);
+	for (i = 0; i < ns; i++) {
+		assert_true(store_has_data(f->st, all[i]->id, T0, c10));
+		assert_false(store_has_data(f->st, all[i]->id, T0 - DAY, T0 - HOUR));
+		assert_true(store_has_data(f->st, all[i]->id, c10, c10 + DAY));
+		assert_int_equal(store_hours(f->st, all[i]->id, &hours, &nh), 0);
+		assert_true(nh > 10);
+		assert_true(hours[0] >= T0 / HOUR && hours[0] < c10 / HOUR);
+		for (size_t j = 1; j < nh; j++)
+			assert_true(hours[j] > hours[j - 1]);
+		free(hours);
+	}
+	free(all);
+	/* The windows' own retention ends it. */
+	assert_int_equal(store_expire_tiers(f->st, cut, cut, &n), 0);
+	merge_outcome(f, "cpu", NULL, T0, c10, &got);
+	assert_int_equal(got.profiles, 0);
+	merge_outcome(f, "cpu", NULL, INT64_MIN, INT64_MAX, &got);
+	merge_outcome(f, "cpu", NULL, c10, INT64_MAX, &want[0]);
+	assert_int_equal(got.profiles, want[0].profiles);
+	assert_int_equal(got.past, 0);
+}
+
 /* Packs of real profiles: pprof's sums survive; reloaded symbols keep their ids. */
 static void
 test_pack_roundtrip(void **state)
@@ -624,6 +754,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_windows_exact, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rebuild_after_crash, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_extreme_times, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_past_retention, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
