@@ -207,6 +207,8 @@ int64_t		 intern_put(struct intern *t, const void *key, size_t len, int *added);
 /* Index of key, or -1 if absent. */
 int64_t		 intern_get(const struct intern *t, const void *key, size_t len);
 size_t		 intern_count(const struct intern *t);
+/* Memory the table holds (keys, slots, index), for caches that charge it. */
+size_t		 intern_bytes(const struct intern *t);
 /* The key of index i (valid until the table is destroyed). */
 const void	*intern_key(const struct intern *t, size_t i, size_t *len);
 

@@ -147,6 +147,13 @@ intern_get(const struct intern *t, const void *key, size_t len)
 }
 
 size_t
+intern_bytes(const struct intern *t)
+{
+	return sizeof(*t) + arena_used(t->arena) + (t->mask + 1) * sizeof(*t->slots) +
+	    t->cap * sizeof(*t->keys);
+}
+
+size_t
 intern_count(const struct intern *t)
 {
 	return t->n;

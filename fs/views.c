@@ -380,11 +380,79 @@ flame_type(const struct profile *p, const char *name, size_t *ty)
 	return 0;
 }
 
+/*
+ * The stack tree of the range's merged profile for sample type ty, without
+ * a base: flamegraph.svg, folded.txt, top.txt and diff.svg without a base
+ * start from the same one, so an `ls -l` or a read of each builds it once.
+ * Kept in the merges' cache beside the merge it comes from (same scope,
+ * charged what it holds).
+ */
+struct tree_arg {
+	const struct profile	*p;
+	size_t			 ty;
+};
+
+static void
+free_tree(void *v)
+{
+	render_tree_free(v);
+	free(v);
+}
+
+static int
+fill_tree(void *varg, void **val, size_t *size, void (**free_fn)(void *))
+{
+	struct tree_arg *a = varg;
+	struct render_tree *t;
+	int rc;
+
+	if ((t = calloc(1, sizeof(*t))) == NULL)
+		return -ENOMEM;
+	if ((rc = render_tree_build(t, a->p, a->ty, NULL, 0)) < 0) {
+		free(t);
+		return rc;
+	}
+	*val = t;
+	*size = render_tree_bytes(t);
+	*free_fn = free_tree;
+	return 0;
+}
+
+/* The key of what a range's file derives from its merge: what, then the range's own key. */
+static int
+range_key(struct buf *key, const char *what, const struct fspath *fp, int64_t from, int64_t to)
+{
+	if (fp->range.relative)
+		return buf_printf(key, "%s\x1f%s\x1f%s\x1f%s\x1f%s", what, fp->service, fp->type,
+		    fp->selector, fp->range.name);
+	return buf_printf(key, "%s\x1f%s\x1f%s\x1f%s\x1f%lld..%lld", what, fp->service,
+	    fp->type, fp->selector, (long long)from, (long long)to);
+}
+
+/* The cached tree of in's merged profile for type ty; cache_release() it. */
+static int
+views_tree(const struct view_in *in, size_t ty, struct cache_entry **ce)
+{
+	struct tree_arg a = { in->cur->merged, ty };
+	struct buf key = { 0 }, what = { 0 };
+	int rc;
+
+	if ((rc = buf_printf(&what, "tree%zu", ty)) < 0 ||
+	    (rc = range_key(&key, what.data, in->fp, in->fp->range.from, in->fp->range.to)) < 0)
+		goto out;
+	rc = cache_get_scoped(in->fs->merges, key.data, store_generation(in->fs->st),
+	    in->fp->range.to, in->fp->range.relative ? RELATIVE_MAX_AGE : 0, fill_tree, &a, ce);
+out:
+	buf_free(&key);
+	buf_free(&what);
+	return rc;
+}
+
 static int
 render_flame(const struct view_in *in, struct buf *out)
 {
 	const struct profile *p = in->cur->merged;
-	struct render_tree t;
+	struct cache_entry *ce;
 	struct flame_opts o = { 0 };
 	struct buf title = { 0 };
 	size_t ty;
@@ -392,7 +460,7 @@ render_flame(const struct view_in *in, struct buf *out)
 
 	if (p == NULL || (rc = flame_type(p, in->name, &ty)) < 0)
 		return -ENOENT;
-	if ((rc = render_tree_build(&t, p, ty, NULL, 0)) < 0)
+	if ((rc = views_tree(in, ty, &ce)) < 0)
 		return rc;
 	add_where(&title, in->fp);
 	buf_adds(&title, ": ");
@@ -400,8 +468,8 @@ render_flame(const struct view_in *in, struct buf *out)
 	o.title = title.data ? title.data : "";
 	o.unit = profile_str(p, p->sample_types[ty].unit);
 	o.type = profile_str(p, p->sample_types[ty].type);
-	rc = flame_render(&t, &o, out);
-	render_tree_free(&t);
+	rc = flame_render(ce->val, &o, out);
+	cache_release(in->fs->merges, ce);
 	buf_free(&title);
 	return rc;
 }
@@ -410,15 +478,15 @@ static int
 render_folded(const struct view_in *in, struct buf *out)
 {
 	const struct profile *p = in->cur->merged;
-	struct render_tree t;
+	struct cache_entry *ce;
 	int rc;
 
 	if (p == NULL || p->nsample_types == 0)
 		return -ENOENT;
-	if ((rc = render_tree_build(&t, p, profile_default_type(p), NULL, 0)) < 0)
+	if ((rc = views_tree(in, profile_default_type(p), &ce)) < 0)
 		return rc;
-	rc = folded_render(&t, out);
-	render_tree_free(&t);
+	rc = folded_render(ce->val, out);
+	cache_release(in->fs->merges, ce);
 	return rc;
 }
 
@@ -461,6 +529,7 @@ render_top(const struct view_in *in, struct buf *out)
 {
 	const struct profile *p = in->cur->merged, *b = NULL;
 	const bool diff = in->fp->node == NODE_VS_VIEW;
+	struct cache_entry *ce;
 	struct render_tree t;
 	struct buf title = { 0 }, why = { 0 };
 	size_t ty, bty = 0;
@@ -478,7 +547,10 @@ render_top(const struct view_in *in, struct buf *out)
 		if ((b = diff_base(in, ty, &bty, &why)) == NULL)
 			buf_printf(&title, "\n%s; showing this range alone", why.data);
 	}
-	if ((rc = render_tree_build(&t, p, ty, b, bty)) == 0) {
+	if (b == NULL && (rc = views_tree(in, ty, &ce)) == 0) {
+		rc = top_render(ce->val, title.data, profile_str(p, p->sample_types[ty].unit), out);
+		cache_release(in->fs->merges, ce);
+	} else if (b && (rc = render_tree_build(&t, p, ty, b, bty)) == 0) {
 		rc = top_render(&t, title.data, profile_str(p, p->sample_types[ty].unit), out);
 		render_tree_free(&t);
 	}
@@ -549,6 +621,7 @@ static int
 render_diff_svg(const struct view_in *in, struct buf *out)
 {
 	const struct profile *p = in->cur->merged, *b;
+	struct cache_entry *ce;
 	struct render_tree t;
 	struct flame_opts o = { 0 };
 	struct buf title = { 0 }, note = { 0 };
@@ -576,7 +649,10 @@ render_diff_svg(const struct view_in *in, struct buf *out)
 		buf_adds(&note, "; showing this range alone");
 	o.title = title.data;
 	o.note = note.data;
-	if ((rc = render_tree_build(&t, p, ty, b, bty)) == 0) {
+	if (b == NULL && (rc = views_tree(in, ty, &ce)) == 0) {
+		rc = flame_render(ce->val, &o, out);
+		cache_release(in->fs->merges, ce);
+	} else if (b && (rc = render_tree_build(&t, p, ty, b, bty)) == 0) {
 		rc = flame_render(&t, &o, out);
 		render_tree_free(&t);
 	}
@@ -657,13 +733,7 @@ render_timeline(const struct view_in *in, struct buf *out)
 	/* An unbounded range spans its data. */
 	a.from = in->fp->range.from == INT64_MIN ? r->refs[0].time : in->fp->range.from;
 	a.to = in->fp->range.to == INT64_MAX ? r->refs[r->nrefs - 1].time + 1 : in->fp->range.to;
-	if (in->fp->range.relative)
-		rc = buf_printf(&key, "timeline\x1f%s\x1f%s\x1f%s\x1f%s", in->fp->service,
-		    in->fp->type, in->fp->selector, in->fp->range.name);
-	else
-		rc = buf_printf(&key, "timeline\x1f%s\x1f%s\x1f%s\x1f%lld..%lld", in->fp->service,
-		    in->fp->type, in->fp->selector, (long long)a.from, (long long)a.to);
-	if (rc < 0)
+	if ((rc = range_key(&key, "timeline", in->fp, a.from, a.to)) < 0)
 		return rc;
 	rc = cache_get_scoped(in->fs->merges, key.data, store_generation(in->fs->st),
 	    in->fp->range.to, in->fp->range.relative ? RELATIVE_MAX_AGE : 0, fill_timeline,

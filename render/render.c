@@ -348,6 +348,16 @@ fail:
 	return rc;
 }
 
+size_t
+render_tree_bytes(const struct render_tree *t)
+{
+	/* parent, name, kids, kid_start; cur, cur_self, base, base_self */
+	size_t per = 4 * sizeof(uint32_t) + 4 * sizeof(int64_t);
+
+	return sizeof(*t) + t->cap * per + t->nkernel +
+	    (t->names ? intern_bytes(t->names) : 0) + (t->edges ? intern_bytes(t->edges) : 0);
+}
+
 void
 render_tree_free(struct render_tree *t)
 {

@@ -68,6 +68,8 @@ struct render_tree {
 int	render_tree_build(struct render_tree *t, const struct profile *cur,
 	    size_t ctype, const struct profile *base, size_t btype);
 void	render_tree_free(struct render_tree *t);
+/* The memory t holds (for caches that charge it). */
+size_t	render_tree_bytes(const struct render_tree *t);
 /* The name of node i (a NUL-terminated string owned by the tree). */
 const char *render_tree_name(const struct render_tree *t, uint32_t i);
 
