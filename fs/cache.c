@@ -9,6 +9,7 @@
  * budget runs short (budget.c), unreferenced entries are dropped at once.
  */
 #include <errno.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -21,6 +22,12 @@
 #include "store.h"
 
 #define NBUCKETS	4096
+/*
+ * Entries freed since glibc was last asked to give free memory back: a du
+ * over a week's tree renders and drops gigabytes in small pieces, which
+ * malloc otherwise keeps (RSS three times what the caches hold).
+ */
+#define TRIM_BYTES	(64u << 20)
 
 struct ent {
 	struct cache_entry	 pub;
@@ -41,6 +48,7 @@ struct cache {
 	struct ent	*buckets[NBUCKETS];
 	struct ent	*lru_head, *lru_tail;
 	size_t		 bytes, max_bytes, entries;
+	size_t		 freed;		/* bytes of entries freed since the last trim */
 	uint64_t	 fills, hits;
 	cache_changed_fn	 changed;
 	void		*changed_arg;
@@ -115,8 +123,19 @@ ent_unlink(struct cache *c, struct ent *e)
 	/* Held by a reader: still counted until cache_release() frees it. */
 	if (e->refs == 0) {
 		c->bytes -= e->pub.size;
+		c->freed += e->pub.size;
 		ent_free(e);
 	}
+}
+
+/* Whether enough was freed to trim, once the lock is dropped; resets the count. Under c_lock. */
+static bool
+trim_due(struct cache *c)
+{
+	if (c->freed < TRIM_BYTES)
+		return false;
+	c->freed = 0;
+	return true;
 }
 
 /* Put e, not on the LRU list, at its head (most recently used). */
@@ -206,6 +225,7 @@ cache_get_scoped(struct cache *c, const char *key, uint64_t gen, int64_t scope,
 	void *val = NULL;
 	void (*free_fn)(void *) = NULL;
 	size_t size = 0;
+	bool trim;
 	int rc;
 
 	*out = NULL;
@@ -263,8 +283,11 @@ again:
 	if (rc == -ENOMEM && !e->dead)
 		ent_unlink(c, e);
 	evict(c);
+	trim = trim_due(c);
 	pthread_cond_broadcast(&c->c_cond);
 	pthread_mutex_unlock(&c->c_lock);
+	if (trim)
+		malloc_trim(0);
 	*out = &e->pub;
 	return rc;
 }
@@ -273,16 +296,21 @@ void
 cache_release(struct cache *c, struct cache_entry *pe)
 {
 	struct ent *e = (struct ent *)pe;
+	bool trim;
 
 	if (pe == NULL)
 		return;
 	pthread_mutex_lock(&c->c_lock);
 	if (--e->refs == 0 && e->dead) {
 		c->bytes -= e->pub.size;
+		c->freed += e->pub.size;
 		ent_free(e);
 	} else
 		evict(c);
+	trim = trim_due(c);
 	pthread_mutex_unlock(&c->c_lock);
+	if (trim)
+		malloc_trim(0);
 }
 
 void
