@@ -157,6 +157,8 @@ struct store {
 	uint64_t		 rt_max_disk;
 	char			*dir;
 	pthread_mutex_t		 rt_lock;
+	/* one compaction pass at a time: two would apply the same markers twice */
+	pthread_mutex_t		 cp_run;
 	pthread_cond_t		 rt_cond;
 	bool			 rt_stop;
 	/* the outbox ('O' keys) and the remote reader, see the end of this file */
@@ -948,6 +950,7 @@ store_open(const char *dir, struct store **out, struct buf *err)
 	pthread_rwlock_init(&st->db_lock, NULL);
 	pthread_mutex_init(&st->rt_lock, NULL);
 	pthread_mutex_init(&st->ch_lock, NULL);
+	pthread_mutex_init(&st->cp_run, NULL);
 	pthread_cond_init(&st->rt_cond, NULL);
 	st->names = intern_create(64);
 	st->max_series = STORE_MAX_SERIES;
@@ -1077,6 +1080,7 @@ store_close(struct store *st)
 	pthread_rwlock_destroy(&st->db_lock);
 	pthread_mutex_destroy(&st->rt_lock);
 	pthread_mutex_destroy(&st->ch_lock);
+	pthread_mutex_destroy(&st->cp_run);
 	pthread_cond_destroy(&st->rt_cond);
 	free(st->dir);
 	free(st);
@@ -2652,9 +2656,11 @@ store_compact(struct store *st, uint64_t *ndays)
 {
 	int rc;
 
+	pthread_mutex_lock(&st->cp_run);
 	pthread_rwlock_rdlock(&st->db_lock);
 	rc = store_compact_locked(st, ndays);
 	pthread_rwlock_unlock(&st->db_lock);
+	pthread_mutex_unlock(&st->cp_run);
 	return rc;
 }
 
@@ -3201,6 +3207,9 @@ retention_main(void *arg)
 		pthread_mutex_unlock(&st->rt_lock);
 		now = clock_now_ns();
 		wkeep = st->rt_keep_windows > st->rt_keep ? st->rt_keep_windows : st->rt_keep;
+		/* Windows outliving the raw profiles take in what is pending first. */
+		if (st->rt_keep && wkeep > st->rt_keep)
+			store_compact(st, NULL);
 		if (st->rt_keep && store_expire_tiers(st, now - st->rt_keep, now - wkeep, &n) == 0 &&
 		    n)
 			log_info("retention: deleted %llu profiles older than %lld s",
