@@ -355,6 +355,9 @@ test_timeline(void **state)
 	timeline_add(&tl, t0, 10);
 	timeline_add(&tl, t0, 20);
 	assert_true(timeline_value(&tl, 0) == 15);
+	/* A window past retention: its sum stands for n profiles. */
+	timeline_add_n(&tl, t0, 90, 3);
+	assert_true(timeline_value(&tl, 0) == 24);
 	timeline_free(&tl);
 	/*
 	 * 119.5 minutes from 50 s past a minute: minute steps would start at
