@@ -248,7 +248,8 @@ list_profiles(struct fsctx *fs, const struct fspath *fp, struct buf *names)
 	labels_clear(&sel);
 	if (rc < 0)
 		return rc;
-	if (res.nrefs == 0)
+	/* Empty where only windows past the raw retention hold the range's data. */
+	if (res.nrefs == 0 && !dir_exists(fs, fp->service, fp->type, fp->selector, &fp->range))
 		rc = -ENOENT;
 	for (i = 0; i < res.nrefs; i++) {
 		path_profile_name(res.refs[i].time, res.refs[i].id, name, sizeof(name));

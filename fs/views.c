@@ -418,15 +418,21 @@ fill_tree(void *varg, void **val, size_t *size, void (**free_fn)(void *))
 	return 0;
 }
 
-/* The key of what a range's file derives from its merge: what, then the range's own key. */
+/*
+ * The key of what a range's file derives from its merge: what, the range's
+ * own key, and the merge it comes from (its birth), so that it never
+ * outlives that merge into a newer one.
+ */
 static int
-range_key(struct buf *key, const char *what, const struct fspath *fp, int64_t from, int64_t to)
+range_key(struct buf *key, const char *what, const struct view_in *in, int64_t from, int64_t to)
 {
+	const struct fspath *fp = in->fp;
+
 	if (fp->range.relative)
-		return buf_printf(key, "%s\x1f%s\x1f%s\x1f%s\x1f%s", what, fp->service, fp->type,
-		    fp->selector, fp->range.name);
-	return buf_printf(key, "%s\x1f%s\x1f%s\x1f%s\x1f%lld..%lld", what, fp->service,
-	    fp->type, fp->selector, (long long)from, (long long)to);
+		return buf_printf(key, "%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%lld", what, fp->service,
+		    fp->type, fp->selector, fp->range.name, (long long)in->cur_born);
+	return buf_printf(key, "%s\x1f%s\x1f%s\x1f%s\x1f%lld..%lld\x1f%lld", what, fp->service,
+	    fp->type, fp->selector, (long long)from, (long long)to, (long long)in->cur_born);
 }
 
 /* The cached tree of in's merged profile for type ty; cache_release() it. */
@@ -437,8 +443,9 @@ views_tree(const struct view_in *in, size_t ty, struct cache_entry **ce)
 	struct buf key = { 0 }, what = { 0 };
 	int rc;
 
+	*ce = NULL;
 	if ((rc = buf_printf(&what, "tree%zu", ty)) < 0 ||
-	    (rc = range_key(&key, what.data, in->fp, in->fp->range.from, in->fp->range.to)) < 0)
+	    (rc = range_key(&key, what.data, in, in->fp->range.from, in->fp->range.to)) < 0)
 		goto out;
 	rc = cache_get_scoped(in->fs->merges, key.data, store_generation(in->fs->st),
 	    in->fp->range.to, in->fp->range.relative ? RELATIVE_MAX_AGE : 0, fill_tree, &a, ce);
@@ -460,8 +467,10 @@ render_flame(const struct view_in *in, struct buf *out)
 
 	if (p == NULL || (rc = flame_type(p, in->name, &ty)) < 0)
 		return -ENOENT;
-	if ((rc = views_tree(in, ty, &ce)) < 0)
+	if ((rc = views_tree(in, ty, &ce)) < 0) {
+		cache_release(in->fs->merges, ce);
 		return rc;
+	}
 	add_where(&title, in->fp);
 	buf_adds(&title, ": ");
 	add_type_total(&title, p, ty);
@@ -483,8 +492,10 @@ render_folded(const struct view_in *in, struct buf *out)
 
 	if (p == NULL || p->nsample_types == 0)
 		return -ENOENT;
-	if ((rc = views_tree(in, profile_default_type(p), &ce)) < 0)
+	if ((rc = views_tree(in, profile_default_type(p), &ce)) < 0) {
+		cache_release(in->fs->merges, ce);
 		return rc;
+	}
 	rc = folded_render(ce->val, out);
 	cache_release(in->fs->merges, ce);
 	return rc;
@@ -547,8 +558,10 @@ render_top(const struct view_in *in, struct buf *out)
 		if ((b = diff_base(in, ty, &bty, &why)) == NULL)
 			buf_printf(&title, "\n%s; showing this range alone", why.data);
 	}
-	if (b == NULL && (rc = views_tree(in, ty, &ce)) == 0) {
-		rc = top_render(ce->val, title.data, profile_str(p, p->sample_types[ty].unit), out);
+	if (b == NULL) {
+		if ((rc = views_tree(in, ty, &ce)) == 0)
+			rc = top_render(ce->val, title.data, profile_str(p,
+			    p->sample_types[ty].unit), out);
 		cache_release(in->fs->merges, ce);
 	} else if (b && (rc = render_tree_build(&t, p, ty, b, bty)) == 0) {
 		rc = top_render(&t, title.data, profile_str(p, p->sample_types[ty].unit), out);
@@ -649,8 +662,9 @@ render_diff_svg(const struct view_in *in, struct buf *out)
 		buf_adds(&note, "; showing this range alone");
 	o.title = title.data;
 	o.note = note.data;
-	if (b == NULL && (rc = views_tree(in, ty, &ce)) == 0) {
-		rc = flame_render(ce->val, &o, out);
+	if (b == NULL) {
+		if ((rc = views_tree(in, ty, &ce)) == 0)
+			rc = flame_render(ce->val, &o, out);
 		cache_release(in->fs->merges, ce);
 	} else if (b && (rc = render_tree_build(&t, p, ty, b, bty)) == 0) {
 		rc = flame_render(&t, &o, out);
@@ -733,7 +747,7 @@ render_timeline(const struct view_in *in, struct buf *out)
 	/* An unbounded range spans its data. */
 	a.from = in->fp->range.from == INT64_MIN ? r->refs[0].time : in->fp->range.from;
 	a.to = in->fp->range.to == INT64_MAX ? r->refs[r->nrefs - 1].time + 1 : in->fp->range.to;
-	if ((rc = range_key(&key, "timeline", in->fp, a.from, a.to)) < 0)
+	if ((rc = range_key(&key, "timeline", in, a.from, a.to)) < 0)
 		return rc;
 	rc = cache_get_scoped(in->fs->merges, key.data, store_generation(in->fs->st),
 	    in->fp->range.to, in->fp->range.relative ? RELATIVE_MAX_AGE : 0, fill_timeline,
@@ -838,6 +852,7 @@ views_render(struct fsctx *fs, const struct fspath *fp, struct buf *out)
 	in.fp = fp;
 	in.name = fp->view;
 	in.cur = cur->val;
+	in.cur_born = cur->born;
 	if (v && v->needs_base) {
 		if (fp->node == NODE_VS_VIEW) {
 			brc = views_merge(fs, fp->service, fp->type, fp->base_selector,

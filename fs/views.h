@@ -20,6 +20,7 @@ struct view_in {
 	const struct fspath		*fp;
 	const char			*name;		/* the file name asked for */
 	const struct query_result	*cur;		/* this range, merged */
+	int64_t				 cur_born;	/* when that merge was made */
 	const struct query_result	*base;		/* the diff's base, or NULL */
 };
 

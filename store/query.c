@@ -526,9 +526,14 @@ query_merge(struct store *st, const struct query *q, struct query_result *res)
 			sig_types(&c.groups[i].sig, got, sizeof(got));
 			snprintf(why, sizeof(why), "sample types [%s] share none with the merged "
 			    "profiles' [%s] (or the period type differs)", got, want);
-			for (j = 0; j < n && rc == 0; j++)
-				if (!pm[j].bad && !pm[j].summary && pm[j].hash == c.groups[i].hash)
+			for (j = 0; j < n && rc == 0; j++) {
+				if (pm[j].bad || pm[j].hash != c.groups[i].hash)
+					continue;
+				if (pm[j].summary)	/* no id to list; out of the timeline too */
+					((size_t *)c.at.data)[j] = SIZE_MAX;
+				else
 					rc = add_skip(res, pm[j].id, why);
+			}
 		}
 		if (rc == 0 && (rc = merge_groups(st, &c, inc, &sh, aggs, &res->merged)) == 0 &&
 		    res->merged)

@@ -2154,23 +2154,28 @@ past_windows(struct rctx *c, int64_t from, int64_t to, store_meta_fn fn, void *a
 		v = rocksdb_iter_value(it, &vl);
 		buf_reset(&c->err);
 		if (fn == NULL) {
-			if (agg_add(c->a, v, vl, &c->err) < 0)
+			if ((rc = agg_add(c->a, v, vl, &c->err)) == -EINVAL) {
 				log_warnx("store: window of series %llu is corrupt (%s)",
 				    (unsigned long long)c->sid, c->err.data ? c->err.data : "");
+				rc = 0;
+			}
 			continue;
 		}
 		if ((one = agg_create()) == NULL) {
 			rc = -ENOMEM;
 			break;
 		}
-		if (agg_add(one, v, vl, &c->err) < 0 || (ss = sstate_lock(c->st, c->sid, &rc)) ==
-		    NULL) {
+		if ((rc = agg_add(one, v, vl, &c->err)) < 0 ||
+		    (ss = sstate_lock(c->st, c->sid, &rc)) == NULL) {
 			agg_free(one);
+			if (rc == -EINVAL)
+				rc = 0;		/* corrupt: left out, as the merge does */
 			continue;
 		}
 		for (g = 0; g < agg_ngroups(one) && rc == 0; g++) {
+			/* At the window's start, which the range holds. */
 			struct store_ref r = { .series = c->sid, .summary = agg_count(one, g),
-			    .time = agg_first_time(one, g) };
+			    .time = time_dec(be64_get(k + 10)) };
 			const struct series *s = series_local(c->st, c->sid);
 			struct store_meta m = { 0 };
 
@@ -2807,10 +2812,11 @@ has_data_locked(struct store *st, uint64_t sid, int64_t from, int64_t to)
 	struct rctx c = { .st = st, .ro = st->ropts, .sid = sid };
 	int64_t first, last;
 
+	/* A profile: one seek, the common answer. */
+	if (key_in(st, sid, -1, from, to))
+		return true;
 	if (from >= to || series_bounds(&c, &first, &last) < 0)
 		return false;
-	if (key_in(st, sid, -1, from > c.acut ? from : c.acut, to))
-		return true;
 	if (from < WIN_MIN)
 		from = WIN_MIN;
 	return key_in(st, sid, 0, from, to < c.acut ? to : c.acut);
@@ -3040,9 +3046,8 @@ expire_series(struct store *st, uint64_t sid, int64_t before, int64_t wbefore, u
 	}
 	if (wbefore > WIN_MAX)
 		wbefore = WIN_MAX;
-	/* Windows past the raw cut that go now: what ranges show changes. */
-	if (wbefore < before && wbefore > WIN_MIN + NS_10M &&
-	    key_in(st, sid, 0, WIN_MIN, wbefore - NS_10M + 1))
+	/* Windows that go now (some may be all that is left of their span). */
+	if (wbefore > WIN_MIN + NS_10M && key_in(st, sid, 0, WIN_MIN, wbefore - NS_10M + 1))
 		*wgone = true;
 	for (l = 0; l < 3 && wbefore > WIN_MIN; l++) {
 		w0[0] = w1[0] = 'W';

@@ -58,7 +58,7 @@ struct store_ref {
 	/*
 	 * 0: a stored profile. n > 0 (merges only): a 10-minute window past the
 	 * raw retention standing for the n profiles it summed (id 0; time: the
-	 * earliest of them); see store_read_series().
+	 * window's start); see store_expire_tiers().
 	 */
 	uint64_t	 summary;
 };
@@ -138,19 +138,20 @@ bool	store_has_data(struct store *st, uint64_t sid, int64_t from, int64_t to);
 
 /*
  * Retention. store_expire() deletes every profile older than `before` (ns
- * since the epoch) and says how many in *n (optional). store_set_retention()
+ * since the epoch; rounded down to 10 minutes, see store_expire_tiers()) and says how many in *n (optional). store_set_retention()
  * runs it every minute for profiles older than keep_ns, on a thread the store
  * owns until store_close(); 0 keeps everything (the default).
  */
 int	store_expire(struct store *st, int64_t before, uint64_t *n);
 /*
  * The same per tier: raw profiles older than before, pre-aggregated windows
- * wholly older than wbefore. Deletes by key ranges. When windows are kept
- * longer (wbefore < before), the raw cut is rounded down to 10 minutes and
- * what lies before it is served from the 10-minute windows: a window counts
- * in a range when its start does (the range's edges round down to 10
- * minutes there), and merges list it as one ref standing for the profiles
- * it summed (store_ref.summary).
+ * wholly older than wbefore. Deletes by key ranges. The raw cut is rounded
+ * down to 10 minutes (within the windows' domain; store_expire() too), so a
+ * window is all raw or all past it. When windows are kept longer (wbefore <
+ * before), what lies before the cut is served from the 10-minute windows: a
+ * window counts in a range when its start does (the range's edges round up
+ * to 10 minutes there), and merges list it as one ref standing for the
+ * profiles it summed (store_ref.summary).
  */
 int	store_expire_tiers(struct store *st, int64_t before, int64_t wbefore, uint64_t *n);
 int	store_set_retention(struct store *st, int64_t keep_ns);

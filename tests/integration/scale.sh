@@ -268,8 +268,14 @@ check_eq "pod=1, a past range on 10-minute edges = go tool pprof of its files" \
 old_day=$(date -u -d "@$((now - 29 * 3600))" +%Y-%m-%dT%H)
 ls "$M/tiers/cpu/all" | grep -qx "$old_day" && ok "hours past the raw retention are listed ($old_day)" \
   || fail "hours past the raw retention are listed" "$(ls "$M/tiers/cpu/all" | head -5)"
-[ -n "$(awk -F, 'NR > 1 && $2 > 0' "$d/timeline.csv" | head -1)" ] && ok "timeline.csv of the tiers" \
-  || fail "timeline.csv of the tiers"
+check_eq "timeline.csv past the raw retention adds up to merged.pb.gz's cpu total" \
+  "$(awk -F, 'NR > 1 {s += $2} END {printf "%.0f", s}' "$d/timeline.csv")" \
+  "$(pprof_sums "$d/merged.pb.gz" | grep -o 'cpu/nanoseconds=[0-9]*' | cut -d= -f2)"
+ls "$M/tiers/cpu/all/$old_day/profiles" > "$TMP/past.ls" 2>&1 && [ ! -s "$TMP/past.ls" ] \
+  && ok "profiles/ of an hour past the raw retention is empty" \
+  || fail "profiles/ of an hour past the raw retention is empty" "$(head -2 "$TMP/past.ls")"
+find "$M/tiers/cpu/pod=0" > /dev/null 2>"$TMP/find.err" && ok "find over ranges past the raw retention" \
+  || fail "find over ranges past the raw retention" "$(head -2 "$TMP/find.err")"
 pf_stop
 start_http --retention 12h || fail "daemon without --retention-aggregates"
 for i in $(seq 1 100); do [ "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["profiles"])' "$d/meta.json" 2>/dev/null)" = 18 ] && break; sleep 0.1; done
