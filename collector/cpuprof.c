@@ -16,12 +16,23 @@
 #include "store.h"
 #include "cpuprof.h"
 
+#define LCACHE_SLOTS	1024	/* a power of two */
+
+struct lcache_ent {
+	const char	*func, *file, *build_id, *srcfile;	/* the caller's pointers */
+	uint64_t	 start, limit, offset, addr;
+	int64_t		 line;
+	int64_t		 s_func, s_file, s_build_id, s_srcfile;	/* merge strings, -1: none */
+	int64_t		 loc;		/* -1: empty slot */
+};
+
 struct cpuprof_svc {
 	char		*service;
 	struct labelset	 labels;
 	struct merge	*m;
 	int64_t		 s_pid, s_tid, s_comm;	/* label keys, merge string indexes */
 	uint64_t	 total;
+	struct lcache_ent *lcache;	/* LCACHE_SLOTS, allocated at first use */
 };
 
 struct cpuprof {
@@ -29,6 +40,7 @@ struct cpuprof {
 	struct intern	*keys;		/* service "\0" labels text -> svc index */
 	struct cpuprof_svc **svcs;
 	size_t		 nsvcs, cap;
+	uint64_t	 gen;		/* the period's number, bumped at every reset */
 };
 
 /* Go's CPU profiles: what the sampler's must merge with. */
@@ -41,6 +53,7 @@ cpuprof_create(int hz)
 	struct cpuprof *c = xcalloc(1, sizeof(*c));
 
 	c->period = 1000000000LL / (hz > 0 ? hz : 1);
+	c->gen = 1;
 	if ((c->keys = intern_create(64)) == NULL) {
 		free(c);
 		return NULL;
@@ -56,6 +69,7 @@ svc_free(struct cpuprof_svc *s)
 	free(s->service);
 	labels_clear(&s->labels);
 	merge_free(s->m);
+	free(s->lcache);
 	free(s);
 }
 
@@ -67,6 +81,7 @@ reset(struct cpuprof *c)
 	for (i = 0; i < c->nsvcs; i++)
 		svc_free(c->svcs[i]);
 	c->nsvcs = 0;
+	c->gen++;
 	intern_destroy(c->keys);
 	c->keys = intern_create(64);
 }
@@ -102,12 +117,15 @@ svc_new(const struct cpuprof *c, const struct proc *p)
 }
 
 struct cpuprof_svc *
-cpuprof_service(struct cpuprof *c, const struct proc *p)
+cpuprof_service(struct cpuprof *c, struct proc *p)
 {
 	struct buf key = { 0 };
 	struct cpuprof_svc *s = NULL;
 	int added = 0;
 	int64_t i;
+
+	if (p->cp_gen == c->gen && p->cp_svc != NULL)
+		return p->cp_svc;
 
 	if (c->keys == NULL && (c->keys = intern_create(64)) == NULL)
 		return NULL;	/* out of memory at the last reset: try again next time */
@@ -129,11 +147,16 @@ cpuprof_service(struct cpuprof *c, const struct proc *p)
 	c->svcs[c->nsvcs++] = s;
 out:
 	buf_free(&key);
+	if (s != NULL) {
+		p->cp_svc = s;
+		p->cp_gen = c->gen;
+	}
 	return s;
 }
 
-int64_t
-cpuprof_location(struct cpuprof_svc *s, const struct frame *f)
+static int64_t
+location(struct cpuprof_svc *s, const struct frame *f,
+    struct lcache_ent *ce)
 {
 	struct pf_line line = { .function = PF_NONE };
 	uint32_t mapping = 0;
@@ -143,8 +166,9 @@ cpuprof_location(struct cpuprof_svc *s, const struct frame *f)
 		struct pf_mapping mp = { .start = f->start, .limit = f->limit,
 		    .offset = f->offset };
 
-		if ((mp.filename = merge_string(s->m, f->file)) < 0 ||
-		    (mp.build_id = merge_string(s->m, f->build_id ? f->build_id : "")) < 0 ||
+		if ((mp.filename = ce->s_file = merge_string(s->m, f->file)) < 0 ||
+		    (mp.build_id = ce->s_build_id = merge_string(s->m,
+		    f->build_id ? f->build_id : "")) < 0 ||
 		    (k = merge_mapping(s->m, &mp)) < 0)
 			return -ENOMEM;
 		mapping = (uint32_t)k + 1;
@@ -152,8 +176,9 @@ cpuprof_location(struct cpuprof_svc *s, const struct frame *f)
 	if (f->func) {
 		struct pf_function fn = { 0 };
 
-		if ((fn.name = merge_string(s->m, f->func)) < 0 ||
-		    (f->srcfile && (fn.filename = merge_string(s->m, f->srcfile)) < 0))
+		if ((fn.name = ce->s_func = merge_string(s->m, f->func)) < 0 ||
+		    (f->srcfile && (fn.filename = ce->s_srcfile =
+		    merge_string(s->m, f->srcfile)) < 0))
 			return -ENOMEM;
 		fn.system_name = fn.name;
 		line.line = f->line;
@@ -163,6 +188,64 @@ cpuprof_location(struct cpuprof_svc *s, const struct frame *f)
 	}
 	return merge_location(s->m, mapping, f->file ? f->start : 0, f->addr, false, &line,
 	    f->func ? 1 : 0);
+}
+
+/* Whether a cached string (merge index i, -1 for none) is str. */
+static bool
+lcache_same(const struct cpuprof_svc *s, int64_t i, const char *str)
+{
+	if (str == NULL)
+		return i < 0;
+	return i >= 0 && merge_string_is(s->m, i, str);
+}
+
+static uint32_t
+lcache_slot(const struct frame *f)
+{
+	uint64_t h = f->addr * 0x9e3779b97f4a7c15ULL;
+
+	h ^= (uint64_t)(uintptr_t)f->func * 0xc2b2ae3d27d4eb4fULL;
+	h ^= f->start * 0x165667b19e3779f9ULL;
+	return (uint32_t)(h >> 40) & (LCACHE_SLOTS - 1);
+}
+
+int64_t
+cpuprof_location(struct cpuprof_svc *s, const struct frame *f)
+{
+	struct lcache_ent *ce, scratch;
+	size_t i;
+	int64_t k;
+
+	if (s->lcache == NULL) {
+		if ((s->lcache = malloc(LCACHE_SLOTS * sizeof(*s->lcache))) != NULL)
+			for (i = 0; i < LCACHE_SLOTS; i++)
+				s->lcache[i].loc = -1;
+	}
+	ce = s->lcache ? &s->lcache[lcache_slot(f)] : &scratch;
+	if (ce != &scratch && ce->loc >= 0 && ce->addr == f->addr && ce->func == f->func &&
+	    ce->file == f->file && ce->build_id == f->build_id &&
+	    ce->srcfile == f->srcfile && ce->line == f->line && ce->start == f->start &&
+	    ce->limit == f->limit && ce->offset == f->offset &&
+	    lcache_same(s, ce->s_func, f->func) && lcache_same(s, ce->s_file, f->file) &&
+	    (f->file == NULL || lcache_same(s, ce->s_build_id,
+	    f->build_id ? f->build_id : "")) &&
+	    (f->func == NULL || lcache_same(s, ce->s_srcfile, f->srcfile)))
+		return ce->loc;
+	ce->loc = -1;
+	ce->s_func = ce->s_file = ce->s_build_id = ce->s_srcfile = -1;
+	if ((k = location(s, f, ce)) < 0)
+		return k;
+	ce->func = f->func;
+	ce->file = f->file;
+	ce->build_id = f->build_id;
+	ce->srcfile = f->srcfile;
+	ce->start = f->start;
+	ce->limit = f->limit;
+	ce->offset = f->offset;
+	ce->addr = f->addr;
+	ce->line = f->line;
+	ce->loc = k;
+	return k;
 }
 
 int
