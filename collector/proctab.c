@@ -154,6 +154,72 @@ proctab_destroy(struct proctab *pt)
 
 /* --- reading /proc ------------------------------------------------------- */
 
+static bool
+pmaps_same(const struct pmap *a, size_t na, const struct pmap *b, size_t nb)
+{
+	size_t i;
+
+	if (na != nb)
+		return false;
+	for (i = 0; i < na; i++)
+		if (a[i].start != b[i].start || a[i].end != b[i].end ||
+		    a[i].offset != b[i].offset || a[i].dev != b[i].dev || a[i].ino != b[i].ino ||
+		    a[i].obj != b[i].obj || a[i].bias != b[i].bias ||
+		    a[i].deleted != b[i].deleted || strcmp(a[i].path, b[i].path) != 0)
+			return false;
+	return true;
+}
+
+/* A hex number at *s, which moves past it; -1 if there is none. */
+static int
+hexnum(char **s, unsigned long long *v)
+{
+	char *end;
+
+	errno = 0;
+	*v = strtoull(*s, &end, 16);
+	if (end == *s || errno != 0)
+		return -1;
+	*s = end;
+	return 0;
+}
+
+/*
+ * One line of /proc/PID/maps, "start-end perms offset major:minor inode
+ * name", if its mapping is executable (most are not: those stop at the
+ * permissions). *name: the offset of the name in line.
+ */
+static int
+maps_line(char *line, unsigned long long *start, unsigned long long *end,
+    unsigned long long *off, unsigned int *major, unsigned int *minor,
+    unsigned long long *ino, int *name)
+{
+	unsigned long long v;
+	char *s = line, *e;
+
+	if (hexnum(&s, start) < 0 || *s++ != '-' || hexnum(&s, end) < 0 || *s++ != ' ')
+		return -1;
+	if (s[0] == '\0' || s[1] == '\0' || s[2] != 'x')
+		return -1;
+	while (*s && *s != ' ')
+		s++;
+	if (*s++ != ' ' || hexnum(&s, off) < 0 || *s++ != ' ' || hexnum(&s, &v) < 0 ||
+	    *s++ != ':')
+		return -1;
+	*major = (unsigned int)v;
+	if (hexnum(&s, &v) < 0 || *s++ != ' ')
+		return -1;
+	*minor = (unsigned int)v;
+	errno = 0;
+	*ino = strtoull(s, &e, 10);
+	if (e == s || errno != 0)
+		return -1;
+	for (s = e; *s == ' '; s++)
+		;
+	*name = (int)(s - line);
+	return 0;
+}
+
 /* Read /proc/PID/maps: executable mappings, sorted as the kernel lists them. */
 static int
 read_maps(struct proctab *pt, struct proc *p)
@@ -165,7 +231,6 @@ read_maps(struct proctab *pt, struct proc *p)
 	FILE *f;
 
 	p->maps_read = clock_mono_ns();
-	p->maps_gen++;
 	snprintf(path, sizeof(path), "/proc/%u/maps", p->pid);
 	snprintf(root, sizeof(root), "/proc/%u/root", p->pid);
 	/* A process gone (or a zombie) since keeps the mappings we read before. */
@@ -178,17 +243,13 @@ read_maps(struct proctab *pt, struct proc *p)
 	while ((len = getline(&line, &lcap, f)) > 0) {
 		unsigned long long start, end, off, ino;
 		unsigned int major, minor;
-		char perms[8];
 		int name = 0;
 		struct pmap *m;
 		char *pn, *del;
 
 		if (line[len - 1] == '\n')
 			line[--len] = '\0';
-		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off,
-		    &major, &minor, &ino, &name) < 7)
-			continue;
-		if (strlen(perms) < 3 || perms[2] != 'x')
+		if (maps_line(line, &start, &end, &off, &major, &minor, &ino, &name) < 0)
 			continue;
 		p->maps = xgrow(p->maps, &cap, p->nmaps + 1, sizeof(*p->maps));
 		m = &p->maps[p->nmaps];
@@ -231,6 +292,9 @@ read_maps(struct proctab *pt, struct proc *p)
 		p->maps = old;
 		p->nmaps = nold;
 	} else {
+		/* What was built on the maps (unwind tables, Python) stands if they stand. */
+		if (!pmaps_same(old, nold, p->maps, p->nmaps))
+			p->maps_gen++;
 		pmaps_free(old, nold);
 	}
 	return 0;

@@ -60,13 +60,16 @@ struct proc {
 	int64_t		 perfmap_checked;
 	int64_t		 perfmap_mtime;
 	int64_t		 perfmap_size;
-	uint32_t	 maps_gen;	/* bumped by every read of the maps */
+	uint32_t	 maps_gen;	/* bumped when a read of the maps finds them changed */
 	/* python.c's, released through the hook of proctab_set_release */
 	void		*py;
 	uint32_t	 py_gen;	/* maps_gen when python.c last looked */
 	/* the unwinder's (unwind.c), released through the hook of proctab_set_release */
 	void		*unw;
 	uint32_t	 unw_gen;	/* maps_gen when the unwinder last loaded p */
+	/* cpuprof.c's: p's aggregate in the period numbered cp_gen */
+	void		*cp_svc;
+	uint64_t	 cp_gen;
 };
 
 /* An executable file mapping of a process, for the unwinder. */
