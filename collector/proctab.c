@@ -803,9 +803,8 @@ proctab_resolve(struct proctab *pt, struct proc *p, uint64_t addr, struct frame 
 		f->start = m->start;
 		f->limit = m->end;
 		f->offset = m->offset;
-		f->func = symbolize_elf_lookup(m->obj, addr - m->bias);
-		if (f->func)
-			symbolize_elf_line(m->obj, addr - m->bias, &f->srcfile, &f->line);
+		symbolize_elf_resolve(pt->sym, m->obj, addr - m->bias, &f->func, &f->srcfile,
+		    &f->line);
 		return;
 	}
 	if (m && m->path[0] == '/') {
