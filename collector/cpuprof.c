@@ -26,6 +26,24 @@ struct lcache_ent {
 	int64_t		 loc;		/* -1: empty slot */
 };
 
+#define MCACHE_SLOTS	64	/* mappings */
+#define FCACHE_SLOTS	1024	/* functions */
+
+/* A mapping's merge index, for a frame with the same fields and strings. */
+struct mcache_ent {
+	const char	*file, *build_id;
+	uint64_t	 start, limit, offset;
+	int64_t		 s_file, s_build_id;
+	int64_t		 k;		/* -1: empty */
+};
+
+/* A function's merge index, for a frame with the same names. */
+struct fcache_ent {
+	const char	*func, *srcfile;
+	int64_t		 s_func, s_srcfile;	/* s_srcfile -1: none */
+	int64_t		 k;		/* -1: empty */
+};
+
 struct cpuprof_svc {
 	char		*service;
 	struct labelset	 labels;
@@ -33,6 +51,8 @@ struct cpuprof_svc {
 	int64_t		 s_pid, s_tid, s_comm;	/* label keys, merge string indexes */
 	uint64_t	 total;
 	struct lcache_ent *lcache;	/* LCACHE_SLOTS, allocated at first use */
+	struct mcache_ent mcache[MCACHE_SLOTS];
+	struct fcache_ent *fcache;	/* FCACHE_SLOTS, with lcache */
 };
 
 struct cpuprof {
@@ -70,6 +90,7 @@ svc_free(struct cpuprof_svc *s)
 	labels_clear(&s->labels);
 	merge_free(s->m);
 	free(s->lcache);
+	free(s->fcache);
 	free(s);
 }
 
@@ -154,42 +175,6 @@ out:
 	return s;
 }
 
-static int64_t
-location(struct cpuprof_svc *s, const struct frame *f,
-    struct lcache_ent *ce)
-{
-	struct pf_line line = { .function = PF_NONE };
-	uint32_t mapping = 0;
-	int64_t k;
-
-	if (f->file) {
-		struct pf_mapping mp = { .start = f->start, .limit = f->limit,
-		    .offset = f->offset };
-
-		if ((mp.filename = ce->s_file = merge_string(s->m, f->file)) < 0 ||
-		    (mp.build_id = ce->s_build_id = merge_string(s->m,
-		    f->build_id ? f->build_id : "")) < 0 ||
-		    (k = merge_mapping(s->m, &mp)) < 0)
-			return -ENOMEM;
-		mapping = (uint32_t)k + 1;
-	}
-	if (f->func) {
-		struct pf_function fn = { 0 };
-
-		if ((fn.name = ce->s_func = merge_string(s->m, f->func)) < 0 ||
-		    (f->srcfile && (fn.filename = ce->s_srcfile =
-		    merge_string(s->m, f->srcfile)) < 0))
-			return -ENOMEM;
-		fn.system_name = fn.name;
-		line.line = f->line;
-		if ((k = merge_function(s->m, &fn)) < 0)
-			return -ENOMEM;
-		line.function = (uint32_t)k;
-	}
-	return merge_location(s->m, mapping, f->file ? f->start : 0, f->addr, false, &line,
-	    f->func ? 1 : 0);
-}
-
 /* Whether a cached string (merge index i, -1 for none) is str. */
 static bool
 lcache_same(const struct cpuprof_svc *s, int64_t i, const char *str)
@@ -197,6 +182,92 @@ lcache_same(const struct cpuprof_svc *s, int64_t i, const char *str)
 	if (str == NULL)
 		return i < 0;
 	return i >= 0 && merge_string_is(s->m, i, str);
+}
+
+static int64_t
+mapping(struct cpuprof_svc *s, const struct frame *f, struct lcache_ent *ce)
+{
+	const char *bid = f->build_id ? f->build_id : "";
+	uint64_t h = (f->start ^ (uint64_t)(uintptr_t)f->file) * 0x9e3779b97f4a7c15ULL;
+	struct mcache_ent *c = &s->mcache[(h >> 40) & (MCACHE_SLOTS - 1)];
+	struct pf_mapping mp = { .start = f->start, .limit = f->limit, .offset = f->offset };
+	int64_t k;
+
+	if (c->k >= 0 && c->file == f->file && c->build_id == f->build_id &&
+	    c->start == f->start && c->limit == f->limit && c->offset == f->offset &&
+	    lcache_same(s, c->s_file, f->file) && lcache_same(s, c->s_build_id, bid)) {
+		ce->s_file = c->s_file;
+		ce->s_build_id = c->s_build_id;
+		return c->k;
+	}
+	c->k = -1;
+	if ((mp.filename = merge_string(s->m, f->file)) < 0 ||
+	    (mp.build_id = merge_string(s->m, bid)) < 0 ||
+	    (k = merge_mapping(s->m, &mp)) < 0)
+		return -ENOMEM;
+	c->file = f->file;
+	c->build_id = f->build_id;
+	c->start = f->start;
+	c->limit = f->limit;
+	c->offset = f->offset;
+	ce->s_file = c->s_file = mp.filename;
+	ce->s_build_id = c->s_build_id = mp.build_id;
+	c->k = k;
+	return k;
+}
+
+static int64_t
+function(struct cpuprof_svc *s, const struct frame *f, struct lcache_ent *ce)
+{
+	uint64_t h = ((uint64_t)(uintptr_t)f->func ^ (uint64_t)(uintptr_t)f->srcfile << 7) *
+	    0x9e3779b97f4a7c15ULL;
+	struct fcache_ent scratch, *c = s->fcache ?
+	    &s->fcache[(h >> 40) & (FCACHE_SLOTS - 1)] : &scratch;
+	struct pf_function fn = { 0 };
+	int64_t k;
+
+	if (c != &scratch && c->k >= 0 && c->func == f->func && c->srcfile == f->srcfile &&
+	    lcache_same(s, c->s_func, f->func) && lcache_same(s, c->s_srcfile, f->srcfile)) {
+		ce->s_func = c->s_func;
+		ce->s_srcfile = c->s_srcfile;
+		return c->k;
+	}
+	c->k = -1;
+	c->s_srcfile = -1;
+	if ((fn.name = merge_string(s->m, f->func)) < 0 ||
+	    (f->srcfile && (fn.filename = c->s_srcfile = merge_string(s->m, f->srcfile)) < 0))
+		return -ENOMEM;
+	fn.system_name = fn.name;
+	if ((k = merge_function(s->m, &fn)) < 0)
+		return -ENOMEM;
+	c->func = f->func;
+	c->srcfile = f->srcfile;
+	ce->s_func = c->s_func = fn.name;
+	ce->s_srcfile = c->s_srcfile;
+	c->k = k;
+	return k;
+}
+
+static int64_t
+location(struct cpuprof_svc *s, const struct frame *f, struct lcache_ent *ce)
+{
+	struct pf_line line = { .function = PF_NONE };
+	uint32_t map = 0;
+	int64_t k;
+
+	if (f->file) {
+		if ((k = mapping(s, f, ce)) < 0)
+			return k;
+		map = (uint32_t)k + 1;
+	}
+	if (f->func) {
+		if ((k = function(s, f, ce)) < 0)
+			return k;
+		line.function = (uint32_t)k;
+		line.line = f->line;
+	}
+	return merge_location(s->m, map, f->file ? f->start : 0, f->addr, false, &line,
+	    f->func ? 1 : 0);
 }
 
 static uint32_t
@@ -217,9 +288,20 @@ cpuprof_location(struct cpuprof_svc *s, const struct frame *f)
 	int64_t k;
 
 	if (s->lcache == NULL) {
-		if ((s->lcache = malloc(LCACHE_SLOTS * sizeof(*s->lcache))) != NULL)
-			for (i = 0; i < LCACHE_SLOTS; i++)
-				s->lcache[i].loc = -1;
+		s->lcache = malloc(LCACHE_SLOTS * sizeof(*s->lcache));
+		s->fcache = malloc(FCACHE_SLOTS * sizeof(*s->fcache));
+		if (s->lcache == NULL || s->fcache == NULL) {
+			free(s->lcache);
+			free(s->fcache);
+			s->lcache = NULL;
+			s->fcache = NULL;
+		}
+		for (i = 0; s->lcache && i < LCACHE_SLOTS; i++)
+			s->lcache[i].loc = -1;
+		for (i = 0; s->fcache && i < FCACHE_SLOTS; i++)
+			s->fcache[i].k = -1;
+		for (i = 0; i < MCACHE_SLOTS; i++)
+			s->mcache[i].k = -1;
 	}
 	ce = s->lcache ? &s->lcache[lcache_slot(f)] : &scratch;
 	if (ce != &scratch && ce->loc >= 0 && ce->addr == f->addr && ce->func == f->func &&
