@@ -137,6 +137,12 @@ svc_new(const struct cpuprof *c, const struct proc *p)
 	return s;
 }
 
+uint64_t
+cpuprof_period(const struct cpuprof *c)
+{
+	return c->gen;
+}
+
 struct cpuprof_svc *
 cpuprof_service(struct cpuprof *c, struct proc *p)
 {

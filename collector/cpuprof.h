@@ -28,6 +28,8 @@ void		 cpuprof_destroy(struct cpuprof *c);
  * use), remembered in p for the period's next samples.
  */
 struct cpuprof_svc *cpuprof_service(struct cpuprof *c, struct proc *p);
+/* The period's number: the indexes below hold while it stays the same. */
+uint64_t	 cpuprof_period(const struct cpuprof *c);
 /* Location index of one frame in s (copied: f's strings may go away after). */
 int64_t		 cpuprof_location(struct cpuprof_svc *s, const struct frame *f);
 /* Count one sample with the given location indexes, leaf first. */

@@ -59,6 +59,7 @@ struct pmap {
 
 struct proctab {
 	struct symbolizer *sym;
+	uint64_t	 serial;	/* the last given to a process */
 	enum service_by	 by;
 	char		 host[256];
 	struct proc	*buckets[NBUCKETS];
@@ -561,6 +562,7 @@ proctab_get(struct proctab *pt, uint32_t pid, const char *comm)
 	if ((p = calloc(1, sizeof(*p))) == NULL)
 		return NULL;
 	p->pid = pid;
+	p->serial = ++pt->serial;
 	proc_load(pt, p, comm);
 	if (p->labels_text == NULL) {
 		proc_free(pt, p);

@@ -39,6 +39,7 @@ struct frame {
 
 struct proc {
 	uint32_t	 pid;
+	uint64_t	 serial;	/* unique among the processes a proctab ever held */
 	char		 service[64];
 	struct labelset	 labels;	/* series labels: host, unit, container, pod */
 	char		*labels_text;	/* canonical form of labels */
