@@ -44,7 +44,7 @@
 #define EXPIRE_SECS	600	/* ELF objects unused this long are dropped */
 #define POLL_MS		100	/* ring buffer read interval */
 #define SAMPLER_NICE	-5
-#define UNWIND_KEEP_SECS 30	/* tables no process maps are kept this long */
+#define UNWIND_KEEP_SECS 600	/* tables no process maps are kept this long (room permitting) */
 #define MAPS_FRESH_NS	(10LL * 1000 * 1000)	/* maps read this recently are current */
 #define MISS_WAIT_MAX_NS (64LL * 1000 * 1000 * 1000)	/* see caller_miss */
 #define FCACHE_SLOTS	8192	/* a power of two */
