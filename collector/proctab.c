@@ -107,6 +107,26 @@ maps_free(struct proc *p)
  * (through its /tmp as opened while it ran), unless it was written again
  * since we read it (-XX:+DumpPerfMapAtExit) or is not its user's file.
  */
+static uint32_t read_nspid(uint32_t pid);
+
+/*
+ * p's pid in its own namespace and its owner, read when first needed (perf
+ * maps, the JVM): most processes never need them.
+ */
+static void
+proc_ids(struct proc *p)
+{
+	char path[64];
+	struct stat st;
+
+	if (p->ids_read)
+		return;
+	p->ids_read = true;
+	p->nspid = p->gone ? p->pid : read_nspid(p->pid);
+	snprintf(path, sizeof(path), "/proc/%u", p->pid);
+	p->uid = !p->gone && stat(path, &st) == 0 ? st.st_uid : 0;
+}
+
 static void
 jvm_tidy(struct proc *p)
 {
@@ -469,7 +489,6 @@ proc_load(struct proctab *pt, struct proc *p, const char *comm)
 	char path[64], exe[PATH_MAX], unit[256] = "", ctr[64] = "", pod[128] = "";
 	char script[64];
 	const char *base = NULL;
-	struct stat pst;
 	struct buf err = { 0 }, lt = { 0 };
 	char cbuf[32];
 	ssize_t n;
@@ -512,9 +531,6 @@ proc_load(struct proctab *pt, struct proc *p, const char *comm)
 		p->gone = true;
 	if (!p->gone)
 		read_cgroup(p, unit, sizeof(unit), ctr, sizeof(ctr), pod, sizeof(pod));
-	p->nspid = p->gone ? p->pid : read_nspid(p->pid);
-	snprintf(path, sizeof(path), "/proc/%u", p->pid);
-	p->uid = stat(path, &pst) == 0 ? pst.st_uid : 0;
 	p->runtime = runtime_by_exe(base);
 	if (p->runtime == RUNTIME_NONE && maps_jvm(p))
 		p->runtime = RUNTIME_JVM;
@@ -716,6 +732,7 @@ perfmap_name(struct proc *p, uint64_t addr)
 		snprintf(path, sizeof(path), "/proc/%u", p->pid);
 		if (stat(path, &ps) < 0)	/* its owner: who may write its perf map */
 			ps.st_uid = 0;
+		proc_ids(p);
 		snprintf(path, sizeof(path), "/proc/%u/root/tmp/perf-%u.map", p->pid, p->nspid);
 		if (stat(path, &st) == 0 && (st.st_mtim.tv_sec * 1000000000LL +
 		    st.st_mtim.tv_nsec != p->perfmap_mtime || st.st_size != p->perfmap_size)) {
@@ -754,6 +771,7 @@ jvm_ask(struct proctab *pt, struct proc *p)
 		return;
 	if (pt->attach == NULL && (pt->attach = runtime_attach_create(JVM_ATTACH_TIMEOUT_MS)) == NULL)
 		return;
+	proc_ids(p);
 	if (!runtime_attach_request(pt->attach, (pid_t)p->pid, (pid_t)p->nspid, p->uid))
 		return;
 	if (p->jvm_tmp <= 0) {

@@ -47,8 +47,9 @@ struct proc {
 	struct proc	*next;
 	struct pmap	*maps;
 	size_t		 nmaps;
-	uint32_t	 nspid;
+	uint32_t	 nspid;		/* these two once ids_read (proctab.c: proc_ids) */
 	uint32_t	 uid;		/* owner of /proc/PID */
+	bool		 ids_read;
 	int		 runtime;	/* enum runtime_kind */
 	int64_t		 jvm_asked;	/* monotonic ns of the last perf map request */
 	int64_t		 jvm_wait;	/* ns until the next one may be made */
