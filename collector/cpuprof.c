@@ -6,6 +6,12 @@
  * by pprof's own identities as they are first seen, a sample's values add up,
  * and merge_finish() makes the profile that store_put_profile() stores. Then
  * everything starts over.
+ *
+ * The same frames come back sample after sample: small direct-mapped caches
+ * per service take a frame to its location, a new location's mapping and
+ * function to theirs, without interning their strings again. A hit needs
+ * the fields equal and the strings equal by content (the caller's strings
+ * may be freed and their memory reused).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -16,7 +22,7 @@
 #include "store.h"
 #include "cpuprof.h"
 
-#define LCACHE_SLOTS	1024	/* a power of two */
+#define LCACHE_SLOTS	1024	/* locations; a power of two, as are the two below */
 
 struct lcache_ent {
 	const char	*func, *file, *build_id, *srcfile;	/* the caller's pointers */
@@ -27,7 +33,7 @@ struct lcache_ent {
 };
 
 #define MCACHE_SLOTS	64	/* mappings */
-#define FCACHE_SLOTS	1024	/* functions */
+#define FNCACHE_SLOTS	1024	/* functions */
 
 /* A mapping's merge index, for a frame with the same fields and strings. */
 struct mcache_ent {
@@ -38,7 +44,7 @@ struct mcache_ent {
 };
 
 /* A function's merge index, for a frame with the same names. */
-struct fcache_ent {
+struct fncache_ent {
 	const char	*func, *srcfile;
 	int64_t		 s_func, s_srcfile;	/* s_srcfile -1: none */
 	int64_t		 k;		/* -1: empty */
@@ -52,7 +58,7 @@ struct cpuprof_svc {
 	uint64_t	 total;
 	struct lcache_ent *lcache;	/* LCACHE_SLOTS, allocated at first use */
 	struct mcache_ent mcache[MCACHE_SLOTS];
-	struct fcache_ent *fcache;	/* FCACHE_SLOTS, with lcache */
+	struct fncache_ent *fncache;	/* FNCACHE_SLOTS, with lcache */
 };
 
 struct cpuprof {
@@ -90,7 +96,7 @@ svc_free(struct cpuprof_svc *s)
 	labels_clear(&s->labels);
 	merge_free(s->m);
 	free(s->lcache);
-	free(s->fcache);
+	free(s->fncache);
 	free(s);
 }
 
@@ -227,8 +233,8 @@ function(struct cpuprof_svc *s, const struct frame *f, struct lcache_ent *ce)
 {
 	uint64_t h = ((uint64_t)(uintptr_t)f->func ^ (uint64_t)(uintptr_t)f->srcfile << 7) *
 	    0x9e3779b97f4a7c15ULL;
-	struct fcache_ent scratch, *c = s->fcache ?
-	    &s->fcache[(h >> 40) & (FCACHE_SLOTS - 1)] : &scratch;
+	struct fncache_ent scratch, *c = s->fncache ?
+	    &s->fncache[(h >> 40) & (FNCACHE_SLOTS - 1)] : &scratch;
 	struct pf_function fn = { 0 };
 	int64_t k;
 
@@ -295,17 +301,17 @@ cpuprof_location(struct cpuprof_svc *s, const struct frame *f)
 
 	if (s->lcache == NULL) {
 		s->lcache = malloc(LCACHE_SLOTS * sizeof(*s->lcache));
-		s->fcache = malloc(FCACHE_SLOTS * sizeof(*s->fcache));
-		if (s->lcache == NULL || s->fcache == NULL) {
+		s->fncache = malloc(FNCACHE_SLOTS * sizeof(*s->fncache));
+		if (s->lcache == NULL || s->fncache == NULL) {
 			free(s->lcache);
-			free(s->fcache);
+			free(s->fncache);
 			s->lcache = NULL;
-			s->fcache = NULL;
+			s->fncache = NULL;
 		}
 		for (i = 0; s->lcache && i < LCACHE_SLOTS; i++)
 			s->lcache[i].loc = -1;
-		for (i = 0; s->fcache && i < FCACHE_SLOTS; i++)
-			s->fcache[i].k = -1;
+		for (i = 0; s->fncache && i < FNCACHE_SLOTS; i++)
+			s->fncache[i].k = -1;
 		for (i = 0; i < MCACHE_SLOTS; i++)
 			s->mcache[i].k = -1;
 	}
