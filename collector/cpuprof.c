@@ -6,6 +6,12 @@
  * by pprof's own identities as they are first seen, a sample's values add up,
  * and merge_finish() makes the profile that store_put_profile() stores. Then
  * everything starts over.
+ *
+ * The same frames come back sample after sample: small direct-mapped caches
+ * per service take a frame to its location, a new location's mapping and
+ * function to theirs, without interning their strings again. A hit needs
+ * the fields equal and the strings equal by content (the caller's strings
+ * may be freed and their memory reused).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -16,12 +22,43 @@
 #include "store.h"
 #include "cpuprof.h"
 
+#define LCACHE_SLOTS	1024	/* locations; a power of two, as are the two below */
+
+struct lcache_ent {
+	const char	*func, *file, *build_id, *srcfile;	/* the caller's pointers */
+	uint64_t	 start, limit, offset, addr;
+	int64_t		 line;
+	int64_t		 s_func, s_file, s_build_id, s_srcfile;	/* merge strings, -1: none */
+	int64_t		 loc;		/* -1: empty slot */
+};
+
+#define MCACHE_SLOTS	64	/* mappings */
+#define FNCACHE_SLOTS	1024	/* functions */
+
+/* A mapping's merge index, for a frame with the same fields and strings. */
+struct mcache_ent {
+	const char	*file, *build_id;
+	uint64_t	 start, limit, offset;
+	int64_t		 s_file, s_build_id;
+	int64_t		 k;		/* -1: empty */
+};
+
+/* A function's merge index, for a frame with the same names. */
+struct fncache_ent {
+	const char	*func, *srcfile;
+	int64_t		 s_func, s_srcfile;	/* s_srcfile -1: none */
+	int64_t		 k;		/* -1: empty */
+};
+
 struct cpuprof_svc {
 	char		*service;
 	struct labelset	 labels;
 	struct merge	*m;
 	int64_t		 s_pid, s_tid, s_comm;	/* label keys, merge string indexes */
 	uint64_t	 total;
+	struct lcache_ent *lcache;	/* LCACHE_SLOTS, allocated at first use */
+	struct mcache_ent mcache[MCACHE_SLOTS];
+	struct fncache_ent *fncache;	/* FNCACHE_SLOTS, with lcache */
 };
 
 struct cpuprof {
@@ -29,6 +66,7 @@ struct cpuprof {
 	struct intern	*keys;		/* service "\0" labels text -> svc index */
 	struct cpuprof_svc **svcs;
 	size_t		 nsvcs, cap;
+	uint64_t	 gen;		/* the period's number, bumped at every reset */
 };
 
 /* Go's CPU profiles: what the sampler's must merge with. */
@@ -41,6 +79,7 @@ cpuprof_create(int hz)
 	struct cpuprof *c = xcalloc(1, sizeof(*c));
 
 	c->period = 1000000000LL / (hz > 0 ? hz : 1);
+	c->gen = 1;
 	if ((c->keys = intern_create(64)) == NULL) {
 		free(c);
 		return NULL;
@@ -56,6 +95,8 @@ svc_free(struct cpuprof_svc *s)
 	free(s->service);
 	labels_clear(&s->labels);
 	merge_free(s->m);
+	free(s->lcache);
+	free(s->fncache);
 	free(s);
 }
 
@@ -67,6 +108,7 @@ reset(struct cpuprof *c)
 	for (i = 0; i < c->nsvcs; i++)
 		svc_free(c->svcs[i]);
 	c->nsvcs = 0;
+	c->gen++;
 	intern_destroy(c->keys);
 	c->keys = intern_create(64);
 }
@@ -101,13 +143,22 @@ svc_new(const struct cpuprof *c, const struct proc *p)
 	return s;
 }
 
+uint64_t
+cpuprof_period(const struct cpuprof *c)
+{
+	return c->gen;
+}
+
 struct cpuprof_svc *
-cpuprof_service(struct cpuprof *c, const struct proc *p)
+cpuprof_service(struct cpuprof *c, struct proc *p)
 {
 	struct buf key = { 0 };
 	struct cpuprof_svc *s = NULL;
 	int added = 0;
 	int64_t i;
+
+	if (p->cp_gen == c->gen && p->cp_svc != NULL)
+		return p->cp_svc;
 
 	if (c->keys == NULL && (c->keys = intern_create(64)) == NULL)
 		return NULL;	/* out of memory at the last reset: try again next time */
@@ -129,40 +180,166 @@ cpuprof_service(struct cpuprof *c, const struct proc *p)
 	c->svcs[c->nsvcs++] = s;
 out:
 	buf_free(&key);
+	if (s != NULL) {
+		p->cp_svc = s;
+		p->cp_gen = c->gen;
+	}
 	return s;
+}
+
+/* Whether a cached string (merge index i, -1 for none) is str. */
+static bool
+lcache_same(const struct cpuprof_svc *s, int64_t i, const char *str)
+{
+	if (str == NULL)
+		return i < 0;
+	return i >= 0 && merge_string_is(s->m, i, str);
+}
+
+static int64_t
+mapping(struct cpuprof_svc *s, const struct frame *f, struct lcache_ent *ce)
+{
+	const char *bid = f->build_id ? f->build_id : "";
+	uint64_t h = (f->start ^ (uint64_t)(uintptr_t)f->file) * 0x9e3779b97f4a7c15ULL;
+	struct mcache_ent *c = &s->mcache[(h >> 40) & (MCACHE_SLOTS - 1)];
+	struct pf_mapping mp = { .start = f->start, .limit = f->limit, .offset = f->offset };
+	int64_t k;
+
+	if (c->k >= 0 && c->file == f->file && c->build_id == f->build_id &&
+	    c->start == f->start && c->limit == f->limit && c->offset == f->offset &&
+	    lcache_same(s, c->s_file, f->file) && lcache_same(s, c->s_build_id, bid)) {
+		ce->s_file = c->s_file;
+		ce->s_build_id = c->s_build_id;
+		return c->k;
+	}
+	c->k = -1;
+	if ((mp.filename = merge_string(s->m, f->file)) < 0 ||
+	    (mp.build_id = merge_string(s->m, bid)) < 0 ||
+	    (k = merge_mapping(s->m, &mp)) < 0)
+		return -ENOMEM;
+	c->file = f->file;
+	c->build_id = f->build_id;
+	c->start = f->start;
+	c->limit = f->limit;
+	c->offset = f->offset;
+	ce->s_file = c->s_file = mp.filename;
+	ce->s_build_id = c->s_build_id = mp.build_id;
+	c->k = k;
+	return k;
+}
+
+static int64_t
+function(struct cpuprof_svc *s, const struct frame *f, struct lcache_ent *ce)
+{
+	uint64_t h = ((uint64_t)(uintptr_t)f->func ^ (uint64_t)(uintptr_t)f->srcfile << 7) *
+	    0x9e3779b97f4a7c15ULL;
+	struct fncache_ent scratch, *c = s->fncache ?
+	    &s->fncache[(h >> 40) & (FNCACHE_SLOTS - 1)] : &scratch;
+	struct pf_function fn = { 0 };
+	int64_t k;
+
+	if (c != &scratch && c->k >= 0 && c->func == f->func && c->srcfile == f->srcfile &&
+	    lcache_same(s, c->s_func, f->func) && lcache_same(s, c->s_srcfile, f->srcfile)) {
+		ce->s_func = c->s_func;
+		ce->s_srcfile = c->s_srcfile;
+		return c->k;
+	}
+	c->k = -1;
+	c->s_srcfile = -1;
+	if ((fn.name = merge_string(s->m, f->func)) < 0 ||
+	    (f->srcfile && (fn.filename = c->s_srcfile = merge_string(s->m, f->srcfile)) < 0))
+		return -ENOMEM;
+	fn.system_name = fn.name;
+	if ((k = merge_function(s->m, &fn)) < 0)
+		return -ENOMEM;
+	c->func = f->func;
+	c->srcfile = f->srcfile;
+	ce->s_func = c->s_func = fn.name;
+	ce->s_srcfile = c->s_srcfile;
+	c->k = k;
+	return k;
+}
+
+static int64_t
+location(struct cpuprof_svc *s, const struct frame *f, struct lcache_ent *ce)
+{
+	struct pf_line line = { .function = PF_NONE };
+	uint32_t map = 0;
+	int64_t k;
+
+	if (f->file) {
+		if ((k = mapping(s, f, ce)) < 0)
+			return k;
+		map = (uint32_t)k + 1;
+	}
+	if (f->func) {
+		if ((k = function(s, f, ce)) < 0)
+			return k;
+		line.function = (uint32_t)k;
+		line.line = f->line;
+	}
+	return merge_location(s->m, map, f->file ? f->start : 0, f->addr, false, &line,
+	    f->func ? 1 : 0);
+}
+
+static uint32_t
+lcache_slot(const struct frame *f)
+{
+	uint64_t h = f->addr * 0x9e3779b97f4a7c15ULL;
+
+	h ^= (uint64_t)(uintptr_t)f->func * 0xc2b2ae3d27d4eb4fULL;
+	h ^= f->start * 0x165667b19e3779f9ULL;
+	return (uint32_t)(h >> 40) & (LCACHE_SLOTS - 1);
 }
 
 int64_t
 cpuprof_location(struct cpuprof_svc *s, const struct frame *f)
 {
-	struct pf_line line = { .function = PF_NONE };
-	uint32_t mapping = 0;
+	struct lcache_ent *ce, scratch;
+	size_t i;
 	int64_t k;
 
-	if (f->file) {
-		struct pf_mapping mp = { .start = f->start, .limit = f->limit,
-		    .offset = f->offset };
-
-		if ((mp.filename = merge_string(s->m, f->file)) < 0 ||
-		    (mp.build_id = merge_string(s->m, f->build_id ? f->build_id : "")) < 0 ||
-		    (k = merge_mapping(s->m, &mp)) < 0)
-			return -ENOMEM;
-		mapping = (uint32_t)k + 1;
+	if (s->lcache == NULL) {
+		s->lcache = malloc(LCACHE_SLOTS * sizeof(*s->lcache));
+		s->fncache = malloc(FNCACHE_SLOTS * sizeof(*s->fncache));
+		if (s->lcache == NULL || s->fncache == NULL) {
+			free(s->lcache);
+			free(s->fncache);
+			s->lcache = NULL;
+			s->fncache = NULL;
+		}
+		for (i = 0; s->lcache && i < LCACHE_SLOTS; i++)
+			s->lcache[i].loc = -1;
+		for (i = 0; s->fncache && i < FNCACHE_SLOTS; i++)
+			s->fncache[i].k = -1;
+		for (i = 0; i < MCACHE_SLOTS; i++)
+			s->mcache[i].k = -1;
 	}
-	if (f->func) {
-		struct pf_function fn = { 0 };
-
-		if ((fn.name = merge_string(s->m, f->func)) < 0 ||
-		    (f->srcfile && (fn.filename = merge_string(s->m, f->srcfile)) < 0))
-			return -ENOMEM;
-		fn.system_name = fn.name;
-		line.line = f->line;
-		if ((k = merge_function(s->m, &fn)) < 0)
-			return -ENOMEM;
-		line.function = (uint32_t)k;
-	}
-	return merge_location(s->m, mapping, f->file ? f->start : 0, f->addr, false, &line,
-	    f->func ? 1 : 0);
+	ce = s->lcache ? &s->lcache[lcache_slot(f)] : &scratch;
+	if (ce != &scratch && ce->loc >= 0 && ce->addr == f->addr && ce->func == f->func &&
+	    ce->file == f->file && ce->build_id == f->build_id &&
+	    ce->srcfile == f->srcfile && ce->line == f->line && ce->start == f->start &&
+	    ce->limit == f->limit && ce->offset == f->offset &&
+	    lcache_same(s, ce->s_func, f->func) && lcache_same(s, ce->s_file, f->file) &&
+	    (f->file == NULL || lcache_same(s, ce->s_build_id,
+	    f->build_id ? f->build_id : "")) &&
+	    (f->func == NULL || lcache_same(s, ce->s_srcfile, f->srcfile)))
+		return ce->loc;
+	ce->loc = -1;
+	ce->s_func = ce->s_file = ce->s_build_id = ce->s_srcfile = -1;
+	if ((k = location(s, f, ce)) < 0)
+		return k;
+	ce->func = f->func;
+	ce->file = f->file;
+	ce->build_id = f->build_id;
+	ce->srcfile = f->srcfile;
+	ce->start = f->start;
+	ce->limit = f->limit;
+	ce->offset = f->offset;
+	ce->addr = f->addr;
+	ce->line = f->line;
+	ce->loc = k;
+	return k;
 }
 
 int

@@ -23,8 +23,13 @@ struct cpuprof_svc;
 
 struct cpuprof	*cpuprof_create(int hz);
 void		 cpuprof_destroy(struct cpuprof *c);
-/* The aggregate of p's service and labels in this period (created on first use). */
-struct cpuprof_svc *cpuprof_service(struct cpuprof *c, const struct proc *p);
+/*
+ * The aggregate of p's service and labels in this period (created on first
+ * use), remembered in p for the period's next samples.
+ */
+struct cpuprof_svc *cpuprof_service(struct cpuprof *c, struct proc *p);
+/* The period's number: the indexes below hold while it stays the same. */
+uint64_t	 cpuprof_period(const struct cpuprof *c);
 /* Location index of one frame in s (copied: f's strings may go away after). */
 int64_t		 cpuprof_location(struct cpuprof_svc *s, const struct frame *f);
 /* Count one sample with the given location indexes, leaf first. */

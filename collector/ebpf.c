@@ -44,9 +44,27 @@
 #define EXPIRE_SECS	600	/* ELF objects unused this long are dropped */
 #define POLL_MS		100	/* ring buffer read interval */
 #define SAMPLER_NICE	-5
-#define UNWIND_KEEP_SECS 30	/* tables no process maps are kept this long */
+#define UNWIND_KEEP_SECS 600	/* tables no process maps are kept this long (room permitting) */
 #define MAPS_FRESH_NS	(10LL * 1000 * 1000)	/* maps read this recently are current */
 #define MISS_WAIT_MAX_NS (64LL * 1000 * 1000 * 1000)	/* see caller_miss */
+#define FCACHE_SLOTS	8192	/* a power of two */
+
+/*
+ * A native or kernel frame's location in its service's aggregate, by the
+ * raw address: the same ones come back sample after sample. Valid while the
+ * process's maps (maps_gen) and the period stay the same. Only frames in
+ * a file mapping (or the kernel) are kept: their names cannot change
+ * meanwhile, JIT code's can.
+ */
+struct fcache_ent {
+	const struct cpuprof_svc *svc;	/* NULL: empty */
+	uint64_t		 period;	/* cpuprof_period() */
+	uint64_t		 serial;	/* the process's; 0: the kernel */
+	uint64_t		 addr;		/* as resolved (a call's, not its return address) */
+	uint32_t		 maps_gen;
+	uint32_t		 loc;
+	bool			 named;
+};
 
 struct ebpf_sampler {
 	struct store		*st;
@@ -78,6 +96,7 @@ struct ebpf_sampler {
 	}			 rep;		/* the above at the last metrics update */
 	uint64_t		 prev[PROF_CNT_MAX];	/* BPF counters at the last report */
 	uint32_t		 locs[PROF_MAX_STACK + PROF_MAX_USTACK + PROF_MAX_PYFRAMES + 1];
+	struct fcache_ent	*fcache;	/* FCACHE_SLOTS */
 };
 
 static int
@@ -256,6 +275,42 @@ caller_miss(struct ebpf_sampler *e, struct proc *p, uint64_t a)
 		p->miss_wait *= 2;
 }
 
+static struct fcache_ent *
+fcache_slot(struct ebpf_sampler *e, uint64_t serial, uint64_t addr)
+{
+	uint64_t h = (addr ^ serial * 0xc2b2ae3d27d4eb4fULL) * 0x9e3779b97f4a7c15ULL;
+
+	return &e->fcache[(h >> 40) & (FCACHE_SLOTS - 1)];
+}
+
+/* The location of the frame at addr, if known (see struct fcache_ent). */
+static struct fcache_ent *
+fcache_get(struct ebpf_sampler *e, const struct cpuprof_svc *svc, uint64_t serial,
+    uint32_t maps_gen, uint64_t addr)
+{
+	struct fcache_ent *c = fcache_slot(e, serial, addr);
+
+	if (c->svc == svc && c->period == cpuprof_period(e->cp) && c->serial == serial &&
+	    c->addr == addr && c->maps_gen == maps_gen)
+		return c;
+	return NULL;
+}
+
+static void
+fcache_put(struct ebpf_sampler *e, const struct cpuprof_svc *svc, uint64_t serial,
+    uint32_t maps_gen, uint64_t addr, int64_t loc, bool named)
+{
+	struct fcache_ent *c = fcache_slot(e, serial, addr);
+
+	c->svc = svc;
+	c->period = cpuprof_period(e->cp);
+	c->serial = serial;
+	c->addr = addr;
+	c->maps_gen = maps_gen;
+	c->loc = (uint32_t)loc;
+	c->named = named;
+}
+
 /* The frame that stands for Python frames the sample could not carry. */
 static void
 py_marker(struct frame *f)
@@ -308,6 +363,14 @@ handle_sample(struct ebpf_sampler *e, const struct prof_sample *s)
 	if (nu > PROF_MAX_USTACK)
 		nu = PROF_MAX_USTACK;
 	for (i = 0; i < nk; i++) {
+		struct fcache_ent *c = fcache_get(e, svc, 0, 0, s->kstack[i]);
+
+		e->kernel_frames++;
+		if (c != NULL) {
+			e->kernel_named += c->named;
+			e->locs[n++] = c->loc;
+			continue;
+		}
 		memset(&f, 0, sizeof(f));
 		f.addr = s->kstack[i];
 		f.func = symbolize_kernel(e->sym, f.addr);
@@ -315,15 +378,16 @@ handle_sample(struct ebpf_sampler *e, const struct prof_sample *s)
 		f.build_id = "";
 		f.start = KERNEL_START;
 		f.limit = UINT64_MAX;
-		e->kernel_frames++;
 		e->kernel_named += f.func != NULL;
 		if ((li = cpuprof_location(svc, &f)) < 0)
 			return;
+		fcache_put(e, svc, 0, 0, f.addr, li, f.func != NULL);
 		e->locs[n++] = (uint32_t)li;
 	}
 	for (i = 0; i < nu; i++) {
 		uint64_t a = s->ustack[i];
 		bool exact = i == 0 || (a & PROF_PC_EXACT);
+		struct fcache_ent *c;
 
 		a &= ~PROF_PC_EXACT;
 		if (a == 0)
@@ -332,6 +396,12 @@ handle_sample(struct ebpf_sampler *e, const struct prof_sample *s)
 		 * Callers' frames hold return addresses: step back into the
 		 * call. Not so for a frame a signal interrupted.
 		 */
+		if ((c = fcache_get(e, svc, p->serial, p->maps_gen, exact ? a : a - 1)) != NULL) {
+			e->user_frames++;
+			e->user_named += c->named;
+			e->locs[n++] = c->loc;
+			continue;
+		}
 		proctab_resolve(e->pt, p, exact ? a : a - 1, &f);
 		/*
 		 * A return address outside every executable mapping means the
@@ -376,6 +446,9 @@ handle_sample(struct ebpf_sampler *e, const struct prof_sample *s)
 		e->user_named += f.func != NULL;
 		if ((li = cpuprof_location(svc, &f)) < 0)
 			return;
+		/* Not the evaluation loop: it stands for Python frames when there are some. */
+		if (f.file && f.file[0] == '/' && !python_is_eval(f.func))
+			fcache_put(e, svc, p->serial, p->maps_gen, f.addr, li, f.func != NULL);
 		e->locs[n++] = (uint32_t)li;
 	}
 	/*
@@ -709,7 +782,8 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 	e->flush_secs = o->flush_secs ? o->flush_secs : 10;
 	libbpf_set_print(libbpf_log);
 	gethostname(host, sizeof(host) - 1);
-	if ((e->sym = symbolize_create()) == NULL ||
+	if ((e->fcache = calloc(FCACHE_SLOTS, sizeof(*e->fcache))) == NULL ||
+	    (e->sym = symbolize_create()) == NULL ||
 	    (e->pt = proctab_create(e->sym, service_rule(), host[0] ? host : "localhost")) == NULL ||
 	    (e->cp = cpuprof_create(e->hz)) == NULL) {
 		rc = -ENOMEM;
@@ -838,5 +912,6 @@ ebpf_stop(struct ebpf_sampler *e)
 	symbolize_destroy(e->sym);
 	free(e->links);
 	free(e->pfds);
+	free(e->fcache);
 	free(e);
 }

@@ -59,6 +59,7 @@ struct pmap {
 
 struct proctab {
 	struct symbolizer *sym;
+	uint64_t	 serial;	/* the last given to a process */
 	enum service_by	 by;
 	char		 host[256];
 	struct proc	*buckets[NBUCKETS];
@@ -106,6 +107,26 @@ maps_free(struct proc *p)
  * (through its /tmp as opened while it ran), unless it was written again
  * since we read it (-XX:+DumpPerfMapAtExit) or is not its user's file.
  */
+static uint32_t read_nspid(uint32_t pid);
+
+/*
+ * p's pid in its own namespace and its owner, read when first needed (perf
+ * maps, the JVM): most processes never need them.
+ */
+static void
+proc_ids(struct proc *p)
+{
+	char path[64];
+	struct stat st;
+
+	if (p->ids_read)
+		return;
+	p->ids_read = true;
+	p->nspid = p->gone ? p->pid : read_nspid(p->pid);
+	snprintf(path, sizeof(path), "/proc/%u", p->pid);
+	p->uid = !p->gone && stat(path, &st) == 0 ? st.st_uid : 0;
+}
+
 static void
 jvm_tidy(struct proc *p)
 {
@@ -154,6 +175,72 @@ proctab_destroy(struct proctab *pt)
 
 /* --- reading /proc ------------------------------------------------------- */
 
+static bool
+pmaps_same(const struct pmap *a, size_t na, const struct pmap *b, size_t nb)
+{
+	size_t i;
+
+	if (na != nb)
+		return false;
+	for (i = 0; i < na; i++)
+		if (a[i].start != b[i].start || a[i].end != b[i].end ||
+		    a[i].offset != b[i].offset || a[i].dev != b[i].dev || a[i].ino != b[i].ino ||
+		    a[i].obj != b[i].obj || a[i].bias != b[i].bias ||
+		    a[i].deleted != b[i].deleted || strcmp(a[i].path, b[i].path) != 0)
+			return false;
+	return true;
+}
+
+/* A hex number at *s, which moves past it; -1 if there is none. */
+static int
+hexnum(char **s, unsigned long long *v)
+{
+	char *end;
+
+	errno = 0;
+	*v = strtoull(*s, &end, 16);
+	if (end == *s || errno != 0)
+		return -1;
+	*s = end;
+	return 0;
+}
+
+/*
+ * One line of /proc/PID/maps, "start-end perms offset major:minor inode
+ * name", if its mapping is executable (most are not: those stop at the
+ * permissions). *name: the offset of the name in line.
+ */
+static int
+maps_line(char *line, unsigned long long *start, unsigned long long *end,
+    unsigned long long *off, unsigned int *major, unsigned int *minor,
+    unsigned long long *ino, int *name)
+{
+	unsigned long long v;
+	char *s = line, *e;
+
+	if (hexnum(&s, start) < 0 || *s++ != '-' || hexnum(&s, end) < 0 || *s++ != ' ')
+		return -1;
+	if (s[0] == '\0' || s[1] == '\0' || s[2] != 'x')
+		return -1;
+	while (*s && *s != ' ')
+		s++;
+	if (*s++ != ' ' || hexnum(&s, off) < 0 || *s++ != ' ' || hexnum(&s, &v) < 0 ||
+	    *s++ != ':')
+		return -1;
+	*major = (unsigned int)v;
+	if (hexnum(&s, &v) < 0 || *s++ != ' ')
+		return -1;
+	*minor = (unsigned int)v;
+	errno = 0;
+	*ino = strtoull(s, &e, 10);
+	if (e == s || errno != 0)
+		return -1;
+	for (s = e; *s == ' '; s++)
+		;
+	*name = (int)(s - line);
+	return 0;
+}
+
 /* Read /proc/PID/maps: executable mappings, sorted as the kernel lists them. */
 static int
 read_maps(struct proctab *pt, struct proc *p)
@@ -165,7 +252,6 @@ read_maps(struct proctab *pt, struct proc *p)
 	FILE *f;
 
 	p->maps_read = clock_mono_ns();
-	p->maps_gen++;
 	snprintf(path, sizeof(path), "/proc/%u/maps", p->pid);
 	snprintf(root, sizeof(root), "/proc/%u/root", p->pid);
 	/* A process gone (or a zombie) since keeps the mappings we read before. */
@@ -178,17 +264,13 @@ read_maps(struct proctab *pt, struct proc *p)
 	while ((len = getline(&line, &lcap, f)) > 0) {
 		unsigned long long start, end, off, ino;
 		unsigned int major, minor;
-		char perms[8];
 		int name = 0;
 		struct pmap *m;
 		char *pn, *del;
 
 		if (line[len - 1] == '\n')
 			line[--len] = '\0';
-		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off,
-		    &major, &minor, &ino, &name) < 7)
-			continue;
-		if (strlen(perms) < 3 || perms[2] != 'x')
+		if (maps_line(line, &start, &end, &off, &major, &minor, &ino, &name) < 0)
 			continue;
 		p->maps = xgrow(p->maps, &cap, p->nmaps + 1, sizeof(*p->maps));
 		m = &p->maps[p->nmaps];
@@ -231,6 +313,9 @@ read_maps(struct proctab *pt, struct proc *p)
 		p->maps = old;
 		p->nmaps = nold;
 	} else {
+		/* What was built on the maps (unwind tables, Python) stands if they stand. */
+		if (!pmaps_same(old, nold, p->maps, p->nmaps))
+			p->maps_gen++;
 		pmaps_free(old, nold);
 	}
 	return 0;
@@ -404,7 +489,6 @@ proc_load(struct proctab *pt, struct proc *p, const char *comm)
 	char path[64], exe[PATH_MAX], unit[256] = "", ctr[64] = "", pod[128] = "";
 	char script[64];
 	const char *base = NULL;
-	struct stat pst;
 	struct buf err = { 0 }, lt = { 0 };
 	char cbuf[32];
 	ssize_t n;
@@ -447,9 +531,6 @@ proc_load(struct proctab *pt, struct proc *p, const char *comm)
 		p->gone = true;
 	if (!p->gone)
 		read_cgroup(p, unit, sizeof(unit), ctr, sizeof(ctr), pod, sizeof(pod));
-	p->nspid = p->gone ? p->pid : read_nspid(p->pid);
-	snprintf(path, sizeof(path), "/proc/%u", p->pid);
-	p->uid = stat(path, &pst) == 0 ? pst.st_uid : 0;
 	p->runtime = runtime_by_exe(base);
 	if (p->runtime == RUNTIME_NONE && maps_jvm(p))
 		p->runtime = RUNTIME_JVM;
@@ -497,6 +578,7 @@ proctab_get(struct proctab *pt, uint32_t pid, const char *comm)
 	if ((p = calloc(1, sizeof(*p))) == NULL)
 		return NULL;
 	p->pid = pid;
+	p->serial = ++pt->serial;
 	proc_load(pt, p, comm);
 	if (p->labels_text == NULL) {
 		proc_free(pt, p);
@@ -650,6 +732,7 @@ perfmap_name(struct proc *p, uint64_t addr)
 		snprintf(path, sizeof(path), "/proc/%u", p->pid);
 		if (stat(path, &ps) < 0)	/* its owner: who may write its perf map */
 			ps.st_uid = 0;
+		proc_ids(p);
 		snprintf(path, sizeof(path), "/proc/%u/root/tmp/perf-%u.map", p->pid, p->nspid);
 		if (stat(path, &st) == 0 && (st.st_mtim.tv_sec * 1000000000LL +
 		    st.st_mtim.tv_nsec != p->perfmap_mtime || st.st_size != p->perfmap_size)) {
@@ -688,6 +771,7 @@ jvm_ask(struct proctab *pt, struct proc *p)
 		return;
 	if (pt->attach == NULL && (pt->attach = runtime_attach_create(JVM_ATTACH_TIMEOUT_MS)) == NULL)
 		return;
+	proc_ids(p);
 	if (!runtime_attach_request(pt->attach, (pid_t)p->pid, (pid_t)p->nspid, p->uid))
 		return;
 	if (p->jvm_tmp <= 0) {
@@ -739,9 +823,8 @@ proctab_resolve(struct proctab *pt, struct proc *p, uint64_t addr, struct frame 
 		f->start = m->start;
 		f->limit = m->end;
 		f->offset = m->offset;
-		f->func = symbolize_elf_lookup(m->obj, addr - m->bias);
-		if (f->func)
-			symbolize_elf_line(m->obj, addr - m->bias, &f->srcfile, &f->line);
+		symbolize_elf_resolve(pt->sym, m->obj, addr - m->bias, &f->func, &f->srcfile,
+		    &f->line);
 		return;
 	}
 	if (m && m->path[0] == '/') {

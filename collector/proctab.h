@@ -39,6 +39,7 @@ struct frame {
 
 struct proc {
 	uint32_t	 pid;
+	uint64_t	 serial;	/* unique among the processes a proctab ever held */
 	char		 service[64];
 	struct labelset	 labels;	/* series labels: host, unit, container, pod */
 	char		*labels_text;	/* canonical form of labels */
@@ -46,8 +47,9 @@ struct proc {
 	struct proc	*next;
 	struct pmap	*maps;
 	size_t		 nmaps;
-	uint32_t	 nspid;
+	uint32_t	 nspid;		/* these two once ids_read (proctab.c: proc_ids) */
 	uint32_t	 uid;		/* owner of /proc/PID */
+	bool		 ids_read;
 	int		 runtime;	/* enum runtime_kind */
 	int64_t		 jvm_asked;	/* monotonic ns of the last perf map request */
 	int64_t		 jvm_wait;	/* ns until the next one may be made */
@@ -60,13 +62,16 @@ struct proc {
 	int64_t		 perfmap_checked;
 	int64_t		 perfmap_mtime;
 	int64_t		 perfmap_size;
-	uint32_t	 maps_gen;	/* bumped by every read of the maps */
+	uint32_t	 maps_gen;	/* bumped when a read of the maps finds them changed */
 	/* python.c's, released through the hook of proctab_set_release */
 	void		*py;
 	uint32_t	 py_gen;	/* maps_gen when python.c last looked */
 	/* the unwinder's (unwind.c), released through the hook of proctab_set_release */
 	void		*unw;
 	uint32_t	 unw_gen;	/* maps_gen when the unwinder last loaded p */
+	/* cpuprof.c's: p's aggregate in the period numbered cp_gen */
+	void		*cp_svc;
+	uint64_t	 cp_gen;
 };
 
 /* An executable file mapping of a process, for the unwinder. */

@@ -107,8 +107,20 @@ struct pyproc {
 	size_t		 ncached;
 };
 
+#define DYNSYM_CACHE	32	/* interpreter files whose symbols are remembered */
+
+/* The symbols python_check looks up, of one file (dev, inode, build id). */
+struct pyfile {
+	uint64_t	 dev, ino;
+	char		 build_id[41];
+	uint64_t	 vals[3];
+	bool		 used;
+};
+
 struct python {
 	int		 procs_fd;
+	struct pyfile	 files[DYNSYM_CACHE];
+	size_t		 next_file;	/* the slot to reuse next */
 	/* the code object headers of the sample being named (python_read) */
 	uint8_t		 hdr[PROF_MAX_PYFRAMES][CODE_HDR];
 	bool		 hdr_ok[PROF_MAX_PYFRAMES];
@@ -200,14 +212,17 @@ interp_file(const char *name)
 	return strncmp(b, "python3", 7) == 0 || strncmp(b, "libpython3", 10) == 0;
 }
 
-/* The values of the dynamic symbols names[0..n) of an ELF file; 0 where absent. */
+/*
+ * The values of the dynamic symbols names[0..n) of an ELF file; 0 where
+ * absent. -errno only if the file could not be read.
+ */
 static int
 elf_dynsyms(const char *path, const char *const *names, uint64_t *vals, size_t n)
 {
 	Elf_Scn *scn = NULL;
 	GElf_Shdr sh;
 	Elf *e;
-	int fd, rc = -ENOENT;
+	int fd;
 
 	memset(vals, 0, n * sizeof(*vals));
 	if ((fd = symbolize_open(path, true, 0)) < 0)
@@ -233,15 +248,48 @@ elf_dynsyms(const char *path, const char *const *names, uint64_t *vals, size_t n
 			    (nm = elf_strptr(e, sh.sh_link, s.st_name)) == NULL)
 				continue;
 			for (j = 0; j < n; j++)
-				if (vals[j] == 0 && strcmp(nm, names[j]) == 0) {
+				if (vals[j] == 0 && strcmp(nm, names[j]) == 0)
 					vals[j] = s.st_value;
-					rc = 0;
-				}
 		}
 	}
 	elf_end(e);
 	close(fd);
-	return rc;
+	return 0;
+}
+
+/*
+ * python_check's symbols of m's file: read once per file (dev, inode, build
+ * id), since every new process of the same interpreter asks again.
+ */
+static int
+file_dynsyms(struct python *py, const struct proc_mapping *m, const char *const *names,
+    uint64_t vals[3])
+{
+	struct pyfile *f;
+	size_t i;
+
+	for (i = 0; i < DYNSYM_CACHE; i++) {
+		f = &py->files[i];
+		if (f->used && f->dev == m->dev && f->ino == m->ino &&
+		    strcmp(f->build_id, m->build_id) == 0) {
+			memcpy(vals, f->vals, sizeof(f->vals));
+			return 0;
+		}
+	}
+	if (elf_dynsyms(m->open_path, names, vals, 3) < 0 &&
+	    (m->alt_path[0] == '\0' || elf_dynsyms(m->alt_path, names, vals, 3) < 0))
+		return -ENOENT;
+	/* A file without a build id may be rewritten in place: not remembered. */
+	if (m->build_id[0] == '\0')
+		return 0;
+	f = &py->files[py->next_file];
+	py->next_file = (py->next_file + 1) % DYNSYM_CACHE;
+	f->dev = m->dev;
+	f->ino = m->ino;
+	snprintf(f->build_id, sizeof(f->build_id), "%s", m->build_id);
+	memcpy(f->vals, vals, sizeof(f->vals));
+	f->used = true;
+	return 0;
 }
 
 /*
@@ -298,8 +346,7 @@ python_check(struct python *py, struct proc *p)
 
 		if (!interp_file(m.name))
 			continue;
-		if (elf_dynsyms(m.open_path, names, vals, 3) < 0 &&
-		    (m.alt_path[0] == '\0' || elf_dynsyms(m.alt_path, names, vals, 3) < 0))
+		if (file_dynsyms(py, &m, names, vals) < 0)
 			continue;
 		if (vals[0] == 0 || vals[1] == 0 || vals[2] == 0)
 			continue;

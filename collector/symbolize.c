@@ -68,7 +68,20 @@ struct ksym {
 	uint32_t	 name;
 };
 
+#define RCACHE_SLOTS	4096	/* a power of two */
+
+/* A name looked up before: the same addresses come back sample after sample. */
+struct rcache_ent {
+	const void	*o;		/* the elfobj, &kernel_key for the kernel; NULL: empty */
+	uint64_t	 vaddr;
+	const char	*func, *srcfile;	/* owned by o */
+	int64_t		 line;
+};
+
+static const char kernel_key;
+
 struct symbolizer {
+	struct rcache_ent *rcache;	/* RCACHE_SLOTS; emptied when objects are freed */
 	struct elfobj	 *vdso;		/* ours, which is every 64-bit process's */
 	bool		  vdso_tried;
 	struct elfobj	**objs;		/* open hash on (dev, ino), linear probing */
@@ -91,7 +104,11 @@ symbolize_create(void)
 	if ((s = calloc(1, sizeof(*s))) == NULL)
 		return NULL;
 	s->cap = 256;
-	if ((s->objs = calloc(s->cap, sizeof(*s->objs))) == NULL) {
+	s->objs = calloc(s->cap, sizeof(*s->objs));
+	s->rcache = calloc(RCACHE_SLOTS, sizeof(*s->rcache));
+	if (s->objs == NULL || s->rcache == NULL) {
+		free(s->objs);
+		free(s->rcache);
 		free(s);
 		return NULL;
 	}
@@ -131,6 +148,7 @@ symbolize_destroy(struct symbolizer *s)
 		elfobj_free(s->objs[i]);
 	elfobj_free(s->vdso);
 	free(s->objs);
+	free(s->rcache);
 	free(s->ksyms);
 	buf_free(&s->knames);
 	free(s);
@@ -985,6 +1003,34 @@ symbolize_elf_lookup(const struct elfobj *o, uint64_t vaddr)
 	return NULL;
 }
 
+static struct rcache_ent *
+rcache_slot(struct symbolizer *s, const void *o, uint64_t vaddr)
+{
+	uint64_t h = (vaddr ^ (uint64_t)(uintptr_t)o * 0xc2b2ae3d27d4eb4fULL) *
+	    0x9e3779b97f4a7c15ULL;
+
+	return &s->rcache[(h >> 40) & (RCACHE_SLOTS - 1)];
+}
+
+void
+symbolize_elf_resolve(struct symbolizer *s, struct elfobj *o, uint64_t vaddr,
+    const char **func, const char **srcfile, int64_t *line)
+{
+	struct rcache_ent *c = rcache_slot(s, o, vaddr);
+
+	if (c->o != o || c->vaddr != vaddr) {
+		c->o = o;
+		c->vaddr = vaddr;
+		c->srcfile = NULL;
+		c->line = 0;
+		if ((c->func = symbolize_elf_lookup(o, vaddr)) != NULL)
+			symbolize_elf_line(o, vaddr, &c->srcfile, &c->line);
+	}
+	*func = c->func;
+	*srcfile = c->srcfile;
+	*line = c->line;
+}
+
 const char *
 symbolize_elf_build_id(const struct elfobj *o)
 {
@@ -1013,6 +1059,8 @@ symbolize_elf_expire(struct symbolizer *s, time_t before)
 			continue;
 		if (keep[i]->refs == 0 && keep[i]->used < before) {
 			elfobj_free(keep[i]);
+			/* Its names may be in the cache, and its address taken again. */
+			memset(s->rcache, 0, RCACHE_SLOTS * sizeof(*s->rcache));
 			continue;
 		}
 		*slot(s, keep[i]->dev, keep[i]->ino) = keep[i];
@@ -1084,15 +1132,22 @@ symbolize_kernel_ok(struct symbolizer *s)
 const char *
 symbolize_kernel(struct symbolizer *s, uint64_t addr)
 {
+	struct rcache_ent *c;
 	size_t lo;
 
 	if (!s->kloaded)
 		kernel_load(s);
+	c = rcache_slot(s, &kernel_key, addr);
+	if (c->o == &kernel_key && c->vaddr == addr)
+		return c->func;
 	lo = SEARCH_LE(s->ksyms, s->nksyms, addr, addr);
+	c->o = &kernel_key;
+	c->vaddr = addr;
+	c->srcfile = NULL;
+	c->line = 0;
 	/* kallsyms has no sizes: the next symbol bounds this one. */
-	if (lo == 0 || lo == s->nksyms)
-		return NULL;
-	return s->knames.data + s->ksyms[lo - 1].name;
+	c->func = lo == 0 || lo == s->nksyms ? NULL : s->knames.data + s->ksyms[lo - 1].name;
+	return c->func;
 }
 
 /* --- perf maps ----------------------------------------------------------- */

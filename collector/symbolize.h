@@ -64,6 +64,13 @@ const char	*symbolize_elf_lookup(const struct elfobj *o, uint64_t vaddr);
  */
 int		 symbolize_elf_line(struct elfobj *o, uint64_t vaddr, const char **file,
 		    int64_t *line);
+/*
+ * symbolize_elf_lookup and symbolize_elf_line (*srcfile NULL and *line 0
+ * where unknown) of o at vaddr, from a cache of the last ones asked. o must
+ * be one of s's. The strings are owned by o.
+ */
+void		 symbolize_elf_resolve(struct symbolizer *s, struct elfobj *o, uint64_t vaddr,
+		    const char **func, const char **srcfile, int64_t *line);
 /* The object's GNU build id in hex, "" if none. Owned by o. */
 const char	*symbolize_elf_build_id(const struct elfobj *o);
 /* Drop unreferenced objects not used since `before` (seconds, monotonic). */

@@ -478,7 +478,12 @@ table_get(struct unwinder *u, const struct proc_mapping *m, bool *pending)
 
 	for (i = 0; i < u->ntabs; i++) {
 		t = u->tabs[i];
-		if (t->dev != m->dev || t->ino != m->ino || strcmp(t->build_id, m->build_id) != 0)
+		/*
+		 * The same file, or a copy of it (another inode, another
+		 * container's layer): the same build id is the same code.
+		 */
+		if (strcmp(t->build_id, m->build_id) != 0 ||
+		    (m->build_id[0] == '\0' && (t->dev != m->dev || t->ino != m->ino)))
 			continue;
 		/* No room last time: try again once in a while, unreferenced. */
 		if (t->err == ENOSPC && t->refs == 0 && now - t->used >= NO_ROOM_RETRY_SECS) {

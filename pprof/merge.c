@@ -161,6 +161,18 @@ merge_string(struct merge *m, const char *s)
 	return intern_put(m->strs, s, strlen(s), NULL);
 }
 
+bool
+merge_string_is(const struct merge *m, int64_t i, const char *s)
+{
+	const char *k;
+	size_t len;
+
+	if (i < 0 || (size_t)i >= intern_count(m->strs))
+		return false;
+	k = intern_key(m->strs, (size_t)i, &len);
+	return strncmp(k, s, len) == 0 && s[len] == '\0';
+}
+
 int64_t
 merge_function(struct merge *m, const struct pf_function *f)
 {

@@ -186,6 +186,8 @@ int		 merge_begin(struct merge *m, const struct merge_header *h);
 /* The period of the merge's header (the largest of the profiles added). */
 int64_t		 merge_period(const struct merge *m);
 int64_t		 merge_string(struct merge *m, const char *s);
+/* Whether merge_string() index i is the string s. */
+bool		 merge_string_is(const struct merge *m, int64_t i, const char *s);
 /* f's strings are merge_string() indexes. */
 int64_t		 merge_function(struct merge *m, const struct pf_function *f);
 /* mp's filename and build_id are merge_string() indexes. */

@@ -6,11 +6,16 @@
 #      alternately without and with the daemon sampling at 99 Hz; median over
 #      RUNS pairs of the ratio with/without, for wall-clock time and for the
 #      workload's own CPU time (target: <= 1.01).
-#   2. The daemon's own CPU (percent of one core) at 99 Hz over SECS seconds
-#      with no workload of ours and with every CPU busy running Debian's
-#      python3, gzip, xz and sqlite3, and its RSS; the BPF program's own run
-#      time per sample (kernel.bpf_stats_enabled, restored after), which is
-#      what every sampled task pays; the unwind tables loaded (bytes, files).
+#   2. The daemon's own CPU (percent of one core, user + system time of the
+#      process from /proc/PID/stat) at 99 Hz over SECS seconds with no
+#      workload of ours and with every CPU busy running Debian's python3,
+#      gzip, xz and sqlite3 (new processes all the time), each a fresh daemon,
+#      DAEMON_RUNS times: the median and every run; and its RSS; the BPF
+#      program's own run time per sample (kernel.bpf_stats_enabled, restored
+#      after), which is what every sampled task pays; the unwind tables loaded
+#      (bytes, files). With BASE_BIN=/path/to/other/profilefs, that binary's
+#      daemon runs beside ours over the same seconds (same host load): both
+#      figures side by side.
 #   3. Symbolization: the share of user frames with a function name, for
 #      Debian's own binaries (python3.11, perl, xz, gzip, bash, sha256sum:
 #      stripped, no frame pointers) and for Go programs (with .symtab,
@@ -30,12 +35,14 @@
 # Needs root and a kernel with BTF. Other work on the machine adds noise:
 # the figures are medians and ratios. Bounded to about five minutes.
 #   PROFILEFS_BIN=/tmp/x/bin/profilefs RUNS=7 SECS=10 RT_RUNS=5 scripts/bench-ebpf.sh
-# ONLY=runtimes runs part 5 alone.
+# ONLY=runtimes runs part 5 alone, ONLY=daemon part 2 alone.
 set -u
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BIN="${PROFILEFS_BIN:-$ROOT/bin/profilefs}"
 RUNS="${RUNS:-9}"
 RT_RUNS="${RT_RUNS:-5}"
+DAEMON_RUNS="${DAEMON_RUNS:-3}"
+BASE_BIN="${BASE_BIN:-}"
 ONLY="${ONLY:-}"
 SECS="${SECS:-10}"
 ITERS="${WORK_ITERS:-1000000000}"
@@ -47,9 +54,12 @@ SETTLE="${SETTLE:-3}"	# seconds after the mount: the first samples read every pr
 
 W="$(mktemp -d /tmp/bench-ebpf.XXXXXX)"
 PID=
+BPID=
 STATS_OLD=
 cleanup() {
   stop_daemon
+  stop_base
+  mountpoint -q "$W/bmnt" 2>/dev/null && fusermount3 -u -z "$W/bmnt"
   [ -n "$STATS_OLD" ] && sysctl -qw kernel.bpf_stats_enabled="$STATS_OLD"
   mountpoint -q "$W/mnt" 2>/dev/null && fusermount3 -u -z "$W/mnt"
   rm -rf "$W"
@@ -73,6 +83,24 @@ stop_daemon() {
   kill -TERM "$PID" 2>/dev/null
   wait "$PID" 2>/dev/null
   PID=
+}
+start_base() {	# start_base ARGS...: BASE_BIN's daemon, beside ours
+  local i
+  rm -rf "$W/bdata" && mkdir -p "$W/bmnt"
+  "$BASE_BIN" serve --data "$W/bdata" "$@" "$W/bmnt" >>"$W/base.log" 2>&1 &
+  BPID=$!
+  for i in $(seq 1 100); do
+    [ -r "$W/bmnt/README.txt" ] && return 0
+    kill -0 "$BPID" 2>/dev/null || { tail -5 "$W/base.log"; exit 1; }
+    sleep 0.1
+  done
+  echo "bench-ebpf: the BASE_BIN daemon did not mount" >&2; exit 1
+}
+stop_base() {
+  [ -n "$BPID" ] || return 0
+  kill -TERM "$BPID" 2>/dev/null
+  wait "$BPID" 2>/dev/null
+  BPID=
 }
 median() { sort -g | awk '{a[NR] = $1} END { if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
@@ -189,6 +217,75 @@ JAVA
 }
 if [ "$ONLY" = runtimes ]; then runtimes; exit 0; fi
 
+# Every CPU busy with Debian's own binaries, restarted as they end.
+debian_load() {	# debian_load SECONDS: python3, gzip, xz and sqlite3 in turn on every CPU
+  local end=$(($(date +%s) + $1))
+  while [ "$(date +%s)" -lt "$end" ]; do
+    case $((RANDOM % 4)) in
+    0) timeout 3 /usr/bin/python3 -c 'import json
+d = {"k%d" % i: list(range(20)) for i in range(2000)}
+while True: json.loads(json.dumps(d))' ;;
+    1) head -c 100000000 /dev/urandom | timeout 3 /usr/bin/gzip -6 >/dev/null ;;
+    2) head -c 30000000 /dev/urandom | timeout 3 /usr/bin/xz -6 -T1 >/dev/null ;;
+    3) timeout 3 /usr/bin/sqlite3 :memory: 'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 30000000) SELECT sum(x * x % 7) FROM c;' >/dev/null ;;
+    esac
+  done
+}
+pct() { awk -v a="$1" -v b="$2" -v t="$HZ_TCK" -v s="$SECS" 'BEGIN {printf "%.2f", (b - a) / t / s * 100}'; }
+
+daemon_cost() {
+  local r a b ba bb spinners c start idle busy bidle bbusy
+  echo "== daemon cost at 99 Hz over ${SECS}s, $DAEMON_RUNS runs (each a fresh daemon)${BASE_BIN:+, beside $BASE_BIN}"
+  HZ_TCK=$(getconf CLK_TCK)
+  STATS_OLD=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null)
+  [ -n "$STATS_OLD" ] && sysctl -qw kernel.bpf_stats_enabled=1
+  : >"$W/cost"
+  for r in $(seq 1 "$DAEMON_RUNS"); do
+    HTTP_PORT=$((20000 + RANDOM % 20000))
+    start_daemon --ebpf=99 --ebpf-period 10 --http "127.0.0.1:$HTTP_PORT"
+    [ -n "$BASE_BIN" ] && start_base --ebpf=99 --ebpf-period 10
+    a=$(cpu_ticks "$PID"); sleep 3; b=$(cpu_ticks "$PID")
+    start=$(awk -v a="$a" -v b="$b" -v t="$HZ_TCK" 'BEGIN {printf "%.2f", (b - a) / t}')
+    a=$(cpu_ticks "$PID"); ba=$([ -n "$BPID" ] && cpu_ticks "$BPID" || echo 0)
+    sleep "$SECS"
+    b=$(cpu_ticks "$PID"); bb=$([ -n "$BPID" ] && cpu_ticks "$BPID" || echo 0)
+    idle=$(pct "$a" "$b"); bidle=$(pct "$ba" "$bb")
+    spinners=()
+    for c in $(seq 1 "$(nproc)"); do debian_load $((SECS + 2)) >/dev/null 2>&1 & spinners+=($!); done
+    sleep 1
+    a=$(cpu_ticks "$PID"); ba=$([ -n "$BPID" ] && cpu_ticks "$BPID" || echo 0)
+    sleep "$SECS"
+    b=$(cpu_ticks "$PID"); bb=$([ -n "$BPID" ] && cpu_ticks "$BPID" || echo 0)
+    busy=$(pct "$a" "$b"); bbusy=$(pct "$ba" "$bb")
+    wait "${spinners[@]}" 2>/dev/null
+    UNW=$(curl -s "http://127.0.0.1:$HTTP_PORT/metrics" | awk '
+      $1 == "profilefs_ebpf_unwind_table_bytes" {b = $2} $1 == "profilefs_ebpf_unwind_tables" {t = $2}
+      $1 == "profilefs_ebpf_unwind_build_seconds" {s = $2} $1 == "profilefs_ebpf_unwind_table_builds" {n = $2}
+      END {printf "%.1f MiB in %d files (%d built, %.2f s building in all)", b / 1048576, t, n, s}')
+    RSS=$(awk '/^VmRSS/ {print $2}' "/proc/$PID/status")
+    HWM=$(awk '/^VmHWM/ {print $2}' "/proc/$PID/status")
+    # (Two daemons load two programs of the same name: the figure is ours alone.)
+    PROG=
+    [ -z "$BASE_BIN" ] && PROG=$(bpftool prog show name do_sample 2>/dev/null | grep -o 'run_time_ns [0-9]* run_cnt [0-9]*' | head -1)
+    stop_daemon
+    stop_base
+    echo "$idle $busy $bidle $bbusy" >>"$W/cost"
+    printf "  run %d: daemon cpu %.2f%% of one core idle, %.2f%% busy (%.2fs in its first 3 s)%s\n" \
+      "$r" "$idle" "$busy" "$start" "${BASE_BIN:+; beside it, the base daemon $bidle% idle, $bbusy% busy}"
+  done
+  [ -n "$STATS_OLD" ] && sysctl -qw kernel.bpf_stats_enabled="$STATS_OLD" && STATS_OLD=
+  printf "daemon cpu (median of %d): %.2f%% of one core with no workload of ours, %.2f%% with all %d CPUs busy (python3, gzip, xz, sqlite3; target <= 1%%)\n" \
+    "$DAEMON_RUNS" "$(awk '{print $1}' "$W/cost" | median)" "$(awk '{print $2}' "$W/cost" | median)" "$(nproc)"
+  [ -n "$BASE_BIN" ] && printf "BASE_BIN daemon cpu (median of %d, same seconds): %.2f%% idle, %.2f%% busy\n" \
+    "$DAEMON_RUNS" "$(awk '{print $3}' "$W/cost" | median)" "$(awk '{print $4}' "$W/cost" | median)"
+  echo "unwind tables (last run): $UNW"
+  echo "daemon rss (last run): $((RSS / 1024)) MiB (peak $((HWM / 1024)) MiB)"
+  if [ -n "$PROG" ]; then
+    echo "$PROG" | awk '{ns = $2 / ($4 ? $4 : 1); printf "bpf program (last run): %d runs, %.0f ns per sample = %.4f%% of a CPU at 99 Hz\n", $4, ns, ns * 99 / 1e9 * 100}'
+  fi
+}
+if [ "$ONLY" = daemon ]; then daemon_cost; exit 0; fi
+
 echo "== overhead: workload of $ITERS iterations, $RUNS alternating pairs, --ebpf=99"
 : >"$W/ratios"
 for i in $(seq 1 "$RUNS"); do
@@ -206,52 +303,7 @@ OV_WALL=$(awk '{print $1}' "$W/ratios" | median)
 OV_CPU=$(awk '{print $2}' "$W/ratios" | median)
 printf "overhead (median ratio with/without): wall %.4f, workload cpu %.4f (target <= 1.01)\n" "$OV_WALL" "$OV_CPU"
 
-echo "== daemon cost at 99 Hz over ${SECS}s"
-HZ_TCK=$(getconf CLK_TCK)
-STATS_OLD=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null)
-[ -n "$STATS_OLD" ] && sysctl -qw kernel.bpf_stats_enabled=1
-HTTP_PORT=$((20000 + RANDOM % 20000))
-start_daemon --ebpf=99 --ebpf-period 10 --http "127.0.0.1:$HTTP_PORT"
-a=$(cpu_ticks "$PID"); sleep 3; b=$(cpu_ticks "$PID")
-START=$(awk -v a="$a" -v b="$b" -v t="$HZ_TCK" 'BEGIN {printf "%.2f", (b - a) / t}')
-a=$(cpu_ticks "$PID"); sleep "$SECS"; b=$(cpu_ticks "$PID")
-IDLE=$(awk -v a="$a" -v b="$b" -v t="$HZ_TCK" -v s="$SECS" 'BEGIN {printf "%.2f", (b - a) / t / s * 100}')
-# Every CPU busy with Debian's own binaries, restarted as they end.
-debian_load() {	# debian_load SECONDS: python3, gzip, xz and sqlite3 in turn on every CPU
-  local end=$(($(date +%s) + $1))
-  while [ "$(date +%s)" -lt "$end" ]; do
-    case $((RANDOM % 4)) in
-    0) timeout 3 /usr/bin/python3 -c 'import json
-d = {"k%d" % i: list(range(20)) for i in range(2000)}
-while True: json.loads(json.dumps(d))' ;;
-    1) head -c 100000000 /dev/urandom | timeout 3 /usr/bin/gzip -6 >/dev/null ;;
-    2) head -c 30000000 /dev/urandom | timeout 3 /usr/bin/xz -6 -T1 >/dev/null ;;
-    3) timeout 3 /usr/bin/sqlite3 :memory: 'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 30000000) SELECT sum(x * x % 7) FROM c;' >/dev/null ;;
-    esac
-  done
-}
-spinners=()
-for c in $(seq 1 "$(nproc)"); do debian_load $((SECS + 2)) >/dev/null 2>&1 & spinners+=($!); done
-sleep 1
-a=$(cpu_ticks "$PID"); sleep "$SECS"; b=$(cpu_ticks "$PID")
-BUSY=$(awk -v a="$a" -v b="$b" -v t="$HZ_TCK" -v s="$SECS" 'BEGIN {printf "%.2f", (b - a) / t / s * 100}')
-wait "${spinners[@]}" 2>/dev/null
-UNW=$(curl -s "http://127.0.0.1:$HTTP_PORT/metrics" | awk '
-  $1 == "profilefs_ebpf_unwind_table_bytes" {b = $2} $1 == "profilefs_ebpf_unwind_tables" {t = $2}
-  $1 == "profilefs_ebpf_unwind_build_seconds" {s = $2} $1 == "profilefs_ebpf_unwind_table_builds" {n = $2}
-  END {printf "%.1f MiB in %d files (%d built, %.2f s building in all)", b / 1048576, t, n, s}')
-PROG=$(bpftool prog show name do_sample 2>/dev/null | grep -o 'run_time_ns [0-9]* run_cnt [0-9]*' | head -1)
-RSS=$(awk '/^VmRSS/ {print $2}' "/proc/$PID/status")
-HWM=$(awk '/^VmHWM/ {print $2}' "/proc/$PID/status")
-stop_daemon
-echo "daemon cpu: ${START}s in its first 3 s after mounting (symbol tables of every process seen)"
-echo "daemon cpu: ${IDLE}% of one core with no workload of ours, ${BUSY}% with all $(nproc) CPUs busy (python3, gzip, xz, sqlite3)"
-echo "unwind tables: $UNW"
-echo "daemon rss: $((RSS / 1024)) MiB (peak $((HWM / 1024)) MiB)"
-[ -n "$STATS_OLD" ] && sysctl -qw kernel.bpf_stats_enabled="$STATS_OLD" && STATS_OLD=
-if [ -n "$PROG" ]; then
-  echo "$PROG" | awk '{ns = $2 / ($4 ? $4 : 1); printf "bpf program: %d runs, %.0f ns per sample = %.4f%% of a CPU at 99 Hz\n", $4, ns, ns * 99 / 1e9 * 100}'
-fi
+daemon_cost
 
 echo "== symbolization: share of user frames named"
 G="$ROOT/tests/ebpf/gospin"
