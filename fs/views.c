@@ -105,6 +105,17 @@ fill_merge(void *varg, void **val, size_t *size, void (**free_fn)(void *))
 	return res->nrefs == 0 ? -ENOENT : 0;
 }
 
+/* Append the merges' cache key of (service, type, selector, range). */
+static int
+merge_key(struct buf *key, const char *service, const char *type, const char *selector,
+    const struct range *r)
+{
+	if (r->relative)
+		return buf_printf(key, "%s\x1f%s\x1f%s\x1f%s", service, type, selector, r->name);
+	return buf_printf(key, "%s\x1f%s\x1f%s\x1f%lld..%lld", service, type, selector,
+	    (long long)r->from, (long long)r->to);
+}
+
 int
 views_merge(struct fsctx *fs, const char *service, const char *type,
     const char *selector, const struct range *r, struct cache_entry **out)
@@ -113,12 +124,7 @@ views_merge(struct fsctx *fs, const char *service, const char *type,
 	struct buf key = { 0 };
 	int rc;
 
-	if (r->relative)
-		rc = buf_printf(&key, "%s\x1f%s\x1f%s\x1f%s", service, type, selector, r->name);
-	else
-		rc = buf_printf(&key, "%s\x1f%s\x1f%s\x1f%lld..%lld", service, type, selector,
-		    (long long)r->from, (long long)r->to);
-	if (rc < 0)
+	if ((rc = merge_key(&key, service, type, selector, r)) < 0)
 		return rc;
 	rc = cache_get_scoped(fs->merges, key.data, store_generation(fs->st), r->to,
 	    r->relative ? RELATIVE_MAX_AGE : 0, fill_merge, &a, out);
@@ -152,28 +158,23 @@ json_when(int64_t ns)
 	return json_string(t);
 }
 
-/* Profiles known only from windows past the raw retention. */
+/*
+ * Profiles of a result: those stored, and those windows past the raw
+ * retention stand for (*past, optional: how many of them that is).
+ */
 static uint64_t
-views_past(const struct query_result *r)
+views_profiles(const struct query_result *r, uint64_t *past)
 {
-	uint64_t n = 0;
+	uint64_t n = 0, p = 0;
 	size_t i;
 
-	for (i = 0; i < r->nrefs; i++)
-		n += r->refs[i].summary;
-	return n;
-}
-
-/* Profiles of a result: those stored, and those windows past retention stand for. */
-static uint64_t
-views_profiles(const struct query_result *r)
-{
-	uint64_t n = 0;
-	size_t i;
-
-	for (i = 0; i < r->nrefs; i++)
-		n += r->refs[i].summary ? r->refs[i].summary : 1;
-	return n;
+	for (i = 0; i < r->nrefs; i++) {
+		p += r->refs[i].summary;
+		n += r->refs[i].summary ? 0 : 1;
+	}
+	if (past)
+		*past = p;
+	return n + p;
 }
 
 /* "diff_base" of a range's meta.json: what diff.pb.gz and diff.svg compare against. */
@@ -203,7 +204,7 @@ meta_vs(const struct view_in *in, json_t *doc)
 	    "selector", jsonw_str(in->fp->base_selector[0] ? in->fp->base_selector : "all"),
 	    "range", "name", jsonw_str(in->fp->base_range.name),
 	    "from", json_when(in->fp->base_range.from), "to", json_when(in->fp->base_range.to),
-	    "profiles", (json_int_t)(br ? views_profiles(br) : 0),
+	    "profiles", (json_int_t)(br ? views_profiles(br, NULL) : 0),
 	    "merged", (json_int_t)(br ? br->nmerged : 0),
 	    "left_out", (json_int_t)(br ? br->nskipped : 0))) < 0)
 		return -ENOMEM;
@@ -294,7 +295,7 @@ static int
 render_meta(const struct view_in *in, struct buf *b)
 {
 	const struct query_result *r = in->cur;
-	uint64_t past = views_past(r);
+	uint64_t past, n = views_profiles(r, &past);
 	json_t *doc;
 	int rc;
 
@@ -304,7 +305,7 @@ render_meta(const struct view_in *in, struct buf *b)
 	    "selector", jsonw_str(in->fp->selector[0] ? in->fp->selector : "all"),
 	    "range", "name", jsonw_str(in->fp->range.name),
 	    "from", json_when(in->fp->range.from), "to", json_when(in->fp->range.to),
-	    "profiles", (json_int_t)(views_profiles(r)), "merged", (json_int_t)r->nmerged,
+	    "profiles", (json_int_t)n, "merged", (json_int_t)r->nmerged,
 	    "past_retention", (json_int_t)past);
 	rc = doc ? meta_body(in, doc) : -ENOMEM;
 	if (rc == 0)
@@ -419,20 +420,19 @@ fill_tree(void *varg, void **val, size_t *size, void (**free_fn)(void *))
 }
 
 /*
- * The key of what a range's file derives from its merge: what, the range's
- * own key, and the merge it comes from (its birth), so that it never
- * outlives that merge into a newer one.
+ * The key of what a range's file derives from its merge ("what" already in
+ * key): the merge's own key and its birth, so that it never outlives that
+ * merge into a newer one.
  */
 static int
-range_key(struct buf *key, const char *what, const struct view_in *in, int64_t from, int64_t to)
+derived_key(struct buf *key, const struct view_in *in)
 {
 	const struct fspath *fp = in->fp;
+	int rc;
 
-	if (fp->range.relative)
-		return buf_printf(key, "%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%lld", what, fp->service,
-		    fp->type, fp->selector, fp->range.name, (long long)in->cur_born);
-	return buf_printf(key, "%s\x1f%s\x1f%s\x1f%s\x1f%lld..%lld\x1f%lld", what, fp->service,
-	    fp->type, fp->selector, (long long)from, (long long)to, (long long)in->cur_born);
+	if ((rc = merge_key(key, fp->service, fp->type, fp->selector, &fp->range)) < 0)
+		return rc;
+	return buf_printf(key, "\x1f%lld", (long long)in->cur_born);
 }
 
 /* The cached tree of in's merged profile for type ty; cache_release() it. */
@@ -440,18 +440,15 @@ static int
 views_tree(const struct view_in *in, size_t ty, struct cache_entry **ce)
 {
 	struct tree_arg a = { in->cur->merged, ty };
-	struct buf key = { 0 }, what = { 0 };
+	struct buf key = { 0 };
 	int rc;
 
 	*ce = NULL;
-	if ((rc = buf_printf(&what, "tree%zu", ty)) < 0 ||
-	    (rc = range_key(&key, what.data, in, in->fp->range.from, in->fp->range.to)) < 0)
-		goto out;
-	rc = cache_get_scoped(in->fs->merges, key.data, store_generation(in->fs->st),
-	    in->fp->range.to, in->fp->range.relative ? RELATIVE_MAX_AGE : 0, fill_tree, &a, ce);
-out:
+	if ((rc = buf_printf(&key, "tree%zu\x1f", ty)) == 0 && (rc = derived_key(&key, in)) == 0)
+		rc = cache_get_scoped(in->fs->merges, key.data, store_generation(in->fs->st),
+		    in->fp->range.to, in->fp->range.relative ? RELATIVE_MAX_AGE : 0, fill_tree,
+		    &a, ce);
 	buf_free(&key);
-	buf_free(&what);
 	return rc;
 }
 
@@ -747,8 +744,10 @@ render_timeline(const struct view_in *in, struct buf *out)
 	/* An unbounded range spans its data. */
 	a.from = in->fp->range.from == INT64_MIN ? r->refs[0].time : in->fp->range.from;
 	a.to = in->fp->range.to == INT64_MAX ? r->refs[r->nrefs - 1].time + 1 : in->fp->range.to;
-	if ((rc = range_key(&key, "timeline", in, a.from, a.to)) < 0)
+	if ((rc = buf_printf(&key, "timeline\x1f")) < 0 || (rc = derived_key(&key, in)) < 0) {
+		buf_free(&key);
 		return rc;
+	}
 	rc = cache_get_scoped(in->fs->merges, key.data, store_generation(in->fs->st),
 	    in->fp->range.to, in->fp->range.relative ? RELATIVE_MAX_AGE : 0, fill_timeline,
 	    &a, &ce);

@@ -1786,7 +1786,6 @@ index_set_size(struct store *st, const struct store_ref *ref, uint64_t size)
 	free(dberr);	/* a size not remembered is made again */
 }
 
-/* The profile with this id as pprof, gzipped when gzip (store_get()'s form). */
 /* The 'P' value of ref (malloc'd, *vl bytes), or NULL with *rc -EIO or -ENOENT. */
 static char *
 value_get(struct store *st, const struct store_ref *ref, size_t *vl, int *rc)
@@ -2123,6 +2122,7 @@ series_bounds(struct rctx *c, int64_t *first, int64_t *last)
 static int
 past_windows(struct rctx *c, int64_t from, int64_t to, store_meta_fn fn, void *arg)
 {
+	const struct series *s = series_local(c->st, c->sid);
 	unsigned char lo[18], hi[18];
 	rocksdb_iterator_t *it;
 	struct buf sig = { 0 };
@@ -2176,7 +2176,6 @@ past_windows(struct rctx *c, int64_t from, int64_t to, store_meta_fn fn, void *a
 			/* At the window's start, which the range holds. */
 			struct store_ref r = { .series = c->sid, .summary = agg_count(one, g),
 			    .time = time_dec(be64_get(k + 10)) };
-			const struct series *s = series_local(c->st, c->sid);
 			struct store_meta m = { 0 };
 
 			if (s)
