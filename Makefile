@@ -10,14 +10,20 @@
 # header, and is compiled with the public headers of the layers below it only,
 # so including another layer's internal header fails the build:
 #
-#   base/       buffers, arenas, interning, logging, metrics, label sets, clocks
-#   pprof/      the pprof model: codec, merge, diff           (base)
-#   store/      RocksDB storage and range queries             (base, pprof)
-#   render/     flame graphs, folded stacks, top, timelines   (base, pprof)
-#   collector/  HTTP API, Go scraper, eBPF sampler            (base, pprof, store)
-#   cluster/    ClickHouse: shipping, reads of the fleet      (base, pprof, store)
-#   fs/         the FUSE tree and its ingest directory        (base, pprof, store, render)
-#   main/       the program: flags, wiring, signals           (every public header)
+#   base/              buffers, arenas, interning, logging, metrics, labels, clocks
+#   pprof/             the pprof model: codec, merge, diff        (base)
+#   store/             RocksDB storage and range queries          (base, pprof)
+#   render/            flame graphs, folded stacks, top, timelines (base, pprof)
+#   cluster/           ClickHouse: shipping, reads of the fleet   (base, pprof, store)
+#   fs/                the FUSE tree and its ingest directory     (base, pprof, store, render)
+#   api/               the HTTP API: push and query over HTTP     (base, pprof, store, render)
+#   collector/ebpf/    the eBPF agent, runtimes/ per language     (base, pprof, store; -Ibpf)
+#   collector/scrape/  the Go /debug/pprof scraper                (base, pprof, store)
+#   main/              the program: flags, wiring, signals        (every public header)
+#
+# fs/ and api/ are two views of the store side by side: neither includes the
+# other. The producers (collector/*) see no view. Only store/ links against
+# RocksDB's header; only the agent sees bpf/.
 
 VERSION := 0.1.0
 COMMIT  := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
@@ -71,39 +77,49 @@ endif
 .PHONY: all clean test unit check layercheck tools
 
 # --- layers ---
-LAYERS := base pprof store render collector cluster fs main
-DEPS_base      :=
-DEPS_pprof     := base
-DEPS_store     := base pprof
-DEPS_render    := base pprof
-DEPS_collector := base pprof store
-DEPS_cluster   := base pprof store
-DEPS_fs        := base pprof store render
-DEPS_main      := base pprof store render collector cluster fs
+# A layer is named by its public header: DIR_<layer> holds <layer>.h and its
+# sources (with SUBDIRS_<layer> for sources one level down).
+LAYERS := base pprof store render cluster fs api ebpf scrape main
+DEPS_base   :=
+DEPS_pprof  := base
+DEPS_store  := base pprof
+DEPS_render := base pprof
+DEPS_cluster:= base pprof store
+DEPS_fs     := base pprof store render
+DEPS_api    := base pprof store render
+DEPS_ebpf   := base pprof store
+DEPS_scrape := base pprof store
+DEPS_main   := base pprof store render cluster fs api ebpf scrape
+DIR_ebpf    := collector/ebpf
+DIR_scrape  := collector/scrape
+SUBDIRS_ebpf := collector/ebpf/runtimes
+dir_of = $(or $(DIR_$(1)),$(1))
 
 # Each layer's public header is copied alone into $(B)/pub/<layer>/, and a
 # layer sees only the copies of the layers it depends on (its own headers it
 # finds next to its sources).
 PUB := $(B)/pub
 define pub_rule
-$(PUB)/$(1)/$(1).h: $(1)/$(1).h
+$(PUB)/$(1)/$(1).h: $(call dir_of,$(1))/$(1).h
 	@mkdir -p $$(dir $$@)
 	$$(Q)cp $$< $$@
 endef
 $(foreach l,$(filter-out main,$(LAYERS)),$(eval $(call pub_rule,$(l))))
 PUB_HDRS := $(foreach l,$(filter-out main,$(LAYERS)),$(PUB)/$(l)/$(l).h)
 
-INC_pprof     := -I$(B)/gen/pb
-INC_collector := -Ibpf -I$(B)/gen/bpf
-layer_cflags   = $(foreach d,$(DEPS_$(1)),-I$(PUB)/$(d)) $(INC_$(1))
+# Only the agent sees the BPF program's shared types and its skeleton.
+INC_pprof  := -I$(B)/gen/pb
+INC_ebpf   := -Icollector/ebpf -Icollector/ebpf/runtimes -Ibpf -I$(B)/gen/bpf
+layer_cflags = $(foreach d,$(DEPS_$(1)),-I$(PUB)/$(d)) $(INC_$(1))
 
 GEN := $(B)/gen/pb/profile.pb-c.c $(B)/gen/pb/profile.pb-c.h
 
-src_of = $(wildcard $(1)/*.c)
+src_of = $(foreach d,$(call dir_of,$(1)) $(SUBDIRS_$(1)),$(wildcard $(d)/*.c))
 obj_of = $(patsubst %.c,$(B)/%.o,$(call src_of,$(1)))
-LIB_LAYERS := base pprof store render collector cluster fs
-LIBS_LINK  := $(B)/libfs.a $(B)/libcluster.a $(B)/libcollector.a $(B)/librender.a $(B)/libstore.a \
-              $(B)/libpprof.a $(B)/libbase.a
+LIB_LAYERS := base pprof store render cluster fs api ebpf scrape
+LIBS_LINK  := $(B)/libfs.a $(B)/libapi.a $(B)/libebpf.a $(B)/libscrape.a $(B)/libcluster.a \
+              $(B)/librender.a $(B)/libstore.a $(B)/libpprof.a $(B)/libbase.a
+SRC_DIRS   := $(foreach l,$(LAYERS),$(call dir_of,$(l)) $(SUBDIRS_$(l)))
 
 TEST_SRC := $(wildcard tests/unit/test_*.c)
 TEST_BIN := $(patsubst tests/unit/%.c,$(B)/tests/%,$(TEST_SRC))
@@ -112,7 +128,7 @@ TEST_BIN := $(patsubst tests/unit/%.c,$(B)/tests/%,$(TEST_SRC))
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN := $(patsubst tests/fuzz/%.c,$(B)/tests/%,$(FUZZ_SRC))
 # Tests and tools reach into every layer, internal headers included.
-TEST_INC := $(foreach l,$(filter-out main,$(LAYERS)),-I$(l)) -Ibpf -I$(B)/gen/pb -I$(B)/gen/bpf
+TEST_INC := $(foreach d,$(filter-out main,$(SRC_DIRS)),-I$(d)) -Ibpf -I$(B)/gen/pb -I$(B)/gen/bpf
 
 all: $(BIN)/profilefs $(TEST_BIN) $(FUZZ_BIN) tools layercheck
 
@@ -126,7 +142,7 @@ $(B)/gen/pb/profile.pb-c.o: $(B)/gen/pb/profile.pb-c.c $(FLAGS_STAMP)
 	$(Q)$(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -I$(B)/gen/pb -c -o $@ $<
 
 define layer_rules
-$(B)/$(1)/%.o: $(1)/%.c $(GEN) $(PUB_HDRS) $(FLAGS_STAMP)
+$(B)/$(call dir_of,$(1))/%.o: $(call dir_of,$(1))/%.c $(GEN) $(PUB_HDRS) $(FLAGS_STAMP)
 	@mkdir -p $$(dir $$@)
 	@echo "  CC      $$<"
 	$$(Q)$$(CC) $$(ALL_CFLAGS) $$(call layer_cflags,$(1)) -MMD -MP -c -o $$@ $$<
@@ -142,7 +158,7 @@ $(foreach l,$(filter-out pprof,$(LIB_LAYERS)),$(eval $(call lib_rule,$(l))))
 $(eval $(call lib_rule,pprof,$(B)/gen/pb/profile.pb-c.o))
 
 # The eBPF sampler: the BPF objects compiled by clang (no sanitizers, DWARF
-# stripped, BTF kept for CO-RE) and a libbpf skeleton that collector/ebpf.c
+# stripped, BTF kept for CO-RE) and a libbpf skeleton that collector/ebpf/ebpf.c
 # includes. vmlinux.h: the checked-in one for the architecture (CO-RE makes it
 # valid on other kernels), else generated from the build machine's BTF.
 BPF_CLANG   ?= clang
@@ -174,7 +190,7 @@ $(B)/gen/bpf/%.skel.h: $(B)/bpf/%.bpf.o
 	@echo "  SKEL    $@"
 	$(Q)$(BPFTOOL) gen skeleton $< name $*_bpf > $@
 
-$(B)/collector/ebpf.o: $(BPF_SKEL)
+$(B)/collector/ebpf/ebpf.o: $(BPF_SKEL)
 .SECONDARY: $(patsubst bpf/%.bpf.c,$(B)/bpf/%.bpf.o,$(BPF_SRC))
 
 $(BIN)/profilefs: $(call obj_of,main) $(LIBS_LINK) $(FLAGS_STAMP)
@@ -207,10 +223,13 @@ $(B)/tests/tools/%: tests/tools/%.c $(LIBS_LINK) $(GEN)
 	@echo "  CC      $<"
 	$(Q)$(CC) $(ALL_CFLAGS) $(TEST_INC) -MMD -MP $(ALL_LDFLAGS) -o $@ $< $(LIBS_LINK) $(ALL_LDLIBS)
 
-# Relative includes would step around the include paths: refuse them.
+# Relative includes would step around the include paths: refuse them. Only
+# store/ sees RocksDB: its header elsewhere is refused too.
 layercheck:
-	$(Q)! grep -n '#include "\.\./' $(foreach l,$(LAYERS),$(l)/*.[ch]) || \
+	$(Q)! grep -n '#include "\.\./' $(foreach d,$(SRC_DIRS),$(d)/*.[ch]) || \
 	    { echo "layercheck: a relative #include reaches into another layer" >&2; exit 1; }
+	$(Q)! grep -n '#include <rocksdb/' $(foreach d,$(filter-out store,$(SRC_DIRS)),$(d)/*.[ch]) || \
+	    { echo "layercheck: RocksDB's header outside store/" >&2; exit 1; }
 
 unit: $(TEST_BIN)
 	$(Q)for t in $(TEST_BIN); do $$t || exit 1; done

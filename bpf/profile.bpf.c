@@ -12,7 +12,7 @@
  * scheduler tracepoints (no tracefs
  * needed) tell user space when a process exec's (mappings change: capture
  * them now) and exits (forget it). Everything lost or failing is counted in per-CPU counters. Aggregation
- * and symbolization are left to collector/.
+ * and symbolization are left to collector/ebpf/.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -66,7 +66,7 @@ count(__u32 idx)
 }
 
 /*
- * Unwinding. Three maps, filled by collector/unwind.c:
+ * Unwinding. Three maps, filled by collector/ebpf/unwind.c:
  *   unw_rows   every loaded file's rows (struct unw_row), a file's rows
  *              contiguous and sorted by pc; an mmap-able array sized by
  *              --ebpf-unwind-mem.
@@ -347,7 +347,7 @@ walk_user(struct prof_sample *e, struct bpf_perf_event_data *ctx, __u32 tgid, bo
  * thread_id is the thread's pthread_self() (its fs base), its frames the
  * chain from the current frame through previous. Each frame costs one read
  * of user memory; the walk runs in a bpf_loop callback like the native one.
- * Resolving code objects to names is user space's (collector/python.c).
+ * Resolving code objects to names is user space's (collector/ebpf/runtimes/python.c).
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);

@@ -1,6 +1,6 @@
 /*
  * profile.h: the types shared by bpf/profile.bpf.c (kernel side) and
- * collector/ebpf.c (user side). Fixed-size fields only, so both compilers lay
+ * collector/ebpf/ebpf.c (user side). Fixed-size fields only, so both compilers lay
  * them out identically. Every record in the ring buffer starts with a struct
  * prof_hdr whose kind says which struct follows.
  */
@@ -159,7 +159,7 @@ struct unw_map_val {
 
 /*
  * py_procs value: where a CPython process keeps its thread states and
- * frames, written by collector/python.c for its version. Offsets in bytes;
+ * frames, written by collector/ebpf/runtimes/python.c for its version. Offsets in bytes;
  * PY_OFF_NONE: the field does not exist in this version.
  *
  *   runtime          address of _PyRuntime

@@ -21,7 +21,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "collector.h"
+#include "api.h"
+#include "ebpf.h"
+#include "scrape.h"
 #include "cluster.h"
 #include "fs.h"
 #include "base.h"

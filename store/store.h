@@ -1,5 +1,5 @@
 /*
- * store: everything fs/ and collector/ know of storage. Profiles live in an
+ * store: everything fs/, api/ and the producers (collector/) know of storage. Profiles live in an
  * embedded RocksDB database, one key per profile, grouped by series
  * (service, type, label set) and ordered by time within a series, so a range
  * query reads only the keys it needs. The key layout is in store.c.

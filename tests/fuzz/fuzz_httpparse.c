@@ -1,5 +1,5 @@
 /*
- * fuzz_httpparse: the HTTP API's parameter parsers (collector/httpparse.c) on
+ * fuzz_httpparse: the HTTP API's parameter parsers (api/httpparse.c) on
  * arbitrary text; the first byte picks the parser. Whatever parses must be
  * well formed: labels within the limits of label sets (base.h), a time that formats and
  * parses back to itself, an application name without braces, a host and a

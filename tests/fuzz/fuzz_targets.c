@@ -1,5 +1,5 @@
 /*
- * fuzz_targets: the scraper's targets file (collector/targets.c, jansson
+ * fuzz_targets: the scraper's targets file (collector/scrape/targets.c, jansson
  * underneath) on arbitrary bytes. Either it parses, and every job has a
  * URL under http(s)://, a service, an instance label and sane durations, or
  * it is refused with "line N: reason" and nothing allocated is left behind.

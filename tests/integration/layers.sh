@@ -14,7 +14,7 @@ pf_setup
 SRC="$TMP/src"
 OUT="$TMP/out"
 mkdir -p "$SRC"
-(cd "$ROOT" && cp -r Makefile bpf base pprof store render collector cluster fs main "$SRC/" &&
+(cd "$ROOT" && cp -r Makefile bpf base pprof store render collector cluster fs api main "$SRC/" &&
   mkdir -p "$SRC/tests" && cp -r tests/unit tests/fuzz tests/tools "$SRC/tests/") ||
   { fail "copy the source tree"; pf_done; exit 1; }
 
@@ -28,7 +28,11 @@ mk() {
 
 # builds NAME LAYER FILE: compiling FILE (placed in LAYER/) succeeds.
 # fails_with NAME LAYER FILE WHY: compiling it fails, and the compiler says WHY.
-obj() { echo "$OUT/build/$1/$(basename "$2" .c).o"; }
+obj() {
+  local d="$1"
+  case "$d" in ebpf|scrape) d="collector/$d" ;; esac
+  echo "$OUT/build/$d/$(basename "$2" .c).o"
+}
 builds() {
   local out
   if out="$(mk "$(obj "$2" "$3")" 2>&1)"; then ok "$1"
@@ -64,12 +68,31 @@ cp "$SRC/fs/views.c" "$SRC/render/views_moved.c"
 builds "fs/views.c builds in fs/" fs views.c
 fails_with "fs/views.c copied to render/ fails the build (cache.h)" render views_moved.c "cache.h: No such file"
 
-# fs/ sees collector's public header nowhere, and its internals even less;
+# fs/ sees no producer's public header, and their internals even less;
 # main/ sees every public header but no layer's internals.
 printf '#include "targets.h"\nint probe_coll(void);\nint probe_coll(void) { return 0; }\n' >"$SRC/fs/probe_coll.c"
-fails_with "fs/ including collector's internal targets.h fails the build" fs probe_coll.c "targets.h: No such file"
-printf '#include "collector.h"\nint probe_up2(void);\nint probe_up2(void) { return 0; }\n' >"$SRC/fs/probe_up2.c"
-fails_with "fs/ including collector.h fails the build (fs no longer imports collector)" fs probe_up2.c "collector.h: No such file"
+fails_with "fs/ including the scraper's internal targets.h fails the build" fs probe_coll.c "targets.h: No such file"
+printf '#include "scrape.h"\nint probe_up2(void);\nint probe_up2(void) { return 0; }\n' >"$SRC/fs/probe_up2.c"
+fails_with "fs/ including scrape.h fails the build (fs imports no producer)" fs probe_up2.c "scrape.h: No such file"
+# fs/ and api/ are two views side by side: neither includes the other.
+printf '#include "api.h"\nint probe_fa(void);\nint probe_fa(void) { return 0; }\n' >"$SRC/fs/probe_fa.c"
+fails_with "fs/ including api.h fails the build" fs probe_fa.c "api.h: No such file"
+printf '#include "fs.h"\nint probe_af(void);\nint probe_af(void) { return 0; }\n' >"$SRC/api/probe_af.c"
+fails_with "api/ including fs.h fails the build" api probe_af.c "fs.h: No such file"
+printf '#include "store.h"\n#include "render.h"\n#include "api.h"\nint probe_aok(void);\nint probe_aok(void) { return 0; }\n' >"$SRC/api/probe_aok.c"
+builds "api/ compiles with store.h, render.h and its own api.h" api probe_aok.c
+# The agent does not see the API; only the agent sees bpf/.
+printf '#include "api.h"\nint probe_ea(void);\nint probe_ea(void) { return 0; }\n' >"$SRC/collector/ebpf/probe_ea.c"
+fails_with "collector/ebpf/ including api.h fails the build" ebpf probe_ea.c "api.h: No such file"
+printf '#include "api_int.h"\nint probe_ea2(void);\nint probe_ea2(void) { return 0; }\n' >"$SRC/collector/ebpf/probe_ea2.c"
+fails_with "collector/ebpf/ including api_int.h fails the build" ebpf probe_ea2.c "api_int.h: No such file"
+printf '#include <stdint.h>\n#include "profile.h"\n#include "ebpf.h"\nint probe_eok(void);\nint probe_eok(void) { return 0; }\n' >"$SRC/collector/ebpf/probe_eok.c"
+builds "collector/ebpf/ compiles with bpf/profile.h and its own ebpf.h" ebpf probe_eok.c
+printf '#include <stdint.h>\n#include "profile.h"\nint probe_sb(void);\nint probe_sb(void) { return 0; }\n' >"$SRC/collector/scrape/probe_sb.c"
+fails_with "collector/scrape/ including bpf/profile.h fails the build" scrape probe_sb.c "profile.h: No such file"
+printf '#include "proctab.h"\nint probe_sp(void);\nint probe_sp(void) { return 0; }\n' >"$SRC/collector/scrape/probe_sp.c"
+fails_with "collector/scrape/ including the agent's proctab.h fails the build" scrape probe_sp.c "proctab.h: No such file"
+rm -f "$SRC"/api/probe_*.c "$SRC"/collector/ebpf/probe_*.c "$SRC"/collector/scrape/probe_*.c
 printf '#include "fs_int.h"\nint probe_main(void);\nint probe_main(void) { return 0; }\n' >"$SRC/main/probe_main.c"
 fails_with "main/ including fs's internal fs_int.h fails the build" main probe_main.c "fs_int.h: No such file"
 # The fleet's layer (cluster/) sits beside collector/: it sees the store's
@@ -97,6 +120,16 @@ else
   fail "make layercheck refuses a relative #include" "rc=$rc: $out"
 fi
 rm -f "$SRC/render/probe_rel.c"
+# Only store/ sees RocksDB: its header anywhere else is refused too.
+printf '#include <rocksdb/c.h>\nint probe_rdb(void);\nint probe_rdb(void) { return 0; }\n' >"$SRC/api/probe_rdb.c"
+out="$(mk layercheck 2>&1)"
+rc=$?
+if [ "$rc" -ne 0 ] && echo "$out" | grep -q "api/probe_rdb.c" && echo "$out" | grep -q "RocksDB"; then
+  ok "make layercheck refuses RocksDB's header outside store/"
+else
+  fail "make layercheck refuses RocksDB's header outside store/" "rc=$rc: $out"
+fi
+rm -f "$SRC/api/probe_rdb.c"
 
 # The real tree builds with the per-layer flags; a user's CFLAGS=-O0 is added
 # to the project's (-std, -I, pkg-config), not put in their place; pkg-config

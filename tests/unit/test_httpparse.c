@@ -1,5 +1,5 @@
 /*
- * test_httpparse: the HTTP API's parameter parsers (collector/httpparse.c):
+ * test_httpparse: the HTTP API's parameter parsers (api/httpparse.c):
  * profefe labels and times, Pyroscope names and from/until, --http
  * addresses, and the JSON time format.
  */

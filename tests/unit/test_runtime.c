@@ -1,7 +1,7 @@
 /*
  * Unit tests of the eBPF sampler's runtime support: the service a Python or
- * Java command line names (collector/runtime.c), and CPython's location
- * table (collector/python.c).
+ * Java command line names (collector/ebpf/runtimes/runtime.c), and CPython's location
+ * table (collector/ebpf/runtimes/python.c).
  */
 #include <setjmp.h>
 #include <stdarg.h>

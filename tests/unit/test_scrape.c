@@ -1,6 +1,6 @@
 /*
  * test_scrape: the pure parts of the Go pull mode: the targets file
- * (collector/targets.c) with its defaults, its refusals and the lines its
+ * (collector/scrape/targets.c) with its defaults, its refusals and the lines its
  * errors name, and the delta between two scrapes of a cumulative profile
  * (pprof/delta.c).
  */

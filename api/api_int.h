@@ -1,13 +1,13 @@
 /*
- * http_int: what the HTTP server (http.c) shares with its handler modules,
+ * api_int: what the HTTP server (http.c) shares with its handler modules,
  * profefe.c (/api/0/...) and pyroscope.c (/ingest). http.c owns the
  * connection, the request body and the reply; a handler reads parameters,
  * does its work against the store and ends in exactly one http_reply*() call.
  * Handlers run on the connection's own thread (libmicrohttpd's
  * thread-per-connection mode), so they may block on the store.
  */
-#ifndef PROFILEFS_HTTP_INT_H
-#define PROFILEFS_HTTP_INT_H
+#ifndef PROFILEFS_API_INT_H
+#define PROFILEFS_API_INT_H
 
 #include <stdatomic.h>
 #include <pthread.h>
@@ -17,7 +17,7 @@
 
 #include <jansson.h>
 
-#include "collector.h"
+#include "api.h"
 #include "base.h"
 #include "pprof.h"
 #include "store.h"

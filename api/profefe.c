@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "http_int.h"
+#include "api_int.h"
 #include "httpparse.h"
 #include "base.h"
 #include "pprof.h"

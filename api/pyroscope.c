@@ -17,7 +17,7 @@
 
 #include <microhttpd.h>
 
-#include "http_int.h"
+#include "api_int.h"
 #include "httpparse.h"
 
 /* sample_type_config is a small JSON object; anything larger is not one. */

@@ -45,7 +45,7 @@
 
 #include <microhttpd.h>
 
-#include "http_int.h"
+#include "api_int.h"
 #include "httpparse.h"
 #include "base.h"
 #include "pprof.h"

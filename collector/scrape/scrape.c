@@ -41,7 +41,7 @@
 
 #include <jansson.h>
 
-#include "collector.h"
+#include "scrape.h"
 #include "base.h"
 #include "pprof.h"
 #include "store.h"

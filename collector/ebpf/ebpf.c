@@ -29,7 +29,7 @@
 #include <bpf/libbpf.h>
 
 #include "profile.h"
-#include "collector.h"
+#include "ebpf.h"
 #include "cpuprof.h"
 #include "base.h"
 #include "pprof.h"
