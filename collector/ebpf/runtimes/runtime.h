@@ -3,8 +3,8 @@
  * Which runtime a process runs (CPython, HotSpot), the service name its
  * command line gives (the script, the module, the main class or jar), and,
  * for JVMs, asking the JVM to write its perf map through the HotSpot attach
- * mechanism. Reading the perf map is symbolize.c's; the process table
- * (proctab.c) calls in here.
+ * mechanism (jvm.c). Reading the perf map is symbolize.c's; CPython's frames
+ * are python.c's (python.h); the process table (proctab.c) calls in here.
  *
  * Thread-safety: each function says.
  */
@@ -36,6 +36,8 @@ enum runtime_kind runtime_by_exe(const char *base);
  */
 bool		 runtime_service(enum runtime_kind k, const char *argv, size_t len,
 		    char *out, size_t outsz);
+
+/* --- HotSpot (jvm.c) --- */
 
 /*
  * Ask the JVM pid (nspid in its own pid namespace) to write its perf map
