@@ -2,9 +2,12 @@
 # the binary to bin/profilefs. `make V=1` shows commands, `make SANITIZE=address,undefined`
 # builds an instrumented binary, `make WERROR=1` (as CI does) turns warnings into errors.
 # CFLAGS, CPPFLAGS, LDFLAGS and LDLIBS given by the user are added to the project's own;
-# building with other flags than last time rebuilds everything. `make check` builds and
-# runs the test suite (tests/run.sh) against this build; tests/integration/layers.sh
-# checks what this file promises.
+# building with other flags than last time rebuilds everything. Plain `make` builds
+# the daemon only; `make tests` builds the unit tests (cmocka), fuzz replays and
+# tools; `make check` builds both and runs the test suite (tests/run.sh) against
+# this build. Header dependencies come from the compiler (-MMD): touching a header
+# rebuilds only what includes it. tests/integration/layers.sh checks what this
+# file promises.
 #
 # The code is layered; each layer is one directory, one archive and one public
 # header, and is compiled with the public headers of the layers below it only,
@@ -74,7 +77,7 @@ endif
 
 .DEFAULT_GOAL := all
 .DELETE_ON_ERROR:
-.PHONY: all clean test unit check layercheck tools
+.PHONY: all clean test tests unit check layercheck tools
 
 # --- layers ---
 # A layer is named by its public header: DIR_<layer> holds <layer>.h and its
@@ -130,7 +133,10 @@ FUZZ_BIN := $(patsubst tests/fuzz/%.c,$(B)/tests/%,$(FUZZ_SRC))
 # Tests and tools reach into every layer, internal headers included.
 TEST_INC := $(foreach d,$(filter-out main,$(SRC_DIRS)),-I$(d)) -Ibpf -I$(B)/gen/pb -I$(B)/gen/bpf
 
-all: $(BIN)/profilefs $(TEST_BIN) $(FUZZ_BIN) tools layercheck
+# `make` builds the daemon alone (no cmocka needed); `make tests` the unit
+# tests, fuzz replays and tools; `make check` both, then runs the suite.
+all: $(BIN)/profilefs layercheck
+tests: $(TEST_BIN) $(FUZZ_BIN) tools
 
 $(B)/gen/pb/profile.pb-c.c $(B)/gen/pb/profile.pb-c.h &: pprof/profile.proto
 	@mkdir -p $(B)/gen/pb
@@ -141,8 +147,12 @@ $(B)/gen/pb/profile.pb-c.o: $(B)/gen/pb/profile.pb-c.c $(FLAGS_STAMP)
 	@echo "  CC      $<"
 	$(Q)$(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -I$(B)/gen/pb -c -o $@ $<
 
+# An object depends on its source, the flags and the headers it includes as
+# the compiler lists them (-MMD, in its .d file): touching a public header
+# rebuilds what includes it, nothing else. The generated and copied headers
+# are only made to exist first (order-only), the .d files do the rest.
 define layer_rules
-$(B)/$(call dir_of,$(1))/%.o: $(call dir_of,$(1))/%.c $(GEN) $(PUB_HDRS) $(FLAGS_STAMP)
+$(B)/$(call dir_of,$(1))/%.o: $(call dir_of,$(1))/%.c $(FLAGS_STAMP) | $(GEN) $(PUB_HDRS)
 	@mkdir -p $$(dir $$@)
 	@echo "  CC      $$<"
 	$$(Q)$$(CC) $$(ALL_CFLAGS) $$(call layer_cflags,$(1)) -MMD -MP -c -o $$@ $$<
@@ -198,30 +208,38 @@ $(BIN)/profilefs: $(call obj_of,main) $(LIBS_LINK) $(FLAGS_STAMP)
 	@echo "  LD      $@"
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $(filter %.o %.a,$^) $(ALL_LDLIBS)
 
-$(B)/tests/%: tests/unit/%.c $(LIBS_LINK) $(GEN)
-	@mkdir -p $(B)/tests
+# Tests, harnesses and tools: each compiled to an object (its header
+# dependencies in its .d file), then linked; a changed archive relinks them
+# without recompiling.
+TEST_CC = $(CC) $(ALL_CFLAGS) $(TEST_INC) -MMD -MP -c -o $@ $<
+$(B)/tests/unit/%.o: tests/unit/%.c $(FLAGS_STAMP) | $(GEN) $(BPF_SKEL)
+	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
-	$(Q)$(CC) $(ALL_CFLAGS) $(TEST_INC) -Wno-missing-prototypes -MMD -MP $(ALL_LDFLAGS) -o $@ $< $(LIBS_LINK) $(ALL_LDLIBS) -lcmocka
+	$(Q)$(TEST_CC) -Wno-missing-prototypes
+$(B)/tests/fuzz/%.o: tests/fuzz/%.c $(FLAGS_STAMP) | $(GEN) $(BPF_SKEL)
+	@mkdir -p $(dir $@)
+	@echo "  CC      $<"
+	$(Q)$(TEST_CC)
+$(B)/tests/tools/%.o: tests/tools/%.c $(FLAGS_STAMP) | $(GEN) $(BPF_SKEL)
+	@mkdir -p $(dir $@)
+	@echo "  CC      $<"
+	$(Q)$(TEST_CC)
 
-# replay.c is compiled on its own: with two sources in one command, both
-# would write their header dependencies to the same .d file.
-$(B)/tests/fuzz/replay.o: tests/fuzz/replay.c $(FLAGS_STAMP)
-	@mkdir -p $(B)/tests/fuzz
-	@echo "  CC      $<"
-	$(Q)$(CC) $(ALL_CFLAGS) $(TEST_INC) -MMD -MP -c -o $@ $<
+$(TEST_BIN): $(B)/tests/%: $(B)/tests/unit/%.o $(LIBS_LINK)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIBS_LINK) $(ALL_LDLIBS) -lcmocka
 
-$(B)/tests/fuzz_%: tests/fuzz/fuzz_%.c $(B)/tests/fuzz/replay.o $(LIBS_LINK) $(GEN)
-	@mkdir -p $(B)/tests
-	@echo "  CC      $<"
-	$(Q)$(CC) $(ALL_CFLAGS) $(TEST_INC) -MMD -MP $(ALL_LDFLAGS) -o $@ $< $(B)/tests/fuzz/replay.o $(LIBS_LINK) $(ALL_LDLIBS)
+# The harnesses linked with replay.c instead of libFuzzer.
+$(FUZZ_BIN): $(B)/tests/%: $(B)/tests/fuzz/%.o $(B)/tests/fuzz/replay.o $(LIBS_LINK)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $< $(B)/tests/fuzz/replay.o $(LIBS_LINK) $(ALL_LDLIBS)
 
 # Programs the benchmarks drive (scripts/bench-http.sh).
 TOOL_BIN := $(patsubst tests/tools/%.c,$(B)/tests/tools/%,$(wildcard tests/tools/*.c))
 tools: $(TOOL_BIN)
-$(B)/tests/tools/%: tests/tools/%.c $(LIBS_LINK) $(GEN)
-	@mkdir -p $(B)/tests/tools
-	@echo "  CC      $<"
-	$(Q)$(CC) $(ALL_CFLAGS) $(TEST_INC) -MMD -MP $(ALL_LDFLAGS) -o $@ $< $(LIBS_LINK) $(ALL_LDLIBS)
+$(TOOL_BIN): $(B)/tests/tools/%: $(B)/tests/tools/%.o $(LIBS_LINK)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIBS_LINK) $(ALL_LDLIBS)
 
 # Relative includes would step around the include paths: refuse them. Only
 # store/ sees RocksDB: its header elsewhere is refused too.
@@ -234,7 +252,7 @@ layercheck:
 unit: $(TEST_BIN)
 	$(Q)for t in $(TEST_BIN); do $$t || exit 1; done
 
-test check: all
+test check: all tests
 	$(Q)PROFILEFS_BIN=$(abspath $(BIN))/profilefs PROFILEFS_BUILD=$(abspath $(B)) bash tests/run.sh
 
 clean:

@@ -34,7 +34,7 @@ for san in "${builds[@]}"; do
   if [ "$first" -eq 0 ]; then out="build-${san//,/-}"; fi
   first=0
   echo "== build${san:+ SANITIZE=$san}${out:+ O=$out}"
-  if ! make -j"$(nproc)" O="$out" "${flags[@]}"; then
+  if ! make -j"$(nproc)" O="$out" "${flags[@]}" all tests; then
     echo "not ok - build${san:+ SANITIZE=$san}"
     fail=$((fail + 1))
     continue

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Replay the checked-in fuzz corpus (tests/fuzz/corpus/<harness>/) through each
-# harness linked with tests/fuzz/replay.c instead of libFuzzer, built by `make`
+# harness linked with tests/fuzz/replay.c instead of libFuzzer, built by `make tests`
 # with the build's own flags (so under SANITIZE=address,undefined in CI). No
 # mount, no root. Prints ok/not ok per harness.
 set -u
@@ -12,7 +12,7 @@ for dir in tests/fuzz/corpus/*/; do
   h="$(basename "$dir")"
   bin="$BUILD/tests/fuzz_$h"
   if [ ! -x "$bin" ]; then
-    fail "fuzz replay $h" "$bin not built (make builds it)"
+    fail "fuzz replay $h" "$bin not built (make tests builds it)"
     continue
   fi
   n=$(find "$dir" -type f | wc -l)

@@ -160,6 +160,23 @@ n=$(mk -n CFLAGS=-O1 "$OUT/bin/profilefs" 2>/dev/null | grep -c -- '-std=gnu11.*
 [ "$n" -eq "$n_cc" ] && ok "other CFLAGS rebuild every object ($n)" || fail "other CFLAGS rebuild every object" "$n of $n_cc"
 mk -s CFLAGS=-O0 "$OUT/bin/profilefs" >/dev/null 2>&1	# back to the -O0 flags
 
+# Header dependencies are the compiler's (-MMD): touching a public header
+# rebuilds what includes it (fs.h: fs/ and main/), not every object.
+touch "$SRC/fs/fs.h"
+rebuilt="$(mk -n CFLAGS=-O0 "$OUT/bin/profilefs" 2>/dev/null | grep -o -- ' -c -o [^ ]*\.o' | sed 's|.*/build/||')"
+n=$(echo "$rebuilt" | grep -c .)
+others="$(echo "$rebuilt" | grep -v '^fs/\|^main/')"
+if [ "$n" -gt 0 ] && [ "$n" -lt "$n_cc" ] && [ -z "$others" ] && echo "$rebuilt" | grep -q '^main/main.o'; then
+  ok "touching fs/fs.h rebuilds $n of $n_cc objects, all in fs/ and main/"
+else
+  fail "touching fs/fs.h rebuilds only what includes it" "$n of $n_cc: $(echo $rebuilt)"
+fi
+mk -s CFLAGS=-O0 "$OUT/bin/profilefs" >/dev/null 2>&1
+# Plain make builds the daemon without the tests (no cmocka needed).
+out="$(mk -n CFLAGS=-O0 2>/dev/null)"
+echo "$out" | grep -q -- '-lcmocka' && fail "plain make builds no test" "$(echo "$out" | grep -m1 -- -lcmocka)" \
+  || ok "plain make builds no test"
+
 # Header dependencies of the unit tests and fuzz harnesses are tracked:
 # touching a header they include rebuilds them.
 if mk -s -j2 CFLAGS=-O0 "$OUT/build/tests/test_labels" "$OUT/build/tests/fuzz_path" >/dev/null 2>&1; then
