@@ -308,7 +308,7 @@ dir_list(struct fsctx *fs, const char *path, const struct fspath *fp, struct buf
 	case NODE_ROOT:
 		return list_root(fs, names);
 	case NODE_INGEST:
-		ingest_list(path, names);
+		ingest_list(fs, path, names);
 		return 0;
 	case NODE_SERVICE:
 	case NODE_TYPE:

@@ -28,27 +28,7 @@
 #include "views.h"
 
 #define RELATIVE_MAX_AGE	(INT64_C(1500) * 1000000)
-#define PIN_QUIET		(INT64_C(200) * 1000000)
-#define PIN_BUCKETS		256
 
-/*
- * A version of a generated file that open handles read. The table holds the
- * current pin of each open path and the superseded ones still open, newest
- * first; holders are the processes (thread group ids) that opened it.
- */
-struct pin {
-	struct pin		*next;		/* in pin_table */
-	char			*path;
-	struct cache_entry	*ce;		/* one cache reference, held by the pin */
-	int			 opens;
-	bool			 current;	/* the version new opens get */
-	int64_t			 last_open;	/* mono ns */
-	pid_t			*holders;	/* one per open */
-	size_t			 nholders, capholders;
-};
-
-static pthread_mutex_t pin_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct pin *pin_table[PIN_BUCKETS];	/* protected by pin_lock */
 
 struct fsctx *
 fs_ctx(void)
@@ -191,9 +171,8 @@ content_max_age(const struct fspath *fp)
 	    (fp->node == NODE_VS_VIEW && fp->base_range.relative) ? RELATIVE_MAX_AGE : 0;
 }
 
-/* The content of a generated file, cached; *ce holds a reference. */
-static int
-content_get(struct fsctx *fs, const char *path, const struct fspath *fp,
+int
+fs_content(struct fsctx *fs, const char *path, const struct fspath *fp,
     struct cache_entry **ce)
 {
 	struct fill_arg a = { fs, fp, path };
@@ -232,7 +211,7 @@ fill_size(void *varg, void **val, size_t *size, void (**free_fn)(void *))
 			goto out;
 		}
 	}
-	v->rc = content_get(a->fs, a->path, a->fp, &ce);
+	v->rc = fs_content(a->fs, a->path, a->fp, &ce);
 	if (v->rc == 0) {
 		v->size = (off_t)((struct buf *)ce->val)->len;
 		v->born = ref.time ? ref.time : ce->born;
@@ -279,8 +258,8 @@ content_size(struct fsctx *fs, const char *path, const struct fspath *fp, off_t 
  * gives the calling thread's id, and a multi-threaded reader (go tool pprof)
  * may open on one thread and fstat on another.
  */
-static pid_t
-caller_process(void)
+pid_t
+fs_caller(void)
 {
 	pid_t tid = fuse_get_context()->pid, tgid = tid;
 	char path[64], line[128];
@@ -300,160 +279,6 @@ caller_process(void)
 	return tgid > 0 ? tgid : tid;
 }
 
-/* The slot of path's current pin (NULL in it if none). Called with pin_lock held. */
-static struct pin **
-pin_find(const char *path)
-{
-	struct pin **pp = &pin_table[hash_bytes(path, strlen(path)) % PIN_BUCKETS];
-
-	while (*pp && (!(*pp)->current || strcmp((*pp)->path, path) != 0))
-		pp = &(*pp)->next;
-	return pp;
-}
-
-/* Whether path has a pin (is open). Called with pin_lock held. */
-static bool
-pin_any(const char *path)
-{
-	struct pin *p;
-
-	for (p = pin_table[hash_bytes(path, strlen(path)) % PIN_BUCKETS]; p; p = p->next)
-		if (strcmp(p->path, path) == 0)
-			return true;
-	return false;
-}
-
-/*
- * The size and birth of the version of path that the calling process reads
- * (the newest it holds open), else of the current pin; false if path is not
- * open (then stat generates as usual).
- */
-static bool
-pin_stat(const char *path, off_t *size, int64_t *born)
-{
-	struct pin *p, *found = NULL;
-	pid_t pid;
-	size_t i;
-	bool any;
-
-	pthread_mutex_lock(&pin_lock);
-	any = pin_any(path);
-	pthread_mutex_unlock(&pin_lock);
-	if (!any)
-		return false;
-	pid = caller_process();		/* reads /proc: not under pin_lock */
-	pthread_mutex_lock(&pin_lock);
-	for (p = pin_table[hash_bytes(path, strlen(path)) % PIN_BUCKETS]; p && !found;
-	    p = p->next) {
-		if (strcmp(p->path, path) != 0)
-			continue;
-		for (i = 0; i < p->nholders; i++)
-			if (p->holders[i] == pid) {
-				found = p;
-				break;
-			}
-	}
-	if (found == NULL)
-		found = *pin_find(path);
-	if (found) {
-		*size = (off_t)((struct buf *)found->ce->val)->len;
-		*born = found->ce->born;
-	}
-	pthread_mutex_unlock(&pin_lock);
-	return found != NULL;
-}
-
-/* One more open of p by pid. Called with pin_lock held. */
-static void
-pin_hold(struct pin *p, pid_t pid, int64_t now)
-{
-	p->holders = xgrow(p->holders, &p->capholders, p->nholders + 1, sizeof(*p->holders));
-	p->holders[p->nholders++] = pid;
-	p->opens++;
-	p->last_open = now;
-}
-
-/* Open path's content for pid: the pinned version, or a new one that becomes the pin. */
-static int
-pin_open(struct fsctx *fs, const char *path, const struct fspath *fp, pid_t pid,
-    struct pin **out)
-{
-	struct cache_entry *ce = NULL;
-	struct pin **pp, *p;
-	int64_t now = clock_mono_ns();
-	int rc;
-
-	*out = NULL;
-	pthread_mutex_lock(&pin_lock);
-	pp = pin_find(path);
-	if ((p = *pp) != NULL && now - p->last_open < PIN_QUIET) {
-		pin_hold(p, pid, now);
-		pthread_mutex_unlock(&pin_lock);
-		*out = p;
-		return 0;
-	}
-	/* Generating may take long: not under pin_lock (a racing open may pin first). */
-	pthread_mutex_unlock(&pin_lock);
-	rc = content_get(fs, path, fp, &ce);
-	if (rc < 0) {
-		if (ce)
-			cache_release(fs->files, ce);
-		return rc;
-	}
-	pthread_mutex_lock(&pin_lock);
-	pp = pin_find(path);
-	if ((p = *pp) != NULL && (p->ce == ce || now - p->last_open < PIN_QUIET)) {
-		/* The same version, or another open pinned one meanwhile. */
-		pin_hold(p, pid, now);
-		pthread_mutex_unlock(&pin_lock);
-		cache_release(fs->files, ce);
-		*out = p;
-		return 0;
-	}
-	/* A superseded pin stays in the table for its readers until they close. */
-	if (p != NULL)
-		p->current = false;
-	p = xcalloc(1, sizeof(*p));
-	p->path = xstrdup(path);
-	p->ce = ce;
-	p->current = true;
-	pin_hold(p, pid, now);
-	pp = &pin_table[hash_bytes(path, strlen(path)) % PIN_BUCKETS];
-	p->next = *pp;
-	*pp = p;
-	pthread_mutex_unlock(&pin_lock);
-	*out = p;
-	return 0;
-}
-
-/* The open of p by pid ends. */
-static void
-pin_close(struct fsctx *fs, struct pin *p, pid_t pid)
-{
-	struct pin **pp;
-	size_t i;
-
-	pthread_mutex_lock(&pin_lock);
-	for (i = 0; i < p->nholders; i++)
-		if (p->holders[i] == pid) {
-			p->holders[i] = p->holders[--p->nholders];
-			break;
-		}
-	if (--p->opens > 0) {
-		pthread_mutex_unlock(&pin_lock);
-		return;
-	}
-	for (pp = &pin_table[hash_bytes(p->path, strlen(p->path)) % PIN_BUCKETS];
-	    *pp && *pp != p; pp = &(*pp)->next)
-		;
-	if (*pp)
-		*pp = p->next;
-	pthread_mutex_unlock(&pin_lock);
-	cache_release(fs->files, p->ce);
-	free(p->holders);
-	free(p->path);
-	free(p);
-}
 
 /* What vs/<base> points at: ../.vs/<base>. Its length. */
 static size_t
@@ -478,12 +303,12 @@ pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 		if (h->kind == H_INGEST) {
 			off_t size = 0;
 
-			ingest_size(path, h->ig, &size);
+			ingest_size(fs, path, h->ig, &size);
 			fs_stat(st, path, false, size, true, 0);
 			return 0;
 		}
-		fs_stat(st, path, false, (off_t)((struct buf *)h->pin->ce->val)->len, false,
-		    h->pin->ce->born);
+		fs_stat(st, path, false, (off_t)((struct buf *)pin_entry(h->pin)->val)->len, false,
+		    pin_entry(h->pin)->born);
 		return 0;
 	}
 	if (path_parse(path, clock_now_ns(), &fp) < 0)
@@ -498,7 +323,7 @@ pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 	case NODE_INGEST_FILE: {
 		off_t size;
 
-		if ((rc = ingest_size(path, NULL, &size)) == 0)
+		if ((rc = ingest_size(fs, path, NULL, &size)) == 0)
 			fs_stat(st, path, false, size, true, 0);
 		return rc;
 	}
@@ -543,7 +368,7 @@ pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 		int64_t born;
 
 		/* While the file is open: the size of the version its readers share. */
-		if (pin_stat(path, &size, &born)) {
+		if (pin_stat(fs, path, &size, &born)) {
 			fs_stat(st, path, false, size, false, born);
 			return 0;
 		}
@@ -618,7 +443,7 @@ pf_open(const char *path, struct fuse_file_info *fi)
 		/* Reopening a file that is still being written. */
 		struct ingest *ig;
 
-		if ((rc = ingest_open(path, (fi->flags & O_TRUNC) != 0, &ig)) < 0)
+		if ((rc = ingest_open(fs, path, (fi->flags & O_TRUNC) != 0, &ig)) < 0)
 			return rc;
 		h = xcalloc(1, sizeof(*h));
 		h->kind = H_INGEST;
@@ -632,7 +457,7 @@ pf_open(const char *path, struct fuse_file_info *fi)
 	if (fp.node != NODE_README && fp.node != NODE_TARGETS && fp.node != NODE_VIEW &&
 	    fp.node != NODE_VS_VIEW && fp.node != NODE_PROFILE)
 		return -EISDIR;
-	pid = caller_process();
+	pid = fs_caller();
 	if ((rc = pin_open(fs, path, &fp, pid, &pin)) < 0)
 		return errno_of(rc);
 	h = xcalloc(1, sizeof(*h));
@@ -667,7 +492,7 @@ pf_read(const char *path, char *out, size_t size, off_t off, struct fuse_file_in
 		return -EBADF;
 	if (h->kind == H_INGEST)
 		return ingest_read(h->ig, out, size, off);
-	b = h->pin->ce->val;
+	b = pin_entry(h->pin)->val;
 	if (off < 0 || (size_t)off >= b->len)
 		return 0;
 	n = b->len - (size_t)off;
@@ -695,7 +520,7 @@ pf_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 	h = xcalloc(1, sizeof(*h));
 	h->kind = H_INGEST;
 	/* cp creates with O_EXCL, shell redirection and most writers with O_TRUNC; touch with neither. */
-	ingest_create(path, &fp, (fi->flags & (O_TRUNC | O_EXCL)) != 0, &h->ig);
+	ingest_create(fs_ctx(), path, &fp, (fi->flags & (O_TRUNC | O_EXCL)) != 0, &h->ig);
 	fi->fh = (uintptr_t)h;
 	fi->direct_io = 1;
 	return 0;
@@ -722,9 +547,9 @@ pf_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 	if (fi && fi->fh)
 		ig = ((struct handle *)(uintptr_t)fi->fh)->ig;
 	if (ig != NULL)
-		return ingest_truncate(path, ig, size);
+		return ingest_truncate(fs_ctx(), path, ig, size);
 	if (path_parse(path, clock_now_ns(), &fp) == 0 && fp.node == NODE_INGEST_FILE)
-		return ingest_truncate(path, NULL, size);
+		return ingest_truncate(fs_ctx(), path, NULL, size);
 	return -EROFS;
 }
 

@@ -17,6 +17,8 @@
 
 struct cache;
 struct fuse;
+struct ingests;
+struct pins;
 
 /* State shared by every FUSE handler (fuse_get_context()->private_data). */
 struct fsctx {
@@ -26,6 +28,9 @@ struct fsctx {
 	struct cache		*files;		/* rendered file contents by path */
 	struct cache		*sizes;		/* sizes of generated files by path */
 	struct fuse		*fuse;
+	/* Made by fs_main(), gone when it returns (fs/'s own). */
+	struct pins		*pins;		/* versions open files read */
+	struct ingests		*ingests;	/* files being written into ingest/ */
 	/*
 	 * MOUNTPOINT/.targets.json: the scraper's status appended to out, by
 	 * whoever wires the program (fs/ knows no collector). NULL: no such file.

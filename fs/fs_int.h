@@ -7,6 +7,7 @@
  *   dir.c     directory listings and "does this directory exist"
  *   ingest.c  files being written into ingest/ and storing them on close
  *   mount.c   mounting, the FUSE session and its threads, stale mounts
+ *   pin.c     the version of a generated file each open reads
  *
  * with the path grammar (path.c), the content cache (cache.c) and the views
  * of a range directory (views.c) beside them.
@@ -28,7 +29,9 @@
 
 struct cache_entry;
 struct ingest;
+struct ingests;
 struct pin;
+struct pins;
 
 /* What an open file handle holds (fi->fh). */
 enum hkind { H_CONTENT, H_INGEST };
@@ -41,6 +44,15 @@ struct handle {
 
 /* The daemon's context inside a FUSE handler. */
 struct fsctx	*fs_ctx(void);
+/*
+ * The process (thread group) behind the current FUSE request: the kernel
+ * gives the calling thread's id, and a multi-threaded reader (go tool pprof)
+ * may open on one thread and fstat on another.
+ */
+pid_t	fs_caller(void);
+/* The content of a generated file, cached; *ce holds a reference (fs.c). */
+int	fs_content(struct fsctx *fs, const char *path, const struct fspath *fp,
+	    struct cache_entry **ce);
 /*
  * A stat of path: a directory or a regular file of size bytes, writable
  * (ingest/) or not; mtime_ns > 0 is the time generated content was made.
@@ -61,33 +73,57 @@ bool	dir_exists(struct fsctx *fs, const char *service, const char *type,
 /* The entries of directory fp (NUL-separated names) appended to names. -ENOENT, -ENOTDIR. */
 int	dir_list(struct fsctx *fs, const char *path, const struct fspath *fp, struct buf *names);
 
+/* --- pin.c: each function takes the pins' lock itself --- */
+int	pins_create(struct pins **out);		/* 0, -ENOMEM */
+void	pins_destroy(struct pins *pins);	/* every pin closed; NULL: no-op */
+/*
+ * Open path's content for pid: the pinned version, or a new one (through
+ * fs_content()) that becomes the pin. 0 with *out held until pin_close(), or
+ * fs_content()'s error.
+ */
+int	pin_open(struct fsctx *fs, const char *path, const struct fspath *fp, pid_t pid,
+	    struct pin **out);
+/* The open of p by pid ends; the last one frees p and its cache reference. */
+void	pin_close(struct fsctx *fs, struct pin *p, pid_t pid);
+/*
+ * The size and birth of the version of path that the calling process reads
+ * (the newest it holds open), else of the current pin; false if path is not
+ * open (then stat generates as usual).
+ */
+bool	pin_stat(struct fsctx *fs, const char *path, off_t *size, int64_t *born);
+/* The cache entry (a struct buf) p reads. */
+struct cache_entry *pin_entry(const struct pin *p);
+
 /* --- ingest.c ---
  * An ingest file collects its bytes in memory and is parsed and stored when
  * closed (flushed); the outcome is close()'s result. Each function takes the
  * ingest lock itself.
  */
+int	ingests_create(struct ingests **out);		/* 0, -ENOMEM */
+void	ingests_destroy(struct ingests *igs);	/* none open; NULL: no-op */
 /*
  * A new file at path (fp parsed as NODE_INGEST_FILE); trunc: created with
  * O_TRUNC or O_EXCL, so closing it empty is an empty upload. *out is held until
  * ingest_release().
  */
-int	ingest_create(const char *path, const struct fspath *fp, bool trunc, struct ingest **out);
+int	ingest_create(struct fsctx *fs, const char *path, const struct fspath *fp, bool trunc,
+	    struct ingest **out);
 /*
  * Another open of a name still being written: a new object of its own,
  * empty with trunc, else a copy of the newest writer's bytes. -ENOENT, -EAGAIN.
  */
-int	ingest_open(const char *path, bool trunc, struct ingest **out);
+int	ingest_open(struct fsctx *fs, const char *path, bool trunc, struct ingest **out);
 int	ingest_write(struct ingest *ig, const char *data, size_t size, off_t off);
 int	ingest_read(struct ingest *ig, char *out, size_t size, off_t off);
 /* Truncate ig, or the file at path when ig is NULL (-ENOENT: none). */
-int	ingest_truncate(const char *path, struct ingest *ig, off_t size);
+int	ingest_truncate(struct fsctx *fs, const char *path, struct ingest *ig, off_t size);
 /* The size of ig, or of the file at path when ig is NULL. -ENOENT. */
-int	ingest_size(const char *path, struct ingest *ig, off_t *size);
+int	ingest_size(struct fsctx *fs, const char *path, struct ingest *ig, off_t *size);
 /* Store what ig holds if it changed since the last attempt; that attempt's result. */
 int	ingest_flush(struct fsctx *fs, struct ingest *ig);
 /* Drop one open; the last one stores unflushed data and frees ig. */
 void	ingest_release(struct fsctx *fs, struct ingest *ig);
 /* The names of files being written directly in directory dir, appended to names. */
-void	ingest_list(const char *dir, struct buf *names);
+void	ingest_list(struct fsctx *fs, const char *dir, struct buf *names);
 
 #endif

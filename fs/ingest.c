@@ -18,10 +18,12 @@
  * only created and closed (touch: neither flag, no write, no truncate) holds
  * no upload at all and is ignored.
  *
- * Locking: ig_lock protects the list of open files and every ingest's data,
- * dirty flag, result and open count; an ingest's store_lock is held across a
- * store attempt (taken before ig_lock), so a concurrent flush of the same
- * open (a dup'd descriptor) waits for the result of the attempt in progress.
+ * The open files of a mount are its struct ingests (fs->ingests), made by
+ * fs_main() with ingests_create(). Locking: its lock protects the list of
+ * open files and every ingest's data, dirty flag, result and open count; an
+ * ingest's store_lock is held across a store attempt (taken before the list's
+ * lock), so a concurrent flush of the same open (a dup'd descriptor) waits
+ * for the result of the attempt in progress.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -37,8 +39,9 @@
 /* How long a write or a store attempt waits for memory before EAGAIN. */
 #define BUDGET_WAIT_NS		(INT64_C(10) * 1000000000)
 
-/* A file being written into ingest/, one per open. Protected by ig_lock. */
+/* A file being written into ingest/, one per open. Protected by its list's lock. */
 struct ingest {
+	struct ingests	*igs;		/* the list it is on */
 	struct ingest	*next;
 	char		*path;
 	struct fspath	 fp;
@@ -49,73 +52,103 @@ struct ingest {
 	int		 opens;
 };
 
-static pthread_mutex_t ig_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct ingest *ig_open;	/* newest first; protected by ig_lock */
+/* The files being written into a mount's ingest/. */
+struct ingests {
+	pthread_mutex_t	 lock;
+	struct ingest	*open;		/* newest first; protected by lock */
+};
 
-/* The newest open file at path, or NULL. Called with ig_lock held. */
+int
+ingests_create(struct ingests **out)
+{
+	struct ingests *igs = calloc(1, sizeof(*igs));
+
+	*out = NULL;
+	if (igs == NULL)
+		return -ENOMEM;
+	pthread_mutex_init(&igs->lock, NULL);
+	*out = igs;
+	return 0;
+}
+
+void
+ingests_destroy(struct ingests *igs)
+{
+	if (igs == NULL)
+		return;
+	pthread_mutex_destroy(&igs->lock);
+	free(igs);
+}
+
+/* The newest open file at path, or NULL. Called with igs->lock held. */
 static struct ingest *
-find(const char *path)
+find(struct ingests *igs, const char *path)
 {
 	struct ingest *ig;
 
-	for (ig = ig_open; ig; ig = ig->next)
+	for (ig = igs->open; ig; ig = ig->next)
 		if (strcmp(ig->path, path) == 0)
 			return ig;
 	return NULL;
 }
 
-/* A new object for path, added to the list. Called with ig_lock held. */
+/* A new object for path, added to the list. Called with igs->lock held. */
 static struct ingest *
-ingest_new(const char *path, const struct fspath *fp)
+ingest_new(struct ingests *igs, const char *path, const struct fspath *fp)
 {
 	struct ingest *ig = xcalloc(1, sizeof(*ig));
 
+	ig->igs = igs;
 	ig->path = xstrdup(path);
 	pthread_mutex_init(&ig->store_lock, NULL);
 	ig->fp = *fp;
 	ig->opens = 1;
 	ig->data.max = INGEST_MAX;
-	ig->next = ig_open;
-	ig_open = ig;
+	ig->next = igs->open;
+	igs->open = ig;
 	return ig;
 }
 
 int
-ingest_create(const char *path, const struct fspath *fp, bool trunc, struct ingest **out)
+ingest_create(struct fsctx *fs, const char *path, const struct fspath *fp, bool trunc,
+    struct ingest **out)
 {
-	pthread_mutex_lock(&ig_lock);
-	*out = ingest_new(path, fp);
+	struct ingests *igs = fs->ingests;
+
+	pthread_mutex_lock(&igs->lock);
+	*out = ingest_new(igs, path, fp);
 	/* Such a create is an upload even if no byte follows (see above). */
 	(*out)->dirty = trunc;
-	pthread_mutex_unlock(&ig_lock);
+	pthread_mutex_unlock(&igs->lock);
 	return 0;
 }
 
 int
-ingest_open(const char *path, bool trunc, struct ingest **out)
+ingest_open(struct fsctx *fs, const char *path, bool trunc, struct ingest **out)
 {
+	struct ingests *igs = fs->ingests;
 	struct ingest *ig, *prev;
 	int rc = 0;
 
 	*out = NULL;
-	pthread_mutex_lock(&ig_lock);
-	if ((prev = find(path)) == NULL) {
-		pthread_mutex_unlock(&ig_lock);
+	pthread_mutex_lock(&igs->lock);
+	if ((prev = find(igs, path)) == NULL) {
+		pthread_mutex_unlock(&igs->lock);
 		return -ENOENT;
 	}
-	ig = ingest_new(path, &prev->fp);
+	ig = ingest_new(igs, path, &prev->fp);
 	if (trunc)
 		ig->dirty = true;
 	else if (prev->data.len && (rc = buf_add(&ig->data, prev->data.data, prev->data.len)) < 0) {
 		/* No memory for the copy: this open fails, the writer goes on. */
-		ig_open = ig->next;
+		igs->open = ig->next;
 		buf_free(&ig->data);
 		pthread_mutex_destroy(&ig->store_lock);
 		free(ig->path);
 		free(ig);
 		ig = NULL;
 	}
-	pthread_mutex_unlock(&ig_lock);
+	pthread_mutex_unlock(&igs->lock);
 	if (rc < 0) {
 		log_warnx("ingest: cannot open %s again: the memory budget of %zu MiB is in use",
 		    path, budget_limit() >> 20);
@@ -125,7 +158,7 @@ ingest_open(const char *path, bool trunc, struct ingest **out)
 	return 0;
 }
 
-/* Set ig's length to size, zero-filling a hole. Called with ig_lock held. */
+/* Set ig's length to size, zero-filling a hole. Called with igs->lock held. */
 static int
 resize(struct ingest *ig, size_t size)
 {
@@ -149,19 +182,20 @@ resize(struct ingest *ig, size_t size)
 	return 0;
 }
 
-/* resize(), waiting once for the memory budget. Called with ig_lock held. */
+/* resize(), waiting once for the memory budget. Called with igs->lock held. */
 static int
 resize_wait(struct ingest *ig, size_t size)
 {
+	struct ingests *igs = ig->igs;
 	size_t more;
 	int rc;
 
 	if ((rc = resize(ig, size)) != -ENOMEM)
 		return rc;
 	more = size - ig->data.len;
-	pthread_mutex_unlock(&ig_lock);
+	pthread_mutex_unlock(&igs->lock);
 	rc = budget_wait(more, BUDGET_WAIT_NS);
-	pthread_mutex_lock(&ig_lock);
+	pthread_mutex_lock(&igs->lock);
 	if (rc == 0 && (rc = resize(ig, size)) == 0)
 		return 0;
 	log_warnx("ingest: %s: no memory for %zu more bytes (the memory budget of %zu MiB "
@@ -172,6 +206,7 @@ resize_wait(struct ingest *ig, size_t size)
 int
 ingest_write(struct ingest *ig, const char *data, size_t size, off_t off)
 {
+	struct ingests *igs = ig->igs;
 	int rc = 0;
 
 	if (off < 0 || (uint64_t)off + size > INGEST_MAX) {
@@ -179,7 +214,7 @@ ingest_write(struct ingest *ig, const char *data, size_t size, off_t off)
 		    INGEST_MAX >> 20);
 		return -EFBIG;
 	}
-	pthread_mutex_lock(&ig_lock);
+	pthread_mutex_lock(&igs->lock);
 	if ((size_t)off + size > ig->data.len)
 		rc = resize_wait(ig, (size_t)off + size);
 	if (rc == 0) {
@@ -187,79 +222,85 @@ ingest_write(struct ingest *ig, const char *data, size_t size, off_t off)
 			memcpy(ig->data.data + off, data, size);
 		ig->dirty = true;
 	}
-	pthread_mutex_unlock(&ig_lock);
+	pthread_mutex_unlock(&igs->lock);
 	return rc < 0 ? rc : (int)size;
 }
 
 int
 ingest_read(struct ingest *ig, char *out, size_t size, off_t off)
 {
+	struct ingests *igs = ig->igs;
 	const struct buf *b;
 	size_t n;
 
-	pthread_mutex_lock(&ig_lock);
+	pthread_mutex_lock(&igs->lock);
 	b = &ig->data;
 	n = off < 0 || (size_t)off >= b->len ? 0 : b->len - (size_t)off;
 	n = n < size ? n : size;
 	if (n)
 		memcpy(out, b->data + off, n);
-	pthread_mutex_unlock(&ig_lock);
+	pthread_mutex_unlock(&igs->lock);
 	return (int)n;
 }
 
 int
-ingest_truncate(const char *path, struct ingest *ig, off_t size)
+ingest_truncate(struct fsctx *fs, const char *path, struct ingest *ig, off_t size)
 {
+	struct ingests *igs = fs->ingests;
 	int rc;
 
-	pthread_mutex_lock(&ig_lock);
-	if (ig == NULL && (ig = find(path)) == NULL) {
-		pthread_mutex_unlock(&ig_lock);
+	pthread_mutex_lock(&igs->lock);
+	if (ig == NULL && (ig = find(igs, path)) == NULL) {
+		pthread_mutex_unlock(&igs->lock);
 		return -ENOENT;
 	}
 	if (size < 0 || (uint64_t)size > INGEST_MAX)
 		rc = -EFBIG;
 	else if ((rc = resize_wait(ig, (size_t)size)) == 0)
 		ig->dirty = true;
-	pthread_mutex_unlock(&ig_lock);
+	pthread_mutex_unlock(&igs->lock);
 	return rc;
 }
 
 int
-ingest_size(const char *path, struct ingest *ig, off_t *size)
+ingest_size(struct fsctx *fs, const char *path, struct ingest *ig, off_t *size)
 {
-	pthread_mutex_lock(&ig_lock);
+	struct ingests *igs = fs->ingests;
+
+	pthread_mutex_lock(&igs->lock);
 	if (ig == NULL)
-		ig = find(path);
+		ig = find(igs, path);
 	if (ig)
 		*size = (off_t)ig->data.len;
-	pthread_mutex_unlock(&ig_lock);
+	pthread_mutex_unlock(&igs->lock);
 	return ig ? 0 : -ENOENT;
 }
 
 void
-ingest_list(const char *dir, struct buf *names)
+ingest_list(struct fsctx *fs, const char *dir, struct buf *names)
 {
+	struct ingests *igs = fs->ingests;
 	struct ingest *ig, *o;
 	size_t plen = strlen(dir);
 
-	pthread_mutex_lock(&ig_lock);
-	for (ig = ig_open; ig; ig = ig->next) {
+	pthread_mutex_lock(&igs->lock);
+	for (ig = igs->open; ig; ig = ig->next) {
 		if (strncmp(ig->path, dir, plen) != 0 || ig->path[plen] != '/' ||
 		    strchr(ig->path + plen + 1, '/') != NULL)
 			continue;
 		/* A name several opens write is listed once. */
-		for (o = ig_open; o != ig && strcmp(o->path, ig->path) != 0; o = o->next)
+		for (o = igs->open; o != ig && strcmp(o->path, ig->path) != 0; o = o->next)
 			;
 		if (o == ig)
 			buf_add(names, ig->path + plen + 1, strlen(ig->path + plen + 1) + 1);
 	}
-	pthread_mutex_unlock(&ig_lock);
+	pthread_mutex_unlock(&igs->lock);
 }
 
 int
 ingest_flush(struct fsctx *fs, struct ingest *ig)
 {
+	struct ingests *igs = ig->igs;
 	struct labelset ls = { .n = 0 };
 	struct store_input in;
 	struct store_ref ref;
@@ -270,10 +311,10 @@ ingest_flush(struct fsctx *fs, struct ingest *ig)
 
 	memset(&in, 0, sizeof(in));
 	pthread_mutex_lock(&ig->store_lock);
-	pthread_mutex_lock(&ig_lock);
+	pthread_mutex_lock(&igs->lock);
 	if (!ig->dirty) {
 		rc = ig->result;
-		pthread_mutex_unlock(&ig_lock);
+		pthread_mutex_unlock(&igs->lock);
 		pthread_mutex_unlock(&ig->store_lock);
 		return rc;
 	}
@@ -282,7 +323,7 @@ ingest_flush(struct fsctx *fs, struct ingest *ig)
 	data = ig->data;
 	memset(&ig->data, 0, sizeof(ig->data));
 	ig->data.max = INGEST_MAX;
-	pthread_mutex_unlock(&ig_lock);
+	pthread_mutex_unlock(&igs->lock);
 	/* Decoding takes memory too: wait until some of the budget is free. */
 	want = data.len < (1u << 20) ? (1u << 20) : data.len;
 	if (budget_wait(want < budget_limit() / 4 ? want : budget_limit() / 4,
@@ -326,14 +367,14 @@ out:
 		if (rc != -EIO && rc != -EAGAIN && rc != -EFBIG && rc != -ENOSPC)
 			rc = -EINVAL;
 	}
-	pthread_mutex_lock(&ig_lock);
+	pthread_mutex_lock(&igs->lock);
 	if (ig->data.len == 0 && !ig->dirty) {
 		buf_free(&ig->data);
 		ig->data = data;
 		memset(&data, 0, sizeof(data));
 	}
 	ig->result = rc;
-	pthread_mutex_unlock(&ig_lock);
+	pthread_mutex_unlock(&igs->lock);
 	pthread_mutex_unlock(&ig->store_lock);
 	labels_clear(&ls);
 	buf_free(&err);
@@ -344,18 +385,19 @@ out:
 void
 ingest_release(struct fsctx *fs, struct ingest *ig)
 {
+	struct ingests *igs = ig->igs;
 	struct ingest **pp;
 
-	pthread_mutex_lock(&ig_lock);
+	pthread_mutex_lock(&igs->lock);
 	if (--ig->opens > 0) {
-		pthread_mutex_unlock(&ig_lock);
+		pthread_mutex_unlock(&igs->lock);
 		return;
 	}
-	for (pp = &ig_open; *pp && *pp != ig; pp = &(*pp)->next)
+	for (pp = &igs->open; *pp && *pp != ig; pp = &(*pp)->next)
 		;
 	if (*pp)
 		*pp = ig->next;
-	pthread_mutex_unlock(&ig_lock);
+	pthread_mutex_unlock(&igs->lock);
 	/* Written but never flushed (a writer that died): store it now. */
 	if (ig->dirty)
 		ingest_flush(fs, ig);

@@ -126,6 +126,20 @@ changed_since(void *st, uint64_t then, int64_t scope)
 	return store_changed_since(st, then, scope);
 }
 
+/* The state fs_main() made for one mount (NULL members skipped). */
+static void
+mount_state_free(struct fsctx *fs)
+{
+	cache_destroy(fs->files);
+	cache_destroy(fs->merges);
+	cache_destroy(fs->sizes);
+	pins_destroy(fs->pins);
+	ingests_destroy(fs->ingests);
+	fs->files = fs->merges = fs->sizes = NULL;
+	fs->pins = NULL;
+	fs->ingests = NULL;
+}
+
 int
 fs_main(struct fsctx *fs, const struct fs_opts *o)
 {
@@ -157,8 +171,11 @@ fs_main(struct fsctx *fs, const struct fs_opts *o)
 	fs->files = cache_create(FILE_CACHE_BYTES);
 	fs->merges = cache_create(MERGE_CACHE_BYTES);
 	fs->sizes = cache_create(SIZE_CACHE_BYTES);
-	if (fs->files == NULL || fs->merges == NULL || fs->sizes == NULL)
+	if (fs->files == NULL || fs->merges == NULL || fs->sizes == NULL ||
+	    pins_create(&fs->pins) < 0 || ingests_create(&fs->ingests) < 0) {
+		mount_state_free(fs);
 		return -ENOMEM;
+	}
 	/* Content of a past range outlives the puts of later profiles. */
 	cache_set_changed(fs->files, changed_since, fs->st);
 	cache_set_changed(fs->merges, changed_since, fs->st);
@@ -222,10 +239,7 @@ unmount:
 	fuse_unmount(f);
 	fuse_destroy(f);
 	fuse_opt_free_args(&args);
-	cache_destroy(fs->files);
-	cache_destroy(fs->merges);
-	cache_destroy(fs->sizes);
-	fs->files = fs->merges = NULL;
+	mount_state_free(fs);
 	log_info("unmounted %s", o->mountpoint);
 	return rc;
 }
