@@ -720,23 +720,12 @@ reaper_main(void *arg)
 static size_t
 on_unescape(void *cls, struct MHD_Connection *conn, char *s)
 {
-	char *w = s, *p = s;
-	int hi, lo;
+	long n = pct_decode(s, s, strlen(s), PCT_PLUS_SPACE | PCT_LENIENT);
 
 	(void)cls;
 	(void)conn;
-	while (*p) {
-		if (*p == '%' && (hi = hex_value(p[1])) >= 0 && (lo = hex_value(p[2])) >= 0 &&
-		    (hi | lo) != 0) {
-			*w++ = (char)(hi << 4 | lo);
-			p += 3;
-		} else {
-			*w++ = *p == '+' ? ' ' : *p;
-			p++;
-		}
-	}
-	*w = '\0';
-	return (size_t)(w - s);
+	s[n] = '\0';
+	return (size_t)n;
 }
 
 static void

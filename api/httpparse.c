@@ -1,7 +1,6 @@
 /*
- * httpparse: parameter parsers of the HTTP API (see httpparse.h). Calendar
- * arithmetic is done here rather than with timegm() so that no time zone
- * state is touched and every date is validated as Go's time.Parse does.
+ * httpparse: parameter parsers of the HTTP API (see httpparse.h). Dates and
+ * calendar arithmetic are base's (clock.c), the one parser of ISO 8601 times.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -11,9 +10,6 @@
 #include "httpparse.h"
 
 #define NS_PER_SEC	INT64_C(1000000000)
-/* Years whose every instant fits an int64 of nanoseconds. */
-#define YEAR_MIN	1678
-#define YEAR_MAX	2261
 
 static bool
 is_space(char c)
@@ -37,28 +33,12 @@ trim(const char **s, const char **e)
 		(*e)--;
 }
 
-/* Go's url.QueryUnescape of [s, e) into out (reset first). */
+/* Go's url.QueryUnescape of [s, e) into out (reset first); no NUL. */
 static int
 query_unescape(struct buf *out, const char *s, const char *e)
 {
-	int hi, lo, rc = 0;
-
 	buf_reset(out);
-	rc = buf_reserve(out, (size_t)(e - s));
-	while (s < e && rc == 0) {
-		if (*s == '%') {
-			if (e - s < 3 || (hi = hex_value(s[1])) < 0 || (lo = hex_value(s[2])) < 0)
-				return -EINVAL;
-			if (hi == 0 && lo == 0)
-				return -EINVAL;		/* a NUL would cut the string short */
-			rc = buf_addc(out, hi << 4 | lo);
-			s += 3;
-		} else {
-			rc = buf_addc(out, *s == '+' ? ' ' : *s);
-			s++;
-		}
-	}
-	return rc;
+	return buf_add_pct_decoded(out, s, (size_t)(e - s), PCT_PLUS_SPACE);
 }
 
 int
@@ -93,105 +73,15 @@ httpparse_labels(const char *s, struct labelset *ls, struct buf *err)
 	return rc;
 }
 
-/* Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm). */
-static int64_t
-days_from_civil(int64_t y, unsigned m, unsigned d)
-{
-	int64_t era;
-	unsigned yoe, doy, doe;
-
-	y -= m <= 2;
-	era = (y >= 0 ? y : y - 399) / 400;
-	yoe = (unsigned)(y - era * 400);
-	doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
-	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-	return era * 146097 + (int64_t)doe - 719468;
-}
-
-static void
-civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)
-{
-	int64_t era;
-	unsigned doe, yoe, doy, mp;
-
-	z += 719468;
-	era = (z >= 0 ? z : z - 146096) / 146097;
-	doe = (unsigned)(z - era * 146097);
-	yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-	doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-	mp = (5 * doy + 2) / 153;
-	*d = doy - (153 * mp + 2) / 5 + 1;
-	*m = mp < 10 ? mp + 3 : mp - 9;
-	*y = (int64_t)yoe + era * 400 + (*m <= 2);
-}
-
-static unsigned
-month_days(int64_t y, unsigned m)
-{
-	static const unsigned md[12] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
-	bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-
-	return m == 2 && leap ? 29 : md[m - 1];
-}
-
-/* n digits at s as a number; -1 unless all are digits. */
-static int64_t
-digits(const char *s, int n)
-{
-	int64_t v = 0;
-	int i;
-
-	for (i = 0; i < n; i++) {
-		if (!is_digit(s[i]))
-			return -1;
-		v = v * 10 + (s[i] - '0');
-	}
-	return v;
-}
-
-/* A validated date and time of day as ns since the epoch. */
-static int
-civil_to_ns(int64_t y, int64_t mo, int64_t d, int64_t h, int64_t mi, int64_t se,
-    int64_t frac, int64_t *ns)
-{
-	if (y < YEAR_MIN || y > YEAR_MAX || mo < 1 || mo > 12 || d < 1 ||
-	    d > month_days(y, (unsigned)mo) || h > 23 || mi > 59 || se > 59)
-		return -EINVAL;
-	*ns = ((days_from_civil(y, (unsigned)mo, (unsigned)d) * 86400 + h * 3600 + mi * 60 + se) *
-	    NS_PER_SEC) + frac;
-	return 0;
-}
-
 int
 httpparse_time(const char *s, int64_t *ns)
 {
-	int64_t y, mo, d, h, mi, se, frac = 0, scale = NS_PER_SEC;
-	size_t n = strlen(s), i = 19;
+	int64_t unit;
 
-	/* 2006-01-02T15:04:05 */
-	if (n < 19 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':')
+	/* 2006-01-02T15:04:05[.999999999][Z]: down to the second at least. */
+	if (clock_parse_iso(s, strlen(s), CLOCK_ISO_FRACTION, ns, &unit) < 0 || unit > NS_PER_SEC)
 		return -EINVAL;
-	if ((y = digits(s, 4)) < 0 || (mo = digits(s + 5, 2)) < 0 || (d = digits(s + 8, 2)) < 0 ||
-	    (h = digits(s + 11, 2)) < 0 || (mi = digits(s + 14, 2)) < 0 ||
-	    (se = digits(s + 17, 2)) < 0)
-		return -EINVAL;
-	if (i < n && (s[i] == '.' || s[i] == ',')) {
-		size_t nd = 0;
-
-		for (i++; i < n && is_digit(s[i]); i++, nd++) {
-			if (nd >= 9)
-				return -EINVAL;
-			scale /= 10;
-			frac += (s[i] - '0') * scale;
-		}
-		if (nd == 0)
-			return -EINVAL;
-	}
-	if (i < n && s[i] == 'Z')
-		i++;
-	if (i != n)
-		return -EINVAL;
-	return civil_to_ns(y, mo, d, h, mi, se, frac, ns);
+	return 0;
 }
 
 /* Seconds in one Pyroscope offset unit, 0 if unknown (attime's getUnitMultiplier). */
@@ -250,7 +140,7 @@ httpparse_attime(const char *in, int64_t now_ns, int64_t *ns)
 		if (n == 8) {
 			int64_t y = v / 10000, mo = v / 100 % 100, d = v % 100;
 
-			if (y > 1900 && civil_to_ns(y, mo, d, 0, 0, 0, 0, ns) == 0)
+			if (y > 1900 && clock_civil_ns(y, mo, d, 0, 0, 0, 0, ns) == 0)
 				return 0;
 		}
 		switch (n) {
@@ -470,7 +360,7 @@ httpparse_format_time(int64_t ns, char out[40])
 		sod += 86400;
 		days--;
 	}
-	civil_from_days(days, &y, &m, &d);
+	clock_civil_from_days(days, &y, &m, &d);
 	f[0] = '\0';
 	if (frac) {
 		n = snprintf(f, sizeof(f), ".%09lld", (long long)frac);

@@ -64,6 +64,30 @@ int64_t	clock_mono_ns(void);	/* CLOCK_MONOTONIC, ns */
  * required; the result is > 0 and <= max_ns. -EINVAL otherwise.
  */
 int	clock_parse_duration(const char *s, int64_t max_ns, int64_t *ns);
+/*
+ * The one parser of ISO 8601 dates and times, in UTC:
+ * YYYY-MM-DD[THH[:MM[:SS]]] (len bytes of s, no more, no less); with
+ * CLOCK_ISO_FRACTION the seconds may be followed by a fraction (".5" or
+ * ",5", 1 to 9 digits) and a 'Z'. Dates are checked as Go's time.Parse does
+ * (no 2026-02-30); the time and a day after it must fit int64 nanoseconds
+ * (1677-09-22 to 2262-04-10).
+ * *ns: ns since the epoch; *unit (may be NULL): the length of the period the
+ * text names (a day, an hour, a minute, a second, or 1 ns with a fraction).
+ * -EINVAL otherwise.
+ */
+#define CLOCK_ISO_FRACTION	1u
+int	clock_parse_iso(const char *s, size_t len, unsigned flags, int64_t *ns, int64_t *unit);
+/* A date and time of day (validated as above, frac in ns) as ns since the epoch. -EINVAL. */
+int	clock_civil_ns(int64_t y, int64_t mo, int64_t d, int64_t h, int64_t mi, int64_t se,
+	    int64_t frac, int64_t *ns);
+/* The proleptic Gregorian date of a count of days since 1970-01-01. */
+void	clock_civil_from_days(int64_t days, int64_t *y, unsigned *m, unsigned *d);
+/* a / b rounded toward negative infinity (b > 0): the window a time falls in. */
+static inline int64_t
+floor_div(int64_t a, int64_t b)
+{
+	return a / b - (a % b != 0 && (a < 0) != (b < 0));
+}
 
 /* --- hex digits (buf.c) --- */
 static inline char
@@ -73,6 +97,24 @@ hex_digit(unsigned v, bool upper)
 }
 /* The value of hex digit c (either case), or -1. */
 int	hex_value(int c);
+
+/* --- %XX decoding (buf.c): the one decoder, for labels, URLs and ClickHouse text --- */
+#define PCT_PLUS_SPACE	1u	/* '+' is a space (a URL's query, Go's url.Values) */
+#define PCT_NUL_OK	2u	/* %00 is a NUL byte (else refused: it would cut a string) */
+#define PCT_LENIENT	4u	/* a bad escape or %00 stays as it is: never -EINVAL */
+/*
+ * Decode n bytes of s (%XX in either case) into dst, which has room for n
+ * bytes: decoding never grows, and dst may be s. The decoded length, or
+ * -EINVAL for a bad or cut escape or %00 (unless flags allow them).
+ */
+long	pct_decode(char *dst, const char *s, size_t n, unsigned flags);
+
+/* --- varints (buf.c): protobuf's, LEB128 unsigned --- */
+#define VARINT_MAX	10	/* bytes of the longest */
+/* Write v at p (room for VARINT_MAX bytes); the bytes written. */
+size_t	varint_put(unsigned char *p, uint64_t v);
+/* Read one at *p (before end), advancing *p. 0, or -EINVAL if cut or too long. */
+int	varint_get(const unsigned char **p, const unsigned char *end, uint64_t *v);
 
 /* --- searching sorted tables (search.c) --- */
 /*
@@ -122,8 +164,10 @@ int	buf_printf(struct buf *b, const char *fmt, ...)
 int	buf_vprintf(struct buf *b, const char *fmt, va_list ap);
 /* Append s escaped for XML text and attributes; invalid UTF-8 becomes U+FFFD. */
 int	buf_add_xml(struct buf *b, const char *s, size_t n);
-/* Append a protobuf varint. */
+/* Append a protobuf varint (varint_put()). */
 int	buf_add_varint(struct buf *b, uint64_t v);
+/* Append n bytes of s %XX-decoded (pct_decode()). 0, -EINVAL, or b's error. */
+int	buf_add_pct_decoded(struct buf *b, const char *s, size_t n, unsigned flags);
 /* A decimal integer; a number with dec (0..4) digits after the point ("%.<dec>f"). */
 int	buf_add_i64(struct buf *b, int64_t v);
 int	buf_add_fixed(struct buf *b, double v, int dec);

@@ -216,15 +216,81 @@ buf_add_fixed(struct buf *b, double v, int dec)
 int
 buf_add_varint(struct buf *b, uint64_t v)
 {
-	unsigned char tmp[10];
+	unsigned char tmp[VARINT_MAX];
+
+	return buf_add(b, tmp, varint_put(tmp, v));
+}
+
+size_t
+varint_put(unsigned char *p, uint64_t v)
+{
 	size_t n = 0;
 
 	while (v >= 0x80) {
-		tmp[n++] = (unsigned char)(v | 0x80);
+		p[n++] = (unsigned char)(v | 0x80);
 		v >>= 7;
 	}
-	tmp[n++] = (unsigned char)v;
-	return buf_add(b, tmp, n);
+	p[n++] = (unsigned char)v;
+	return n;
+}
+
+int
+varint_get(const unsigned char **p, const unsigned char *end, uint64_t *v)
+{
+	unsigned shift = 0;
+
+	*v = 0;
+	while (*p < end && shift < 64) {
+		unsigned char c = *(*p)++;
+
+		*v |= (uint64_t)(c & 0x7f) << shift;
+		if (!(c & 0x80))
+			return 0;
+		shift += 7;
+	}
+	return -EINVAL;
+}
+
+long
+pct_decode(char *dst, const char *s, size_t n, unsigned flags)
+{
+	size_t i = 0, w = 0;
+	int hi, lo;
+
+	while (i < n) {
+		if (s[i] == '%') {
+			if (n - i >= 3 && (hi = hex_value(s[i + 1])) >= 0 &&
+			    (lo = hex_value(s[i + 2])) >= 0 && ((hi | lo) != 0 || (flags & PCT_NUL_OK))) {
+				dst[w++] = (char)(hi << 4 | lo);
+				i += 3;
+				continue;
+			}
+			if (!(flags & PCT_LENIENT))
+				return -EINVAL;
+			dst[w++] = s[i++];
+			continue;
+		}
+		dst[w++] = s[i] == '+' && (flags & PCT_PLUS_SPACE) ? ' ' : s[i];
+		i++;
+	}
+	return (long)w;
+}
+
+int
+buf_add_pct_decoded(struct buf *b, const char *s, size_t n, unsigned flags)
+{
+	long w;
+	int rc;
+
+	if ((rc = buf_reserve(b, n)) < 0)
+		return rc;
+	if ((w = pct_decode(b->data + b->len, s, n, flags)) < 0) {
+		b->data[b->len] = '\0';
+		return (int)w;
+	}
+	b->len += (size_t)w;
+	b->data[b->len] = '\0';
+	return 0;
 }
 
 void

@@ -35,22 +35,7 @@ labels_escape(struct buf *out, const char *s, size_t n)
 int
 labels_unescape(struct buf *out, const char *s, size_t n)
 {
-	size_t i;
-	int rc = 0, h, l;
-
-	for (i = 0; i < n && rc == 0; i++) {
-		if (s[i] != '%') {
-			rc = buf_addc(out, s[i]);
-			continue;
-		}
-		if (i + 2 >= n || (h = hex_value(s[i + 1])) < 0 || (l = hex_value(s[i + 2])) < 0)
-			return -EINVAL;
-		if (h == 0 && l == 0)
-			return -EINVAL;	/* no NUL inside names */
-		rc = buf_addc(out, h << 4 | l);
-		i += 2;
-	}
-	return rc;
+	return buf_add_pct_decoded(out, s, n, 0);
 }
 
 static int

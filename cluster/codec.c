@@ -186,23 +186,8 @@ split(const char *p, const char *end, char sep, const char **f, size_t *fl, size
 static int
 unesc(struct buf *b, const char *s, size_t n)
 {
-	size_t i;
-
 	buf_reset(b);
-	for (i = 0; i < n; i++) {
-		if (s[i] == '%') {
-			int hi, lo;
-
-			if (i + 2 >= n || (hi = hex_value(s[i + 1])) < 0 ||
-			    (lo = hex_value(s[i + 2])) < 0)
-				return -EINVAL;
-			buf_addc(b, (char)(hi << 4 | lo));
-			i += 2;
-		} else
-			buf_addc(b, s[i]);
-	}
-	buf_addc(b, '\0');
-	return buf_error(b);
+	return buf_add_pct_decoded(b, s, n, PCT_NUL_OK);
 }
 
 static int64_t

@@ -689,12 +689,6 @@ ceil_div(int64_t a, int64_t b)
 	return a / b + (a % b > 0);
 }
 
-static int64_t
-floor_div(int64_t a, int64_t b)
-{
-	return a / b - (a % b < 0);
-}
-
 /*
  * The sums of the merged groups by (series, group, stack, value index), in
  * the shared types (ntypes of them), into accs.

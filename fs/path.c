@@ -17,85 +17,6 @@ const char *const path_presets[] = {
 	"last-5m", "last-15m", "last-1h", "last-6h", "last-24h", "last-7d", "all", NULL
 };
 
-static bool
-digits(const char *s, int n)
-{
-	int i;
-
-	for (i = 0; i < n; i++)
-		if (s[i] < '0' || s[i] > '9')
-			return false;
-	return true;
-}
-
-static int
-num(const char *s, int n)
-{
-	int v = 0, i;
-
-	for (i = 0; i < n; i++)
-		v = v * 10 + (s[i] - '0');
-	return v;
-}
-
-/*
- * Parse YYYY-MM-DD[THH[:MM[:SS]]] (exactly one of those forms). *unit is the
- * length of the period the text names (a day, an hour, a minute, a second).
- */
-static int
-parse_time(const char *s, size_t len, int64_t *t, int64_t *unit)
-{
-	struct tm tm;
-	time_t secs;
-
-	memset(&tm, 0, sizeof(tm));
-	if (len < 10 || !digits(s, 4) || s[4] != '-' || !digits(s + 5, 2) || s[7] != '-' ||
-	    !digits(s + 8, 2))
-		return -EINVAL;
-	tm.tm_year = num(s, 4) - 1900;
-	tm.tm_mon = num(s + 5, 2) - 1;
-	tm.tm_mday = num(s + 8, 2);
-	*unit = 86400;
-	if (len > 10) {
-		if (len < 13 || s[10] != 'T' || !digits(s + 11, 2))
-			return -EINVAL;
-		tm.tm_hour = num(s + 11, 2);
-		*unit = 3600;
-		if (len > 13) {
-			if (len < 16 || s[13] != ':' || !digits(s + 14, 2))
-				return -EINVAL;
-			tm.tm_min = num(s + 14, 2);
-			*unit = 60;
-			if (len > 16) {
-				if (len != 19 || s[16] != ':' || !digits(s + 17, 2))
-					return -EINVAL;
-				tm.tm_sec = num(s + 17, 2);
-				*unit = 1;
-			}
-		}
-	}
-	if (tm.tm_mon > 11 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 ||
-	    tm.tm_min > 59 || tm.tm_sec > 59)
-		return -EINVAL;
-	{
-		/*
-		 * Reject dates that timegm would roll over (2026-02-30). timegm
-		 * normalises its argument, so compare with a copy.
-		 */
-		struct tm want = tm;
-
-		secs = timegm(&tm);
-		if (tm.tm_mday != want.tm_mday || tm.tm_mon != want.tm_mon)
-			return -EINVAL;
-	}
-	/* Times are int64 nanoseconds (1677..2262): keep t + a day inside. */
-	if ((int64_t)secs <= INT64_MIN / NS || (int64_t)secs >= INT64_MAX / NS - 86400)
-		return -EINVAL;
-	*t = (int64_t)secs * NS;
-	*unit *= NS;
-	return 0;
-}
-
 int
 path_range(const char *name, int64_t now, struct range *r)
 {
@@ -126,8 +47,8 @@ path_range(const char *name, int64_t now, struct range *r)
 		return 0;
 	}
 	if ((dots = strstr(name, "..")) != NULL) {
-		if (parse_time(name, (size_t)(dots - name), &t, &unit) < 0 || unit > 60 * NS ||
-		    parse_time(dots + 2, strlen(dots + 2), &t2, &unit2) < 0 || unit2 > 60 * NS)
+		if (clock_parse_iso(name, (size_t)(dots - name), 0, &t, &unit) < 0 || unit > 60 * NS ||
+		    clock_parse_iso(dots + 2, strlen(dots + 2), 0, &t2, &unit2) < 0 || unit2 > 60 * NS)
 			return -EINVAL;
 		if (t2 <= t)
 			return -EINVAL;
@@ -135,7 +56,7 @@ path_range(const char *name, int64_t now, struct range *r)
 		r->to = t2;
 		return 0;
 	}
-	if (parse_time(name, len, &t, &unit) < 0 || unit < 60 * NS)
+	if (clock_parse_iso(name, len, 0, &t, &unit) < 0 || unit < 60 * NS)
 		return -EINVAL;
 	r->from = t;
 	r->to = t + unit;

@@ -84,6 +84,14 @@ fail(struct buf *err, int rc, const char *fmt, ...)
 	return rc;
 }
 
+bool
+profile_is_gzip(const void *data, size_t len)
+{
+	const unsigned char *d = data;
+
+	return len >= 2 && d[0] == 0x1f && d[1] == 0x8b;
+}
+
 int
 profile_gunzip(const void *data, size_t len, struct buf *out, struct buf *err)
 {
@@ -480,7 +488,7 @@ profile_decode(const void *data, size_t len, struct profile **out, struct buf *e
 	*out = NULL;
 	if (len == 0)
 		return fail(err, -EINVAL, "empty input: not a pprof profile");
-	if (len >= 2 && d[0] == 0x1f && d[1] == 0x8b) {
+	if (profile_is_gzip(d, len)) {
 		if ((rc = profile_gunzip(data, len, &plain, err)) < 0)
 			goto done;
 		data = plain.data;

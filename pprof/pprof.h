@@ -120,6 +120,8 @@ struct profile {
  */
 int	profile_decode(const void *data, size_t len, struct profile **out,
 	    struct buf *err);
+/* Whether data starts with gzip's magic (1f 8b): the one test of "is it gzipped". */
+bool	profile_is_gzip(const void *data, size_t len);
 /* Undo gzip if the data starts with its magic; -EINVAL/-EFBIG with a reason. */
 int	profile_gunzip(const void *data, size_t len, struct buf *out,
 	    struct buf *err);

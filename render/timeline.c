@@ -25,12 +25,6 @@ static const int64_t steps[] = {
 	2 * 86400 * NS, 7 * 86400 * NS,
 };
 
-static int64_t
-floor_div(int64_t a, int64_t b)
-{
-	return a >= 0 ? a / b : -((-a + b - 1) / b);
-}
-
 int
 timeline_init(struct timeline *tl, int64_t from, int64_t to, bool gauge)
 {

@@ -49,21 +49,11 @@ struct builder {
 
 /* --- pointer encodings (.eh_frame) ---------------------------------------- */
 
+/* ULEB128 is a protobuf varint. */
 static int
 read_uleb(const uint8_t **p, const uint8_t *end, uint64_t *v)
 {
-	unsigned shift = 0;
-
-	*v = 0;
-	while (*p < end && shift < 64) {
-		uint8_t b = *(*p)++;
-
-		*v |= (uint64_t)(b & 0x7f) << shift;
-		if (!(b & 0x80))
-			return 0;
-		shift += 7;
-	}
-	return -EINVAL;
+	return varint_get(p, end, v);
 }
 
 static int

@@ -616,7 +616,7 @@ not_pprof(const struct job *j, struct buf *why)
 		buf_adds(why, "answer is HTML (Content-Type text/html), not a pprof profile");
 		return true;
 	}
-	if (n >= 2 && d[0] == 0x1f && d[1] == 0x8b)
+	if (profile_is_gzip(d, n))
 		return false;
 	for (i = 0; i < n && i < 64 && (d[i] == ' ' || d[i] == '\n' || d[i] == '\r' ||
 	    d[i] == '\t'); i++)
