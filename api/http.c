@@ -289,7 +289,7 @@ count_ingest(const char *source, const char *outcome)
 	char l[96];
 
 	snprintf(l, sizeof(l), "source=\"%s\",outcome=\"%s\"", source, outcome);
-	metrics_add("profilefs_ingested_profiles_total", l, 1);
+	metrics_add(METRIC_INGESTED_PROFILES, l, 1);
 }
 
 int
@@ -316,18 +316,18 @@ handle_metrics(struct http_req *r)
 	uint64_t refused;
 
 	store_get_stats(r->srv->st, &s);
-	metrics_set("profilefs_store_profiles", NULL, (double)s.profiles);
-	metrics_set("profilefs_store_rejected", NULL, (double)s.rejected);
-	metrics_set("profilefs_store_bytes", NULL, (double)s.bytes);
-	metrics_set("profilefs_store_series", NULL, (double)s.series);
-	metrics_set("profilefs_store_disk_bytes", NULL, (double)s.disk_bytes);
-	metrics_set("profilefs_store_windows_pending", NULL, (double)s.windows_pending);
+	metrics_set(METRIC_STORE_PROFILES, NULL, (double)s.profiles);
+	metrics_set(METRIC_STORE_REJECTED, NULL, (double)s.rejected);
+	metrics_set(METRIC_STORE_BYTES, NULL, (double)s.bytes);
+	metrics_set(METRIC_STORE_SERIES, NULL, (double)s.series);
+	metrics_set(METRIC_STORE_DISK_BYTES, NULL, (double)s.disk_bytes);
+	metrics_set(METRIC_STORE_WINDOWS_PENDING, NULL, (double)s.windows_pending);
 	metrics_set("profilefs_http_connections", NULL, (double)atomic_load(&r->srv->nconns));
 	budget_stats(&used, &peak, &refused);
-	metrics_set("profilefs_memory_budget_bytes", "kind=\"used\"", (double)used);
-	metrics_set("profilefs_memory_budget_bytes", "kind=\"peak\"", (double)peak);
-	metrics_set("profilefs_memory_budget_bytes", "kind=\"limit\"", (double)budget_limit());
-	metrics_set("profilefs_memory_budget_refusals_total", NULL, (double)refused);
+	metrics_set(METRIC_BUDGET_BYTES, "kind=\"used\"", (double)used);
+	metrics_set(METRIC_BUDGET_BYTES, "kind=\"peak\"", (double)peak);
+	metrics_set(METRIC_BUDGET_BYTES, "kind=\"limit\"", (double)budget_limit());
+	metrics_set(METRIC_BUDGET_REFUSALS, NULL, (double)refused);
 	if (metrics_render(&b) < 0) {
 		buf_free(&b);
 		http_reply_error(r, 500, "out of memory");
@@ -360,34 +360,34 @@ describe_metrics(void)
 	metrics_describe("profilefs_http_connections", "gauge", "Open HTTP connections.");
 	metrics_describe("profilefs_http_header_timeouts_total", "counter",
 	    "Connections closed for not sending complete request headers in time.");
-	metrics_describe("profilefs_memory_budget_bytes", "gauge",
+	metrics_describe(METRIC_BUDGET_BYTES, "gauge",
 	    "The memory budget for buffers, decoding and rendering (used, peak, limit).");
-	metrics_describe("profilefs_memory_budget_refusals_total", "counter",
+	metrics_describe(METRIC_BUDGET_REFUSALS, "counter",
 	    "Reservations the memory budget refused (answered EAGAIN or 503).");
-	metrics_describe("profilefs_ingested_profiles_total", "counter",
+	metrics_describe(METRIC_INGESTED_PROFILES, "counter",
 	    "Profiles pushed, by source (http: profefe API, pyroscope: /ingest, ingest: "
 	    "the ingest directory) and outcome.");
-	metrics_describe("profilefs_ingested_bytes_total", "counter",
+	metrics_describe(METRIC_INGESTED_BYTES, "counter",
 	    "Bytes of the profiles stored, by source.");
-	metrics_describe("profilefs_ingest_duration_seconds", "histogram",
+	metrics_describe(METRIC_INGEST_DURATION, "histogram",
 	    "Time to validate and durably store one pushed profile, by source.");
-	metrics_describe("profilefs_merge_duration_seconds", "histogram",
+	metrics_describe(METRIC_MERGE_DURATION, "histogram",
 	    "Time to merge and encode the answer of a merge query, by source.");
-	metrics_describe("profilefs_store_profiles", "gauge",
+	metrics_describe(METRIC_STORE_PROFILES, "gauge",
 	    "Profiles stored since the daemon started, by every source.");
-	metrics_describe("profilefs_store_rejected", "gauge",
+	metrics_describe(METRIC_STORE_REJECTED, "gauge",
 	    "Profiles refused by the store since the daemon started.");
-	metrics_describe("profilefs_store_bytes", "gauge",
+	metrics_describe(METRIC_STORE_BYTES, "gauge",
 	    "Bytes of profiles stored since the daemon started.");
-	metrics_describe("profilefs_store_series", "gauge",
+	metrics_describe(METRIC_STORE_SERIES, "gauge",
 	    "Series (service, type, label set) in the store.");
-	metrics_describe("profilefs_fuse_requests_total", "counter",
+	metrics_describe(METRIC_FUSE_REQUESTS, "counter",
 	    "Filesystem requests (getattr, readdir, open, create).");
-	metrics_describe("profilefs_fuse_errors_total", "counter",
+	metrics_describe(METRIC_FUSE_ERRORS, "counter",
 	    "Filesystem requests that failed other than with ENOENT.");
-	metrics_describe("profilefs_store_windows_pending", "gauge",
+	metrics_describe(METRIC_STORE_WINDOWS_PENDING, "gauge",
 	    "Series-days whose pre-aggregated windows the last compaction pass rebuilt (0: caught up).");
-	metrics_describe("profilefs_store_disk_bytes", "gauge",
+	metrics_describe(METRIC_STORE_DISK_BYTES, "gauge",
 	    "Size of the database on disk (live SST files and WAL), as RocksDB estimates it.");
 }
 

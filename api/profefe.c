@@ -257,7 +257,7 @@ reply_profile(struct http_req *r, const struct profile *p, const char *filename,
 		http_reply_store_error(r, -ENOMEM, "failed to encode the profile", NULL);
 		return;
 	}
-	metrics_observe("profilefs_merge_duration_seconds", "source=\"http\"",
+	metrics_observe(METRIC_MERGE_DURATION, "source=\"http\"",
 	    (double)(clock_now_ns() - t0) / 1e9);
 	snprintf(cd, sizeof(cd), "attachment; filename=\"%s\"", filename);
 	http_reply(r, 200, "application/octet-stream", &out, cd);

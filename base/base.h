@@ -280,6 +280,28 @@ void	log_fatalx(const char *fmt, ...)
  * Thread-safe (protected by mx_lock inside).
  */
 
+/*
+ * The names of the metrics more than one layer writes or describes, one
+ * definition each (the producers' own, named in one file, stay there):
+ * profiles offered by every source and how storing them went, merges made
+ * by the tree and by the API, FUSE requests, the store's gauges and the
+ * memory budget. /metrics (api/http.c) describes them.
+ */
+#define METRIC_INGESTED_PROFILES	"profilefs_ingested_profiles_total"
+#define METRIC_INGESTED_BYTES		"profilefs_ingested_bytes_total"
+#define METRIC_INGEST_DURATION		"profilefs_ingest_duration_seconds"
+#define METRIC_MERGE_DURATION		"profilefs_merge_duration_seconds"
+#define METRIC_FUSE_REQUESTS		"profilefs_fuse_requests_total"
+#define METRIC_FUSE_ERRORS		"profilefs_fuse_errors_total"
+#define METRIC_STORE_PROFILES		"profilefs_store_profiles"
+#define METRIC_STORE_REJECTED		"profilefs_store_rejected"
+#define METRIC_STORE_BYTES		"profilefs_store_bytes"
+#define METRIC_STORE_SERIES		"profilefs_store_series"
+#define METRIC_STORE_DISK_BYTES		"profilefs_store_disk_bytes"
+#define METRIC_STORE_WINDOWS_PENDING	"profilefs_store_windows_pending"
+#define METRIC_BUDGET_BYTES		"profilefs_memory_budget_bytes"
+#define METRIC_BUDGET_REFUSALS		"profilefs_memory_budget_refusals_total"
+
 /* labels: Prometheus label text without braces, e.g. source="http",outcome="ok"; may be NULL. */
 void	metrics_describe(const char *name, const char *type, const char *help);
 void	metrics_add(const char *name, const char *labels, double v);

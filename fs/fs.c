@@ -296,7 +296,7 @@ pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 	struct fspath fp;
 	int rc;
 
-	metrics_add("profilefs_fuse_requests_total", NULL, 1);
+	metrics_add(METRIC_FUSE_REQUESTS, NULL, 1);
 	if (fi && fi->fh) {
 		struct handle *h = (struct handle *)(uintptr_t)fi->fh;
 
@@ -376,7 +376,7 @@ pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 		if (rc == 0)
 			fs_stat(st, path, false, size, false, born);
 		if (rc < 0 && rc != -ENOENT) {
-			metrics_add("profilefs_fuse_errors_total", NULL, 1);
+			metrics_add(METRIC_FUSE_ERRORS, NULL, 1);
 		}
 		return rc < 0 ? errno_of(rc) : 0;
 	}
@@ -389,7 +389,7 @@ pf_readlink(const char *path, char *out, size_t size)
 {
 	struct fspath fp;
 
-	metrics_add("profilefs_fuse_requests_total", NULL, 1);
+	metrics_add(METRIC_FUSE_REQUESTS, NULL, 1);
 	if (path_parse(path, clock_now_ns(), &fp) < 0)
 		return -ENOENT;
 	if (fp.node != NODE_VS_LINK)
@@ -411,7 +411,7 @@ pf_readdir(const char *path, void *dbuf, fuse_fill_dir_t filler, off_t off,
 	(void)off;
 	(void)fi;
 	(void)flags;
-	metrics_add("profilefs_fuse_requests_total", NULL, 1);
+	metrics_add(METRIC_FUSE_REQUESTS, NULL, 1);
 	if (path_parse(path, clock_now_ns(), &fp) < 0)
 		return -ENOENT;
 	if ((rc = dir_list(fs_ctx(), path, &fp, &names)) == 0) {
@@ -436,7 +436,7 @@ pf_open(const char *path, struct fuse_file_info *fi)
 	pid_t pid;
 	int rc;
 
-	metrics_add("profilefs_fuse_requests_total", NULL, 1);
+	metrics_add(METRIC_FUSE_REQUESTS, NULL, 1);
 	if (path_parse(path, clock_now_ns(), &fp) < 0)
 		return -ENOENT;
 	if (fp.node == NODE_INGEST_FILE) {
@@ -508,7 +508,7 @@ pf_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 	struct fspath fp;
 
 	(void)mode;
-	metrics_add("profilefs_fuse_requests_total", NULL, 1);
+	metrics_add(METRIC_FUSE_REQUESTS, NULL, 1);
 	if (path_parse(path, clock_now_ns(), &fp) < 0 || fp.node != NODE_INGEST_FILE) {
 		if (!path_in_ingest(path))
 			return -EROFS;

@@ -358,7 +358,7 @@ out:
 		log_warnx("ingest: refused %s: %s", ig->path,
 		    err.data ? err.data : strerror(-rc));
 		if (rc == -EINVAL && in.service == NULL)	/* refused before the store */
-			metrics_add("profilefs_ingested_profiles_total",
+			metrics_add(METRIC_INGESTED_PROFILES,
 			    "source=\"ingest\",outcome=\"invalid\"", 1);
 		/*
 		 * EIO for storage trouble, EAGAIN for memory, EFBIG for size,

@@ -86,7 +86,7 @@ fill_merge(void *varg, void **val, size_t *size, void (**free_fn)(void *))
 	q.to = a->r->to;
 	t0 = clock_mono_ns();
 	rc = query_merge(a->fs->st, &q, res);
-	metrics_observe("profilefs_merge_duration_seconds", "source=\"fs\"",
+	metrics_observe(METRIC_MERGE_DURATION, "source=\"fs\"",
 	    (double)(clock_mono_ns() - t0) / 1e9);
 	labels_clear(&sel);
 	/* Tests count these lines: a listing must merge each range once. */
