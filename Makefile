@@ -17,16 +17,18 @@
 #   pprof/             the pprof model: codec, merge, diff        (base)
 #   store/             RocksDB storage and range queries          (base, pprof)
 #   render/            flame graphs, folded stacks, top, timelines (base, pprof)
+#   query/             what fs/ and api/ both ask: services, merges (base, pprof, store)
 #   cluster/           ClickHouse: shipping, reads of the fleet   (base, pprof, store)
-#   fs/                the FUSE tree and its ingest directory     (base, pprof, store, render)
-#   api/               the HTTP API: push and query over HTTP     (base, pprof, store, render)
+#   fs/                the FUSE tree and its ingest directory     (base, pprof, store, render, query)
+#   api/               the HTTP API: push and query over HTTP     (base, pprof, store, render, query)
 #   collector/ebpf/    the eBPF agent, runtimes/ per language     (base, pprof, store; -Ibpf)
 #   collector/scrape/  the Go /debug/pprof scraper                (base, pprof, store)
 #   main/              the program: flags, wiring, signals        (every public header)
 #
 # fs/ and api/ are two views of the store side by side: neither includes the
-# other. The producers (collector/*) see no view. Only store/ links against
-# RocksDB's header; only the agent sees bpf/.
+# other, and what they both answer they ask query/. The producers
+# (collector/*) see no view. Only store/ sees RocksDB's header; only the
+# agent sees bpf/.
 
 VERSION := 0.1.0
 COMMIT  := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
@@ -82,17 +84,18 @@ endif
 # --- layers ---
 # A layer is named by its public header: DIR_<layer> holds <layer>.h and its
 # sources (with SUBDIRS_<layer> for sources one level down).
-LAYERS := base pprof store render cluster fs api ebpf scrape main
+LAYERS := base pprof store render query cluster fs api ebpf scrape main
 DEPS_base   :=
 DEPS_pprof  := base
 DEPS_store  := base pprof
 DEPS_render := base pprof
+DEPS_query  := base pprof store
 DEPS_cluster:= base pprof store
-DEPS_fs     := base pprof store render
-DEPS_api    := base pprof store render
+DEPS_fs     := base pprof store render query
+DEPS_api    := base pprof store render query
 DEPS_ebpf   := base pprof store
 DEPS_scrape := base pprof store
-DEPS_main   := base pprof store render cluster fs api ebpf scrape
+DEPS_main   := base pprof store render query cluster fs api ebpf scrape
 DIR_ebpf    := collector/ebpf
 DIR_scrape  := collector/scrape
 SUBDIRS_ebpf := collector/ebpf/runtimes
@@ -119,9 +122,9 @@ GEN := $(B)/gen/pb/profile.pb-c.c $(B)/gen/pb/profile.pb-c.h
 
 src_of = $(foreach d,$(call dir_of,$(1)) $(SUBDIRS_$(1)),$(wildcard $(d)/*.c))
 obj_of = $(patsubst %.c,$(B)/%.o,$(call src_of,$(1)))
-LIB_LAYERS := base pprof store render cluster fs api ebpf scrape
+LIB_LAYERS := base pprof store render query cluster fs api ebpf scrape
 LIBS_LINK  := $(B)/libfs.a $(B)/libapi.a $(B)/libebpf.a $(B)/libscrape.a $(B)/libcluster.a \
-              $(B)/librender.a $(B)/libstore.a $(B)/libpprof.a $(B)/libbase.a
+              $(B)/libquery.a $(B)/librender.a $(B)/libstore.a $(B)/libpprof.a $(B)/libbase.a
 SRC_DIRS   := $(foreach l,$(LAYERS),$(call dir_of,$(l)) $(SUBDIRS_$(l)))
 
 TEST_SRC := $(wildcard tests/unit/test_*.c)

@@ -16,6 +16,7 @@
 #include "base.h"
 #include "pprof.h"
 #include "store.h"
+#include "query.h"
 
 /*
  * GET /api/0/profiles/<id>+<id>+...: at most MAX_IDS ids, a repeated id
@@ -246,8 +247,7 @@ profefe_profiles(struct http_req *r)
 }
 
 static void
-reply_profile(struct http_req *r, const struct profile *p, const char *filename,
-    int64_t t0)
+reply_profile(struct http_req *r, const struct profile *p, const char *filename)
 {
 	struct buf out = { 0 };
 	char cd[120];
@@ -257,8 +257,6 @@ reply_profile(struct http_req *r, const struct profile *p, const char *filename,
 		http_reply_store_error(r, -ENOMEM, "failed to encode the profile", NULL);
 		return;
 	}
-	metrics_observe(METRIC_MERGE_DURATION, "source=\"http\"",
-	    (double)(clock_now_ns() - t0) / 1e9);
 	snprintf(cd, sizeof(cd), "attachment; filename=\"%s\"", filename);
 	http_reply(r, 200, "application/octet-stream", &out, cd);
 }
@@ -269,13 +267,12 @@ profefe_merge(struct http_req *r)
 {
 	struct query_result res;
 	struct find f;
-	int64_t t0 = clock_now_ns();
 	char n[32];
 	int rc;
 
 	if (find_parse(r, &f, true) < 0)
 		return;
-	if ((rc = query_merge(r->srv->st, &f.q, &res)) < 0) {
+	if ((rc = query_merge_timed(r->srv->st, &f.q, "http", &res)) < 0) {
 		http_reply_store_error(r, rc, "failed to merge profiles", NULL);
 		labels_clear(&f.sel);
 		return;
@@ -290,7 +287,7 @@ profefe_merge(struct http_req *r)
 	http_add_header(r, "X-Profilefs-Skipped", n);
 	if (res.nskipped)
 		http_add_header(r, "X-Profilefs-Skipped-Reason", res.skipped[0].reason);
-	reply_profile(r, res.merged, "pprof.pb.gz", t0);
+	reply_profile(r, res.merged, "pprof.pb.gz");
 out:
 	query_result_free(&res);
 	labels_clear(&f.sel);
@@ -307,7 +304,7 @@ profefe_get(struct http_req *r)
 	struct store_ref ref;
 	uint64_t id, *ids = xcalloc(MAX_IDS, sizeof(*ids));
 	size_t nids = 0, i, bytes = 0;
-	int64_t t0 = clock_now_ns();
+	int64_t t0 = clock_mono_ns();
 	char tok[64], fn[40], idh[17];
 	int rc;
 
@@ -387,7 +384,10 @@ profefe_get(struct http_req *r)
 		http_reply_store_error(r, rc, "failed to merge profiles", NULL);
 		goto out;
 	}
-	reply_profile(r, merged, "pprof.pb.gz", t0);
+	/* A merge of ids is timed as a merge of a range is (query_merge_timed()). */
+	metrics_observe(METRIC_MERGE_DURATION, "source=\"http\"",
+	    (double)(clock_mono_ns() - t0) / 1e9);
+	reply_profile(r, merged, "pprof.pb.gz");
 out:
 	profile_free(pf);
 	profile_free(merged);
@@ -401,29 +401,24 @@ out:
 void
 profefe_services(struct http_req *r)
 {
-	const struct series **all;
-	const char *last = NULL;
+	const char **svc;
 	json_t *names;
 	size_t n, i;
 	int rc;
 
-	if ((rc = store_series(r->srv->st, &all, &n)) < 0) {
+	/* Every service the series index knows, as profefe lists them. */
+	if ((rc = query_services(r->srv->st, false, &svc, &n)) < 0) {
 		http_reply_store_error(r, rc, "failed to list services", NULL);
 		return;
 	}
 	names = json_array();
-	for (i = 0; names && i < n; i++) {
-		/* Sorted by service: each name once. */
-		if (last && strcmp(last, all[i]->service) == 0)
-			continue;
-		last = all[i]->service;
-		if (json_array_append_new(names, jsonw_str(last)) < 0) {
+	for (i = 0; names && i < n; i++)
+		if (json_array_append_new(names, jsonw_str(svc[i])) < 0) {
 			json_decref(names);
 			names = NULL;
 		}
-	}
-	free(all);
-	if (names && last == NULL) {
+	free(svc);
+	if (names && n == 0) {
 		json_decref(names);
 		http_reply_error(r, 404, "nothing found");
 		return;

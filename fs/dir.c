@@ -16,6 +16,7 @@
 #include "base.h"
 #include "pprof.h"
 #include "store.h"
+#include "query.h"
 #include "fs_int.h"
 #include "views.h"
 
@@ -98,7 +99,7 @@ add_name(struct buf *names, const char *s)
 static int
 list_root(struct fsctx *fs, struct buf *names)
 {
-	const struct series **all;
+	const char **svc;
 	struct buf esc = { 0 };
 	size_t n, i;
 	int rc;
@@ -107,17 +108,15 @@ list_root(struct fsctx *fs, struct buf *names)
 	if (fs->targets_json != NULL)
 		add_name(names, ".targets.json");
 	add_name(names, "ingest");
-	if ((rc = store_series(fs->st, &all, &n)) < 0)
+	if ((rc = query_services(fs->st, true, &svc, &n)) < 0)
 		return rc;
 	for (i = 0; i < n; i++) {
-		if (!series_has_data(fs, all[i]->id, INT64_MIN, INT64_MAX))
-			continue;
 		buf_reset(&esc);
-		labels_escape(&esc, all[i]->service, strlen(all[i]->service));
+		labels_escape(&esc, svc[i], strlen(svc[i]));
 		add_unique(names, esc.data);
 	}
 	buf_free(&esc);
-	free(all);
+	free(svc);
 	return 0;
 }
 

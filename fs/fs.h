@@ -33,7 +33,7 @@ struct fsctx {
 	struct ingests		*ingests;	/* files being written into ingest/ */
 	/*
 	 * MOUNTPOINT/.targets.json: the scraper's status appended to out, by
-	 * whoever wires the program (fs/ knows no collector). NULL: no such file.
+	 * whoever wires the program (fs/ knows no producer). NULL: no such file.
 	 */
 	int			(*targets_json)(void *arg, struct buf *out);
 	void			*targets_arg;

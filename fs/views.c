@@ -19,6 +19,7 @@
 #include "base.h"
 #include "pprof.h"
 #include "store.h"
+#include "query.h"
 #include "views.h"
 
 static bool previous_range(const struct range *r, struct range *out);
@@ -69,7 +70,6 @@ fill_merge(void *varg, void **val, size_t *size, void (**free_fn)(void *))
 	struct query_result *res;
 	struct labelset sel;
 	struct query q;
-	int64_t t0;
 	int rc;
 
 	if ((res = calloc(1, sizeof(*res))) == NULL)
@@ -84,10 +84,7 @@ fill_merge(void *varg, void **val, size_t *size, void (**free_fn)(void *))
 	q.sel = &sel;
 	q.from = a->r->from;
 	q.to = a->r->to;
-	t0 = clock_mono_ns();
-	rc = query_merge(a->fs->st, &q, res);
-	metrics_observe(METRIC_MERGE_DURATION, "source=\"fs\"",
-	    (double)(clock_mono_ns() - t0) / 1e9);
+	rc = query_merge_timed(a->fs->st, &q, "fs", res);
 	labels_clear(&sel);
 	/* Tests count these lines: a listing must merge each range once. */
 	log_debug("views: merge %s/%s/%s/%s: %zu profiles", a->service, a->type,

@@ -20,13 +20,13 @@ command -v clang >/dev/null || { echo "fuzz.sh: clang is needed (apt-get install
 
 # The layer archives, instrumented; a harness links only the objects it uses.
 ARCHIVES=()
-for l in fs api ebpf scrape cluster render store pprof base; do ARCHIVES+=("$OUT/build/lib$l.a"); done
+for l in fs api ebpf scrape cluster query render store pprof base; do ARCHIVES+=("$OUT/build/lib$l.a"); done
 make -s -j"$(nproc)" O="$OUT" CC=clang SANITIZE="$SAN" "${ARCHIVES[@]}"
 
 PKGS=$(sed -n 's/^PKGS *:= *//p' Makefile)
 CFLAGS=(-g -O1 -std=gnu11 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined
         -fno-sanitize-recover=all -D_FILE_OFFSET_BITS=64)
-for d in base pprof store render cluster fs api collector/ebpf collector/ebpf/runtimes collector/scrape; do CFLAGS+=(-I"$d"); done
+for d in base pprof store render query cluster fs api collector/ebpf collector/ebpf/runtimes collector/scrape; do CFLAGS+=(-I"$d"); done
 CFLAGS+=(-Ibpf)	# collector/ebpf/runtimes/python.h: the types shared with the BPF program
 CFLAGS+=(-I"$OUT/build/gen/pb" $(pkg-config --cflags $PKGS))
 LIBS=($(pkg-config --libs $PKGS) -lrocksdb -lpthread -lm)

@@ -14,7 +14,7 @@ pf_setup
 SRC="$TMP/src"
 OUT="$TMP/out"
 mkdir -p "$SRC"
-(cd "$ROOT" && cp -r Makefile bpf base pprof store render collector cluster fs api main "$SRC/" &&
+(cd "$ROOT" && cp -r Makefile bpf base pprof store render query collector cluster fs api main "$SRC/" &&
   mkdir -p "$SRC/tests" && cp -r tests/unit tests/fuzz tests/tools "$SRC/tests/") ||
   { fail "copy the source tree"; pf_done; exit 1; }
 
@@ -81,6 +81,14 @@ printf '#include "fs.h"\nint probe_af(void);\nint probe_af(void) { return 0; }\n
 fails_with "api/ including fs.h fails the build" api probe_af.c "fs.h: No such file"
 printf '#include "store.h"\n#include "render.h"\n#include "api.h"\nint probe_aok(void);\nint probe_aok(void) { return 0; }\n' >"$SRC/api/probe_aok.c"
 builds "api/ compiles with store.h, render.h and its own api.h" api probe_aok.c
+# What both views answer they ask query/, below them: it sees neither.
+printf '#include "store.h"\n#include "query.h"\nint probe_qf(void);\nint probe_qf(void) { return 0; }\n' >"$SRC/fs/probe_qf.c"
+builds "fs/ compiles with query.h" fs probe_qf.c
+printf '#include "api.h"\nint probe_qa(void);\nint probe_qa(void) { return 0; }\n' >"$SRC/query/probe_qa.c"
+fails_with "query/ including api.h fails the build" query probe_qa.c "api.h: No such file"
+printf '#include "fs.h"\nint probe_qs(void);\nint probe_qs(void) { return 0; }\n' >"$SRC/query/probe_qs.c"
+fails_with "query/ including fs.h fails the build" query probe_qs.c "fs.h: No such file"
+rm -f "$SRC"/query/probe_*.c
 # The agent does not see the API; only the agent sees bpf/.
 printf '#include "api.h"\nint probe_ea(void);\nint probe_ea(void) { return 0; }\n' >"$SRC/collector/ebpf/probe_ea.c"
 fails_with "collector/ebpf/ including api.h fails the build" ebpf probe_ea.c "api.h: No such file"

@@ -1,0 +1,37 @@
+/*
+ * query: the questions both views of the store answer, asked in one place.
+ * The tree (fs/) and the HTTP API (api/) sit side by side above this layer
+ * and never include each other; what they both answer -- which services
+ * there are, the merge of a service's profiles of one type, selected by
+ * labels, over a range -- they ask here, so that a merge over HTTP equals
+ * merged.pb.gz of the same range and both are counted alike. The range
+ * queries proper (query_list(), query_merge()) are the store's (store.h).
+ *
+ * Thread-safety: as the store's calls.
+ */
+#ifndef PROFILEFS_QUERY_H
+#define PROFILEFS_QUERY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "base.h"
+#include "pprof.h"
+#include "store.h"
+
+/*
+ * The names of the services the store knows, sorted, each once; with
+ * with_data only those with a series that holds data (retention may have
+ * emptied the rest). *out is malloc'd (free() it, not the names: they are
+ * the store's and live as long as it). 0 with *n = 0 for none, or -errno.
+ */
+int	query_services(struct store *st, bool with_data, const char ***out, size_t *n);
+
+/*
+ * query_merge() (store.h) of q into res, its time observed in the merge
+ * histogram (METRIC_MERGE_DURATION) under source ("fs", "http").
+ */
+int	query_merge_timed(struct store *st, const struct query *q, const char *source,
+	    struct query_result *res);
+
+#endif
