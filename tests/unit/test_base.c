@@ -1,8 +1,9 @@
 /*
  * test_base: the utilities of base/ that have no test of their own: the
  * duration parser every flag, the targets file and last-<n> ranges use, the
- * clocks, array growth, the byte buffer's sticky error and limit, and the
- * memory budget that buffers and arenas reserve from.
+ * clocks, the one ISO 8601 parser, %XX decoding, varints and floor_div,
+ * array growth, the byte buffer's sticky error and limit, and the memory
+ * budget that buffers and arenas reserve from.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -10,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
@@ -63,6 +65,128 @@ test_clocks(void **state)
 	/* After 2020-01-01 and before 2200: the realtime clock is in ns. */
 	assert_true(now > INT64_C(1577836800) * S);
 	assert_true(now < INT64_C(7258118400) * S);
+}
+
+/* clock_parse_iso: every form, the unit it names, and what it refuses. */
+static void
+test_iso_times(void **state)
+{
+	int64_t ns, unit;
+
+	(void)state;
+	assert_int_equal(clock_parse_iso("2026-11-26", 10, 0, &ns, &unit), 0);
+	assert_int_equal(ns, INT64_C(1795651200) * S);
+	assert_int_equal(unit, 86400 * S);
+	assert_int_equal(clock_parse_iso("2026-11-26T01", 13, 0, &ns, &unit), 0);
+	assert_int_equal(unit, 3600 * S);
+	assert_int_equal(clock_parse_iso("2026-11-26T01:02", 16, 0, &ns, &unit), 0);
+	assert_int_equal(unit, 60 * S);
+	assert_int_equal(clock_parse_iso("2026-11-26T01:02:03", 19, 0, &ns, &unit), 0);
+	assert_int_equal(ns, (INT64_C(1795651200) + 3723) * S);
+	assert_int_equal(unit, S);
+	/* A fraction and a Z only when the caller takes them, and only after seconds. */
+	assert_int_equal(clock_parse_iso("2026-11-26T01:02:03.5Z", 22, 0, &ns, NULL), -EINVAL);
+	assert_int_equal(clock_parse_iso("2026-11-26T01:02:03.5Z", 22, CLOCK_ISO_FRACTION, &ns,
+	    &unit), 0);
+	assert_int_equal(ns, (INT64_C(1795651200) + 3723) * S + S / 2);
+	assert_int_equal(unit, 1);
+	assert_int_equal(clock_parse_iso("2026-11-26T01:02:03,123456789", 29, CLOCK_ISO_FRACTION,
+	    &ns, NULL), 0);
+	assert_int_equal(ns % S, 123456789);
+	assert_int_equal(clock_parse_iso("2026-11-26T01:02:03.1234567891", 30, CLOCK_ISO_FRACTION,
+	    &ns, NULL), -EINVAL);
+	assert_int_equal(clock_parse_iso("2026-11-26T01:02:03.", 20, CLOCK_ISO_FRACTION, &ns,
+	    NULL), -EINVAL);
+	assert_int_equal(clock_parse_iso("2026-11-26Z", 11, CLOCK_ISO_FRACTION, &ns, NULL), -EINVAL);
+	/* The length bounds the text: a longer string is not read past it. */
+	assert_int_equal(clock_parse_iso("2026-11-26..2026-11-27", 10, 0, &ns, &unit), 0);
+	assert_int_equal(unit, 86400 * S);
+	/* Calendar checks, as Go's time.Parse makes them. */
+	assert_int_equal(clock_parse_iso("2026-02-29", 10, 0, &ns, NULL), -EINVAL);
+	assert_int_equal(clock_parse_iso("2024-02-29", 10, 0, &ns, NULL), 0);
+	assert_int_equal(clock_parse_iso("2026-13-01", 10, 0, &ns, NULL), -EINVAL);
+	assert_int_equal(clock_parse_iso("2026-11-26T24", 13, 0, &ns, NULL), -EINVAL);
+	assert_int_equal(clock_parse_iso("2026-11-26T23:60", 16, 0, &ns, NULL), -EINVAL);
+	assert_int_equal(clock_parse_iso("2026-11-26 01", 13, 0, &ns, NULL), -EINVAL);
+	assert_int_equal(clock_parse_iso("2026-1-26", 9, 0, &ns, NULL), -EINVAL);
+	assert_int_equal(clock_parse_iso("+026-11-26", 10, 0, &ns, NULL), -EINVAL);
+	/* Inside int64 nanoseconds, with a day to spare. */
+	assert_int_equal(clock_parse_iso("1677-09-21", 10, 0, &ns, NULL), -EINVAL);
+	assert_int_equal(clock_parse_iso("1677-09-22", 10, 0, &ns, NULL), 0);
+	assert_int_equal(clock_parse_iso("2262-04-10", 10, 0, &ns, NULL), 0);
+	assert_int_equal(clock_parse_iso("2262-04-11", 10, 0, &ns, NULL), -EINVAL);
+}
+
+/* pct_decode: strict, '+' as a space, %00 allowed, lenient; in place. */
+static void
+test_pct_decode(void **state)
+{
+	struct buf b = { 0 };
+	char s[32];
+
+	(void)state;
+	assert_int_equal(buf_add_pct_decoded(&b, "a%2Fb%2cc+d", 11, 0), 0);
+	assert_string_equal(b.data, "a/b,c+d");
+	buf_reset(&b);
+	assert_int_equal(buf_add_pct_decoded(&b, "a%2Fb%2cc+d", 11, PCT_PLUS_SPACE), 0);
+	assert_string_equal(b.data, "a/b,c d");
+	buf_reset(&b);
+	assert_int_equal(buf_add_pct_decoded(&b, "%4", 2, 0), -EINVAL);
+	assert_int_equal(buf_add_pct_decoded(&b, "%G0", 3, 0), -EINVAL);
+	assert_int_equal(buf_add_pct_decoded(&b, "%00", 3, 0), -EINVAL);
+	/* The length bounds the escape: "%41" cut to two bytes is a cut escape. */
+	assert_int_equal(buf_add_pct_decoded(&b, "%41", 2, 0), -EINVAL);
+	assert_int_equal(b.len, 0);
+	assert_int_equal(buf_add_pct_decoded(&b, "x%00y", 5, PCT_NUL_OK), 0);
+	assert_int_equal(b.len, 3);
+	assert_memory_equal(b.data, "x\0y", 3);
+	buf_free(&b);
+	snprintf(s, sizeof(s), "%s", "%41%4%00+%zz%62");
+	assert_int_equal(pct_decode(s, s, strlen(s), PCT_LENIENT | PCT_PLUS_SPACE), 11);
+	assert_memory_equal(s, "A%4%00 %zzb", 11);
+}
+
+/* Varints: protobuf's encoding, round trips, and cut or overlong input refused. */
+static void
+test_varints(void **state)
+{
+	static const uint64_t v[] = { 0, 1, 127, 128, 300, UINT32_MAX, UINT64_MAX };
+	unsigned char b[VARINT_MAX + 1];
+	const unsigned char *p;
+	uint64_t got;
+	size_t i, n;
+
+	(void)state;
+	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		n = varint_put(b, v[i]);
+		assert_true(n >= 1 && n <= VARINT_MAX);
+		p = b;
+		assert_int_equal(varint_get(&p, b + n, &got), 0);
+		assert_true(got == v[i]);
+		assert_ptr_equal(p, b + n);
+		p = b;
+		if (n > 1)
+			assert_int_equal(varint_get(&p, b + n - 1, &got), -EINVAL);
+	}
+	n = varint_put(b, 300);
+	assert_int_equal(n, 2);
+	assert_int_equal(b[0], 0xac);
+	assert_int_equal(b[1], 0x02);
+	memset(b, 0xff, sizeof(b));
+	p = b;
+	assert_int_equal(varint_get(&p, b + sizeof(b), &got), -EINVAL);
+}
+
+static void
+test_floor_div(void **state)
+{
+	(void)state;
+	assert_int_equal(floor_div(7, 2), 3);
+	assert_int_equal(floor_div(-7, 2), -4);
+	assert_int_equal(floor_div(-8, 2), -4);
+	assert_int_equal(floor_div(0, 5), 0);
+	assert_int_equal(floor_div(-1, 600), -1);
+	assert_int_equal(floor_div(INT64_MIN, S), INT64_MIN / S - 1);
 }
 
 static void
@@ -220,6 +344,10 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_durations),
 		cmocka_unit_test(test_clocks),
+		cmocka_unit_test(test_iso_times),
+		cmocka_unit_test(test_pct_decode),
+		cmocka_unit_test(test_varints),
+		cmocka_unit_test(test_floor_div),
 		cmocka_unit_test(test_grow),
 		cmocka_unit_test(test_buf_sticky_error),
 		cmocka_unit_test(test_fixed),
