@@ -3,7 +3,7 @@
  * path with path_parse(), asks the store, the view cache, dir.c or ingest.c,
  * and returns one result. Generated files are rendered on first stat or open
  * and cached, so the size stat reports is the size read returns; an open file
- * holds its cache entry, so it reads one consistent snapshot. Inode numbers
+ * holds its cache entry (its pin, pin.c), so it reads one consistent snapshot. Inode numbers
  * are a hash of the path, stable across restarts.
  *
  * Writes are accepted only under ingest/ (ingest.c); everything else is
@@ -28,7 +28,6 @@
 #include "views.h"
 
 #define RELATIVE_MAX_AGE	(INT64_C(1500) * 1000000)
-
 
 struct fsctx *
 fs_ctx(void)

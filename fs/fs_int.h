@@ -75,7 +75,8 @@ int	dir_list(struct fsctx *fs, const char *path, const struct fspath *fp, struct
 
 /* --- pin.c: each function takes the pins' lock itself --- */
 int	pins_create(struct pins **out);		/* 0, -ENOMEM */
-void	pins_destroy(struct pins *pins);	/* every pin closed; NULL: no-op */
+/* Free pins, the pins still open included (before fs->files goes); NULL: no-op. */
+void	pins_destroy(struct fsctx *fs, struct pins *pins);
 /*
  * Open path's content for pid: the pinned version, or a new one (through
  * fs_content()) that becomes the pin. 0 with *out held until pin_close(), or
@@ -100,7 +101,7 @@ struct cache_entry *pin_entry(const struct pin *p);
  * ingest lock itself.
  */
 int	ingests_create(struct ingests **out);		/* 0, -ENOMEM */
-void	ingests_destroy(struct ingests *igs);	/* none open; NULL: no-op */
+void	ingests_destroy(struct ingests *igs);	/* the files still open too; NULL: no-op */
 /*
  * A new file at path (fp parsed as NODE_INGEST_FILE); trunc: created with
  * O_TRUNC or O_EXCL, so closing it empty is an empty upload. *out is held until

@@ -74,8 +74,18 @@ ingests_create(struct ingests **out)
 void
 ingests_destroy(struct ingests *igs)
 {
+	struct ingest *ig, *next;
+
 	if (igs == NULL)
 		return;
+	/* Opens the kernel never released (a lazy unmount): nothing to answer to. */
+	for (ig = igs->open; ig; ig = next) {
+		next = ig->next;
+		buf_free(&ig->data);
+		pthread_mutex_destroy(&ig->store_lock);
+		free(ig->path);
+		free(ig);
+	}
 	pthread_mutex_destroy(&igs->lock);
 	free(igs);
 }

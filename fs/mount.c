@@ -130,11 +130,11 @@ changed_since(void *st, uint64_t then, int64_t scope)
 static void
 mount_state_free(struct fsctx *fs)
 {
+	pins_destroy(fs, fs->pins);	/* they hold entries of fs->files */
+	ingests_destroy(fs->ingests);
 	cache_destroy(fs->files);
 	cache_destroy(fs->merges);
 	cache_destroy(fs->sizes);
-	pins_destroy(fs->pins);
-	ingests_destroy(fs->ingests);
 	fs->files = fs->merges = fs->sizes = NULL;
 	fs->pins = NULL;
 	fs->ingests = NULL;

@@ -217,10 +217,22 @@ pins_create(struct pins **out)
 }
 
 void
-pins_destroy(struct pins *pins)
+pins_destroy(struct fsctx *fs, struct pins *pins)
 {
+	struct pin *p, *next;
+	size_t i;
+
 	if (pins == NULL)
 		return;
+	/* Opens the kernel never released (a lazy unmount): their pins go too. */
+	for (i = 0; i < PIN_BUCKETS; i++)
+		for (p = pins->bucket[i]; p; p = next) {
+			next = p->next;
+			cache_release(fs->files, p->ce);
+			free(p->holders);
+			free(p->path);
+			free(p);
+		}
 	pthread_mutex_destroy(&pins->lock);
 	free(pins);
 }
