@@ -1,7 +1,7 @@
 /*
  * pack: per-series symbol tables and the compact (stack id, values) form of
  * profiles and windows; the layouts are in pack.h. This file knows nothing
- * of RocksDB: store.c persists the entries and packs it is handed.
+ * of RocksDB: the store's other files persist the entries and packs it is handed.
  *
  * String, mapping and function references inside entries and packs are
  * id + 1, with 0 for "none" (the empty string, no mapping, no function), so

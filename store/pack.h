@@ -30,7 +30,7 @@
  *   location  mapping+1:4 address:8 folded:1, per line function:4 line:8 column:8
  *   stack     nlocs:4 loc:4 * nlocs, per label key:4 str:4 num:8 num_unit:4
  *
- * Thread-safety: a symtab is protected by its owner's lock (store.c holds
+ * Thread-safety: a symtab is protected by its owner's lock (symtab.c holds
  * the series' sym_lock); an agg belongs to one thread.
  */
 #ifndef PROFILEFS_PACK_H

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "storeint.h"
+#include "store_int.h"
 
 bool
 query_match(const struct query *q, const struct series *s)

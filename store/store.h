@@ -2,13 +2,13 @@
  * store: everything fs/ and collector/ know of storage. Profiles live in an
  * embedded RocksDB database, one key per profile, grouped by series
  * (service, type, label set) and ordered by time within a series, so a range
- * query reads only the keys it needs. The key layout is in store.c.
+ * query reads only the keys it needs. The key layout is in store_int.h.
  *
  * Thread-safety: every function may be called from any thread; the series
  * index is protected by st_lock inside the store.
  *
  * This is the one header of store/ that other layers include: the store
- * (store.c) and range queries (query.c). It exposes neither RocksDB nor
+ * (store.c and the files store_int.h lists) and range queries (query.c). It exposes neither RocksDB nor
  * protobuf-c; profiles cross it as pprof.h's decoded model.
  */
 #ifndef PROFILEFS_STORE_H
@@ -171,7 +171,7 @@ int	store_set_limits(struct store *st, int64_t keep_raw, int64_t keep_windows,
  */
 int	store_compact(struct store *st, uint64_t *ndays);
 
-/* --- the outbox and remote reads (store.c) ---
+/* --- the outbox and remote reads (outbox.c) ---
  *
  * With a fleet (--clickhouse), every profile stored is also queued for
  * shipping: its batch writes an outbox key, so what store_put() acknowledged
