@@ -13,7 +13,7 @@
 
 #include <curl/curl.h>
 
-#include "chint.h"
+#include "cluster_int.h"
 
 static bool
 db_name_ok(const char *s, size_t n)

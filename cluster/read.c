@@ -16,7 +16,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "chint.h"
+#include "cluster_int.h"
 
 #define NS		INT64_C(1000000000)
 #define WINDOW_NS	(600 * NS)
@@ -659,7 +659,7 @@ choose_groups(struct sgroup *g, size_t ng, size_t best, const char **sh, size_t 
 }
 
 /* One series' part of one merged group: its stacks' sums in the shared types. */
-struct sacc {
+struct series_sums {
 	const struct series	*s;
 	size_t			 g;		/* the group */
 	uint64_t		 count;		/* its profiles in this series */
@@ -667,8 +667,8 @@ struct sacc {
 	struct buf		 vals;		/* int64_t[shared types] per stack */
 };
 
-static struct sacc *
-sacc_of(struct sacc **arr, size_t *n, const struct series *s, size_t g)
+static struct series_sums *
+series_sums_of(struct series_sums **arr, size_t *n, const struct series *s, size_t g)
 {
 	size_t i;
 
@@ -701,7 +701,7 @@ floor_div(int64_t a, int64_t b)
  */
 static int
 run_sums(struct cluster *c, const char *where, const struct query *q, const struct sgroup *g,
-    size_t ng, size_t ntypes, struct sacc **accs, size_t *nacc, struct intern *all_stacks)
+    size_t ng, size_t ntypes, struct series_sums **accs, size_t *nacc, struct intern *all_stacks)
 {
 	struct buf sql = { 0 }, ans = { 0 }, err = { 0 }, sigs = { 0 };
 	int64_t from = q->from < STORE_TIME_MIN ? STORE_TIME_MIN : q->from;
@@ -740,7 +740,7 @@ run_sums(struct cluster *c, const char *where, const struct query *q, const stru
 	tsv_init(&t, &ans);
 	while ((r = tsv_next(&t)) > 0) {
 		const struct series *s;
-		struct sacc *a;
+		struct series_sums *a;
 		uint64_t h, vi;
 		size_t gi, j;
 		int64_t v, k;
@@ -765,7 +765,7 @@ run_sums(struct cluster *c, const char *where, const struct query *q, const stru
 			r = -ENOMEM;
 			break;
 		}
-		a = sacc_of(accs, nacc, s, gi);
+		a = series_sums_of(accs, nacc, s, gi);
 		if ((k = intern_put(a->stacks, &h, sizeof(h), &added)) < 0 ||
 		    intern_put(all_stacks, &h, sizeof(h), NULL) < 0) {
 			r = -ENOMEM;
@@ -913,7 +913,7 @@ fetch_frames(struct cluster *c, struct intern *all, char **frames, size_t *flen)
 }
 
 static int
-build_merged(const char *hdr, int64_t period, struct sacc *accs, size_t nacc,
+build_merged(const char *hdr, int64_t period, struct series_sums *accs, size_t nacc,
     struct intern *all, char **frames, size_t *flen, struct profile **out)
 {
 	struct merge *m = merge_create();
@@ -930,7 +930,7 @@ build_merged(const char *hdr, int64_t period, struct sacc *accs, size_t nacc,
 		goto out;
 	}
 	for (i = 0; i < nacc && rc == 0; i++) {
-		struct sacc *a = &accs[i];
+		struct series_sums *a = &accs[i];
 		int64_t n = (int64_t)a->count;
 
 		for (k = 0; k < intern_count(a->stacks) && rc == 0; k++) {
@@ -1095,7 +1095,7 @@ r_merge(void *arg, const struct query *q, struct query_result *res)
 	struct listing l = { .res = res };
 	struct buf where = { 0 }, sigs = { 0 };
 	struct sgroup *groups = NULL;
-	struct sacc *accs = NULL;
+	struct series_sums *accs = NULL;
 	struct intern *all = NULL;
 	char **frames = NULL, *hdr = NULL, *shdr = NULL;
 	const char *sh[PROFILE_MAX_SAMPLE_TYPES + 1];
@@ -1130,7 +1130,7 @@ r_merge(void *arg, const struct query *q, struct query_result *res)
 		for (j = 0; j < ng && strcmp(groups[j].sig, l.sig[i]) != 0; j++)
 			;
 		if (groups[j].inc) {
-			sacc_of(&accs, &nacc, l.ser[i], j)->count++;
+			series_sums_of(&accs, &nacc, l.ser[i], j)->count++;
 			continue;
 		}
 		shared_types(sh, shl, nsh, want, sizeof(want));

@@ -34,7 +34,7 @@
 
 #include <curl/curl.h>
 
-#include "chint.h"
+#include "cluster_int.h"
 
 #define BATCH_PROFILES		5000
 #define BACKOFF_MIN_NS		(INT64_C(500) * 1000000)

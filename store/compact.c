@@ -81,7 +81,7 @@ compact_day(struct store *st, rocksdb_readoptions_t *ro, uint64_t sid, int64_t d
 	bool touched[6 * 24] = { false }, rebuild[6 * 24] = { false }, rebuilt1h[24] = { false };
 	bool touched1h[24] = { false }, rebuilt_day = false;
 	struct agg *a = NULL, *d;
-	struct rctx c = { .st = st, .ro = ro, .sid = sid, .bad = skip_bad,
+	struct range_read c = { .st = st, .ro = ro, .sid = sid, .bad = skip_bad,
 	    .acut = INT64_MIN };
 	unsigned char pk[25];
 	char *dberr = NULL;

@@ -156,7 +156,7 @@ struct pmeta {
 	bool		 summary;	/* a window past retention: no id to list */
 };
 
-struct mctx {
+struct merge_listing {
 	struct query_result	*res;
 	struct group		*groups;
 	size_t			 ngroups;
@@ -168,7 +168,7 @@ struct mctx {
 static int
 meta_cb(void *arg, const struct store_ref *ref, const struct store_meta *m)
 {
-	struct mctx *c = arg;
+	struct merge_listing *c = arg;
 	struct pmeta pm = { .id = ref->id, .hash = m->sighash, .summary = ref->summary > 0 };
 	size_t at = m->ntypes ? c->totals.len / sizeof(int64_t) : SIZE_MAX;
 	int rc;
@@ -183,7 +183,7 @@ meta_cb(void *arg, const struct store_ref *ref, const struct store_meta *m)
 static int
 bad_cb(void *arg, const struct store_ref *ref, const char *why)
 {
-	struct mctx *c = arg;
+	struct merge_listing *c = arg;
 	struct pmeta *pm = (struct pmeta *)c->metas.data;
 	size_t i, n = c->metas.len / sizeof(*pm);
 
@@ -197,7 +197,7 @@ bad_cb(void *arg, const struct store_ref *ref, const char *why)
 
 /* File the groups of series i's agg under the store-wide groups. */
 static int
-file_groups(struct store *st, struct mctx *c, size_t i, const struct agg *a)
+file_groups(struct store *st, struct merge_listing *c, size_t i, const struct agg *a)
 {
 	const struct symtab *t;
 	struct buf sig = { 0 };
@@ -292,7 +292,7 @@ shared_index(const struct shared *sh, const struct group *gr, size_t *keep)
 
 /* Merge the groups marked in inc: each series' share as pprof (gauges averaged), summed. */
 static int
-merge_groups(struct store *st, struct mctx *c, const bool *inc, const struct shared *sh,
+merge_groups(struct store *st, struct merge_listing *c, const bool *inc, const struct shared *sh,
     struct agg **aggs, struct profile **out)
 {
 	struct merge *m = merge_create();
@@ -338,7 +338,7 @@ merge_groups(struct store *st, struct mctx *c, const bool *inc, const struct sha
  * marks them; sh gets the shared types.
  */
 static void
-choose_groups(const struct mctx *c, size_t best, bool *inc, struct shared *sh)
+choose_groups(const struct merge_listing *c, size_t best, bool *inc, struct shared *sh)
 {
 	size_t *order, i, j, k, n;
 	const char *part[PROFILE_MAX_SAMPLE_TYPES + 1];
@@ -418,7 +418,7 @@ shared_types(const struct shared *sh, char *out, size_t size)
  * whose types differ are copied, reordered, to the end of c->totals.
  */
 static int
-shared_totals(struct mctx *c, const struct group *gr, const struct shared *sh, size_t n)
+shared_totals(struct merge_listing *c, const struct group *gr, const struct shared *sh, size_t n)
 {
 	const struct pmeta *pm = (const struct pmeta *)c->metas.data;
 	size_t keep[PROFILE_MAX_SAMPLE_TYPES], *at = (size_t *)c->at.data, j, k;
@@ -451,7 +451,7 @@ shared_totals(struct mctx *c, const struct group *gr, const struct shared *sh, s
 
 /* Sort refs by time and carry their totals along; res takes the totals. */
 static int
-sort_with_totals(struct query_result *res, struct mctx *c)
+sort_with_totals(struct query_result *res, struct merge_listing *c)
 {
 	struct { struct store_ref ref; size_t at; } *tmp;
 	const size_t *at = (const size_t *)c->at.data;
@@ -483,7 +483,7 @@ int
 query_merge(struct store *st, const struct query *q, struct query_result *res)
 {
 	const struct store_remote *rm = store_remote_get(st);
-	struct mctx c = { .res = res };
+	struct merge_listing c = { .res = res };
 	struct agg **aggs = NULL;
 	struct shared sh;
 	uint64_t nmerged = 0;

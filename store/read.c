@@ -20,7 +20,7 @@ unpack_pprof(struct store *st, uint64_t sid, const void *v, size_t vl, bool gzip
 {
 	struct agg *a = agg_create();
 	struct profile *p = NULL;
-	struct sstate *ss;
+	struct series_state *ss;
 	int rc;
 
 	if (a == NULL)
@@ -29,7 +29,7 @@ unpack_pprof(struct store *st, uint64_t sid, const void *v, size_t vl, bool gzip
 		agg_free(a);
 		return rc < 0 ? rc : -EINVAL;
 	}
-	if ((ss = sstate_lock(st, sid, &rc)) != NULL) {
+	if ((ss = series_state_lock(st, sid, &rc)) != NULL) {
 		rc = agg_profile(a, ss->sym, 0, false, &p);
 		pthread_mutex_unlock(&ss->sym_lock);
 	}
@@ -288,7 +288,7 @@ store_read_series_locked(struct store *st, uint64_t sid, int64_t from, int64_t t
     store_meta_fn fn, store_bad_fn bad, void *arg)
 {
 	const rocksdb_snapshot_t *snap = rocksdb_create_snapshot(st->db);
-	struct rctx c = { .st = st, .sid = sid, .a = a, .bad = bad, .arg = arg };
+	struct range_read c = { .st = st, .sid = sid, .a = a, .bad = bad, .arg = arg };
 	unsigned char lo[17], hi[17];
 	rocksdb_iterator_t *it;
 	const struct series *s = store_series_get(st, sid);
@@ -395,7 +395,7 @@ out:
 static int
 past_hours(struct store *st, uint64_t sid, int64_t **arr, size_t *n)
 {
-	struct rctx c = { .st = st, .ro = st->ropts, .sid = sid };
+	struct range_read c = { .st = st, .ro = st->ropts, .sid = sid };
 	unsigned char lo[18], hi[18];
 	rocksdb_iterator_t *it;
 	struct buf past = { 0 };
@@ -468,7 +468,7 @@ key_in(struct store *st, uint64_t sid, int level, int64_t lo, int64_t hi)
 bool
 has_data_locked(struct store *st, uint64_t sid, int64_t from, int64_t to)
 {
-	struct rctx c = { .st = st, .ro = st->ropts, .sid = sid };
+	struct range_read c = { .st = st, .ro = st->ropts, .sid = sid };
 	int64_t first, last;
 
 	/* A profile: one seek, the common answer. */

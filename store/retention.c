@@ -214,7 +214,7 @@ oldest_time(struct store *st, int64_t *t, int64_t *newest)
 	if (store_series(st, &all, &n) < 0)
 		return -ENOMEM;
 	for (i = 0; i < n; i++) {
-		struct rctx c = { .st = st, .ro = st->ropts, .sid = all[i]->id };
+		struct range_read c = { .st = st, .ro = st->ropts, .sid = all[i]->id };
 		int64_t first, last;
 
 		if (series_bounds(&c, &first, &last) < 0)

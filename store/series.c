@@ -81,7 +81,7 @@ series_add(struct store *st, uint64_t sid, const char *service, const char *type
     const char *labels)
 {
 	struct series *s, **ns;
-	struct sstate **nst;
+	struct series_state **nst;
 	struct buf k = { 0 };
 	size_t pos;
 	int64_t idx;
@@ -100,7 +100,7 @@ series_add(struct store *st, uint64_t sid, const char *service, const char *type
 		st->state = nst;
 		st->capseries = ncap;
 	}
-	if ((st->state[st->nseries] = calloc(1, sizeof(struct sstate))) == NULL)
+	if ((st->state[st->nseries] = calloc(1, sizeof(struct series_state))) == NULL)
 		return -ENOMEM;
 	pthread_mutex_init(&st->state[st->nseries]->sym_lock, NULL);
 	if ((s = calloc(1, sizeof(*s))) == NULL)

@@ -18,31 +18,43 @@
  *   query.c      range queries: listing and merging (store.h)
  *   pack.c       the compact encoding of profiles and windows (pack.h)
  *
- * Lock order: cp_run, db_lock, st_lock or sym_lock (never both), ch_lock.
+ * Lock order: cp_run before db_lock, db_lock before sym_lock (docs/ARCHITECTURE.md
+ * lists every nesting).
  *
- * Key layout (all integers big-endian so keys sort numerically):
+ * Keys: one byte of kind, then fields (integers big-endian, so keys sort
+ * numerically):
  *
- *   'S' | sid:8                         -> service \0 type \0 labels
- *   'N' | service \0 type \0 labels     -> sid:8
- *   'P' | sid:8 | time:8 | id:8         -> profile value (below)
- *   'I' | id:8                          -> sid:8 | time:8 [| size:8]
- *                                          size: of the file store_get() makes,
- *                                          once one was made (top byte: SIZE_TAG)
- *   'H' | sid:8 | hour:8                -> "" (the hour holds data)
- *   'T' | sid:8 | time:8 | id:8         -> ntypes, z total per type (varints), sighash:8
- *   'Y' | space:8 | kind:1 | id:4       -> a symbol entry (pack.h); space is the
- *                                          smallest sid of the series' service:
- *                                          its series share one symbol table
- *   'D' | sid:8 | w10:8 | id:8          -> time:8: profile id is not in the windows
- *                                          of w10 yet; "": rebuild w10 from raw
- *   'W' | sid:8 | level:1 | start:8     -> a pack of every profile of the window
- *   'V'                                 -> "2": profile values are packs
- *   'Q'                                 -> sid:8, the next series id: ids are
- *                                          never reused (a series emptied by
- *                                          retention is removed at the next open)
- *   'O' | id:8                          -> "": profile id is not shipped yet
- *                                          (only with store_queue_enable(); see
- *                                          outbox.c)
+ *   kind  offset  size  field            value
+ *   'S'   1       8     sid              service \0 type \0 labels
+ *   'N'   1       var   service \0 type \0 labels
+ *                                        sid:8
+ *   'P'   1       8     sid              the profile value (below)
+ *         9       8     time
+ *         17      8     id
+ *   'I'   1       8     id               sid:8 time:8 [size:8]; size: of the
+ *                                        file store_get() makes, once one was
+ *                                        made (top byte: the tag of size_tag())
+ *   'H'   1       8     sid              "" (the hour holds data)
+ *         9       8     hour
+ *   'T'   1       8     sid              ntypes, z total per type (varints),
+ *         9       8     time             sighash:8
+ *         17      8     id
+ *   'Y'   1       8     space            a symbol entry (pack.h); space is the
+ *         9       1     kind             smallest sid of the series' service:
+ *         10      4     id               its series share one symbol table
+ *   'D'   1       8     sid              time:8: profile id is not in the
+ *         9       8     w10              windows of w10 yet; "": rebuild w10
+ *         17      8     id               from raw profiles
+ *   'W'   1       8     sid              a pack of every profile of the window
+ *         9       1     level
+ *         10      8     start
+ *   'V'   -       -     -                "2": profile values are packs
+ *   'Q'   -       -     -                sid:8, the next series id: ids are
+ *                                        never reused (a series emptied by
+ *                                        retention is removed at the next open)
+ *   'O'   1       8     id               "": profile id is not shipped yet
+ *                                        (only with store_queue_enable();
+ *                                        outbox.c)
  *
  *   time is nanoseconds since the epoch, stored as (uint64)time ^ 2^63 so that
  *   negative times sort first; hour is floor(time / 3600 s), same encoding;
@@ -92,7 +104,7 @@ extern const int64_t win_len[3];
 #define WIN_MAX		((INT64_C(1) << 62) / NS_1D * NS_1D)
 
 /* Private per-series state, parallel to series[]. */
-struct sstate {
+struct series_state {
 	pthread_mutex_t		 sym_lock;	/* protects sym */
 	struct symtab		*sym;		/* loaded on first use */
 	/*
@@ -119,7 +131,7 @@ struct store {
 	pthread_rwlock_t	 st_lock;	/* protects the fields below */
 	struct series		**series;	/* by sid order of creation */
 	struct series		**sorted;	/* by service, type, labels */
-	struct sstate		**state;	/* parallel to series[] */
+	struct series_state		**state;	/* parallel to series[] */
 	size_t			 nseries, capseries;
 	size_t			 max_series;	/* per service, 0: no limit */
 	struct intern		*names;		/* N key -> index in series[] */
@@ -236,7 +248,7 @@ uint64_t store_sighash(const void *sig, size_t len);
 
 /* --- reading ranges through windows (window.c) --- */
 
-struct rctx {
+struct range_read {
 	struct store		*st;
 	rocksdb_readoptions_t	*ro;		/* on the snapshot */
 	uint64_t		 sid;
@@ -269,7 +281,7 @@ int	series_get_or_create(struct store *st, const char *service, const char *type
 const struct series *series_local(struct store *st, uint64_t id);
 
 /* symtab.c */
-struct sstate *sstate_lock(struct store *st, uint64_t sid, int *rc);
+struct series_state *series_state_lock(struct store *st, uint64_t sid, int *rc);
 
 /* write.c */
 int	batch_profile(struct store *st, rocksdb_writebatch_t *wb, uint64_t sid, int64_t time,
@@ -279,10 +291,10 @@ void	note_change(struct store *st, int64_t t);
 int	store_write_error(struct store *st, char *dberr, struct buf *err);
 
 /* window.c */
-int	read_raw(struct rctx *c, int64_t from, int64_t to);
-int	read_cover(struct rctx *c, int64_t from, int64_t to, int level);
-int	series_bounds(struct rctx *c, int64_t *first, int64_t *last);
-int	past_windows(struct rctx *c, int64_t from, int64_t to, store_meta_fn fn, void *arg);
+int	read_raw(struct range_read *c, int64_t from, int64_t to);
+int	read_cover(struct range_read *c, int64_t from, int64_t to, int level);
+int	series_bounds(struct range_read *c, int64_t *first, int64_t *last);
+int	past_windows(struct range_read *c, int64_t from, int64_t to, store_meta_fn fn, void *arg);
 int	window_get(struct store *st, rocksdb_readoptions_t *ro, uint64_t sid, int level,
 	    int64_t w, struct agg *a);
 int	window_put(rocksdb_writebatch_t *wb, uint64_t sid, int level, int64_t w,

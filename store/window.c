@@ -1,7 +1,7 @@
 /*
  * window: the pre-aggregated windows of 10 minutes, 1 hour and 1 day ('W'
  * keys). Reading a range sums the clean windows that fit and the raw
- * profiles elsewhere (struct rctx, from one snapshot); past the raw
+ * profiles elsewhere (struct range_read, from one snapshot); past the raw
  * retention, the 10-minute windows stand for the profiles they summed. The
  * compactor (compact.c) keeps them up to date.
  */
@@ -16,7 +16,7 @@ const int64_t win_len[3] = { NS_10M, NS_1H, NS_1D };
 
 /* Whether a marker lies in [w, w + len). */
 static bool
-is_dirty(const struct rctx *c, int64_t w, int64_t len)
+is_dirty(const struct range_read *c, int64_t w, int64_t len)
 {
 	size_t lo = 0, hi = c->ndirty, mid;
 
@@ -32,7 +32,7 @@ is_dirty(const struct rctx *c, int64_t w, int64_t len)
 
 /* Add the raw profiles of [from, to). */
 int
-read_raw(struct rctx *c, int64_t from, int64_t to)
+read_raw(struct range_read *c, int64_t from, int64_t to)
 {
 	unsigned char lo[17], hi[17];
 	rocksdb_iterator_t *it;
@@ -83,7 +83,7 @@ read_raw(struct rctx *c, int64_t from, int64_t to)
  * raw profiles elsewhere: cost grows with log(to - from).
  */
 int
-read_cover(struct rctx *c, int64_t from, int64_t to, int level)
+read_cover(struct range_read *c, int64_t from, int64_t to, int level)
 {
 	unsigned char lo[18], hi[18];
 	rocksdb_iterator_t *it;
@@ -148,7 +148,7 @@ read_cover(struct rctx *c, int64_t from, int64_t to, int level)
 
 /* The first and last time of series sid's profiles (in the snapshot); -ENOENT if none. */
 static int
-series_extent(struct rctx *c, int64_t *first, int64_t *last)
+series_extent(struct range_read *c, int64_t *first, int64_t *last)
 {
 	unsigned char lo[9], hi[9];
 	rocksdb_iterator_t *it = rocksdb_create_iterator(c->st->db, c->ro);
@@ -177,7 +177,7 @@ series_extent(struct rctx *c, int64_t *first, int64_t *last)
 
 /* The start of series sid's first (or last) window of `level`; -ENOENT if none. */
 static int
-window_edge(struct rctx *c, int level, bool last, int64_t *w)
+window_edge(struct range_read *c, int level, bool last, int64_t *w)
 {
 	unsigned char k0[10], k1[10];
 	rocksdb_iterator_t *it = rocksdb_create_iterator(c->st->db, c->ro);
@@ -209,7 +209,7 @@ window_edge(struct rctx *c, int level, bool last, int64_t *w)
  * c->acut. -ENOENT if it holds neither.
  */
 int
-series_bounds(struct rctx *c, int64_t *first, int64_t *last)
+series_bounds(struct range_read *c, int64_t *first, int64_t *last)
 {
 	int64_t w0, w1;
 	bool raw = series_extent(c, first, last) == 0;
@@ -239,7 +239,7 @@ series_bounds(struct rctx *c, int64_t *first, int64_t *last)
  * for the profiles it summed).
  */
 int
-past_windows(struct rctx *c, int64_t from, int64_t to, store_meta_fn fn, void *arg)
+past_windows(struct range_read *c, int64_t from, int64_t to, store_meta_fn fn, void *arg)
 {
 	const struct series *s = series_local(c->st, c->sid);
 	unsigned char lo[18], hi[18];
@@ -265,7 +265,7 @@ past_windows(struct rctx *c, int64_t from, int64_t to, store_meta_fn fn, void *a
 		size_t kl, vl, g;
 		const unsigned char *k = (const unsigned char *)rocksdb_iter_key(it, &kl);
 		const char *v;
-		struct sstate *ss;
+		struct series_state *ss;
 		struct agg *one;
 
 		if (kl != 18 || memcmp(k, hi, sizeof(hi)) >= 0)
@@ -285,7 +285,7 @@ past_windows(struct rctx *c, int64_t from, int64_t to, store_meta_fn fn, void *a
 			break;
 		}
 		if ((rc = agg_add(one, v, vl, &c->err)) < 0 ||
-		    (ss = sstate_lock(c->st, c->sid, &rc)) == NULL) {
+		    (ss = series_state_lock(c->st, c->sid, &rc)) == NULL) {
 			agg_free(one);
 			if (rc == -EINVAL)
 				rc = 0;		/* corrupt: left out, as the merge does */

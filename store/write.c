@@ -24,12 +24,12 @@ batch_profile(struct store *st, rocksdb_writebatch_t *wb, uint64_t sid, int64_t 
 	unsigned char pkey[25], ykey[14], dkey[25], tmark[8];
 	struct buf val = { 0 }, tv = { 0 }, sig = { 0 };
 	const struct sym_new *e;
-	struct sstate *ss;
+	struct series_state *ss;
 	uint64_t h;
 	size_t i, n;
 	int rc;
 
-	if ((ss = sstate_lock(st, sid, &rc)) == NULL)
+	if ((ss = series_state_lock(st, sid, &rc)) == NULL)
 		return rc;
 	if ((rc = pack_profile(ss->sym, p, time, &val, news)) < 0)
 		goto unlock;
@@ -109,10 +109,10 @@ out:
 void
 batch_done(struct store *st, uint64_t sid, const struct buf *news)
 {
-	struct sstate *ss;
+	struct series_state *ss;
 	int rc;
 
-	if (news->len == 0 || (ss = sstate_lock(st, sid, &rc)) == NULL)
+	if (news->len == 0 || (ss = series_state_lock(st, sid, &rc)) == NULL)
 		return;
 	symtab_durable(ss->sym, (const struct sym_new *)news->data,
 	    news->len / sizeof(struct sym_new));

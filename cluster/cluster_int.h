@@ -1,12 +1,12 @@
 /*
- * chint: what the files of cluster/ share. chttp.c talks to ClickHouse's
+ * cluster_int: what the files of cluster/ share. chttp.c talks to ClickHouse's
  * HTTP interface and parses its TabSeparated answers; codec.c turns stacks
  * and profile headers into the strings stored in ClickHouse and back;
  * ship.c creates the schema and ships the outbox; read.c answers the
  * store's reads from the cluster.
  */
-#ifndef PROFILEFS_CHINT_H
-#define PROFILEFS_CHINT_H
+#ifndef PROFILEFS_CLUSTER_INT_H
+#define PROFILEFS_CLUSTER_INT_H
 
 #include <pthread.h>
 #include <stdatomic.h>
