@@ -2,8 +2,8 @@
  * cluster_int: what the files of cluster/ share. chttp.c talks to ClickHouse's
  * HTTP interface and parses its TabSeparated answers; codec.c turns stacks
  * and profile headers into the strings stored in ClickHouse and back;
- * ship.c creates the schema and ships the outbox; read.c answers the
- * store's reads from the cluster.
+ * ship.c creates the schema and ships the outbox; read.c is the fleet's
+ * reader (cluster_reader()), answering from the cluster.
  */
 #ifndef PROFILEFS_CLUSTER_INT_H
 #define PROFILEFS_CLUSTER_INT_H
@@ -52,7 +52,12 @@ struct cluster {
 	struct intern		*s_names;	/* service \0 type \0 labels -> index */
 	struct series		**s_all;
 	size_t			 s_n, s_cap;
-	struct store_remote	 remote;
+	/*
+	 * cluster_reader(): the local store's data until the shipper first
+	 * finds the schema in place (reads_on), the cluster's from then on.
+	 */
+	struct reader		 reader;
+	_Atomic bool		 reads_on;
 	/*
 	 * The data's generation: bumped when the shipper sees the cluster's
 	 * profile count change (polled every second), so cached views stay

@@ -1,5 +1,7 @@
 /*
- * read: the store's reads answered by the cluster (a store_remote). Series,
+ * read: the fleet's reader (struct reader of store.h): once the shipper
+ * found the schema in place, the reads of the tree and the HTTP API are
+ * answered by the cluster, and by the local store before. Series,
  * hours and listings come from the per-window counts and the profile rows'
  * small columns; a merge is one GROUP BY per stack that ClickHouse runs over
  * the 10-minute sums of the windows wholly inside the range and the raw rows
@@ -1285,23 +1287,154 @@ r_generation(void *arg)
 	return atomic_load(&c->gen);
 }
 
+/* --- the reader ------------------------------------------------------------ */
+
+/* Whether reads go to the cluster yet (its schema was found once). */
+static bool
+on(struct cluster *c)
+{
+	return atomic_load(&c->reads_on);
+}
+
+static int
+c_series(void *arg, const struct series ***out, size_t *n)
+{
+	struct cluster *c = arg;
+
+	return on(c) ? r_series(c, out, n) : store_series(c->st, out, n);
+}
+
+static int
+c_series_each(void *arg, const char *service, const char *type, store_series_fn fn,
+    void *fnarg)
+{
+	struct cluster *c = arg;
+
+	return on(c) ? r_series_each(c, service, type, fn, fnarg) :
+	    store_series_each(c->st, service, type, fn, fnarg);
+}
+
+static const struct series *
+c_series_get(void *arg, uint64_t id)
+{
+	struct cluster *c = arg;
+
+	return on(c) ? r_series_get(c, id) : store_series_get(c->st, id);
+}
+
+static int
+c_hours(void *arg, uint64_t sid, int64_t **out, size_t *n)
+{
+	struct cluster *c = arg;
+
+	return on(c) ? r_hours(c, sid, out, n) : store_hours(c->st, sid, out, n);
+}
+
+static int
+stop_first(void *arg, const struct store_ref *ref, const void *data, size_t len)
+{
+	(void)arg;
+	(void)ref;
+	(void)data;
+	(void)len;
+	return 1;
+}
+
+static bool
+c_has_data(void *arg, uint64_t sid, int64_t from, int64_t to)
+{
+	struct cluster *c = arg;
+
+	return on(c) ? r_scan(c, sid, from, to, stop_first, NULL) == 1 :
+	    store_has_data(c->st, sid, from, to);
+}
+
+static int
+c_get(void *arg, uint64_t id, struct store_ref *ref, struct buf *out)
+{
+	struct cluster *c = arg;
+
+	return on(c) ? r_get(c, id, ref, out) : store_get(c->st, id, ref, out);
+}
+
+static int
+c_get_size(void *arg, uint64_t id, struct store_ref *ref, uint64_t *size)
+{
+	struct cluster *c = arg;
+
+	if (on(c)) {
+		memset(ref, 0, sizeof(*ref));
+		return -ENODATA;	/* made by reader_get(), from the cluster */
+	}
+	return store_get_size(c->st, id, ref, size);
+}
+
+static int
+c_list(void *arg, const struct query *q, struct query_result *res)
+{
+	struct cluster *c = arg;
+
+	return on(c) ? r_list(c, q, res) : query_list(c->st, q, res);
+}
+
+static int
+c_merge(void *arg, const struct query *q, struct query_result *res)
+{
+	struct cluster *c = arg;
+
+	return on(c) ? r_merge(c, q, res) : query_merge(c->st, q, res);
+}
+
+/*
+ * The local generation, and once reads go to the cluster one more (the
+ * switch changes every answer) plus the cluster's own clock: other hosts'
+ * data arrives without local puts. It never decreases.
+ */
+static uint64_t
+c_generation(void *arg)
+{
+	struct cluster *c = arg;
+	uint64_t g = store_generation(c->st);
+
+	return on(c) ? g + 1 + r_generation(c) : g;
+}
+
+static bool
+c_changed_since(void *arg, uint64_t gen, int64_t upto)
+{
+	struct cluster *c = arg;
+
+	/* The cluster's answers: the times of their changes are not known here. */
+	if (on(c))
+		return gen != c_generation(c);
+	return store_changed_since(c->st, gen, upto);
+}
+
+const struct reader *
+cluster_reader(struct cluster *c)
+{
+	return &c->reader;
+}
+
 void
 read_init(struct cluster *c)
 {
 	pthread_mutex_init(&c->s_lock, NULL);
 	pthread_mutex_init(&c->f_lock, NULL);
 	c->s_names = intern_create(256);
-	c->remote = (struct store_remote){
+	c->reader = (struct reader){
 		.arg = c,
-		.series = r_series,
-		.series_each = r_series_each,
-		.series_get = r_series_get,
-		.hours = r_hours,
-		.scan = r_scan,
-		.get = r_get,
-		.list = r_list,
-		.merge = r_merge,
-		.generation = r_generation,
+		.series = c_series,
+		.series_each = c_series_each,
+		.series_get = c_series_get,
+		.hours = c_hours,
+		.has_data = c_has_data,
+		.get = c_get,
+		.get_size = c_get_size,
+		.list = c_list,
+		.merge = c_merge,
+		.generation = c_generation,
+		.changed_since = c_changed_since,
 	};
 }
 

@@ -85,7 +85,7 @@ fill_merge(void *varg, void **val, size_t *size, void (**free_fn)(void *))
 	q.from = a->r->from;
 	q.to = a->r->to;
 	t0 = clock_mono_ns();
-	rc = query_merge(a->fs->st, &q, res);
+	rc = reader_merge(a->fs->rd, &q, res);
 	metrics_observe("profilefs_merge_duration_seconds", "source=\"fs\"",
 	    (double)(clock_mono_ns() - t0) / 1e9);
 	labels_clear(&sel);
@@ -126,7 +126,7 @@ views_merge(struct fsctx *fs, const char *service, const char *type,
 
 	if ((rc = merge_key(&key, service, type, selector, r)) < 0)
 		return rc;
-	rc = cache_get_scoped(fs->merges, key.data, store_generation(fs->st), r->to,
+	rc = cache_get_scoped(fs->merges, key.data, reader_generation(fs->rd), r->to,
 	    r->relative ? RELATIVE_MAX_AGE : 0, fill_merge, &a, out);
 	buf_free(&key);
 	return rc;
@@ -264,7 +264,7 @@ meta_body(const struct view_in *in, json_t *doc)
 	if (json_object_set_new(doc, "series", a = json_array()) < 0)
 		return -ENOMEM;
 	for (i = 0; i < r->nseries; i++) {
-		const struct series *s = store_series_get(in->fs->st, r->series[i]);
+		const struct series *s = reader_series_get(in->fs->rd, r->series[i]);
 
 		if (s && json_array_append_new(a, jsonw_str(s->labels)) < 0)
 			return -ENOMEM;
@@ -445,7 +445,7 @@ views_tree(const struct view_in *in, size_t ty, struct cache_entry **ce)
 
 	*ce = NULL;
 	if ((rc = buf_printf(&key, "tree%zu\x1f", ty)) == 0 && (rc = derived_key(&key, in)) == 0)
-		rc = cache_get_scoped(in->fs->merges, key.data, store_generation(in->fs->st),
+		rc = cache_get_scoped(in->fs->merges, key.data, reader_generation(in->fs->rd),
 		    in->fp->range.to, in->fp->range.relative ? RELATIVE_MAX_AGE : 0, fill_tree,
 		    &a, ce);
 	buf_free(&key);
@@ -748,7 +748,7 @@ render_timeline(const struct view_in *in, struct buf *out)
 		buf_free(&key);
 		return rc;
 	}
-	rc = cache_get_scoped(in->fs->merges, key.data, store_generation(in->fs->st),
+	rc = cache_get_scoped(in->fs->merges, key.data, reader_generation(in->fs->rd),
 	    in->fp->range.to, in->fp->range.relative ? RELATIVE_MAX_AGE : 0, fill_timeline,
 	    &a, &ce);
 	buf_free(&a.err);

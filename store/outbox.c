@@ -2,8 +2,7 @@
  * outbox: a fleet (--clickhouse) ships every acknowledged profile elsewhere.
  * The outbox is the set of 'O' keys: each is written in the profile's own
  * synced batch, so a profile acknowledged is a profile queued, and the
- * shipper deletes the keys of what the other side acknowledged. What reads
- * go to is a store_remote the fleet's module installs (store.h).
+ * shipper deletes the keys of what the other side acknowledged.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -117,17 +116,4 @@ store_queue_remove(struct store *st, const uint64_t *ids, size_t n)
 			;
 	}
 	return rc;
-}
-
-void
-store_set_remote(struct store *st, const struct store_remote *rm)
-{
-	atomic_store(&st->remote, rm);
-	atomic_fetch_add(&st->gen, 1);
-}
-
-const struct store_remote *
-store_remote_get(struct store *st)
-{
-	return atomic_load(&st->remote);
 }

@@ -108,12 +108,9 @@ list_cb(void *arg, const struct store_ref *ref, const void *data, size_t len)
 int
 query_list(struct store *st, const struct query *q, struct query_result *res)
 {
-	const struct store_remote *rm = store_remote_get(st);
 	size_t i;
 	int rc;
 
-	if (rm)
-		return rm->list(rm->arg, q, res);
 	memset(res, 0, sizeof(*res));
 	rc = match_series(st, q, res);
 	for (i = 0; i < res->nseries && rc == 0; i++)
@@ -482,7 +479,6 @@ sort_with_totals(struct query_result *res, struct merge_listing *c)
 int
 query_merge(struct store *st, const struct query *q, struct query_result *res)
 {
-	const struct store_remote *rm = store_remote_get(st);
 	struct merge_listing c = { .res = res };
 	struct agg **aggs = NULL;
 	struct shared sh;
@@ -491,8 +487,6 @@ query_merge(struct store *st, const struct query *q, struct query_result *res)
 	bool *inc;
 	int rc;
 
-	if (rm)
-		return rm->merge(rm->arg, q, res);
 	memset(res, 0, sizeof(*res));
 	rc = match_series(st, q, res);
 	if (rc == 0 && (aggs = calloc(res->nseries + 1, sizeof(*aggs))) == NULL)

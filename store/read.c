@@ -232,10 +232,6 @@ store_get_size(struct store *st, uint64_t id, struct store_ref *ref, uint64_t *s
 {
 	int rc;
 
-	if (atomic_load(&st->remote)) {
-		memset(ref, 0, sizeof(*ref));
-		return -ENODATA;	/* made by store_get(), from the cluster */
-	}
 	pthread_rwlock_rdlock(&st->db_lock);
 	rc = index_get(st, id, ref, size);
 	if (rc == 0 && *size != UINT64_MAX) {

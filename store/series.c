@@ -255,11 +255,8 @@ store_set_max_series(struct store *st, size_t n)
 int
 store_series(struct store *st, const struct series ***out, size_t *n)
 {
-	const struct store_remote *rm = atomic_load(&st->remote);
 	const struct series **arr;
 
-	if (rm)
-		return rm->series(rm->arg, out, n);
 	pthread_rwlock_rdlock(&st->st_lock);
 	arr = malloc((st->nseries + 1) * sizeof(*arr));
 	if (arr == NULL) {
@@ -278,13 +275,10 @@ int
 store_series_each(struct store *st, const char *service, const char *type,
     store_series_fn fn, void *arg)
 {
-	const struct store_remote *rm = atomic_load(&st->remote);
 	const struct series *small[64], **m = small, **nm;
 	size_t i, n = 0, cap = 64;
 	int rc = 0;
 
-	if (rm)
-		return rm->series_each(rm->arg, service, type, fn, arg);
 	/*
 	 * The matches are taken under the index lock and fn runs without it,
 	 * so fn may use the store freely (series never move nor go away).
@@ -322,9 +316,7 @@ store_series_each(struct store *st, const char *service, const char *type,
 const struct series *
 store_series_get(struct store *st, uint64_t id)
 {
-	const struct store_remote *rm = atomic_load(&st->remote);
-
-	return rm ? rm->series_get(rm->arg, id) : series_local(st, id);
+	return series_local(st, id);
 }
 
 /* store_series_get() of this store's own index, whatever the reads go to. */

@@ -438,6 +438,7 @@ store_open(const char *dir, struct store **out, struct buf *err)
 	pthread_mutex_init(&st->ch_lock, NULL);
 	pthread_mutex_init(&st->cp_run, NULL);
 	pthread_cond_init(&st->rt_cond, NULL);
+	store_reader_init(st);
 	st->names = intern_create(64);
 	st->max_series = STORE_MAX_SERIES;
 	if ((st->dir = strdup(dir)) == NULL) {
@@ -582,11 +583,8 @@ int
 store_scan(struct store *st, uint64_t sid, int64_t from, int64_t to, bool with_data,
     store_scan_fn fn, void *arg)
 {
-	const struct store_remote *rm = atomic_load(&st->remote);
 	int rc;
 
-	if (rm)
-		return with_data ? -ENOTSUP : rm->scan(rm->arg, sid, from, to, fn, arg);
 	pthread_rwlock_rdlock(&st->db_lock);
 	rc = store_scan_locked(st, sid, from, to, with_data, fn, arg);
 	pthread_rwlock_unlock(&st->db_lock);
@@ -596,11 +594,8 @@ store_scan(struct store *st, uint64_t sid, int64_t from, int64_t to, bool with_d
 int
 store_get(struct store *st, uint64_t id, struct store_ref *ref, struct buf *out)
 {
-	const struct store_remote *rm = atomic_load(&st->remote);
 	int rc;
 
-	if (rm)
-		return rm->get(rm->arg, id, ref, out);
 	pthread_rwlock_rdlock(&st->db_lock);
 	rc = store_get_locked(st, id, ref, out, true);
 	pthread_rwlock_unlock(&st->db_lock);
@@ -648,24 +643,11 @@ store_recover(struct store *st)
 	return 0;
 }
 
-static int
-stop_first(void *arg, const struct store_ref *ref, const void *data, size_t len)
-{
-	(void)arg;
-	(void)ref;
-	(void)data;
-	(void)len;
-	return 1;
-}
-
 bool
 store_has_data(struct store *st, uint64_t sid, int64_t from, int64_t to)
 {
-	const struct store_remote *rm = atomic_load(&st->remote);
 	bool any;
 
-	if (rm)
-		return rm->scan(rm->arg, sid, from, to, stop_first, NULL) == 1;
 	pthread_rwlock_rdlock(&st->db_lock);
 	any = has_data_locked(st, sid, from, to);
 	pthread_rwlock_unlock(&st->db_lock);
@@ -675,11 +657,8 @@ store_has_data(struct store *st, uint64_t sid, int64_t from, int64_t to)
 int
 store_hours(struct store *st, uint64_t sid, int64_t **out, size_t *n)
 {
-	const struct store_remote *rm = atomic_load(&st->remote);
 	int rc;
 
-	if (rm)
-		return rm->hours(rm->arg, sid, out, n);
 	pthread_rwlock_rdlock(&st->db_lock);
 	rc = store_hours_locked(st, sid, out, n);
 	pthread_rwlock_unlock(&st->db_lock);

@@ -7,7 +7,8 @@
  *   store.c      open, close, the data directory, naming rules; the public
  *                entry points that take db_lock around a job's function
  *   series.c     the series index (st_lock)
- *   symtab.c     symbol tables in memory and their 'Y' records (sym_lock)
+ *   symtab.c     symbol tables in memory (symtab.h) and their 'Y' records
+ *                (sym_lock)
  *   write.c      the write path: one synced batch per profile; generations
  *   window.c     the 10-minute, hourly and daily windows: reading ranges
  *                through them, reading and writing one window
@@ -15,6 +16,7 @@
  *   read.c       listings, stored profiles, hours, T records
  *   retention.c  retention and the disk cap: the retention thread (rt_lock)
  *   outbox.c     the outbox ('O' keys) of profiles to ship to a fleet
+ *   reader.c     the store's own reader (store_reader(), store.h)
  *   query.c      range queries: listing and merging (store.h)
  *   pack.c       the compact encoding of profiles and windows (pack.h)
  *
@@ -167,10 +169,10 @@ struct store {
 	pthread_mutex_t		 cp_run;
 	pthread_cond_t		 rt_cond;
 	bool			 rt_stop;
-	/* the outbox ('O' keys) and the remote reader, see the end of this file */
+	/* the outbox ('O' keys), see outbox.c */
 	_Atomic bool		 q_on;
 	_Atomic uint64_t	 q_len;
-	const struct store_remote *_Atomic remote;
+	struct reader		 reader;	/* store_reader(): constant once open */
 };
 
 static inline void
@@ -270,6 +272,9 @@ struct range_read {
 
 /* store.c */
 int	store_recover(struct store *st);
+
+/* reader.c: fill st->reader (at open). */
+void	store_reader_init(struct store *st);
 
 /* series.c: the index; callers hold st_lock where said. */
 struct buf *name_key(struct buf *k, const char *service, const char *type, const char *labels);

@@ -353,13 +353,9 @@ note_change(struct store *st, int64_t t)
 bool
 store_changed_since(struct store *st, uint64_t gen, int64_t upto)
 {
-	const struct store_remote *rm = atomic_load(&st->remote);
 	size_t lo = 0, hi;
 	bool changed;
 
-	/* Reads served elsewhere: the times of their changes are not known here. */
-	if (rm)
-		return gen != store_generation(st);
 	pthread_mutex_lock(&st->ch_lock);
 	if (gen >= atomic_load(&st->gen)) {
 		pthread_mutex_unlock(&st->ch_lock);
@@ -383,11 +379,7 @@ store_changed_since(struct store *st, uint64_t gen, int64_t upto)
 uint64_t
 store_generation(const struct store *st)
 {
-	const struct store_remote *rm = atomic_load(&((struct store *)st)->remote);
-	uint64_t g = atomic_load(&((struct store *)st)->gen);
-
-	/* Remote data changes without local puts: the remote adds its own clock. */
-	return rm ? g + rm->generation(rm->arg) : g;
+	return atomic_load(&((struct store *)st)->gen);
 }
 
 /*
