@@ -544,122 +544,6 @@ r_scan(void *arg, uint64_t sid, int64_t from, int64_t to, store_scan_fn fn, void
 
 /* --- merges -------------------------------------------------------------------- */
 
-/* "cpu/nanoseconds samples/count" from a signature (period type dropped). */
-static void
-sig_types(const char *sig, char *out, size_t n)
-{
-	const char *s = strchr(sig, '\x1f');
-	size_t i = 0;
-
-	if (s == NULL) {
-		snprintf(out, n, "(none)");
-		return;
-	}
-	for (s++; *s && i + 1 < n; s++)
-		out[i++] = *s == '\x1f' ? ' ' : *s;
-	out[i] = '\0';
-}
-
-static void
-add_skip(struct query_result *res, uint64_t id, const char *why)
-{
-	struct query_skip *sk;
-	size_t n;
-
-	res->skipped = xreallocarray(res->skipped, res->nskipped + 1, sizeof(*sk));
-	sk = &res->skipped[res->nskipped++];
-	sk->id = id;
-	/* Cut to the field's size, as the local store's listing does. */
-	n = strlen(why);
-	if (n >= sizeof(sk->reason))
-		n = sizeof(sk->reason) - 1;
-	memcpy(sk->reason, why, n);
-	sk->reason[n] = '\0';
-}
-
-/*
- * A group of profiles with one signature. As the local store's query does,
- * the largest group merges with every other of its period type that shares
- * sample types with it, on the types all of them share (inc); keep[k] is
- * where shared type k sits among the group's own.
- */
-struct sgroup {
-	const char	*sig;
-	uint64_t	 count;
-	bool		 inc;
-	size_t		 keep[PROFILE_MAX_SAMPLE_TYPES];
-};
-
-/* The parts of a signature: [0] its period type, then "type/unit" each. */
-static size_t
-sig_parts(const char *sig, const char **part, size_t *len, size_t max)
-{
-	const char *p = sig, *q;
-	size_t n = 0;
-
-	while (p && n < max) {
-		q = strchr(p, '\x1f');
-		part[n] = p;
-		len[n++] = (size_t)((q ? q : p + strlen(p)) - p);
-		p = q ? q + 1 : NULL;
-	}
-	return n;
-}
-
-/* Mark the groups that merge; the shared types (parts, [0] the period) into sh. */
-static void
-choose_groups(struct sgroup *g, size_t ng, size_t best, const char **sh, size_t *shl,
-    size_t *nsh)
-{
-	const char *part[PROFILE_MAX_SAMPLE_TYPES + 1];
-	size_t len[PROFILE_MAX_SAMPLE_TYPES + 1], *order, i, j, k, n;
-
-	*nsh = sig_parts(g[best].sig, sh, shl, PROFILE_MAX_SAMPLE_TYPES + 1);
-	g[best].inc = true;
-	order = xcalloc(ng + 1, sizeof(*order));
-	for (i = 0; i < ng; i++)
-		order[i] = i;
-	for (i = 1; i < ng; i++)	/* by profiles, most first (stable) */
-		for (j = i; j > 0 && g[order[j]].count > g[order[j - 1]].count; j--) {
-			k = order[j];
-			order[j] = order[j - 1];
-			order[j - 1] = k;
-		}
-	for (i = 0; i < ng; i++) {
-		size_t m = 1;
-
-		if (g[order[i]].inc)
-			continue;
-		n = sig_parts(g[order[i]].sig, part, len, PROFILE_MAX_SAMPLE_TYPES + 1);
-		if (n < 2 || len[0] != shl[0] || memcmp(part[0], sh[0], len[0]) != 0)
-			continue;	/* another period type */
-		for (j = 1; j < *nsh; j++)
-			for (k = 1; k < n; k++)
-				if (len[k] == shl[j] && memcmp(part[k], sh[j], len[k]) == 0) {
-					sh[m] = sh[j];
-					shl[m++] = shl[j];
-					break;
-				}
-		if (m == 1)
-			continue;	/* nothing shared: left out */
-		*nsh = m;
-		g[order[i]].inc = true;
-	}
-	free(order);
-	/* Where each shared type sits in each merged group. */
-	for (i = 0; i < ng; i++) {
-		if (!g[i].inc)
-			continue;
-		n = sig_parts(g[i].sig, part, len, PROFILE_MAX_SAMPLE_TYPES + 1);
-		for (j = 1; j < *nsh; j++)
-			for (k = 1; k < n; k++)
-				if (len[k] == shl[j] && memcmp(part[k], sh[j], len[k]) == 0) {
-					g[i].keep[j - 1] = k - 1;
-					break;
-				}
-	}
-}
-
 /* One series' part of one merged group: its stacks' sums in the shared types. */
 struct series_sums {
 	const struct series	*s;
@@ -702,7 +586,7 @@ floor_div(int64_t a, int64_t b)
  * the shared types (ntypes of them), into accs.
  */
 static int
-run_sums(struct cluster *c, const char *where, const struct query *q, const struct sgroup *g,
+run_sums(struct cluster *c, const char *where, const struct query *q, const struct mgroup *g,
     size_t ng, size_t ntypes, struct series_sums **accs, size_t *nacc, struct intern *all_stacks)
 {
 	struct buf sql = { 0 }, ans = { 0 }, err = { 0 }, sigs = { 0 };
@@ -965,22 +849,6 @@ out:
 	return rc;
 }
 
-/* "cpu/nanoseconds samples/count": the shared sample types. */
-static void
-shared_types(const char **sh, const size_t *shl, size_t nsh, char *out, size_t size)
-{
-	size_t i, o = 0;
-
-	out[0] = '\0';
-	for (i = 1; i < nsh; i++) {
-		int w = snprintf(out + o, size - o, "%s%.*s", i > 1 ? " " : "", (int)shl[i], sh[i]);
-
-		if (w < 0 || (size_t)w >= size - o)
-			break;
-		o += (size_t)w;
-	}
-}
-
 /* The best group's header restricted to the shared types, in their order. */
 static char *
 shared_header(const char *hdr, const size_t *keep, size_t nt)
@@ -989,7 +857,7 @@ shared_header(const char *hdr, const size_t *keep, size_t nt)
 	size_t fl[3 + 2 * PROFILE_MAX_SAMPLE_TYPES], nf, k;
 	struct buf b = { 0 };
 
-	nf = sig_parts(hdr, f, fl, sizeof(f) / sizeof(f[0]));
+	nf = mgroup_sig_parts(hdr, strlen(hdr), f, fl, sizeof(f) / sizeof(f[0]));
 	if (nf < 5 || (nf - 3) % 2 != 0)
 		return NULL;
 	buf_add(&b, hdr, (size_t)(f[2] + fl[2] - hdr));
@@ -1049,61 +917,19 @@ out:
 	return rc;
 }
 
-/*
- * Per-profile totals in the merged profile's types (timelines read them by
- * its index) for the merged groups' profiles; others keep their own.
- */
-static int
-shared_totals(struct listing *l, const struct sgroup *g, size_t ng, size_t nt)
-{
-	const int64_t *old = (const int64_t *)l->totals.data;
-	size_t *at = (size_t *)l->at.data, i, k, gi;
-	struct buf nb = { 0 };
-	const char *part[PROFILE_MAX_SAMPLE_TYPES + 1];
-	size_t len[PROFILE_MAX_SAMPLE_TYPES + 1];
-
-	for (i = 0; i < l->res->nrefs; i++) {
-		size_t pos = nb.len / sizeof(int64_t), own;
-
-		if (at[i] == SIZE_MAX)
-			continue;
-		for (gi = 0; gi < ng && strcmp(g[gi].sig, l->sig[i]) != 0; gi++)
-			;
-		own = sig_parts(l->sig[i], part, len, PROFILE_MAX_SAMPLE_TYPES + 1) - 1;
-		if (at[i] + own > l->totals.len / sizeof(int64_t)) {
-			buf_free(&nb);
-			return -EIO;
-		}
-		if (gi < ng && g[gi].inc) {
-			for (k = 0; k < nt; k++)
-				buf_add(&nb, &old[at[i] + g[gi].keep[k]], sizeof(int64_t));
-		} else
-			buf_add(&nb, &old[at[i]], own * sizeof(int64_t));
-		at[i] = pos;
-	}
-	if (buf_error(&nb)) {
-		buf_free(&nb);
-		return -ENOMEM;
-	}
-	buf_free(&l->totals);
-	l->totals = nb;
-	return 0;
-}
-
 static int
 r_merge(void *arg, const struct query *q, struct query_result *res)
 {
 	struct cluster *c = arg;
 	struct listing l = { .res = res };
 	struct buf where = { 0 }, sigs = { 0 };
-	struct sgroup *groups = NULL;
+	struct mgroup *groups = NULL;
 	struct series_sums *accs = NULL;
 	struct intern *all = NULL;
 	char **frames = NULL, *hdr = NULL, *shdr = NULL;
-	const char *sh[PROFILE_MAX_SAMPLE_TYPES + 1];
-	size_t shl[PROFILE_MAX_SAMPLE_TYPES + 1], nsh = 0;
-	size_t *flen = NULL;
-	size_t ng = 0, nacc = 0, i, j, best = 0;
+	struct mgroup_shared sh;
+	size_t *flen = NULL, *grp = NULL;
+	size_t ng = 0, nacc = 0, i, j, best;
 	uint64_t nmerged = 0;
 	int64_t period = 0;
 	int rc;
@@ -1118,28 +944,26 @@ r_merge(void *arg, const struct query *q, struct query_result *res)
 		if (j == ng) {
 			groups = xreallocarray(groups, ng + 1, sizeof(*groups));
 			memset(&groups[ng], 0, sizeof(groups[ng]));
-			groups[ng++].sig = l.sig[i];
+			groups[ng].sig = l.sig[i];
+			groups[ng++].siglen = strlen(l.sig[i]);
 		}
 		groups[j].count++;
 	}
-	for (j = 1; j < ng; j++)
-		if (groups[j].count > groups[best].count)
-			best = j;
-	choose_groups(groups, ng, best, sh, shl, &nsh);
+	best = mgroup_choose(groups, ng, &sh);
+	grp = xcalloc(res->nrefs + 1, sizeof(*grp));
 	for (i = 0; i < res->nrefs; i++) {
-		char want[120], got[120], why[320];
+		char why[320];
 
 		for (j = 0; j < ng && strcmp(groups[j].sig, l.sig[i]) != 0; j++)
 			;
+		grp[i] = j;
 		if (groups[j].inc) {
 			series_sums_of(&accs, &nacc, l.ser[i], j)->count++;
 			continue;
 		}
-		shared_types(sh, shl, nsh, want, sizeof(want));
-		sig_types(l.sig[i], got, sizeof(got));
-		snprintf(why, sizeof(why), "sample types [%s] share none with the merged "
-		    "profiles' [%s] (or the period type differs)", got, want);
-		add_skip(res, res->refs[i].id, why);
+		mgroup_why(&groups[j], &sh, why, sizeof(why));
+		if ((rc = query_skip_add(res, res->refs[i].id, why)) < 0)
+			goto out;
 	}
 	for (j = 0; j < ng; j++)
 		if (groups[j].inc) {
@@ -1151,13 +975,13 @@ r_merge(void *arg, const struct query *q, struct query_result *res)
 	if ((rc = buf_error(&sigs)) < 0 ||
 	    (rc = group_header(c, where.data, q, groups[best].sig, sigs.data, &hdr, &period)) < 0)
 		goto out;
-	if ((shdr = shared_header(hdr, groups[best].keep, nsh - 1)) == NULL) {
+	if ((shdr = shared_header(hdr, groups[best].keep, sh.n - 1)) == NULL) {
 		log_warnx("clickhouse: a group's header is malformed");
 		rc = -EIO;
 		goto out;
 	}
 	all = intern_create(1024);
-	if ((rc = run_sums(c, where.data, q, groups, ng, nsh - 1, &accs, &nacc, all)) < 0)
+	if ((rc = run_sums(c, where.data, q, groups, ng, sh.n - 1, &accs, &nacc, all)) < 0)
 		goto out;
 	frames = xcalloc(intern_count(all) + 1, sizeof(*frames));
 	flen = xcalloc(intern_count(all) + 1, sizeof(*flen));
@@ -1165,7 +989,8 @@ r_merge(void *arg, const struct query *q, struct query_result *res)
 		goto out;
 	if ((rc = build_merged(shdr, period, accs, nacc, all, frames, flen, &res->merged)) < 0)
 		goto out;
-	if ((rc = shared_totals(&l, groups, ng, nsh - 1)) < 0)
+	if ((rc = mgroup_totals(groups, &sh, grp, (size_t *)l.at.data, res->nrefs,
+	    &l.totals)) < 0)
 		goto out;
 	res->nmerged = (size_t)nmerged;
 	res->totals = (int64_t *)buf_steal(&l.totals, NULL);
@@ -1182,6 +1007,7 @@ out:
 	free(accs);
 	intern_destroy(all);
 	free(groups);
+	free(grp);
 	free(hdr);
 	free(shdr);
 	listing_free(&l);

@@ -282,6 +282,11 @@ int	query_list(struct store *st, const struct query *q, struct query_result *res
  */
 int	query_merge(struct store *st, const struct query *q, struct query_result *res);
 void	query_result_free(struct query_result *res);
+/*
+ * Add a profile left out of a merge, and why (cut to the reason's size),
+ * to res->skipped: for every reader's merges. -ENOMEM.
+ */
+int	query_skip_add(struct query_result *res, uint64_t id, const char *reason);
 
 /* --- readers (reader.c) ---
  *
