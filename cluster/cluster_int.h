@@ -111,6 +111,11 @@ void	tsv_free(struct tsv *t);
 /* Parse a decimal field; -EINVAL when it is not one. */
 int	tsv_i64(const char *s, int64_t *v);
 int	tsv_u64(const char *s, uint64_t *v);
+/*
+ * Parse a ClickHouse array of integers ("[1,2,3]") into out (int64_t each,
+ * appended), *n of them, at most max; -EINVAL when it is not one.
+ */
+int	tsv_nums(const char *s, struct buf *out, size_t *n, size_t max, bool is_unsigned);
 
 /* --- codec.c --- */
 /*

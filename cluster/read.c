@@ -363,41 +363,6 @@ add_series_id(struct query_result *res, uint64_t id)
 	return 0;
 }
 
-/*
- * Parse "[1,-2,3]" (at most max numbers; unsigned: as uint64) into out;
- * -EINVAL on anything else.
- */
-static int
-parse_nums(const char *s, struct buf *out, size_t *n, size_t max, bool is_unsigned)
-{
-	const char *p = s;
-	char *e;
-
-	*n = 0;
-	if (*p++ != '[')
-		return -EINVAL;
-	if (*p == ']')
-		return p[1] ? -EINVAL : 0;
-	for (;;) {
-		int64_t v;
-
-		errno = 0;
-		if (is_unsigned)
-			v = *p == '-' ? (errno = EINVAL, 0) : (int64_t)strtoull(p, &e, 10);
-		else
-			v = strtoll(p, &e, 10);
-		if (e == p || errno)
-			return -EINVAL;
-		buf_add(out, &v, sizeof(v));
-		(*n)++;
-		if (*e == ']')
-			return e[1] ? -EINVAL : buf_error(out);
-		if (*e != ',' || *n >= max)
-			return -EINVAL;
-		p = e + 1;
-	}
-}
-
 static int
 run_listing(struct cluster *c, const char *where, const struct query *q, bool merge,
     struct listing *l)
@@ -450,7 +415,7 @@ run_listing(struct cluster *c, const char *where, const struct query *q, bool me
 		add_series_id(res, s->id);
 		if (merge) {
 			at = l->totals.len / sizeof(int64_t);
-			if (parse_nums(t.f[6], &l->totals, &nt, PROFILE_MAX_SAMPLE_TYPES, false) < 0) {
+			if (tsv_nums(t.f[6], &l->totals, &nt, PROFILE_MAX_SAMPLE_TYPES, false) < 0) {
 				r = -EINVAL;
 				break;
 			}
@@ -1055,8 +1020,8 @@ r_get(void *arg, uint64_t id, struct store_ref *ref, struct buf *out)
 	memset(ref, 0, sizeof(*ref));
 	if (rc < 0 || t.nf != 8 || tsv_i64(t.f[0], &ref->time) < 0 ||
 	    tsv_i64(t.f[5], &period) < 0 ||
-	    parse_nums(t.f[6], &stacks, &ns, GET_MAX_STACKS, true) < 0 ||
-	    parse_nums(t.f[7], &vals, &nv, (size_t)GET_MAX_STACKS * 8, false) < 0 ||
+	    tsv_nums(t.f[6], &stacks, &ns, GET_MAX_STACKS, true) < 0 ||
+	    tsv_nums(t.f[7], &vals, &nv, (size_t)GET_MAX_STACKS * 8, false) < 0 ||
 	    (s = intern_series(c, t.f[1], t.f[2], t.f[3])) == NULL ||
 	    (m = merge_create()) == NULL || codec_begin(m, t.f[4], period, &nt, gauge) < 0 ||
 	    nv != ns * nt) {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fuzz the parsers of outside input with libFuzzer:
-#   scripts/fuzz.sh [SECONDS] [HARNESS...]       (default: 60 s each; decode labels path targets httpparse runtime)
+#   scripts/fuzz.sh [SECONDS] [HARNESS...]       (default: 60 s each; decode labels path targets httpparse runtime stored tsv)
 # Builds the harnesses of tests/fuzz/ with clang -fsanitize=fuzzer,address,undefined
 # (objects under $FUZZ_OUT, default /tmp/profilefs-fuzz; the tree is not touched),
 # starts from the checked-in corpus tests/fuzz/corpus/<harness>/ and keeps new
@@ -13,20 +13,20 @@ cd "$(dirname "$0")/.."
 SECS="${1:-60}"
 [ $# -gt 0 ] && shift
 HARNESSES=("$@")
-[ ${#HARNESSES[@]} -gt 0 ] || HARNESSES=(decode labels path targets httpparse runtime)
+[ ${#HARNESSES[@]} -gt 0 ] || HARNESSES=(decode labels path targets httpparse runtime stored tsv)
 OUT="${FUZZ_OUT:-/tmp/profilefs-fuzz}"
 SAN="fuzzer-no-link,address,undefined"
 command -v clang >/dev/null || { echo "fuzz.sh: clang is needed (apt-get install clang)" >&2; exit 1; }
 
 # The layer archives, instrumented; a harness links only the objects it uses.
 ARCHIVES=()
-for l in fs collector render store pprof base; do ARCHIVES+=("$OUT/build/lib$l.a"); done
+for l in fs collector cluster render store pprof base; do ARCHIVES+=("$OUT/build/lib$l.a"); done
 make -s -j"$(nproc)" O="$OUT" CC=clang SANITIZE="$SAN" "${ARCHIVES[@]}"
 
 PKGS=$(sed -n 's/^PKGS *:= *//p' Makefile)
 CFLAGS=(-g -O1 -std=gnu11 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined
         -fno-sanitize-recover=all -D_FILE_OFFSET_BITS=64)
-for l in base pprof store render collector fs; do CFLAGS+=(-I"$l"); done
+for l in base pprof store render collector cluster fs; do CFLAGS+=(-I"$l"); done
 CFLAGS+=(-Ibpf)	# collector/python.h: the types shared with the BPF program
 CFLAGS+=(-I"$OUT/build/gen/pb" $(pkg-config --cflags $PKGS))
 LIBS=($(pkg-config --libs $PKGS) -lrocksdb -lpthread -lm)

@@ -247,7 +247,7 @@ store_get_size(struct store *st, uint64_t id, struct store_ref *ref, uint64_t *s
 }
 
 /* Decode a T record. */
-static int
+int
 meta_decode(const unsigned char *v, size_t vl, struct store_meta *m)
 {
 	const unsigned char *p = v, *end = v + vl;

@@ -318,6 +318,8 @@ int	store_read_series_locked(struct store *st, uint64_t sid, int64_t from, int64
 	    struct agg *a, store_meta_fn fn, store_bad_fn bad, void *arg);
 bool	key_in(struct store *st, uint64_t sid, int level, int64_t lo, int64_t hi);
 bool	has_data_locked(struct store *st, uint64_t sid, int64_t from, int64_t to);
+/* Decode a T record (-EINVAL for one that is not: stored values are input too). */
+int	meta_decode(const unsigned char *v, size_t vl, struct store_meta *m);
 int	store_hours_locked(struct store *st, uint64_t sid, int64_t **out, size_t *n);
 
 /* retention.c */
