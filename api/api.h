@@ -30,6 +30,8 @@ struct http_opts {
 	 */
 	bool		(*health)(void *arg, struct buf *out);
 	void		*health_arg;
+	/* Where queries read (store.h); NULL: the store's own reader. */
+	const struct reader *reader;
 };
 /* Start serving; -errno with a reason logged (e.g. address in use). */
 int	http_start(struct store *st, const struct http_opts *o, struct http_server **out);

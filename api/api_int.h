@@ -51,7 +51,8 @@ struct http_req {
 };
 
 struct http_server {
-	struct store		*st;
+	struct store		*st;		/* where pushes are stored */
+	const struct reader	*rd;		/* where queries read (http_opts.reader) */
 	struct MHD_Daemon	*mhd;
 	size_t			 max_body;
 	size_t			 max_decoded;	/* 0: the store's own limit only */

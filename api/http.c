@@ -838,6 +838,7 @@ http_start(struct store *st, const struct http_opts *o, struct http_server **out
 	if ((h = calloc(1, sizeof(*h))) == NULL)
 		return -ENOMEM;
 	h->st = st;
+	h->rd = o->reader ? o->reader : store_reader(st);
 	h->max_body = o->max_body ? o->max_body : DEFAULT_MAX_BODY;
 	h->max_conns = o->max_conns ? o->max_conns : DEFAULT_MAX_CONNS;
 	if (o->max_decoded && o->max_decoded < PROFILE_MAX_DECODED)

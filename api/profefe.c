@@ -212,7 +212,7 @@ list(struct http_req *r)
 
 	if (find_parse(r, &f, false) < 0)
 		return;
-	if ((rc = query_list(r->srv->st, &f.q, &res)) < 0) {
+	if ((rc = reader_list(r->srv->rd, &f.q, &res)) < 0) {
 		http_reply_store_error(r, rc, "failed to find profiles", NULL);
 		labels_clear(&f.sel);
 		return;
@@ -223,7 +223,7 @@ list(struct http_req *r)
 	}
 	arr = json_array();
 	for (i = 0; arr && i < res.nrefs; i++) {
-		if ((s = store_series_get(r->srv->st, res.refs[i].series)) == NULL)
+		if ((s = reader_series_get(r->srv->rd, res.refs[i].series)) == NULL)
 			continue;
 		if (json_array_append_new(arr, meta_json(res.refs[i].id, s->service, s->type,
 		    &s->ls, res.refs[i].time)) < 0) {
@@ -272,7 +272,7 @@ profefe_merge(struct http_req *r)
 
 	if (find_parse(r, &f, true) < 0)
 		return;
-	if ((rc = query_merge_timed(r->srv->st, &f.q, "http", &res)) < 0) {
+	if ((rc = query_merge_timed(r->srv->rd, &f.q, "http", &res)) < 0) {
 		http_reply_store_error(r, rc, "failed to merge profiles", NULL);
 		labels_clear(&f.sel);
 		return;
@@ -336,7 +336,7 @@ profefe_get(struct http_req *r)
 		id = ids[i];
 		store_id_format(id, idh);
 		buf_reset(&gz);
-		if ((rc = store_get(r->srv->st, id, &ref, &gz)) < 0) {
+		if ((rc = reader_get(r->srv->rd, id, &ref, &gz)) < 0) {
 			if (rc == -ENOENT)
 				http_reply_error(r, 404, "nothing found: no profile %s", idh);
 			else
@@ -407,7 +407,7 @@ profefe_services(struct http_req *r)
 	int rc;
 
 	/* Every service the series index knows, as profefe lists them. */
-	if ((rc = query_services(r->srv->st, false, &svc, &n)) < 0) {
+	if ((rc = query_services(r->srv->rd, false, &svc, &n)) < 0) {
 		http_reply_store_error(r, rc, "failed to list services", NULL);
 		return;
 	}

@@ -13,7 +13,7 @@
 
 #include <curl/curl.h>
 
-#include "chint.h"
+#include "cluster_int.h"
 
 static bool
 db_name_ok(const char *s, size_t n)
@@ -393,4 +393,39 @@ tsv_u64(const char *s, uint64_t *v)
 		return -EINVAL;
 	*v = x;
 	return 0;
+}
+
+/*
+ * Parse "[1,-2,3]" (at most max numbers; unsigned: as uint64) into out;
+ * -EINVAL on anything else.
+ */
+int
+tsv_nums(const char *s, struct buf *out, size_t *n, size_t max, bool is_unsigned)
+{
+	const char *p = s;
+	char *e = NULL;
+
+	*n = 0;
+	if (*p++ != '[')
+		return -EINVAL;
+	if (*p == ']')
+		return p[1] ? -EINVAL : 0;
+	for (;;) {
+		int64_t v;
+
+		errno = 0;
+		if (is_unsigned)
+			v = *p == '-' ? (errno = EINVAL, 0) : (int64_t)strtoull(p, &e, 10);
+		else
+			v = strtoll(p, &e, 10);
+		if (e == p || errno)
+			return -EINVAL;
+		buf_add(out, &v, sizeof(v));
+		(*n)++;
+		if (*e == ']')
+			return e[1] ? -EINVAL : buf_error(out);
+		if (*e != ',' || *n >= max)
+			return -EINVAL;
+		p = e + 1;
+	}
 }

@@ -2,8 +2,8 @@
  * cluster: a fleet on ClickHouse. Every profile the local store acknowledged
  * is shipped, in batches, to a ClickHouse cluster (one row per profile, its
  * samples as arrays; ClickHouse's materialized views keep per-window sums
- * per stack), and reads of the tree and the HTTP API are answered from the
- * whole cluster through GROUP BY queries that run in ClickHouse. Sharding,
+ * per stack), and its reader (cluster_reader()) answers the tree and the HTTP
+ * API from the whole cluster through GROUP BY queries that run in ClickHouse. Sharding,
  * replication and distributed queries are ClickHouse's own (Distributed
  * tables over a remote_servers cluster); this module only talks HTTP to it.
  *
@@ -38,12 +38,19 @@ struct cluster_config {
  * Check cfg (-EINVAL with the reason in err for a malformed URL list), turn
  * on st's outbox and start the shipper thread. A cluster that cannot be
  * reached is not an error: the daemon serves local data until it can, and
- * says so in the log, the metrics and cluster_status(). Reads go to the
- * cluster once its schema is in place. *out is freed by cluster_stop().
+ * says so in the log, the metrics and cluster_status(). cluster_reader()
+ * reads the cluster once its schema is in place. *out is freed by
+ * cluster_stop().
  */
 int	cluster_start(struct store *st, const struct cluster_config *cfg,
 	    struct cluster **out, struct buf *err);
-/* Stop shipping (what is queued stays queued) and local reads again; NULL is a no-op. */
+/*
+ * The fleet's reader (store.h): the local store's data until the shipper
+ * first finds the cluster's schema in place, the whole cluster's from then
+ * on (with no_reads: always the local store's). Valid until cluster_stop().
+ */
+const struct reader *cluster_reader(struct cluster *c);
+/* Stop shipping (what is queued stays queued); NULL is a no-op. */
 void	cluster_stop(struct cluster *c);
 /*
  * The state in one line for /healthz and the log ("ok", or why not) into

@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chint.h"
+#include "cluster_int.h"
 
 #define CODEC_MAX_LINES		256
 #define CODEC_MAX_LOCS		4096

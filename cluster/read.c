@@ -1,5 +1,7 @@
 /*
- * read: the store's reads answered by the cluster (a store_remote). Series,
+ * read: the fleet's reader (struct reader of store.h): once the shipper
+ * found the schema in place, the reads of the tree and the HTTP API are
+ * answered by the cluster, and by the local store before. Series,
  * hours and listings come from the per-window counts and the profile rows'
  * small columns; a merge is one GROUP BY per stack that ClickHouse runs over
  * the 10-minute sums of the windows wholly inside the range and the raw rows
@@ -16,7 +18,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "chint.h"
+#include "cluster_int.h"
 
 #define NS		INT64_C(1000000000)
 #define WINDOW_NS	(600 * NS)
@@ -361,41 +363,6 @@ add_series_id(struct query_result *res, uint64_t id)
 	return 0;
 }
 
-/*
- * Parse "[1,-2,3]" (at most max numbers; unsigned: as uint64) into out;
- * -EINVAL on anything else.
- */
-static int
-parse_nums(const char *s, struct buf *out, size_t *n, size_t max, bool is_unsigned)
-{
-	const char *p = s;
-	char *e;
-
-	*n = 0;
-	if (*p++ != '[')
-		return -EINVAL;
-	if (*p == ']')
-		return p[1] ? -EINVAL : 0;
-	for (;;) {
-		int64_t v;
-
-		errno = 0;
-		if (is_unsigned)
-			v = *p == '-' ? (errno = EINVAL, 0) : (int64_t)strtoull(p, &e, 10);
-		else
-			v = strtoll(p, &e, 10);
-		if (e == p || errno)
-			return -EINVAL;
-		buf_add(out, &v, sizeof(v));
-		(*n)++;
-		if (*e == ']')
-			return e[1] ? -EINVAL : buf_error(out);
-		if (*e != ',' || *n >= max)
-			return -EINVAL;
-		p = e + 1;
-	}
-}
-
 static int
 run_listing(struct cluster *c, const char *where, const struct query *q, bool merge,
     struct listing *l)
@@ -448,7 +415,7 @@ run_listing(struct cluster *c, const char *where, const struct query *q, bool me
 		add_series_id(res, s->id);
 		if (merge) {
 			at = l->totals.len / sizeof(int64_t);
-			if (parse_nums(t.f[6], &l->totals, &nt, PROFILE_MAX_SAMPLE_TYPES, false) < 0) {
+			if (tsv_nums(t.f[6], &l->totals, &nt, PROFILE_MAX_SAMPLE_TYPES, false) < 0) {
 				r = -EINVAL;
 				break;
 			}
@@ -542,124 +509,8 @@ r_scan(void *arg, uint64_t sid, int64_t from, int64_t to, store_scan_fn fn, void
 
 /* --- merges -------------------------------------------------------------------- */
 
-/* "cpu/nanoseconds samples/count" from a signature (period type dropped). */
-static void
-sig_types(const char *sig, char *out, size_t n)
-{
-	const char *s = strchr(sig, '\x1f');
-	size_t i = 0;
-
-	if (s == NULL) {
-		snprintf(out, n, "(none)");
-		return;
-	}
-	for (s++; *s && i + 1 < n; s++)
-		out[i++] = *s == '\x1f' ? ' ' : *s;
-	out[i] = '\0';
-}
-
-static void
-add_skip(struct query_result *res, uint64_t id, const char *why)
-{
-	struct query_skip *sk;
-	size_t n;
-
-	res->skipped = xreallocarray(res->skipped, res->nskipped + 1, sizeof(*sk));
-	sk = &res->skipped[res->nskipped++];
-	sk->id = id;
-	/* Cut to the field's size, as the local store's listing does. */
-	n = strlen(why);
-	if (n >= sizeof(sk->reason))
-		n = sizeof(sk->reason) - 1;
-	memcpy(sk->reason, why, n);
-	sk->reason[n] = '\0';
-}
-
-/*
- * A group of profiles with one signature. As the local store's query does,
- * the largest group merges with every other of its period type that shares
- * sample types with it, on the types all of them share (inc); keep[k] is
- * where shared type k sits among the group's own.
- */
-struct sgroup {
-	const char	*sig;
-	uint64_t	 count;
-	bool		 inc;
-	size_t		 keep[PROFILE_MAX_SAMPLE_TYPES];
-};
-
-/* The parts of a signature: [0] its period type, then "type/unit" each. */
-static size_t
-sig_parts(const char *sig, const char **part, size_t *len, size_t max)
-{
-	const char *p = sig, *q;
-	size_t n = 0;
-
-	while (p && n < max) {
-		q = strchr(p, '\x1f');
-		part[n] = p;
-		len[n++] = (size_t)((q ? q : p + strlen(p)) - p);
-		p = q ? q + 1 : NULL;
-	}
-	return n;
-}
-
-/* Mark the groups that merge; the shared types (parts, [0] the period) into sh. */
-static void
-choose_groups(struct sgroup *g, size_t ng, size_t best, const char **sh, size_t *shl,
-    size_t *nsh)
-{
-	const char *part[PROFILE_MAX_SAMPLE_TYPES + 1];
-	size_t len[PROFILE_MAX_SAMPLE_TYPES + 1], *order, i, j, k, n;
-
-	*nsh = sig_parts(g[best].sig, sh, shl, PROFILE_MAX_SAMPLE_TYPES + 1);
-	g[best].inc = true;
-	order = xcalloc(ng + 1, sizeof(*order));
-	for (i = 0; i < ng; i++)
-		order[i] = i;
-	for (i = 1; i < ng; i++)	/* by profiles, most first (stable) */
-		for (j = i; j > 0 && g[order[j]].count > g[order[j - 1]].count; j--) {
-			k = order[j];
-			order[j] = order[j - 1];
-			order[j - 1] = k;
-		}
-	for (i = 0; i < ng; i++) {
-		size_t m = 1;
-
-		if (g[order[i]].inc)
-			continue;
-		n = sig_parts(g[order[i]].sig, part, len, PROFILE_MAX_SAMPLE_TYPES + 1);
-		if (n < 2 || len[0] != shl[0] || memcmp(part[0], sh[0], len[0]) != 0)
-			continue;	/* another period type */
-		for (j = 1; j < *nsh; j++)
-			for (k = 1; k < n; k++)
-				if (len[k] == shl[j] && memcmp(part[k], sh[j], len[k]) == 0) {
-					sh[m] = sh[j];
-					shl[m++] = shl[j];
-					break;
-				}
-		if (m == 1)
-			continue;	/* nothing shared: left out */
-		*nsh = m;
-		g[order[i]].inc = true;
-	}
-	free(order);
-	/* Where each shared type sits in each merged group. */
-	for (i = 0; i < ng; i++) {
-		if (!g[i].inc)
-			continue;
-		n = sig_parts(g[i].sig, part, len, PROFILE_MAX_SAMPLE_TYPES + 1);
-		for (j = 1; j < *nsh; j++)
-			for (k = 1; k < n; k++)
-				if (len[k] == shl[j] && memcmp(part[k], sh[j], len[k]) == 0) {
-					g[i].keep[j - 1] = k - 1;
-					break;
-				}
-	}
-}
-
 /* One series' part of one merged group: its stacks' sums in the shared types. */
-struct sacc {
+struct series_sums {
 	const struct series	*s;
 	size_t			 g;		/* the group */
 	uint64_t		 count;		/* its profiles in this series */
@@ -667,8 +518,8 @@ struct sacc {
 	struct buf		 vals;		/* int64_t[shared types] per stack */
 };
 
-static struct sacc *
-sacc_of(struct sacc **arr, size_t *n, const struct series *s, size_t g)
+static struct series_sums *
+series_sums_of(struct series_sums **arr, size_t *n, const struct series *s, size_t g)
 {
 	size_t i;
 
@@ -694,8 +545,8 @@ ceil_div(int64_t a, int64_t b)
  * the shared types (ntypes of them), into accs.
  */
 static int
-run_sums(struct cluster *c, const char *where, const struct query *q, const struct sgroup *g,
-    size_t ng, size_t ntypes, struct sacc **accs, size_t *nacc, struct intern *all_stacks)
+run_sums(struct cluster *c, const char *where, const struct query *q, const struct mgroup *g,
+    size_t ng, size_t ntypes, struct series_sums **accs, size_t *nacc, struct intern *all_stacks)
 {
 	struct buf sql = { 0 }, ans = { 0 }, err = { 0 }, sigs = { 0 };
 	int64_t from = q->from < STORE_TIME_MIN ? STORE_TIME_MIN : q->from;
@@ -734,7 +585,7 @@ run_sums(struct cluster *c, const char *where, const struct query *q, const stru
 	tsv_init(&t, &ans);
 	while ((r = tsv_next(&t)) > 0) {
 		const struct series *s;
-		struct sacc *a;
+		struct series_sums *a;
 		uint64_t h, vi;
 		size_t gi, j;
 		int64_t v, k;
@@ -759,7 +610,7 @@ run_sums(struct cluster *c, const char *where, const struct query *q, const stru
 			r = -ENOMEM;
 			break;
 		}
-		a = sacc_of(accs, nacc, s, gi);
+		a = series_sums_of(accs, nacc, s, gi);
 		if ((k = intern_put(a->stacks, &h, sizeof(h), &added)) < 0 ||
 		    intern_put(all_stacks, &h, sizeof(h), NULL) < 0) {
 			r = -ENOMEM;
@@ -907,7 +758,7 @@ fetch_frames(struct cluster *c, struct intern *all, char **frames, size_t *flen)
 }
 
 static int
-build_merged(const char *hdr, int64_t period, struct sacc *accs, size_t nacc,
+build_merged(const char *hdr, int64_t period, struct series_sums *accs, size_t nacc,
     struct intern *all, char **frames, size_t *flen, struct profile **out)
 {
 	struct merge *m = merge_create();
@@ -924,7 +775,7 @@ build_merged(const char *hdr, int64_t period, struct sacc *accs, size_t nacc,
 		goto out;
 	}
 	for (i = 0; i < nacc && rc == 0; i++) {
-		struct sacc *a = &accs[i];
+		struct series_sums *a = &accs[i];
 		int64_t n = (int64_t)a->count;
 
 		for (k = 0; k < intern_count(a->stacks) && rc == 0; k++) {
@@ -957,22 +808,6 @@ out:
 	return rc;
 }
 
-/* "cpu/nanoseconds samples/count": the shared sample types. */
-static void
-shared_types(const char **sh, const size_t *shl, size_t nsh, char *out, size_t size)
-{
-	size_t i, o = 0;
-
-	out[0] = '\0';
-	for (i = 1; i < nsh; i++) {
-		int w = snprintf(out + o, size - o, "%s%.*s", i > 1 ? " " : "", (int)shl[i], sh[i]);
-
-		if (w < 0 || (size_t)w >= size - o)
-			break;
-		o += (size_t)w;
-	}
-}
-
 /* The best group's header restricted to the shared types, in their order. */
 static char *
 shared_header(const char *hdr, const size_t *keep, size_t nt)
@@ -981,7 +816,7 @@ shared_header(const char *hdr, const size_t *keep, size_t nt)
 	size_t fl[3 + 2 * PROFILE_MAX_SAMPLE_TYPES], nf, k;
 	struct buf b = { 0 };
 
-	nf = sig_parts(hdr, f, fl, sizeof(f) / sizeof(f[0]));
+	nf = mgroup_sig_parts(hdr, strlen(hdr), f, fl, sizeof(f) / sizeof(f[0]));
 	if (nf < 5 || (nf - 3) % 2 != 0)
 		return NULL;
 	buf_add(&b, hdr, (size_t)(f[2] + fl[2] - hdr));
@@ -1041,61 +876,19 @@ out:
 	return rc;
 }
 
-/*
- * Per-profile totals in the merged profile's types (timelines read them by
- * its index) for the merged groups' profiles; others keep their own.
- */
-static int
-shared_totals(struct listing *l, const struct sgroup *g, size_t ng, size_t nt)
-{
-	const int64_t *old = (const int64_t *)l->totals.data;
-	size_t *at = (size_t *)l->at.data, i, k, gi;
-	struct buf nb = { 0 };
-	const char *part[PROFILE_MAX_SAMPLE_TYPES + 1];
-	size_t len[PROFILE_MAX_SAMPLE_TYPES + 1];
-
-	for (i = 0; i < l->res->nrefs; i++) {
-		size_t pos = nb.len / sizeof(int64_t), own;
-
-		if (at[i] == SIZE_MAX)
-			continue;
-		for (gi = 0; gi < ng && strcmp(g[gi].sig, l->sig[i]) != 0; gi++)
-			;
-		own = sig_parts(l->sig[i], part, len, PROFILE_MAX_SAMPLE_TYPES + 1) - 1;
-		if (at[i] + own > l->totals.len / sizeof(int64_t)) {
-			buf_free(&nb);
-			return -EIO;
-		}
-		if (gi < ng && g[gi].inc) {
-			for (k = 0; k < nt; k++)
-				buf_add(&nb, &old[at[i] + g[gi].keep[k]], sizeof(int64_t));
-		} else
-			buf_add(&nb, &old[at[i]], own * sizeof(int64_t));
-		at[i] = pos;
-	}
-	if (buf_error(&nb)) {
-		buf_free(&nb);
-		return -ENOMEM;
-	}
-	buf_free(&l->totals);
-	l->totals = nb;
-	return 0;
-}
-
 static int
 r_merge(void *arg, const struct query *q, struct query_result *res)
 {
 	struct cluster *c = arg;
 	struct listing l = { .res = res };
 	struct buf where = { 0 }, sigs = { 0 };
-	struct sgroup *groups = NULL;
-	struct sacc *accs = NULL;
+	struct mgroup *groups = NULL;
+	struct series_sums *accs = NULL;
 	struct intern *all = NULL;
 	char **frames = NULL, *hdr = NULL, *shdr = NULL;
-	const char *sh[PROFILE_MAX_SAMPLE_TYPES + 1];
-	size_t shl[PROFILE_MAX_SAMPLE_TYPES + 1], nsh = 0;
-	size_t *flen = NULL;
-	size_t ng = 0, nacc = 0, i, j, best = 0;
+	struct mgroup_shared sh;
+	size_t *flen = NULL, *grp = NULL;
+	size_t ng = 0, nacc = 0, i, j, best;
 	uint64_t nmerged = 0;
 	int64_t period = 0;
 	int rc;
@@ -1110,28 +903,26 @@ r_merge(void *arg, const struct query *q, struct query_result *res)
 		if (j == ng) {
 			groups = xreallocarray(groups, ng + 1, sizeof(*groups));
 			memset(&groups[ng], 0, sizeof(groups[ng]));
-			groups[ng++].sig = l.sig[i];
+			groups[ng].sig = l.sig[i];
+			groups[ng++].siglen = strlen(l.sig[i]);
 		}
 		groups[j].count++;
 	}
-	for (j = 1; j < ng; j++)
-		if (groups[j].count > groups[best].count)
-			best = j;
-	choose_groups(groups, ng, best, sh, shl, &nsh);
+	best = mgroup_choose(groups, ng, &sh);
+	grp = xcalloc(res->nrefs + 1, sizeof(*grp));
 	for (i = 0; i < res->nrefs; i++) {
-		char want[120], got[120], why[320];
+		char why[320];
 
 		for (j = 0; j < ng && strcmp(groups[j].sig, l.sig[i]) != 0; j++)
 			;
+		grp[i] = j;
 		if (groups[j].inc) {
-			sacc_of(&accs, &nacc, l.ser[i], j)->count++;
+			series_sums_of(&accs, &nacc, l.ser[i], j)->count++;
 			continue;
 		}
-		shared_types(sh, shl, nsh, want, sizeof(want));
-		sig_types(l.sig[i], got, sizeof(got));
-		snprintf(why, sizeof(why), "sample types [%s] share none with the merged "
-		    "profiles' [%s] (or the period type differs)", got, want);
-		add_skip(res, res->refs[i].id, why);
+		mgroup_why(&groups[j], &sh, why, sizeof(why));
+		if ((rc = query_skip_add(res, res->refs[i].id, why)) < 0)
+			goto out;
 	}
 	for (j = 0; j < ng; j++)
 		if (groups[j].inc) {
@@ -1143,13 +934,13 @@ r_merge(void *arg, const struct query *q, struct query_result *res)
 	if ((rc = buf_error(&sigs)) < 0 ||
 	    (rc = group_header(c, where.data, q, groups[best].sig, sigs.data, &hdr, &period)) < 0)
 		goto out;
-	if ((shdr = shared_header(hdr, groups[best].keep, nsh - 1)) == NULL) {
+	if ((shdr = shared_header(hdr, groups[best].keep, sh.n - 1)) == NULL) {
 		log_warnx("clickhouse: a group's header is malformed");
 		rc = -EIO;
 		goto out;
 	}
 	all = intern_create(1024);
-	if ((rc = run_sums(c, where.data, q, groups, ng, nsh - 1, &accs, &nacc, all)) < 0)
+	if ((rc = run_sums(c, where.data, q, groups, ng, sh.n - 1, &accs, &nacc, all)) < 0)
 		goto out;
 	frames = xcalloc(intern_count(all) + 1, sizeof(*frames));
 	flen = xcalloc(intern_count(all) + 1, sizeof(*flen));
@@ -1157,7 +948,8 @@ r_merge(void *arg, const struct query *q, struct query_result *res)
 		goto out;
 	if ((rc = build_merged(shdr, period, accs, nacc, all, frames, flen, &res->merged)) < 0)
 		goto out;
-	if ((rc = shared_totals(&l, groups, ng, nsh - 1)) < 0)
+	if ((rc = mgroup_totals(groups, &sh, grp, (size_t *)l.at.data, res->nrefs,
+	    &l.totals)) < 0)
 		goto out;
 	res->nmerged = (size_t)nmerged;
 	res->totals = (int64_t *)buf_steal(&l.totals, NULL);
@@ -1174,6 +966,7 @@ out:
 	free(accs);
 	intern_destroy(all);
 	free(groups);
+	free(grp);
 	free(hdr);
 	free(shdr);
 	listing_free(&l);
@@ -1221,8 +1014,8 @@ r_get(void *arg, uint64_t id, struct store_ref *ref, struct buf *out)
 	memset(ref, 0, sizeof(*ref));
 	if (rc < 0 || t.nf != 8 || tsv_i64(t.f[0], &ref->time) < 0 ||
 	    tsv_i64(t.f[5], &period) < 0 ||
-	    parse_nums(t.f[6], &stacks, &ns, GET_MAX_STACKS, true) < 0 ||
-	    parse_nums(t.f[7], &vals, &nv, (size_t)GET_MAX_STACKS * 8, false) < 0 ||
+	    tsv_nums(t.f[6], &stacks, &ns, GET_MAX_STACKS, true) < 0 ||
+	    tsv_nums(t.f[7], &vals, &nv, (size_t)GET_MAX_STACKS * 8, false) < 0 ||
 	    (s = intern_series(c, t.f[1], t.f[2], t.f[3])) == NULL ||
 	    (m = merge_create()) == NULL || codec_begin(m, t.f[4], period, &nt, gauge) < 0 ||
 	    nv != ns * nt) {
@@ -1279,23 +1072,154 @@ r_generation(void *arg)
 	return atomic_load(&c->gen);
 }
 
+/* --- the reader ------------------------------------------------------------ */
+
+/* Whether reads go to the cluster yet (its schema was found once). */
+static bool
+on(struct cluster *c)
+{
+	return atomic_load(&c->reads_on);
+}
+
+static int
+c_series(void *arg, const struct series ***out, size_t *n)
+{
+	struct cluster *c = arg;
+
+	return on(c) ? r_series(c, out, n) : store_series(c->st, out, n);
+}
+
+static int
+c_series_each(void *arg, const char *service, const char *type, store_series_fn fn,
+    void *fnarg)
+{
+	struct cluster *c = arg;
+
+	return on(c) ? r_series_each(c, service, type, fn, fnarg) :
+	    store_series_each(c->st, service, type, fn, fnarg);
+}
+
+static const struct series *
+c_series_get(void *arg, uint64_t id)
+{
+	struct cluster *c = arg;
+
+	return on(c) ? r_series_get(c, id) : store_series_get(c->st, id);
+}
+
+static int
+c_hours(void *arg, uint64_t sid, int64_t **out, size_t *n)
+{
+	struct cluster *c = arg;
+
+	return on(c) ? r_hours(c, sid, out, n) : store_hours(c->st, sid, out, n);
+}
+
+static int
+stop_first(void *arg, const struct store_ref *ref, const void *data, size_t len)
+{
+	(void)arg;
+	(void)ref;
+	(void)data;
+	(void)len;
+	return 1;
+}
+
+static bool
+c_has_data(void *arg, uint64_t sid, int64_t from, int64_t to)
+{
+	struct cluster *c = arg;
+
+	return on(c) ? r_scan(c, sid, from, to, stop_first, NULL) == 1 :
+	    store_has_data(c->st, sid, from, to);
+}
+
+static int
+c_get(void *arg, uint64_t id, struct store_ref *ref, struct buf *out)
+{
+	struct cluster *c = arg;
+
+	return on(c) ? r_get(c, id, ref, out) : store_get(c->st, id, ref, out);
+}
+
+static int
+c_get_size(void *arg, uint64_t id, struct store_ref *ref, uint64_t *size)
+{
+	struct cluster *c = arg;
+
+	if (on(c)) {
+		memset(ref, 0, sizeof(*ref));
+		return -ENODATA;	/* made by reader_get(), from the cluster */
+	}
+	return store_get_size(c->st, id, ref, size);
+}
+
+static int
+c_list(void *arg, const struct query *q, struct query_result *res)
+{
+	struct cluster *c = arg;
+
+	return on(c) ? r_list(c, q, res) : query_list(c->st, q, res);
+}
+
+static int
+c_merge(void *arg, const struct query *q, struct query_result *res)
+{
+	struct cluster *c = arg;
+
+	return on(c) ? r_merge(c, q, res) : query_merge(c->st, q, res);
+}
+
+/*
+ * The local generation, and once reads go to the cluster one more (the
+ * switch changes every answer) plus the cluster's own clock: other hosts'
+ * data arrives without local puts. It never decreases.
+ */
+static uint64_t
+c_generation(void *arg)
+{
+	struct cluster *c = arg;
+	uint64_t g = store_generation(c->st);
+
+	return on(c) ? g + 1 + r_generation(c) : g;
+}
+
+static bool
+c_changed_since(void *arg, uint64_t gen, int64_t upto)
+{
+	struct cluster *c = arg;
+
+	/* The cluster's answers: the times of their changes are not known here. */
+	if (on(c))
+		return gen != c_generation(c);
+	return store_changed_since(c->st, gen, upto);
+}
+
+const struct reader *
+cluster_reader(struct cluster *c)
+{
+	return &c->reader;
+}
+
 void
 read_init(struct cluster *c)
 {
 	pthread_mutex_init(&c->s_lock, NULL);
 	pthread_mutex_init(&c->f_lock, NULL);
 	c->s_names = intern_create(256);
-	c->remote = (struct store_remote){
+	c->reader = (struct reader){
 		.arg = c,
-		.series = r_series,
-		.series_each = r_series_each,
-		.series_get = r_series_get,
-		.hours = r_hours,
-		.scan = r_scan,
-		.get = r_get,
-		.list = r_list,
-		.merge = r_merge,
-		.generation = r_generation,
+		.series = c_series,
+		.series_each = c_series_each,
+		.series_get = c_series_get,
+		.hours = c_hours,
+		.has_data = c_has_data,
+		.get = c_get,
+		.get_size = c_get_size,
+		.list = c_list,
+		.merge = c_merge,
+		.generation = c_generation,
+		.changed_since = c_changed_since,
 	};
 }
 

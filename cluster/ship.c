@@ -34,7 +34,7 @@
 
 #include <curl/curl.h>
 
-#include "chint.h"
+#include "cluster_int.h"
 
 #define BATCH_PROFILES		5000
 #define BACKOFF_MIN_NS		(INT64_C(500) * 1000000)
@@ -659,7 +659,7 @@ ship_main(void *arg)
 			atomic_store(&c->ready, true);
 			set_status(c, "ok");
 			if (c->reads && !installed) {
-				store_set_remote(c->st, &c->remote);
+				atomic_store(&c->reads_on, true);
 				installed = true;
 			}
 		}
@@ -801,8 +801,6 @@ cluster_stop(struct cluster *c)
 		pthread_mutex_destroy(&c->lock);
 		pthread_cond_destroy(&c->cond);
 	}
-	if (store_remote_get(c->st) == &c->remote)
-		store_set_remote(c->st, NULL);
 	read_free(c);
 	for (i = 0; i < c->nurls; i++) {
 		free(c->urls[i].base);

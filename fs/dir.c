@@ -35,7 +35,7 @@ hour_ns(int64_t h)
 static bool
 series_has_data(struct fsctx *fs, uint64_t sid, int64_t from, int64_t to)
 {
-	return store_has_data(fs->st, sid, from, to);
+	return reader_has_data(fs->rd, sid, from, to);
 }
 
 struct exists_arg {
@@ -70,7 +70,7 @@ dir_exists(struct fsctx *fs, const char *service, const char *type, const char *
 	q.type = type;
 	q.sel = selector ? &sel : NULL;
 	/* The store's index by service and type: no copy of it per lookup. */
-	found = store_series_each(fs->st, service, type, exists_cb, &a) == 1;
+	found = reader_series_each(fs->rd, service, type, exists_cb, &a) == 1;
 	labels_clear(&sel);
 	return found;
 }
@@ -108,7 +108,7 @@ list_root(struct fsctx *fs, struct buf *names)
 	if (fs->targets_json != NULL)
 		add_name(names, ".targets.json");
 	add_name(names, "ingest");
-	if ((rc = query_services(fs->st, true, &svc, &n)) < 0)
+	if ((rc = query_services(fs->rd, true, &svc, &n)) < 0)
 		return rc;
 	for (i = 0; i < n; i++) {
 		buf_reset(&esc);
@@ -149,7 +149,7 @@ list_service_type(struct fsctx *fs, const struct fspath *fp, struct buf *names)
 
 	if (fp->node == NODE_TYPE)
 		add_unique(names, "all");
-	if ((rc = store_series_each(fs->st, fp->service,
+	if ((rc = reader_series_each(fs->rd, fp->service,
 	    fp->node == NODE_TYPE ? fp->type : NULL, list_series_cb, &a)) < 0)
 		return rc;
 	if (names->len == 0 || (fp->node == NODE_TYPE && names->len == 4 &&
@@ -187,7 +187,7 @@ list_selector(struct fsctx *fs, const struct fspath *fp, struct buf *names)
 			add_name(names, path_presets[i]);
 	}
 	/* Days and hours that hold data, from the hour index of each series. */
-	if ((rc = store_series(fs->st, &all, &n)) < 0)
+	if ((rc = reader_series(fs->rd, &all, &n)) < 0)
 		return rc;
 	if ((rc = labels_parse(fp->selector, &sel, NULL)) < 0) {
 		free(all);
@@ -195,7 +195,7 @@ list_selector(struct fsctx *fs, const struct fspath *fp, struct buf *names)
 	}
 	q.sel = &sel;
 	for (i = 0; i < n; i++) {
-		if (!query_match(&q, all[i]) || store_hours(fs->st, all[i]->id, &hours, &nh) < 0)
+		if (!query_match(&q, all[i]) || reader_hours(fs->rd, all[i]->id, &hours, &nh) < 0)
 			continue;
 		/* The hour index may name hours retention emptied. */
 		for (j = 0; j < nh; j++)
@@ -243,7 +243,7 @@ list_profiles(struct fsctx *fs, const struct fspath *fp, struct buf *names)
 	if ((rc = labels_parse(fp->selector, &sel, NULL)) < 0)
 		return rc;
 	q.sel = &sel;
-	rc = query_list(fs->st, &q, &res);
+	rc = reader_list(fs->rd, &q, &res);
 	labels_clear(&sel);
 	if (rc < 0)
 		return rc;
@@ -281,7 +281,7 @@ list_vs(struct fsctx *fs, const struct fspath *fp, struct buf *names)
 		    dir_exists(fs, fp->service, fp->type, fp->selector, &r))
 			add_name(names, path_presets[i]);
 	}
-	if ((rc = store_series(fs->st, &all, &n)) < 0)
+	if ((rc = reader_series(fs->rd, &all, &n)) < 0)
 		return rc;
 	if (fp->selector[0]) {
 		/* Bare "all" here is the range: every label set is all@<range>. */

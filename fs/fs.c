@@ -86,7 +86,7 @@ static int readme_render(struct fsctx *fs, struct buf *out);
 static bool
 profile_in_path(struct fsctx *fs, const struct fspath *fp, const struct store_ref *ref)
 {
-	const struct series *s = store_series_get(fs->st, ref->series);
+	const struct series *s = reader_series_get(fs->rd, ref->series);
 	struct query q = { .service = fp->service, .type = fp->type };
 	struct labelset sel;
 	char want[128];
@@ -118,7 +118,7 @@ fill_file(void *varg, void **val, size_t *size, void (**free_fn)(void *))
 		rc = a->fs->targets_json ? a->fs->targets_json(a->fs->targets_arg, b) : -ENOENT;
 		break;
 	case NODE_PROFILE:
-		rc = store_get(a->fs->st, a->fp->profile_id, &ref, b);
+		rc = reader_get(a->fs->rd, a->fp->profile_id, &ref, b);
 		if (rc == 0 && !profile_in_path(a->fs, a->fp, &ref))
 			rc = -ENOENT;
 		break;
@@ -176,7 +176,7 @@ fs_content(struct fsctx *fs, const char *path, const struct fspath *fp,
 {
 	struct fill_arg a = { fs, fp, path };
 
-	return cache_get_scoped(fs->files, path, store_generation(fs->st), content_scope(fp),
+	return cache_get_scoped(fs->files, path, reader_generation(fs->rd), content_scope(fp),
 	    content_max_age(fp), fill_file, &a, ce);
 }
 
@@ -201,7 +201,7 @@ fill_size(void *varg, void **val, size_t *size, void (**free_fn)(void *))
 	if (a->fp->node == NODE_PROFILE) {
 		uint64_t z;
 
-		v->rc = store_get_size(a->fs->st, a->fp->profile_id, &ref, &z);
+		v->rc = reader_get_size(a->fs->rd, a->fp->profile_id, &ref, &z);
 		if (v->rc == 0 || v->rc == -ENOENT) {
 			if (v->rc == 0 && !profile_in_path(a->fs, a->fp, &ref))
 				v->rc = -ENOENT;
@@ -238,7 +238,7 @@ content_size(struct fsctx *fs, const char *path, const struct fspath *fp, off_t 
 	const struct size_val *v;
 	int rc;
 
-	cache_get_scoped(fs->sizes, path, store_generation(fs->st), content_scope(fp),
+	cache_get_scoped(fs->sizes, path, reader_generation(fs->rd), content_scope(fp),
 	    content_max_age(fp), fill_size, &a, &ce);
 	if (ce == NULL)
 		return -ENOMEM;

@@ -22,7 +22,9 @@ struct pins;
 
 /* State shared by every FUSE handler (fuse_get_context()->private_data). */
 struct fsctx {
-	struct store		*st;
+	struct store		*st;		/* where ingest/ stores */
+	/* where the tree reads (store.h); NULL: the store's own, set by fs_main() */
+	const struct reader	*rd;
 	const char		*mountpoint;
 	struct cache		*merges;	/* query results by (query, range) */
 	struct cache		*files;		/* rendered file contents by path */

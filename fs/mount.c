@@ -121,9 +121,9 @@ is_mountpoint(const char *path)
 }
 
 static bool
-changed_since(void *st, uint64_t then, int64_t scope)
+changed_since(void *rd, uint64_t then, int64_t scope)
 {
-	return store_changed_since(st, then, scope);
+	return reader_changed_since(rd, then, scope);
 }
 
 /* The state fs_main() made for one mount (NULL members skipped). */
@@ -168,6 +168,8 @@ fs_main(struct fsctx *fs, const struct fs_opts *o)
 		return -EBUSY;
 	}
 	fs->mountpoint = o->mountpoint;
+	if (fs->rd == NULL)
+		fs->rd = store_reader(fs->st);
 	fs->files = cache_create(FILE_CACHE_BYTES);
 	fs->merges = cache_create(MERGE_CACHE_BYTES);
 	fs->sizes = cache_create(SIZE_CACHE_BYTES);
@@ -177,9 +179,9 @@ fs_main(struct fsctx *fs, const struct fs_opts *o)
 		return -ENOMEM;
 	}
 	/* Content of a past range outlives the puts of later profiles. */
-	cache_set_changed(fs->files, changed_since, fs->st);
-	cache_set_changed(fs->merges, changed_since, fs->st);
-	cache_set_changed(fs->sizes, changed_since, fs->st);
+	cache_set_changed(fs->files, changed_since, (void *)fs->rd);
+	cache_set_changed(fs->merges, changed_since, (void *)fs->rd);
+	cache_set_changed(fs->sizes, changed_since, (void *)fs->rd);
 
 	access_modes(fs, &o->access);
 	fuse_set_log_func(fuse_log_to_log);

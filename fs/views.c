@@ -84,7 +84,7 @@ fill_merge(void *varg, void **val, size_t *size, void (**free_fn)(void *))
 	q.sel = &sel;
 	q.from = a->r->from;
 	q.to = a->r->to;
-	rc = query_merge_timed(a->fs->st, &q, "fs", res);
+	rc = query_merge_timed(a->fs->rd, &q, "fs", res);
 	labels_clear(&sel);
 	/* Tests count these lines: a listing must merge each range once. */
 	log_debug("views: merge %s/%s/%s/%s: %zu profiles", a->service, a->type,
@@ -123,7 +123,7 @@ views_merge(struct fsctx *fs, const char *service, const char *type,
 
 	if ((rc = merge_key(&key, service, type, selector, r)) < 0)
 		return rc;
-	rc = cache_get_scoped(fs->merges, key.data, store_generation(fs->st), r->to,
+	rc = cache_get_scoped(fs->merges, key.data, reader_generation(fs->rd), r->to,
 	    r->relative ? RELATIVE_MAX_AGE : 0, fill_merge, &a, out);
 	buf_free(&key);
 	return rc;
@@ -261,7 +261,7 @@ meta_body(const struct view_in *in, json_t *doc)
 	if (json_object_set_new(doc, "series", a = json_array()) < 0)
 		return -ENOMEM;
 	for (i = 0; i < r->nseries; i++) {
-		const struct series *s = store_series_get(in->fs->st, r->series[i]);
+		const struct series *s = reader_series_get(in->fs->rd, r->series[i]);
 
 		if (s && json_array_append_new(a, jsonw_str(s->labels)) < 0)
 			return -ENOMEM;
@@ -442,7 +442,7 @@ views_tree(const struct view_in *in, size_t ty, struct cache_entry **ce)
 
 	*ce = NULL;
 	if ((rc = buf_printf(&key, "tree%zu\x1f", ty)) == 0 && (rc = derived_key(&key, in)) == 0)
-		rc = cache_get_scoped(in->fs->merges, key.data, store_generation(in->fs->st),
+		rc = cache_get_scoped(in->fs->merges, key.data, reader_generation(in->fs->rd),
 		    in->fp->range.to, in->fp->range.relative ? RELATIVE_MAX_AGE : 0, fill_tree,
 		    &a, ce);
 	buf_free(&key);
@@ -745,7 +745,7 @@ render_timeline(const struct view_in *in, struct buf *out)
 		buf_free(&key);
 		return rc;
 	}
-	rc = cache_get_scoped(in->fs->merges, key.data, store_generation(in->fs->st),
+	rc = cache_get_scoped(in->fs->merges, key.data, reader_generation(in->fs->rd),
 	    in->fp->range.to, in->fp->range.relative ? RELATIVE_MAX_AGE : 0, fill_timeline,
 	    &a, &ce);
 	buf_free(&a.err);

@@ -317,6 +317,7 @@ serve(const struct serve_opts *o, struct priv_user *user)
 	struct fsctx fs;
 	struct fs_opts fo;
 	struct store *st;
+	const struct reader *rd;
 	struct http_server *http = NULL;
 	struct scraper *scr = NULL;
 	struct ebpf_sampler *ebpf = NULL;
@@ -356,6 +357,8 @@ serve(const struct serve_opts *o, struct priv_user *user)
 		return 1;
 	}
 	log_info("profilefs %s: data in %s", PROFILEFS_VERSION, o->data);
+	/* Where the tree and the HTTP API read: the store, or the fleet below. */
+	rd = store_reader(st);
 	if (o->max_series >= 0)
 		store_set_max_series(st, (size_t)o->max_series);
 	if ((o->retention || o->max_disk) && store_set_limits(st, o->retention,
@@ -373,6 +376,9 @@ serve(const struct serve_opts *o, struct priv_user *user)
 			buf_free(&err);
 			goto fail;
 		}
+		/* With --clickhouse the views read the fleet (local data until it is up). */
+		if (!cc.no_reads)
+			rd = cluster_reader(ch);
 	}
 	if (o->http) {
 		struct http_opts ho = { .listen = o->http, .max_body = o->http_max_body,
@@ -383,6 +389,7 @@ serve(const struct serve_opts *o, struct priv_user *user)
 			ho.health = cluster_health;
 			ho.health_arg = ch;
 		}
+		ho.reader = rd;
 
 		if (http_start(st, &ho, &http) < 0)
 			goto fail;
@@ -398,6 +405,7 @@ serve(const struct serve_opts *o, struct priv_user *user)
 	}
 	memset(&fs, 0, sizeof(fs));
 	fs.st = st;
+	fs.rd = rd;
 	if (scr != NULL) {
 		fs.targets_json = targets_json;
 		fs.targets_arg = scr;

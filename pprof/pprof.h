@@ -151,6 +151,49 @@ int64_t		 profile_total(const struct profile *p, size_t t);
 void		 profile_keep_types(struct profile *p, const size_t *keep, size_t n);
 
 /*
+ * mgroup: which profiles of a range merge (mgroup.c). The profiles fall
+ * into groups of one signature (profile_signature()); the largest group
+ * merges with every other of its period type that shares sample types with
+ * those chosen so far (largest first), on the types all of them share.
+ */
+struct mgroup {
+	const char	*sig;		/* the group's signature (not owned) */
+	size_t		 siglen;
+	uint64_t	 count;		/* its profiles */
+	/* Set by mgroup_choose(): */
+	bool		 inc;		/* it merges */
+	size_t		 keep[PROFILE_MAX_SAMPLE_TYPES];	/* shared type k: its own keep[k] */
+};
+/* The parts the merged groups share: [0] the period type, then the sample types. */
+struct mgroup_shared {
+	const char	*part[PROFILE_MAX_SAMPLE_TYPES + 1];	/* into the groups' sig */
+	size_t		 len[PROFILE_MAX_SAMPLE_TYPES + 1];
+	size_t		 n;
+};
+/*
+ * Choose among g[0..ng) (ng > 0): the largest group (the first of equals),
+ * returned, and the others that merge with it (inc, keep); the shared parts
+ * into sh.
+ */
+size_t	mgroup_choose(struct mgroup *g, size_t ng, struct mgroup_shared *sh);
+/* The parts of a 0x1f-separated text (a signature, a header); at most max. */
+size_t	mgroup_sig_parts(const char *sig, size_t siglen, const char **part, size_t *len,
+	    size_t max);
+/* Why group g does not merge, for a listing of profiles left out, into out. */
+void	mgroup_why(const struct mgroup *g, const struct mgroup_shared *sh, char *out,
+	    size_t size);
+/*
+ * Per-profile totals in the merged profile's sample types (timelines read
+ * them by its index): profile i's row, in its group's own types, starts at
+ * int64_t index at[i] of totals (SIZE_MAX: none); grp[i] is its group
+ * (SIZE_MAX: none). The rows of merged groups whose types differ from the
+ * shared ones are appended to totals, reordered, and at[i] moves to them;
+ * the others stay. -EIO for a row past the end of totals.
+ */
+int	mgroup_totals(const struct mgroup *g, const struct mgroup_shared *sh,
+	    const size_t *grp, size_t *at, size_t n, struct buf *totals);
+
+/*
  * merge: combine profiles with equal signatures, as pprof's merge does.
  * merge_add() copies what it needs: the added profile may be freed right away.
  * merge_finish() returns a new profile (caller frees) and resets nothing: call

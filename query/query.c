@@ -13,7 +13,7 @@
 #include "query.h"
 
 int
-query_services(struct store *st, bool with_data, const char ***out, size_t *n)
+query_services(const struct reader *rd, bool with_data, const char ***out, size_t *n)
 {
 	const struct series **all;
 	const char **names, *last = NULL;
@@ -22,7 +22,7 @@ query_services(struct store *st, bool with_data, const char ***out, size_t *n)
 
 	*out = NULL;
 	*n = 0;
-	if ((rc = store_series(st, &all, &nall)) < 0)
+	if ((rc = reader_series(rd, &all, &nall)) < 0)
 		return rc;
 	if ((names = malloc((nall ? nall : 1) * sizeof(*names))) == NULL) {
 		free(all);
@@ -32,7 +32,7 @@ query_services(struct store *st, bool with_data, const char ***out, size_t *n)
 	for (i = 0; i < nall; i++) {
 		if (last && strcmp(last, all[i]->service) == 0)
 			continue;
-		if (with_data && !store_has_data(st, all[i]->id, INT64_MIN, INT64_MAX))
+		if (with_data && !reader_has_data(rd, all[i]->id, INT64_MIN, INT64_MAX))
 			continue;
 		names[(*n)++] = last = all[i]->service;
 	}
@@ -42,14 +42,14 @@ query_services(struct store *st, bool with_data, const char ***out, size_t *n)
 }
 
 int
-query_merge_timed(struct store *st, const struct query *q, const char *source,
+query_merge_timed(const struct reader *rd, const struct query *q, const char *source,
     struct query_result *res)
 {
 	int64_t t0 = clock_mono_ns();
 	char label[48];
 	int rc;
 
-	rc = query_merge(st, q, res);
+	rc = reader_merge(rd, q, res);
 	snprintf(label, sizeof(label), "source=\"%s\"", source);
 	metrics_observe(METRIC_MERGE_DURATION, label, (double)(clock_mono_ns() - t0) / 1e9);
 	return rc;

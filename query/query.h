@@ -20,18 +20,18 @@
 #include "store.h"
 
 /*
- * The names of the services the store knows, sorted, each once; with
+ * The names of the services reader rd knows (the store's or the fleet's), sorted, each once; with
  * with_data only those with a series that holds data (retention may have
  * emptied the rest). *out is malloc'd (free() it, not the names: they are
- * the store's and live as long as it). 0 with *n = 0 for none, or -errno.
+ * the reader's and live as long as it). 0 with *n = 0 for none, or -errno.
  */
-int	query_services(struct store *st, bool with_data, const char ***out, size_t *n);
+int	query_services(const struct reader *rd, bool with_data, const char ***out, size_t *n);
 
 /*
- * query_merge() (store.h) of q into res, its time observed in the merge
+ * reader_merge() (store.h) of q into res, its time observed in the merge
  * histogram (METRIC_MERGE_DURATION) under source ("fs", "http").
  */
-int	query_merge_timed(struct store *st, const struct query *q, const char *source,
+int	query_merge_timed(const struct reader *rd, const struct query *q, const char *source,
 	    struct query_result *res);
 
 #endif

@@ -1,7 +1,8 @@
 /*
- * pack: per-series symbol tables and the compact (stack id, values) form of
- * profiles and windows; the layouts are in pack.h. This file knows nothing
- * of RocksDB: store.c persists the entries and packs it is handed.
+ * pack: the compact (stack id, values) form of profiles and windows, and
+ * the entries of the symbol table (symtab.h) a new profile adds; the
+ * layouts are in pack.h. This file knows nothing of RocksDB: the store's
+ * other files persist the entries and packs it is handed.
  *
  * String, mapping and function references inside entries and packs are
  * id + 1, with 0 for "none" (the empty string, no mapping, no function), so
@@ -14,156 +15,6 @@
 
 #include "base.h"
 #include "pack.h"
-
-#define TAG_REAL	0
-#define TAG_HOLE	1
-
-struct symkind {
-	struct intern	*t;		/* TAG_* byte + entry bytes -> id */
-	uint8_t		*durable;	/* per id */
-	uint32_t	*stamp;		/* per id: the pack that last queued it */
-	size_t		 cap;
-};
-
-struct symtab {
-	struct symkind	 k[SYM_NKINDS];
-	uint32_t	 epoch;
-	struct buf	 key;		/* scratch */
-};
-
-struct symtab *
-symtab_create(void)
-{
-	struct symtab *t = calloc(1, sizeof(*t));
-	int i;
-
-	if (t == NULL)
-		return NULL;
-	for (i = 0; i < SYM_NKINDS; i++) {
-		if ((t->k[i].t = intern_create(i == SYM_MAP ? 16 : 1024)) == NULL) {
-			symtab_free(t);
-			return NULL;
-		}
-	}
-	return t;
-}
-
-void
-symtab_free(struct symtab *t)
-{
-	int i;
-
-	if (t == NULL)
-		return;
-	for (i = 0; i < SYM_NKINDS; i++) {
-		intern_destroy(t->k[i].t);
-		free(t->k[i].durable);
-		free(t->k[i].stamp);
-	}
-	buf_free(&t->key);
-	free(t);
-}
-
-size_t
-symtab_count(const struct symtab *t, int kind)
-{
-	return intern_count(t->k[kind].t);
-}
-
-/* Room for per-id state up to id n - 1. */
-static int
-kind_grow(struct symkind *k, size_t n)
-{
-	size_t ncap = k->cap ? k->cap : 256;
-	uint8_t *d;
-	uint32_t *s;
-
-	if (n <= k->cap)
-		return 0;
-	while (ncap < n)
-		ncap *= 2;
-	if ((d = realloc(k->durable, ncap)) == NULL)
-		return -ENOMEM;
-	k->durable = d;
-	if ((s = realloc(k->stamp, ncap * sizeof(*s))) == NULL)
-		return -ENOMEM;
-	k->stamp = s;
-	memset(d + k->cap, 0, ncap - k->cap);
-	memset(s + k->cap, 0, (ncap - k->cap) * sizeof(*s));
-	k->cap = ncap;
-	return 0;
-}
-
-/* Intern a tagged key into kind; *id set. 1 if added. */
-static int
-kind_put(struct symtab *t, int kind, uint8_t tag, const void *data, size_t len,
-    uint32_t *id)
-{
-	struct symkind *k = &t->k[kind];
-	int64_t i;
-	int added = 0, rc;
-
-	buf_reset(&t->key);
-	if ((rc = buf_addc(&t->key, (char)tag)) < 0 || (rc = buf_add(&t->key, data, len)) < 0)
-		return rc;
-	if ((i = intern_put(k->t, t->key.data, t->key.len, &added)) < 0)
-		return (int)i;
-	if (i >= UINT32_MAX)
-		return -EOVERFLOW;
-	if ((rc = kind_grow(k, (size_t)i + 1)) < 0)
-		return rc;
-	*id = (uint32_t)i;
-	return added;
-}
-
-int
-symtab_load(struct symtab *t, int kind, uint32_t id, const void *data, size_t len)
-{
-	struct symkind *k = &t->k[kind];
-	uint32_t got;
-	int rc;
-
-	if (kind < 0 || kind >= SYM_NKINDS || id < intern_count(k->t))
-		return -EINVAL;
-	while (intern_count(k->t) < id) {
-		uint32_t hole = (uint32_t)intern_count(k->t);
-
-		if ((rc = kind_put(t, kind, TAG_HOLE, &hole, sizeof(hole), &got)) < 0)
-			return rc;
-		k->durable[got] = 1;
-	}
-	if ((rc = kind_put(t, kind, TAG_REAL, data, len, &got)) < 0)
-		return rc;
-	if (rc == 0 || got != id)
-		return -EINVAL;	/* a duplicate entry: the table is corrupt */
-	k->durable[got] = 1;
-	return 0;
-}
-
-const void *
-symtab_entry(const struct symtab *t, int kind, uint32_t id, size_t *len)
-{
-	const unsigned char *p;
-	size_t n;
-
-	if (id >= intern_count(t->k[kind].t))
-		return NULL;
-	p = intern_key(t->k[kind].t, id, &n);
-	if (n < 1 || p[0] != TAG_REAL)
-		return NULL;
-	*len = n - 1;
-	return p + 1;
-}
-
-void
-symtab_durable(struct symtab *t, const struct sym_new *e, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (e[i].kind < SYM_NKINDS && e[i].id < t->k[e[i].kind].cap)
-			t->k[e[i].kind].durable[e[i].id] = 1;
-}
 
 /* --- varints ------------------------------------------------------------- */
 
@@ -1039,7 +890,7 @@ agg_signature(const struct agg *a, const struct symtab *t, size_t g, struct buf 
 
 /* --- back to pprof ------------------------------------------------------ */
 
-struct uctx {
+struct pprof_rebuild {
 	const struct symtab	*t;
 	struct profile		*p;
 	uint32_t		*str, *fn, *mp, *lc;	/* symtab id -> local index + 1 */
@@ -1074,7 +925,7 @@ struct ubufs {
 
 /* Local string index of reference ref. */
 static int64_t
-u_str(struct uctx *c, struct ubufs *b, uint32_t ref)
+u_str(struct pprof_rebuild *c, struct ubufs *b, uint32_t ref)
 {
 	const char *s, **d;
 	size_t len;
@@ -1103,7 +954,7 @@ u_str(struct uctx *c, struct ubufs *b, uint32_t ref)
 }
 
 static uint32_t
-u_fn(struct uctx *c, struct ubufs *b, uint32_t ref)
+u_fn(struct pprof_rebuild *c, struct ubufs *b, uint32_t ref)
 {
 	const unsigned char *e;
 	struct pf_function *f;
@@ -1130,7 +981,7 @@ u_fn(struct uctx *c, struct ubufs *b, uint32_t ref)
 }
 
 static uint32_t
-u_map(struct uctx *c, struct ubufs *b, uint32_t ref)
+u_map(struct pprof_rebuild *c, struct ubufs *b, uint32_t ref)
 {
 	const unsigned char *e;
 	struct pf_mapping *m;
@@ -1166,7 +1017,7 @@ u_map(struct uctx *c, struct ubufs *b, uint32_t ref)
 }
 
 static uint32_t
-u_loc(struct uctx *c, struct ubufs *b, uint32_t id)
+u_loc(struct pprof_rebuild *c, struct ubufs *b, uint32_t id)
 {
 	const unsigned char *e;
 	struct pf_location *l, tmp;
@@ -1207,7 +1058,7 @@ u_loc(struct uctx *c, struct ubufs *b, uint32_t id)
 
 /* Fill sample s from stack id; allocations in the profile's arena. */
 static void
-u_sample(struct uctx *c, struct ubufs *b, uint32_t id, struct pf_sample *s)
+u_sample(struct pprof_rebuild *c, struct ubufs *b, uint32_t id, struct pf_sample *s)
 {
 	const unsigned char *e;
 	size_t len, j, nl;
@@ -1249,7 +1100,7 @@ agg_profile(const struct agg *a, const struct symtab *t, size_t gi, bool average
 {
 	const struct agroup *g = &a->g[gi];
 	size_t nt = g->h.ntypes, i, k, ns = 0;
-	struct uctx c = { .t = t };
+	struct pprof_rebuild c = { .t = t };
 	struct ubufs b = { 0 };
 	struct profile *p;
 	bool gauge[64];

@@ -30,7 +30,7 @@
  *   location  mapping+1:4 address:8 folded:1, per line function:4 line:8 column:8
  *   stack     nlocs:4 loc:4 * nlocs, per label key:4 str:4 num:8 num_unit:4
  *
- * Thread-safety: a symtab is protected by its owner's lock (store.c holds
+ * Thread-safety: a symtab is protected by its owner's lock (symtab.c holds
  * the series' sym_lock); an agg belongs to one thread.
  */
 #ifndef PROFILEFS_PACK_H
@@ -42,33 +42,9 @@
 
 #include "base.h"
 #include "pprof.h"
+#include "symtab.h"
 
 #define PACK_VERSION	2
-
-enum { SYM_STR, SYM_FN, SYM_MAP, SYM_LOC, SYM_STACK, SYM_NKINDS };
-
-struct symtab;
-
-/* A symbol entry that a pack refers to and that is not known durable yet. */
-struct sym_new {
-	uint8_t		 kind;
-	uint32_t	 id;
-};
-
-struct symtab	*symtab_create(void);
-void		 symtab_free(struct symtab *t);
-/*
- * Load a stored entry (durable). Ids must come in increasing order per kind;
- * ids skipped (entries whose profile never became durable) are filled with
- * placeholders that match nothing.
- */
-int		 symtab_load(struct symtab *t, int kind, uint32_t id, const void *data,
-		    size_t len);
-/* The bytes of entry id (NULL if out of range); valid while t lives. */
-const void	*symtab_entry(const struct symtab *t, int kind, uint32_t id, size_t *len);
-size_t		 symtab_count(const struct symtab *t, int kind);
-/* Entries written by a successful batch: later packs need not repeat them. */
-void		 symtab_durable(struct symtab *t, const struct sym_new *e, size_t n);
 
 /*
  * Append the pack of profile p (stored at `time`) to val, adding its symbols

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "storeint.h"
+#include "store_int.h"
 
 bool
 query_match(const struct query *q, const struct series *s)
@@ -48,8 +48,8 @@ add_ref(struct query_result *res, const struct store_ref *r)
 	return 0;
 }
 
-static int
-add_skip(struct query_result *res, uint64_t id, const char *reason)
+int
+query_skip_add(struct query_result *res, uint64_t id, const char *reason)
 {
 	struct query_skip *n = realloc(res->skipped, (res->nskipped + 1) * sizeof(*n));
 
@@ -108,12 +108,9 @@ list_cb(void *arg, const struct store_ref *ref, const void *data, size_t len)
 int
 query_list(struct store *st, const struct query *q, struct query_result *res)
 {
-	const struct store_remote *rm = store_remote_get(st);
 	size_t i;
 	int rc;
 
-	if (rm)
-		return rm->list(rm->arg, q, res);
 	memset(res, 0, sizeof(*res));
 	rc = match_series(st, q, res);
 	for (i = 0; i < res->nseries && rc == 0; i++)
@@ -156,7 +153,7 @@ struct pmeta {
 	bool		 summary;	/* a window past retention: no id to list */
 };
 
-struct mctx {
+struct merge_listing {
 	struct query_result	*res;
 	struct group		*groups;
 	size_t			 ngroups;
@@ -168,7 +165,7 @@ struct mctx {
 static int
 meta_cb(void *arg, const struct store_ref *ref, const struct store_meta *m)
 {
-	struct mctx *c = arg;
+	struct merge_listing *c = arg;
 	struct pmeta pm = { .id = ref->id, .hash = m->sighash, .summary = ref->summary > 0 };
 	size_t at = m->ntypes ? c->totals.len / sizeof(int64_t) : SIZE_MAX;
 	int rc;
@@ -183,7 +180,7 @@ meta_cb(void *arg, const struct store_ref *ref, const struct store_meta *m)
 static int
 bad_cb(void *arg, const struct store_ref *ref, const char *why)
 {
-	struct mctx *c = arg;
+	struct merge_listing *c = arg;
 	struct pmeta *pm = (struct pmeta *)c->metas.data;
 	size_t i, n = c->metas.len / sizeof(*pm);
 
@@ -192,12 +189,12 @@ bad_cb(void *arg, const struct store_ref *ref, const char *why)
 			pm[i].bad = true;
 			break;
 		}
-	return add_skip(c->res, ref->id, why);
+	return query_skip_add(c->res, ref->id, why);
 }
 
 /* File the groups of series i's agg under the store-wide groups. */
 static int
-file_groups(struct store *st, struct mctx *c, size_t i, const struct agg *a)
+file_groups(struct store *st, struct merge_listing *c, size_t i, const struct agg *a)
 {
 	const struct symtab *t;
 	struct buf sig = { 0 };
@@ -245,58 +242,12 @@ file_groups(struct store *st, struct mctx *c, size_t i, const struct agg *a)
 	return rc;
 }
 
-/*
- * The parts of a signature: part[0] its period type, then one per sample
- * type ("type/unit"). Returns how many (at most max).
- */
-static size_t
-sig_split(const struct buf *sig, const char **part, size_t *len, size_t max)
-{
-	const char *p = sig->data, *end = sig->data + sig->len, *q;
-	size_t n = 0;
-
-	while (p && p <= end && n < max) {
-		q = memchr(p, '\x1f', (size_t)(end - p));
-		part[n] = p;
-		len[n++] = (size_t)((q ? q : end) - p);
-		p = q ? q + 1 : NULL;
-	}
-	return n;
-}
-
-/* The sample types every merged group shares, in the largest group's order. */
-struct shared {
-	const char	*part[PROFILE_MAX_SAMPLE_TYPES + 1];
-	size_t		 len[PROFILE_MAX_SAMPLE_TYPES + 1];
-	size_t		 n;		/* parts: the period type, then the types */
-};
-
-/* Where each of sh's types sits in group gr's own (keep[]); false if one is missing. */
-static bool
-shared_index(const struct shared *sh, const struct group *gr, size_t *keep)
-{
-	const char *part[PROFILE_MAX_SAMPLE_TYPES + 1];
-	size_t len[PROFILE_MAX_SAMPLE_TYPES + 1], n, i, k;
-
-	n = sig_split(&gr->sig, part, len, PROFILE_MAX_SAMPLE_TYPES + 1);
-	for (i = 1; i < sh->n; i++) {
-		for (k = 1; k < n; k++)
-			if (len[k] == sh->len[i] && memcmp(part[k], sh->part[i], len[k]) == 0)
-				break;
-		if (k == n)
-			return false;
-		keep[i - 1] = k - 1;
-	}
-	return true;
-}
-
-/* Merge the groups marked in inc: each series' share as pprof (gauges averaged), summed. */
+/* Merge the groups chosen in mg: each series' share as pprof (gauges averaged), summed. */
 static int
-merge_groups(struct store *st, struct mctx *c, const bool *inc, const struct shared *sh,
-    struct agg **aggs, struct profile **out)
+merge_groups(struct store *st, struct merge_listing *c, const struct mgroup *mg,
+    const struct mgroup_shared *sh, struct agg **aggs, struct profile **out)
 {
 	struct merge *m = merge_create();
-	size_t keep[PROFILE_MAX_SAMPLE_TYPES];
 	const struct group *gr;
 	const struct symtab *t;
 	struct profile *p;
@@ -306,10 +257,9 @@ merge_groups(struct store *st, struct mctx *c, const bool *inc, const struct sha
 	if (m == NULL)
 		return -ENOMEM;
 	for (g = 0; g < c->ngroups && rc == 0; g++) {
-		if (!inc[g])
+		if (!mg[g].inc)
 			continue;
 		gr = &c->groups[g];
-		shared_index(sh, gr, keep);
 		for (k = 0; k < gr->nmem && rc == 0; k++) {
 			uint64_t sid = c->res->series[gr->mem[k].series];
 
@@ -319,7 +269,7 @@ merge_groups(struct store *st, struct mctx *c, const bool *inc, const struct sha
 			store_symtab_release(st, sid);
 			if (rc == 0) {
 				if (p->nsample_types != sh->n - 1)
-					profile_keep_types(p, keep, sh->n - 1);
+					profile_keep_types(p, mg[g].keep, sh->n - 1);
 				rc = merge_add(m, p, NULL);
 			}
 			profile_free(p);
@@ -331,127 +281,9 @@ merge_groups(struct store *st, struct mctx *c, const bool *inc, const struct sha
 	return rc;
 }
 
-/*
- * Which groups merge: the largest, and each other one with its period type
- * that shares sample types with those chosen so far (largest first), on
- * the types all of them share, as Pyroscope merges by profile type. inc[]
- * marks them; sh gets the shared types.
- */
-static void
-choose_groups(const struct mctx *c, size_t best, bool *inc, struct shared *sh)
-{
-	size_t *order, i, j, k, n;
-	const char *part[PROFILE_MAX_SAMPLE_TYPES + 1];
-	size_t len[PROFILE_MAX_SAMPLE_TYPES + 1];
-
-	sh->n = sig_split(&c->groups[best].sig, sh->part, sh->len, PROFILE_MAX_SAMPLE_TYPES + 1);
-	inc[best] = true;
-	order = xreallocarray(NULL, c->ngroups, sizeof(*order));
-	for (i = 0; i < c->ngroups; i++)
-		order[i] = i;
-	for (i = 1; i < c->ngroups; i++)	/* by profiles, most first; few groups */
-		for (j = i; j > 0 && c->groups[order[j]].count > c->groups[order[j - 1]].count; j--) {
-			k = order[j];
-			order[j] = order[j - 1];
-			order[j - 1] = k;
-		}
-	for (i = 0; i < c->ngroups; i++) {
-		const struct group *gr = &c->groups[order[i]];
-		size_t m = 1;
-
-		if (inc[order[i]])
-			continue;
-		n = sig_split(&gr->sig, part, len, PROFILE_MAX_SAMPLE_TYPES + 1);
-		if (n < 2 || len[0] != sh->len[0] || memcmp(part[0], sh->part[0], len[0]) != 0)
-			continue;	/* another period type */
-		for (j = 1; j < sh->n; j++)
-			for (k = 1; k < n; k++)
-				if (len[k] == sh->len[j] && memcmp(part[k], sh->part[j], len[k]) == 0) {
-					sh->part[m] = sh->part[j];
-					sh->len[m++] = sh->len[j];
-					break;
-				}
-		if (m == 1)
-			continue;	/* nothing shared: left out */
-		sh->n = m;
-		inc[order[i]] = true;
-	}
-	free(order);
-}
-
-/* "cpu/nanoseconds samples/count" from a signature (period type dropped). */
-static void
-sig_types(const struct buf *sig, char *out, size_t n)
-{
-	const char *s = sig->data ? memchr(sig->data, '\x1f', sig->len) : NULL;
-	size_t i = 0;
-
-	if (s == NULL) {
-		snprintf(out, n, "(none)");
-		return;
-	}
-	for (s++; s < sig->data + sig->len && i + 1 < n; s++)
-		out[i++] = *s == '\x1f' ? ' ' : *s;
-	out[i] = '\0';
-}
-
-/* "cpu/nanoseconds samples/count": the shared sample types. */
-static void
-shared_types(const struct shared *sh, char *out, size_t size)
-{
-	size_t i, o = 0;
-
-	out[0] = '\0';
-	for (i = 1; i < sh->n; i++) {
-		int w = snprintf(out + o, size - o, "%s%.*s", i > 1 ? " " : "",
-		    (int)sh->len[i], sh->part[i]);
-
-		if (w < 0 || (size_t)w >= size - o)
-			break;
-		o += (size_t)w;
-	}
-}
-
-/*
- * The per-profile totals of group gr's profiles, in the merged profile's
- * sample types (the timeline reads them by its index): rows of a group
- * whose types differ are copied, reordered, to the end of c->totals.
- */
-static int
-shared_totals(struct mctx *c, const struct group *gr, const struct shared *sh, size_t n)
-{
-	const struct pmeta *pm = (const struct pmeta *)c->metas.data;
-	size_t keep[PROFILE_MAX_SAMPLE_TYPES], *at = (size_t *)c->at.data, j, k;
-	int64_t row[PROFILE_MAX_SAMPLE_TYPES];
-	const char *part[PROFILE_MAX_SAMPLE_TYPES + 1];
-	size_t len[PROFILE_MAX_SAMPLE_TYPES + 1], ntypes;
-	bool same = true;
-	int rc;
-
-	ntypes = sig_split(&gr->sig, part, len, PROFILE_MAX_SAMPLE_TYPES + 1) - 1;
-	if (!shared_index(sh, gr, keep))
-		return 0;
-	for (k = 0; k + 1 < sh->n; k++)
-		same &= keep[k] == k;
-	if (same && ntypes == sh->n - 1)
-		return 0;
-	for (j = 0; j < n; j++) {
-		if (pm[j].bad || pm[j].hash != gr->hash || at[j] == SIZE_MAX ||
-		    (at[j] + ntypes) * sizeof(int64_t) > c->totals.len)
-			continue;
-		for (k = 0; k + 1 < sh->n; k++)
-			row[k] = ((const int64_t *)c->totals.data)[at[j] + keep[k]];
-		at[j] = c->totals.len / sizeof(int64_t);
-		if ((rc = buf_add(&c->totals, row, (sh->n - 1) * sizeof(int64_t))) < 0)
-			return rc;
-		at = (size_t *)c->at.data;
-	}
-	return 0;
-}
-
 /* Sort refs by time and carry their totals along; res takes the totals. */
 static int
-sort_with_totals(struct query_result *res, struct mctx *c)
+sort_with_totals(struct query_result *res, struct merge_listing *c)
 {
 	struct { struct store_ref ref; size_t at; } *tmp;
 	const size_t *at = (const size_t *)c->at.data;
@@ -482,17 +314,13 @@ sort_with_totals(struct query_result *res, struct mctx *c)
 int
 query_merge(struct store *st, const struct query *q, struct query_result *res)
 {
-	const struct store_remote *rm = store_remote_get(st);
-	struct mctx c = { .res = res };
+	struct merge_listing c = { .res = res };
 	struct agg **aggs = NULL;
-	struct shared sh;
+	struct mgroup_shared sh;
 	uint64_t nmerged = 0;
-	size_t i, j, best = 0, n;
-	bool *inc;
+	size_t i, j, n;
 	int rc;
 
-	if (rm)
-		return rm->merge(rm->arg, q, res);
 	memset(res, 0, sizeof(*res));
 	rc = match_series(st, q, res);
 	if (rc == 0 && (aggs = calloc(res->nseries + 1, sizeof(*aggs))) == NULL)
@@ -508,37 +336,49 @@ query_merge(struct store *st, const struct query *q, struct query_result *res)
 	}
 	if (rc == 0 && c.ngroups) {
 		const struct pmeta *pm = (const struct pmeta *)c.metas.data;
-		char want[120], got[120], why[320];
+		struct mgroup *mg = xcalloc(c.ngroups, sizeof(*mg));
+		size_t *grp;
+		char why[320];
 
 		n = c.metas.len / sizeof(*pm);
-		for (i = 1; i < c.ngroups; i++)
-			if (c.groups[i].count > c.groups[best].count)
-				best = i;
-		inc = xcalloc(c.ngroups, sizeof(*inc));
-		choose_groups(&c, best, inc, &sh);
-		shared_types(&sh, want, sizeof(want));
+		for (i = 0; i < c.ngroups; i++) {
+			mg[i].sig = c.groups[i].sig.data;
+			mg[i].siglen = c.groups[i].sig.len;
+			mg[i].count = c.groups[i].count;
+		}
+		mgroup_choose(mg, c.ngroups, &sh);
+		/* Each listed profile's group (none for those that did not decode). */
+		grp = xcalloc(n + 1, sizeof(*grp));
+		for (j = 0; j < n; j++) {
+			grp[j] = SIZE_MAX;
+			for (i = 0; i < c.ngroups && !pm[j].bad; i++)
+				if (pm[j].hash == c.groups[i].hash) {
+					grp[j] = i;
+					break;
+				}
+		}
 		for (i = 0; i < c.ngroups && rc == 0; i++) {
-			if (inc[i]) {
+			if (mg[i].inc) {
 				nmerged += c.groups[i].count;
-				rc = shared_totals(&c, &c.groups[i], &sh, n);
 				continue;
 			}
-			sig_types(&c.groups[i].sig, got, sizeof(got));
-			snprintf(why, sizeof(why), "sample types [%s] share none with the merged "
-			    "profiles' [%s] (or the period type differs)", got, want);
+			mgroup_why(&mg[i], &sh, why, sizeof(why));
 			for (j = 0; j < n && rc == 0; j++) {
 				if (pm[j].bad || pm[j].hash != c.groups[i].hash)
 					continue;
 				if (pm[j].summary)	/* no id to list; out of the timeline too */
 					((size_t *)c.at.data)[j] = SIZE_MAX;
 				else
-					rc = add_skip(res, pm[j].id, why);
+					rc = query_skip_add(res, pm[j].id, why);
 			}
 		}
-		if (rc == 0 && (rc = merge_groups(st, &c, inc, &sh, aggs, &res->merged)) == 0 &&
+		if (rc == 0)
+			rc = mgroup_totals(mg, &sh, grp, (size_t *)c.at.data, n, &c.totals);
+		if (rc == 0 && (rc = merge_groups(st, &c, mg, &sh, aggs, &res->merged)) == 0 &&
 		    res->merged)
 			res->nmerged = (size_t)nmerged;
-		free(inc);
+		free(grp);
+		free(mg);
 	}
 	for (i = 0; aggs && i < res->nseries; i++)
 		agg_free(aggs[i]);

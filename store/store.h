@@ -2,13 +2,13 @@
  * store: everything fs/, api/ and the producers (collector/) know of storage. Profiles live in an
  * embedded RocksDB database, one key per profile, grouped by series
  * (service, type, label set) and ordered by time within a series, so a range
- * query reads only the keys it needs. The key layout is in store.c.
+ * query reads only the keys it needs. The key layout is in store_int.h.
  *
  * Thread-safety: every function may be called from any thread; the series
  * index is protected by st_lock inside the store.
  *
  * This is the one header of store/ that other layers include: the store
- * (store.c) and range queries (query.c). It exposes neither RocksDB nor
+ * (store.c and the files store_int.h lists) and range queries (query.c). It exposes neither RocksDB nor
  * protobuf-c; profiles cross it as pprof.h's decoded model.
  */
 #ifndef PROFILEFS_STORE_H
@@ -171,7 +171,7 @@ int	store_set_limits(struct store *st, int64_t keep_raw, int64_t keep_windows,
  */
 int	store_compact(struct store *st, uint64_t *ndays);
 
-/* --- the outbox and remote reads (store.c) ---
+/* --- the outbox (outbox.c) ---
  *
  * With a fleet (--clickhouse), every profile stored is also queued for
  * shipping: its batch writes an outbox key, so what store_put() acknowledged
@@ -190,35 +190,6 @@ int	store_queue_each(struct store *st, uint64_t after, size_t max, store_queue_f
 	    void *arg);
 int	store_queue_remove(struct store *st, const uint64_t *ids, size_t n);
 uint64_t store_queue_length(struct store *st);
-
-struct query;
-struct query_result;
-
-/*
- * Reads served elsewhere: once store_set_remote() installs one, the series
- * index, hours, scans (without data), store_get(), query_list() and
- * query_merge() ask it instead of RocksDB, so fs/ and the HTTP API show
- * the fleet's data through the calls they already make. Each has the
- * contract of the store call it replaces; series it returns must live as
- * long as the store. generation() is added to the store's own (it must not
- * decrease). rm must outlive the store; NULL goes back to local reads.
- */
-struct store_remote {
-	void	*arg;
-	int	(*series)(void *arg, const struct series ***out, size_t *n);
-	int	(*series_each)(void *arg, const char *service, const char *type,
-		    store_series_fn fn, void *fnarg);
-	const struct series *(*series_get)(void *arg, uint64_t id);
-	int	(*hours)(void *arg, uint64_t sid, int64_t **out, size_t *n);
-	int	(*scan)(void *arg, uint64_t sid, int64_t from, int64_t to,
-		    store_scan_fn fn, void *fnarg);
-	int	(*get)(void *arg, uint64_t id, struct store_ref *ref, struct buf *out);
-	int	(*list)(void *arg, const struct query *q, struct query_result *res);
-	int	(*merge)(void *arg, const struct query *q, struct query_result *res);
-	uint64_t (*generation)(void *arg);
-};
-void	store_set_remote(struct store *st, const struct store_remote *rm);
-const struct store_remote *store_remote_get(struct store *st);
 
 /* Statistics for metrics and meta files. */
 struct store_stats {
@@ -311,5 +282,55 @@ int	query_list(struct store *st, const struct query *q, struct query_result *res
  */
 int	query_merge(struct store *st, const struct query *q, struct query_result *res);
 void	query_result_free(struct query_result *res);
+/*
+ * Add a profile left out of a merge, and why (cut to the reason's size),
+ * to res->skipped: for every reader's merges. -ENOMEM.
+ */
+int	query_skip_add(struct query_result *res, uint64_t id, const char *reason);
+
+/* --- readers (reader.c) ---
+ *
+ * Where fs/ and the HTTP API read: the series index, the hours of a series,
+ * whether a range holds data, a stored profile, listings and merges, and
+ * the generation their caches compare. The store offers its own reader
+ * (store_reader()); the fleet's module offers another (cluster.h), and the
+ * program picks one at start and hands it to both views, as SQLite picks a
+ * VFS at open. Each operation has the contract of the store call of the
+ * same name (store_series(), ..., query_list(), query_merge(),
+ * store_generation(), store_changed_since()); series a reader returns live
+ * as long as the reader. Writes always go to the store.
+ */
+struct reader {
+	void	*arg;
+	int	(*series)(void *arg, const struct series ***out, size_t *n);
+	int	(*series_each)(void *arg, const char *service, const char *type,
+		    store_series_fn fn, void *fnarg);
+	const struct series *(*series_get)(void *arg, uint64_t id);
+	int	(*hours)(void *arg, uint64_t sid, int64_t **out, size_t *n);
+	bool	(*has_data)(void *arg, uint64_t sid, int64_t from, int64_t to);
+	int	(*get)(void *arg, uint64_t id, struct store_ref *ref, struct buf *out);
+	int	(*get_size)(void *arg, uint64_t id, struct store_ref *ref, uint64_t *size);
+	int	(*list)(void *arg, const struct query *q, struct query_result *res);
+	int	(*merge)(void *arg, const struct query *q, struct query_result *res);
+	uint64_t (*generation)(void *arg);
+	bool	(*changed_since)(void *arg, uint64_t gen, int64_t upto);
+};
+
+/* The store's own reader: its RocksDB data. Lives as long as st. */
+const struct reader *store_reader(struct store *st);
+
+int	reader_series(const struct reader *r, const struct series ***out, size_t *n);
+int	reader_series_each(const struct reader *r, const char *service, const char *type,
+	    store_series_fn fn, void *arg);
+const struct series *reader_series_get(const struct reader *r, uint64_t id);
+int	reader_hours(const struct reader *r, uint64_t sid, int64_t **out, size_t *n);
+bool	reader_has_data(const struct reader *r, uint64_t sid, int64_t from, int64_t to);
+int	reader_get(const struct reader *r, uint64_t id, struct store_ref *ref, struct buf *out);
+int	reader_get_size(const struct reader *r, uint64_t id, struct store_ref *ref,
+	    uint64_t *size);
+int	reader_list(const struct reader *r, const struct query *q, struct query_result *res);
+int	reader_merge(const struct reader *r, const struct query *q, struct query_result *res);
+uint64_t reader_generation(const struct reader *r);
+bool	reader_changed_since(const struct reader *r, uint64_t gen, int64_t upto);
 
 #endif

@@ -105,7 +105,7 @@ printf '#include "fs_int.h"\nint probe_main(void);\nint probe_main(void) { retur
 fails_with "main/ including fs's internal fs_int.h fails the build" main probe_main.c "fs_int.h: No such file"
 # The fleet's layer (cluster/) sits beside collector/: it sees the store's
 # public header, and the filesystem does not see it (reads reach it through
-# the store's remote hook).
+# the reader main hands to fs/, store.h's struct reader).
 printf '#include "store.h"\n#include "cluster.h"\nint probe_cl(void);\nint probe_cl(void) { return 0; }\n' >"$SRC/cluster/probe_cl.c"
 builds "cluster/ compiles with store.h and its own cluster.h" cluster probe_cl.c
 printf '#include "fs.h"\nint probe_cl2(void);\nint probe_cl2(void) { return 0; }\n' >"$SRC/cluster/probe_cl2.c"

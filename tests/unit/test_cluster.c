@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "chint.h"
+#include "cluster_int.h"
 #include "util.h"
 
 /* p rebuilt from codec text: header, then each sample's stack and values. */

@@ -4,10 +4,12 @@
  * samples, header rules, gauge averaging, scaled adds and the diff form. Also
  * the hash table and arena the merge is built on (intern.c, arena.c).
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <cmocka.h>
 
 #include "base.h"
@@ -1002,6 +1004,78 @@ test_builder(void **state)
 	buf_free(&err);
 }
 
+/*
+ * The merge-group policy (mgroup.c): the largest group merges with those of
+ * its period type that share sample types with it, on the shared types, in
+ * the largest group's order; the others are left out with a reason; the
+ * per-profile totals of merged groups are reordered into the shared types.
+ */
+static void
+test_mgroup(void **state)
+{
+	/* period type, then type/unit per sample type, 0x1f-separated */
+	static const char *sigs[] = {
+		"cpu/nanoseconds\x1fsamples/count\x1f" "cpu/nanoseconds",	/* 3 profiles */
+		"cpu/nanoseconds\x1f" "cpu/nanoseconds",			/* 2 */
+		"space/bytes\x1finuse_space/bytes",			/* 4: another period */
+		"cpu/nanoseconds\x1fwall/nanoseconds",			/* 1: shares nothing */
+	};
+	uint64_t counts[] = { 3, 2, 4, 1 };
+	struct mgroup g[4];
+	struct mgroup_shared sh;
+	struct buf totals = { 0 };
+	int64_t rows[] = { 10, 20, 30, 40 };	/* a profile of group 0, one of group 1, ... */
+	size_t at[] = { 0, 2, 3, SIZE_MAX }, grp[] = { 0, 1, 2, 3 }, i, best;
+	char why[320];
+
+	(void)state;
+	memset(g, 0, sizeof(g));
+	for (i = 0; i < 4; i++) {
+		g[i].sig = sigs[i];
+		g[i].siglen = strlen(sigs[i]);
+		g[i].count = counts[i];
+	}
+	best = mgroup_choose(g, 4, &sh);
+	assert_int_equal(best, 2);		/* the largest, alone of its period type */
+	assert_true(g[2].inc);
+	assert_false(g[0].inc);
+	assert_int_equal(sh.n, 2);
+
+	/* Without the heap group, the two CPU groups merge on cpu/nanoseconds. */
+	best = mgroup_choose(g, 2, &sh);
+	assert_int_equal(best, 0);
+	assert_true(g[0].inc && g[1].inc);
+	assert_int_equal(sh.n, 2);
+	assert_int_equal(sh.len[1], strlen("cpu/nanoseconds"));
+	assert_memory_equal(sh.part[1], "cpu/nanoseconds", sh.len[1]);
+	assert_int_equal(g[0].keep[0], 1);
+	assert_int_equal(g[1].keep[0], 0);
+
+	/* With the wall group: it shares no type and is left out, and says why. */
+	g[2].count = 0;
+	best = mgroup_choose(g, 4, &sh);
+	assert_int_equal(best, 0);
+	assert_false(g[3].inc);
+	assert_false(g[2].inc);
+	mgroup_why(&g[3], &sh, why, sizeof(why));
+	assert_string_equal(why, "sample types [wall/nanoseconds] share none with the merged "
+	    "profiles' [cpu/nanoseconds] (or the period type differs)");
+
+	/* Group 0's row (samples, cpu) becomes (cpu); group 1's is already so. */
+	assert_int_equal(buf_add(&totals, rows, sizeof(rows)), 0);
+	assert_int_equal(mgroup_totals(g, &sh, grp, at, 4, &totals), 0);
+	assert_int_equal(((int64_t *)totals.data)[at[0]], 20);
+	assert_int_equal(at[1], 2);
+	assert_int_equal(((int64_t *)totals.data)[at[1]], 30);
+	assert_int_equal(at[2], 3);		/* not merged: its own row stays */
+	assert_int_equal(at[3], SIZE_MAX);
+	/* A row past the end is refused. */
+	at[0] = 0;
+	at[1] = 9;
+	assert_int_equal(mgroup_totals(g, &sh, grp, at, 4, &totals), -EIO);
+	buf_free(&totals);
+}
+
 int
 main(void)
 {
@@ -1030,6 +1104,7 @@ main(void)
 		cmocka_unit_test(test_real_diff_form),
 		cmocka_unit_test(test_intern),
 		cmocka_unit_test(test_arena),
+		cmocka_unit_test(test_mgroup),
 	};
 
 	return cmocka_run_group_tests_name("merge", tests, NULL, NULL);

@@ -1,12 +1,12 @@
 /*
- * chint: what the files of cluster/ share. chttp.c talks to ClickHouse's
+ * cluster_int: what the files of cluster/ share. chttp.c talks to ClickHouse's
  * HTTP interface and parses its TabSeparated answers; codec.c turns stacks
  * and profile headers into the strings stored in ClickHouse and back;
- * ship.c creates the schema and ships the outbox; read.c answers the
- * store's reads from the cluster.
+ * ship.c creates the schema and ships the outbox; read.c is the fleet's
+ * reader (cluster_reader()), answering from the cluster.
  */
-#ifndef PROFILEFS_CHINT_H
-#define PROFILEFS_CHINT_H
+#ifndef PROFILEFS_CLUSTER_INT_H
+#define PROFILEFS_CLUSTER_INT_H
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -52,7 +52,12 @@ struct cluster {
 	struct intern		*s_names;	/* service \0 type \0 labels -> index */
 	struct series		**s_all;
 	size_t			 s_n, s_cap;
-	struct store_remote	 remote;
+	/*
+	 * cluster_reader(): the local store's data until the shipper first
+	 * finds the schema in place (reads_on), the cluster's from then on.
+	 */
+	struct reader		 reader;
+	_Atomic bool		 reads_on;
 	/*
 	 * The data's generation: bumped when the shipper sees the cluster's
 	 * profile count change (polled every second), so cached views stay
@@ -106,6 +111,11 @@ void	tsv_free(struct tsv *t);
 /* Parse a decimal field; -EINVAL when it is not one. */
 int	tsv_i64(const char *s, int64_t *v);
 int	tsv_u64(const char *s, uint64_t *v);
+/*
+ * Parse a ClickHouse array of integers ("[1,2,3]") into out (int64_t each,
+ * appended), *n of them, at most max; -EINVAL when it is not one.
+ */
+int	tsv_nums(const char *s, struct buf *out, size_t *n, size_t max, bool is_unsigned);
 
 /* --- codec.c --- */
 /*

@@ -1,0 +1,404 @@
+/*
+ * write: the write path. A profile is checked, its series found or made,
+ * and it is written (pack, symbols, T, I and H records, window marker,
+ * outbox key) in one synced batch; then the generation moves on, with the
+ * earliest time the change touched, so caches of other ranges stay valid.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "store_int.h"
+
+/*
+ * Add to wb everything that stores profile p as (sid, time, id): its pack,
+ * the new symbols, its T record and its window's dirty marker. *news gets
+ * the symbols to mark durable once wb is written.
+ */
+int
+batch_profile(struct store *st, rocksdb_writebatch_t *wb, uint64_t sid, int64_t time,
+    uint64_t id, const struct profile *p, struct buf *news, size_t *vlen)
+{
+	unsigned char pkey[25], ykey[14], dkey[25], tmark[8];
+	struct buf val = { 0 }, tv = { 0 }, sig = { 0 };
+	const struct sym_new *e;
+	struct series_state *ss;
+	uint64_t h;
+	size_t i, n;
+	int rc;
+
+	if ((ss = series_state_lock(st, sid, &rc)) == NULL)
+		return rc;
+	if ((rc = pack_profile(ss->sym, p, time, &val, news)) < 0)
+		goto unlock;
+	/* The batch copies keys and values: the lock covers only the table. */
+	ykey[0] = 'Y';
+	be64_put(ykey + 1, ss->space);
+	e = (const struct sym_new *)news->data;
+	n = news->len / sizeof(*e);
+	for (i = 0; i < n; i++) {
+		const void *d;
+		size_t dl;
+
+		ykey[9] = e[i].kind;
+		ykey[10] = (unsigned char)(e[i].id >> 24);
+		ykey[11] = (unsigned char)(e[i].id >> 16);
+		ykey[12] = (unsigned char)(e[i].id >> 8);
+		ykey[13] = (unsigned char)e[i].id;
+		if ((d = symtab_entry(ss->sym, e[i].kind, e[i].id, &dl)) == NULL) {
+			rc = -EINVAL;
+			goto unlock;
+		}
+		rocksdb_writebatch_put(wb, (char *)ykey, sizeof(ykey), d, dl);
+	}
+unlock:
+	pthread_mutex_unlock(&ss->sym_lock);
+	if (rc < 0)
+		goto out;
+	pkey[0] = 'P';
+	be64_put(pkey + 1, sid);
+	be64_put(pkey + 9, time_enc(time));
+	be64_put(pkey + 17, id);
+	rocksdb_writebatch_put(wb, (char *)pkey, sizeof(pkey), val.data, val.len);
+	/* T: totals and signature hash */
+	if ((rc = profile_signature(p, &sig)) < 0)
+		goto out;
+	h = store_sighash(sig.data, sig.len);
+	{
+		unsigned char tmp[10];
+		size_t k;
+
+		for (i = 0; i <= p->nsample_types && i <= STORE_MAX_TYPES && rc == 0; i++) {
+			uint64_t v = i == 0 ? p->nsample_types :
+			    (uint64_t)profile_total(p, i - 1) << 1 ^
+			    (uint64_t)(profile_total(p, i - 1) >> 63);
+
+			for (k = 0; v >= 0x80; v >>= 7)
+				tmp[k++] = (unsigned char)(v | 0x80);
+			tmp[k++] = (unsigned char)v;
+			rc = buf_add(&tv, tmp, k);
+		}
+		be64_put(tmp, h);
+		if (rc == 0)
+			rc = buf_add(&tv, tmp, 8);
+	}
+	if (rc < 0)
+		goto out;
+	pkey[0] = 'T';
+	rocksdb_writebatch_put(wb, (char *)pkey, sizeof(pkey), tv.data, tv.len);
+	if (time >= WIN_MIN && time < WIN_MAX) {
+		dkey[0] = 'D';
+		be64_put(dkey + 1, sid);
+		be64_put(dkey + 9, time_enc(floordiv(time, NS_10M) * NS_10M));
+		be64_put(dkey + 17, id);
+		/* The marker's value is the profile's time: the compactor finds it by key. */
+		be64_put(tmark, time_enc(time));
+		rocksdb_writebatch_put(wb, (char *)dkey, sizeof(dkey), (char *)tmark, 8);
+	}
+	*vlen = val.len;
+out:
+	buf_free(&val);
+	buf_free(&tv);
+	buf_free(&sig);
+	return rc;
+}
+
+/* After wb was written: its symbols need not be written again. */
+void
+batch_done(struct store *st, uint64_t sid, const struct buf *news)
+{
+	struct series_state *ss;
+	int rc;
+
+	if (news->len == 0 || (ss = series_state_lock(st, sid, &rc)) == NULL)
+		return;
+	symtab_durable(ss->sym, (const struct sym_new *)news->data,
+	    news->len / sizeof(struct sym_new));
+	pthread_mutex_unlock(&ss->sym_lock);
+}
+
+static int
+put_locked(struct store *st, const struct store_input *in, const struct profile *p,
+    struct store_ref *ref, struct buf *err)
+{
+	int64_t now;
+	const char *type = in->type;
+	struct buf labels = { 0 }, news = { 0 };
+	unsigned char ikey[9], ival[16], hkey[17];
+	rocksdb_writebatch_t *wb = NULL;
+	struct store_ref r;
+	char *dberr = NULL;
+	size_t vlen = 0;
+	int rc;
+
+	memset(&r, 0, sizeof(r));
+	if ((rc = store_check_service(in->service ? in->service : "", err)) < 0)
+		goto out;
+	if (type == NULL || strcmp(type, "auto") == 0)
+		type = store_infer_type(p);
+	else if ((rc = store_check_type(type, err)) < 0)
+		goto out;
+	if (p->nsample_types == 0 || p->nsample_types > STORE_MAX_TYPES) {
+		if (err)
+			buf_printf(err, p->nsample_types ? "profile has %zu sample types (at most %d "
+			    "are stored)" : "profile has no sample types", p->nsample_types,
+			    STORE_MAX_TYPES);
+		rc = -EINVAL;
+		goto out;
+	}
+	if (in->labels && (rc = labels_format(in->labels, &labels)) < 0)
+		goto out;
+	if ((rc = buf_reserve(&labels, 0)) < 0)
+		goto out;
+	now = clock_now_ns();
+	/*
+	 * A profile's own time that no clock could have written (0001, 2262)
+	 * would sit where no range shows it and retention never reaches: it
+	 * counts as absent, and the time of reception is used.
+	 */
+	if (p->time_nanos && !in->created_at && !store_time_sane(p->time_nanos, now))
+		log_info("store: %s/%s: the profile's time %lld ns is out of range; stored at "
+		    "its time of reception", in->service, type, (long long)p->time_nanos);
+	r.time = in->created_at ? in->created_at :
+	    p->time_nanos && store_time_sane(p->time_nanos, now) ? p->time_nanos : now;
+	snprintf(r.type, sizeof(r.type), "%s", type);
+	if ((rc = series_get_or_create(st, in->service, type, labels.data, &r.series, err)) < 0)
+		goto out;
+	r.id = atomic_fetch_add(&st->next_id, 1);
+
+	wb = rocksdb_writebatch_create();
+	if ((rc = batch_profile(st, wb, r.series, r.time, r.id, p, &news, &vlen)) < 0) {
+		if (err)
+			buf_adds(err, rc == -ENOMEM ? "out of memory" : "profile cannot be encoded");
+		goto out;
+	}
+	ikey[0] = 'I';
+	be64_put(ikey + 1, r.id);
+	be64_put(ival, r.series);
+	be64_put(ival + 8, time_enc(r.time));
+	hkey[0] = 'H';
+	be64_put(hkey + 1, r.series);
+	be64_put(hkey + 9, time_enc(floordiv(r.time, NS_1H)));
+	rocksdb_writebatch_put(wb, (char *)ikey, sizeof(ikey), (char *)ival, sizeof(ival));
+	rocksdb_writebatch_put(wb, (char *)hkey, sizeof(hkey), "", 0);
+	if (atomic_load(&st->q_on)) {
+		ikey[0] = 'O';	/* same id as the I key: in the same batch */
+		rocksdb_writebatch_put(wb, (char *)ikey, sizeof(ikey), "", 0);
+	}
+	rocksdb_write(st->db, st->wsync, wb, &dberr);
+	if (dberr) {
+		rc = store_write_error(st, dberr, err);
+		goto out;
+	}
+	batch_done(st, r.series, &news);
+	if (atomic_load(&st->q_on))
+		atomic_fetch_add(&st->q_len, 1);
+	atomic_fetch_add(&st->n_put, 1);
+	atomic_fetch_add(&st->n_bytes, vlen);
+	note_change(st, r.time);
+	compact_kick(st);
+	if (ref)
+		*ref = r;
+out:
+	if (wb)
+		rocksdb_writebatch_destroy(wb);
+	if (rc < 0)
+		atomic_fetch_add(&st->n_rejected, 1);
+	buf_free(&labels);
+	buf_free(&news);
+	return rc;
+}
+
+/* Puts share the database with each other; a reopen after a full disk waits. */
+static int
+put_common(struct store *st, const struct store_input *in, const struct profile *p,
+    struct store_ref *ref, struct buf *err)
+{
+	int rc;
+
+	if (atomic_load(&st->full)) {
+		if (err)
+			buf_adds(err, "the data directory's file system is full; "
+			    "storing resumes once space is freed");
+		atomic_fetch_add(&st->n_rejected, 1);
+		return -ENOSPC;
+	}
+	pthread_rwlock_rdlock(&st->db_lock);
+	rc = put_locked(st, in, p, ref, err);
+	pthread_rwlock_unlock(&st->db_lock);
+	return rc;
+}
+
+/* Count one attempt of in->source in the metrics (see store.h). */
+static void
+count_put(const struct store_input *in, int rc, size_t len, int64_t t0)
+{
+	const char *src = in->source ? in->source : "other";
+	const char *outcome = rc == 0 ? "ok" : rc == -EINVAL ? "invalid" :
+	    rc == -EFBIG ? "too_large" : "error";
+	char l[128];
+
+	snprintf(l, sizeof(l), "source=\"%s\"", src);
+	metrics_observe("profilefs_ingest_duration_seconds", l,
+	    (double)(clock_mono_ns() - t0) / 1e9);
+	if (rc == 0)
+		metrics_add("profilefs_ingested_bytes_total", l, (double)len);
+	snprintf(l, sizeof(l), "source=\"%s\",outcome=\"%s\"", src, outcome);
+	metrics_add("profilefs_ingested_profiles_total", l, 1);
+}
+
+int
+store_put(struct store *st, const struct store_input *in, const void *data, size_t len,
+    struct store_ref *ref, struct buf *err)
+{
+	const unsigned char *d = data;
+	size_t limit = in->max_decoded ? in->max_decoded : PROFILE_MAX_DECODED;
+	struct profile *p = NULL;
+	struct buf plain = { 0 };
+	int64_t t0 = clock_mono_ns();
+	bool gzipped = len >= 2 && d[0] == 0x1f && d[1] == 0x8b;
+	const void *pd = data;
+	size_t pl = len;
+	int rc;
+
+	/* Gunzipped once: measured against the limit, then decoded. */
+	if (gzipped) {
+		if ((rc = profile_gunzip(data, len, &plain, err)) < 0)
+			goto out;
+		pd = plain.data ? plain.data : "";
+		pl = plain.len;
+	}
+	if (pl > limit) {
+		if (err)
+			buf_printf(err, "the profile is %zu bytes unzipped, over the limit of %zu bytes",
+			    pl, limit);
+		rc = -EFBIG;
+		goto out;
+	}
+	if (gzipped && pl == 0) {
+		if (err)
+			buf_adds(err, "gzip data holds nothing: not a pprof profile");
+		rc = -EINVAL;
+		goto out;
+	}
+	if ((rc = profile_decode(pd, pl, &p, err)) < 0)
+		goto out;
+	rc = put_common(st, in, p, ref, err);
+out:
+	if (rc < 0 && p == NULL)
+		atomic_fetch_add(&st->n_rejected, 1);
+	count_put(in, rc, len, t0);
+	profile_free(p);
+	buf_free(&plain);
+	return rc;
+}
+
+int
+store_put_profile(struct store *st, const struct store_input *in, const struct profile *p,
+    struct store_ref *ref, struct buf *err)
+{
+	int64_t t0 = clock_mono_ns();
+	int rc;
+
+	rc = put_common(st, in, p, ref, err);
+	count_put(in, rc, 0, t0);
+	return rc;
+}
+
+/*
+ * A change to the data at time t (INT64_MIN: at any time) makes a new
+ * generation. Entries whose earliest time is at or after t now stand for
+ * generations whose changes reach back to t: they fold into one. Times rise
+ * along the stack, so the entry holding generation g+1 tells the earliest
+ * time any change after g touched. A full stack folds two entries, which
+ * only makes an answer earlier (safe: a reader rebuilds).
+ */
+void
+note_change(struct store *st, int64_t t)
+{
+	uint64_t g;
+
+	pthread_mutex_lock(&st->ch_lock);
+	g = atomic_fetch_add(&st->gen, 1) + 1;
+	while (st->nchanges > 0 && st->changes[st->nchanges - 1].tmin >= t)
+		g = st->changes[--st->nchanges].gen;
+	if (st->nchanges == STORE_CHANGES) {
+		/*
+		 * Full: the neighbours closest in time fold into one, which
+		 * answers for both with the earlier time (safe, and off by
+		 * the least).
+		 */
+		size_t i, best = 0;
+		uint64_t gap, min = UINT64_MAX;
+
+		for (i = 0; i + 1 < st->nchanges; i++) {
+			gap = (uint64_t)st->changes[i + 1].tmin - (uint64_t)st->changes[i].tmin;
+			if (gap < min) {
+				min = gap;
+				best = i;
+			}
+		}
+		memmove(&st->changes[best + 1], &st->changes[best + 2],
+		    (st->nchanges - best - 2) * sizeof(st->changes[0]));
+		st->nchanges--;
+	}
+	st->changes[st->nchanges].gen = g;
+	st->changes[st->nchanges].tmin = t;
+	st->nchanges++;
+	pthread_mutex_unlock(&st->ch_lock);
+}
+
+bool
+store_changed_since(struct store *st, uint64_t gen, int64_t upto)
+{
+	size_t lo = 0, hi;
+	bool changed;
+
+	pthread_mutex_lock(&st->ch_lock);
+	if (gen >= atomic_load(&st->gen)) {
+		pthread_mutex_unlock(&st->ch_lock);
+		return false;
+	}
+	/* The last entry starting at or before gen + 1. */
+	hi = st->nchanges;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (st->changes[mid].gen <= gen + 1)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	changed = st->nchanges == 0 || st->changes[lo ? lo - 1 : 0].tmin <= upto;
+	pthread_mutex_unlock(&st->ch_lock);
+	return changed;
+}
+
+uint64_t
+store_generation(const struct store *st)
+{
+	return atomic_load(&((struct store *)st)->gen);
+}
+
+/*
+ * A write failed: -ENOSPC when the file system is full (RocksDB then refuses
+ * writes until it recovers, reads go on), -EIO otherwise. Frees dberr.
+ */
+int
+store_write_error(struct store *st, char *dberr, struct buf *err)
+{
+	bool full = strstr(dberr, "No space left") || strstr(dberr, "NoSpace") ||
+	    strstr(dberr, "no space");
+
+	/* RocksDB must not be written again until it is reopened. */
+	if (full && !atomic_exchange(&st->full, true))
+		log_warnx("store: the data directory's file system is full: writes are refused "
+		    "until space is freed");
+	if (err)
+		buf_printf(err, full ? "the data directory's file system is full: %s" :
+		    "database write failed: %s", dberr);
+	free(dberr);
+	return full ? -ENOSPC : -EIO;
+}

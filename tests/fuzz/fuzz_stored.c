@@ -1,0 +1,105 @@
+/*
+ * fuzz_stored: the store's decoders of what it reads back from disk, on
+ * arbitrary bytes (a corrupt or hostile data directory must cost an error,
+ * never a crash): symbol entries ('Y' values, symtab_load()), packs ('P' and
+ * 'W' values, agg_add()) and T records (meta_decode()), then what a read
+ * makes of them (agg_totals(), agg_signature(), agg_profile(), agg_encode()).
+ *
+ * Input: records of kind:1 len:2 (little-endian) bytes. Kinds 0..4 are
+ * symbol entries of that kind (ids in order), 5 a pack, 6 a T record; a
+ * record cut short by the end of the input takes what is left.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store_int.h"
+
+int	LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define CHECK(x) do { if (!(x)) { fprintf(stderr, "fuzz_stored: %s:%d: %s\n", \
+	__FILE__, __LINE__, #x); abort(); } } while (0)
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct symtab *t = symtab_create();
+	struct agg *a = agg_create(), *back = NULL;
+	struct buf enc = { 0 }, sig = { 0 }, err = { 0 };
+	uint32_t next[SYM_NKINDS] = { 0 };
+	const uint8_t *p = data, *end = data + size;
+	size_t g, n;
+	int rc;
+
+	CHECK(t != NULL && a != NULL);
+	while (end - p >= 3) {
+		unsigned kind = p[0];
+		size_t len = (size_t)p[1] | (size_t)p[2] << 8;
+
+		p += 3;
+		if (len > (size_t)(end - p))
+			len = (size_t)(end - p);
+		if (kind < SYM_NKINDS) {
+			rc = symtab_load(t, (int)kind, next[kind], p, len);
+			CHECK(rc == 0 || rc == -EINVAL || rc == -ENOMEM || rc == -EOVERFLOW);
+			if (rc == 0)
+				next[kind]++;
+		} else if (kind == SYM_NKINDS) {
+			buf_reset(&err);
+			rc = agg_add(a, p, len, &err);
+			CHECK(rc == 0 || rc == -EINVAL || rc == -ENOMEM);
+			CHECK(rc != -EINVAL || err.len > 0);
+		} else if (kind == SYM_NKINDS + 1) {
+			struct store_meta m;
+
+			rc = meta_decode(p, len, &m);
+			CHECK(rc == 0 || rc == -EINVAL);
+			CHECK(rc < 0 || m.ntypes <= STORE_MAX_TYPES);
+		}
+		p += len;
+	}
+	n = agg_ngroups(a);
+	for (g = 0; g < n; g++) {
+		int64_t totals[STORE_MAX_TYPES];
+		struct profile *prof = NULL;
+		size_t nt;
+
+		rc = agg_totals(a, g, totals, STORE_MAX_TYPES, &nt);
+		CHECK(rc == 0 || rc == -EINVAL);
+		CHECK(rc < 0 || nt <= STORE_MAX_TYPES);
+		buf_reset(&sig);
+		rc = agg_signature(a, t, g, &sig);
+		CHECK(rc == 0 || rc == -EINVAL || rc == -ENOMEM);
+		rc = agg_profile(a, t, g, g % 2 == 0, &prof);
+		CHECK(rc == 0 || rc == -EINVAL || rc == -ENOMEM || rc == -EOVERFLOW);
+		if (rc == 0) {
+			struct buf pb = { 0 };
+
+			/* What a read serves must be pprof that decodes again. */
+			CHECK(profile_encode(prof, false, &pb) == 0);
+			profile_free(prof);
+			prof = NULL;
+			CHECK(profile_decode(pb.data ? pb.data : "", pb.len, &prof, NULL) == 0);
+			buf_free(&pb);
+		}
+		profile_free(prof);
+	}
+	/* What was summed encodes to a pack that sums the same again. */
+	CHECK(agg_encode(a, &enc) == 0);
+	if (n > 0) {
+		CHECK((back = agg_create()) != NULL);
+		CHECK(agg_add(back, enc.data, enc.len, NULL) == 0);
+		CHECK(agg_ngroups(back) == n);
+		for (g = 0; g < n; g++)
+			CHECK(agg_count(back, g) == agg_count(a, g));
+		agg_free(back);
+	}
+	buf_free(&enc);
+	buf_free(&sig);
+	buf_free(&err);
+	agg_free(a);
+	symtab_free(t);
+	return 0;
+}
