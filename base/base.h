@@ -15,6 +15,7 @@
 #ifndef PROFILEFS_BASE_H
 #define PROFILEFS_BASE_H
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -111,10 +112,38 @@ long	pct_decode(char *dst, const char *s, size_t n, unsigned flags);
 
 /* --- varints (buf.c): protobuf's, LEB128 unsigned --- */
 #define VARINT_MAX	10	/* bytes of the longest */
+/* Inline: the store's packed profiles decode millions of them per merge. */
 /* Write v at p (room for VARINT_MAX bytes); the bytes written. */
-size_t	varint_put(unsigned char *p, uint64_t v);
+static inline size_t
+varint_put(unsigned char *p, uint64_t v)
+{
+	size_t n = 0;
+
+	while (v >= 0x80) {
+		p[n++] = (unsigned char)(v | 0x80);
+		v >>= 7;
+	}
+	p[n++] = (unsigned char)v;
+	return n;
+}
+
 /* Read one at *p (before end), advancing *p. 0, or -EINVAL if cut or too long. */
-int	varint_get(const unsigned char **p, const unsigned char *end, uint64_t *v);
+static inline int
+varint_get(const unsigned char **p, const unsigned char *end, uint64_t *v)
+{
+	unsigned shift = 0;
+
+	*v = 0;
+	while (*p < end && shift < 64) {
+		unsigned char c = *(*p)++;
+
+		*v |= (uint64_t)(c & 0x7f) << shift;
+		if (!(c & 0x80))
+			return 0;
+		shift += 7;
+	}
+	return -EINVAL;
+}
 
 /* --- searching sorted tables (search.c) --- */
 /*

@@ -221,36 +221,6 @@ buf_add_varint(struct buf *b, uint64_t v)
 	return buf_add(b, tmp, varint_put(tmp, v));
 }
 
-size_t
-varint_put(unsigned char *p, uint64_t v)
-{
-	size_t n = 0;
-
-	while (v >= 0x80) {
-		p[n++] = (unsigned char)(v | 0x80);
-		v >>= 7;
-	}
-	p[n++] = (unsigned char)v;
-	return n;
-}
-
-int
-varint_get(const unsigned char **p, const unsigned char *end, uint64_t *v)
-{
-	unsigned shift = 0;
-
-	*v = 0;
-	while (*p < end && shift < 64) {
-		unsigned char c = *(*p)++;
-
-		*v |= (uint64_t)(c & 0x7f) << shift;
-		if (!(c & 0x80))
-			return 0;
-		shift += 7;
-	}
-	return -EINVAL;
-}
-
 long
 pct_decode(char *dst, const char *s, size_t n, unsigned flags)
 {

@@ -249,7 +249,7 @@ store_compact_locked(struct store *st, uint64_t *ndays)
 		}
 		if (valid) {
 			sid = be64_get(k + 1);
-			day = floordiv(time_dec(be64_get(k + 9)), NS_1D) * NS_1D;
+			day = floor_div(time_dec(be64_get(k + 9)), NS_1D) * NS_1D;
 		}
 		if (marks.len && (!valid || sid != cur_sid || day != cur_day)) {
 			rc = compact_day(st, ro, cur_sid, cur_day, (const struct mark *)marks.data,

@@ -24,15 +24,11 @@ put_z(struct buf *b, int64_t v)
 	return buf_add_varint(b, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
 }
 
-/* Write v at *p (room checked by the caller: 10 bytes at most). */
+/* Write v at *p (room checked by the caller: VARINT_MAX bytes at most). */
 static inline void
 raw_u(unsigned char **p, uint64_t v)
 {
-	while (v >= 0x80) {
-		*(*p)++ = (unsigned char)(v | 0x80);
-		v >>= 7;
-	}
-	*(*p)++ = (unsigned char)v;
+	*p += varint_put(*p, v);
 }
 
 static inline void
@@ -49,19 +45,13 @@ struct rd {
 static uint64_t
 get_u(struct rd *r)
 {
-	uint64_t v = 0;
-	int shift = 0;
+	uint64_t v;
 
-	while (r->p < r->end && shift < 64) {
-		unsigned char c = *r->p++;
-
-		v |= (uint64_t)(c & 0x7f) << shift;
-		if (!(c & 0x80))
-			return v;
-		shift += 7;
+	if (varint_get(&r->p, r->end, &v) < 0) {
+		r->bad = true;
+		return 0;
 	}
-	r->bad = true;
-	return 0;
+	return v;
 }
 
 static int64_t

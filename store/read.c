@@ -258,15 +258,10 @@ meta_decode(const unsigned char *v, size_t vl, struct store_meta *m)
 		return -EINVAL;
 	end -= 8;
 	for (i = 0; p < end; i++) {
-		uint64_t x = 0;
-		int sh = 0;
+		uint64_t x;
 
-		while (p < end && sh < 64) {
-			x |= (uint64_t)(*p & 0x7f) << sh;
-			sh += 7;
-			if (!(*p++ & 0x80))
-				break;
-		}
+		if (varint_get(&p, end, &x) < 0)
+			return -EINVAL;
 		if (i == 0) {
 			if (x > STORE_MAX_TYPES)
 				return -EINVAL;
@@ -349,7 +344,7 @@ store_read_series_locked(struct store *st, uint64_t sid, int64_t from, int64_t t
 
 	/* The markers of the range: windows not to trust. */
 	lo[0] = hi[0] = 'D';
-	be64_put(lo + 9, time_enc(floordiv(from, NS_1D) * NS_1D));
+	be64_put(lo + 9, time_enc(floor_div(from, NS_1D) * NS_1D));
 	be64_put(hi + 9, time_enc(to));
 	it = rocksdb_create_iterator(st->db, c.ro);
 	for (rocksdb_iter_seek(it, (char *)lo, sizeof(lo)); rocksdb_iter_valid(it);
@@ -415,7 +410,7 @@ past_hours(struct store *st, uint64_t sid, int64_t **arr, size_t *n)
 
 		if (kl != 18 || memcmp(k, hi, sizeof(hi)) >= 0)
 			break;
-		h = floordiv(time_dec(be64_get(k + 10)), NS_1H);
+		h = floor_div(time_dec(be64_get(k + 10)), NS_1H);
 		if (*n == 0 || h < (*arr)[0])
 			rc = buf_add(&past, &h, sizeof(h));
 	}

@@ -92,7 +92,7 @@ expire_series(struct store *st, uint64_t sid, int64_t before, int64_t wbefore, u
 	 * all raw or all past it (served from windows kept longer), never half.
 	 */
 	if (before > WIN_MIN && before < WIN_MAX)
-		before = floordiv(before, NS_10M) * NS_10M;
+		before = floor_div(before, NS_10M) * NS_10M;
 	lo[0] = hi[0] = 'T';
 	be64_put(lo + 1, sid);
 	be64_put(hi + 1, sid);
@@ -118,9 +118,9 @@ expire_series(struct store *st, uint64_t sid, int64_t before, int64_t wbefore, u
 		delete_span(wb, 'T', sid, INT64_MIN, before);
 		/* Markers of expired spans: their windows keep what they hold. */
 		delete_span(wb, 'D', sid, INT64_MIN, before < WIN_MIN ? WIN_MIN : before > WIN_MAX ?
-		    WIN_MAX : floordiv(before, NS_10M) * NS_10M);
+		    WIN_MAX : floor_div(before, NS_10M) * NS_10M);
 		/* Hours wholly before the cut no longer hold data. */
-		delete_span(wb, 'H', sid, INT64_MIN, floordiv(before, NS_1H));
+		delete_span(wb, 'H', sid, INT64_MIN, floor_div(before, NS_1H));
 	}
 	if (wbefore > WIN_MAX)
 		wbefore = WIN_MAX;
@@ -243,10 +243,10 @@ enforce_max_disk(struct store *st)
 	pthread_rwlock_rdlock(&st->db_lock);
 	while (size > st->rt_max_disk && rounds++ < 10000 && oldest_time(st, &t, &newest) == 0) {
 		/* Hours, within the windows' domain; a profile at a time outside, alone. */
-		cut = t >= WIN_MIN && t < WIN_MAX ? (floordiv(t, NS_1H) + 1) * NS_1H :
+		cut = t >= WIN_MIN && t < WIN_MAX ? (floor_div(t, NS_1H) + 1) * NS_1H :
 		    t < INT64_MAX ? t + 1 : t;
 		/* The newest hour stays: a cap below it would delete all that arrives. */
-		if (newest >= WIN_MIN && newest < WIN_MAX ? cut > floordiv(newest, NS_1H) * NS_1H :
+		if (newest >= WIN_MIN && newest < WIN_MAX ? cut > floor_div(newest, NS_1H) * NS_1H :
 		    cut > newest) {
 			log_warnx("retention: --max-disk %llu bytes is below what the newest hour "
 			    "of data takes (%llu bytes)", (unsigned long long)st->rt_max_disk,

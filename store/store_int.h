@@ -209,12 +209,6 @@ time_dec(uint64_t v)
 	return (int64_t)(v ^ (UINT64_C(1) << 63));
 }
 
-static inline int64_t
-floordiv(int64_t a, int64_t b)
-{
-	return a / b - (a % b != 0 && (a < 0) != (b < 0));
-}
-
 #define STORE_MAX_TYPES	64
 
 /* One T record: a profile's totals and the hash of its signature. */

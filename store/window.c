@@ -96,10 +96,10 @@ read_cover(struct range_read *c, int64_t from, int64_t to, int level)
 	if (level < 0)
 		return read_raw(c, from, to);
 	len = win_len[level];
-	s = floordiv(from, len) * len;
+	s = floor_div(from, len) * len;
 	if (s < from)
 		s += len;
-	e = floordiv(to, len) * len;
+	e = floor_div(to, len) * len;
 	if (s >= e)
 		return read_cover(c, from, to, level - 1);
 	if ((rc = read_cover(c, from, s, level - 1)) != 0)
@@ -134,7 +134,7 @@ read_cover(struct range_read *c, int64_t from, int64_t to, int level)
 		return rc;
 	/* Marked windows: one level finer (each marked span once). */
 	for (i = 0, w = INT64_MIN; i < c->ndirty && rc == 0; i++) {
-		int64_t d = floordiv(c->dirty[i], len) * len;
+		int64_t d = floor_div(c->dirty[i], len) * len;
 
 		if (d < s || d >= e || d == w)
 			continue;
@@ -220,7 +220,7 @@ series_bounds(struct range_read *c, int64_t *first, int64_t *last)
 	if (raw) {
 		/* Windows lie in [WIN_MIN, WIN_MAX): the cut is too. */
 		c->acut = *first < WIN_MIN ? INT64_MIN : *first >= WIN_MAX ? WIN_MAX :
-		    floordiv(*first, NS_10M) * NS_10M;
+		    floor_div(*first, NS_10M) * NS_10M;
 		if (w0 < c->acut)
 			*first = w0;
 		return 0;

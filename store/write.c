@@ -67,18 +67,14 @@ unlock:
 		goto out;
 	h = store_sighash(sig.data, sig.len);
 	{
-		unsigned char tmp[10];
-		size_t k;
+		unsigned char tmp[8];
 
 		for (i = 0; i <= p->nsample_types && i <= STORE_MAX_TYPES && rc == 0; i++) {
 			uint64_t v = i == 0 ? p->nsample_types :
 			    (uint64_t)profile_total(p, i - 1) << 1 ^
 			    (uint64_t)(profile_total(p, i - 1) >> 63);
 
-			for (k = 0; v >= 0x80; v >>= 7)
-				tmp[k++] = (unsigned char)(v | 0x80);
-			tmp[k++] = (unsigned char)v;
-			rc = buf_add(&tv, tmp, k);
+			rc = buf_add_varint(&tv, v);
 		}
 		be64_put(tmp, h);
 		if (rc == 0)
@@ -91,7 +87,7 @@ unlock:
 	if (time >= WIN_MIN && time < WIN_MAX) {
 		dkey[0] = 'D';
 		be64_put(dkey + 1, sid);
-		be64_put(dkey + 9, time_enc(floordiv(time, NS_10M) * NS_10M));
+		be64_put(dkey + 9, time_enc(floor_div(time, NS_10M) * NS_10M));
 		be64_put(dkey + 17, id);
 		/* The marker's value is the profile's time: the compactor finds it by key. */
 		be64_put(tmark, time_enc(time));
@@ -180,7 +176,7 @@ put_locked(struct store *st, const struct store_input *in, const struct profile 
 	be64_put(ival + 8, time_enc(r.time));
 	hkey[0] = 'H';
 	be64_put(hkey + 1, r.series);
-	be64_put(hkey + 9, time_enc(floordiv(r.time, NS_1H)));
+	be64_put(hkey + 9, time_enc(floor_div(r.time, NS_1H)));
 	rocksdb_writebatch_put(wb, (char *)ikey, sizeof(ikey), (char *)ival, sizeof(ival));
 	rocksdb_writebatch_put(wb, (char *)hkey, sizeof(hkey), "", 0);
 	if (atomic_load(&st->q_on)) {
@@ -241,24 +237,23 @@ count_put(const struct store_input *in, int rc, size_t len, int64_t t0)
 	char l[128];
 
 	snprintf(l, sizeof(l), "source=\"%s\"", src);
-	metrics_observe("profilefs_ingest_duration_seconds", l,
+	metrics_observe(METRIC_INGEST_DURATION, l,
 	    (double)(clock_mono_ns() - t0) / 1e9);
 	if (rc == 0)
-		metrics_add("profilefs_ingested_bytes_total", l, (double)len);
+		metrics_add(METRIC_INGESTED_BYTES, l, (double)len);
 	snprintf(l, sizeof(l), "source=\"%s\",outcome=\"%s\"", src, outcome);
-	metrics_add("profilefs_ingested_profiles_total", l, 1);
+	metrics_add(METRIC_INGESTED_PROFILES, l, 1);
 }
 
 int
 store_put(struct store *st, const struct store_input *in, const void *data, size_t len,
     struct store_ref *ref, struct buf *err)
 {
-	const unsigned char *d = data;
 	size_t limit = in->max_decoded ? in->max_decoded : PROFILE_MAX_DECODED;
 	struct profile *p = NULL;
 	struct buf plain = { 0 };
 	int64_t t0 = clock_mono_ns();
-	bool gzipped = len >= 2 && d[0] == 0x1f && d[1] == 0x8b;
+	bool gzipped = profile_is_gzip(data, len);
 	const void *pd = data;
 	size_t pl = len;
 	int rc;
