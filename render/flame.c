@@ -17,7 +17,10 @@
  * Normal graphs colour frames by package (a hash of the package name gives
  * the hue, so colours are stable across graphs); differential graphs take
  * widths from the current profile and colour by the change against the base:
- * red grew, blue shrank, shaded by the largest change.
+ * red grew, blue shrank, shaded by the largest change. A normalized diff
+ * compares each frame's share of its side's total (the current values scaled
+ * to the base's total), so a frame whose share fell is blue even when the
+ * current side holds more of everything.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -157,6 +160,15 @@ diff_colour(int64_t delta, int64_t maxabs)
 	return o;
 }
 
+/* The change of node i against the base, in the base's units when normalized. */
+static int64_t
+frame_delta(const struct render_tree *t, uint32_t i, const struct flame_opts *o, double r)
+{
+	int64_t c = o->normalized ? render_scale_value(t->cur[i], r) : t->cur[i];
+
+	return c - t->base[i];
+}
+
 /* Append at most maxch characters of s (UTF-8 aware), ".." when cut, XML-escaped. */
 static void
 add_label(struct buf *out, const char *s, size_t maxch)
@@ -206,7 +218,24 @@ add_title(struct buf *out, const struct render_tree *t, uint32_t i,
 	} else
 		buf_add_xml(out, name, n);
 	buf_adds(out, " (");
-	if (o->diff) {
+	if (o->diff && o->normalized) {
+		double b = t->base[0] ? 100.0 * (double)t->base[i] / (double)t->base[0] : 0;
+		double c = total ? 100.0 * (double)t->cur[i] / (double)total : 0;
+
+		buf_adds(out, "before ");
+		render_value(out, t->base[i], o->unit);
+		buf_adds(out, " = ");
+		buf_add_fixed(out, b, 2);
+		buf_adds(out, "%, after ");
+		render_value(out, t->cur[i], o->unit);
+		buf_adds(out, " = ");
+		buf_add_fixed(out, c, 2);
+		buf_adds(out, "%, share ");
+		if (c - b >= 0)
+			buf_addc(out, '+');
+		buf_add_fixed(out, c - b, 2);
+		buf_adds(out, " points");
+	} else if (o->diff) {
 		int64_t d = t->cur[i] - t->base[i];
 
 		buf_adds(out, "before ");
@@ -284,13 +313,13 @@ flame_render(const struct render_tree *t, const struct flame_opts *o, struct buf
 	struct todo *stack = NULL;
 	size_t sp = 0, i, maxdepth = 0;
 	int64_t total = t->n ? t->cur[0] : 0, maxabs = 0;
-	double scale, width = WIDTH - 2 * PAD, tsize;
+	double scale, width = WIDTH - 2 * PAD, tsize, r = render_norm_scale(t);
 	size_t tlen;
 	int height, rc = 0;
 
 	if (o->diff)
 		for (i = 1; i < t->n; i++) {
-			int64_t d = t->cur[i] - t->base[i];
+			int64_t d = frame_delta(t, (uint32_t)i, o, r);
 
 			if (d < 0)
 				d = -d;
@@ -330,7 +359,7 @@ flame_render(const struct render_tree *t, const struct flame_opts *o, struct buf
 		if (n == 0)
 			c = (struct rgb){ 200, 200, 200 };
 		else
-			c = o->diff ? diff_colour(t->cur[n] - t->base[n], maxabs) :
+			c = o->diff ? diff_colour(frame_delta(t, n, o, r), maxabs) :
 			    package_colour(t, n);
 		/* printf's float conversion would be most of the time spent here. */
 		buf_adds(&fr, "<g data-v=\"");

@@ -8,6 +8,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -378,6 +379,25 @@ render_tree_free(struct render_tree *t)
 }
 
 /* --- names and values ---------------------------------------------------- */
+
+double
+render_norm_scale(const struct render_tree *t)
+{
+	/* pprof: a side whose total is 0 scales by 0. */
+	if (t->n == 0 || !t->has_base || t->cur[0] == 0)
+		return 0;
+	return (double)t->base[0] / (double)t->cur[0];
+}
+
+int64_t
+render_scale_value(int64_t v, double r)
+{
+	double d = round((double)v * r);	/* as pprof: half away from zero */
+
+	if (d >= 9.2e18 || d <= -9.2e18)
+		return d > 0 ? INT64_MAX : INT64_MIN;
+	return (int64_t)d;
+}
 
 bool
 render_is_kernel(const char *name)

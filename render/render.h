@@ -100,6 +100,12 @@ struct flame_opts {
 	const char	*unit;		/* unit of the values */
 	const char	*type;		/* sample type name */
 	bool		 diff;		/* colour by change against the tree's base */
+	/*
+	 * With diff: compare each frame's share of its side's total (the
+	 * current side scaled to the base's total, as pprof -normalize does)
+	 * instead of absolute values. Widths are the current profile's either way.
+	 */
+	bool		 normalized;
 };
 
 /* A self-contained interactive SVG of t, appended to out. */
@@ -122,6 +128,17 @@ int	folded_render(const struct render_tree *t, struct buf *out);
 #define TOP_ROWS	200
 int	top_render(const struct render_tree *t, const char *title, const char *unit,
 	    struct buf *out);
+/*
+ * The same, with a base in t, comparing shares: the current values scaled to
+ * the base's total first (as `go tool pprof -normalize -diff_base` does, to
+ * within rounding: pprof rounds each sample, this each function's sum).
+ */
+int	top_render_normalized(const struct render_tree *t, const char *title,
+	    const char *unit, struct buf *out);
+/* The factor top_render_normalized and a normalized diff graph scale t's current values by. */
+double	render_norm_scale(const struct render_tree *t);
+/* v * r rounded to the nearest integer (halves away from zero), saturated. */
+int64_t	render_scale_value(int64_t v, double r);
 
 /* --- timeline (timeline.c) --- */
 

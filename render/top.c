@@ -91,8 +91,8 @@ table(struct buf *out, const struct render_tree *t, const struct fn_sum *s,
 		buf_printf(out, "(%zu more functions)\n", nrows - TOP_ROWS);
 }
 
-int
-top_render(const struct render_tree *t, const char *title, const char *unit,
+static int
+top_do(const struct render_tree *t, const char *title, const char *unit, bool norm,
     struct buf *out)
 {
 	size_t nnames = t->names ? intern_count(t->names) : 0, sp = 0, nrows = 0, i;
@@ -128,11 +128,30 @@ top_render(const struct render_tree *t, const char *title, const char *unit,
 		for (k = t->kid_start[n]; k < t->kid_start[n + 1]; k++)
 			stack[sp++] = (struct todo){ t->kids[k], false };
 	}
+	if (norm && t->has_base) {
+		double r = render_norm_scale(t);
+
+		for (i = 0; i < nnames; i++) {
+			s[i].flat = render_scale_value(s[i].flat, r);
+			s[i].cum = render_scale_value(s[i].cum, r);
+		}
+	}
+	/* A diff lists what changed, as pprof does. */
 	for (i = 0; i < nnames; i++)
-		if (s[i].flat != s[i].bflat || s[i].cum != s[i].bcum || s[i].cum || s[i].bcum)
+		if (s[i].flat != s[i].bflat || s[i].cum != s[i].bcum ||
+		    (!t->has_base && (s[i].cum || s[i].bcum)))
 			rows[nrows++] = (uint32_t)i;
 	buf_printf(out, "%s\n", title);
-	if (t->has_base) {
+	if (t->has_base && norm) {
+		buf_adds(out, "Total: before ");
+		render_value(out, base, unit);
+		buf_adds(out, ", after ");
+		render_value(out, cur, unit);
+		buf_adds(out, "\nNormalized: shares compared; the after values are scaled by ");
+		buf_add_fixed(out, render_norm_scale(t), 4);
+		buf_adds(out, " to the base's total,\n"
+		    "as pprof -normalize -diff_base shows them; percentages of the base total\n\n");
+	} else if (t->has_base) {
 		buf_adds(out, "Total: before ");
 		render_value(out, base, unit);
 		buf_adds(out, ", after ");
@@ -156,4 +175,18 @@ out:
 	free(rows);
 	free(stack);
 	return rc;
+}
+
+int
+top_render(const struct render_tree *t, const char *title, const char *unit,
+    struct buf *out)
+{
+	return top_do(t, title, unit, false, out);
+}
+
+int
+top_render_normalized(const struct render_tree *t, const char *title, const char *unit,
+    struct buf *out)
+{
+	return top_do(t, title, unit, true, out);
 }
