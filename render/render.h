@@ -5,6 +5,7 @@
  *
  *   render.c    the stack tree every renderer starts from (frame names,
  *               inlined frames expanded, packages), and value formatting
+ *   names.c     demangling (C++, Rust) and the escaping of names in text
  *   flame.c     flamegraph.svg and the differential diff.svg
  *   folded.c    folded.txt ("root;caller;leaf value")
  *   top.c       top.txt, plain and differential
@@ -86,6 +87,21 @@ bool	render_is_kernel(const char *name);
 bool	render_tree_is_kernel(const struct render_tree *t, uint32_t i);
 /* Whether node i is a Python frame (its mapping is "[python]"). */
 bool	render_tree_is_python(const struct render_tree *t, uint32_t i);
+
+/*
+ * Whether name looks mangled (C++ "_Z...", Rust legacy "_ZN...", Rust v0
+ * "_R..."). render_demangle writes its demangled form (as c++filt prints it)
+ * into out and returns 1, or returns 0 (out untouched) when name is not a
+ * mangled name the demangler reads, or is too long; -ENOMEM. The tree's
+ * frame names are demangled (stored profiles keep the names as written).
+ */
+bool	render_is_mangled(const char *name);
+int	render_demangle(const char *name, struct buf *out);
+/*
+ * Append name as text for a terminal: C0 and C1 control characters, DEL and
+ * bytes that are not UTF-8 become "\xHH". 0 or -ENOMEM.
+ */
+int	render_add_text(struct buf *out, const char *name);
 
 /* Append v in unit ("nanoseconds" -> "1.25 s", "bytes" -> "3.2 MiB", else "12,345 unit"). */
 int	render_value(struct buf *out, int64_t v, const char *unit);

@@ -3,7 +3,8 @@
  * the function) and cumulative value (samples with the function anywhere on
  * the stack, counted once however often it recurs), as `go tool pprof -top`
  * shows them. Computed from the stack tree, so functions are named exactly
- * as in the flame graph; inlined functions count as their own frames.
+ * as in the flame graph; inlined functions count as their own frames. Names
+ * are written with control bytes escaped (render_add_text).
  */
 #define _GNU_SOURCE	/* qsort_r */
 #include <errno.h>
@@ -84,8 +85,9 @@ table(struct buf *out, const struct render_tree *t, const struct fn_sum *s,
 		cell(out, flat, unit, 16);
 		buf_printf(out, " %6.2f%% %6.2f%% ", 100.0 * (double)flat / d, 100.0 * sum / d);
 		cell(out, cum, unit, 16);
-		buf_printf(out, " %6.2f%%  %s\n", 100.0 * (double)cum / d,
-		    (const char *)intern_key(t->names, rows[i], &l));
+		buf_printf(out, " %6.2f%%  ", 100.0 * (double)cum / d);
+		render_add_text(out, (const char *)intern_key(t->names, rows[i], &l));
+		buf_addc(out, '\n');
 	}
 	if (nrows > TOP_ROWS)
 		buf_printf(out, "(%zu more functions)\n", nrows - TOP_ROWS);

@@ -12,7 +12,7 @@ export GOCACHE="${GOCACHE:-$TMP/gocache}" PPROF_BINARY_PATH=/nonexistent
 M="$TMP/mnt"
 TOOLS="$(dirname "$0")"
 
-pf_start || { fail "daemon starts and mounts"; pf_done; exit 1; }
+pf_start --http 127.0.0.1:0 || { fail "daemon starts and mounts"; pf_done; exit 1; }
 ok "daemon starts and mounts"
 
 # --- normalized diffs ----------------------------------------------------------
@@ -107,6 +107,88 @@ got=$(rows < "$V/top.absolute.txt")
   || fail "vs top.absolute.txt equals go tool pprof -top -diff_base" "got [$got] want [$want]"
 grep -q "hot" "$V/top.txt" && grep -E -q ' -8\.00% .* hot$' "$V/top.txt" \
   && ok "vs top.txt: hot's share fell by 8 points of the base" || fail "vs top.txt: hot's share fell by 8 points" "$(cat "$V/top.txt")"
+
+# --- demangled names -----------------------------------------------------------
+# Real C++ symbols (libstdc++'s, templates and std::string included), Rust
+# legacy and v0 symbols, stored mangled as a sampler that does not demangle
+# stores them: every view shows what c++filt prints.
+nm -D --defined-only --without-symbol-versions /usr/lib/x86_64-linux-gnu/libstdc++.so.6 2>/dev/null | \
+  awk '$2 == "T" && $3 ~ /^_Z/ { print $3 }' | awk 'NR % 31 == 0' | head -60 > "$TMP/mangled"
+printf '%s\n' _ZN13profile_prost4main17hd5998e9d09b507fcE \
+  '_ZN3std2rt10lang_start28_$u7b$$u7b$closure$u7d$$u7d$17h6ce63b91d8829310E' \
+  _RNvCs1234_7mycrate3foo _RNvMNtCs7r9Mw2bBhsB_5hello5innerNtB2_6Sample3new >> "$TMP/mangled"
+n=$(wc -l < "$TMP/mangled")
+[ "$n" -ge 40 ] && ok "$n mangled C++ and Rust names to check" || fail "mangled C++ and Rust names to check" "$n"
+awk '{ printf "main;%s %d\n", $0, (NR + 10) * 1000000 }' "$TMP/mangled" > "$TMP/mangled.folded"
+python3 "$TOOLS/folded2pprof.py" "$TMP/cxx.pb.gz" "$t0" "$TMP/mangled.folded"
+cp "$TMP/cxx.pb.gz" "$M/ingest/cxxsvc/cpu/" || fail "cp the C++/Rust profile"
+c++filt < "$TMP/mangled" | sort > "$TMP/want-names"
+R="$M/cxxsvc/cpu/all/all"
+# top.txt: the name is what follows the five columns of values.
+python3 -c '
+import re, sys
+for line in open(sys.argv[1], encoding="utf-8"):
+    m = re.match(r"^\s*\S+ \S+\s+\S+%\s+\S+%\s+\S+ \S+\s+\S+%  (.*)$", line.rstrip("\n"))
+    if m and m.group(1) != "main":
+        print(m.group(1))
+    if "(by cum)" in line:
+        break
+' "$R/top.txt" | sort > "$TMP/top-names"
+diff "$TMP/want-names" "$TMP/top-names" > "$TMP/d" && ok "top.txt names equal c++filt's ($n names)" \
+  || fail "top.txt names equal c++filt's" "$(head -6 "$TMP/d")"
+sed 's/ [0-9]*$//; s/^main;//' "$R/folded.txt" | sort > "$TMP/folded-names"
+diff "$TMP/want-names" "$TMP/folded-names" > "$TMP/d" && ok "folded.txt names equal c++filt's" \
+  || fail "folded.txt names equal c++filt's" "$(head -6 "$TMP/d")"
+python3 -c '
+import html, re, sys
+svg = open(sys.argv[1], encoding="utf-8").read()
+for t in re.findall(r"<title>([^<]*)</title>", svg):
+    t = html.unescape(t)
+    name = t[:t.rfind(" (")]
+    if name not in ("all", "main"):
+        print(name)
+' "$R/flamegraph.svg" | sort > "$TMP/svg-names"
+diff "$TMP/want-names" "$TMP/svg-names" > "$TMP/d" && ok "flamegraph.svg names equal c++filt's" \
+  || fail "flamegraph.svg names equal c++filt's" "$(head -6 "$TMP/d")"
+grep -c '_Z\|_RNv' "$R/top.txt" "$R/folded.txt" "$R/flamegraph.svg" | grep -v ':0$' > "$TMP/d" \
+  && fail "no mangled name left in a view" "$(cat "$TMP/d")" || ok "no mangled name left in a view"
+# The pprof files keep the stored (mangled) names, as pprof itself keeps them and
+# demangles on display: merged.pb.gz and the HTTP API's merge are the same data.
+PORT=$(sed -n 's/.*http: listening on http:\/\/.*:\([0-9]*\) (.*/\1/p' "$TMP/daemon.log" | tail -1)
+curl -sf -o "$TMP/api.pb.gz" "http://127.0.0.1:$PORT/api/0/profiles/merge?service=cxxsvc&type=cpu&from=2000-01-01T00:00:00&to=2100-01-01T00:00:00" \
+  && zcat "$TMP/api.pb.gz" | grep -a -q _ZN13profile_prost4main17hd5998e9d09b507fcE \
+  && zcat "$R/merged.pb.gz" | grep -a -q _ZN13profile_prost4main17hd5998e9d09b507fcE \
+  && ok "merged.pb.gz and the API's merge keep the stored names" \
+  || fail "merged.pb.gz and the API's merge keep the stored names"
+# pprof-rs writes demangled names (with the hash) and the mangled system names:
+# the views show the names, which are c++filt's of the system names.
+cp "$REAL/pprof-rs/profile-cpu-example.pb" "$M/ingest/rustsvc/cpu/" || fail "cp the pprof-rs profile"
+go tool pprof -raw -symbolize=none "$REAL/pprof-rs/profile-cpu-example.pb" 2>/dev/null | \
+  grep -o 's=[0-9]*(_ZN[^)]*)' | sed 's/^s=[0-9]*(//; s/)$//' | sort -u | c++filt | sort -u > "$TMP/rust-want"
+sed 's/ [0-9]*$//' "$M/rustsvc/cpu/all/all/folded.txt" | tr ';' '\n' | sort -u > "$TMP/rust-got"
+[ -s "$TMP/rust-want" ] && [ -z "$(comm -23 "$TMP/rust-want" "$TMP/rust-got")" ] \
+  && ok "pprof-rs's Rust frames are c++filt's names ($(wc -l < "$TMP/rust-want"))" \
+  || fail "pprof-rs's Rust frames are c++filt's names" "$(comm -23 "$TMP/rust-want" "$TMP/rust-got" | head -3)"
+
+# --- control bytes in names ------------------------------------------------------
+# A function named with ESC sequences (colour, clear screen, OSC title), BEL,
+# DEL, a C1 CSI and a byte that is not UTF-8: top.txt and folded.txt write
+# them as \xHH, and keep UTF-8 text as it is.
+printf 'main;evil\033[31mred\033[2J\033]2Lpwned\007\177\302\233x\377;caf\303\251 7\n' > "$TMP/esc.folded"
+python3 "$TOOLS/folded2pprof.py" "$TMP/esc.pb.gz" "$t0" "$TMP/esc.folded"
+cp "$TMP/esc.pb.gz" "$M/ingest/escsvc/cpu/" || fail "cp the profile with control bytes"
+for f in top.txt folded.txt; do
+  bad=$(python3 -c '
+import sys
+b = open(sys.argv[1], "rb").read()
+s = b.decode("utf-8", "replace")
+print(sum(1 for c in s if (ord(c) < 0x20 and c != "\n") or 0x7f <= ord(c) <= 0x9f or c == "\ufffd"))
+' "$M/escsvc/cpu/all/all/$f")
+  check_eq "$f holds no control byte" "$bad" 0
+  grep -F -q 'evil\x1b[31mred\x1b[2J\x1b]2Lpwned\x07\x7f\xc2\x9bx\xff' "$M/escsvc/cpu/all/all/$f" \
+    && grep -q 'café' "$M/escsvc/cpu/all/all/$f" \
+    && ok "$f writes them as \\xHH and keeps UTF-8" || fail "$f writes them as \\xHH" "$(grep evil "$M/escsvc/cpu/all/all/$f")"
+done
 
 pf_stop
 check_eq "daemon exits 0" "$PF_RC" 0
