@@ -151,7 +151,7 @@ int	top_render(const struct render_tree *t, const char *title, const char *unit,
  */
 int	top_render_normalized(const struct render_tree *t, const char *title,
 	    const char *unit, struct buf *out);
-/* The factor top_render_normalized and a normalized diff graph scale t's current values by. */
+/* The factor top_render_normalized scales t's current values by (base total / current total). */
 double	render_norm_scale(const struct render_tree *t);
 /* v * r rounded to the nearest integer (halves away from zero), saturated. */
 int64_t	render_scale_value(int64_t v, double r);
