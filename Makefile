@@ -43,7 +43,7 @@ PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
 PF_CFLAGS := -std=gnu11 -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
            -fno-omit-frame-pointer -pthread -D_FILE_OFFSET_BITS=64 \
            -DPROFILEFS_VERSION='"$(VERSION)"' -DPROFILEFS_COMMIT='"$(COMMIT)"' $(PKG_CFLAGS)
-PF_LDLIBS := $(PKG_LIBS) -lrocksdb -lpthread -lm
+PF_LDLIBS := $(PKG_LIBS) -lrocksdb -liberty -lpthread -lm
 ifdef WERROR
 PF_CFLAGS += -Werror
 endif

@@ -492,7 +492,7 @@ do_sample(struct bpf_perf_event_data *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, tid = (__u32)id;
-	struct task_struct *task;
+	struct task_struct *task, *leader;
 	struct prof_sample *e;
 	bool wake = false;
 
@@ -513,6 +513,15 @@ do_sample(struct bpf_perf_event_data *ctx)
 	e->hdr.time_ns = bpf_ktime_get_ns();
 	e->cgroup_id = bpf_get_current_cgroup_id();
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
+	task = (struct task_struct *)bpf_get_current_task();
+	/*
+	 * The process's name even when it is exiting or /proc has no entry
+	 * left by the time the sample is read: its leader's comm.
+	 */
+	leader = BPF_CORE_READ(task, group_leader);
+	if (leader == NULL ||
+	    bpf_core_read_str(e->leader_comm, sizeof(e->leader_comm), &leader->comm) < 0)
+		e->leader_comm[0] = '\0';
 
 	e->kstack_len = 0;
 	if (kernel_stacks) {
@@ -525,7 +534,6 @@ do_sample(struct bpf_perf_event_data *ctx)
 	e->pad = 0;
 	e->py_n = 0;
 	e->py_flags = 0;
-	task = (struct task_struct *)bpf_get_current_task();
 	/* Kernel threads have no user stack: not an error. */
 	if (user_stacks && BPF_CORE_READ(task, mm) != NULL && walk_user(e, ctx, tgid, &wake) != 0) {
 		e->ustack_len = bpf_get_stack(ctx, e->ustack, sizeof(e->ustack),

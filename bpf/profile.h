@@ -71,7 +71,8 @@ struct prof_sample {
 	__s32	ustack_len;	/* bytes written into ustack, or a negative errno */
 	__u32	unwind;		/* PROF_UNW_* */
 	__u32	pad;
-	char	comm[PROF_COMM_LEN];
+	char	comm[PROF_COMM_LEN];	/* the thread's */
+	char	leader_comm[PROF_COMM_LEN];	/* the thread group leader's: the process's */
 	__u64	kstack[PROF_MAX_STACK];	/* leaf first */
 	__u64	ustack[PROF_MAX_USTACK];	/* leaf first; bpf_get_stack fills at most PROF_MAX_STACK */
 	__u32	py_n;		/* frames in py */

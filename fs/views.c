@@ -534,6 +534,7 @@ render_top(const struct view_in *in, struct buf *out)
 {
 	const struct profile *p = in->cur->merged, *b = NULL;
 	const bool diff = in->fp->node == NODE_VS_VIEW;
+	const bool norm = strcmp(in->name, "top.absolute.txt") != 0;
 	struct cache_entry *ce;
 	struct render_tree t;
 	struct buf title = { 0 }, why = { 0 };
@@ -549,6 +550,8 @@ render_top(const struct view_in *in, struct buf *out)
 	if (diff) {
 		buf_adds(&title, "\nChange against ");
 		add_base_name(&title, in);
+		buf_adds(&title, norm ? ", normalized (top.absolute.txt: absolute values)" :
+		    ", absolute values (top.txt: normalized)");
 		if ((b = diff_base(in, ty, &bty, &why)) == NULL)
 			buf_printf(&title, "\n%s; showing this range alone", why.data);
 	}
@@ -558,7 +561,8 @@ render_top(const struct view_in *in, struct buf *out)
 			    p->sample_types[ty].unit), out);
 		cache_release(in->fs->merges, ce);
 	} else if (b && (rc = render_tree_build(&t, p, ty, b, bty)) == 0) {
-		rc = top_render(&t, title.data, profile_str(p, p->sample_types[ty].unit), out);
+		rc = (norm ? top_render_normalized : top_render)(&t, title.data,
+		    profile_str(p, p->sample_types[ty].unit), out);
 		render_tree_free(&t);
 	}
 	buf_free(&title);
@@ -643,6 +647,9 @@ render_diff_svg(const struct view_in *in, struct buf *out)
 	buf_adds(&title, " vs ");
 	add_base_name(&title, in);
 	buf_printf(&title, ": %s", profile_str(p, p->sample_types[ty].type));
+	o.normalized = strcmp(in->name, "diff.absolute.svg") != 0;
+	if (b)
+		buf_adds(&title, o.normalized ? ", normalized" : ", absolute");
 	o.unit = profile_str(p, p->sample_types[ty].unit);
 	o.type = profile_str(p, p->sample_types[ty].type);
 	if (b) {
@@ -650,7 +657,13 @@ render_diff_svg(const struct view_in *in, struct buf *out)
 		render_value(&note, profile_total(b, bty), o.unit);
 		buf_adds(&note, ", after ");
 		render_value(&note, profile_total(p, ty), o.unit);
-		buf_adds(&note, "; widths: after; red grew, blue shrank");
+		if (o.normalized)
+			buf_adds(&note, "; normalized: each frame's share of its side's total "
+			    "compared; widths: after; red: larger share, blue: smaller; "
+			    "diff.absolute.svg compares absolute values");
+		else
+			buf_adds(&note, "; absolute values compared; widths: after; red grew, "
+			    "blue shrank; diff.svg compares shares");
 		o.diff = true;
 	} else
 		buf_adds(&note, "; showing this range alone");
@@ -785,6 +798,7 @@ static const struct view_def range_views[] = {
 	{ "top.txt",		render_top,		false },
 	{ "diff.pb.gz",		render_diff_pb,		true },
 	{ "diff.svg",		render_diff_svg,	true },
+	{ "diff.absolute.svg",	render_diff_svg,	true },
 	{ "timeline.svg",	render_timeline,	false },
 	{ "timeline.csv",	render_timeline,	false },
 	{ NULL, NULL, false }
@@ -796,7 +810,9 @@ static const struct view_def typed_flame = { "flamegraph.*.svg", render_flame, f
 static const struct view_def vs_views[] = {
 	{ "diff.pb.gz",		render_diff_pb,		true },
 	{ "diff.svg",		render_diff_svg,	true },
+	{ "diff.absolute.svg",	render_diff_svg,	true },
 	{ "top.txt",		render_top,		true },
+	{ "top.absolute.txt",	render_top,		true },
 	{ "meta.json",		render_meta,		true },
 	{ NULL, NULL, false }
 };

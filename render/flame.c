@@ -17,7 +17,10 @@
  * Normal graphs colour frames by package (a hash of the package name gives
  * the hue, so colours are stable across graphs); differential graphs take
  * widths from the current profile and colour by the change against the base:
- * red grew, blue shrank, shaded by the largest change.
+ * red grew, blue shrank, shaded by the largest change. A normalized diff
+ * compares each frame's share of its side's total (the current values scaled
+ * to the base's total), so a frame whose share fell is blue even when the
+ * current side holds more of everything.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -136,7 +139,7 @@ package_colour(const struct render_tree *t, uint32_t i)
 }
 
 static struct rgb
-diff_colour(int64_t delta, int64_t maxabs)
+diff_colour(double delta, double maxabs)
 {
 	struct rgb o = { 235, 235, 235 };
 	double f;
@@ -144,7 +147,7 @@ diff_colour(int64_t delta, int64_t maxabs)
 
 	if (delta == 0 || maxabs == 0)
 		return o;
-	f = (double)(delta < 0 ? -delta : delta) / (double)maxabs;
+	f = fabs(delta) / maxabs;
 	/* Never darker than 110: labels in black stay readable (>= 5:1). */
 	c = (int)lround(110 + 120 * (1 - (f > 1 ? 1 : f)));
 	if (delta > 0) {
@@ -155,6 +158,23 @@ diff_colour(int64_t delta, int64_t maxabs)
 		o.b = 255;
 	}
 	return o;
+}
+
+/*
+ * The change of node i against the base: in value, or when normalized in
+ * share of its side's total (a side without samples has share 0 everywhere,
+ * so against an empty base everything grew, as its share did).
+ */
+static double
+frame_delta(const struct render_tree *t, uint32_t i, const struct flame_opts *o)
+{
+	if (o->normalized) {
+		double d = (t->cur[0] ? (double)t->cur[i] / (double)t->cur[0] : 0) -
+		    (t->base[0] ? (double)t->base[i] / (double)t->base[0] : 0);
+
+		return fabs(d) < 1e-12 ? 0 : d;	/* equal shares by two divisions */
+	}
+	return (double)t->cur[i] - (double)t->base[i];
 }
 
 /* Append at most maxch characters of s (UTF-8 aware), ".." when cut, XML-escaped. */
@@ -206,7 +226,24 @@ add_title(struct buf *out, const struct render_tree *t, uint32_t i,
 	} else
 		buf_add_xml(out, name, n);
 	buf_adds(out, " (");
-	if (o->diff) {
+	if (o->diff && o->normalized) {
+		double b = t->base[0] ? 100.0 * (double)t->base[i] / (double)t->base[0] : 0;
+		double c = total ? 100.0 * (double)t->cur[i] / (double)total : 0;
+
+		buf_adds(out, "before ");
+		render_value(out, t->base[i], o->unit);
+		buf_adds(out, " = ");
+		buf_add_fixed(out, b, 2);
+		buf_adds(out, "%, after ");
+		render_value(out, t->cur[i], o->unit);
+		buf_adds(out, " = ");
+		buf_add_fixed(out, c, 2);
+		buf_adds(out, "%, share ");
+		if (c - b >= 0)
+			buf_addc(out, '+');
+		buf_add_fixed(out, c - b, 2);
+		buf_adds(out, " points");
+	} else if (o->diff) {
 		int64_t d = t->cur[i] - t->base[i];
 
 		buf_adds(out, "before ");
@@ -283,17 +320,15 @@ flame_render(const struct render_tree *t, const struct flame_opts *o, struct buf
 	struct buf fr = { 0 };
 	struct todo *stack = NULL;
 	size_t sp = 0, i, maxdepth = 0;
-	int64_t total = t->n ? t->cur[0] : 0, maxabs = 0;
-	double scale, width = WIDTH - 2 * PAD, tsize;
+	int64_t total = t->n ? t->cur[0] : 0;
+	double scale, width = WIDTH - 2 * PAD, tsize, maxabs = 0;
 	size_t tlen;
 	int height, rc = 0;
 
 	if (o->diff)
 		for (i = 1; i < t->n; i++) {
-			int64_t d = t->cur[i] - t->base[i];
+			double d = fabs(frame_delta(t, (uint32_t)i, o));
 
-			if (d < 0)
-				d = -d;
 			if (d > maxabs && t->cur[i] > 0)
 				maxabs = d;
 		}
@@ -330,7 +365,7 @@ flame_render(const struct render_tree *t, const struct flame_opts *o, struct buf
 		if (n == 0)
 			c = (struct rgb){ 200, 200, 200 };
 		else
-			c = o->diff ? diff_colour(t->cur[n] - t->base[n], maxabs) :
+			c = o->diff ? diff_colour(frame_delta(t, n, o), maxabs) :
 			    package_colour(t, n);
 		/* printf's float conversion would be most of the time spent here. */
 		buf_adds(&fr, "<g data-v=\"");

@@ -3,7 +3,7 @@
  * them: "root;caller;leaf value", one line per distinct stack, in tree order
  * (callers sorted by name). Every sample's value is on exactly one line, so
  * the lines add up to the profile's total. Frame names never hold ';' or a
- * newline (render.c replaces them).
+ * newline (render.c replaces them), and control bytes are written "\xHH".
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -52,7 +52,7 @@ folded_render(const struct render_tree *t, struct buf *out)
 			for (d = 1; d <= td.depth; d++) {
 				if (d > 1)
 					buf_addc(out, ';');
-				buf_adds(out, render_tree_name(t, path[d]));
+				render_add_text(out, render_tree_name(t, path[d]));
 			}
 			buf_addc(out, ' ');
 			buf_add_i64(out, t->cur_self[td.node]);

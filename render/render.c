@@ -8,6 +8,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,7 +64,8 @@ frame_name(const struct profile *p, const struct pf_location *l, uint32_t li,
 			s = profile_str(p, f->system_name);
 	}
 	if (s[0]) {
-		buf_adds(out, s);
+		if (render_demangle(s, out) == 0)
+			buf_adds(out, s);
 		return;
 	}
 	if (l->mapping > 0 && l->mapping <= p->nmappings) {
@@ -138,35 +140,61 @@ struct locnames {
 	uint32_t	*first;		/* nlocations + 1 offsets into ids */
 };
 
+/*
+ * The name id of line li of location l: named functions are looked up (and
+ * demangled) once per function, in fname (per function index, -1: not yet).
+ */
+static int64_t
+line_name_id(struct render_tree *t, const struct profile *p, const struct pf_location *l,
+    uint32_t li, int64_t *fname, struct buf *name)
+{
+	uint32_t fn = li < l->nlines ? l->lines[li].function : UINT32_MAX;
+	int64_t id;
+	int added;
+
+	if (fn < p->nfunctions && fname[fn] >= 0)
+		return fname[fn];
+	frame_name(p, l, li, name);
+	/* Folded and flame formats use ';' and newlines as separators. */
+	for (char *c = name->data; c && *c; c++)
+		if (*c == ';' || *c == '\n' || *c == '\r')
+			*c = *c == ';' ? ':' : ' ';
+	if ((id = intern_put(t->names, name->data, name->len + 1, &added)) < 0)
+		return -ENOMEM;
+	/* A function without a name is shown by its location's address: not cached. */
+	if (fn < p->nfunctions && (profile_str(p, p->functions[fn].name)[0] ||
+	    profile_str(p, p->functions[fn].system_name)[0]))
+		fname[fn] = id;
+	return id;
+}
+
 static int
 locnames_build(struct render_tree *t, const struct profile *p, struct locnames *ln)
 {
 	struct buf name = { 0 };
 	size_t i, total = 0, k = 0;
 	uint32_t j, nl;
-	int64_t id;
-	int added, rc = 0;
+	int64_t id, *fname = NULL;
+	int rc = 0;
 
 	for (i = 0; i < p->nlocations; i++)
 		total += p->locations[i].nlines ? p->locations[i].nlines : 1;
 	ln->ids = malloc((total + 1) * sizeof(*ln->ids));
 	ln->first = malloc((p->nlocations + 1) * sizeof(*ln->first));
-	if (ln->ids == NULL || ln->first == NULL) {
+	fname = malloc((p->nfunctions + 1) * sizeof(*fname));
+	if (ln->ids == NULL || ln->first == NULL || fname == NULL) {
 		rc = -ENOMEM;
 		goto out;
 	}
+	memset(fname, 0xff, (p->nfunctions + 1) * sizeof(*fname));
 	for (i = 0; i < p->nlocations; i++) {
 		const struct pf_location *l = &p->locations[i];
 
 		ln->first[i] = (uint32_t)k;
 		nl = l->nlines ? l->nlines : 1;
 		for (j = nl; j-- > 0;) {
-			frame_name(p, l, l->nlines ? j : l->nlines, &name);
-			/* Folded and flame formats use ';' and newlines as separators. */
-			for (char *c = name.data; c && *c; c++)
-				if (*c == ';' || *c == '\n' || *c == '\r')
-					*c = *c == ';' ? ':' : ' ';
-			if ((id = intern_put(t->names, name.data, name.len + 1, &added)) < 0) {
+			if ((id = line_name_id(t, p, l, l->nlines ? j : l->nlines, fname,
+			    &name)) < 0) {
 				rc = -ENOMEM;
 				goto out;
 			}
@@ -182,6 +210,7 @@ locnames_build(struct render_tree *t, const struct profile *p, struct locnames *
 	}
 	ln->first[p->nlocations] = (uint32_t)k;
 out:
+	free(fname);
 	buf_free(&name);
 	return rc;
 }
@@ -378,6 +407,25 @@ render_tree_free(struct render_tree *t)
 }
 
 /* --- names and values ---------------------------------------------------- */
+
+double
+render_norm_scale(const struct render_tree *t)
+{
+	/* pprof: a side whose total is 0 scales by 0. */
+	if (t->n == 0 || !t->has_base || t->cur[0] == 0)
+		return 0;
+	return (double)t->base[0] / (double)t->cur[0];
+}
+
+int64_t
+render_scale_value(int64_t v, double r)
+{
+	double d = round((double)v * r);	/* as pprof: half away from zero */
+
+	if (d >= 9.2e18 || d <= -9.2e18)
+		return d > 0 ? INT64_MAX : INT64_MIN;
+	return (int64_t)d;
+}
 
 bool
 render_is_kernel(const char *name)

@@ -5,6 +5,7 @@
  *
  *   render.c    the stack tree every renderer starts from (frame names,
  *               inlined frames expanded, packages), and value formatting
+ *   names.c     demangling (C++, Rust) and the escaping of names in text
  *   flame.c     flamegraph.svg and the differential diff.svg
  *   folded.c    folded.txt ("root;caller;leaf value")
  *   top.c       top.txt, plain and differential
@@ -87,6 +88,21 @@ bool	render_tree_is_kernel(const struct render_tree *t, uint32_t i);
 /* Whether node i is a Python frame (its mapping is "[python]"). */
 bool	render_tree_is_python(const struct render_tree *t, uint32_t i);
 
+/*
+ * Whether name looks mangled (C++ "_Z...", Rust legacy "_ZN...", Rust v0
+ * "_R..."). render_demangle writes its demangled form (as c++filt prints it)
+ * into out and returns 1, or returns 0 (out untouched) when name is not a
+ * mangled name the demangler reads, or is too long; -ENOMEM. The tree's
+ * frame names are demangled (stored profiles keep the names as written).
+ */
+bool	render_is_mangled(const char *name);
+int	render_demangle(const char *name, struct buf *out);
+/*
+ * Append name as text for a terminal: C0 and C1 control characters, DEL and
+ * bytes that are not UTF-8 become "\xHH". 0 or -ENOMEM.
+ */
+int	render_add_text(struct buf *out, const char *name);
+
 /* Append v in unit ("nanoseconds" -> "1.25 s", "bytes" -> "3.2 MiB", else "12,345 unit"). */
 int	render_value(struct buf *out, int64_t v, const char *unit);
 /* The index of the sample type called name in p, or -1. */
@@ -100,6 +116,12 @@ struct flame_opts {
 	const char	*unit;		/* unit of the values */
 	const char	*type;		/* sample type name */
 	bool		 diff;		/* colour by change against the tree's base */
+	/*
+	 * With diff: compare each frame's share of its side's total (the
+	 * current side scaled to the base's total, as pprof -normalize does)
+	 * instead of absolute values. Widths are the current profile's either way.
+	 */
+	bool		 normalized;
 };
 
 /* A self-contained interactive SVG of t, appended to out. */
@@ -122,6 +144,17 @@ int	folded_render(const struct render_tree *t, struct buf *out);
 #define TOP_ROWS	200
 int	top_render(const struct render_tree *t, const char *title, const char *unit,
 	    struct buf *out);
+/*
+ * The same, with a base in t, comparing shares: the current values scaled to
+ * the base's total first (as `go tool pprof -normalize -diff_base` does, to
+ * within rounding: pprof rounds each sample, this each function's sum).
+ */
+int	top_render_normalized(const struct render_tree *t, const char *title,
+	    const char *unit, struct buf *out);
+/* The factor top_render_normalized scales t's current values by (base total / current total). */
+double	render_norm_scale(const struct render_tree *t);
+/* v * r rounded to the nearest integer (halves away from zero), saturated. */
+int64_t	render_scale_value(int64_t v, double r);
 
 /* --- timeline (timeline.c) --- */
 

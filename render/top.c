@@ -3,7 +3,8 @@
  * the function) and cumulative value (samples with the function anywhere on
  * the stack, counted once however often it recurs), as `go tool pprof -top`
  * shows them. Computed from the stack tree, so functions are named exactly
- * as in the flame graph; inlined functions count as their own frames.
+ * as in the flame graph; inlined functions count as their own frames. Names
+ * are written with control bytes escaped (render_add_text).
  */
 #define _GNU_SOURCE	/* qsort_r */
 #include <errno.h>
@@ -84,15 +85,16 @@ table(struct buf *out, const struct render_tree *t, const struct fn_sum *s,
 		cell(out, flat, unit, 16);
 		buf_printf(out, " %6.2f%% %6.2f%% ", 100.0 * (double)flat / d, 100.0 * sum / d);
 		cell(out, cum, unit, 16);
-		buf_printf(out, " %6.2f%%  %s\n", 100.0 * (double)cum / d,
-		    (const char *)intern_key(t->names, rows[i], &l));
+		buf_printf(out, " %6.2f%%  ", 100.0 * (double)cum / d);
+		render_add_text(out, (const char *)intern_key(t->names, rows[i], &l));
+		buf_addc(out, '\n');
 	}
 	if (nrows > TOP_ROWS)
 		buf_printf(out, "(%zu more functions)\n", nrows - TOP_ROWS);
 }
 
-int
-top_render(const struct render_tree *t, const char *title, const char *unit,
+static int
+top_do(const struct render_tree *t, const char *title, const char *unit, bool norm,
     struct buf *out)
 {
 	size_t nnames = t->names ? intern_count(t->names) : 0, sp = 0, nrows = 0, i;
@@ -128,11 +130,30 @@ top_render(const struct render_tree *t, const char *title, const char *unit,
 		for (k = t->kid_start[n]; k < t->kid_start[n + 1]; k++)
 			stack[sp++] = (struct todo){ t->kids[k], false };
 	}
+	if (norm && t->has_base) {
+		double r = render_norm_scale(t);
+
+		for (i = 0; i < nnames; i++) {
+			s[i].flat = render_scale_value(s[i].flat, r);
+			s[i].cum = render_scale_value(s[i].cum, r);
+		}
+	}
+	/* A diff lists what changed, as pprof does. */
 	for (i = 0; i < nnames; i++)
-		if (s[i].flat != s[i].bflat || s[i].cum != s[i].bcum || s[i].cum || s[i].bcum)
+		if (s[i].flat != s[i].bflat || s[i].cum != s[i].bcum ||
+		    (!t->has_base && (s[i].cum || s[i].bcum)))
 			rows[nrows++] = (uint32_t)i;
 	buf_printf(out, "%s\n", title);
-	if (t->has_base) {
+	if (t->has_base && norm) {
+		buf_adds(out, "Total: before ");
+		render_value(out, base, unit);
+		buf_adds(out, ", after ");
+		render_value(out, cur, unit);
+		buf_adds(out, "\nNormalized: shares compared; the after values are scaled by ");
+		buf_add_fixed(out, render_norm_scale(t), 4);
+		buf_adds(out, " to the base's total,\n"
+		    "as pprof -normalize -diff_base shows them; percentages of the base total\n\n");
+	} else if (t->has_base) {
 		buf_adds(out, "Total: before ");
 		render_value(out, base, unit);
 		buf_adds(out, ", after ");
@@ -156,4 +177,18 @@ out:
 	free(rows);
 	free(stack);
 	return rc;
+}
+
+int
+top_render(const struct render_tree *t, const char *title, const char *unit,
+    struct buf *out)
+{
+	return top_do(t, title, unit, false, out);
+}
+
+int
+top_render_normalized(const struct render_tree *t, const char *title, const char *unit,
+    struct buf *out)
+{
+	return top_do(t, title, unit, true, out);
 }

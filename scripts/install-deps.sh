@@ -12,7 +12,7 @@ PKGS=(
   zlib1g-dev
   libmicrohttpd-dev libcurl4-openssl-dev
   libbpf-dev bpftool clang llvm libelf-dev libdw-dev liblzma-dev xz-utils sqlite3
-  libcmocka-dev libjansson-dev
+  libcmocka-dev libjansson-dev libiberty-dev
   golang-go
   curl libxml2-utils procps psmisc jq python3
   openjdk-17-jdk-headless

@@ -52,6 +52,7 @@ struct fncache_ent {
 
 struct cpuprof_svc {
 	char		*service;
+	char		*exe;		/* the executable of its first process, NULL: unknown */
 	struct labelset	 labels;
 	struct merge	*m;
 	int64_t		 s_pid, s_tid, s_comm;	/* label keys, merge string indexes */
@@ -93,6 +94,7 @@ svc_free(struct cpuprof_svc *s)
 	if (s == NULL)
 		return;
 	free(s->service);
+	free(s->exe);
 	labels_clear(&s->labels);
 	merge_free(s->m);
 	free(s->lcache);
@@ -149,6 +151,29 @@ cpuprof_period(const struct cpuprof *c)
 	return c->gen;
 }
 
+/*
+ * The executable of s's first process with one: remembered, and its mapping
+ * interned (main_mapping_first puts it first, even when no sample ran in it).
+ */
+static void
+svc_exe(struct cpuprof_svc *s, struct proc *p)
+{
+	struct pf_mapping mp = { 0 };
+	struct frame f;
+
+	if (proctab_exe_mapping(p, &f) < 0 || (s->exe = strdup(p->exe)) == NULL)
+		return;
+	mp.start = f.start;
+	mp.limit = f.limit;
+	mp.offset = f.offset;
+	if ((mp.filename = merge_string(s->m, f.file)) < 0 ||
+	    (mp.build_id = merge_string(s->m, f.build_id ? f.build_id : "")) < 0 ||
+	    merge_mapping(s->m, &mp) < 0) {
+		free(s->exe);		/* out of memory: the order is left as it is */
+		s->exe = NULL;
+	}
+}
+
 struct cpuprof_svc *
 cpuprof_service(struct cpuprof *c, struct proc *p)
 {
@@ -183,8 +208,42 @@ out:
 	if (s != NULL) {
 		p->cp_svc = s;
 		p->cp_gen = c->gen;
+		if (s->exe == NULL && p->exe != NULL)
+			svc_exe(s, p);
 	}
 	return s;
+}
+
+/*
+ * pprof takes a profile's first mapping for its main binary ("File:" of
+ * go tool pprof): move the executable's mapping first, where the
+ * interning order (leaf first: libc, the kernel) put another.
+ */
+static void
+main_mapping_first(struct profile *p, const char *exe)
+{
+	struct pf_mapping m;
+	size_t i, k;
+
+	if (exe == NULL)
+		return;
+	for (k = 0; k < p->nmappings; k++)
+		if (strcmp(profile_str(p, p->mappings[k].filename), exe) == 0)
+			break;
+	if (k == 0 || k == p->nmappings)
+		return;
+	m = p->mappings[k];
+	memmove(&p->mappings[1], &p->mappings[0], k * sizeof(*p->mappings));
+	p->mappings[0] = m;
+	/* Location mapping ids are index + 1: k + 1 becomes 1, 1..k shift by one. */
+	for (i = 0; i < p->nlocations; i++) {
+		uint32_t *id = &p->locations[i].mapping;
+
+		if (*id == k + 1)
+			*id = 1;
+		else if (*id >= 1 && *id <= k)
+			(*id)++;
+	}
 }
 
 /* Whether a cached string (merge index i, -1 for none) is str. */
@@ -382,6 +441,7 @@ cpuprof_flush(struct cpuprof *c, struct store *st, int64_t start, int64_t end,
 		if (s->total == 0)
 			continue;
 		if ((rc = merge_finish(s->m, false, &p)) == 0) {
+			main_mapping_first(p, s->exe);
 			p->time_nanos = start;
 			p->duration_nanos = end - start;
 			rc = store_put_profile(st, &in, p, NULL, &err);

@@ -334,9 +334,13 @@ handle_sample(struct ebpf_sampler *e, const struct prof_sample *s)
 	int i, nk, nu;
 	int64_t li;
 
-	memcpy(comm, s->comm, PROF_COMM_LEN);
+	/* The process is named after its leader, not after one of its threads. */
+	memcpy(comm, s->leader_comm[0] ? s->leader_comm : s->comm, PROF_COMM_LEN);
 	comm[PROF_COMM_LEN] = '\0';
-	if ((p = proctab_get(e->pt, s->hdr.pid, comm)) == NULL ||
+	p = proctab_get(e->pt, s->hdr.pid, comm);
+	memcpy(comm, s->comm, PROF_COMM_LEN);	/* the sample's comm label: the thread's */
+	comm[PROF_COMM_LEN] = '\0';
+	if (p == NULL ||
 	    (svc = cpuprof_service(e->cp, p)) == NULL)
 		return;
 	if (e->unw && !p->kthread && !p->gone) {

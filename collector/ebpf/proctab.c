@@ -19,7 +19,9 @@
  *   comm: the process's comm.
  * Kernel threads go to service "kernel".
  */
+#define _GNU_SOURCE	/* memmem */
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -102,11 +104,6 @@ maps_free(struct proc *p)
 	p->nmaps = 0;
 }
 
-/*
- * A JVM we asked for perf maps has exited: remove the map it wrote for us
- * (through its /tmp as opened while it ran), unless it was written again
- * since we read it (-XX:+DumpPerfMapAtExit) or is not its user's file.
- */
 static uint32_t read_nspid(uint32_t pid);
 
 /*
@@ -127,19 +124,57 @@ proc_ids(struct proc *p)
 	p->uid = !p->gone && stat(path, &st) == 0 ? st.st_uid : 0;
 }
 
+/*
+ * A JVM we asked for perf maps has exited: remove the map it wrote because
+ * we asked (through its /tmp as opened while it ran, so in its mount
+ * namespace), when it is a regular file of the JVM's user, not a link. A
+ * map that was there before our first request (a user's jcmd, another
+ * profiler) or that the JVM was told to write at exit
+ * (-XX:+DumpPerfMapAtExit) is someone else's: it stays.
+ */
 static void
 jvm_tidy(struct proc *p)
 {
 	char name[32];
 	struct stat st;
 
-	if (p->jvm_tmp <= 0)
+	if (p->jvm_tmp <= 0 || p->jvm_asked == 0 || !p->perfmap_ours)
 		return;
 	snprintf(name, sizeof(name), "perf-%u.map", p->nspid);
-	if (p->jvm_asked != 0 && fstatat(p->jvm_tmp, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-	    S_ISREG(st.st_mode) && st.st_uid == p->uid &&
-	    st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec == p->perfmap_mtime)
-		(void)unlinkat(p->jvm_tmp, name, 0);
+	if (fstatat(p->jvm_tmp, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISREG(st.st_mode) && st.st_uid == p->uid && st.st_nlink == 1 &&
+	    unlinkat(p->jvm_tmp, name, 0) == 0)
+		log_debug("ebpf: jvm %u exited: removed the perf map it wrote for us", p->pid);
+}
+
+/*
+ * Whether a JVM was told to write its perf map itself: -XX:+DumpPerfMapAtExit
+ * on its command line or in the JAVA_TOOL_OPTIONS / JDK_JAVA_OPTIONS it read
+ * (the first 64 KiB of each are looked at).
+ */
+static bool
+jvm_dumps_map(uint32_t pid)
+{
+	static const char *const files[] = { "cmdline", "environ" };
+	static const char flag[] = "+DumpPerfMapAtExit";
+	char path[64], *buf;
+	bool found = false;
+	size_t i;
+	ssize_t n;
+	int fd;
+
+	if ((buf = malloc(65536)) == NULL)
+		return true;	/* unsure: leave the map alone */
+	for (i = 0; i < 2 && !found; i++) {
+		snprintf(path, sizeof(path), "/proc/%u/%s", pid, files[i]);
+		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+			continue;
+		n = read(fd, buf, 65536);
+		close(fd);
+		found = n > 0 && memmem(buf, (size_t)n, flag, sizeof(flag) - 1) != NULL;
+	}
+	free(buf);
+	return found;
 }
 
 static void
@@ -153,6 +188,7 @@ proc_free(struct proctab *pt, struct proc *p)
 	perfmap_free(p->perfmap);
 	labels_clear(&p->labels);
 	free(p->labels_text);
+	free(p->exe);
 	free(p);
 }
 
@@ -483,6 +519,61 @@ set_service(struct proc *p, const char *name)
 	}
 }
 
+/* Whether pid is a kernel thread (PF_KTHREAD in the flags of /proc/PID/stat). */
+static bool
+is_kthread(uint32_t pid)
+{
+	char path[64], line[1024], *s;
+	unsigned long long flags = 0;
+	ssize_t n;
+	int fd, field;
+
+	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return false;
+	n = read(fd, line, sizeof(line) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	line[n] = '\0';
+	/* "pid (comm) state ppid pgrp session tty_nr tpgid flags": after the last ')'. */
+	if ((s = strrchr(line, ')')) == NULL)
+		return false;
+	for (field = 2; field < 9 && s; field++)
+		s = strchr(s + 1, ' ');
+	if (s == NULL)
+		return false;
+	flags = strtoull(s + 1, NULL, 10);
+	return (flags & 0x00200000) != 0;	/* PF_KTHREAD */
+}
+
+/*
+ * The executable of a process whose leader has exited (its /proc/PID/exe is
+ * gone with the leader's memory) while other threads run on: any live
+ * thread's exe. Into exe (size n); the length, or -1.
+ */
+static ssize_t
+thread_exe(uint32_t pid, char *exe, size_t n)
+{
+	char path[96];
+	struct dirent *d;
+	ssize_t len = -1;
+	DIR *dir;
+	int seen = 0;
+
+	snprintf(path, sizeof(path), "/proc/%u/task", pid);
+	if ((dir = opendir(path)) == NULL)
+		return -1;
+	while (len < 0 && seen++ < 64 && (d = readdir(dir)) != NULL) {
+		if (d->d_name[0] < '1' || d->d_name[0] > '9' || strlen(d->d_name) > 10)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%u/task/%s/exe", pid, d->d_name);
+		len = readlink(path, exe, n - 1);
+	}
+	closedir(dir);
+	return len;
+}
+
 static void
 proc_load(struct proctab *pt, struct proc *p, const char *comm)
 {
@@ -492,9 +583,13 @@ proc_load(struct proctab *pt, struct proc *p, const char *comm)
 	struct buf err = { 0 }, lt = { 0 };
 	char cbuf[32];
 	ssize_t n;
-	int rc;
+	int rc, exe_err;
 
-	if (comm == NULL) {
+	/*
+	 * The process's comm is its leader's (/proc/PID/comm); the caller's
+	 * (the sampler's record of the leader) serves once /proc has no entry.
+	 */
+	{
 		FILE *f;
 
 		snprintf(path, sizeof(path), "/proc/%u/comm", p->pid);
@@ -504,11 +599,15 @@ proc_load(struct proctab *pt, struct proc *p, const char *comm)
 				*strchr(cbuf, '\n') = '\0';
 			fclose(f);
 		}
-		comm = cbuf;
+		if (cbuf[0] || comm == NULL)
+			comm = cbuf;
 	}
 
 	snprintf(path, sizeof(path), "/proc/%u/exe", p->pid);
 	n = readlink(path, exe, sizeof(exe) - 1);
+	exe_err = errno;
+	if (n <= 0 && exe_err == ENOENT && !is_kthread(p->pid))
+		n = thread_exe(p->pid, exe, sizeof(exe));	/* the leader exited, threads run on */
 	if (n > 0) {
 		char *del;
 
@@ -516,13 +615,18 @@ proc_load(struct proctab *pt, struct proc *p, const char *comm)
 		if ((del = strstr(exe, " (deleted)")) != NULL && del[10] == '\0')
 			*del = '\0';
 		base = strrchr(exe, '/') ? strrchr(exe, '/') + 1 : exe;
-	} else if (errno == ENOENT && access(path, F_OK) != 0) {
-		/* /proc/PID gone, or a kernel thread (no exe link at all). */
+		p->exe = strdup(exe);	/* NULL: the profile's first mapping is left as it is */
+	} else if (exe_err == ENOENT && access(path, F_OK) != 0) {
+		/*
+		 * /proc/PID gone, a kernel thread (no exe link at all), or a
+		 * process past the release of its memory (exiting): that one
+		 * is named after its leader's comm.
+		 */
 		snprintf(path, sizeof(path), "/proc/%u", p->pid);
-		if (access(path, F_OK) == 0)
-			p->kthread = true;
-		else
+		if (access(path, F_OK) != 0)
 			p->gone = true;
+		else if (is_kthread(p->pid))
+			p->kthread = true;
 	} else {
 		p->gone = access(path, F_OK) != 0;
 	}
@@ -680,6 +784,29 @@ proctab_mapping(struct proc *p, size_t i, struct proc_mapping *m)
 	return -ENOENT;
 }
 
+int
+proctab_exe_mapping(struct proc *p, struct frame *f)
+{
+	size_t k;
+
+	if (p->exe == NULL)
+		return -ENOENT;
+	for (k = 0; k < p->nmaps; k++) {
+		const struct pmap *pm = &p->maps[k];
+
+		if (pm->obj == NULL || strcmp(pm->path, p->exe) != 0)
+			continue;
+		memset(f, 0, sizeof(*f));
+		f->file = pm->path;
+		f->build_id = symbolize_elf_build_id(pm->obj);
+		f->start = pm->start;
+		f->limit = pm->end;
+		f->offset = pm->offset;
+		return 0;
+	}
+	return -ENOENT;
+}
+
 void
 proctab_refresh(struct proctab *pt, struct proc *p, int64_t min_age_ns)
 {
@@ -772,8 +899,6 @@ jvm_ask(struct proctab *pt, struct proc *p)
 	if (pt->attach == NULL && (pt->attach = runtime_attach_create(JVM_ATTACH_TIMEOUT_MS)) == NULL)
 		return;
 	proc_ids(p);
-	if (!runtime_attach_request(pt->attach, (pid_t)p->pid, (pid_t)p->nspid, p->uid))
-		return;
 	if (p->jvm_tmp <= 0) {
 		int fd = runtime_tmpdir((pid_t)p->pid, p->uid);
 
@@ -782,6 +907,21 @@ jvm_ask(struct proctab *pt, struct proc *p)
 		else if (fd == 0)	/* (0 means none here) */
 			close(fd);
 	}
+	/*
+	 * Before the first request: is there a map already (not ours), or will
+	 * the JVM write one at exit anyway? Looked at before asking, so that
+	 * the JVM's answer cannot be taken for a map that was there.
+	 */
+	if (p->jvm_asked == 0 && p->jvm_tmp > 0) {
+		char name[32];
+		struct stat st;
+
+		snprintf(name, sizeof(name), "perf-%u.map", p->nspid);
+		p->perfmap_ours = fstatat(p->jvm_tmp, name, &st, AT_SYMLINK_NOFOLLOW) < 0 &&
+		    errno == ENOENT && !jvm_dumps_map(p->pid);
+	}
+	if (!runtime_attach_request(pt->attach, (pid_t)p->pid, (pid_t)p->nspid, p->uid))
+		return;
 	if (p->jvm_asked != 0)
 		p->jvm_wait = p->jvm_wait * 2 < JVM_ASK_MAX_NS ? p->jvm_wait * 2 : JVM_ASK_MAX_NS;
 	p->jvm_asked = now;
@@ -790,17 +930,25 @@ jvm_ask(struct proctab *pt, struct proc *p)
 /*
  * HotSpot names a method "ret pkg.Class.method(args)": the return type goes,
  * so that the frame starts with its class (the flame graph colours by it).
+ * Other entries keep their whole name, spaces and parentheses included
+ * ("StubRoutines (1)", "Interpreter", "I2C/C2I adapters"): only a name whose
+ * word before '(' is a qualified method with a word before it is cut.
  */
 static const char *
 jvm_name(const char *name)
 {
-	const char *paren = strchr(name, '('), *sp;
+	const char *paren = strchr(name, '('), *sp, *c;
+	bool dot = false;
 
-	if (paren == NULL)
+	if (paren == NULL || paren == name || paren[-1] == ' ')
 		return name;
 	for (sp = paren; sp > name && sp[-1] != ' '; sp--)
 		;
-	return sp;
+	if (sp == name)
+		return name;	/* no return type */
+	for (c = sp; c < paren; c++)
+		dot |= *c == '.';
+	return dot ? sp : name;
 }
 
 void

@@ -43,6 +43,7 @@ struct proc {
 	char		 service[64];
 	struct labelset	 labels;	/* series labels: host, unit, container, pod */
 	char		*labels_text;	/* canonical form of labels */
+	char		*exe;		/* its executable as it sees it ("/usr/bin/x"), NULL: unknown */
 	/* private to proctab.c below */
 	struct proc	*next;
 	struct pmap	*maps;
@@ -54,6 +55,7 @@ struct proc {
 	int64_t		 jvm_asked;	/* monotonic ns of the last perf map request */
 	int64_t		 jvm_wait;	/* ns until the next one may be made */
 	int		 jvm_tmp;	/* its /tmp, once asked; 0: none */
+	bool		 perfmap_ours;	/* its perf map is there because we asked */
 	bool		 gone;		/* /proc/PID vanished: do not read it again */
 	bool		 kthread;
 	int64_t		 maps_read;	/* monotonic ns of the last maps read */
@@ -110,6 +112,12 @@ void		 proctab_resolve(struct proctab *pt, struct proc *p, uint64_t addr,
  * the last one. m's strings are valid until p's maps are read again.
  */
 int		 proctab_mapping(struct proc *p, size_t i, struct proc_mapping *m);
+/*
+ * The first executable mapping of p's executable (p->exe) as a frame's
+ * mapping fields (file, build_id, start, limit, offset); -ENOENT if p's maps
+ * hold none. f's strings are valid until p's maps are read again.
+ */
+int		 proctab_exe_mapping(struct proc *p, struct frame *f);
 /* Whether addr lies in one of p's executable mappings as last read. */
 bool		 proctab_known(struct proc *p, uint64_t addr);
 /* Re-read p's maps now unless they were read within the last min_age_ns. */

@@ -99,7 +99,7 @@ check_eq "three Go CPU profiles stored" "${#names[@]}" 3
 t1=$(echo "${names[0]}" | cut -c1-19); t2=$(date -u -d "${t1/T/ } UTC + 1 sec" +%Y-%m-%dT%H:%M:%S)
 base="$t1..$t2"
 V="$M/gosvc/cpu/all/all/vs/$base"
-ls "$V" > "$TMP/lsvs" 2>&1 && check_eq "vs/<base> lists" "$(tr '\n' ' ' < "$TMP/lsvs")" "diff.pb.gz diff.svg meta.json top.txt " \
+ls "$V" > "$TMP/lsvs" 2>&1 && check_eq "vs/<base> lists" "$(tr '\n' ' ' < "$TMP/lsvs")" "diff.absolute.svg diff.pb.gz diff.svg meta.json top.absolute.txt top.txt " \
   || fail "vs/<base> lists" "$(cat "$TMP/lsvs")"
 a=$(top_body "$V/diff.pb.gz")
 b=$(top_body -diff_base="$M/gosvc/cpu/all/$base/merged.pb.gz" "$M/gosvc/cpu/all/all/merged.pb.gz")

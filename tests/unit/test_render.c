@@ -393,6 +393,28 @@ test_value_format(void **state)
 	buf_free(&b);
 }
 
+static void
+test_names(void **state)
+{
+	struct buf b = { 0 };
+
+	(void)state;
+	assert_int_equal(render_demangle("_ZNSt6vectorIiSaIiEE9push_backERKi", &b), 1);
+	assert_string_equal(b.data, "std::vector<int, std::allocator<int> >::push_back(int const&)");
+	assert_int_equal(render_demangle("_ZN13profile_prost4main17hd5998e9d09b507fcE", &b), 1);
+	assert_string_equal(b.data, "profile_prost::main::hd5998e9d09b507fc");
+	assert_int_equal(render_demangle("_RNvCs1234_7mycrate3foo", &b), 1);
+	assert_string_equal(b.data, "mycrate[3c1c0]::foo");
+	buf_reset(&b);
+	assert_int_equal(render_demangle("main.main", &b), 0);
+	assert_int_equal(render_demangle("_Zgarbage", &b), 0);
+	assert_int_equal(render_demangle("_R", &b), 0);
+	assert_int_equal(b.len, 0);
+	assert_int_equal(render_add_text(&b, "a\x1b[2J\x7f\xc2\x9b\xff\tcaf\xc3\xa9"), 0);
+	assert_string_equal(b.data, "a\\x1b[2J\\x7f\\xc2\\x9b\\xff\\x09caf\xc3\xa9");
+	buf_free(&b);
+}
+
 int
 main(void)
 {
@@ -406,6 +428,7 @@ main(void)
 		cmocka_unit_test(test_package),
 		cmocka_unit_test(test_timeline),
 		cmocka_unit_test(test_value_format),
+		cmocka_unit_test(test_names),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
