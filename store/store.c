@@ -1187,7 +1187,7 @@ store_symtab_release(struct store *st, uint64_t sid)
 uint64_t
 store_sighash(const void *sig, size_t len)
 {
-	return hash_bytes(sig, len);
+	return pfhash64(sig, len);
 }
 
 /*
@@ -1719,7 +1719,7 @@ tag_make(void)
 	uint64_t h;
 
 	snprintf(what, sizeof(what), "pprof-v1 zlib %s", zlibVersion());
-	h = hash_bytes(what, strlen(what));
+	h = pfhash64(what, strlen(what));
 	tag_of_sizes = (h >> 56 | 1) << 56;	/* never 0: 0 would be no tag */
 }
 
