@@ -285,7 +285,7 @@ chq 1 "SELECT DISTINCT hash FROM profilefs.stacks WHERE hash IN (SELECT arrayJoi
 nv=$(wc -l <"$TMP/victim.hashes")
 [ "$nv" -gt 0 ] && grep -qvx '[0-9a-f]\{32\}' "$TMP/victim.hashes" && fail "stack addresses are 32 hex digits" "$(head -2 "$TMP/victim.hashes")"
 [ "$nv" -gt 0 ] && ok "checkout's $nv stacks are stored under 128-bit digests" || fail "checkout's stacks are stored"
-evil=$(printf '0\0370\037\037\037\037EVIL\037EVIL\037evil.go\0370\0371\0370')
+evil=$(printf '0\0370\037\037\037\037\037EVIL\037EVIL\037evil.go\0370\0371\0370')
 awk -v e="$evil" '{ printf "2000-01-01\t%s\t%s\n", $1, e }' "$TMP/victim.hashes" >"$TMP/evil.tsv"
 for n in 1 2; do
   port=$CH1; [ $n = 2 ] && port=$CH2
