@@ -427,6 +427,32 @@ token_ok(const char *auth, const char *token)
 	return d == 0 && m == n;
 }
 
+/*
+ * Without a token, whether the client may use r's route: the mount's rules
+ * applied to the owner of the loopback socket it connects from. /healthz and
+ * /metrics are open to every local client (probes, Prometheus).
+ */
+static bool
+peer_may(struct http_req *r, bool write, uid_t *who)
+{
+	struct http_server *h = r->srv;
+	const union MHD_ConnectionInfo *ci;
+	uid_t uid;
+
+	*who = (uid_t)-1;
+	if (h->open || r->route->open || strcmp(r->route->path, "/metrics") == 0)
+		return true;
+	ci = MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (ci == NULL || peer_uid(ci->connect_fd, &uid) < 0)
+		return false;
+	*who = uid;
+	if (uid == 0 || uid == h->owner)
+		return true;
+	if (write)
+		return h->group_set && h->group_write && peer_in_group(uid, h->group);
+	return h->allow_other || (h->group_set && peer_in_group(uid, h->group));
+}
+
 /* The first call of a request: its headers are in. May reply at once. */
 static void
 req_begin(struct http_req *r)
@@ -434,6 +460,7 @@ req_begin(struct http_req *r)
 	struct http_server *h = r->srv;
 	const char *cl;
 	unsigned m = 0;
+	uid_t who;
 
 	if (strcmp(r->method, MHD_HTTP_METHOD_GET) == 0 ||
 	    strcmp(r->method, MHD_HTTP_METHOD_HEAD) == 0)
@@ -464,6 +491,19 @@ req_begin(struct http_req *r)
 		http_reply_error(r, 401, "%s", http_header(r, MHD_HTTP_HEADER_AUTHORIZATION) ?
 		    "wrong token in the Authorization header" :
 		    "missing \"Authorization: Bearer TOKEN\" header");
+		return;
+	}
+	if (h->token == NULL && !peer_may(r, m == M_POST, &who)) {
+		if (who == (uid_t)-1)
+			http_reply_error(r, 403, "the API serves local users the mount lets in; this "
+			    "client's socket has no local owner (give the daemon --http-token-file "
+			    "and send \"Authorization: Bearer TOKEN\")");
+		else
+			http_reply_error(r, 403, "uid %u may not %s: the API follows the mount's "
+			    "access rules (--group, --group-write, --allow-other), or send the token "
+			    "of --http-token-file", (unsigned)who, m == M_POST ? "push profiles" :
+			    "read profiles");
+		metrics_add("profilefs_http_denied_total", NULL, 1);
 		return;
 	}
 	if (m == M_POST) {
@@ -855,6 +895,12 @@ http_start(struct store *st, const struct http_opts *o, struct http_server **out
 		h->max_decoded = o->max_decoded;
 	h->health = o->health;
 	h->health_arg = o->health_arg;
+	h->open = o->open;
+	h->owner = o->owner;
+	h->allow_other = o->allow_other;
+	h->group_set = o->group_set;
+	h->group_write = o->group_write;
+	h->group = o->group;
 	if (o->token && o->token[0] && (h->token = strdup(o->token)) == NULL) {
 		free(h);
 		return -ENOMEM;
@@ -891,7 +937,8 @@ http_start(struct store *st, const struct http_opts *o, struct http_server **out
 	log_info("http: listening on http://%s (max body %zu bytes, max decoded %zu bytes, "
 	    "max %u connections, %d per address%s)", h->addr, h->max_body,
 	    h->max_decoded ? h->max_decoded : (size_t)PROFILE_MAX_DECODED, h->max_conns,
-	    PER_IP, h->token ? ", bearer token required" : "");
+	    PER_IP, h->token ? ", bearer token required" : h->open ? ", open to every client" :
+	    ", local users as the mount's access rules");
 	*out = h;
 	return 0;
 fail:

@@ -59,6 +59,10 @@ struct http_server {
 	void		*health_arg;
 	unsigned		 max_conns;
 	char			*token;		/* NULL: no auth */
+	bool			 open;		/* no access rule without a token */
+	uid_t			 owner;		/* the mount's rules, see http_opts */
+	bool			 allow_other, group_set, group_write;
+	gid_t			 group;
 	char			 addr[128];	/* as bound, for logs */
 	_Atomic unsigned	 nconns;	/* open connections */
 	/* The header deadline (http.c): connections still sending headers. */
@@ -104,5 +108,12 @@ void	profefe_get(struct http_req *r);	/* /api/0/profiles/<id>[+<id>...] */
 void	profefe_services(struct http_req *r);
 void	profefe_version(struct http_req *r);
 void	pyroscope_ingest(struct http_req *r);
+
+/* --- peer.c: the owner of a loopback client's socket --- */
+
+/* The uid owning the client socket at the other end of fd; -ENOENT for none. */
+int	peer_uid(int fd, uid_t *uid);
+/* Whether uid's user is a member of group (primary or supplementary). */
+bool	peer_in_group(uid_t uid, gid_t group);
 
 #endif

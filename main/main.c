@@ -51,6 +51,12 @@ static const char usage_text[] =
 "  --http-token-file FILE  the same, the token read from FILE (not shown by ps)\n"
 "  --http-insecure     serve a non-loopback --http address without a token\n"
 "                      (refused otherwise: anyone who reaches it could push)\n"
+"                      and open to everyone (implies --http-open)\n"
+"  --http-open         serve the API to every client that reaches it; by\n"
+"                      default, without a token, it follows the mount's access\n"
+"                      rules: loopback clients of root and the owner, of --group\n"
+"                      (pushing with --group-write) or, with --allow-other, of\n"
+"                      any user may read; /healthz and /metrics are open\n"
 "  --http-max-body BYTES  largest HTTP request body (default 64 MiB; K/M/G suffixes)\n"
 "  --http-max-conns N  most concurrent HTTP connections (default 256), then 503\n"
 "  --http-max-decoded BYTES  largest pushed profile once gunzipped (default 256 MiB)\n"
@@ -120,6 +126,7 @@ struct serve_opts {
 	const char	*http_token;
 	const char	*http_token_file;
 	int		 http_insecure;
+	int		 http_open;
 	const char	*user;
 	struct fs_access access;
 	int		 debug_fuse;
@@ -375,7 +382,10 @@ serve(const struct serve_opts *o, struct priv_user *user)
 	if (o->http) {
 		struct http_opts ho = { .listen = o->http, .max_body = o->http_max_body,
 		    .max_conns = o->http_max_conns, .token = o->http_token,
-		    .max_decoded = o->http_max_decoded };
+		    .max_decoded = o->http_max_decoded, .open = o->http_open,
+		    .owner = user ? user->uid : getuid(), .allow_other = o->access.allow_other,
+		    .group_set = o->access.group_set, .group_write = o->access.group_write,
+		    .group = o->access.group };
 
 		if (ch) {
 			ho.health = cluster_health;
@@ -466,6 +476,7 @@ main(int argc, char **argv)
 		{ "max-series",	required_argument,	NULL, 'X' },
 		{ "http-token-file", required_argument,	NULL, 'F' },
 		{ "http-insecure", no_argument,		NULL, 'I' },
+		{ "http-open",	no_argument,		NULL, 'o' },
 		{ "user",	required_argument,	NULL, 'U' },
 		{ "allow-other", no_argument,		NULL, 'O' },
 		{ "group",	required_argument,	NULL, 'G' },
@@ -614,6 +625,9 @@ main(int argc, char **argv)
 		case 'F':
 			o.http_token_file = optarg;
 			break;
+		case 'o':
+			o.http_open = 1;
+			break;
 		case 'I':
 			o.http_insecure = 1;
 			break;
@@ -686,6 +700,8 @@ main(int argc, char **argv)
 		fprintf(stderr, "profilefs: warning: --http-token shows in ps to every local "
 		    "user; --http-token-file FILE does not\n");
 	}
+	if (o.http_insecure)
+		o.http_open = 1;	/* a peer on another host has no local owner */
 	if (o.http && o.http_token == NULL && !o.http_insecure && !http_is_loopback(o.http)) {
 		fprintf(stderr, "profilefs: --http %s is reachable from other hosts and no token is "
 		    "set: anyone who reaches it could push and read profiles. Give "
