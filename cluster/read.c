@@ -929,8 +929,7 @@ fetch_frames(struct cluster *c, struct intern *all, char **frames, size_t *flen)
 				r = -EINVAL;
 				break;
 			}
-			if (frames[k] != NULL)
-				continue;
+			/* Every row is checked: a forged one is told even beside the true one. */
 			digest128(t.f[1], t.len[1], d);
 			if (memcmp(d, t.f[0], DIGEST128_HEX) != 0) {
 				log_warnx("clickhouse: a row of %s.stacks does not match its address "
@@ -938,6 +937,8 @@ fetch_frames(struct cluster *c, struct intern *all, char **frames, size_t *flen)
 				metrics_add("profilefs_clickhouse_bad_stacks_total", NULL, 1);
 				continue;
 			}
+			if (frames[k] != NULL)
+				continue;
 			frames[k] = xmalloc(t.len[1] + 1);
 			memcpy(frames[k], t.f[1], t.len[1] + 1);
 			flen[k] = t.len[1];

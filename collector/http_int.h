@@ -41,6 +41,7 @@ struct http_req {
 	bool			 replied;
 	bool			 fatal;		/* no reply could be made: drop the connection */
 	bool			 stored;	/* reached http_store() (counted there) */
+	bool			 doomed;	/* its connection is over its address's share */
 	unsigned		 status;	/* of the queued reply, for metrics */
 	int64_t			 start_ns;
 	unsigned		 nhdrs;		/* extra reply headers, see http_add_header() */
@@ -69,6 +70,9 @@ struct http_server {
 	pthread_mutex_t		 conn_lock;
 	pthread_cond_t		 conn_cond;
 	struct http_conn	*conns;		/* protected by conn_lock */
+	struct http_addr	*addrs;		/* connections per client address, ditto */
+	size_t			 naddrs, addrs_cap;
+	unsigned		 ntracked;	/* connections in conns, ditto */
 	pthread_t		 reaper;
 	bool			 reaper_on, stopping;	/* protected by conn_lock */
 };

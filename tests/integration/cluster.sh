@@ -281,10 +281,10 @@ b_start || fail "daemon B starts (poisoning)"
 curl -s -o /dev/null --data-binary @"$TMP/go/cpu-0001.pb.gz" \
   "http://127.0.0.1:$HA/api/0/profiles?service=checkout&type=cpu" || fail "push checkout"
 wait_for 20 count_is checkout "1 1" || fail "checkout reaches the cluster" "$(cluster_count checkout)"
-chq 1 "SELECT DISTINCT hash FROM profilefs.stacks WHERE hash IN (SELECT arrayJoin(stacks) FROM profilefs.profiles WHERE service = 'checkout') FORMAT TSV" >"$TMP/victim.hashes"
+chq 1 "SELECT DISTINCT hash FROM profilefs.stacks WHERE hash GLOBAL IN (SELECT arrayJoin(stacks) FROM profilefs.profiles WHERE service = 'checkout') FORMAT TSV" >"$TMP/victim.hashes"
 nv=$(wc -l <"$TMP/victim.hashes")
-[ "$nv" -gt 0 ] && grep -qvx '[0-9a-f]\{32\}' "$TMP/victim.hashes" && fail "stack addresses are 32 hex digits" "$(head -2 "$TMP/victim.hashes")"
-[ "$nv" -gt 0 ] && ok "checkout's $nv stacks are stored under 128-bit digests" || fail "checkout's stacks are stored"
+[ "$nv" -gt 0 ] && ! grep -qvx '[0-9a-f]\{32\}' "$TMP/victim.hashes" \
+  && ok "checkout's $nv stacks are stored under 128-bit digests" || fail "checkout's stacks are stored under 128-bit digests" "$(head -2 "$TMP/victim.hashes")"
 evil=$(printf '0\0370\037\037\037\037\037EVIL\037EVIL\037evil.go\0370\0371\0370')
 awk -v e="$evil" '{ printf "2000-01-01\t%s\t%s\n", $1, e }' "$TMP/victim.hashes" >"$TMP/evil.tsv"
 for n in 1 2; do
