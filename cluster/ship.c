@@ -174,6 +174,12 @@ connect_schema(struct cluster *c, struct buf *err)
 				goto out;
 		}
 	}
+	/* Once per start: a reconnect does not undo a newer setting made elsewhere. */
+	if (c->set_retention >= 0) {
+		if ((rc = settings_put_retention(c, err)) < 0)
+			goto out;
+		c->set_retention = -1;
+	}
 	rc = 0;
 out:
 	buf_free(&ans);
@@ -692,9 +698,11 @@ ship_main(void *arg)
 			polled = clock_mono_ns();
 			poll_count(c, &count);
 		}
-		if (c->retention && (expired == 0 || clock_mono_ns() - expired >= EXPIRE_NS)) {
+		if (expired == 0 || clock_mono_ns() - expired >= EXPIRE_NS) {
 			expired = clock_mono_ns();
-			expire(c);
+			settings_retention(c);
+			if (c->retention)
+				expire(c);
 		}
 		if (rc == 0 && nap(c, IDLE_NS))
 			break;
@@ -749,7 +757,9 @@ cluster_start(struct store *st, const struct cluster_config *cfg, struct cluster
 	c->max_backlog = cfg->max_backlog ? cfg->max_backlog : 1000000;
 	c->batch_rows = cfg->batch_rows ? cfg->batch_rows : 200000;
 	c->reads = !cfg->no_reads;
-	c->retention = cfg->retention > 0 ? cfg->retention : 0;
+	c->local_retention = cfg->retention > 0 ? cfg->retention : 0;
+	c->set_retention = cfg->set_retention;
+	c->retention_shown = -1;
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->cond, NULL);
 	snprintf(c->status, sizeof(c->status), "connecting");

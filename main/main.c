@@ -34,7 +34,8 @@ static const char usage_text[] =
 "                       [--retention DURATION] [--retention-aggregates DURATION]\n"
 "                       [--max-disk SIZE] [--max-series N] [--memory-limit BYTES]\n"
 "                       [--clickhouse URL[,URL...]] [--clickhouse-cluster NAME]\n"
-"                       [--clickhouse-backlog N] [--host NAME]\n"
+"                       [--clickhouse-backlog N] [--clickhouse-retention DURATION]\n"
+"                       [--host NAME]\n"
 "                       [--user NAME] [--allow-other] [--group GROUP [--group-write]]\n"
 "                       [-v] [--debug-fuse] MOUNTPOINT\n"
 "       profilefs --help | --version\n"
@@ -89,6 +90,11 @@ static const char usage_text[] =
 "                      the buffer: nothing is lost while ClickHouse is down\n"
 "  --clickhouse-cluster NAME  the remote_servers cluster the Distributed tables\n"
 "                      span (default profilefs)\n"
+"  --clickhouse-retention DURATION|off  set the fleet's retention in ClickHouse\n"
+"                      (at least 1d; whole days older are dropped; off: keep\n"
+"                      everything), one setting for the cluster: the last\n"
+"                      daemon to give it wins. Without one, ClickHouse keeps\n"
+"                      everything; --retention is each host's local store's\n"
 "  --clickhouse-backlog N  profiles kept for shipping while ClickHouse is\n"
 "                      unreachable (default 1000000); older ones are dropped\n"
 "  --host NAME         the host label of this daemon's profiles in the cluster\n"
@@ -369,7 +375,7 @@ serve(const struct serve_opts *o, struct priv_user *user)
 	if (o->ch.urls) {
 		struct cluster_config cc = o->ch;
 
-		/* The cluster keeps what the windows keep here (days are dropped whole). */
+		/* What this host keeps, to compare with the cluster's setting. */
 		cc.retention = o->retention_aggr > o->retention ? o->retention_aggr : o->retention;
 		buf_reset(&err);
 		if (cluster_start(st, &cc, &ch, &err) < 0) {
@@ -485,11 +491,13 @@ main(int argc, char **argv)
 		{ "clickhouse-cluster", required_argument, NULL, 'N' },
 		{ "clickhouse-backlog", required_argument, NULL, 'Q' },
 		{ "host",	required_argument,	NULL, 'n' },
+		{ "clickhouse-retention", required_argument, NULL, 'k' },
 		{ "help",	no_argument,		NULL, 'h' },
 		{ "version",	no_argument,		NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
 	};
-	struct serve_opts o = { .data = "./profilefs-data", .max_series = -1 };
+	struct serve_opts o = { .data = "./profilefs-data", .max_series = -1,
+	    .ch = { .set_retention = -1 } };
 	struct priv_user user;
 	char *end, *token = NULL;
 	const char *group = NULL;
@@ -651,6 +659,16 @@ main(int argc, char **argv)
 			break;
 		case 'n':
 			o.ch.host = optarg;
+			break;
+		case 'k':
+			if (strcmp(optarg, "off") == 0)
+				o.ch.set_retention = 0;
+			else if (clock_parse_duration(optarg, RETENTION_MAX, &o.ch.set_retention) < 0 ||
+			    o.ch.set_retention < INT64_C(86400) * 1000000000) {
+				fprintf(stderr, "profilefs: --clickhouse-retention %s: not a duration of "
+				    "a day or more (write e.g. 30d), or off\n", optarg);
+				return 2;
+			}
 			break;
 		case 'Q':
 			errno = 0;

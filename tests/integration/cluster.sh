@@ -319,6 +319,42 @@ wait_for 20 grep -q "holds the schema of an earlier profilefs" "$TMP/old.log" \
 kill -TERM "$OLD_PID" 2>/dev/null; wait "$OLD_PID" 2>/dev/null
 mountpoint -q "$TMP/mold" && fusermount3 -u -z "$TMP/mold"
 
+# --- retention is one cluster setting -------------------------------------------------------
+# A day long past on both servers, and today's rows: a daemon's own --retention
+# (its local store's) drops nothing in ClickHouse; --clickhouse-retention sets
+# the fleet's, which every daemon applies, and one whose --retention differs
+# says which applies.
+for n in 1 2; do
+  chq $n "INSERT INTO profilefs.counts10_local VALUES ('2001-01-01', '2001-01-01 00:00:00', 'ancient', 'cpu', 'host=x', 's', 1)"
+done
+old_days() { chq 1 "SELECT count() FROM system.parts WHERE database = 'profilefs' AND active AND partition = '2001-01-01'"; }
+old_days_are() { [ "$(old_days)" = "$1" ]; }
+today_before=$(chq 1 "SELECT count() FROM profilefs.profiles")
+: >"$TMP/daemon.log"
+pf_start --host hosta --clickhouse "$URLS" --http "127.0.0.1:$HA" --retention 1d || fail "daemon A starts (retention)"
+wait_for 20 grep -q "the cluster has no retention setting" "$TMP/daemon.log" \
+  && ok "no cluster setting: the log says ClickHouse keeps everything" \
+  || fail "no cluster setting: the log says ClickHouse keeps everything" "$(grep clickhouse "$TMP/daemon.log" | tail -3)"
+check_eq "a host's --retention 1d drops no day of the fleet" "$(old_days)" 1
+mkdir -p "$TMP/mntc"
+"$BIN" serve --data "$TMP/datac" --host hostc --clickhouse "$URLS" --clickhouse-retention 30d "$TMP/mntc" >"$TMP/daemonc.log" 2>&1 &
+C_PID=$!
+EXTRA_PIDS+=("$C_PID")
+wait_for 20 grep -q "the cluster's retention is now 30d" "$TMP/daemonc.log" \
+  && ok "--clickhouse-retention 30d is written" || fail "--clickhouse-retention 30d is written" "$(tail -3 "$TMP/daemonc.log")"
+wait_for 20 old_days_are 0 && ok "the cluster's retention drops the days past it, on every server" \
+  || fail "the cluster's retention drops the days past it" "$(old_days) left"
+check_eq "the cluster's retention keeps today's profiles" "$(chq 1 "SELECT count() FROM profilefs.profiles")" "$today_before"
+check_eq "the setting is one row per server" "$(chq 2 "SELECT value FROM profilefs.settings_local WHERE name = 'retention' FORMAT TSV")" 2592000
+kill -TERM "$C_PID" 2>/dev/null; wait "$C_PID" 2>/dev/null
+mountpoint -q "$TMP/mntc" && fusermount3 -u -z "$TMP/mntc"
+pf_stop
+pf_start --host hosta --clickhouse "$URLS" --http "127.0.0.1:$HA" --retention 1d || fail "daemon A restarts (retention)"
+wait_for 20 grep -q "the cluster's retention 30d (set by hostc .*) applies to ClickHouse; this host's --retention 1d applies to its local store only" "$TMP/daemon.log" \
+  && ok "a daemon whose --retention differs says the cluster's applies" \
+  || fail "a daemon whose --retention differs says the cluster's applies" "$(grep retention "$TMP/daemon.log" | tail -3)"
+pf_stop
+
 grep -q "ERROR\|AddressSanitizer\|runtime error" "$TMP/daemon.log" "$TMP/daemonb.log" && fail "no sanitizer errors in the logs" \
   || ok "no sanitizer errors in the logs"
 pf_done
