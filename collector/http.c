@@ -384,7 +384,8 @@ describe_metrics(void)
 	metrics_describe("profilefs_http_header_timeouts_total", "counter",
 	    "Connections closed for not sending complete request headers in time.");
 	metrics_describe("profilefs_http_share_refusals_total", "counter",
-	    "Connections closed at once: their address held more than its fair share.");
+	    "Connections refused (503, closed within a second) or closed to make room: "
+	    "their address held more than its fair share.");
 	metrics_describe("profilefs_http_denied_total", "counter",
 	    "Requests refused by the access rules (a local user the mount does not let in).");
 	metrics_describe("profilefs_memory_budget_bytes", "gauge",
@@ -902,7 +903,7 @@ reaper_main(void *arg)
 				continue;
 			shutdown(c->fd, SHUT_RDWR);
 			c->reaped = true;
-			n++;
+			n += !c->doomed;	/* those were counted as share refusals */
 		}
 		if (n) {
 			metrics_add("profilefs_http_header_timeouts_total", NULL, n);
