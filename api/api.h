@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "base.h"
 #include "pprof.h"
@@ -24,6 +25,17 @@ struct http_opts {
 	unsigned	 max_conns;	/* 0: default */
 	size_t		 max_decoded;	/* bytes of a gunzipped profile, 0: the store's limit */
 	const char	*token;		/* NULL: no auth; else Bearer token required */
+	/*
+	 * Without a token, the API (all but /healthz and /metrics) follows the
+	 * mount's access rules, checked on the loopback client's socket owner
+	 * (peer.c): root and owner always; members of group read (group_set)
+	 * and push (group_write); allow_other: every local user reads. A client
+	 * on another host is refused. open: everyone may do everything.
+	 */
+	bool		 open;
+	uid_t		 owner;
+	bool		 allow_other, group_set, group_write;
+	gid_t		 group;
 	/*
 	 * Optional: more of /healthz. Appends one line about a dependency to
 	 * out; false makes /healthz answer 503 (called on a connection thread).

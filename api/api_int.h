@@ -41,6 +41,7 @@ struct http_req {
 	bool			 replied;
 	bool			 fatal;		/* no reply could be made: drop the connection */
 	bool			 stored;	/* reached http_store() (counted there) */
+	bool			 doomed;	/* its connection is over its address's share */
 	unsigned		 status;	/* of the queued reply, for metrics */
 	int64_t			 start_ns;
 	unsigned		 nhdrs;		/* extra reply headers, see http_add_header() */
@@ -60,12 +61,19 @@ struct http_server {
 	void		*health_arg;
 	unsigned		 max_conns;
 	char			*token;		/* NULL: no auth */
+	bool			 open;		/* no access rule without a token */
+	uid_t			 owner;		/* the mount's rules, see http_opts */
+	bool			 allow_other, group_set, group_write;
+	gid_t			 group;
 	char			 addr[128];	/* as bound, for logs */
 	_Atomic unsigned	 nconns;	/* open connections */
 	/* The header deadline (http.c): connections still sending headers. */
 	pthread_mutex_t		 conn_lock;
 	pthread_cond_t		 conn_cond;
 	struct http_conn	*conns;		/* protected by conn_lock */
+	struct http_addr	*addrs;		/* connections per client address, ditto */
+	size_t			 naddrs, addrs_cap;
+	unsigned		 ntracked;	/* connections in conns, ditto */
 	pthread_t		 reaper;
 	bool			 reaper_on, stopping;	/* protected by conn_lock */
 };
@@ -105,5 +113,12 @@ void	profefe_get(struct http_req *r);	/* /api/0/profiles/<id>[+<id>...] */
 void	profefe_services(struct http_req *r);
 void	profefe_version(struct http_req *r);
 void	pyroscope_ingest(struct http_req *r);
+
+/* --- peer.c: the owner of a loopback client's socket --- */
+
+/* The uid owning the client socket at the other end of fd; -ENOENT for none. */
+int	peer_uid(int fd, uid_t *uid);
+/* Whether uid's user is a member of group (primary or supplementary). */
+bool	peer_in_group(uid_t uid, gid_t group);
 
 #endif

@@ -13,13 +13,26 @@
  * The connection count is kept in nconns (atomic); everything else of a
  * request belongs to its thread.
  *
- * Connections: at most max_conns (+ CONN_SLACK to say 503) in all and
- * PER_IP of them from one address, so one client cannot take every slot.
+ * Connections: at most PER_IP from one address, and once half of max_conns
+ * are open, an address gets a fair share: max_conns divided by one more
+ * than the addresses holding connections (at least SHARE_MIN); so all shares
+ * together stay under max_conns. A new connection past its address's
+ * share is doomed: answered 503 if it sends a request, closed by the reaper
+ * within a second (not at once, which would only make a client that
+ * reconnects at once spin the accept loop), and not counted against the
+ * global cap. So clients holding sockets from many addresses cannot starve
+ * a new one (a probe of /healthz, a push): the newcomer's address holds
+ * nothing, so it is within its share, and when every slot is taken the
+ * address holding the most loses a connection still sending headers.
+ * libmicrohttpd's own limit is set far above ours, so it never refuses
+ * before the shares are applied.
  * Slowloris: a connection must finish its request headers within
  * HEADER_DEADLINE_SECS of connecting (KEEPALIVE_DEADLINE_SECS after its
- * previous request ended), however slowly it dribbles bytes; a reaper thread
- * shuts down the socket of one that does not (libmicrohttpd's own timeout is
- * reset by every byte). Time spent on a body is bounded by the idle timeout.
+ * previous request ended), and within HEADER_DEADLINE_BUSY_SECS while more
+ * than three quarters of max_conns are open, however slowly it dribbles
+ * bytes; a reaper thread shuts down the socket of one that does not
+ * (libmicrohttpd's own timeout is reset by every byte). Time spent on a body
+ * is bounded by the idle timeout.
  *
  * Memory: bodies grow within the process's memory budget (base/budget.c);
  * a body or a decode the budget refuses is answered 503 with Retry-After.
@@ -58,6 +71,8 @@
 #define IDLE_TIMEOUT_SECS	60
 #define PER_IP			32
 #define HEADER_DEADLINE_SECS	10
+#define HEADER_DEADLINE_BUSY_SECS 3
+#define SHARE_MIN		2
 #define KEEPALIVE_DEADLINE_SECS	60
 
 /* A connection tracked for the header deadline (its socket_context). */
@@ -68,6 +83,14 @@ struct http_conn {
 	bool			 in_request;	/* headers are in: no deadline */
 	bool			 reused;	/* a request ended on it before */
 	bool			 reaped;
+	bool			 doomed;	/* over its address's share */
+	struct sockaddr_storage	 peer;		/* its client's address (port 0) */
+};
+
+/* Connections open from one client address (http_server.addrs). */
+struct http_addr {
+	struct sockaddr_storage	 addr;		/* port 0 */
+	unsigned		 n;
 };
 /* Bytes of an oversized chunked body read (and discarded) to still answer 413. */
 #define DISCARD_MAX		(64u << 20)
@@ -87,7 +110,7 @@ struct http_route {
 
 static void	handle_metrics(struct http_req *r);
 static void	handle_healthz(struct http_req *r);
-static void	conn_mark(struct http_server *h, struct MHD_Connection *conn, bool begin);
+static bool	conn_mark(struct http_server *h, struct MHD_Connection *conn, bool begin);
 
 /* Exact paths before the prefix that contains them. */
 static const struct http_route routes[] = {
@@ -360,6 +383,11 @@ describe_metrics(void)
 	metrics_describe("profilefs_http_connections", "gauge", "Open HTTP connections.");
 	metrics_describe("profilefs_http_header_timeouts_total", "counter",
 	    "Connections closed for not sending complete request headers in time.");
+	metrics_describe("profilefs_http_share_refusals_total", "counter",
+	    "Connections refused (503, closed within a second) or closed to make room: "
+	    "their address held more than its fair share.");
+	metrics_describe("profilefs_http_denied_total", "counter",
+	    "Requests refused by the access rules (a local user the mount does not let in).");
 	metrics_describe(METRIC_BUDGET_BYTES, "gauge",
 	    "The memory budget for buffers, decoding and rendering (used, peak, limit).");
 	metrics_describe(METRIC_BUDGET_REFUSALS, "counter",
@@ -427,6 +455,32 @@ token_ok(const char *auth, const char *token)
 	return d == 0 && m == n;
 }
 
+/*
+ * Without a token, whether the client may use r's route: the mount's rules
+ * applied to the owner of the loopback socket it connects from. /healthz and
+ * /metrics are open to every local client (probes, Prometheus).
+ */
+static bool
+peer_may(struct http_req *r, bool write, uid_t *who)
+{
+	struct http_server *h = r->srv;
+	const union MHD_ConnectionInfo *ci;
+	uid_t uid;
+
+	*who = (uid_t)-1;
+	if (h->open || r->route->open || strcmp(r->route->path, "/metrics") == 0)
+		return true;
+	ci = MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (ci == NULL || peer_uid(ci->connect_fd, &uid) < 0)
+		return false;
+	*who = uid;
+	if (uid == 0 || uid == h->owner)
+		return true;
+	if (write)
+		return h->group_set && h->group_write && peer_in_group(uid, h->group);
+	return h->allow_other || (h->group_set && peer_in_group(uid, h->group));
+}
+
 /* The first call of a request: its headers are in. May reply at once. */
 static void
 req_begin(struct http_req *r)
@@ -434,6 +488,8 @@ req_begin(struct http_req *r)
 	struct http_server *h = r->srv;
 	const char *cl;
 	unsigned m = 0;
+	uid_t who;
+	bool busy;
 
 	if (strcmp(r->method, MHD_HTTP_METHOD_GET) == 0 ||
 	    strcmp(r->method, MHD_HTTP_METHOD_HEAD) == 0)
@@ -441,7 +497,17 @@ req_begin(struct http_req *r)
 	else if (strcmp(r->method, MHD_HTTP_METHOD_POST) == 0)
 		m = M_POST;
 	r->route = route_find(r->path);
-	if (atomic_load(&h->nconns) > h->max_conns) {
+	if (r->doomed) {
+		http_add_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+		http_add_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+		http_reply_error(r, 503, "too many connections from this address (its share of "
+		    "the %u of --http-max-conns while others wait)", h->max_conns);
+		return;
+	}
+	pthread_mutex_lock(&h->conn_lock);
+	busy = h->ntracked > h->max_conns + CONN_SLACK;	/* doomed ones not counted */
+	pthread_mutex_unlock(&h->conn_lock);
+	if (busy) {
 		http_add_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
 		http_add_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
 		http_reply_error(r, 503, "too many connections (the limit is %u, --http-max-conns)",
@@ -464,6 +530,19 @@ req_begin(struct http_req *r)
 		http_reply_error(r, 401, "%s", http_header(r, MHD_HTTP_HEADER_AUTHORIZATION) ?
 		    "wrong token in the Authorization header" :
 		    "missing \"Authorization: Bearer TOKEN\" header");
+		return;
+	}
+	if (h->token == NULL && !peer_may(r, m == M_POST, &who)) {
+		if (who == (uid_t)-1)
+			http_reply_error(r, 403, "the API serves local users the mount lets in; this "
+			    "client's socket has no local owner (give the daemon --http-token-file "
+			    "and send \"Authorization: Bearer TOKEN\")");
+		else
+			http_reply_error(r, 403, "uid %u may not %s: the API follows the mount's "
+			    "access rules (--group, --group-write, --allow-other), or send the token "
+			    "of --http-token-file", (unsigned)who, m == M_POST ? "push profiles" :
+			    "read profiles");
+		metrics_add("profilefs_http_denied_total", NULL, 1);
 		return;
 	}
 	if (m == M_POST) {
@@ -573,10 +652,12 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *
 
 	(void)version;
 	if (r == NULL) {
-		conn_mark(cls, conn, true);
+		bool doomed = conn_mark(cls, conn, true);
+
 		if ((r = req_new(cls, conn, url, method)) == NULL)
 			return MHD_NO;
 		*con_cls = r;
+		r->doomed = doomed;
 		req_begin(r);
 		return r->fatal ? MHD_NO : MHD_YES;
 	}
@@ -620,23 +701,132 @@ on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	*con_cls = NULL;
 }
 
-/* Headers of a request are in (begin), or it ended (the deadline starts again). */
-static void
+/*
+ * Headers of a request are in (begin), or it ended (the deadline starts
+ * again). Returns whether the connection is over its address's share.
+ */
+static bool
 conn_mark(struct http_server *h, struct MHD_Connection *conn, bool begin)
 {
 	const union MHD_ConnectionInfo *ci =
 	    MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 	struct http_conn *c = ci ? ci->socket_context : NULL;
+	bool doomed;
 
 	if (c == NULL)
-		return;
+		return false;
 	pthread_mutex_lock(&h->conn_lock);
 	c->in_request = begin;
 	if (!begin) {
 		c->reused = true;
 		c->since = clock_mono_ns();
 	}
+	doomed = c->doomed;
 	pthread_mutex_unlock(&h->conn_lock);
+	return doomed;
+}
+
+/* The client address of conn, port cleared, into ss (zeroed when unknown). */
+static void
+peer_addr(struct MHD_Connection *conn, struct sockaddr_storage *ss)
+{
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+
+	memset(ss, 0, sizeof(*ss));
+	if (ci == NULL || ci->client_addr == NULL)
+		return;
+	if (ci->client_addr->sa_family == AF_INET) {
+		struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+
+		memcpy(s4, ci->client_addr, sizeof(*s4));
+		s4->sin_port = 0;
+	} else if (ci->client_addr->sa_family == AF_INET6) {
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+
+		memcpy(s6, ci->client_addr, sizeof(*s6));
+		s6->sin6_port = 0;
+		s6->sin6_flowinfo = 0;
+	}
+}
+
+/* The entry of addr in h->addrs, added when add; NULL if none. Under conn_lock. */
+static struct http_addr *
+addr_find(struct http_server *h, const struct sockaddr_storage *addr, bool add)
+{
+	size_t i;
+
+	for (i = 0; i < h->naddrs; i++)
+		if (memcmp(&h->addrs[i].addr, addr, sizeof(*addr)) == 0)
+			return &h->addrs[i];
+	if (!add)
+		return NULL;
+	if (h->naddrs == h->addrs_cap) {
+		size_t cap = h->addrs_cap ? h->addrs_cap * 2 : 64;
+		struct http_addr *a = realloc(h->addrs, cap * sizeof(*a));
+
+		if (a == NULL)
+			return NULL;
+		h->addrs = a;
+		h->addrs_cap = cap;
+	}
+	h->addrs[h->naddrs].addr = *addr;
+	h->addrs[h->naddrs].n = 0;
+	return &h->addrs[h->naddrs++];
+}
+
+/* An address's fair share: max_conns / (addresses + 1), one kept for a newcomer. */
+static unsigned
+conn_share(const struct http_server *h)
+{
+	unsigned share = h->max_conns / (unsigned)(h->naddrs + 1);
+
+	return share < SHARE_MIN ? SHARE_MIN : share;
+}
+
+/*
+ * Full, and a connection within its address's share came: make room by
+ * closing one connection still sending its headers from the address that
+ * holds the most, if that one is past its share. Under conn_lock.
+ */
+static void
+conn_evict(struct http_server *h)
+{
+	struct http_addr *big = NULL;
+	struct http_conn *c;
+	size_t i;
+
+	for (i = 0; i < h->naddrs; i++)
+		if (big == NULL || h->addrs[i].n > big->n)
+			big = &h->addrs[i];
+	if (big == NULL || big->n <= conn_share(h))
+		return;
+	for (c = h->conns; c; c = c->next)
+		if (!c->in_request && !c->reaped && !c->doomed &&
+		    memcmp(&c->peer, &big->addr, sizeof(c->peer)) == 0) {
+			shutdown(c->fd, SHUT_RDWR);
+			c->reaped = true;
+			metrics_add("profilefs_http_share_refusals_total", NULL, 1);
+			return;
+		}
+}
+
+/*
+ * Whether a new connection from a (a->n counts it already) may stay: within
+ * its address's share always (when full, a hog's connection makes room),
+ * past it only while half of max_conns are free. Under conn_lock.
+ */
+static bool
+conn_fair(struct http_server *h, const struct http_addr *a)
+{
+	if (a == NULL)
+		return h->ntracked <= h->max_conns;
+	if (a->n <= conn_share(h)) {
+		if (h->ntracked > h->max_conns)
+			conn_evict(h);
+		return true;
+	}
+	return h->ntracked <= h->max_conns / 2;
 }
 
 static void
@@ -646,6 +836,7 @@ on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
 	struct http_server *h = cls;
 	const union MHD_ConnectionInfo *ci;
 	struct http_conn *c, **pp;
+	struct http_addr *a;
 
 	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
 		atomic_fetch_add(&h->nconns, 1);
@@ -654,9 +845,18 @@ on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
 			return;
 		c->fd = ci->connect_fd;
 		c->since = clock_mono_ns();
+		peer_addr(conn, &c->peer);
 		pthread_mutex_lock(&h->conn_lock);
 		c->next = h->conns;
 		h->conns = c;
+		h->ntracked++;
+		if ((a = addr_find(h, &c->peer, true)) != NULL)
+			a->n++;
+		if (!conn_fair(h, a)) {
+			c->doomed = true;
+			h->ntracked--;
+			metrics_add("profilefs_http_share_refusals_total", NULL, 1);
+		}
 		pthread_mutex_unlock(&h->conn_lock);
 		*socket_context = c;
 	} else if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
@@ -669,6 +869,10 @@ on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
 			;
 		if (*pp)
 			*pp = c->next;
+		if (!c->doomed)
+			h->ntracked--;
+		if ((a = addr_find(h, &c->peer, false)) != NULL && --a->n == 0)
+			*a = h->addrs[--h->naddrs];	/* the last moves into its place */
 		pthread_mutex_unlock(&h->conn_lock);
 		free(c);
 		*socket_context = NULL;
@@ -688,16 +892,18 @@ reaper_main(void *arg)
 	while (!h->stopping) {
 		int64_t now = clock_mono_ns();
 
+		bool busy = h->ntracked > h->max_conns / 4 * 3;
+
 		n = 0;
 		for (c = h->conns; c; c = c->next) {
-			int64_t limit = (int64_t)(c->reused ? KEEPALIVE_DEADLINE_SECS :
-			    HEADER_DEADLINE_SECS) * 1000000000;
+			int64_t limit = (int64_t)(busy ? HEADER_DEADLINE_BUSY_SECS :
+			    c->reused ? KEEPALIVE_DEADLINE_SECS : HEADER_DEADLINE_SECS) * 1000000000;
 
-			if (c->in_request || c->reaped || now - c->since < limit)
+			if (c->reaped || (!c->doomed && (c->in_request || now - c->since < limit)))
 				continue;
 			shutdown(c->fd, SHUT_RDWR);
 			c->reaped = true;
-			n++;
+			n += !c->doomed;	/* those were counted as share refusals */
 		}
 		if (n) {
 			metrics_add("profilefs_http_header_timeouts_total", NULL, n);
@@ -845,6 +1051,12 @@ http_start(struct store *st, const struct http_opts *o, struct http_server **out
 		h->max_decoded = o->max_decoded;
 	h->health = o->health;
 	h->health_arg = o->health_arg;
+	h->open = o->open;
+	h->owner = o->owner;
+	h->allow_other = o->allow_other;
+	h->group_set = o->group_set;
+	h->group_write = o->group_write;
+	h->group = o->group;
 	if (o->token && o->token[0] && (h->token = strdup(o->token)) == NULL) {
 		free(h);
 		return -ENOMEM;
@@ -859,7 +1071,8 @@ http_start(struct store *st, const struct http_opts *o, struct http_server **out
 	    0, NULL, NULL, on_request, h,
 	    MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h,
 	    MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
-	    MHD_OPTION_CONNECTION_LIMIT, (unsigned int)(h->max_conns + CONN_SLACK),
+	    /* Far above ours: conn_fair() decides, with the client's address known. */
+	    MHD_OPTION_CONNECTION_LIMIT, (unsigned int)(h->max_conns * 2 + CONN_SLACK * 4),
 	    MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)PER_IP,
 	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)IDLE_TIMEOUT_SECS,
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
@@ -881,7 +1094,8 @@ http_start(struct store *st, const struct http_opts *o, struct http_server **out
 	log_info("http: listening on http://%s (max body %zu bytes, max decoded %zu bytes, "
 	    "max %u connections, %d per address%s)", h->addr, h->max_body,
 	    h->max_decoded ? h->max_decoded : (size_t)PROFILE_MAX_DECODED, h->max_conns,
-	    PER_IP, h->token ? ", bearer token required" : "");
+	    PER_IP, h->token ? ", bearer token required" : h->open ? ", open to every client" :
+	    ", local users as the mount's access rules");
 	*out = h;
 	return 0;
 fail:
@@ -907,6 +1121,7 @@ http_stop(struct http_server *h)
 	MHD_stop_daemon(h->mhd);
 	pthread_mutex_destroy(&h->conn_lock);
 	pthread_cond_destroy(&h->conn_cond);
+	free(h->addrs);
 	free(h->token);
 	free(h);
 }

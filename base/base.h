@@ -285,7 +285,18 @@ size_t		 intern_bytes(const struct intern *t);
 /* The key of index i (valid until the table is destroyed). */
 const void	*intern_key(const struct intern *t, size_t i, size_t *len);
 
+/* The in-memory tables' hash; may change between builds: never store it. */
 uint64_t	 hash_bytes(const void *p, size_t n);
+
+/*
+ * digest: the stable hashes of what is stored (see base/digest.c for their
+ * definitions). pfhash64() is the local store's 64-bit tag, fixed forever;
+ * digest128() writes the collision-resistant content address of p (the
+ * first 16 bytes of SHA-256) as 32 hex digits and a NUL into out.
+ */
+#define DIGEST128_HEX	32
+uint64_t	 pfhash64(const void *p, size_t n);
+void		 digest128(const void *p, size_t n, char out[DIGEST128_HEX + 1]);
 
 /*
  * log: the one logging module. Messages go to stderr (the daemon runs in the

@@ -31,7 +31,13 @@ struct cluster_config {
 	uint64_t	 max_backlog;	/* profiles kept unshipped; 0: 1,000,000 */
 	size_t		 batch_rows;	/* samples per INSERT; 0: 200,000 */
 	bool		 no_reads;	/* ship only; the tree shows local data */
-	int64_t		 retention;	/* ns; days wholly older are dropped; 0: keep */
+	int64_t		 retention;	/* ns; this host's local retention, for messages */
+	/*
+	 * ns; written as the cluster's retention (settings.c), which decides
+	 * what ClickHouse keeps: days wholly older are dropped. 0: keep
+	 * everything; < 0: not given (the cluster's setting stays as it is).
+	 */
+	int64_t		 set_retention;
 };
 
 /*

@@ -36,7 +36,10 @@ struct cluster {
 	uint64_t		 max_backlog;
 	size_t			 batch_rows;
 	bool			 reads;
-	int64_t			 retention;	/* ns, 0: keep everything */
+	int64_t			 retention;	/* ns, the cluster's (settings.c); 0: keep everything */
+	int64_t			 set_retention;	/* ns, --clickhouse-retention; < 0: not given */
+	int64_t			 local_retention;	/* ns, this host's --retention, for messages */
+	int64_t			 retention_shown;	/* what was logged: -1 nothing, 0 none, ns + 1 */
 
 	pthread_t		 thread;
 	bool			 running;
@@ -144,6 +147,12 @@ int	codec_begin(struct merge *m, const char *hdr, int64_t period, size_t *ntypes
 	    bool *gauge);
 
 /* --- ship.c / read.c --- */
+/* --- settings.c: the cluster's settings --- */
+/* Write --clickhouse-retention on every server; -errno with the reason in err. */
+int	settings_put_retention(struct cluster *c, struct buf *err);
+/* Read the cluster's retention into c->retention (0: none), logging changes. */
+void	settings_retention(struct cluster *c);
+
 void	*ship_main(void *arg);
 void	 read_init(struct cluster *c);
 void	 read_free(struct cluster *c);

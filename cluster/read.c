@@ -363,6 +363,42 @@ add_series_id(struct query_result *res, uint64_t id)
 	return 0;
 }
 
+/* Whether s (n bytes) is a stack's address: DIGEST128_HEX lowercase hex digits. */
+static bool
+is_digest(const char *s, size_t n)
+{
+	return n == DIGEST128_HEX && strspn(s, "0123456789abcdef") == n;
+}
+
+/*
+ * Parse "['<digest>','<digest>']" (at most max) into out, DIGEST128_HEX bytes
+ * each; -EINVAL on anything else.
+ */
+static int
+parse_digests(const char *s, struct buf *out, size_t *n, size_t max)
+{
+	const char *p = s;
+
+	*n = 0;
+	if (*p++ != '[')
+		return -EINVAL;
+	if (*p == ']')
+		return p[1] ? -EINVAL : 0;
+	for (;;) {
+		if (*p != '\'' || strnlen(p + 1, DIGEST128_HEX + 1) <= DIGEST128_HEX ||
+		    !is_digest(p + 1, DIGEST128_HEX) || p[DIGEST128_HEX + 1] != '\'')
+			return -EINVAL;
+		buf_add(out, p + 1, DIGEST128_HEX);
+		(*n)++;
+		p += DIGEST128_HEX + 2;
+		if (*p == ']')
+			return p[1] ? -EINVAL : buf_error(out);
+		if (*p != ',' || *n >= max)
+			return -EINVAL;
+		p++;
+	}
+}
+
 static int
 run_listing(struct cluster *c, const char *where, const struct query *q, bool merge,
     struct listing *l)
@@ -586,12 +622,12 @@ run_sums(struct cluster *c, const char *where, const struct query *q, const stru
 	while ((r = tsv_next(&t)) > 0) {
 		const struct series *s;
 		struct series_sums *a;
-		uint64_t h, vi;
+		uint64_t vi;
 		size_t gi, j;
 		int64_t v, k;
 		int added;
 
-		if (t.nf != 7 || tsv_u64(t.f[4], &h) < 0 || tsv_u64(t.f[5], &vi) < 0 ||
+		if (t.nf != 7 || !is_digest(t.f[4], t.len[4]) || tsv_u64(t.f[5], &vi) < 0 ||
 		    tsv_i64(t.f[6], &v) < 0) {
 			r = -EINVAL;
 			break;
@@ -611,8 +647,8 @@ run_sums(struct cluster *c, const char *where, const struct query *q, const stru
 			break;
 		}
 		a = series_sums_of(accs, nacc, s, gi);
-		if ((k = intern_put(a->stacks, &h, sizeof(h), &added)) < 0 ||
-		    intern_put(all_stacks, &h, sizeof(h), NULL) < 0) {
+		if ((k = intern_put(a->stacks, t.f[4], DIGEST128_HEX, &added)) < 0 ||
+		    intern_put(all_stacks, t.f[4], DIGEST128_HEX, NULL) < 0) {
 			r = -ENOMEM;
 			break;
 		}
@@ -639,7 +675,7 @@ out:
 	return rc;
 }
 
-/* Frames of stacks seen before, by hash: a stack's text never changes. */
+/* Frames of stacks seen before (checked), by address: a stack's text never changes. */
 #define FRAMES_CACHE_BYTES	((size_t)64 << 20)
 
 static void
@@ -659,7 +695,7 @@ frames_cache_clear(struct cluster *c)
 }
 
 static void
-frames_cache_put(struct cluster *c, uint64_t h, const char *text, size_t len)
+frames_cache_put(struct cluster *c, const char *h, const char *text, size_t len)
 {
 	int64_t k;
 	int added;
@@ -669,7 +705,7 @@ frames_cache_put(struct cluster *c, uint64_t h, const char *text, size_t len)
 		frames_cache_clear(c);	/* all at once: simple, and rare */
 	if (c->f_idx == NULL)
 		c->f_idx = intern_create(1024);
-	if ((k = intern_put(c->f_idx, &h, sizeof(h), &added)) >= 0 && added) {
+	if ((k = intern_put(c->f_idx, h, DIGEST128_HEX, &added)) >= 0 && added) {
 		size_t cap = c->f_cap;
 
 		c->f_text = xgrow(c->f_text, &cap, (size_t)k + 1, sizeof(*c->f_text));
@@ -683,23 +719,27 @@ frames_cache_put(struct cluster *c, uint64_t h, const char *text, size_t len)
 	pthread_mutex_unlock(&c->f_lock);
 }
 
-/* The frames of every stack in all, into frames (parallel to all's indexes). */
+/*
+ * The frames of every stack in all (keyed by address), into frames (parallel
+ * to all's indexes). Only a row whose frames have the address it is stored
+ * under is used: any other (a forged or damaged row) is logged and skipped.
+ */
 static int
 fetch_frames(struct cluster *c, struct intern *all, char **frames, size_t *flen)
 {
 	struct buf sql = { 0 }, ans = { 0 }, err = { 0 };
 	size_t n = intern_count(all), i, j, nmiss = 0;
-	uint64_t *miss = xcalloc(n + 1, sizeof(*miss));
+	const char **miss = xcalloc(n + 1, sizeof(*miss));
 	int rc = 0, r;
 
 	pthread_mutex_lock(&c->f_lock);
 	for (i = 0; i < n; i++) {
-		uint64_t h;
+		const char *h;
 		size_t kl;
 		int64_t k;
 
-		memcpy(&h, intern_key(all, i, &kl), sizeof(h));
-		if (c->f_idx && (k = intern_get(c->f_idx, &h, sizeof(h))) >= 0) {
+		h = intern_key(all, i, &kl);
+		if (c->f_idx && (k = intern_get(c->f_idx, h, kl)) >= 0) {
 			frames[i] = xmalloc(c->f_len[k] + 1);
 			memcpy(frames[i], c->f_text[k], c->f_len[k] + 1);
 			flen[i] = c->f_len[k];
@@ -712,10 +752,12 @@ fetch_frames(struct cluster *c, struct intern *all, char **frames, size_t *flen)
 
 		buf_reset(&sql);
 		buf_reset(&ans);
-		buf_printf(&sql, "SELECT hash, any(frames) FROM %s.stacks WHERE hash IN (", c->db);
+		/* Every row of an address: one may be forged, another true. */
+		buf_printf(&sql, "SELECT DISTINCT hash, frames FROM %s.stacks WHERE hash IN (",
+		    c->db);
 		for (j = i; j < nmiss && j < i + FRAMES_CHUNK; j++)
-			buf_printf(&sql, "%s%" PRIu64, j > i ? "," : "", miss[j]);
-		buf_adds(&sql, ") GROUP BY hash FORMAT TabSeparated");
+			buf_printf(&sql, "%s'%.*s'", j > i ? "," : "", DIGEST128_HEX, miss[j]);
+		buf_adds(&sql, ") FORMAT TabSeparated");
 		if ((rc = buf_error(&sql)) < 0)
 			break;
 		if (ch_exec(c, sql.data, NULL, &ans, &err, NULL) < 0) {
@@ -724,20 +766,28 @@ fetch_frames(struct cluster *c, struct intern *all, char **frames, size_t *flen)
 		}
 		tsv_init(&t, &ans);
 		while ((r = tsv_next(&t)) > 0) {
-			uint64_t h;
+			char d[DIGEST128_HEX + 1];
 			int64_t k;
 
-			if (t.nf != 2 || tsv_u64(t.f[0], &h) < 0 ||
-			    (k = intern_get(all, &h, sizeof(h))) < 0) {
+			if (t.nf != 2 || !is_digest(t.f[0], t.len[0]) ||
+			    (k = intern_get(all, t.f[0], DIGEST128_HEX)) < 0) {
 				r = -EINVAL;
 				break;
 			}
-			if (frames[k] == NULL) {
-				frames[k] = xmalloc(t.len[1] + 1);
-				memcpy(frames[k], t.f[1], t.len[1] + 1);
-				flen[k] = t.len[1];
-				frames_cache_put(c, h, t.f[1], t.len[1]);
+			/* Every row is checked: a forged one is told even beside the true one. */
+			digest128(t.f[1], t.len[1], d);
+			if (memcmp(d, t.f[0], DIGEST128_HEX) != 0) {
+				log_warnx("clickhouse: a row of %s.stacks does not match its address "
+				    "%s (its frames hash to %s): ignored", c->db, t.f[0], d);
+				metrics_add("profilefs_clickhouse_bad_stacks_total", NULL, 1);
+				continue;
 			}
+			if (frames[k] != NULL)
+				continue;
+			frames[k] = xmalloc(t.len[1] + 1);
+			memcpy(frames[k], t.f[1], t.len[1] + 1);
+			flen[k] = t.len[1];
+			frames_cache_put(c, t.f[0], t.f[1], t.len[1]);
 		}
 		tsv_free(&t);
 		if (r < 0) {
@@ -747,7 +797,8 @@ fetch_frames(struct cluster *c, struct intern *all, char **frames, size_t *flen)
 	}
 	for (i = 0; rc == 0 && i < n; i++)
 		if (frames[i] == NULL) {
-			log_warnx("clickhouse: a stack of the merge is missing from %s.stacks", c->db);
+			log_warnx("clickhouse: a stack of the merge is missing from %s.stacks (or "
+			    "no row of it matches its address)", c->db);
 			rc = -EIO;
 		}
 	free(miss);
@@ -1014,7 +1065,7 @@ r_get(void *arg, uint64_t id, struct store_ref *ref, struct buf *out)
 	memset(ref, 0, sizeof(*ref));
 	if (rc < 0 || t.nf != 8 || tsv_i64(t.f[0], &ref->time) < 0 ||
 	    tsv_i64(t.f[5], &period) < 0 ||
-	    tsv_nums(t.f[6], &stacks, &ns, GET_MAX_STACKS, true) < 0 ||
+	    parse_digests(t.f[6], &stacks, &ns, GET_MAX_STACKS) < 0 ||
 	    tsv_nums(t.f[7], &vals, &nv, (size_t)GET_MAX_STACKS * 8, false) < 0 ||
 	    (s = intern_series(c, t.f[1], t.f[2], t.f[3])) == NULL ||
 	    (m = merge_create()) == NULL || codec_begin(m, t.f[4], period, &nt, gauge) < 0 ||
@@ -1029,13 +1080,13 @@ r_get(void *arg, uint64_t id, struct store_ref *ref, struct buf *out)
 	ref->series = s->id;
 	snprintf(ref->type, sizeof(ref->type), "%s", s->type);
 	for (i = 0; i < ns; i++)
-		intern_put(all, (uint64_t *)stacks.data + i, sizeof(uint64_t), NULL);
+		intern_put(all, stacks.data + i * DIGEST128_HEX, DIGEST128_HEX, NULL);
 	frames = xcalloc(intern_count(all) + 1, sizeof(*frames));
 	flen = xcalloc(intern_count(all) + 1, sizeof(*flen));
 	if ((rc = fetch_frames(c, all, frames, flen)) < 0)
 		goto out;
 	for (i = 0; i < ns && rc == 0; i++) {
-		int64_t k = intern_get(all, (uint64_t *)stacks.data + i, sizeof(uint64_t));
+		int64_t k = intern_get(all, stacks.data + i * DIGEST128_HEX, DIGEST128_HEX);
 
 		if (k < 0 || codec_add(m, frames[k], flen[k], (int64_t *)vals.data + i * nt,
 		    nt) < 0) {

@@ -9,8 +9,8 @@
  *                    (host, id, gid = hash of host and id), its series
  *                    (service, type, labels with host=), its group (sig: as
  *                    profile_signature(), hdr: codec_header()), period,
- *                    totals, and its samples as stacks[] (hashes) and vals[]
- *                    (ntypes values per stack). MergeTree, a partition per day
+ *                    totals, and its samples as stacks[] (their digests) and
+ *                    vals[] (ntypes values per stack). MergeTree, a partition per day
  *                    (retention: ALTER TABLE ... DROP PARTITION).
  *   samples10_local  sum of value per (series, 10-minute window, sig, stack,
  *                    value index), SummingMergeTree, kept by samples10_mv
@@ -18,6 +18,16 @@
  *                    kept by counts10_mv
  *   stacks_local     frames (codec_stack()) by hash, ReplacingMergeTree, a
  *                    partition per month: every month re-ships what it uses
+ *   settings_local   the cluster's settings (name, value, when, by which
+ *                    host), the latest row of a name wins; on every server
+ *
+ * A stack's address (hash) is digest128() of its frames: 32 hex digits of
+ * SHA-256, so no pushed label can make one stack's row stand for another's.
+ * stacks_local sorts by the frames' hash too, so a row that does not match
+ * its address (written by hand) never replaces the true one when ClickHouse
+ * merges, and readers check the address of every row they use. Databases of
+ * earlier builds keyed stacks by a 64-bit hash (hash UInt64): they are
+ * refused with a message rather than mixed.
  *
  * Reads sum with GROUP BY, so rows a SummingMergeTree has not merged yet count
  * exactly once. Each profile is one row, so a batch that may have reached
@@ -49,10 +59,10 @@ static const char *const schema[] = {
 	"CREATE TABLE IF NOT EXISTS %1$s.profiles_local (date Date, time DateTime, ns Int64, "
 	    "host String, id UInt64, gid UInt64, batch UInt64, service String, type String, "
 	    "labels String, sig String, hdr String, period Int64, ntypes UInt8, "
-	    "totals Array(Int64), stacks Array(UInt64), vals Array(Int64)) "
+	    "totals Array(Int64), stacks Array(FixedString(32)), vals Array(Int64)) "
 	    "ENGINE = MergeTree PARTITION BY date ORDER BY (service, type, labels, ns, gid)",
 	"CREATE TABLE IF NOT EXISTS %1$s.samples10_local (date Date, window DateTime, "
-	    "service String, type String, labels String, sig String, stack UInt64, vi UInt8, "
+	    "service String, type String, labels String, sig String, stack FixedString(32), vi UInt8, "
 	    "value Int64) ENGINE = SummingMergeTree(value) PARTITION BY date "
 	    "ORDER BY (service, type, labels, window, sig, stack, vi)",
 	"CREATE MATERIALIZED VIEW IF NOT EXISTS %1$s.samples10_mv TO %1$s.samples10_local AS "
@@ -67,8 +77,11 @@ static const char *const schema[] = {
 	"CREATE MATERIALIZED VIEW IF NOT EXISTS %1$s.counts10_mv TO %1$s.counts10_local AS "
 	    "SELECT date, toDateTime(intDiv(toUInt32(time), 600) * 600) AS window, service, "
 	    "type, labels, sig, toUInt64(1) AS profiles FROM %1$s.profiles_local",
-	"CREATE TABLE IF NOT EXISTS %1$s.stacks_local (date Date, hash UInt64, frames String) "
-	    "ENGINE = ReplacingMergeTree PARTITION BY toYYYYMM(date) ORDER BY hash",
+	"CREATE TABLE IF NOT EXISTS %1$s.stacks_local (date Date, hash FixedString(32), "
+	    "frames String) ENGINE = ReplacingMergeTree PARTITION BY toYYYYMM(date) "
+	    "PRIMARY KEY hash ORDER BY (hash, sipHash64(frames))",
+	"CREATE TABLE IF NOT EXISTS %1$s.settings_local (name String, value String, "
+	    "set_at DateTime, set_by String) ENGINE = ReplacingMergeTree(set_at) ORDER BY name",
 	"CREATE TABLE IF NOT EXISTS %1$s.profiles AS %1$s.profiles_local "
 	    "ENGINE = Distributed(%2$s, %1$s, profiles_local, batch)",
 	"CREATE TABLE IF NOT EXISTS %1$s.samples10 AS %1$s.samples10_local "
@@ -76,7 +89,7 @@ static const char *const schema[] = {
 	"CREATE TABLE IF NOT EXISTS %1$s.counts10 AS %1$s.counts10_local "
 	    "ENGINE = Distributed(%2$s, %1$s, counts10_local, rand())",
 	"CREATE TABLE IF NOT EXISTS %1$s.stacks AS %1$s.stacks_local "
-	    "ENGINE = Distributed(%2$s, %1$s, stacks_local, hash)",
+	    "ENGINE = Distributed(%2$s, %1$s, stacks_local, sipHash64(hash))",
 };
 
 static void
@@ -138,12 +151,34 @@ connect_schema(struct cluster *c, struct buf *err)
 			rc = -EPROTO;
 			goto out;
 		}
+		/* A database of an earlier build: 64-bit stack hashes, refused. */
+		buf_reset(&sql);
+		buf_adds(&sql, "SELECT type FROM system.columns WHERE database = ");
+		ch_quote(&sql, c->db);
+		buf_adds(&sql, " AND table = 'stacks_local' AND name = 'hash'");
+		buf_reset(&ans);
+		if ((rc = ch_exec_on(c, i, sql.data, &ans, err, NULL)) < 0)
+			goto out;
+		if (ans.len >= 6 && memcmp(ans.data, "UInt64", 6) == 0) {
+			buf_printf(err, "database %s on %s holds the schema of an earlier profilefs "
+			    "(stacks keyed by a 64-bit hash, which pushed data can forge); drop it "
+			    "(DROP DATABASE %s ON CLUSTER %s) or give another database in the URL",
+			    c->db, c->urls[i].shown, c->db, c->name);
+			rc = -EPROTO;
+			goto out;
+		}
 		for (k = 0; k < sizeof(schema) / sizeof(schema[0]); k++) {
 			buf_reset(&sql);
 			buf_printf(&sql, schema[k], c->db, c->name);
 			if ((rc = ch_exec_on(c, i, sql.data, NULL, err, NULL)) < 0)
 				goto out;
 		}
+	}
+	/* Once per start: a reconnect does not undo a newer setting made elsewhere. */
+	if (c->set_retention >= 0) {
+		if ((rc = settings_put_retention(c, err)) < 0)
+			goto out;
+		c->set_retention = -1;
 	}
 	rc = 0;
 out:
@@ -158,8 +193,8 @@ struct batch {
 	struct cluster	*c;
 	struct buf	 rows;		/* profiles, TabSeparated */
 	struct buf	 stacks;	/* stacks, TabSeparated */
-	struct intern	*seen;		/* stack hashes in this batch */
-	struct intern	*shipped;	/* stack hashes shipped this month */
+	struct intern	*seen;		/* stack digests (hex) in this batch */
+	struct intern	*shipped;	/* stack digests shipped this month */
 	uint64_t	*ids, *gids;
 	size_t		 n, cap, nrows;
 	uint64_t	 first;
@@ -202,8 +237,7 @@ add_profile(struct batch *b, const struct store_ref *ref, const struct series *s
 {
 	struct cluster *c = b->c;
 	struct labelset ls;
-	struct buf lab = { 0 }, st = { 0 }, tmp = { 0 }, key = { 0 };
-	uint64_t *lh = NULL;
+	struct buf lab = { 0 }, st = { 0 }, tmp = { 0 };
 	struct tm tm;
 	time_t t = (time_t)(ref->time / 1000000000 - (ref->time % 1000000000 < 0));
 	size_t i, k;
@@ -244,46 +278,26 @@ add_profile(struct batch *b, const struct store_ref *ref, const struct series *s
 		buf_printf(&b->rows, "%s%" PRId64, k ? "," : "", profile_total(p, k));
 	buf_adds(&b->rows, "]\t[");
 	/*
-	 * A stack's hash is that of its locations' hashes (and labels): each
-	 * location is encoded once per profile, a stack's text only when the
+	 * A stack's address is the digest of its text (its frames and labels),
+	 * the very bytes a reader checks; the text is shipped only when the
 	 * stack is new to this batch and to what was shipped.
 	 */
-	lh = xcalloc(p->nlocations + 1, sizeof(*lh));
 	for (i = 0; i < p->nsamples; i++) {
 		const struct pf_sample *sm = &p->samples[i];
-		uint64_t h;
-		uint32_t j;
+		char h[DIGEST128_HEX + 1];
 
-		buf_reset(&key);
-		for (j = 0; j < sm->nlocs; j++) {
-			uint32_t li = sm->locs[j];
-
-			if (li >= p->nlocations) {
-				rc = -EINVAL;
-				goto out;
-			}
-			if (lh[li] == 0) {
-				buf_reset(&st);
-				if ((rc = codec_location(p, li, &st)) < 0)
-					goto out;
-				lh[li] = hash_bytes(st.data, st.len) | 1;
-			}
-			buf_add(&key, &lh[li], sizeof(lh[li]));
-		}
-		if ((rc = codec_labels(p, sm, &key)) < 0 || (rc = buf_error(&key)) < 0)
+		buf_reset(&st);
+		if ((rc = codec_stack(p, sm, &st)) < 0 || (rc = buf_error(&st)) < 0)
 			goto out;
-		h = hash_bytes(key.data ? key.data : "", key.len);
-		buf_printf(&b->rows, "%s%" PRIu64, i ? "," : "", h);
-		if (intern_put(b->seen, &h, sizeof(h), &added) < 0) {
+		digest128(st.data, st.len, h);
+		buf_printf(&b->rows, "%s'%s'", i ? "," : "", h);
+		if (intern_put(b->seen, h, DIGEST128_HEX, &added) < 0) {
 			rc = -ENOMEM;
 			goto out;
 		}
-		if (!added || intern_get(b->shipped, &h, sizeof(h)) >= 0)
+		if (!added || intern_get(b->shipped, h, DIGEST128_HEX) >= 0)
 			continue;
-		buf_reset(&st);
-		if ((rc = codec_stack(p, sm, &st)) < 0)
-			goto out;
-		buf_printf(&b->stacks, "%s\t%" PRIu64 "\t", date, h);
+		buf_printf(&b->stacks, "%s\t%s\t", date, h);
 		ch_tsv(&b->stacks, st.data ? st.data : "", st.len);
 		buf_addc(&b->stacks, '\n');
 	}
@@ -301,8 +315,6 @@ out:
 	buf_free(&lab);
 	buf_free(&st);
 	buf_free(&tmp);
-	buf_free(&key);
-	free(lh);
 	return rc;
 }
 
@@ -686,9 +698,11 @@ ship_main(void *arg)
 			polled = clock_mono_ns();
 			poll_count(c, &count);
 		}
-		if (c->retention && (expired == 0 || clock_mono_ns() - expired >= EXPIRE_NS)) {
+		if (expired == 0 || clock_mono_ns() - expired >= EXPIRE_NS) {
 			expired = clock_mono_ns();
-			expire(c);
+			settings_retention(c);
+			if (c->retention)
+				expire(c);
 		}
 		if (rc == 0 && nap(c, IDLE_NS))
 			break;
@@ -743,7 +757,9 @@ cluster_start(struct store *st, const struct cluster_config *cfg, struct cluster
 	c->max_backlog = cfg->max_backlog ? cfg->max_backlog : 1000000;
 	c->batch_rows = cfg->batch_rows ? cfg->batch_rows : 200000;
 	c->reads = !cfg->no_reads;
-	c->retention = cfg->retention > 0 ? cfg->retention : 0;
+	c->local_retention = cfg->retention > 0 ? cfg->retention : 0;
+	c->set_retention = cfg->set_retention;
+	c->retention_shown = -1;
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->cond, NULL);
 	snprintf(c->status, sizeof(c->status), "connecting");
@@ -755,6 +771,8 @@ cluster_start(struct store *st, const struct cluster_config *cfg, struct cluster
 	    "profiles shipped to ClickHouse");
 	metrics_describe("profilefs_clickhouse_shipped_samples_total", "counter",
 	    "samples shipped to ClickHouse");
+	metrics_describe("profilefs_clickhouse_bad_stacks_total", "counter",
+	    "rows of the stacks table whose frames do not match their address (ignored)");
 	metrics_describe("profilefs_clickhouse_failures_total", "counter",
 	    "failed attempts to ship a batch (retried)");
 	metrics_describe("profilefs_clickhouse_dropped_profiles_total", "counter",

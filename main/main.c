@@ -36,7 +36,8 @@ static const char usage_text[] =
 "                       [--retention DURATION] [--retention-aggregates DURATION]\n"
 "                       [--max-disk SIZE] [--max-series N] [--memory-limit BYTES]\n"
 "                       [--clickhouse URL[,URL...]] [--clickhouse-cluster NAME]\n"
-"                       [--clickhouse-backlog N] [--host NAME]\n"
+"                       [--clickhouse-backlog N] [--clickhouse-retention DURATION]\n"
+"                       [--host NAME]\n"
 "                       [--user NAME] [--allow-other] [--group GROUP [--group-write]]\n"
 "                       [-v] [--debug-fuse] MOUNTPOINT\n"
 "       profilefs --help | --version\n"
@@ -53,6 +54,12 @@ static const char usage_text[] =
 "  --http-token-file FILE  the same, the token read from FILE (not shown by ps)\n"
 "  --http-insecure     serve a non-loopback --http address without a token\n"
 "                      (refused otherwise: anyone who reaches it could push)\n"
+"                      and open to everyone (implies --http-open)\n"
+"  --http-open         serve the API to every client that reaches it; by\n"
+"                      default, without a token, it follows the mount's access\n"
+"                      rules: loopback clients of root and the owner, of --group\n"
+"                      (pushing with --group-write) or, with --allow-other, of\n"
+"                      any user may read; /healthz and /metrics are open\n"
 "  --http-max-body BYTES  largest HTTP request body (default 64 MiB; K/M/G suffixes)\n"
 "  --http-max-conns N  most concurrent HTTP connections (default 256), then 503\n"
 "  --http-max-decoded BYTES  largest pushed profile once gunzipped (default 256 MiB)\n"
@@ -85,6 +92,11 @@ static const char usage_text[] =
 "                      the buffer: nothing is lost while ClickHouse is down\n"
 "  --clickhouse-cluster NAME  the remote_servers cluster the Distributed tables\n"
 "                      span (default profilefs)\n"
+"  --clickhouse-retention DURATION|off  set the fleet's retention in ClickHouse\n"
+"                      (at least 1d; whole days older are dropped; off: keep\n"
+"                      everything), one setting for the cluster: the last\n"
+"                      daemon to give it wins. Without one, ClickHouse keeps\n"
+"                      everything; --retention is each host's local store's\n"
 "  --clickhouse-backlog N  profiles kept for shipping while ClickHouse is\n"
 "                      unreachable (default 1000000); older ones are dropped\n"
 "  --host NAME         the host label of this daemon's profiles in the cluster\n"
@@ -122,6 +134,7 @@ struct serve_opts {
 	const char	*http_token;
 	const char	*http_token_file;
 	int		 http_insecure;
+	int		 http_open;
 	const char	*user;
 	struct fs_access access;
 	int		 debug_fuse;
@@ -367,7 +380,7 @@ serve(const struct serve_opts *o, struct priv_user *user)
 	if (o->ch.urls) {
 		struct cluster_config cc = o->ch;
 
-		/* The cluster keeps what the windows keep here (days are dropped whole). */
+		/* What this host keeps, to compare with the cluster's setting. */
 		cc.retention = o->retention_aggr > o->retention ? o->retention_aggr : o->retention;
 		buf_reset(&err);
 		if (cluster_start(st, &cc, &ch, &err) < 0) {
@@ -383,7 +396,10 @@ serve(const struct serve_opts *o, struct priv_user *user)
 	if (o->http) {
 		struct http_opts ho = { .listen = o->http, .max_body = o->http_max_body,
 		    .max_conns = o->http_max_conns, .token = o->http_token,
-		    .max_decoded = o->http_max_decoded };
+		    .max_decoded = o->http_max_decoded, .open = o->http_open,
+		    .owner = user ? user->uid : getuid(), .allow_other = o->access.allow_other,
+		    .group_set = o->access.group_set, .group_write = o->access.group_write,
+		    .group = o->access.group };
 
 		if (ch) {
 			ho.health = cluster_health;
@@ -476,6 +492,7 @@ main(int argc, char **argv)
 		{ "max-series",	required_argument,	NULL, 'X' },
 		{ "http-token-file", required_argument,	NULL, 'F' },
 		{ "http-insecure", no_argument,		NULL, 'I' },
+		{ "http-open",	no_argument,		NULL, 'o' },
 		{ "user",	required_argument,	NULL, 'U' },
 		{ "allow-other", no_argument,		NULL, 'O' },
 		{ "group",	required_argument,	NULL, 'G' },
@@ -484,11 +501,13 @@ main(int argc, char **argv)
 		{ "clickhouse-cluster", required_argument, NULL, 'N' },
 		{ "clickhouse-backlog", required_argument, NULL, 'Q' },
 		{ "host",	required_argument,	NULL, 'n' },
+		{ "clickhouse-retention", required_argument, NULL, 'k' },
 		{ "help",	no_argument,		NULL, 'h' },
 		{ "version",	no_argument,		NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
 	};
-	struct serve_opts o = { .data = "./profilefs-data", .max_series = -1 };
+	struct serve_opts o = { .data = "./profilefs-data", .max_series = -1,
+	    .ch = { .set_retention = -1 } };
 	struct priv_user user;
 	char *end, *token = NULL;
 	const char *group = NULL;
@@ -624,6 +643,9 @@ main(int argc, char **argv)
 		case 'F':
 			o.http_token_file = optarg;
 			break;
+		case 'o':
+			o.http_open = 1;
+			break;
 		case 'I':
 			o.http_insecure = 1;
 			break;
@@ -647,6 +669,16 @@ main(int argc, char **argv)
 			break;
 		case 'n':
 			o.ch.host = optarg;
+			break;
+		case 'k':
+			if (strcmp(optarg, "off") == 0)
+				o.ch.set_retention = 0;
+			else if (clock_parse_duration(optarg, RETENTION_MAX, &o.ch.set_retention) < 0 ||
+			    o.ch.set_retention < INT64_C(86400) * 1000000000) {
+				fprintf(stderr, "profilefs: --clickhouse-retention %s: not a duration of "
+				    "a day or more (write e.g. 30d), or off\n", optarg);
+				return 2;
+			}
 			break;
 		case 'Q':
 			errno = 0;
@@ -696,6 +728,8 @@ main(int argc, char **argv)
 		fprintf(stderr, "profilefs: warning: --http-token shows in ps to every local "
 		    "user; --http-token-file FILE does not\n");
 	}
+	if (o.http_insecure)
+		o.http_open = 1;	/* a peer on another host has no local owner */
 	if (o.http && o.http_token == NULL && !o.http_insecure && !http_is_loopback(o.http)) {
 		fprintf(stderr, "profilefs: --http %s is reachable from other hosts and no token is "
 		    "set: anyone who reaches it could push and read profiles. Give "

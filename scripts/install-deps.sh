@@ -10,7 +10,7 @@ PKGS=(
   librocksdb-dev
   libprotobuf-c-dev protobuf-c-compiler
   zlib1g-dev
-  libmicrohttpd-dev libcurl4-openssl-dev
+  libmicrohttpd-dev libcurl4-openssl-dev libssl-dev
   libbpf-dev bpftool clang llvm libelf-dev libdw-dev liblzma-dev xz-utils sqlite3
   libcmocka-dev libjansson-dev libiberty-dev
   golang-go

@@ -111,7 +111,7 @@ tag_make(void)
 	uint64_t h;
 
 	snprintf(what, sizeof(what), "pprof-v1 zlib %s", zlibVersion());
-	h = hash_bytes(what, strlen(what));
+	h = pfhash64(what, strlen(what));
 	tag_of_sizes = (h >> 56 | 1) << 56;	/* never 0: 0 would be no tag */
 }
 

@@ -576,7 +576,7 @@ store_close(struct store *st)
 uint64_t
 store_sighash(const void *sig, size_t len)
 {
-	return hash_bytes(sig, len);
+	return pfhash64(sig, len);
 }
 
 int

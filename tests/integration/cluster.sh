@@ -272,6 +272,94 @@ for t in cpu heap; do
   done
 done
 pf_stop
+# --- stacks are addressed by their digest; a forged row is never used ------------------------
+# A stack's row is found by the SHA-256 of its frames, so no pushed label can
+# collide with another service's stack. Forge what a collision would have done:
+# rows of a victim's addresses with other frames, merged by OPTIMIZE FINAL.
+# Stacks no other section shipped, read by daemons that never read them.
+python3 "$ROOT/tests/tools/api_attacks.py" kprofile "$TMP/checkout.pb.gz" >/dev/null
+b_stop
+pf_start --host hosta --clickhouse "$URLS" --http "127.0.0.1:$HA" || fail "daemon A starts (poisoning)"
+b_start || fail "daemon B starts (poisoning)"
+curl -s -o /dev/null --data-binary @"$TMP/checkout.pb.gz" \
+  "http://127.0.0.1:$HA/api/0/profiles?service=checkout&type=cpu" || fail "push checkout"
+wait_for 20 count_is checkout "1 1" || fail "checkout reaches the cluster" "$(cluster_count checkout)"
+chq 1 "SELECT DISTINCT hash FROM profilefs.stacks WHERE hash GLOBAL IN (SELECT arrayJoin(stacks) FROM profilefs.profiles WHERE service = 'checkout') FORMAT TSV" >"$TMP/victim.hashes"
+nv=$(wc -l <"$TMP/victim.hashes")
+[ "$nv" -gt 0 ] && ! grep -qvx '[0-9a-f]\{32\}' "$TMP/victim.hashes" \
+  && ok "checkout's $nv stacks are stored under 128-bit digests" || fail "checkout's stacks are stored under 128-bit digests" "$(head -2 "$TMP/victim.hashes")"
+evil=$(printf '0\0370\037\037\037\037\037EVIL\037EVIL\037evil.go\0370\0371\0370')
+awk -v e="$evil" '{ printf "2000-01-01\t%s\t%s\n", $1, e }' "$TMP/victim.hashes" >"$TMP/evil.tsv"
+for n in 1 2; do
+  port=$CH1; [ $n = 2 ] && port=$CH2
+  curl -sS "http://127.0.0.1:$port/?query=INSERT%20INTO%20profilefs.stacks_local%20FORMAT%20TabSeparated" \
+    --data-binary @"$TMP/evil.tsv" || fail "forge stack rows on server $n"
+  chq $n "OPTIMIZE TABLE profilefs.stacks_local FINAL"
+done
+check_eq "the forged rows stay beside the true ones after OPTIMIZE FINAL" \
+  "$(chq 1 "SELECT count() FROM profilefs.stacks WHERE frames LIKE '%EVIL%'")" "$((nv * 2))"
+want=$(pprof_sums "$TMP/checkout.pb.gz")
+for m in mnt mntb; do
+  check_eq "$m: checkout still shows its own stacks" "$(pprof_sums "$TMP/$m/checkout/cpu/all/all/merged.pb.gz")" "$want"
+  grep -q EVIL "$TMP/$m/checkout/cpu/all/all/top.txt" && fail "$m: no forged frame in top.txt" || ok "$m: no forged frame in top.txt"
+done
+grep -q "does not match its address" "$TMP/daemon.log" && grep -q "does not match its address" "$TMP/daemonb.log" \
+  && ok "both readers log the forged rows they ignored" || fail "both readers log the forged rows they ignored" \
+  "$(grep -h "clickhouse" "$TMP/daemon.log" "$TMP/daemonb.log" | tail -4)"
+[ "$(metric "$HB" profilefs_clickhouse_bad_stacks_total)" -gt 0 ] 2>/dev/null \
+  && ok "/metrics counts the ignored rows" || fail "/metrics counts the ignored rows"
+b_stop
+pf_stop
+
+# A database of an earlier build (64-bit stack hashes) is refused with the reason.
+chq 1 "CREATE DATABASE IF NOT EXISTS oldfs"
+chq 1 "CREATE TABLE oldfs.stacks_local (date Date, hash UInt64, frames String) ENGINE = ReplacingMergeTree PARTITION BY toYYYYMM(date) ORDER BY hash"
+mkdir -p "$TMP/mold"
+"$BIN" serve --data "$TMP/dold" --clickhouse "http://127.0.0.1:$CH1/oldfs" "$TMP/mold" >"$TMP/old.log" 2>&1 &
+OLD_PID=$!
+EXTRA_PIDS+=("$OLD_PID")
+wait_for 20 grep -q "holds the schema of an earlier profilefs" "$TMP/old.log" \
+  && ok "an earlier build's database is refused with the reason" || fail "an earlier build's database is refused" "$(tail -3 "$TMP/old.log")"
+kill -TERM "$OLD_PID" 2>/dev/null; wait "$OLD_PID" 2>/dev/null
+mountpoint -q "$TMP/mold" && fusermount3 -u -z "$TMP/mold"
+
+# --- retention is one cluster setting -------------------------------------------------------
+# A day long past on both servers, and today's rows: a daemon's own --retention
+# (its local store's) drops nothing in ClickHouse; --clickhouse-retention sets
+# the fleet's, which every daemon applies, and one whose --retention differs
+# says which applies.
+for n in 1 2; do
+  chq $n "INSERT INTO profilefs.counts10_local VALUES ('2001-01-01', '2001-01-01 00:00:00', 'ancient', 'cpu', 'host=x', 's', 1)"
+done
+old_days() { chq 1 "SELECT count() FROM system.parts WHERE database = 'profilefs' AND active AND partition = '2001-01-01'"; }
+old_days_are() { [ "$(old_days)" = "$1" ]; }
+recent() { chq 1 "SELECT count() FROM profilefs.profiles WHERE date >= today() - 29"; }
+recent_before=$(recent)
+: >"$TMP/daemon.log"
+pf_start --host hosta --clickhouse "$URLS" --http "127.0.0.1:$HA" --retention 1d || fail "daemon A starts (retention)"
+wait_for 20 grep -q "the cluster has no retention setting" "$TMP/daemon.log" \
+  && ok "no cluster setting: the log says ClickHouse keeps everything" \
+  || fail "no cluster setting: the log says ClickHouse keeps everything" "$(grep clickhouse "$TMP/daemon.log" | tail -3)"
+check_eq "a host's --retention 1d drops no day of the fleet" "$(old_days)" 1
+mkdir -p "$TMP/mntc"
+"$BIN" serve --data "$TMP/datac" --host hostc --clickhouse "$URLS" --clickhouse-retention 30d "$TMP/mntc" >"$TMP/daemonc.log" 2>&1 &
+C_PID=$!
+EXTRA_PIDS+=("$C_PID")
+wait_for 20 grep -q "the cluster's retention is now 30d" "$TMP/daemonc.log" \
+  && ok "--clickhouse-retention 30d is written" || fail "--clickhouse-retention 30d is written" "$(tail -3 "$TMP/daemonc.log")"
+wait_for 20 old_days_are 0 && ok "the cluster's retention drops the days past it, on every server" \
+  || fail "the cluster's retention drops the days past it" "$(old_days) left"
+check_eq "the cluster's retention keeps the profiles of the last 30 days" "$(recent)" "$recent_before"
+check_eq "the setting is one row per server" "$(chq 2 "SELECT value FROM profilefs.settings_local WHERE name = 'retention' FORMAT TSV")" 2592000
+kill -TERM "$C_PID" 2>/dev/null; wait "$C_PID" 2>/dev/null
+mountpoint -q "$TMP/mntc" && fusermount3 -u -z "$TMP/mntc"
+pf_stop
+pf_start --host hosta --clickhouse "$URLS" --http "127.0.0.1:$HA" --retention 1d || fail "daemon A restarts (retention)"
+wait_for 20 grep -q "the cluster's retention 30d (set by hostc .*) applies to ClickHouse; this host's --retention 1d applies to its local store only" "$TMP/daemon.log" \
+  && ok "a daemon whose --retention differs says the cluster's applies" \
+  || fail "a daemon whose --retention differs says the cluster's applies" "$(grep retention "$TMP/daemon.log" | tail -3)"
+pf_stop
+
 grep -q "ERROR\|AddressSanitizer\|runtime error" "$TMP/daemon.log" "$TMP/daemonb.log" && fail "no sanitizer errors in the logs" \
   || ok "no sanitizer errors in the logs"
 pf_done
