@@ -40,7 +40,8 @@ symtab_create(void)
 	if (t == NULL)
 		return NULL;
 	for (i = 0; i < SYM_NKINDS; i++) {
-		if ((t->k[i].t = intern_create(i == SYM_MAP ? 16 : 1024)) == NULL) {
+		/* Small at first: a service of a few stacks costs a few KiB. */
+		if ((t->k[i].t = intern_create(16)) == NULL) {
 			symtab_free(t);
 			return NULL;
 		}
@@ -64,6 +65,30 @@ symtab_free(struct symtab *t)
 	free(t);
 }
 
+bool
+symtab_pending(const struct symtab *t)
+{
+	size_t i, n;
+	int kind;
+
+	for (kind = 0; kind < SYM_NKINDS; kind++)
+		for (i = 0, n = intern_count(t->k[kind].t); i < n; i++)
+			if (i >= t->k[kind].cap || !t->k[kind].durable[i])
+				return true;
+	return false;
+}
+
+size_t
+symtab_bytes(const struct symtab *t)
+{
+	size_t n = sizeof(*t) + t->key.cap;
+	int kind;
+
+	for (kind = 0; kind < SYM_NKINDS; kind++)
+		n += intern_bytes(t->k[kind].t) + t->k[kind].cap * (1 + sizeof(uint32_t));
+	return n;
+}
+
 size_t
 symtab_count(const struct symtab *t, int kind)
 {
@@ -74,7 +99,7 @@ symtab_count(const struct symtab *t, int kind)
 static int
 kind_grow(struct symkind *k, size_t n)
 {
-	size_t ncap = k->cap ? k->cap : 256;
+	size_t ncap = k->cap ? k->cap : 32;
 	uint8_t *d;
 	uint32_t *s;
 

@@ -77,6 +77,14 @@
 #define NS_1H		(INT64_C(3600) * 1000000000)
 #define NS_1D		(INT64_C(86400) * 1000000000)
 #define STORE_CHANGES	1024		/* see note_change */
+/*
+ * A service's symbol table is freed after SYM_IDLE_NS unused (looked for
+ * every SYM_SWEEP_NS by the compactor thread), after SYM_IDLE_PRESSED_NS
+ * when the memory budget runs short.
+ */
+#define SYM_IDLE_NS		(INT64_C(600) * 1000000000)
+#define SYM_IDLE_PRESSED_NS	(INT64_C(5) * 1000000000)
+#define SYM_SWEEP_NS		(INT64_C(60) * 1000000000)
 
 static const int64_t win_len[3] = { NS_10M, NS_1H, NS_1D };
 
@@ -107,6 +115,7 @@ struct sstate {
 	 */
 	uint64_t		 space;
 	bool			 empty;		/* retention deleted all it held */
+	int64_t			 sym_used;	/* clock_mono_ns() of sym's last use; sym_lock */
 };
 
 struct store {
@@ -128,6 +137,9 @@ struct store {
 	struct sstate		**state;	/* parallel to series[] */
 	size_t			 nseries, capseries;
 	size_t			 max_series;	/* per service, 0: no limit */
+	size_t			 max_services;	/* 0: no limit */
+	size_t			 nservices;	/* distinct services in series[] */
+	int64_t			 sym_swept;	/* clock_mono_ns() of the last symtab_sweep() */
 	struct intern		*names;		/* N key -> index in series[] */
 	uint64_t		 next_sid;
 	_Atomic uint64_t	 next_id;
@@ -474,6 +486,9 @@ series_add(struct store *st, uint64_t sid, const char *service, const char *type
 		return -ENOMEM;
 	}
 	buf_free(&k);
+	pos = series_lower(st, service, NULL, NULL);
+	if (pos == st->nseries || strcmp(st->sorted[pos]->service, service) != 0)
+		st->nservices++;
 	/* Insertion keeps sorted[] ordered: series are few and created rarely. */
 	pos = series_lower(st, service, type, labels);
 	memmove(st->sorted + pos + 1, st->sorted + pos, (st->nseries - pos) * sizeof(*ns));
@@ -500,6 +515,42 @@ series_find(struct store *st, const char *service, const char *type, const char 
 		idx = intern_get(st->names, k.data, k.len);
 	buf_free(&k);
 	return idx < 0 ? NULL : st->series[idx];
+}
+
+/*
+ * Whether a new service may be created: a producer that puts a pid, a build
+ * number or a request id in the service name makes a service per process,
+ * each with its series and symbol table. Services whose every series
+ * retention emptied do not count. Caller holds st_lock for writing.
+ */
+static int
+services_check(struct store *st, const char *service, struct buf *err)
+{
+	size_t i, live = 0;
+	bool counted = false;
+
+	if (st->max_services == 0 || st->nservices < st->max_services)
+		return 0;
+	for (i = 0; i < st->nseries; i++) {
+		ssize_t at;
+
+		if (i > 0 && strcmp(st->sorted[i]->service, st->sorted[i - 1]->service) != 0)
+			counted = false;
+		if (counted)
+			continue;
+		at = series_pos(st, st->sorted[i]->id);
+		if (at < 0 || !st->state[at]->empty) {
+			live++;
+			counted = true;
+		}
+	}
+	if (live < st->max_services)
+		return 0;
+	if (err)
+		buf_printf(err, "service %s refused: %zu services are stored, the limit "
+		    "(--max-services): leave pids, versions and ids out of service names",
+		    service, live);
+	return -EINVAL;
 }
 
 /* The series for (service, type, labels), created (durably) if new. */
@@ -541,6 +592,8 @@ series_get_or_create(struct store *st, const char *service, const char *type,
 		while (end < st->nseries && strcmp(st->sorted[end]->service, service) == 0)
 			end++;
 		nsvc = end - pos;
+		if (nsvc == 0 && (rc = services_check(st, service, err)) < 0)
+			goto out;
 		if (st->max_series && nsvc >= st->max_series) {
 			/* Series retention emptied do not count. */
 			for (; pos < end; pos++) {
@@ -602,6 +655,14 @@ store_set_max_series(struct store *st, size_t n)
 {
 	pthread_rwlock_wrlock(&st->st_lock);
 	st->max_series = n;
+	pthread_rwlock_unlock(&st->st_lock);
+}
+
+void
+store_set_max_services(struct store *st, size_t n)
+{
+	pthread_rwlock_wrlock(&st->st_lock);
+	st->max_services = n;
 	pthread_rwlock_unlock(&st->st_lock);
 }
 
@@ -954,6 +1015,7 @@ store_open(const char *dir, struct store **out, struct buf *err)
 	pthread_cond_init(&st->rt_cond, NULL);
 	st->names = intern_create(64);
 	st->max_series = STORE_MAX_SERIES;
+	st->max_services = STORE_MAX_SERVICES;
 	if ((st->dir = strdup(dir)) == NULL) {
 		store_close(st);
 		return -ENOMEM;
@@ -1154,7 +1216,50 @@ sstate_lock(struct store *st, uint64_t sid, int *rc)
 			return NULL;
 		}
 	}
+	ss->sym_used = clock_mono_ns();
 	return ss;
+}
+
+/*
+ * Free the symbol tables nobody used for idle_ns: a service that stopped
+ * sending costs nothing until it is read or written again (then its 'Y'
+ * records are loaded anew). A table with entries not durable yet stays:
+ * their ids are not on disk. Takes st_lock (read), then each sym_lock
+ * without waiting: a table in use is in use.
+ */
+static void
+symtab_sweep(struct store *st, int64_t idle_ns)
+{
+	int64_t now = clock_mono_ns();
+	size_t i, freed = 0;
+
+	pthread_rwlock_rdlock(&st->st_lock);
+	for (i = 0; i < st->nseries; i++) {
+		struct sstate *ss = st->state[i];
+
+		if (ss->space != st->series[i]->id || pthread_mutex_trylock(&ss->sym_lock) != 0)
+			continue;
+		if (ss->sym && now - ss->sym_used >= idle_ns && !symtab_pending(ss->sym)) {
+			symtab_free(ss->sym);
+			ss->sym = NULL;
+			freed++;
+		}
+		pthread_mutex_unlock(&ss->sym_lock);
+	}
+	pthread_rwlock_unlock(&st->st_lock);
+	st->sym_swept = now;
+	if (freed)
+		log_debug("store: freed the symbol tables of %zu idle services", freed);
+}
+
+/* Sweep when due: every SYM_SWEEP_NS, and at once when memory runs short. */
+static void
+symtab_sweep_due(struct store *st)
+{
+	bool pressed = budget_pressed();
+
+	if (pressed || clock_mono_ns() - st->sym_swept >= SYM_SWEEP_NS)
+		symtab_sweep(st, pressed ? SYM_IDLE_PRESSED_NS : SYM_IDLE_NS);
 }
 
 const struct symtab *
@@ -2720,9 +2825,21 @@ compact_main(void *arg)
 		ts.tv_sec += 2;
 		while (!st->cp_stop && pthread_cond_timedwait(&st->cp_cond, &st->rt_lock, &ts) == 0)
 			;
-		/* A pass that found work goes again: the next says it caught up. */
-		while (!st->cp_stop && !__atomic_load_n(&st->cp_kick, __ATOMIC_RELAXED) && n == 0)
-			pthread_cond_wait(&st->cp_cond, &st->rt_lock);
+		/*
+		 * A pass that found work goes again: the next says it caught up.
+		 * Idle, it wakes now and then to free idle symbol tables.
+		 */
+		while (!st->cp_stop && !__atomic_load_n(&st->cp_kick, __ATOMIC_RELAXED) && n == 0) {
+			pthread_mutex_unlock(&st->rt_lock);
+			symtab_sweep_due(st);
+			pthread_mutex_lock(&st->rt_lock);
+			if (st->cp_stop || __atomic_load_n(&st->cp_kick, __ATOMIC_RELAXED))
+				break;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_sec += budget_pressed() ? SYM_IDLE_PRESSED_NS / 1000000000 :
+			    SYM_SWEEP_NS / 1000000000;
+			pthread_cond_timedwait(&st->cp_cond, &st->rt_lock, &ts);
+		}
 	}
 	pthread_mutex_unlock(&st->rt_lock);
 	return NULL;
