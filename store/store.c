@@ -83,6 +83,12 @@
  * when the memory budget runs short.
  */
 #define SYM_IDLE_NS		(INT64_C(600) * 1000000000)
+/*
+ * After a full disk, storing resumes once this much is free on the data
+ * directory's file system: less would fill it again at the next flush or
+ * compaction. The refusals and the log name it.
+ */
+#define STORE_RESUME_FREE	(16u << 20)
 #define SYM_IDLE_PRESSED_NS	(INT64_C(5) * 1000000000)
 #define SYM_SWEEP_NS		(INT64_C(60) * 1000000000)
 
@@ -1518,8 +1524,8 @@ put_common(struct store *st, const struct store_input *in, const struct profile 
 
 	if (atomic_load(&st->full)) {
 		if (err)
-			buf_adds(err, "the data directory's file system is full; "
-			    "storing resumes once space is freed");
+			buf_printf(err, "the data directory's file system is full; "
+			    "storing resumes once %u MiB are free on it", STORE_RESUME_FREE >> 20);
 		atomic_fetch_add(&st->n_rejected, 1);
 		return -ENOSPC;
 	}
@@ -1701,12 +1707,17 @@ store_write_error(struct store *st, char *dberr, struct buf *err)
 	    strstr(dberr, "no space");
 
 	/* RocksDB must not be written again until it is reopened. */
-	if (full && !atomic_exchange(&st->full, true))
+	if (full && !atomic_exchange(&st->full, true)) {
 		log_warnx("store: the data directory's file system is full: writes are refused "
-		    "until space is freed");
-	if (err)
-		buf_printf(err, full ? "the data directory's file system is full: %s" :
-		    "database write failed: %s", dberr);
+		    "until %u MiB are free on it (%s)", STORE_RESUME_FREE >> 20, st->dir);
+		/* The compactor looks for room every second from now on. */
+		compact_kick(st);
+	}
+	if (err && full)
+		buf_printf(err, "the data directory's file system is full (%s); storing resumes "
+		    "once %u MiB are free on it", dberr, STORE_RESUME_FREE >> 20);
+	else if (err)
+		buf_printf(err, "database write failed: %s", dberr);
 	free(dberr);
 	return full ? -ENOSPC : -EIO;
 }
@@ -2785,7 +2796,7 @@ store_recover(struct store *st)
 	char *dberr = NULL;
 	int tries;
 
-	if (statvfs(st->dir, &sv) < 0 || (uint64_t)sv.f_bavail * sv.f_frsize < (16u << 20))
+	if (statvfs(st->dir, &sv) < 0 || (uint64_t)sv.f_bavail * sv.f_frsize < STORE_RESUME_FREE)
 		return -EAGAIN;
 	pthread_rwlock_wrlock(&st->db_lock);
 	rocksdb_close(st->db);
