@@ -12,6 +12,8 @@
 #             tree is bounded and charged, flamegraph.svg of several range
 #             names says what it cut, folded.txt's total stays exact; 5,000
 #             roots reach the node limit, totals still exact
+#   ebpf      150 short-lived programs of distinct names under --ebpf=99 and
+#             --memory-limit 128M: every period stored, no refusal (root, BTF)
 #   diskfull  a full data directory (small tmpfs): 507 names the free space
 #             storing resumes at, and the log too
 set -u
@@ -139,6 +141,41 @@ grep -q "profile too large" "$M/roots/cpu/all/all/flamegraph.svg" && ok "flamegr
 bounded "5,000 roots"
 pf_stop
 check_eq "clean exit" "${PF_RC:-1}" 0
+
+# --- ebpf: many short-lived services of the sampler ---------------------------------
+if [ "$(id -u)" = 0 ] && [ -r /sys/kernel/btf/vmlinux ] && command -v cc >/dev/null \
+    && cc -O1 -fno-omit-frame-pointer -o "$TMP/spin" "$ROOT/tests/ebpf/spin.c"; then
+  rm -rf "$TMP/data" "$TMP/daemon.log"
+  mkdir -p "$TMP/progs"
+  for i in $(seq -w 1 150); do cp "$TMP/spin" "$TMP/progs/es$i"; done
+  LIMIT_MB=128 PROFILEFS_EBPF_SERVICE_BY=exe start --ebpf=99 --ebpf-period 2
+  # Five at a time, 300 ms each: on two busy cores each gets some samples.
+  for b in $(seq 0 29); do
+    for i in $(seq -w 1 150); do
+      [ $((10#$i % 30)) = "$b" ] && "$TMP/progs/es$i" 300 &
+    done
+    wait $(jobs -p | grep -v "^$PF_PID$") 2>/dev/null
+  done
+  n=0
+  for i in $(seq 1 40); do
+    n=$(ls "$M" | grep -c '^es[0-9]*$')
+    [ "$n" -ge 140 ] && break
+    sleep 0.5
+  done
+  sleep 3	# one more period: the last programs' profiles
+  echo "# ebpf: $n of 150 short-lived programs stored as services"
+  [ "$n" -ge 100 ] && ok "150 short-lived programs under --memory-limit 128M: $n stored as services" \
+    || fail "150 short-lived programs stored as services" "$n"
+  grep -q "storing the profile of .* failed" "$TMP/daemon.log" \
+    && fail "no eBPF profile failed to store" "$(grep "storing the profile" "$TMP/daemon.log" | head -3)" \
+    || ok "no eBPF profile failed to store"
+  check_eq "no reservation refused" "$(refusals)" 0
+  LIMIT_MB=128 bounded "150 short-lived programs under --ebpf"
+  pf_stop
+  check_eq "clean exit" "${PF_RC:-1}" 0
+else
+  echo "# skipped the eBPF test: needs root, BTF and a C compiler"
+fi
 
 # --- diskfull: the 507 names the free space storing resumes at ----------------------
 if [ "$(id -u)" = 0 ] && mkdir -p "$TMP/small" && mount -t tmpfs -o size=24m tmpfs "$TMP/small"; then
