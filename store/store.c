@@ -83,14 +83,14 @@
  * when the memory budget runs short.
  */
 #define SYM_IDLE_NS		(INT64_C(600) * 1000000000)
+#define SYM_IDLE_PRESSED_NS	(INT64_C(5) * 1000000000)
+#define SYM_SWEEP_NS		(INT64_C(60) * 1000000000)
 /*
  * After a full disk, storing resumes once this much is free on the data
  * directory's file system: less would fill it again at the next flush or
  * compaction. The refusals and the log name it.
  */
 #define STORE_RESUME_FREE	(16u << 20)
-#define SYM_IDLE_PRESSED_NS	(INT64_C(5) * 1000000000)
-#define SYM_SWEEP_NS		(INT64_C(60) * 1000000000)
 
 static const int64_t win_len[3] = { NS_10M, NS_1H, NS_1D };
 

@@ -165,7 +165,7 @@ if [ "$(id -u)" = 0 ] && [ -r /sys/kernel/btf/vmlinux ] && command -v cc >/dev/n
   # A program the sampler never caught on a busy machine is no failure; one
   # whose profile could not be stored is.
   [ "$n" -ge 75 ] && ok "150 short-lived programs under --memory-limit 128M: $n stored as services" \
-    || fail "150 short-lived programs stored as services" "$n"
+    || fail "150 short-lived programs stored as services" "$n; $(grep ebpf "$TMP/daemon.log" | tail -3)"
   grep -q "storing the profile of .* failed" "$TMP/daemon.log" \
     && fail "no eBPF profile failed to store" "$(grep "storing the profile" "$TMP/daemon.log" | head -3)" \
     || ok "no eBPF profile failed to store"
