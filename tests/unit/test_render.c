@@ -405,6 +405,7 @@ inline_profile(size_t nlines, size_t nroots)
 	    .period_type = "samples", .period_unit = "count", .period = 1 };
 	struct merge *m = merge_create();
 	struct pf_line *lines = calloc(nlines, sizeof(*lines)), root;
+	struct pf_label nolabel = { 0 };
 	struct profile *p = NULL;
 	char name[32];
 	uint32_t locs[2];
@@ -430,7 +431,7 @@ inline_profile(size_t nlines, size_t nroots)
 		f.name = merge_string(m, name);
 		root = (struct pf_line){ .function = (uint32_t)merge_function(m, &f), .line = 1 };
 		locs[1] = (uint32_t)merge_location(m, 0, 0, 0x2000 + i, false, &root, 1);
-		assert_int_equal(merge_sample(m, locs, 2, NULL, 0, &one), 0);
+		assert_int_equal(merge_sample(m, locs, 2, &nolabel, 0, &one), 0);
 	}
 	assert_int_equal(merge_finish(m, false, &p), 0);
 	merge_free(m);
