@@ -3,6 +3,11 @@
  * chunk, large ones get a chunk of their own. Chunks are reserved in the
  * memory budget (budget.c): past it arena_alloc() returns NULL, as for an
  * allocation failure, and arena_destroy() gives the bytes back.
+ *
+ * Chunks start small and double up to ARENA_CHUNK, so what an arena reserves
+ * stays within twice what it hands out: many long-lived arenas holding a few
+ * bytes each (the symbol tables of thousands of small services) cost what
+ * they use, not a full chunk each.
  */
 #include <assert.h>
 #include <stdint.h>
@@ -12,6 +17,7 @@
 #include "base.h"
 
 #define ARENA_CHUNK	(256 * 1024)
+#define ARENA_FIRST	1024		/* the first chunk; each next one doubles */
 
 struct chunk {
 	struct chunk	*next;
@@ -23,6 +29,7 @@ struct chunk {
 struct arena {
 	struct chunk	*head;
 	size_t		 total;
+	size_t		 next;		/* size of the next small chunk */
 };
 
 struct arena *
@@ -60,7 +67,13 @@ arena_alloc(struct arena *a, size_t n)
 	assert(n % 16 == 0);
 	c = a->head;
 	if (c == NULL || c->size - c->used < n) {
-		sz = n > ARENA_CHUNK / 4 ? n : ARENA_CHUNK;
+		if (n > ARENA_CHUNK / 4)
+			sz = n;
+		else {
+			for (sz = a->next ? a->next : ARENA_FIRST; sz < n; sz *= 2)
+				;
+			a->next = sz < ARENA_CHUNK ? sz * 2 : ARENA_CHUNK;
+		}
 		if (budget_reserve(sizeof(*c) + sz) < 0)
 			return NULL;
 		if ((c = malloc(sizeof(*c) + sz)) == NULL) {
@@ -69,7 +82,7 @@ arena_alloc(struct arena *a, size_t n)
 		}
 		c->size = sz;
 		c->used = 0;
-		if (sz == n && a->head) {
+		if (n > ARENA_CHUNK / 4 && a->head) {
 			/* A big block: keep bumping in the current chunk. */
 			c->next = a->head->next;
 			a->head->next = c;

@@ -50,9 +50,21 @@ void	budget_charge(size_t n);
 void	budget_release(size_t n);
 /* Wait up to timeout_ns until n bytes are free (nothing is taken). 0 or -ENOMEM. */
 int	budget_wait(size_t n, int64_t timeout_ns);
-/* Called (with no lock of base held) when a reservation would fail; frees what it can. */
-void	budget_on_pressure(void (*fn)(void *), void *arg);
-void	budget_off_pressure(void (*fn)(void *), void *arg);
+/*
+ * Whether memory runs short: a reservation was refused or waited for in the
+ * last 2 s, or more than 7/8 of the limit is in use. Who holds memory it
+ * could give back (caches, idle tables) evicts when this is true, at its own
+ * safe points: nothing in the budget calls out to them.
+ */
+bool	budget_pressed(void);
+/*
+ * Sleep up to timeout_ns, less if room ran short since *seen (a count that
+ * starts at 0 and that this updates), not at all once *stop is set; then
+ * return budget_pressed(). The tick of an evicting thread.
+ */
+bool	budget_wait_pressure(uint64_t *seen, int64_t timeout_ns, const _Atomic bool *stop);
+/* Wake every budget_wait_pressure(): call after setting its *stop. */
+void	budget_wake_pressure(void);
 /* Bytes in use, the most ever in use, reservations refused. Any may be NULL. */
 void	budget_stats(size_t *used, size_t *peak, uint64_t *refused);
 

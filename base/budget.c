@@ -8,12 +8,17 @@
  * daemon until the kernel kills it.
  *
  * Small fixed-size allocations (x* in alloc.c) are not counted: they are
- * bounded by what the budgeted allocations let in. Caches register a
- * reclaimer that drops unused entries when a reservation would fail.
+ * bounded by what the budgeted allocations let in.
  *
- * The counters are atomics; the reclaimer list is protected by bg_rlock
- * (reclaimers run under its read side, so they must not register) and
- * waiters sleep on bg_cond under bg_lock.
+ * The budget only counts: a reservation never calls out of this file, so
+ * growing a buffer under any lock is safe. Those who hold memory they could
+ * give back (caches, idle tables) ask budget_pressed() at their own safe
+ * points -- when they insert, and on a periodic tick that
+ * budget_wait_pressure() wakes early when a reservation is refused -- and
+ * evict there, as Redis evicts before a command rather than inside malloc.
+ *
+ * The counters are atomics; waiters for room sleep on bg_cond under
+ * bg_lock, waiters for pressure on bg_pcond under bg_lock.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -26,19 +31,19 @@
 
 #define DEFAULT_MIN	((size_t)1 << 30)	/* at least 1 GiB ... */
 #define DEFAULT_MAX	((size_t)4 << 30)	/* ... at most 4 GiB, else a quarter of RAM */
-#define RECLAIMERS	8
+/* Pressure: a reservation refused (or waited for) this recently, or this full. */
+#define PRESSURE_NS	(INT64_C(2) * 1000000000)
+#define PRESSURE_FILL(lim)	((lim) - (lim) / 8)
 
 static atomic_size_t bg_used, bg_peak, bg_limit;
 static atomic_uint_fast64_t bg_refused;
 static pthread_once_t bg_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t bg_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t bg_cond = PTHREAD_COND_INITIALIZER;
-static pthread_rwlock_t bg_rlock = PTHREAD_RWLOCK_INITIALIZER;
-static struct {
-	void	(*fn)(void *);
-	void	*arg;
-} bg_reclaim[RECLAIMERS];	/* protected by bg_rlock */
+static pthread_cond_t bg_pcond = PTHREAD_COND_INITIALIZER;
 static atomic_int bg_waiters;
+static atomic_uint_fast64_t bg_pressures;	/* times room was short */
+static _Atomic int64_t bg_pressed_ns;		/* clock_mono_ns() of the last */
 
 static void
 budget_init(void)
@@ -70,31 +75,54 @@ budget_limit(void)
 	return atomic_load(&bg_limit);
 }
 
-void
-budget_on_pressure(void (*fn)(void *), void *arg)
+/* Room was short: wake whoever evicts at its safe point. */
+static void
+pressure_note(void)
 {
-	int i;
+	atomic_store(&bg_pressed_ns, clock_mono_ns());
+	atomic_fetch_add(&bg_pressures, 1);
+	pthread_mutex_lock(&bg_lock);
+	pthread_cond_broadcast(&bg_pcond);
+	pthread_mutex_unlock(&bg_lock);
+}
 
-	pthread_rwlock_wrlock(&bg_rlock);
-	for (i = 0; i < RECLAIMERS; i++)
-		if (bg_reclaim[i].fn == NULL) {
-			bg_reclaim[i].fn = fn;
-			bg_reclaim[i].arg = arg;
-			break;
-		}
-	pthread_rwlock_unlock(&bg_rlock);
+bool
+budget_pressed(void)
+{
+	int64_t t = atomic_load(&bg_pressed_ns);
+
+	pthread_once(&bg_once, budget_init);
+	if (t != 0 && clock_mono_ns() - t < PRESSURE_NS)
+		return true;
+	return atomic_load(&bg_used) > PRESSURE_FILL(atomic_load(&bg_limit));
+}
+
+bool
+budget_wait_pressure(uint64_t *seen, int64_t timeout_ns, const _Atomic bool *stop)
+{
+	struct timespec ts;
+	int64_t ns;
+
+	pthread_once(&bg_once, budget_init);
+	pthread_mutex_lock(&bg_lock);
+	if (atomic_load(&bg_pressures) == *seen && !atomic_load(stop)) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ns = ts.tv_nsec + timeout_ns % 1000000000;
+		ts.tv_sec += timeout_ns / 1000000000 + ns / 1000000000;
+		ts.tv_nsec = ns % 1000000000;
+		pthread_cond_timedwait(&bg_pcond, &bg_lock, &ts);
+	}
+	*seen = atomic_load(&bg_pressures);
+	pthread_mutex_unlock(&bg_lock);
+	return budget_pressed();
 }
 
 void
-budget_off_pressure(void (*fn)(void *), void *arg)
+budget_wake_pressure(void)
 {
-	int i;
-
-	pthread_rwlock_wrlock(&bg_rlock);
-	for (i = 0; i < RECLAIMERS; i++)
-		if (bg_reclaim[i].fn == fn && bg_reclaim[i].arg == arg)
-			bg_reclaim[i].fn = NULL;
-	pthread_rwlock_unlock(&bg_rlock);
+	pthread_mutex_lock(&bg_lock);
+	pthread_cond_broadcast(&bg_pcond);
+	pthread_mutex_unlock(&bg_lock);
 }
 
 /* Add n to the count if it stays within the limit. */
@@ -116,24 +144,11 @@ try_add(size_t n)
 int
 budget_reserve(size_t n)
 {
-	int i;
-
 	pthread_once(&bg_once, budget_init);
 	if (n == 0 || try_add(n))
 		return 0;
-	/* Before refusing, let the caches give back what nobody holds. */
-	pthread_rwlock_rdlock(&bg_rlock);
-	for (i = 0; i < RECLAIMERS; i++) {
-		if (bg_reclaim[i].fn == NULL)
-			continue;
-		bg_reclaim[i].fn(bg_reclaim[i].arg);
-		if (try_add(n)) {
-			pthread_rwlock_unlock(&bg_rlock);
-			return 0;
-		}
-	}
-	pthread_rwlock_unlock(&bg_rlock);
 	atomic_fetch_add(&bg_refused, 1);
+	pressure_note();
 	return -ENOMEM;
 }
 
@@ -176,6 +191,8 @@ budget_wait(size_t n, int64_t timeout_ns)
 	pthread_once(&bg_once, budget_init);
 	if (n > atomic_load(&bg_limit))
 		return -ENOMEM;
+	if (atomic_load(&bg_used) > atomic_load(&bg_limit) - n)
+		pressure_note();
 	pthread_mutex_lock(&bg_lock);
 	atomic_fetch_add(&bg_waiters, 1);
 	while (atomic_load(&bg_used) > atomic_load(&bg_limit) - n) {

@@ -1,6 +1,10 @@
 /*
  * intern: open addressing with linear probing over a power-of-two slot array;
  * slots hold index+1 (0 = empty) and the full hash to skip most key compares.
+ *
+ * Everything a table holds is in the memory budget: keys through its arena,
+ * the slot and key arrays reserved as they grow (a failed reservation is
+ * -ENOMEM from intern_put(), NULL from intern_create()).
  */
 #include <assert.h>
 #include <errno.h>
@@ -21,6 +25,7 @@ struct intern {
 	size_t		 mask;
 	struct ikey	*keys;
 	size_t		 n, cap;
+	size_t		 charged;	/* bytes of slots and keys in the budget */
 };
 
 uint64_t
@@ -58,8 +63,12 @@ intern_create(size_t hint)
 	if ((t = calloc(1, sizeof(*t))) == NULL)
 		return NULL;
 	t->arena = arena_create();
-	t->slots = calloc(sz, sizeof(*t->slots));
-	if (t->arena == NULL || t->slots == NULL) {
+	if (t->arena == NULL || budget_reserve(sz * sizeof(*t->slots)) < 0) {
+		intern_destroy(t);
+		return NULL;
+	}
+	t->charged = sz * sizeof(*t->slots);
+	if ((t->slots = calloc(sz, sizeof(*t->slots))) == NULL) {
 		intern_destroy(t);
 		return NULL;
 	}
@@ -73,6 +82,7 @@ intern_destroy(struct intern *t)
 	if (t == NULL)
 		return;
 	arena_destroy(t->arena);
+	budget_release(t->charged);
 	free(t->slots);
 	free(t->keys);
 	free(t);
@@ -84,16 +94,43 @@ intern_grow(struct intern *t)
 	size_t nsz = (t->mask + 1) * 2, i, j;
 	uint32_t *ns;
 
-	if ((ns = calloc(nsz, sizeof(*ns))) == NULL)
+	if (budget_reserve(nsz * sizeof(*ns)) < 0)
 		return -ENOMEM;
+	if ((ns = calloc(nsz, sizeof(*ns))) == NULL) {
+		budget_release(nsz * sizeof(*ns));
+		return -ENOMEM;
+	}
 	for (i = 0; i < t->n; i++) {
 		for (j = t->keys[i].hash & (nsz - 1); ns[j]; j = (j + 1) & (nsz - 1))
 			;
 		ns[j] = (uint32_t)(i + 1);
 	}
+	budget_release((t->mask + 1) * sizeof(*ns));
+	t->charged += (nsz - (t->mask + 1)) * sizeof(*ns);
 	free(t->slots);
 	t->slots = ns;
 	t->mask = nsz - 1;
+	return 0;
+}
+
+/* Room for one more key. */
+static int
+keys_grow(struct intern *t)
+{
+	size_t ncap = t->cap ? t->cap * 2 : 8;
+	struct ikey *nk;
+
+	if (t->n < t->cap)
+		return 0;
+	if (budget_reserve((ncap - t->cap) * sizeof(*nk)) < 0)
+		return -ENOMEM;
+	if ((nk = realloc(t->keys, ncap * sizeof(*nk))) == NULL) {
+		budget_release((ncap - t->cap) * sizeof(*nk));
+		return -ENOMEM;
+	}
+	t->charged += (ncap - t->cap) * sizeof(*nk);
+	t->keys = nk;
+	t->cap = ncap;
 	return 0;
 }
 
@@ -124,15 +161,20 @@ intern_put(struct intern *t, const void *key, size_t len, int *added)
 		return t->slots[j] - 1;
 	if (t->n >= UINT32_MAX - 1)
 		return -ENOMEM;
-	t->keys = xgrow(t->keys, &t->cap, t->n + 1, sizeof(*t->keys));
+	/* Grow first: a failure leaves the table as it was, never full. */
+	if ((t->n + 1) * 10 > (t->mask + 1) * 7) {
+		if (intern_grow(t) < 0)
+			return -ENOMEM;
+		j = intern_find(t, key, len, h);
+	}
+	if (keys_grow(t) < 0)
+		return -ENOMEM;
 	nk = &t->keys[t->n];
 	if ((nk->p = arena_memdup(t->arena, key, len)) == NULL)
 		return -ENOMEM;
 	nk->len = len;
 	nk->hash = h;
 	t->slots[j] = (uint32_t)(++t->n);
-	if (t->n * 10 > (t->mask + 1) * 7 && intern_grow(t) < 0)
-		return -ENOMEM;
 	if (added)
 		*added = 1;
 	return (int64_t)t->n - 1;

@@ -6,11 +6,15 @@
  * entry already replaced or evicted that an open file still holds -- and
  * charges each entry its key and bookkeeping besides what its fill reports,
  * so remembered failures cost what they take. When the process's memory
- * budget runs short (budget.c), unreferenced entries are dropped at once.
+ * budget runs short (budget_pressed()), unreferenced entries are dropped at
+ * the cache's own safe points: when an entry is added or released, and on
+ * the tick of a sweeper thread (cache_sweeper_start()) that a refused
+ * reservation wakes early. The budget itself never calls in here.
  */
 #include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +32,8 @@
  * malloc otherwise keeps (RSS three times what the caches hold).
  */
 #define TRIM_BYTES	(64u << 20)
+/* The sweeper's tick while memory is short (a refusal wakes it sooner). */
+#define CACHE_SWEEP_NS	(INT64_C(1000) * 1000000)
 
 struct ent {
 	struct cache_entry	 pub;
@@ -54,22 +60,12 @@ struct cache {
 	void		*changed_arg;
 };
 
-static void evict_to(struct cache *c, size_t max);
-
-/*
- * The memory budget is short: drop every entry nobody holds. trylock: the
- * thread that runs short may be inside this cache already.
- */
-static void
-cache_reclaim(void *arg)
-{
-	struct cache *c = arg;
-
-	if (pthread_mutex_trylock(&c->c_lock) != 0)
-		return;
-	evict_to(c, 0);
-	pthread_mutex_unlock(&c->c_lock);
-}
+struct cache_sweeper {
+	pthread_t	 thread;
+	_Atomic bool	 stop;
+	struct cache	**caches;
+	size_t		 n;
+};
 
 struct cache *
 cache_create(size_t max_bytes)
@@ -81,7 +77,6 @@ cache_create(size_t max_bytes)
 	pthread_mutex_init(&c->c_lock, NULL);
 	pthread_cond_init(&c->c_cond, NULL);
 	c->max_bytes = max_bytes;
-	budget_on_pressure(cache_reclaim, c);
 	return c;
 }
 
@@ -178,10 +173,11 @@ evict_to(struct cache *c, size_t max)
 	}
 }
 
+/* Within max_bytes; nothing unreferenced kept while memory runs short. */
 static void
 evict(struct cache *c)
 {
-	evict_to(c, c->max_bytes);
+	evict_to(c, budget_pressed() ? 0 : c->max_bytes);
 }
 
 void
@@ -191,7 +187,6 @@ cache_destroy(struct cache *c)
 
 	if (c == NULL)
 		return;
-	budget_off_pressure(cache_reclaim, c);
 	for (e = c->lru_head; e; e = n) {
 		n = e->lnext;
 		ent_free(e);
@@ -230,6 +225,9 @@ cache_get_scoped(struct cache *c, const char *key, uint64_t gen, int64_t scope,
 
 	*out = NULL;
 	pthread_mutex_lock(&c->c_lock);
+	/* A safe point: room for what the fill may make. */
+	if (budget_pressed())
+		evict_to(c, 0);
 again:
 	for (e = c->buckets[h % NBUCKETS]; e; e = e->hnext)
 		if (e->hash == h && strcmp(e->pub.key, key) == 0)
@@ -326,4 +324,57 @@ cache_stats(struct cache *c, size_t *entries, size_t *bytes, uint64_t *fills, ui
 	if (hits)
 		*hits = c->hits;
 	pthread_mutex_unlock(&c->c_lock);
+}
+
+static void *
+sweeper_main(void *arg)
+{
+	struct cache_sweeper *sw = arg;
+	uint64_t seen = 0;
+	size_t i;
+	bool trim;
+
+	while (!atomic_load(&sw->stop)) {
+		if (!budget_wait_pressure(&seen, CACHE_SWEEP_NS, &sw->stop))
+			continue;
+		for (i = 0; i < sw->n && !atomic_load(&sw->stop); i++) {
+			pthread_mutex_lock(&sw->caches[i]->c_lock);
+			evict_to(sw->caches[i], 0);
+			trim = trim_due(sw->caches[i]);
+			pthread_mutex_unlock(&sw->caches[i]->c_lock);
+			if (trim)
+				malloc_trim(0);
+		}
+	}
+	return NULL;
+}
+
+int
+cache_sweeper_start(struct cache **caches, size_t n, struct cache_sweeper **out)
+{
+	struct cache_sweeper *sw = xcalloc(1, sizeof(*sw));
+	int rc;
+
+	sw->caches = xreallocarray(NULL, n, sizeof(*caches));
+	memcpy(sw->caches, caches, n * sizeof(*caches));
+	sw->n = n;
+	if ((rc = pthread_create(&sw->thread, NULL, sweeper_main, sw)) != 0) {
+		free(sw->caches);
+		free(sw);
+		return -rc;
+	}
+	*out = sw;
+	return 0;
+}
+
+void
+cache_sweeper_stop(struct cache_sweeper *sw)
+{
+	if (sw == NULL)
+		return;
+	atomic_store(&sw->stop, true);
+	budget_wake_pressure();
+	pthread_join(sw->thread, NULL);
+	free(sw->caches);
+	free(sw);
 }

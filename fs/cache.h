@@ -61,4 +61,16 @@ size_t		 cache_overhead(const char *key);
 void		 cache_stats(struct cache *c, size_t *entries, size_t *bytes,
 		    uint64_t *fills, uint64_t *hits);
 
+/*
+ * A thread that drops the unreferenced entries of caches[0..n) whenever the
+ * memory budget runs short (budget_pressed()), woken early by a refused
+ * reservation: so that memory the caches hold comes back even when no file
+ * is read, without the budget calling into them. Stop it before destroying
+ * the caches. 0 or -errno.
+ */
+struct cache_sweeper;
+int		 cache_sweeper_start(struct cache **caches, size_t n,
+		    struct cache_sweeper **out);
+void		 cache_sweeper_stop(struct cache_sweeper *sw);
+
 #endif

@@ -807,7 +807,11 @@ readme_render(struct fsctx *fs, struct buf *b)
 "temporarily unavailable' (EAGAIN): try again. Generated files over their\n"
 "size limit fail with 'File too large' (EFBIG), the reason in the log; flame\n"
 "graphs leave out frames too narrow or too deep to see and say so in their\n"
-"second line. Everything outside ingest/ is read-only.\n",
+"second line; a stack tree past its limits (128 inlined lines per location,\n"
+"262,144 frames in all) sums the rest into '[inlined frames cut]' and\n"
+"'[more frames: tree limit]' frames, totals exact. A new service past\n"
+"--max-services fails with 'Invalid argument', the reason in the log.\n"
+"Everything outside ingest/ is read-only.\n",
 	    PROFILEFS_VERSION, m, m, m, m, m, m, m);
 	return b->data ? 0 : -ENOMEM;
 }

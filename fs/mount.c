@@ -145,6 +145,7 @@ fs_main(struct fsctx *fs, const struct fs_opts *o)
 {
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
 	struct fuse_loop_config *lc = NULL;
+	struct cache_sweeper *sw = NULL;
 	struct fuse_session *se;
 	struct fuse *f;
 	struct stat st;
@@ -214,6 +215,14 @@ fs_main(struct fsctx *fs, const struct fs_opts *o)
 		return -EIO;
 	}
 	se = fuse_get_session(f);
+	{
+		struct cache *all[] = { fs->files, fs->merges, fs->sizes };
+
+		if ((rc = cache_sweeper_start(all, 3, &sw)) < 0) {
+			log_warnx("cannot start the cache sweeper: %s", strerror(-rc));
+			goto unmount;
+		}
+	}
 	log_info("mounted on %s (%s)", o->mountpoint, o->access.group_set ?
 	    (o->access.group_write ? "owner and group read, both write ingest/" :
 	    "owner and group read, owner writes ingest/") : o->access.allow_other ?
@@ -241,6 +250,7 @@ unmount:
 	fuse_unmount(f);
 	fuse_destroy(f);
 	fuse_opt_free_args(&args);
+	cache_sweeper_stop(sw);
 	mount_state_free(fs);
 	log_info("unmounted %s", o->mountpoint);
 	return rc;

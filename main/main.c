@@ -34,7 +34,8 @@
 static const char usage_text[] =
 "usage: profilefs serve [--data DIR] [--http HOST:PORT] [--ebpf[=HZ]] [--scrape FILE]\n"
 "                       [--retention DURATION] [--retention-aggregates DURATION]\n"
-"                       [--max-disk SIZE] [--max-series N] [--memory-limit BYTES]\n"
+"                       [--max-disk SIZE] [--max-series N] [--max-services N]\n"
+"                       [--memory-limit BYTES]\n"
 "                       [--clickhouse URL[,URL...]] [--clickhouse-cluster NAME]\n"
 "                       [--clickhouse-backlog N] [--clickhouse-retention DURATION]\n"
 "                       [--host NAME]\n"
@@ -84,6 +85,9 @@ static const char usage_text[] =
 "                      the oldest data is deleted first\n"
 "  --max-series N      label sets one service may have (default 2000, 0: no\n"
 "                      limit); profiles of a new one past it are refused\n"
+"  --max-services N    services the store may hold (default 2000, 0: no limit);\n"
+"                      profiles of a new service past it are refused (HTTP 400,\n"
+"                      EINVAL by cp) with the reason\n"
 "  --clickhouse URL[,URL...]  ship every stored profile to a ClickHouse cluster\n"
 "                      (>= 18.16) and show the whole fleet's profiles in the tree\n"
 "                      and the HTTP API; URL is http://[USER:PASSWORD@]HOST:PORT[/DB]\n"
@@ -142,9 +146,13 @@ struct serve_opts {
 	int64_t		 retention_aggr;	/* ns, 0: as retention */
 	unsigned long long max_disk;	/* bytes, 0: no cap */
 	long		 max_series;	/* per service; -1: the store's default */
+	long		 max_services;	/* -1: the store's default */
 	struct cluster_config ch;	/* ch.urls NULL: no cluster */
 	const char	*mountpoint;
 };
+
+/* Long options without a short letter. */
+#define OPT_MAX_SERVICES	1001
 
 /* --retention at most 100 years; its unit is required (a bare "30" is refused). */
 #define RETENTION_MAX	(INT64_C(36500) * 86400 * 1000000000)
@@ -374,6 +382,8 @@ serve(const struct serve_opts *o, struct priv_user *user)
 	rd = store_reader(st);
 	if (o->max_series >= 0)
 		store_set_max_series(st, (size_t)o->max_series);
+	if (o->max_services >= 0)
+		store_set_max_services(st, (size_t)o->max_services);
 	if ((o->retention || o->max_disk) && store_set_limits(st, o->retention,
 	    o->retention_aggr, o->max_disk) < 0)
 		log_warn("cannot start the retention thread");
@@ -490,6 +500,7 @@ main(int argc, char **argv)
 		{ "retention-aggregates", required_argument, NULL, 'A' },
 		{ "max-disk",	required_argument,	NULL, 'M' },
 		{ "max-series",	required_argument,	NULL, 'X' },
+		{ "max-services", required_argument,	NULL, OPT_MAX_SERVICES },
 		{ "http-token-file", required_argument,	NULL, 'F' },
 		{ "http-insecure", no_argument,		NULL, 'I' },
 		{ "http-open",	no_argument,		NULL, 'o' },
@@ -507,7 +518,7 @@ main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	struct serve_opts o = { .data = "./profilefs-data", .max_series = -1,
-	    .ch = { .set_retention = -1 } };
+	    .ch = { .set_retention = -1 }, .max_services = -1 };
 	struct priv_user user;
 	char *end, *token = NULL;
 	const char *group = NULL;
@@ -584,6 +595,15 @@ main(int argc, char **argv)
 			o.max_series = strtol(optarg, &end, 10);
 			if (errno || *end || end == optarg || o.max_series < 0) {
 				fprintf(stderr, "profilefs: --max-series: not a count: '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		case OPT_MAX_SERVICES:
+			errno = 0;
+			o.max_services = strtol(optarg, &end, 10);
+			if (errno || *end || end == optarg || o.max_services < 0) {
+				fprintf(stderr, "profilefs: --max-services: not a count: '%s'\n",
+				    optarg);
 				return 2;
 			}
 			break;

@@ -350,6 +350,10 @@ flame_render(const struct render_tree *t, const struct flame_opts *o, struct buf
 	if (deep)
 		buf_printf(&note, "%sstacks cut below %d levels", note.len ? "; " : "",
 		    MAX_DEPTH);
+	if (t->truncated)
+		buf_printf(&note, "%sprofile too large: frames past the tree's limits "
+		    "(%d inlined lines, %d nodes) summed into one", note.len ? "; " : "",
+		    RENDER_MAX_INLINE, RENDER_MAX_NODES);
 	/* Depth-first, children left to right in name order. */
 	while (sp > 0) {
 		struct todo td = stack[--sp];

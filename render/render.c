@@ -25,6 +25,31 @@
  * named CUT_FRAME, so totals stay exact.
  */
 #define CUT_FRAME	"[deeper frames cut]"
+/*
+ * A location's inlined lines past RENDER_MAX_INLINE: the callers' half and
+ * the leaf's half are kept, the lines between become this one frame.
+ */
+#define INLINE_FRAME	"[inlined frames cut]"
+/*
+ * Past RENDER_MAX_NODES nodes (RENDER_MAX_ROOTS under the root), the rest of
+ * a stack that would need a new node goes to this frame under the last node
+ * it has: totals stay exact, the tree bounded (pprof's node limit, without
+ * dropping any value).
+ */
+#define TRUNC_FRAME	"[more frames: tree limit]"
+
+/*
+ * Take n bytes of the memory budget for the tree's arrays; t->charged says
+ * what render_tree_free() gives back.
+ */
+static int
+tree_charge(struct render_tree *t, size_t n)
+{
+	if (budget_reserve(n) < 0)
+		return -ENOMEM;
+	t->charged += n;
+	return 0;
+}
 
 const char *
 render_tree_name(const struct render_tree *t, uint32_t i)
@@ -138,6 +163,7 @@ render_tree_is_python(const struct render_tree *t, uint32_t i)
 struct locnames {
 	uint32_t	*ids;
 	uint32_t	*first;		/* nlocations + 1 offsets into ids */
+	size_t		 bytes;		/* in the memory budget */
 };
 
 /*
@@ -175,10 +201,17 @@ locnames_build(struct render_tree *t, const struct profile *p, struct locnames *
 	size_t i, total = 0, k = 0;
 	uint32_t j, nl;
 	int64_t id, *fname = NULL;
-	int rc = 0;
+	int rc = 0, added;
 
-	for (i = 0; i < p->nlocations; i++)
-		total += p->locations[i].nlines ? p->locations[i].nlines : 1;
+	for (i = 0; i < p->nlocations; i++) {
+		nl = p->locations[i].nlines ? p->locations[i].nlines : 1;
+		total += nl < RENDER_MAX_INLINE ? nl : RENDER_MAX_INLINE;
+	}
+	ln->bytes = (total + 1 + p->nlocations + 1) * sizeof(uint32_t);
+	if (budget_reserve(ln->bytes) < 0) {
+		ln->bytes = 0;
+		return -ENOMEM;
+	}
 	ln->ids = malloc((total + 1) * sizeof(*ln->ids));
 	ln->first = malloc((p->nlocations + 1) * sizeof(*ln->first));
 	fname = malloc((p->nfunctions + 1) * sizeof(*fname));
@@ -193,6 +226,20 @@ locnames_build(struct render_tree *t, const struct profile *p, struct locnames *
 		ln->first[i] = (uint32_t)k;
 		nl = l->nlines ? l->nlines : 1;
 		for (j = nl; j-- > 0;) {
+			if (nl > RENDER_MAX_INLINE && j < nl - RENDER_MAX_INLINE / 2 &&
+			    j >= RENDER_MAX_INLINE / 2 - 1) {
+				/* The middle of a long inline chain: one frame for all of it. */
+				if (j != RENDER_MAX_INLINE / 2 - 1)
+					continue;
+				if ((id = intern_put(t->names, INLINE_FRAME, sizeof(INLINE_FRAME),
+				    &added)) < 0) {
+					rc = -ENOMEM;
+					goto out;
+				}
+				ln->ids[k++] = (uint32_t)id;
+				t->truncated = true;
+				continue;
+			}
 			if ((id = line_name_id(t, p, l, l->nlines ? j : l->nlines, fname,
 			    &name)) < 0) {
 				rc = -ENOMEM;
@@ -215,11 +262,16 @@ out:
 	return rc;
 }
 
+/* Bytes per node of the six per-node arrays. */
+#define NODE_BYTES	(2 * sizeof(uint32_t) + 4 * sizeof(int64_t))
+
 static int
 tree_grow(struct render_tree *t)
 {
 	size_t cap = t->cap ? t->cap * 2 : 1024;
 
+	if (tree_charge(t, (cap - t->cap) * NODE_BYTES) < 0)
+		return -ENOMEM;
 	t->parent = xreallocarray(t->parent, cap, sizeof(*t->parent));
 	t->name = xreallocarray(t->name, cap, sizeof(*t->name));
 	t->cur = xreallocarray(t->cur, cap, sizeof(*t->cur));
@@ -230,14 +282,20 @@ tree_grow(struct render_tree *t)
 	return 0;
 }
 
-/* The child of parent called name, created if missing; -ENOMEM or the node. */
+/*
+ * The child of parent called name, created if missing; -ENOMEM, -ENOSPC
+ * (a new node past the tree's limits, unless forced) or the node.
+ */
 static int64_t
-tree_child(struct render_tree *t, uint32_t parent, uint32_t name)
+tree_child(struct render_tree *t, uint32_t parent, uint32_t name, bool force)
 {
 	uint32_t key[2] = { parent, name };
 	int64_t id;
 	int added = 0;
 
+	if (!force && (t->n >= RENDER_MAX_NODES || (parent == 0 && t->nroots >= RENDER_MAX_ROOTS)) &&
+	    intern_get(t->edges, key, sizeof(key)) < 0)
+		return -ENOSPC;
 	if ((id = intern_put(t->edges, key, sizeof(key), &added)) < 0)
 		return -ENOMEM;
 	id++;		/* node 0 is the root, which has no edge */
@@ -248,6 +306,8 @@ tree_child(struct render_tree *t, uint32_t parent, uint32_t name)
 		t->name[id] = name;
 		t->cur[id] = t->cur_self[id] = t->base[id] = t->base_self[id] = 0;
 		t->n = (size_t)id + 1;
+		if (parent == 0)
+			t->nroots++;
 	}
 	return id;
 }
@@ -296,10 +356,24 @@ tree_add(struct render_tree *t, const struct profile *p, size_t type, bool base)
 					name = (uint32_t)id;
 					t->cut = true;
 				}
-				if ((node = tree_child(t, (uint32_t)node, name)) < 0) {
+				if ((id = tree_child(t, (uint32_t)node, name, false)) == -ENOSPC) {
+					/* Full: the rest of this stack is one frame under node. */
+					id = intern_put(t->names, TRUNC_FRAME, sizeof(TRUNC_FRAME), &added);
+					if (id >= 0)
+						id = tree_child(t, (uint32_t)node, (uint32_t)id, true);
+					t->truncated = true;
+					if (id >= 0) {
+						node = id;
+						tree_vals(t, base, false)[node] =
+						    profile_add(tree_vals(t, base, false)[node], v);
+						goto leaf;
+					}
+				}
+				if (id < 0) {
 					rc = -ENOMEM;
 					goto out;
 				}
+				node = id;
 				tree_vals(t, base, false)[node] = profile_add(tree_vals(t, base, false)[node], v);
 				if (++depth > RENDER_MAX_DEPTH)
 					goto leaf;
@@ -309,7 +383,7 @@ leaf:
 		if (node == 0) {
 			/* A sample without locations still counts, under its own frame. */
 			id = intern_put(t->names, NO_STACK, sizeof(NO_STACK), &added);
-			if (id < 0 || (node = tree_child(t, 0, (uint32_t)id)) < 0) {
+			if (id < 0 || (node = tree_child(t, 0, (uint32_t)id, true)) < 0) {
 				rc = -ENOMEM;
 				goto out;
 			}
@@ -320,6 +394,7 @@ leaf:
 out:
 	free(ln.ids);
 	free(ln.first);
+	budget_release(ln.bytes);
 	return rc;
 }
 
@@ -342,8 +417,8 @@ render_tree_build(struct render_tree *t, const struct profile *cur, size_t ctype
 	int rc;
 
 	memset(t, 0, sizeof(*t));
-	t->names = intern_create(4096);
-	t->edges = intern_create(16384);
+	t->names = intern_create(256);
+	t->edges = intern_create(1024);
 	if (t->names == NULL || t->edges == NULL || tree_grow(t) < 0) {
 		rc = -ENOMEM;
 		goto fail;
@@ -356,6 +431,8 @@ render_tree_build(struct render_tree *t, const struct profile *cur, size_t ctype
 	if ((rc = tree_add(t, cur, ctype, false)) < 0)
 		goto fail;
 	if (base && (rc = tree_add(t, base, btype, true)) < 0)
+		goto fail;
+	if ((rc = tree_charge(t, (t->n + 1 + t->n + 1) * sizeof(*t->kids))) < 0)
 		goto fail;
 	t->kids = malloc((t->n ? t->n : 1) * sizeof(*t->kids));
 	t->kid_start = calloc(t->n + 1, sizeof(*t->kid_start));
@@ -403,6 +480,7 @@ render_tree_free(struct render_tree *t)
 	free(t->kids);
 	free(t->kid_start);
 	free(t->kernel);
+	budget_release(t->charged);
 	memset(t, 0, sizeof(*t));
 }
 

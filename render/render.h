@@ -45,6 +45,9 @@ struct render_tree {
 	uint32_t	*kids, *kid_start;
 	bool		 has_base;
 	bool		 cut;		/* some stack was cut at RENDER_MAX_DEPTH */
+	bool		 truncated;	/* a limit below summed frames into one */
+	size_t		 nroots;	/* children of the root */
+	size_t		 charged;	/* bytes of the arrays in the memory budget */
 	/* Per name id, for colouring: RENDER_KIND_KERNEL when some frame of
 	 * that name ran in a kernel mapping ("[kernel]", "[kernel.kallsyms]",
 	 * "vmlinux"), RENDER_KIND_PYTHON in the mapping "[python]". */
@@ -58,6 +61,18 @@ struct render_tree {
  * it stay bounded by the number of samples, not by a stack's depth.
  */
 #define RENDER_MAX_DEPTH	4096
+/*
+ * The tree's other bounds, so that its memory (about 100 bytes a node, all
+ * of it in the memory budget) follows the picture, not the input: a
+ * location's inlined lines expanded (the callers' and the leaf's halves are
+ * kept, the middle becomes "[inlined frames cut]"), the nodes in all and
+ * the frames under the root. A stack needing a node past them ends in one
+ * frame "[more frames: tree limit]" that holds its value. t->truncated is
+ * set; the flame graph says so.
+ */
+#define RENDER_MAX_INLINE	128
+#define RENDER_MAX_NODES	(256 * 1024)
+#define RENDER_MAX_ROOTS	4096
 
 #define RENDER_KIND_KERNEL	1
 #define RENDER_KIND_PYTHON	2

@@ -323,9 +323,21 @@ compact_main(void *arg)
 		ts.tv_sec += 2;
 		while (!st->cp_stop && pthread_cond_timedwait(&st->cp_cond, &st->rt_lock, &ts) == 0)
 			;
-		/* A pass that found work goes again: the next says it caught up. */
-		while (!st->cp_stop && !__atomic_load_n(&st->cp_kick, __ATOMIC_RELAXED) && n == 0)
-			pthread_cond_wait(&st->cp_cond, &st->rt_lock);
+		/*
+		 * A pass that found work goes again: the next says it caught up.
+		 * Idle, it wakes now and then to free idle symbol tables.
+		 */
+		while (!st->cp_stop && !__atomic_load_n(&st->cp_kick, __ATOMIC_RELAXED) && n == 0) {
+			pthread_mutex_unlock(&st->rt_lock);
+			symtab_sweep_due(st);
+			pthread_mutex_lock(&st->rt_lock);
+			if (st->cp_stop || __atomic_load_n(&st->cp_kick, __ATOMIC_RELAXED))
+				break;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_sec += budget_pressed() ? SYM_IDLE_PRESSED_NS / 1000000000 :
+			    SYM_SWEEP_NS / 1000000000;
+			pthread_cond_timedwait(&st->cp_cond, &st->rt_lock, &ts);
+		}
 	}
 	pthread_mutex_unlock(&st->rt_lock);
 	return NULL;

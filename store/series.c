@@ -121,6 +121,9 @@ series_add(struct store *st, uint64_t sid, const char *service, const char *type
 		return -ENOMEM;
 	}
 	buf_free(&k);
+	pos = series_lower(st, service, NULL, NULL);
+	if (pos == st->nseries || strcmp(st->sorted[pos]->service, service) != 0)
+		st->nservices++;
 	/* Insertion keeps sorted[] ordered: series are few and created rarely. */
 	pos = series_lower(st, service, type, labels);
 	memmove(st->sorted + pos + 1, st->sorted + pos, (st->nseries - pos) * sizeof(*ns));
@@ -147,6 +150,42 @@ series_find(struct store *st, const char *service, const char *type, const char 
 		idx = intern_get(st->names, k.data, k.len);
 	buf_free(&k);
 	return idx < 0 ? NULL : st->series[idx];
+}
+
+/*
+ * Whether a new service may be created: a producer that puts a pid, a build
+ * number or a request id in the service name makes a service per process,
+ * each with its series and symbol table. Services whose every series
+ * retention emptied do not count. Caller holds st_lock for writing.
+ */
+static int
+services_check(struct store *st, const char *service, struct buf *err)
+{
+	size_t i, live = 0;
+	bool counted = false;
+
+	if (st->max_services == 0 || st->nservices < st->max_services)
+		return 0;
+	for (i = 0; i < st->nseries; i++) {
+		ssize_t at;
+
+		if (i > 0 && strcmp(st->sorted[i]->service, st->sorted[i - 1]->service) != 0)
+			counted = false;
+		if (counted)
+			continue;
+		at = series_pos(st, st->sorted[i]->id);
+		if (at < 0 || !st->state[at]->empty) {
+			live++;
+			counted = true;
+		}
+	}
+	if (live < st->max_services)
+		return 0;
+	if (err)
+		buf_printf(err, "service %s refused: %zu services are stored, the limit "
+		    "(--max-services): leave pids, versions and ids out of service names",
+		    service, live);
+	return -EINVAL;
 }
 
 /* The series for (service, type, labels), created (durably) if new. */
@@ -188,6 +227,8 @@ series_get_or_create(struct store *st, const char *service, const char *type,
 		while (end < st->nseries && strcmp(st->sorted[end]->service, service) == 0)
 			end++;
 		nsvc = end - pos;
+		if (nsvc == 0 && (rc = services_check(st, service, err)) < 0)
+			goto out;
 		if (st->max_series && nsvc >= st->max_series) {
 			/* Series retention emptied do not count. */
 			for (; pos < end; pos++) {
@@ -249,6 +290,14 @@ store_set_max_series(struct store *st, size_t n)
 {
 	pthread_rwlock_wrlock(&st->st_lock);
 	st->max_series = n;
+	pthread_rwlock_unlock(&st->st_lock);
+}
+
+void
+store_set_max_services(struct store *st, size_t n)
+{
+	pthread_rwlock_wrlock(&st->st_lock);
+	st->max_services = n;
 	pthread_rwlock_unlock(&st->st_lock);
 }
 

@@ -441,6 +441,7 @@ store_open(const char *dir, struct store **out, struct buf *err)
 	store_reader_init(st);
 	st->names = intern_create(64);
 	st->max_series = STORE_MAX_SERIES;
+	st->max_services = STORE_MAX_SERVICES;
 	if ((st->dir = strdup(dir)) == NULL) {
 		store_close(st);
 		return -ENOMEM;
@@ -626,7 +627,7 @@ store_recover(struct store *st)
 	char *dberr = NULL;
 	int tries;
 
-	if (statvfs(st->dir, &sv) < 0 || (uint64_t)sv.f_bavail * sv.f_frsize < (16u << 20))
+	if (statvfs(st->dir, &sv) < 0 || (uint64_t)sv.f_bavail * sv.f_frsize < STORE_RESUME_FREE)
 		return -EAGAIN;
 	pthread_rwlock_wrlock(&st->db_lock);
 	rocksdb_close(st->db);

@@ -216,6 +216,13 @@ bool	store_time_sane(int64_t t, int64_t now);
  */
 #define STORE_MAX_SERIES	2000
 void	store_set_max_series(struct store *st, size_t n);
+/*
+ * Services the store may hold: a new one past the limit is refused (-EINVAL
+ * with the reason); services whose data retention deleted do not count.
+ * 0: no limit.
+ */
+#define STORE_MAX_SERVICES	2000
+void	store_set_max_services(struct store *st, size_t n);
 
 /* The types store_infer_type() gives (NULL-terminated), and whether t is one. */
 extern const char *const store_types[];

@@ -93,6 +93,20 @@
 #define NS_1H		(INT64_C(3600) * 1000000000)
 #define NS_1D		(INT64_C(86400) * 1000000000)
 #define STORE_CHANGES	1024		/* see note_change */
+/*
+ * A service's symbol table is freed after SYM_IDLE_NS unused (looked for
+ * every SYM_SWEEP_NS by the compactor thread), after SYM_IDLE_PRESSED_NS
+ * when the memory budget runs short.
+ */
+#define SYM_IDLE_NS		(INT64_C(600) * 1000000000)
+#define SYM_IDLE_PRESSED_NS	(INT64_C(5) * 1000000000)
+#define SYM_SWEEP_NS		(INT64_C(60) * 1000000000)
+/*
+ * After a full disk, storing resumes once this much is free on the data
+ * directory's file system: less would fill it again at the next flush or
+ * compaction. The refusals and the log name it.
+ */
+#define STORE_RESUME_FREE	(16u << 20)
 
 /* Window lengths by level: 10 minutes, 1 hour, 1 day (window.c). */
 extern const int64_t win_len[3];
@@ -115,6 +129,7 @@ struct series_state {
 	 */
 	uint64_t		 space;
 	bool			 empty;		/* retention deleted all it held */
+	int64_t			 sym_used;	/* clock_mono_ns() of sym's last use; sym_lock */
 };
 
 struct store {
@@ -136,6 +151,9 @@ struct store {
 	struct series_state		**state;	/* parallel to series[] */
 	size_t			 nseries, capseries;
 	size_t			 max_series;	/* per service, 0: no limit */
+	size_t			 max_services;	/* 0: no limit */
+	size_t			 nservices;	/* distinct services in series[] */
+	int64_t			 sym_swept;	/* clock_mono_ns() of the last symtab_sweep() */
 	struct intern		*names;		/* N key -> index in series[] */
 	uint64_t		 next_sid;
 	_Atomic uint64_t	 next_id;
@@ -281,6 +299,8 @@ const struct series *series_local(struct store *st, uint64_t id);
 
 /* symtab.c */
 struct series_state *series_state_lock(struct store *st, uint64_t sid, int *rc);
+/* symtab.c: free idle symbol tables when due (the compactor thread, idle). */
+void	symtab_sweep_due(struct store *st);
 
 /* write.c */
 int	batch_profile(struct store *st, rocksdb_writebatch_t *wb, uint64_t sid, int64_t time,

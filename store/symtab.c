@@ -19,7 +19,8 @@ symtab_create(void)
 	if (t == NULL)
 		return NULL;
 	for (i = 0; i < SYM_NKINDS; i++) {
-		if ((t->k[i].t = intern_create(i == SYM_MAP ? 16 : 1024)) == NULL) {
+		/* Small at first: a service of a few stacks costs a few KiB. */
+		if ((t->k[i].t = intern_create(16)) == NULL) {
 			symtab_free(t);
 			return NULL;
 		}
@@ -43,6 +44,30 @@ symtab_free(struct symtab *t)
 	free(t);
 }
 
+bool
+symtab_pending(const struct symtab *t)
+{
+	size_t i, n;
+	int kind;
+
+	for (kind = 0; kind < SYM_NKINDS; kind++)
+		for (i = 0, n = intern_count(t->k[kind].t); i < n; i++)
+			if (i >= t->k[kind].cap || !t->k[kind].durable[i])
+				return true;
+	return false;
+}
+
+size_t
+symtab_bytes(const struct symtab *t)
+{
+	size_t n = sizeof(*t) + t->key.cap;
+	int kind;
+
+	for (kind = 0; kind < SYM_NKINDS; kind++)
+		n += intern_bytes(t->k[kind].t) + t->k[kind].cap * (1 + sizeof(uint32_t));
+	return n;
+}
+
 size_t
 symtab_count(const struct symtab *t, int kind)
 {
@@ -53,7 +78,7 @@ symtab_count(const struct symtab *t, int kind)
 static int
 kind_grow(struct symkind *k, size_t n)
 {
-	size_t ncap = k->cap ? k->cap : 256;
+	size_t ncap = k->cap ? k->cap : 32;
 	uint8_t *d;
 	uint32_t *s;
 
@@ -210,7 +235,50 @@ series_state_lock(struct store *st, uint64_t sid, int *rc)
 			return NULL;
 		}
 	}
+	ss->sym_used = clock_mono_ns();
 	return ss;
+}
+
+/*
+ * Free the symbol tables nobody used for idle_ns: a service that stopped
+ * sending costs nothing until it is read or written again (then its 'Y'
+ * records are loaded anew). A table with entries not durable yet stays:
+ * their ids are not on disk. Takes st_lock (read), then each sym_lock
+ * without waiting: a table in use is in use.
+ */
+static void
+symtab_sweep(struct store *st, int64_t idle_ns)
+{
+	int64_t now = clock_mono_ns();
+	size_t i, freed = 0;
+
+	pthread_rwlock_rdlock(&st->st_lock);
+	for (i = 0; i < st->nseries; i++) {
+		struct series_state *ss = st->state[i];
+
+		if (ss->space != st->series[i]->id || pthread_mutex_trylock(&ss->sym_lock) != 0)
+			continue;
+		if (ss->sym && now - ss->sym_used >= idle_ns && !symtab_pending(ss->sym)) {
+			symtab_free(ss->sym);
+			ss->sym = NULL;
+			freed++;
+		}
+		pthread_mutex_unlock(&ss->sym_lock);
+	}
+	pthread_rwlock_unlock(&st->st_lock);
+	st->sym_swept = now;
+	if (freed)
+		log_debug("store: freed the symbol tables of %zu idle services", freed);
+}
+
+/* Sweep when due: every SYM_SWEEP_NS, and at once when memory runs short. */
+void
+symtab_sweep_due(struct store *st)
+{
+	bool pressed = budget_pressed();
+
+	if (pressed || clock_mono_ns() - st->sym_swept >= SYM_SWEEP_NS)
+		symtab_sweep(st, pressed ? SYM_IDLE_PRESSED_NS : SYM_IDLE_NS);
 }
 
 const struct symtab *

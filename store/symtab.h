@@ -37,6 +37,13 @@ int		 symtab_load(struct symtab *t, int kind, uint32_t id, const void *data,
 /* The bytes of entry id (NULL if out of range); valid while t lives. */
 const void	*symtab_entry(const struct symtab *t, int kind, uint32_t id, size_t *len);
 size_t		 symtab_count(const struct symtab *t, int kind);
+/*
+ * Whether some entry is not durable yet (a write in flight, or one that
+ * failed): such a table must stay in memory, its ids are not on disk.
+ */
+bool		 symtab_pending(const struct symtab *t);
+/* The memory t holds. */
+size_t		 symtab_bytes(const struct symtab *t);
 /* Entries written by a successful batch: later packs need not repeat them. */
 void		 symtab_durable(struct symtab *t, const struct sym_new *e, size_t n);
 

@@ -216,8 +216,8 @@ put_common(struct store *st, const struct store_input *in, const struct profile 
 
 	if (atomic_load(&st->full)) {
 		if (err)
-			buf_adds(err, "the data directory's file system is full; "
-			    "storing resumes once space is freed");
+			buf_printf(err, "the data directory's file system is full; "
+			    "storing resumes once %u MiB are free on it", STORE_RESUME_FREE >> 20);
 		atomic_fetch_add(&st->n_rejected, 1);
 		return -ENOSPC;
 	}
@@ -388,12 +388,17 @@ store_write_error(struct store *st, char *dberr, struct buf *err)
 	    strstr(dberr, "no space");
 
 	/* RocksDB must not be written again until it is reopened. */
-	if (full && !atomic_exchange(&st->full, true))
+	if (full && !atomic_exchange(&st->full, true)) {
 		log_warnx("store: the data directory's file system is full: writes are refused "
-		    "until space is freed");
-	if (err)
-		buf_printf(err, full ? "the data directory's file system is full: %s" :
-		    "database write failed: %s", dberr);
+		    "until %u MiB are free on it (%s)", STORE_RESUME_FREE >> 20, st->dir);
+		/* The compactor looks for room every second from now on. */
+		compact_kick(st);
+	}
+	if (err && full)
+		buf_printf(err, "the data directory's file system is full (%s); storing resumes "
+		    "once %u MiB are free on it", dberr, STORE_RESUME_FREE >> 20);
+	else if (err)
+		buf_printf(err, "database write failed: %s", dberr);
 	free(dberr);
 	return full ? -ENOSPC : -EIO;
 }

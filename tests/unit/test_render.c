@@ -415,6 +415,105 @@ test_names(void **state)
 	buf_free(&b);
 }
 
+/*
+ * A profile of one location of nlines inlined lines (functions f0..), under
+ * nroots samples of value 1 each called from a root of its own.
+ */
+static struct profile *
+inline_profile(size_t nlines, size_t nroots)
+{
+	static const char *const types[] = { "samples" }, *const units[] = { "count" };
+	struct merge_header h = { .types = types, .units = units, .ntypes = 1,
+	    .period_type = "samples", .period_unit = "count", .period = 1 };
+	struct merge *m = merge_create();
+	struct pf_line *lines = calloc(nlines, sizeof(*lines)), root;
+	struct pf_label nolabel = { 0 };
+	struct profile *p = NULL;
+	char name[32];
+	uint32_t locs[2];
+	int64_t one = 1;
+	size_t i;
+
+	assert_non_null(m);
+	assert_non_null(lines);
+	assert_int_equal(merge_begin(m, &h), 0);
+	for (i = 0; i < nlines; i++) {
+		struct pf_function f = { 0 };
+
+		snprintf(name, sizeof(name), "f%zu", i);
+		f.name = merge_string(m, name);
+		lines[i].function = (uint32_t)merge_function(m, &f);
+		lines[i].line = (int64_t)i + 1;
+	}
+	locs[0] = (uint32_t)merge_location(m, 0, 0, 0x1000, false, lines, nlines);
+	for (i = 0; i < nroots; i++) {
+		struct pf_function f = { 0 };
+
+		snprintf(name, sizeof(name), "root%zu", i);
+		f.name = merge_string(m, name);
+		root = (struct pf_line){ .function = (uint32_t)merge_function(m, &f), .line = 1 };
+		locs[1] = (uint32_t)merge_location(m, 0, 0, 0x2000 + i, false, &root, 1);
+		assert_int_equal(merge_sample(m, locs, 2, &nolabel, 0, &one), 0);
+	}
+	assert_int_equal(merge_finish(m, false, &p), 0);
+	merge_free(m);
+	free(lines);
+	return p;
+}
+
+/*
+ * The tree is bounded whatever the input: a long inline chain keeps its two
+ * ends around one "[inlined frames cut]" frame, and past the node limit the
+ * rest of a stack is one "[more frames: tree limit]" frame; totals stay exact
+ * and the memory budget is given back when the tree is freed.
+ */
+static void
+test_tree_bounds(void **state)
+{
+	struct profile *p;
+	struct render_tree t;
+	struct buf out = { 0 };
+	size_t used0, used, lines;
+	bool found = false;
+	uint32_t i;
+
+	(void)state;
+	budget_stats(&used0, NULL, NULL);
+	p = inline_profile(1000, 10);
+	assert_int_equal(render_tree_build(&t, p, 0, NULL, 0), 0);
+	assert_true(t.truncated);
+	/* Per root: the root, 64 callers' lines, the cut, 63 leaf lines. */
+	assert_int_equal(t.n, 1 + 10 * (1 + RENDER_MAX_INLINE));
+	for (i = 1; i < t.n; i++)
+		found |= strcmp(render_tree_name(&t, i), "[inlined frames cut]") == 0;
+	assert_true(found);
+	assert_int_equal(folded_render(&t, &out), 0);
+	assert_int_equal(folded_sum(&out, &lines), 10);
+	assert_non_null(strstr(out.data, "root3;f999;"));
+	assert_non_null(strstr(out.data, ";f0 1"));
+	budget_stats(&used, NULL, NULL);
+	assert_true(used > used0);	/* the tree is charged */
+	render_tree_free(&t);
+	profile_free(p);
+	buf_free(&out);
+	budget_stats(&used, NULL, NULL);
+	assert_int_equal(used, used0);
+
+	/* More roots than the root may have, more nodes than the tree may. */
+	p = inline_profile(100, RENDER_MAX_ROOTS + 1000);
+	assert_int_equal(render_tree_build(&t, p, 0, NULL, 0), 0);
+	assert_true(t.truncated);
+	assert_true(t.n <= 2 * (size_t)RENDER_MAX_NODES);
+	assert_true(t.nroots <= RENDER_MAX_ROOTS + 1);
+	assert_int_equal(t.cur[0], RENDER_MAX_ROOTS + 1000);
+	assert_int_equal(folded_render(&t, &out), 0);
+	assert_int_equal(folded_sum(&out, &lines), RENDER_MAX_ROOTS + 1000);
+	assert_non_null(strstr(out.data, "[more frames: tree limit]"));
+	render_tree_free(&t);
+	profile_free(p);
+	buf_free(&out);
+}
+
 int
 main(void)
 {
@@ -429,6 +528,7 @@ main(void)
 		cmocka_unit_test(test_timeline),
 		cmocka_unit_test(test_value_format),
 		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_tree_bounds),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

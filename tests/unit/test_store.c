@@ -325,6 +325,39 @@ test_empty_series_removed(void **state)
 	assert_int_equal(count(f, b.series, INT64_MIN, INT64_MAX), 1);
 }
 
+/*
+ * --max-services: a new service past the limit is refused with the reason;
+ * existing services still take profiles, and a service retention emptied
+ * stops counting.
+ */
+static void
+test_max_services(void **state)
+{
+	struct fixture *f = *state;
+	struct labelset ls = { .n = 0 };
+	struct store_input in = { .service = "third", .type = "cpu", .labels = &ls,
+	    .created_at = T0 + 4 * 24 * HOUR, .source = "ingest" };
+	struct store_ref r;
+	struct buf err = { 0 };
+	uint64_t days = 1;
+	int i;
+
+	put(f, &f->cpu, "first", "cpu", "", T0);
+	put(f, &f->cpu, "second", "cpu", "", T0 + 5 * 24 * HOUR);
+	store_set_max_services(f->st, 2);
+	assert_int_equal(store_put(f->st, &in, f->cpu.data, f->cpu.len, &r, &err), -EINVAL);
+	assert_non_null(strstr(err.data, "--max-services"));
+	buf_free(&err);
+	/* An existing service, a new label set of it: both fine. */
+	put(f, &f->cpu, "second", "cpu", "pod=a", T0 + 5 * 24 * HOUR);
+	for (i = 0; i < 10 && days > 0; i++)
+		assert_int_equal(store_compact(f->st, &days), 0);
+	assert_int_equal(store_expire(f->st, T0 + 3 * 24 * HOUR, NULL), 0);
+	/* "first" holds nothing now: a third service fits. */
+	assert_int_equal(store_put(f->st, &in, f->cpu.data, f->cpu.len, &r, &err), 0);
+	buf_free(&err);
+}
+
 static void
 test_same_timestamp_all_kept(void **state)
 {
@@ -1010,6 +1043,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_series, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_changed_since, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_empty_series_removed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_max_services, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_same_timestamp_all_kept, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_scan_order_and_bounds, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hours, setup, teardown),
