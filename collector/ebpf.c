@@ -92,7 +92,7 @@ struct ebpf_sampler {
 	uint64_t		 py_frames, py_unreadable;	/* Python frames put in stacks; not named */
 	struct {
 		uint64_t	 user_frames, user_named, kernel_frames, kernel_named, truncated;
-		uint64_t	 py_frames, py_unreadable;
+		uint64_t	 py_frames, py_unreadable, py_unlined;
 	}			 rep;		/* the above at the last metrics update */
 	uint64_t		 prev[PROF_CNT_MAX];	/* BPF counters at the last report */
 	uint32_t		 locs[PROF_MAX_STACK + PROF_MAX_USTACK + PROF_MAX_PYFRAMES + 1];
@@ -557,6 +557,7 @@ flush(struct ebpf_sampler *e)
 		"cfi_read_errors", "py_stacks", "py_read_errors"
 	};
 	struct unwind_stats us;
+	struct python_stats ps;
 	uint64_t c[PROF_CNT_MAX], d[PROF_CNT_MAX], samples = 0;
 	int64_t end = clock_now_ns(), t0 = clock_mono_ns();
 	size_t profiles = 0;
@@ -627,6 +628,12 @@ flush(struct ebpf_sampler *e)
 	    (double)(e->py_unreadable - e->rep.py_unreadable));
 	e->rep.py_frames = e->py_frames;
 	e->rep.py_unreadable = e->py_unreadable;
+	python_get_stats(e->py, &ps);
+	metrics_add("profilefs_ebpf_python_frames_unlined_total", NULL,
+	    (double)(ps.frames_unlined - e->rep.py_unlined));
+	e->rep.py_unlined = ps.frames_unlined;
+	metrics_set("profilefs_ebpf_python_line_table_bytes", NULL, (double)ps.lines_bytes);
+	python_period(e->py, e->flush_secs);
 	metrics_set("profilefs_ebpf_processes_tracked", NULL, (double)proctab_count(e->pt));
 	metrics_set("profilefs_ebpf_elf_objects_cached", NULL,
 	    (double)symbolize_elf_count(e->sym));
@@ -721,6 +728,11 @@ describe_metrics(void)
 	    "Python frames put in place of the interpreter's evaluation loop.");
 	metrics_describe("profilefs_ebpf_python_frames_unreadable_total", "counter",
 	    "... of which could not be named (process gone, code object changed).");
+	metrics_describe("profilefs_ebpf_python_frames_unlined_total", "counter",
+	    "Python frames named without their line: the period's CPU budget or the memory "
+	    "for decoded line tables was spent.");
+	metrics_describe("profilefs_ebpf_python_line_table_bytes", "gauge",
+	    "Bytes of decoded Python line tables held (at most 32 MiB).");
 	metrics_describe("profilefs_ebpf_processes_tracked", "gauge",
 	    "Processes whose mappings the sampler holds.");
 	metrics_describe("profilefs_ebpf_elf_objects_cached", "gauge",
