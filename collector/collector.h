@@ -57,6 +57,15 @@ struct ebpf_opts {
 	long		 unwind_mib;	/* unwind table memory: 0 default (64), < 0 none */
 };
 int	ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **out);
+/*
+ * Stops the sampler: its thread gets a few seconds to end (and store the
+ * period); one stuck in the kernel is left behind and nothing is freed.
+ */
 void	ebpf_stop(struct ebpf_sampler *e);
+/*
+ * For /healthz (any thread): appends one line about the sampler to out;
+ * false when it has completed no period in 3 periods (stalled).
+ */
+bool	ebpf_health(struct ebpf_sampler *e, struct buf *out);
 
 #endif

@@ -56,6 +56,7 @@
 #include <bpf/bpf.h>
 
 #include "base.h"
+#include "memread.h"
 #include "python.h"
 #include "symbolize.h"
 
@@ -66,6 +67,8 @@
 #define MAX_LINETABLE	(256 << 10)
 #define MAX_UNITS	(1u << 24)	/* code units of one code object */
 #define UNREADABLE	"[python: unreadable]"
+/* A read of a process's memory taking longer is abandoned (see memread.h). */
+#define MEM_DEADLINE_NS	(1000LL * 1000 * 1000)
 /*
  * Line tables are decoded once per code object into rows (see struct
  * ltrow), at most LINES_MEM bytes of them for all processes, charged to the
@@ -138,6 +141,7 @@ struct pyfile {
 
 struct python {
 	int		 procs_fd;
+	struct memreader *mr;		/* every read of a process's memory */
 	struct pyfile	 files[DYNSYM_CACHE];
 	size_t		 next_file;	/* the slot to reuse next */
 	/* the code object headers of the sample being named (python_read) */
@@ -155,9 +159,13 @@ python_create(int procs_fd)
 {
 	struct python *py = calloc(1, sizeof(*py));
 
-	if (py) {
-		py->procs_fd = procs_fd;
-		py->lines_cpu_max = 10 * LINES_CPU_NS_PER_S;
+	if (py == NULL)
+		return NULL;
+	py->procs_fd = procs_fd;
+	py->lines_cpu_max = 10 * LINES_CPU_NS_PER_S;
+	if ((py->mr = memread_create(MEM_DEADLINE_NS)) == NULL) {
+		free(py);
+		return NULL;
 	}
 	return py;
 }
@@ -165,6 +173,8 @@ python_create(int procs_fd)
 void
 python_destroy(struct python *py)
 {
+	if (py)
+		memread_destroy(py->mr);
 	free(py);
 }
 
@@ -213,13 +223,13 @@ python_forget(struct python *py, struct proc *p)
 
 /* Read len bytes of p's memory at addr: 0, or -errno (short reads too). */
 static int
-mem_read(const struct proc *p, uint64_t addr, void *dst, size_t len)
+mem_read(struct python *py, const struct proc *p, uint64_t addr, void *dst, size_t len)
 {
 	struct iovec l = { dst, len }, r = { (void *)(uintptr_t)addr, len };
-	ssize_t n = process_vm_readv((pid_t)p->pid, &l, 1, &r, 1, 0);
+	ssize_t n = memread_readv(py->mr, (pid_t)p->pid, &l, &r, 1);
 
 	if (n < 0)
-		return -errno;
+		return (int)n;
 	return (size_t)n == len ? 0 : -EFAULT;
 }
 
@@ -339,7 +349,8 @@ file_dynsyms(struct python *py, const struct proc_mapping *m, const char *const 
  *   240     interpreter_frame.executable           344     code_object.co_code_adaptive
  */
 static bool
-debug_offsets_agree(const struct proc *p, uint64_t runtime, const struct pyver *v)
+debug_offsets_agree(struct python *py, const struct proc *p, uint64_t runtime,
+    const struct pyver *v)
 {
 	const struct { uint16_t at; uint64_t want; } f[] = {
 		{ 40, v->off.rt_interp }, { 72, v->off.interp_threads },
@@ -352,7 +363,7 @@ debug_offsets_agree(const struct proc *p, uint64_t runtime, const struct pyver *
 	uint8_t d[352];
 	size_t i;
 
-	if (mem_read(p, runtime, d, sizeof(d)) < 0 || memcmp(d, "xdebugpy", 8) != 0)
+	if (mem_read(py, p, runtime, d, sizeof(d)) < 0 || memcmp(d, "xdebugpy", 8) != 0)
 		return false;
 	for (i = 0; i < sizeof(f) / sizeof(f[0]); i++)
 		if (rd64(d, f[i].at) != f[i].want)
@@ -382,7 +393,7 @@ python_check(struct python *py, struct proc *p)
 			continue;
 		if (vals[0] == 0 || vals[1] == 0 || vals[2] == 0)
 			continue;
-		if (mem_read(p, vals[2] + m.bias, &ver, sizeof(ver)) < 0)
+		if (mem_read(py, p, vals[2] + m.bias, &ver, sizeof(ver)) < 0)
 			return;
 		for (k = 0; k < sizeof(versions) / sizeof(versions[0]); k++)
 			if (((ver >> 24) & 0xff) == 3 && (int)((ver >> 16) & 0xff) == versions[k].minor)
@@ -392,7 +403,7 @@ python_check(struct python *py, struct proc *p)
 			    (ver >> 24) & 0xff, (ver >> 16) & 0xff);
 			return;
 		}
-		if (versions[k].minor >= 13 && !debug_offsets_agree(p, vals[0] + m.bias,
+		if (versions[k].minor >= 13 && !debug_offsets_agree(py, p, vals[0] + m.bias,
 		    &versions[k])) {
 			log_debug("ebpf: pid %u: CPython 3.%d: its debug offsets are not the ones "
 			    "known: no Python frames", p->pid, versions[k].minor);
@@ -451,7 +462,8 @@ put_utf8(char *o, uint32_t c)
 
 /* A str object of p at addr as a malloc'd UTF-8 string, or NULL. */
 static char *
-read_str(const struct pyproc *pp, const struct proc *p, uint64_t addr, size_t maxch)
+read_str(struct python *py, const struct pyproc *pp, const struct proc *p, uint64_t addr,
+    size_t maxch)
 {
 	uint8_t h[48], *raw;
 	uint64_t len;
@@ -459,7 +471,7 @@ read_str(const struct pyproc *pp, const struct proc *p, uint64_t addr, size_t ma
 	size_t dataoff, i, o = 0;
 	char *out;
 
-	if (addr == 0 || mem_read(p, addr, h, sizeof(h)) < 0)
+	if (addr == 0 || mem_read(py, p, addr, h, sizeof(h)) < 0)
 		return NULL;
 	len = rd64(h, 16);
 	memcpy(&state, h + 32, sizeof(state));
@@ -475,7 +487,7 @@ read_str(const struct pyproc *pp, const struct proc *p, uint64_t addr, size_t ma
 	}
 	if ((raw = malloc(len * kind + 1)) == NULL)
 		return NULL;
-	if (len && mem_read(p, addr + dataoff, raw, len * kind) < 0) {
+	if (len && mem_read(py, p, addr + dataoff, raw, len * kind) < 0) {
 		free(raw);
 		return NULL;
 	}
@@ -510,7 +522,8 @@ read_str(const struct pyproc *pp, const struct proc *p, uint64_t addr, size_t ma
 
 /* Fill c (addr, header fields taken) from p's memory: 0 or -errno. */
 static int
-code_load(const struct pyproc *pp, const struct proc *p, struct pycode *c, const uint8_t *hdr)
+code_load(struct python *py, const struct pyproc *pp, const struct proc *p, struct pycode *c,
+    const uint8_t *hdr)
 {
 	c->type = rd64(hdr, CO_TYPE);
 	c->size = rd64(hdr, CO_SIZE);
@@ -518,8 +531,8 @@ code_load(const struct pyproc *pp, const struct proc *p, struct pycode *c, const
 	c->qualname = rd64(hdr, CO_QUALNAME);
 	c->linetable = rd64(hdr, CO_LINETABLE);
 	memcpy(&c->firstlineno, hdr + pp->v->co_firstlineno, sizeof(c->firstlineno));
-	if ((c->name = read_str(pp, p, c->qualname, MAX_NAME)) == NULL ||
-	    (c->file = read_str(pp, p, c->filename, MAX_PATH_CH)) == NULL)
+	if ((c->name = read_str(py, pp, p, c->qualname, MAX_NAME)) == NULL ||
+	    (c->file = read_str(py, pp, p, c->filename, MAX_PATH_CH)) == NULL)
 		return -EFAULT;
 	c->lines = LINES_NOT_READ;
 	return 0;
@@ -541,10 +554,10 @@ code_lines(struct python *py, const struct proc *p, struct pycode *c)
 		return;
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
 	c->lines = LINES_NONE;
-	if (mem_read(p, c->linetable, bh, sizeof(bh)) == 0) {
+	if (mem_read(py, p, c->linetable, bh, sizeof(bh)) == 0) {
 		n = rd64(bh, 16);
 		if (n > 0 && n <= MAX_LINETABLE && (lt = malloc(n)) != NULL) {
-			if (mem_read(p, c->linetable + 32, lt, n) == 0 &&
+			if (mem_read(py, p, c->linetable + 32, lt, n) == 0 &&
 			    python_linetable_decode(lt, n, c->firstlineno, &c->rows, &c->nrows) == 0) {
 				rb = (size_t)c->nrows * sizeof(*c->rows);
 				if (py->lines_bytes + rb > LINES_MEM || budget_reserve(rb) < 0) {
@@ -778,12 +791,12 @@ python_read(struct python *py, struct proc *p, const struct prof_pyframe *fr, si
 		py->hdr_ok[i] = false;
 	}
 	/* One call for all frames; it stops at the first that cannot be read. */
-	got = p->gone ? -1 : process_vm_readv((pid_t)p->pid, l, n, r, n, 0);
+	got = p->gone ? -1 : memread_readv(py->mr, (pid_t)p->pid, l, r, n);
 	for (i = 0; got > 0 && i < n && (size_t)got >= (i + 1) * CODE_HDR; i++)
 		py->hdr_ok[i] = true;
 	/* Those after an unreadable one: one by one. */
 	for (; got >= 0 && i < n; i++)
-		py->hdr_ok[i] = mem_read(p, (uint64_t)(uintptr_t)r[i].iov_base, py->hdr[i],
+		py->hdr_ok[i] = mem_read(py, p, (uint64_t)(uintptr_t)r[i].iov_base, py->hdr[i],
 		    CODE_HDR) == 0;
 }
 
@@ -829,7 +842,7 @@ python_frame(struct python *py, struct proc *p, const struct prof_pyframe *fr, s
 		}
 		c->addr = addr;
 		pp->ncached++;
-		if (code_load(pp, p, c, hdr) < 0) {
+		if (code_load(py, pp, p, c, hdr) < 0) {
 			code_clear(py, c);
 			pp->ncached--;
 			return -EFAULT;
@@ -879,4 +892,5 @@ python_get_stats(const struct python *py, struct python_stats *st)
 	st->lines_bytes = py->lines_bytes;
 	st->lines_decoded = py->decoded;
 	st->frames_unlined = py->unlined;
+	st->mem_stalls = memread_stalls(py->mr);
 }

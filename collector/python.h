@@ -66,6 +66,7 @@ struct python_stats {
 	size_t		 lines_bytes;	/* decoded line tables held */
 	uint64_t	 lines_decoded;	/* since start */
 	uint64_t	 frames_unlined;	/* frames named without their line (budgets), since start */
+	uint64_t	 mem_stalls;	/* reads of a process's memory abandoned (memread.h) */
 };
 void		 python_get_stats(const struct python *py, struct python_stats *st);
 /* Whether func names the interpreter's evaluation loop (its frames replace it). */

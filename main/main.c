@@ -14,6 +14,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -301,12 +302,31 @@ on_unmounting(void *arg)
 	priv_unmount(d->u);
 }
 
-/* /healthz with a cluster: its state in a line; the daemon stays healthy without it. */
+/* What /healthz reports on besides the daemon itself. */
+struct health {
+	struct cluster			*ch;
+	struct ebpf_sampler *_Atomic	 ebpf;	/* set once the sampler runs */
+};
+
+/*
+ * /healthz: the cluster's state in a line (the daemon stays healthy without
+ * it); the sampler's, unhealthy when it is stalled.
+ */
 static bool
-cluster_health(void *arg, struct buf *out)
+daemon_health(void *arg, struct buf *out)
 {
-	cluster_status(arg, out);
-	return true;
+	struct health *h = arg;
+	struct ebpf_sampler *e = atomic_load(&h->ebpf);
+	bool up = true;
+
+	if (h->ch)
+		cluster_status(h->ch, out);
+	if (e) {
+		if (h->ch)
+			buf_addc(out, '\n');
+		up = ebpf_health(e, out);
+	}
+	return up;
 }
 
 static int
@@ -319,6 +339,7 @@ serve(const struct serve_opts *o, struct priv_user *user)
 	struct scraper *scr = NULL;
 	struct ebpf_sampler *ebpf = NULL;
 	struct cluster *ch = NULL;
+	struct health health = { 0 };
 	struct buf err = { 0 };
 	struct drop drop;
 	char mnt[PATH_MAX];
@@ -377,9 +398,10 @@ serve(const struct serve_opts *o, struct priv_user *user)
 		    .max_conns = o->http_max_conns, .token = o->http_token,
 		    .max_decoded = o->http_max_decoded };
 
-		if (ch) {
-			ho.health = cluster_health;
-			ho.health_arg = ch;
+		health.ch = ch;
+		if (ch || o->ebpf_hz) {
+			ho.health = daemon_health;
+			ho.health_arg = &health;
 		}
 
 		if (http_start(st, &ho, &http) < 0)
@@ -393,6 +415,7 @@ serve(const struct serve_opts *o, struct priv_user *user)
 
 		if (ebpf_start(st, &eo, &ebpf) < 0)
 			goto fail;
+		atomic_store(&health.ebpf, ebpf);
 	}
 	memset(&fs, 0, sizeof(fs));
 	fs.st = st;
@@ -418,18 +441,19 @@ serve(const struct serve_opts *o, struct priv_user *user)
 	 */
 	if (early_stop) {
 		log_info("signal %d while starting: stopping", (int)early_stop);
+		http_stop(http);
 		ebpf_stop(ebpf);
 		scrape_stop(scr);
-		http_stop(http);
 		cluster_stop(ch);
 		store_close(st);
 		return 0;
 	}
 	early_signals(SIG_DFL);
 	rc = fs_main(&fs, &fo);
+	/* The HTTP server first: its /healthz looks at the sampler. */
+	http_stop(http);
 	ebpf_stop(ebpf);
 	scrape_stop(scr);
-	http_stop(http);
 	cluster_stop(ch);
 	store_close(st);
 	log_info("stopped");
