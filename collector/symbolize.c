@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -819,42 +820,177 @@ debuglink_ok(const char *link)
 	return true;
 }
 
-/* A separate debug file: by build id, then by .gnu_debuglink next to the file. */
+/*
+ * Debug files are looked for as the process's owner would: in its root
+ * (/proc/PID/root), with its credentials on the calling thread (its fs uid
+ * and gid and its groups, from /proc/PID/status; Linux keeps credentials
+ * per thread, and the raw system calls change only this thread's), so that
+ * a name a process controls (its build id, its .gnu_debuglink, the
+ * directories its mount namespace shows) never opens a file its owner could
+ * not read. Where the credentials cannot be taken (the daemon runs as a
+ * user without CAP_SETUID), only a file everyone may read, in a directory
+ * everyone may search, is used.
+ */
+struct owner {
+	bool		 switched;	/* this thread runs with the owner's credentials */
+	bool		 public_only;	/* they could not be taken */
+	uid_t		 fsuid;
+	gid_t		 fsgid;
+	gid_t		*groups;	/* this thread's own, to restore */
+	int		 ngroups;
+};
+
+#define OWNER_MAX_GROUPS	256
+
+static void
+owner_end(struct owner *w)
+{
+	if (w->switched) {
+		syscall(SYS_setfsuid, w->fsuid);
+		syscall(SYS_setfsgid, w->fsgid);
+		syscall(SYS_setgroups, (size_t)w->ngroups, w->groups);
+	}
+	free(w->groups);
+	memset(w, 0, sizeof(*w));
+}
+
+/* Take the credentials of the owner of process pid on this thread: 0 or -errno. */
+static int
+owner_begin(struct owner *w, unsigned pid)
+{
+	char path[64], line[4096];
+	gid_t groups[OWNER_MAX_GROUPS];
+	unsigned long ids[4], g[4];
+	int n = 0, have = 0;
+	FILE *f;
+
+	memset(w, 0, sizeof(*w));
+	snprintf(path, sizeof(path), "/proc/%u/status", pid);
+	if ((f = fopen(path, "re")) == NULL)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "Uid: %lu %lu %lu %lu", &ids[0], &ids[1], &ids[2], &ids[3]) == 4)
+			have |= 1;
+		else if (sscanf(line, "Gid: %lu %lu %lu %lu", &g[0], &g[1], &g[2], &g[3]) == 4)
+			have |= 2;
+		else if (strncmp(line, "Groups:", 7) == 0) {
+			char *c = line + 7, *end;
+
+			for (;;) {
+				unsigned long v = strtoul(c, &end, 10);
+
+				if (end == c || n >= OWNER_MAX_GROUPS)
+					break;
+				groups[n++] = (gid_t)v;
+				c = end;
+			}
+			have |= 4;
+		}
+	}
+	fclose(f);
+	if (have != 7)
+		return -ESRCH;
+	w->fsuid = (uid_t)syscall(SYS_setfsuid, -1);
+	w->fsgid = (gid_t)syscall(SYS_setfsgid, -1);
+	if ((w->ngroups = getgroups(0, NULL)) < 0 ||
+	    (w->groups = calloc((size_t)w->ngroups + 1, sizeof(gid_t))) == NULL ||
+	    getgroups(w->ngroups, w->groups) < 0) {
+		free(w->groups);
+		w->groups = NULL;
+		return -ENOMEM;
+	}
+	/* The owner's file identity: its fs ids (field 4). */
+	if (syscall(SYS_setgroups, (size_t)n, groups) < 0) {
+		w->public_only = true;
+		return 0;
+	}
+	w->switched = true;
+	syscall(SYS_setfsgid, (gid_t)g[3]);
+	syscall(SYS_setfsuid, (uid_t)ids[3]);
+	if ((uid_t)syscall(SYS_setfsuid, -1) != (uid_t)ids[3] ||
+	    (gid_t)syscall(SYS_setfsgid, -1) != (gid_t)g[3]) {
+		owner_end(w);
+		w->public_only = true;
+	}
+	return 0;
+}
+
+/* Whether path is a file everyone may read in a directory everyone may search. */
+static bool
+public_file(const char *path)
+{
+	char dir[PATH_MAX], *slash;
+	struct stat st;
+
+	if (lstat(path, &st) < 0 || !S_ISREG(st.st_mode) || !(st.st_mode & S_IROTH))
+		return false;
+	snprintf(dir, sizeof(dir), "%s", path);
+	while ((slash = strrchr(dir, '/')) != NULL && slash != dir) {
+		*slash = '\0';
+		if (stat(dir, &st) < 0 || !(st.st_mode & S_IXOTH))
+			return false;
+		if (strcmp(dir, "/proc") == 0)
+			break;	/* /proc/PID/root: the process's own root, not ours */
+	}
+	return true;
+}
+
+/* Read the debug file at path if the process's owner could: 0 when it had a symtab. */
+static int
+try_debug_file(struct elfobj *o, const char *path, const struct owner *w)
+{
+	bool has;
+
+	if (w->public_only && !public_file(path))
+		return -EACCES;
+	if (access(path, R_OK) != 0 || read_elf(path, o, true, &has, NULL, 0) != 0 || !has)
+		return -ENOENT;
+	return 0;
+}
+
+/*
+ * A separate debug file: by build id, then by .gnu_debuglink next to the
+ * file, inside root (the process's: "/proc/PID/root", or another the
+ * caller trusts), never in ours.
+ */
 static void
 read_debug_file(struct elfobj *o, const char *root, const char *name, const char *link)
 {
 	char path[PATH_MAX], dir[PATH_MAX];
-	const char *roots[2] = { "", root ? root : "" };
-	bool has;
-	size_t r;
-	int d;
+	struct owner w;
+	unsigned pid;
+	int d, end = 0;
 
-	for (r = 0; r < 2; r++) {
-		if (r == 1 && roots[1][0] == '\0')
-			break;
-		if (o->build_id[0] && strlen(o->build_id) > 2) {
-			snprintf(path, sizeof(path), "%s/usr/lib/debug/.build-id/%.2s/%s.debug",
-			    roots[r], o->build_id, o->build_id + 2);
-			if (access(path, R_OK) == 0 &&
-			    read_elf(path, o, true, &has, NULL, 0) == 0 && has)
-				return;
-		}
-		if (!debuglink_ok(link) || name == NULL || name[0] != '/')
-			continue;
-		snprintf(dir, sizeof(dir), "%s", name);
-		*strrchr(dir, '/') = '\0';
-		for (d = 0; d < 3; d++) {
-			static const char *fmt[3] = { "%s%s/%s", "%s%s/.debug/%s",
-			    "%s/usr/lib/debug%s/%s" };
-
-			snprintf(path, sizeof(path), fmt[d], roots[r], dir, link);
-			if (strcmp(path + strlen(roots[r]), name) == 0)
-				continue;	/* the file itself */
-			if (access(path, R_OK) == 0 &&
-			    read_elf(path, o, true, &has, NULL, 0) == 0 && has)
-				return;
-		}
+	if (root == NULL || root[0] == '\0')
+		return;
+	memset(&w, 0, sizeof(w));
+	if (sscanf(root, "/proc/%u/root%n", &pid, &end) == 1 && root[end] == '\0' &&
+	    owner_begin(&w, pid) < 0)
+		return;
+	if (root[0] == '/' && root[1] == '\0')
+		root = "";
+	if (o->build_id[0] && strlen(o->build_id) > 2) {
+		snprintf(path, sizeof(path), "%s/usr/lib/debug/.build-id/%.2s/%s.debug",
+		    root, o->build_id, o->build_id + 2);
+		if (try_debug_file(o, path, &w) == 0)
+			goto out;
 	}
+	if (!debuglink_ok(link) || name == NULL || name[0] != '/')
+		goto out;
+	snprintf(dir, sizeof(dir), "%s", name);
+	*strrchr(dir, '/') = '\0';
+	for (d = 0; d < 3; d++) {
+		static const char *fmt[3] = { "%s%s/%s", "%s%s/.debug/%s",
+		    "%s/usr/lib/debug%s/%s" };
+
+		snprintf(path, sizeof(path), fmt[d], root, dir, link);
+		if (strcmp(path + strlen(root), name) == 0)
+			continue;	/* the file itself */
+		if (try_debug_file(o, path, &w) == 0)
+			goto out;
+	}
+out:
+	owner_end(&w);
 }
 
 static void
