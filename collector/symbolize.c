@@ -21,13 +21,13 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "base.h"
 #include "pprof.h"
 #include "store.h"
+#include "owner.h"
 #include "symbolize.h"
 
 #define ELF_MAX_SYMS	(4u << 20)	/* per object, against corrupt tables */
@@ -822,98 +822,13 @@ debuglink_ok(const char *link)
 
 /*
  * Debug files are looked for as the process's owner would: in its root
- * (/proc/PID/root), with its credentials on the calling thread (its fs uid
- * and gid and its groups, from /proc/PID/status; Linux keeps credentials
- * per thread, and the raw system calls change only this thread's), so that
- * a name a process controls (its build id, its .gnu_debuglink, the
+ * (/proc/PID/root), with its credentials on the calling thread (owner.h),
+ * so that a name a process controls (its build id, its .gnu_debuglink, the
  * directories its mount namespace shows) never opens a file its owner could
  * not read. Where the credentials cannot be taken (the daemon runs as a
  * user without CAP_SETUID), only a file everyone may read, in a directory
  * everyone may search, is used.
  */
-struct owner {
-	bool		 switched;	/* this thread runs with the owner's credentials */
-	bool		 public_only;	/* they could not be taken */
-	uid_t		 fsuid;
-	gid_t		 fsgid;
-	gid_t		*groups;	/* this thread's own, to restore */
-	int		 ngroups;
-};
-
-#define OWNER_MAX_GROUPS	256
-
-static void
-owner_end(struct owner *w)
-{
-	if (w->switched) {
-		syscall(SYS_setfsuid, w->fsuid);
-		syscall(SYS_setfsgid, w->fsgid);
-		syscall(SYS_setgroups, (size_t)w->ngroups, w->groups);
-	}
-	free(w->groups);
-	memset(w, 0, sizeof(*w));
-}
-
-/* Take the credentials of the owner of process pid on this thread: 0 or -errno. */
-static int
-owner_begin(struct owner *w, unsigned pid)
-{
-	char path[64], line[4096];
-	gid_t groups[OWNER_MAX_GROUPS];
-	unsigned long ids[4], g[4];
-	int n = 0, have = 0;
-	FILE *f;
-
-	memset(w, 0, sizeof(*w));
-	snprintf(path, sizeof(path), "/proc/%u/status", pid);
-	if ((f = fopen(path, "re")) == NULL)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "Uid: %lu %lu %lu %lu", &ids[0], &ids[1], &ids[2], &ids[3]) == 4)
-			have |= 1;
-		else if (sscanf(line, "Gid: %lu %lu %lu %lu", &g[0], &g[1], &g[2], &g[3]) == 4)
-			have |= 2;
-		else if (strncmp(line, "Groups:", 7) == 0) {
-			char *c = line + 7, *end;
-
-			for (;;) {
-				unsigned long v = strtoul(c, &end, 10);
-
-				if (end == c || n >= OWNER_MAX_GROUPS)
-					break;
-				groups[n++] = (gid_t)v;
-				c = end;
-			}
-			have |= 4;
-		}
-	}
-	fclose(f);
-	if (have != 7)
-		return -ESRCH;
-	w->fsuid = (uid_t)syscall(SYS_setfsuid, -1);
-	w->fsgid = (gid_t)syscall(SYS_setfsgid, -1);
-	if ((w->ngroups = getgroups(0, NULL)) < 0 ||
-	    (w->groups = calloc((size_t)w->ngroups + 1, sizeof(gid_t))) == NULL ||
-	    getgroups(w->ngroups, w->groups) < 0) {
-		free(w->groups);
-		w->groups = NULL;
-		return -ENOMEM;
-	}
-	/* The owner's file identity: its fs ids (field 4). */
-	if (syscall(SYS_setgroups, (size_t)n, groups) < 0) {
-		w->public_only = true;
-		return 0;
-	}
-	w->switched = true;
-	syscall(SYS_setfsgid, (gid_t)g[3]);
-	syscall(SYS_setfsuid, (uid_t)ids[3]);
-	if ((uid_t)syscall(SYS_setfsuid, -1) != (uid_t)ids[3] ||
-	    (gid_t)syscall(SYS_setfsgid, -1) != (gid_t)g[3]) {
-		owner_end(w);
-		w->public_only = true;
-	}
-	return 0;
-}
 
 /* Whether path is a file everyone may read in a directory everyone may search. */
 static bool
