@@ -92,6 +92,8 @@ static const char usage_text[] =
 "                      and the tree mounted, run as NAME (needs root); with\n"
 "                      --ebpf keep only cap_sys_ptrace, cap_dac_read_search and\n"
 "                      cap_checkpoint_restore, otherwise no capability at all\n"
+"                      (NAME: a user of its own, not nobody: its other programs\n"
+"                      could signal the daemon and change its data)\n"
 "  --allow-other       every local user may read the tree (default: only the\n"
 "                      user who mounts it); only the owner writes into ingest/\n"
 "  --group GROUP       members of GROUP may read the tree (others may not)\n"
@@ -725,6 +727,17 @@ main(int argc, char **argv)
 		}
 		if (priv_user_lookup(o.user, &user) < 0)
 			return 2;
+		{
+			unsigned others;
+
+			if (priv_user_shared(&user, &others))
+				log_warnx("--user %s: a user other programs run as (processes running as it "
+				    "now: %u): "
+				    "any of them may signal the daemon and its unmount helper and "
+				    "change its data; give the daemon a user of its own (the systemd "
+				    "unit's is profilefs, see scripts/profilefs.sysusers)", o.user,
+				    others);
+		}
 		/* Before any thread exists, so that every thread inherits it. */
 		if (priv_keep_caps() < 0)
 			return 1;
