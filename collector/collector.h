@@ -63,6 +63,12 @@ int	ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler 
  */
 void	ebpf_stop(struct ebpf_sampler *e);
 /*
+ * Whether ebpf_stop left a thread behind, stuck in the kernel (the sampler's
+ * or a memory reader's): the process should then end with _exit, since
+ * exit handlers (a leak checker stopping every thread) could wait on it.
+ */
+bool	ebpf_threads_left(void);
+/*
  * For /healthz (any thread): appends one line about the sampler to out;
  * false when it has completed no period in 3 periods (stalled).
  */

@@ -34,6 +34,7 @@
 #include "base.h"
 #include "pprof.h"
 #include "store.h"
+#include "memread.h"
 #include "proctab.h"
 #include "python.h"
 #include "symbolize.h"
@@ -752,6 +753,12 @@ watchdog_main(void *arg)
 	}
 	pthread_mutex_unlock(&e->wd_mu);
 	return NULL;
+}
+
+bool
+ebpf_threads_left(void)
+{
+	return abandoned_sampler != NULL || memread_stuck_now() > 0;
 }
 
 bool

@@ -10,6 +10,7 @@
 #define _GNU_SOURCE	/* process_vm_readv, pthread_condattr_setclock */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,9 @@ struct mrworker {
 	ssize_t		 got;		/* bytes, or -errno */
 	uint8_t		*buf;		/* MEMREAD_MAX_BYTES, the worker's */
 };
+
+/* Abandoned workers whose read has not returned, in the whole process. */
+static atomic_int stuck_now;
 
 struct memreader {
 	struct mrworker	*w;		/* NULL: started at the next read */
@@ -72,6 +76,7 @@ worker_main(void *arg)
 		if (w->abandoned) {
 			pthread_mutex_unlock(&w->mu);
 			worker_free(w);
+			atomic_fetch_sub(&stuck_now, 1);
 			return NULL;
 		}
 		pthread_cond_broadcast(&w->cv);
@@ -128,6 +133,12 @@ memread_destroy(struct memreader *r)
 	free(r);
 }
 
+int
+memread_stuck_now(void)
+{
+	return atomic_load(&stuck_now);
+}
+
 uint64_t
 memread_stalls(const struct memreader *r)
 {
@@ -182,6 +193,7 @@ memread_readv(struct memreader *r, pid_t pid, const struct iovec *local,
 		pthread_t thr = w->thread;
 
 		w->abandoned = true;
+		atomic_fetch_add(&stuck_now, 1);
 		pthread_mutex_unlock(&w->mu);
 		pthread_detach(thr);
 		r->w = NULL;

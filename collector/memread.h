@@ -36,6 +36,8 @@ void		 memread_destroy(struct memreader *r);
  */
 ssize_t		 memread_readv(struct memreader *r, pid_t pid, const struct iovec *local,
 		    const struct iovec *remote, size_t n);
+/* Workers of any reader still stuck in an abandoned read. */
+int		 memread_stuck_now(void);
 /* Reads abandoned since start (each a process whose memory did not answer). */
 uint64_t	 memread_stalls(const struct memreader *r);
 

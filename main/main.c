@@ -458,6 +458,11 @@ serve(const struct serve_opts *o, struct priv_user *user)
 	scrape_stop(scr);
 	cluster_stop(ch);
 	store_close(st);
+	if (ebpf_threads_left()) {
+		log_info("stopped (leaving a sampler thread stuck in the kernel)");
+		fflush(NULL);
+		_exit(rc < 0 ? 1 : 0);
+	}
 	log_info("stopped");
 	return rc < 0 ? 1 : 0;
 fail:
