@@ -36,8 +36,13 @@ STOPPED=""
 cleanup_all() {
   local p
   for p in $PIDS; do kill -9 "$p" 2>/dev/null; done
-  for p in $STOPPED; do kill -CONT "$p" 2>/dev/null; kill -TERM "$p" 2>/dev/null; done
-  sleep 0.5
+  # Resumed, they first answer what waited (the release of files their readers had open).
+  for p in $STOPPED; do kill -CONT "$p" 2>/dev/null; done
+  sleep 1
+  for p in $STOPPED; do kill -TERM "$p" 2>/dev/null; done
+  for p in $STOPPED; do
+    for i in $(seq 1 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+  done
   for d in "$TMP"/stuck*; do
     [ -d "$d/mnt" ] && { fusermount3 -u -z "$d/mnt" 2>/dev/null || umount -l "$d/mnt" 2>/dev/null; }
   done
