@@ -70,7 +70,7 @@ void	ebpf_stop(struct ebpf_sampler *e);
 bool	ebpf_threads_left(void);
 /*
  * For /healthz (any thread): appends one line about the sampler to out;
- * false when it has completed no period in 3 periods (stalled).
+ * false when it has completed no period in 3 periods (and 20 s): stalled.
  */
 bool	ebpf_health(struct ebpf_sampler *e, struct buf *out);
 

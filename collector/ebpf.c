@@ -9,7 +9,10 @@
  *
  * Self-observation: samples, drops and errors (from the BPF per-CPU counters),
  * the share of frames named and the processes tracked go to the log at -v
- * each period and to the profilefs_ebpf_* metrics.
+ * each period and to the profilefs_ebpf_* metrics. A watchdog thread tells
+ * a sampler that completes no period (stuck in the kernel on something a
+ * process put in its way) to the log, the metrics and /healthz; the
+ * sampler's reads of other processes' memory have a deadline (memread.c).
  */
 #include <errno.h>
 #include <linux/capability.h>
@@ -51,10 +54,12 @@
 #define FCACHE_SLOTS	8192	/* a power of two */
 /*
  * The watchdog: a sampler that has not completed a period in STALL_PERIODS
- * periods is stalled (/healthz says so, and the metrics). At stop, the
- * thread gets STOP_GRACE_NS to end; one that does not is left behind.
+ * periods (and STALL_MIN_NS: a flush may take seconds on a loaded host) is
+ * stalled (/healthz says so, and the metrics). At stop, the thread gets
+ * STOP_GRACE_NS to end; one that does not is left behind.
  */
 #define STALL_PERIODS	3
+#define STALL_MIN_NS	(20LL * 1000 * 1000 * 1000)
 #define STOP_GRACE_NS	(5LL * 1000 * 1000 * 1000)
 
 /*
@@ -718,8 +723,9 @@ static double
 period_age(struct ebpf_sampler *e, bool *stalled)
 {
 	int64_t age = clock_mono_ns() - atomic_load(&e->period_done);
+	int64_t limit = (int64_t)e->flush_secs * STALL_PERIODS * 1000000000LL;
 
-	*stalled = age > (int64_t)e->flush_secs * STALL_PERIODS * 1000000000LL;
+	*stalled = age > (limit > STALL_MIN_NS ? limit : STALL_MIN_NS);
 	return (double)age / 1e9;
 }
 
@@ -846,7 +852,7 @@ describe_metrics(void)
 	metrics_describe("profilefs_ebpf_unwind_loads_deferred", "gauge",
 	    "Process table loads that waited for a table being built, since start.");
 	metrics_describe("profilefs_ebpf_sampler_stalled", "gauge",
-	    "1 when the sampler has completed no period in 3 periods (see /healthz).");
+	    "1 when the sampler has completed no period in 3 periods and 20 s (see /healthz).");
 	metrics_describe("profilefs_ebpf_last_period_age_seconds", "gauge",
 	    "Seconds since the sampler last completed a period.");
 	metrics_describe("profilefs_ebpf_memory_reads_stalled", "gauge",

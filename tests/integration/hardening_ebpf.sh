@@ -141,7 +141,7 @@ sleep 1
 kill -STOP "$STUCK_PID"
 STOPPED="$STOPPED $STUCK_PID"
 h=""
-for i in $(seq 1 60); do
+for i in $(seq 1 120); do
   h=$(curl -s -m 5 -w ' %{http_code}' "http://127.0.0.1:$PORT/healthz")
   case "$h" in *stalled*503) break;; esac
   sleep 0.5
