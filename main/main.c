@@ -14,6 +14,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,6 +110,8 @@ static const char usage_text[] =
 "                      and the tree mounted, run as NAME (needs root); with\n"
 "                      --ebpf keep only cap_sys_ptrace, cap_dac_read_search and\n"
 "                      cap_checkpoint_restore, otherwise no capability at all\n"
+"                      (NAME: a user of its own, not nobody: its other programs\n"
+"                      could signal the daemon and change its data)\n"
 "  --allow-other       every local user may read the tree (default: only the\n"
 "                      user who mounts it); only the owner writes into ingest/\n"
 "  --group GROUP       members of GROUP may read the tree (others may not)\n"
@@ -324,12 +327,31 @@ on_unmounting(void *arg)
 	priv_unmount(d->u);
 }
 
-/* /healthz with a cluster: its state in a line; the daemon stays healthy without it. */
+/* What /healthz reports on besides the daemon itself. */
+struct health {
+	struct cluster			*ch;
+	struct ebpf_sampler *_Atomic	 ebpf;	/* set once the sampler runs */
+};
+
+/*
+ * /healthz: the cluster's state in a line (the daemon stays healthy without
+ * it); the sampler's, unhealthy when it is stalled.
+ */
 static bool
-cluster_health(void *arg, struct buf *out)
+daemon_health(void *arg, struct buf *out)
 {
-	cluster_status(arg, out);
-	return true;
+	struct health *h = arg;
+	struct ebpf_sampler *e = atomic_load(&h->ebpf);
+	bool up = true;
+
+	if (h->ch)
+		cluster_status(h->ch, out);
+	if (e) {
+		if (h->ch)
+			buf_addc(out, '\n');
+		up = ebpf_health(e, out);
+	}
+	return up;
 }
 
 static int
@@ -343,6 +365,7 @@ serve(const struct serve_opts *o, struct priv_user *user)
 	struct scraper *scr = NULL;
 	struct ebpf_sampler *ebpf = NULL;
 	struct cluster *ch = NULL;
+	struct health health = { 0 };
 	struct buf err = { 0 };
 	struct drop drop;
 	char mnt[PATH_MAX];
@@ -411,9 +434,10 @@ serve(const struct serve_opts *o, struct priv_user *user)
 		    .group_set = o->access.group_set, .group_write = o->access.group_write,
 		    .group = o->access.group };
 
-		if (ch) {
-			ho.health = cluster_health;
-			ho.health_arg = ch;
+		health.ch = ch;
+		if (ch || o->ebpf_hz) {
+			ho.health = daemon_health;
+			ho.health_arg = &health;
 		}
 		ho.reader = rd;
 
@@ -428,6 +452,7 @@ serve(const struct serve_opts *o, struct priv_user *user)
 
 		if (ebpf_start(st, &eo, &ebpf) < 0)
 			goto fail;
+		atomic_store(&health.ebpf, ebpf);
 	}
 	memset(&fs, 0, sizeof(fs));
 	fs.st = st;
@@ -454,20 +479,26 @@ serve(const struct serve_opts *o, struct priv_user *user)
 	 */
 	if (early_stop) {
 		log_info("signal %d while starting: stopping", (int)early_stop);
+		http_stop(http);
 		ebpf_stop(ebpf);
 		scrape_stop(scr);
-		http_stop(http);
 		cluster_stop(ch);
 		store_close(st);
 		return 0;
 	}
 	early_signals(SIG_DFL);
 	rc = fs_main(&fs, &fo);
+	/* The HTTP server first: its /healthz looks at the sampler. */
+	http_stop(http);
 	ebpf_stop(ebpf);
 	scrape_stop(scr);
-	http_stop(http);
 	cluster_stop(ch);
 	store_close(st);
+	if (ebpf_threads_left()) {
+		log_info("stopped (leaving a sampler thread stuck in the kernel)");
+		fflush(NULL);
+		_exit(rc < 0 ? 1 : 0);
+	}
 	log_info("stopped");
 	return rc < 0 ? 1 : 0;
 fail:
@@ -765,6 +796,17 @@ main(int argc, char **argv)
 		}
 		if (priv_user_lookup(o.user, &user) < 0)
 			return 2;
+		{
+			unsigned others;
+
+			if (priv_user_shared(&user, &others))
+				log_warnx("--user %s: a user other programs run as (processes running as it "
+				    "now: %u): "
+				    "any of them may signal the daemon and its unmount helper and "
+				    "change its data; give the daemon a user of its own (the systemd "
+				    "unit's is profilefs, see scripts/profilefs.sysusers)", o.user,
+				    others);
+		}
 		/* Before any thread exists, so that every thread inherits it. */
 		if (priv_keep_caps() < 0)
 			return 1;

@@ -125,6 +125,28 @@ priv_user_lookup(const char *name, struct priv_user *u)
 	return 0;
 }
 
+bool
+priv_user_shared(const struct priv_user *u, unsigned *others)
+{
+	char path[300];
+	struct dirent *de;
+	struct stat st;
+	DIR *d;
+
+	*others = 0;
+	if ((d = opendir("/proc")) != NULL) {
+		while ((de = readdir(d)) != NULL) {
+			if (de->d_name[0] < '1' || de->d_name[0] > '9')
+				continue;
+			snprintf(path, sizeof(path), "/proc/%s", de->d_name);
+			if (stat(path, &st) == 0 && st.st_uid == u->uid)
+				(*others)++;
+		}
+		closedir(d);
+	}
+	return u->uid == 65534 || strcmp(u->name, "nobody") == 0 || *others > 0;
+}
+
 void
 priv_user_free(struct priv_user *u)
 {
@@ -282,17 +304,26 @@ priv_fs_as_root(void)
 
 /* --- capabilities -------------------------------------------------------- */
 
-/* capset(2) on the calling thread: permitted = effective = caps, nothing inheritable. */
+/* capset(2) on the calling thread: permitted `prm`, effective `eff`, nothing inheritable. */
 static int
-capset_self(uint64_t caps)
+capset_split(uint64_t prm, uint64_t eff)
 {
 	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
 	struct __user_cap_data_struct data[2];
 
 	memset(data, 0, sizeof(data));
-	data[0].permitted = data[0].effective = (uint32_t)caps;
-	data[1].permitted = data[1].effective = (uint32_t)(caps >> 32);
+	data[0].permitted = (uint32_t)prm;
+	data[1].permitted = (uint32_t)(prm >> 32);
+	data[0].effective = (uint32_t)eff;
+	data[1].effective = (uint32_t)(eff >> 32);
 	return (int)syscall(SYS_capset, &hdr, data);
+}
+
+/* capset(2) on the calling thread: permitted = effective = caps, nothing inheritable. */
+static int
+capset_self(uint64_t caps)
+{
+	return capset_split(caps, caps);
 }
 
 /* The capabilities this kernel knows: asking for a newer one fails capset. */
@@ -393,13 +424,25 @@ helper_say(const char *what, int err)
 		return;
 }
 
+/*
+ * The unmount helper. Unmounting a tree that root mounted needs
+ * CAP_SYS_ADMIN, for as long as the daemon runs (it must also unmount
+ * after a crash of the daemon, so the daemon cannot hand it over at the
+ * end): this process alone keeps it, and holds nothing else. It runs as
+ * the user, with no file descriptor but its socket to the daemon, a
+ * bounding set of CAP_SYS_ADMIN alone, no new privileges on exec, not
+ * dumpable (no ptrace, no /proc/PID/mem for anyone without
+ * CAP_SYS_PTRACE), and the capability permitted but not effective until
+ * the moment it unmounts. Processes of the same user may still kill it
+ * (the tree then stays mounted): hence a dedicated user (README.md).
+ */
 static void __attribute__((noreturn))
 helper_main(int sock, const char *dir, const char *base, const struct priv_user *u)
 {
 	struct sigaction ign;
 	char c = 'r';
 	ssize_t n;
-	int rc;
+	int rc, cap;
 
 	/*
 	 * A stop signal goes to the whole process group or service: the helper
@@ -428,12 +471,21 @@ helper_main(int sock, const char *dir, const char *base, const struct priv_user 
 	/* Nothing of the daemon's: not /dev/fuse, not the store, not the HTTP socket. */
 	syscall(SYS_close_range, 3U, ~0U, 0U);
 	prctl(PR_SET_NAME, (unsigned long)"profilefs-umnt", 0L, 0L, 0L);
-	if (syscall(SYS_setgroups, 0, NULL) < 0 ||
+	/* While still root (CAP_SETPCAP): nothing but CAP_SYS_ADMIN can ever come back. */
+	for (cap = 0; cap <= 63; cap++)
+		if (cap != CAP_SYS_ADMIN && prctl(PR_CAPBSET_DROP, (unsigned long)cap, 0L, 0L, 0L) < 0 &&
+		    errno != EINVAL) {
+			helper_say("profilefs: unmount helper: dropping the bounding set", errno);
+			_exit(1);
+		}
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1L, 0L, 0L, 0L) < 0 ||
+	    syscall(SYS_setgroups, 0, NULL) < 0 ||
 	    syscall(SYS_setresgid, u->gid, u->gid, u->gid) < 0 ||
 	    prctl(PR_SET_KEEPCAPS, 1L, 0L, 0L, 0L) < 0 ||
 	    syscall(SYS_setresuid, u->uid, u->uid, u->uid) < 0 ||
-	    capset_self(PRIV_CAP(CAP_SYS_ADMIN)) < 0 ||
-	    prctl(PR_SET_KEEPCAPS, 0L, 0L, 0L, 0L) < 0) {
+	    capset_split(PRIV_CAP(CAP_SYS_ADMIN), 0) < 0 ||
+	    prctl(PR_SET_KEEPCAPS, 0L, 0L, 0L, 0L) < 0 ||
+	    prctl(PR_SET_DUMPABLE, 0L, 0L, 0L, 0L) < 0) {
 		helper_say("profilefs: unmount helper: giving up root", errno);
 		_exit(1);
 	}
@@ -444,6 +496,8 @@ helper_main(int sock, const char *dir, const char *base, const struct priv_user 
 	do
 		n = read(0, &c, 1);
 	while (n < 0 && errno == EINTR);
+	if (capset_split(PRIV_CAP(CAP_SYS_ADMIN), PRIV_CAP(CAP_SYS_ADMIN)) < 0)
+		helper_say("profilefs: unmount helper: taking up cap_sys_admin", errno);
 	rc = umount2(base, 0);
 	if (rc < 0 && errno == EBUSY)
 		rc = umount2(base, MNT_DETACH);

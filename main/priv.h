@@ -32,6 +32,12 @@ struct priv_user {
  * priv_user_free(). -ENOENT with a message printed when there is none.
  */
 int	priv_user_lookup(const char *name, struct priv_user *u);
+/*
+ * Whether u is shared with other programs: nobody (65534), or a user other
+ * processes run as now (their number in *others). The daemon running as a
+ * shared user can be signalled, and its data changed, by those programs.
+ */
+bool	priv_user_shared(const struct priv_user *u, unsigned *others);
 void	priv_user_free(struct priv_user *u);
 /* A group name or number; -ENOENT with a message printed. */
 int	priv_group_lookup(const char *name, gid_t *out);

@@ -9,7 +9,10 @@
  *
  * Self-observation: samples, drops and errors (from the BPF per-CPU counters),
  * the share of frames named and the processes tracked go to the log at -v
- * each period and to the profilefs_ebpf_* metrics.
+ * each period and to the profilefs_ebpf_* metrics. A watchdog thread tells
+ * a sampler that completes no period (stuck in the kernel on something a
+ * process put in its way) to the log, the metrics and /healthz; the
+ * sampler's reads of other processes' memory have a deadline (memread.c).
  */
 #include <errno.h>
 #include <linux/capability.h>
@@ -34,6 +37,7 @@
 #include "base.h"
 #include "pprof.h"
 #include "store.h"
+#include "memread.h"
 #include "proctab.h"
 #include "python.h"
 #include "symbolize.h"
@@ -48,6 +52,15 @@
 #define MAPS_FRESH_NS	(10LL * 1000 * 1000)	/* maps read this recently are current */
 #define MISS_WAIT_MAX_NS (64LL * 1000 * 1000 * 1000)	/* see caller_miss */
 #define FCACHE_SLOTS	8192	/* a power of two */
+/*
+ * The watchdog: a sampler that has not completed a period in STALL_PERIODS
+ * periods (and STALL_MIN_NS: a flush may take seconds on a loaded host) is
+ * stalled (/healthz says so, and the metrics). At stop, the thread gets
+ * STOP_GRACE_NS to end; one that does not is left behind.
+ */
+#define STALL_PERIODS	3
+#define STALL_MIN_NS	(20LL * 1000 * 1000 * 1000)
+#define STOP_GRACE_NS	(5LL * 1000 * 1000 * 1000)
 
 /*
  * A native or kernel frame's location in its service's aggregate, by the
@@ -92,12 +105,23 @@ struct ebpf_sampler {
 	uint64_t		 py_frames, py_unreadable;	/* Python frames put in stacks; not named */
 	struct {
 		uint64_t	 user_frames, user_named, kernel_frames, kernel_named, truncated;
-		uint64_t	 py_frames, py_unreadable;
+		uint64_t	 py_frames, py_unreadable, py_unlined;
 	}			 rep;		/* the above at the last metrics update */
 	uint64_t		 prev[PROF_CNT_MAX];	/* BPF counters at the last report */
 	uint32_t		 locs[PROF_MAX_STACK + PROF_MAX_USTACK + PROF_MAX_PYFRAMES + 1];
 	struct fcache_ent	*fcache;	/* FCACHE_SLOTS */
+	/* the watchdog's: written by the sampler thread, read by others */
+	_Atomic int64_t		 period_done;	/* monotonic ns a period last completed */
+	atomic_bool		 exited;	/* the sampler thread has returned */
+	pthread_t		 watchdog;
+	bool			 watching;
+	pthread_mutex_t		 wd_mu;
+	pthread_cond_t		 wd_cv;		/* stop, for the watchdog */
+	bool			 stalled;	/* as the watchdog last said; protected by wd_mu */
 };
+
+/* A sampler left behind at stop: kept reachable, it may still wake up. */
+static struct ebpf_sampler *abandoned_sampler;
 
 static int
 libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -561,6 +585,7 @@ flush(struct ebpf_sampler *e)
 		"cfi_read_errors", "py_stacks", "py_read_errors"
 	};
 	struct unwind_stats us;
+	struct python_stats ps;
 	uint64_t c[PROF_CNT_MAX], d[PROF_CNT_MAX], samples = 0;
 	int64_t end = clock_now_ns(), t0 = clock_mono_ns();
 	size_t profiles = 0;
@@ -631,11 +656,19 @@ flush(struct ebpf_sampler *e)
 	    (double)(e->py_unreadable - e->rep.py_unreadable));
 	e->rep.py_frames = e->py_frames;
 	e->rep.py_unreadable = e->py_unreadable;
+	python_get_stats(e->py, &ps);
+	metrics_add("profilefs_ebpf_python_frames_unlined_total", NULL,
+	    (double)(ps.frames_unlined - e->rep.py_unlined));
+	e->rep.py_unlined = ps.frames_unlined;
+	metrics_set("profilefs_ebpf_python_line_table_bytes", NULL, (double)ps.lines_bytes);
+	python_period(e->py, e->flush_secs);
 	metrics_set("profilefs_ebpf_processes_tracked", NULL, (double)proctab_count(e->pt));
 	metrics_set("profilefs_ebpf_elf_objects_cached", NULL,
 	    (double)symbolize_elf_count(e->sym));
 	metrics_observe("profilefs_ebpf_flush_seconds", NULL,
 	    (double)(clock_mono_ns() - t0) / 1e9);
+	metrics_set("profilefs_ebpf_memory_reads_stalled", NULL, (double)ps.mem_stalls);
+	atomic_store(&e->period_done, clock_mono_ns());
 	log_debug("ebpf: period: %llu samples (%llu idle) -> %zu profiles, %llu samples stored; "
 	    "dropped %llu samples, %llu events; stack errors kernel %llu user %llu; "
 	    "named frames user %.1f%% kernel %.1f%%; %llu stacks truncated; %llu Python frames "
@@ -685,7 +718,75 @@ sampler_main(void *arg)
 	}
 	ring_buffer__consume(e->rb);
 	flush(e);
+	atomic_store(&e->exited, true);
 	return NULL;
+}
+
+/* Seconds since a period last completed, and whether that makes a stall. */
+static double
+period_age(struct ebpf_sampler *e, bool *stalled)
+{
+	int64_t age = clock_mono_ns() - atomic_load(&e->period_done);
+	int64_t limit = (int64_t)e->flush_secs * STALL_PERIODS * 1000000000LL;
+
+	*stalled = age > (limit > STALL_MIN_NS ? limit : STALL_MIN_NS);
+	return (double)age / 1e9;
+}
+
+/* Once a second: the sampler's liveness to the metrics and, when it changes, the log. */
+static void *
+watchdog_main(void *arg)
+{
+	struct ebpf_sampler *e = arg;
+	struct timespec until;
+	bool stalled;
+	double age;
+	int64_t t;
+
+	pthread_mutex_lock(&e->wd_mu);
+	while (!atomic_load(&e->stop)) {
+		age = period_age(e, &stalled);
+		metrics_set("profilefs_ebpf_last_period_age_seconds", NULL, age);
+		metrics_set("profilefs_ebpf_sampler_stalled", NULL, stalled ? 1 : 0);
+		if (stalled != e->stalled) {
+			if (stalled)
+				log_warnx("ebpf: the sampler has completed no period for %.0f s "
+				    "(every %u s expected): stalled", age, e->flush_secs);
+			else
+				log_info("ebpf: the sampler completes periods again");
+			e->stalled = stalled;
+		}
+		t = clock_mono_ns() + 1000000000LL;
+		until.tv_sec = t / 1000000000;
+		until.tv_nsec = t % 1000000000;
+		pthread_cond_timedwait(&e->wd_cv, &e->wd_mu, &until);
+	}
+	pthread_mutex_unlock(&e->wd_mu);
+	return NULL;
+}
+
+bool
+ebpf_threads_left(void)
+{
+	return abandoned_sampler != NULL || memread_stuck_now() > 0;
+}
+
+bool
+ebpf_health(struct ebpf_sampler *e, struct buf *out)
+{
+	bool stalled;
+	double age;
+
+	if (e == NULL)
+		return true;
+	age = period_age(e, &stalled);
+	if (stalled) {
+		buf_printf(out, "ebpf: stalled: no period completed for %.0f s (every %u s "
+		    "expected)", age, e->flush_secs);
+		return false;
+	}
+	buf_printf(out, "ebpf: ok, last period %.0f s ago", age);
+	return true;
 }
 
 /* --- start and stop ------------------------------------------------------ */
@@ -725,6 +826,11 @@ describe_metrics(void)
 	    "Python frames put in place of the interpreter's evaluation loop.");
 	metrics_describe("profilefs_ebpf_python_frames_unreadable_total", "counter",
 	    "... of which could not be named (process gone, code object changed).");
+	metrics_describe("profilefs_ebpf_python_frames_unlined_total", "counter",
+	    "Python frames named without their line: the period's CPU budget or the memory "
+	    "for decoded line tables was spent.");
+	metrics_describe("profilefs_ebpf_python_line_table_bytes", "gauge",
+	    "Bytes of decoded Python line tables held (at most 32 MiB).");
 	metrics_describe("profilefs_ebpf_processes_tracked", "gauge",
 	    "Processes whose mappings the sampler holds.");
 	metrics_describe("profilefs_ebpf_elf_objects_cached", "gauge",
@@ -749,6 +855,12 @@ describe_metrics(void)
 	    "Seconds spent building unwind tables since start.");
 	metrics_describe("profilefs_ebpf_unwind_loads_deferred", "gauge",
 	    "Process table loads that waited for a table being built, since start.");
+	metrics_describe("profilefs_ebpf_sampler_stalled", "gauge",
+	    "1 when the sampler has completed no period in 3 periods and 20 s (see /healthz).");
+	metrics_describe("profilefs_ebpf_last_period_age_seconds", "gauge",
+	    "Seconds since the sampler last completed a period.");
+	metrics_describe("profilefs_ebpf_memory_reads_stalled", "gauge",
+	    "Reads of a process's memory abandoned since start (the process is read no more).");
 	metrics_describe("profilefs_ebpf_flush_seconds", "histogram",
 	    "Time to build and store one period's profiles.");
 }
@@ -781,6 +893,15 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 		return rc;
 	if ((e = calloc(1, sizeof(*e))) == NULL)
 		return -ENOMEM;
+	pthread_mutex_init(&e->wd_mu, NULL);
+	{
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&e->wd_cv, &ca);
+		pthread_condattr_destroy(&ca);
+	}
 	e->st = st;
 	e->hz = o->hz;
 	e->flush_secs = o->flush_secs ? o->flush_secs : 10;
@@ -873,12 +994,17 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 	describe_metrics();
 	e->period_start = clock_now_ns();
 	e->next_flush = clock_mono_ns() + (int64_t)e->flush_secs * 1000000000;
+	atomic_store(&e->period_done, clock_mono_ns());
 	if ((rc = pthread_create(&e->thread, NULL, sampler_main, e)) != 0) {
 		rc = -rc;
 		log_warnx("--ebpf: starting the sampler thread: %s", strerror(-rc));
 		goto fail;
 	}
 	e->running = true;
+	if ((rc = pthread_create(&e->watchdog, NULL, watchdog_main, e)) == 0)
+		e->watching = true;
+	else
+		log_warnx("--ebpf: starting the watchdog thread: %s", strerror(rc));
 	log_info("ebpf: sampling %d CPUs at %d Hz, one profile per service every %u s; user stacks "
 	    "walked %s", e->npfds, e->hz, e->flush_secs, e->unw ?
 	    "with unwind tables (.eh_frame), else frame pointers" : "by frame pointers");
@@ -896,8 +1022,27 @@ ebpf_stop(struct ebpf_sampler *e)
 
 	if (e == NULL)
 		return;
+	atomic_store(&e->stop, true);
+	if (e->watching) {
+		pthread_mutex_lock(&e->wd_mu);
+		pthread_cond_broadcast(&e->wd_cv);
+		pthread_mutex_unlock(&e->wd_mu);
+		pthread_join(e->watchdog, NULL);
+	}
 	if (e->running) {
-		atomic_store(&e->stop, true);
+		int64_t until = clock_mono_ns() + STOP_GRACE_NS;
+
+		/* A thread stuck in the kernel (a read that never ends) is not waited for. */
+		while (!atomic_load(&e->exited) && clock_mono_ns() < until)
+			usleep(20 * 1000);
+		if (!atomic_load(&e->exited)) {
+			log_warnx("ebpf: the sampler thread did not stop within %lld s (stuck in "
+			    "a read?): leaving it; this period's samples are lost",
+			    (long long)(STOP_GRACE_NS / 1000000000));
+			pthread_detach(e->thread);
+			abandoned_sampler = e;
+			return;
+		}
 		pthread_join(e->thread, NULL);
 	}
 	for (i = 0; e->links && i < e->npfds; i++)
@@ -917,5 +1062,7 @@ ebpf_stop(struct ebpf_sampler *e)
 	free(e->links);
 	free(e->pfds);
 	free(e->fcache);
+	pthread_mutex_destroy(&e->wd_mu);
+	pthread_cond_destroy(&e->wd_cv);
 	free(e);
 }

@@ -20,6 +20,21 @@ struct ebpf_opts {
 	long		 unwind_mib;	/* unwind table memory: 0 default (64), < 0 none */
 };
 int	ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **out);
+/*
+ * Stops the sampler: its thread gets a few seconds to end (and store the
+ * period); one stuck in the kernel is left behind and nothing is freed.
+ */
 void	ebpf_stop(struct ebpf_sampler *e);
+/*
+ * Whether ebpf_stop left a thread behind, stuck in the kernel (the sampler's
+ * or a memory reader's): the process should then end with _exit, since
+ * exit handlers (a leak checker stopping every thread) could wait on it.
+ */
+bool	ebpf_threads_left(void);
+/*
+ * For /healthz (any thread): appends one line about the sampler to out;
+ * false when it has completed no period in 3 periods (and 20 s): stalled.
+ */
+bool	ebpf_health(struct ebpf_sampler *e, struct buf *out);
 
 #endif

@@ -19,7 +19,7 @@
  *   comm: the process's comm.
  * Kernel threads go to service "kernel".
  */
-#define _GNU_SOURCE	/* memmem */
+#define _GNU_SOURCE	/* memmem, memfd_create */
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <time.h>
@@ -277,11 +278,127 @@ maps_line(char *line, unsigned long long *start, unsigned long long *end,
 	return 0;
 }
 
+/*
+ * Filesystems whose files the sampler does not open: a read, even an open,
+ * may wait for good on a server that does not answer (a FUSE server any
+ * user may run, a network server gone). Their files keep their names.
+ */
+static bool
+fstype_remote(const char *t)
+{
+	static const char *const remote[] = { "fuse", "nfs", "nfs4", "cifs", "smb3", "smbfs",
+	    "9p", "ceph", "afs", "coda", "ncpfs", "lustre", "gfs2", "ocfs2", "orangefs" };
+	size_t i;
+
+	if (strncmp(t, "fuse.", 5) == 0 || strcmp(t, "fuseblk") == 0)
+		return true;
+	for (i = 0; i < sizeof(remote) / sizeof(remote[0]); i++)
+		if (strcmp(t, remote[i]) == 0)
+			return true;
+	return false;
+}
+
+/* The device of the kernel's internal tmpfs (memfd, shared anonymous memory). */
+static uint64_t
+shmem_dev(void)
+{
+	static uint64_t dev;
+	static bool known;
+	struct stat st;
+	int fd;
+
+	if (!known) {
+		known = true;
+		if ((fd = memfd_create("profilefs-probe", MFD_CLOEXEC)) >= 0) {
+			if (fstat(fd, &st) == 0)
+				dev = st.st_dev;
+			close(fd);
+		}
+	}
+	return dev;
+}
+
+/* Verdicts of one read of the maps (struct fscheck), by device. */
+#define FSCHECK_DEVS	16
+
+struct fscheck {
+	uint32_t	 pid;
+	bool		 loaded;	/* mountinfo read (or found unreadable) */
+	char		*mountinfo;	/* NULL: unreadable */
+	uint64_t	 dev[FSCHECK_DEVS];
+	bool		 ok[FSCHECK_DEVS];
+	size_t		 n;
+};
+
+/*
+ * Whether files on device dev, mapped by fc->pid, may be opened: devices of
+ * block filesystems (a major number) may; an anonymous device (major 0)
+ * only if the process's mountinfo shows a filesystem of it that is not
+ * remote, or it is the internal tmpfs. A device in no mount (a mount
+ * detached since the file was mapped) may not.
+ */
+static bool
+fscheck_ok(struct fscheck *fc, uint64_t dev)
+{
+	char path[64], want[32], line[1024], type[64];
+	const char *at, *end, *nl, *dash, *f3;
+	bool ok = false;
+	size_t i, len;
+	FILE *f;
+
+	if (major(dev) != 0 || dev == shmem_dev())
+		return true;
+	for (i = 0; i < fc->n; i++)
+		if (fc->dev[i] == dev)
+			return fc->ok[i];
+	if (!fc->loaded) {
+		struct buf b = { 0 };
+		char chunk[4096];
+
+		fc->loaded = true;
+		snprintf(path, sizeof(path), "/proc/%u/mountinfo", fc->pid);
+		if ((f = fopen(path, "re")) != NULL) {
+			while ((len = fread(chunk, 1, sizeof(chunk), f)) > 0 && b.len < (4u << 20))
+				if (buf_add(&b, chunk, len) < 0)
+					break;
+			fclose(f);
+		}
+		if (buf_error(&b) == 0 && b.data)
+			fc->mountinfo = b.data;
+		else
+			buf_free(&b);
+	}
+	snprintf(want, sizeof(want), "%u:%u ", major(dev), minor(dev));
+	/* "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS [TAGS...] - FSTYPE SOURCE OPTS" */
+	for (at = fc->mountinfo; at && *at && !ok; at = nl ? nl + 1 : end) {
+		nl = strchr(at, '\n');
+		end = nl ? nl : at + strlen(at);
+		len = (size_t)(end - at) < sizeof(line) - 1 ? (size_t)(end - at) : sizeof(line) - 1;
+		memcpy(line, at, len);
+		line[len] = '\0';
+		f3 = line;
+		for (i = 0; i < 2 && f3; i++)
+			if ((f3 = strchr(f3, ' ')) != NULL)
+				f3++;
+		if (f3 == NULL || strncmp(f3, want, strlen(want)) != 0)
+			continue;
+		if ((dash = strstr(line, " - ")) != NULL && sscanf(dash + 3, "%63s", type) == 1 &&
+		    !fstype_remote(type))
+			ok = true;
+	}
+	if (fc->n < FSCHECK_DEVS) {
+		fc->dev[fc->n] = dev;
+		fc->ok[fc->n++] = ok;
+	}
+	return ok;
+}
+
 /* Read /proc/PID/maps: executable mappings, sorted as the kernel lists them. */
 static int
 read_maps(struct proctab *pt, struct proc *p)
 {
 	char path[64], root[64], *line = NULL;
+	struct fscheck fc = { .pid = p->pid };
 	struct pmap *old;
 	size_t lcap = 0, cap = 0, nold;
 	ssize_t len;
@@ -323,7 +440,12 @@ read_maps(struct proctab *pt, struct proc *p)
 		if ((m->path = strdup(pn)) == NULL)
 			break;
 		p->nmaps++;
-		if (ino != 0 && pn[0] == '/') {
+		if (ino != 0 && pn[0] == '/' && !fscheck_ok(&fc, m->dev)) {
+			if (!p->remote_logged)
+				log_debug("ebpf: pid %u maps %s from a remote or detached "
+				    "filesystem: not read for symbols", p->pid, pn);
+			p->remote_logged = true;
+		} else if (ino != 0 && pn[0] == '/') {
 			char mf[96], alt[PATH_MAX];
 
 			snprintf(mf, sizeof(mf), "/proc/%u/map_files/%llx-%llx", p->pid, start, end);
@@ -343,6 +465,7 @@ read_maps(struct proctab *pt, struct proc *p)
 		}
 	}
 	free(line);
+	free(fc.mountinfo);
 	fclose(f);
 	if (p->nmaps == 0 && nold > 0) {
 		maps_free(p);

@@ -57,6 +57,7 @@ struct proc {
 	int		 jvm_tmp;	/* its /tmp, once asked; 0: none */
 	bool		 perfmap_ours;	/* its perf map is there because we asked */
 	bool		 gone;		/* /proc/PID vanished: do not read it again */
+	bool		 remote_logged;	/* a file it maps on a remote filesystem was told of */
 	bool		 kthread;
 	int64_t		 maps_read;	/* monotonic ns of the last maps read */
 	int64_t		 miss_wait;	/* ns between reads for an unknown caller */

@@ -27,6 +27,7 @@
 #include "base.h"
 #include "pprof.h"
 #include "store.h"
+#include "owner.h"
 #include "symbolize.h"
 
 #define ELF_MAX_SYMS	(4u << 20)	/* per object, against corrupt tables */
@@ -170,6 +171,59 @@ sym_cmp(const void *a, const void *b)
 }
 
 /*
+ * Names longer than SYM_NAME_MAX are kept cut (first bytes and "..."), a
+ * bounded number per object; the string table copy keeps only the last
+ * SYM_NAME_MAX bytes of each longer string, which is all that the names
+ * ending in it within the bound can use.
+ */
+#define NAME_CUTS_MAX	64
+
+struct strcut {
+	size_t		 keep;		/* offset in the table where a long string's kept tail starts */
+	size_t		 removed;	/* bytes dropped from the table up to keep */
+};
+
+/* Append name[0..len) to b, cut to SYM_NAME_MAX with "..." (and suffix), NUL-terminated. */
+static int
+name_add(struct buf *b, const char *name, size_t len, const char *suffix)
+{
+	size_t sl = strlen(suffix);
+
+	if (len + sl > SYM_NAME_MAX) {
+		if (buf_add(b, name, SYM_NAME_MAX - 3 - sl) < 0 || buf_add(b, "...", 3) < 0)
+			return -ENOMEM;
+	} else if (buf_add(b, name, len) < 0) {
+		return -ENOMEM;
+	}
+	return buf_add(b, suffix, sl + 1);
+}
+
+/*
+ * Copy string table st[0..n) to o->names, each string longer than
+ * SYM_NAME_MAX reduced to its tail; the cuts made go to *cuts.
+ */
+static int
+strtab_copy(struct elfobj *o, const char *st, size_t n, struct strcut **cuts, size_t *ncuts)
+{
+	size_t a = 0, e, removed = 0, ccap = 0;
+
+	while (a < n) {
+		e = a + strnlen(st + a, n - a);
+		if (e - a > SYM_NAME_MAX) {
+			removed += e - SYM_NAME_MAX - a;
+			*cuts = xgrow(*cuts, &ccap, *ncuts + 1, sizeof(**cuts));
+			(*cuts)[*ncuts].keep = e - SYM_NAME_MAX;
+			(*cuts)[(*ncuts)++].removed = removed;
+			a = e - SYM_NAME_MAX;
+		}
+		if (buf_add(&o->names, st + a, e - a) < 0 || buf_addc(&o->names, '\0') < 0)
+			return -ENOMEM;
+		a = e + 1;
+	}
+	return 0;
+}
+
+/*
  * Append the function symbols of one symbol table section to o. Their names
  * point into one copy of the section's string table, however many symbols
  * share a name or a suffix of one (a crafted table cannot multiply memory).
@@ -179,19 +233,26 @@ read_symtab(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct elfobj *o, size_t 
 {
 	Elf_Data *d = elf_getdata(scn, NULL), *sd;
 	Elf_Scn *sscn = elf_getscn(e, sh->sh_link);
-	size_t i, n, base;
+	struct strcut *cuts = NULL;
+	size_t i, n, base, ncuts = 0, ncut = 0;
+	int rc = 0;
 
 	if (d == NULL || sh->sh_entsize == 0 || sscn == NULL ||
 	    (sd = elf_getdata(sscn, NULL)) == NULL || sd->d_buf == NULL || sd->d_size == 0 ||
-	    sd->d_size > ELF_MAX_STRTAB || o->names.len > UINT32_MAX - sd->d_size - 1)
+	    sd->d_size > ELF_MAX_STRTAB || o->names.len > UINT32_MAX - sd->d_size - 1 -
+	    NAME_CUTS_MAX * SYM_NAME_MAX)
 		return 0;
 	base = o->names.len;
-	if (buf_add(&o->names, sd->d_buf, sd->d_size) < 0 || buf_addc(&o->names, '\0') < 0)
-		return -ENOMEM;
+	if (strtab_copy(o, sd->d_buf, sd->d_size, &cuts, &ncuts) < 0) {
+		rc = -ENOMEM;
+		goto out;
+	}
 	n = sh->sh_size / sh->sh_entsize;
 	for (i = 0; i < n; i++) {
 		GElf_Sym sym;
 		const char *name;
+		size_t len, lo, hi, left;
+		uint64_t off;
 		int t;
 
 		if (gelf_getsym(d, (int)i, &sym) == NULL)
@@ -200,21 +261,45 @@ read_symtab(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct elfobj *o, size_t 
 		if ((t != STT_FUNC && t != STT_GNU_IFUNC) || sym.st_value == 0 ||
 		    sym.st_shndx == SHN_UNDEF || sym.st_size == 0)
 			continue;
-		/* The copy ends in a NUL, so every name in it is terminated. */
 		if (sym.st_name >= sd->d_size)
 			continue;
-		name = o->names.data + base + sym.st_name;
-		if (*name == '\0')
+		name = (const char *)sd->d_buf + sym.st_name;
+		left = sd->d_size - sym.st_name;
+		len = strnlen(name, left < SYM_NAME_MAX + 1 ? left : SYM_NAME_MAX + 1);
+		if (len == 0)
 			continue;
 		if (o->nsyms >= ELF_MAX_SYMS)
 			break;
+		if (len > SYM_NAME_MAX) {
+			/* A name past the bound: a cut copy of its own, a few per object. */
+			if (ncut++ >= NAME_CUTS_MAX)
+				continue;
+			off = o->names.len;
+			if (name_add(&o->names, name, len, "") < 0) {
+				rc = -ENOMEM;
+				goto out;
+			}
+		} else {
+			/* In the kept tail of its string: shifted by what was dropped before. */
+			for (lo = 0, hi = ncuts; lo < hi;) {
+				size_t mid = lo + (hi - lo) / 2;
+
+				if (cuts[mid].keep <= sym.st_name)
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			off = base + sym.st_name - (lo > 0 ? cuts[lo - 1].removed : 0);
+		}
 		o->syms = xgrow(o->syms, cap, o->nsyms + 1, sizeof(*o->syms));
 		o->syms[o->nsyms].addr = sym.st_value;
 		o->syms[o->nsyms].size = sym.st_size;
-		o->syms[o->nsyms].name = (uint32_t)(base + sym.st_name);
+		o->syms[o->nsyms].name = (uint32_t)off;
 		o->nsyms++;
 	}
-	return 0;
+out:
+	free(cuts);
+	return rc;
 }
 
 static void
@@ -324,12 +409,12 @@ read_gopclntab(Elf_Scn *scn, struct elfobj *o, size_t *cap)
 		if (len == 0 || len == n - no)
 			continue;
 		o->syms = xgrow(o->syms, cap, o->nsyms + 1, sizeof(*o->syms));
-		if (o->names.len > UINT32_MAX - len - 1)
+		if (o->names.len > UINT32_MAX - SYM_NAME_MAX - 1)
 			break;
 		o->syms[o->nsyms].addr = text + entry;
 		o->syms[o->nsyms].size = next - entry;
 		o->syms[o->nsyms].name = (uint32_t)o->names.len;
-		if (buf_add(&o->names, name, len) < 0 || buf_addc(&o->names, '\0') < 0)
+		if (name_add(&o->names, name, len, "") < 0)
 			return -ENOMEM;
 		o->nsyms++;
 	}
@@ -505,13 +590,13 @@ read_plt(Elf *e, size_t shstrndx, struct elfobj *o, size_t *cap)
 				o->syms = ns;
 				*cap = nc;
 			}
-			if (o->names.len > UINT32_MAX - strlen(hit->name) - 5)
+			if (o->names.len > UINT32_MAX - SYM_NAME_MAX - 1)
 				break;
 			o->syms[o->nsyms].addr = sh.sh_addr + k;
 			o->syms[o->nsyms].size = esz;
 			o->syms[o->nsyms].name = (uint32_t)o->names.len;
-			if (buf_add(&o->names, hit->name, strlen(hit->name)) < 0 ||
-			    buf_add(&o->names, "@plt", 5) < 0) {
+			if (name_add(&o->names, hit->name, strnlen(hit->name, SYM_NAME_MAX + 1),
+			    "@plt") < 0) {
 				rc = -ENOMEM;
 				goto out;
 			}
@@ -735,42 +820,92 @@ debuglink_ok(const char *link)
 	return true;
 }
 
-/* A separate debug file: by build id, then by .gnu_debuglink next to the file. */
+/*
+ * Debug files are looked for as the process's owner would: in its root
+ * (/proc/PID/root), with its credentials on the calling thread (owner.h),
+ * so that a name a process controls (its build id, its .gnu_debuglink, the
+ * directories its mount namespace shows) never opens a file its owner could
+ * not read. Where the credentials cannot be taken (the daemon runs as a
+ * user without CAP_SETUID), only a file everyone may read, in a directory
+ * everyone may search, is used.
+ */
+
+/* Whether path is a file everyone may read in a directory everyone may search. */
+static bool
+public_file(const char *path)
+{
+	char dir[PATH_MAX], *slash;
+	struct stat st;
+
+	if (lstat(path, &st) < 0 || !S_ISREG(st.st_mode) || !(st.st_mode & S_IROTH))
+		return false;
+	snprintf(dir, sizeof(dir), "%s", path);
+	while ((slash = strrchr(dir, '/')) != NULL && slash != dir) {
+		*slash = '\0';
+		if (stat(dir, &st) < 0 || !(st.st_mode & S_IXOTH))
+			return false;
+		if (strcmp(dir, "/proc") == 0)
+			break;	/* /proc/PID/root: the process's own root, not ours */
+	}
+	return true;
+}
+
+/* Read the debug file at path if the process's owner could: 0 when it had a symtab. */
+static int
+try_debug_file(struct elfobj *o, const char *path, const struct owner *w)
+{
+	bool has;
+
+	if (w->public_only && !public_file(path))
+		return -EACCES;
+	if (access(path, R_OK) != 0 || read_elf(path, o, true, &has, NULL, 0) != 0 || !has)
+		return -ENOENT;
+	return 0;
+}
+
+/*
+ * A separate debug file: by build id, then by .gnu_debuglink next to the
+ * file, inside root (the process's: "/proc/PID/root", or another the
+ * caller trusts), never in ours.
+ */
 static void
 read_debug_file(struct elfobj *o, const char *root, const char *name, const char *link)
 {
 	char path[PATH_MAX], dir[PATH_MAX];
-	const char *roots[2] = { "", root ? root : "" };
-	bool has;
-	size_t r;
-	int d;
+	struct owner w;
+	unsigned pid;
+	int d, end = 0;
 
-	for (r = 0; r < 2; r++) {
-		if (r == 1 && roots[1][0] == '\0')
-			break;
-		if (o->build_id[0] && strlen(o->build_id) > 2) {
-			snprintf(path, sizeof(path), "%s/usr/lib/debug/.build-id/%.2s/%s.debug",
-			    roots[r], o->build_id, o->build_id + 2);
-			if (access(path, R_OK) == 0 &&
-			    read_elf(path, o, true, &has, NULL, 0) == 0 && has)
-				return;
-		}
-		if (!debuglink_ok(link) || name == NULL || name[0] != '/')
-			continue;
-		snprintf(dir, sizeof(dir), "%s", name);
-		*strrchr(dir, '/') = '\0';
-		for (d = 0; d < 3; d++) {
-			static const char *fmt[3] = { "%s%s/%s", "%s%s/.debug/%s",
-			    "%s/usr/lib/debug%s/%s" };
-
-			snprintf(path, sizeof(path), fmt[d], roots[r], dir, link);
-			if (strcmp(path + strlen(roots[r]), name) == 0)
-				continue;	/* the file itself */
-			if (access(path, R_OK) == 0 &&
-			    read_elf(path, o, true, &has, NULL, 0) == 0 && has)
-				return;
-		}
+	if (root == NULL || root[0] == '\0')
+		return;
+	memset(&w, 0, sizeof(w));
+	if (sscanf(root, "/proc/%u/root%n", &pid, &end) == 1 && root[end] == '\0' &&
+	    owner_begin(&w, pid) < 0)
+		return;
+	if (root[0] == '/' && root[1] == '\0')
+		root = "";
+	if (o->build_id[0] && strlen(o->build_id) > 2) {
+		snprintf(path, sizeof(path), "%s/usr/lib/debug/.build-id/%.2s/%s.debug",
+		    root, o->build_id, o->build_id + 2);
+		if (try_debug_file(o, path, &w) == 0)
+			goto out;
 	}
+	if (!debuglink_ok(link) || name == NULL || name[0] != '/')
+		goto out;
+	snprintf(dir, sizeof(dir), "%s", name);
+	*strrchr(dir, '/') = '\0';
+	for (d = 0; d < 3; d++) {
+		static const char *fmt[3] = { "%s%s/%s", "%s%s/.debug/%s",
+		    "%s/usr/lib/debug%s/%s" };
+
+		snprintf(path, sizeof(path), fmt[d], root, dir, link);
+		if (strcmp(path + strlen(root), name) == 0)
+			continue;	/* the file itself */
+		if (try_debug_file(o, path, &w) == 0)
+			goto out;
+	}
+out:
+	owner_end(&w);
 }
 
 static void
@@ -900,7 +1035,8 @@ symbolize_elf_line(struct elfobj *o, uint64_t vaddr, const char **file, int64_t 
 	if (dwarf_addrdie(o->dw, vaddr, &cu) == NULL || (l = dwarf_getsrc_die(&cu, vaddr)) == NULL ||
 	    (src = dwarf_linesrc(l, NULL, NULL)) == NULL || dwarf_lineno(l, &ln) != 0)
 		return -ENOENT;
-	*file = src;
+	/* A source file name past the bound is not one (see SYM_NAME_MAX). */
+	*file = strnlen(src, SYM_NAME_MAX + 1) <= SYM_NAME_MAX ? src : NULL;
 	*line = ln;
 	return 0;
 }
@@ -1224,7 +1360,7 @@ perfmap_load(const char *path, uid_t owner)
 		m->e[m->n].size = size;
 		m->e[m->n].seq = seq++;
 		m->e[m->n].name = (uint32_t)m->names.len;
-		if (buf_add(&m->names, p, strlen(p) + 1) < 0)
+		if (name_add(&m->names, p, strlen(p), "") < 0)
 			break;
 		m->n++;
 	}

@@ -18,6 +18,13 @@
 
 struct symbolizer;
 
+/*
+ * Bytes of a name kept where names are read (symbol tables, perf maps,
+ * runtime names): a longer one is cut to this, ending in "...". A process
+ * may name its functions anything; the store and every view pay for it.
+ */
+#define SYM_NAME_MAX	4096
+
 /* A loaded ELF object; owned by the symbolizer's cache. */
 struct elfobj;
 

@@ -52,8 +52,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (lt == NULL)
 			return 0;
 		memcpy(lt, data, size);
+		struct ltrow *rows;
+		uint32_t nrows;
+
+		if (python_linetable_decode(lt, size, (int32_t)(sel >> 4), &rows, &nrows) < 0)
+			rows = NULL;
 		for (i = 0; i < 64; i += 1 + (sel >> 1) % 8)
-			(void)python_linetable_line(lt, size, (int32_t)(sel >> 4), i);
+			CHECK(rows == NULL || python_linetable_line(lt, size, (int32_t)(sel >> 4), i) ==
+			    python_lines_lookup(rows, nrows, i));
+		free(rows);
 		free(lt);
 	}
 	return 0;

@@ -12,7 +12,7 @@
 set -u
 . "$(dirname "$0")/../lib.sh"
 
-NAMES="private-ls private-cat private-cp private-modes allow-other-read allow-other-no-ingest allow-other-modes group-member-reads group-nonmember group-no-write group-write-member group-write-nonmember group-write-stored group-modes user-uid user-caps user-threads user-helper user-data-owner user-store-works user-nonroot-refused user-ebpf-uid user-ebpf-caps user-ebpf-samples user-ebpf-deleted user-stop-unmounts user-stop-exit user-root-data-handed-over user-crash-unmounts http-public-refused http-insecure http-token-file http-token-not-in-ps nonroot-daemon nonroot-daemon-stops"
+NAMES="private-ls private-cat private-cp private-modes allow-other-read allow-other-no-ingest allow-other-modes group-member-reads group-nonmember group-no-write group-write-member group-write-nonmember group-write-stored group-modes user-uid user-nobody-warned user-caps user-threads user-helper user-data-owner user-store-works user-nonroot-refused user-ebpf-uid user-ebpf-caps user-ebpf-samples user-ebpf-deleted user-stop-unmounts user-stop-exit user-root-data-handed-over user-crash-unmounts http-public-refused http-insecure http-token-file http-token-not-in-ps nonroot-daemon nonroot-daemon-stops"
 skip_all() { for n in $NAMES; do echo "ok - $n # SKIP $1"; done; exit 0; }
 [ "$(id -u)" -eq 0 ] || skip_all "needs root (it mounts as root and tries other users)"
 command -v setpriv >/dev/null || skip_all "setpriv missing (util-linux)"
@@ -98,7 +98,7 @@ if ldd "$BIN" 2>/dev/null | grep -q libtsan; then
     && ok "user-tsan-refuses (ThreadSanitizer's own thread cannot give up root)" \
     || fail "user-tsan-refuses" "rc=$rc $(echo "$out" | tail -3)"
   umount -l "$M" 2>/dev/null
-  for n in user-uid user-caps user-threads user-helper user-store-works user-data-owner user-stop-exit \
+  for n in user-uid user-nobody-warned user-caps user-threads user-helper user-store-works user-data-owner user-stop-exit \
     user-stop-unmounts user-root-data-handed-over user-crash-unmounts user-ebpf-uid user-ebpf-caps \
     user-ebpf-samples user-ebpf-deleted; do
     echo "ok - $n # SKIP ThreadSanitizer build (its thread keeps root)"
@@ -107,6 +107,9 @@ else
 # --- --user: give up root once mounted --------------------------------------
 # The data directory left by the runs above belongs to root: it is handed over.
 pf_start --user nobody -v || { fail "daemon starts (--user)"; pf_done; exit 1; }
+# nobody is shared with other programs: the daemon says so.
+if grep -q -- "--user nobody: a user other programs run as" "$TMP/daemon.log"; then ok "user-nobody-warned"
+else fail "user-nobody-warned" "no warning in the log"; fi
 check_eq "user-uid" "$(awk '$1 == "Uid:" { print $2, $3, $4, $5 }' /proc/$PF_PID/status)" "65534 65534 65534 65534"
 check_eq "user-caps" "$(status_field $PF_PID CapPrm) $(status_field $PF_PID CapEff) $(status_field $PF_PID CapInh) $(status_field $PF_PID CapAmb)" \
   "$(caps_hex) $(caps_hex) $(caps_hex) $(caps_hex)"
@@ -117,9 +120,10 @@ done
 check_eq "user-threads (every thread is nobody without capabilities)" "$bad" 0
 helper="$(pgrep -P "$PF_PID" | head -1)"
 if [ -n "$helper" ]; then
-  check_eq "user-helper (the unmount helper keeps cap_sys_admin alone)" \
-    "$(awk '$1 == "Uid:" { print $2 }' /proc/$helper/status) $(status_field "$helper" CapEff) $(status_field "$helper" CapPrm)" \
-    "65534 $(caps_hex 21) $(caps_hex 21)"
+  # Permitted, not effective until it unmounts; nothing else can come back; no ptrace.
+  check_eq "user-helper (the unmount helper keeps cap_sys_admin alone, not effective)" \
+    "$(awk '$1 == "Uid:" { print $2 }' /proc/$helper/status) $(status_field "$helper" CapEff) $(status_field "$helper" CapPrm) $(status_field "$helper" CapBnd) $(status_field "$helper" NoNewPrivs) $(stat -c %U /proc/$helper/status)" \
+    "65534 $(caps_hex) $(caps_hex 21) $(caps_hex 21) 1 root"
 else
   fail "user-helper" "no helper process"
 fi

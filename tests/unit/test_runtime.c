@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -133,6 +134,46 @@ test_linetable(void **state)
 	}
 }
 
+/*
+ * The decoded table gives every unit the line the scan gives: the table
+ * above, cut at every length, and a long generated one (a function of
+ * 48,000 lines, as a hostile program may have).
+ */
+static void
+lines_agree(const uint8_t *lt, size_t len, int32_t first, uint64_t units)
+{
+	struct ltrow *rows;
+	uint32_t n;
+	uint64_t i;
+
+	assert_int_equal(python_linetable_decode(lt, len, first, &rows, &n), 0);
+	for (i = 0; i < units; i++)
+		assert_int_equal(python_lines_lookup(rows, n, i),
+		    python_linetable_line(lt, len, first, i));
+	free(rows);
+}
+
+static void
+test_linetable_decoded(void **state)
+{
+	uint8_t *big;
+	size_t k, len = 0;
+
+	(void)state;
+	for (k = 0; k <= sizeof(lt311); k++)
+		lines_agree(lt311, k, 1, 50);
+	/* 48,000 lines of two units each: code 13 (line delta +1, no column). */
+	big = malloc(48000 * 2);
+	assert_non_null(big);
+	for (k = 0; k < 48000; k++) {
+		big[len++] = 0x80 | (13 << 3) | 1;
+		big[len++] = 2;		/* +1, as a signed varint */
+	}
+	lines_agree(big, len, 1, 96010);
+	lines_agree(big, len - 1, 7, 1000);
+	free(big);
+}
+
 static void
 test_is_eval(void **state)
 {
@@ -152,6 +193,7 @@ main(void)
 		cmocka_unit_test(test_python),
 		cmocka_unit_test(test_java),
 		cmocka_unit_test(test_linetable),
+		cmocka_unit_test(test_linetable_decoded),
 		cmocka_unit_test(test_is_eval),
 	};
 

@@ -11,12 +11,15 @@
  *   - a request is "1\0" (protocol), the command "jcmd\0" and exactly three
  *     arguments, each NUL-terminated ("Compiler.perfmap\0\0\0"); the JVM
  *     answers "<status>\n<output>" and closes. Status 0 is success.
- * The JVM checks that the peer runs as its user or root. We reach its /tmp
- * through /proc/PID/root without following a link at "tmp", create the
- * trigger file there without following links and give it to the JVM's user,
- * talk only to a listener that SO_PEERCRED says is the JVM itself, and send
- * SIGQUIT only to a process that catches it (a JVM run with -Xrs does not,
- * and would die of it).
+ * The JVM checks that the peer runs as its user or root. We ask only a
+ * process that maps libjvm.so, reach its /tmp through /proc/PID/root
+ * without following a link at "tmp" (a directory of its user, or root's
+ * with the sticky bit and open to all, as /tmp is), create the trigger file
+ * there without following links and with the JVM owner's credentials
+ * (owner.h: never a file its owner could not have made, wherever its mount
+ * namespace points its /tmp), talk only to a listener that SO_PEERCRED says
+ * is the JVM itself, and send SIGQUIT only to a process that catches it (a
+ * JVM run with -Xrs does not, and would die of it).
  */
 #define _GNU_SOURCE	/* struct ucred, O_PATH */
 #include <errno.h>
@@ -34,6 +37,7 @@
 #include <unistd.h>
 
 #include "base.h"
+#include "owner.h"
 #include "runtime.h"
 
 /* --- the HotSpot attach mechanism ---------------------------------------- */
@@ -86,11 +90,36 @@ runtime_tmpdir(pid_t pid, uid_t uid)
 	close(root);
 	if (fd < 0)
 		return -errno;
-	if (fstat(fd, &st) < 0 || (st.st_uid != 0 && st.st_uid != uid)) {
+	/* Its user's, or a /tmp: root's, sticky, open to all (not /etc bound there). */
+	if (fstat(fd, &st) < 0 || (st.st_uid != uid && !(st.st_uid == 0 &&
+	    (st.st_mode & (S_ISVTX | S_IWOTH | S_IXOTH)) == (S_ISVTX | S_IWOTH | S_IXOTH)))) {
 		close(fd);
 		return -EPERM;
 	}
 	return fd;
+}
+
+/* Whether pid maps libjvm.so: a JVM, not a program named java. */
+static bool
+maps_libjvm(pid_t pid)
+{
+	char path[64], *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	bool yes = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	if ((f = fopen(path, "re")) == NULL)
+		return false;
+	while (!yes && (n = getline(&line, &cap, f)) > 0) {
+		if (line[n - 1] == '\n')
+			line[--n] = '\0';
+		yes = n >= 10 && strcmp(line + n - 10, "/libjvm.so") == 0;
+	}
+	free(line);
+	fclose(f);
+	return yes;
 }
 
 /*
@@ -135,24 +164,37 @@ attach_connect(int dirfd, const char *name, pid_t pid, uid_t uid, int timeout_ms
 	return fd;
 }
 
-/* Create the trigger file in the JVM's /tmp (dirfd), owned by its user. */
+/*
+ * Create the trigger file in the JVM's /tmp (dirfd) as the JVM's owner
+ * (owner.h), on this thread: 1 made (remove it afterwards), 0 there
+ * already, or -errno (-EPERM when its credentials cannot be taken).
+ */
 static int
-attach_trigger(int dirfd, const char *name, uid_t uid, gid_t gid)
+attach_trigger(int dirfd, const char *name, pid_t pid, uid_t uid)
 {
-	int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC |
-	    O_NONBLOCK, 0600);
+	struct owner w;
+	struct stat st;
+	int fd, rc;
 
-	if (fd < 0)
-		return errno == EEXIST ? 0 : -errno;
-	if (fchown(fd, uid, gid) < 0) {
-		int e = errno;
-
-		close(fd);
-		(void)unlinkat(dirfd, name, 0);
-		return -e;
+	if ((rc = owner_begin(&w, (unsigned)pid)) < 0)
+		return rc;
+	if (!w.switched) {
+		owner_end(&w);
+		return -EPERM;
 	}
-	close(fd);
-	return 1;	/* ours: remove it afterwards */
+	fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC |
+	    O_NONBLOCK, 0600);
+	rc = fd < 0 ? (errno == EEXIST ? 0 : -errno) : 1;
+	owner_end(&w);
+	if (fd >= 0) {
+		/* Its owner: the one the JVM checks (its fs uid may differ from its uid). */
+		if (fstat(fd, &st) == 0 && st.st_uid != uid)
+			rc = -EPERM;
+		close(fd);
+		if (rc < 0)
+			(void)unlinkat(dirfd, name, 0);
+	}
+	return rc;
 }
 
 int
@@ -185,11 +227,11 @@ runtime_jvm_perfmap(pid_t pid, pid_t nspid, uid_t uid, int timeout_ms)
 			rc = -ESRCH;	/* not the process we were asked about */
 			goto out;
 		}
-		if (!catches_sigquit(pid)) {
+		if (!catches_sigquit(pid) || !maps_libjvm(pid)) {
 			rc = -ENOTSUP;
 			goto out;
 		}
-		if ((made = attach_trigger(dirfd, trig, uid, st.st_gid)) < 0) {
+		if ((made = attach_trigger(dirfd, trig, pid, uid)) < 0) {
 			rc = made;
 			goto out;
 		}

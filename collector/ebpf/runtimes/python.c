@@ -50,11 +50,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
 
 #include "base.h"
+#include "memread.h"
 #include "python.h"
 #include "symbolize.h"
 
@@ -65,6 +67,17 @@
 #define MAX_LINETABLE	(256 << 10)
 #define MAX_UNITS	(1u << 24)	/* code units of one code object */
 #define UNREADABLE	"[python: unreadable]"
+/* A read of a process's memory taking longer is abandoned (see memread.h). */
+#define MEM_DEADLINE_NS	(1000LL * 1000 * 1000)
+/*
+ * Line tables are decoded once per code object into rows (see struct
+ * ltrow), at most LINES_MEM bytes of them for all processes, charged to the
+ * memory budget; decoding costs at most LINES_CPU_NS_PER_S of the sampler
+ * thread's CPU time per second of period. Past either, frames are named
+ * without their line (counted) until there is room again.
+ */
+#define LINES_MEM	(32u << 20)
+#define LINES_CPU_NS_PER_S (20LL * 1000 * 1000)
 
 struct pyver {
 	int		 minor;
@@ -89,14 +102,23 @@ static const struct pyver versions[] = {
 #define CO_QUALNAME	128
 #define CO_LINETABLE	136
 
+/* Code units [previous row's end, end) are on line `line` (0: none). */
+struct ltrow {
+	uint32_t	 end;
+	int32_t		 line;
+};
+
+enum { LINES_NOT_READ, LINES_READ, LINES_NONE };
+
 struct pycode {
 	uint64_t	 addr;		/* 0: free slot */
 	uint64_t	 type, size, filename, qualname, linetable;
 	int32_t		 firstlineno;
 	char		*name;		/* qualified name, UTF-8 */
 	char		*file;
-	uint8_t		*lt;		/* the line table, NULL: lines unknown */
-	size_t		 ltlen;
+	struct ltrow	*rows;		/* the decoded line table */
+	uint32_t	 nrows;
+	uint8_t		 lines;		/* LINES_*; NONE: too big or unreadable */
 };
 
 /* What the sampler knows of one Python process; p->py. */
@@ -119,11 +141,17 @@ struct pyfile {
 
 struct python {
 	int		 procs_fd;
+	struct memreader *mr;		/* every read of a process's memory */
 	struct pyfile	 files[DYNSYM_CACHE];
 	size_t		 next_file;	/* the slot to reuse next */
 	/* the code object headers of the sample being named (python_read) */
 	uint8_t		 hdr[PROF_MAX_PYFRAMES][CODE_HDR];
 	bool		 hdr_ok[PROF_MAX_PYFRAMES];
+	/* decoded line tables: bytes held; CPU time spent and allowed this period */
+	size_t		 lines_bytes;
+	int64_t		 lines_cpu_ns, lines_cpu_max;
+	uint64_t	 unlined;	/* frames named without their line (budget, room) */
+	uint64_t	 decoded;	/* line tables decoded */
 };
 
 struct python *
@@ -131,28 +159,42 @@ python_create(int procs_fd)
 {
 	struct python *py = calloc(1, sizeof(*py));
 
-	if (py)
-		py->procs_fd = procs_fd;
+	if (py == NULL)
+		return NULL;
+	py->procs_fd = procs_fd;
+	py->lines_cpu_max = 10 * LINES_CPU_NS_PER_S;
+	if ((py->mr = memread_create(MEM_DEADLINE_NS)) == NULL) {
+		free(py);
+		return NULL;
+	}
 	return py;
 }
 
 void
 python_destroy(struct python *py)
 {
+	if (py)
+		memread_destroy(py->mr);
 	free(py);
 }
 
 static void
-code_clear(struct pycode *c)
+code_clear(struct python *py, struct pycode *c)
 {
+	size_t rb = (size_t)c->nrows * sizeof(*c->rows);
+
 	free(c->name);
 	free(c->file);
-	free(c->lt);
+	if (c->rows) {
+		free(c->rows);
+		py->lines_bytes -= rb;
+		budget_release(rb);
+	}
 	memset(c, 0, sizeof(*c));
 }
 
 static void
-cache_clear(struct pyproc *pp)
+cache_clear(struct python *py, struct pyproc *pp)
 {
 	size_t i;
 
@@ -160,7 +202,7 @@ cache_clear(struct pyproc *pp)
 		return;
 	for (i = 0; i < CACHE_SLOTS; i++)
 		if (pp->cache[i].addr)
-			code_clear(&pp->cache[i]);
+			code_clear(py, &pp->cache[i]);
 	pp->ncached = 0;
 }
 
@@ -172,7 +214,7 @@ python_forget(struct python *py, struct proc *p)
 	if (pp) {
 		if (py && !p->gone)
 			(void)bpf_map_delete_elem(py->procs_fd, &p->pid);
-		cache_clear(pp);
+		cache_clear(py, pp);
 		free(pp->cache);
 		free(pp);
 	}
@@ -181,13 +223,13 @@ python_forget(struct python *py, struct proc *p)
 
 /* Read len bytes of p's memory at addr: 0, or -errno (short reads too). */
 static int
-mem_read(const struct proc *p, uint64_t addr, void *dst, size_t len)
+mem_read(struct python *py, const struct proc *p, uint64_t addr, void *dst, size_t len)
 {
 	struct iovec l = { dst, len }, r = { (void *)(uintptr_t)addr, len };
-	ssize_t n = process_vm_readv((pid_t)p->pid, &l, 1, &r, 1, 0);
+	ssize_t n = memread_readv(py->mr, (pid_t)p->pid, &l, &r, 1);
 
 	if (n < 0)
-		return -errno;
+		return (int)n;
 	return (size_t)n == len ? 0 : -EFAULT;
 }
 
@@ -307,7 +349,8 @@ file_dynsyms(struct python *py, const struct proc_mapping *m, const char *const 
  *   240     interpreter_frame.executable           344     code_object.co_code_adaptive
  */
 static bool
-debug_offsets_agree(const struct proc *p, uint64_t runtime, const struct pyver *v)
+debug_offsets_agree(struct python *py, const struct proc *p, uint64_t runtime,
+    const struct pyver *v)
 {
 	const struct { uint16_t at; uint64_t want; } f[] = {
 		{ 40, v->off.rt_interp }, { 72, v->off.interp_threads },
@@ -320,7 +363,7 @@ debug_offsets_agree(const struct proc *p, uint64_t runtime, const struct pyver *
 	uint8_t d[352];
 	size_t i;
 
-	if (mem_read(p, runtime, d, sizeof(d)) < 0 || memcmp(d, "xdebugpy", 8) != 0)
+	if (mem_read(py, p, runtime, d, sizeof(d)) < 0 || memcmp(d, "xdebugpy", 8) != 0)
 		return false;
 	for (i = 0; i < sizeof(f) / sizeof(f[0]); i++)
 		if (rd64(d, f[i].at) != f[i].want)
@@ -350,7 +393,7 @@ python_check(struct python *py, struct proc *p)
 			continue;
 		if (vals[0] == 0 || vals[1] == 0 || vals[2] == 0)
 			continue;
-		if (mem_read(p, vals[2] + m.bias, &ver, sizeof(ver)) < 0)
+		if (mem_read(py, p, vals[2] + m.bias, &ver, sizeof(ver)) < 0)
 			return;
 		for (k = 0; k < sizeof(versions) / sizeof(versions[0]); k++)
 			if (((ver >> 24) & 0xff) == 3 && (int)((ver >> 16) & 0xff) == versions[k].minor)
@@ -360,7 +403,7 @@ python_check(struct python *py, struct proc *p)
 			    (ver >> 24) & 0xff, (ver >> 16) & 0xff);
 			return;
 		}
-		if (versions[k].minor >= 13 && !debug_offsets_agree(p, vals[0] + m.bias,
+		if (versions[k].minor >= 13 && !debug_offsets_agree(py, p, vals[0] + m.bias,
 		    &versions[k])) {
 			log_debug("ebpf: pid %u: CPython 3.%d: its debug offsets are not the ones "
 			    "known: no Python frames", p->pid, versions[k].minor);
@@ -419,7 +462,8 @@ put_utf8(char *o, uint32_t c)
 
 /* A str object of p at addr as a malloc'd UTF-8 string, or NULL. */
 static char *
-read_str(const struct pyproc *pp, const struct proc *p, uint64_t addr, size_t maxch)
+read_str(struct python *py, const struct pyproc *pp, const struct proc *p, uint64_t addr,
+    size_t maxch)
 {
 	uint8_t h[48], *raw;
 	uint64_t len;
@@ -427,7 +471,7 @@ read_str(const struct pyproc *pp, const struct proc *p, uint64_t addr, size_t ma
 	size_t dataoff, i, o = 0;
 	char *out;
 
-	if (addr == 0 || mem_read(p, addr, h, sizeof(h)) < 0)
+	if (addr == 0 || mem_read(py, p, addr, h, sizeof(h)) < 0)
 		return NULL;
 	len = rd64(h, 16);
 	memcpy(&state, h + 32, sizeof(state));
@@ -443,7 +487,7 @@ read_str(const struct pyproc *pp, const struct proc *p, uint64_t addr, size_t ma
 	}
 	if ((raw = malloc(len * kind + 1)) == NULL)
 		return NULL;
-	if (len && mem_read(p, addr + dataoff, raw, len * kind) < 0) {
+	if (len && mem_read(py, p, addr + dataoff, raw, len * kind) < 0) {
 		free(raw);
 		return NULL;
 	}
@@ -478,33 +522,60 @@ read_str(const struct pyproc *pp, const struct proc *p, uint64_t addr, size_t ma
 
 /* Fill c (addr, header fields taken) from p's memory: 0 or -errno. */
 static int
-code_load(const struct pyproc *pp, const struct proc *p, struct pycode *c, const uint8_t *hdr)
+code_load(struct python *py, const struct pyproc *pp, const struct proc *p, struct pycode *c,
+    const uint8_t *hdr)
 {
-	uint8_t bh[32];
-	uint64_t n;
-
 	c->type = rd64(hdr, CO_TYPE);
 	c->size = rd64(hdr, CO_SIZE);
 	c->filename = rd64(hdr, CO_FILENAME);
 	c->qualname = rd64(hdr, CO_QUALNAME);
 	c->linetable = rd64(hdr, CO_LINETABLE);
 	memcpy(&c->firstlineno, hdr + pp->v->co_firstlineno, sizeof(c->firstlineno));
-	if ((c->name = read_str(pp, p, c->qualname, MAX_NAME)) == NULL ||
-	    (c->file = read_str(pp, p, c->filename, MAX_PATH_CH)) == NULL)
+	if ((c->name = read_str(py, pp, p, c->qualname, MAX_NAME)) == NULL ||
+	    (c->file = read_str(py, pp, p, c->filename, MAX_PATH_CH)) == NULL)
 		return -EFAULT;
-	/* The line table (bytes): lines stay unknown when it is too big or unreadable. */
-	if (mem_read(p, c->linetable, bh, sizeof(bh)) == 0) {
+	c->lines = LINES_NOT_READ;
+	return 0;
+}
+
+/*
+ * Read and decode c's line table (bytes) if the budgets allow; lines stay
+ * unknown for good when it is too big or unreadable.
+ */
+static void
+code_lines(struct python *py, const struct proc *p, struct pycode *c)
+{
+	struct timespec t0, t1;
+	uint8_t bh[32], *lt;
+	uint64_t n;
+	size_t rb;
+
+	if (py->lines_cpu_ns >= py->lines_cpu_max || py->lines_bytes >= LINES_MEM)
+		return;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+	c->lines = LINES_NONE;
+	if (mem_read(py, p, c->linetable, bh, sizeof(bh)) == 0) {
 		n = rd64(bh, 16);
-		if (n > 0 && n <= MAX_LINETABLE && (c->lt = malloc(n)) != NULL) {
-			if (mem_read(p, c->linetable + 32, c->lt, n) == 0) {
-				c->ltlen = n;
-			} else {
-				free(c->lt);
-				c->lt = NULL;
+		if (n > 0 && n <= MAX_LINETABLE && (lt = malloc(n)) != NULL) {
+			if (mem_read(py, p, c->linetable + 32, lt, n) == 0 &&
+			    python_linetable_decode(lt, n, c->firstlineno, &c->rows, &c->nrows) == 0) {
+				rb = (size_t)c->nrows * sizeof(*c->rows);
+				if (py->lines_bytes + rb > LINES_MEM || budget_reserve(rb) < 0) {
+					free(c->rows);
+					c->rows = NULL;
+					c->nrows = 0;
+					c->lines = LINES_NOT_READ;	/* no room now */
+				} else {
+					py->lines_bytes += rb;
+					c->lines = LINES_READ;
+					py->decoded++;
+				}
 			}
+			free(lt);
 		}
 	}
-	return 0;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
+	py->lines_cpu_ns += (t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec);
 }
 
 /* Whether hdr (a code object as read now) is the code c holds. */
@@ -557,8 +628,13 @@ lt_svarint(const uint8_t *lt, size_t len, size_t *i, int64_t *v)
  * when another byte follows; signed ones keep the sign in bit 0.
  * 0 when the table does not say.
  */
-int64_t
-python_linetable_line(const uint8_t *lt, size_t len, int32_t firstlineno, uint64_t idx)
+/*
+ * Walk the table: for each entry, fn(arg, first unit, units, line or 0) until
+ * fn returns true or the table ends or turns out malformed.
+ */
+static void
+lt_walk(const uint8_t *lt, size_t len, int32_t firstlineno,
+    bool (*fn)(void *, uint64_t, unsigned, int64_t), void *arg)
 {
 	int64_t line = firstlineno, d;
 	uint64_t at = 0, u;
@@ -570,7 +646,7 @@ python_linetable_line(const uint8_t *lt, size_t len, int32_t firstlineno, uint64
 		bool none = false;
 
 		if (!(b & 0x80))
-			return 0;	/* not at an entry: a table we misread */
+			return;	/* not at an entry: a table we misread */
 		switch (code) {
 		case 15:
 			none = true;
@@ -578,12 +654,12 @@ python_linetable_line(const uint8_t *lt, size_t len, int32_t firstlineno, uint64
 		case 14:
 			if (!lt_svarint(lt, len, &i, &d) || !lt_varint(lt, len, &i, &u) ||
 			    !lt_varint(lt, len, &i, &u) || !lt_varint(lt, len, &i, &u))
-				return 0;
+				return;
 			line += d;
 			break;
 		case 13:
 			if (!lt_svarint(lt, len, &i, &d))
-				return 0;
+				return;
 			line += d;
 			break;
 		case 10: case 11: case 12:
@@ -595,12 +671,105 @@ python_linetable_line(const uint8_t *lt, size_t len, int32_t firstlineno, uint64
 			break;
 		}
 		if (line < 0 || line > INT32_MAX)
-			return 0;	/* no line a file has: a table we misread */
-		if (idx < at + n)
-			return none ? 0 : line;
+			return;	/* no line a file has: a table we misread */
+		if (fn(arg, at, n, none ? 0 : line))
+			return;
 		at += n;
 	}
+}
+
+struct lt_find {
+	uint64_t	 idx;
+	int64_t		 line;
+};
+
+static bool
+lt_find_fn(void *arg, uint64_t at, unsigned n, int64_t line)
+{
+	struct lt_find *q = arg;
+
+	if (q->idx >= at + n)
+		return false;
+	q->line = line;
+	return true;
+}
+
+int64_t
+python_linetable_line(const uint8_t *lt, size_t len, int32_t firstlineno, uint64_t idx)
+{
+	struct lt_find q = { idx, 0 };
+
+	lt_walk(lt, len, firstlineno, lt_find_fn, &q);
+	return q.line;
+}
+
+struct lt_rows {
+	struct ltrow	*rows;
+	size_t		 n, cap;
+	bool		 failed;
+};
+
+static bool
+lt_rows_fn(void *arg, uint64_t at, unsigned n, int64_t line)
+{
+	struct lt_rows *r = arg;
+	struct ltrow *nr;
+
+	if (at + n > UINT32_MAX)
+		return true;
+	if (r->n > 0 && r->rows[r->n - 1].line == line) {
+		r->rows[r->n - 1].end = (uint32_t)(at + n);
+		return false;
+	}
+	if (r->n == r->cap) {
+		r->cap = r->cap ? r->cap * 2 : 64;
+		if ((nr = realloc(r->rows, r->cap * sizeof(*nr))) == NULL) {
+			r->failed = true;
+			return true;
+		}
+		r->rows = nr;
+	}
+	r->rows[r->n].end = (uint32_t)(at + n);
+	r->rows[r->n++].line = (int32_t)line;
+	return false;
+}
+
+int
+python_linetable_decode(const uint8_t *lt, size_t len, int32_t firstlineno,
+    struct ltrow **rows, uint32_t *nrows)
+{
+	struct lt_rows r = { NULL, 0, 0, false };
+	struct ltrow *fit;
+
+	*rows = NULL;
+	*nrows = 0;
+	lt_walk(lt, len, firstlineno, lt_rows_fn, &r);
+	if (r.failed) {
+		free(r.rows);
+		return -ENOMEM;
+	}
+	if (r.n > 0 && r.n < r.cap && (fit = realloc(r.rows, r.n * sizeof(*fit))) != NULL)
+		r.rows = fit;
+	*rows = r.rows;
+	*nrows = (uint32_t)r.n;
 	return 0;
+}
+
+int64_t
+python_lines_lookup(const struct ltrow *rows, uint32_t n, uint64_t idx)
+{
+	uint32_t lo = 0, hi = n;
+
+	/* The first row ending past idx. */
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (rows[mid].end <= idx)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n ? rows[lo].line : 0;
 }
 
 void
@@ -622,12 +791,12 @@ python_read(struct python *py, struct proc *p, const struct prof_pyframe *fr, si
 		py->hdr_ok[i] = false;
 	}
 	/* One call for all frames; it stops at the first that cannot be read. */
-	got = p->gone ? -1 : process_vm_readv((pid_t)p->pid, l, n, r, n, 0);
+	got = p->gone ? -1 : memread_readv(py->mr, (pid_t)p->pid, l, r, n);
 	for (i = 0; got > 0 && i < n && (size_t)got >= (i + 1) * CODE_HDR; i++)
 		py->hdr_ok[i] = true;
 	/* Those after an unreadable one: one by one. */
 	for (; got >= 0 && i < n; i++)
-		py->hdr_ok[i] = mem_read(p, (uint64_t)(uintptr_t)r[i].iov_base, py->hdr[i],
+		py->hdr_ok[i] = mem_read(py, p, (uint64_t)(uintptr_t)r[i].iov_base, py->hdr[i],
 		    CODE_HDR) == 0;
 }
 
@@ -663,18 +832,18 @@ python_frame(struct python *py, struct proc *p, const struct prof_pyframe *fr, s
 	if (k == CACHE_SLOTS)
 		return -EFAULT;
 	if (c->addr == addr && !code_same(pp, c, hdr)) {
-		code_clear(c);	/* another code object at the same address */
+		code_clear(py, c);	/* another code object at the same address */
 		pp->ncached--;
 	}
 	if (c->addr == 0) {
 		if (pp->ncached >= CACHE_SLOTS * 3 / 4) {
-			cache_clear(pp);
+			cache_clear(py, pp);
 			return python_frame(py, p, fr, n, i, f);
 		}
 		c->addr = addr;
 		pp->ncached++;
-		if (code_load(pp, p, c, hdr) < 0) {
-			code_clear(c);
+		if (code_load(py, pp, p, c, hdr) < 0) {
+			code_clear(py, c);
 			pp->ncached--;
 			return -EFAULT;
 		}
@@ -684,8 +853,11 @@ python_frame(struct python *py, struct proc *p, const struct prof_pyframe *fr, s
 	start = addr + pp->v->co_code;
 	if (fr[i].instr >= start && c->size <= MAX_UNITS) {
 		idx = (fr[i].instr - start) / 2;
-		f->line = idx < c->size ? python_linetable_line(c->lt, c->ltlen, c->firstlineno,
-		    idx) : 0;
+		if (c->lines == LINES_NOT_READ)
+			code_lines(py, p, c);
+		if (c->lines == LINES_NOT_READ)
+			py->unlined++;
+		f->line = idx < c->size ? python_lines_lookup(c->rows, c->nrows, idx) : 0;
 	} else {
 		f->line = c->firstlineno;	/* not started yet */
 	}
@@ -700,4 +872,25 @@ python_is_eval(const char *func)
 
 	return func && strncmp(func, eval, sizeof(eval) - 1) == 0 &&
 	    (func[sizeof(eval) - 1] == '\0' || func[sizeof(eval) - 1] == '.');
+}
+
+void
+python_period(struct python *py, unsigned secs)
+{
+	if (py == NULL)
+		return;
+	py->lines_cpu_ns = 0;
+	py->lines_cpu_max = (int64_t)(secs ? secs : 1) * LINES_CPU_NS_PER_S;
+}
+
+void
+python_get_stats(const struct python *py, struct python_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	if (py == NULL)
+		return;
+	st->lines_bytes = py->lines_bytes;
+	st->lines_decoded = py->decoded;
+	st->frames_unlined = py->unlined;
+	st->mem_stalls = memread_stalls(py->mr);
 }

@@ -51,6 +51,24 @@ int		 python_frame(struct python *py, struct proc *p, const struct prof_pyframe 
  */
 int64_t		 python_linetable_line(const uint8_t *lt, size_t len, int32_t firstlineno,
 		    uint64_t idx);
+/*
+ * The same table decoded once: rows (malloc'd, *rows owned by the caller) of
+ * code units and their line, then looked up by python_lines_lookup (the
+ * line python_linetable_line gives for idx). 0 or -ENOMEM.
+ */
+struct ltrow;
+int		 python_linetable_decode(const uint8_t *lt, size_t len, int32_t firstlineno,
+		    struct ltrow **rows, uint32_t *nrows);
+int64_t		 python_lines_lookup(const struct ltrow *rows, uint32_t n, uint64_t idx);
+/* A new period of secs seconds: the CPU budget of line tables starts again. */
+void		 python_period(struct python *py, unsigned secs);
+struct python_stats {
+	size_t		 lines_bytes;	/* decoded line tables held */
+	uint64_t	 lines_decoded;	/* since start */
+	uint64_t	 frames_unlined;	/* frames named without their line (budgets), since start */
+	uint64_t	 mem_stalls;	/* reads of a process's memory abandoned (memread.h) */
+};
+void		 python_get_stats(const struct python *py, struct python_stats *st);
 /* Whether func names the interpreter's evaluation loop (its frames replace it). */
 int		 python_is_eval(const char *func);
 

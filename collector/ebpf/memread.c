@@ -1,0 +1,216 @@
+/*
+ * memread: other processes' memory read on a worker thread with a deadline
+ * (see memread.h).
+ *
+ * The worker owns the buffer it reads into, so that a read abandoned by the
+ * caller never writes into the caller's memory; the caller copies the bytes
+ * out once the worker says it is done. One mutex per worker protects its
+ * job; an abandoned worker frees itself when (if ever) its read returns.
+ */
+#define _GNU_SOURCE	/* process_vm_readv, pthread_condattr_setclock */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base.h"
+#include "memread.h"
+
+struct mrworker {
+	pthread_t	 thread;
+	pthread_mutex_t	 mu;
+	pthread_cond_t	 cv;		/* a job, its end, or quit */
+	/* protected by mu */
+	bool		 job, done, abandoned, quit;
+	pid_t		 pid;
+	struct iovec	 remote[MEMREAD_MAX_IOV];
+	size_t		 n, total;
+	ssize_t		 got;		/* bytes, or -errno */
+	uint8_t		*buf;		/* MEMREAD_MAX_BYTES, the worker's */
+};
+
+/* Abandoned workers whose read has not returned, in the whole process. */
+static atomic_int stuck_now;
+
+struct memreader {
+	struct mrworker	*w;		/* NULL: started at the next read */
+	int64_t		 deadline_ns;
+	pid_t		 stuck[MEMREAD_MAX_STUCK];	/* processes whose reads stalled */
+	unsigned	 nstuck;
+};
+
+static void
+worker_free(struct mrworker *w)
+{
+	pthread_mutex_destroy(&w->mu);
+	pthread_cond_destroy(&w->cv);
+	free(w->buf);
+	free(w);
+}
+
+static void *
+worker_main(void *arg)
+{
+	struct mrworker *w = arg;
+	struct iovec l;
+	ssize_t got;
+
+	pthread_mutex_lock(&w->mu);
+	for (;;) {
+		while (!w->job && !w->quit)
+			pthread_cond_wait(&w->cv, &w->mu);
+		if (w->quit)
+			break;
+		l.iov_base = w->buf;
+		l.iov_len = w->total;
+		pthread_mutex_unlock(&w->mu);
+		got = process_vm_readv(w->pid, &l, 1, w->remote, w->n, 0);
+		pthread_mutex_lock(&w->mu);
+		w->got = got < 0 ? -errno : got;
+		w->job = false;
+		w->done = true;
+		if (w->abandoned) {
+			pthread_mutex_unlock(&w->mu);
+			worker_free(w);
+			atomic_fetch_sub(&stuck_now, 1);
+			return NULL;
+		}
+		pthread_cond_broadcast(&w->cv);
+	}
+	pthread_mutex_unlock(&w->mu);
+	return NULL;
+}
+
+static struct mrworker *
+worker_start(void)
+{
+	struct mrworker *w = calloc(1, sizeof(*w));
+	pthread_condattr_t ca;
+
+	if (w == NULL || (w->buf = malloc(MEMREAD_MAX_BYTES)) == NULL) {
+		free(w);
+		return NULL;
+	}
+	pthread_mutex_init(&w->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&w->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
+		worker_free(w);
+		return NULL;
+	}
+	return w;
+}
+
+struct memreader *
+memread_create(int64_t deadline_ns)
+{
+	struct memreader *r = calloc(1, sizeof(*r));
+
+	if (r)
+		r->deadline_ns = deadline_ns;
+	return r;
+}
+
+void
+memread_destroy(struct memreader *r)
+{
+	if (r == NULL)
+		return;
+	if (r->w) {
+		pthread_mutex_lock(&r->w->mu);
+		r->w->quit = true;
+		pthread_cond_broadcast(&r->w->cv);
+		pthread_mutex_unlock(&r->w->mu);
+		pthread_join(r->w->thread, NULL);
+		worker_free(r->w);
+	}
+	free(r);
+}
+
+int
+memread_stuck_now(void)
+{
+	return atomic_load(&stuck_now);
+}
+
+uint64_t
+memread_stalls(const struct memreader *r)
+{
+	return r ? r->nstuck : 0;
+}
+
+ssize_t
+memread_readv(struct memreader *r, pid_t pid, const struct iovec *local,
+    const struct iovec *remote, size_t n)
+{
+	struct mrworker *w;
+	struct timespec until;
+	int64_t t;
+	size_t i, total = 0, at;
+	ssize_t got;
+	int rc = 0;
+
+	if (n == 0)
+		return 0;
+	if (n > MEMREAD_MAX_IOV)
+		return -EINVAL;
+	for (i = 0; i < n; i++) {
+		if (local[i].iov_len != remote[i].iov_len || remote[i].iov_len > MEMREAD_MAX_BYTES)
+			return -EINVAL;
+		total += remote[i].iov_len;
+	}
+	if (total > MEMREAD_MAX_BYTES)
+		return -E2BIG;
+	if (r->nstuck >= MEMREAD_MAX_STUCK)
+		return -ETIMEDOUT;
+	for (i = 0; i < r->nstuck; i++)
+		if (r->stuck[i] == pid)
+			return -ETIMEDOUT;
+	if (r->w == NULL && (r->w = worker_start()) == NULL)
+		return -ENOMEM;
+	w = r->w;
+	t = clock_mono_ns() + r->deadline_ns;
+	until.tv_sec = t / 1000000000;
+	until.tv_nsec = t % 1000000000;
+	pthread_mutex_lock(&w->mu);
+	w->pid = pid;
+	memcpy(w->remote, remote, n * sizeof(*remote));
+	w->n = n;
+	w->total = total;
+	w->done = false;
+	w->job = true;
+	pthread_cond_broadcast(&w->cv);
+	while (!w->done && rc == 0)
+		rc = pthread_cond_timedwait(&w->cv, &w->mu, &until);
+	if (!w->done) {
+		/* Left to its read; it frees itself should the read ever end. */
+		pthread_t thr = w->thread;
+
+		w->abandoned = true;
+		atomic_fetch_add(&stuck_now, 1);
+		pthread_mutex_unlock(&w->mu);
+		pthread_detach(thr);
+		r->w = NULL;
+		r->stuck[r->nstuck++] = pid;
+		log_warnx("ebpf: reading the memory of pid %d did not end in %lld ms (a file on "
+		    "a filesystem that does not answer?): not reading it again%s", (int)pid,
+		    (long long)(r->deadline_ns / 1000000), r->nstuck >= MEMREAD_MAX_STUCK ?
+		    "; too many stalled reads: no process's memory is read any more" : "");
+		return -ETIMEDOUT;
+	}
+	got = w->got;
+	for (i = 0, at = 0; got > 0 && i < n && at < (size_t)got; i++) {
+		size_t k = local[i].iov_len < (size_t)got - at ? local[i].iov_len : (size_t)got - at;
+
+		memcpy(local[i].iov_base, w->buf + at, k);
+		at += k;
+	}
+	pthread_mutex_unlock(&w->mu);
+	return got;
+}

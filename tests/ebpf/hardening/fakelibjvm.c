@@ -1,0 +1,1 @@
+void pf_fake_jvm(void) {}

@@ -1,0 +1,311 @@
+#!/usr/bin/env bash
+# The root sampler against hostile processes, as a review did it:
+# - a Python frame whose code object lies in a file on a FUSE mount whose
+#   server never answers (a second profilefs mount, stopped): periods go
+#   on, /healthz stays ok, SIGTERM stops the daemon; a sampler that does
+#   stall (a JIT process whose /tmp is that mount) shows in /healthz and
+#   /metrics, and SIGTERM still stops the daemon within seconds;
+# - a Python function of 48,000 lines recursing 90 deep: periods at their
+#   rate, its function names in the profile (the daemon's CPU is printed);
+# - a "java" of nobody in a user and mount namespace with /etc bound on its
+#   /tmp: nothing created in /etc;
+# - a stripped binary of nobody whose .gnu_debuglink names a root-only debug
+#   file of the host: its symbol never comes back;
+# - a 64 MiB symbol name: stored cut, the daemon's memory bounded.
+# Needs root, a kernel with BTF, python3.11, setpriv, unshare and the user
+# nobody; otherwise skipped.
+set -u
+. "$(dirname "$0")/../lib.sh"
+
+NAMES="hebpf-build hebpf-java-etc hebpf-java-tried hebpf-debuglink-sampled hebpf-debuglink-tree hebpf-debuglink-api hebpf-debuglink-control hebpf-longname-rss hebpf-longname-cut hebpf-bigfunc-periods hebpf-bigfunc-named hebpf-stall-periods hebpf-stall-read hebpf-stall-healthz hebpf-stall-stop hebpf-watchdog-healthz hebpf-watchdog-metrics hebpf-watchdog-stop"
+skip_all() { for n in $NAMES; do echo "ok - $n # SKIP $1"; done; exit 0; }
+[ "$(id -u)" -eq 0 ] || skip_all "needs root"
+[ -r /sys/kernel/btf/vmlinux ] || skip_all "kernel has no BTF"
+command -v python3.11 >/dev/null || skip_all "python3.11 missing"
+command -v curl >/dev/null && command -v unshare >/dev/null || skip_all "curl or unshare missing"
+command -v setpriv >/dev/null && id nobody >/dev/null 2>&1 || skip_all "setpriv or nobody missing"
+command -v objcopy >/dev/null && command -v cc >/dev/null || skip_all "no toolchain"
+AS=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
+"${AS[@]}" unshare -Urm true 2>/dev/null || skip_all "user namespaces not open to nobody"
+
+pf_setup
+chmod 711 "$TMP"
+SRC="$ROOT/tests/ebpf/hardening"
+PIDS=""
+STOPPED=""
+cleanup_all() {
+  local p
+  for p in $PIDS; do kill -9 "$p" 2>/dev/null; done
+  # Resumed, they first answer what waited (the release of files their readers had open).
+  for p in $STOPPED; do kill -CONT "$p" 2>/dev/null; done
+  sleep 1
+  for p in $STOPPED; do kill -TERM "$p" 2>/dev/null; done
+  for p in $STOPPED; do
+    for i in $(seq 1 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+  done
+  for d in "$TMP"/stuck*; do
+    [ -d "$d/mnt" ] && { fusermount3 -u -z "$d/mnt" 2>/dev/null || umount -l "$d/mnt" 2>/dev/null; }
+  done
+  pf_cleanup
+}
+trap cleanup_all EXIT
+
+# stuck_mount DIR: a second profilefs on DIR/mnt, to be stopped; its pid in STUCK_PID.
+stuck_mount() {
+  mkdir -p "$1/mnt"
+  "$BIN" serve --data "$1/data" "$1/mnt" >"$1/log" 2>&1 &
+  STUCK_PID=$!
+  local i
+  for i in $(seq 1 100); do
+    # Not read: its pages must not be in the page cache when the server stops.
+    ls "$1/mnt" 2>/dev/null | grep -q README.txt && return 0
+    sleep 0.1
+  done
+  return 1
+}
+periods() { grep -c "ebpf: period:" "$TMP/daemon.log"; }
+# wait_periods FROM N: wait (up to 60 s) until N periods more than FROM are logged.
+wait_periods() {
+  local i
+  for i in $(seq 1 120); do
+    [ "$(periods)" -ge $(($1 + $2)) ] && return 0
+    sleep 0.5
+  done
+  return 1
+}
+# stop_within NAME SECONDS: SIGTERM the daemon, ok if it exits within SECONDS.
+stop_within() {
+  local i t0=$SECONDS
+  kill -TERM "$PF_PID" 2>/dev/null
+  for i in $(seq 1 $(($2 * 10))); do
+    kill -0 "$PF_PID" 2>/dev/null || break
+    sleep 0.1
+  done
+  if kill -0 "$PF_PID" 2>/dev/null; then
+    fail "$1" "still running $2 s after SIGTERM"
+    kill -9 "$PF_PID"
+  else
+    ok "$1 (exited $((SECONDS - t0)) s after SIGTERM)"
+  fi
+  wait "$PF_PID" 2>/dev/null
+  PF_PID=
+  fusermount3 -u -z "$TMP/mnt" 2>/dev/null
+}
+
+# --- a Python frame's code object in a file no one serves ---------------------
+# A port free now (each daemon gets its own).
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+PORT=$(free_port)
+pf_start -v --ebpf=99 --ebpf-period 1 --http "127.0.0.1:$PORT" ||
+  { fail "daemon start"; pf_done; exit 1; }
+stuck_mount "$TMP/stuck1" || { fail "stuck mount"; pf_done; exit 1; }
+coproc PY { exec python3.11 "$SRC/stall.py" "$TMP/stuck1/mnt/README.txt"; }
+PYPID=$PY_PID
+PIDS="$PIDS $PYPID"
+read -r -t 10 line <&"${PY[0]}"
+kill -STOP "$STUCK_PID"
+STOPPED="$STOPPED $STUCK_PID"
+echo go >&"${PY[1]}"
+sleep 1
+n0=$(periods)
+if wait_periods "$n0" 5; then ok "hebpf-stall-periods ($(($(periods) - n0)) periods logged after)"
+else fail "hebpf-stall-periods" "$(($(periods) - n0)) periods in 60 s"; fi
+# The read was tried and abandoned, once.
+for i in $(seq 1 40); do
+  m=$(curl -s "http://127.0.0.1:$PORT/metrics" | awk '$1 == "profilefs_ebpf_memory_reads_stalled" {print $2}')
+  [ "${m:-0}" -ge 1 ] && break
+  sleep 0.5
+done
+if grep -q "reading the memory of pid $PYPID did not end" "$TMP/daemon.log" && [ "${m:-0}" -ge 1 ]; then
+  ok "hebpf-stall-read"
+else
+  fail "hebpf-stall-read" "no abandoned read of pid $PYPID (metric ${m:-none})"
+fi
+h=$(curl -s -w ' %{http_code}' "http://127.0.0.1:$PORT/healthz")
+case "$h" in *"ebpf: ok"*200) ok "hebpf-stall-healthz";; *) fail "hebpf-stall-healthz" "$h";; esac
+stop_within "hebpf-stall-stop" 15
+kill -9 $PYPID 2>/dev/null
+
+# --- a sampler that does stall: the watchdog ----------------------------------
+# A JIT-like process whose /tmp is the stopped mount: the sampler looks for its
+# perf map there and waits. /healthz and /metrics must say so; SIGTERM stops.
+PORT=$(free_port)
+pf_start -v --ebpf=99 --ebpf-period 1 --http "127.0.0.1:$PORT" ||
+  { fail "daemon start (2)"; pf_done; exit 1; }
+stuck_mount "$TMP/stuck2" || { fail "stuck mount (2)"; pf_done; exit 1; }
+unshare -m --propagation private sh -c \
+  "mount --bind '$TMP/stuck2/mnt' /tmp && exec python3.11 '$SRC/jitspin.py'" &
+JPID=$!
+PIDS="$PIDS $JPID"
+sleep 1
+kill -STOP "$STUCK_PID"
+STOPPED="$STOPPED $STUCK_PID"
+h=""
+for i in $(seq 1 120); do
+  h=$(curl -s -m 5 -w ' %{http_code}' "http://127.0.0.1:$PORT/healthz")
+  case "$h" in *stalled*503) break;; esac
+  sleep 0.5
+done
+case "$h" in
+  *stalled*503) ok "hebpf-watchdog-healthz";;
+  *) fail "hebpf-watchdog-healthz" "$h (the sampler did not stall, or /healthz did not tell)";;
+esac
+for i in $(seq 1 10); do
+  m=$(curl -s -m 5 "http://127.0.0.1:$PORT/metrics")
+  echo "$m" | grep -q '^profilefs_ebpf_sampler_stalled 1' && break
+  sleep 0.5
+done
+if echo "$m" | grep -q '^profilefs_ebpf_sampler_stalled 1' &&
+   echo "$m" | grep -q '^profilefs_ebpf_last_period_age_seconds'; then
+  ok "hebpf-watchdog-metrics"
+else
+  fail "hebpf-watchdog-metrics" "$(echo "$m" | grep -E 'sampler_stalled|last_period_age')"
+fi
+stop_within "hebpf-watchdog-stop" 20
+kill -9 $JPID 2>/dev/null
+
+# --- nobody's programs: a fake java, a debuglink to a root-only file, a long name
+W="$TMP/nobody"
+mkdir -p "$W/fake" "$TMP/secret" "$TMP/pub"
+chmod 777 "$W"
+chmod 700 "$TMP/secret"
+ok_build=1
+cc -O1 -o "$W/java" "$SRC/fakejava.c" -ldl &&
+  cc -O1 -shared -fPIC -o "$W/libjvm.so" "$SRC/fakelibjvm.c" &&
+  cc -O1 -g -fno-omit-frame-pointer -o "$TMP/secret.full" "$SRC/secret.c" &&
+  objcopy --only-keep-debug "$TMP/secret.full" "$TMP/secret/secret.debug" &&
+  cp "$TMP/secret/secret.debug" "$TMP/pub/secret.debug" &&
+  cp "$TMP/secret.full" "$W/fake/secret" && strip --strip-all "$W/fake/secret" &&
+  objcopy --add-gnu-debuglink="$TMP/secret/secret.debug" "$W/fake/secret" &&
+  cp "$W/fake/secret" "$TMP/pub/secretpub" &&
+  python3 "$SRC/longname_gen.py" $((64 << 20)) > "$TMP/longname.s" &&
+  cc -O1 -fno-omit-frame-pointer -o "$W/longname" "$SRC/longname.c" "$TMP/longname.s" || ok_build=0
+rm -f "$TMP/longname.s"
+chmod 600 "$TMP/secret/secret.debug"
+chmod 755 "$W/java" "$W/libjvm.so" "$W/fake/secret" "$W/longname" "$TMP/pub/secretpub"
+chmod 644 "$TMP/pub/secret.debug"
+chown -R nobody "$W/fake"
+readelf -p .gnu_debuglink "$W/fake/secret" 2>/dev/null | grep -q 'secret.debug' || ok_build=0
+nm "$W/fake/secret" 2>/dev/null | grep -q pf_secret_inner && ok_build=0
+[ "$ok_build" = 1 ] && ok "hebpf-build" || { fail "hebpf-build"; pf_done; exit 1; }
+
+PORT=$(free_port)
+pf_start -v --ebpf=99 --ebpf-period 1 --http "127.0.0.1:$PORT" ||
+  { fail "daemon start (4)"; pf_done; exit 1; }
+# What this daemon creates (another sampler on the host may ask the fake java too).
+ST=""
+if command -v strace >/dev/null; then
+  strace -f -qq -e trace=open,openat,creat,mknodat,linkat,renameat2 -o "$TMP/calls" -p "$PF_PID" 2>/dev/null & ST=$!
+  sleep 1
+fi
+# A "java" of nobody whose /tmp is /etc; one mapping a library named libjvm.so.
+# (Both files live under /tmp, hidden once /etc is bound there: opened before.)
+"${AS[@]}" unshare -Urm sh -c 'exec 3<"$0"; mount --bind /etc /tmp && exec /proc/self/fd/3 8' \
+  "$W/java" & J1=$!
+"${AS[@]}" unshare -Urm sh -c 'exec 3<"$0" 4<"$1"; mount --bind /etc /tmp &&
+  exec /proc/self/fd/3 8 /proc/self/fd/4' "$W/java" "$W/libjvm.so" & J2=$!
+# The stripped binary, run where nobody bound a directory of its own over the
+# root-only one: its debuglink names secret.debug "next to it".
+"${AS[@]}" unshare -Urm sh -c 'mount --bind "$0" "$1" && exec "$1/secret" 6' "$W/fake" \
+  "$TMP/secret" & S1=$!
+# The control: the same binary where its debug file is open to all.
+"${AS[@]}" "$TMP/pub/secretpub" 6 & S2=$!
+PIDS="$PIDS $J1 $J2 $S1 $S2"
+made=""
+for i in $(seq 1 45); do
+  for p in $J1 $J2; do
+    for d in /etc /tmp; do
+      [ -e "$d/.attach_pid$p" ] || continue
+      case "$made" in *"$d/.attach_pid$p"*) ;; *) made="$made $d/.attach_pid$p";; esac
+    done
+  done
+  sleep 0.2
+done
+[ -n "$ST" ] && { kill $ST 2>/dev/null; wait $ST 2>/dev/null; }
+ours=$(grep -E "attach_pid($J1|$J2)" "$TMP/calls" 2>/dev/null | head -2)
+if [ -n "$ours" ]; then
+  fail "hebpf-java-etc" "the daemon made: $ours"
+elif [ -n "$made" ] && [ -z "$ST" ]; then
+  fail "hebpf-java-etc" "created:$made"
+else
+  ok "hebpf-java-etc${made:+ (another process on this host made$made)}"
+fi
+# The sampler did consider them: each was refused, not overlooked.
+if grep -q "jvm $J1: no perf map" "$TMP/daemon.log" && grep -q "jvm $J2: no perf map" "$TMP/daemon.log"; then
+  ok "hebpf-java-tried"
+else
+  fail "hebpf-java-tried" "$(grep -E "jvm ($J1|$J2)" "$TMP/daemon.log" | head -3)"
+fi
+wait $S1 $S2 2>/dev/null
+sleep 2
+fs="$TMP/mnt/secret/cpu/all/all/folded.txt"
+fp="$TMP/mnt/secretpub/cpu/all/all/folded.txt"
+if [ -s "$fs" ]; then ok "hebpf-debuglink-sampled"; else fail "hebpf-debuglink-sampled" "no profile of secret"; fi
+if grep -q pf_secret_inner "$fs" 2>/dev/null; then
+  fail "hebpf-debuglink-tree" "the root-only debug file named a frame: $(grep -o 'pf_secret_inner' "$fs" | head -1)"
+else
+  ok "hebpf-debuglink-tree"
+fi
+now=$(date +%s)
+code=$(curl -s -o "$TMP/merge.pb" -w '%{http_code}' \
+  "http://127.0.0.1:$PORT/api/0/profiles/merge?service=secret&type=cpu&from=$(date -u -d @$((now - 600)) +%Y-%m-%dT%H:%M:%SZ)&to=$(date -u -d @$((now + 60)) +%Y-%m-%dT%H:%M:%SZ)")
+if [ "$code" = 200 ] && ! { gzip -dc "$TMP/merge.pb" 2>/dev/null || cat "$TMP/merge.pb"; } | grep -aq pf_secret_inner; then
+  ok "hebpf-debuglink-api"
+else
+  fail "hebpf-debuglink-api" "HTTP $code, or the symbol in the merged profile"
+fi
+if grep -q pf_secret_inner "$fp" 2>/dev/null; then ok "hebpf-debuglink-control"
+else fail "hebpf-debuglink-control" "a debug file open to all did not name the frame: $(head -c 200 "$fp" 2>/dev/null)"; fi
+
+# A 64 MiB symbol name, run 3 s by nobody.
+kb() { awk -v k="$1" '$1 == k":" {print $2}' "/proc/$PF_PID/status"; }
+r0=$(kb VmRSS); h0=$(kb VmHWM); d0=$(du -sk "$TMP/data" | cut -f1)
+"${AS[@]}" "$W/longname" 3
+sleep 3
+r1=$(kb VmRSS); h1=$(kb VmHWM); d1=$(du -sk "$TMP/data" | cut -f1)
+echo "# 64 MiB symbol name: RSS $((r0 / 1024)) -> $((r1 / 1024)) MiB (peak $((h0 / 1024)) -> $((h1 / 1024)) MiB), data $((d0 / 1024)) -> $((d1 / 1024)) MiB"
+# The budget: 96 MiB, what sampling the host's other processes meanwhile may add
+# (the file's pages are mapped only while read); the name stored whole took +450.
+if [ $((r1 - r0)) -lt $((96 * 1024)) ]; then ok "hebpf-longname-rss (+$(((r1 - r0) / 1024)) MiB, budget 96)"
+else fail "hebpf-longname-rss" "RSS grew $(((r1 - r0) / 1024)) MiB (budget 96)"; fi
+ft="$TMP/mnt/longname/cpu/all/all/top.txt"
+for i in $(seq 1 20); do [ -e "$ft" ] && break; sleep 0.5; done
+sz=$(stat -c %s "$ft" 2>/dev/null || echo 0)
+long=$(awk '{ if (length($0) > m) m = length($0) } END { print m + 0 }' "$ft" 2>/dev/null)
+if grep -q 'pf_longname_AAAA*\.\.\.' "$ft" 2>/dev/null && [ "$long" -le 8192 ]; then
+  ok "hebpf-longname-cut (top.txt $sz bytes, longest line $long)"
+else
+  fail "hebpf-longname-cut" "top.txt $sz bytes, longest line $long"
+fi
+pf_stop
+
+# --- a Python function of 48,000 lines, 90 deep ------------------------------
+python3 "$SRC/bigfunc_gen.py" > "$TMP/hugefunc.py"
+PORT=$(free_port)
+pf_start -v --ebpf=99 --ebpf-period 2 --http "127.0.0.1:$PORT" ||
+  { fail "daemon start (3)"; pf_done; exit 1; }
+python3.11 "$TMP/hugefunc.py" & BPID=$!
+PIDS="$PIDS $BPID"
+sleep 3
+cpu() { awk '{print $14 + $15}' "/proc/$PF_PID/stat"; }
+n0=$(periods); c0=$(cpu); t0=$SECONDS
+sleep 10
+n1=$(periods); c1=$(cpu); t1=$SECONDS
+tck=$(getconf CLK_TCK)
+echo "# daemon CPU with a 48,000-line function 90 deep at 99 Hz: $(( (c1 - c0) * 100 / tck / (t1 - t0) ))% of a core over $((t1 - t0)) s; $((n1 - n0)) periods of 2 s"
+m=$(curl -s "http://127.0.0.1:$PORT/metrics" | grep -E '^profilefs_ebpf_python_(line_table_bytes|frames_unlined_total)' | tr '\n' ' ')
+echo "# $m"
+# At the normal rate: 5 periods of 2 s in 10 s; 3 leaves room for a loaded host.
+if [ $((n1 - n0)) -ge 3 ]; then ok "hebpf-bigfunc-periods ($((n1 - n0)) periods in $((t1 - t0)) s)"
+else fail "hebpf-bigfunc-periods" "$((n1 - n0)) periods of 2 s in $((t1 - t0)) s"; fi
+f="$TMP/mnt/hugefunc/cpu/all/all/folded.txt"
+for i in $(seq 1 20); do [ -e "$f" ] && break; sleep 0.5; done
+if grep -q "hugefunc_main;hugefunc;hugefunc;hugefunc" "$f" 2>/dev/null; then
+  ok "hebpf-bigfunc-named (deepest stack: $(awk '{print gsub(/;hugefunc/, "")}' "$f" | sort -n | tail -1) hugefunc frames)"
+else
+  fail "hebpf-bigfunc-named" "$(head -c 300 "$f" 2>/dev/null)"
+fi
+kill -9 $BPID 2>/dev/null
+pf_stop
+
+pf_done
