@@ -80,6 +80,11 @@ fs_cleanup_stale(const char *mountpoint)
  * into ingest/ with group_write; with allow_other everyone else reads. Files
  * being written into ingest/ stay the writers' (owner and a writing group).
  * The kernel checks these modes (default_permissions), so they are the truth.
+ *
+ * The owner's bits show write, as on a file system mounted read-only: the
+ * handlers refuse writes outside ingest/ (EROFS) whatever the modes say, and
+ * cp -r, which gives its copies the source's modes, then makes directories
+ * and files the copier can change and remove (0755 and 0644, not 0555).
  */
 static void
 access_modes(struct fsctx *fs, const struct fs_access *a)
@@ -100,9 +105,9 @@ access_modes(struct fsctx *fs, const struct fs_access *a)
 	}
 	fs->uid = getuid();
 	fs->gid = a->group_set ? a->group : getgid();
-	fs->mode_dir = S_IRUSR | S_IXUSR | grp_r | grp_x | oth_r | oth_x;
-	fs->mode_file = S_IRUSR | grp_r | oth_r;
-	fs->mode_ingest_dir = fs->mode_dir | S_IWUSR | grp_w;
+	fs->mode_dir = S_IRWXU | grp_r | grp_w | grp_x | oth_r | oth_x;
+	fs->mode_file = S_IRUSR | S_IWUSR | grp_r | oth_r;
+	fs->mode_ingest_dir = fs->mode_dir;
 	fs->mode_ingest_file = S_IRUSR | S_IWUSR | (grp_w ? S_IRGRP | S_IWGRP : 0);
 }
 

@@ -39,16 +39,22 @@ num(const char *s, int n)
 }
 
 /*
- * Parse YYYY-MM-DD[THH[:MM[:SS]]] (exactly one of those forms). *unit is the
- * length of the period the text names (a day, an hour, a minute, a second).
+ * Parse YYYY-MM-DD[THH[MM[SS]]] (ISO 8601's basic form for the time of day,
+ * the form the tree lists) or YYYY-MM-DDTHH:MM[:SS] (the extended form, still
+ * accepted), each with an optional trailing 'Z': all times are UTC. *unit is
+ * the length of the period the text names (a day, an hour, a minute, a second).
  */
 static int
 parse_time(const char *s, size_t len, int64_t *t, int64_t *unit)
 {
 	struct tm tm;
 	time_t secs;
+	size_t i;
+	bool colons;
 
 	memset(&tm, 0, sizeof(tm));
+	if (len > 10 && s[len - 1] == 'Z')
+		len--;
 	if (len < 10 || !digits(s, 4) || s[4] != '-' || !digits(s + 5, 2) || s[7] != '-' ||
 	    !digits(s + 8, 2))
 		return -EINVAL;
@@ -61,17 +67,23 @@ parse_time(const char *s, size_t len, int64_t *t, int64_t *unit)
 			return -EINVAL;
 		tm.tm_hour = num(s + 11, 2);
 		*unit = 3600;
-		if (len > 13) {
-			if (len < 16 || s[13] != ':' || !digits(s + 14, 2))
+		i = 13;
+		colons = len > i && s[i] == ':';
+		if (len > i) {
+			i += colons;
+			if (len < i + 2 || !digits(s + i, 2))
 				return -EINVAL;
-			tm.tm_min = num(s + 14, 2);
+			tm.tm_min = num(s + i, 2);
 			*unit = 60;
-			if (len > 16) {
-				if (len != 19 || s[16] != ':' || !digits(s + 17, 2))
-					return -EINVAL;
-				tm.tm_sec = num(s + 17, 2);
-				*unit = 1;
-			}
+			i += 2;
+		}
+		if (len > i) {
+			if (colons && s[i++] != ':')
+				return -EINVAL;
+			if (len != i + 2 || !digits(s + i, 2))
+				return -EINVAL;
+			tm.tm_sec = num(s + i, 2);
+			*unit = 1;
 		}
 	}
 	if (tm.tm_mon > 11 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 ||
@@ -94,6 +106,22 @@ parse_time(const char *s, size_t len, int64_t *t, int64_t *unit)
 	*t = (int64_t)secs * NS;
 	*unit *= NS;
 	return 0;
+}
+
+/*
+ * Append t, to the precision unit names, in the form the tree lists
+ * (2026-11-22, 2026-11-22T10, 2026-11-22T1005, 2026-11-22T100503).
+ */
+static void
+format_time(int64_t t, int64_t unit, char *out, size_t outsz)
+{
+	time_t secs = (time_t)(t / NS);
+	struct tm tm;
+	size_t n = strlen(out);
+
+	gmtime_r(&secs, &tm);
+	strftime(out + n, outsz - n, unit >= 86400 * NS ? "%Y-%m-%d" : unit >= 3600 * NS ?
+	    "%Y-%m-%dT%H" : unit >= 60 * NS ? "%Y-%m-%dT%H%M" : "%Y-%m-%dT%H%M%S", &tm);
 }
 
 int
@@ -119,9 +147,12 @@ path_range(const char *name, int64_t now, struct range *r)
 		if (!(name[5] >= '1' && name[5] <= '9') ||
 		    clock_parse_duration(name + 5, 100 * INT64_C(365) * 86400 * NS, &d) < 0)
 			return -EINVAL;
-		/* Up to now inclusive (plus a second of clock skew). */
+		/*
+		 * Exactly d long, up to now inclusive: the window ends a second
+		 * ahead, so a profile stamped by a clock a little ahead counts.
+		 */
 		r->to = now + NS;
-		r->from = now - d;
+		r->from = r->to - d;
 		r->relative = true;
 		return 0;
 	}
@@ -133,12 +164,19 @@ path_range(const char *name, int64_t now, struct range *r)
 			return -EINVAL;
 		r->from = t;
 		r->to = t2;
+		/* Named as the tree lists it: the colon-free form, no 'Z'. */
+		r->name[0] = '\0';
+		format_time(t, unit, r->name, sizeof(r->name));
+		strcat(r->name, "..");
+		format_time(t2, unit2, r->name, sizeof(r->name));
 		return 0;
 	}
 	if (parse_time(name, len, &t, &unit) < 0 || unit < 60 * NS)
 		return -EINVAL;
 	r->from = t;
 	r->to = t + unit;
+	r->name[0] = '\0';
+	format_time(t, unit, r->name, sizeof(r->name));
 	return 0;
 }
 
@@ -182,7 +220,7 @@ path_profile_name(int64_t time, uint64_t id, char *out, size_t outsz)
 	}
 	gmtime_r(&secs, &tm);
 	store_id_format(id, idh);
-	snprintf(out, outsz, "%04d-%02d-%02dT%02d:%02d:%02d.%09ldZ-%s.pb.gz",
+	snprintf(out, outsz, "%04d-%02d-%02dT%02d%02d%02d.%09ldZ-%s.pb.gz",
 	    tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
 	    tm.tm_sec, nsec, idh);
 }
@@ -376,16 +414,19 @@ path_parse(const char *path, int64_t now, struct fspath *o)
 			return rc < 0 ? -ENOENT : 0;
 		/* <time>-<16 hex>.pb.gz */
 		size_t n = strlen(seg);
-		char want[128];
+		char idh[17];
 
 		if (n < 16 + 6 + 1 || strcmp(seg + n - 6, ".pb.gz") != 0)
 			return -ENOENT;
-		char idh[17];
 		memcpy(idh, seg + n - 6 - 16, 16);
 		idh[16] = '\0';
 		if (store_id_parse(idh, &o->profile_id) < 0)
 			return -ENOENT;
-		(void)want;
+		/* The colon form names of earlier versions: 2026-11-22T10:05:03.… */
+		if (n > 19 && seg[10] == 'T' && seg[13] == ':' && seg[16] == ':') {
+			memmove(seg + 16, seg + 17, n - 16);
+			memmove(seg + 13, seg + 14, n - 14);
+		}
 		snprintf(o->view, sizeof(o->view), "%.63s", seg);
 		o->node = NODE_PROFILE;
 		return next_seg(&p, seg, sizeof(seg)) == 0 ? 0 : -ENOENT;
