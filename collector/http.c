@@ -316,9 +316,9 @@ handle_metrics(struct http_req *r)
 	uint64_t refused;
 
 	store_get_stats(r->srv->st, &s);
-	metrics_set("profilefs_store_profiles", NULL, (double)s.profiles);
-	metrics_set("profilefs_store_rejected", NULL, (double)s.rejected);
-	metrics_set("profilefs_store_bytes", NULL, (double)s.bytes);
+	metrics_set("profilefs_store_profiles_total", NULL, (double)s.profiles);
+	metrics_set("profilefs_store_rejected_total", NULL, (double)s.rejected);
+	metrics_set("profilefs_store_bytes_total", NULL, (double)s.bytes);
 	metrics_set("profilefs_store_series", NULL, (double)s.series);
 	metrics_set("profilefs_store_disk_bytes", NULL, (double)s.disk_bytes);
 	metrics_set("profilefs_store_windows_pending", NULL, (double)s.windows_pending);
@@ -373,18 +373,19 @@ describe_metrics(void)
 	    "Time to validate and durably store one pushed profile, by source.");
 	metrics_describe("profilefs_merge_duration_seconds", "histogram",
 	    "Time to merge and encode the answer of a merge query, by source.");
-	metrics_describe("profilefs_store_profiles", "gauge",
-	    "Profiles stored since the daemon started, by every source.");
-	metrics_describe("profilefs_store_rejected", "gauge",
-	    "Profiles refused by the store since the daemon started.");
-	metrics_describe("profilefs_store_bytes", "gauge",
-	    "Bytes of profiles stored since the daemon started.");
+	metrics_describe("profilefs_store_profiles_total", "counter",
+	    "Profiles stored, by every source (counts from 0 when the daemon starts).");
+	metrics_describe("profilefs_store_rejected_total", "counter",
+	    "Profiles refused by the store (counts from 0 when the daemon starts).");
+	metrics_describe("profilefs_store_bytes_total", "counter",
+	    "Bytes of profiles stored (counts from 0 when the daemon starts).");
 	metrics_describe("profilefs_store_series", "gauge",
 	    "Series (service, type, label set) in the store.");
 	metrics_describe("profilefs_fuse_requests_total", "counter",
-	    "Filesystem requests (getattr, readdir, open, create).");
+	    "Filesystem requests, by operation (op: lookup is getattr; readdir, open, read, "
+	    "create, write, release, ...).");
 	metrics_describe("profilefs_fuse_errors_total", "counter",
-	    "Filesystem requests that failed other than with ENOENT.");
+	    "Filesystem requests that failed other than with ENOENT, by operation.");
 	metrics_describe("profilefs_store_windows_pending", "gauge",
 	    "Series-days whose pre-aggregated windows the last compaction pass rebuilt (0: caught up).");
 	metrics_describe("profilefs_store_disk_bytes", "gauge",

@@ -50,6 +50,16 @@ struct pin {
 static pthread_mutex_t pin_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct pin *pin_table[PIN_BUCKETS];	/* protected by pin_lock */
 
+/* One more request of a kind in profilefs_fuse_requests_total{op=...}. */
+static void
+fs_count(const char *op)
+{
+	char labels[32];
+
+	snprintf(labels, sizeof(labels), "op=\"%s\"", op);
+	metrics_add("profilefs_fuse_requests_total", labels, 1);
+}
+
 struct fsctx *
 fs_ctx(void)
 {
@@ -471,7 +481,7 @@ pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 	struct fspath fp;
 	int rc;
 
-	metrics_add("profilefs_fuse_requests_total", NULL, 1);
+	fs_count("getattr");
 	if (fi && fi->fh) {
 		struct handle *h = (struct handle *)(uintptr_t)fi->fh;
 
@@ -551,7 +561,7 @@ pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 		if (rc == 0)
 			fs_stat(st, path, false, size, false, born);
 		if (rc < 0 && rc != -ENOENT) {
-			metrics_add("profilefs_fuse_errors_total", NULL, 1);
+			metrics_add("profilefs_fuse_errors_total", "op=\"getattr\"", 1);
 		}
 		return rc < 0 ? errno_of(rc) : 0;
 	}
@@ -564,7 +574,7 @@ pf_readlink(const char *path, char *out, size_t size)
 {
 	struct fspath fp;
 
-	metrics_add("profilefs_fuse_requests_total", NULL, 1);
+	fs_count("readlink");
 	if (path_parse(path, clock_now_ns(), &fp) < 0)
 		return -ENOENT;
 	if (fp.node != NODE_VS_LINK)
@@ -586,7 +596,7 @@ pf_readdir(const char *path, void *dbuf, fuse_fill_dir_t filler, off_t off,
 	(void)off;
 	(void)fi;
 	(void)flags;
-	metrics_add("profilefs_fuse_requests_total", NULL, 1);
+	fs_count("readdir");
 	if (path_parse(path, clock_now_ns(), &fp) < 0)
 		return -ENOENT;
 	if ((rc = dir_list(fs_ctx(), path, &fp, &names)) == 0) {
@@ -611,7 +621,7 @@ pf_open(const char *path, struct fuse_file_info *fi)
 	pid_t pid;
 	int rc;
 
-	metrics_add("profilefs_fuse_requests_total", NULL, 1);
+	fs_count("open");
 	if (path_parse(path, clock_now_ns(), &fp) < 0)
 		return -ENOENT;
 	if (fp.node == NODE_INGEST_FILE) {
@@ -662,6 +672,7 @@ pf_read(const char *path, char *out, size_t size, off_t off, struct fuse_file_in
 	const struct buf *b;
 	size_t n;
 
+	fs_count("read");
 	(void)path;
 	if (h == NULL)
 		return -EBADF;
@@ -683,7 +694,7 @@ pf_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 	struct fspath fp;
 
 	(void)mode;
-	metrics_add("profilefs_fuse_requests_total", NULL, 1);
+	fs_count("create");
 	if (path_parse(path, clock_now_ns(), &fp) < 0 || fp.node != NODE_INGEST_FILE) {
 		if (!path_in_ingest(path))
 			return -EROFS;
@@ -707,6 +718,7 @@ pf_write(const char *path, const char *data, size_t size, off_t off,
 {
 	struct handle *h = (struct handle *)(uintptr_t)fi->fh;
 
+	fs_count("write");
 	(void)path;
 	if (h == NULL || h->kind != H_INGEST)
 		return -EBADF;
@@ -719,6 +731,7 @@ pf_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 	struct ingest *ig = NULL;
 	struct fspath fp;
 
+	fs_count("truncate");
 	if (fi && fi->fh)
 		ig = ((struct handle *)(uintptr_t)fi->fh)->ig;
 	if (ig != NULL)
@@ -733,6 +746,7 @@ pf_flush(const char *path, struct fuse_file_info *fi)
 {
 	struct handle *h = (struct handle *)(uintptr_t)fi->fh;
 
+	fs_count("flush");
 	(void)path;
 	if (h == NULL || h->kind != H_INGEST)
 		return 0;
@@ -742,6 +756,7 @@ pf_flush(const char *path, struct fuse_file_info *fi)
 static int
 pf_fsync(const char *path, int datasync, struct fuse_file_info *fi)
 {
+	fs_count("fsync");
 	(void)datasync;
 	return pf_flush(path, fi);
 }
@@ -752,6 +767,7 @@ pf_release(const char *path, struct fuse_file_info *fi)
 	struct handle *h = (struct handle *)(uintptr_t)fi->fh;
 	struct fsctx *fs = fs_ctx();
 
+	fs_count("release");
 	(void)path;
 	if (h == NULL)
 		return 0;
@@ -768,6 +784,7 @@ pf_mkdir(const char *path, mode_t mode)
 {
 	struct fspath fp;
 
+	fs_count("mkdir");
 	(void)mode;
 	if (path_parse(path, clock_now_ns(), &fp) == 0 && fp.node == NODE_INGEST)
 		return 0;
@@ -777,12 +794,14 @@ pf_mkdir(const char *path, mode_t mode)
 static int
 pf_unlink(const char *path)
 {
+	fs_count("unlink");
 	return path_in_ingest(path) ? -ENOENT : -EROFS;
 }
 
 static int
 pf_symlink(const char *target, const char *path)
 {
+	fs_count("symlink");
 	(void)target;
 	(void)path;
 	return -EROFS;
@@ -791,6 +810,7 @@ pf_symlink(const char *target, const char *path)
 static int
 pf_link(const char *from, const char *to)
 {
+	fs_count("link");
 	(void)from;
 	(void)to;
 	return -EROFS;
@@ -799,6 +819,7 @@ pf_link(const char *from, const char *to)
 static int
 pf_mknod(const char *path, mode_t mode, dev_t dev)
 {
+	fs_count("mknod");
 	(void)mode;
 	(void)dev;
 	return path_in_ingest(path) ? -EINVAL : -EROFS;
@@ -807,6 +828,7 @@ pf_mknod(const char *path, mode_t mode, dev_t dev)
 static int
 pf_setxattr(const char *path, const char *name, const char *value, size_t size, int flags)
 {
+	fs_count("setxattr");
 	(void)path;
 	(void)name;
 	(void)value;
@@ -818,6 +840,7 @@ pf_setxattr(const char *path, const char *name, const char *value, size_t size, 
 static int
 pf_rmdir(const char *path)
 {
+	fs_count("rmdir");
 	(void)path;
 	return -EROFS;
 }
@@ -825,6 +848,7 @@ pf_rmdir(const char *path)
 static int
 pf_rename(const char *from, const char *to, unsigned int flags)
 {
+	fs_count("rename");
 	(void)from;
 	(void)to;
 	(void)flags;
@@ -834,6 +858,7 @@ pf_rename(const char *from, const char *to, unsigned int flags)
 static int
 pf_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
 {
+	fs_count("chmod");
 	(void)mode;
 	(void)fi;
 	/* cp -p on ingest files: harmless, accept. */
@@ -843,6 +868,7 @@ pf_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
 static int
 pf_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi)
 {
+	fs_count("chown");
 	(void)uid;
 	(void)gid;
 	(void)fi;
@@ -852,6 +878,7 @@ pf_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi)
 static int
 pf_utimens(const char *path, const struct timespec tv[2], struct fuse_file_info *fi)
 {
+	fs_count("utimens");
 	(void)tv;
 	(void)fi;
 	return path_in_ingest(path) ? 0 : -EROFS;
@@ -862,6 +889,7 @@ pf_statfs(const char *path, struct statvfs *sv)
 {
 	struct store_stats s;
 
+	fs_count("statfs");
 	(void)path;
 	store_get_stats(fs_ctx()->st, &s);
 	memset(sv, 0, sizeof(*sv));
