@@ -224,6 +224,8 @@ extern int log_verbose;
 
 void	log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void	log_warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* What stops the daemon, said as an error (the caller exits). */
+void	log_errx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void	log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void	log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void	log_fatalx(const char *fmt, ...)

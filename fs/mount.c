@@ -147,14 +147,15 @@ fs_main(struct fsctx *fs, const struct fs_opts *o)
 		if (errno == ENOENT && mkdir(o->mountpoint, 0755) == 0) {
 			log_info("created mount point %s", o->mountpoint);
 		} else {
-			log_warn("mount point %s", o->mountpoint);
-			return -errno;
+			rc = -errno;
+			log_errx("mount point %s: %s", o->mountpoint, strerror(-rc));
+			return rc;
 		}
 	} else if (!S_ISDIR(st.st_mode)) {
-		log_warnx("mount point %s is not a directory", o->mountpoint);
+		log_errx("mount point %s is not a directory", o->mountpoint);
 		return -ENOTDIR;
 	} else if (is_mountpoint(o->mountpoint)) {
-		log_warnx("%s is already a mount point (another profilefs on it?); "
+		log_errx("%s is already a mount point (another profilefs on it?); "
 		    "unmount it first: fusermount3 -u %s", o->mountpoint, o->mountpoint);
 		return -EBUSY;
 	}

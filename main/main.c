@@ -309,6 +309,88 @@ cluster_health(void *arg, struct buf *out)
 	return true;
 }
 
+/* --http's HOST:PORT or [IPV6]:PORT split; NULL, or what is wrong with it. */
+static const char *
+listen_split(const char *spec, char *host, size_t hostlen, char *port, size_t portlen)
+{
+	const char *colon, *h = spec, *p;
+	size_t n;
+	long v;
+	char *end;
+
+	if (spec[0] == '[') {
+		if ((colon = strchr(spec, ']')) == NULL || colon[1] != ':')
+			return "an IPv6 address is written [ADDRESS]:PORT";
+		h = spec + 1;
+		n = (size_t)(colon - h);
+		colon++;
+	} else {
+		if ((colon = strrchr(spec, ':')) == NULL)
+			return "no port";
+		n = (size_t)(colon - spec);
+	}
+	if (n == 0)
+		return "no host";
+	if (n >= hostlen)
+		return "host name too long";
+	p = colon + 1;
+	errno = 0;
+	v = strtol(p, &end, 10);
+	if (*p < '0' || *p > '9' || *end || errno || v > 65535 || strlen(p) >= portlen)
+		return "the port must be a number 0..65535";
+	memcpy(host, h, n);
+	host[n] = '\0';
+	memcpy(port, p, strlen(p) + 1);
+	return NULL;
+}
+
+/*
+ * What the command line names, checked before anything is opened, created or
+ * started: a bad value is a usage error (exit 2), said once, plainly.
+ * Returns 0 or 2.
+ */
+static int
+check_args(const struct serve_opts *o)
+{
+	struct addrinfo hints, *res = NULL;
+	char host[256], port[8];
+	const char *why;
+	struct stat st;
+	int rc;
+
+	if (o->http) {
+		if ((why = listen_split(o->http, host, sizeof(host), port, sizeof(port))) != NULL) {
+			fprintf(stderr, "profilefs: error: --http %s: %s (write HOST:PORT, e.g. "
+			    "127.0.0.1:10100)\n", o->http, why);
+			return 2;
+		}
+		memset(&hints, 0, sizeof(hints));
+		hints.ai_socktype = SOCK_STREAM;
+		hints.ai_flags = AI_NUMERICSERV;
+		if ((rc = getaddrinfo(host, port, &hints, &res)) != 0) {
+			fprintf(stderr, "profilefs: error: --http %s: cannot resolve \"%s\": %s\n",
+			    o->http, host, gai_strerror(rc));
+			return 2;
+		}
+		freeaddrinfo(res);
+	}
+	if (o->scrape && access(o->scrape, R_OK) < 0) {
+		fprintf(stderr, "profilefs: error: --scrape %s: %s\n", o->scrape, strerror(errno));
+		return 2;
+	}
+	if (stat(o->data, &st) == 0 && !S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "profilefs: error: --data %s is not a directory\n", o->data);
+		return 2;
+	}
+	/* A stale mount (ENOTCONN) is detached later; a missing one is made. */
+	if (stat(o->mountpoint, &st) == 0 && !S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "profilefs: error: mount point %s is not a directory\n",
+		    o->mountpoint);
+		return 2;
+	}
+	return 0;
+}
+
 static int
 serve(const struct serve_opts *o, struct priv_user *user)
 {
@@ -693,6 +775,8 @@ main(int argc, char **argv)
 		    "--http-insecure if that is intended.\n", o.http);
 		return 2;
 	}
+	if (check_args(&o) != 0)
+		return 2;
 	if (o.user != NULL) {
 		if (geteuid() != 0) {
 			fprintf(stderr, "profilefs: --user %s: only root can become another user; "
