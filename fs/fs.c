@@ -474,6 +474,26 @@ vs_link(const char *path, char *out, size_t size)
 	return (size_t)snprintf(out, size, "../.vs/%s", base);
 }
 
+/*
+ * A lookup below ingest/ that the grammar refused: a malformed label set is
+ * EINVAL, with the reason in the log, so that cp says more than ENOENT.
+ */
+static int
+ingest_refused(const char *path)
+{
+	struct buf why = { 0 };
+	int rc = -ENOENT;
+
+	if (path_in_ingest(path) && path_ingest_why(path, &why) < 0) {
+		log_warnx("ingest: %s: not a label set: %s (a directory under "
+		    "ingest/<service>/<type>/ is k=v[,k=v...], with %%, /, ',' and '=' written %%XX)",
+		    path, why.data ? why.data : "malformed");
+		rc = -EINVAL;
+	}
+	buf_free(&why);
+	return rc;
+}
+
 static int
 pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 {
@@ -497,7 +517,7 @@ pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 		return 0;
 	}
 	if (path_parse(path, clock_now_ns(), &fp) < 0)
-		return -ENOENT;
+		return ingest_refused(path);
 	switch (fp.node) {
 	case NODE_ROOT:
 		fs_stat(st, path, true, 0, false, 0);
@@ -788,7 +808,12 @@ pf_mkdir(const char *path, mode_t mode)
 	(void)mode;
 	if (path_parse(path, clock_now_ns(), &fp) == 0 && fp.node == NODE_INGEST)
 		return 0;
-	return path_in_ingest(path) ? -EINVAL : -EROFS;
+	if (!path_in_ingest(path))
+		return -EROFS;
+	if (ingest_refused(path) == -ENOENT)
+		log_warnx("ingest: cannot make directory %s: below ingest/ directories are "
+		    "<service>/<type>/[<k=v,...>/] (type: cpu, heap, ... or auto)", path);
+	return -EINVAL;
 }
 
 static int

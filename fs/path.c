@@ -319,6 +319,26 @@ parse_ingest(const char *p, struct fspath *o)
 	return 0;
 }
 
+int
+path_ingest_why(const char *path, struct buf *why)
+{
+	char seg[1024];
+	struct labelset ls;
+	int i;
+
+	/* ingest, service, type, then what may be a label set */
+	for (i = 0; i < 4; i++)
+		if (next_seg(&path, seg, sizeof(seg)) != 1)
+			return 0;
+	if (strchr(seg, '=') == NULL || looks_like_file(seg))
+		return 0;
+	if (labels_parse(seg, &ls, why) == 0) {
+		labels_clear(&ls);
+		return 0;
+	}
+	return -EINVAL;
+}
+
 /* vs/<base>: a range, selector@range or a selector. */
 static int
 parse_base(const char *seg, int64_t now, struct fspath *o)

@@ -74,6 +74,12 @@ int	path_parse(const char *path, int64_t now, struct fspath *out);
  */
 bool	path_in_ingest(const char *path);
 /*
+ * Why a path below ingest/ that path_parse() refused is wrong, when it names
+ * a label set that does not parse (bad %XX, a key twice, no key): -EINVAL
+ * with the reason appended to why; 0 when there is nothing more to say.
+ */
+int	path_ingest_why(const char *path, struct buf *why);
+/*
  * Parse a range name; -EINVAL if it is not one. Times are taken in ISO 8601's
  * basic (2026-11-22T1005) or extended (2026-11-22T10:05) form, with or without
  * a trailing 'Z'; r->name is the basic form without 'Z'.

@@ -95,7 +95,8 @@ static const char usage_text[] =
 "                      user who mounts it); only the owner writes into ingest/\n"
 "  --group GROUP       members of GROUP may read the tree (others may not)\n"
 "  --group-write       ... and copy profiles into ingest/\n"
-"  -v, --verbose       log more\n"
+"  -v, --verbose       log more (each eBPF period, scrape, merge); -vv also\n"
+"                      libbpf's debug messages (BPF loading and relocations)\n"
 "  --debug-fuse        trace every FUSE request (very verbose)\n"
 "\n"
 "The daemon runs in the foreground; stop it with Ctrl-C or SIGTERM, which\n"
@@ -678,7 +679,8 @@ main(int argc, char **argv)
 			o.http_max_conns = (unsigned)hz;
 			break;
 		case 'v':
-			log_verbose = 1;
+			/* -vv: libbpf's debug messages too */
+			log_verbose += log_verbose < 2;
 			break;
 		case 'D':
 			o.debug_fuse = 1;
