@@ -42,6 +42,10 @@ static const char usage_text[] =
 "Continuous profiling as a filesystem: profiles stored in an embedded database\n"
 "under DIR appear under MOUNTPOINT as /<service>/<type>/<labels>/<range>/merged.pb.gz\n"
 "and friends; files copied into MOUNTPOINT/ingest/<service>/<type>/ are stored.\n"
+"<range> is last-1h (any last-N<s|m|h|d>), all, a day 2026-11-22, an hour\n"
+"2026-11-22T10, a minute 2026-11-22T1005 or FROM..TO as 2026-11-22T1000..\n"
+"2026-11-22T103015 (UTC): no name has a ':', so paths work unquoted with\n"
+"go tool pprof, scp, rsync and make; 2026-11-22T10:05 and a trailing Z work too.\n"
 "\n"
 "serve options:\n"
 "  --data DIR          data directory (default ./profilefs-data, created if missing)\n"
@@ -100,7 +104,8 @@ static const char usage_text[] =
 "  --debug-fuse        trace every FUSE request (very verbose)\n"
 "\n"
 "The daemon runs in the foreground; stop it with Ctrl-C or SIGTERM, which\n"
-"unmounts cleanly. The mount is ready when MOUNTPOINT/README.txt can be read.\n";
+"unmounts cleanly. The mount is ready when MOUNTPOINT/README.txt can be read.\n"
+"A bad option or value says why and exits 2 before anything is opened.\n";
 
 static void
 usage(FILE *f)
