@@ -130,6 +130,8 @@ grep -q '"name": "2022-02-10T1607"' "$H/all/2022-02-10T16:07Z/meta.json" \
   && ok "meta.json names a colon-form range as the tree lists it" || fail "meta.json names a colon-form range as the tree lists it"
 ls "$H/instance=10.0.0.1:6060/all/profiles" >/dev/null 2>&1 && ok "a label value's ':' works unescaped on lookup" \
   || fail "a label value's ':' works unescaped on lookup"
+check_eq "vs/ of a colon-form range lists its bases without ':'" \
+  "$(ls "$H/instance=10.0.0.1:6060/2022-02-10T16:08/vs" | tr '\n' ' ')" "all all@2022-02-10T1608 "
 
 # --- item: a malformed label directory under ingest/ says why -----------------
 S="$REAL/google-pprof/sample.cpu"
