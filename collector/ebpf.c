@@ -109,9 +109,8 @@ static int
 libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
 	char msg[1024];
-	size_t n;
-
 	const char *m = msg;
+	size_t n;
 
 	/* libbpf's debug level (relocations, hundreds of lines) only at -vv. */
 	if ((level == LIBBPF_DEBUG && log_verbose < 2) || (level == LIBBPF_INFO && !log_verbose))

@@ -776,9 +776,14 @@ pf_flush(const char *path, struct fuse_file_info *fi)
 static int
 pf_fsync(const char *path, int datasync, struct fuse_file_info *fi)
 {
+	struct handle *h = (struct handle *)(uintptr_t)fi->fh;
+
 	fs_count("fsync");
+	(void)path;
 	(void)datasync;
-	return pf_flush(path, fi);
+	if (h == NULL || h->kind != H_INGEST)
+		return 0;
+	return ingest_flush(fs_ctx(), h->ig);
 }
 
 static int
