@@ -450,6 +450,28 @@ test_vs_at_in_value(void **state)
 	assert_true(o.base_range.from == o.range.from);
 }
 
+/* Why a label directory under ingest/ is refused, for the log. */
+static void
+test_ingest_why(void **state)
+{
+	struct buf why = { 0 };
+
+	(void)state;
+	assert_int_equal(path_ingest_why("/ingest/svc/cpu/a=%zz/x.pb.gz", &why), -EINVAL);
+	assert_non_null(strstr(why.data, "bad %XX escape"));
+	buf_reset(&why);
+	assert_int_equal(path_ingest_why("/ingest/svc/cpu/k=a,k=b", &why), -EINVAL);
+	assert_non_null(strstr(why.data, "given twice"));
+	buf_reset(&why);
+	assert_int_equal(path_ingest_why("/ingest/svc/cpu/=v/x", &why), -EINVAL);
+	/* Nothing to say: good labels, file names, too short a path. */
+	assert_int_equal(path_ingest_why("/ingest/svc/cpu/k=v/x.pb.gz", &why), 0);
+	assert_int_equal(path_ingest_why("/ingest/svc/cpu/k=%zz.pb.gz", &why), 0);
+	assert_int_equal(path_ingest_why("/ingest/svc/cpu/notalabel/x", &why), 0);
+	assert_int_equal(path_ingest_why("/ingest/svc", &why), 0);
+	buf_free(&why);
+}
+
 static void
 test_ingest(void **state)
 {
@@ -527,6 +549,7 @@ main(void)
 		cmocka_unit_test(test_vs),
 		cmocka_unit_test(test_vs_at_in_value),
 		cmocka_unit_test(test_ingest),
+		cmocka_unit_test(test_ingest_why),
 		cmocka_unit_test(test_long_segments),
 	};
 
