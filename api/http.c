@@ -401,18 +401,19 @@ describe_metrics(void)
 	    "Time to validate and durably store one pushed profile, by source.");
 	metrics_describe(METRIC_MERGE_DURATION, "histogram",
 	    "Time to merge and encode the answer of a merge query, by source.");
-	metrics_describe(METRIC_STORE_PROFILES, "gauge",
-	    "Profiles stored since the daemon started, by every source.");
-	metrics_describe(METRIC_STORE_REJECTED, "gauge",
-	    "Profiles refused by the store since the daemon started.");
-	metrics_describe(METRIC_STORE_BYTES, "gauge",
-	    "Bytes of profiles stored since the daemon started.");
+	metrics_describe(METRIC_STORE_PROFILES, "counter",
+	    "Profiles stored, by every source (counts from 0 when the daemon starts).");
+	metrics_describe(METRIC_STORE_REJECTED, "counter",
+	    "Profiles refused by the store (counts from 0 when the daemon starts).");
+	metrics_describe(METRIC_STORE_BYTES, "counter",
+	    "Bytes of profiles stored (counts from 0 when the daemon starts).");
 	metrics_describe(METRIC_STORE_SERIES, "gauge",
 	    "Series (service, type, label set) in the store.");
 	metrics_describe(METRIC_FUSE_REQUESTS, "counter",
-	    "Filesystem requests (getattr, readdir, open, create).");
+	    "Filesystem requests, by operation (op: lookup is getattr; readdir, open, read, "
+	    "create, write, release, ...).");
 	metrics_describe(METRIC_FUSE_ERRORS, "counter",
-	    "Filesystem requests that failed other than with ENOENT.");
+	    "Filesystem requests that failed other than with ENOENT, by operation.");
 	metrics_describe(METRIC_STORE_WINDOWS_PENDING, "gauge",
 	    "Series-days whose pre-aggregated windows the last compaction pass rebuilt (0: caught up).");
 	metrics_describe(METRIC_STORE_DISK_BYTES, "gauge",

@@ -163,14 +163,16 @@ find_parse(struct http_req *r, struct find *f, bool need_type)
 		    from == NULL || from[0] == '\0' ? "from" : "to");
 		goto bad;
 	}
-	if (httpparse_time(from, &tfrom) < 0) {
+	/* Also what /ingest takes: now, now-1h, -15m, unix times. */
+	if (httpparse_time(from, &tfrom) < 0 &&
+	    httpparse_attime(from, clock_now_ns(), &tfrom) < 0) {
 		http_reply_error(r, 400, "bad request: bad \"from\" timestamp \"%s\": use "
-		    "2006-01-02T15:04:05 (UTC)", from);
+		    "2006-01-02T15:04:05 (UTC), now-1h or a unix time", from);
 		goto bad;
 	}
-	if (httpparse_time(to, &tto) < 0) {
+	if (httpparse_time(to, &tto) < 0 && httpparse_attime(to, clock_now_ns(), &tto) < 0) {
 		http_reply_error(r, 400, "bad request: bad \"to\" timestamp \"%s\": use "
-		    "2006-01-02T15:04:05 (UTC)", to);
+		    "2006-01-02T15:04:05 (UTC), now or a unix time", to);
 		goto bad;
 	}
 	if (tfrom > tto) {

@@ -79,9 +79,11 @@ int64_t	clock_mono_ns(void);	/* CLOCK_MONOTONIC, ns */
 int	clock_parse_duration(const char *s, int64_t max_ns, int64_t *ns);
 /*
  * The one parser of ISO 8601 dates and times, in UTC:
- * YYYY-MM-DD[THH[:MM[:SS]]] (len bytes of s, no more, no less); with
+ * YYYY-MM-DD[THH[:MM[:SS]]] (extended form) or YYYY-MM-DD[THH[MM[SS]]]
+ * (basic form, the one the tree lists: no ':' in names), each with an
+ * optional trailing 'Z' (len bytes of s, no more, no less); with
  * CLOCK_ISO_FRACTION the seconds may be followed by a fraction (".5" or
- * ",5", 1 to 9 digits) and a 'Z'. Dates are checked as Go's time.Parse does
+ * ",5", 1 to 9 digits). Dates are checked as Go's time.Parse does
  * (no 2026-02-30); the time and a day after it must fit int64 nanoseconds
  * (1677-09-22 to 2262-04-10).
  * *ns: ns since the epoch; *unit (may be NULL): the length of the period the
@@ -320,6 +322,8 @@ extern int log_verbose;
 
 void	log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void	log_warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* What stops the daemon, said as an error (the caller exits). */
+void	log_errx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void	log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void	log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void	log_fatalx(const char *fmt, ...)
@@ -345,9 +349,9 @@ void	log_fatalx(const char *fmt, ...)
 #define METRIC_MERGE_DURATION		"profilefs_merge_duration_seconds"
 #define METRIC_FUSE_REQUESTS		"profilefs_fuse_requests_total"
 #define METRIC_FUSE_ERRORS		"profilefs_fuse_errors_total"
-#define METRIC_STORE_PROFILES		"profilefs_store_profiles"
-#define METRIC_STORE_REJECTED		"profilefs_store_rejected"
-#define METRIC_STORE_BYTES		"profilefs_store_bytes"
+#define METRIC_STORE_PROFILES		"profilefs_store_profiles_total"
+#define METRIC_STORE_REJECTED		"profilefs_store_rejected_total"
+#define METRIC_STORE_BYTES		"profilefs_store_bytes_total"
 #define METRIC_STORE_SERIES		"profilefs_store_series"
 #define METRIC_STORE_DISK_BYTES		"profilefs_store_disk_bytes"
 #define METRIC_STORE_WINDOWS_PENDING	"profilefs_store_windows_pending"

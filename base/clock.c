@@ -177,30 +177,35 @@ clock_parse_iso(const char *s, size_t len, unsigned flags, int64_t *ns, int64_t 
 {
 	int64_t y, mo, d, h = 0, mi = 0, se = 0, frac = 0, scale = NS_PER_SEC, u = 86400 * NS_PER_SEC;
 	size_t i;
+	bool colons;
 
 	/* 2006-01-02 */
 	if (len < 10 || s[4] != '-' || s[7] != '-' || (y = digits(s, 4)) < 0 ||
 	    (mo = digits(s + 5, 2)) < 0 || (d = digits(s + 8, 2)) < 0)
 		return -EINVAL;
 	i = 10;
-	/* T15[:04[:05]] */
-	if (i < len) {
+	/* T15[:04[:05]] (extended form) or T15[04[05]] (basic form), not mixed */
+	if (i < len && s[i] != 'Z') {
 		if (len < 13 || s[10] != 'T' || (h = digits(s + 11, 2)) < 0)
 			return -EINVAL;
 		u = 3600 * NS_PER_SEC;
 		i = 13;
 	}
-	if (i < len) {
-		if (len < 16 || s[13] != ':' || (mi = digits(s + 14, 2)) < 0)
+	colons = i < len && s[i] == ':';
+	if (u == 3600 * NS_PER_SEC && i < len && s[i] != 'Z') {
+		i += colons;
+		if (len < i + 2 || (mi = digits(s + i, 2)) < 0)
 			return -EINVAL;
 		u = 60 * NS_PER_SEC;
-		i = 16;
+		i += 2;
 	}
-	if (i < len) {
-		if (len < 19 || s[16] != ':' || (se = digits(s + 17, 2)) < 0)
+	if (u == 60 * NS_PER_SEC && i < len && s[i] != 'Z') {
+		if (colons && s[i++] != ':')
+			return -EINVAL;
+		if (len < i + 2 || (se = digits(s + i, 2)) < 0)
 			return -EINVAL;
 		u = NS_PER_SEC;
-		i = 19;
+		i += 2;
 	}
 	/* .999999999 and Z, when the caller takes them */
 	if (i < len && (flags & CLOCK_ISO_FRACTION) && (s[i] == '.' || s[i] == ',')) {
@@ -216,7 +221,8 @@ clock_parse_iso(const char *s, size_t len, unsigned flags, int64_t *ns, int64_t 
 			return -EINVAL;
 		u = 1;
 	}
-	if (i < len && (flags & CLOCK_ISO_FRACTION) && u <= NS_PER_SEC && s[i] == 'Z')
+	/* All times are UTC: a trailing Z says so, at any precision. */
+	if (i + 1 == len && s[i] == 'Z')
 		i++;
 	if (i != len || clock_civil_ns(y, mo, d, h, mi, se, frac, ns) < 0)
 		return -EINVAL;

@@ -113,6 +113,16 @@ log_debug(const char *fmt, ...)
 }
 
 void
+log_errx(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	log_emit("error: ", 0, fmt, ap);
+	va_end(ap);
+}
+
+void
 log_fatalx(const char *fmt, ...)
 {
 	va_list ap;

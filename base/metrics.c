@@ -203,7 +203,11 @@ metrics_render(struct buf *b)
 					break;
 			if (d)
 				buf_printf(b, "# HELP %s %s\n", d->name, d->help);
-			buf_printf(b, "# TYPE %s %s\n", s->name,
+			/*
+			 * The described type wins: a counter kept elsewhere
+			 * and copied in with metrics_set() is still a counter.
+			 */
+			buf_printf(b, "# TYPE %s %s\n", s->name, d ? d->type :
 			    s->kind == M_COUNTER ? "counter" :
 			    s->kind == M_GAUGE ? "gauge" : "histogram");
 			last = s->name;

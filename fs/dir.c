@@ -95,12 +95,31 @@ add_name(struct buf *names, const char *s)
 	buf_add(names, s, strlen(s) + 1);
 }
 
+/*
+ * A service or label set as the tree lists it: ':' written %3A, since go tool
+ * pprof, scp and rsync read "host:path" in a name (instance=host:6060/...).
+ * Lookups unescape it like any %XX. Returns tmp's text.
+ */
+static const char *
+colon_free(struct buf *tmp, const char *s)
+{
+	buf_reset(tmp);
+	for (; *s; s++) {
+		if (*s == ':')
+			buf_adds(tmp, "%3A");
+		else
+			buf_addc(tmp, *s);
+	}
+	buf_reserve(tmp, 0);
+	return tmp->data ? tmp->data : "";
+}
+
 /* The services holding data. */
 static int
 list_root(struct fsctx *fs, struct buf *names)
 {
 	const char **svc;
-	struct buf esc = { 0 };
+	struct buf esc = { 0 }, tmp = { 0 };
 	size_t n, i;
 	int rc;
 
@@ -113,9 +132,10 @@ list_root(struct fsctx *fs, struct buf *names)
 	for (i = 0; i < n; i++) {
 		buf_reset(&esc);
 		labels_escape(&esc, svc[i], strlen(svc[i]));
-		add_unique(names, esc.data);
+		add_unique(names, colon_free(&tmp, esc.data));
 	}
 	buf_free(&esc);
+	buf_free(&tmp);
 	free(svc);
 	return 0;
 }
@@ -130,13 +150,15 @@ static int
 list_series_cb(void *arg, const struct series *s)
 {
 	struct list_arg *a = arg;
+	struct buf tmp = { 0 };
 
 	if (!series_has_data(a->fs, s->id, INT64_MIN, INT64_MAX))
 		return 0;
 	if (a->fp->node == NODE_SERVICE)
 		add_unique(a->names, s->type);
 	else if (s->labels[0])
-		add_unique(a->names, s->labels);
+		add_unique(a->names, colon_free(&tmp, s->labels));
+	buf_free(&tmp);
 	return 0;
 }
 
@@ -294,7 +316,7 @@ list_vs(struct fsctx *fs, const struct fspath *fp, struct buf *names)
 		    strcmp(all[i]->labels, fp->selector) != 0 &&
 		    (series_has_data(fs, all[i]->id, fp->range.from, fp->range.to) ||
 		    dir_exists(fs, fp->service, fp->type, all[i]->labels, &fp->range)))
-			add_unique(names, all[i]->labels);
+			add_unique(names, colon_free(&esc, all[i]->labels));
 	free(all);
 	buf_free(&esc);
 	return 0;

@@ -29,6 +29,16 @@
 
 #define RELATIVE_MAX_AGE	(INT64_C(1500) * 1000000)
 
+/* One more request of a kind in profilefs_fuse_requests_total{op=...}. */
+static void
+fs_count(const char *op)
+{
+	char labels[32];
+
+	snprintf(labels, sizeof(labels), "op=\"%s\"", op);
+	metrics_add(METRIC_FUSE_REQUESTS, labels, 1);
+}
+
 struct fsctx *
 fs_ctx(void)
 {
@@ -288,6 +298,26 @@ vs_link(const char *path, char *out, size_t size)
 	return (size_t)snprintf(out, size, "../.vs/%s", base);
 }
 
+/*
+ * A lookup below ingest/ that the grammar refused: a malformed label set is
+ * EINVAL, with the reason in the log, so that cp says more than ENOENT.
+ */
+static int
+ingest_refused(const char *path)
+{
+	struct buf why = { 0 };
+	int rc = -ENOENT;
+
+	if (path_in_ingest(path) && path_ingest_why(path, &why) < 0) {
+		log_warnx("ingest: %s: not a label set: %s (a directory under "
+		    "ingest/<service>/<type>/ is k=v[,k=v...], with %%, /, ',' and '=' written %%XX)",
+		    path, why.data ? why.data : "malformed");
+		rc = -EINVAL;
+	}
+	buf_free(&why);
+	return rc;
+}
+
 static int
 pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 {
@@ -295,7 +325,7 @@ pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 	struct fspath fp;
 	int rc;
 
-	metrics_add(METRIC_FUSE_REQUESTS, NULL, 1);
+	fs_count("getattr");
 	if (fi && fi->fh) {
 		struct handle *h = (struct handle *)(uintptr_t)fi->fh;
 
@@ -311,7 +341,7 @@ pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 		return 0;
 	}
 	if (path_parse(path, clock_now_ns(), &fp) < 0)
-		return -ENOENT;
+		return ingest_refused(path);
 	switch (fp.node) {
 	case NODE_ROOT:
 		fs_stat(st, path, true, 0, false, 0);
@@ -375,7 +405,7 @@ pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 		if (rc == 0)
 			fs_stat(st, path, false, size, false, born);
 		if (rc < 0 && rc != -ENOENT) {
-			metrics_add(METRIC_FUSE_ERRORS, NULL, 1);
+			metrics_add(METRIC_FUSE_ERRORS, "op=\"getattr\"", 1);
 		}
 		return rc < 0 ? errno_of(rc) : 0;
 	}
@@ -388,7 +418,7 @@ pf_readlink(const char *path, char *out, size_t size)
 {
 	struct fspath fp;
 
-	metrics_add(METRIC_FUSE_REQUESTS, NULL, 1);
+	fs_count("readlink");
 	if (path_parse(path, clock_now_ns(), &fp) < 0)
 		return -ENOENT;
 	if (fp.node != NODE_VS_LINK)
@@ -410,7 +440,7 @@ pf_readdir(const char *path, void *dbuf, fuse_fill_dir_t filler, off_t off,
 	(void)off;
 	(void)fi;
 	(void)flags;
-	metrics_add(METRIC_FUSE_REQUESTS, NULL, 1);
+	fs_count("readdir");
 	if (path_parse(path, clock_now_ns(), &fp) < 0)
 		return -ENOENT;
 	if ((rc = dir_list(fs_ctx(), path, &fp, &names)) == 0) {
@@ -435,7 +465,7 @@ pf_open(const char *path, struct fuse_file_info *fi)
 	pid_t pid;
 	int rc;
 
-	metrics_add(METRIC_FUSE_REQUESTS, NULL, 1);
+	fs_count("open");
 	if (path_parse(path, clock_now_ns(), &fp) < 0)
 		return -ENOENT;
 	if (fp.node == NODE_INGEST_FILE) {
@@ -486,6 +516,7 @@ pf_read(const char *path, char *out, size_t size, off_t off, struct fuse_file_in
 	const struct buf *b;
 	size_t n;
 
+	fs_count("read");
 	(void)path;
 	if (h == NULL)
 		return -EBADF;
@@ -507,7 +538,7 @@ pf_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 	struct fspath fp;
 
 	(void)mode;
-	metrics_add(METRIC_FUSE_REQUESTS, NULL, 1);
+	fs_count("create");
 	if (path_parse(path, clock_now_ns(), &fp) < 0 || fp.node != NODE_INGEST_FILE) {
 		if (!path_in_ingest(path))
 			return -EROFS;
@@ -531,6 +562,7 @@ pf_write(const char *path, const char *data, size_t size, off_t off,
 {
 	struct handle *h = (struct handle *)(uintptr_t)fi->fh;
 
+	fs_count("write");
 	(void)path;
 	if (h == NULL || h->kind != H_INGEST)
 		return -EBADF;
@@ -543,6 +575,7 @@ pf_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 	struct ingest *ig = NULL;
 	struct fspath fp;
 
+	fs_count("truncate");
 	if (fi && fi->fh)
 		ig = ((struct handle *)(uintptr_t)fi->fh)->ig;
 	if (ig != NULL)
@@ -557,6 +590,7 @@ pf_flush(const char *path, struct fuse_file_info *fi)
 {
 	struct handle *h = (struct handle *)(uintptr_t)fi->fh;
 
+	fs_count("flush");
 	(void)path;
 	if (h == NULL || h->kind != H_INGEST)
 		return 0;
@@ -566,8 +600,14 @@ pf_flush(const char *path, struct fuse_file_info *fi)
 static int
 pf_fsync(const char *path, int datasync, struct fuse_file_info *fi)
 {
+	struct handle *h = (struct handle *)(uintptr_t)fi->fh;
+
+	fs_count("fsync");
+	(void)path;
 	(void)datasync;
-	return pf_flush(path, fi);
+	if (h == NULL || h->kind != H_INGEST)
+		return 0;
+	return ingest_flush(fs_ctx(), h->ig);
 }
 
 static int
@@ -576,6 +616,7 @@ pf_release(const char *path, struct fuse_file_info *fi)
 	struct handle *h = (struct handle *)(uintptr_t)fi->fh;
 	struct fsctx *fs = fs_ctx();
 
+	fs_count("release");
 	(void)path;
 	if (h == NULL)
 		return 0;
@@ -592,21 +633,29 @@ pf_mkdir(const char *path, mode_t mode)
 {
 	struct fspath fp;
 
+	fs_count("mkdir");
 	(void)mode;
 	if (path_parse(path, clock_now_ns(), &fp) == 0 && fp.node == NODE_INGEST)
 		return 0;
-	return path_in_ingest(path) ? -EINVAL : -EROFS;
+	if (!path_in_ingest(path))
+		return -EROFS;
+	if (ingest_refused(path) == -ENOENT)
+		log_warnx("ingest: cannot make directory %s: below ingest/ directories are "
+		    "<service>/<type>/[<k=v,...>/] (type: cpu, heap, ... or auto)", path);
+	return -EINVAL;
 }
 
 static int
 pf_unlink(const char *path)
 {
+	fs_count("unlink");
 	return path_in_ingest(path) ? -ENOENT : -EROFS;
 }
 
 static int
 pf_symlink(const char *target, const char *path)
 {
+	fs_count("symlink");
 	(void)target;
 	(void)path;
 	return -EROFS;
@@ -615,6 +664,7 @@ pf_symlink(const char *target, const char *path)
 static int
 pf_link(const char *from, const char *to)
 {
+	fs_count("link");
 	(void)from;
 	(void)to;
 	return -EROFS;
@@ -623,6 +673,7 @@ pf_link(const char *from, const char *to)
 static int
 pf_mknod(const char *path, mode_t mode, dev_t dev)
 {
+	fs_count("mknod");
 	(void)mode;
 	(void)dev;
 	return path_in_ingest(path) ? -EINVAL : -EROFS;
@@ -631,6 +682,7 @@ pf_mknod(const char *path, mode_t mode, dev_t dev)
 static int
 pf_setxattr(const char *path, const char *name, const char *value, size_t size, int flags)
 {
+	fs_count("setxattr");
 	(void)path;
 	(void)name;
 	(void)value;
@@ -642,6 +694,7 @@ pf_setxattr(const char *path, const char *name, const char *value, size_t size, 
 static int
 pf_rmdir(const char *path)
 {
+	fs_count("rmdir");
 	(void)path;
 	return -EROFS;
 }
@@ -649,6 +702,7 @@ pf_rmdir(const char *path)
 static int
 pf_rename(const char *from, const char *to, unsigned int flags)
 {
+	fs_count("rename");
 	(void)from;
 	(void)to;
 	(void)flags;
@@ -658,6 +712,7 @@ pf_rename(const char *from, const char *to, unsigned int flags)
 static int
 pf_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
 {
+	fs_count("chmod");
 	(void)mode;
 	(void)fi;
 	/* cp -p on ingest files: harmless, accept. */
@@ -667,6 +722,7 @@ pf_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
 static int
 pf_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi)
 {
+	fs_count("chown");
 	(void)uid;
 	(void)gid;
 	(void)fi;
@@ -676,6 +732,7 @@ pf_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi)
 static int
 pf_utimens(const char *path, const struct timespec tv[2], struct fuse_file_info *fi)
 {
+	fs_count("utimens");
 	(void)tv;
 	(void)fi;
 	return path_in_ingest(path) ? 0 : -EROFS;
@@ -686,6 +743,7 @@ pf_statfs(const char *path, struct statvfs *sv)
 {
 	struct store_stats s;
 
+	fs_count("statfs");
 	(void)path;
 	store_get_stats(fs_ctx()->st, &s);
 	memset(sv, 0, sizeof(*sv));
@@ -761,8 +819,8 @@ readme_render(struct fsctx *fs, struct buf *b)
 "      <k=v,k2=v2>/              one label set (any selector works on lookup)\n"
 "        <range>/                last-5m last-15m last-1h last-6h last-24h last-7d all,\n"
 "                                days (2026-11-22), hours (2026-11-22T10); on lookup also\n"
-"                                last-<n><s|m|h|d>, minutes (2026-11-22T10:05) and\n"
-"                                FROM..TO (2026-11-22T10:00..2026-11-22T10:30)\n"
+"                                last-<n><s|m|h|d>, minutes (2026-11-22T1005) and\n"
+"                                FROM..TO (2026-11-22T1000..2026-11-22T103015)\n"
 "          merged.pb.gz          every profile of the range merged (pprof)\n"
 "          meta.json             counts, time span, sample types, ids, what was left out\n"
 "          flamegraph.svg        interactive flame graph (click to zoom, Search: regex);\n"
@@ -776,10 +834,15 @@ readme_render(struct fsctx *fs, struct buf *b)
 "                                diff.pb.gz diff.svg diff.absolute.svg meta.json, top.txt\n"
 "                                (shares, as pprof -normalize) and top.absolute.txt; a link\n"
 "                                to ../.vs/<base>: du, find, grep -r do not follow it\n"
-"          timeline.svg, .csv    the total per step across the range\n"
+"          timeline.svg, .csv    the total per step across the range (CSV header:\n"
+"                                time,<sample type>_<unit>, e.g. time,cpu_nanoseconds)\n"
 "          profiles/<UTC time>-<id>.pb.gz   each stored profile\n"
 "\n"
 "All times are UTC. In names, %%, /, ',' and '=' are written %%XX.\n"
+"No name has a ':' (go tool pprof, scp and rsync read host:path), so every\n"
+"name works unquoted: times are written 2026-11-22T1005 and services or\n"
+"label values holding ':' show it as %%3A. Lookups also take the colon forms\n"
+"(2026-11-22T10:05) and a trailing Z (2026-11-22T10:05Z).\n"
 "C++ and Rust function names are shown demangled (as c++filt prints them;\n"
 "the .pb.gz files keep them as stored); top.txt and folded.txt write control\n"
 "characters and bytes that are not UTF-8 as \\xHH.\n"
@@ -795,6 +858,9 @@ readme_render(struct fsctx *fs, struct buf *b)
 "  cat %s/checkout/cpu/region=eu/last-24h/meta.json\n"
 "  cp -r %s/checkout/heap/all/last-1h/profiles /backup/\n"
 "\n"
+"Below ingest/<service>/<type>/ a directory is a label set k=v[,k=v]: one that\n"
+"does not parse (bad %%XX, a key twice), or mkdir of a name without '=', fails\n"
+"with 'Invalid argument' and the reason in the daemon's log.\n"
 "A copy into ingest/ succeeds only once the profile is stored; a file that is\n"
 "not a pprof profile fails with 'Invalid argument' and the reason is in the\n"
 "daemon's log. An empty file is not a profile either: cp of an empty file (or\n"

@@ -80,6 +80,11 @@ fs_cleanup_stale(const char *mountpoint)
  * into ingest/ with group_write; with allow_other everyone else reads. Files
  * being written into ingest/ stay the writers' (owner and a writing group).
  * The kernel checks these modes (default_permissions), so they are the truth.
+ *
+ * The owner's bits show write, as on a file system mounted read-only: the
+ * handlers refuse writes outside ingest/ (EROFS) whatever the modes say, and
+ * cp -r, which gives its copies the source's modes, then makes directories
+ * and files the copier can change and remove (0755 and 0644, not 0555).
  */
 static void
 access_modes(struct fsctx *fs, const struct fs_access *a)
@@ -100,9 +105,9 @@ access_modes(struct fsctx *fs, const struct fs_access *a)
 	}
 	fs->uid = getuid();
 	fs->gid = a->group_set ? a->group : getgid();
-	fs->mode_dir = S_IRUSR | S_IXUSR | grp_r | grp_x | oth_r | oth_x;
-	fs->mode_file = S_IRUSR | grp_r | oth_r;
-	fs->mode_ingest_dir = fs->mode_dir | S_IWUSR | grp_w;
+	fs->mode_dir = S_IRWXU | grp_r | grp_w | grp_x | oth_r | oth_x;
+	fs->mode_file = S_IRUSR | S_IWUSR | grp_r | oth_r;
+	fs->mode_ingest_dir = fs->mode_dir;
 	fs->mode_ingest_file = S_IRUSR | S_IWUSR | (grp_w ? S_IRGRP | S_IWGRP : 0);
 }
 
@@ -157,14 +162,15 @@ fs_main(struct fsctx *fs, const struct fs_opts *o)
 		if (errno == ENOENT && mkdir(o->mountpoint, 0755) == 0) {
 			log_info("created mount point %s", o->mountpoint);
 		} else {
-			log_warn("mount point %s", o->mountpoint);
-			return -errno;
+			rc = -errno;
+			log_errx("mount point %s: %s", o->mountpoint, strerror(-rc));
+			return rc;
 		}
 	} else if (!S_ISDIR(st.st_mode)) {
-		log_warnx("mount point %s is not a directory", o->mountpoint);
+		log_errx("mount point %s is not a directory", o->mountpoint);
 		return -ENOTDIR;
 	} else if (is_mountpoint(o->mountpoint)) {
-		log_warnx("%s is already a mount point (another profilefs on it?); "
+		log_errx("%s is already a mount point (another profilefs on it?); "
 		    "unmount it first: fusermount3 -u %s", o->mountpoint, o->mountpoint);
 		return -EBUSY;
 	}

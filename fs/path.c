@@ -17,6 +17,22 @@ const char *const path_presets[] = {
 	"last-5m", "last-15m", "last-1h", "last-6h", "last-24h", "last-7d", "all", NULL
 };
 
+/*
+ * Append t, to the precision of unit, in ISO 8601's basic form (no ':', so
+ * the name works unquoted with pprof, scp and rsync) to out.
+ */
+static void
+format_time(int64_t t, int64_t unit, char *out, size_t outsz)
+{
+	time_t secs = (time_t)(t / NS);
+	struct tm tm;
+	size_t n = strlen(out);
+
+	gmtime_r(&secs, &tm);
+	strftime(out + n, outsz - n, unit >= 86400 * NS ? "%Y-%m-%d" : unit >= 3600 * NS ?
+	    "%Y-%m-%dT%H" : unit >= 60 * NS ? "%Y-%m-%dT%H%M" : "%Y-%m-%dT%H%M%S", &tm);
+}
+
 int
 path_range(const char *name, int64_t now, struct range *r)
 {
@@ -40,9 +56,12 @@ path_range(const char *name, int64_t now, struct range *r)
 		if (!(name[5] >= '1' && name[5] <= '9') ||
 		    clock_parse_duration(name + 5, 100 * INT64_C(365) * 86400 * NS, &d) < 0)
 			return -EINVAL;
-		/* Up to now inclusive (plus a second of clock skew). */
+		/*
+		 * Exactly d long, up to now inclusive: the window ends a second
+		 * ahead, so a profile stamped by a clock a little ahead counts.
+		 */
 		r->to = now + NS;
-		r->from = now - d;
+		r->from = r->to - d;
 		r->relative = true;
 		return 0;
 	}
@@ -54,12 +73,19 @@ path_range(const char *name, int64_t now, struct range *r)
 			return -EINVAL;
 		r->from = t;
 		r->to = t2;
+		/* Named as the tree lists it: the colon-free form, no 'Z'. */
+		r->name[0] = '\0';
+		format_time(t, unit, r->name, sizeof(r->name));
+		strcat(r->name, "..");
+		format_time(t2, unit2, r->name, sizeof(r->name));
 		return 0;
 	}
 	if (clock_parse_iso(name, len, 0, &t, &unit) < 0 || unit < 60 * NS)
 		return -EINVAL;
 	r->from = t;
 	r->to = t + unit;
+	r->name[0] = '\0';
+	format_time(t, unit, r->name, sizeof(r->name));
 	return 0;
 }
 
@@ -103,7 +129,7 @@ path_profile_name(int64_t time, uint64_t id, char *out, size_t outsz)
 	}
 	gmtime_r(&secs, &tm);
 	store_id_format(id, idh);
-	snprintf(out, outsz, "%04d-%02d-%02dT%02d:%02d:%02d.%09ldZ-%s.pb.gz",
+	snprintf(out, outsz, "%04d-%02d-%02dT%02d%02d%02d.%09ldZ-%s.pb.gz",
 	    tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
 	    tm.tm_sec, nsec, idh);
 }
@@ -202,6 +228,26 @@ parse_ingest(const char *p, struct fspath *o)
 	return 0;
 }
 
+int
+path_ingest_why(const char *path, struct buf *why)
+{
+	char seg[1024];
+	struct labelset ls;
+	int i;
+
+	/* ingest, service, type, then what may be a label set */
+	for (i = 0; i < 4; i++)
+		if (next_seg(&path, seg, sizeof(seg)) != 1)
+			return 0;
+	if (strchr(seg, '=') == NULL || looks_like_file(seg))
+		return 0;
+	if (labels_parse(seg, &ls, why) == 0) {
+		labels_clear(&ls);
+		return 0;
+	}
+	return -EINVAL;
+}
+
 /* vs/<base>: a range, selector@range or a selector. */
 static int
 parse_base(const char *seg, int64_t now, struct fspath *o)
@@ -297,16 +343,19 @@ path_parse(const char *path, int64_t now, struct fspath *o)
 			return rc < 0 ? -ENOENT : 0;
 		/* <time>-<16 hex>.pb.gz */
 		size_t n = strlen(seg);
-		char want[128];
+		char idh[17];
 
 		if (n < 16 + 6 + 1 || strcmp(seg + n - 6, ".pb.gz") != 0)
 			return -ENOENT;
-		char idh[17];
 		memcpy(idh, seg + n - 6 - 16, 16);
 		idh[16] = '\0';
 		if (store_id_parse(idh, &o->profile_id) < 0)
 			return -ENOENT;
-		(void)want;
+		/* The colon form names of earlier versions: 2026-11-22T10:05:03.… */
+		if (n > 19 && seg[10] == 'T' && seg[13] == ':' && seg[16] == ':') {
+			memmove(seg + 16, seg + 17, n - 16);
+			memmove(seg + 13, seg + 14, n - 14);
+		}
 		snprintf(o->view, sizeof(o->view), "%.63s", seg);
 		o->node = NODE_PROFILE;
 		return next_seg(&p, seg, sizeof(seg)) == 0 ? 0 : -ENOENT;

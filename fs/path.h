@@ -41,7 +41,7 @@ enum node {
 };
 
 struct range {
-	char	 name[64];	/* as written in the path */
+	char	 name[64];	/* last-*, all, or the times in the form the tree lists */
 	int64_t	 from, to;	/* ns, from <= t < to */
 	bool	 relative;	/* moves with the clock (last-*) */
 };
@@ -73,14 +73,28 @@ int	path_parse(const char *path, int64_t now, struct fspath *out);
  * grammar refuses are EINVAL (a misplaced file), elsewhere EROFS.
  */
 bool	path_in_ingest(const char *path);
-/* Parse a range name; -EINVAL if it is not one. */
+/*
+ * Why a path below ingest/ that path_parse() refused is wrong, when it names
+ * a label set that does not parse (bad %XX, a key twice, no key): -EINVAL
+ * with the reason appended to why; 0 when there is nothing more to say.
+ */
+int	path_ingest_why(const char *path, struct buf *why);
+/*
+ * Parse a range name; -EINVAL if it is not one. Times are taken in ISO 8601's
+ * basic (2026-11-22T1005) or extended (2026-11-22T10:05) form, with or without
+ * a trailing 'Z'; r->name is the basic form without 'Z'.
+ */
 int	path_range(const char *name, int64_t now, struct range *r);
 /*
  * Parse a selector segment ("all" or k=v,...) into canonical text (escaped,
  * sorted); -EINVAL if malformed.
  */
 int	path_selector(const char *seg, char *out, size_t outsz);
-/* The name profiles/ gives a stored profile: 2026-11-22T10:05:03.123456789Z-<id>.pb.gz */
+/*
+ * The name profiles/ gives a stored profile: 2026-11-22T100503.123456789Z-<id>.pb.gz
+ * (no ':', so scp and rsync do not read it as a host; lookups also take the
+ * colon form 2026-11-22T10:05:03.123456789Z-<id>.pb.gz).
+ */
 void	path_profile_name(int64_t time, uint64_t id, char *out, size_t outsz);
 
 /* Presets listed in every selector directory that holds data. */

@@ -764,7 +764,8 @@ render_timeline(const struct view_in *in, struct buf *out)
 	buf_free(&a.err);
 	if (rc == 0) {
 		if (strcmp(in->name, "timeline.csv") == 0)
-			rc = timeline_csv(ce->val, out);
+			rc = timeline_csv(ce->val, a.type, profile_str(p, p->sample_types[ty].unit),
+			    out);
 		else {
 			add_where(&title, in->fp);
 			buf_printf(&title, ": %s (%s) per step", a.type,

@@ -47,6 +47,10 @@ static const char usage_text[] =
 "Continuous profiling as a filesystem: profiles stored in an embedded database\n"
 "under DIR appear under MOUNTPOINT as /<service>/<type>/<labels>/<range>/merged.pb.gz\n"
 "and friends; files copied into MOUNTPOINT/ingest/<service>/<type>/ are stored.\n"
+"<range> is last-1h (any last-N<s|m|h|d>), all, a day 2026-11-22, an hour\n"
+"2026-11-22T10, a minute 2026-11-22T1005 or FROM..TO as 2026-11-22T1000..\n"
+"2026-11-22T103015 (UTC): no name has a ':', so paths work unquoted with\n"
+"go tool pprof, scp, rsync and make; 2026-11-22T10:05 and a trailing Z work too.\n"
 "\n"
 "serve options:\n"
 "  --data DIR          data directory (default ./profilefs-data, created if missing)\n"
@@ -116,11 +120,13 @@ static const char usage_text[] =
 "                      user who mounts it); only the owner writes into ingest/\n"
 "  --group GROUP       members of GROUP may read the tree (others may not)\n"
 "  --group-write       ... and copy profiles into ingest/\n"
-"  -v, --verbose       log more\n"
+"  -v, --verbose       log more (each eBPF period, scrape, merge); -vv also\n"
+"                      libbpf's debug messages (BPF loading and relocations)\n"
 "  --debug-fuse        trace every FUSE request (very verbose)\n"
 "\n"
 "The daemon runs in the foreground; stop it with Ctrl-C or SIGTERM, which\n"
-"unmounts cleanly. The mount is ready when MOUNTPOINT/README.txt can be read.\n";
+"unmounts cleanly. The mount is ready when MOUNTPOINT/README.txt can be read.\n"
+"A bad option or value says why and exits 2 before anything is opened.\n";
 
 static void
 usage(FILE *f)
@@ -352,6 +358,88 @@ daemon_health(void *arg, struct buf *out)
 		up = ebpf_health(e, out);
 	}
 	return up;
+}
+
+/* --http's HOST:PORT or [IPV6]:PORT split; NULL, or what is wrong with it. */
+static const char *
+listen_split(const char *spec, char *host, size_t hostlen, char *port, size_t portlen)
+{
+	const char *colon, *h = spec, *p;
+	size_t n;
+	long v;
+	char *end;
+
+	if (spec[0] == '[') {
+		if ((colon = strchr(spec, ']')) == NULL || colon[1] != ':')
+			return "an IPv6 address is written [ADDRESS]:PORT";
+		h = spec + 1;
+		n = (size_t)(colon - h);
+		colon++;
+	} else {
+		if ((colon = strrchr(spec, ':')) == NULL)
+			return "no port";
+		n = (size_t)(colon - spec);
+	}
+	if (n == 0)
+		return "no host";
+	if (n >= hostlen)
+		return "host name too long";
+	p = colon + 1;
+	errno = 0;
+	v = strtol(p, &end, 10);
+	if (*p < '0' || *p > '9' || *end || errno || v > 65535 || strlen(p) >= portlen)
+		return "the port must be a number 0..65535";
+	memcpy(host, h, n);
+	host[n] = '\0';
+	memcpy(port, p, strlen(p) + 1);
+	return NULL;
+}
+
+/*
+ * What the command line names, checked before anything is opened, created or
+ * started: a bad value is a usage error (exit 2), said once, plainly.
+ * Returns 0 or 2.
+ */
+static int
+check_args(const struct serve_opts *o)
+{
+	struct addrinfo hints, *res = NULL;
+	char host[256], port[8];
+	const char *why;
+	struct stat st;
+	int rc;
+
+	if (o->http) {
+		if ((why = listen_split(o->http, host, sizeof(host), port, sizeof(port))) != NULL) {
+			fprintf(stderr, "profilefs: error: --http %s: %s (write HOST:PORT, e.g. "
+			    "127.0.0.1:10100)\n", o->http, why);
+			return 2;
+		}
+		memset(&hints, 0, sizeof(hints));
+		hints.ai_socktype = SOCK_STREAM;
+		hints.ai_flags = AI_NUMERICSERV;
+		if ((rc = getaddrinfo(host, port, &hints, &res)) != 0) {
+			fprintf(stderr, "profilefs: error: --http %s: cannot resolve \"%s\": %s\n",
+			    o->http, host, gai_strerror(rc));
+			return 2;
+		}
+		freeaddrinfo(res);
+	}
+	if (o->scrape && access(o->scrape, R_OK) < 0) {
+		fprintf(stderr, "profilefs: error: --scrape %s: %s\n", o->scrape, strerror(errno));
+		return 2;
+	}
+	if (stat(o->data, &st) == 0 && !S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "profilefs: error: --data %s is not a directory\n", o->data);
+		return 2;
+	}
+	/* A stale mount (ENOTCONN) is detached later; a missing one is made. */
+	if (stat(o->mountpoint, &st) == 0 && !S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "profilefs: error: mount point %s is not a directory\n",
+		    o->mountpoint);
+		return 2;
+	}
+	return 0;
 }
 
 static int
@@ -676,7 +764,8 @@ main(int argc, char **argv)
 			o.http_max_conns = (unsigned)hz;
 			break;
 		case 'v':
-			log_verbose = 1;
+			/* -vv: libbpf's debug messages too */
+			log_verbose += log_verbose < 2;
 			break;
 		case 'D':
 			o.debug_fuse = 1;
@@ -788,6 +877,8 @@ main(int argc, char **argv)
 		    "--http-insecure if that is intended.\n", o.http);
 		return 2;
 	}
+	if (check_args(&o) != 0)
+		return 2;
 	if (o.user != NULL) {
 		if (geteuid() != 0) {
 			fprintf(stderr, "profilefs: --user %s: only root can become another user; "

@@ -195,8 +195,9 @@ void	timeline_add_n(struct timeline *tl, int64_t t, int64_t total, uint32_t n);
 /* The value of step i: a sum, or an average for gauges. */
 int64_t	timeline_value(const struct timeline *tl, size_t i);
 void	timeline_free(struct timeline *tl);
-/* "time,value" lines, UTC RFC 3339 step starts. */
-int	timeline_csv(const struct timeline *tl, struct buf *out);
+/* "time,<type>_<unit>" (time,cpu_nanoseconds) then one line per step: its UTC RFC 3339 start, the value. */
+int	timeline_csv(const struct timeline *tl, const char *type, const char *unit,
+	    struct buf *out);
 /* A bar chart with axes; title heads it, unit formats values. */
 int	timeline_svg(const struct timeline *tl, const char *title, const char *unit,
 	    struct buf *out);

@@ -146,13 +146,29 @@ tick_label(const struct timeline *tl, int64_t ns, char *out, size_t n)
 	}
 }
 
+/* Append s as a CSV column name part: letters, digits and '_' only. */
+static void
+add_column(struct buf *out, const char *s)
+{
+	for (; *s; s++)
+		buf_addc(out, (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		    (*s >= '0' && *s <= '9') ? *s : '_');
+}
+
 int
-timeline_csv(const struct timeline *tl, struct buf *out)
+timeline_csv(const struct timeline *tl, const char *type, const char *unit, struct buf *out)
 {
 	char t[64];
 	size_t i;
 
-	buf_adds(out, "time,value\n");
+	/* "time,cpu_nanoseconds": the value's sample type and unit, one word for scripts. */
+	buf_adds(out, "time,");
+	add_column(out, type && type[0] ? type : "value");
+	if (unit && unit[0]) {
+		buf_addc(out, '_');
+		add_column(out, unit);
+	}
+	buf_addc(out, '\n');
 	for (i = 0; i < tl->nsteps; i++) {
 		fmt_time(tl->from + (int64_t)i * tl->step, tl->step, t, sizeof(t));
 		if (tl->gauge && tl->count[i] == 0)

@@ -15,6 +15,7 @@ PKGS=(
   libcmocka-dev libjansson-dev libiberty-dev
   golang-go
   curl libxml2-utils procps psmisc jq python3
+  rsync openssh-client make
   openjdk-17-jdk-headless
   systemd man-db groff-base strace
   clickhouse-server

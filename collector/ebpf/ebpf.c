@@ -48,6 +48,7 @@
 #define EXPIRE_SECS	600	/* ELF objects unused this long are dropped */
 #define POLL_MS		100	/* ring buffer read interval */
 #define SAMPLER_NICE	-5
+#define SUMMARY_SECS	60	/* the summary line without -v, at most this often */
 #define UNWIND_KEEP_SECS 600	/* tables no process maps are kept this long (room permitting) */
 #define MAPS_FRESH_NS	(10LL * 1000 * 1000)	/* maps read this recently are current */
 #define MISS_WAIT_MAX_NS (64LL * 1000 * 1000 * 1000)	/* see caller_miss */
@@ -108,6 +109,11 @@ struct ebpf_sampler {
 		uint64_t	 py_frames, py_unreadable, py_unlined;
 	}			 rep;		/* the above at the last metrics update */
 	uint64_t		 prev[PROF_CNT_MAX];	/* BPF counters at the last report */
+	struct {
+		uint64_t	 samples, stored, drops;
+		size_t		 profiles;
+		int64_t		 since;		/* monotonic ns; 0: nothing said yet */
+	}			 sum;		/* for the summary line, since it was last said */
 	uint32_t		 locs[PROF_MAX_STACK + PROF_MAX_USTACK + PROF_MAX_PYFRAMES + 1];
 	struct fcache_ent	*fcache;	/* FCACHE_SLOTS */
 	/* the watchdog's: written by the sampler thread, read by others */
@@ -127,18 +133,23 @@ static int
 libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
 	char msg[1024];
+	const char *m = msg;
 	size_t n;
 
-	if (level == LIBBPF_DEBUG && !log_verbose)
+	/* libbpf's debug level (relocations, hundreds of lines) only at -vv. */
+	if ((level == LIBBPF_DEBUG && log_verbose < 2) || (level == LIBBPF_INFO && !log_verbose))
 		return 0;
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	n = strlen(msg);
 	while (n > 0 && msg[n - 1] == '\n')
 		msg[--n] = '\0';
+	/* Most of libbpf's messages carry its name already. */
+	if (strncmp(m, "libbpf: ", 8) == 0)
+		m += 8;
 	if (level == LIBBPF_WARN)
-		log_warnx("libbpf: %s", msg);
+		log_warnx("libbpf: %s", m);
 	else
-		log_debug("libbpf: %s", msg);
+		log_debug("libbpf: %s", m);
 	return 0;
 }
 
@@ -576,6 +587,32 @@ read_counters(struct ebpf_sampler *e, uint64_t out[PROF_CNT_MAX])
 	free(vals);
 }
 
+/*
+ * The line that says sampling works without -v: after the first period, then
+ * once a minute, what the periods since the last one sampled and stored.
+ */
+static void
+summary(struct ebpf_sampler *e, uint64_t sampled, uint64_t stored, size_t profiles,
+    uint64_t drops, int64_t now)
+{
+	int64_t since = e->sum.since;
+
+	e->sum.samples += sampled;
+	e->sum.stored += stored;
+	e->sum.profiles += profiles;
+	e->sum.drops += drops;
+	if (since != 0 && now - since < SUMMARY_SECS * INT64_C(1000000000))
+		return;
+	log_info("ebpf: %s %lld s: %llu samples, %zu processes tracked, %zu profiles stored "
+	    "(%llu samples), %llu samples dropped", since ? "last" : "first",
+	    since ? (long long)((now - since) / 1000000000) : (long long)e->flush_secs,
+	    (unsigned long long)e->sum.samples,
+	    proctab_count(e->pt), e->sum.profiles, (unsigned long long)e->sum.stored,
+	    (unsigned long long)e->sum.drops);
+	memset(&e->sum, 0, sizeof(e->sum));
+	e->sum.since = now;
+}
+
 static void
 flush(struct ebpf_sampler *e)
 {
@@ -669,6 +706,8 @@ flush(struct ebpf_sampler *e)
 	    (double)(clock_mono_ns() - t0) / 1e9);
 	metrics_set("profilefs_ebpf_memory_reads_stalled", NULL, (double)ps.mem_stalls);
 	atomic_store(&e->period_done, clock_mono_ns());
+	summary(e, d[PROF_CNT_SAMPLES], samples, profiles,
+	    d[PROF_CNT_DROP_RINGBUF] + d[PROF_CNT_DROP_EVENT], t0);
 	log_debug("ebpf: period: %llu samples (%llu idle) -> %zu profiles, %llu samples stored; "
 	    "dropped %llu samples, %llu events; stack errors kernel %llu user %llu; "
 	    "named frames user %.1f%% kernel %.1f%%; %llu stacks truncated; %llu Python frames "

@@ -50,8 +50,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			CHECK(o.base_range.from < o.base_range.to);
 	}
 	if (path_range(s, NOW, &r) == 0) {
+		struct range r2;
+
 		CHECK(r.from < r.to);
-		CHECK(strcmp(r.name, s) == 0);
+		/* The name is the form the tree lists: no ':', and it parses to itself. */
+		CHECK(strchr(r.name, ':') == NULL);
+		CHECK(path_range(r.name, NOW, &r2) == 0);
+		CHECK(strcmp(r2.name, r.name) == 0 && r2.from == r.from && r2.to == r.to);
 	}
 	if (path_selector(s, sel, sizeof(sel)) == 0) {
 		CHECK(sel[0] == '\0' || path_selector(sel, sel2, sizeof(sel2)) == 0);
@@ -65,6 +70,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		snprintf(path, sizeof(path), "/s/cpu/all/all/profiles/%s", name);
 		CHECK(path_parse(path, NOW, &o) == 0);
 		CHECK(o.node == NODE_PROFILE && o.profile_id == id);
+		CHECK(strchr(name, ':') == NULL);
 	}
 	free(s);
 	return 0;

@@ -45,11 +45,11 @@ for r in all last-1h last-15m "$(date -u +%Y-%m-%d)" "$(date -u +%Y-%m-%dT%H)"; 
 done
 got=$(pprof_sums "$M/goapp/cpu/env=test/last-2h/merged.pb.gz")
 check_eq "any last-N<unit> works on lookup" "$got" "$want"
-from=$(date -u -d '-10 min' +%Y-%m-%dT%H:%M); to=$(date -u -d '+1 min' +%Y-%m-%dT%H:%M)
+from=$(date -u -d '-10 min' +%Y-%m-%dT%H%M); to=$(date -u -d '+1 min' +%Y-%m-%dT%H%M)
 got=$(pprof_sums "$M/goapp/cpu/env=test/$from..$to/merged.pb.gz")
 check_eq "FROM..TO range" "$got" "$want"
-minute=$(date -u +%Y-%m-%dT%H:%M)
-[ -d "$M/goapp/cpu/all/$minute" ] || [ -d "$M/goapp/cpu/all/$(date -u -d '-1 min' +%Y-%m-%dT%H:%M)" ] \
+minute=$(date -u +%Y-%m-%dT%H%M)
+[ -d "$M/goapp/cpu/all/$minute" ] || [ -d "$M/goapp/cpu/all/$(date -u -d '-1 min' +%Y-%m-%dT%H%M)" ] \
   && ok "minute range on lookup" || fail "minute range on lookup"
 [ ! -e "$M/goapp/cpu/all/2001-01-01" ] && ok "range without data is absent" || fail "range without data is absent"
 [ ! -e "$M/goapp/cpu/all/yesterday" ] && ok "bad range name is absent" || fail "bad range name is absent"
@@ -216,7 +216,7 @@ printf '\x0a\x04\x08\x01\x10\x02\x32\x00\x32\x01a\x32\x01b\x12\x02\x10\x01\x48\x
 printf '\x0a\x04\x08\x01\x10\x02\x32\x00\x32\x01a\x32\x01b\x12\x02\x10\x01\x48\x81\x80\x80\x80\x80\x80\x80\x80\x80\x01' > "$TMP/tmin.pb"
 cp "$TMP/tmax.pb" "$M/ingest/extreme/cpu/" && cp "$TMP/tmin.pb" "$M/ingest/extreme/cpu/" && ok "profiles at int64's ends of time" || fail "profiles at int64's ends of time"
 bad=0
-for r in all 1800-01-01T00:00..2200-01-01T00:00 last-100000d; do
+for r in all 1800-01-01T0000..2200-01-01T0000 last-100000d; do
   for f in meta.json merged.pb.gz timeline.csv timeline.svg diff.pb.gz diff.svg flamegraph.svg folded.txt top.txt; do
     [ -e "$M/extreme/cpu/all/$r" ] || continue
     cat "$M/extreme/cpu/all/$r/$f" >/dev/null 2>&1 || bad=$((bad + 1))

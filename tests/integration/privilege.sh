@@ -54,7 +54,7 @@ cp "$TMP/p.pb" "$M/ingest/svc/auto/" || fail "root ingests" "cp failed"
 denied "private-ls" as_nobody ls "$M"
 denied "private-cat" as_nobody cat "$M/README.txt"
 denied "private-cp" as_nobody cp "$TMP/p.pb" "$M/ingest/injected/cpu/"
-check_eq "private-modes" "$(stat -c '%a %U' "$M" "$M/README.txt" "$M/ingest" | tr '\n' ' ')" "500 root 400 root 700 root "
+check_eq "private-modes" "$(stat -c '%a %U' "$M" "$M/README.txt" "$M/ingest" | tr '\n' ' ')" "700 root 600 root 700 root "
 pf_stop
 
 # --- --allow-other: everyone reads, the owner alone ingests -------------------
@@ -62,7 +62,7 @@ pf_start --allow-other || { fail "daemon starts (--allow-other)"; pf_done; exit 
 as_nobody cat "$M/README.txt" 2>/dev/null | grep -q profilefs && as_nobody ls "$M/svc" >/dev/null 2>&1 \
   && ok "allow-other-read" || fail "allow-other-read" "nobody cannot read"
 denied "allow-other-no-ingest" as_nobody cp "$TMP/p.pb" "$M/ingest/injected/cpu/"
-check_eq "allow-other-modes" "$(stat -c '%a' "$M" "$M/README.txt" "$M/ingest" | tr '\n' ' ')" "555 444 755 "
+check_eq "allow-other-modes" "$(stat -c '%a' "$M" "$M/README.txt" "$M/ingest" | tr '\n' ' ')" "755 644 755 "
 pf_stop
 
 # --- --group: the group reads; --group-write: and ingests ---------------------
@@ -81,7 +81,7 @@ sleep 2
 [ -d "$M/member/cpu" ] && [ ! -e "$M/outsider" ] && ok "group-write-stored" \
   || fail "group-write-stored" "$(ls "$M" | tr '\n' ' ')"
 check_eq "group-modes" "$(stat -c '%a %g' "$M" "$M/README.txt" "$M/ingest" | tr '\n' ' ')" \
-  "550 $GID 440 $GID 770 $GID "
+  "770 $GID 640 $GID 770 $GID "
 pf_stop
 
 out="$(as_nobody "$BIN" serve --data "$TMP/x" --user root "$TMP/x-mnt" 2>&1)"

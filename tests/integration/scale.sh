@@ -31,6 +31,7 @@ start_http() {
   U="http://127.0.0.1:$PORT"
 }
 iso() { date -u -d "@$1" +%Y-%m-%dT%H:%M:%S; }
+tname() { date -u -d "@$1" +%Y-%m-%dT%H%M%S; }	# as the tree writes times
 push() {	# push FILE SERVICE TYPE LABELS UNIXTIME -> HTTP status
   curl -s -o /dev/null -w '%{http_code}' --data-binary @"$1" \
     "$U/api/0/profiles?service=$2&type=$3&labels=$4&created_at=$(iso "$5")"
@@ -74,7 +75,7 @@ check_range() {
   files=$(awk -v a="$from" -v b="$to" -v s="$sel" -v ty="$type" \
     '$1 >= a && $1 < b && $3 == ty && (s == "all" || s == "pod=" $2) {print $4}' "$TMP/pushed")
   n=$(echo "$files" | grep -c . || true)
-  dir="$M/scale/$type/$sel/$(iso "$from")..$(iso "$to")"
+  dir="$M/scale/$type/$sel/$(tname "$from")..$(tname "$to")"
   if [ "$n" = 0 ]; then
     [ ! -e "$dir/merged.pb.gz" ] && return 0
     echo "empty range $dir exists"; return 1
@@ -264,7 +265,7 @@ check_eq "folded.txt sums what merged.pb.gz does" \
 # A range wholly past the cut, with 10-minute edges: exactly its profiles.
 a=$(( (now - 28 * 3600) / 600 * 600 )); b=$(( (now - 20 * 3600) / 600 * 600 ))
 check_eq "pod=1, a past range on 10-minute edges = go tool pprof of its files" \
-  "$(pprof_sums "$M/tiers/cpu/pod=1/$(iso "$a")..$(iso "$b")/merged.pb.gz")" "$(tiers_sums "$a" "$b" pod=1)"
+  "$(pprof_sums "$M/tiers/cpu/pod=1/$(tname "$a")..$(tname "$b")/merged.pb.gz")" "$(tiers_sums "$a" "$b" pod=1)"
 old_day=$(date -u -d "@$((now - 29 * 3600))" +%Y-%m-%dT%H)
 ls "$M/tiers/cpu/all" | grep -qx "$old_day" && ok "hours past the raw retention are listed ($old_day)" \
   || fail "hours past the raw retention are listed" "$(ls "$M/tiers/cpu/all" | head -5)"

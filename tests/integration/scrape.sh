@@ -113,7 +113,7 @@ for t in cpu heap allocs goroutine mutex block threadcreate; do
     fail "$t scraped and readable by go tool pprof" "no $t profile"
   fi
 done
-check_eq "series labels: env and instance" "$(ls "$G/cpu" | tr '\n' ' ')" "all env=test,instance=$GOOD "
+check_eq "series labels: env and instance" "$(ls "$G/cpu" | tr '\n' ' ')" "all env=test,instance=${GOOD//:/%3A} "
 grep -q "contend" "$TMP/top.mutex" && ok "mutex profile shows the contention" || fail "mutex profile shows the contention"
 check_eq "good target up in .targets.json" "$(status_of "$GOOD" cpu health)" "up"
 ls -a "$M" | grep -qx ".targets.json" && ok "ls -a lists .targets.json" || fail "ls -a lists .targets.json"

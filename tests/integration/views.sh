@@ -27,8 +27,8 @@ cp "$REAL/pyroscope/invalid_utf8.pb.gz" "$M/ingest/utf8svc/cpu/" || fail "cp inv
 cp "$REAL/google-pprof/sample.cpu" "$M/ingest/gocpu/cpu/" || fail "cp sample.cpu"
 
 # --- listing and sizes -------------------------------------------------------
-R="$M/heapsvc/heap/all/2022-02-10T16:07:55..2022-02-10T16:08:01"	# :55 and :58
-P="$M/heapsvc/heap/all/2022-02-10T16:07:49..2022-02-10T16:07:55"	# the range before: :52
+R="$M/heapsvc/heap/all/2022-02-10T160755..2022-02-10T160801"	# :55 and :58
+P="$M/heapsvc/heap/all/2022-02-10T16:07:49..2022-02-10T16:07:55"	# the range before: :52 (the colon form works too)
 ls -l "$R" > "$TMP/ls" 2>&1 && ok "ls -l of a range" || fail "ls -l of a range" "$(head -3 "$TMP/ls")"
 for n in merged.pb.gz meta.json flamegraph.svg folded.txt top.txt diff.pb.gz diff.svg \
     timeline.svg timeline.csv profiles flamegraph.alloc_objects.svg \
@@ -37,10 +37,10 @@ for n in merged.pb.gz meta.json flamegraph.svg folded.txt top.txt diff.pb.gz dif
 done
 ok "range lists every view, with one flame graph per other sample type"
 grep -q "flamegraph.inuse_space.svg" "$TMP/ls" && fail "default type listed twice" || ok "default type has no typed name"
-key="heapsvc/heap/all/2022-02-10T16:07:55..2022-02-10T16:08:01"
+key="heapsvc/heap/all/2022-02-10T160755..2022-02-10T160801"
 n=$(grep -c "views: merge $key:" "$TMP/daemon.log")
 check_eq "ls -l merges the range once" "$n" 1
-n=$(grep -c "views: merge heapsvc/heap/all/before-2022-02-10T16:07:55..2022-02-10T16:08:01:" "$TMP/daemon.log")
+n=$(grep -c "views: merge heapsvc/heap/all/before-2022-02-10T160755..2022-02-10T160801:" "$TMP/daemon.log")
 check_eq "ls -l merges the previous range once" "$n" 1
 bad=""
 for f in "$R"/*.* ; do
@@ -96,7 +96,8 @@ go tool pprof -top "$M/heapsvc/heap/all/all/diff.pb.gz" >/dev/null 2>&1 \
 # vs/<base>: the Go CPU profiles, against the range holding the first one.
 names=($(ls "$M/gosvc/cpu/all/all/profiles"))
 check_eq "three Go CPU profiles stored" "${#names[@]}" 3
-t1=$(echo "${names[0]}" | cut -c1-19); t2=$(date -u -d "${t1/T/ } UTC + 1 sec" +%Y-%m-%dT%H:%M:%S)
+t1=$(echo "${names[0]}" | cut -c1-17)	# 2022-02-10T160755
+t2=$(date -u -d "${t1:0:10} ${t1:11:2}:${t1:13:2}:${t1:15:2} UTC + 1 sec" +%Y-%m-%dT%H%M%S)
 base="$t1..$t2"
 V="$M/gosvc/cpu/all/all/vs/$base"
 ls "$V" > "$TMP/lsvs" 2>&1 && check_eq "vs/<base> lists" "$(tr '\n' ' ' < "$TMP/lsvs")" "diff.absolute.svg diff.pb.gz diff.svg meta.json top.absolute.txt top.txt " \
@@ -127,7 +128,7 @@ python3 -m json.tool "$R/meta.json" >/dev/null 2>&1 && grep -q '"diff_base"' "$R
 
 # --- timeline ----------------------------------------------------------------
 tl="$M/gosvc/cpu/all/all/timeline.csv"
-check_eq "timeline.csv header" "$(head -1 "$tl")" "time,value"
+check_eq "timeline.csv header names the sample type and unit" "$(head -1 "$tl")" "time,cpu_nanoseconds"
 steps=$(($(wc -l < "$tl") - 1))
 [ "$steps" -ge 1 ] && [ "$steps" -le 120 ] && ok "timeline has 1..120 steps ($steps)" || fail "timeline steps" "$steps"
 tsum=$(awk -F, 'NR > 1 {s += $2} END {printf "%.0f", s}' "$tl")

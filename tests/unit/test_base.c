@@ -97,7 +97,18 @@ test_iso_times(void **state)
 	    &ns, NULL), -EINVAL);
 	assert_int_equal(clock_parse_iso("2026-11-26T01:02:03.", 20, CLOCK_ISO_FRACTION, &ns,
 	    NULL), -EINVAL);
-	assert_int_equal(clock_parse_iso("2026-11-26Z", 11, CLOCK_ISO_FRACTION, &ns, NULL), -EINVAL);
+	/* A trailing Z at any precision; the basic form (no ':'), not mixed. */
+	assert_int_equal(clock_parse_iso("2026-11-26Z", 11, 0, &ns, &unit), 0);
+	assert_int_equal(unit, 86400 * INT64_C(1000000000));
+	assert_int_equal(clock_parse_iso("2026-11-26T0102", 15, 0, &ns, &unit), 0);
+	assert_int_equal(unit, 60 * INT64_C(1000000000));
+	assert_int_equal(clock_parse_iso("2026-11-26T010203Z", 18, 0, &ns, &unit), 0);
+	assert_int_equal(unit, INT64_C(1000000000));
+	assert_int_equal(clock_parse_iso("2026-11-26T010203.5Z", 20, CLOCK_ISO_FRACTION, &ns,
+	    &unit), 0);
+	assert_int_equal(clock_parse_iso("2026-11-26T01:0203", 18, 0, &ns, NULL), -EINVAL);
+	assert_int_equal(clock_parse_iso("2026-11-26T0102:03", 18, 0, &ns, NULL), -EINVAL);
+	assert_int_equal(clock_parse_iso("2026-11-26TZ", 12, 0, &ns, NULL), -EINVAL);
 	/* The length bounds the text: a longer string is not read past it. */
 	assert_int_equal(clock_parse_iso("2026-11-26..2026-11-27", 10, 0, &ns, &unit), 0);
 	assert_int_equal(unit, 86400 * S);

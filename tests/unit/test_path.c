@@ -120,9 +120,17 @@ expect_range(const char *name, int64_t from, int64_t to, bool relative)
 {
 	struct range r;
 
+	char want[64];
+	size_t i, n = 0;
+
 	if (path_range(name, NOW, &r) != 0)
 		fail_msg("range \"%s\" refused", name);
-	assert_string_equal(r.name, name);
+	/* Named without ':' and 'Z', as the tree lists it. */
+	for (i = 0; name[i] && n + 1 < sizeof(want); i++)
+		if (name[i] != ':' && name[i] != 'Z')
+			want[n++] = name[i];
+	want[n] = '\0';
+	assert_string_equal(r.name, want);
 	if (r.from != from || r.to != to)
 		fail_msg("range \"%s\": [%lld, %lld), want [%lld, %lld)", name,
 		    (long long)r.from, (long long)r.to, (long long)from, (long long)to);
@@ -147,16 +155,16 @@ static void
 test_ranges_relative(void **state)
 {
 	(void)state;
-	/* Up to now, plus a second of clock skew. */
-	expect_range("last-5m", NOW - 300 * NS, NOW + NS, true);
-	expect_range("last-15m", NOW - 900 * NS, NOW + NS, true);
-	expect_range("last-1h", NOW - 3600 * NS, NOW + NS, true);
-	expect_range("last-6h", NOW - 6 * 3600 * NS, NOW + NS, true);
-	expect_range("last-24h", NOW - 86400 * NS, NOW + NS, true);
-	expect_range("last-7d", NOW - 7 * 86400 * NS, NOW + NS, true);
-	expect_range("last-30s", NOW - 30 * NS, NOW + NS, true);
-	expect_range("last-90m", NOW - 90 * 60 * NS, NOW + NS, true);
-	expect_range("last-2w", NOW - 14 * 86400 * NS, NOW + NS, true);
+	/* Exactly as long as named, up to now plus a second of clock skew. */
+	expect_range("last-5m", NOW + NS - 300 * NS, NOW + NS, true);
+	expect_range("last-15m", NOW + NS - 900 * NS, NOW + NS, true);
+	expect_range("last-1h", NOW + NS - 3600 * NS, NOW + NS, true);
+	expect_range("last-6h", NOW + NS - 6 * 3600 * NS, NOW + NS, true);
+	expect_range("last-24h", NOW + NS - 86400 * NS, NOW + NS, true);
+	expect_range("last-7d", NOW + NS - 7 * 86400 * NS, NOW + NS, true);
+	expect_range("last-30s", NOW + NS - 30 * NS, NOW + NS, true);
+	expect_range("last-90m", NOW + NS - 90 * 60 * NS, NOW + NS, true);
+	expect_range("last-2w", NOW + NS - 14 * 86400 * NS, NOW + NS, true);
 	expect_range("all", INT64_MIN, INT64_MAX, false);
 	expect_bad_range("last-0m");
 	expect_bad_range("last-05m");
@@ -229,6 +237,14 @@ test_ranges_absolute(void **state)
 	expect_bad_range("2026-11-22T10:5");
 	expect_bad_range("2026-11-22T10:05:3");
 	expect_bad_range("2026-11-22T10:05:03Z");
+	expect_bad_range("2026-11-22T100503");
+	expect_bad_range("2026-11-22T10:0503..2026-11-22T11:00");	/* one form per time */
+	expect_bad_range("2026-11-22T1005:03..2026-11-22T11:00");
+	expect_bad_range("2026-11-22T10:");
+	expect_bad_range("2026-11-22T100");
+	expect_bad_range("2026-11-22T10ZZ");
+	expect_bad_range("2026-11-22T1060");
+	expect_bad_range("2026-11-22T100560..2026-11-22T1007");
 	expect_bad_range("2026-11-22T10:05x");
 	expect_bad_range("2026-11-22x");
 	expect_bad_range("+026-11-22");
@@ -251,6 +267,42 @@ test_ranges_absolute(void **state)
 	expect_bad_range("2026-11-22T10:00...2026-11-22T11:00");
 	expect_bad_range("2026-11-22T10:00..2026-11-22T11:00..2026-11-22T12:00");
 	expect_bad_range("..");
+}
+
+/* The form the tree lists (no ':'), the colon form and a trailing Z name the same range. */
+static void
+test_ranges_basic_form(void **state)
+{
+	struct range r;
+
+	(void)state;
+	expect_range("2026-11-22T1005", DAY + (10 * 3600 + 5 * 60) * NS,
+	    DAY + (10 * 3600 + 6 * 60) * NS, false);
+	expect_range("2026-11-22T1005Z", DAY + (10 * 3600 + 5 * 60) * NS,
+	    DAY + (10 * 3600 + 6 * 60) * NS, false);
+	expect_range("2026-11-22T10:05Z", DAY + (10 * 3600 + 5 * 60) * NS,
+	    DAY + (10 * 3600 + 6 * 60) * NS, false);
+	expect_range("2026-11-22T10Z", DAY + 10 * 3600 * NS, DAY + 11 * 3600 * NS, false);
+	expect_range("2026-11-22Z", DAY, DAY + 86400 * NS, false);
+	expect_range("2026-11-22T1000..2026-11-22T103015", DAY + 10 * 3600 * NS,
+	    DAY + (10 * 3600 + 30 * 60 + 15) * NS, false);
+	expect_range("2026-11-22T1000Z..2026-11-22T103015Z", DAY + 10 * 3600 * NS,
+	    DAY + (10 * 3600 + 30 * 60 + 15) * NS, false);
+	expect_range("2026-11-22T10:00Z..2026-11-22T103015", DAY + 10 * 3600 * NS,
+	    DAY + (10 * 3600 + 30 * 60 + 15) * NS, false);
+	/* Every form is named as the tree lists it. */
+	assert_int_equal(path_range("2026-11-22T10:05:00Z..2026-11-22T10:30", NOW, &r), 0);
+	assert_string_equal(r.name, "2026-11-22T100500..2026-11-22T1030");
+	assert_int_equal(path_range("2026-11-22T10:05Z", NOW, &r), 0);
+	assert_string_equal(r.name, "2026-11-22T1005");
+	assert_int_equal(path_range("2026-11-22T10Z", NOW, &r), 0);
+	assert_string_equal(r.name, "2026-11-22T10");
+	assert_int_equal(path_range("1969-12-31T23:59", NOW, &r), 0);
+	assert_string_equal(r.name, "1969-12-31T2359");
+	/* last-1h is exactly an hour, and holds now. */
+	assert_int_equal(path_range("last-1h", NOW, &r), 0);
+	assert_true(r.to - r.from == 3600 * NS);
+	assert_true(r.from <= NOW && NOW < r.to);
 }
 
 static void
@@ -285,7 +337,7 @@ test_profiles(void **state)
 	assert_int_equal(parse("/svc/heap/all/last-1h/profiles", &o), 0);
 	assert_int_equal(o.node, NODE_PROFILES);
 	path_profile_name(NOW + 123456789, 0x1234abcdULL, name, sizeof(name));
-	assert_string_equal(name, "2026-11-22T10:05:03.123456789Z-000000001234abcd.pb.gz");
+	assert_string_equal(name, "2026-11-22T100503.123456789Z-000000001234abcd.pb.gz");
 	snprintf(path, sizeof(path), "/svc/heap/all/last-1h/profiles/%s", name);
 	assert_int_equal(parse(path, &o), 0);
 	assert_int_equal(o.node, NODE_PROFILE);
@@ -293,9 +345,14 @@ test_profiles(void **state)
 	assert_string_equal(o.view, name);
 	/* The largest id. */
 	path_profile_name(0, UINT64_MAX, name, sizeof(name));
-	assert_string_equal(name, "1970-01-01T00:00:00.000000000Z-ffffffffffffffff.pb.gz");
+	assert_string_equal(name, "1970-01-01T000000.000000000Z-ffffffffffffffff.pb.gz");
 	snprintf(path, sizeof(path), "/svc/heap/all/all/profiles/%s", name);
 	assert_int_equal(parse(path, &o), 0);
+	assert_true(o.profile_id == UINT64_MAX);
+	/* The colon form of earlier versions names the same profile. */
+	assert_int_equal(parse("/svc/heap/all/all/profiles/"
+	    "1970-01-01T00:00:00.000000000Z-ffffffffffffffff.pb.gz", &o), 0);
+	assert_string_equal(o.view, name);
 	assert_true(o.profile_id == UINT64_MAX);
 	assert_int_equal(parse("/svc/heap/all/all/profiles/x.pb.gz", &o), -ENOENT);
 	assert_int_equal(parse("/svc/heap/all/all/profiles/2026-000000001234ABCD.pb.gz", &o),
@@ -316,13 +373,13 @@ test_profile_names_extreme(void **state)
 
 	(void)state;
 	path_profile_name(-1, 1, name, sizeof(name));
-	assert_string_equal(name, "1969-12-31T23:59:59.999999999Z-0000000000000001.pb.gz");
+	assert_string_equal(name, "1969-12-31T235959.999999999Z-0000000000000001.pb.gz");
 	path_profile_name(-NS, 1, name, sizeof(name));
-	assert_string_equal(name, "1969-12-31T23:59:59.000000000Z-0000000000000001.pb.gz");
+	assert_string_equal(name, "1969-12-31T235959.000000000Z-0000000000000001.pb.gz");
 	path_profile_name(INT64_MAX, 2, name, sizeof(name));
-	assert_string_equal(name, "2262-04-11T23:47:16.854775807Z-0000000000000002.pb.gz");
+	assert_string_equal(name, "2262-04-11T234716.854775807Z-0000000000000002.pb.gz");
 	path_profile_name(INT64_MIN, 3, name, sizeof(name));
-	assert_string_equal(name, "1677-09-21T00:12:43.145224192Z-0000000000000003.pb.gz");
+	assert_string_equal(name, "1677-09-21T001243.145224192Z-0000000000000003.pb.gz");
 	/* A short buffer truncates, never overflows. */
 	path_profile_name(0, 1, name, 8);
 	assert_string_equal(name, "1970-01");
@@ -353,7 +410,7 @@ test_vs(void **state)
 	assert_int_equal(parse("/svc/cpu/a=1/last-1h/.vs/b=2,a=0@last-7d/diff.svg", &o), 0);
 	assert_int_equal(o.node, NODE_VS_VIEW);
 	assert_string_equal(o.base_selector, "a=0,b=2");
-	assert_true(o.base_range.from == NOW - 7 * 86400 * NS);
+	assert_true(o.base_range.from == NOW + NS - 7 * 86400 * NS);
 	assert_string_equal(o.view, "diff.svg");
 	assert_int_equal(parse("/svc/cpu/a=1/last-1h/.vs/all@2026-11-22", &o), 0);
 	assert_string_equal(o.base_selector, "");
@@ -391,6 +448,28 @@ test_vs_at_in_value(void **state)
 	assert_int_equal(parse("/svc/cpu/all/last-1h/.vs/user=a%40b", &o), 0);
 	assert_string_equal(o.base_selector, "user=a@b");
 	assert_true(o.base_range.from == o.range.from);
+}
+
+/* Why a label directory under ingest/ is refused, for the log. */
+static void
+test_ingest_why(void **state)
+{
+	struct buf why = { 0 };
+
+	(void)state;
+	assert_int_equal(path_ingest_why("/ingest/svc/cpu/a=%zz/x.pb.gz", &why), -EINVAL);
+	assert_non_null(strstr(why.data, "bad %XX escape"));
+	buf_reset(&why);
+	assert_int_equal(path_ingest_why("/ingest/svc/cpu/k=a,k=b", &why), -EINVAL);
+	assert_non_null(strstr(why.data, "given twice"));
+	buf_reset(&why);
+	assert_int_equal(path_ingest_why("/ingest/svc/cpu/=v/x", &why), -EINVAL);
+	/* Nothing to say: good labels, file names, too short a path. */
+	assert_int_equal(path_ingest_why("/ingest/svc/cpu/k=v/x.pb.gz", &why), 0);
+	assert_int_equal(path_ingest_why("/ingest/svc/cpu/k=%zz.pb.gz", &why), 0);
+	assert_int_equal(path_ingest_why("/ingest/svc/cpu/notalabel/x", &why), 0);
+	assert_int_equal(path_ingest_why("/ingest/svc", &why), 0);
+	buf_free(&why);
 }
 
 static void
@@ -463,12 +542,14 @@ main(void)
 		cmocka_unit_test(test_selectors),
 		cmocka_unit_test(test_ranges_relative),
 		cmocka_unit_test(test_ranges_absolute),
+		cmocka_unit_test(test_ranges_basic_form),
 		cmocka_unit_test(test_range_nodes),
 		cmocka_unit_test(test_profiles),
 		cmocka_unit_test(test_profile_names_extreme),
 		cmocka_unit_test(test_vs),
 		cmocka_unit_test(test_vs_at_in_value),
 		cmocka_unit_test(test_ingest),
+		cmocka_unit_test(test_ingest_why),
 		cmocka_unit_test(test_long_segments),
 	};
 

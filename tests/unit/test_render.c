@@ -344,8 +344,8 @@ test_timeline(void **state)
 	timeline_add(&tl, t0 + 2 * h, 100);	/* outside: ignored */
 	assert_true(timeline_value(&tl, 0) == 15);
 	assert_true(timeline_value(&tl, tl.nsteps - 1) == 7);
-	assert_int_equal(timeline_csv(&tl, &csv), 0);
-	assert_non_null(strstr(csv.data, "time,value\n2025-11-22T02:00:00Z,15\n"));
+	assert_int_equal(timeline_csv(&tl, "cpu", "nanoseconds", &csv), 0);
+	assert_non_null(strstr(csv.data, "time,cpu_nanoseconds\n2025-11-22T02:00:00Z,15\n"));
 	assert_int_equal(timeline_svg(&tl, "a <title>", "nanoseconds", &svg), 0);
 	assert_wellformed(&svg, "timeline");
 	timeline_free(&tl);
