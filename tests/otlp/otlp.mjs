@@ -4,6 +4,7 @@
 //
 //   node otlp.mjs convert IN.pprof OUT --encoding proto|json [--gzip]
 //        [--service NAME] [--start-ns T] [--spread-ns S] [--break KIND]
+//        [--max-samples N]
 //     Converts a pprof profile (gzipped or not) into an
 //     ExportProfilesServiceRequest of opentelemetry-proto v1.11.0: one OTLP
 //     profile per pprof sample type sharing one dictionary, pprof labels as
@@ -41,6 +42,7 @@ function opts(args) {
     else if (a === "--start-ns") o.startNs = BigInt(args[++i]);
     else if (a === "--spread-ns") o.spreadNs = BigInt(args[++i]);
     else if (a === "--break") o.brk = args[++i];
+    else if (a === "--max-samples") o.maxSamples = Number(args[++i]);
     else die(`unknown argument ${a}`);
   }
   return o;
@@ -95,6 +97,7 @@ function convert(inPath, outPath, o) {
   let raw = readFileSync(inPath);
   if (raw[0] === 0x1f && raw[1] === 0x8b) raw = gunzipSync(raw);
   const p = fromBinary(ProfileSchema, raw);
+  if (o.maxSamples) p.sample = p.sample.slice(0, o.maxSamples);
   const td = new TextDecoder();
   const s = (i) => td.decode(p.stringTable[Number(i)] ?? new Uint8Array());
   const dict = new Dict();
