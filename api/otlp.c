@@ -91,7 +91,9 @@ json_int(const json_t *v, bool is_unsigned, uint64_t *out)
 	if (json_is_real(v)) {
 		double d = json_real_value(v);
 
-		if (d != (double)(int64_t)d || (is_unsigned && d < 0))
+		/* Range first: converting a double out of int64's range is undefined. */
+		if (!(d >= -9.2e18 && d <= 9.2e18) || d != (double)(int64_t)d ||
+		    (is_unsigned && d < 0))
 			return -EINVAL;
 		*out = (uint64_t)(int64_t)d;
 		return 0;
