@@ -124,6 +124,14 @@ for enc in proto json; do
   done
 done
 
+# --- without service.name: OTel's unknown_service -----------------------------
+otlp convert "$SRC" "$TMP/nosvc.req" --encoding json --service "" --start-ns "${START}000000000" \
+  --spread-ns "${SPREAD}000000000"
+post nosvc "$TMP/nosvc.req" application/json
+wait_tree "$M/unknown_service/cpu/all/all/merged.pb.gz" && [ "$ST" = 200 ] \
+  && ok "no service.name: stored as unknown_service" \
+  || fail "no service.name: stored as unknown_service" "status $ST, $(ls "$M")"
+
 # --- refused: a 4xx with the reason, nothing stored -------------------------
 BEFORE=$(stored)
 SERVICES_BEFORE=$(ls "$M" | tr '\n' ' ')
@@ -167,6 +175,8 @@ printf '{"resourceProfiles":[{"scopeProfiles":[{"profiles":[{"samples":[{"values
 refused "JSON: a value that is no integer" 400 "values.*not an integer" "$TMP/bad.req" application/json
 otlp convert "$SRC" "$TMP/bad.req" --service "a/b" --start-ns "${START}000000000"
 refused "service.name with a slash" 400 "service.name" "$TMP/bad.req" application/x-protobuf
+otlp convert "$SRC" "$TMP/bad.req" --service otlp-bad --start-ns "${START}000000000" --extra-attrs 63
+refused "more than 64 labels" 400 "more than 64 labels" "$TMP/bad.req" application/x-protobuf
 otlp convert "$SRC" "$TMP/bad.req" --service otlp-bad --start-ns 631152000000000000
 refused "samples from 1990" 400 "out of range" "$TMP/bad.req" application/x-protobuf
 otlp convert "$SRC" "$TMP/bad.req" --service otlp-bad --start-ns "${START}000000000"

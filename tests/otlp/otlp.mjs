@@ -4,7 +4,8 @@
 //
 //   node otlp.mjs convert IN.pprof OUT --encoding proto|json [--gzip]
 //        [--service NAME] [--start-ns T] [--spread-ns S] [--break KIND]
-//        [--max-samples N]
+//        [--max-samples N] [--extra-attrs N]
+//     (--service "": no service.name; --extra-attrs: N more resource attributes)
 //     Converts a pprof profile (gzipped or not) into an
 //     ExportProfilesServiceRequest of opentelemetry-proto v1.11.0: one OTLP
 //     profile per pprof sample type sharing one dictionary, pprof labels as
@@ -43,6 +44,7 @@ function opts(args) {
     else if (a === "--spread-ns") o.spreadNs = BigInt(args[++i]);
     else if (a === "--break") o.brk = args[++i];
     else if (a === "--max-samples") o.maxSamples = Number(args[++i]);
+    else if (a === "--extra-attrs") o.extraAttrs = Number(args[++i]);
     else die(`unknown argument ${a}`);
   }
   return o;
@@ -155,9 +157,12 @@ function convert(inPath, outPath, o) {
   const req = create(ExportProfilesServiceRequestSchema, {
     resourceProfiles: [{
       resource: { attributes: [
-        { key: "service.name", value: { value: { case: "stringValue", value: o.service } } },
+        ...(o.service === "" ? [] :
+          [{ key: "service.name", value: { value: { case: "stringValue", value: o.service } } }]),
         { key: "deployment.environment", value: { value: { case: "stringValue", value: "test" } } },
         { key: "host.cpus", value: { value: { case: "intValue", value: 2n } } },
+        ...Array.from({ length: o.extraAttrs ?? 0 }, (_, i) =>
+          ({ key: `extra.${i}`, value: { value: { case: "stringValue", value: "x" } } })),
       ] },
       scopeProfiles: [{ scope: { name: "profilefs-test", version: "1",
         attributes: [{ key: "profiler", value: { value: { case: "stringValue", value: "go" } } }] },
