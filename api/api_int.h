@@ -1,6 +1,7 @@
 /*
  * api_int: what the HTTP server (http.c) shares with its handler modules,
- * profefe.c (/api/0/...) and pyroscope.c (/ingest). http.c owns the
+ * profefe.c (/api/0/...), pyroscope.c (/ingest) and otlp.c
+ * (/v1development/profiles). http.c owns the
  * connection, the request body and the reply; a handler reads parameters,
  * does its work against the store and ends in exactly one http_reply*() call.
  * Handlers run on the connection's own thread (libmicrohttpd's
@@ -113,6 +114,29 @@ void	profefe_get(struct http_req *r);	/* /api/0/profiles/<id>[+<id>...] */
 void	profefe_services(struct http_req *r);
 void	profefe_version(struct http_req *r);
 void	pyroscope_ingest(struct http_req *r);
+void	otlp_profiles(struct http_req *r);	/* POST /v1development/profiles */
+
+/* --- otlp.c: OTLP profiles, decoded apart from HTTP (the fuzz harness) --- */
+
+/* What one OTLP request stores: n profiles and what store_put_profiles() needs. */
+struct otlp_batch {
+	struct profile		**p;
+	struct store_input	 *in;		/* in[i].labels and .service point below */
+	size_t			  n;
+	char			**services;	/* per group of the request */
+	struct labelset		 *ls;
+	size_t			  ngroups;
+};
+/*
+ * Decode an ExportProfilesServiceRequest (protobuf, or its JSON form when
+ * json) of data[0..len), already gunzipped, into *ob, which the caller frees
+ * with otlp_batch_free() (also after a failure). -EINVAL with the reason in
+ * err for a malformed request or one of another release's layout, -EFBIG for
+ * one over the limits, -ENOMEM.
+ */
+int	otlp_decode(const void *data, size_t len, bool json, struct otlp_batch *ob,
+	    struct buf *err);
+void	otlp_batch_free(struct otlp_batch *ob);
 
 /* --- peer.c: the owner of a loopback client's socket --- */
 

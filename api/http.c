@@ -125,6 +125,8 @@ static const struct http_route routes[] = {
 	{ "/api/0/version", false, M_GET, "GET, HEAD", "/api/0/version", NULL,
 	    false, profefe_version },
 	{ "/ingest", false, M_POST, "POST", "/ingest", "pyroscope", false, pyroscope_ingest },
+	{ "/v1development/profiles", false, M_POST, "POST", "/v1development/profiles", "otlp",
+	    false, otlp_profiles },
 	{ "/metrics", false, M_GET, "GET, HEAD", "/metrics", NULL, false, handle_metrics },
 	{ "/healthz", false, M_GET, "GET, HEAD", "/healthz", NULL, true, handle_healthz },
 };

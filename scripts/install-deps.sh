@@ -66,3 +66,12 @@ if [ "${PROFILEFS_NO_BROWSER:-0}" != 1 ] && [ -f "$here/tests/browser/package.js
   (cd "$here/tests/browser" && npm install --no-audit --no-fund --silent) || \
     echo "install-deps: npm install failed; the browser test will be skipped" >&2
 fi
+
+# @bufbuild/protobuf (with protoc-gen-es and buf, to generate its code from
+# api/otlp.proto) builds the OTLP requests of tests/integration/otlp.sh.
+if command -v npm >/dev/null && [ -f "$here/tests/otlp/package.json" ] \
+   && [ ! -d "$here/tests/otlp/node_modules/@bufbuild/protobuf" ]; then
+  echo "install-deps: npm ci (tests/otlp)"
+  (cd "$here/tests/otlp" && npm ci --no-audit --no-fund --silent) || \
+    echo "install-deps: npm ci failed; the OTLP test will fail" >&2
+fi

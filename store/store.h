@@ -81,6 +81,14 @@ int	store_put(struct store *st, const struct store_input *in, const void *data,
 /* The same for a profile already decoded (the eBPF sampler builds its own). */
 int	store_put_profile(struct store *st, const struct store_input *in,
 	    const struct profile *p, struct store_ref *ref, struct buf *err);
+/*
+ * Store the n decoded profiles p[i] (with in[i]) in one synced batch: all of
+ * them or, on any error, none (the reason in err names the first refused).
+ * refs (optional output) gets n refs. Each is counted as store_put() does.
+ */
+int	store_put_profiles(struct store *st, const struct store_input *in,
+	    const struct profile *const *p, size_t n, struct store_ref *refs,
+	    struct buf *err);
 
 /* Increases on every successful put: cached views compare it. */
 uint64_t store_generation(const struct store *st);

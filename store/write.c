@@ -115,21 +115,25 @@ batch_done(struct store *st, uint64_t sid, const struct buf *news)
 	pthread_mutex_unlock(&ss->sym_lock);
 }
 
+/*
+ * What put_locked() knows of one profile of a batch between its checks and
+ * its write.
+ */
+struct put_one {
+	struct store_ref	 r;
+	struct buf		 news;
+	size_t			 vlen;
+};
+
+/* Check profile p, find or make its series and pick its time and id into *o. */
 static int
-put_locked(struct store *st, const struct store_input *in, const struct profile *p,
-    struct store_ref *ref, struct buf *err)
+put_prepare(struct store *st, const struct store_input *in, const struct profile *p,
+    int64_t now, struct put_one *o, struct buf *err)
 {
-	int64_t now;
 	const char *type = in->type;
-	struct buf labels = { 0 }, news = { 0 };
-	unsigned char ikey[9], ival[16], hkey[17];
-	rocksdb_writebatch_t *wb = NULL;
-	struct store_ref r;
-	char *dberr = NULL;
-	size_t vlen = 0;
+	struct buf labels = { 0 };
 	int rc;
 
-	memset(&r, 0, sizeof(r));
 	if ((rc = store_check_service(in->service ? in->service : "", err)) < 0)
 		goto out;
 	if (type == NULL || strcmp(type, "auto") == 0)
@@ -148,7 +152,6 @@ put_locked(struct store *st, const struct store_input *in, const struct profile 
 		goto out;
 	if ((rc = buf_reserve(&labels, 0)) < 0)
 		goto out;
-	now = clock_now_ns();
 	/*
 	 * A profile's own time that no clock could have written (0001, 2262)
 	 * would sit where no range shows it and retention never reaches: it
@@ -157,60 +160,98 @@ put_locked(struct store *st, const struct store_input *in, const struct profile 
 	if (p->time_nanos && !in->created_at && !store_time_sane(p->time_nanos, now))
 		log_info("store: %s/%s: the profile's time %lld ns is out of range; stored at "
 		    "its time of reception", in->service, type, (long long)p->time_nanos);
-	r.time = in->created_at ? in->created_at :
+	o->r.time = in->created_at ? in->created_at :
 	    p->time_nanos && store_time_sane(p->time_nanos, now) ? p->time_nanos : now;
-	snprintf(r.type, sizeof(r.type), "%s", type);
-	if ((rc = series_get_or_create(st, in->service, type, labels.data, &r.series, err)) < 0)
+	snprintf(o->r.type, sizeof(o->r.type), "%s", type);
+	if ((rc = series_get_or_create(st, in->service, type, labels.data, &o->r.series,
+	    err)) < 0)
 		goto out;
-	r.id = atomic_fetch_add(&st->next_id, 1);
+	o->r.id = atomic_fetch_add(&st->next_id, 1);
+out:
+	buf_free(&labels);
+	return rc;
+}
 
+/*
+ * Store the n profiles p[i] as in[i] says in one synced batch: all of them
+ * or none. refs (optional) gets n refs.
+ */
+static int
+put_locked(struct store *st, const struct store_input *in, const struct profile *const *p,
+    size_t n, struct store_ref *refs, struct buf *err)
+{
+	int64_t now = clock_now_ns(), tmin = INT64_MAX;
+	unsigned char ikey[9], ival[16], hkey[17];
+	rocksdb_writebatch_t *wb = NULL;
+	struct put_one *o;
+	char *dberr = NULL;
+	size_t i;
+	int rc = 0;
+
+	if ((o = calloc(n ? n : 1, sizeof(*o))) == NULL)
+		return -ENOMEM;
 	wb = rocksdb_writebatch_create();
-	if ((rc = batch_profile(st, wb, r.series, r.time, r.id, p, &news, &vlen)) < 0) {
-		if (err)
-			buf_adds(err, rc == -ENOMEM ? "out of memory" : "profile cannot be encoded");
+	for (i = 0; i < n && rc == 0; i++) {
+		if ((rc = put_prepare(st, &in[i], p[i], now, &o[i], err)) < 0)
+			break;
+		rc = batch_profile(st, wb, o[i].r.series, o[i].r.time, o[i].r.id, p[i],
+		    &o[i].news, &o[i].vlen);
+		if (rc < 0) {
+			if (err)
+				buf_adds(err, rc == -ENOMEM ? "out of memory" :
+				    "profile cannot be encoded");
+			break;
+		}
+		ikey[0] = 'I';
+		be64_put(ikey + 1, o[i].r.id);
+		be64_put(ival, o[i].r.series);
+		be64_put(ival + 8, time_enc(o[i].r.time));
+		hkey[0] = 'H';
+		be64_put(hkey + 1, o[i].r.series);
+		be64_put(hkey + 9, time_enc(floor_div(o[i].r.time, NS_1H)));
+		rocksdb_writebatch_put(wb, (char *)ikey, sizeof(ikey), (char *)ival, sizeof(ival));
+		rocksdb_writebatch_put(wb, (char *)hkey, sizeof(hkey), "", 0);
+		if (atomic_load(&st->q_on)) {
+			ikey[0] = 'O';	/* same id as the I key: in the same batch */
+			rocksdb_writebatch_put(wb, (char *)ikey, sizeof(ikey), "", 0);
+		}
+		if (o[i].r.time < tmin)
+			tmin = o[i].r.time;
+	}
+	if (rc < 0)
 		goto out;
-	}
-	ikey[0] = 'I';
-	be64_put(ikey + 1, r.id);
-	be64_put(ival, r.series);
-	be64_put(ival + 8, time_enc(r.time));
-	hkey[0] = 'H';
-	be64_put(hkey + 1, r.series);
-	be64_put(hkey + 9, time_enc(floor_div(r.time, NS_1H)));
-	rocksdb_writebatch_put(wb, (char *)ikey, sizeof(ikey), (char *)ival, sizeof(ival));
-	rocksdb_writebatch_put(wb, (char *)hkey, sizeof(hkey), "", 0);
-	if (atomic_load(&st->q_on)) {
-		ikey[0] = 'O';	/* same id as the I key: in the same batch */
-		rocksdb_writebatch_put(wb, (char *)ikey, sizeof(ikey), "", 0);
-	}
 	rocksdb_write(st->db, st->wsync, wb, &dberr);
 	if (dberr) {
 		rc = store_write_error(st, dberr, err);
 		goto out;
 	}
-	batch_done(st, r.series, &news);
-	if (atomic_load(&st->q_on))
-		atomic_fetch_add(&st->q_len, 1);
-	atomic_fetch_add(&st->n_put, 1);
-	atomic_fetch_add(&st->n_bytes, vlen);
-	note_change(st, r.time);
-	compact_kick(st);
-	if (ref)
-		*ref = r;
+	for (i = 0; i < n; i++) {
+		batch_done(st, o[i].r.series, &o[i].news);
+		if (atomic_load(&st->q_on))
+			atomic_fetch_add(&st->q_len, 1);
+		atomic_fetch_add(&st->n_put, 1);
+		atomic_fetch_add(&st->n_bytes, o[i].vlen);
+		if (refs)
+			refs[i] = o[i].r;
+	}
+	if (n) {
+		note_change(st, tmin);
+		compact_kick(st);
+	}
 out:
-	if (wb)
-		rocksdb_writebatch_destroy(wb);
+	rocksdb_writebatch_destroy(wb);
 	if (rc < 0)
-		atomic_fetch_add(&st->n_rejected, 1);
-	buf_free(&labels);
-	buf_free(&news);
+		atomic_fetch_add(&st->n_rejected, n ? n : 1);
+	for (i = 0; i < n; i++)
+		buf_free(&o[i].news);
+	free(o);
 	return rc;
 }
 
 /* Puts share the database with each other; a reopen after a full disk waits. */
 static int
-put_common(struct store *st, const struct store_input *in, const struct profile *p,
-    struct store_ref *ref, struct buf *err)
+put_common(struct store *st, const struct store_input *in, const struct profile *const *p,
+    size_t n, struct store_ref *ref, struct buf *err)
 {
 	int rc;
 
@@ -218,11 +259,11 @@ put_common(struct store *st, const struct store_input *in, const struct profile 
 		if (err)
 			buf_printf(err, "the data directory's file system is full; "
 			    "storing resumes once %u MiB are free on it", STORE_RESUME_FREE >> 20);
-		atomic_fetch_add(&st->n_rejected, 1);
+		atomic_fetch_add(&st->n_rejected, n);
 		return -ENOSPC;
 	}
 	pthread_rwlock_rdlock(&st->db_lock);
-	rc = put_locked(st, in, p, ref, err);
+	rc = put_locked(st, in, p, n, ref, err);
 	pthread_rwlock_unlock(&st->db_lock);
 	return rc;
 }
@@ -280,7 +321,7 @@ store_put(struct store *st, const struct store_input *in, const void *data, size
 	}
 	if ((rc = profile_decode(pd, pl, &p, err)) < 0)
 		goto out;
-	rc = put_common(st, in, p, ref, err);
+	rc = put_common(st, in, (const struct profile *const *)&p, 1, ref, err);
 out:
 	if (rc < 0 && p == NULL)
 		atomic_fetch_add(&st->n_rejected, 1);
@@ -297,8 +338,24 @@ store_put_profile(struct store *st, const struct store_input *in, const struct p
 	int64_t t0 = clock_mono_ns();
 	int rc;
 
-	rc = put_common(st, in, p, ref, err);
+	rc = put_common(st, in, &p, 1, ref, err);
 	count_put(in, rc, 0, t0);
+	return rc;
+}
+
+int
+store_put_profiles(struct store *st, const struct store_input *in,
+    const struct profile *const *p, size_t n, struct store_ref *refs, struct buf *err)
+{
+	int64_t t0 = clock_mono_ns();
+	size_t i;
+	int rc;
+
+	if (n == 0)
+		return 0;
+	rc = put_common(st, in, p, n, refs, err);
+	for (i = 0; i < n; i++)
+		count_put(&in[i], rc, 0, t0);
 	return rc;
 }
 
