@@ -618,7 +618,15 @@ pf_open(const char *path, struct fuse_file_info *fi)
 		/* Reopening a file that is still being written. */
 		struct ingest *ig;
 
-		if ((rc = ingest_open(path, (fi->flags & O_TRUNC) != 0, &ig)) < 0)
+		rc = ingest_open(path, (fi->flags & O_TRUNC) != 0, &ig);
+		/*
+		 * The name was stored and released, but the kernel still holds
+		 * its entry (entry_timeout) and opens it instead of creating
+		 * it: a writer starts a new file, as a create would.
+		 */
+		if (rc == -ENOENT && (fi->flags & O_ACCMODE) != O_RDONLY)
+			rc = ingest_create(path, &fp, true, &ig);
+		if (rc < 0)
 			return rc;
 		h = xcalloc(1, sizeof(*h));
 		h->kind = H_INGEST;

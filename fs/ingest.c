@@ -12,11 +12,20 @@
  * newest writer's bytes (or empty with O_TRUNC), so `cat` of a file still
  * being copied shows what has arrived.
  *
- * Empty files: a file created with O_EXCL (cp) or O_TRUNC (shell
- * redirection, dd, most writers) or truncated, then closed without data, is
- * an empty upload and fails with EINVAL like any other non-profile; a file
- * only created and closed (touch: neither flag, no write, no truncate) holds
- * no upload at all and is ignored.
+ * Empty files are not uploads: a close(2) while the file holds no byte
+ * stores nothing, returns 0 and counts nothing. The shell's redirection
+ * (`cmd > ingest/svc/cpu/f`) opens the file, dup2()s it onto the command's
+ * output and closes the first descriptor before the command writes: that
+ * close is a flush of an empty file that must not count as a failed upload.
+ * A file closed for the last time without a byte (touch, `: > f`, cp of an
+ * empty file) is logged at info level as holding nothing.
+ *
+ * A name whose last open closed stays resolvable, as an empty file, for
+ * INGEST_GRACE after it was last resolved: the kernel keeps a name it looked
+ * up for the entry timeout (1 s, fs.c) and stats it before opening it
+ * again, so a writer of the same name right after (a loop of `cat > f`)
+ * would otherwise fail with ENOENT. An open for writing of such a name
+ * starts a new file (fs.c). Such names are not listed.
  *
  * Locking: ig_lock protects the list of open files and every ingest's data,
  * dirty flag, result and open count; an ingest's store_lock is held across a
@@ -46,11 +55,77 @@ struct ingest {
 	pthread_mutex_t	 store_lock;	/* held across a store attempt */
 	bool		 dirty;		/* written or truncated since the last store attempt */
 	int		 result;	/* of the last store attempt */
+	bool		 stored;	/* an attempt stored the bytes */
 	int		 opens;
 };
 
+/* A name closed lately, resolvable until `until` (mono ns). Protected by ig_lock. */
+struct ingest_gone {
+	struct ingest_gone *next;
+	int64_t		 until;
+	char		 path[];
+};
+
+/* The kernel's entry timeout (fs.c), with a margin. */
+#define INGEST_GRACE_NS		(INT64_C(2000) * 1000000)
+#define INGEST_GONE_MAX		4096	/* names remembered at most */
+
 static pthread_mutex_t ig_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ingest *ig_open;	/* newest first; protected by ig_lock */
+static struct ingest_gone *ig_gone;	/* newest first; protected by ig_lock */
+static size_t ig_ngone;			/* protected by ig_lock */
+
+/*
+ * The entry of a name closed lately, refreshed (a positive answer to a
+ * lookup starts the kernel's timeout again), or NULL; expired entries are
+ * dropped on the way. Called with ig_lock held.
+ */
+static struct ingest_gone *
+gone_find(const char *path, int64_t now)
+{
+	struct ingest_gone **pp = &ig_gone, *g, *found = NULL;
+
+	while ((g = *pp) != NULL) {
+		if (g->until <= now) {
+			*pp = g->next;
+			free(g);
+			ig_ngone--;
+			continue;
+		}
+		if (found == NULL && path && strcmp(g->path, path) == 0) {
+			g->until = now + INGEST_GRACE_NS;
+			found = g;
+		}
+		pp = &g->next;
+	}
+	return found;
+}
+
+/* Remember that path was closed. Called with ig_lock held. */
+static void
+gone_add(const char *path)
+{
+	int64_t now = clock_mono_ns();
+	struct ingest_gone *g, **pp;
+	size_t n = strlen(path);
+
+	if (gone_find(path, now) != NULL)
+		return;
+	if (ig_ngone >= INGEST_GONE_MAX) {	/* drop the oldest */
+		for (pp = &ig_gone; (*pp)->next; pp = &(*pp)->next)
+			;
+		free(*pp);
+		*pp = NULL;
+		ig_ngone--;
+	}
+	if ((g = malloc(sizeof(*g) + n + 1)) == NULL)
+		return;		/* only the next writer's convenience is lost */
+	memcpy(g->path, path, n + 1);
+	g->until = now + INGEST_GRACE_NS;
+	g->next = ig_gone;
+	ig_gone = g;
+	ig_ngone++;
+}
 
 /* The newest open file at path, or NULL. Called with ig_lock held. */
 static struct ingest *
@@ -228,13 +303,17 @@ ingest_truncate(const char *path, struct ingest *ig, off_t size)
 int
 ingest_size(const char *path, struct ingest *ig, off_t *size)
 {
+	bool gone = false;
+
 	pthread_mutex_lock(&ig_lock);
 	if (ig == NULL)
 		ig = find(path);
 	if (ig)
 		*size = (off_t)ig->data.len;
+	else if ((gone = gone_find(path, clock_mono_ns()) != NULL))
+		*size = 0;
 	pthread_mutex_unlock(&ig_lock);
-	return ig ? 0 : -ENOENT;
+	return ig || gone ? 0 : -ENOENT;
 }
 
 void
@@ -271,8 +350,12 @@ ingest_flush(struct fsctx *fs, struct ingest *ig)
 	memset(&in, 0, sizeof(in));
 	pthread_mutex_lock(&ig->store_lock);
 	pthread_mutex_lock(&ig_lock);
-	if (!ig->dirty) {
-		rc = ig->result;
+	/*
+	 * Nothing to store (yet): no attempt, no count, no error (see the top
+	 * of the file); a write through another descriptor stores later.
+	 */
+	if (!ig->dirty || ig->data.len == 0) {
+		rc = ig->dirty ? 0 : ig->result;
 		pthread_mutex_unlock(&ig_lock);
 		pthread_mutex_unlock(&ig->store_lock);
 		return rc;
@@ -333,6 +416,7 @@ out:
 		memset(&data, 0, sizeof(data));
 	}
 	ig->result = rc;
+	ig->stored |= rc == 0;
 	pthread_mutex_unlock(&ig_lock);
 	pthread_mutex_unlock(&ig->store_lock);
 	labels_clear(&ls);
@@ -355,13 +439,14 @@ ingest_release(struct fsctx *fs, struct ingest *ig)
 		;
 	if (*pp)
 		*pp = ig->next;
+	if (find(ig->path) == NULL)
+		gone_add(ig->path);
 	pthread_mutex_unlock(&ig_lock);
 	/* Written but never flushed (a writer that died): store it now. */
-	if (ig->dirty)
+	if (ig->dirty && ig->data.len)
 		ingest_flush(fs, ig);
-	if (ig->data.len == 0 && ig->result == 0)
-		log_info("ingest: %s was created and closed without data (touch); nothing stored",
-		    ig->path);
+	if (ig->data.len == 0 && !ig->stored)
+		log_info("ingest: %s was closed without data; nothing stored", ig->path);
 	buf_free(&ig->data);
 	pthread_mutex_destroy(&ig->store_lock);
 	free(ig->path);
