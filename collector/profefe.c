@@ -68,7 +68,7 @@ create(struct http_req *r)
 		http_reply_error(r, 400, "bad request: missing service");
 		goto out;
 	}
-	if (store_check_service(service, &err) < 0) {
+	if (store_check_service_name(service, &err) < 0) {
 		http_reply_error(r, 400, "bad request: bad service: %s", err.data);
 		goto out;
 	}
@@ -77,9 +77,8 @@ create(struct http_req *r)
 		    "goroutine threadcreate other allocs wall, or auto)");
 		goto out;
 	}
-	if (strcmp(type, "auto") != 0 && !store_type_known(type)) {
-		http_reply_error(r, 400, "bad request: bad profile type \"%s\" (one of cpu heap block "
-		    "mutex goroutine threadcreate other allocs wall, or auto)", type);
+	if (store_check_known_type(type, &err) < 0) {
+		http_reply_error(r, 400, "bad request: %s", err.data);
 		goto out;
 	}
 	if (labels && httpparse_labels(labels, &ls, &err) < 0) {

@@ -486,8 +486,12 @@ pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 		    h->pin->ce->born);
 		return 0;
 	}
-	if (path_parse(path, clock_now_ns(), &fp) < 0)
+	if (path_parse(path, clock_now_ns(), &fp) < 0) {
+		/* A bad service or type in ingest/: say why the directory is not there. */
+		if (path_in_ingest(path))
+			ingest_explain(path);
 		return -ENOENT;
+	}
 	switch (fp.node) {
 	case NODE_ROOT:
 		fs_stat(st, path, true, 0, false, 0);
@@ -695,9 +699,7 @@ pf_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 	if (path_parse(path, clock_now_ns(), &fp) < 0 || fp.node != NODE_INGEST_FILE) {
 		if (!path_in_ingest(path))
 			return -EROFS;
-		log_warnx("ingest: cannot create %s: files go in "
-		    "ingest/<service>/<type>/[<k=v,...>/]<file> (type: cpu, heap, ... or auto)",
-		    path);
+		ingest_explain(path);
 		return -EINVAL;
 	}
 	h = xcalloc(1, sizeof(*h));
@@ -779,7 +781,10 @@ pf_mkdir(const char *path, mode_t mode)
 	(void)mode;
 	if (path_parse(path, clock_now_ns(), &fp) == 0 && fp.node == NODE_INGEST)
 		return 0;
-	return path_in_ingest(path) ? -EINVAL : -EROFS;
+	if (!path_in_ingest(path))
+		return -EROFS;
+	ingest_explain(path);
+	return -EINVAL;
 }
 
 static int

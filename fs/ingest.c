@@ -452,3 +452,32 @@ ingest_release(struct fsctx *fs, struct ingest *ig)
 	free(ig->path);
 	free(ig);
 }
+
+void
+ingest_explain(const char *path)
+{
+	char seg[256];
+	const char *p, *e;
+	struct buf err = { 0 };
+	int depth;
+
+	/* path is /ingest/<service>/<type>/...: the first segment that fails. */
+	p = path + strlen("/ingest");
+	for (depth = 0; depth < 2 && *p == '/'; depth++) {
+		p++;
+		if ((e = strchr(p, '/')) == NULL)
+			e = p + strlen(p);
+		if (e == p || (size_t)(e - p) >= sizeof(seg))
+			break;
+		memcpy(seg, p, (size_t)(e - p));
+		seg[e - p] = '\0';
+		if ((depth == 0 ? store_check_service_name(seg, &err) :
+		    store_check_known_type(seg, &err)) < 0) {
+			log_warnx("ingest: %s: %s", path, err.data);
+			buf_free(&err);
+			return;
+		}
+		p = e;
+	}
+	log_warnx("ingest: %s: files go in ingest/<service>/<type>/[<k=v,...>/]<file>", path);
+}

@@ -257,6 +257,17 @@ const char *store_infer_type(const struct profile *p);
 int	store_check_type(const char *type, struct buf *err);
 int	store_check_service(const char *service, struct buf *err);
 
+/*
+ * The names producers may give (names.c); the tree reads whatever is stored.
+ * store_check_known_type(): a known type or "auto". store_check_profile_type():
+ * whether p's sample types fit type (a CPU profile is not heap; "other" and
+ * profiles of unknown sample types fit anything). store_check_service_name():
+ * Pyroscope's rule for application names ([A-Za-z0-9_.-], 1 to
+ * SERVICE_MAX_LEN), not reserved. Each is 0 or -EINVAL with the reason in err.
+ */
+int	store_check_known_type(const char *type, struct buf *err);
+int	store_check_profile_type(const char *type, const struct profile *p, struct buf *err);
+int	store_check_service_name(const char *service, struct buf *err);
 /* Format a profile id for users (16 hex digits) and parse it back (-EINVAL). */
 void	store_id_format(uint64_t id, char out[17]);
 int	store_id_parse(const char *s, uint64_t *id);
