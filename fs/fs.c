@@ -66,6 +66,10 @@ fs_stat(struct stat *st, const char *path, bool dir, off_t size, bool writable,
 	memset(st, 0, sizeof(*st));
 	st->st_ino = hash_bytes(path, strlen(path)) | 1;
 	/* The modes fs_main() chose: the kernel checks them (default_permissions). */
+	/* Under a service, the writers may delete (pf_unlink, pf_rmdir). */
+	bool del = !writable && path[0] == '/' && path[1] != '\0' &&
+	    strcmp(path, "/README.txt") != 0 && strcmp(path, "/.targets.json") != 0;
+
 	if (dir) {
 		st->st_mode = S_IFDIR | (writable ? fs->mode_ingest_dir : fs->mode_dir);
 		st->st_nlink = 2;
@@ -75,6 +79,8 @@ fs_stat(struct stat *st, const char *path, bool dir, off_t size, bool writable,
 		st->st_size = size;
 		st->st_blocks = (size + 511) / 512;
 	}
+	if (del)
+		st->st_mode |= fs->mode_delete;
 	st->st_blksize = 65536;
 	st->st_uid = fs->uid;
 	st->st_gid = fs->gid;
@@ -507,17 +513,17 @@ pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 		return rc;
 	}
 	case NODE_SERVICE:
-		if (!dir_exists(fs, fp.service, NULL, NULL, NULL))
+		if (!dir_exists(fs, fp.service, NULL, NULL, NULL) && !delete_recent(fp.service))
 			return -ENOENT;
 		fs_stat(st, path, true, 0, false, 0);
 		return 0;
 	case NODE_TYPE:
-		if (!dir_exists(fs, fp.service, fp.type, NULL, NULL))
+		if (!dir_exists(fs, fp.service, fp.type, NULL, NULL) && !delete_recent(fp.service))
 			return -ENOENT;
 		fs_stat(st, path, true, 0, false, 0);
 		return 0;
 	case NODE_SELECTOR:
-		if (!dir_exists(fs, fp.service, fp.type, fp.selector, NULL))
+		if (!dir_exists(fs, fp.service, fp.type, fp.selector, NULL) && !delete_recent(fp.service))
 			return -ENOENT;
 		fs_stat(st, path, true, 0, false, 0);
 		return 0;
@@ -525,7 +531,8 @@ pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 	case NODE_PROFILES:
 	case NODE_VS:
 	case NODE_VS_BASE:
-		if (!dir_exists(fs, fp.service, fp.type, fp.selector, &fp.range))
+		if (!dir_exists(fs, fp.service, fp.type, fp.selector, &fp.range) &&
+		    !delete_recent(fp.service))
 			return -ENOENT;
 		fs_stat(st, path, true, 0, false, 0);
 		return 0;
@@ -552,6 +559,13 @@ pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 			return 0;
 		}
 		rc = content_size(fs, path, &fp, &size, &born);
+		/* Listed before a deletion took its data, while rm -r walks (delete.c). */
+		if (rc == -ENOENT && fp.node != NODE_README && fp.node != NODE_TARGETS &&
+		    delete_recent(fp.service)) {
+			size = 0;
+			born = 0;
+			rc = 0;
+		}
 		if (rc == 0)
 			fs_stat(st, path, false, size, false, born);
 		if (rc < 0 && rc != -ENOENT) {
@@ -593,7 +607,14 @@ pf_readdir(const char *path, void *dbuf, fuse_fill_dir_t filler, off_t off,
 	metrics_add("profilefs_fuse_requests_total", NULL, 1);
 	if (path_parse(path, clock_now_ns(), &fp) < 0)
 		return -ENOENT;
-	if ((rc = dir_list(fs_ctx(), path, &fp, &names)) == 0) {
+	rc = dir_list(fs_ctx(), path, &fp, &names);
+	/* Emptied by a deletion while rm -r walks it (delete.c). */
+	if (rc == -ENOENT && fp.node != NODE_ROOT && fp.node != NODE_INGEST &&
+	    fp.service[0] && delete_recent(fp.service)) {
+		buf_reset(&names);
+		rc = 0;
+	}
+	if (rc == 0) {
 		filler(dbuf, ".", NULL, 0, 0);
 		filler(dbuf, "..", NULL, 0, 0);
 		for (p = names.data; p && p < names.data + names.len; p += strlen(p) + 1)
@@ -787,10 +808,56 @@ pf_mkdir(const char *path, mode_t mode)
 	return -EINVAL;
 }
 
+/*
+ * Deletion. The kernel lets only the mount's writers get here (the owner,
+ * and the group with --group-write: the w bits fs_stat() reports under a
+ * service). rm of a stored profile deletes it; rmdir of a label set (or a
+ * selector), a type or a service deletes every series it shows. What is
+ * generated from data (views, range directories, profiles/, vs/) goes with
+ * its data: removing it succeeds and removes nothing by itself, so `rm -r`
+ * walks any subtree and the directories it names last delete the data.
+ */
 static int
 pf_unlink(const char *path)
 {
-	return path_in_ingest(path) ? -ENOENT : -EROFS;
+	struct fsctx *fs = fs_ctx();
+	struct store_ref ref;
+	struct buf err = { 0 };
+	struct fspath fp;
+	uint64_t size;
+	int rc;
+
+	metrics_add("profilefs_fuse_requests_total", NULL, 1);
+	if (path_in_ingest(path))
+		return -ENOENT;
+	if (path_parse(path, clock_now_ns(), &fp) < 0)
+		return -ENOENT;
+	switch (fp.node) {
+	case NODE_PROFILE:
+		rc = store_get_size(fs->st, fp.profile_id, &ref, &size);
+		if ((rc == 0 || rc == -ENODATA) && !profile_in_path(fs, &fp, &ref))
+			rc = -ENOENT;
+		if (rc == 0 || rc == -ENODATA)
+			rc = store_delete_profile(fs->st, fp.profile_id, NULL, &err);
+		if (rc == -ENOENT && delete_recent(fp.service))
+			rc = 0;		/* listed before a deletion that took it */
+		else if (rc == 0) {
+			delete_note(fp.service);
+			log_info("deleted %s", path);
+		}
+		else if (rc != -ENOENT)
+			log_warnx("cannot delete %s: %s", path, err.data ? err.data : strerror(-rc));
+		buf_free(&err);
+		return rc == -ENOENT ? -ENOENT : rc < 0 ? -EIO : 0;
+	case NODE_VIEW:
+	case NODE_VS_VIEW:
+	case NODE_VS_LINK:
+		/* Generated: it goes with its data. */
+		return dir_exists(fs, fp.service, fp.type, fp.selector, &fp.range) ||
+		    delete_recent(fp.service) ? 0 : -ENOENT;
+	default:
+		return fp.node == NODE_ROOT ? -EISDIR : -EROFS;
+	}
 }
 
 static int
@@ -831,8 +898,59 @@ pf_setxattr(const char *path, const char *name, const char *value, size_t size, 
 static int
 pf_rmdir(const char *path)
 {
-	(void)path;
-	return -EROFS;
+	struct fsctx *fs = fs_ctx();
+	struct labelset sel = { .n = 0 };
+	struct buf err = { 0 };
+	struct fspath fp;
+	struct query q;
+	uint64_t ns = 0, np = 0;
+	int rc;
+
+	metrics_add("profilefs_fuse_requests_total", NULL, 1);
+	if (path_in_ingest(path) || path_parse(path, clock_now_ns(), &fp) < 0)
+		return path_in_ingest(path) ? -EROFS : -ENOENT;
+	memset(&q, 0, sizeof(q));
+	switch (fp.node) {
+	case NODE_SELECTOR:
+		if (labels_parse(fp.selector, &sel, NULL) < 0)
+			return -ENOENT;
+		q.sel = &sel;
+		/* fallthrough */
+	case NODE_TYPE:
+		q.type = fp.type;
+		/* fallthrough */
+	case NODE_SERVICE:
+		q.service = fp.service;
+		if (!dir_exists(fs, fp.service, q.type, fp.node == NODE_SELECTOR ? fp.selector :
+		    NULL, NULL)) {
+			rc = delete_recent(fp.service) ? 0 : -ENOENT;
+			break;
+		}
+		rc = store_delete_series(fs->st, &q, &ns, &np, &err);
+		if (rc == 0) {
+			delete_note(fp.service);
+			log_info("deleted %s: %llu profiles of %llu label sets", path,
+			    (unsigned long long)np, (unsigned long long)ns);
+		}
+		else
+			log_warnx("cannot delete %s: %s", path, err.data ? err.data : strerror(-rc));
+		rc = rc < 0 ? -EIO : 0;
+		break;
+	case NODE_RANGE:
+	case NODE_PROFILES:
+	case NODE_VS:
+	case NODE_VS_BASE:
+		/* Views of the data: they go with it. */
+		rc = dir_exists(fs, fp.service, fp.type, fp.selector, &fp.range) ||
+		    delete_recent(fp.service) ? 0 : -ENOENT;
+		break;
+	default:
+		rc = -EROFS;
+		break;
+	}
+	labels_clear(&sel);
+	buf_free(&err);
+	return rc;
 }
 
 static int
@@ -900,6 +1018,8 @@ pf_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 	cfg->negative_timeout = 0;
 	cfg->kernel_cache = 0;
 	cfg->nullpath_ok = 0;
+	/* rm of an open stored profile deletes it (no .fuse_hidden rename). */
+	cfg->hard_remove = 1;
 	return fuse_get_context()->private_data;
 }
 

@@ -87,6 +87,13 @@ int	ingest_size(const char *path, struct ingest *ig, off_t *size);
 int	ingest_flush(struct fsctx *fs, struct ingest *ig);
 /* Drop one open; the last one stores unflushed data and frees ig. */
 void	ingest_release(struct fsctx *fs, struct ingest *ig);
+/* --- delete.c ---
+ * delete_note(): the mount deleted data of service. delete_recent(): whether
+ * it did lately (a walk of rm -r may still be going on); refreshes it.
+ */
+void	delete_note(const char *service);
+bool	delete_recent(const char *service);
+
 /* Log why path, under ingest/, names no place for a file (a bad service or type). */
 void	ingest_explain(const char *path);
 /* The names of files being written directly in directory dir, appended to names. */

@@ -3392,3 +3392,66 @@ store_remote_get(struct store *st)
 {
 	return atomic_load(&st->remote);
 }
+
+/* --- what delete.c uses of the store (storeint.h) ------------------------ */
+
+rocksdb_t *
+store_db(struct store *st)
+{
+	return st->db;
+}
+
+void
+store_write_begin(struct store *st)
+{
+	/* The compactor must not write windows read before the deletion. */
+	pthread_mutex_lock(&st->cp_run);
+	pthread_rwlock_rdlock(&st->db_lock);
+}
+
+void
+store_write_end(struct store *st)
+{
+	pthread_rwlock_unlock(&st->db_lock);
+	pthread_mutex_unlock(&st->cp_run);
+}
+
+int
+store_write_batch(struct store *st, rocksdb_writebatch_t *wb, struct buf *err)
+{
+	char *dberr = NULL;
+
+	if (atomic_load(&st->full)) {
+		if (err)
+			buf_adds(err, "the data directory's file system is full");
+		return -ENOSPC;
+	}
+	rocksdb_write(st->db, st->wsync, wb, &dberr);
+	return dberr ? store_write_error(st, dberr, err) : 0;
+}
+
+void
+store_note_deleted(struct store *st, uint64_t sid, int64_t tmin, uint64_t unqueued)
+{
+	if (unqueued && atomic_load(&st->q_on))
+		atomic_fetch_sub(&st->q_len, unqueued);
+	note_change(st, tmin);
+	note_empty(st, sid);
+	compact_kick(st);
+}
+
+int
+store_local_series(struct store *st, const struct series ***out, size_t *n)
+{
+	const struct series **arr;
+
+	pthread_rwlock_rdlock(&st->st_lock);
+	if ((arr = malloc((st->nseries + 1) * sizeof(*arr))) != NULL) {
+		if (st->nseries)
+			memcpy(arr, st->sorted, st->nseries * sizeof(*arr));
+		*n = st->nseries;
+	}
+	pthread_rwlock_unlock(&st->st_lock);
+	*out = arr;
+	return arr ? 0 : -ENOMEM;
+}

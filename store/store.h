@@ -171,6 +171,20 @@ int	store_set_limits(struct store *st, int64_t keep_raw, int64_t keep_windows,
  */
 int	store_compact(struct store *st, uint64_t *ndays);
 
+/*
+ * Deletion (delete.c), durable when it returns 0; every merge, window and
+ * cached view made afterwards leaves the data out. store_delete_profile():
+ * one stored profile (*ref, optional: where it was), -ENOENT if none.
+ * store_delete_series(): every series q matches (service, type, selector;
+ * its time range is ignored) with all it holds; *nseries and *nprofiles
+ * (optional) say how many went. Local data only: with a fleet, the caller
+ * deletes in the cluster too (struct store_remote's remove).
+ */
+struct query;
+int	store_delete_profile(struct store *st, uint64_t id, struct store_ref *ref,
+	    struct buf *err);
+int	store_delete_series(struct store *st, const struct query *q, uint64_t *nseries,
+	    uint64_t *nprofiles, struct buf *err);
 /* --- the outbox and remote reads (store.c) ---
  *
  * With a fleet (--clickhouse), every profile stored is also queued for

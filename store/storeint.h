@@ -42,4 +42,22 @@ void	store_symtab_release(struct store *st, uint64_t sid);
 /* The hash stored in T records for a signature (profile_signature()'s text). */
 uint64_t store_sighash(const void *sig, size_t len);
 
+/*
+ * For delete.c: the database, and writes that exclude the compactor
+ * (store_write_begin() .. store_write_end(), which also hold the database
+ * open); store_write_batch() writes wb synced (-errno with the reason in
+ * err, optional); store_note_deleted() tells the caches, the windows, the
+ * series index and the outbox count that data of series sid from time tmin
+ * on went away (unqueued: outbox keys deleted).
+ */
+typedef struct rocksdb_t rocksdb_t;
+typedef struct rocksdb_writebatch_t rocksdb_writebatch_t;
+rocksdb_t *store_db(struct store *st);
+void	store_write_begin(struct store *st);
+void	store_write_end(struct store *st);
+int	store_write_batch(struct store *st, rocksdb_writebatch_t *wb, struct buf *err);
+void	store_note_deleted(struct store *st, uint64_t sid, int64_t tmin, uint64_t unqueued);
+/* store_series() of this store's own index, whatever the reads go to. */
+int	store_local_series(struct store *st, const struct series ***out, size_t *n);
+
 #endif
