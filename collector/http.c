@@ -72,7 +72,7 @@ struct http_conn {
 /* Bytes of an oversized chunked body read (and discarded) to still answer 413. */
 #define DISCARD_MAX		(64u << 20)
 
-enum { M_GET = 1, M_POST = 2 };
+enum { M_GET = 1, M_POST = 2, M_DELETE = 4 };
 
 struct http_route {
 	const char	*path;
@@ -95,10 +95,12 @@ static const struct http_route routes[] = {
 	    false, profefe_merge },
 	{ "/api/0/profiles", false, M_GET | M_POST, "GET, HEAD, POST", "/api/0/profiles", "http",
 	    false, profefe_profiles },
-	{ "/api/0/profiles/", true, M_GET, "GET, HEAD", "/api/0/profiles/{id}", NULL,
-	    false, profefe_get },
+	{ "/api/0/profiles/", true, M_GET | M_DELETE, "GET, HEAD, DELETE", "/api/0/profiles/{id}",
+	    NULL, false, profefe_get },
 	{ "/api/0/services", false, M_GET, "GET, HEAD", "/api/0/services", NULL,
 	    false, profefe_services },
+	{ "/api/0/services/", true, M_DELETE, "DELETE", "/api/0/services/{service}", NULL,
+	    false, http_delete_service },
 	{ "/api/0/version", false, M_GET, "GET, HEAD", "/api/0/version", NULL,
 	    false, profefe_version },
 	{ "/ingest", false, M_POST, "POST", "/ingest", "pyroscope", false, pyroscope_ingest },
@@ -440,6 +442,8 @@ req_begin(struct http_req *r)
 		m = M_GET;
 	else if (strcmp(r->method, MHD_HTTP_METHOD_POST) == 0)
 		m = M_POST;
+	else if (strcmp(r->method, MHD_HTTP_METHOD_DELETE) == 0)
+		m = M_DELETE;
 	r->route = route_find(r->path);
 	if (atomic_load(&h->nconns) > h->max_conns) {
 		http_add_header(r, MHD_HTTP_HEADER_CONNECTION, "close");

@@ -310,6 +310,12 @@ profefe_get(struct http_req *r)
 	char tok[64], fn[40], idh[17];
 	int rc;
 
+	if (strcmp(r->method, "DELETE") == 0) {
+		free(ids);
+		http_delete_profile(r);
+		return;
+	}
+
 	/* '+' arrives as a space: the query unescaping reads it so. */
 	for (p = spec; *p; p = *e ? e + 1 : e) {
 		if ((e = strpbrk(p, "+ ")) == NULL)
