@@ -4,9 +4,9 @@
  * label set makes other entries it listed vanish (every range and `all`
  * show the same profiles), and rm would report each as missing. So, for
  * DELETE_GRACE after the last deletion in a service (or the last use of
- * this grace), the directories under it that rm already listed stay
- * resolvable as empty directories and their generated files removable;
- * listings never show them.
+ * this grace), the process that deleted (rm) still finds the entries under
+ * that service it listed: directories resolve as empty ones, files can be
+ * removed. Other processes see the truth, and listings never show them.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -23,6 +23,7 @@
 
 struct deleted {
 	char		 service[SERVICE_MAX_LEN + 1];
+	pid_t		 pid;		/* the caller that deleted */
 	int64_t		 until;		/* mono ns */
 };
 
@@ -30,14 +31,14 @@ static pthread_mutex_t del_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct deleted del_recent[DELETE_MAX];	/* protected by del_lock */
 
 void
-delete_note(const char *service)
+delete_note(const char *service, pid_t pid)
 {
 	int64_t now = clock_mono_ns();
 	size_t i, slot = 0;
 
 	pthread_mutex_lock(&del_lock);
 	for (i = 0; i < DELETE_MAX; i++) {
-		if (strcmp(del_recent[i].service, service) == 0) {
+		if (del_recent[i].pid == pid && strcmp(del_recent[i].service, service) == 0) {
 			slot = i;
 			break;
 		}
@@ -45,12 +46,13 @@ delete_note(const char *service)
 			slot = i;	/* the oldest (or a free one) */
 	}
 	snprintf(del_recent[slot].service, sizeof(del_recent[slot].service), "%s", service);
+	del_recent[slot].pid = pid;
 	del_recent[slot].until = now + DELETE_GRACE_NS;
 	pthread_mutex_unlock(&del_lock);
 }
 
 bool
-delete_recent(const char *service)
+delete_recent(const char *service, pid_t pid)
 {
 	int64_t now = clock_mono_ns();
 	bool found = false;
@@ -58,7 +60,8 @@ delete_recent(const char *service)
 
 	pthread_mutex_lock(&del_lock);
 	for (i = 0; i < DELETE_MAX && !found; i++)
-		if (del_recent[i].until > now && strcmp(del_recent[i].service, service) == 0) {
+		if (del_recent[i].until > now && del_recent[i].pid == pid &&
+		    strcmp(del_recent[i].service, service) == 0) {
 			del_recent[i].until = now + DELETE_GRACE_NS;
 			found = true;
 		}

@@ -94,6 +94,13 @@ fs_stat(struct stat *st, const char *path, bool dir, off_t size, bool writable,
 		st->st_mtim.tv_nsec = st->st_ctim.tv_nsec = (long)(mtime_ns % 1000000000);
 	}
 }
+/* Whether the caller deleted under fp's service lately (its rm -r walks: delete.c). */
+static bool
+deleted_lately(const struct fspath *fp)
+{
+	return fp->service[0] && delete_recent(fp->service, fuse_get_context()->pid);
+}
+
 static void
 free_buf(void *v)
 {
@@ -513,17 +520,17 @@ pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 		return rc;
 	}
 	case NODE_SERVICE:
-		if (!dir_exists(fs, fp.service, NULL, NULL, NULL) && !delete_recent(fp.service))
+		if (!dir_exists(fs, fp.service, NULL, NULL, NULL) && !deleted_lately(&fp))
 			return -ENOENT;
 		fs_stat(st, path, true, 0, false, 0);
 		return 0;
 	case NODE_TYPE:
-		if (!dir_exists(fs, fp.service, fp.type, NULL, NULL) && !delete_recent(fp.service))
+		if (!dir_exists(fs, fp.service, fp.type, NULL, NULL) && !deleted_lately(&fp))
 			return -ENOENT;
 		fs_stat(st, path, true, 0, false, 0);
 		return 0;
 	case NODE_SELECTOR:
-		if (!dir_exists(fs, fp.service, fp.type, fp.selector, NULL) && !delete_recent(fp.service))
+		if (!dir_exists(fs, fp.service, fp.type, fp.selector, NULL) && !deleted_lately(&fp))
 			return -ENOENT;
 		fs_stat(st, path, true, 0, false, 0);
 		return 0;
@@ -532,7 +539,7 @@ pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 	case NODE_VS:
 	case NODE_VS_BASE:
 		if (!dir_exists(fs, fp.service, fp.type, fp.selector, &fp.range) &&
-		    !delete_recent(fp.service))
+		    !deleted_lately(&fp))
 			return -ENOENT;
 		fs_stat(st, path, true, 0, false, 0);
 		return 0;
@@ -561,7 +568,7 @@ pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 		rc = content_size(fs, path, &fp, &size, &born);
 		/* Listed before a deletion took its data, while rm -r walks (delete.c). */
 		if (rc == -ENOENT && fp.node != NODE_README && fp.node != NODE_TARGETS &&
-		    delete_recent(fp.service)) {
+		    deleted_lately(&fp)) {
 			size = 0;
 			born = 0;
 			rc = 0;
@@ -610,7 +617,7 @@ pf_readdir(const char *path, void *dbuf, fuse_fill_dir_t filler, off_t off,
 	rc = dir_list(fs_ctx(), path, &fp, &names);
 	/* Emptied by a deletion while rm -r walks it (delete.c). */
 	if (rc == -ENOENT && fp.node != NODE_ROOT && fp.node != NODE_INGEST &&
-	    fp.service[0] && delete_recent(fp.service)) {
+	    deleted_lately(&fp)) {
 		buf_reset(&names);
 		rc = 0;
 	}
@@ -839,10 +846,10 @@ pf_unlink(const char *path)
 			rc = -ENOENT;
 		if (rc == 0 || rc == -ENODATA)
 			rc = store_delete_profile(fs->st, fp.profile_id, NULL, &err);
-		if (rc == -ENOENT && delete_recent(fp.service))
+		if (rc == -ENOENT && deleted_lately(&fp))
 			rc = 0;		/* listed before a deletion that took it */
 		else if (rc == 0) {
-			delete_note(fp.service);
+			delete_note(fp.service, fuse_get_context()->pid);
 			log_info("deleted %s", path);
 		}
 		else if (rc != -ENOENT)
@@ -854,7 +861,7 @@ pf_unlink(const char *path)
 	case NODE_VS_LINK:
 		/* Generated: it goes with its data. */
 		return dir_exists(fs, fp.service, fp.type, fp.selector, &fp.range) ||
-		    delete_recent(fp.service) ? 0 : -ENOENT;
+		    deleted_lately(&fp) ? 0 : -ENOENT;
 	default:
 		return fp.node == NODE_ROOT ? -EISDIR : -EROFS;
 	}
@@ -923,12 +930,12 @@ pf_rmdir(const char *path)
 		q.service = fp.service;
 		if (!dir_exists(fs, fp.service, q.type, fp.node == NODE_SELECTOR ? fp.selector :
 		    NULL, NULL)) {
-			rc = delete_recent(fp.service) ? 0 : -ENOENT;
+			rc = deleted_lately(&fp) ? 0 : -ENOENT;
 			break;
 		}
 		rc = store_delete_series(fs->st, &q, &ns, &np, &err);
 		if (rc == 0) {
-			delete_note(fp.service);
+			delete_note(fp.service, fuse_get_context()->pid);
 			log_info("deleted %s: %llu profiles of %llu label sets", path,
 			    (unsigned long long)np, (unsigned long long)ns);
 		}
@@ -942,7 +949,7 @@ pf_rmdir(const char *path)
 	case NODE_VS_BASE:
 		/* Views of the data: they go with it. */
 		rc = dir_exists(fs, fp.service, fp.type, fp.selector, &fp.range) ||
-		    delete_recent(fp.service) ? 0 : -ENOENT;
+		    deleted_lately(&fp) ? 0 : -ENOENT;
 		break;
 	default:
 		rc = -EROFS;

@@ -88,11 +88,12 @@ int	ingest_flush(struct fsctx *fs, struct ingest *ig);
 /* Drop one open; the last one stores unflushed data and frees ig. */
 void	ingest_release(struct fsctx *fs, struct ingest *ig);
 /* --- delete.c ---
- * delete_note(): the mount deleted data of service. delete_recent(): whether
- * it did lately (a walk of rm -r may still be going on); refreshes it.
+ * delete_note(): process pid (the FUSE caller) deleted data of service.
+ * delete_recent(): whether pid did lately (its rm -r may still be walking);
+ * refreshes it.
  */
-void	delete_note(const char *service);
-bool	delete_recent(const char *service);
+void	delete_note(const char *service, pid_t pid);
+bool	delete_recent(const char *service, pid_t pid);
 
 /* Log why path, under ingest/, names no place for a file (a bad service or type). */
 void	ingest_explain(const char *path);
