@@ -657,7 +657,7 @@ pf_open(const char *path, struct fuse_file_info *fi)
 		 * it: a writer starts a new file, as a create would.
 		 */
 		if (rc == -ENOENT && (fi->flags & O_ACCMODE) != O_RDONLY)
-			rc = ingest_create(path, &fp, true, &ig);
+			rc = ingest_create(path, &fp, false, &ig);
 		if (rc < 0)
 			return rc;
 		h = xcalloc(1, sizeof(*h));
@@ -733,7 +733,7 @@ pf_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 	h = xcalloc(1, sizeof(*h));
 	h->kind = H_INGEST;
 	/* cp creates with O_EXCL, shell redirection and most writers with O_TRUNC; touch with neither. */
-	ingest_create(path, &fp, (fi->flags & (O_TRUNC | O_EXCL)) != 0, &h->ig);
+	ingest_create(path, &fp, (fi->flags & O_EXCL) != 0, &h->ig);
 	fi->fh = (uintptr_t)h;
 	fi->direct_io = 1;
 	return 0;
@@ -1107,17 +1107,32 @@ readme_render(struct fsctx *fs, struct buf *b)
 "\n"
 "A copy into ingest/ succeeds only once the profile is stored; a file that is\n"
 "not a pprof profile fails with 'Invalid argument' and the reason is in the\n"
-"daemon's log. An empty file is not a profile either: cp of an empty file (or\n"
-"'> file') fails the same way. A file only created and closed (touch) is\n"
-"ignored: touch opens without O_EXCL or O_TRUNC (which cp and '>' use) and\n"
-"writes nothing, so no upload was made, and touch itself succeeds. Two\n"
+"daemon's log, and so does a profile whose sample types are not its\n"
+"directory's type (a CPU profile under heap/). Types: cpu heap allocs block\n"
+"mutex goroutine threadcreate wall other, or auto (inferred); service names:\n"
+"letters, digits, '_', '-', '.' (as Pyroscope's application names); other\n"
+"directories cannot be made ('Invalid argument', the reason in the log).\n"
+"'cmd > file' stores what cmd wrote; a file closed without any byte (touch,\n"
+"': > file') stores nothing and is no error; cp of an empty file is an\n"
+"upload that fails with 'Invalid argument'. A name can be written again right\n"
+"after its file was stored. Two\n"
 "writers of one name each store their own file (two racing cp may also get\n"
 "'File exists' from the kernel before writing anything). When the daemon's\n"
 "memory budget is in use, writes and generated files fail with 'Resource\n"
 "temporarily unavailable' (EAGAIN): try again. Generated files over their\n"
 "size limit fail with 'File too large' (EFBIG), the reason in the log; flame\n"
 "graphs leave out frames too narrow or too deep to see and say so in their\n"
-"second line. Everything outside ingest/ is read-only.\n",
+"second line.\n"
+"\n"
+"Deleting: the mount's owner (and its group with --group-write) may rm a\n"
+"stored profile (profiles/<name>.pb.gz) and rm -r a label set, a type or a\n"
+"service; every merge, window and view then leaves that data out, and the\n"
+"deletion is durable. Removing a generated file or a range directory removes\n"
+"nothing by itself (it goes with its data), so rm -r works on any directory.\n"
+"Over HTTP: DELETE /api/0/profiles/<id> and\n"
+"DELETE /api/0/services/<service>[?type=&labels=]. Other writes outside\n"
+"ingest/ fail with 'Read-only file system'; other users get 'Permission\n"
+"denied'.\n",
 	    PROFILEFS_VERSION, m, m, m, m, m, m, m);
 	return b->data ? 0 : -ENOMEM;
 }

@@ -67,11 +67,11 @@ int	dir_list(struct fsctx *fs, const char *path, const struct fspath *fp, struct
  * ingest lock itself.
  */
 /*
- * A new file at path (fp parsed as NODE_INGEST_FILE); trunc: created with
- * O_TRUNC or O_EXCL, so closing it empty is an empty upload. *out is held until
+ * A new file at path (fp parsed as NODE_INGEST_FILE); excl: created with
+ * O_EXCL (cp), so closing it empty is an empty upload. *out is held until
  * ingest_release().
  */
-int	ingest_create(const char *path, const struct fspath *fp, bool trunc, struct ingest **out);
+int	ingest_create(const char *path, const struct fspath *fp, bool excl, struct ingest **out);
 /*
  * Another open of a name still being written: a new object of its own,
  * empty with trunc, else a copy of the newest writer's bytes. -ENOENT, -EAGAIN.

@@ -12,13 +12,15 @@
  * newest writer's bytes (or empty with O_TRUNC), so `cat` of a file still
  * being copied shows what has arrived.
  *
- * Empty files are not uploads: a close(2) while the file holds no byte
- * stores nothing, returns 0 and counts nothing. The shell's redirection
- * (`cmd > ingest/svc/cpu/f`) opens the file, dup2()s it onto the command's
+ * Empty files: a close(2) while the file holds no byte stores nothing,
+ * returns 0 and counts nothing. The shell's redirection (`cmd >
+ * ingest/svc/cpu/f`, O_TRUNC) opens the file, dup2()s it onto the command's
  * output and closes the first descriptor before the command writes: that
- * close is a flush of an empty file that must not count as a failed upload.
- * A file closed for the last time without a byte (touch, `: > f`, cp of an
- * empty file) is logged at info level as holding nothing.
+ * close must not count as a failed upload. A file closed for the last time
+ * without a byte (touch, `: > f`) is logged at info level as holding
+ * nothing. Only a file created with O_EXCL -- cp, which copies its source
+ * into a new file -- and closed empty is an upload of an empty file, which
+ * fails with EINVAL like any other non-profile.
  *
  * A name whose last open closed stays resolvable, as an empty file, for
  * INGEST_GRACE after it was last resolved: the kernel keeps a name it looked
@@ -56,6 +58,7 @@ struct ingest {
 	bool		 dirty;		/* written or truncated since the last store attempt */
 	int		 result;	/* of the last store attempt */
 	bool		 stored;	/* an attempt stored the bytes */
+	bool		 excl;		/* created with O_EXCL: closing it empty is an upload */
 	int		 opens;
 };
 
@@ -156,12 +159,12 @@ ingest_new(const char *path, const struct fspath *fp)
 }
 
 int
-ingest_create(const char *path, const struct fspath *fp, bool trunc, struct ingest **out)
+ingest_create(const char *path, const struct fspath *fp, bool excl, struct ingest **out)
 {
 	pthread_mutex_lock(&ig_lock);
 	*out = ingest_new(path, fp);
 	/* Such a create is an upload even if no byte follows (see above). */
-	(*out)->dirty = trunc;
+	(*out)->dirty = (*out)->excl = excl;
 	pthread_mutex_unlock(&ig_lock);
 	return 0;
 }
@@ -354,7 +357,7 @@ ingest_flush(struct fsctx *fs, struct ingest *ig)
 	 * Nothing to store (yet): no attempt, no count, no error (see the top
 	 * of the file); a write through another descriptor stores later.
 	 */
-	if (!ig->dirty || ig->data.len == 0) {
+	if (!ig->dirty || (ig->data.len == 0 && !ig->excl)) {
 		rc = ig->dirty ? 0 : ig->result;
 		pthread_mutex_unlock(&ig_lock);
 		pthread_mutex_unlock(&ig->store_lock);
@@ -443,10 +446,11 @@ ingest_release(struct fsctx *fs, struct ingest *ig)
 		gone_add(ig->path);
 	pthread_mutex_unlock(&ig_lock);
 	/* Written but never flushed (a writer that died): store it now. */
-	if (ig->dirty && ig->data.len)
+	if (ig->dirty)
 		ingest_flush(fs, ig);
-	if (ig->data.len == 0 && !ig->stored)
-		log_info("ingest: %s was closed without data; nothing stored", ig->path);
+	if (ig->data.len == 0 && !ig->stored && !ig->excl)
+		log_info("ingest: %s was created and closed without data; nothing stored",
+		    ig->path);
 	buf_free(&ig->data);
 	pthread_mutex_destroy(&ig->store_lock);
 	free(ig->path);

@@ -33,11 +33,17 @@ grep -q "refused" "$TMP/daemon.log" && fail "redirect: nothing refused in the lo
   || ok "redirect: nothing refused in the log"
 : > "$M/ingest/checkout/cpu/empty.pb.gz" && ok ": > file succeeds" || fail ": > file succeeds"
 touch "$M/ingest/checkout/cpu/t.pb.gz" && ok "touch succeeds" || fail "touch succeeds"
-cp /dev/null "$M/ingest/checkout/cpu/n.pb.gz" && ok "cp of an empty file succeeds" || fail "cp of an empty file succeeds"
-check_eq "empty files: outcome=invalid unchanged" "$(counter invalid)" "$bad0"
-check_eq "empty files: nothing stored" "$(counter ok)" "$((ok0 + 1))"
-grep -q "empty.pb.gz was closed without data; nothing stored" "$TMP/daemon.log" \
-  && ok "empty file: the log says nothing was stored" || fail "empty file: the log says nothing was stored"
+check_eq "touch, : > file: outcome=invalid unchanged" "$(counter invalid)" "$bad0"
+check_eq "touch, : > file: nothing stored" "$(counter ok)" "$((ok0 + 1))"
+grep -q "empty.pb.gz was created and closed without data; nothing stored" "$TMP/daemon.log" \
+  && ok ": > file: the log says nothing was stored" || fail ": > file: the log says nothing was stored"
+grep -q "refused" "$TMP/daemon.log" && fail "touch, : > file: nothing refused in the log" \
+  || ok "touch, : > file: nothing refused in the log"
+# cp copies a file: an empty one is a failed upload, as any non-profile.
+out=$(cp /dev/null "$M/ingest/checkout/cpu/n.pb.gz" 2>&1)
+case "$out" in *"Invalid argument"*) ok "cp of an empty file: Invalid argument";;
+  *) fail "cp of an empty file: Invalid argument" "$out";; esac
+check_eq "cp of an empty file: outcome=invalid +1" "$(counter invalid)" "$((bad0 + 1))"
 
 # --- a loop writing one name (the kernel keeps the name 1 s) --------------------
 nf=0
