@@ -134,6 +134,10 @@ int	codec_begin(struct merge *m, const char *hdr, int64_t period, size_t *ntypes
 	    bool *gauge);
 
 /* --- ship.c / read.c --- */
+/* --- delete.c: the store_remote's remove hooks (store.h) --- */
+int	delete_series(void *arg, const struct series *s, struct buf *err);
+int	delete_profile(void *arg, uint64_t gid, uint64_t *local_id, struct buf *err);
+
 void	*ship_main(void *arg);
 void	 read_init(struct cluster *c);
 void	 read_free(struct cluster *c);

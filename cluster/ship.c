@@ -764,6 +764,8 @@ cluster_start(struct store *st, const struct cluster_config *cfg, struct cluster
 	metrics_add("profilefs_clickhouse_failures_total", NULL, 0);
 	metrics_add("profilefs_clickhouse_dropped_profiles_total", NULL, 0);
 	read_init(c);
+	c->remote.remove_series = delete_series;
+	c->remote.remove_profile = delete_profile;
 	{
 		uint64_t pending = 0;
 

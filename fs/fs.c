@@ -842,6 +842,11 @@ pf_unlink(const char *path)
 	switch (fp.node) {
 	case NODE_PROFILE:
 		rc = store_get_size(fs->st, fp.profile_id, &ref, &size);
+		if (rc == -ENODATA && ref.series == 0) {
+			/* Reads served by a fleet: the profile says where it is. */
+			rc = store_get(fs->st, fp.profile_id, &ref, &err);
+			buf_reset(&err);
+		}
 		if ((rc == 0 || rc == -ENODATA) && !profile_in_path(fs, &fp, &ref))
 			rc = -ENOENT;
 		if (rc == 0 || rc == -ENODATA)

@@ -76,8 +76,9 @@ key_exists(rocksdb_t *db, rocksdb_readoptions_t *ro, const unsigned char *k, siz
 	return v != NULL;
 }
 
-int
-store_delete_profile(struct store *st, uint64_t id, struct store_ref *ref, struct buf *err)
+/* store_delete_profile() of this store's own data. */
+static int
+delete_local(struct store *st, uint64_t id, struct store_ref *ref, struct buf *err)
 {
 	rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
 	rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
@@ -138,6 +139,28 @@ out:
 	rocksdb_writebatch_destroy(wb);
 	rocksdb_readoptions_destroy(ro);
 	return rc;
+}
+
+int
+store_delete_profile(struct store *st, uint64_t id, struct store_ref *ref, struct buf *err)
+{
+	const struct store_remote *rm = store_remote_get(st);
+	uint64_t local = 0;
+	int rc;
+
+	if (rm == NULL || rm->remove_profile == NULL)
+		return delete_local(st, id, ref, err);
+	/* A fleet: the id is the fleet's; this host's copy goes too. */
+	if ((rc = rm->remove_profile(rm->arg, id, &local, err)) < 0)
+		return rc;
+	if (local && (rc = delete_local(st, local, ref, NULL)) < 0 && rc != -ENOENT)
+		log_warnx("store: profile %llu was deleted in the fleet but not here: %s",
+		    (unsigned long long)local, strerror(-rc));
+	if (ref) {
+		memset(ref, 0, sizeof(*ref));
+		ref->id = id;
+	}
+	return 0;
 }
 
 /* Delete [prefix|sid, prefix|sid+1) in wb: every key of series sid of that kind. */
@@ -201,10 +224,32 @@ delete_one_series(struct store *st, uint64_t sid, uint64_t *n, struct buf *err)
 	return rc;
 }
 
+struct remote_arg {
+	const struct query	*q;
+	const struct series	**s;
+	size_t			 n, cap;
+};
+
+static int
+collect(void *arg, const struct series *s)
+{
+	struct remote_arg *a = arg;
+
+	if (!query_match(a->q, s))
+		return 0;
+	if (a->n == a->cap) {
+		a->cap = a->cap ? a->cap * 2 : 16;
+		a->s = xreallocarray(a->s, a->cap, sizeof(*a->s));
+	}
+	a->s[a->n++] = s;
+	return 0;
+}
+
 int
 store_delete_series(struct store *st, const struct query *q, uint64_t *nseries,
     uint64_t *nprofiles, struct buf *err)
 {
+	const struct store_remote *rm;
 	const struct series **all;
 	uint64_t ns = 0, np = 0;
 	size_t n, i;
@@ -221,6 +266,18 @@ store_delete_series(struct store *st, const struct query *q, uint64_t *nseries,
 		ns += rc == 0 && np > before;
 	}
 	free(all);
+	if (rc == 0 && (rm = store_remote_get(st)) != NULL && rm->remove_series != NULL) {
+		struct remote_arg ra = { .q = q };
+		uint64_t nr = 0;
+
+		/* The fleet's series (this host's among them) go there. */
+		rc = rm->series_each(rm->arg, q->service, q->type, collect, &ra);
+		for (i = 0; i < ra.n && rc == 0; i++)
+			if ((rc = rm->remove_series(rm->arg, ra.s[i], err)) == 0)
+				nr++;
+		free(ra.s);
+		ns = nr > ns ? nr : ns;
+	}
 	if (nseries)
 		*nseries = ns;
 	if (nprofiles)

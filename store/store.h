@@ -177,8 +177,8 @@ int	store_compact(struct store *st, uint64_t *ndays);
  * one stored profile (*ref, optional: where it was), -ENOENT if none.
  * store_delete_series(): every series q matches (service, type, selector;
  * its time range is ignored) with all it holds; *nseries and *nprofiles
- * (optional) say how many went. Local data only: with a fleet, the caller
- * deletes in the cluster too (struct store_remote's remove).
+ * (optional) say how many went. With a remote (a fleet), the data goes
+ * there too (struct store_remote's remove hooks): ids are the remote's.
  */
 struct query;
 int	store_delete_profile(struct store *st, uint64_t id, struct store_ref *ref,
@@ -230,6 +230,14 @@ struct store_remote {
 	int	(*list)(void *arg, const struct query *q, struct query_result *res);
 	int	(*merge)(void *arg, const struct query *q, struct query_result *res);
 	uint64_t (*generation)(void *arg);
+	/*
+	 * Deletion in the remote (optional; store_delete_*() call them):
+	 * remove_series() every profile of series s (as the remote lists it);
+	 * remove_profile() one by id, saying in *local_id which profile of this
+	 * store it was (0: another host's). -ENOENT, -EIO with err.
+	 */
+	int	(*remove_series)(void *arg, const struct series *s, struct buf *err);
+	int	(*remove_profile)(void *arg, uint64_t id, uint64_t *local_id, struct buf *err);
 };
 void	store_set_remote(struct store *st, const struct store_remote *rm);
 const struct store_remote *store_remote_get(struct store *st);
