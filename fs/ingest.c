@@ -477,7 +477,8 @@ ingest_explain(const char *path)
 		seg[e - p] = '\0';
 		if ((depth == 0 ? store_check_service_name(seg, &err) :
 		    store_check_known_type(seg, &err)) < 0) {
-			log_warnx("ingest: %s: %s", path, err.data);
+			log_warnx("ingest: %s: %s; files go in "
+			    "ingest/<service>/<type>/[<k=v,...>/]<file>", path, err.data);
 			buf_free(&err);
 			return;
 		}
