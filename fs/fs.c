@@ -530,7 +530,8 @@ pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 		fs_stat(st, path, true, 0, false, 0);
 		return 0;
 	case NODE_SELECTOR:
-		if (!dir_exists(fs, fp.service, fp.type, fp.selector, NULL) && !deleted_lately(&fp))
+		if (!dir_exists(fs, fp.service, fp.type, fp.selector, NULL) &&
+		    !deleted_lately(&fp))
 			return -ENOENT;
 		fs_stat(st, path, true, 0, false, 0);
 		return 0;
@@ -858,7 +859,8 @@ pf_unlink(const char *path)
 			log_info("deleted %s", path);
 		}
 		else if (rc != -ENOENT)
-			log_warnx("cannot delete %s: %s", path, err.data ? err.data : strerror(-rc));
+			log_warnx("cannot delete %s: %s", path,
+			    err.data ? err.data : strerror(-rc));
 		buf_free(&err);
 		return rc == -ENOENT ? -ENOENT : rc < 0 ? -EIO : 0;
 	case NODE_VIEW:
@@ -945,7 +947,8 @@ pf_rmdir(const char *path)
 			    (unsigned long long)np, (unsigned long long)ns);
 		}
 		else
-			log_warnx("cannot delete %s: %s", path, err.data ? err.data : strerror(-rc));
+			log_warnx("cannot delete %s: %s", path,
+			    err.data ? err.data : strerror(-rc));
 		rc = rc < 0 ? -EIO : 0;
 		break;
 	case NODE_RANGE:

@@ -36,6 +36,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,7 +59,7 @@ struct ingest {
 	bool		 dirty;		/* written or truncated since the last store attempt */
 	int		 result;	/* of the last store attempt */
 	bool		 stored;	/* an attempt stored the bytes */
-	bool		 excl;		/* created with O_EXCL: closing it empty is an upload */
+	bool		 excl;		/* O_EXCL (cp): closing it empty is an upload */
 	int		 opens;
 };
 
@@ -457,13 +458,29 @@ ingest_release(struct fsctx *fs, struct ingest *ig)
 	free(ig);
 }
 
+/* The path explained last and when (mono ns), so a lookup repeated by the kernel logs once. */
+static pthread_mutex_t ex_lock = PTHREAD_MUTEX_INITIALIZER;
+static char ex_last[512];		/* protected by ex_lock */
+static int64_t ex_when;			/* protected by ex_lock */
+
 void
 ingest_explain(const char *path)
 {
 	char seg[256];
 	const char *p, *e;
 	struct buf err = { 0 };
+	int64_t now = clock_mono_ns();
+	bool again;
 	int depth;
+
+	pthread_mutex_lock(&ex_lock);
+	again = now - ex_when < INT64_C(1000000000) &&
+	    strncmp(ex_last, path, sizeof(ex_last)) == 0;
+	snprintf(ex_last, sizeof(ex_last), "%s", path);
+	ex_when = now;
+	pthread_mutex_unlock(&ex_lock);
+	if (again)
+		return;
 
 	/* path is /ingest/<service>/<type>/...: the first segment that fails. */
 	p = path + strlen("/ingest");
