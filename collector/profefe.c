@@ -139,7 +139,10 @@ find_parse(struct http_req *r, struct find *f, bool need_type)
 	f->q.service = service;
 	if (type && type[0]) {
 		if (!store_type_known(type)) {
-			http_reply_error(r, 400, "bad request: bad profile type \"%s\"", type);
+			store_check_known_type(type, &err);
+			http_reply_error(r, 400, "bad request: %s", err.data ? err.data :
+			    "unknown profile type");
+			buf_free(&err);
 			return -EINVAL;
 		}
 		f->q.type = type;
