@@ -3434,8 +3434,12 @@ store_write_batch(struct store *st, rocksdb_writebatch_t *wb, struct buf *err)
 void
 store_note_deleted(struct store *st, uint64_t sid, int64_t tmin, uint64_t unqueued)
 {
-	if (unqueued && atomic_load(&st->q_on))
-		atomic_fetch_sub(&st->q_len, unqueued);
+	uint64_t cur = atomic_load(&st->q_len);
+
+	/* Clamped as in store_queue_remove(): the shipper may count it too. */
+	while (unqueued && !atomic_compare_exchange_weak(&st->q_len, &cur,
+	    cur > unqueued ? cur - unqueued : 0))
+		;
 	note_change(st, tmin);
 	note_empty(st, sid);
 	compact_kick(st);
