@@ -79,11 +79,16 @@ check_eq "all, all: the sums of env=prod alone" "$(pprof_sums "$M/checkout/cpu/a
 check_eq "all, the day: the sums of env=prod alone" "$(pprof_sums "$M/checkout/cpu/all/$DAY/merged.pb.gz")" "$want"
 
 # --- HTTP DELETE ---------------------------------------------------------------
-id=$(ls "$P" | head -1 | sed 's/.*-\([0-9a-f]\{16\}\)\.pb\.gz$/\1/')
+name=$(ls "$P" | head -1)
+id=$(echo "$name" | sed 's/.*-\([0-9a-f]\{16\}\)\.pb\.gz$/\1/')
+cat "$P/$name" > /dev/null	# the kernel now holds its entry and pages
 st=$(curl -s -o /dev/null -w '%{http_code}' -X DELETE "$U/api/0/profiles/$id")
 check_eq "DELETE without the token: 401" "$st" 401
 st=$(curl -s -o "$TMP/body" -w '%{http_code}' -H "$AUTH" -X DELETE "$U/api/0/profiles/$id")
 check_eq "DELETE /api/0/profiles/<id>: 200" "$st" 200
+[ -e "$P/$name" ] && fail "after DELETE the kernel no longer finds the file" \
+  || ok "after DELETE the kernel no longer finds the file"
+cat "$P/$name" > /dev/null 2>&1 && fail "after DELETE the file cannot be read" || ok "after DELETE the file cannot be read"
 st=$(curl -s -o /dev/null -w '%{http_code}' -H "$AUTH" "$U/api/0/profiles/$id")
 check_eq "GET of the deleted profile: 404" "$st" 404
 st=$(curl -s -o /dev/null -w '%{http_code}' -H "$AUTH" -X DELETE "$U/api/0/profiles/$id")
