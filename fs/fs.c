@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -600,6 +601,42 @@ pf_readlink(const char *path, char *out, size_t size)
 	return 0;
 }
 
+/*
+ * The type and inode number of entry name of directory path (fp), so that
+ * readers of the listing know directories from files without a stat of each
+ * (rm -r, find): a stat of a generated file makes it. false: unknown
+ * (ingest/, which holds files being written).
+ */
+static bool
+entry_type(const char *path, const struct fspath *fp, const char *name, struct stat *st)
+{
+	char child[PATH_MAX];
+	struct fspath cp;
+
+	if (fp->node == NODE_INGEST || snprintf(child, sizeof(child), "%s/%s",
+	    strcmp(path, "/") == 0 ? "" : path, name) >= (int)sizeof(child) ||
+	    path_parse(child, clock_now_ns(), &cp) < 0)
+		return false;
+	memset(st, 0, sizeof(*st));
+	st->st_ino = hash_bytes(child, strlen(child)) | 1;	/* as fs_stat() */
+	switch (cp.node) {
+	case NODE_README:
+	case NODE_TARGETS:
+	case NODE_VIEW:
+	case NODE_VS_VIEW:
+	case NODE_PROFILE:
+	case NODE_INGEST_FILE:
+		st->st_mode = S_IFREG;
+		return true;
+	case NODE_VS_LINK:
+		st->st_mode = S_IFLNK;
+		return true;
+	default:
+		st->st_mode = S_IFDIR;
+		return true;
+	}
+}
+
 static int
 pf_readdir(const char *path, void *dbuf, fuse_fill_dir_t filler, off_t off,
     struct fuse_file_info *fi, enum fuse_readdir_flags flags)
@@ -625,9 +662,12 @@ pf_readdir(const char *path, void *dbuf, fuse_fill_dir_t filler, off_t off,
 	if (rc == 0) {
 		filler(dbuf, ".", NULL, 0, 0);
 		filler(dbuf, "..", NULL, 0, 0);
-		for (p = names.data; p && p < names.data + names.len; p += strlen(p) + 1)
-			if (filler(dbuf, p, NULL, 0, 0))
+		for (p = names.data; p && p < names.data + names.len; p += strlen(p) + 1) {
+			struct stat st;
+
+			if (filler(dbuf, p, entry_type(path, &fp, p, &st) ? &st : NULL, 0, 0))
 				break;
+		}
 	}
 	buf_free(&names);
 	return rc;
