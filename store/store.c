@@ -1,6 +1,6 @@
 /*
- * store: the RocksDB database and its series index. This file is the only one
- * that includes RocksDB. Profiles are validated (decoded) before anything is
+ * store: the RocksDB database and its series index. This file and delete.c
+ * are the only ones that include RocksDB. Profiles are validated (decoded) before anything is
  * written, and each profile is written in one synced batch, so an
  * acknowledged profile survives a crash and a refused one leaves no trace.
  *
