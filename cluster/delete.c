@@ -1,9 +1,9 @@
 /*
  * delete: deletion in the fleet, the fleet's reader's delete ops once reads
- * go to the cluster (read.c; before that, the store's own deletion). The
- * store's copy goes first (store_delete_*()), then the fleet's: a series
- * goes from every server's local tables
- * (profiles, samples10, counts10) with ALTER TABLE ... DELETE. One profile
+ * go to the cluster (read.c; before that, the store's own deletion). This
+ * host's copy leaves the store (store_delete_*()) and the fleet's leaves
+ * ClickHouse: a series goes from every server's local tables (profiles,
+ * samples10, counts10) with ALTER TABLE ... DELETE. One profile
  * (by gid) leaves the per-window sums through rows that cancel it (its
  * samples negated, a count of -1: the Summing tables add them), then its row
  * goes with ALTER TABLE ... DELETE. Mutations run in the background in
