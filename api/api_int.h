@@ -112,6 +112,9 @@ void	profefe_profiles(struct http_req *r);	/* GET list, POST create */
 void	profefe_merge(struct http_req *r);
 void	profefe_get(struct http_req *r);	/* /api/0/profiles/<id>[+<id>...] */
 void	profefe_services(struct http_req *r);
+/* httpdelete.c: DELETE /api/0/profiles/<id>, DELETE /api/0/services/<service>[?type=&labels=] */
+void	http_delete_profile(struct http_req *r);
+void	http_delete_service(struct http_req *r);
 void	profefe_version(struct http_req *r);
 void	pyroscope_ingest(struct http_req *r);
 void	otlp_profiles(struct http_req *r);	/* POST /v1development/profiles */

@@ -95,7 +95,7 @@ struct http_addr {
 /* Bytes of an oversized chunked body read (and discarded) to still answer 413. */
 #define DISCARD_MAX		(64u << 20)
 
-enum { M_GET = 1, M_POST = 2 };
+enum { M_GET = 1, M_POST = 2, M_DELETE = 4 };
 
 struct http_route {
 	const char	*path;
@@ -118,10 +118,12 @@ static const struct http_route routes[] = {
 	    false, profefe_merge },
 	{ "/api/0/profiles", false, M_GET | M_POST, "GET, HEAD, POST", "/api/0/profiles", "http",
 	    false, profefe_profiles },
-	{ "/api/0/profiles/", true, M_GET, "GET, HEAD", "/api/0/profiles/{id}", NULL,
-	    false, profefe_get },
+	{ "/api/0/profiles/", true, M_GET | M_DELETE, "GET, HEAD, DELETE", "/api/0/profiles/{id}",
+	    NULL, false, profefe_get },
 	{ "/api/0/services", false, M_GET, "GET, HEAD", "/api/0/services", NULL,
 	    false, profefe_services },
+	{ "/api/0/services/", true, M_DELETE, "DELETE", "/api/0/services/{service}", NULL,
+	    false, http_delete_service },
 	{ "/api/0/version", false, M_GET, "GET, HEAD", "/api/0/version", NULL,
 	    false, profefe_version },
 	{ "/ingest", false, M_POST, "POST", "/ingest", "pyroscope", false, pyroscope_ingest },
@@ -499,6 +501,8 @@ req_begin(struct http_req *r)
 		m = M_GET;
 	else if (strcmp(r->method, MHD_HTTP_METHOD_POST) == 0)
 		m = M_POST;
+	else if (strcmp(r->method, MHD_HTTP_METHOD_DELETE) == 0)
+		m = M_DELETE;
 	r->route = route_find(r->path);
 	if (r->doomed) {
 		http_add_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
@@ -535,7 +539,8 @@ req_begin(struct http_req *r)
 		    "missing \"Authorization: Bearer TOKEN\" header");
 		return;
 	}
-	if (h->token == NULL && !peer_may(r, m == M_POST, &who)) {
+	/* Pushes and deletions are writes: the mount's writers may (ingest/, rm). */
+	if (h->token == NULL && !peer_may(r, m == M_POST || m == M_DELETE, &who)) {
 		if (who == (uid_t)-1)
 			http_reply_error(r, 403, "the API serves local users the mount lets in; this "
 			    "client's socket has no local owner (give the daemon --http-token-file "
@@ -544,7 +549,7 @@ req_begin(struct http_req *r)
 			http_reply_error(r, 403, "uid %u may not %s: the API follows the mount's "
 			    "access rules (--group, --group-write, --allow-other), or send the token "
 			    "of --http-token-file", (unsigned)who, m == M_POST ? "push profiles" :
-			    "read profiles");
+			    m == M_DELETE ? "delete profiles" : "read profiles");
 		metrics_add("profilefs_http_denied_total", NULL, 1);
 		return;
 	}

@@ -1033,7 +1033,7 @@ convert(const Otlp__ExportProfilesServiceRequest *req, struct otlp_batch *ob, st
 		{
 			struct buf why = { 0 };
 
-			if (store_check_service(service, &why) < 0)
+			if (store_check_service_name(service, &why) < 0)
 				rc = cfail(&c, "service.name \"%s\": %s", service, why.data);
 			buf_free(&why);
 		}

@@ -69,7 +69,7 @@ create(struct http_req *r)
 		http_reply_error(r, 400, "bad request: missing service");
 		goto out;
 	}
-	if (store_check_service(service, &err) < 0) {
+	if (store_check_service_name(service, &err) < 0) {
 		http_reply_error(r, 400, "bad request: bad service: %s", err.data);
 		goto out;
 	}
@@ -78,9 +78,8 @@ create(struct http_req *r)
 		    "goroutine threadcreate other allocs wall, or auto)");
 		goto out;
 	}
-	if (strcmp(type, "auto") != 0 && !store_type_known(type)) {
-		http_reply_error(r, 400, "bad request: bad profile type \"%s\" (one of cpu heap block "
-		    "mutex goroutine threadcreate other allocs wall, or auto)", type);
+	if (store_check_known_type(type, &err) < 0) {
+		http_reply_error(r, 400, "bad request: %s", err.data);
 		goto out;
 	}
 	if (labels && httpparse_labels(labels, &ls, &err) < 0) {
@@ -141,7 +140,10 @@ find_parse(struct http_req *r, struct find *f, bool need_type)
 	f->q.service = service;
 	if (type && type[0]) {
 		if (!store_type_known(type)) {
-			http_reply_error(r, 400, "bad request: bad profile type \"%s\"", type);
+			store_check_known_type(type, &err);
+			http_reply_error(r, 400, "bad request: %s", err.data ? err.data :
+			    "unknown profile type");
+			buf_free(&err);
 			return -EINVAL;
 		}
 		f->q.type = type;
@@ -336,6 +338,12 @@ profefe_get(struct http_req *r)
 	int64_t t0 = clock_mono_ns();
 	char tok[64], fn[40], idh[17];
 	int rc;
+
+	if (strcmp(r->method, "DELETE") == 0) {
+		free(ids);
+		http_delete_profile(r);
+		return;
+	}
 
 	/* '+' arrives as a space: the query unescaping reads it so. */
 	for (p = spec; *p; p = *e ? e + 1 : e) {

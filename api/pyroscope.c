@@ -7,7 +7,9 @@
  * libmicrohttpd's post processor. Other formats (folded text, trie, jfr,
  * speedscope) are refused with 415. The service is the application name, the
  * labels come from name's {k=v,...}, the type is inferred from the sample
- * types and the time is `from`.
+ * types and the time is `from`. An application name ending in one of
+ * Pyroscope's profile type suffixes (app.cpu, app.inuse_space, ...) names
+ * the service without it, and the type, which the samples must then fit.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -90,12 +92,42 @@ form_parse(struct http_req *r, struct form *f)
 	return 0;
 }
 
+/* Pyroscope's suffixes of application names, and the types they mean. */
+static const struct {
+	const char	*suffix;
+	const char	*type;
+} suffixes[] = {
+	{ ".cpu", "cpu" }, { ".itimer", "cpu" }, { ".wall", "wall" },
+	{ ".alloc_objects", "allocs" }, { ".alloc_space", "allocs" },
+	{ ".inuse_objects", "heap" }, { ".inuse_space", "heap" },
+	{ ".goroutines", "goroutine" },
+	{ ".mutex_count", "mutex" }, { ".mutex_duration", "mutex" },
+	{ ".block_count", "block" }, { ".block_duration", "block" },
+};
+
+/* Cut a type suffix off app; its type, or NULL (inferred). */
+static const char *
+app_type(struct buf *app)
+{
+	size_t i, n;
+
+	for (i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
+		n = strlen(suffixes[i].suffix);
+		if (app->len > n && strcmp(app->data + app->len - n, suffixes[i].suffix) == 0) {
+			app->len -= n;
+			app->data[app->len] = '\0';
+			return suffixes[i].type;
+		}
+	}
+	return NULL;
+}
+
 void
 pyroscope_ingest(struct http_req *r)
 {
 	const char *name = http_arg(r, "name"), *from = http_arg(r, "from");
 	const char *until = http_arg(r, "until"), *format = http_arg(r, "format");
-	const char *ctype = http_header(r, MHD_HTTP_HEADER_CONTENT_TYPE);
+	const char *ctype = http_header(r, MHD_HTTP_HEADER_CONTENT_TYPE), *type;
 	struct form f = { 0 };
 	struct labelset ls = { .n = 0 };
 	struct buf app = { 0 }, err = { 0 };
@@ -116,7 +148,8 @@ pyroscope_ingest(struct http_req *r)
 		goto out;
 	}
 	buf_reset(&err);
-	if (store_check_service(app.data, &err) < 0) {
+	type = app_type(&app);
+	if (store_check_service_name(app.data, &err) < 0) {
 		http_reply_error(r, 400, "bad name \"%s\": %s", name, err.data);
 		goto out;
 	}
@@ -157,7 +190,7 @@ pyroscope_ingest(struct http_req *r)
 	}
 	memset(&in, 0, sizeof(in));
 	in.service = app.data;
-	in.type = NULL;		/* inferred from the sample types */
+	in.type = type;		/* NULL: inferred from the sample types */
 	in.labels = &ls;
 	in.created_at = tfrom;
 	in.source = "pyroscope";

@@ -146,13 +146,24 @@ int	codec_add(struct merge *m, const char *text, size_t len, const int64_t *valu
 int	codec_begin(struct merge *m, const char *hdr, int64_t period, size_t *ntypes,
 	    bool *gauge);
 
-/* --- ship.c / read.c --- */
 /* --- settings.c: the cluster's settings --- */
 /* Write --clickhouse-retention on every server; -errno with the reason in err. */
 int	settings_put_retention(struct cluster *c, struct buf *err);
 /* Read the cluster's retention into c->retention (0: none), logging changes. */
 void	settings_retention(struct cluster *c);
+/*
+ * --- delete.c: deletion in the fleet, the reader's delete ops (read.c)
+ * once reads go to the cluster. They have the contracts of
+ * store_delete_profile() and store_delete_series() over the fleet's data:
+ * delete_profile() takes a gid (the ids the fleet's reader shows) and also
+ * deletes this host's copy from the store; delete_series() deletes the
+ * matching series from the store and from every server.
+ */
+int	delete_profile(struct cluster *c, uint64_t gid, struct store_ref *ref, struct buf *err);
+int	delete_series(struct cluster *c, const struct query *q, uint64_t *nseries,
+	    uint64_t *nprofiles, struct buf *err);
 
+/* --- ship.c / read.c --- */
 void	*ship_main(void *arg);
 void	 read_init(struct cluster *c);
 void	 read_free(struct cluster *c);

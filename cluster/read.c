@@ -1246,6 +1246,25 @@ c_changed_since(void *arg, uint64_t gen, int64_t upto)
 	return store_changed_since(c->st, gen, upto);
 }
 
+/* Deletion: in the fleet once reads go there, where the ids users see are its. */
+static int
+c_delete_profile(void *arg, uint64_t id, struct store_ref *ref, struct buf *err)
+{
+	struct cluster *c = arg;
+
+	return on(c) ? delete_profile(c, id, ref, err) : store_delete_profile(c->st, id, ref, err);
+}
+
+static int
+c_delete_series(void *arg, const struct query *q, uint64_t *nseries, uint64_t *nprofiles,
+    struct buf *err)
+{
+	struct cluster *c = arg;
+
+	return on(c) ? delete_series(c, q, nseries, nprofiles, err) :
+	    store_delete_series(c->st, q, nseries, nprofiles, err);
+}
+
 const struct reader *
 cluster_reader(struct cluster *c)
 {
@@ -1271,6 +1290,8 @@ read_init(struct cluster *c)
 		.merge = c_merge,
 		.generation = c_generation,
 		.changed_since = c_changed_since,
+		.delete_profile = c_delete_profile,
+		.delete_series = c_delete_series,
 	};
 }
 

@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -55,6 +56,10 @@ fs_stat(struct stat *st, const char *path, bool dir, off_t size, bool writable,
 	memset(st, 0, sizeof(*st));
 	st->st_ino = hash_bytes(path, strlen(path)) | 1;
 	/* The modes fs_main() chose: the kernel checks them (default_permissions). */
+	/* Under a service, the writers may delete (pf_unlink, pf_rmdir). */
+	bool del = !writable && path[0] == '/' && path[1] != '\0' &&
+	    strcmp(path, "/README.txt") != 0 && strcmp(path, "/.targets.json") != 0;
+
 	if (dir) {
 		st->st_mode = S_IFDIR | (writable ? fs->mode_ingest_dir : fs->mode_dir);
 		st->st_nlink = 2;
@@ -64,6 +69,8 @@ fs_stat(struct stat *st, const char *path, bool dir, off_t size, bool writable,
 		st->st_size = size;
 		st->st_blocks = (size + 511) / 512;
 	}
+	if (del)
+		st->st_mode |= fs->mode_delete;
 	st->st_blksize = 65536;
 	st->st_uid = fs->uid;
 	st->st_gid = fs->gid;
@@ -77,6 +84,13 @@ fs_stat(struct stat *st, const char *path, bool dir, off_t size, bool writable,
 		st->st_mtim.tv_nsec = st->st_ctim.tv_nsec = (long)(mtime_ns % 1000000000);
 	}
 }
+/* Whether the caller deleted under fp's service lately (its rm -r walks: delete.c). */
+static bool
+deleted_lately(const struct fspath *fp)
+{
+	return fp->service[0] && delete_recent(fp->service, fuse_get_context()->pid);
+}
+
 static void
 free_buf(void *v)
 {
@@ -340,8 +354,12 @@ pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 		    pin_entry(h->pin)->born);
 		return 0;
 	}
-	if (path_parse(path, clock_now_ns(), &fp) < 0)
+	if (path_parse(path, clock_now_ns(), &fp) < 0) {
+		/* A bad service, type or label set in ingest/: say why it is not there. */
+		if (path_in_ingest(path))
+			ingest_explain(path);
 		return ingest_refused(path);
+	}
 	switch (fp.node) {
 	case NODE_ROOT:
 		fs_stat(st, path, true, 0, false, 0);
@@ -357,17 +375,18 @@ pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 		return rc;
 	}
 	case NODE_SERVICE:
-		if (!dir_exists(fs, fp.service, NULL, NULL, NULL))
+		if (!dir_exists(fs, fp.service, NULL, NULL, NULL) && !deleted_lately(&fp))
 			return -ENOENT;
 		fs_stat(st, path, true, 0, false, 0);
 		return 0;
 	case NODE_TYPE:
-		if (!dir_exists(fs, fp.service, fp.type, NULL, NULL))
+		if (!dir_exists(fs, fp.service, fp.type, NULL, NULL) && !deleted_lately(&fp))
 			return -ENOENT;
 		fs_stat(st, path, true, 0, false, 0);
 		return 0;
 	case NODE_SELECTOR:
-		if (!dir_exists(fs, fp.service, fp.type, fp.selector, NULL))
+		if (!dir_exists(fs, fp.service, fp.type, fp.selector, NULL) &&
+		    !deleted_lately(&fp))
 			return -ENOENT;
 		fs_stat(st, path, true, 0, false, 0);
 		return 0;
@@ -375,7 +394,8 @@ pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 	case NODE_PROFILES:
 	case NODE_VS:
 	case NODE_VS_BASE:
-		if (!dir_exists(fs, fp.service, fp.type, fp.selector, &fp.range))
+		if (!dir_exists(fs, fp.service, fp.type, fp.selector, &fp.range) &&
+		    !deleted_lately(&fp))
 			return -ENOENT;
 		fs_stat(st, path, true, 0, false, 0);
 		return 0;
@@ -402,6 +422,13 @@ pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 			return 0;
 		}
 		rc = content_size(fs, path, &fp, &size, &born);
+		/* Listed before a deletion took its data, while rm -r walks (delete.c). */
+		if (rc == -ENOENT && fp.node != NODE_README && fp.node != NODE_TARGETS &&
+		    deleted_lately(&fp)) {
+			size = 0;
+			born = 0;
+			rc = 0;
+		}
 		if (rc == 0)
 			fs_stat(st, path, false, size, false, born);
 		if (rc < 0 && rc != -ENOENT) {
@@ -428,6 +455,42 @@ pf_readlink(const char *path, char *out, size_t size)
 	return 0;
 }
 
+/*
+ * The type and inode number of entry name of directory path (fp), so that
+ * readers of the listing know directories from files without a stat of each
+ * (rm -r, find): a stat of a generated file makes it. false: unknown
+ * (ingest/, which holds files being written).
+ */
+static bool
+entry_type(const char *path, const struct fspath *fp, const char *name, struct stat *st)
+{
+	char child[PATH_MAX];
+	struct fspath cp;
+
+	if (fp->node == NODE_INGEST || snprintf(child, sizeof(child), "%s/%s",
+	    strcmp(path, "/") == 0 ? "" : path, name) >= (int)sizeof(child) ||
+	    path_parse(child, clock_now_ns(), &cp) < 0)
+		return false;
+	memset(st, 0, sizeof(*st));
+	st->st_ino = hash_bytes(child, strlen(child)) | 1;	/* as fs_stat() */
+	switch (cp.node) {
+	case NODE_README:
+	case NODE_TARGETS:
+	case NODE_VIEW:
+	case NODE_VS_VIEW:
+	case NODE_PROFILE:
+	case NODE_INGEST_FILE:
+		st->st_mode = S_IFREG;
+		return true;
+	case NODE_VS_LINK:
+		st->st_mode = S_IFLNK;
+		return true;
+	default:
+		st->st_mode = S_IFDIR;
+		return true;
+	}
+}
+
 static int
 pf_readdir(const char *path, void *dbuf, fuse_fill_dir_t filler, off_t off,
     struct fuse_file_info *fi, enum fuse_readdir_flags flags)
@@ -443,12 +506,22 @@ pf_readdir(const char *path, void *dbuf, fuse_fill_dir_t filler, off_t off,
 	fs_count("readdir");
 	if (path_parse(path, clock_now_ns(), &fp) < 0)
 		return -ENOENT;
-	if ((rc = dir_list(fs_ctx(), path, &fp, &names)) == 0) {
+	rc = dir_list(fs_ctx(), path, &fp, &names);
+	/* Emptied by a deletion while rm -r walks it (delete.c). */
+	if (rc == -ENOENT && fp.node != NODE_ROOT && fp.node != NODE_INGEST &&
+	    deleted_lately(&fp)) {
+		buf_reset(&names);
+		rc = 0;
+	}
+	if (rc == 0) {
 		filler(dbuf, ".", NULL, 0, 0);
 		filler(dbuf, "..", NULL, 0, 0);
-		for (p = names.data; p && p < names.data + names.len; p += strlen(p) + 1)
-			if (filler(dbuf, p, NULL, 0, 0))
+		for (p = names.data; p && p < names.data + names.len; p += strlen(p) + 1) {
+			struct stat st;
+
+			if (filler(dbuf, p, entry_type(path, &fp, p, &st) ? &st : NULL, 0, 0))
 				break;
+		}
 	}
 	buf_free(&names);
 	return rc;
@@ -472,7 +545,15 @@ pf_open(const char *path, struct fuse_file_info *fi)
 		/* Reopening a file that is still being written. */
 		struct ingest *ig;
 
-		if ((rc = ingest_open(fs, path, (fi->flags & O_TRUNC) != 0, &ig)) < 0)
+		rc = ingest_open(fs, path, (fi->flags & O_TRUNC) != 0, &ig);
+		/*
+		 * The name was stored and released, but the kernel still holds
+		 * its entry (entry_timeout) and opens it instead of creating
+		 * it: a writer starts a new file, as a create would.
+		 */
+		if (rc == -ENOENT && (fi->flags & O_ACCMODE) != O_RDONLY)
+			rc = ingest_create(fs, path, &fp, false, &ig);
+		if (rc < 0)
 			return rc;
 		h = xcalloc(1, sizeof(*h));
 		h->kind = H_INGEST;
@@ -542,15 +623,13 @@ pf_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 	if (path_parse(path, clock_now_ns(), &fp) < 0 || fp.node != NODE_INGEST_FILE) {
 		if (!path_in_ingest(path))
 			return -EROFS;
-		log_warnx("ingest: cannot create %s: files go in "
-		    "ingest/<service>/<type>/[<k=v,...>/]<file> (type: cpu, heap, ... or auto)",
-		    path);
+		ingest_explain(path);
 		return -EINVAL;
 	}
 	h = xcalloc(1, sizeof(*h));
 	h->kind = H_INGEST;
 	/* cp creates with O_EXCL, shell redirection and most writers with O_TRUNC; touch with neither. */
-	ingest_create(fs_ctx(), path, &fp, (fi->flags & (O_TRUNC | O_EXCL)) != 0, &h->ig);
+	ingest_create(fs_ctx(), path, &fp, (fi->flags & O_EXCL) != 0, &h->ig);
 	fi->fh = (uintptr_t)h;
 	fi->direct_io = 1;
 	return 0;
@@ -639,17 +718,67 @@ pf_mkdir(const char *path, mode_t mode)
 		return 0;
 	if (!path_in_ingest(path))
 		return -EROFS;
-	if (ingest_refused(path) == -ENOENT)
-		log_warnx("ingest: cannot make directory %s: below ingest/ directories are "
-		    "<service>/<type>/[<k=v,...>/] (type: cpu, heap, ... or auto)", path);
+	ingest_explain(path);
+	(void)ingest_refused(path);
 	return -EINVAL;
 }
 
+/*
+ * Deletion. The kernel lets only the mount's writers get here (the owner,
+ * and the group with --group-write: the w bits fs_stat() reports under a
+ * service). rm of a stored profile deletes it; rmdir of a label set (or a
+ * selector), a type or a service deletes every series it shows. What is
+ * generated from data (views, range directories, profiles/, vs/) goes with
+ * its data: removing it succeeds and removes nothing by itself, so `rm -r`
+ * walks any subtree and the directories it names last delete the data.
+ */
 static int
 pf_unlink(const char *path)
 {
+	struct fsctx *fs = fs_ctx();
+	struct store_ref ref;
+	struct buf err = { 0 };
+	struct fspath fp;
+	uint64_t size;
+	int rc;
+
 	fs_count("unlink");
-	return path_in_ingest(path) ? -ENOENT : -EROFS;
+	if (path_in_ingest(path))
+		return -ENOENT;
+	if (path_parse(path, clock_now_ns(), &fp) < 0)
+		return -ENOENT;
+	switch (fp.node) {
+	case NODE_PROFILE:
+		rc = reader_get_size(fs->rd, fp.profile_id, &ref, &size);
+		if (rc == -ENODATA && ref.series == 0) {
+			/* Reads served by a fleet: the profile says where it is. */
+			rc = reader_get(fs->rd, fp.profile_id, &ref, &err);
+			buf_reset(&err);
+		}
+		if ((rc == 0 || rc == -ENODATA) && !profile_in_path(fs, &fp, &ref))
+			rc = -ENOENT;
+		if (rc == 0 || rc == -ENODATA)
+			rc = reader_delete_profile(fs->rd, fp.profile_id, NULL, &err);
+		if (rc == -ENOENT && deleted_lately(&fp))
+			rc = 0;		/* listed before a deletion that took it */
+		else if (rc == 0) {
+			delete_note(fp.service, fuse_get_context()->pid);
+			log_info("deleted %s", path);
+		}
+		else if (rc != -ENOENT)
+			log_warnx("cannot delete %s: %s", path,
+			    err.data ? err.data : strerror(-rc));
+		buf_free(&err);
+		return rc == -ENOENT ? -ENOENT : rc < 0 ? -EIO : 0;
+	case NODE_VIEW:
+	case NODE_VS_VIEW:
+	case NODE_VS_LINK:
+		/* Generated: it goes with its data. */
+		return dir_exists(fs, fp.service, fp.type, fp.selector, &fp.range) ||
+		    deleted_lately(&fp) ? 0 : -ENOENT;
+	default:
+		return fp.node == NODE_ROOT ? -EISDIR : -EROFS;
+	}
 }
 
 static int
@@ -694,9 +823,60 @@ pf_setxattr(const char *path, const char *name, const char *value, size_t size, 
 static int
 pf_rmdir(const char *path)
 {
+	struct fsctx *fs = fs_ctx();
+	struct labelset sel = { .n = 0 };
+	struct buf err = { 0 };
+	struct fspath fp;
+	struct query q;
+	uint64_t ns = 0, np = 0;
+	int rc;
+
 	fs_count("rmdir");
-	(void)path;
-	return -EROFS;
+	if (path_in_ingest(path) || path_parse(path, clock_now_ns(), &fp) < 0)
+		return path_in_ingest(path) ? -EROFS : -ENOENT;
+	memset(&q, 0, sizeof(q));
+	switch (fp.node) {
+	case NODE_SELECTOR:
+		if (labels_parse(fp.selector, &sel, NULL) < 0)
+			return -ENOENT;
+		q.sel = &sel;
+		/* fallthrough */
+	case NODE_TYPE:
+		q.type = fp.type;
+		/* fallthrough */
+	case NODE_SERVICE:
+		q.service = fp.service;
+		if (!dir_exists(fs, fp.service, q.type, fp.node == NODE_SELECTOR ? fp.selector :
+		    NULL, NULL)) {
+			rc = deleted_lately(&fp) ? 0 : -ENOENT;
+			break;
+		}
+		rc = reader_delete_series(fs->rd, &q, &ns, &np, &err);
+		if (rc == 0) {
+			delete_note(fp.service, fuse_get_context()->pid);
+			log_info("deleted %s: %llu profiles of %llu label sets", path,
+			    (unsigned long long)np, (unsigned long long)ns);
+		}
+		else
+			log_warnx("cannot delete %s: %s", path,
+			    err.data ? err.data : strerror(-rc));
+		rc = rc < 0 ? -EIO : 0;
+		break;
+	case NODE_RANGE:
+	case NODE_PROFILES:
+	case NODE_VS:
+	case NODE_VS_BASE:
+		/* Views of the data: they go with it. */
+		rc = dir_exists(fs, fp.service, fp.type, fp.selector, &fp.range) ||
+		    deleted_lately(&fp) ? 0 : -ENOENT;
+		break;
+	default:
+		rc = -EROFS;
+		break;
+	}
+	labels_clear(&sel);
+	buf_free(&err);
+	return rc;
 }
 
 static int
@@ -769,6 +949,8 @@ pf_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 	cfg->negative_timeout = 0;
 	cfg->kernel_cache = 0;
 	cfg->nullpath_ok = 0;
+	/* rm of an open stored profile deletes it (no .fuse_hidden rename). */
+	cfg->hard_remove = 1;
 	return fuse_get_context()->private_data;
 }
 
@@ -863,10 +1045,15 @@ readme_render(struct fsctx *fs, struct buf *b)
 "with 'Invalid argument' and the reason in the daemon's log.\n"
 "A copy into ingest/ succeeds only once the profile is stored; a file that is\n"
 "not a pprof profile fails with 'Invalid argument' and the reason is in the\n"
-"daemon's log. An empty file is not a profile either: cp of an empty file (or\n"
-"'> file') fails the same way. A file only created and closed (touch) is\n"
-"ignored: touch opens without O_EXCL or O_TRUNC (which cp and '>' use) and\n"
-"writes nothing, so no upload was made, and touch itself succeeds. Two\n"
+"daemon's log, and so does a profile whose sample types are not its\n"
+"directory's type (a CPU profile under heap/). Types: cpu heap allocs block\n"
+"mutex goroutine threadcreate wall other, or auto (inferred); service names:\n"
+"letters, digits, '_', '-', '.' (as Pyroscope's application names); other\n"
+"directories cannot be made ('Invalid argument', the reason in the log).\n"
+"'cmd > file' stores what cmd wrote; a file closed without any byte (touch,\n"
+"': > file') stores nothing and is no error; cp of an empty file is an\n"
+"upload that fails with 'Invalid argument'. A name can be written again right\n"
+"after its file was stored. Two\n"
 "writers of one name each store their own file (two racing cp may also get\n"
 "'File exists' from the kernel before writing anything). When the daemon's\n"
 "memory budget is in use, writes and generated files fail with 'Resource\n"
@@ -877,7 +1064,16 @@ readme_render(struct fsctx *fs, struct buf *b)
 "262,144 frames in all) sums the rest into '[inlined frames cut]' and\n"
 "'[more frames: tree limit]' frames, totals exact. A new service past\n"
 "--max-services fails with 'Invalid argument', the reason in the log.\n"
-"Everything outside ingest/ is read-only.\n",
+"\n"
+"Deleting: the mount's owner (and its group with --group-write) may rm a\n"
+"stored profile (profiles/<name>.pb.gz) and rm -r a label set, a type or a\n"
+"service; every merge, window and view then leaves that data out, and the\n"
+"deletion is durable. Removing a generated file or a range directory removes\n"
+"nothing by itself (it goes with its data), so rm -r works on any directory.\n"
+"Over HTTP: DELETE /api/0/profiles/<id> and\n"
+"DELETE /api/0/services/<service>[?type=&labels=]. Other writes outside\n"
+"ingest/ fail with 'Read-only file system'; other users get 'Permission\n"
+"denied'.\n",
 	    PROFILEFS_VERSION, m, m, m, m, m, m, m);
 	return b->data ? 0 : -ENOMEM;
 }

@@ -47,6 +47,7 @@ struct fsctx {
 	gid_t			 gid;
 	mode_t			 mode_dir, mode_file;		/* the read-only tree */
 	mode_t			 mode_ingest_dir, mode_ingest_file;
+	mode_t			 mode_delete;	/* added under a service: who may rm */
 };
 
 /*

@@ -103,11 +103,11 @@ struct cache_entry *pin_entry(const struct pin *p);
 int	ingests_create(struct ingests **out);		/* 0, -ENOMEM */
 void	ingests_destroy(struct ingests *igs);	/* the files still open too; NULL: no-op */
 /*
- * A new file at path (fp parsed as NODE_INGEST_FILE); trunc: created with
- * O_TRUNC or O_EXCL, so closing it empty is an empty upload. *out is held until
+ * A new file at path (fp parsed as NODE_INGEST_FILE); excl: created with
+ * O_EXCL (cp), so closing it empty is an empty upload. *out is held until
  * ingest_release().
  */
-int	ingest_create(struct fsctx *fs, const char *path, const struct fspath *fp, bool trunc,
+int	ingest_create(struct fsctx *fs, const char *path, const struct fspath *fp, bool excl,
 	    struct ingest **out);
 /*
  * Another open of a name still being written: a new object of its own,
@@ -124,6 +124,16 @@ int	ingest_size(struct fsctx *fs, const char *path, struct ingest *ig, off_t *si
 int	ingest_flush(struct fsctx *fs, struct ingest *ig);
 /* Drop one open; the last one stores unflushed data and frees ig. */
 void	ingest_release(struct fsctx *fs, struct ingest *ig);
+/* --- delete.c ---
+ * delete_note(): process pid (the FUSE caller) deleted data of service.
+ * delete_recent(): whether pid did lately (its rm -r may still be walking);
+ * refreshes it.
+ */
+void	delete_note(const char *service, pid_t pid);
+bool	delete_recent(const char *service, pid_t pid);
+
+/* Log why path, under ingest/, names no place for a file (a bad service or type). */
+void	ingest_explain(const char *path);
 /* The names of files being written directly in directory dir, appended to names. */
 void	ingest_list(struct fsctx *fs, const char *dir, struct buf *names);
 

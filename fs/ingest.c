@@ -12,11 +12,22 @@
  * newest writer's bytes (or empty with O_TRUNC), so `cat` of a file still
  * being copied shows what has arrived.
  *
- * Empty files: a file created with O_EXCL (cp) or O_TRUNC (shell
- * redirection, dd, most writers) or truncated, then closed without data, is
- * an empty upload and fails with EINVAL like any other non-profile; a file
- * only created and closed (touch: neither flag, no write, no truncate) holds
- * no upload at all and is ignored.
+ * Empty files: a close(2) while the file holds no byte stores nothing,
+ * returns 0 and counts nothing. The shell's redirection (`cmd >
+ * ingest/svc/cpu/f`, O_TRUNC) opens the file, dup2()s it onto the command's
+ * output and closes the first descriptor before the command writes: that
+ * close must not count as a failed upload. A file closed for the last time
+ * without a byte (touch, `: > f`) is logged at info level as holding
+ * nothing. Only a file created with O_EXCL -- cp, which copies its source
+ * into a new file -- and closed empty is an upload of an empty file, which
+ * fails with EINVAL like any other non-profile.
+ *
+ * A name whose last open closed stays resolvable, as an empty file, for
+ * INGEST_GRACE after it was last resolved: the kernel keeps a name it looked
+ * up for the entry timeout (1 s, fs.c) and stats it before opening it
+ * again, so a writer of the same name right after (a loop of `cat > f`)
+ * would otherwise fail with ENOENT. An open for writing of such a name
+ * starts a new file (fs.c). Such names are not listed.
  *
  * The open files of a mount are its struct ingests (fs->ingests), made by
  * fs_main() with ingests_create(). Locking: its lock protects the list of
@@ -27,6 +38,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,14 +61,81 @@ struct ingest {
 	pthread_mutex_t	 store_lock;	/* held across a store attempt */
 	bool		 dirty;		/* written or truncated since the last store attempt */
 	int		 result;	/* of the last store attempt */
+	bool		 stored;	/* an attempt stored the bytes */
+	bool		 excl;		/* O_EXCL (cp): closing it empty is an upload */
 	int		 opens;
 };
 
-/* The files being written into a mount's ingest/. */
+/* A name closed lately, resolvable until `until` (mono ns). */
+struct ingest_gone {
+	struct ingest_gone *next;
+	int64_t		 until;
+	char		 path[];
+};
+
+/* The kernel's entry timeout (fs.c), with a margin. */
+#define INGEST_GRACE_NS		(INT64_C(2000) * 1000000)
+#define INGEST_GONE_MAX		4096	/* names remembered at most */
+
+/* The files being written into a mount's ingest/, and the names closed lately. */
 struct ingests {
 	pthread_mutex_t	 lock;
 	struct ingest	*open;		/* newest first; protected by lock */
+	struct ingest_gone *gone;	/* newest first; protected by lock */
+	size_t		 ngone;		/* protected by lock */
 };
+
+/*
+ * The entry of a name closed lately, refreshed (a positive answer to a
+ * lookup starts the kernel's timeout again), or NULL; expired entries are
+ * dropped on the way. Called with igs->lock held.
+ */
+static struct ingest_gone *
+gone_find(struct ingests *igs, const char *path, int64_t now)
+{
+	struct ingest_gone **pp = &igs->gone, *g, *found = NULL;
+
+	while ((g = *pp) != NULL) {
+		if (g->until <= now) {
+			*pp = g->next;
+			free(g);
+			igs->ngone--;
+			continue;
+		}
+		if (found == NULL && path && strcmp(g->path, path) == 0) {
+			g->until = now + INGEST_GRACE_NS;
+			found = g;
+		}
+		pp = &g->next;
+	}
+	return found;
+}
+
+/* Remember that path was closed. Called with igs->lock held. */
+static void
+gone_add(struct ingests *igs, const char *path)
+{
+	int64_t now = clock_mono_ns();
+	struct ingest_gone *g, **pp;
+	size_t n = strlen(path);
+
+	if (gone_find(igs, path, now) != NULL)
+		return;
+	if (igs->ngone >= INGEST_GONE_MAX) {	/* drop the oldest */
+		for (pp = &igs->gone; (*pp)->next; pp = &(*pp)->next)
+			;
+		free(*pp);
+		*pp = NULL;
+		igs->ngone--;
+	}
+	if ((g = malloc(sizeof(*g) + n + 1)) == NULL)
+		return;		/* only the next writer's convenience is lost */
+	memcpy(g->path, path, n + 1);
+	g->until = now + INGEST_GRACE_NS;
+	g->next = igs->gone;
+	igs->gone = g;
+	igs->ngone++;
+}
 
 int
 ingests_create(struct ingests **out)
@@ -85,6 +164,12 @@ ingests_destroy(struct ingests *igs)
 		pthread_mutex_destroy(&ig->store_lock);
 		free(ig->path);
 		free(ig);
+	}
+	while (igs->gone) {
+		struct ingest_gone *g = igs->gone;
+
+		igs->gone = g->next;
+		free(g);
 	}
 	pthread_mutex_destroy(&igs->lock);
 	free(igs);
@@ -120,7 +205,7 @@ ingest_new(struct ingests *igs, const char *path, const struct fspath *fp)
 }
 
 int
-ingest_create(struct fsctx *fs, const char *path, const struct fspath *fp, bool trunc,
+ingest_create(struct fsctx *fs, const char *path, const struct fspath *fp, bool excl,
     struct ingest **out)
 {
 	struct ingests *igs = fs->ingests;
@@ -128,7 +213,7 @@ ingest_create(struct fsctx *fs, const char *path, const struct fspath *fp, bool 
 	pthread_mutex_lock(&igs->lock);
 	*out = ingest_new(igs, path, fp);
 	/* Such a create is an upload even if no byte follows (see above). */
-	(*out)->dirty = trunc;
+	(*out)->dirty = (*out)->excl = excl;
 	pthread_mutex_unlock(&igs->lock);
 	return 0;
 }
@@ -276,14 +361,17 @@ int
 ingest_size(struct fsctx *fs, const char *path, struct ingest *ig, off_t *size)
 {
 	struct ingests *igs = fs->ingests;
+	bool gone = false;
 
 	pthread_mutex_lock(&igs->lock);
 	if (ig == NULL)
 		ig = find(igs, path);
 	if (ig)
 		*size = (off_t)ig->data.len;
+	else if ((gone = gone_find(igs, path, clock_mono_ns()) != NULL))
+		*size = 0;
 	pthread_mutex_unlock(&igs->lock);
-	return ig ? 0 : -ENOENT;
+	return ig || gone ? 0 : -ENOENT;
 }
 
 void
@@ -322,8 +410,12 @@ ingest_flush(struct fsctx *fs, struct ingest *ig)
 	memset(&in, 0, sizeof(in));
 	pthread_mutex_lock(&ig->store_lock);
 	pthread_mutex_lock(&igs->lock);
-	if (!ig->dirty) {
-		rc = ig->result;
+	/*
+	 * Nothing to store (yet): no attempt, no count, no error (see the top
+	 * of the file); a write through another descriptor stores later.
+	 */
+	if (!ig->dirty || (ig->data.len == 0 && !ig->excl)) {
+		rc = ig->dirty ? 0 : ig->result;
 		pthread_mutex_unlock(&igs->lock);
 		pthread_mutex_unlock(&ig->store_lock);
 		return rc;
@@ -384,6 +476,7 @@ out:
 		memset(&data, 0, sizeof(data));
 	}
 	ig->result = rc;
+	ig->stored |= rc == 0;
 	pthread_mutex_unlock(&igs->lock);
 	pthread_mutex_unlock(&ig->store_lock);
 	labels_clear(&ls);
@@ -407,15 +500,63 @@ ingest_release(struct fsctx *fs, struct ingest *ig)
 		;
 	if (*pp)
 		*pp = ig->next;
+	if (find(igs, ig->path) == NULL)
+		gone_add(igs, ig->path);
 	pthread_mutex_unlock(&igs->lock);
 	/* Written but never flushed (a writer that died): store it now. */
 	if (ig->dirty)
 		ingest_flush(fs, ig);
-	if (ig->data.len == 0 && ig->result == 0)
-		log_info("ingest: %s was created and closed without data (touch); nothing stored",
+	if (ig->data.len == 0 && !ig->stored && !ig->excl)
+		log_info("ingest: %s was created and closed without data; nothing stored",
 		    ig->path);
 	buf_free(&ig->data);
 	pthread_mutex_destroy(&ig->store_lock);
 	free(ig->path);
 	free(ig);
+}
+
+/* The path explained last and when (mono ns), so a lookup repeated by the kernel logs once. */
+static pthread_mutex_t ex_lock = PTHREAD_MUTEX_INITIALIZER;
+static char ex_last[512];		/* protected by ex_lock */
+static int64_t ex_when;			/* protected by ex_lock */
+
+void
+ingest_explain(const char *path)
+{
+	char seg[256];
+	const char *p, *e;
+	struct buf err = { 0 };
+	int64_t now = clock_mono_ns();
+	bool again;
+	int depth;
+
+	pthread_mutex_lock(&ex_lock);
+	again = now - ex_when < INT64_C(1000000000) &&
+	    strncmp(ex_last, path, sizeof(ex_last)) == 0;
+	snprintf(ex_last, sizeof(ex_last), "%s", path);
+	ex_when = now;
+	pthread_mutex_unlock(&ex_lock);
+	if (again)
+		return;
+
+	/* path is /ingest/<service>/<type>/...: the first segment that fails. */
+	p = path + strlen("/ingest");
+	for (depth = 0; depth < 2 && *p == '/'; depth++) {
+		p++;
+		if ((e = strchr(p, '/')) == NULL)
+			e = p + strlen(p);
+		if (e == p || (size_t)(e - p) >= sizeof(seg))
+			break;
+		memcpy(seg, p, (size_t)(e - p));
+		seg[e - p] = '\0';
+		if ((depth == 0 ? store_check_service_name(seg, &err) :
+		    store_check_known_type(seg, &err)) < 0) {
+			log_warnx("ingest: %s: %s; files go in "
+			    "ingest/<service>/<type>/[<k=v,...>/]<file>", path, err.data);
+			buf_free(&err);
+			return;
+		}
+		p = e;
+	}
+	log_warnx("ingest: %s: files go in ingest/<service>/<type>/[<k=v,...>/]<file>", path);
 }

@@ -109,6 +109,8 @@ access_modes(struct fsctx *fs, const struct fs_access *a)
 	fs->mode_file = S_IRUSR | S_IWUSR | grp_r | oth_r;
 	fs->mode_ingest_dir = fs->mode_dir;
 	fs->mode_ingest_file = S_IRUSR | S_IWUSR | (grp_w ? S_IRGRP | S_IWGRP : 0);
+	/* Who writes into ingest/ may also delete what is stored. */
+	fs->mode_delete = S_IWUSR | grp_w;
 }
 
 /* Whether path is itself a mount point (its device differs from its parent's). */

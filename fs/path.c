@@ -189,8 +189,8 @@ parse_ingest(const char *p, struct fspath *o)
 		return rc < 0 ? -ENOENT : 0;
 	rc = labels_unescape(&b, seg, strlen(seg));
 	/* A profile file here means the service or type was left out. */
-	if (rc < 0 || b.len == 0 || looks_like_file(seg) || store_check_service(b.data, NULL) < 0 ||
-	    b.len >= sizeof(o->service)) {
+	if (rc < 0 || b.len == 0 || looks_like_file(seg) ||
+	    store_check_service_name(b.data, NULL) < 0 || b.len >= sizeof(o->service)) {
 		buf_free(&b);
 		return -ENOENT;
 	}
@@ -200,7 +200,7 @@ parse_ingest(const char *p, struct fspath *o)
 	/* type */
 	if ((rc = next_seg(&p, seg, sizeof(seg))) <= 0)
 		return rc < 0 ? -ENOENT : 0;
-	if (looks_like_file(seg) || (strcmp(seg, "auto") != 0 && store_check_type(seg, NULL) < 0))
+	if (looks_like_file(seg) || store_check_known_type(seg, NULL) < 0)
 		return -ENOENT;
 	snprintf(o->type, sizeof(o->type), "%s", seg);
 	o->ingest_depth = 3;

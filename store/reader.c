@@ -1,9 +1,11 @@
 /*
  * reader: the read interface of store.h that fs/ and the HTTP API use, and
  * the store's own implementation of it (its RocksDB data, through the store
- * calls of the same names). Another module may offer its own reader; the
- * store never forwards to one.
+ * calls of the same names; deletion through store_delete_*()). Another
+ * module may offer its own reader; the store never forwards to one.
  */
+#include <errno.h>
+
 #include "store_int.h"
 
 static int
@@ -73,6 +75,19 @@ local_changed_since(void *arg, uint64_t gen, int64_t upto)
 	return store_changed_since(arg, gen, upto);
 }
 
+static int
+local_delete_profile(void *arg, uint64_t id, struct store_ref *ref, struct buf *err)
+{
+	return store_delete_profile(arg, id, ref, err);
+}
+
+static int
+local_delete_series(void *arg, const struct query *q, uint64_t *nseries,
+    uint64_t *nprofiles, struct buf *err)
+{
+	return store_delete_series(arg, q, nseries, nprofiles, err);
+}
+
 void
 store_reader_init(struct store *st)
 {
@@ -89,6 +104,8 @@ store_reader_init(struct store *st)
 		.merge = local_merge,
 		.generation = local_generation,
 		.changed_since = local_changed_since,
+		.delete_profile = local_delete_profile,
+		.delete_series = local_delete_series,
 	};
 }
 
@@ -163,4 +180,28 @@ bool
 reader_changed_since(const struct reader *r, uint64_t gen, int64_t upto)
 {
 	return r->changed_since(r->arg, gen, upto);
+}
+
+int
+reader_delete_profile(const struct reader *r, uint64_t id, struct store_ref *ref,
+    struct buf *err)
+{
+	if (r->delete_profile == NULL) {
+		if (err)
+			buf_adds(err, "this reader cannot delete");
+		return -EROFS;
+	}
+	return r->delete_profile(r->arg, id, ref, err);
+}
+
+int
+reader_delete_series(const struct reader *r, const struct query *q, uint64_t *nseries,
+    uint64_t *nprofiles, struct buf *err)
+{
+	if (r->delete_series == NULL) {
+		if (err)
+			buf_adds(err, "this reader cannot delete");
+		return -EROFS;
+	}
+	return r->delete_series(r->arg, q, nseries, nprofiles, err);
 }

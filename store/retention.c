@@ -62,7 +62,7 @@ series_holds_data(struct store *st, uint64_t sid)
  * limit, and its records go at the next open (not now: a put may be
  * writing to it).
  */
-static void
+void
 note_empty(struct store *st, uint64_t sid)
 {
 	ssize_t pos;

@@ -179,6 +179,21 @@ int	store_set_limits(struct store *st, int64_t keep_raw, int64_t keep_windows,
  */
 int	store_compact(struct store *st, uint64_t *ndays);
 
+/*
+ * Deletion of this store's data (delete.c), durable when it returns 0;
+ * every merge, window and cached view made afterwards leaves the data out.
+ * store_delete_profile(): one stored profile (*ref, optional: where it
+ * was), -ENOENT if none. store_delete_series(): every series q matches
+ * (service, type, selector; its time range is ignored) with all it holds;
+ * *nseries and *nprofiles (optional) say how many went. fs/ and the HTTP
+ * API delete through their reader (reader_delete_*() below), which may
+ * delete elsewhere too.
+ */
+struct query;
+int	store_delete_profile(struct store *st, uint64_t id, struct store_ref *ref,
+	    struct buf *err);
+int	store_delete_series(struct store *st, const struct query *q, uint64_t *nseries,
+	    uint64_t *nprofiles, struct buf *err);
 /* --- the outbox (outbox.c) ---
  *
  * With a fleet (--clickhouse), every profile stored is also queued for
@@ -243,6 +258,17 @@ const char *store_infer_type(const struct profile *p);
 int	store_check_type(const char *type, struct buf *err);
 int	store_check_service(const char *service, struct buf *err);
 
+/*
+ * The names producers may give (names.c); the tree reads whatever is stored.
+ * store_check_known_type(): a known type or "auto". store_check_profile_type():
+ * whether p's sample types fit type (a CPU profile is not heap; "other" and
+ * profiles of unknown sample types fit anything). store_check_service_name():
+ * Pyroscope's rule for application names ([A-Za-z0-9_.-], 1 to
+ * SERVICE_MAX_LEN), not reserved. Each is 0 or -EINVAL with the reason in err.
+ */
+int	store_check_known_type(const char *type, struct buf *err);
+int	store_check_profile_type(const char *type, const struct profile *p, struct buf *err);
+int	store_check_service_name(const char *service, struct buf *err);
 /* Format a profile id for users (16 hex digits) and parse it back (-EINVAL). */
 void	store_id_format(uint64_t id, char out[17]);
 int	store_id_parse(const char *s, uint64_t *id);
@@ -314,6 +340,13 @@ int	query_skip_add(struct query_result *res, uint64_t id, const char *reason);
  * same name (store_series(), ..., query_list(), query_merge(),
  * store_generation(), store_changed_since()); series a reader returns live
  * as long as the reader. Writes always go to the store.
+ *
+ * Deletion goes through the reader too, as reads do: the ids and series
+ * users see are the reader's. delete_profile() and delete_series() have
+ * the contracts of store_delete_profile() and store_delete_series() over
+ * the reader's data (the store's reader deletes in the store; a fleet's
+ * deletes in the store and in the fleet). They are optional:
+ * reader_delete_*() answer -EROFS with the reason where a reader has none.
  */
 struct reader {
 	void	*arg;
@@ -329,6 +362,10 @@ struct reader {
 	int	(*merge)(void *arg, const struct query *q, struct query_result *res);
 	uint64_t (*generation)(void *arg);
 	bool	(*changed_since)(void *arg, uint64_t gen, int64_t upto);
+	int	(*delete_profile)(void *arg, uint64_t id, struct store_ref *ref,
+		    struct buf *err);
+	int	(*delete_series)(void *arg, const struct query *q, uint64_t *nseries,
+		    uint64_t *nprofiles, struct buf *err);
 };
 
 /* The store's own reader: its RocksDB data. Lives as long as st. */
@@ -347,5 +384,9 @@ int	reader_list(const struct reader *r, const struct query *q, struct query_resu
 int	reader_merge(const struct reader *r, const struct query *q, struct query_result *res);
 uint64_t reader_generation(const struct reader *r);
 bool	reader_changed_since(const struct reader *r, uint64_t gen, int64_t upto);
+int	reader_delete_profile(const struct reader *r, uint64_t id, struct store_ref *ref,
+	    struct buf *err);
+int	reader_delete_series(const struct reader *r, const struct query *q, uint64_t *nseries,
+	    uint64_t *nprofiles, struct buf *err);
 
 #endif

@@ -16,6 +16,7 @@
  *   read.c       listings, stored profiles, hours, T records
  *   retention.c  retention and the disk cap: the retention thread (rt_lock)
  *   outbox.c     the outbox ('O' keys) of profiles to ship to a fleet
+ *   delete.c     deletion of profiles and series on request
  *   reader.c     the store's own reader (store_reader(), store.h)
  *   query.c      range queries: listing and merging (store.h)
  *   pack.c       the compact encoding of profiles and windows (pack.h)
@@ -338,6 +339,11 @@ int	store_hours_locked(struct store *st, uint64_t sid, int64_t **out, size_t *n)
 
 /* retention.c */
 bool	series_holds_data(struct store *st, uint64_t sid);
+/*
+ * Series sid may hold nothing any more (retention, deletion): if so it no
+ * longer counts against the limits, and its records go at the next open.
+ */
+void	note_empty(struct store *st, uint64_t sid);
 int	store_expire_tiers_locked(struct store *st, int64_t before, int64_t wbefore, uint64_t *n);
 
 /* outbox.c */

@@ -138,7 +138,9 @@ put_prepare(struct store *st, const struct store_input *in, const struct profile
 		goto out;
 	if (type == NULL || strcmp(type, "auto") == 0)
 		type = store_infer_type(p);
-	else if ((rc = store_check_type(type, err)) < 0)
+	else if ((rc = store_check_type(type, err)) < 0 ||
+	    (rc = store_check_known_type(type, err)) < 0 ||
+	    (rc = store_check_profile_type(type, p, err)) < 0)
 		goto out;
 	if (p->nsample_types == 0 || p->nsample_types > STORE_MAX_TYPES) {
 		if (err)

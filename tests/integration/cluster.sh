@@ -272,6 +272,41 @@ for t in cpu heap; do
   done
 done
 pf_stop
+
+# --- deletion in the fleet ---------------------------------------------------------------------
+# rm -r in A's mount of a label set B pushed, and DELETE over B's HTTP API of
+# a profile A shipped: the rows leave ClickHouse, and both trees' merges (which
+# ClickHouse computes from its window sums) leave them out.
+pf_start --host hosta --clickhouse "$URLS" --http "127.0.0.1:$HA" || fail "daemon A restarts with the cluster"
+wait_for 20 test -d "$TMP/mnt/goapp/cpu/env=b,host=hostb" && ok "deletion: A sees B's label set" \
+  || fail "deletion: A sees B's label set"
+rm -r "$TMP/mnt/goapp/cpu/env=b,host=hostb" && ok "deletion: rm -r of B's label set in A's mount" \
+  || fail "deletion: rm -r of B's label set in A's mount"
+check_eq "deletion: no row of that label set in ClickHouse" \
+  "$(chq 1 "SELECT count() FROM profilefs.profiles WHERE service = 'goapp' AND type = 'cpu' AND labels = 'env=b,host=hostb' FORMAT TSV")" 0
+ls "$TMP/mntb/goapp/cpu" | grep -q "env=b" && fail "deletion: B no longer lists the label set" \
+  || ok "deletion: B no longer lists the label set"
+wait_for 10 sums_are "$TMP/mntb/goapp/cpu/all/all/merged.pb.gz" "$(pprof_sums "$TMP/want2.pb.gz")" \
+  && ok "deletion: B's merge holds A's two profiles only" \
+  || fail "deletion: B's merge holds A's two profiles only" "$(pprof_sums "$TMP/mntb/goapp/cpu/all/all/merged.pb.gz")"
+P="$TMP/mntb/goapp/cpu/host=hosta/all/profiles"
+first=$(ls "$P" | head -1); second=$(ls "$P" | tail -1)
+cp "$P/$second" "$TMP/kept.pb.gz"
+id=$(echo "$first" | sed 's/.*-\([0-9a-f]\{16\}\)\.pb\.gz$/\1/')
+code=$(curl -s -o "$TMP/del.json" -w '%{http_code}' -X DELETE "http://127.0.0.1:$HB/api/0/profiles/$id")
+check_eq "deletion: DELETE of A's profile over B's API" "$code" 200
+check_eq "deletion: its row left ClickHouse" \
+  "$(chq 1 "SELECT count() FROM profilefs.profiles WHERE gid = $((16#$id)) FORMAT TSV")" 0
+check_eq "deletion: the window sums count one goapp cpu profile" \
+  "$(chq 1 "SELECT sum(profiles) FROM profilefs.counts10 WHERE service = 'goapp' AND type = 'cpu' FORMAT TSV")" 1
+for m in mnt mntb; do
+  wait_for 10 sums_are "$TMP/$m/goapp/cpu/all/all/merged.pb.gz" "$(pprof_sums "$TMP/kept.pb.gz")" \
+    && ok "deletion: $m's merge holds the one profile left" \
+    || fail "deletion: $m's merge holds the one profile left" "$(pprof_sums "$TMP/$m/goapp/cpu/all/all/merged.pb.gz")"
+done
+check_eq "deletion: A's profiles/ lists one" "$(ls "$TMP/mnt/goapp/cpu/host=hosta/all/profiles" | wc -l)" 1
+pf_stop
+
 # --- stacks are addressed by their digest; a forged row is never used ------------------------
 # A stack's row is found by the SHA-256 of its frames, so no pushed label can
 # collide with another service's stack. Forge what a collision would have done:

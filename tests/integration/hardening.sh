@@ -155,12 +155,12 @@ go tool pprof -top "$M/deep/cpu/all/all/merged.pb.gz" 2>/dev/null | grep -q "mai
 after "deep stacks"
 
 # --- readers: one whole version per open while profiles arrive ---------------
-cp "${MANY[0]}" "$M/ingest/readers/cpu/" && acked readers
+cp "${MANY[0]}" "$M/ingest/readers/heap/" && acked readers
 (for i in $(seq 1 30); do for f in "${MANY[@]}"; do
-   if cp "$f" "$M/ingest/readers/cpu/"; then echo ack; else echo "cp failed"; fi
+   if cp "$f" "$M/ingest/readers/heap/"; then echo ack; else echo "cp failed"; fi
  done; done > "$TMP/readers.acks") &
 W=$!
-for k in 1 2 3; do py readers "$M/readers/cpu/all/all/merged.pb.gz" 300 > "$TMP/readers.$k" & done
+for k in 1 2 3; do py readers "$M/readers/heap/all/all/merged.pb.gz" 300 > "$TMP/readers.$k" & done
 wait $W
 wait $(jobs -p | grep -v "^$PF_PID$") 2>/dev/null
 for k in 1 2 3; do echo "# reader $k: $(cat "$TMP/readers.$k")"; done
@@ -168,7 +168,7 @@ n=$(grep -c ack "$TMP/readers.acks"); for i in $(seq 1 "$n"); do acked readers; 
 [ "$(cat "$TMP"/readers.[123] | grep -c ' bad 0 ')" == 3 ] \
   && ok "3 readers x 300 opens during ingest: every read valid gzip of fstat's size" \
   || fail "3 readers during ingest: valid gzip of fstat's size" "$(cat "$TMP"/readers.[123] | tr '\n' ' ')"
-go tool pprof -top "$M/readers/cpu/all/all/merged.pb.gz" >/dev/null 2>&1 \
+go tool pprof -top "$M/readers/heap/all/all/merged.pb.gz" >/dev/null 2>&1 \
   && ok "go tool pprof reads merged.pb.gz on the mount" || fail "go tool pprof reads merged.pb.gz on the mount"
 after "concurrent readers"
 
@@ -198,8 +198,8 @@ A="${MANY[0]}"; B="$REAL/parca/fgprof.pb.gz"	# different sums, so a stored profi
 # stored, or an error and nothing of it stored.
 good=0; other=0
 for i in $(seq 1 20); do
-  "${AS[@]}" cp "$A" "$M/ingest/twocp/cpu/same.pb.gz" 2>>"$TMP/twocp.err" & p1=$!
-  "${AS[@]}" cp "$B" "$M/ingest/twocp/cpu/same.pb.gz" 2>>"$TMP/twocp.err" & p2=$!
+  "${AS[@]}" cp "$A" "$M/ingest/twocp/other/same.pb.gz" 2>>"$TMP/twocp.err" & p1=$!
+  "${AS[@]}" cp "$B" "$M/ingest/twocp/other/same.pb.gz" 2>>"$TMP/twocp.err" & p2=$!
   for p in $p1 $p2; do if wait $p; then good=$((good + 1)); acked twocp; fi; done
 done
 other=$(grep -v -c "File exists" "$TMP/twocp.err")
@@ -208,21 +208,21 @@ check_eq "two concurrent cp: every failure is EEXIST before writing" "$other" 0
 [ "$good" -ge 20 ] && ok "two concurrent cp: at least one cp of each round succeeds" \
   || fail "two concurrent cp: at least one cp of each round succeeds" "$good"
 check_eq "two concurrent cp: exactly the successful copies stored" \
-  "$(ls "$M/twocp/cpu/all/all/profiles" | wc -l)" "$good"
+  "$(ls "$M/twocp/other/all/all/profiles" | wc -l)" "$good"
 # The store keeps profiles in its own encoding: compare what go tool pprof reads.
 SUMS_A=$(pprof_sums "$A"); SUMS_B=$(pprof_sums "$B")
 one_of_ab() { local x; x=$(pprof_sums "$1"); [ -n "$x" ] && { [ "$x" == "$SUMS_A" ] || [ "$x" == "$SUMS_B" ]; }; }
 k=0
-for f in "$M"/twocp/cpu/all/all/profiles/*; do one_of_ab "$f" || k=$((k + 1)); done
+for f in "$M"/twocp/other/all/all/profiles/*; do one_of_ab "$f" || k=$((k + 1)); done
 check_eq "two concurrent cp: each stored profile is one writer's" "$k" 0
-out=$("${AS[@]}" "$PY" "$TOOLS" chunked "$A" "$B" "$M/ingest/chunked/cpu/same.pb.gz")
+out=$("${AS[@]}" "$PY" "$TOOLS" chunked "$A" "$B" "$M/ingest/chunked/other/same.pb.gz")
 echo "# $out"
 check_eq "two interleaved writers of one name: both closes succeed" "$out" "chunked writers: ok ok"
 acked chunked; acked chunked
-ls "$M/chunked/cpu/all/all/profiles/" > "$TMP/chunked.ls"
+ls "$M/chunked/other/all/all/profiles/" > "$TMP/chunked.ls"
 k=0; seen=""
 for f in $(cat "$TMP/chunked.ls"); do
-  x=$(pprof_sums "$M/chunked/cpu/all/all/profiles/$f")
+  x=$(pprof_sums "$M/chunked/other/all/all/profiles/$f")
   if [ "$x" == "$SUMS_A" ]; then seen="${seen}A"; elif [ "$x" == "$SUMS_B" ]; then seen="${seen}B"; else k=$((k + 1)); fi
 done
 [ "$(wc -l < "$TMP/chunked.ls")" == 2 ] && [ $k == 0 ] && [ "$(echo "$seen" | grep -o . | sort | tr -d '\n')" == AB ] \
@@ -240,8 +240,8 @@ grep -q "touch" "$M/README.txt" && ok "README.txt says what happens to touched a
 after "ingest"
 
 # --- ids: deduplicated and budgeted per request ------------------------------
-id=$(curl -s -XPOST "$U/api/0/profiles?service=ids&type=cpu" --data-binary "@$A" | jq -r .body.id)
-id2=$(curl -s -XPOST "$U/api/0/profiles?service=ids&type=cpu" --data-binary "@${MANY[1]}" | jq -r .body.id)
+id=$(curl -s -XPOST "$U/api/0/profiles?service=ids&type=heap" --data-binary "@$A" | jq -r .body.id)
+id2=$(curl -s -XPOST "$U/api/0/profiles?service=ids&type=heap" --data-binary "@${MANY[1]}" | jq -r .body.id)
 [ -n "$id" ] && [ "$id" != null ] && acked ids && acked ids
 list=$(printf "$id+%.0s" $(seq 1 1000)); list=${list%+}
 t0=$(date +%s%N)
@@ -261,7 +261,7 @@ after "repeated ids"
 
 # --- hygiene: names from outside in logs, XML and JSON -----------------------
 evil="$(printf 'evil\n2026-01-01T00:00:00Z profilefs: forged line')"
-cp "$A" "$M/ingest/hygiene/cpu/$evil" && acked hygiene
+cp "$A" "$M/ingest/hygiene/heap/$evil" && acked hygiene
 grep -q "^2026-01-01T00:00:00Z profilefs: forged line" "$TMP/daemon.log" \
   && fail "a newline in an ingest file name cannot forge a log line" \
   || ok "a newline in an ingest file name cannot forge a log line"
@@ -283,7 +283,7 @@ pf_start --memory-limit "${LIMIT_MB}M" || { fail "daemon restarts"; pf_done; exi
 lost=""
 for s in "${!ACKED[@]}"; do
   case "$s" in *$'\xff'*) continue ;; esac	# its directory name is escaped
-  n=$(ls "$M/$s/cpu/all/all/profiles" 2>/dev/null | wc -l)
+  n=$(for d in "$M/$s"/*/all/all/profiles; do ls "$d"; done 2>/dev/null | wc -l)
   [ "$n" == "${ACKED[$s]}" ] || lost="$lost $s:$n/${ACKED[$s]}"
 done
 [ -z "$lost" ] && ok "after a restart every acknowledged profile is there (${#ACKED[@]} services)" \

@@ -59,6 +59,13 @@ for p in "/api/0/profiles?service=kernel&type=cpu&from=$FROM&to=$TO" /api/0/serv
 done
 check_eq "nobody: a push is refused" \
   "$(as_nobody curl -s -o /dev/null -w '%{http_code}' --max-time 10 --data-binary @"$NB/k.pb.gz" "$U/api/0/profiles?service=evil&type=cpu")" 403
+check_eq "nobody: DELETE of a profile is refused" \
+  "$(as_nobody curl -s -o "$NB/nb" -w '%{http_code}' --max-time 10 -X DELETE "$U/api/0/profiles/$id")" 403
+grep -q "may not delete profiles" "$NB/nb" && ok "nobody: the refusal says it may not delete" \
+  || fail "nobody: the refusal says it may not delete" "$(head -c 200 "$NB/nb")"
+check_eq "nobody: DELETE of a service is refused" \
+  "$(as_nobody curl -s -o /dev/null -w '%{http_code}' --max-time 10 -X DELETE "$U/api/0/services/kernel")" 403
+check_eq "nobody's DELETE removed nothing" "$(code "$U/api/0/profiles/$id")" 200
 check_eq "nobody: /healthz answers" "$(as_nobody curl -s -o /dev/null -w '%{http_code}' --max-time 10 "$U/healthz")" 200
 check_eq "nobody: /metrics answers" "$(as_nobody curl -s -o /dev/null -w '%{http_code}' --max-time 10 "$U/metrics")" 200
 [ ! -d "$TMP/mnt/evil" ] && ok "nobody's push stored nothing" || fail "nobody's push stored nothing"
@@ -74,6 +81,10 @@ go tool pprof -raw "$NB/nb" 2>&1 | grep -qi "0xffff" && fail "--allow-other: nob
   || ok "--allow-other: nobody gets no kernel address"
 check_eq "--allow-other: nobody still may not push" \
   "$(as_nobody curl -s -o /dev/null -w '%{http_code}' --max-time 10 --data-binary @"$NB/k.pb.gz" "$U/api/0/profiles?service=evil&type=cpu")" 403
+check_eq "--allow-other: nobody still may not DELETE" \
+  "$(as_nobody curl -s -o /dev/null -w '%{http_code}' --max-time 10 -X DELETE "$U/api/0/services/kernel")" 403
+check_eq "--allow-other: the owner may DELETE" "$(code -X DELETE "$U/api/0/services/kernel")" 200
+check_eq "--allow-other: the service is gone" "$(code "$U/api/0/profiles/$id")" 404
 pf_stop
 
 # A token: who has it may do everything (Grafana, SDKs), without it nothing.

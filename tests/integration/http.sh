@@ -117,22 +117,23 @@ jq -e '.body.created_at == "2020-02-29T12:30:45.25Z" and .body.labels == [{"key"
 [ -d "$M/goapp/cpu/zone=a%2Cb/2020-02-29T12" ] && ok "created_at decides the profile's place in the tree" \
   || fail "created_at decides the profile's place in the tree"
 
-# Names that are not UTF-8 (a service, a label value): every JSON reply still parses,
-# with each bad byte as U+FFFD, and so does meta.json in the mount.
-req bad-utf8 POST "$U/api/0/profiles?service=bad%FFname&type=cpu&labels=k=caf%C3%A9%FE" --data-binary "@$first"
-strict_json "$TMP/body" && jq -e '.code == 200 and .body.service == "bad\ufffdname" and
-    .body.labels == [{"key":"k","value":"caf\u00e9\ufffd"}]' "$TMP/body" >/dev/null && ok "POST with a service and label not in UTF-8: valid JSON, bytes replaced" \
-  || fail "POST with a service and label not in UTF-8" "status $ST: $(head -c 300 "$TMP/body" | od -c | head -5)"
-req services-utf8 GET "$U/api/0/services"
-strict_json "$TMP/body" && jq -e '.code == 200 and (.body | index("bad\ufffdname")) and (.body | index("goapp"))' "$TMP/body" >/dev/null \
-  && ok "GET /api/0/services with a service not in UTF-8: jq parses it" \
-  || fail "GET /api/0/services with a service not in UTF-8" "$(head -c 300 "$TMP/body" | od -c | head -5)"
-req list-utf8 GET "$U/api/0/profiles?service=bad%FFname&type=cpu&from=$FROM&to=$TO"
-strict_json "$TMP/body" && jq -e '.code == 200 and (.body | length) == 1 and .body[0].service == "bad\ufffdname"' "$TMP/body" >/dev/null \
-  && ok "GET /api/0/profiles of that service: valid JSON" || fail "GET /api/0/profiles of that service" "$(head -c 300 "$TMP/body")"
-badmeta="$M/bad"$'\xff'"name/cpu/all/all/meta.json"
-strict_json "$badmeta" && jq -e '.service == "bad\ufffdname" and (.series | length) == 1' "$badmeta" >/dev/null \
-  && ok "meta.json of that service: valid JSON" || fail "meta.json of that service" "$(head -c 300 "$badmeta" 2>&1)"
+# Names that are not UTF-8: a service name is refused (Pyroscope's rule for
+# application names) with an error that is valid JSON; a label value is
+# stored, and every JSON reply still parses, with each bad byte as U+FFFD,
+# and so does meta.json in the mount.
+req bad-utf8-service POST "$U/api/0/profiles?service=bad%FFname&type=cpu" --data-binary "@$first"
+[ "$ST" == 400 ] && strict_json "$TMP/body" && ok "POST with a service not in UTF-8: 400, valid JSON" \
+  || fail "POST with a service not in UTF-8: 400, valid JSON" "status $ST: $(head -c 300 "$TMP/body" | od -c | head -5)"
+req bad-utf8 POST "$U/api/0/profiles?service=utf8&type=cpu&labels=k=caf%C3%A9%FE" --data-binary "@$first"
+strict_json "$TMP/body" && jq -e '.code == 200 and .body.service == "utf8" and
+    .body.labels == [{"key":"k","value":"caf\u00e9\ufffd"}]' "$TMP/body" >/dev/null && ok "POST with a label not in UTF-8: valid JSON, bytes replaced" \
+  || fail "POST with a label not in UTF-8" "status $ST: $(head -c 300 "$TMP/body" | od -c | head -5)"
+req list-utf8 GET "$U/api/0/profiles?service=utf8&type=cpu&from=$FROM&to=$TO"
+strict_json "$TMP/body" && jq -e '.code == 200 and (.body | length) == 1 and .body[0].labels[0].value == "caf\u00e9\ufffd"' "$TMP/body" >/dev/null \
+  && ok "GET /api/0/profiles with that label: valid JSON" || fail "GET /api/0/profiles with that label" "$(head -c 300 "$TMP/body")"
+badmeta="$M/utf8/cpu/all/all/meta.json"
+strict_json "$badmeta" && jq -e '.service == "utf8" and (.series | length) == 1' "$badmeta" >/dev/null \
+  && ok "meta.json of that label set: valid JSON" || fail "meta.json of that label set" "$(head -c 300 "$badmeta" 2>&1)"
 
 # --- Pyroscope: multipart like the pyroscope-go SDK, and raw format=pprof ------
 echo '{"inuse_space":{"units":"bytes","aggregation":"average"},"inuse_objects":{"units":"objects","aggregation":"average"}}' >"$TMP/stc.json"

@@ -502,9 +502,14 @@ test_ingest(void **state)
 	assert_int_equal(o.node, NODE_INGEST_FILE);
 	assert_string_equal(o.file, "f.pb.gz");
 	assert_string_equal(o.ingest_labels, "");
-	assert_int_equal(parse("/ingest/my%20svc/heap/x", &o), 0);
-	assert_string_equal(o.service, "my svc");
-	/* Refused. */
+	assert_int_equal(parse("/ingest/my.svc-2_x/heap/x", &o), 0);
+	assert_string_equal(o.service, "my.svc-2_x");
+	/* Refused: names outside Pyroscope's rule, unknown types. */
+	assert_int_equal(parse("/ingest/my%20svc/heap/x", &o), -ENOENT);
+	assert_int_equal(parse("/ingest/check out/cpu", &o), -ENOENT);
+	assert_int_equal(parse("/ingest/checkoutenv=prod/cpu", &o), -ENOENT);
+	assert_int_equal(parse("/ingest/svc/cpuu", &o), -ENOENT);
+	assert_int_equal(parse("/ingest/svc/cpuu/f.pb.gz", &o), -ENOENT);
 	assert_int_equal(parse("/ingest/ingest/cpu", &o), -ENOENT);
 	assert_int_equal(parse("/ingest/.x/cpu", &o), -ENOENT);
 	assert_int_equal(parse("/ingest/svc/CPU", &o), -ENOENT);

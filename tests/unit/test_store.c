@@ -922,14 +922,20 @@ test_query_merge(void **state)
 	struct query_result res;
 	struct profile *one = NULL;
 	struct store_ref odd;
+	struct buf wall = { 0 };
 	size_t t;
 
 	assert_int_equal(profile_decode(f->cpu.data, f->cpu.len, &one, NULL), 0);
 	put(f, &f->cpu, "svc", "cpu", "pod=a", T0 + 1);
 	put(f, &f->cpu, "svc", "cpu", "pod=b", T0 + 2);
 	put(f, &f->cpu, "svc", "cpu", "pod=a", T0 + 3);
-	/* An incompatible profile stored under the same type. */
-	odd = put(f, &f->heap, "svc", "cpu", "pod=a", T0 + 4);
+	/*
+	 * An incompatible profile stored under the same type: a wall-clock one
+	 * fits cpu/ (a heap profile is refused there) but does not merge.
+	 */
+	fallback_profile(&wall, "wall/nanoseconds");
+	odd = put(f, &wall, "svc", "cpu", "pod=a", T0 + 4);
+	buf_free(&wall);
 	put(f, &f->cpu, "svc", "cpu", "pod=a", T0 + 2 * HOUR);	/* outside */
 	put(f, &f->cpu, "other", "cpu", "pod=a", T0 + 5);	/* other service */
 	assert_int_equal(query_merge(f->st, &q, &res), 0);

@@ -1,0 +1,218 @@
+/*
+ * delete: deletion in the fleet, the fleet's reader's delete ops once reads
+ * go to the cluster (read.c; before that, the store's own deletion). This
+ * host's copy leaves the store (store_delete_*()) and the fleet's leaves
+ * ClickHouse: a series goes from every server's local tables (profiles,
+ * samples10, counts10) with ALTER TABLE ... DELETE. One profile
+ * (by gid) leaves the per-window sums through rows that cancel it (its
+ * samples negated, a count of -1: the Summing tables add them), then its row
+ * goes with ALTER TABLE ... DELETE. Mutations run in the background in
+ * ClickHouse: each call waits (bounded) until the servers report them done,
+ * so the answer to the caller is the fleet's state. Stacks are shared by
+ * content and stay.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base.h"
+#include "cluster_int.h"
+
+#define MUTATION_WAIT_NS	(INT64_C(60) * 1000000000)
+
+/* Until server i has no mutation of the database pending (bounded). */
+static int
+wait_mutations(struct cluster *c, size_t i, struct buf *err)
+{
+	struct buf sql = { 0 }, ans = { 0 };
+	int64_t end = clock_mono_ns() + MUTATION_WAIT_NS;
+	struct timespec ts = { 0, 100 * 1000000 };
+	int rc = -ETIMEDOUT;
+
+	buf_printf(&sql, "SELECT count() FROM system.mutations WHERE database = '%s' AND "
+	    "NOT is_done FORMAT TabSeparated", c->db);
+	while (clock_mono_ns() < end) {
+		buf_reset(&ans);
+		if (ch_exec_on(c, i, sql.data, &ans, err, NULL) < 0) {
+			rc = -EIO;
+			break;
+		}
+		if (ans.len && ans.data[0] == '0') {
+			rc = 0;
+			break;
+		}
+		nanosleep(&ts, NULL);
+	}
+	if (rc == -ETIMEDOUT && err)
+		buf_printf(err, "the deletion is still running on %s", c->urls[i].shown);
+	buf_free(&sql);
+	buf_free(&ans);
+	return rc;
+}
+
+/* Run each statement of sqls (NULL-terminated) on every server, then wait. */
+static int
+on_every_server(struct cluster *c, const struct buf *sqls, size_t n, struct buf *err)
+{
+	size_t i, j;
+	int rc = 0;
+
+	for (i = 0; i < c->nurls; i++) {
+		for (j = 0; j < n && rc == 0; j++)
+			if (ch_exec_on(c, i, sqls[j].data, NULL, err, NULL) < 0)
+				rc = -EIO;
+		if (rc == 0)
+			rc = wait_mutations(c, i, err);
+		if (rc < 0)
+			break;
+	}
+	atomic_fetch_add(&c->gen, 1);	/* cached views are stale */
+	return rc;
+}
+
+/* Every profile of series s (as the fleet lists it) from every server. */
+static int
+fleet_delete_series(struct cluster *c, const struct series *s, struct buf *err)
+{
+	static const char *const tables[] = { "profiles_local", "samples10_local",
+	    "counts10_local" };
+	struct buf sqls[3];
+	size_t j;
+	int rc;
+
+	memset(sqls, 0, sizeof(sqls));
+	for (j = 0; j < 3; j++) {
+		buf_printf(&sqls[j], "ALTER TABLE %s.%s DELETE WHERE service = ", c->db, tables[j]);
+		ch_quote(&sqls[j], s->service);
+		buf_adds(&sqls[j], " AND type = ");
+		ch_quote(&sqls[j], s->type);
+		buf_adds(&sqls[j], " AND labels = ");
+		ch_quote(&sqls[j], s->labels);
+	}
+	rc = on_every_server(c, sqls, 3, err);
+	for (j = 0; j < 3; j++)
+		buf_free(&sqls[j]);
+	if (rc == 0)
+		log_info("clickhouse: deleted %s/%s {%s}", s->service, s->type, s->labels);
+	return rc;
+}
+
+/*
+ * Profile gid from every server; *local_id: which profile of this host's
+ * store it was (0: another host's). -ENOENT, -EIO with err.
+ */
+static int
+fleet_delete_profile(struct cluster *c, uint64_t gid, uint64_t *local_id, struct buf *err)
+{
+	struct buf sql = { 0 }, ans = { 0 }, sqls[3];
+	struct tsv t;
+	uint64_t id = 0;
+	bool found = false, mine = false;
+	size_t j;
+	int rc;
+
+	*local_id = 0;
+	buf_printf(&sql, "SELECT host, id FROM %s.profiles WHERE gid = %" PRIu64
+	    " LIMIT 1 FORMAT TabSeparated", c->db, gid);
+	if (ch_exec(c, sql.data, NULL, &ans, err, NULL) < 0) {
+		buf_free(&sql);
+		return -EIO;
+	}
+	tsv_init(&t, &ans);
+	if (tsv_next(&t) == 1 && t.nf == 2 && tsv_u64(t.f[1], &id) == 0) {
+		found = true;
+		mine = strcmp(t.f[0], c->host) == 0;
+	}
+	tsv_free(&t);
+	buf_free(&sql);
+	buf_free(&ans);
+	if (!found)
+		return -ENOENT;
+	memset(sqls, 0, sizeof(sqls));
+	/* The same rows as the materialized views make, cancelling them. */
+	buf_printf(&sqls[0], "INSERT INTO %1$s.samples10_local (date, window, service, type, "
+	    "labels, sig, stack, vi, value) SELECT date, toDateTime(intDiv(toUInt32(time), 600) "
+	    "* 600), service, type, labels, sig, stacks[intDiv(k - 1, ntypes) + 1], "
+	    "toUInt8((k - 1) %% ntypes), -value FROM %1$s.profiles_local "
+	    "ARRAY JOIN vals AS value, arrayEnumerate(vals) AS k WHERE gid = %2$" PRIu64,
+	    c->db, gid);
+	buf_printf(&sqls[1], "INSERT INTO %1$s.counts10_local (date, window, service, type, "
+	    "labels, sig, profiles) SELECT date, toDateTime(intDiv(toUInt32(time), 600) * 600), "
+	    "service, type, labels, sig, toUInt64(-1) FROM %1$s.profiles_local "
+	    "WHERE gid = %2$" PRIu64, c->db, gid);
+	buf_printf(&sqls[2], "ALTER TABLE %s.profiles_local DELETE WHERE gid = %" PRIu64,
+	    c->db, gid);
+	rc = on_every_server(c, sqls, 3, err);
+	for (j = 0; j < 3; j++)
+		buf_free(&sqls[j]);
+	if (rc == 0 && mine)
+		*local_id = id;
+	if (rc == 0)
+		log_info("clickhouse: deleted profile %016" PRIx64, gid);
+	return rc;
+}
+
+int
+delete_profile(struct cluster *c, uint64_t gid, struct store_ref *ref, struct buf *err)
+{
+	uint64_t local = 0;
+	int rc;
+
+	/* The id is the fleet's; this host's copy goes too. */
+	if ((rc = fleet_delete_profile(c, gid, &local, err)) < 0)
+		return rc;
+	if (local && (rc = store_delete_profile(c->st, local, NULL, NULL)) < 0 && rc != -ENOENT)
+		log_warnx("clickhouse: profile %llu was deleted in the fleet but not here: %s",
+		    (unsigned long long)local, strerror(-rc));
+	if (ref) {
+		memset(ref, 0, sizeof(*ref));
+		ref->id = gid;
+	}
+	return 0;
+}
+
+struct collect_arg {
+	const struct query	*q;
+	const struct series	**s;
+	size_t			 n, cap;
+};
+
+static int
+collect(void *arg, const struct series *s)
+{
+	struct collect_arg *a = arg;
+
+	if (!query_match(a->q, s))
+		return 0;
+	if (a->n == a->cap) {
+		a->cap = a->cap ? a->cap * 2 : 16;
+		a->s = xreallocarray(a->s, a->cap, sizeof(*a->s));
+	}
+	a->s[a->n++] = s;
+	return 0;
+}
+
+int
+delete_series(struct cluster *c, const struct query *q, uint64_t *nseries,
+    uint64_t *nprofiles, struct buf *err)
+{
+	struct collect_arg ca = { .q = q };
+	uint64_t ns = 0, nr = 0;
+	size_t i;
+	int rc;
+
+	if ((rc = store_delete_series(c->st, q, &ns, nprofiles, err)) < 0)
+		return rc;
+	/* The fleet's series (this host's among them) go there. */
+	rc = reader_series_each(cluster_reader(c), q->service, q->type, collect, &ca);
+	for (i = 0; i < ca.n && rc == 0; i++)
+		if ((rc = fleet_delete_series(c, ca.s[i], err)) == 0)
+			nr++;
+	free(ca.s);
+	if (nseries)
+		*nseries = nr > ns ? nr : ns;
+	return rc;
+}
