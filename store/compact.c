@@ -43,26 +43,6 @@ struct mark {
 	int64_t		 time;
 };
 
-/* The value of key k (NULL if none) added to a; -EINVAL if it does not decode. */
-static int
-add_value(struct store *st, rocksdb_readoptions_t *ro, const unsigned char *k, size_t kl,
-    struct agg *a)
-{
-	char *dberr = NULL, *v;
-	size_t vl;
-	int rc = 0;
-
-	v = rocksdb_get(st->db, ro, (const char *)k, kl, &vl, &dberr);
-	if (dberr) {
-		free(dberr);
-		return -EIO;
-	}
-	if (v)
-		rc = agg_add(a, v, vl, NULL);
-	free(v);
-	return rc;
-}
-
 /*
  * Bring the windows of one day of one series up to date with its markers
  * ms[0..n) (seen in the snapshot ro), and delete those markers in the same
@@ -115,7 +95,7 @@ compact_day(struct store *st, rocksdb_readoptions_t *ro, uint64_t sid, int64_t d
 			be64_put(pk + 9, time_enc(ms[i].time));
 			memcpy(pk + 17, ms[i].key + 17, 8);
 			/* Gone (retention) or unreadable: reads leave it out too. */
-			if ((rc = add_value(st, ro, pk, sizeof(pk), d)) == -EINVAL)
+			if ((rc = value_add(st, ro, pk, sizeof(pk), d)) == -EINVAL)
 				rc = 0;
 		}
 		if (rc == 0)

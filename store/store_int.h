@@ -322,6 +322,9 @@ int	window_put(rocksdb_writebatch_t *wb, uint64_t sid, int level, int64_t w,
 
 /* compact.c */
 void	compact_kick(struct store *st);
+/* window.c: the value of key k (NULL if none) added to a; -EINVAL if it does not decode. */
+int	value_add(struct store *st, rocksdb_readoptions_t *ro, const unsigned char *k, size_t kl,
+	    struct agg *a);
 void	*compact_main(void *arg);
 
 /* read.c: the *_locked functions run with db_lock held for reading (store.c takes it). */

@@ -314,21 +314,16 @@ past_windows(struct range_read *c, int64_t from, int64_t to, store_meta_fn fn, v
 	return rc;
 }
 
-/* The pack of window (sid, level, w) from the snapshot, appended to a. */
+/* The value of key k (NULL if none) added to a; -EINVAL if it does not decode. */
 int
-window_get(struct store *st, rocksdb_readoptions_t *ro, uint64_t sid, int level, int64_t w,
+value_add(struct store *st, rocksdb_readoptions_t *ro, const unsigned char *k, size_t kl,
     struct agg *a)
 {
-	unsigned char k[18];
 	char *dberr = NULL, *v;
 	size_t vl;
 	int rc = 0;
 
-	k[0] = 'W';
-	be64_put(k + 1, sid);
-	k[9] = (unsigned char)level;
-	be64_put(k + 10, time_enc(w));
-	v = rocksdb_get(st->db, ro, (char *)k, sizeof(k), &vl, &dberr);
+	v = rocksdb_get(st->db, ro, (const char *)k, kl, &vl, &dberr);
 	if (dberr) {
 		free(dberr);
 		return -EIO;
@@ -337,6 +332,20 @@ window_get(struct store *st, rocksdb_readoptions_t *ro, uint64_t sid, int level,
 		rc = agg_add(a, v, vl, NULL);
 	free(v);
 	return rc;
+}
+
+/* The pack of window (sid, level, w) from the snapshot, appended to a. */
+int
+window_get(struct store *st, rocksdb_readoptions_t *ro, uint64_t sid, int level, int64_t w,
+    struct agg *a)
+{
+	unsigned char k[18];
+
+	k[0] = 'W';
+	be64_put(k + 1, sid);
+	k[9] = (unsigned char)level;
+	be64_put(k + 10, time_enc(w));
+	return value_add(st, ro, k, sizeof(k), a);
 }
 
 /* Put (or delete, when empty) window (sid, level, w) = a into wb. */
