@@ -719,7 +719,9 @@ pf_mkdir(const char *path, mode_t mode)
 	if (!path_in_ingest(path))
 		return -EROFS;
 	ingest_explain(path);
-	(void)ingest_refused(path);
+	if (ingest_refused(path) == -ENOENT)
+		log_warnx("ingest: cannot make directory %s: below ingest/ directories are "
+		    "<service>/<type>/[<k=v,...>/] (type: cpu, heap, ... or auto)", path);
 	return -EINVAL;
 }
 
