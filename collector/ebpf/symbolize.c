@@ -6,7 +6,8 @@
  * while are expired. Of each object we keep the loadable segments (for the
  * load bias) and a sorted array of function symbols bounded by their sizes:
  * .symtab when present, else .dynsym, merged with the .symtab of a separate
- * debug file (/usr/lib/debug/.build-id/xx/yyyy.debug, then .gnu_debuglink).
+ * debug file (/usr/lib/debug/.build-id/xx/yyyy.debug, then .gnu_debuglink,
+ * then debuginfod.c's cache, which fetches what it lacks in the background).
  * Names live in one string blob per object.
  */
 #include <errno.h>
@@ -25,6 +26,7 @@
 #include <unistd.h>
 
 #include "base.h"
+#include "debuginfod.h"
 #include "pprof.h"
 #include "store.h"
 #include "symbolize.h"
@@ -32,6 +34,7 @@
 #define ELF_MAX_SYMS	(4u << 20)	/* per object, against corrupt tables */
 #define ELF_MAX_STRTAB	(256u << 20)	/* bytes of one symbol string table */
 #define NT_GNU_BUILD_ID_	3
+#define SYMBOLIZE_DBG_RETRY	60	/* s between passes over files whose debug file is missing */
 
 struct sym {
 	uint64_t	 addr;
@@ -61,6 +64,8 @@ struct elfobj {
 	int		 dw_fd;		/* > 0: a file with .debug_info, kept open */
 	Dwarf		*dw;
 	bool		 dw_failed;
+	bool		 dbg_wait;	/* its debug file is being fetched (debuginfod) */
+	bool		 dbg_missing;	/* no symbol table: debuginfod is asked again now and then */
 };
 
 struct ksym {
@@ -90,6 +95,9 @@ struct symbolizer {
 	struct ksym	 *ksyms;
 	size_t		  nksyms;
 	struct buf	  knames;
+	struct dbginfod	 *dbg;		/* NULL: no debuginfod */
+	uint64_t	  dbg_gen;	/* dbginfod_generation() at the last poll */
+	int64_t		  dbg_retry;	/* monotonic s: the next time missing files are asked again */
 };
 
 struct symbolizer *
@@ -694,17 +702,14 @@ symbolize_open(const char *path, bool follow, off_t max_size)
 	return fd;
 }
 
+/* read_elf_image of the file open at fd, which it closes. */
 static int
-read_elf(const char *path, struct elfobj *o, bool debug_file, bool *has_symtab,
+read_elf_fd(int fd, struct elfobj *o, bool debug_file, bool *has_symtab,
     char *debuglink, size_t dlsize)
 {
 	Elf *e;
-	int fd, rc;
+	int rc;
 
-	*has_symtab = false;
-	/* A mapped file comes through /proc/PID/map_files (a link to follow); debug files never. */
-	if ((fd = symbolize_open(path, !debug_file, 0)) < 0)
-		return fd;
 	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	o->debug_info = false;
 	rc = read_elf_image(e, o, debug_file, has_symtab, debuglink, dlsize);
@@ -716,6 +721,19 @@ read_elf(const char *path, struct elfobj *o, bool debug_file, bool *has_symtab,
 		elf_end(e);
 	close(fd);
 	return rc;
+}
+
+static int
+read_elf(const char *path, struct elfobj *o, bool debug_file, bool *has_symtab,
+    char *debuglink, size_t dlsize)
+{
+	int fd;
+
+	*has_symtab = false;
+	/* A mapped file comes through /proc/PID/map_files (a link to follow); debug files never. */
+	if ((fd = symbolize_open(path, !debug_file, 0)) < 0)
+		return fd;
+	return read_elf_fd(fd, o, debug_file, has_symtab, debuglink, dlsize);
 }
 
 /*
@@ -736,7 +754,7 @@ debuglink_ok(const char *link)
 }
 
 /* A separate debug file: by build id, then by .gnu_debuglink next to the file. */
-static void
+static bool
 read_debug_file(struct elfobj *o, const char *root, const char *name, const char *link)
 {
 	char path[PATH_MAX], dir[PATH_MAX];
@@ -753,7 +771,7 @@ read_debug_file(struct elfobj *o, const char *root, const char *name, const char
 			    roots[r], o->build_id, o->build_id + 2);
 			if (access(path, R_OK) == 0 &&
 			    read_elf(path, o, true, &has, NULL, 0) == 0 && has)
-				return;
+				return true;
 		}
 		if (!debuglink_ok(link) || name == NULL || name[0] != '/')
 			continue;
@@ -768,9 +786,38 @@ read_debug_file(struct elfobj *o, const char *root, const char *name, const char
 				continue;	/* the file itself */
 			if (access(path, R_OK) == 0 &&
 			    read_elf(path, o, true, &has, NULL, 0) == 0 && has)
-				return;
+				return true;
 		}
 	}
+	return false;
+}
+
+/*
+ * The debug file of o from debuginfod's cache, or a fetch asked for
+ * (request). True if a symbol table was read; o->dbg_wait says whether the
+ * file may still come.
+ */
+static bool
+read_debuginfod(struct symbolizer *s, struct elfobj *o, bool request)
+{
+	bool has = false;
+	int fd;
+
+	o->dbg_wait = false;
+	if (s->dbg == NULL || o->build_id[0] == '\0')
+		return false;
+	switch (dbginfod_lookup(s->dbg, o->build_id, request, &fd)) {
+	case DBGINFOD_READY:
+		if (read_elf_fd(fd, o, true, &has, NULL, 0) < 0)
+			has = false;
+		break;
+	case DBGINFOD_PENDING:
+		o->dbg_wait = true;
+		break;
+	case DBGINFOD_NONE:
+		break;
+	}
+	return has;
 }
 
 static void
@@ -865,8 +912,12 @@ symbolize_elf(struct symbolizer *s, uint64_t dev, uint64_t ino, const char *path
 		o->bad = true;
 		o->used = (time_t)(clock_mono_ns() / 1000000000);
 	} else {
-		if (!has_symtab)
-			read_debug_file(o, root, name, link);
+		if (!has_symtab && !read_debug_file(o, root, name, link)) {
+			if (read_debuginfod(s, o, true))
+				has_symtab = true;
+			else
+				o->dbg_missing = o->build_id[0] != '\0';
+		}
 		add_entry(o);
 		finish_syms(o);
 		log_debug("ebpf: loaded %s: %zu functions%s, build id %s", name ? name : path,
@@ -1067,6 +1118,49 @@ symbolize_elf_expire(struct symbolizer *s, time_t before)
 		s->n++;
 	}
 	free(keep);
+}
+
+void
+symbolize_set_debuginfod(struct symbolizer *s, struct dbginfod *d)
+{
+	s->dbg = d;
+	s->dbg_gen = dbginfod_generation(d);
+	s->dbg_retry = clock_mono_ns() / 1000000000 + SYMBOLIZE_DBG_RETRY;
+}
+
+size_t
+symbolize_debuginfod_poll(struct symbolizer *s)
+{
+	uint64_t gen = dbginfod_generation(s->dbg);
+	int64_t now = clock_mono_ns() / 1000000000;
+	size_t i, named = 0;
+	bool retry;
+
+	if (s->dbg == NULL)
+		return 0;
+	/* Failures are remembered by dbginfod.c until their retry time: ask again then. */
+	retry = now >= s->dbg_retry;
+	if (!retry && gen == s->dbg_gen)
+		return 0;
+	if (retry)
+		s->dbg_retry = now + SYMBOLIZE_DBG_RETRY;
+	s->dbg_gen = gen;
+	for (i = 0; i < s->cap; i++) {
+		struct elfobj *o = s->objs[i];
+
+		if (o == NULL || !(o->dbg_wait || (retry && o->dbg_missing)) ||
+		    !read_debuginfod(s, o, retry))
+			continue;
+		o->dbg_missing = false;
+		finish_syms(o);
+		named++;
+		log_debug("ebpf: build id %s: %zu functions with its fetched debug file",
+		    o->build_id, o->nsyms);
+	}
+	/* Names moved (the blob grew) and addresses have names now. */
+	if (named)
+		memset(s->rcache, 0, RCACHE_SLOTS * sizeof(*s->rcache));
+	return named;
 }
 
 size_t
