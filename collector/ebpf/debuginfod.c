@@ -164,14 +164,36 @@ note_build_id(Elf_Data *d, char out[41])
 }
 
 int
-dbginfod_validate(int fd, const char *hex, uint64_t max, const char **why)
+dbginfod_build_id(int fd, char out[41])
 {
-	char id[41] = "";
 	Elf_Scn *scn = NULL;
 	GElf_Shdr sh;
-	struct stat st;
 	Elf *e;
-	int rc = 0;
+	int rc = -ENOEXEC;
+
+	out[0] = '\0';
+	elf_version(EV_CURRENT);
+	if ((e = elf_begin(fd, ELF_C_READ_MMAP, NULL)) == NULL || elf_kind(e) != ELF_K_ELF)
+		goto out;
+	rc = -ENOENT;
+	while ((scn = elf_nextscn(e, scn)) != NULL)
+		if (gelf_getshdr(scn, &sh) != NULL && sh.sh_type == SHT_NOTE &&
+		    sh.sh_size <= (1u << 20) && note_build_id(elf_getdata(scn, NULL), out)) {
+			rc = 0;
+			break;
+		}
+out:
+	if (e)
+		elf_end(e);
+	return rc;
+}
+
+int
+dbginfod_validate(int fd, const char *hex, uint64_t max, const char **why)
+{
+	char id[41];
+	struct stat st;
+	int rc;
 
 	*why = NULL;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
@@ -182,26 +204,15 @@ dbginfod_validate(int fd, const char *hex, uint64_t max, const char **why)
 		*why = "too big";
 		return -EFBIG;
 	}
-	elf_version(EV_CURRENT);
-	if ((e = elf_begin(fd, ELF_C_READ_MMAP, NULL)) == NULL || elf_kind(e) != ELF_K_ELF) {
+	if ((rc = dbginfod_build_id(fd, id)) == -ENOEXEC) {
 		*why = "not an ELF file";
-		rc = -ENOEXEC;
-		goto out;
-	}
-	while (id[0] == '\0' && (scn = elf_nextscn(e, scn)) != NULL)
-		if (gelf_getshdr(scn, &sh) != NULL && sh.sh_type == SHT_NOTE &&
-		    sh.sh_size <= (1u << 20))
-			note_build_id(elf_getdata(scn, NULL), id);
-	if (id[0] == '\0') {
+	} else if (rc < 0) {
 		*why = "no build id note";
 		rc = -ENOEXEC;
 	} else if (strcmp(id, hex) != 0) {
 		*why = "another build id";
 		rc = -ENOEXEC;
 	}
-out:
-	if (e)
-		elf_end(e);
 	return rc;
 }
 

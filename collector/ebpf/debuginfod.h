@@ -63,6 +63,11 @@ enum dbginfod_state dbginfod_lookup(struct dbginfod *d, const char *hex, bool re
 uint64_t dbginfod_generation(struct dbginfod *d);
 
 /*
+ * The GNU build id (hex, at most 20 bytes) in the SHT_NOTE sections of the
+ * ELF file open at fd: 0, -ENOEXEC (not ELF) or -ENOENT (none).
+ */
+int	dbginfod_build_id(int fd, char out[41]);
+/*
  * Whether the file open at fd is a usable answer for build id hex: a regular
  * file of at most max bytes, ELF, with a GNU build-id note equal to hex.
  * 0, or -EINVAL/-ENOEXEC/-EFBIG with *why set to a static reason.

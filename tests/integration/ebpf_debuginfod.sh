@@ -12,7 +12,7 @@
 set -u
 . "$(dirname "$0")/../lib.sh"
 
-NAMES="dbgi-server dbgi-fetched dbgi-cache-file dbgi-metrics-found dbgi-mini dbgi-bare-offset dbgi-bare-buildid dbgi-down-sampling dbgi-down-log-once dbgi-down-metrics dbgi-bad-flag"
+NAMES="dbgi-server dbgi-fetched dbgi-cache-file dbgi-metrics-found dbgi-mini dbgi-bare-offset dbgi-bare-buildid dbgi-down-sampling dbgi-down-log-once dbgi-down-metrics dbgi-bad-flag dbgi-no-links dbgi-evicted"
 skip_all() { for n in $NAMES; do echo "ok - $n # SKIP $1"; done; exit 0; }
 [ "$(id -u)" -eq 0 ] || skip_all "needs root"
 [ -r /sys/kernel/btf/vmlinux ] || skip_all "kernel has no BTF (/sys/kernel/btf/vmlinux)"
@@ -112,6 +112,13 @@ if echo "$m" | grep -Eq '^profilefs_ebpf_debuginfod_requests_total\{result="foun
   ok "dbgi-metrics-found"
 else fail "dbgi-metrics-found" "$(echo "$m" | grep debuginfod)"; fi
 
+# Links planted in the cache are never followed: one in place of the bare
+# program's debug file (its real debug file: followed, it would name okapi
+# functions), one in place of the MiniDebugInfo program's download.
+ln -s "$B/dbgi_bare.debug" "$TMP/data/debuginfo/$ID_BARE.debug"
+echo keep >"$TMP/victim"
+ln -s "$TMP/victim" "$TMP/data/debuginfo/.tmp-$(build_id "$B/dbgi_mini")"
+
 # MiniDebugInfo only: named from .gnu_debugdata (not served: 404 from debuginfod).
 "$B/dbgi_mini" 3000
 "$B/dbgi_bare" 3000
@@ -130,6 +137,11 @@ if echo "$raw" | sed -n '/^Mappings/,$p' | grep "dbgi_bare" | grep -q "$ID_BARE"
   ok "dbgi-bare-buildid"
 else fail "dbgi-bare-buildid" "$(echo "$raw" | sed -n '/^Mappings/,$p' | head -5)"; fi
 
+if [ -L "$TMP/data/debuginfo/$ID_BARE.debug" ] && [ "$(cat "$TMP/victim")" = keep ] &&
+  ! echo "$top" | grep -q okapi; then
+  ok "dbgi-no-links"
+else fail "dbgi-no-links" "$(ls -la "$TMP/data/debuginfo" | grep -v none)"; fi
+
 # The server goes down: sampling goes on, the failure is said once and counted.
 stop_server
 "$B/dbgi_down" 3000
@@ -146,5 +158,14 @@ if echo "$m" | grep -Eq '^profilefs_ebpf_debuginfod_failures_total [1-9]' &&
 else fail "dbgi-down-metrics" "$(echo "$m" | grep debuginfod)"; fi
 if ! kill -0 "$PF_PID" 2>/dev/null; then fail "daemon alive" "it exited"; fi
 
+pf_stop
+
+# A smaller cache: the oldest files go at start until it fits.
+pf_start --ebpf --debuginfod "$URL" --debuginfod-cache 4K --http "127.0.0.1:$HPORT" ||
+  { fail "ebpf daemon restart"; pf_done; exit 1; }
+m="$(curl -s "http://127.0.0.1:$HPORT/metrics")"
+if [ ! -e "$TMP/data/debuginfo/$ID_SERVED.debug" ] &&
+  echo "$m" | grep -Eq '^profilefs_ebpf_debuginfod_evictions_total [1-9]'; then ok "dbgi-evicted"
+else fail "dbgi-evicted" "$(ls -la "$TMP/data/debuginfo" | grep -v none; echo "$m" | grep debuginfod)"; fi
 pf_stop
 pf_done
