@@ -472,6 +472,33 @@ known_find(struct dbginfod *d, const char *hex)
 	return NULL;
 }
 
+/*
+ * A slot for a build id not known yet: a free one, else one whose answer is
+ * stale (a file stored, or a retry time past). NULL when all are in use.
+ * Protected by d->lock.
+ */
+static struct known *
+known_new(struct dbginfod *d, const char *hex)
+{
+	struct known *k = NULL;
+	int64_t now = mono_secs();
+	size_t i;
+
+	if (d->nknown < KNOWN_MAX) {
+		k = &d->known[d->nknown++];
+	} else {
+		for (i = 0; i < d->nknown && k == NULL; i++)
+			if (d->known[i].state == K_DONE ||
+			    (d->known[i].state != K_PENDING && now >= d->known[i].retry_at))
+				k = &d->known[i];
+		if (k == NULL)
+			return NULL;
+	}
+	memset(k, 0, sizeof(*k));
+	snprintf(k->hex, sizeof(k->hex), "%s", hex);
+	return k;
+}
+
 static void *
 worker_main(void *arg)
 {
@@ -641,10 +668,9 @@ dbginfod_lookup(struct dbginfod *d, const char *hex, bool request, int *fd)
 	snprintf(name, sizeof(name), "%s.none", hex);
 	if (fstatat(d->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 	    time(NULL) - st.st_mtime < NONE_RETRY) {
-		if (k == NULL && d->nknown < KNOWN_MAX)
-			k = &d->known[d->nknown++];
+		if (k == NULL)
+			k = known_new(d, hex);
 		if (k) {
-			snprintf(k->hex, sizeof(k->hex), "%s", hex);
 			k->state = K_NONE;
 			k->retry_at = mono_secs() + NONE_RETRY - (time(NULL) - st.st_mtime);
 		}
@@ -652,12 +678,8 @@ dbginfod_lookup(struct dbginfod *d, const char *hex, bool request, int *fd)
 	}
 	if (!request || !d->running || d->qlen == QUEUE_MAX)
 		goto out;
-	if (k == NULL) {
-		if (d->nknown == KNOWN_MAX)
-			goto out;
-		k = &d->known[d->nknown++];
-		snprintf(k->hex, sizeof(k->hex), "%s", hex);
-	}
+	if (k == NULL && (k = known_new(d, hex)) == NULL)
+		goto out;
 	k->state = K_PENDING;
 	memcpy(d->queue[(d->qhead + d->qlen) % QUEUE_MAX], k->hex, sizeof(k->hex));
 	d->qlen++;
