@@ -31,7 +31,7 @@
 #include "base.h"
 #include "debuginfod.h"
 
-#define QUEUE_MAX	256		/* build ids waiting to be fetched */
+#define QUEUE_MAX	1024		/* build ids waiting to be fetched */
 #define KNOWN_MAX	4096		/* build ids remembered in memory */
 #define NONE_RETRY	(6 * 3600)	/* s: a 404 is asked again after this */
 #define FAIL_RETRY	300		/* s: a failed fetch (server down, timeout) */
