@@ -12,7 +12,7 @@
 set -u
 . "$(dirname "$0")/../lib.sh"
 
-NAMES="dbgi-server dbgi-fetched dbgi-cache-file dbgi-metrics-found dbgi-mini dbgi-bare-offset dbgi-bare-buildid dbgi-down-sampling dbgi-down-log-once dbgi-down-metrics dbgi-bad-flag dbgi-no-links dbgi-evicted"
+NAMES="dbgi-server dbgi-fetched dbgi-cache-file dbgi-metrics-found dbgi-mini dbgi-bare-offset dbgi-bare-buildid dbgi-down-sampling dbgi-down-log-once dbgi-down-metrics dbgi-bad-flag dbgi-no-links dbgi-evicted dbgi-user-fetched dbgi-user-owner"
 skip_all() { for n in $NAMES; do echo "ok - $n # SKIP $1"; done; exit 0; }
 [ "$(id -u)" -eq 0 ] || skip_all "needs root"
 [ -r /sys/kernel/btf/vmlinux ] || skip_all "kernel has no BTF (/sys/kernel/btf/vmlinux)"
@@ -61,9 +61,12 @@ ID_BARE="$(build_id "$B/dbgi_bare")"
 
 # A real debuginfod over the debug files (its own database; never upstream).
 DPORT=$((20000 + RANDOM % 20000))
-debuginfod -F -p "$DPORT" -d "$TMP/debuginfod.sqlite" -t 0 -g 0 -c 1 "$SRV" \
-  >"$TMP/debuginfod.log" 2>&1 &
-DPID=$!
+start_server() {
+  debuginfod -F -p "$DPORT" -d "$TMP/debuginfod.sqlite" -t 0 -g 0 -c 1 "$SRV" \
+    >>"$TMP/debuginfod.log" 2>&1 &
+  DPID=$!
+}
+start_server
 stop_server() { [ -n "${DPID:-}" ] && kill "$DPID" 2>/dev/null && wait "$DPID" 2>/dev/null; DPID=; }
 trap 'stop_server; pf_cleanup' EXIT
 URL="http://127.0.0.1:$DPORT"
@@ -168,4 +171,33 @@ if [ ! -e "$TMP/data/debuginfo/$ID_SERVED.debug" ] &&
   echo "$m" | grep -Eq '^profilefs_ebpf_debuginfod_evictions_total [1-9]'; then ok "dbgi-evicted"
 else fail "dbgi-evicted" "$(ls -la "$TMP/data/debuginfo" | grep -v none; echo "$m" | grep debuginfod)"; fi
 pf_stop
+
+# As --user nobody: the cache is the data directory's owner's and fetches run
+# unprivileged (ThreadSanitizer's thread keeps root: --user refuses there).
+if ldd "$BIN" 2>/dev/null | grep -q libtsan || ! id nobody >/dev/null 2>&1; then
+  echo "ok - dbgi-user-fetched # SKIP ThreadSanitizer build or no user nobody"
+  echo "ok - dbgi-user-owner # SKIP ThreadSanitizer build or no user nobody"
+else
+  start_server
+  for i in $(seq 1 120); do
+    code="$(curl -s -o /dev/null -w '%{http_code}' "$URL/buildid/$(build_id "$B/dbgi_down")/debuginfo")"
+    [ "$code" = 200 ] && break
+    sleep 0.5
+  done
+  rm -rf "$TMP/data"
+  chmod 711 "$TMP"
+  pf_start -v --ebpf=99 --ebpf-period 2 --user nobody --debuginfod "$URL" ||
+    { fail "ebpf daemon start as nobody"; pf_done; exit 1; }
+  named=""
+  for i in $(seq 1 16); do
+    "$B/dbgi_down" 2500
+    if traces dbgi_down | grep -q down_hot_yak; then named=1; break; fi
+    sleep 1
+  done
+  if [ -n "$named" ]; then ok "dbgi-user-fetched (after $i runs)"
+  else fail "dbgi-user-fetched" "no down_hot_yak frame"; grep -i debuginfod "$TMP/daemon.log" | tail -5 | sed 's/^/#   /'; fi
+  f="$TMP/data/debuginfo/$(build_id "$B/dbgi_down").debug"
+  check_eq "dbgi-user-owner" "$(stat -c %U "$f" 2>&1)" nobody
+  pf_stop
+fi
 pf_done
