@@ -2,8 +2,9 @@
  * dbgspin: a CPU-bound program for the symbol tests of the eBPF sampler
  * (tests/integration/ebpf_debuginfod.sh), built with -g and then stripped in
  * several ways. Its functions are static, so a stripped copy's .dynsym does
- * not name them: only a debug file or MiniDebugInfo can. -DHOT=name and
- * -DOUTER=name give each copy names (and so a build id) of its own.
+ * not name them: only a debug file or MiniDebugInfo can (-DEXPORTED and
+ * -rdynamic put them in .dynsym instead). -DHOT=name and -DOUTER=name give
+ * each copy names (and so a build id) of its own.
  * Usage: dbgspin MILLISECONDS
  */
 #include <stdlib.h>
@@ -14,6 +15,14 @@
 #endif
 #ifndef OUTER
 #define OUTER	dbgspin_outer
+#endif
+
+#ifdef EXPORTED
+#define LINKAGE	__attribute__((visibility("default")))
+void	HOT(long);
+void	OUTER(long);
+#else
+#define LINKAGE	static
 #endif
 
 static volatile unsigned long sink;
@@ -27,7 +36,7 @@ now_ms(void)
 	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-__attribute__((noinline)) static void
+__attribute__((noinline)) LINKAGE void
 HOT(long until)
 {
 	unsigned long x = 1;
@@ -39,7 +48,7 @@ HOT(long until)
 	} while (now_ms() < until);
 }
 
-__attribute__((noinline)) static void
+__attribute__((noinline)) LINKAGE void
 OUTER(long until)
 {
 	HOT(until);

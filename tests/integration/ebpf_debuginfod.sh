@@ -7,12 +7,15 @@
 # said once in the log and counted in /metrics. A copy carrying only
 # MiniDebugInfo (.gnu_debugdata, made as Fedora does with nm, objcopy and
 # xz) names its functions; a copy with nothing shows `name+0xOFFSET` frames
-# and its build id in the mapping of `go tool pprof -raw`.
+# and its build id in the mapping of `go tool pprof -raw`; exported functions
+# of a stripped binary are named from .dynsym. A planted link in the cache is
+# never followed; a smaller cache evicts the oldest files; as --user nobody
+# the fetched files are the data directory owner's.
 # Needs root, a kernel with BTF and Debian's debuginfod; otherwise skipped.
 set -u
 . "$(dirname "$0")/../lib.sh"
 
-NAMES="dbgi-server dbgi-fetched dbgi-cache-file dbgi-metrics-found dbgi-mini dbgi-bare-offset dbgi-bare-buildid dbgi-down-sampling dbgi-down-log-once dbgi-down-metrics dbgi-bad-flag dbgi-no-links dbgi-evicted dbgi-user-fetched dbgi-user-owner"
+NAMES="dbgi-server dbgi-fetched dbgi-cache-file dbgi-metrics-found dbgi-mini dbgi-bare-offset dbgi-bare-buildid dbgi-down-sampling dbgi-down-log-once dbgi-down-metrics dbgi-bad-flag dbgi-no-links dbgi-evicted dbgi-user-fetched dbgi-user-owner dbgi-dynsym"
 skip_all() { for n in $NAMES; do echo "ok - $n # SKIP $1"; done; exit 0; }
 [ "$(id -u)" -eq 0 ] || skip_all "needs root"
 [ -r /sys/kernel/btf/vmlinux ] || skip_all "kernel has no BTF (/sys/kernel/btf/vmlinux)"
@@ -27,12 +30,15 @@ B="$TMP/bin"
 SRV="$TMP/served"
 mkdir -p "$B" "$SRV"
 
-# dbg_build NAME HOT OUTER: $B/NAME built with -g, its debug file in $B/NAME.debug, stripped.
+# dbg_build NAME HOT OUTER [CFLAGS...]: $B/NAME built with -g, its debug file in
+# $B/NAME.debug, stripped.
 dbg_build() {
-  cc -O1 -fno-omit-frame-pointer -g -Wl,--build-id -DHOT="$2" -DOUTER="$3" \
-    -o "$B/$1" "$SRC/dbgspin.c" &&
-    objcopy --only-keep-debug "$B/$1" "$B/$1.debug" &&
-    strip --strip-all "$B/$1"
+  local n="$1" h="$2" o="$3"
+  shift 3
+  cc -O1 -fno-omit-frame-pointer -g -Wl,--build-id -DHOT="$h" -DOUTER="$o" "$@" \
+    -o "$B/$n" "$SRC/dbgspin.c" &&
+    objcopy --only-keep-debug "$B/$n" "$B/$n.debug" &&
+    strip --strip-all "$B/$n"
 }
 # build_id FILE: the GNU build id in hex.
 build_id() { readelf -n "$1" 2>/dev/null | awk '/Build ID:/ { print $3; exit }'; }
@@ -41,7 +47,8 @@ dbg_build dbgi_served served_hot_zebra served_outer_zebra &&
   dbg_build dbgi_down down_hot_yak down_outer_yak &&
   dbg_build dbgi_down2 down2_hot_yak down2_outer_yak &&
   dbg_build dbgi_bare bare_hot_okapi bare_outer_okapi &&
-  dbg_build dbgi_mini mini_hot_quokka mini_outer_quokka ||
+  dbg_build dbgi_mini mini_hot_quokka mini_outer_quokka &&
+  dbg_build dbgi_dyn dyn_hot_ibex dyn_outer_ibex -DEXPORTED -rdynamic ||
   { fail "build test programs"; pf_done; exit 1; }
 # MiniDebugInfo as Fedora makes it: the function symbols .dynsym lacks, in an
 # xz-compressed ELF added as .gnu_debugdata.
@@ -125,10 +132,16 @@ ln -s "$TMP/victim" "$TMP/data/debuginfo/.tmp-$(build_id "$B/dbgi_mini")"
 # MiniDebugInfo only: named from .gnu_debugdata (not served: 404 from debuginfod).
 "$B/dbgi_mini" 3000
 "$B/dbgi_bare" 3000
+"$B/dbgi_dyn" 3000
 sleep 3	# one more period, so the last samples are stored
 t="$(traces dbgi_mini)"
 if echo "$t" | grep -q mini_hot_quokka && echo "$t" | grep -q mini_outer_quokka; then ok "dbgi-mini"
 else fail "dbgi-mini" "no mini_hot_quokka frame"; echo "$t" | head -20 | sed 's/^/#   /'; fi
+
+# Exported functions of a stripped binary: named from .dynsym.
+t="$(traces dbgi_dyn)"
+if echo "$t" | grep -q dyn_hot_ibex && echo "$t" | grep -q dyn_outer_ibex; then ok "dbgi-dynsym"
+else fail "dbgi-dynsym" "no dyn_hot_ibex frame"; echo "$t" | head -20 | sed 's/^/#   /'; fi
 
 # Nothing at all: frames are the file and offset, the mapping has the build id.
 top="$(cat "$TMP/mnt/dbgi_bare/cpu/all/all/folded.txt" 2>/dev/null)"
