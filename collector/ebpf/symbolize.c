@@ -794,8 +794,9 @@ read_debug_file(struct elfobj *o, const char *root, const char *name, const char
 
 /*
  * The debug file of o from debuginfod's cache, or a fetch asked for
- * (request). True if a symbol table was read; o->dbg_wait says whether the
- * file may still come.
+ * (request). True if a symbol table was read. o->dbg_wait says whether the
+ * file may still come, o->dbg_missing whether to ask again later (not once
+ * a file was read, symbol table or not).
  */
 static bool
 read_debuginfod(struct symbolizer *s, struct elfobj *o, bool request)
@@ -804,6 +805,7 @@ read_debuginfod(struct symbolizer *s, struct elfobj *o, bool request)
 	int fd;
 
 	o->dbg_wait = false;
+	o->dbg_missing = false;
 	if (s->dbg == NULL || o->build_id[0] == '\0')
 		return false;
 	switch (dbginfod_lookup(s->dbg, o->build_id, request, &fd)) {
@@ -813,8 +815,10 @@ read_debuginfod(struct symbolizer *s, struct elfobj *o, bool request)
 		break;
 	case DBGINFOD_PENDING:
 		o->dbg_wait = true;
+		o->dbg_missing = true;
 		break;
 	case DBGINFOD_NONE:
+		o->dbg_missing = true;
 		break;
 	}
 	return has;
@@ -912,12 +916,9 @@ symbolize_elf(struct symbolizer *s, uint64_t dev, uint64_t ino, const char *path
 		o->bad = true;
 		o->used = (time_t)(clock_mono_ns() / 1000000000);
 	} else {
-		if (!has_symtab && !read_debug_file(o, root, name, link)) {
-			if (read_debuginfod(s, o, true))
-				has_symtab = true;
-			else
-				o->dbg_missing = o->build_id[0] != '\0';
-		}
+		if (!has_symtab && !read_debug_file(o, root, name, link) &&
+		    read_debuginfod(s, o, true))
+			has_symtab = true;
 		add_entry(o);
 		finish_syms(o);
 		log_debug("ebpf: loaded %s: %zu functions%s, build id %s", name ? name : path,
@@ -1151,7 +1152,6 @@ symbolize_debuginfod_poll(struct symbolizer *s)
 		if (o == NULL || !(o->dbg_wait || (retry && o->dbg_missing)) ||
 		    !read_debuginfod(s, o, retry))
 			continue;
-		o->dbg_missing = false;
 		finish_syms(o);
 		named++;
 		log_debug("ebpf: build id %s: %zu functions with its fetched debug file",
