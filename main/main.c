@@ -82,6 +82,13 @@ static const char usage_text[] =
 "                      Java main class or jar, else the executable)\n"
 "  --ebpf-unwind-mem MIB  memory for unwind tables, 0..128 (default 64; 0: frame\n"
 "                      pointers only)\n"
+"  --debuginfod URL[,URL...]|off  fetch debug files of sampled binaries without\n"
+"                      symbols by build id from these debuginfod servers, in\n"
+"                      the background (default: $DEBUGINFOD_URLS, space-\n"
+"                      separated; unset: none). The servers learn the build\n"
+"                      ids of what runs here\n"
+"  --debuginfod-cache SIZE  bytes of fetched debug files kept under\n"
+"                      DIR/debuginfo (default 1G; K/M/G suffixes), oldest dropped\n"
 "  --scrape FILE       pull Go /debug/pprof endpoints listed in FILE (JSON)\n"
 "  --retention DURATION  delete profiles older than DURATION (e.g. 30d, 12h);\n"
 "                      default: keep everything\n"
@@ -143,6 +150,8 @@ struct serve_opts {
 	int		 ebpf_hz;	/* 0: off */
 	unsigned	 ebpf_flush;	/* seconds per eBPF profile, 0: default */
 	long		 ebpf_unwind_mib;	/* 0: default, < 0: none */
+	const char	*debuginfod;	/* server list as given; NULL: $DEBUGINFOD_URLS */
+	uint64_t	 debuginfod_cache;	/* bytes, 0: default */
 	size_t		 http_max_body;
 	unsigned	 http_max_conns;
 	size_t		 http_max_decoded;
@@ -538,9 +547,23 @@ serve(const struct serve_opts *o, struct priv_user *user)
 		goto fail;
 	if (o->ebpf_hz) {
 		struct ebpf_opts eo = { .hz = o->ebpf_hz, .flush_secs = o->ebpf_flush,
-		    .unwind_mib = o->ebpf_unwind_mib };
+		    .unwind_mib = o->ebpf_unwind_mib, .data_dir = o->data,
+		    .debuginfod_cache = o->debuginfod_cache };
+		const char *list = o->debuginfod ? o->debuginfod : getenv("DEBUGINFOD_URLS"), *bad;
+		char *urls = NULL;
 
-		if (ebpf_start(st, &eo, &ebpf) < 0)
+		if (list && strcmp(list, "off") != 0 &&
+		    ebpf_parse_debuginfod(list, &urls, &bad) < 0) {
+			/* Only the environment's list gets here: the flag's was checked. */
+			log_warnx("DEBUGINFOD_URLS: %s; no debug files are fetched",
+			    bad ? bad : "out of memory");
+		}
+		eo.debuginfod = urls;
+		if (urls && urls[0])
+			log_info("ebpf: debuginfod servers: %s", list);
+		rc = ebpf_start(st, &eo, &ebpf);
+		free(urls);
+		if (rc < 0)
 			goto fail;
 		atomic_store(&health.ebpf, ebpf);
 	}
@@ -609,6 +632,8 @@ main(int argc, char **argv)
 		{ "ebpf",	optional_argument,	NULL, 'e' },
 		{ "ebpf-period", required_argument,	NULL, 'P' },
 		{ "ebpf-unwind-mem", required_argument,	NULL, 'u' },
+		{ "debuginfod",	required_argument,	NULL, 'g' },
+		{ "debuginfod-cache", required_argument, NULL, 'c' },
 		{ "scrape",	required_argument,	NULL, 's' },
 		{ "http-token",	required_argument,	NULL, 'T' },
 		{ "http-max-body", required_argument,	NULL, 'B' },
@@ -728,9 +753,25 @@ main(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'g':
+			if (strcmp(optarg, "off") != 0) {
+				const char *bad;
+				char *urls = NULL;
+
+				if (ebpf_parse_debuginfod(optarg, &urls, &bad) < 0 || urls[0] == '\0') {
+					fprintf(stderr, "profilefs: --debuginfod %s: %s\n", optarg,
+					    bad ? bad : "no server URL");
+					free(urls);
+					return 2;
+				}
+				free(urls);
+			}
+			o.debuginfod = optarg;
+			break;
 		case 'B':
 		case 'Z':
 		case 'M':
+		case 'c':
 		case 'L':
 			errno = 0;
 			bytes = strtoull(optarg, &end, 10);
@@ -742,12 +783,14 @@ main(int argc, char **argv)
 			    (c == 'L' && bytes * mult < (64u << 20))) {
 				fprintf(stderr, "profilefs: --%s: not a size in bytes%s: '%s'\n",
 				    c == 'B' ? "http-max-body" : c == 'Z' ? "http-max-decoded" :
-				    c == 'M' ? "max-disk" : "memory-limit",
+				    c == 'M' ? "max-disk" : c == 'c' ? "debuginfod-cache" : "memory-limit",
 				    c == 'L' ? " of at least 64M" : "", optarg);
 				return 2;
 			}
 			if (c == 'M')
 				o.max_disk = bytes * mult;
+			else if (c == 'c')
+				o.debuginfod_cache = bytes * mult;
 			else if (c == 'L')
 				budget_set_limit((size_t)(bytes * mult));
 			else if (c == 'B')

@@ -13,6 +13,7 @@ PKGS=(
   libmicrohttpd-dev libcurl4-openssl-dev libssl-dev
   libbpf-dev bpftool clang llvm libelf-dev libdw-dev liblzma-dev xz-utils sqlite3
   libcmocka-dev libjansson-dev libiberty-dev
+  debuginfod
   golang-go
   curl libxml2-utils procps psmisc jq python3
   rsync openssh-client make

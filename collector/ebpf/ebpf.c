@@ -34,6 +34,7 @@
 #include "profile.h"
 #include "ebpf.h"
 #include "cpuprof.h"
+#include "debuginfod.h"
 #include "base.h"
 #include "pprof.h"
 #include "store.h"
@@ -98,6 +99,7 @@ struct ebpf_sampler {
 	struct cpuprof		*cp;
 	struct unwinder		*unw;		/* NULL: frame pointers only */
 	struct python		*py;		/* CPython frames */
+	struct dbginfod		*dbg;		/* debug files by build id; NULL: none */
 	int64_t			 period_start;	/* wall-clock ns */
 	int64_t			 next_flush;	/* monotonic ns */
 	/* counted by the sampler thread only */
@@ -633,6 +635,8 @@ flush(struct ebpf_sampler *e)
 	e->period_start = end;
 	proctab_expire(e->pt);
 	symbolize_elf_expire(e->sym, (time_t)(t0 / 1000000000) - EXPIRE_SECS);
+	/* Between periods: debug files fetched meanwhile name the next one's frames. */
+	symbolize_debuginfod_poll(e->sym);
 
 	read_counters(e, c);
 	for (k = 0; k < PROF_CNT_MAX; k++) {
@@ -915,6 +919,12 @@ release_proc(void *arg, struct proc *p)
 }
 
 int
+ebpf_parse_debuginfod(const char *list, char **out, const char **bad)
+{
+	return dbginfod_parse_urls(list, out, bad);
+}
+
+int
 ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **out)
 {
 	struct ebpf_sampler *e;
@@ -1011,6 +1021,12 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 		goto fail;
 	}
 	proctab_set_release(e->pt, release_proc, e);
+	if (o->debuginfod && o->debuginfod[0] && o->data_dir &&
+	    dbginfod_create(o->debuginfod, o->data_dir, o->debuginfod_cache, &e->dbg) == 0) {
+		symbolize_set_debuginfod(e->sym, e->dbg);
+		log_info("ebpf: debug files of binaries without symbols are fetched by build id "
+		    "from debuginfod (cache %s/debuginfo)", o->data_dir);
+	}
 	if (!symbolize_kernel_ok(e->sym))
 		log_warnx("--ebpf: /proc/kallsyms hides kernel addresses (kernel.kptr_restrict, "
 		    "CAP_SYSLOG): kernel frames keep addresses only");
@@ -1098,6 +1114,7 @@ ebpf_stop(struct ebpf_sampler *e)
 	unwind_destroy(e->unw);
 	profile_bpf__destroy(e->skel);
 	symbolize_destroy(e->sym);
+	dbginfod_destroy(e->dbg);
 	free(e->links);
 	free(e->pfds);
 	free(e->fcache);

@@ -18,7 +18,16 @@ struct ebpf_opts {
 	int		 hz;		/* 1..99 */
 	unsigned	 flush_secs;	/* profile period, default 10 */
 	long		 unwind_mib;	/* unwind table memory: 0 default (64), < 0 none */
+	const char	*data_dir;	/* the debuginfod cache goes under it */
+	const char	*debuginfod;	/* server URLs (dbginfod_parse_urls form), NULL: none */
+	uint64_t	 debuginfod_cache;	/* bytes, 0: default */
 };
+/*
+ * A debuginfod server list ("URL,URL" or DEBUGINFOD_URLS's "URL URL") into
+ * ebpf_opts.debuginfod form, malloc'ed into *out ("" for an empty list).
+ * 0, or -EINVAL with *bad a static reason.
+ */
+int	ebpf_parse_debuginfod(const char *list, char **out, const char **bad);
 int	ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **out);
 /*
  * Stops the sampler: its thread gets a few seconds to end (and store the

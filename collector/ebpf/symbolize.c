@@ -6,7 +6,8 @@
  * while are expired. Of each object we keep the loadable segments (for the
  * load bias) and a sorted array of function symbols bounded by their sizes:
  * .symtab when present, else .dynsym, merged with the .symtab of a separate
- * debug file (/usr/lib/debug/.build-id/xx/yyyy.debug, then .gnu_debuglink).
+ * debug file (/usr/lib/debug/.build-id/xx/yyyy.debug, then .gnu_debuglink,
+ * then debuginfod.c's cache, which fetches what it lacks in the background).
  * Names live in one string blob per object.
  */
 #include <errno.h>
@@ -25,6 +26,7 @@
 #include <unistd.h>
 
 #include "base.h"
+#include "debuginfod.h"
 #include "pprof.h"
 #include "store.h"
 #include "owner.h"
@@ -33,6 +35,7 @@
 #define ELF_MAX_SYMS	(4u << 20)	/* per object, against corrupt tables */
 #define ELF_MAX_STRTAB	(256u << 20)	/* bytes of one symbol string table */
 #define NT_GNU_BUILD_ID_	3
+#define SYMBOLIZE_DBG_RETRY	60	/* s between passes over files whose debug file is missing */
 
 struct sym {
 	uint64_t	 addr;
@@ -62,6 +65,8 @@ struct elfobj {
 	int		 dw_fd;		/* > 0: a file with .debug_info, kept open */
 	Dwarf		*dw;
 	bool		 dw_failed;
+	bool		 dbg_wait;	/* its debug file is being fetched (debuginfod) */
+	bool		 dbg_missing;	/* no symbol table: debuginfod is asked again now and then */
 };
 
 struct ksym {
@@ -91,6 +96,9 @@ struct symbolizer {
 	struct ksym	 *ksyms;
 	size_t		  nksyms;
 	struct buf	  knames;
+	struct dbginfod	 *dbg;		/* NULL: no debuginfod */
+	uint64_t	  dbg_gen;	/* dbginfod_generation() at the last poll */
+	int64_t		  dbg_retry;	/* monotonic s: the next time missing files are asked again */
 };
 
 struct symbolizer *
@@ -779,17 +787,14 @@ symbolize_open(const char *path, bool follow, off_t max_size)
 	return fd;
 }
 
+/* read_elf_image of the file open at fd, which it closes. */
 static int
-read_elf(const char *path, struct elfobj *o, bool debug_file, bool *has_symtab,
+read_elf_fd(int fd, struct elfobj *o, bool debug_file, bool *has_symtab,
     char *debuglink, size_t dlsize)
 {
 	Elf *e;
-	int fd, rc;
+	int rc;
 
-	*has_symtab = false;
-	/* A mapped file comes through /proc/PID/map_files (a link to follow); debug files never. */
-	if ((fd = symbolize_open(path, !debug_file, 0)) < 0)
-		return fd;
 	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	o->debug_info = false;
 	rc = read_elf_image(e, o, debug_file, has_symtab, debuglink, dlsize);
@@ -801,6 +806,19 @@ read_elf(const char *path, struct elfobj *o, bool debug_file, bool *has_symtab,
 		elf_end(e);
 	close(fd);
 	return rc;
+}
+
+static int
+read_elf(const char *path, struct elfobj *o, bool debug_file, bool *has_symtab,
+    char *debuglink, size_t dlsize)
+{
+	int fd;
+
+	*has_symtab = false;
+	/* A mapped file comes through /proc/PID/map_files (a link to follow); debug files never. */
+	if ((fd = symbolize_open(path, !debug_file, 0)) < 0)
+		return fd;
+	return read_elf_fd(fd, o, debug_file, has_symtab, debuglink, dlsize);
 }
 
 /*
@@ -868,27 +886,30 @@ try_debug_file(struct elfobj *o, const char *path, const struct owner *w)
  * file, inside root (the process's: "/proc/PID/root", or another the
  * caller trusts), never in ours.
  */
-static void
+static bool
 read_debug_file(struct elfobj *o, const char *root, const char *name, const char *link)
 {
 	char path[PATH_MAX], dir[PATH_MAX];
 	struct owner w;
 	unsigned pid;
 	int d, end = 0;
+	bool found = false;
 
 	if (root == NULL || root[0] == '\0')
-		return;
+		return false;
 	memset(&w, 0, sizeof(w));
 	if (sscanf(root, "/proc/%u/root%n", &pid, &end) == 1 && root[end] == '\0' &&
 	    owner_begin(&w, pid) < 0)
-		return;
+		return false;
 	if (root[0] == '/' && root[1] == '\0')
 		root = "";
 	if (o->build_id[0] && strlen(o->build_id) > 2) {
 		snprintf(path, sizeof(path), "%s/usr/lib/debug/.build-id/%.2s/%s.debug",
 		    root, o->build_id, o->build_id + 2);
-		if (try_debug_file(o, path, &w) == 0)
+		if (try_debug_file(o, path, &w) == 0) {
+			found = true;
 			goto out;
+		}
 	}
 	if (!debuglink_ok(link) || name == NULL || name[0] != '/')
 		goto out;
@@ -901,11 +922,46 @@ read_debug_file(struct elfobj *o, const char *root, const char *name, const char
 		snprintf(path, sizeof(path), fmt[d], root, dir, link);
 		if (strcmp(path + strlen(root), name) == 0)
 			continue;	/* the file itself */
-		if (try_debug_file(o, path, &w) == 0)
+		if (try_debug_file(o, path, &w) == 0) {
+			found = true;
 			goto out;
+		}
 	}
 out:
 	owner_end(&w);
+	return found;
+}
+
+/*
+ * The debug file of o from debuginfod's cache, or a fetch asked for
+ * (request). True if a symbol table was read. o->dbg_wait says whether the
+ * file may still come, o->dbg_missing whether to ask again later (not once
+ * a file was read, symbol table or not).
+ */
+static bool
+read_debuginfod(struct symbolizer *s, struct elfobj *o, bool request)
+{
+	bool has = false;
+	int fd;
+
+	o->dbg_wait = false;
+	o->dbg_missing = false;
+	if (s->dbg == NULL || o->build_id[0] == '\0')
+		return false;
+	switch (dbginfod_lookup(s->dbg, o->build_id, request, &fd)) {
+	case DBGINFOD_READY:
+		if (read_elf_fd(fd, o, true, &has, NULL, 0) < 0)
+			has = false;
+		break;
+	case DBGINFOD_PENDING:
+		o->dbg_wait = true;
+		o->dbg_missing = true;
+		break;
+	case DBGINFOD_NONE:
+		o->dbg_missing = true;
+		break;
+	}
+	return has;
 }
 
 static void
@@ -1000,8 +1056,9 @@ symbolize_elf(struct symbolizer *s, uint64_t dev, uint64_t ino, const char *path
 		o->bad = true;
 		o->used = (time_t)(clock_mono_ns() / 1000000000);
 	} else {
-		if (!has_symtab)
-			read_debug_file(o, root, name, link);
+		if (!has_symtab && !read_debug_file(o, root, name, link) &&
+		    read_debuginfod(s, o, true))
+			has_symtab = true;
 		add_entry(o);
 		finish_syms(o);
 		log_debug("ebpf: loaded %s: %zu functions%s, build id %s", name ? name : path,
@@ -1203,6 +1260,48 @@ symbolize_elf_expire(struct symbolizer *s, time_t before)
 		s->n++;
 	}
 	free(keep);
+}
+
+void
+symbolize_set_debuginfod(struct symbolizer *s, struct dbginfod *d)
+{
+	s->dbg = d;
+	s->dbg_gen = dbginfod_generation(d);
+	s->dbg_retry = clock_mono_ns() / 1000000000 + SYMBOLIZE_DBG_RETRY;
+}
+
+size_t
+symbolize_debuginfod_poll(struct symbolizer *s)
+{
+	uint64_t gen = dbginfod_generation(s->dbg);
+	int64_t now = clock_mono_ns() / 1000000000;
+	size_t i, named = 0;
+	bool retry;
+
+	if (s->dbg == NULL)
+		return 0;
+	/* Failures are remembered by dbginfod.c until their retry time: ask again then. */
+	retry = now >= s->dbg_retry;
+	if (!retry && gen == s->dbg_gen)
+		return 0;
+	if (retry)
+		s->dbg_retry = now + SYMBOLIZE_DBG_RETRY;
+	s->dbg_gen = gen;
+	for (i = 0; i < s->cap; i++) {
+		struct elfobj *o = s->objs[i];
+
+		if (o == NULL || !(o->dbg_wait || (retry && o->dbg_missing)) ||
+		    !read_debuginfod(s, o, retry))
+			continue;
+		finish_syms(o);
+		named++;
+		log_debug("ebpf: build id %s: %zu functions with its fetched debug file",
+		    o->build_id, o->nsyms);
+	}
+	/* Names moved (the blob grew) and addresses have names now. */
+	if (named)
+		memset(s->rcache, 0, RCACHE_SLOTS * sizeof(*s->rcache));
+	return named;
 }
 
 size_t

@@ -1,7 +1,8 @@
 /*
  * symbolize: addresses to function names, for the eBPF sampler. Three
- * sources: ELF objects (their .symtab, else .dynsym, plus a separate debug
- * file found by build id or .gnu_debuglink), the kernel (/proc/kallsyms), and
+ * sources: ELF objects (their .symtab, else .dynsym and MiniDebugInfo, plus a
+ * separate debug file found by build id or .gnu_debuglink, or fetched by
+ * debuginfod.c), the kernel (/proc/kallsyms), and
  * JIT perf maps (/tmp/perf-PID.map). Which process maps what where, and the
  * load bias of each mapping, is proctab.c's business.
  *
@@ -83,6 +84,20 @@ const char	*symbolize_elf_build_id(const struct elfobj *o);
 /* Drop unreferenced objects not used since `before` (seconds, monotonic). */
 void		 symbolize_elf_expire(struct symbolizer *s, time_t before);
 size_t		 symbolize_elf_count(const struct symbolizer *s);
+
+/*
+ * Fetch debug files of ELF objects without a symbol table from d (NULL: none;
+ * owned by the caller, outliving s) once local ones are not found.
+ */
+struct dbginfod;
+void		 symbolize_set_debuginfod(struct symbolizer *s, struct dbginfod *d);
+/*
+ * Read the debug files that arrived since the last call into the objects
+ * waiting for them, and ask again for missing ones whose retry time came.
+ * Names handed out before may move: call it between periods, when no
+ * caller holds any. Returns how many objects got names.
+ */
+size_t		 symbolize_debuginfod_poll(struct symbolizer *s);
 
 /* Kernel function containing addr, from /proc/kallsyms (loaded once), or NULL. */
 const char	*symbolize_kernel(struct symbolizer *s, uint64_t addr);
