@@ -18,6 +18,9 @@ struct ebpf_opts {
 	int		 hz;		/* 1..99 */
 	unsigned	 flush_secs;	/* profile period, default 10 */
 	long		 unwind_mib;	/* unwind table memory: 0 default (64), < 0 none */
+	bool		 offcpu;	/* record off-CPU waits too (profile type offcpu) */
+	uint64_t	 offcpu_min_ns;	/* shorter waits are not recorded */
+	unsigned	 offcpu_sample;	/* record 1 switch in this many, 0 or 1: all */
 };
 int	ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **out);
 void	ebpf_stop(struct ebpf_sampler *e);

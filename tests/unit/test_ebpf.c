@@ -321,9 +321,9 @@ test_cpuprof_roundtrip(void **state)
 		assert_true(li >= 0);
 		locs[i] = (uint32_t)li;
 	}
-	assert_int_equal(cpuprof_sample(svc, locs, 3, 42, 43, "myapp"), 0);
-	assert_int_equal(cpuprof_sample(svc, locs, 3, 42, 43, "myapp"), 0);
-	assert_int_equal(cpuprof_sample(svc, locs + 1, 2, 42, 44, "worker"), 0);
+	assert_int_equal(cpuprof_sample(svc, locs, 3, 42, 43, "myapp", 0), 0);
+	assert_int_equal(cpuprof_sample(svc, locs, 3, 42, 43, "myapp", 0), 0);
+	assert_int_equal(cpuprof_sample(svc, locs + 1, 2, 42, 44, "worker", 0), 0);
 	assert_int_equal(cpuprof_flush(c, st, 1000000000LL, 3000000000LL, &profiles, &samples), 0);
 	assert_int_equal(profiles, 1);
 	assert_int_equal(samples, 3);
