@@ -912,7 +912,8 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 			continue;
 		}
 		log_warnx("--ebpf: loading the BPF program failed: %s (run with -v for the "
-		    "verifier's log; the kernel needs BPF ring buffers, 5.8 or later)", strerror(-rc));
+		    "verifier's log; the kernel needs BPF ring buffers, 5.8 or later%s)", strerror(-rc),
+		    o->offcpu ? ", and BTF tracepoints for --ebpf-offcpu" : "");
 		goto fail;
 	}
 	if (unwind_mib > 0) {
