@@ -567,8 +567,8 @@ do_sample(struct bpf_perf_event_data *ctx)
 
 /*
  * Off-CPU time (with --ebpf-offcpu), from the sched_switch tracepoint alone
- * (no kprobes or trampolines needed). When a thread blocks (switches out
- * other than by preemption; 1 in offcpu_sample of them), its stacks are
+ * (no kprobes or trampolines needed). When a thread switches out (it blocks,
+ * or is preempted; 1 in offcpu_sample of these switches), its stacks are
  * taken as do_sample takes them, while it is still the current task, and
  * kept in offcpu_waits under its tid with the time. When the scheduler
  * switches it in again, a wait of offcpu_min_ns or more is sent as is,
@@ -628,9 +628,11 @@ BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *
 		bpf_map_delete_elem(&offcpu_waits, &tid);
 	}
 
-	/* prev is the current task: its stacks are where it blocks. */
-	if (preempt)
-		return 0;
+	/*
+	 * prev is the current task: its stacks are where it blocks. A
+	 * preempted thread's wait for a CPU counts too: its user sees it
+	 * as latency like any other.
+	 */
 	tid = BPF_CORE_READ(prev, pid);
 	tgid = BPF_CORE_READ(prev, tgid);
 	if (tid == 0 || tgid == self_tgid || BPF_CORE_READ(prev, mm) == NULL ||
