@@ -43,10 +43,17 @@ PORT=$((20000 + RANDOM % 20000))
 pf_start -v --ebpf=19 --ebpf-offcpu=1ms --ebpf-period 2 --http "127.0.0.1:$PORT" ||
   { fail "ebpf-offcpu daemon start"; pf_done; exit 1; }
 
-# A first short run of a copy (another service, the same build id) has the
-# binary's unwind table built, so that the measured run's stacks are walked
-# with it from its start.
-cp "$B/efp_offcpu" "$B/efp_offcpu_prime" && "$B/efp_offcpu_prime" 1 >/dev/null
+# Short runs of a copy (another service, the same build id) first, until
+# its stacks are walked with the binary's unwind table (built in the
+# background, slowly on a busy host or under sanitizers): the measured run's
+# stacks are then walked with it from its start.
+cp "$B/efp_offcpu" "$B/efp_offcpu_prime"
+for i in $(seq 1 20); do
+  "$B/efp_offcpu_prime" 5 >/dev/null
+  sleep 2.5
+  grep -q 'start_thread;sleeper;wait_sleep' \
+    "$TMP/mnt/efp_offcpu_prime/offcpu/all/last-5s/folded.txt" 2>/dev/null && break
+done
 out="$("$B/efp_offcpu" 30)"
 if [[ "$out" =~ mutex_ns=([0-9]+)\ sleep_ns=([0-9]+)\ pipe_ns=([0-9]+) ]]; then
   declare -A MEASURED=([mutex]=${BASH_REMATCH[1]} [sleep]=${BASH_REMATCH[2]} [pipe]=${BASH_REMATCH[3]})
