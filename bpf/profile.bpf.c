@@ -279,12 +279,15 @@ fault:
 }
 
 /*
- * Walk the user stack of the current task with unwind tables into e->ustack.
- * Returns nonzero when the process has no tables loaded (the caller walks by
- * frame pointers as before). *wake: user space should look at this sample now.
+ * Walk the user stack of the current task with unwind tables into e->ustack,
+ * from the registers ip, sp, bp if in_user (a sample that hit user mode),
+ * else from those saved at kernel entry. Returns nonzero when the process
+ * has no tables loaded (the caller walks by frame pointers as before).
+ * *wake: user space should look at this sample now.
  */
 static __always_inline int
-walk_user(struct prof_sample *e, struct bpf_perf_event_data *ctx, __u32 tgid, bool *wake)
+walk_user(struct prof_sample *e, bool in_user, __u64 ip, __u64 sp, __u64 bp, __u32 tgid,
+    bool *wake)
 {
 #ifdef __TARGET_ARCH_x86
 	struct walk_buf *buf;
@@ -308,10 +311,10 @@ walk_user(struct prof_sample *e, struct bpf_perf_event_data *ctx, __u32 tgid, bo
 	w->flags = 0;
 	w->exact = 1;
 	/* The user registers: the sample's when it hit user mode, else those saved at kernel entry. */
-	if (ctx->regs.ip < USER_TOP) {
-		w->pc = ctx->regs.ip;
-		w->sp = ctx->regs.sp;
-		w->bp = ctx->regs.bp;
+	if (in_user) {
+		w->pc = ip;
+		w->sp = sp;
+		w->bp = bp;
 	} else {
 		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
 
@@ -486,29 +489,21 @@ fault:
 #endif
 }
 
-SEC("perf_event")
-int
-do_sample(struct bpf_perf_event_data *ctx)
+/*
+ * Fill e (hdr.kind set by the caller) with the current task's identity and
+ * stacks; e->wake: user space should see it at once. ctx: the program's
+ * context, for bpf_get_stack; in_user, ip, sp, bp: see walk_user.
+ */
+static __always_inline void
+fill_sample(void *ctx, struct prof_sample *e, bool in_user, __u64 ip, __u64 sp, __u64 bp)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32, tid = (__u32)id;
+	__u32 tgid = id >> 32;
 	struct task_struct *task, *leader;
-	struct prof_sample *e;
 	bool wake = false;
 
-	count(PROF_CNT_SAMPLES);
-	if (tid == 0) {
-		count(PROF_CNT_IDLE);
-		return 0;
-	}
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		count(PROF_CNT_DROP_RINGBUF);
-		return 0;
-	}
-	e->hdr.kind = PROF_EV_SAMPLE;
 	e->hdr.pid = tgid;
-	e->hdr.tid = tid;
+	e->hdr.tid = (__u32)id;
 	e->hdr.cpu = bpf_get_smp_processor_id();
 	e->hdr.time_ns = bpf_ktime_get_ns();
 	e->cgroup_id = bpf_get_current_cgroup_id();
@@ -531,11 +526,11 @@ do_sample(struct bpf_perf_event_data *ctx)
 	}
 	e->ustack_len = 0;
 	e->unwind = 0;
-	e->pad = 0;
 	e->py_n = 0;
 	e->py_flags = 0;
 	/* Kernel threads have no user stack: not an error. */
-	if (user_stacks && BPF_CORE_READ(task, mm) != NULL && walk_user(e, ctx, tgid, &wake) != 0) {
+	if (user_stacks && BPF_CORE_READ(task, mm) != NULL &&
+	    walk_user(e, in_user, ip, sp, bp, tgid, &wake) != 0) {
 		e->ustack_len = bpf_get_stack(ctx, e->ustack, sizeof(e->ustack),
 		    BPF_F_USER_STACK);
 		if (e->ustack_len < 0)
@@ -543,7 +538,117 @@ do_sample(struct bpf_perf_event_data *ctx)
 	}
 	if (user_stacks && BPF_CORE_READ(task, mm) != NULL)
 		walk_python(e, task, tgid);
-	bpf_ringbuf_submit(e, wake ? BPF_RB_FORCE_WAKEUP : wakeup_flag());
+	e->wake = wake;
+}
+
+SEC("perf_event")
+int
+do_sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct prof_sample *e;
+
+	count(PROF_CNT_SAMPLES);
+	if ((__u32)id == 0) {
+		count(PROF_CNT_IDLE);
+		return 0;
+	}
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count(PROF_CNT_DROP_RINGBUF);
+		return 0;
+	}
+	e->hdr.kind = PROF_EV_SAMPLE;
+	e->offcpu_ns = 0;
+	fill_sample(ctx, e, ctx->regs.ip < USER_TOP, ctx->regs.ip, ctx->regs.sp, ctx->regs.bp);
+	bpf_ringbuf_submit(e, e->wake ? BPF_RB_FORCE_WAKEUP : wakeup_flag());
+	return 0;
+}
+
+/*
+ * Off-CPU time (with --ebpf-offcpu), from the sched_switch tracepoint alone
+ * (no kprobes or trampolines needed). When a thread switches out (it blocks,
+ * or is preempted; 1 in offcpu_sample of these switches), its stacks are
+ * taken as do_sample takes them, while it is still the current task, and
+ * kept in offcpu_waits under its tid with the time. When the scheduler
+ * switches it in again, a wait of offcpu_min_ns or more is sent as is,
+ * weighted by the wait times offcpu_sample; a shorter one is dropped. The
+ * daemon's own process (self_tgid), the idle tasks, kernel threads and
+ * exiting threads are left out: their waits are no one's latency.
+ */
+const volatile bool offcpu = false;
+const volatile __u64 offcpu_min_ns = 1000000;
+const volatile __u32 offcpu_sample = 1;
+const volatile __u32 self_tgid = 0;
+
+#define PF_EXITING_FLAG		0x00000004	/* include/linux/sched.h PF_EXITING */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);	/* memory only for threads blocked now */
+	__uint(max_entries, 8192);
+	__type(key, __u32);			/* tid */
+	__type(value, struct prof_sample);	/* hdr.time_ns: when it blocked */
+} offcpu_waits SEC(".maps");
+
+/* Where a blocking thread's sample is built before it is stored. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct prof_sample);
+} offcpu_bufs SEC(".maps");
+
+SEC("tp_btf/sched_switch")
+int
+BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	struct prof_sample *w;
+	__u32 tid, tgid, zero = 0;
+	__u64 now, delta;
+
+	if (!offcpu)
+		return 0;
+	/* next's wait, if one was recorded, ends here. */
+	tid = BPF_CORE_READ(next, pid);
+	if (tid != 0 && (w = bpf_map_lookup_elem(&offcpu_waits, &tid)) != NULL) {
+		now = bpf_ktime_get_ns();
+		delta = now - w->hdr.time_ns;
+		if (delta < offcpu_min_ns) {
+			count(PROF_CNT_OFFCPU_SHORT);
+		} else {
+			w->offcpu_ns = delta * offcpu_sample;
+			w->hdr.time_ns = now;
+			if (bpf_ringbuf_output(&events, w, sizeof(*w),
+			    w->wake ? BPF_RB_FORCE_WAKEUP : wakeup_flag()) == 0)
+				count(PROF_CNT_OFFCPU_SENT);
+			else
+				count(PROF_CNT_DROP_RINGBUF);
+		}
+		bpf_map_delete_elem(&offcpu_waits, &tid);
+	}
+
+	/*
+	 * prev is the current task: its stacks are where it blocks. A
+	 * preempted thread's wait for a CPU counts too: its user sees it
+	 * as latency like any other.
+	 */
+	tid = BPF_CORE_READ(prev, pid);
+	tgid = BPF_CORE_READ(prev, tgid);
+	if (tid == 0 || tgid == self_tgid || BPF_CORE_READ(prev, mm) == NULL ||
+	    (BPF_CORE_READ(prev, flags) & PF_EXITING_FLAG))
+		return 0;
+	if (offcpu_sample > 1 && bpf_get_prandom_u32() % offcpu_sample != 0)
+		return 0;
+	if ((w = bpf_map_lookup_elem(&offcpu_bufs, &zero)) == NULL)
+		return 0;
+	w->hdr.kind = PROF_EV_OFFCPU;
+	w->offcpu_ns = 0;
+	fill_sample(ctx, w, false, 0, 0, 0);
+	if (bpf_map_update_elem(&offcpu_waits, &tid, w, BPF_ANY) == 0)
+		count(PROF_CNT_OFFCPU_OUT);
+	else
+		count(PROF_CNT_OFFCPU_FULL);
 	return 0;
 }
 

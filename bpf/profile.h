@@ -20,6 +20,7 @@ enum prof_kind {
 	PROF_EV_SAMPLE	= 1,	/* struct prof_sample */
 	PROF_EV_EXEC	= 2,	/* struct prof_notice: pid just exec'd */
 	PROF_EV_EXIT	= 3,	/* struct prof_notice: thread group leader exited */
+	PROF_EV_OFFCPU	= 4,	/* struct prof_sample: a wait ended; offcpu_ns says how long */
 };
 
 struct prof_hdr {
@@ -70,7 +71,8 @@ struct prof_sample {
 	__s32	kstack_len;	/* bytes written into kstack, or a negative errno */
 	__s32	ustack_len;	/* bytes written into ustack, or a negative errno */
 	__u32	unwind;		/* PROF_UNW_* */
-	__u32	pad;
+	__u32	wake;		/* BPF side: wake user space when sent */
+	__u64	offcpu_ns;	/* PROF_EV_OFFCPU: time switched out, times offcpu_sample */
 	char	comm[PROF_COMM_LEN];	/* the thread's */
 	char	leader_comm[PROF_COMM_LEN];	/* the thread group leader's: the process's */
 	__u64	kstack[PROF_MAX_STACK];	/* leaf first */
@@ -95,6 +97,10 @@ enum prof_counter {
 	PROF_CNT_CFI_READ_ERR,	/* walks stopped by an unreadable stack word */
 	PROF_CNT_PY_STACKS,	/* Python stacks read */
 	PROF_CNT_PY_READ_ERR,	/* ... cut short by unreadable interpreter memory */
+	PROF_CNT_OFFCPU_OUT,	/* switches out recorded (after the 1-in-N sampling) */
+	PROF_CNT_OFFCPU_SHORT,	/* ... whose wait ended below the threshold */
+	PROF_CNT_OFFCPU_SENT,	/* ... sent with their stacks */
+	PROF_CNT_OFFCPU_FULL,	/* switches out not recorded: offcpu_waits full */
 	PROF_CNT_MAX
 };
 

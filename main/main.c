@@ -34,6 +34,7 @@
 
 static const char usage_text[] =
 "usage: profilefs serve [--data DIR] [--http HOST:PORT] [--ebpf[=HZ]] [--scrape FILE]\n"
+"                       [--ebpf-offcpu[=THRESHOLD]] [--ebpf-offcpu-sample N]\n"
 "                       [--retention DURATION] [--retention-aggregates DURATION]\n"
 "                       [--max-disk SIZE] [--max-series N] [--max-services N]\n"
 "                       [--memory-limit BYTES]\n"
@@ -89,6 +90,13 @@ static const char usage_text[] =
 "                      ids of what runs here\n"
 "  --debuginfod-cache SIZE  bytes of fetched debug files kept under\n"
 "                      DIR/debuginfo (default 1G; K/M/G suffixes), oldest dropped\n"
+"  --ebpf-offcpu[=THRESHOLD]  with --ebpf, also record the time threads spend\n"
+"                      switched out (locks, sleeps, I/O, preemption) with the\n"
+"                      stack they waited in, as profile type offcpu; waits\n"
+"                      shorter than THRESHOLD (default 1ms, e.g. 100us, 10ms)\n"
+"                      are not recorded\n"
+"  --ebpf-offcpu-sample N  record 1 switch in N (default 1: all), each wait\n"
+"                      counted N times so that totals stay unbiased\n"
 "  --scrape FILE       pull Go /debug/pprof endpoints listed in FILE (JSON)\n"
 "  --retention DURATION  delete profiles older than DURATION (e.g. 30d, 12h);\n"
 "                      default: keep everything\n"
@@ -152,6 +160,9 @@ struct serve_opts {
 	long		 ebpf_unwind_mib;	/* 0: default, < 0: none */
 	const char	*debuginfod;	/* server list as given; NULL: $DEBUGINFOD_URLS */
 	uint64_t	 debuginfod_cache;	/* bytes, 0: default */
+	bool		 ebpf_offcpu;
+	int64_t		 ebpf_offcpu_min_ns;
+	unsigned	 ebpf_offcpu_sample;
 	size_t		 http_max_body;
 	unsigned	 http_max_conns;
 	size_t		 http_max_decoded;
@@ -548,7 +559,9 @@ serve(const struct serve_opts *o, struct priv_user *user)
 	if (o->ebpf_hz) {
 		struct ebpf_opts eo = { .hz = o->ebpf_hz, .flush_secs = o->ebpf_flush,
 		    .unwind_mib = o->ebpf_unwind_mib, .data_dir = o->data,
-		    .debuginfod_cache = o->debuginfod_cache };
+		    .debuginfod_cache = o->debuginfod_cache, .offcpu = o->ebpf_offcpu,
+		    .offcpu_min_ns = (uint64_t)o->ebpf_offcpu_min_ns,
+		    .offcpu_sample = o->ebpf_offcpu_sample };
 		const char *list = o->debuginfod ? o->debuginfod : getenv("DEBUGINFOD_URLS"), *bad;
 		char *urls = NULL;
 
@@ -634,6 +647,8 @@ main(int argc, char **argv)
 		{ "ebpf-unwind-mem", required_argument,	NULL, 'u' },
 		{ "debuginfod",	required_argument,	NULL, 'g' },
 		{ "debuginfod-cache", required_argument, NULL, 'c' },
+		{ "ebpf-offcpu", optional_argument,	NULL, 'x' },
+		{ "ebpf-offcpu-sample", required_argument, NULL, 'y' },
 		{ "scrape",	required_argument,	NULL, 's' },
 		{ "http-token",	required_argument,	NULL, 'T' },
 		{ "http-max-body", required_argument,	NULL, 'B' },
@@ -664,6 +679,7 @@ main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	struct serve_opts o = { .data = "./profilefs-data", .max_series = -1,
+	    .ebpf_offcpu_min_ns = 1000000, .ebpf_offcpu_sample = 1,
 	    .ch = { .set_retention = -1 }, .max_services = -1 };
 	struct priv_user user;
 	char *end, *token = NULL;
@@ -729,6 +745,25 @@ main(int argc, char **argv)
 				return 2;
 			}
 			o.ebpf_unwind_mib = hz ? hz : -1;
+			break;
+		case 'x':
+			o.ebpf_offcpu = true;
+			if (optarg && (clock_parse_duration(optarg, 10LL * 1000000000,
+			    &o.ebpf_offcpu_min_ns) < 0 || o.ebpf_offcpu_min_ns < 1000)) {
+				fprintf(stderr, "profilefs: --ebpf-offcpu=THRESHOLD: a duration "
+				    "from 1us to 10s (e.g. 1ms), not '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		case 'y':
+			errno = 0;
+			hz = strtol(optarg, &end, 10);
+			if (errno || *end || end == optarg || hz < 1 || hz > 1000000) {
+				fprintf(stderr, "profilefs: --ebpf-offcpu-sample: N must be 1..1000000, "
+				    "not '%s'\n", optarg);
+				return 2;
+			}
+			o.ebpf_offcpu_sample = (unsigned)hz;
 			break;
 		case 's':
 			o.scrape = optarg;
@@ -892,6 +927,14 @@ main(int argc, char **argv)
 		return 2;
 	}
 	o.mountpoint = argv[optind];
+	if ((o.ebpf_offcpu || o.ebpf_offcpu_sample != 1) && o.ebpf_hz == 0) {
+		fprintf(stderr, "profilefs: --ebpf-offcpu and --ebpf-offcpu-sample need --ebpf\n");
+		return 2;
+	}
+	if (o.ebpf_offcpu_sample != 1 && !o.ebpf_offcpu) {
+		fprintf(stderr, "profilefs: --ebpf-offcpu-sample needs --ebpf-offcpu\n");
+		return 2;
+	}
 	if (o.access.group_write && group == NULL) {
 		fprintf(stderr, "profilefs: --group-write needs --group GROUP\n");
 		return 2;

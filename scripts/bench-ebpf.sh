@@ -31,11 +31,21 @@
 #      (target <= 1.01); the BPF program's time per sample while every CPU
 #      runs the Python workload (native walk plus Python frames); the daemon's
 #      CPU and RSS meanwhile. Skipped where python3.11 or javac is missing.
+#   6. Off-CPU: the daemon's CPU (percent of one core) and RSS (VmHWM, the
+#      peak) with --ebpf-offcpu off, on, and on with --ebpf-offcpu-sample 10
+#      (sample10), at 19 Hz and 99 Hz, while every
+#      CPU runs Debian's python3, gzip, xz and sqlite3 (as in 2) and a
+#      lock-contended C program (threads taking turns at one mutex, short
+#      sleeps: thousands of context switches a second) runs beside them;
+#      a fresh daemon per run, DAEMON_RUNS runs per setting, medians; the
+#      waits recorded and the sched_switch program's run time (percent of a
+#      CPU, paid by the tasks switching, not by the daemon). Targets at 99 Hz
+#      with off-CPU on: <= 1% of a core, RSS <= 150 MB.
 #
 # Needs root and a kernel with BTF. Other work on the machine adds noise:
 # the figures are medians and ratios. Bounded to about five minutes.
 #   PROFILEFS_BIN=/tmp/x/bin/profilefs RUNS=7 SECS=10 RT_RUNS=5 scripts/bench-ebpf.sh
-# ONLY=runtimes runs part 5 alone, ONLY=daemon part 2 alone.
+# ONLY=runtimes runs part 5 alone, ONLY=daemon part 2 alone, ONLY=offcpu part 6 alone.
 set -u
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BIN="${PROFILEFS_BIN:-$ROOT/bin/profilefs}"
@@ -286,6 +296,99 @@ daemon_cost() {
 }
 if [ "$ONLY" = daemon ]; then daemon_cost; exit 0; fi
 
+# A lock-contended program: 8 threads take turns at one mutex, hold it for
+# a few microseconds of work, and sleep 1 ms now and then.
+cat >"$W/contend.c" <<'EOF'
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+static volatile unsigned long shared;
+static time_t end;
+__attribute__((noinline)) static void critical(void)
+{ for (int i = 0; i < 2000; i++) shared = shared * 31 + i; }
+static void *worker(void *arg)
+{
+	unsigned n = 0;
+	(void)arg;
+	while (time(NULL) < end) {
+		pthread_mutex_lock(&m);
+		critical();
+		pthread_mutex_unlock(&m);
+		if (++n % 64 == 0)
+			usleep(1000);
+	}
+	return NULL;
+}
+int main(int argc, char **argv)
+{
+	int i, n = 8;
+	pthread_t t[8];
+	end = time(NULL) + atoi(argv[1]);
+	for (i = 0; i < n; i++)
+		pthread_create(&t[i], NULL, worker, NULL);
+	for (i = 0; i < n; i++)
+		pthread_join(t[i], NULL);
+	return 0;
+}
+EOF
+cc -O2 -pthread -o "$W/contend" "$W/contend.c" || exit 1
+
+offcpu_cost() {
+  local hz mode r a b c spinners old cs0 cs1 run0 run1 waits
+  echo "== off-CPU: daemon cost over ${SECS}s with every CPU busy (python3, gzip, xz, sqlite3)" \
+    "and a lock-contended program, $DAEMON_RUNS runs per setting (each a fresh daemon)"
+  HZ_TCK=$(getconf CLK_TCK)
+  old=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null)
+  [ -n "$old" ] && sysctl -qw kernel.bpf_stats_enabled=1
+  for hz in 19 99; do
+    for mode in off on sample10; do
+      : >"$W/oc_cost"
+      for r in $(seq 1 "$DAEMON_RUNS"); do
+        HTTP_PORT=$((20000 + RANDOM % 20000))
+        if [ "$mode" = on ]; then
+          start_daemon --ebpf="$hz" --ebpf-offcpu --ebpf-period 10 --http "127.0.0.1:$HTTP_PORT"
+        elif [ "$mode" = sample10 ]; then
+          start_daemon --ebpf="$hz" --ebpf-offcpu --ebpf-offcpu-sample 10 --ebpf-period 10 \
+            --http "127.0.0.1:$HTTP_PORT"
+        else
+          start_daemon --ebpf="$hz" --ebpf-period 10 --http "127.0.0.1:$HTTP_PORT"
+        fi
+        spinners=()
+        for c in $(seq 1 "$(nproc)"); do
+          debian_load $((SECS + SETTLE + 2)) >/dev/null 2>&1 &
+          spinners+=($!)
+        done
+        "$W/contend" $((SECS + SETTLE + 2)) &
+        spinners+=($!)
+        sleep "$SETTLE"
+        cs0=$(awk '/^ctxt/ {print $2}' /proc/stat)
+        # (Other daemons' programs of the same name would mix in: ours is the one loaded last.)
+        run0=$(bpftool prog show name on_switch 2>/dev/null | grep -o 'run_time_ns [0-9]*' | tail -1 | awk '{print $2}')
+        a=$(cpu_ticks "$PID"); sleep "$SECS"; b=$(cpu_ticks "$PID")
+        cs1=$(awk '/^ctxt/ {print $2}' /proc/stat)
+        run1=$(bpftool prog show name on_switch 2>/dev/null | grep -o 'run_time_ns [0-9]*' | tail -1 | awk '{print $2}')
+        wait "${spinners[@]}" 2>/dev/null
+        waits=$(curl -s "http://127.0.0.1:$HTTP_PORT/metrics" |
+          awk '/^profilefs_ebpf_offcpu_waits_stored_total/ {print $2}')
+        HWM=$(awk '/^VmHWM/ {print $2}' "/proc/$PID/status")
+        stop_daemon
+        echo "$(pct "$a" "$b") $((HWM / 1024)) $(( (cs1 - cs0) / SECS )) ${waits:-0}" \
+          "$(awk -v a="${run0:-0}" -v b="${run1:-0}" -v s="$SECS" 'BEGIN {printf "%.3f", (b - a) / s / 1e9 * 100}')" \
+          >>"$W/oc_cost"
+        tail -1 "$W/oc_cost" | awk -v r="$r" -v hz="$hz" -v m="$mode" '{printf "  %d Hz, off-CPU %-8s run %d: daemon cpu %.2f%% of one core, peak rss %d MiB; %d context switches/s on the host; %d waits stored; sched_switch program %.3f%% of a CPU\n", hz, m, r, $1, $2, $3, $4, $5}'
+      done
+      printf "%d Hz, off-CPU %-8s (median of %d): daemon cpu %.2f%% of one core, peak rss %d MiB, sched_switch program %.3f%% of a CPU\n" \
+        "$hz" "$mode" "$DAEMON_RUNS" "$(awk '{print $1}' "$W/oc_cost" | median)" \
+        "$(awk '{print $2}' "$W/oc_cost" | median)" "$(awk '{print $5}' "$W/oc_cost" | median)"
+    done
+  done
+  [ -n "$old" ] && sysctl -qw kernel.bpf_stats_enabled="$old"
+  echo "(targets at 99 Hz with off-CPU on: <= 1% of a core, rss <= 150 MB; a shared, noisy host: medians)"
+}
+if [ "$ONLY" = offcpu ]; then offcpu_cost; exit 0; fi
+
 echo "== overhead: workload of $ITERS iterations, $RUNS alternating pairs, --ebpf=99"
 : >"$W/ratios"
 for i in $(seq 1 "$RUNS"); do
@@ -369,4 +472,5 @@ else
   echo "  (build the unit tests first: $CFI_TEST)"
 fi
 
+offcpu_cost
 runtimes

@@ -25,7 +25,8 @@ family(const char *type)
 		return "contention";
 	if (strcmp(type, "cpu") == 0 || strcmp(type, "wall") == 0)
 		return "time";
-	if (strcmp(type, "goroutine") == 0 || strcmp(type, "threadcreate") == 0)
+	if (strcmp(type, "goroutine") == 0 || strcmp(type, "threadcreate") == 0 ||
+	    strcmp(type, "offcpu") == 0)
 		return type;
 	return NULL;	/* other: anything */
 }

@@ -139,7 +139,7 @@ store_service_reserved(const char *service)
 /* profefe's types first (its API lists them in this order), then the others inferred. */
 const char *const store_types[] = {
 	"cpu", "heap", "block", "mutex", "goroutine", "threadcreate", "other",
-	"allocs", "wall", NULL
+	"allocs", "wall", "offcpu", NULL
 };
 
 bool
@@ -172,6 +172,8 @@ store_infer_type(const struct profile *p)
 		return "goroutine";
 	if (has_type(p, "threadcreate"))
 		return "threadcreate";
+	if (has_type(p, "offcpu"))
+		return "offcpu";
 	if (has_type(p, "wall") || has_type(p, "time") || strcmp(pt, "wall") == 0 ||
 	    strcmp(pt, "wallclock") == 0)
 		return "wall";

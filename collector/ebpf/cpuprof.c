@@ -14,6 +14,7 @@
  * may be freed and their memory reused).
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -63,7 +64,9 @@ struct cpuprof_svc {
 };
 
 struct cpuprof {
-	int64_t		 period;	/* ns per sample */
+	const char	*type;		/* the store's profile type: "cpu" or "offcpu" */
+	const char	*const *types, *const *units;	/* sample types */
+	int64_t		 period;	/* ns per sample; off-CPU: 1 in how many switches */
 	struct intern	*keys;		/* service "\0" labels text -> svc index */
 	struct cpuprof_svc **svcs;
 	size_t		 nsvcs, cap;
@@ -73,19 +76,43 @@ struct cpuprof {
 /* Go's CPU profiles: what the sampler's must merge with. */
 static const char *const sample_types[] = { "samples", "cpu" };
 static const char *const sample_units[] = { "count", "nanoseconds" };
+/* Off-CPU: how many waits were recorded, and how long they lasted. */
+static const char *const offcpu_types[] = { "waits", "offcpu" };
+static const char *const offcpu_units[] = { "count", "nanoseconds" };
 
-struct cpuprof *
-cpuprof_create(int hz)
+/*
+ * Periods are numbered across all aggregates, so that a number held in a
+ * struct proc (cp_gen) or a frame cache names one aggregate's period only.
+ */
+static atomic_uint_fast64_t next_gen = 1;
+
+static struct cpuprof *
+create(const char *type, const char *const *types, const char *const *units, int64_t period)
 {
 	struct cpuprof *c = xcalloc(1, sizeof(*c));
 
-	c->period = 1000000000LL / (hz > 0 ? hz : 1);
-	c->gen = 1;
+	c->type = type;
+	c->types = types;
+	c->units = units;
+	c->period = period;
+	c->gen = atomic_fetch_add(&next_gen, 1);
 	if ((c->keys = intern_create(64)) == NULL) {
 		free(c);
 		return NULL;
 	}
 	return c;
+}
+
+struct cpuprof *
+cpuprof_create(int hz)
+{
+	return create("cpu", sample_types, sample_units, 1000000000LL / (hz > 0 ? hz : 1));
+}
+
+struct cpuprof *
+cpuprof_create_offcpu(unsigned sample_n)
+{
+	return create("offcpu", offcpu_types, offcpu_units, sample_n > 0 ? sample_n : 1);
 }
 
 static void
@@ -110,7 +137,7 @@ reset(struct cpuprof *c)
 	for (i = 0; i < c->nsvcs; i++)
 		svc_free(c->svcs[i]);
 	c->nsvcs = 0;
-	c->gen++;
+	c->gen = atomic_fetch_add(&next_gen, 1);
 	intern_destroy(c->keys);
 	c->keys = intern_create(64);
 }
@@ -130,8 +157,8 @@ static struct cpuprof_svc *
 svc_new(const struct cpuprof *c, const struct proc *p)
 {
 	struct cpuprof_svc *s = xcalloc(1, sizeof(*s));
-	struct merge_header h = { .types = sample_types, .units = sample_units, .ntypes = 2,
-	    .period_type = "cpu", .period_unit = "nanoseconds", .period = c->period };
+	struct merge_header h = { .types = c->types, .units = c->units, .ntypes = 2,
+	    .period_type = c->types[1], .period_unit = c->units[1], .period = c->period };
 
 	s->service = xstrdup(p->service);
 	if (labels_parse(p->labels_text, &s->labels, NULL) < 0 ||
@@ -403,7 +430,7 @@ cpuprof_location(struct cpuprof_svc *s, const struct frame *f)
 
 int
 cpuprof_sample(struct cpuprof_svc *s, const uint32_t *locs, size_t n, uint32_t pid,
-    uint32_t tid, const char *comm)
+    uint32_t tid, const char *comm, int64_t value)
 {
 	struct pf_label labels[3] = {
 		{ .key = s->s_pid, .num = pid },
@@ -416,7 +443,7 @@ cpuprof_sample(struct cpuprof_svc *s, const uint32_t *locs, size_t n, uint32_t p
 	if ((ci = merge_string(s->m, comm)) < 0)
 		return -ENOMEM;
 	labels[2].str = ci;
-	values[1] = merge_period(s->m);
+	values[1] = value > 0 ? value : merge_period(s->m);
 	if ((rc = merge_sample(s->m, locs, n, labels, 3, values)) == 0)
 		s->total++;
 	return rc;
@@ -433,7 +460,7 @@ cpuprof_flush(struct cpuprof *c, struct store *st, int64_t start, int64_t end,
 	*samples = 0;
 	for (i = 0; i < c->nsvcs; i++) {
 		struct cpuprof_svc *s = c->svcs[i];
-		struct store_input in = { .service = s->service, .type = "cpu",
+		struct store_input in = { .service = s->service, .type = c->type,
 		    .labels = &s->labels, .created_at = start, .source = "ebpf" };
 		struct profile *p = NULL;
 		struct buf err = { 0 };

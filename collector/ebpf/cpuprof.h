@@ -2,7 +2,8 @@
  * cpuprof: the eBPF sampler's aggregation of resolved stacks into pprof CPU
  * profiles, one per (service, series labels) per period, shaped exactly like
  * Go's CPU profiles (sample types samples/count and cpu/nanoseconds, period
- * type cpu/nanoseconds, period 1e9/HZ) so that the two merge. Per-sample pprof
+ * type cpu/nanoseconds, period 1e9/HZ) so that the two merge; or, for
+ * off-CPU waits, profiles of type offcpu (see cpuprof_create_offcpu). Per-sample pprof
  * labels pid, tid, comm. Where stacks come from is ebpf.c's business.
  *
  * Not thread-safe: one cpuprof belongs to the sampler's thread.
@@ -22,6 +23,12 @@ struct cpuprof;
 struct cpuprof_svc;
 
 struct cpuprof	*cpuprof_create(int hz);
+/*
+ * An aggregate of off-CPU waits instead: profile type offcpu, sample types
+ * waits/count and offcpu/nanoseconds, period type offcpu/nanoseconds with
+ * period sample_n (1 switch in sample_n recorded; values already scaled).
+ */
+struct cpuprof	*cpuprof_create_offcpu(unsigned sample_n);
 void		 cpuprof_destroy(struct cpuprof *c);
 /*
  * The aggregate of p's service and labels in this period (created on first
@@ -32,9 +39,12 @@ struct cpuprof_svc *cpuprof_service(struct cpuprof *c, struct proc *p);
 uint64_t	 cpuprof_period(const struct cpuprof *c);
 /* Location index of one frame in s (copied: f's strings may go away after). */
 int64_t		 cpuprof_location(struct cpuprof_svc *s, const struct frame *f);
-/* Count one sample with the given location indexes, leaf first. */
+/*
+ * Count one sample with the given location indexes, leaf first; its second
+ * value is value (off-CPU: the wait in ns), or the period if value is 0.
+ */
 int		 cpuprof_sample(struct cpuprof_svc *s, const uint32_t *locs, size_t n,
-		    uint32_t pid, uint32_t tid, const char *comm);
+		    uint32_t pid, uint32_t tid, const char *comm, int64_t value);
 
 /*
  * Store one profile per service for the period [start, end) (wall-clock ns)

@@ -89,6 +89,7 @@ struct ebpf_sampler {
 	struct bpf_link		**links;
 	int			 npfds;
 	struct bpf_link		*exec_link, *exit_link;
+	struct bpf_link		*switch_link;	/* off-CPU, else NULL */
 	pthread_t		 thread;
 	bool			 running;
 	atomic_bool		 stop;
@@ -97,6 +98,7 @@ struct ebpf_sampler {
 	struct symbolizer	*sym;
 	struct proctab		*pt;
 	struct cpuprof		*cp;
+	struct cpuprof		*off;		/* off-CPU waits; NULL: not recorded */
 	struct unwinder		*unw;		/* NULL: frame pointers only */
 	struct python		*py;		/* CPython frames */
 	struct dbginfod		*dbg;		/* debug files by build id; NULL: none */
@@ -289,6 +291,22 @@ out:
 	return rc;
 }
 
+/* Attach the off-CPU program to sched_switch. */
+static int
+attach_offcpu(struct ebpf_sampler *e)
+{
+	int rc;
+
+	e->switch_link = bpf_program__attach(e->skel->progs.on_switch);
+	if (e->switch_link == NULL) {
+		rc = -errno;
+		log_warnx("--ebpf-offcpu: attaching to the sched_switch tracepoint: %s",
+		    strerror(-rc));
+		return rc;
+	}
+	return 0;
+}
+
 /* --- the sampler thread -------------------------------------------------- */
 
 /*
@@ -322,25 +340,25 @@ fcache_slot(struct ebpf_sampler *e, uint64_t serial, uint64_t addr)
 
 /* The location of the frame at addr, if known (see struct fcache_ent). */
 static struct fcache_ent *
-fcache_get(struct ebpf_sampler *e, const struct cpuprof_svc *svc, uint64_t serial,
-    uint32_t maps_gen, uint64_t addr)
+fcache_get(struct ebpf_sampler *e, const struct cpuprof *cp, const struct cpuprof_svc *svc,
+    uint64_t serial, uint32_t maps_gen, uint64_t addr)
 {
 	struct fcache_ent *c = fcache_slot(e, serial, addr);
 
-	if (c->svc == svc && c->period == cpuprof_period(e->cp) && c->serial == serial &&
+	if (c->svc == svc && c->period == cpuprof_period(cp) && c->serial == serial &&
 	    c->addr == addr && c->maps_gen == maps_gen)
 		return c;
 	return NULL;
 }
 
 static void
-fcache_put(struct ebpf_sampler *e, const struct cpuprof_svc *svc, uint64_t serial,
-    uint32_t maps_gen, uint64_t addr, int64_t loc, bool named)
+fcache_put(struct ebpf_sampler *e, const struct cpuprof *cp, const struct cpuprof_svc *svc,
+    uint64_t serial, uint32_t maps_gen, uint64_t addr, int64_t loc, bool named)
 {
 	struct fcache_ent *c = fcache_slot(e, serial, addr);
 
 	c->svc = svc;
-	c->period = cpuprof_period(e->cp);
+	c->period = cpuprof_period(cp);
 	c->serial = serial;
 	c->addr = addr;
 	c->maps_gen = maps_gen;
@@ -358,8 +376,34 @@ py_marker(struct frame *f)
 	f->build_id = "";
 }
 
+/*
+ * How many leaf frames of an off-CPU kernel stack are the BPF program and
+ * the tracepoint's glue (it is taken inside sched_switch), not the wait.
+ */
+static int
+tracing_frames(struct ebpf_sampler *e, const __u64 *kstack, int nk)
+{
+	static const char *const glue[] = { "bpf_prog_", "bpf_trace_run", "__bpf_trace_",
+	    "__traceiter_", "__probestub_" };
+	const char *name;
+	size_t g;
+	int i;
+
+	for (i = 0; i < nk && i < 8; i++) {
+		if ((name = symbolize_kernel(e->sym, kstack[i])) == NULL)
+			break;
+		for (g = 0; g < sizeof(glue) / sizeof(glue[0]); g++)
+			if (strncmp(name, glue[g], strlen(glue[g])) == 0)
+				break;
+		if (g == sizeof(glue) / sizeof(glue[0]))
+			break;
+	}
+	return i;
+}
+
+/* Add s to cp: a CPU sample, or an off-CPU wait of s->offcpu_ns. */
 static void
-handle_sample(struct ebpf_sampler *e, const struct prof_sample *s)
+handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_sample *s)
 {
 	char comm[PROF_COMM_LEN + 1];
 	struct cpuprof_svc *svc;
@@ -378,7 +422,7 @@ handle_sample(struct ebpf_sampler *e, const struct prof_sample *s)
 	memcpy(comm, s->comm, PROF_COMM_LEN);	/* the sample's comm label: the thread's */
 	comm[PROF_COMM_LEN] = '\0';
 	if (p == NULL ||
-	    (svc = cpuprof_service(e->cp, p)) == NULL)
+	    (svc = cpuprof_service(cp, p)) == NULL)
 		return;
 	if (e->unw && !p->kthread && !p->gone) {
 		/*
@@ -403,8 +447,11 @@ handle_sample(struct ebpf_sampler *e, const struct prof_sample *s)
 		nk = PROF_MAX_STACK;
 	if (nu > PROF_MAX_USTACK)
 		nu = PROF_MAX_USTACK;
-	for (i = 0; i < nk; i++) {
-		struct fcache_ent *c = fcache_get(e, svc, 0, 0, s->kstack[i]);
+	i = 0;
+	if (s->hdr.kind == PROF_EV_OFFCPU)
+		i = tracing_frames(e, s->kstack, nk);
+	for (; i < nk; i++) {
+		struct fcache_ent *c = fcache_get(e, cp, svc, 0, 0, s->kstack[i]);
 
 		e->kernel_frames++;
 		if (c != NULL) {
@@ -422,7 +469,7 @@ handle_sample(struct ebpf_sampler *e, const struct prof_sample *s)
 		e->kernel_named += f.func != NULL;
 		if ((li = cpuprof_location(svc, &f)) < 0)
 			return;
-		fcache_put(e, svc, 0, 0, f.addr, li, f.func != NULL);
+		fcache_put(e, cp, svc, 0, 0, f.addr, li, f.func != NULL);
 		e->locs[n++] = (uint32_t)li;
 	}
 	for (i = 0; i < nu; i++) {
@@ -437,7 +484,7 @@ handle_sample(struct ebpf_sampler *e, const struct prof_sample *s)
 		 * Callers' frames hold return addresses: step back into the
 		 * call. Not so for a frame a signal interrupted.
 		 */
-		if ((c = fcache_get(e, svc, p->serial, p->maps_gen, exact ? a : a - 1)) != NULL) {
+		if ((c = fcache_get(e, cp, svc, p->serial, p->maps_gen, exact ? a : a - 1)) != NULL) {
 			e->user_frames++;
 			e->user_named += c->named;
 			e->locs[n++] = c->loc;
@@ -489,7 +536,8 @@ handle_sample(struct ebpf_sampler *e, const struct prof_sample *s)
 			return;
 		/* Not the evaluation loop: it stands for Python frames when there are some. */
 		if (f.file && f.file[0] == '/' && !python_is_eval(f.func))
-			fcache_put(e, svc, p->serial, p->maps_gen, f.addr, li, f.func != NULL);
+			fcache_put(e, cp, svc, p->serial, p->maps_gen, f.addr, li,
+			    f.func != NULL);
 		e->locs[n++] = (uint32_t)li;
 	}
 	/*
@@ -522,7 +570,8 @@ handle_sample(struct ebpf_sampler *e, const struct prof_sample *s)
 			return;
 		e->locs[n++] = (uint32_t)li;
 	}
-	cpuprof_sample(svc, e->locs, n, s->hdr.pid, s->hdr.tid, comm);
+	cpuprof_sample(svc, e->locs, n, s->hdr.pid, s->hdr.tid, comm,
+	    s->hdr.kind == PROF_EV_OFFCPU ? (int64_t)s->offcpu_ns : 0);
 	/* Tables for the next samples, should the maps have grown. */
 	if (miss && e->unw && !p->kthread && !p->gone)
 		caller_miss(e, p, miss);
@@ -541,7 +590,11 @@ handle_event(void *ctx, void *data, size_t size)
 	switch (h->kind) {
 	case PROF_EV_SAMPLE:
 		if (size >= sizeof(struct prof_sample))
-			handle_sample(e, data);
+			handle_sample(e, e->cp, data);
+		break;
+	case PROF_EV_OFFCPU:
+		if (size >= sizeof(struct prof_sample) && e->off)
+			handle_sample(e, e->off, data);
 		break;
 	case PROF_EV_EXEC:
 		/* New mappings: read them now, while the process surely exists. */
@@ -621,7 +674,8 @@ flush(struct ebpf_sampler *e)
 	static const char *const names[PROF_CNT_MAX] = {
 		"samples", "idle", "dropped_ringbuf", "dropped_event", "kstack_errors",
 		"ustack_errors", "cfi_stacks", "cfi_complete", "cfi_fp_frames", "cfi_unsupported",
-		"cfi_read_errors", "py_stacks", "py_read_errors"
+		"cfi_read_errors", "py_stacks", "py_read_errors", "offcpu_switches",
+		"offcpu_short", "offcpu_sent", "offcpu_full"
 	};
 	struct unwind_stats us;
 	struct python_stats ps;
@@ -632,6 +686,14 @@ flush(struct ebpf_sampler *e)
 	int k;
 
 	cpuprof_flush(e->cp, e->st, e->period_start, end, &profiles, &samples);
+	if (e->off) {
+		size_t op = 0;
+		uint64_t os = 0;
+
+		cpuprof_flush(e->off, e->st, e->period_start, end, &op, &os);
+		metrics_add("profilefs_ebpf_offcpu_waits_stored_total", NULL, (double)os);
+		metrics_add("profilefs_ebpf_offcpu_profiles_total", NULL, (double)op);
+	}
 	e->period_start = end;
 	proctab_expire(e->pt);
 	symbolize_elf_expire(e->sym, (time_t)(t0 / 1000000000) - EXPIRE_SECS);
@@ -904,6 +966,10 @@ describe_metrics(void)
 	    "Seconds since the sampler last completed a period.");
 	metrics_describe("profilefs_ebpf_memory_reads_stalled", "gauge",
 	    "Reads of a process's memory abandoned since start (the process is read no more).");
+	metrics_describe("profilefs_ebpf_offcpu_waits_stored_total", "counter",
+	    "Off-CPU waits stored in eBPF offcpu profiles (--ebpf-offcpu).");
+	metrics_describe("profilefs_ebpf_offcpu_profiles_total", "counter",
+	    "eBPF offcpu profiles stored (one per service per period).");
 	metrics_describe("profilefs_ebpf_flush_seconds", "histogram",
 	    "Time to build and store one period's profiles.");
 }
@@ -959,7 +1025,8 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 	if ((e->fcache = calloc(FCACHE_SLOTS, sizeof(*e->fcache))) == NULL ||
 	    (e->sym = symbolize_create()) == NULL ||
 	    (e->pt = proctab_create(e->sym, service_rule(), host[0] ? host : "localhost")) == NULL ||
-	    (e->cp = cpuprof_create(e->hz)) == NULL) {
+	    (e->cp = cpuprof_create(e->hz)) == NULL ||
+	    (o->offcpu && (e->off = cpuprof_create_offcpu(o->offcpu_sample)) == NULL)) {
 		rc = -ENOMEM;
 		goto fail;
 	}
@@ -982,6 +1049,14 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 		}
 		e->skel->rodata->kernel_stacks = true;
 		e->skel->rodata->user_stacks = true;
+		e->skel->rodata->offcpu = o->offcpu;
+		e->skel->rodata->offcpu_min_ns = o->offcpu_min_ns;
+		e->skel->rodata->offcpu_sample = o->offcpu_sample > 1 ? o->offcpu_sample : 1;
+		e->skel->rodata->self_tgid = (uint32_t)getpid();
+		/* Without off-CPU its programs are not even loaded. */
+		bpf_program__set_autoload(e->skel->progs.on_switch, o->offcpu);
+		if (!o->offcpu)
+			bpf_map__set_max_entries(e->skel->maps.offcpu_waits, 1);
 		if (unwind_mib > 0) {
 			e->skel->rodata->unwind_tables = true;
 			unwind_configure(e->skel->maps.unw_rows, (size_t)unwind_mib << 20);
@@ -1007,7 +1082,8 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 			continue;
 		}
 		log_warnx("--ebpf: loading the BPF program failed: %s (run with -v for the "
-		    "verifier's log; the kernel needs BPF ring buffers, 5.8 or later)", strerror(-rc));
+		    "verifier's log; the kernel needs BPF ring buffers, 5.8 or later%s)", strerror(-rc),
+		    o->offcpu ? ", and BTF tracepoints for --ebpf-offcpu" : "");
 		goto fail;
 	}
 	if (unwind_mib > 0) {
@@ -1040,6 +1116,8 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 		    strerror(-rc));
 		goto fail;
 	}
+	if (o->offcpu && (rc = attach_offcpu(e)) < 0)
+		goto fail;
 	e->rb = ring_buffer__new(bpf_map__fd(e->skel->maps.events), handle_event, e, NULL);
 	if (e->rb == NULL) {
 		rc = -errno;
@@ -1063,6 +1141,10 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 	log_info("ebpf: sampling %d CPUs at %d Hz, one profile per service every %u s; user stacks "
 	    "walked %s", e->npfds, e->hz, e->flush_secs, e->unw ?
 	    "with unwind tables (.eh_frame), else frame pointers" : "by frame pointers");
+	if (o->offcpu)
+		log_info("ebpf: off-CPU waits of %.3f ms or more recorded (1 switch in %u), "
+		    "profile type offcpu", (double)o->offcpu_min_ns / 1e6,
+		    o->offcpu_sample > 1 ? o->offcpu_sample : 1);
 	*out = e;
 	return 0;
 fail:
@@ -1106,8 +1188,10 @@ ebpf_stop(struct ebpf_sampler *e)
 		close(e->pfds[i]);
 	bpf_link__destroy(e->exec_link);
 	bpf_link__destroy(e->exit_link);
+	bpf_link__destroy(e->switch_link);
 	ring_buffer__free(e->rb);
 	cpuprof_destroy(e->cp);
+	cpuprof_destroy(e->off);
 	/* Processes release their unwind entries while the maps still exist. */
 	proctab_destroy(e->pt);
 	python_destroy(e->py);

@@ -21,6 +21,9 @@ struct ebpf_opts {
 	const char	*data_dir;	/* the debuginfod cache goes under it */
 	const char	*debuginfod;	/* server URLs (dbginfod_parse_urls form), NULL: none */
 	uint64_t	 debuginfod_cache;	/* bytes, 0: default */
+	bool		 offcpu;	/* record off-CPU waits too (profile type offcpu) */
+	uint64_t	 offcpu_min_ns;	/* shorter waits are not recorded */
+	unsigned	 offcpu_sample;	/* record 1 switch in this many, 0 or 1: all */
 };
 /*
  * A debuginfod server list ("URL,URL" or DEBUGINFOD_URLS's "URL URL") into

@@ -321,9 +321,9 @@ test_cpuprof_roundtrip(void **state)
 		assert_true(li >= 0);
 		locs[i] = (uint32_t)li;
 	}
-	assert_int_equal(cpuprof_sample(svc, locs, 3, 42, 43, "myapp"), 0);
-	assert_int_equal(cpuprof_sample(svc, locs, 3, 42, 43, "myapp"), 0);
-	assert_int_equal(cpuprof_sample(svc, locs + 1, 2, 42, 44, "worker"), 0);
+	assert_int_equal(cpuprof_sample(svc, locs, 3, 42, 43, "myapp", 0), 0);
+	assert_int_equal(cpuprof_sample(svc, locs, 3, 42, 43, "myapp", 0), 0);
+	assert_int_equal(cpuprof_sample(svc, locs + 1, 2, 42, 44, "worker", 0), 0);
 	assert_int_equal(cpuprof_flush(c, st, 1000000000LL, 3000000000LL, &profiles, &samples), 0);
 	assert_int_equal(profiles, 1);
 	assert_int_equal(samples, 3);
@@ -389,6 +389,97 @@ test_cpuprof_roundtrip(void **state)
 	buf_free(&err);
 }
 
+/*
+ * Off-CPU waits aggregate beside CPU samples: one process feeds both in
+ * turn (its cached aggregate must not cross over), the offcpu profile has
+ * its own type, sample types and the waits as values, and the store
+ * infers its type back from it.
+ */
+static void
+test_cpuprof_offcpu(void **state)
+{
+	const struct series **ser = NULL;
+	struct cpuprof *c, *off;
+	struct cpuprof_svc *cs, *os;
+	struct store *st;
+	struct profile *p = NULL;
+	struct buf err = { 0 };
+	struct frame f;
+	struct proc pr;
+	uint32_t loc;
+	uint64_t samples;
+	size_t i, n, profiles;
+	char dir[128];
+	int64_t li;
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "%s/store-offcpu", tmpdir);
+	assert_int_equal(store_open(dir, &st, &err), 0);
+	memset(&pr, 0, sizeof(pr));
+	snprintf(pr.service, sizeof(pr.service), "waiter");
+	pr.labels_text = (char *)"host=h1";
+	c = cpuprof_create(99);
+	off = cpuprof_create_offcpu(4);
+	assert_non_null(c);
+	assert_non_null(off);
+	cs = cpuprof_service(c, &pr);
+	os = cpuprof_service(off, &pr);
+	assert_non_null(cs);
+	assert_non_null(os);
+	assert_ptr_not_equal(cs, os);
+	assert_ptr_equal(cpuprof_service(c, &pr), cs);
+	assert_ptr_equal(cpuprof_service(off, &pr), os);
+	assert_int_not_equal(cpuprof_period(c), cpuprof_period(off));
+
+	memset(&f, 0, sizeof(f));
+	f.func = "futex_wait";
+	f.file = "[kernel]";
+	f.build_id = "";
+	f.start = 0xffff800000000000ULL;
+	f.limit = UINT64_MAX;
+	f.addr = 0xffffffff81000020ULL;
+	li = cpuprof_location(os, &f);
+	assert_true(li >= 0);
+	loc = (uint32_t)li;
+	assert_int_equal(cpuprof_sample(os, &loc, 1, 7, 8, "waiter", 3000000), 0);
+	assert_int_equal(cpuprof_sample(os, &loc, 1, 7, 8, "waiter", 5000000), 0);
+	li = cpuprof_location(cs, &f);
+	assert_true(li >= 0);
+	loc = (uint32_t)li;
+	assert_int_equal(cpuprof_sample(cs, &loc, 1, 7, 8, "waiter", 0), 0);
+	assert_int_equal(cpuprof_flush(off, st, 1000000000LL, 2000000000LL, &profiles, &samples), 0);
+	assert_int_equal(profiles, 1);
+	assert_int_equal(samples, 2);
+	assert_int_equal(cpuprof_flush(c, st, 1000000000LL, 2000000000LL, &profiles, &samples), 0);
+	assert_int_equal(profiles, 1);
+
+	assert_int_equal(store_series(st, &ser, &n), 0);
+	assert_int_equal(n, 2);
+	for (i = 0; i < n && strcmp(ser[i]->type, "offcpu") != 0; i++)
+		;
+	assert_true(i < n);
+	assert_string_equal(ser[i]->service, "waiter");
+	assert_int_equal(store_scan(st, ser[i]->id, 0, INT64_MAX, true, scan_one, &p), 1);
+	assert_non_null(p);
+	assert_int_equal(p->nsample_types, 2);
+	assert_string_equal(profile_str(p, p->sample_types[0].type), "waits");
+	assert_string_equal(profile_str(p, p->sample_types[0].unit), "count");
+	assert_string_equal(profile_str(p, p->sample_types[1].type), "offcpu");
+	assert_string_equal(profile_str(p, p->sample_types[1].unit), "nanoseconds");
+	assert_string_equal(profile_str(p, p->period_type.type), "offcpu");
+	assert_int_equal(p->period, 4);
+	assert_int_equal(profile_total(p, 0), 2);
+	assert_int_equal(profile_total(p, 1), 8000000);
+	assert_string_equal(store_infer_type(p), "offcpu");
+	assert_true(store_type_known("offcpu"));
+	profile_free(p);
+	free(ser);
+	cpuprof_destroy(c);
+	cpuprof_destroy(off);
+	store_close(st);
+	buf_free(&err);
+}
+
 static void
 test_cgroup(void **state)
 {
@@ -436,6 +527,7 @@ main(void)
 		cmocka_unit_test(test_plt_entry),
 		cmocka_unit_test(test_minidebuginfo),
 		cmocka_unit_test(test_cpuprof_roundtrip),
+		cmocka_unit_test(test_cpuprof_offcpu),
 		cmocka_unit_test(test_cgroup),
 	};
 	char cmd[128];
