@@ -113,6 +113,12 @@ void	profefe_get(struct http_req *r);	/* /api/0/profiles/<id>[+<id>...] */
 void	profefe_services(struct http_req *r);
 void	profefe_version(struct http_req *r);
 void	pyroscope_ingest(struct http_req *r);
+void	querier_handle(struct http_req *r);	/* /querier.v1.QuerierService/<Method> */
+
+/* --- connect.c: the Connect protocol's unary calls --- */
+
+/* The Connect error code of an HTTP status ("invalid_argument" for 400, ...). */
+const char	*connect_code(unsigned status);
 
 /* --- peer.c: the owner of a loopback client's socket --- */
 

@@ -108,6 +108,9 @@ struct http_route {
 	http_handler_fn	 fn;
 };
 
+/* The Connect queries: POSTs that only read, errors in Connect's form. */
+#define ROUTE_IS_CONNECT(rt)	((rt) != NULL && (rt)->fn == querier_handle)
+
 static void	handle_metrics(struct http_req *r);
 static void	handle_healthz(struct http_req *r);
 static bool	conn_mark(struct http_server *h, struct MHD_Connection *conn, bool begin);
@@ -125,6 +128,8 @@ static const struct http_route routes[] = {
 	{ "/api/0/version", false, M_GET, "GET, HEAD", "/api/0/version", NULL,
 	    false, profefe_version },
 	{ "/ingest", false, M_POST, "POST", "/ingest", "pyroscope", false, pyroscope_ingest },
+	{ "/querier.v1.QuerierService/", true, M_POST, "POST", "/querier.v1.QuerierService",
+	    NULL, false, querier_handle },
 	{ "/metrics", false, M_GET, "GET, HEAD", "/metrics", NULL, false, handle_metrics },
 	{ "/healthz", false, M_GET, "GET, HEAD", "/healthz", NULL, true, handle_healthz },
 };
@@ -218,8 +223,12 @@ http_reply_error(struct http_req *r, unsigned status, const char *fmt, ...)
 	buf_vprintf(&msg, fmt, ap);
 	va_end(ap);
 	/* The message may quote a request's bytes: jsonw_strn() repairs them. */
-	doc = json_pack("{s:i,s:o}", "code", (int)status, "error",
-	    jsonw_strn(msg.data ? msg.data : "", msg.len));
+	if (ROUTE_IS_CONNECT(r->route))
+		doc = json_pack("{s:s,s:o}", "code", connect_code(status), "message",
+		    jsonw_strn(msg.data ? msg.data : "", msg.len));
+	else
+		doc = json_pack("{s:i,s:o}", "code", (int)status, "error",
+		    jsonw_strn(msg.data ? msg.data : "", msg.len));
 	if (jsonw_dump(&b, doc, JSON_COMPACT) < 0 || buf_addc(&b, '\n') < 0) {
 		/* Out of memory: the status alone still tells the client. */
 		buf_free(&b);
@@ -532,7 +541,7 @@ req_begin(struct http_req *r)
 		    "missing \"Authorization: Bearer TOKEN\" header");
 		return;
 	}
-	if (h->token == NULL && !peer_may(r, m == M_POST, &who)) {
+	if (h->token == NULL && !peer_may(r, m == M_POST && !ROUTE_IS_CONNECT(r->route), &who)) {
 		if (who == (uid_t)-1)
 			http_reply_error(r, 403, "the API serves local users the mount lets in; this "
 			    "client's socket has no local owner (give the daemon --http-token-file "
@@ -540,7 +549,8 @@ req_begin(struct http_req *r)
 		else
 			http_reply_error(r, 403, "uid %u may not %s: the API follows the mount's "
 			    "access rules (--group, --group-write, --allow-other), or send the token "
-			    "of --http-token-file", (unsigned)who, m == M_POST ? "push profiles" :
+			    "of --http-token-file", (unsigned)who,
+			    m == M_POST && !ROUTE_IS_CONNECT(r->route) ? "push profiles" :
 			    "read profiles");
 		metrics_add("profilefs_http_denied_total", NULL, 1);
 		return;
