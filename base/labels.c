@@ -543,3 +543,9 @@ matchers_format(const struct matchers *ms, struct buf *out)
 	}
 	return rc;
 }
+
+bool
+matchers_has_ops(const char *text)
+{
+	return strstr(text, "!=") != NULL || strstr(text, "=~") != NULL;
+}
