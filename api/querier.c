@@ -1226,7 +1226,8 @@ m_select_series(struct http_req *r, ProtobufCMessage *req)
 	step_ns = (int64_t)(q->step * 1e9);
 	if (step_ns < MS)
 		step_ns = MS;
-	from = q->start * MS;
+	/* Steps aligned to multiples of the step since the epoch, as Pyroscope's. */
+	from = q->start * MS / step_ns * step_ns;
 	to = q->end * MS;
 	nsteps = (size_t)((to - from + step_ns - 1) / step_ns);
 	if (nsteps > SERIES_MAX_POINTS) {

@@ -451,6 +451,12 @@ bool	matcher_match(const struct matcher *m, const char *value);
  */
 bool	matchers_match(const struct matchers *ms, const char *service,
 	    const struct labelset *ls);
+/*
+ * Whether a tree selector's text holds a matcher operator (!=, =~, !~) and
+ * so is matchers, not a label set. A key ending in '!' or a value starting
+ * with '~' is written %21 / %7E there.
+ */
+bool	matchers_has_ops(const char *text);
 /* Whether ms holds only = matchers (a plain label set selects the same). */
 bool	matchers_only_eq(const struct matchers *ms);
 /* Append the tree's form of ms (canonical: as matchers_parse_path reads it). */

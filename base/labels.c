@@ -476,7 +476,11 @@ matchers_parse_path(const char *s, struct matchers *ms, struct buf *err)
 	while (*p && rc == 0) {
 		if ((end = strchr(p, ',')) == NULL)
 			end = p + strlen(p);
-		if ((eq = memchr(p, '=', (size_t)(end - p))) == NULL) {
+		/* The first operator: "!=", "!~", "=~" or "=". */
+		for (eq = p; eq < end; eq++)
+			if (*eq == '=' || (*eq == '!' && eq + 1 < end && (eq[1] == '=' || eq[1] == '~')))
+				break;
+		if (eq == end) {
 			if (err)
 				buf_printf(err, "matcher \"%.*s\" has no operator (write key=value, "
 				    "key!=value, key=~regex or key!~regex)", (int)(end - p), p);
@@ -484,18 +488,15 @@ matchers_parse_path(const char *s, struct matchers *ms, struct buf *err)
 			break;
 		}
 		kend = eq;
-		vstart = eq + 1;
-		op = MATCH_EQ;
-		if (eq > p && eq[-1] == '!') {
-			kend = eq - 1;
-			op = MATCH_NE;
-		}
-		if (vstart < end && *vstart == '~') {
-			vstart++;
-			op = op == MATCH_NE ? MATCH_NRE : MATCH_RE;
-		} else if (eq > p && eq[-1] == '!' && eq + 1 < end && eq[1] == '~') {
-			vstart++;
-			op = MATCH_NRE;
+		if (eq[0] == '!') {
+			op = eq[1] == '=' ? MATCH_NE : MATCH_NRE;
+			vstart = eq + 2;
+		} else if (eq + 1 < end && eq[1] == '~') {
+			op = MATCH_RE;
+			vstart = eq + 2;
+		} else {
+			op = MATCH_EQ;
+			vstart = eq + 1;
 		}
 		buf_reset(&k);
 		buf_reset(&v);
@@ -542,4 +543,11 @@ matchers_format(const struct matchers *ms, struct buf *out)
 			rc = labels_escape(out, ms->m[i].value, strlen(ms->m[i].value));
 	}
 	return rc;
+}
+
+bool
+matchers_has_ops(const char *text)
+{
+	return strstr(text, "!=") != NULL || strstr(text, "=~") != NULL ||
+	    strstr(text, "!~") != NULL;
 }

@@ -23,6 +23,7 @@
 #include "base.h"
 #include "pprof.h"
 #include "store.h"
+#include "query.h"
 #include "cache.h"
 #include "fs_int.h"
 #include "views.h"
@@ -88,17 +89,21 @@ profile_in_path(struct fsctx *fs, const struct fspath *fp, const struct store_re
 {
 	const struct series *s = reader_series_get(fs->rd, ref->series);
 	struct query q = { .service = fp->service, .type = fp->type };
-	struct labelset sel;
+	struct query_sel sel;
 	char want[128];
 	bool ok;
 
 	path_profile_name(ref->time, ref->id, want, sizeof(want));
 	if (s == NULL || strcmp(want, fp->view) != 0 || ref->time < fp->range.from ||
-	    ref->time >= fp->range.to || labels_parse(fp->selector, &sel, NULL) < 0)
+	    ref->time >= fp->range.to)
 		return false;
-	q.sel = &sel;
+	if (query_sel_parse(fp->selector, &sel, NULL) < 0) {
+		query_sel_free(&sel);
+		return false;
+	}
+	query_sel_apply(&sel, &q);
 	ok = query_match(&q, s);
-	labels_clear(&sel);
+	query_sel_free(&sel);
 	return ok;
 }
 

@@ -8,7 +8,7 @@ PKGS=(
   build-essential pkg-config git
   libfuse3-dev fuse3
   librocksdb-dev
-  libprotobuf-c-dev protobuf-c-compiler
+  libprotobuf-c-dev protobuf-c-compiler protobuf-compiler
   zlib1g-dev
   libmicrohttpd-dev libcurl4-openssl-dev libssl-dev
   libbpf-dev bpftool clang llvm libelf-dev libdw-dev liblzma-dev xz-utils sqlite3
