@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install what profilefs needs to build, run and test, from Debian's packages
-# (and playwright-core from npm for the browser test). Safe to run again:
-# it installs only what is missing. Needs root (or sudo).
+# (and from npm: playwright-core for the browser test, the clients of the
+# Grafana API tests in tests/grafana). Safe to run again: it installs only
+# what is missing. Needs root (or sudo).
 set -euo pipefail
 
 PKGS=(
@@ -64,4 +65,16 @@ if [ "${PROFILEFS_NO_BROWSER:-0}" != 1 ] && [ -f "$here/tests/browser/package.js
   echo "install-deps: npm install (tests/browser)"
   (cd "$here/tests/browser" && npm install --no-audit --no-fund --silent) || \
     echo "install-deps: npm install failed; the browser test will be skipped" >&2
+fi
+
+# The Grafana API tests (tests/grafana): the Connect client, buf and
+# protoc-gen-es that generate its code, Pyroscope's flame graph component,
+# React and esbuild, exactly as package-lock.json pins them. Again when the
+# lock file is newer than what node_modules holds.
+g="$here/tests/grafana"
+if [ -f "$g/package-lock.json" ] && command -v npm >/dev/null \
+   && { [ ! -f "$g/node_modules/.package-lock.json" ] || [ "$g/package-lock.json" -nt "$g/node_modules/.package-lock.json" ]; }; then
+  echo "install-deps: npm ci (tests/grafana)"
+  (cd "$g" && npm ci --no-audit --no-fund --silent) || \
+    echo "install-deps: npm ci failed; the Grafana API tests will be skipped" >&2
 fi
