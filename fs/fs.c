@@ -764,12 +764,16 @@ readme_render(struct fsctx *fs, struct buf *b)
 "    <service>/<type>/           cpu, heap, allocs, block, mutex, goroutine, ...\n"
 "      all/                      every label set of the service and type\n"
 "      <k=v,k2=v2>/              one label set (any selector works on lookup)\n"
+"      <k!=v,k=~re,k!~re>/       label matchers on lookup: != not equal, =~ !~ a regex\n"
+"                                (POSIX ERE, matching the whole value); a label a series\n"
+"                                lacks reads as \"\": region!=eu/ keeps series without one\n"
 "        <range>/                last-5m last-15m last-1h last-6h last-24h last-7d all,\n"
 "                                days (2026-11-22), hours (2026-11-22T10); on lookup also\n"
 "                                last-<n><s|m|h|d>, minutes (2026-11-22T10:05) and\n"
 "                                FROM..TO (2026-11-22T10:00..2026-11-22T10:30)\n"
 "          merged.pb.gz          every profile of the range merged (pprof)\n"
-"          meta.json             counts, time span, sample types, ids, what was left out\n"
+"          meta.json             counts, time span, sample types, ids, what was left out,\n"
+"                                the label sets the selector matched (\"series\")\n"
 "          flamegraph.svg        interactive flame graph (click to zoom, Search: regex);\n"
 "                                flamegraph.<sample_type>.svg for the other types\n"
 "          folded.txt            collapsed stacks: frame;frame;leaf value\n"
@@ -784,7 +788,8 @@ readme_render(struct fsctx *fs, struct buf *b)
 "          timeline.svg, .csv    the total per step across the range\n"
 "          profiles/<UTC time>-<id>.pb.gz   each stored profile\n"
 "\n"
-"All times are UTC. In names, %%, /, ',' and '=' are written %%XX.\n"
+"All times are UTC. In names, %%, /, ',' and '=' are written %%XX (in matchers\n"
+"also a key's trailing '!' and a value's leading '~').\n"
 "C++ and Rust function names are shown demangled (as c++filt prints them;\n"
 "the .pb.gz files keep them as stored); top.txt and folded.txt write control\n"
 "characters and bytes that are not UTF-8 as \\xHH.\n"
@@ -798,6 +803,7 @@ readme_render(struct fsctx *fs, struct buf *b)
 "  cp heap.pb.gz %s/ingest/checkout/auto/      (type inferred from the samples)\n"
 "  go tool pprof -top %s/checkout/cpu/all/last-1h/merged.pb.gz\n"
 "  cat %s/checkout/cpu/region=eu/last-24h/meta.json\n"
+"  go tool pprof -top '%s/checkout/cpu/pod=~api-.*,region!=eu/last-1h/merged.pb.gz'\n"
 "  cp -r %s/checkout/heap/all/last-1h/profiles /backup/\n"
 "\n"
 "A copy into ingest/ succeeds only once the profile is stored; a file that is\n"
@@ -817,6 +823,6 @@ readme_render(struct fsctx *fs, struct buf *b)
 "'[more frames: tree limit]' frames, totals exact. A new service past\n"
 "--max-services fails with 'Invalid argument', the reason in the log.\n"
 "Everything outside ingest/ is read-only.\n",
-	    PROFILEFS_VERSION, m, m, m, m, m, m, m);
+	    PROFILEFS_VERSION, m, m, m, m, m, m, m, m);
 	return b->data ? 0 : -ENOMEM;
 }

@@ -74,7 +74,7 @@ path_selector(const char *seg, char *out, size_t outsz)
 		out[0] = '\0';
 		return 0;
 	}
-	if (strchr(seg, '=') == NULL)
+	if (strchr(seg, '=') == NULL && !matchers_has_ops(seg))
 		return -EINVAL;
 	if (matchers_has_ops(seg)) {
 		/* Matchers: kept in the order given, re-escaped canonically. */
