@@ -83,6 +83,14 @@ T_PASS=$((T_PASS + $(grep -c '^ok - ' "$TMP/connect.out")))
 T_FAIL=$((T_FAIL + $(grep -c '^not ok - ' "$TMP/connect.out")))
 [ "$rc" -eq 0 ] || grep -q '^not ok - ' "$TMP/connect.out" || fail "connect.mjs" "exit $rc: $(tail -5 "$TMP/connect.out")"
 
+# The tree's side of the matchers: meta.json names the series the selector
+# matched; ls of its parent still lists only the stored label sets.
+SEL="$M/goapp/cpu/pod=~a.*,region!=eu/all"
+check_eq "tree matchers: meta.json names the series pod=~a.*,region!=eu matched" \
+  "$(jq -r '.series[]' "$SEL/meta.json" 2>/dev/null | sort | tr '\n' ' ')" "pod=a-1,region=us pod=a-3,region=ap "
+check_eq "tree matchers: ls of the parent lists the stored label sets only" "$(ls "$M/goapp/cpu" | tr '\n' ' ')" \
+  "all pod=a-1,region=us pod=a-2,region=eu pod=a-3,region=ap pod=b-1,region=us "
+
 # --- Pyroscope's flame graph component in Chromium ---------------------------
 if [ -x "${CHROMIUM:-/usr/bin/chromium}" ] && [ -d "$G/node_modules/@pyroscope/flamegraph" ]; then
   (cd "$W" && CHROMIUM="${CHROMIUM:-/usr/bin/chromium}" timeout 300 node flame.mjs "$U" "$TMP/token" "$M" "$TMP" \
