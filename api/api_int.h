@@ -43,6 +43,15 @@ struct http_req {
 	bool			 stored;	/* reached http_store() (counted there) */
 	bool			 doomed;	/* its connection is over its address's share */
 	unsigned		 status;	/* of the queued reply, for metrics */
+	/*
+	 * A refusal made from the headers of a request whose small body is
+	 * still to come: sent once the body is read (and discarded), so that
+	 * the client gets it rather than a reset connection. See http_reply().
+	 */
+	bool			 hold;		/* req_begin() runs and may hold */
+	unsigned		 held_status;	/* 0: nothing held */
+	const char		*held_type;
+	struct buf		 held;
 	int64_t			 start_ns;
 	unsigned		 nhdrs;		/* extra reply headers, see http_add_header() */
 	struct {

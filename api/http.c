@@ -94,6 +94,8 @@ struct http_addr {
 };
 /* Bytes of an oversized chunked body read (and discarded) to still answer 413. */
 #define DISCARD_MAX		(64u << 20)
+/* The largest body read (and discarded) to send a refusal made from the headers. */
+#define HOLD_MAX		(64u << 10)
 
 enum { M_GET = 1, M_POST = 2 };
 
@@ -170,6 +172,16 @@ http_reply(struct http_req *r, unsigned status, const char *content_type, struct
 	}
 	r->replied = true;
 	r->status = status;
+	if (r->hold && status != 503) {
+		/* Refused from the headers: sent at the body's end (on_request). */
+		r->held_status = status;
+		r->held_type = content_type;
+		if (body) {
+			r->held = *body;
+			memset(body, 0, sizeof(*body));
+		}
+		return;
+	}
 	if (body && body->len)
 		data = buf_steal(body, &len);
 	else if (body)
@@ -591,8 +603,8 @@ req_body(struct http_req *r, const char *data, size_t n)
 	size_t max = r->srv->max_body;
 
 	r->body_seen += n;
-	if (r->replied)
-		return 0;
+	if (r->replied)		/* a held refusal: the body is discarded */
+		return r->body_seen > HOLD_MAX ? -1 : 0;
 	if (r->too_large || r->body_seen > max) {
 		if (!r->too_large) {
 			r->too_large = true;
@@ -654,6 +666,31 @@ req_new(struct http_server *h, struct MHD_Connection *conn, const char *url, con
 	return r;
 }
 
+/*
+ * Whether a POST announces a body of at most HOLD_MAX bytes, or a chunked one
+ * (read up to HOLD_MAX): a refusal from its headers is then held until the
+ * body is read. Answered at once, it makes libmicrohttpd close the connection
+ * with the body unread, and the client's write of the body fails before it
+ * reads the reply (EPIPE).
+ */
+static bool
+body_small(struct MHD_Connection *conn, const char *method)
+{
+	const char *cl;
+	char *end;
+	unsigned long long n;
+
+	if (strcmp(method, MHD_HTTP_METHOD_POST) != 0)
+		return false;
+	if ((cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+	    MHD_HTTP_HEADER_CONTENT_LENGTH)) == NULL)
+		return MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+		    MHD_HTTP_HEADER_TRANSFER_ENCODING) != NULL;
+	errno = 0;
+	n = strtoull(cl, &end, 10);
+	return errno == 0 && end != cl && *end == '\0' && n > 0 && n <= HOLD_MAX;
+}
+
 static enum MHD_Result
 on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
     const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls)
@@ -668,7 +705,9 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *
 			return MHD_NO;
 		*con_cls = r;
 		r->doomed = doomed;
+		r->hold = body_small(conn, method);
 		req_begin(r);
+		r->hold = false;
 		return r->fatal ? MHD_NO : MHD_YES;
 	}
 	if (*upload_data_size > 0) {
@@ -677,7 +716,13 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *
 		*upload_data_size = 0;
 		return rc < 0 ? MHD_NO : MHD_YES;
 	}
-	if (!r->replied)
+	if (r->held_status) {
+		unsigned st = r->held_status;
+
+		r->held_status = 0;
+		r->replied = false;
+		http_reply(r, st, r->held_type, &r->held, NULL);
+	} else if (!r->replied)
 		req_end(r);
 	return r->fatal ? MHD_NO : MHD_YES;
 }
@@ -706,6 +751,7 @@ on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	if (r->route && r->route->source && strcmp(r->method, "POST") == 0 && !r->stored)
 		count_ingest(r->route->source, outcome_of(r->status ? (int)r->status : 1));
 	buf_free(&r->body);
+	buf_free(&r->held);
 	free(r->path_copy);
 	free(r);
 	*con_cls = NULL;
