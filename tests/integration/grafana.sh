@@ -18,7 +18,7 @@ set -u
 source "$(dirname "$0")/../lib.sh"
 pf_setup
 export GOCACHE="${GOCACHE:-$TMP/gocache}" GOFLAGS=-mod=mod PPROF_BINARY_PATH=/nonexistent
-export PPROF_TMPDIR="$TMP/pprof"
+export PPROF_TMPDIR="$TMP/pprof" BUF_CACHE_DIR="$TMP/buf-cache"
 G="$ROOT/tests/grafana"
 M="$TMP/mnt"
 
@@ -45,7 +45,7 @@ fi
 
 (cd "$ROOT/tests/go/genprof" && go build -o "$TMP/genprof" .) && ok "build Go profile generator" \
   || { fail "build Go profile generator"; pf_done; exit 1; }
-"$TMP/genprof" -out "$TMP/go" -n 4 -dur 300ms -other=false >/dev/null || fail "generate Go profiles"
+"$TMP/genprof" -out "$TMP/go" -n 4 -dur 500ms -other=false >/dev/null || fail "generate Go profiles"
 
 # A token: the client sends it as Grafana's data source does.
 echo "grafana-test-token" >"$TMP/token"; chmod 600 "$TMP/token"
