@@ -333,12 +333,33 @@ flame_out_free(struct flame_out *f)
 	free(f->levels);
 }
 
-static int
-cmp_desc(const void *a, const void *b)
+/* The k-th largest of v[0..n) (k from 0), reordering v: quickselect, linear on average. */
+static int64_t
+kth_largest(int64_t *v, size_t n, size_t k)
 {
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	size_t lo = 0, hi = n - 1;
 
-	return x < y ? 1 : x > y ? -1 : 0;
+	while (lo < hi) {
+		int64_t pivot = v[lo + (hi - lo) / 2], t;
+		size_t lt = lo, i = lo, gt = hi + 1;
+
+		/* Three ways: larger | equal | smaller than the pivot. */
+		while (i < gt) {
+			if (v[i] > pivot) {
+				t = v[lt], v[lt++] = v[i], v[i++] = t;
+			} else if (v[i] < pivot) {
+				t = v[--gt], v[gt] = v[i], v[i] = t;
+			} else
+				i++;
+		}
+		if (k < lt)
+			hi = lt - 1;
+		else if (k >= gt)
+			lo = gt;
+		else
+			return pivot;
+	}
+	return v[k];
 }
 
 struct frame {
@@ -403,8 +424,7 @@ flame_build(const struct render_tree *t, size_t max_nodes, struct flame_out *f)
 			goto out;
 		for (i = 1; i < t->n; i++)
 			tot[i - 1] = diff && t->base[i] > t->cur[i] ? t->base[i] : t->cur[i];
-		qsort(tot, t->n - 1, sizeof(*tot), cmp_desc);
-		thr = tot[max_nodes - 1];
+		thr = kth_largest(tot, t->n - 1, max_nodes - 1);
 		if (thr < 1)
 			thr = 1;
 	}
