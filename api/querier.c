@@ -333,12 +333,33 @@ flame_out_free(struct flame_out *f)
 	free(f->levels);
 }
 
-static int
-cmp_desc(const void *a, const void *b)
+/* The k-th largest of v[0..n) (k from 0), reordering v: quickselect, linear on average. */
+static int64_t
+kth_largest(int64_t *v, size_t n, size_t k)
 {
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	size_t lo = 0, hi = n - 1;
 
-	return x < y ? 1 : x > y ? -1 : 0;
+	while (lo < hi) {
+		int64_t pivot = v[lo + (hi - lo) / 2], t;
+		size_t lt = lo, i = lo, gt = hi + 1;
+
+		/* Three ways: larger | equal | smaller than the pivot. */
+		while (i < gt) {
+			if (v[i] > pivot) {
+				t = v[lt], v[lt++] = v[i], v[i++] = t;
+			} else if (v[i] < pivot) {
+				t = v[--gt], v[gt] = v[i], v[i] = t;
+			} else
+				i++;
+		}
+		if (k < lt)
+			hi = lt - 1;
+		else if (k >= gt)
+			lo = gt;
+		else
+			return pivot;
+	}
+	return v[k];
 }
 
 struct frame {
@@ -388,6 +409,7 @@ flame_build(const struct render_tree *t, size_t max_nodes, struct flame_out *f)
 {
 	bool diff = t->has_base;
 	int64_t thr = INT64_MIN, *tot = NULL, *endb = NULL, *endc = NULL;
+	size_t ties = SIZE_MAX;
 	int64_t name_other = -1;
 	struct frame *stack = NULL;
 	size_t sp = 0, i;
@@ -397,16 +419,19 @@ flame_build(const struct render_tree *t, size_t max_nodes, struct flame_out *f)
 	memset(f, 0, sizeof(*f));
 	if (t->n == 0)
 		return 0;
-	/* The threshold keeping max_nodes nodes (ties kept). */
+	/* The threshold keeping at most max_nodes nodes (and the "other" ones). */
 	if (t->n - 1 > max_nodes && max_nodes > 0) {
 		if ((tot = malloc((t->n - 1) * sizeof(*tot))) == NULL)
 			goto out;
 		for (i = 1; i < t->n; i++)
 			tot[i - 1] = diff && t->base[i] > t->cur[i] ? t->base[i] : t->cur[i];
-		qsort(tot, t->n - 1, sizeof(*tot), cmp_desc);
-		thr = tot[max_nodes - 1];
-		if (thr < 1)
+		if ((thr = kth_largest(tot, t->n - 1, max_nodes - 1)) < 1)
 			thr = 1;
+		/* Nodes equal to the threshold fill what the larger ones leave. */
+		ties = max_nodes;
+		for (i = 0; i < t->n - 1 && ties > 0; i++)
+			if (tot[i] > thr)
+				ties--;
 	}
 	/* Names as used: name ids of the tree to indexes of names[]. */
 	if ((name_of = malloc(t->n * sizeof(*name_of))) == NULL)
@@ -480,11 +505,13 @@ flame_build(const struct render_tree *t, size_t max_nodes, struct flame_out *f)
 			uint32_t c = t->kids[k];
 			int64_t v = diff && t->base[c] > t->cur[c] ? t->base[c] : t->cur[c];
 
-			if (v < thr) {
+			if (v < thr || (v == thr && ties == 0)) {
 				ob += diff ? t->base[c] : 0;
 				oc += t->cur[c];
 				continue;
 			}
+			if (v == thr && ties != SIZE_MAX)
+				ties--;
 			stack[sp++] = (struct frame){ .node = c, .depth = fr.depth + 1, .xb = xb,
 			    .xc = xc };
 			xb += diff ? t->base[c] : 0;
