@@ -219,9 +219,16 @@ re_cost(const char *re)
 	double stack[RE_MAX_DEPTH], cur = 0, atom = 0;
 	size_t depth = 0;
 	const char *p = re;
+	bool rep = false;	/* the last token was a repetition */
 
 	while (*p) {
 		char c = *p++;
+
+		/* A repetition of a repetition ("a**", "a+*"): RE2 refuses it, regcomp() chokes. */
+		if ((c == '*' || c == '+' || c == '?' ||
+		    (c == '{' && *p >= '0' && *p <= '9')) && rep)
+			return INFINITY;
+		rep = c == '*' || c == '+' || c == '?';
 
 		if (c == '(') {
 			if (depth == RE_MAX_DEPTH)
@@ -254,6 +261,7 @@ re_cost(const char *re)
 			}
 			if (*end == '}') {
 				p = end + 1;
+				rep = true;
 				if (m > 1) {
 					cur += atom * (double)(m - 1);
 					atom *= (double)m;
@@ -323,7 +331,8 @@ matchers_add(struct matchers *ms, const char *key, enum matcher_op op, const cha
 		if (!(re_cost(value) <= RE_MAX_NODES)) {
 			if (err)
 				buf_printf(err, "regular expression for %.64s too complex (nested "
-				    "repetitions expand past %d nodes)", key, RE_MAX_NODES);
+				    "repetitions expanding past %d nodes, or a repetition of a "
+				    "repetition such as a**)", key, RE_MAX_NODES);
 			return -EINVAL;
 		}
 		/* Prometheus matches the whole value. */

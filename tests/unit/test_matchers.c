@@ -116,6 +116,8 @@ test_prom_refused(void **state)
 	assert_non_null(strstr(refusal("{a=~\"((((((((((((((((a+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+\"}"),
 	    "too complex"));
 	assert_non_null(strstr(refusal("{a=~\"(a{1000}){1000}\"}"), "too complex"));
+	assert_non_null(strstr(refusal("{a=~\"************+****\"}"), "too complex"));
+	assert_non_null(strstr(refusal("{a=~\"a*?\"}"), "too complex"));
 	assert_string_equal(refusal("{a=~\"(api|web)-[[:digit:]]+[a-z]{2,8}.*\"}"), "");
 	assert_string_equal(refusal("{a=~\"[]+]+x{3}\\\\+\"}"), "");
 	assert_non_null(strstr(refusal("a=\"1\"}"), "without an opening"));
