@@ -3,6 +3,7 @@
  * storage; the store and the path grammar both use them.
  */
 #include <errno.h>
+#include <math.h>
 #include <regex.h>
 #include <stdlib.h>
 #include <string.h>
@@ -204,6 +205,100 @@ matchers_clear(struct matchers *ms)
 	ms->n = 0;
 }
 
+/*
+ * Nodes regcomp() builds for re, about: it copies the atom under '+' and
+ * {n,m} (n or m times), so nested repetitions multiply. Counting them bounds
+ * the memory and time of a selector's regex before regcomp() sees it.
+ */
+#define RE_MAX_NODES	20000
+#define RE_MAX_DEPTH	32
+
+static double
+re_cost(const char *re)
+{
+	double stack[RE_MAX_DEPTH], cur = 0, atom = 0;
+	size_t depth = 0;
+	const char *p = re;
+	bool rep = false;	/* the last token was a repetition */
+
+	while (*p) {
+		char c = *p++;
+
+		/* A repetition of a repetition ("a**", "a+*"): RE2 refuses it, regcomp() chokes. */
+		if ((c == '*' || c == '+' || c == '?' ||
+		    (c == '{' && *p >= '0' && *p <= '9')) && rep)
+			return INFINITY;
+		rep = c == '*' || c == '+' || c == '?';
+
+		if (c == '(') {
+			if (depth == RE_MAX_DEPTH)
+				return INFINITY;
+			stack[depth++] = cur;
+			cur = 0;
+			atom = 0;
+			continue;
+		}
+		if (c == ')' && depth > 0) {
+			atom = cur + 1;
+			cur = stack[--depth] + atom;
+			continue;
+		}
+		if (c == '+') {
+			cur += atom;
+			atom *= 2;
+			continue;
+		}
+		if (c == '{') {
+			unsigned long n = 0, m = 0;
+			char *end;
+
+			n = strtoul(p, &end, 10);
+			m = n;
+			if (*end == ',') {
+				m = strtoul(end + 1, &end, 10);
+				if (m < n)
+					m = n + 1;
+			}
+			if (*end == '}') {
+				p = end + 1;
+				rep = true;
+				if (m > 1) {
+					cur += atom * (double)(m - 1);
+					atom *= (double)m;
+				}
+				continue;
+			}
+		}
+		if (c == '[') {
+			/* A bracket expression is one node: skip to its ']'. */
+			if (*p == '^')
+				p++;
+			if (*p == ']')
+				p++;
+			while (*p && *p != ']') {
+				if (*p == '[' && (p[1] == ':' || p[1] == '.' || p[1] == '=')) {
+					const char *close = strchr(p + 2, p[1]);
+
+					p = close && close[1] == ']' ? close + 2 : p + 1;
+				} else
+					p++;
+			}
+			if (*p)
+				p++;
+		} else if (c == '\\' && *p)
+			p++;
+		if (c != '*' && c != '?' && c != '|') {
+			atom = 1;
+			cur += 1;
+		}
+		if (cur > RE_MAX_NODES)
+			return cur;
+	}
+	while (depth > 0)
+		cur += stack[--depth];
+	return cur;
+}
+
 int
 matchers_add(struct matchers *ms, const char *key, enum matcher_op op, const char *value,
     struct buf *err)
@@ -233,6 +328,13 @@ matchers_add(struct matchers *ms, const char *key, enum matcher_op op, const cha
 	memset(m, 0, sizeof(*m));
 	m->op = op;
 	if (op == MATCH_RE || op == MATCH_NRE) {
+		if (!(re_cost(value) <= RE_MAX_NODES)) {
+			if (err)
+				buf_printf(err, "regular expression for %.64s too complex (nested "
+				    "repetitions expanding past %d nodes, or a repetition of a "
+				    "repetition such as a**)", key, RE_MAX_NODES);
+			return -EINVAL;
+		}
 		/* Prometheus matches the whole value. */
 		if ((m->re = calloc(1, sizeof(regex_t))) == NULL)
 			return -ENOMEM;
@@ -524,14 +626,16 @@ matchers_parse_path(const char *s, struct matchers *ms, struct buf *err)
 int
 matchers_format(const struct matchers *ms, struct buf *out)
 {
+	const char *k;
 	size_t i;
 	int rc = buf_reserve(out, 0);
 
 	for (i = 0; i < ms->n && rc == 0; i++) {
 		if (i)
 			rc = buf_addc(out, ',');
-		if (rc == 0)
-			rc = labels_escape(out, ms->m[i].key, strlen(ms->m[i].key));
+		/* A '!' in a key would read as an operator. */
+		for (k = ms->m[i].key; rc == 0 && *k; k++)
+			rc = *k == '!' ? buf_adds(out, "%21") : labels_escape(out, k, 1);
 		if (rc == 0)
 			rc = buf_adds(out, matcher_op_str(ms->m[i].op));
 		/* A value starting with '~' after '=' or '!=' would read as a regex. */

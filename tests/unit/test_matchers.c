@@ -110,6 +110,16 @@ test_prom_refused(void **state)
 	assert_non_null(strstr(refusal("{a=~\"(\"}"), "bad regular expression"));
 	assert_non_null(strstr(refusal("{a=\"\\q\"}"), "unknown escape"));
 	assert_non_null(strstr(refusal("{a=\"1\"} x"), "after the selector"));
+	/* Regexes whose nested repetitions would blow up regcomp(). */
+	assert_non_null(strstr(refusal("{a=~\"a++++++++++++++++++++++++++++++++++++++++\"}"),
+	    "too complex"));
+	assert_non_null(strstr(refusal("{a=~\"((((((((((((((((a+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+\"}"),
+	    "too complex"));
+	assert_non_null(strstr(refusal("{a=~\"(a{1000}){1000}\"}"), "too complex"));
+	assert_non_null(strstr(refusal("{a=~\"************+****\"}"), "too complex"));
+	assert_non_null(strstr(refusal("{a=~\"a*?\"}"), "too complex"));
+	assert_string_equal(refusal("{a=~\"(api|web)-[[:digit:]]+[a-z]{2,8}.*\"}"), "");
+	assert_string_equal(refusal("{a=~\"[]+]+x{3}\\\\+\"}"), "");
 	assert_non_null(strstr(refusal("a=\"1\"}"), "without an opening"));
 	memset(big, 'x', sizeof(big) - 1);
 	big[sizeof(big) - 1] = '\0';
