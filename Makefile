@@ -115,12 +115,17 @@ PUB_HDRS := $(foreach l,$(filter-out main,$(LAYERS)),$(PUB)/$(l)/$(l).h)
 
 # Only the agent sees the BPF program's shared types and its skeleton.
 INC_pprof  := -I$(B)/gen/pb
-INC_api    := -I$(B)/gen/otlp
+INC_api    := -I$(B)/gen/otlp -I$(B)/gen/api -I$(B)/gen/pb
 INC_ebpf   := -Icollector/ebpf -Icollector/ebpf/runtimes -Ibpf -I$(B)/gen/bpf
 layer_cflags = $(foreach d,$(DEPS_$(1)),-I$(PUB)/$(d)) $(INC_$(1))
 
 GEN := $(B)/gen/pb/profile.pb-c.c $(B)/gen/pb/profile.pb-c.h \
        $(B)/gen/otlp/otlp.pb-c.c $(B)/gen/otlp/otlp.pb-c.h
+# The Grafana query API's messages (api/proto/, importing pprof/profile.proto).
+API_PROTO := api/proto/types/v1/types.proto api/proto/querier/v1/querier.proto
+API_GEN_C := $(patsubst api/proto/%.proto,$(B)/gen/api/%.pb-c.c,$(API_PROTO))
+API_GEN_O := $(API_GEN_C:.c=.o)
+GEN += $(API_GEN_C) $(API_GEN_C:.c=.h)
 
 src_of = $(foreach d,$(call dir_of,$(1)) $(SUBDIRS_$(1)),$(wildcard $(d)/*.c))
 obj_of = $(patsubst %.c,$(B)/%.o,$(call src_of,$(1)))
@@ -137,7 +142,7 @@ FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN := $(patsubst tests/fuzz/%.c,$(B)/tests/%,$(FUZZ_SRC))
 # Tests and tools reach into every layer, internal headers included.
 TEST_INC := $(foreach d,$(filter-out main,$(SRC_DIRS)),-I$(d)) -Ibpf -I$(B)/gen/pb -I$(B)/gen/otlp \
-            -I$(B)/gen/bpf
+            -I$(B)/gen/api -I$(B)/gen/bpf
 
 # `make` builds the daemon alone (no cmocka needed); `make tests` the unit
 # tests, fuzz replays and tools; `make check` both, then runs the suite.
@@ -163,6 +168,15 @@ $(B)/gen/otlp/otlp.pb-c.o: $(B)/gen/otlp/otlp.pb-c.c $(FLAGS_STAMP)
 	@echo "  CC      $<"
 	$(Q)$(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -I$(B)/gen/otlp -c -o $@ $<
 
+$(API_GEN_C) $(API_GEN_C:.c=.h) &: $(API_PROTO) pprof/profile.proto
+	@mkdir -p $(B)/gen/api
+	@echo "  PROTOC  $(API_PROTO)"
+	$(Q)protoc-c -Ipprof -Iapi/proto --c_out=$(B)/gen/api $(API_PROTO)
+
+$(B)/gen/api/%.pb-c.o: $(B)/gen/api/%.pb-c.c $(B)/gen/pb/profile.pb-c.h $(FLAGS_STAMP) | $(GEN)
+	@echo "  CC      $<"
+	$(Q)$(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -I$(B)/gen/api -I$(B)/gen/pb -c -o $@ $<
+
 # An object depends on its source, the flags and the headers it includes as
 # the compiler lists them (-MMD, in its .d file): touching a public header
 # rebuilds what includes it, nothing else. The generated and copied headers
@@ -182,7 +196,7 @@ $(B)/lib$(1).a: $(call obj_of,$(1)) $(2)
 endef
 $(foreach l,$(filter-out pprof api,$(LIB_LAYERS)),$(eval $(call lib_rule,$(l))))
 $(eval $(call lib_rule,pprof,$(B)/gen/pb/profile.pb-c.o))
-$(eval $(call lib_rule,api,$(B)/gen/otlp/otlp.pb-c.o))
+$(eval $(call lib_rule,api,$(B)/gen/otlp/otlp.pb-c.o $(API_GEN_O)))
 
 # The eBPF sampler: the BPF objects compiled by clang (no sanitizers, DWARF
 # stripped, BTF kept for CO-RE) and a libbpf skeleton that collector/ebpf/ebpf.c

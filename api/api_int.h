@@ -44,6 +44,15 @@ struct http_req {
 	bool			 stored;	/* reached http_store() (counted there) */
 	bool			 doomed;	/* its connection is over its address's share */
 	unsigned		 status;	/* of the queued reply, for metrics */
+	/*
+	 * A refusal made from the headers of a request whose small body is
+	 * still to come: sent once the body is read (and discarded), so that
+	 * the client gets it rather than a reset connection. See http_reply().
+	 */
+	bool			 hold;		/* req_begin() runs and may hold */
+	unsigned		 held_status;	/* 0: nothing held */
+	const char		*held_type;
+	struct buf		 held;
 	int64_t			 start_ns;
 	unsigned		 nhdrs;		/* extra reply headers, see http_add_header() */
 	struct {
@@ -140,6 +149,13 @@ struct otlp_batch {
 int	otlp_decode(const void *data, size_t len, bool json, struct otlp_batch *ob,
 	    struct buf *err);
 void	otlp_batch_free(struct otlp_batch *ob);
+
+void	querier_handle(struct http_req *r);	/* /querier.v1.QuerierService/<Method> */
+
+/* --- connect.c: the Connect protocol's unary calls --- */
+
+/* The Connect error code of an HTTP status ("invalid_argument" for 400, ...). */
+const char	*connect_code(unsigned status);
 
 /* --- peer.c: the owner of a loopback client's socket --- */
 

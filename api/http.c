@@ -94,6 +94,8 @@ struct http_addr {
 };
 /* Bytes of an oversized chunked body read (and discarded) to still answer 413. */
 #define DISCARD_MAX		(64u << 20)
+/* The largest body read (and discarded) to send a refusal made from the headers. */
+#define HOLD_MAX		(64u << 10)
 
 enum { M_GET = 1, M_POST = 2, M_DELETE = 4 };
 
@@ -107,6 +109,9 @@ struct http_route {
 	bool		 open;		/* served without the token */
 	http_handler_fn	 fn;
 };
+
+/* The Connect queries: POSTs that only read, errors in Connect's form. */
+#define ROUTE_IS_CONNECT(rt)	((rt) != NULL && (rt)->fn == querier_handle)
 
 static void	handle_metrics(struct http_req *r);
 static void	handle_healthz(struct http_req *r);
@@ -129,6 +134,8 @@ static const struct http_route routes[] = {
 	{ "/ingest", false, M_POST, "POST", "/ingest", "pyroscope", false, pyroscope_ingest },
 	{ "/v1development/profiles", false, M_POST, "POST", "/v1development/profiles", "otlp",
 	    false, otlp_profiles },
+	{ "/querier.v1.QuerierService/", true, M_POST, "POST", "/querier.v1.QuerierService",
+	    NULL, false, querier_handle },
 	{ "/metrics", false, M_GET, "GET, HEAD", "/metrics", NULL, false, handle_metrics },
 	{ "/healthz", false, M_GET, "GET, HEAD", "/healthz", NULL, true, handle_healthz },
 };
@@ -169,6 +176,16 @@ http_reply(struct http_req *r, unsigned status, const char *content_type, struct
 	}
 	r->replied = true;
 	r->status = status;
+	if (r->hold && status != 503) {
+		/* Refused from the headers: sent at the body's end (on_request). */
+		r->held_status = status;
+		r->held_type = content_type;
+		if (body) {
+			r->held = *body;
+			memset(body, 0, sizeof(*body));
+		}
+		return;
+	}
 	if (body && body->len)
 		data = buf_steal(body, &len);
 	else if (body)
@@ -222,8 +239,12 @@ http_reply_error(struct http_req *r, unsigned status, const char *fmt, ...)
 	buf_vprintf(&msg, fmt, ap);
 	va_end(ap);
 	/* The message may quote a request's bytes: jsonw_strn() repairs them. */
-	doc = json_pack("{s:i,s:o}", "code", (int)status, "error",
-	    jsonw_strn(msg.data ? msg.data : "", msg.len));
+	if (ROUTE_IS_CONNECT(r->route))
+		doc = json_pack("{s:s,s:o}", "code", connect_code(status), "message",
+		    jsonw_strn(msg.data ? msg.data : "", msg.len));
+	else
+		doc = json_pack("{s:i,s:o}", "code", (int)status, "error",
+		    jsonw_strn(msg.data ? msg.data : "", msg.len));
 	if (jsonw_dump(&b, doc, JSON_COMPACT) < 0 || buf_addc(&b, '\n') < 0) {
 		/* Out of memory: the status alone still tells the client. */
 		buf_free(&b);
@@ -539,8 +560,9 @@ req_begin(struct http_req *r)
 		    "missing \"Authorization: Bearer TOKEN\" header");
 		return;
 	}
-	/* Pushes and deletions are writes: the mount's writers may (ingest/, rm). */
-	if (h->token == NULL && !peer_may(r, m == M_POST || m == M_DELETE, &who)) {
+	/* Pushes and deletions are writes (ingest/, rm); Connect queries are reads. */
+	if (h->token == NULL && !peer_may(r, (m == M_POST && !ROUTE_IS_CONNECT(r->route)) ||
+	    m == M_DELETE, &who)) {
 		if (who == (uid_t)-1)
 			http_reply_error(r, 403, "the API serves local users the mount lets in; this "
 			    "client's socket has no local owner (give the daemon --http-token-file "
@@ -548,7 +570,8 @@ req_begin(struct http_req *r)
 		else
 			http_reply_error(r, 403, "uid %u may not %s: the API follows the mount's "
 			    "access rules (--group, --group-write, --allow-other), or send the token "
-			    "of --http-token-file", (unsigned)who, m == M_POST ? "push profiles" :
+			    "of --http-token-file", (unsigned)who,
+			    m == M_POST && !ROUTE_IS_CONNECT(r->route) ? "push profiles" :
 			    m == M_DELETE ? "delete profiles" : "read profiles");
 		metrics_add("profilefs_http_denied_total", NULL, 1);
 		return;
@@ -589,8 +612,8 @@ req_body(struct http_req *r, const char *data, size_t n)
 	size_t max = r->srv->max_body;
 
 	r->body_seen += n;
-	if (r->replied)
-		return 0;
+	if (r->replied)		/* a held refusal: the body is discarded */
+		return r->body_seen > HOLD_MAX ? -1 : 0;
 	if (r->too_large || r->body_seen > max) {
 		if (!r->too_large) {
 			r->too_large = true;
@@ -652,6 +675,31 @@ req_new(struct http_server *h, struct MHD_Connection *conn, const char *url, con
 	return r;
 }
 
+/*
+ * Whether a POST announces a body of at most HOLD_MAX bytes, or a chunked one
+ * (read up to HOLD_MAX): a refusal from its headers is then held until the
+ * body is read. Answered at once, it makes libmicrohttpd close the connection
+ * with the body unread, and the client's write of the body fails before it
+ * reads the reply (EPIPE).
+ */
+static bool
+body_small(struct MHD_Connection *conn, const char *method)
+{
+	const char *cl;
+	char *end;
+	unsigned long long n;
+
+	if (strcmp(method, MHD_HTTP_METHOD_POST) != 0)
+		return false;
+	if ((cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+	    MHD_HTTP_HEADER_CONTENT_LENGTH)) == NULL)
+		return MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+		    MHD_HTTP_HEADER_TRANSFER_ENCODING) != NULL;
+	errno = 0;
+	n = strtoull(cl, &end, 10);
+	return errno == 0 && end != cl && *end == '\0' && n > 0 && n <= HOLD_MAX;
+}
+
 static enum MHD_Result
 on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
     const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls)
@@ -666,7 +714,9 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *
 			return MHD_NO;
 		*con_cls = r;
 		r->doomed = doomed;
+		r->hold = body_small(conn, method);
 		req_begin(r);
+		r->hold = false;
 		return r->fatal ? MHD_NO : MHD_YES;
 	}
 	if (*upload_data_size > 0) {
@@ -675,7 +725,13 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *
 		*upload_data_size = 0;
 		return rc < 0 ? MHD_NO : MHD_YES;
 	}
-	if (!r->replied)
+	if (r->held_status) {
+		unsigned st = r->held_status;
+
+		r->held_status = 0;
+		r->replied = false;
+		http_reply(r, st, r->held_type, &r->held, NULL);
+	} else if (!r->replied)
 		req_end(r);
 	return r->fatal ? MHD_NO : MHD_YES;
 }
@@ -704,6 +760,7 @@ on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	if (r->route && r->route->source && strcmp(r->method, "POST") == 0 && !r->stored)
 		count_ingest(r->route->source, outcome_of(r->status ? (int)r->status : 1));
 	buf_free(&r->body);
+	buf_free(&r->held);
 	free(r->path_copy);
 	free(r);
 	*con_cls = NULL;

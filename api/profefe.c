@@ -119,6 +119,7 @@ out:
 struct find {
 	struct query	 q;
 	struct labelset	 sel;
+	struct matchers	 ms;		/* labels with !=, =~, !~: the tree's matchers */
 };
 
 /* 0, or -EINVAL after replying 400. */
@@ -152,7 +153,15 @@ find_parse(struct http_req *r, struct find *f, bool need_type)
 		    "do not merge");
 		return -EINVAL;
 	}
-	if (labels && httpparse_labels(labels, &f->sel, &err) < 0) {
+	if (labels && matchers_has_ops(labels)) {
+		if (matchers_parse_path(labels, &f->ms, &err) < 0) {
+			http_reply_error(r, 400, "bad request: bad label matchers \"%s\": %s", labels,
+			    err.data ? err.data : "out of memory");
+			buf_free(&err);
+			return -EINVAL;
+		}
+		f->q.match = &f->ms;
+	} else if (labels && httpparse_labels(labels, &f->sel, &err) < 0) {
 		http_reply_error(r, 400, "bad request: bad labels \"%s\": %s", labels,
 		    err.data ? err.data : "out of memory");
 		buf_free(&err);
@@ -200,6 +209,7 @@ find_parse(struct http_req *r, struct find *f, bool need_type)
 	return 0;
 bad:
 	labels_clear(&f->sel);
+	matchers_clear(&f->ms);
 	return -EINVAL;
 }
 
@@ -219,6 +229,7 @@ list(struct http_req *r)
 	if ((rc = reader_list(r->srv->rd, &f.q, &res)) < 0) {
 		http_reply_store_error(r, rc, "failed to find profiles", NULL);
 		labels_clear(&f.sel);
+		matchers_clear(&f.ms);
 		return;
 	}
 	if (res.nrefs == 0) {
@@ -239,6 +250,7 @@ list(struct http_req *r)
 out:
 	query_result_free(&res);
 	labels_clear(&f.sel);
+	matchers_clear(&f.ms);
 }
 
 void
@@ -306,6 +318,7 @@ profefe_merge(struct http_req *r)
 	if ((rc = query_merge_timed(r->srv->rd, &f.q, "http", &res)) < 0) {
 		http_reply_store_error(r, rc, "failed to merge profiles", NULL);
 		labels_clear(&f.sel);
+		matchers_clear(&f.ms);
 		return;
 	}
 	if (res.merged == NULL) {
@@ -322,6 +335,7 @@ profefe_merge(struct http_req *r)
 out:
 	query_result_free(&res);
 	labels_clear(&f.sel);
+	matchers_clear(&f.ms);
 }
 
 /* GET /api/0/profiles/<id> and /<id1>+<id2>+...: the stored profile, or their merge. */

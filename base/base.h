@@ -409,4 +409,63 @@ int	labels_format(const struct labelset *ls, struct buf *out);
 /* Whether every pair of sel is in set (the "all" selector is the empty set). */
 bool	labels_match(const struct labelset *sel, const struct labelset *set);
 
+/*
+ * matchers: Prometheus label matchers, one parser for the HTTP API's
+ * selectors ({service_name="checkout", pod=~"api-.*", region!="eu"}) and the
+ * tree's (pod=~api-.*,region!=eu, %XX-escaped). Operators = != =~ !~; a
+ * regular expression is POSIX ERE (regcomp) matched against the whole value
+ * as Prometheus anchors it; a label a series lacks has the value "", so
+ * region!="eu" selects series without region. All matchers must hold.
+ */
+enum matcher_op { MATCH_EQ, MATCH_NE, MATCH_RE, MATCH_NRE };
+
+#define MATCHER_RE_MAX		1024	/* bytes of one regular expression */
+
+struct matcher {
+	char		*key;
+	char		*value;		/* unescaped */
+	enum matcher_op	 op;
+	void		*re;		/* the compiled regex_t for =~ and !~ */
+};
+
+struct matchers {
+	struct matcher	m[LABELS_MAX];
+	size_t		n;
+};
+
+/*
+ * Parse a Prometheus selector "{k="v", k2=~"re"}" (braces optional; values
+ * double-quoted with Go-style escapes \ \" \n \t; "" and "{}" select all)
+ * into ms, which the caller frees with matchers_clear(). -EINVAL with the
+ * reason in err: bad syntax, an empty key, a bad regex, more than LABELS_MAX
+ * matchers, a key or value over LABEL_MAX_LEN (MATCHER_RE_MAX for a regex).
+ */
+int	matchers_parse_prom(const char *s, struct matchers *ms, struct buf *err);
+/* The tree's form "k=v,k2!=v2,k3=~re" (keys and values %XX-escaped); the same errors. */
+int	matchers_parse_path(const char *s, struct matchers *ms, struct buf *err);
+/* Append one matcher (copied; the regex compiled). Errors as the parsers. */
+int	matchers_add(struct matchers *ms, const char *key, enum matcher_op op,
+	    const char *value, struct buf *err);
+void	matchers_clear(struct matchers *ms);
+/* Whether value (NULL: the label is absent, read as "") satisfies m. */
+bool	matcher_match(const struct matcher *m, const char *value);
+/*
+ * Whether the series of service with labels ls satisfies every matcher;
+ * the key service_name is the service unless ls has a label of that name.
+ */
+bool	matchers_match(const struct matchers *ms, const char *service,
+	    const struct labelset *ls);
+/*
+ * Whether a tree selector's text holds a matcher operator (!=, =~, !~) and
+ * so is matchers, not a label set. A key ending in '!' or a value starting
+ * with '~' is written %21 / %7E there.
+ */
+bool	matchers_has_ops(const char *text);
+/* Whether ms holds only = matchers (a plain label set selects the same). */
+bool	matchers_only_eq(const struct matchers *ms);
+/* Append the tree's form of ms (canonical: as matchers_parse_path reads it). */
+int	matchers_format(const struct matchers *ms, struct buf *out);
+/* The operator's text: "=", "!=", "=~", "!~". */
+const char *matcher_op_str(enum matcher_op op);
+
 #endif

@@ -108,6 +108,53 @@ quote_pair(struct buf *b, const char *k, const char *v)
 	buf_free(&t);
 }
 
+/*
+ * One matcher as a condition on the stored labels text ("k=v,..." escaped):
+ * the value is the pair's text after "k=", unescaped; a label the series
+ * lacks reads as "". ClickHouse's match() is RE2: for the expressions
+ * selectors use (classes, alternation, repetition) it agrees with POSIX ERE.
+ * service_name without such a label is the service, as matchers_match().
+ */
+static void
+where_matcher(struct buf *b, const struct matcher *m)
+{
+	struct buf pfx = { 0 }, re = { 0 };
+	const char *neg = m->op == MATCH_NE || m->op == MATCH_NRE ? "NOT " : "";
+
+	labels_escape(&pfx, m->key, strlen(m->key));
+	buf_addc(&pfx, '=');
+	buf_printf(&re, "^(%s)$", m->value);
+	if (buf_error(&pfx) < 0 || buf_error(&re) < 0) {
+		buf_free(&pfx);
+		buf_free(&re);
+		buf_adds(b, " AND 0");
+		return;
+	}
+	struct buf val = { 0 };
+
+	buf_adds(&val, "if(arrayExists(x -> startsWith(x, ");
+	ch_quote(&val, pfx.data);
+	buf_adds(&val, "), splitByChar(',', labels)), decodeURLComponent(substring(arrayFirst("
+	    "x -> startsWith(x, ");
+	ch_quote(&val, pfx.data);
+	buf_printf(&val, "), splitByChar(',', labels)), %zu)), %s)", pfx.len + 1,
+	    strcmp(m->key, "service_name") == 0 ? "service" : "''");
+	if (buf_error(&val) < 0)
+		buf_adds(b, " AND 0");
+	else if (m->op == MATCH_EQ || m->op == MATCH_NE) {
+		buf_printf(b, " AND %s(%s = ", neg, val.data);
+		ch_quote(b, m->value);
+		buf_addc(b, ')');
+	} else {
+		buf_printf(b, " AND %smatch(%s, ", neg, val.data);
+		ch_quote(b, re.data);
+		buf_addc(b, ')');
+	}
+	buf_free(&val);
+	buf_free(&pfx);
+	buf_free(&re);
+}
+
 int
 read_where(const struct query *q, struct buf *b)
 {
@@ -127,6 +174,8 @@ read_where(const struct query *q, struct buf *b)
 		quote_pair(b, q->sel->pairs[i].key, q->sel->pairs[i].value);
 		buf_addc(b, ')');
 	}
+	for (i = 0; q->match && i < q->match->n; i++)
+		where_matcher(b, &q->match->m[i]);
 	return buf_error(b);
 }
 

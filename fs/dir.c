@@ -58,20 +58,24 @@ bool
 dir_exists(struct fsctx *fs, const char *service, const char *type, const char *selector,
     const struct range *r)
 {
-	struct labelset sel = { .n = 0 };
+	struct query_sel sel;
 	struct query q;
 	struct exists_arg a = { .fs = fs, .q = &q, .r = r };
 	bool found;
 
-	if (selector && labels_parse(selector, &sel, NULL) < 0)
-		return false;
 	memset(&q, 0, sizeof(q));
+	memset(&sel, 0, sizeof(sel));
+	if (selector && query_sel_parse(selector, &sel, NULL) < 0) {
+		query_sel_free(&sel);
+		return false;
+	}
 	q.service = service;
 	q.type = type;
-	q.sel = selector ? &sel : NULL;
+	if (selector)
+		query_sel_apply(&sel, &q);
 	/* The store's index by service and type: no copy of it per lookup. */
 	found = reader_series_each(fs->rd, service, type, exists_cb, &a) == 1;
-	labels_clear(&sel);
+	query_sel_free(&sel);
 	return found;
 }
 
@@ -195,7 +199,7 @@ list_selector(struct fsctx *fs, const struct fspath *fp, struct buf *names)
 	const struct series **all;
 	int64_t now = clock_now_ns(), *hours = NULL;
 	struct buf hs = { 0 };
-	struct labelset sel;
+	struct query_sel sel;
 	struct query q = { .service = fp->service, .type = fp->type };
 	struct range r;
 	size_t n, nh, i, j;
@@ -211,11 +215,12 @@ list_selector(struct fsctx *fs, const struct fspath *fp, struct buf *names)
 	/* Days and hours that hold data, from the hour index of each series. */
 	if ((rc = reader_series(fs->rd, &all, &n)) < 0)
 		return rc;
-	if ((rc = labels_parse(fp->selector, &sel, NULL)) < 0) {
+	if ((rc = query_sel_parse(fp->selector, &sel, NULL)) < 0) {
+		query_sel_free(&sel);
 		free(all);
 		return rc;
 	}
-	q.sel = &sel;
+	query_sel_apply(&sel, &q);
 	for (i = 0; i < n; i++) {
 		if (!query_match(&q, all[i]) || reader_hours(fs->rd, all[i]->id, &hours, &nh) < 0)
 			continue;
@@ -225,7 +230,7 @@ list_selector(struct fsctx *fs, const struct fspath *fp, struct buf *names)
 				buf_add(&hs, &hours[j], sizeof(hours[j]));
 		free(hours);
 	}
-	labels_clear(&sel);
+	query_sel_free(&sel);
 	free(all);
 	/* Each day once, then each hour. */
 	nh = hs.len / sizeof(int64_t);
@@ -255,18 +260,20 @@ static int
 list_profiles(struct fsctx *fs, const struct fspath *fp, struct buf *names)
 {
 	struct query_result res;
-	struct labelset sel;
+	struct query_sel sel;
 	struct query q = { .service = fp->service, .type = fp->type,
 	    .from = fp->range.from, .to = fp->range.to };
 	char name[128];
 	size_t i;
 	int rc;
 
-	if ((rc = labels_parse(fp->selector, &sel, NULL)) < 0)
+	if ((rc = query_sel_parse(fp->selector, &sel, NULL)) < 0) {
+		query_sel_free(&sel);
 		return rc;
-	q.sel = &sel;
+	}
+	query_sel_apply(&sel, &q);
 	rc = reader_list(fs->rd, &q, &res);
-	labels_clear(&sel);
+	query_sel_free(&sel);
 	if (rc < 0)
 		return rc;
 	/* Empty where only windows past the raw retention hold the range's data. */

@@ -24,6 +24,7 @@
 #include "base.h"
 #include "pprof.h"
 #include "store.h"
+#include "query.h"
 #include "cache.h"
 #include "fs_int.h"
 #include "views.h"
@@ -112,17 +113,21 @@ profile_in_path(struct fsctx *fs, const struct fspath *fp, const struct store_re
 {
 	const struct series *s = reader_series_get(fs->rd, ref->series);
 	struct query q = { .service = fp->service, .type = fp->type };
-	struct labelset sel;
+	struct query_sel sel;
 	char want[128];
 	bool ok;
 
 	path_profile_name(ref->time, ref->id, want, sizeof(want));
 	if (s == NULL || strcmp(want, fp->view) != 0 || ref->time < fp->range.from ||
-	    ref->time >= fp->range.to || labels_parse(fp->selector, &sel, NULL) < 0)
+	    ref->time >= fp->range.to)
 		return false;
-	q.sel = &sel;
+	if (query_sel_parse(fp->selector, &sel, NULL) < 0) {
+		query_sel_free(&sel);
+		return false;
+	}
+	query_sel_apply(&sel, &q);
 	ok = query_match(&q, s);
-	labels_clear(&sel);
+	query_sel_free(&sel);
 	return ok;
 }
 
@@ -1001,12 +1006,16 @@ readme_render(struct fsctx *fs, struct buf *b)
 "    <service>/<type>/           cpu, heap, allocs, block, mutex, goroutine, offcpu, ...\n"
 "      all/                      every label set of the service and type\n"
 "      <k=v,k2=v2>/              one label set (any selector works on lookup)\n"
+"      <k!=v,k=~re,k!~re>/       label matchers on lookup: != not equal, =~ !~ a regex\n"
+"                                (POSIX ERE, matching the whole value); a label a series\n"
+"                                lacks reads as \"\": region!=eu/ keeps series without one\n"
 "        <range>/                last-5m last-15m last-1h last-6h last-24h last-7d all,\n"
 "                                days (2026-11-22), hours (2026-11-22T10); on lookup also\n"
 "                                last-<n><s|m|h|d>, minutes (2026-11-22T1005) and\n"
 "                                FROM..TO (2026-11-22T1000..2026-11-22T103015)\n"
 "          merged.pb.gz          every profile of the range merged (pprof)\n"
-"          meta.json             counts, time span, sample types, ids, what was left out\n"
+"          meta.json             counts, time span, sample types, ids, what was left out,\n"
+"                                the label sets the selector matched (\"series\")\n"
 "          flamegraph.svg        interactive flame graph (click to zoom, Search: regex);\n"
 "                                flamegraph.<sample_type>.svg for the other types\n"
 "          folded.txt            collapsed stacks: frame;frame;leaf value\n"
@@ -1022,7 +1031,8 @@ readme_render(struct fsctx *fs, struct buf *b)
 "                                time,<sample type>_<unit>, e.g. time,cpu_nanoseconds)\n"
 "          profiles/<UTC time>-<id>.pb.gz   each stored profile\n"
 "\n"
-"All times are UTC. In names, %%, /, ',' and '=' are written %%XX.\n"
+"All times are UTC. In names, %%, /, ',' and '=' are written %%XX (in matchers\n"
+"also a key's trailing '!' and a value's leading '~').\n"
 "No name has a ':' (go tool pprof, scp and rsync read host:path), so every\n"
 "name works unquoted: times are written 2026-11-22T1005 and services or\n"
 "label values holding ':' show it as %%3A. Lookups also take the colon forms\n"
@@ -1040,6 +1050,7 @@ readme_render(struct fsctx *fs, struct buf *b)
 "  cp heap.pb.gz %s/ingest/checkout/auto/      (type inferred from the samples)\n"
 "  go tool pprof -top %s/checkout/cpu/all/last-1h/merged.pb.gz\n"
 "  cat %s/checkout/cpu/region=eu/last-24h/meta.json\n"
+"  go tool pprof -top '%s/checkout/cpu/pod=~api-.*,region!=eu/last-1h/merged.pb.gz'\n"
 "  cp -r %s/checkout/heap/all/last-1h/profiles /backup/\n"
 "\n"
 "Below ingest/<service>/<type>/ a directory is a label set k=v[,k=v]: one that\n"
@@ -1076,6 +1087,6 @@ readme_render(struct fsctx *fs, struct buf *b)
 "DELETE /api/0/services/<service>[?type=&labels=]. Other writes outside\n"
 "ingest/ fail with 'Read-only file system'; other users get 'Permission\n"
 "denied'.\n",
-	    PROFILEFS_VERSION, m, m, m, m, m, m, m);
+	    PROFILEFS_VERSION, m, m, m, m, m, m, m, m);
 	return b->data ? 0 : -ENOMEM;
 }

@@ -100,12 +100,22 @@ path_selector(const char *seg, char *out, size_t outsz)
 		out[0] = '\0';
 		return 0;
 	}
-	if (strchr(seg, '=') == NULL)
+	if (strchr(seg, '=') == NULL && !matchers_has_ops(seg))
 		return -EINVAL;
-	if ((rc = labels_parse(seg, &ls, NULL)) < 0)
-		return rc;
-	rc = labels_format(&ls, &b);
-	labels_clear(&ls);
+	if (matchers_has_ops(seg)) {
+		/* Matchers: kept in the order given, re-escaped canonically. */
+		struct matchers ms;
+
+		if ((rc = matchers_parse_path(seg, &ms, NULL)) < 0)
+			return rc;
+		rc = matchers_format(&ms, &b);
+		matchers_clear(&ms);
+	} else {
+		if ((rc = labels_parse(seg, &ls, NULL)) < 0)
+			return rc;
+		rc = labels_format(&ls, &b);
+		labels_clear(&ls);
+	}
 	if (rc == 0 && (b.len == 0 || b.len >= outsz))
 		rc = -EINVAL;
 	if (rc == 0)

@@ -68,24 +68,25 @@ fill_merge(void *varg, void **val, size_t *size, void (**free_fn)(void *))
 {
 	struct merge_arg *a = varg;
 	struct query_result *res;
-	struct labelset sel;
+	struct query_sel sel;
 	struct query q;
 	int rc;
 
 	if ((res = calloc(1, sizeof(*res))) == NULL)
 		return -ENOMEM;
-	if (labels_parse(a->selector, &sel, NULL) < 0) {
+	if (query_sel_parse(a->selector, &sel, NULL) < 0) {
+		query_sel_free(&sel);
 		free(res);
 		return -ENOENT;
 	}
 	memset(&q, 0, sizeof(q));
 	q.service = a->service;
 	q.type = a->type;
-	q.sel = &sel;
+	query_sel_apply(&sel, &q);
 	q.from = a->r->from;
 	q.to = a->r->to;
 	rc = query_merge_timed(a->fs->rd, &q, "fs", res);
-	labels_clear(&sel);
+	query_sel_free(&sel);
 	/* Tests count these lines: a listing must merge each range once. */
 	log_debug("views: merge %s/%s/%s/%s: %zu profiles", a->service, a->type,
 	    a->selector[0] ? a->selector : "all", a->r->name, rc == 0 ? res->nrefs : 0);
@@ -288,6 +289,25 @@ meta_body(const struct view_in *in, json_t *doc)
 	return json_object_set_new(doc, "diff_base", meta_diff_base(in)) < 0 ? -ENOMEM : 0;
 }
 
+/* "series": the label sets the selector matched ("" for none), as stored. */
+static int
+meta_series(const struct view_in *in, json_t *doc)
+{
+	const struct query_result *r = in->cur;
+	json_t *a = json_array();
+	size_t i;
+
+	if (a == NULL || json_object_set_new(doc, "series", a) < 0)
+		return -ENOMEM;
+	for (i = 0; i < r->nseries; i++) {
+		const struct series *s = reader_series_get(in->fs->rd, r->series[i]);
+
+		if (s && json_array_append_new(a, jsonw_str(s->labels)) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 static int
 render_meta(const struct view_in *in, struct buf *b)
 {
@@ -305,6 +325,8 @@ render_meta(const struct view_in *in, struct buf *b)
 	    "profiles", (json_int_t)n, "merged", (json_int_t)r->nmerged,
 	    "past_retention", (json_int_t)past);
 	rc = doc ? meta_body(in, doc) : -ENOMEM;
+	if (rc == 0)
+		rc = meta_series(in, doc);
 	if (rc == 0)
 		rc = jsonw_dump(b, doc, JSON_INDENT(2));
 	if (rc == 0)

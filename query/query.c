@@ -54,3 +54,28 @@ query_merge_timed(const struct reader *rd, const struct query *q, const char *so
 	metrics_observe(METRIC_MERGE_DURATION, label, (double)(clock_mono_ns() - t0) / 1e9);
 	return rc;
 }
+
+int
+query_sel_parse(const char *text, struct query_sel *s, struct buf *err)
+{
+	memset(s, 0, sizeof(*s));
+	if (matchers_has_ops(text)) {
+		s->matchers = true;
+		return matchers_parse_path(text, &s->ms, err);
+	}
+	return labels_parse(text, &s->ls, err);
+}
+
+void
+query_sel_apply(const struct query_sel *s, struct query *q)
+{
+	q->sel = s->matchers ? NULL : &s->ls;
+	q->match = s->matchers ? &s->ms : NULL;
+}
+
+void
+query_sel_free(struct query_sel *s)
+{
+	labels_clear(&s->ls);
+	matchers_clear(&s->ms);
+}

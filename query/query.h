@@ -34,4 +34,21 @@ int	query_services(const struct reader *rd, bool with_data, const char ***out, s
 int	query_merge_timed(const struct reader *rd, const struct query *q, const char *source,
 	    struct query_result *res);
 
+/*
+ * A selector as the tree and the profefe API write it: "" (all), a label set
+ * "k=v,k2=v2", or matchers "k=v,k2!=v2,k3=~re,k4!~re" (base.h), %XX-escaped.
+ * A plain label set keeps its meaning (the labels present with those
+ * values); matchers select as Prometheus does. query_sel_parse() fills s
+ * (free with query_sel_free()); -EINVAL with the reason in err (optional).
+ * query_sel_apply() points q's selection at s (valid while s is).
+ */
+struct query_sel {
+	struct labelset	 ls;
+	struct matchers	 ms;
+	bool		 matchers;
+};
+int	query_sel_parse(const char *text, struct query_sel *s, struct buf *err);
+void	query_sel_apply(const struct query_sel *s, struct query *q);
+void	query_sel_free(struct query_sel *s);
+
 #endif

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Install what profilefs needs to build, run and test, from Debian's packages
-# (and playwright-core from npm for the browser test). Safe to run again:
-# it installs only what is missing. Needs root (or sudo).
+# (and from npm: playwright-core for the browser test, the clients of the
+# Grafana API tests in tests/grafana). Safe to run again: it installs only
+# what is missing. Needs root (or sudo).
 set -euo pipefail
 
 PKGS=(
   build-essential pkg-config git
   libfuse3-dev fuse3
   librocksdb-dev
-  libprotobuf-c-dev protobuf-c-compiler
+  libprotobuf-c-dev protobuf-c-compiler protobuf-compiler
   zlib1g-dev
   libmicrohttpd-dev libcurl4-openssl-dev libssl-dev
   libbpf-dev bpftool clang llvm libelf-dev libdw-dev liblzma-dev xz-utils sqlite3
@@ -75,4 +76,16 @@ if command -v npm >/dev/null && [ -f "$here/tests/otlp/package.json" ] \
   echo "install-deps: npm ci (tests/otlp)"
   (cd "$here/tests/otlp" && npm ci --no-audit --no-fund --silent) || \
     echo "install-deps: npm ci failed; the OTLP test will fail" >&2
+fi
+
+# The Grafana API tests (tests/grafana): the Connect client, buf and
+# protoc-gen-es that generate its code, Pyroscope's flame graph component,
+# React and esbuild, exactly as package-lock.json pins them. Again when the
+# lock file is newer than what node_modules holds.
+g="$here/tests/grafana"
+if [ -f "$g/package-lock.json" ] && command -v npm >/dev/null \
+   && { [ ! -f "$g/node_modules/.package-lock.json" ] || [ "$g/package-lock.json" -nt "$g/node_modules/.package-lock.json" ]; }; then
+  echo "install-deps: npm ci (tests/grafana)"
+  (cd "$g" && npm ci --no-audit --no-fund --silent) || \
+    echo "install-deps: npm ci failed; the Grafana API tests will be skipped" >&2
 fi

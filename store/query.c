@@ -18,7 +18,9 @@ query_match(const struct query *q, const struct series *s)
 		return false;
 	if (q->type && strcmp(q->type, s->type) != 0)
 		return false;
-	return q->sel == NULL || labels_match(q->sel, &s->ls);
+	if (q->sel && !labels_match(q->sel, &s->ls))
+		return false;
+	return q->match == NULL || matchers_match(q->match, s->service, &s->ls);
 }
 
 static int

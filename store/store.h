@@ -285,6 +285,7 @@ struct query {
 	const char		*service;	/* NULL: every service */
 	const char		*type;		/* NULL: every type */
 	const struct labelset	*sel;		/* NULL or empty: all label sets */
+	const struct matchers	*match;		/* NULL or empty: no more conditions (base.h) */
 	int64_t			 from, to;	/* ns, from <= time < to */
 	size_t			 limit;		/* 0: no limit (list only) */
 };
@@ -312,7 +313,7 @@ struct query_result {
 	size_t			*totals_at;
 };
 
-/* Whether series s is selected by q (service, type and labels). */
+/* Whether series s is selected by q (service, type, labels and matchers). */
 bool	query_match(const struct query *q, const struct series *s);
 /* List the profiles of q in time order (no data read). Fills refs, series. */
 int	query_list(struct store *st, const struct query *q, struct query_result *res);

@@ -159,6 +159,14 @@ check_eq "label sets carry host" "$(ls "$TMP/mntb/goapp/cpu" | tr '\n' ' ')" "al
 check_eq "A's local profile from before is in B's tree" "$(pprof_sums "$TMP/mntb/local/cpu/host=hosta/all/merged.pb.gz")" "$want1"
 want2=$(pprof_sums -proto "$TMP/go/cpu-0002.pb.gz")
 check_eq "a selector reads one host" "$(pprof_sums "$TMP/mnt/goapp/cpu/host=hostb/last-1h/merged.pb.gz")" "$(pprof_sums "$TMP/go/cpu-0002.pb.gz")"
+# Label matchers are conditions in the fleet's queries too (a label a series lacks reads as "").
+check_eq "fleet: a != matcher" "$(pprof_sums "$TMP/mnt/goapp/cpu/host!=hosta/last-1h/merged.pb.gz")" "$(pprof_sums "$TMP/go/cpu-0002.pb.gz")"
+check_eq "fleet: a regex matcher" "$(pprof_sums "$TMP/mnt/goapp/cpu/host=~h.*b/last-1h/merged.pb.gz")" "$(pprof_sums "$TMP/go/cpu-0002.pb.gz")"
+go tool pprof -proto "$TMP"/go/cpu-000[01].pb.gz >"$TMP/want01.pb.gz" 2>/dev/null
+check_eq "fleet: !~ selects the series without the label" "$(pprof_sums "$TMP/mntb/goapp/cpu/env!~b/last-1h/merged.pb.gz")" "$(pprof_sums "$TMP/want01.pb.gz")"
+got=$(curl -s -X POST -H 'Content-Type: application/json' "http://127.0.0.1:$HA/querier.v1.QuerierService/SelectMergeStacktraces" \
+  -d '{"profileTypeID":"process_cpu:cpu:nanoseconds:cpu:nanoseconds","labelSelector":"{service_name=\"goapp\",host=~\"host.*b\"}","start":"1","end":"4102444800000"}' | jq -r .flamegraph.total)
+check_eq "fleet: the Grafana API with a matcher" "cpu/nanoseconds=$got" "$(pprof_sums "$TMP/go/cpu-0002.pb.gz" | tr ' ' '\n' | grep '^cpu/')"
 grep -q '"profiles": 3' "$TMP/mntb/goapp/cpu/all/last-1h/meta.json" && ok "meta.json counts the fleet's profiles" \
   || fail "meta.json counts the fleet's profiles"
 go tool pprof -top "$TMP/mntb/goapp/cpu/all/last-1h/merged.pb.gz" >/dev/null 2>&1 && \

@@ -1,0 +1,654 @@
+/*
+ * connect: Connect unary calls and proto3's JSON mapping over protobuf-c's
+ * descriptors (see connect.h). Messages built from JSON are allocated as
+ * protobuf-c's unpacker would (malloc, strings and arrays owned by their
+ * message), so protobuf_c_message_free_unpacked() frees both kinds.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <microhttpd.h>
+
+#include "connect.h"
+
+/* Nesting of messages in a JSON request: the API's are 3 deep. */
+#define JSON_MAX_DEPTH		16
+/* A request body once gunzipped. */
+#define CONNECT_MAX_DECODED	(16u << 20)
+
+const char *
+connect_code(unsigned status)
+{
+	switch (status) {
+	case 400:	return "invalid_argument";
+	case 401:	return "unauthenticated";
+	case 403:	return "permission_denied";
+	case 404:	return "not_found";
+	case 405:	return "unimplemented";
+	case 408:	return "deadline_exceeded";
+	case 409:	return "already_exists";
+	case 412:	return "failed_precondition";
+	case 413:	return "resource_exhausted";
+	case 415:	return "invalid_argument";
+	case 429:	return "resource_exhausted";
+	case 499:	return "canceled";
+	case 500:	return "internal";
+	case 501:	return "unimplemented";
+	case 503:	return "unavailable";
+	case 504:	return "deadline_exceeded";
+	}
+	return "unknown";
+}
+
+bool
+connect_is_json(struct http_req *r)
+{
+	const char *ct = http_header(r, MHD_HTTP_HEADER_CONTENT_TYPE);
+
+	return ct && strncasecmp(ct, "application/json", 16) == 0;
+}
+
+static ProtobufCMessage *connect_from_json_depth(const ProtobufCMessageDescriptor *d,
+    const json_t *j, int depth, struct buf *err);
+
+/* --- values --------------------------------------------------------------- */
+
+static size_t
+elem_size(ProtobufCType t)
+{
+	switch (t) {
+	case PROTOBUF_C_TYPE_INT32: case PROTOBUF_C_TYPE_SINT32: case PROTOBUF_C_TYPE_SFIXED32:
+	case PROTOBUF_C_TYPE_UINT32: case PROTOBUF_C_TYPE_FIXED32: case PROTOBUF_C_TYPE_ENUM:
+		return 4;
+	case PROTOBUF_C_TYPE_FLOAT:
+		return sizeof(float);
+	case PROTOBUF_C_TYPE_BOOL:
+		return sizeof(protobuf_c_boolean);
+	case PROTOBUF_C_TYPE_STRING: case PROTOBUF_C_TYPE_MESSAGE:
+		return sizeof(void *);
+	case PROTOBUF_C_TYPE_BYTES:
+		return sizeof(ProtobufCBinaryData);
+	default:
+		return 8;
+	}
+}
+
+/* proto3's JSON name: underscores dropped, the next letter upper-cased. */
+static void
+json_name(const char *name, char *out, size_t n)
+{
+	size_t i = 0;
+	bool up = false;
+
+	for (; *name && i + 1 < n; name++) {
+		if (*name == '_') {
+			up = true;
+			continue;
+		}
+		out[i++] = up && *name >= 'a' && *name <= 'z' ? (char)(*name - 'a' + 'A') : *name;
+		up = false;
+	}
+	out[i] = '\0';
+}
+
+static const ProtobufCFieldDescriptor *
+field_by_json(const ProtobufCMessageDescriptor *d, const char *key)
+{
+	char jn[128];
+	unsigned i;
+
+	for (i = 0; i < d->n_fields; i++) {
+		if (strcmp(d->fields[i].name, key) == 0)
+			return &d->fields[i];
+		json_name(d->fields[i].name, jn, sizeof(jn));
+		if (strcmp(jn, key) == 0)
+			return &d->fields[i];
+	}
+	return NULL;
+}
+
+static int
+b64_val(int c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	if (c == '+' || c == '-')
+		return 62;
+	if (c == '/' || c == '_')
+		return 63;
+	return -1;
+}
+
+/* Standard or URL-safe base64, padded or not. */
+static int
+b64_decode(const char *s, ProtobufCBinaryData *out)
+{
+	size_t n = strlen(s), i, o = 0;
+	uint32_t acc = 0;
+	int bits = 0, v;
+
+	out->data = malloc(n * 3 / 4 + 3);
+	out->len = 0;
+	if (out->data == NULL)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		if (s[i] == '=')
+			break;
+		if ((v = b64_val((unsigned char)s[i])) < 0) {
+			free(out->data);
+			out->data = NULL;
+			return -EINVAL;
+		}
+		acc = acc << 6 | (uint32_t)v;
+		if ((bits += 6) >= 8) {
+			bits -= 8;
+			out->data[o++] = (uint8_t)(acc >> bits);
+		}
+	}
+	out->len = o;
+	return 0;
+}
+
+static json_t *
+b64_encode(const uint8_t *p, size_t n)
+{
+	static const char tab[] =
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	struct buf b = { 0 };
+	size_t i;
+	json_t *j;
+
+	for (i = 0; i + 2 < n; i += 3) {
+		uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
+		char q[4] = { tab[v >> 18], tab[v >> 12 & 63], tab[v >> 6 & 63], tab[v & 63] };
+
+		buf_add(&b, q, 4);
+	}
+	if (n - i == 1) {
+		char q[4] = { tab[p[i] >> 2], tab[(p[i] & 3) << 4], '=', '=' };
+
+		buf_add(&b, q, 4);
+	} else if (n - i == 2) {
+		uint32_t v = (uint32_t)p[i] << 8 | p[i + 1];
+		char q[4] = { tab[v >> 10], tab[v >> 4 & 63], tab[(v & 15) << 2], '=' };
+
+		buf_add(&b, q, 4);
+	}
+	buf_reserve(&b, 0);
+	j = buf_error(&b) < 0 ? NULL : json_stringn(b.data, b.len);
+	buf_free(&b);
+	return j;
+}
+
+static int
+json_int(const json_t *v, bool is_unsigned, int64_t lo, int64_t hi, uint64_t *out)
+{
+	if (json_is_integer(v)) {
+		json_int_t x = json_integer_value(v);
+
+		if (x < lo || x > hi)
+			return -ERANGE;
+		*out = (uint64_t)x;
+		return 0;
+	}
+	if (json_is_real(v)) {
+		double x = json_real_value(v);
+
+		if (x != floor(x) || x < (double)lo || x > (double)hi)
+			return -ERANGE;
+		*out = (uint64_t)(int64_t)x;
+		return 0;
+	}
+	if (json_is_string(v)) {
+		const char *s = json_string_value(v);
+		char *end;
+
+		errno = 0;
+		if (is_unsigned) {
+			unsigned long long x = strtoull(s, &end, 10);
+
+			if (errno || *end || !*s || s[0] == '-' || (hi != INT64_MAX && x > (uint64_t)hi))
+				return -ERANGE;
+			*out = x;
+		} else {
+			long long x = strtoll(s, &end, 10);
+
+			if (errno || *end || !*s || x < lo || x > hi)
+				return -ERANGE;
+			*out = (uint64_t)x;
+		}
+		return 0;
+	}
+	return -EINVAL;
+}
+
+/* One value of field f from v into the element at p. */
+static int
+value_from_json(const ProtobufCFieldDescriptor *f, const json_t *v, void *p, int depth,
+    struct buf *err)
+{
+	uint64_t u = 0;
+	int rc = 0;
+
+	switch (f->type) {
+	case PROTOBUF_C_TYPE_INT32: case PROTOBUF_C_TYPE_SINT32: case PROTOBUF_C_TYPE_SFIXED32:
+		if ((rc = json_int(v, false, INT32_MIN, INT32_MAX, &u)) == 0)
+			*(int32_t *)p = (int32_t)(int64_t)u;
+		break;
+	case PROTOBUF_C_TYPE_UINT32: case PROTOBUF_C_TYPE_FIXED32:
+		if ((rc = json_int(v, true, 0, UINT32_MAX, &u)) == 0)
+			*(uint32_t *)p = (uint32_t)u;
+		break;
+	case PROTOBUF_C_TYPE_INT64: case PROTOBUF_C_TYPE_SINT64: case PROTOBUF_C_TYPE_SFIXED64:
+		if ((rc = json_int(v, false, INT64_MIN, INT64_MAX, &u)) == 0)
+			*(int64_t *)p = (int64_t)u;
+		break;
+	case PROTOBUF_C_TYPE_UINT64: case PROTOBUF_C_TYPE_FIXED64:
+		if ((rc = json_int(v, true, 0, INT64_MAX, &u)) == 0)
+			*(uint64_t *)p = u;
+		break;
+	case PROTOBUF_C_TYPE_FLOAT: case PROTOBUF_C_TYPE_DOUBLE: {
+		double x;
+
+		if (json_is_number(v))
+			x = json_number_value(v);
+		else if (json_is_string(v) && strcmp(json_string_value(v), "NaN") == 0)
+			x = NAN;
+		else if (json_is_string(v) && strcmp(json_string_value(v), "Infinity") == 0)
+			x = INFINITY;
+		else if (json_is_string(v) && strcmp(json_string_value(v), "-Infinity") == 0)
+			x = -INFINITY;
+		else if (json_is_string(v)) {
+			char *end;
+
+			x = strtod(json_string_value(v), &end);
+			if (*end || !*json_string_value(v))
+				rc = -EINVAL;
+		} else
+			rc = -EINVAL;
+		if (rc == 0 && f->type == PROTOBUF_C_TYPE_FLOAT)
+			*(float *)p = (float)x;
+		else if (rc == 0)
+			*(double *)p = x;
+		break;
+	}
+	case PROTOBUF_C_TYPE_BOOL:
+		if (json_is_boolean(v))
+			*(protobuf_c_boolean *)p = json_is_true(v);
+		else
+			rc = -EINVAL;
+		break;
+	case PROTOBUF_C_TYPE_ENUM: {
+		const ProtobufCEnumDescriptor *ed = f->descriptor;
+		const ProtobufCEnumValue *ev = NULL;
+
+		if (json_is_string(v))
+			ev = protobuf_c_enum_descriptor_get_value_by_name(ed, json_string_value(v));
+		else if (json_is_integer(v) && json_integer_value(v) >= INT32_MIN &&
+		    json_integer_value(v) <= INT32_MAX) {
+			*(int32_t *)p = (int32_t)json_integer_value(v);
+			break;
+		}
+		if (ev == NULL) {
+			buf_printf(err, "field %s: no such value of %s", f->name, ed->name);
+			return -EINVAL;
+		}
+		*(int32_t *)p = ev->value;
+		break;
+	}
+	case PROTOBUF_C_TYPE_STRING:
+		if (!json_is_string(v))
+			rc = -EINVAL;
+		else if ((*(char **)p = strdup(json_string_value(v))) == NULL)
+			return -ENOMEM;
+		break;
+	case PROTOBUF_C_TYPE_BYTES:
+		if (!json_is_string(v))
+			rc = -EINVAL;
+		else
+			rc = b64_decode(json_string_value(v), p);
+		break;
+	case PROTOBUF_C_TYPE_MESSAGE: {
+		ProtobufCMessage *sub;
+
+		if (depth >= JSON_MAX_DEPTH) {
+			buf_printf(err, "field %s: messages nested more than %d deep", f->name,
+			    JSON_MAX_DEPTH);
+			return -EINVAL;
+		}
+		if (!json_is_object(v)) {
+			rc = -EINVAL;
+			break;
+		}
+		if ((sub = connect_from_json_depth(f->descriptor, v, depth + 1, err)) == NULL)
+			return -EINVAL;
+		*(ProtobufCMessage **)p = sub;
+		break;
+	}
+	}
+	if (rc == -ENOMEM)
+		return rc;
+	if (rc < 0 && err->len == 0)
+		buf_printf(err, "field %s: value of the wrong type or out of range", f->name);
+	return rc < 0 ? -EINVAL : 0;
+}
+
+/* --- JSON to messages ------------------------------------------------------ */
+
+static ProtobufCMessage *
+connect_from_json_depth(const ProtobufCMessageDescriptor *d, const json_t *j, int depth,
+    struct buf *err)
+{
+	ProtobufCMessage *m;
+	const char *key;
+	json_t *v;
+
+	if (!json_is_object(j)) {
+		buf_printf(err, "%s: expected a JSON object", d->name);
+		return NULL;
+	}
+	if ((m = calloc(1, d->sizeof_message)) == NULL) {
+		buf_adds(err, "out of memory");
+		return NULL;
+	}
+	protobuf_c_message_init(d, m);
+	json_object_foreach((json_t *)j, key, v) {
+		const ProtobufCFieldDescriptor *f = field_by_json(d, key);
+		char *member;
+
+		if (f == NULL || json_is_null(v))
+			continue;	/* unknown fields are ignored, as Connect servers do */
+		member = (char *)m + f->offset;
+		if (f->label == PROTOBUF_C_LABEL_REPEATED) {
+			size_t *n = (size_t *)((char *)m + f->quantifier_offset), i, es;
+			char *arr;
+
+			if (!json_is_array(v)) {
+				buf_printf(err, "field %s: expected an array", f->name);
+				goto bad;
+			}
+			if (json_array_size(v) == 0)
+				continue;
+			es = elem_size(f->type);
+			if ((arr = calloc(json_array_size(v), es)) == NULL) {
+				buf_adds(err, "out of memory");
+				goto bad;
+			}
+			*(void **)member = arr;
+			for (i = 0; i < json_array_size(v); i++) {
+				if (value_from_json(f, json_array_get(v, i), arr + i * es, depth,
+				    err) < 0)
+					goto bad;
+				(*n)++;
+			}
+			continue;
+		}
+		if (f->type == PROTOBUF_C_TYPE_STRING &&
+		    *(char **)member != (const char *)f->default_value &&
+		    *(char **)member != protobuf_c_empty_string)
+			free(*(char **)member);	/* a key given twice */
+		if (f->type == PROTOBUF_C_TYPE_STRING)
+			*(char **)member = NULL;
+		if (f->type == PROTOBUF_C_TYPE_MESSAGE && *(ProtobufCMessage **)member) {
+			protobuf_c_message_free_unpacked(*(ProtobufCMessage **)member, NULL);
+			*(ProtobufCMessage **)member = NULL;
+		}
+		if (value_from_json(f, v, member, depth, err) < 0) {
+			if (f->type == PROTOBUF_C_TYPE_STRING && *(char **)member == NULL)
+				*(char **)member = (char *)protobuf_c_empty_string;
+			goto bad;
+		}
+		if (f->label == PROTOBUF_C_LABEL_OPTIONAL && f->quantifier_offset)
+			*(protobuf_c_boolean *)((char *)m + f->quantifier_offset) = 1;
+	}
+	return m;
+bad:
+	protobuf_c_message_free_unpacked(m, NULL);
+	return NULL;
+}
+
+ProtobufCMessage *
+connect_from_json(const ProtobufCMessageDescriptor *d, const json_t *j, struct buf *err)
+{
+	return connect_from_json_depth(d, j, 0, err);
+}
+
+/* --- messages to JSON ------------------------------------------------------ */
+
+static json_t *
+value_to_json(const ProtobufCFieldDescriptor *f, const void *p)
+{
+	char num[32];
+
+	switch (f->type) {
+	case PROTOBUF_C_TYPE_INT32: case PROTOBUF_C_TYPE_SINT32: case PROTOBUF_C_TYPE_SFIXED32:
+		return json_integer(*(const int32_t *)p);
+	case PROTOBUF_C_TYPE_UINT32: case PROTOBUF_C_TYPE_FIXED32:
+		return json_integer(*(const uint32_t *)p);
+	case PROTOBUF_C_TYPE_INT64: case PROTOBUF_C_TYPE_SINT64: case PROTOBUF_C_TYPE_SFIXED64:
+		snprintf(num, sizeof(num), "%lld", (long long)*(const int64_t *)p);
+		return json_string(num);
+	case PROTOBUF_C_TYPE_UINT64: case PROTOBUF_C_TYPE_FIXED64:
+		snprintf(num, sizeof(num), "%llu", (unsigned long long)*(const uint64_t *)p);
+		return json_string(num);
+	case PROTOBUF_C_TYPE_FLOAT: case PROTOBUF_C_TYPE_DOUBLE: {
+		double x = f->type == PROTOBUF_C_TYPE_FLOAT ? *(const float *)p :
+		    *(const double *)p;
+
+		if (isnan(x))
+			return json_string("NaN");
+		if (isinf(x))
+			return json_string(x > 0 ? "Infinity" : "-Infinity");
+		return json_real(x);
+	}
+	case PROTOBUF_C_TYPE_BOOL:
+		return json_boolean(*(const protobuf_c_boolean *)p);
+	case PROTOBUF_C_TYPE_ENUM: {
+		const ProtobufCEnumValue *ev = protobuf_c_enum_descriptor_get_value(f->descriptor,
+		    *(const int32_t *)p);
+
+		return ev ? json_string(ev->name) : json_integer(*(const int32_t *)p);
+	}
+	case PROTOBUF_C_TYPE_STRING: {
+		const char *s = *(char *const *)p;
+
+		return jsonw_str(s ? s : "");
+	}
+	case PROTOBUF_C_TYPE_BYTES: {
+		const ProtobufCBinaryData *b = p;
+
+		return b64_encode(b->data, b->len);
+	}
+	case PROTOBUF_C_TYPE_MESSAGE:
+		return connect_to_json(*(ProtobufCMessage *const *)p);
+	}
+	return NULL;
+}
+
+/* Whether a singular proto3 field holds its default (left out of JSON). */
+static bool
+is_default(const ProtobufCFieldDescriptor *f, const void *p)
+{
+	switch (elem_size(f->type)) {
+	case 4:
+		if (f->type == PROTOBUF_C_TYPE_FLOAT)
+			return *(const float *)p == 0 && !signbit(*(const float *)p);
+		return *(const uint32_t *)p == 0;
+	case 8:
+		if (f->type == PROTOBUF_C_TYPE_DOUBLE)
+			return *(const double *)p == 0 && !signbit(*(const double *)p);
+		return *(const uint64_t *)p == 0;
+	}
+	if (f->type == PROTOBUF_C_TYPE_STRING)
+		return *(char *const *)p == NULL || **(char *const *)p == '\0';
+	if (f->type == PROTOBUF_C_TYPE_BYTES)
+		return ((const ProtobufCBinaryData *)p)->len == 0;
+	return *(void *const *)p == NULL;
+}
+
+json_t *
+connect_to_json(const ProtobufCMessage *m)
+{
+	const ProtobufCMessageDescriptor *d;
+	json_t *o, *v;
+	char jn[128];
+	unsigned i;
+
+	if (m == NULL || (o = json_object()) == NULL)
+		return NULL;
+	d = m->descriptor;
+	for (i = 0; i < d->n_fields; i++) {
+		const ProtobufCFieldDescriptor *f = &d->fields[i];
+		const char *member = (const char *)m + f->offset;
+
+		json_name(f->name, jn, sizeof(jn));
+		if (f->label == PROTOBUF_C_LABEL_REPEATED) {
+			size_t n = *(const size_t *)((const char *)m + f->quantifier_offset), k;
+			const char *arr = *(char *const *)member;
+			size_t es = elem_size(f->type);
+
+			if (n == 0)
+				continue;
+			if ((v = json_array()) == NULL)
+				goto oom;
+			for (k = 0; k < n; k++)
+				if (json_array_append_new(v, value_to_json(f, arr + k * es)) < 0) {
+					json_decref(v);
+					goto oom;
+				}
+		} else {
+			if (f->label == PROTOBUF_C_LABEL_OPTIONAL && f->quantifier_offset &&
+			    !*(const protobuf_c_boolean *)((const char *)m + f->quantifier_offset))
+				continue;
+			if (f->label != PROTOBUF_C_LABEL_OPTIONAL && is_default(f, member))
+				continue;
+			if ((v = value_to_json(f, member)) == NULL)
+				goto oom;
+		}
+		if (json_object_set_new(o, jn, v) < 0)
+			goto oom;
+	}
+	return o;
+oom:
+	json_decref(o);
+	return NULL;
+}
+
+/* --- calls ---------------------------------------------------------------- */
+
+int
+connect_decode(struct http_req *r, const ProtobufCMessageDescriptor *d, ProtobufCMessage **out)
+{
+	const char *ct = http_header(r, MHD_HTTP_HEADER_CONTENT_TYPE);
+	const char *ce = http_header(r, MHD_HTTP_HEADER_CONTENT_ENCODING);
+	struct buf plain = { 0 }, err = { 0 };
+	const void *body = r->body.data;
+	size_t len = r->body.len;
+	json_error_t jerr;
+	json_t *doc;
+	int rc = 0;
+
+	*out = NULL;
+	if (ct == NULL || (strncasecmp(ct, "application/proto", 17) != 0 &&
+	    strncasecmp(ct, "application/json", 16) != 0)) {
+		http_add_header(r, "Accept-Post", "application/json, application/proto");
+		http_reply_error(r, 415, "Content-Type %s is not served: send application/proto or "
+		    "application/json (the Connect protocol)", ct ? ct : "(none)");
+		return -EINVAL;
+	}
+	if (ce && strcasecmp(ce, "identity") != 0) {
+		if (strcasecmp(ce, "gzip") != 0) {
+			http_add_header(r, "Accept-Encoding", "gzip");
+			http_reply_error(r, 501, "Content-Encoding %s is not served (gzip or none)", ce);
+			return -EINVAL;
+		}
+		if (profile_gunzip(body, len, &plain, &err) < 0 || plain.len > CONNECT_MAX_DECODED) {
+			http_reply_error(r, 400, "bad gzip body: %s", err.data ? err.data :
+			    "over the limit once gunzipped");
+			buf_free(&plain);
+			buf_free(&err);
+			return -EINVAL;
+		}
+		body = plain.data;
+		len = plain.len;
+	}
+	if (connect_is_json(r)) {
+		doc = json_loadb(len ? body : "{}", len ? len : 2, 0, &jerr);
+		if (doc == NULL) {
+			http_reply_error(r, 400, "malformed JSON body: %s (line %d)", jerr.text,
+			    jerr.line);
+			rc = -EINVAL;
+		} else if ((*out = connect_from_json(d, doc, &err)) == NULL) {
+			http_reply_error(r, 400, "bad %s: %s", d->name, err.data ? err.data : "");
+			rc = -EINVAL;
+		}
+		json_decref(doc);
+	} else if ((*out = protobuf_c_message_unpack(d, NULL, len, body)) == NULL) {
+		http_reply_error(r, 400, "malformed %s in the protobuf body", d->name);
+		rc = -EINVAL;
+	}
+	buf_free(&plain);
+	buf_free(&err);
+	return rc;
+}
+
+static void
+reply_json(struct http_req *r, json_t *doc)
+{
+	struct buf b = { 0 };
+
+	if (doc == NULL || jsonw_dump(&b, doc, JSON_COMPACT) < 0) {
+		json_decref(doc);
+		buf_free(&b);
+		http_reply_error(r, 500, "out of memory for the reply");
+		return;
+	}
+	json_decref(doc);
+	http_reply(r, 200, "application/json", &b, NULL);
+}
+
+void
+connect_reply(struct http_req *r, const ProtobufCMessage *m)
+{
+	struct buf b = { 0 };
+	size_t n;
+
+	if (connect_is_json(r)) {
+		reply_json(r, connect_to_json(m));
+		return;
+	}
+	n = protobuf_c_message_get_packed_size(m);
+	if (buf_reserve(&b, n + 1) < 0) {
+		http_reply_error(r, 500, "out of memory for the reply");
+		return;
+	}
+	b.len = protobuf_c_message_pack(m, (uint8_t *)b.data);
+	http_reply(r, 200, "application/proto", &b, NULL);
+}
+
+void
+connect_reply_packed(struct http_req *r, const ProtobufCMessageDescriptor *d, struct buf *body)
+{
+	ProtobufCMessage *m;
+
+	if (!connect_is_json(r)) {
+		http_reply(r, 200, "application/proto", body, NULL);
+		return;
+	}
+	m = protobuf_c_message_unpack(d, NULL, body->len, (const uint8_t *)body->data);
+	buf_free(body);
+	if (m == NULL) {
+		http_reply_error(r, 500, "the reply does not decode as %s", d->name);
+		return;
+	}
+	reply_json(r, connect_to_json(m));
+	protobuf_c_message_free_unpacked(m, NULL);
+}
