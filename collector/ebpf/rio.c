@@ -83,13 +83,16 @@ rio_fd_remote(int fd)
 pid_t
 rio_path_pid(const char *path)
 {
-	unsigned pid;
-	int end = 0;
+	unsigned long long pid = 0;
+	const char *c;
 
-	if (sscanf(path, "/proc/%u/%n", &pid, &end) == 1 && end > 0 && pid > 0 &&
-	    pid <= INT_MAX)
-		return (pid_t)pid;
-	return 0;
+	if (strncmp(path, "/proc/", 6) != 0)
+		return 0;
+	for (c = path + 6; *c >= '0' && *c <= '9' && pid <= INT_MAX; c++)
+		pid = pid * 10 + (unsigned)(*c - '0');
+	if (c == path + 6 || *c != '/' || pid == 0 || pid > INT_MAX)
+		return 0;
+	return (pid_t)pid;
 }
 
 /* Whether path is a file everyone may read in directories everyone may search. */
