@@ -24,7 +24,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
-#define RIO_DEADLINE_NS		(1000LL * 1000000)	/* of one open */
+#define RIO_DEADLINE_NS		(2000LL * 1000000)	/* of one open */
 #define RIO_MAX_STUCK		4	/* abandoned workers before opens stop */
 
 /* rio_open's how */

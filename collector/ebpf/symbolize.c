@@ -822,8 +822,9 @@ debuglink_ok(const char *link)
 
 /*
  * Debug files are looked for as the process's owner would: in its root
- * (/proc/PID/root), with its credentials (owner.h) on a worker with a
- * deadline (rio.h: the path may cross a mount that never answers), so that a name a process controls (its build id, its .gnu_debuglink, the
+ * (/proc/PID/root), with its credentials (owner.h), on a worker with a
+ * deadline (rio.h: the path may cross a mount that never answers), so that
+ * a name a process controls (its build id, its .gnu_debuglink, the
  * directories its mount namespace shows) never opens a file its owner could
  * not read. Where the credentials cannot be taken (the daemon runs as a
  * user without CAP_SETUID), only a file everyone may read, in a directory

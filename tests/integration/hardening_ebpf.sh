@@ -125,13 +125,13 @@ fi
 h=$(curl -s -w ' %{http_code}' "http://127.0.0.1:$PORT/healthz")
 case "$h" in *"ebpf: ok"*200) ok "hebpf-stall-healthz";; *) fail "hebpf-stall-healthz" "$h";; esac
 stop_within "hebpf-stall-stop" 15
-kill -9 $PYPID 2>/dev/null; wait $PYPID 2>/dev/null
+kill -9 $PYPID 2>/dev/null
 
 # --- paths that cross a mount no one serves: the sampler goes on ------------
 # A JIT-like process whose /tmp is the stopped mount (the sampler looks for its
 # perf map there), and a stripped binary whose .gnu_debuglink leads into it (the
-# mount on the .debug directory next to it). Their opens are abandoned after a
-# second; periods go on, /healthz stays ok, the binary's frames stay unnamed,
+# mount on the .debug directory next to it). Their opens are abandoned after two
+# seconds; periods go on, /healthz stays ok, the binary's frames stay unnamed,
 # and SIGTERM stops the daemon.
 D="$TMP/dlstall"
 mkdir -p "$D/.debug"
