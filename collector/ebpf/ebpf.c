@@ -12,7 +12,8 @@
  * each period and to the profilefs_ebpf_* metrics. A watchdog thread tells
  * a sampler that completes no period (stuck in the kernel on something a
  * process put in its way) to the log, the metrics and /healthz; the
- * sampler's reads of other processes' memory have a deadline (memread.c).
+ * sampler's reads of other processes' memory have a deadline (memread.c),
+ * and so have its opens of files by their paths (rio.c).
  */
 #include <errno.h>
 #include <linux/capability.h>
@@ -39,6 +40,7 @@
 #include "pprof.h"
 #include "store.h"
 #include "memread.h"
+#include "rio.h"
 #include "proctab.h"
 #include "python.h"
 #include "symbolize.h"
@@ -771,6 +773,7 @@ flush(struct ebpf_sampler *e)
 	metrics_observe("profilefs_ebpf_flush_seconds", NULL,
 	    (double)(clock_mono_ns() - t0) / 1e9);
 	metrics_set("profilefs_ebpf_memory_reads_stalled", NULL, (double)ps.mem_stalls);
+	metrics_set("profilefs_ebpf_file_opens_stalled", NULL, (double)rio_stalls());
 	atomic_store(&e->period_done, clock_mono_ns());
 	summary(e, d[PROF_CNT_SAMPLES], samples, profiles,
 	    d[PROF_CNT_DROP_RINGBUF] + d[PROF_CNT_DROP_EVENT], t0);
@@ -873,7 +876,7 @@ watchdog_main(void *arg)
 bool
 ebpf_threads_left(void)
 {
-	return abandoned_sampler != NULL || memread_stuck_now() > 0;
+	return abandoned_sampler != NULL || memread_stuck_now() > 0 || rio_stuck_now() > 0;
 }
 
 bool
@@ -970,6 +973,8 @@ describe_metrics(void)
 	    "Off-CPU waits stored in eBPF offcpu profiles (--ebpf-offcpu).");
 	metrics_describe("profilefs_ebpf_offcpu_profiles_total", "counter",
 	    "eBPF offcpu profiles stored (one per service per period).");
+	metrics_describe("profilefs_ebpf_file_opens_stalled", "gauge",
+	    "Opens of a process's files abandoned since start (its files are opened no more).");
 	metrics_describe("profilefs_ebpf_flush_seconds", "histogram",
 	    "Time to build and store one period's profiles.");
 }

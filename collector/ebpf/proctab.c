@@ -39,6 +39,7 @@
 #include "pprof.h"
 #include "store.h"
 #include "proctab.h"
+#include "rio.h"
 #include "runtime.h"
 
 #define NBUCKETS	4096
@@ -136,15 +137,19 @@ proc_ids(struct proc *p)
 static void
 jvm_tidy(struct proc *p)
 {
-	char name[32];
+	char name[32], path[96];
 	struct stat st;
+	int fd;
 
 	if (p->jvm_tmp <= 0 || p->jvm_asked == 0 || !p->perfmap_ours)
 		return;
+	/* Looked at off this thread: the name may be a mount point that never answers. */
+	snprintf(path, sizeof(path), "/proc/self/fd/%d/perf-%u.map", p->jvm_tmp, p->nspid);
+	if ((fd = rio_open(rio_self(), (pid_t)p->pid, path, 0, 0, &st)) < 0)
+		return;
+	close(fd);
 	snprintf(name, sizeof(name), "perf-%u.map", p->nspid);
-	if (fstatat(p->jvm_tmp, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-	    S_ISREG(st.st_mode) && st.st_uid == p->uid && st.st_nlink == 1 &&
-	    unlinkat(p->jvm_tmp, name, 0) == 0)
+	if (st.st_uid == p->uid && st.st_nlink == 1 && unlinkat(p->jvm_tmp, name, 0) == 0)
 		log_debug("ebpf: jvm %u exited: removed the perf map it wrote for us", p->pid);
 }
 
@@ -908,6 +913,31 @@ proctab_mapping(struct proc *p, size_t i, struct proc_mapping *m)
 }
 
 int
+proctab_open_mapping(const struct proc_mapping *m)
+{
+	const char *by_name[2] = { m->alt_path, m->alt_path[0] ? m->name : "" };
+	pid_t pid = rio_path_pid(m->open_path);
+	struct stat st;
+	size_t i;
+	int fd, rc;
+
+	if ((rc = fd = rio_open(rio_self(), pid, m->open_path, RIO_FOLLOW, 0, NULL)) >= 0)
+		return fd;
+	for (i = 0; i < 2 && rc != -ETIMEDOUT; i++) {
+		if (by_name[i] == NULL || by_name[i][0] != '/')
+			continue;
+		if ((rc = fd = rio_open(rio_self(), i == 0 ? pid : 0, by_name[i], RIO_FOLLOW, 0,
+		    &st)) < 0)
+			continue;
+		if ((uint64_t)st.st_dev == m->dev && (uint64_t)st.st_ino == m->ino)
+			return fd;
+		close(fd);
+		rc = -ESTALE;
+	}
+	return rc;
+}
+
+int
 proctab_exe_mapping(struct proc *p, struct frame *f)
 {
 	size_t k;
@@ -977,16 +1007,25 @@ perfmap_name(struct proc *p, uint64_t addr)
 	if (!p->gone && now - p->perfmap_checked >= every) {
 		char path[96];
 		struct stat st, ps;
+		int fd;
 
 		p->perfmap_checked = now;
 		snprintf(path, sizeof(path), "/proc/%u", p->pid);
 		if (stat(path, &ps) < 0)	/* its owner: who may write its perf map */
 			ps.st_uid = 0;
 		proc_ids(p);
+		/*
+		 * Opened off this thread (rio.h): the process may have put a
+		 * mount that never answers on its /tmp. Then read here, on a
+		 * local filesystem.
+		 */
 		snprintf(path, sizeof(path), "/proc/%u/root/tmp/perf-%u.map", p->pid, p->nspid);
-		if (stat(path, &st) == 0 && (st.st_mtim.tv_sec * 1000000000LL +
-		    st.st_mtim.tv_nsec != p->perfmap_mtime || st.st_size != p->perfmap_size)) {
-			struct perfmap *m = perfmap_load(path, ps.st_uid);
+		fd = rio_open(rio_self(), (pid_t)p->pid, path, 0, PERFMAP_MAX_BYTES, &st);
+		if (fd >= 0 && st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec ==
+		    p->perfmap_mtime && st.st_size == p->perfmap_size) {
+			close(fd);
+		} else if (fd >= 0) {
+			struct perfmap *m = perfmap_load_fd(fd, ps.st_uid);
 
 			if (m) {
 				/*
@@ -1036,12 +1075,15 @@ jvm_ask(struct proctab *pt, struct proc *p)
 	 * the JVM's answer cannot be taken for a map that was there.
 	 */
 	if (p->jvm_asked == 0 && p->jvm_tmp > 0) {
-		char name[32];
-		struct stat st;
+		char path[96];
+		int fd;
 
-		snprintf(name, sizeof(name), "perf-%u.map", p->nspid);
-		p->perfmap_ours = fstatat(p->jvm_tmp, name, &st, AT_SYMLINK_NOFOLLOW) < 0 &&
-		    errno == ENOENT && !jvm_dumps_map(p->pid);
+		/* Off this thread: the name may be a mount point that never answers. */
+		snprintf(path, sizeof(path), "/proc/self/fd/%d/perf-%u.map", p->jvm_tmp, p->nspid);
+		fd = rio_open(rio_self(), (pid_t)p->pid, path, 0, 0, NULL);
+		if (fd >= 0)
+			close(fd);
+		p->perfmap_ours = fd == -ENOENT && !jvm_dumps_map(p->pid);
 	}
 	if (!runtime_attach_request(pt->attach, (pid_t)p->pid, (pid_t)p->nspid, p->uid))
 		return;

@@ -114,6 +114,14 @@ void		 proctab_resolve(struct proctab *pt, struct proc *p, uint64_t addr,
  */
 int		 proctab_mapping(struct proc *p, size_t i, struct proc_mapping *m);
 /*
+ * Open m's file for reading: through the mapping (deleted files, other mount
+ * namespaces), else by name in the process's root, else by name in ours (the
+ * process may be gone), the latter two only if they are the mapping's own
+ * file (device and inode). Off this thread with a deadline and only on a
+ * local filesystem (rio.h). The descriptor (the caller's), or -errno.
+ */
+int		 proctab_open_mapping(const struct proc_mapping *m);
+/*
  * The first executable mapping of p's executable (p->exe) as a frame's
  * mapping fields (file, build_id, start, limit, offset); -ENOENT if p's maps
  * hold none. f's strings are valid until p's maps are read again.

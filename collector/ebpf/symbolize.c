@@ -29,7 +29,7 @@
 #include "debuginfod.h"
 #include "pprof.h"
 #include "store.h"
-#include "owner.h"
+#include "rio.h"
 #include "symbolize.h"
 
 #define ELF_MAX_SYMS	(4u << 20)	/* per object, against corrupt tables */
@@ -787,14 +787,18 @@ symbolize_open(const char *path, bool follow, off_t max_size)
 	return fd;
 }
 
-/* read_elf_image of the file open at fd, which it closes. */
+/*
+ * The ELF file open on fd (the caller's, left open). A file keeps a
+ * duplicate of fd for its DWARF.
+ */
 static int
-read_elf_fd(int fd, struct elfobj *o, bool debug_file, bool *has_symtab,
-    char *debuglink, size_t dlsize)
+read_elf_fd(int fd, struct elfobj *o, bool debug_file, bool *has_symtab, char *debuglink,
+    size_t dlsize)
 {
 	Elf *e;
 	int rc;
 
+	*has_symtab = false;
 	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	o->debug_info = false;
 	rc = read_elf_image(e, o, debug_file, has_symtab, debuglink, dlsize);
@@ -804,21 +808,7 @@ read_elf_fd(int fd, struct elfobj *o, bool debug_file, bool *has_symtab,
 		dwarf_fds++;
 	if (e)
 		elf_end(e);
-	close(fd);
 	return rc;
-}
-
-static int
-read_elf(const char *path, struct elfobj *o, bool debug_file, bool *has_symtab,
-    char *debuglink, size_t dlsize)
-{
-	int fd;
-
-	*has_symtab = false;
-	/* A mapped file comes through /proc/PID/map_files (a link to follow); debug files never. */
-	if ((fd = symbolize_open(path, !debug_file, 0)) < 0)
-		return fd;
-	return read_elf_fd(fd, o, debug_file, has_symtab, debuglink, dlsize);
 }
 
 /*
@@ -840,45 +830,32 @@ debuglink_ok(const char *link)
 
 /*
  * Debug files are looked for as the process's owner would: in its root
- * (/proc/PID/root), with its credentials on the calling thread (owner.h),
- * so that a name a process controls (its build id, its .gnu_debuglink, the
+ * (/proc/PID/root), with its credentials (owner.h), on a worker with a
+ * deadline (rio.h: the path may cross a mount that never answers), so that
+ * a name a process controls (its build id, its .gnu_debuglink, the
  * directories its mount namespace shows) never opens a file its owner could
  * not read. Where the credentials cannot be taken (the daemon runs as a
  * user without CAP_SETUID), only a file everyone may read, in a directory
  * everyone may search, is used.
  */
 
-/* Whether path is a file everyone may read in a directory everyone may search. */
-static bool
-public_file(const char *path)
-{
-	char dir[PATH_MAX], *slash;
-	struct stat st;
-
-	if (lstat(path, &st) < 0 || !S_ISREG(st.st_mode) || !(st.st_mode & S_IROTH))
-		return false;
-	snprintf(dir, sizeof(dir), "%s", path);
-	while ((slash = strrchr(dir, '/')) != NULL && slash != dir) {
-		*slash = '\0';
-		if (stat(dir, &st) < 0 || !(st.st_mode & S_IXOTH))
-			return false;
-		if (strcmp(dir, "/proc") == 0)
-			break;	/* /proc/PID/root: the process's own root, not ours */
-	}
-	return true;
-}
-
-/* Read the debug file at path if the process's owner could: 0 when it had a symtab. */
+/*
+ * Read the debug file at path if the process's owner (pid's; 0: none, the
+ * root is the caller's) could, opened off this thread (rio.h): 0 when it
+ * had a symtab.
+ */
 static int
-try_debug_file(struct elfobj *o, const char *path, const struct owner *w)
+try_debug_file(struct elfobj *o, const char *path, pid_t pid)
 {
 	bool has;
+	int fd, rc;
 
-	if (w->public_only && !public_file(path))
-		return -EACCES;
-	if (access(path, R_OK) != 0 || read_elf(path, o, true, &has, NULL, 0) != 0 || !has)
-		return -ENOENT;
-	return 0;
+	fd = rio_open(rio_self(), pid, path, pid > 0 ? RIO_AS_OWNER | RIO_PUBLIC : 0, 0, NULL);
+	if (fd < 0)
+		return fd == -EACCES ? fd : -ENOENT;
+	rc = read_elf_fd(fd, o, true, &has, NULL, 0);
+	close(fd);
+	return rc == 0 && has ? 0 : -ENOENT;
 }
 
 /*
@@ -890,29 +867,24 @@ static bool
 read_debug_file(struct elfobj *o, const char *root, const char *name, const char *link)
 {
 	char path[PATH_MAX], dir[PATH_MAX];
-	struct owner w;
-	unsigned pid;
+	unsigned pid = 0;
 	int d, end = 0;
-	bool found = false;
 
 	if (root == NULL || root[0] == '\0')
 		return false;
-	memset(&w, 0, sizeof(w));
-	if (sscanf(root, "/proc/%u/root%n", &pid, &end) == 1 && root[end] == '\0' &&
-	    owner_begin(&w, pid) < 0)
-		return false;
+	if (!(sscanf(root, "/proc/%u/root%n", &pid, &end) == 1 && root[end] == '\0' &&
+	    pid > 0 && pid <= INT_MAX))
+		pid = 0;
 	if (root[0] == '/' && root[1] == '\0')
 		root = "";
 	if (o->build_id[0] && strlen(o->build_id) > 2) {
 		snprintf(path, sizeof(path), "%s/usr/lib/debug/.build-id/%.2s/%s.debug",
 		    root, o->build_id, o->build_id + 2);
-		if (try_debug_file(o, path, &w) == 0) {
-			found = true;
-			goto out;
-		}
+		if (try_debug_file(o, path, (pid_t)pid) == 0)
+			return true;
 	}
 	if (!debuglink_ok(link) || name == NULL || name[0] != '/')
-		goto out;
+		return false;
 	snprintf(dir, sizeof(dir), "%s", name);
 	*strrchr(dir, '/') = '\0';
 	for (d = 0; d < 3; d++) {
@@ -922,14 +894,10 @@ read_debug_file(struct elfobj *o, const char *root, const char *name, const char
 		snprintf(path, sizeof(path), fmt[d], root, dir, link);
 		if (strcmp(path + strlen(root), name) == 0)
 			continue;	/* the file itself */
-		if (try_debug_file(o, path, &w) == 0) {
-			found = true;
-			goto out;
-		}
+		if (try_debug_file(o, path, (pid_t)pid) == 0)
+			return true;
 	}
-out:
-	owner_end(&w);
-	return found;
+	return false;
 }
 
 /*
@@ -952,6 +920,7 @@ read_debuginfod(struct symbolizer *s, struct elfobj *o, bool request)
 	case DBGINFOD_READY:
 		if (read_elf_fd(fd, o, true, &has, NULL, 0) < 0)
 			has = false;
+		close(fd);
 		break;
 	case DBGINFOD_PENDING:
 		o->dbg_wait = true;
@@ -1009,6 +978,30 @@ grow(struct symbolizer *s)
 	return 0;
 }
 
+/*
+ * Open a mapped file by path, off this thread when the path is a process's
+ * (rio.h). By name in a process's root (/proc/PID/root/...), only the
+ * mapping's own file (dev, ino): the name may have been replaced since.
+ */
+static int
+open_mapped(const char *path, uint64_t dev, uint64_t ino)
+{
+	pid_t pid = rio_path_pid(path);
+	struct stat st;
+	int fd, end = 0;
+
+	if (pid == 0)
+		return symbolize_open(path, true, 0);
+	if ((fd = rio_open(rio_self(), pid, path, RIO_FOLLOW, 0, &st)) < 0)
+		return fd;
+	(void)sscanf(path, "/proc/%*u/root/%n", &end);
+	if (end > 0 && ((uint64_t)st.st_dev != dev || (uint64_t)st.st_ino != ino)) {
+		close(fd);
+		return -ESTALE;
+	}
+	return fd;
+}
+
 struct elfobj *
 symbolize_elf(struct symbolizer *s, uint64_t dev, uint64_t ino, const char *path,
     const char *root, const char *name)
@@ -1035,11 +1028,19 @@ symbolize_elf(struct symbolizer *s, uint64_t dev, uint64_t ino, const char *path
 	o->dev = dev;
 	o->ino = ino;
 	o->used = (time_t)(clock_mono_ns() / 1000000000);
-	rc = read_elf(path, o, false, &has_symtab, link, sizeof(link));
-	if (rc == -ENOENT || rc == -EACCES || rc == -EPERM || rc == -ESRCH) {
+	rc = open_mapped(path, dev, ino);
+	if (rc >= 0) {
+		int fd = rc;
+
+		rc = read_elf_fd(fd, o, false, &has_symtab, link, sizeof(link));
+		close(fd);
+	}
+	if (rc == -ENOENT || rc == -EACCES || rc == -EPERM || rc == -ESRCH || rc == -ETIMEDOUT ||
+	    rc == -EREMOTE || rc == -ESTALE) {
 		/*
 		 * The process may be gone, or this path not open to us (map_files
-		 * needs CAP_SYS_ADMIN) while another is: remember nothing.
+		 * needs CAP_SYS_ADMIN, a mount that does not answer, another file
+		 * by that name now) while another is: remember nothing.
 		 */
 		elfobj_free(o);
 		return NULL;
@@ -1412,15 +1413,6 @@ pm_cmp(const void *a, const void *b)
 struct perfmap *
 perfmap_load(const char *path, uid_t owner)
 {
-#define PERFMAP_MAX_BYTES	(64 << 20)
-	struct perfmap *m;
-	char *line = NULL;
-	size_t lcap = 0, cap = 0;
-	ssize_t len;
-	uint32_t seq = 0;
-	FILE *f;
-
-	struct stat st;
 	int fd;
 
 	/*
@@ -1430,9 +1422,23 @@ perfmap_load(const char *path, uid_t owner)
 	 */
 	if ((fd = symbolize_open(path, false, PERFMAP_MAX_BYTES)) < 0)
 		return NULL;
-	/* Only the process's own user (or root) may name its code. */
-	if (fstat(fd, &st) < 0 || (st.st_uid != owner && st.st_uid != 0) ||
-	    (f = fdopen(fd, "r")) == NULL) {
+	return perfmap_load_fd(fd, owner);
+}
+
+struct perfmap *
+perfmap_load_fd(int fd, uid_t owner)
+{
+	struct perfmap *m;
+	char *line = NULL;
+	size_t lcap = 0, cap = 0;
+	ssize_t len;
+	uint32_t seq = 0;
+	FILE *f;
+	struct stat st;
+
+	/* Only the process's own user (or root) may name its code; a bounded size. */
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > PERFMAP_MAX_BYTES ||
+	    (st.st_uid != owner && st.st_uid != 0) || (f = fdopen(fd, "r")) == NULL) {
 		close(fd);
 		return NULL;
 	}

@@ -109,8 +109,11 @@ bool		 symbolize_kernel_ok(struct symbolizer *s);
  * latest line covering an address wins. Owned by the caller.
  */
 struct perfmap;
+#define PERFMAP_MAX_BYTES	(64 << 20)
 /* Read path; NULL if it cannot be read. */
 struct perfmap	*perfmap_load(const char *path, uid_t owner);
+/* The same from fd, which it takes (closed in any case). */
+struct perfmap	*perfmap_load_fd(int fd, uid_t owner);
 void		 perfmap_free(struct perfmap *m);
 const char	*perfmap_lookup(const struct perfmap *m, uint64_t addr);
 

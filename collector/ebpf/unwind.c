@@ -279,39 +279,13 @@ make_room(struct unwinder *u, uint32_t n, uint32_t *off)
 	return 0;
 }
 
-static bool
-same_file(int fd, uint64_t dev, uint64_t ino)
-{
-	struct stat st;
-
-	return fstat(fd, &st) == 0 && (uint64_t)st.st_ino == ino && (uint64_t)st.st_dev == dev;
-}
-
-/*
- * Open m's file: through the mapping (works for deleted files and other mount
- * namespaces), else by name in the process's root, else by name in ours (the
- * process may be gone already), the latter two only if they are the same
- * inode. -1 if none can be opened now.
- */
+/* Open m's file (proctab_open_mapping); -1 if none can be opened now. */
 static int
 open_mapped(const struct proc_mapping *m)
 {
-	int fd;
+	int fd = proctab_open_mapping(m);
 
-	if ((fd = open(m->open_path, O_RDONLY | O_CLOEXEC)) >= 0)
-		return fd;
-	if (m->alt_path[0] && (fd = open(m->alt_path, O_RDONLY | O_CLOEXEC)) >= 0) {
-		if (same_file(fd, m->dev, m->ino))
-			return fd;
-		close(fd);
-	}
-	if (m->alt_path[0] && m->name[0] == '/' &&
-	    (fd = open(m->name, O_RDONLY | O_CLOEXEC)) >= 0) {
-		if (same_file(fd, m->dev, m->ino))
-			return fd;
-		close(fd);
-	}
-	return -1;
+	return fd < 0 ? -1 : fd;
 }
 
 /* --- the build thread ----------------------------------------------------- */

@@ -2,9 +2,10 @@
 # The root sampler against hostile processes, as a review did it:
 # - a Python frame whose code object lies in a file on a FUSE mount whose
 #   server never answers (a second profilefs mount, stopped): periods go
-#   on, /healthz stays ok, SIGTERM stops the daemon; a sampler that does
-#   stall (a JIT process whose /tmp is that mount) shows in /healthz and
-#   /metrics, and SIGTERM still stops the daemon within seconds;
+#   on, /healthz stays ok, SIGTERM stops the daemon;
+# - a JIT process whose /tmp is that mount, and a stripped binary whose
+#   .gnu_debuglink leads into it: the opens are abandoned, periods go on,
+#   /healthz stays ok, the binary's frames stay unnamed, SIGTERM stops;
 # - a Python function of 48,000 lines recursing 90 deep: periods at their
 #   rate, its function names in the profile (the daemon's CPU is printed);
 # - a "java" of nobody in a user and mount namespace with /etc bound on its
@@ -17,7 +18,7 @@
 set -u
 . "$(dirname "$0")/../lib.sh"
 
-NAMES="hebpf-build hebpf-java-etc hebpf-java-tried hebpf-debuglink-sampled hebpf-debuglink-tree hebpf-debuglink-api hebpf-debuglink-control hebpf-longname-rss hebpf-longname-cut hebpf-bigfunc-periods hebpf-bigfunc-named hebpf-stall-periods hebpf-stall-read hebpf-stall-healthz hebpf-stall-stop hebpf-watchdog-healthz hebpf-watchdog-metrics hebpf-watchdog-stop"
+NAMES="hebpf-build hebpf-java-etc hebpf-java-tried hebpf-debuglink-sampled hebpf-debuglink-tree hebpf-debuglink-api hebpf-debuglink-control hebpf-longname-rss hebpf-longname-cut hebpf-bigfunc-periods hebpf-bigfunc-named hebpf-stall-periods hebpf-stall-read hebpf-stall-healthz hebpf-stall-stop hebpf-openstall-opens hebpf-openstall-periods hebpf-openstall-healthz hebpf-openstall-metrics hebpf-openstall-unnamed hebpf-openstall-stop"
 skip_all() { for n in $NAMES; do echo "ok - $n # SKIP $1"; done; exit 0; }
 [ "$(id -u)" -eq 0 ] || skip_all "needs root"
 [ -r /sys/kernel/btf/vmlinux ] || skip_all "kernel has no BTF"
@@ -126,9 +127,20 @@ case "$h" in *"ebpf: ok"*200) ok "hebpf-stall-healthz";; *) fail "hebpf-stall-he
 stop_within "hebpf-stall-stop" 15
 kill -9 $PYPID 2>/dev/null
 
-# --- a sampler that does stall: the watchdog ----------------------------------
-# A JIT-like process whose /tmp is the stopped mount: the sampler looks for its
-# perf map there and waits. /healthz and /metrics must say so; SIGTERM stops.
+# --- paths that cross a mount no one serves: the sampler goes on ------------
+# A JIT-like process whose /tmp is the stopped mount (the sampler looks for its
+# perf map there), and a stripped binary whose .gnu_debuglink leads into it (the
+# mount on the .debug directory next to it). Their opens are abandoned after two
+# seconds; periods go on, /healthz stays ok, the binary's frames stay unnamed,
+# and SIGTERM stops the daemon.
+D="$TMP/dlstall"
+mkdir -p "$D/.debug"
+if ! { cc -O1 -g -fno-omit-frame-pointer -o "$TMP/dlstall.full" "$SRC/secret.c" &&
+       objcopy --only-keep-debug "$TMP/dlstall.full" "$TMP/dlstall.debug" &&
+       cp "$TMP/dlstall.full" "$D/dlstall" && strip --strip-all "$D/dlstall" &&
+       (cd "$TMP" && objcopy --add-gnu-debuglink=dlstall.debug "$D/dlstall"); }; then
+  fail "hebpf-openstall-build"; pf_done; exit 1
+fi
 PORT=$(free_port)
 pf_start -v --ebpf=99 --ebpf-period 1 --http "127.0.0.1:$PORT" ||
   { fail "daemon start (2)"; pf_done; exit 1; }
@@ -137,32 +149,47 @@ unshare -m --propagation private sh -c \
   "mount --bind '$TMP/stuck2/mnt' /tmp && exec python3.11 '$SRC/jitspin.py'" &
 JPID=$!
 PIDS="$PIDS $JPID"
+# The binary waits (off CPU, so not looked at yet) until the server is stopped.
+coproc DL { exec unshare -m --propagation private sh -c \
+  "mount --bind '$TMP/stuck2/mnt' '$D/.debug' && echo ready && read go && exec '$D/dlstall' 40"; }
+DPID=$DL_PID
+PIDS="$PIDS $DPID"
+read -r -t 10 line <&"${DL[0]}"
 sleep 1
 kill -STOP "$STUCK_PID"
 STOPPED="$STOPPED $STUCK_PID"
-h=""
+echo go >&"${DL[1]}"
 for i in $(seq 1 120); do
-  h=$(curl -s -m 5 -w ' %{http_code}' "http://127.0.0.1:$PORT/healthz")
-  case "$h" in *stalled*503) break;; esac
+  grep -q "for pid $JPID did not end" "$TMP/daemon.log" &&
+    grep -q "for pid $DPID did not end" "$TMP/daemon.log" && break
   sleep 0.5
 done
-case "$h" in
-  *stalled*503) ok "hebpf-watchdog-healthz";;
-  *) fail "hebpf-watchdog-healthz" "$h (the sampler did not stall, or /healthz did not tell)";;
-esac
-for i in $(seq 1 10); do
-  m=$(curl -s -m 5 "http://127.0.0.1:$PORT/metrics")
-  echo "$m" | grep -q '^profilefs_ebpf_sampler_stalled 1' && break
-  sleep 0.5
-done
-if echo "$m" | grep -q '^profilefs_ebpf_sampler_stalled 1' &&
-   echo "$m" | grep -q '^profilefs_ebpf_last_period_age_seconds'; then
-  ok "hebpf-watchdog-metrics"
+m=$(curl -s -m 5 "http://127.0.0.1:$PORT/metrics" | awk '$1 == "profilefs_ebpf_file_opens_stalled" {print $2}')
+if grep -q "perf-[0-9]*.map for pid $JPID did not end" "$TMP/daemon.log" &&
+   grep -q "dlstall.debug for pid $DPID did not end" "$TMP/daemon.log"; then
+  ok "hebpf-openstall-opens (metric ${m:-none})"
 else
-  fail "hebpf-watchdog-metrics" "$(echo "$m" | grep -E 'sampler_stalled|last_period_age')"
+  fail "hebpf-openstall-opens" "$(grep 'did not end' "$TMP/daemon.log" | head -3)"
 fi
-stop_within "hebpf-watchdog-stop" 20
-kill -9 $JPID 2>/dev/null
+n0=$(periods)
+if wait_periods "$n0" 5; then ok "hebpf-openstall-periods ($(($(periods) - n0)) periods logged after)"
+else fail "hebpf-openstall-periods" "$(($(periods) - n0)) periods in 60 s"; fi
+h=$(curl -s -m 5 -w ' %{http_code}' "http://127.0.0.1:$PORT/healthz")
+case "$h" in *"ebpf: ok"*200) ok "hebpf-openstall-healthz";; *) fail "hebpf-openstall-healthz" "$h";; esac
+m=$(curl -s -m 5 "http://127.0.0.1:$PORT/metrics")
+if echo "$m" | grep -q '^profilefs_ebpf_sampler_stalled 0' &&
+   [ "$(echo "$m" | awk '$1 == "profilefs_ebpf_file_opens_stalled" {print $2}')" -ge 2 ]; then
+  ok "hebpf-openstall-metrics"
+else
+  fail "hebpf-openstall-metrics" "$(echo "$m" | grep -E 'sampler_stalled|opens_stalled')"
+fi
+# Sampled, its frames kept by address: the debug file behind the mount named none.
+fd="$TMP/mnt/dlstall/cpu/all/all/folded.txt"
+for i in $(seq 1 20); do [ -s "$fd" ] && break; sleep 0.5; done
+if [ -s "$fd" ] && ! grep -q pf_secret_inner "$fd"; then ok "hebpf-openstall-unnamed"
+else fail "hebpf-openstall-unnamed" "$(head -c 300 "$fd" 2>/dev/null || echo 'no profile of dlstall')"; fi
+stop_within "hebpf-openstall-stop" 20
+kill -9 $JPID $DPID 2>/dev/null
 
 # --- nobody's programs: a fake java, a debuglink to a root-only file, a long name
 W="$TMP/nobody"

@@ -38,6 +38,7 @@
 
 #include "base.h"
 #include "owner.h"
+#include "rio.h"
 #include "runtime.h"
 
 /* --- the HotSpot attach mechanism ---------------------------------------- */
@@ -81,17 +82,17 @@ runtime_tmpdir(pid_t pid, uid_t uid)
 {
 	char path[64];
 	struct stat st;
-	int root, fd;
+	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%d/root", (int)pid);
-	if ((root = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
-		return -errno;
-	fd = openat(root, "tmp", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	close(root);
-	if (fd < 0)
-		return -errno;
+	/*
+	 * Opened off this thread, and only on a local filesystem (rio.h): the
+	 * process may have put a mount that never answers on its /tmp.
+	 */
+	snprintf(path, sizeof(path), "/proc/%d/root/tmp", (int)pid);
+	if ((fd = rio_open(rio_self(), pid, path, RIO_DIR, 0, &st)) < 0)
+		return fd;
 	/* Its user's, or a /tmp: root's, sticky, open to all (not /etc bound there). */
-	if (fstat(fd, &st) < 0 || (st.st_uid != uid && !(st.st_uid == 0 &&
+	if ((st.st_uid != uid && !(st.st_uid == 0 &&
 	    (st.st_mode & (S_ISVTX | S_IWOTH | S_IXOTH)) == (S_ISVTX | S_IWOTH | S_IXOTH)))) {
 		close(fd);
 		return -EPERM;

@@ -259,7 +259,7 @@ interp_file(const char *name)
  * absent. -errno only if the file could not be read.
  */
 static int
-elf_dynsyms(const char *path, const char *const *names, uint64_t *vals, size_t n)
+elf_dynsyms(const struct proc_mapping *m, const char *const *names, uint64_t *vals, size_t n)
 {
 	Elf_Scn *scn = NULL;
 	GElf_Shdr sh;
@@ -267,7 +267,7 @@ elf_dynsyms(const char *path, const char *const *names, uint64_t *vals, size_t n
 	int fd;
 
 	memset(vals, 0, n * sizeof(*vals));
-	if ((fd = symbolize_open(path, true, 0)) < 0)
+	if ((fd = proctab_open_mapping(m)) < 0)
 		return fd;
 	if ((e = elf_begin(fd, ELF_C_READ_MMAP, NULL)) == NULL) {
 		close(fd);
@@ -318,8 +318,7 @@ file_dynsyms(struct python *py, const struct proc_mapping *m, const char *const 
 			return 0;
 		}
 	}
-	if (elf_dynsyms(m->open_path, names, vals, 3) < 0 &&
-	    (m->alt_path[0] == '\0' || elf_dynsyms(m->alt_path, names, vals, 3) < 0))
+	if (elf_dynsyms(m, names, vals, 3) < 0)
 		return -ENOENT;
 	/* A file without a build id may be rewritten in place: not remembered. */
 	if (m->build_id[0] == '\0')

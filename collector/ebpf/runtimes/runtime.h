@@ -49,7 +49,9 @@ bool		 runtime_service(enum runtime_kind k, const char *argv, size_t len,
 int		 runtime_jvm_perfmap(pid_t pid, pid_t nspid, uid_t uid, int timeout_ms);
 /*
  * pid's /tmp (its root's "tmp", not followed if a link) as an open directory
- * fd for the caller to close; -EPERM unless root or uid owns it. -errno.
+ * fd for the caller to close; -EPERM unless root or uid owns it, -EREMOTE on
+ * FUSE or a network filesystem, -ETIMEDOUT when it did not open within the
+ * deadline (rio.h). -errno.
  */
 int		 runtime_tmpdir(pid_t pid, uid_t uid);
 
