@@ -52,9 +52,11 @@ HP=$!
 # A threaded C program whose leader exits first, and Debian's python3 without a script.
 "$B/efp_mtexit" 4000 &
 CP=$!
+# (Long enough that a daemon slowed by a sanitizer on a busy host still sees
+# it alive: a process first seen after its exit is named after its comm.)
 /usr/bin/python3 -c '
 import time
-end = time.time() + 4
+end = time.time() + 8
 n = 0
 while time.time() < end:
     n += sum(i * i for i in range(1000))
