@@ -471,10 +471,18 @@ helper_main(int sock, const char *dir, const char *base, const struct priv_user 
 	/* Nothing of the daemon's: not /dev/fuse, not the store, not the HTTP socket. */
 	syscall(SYS_close_range, 3U, ~0U, 0U);
 	prctl(PR_SET_NAME, (unsigned long)"profilefs-umnt", 0L, 0L, 0L);
-	/* While still root (CAP_SETPCAP): nothing but CAP_SYS_ADMIN can ever come back. */
+	/*
+	 * While still root (CAP_SETPCAP): nothing but CAP_SYS_ADMIN can ever come
+	 * back. Without CAP_SETPCAP (a unit whose bounding set leaves it out) the
+	 * set stays as it is: no_new_privs below already keeps every other
+	 * capability from coming back through an exec.
+	 */
 	for (cap = 0; cap <= 63; cap++)
-		if (cap != CAP_SYS_ADMIN && prctl(PR_CAPBSET_DROP, (unsigned long)cap, 0L, 0L, 0L) < 0 &&
-		    errno != EINVAL) {
+		if (cap != CAP_SYS_ADMIN && prctl(PR_CAPBSET_DROP, (unsigned long)cap, 0L, 0L, 0L) < 0) {
+			if (errno == EINVAL)
+				continue;	/* past the kernel's last capability */
+			if (errno == EPERM)
+				break;
 			helper_say("profilefs: unmount helper: dropping the bounding set", errno);
 			_exit(1);
 		}
