@@ -86,7 +86,7 @@ for t in tests/integration/*.sh; do
   [ -f "$t" ] || continue
   # Either "a\|b" or "a|b" selects several (grep -E takes the plain bar).
   if [ -n "${TESTS:-}" ] && ! echo "$t" | grep -qE -- "${TESTS//\\|/|}"; then continue; fi
-  if [ -n "${PROFILEFS_SKIP:-}" ] && echo "$t" | grep -q -- "$PROFILEFS_SKIP"; then
+  if [ -n "${PROFILEFS_SKIP:-}" ] && echo "$t" | grep -qE -- "${PROFILEFS_SKIP//\\|/|}"; then
     echo "# $t: skipped in this run (PROFILEFS_SKIP)"
     continue
   fi
