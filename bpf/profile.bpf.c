@@ -8,7 +8,8 @@
  * space loaded for the process (see "Unwinding" below), frame by frame, by
  * frame pointer where no table covers a pc (JIT code, Go); a process user
  * space has not loaded yet is walked by bpf_get_stack's frame pointers. CPython
- * processes also get their interpreter frames read ("Python" below). Two raw
+ * processes also get their interpreter frames read ("Python" below), Go
+ * processes their goroutine's pprof labels (golabels.bpf.h). Two raw
  * scheduler tracepoints (no tracefs
  * needed) tell user space when a process exec's (mappings change: capture
  * them now) and exits (forget it). Everything lost or failing is counted in per-CPU counters. Aggregation
@@ -489,6 +490,8 @@ fault:
 #endif
 }
 
+#include "golabels.bpf.h"
+
 /*
  * Fill e (hdr.kind set by the caller) with the current task's identity and
  * stacks; e->wake: user space should see it at once. ctx: the program's
@@ -528,6 +531,8 @@ fill_sample(void *ctx, struct prof_sample *e, bool in_user, __u64 ip, __u64 sp, 
 	e->unwind = 0;
 	e->py_n = 0;
 	e->py_flags = 0;
+	e->go_n = 0;
+	e->go_flags = 0;
 	/* Kernel threads have no user stack: not an error. */
 	if (user_stacks && BPF_CORE_READ(task, mm) != NULL &&
 	    walk_user(e, in_user, ip, sp, bp, tgid, &wake) != 0) {
@@ -536,8 +541,10 @@ fill_sample(void *ctx, struct prof_sample *e, bool in_user, __u64 ip, __u64 sp, 
 		if (e->ustack_len < 0)
 			count(PROF_CNT_ERR_USTACK);
 	}
-	if (user_stacks && BPF_CORE_READ(task, mm) != NULL)
+	if (user_stacks && BPF_CORE_READ(task, mm) != NULL) {
 		walk_python(e, task, tgid);
+		walk_golabels(e, task, tgid);
+	}
 	e->wake = wake;
 }
 
@@ -685,6 +692,7 @@ on_exec(void *ctx)
 	/* The old image's tables (and interpreter) no longer apply. */
 	bpf_map_delete_elem(&unw_procs, &tgid);
 	bpf_map_delete_elem(&py_procs, &tgid);
+	bpf_map_delete_elem(&go_procs, &tgid);
 	notify(PROF_EV_EXEC);
 	return 0;
 }
@@ -701,6 +709,7 @@ on_exit(void *ctx)
 
 		bpf_map_delete_elem(&unw_procs, &tgid);
 		bpf_map_delete_elem(&py_procs, &tgid);
+		bpf_map_delete_elem(&go_procs, &tgid);
 		notify(PROF_EV_EXIT);
 	}
 	return 0;

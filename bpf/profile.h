@@ -60,6 +60,27 @@ struct prof_pyframe {
 				   space names the frame only if the code still has it */
 };
 
+/*
+ * A pprof label of the sampled goroutine (Go's pprof.Do / SetGoroutineLabels),
+ * its key and value as offsets and lengths into prof_sample.go_str. Bounds:
+ * PROF_MAX_GOLABELS pairs, keys up to PROF_GO_KEY_MAX bytes, values up to
+ * PROF_GO_VALUE_MAX, PROF_GO_STR bytes in all; a pair over them is left out.
+ */
+#define PROF_MAX_GOLABELS	8
+#define PROF_GO_KEY_MAX		64
+#define PROF_GO_VALUE_MAX	128
+#define PROF_GO_STR		512	/* a power of two */
+
+struct prof_golabel {
+	__u16	key, klen;
+	__u16	value, vlen;
+};
+
+/* prof_sample.go_flags */
+#define PROF_GO_WALKED		1	/* a Go process: go[] is its running goroutine's */
+#define PROF_GO_LEFT_OUT	2	/* pairs left out: too long, or no room left */
+#define PROF_GO_TRUNCATED	4	/* more pairs than read, or a read failed */
+
 /* prof_sample.py_flags */
 #define PROF_PY_WALKED		1	/* the process runs Python: py[] is this thread's */
 #define PROF_PY_NO_THREAD	2	/* no thread state of this thread (not running Python) */
@@ -80,6 +101,10 @@ struct prof_sample {
 	__u32	py_n;		/* frames in py */
 	__u32	py_flags;	/* PROF_PY_* */
 	struct prof_pyframe py[PROF_MAX_PYFRAMES];
+	__u32	go_n;		/* pairs in go */
+	__u32	go_flags;	/* PROF_GO_* */
+	struct prof_golabel go[PROF_MAX_GOLABELS];
+	char	go_str[PROF_GO_STR];	/* the pairs' bytes, not NUL-terminated */
 };
 
 /* Indexes of the per-CPU counter array "counters". */
@@ -101,6 +126,8 @@ enum prof_counter {
 	PROF_CNT_OFFCPU_SHORT,	/* ... whose wait ended below the threshold */
 	PROF_CNT_OFFCPU_SENT,	/* ... sent with their stacks */
 	PROF_CNT_OFFCPU_FULL,	/* switches out not recorded: offcpu_waits full */
+	PROF_CNT_GO_LABELS,	/* samples of a goroutine with pprof labels */
+	PROF_CNT_GO_TRUNCATED,	/* ... not all read (past the bounds, or a read failed) */
 	PROF_CNT_MAX
 };
 
@@ -193,6 +220,32 @@ struct py_proc {
 	__u16	fr_instr, fr_owner, fr_entry, co_qualname;
 	__u8	owner_cstack;
 	__u8	pad[7];
+};
+
+/*
+ * go_procs value: where a Go process keeps the running goroutine's pprof
+ * labels, written by collector/ebpf/runtimes/golabels.c from the
+ * executable's DWARF or its Go version. Offsets in bytes.
+ *
+ *   tls_g            the current g is at fs_base + tls_g (-8 for Go's own TLS)
+ *   g_m, m_curg      runtime.g: m; runtime.m: curg (the user goroutine)
+ *   g_labels         runtime.g: labels (a *labelMap of runtime/pprof)
+ *   layout           GO_LAYOUT_*: what labels points to
+ *   hmap_*           GO_LAYOUT_MAP: runtime.hmap's count, B, buckets, oldbuckets
+ *   bkt_*            GO_LAYOUT_MAP: bucket<string,string>'s keys, values,
+ *                    overflow; its size is GO_BUCKET_SIZE
+ * GO_LAYOUT_SLICE: labels points to a []struct{key, value string}.
+ */
+#define GO_LAYOUT_MAP		1	/* map[string]string (Go 1.17 to 1.23) */
+#define GO_LAYOUT_SLICE		2	/* a slice of pairs (Go 1.24 on) */
+#define GO_BUCKET_SIZE		272	/* 8 tophash bytes, 8 keys, 8 values, overflow */
+#define GO_MAX_BUCKETS		8	/* of a map's bucket array read (B <= 3) */
+
+struct go_proc {
+	__s64	tls_g;
+	__u16	g_m, m_curg, g_labels, layout;
+	__u16	hmap_count, hmap_b, hmap_buckets, hmap_oldbuckets;
+	__u16	bkt_keys, bkt_values, bkt_overflow, pad;
 };
 
 #endif

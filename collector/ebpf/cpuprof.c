@@ -154,14 +154,14 @@ cpuprof_destroy(struct cpuprof *c)
 }
 
 static struct cpuprof_svc *
-svc_new(const struct cpuprof *c, const struct proc *p)
+svc_new(const struct cpuprof *c, const struct proc *p, const char *series)
 {
 	struct cpuprof_svc *s = xcalloc(1, sizeof(*s));
 	struct merge_header h = { .types = c->types, .units = c->units, .ntypes = 2,
 	    .period_type = c->types[1], .period_unit = c->units[1], .period = c->period };
 
 	s->service = xstrdup(p->service);
-	if (labels_parse(p->labels_text, &s->labels, NULL) < 0 ||
+	if (labels_parse(series, &s->labels, NULL) < 0 ||
 	    (s->m = merge_create()) == NULL || merge_begin(s->m, &h) < 0 ||
 	    (s->s_pid = merge_string(s->m, "pid")) < 0 ||
 	    (s->s_tid = merge_string(s->m, "tid")) < 0 ||
@@ -201,22 +201,20 @@ svc_exe(struct cpuprof_svc *s, struct proc *p)
 	}
 }
 
-struct cpuprof_svc *
-cpuprof_service(struct cpuprof *c, struct proc *p)
+/* The aggregate of p's service and series labels series. */
+static struct cpuprof_svc *
+service(struct cpuprof *c, struct proc *p, const char *series)
 {
 	struct buf key = { 0 };
 	struct cpuprof_svc *s = NULL;
 	int added = 0;
 	int64_t i;
 
-	if (p->cp_gen == c->gen && p->cp_svc != NULL)
-		return p->cp_svc;
-
 	if (c->keys == NULL && (c->keys = intern_create(64)) == NULL)
 		return NULL;	/* out of memory at the last reset: try again next time */
 	buf_adds(&key, p->service);
 	buf_addc(&key, '\0');
-	buf_adds(&key, p->labels_text);
+	buf_adds(&key, series);
 	if (buf_error(&key) < 0 || (i = intern_put(c->keys, key.data, key.len, &added)) < 0)
 		goto out;
 	if (!added) {
@@ -224,7 +222,7 @@ cpuprof_service(struct cpuprof *c, struct proc *p)
 		goto out;
 	}
 	c->svcs = xgrow(c->svcs, &c->cap, c->nsvcs + 1, sizeof(*c->svcs));
-	if ((s = svc_new(c, p)) == NULL) {
+	if ((s = svc_new(c, p, series)) == NULL) {
 		/* The key is interned but no service is behind it: drop the period. */
 		reset(c);
 		goto out;
@@ -232,13 +230,29 @@ cpuprof_service(struct cpuprof *c, struct proc *p)
 	c->svcs[c->nsvcs++] = s;
 out:
 	buf_free(&key);
-	if (s != NULL) {
+	if (s != NULL && s->exe == NULL && p->exe != NULL)
+		svc_exe(s, p);
+	return s;
+}
+
+struct cpuprof_svc *
+cpuprof_service(struct cpuprof *c, struct proc *p)
+{
+	struct cpuprof_svc *s;
+
+	if (p->cp_gen == c->gen && p->cp_svc != NULL)
+		return p->cp_svc;
+	if ((s = service(c, p, p->labels_text)) != NULL) {
 		p->cp_svc = s;
 		p->cp_gen = c->gen;
-		if (s->exe == NULL && p->exe != NULL)
-			svc_exe(s, p);
 	}
 	return s;
+}
+
+struct cpuprof_svc *
+cpuprof_service_labels(struct cpuprof *c, struct proc *p, const char *series)
+{
+	return service(c, p, series);
 }
 
 /*
@@ -429,24 +443,39 @@ cpuprof_location(struct cpuprof_svc *s, const struct frame *f)
 }
 
 int
-cpuprof_sample(struct cpuprof_svc *s, const uint32_t *locs, size_t n, uint32_t pid,
-    uint32_t tid, const char *comm, int64_t value)
+cpuprof_sample_labels(struct cpuprof_svc *s, const uint32_t *locs, size_t n, uint32_t pid,
+    uint32_t tid, const char *comm, int64_t value, const char *const *keys,
+    const char *const *values, size_t nextra)
 {
-	struct pf_label labels[3] = {
+	struct pf_label labels[3 + 16] = {
 		{ .key = s->s_pid, .num = pid },
 		{ .key = s->s_tid, .num = tid },
 		{ .key = s->s_comm },
 	};
-	int64_t values[2] = { 1, 0 }, ci;
+	int64_t vals[2] = { 1, 0 }, ci;
+	size_t i, nl = 3;
 	int rc;
 
 	if ((ci = merge_string(s->m, comm)) < 0)
 		return -ENOMEM;
 	labels[2].str = ci;
-	values[1] = value > 0 ? value : merge_period(s->m);
-	if ((rc = merge_sample(s->m, locs, n, labels, 3, values)) == 0)
+	for (i = 0; i < nextra && nl < sizeof(labels) / sizeof(labels[0]); i++, nl++) {
+		memset(&labels[nl], 0, sizeof(labels[nl]));
+		if ((labels[nl].key = merge_string(s->m, keys[i])) < 0 ||
+		    (labels[nl].str = merge_string(s->m, values[i])) < 0)
+			return -ENOMEM;
+	}
+	vals[1] = value > 0 ? value : merge_period(s->m);
+	if ((rc = merge_sample(s->m, locs, n, labels, nl, vals)) == 0)
 		s->total++;
 	return rc;
+}
+
+int
+cpuprof_sample(struct cpuprof_svc *s, const uint32_t *locs, size_t n, uint32_t pid,
+    uint32_t tid, const char *comm, int64_t value)
+{
+	return cpuprof_sample_labels(s, locs, n, pid, tid, comm, value, NULL, NULL, 0);
 }
 
 int

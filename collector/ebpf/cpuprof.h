@@ -35,6 +35,12 @@ void		 cpuprof_destroy(struct cpuprof *c);
  * use), remembered in p for the period's next samples.
  */
 struct cpuprof_svc *cpuprof_service(struct cpuprof *c, struct proc *p);
+/*
+ * The same with series labels series (canonical text: p's labels and more)
+ * instead of p's own; not remembered in p.
+ */
+struct cpuprof_svc *cpuprof_service_labels(struct cpuprof *c, struct proc *p,
+		    const char *series);
 /* The period's number: the indexes below hold while it stays the same. */
 uint64_t	 cpuprof_period(const struct cpuprof *c);
 /* Location index of one frame in s (copied: f's strings may go away after). */
@@ -45,6 +51,10 @@ int64_t		 cpuprof_location(struct cpuprof_svc *s, const struct frame *f);
  */
 int		 cpuprof_sample(struct cpuprof_svc *s, const uint32_t *locs, size_t n,
 		    uint32_t pid, uint32_t tid, const char *comm, int64_t value);
+/* The same with nextra more string labels keys[i]=values[i] (at most 16). */
+int		 cpuprof_sample_labels(struct cpuprof_svc *s, const uint32_t *locs, size_t n,
+		    uint32_t pid, uint32_t tid, const char *comm, int64_t value,
+		    const char *const *keys, const char *const *values, size_t nextra);
 
 /*
  * Store one profile per service for the period [start, end) (wall-clock ns)

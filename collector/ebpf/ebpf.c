@@ -43,6 +43,7 @@
 #include "rio.h"
 #include "proctab.h"
 #include "python.h"
+#include "golabels.h"
 #include "symbolize.h"
 #include "unwind.h"
 #include "profile.skel.h"
@@ -103,6 +104,7 @@ struct ebpf_sampler {
 	struct cpuprof		*off;		/* off-CPU waits; NULL: not recorded */
 	struct unwinder		*unw;		/* NULL: frame pointers only */
 	struct python		*py;		/* CPython frames */
+	struct golabels		*gl;		/* Go pprof labels */
 	struct dbginfod		*dbg;		/* debug files by build id; NULL: none */
 	int64_t			 period_start;	/* wall-clock ns */
 	int64_t			 next_flush;	/* monotonic ns */
@@ -409,11 +411,12 @@ handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_samp
 {
 	char comm[PROF_COMM_LEN + 1];
 	struct cpuprof_svc *svc;
+	struct golabels_set gs;
 	struct frame f;
 	struct proc *p;
 	size_t n = 0, pi = 0, pn = 0;
 	uint64_t miss = 0;		/* a caller outside every mapping known */
-	bool py_cut = false, py_left, entry;
+	bool py_cut = false, py_left, entry, golab;
 	int i, nk, nu;
 	int64_t li;
 
@@ -423,8 +426,13 @@ handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_samp
 	p = proctab_get(e->pt, s->hdr.pid, comm);
 	memcpy(comm, s->comm, PROF_COMM_LEN);	/* the sample's comm label: the thread's */
 	comm[PROF_COMM_LEN] = '\0';
-	if (p == NULL ||
-	    (svc = cpuprof_service(cp, p)) == NULL)
+	if (p == NULL)
+		return;
+	/* A goroutine's pprof labels: its own series (within bounds), and sample labels. */
+	golabels_check(e->gl, p);
+	golab = golabels_sample(e->gl, p, s, &gs) == 0;
+	if ((svc = golab && gs.series ? cpuprof_service_labels(cp, p, gs.series) :
+	    cpuprof_service(cp, p)) == NULL)
 		return;
 	if (e->unw && !p->kthread && !p->gone) {
 		/*
@@ -572,8 +580,9 @@ handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_samp
 			return;
 		e->locs[n++] = (uint32_t)li;
 	}
-	cpuprof_sample(svc, e->locs, n, s->hdr.pid, s->hdr.tid, comm,
-	    s->hdr.kind == PROF_EV_OFFCPU ? (int64_t)s->offcpu_ns : 0);
+	cpuprof_sample_labels(svc, e->locs, n, s->hdr.pid, s->hdr.tid, comm,
+	    s->hdr.kind == PROF_EV_OFFCPU ? (int64_t)s->offcpu_ns : 0,
+	    golab ? gs.keys : NULL, golab ? gs.values : NULL, golab ? gs.n : 0);
 	/* Tables for the next samples, should the maps have grown. */
 	if (miss && e->unw && !p->kthread && !p->gone)
 		caller_miss(e, p, miss);
@@ -677,11 +686,12 @@ flush(struct ebpf_sampler *e)
 		"samples", "idle", "dropped_ringbuf", "dropped_event", "kstack_errors",
 		"ustack_errors", "cfi_stacks", "cfi_complete", "cfi_fp_frames", "cfi_unsupported",
 		"cfi_read_errors", "py_stacks", "py_read_errors", "offcpu_switches",
-		"offcpu_short", "offcpu_sent", "offcpu_full"
+		"offcpu_short", "offcpu_sent", "offcpu_full", "go_labels", "go_labels_truncated"
 	};
 	struct unwind_stats us;
 	struct python_stats ps;
 	uint64_t c[PROF_CNT_MAX], d[PROF_CNT_MAX], samples = 0;
+	struct golabels_stats gls;
 	int64_t end = clock_now_ns(), t0 = clock_mono_ns();
 	size_t profiles = 0;
 	char lbl[64];
@@ -767,6 +777,13 @@ flush(struct ebpf_sampler *e)
 	e->rep.py_unlined = ps.frames_unlined;
 	metrics_set("profilefs_ebpf_python_line_table_bytes", NULL, (double)ps.lines_bytes);
 	python_period(e->py, e->flush_secs);
+	golabels_get_stats(e->gl, &gls);
+	metrics_set("profilefs_ebpf_go_processes_total", NULL, (double)gls.procs);
+	metrics_set("profilefs_ebpf_go_labelled_samples_total", NULL, (double)gls.samples);
+	metrics_set("profilefs_ebpf_go_label_sets_refused_total", NULL, (double)gls.refused);
+	metrics_set("profilefs_ebpf_go_label_pairs_dropped_total", NULL, (double)gls.dropped);
+	metrics_set("profilefs_ebpf_go_label_sets", NULL, (double)gls.sets);
+	golabels_period(e->gl, t0);
 	metrics_set("profilefs_ebpf_processes_tracked", NULL, (double)proctab_count(e->pt));
 	metrics_set("profilefs_ebpf_elf_objects_cached", NULL,
 	    (double)symbolize_elf_count(e->sym));
@@ -939,6 +956,16 @@ describe_metrics(void)
 	    "for decoded line tables was spent.");
 	metrics_describe("profilefs_ebpf_python_line_table_bytes", "gauge",
 	    "Bytes of decoded Python line tables held (at most 32 MiB).");
+	metrics_describe("profilefs_ebpf_go_processes_total", "counter",
+	    "Go processes whose samples carry their goroutines' pprof labels.");
+	metrics_describe("profilefs_ebpf_go_labelled_samples_total", "counter",
+	    "Samples of a goroutine with pprof labels.");
+	metrics_describe("profilefs_ebpf_go_label_sets_refused_total", "counter",
+	    "Of those, samples whose label set was past the bounds: not made a series.");
+	metrics_describe("profilefs_ebpf_go_label_pairs_dropped_total", "counter",
+	    "Go label pairs left out of a sample (empty value, malformed).");
+	metrics_describe("profilefs_ebpf_go_label_sets", "gauge",
+	    "Go label sets remembered in this hour's window.");
 	metrics_describe("profilefs_ebpf_processes_tracked", "gauge",
 	    "Processes whose mappings the sampler holds.");
 	metrics_describe("profilefs_ebpf_elf_objects_cached", "gauge",
@@ -987,6 +1014,7 @@ release_proc(void *arg, struct proc *p)
 	if (e->unw)
 		unwind_forget(e->unw, p);
 	python_forget(e->py, p);
+	golabels_forget(e->gl, p);
 }
 
 int
@@ -1101,6 +1129,10 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 		rc = -ENOMEM;
 		goto fail;
 	}
+	if ((e->gl = golabels_create(bpf_map__fd(e->skel->maps.go_procs))) == NULL) {
+		rc = -ENOMEM;
+		goto fail;
+	}
 	proctab_set_release(e->pt, release_proc, e);
 	if (o->debuginfod && o->debuginfod[0] && o->data_dir &&
 	    dbginfod_create(o->debuginfod, o->data_dir, o->debuginfod_cache, &e->dbg) == 0) {
@@ -1200,6 +1232,7 @@ ebpf_stop(struct ebpf_sampler *e)
 	/* Processes release their unwind entries while the maps still exist. */
 	proctab_destroy(e->pt);
 	python_destroy(e->py);
+	golabels_destroy(e->gl);
 	unwind_destroy(e->unw);
 	profile_bpf__destroy(e->skel);
 	symbolize_destroy(e->sym);

@@ -69,6 +69,9 @@ struct proc {
 	/* python.c's, released through the hook of proctab_set_release */
 	void		*py;
 	uint32_t	 py_gen;	/* maps_gen when python.c last looked */
+	/* golabels.c's: p is in go_procs; maps_gen when it last looked */
+	bool		 go;
+	uint32_t	 go_gen;
 	/* the unwinder's (unwind.c), released through the hook of proctab_set_release */
 	void		*unw;
 	uint32_t	 unw_gen;	/* maps_gen when the unwinder last loaded p */
