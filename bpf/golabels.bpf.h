@@ -16,9 +16,10 @@
  * assembly, the scheduler, C through cgo), unlike r14, which holds g only
  * inside Go's register ABI. Its m's curg is the user goroutine (g itself,
  * or the one g0 or the signal stack runs for); a curg whose m is not that m
- * is a torn read and is skipped. Its labels point to a map[string]string up
- * to Go 1.23 (an hmap: the bucket array, 8 slots per bucket, overflow
- * chains) or to a slice of pairs from Go 1.24. Each step of the bpf_loop
+ * is a torn read and is skipped. Its labels point to runtime/pprof's
+ * labelMap: up to Go 1.23 a map[string]string (a pointer to an hmap: the
+ * bucket array, 8 slots per bucket, overflow chains), from Go 1.24 a struct
+ * that starts with a slice of pairs. Each step of the bpf_loop
  * callback handles one slot or pair: at most a bucket read and two string
  * reads. Bounds are PROF_MAX_GOLABELS pairs and PROF_GO_STR bytes (profile.h);
  * maps past GO_MAX_BUCKETS buckets or in the middle of growing are read in
@@ -197,8 +198,14 @@ walk_golabels(struct prof_sample *e, struct task_struct *task, __u32 tgid)
 		__u32 nb;
 		__u8 lb = 0;
 
-		/* count, B, buckets, oldbuckets all lie in the hmap's first 48 bytes. */
-		if (bpf_probe_read_user(h, sizeof(h), (void *)labels) != 0)
+		/*
+		 * labels points to the labelMap variable, a map: a pointer to
+		 * the hmap, whose count, B, buckets, oldbuckets all lie in its
+		 * first 48 bytes.
+		 */
+		if (bpf_probe_read_user(&labels, sizeof(labels), (void *)labels) != 0 ||
+		    labels == 0 || labels >= USER_TOP ||
+		    bpf_probe_read_user(h, sizeof(h), (void *)labels) != 0)
 			goto fault;
 		if (b->gp.hmap_b < sizeof(h))
 			bpf_probe_read_kernel(&lb, 1, (__u8 *)h + b->gp.hmap_b);

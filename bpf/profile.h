@@ -234,7 +234,8 @@ struct py_proc {
  *   hmap_*           GO_LAYOUT_MAP: runtime.hmap's count, B, buckets, oldbuckets
  *   bkt_*            GO_LAYOUT_MAP: bucket<string,string>'s keys, values,
  *                    overflow; its size is GO_BUCKET_SIZE
- * GO_LAYOUT_SLICE: labels points to a []struct{key, value string}.
+ * GO_LAYOUT_MAP: labels points to the map (a pointer to the hmap);
+ * GO_LAYOUT_SLICE: to a struct that starts with a []struct{key, value string}.
  */
 #define GO_LAYOUT_MAP		1	/* map[string]string (Go 1.17 to 1.23) */
 #define GO_LAYOUT_SLICE		2	/* a slice of pairs (Go 1.24 on) */

@@ -1,8 +1,14 @@
-// golabels: a Go test program for the eBPF sampler's Go labels. One
-// goroutine, locked to its thread, runs CPU work under two pprof label sets
-// in turn, three chunks under the first for one under the second, and
-// measures the thread CPU time each set used. Usage: golabels SECONDS
-// Prints: checkout_ns=N search_ns=N
+// golabels: a Go test program for the eBPF sampler's Go labels.
+//
+// golabels split CPU_SECONDS MAX_SECONDS: one goroutine, locked to its
+// thread, runs CPU work under two pprof label sets in turn, three chunks
+// under the first for one under the second, and measures the thread CPU
+// time each set used, until both used CPU_SECONDS in all or MAX_SECONDS went
+// by (a busy host gives it less CPU). Prints: checkout_ns=N search_ns=N
+//
+// golabels many CPU_SECONDS MAX_SECONDS: the same work under 64 label sets
+// in turn (req=0..63, each with a value too long to be kept, long=x...),
+// more than the sampler makes series of. Prints: done
 package main
 
 import (
@@ -12,6 +18,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 	"unsafe"
@@ -37,12 +44,21 @@ func spin(n int) {
 }
 
 func main() {
-	secs, err := strconv.Atoi(os.Args[1])
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "usage: golabels SECONDS")
+	if len(os.Args) != 4 || (os.Args[1] != "split" && os.Args[1] != "many") {
+		fmt.Fprintln(os.Stderr, "usage: golabels split|many CPU_SECONDS MAX_SECONDS")
+		os.Exit(2)
+	}
+	cpuSecs, err1 := strconv.Atoi(os.Args[2])
+	maxSecs, err2 := strconv.Atoi(os.Args[3])
+	if err1 != nil || err2 != nil {
+		fmt.Fprintln(os.Stderr, "usage: golabels split|many CPU_SECONDS MAX_SECONDS")
 		os.Exit(2)
 	}
 	runtime.LockOSThread()
+	if os.Args[1] == "many" {
+		many(cpuSecs, maxSecs)
+		return
+	}
 	sets := []pprof.LabelSet{
 		pprof.Labels("handler", "checkout", "tier", "gold"),
 		pprof.Labels("handler", "search", "tier", "free"),
@@ -50,8 +66,8 @@ func main() {
 	reps := []int{3, 1}
 	var cpu [2]int64
 	ctx := context.Background()
-	until := time.Now().Add(time.Duration(secs) * time.Second)
-	for time.Now().Before(until) {
+	until := time.Now().Add(time.Duration(maxSecs) * time.Second)
+	for cpu[0]+cpu[1] < int64(cpuSecs)*1e9 && time.Now().Before(until) {
 		for k := range sets {
 			pprof.Do(ctx, sets[k], func(context.Context) {
 				t0 := threadCPU()
@@ -63,4 +79,20 @@ func main() {
 		}
 	}
 	fmt.Printf("checkout_ns=%d search_ns=%d\n", cpu[0], cpu[1])
+}
+
+func many(cpuSecs, maxSecs int) {
+	var sets []pprof.LabelSet
+	for i := 0; i < 64; i++ {
+		sets = append(sets, pprof.Labels("req", strconv.Itoa(i), "long", strings.Repeat("x", 200)))
+	}
+	ctx := context.Background()
+	t0 := threadCPU()
+	until := time.Now().Add(time.Duration(maxSecs) * time.Second)
+	for threadCPU()-t0 < int64(cpuSecs)*1e9 && time.Now().Before(until) {
+		for k := range sets {
+			pprof.Do(ctx, sets[k], func(context.Context) { spin(1000000) })
+		}
+	}
+	fmt.Println("done")
 }

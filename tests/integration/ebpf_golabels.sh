@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# Go pprof labels on eBPF samples (serve --ebpf): tests/ebpf/golabels, a Go
+# program (standard library only) that runs CPU work under two label sets
+# with pprof.Do, 3:1, and measures the thread CPU time of each. Its eBPF CPU
+# profile, read through the mount, must have a label set per Go label set
+# (with the host label), the tree's k=v selectors must split its CPU time in
+# the proportion the program measured (within 10%), Prometheus matchers
+# (=~, !~) must select the same series, and go tool pprof -tags must show the
+# labels as sample labels. The same for a copy built without DWARF or
+# symbols (-ldflags="-s -w": the offsets of its Go version). A run under 64
+# label sets, each with a value too long to keep, makes at most the bounded
+# number of series, the rest going to the process's plain series with its
+# labels as sample labels, and the long pair left out. Needs root and a
+# kernel with BTF; otherwise every check is skipped.
+set -u
+. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../pprof-sums.sh"
+
+NAMES="ebpf-golabels-run ebpf-golabels-listed ebpf-golabels-split ebpf-golabels-matchers"
+NAMES="$NAMES ebpf-golabels-tags ebpf-golabels-stripped ebpf-golabels-bounded"
+NAMES="$NAMES ebpf-golabels-long ebpf-golabels-metrics"
+skip_all() { for n in $NAMES; do echo "ok - $n # SKIP $1"; done; exit 0; }
+[ "$(id -u)" -eq 0 ] || skip_all "needs root"
+[ -r /sys/kernel/btf/vmlinux ] || skip_all "kernel has no BTF (/sys/kernel/btf/vmlinux)"
+command -v go >/dev/null || skip_all "go not installed"
+[ "$(uname -m)" = x86_64 ] || skip_all "Go labels are read on x86-64 only"
+
+pf_setup
+B="$TMP/bin"
+mkdir -p "$B"
+(cd "$ROOT/tests/ebpf/golabels" && GOCACHE="${GOCACHE:-$TMP/gocache}" \
+  go build -o "$B/efp_golabels" . && GOCACHE="${GOCACHE:-$TMP/gocache}" \
+  go build -ldflags="-s -w" -o "$B/efp_golabels_strip" .) ||
+  { fail "build tests/ebpf/golabels"; pf_done; exit 1; }
+cp "$B/efp_golabels" "$B/efp_golabels_many"
+
+PORT=$((20000 + RANDOM % 20000))
+pf_start -v --ebpf=99 --ebpf-period 2 --http "127.0.0.1:$PORT" ||
+  { fail "ebpf-golabels daemon start"; pf_done; exit 1; }
+
+# 4 s of CPU (about 400 samples at 99 Hz), however long a busy host takes.
+out="$("$B/efp_golabels" split 4 120)"
+if [[ "$out" =~ checkout_ns=([0-9]+)\ search_ns=([0-9]+) ]]; then
+  M_CHECKOUT=${BASH_REMATCH[1]} M_SEARCH=${BASH_REMATCH[2]}
+  ok "ebpf-golabels-run ($out)"
+else
+  fail "ebpf-golabels-run" "output: $out"; pf_done; exit 1
+fi
+"$B/efp_golabels_strip" split 2 60 >/dev/null
+"$B/efp_golabels_many" many 3 90 >/dev/null
+sleep 5	# two more periods: the last samples are stored
+
+# cpu/nanoseconds of a selector's merged profile.
+cpu_of() {
+  local s
+  s="$(pprof_sums "$TMP/mnt/$1/cpu/$2/all/merged.pb.gz")"
+  [[ "$s" =~ cpu/nanoseconds=([0-9]+) ]] && echo "${BASH_REMATCH[1]}" || echo 0
+}
+
+sets="$(ls "$TMP/mnt/efp_golabels/cpu" 2>/dev/null | tr '\n' ' ')"
+if [[ " $sets" =~ \ handler=checkout,host=[^\ ,]*,tier=gold\  ]] &&
+   [[ " $sets" =~ \ handler=search,host=[^\ ,]*,tier=free\  ]]; then
+  ok "ebpf-golabels-listed"
+else
+  fail "ebpf-golabels-listed" "ls efp_golabels/cpu: $sets"
+fi
+
+checkout="$(cpu_of efp_golabels handler=checkout)"
+search="$(cpu_of efp_golabels handler=search)"
+res="$(awk -v c="$checkout" -v s="$search" -v mc="$M_CHECKOUT" -v ms="$M_SEARCH" 'BEGIN {
+  if (c + s == 0 || mc + ms == 0) { print "no samples"; exit }
+  got = c / (c + s); want = mc / (mc + ms); d = got - want; if (d < 0) d = -d
+  printf "%s checkout share %.3f, measured %.3f (%.0f + %.0f ns sampled)\n", \
+    (d <= 0.1 * want ? "ok" : "off"), got, want, c, s }')"
+if [[ "$res" == ok* ]]; then ok "ebpf-golabels-split (${res#ok })"
+else fail "ebpf-golabels-split" "$res"; fi
+
+# Matchers select the same series as the label sets they match.
+re_c="$(cpu_of efp_golabels 'handler=~check.*')"
+re_both="$(cpu_of efp_golabels 'handler=~checkout|search')"
+nre="$(cpu_of efp_golabels 'handler!~check.*,tier=free')"
+if [ "$checkout" -gt 0 ] && [ "$re_c" = "$checkout" ] && [ "$nre" = "$search" ] &&
+   [ "$re_both" = "$((checkout + search))" ]; then
+  ok "ebpf-golabels-matchers"
+else
+  fail "ebpf-golabels-matchers" "=~check.*: $re_c (checkout $checkout), !~check.*,tier=free: $nre (search $search), =~checkout|search: $re_both"
+fi
+
+tags="$(go tool pprof -tags "$TMP/mnt/efp_golabels/cpu/all/all/merged.pb.gz" 2>/dev/null)"
+if grep -q '^ *handler: Total' <<<"$tags" && grep -q ': checkout$' <<<"$tags" &&
+   grep -q ': search$' <<<"$tags" && grep -q ': gold$' <<<"$tags"; then
+  ok "ebpf-golabels-tags"
+else
+  fail "ebpf-golabels-tags" "$(head -c 600 <<<"$tags")"
+fi
+
+# Without DWARF: the offsets of Go 1.17 to 1.23 by version.
+sc="$(cpu_of efp_golabels_strip handler=checkout)"
+ss="$(cpu_of efp_golabels_strip tier=free)"
+if [ "$sc" -gt 0 ] && [ "$ss" -gt 0 ]; then ok "ebpf-golabels-stripped ($sc + $ss ns)"
+else fail "ebpf-golabels-stripped" "checkout $sc, free $ss; ls: $(ls "$TMP/mnt/efp_golabels_strip/cpu" 2>&1 | tr '\n' ' ')"; fi
+
+# 64 sets: at most 32 become series; the others' samples are in the plain
+# series, labelled; the 200-byte value is never kept.
+nsets="$(ls "$TMP/mnt/efp_golabels_many/cpu" 2>/dev/null | grep -c '^host=.*,req=')"
+plain="$(ls "$TMP/mnt/efp_golabels_many/cpu" 2>/dev/null | grep -v req= | grep '^host=' | head -1)"
+ptags="$(go tool pprof -tags "$TMP/mnt/efp_golabels_many/cpu/$plain/all/merged.pb.gz" 2>/dev/null)"
+if [ "$nsets" -ge 1 ] && [ "$nsets" -le 32 ] && [ -n "$plain" ] &&
+   grep -q '^ *req: Total' <<<"$ptags"; then
+  ok "ebpf-golabels-bounded ($nsets series)"
+else
+  fail "ebpf-golabels-bounded" "$nsets req series; plain series '$plain' tags: $(head -c 300 <<<"$ptags")"
+fi
+alltags="$(go tool pprof -tags "$TMP/mnt/efp_golabels_many/cpu/all/all/merged.pb.gz" 2>/dev/null)"
+if grep -q '^ *req: Total' <<<"$alltags" && ! grep -q 'long' <<<"$alltags" &&
+   ! ls "$TMP/mnt/efp_golabels_many/cpu" | grep -q long=; then
+  ok "ebpf-golabels-long"
+else
+  fail "ebpf-golabels-long" "$(head -c 300 <<<"$alltags")"
+fi
+
+m="$(curl -s "http://127.0.0.1:$PORT/metrics")"
+lab="$(awk '$1 == "profilefs_ebpf_go_labelled_samples_total" { print $2 }' <<<"$m")"
+ref="$(awk '$1 == "profilefs_ebpf_go_label_sets_refused_total" { print $2 }' <<<"$m")"
+if [ "${lab:-0}" -gt 0 ] 2>/dev/null && [ "${ref:-0}" -gt 0 ] 2>/dev/null &&
+   grep -q 'what="go_labels"' <<<"$m"; then
+  ok "ebpf-golabels-metrics (labelled $lab, refused $ref)"
+else
+  fail "ebpf-golabels-metrics" "labelled '$lab', refused '$ref'"
+fi
+
+pf_done
