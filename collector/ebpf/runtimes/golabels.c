@@ -12,8 +12,9 @@
  * struct). A binary without DWARF gets the offsets of its Go version (from
  * .go.buildinfo) for the map layout, Go 1.17 to 1.23; a stripped binary of a
  * later Go is left without labels rather than read with guessed offsets.
- * The result is kept per file (device, inode, build id), negative ones too:
- * every new process on the host asks.
+ * The result is kept per file (device, inode, build id; without a build id
+ * also size and mtime), negative ones too: every new process on the host
+ * asks.
  *
  * Why the strings travel in the sample instead of the labelMap's address:
  * label sets are garbage collected and their memory reused, by other label
@@ -40,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -54,10 +56,14 @@
 #define GO_KIND_MAP	21
 #define GO_KIND_STRUCT	25
 
-/* One executable's answer. */
+/*
+ * One executable's answer. A file without a build id (go build writes none
+ * of the GNU kind) may be rewritten in place: its size and mtime must agree.
+ */
 struct gofile {
 	uint64_t	 dev, ino;
 	char		 build_id[41];
+	int64_t		 size, mtime_ns;	/* without a build id */
 	bool		 used;
 	bool		 go;		/* val is usable */
 	struct go_proc	 val;
@@ -444,18 +450,16 @@ tls_offset(Elf *e)
  * not read), -errno.
  */
 static int
-file_examine(const struct proc_mapping *m, struct go_proc *v)
+file_examine(const struct proc_mapping *m, int fd, struct go_proc *v)
 {
 	Elf_Scn *scn = NULL, *bi = NULL;
 	bool pclntab = false;
 	struct dwfind f;
 	size_t shstrndx;
 	GElf_Shdr sh;
-	int fd, rc = -ENOENT, major = 0, minor = 0;
+	int rc = -ENOENT, major = 0, minor = 0;
 	Elf *e;
 
-	if ((fd = proctab_open_mapping(m)) < 0)
-		return fd;
 	if ((e = elf_begin(fd, ELF_C_READ_MMAP, NULL)) == NULL || elf_kind(e) != ELF_K_ELF ||
 	    elf_getshdrstrndx(e, &shstrndx) != 0)
 		goto out;
@@ -508,7 +512,6 @@ out:
 		    "no Go labels", m->name, major, minor);
 	if (e)
 		elf_end(e);
-	close(fd);
 	return rc;
 }
 
@@ -516,21 +519,39 @@ out:
 static const struct gofile *
 file_lookup(struct golabels *gl, const struct proc_mapping *m)
 {
-	struct gofile *f, tmp = { 0 };
+	struct gofile *f = NULL, tmp = { 0 };
+	struct stat sb;
 	size_t i;
-	int rc;
+	int fd = -1, rc;
 
 	for (i = 0; i < FILE_CACHE; i++) {
 		f = &gl->files[i];
 		if (f->used && f->dev == m->dev && f->ino == m->ino &&
 		    strcmp(f->build_id, m->build_id) == 0)
-			return f->go ? f : NULL;
+			break;
 	}
-	rc = file_examine(m, &tmp.val);
-	if (rc < 0 && rc != -ENOENT && rc != -ENOTSUP)
+	if (i < FILE_CACHE && m->build_id[0] != '\0')
+		return f->go ? f : NULL;
+	if ((fd = proctab_open_mapping(m)) < 0)
 		return NULL;		/* not read: try again with the next process */
-	f = &gl->files[gl->next_file];
-	gl->next_file = (gl->next_file + 1) % FILE_CACHE;
+	if (fstat(fd, &sb) < 0) {
+		close(fd);
+		return NULL;
+	}
+	tmp.size = (int64_t)sb.st_size;
+	tmp.mtime_ns = (int64_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec;
+	if (i < FILE_CACHE && f->size == tmp.size && f->mtime_ns == tmp.mtime_ns) {
+		close(fd);
+		return f->go ? f : NULL;
+	}
+	rc = file_examine(m, fd, &tmp.val);
+	close(fd);
+	if (rc < 0 && rc != -ENOENT && rc != -ENOTSUP)
+		return NULL;
+	if (i == FILE_CACHE) {
+		f = &gl->files[gl->next_file];
+		gl->next_file = (gl->next_file + 1) % FILE_CACHE;
+	}
 	*f = tmp;
 	f->dev = m->dev;
 	f->ino = m->ino;
