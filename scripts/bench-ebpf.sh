@@ -41,11 +41,15 @@
 #      waits recorded and the sched_switch program's run time (percent of a
 #      CPU, paid by the tasks switching, not by the daemon). Targets at 99 Hz
 #      with off-CPU on: <= 1% of a core, RSS <= 150 MB.
+#   7. Go labels: a Go program running under two pprof label sets, without
+#      and with the daemon (its slowdown), and the BPF program's time per
+#      sample while every CPU runs it.
 #
 # Needs root and a kernel with BTF. Other work on the machine adds noise:
 # the figures are medians and ratios. Bounded to about five minutes.
 #   PROFILEFS_BIN=/tmp/x/bin/profilefs RUNS=7 SECS=10 RT_RUNS=5 scripts/bench-ebpf.sh
-# ONLY=runtimes runs part 5 alone, ONLY=daemon part 2 alone, ONLY=offcpu part 6 alone.
+# ONLY=runtimes runs part 5 alone, ONLY=daemon part 2 alone, ONLY=offcpu part 6 alone,
+# ONLY=golabels the Go labels part (after 6) alone.
 set -u
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BIN="${PROFILEFS_BIN:-$ROOT/bin/profilefs}"
@@ -389,6 +393,52 @@ offcpu_cost() {
 }
 if [ "$ONLY" = offcpu ]; then offcpu_cost; exit 0; fi
 
+# Go labels: tests/ebpf/golabels (two label sets under pprof.Do) alternately
+# without and with the daemon, RT_RUNS pairs, median ratio of the work its
+# CPU time bought (rounds per CPU second: its slowdown); then the BPF
+# program's time per sample (this daemon's do_sample) with every CPU in it.
+golabels_cost() {
+  local i a off on ids0 id run0 cnt0 run1 cnt1 k spin=()
+  command -v go >/dev/null || { echo "== go labels: skipped (no go)"; return 0; }
+  echo "== go labels: tests/ebpf/golabels, $RT_RUNS alternating pairs, --ebpf=99"
+  (cd "$ROOT/tests/ebpf/golabels" && GOCACHE="$W/gocache" go build -o "$W/golabels" .) ||
+    return 0
+  gw() { "$W/golabels" split 3 60 | sed -n 's/.*iters=\([0-9]*\).*/\1/p'; }
+  : >"$W/go_ratios"
+  for i in $(seq 1 "$RT_RUNS"); do
+    if [ $((i % 2)) -eq 1 ]; then
+      off=$(gw); start_daemon --ebpf=99; sleep "$SETTLE"; on=$(gw); stop_daemon
+    else
+      start_daemon --ebpf=99; sleep "$SETTLE"; on=$(gw); stop_daemon; off=$(gw)
+    fi
+    echo "  pair $i: $off / $on rounds in 3 s of CPU (without / with)"
+    awk -v a="$off" -v b="$on" 'BEGIN {if (b > 0) print a / b}' >>"$W/go_ratios"
+  done
+  a=$(median <"$W/go_ratios")
+  printf "go labels slowdown (median ratio of work per CPU second without/with): %.4f (target <= 1.01)\n" "$a"
+  old=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null)
+  [ -n "$old" ] && sysctl -qw kernel.bpf_stats_enabled=1
+  ids0=" $(bpftool prog show name do_sample 2>/dev/null | awk -F: '/^[0-9]+:/ {printf "%s ", $1}')"
+  start_daemon --ebpf=99 --ebpf-period 10; sleep "$SETTLE"
+  id=$(bpftool prog show name do_sample 2>/dev/null | awk -F: '/^[0-9]+:/ {print $1}' |
+    while read -r k; do [[ "$ids0" == *" $k "* ]] || echo "$k"; done | tail -1)
+  for k in $(seq 1 "$(nproc)"); do
+    "$W/golabels" split "$SECS" $((SECS * 4)) >/dev/null &
+    spin+=($!)
+  done
+  sleep 1
+  read -r run0 cnt0 <<<"$(bpftool prog show id "${id:-0}" 2>/dev/null | grep -o 'run_time_ns [0-9]* run_cnt [0-9]*' | awk '{print $2, $4}')"
+  sleep "$SECS"
+  read -r run1 cnt1 <<<"$(bpftool prog show id "${id:-0}" 2>/dev/null | grep -o 'run_time_ns [0-9]* run_cnt [0-9]*' | awk '{print $2, $4}')"
+  wait "${spin[@]}" 2>/dev/null
+  stop_daemon
+  [ -n "$old" ] && sysctl -qw kernel.bpf_stats_enabled="$old"
+  if [ -n "${run0:-}" ] && [ -n "${run1:-}" ] && [ "$cnt1" -gt "$cnt0" ]; then
+    awk -v r=$((run1 - run0)) -v c=$((cnt1 - cnt0)) 'BEGIN {printf "bpf program, every CPU in the labelled Go program: %d samples, %.0f ns per sample = %.4f%% of a CPU at 99 Hz\n", c, r / c, r / c * 99 / 1e9 * 100}'
+  fi
+}
+if [ "$ONLY" = golabels ]; then golabels_cost; exit 0; fi
+
 echo "== overhead: workload of $ITERS iterations, $RUNS alternating pairs, --ebpf=99"
 : >"$W/ratios"
 for i in $(seq 1 "$RUNS"); do
@@ -474,3 +524,4 @@ fi
 
 offcpu_cost
 runtimes
+golabels_cost

@@ -5,6 +5,7 @@
 // under the first for one under the second, and measures the thread CPU
 // time each set used, until both used CPU_SECONDS in all or MAX_SECONDS went
 // by (a busy host gives it less CPU). Prints: checkout_ns=N search_ns=N
+// iters=N (rounds of both sets done: the work that CPU time bought)
 //
 // golabels many CPU_SECONDS MAX_SECONDS: the same work under 64 label sets
 // in turn (req=0..63, each with a value too long to be kept, long=x...),
@@ -65,6 +66,7 @@ func main() {
 	}
 	reps := []int{3, 1}
 	var cpu [2]int64
+	iters := 0
 	ctx := context.Background()
 	until := time.Now().Add(time.Duration(maxSecs) * time.Second)
 	for cpu[0]+cpu[1] < int64(cpuSecs)*1e9 && time.Now().Before(until) {
@@ -77,8 +79,9 @@ func main() {
 				cpu[k] += threadCPU() - t0
 			})
 		}
+		iters++
 	}
-	fmt.Printf("checkout_ns=%d search_ns=%d\n", cpu[0], cpu[1])
+	fmt.Printf("checkout_ns=%d search_ns=%d iters=%d\n", cpu[0], cpu[1], iters)
 }
 
 func many(cpuSecs, maxSecs int) {
