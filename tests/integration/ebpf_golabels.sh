@@ -7,7 +7,9 @@
 # the proportion the program measured (within 10%), Prometheus matchers
 # (=~, !~) must select the same series, and go tool pprof -tags must show the
 # labels as sample labels. The same for a copy built without DWARF or
-# symbols (-ldflags="-s -w": the offsets of its Go version). A run under 64
+# symbols (-ldflags="-s -w": the offsets of its Go version), for one linked
+# with libc through cgo (g in the C library's TLS block), and for one started
+# before the daemon. A run under 64
 # label sets, each with a value too long to keep, makes at most the bounded
 # number of series, the rest going to the process's plain series with its
 # labels as sample labels, and the long pair left out. Needs root and a
@@ -17,7 +19,8 @@ set -u
 . "$(dirname "$0")/../pprof-sums.sh"
 
 NAMES="ebpf-golabels-run ebpf-golabels-listed ebpf-golabels-split ebpf-golabels-matchers"
-NAMES="$NAMES ebpf-golabels-tags ebpf-golabels-stripped ebpf-golabels-bounded"
+NAMES="$NAMES ebpf-golabels-tags ebpf-golabels-stripped ebpf-golabels-cgo ebpf-golabels-before"
+NAMES="$NAMES ebpf-golabels-bounded"
 NAMES="$NAMES ebpf-golabels-long ebpf-golabels-metrics"
 skip_all() { for n in $NAMES; do echo "ok - $n # SKIP $1"; done; exit 0; }
 [ "$(id -u)" -eq 0 ] || skip_all "needs root"
@@ -33,6 +36,16 @@ mkdir -p "$B"
   go build -ldflags="-s -w" -o "$B/efp_golabels_strip" .) ||
   { fail "build tests/ebpf/golabels"; pf_done; exit 1; }
 cp "$B/efp_golabels" "$B/efp_golabels_many"
+cp "$B/efp_golabels" "$B/efp_golabels_early"
+have_cgo=0
+command -v cc >/dev/null && (cd "$ROOT/tests/ebpf/golabels" && CGO_ENABLED=1 \
+  GOCACHE="${GOCACHE:-$TMP/gocache}" go build -tags cgotest -o "$B/efp_golabels_cgo" .) &&
+  have_cgo=1
+
+# Running before the daemon starts: found at its first samples.
+"$B/efp_golabels_early" split 2 120 >/dev/null &
+EARLY=$!
+sleep 0.5
 
 PORT=$((20000 + RANDOM % 20000))
 pf_start -v --ebpf=99 --ebpf-period 2 --http "127.0.0.1:$PORT" ||
@@ -69,7 +82,9 @@ else
   fail "ebpf-golabels-run" "output: $out"; pf_done; exit 1
 fi
 "$B/efp_golabels_strip" split 2 60 >/dev/null
+[ "$have_cgo" = 1 ] && "$B/efp_golabels_cgo" split 2 60 >/dev/null
 "$B/efp_golabels_many" many 3 90 >/dev/null
+wait "$EARLY"
 sleep 5
 
 sets="$(ls "$TMP/mnt/efp_golabels/cpu" 2>/dev/null | tr '\n' ' ')"
@@ -114,6 +129,21 @@ sc="$(cpu_of efp_golabels_strip handler=checkout)"
 ss="$(cpu_of efp_golabels_strip tier=free)"
 if [ "$sc" -gt 0 ] && [ "$ss" -gt 0 ]; then ok "ebpf-golabels-stripped ($sc + $ss ns)"
 else fail "ebpf-golabels-stripped" "checkout $sc, free $ss; ls: $(ls "$TMP/mnt/efp_golabels_strip/cpu" 2>&1 | tr '\n' ' ')"; fi
+
+if [ "$have_cgo" = 1 ]; then
+  cg="$(cpu_of efp_golabels_cgo handler=checkout)"
+  if [ "$cg" -gt 0 ] && [ "$(cpu_of efp_golabels_cgo tier=free)" -gt 0 ]; then
+    ok "ebpf-golabels-cgo ($cg ns)"
+  else
+    fail "ebpf-golabels-cgo" "ls: $(ls "$TMP/mnt/efp_golabels_cgo/cpu" 2>&1 | tr '\n' ' ')"
+  fi
+else
+  echo "ok - ebpf-golabels-cgo # SKIP no C compiler for cgo"
+fi
+
+ec="$(cpu_of efp_golabels_early handler=checkout)"
+if [ "$ec" -gt 0 ]; then ok "ebpf-golabels-before ($ec ns)"
+else fail "ebpf-golabels-before" "ls: $(ls "$TMP/mnt/efp_golabels_early/cpu" 2>&1 | tr '\n' ' ')"; fi
 
 # 64 sets: at most 32 become series; the others' samples are in the plain
 # series, labelled; the 200-byte value is never kept.

@@ -2,7 +2,8 @@
 //
 // golabels split CPU_SECONDS MAX_SECONDS: one goroutine, locked to its
 // thread, runs CPU work under two pprof label sets in turn, three chunks
-// under the first for one under the second, and measures the thread CPU
+// under the first for one under the second (of random lengths, 1 million
+// rounds on average), and measures the thread CPU
 // time each set used, until both used CPU_SECONDS in all or MAX_SECONDS went
 // by (a busy host gives it less CPU). Prints: checkout_ns=N search_ns=N
 // iters=N (rounds of both sets done: the work that CPU time bought)
@@ -15,6 +16,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math/rand"
 	"os"
 	"runtime"
 	"runtime/pprof"
@@ -74,7 +76,9 @@ func main() {
 			pprof.Do(ctx, sets[k], func(context.Context) {
 				t0 := threadCPU()
 				for r := 0; r < reps[k]; r++ {
-					spin(1000000)
+					// Chunks of random length: no rhythm for the
+					// sampling timer or the scheduler to lock on to.
+					spin(500000 + rand.Intn(1000000))
 				}
 				cpu[k] += threadCPU() - t0
 			})
