@@ -52,6 +52,14 @@
 #include "golabels.h"
 
 #define FILE_CACHE	64	/* executables whose result is remembered */
+/*
+ * An executable is anyone's: its DWARF is read within bounds, .debug_info
+ * of at most MAX_DEBUG_INFO bytes once decompressed (charged to the memory
+ * budget while read) and at most MAX_DIES top-level entries looked at.
+ * Go's own largest binaries stay well below both.
+ */
+#define MAX_DEBUG_INFO	(128u << 20)
+#define MAX_DIES	(4u << 20)
 #define DW_AT_GO_KIND	0x2900	/* Go's own attribute: the type's reflect.Kind */
 #define GO_KIND_MAP	21
 #define GO_KIND_STRUCT	25
@@ -346,17 +354,40 @@ dw_type(struct dwfind *f, Dwarf_Die *die, const char *name)
  * some unit: only those are looked at. -ENOENT: no DWARF.
  */
 static int
-dw_offsets(Elf *e, struct dwfind *f)
+dw_offsets(Elf *e, size_t shstrndx, struct dwfind *f)
 {
 	const unsigned all = F_G_M | F_G_LABELS | F_M_CURG | F_HMAP | F_BUCKET | F_KIND;
 	Dwarf_Off off = 0, next;
-	size_t hsize;
+	size_t hsize, dies = 0, size = 0;
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
 	Dwarf *dw;
 
 	memset(f, 0, sizeof(*f));
-	if ((dw = dwarf_begin_elf(e, DWARF_C_READ, NULL)) == NULL)
+	/* The size .debug_info will have once decompressed; none (.zdebug): not read. */
+	while ((scn = elf_nextscn(e, scn)) != NULL) {
+		const char *name;
+		GElf_Chdr ch;
+
+		if (gelf_getshdr(scn, &sh) == NULL ||
+		    (name = elf_strptr(e, shstrndx, sh.sh_name)) == NULL)
+			continue;
+		if (strcmp(name, ".zdebug_info") == 0)
+			return -ENOENT;
+		if (strcmp(name, ".debug_info") != 0 || sh.sh_type != SHT_PROGBITS)
+			continue;
+		size = sh.sh_size;
+		if ((sh.sh_flags & SHF_COMPRESSED) && (gelf_getchdr(scn, &ch) == NULL ||
+		    (size = ch.ch_size) == 0))
+			return -ENOENT;
+	}
+	if (size == 0 || size > MAX_DEBUG_INFO || budget_reserve(size) < 0)
 		return -ENOENT;
-	while ((f->found & all) != all &&
+	if ((dw = dwarf_begin_elf(e, DWARF_C_READ, NULL)) == NULL) {
+		budget_release(size);
+		return -ENOENT;
+	}
+	while ((f->found & all) != all && dies < MAX_DIES &&
 	    dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
 		Dwarf_Die cu, d;
 
@@ -368,11 +399,12 @@ dw_offsets(Elf *e, struct dwfind *f)
 				if ((tag == DW_TAG_structure_type || tag == DW_TAG_typedef) &&
 				    (name = dwarf_diename(&d)) != NULL)
 					dw_type(f, &d, name);
-			} while (dwarf_siblingof(&d, &d) == 0);
+			} while (++dies < MAX_DIES && dwarf_siblingof(&d, &d) == 0);
 		}
 		off = next;
 	}
 	dwarf_end(dw);
+	budget_release(size);
 	return 0;
 }
 
@@ -484,7 +516,7 @@ file_examine(const struct proc_mapping *m, int fd, struct go_proc *v)
 			    &major, &minor);
 	}
 	memset(v, 0, sizeof(*v));
-	if (dw_offsets(e, &f) == 0 && (f.found & (F_G_M | F_G_LABELS | F_M_CURG)) ==
+	if (dw_offsets(e, shstrndx, &f) == 0 && (f.found & (F_G_M | F_G_LABELS | F_M_CURG)) ==
 	    (F_G_M | F_G_LABELS | F_M_CURG)) {
 		if (!(f.found & F_KIND)) {
 			rc = -ENOENT;	/* runtime/pprof not linked in: nothing sets labels */
