@@ -286,6 +286,7 @@ enum {
 struct dwfind {
 	struct go_proc	 v;
 	int		 kind;		/* labelMap's Go kind */
+	uint64_t	 lm_size;	/* labelMap's size in bytes */
 	unsigned	 found;		/* F_* */
 	unsigned	 hmap, bucket;	/* fields of the two found */
 };
@@ -346,6 +347,8 @@ dw_type(struct dwfind *f, Dwarf_Die *die, const char *name)
 			f->kind = (int)w;
 			f->found |= F_KIND;
 		}
+		if (dwarf_attr(die, DW_AT_byte_size, &a) != NULL && dwarf_formudata(&a, &w) == 0)
+			f->lm_size = w;
 	}
 }
 
@@ -526,8 +529,8 @@ file_examine(const struct proc_mapping *m, int fd, struct go_proc *v)
 		if (f.kind == GO_KIND_MAP && (f.found & (F_HMAP | F_BUCKET)) ==
 		    (F_HMAP | F_BUCKET))
 			v->layout = GO_LAYOUT_MAP;
-		else if (f.kind == GO_KIND_STRUCT)
-			v->layout = GO_LAYOUT_SLICE;
+		else if (f.kind == GO_KIND_STRUCT && f.lm_size == 24)
+			v->layout = GO_LAYOUT_SLICE;	/* the struct is the slice alone */
 		else {
 			rc = -ENOTSUP;
 			goto out;
