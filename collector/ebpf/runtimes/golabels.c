@@ -724,13 +724,20 @@ golabels_sample(struct golabels *gl, const struct proc *p, const struct prof_sam
 		return -ENOENT;
 	for (i = 0; i < s->go_n && i < PROF_MAX_GOLABELS; i++) {
 		const struct prof_golabel *l = &s->go[i];
-		struct pair q = { s->go_str + l->key, s->go_str + l->value, l->klen, l->vlen };
+		struct pair q;
 
 		/* Bounds are the BPF side's, checked again; NULs would cut a label short. */
-		if (l->klen == 0 || l->klen > PROF_GO_KEY_MAX || l->vlen > PROF_GO_VALUE_MAX ||
-		    l->key > PROF_GO_STR - l->klen || l->value > PROF_GO_STR - l->vlen ||
-		    memchr(q.k, '\0', q.kl) != NULL || memchr(q.v, '\0', q.vl) != NULL ||
-		    q.vl == 0) {
+		if (l->klen == 0 || l->klen > PROF_GO_KEY_MAX || l->vlen == 0 ||
+		    l->vlen > PROF_GO_VALUE_MAX || l->key > PROF_GO_STR - l->klen ||
+		    l->value > PROF_GO_STR - l->vlen) {
+			gl->st.dropped++;
+			continue;
+		}
+		q.k = s->go_str + l->key;
+		q.kl = l->klen;
+		q.v = s->go_str + l->value;
+		q.vl = l->vlen;
+		if (memchr(q.k, '\0', q.kl) != NULL || memchr(q.v, '\0', q.vl) != NULL) {
 			gl->st.dropped++;
 			continue;
 		}
