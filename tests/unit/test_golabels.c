@@ -3,7 +3,8 @@
  * the Go version of .go.buildinfo in both its forms, and how a sample's
  * label bytes become series and sample labels: sorted and escaped, a series
  * label's key left to the series, malformed pairs dropped, at most
- * GOLABELS_SETS_PER_SERVICE series per service, the window starting over.
+ * GOLABELS_SETS_PER_SERVICE series per service, the window starting over,
+ * GOLABELS_MAX_SETS sets remembered.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -227,6 +228,43 @@ test_bounds(void **state)
 	free(s);
 }
 
+/* Past GOLABELS_MAX_SETS sets in a window: none remembered, the pairs still sample labels. */
+static void
+test_max_sets(void **state)
+{
+	struct golabels *gl = golabels_create(-1);
+	struct prof_sample *s = calloc(1, sizeof(*s));
+	struct golabels_set gs;
+	struct golabels_stats st;
+	struct proc p;
+	char v[16];
+	int i;
+
+	(void)state;
+	assert_non_null(gl);
+	assert_non_null(s);
+	proc_init(&p, "api", "host=h1");
+	for (i = 0; i <= GOLABELS_MAX_SETS; i++) {
+		memset(s->go, 0, sizeof(s->go));
+		s->go_n = 0;
+		snprintf(v, sizeof(v), "%d", i);
+		add(s, "req", v);
+		assert_int_equal(golabels_sample(gl, &p, s, &gs), 0);
+		assert_int_equal(gs.n, 1);
+		assert_string_equal(gs.values[0], v);
+		if (i < GOLABELS_SETS_PER_SERVICE)
+			assert_non_null(gs.series);
+		else
+			assert_null(gs.series);
+	}
+	golabels_get_stats(gl, &st);
+	assert_int_equal(st.sets, GOLABELS_MAX_SETS);
+	assert_int_equal(st.refused, GOLABELS_MAX_SETS + 1 - GOLABELS_SETS_PER_SERVICE);
+	golabels_destroy(gl);
+	proc_fini(&p);
+	free(s);
+}
+
 int
 main(void)
 {
@@ -234,6 +272,7 @@ main(void)
 		cmocka_unit_test(test_buildinfo),
 		cmocka_unit_test(test_sample),
 		cmocka_unit_test(test_bounds),
+		cmocka_unit_test(test_max_sets),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

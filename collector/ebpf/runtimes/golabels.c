@@ -92,6 +92,7 @@ struct golabels {
 	struct intern	*keys;		/* -> sets */
 	struct goset	*sets;
 	size_t		 nsets, cap;
+	struct goset	 scratch;	/* a set not remembered: the last sample's */
 	struct intern	*svcs;		/* service -> svc_sets */
 	uint32_t	*svc_sets;	/* admitted sets per service */
 	size_t		 svc_cap;
@@ -133,6 +134,7 @@ golabels_destroy(struct golabels *gl)
 		return;
 	sets_clear(gl);
 	free(gl->sets);
+	free(gl->scratch.strs);
 	free(gl->svc_sets);
 	intern_destroy(gl->keys);
 	intern_destroy(gl->svcs);
@@ -655,16 +657,11 @@ series_key(const struct proc *p, const char *k)
 	return false;
 }
 
-/* A new set for key: its pairs copied, its series decided. */
+/* g's pairs: copies of pr's (g->strs, freed by the caller). 0 or -ENOMEM. */
 static int
-set_new(struct golabels *gl, const struct proc *p, const struct pair *pr, size_t n,
-    struct goset *g)
+set_pairs(struct goset *g, const struct pair *pr, size_t n)
 {
-	struct labelset ls = { .n = 0 };
-	struct buf out = { 0 };
-	size_t i, len = 0, svc;
-	int64_t si;
-	int added = 0, rc = 0;
+	size_t i, len = 0;
 	char *o;
 
 	memset(g, 0, sizeof(*g));
@@ -683,6 +680,22 @@ set_new(struct golabels *gl, const struct proc *p, const struct pair *pr, size_t
 		o += pr[i].vl + 1;
 	}
 	g->n = n;
+	return 0;
+}
+
+/* A new set for key: its pairs copied, its series decided. */
+static int
+set_new(struct golabels *gl, const struct proc *p, const struct pair *pr, size_t n,
+    struct goset *g)
+{
+	struct labelset ls = { .n = 0 };
+	struct buf out = { 0 };
+	size_t i, svc;
+	int64_t si;
+	int added = 0, rc = 0;
+
+	if (set_pairs(g, pr, n) < 0)
+		return -ENOMEM;
 	/* Admitted as series while the service has room in this window. */
 	if ((si = intern_put(gl->svcs, p->service, strlen(p->service), &added)) < 0)
 		return -ENOMEM;
@@ -772,9 +785,13 @@ golabels_sample(struct golabels *gl, const struct proc *p, const struct prof_sam
 	}
 	if ((idx = intern_get(gl->keys, key.data, key.len)) < 0) {
 		if (intern_count(gl->keys) >= GOLABELS_MAX_SETS) {
+			/* Too many sets this window: p's series, the pairs as sample labels. */
 			gl->st.refused++;
-			rc = -ENOENT;	/* too many sets this window: no labels at all */
-			goto out;
+			free(gl->scratch.strs);
+			if ((rc = set_pairs(&gl->scratch, pr, n)) < 0)
+				goto out;
+			g = &gl->scratch;
+			goto found;
 		}
 		if ((idx = intern_put(gl->keys, key.data, key.len, &added)) < 0) {
 			rc = -ENOMEM;
@@ -790,6 +807,7 @@ golabels_sample(struct golabels *gl, const struct proc *p, const struct prof_sam
 	g = &gl->sets[idx];
 	if (g->series == NULL)
 		gl->st.refused++;
+found:
 	out->series = g->series;
 	out->n = g->n;
 	out->keys = g->keys;
