@@ -8,7 +8,8 @@
  * space loaded for the process (see "Unwinding" below), frame by frame, by
  * frame pointer where no table covers a pc (JIT code, Go); a process user
  * space has not loaded yet is walked by bpf_get_stack's frame pointers. CPython
- * processes also get their interpreter frames read ("Python" below). Two raw
+ * processes also get their interpreter frames read ("Python" below), Ruby
+ * ones their control frames (ruby.bpf.h). Two raw
  * scheduler tracepoints (no tracefs
  * needed) tell user space when a process exec's (mappings change: capture
  * them now) and exits (forget it). Everything lost or failing is counted in per-CPU counters. Aggregation
@@ -489,6 +490,8 @@ fault:
 #endif
 }
 
+#include "ruby.bpf.h"
+
 /*
  * Fill e (hdr.kind set by the caller) with the current task's identity and
  * stacks; e->wake: user space should see it at once. ctx: the program's
@@ -536,8 +539,10 @@ fill_sample(void *ctx, struct prof_sample *e, bool in_user, __u64 ip, __u64 sp, 
 		if (e->ustack_len < 0)
 			count(PROF_CNT_ERR_USTACK);
 	}
-	if (user_stacks && BPF_CORE_READ(task, mm) != NULL)
+	if (user_stacks && BPF_CORE_READ(task, mm) != NULL) {
 		walk_python(e, task, tgid);
+		walk_ruby(e, task, tgid);
+	}
 	e->wake = wake;
 }
 
@@ -685,6 +690,7 @@ on_exec(void *ctx)
 	/* The old image's tables (and interpreter) no longer apply. */
 	bpf_map_delete_elem(&unw_procs, &tgid);
 	bpf_map_delete_elem(&py_procs, &tgid);
+	bpf_map_delete_elem(&rb_procs, &tgid);
 	notify(PROF_EV_EXEC);
 	return 0;
 }
@@ -701,6 +707,7 @@ on_exit(void *ctx)
 
 		bpf_map_delete_elem(&unw_procs, &tgid);
 		bpf_map_delete_elem(&py_procs, &tgid);
+		bpf_map_delete_elem(&rb_procs, &tgid);
 		notify(PROF_EV_EXIT);
 	}
 	return 0;

@@ -1,0 +1,829 @@
+/*
+ * ruby: Ruby frames for the eBPF sampler (see ruby.h).
+ *
+ * Layouts, per minor version, of what is read (offsets in bytes, x86-64;
+ * Ruby 3.1 as its MJIT header, rb_mjit_min_header-3.1.x.h, lays them out):
+ *
+ *                                              3.1
+ *   rb_execution_context_t.vm_stack              0
+ *   rb_execution_context_t.vm_stack_size         8   (VALUEs)
+ *   rb_execution_context_t.cfp                  16
+ *   rb_control_frame_t.pc / .iseq / .ep    0 / 16 / 32   (64 bytes a frame)
+ *   rb_iseq_t: flags 0 (T_IMEMO, imemo type 7 in bits 12-15), body 16
+ *   rb_iseq_constant_body.iseq_size              4   (unsigned int)
+ *   rb_iseq_constant_body.iseq_encoded           8
+ *   rb_iseq_constant_body.location.pathobj      64   (String, or Array [path, realpath])
+ *   rb_iseq_constant_body.location.label        80   (String)
+ *   rb_iseq_constant_body.location.first_lineno 88   (Fixnum)
+ *   rb_iseq_constant_body.insns_info.body      120   (entries of 12 bytes, line_no first)
+ *   rb_iseq_constant_body.insns_info.positions 128   (unsigned int each; freed once encoded)
+ *   rb_iseq_constant_body.insns_info.size      136   (unsigned int)
+ *   rb_iseq_constant_body.insns_info.succ_index_table 144
+ *   RString: flags 0 (T_STRING 5; NOEMBED bit 13; embedded length in
+ *     bits 14-18), embedded bytes at 16, else length 16 and pointer 24
+ *   RArray: flags 0 (T_ARRAY 7; EMBED bit 13; embedded length in bits
+ *     15-16), embedded elements at 16, else length 16 and pointer 32
+ *
+ * The thread-local ruby_current_ec: libruby is built for the general
+ * dynamic TLS model, so its GOT holds the (module id, offset) pair the
+ * dynamic linker filled (R_X86_64_DTPMOD64 / DTPOFF64 against the symbol);
+ * the module id is read from the process, the offset is the symbol's.
+ *
+ * An iseq read for a sample is checked first: it must still be an iseq,
+ * its body the one the BPF program saw in it at the sample, and the body's
+ * size, code, path, label and first line those of the cached entry, else
+ * the entry is read again. What cannot be read (the process exited, the
+ * memory changed under us, a bound exceeded) is named "[ruby: unreadable]",
+ * never guessed.
+ */
+#define _GNU_SOURCE	/* process_vm_readv */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+
+#include "base.h"
+#include "memread.h"
+#include "ruby.h"
+#include "symbolize.h"
+
+#define ISEQ_HDR	24	/* flags, wrapper, body */
+#define BODY_HDR	152	/* of rb_iseq_constant_body: up to succ_index_table */
+#define CACHE_SLOTS	2048	/* iseqs cached per process (open hash) */
+#define MAX_NAME	512	/* bytes of a label */
+#define MAX_PATH_B	1024	/* bytes of a path */
+#define MAX_ISEQ	(1u << 20)	/* positions of one iseq */
+#define MAX_INFO	(32u << 10)	/* insn info entries of one iseq */
+#define LINES_MEM	(16u << 20)	/* decoded rows held, all processes */
+#define UNREADABLE	"[ruby: unreadable]"
+#define MEM_DEADLINE_NS	(1000LL * 1000 * 1000)
+#define IMM_SIZE	54	/* positions in the succinct table's first words */
+
+#define T_MASK		0x1f
+#define T_STRING	0x05
+#define T_ARRAY		0x07
+#define T_IMEMO		0x1a
+#define IMEMO_ISEQ	7
+
+struct rbver {
+	const char	*prefix;	/* of ruby_version */
+	struct rb_proc	 off;		/* tls fields filled per process */
+	uint16_t	 b_size, b_encoded, b_pathobj, b_label, b_first_lineno;
+	uint16_t	 b_info_body, b_info_pos, b_info_size, b_succ, entry_size;
+};
+
+static const struct rbver versions[] = {
+	{ "3.1.", { 0, 0, 0, 8, 16, 0, 16, 32, 64, 16 },
+	    4, 8, 64, 80, 88, 120, 128, 136, 144, 12 },
+};
+
+enum { LINES_NOT_READ, LINES_READ, LINES_NONE };
+
+struct rbiseq {
+	uint64_t	 addr;		/* 0: free slot */
+	uint64_t	 body, encoded, pathobj, label, first_lineno;
+	uint64_t	 info_body, info_pos, succ;
+	uint32_t	 size, info_size;
+	char		*name;
+	char		*file;
+	struct rbrow	*rows;
+	uint32_t	 nrows;
+	uint8_t		 lines;
+};
+
+/* What the sampler knows of one Ruby process; p->rb. */
+struct rbproc {
+	const struct rbver *v;
+	struct rbiseq	*cache;		/* CACHE_SLOTS, allocated at the first frame */
+	size_t		 ncached;
+};
+
+#define FILE_CACHE	16
+
+/* What ruby_check finds in one libruby file (dev, inode, build id). */
+struct rbfile {
+	uint64_t	 dev, ino;
+	char		 build_id[41];
+	uint64_t	 version, got, tls_offset;	/* 0: absent */
+	bool		 used;
+};
+
+struct ruby {
+	int		 procs_fd;
+	struct memreader *mr;
+	struct rbfile	 files[FILE_CACHE];
+	size_t		 next_file;
+	/* the iseq and body heads of the sample being named (ruby_read) */
+	uint8_t		 ihdr[PROF_MAX_PYFRAMES][ISEQ_HDR];
+	uint8_t		 bhdr[PROF_MAX_PYFRAMES][BODY_HDR];
+	bool		 hdr_ok[PROF_MAX_PYFRAMES];
+	size_t		 lines_bytes;
+};
+
+struct ruby *
+ruby_create(int procs_fd)
+{
+	struct ruby *rb = calloc(1, sizeof(*rb));
+
+	if (rb == NULL)
+		return NULL;
+	rb->procs_fd = procs_fd;
+	if ((rb->mr = memread_create(MEM_DEADLINE_NS)) == NULL) {
+		free(rb);
+		return NULL;
+	}
+	return rb;
+}
+
+void
+ruby_destroy(struct ruby *rb)
+{
+	if (rb)
+		memread_destroy(rb->mr);
+	free(rb);
+}
+
+static void
+iseq_clear(struct ruby *rb, struct rbiseq *c)
+{
+	size_t b = (size_t)c->nrows * sizeof(*c->rows);
+
+	free(c->name);
+	free(c->file);
+	if (c->rows) {
+		free(c->rows);
+		rb->lines_bytes -= b;
+		budget_release(b);
+	}
+	memset(c, 0, sizeof(*c));
+}
+
+static void
+cache_clear(struct ruby *rb, struct rbproc *rp)
+{
+	size_t i;
+
+	if (rp->cache == NULL)
+		return;
+	for (i = 0; i < CACHE_SLOTS; i++)
+		if (rp->cache[i].addr)
+			iseq_clear(rb, &rp->cache[i]);
+	rp->ncached = 0;
+}
+
+void
+ruby_forget(struct ruby *rb, struct proc *p)
+{
+	struct rbproc *rp = p->rb;
+
+	if (rp) {
+		if (rb && !p->gone)
+			(void)bpf_map_delete_elem(rb->procs_fd, &p->pid);
+		if (rb)
+			cache_clear(rb, rp);
+		free(rp->cache);
+		free(rp);
+	}
+	p->rb = NULL;
+}
+
+/* Read len bytes of p's memory at addr: 0, or -errno (short reads too). */
+static int
+mem_read(struct ruby *rb, const struct proc *p, uint64_t addr, void *dst, size_t len)
+{
+	struct iovec l = { dst, len }, r = { (void *)(uintptr_t)addr, len };
+	ssize_t n;
+
+	if (addr == 0 || len > MEMREAD_MAX_BYTES)
+		return -EFAULT;
+	n = memread_readv(rb->mr, (pid_t)p->pid, &l, &r, 1);
+	if (n < 0)
+		return (int)n;
+	return (size_t)n == len ? 0 : -EFAULT;
+}
+
+static uint64_t
+rd64(const uint8_t *b, size_t off)
+{
+	uint64_t v;
+
+	memcpy(&v, b + off, sizeof(v));
+	return v;
+}
+
+static uint32_t
+rd32(const uint8_t *b, size_t off)
+{
+	uint32_t v;
+
+	memcpy(&v, b + off, sizeof(v));
+	return v;
+}
+
+/* --- finding the VM ----------------------------------------------------- */
+
+static bool
+vm_file(const char *name)
+{
+	const char *b = strrchr(name, '/');
+
+	b = b ? b + 1 : name;
+	return strncmp(b, "libruby", 7) == 0;
+}
+
+/*
+ * In m's file: the values of ruby_version and ruby_current_ec, and the GOT
+ * slot of the latter's module id. 0 (f filled, fields 0 where absent), or
+ * -errno if the file could not be read.
+ */
+static int
+elf_scan(const struct proc_mapping *m, struct rbfile *f)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	size_t ec_idx = 0;
+	uint64_t ec_val = 0;
+	Elf *e;
+	int fd, pass;
+
+	if ((fd = proctab_open_mapping(m)) < 0)
+		return fd;
+	if ((e = elf_begin(fd, ELF_C_READ_MMAP, NULL)) == NULL) {
+		close(fd);
+		return -EINVAL;
+	}
+	/* Pass 0: the dynamic symbols; pass 1: the relocations against ruby_current_ec. */
+	for (pass = 0; pass < 2; pass++) {
+		scn = NULL;
+		while ((scn = elf_nextscn(e, scn)) != NULL) {
+			Elf_Data *d;
+			size_t k, cnt;
+
+			if (gelf_getshdr(scn, &sh) == NULL || sh.sh_entsize == 0 ||
+			    (d = elf_getdata(scn, NULL)) == NULL)
+				continue;
+			cnt = sh.sh_size / sh.sh_entsize;
+			if (pass == 0 && sh.sh_type == SHT_DYNSYM) {
+				for (k = 0; k < cnt; k++) {
+					GElf_Sym s;
+					const char *nm;
+
+					if (gelf_getsym(d, (int)k, &s) == NULL ||
+					    s.st_shndx == SHN_UNDEF ||
+					    (nm = elf_strptr(e, sh.sh_link, s.st_name)) == NULL)
+						continue;
+					if (strcmp(nm, "ruby_version") == 0)
+						f->version = s.st_value;
+					else if (strcmp(nm, "ruby_current_ec") == 0 &&
+					    GELF_ST_TYPE(s.st_info) == STT_TLS) {
+						ec_idx = k;
+						ec_val = s.st_value;
+					}
+				}
+			} else if (pass == 1 && sh.sh_type == SHT_RELA && ec_idx != 0) {
+				for (k = 0; k < cnt; k++) {
+					GElf_Rela r;
+
+					if (gelf_getrela(d, (int)k, &r) == NULL ||
+					    GELF_R_SYM(r.r_info) != ec_idx)
+						continue;
+					if (GELF_R_TYPE(r.r_info) == R_X86_64_DTPMOD64)
+						f->got = r.r_offset;
+					else if (GELF_R_TYPE(r.r_info) == R_X86_64_DTPOFF64)
+						f->tls_offset = ec_val + (uint64_t)r.r_addend;
+				}
+			}
+		}
+	}
+	if (f->got != 0 && f->tls_offset == 0)
+		f->tls_offset = ec_val;
+	elf_end(e);
+	close(fd);
+	return 0;
+}
+
+static int
+file_scan(struct ruby *rb, const struct proc_mapping *m, struct rbfile *out)
+{
+	struct rbfile *f;
+	size_t i;
+
+	for (i = 0; i < FILE_CACHE; i++) {
+		f = &rb->files[i];
+		if (f->used && f->dev == m->dev && f->ino == m->ino &&
+		    strcmp(f->build_id, m->build_id) == 0) {
+			*out = *f;
+			return 0;
+		}
+	}
+	memset(out, 0, sizeof(*out));
+	if (elf_scan(m, out) < 0)
+		return -ENOENT;
+	/* A file without a build id may be rewritten in place: not remembered. */
+	if (m->build_id[0] == '\0')
+		return 0;
+	f = &rb->files[rb->next_file];
+	rb->next_file = (rb->next_file + 1) % FILE_CACHE;
+	*f = *out;
+	f->dev = m->dev;
+	f->ino = m->ino;
+	snprintf(f->build_id, sizeof(f->build_id), "%s", m->build_id);
+	f->used = true;
+	return 0;
+}
+
+void
+ruby_check(struct ruby *rb, struct proc *p)
+{
+	struct proc_mapping m;
+	struct rbfile f;
+	size_t i, k;
+
+	if (rb == NULL || p->gone || p->kthread || p->rb || p->rb_gen == p->maps_gen)
+		return;
+	p->rb_gen = p->maps_gen;
+	for (i = 0; proctab_mapping(p, i, &m) == 0; i++) {
+		struct rbproc *rp;
+		struct rb_proc val;
+		char ver[16];
+		uint64_t modid = 0;
+
+		if (!vm_file(m.name) || file_scan(rb, &m, &f) < 0 || f.version == 0)
+			continue;
+		if (mem_read(rb, p, f.version + m.bias, ver, sizeof(ver)) < 0)
+			return;
+		ver[sizeof(ver) - 1] = '\0';
+		for (k = 0; k < sizeof(versions) / sizeof(versions[0]); k++)
+			if (strncmp(ver, versions[k].prefix, strlen(versions[k].prefix)) == 0)
+				break;
+		if (k == sizeof(versions) / sizeof(versions[0])) {
+			log_debug("ebpf: pid %u: Ruby %.8s: no frames of this version", p->pid, ver);
+			return;
+		}
+		if (f.got == 0 || mem_read(rb, p, f.got + m.bias, &modid, sizeof(modid)) < 0 ||
+		    modid == 0 || modid > 4096 || f.tls_offset > 65536) {
+			log_debug("ebpf: pid %u: Ruby %.8s: ruby_current_ec not found in %s: no "
+			    "Ruby frames", p->pid, ver, m.name);
+			return;
+		}
+		if ((rp = calloc(1, sizeof(*rp))) == NULL)
+			return;
+		rp->v = &versions[k];
+		val = versions[k].off;
+		val.tls_module = modid;
+		val.tls_offset = f.tls_offset;
+		if (bpf_map_update_elem(rb->procs_fd, &p->pid, &val, BPF_ANY) < 0) {
+			log_debug("ebpf: pid %u: rb_procs: %s", p->pid, strerror(errno));
+			free(rp);
+			return;
+		}
+		p->rb = rp;
+		log_debug("ebpf: pid %u: Ruby %.8s in %s", p->pid, ver, m.name);
+		return;
+	}
+}
+
+/* --- naming iseqs --------------------------------------------------------- */
+
+/* Copy len bytes as a NUL-terminated string, invalid UTF-8 as '?'; NULL if it holds a NUL. */
+static char *
+utf8_dup(const uint8_t *s, size_t len)
+{
+	char *o = malloc(len + 1);
+	size_t i = 0, k, n;
+
+	if (o == NULL)
+		return NULL;
+	while (i < len) {
+		uint8_t c = s[i];
+
+		if (c == 0) {
+			free(o);
+			return NULL;
+		}
+		n = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 && c >= 0xc2 ? 2 :
+		    (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 && c <= 0xf4 ? 4 : 0;
+		for (k = 1; n > 1 && k < n; k++)
+			if (i + k >= len || (s[i + k] & 0xc0) != 0x80)
+				n = 0;
+		if (n == 0) {
+			o[i++] = '?';
+			continue;
+		}
+		memcpy(o + i, s + i, n);
+		i += n;
+	}
+	o[len] = '\0';
+	return o;
+}
+
+/* A String of p at addr as a malloc'd string, or NULL. */
+static char *
+read_rstring(struct ruby *rb, const struct proc *p, uint64_t addr, size_t max)
+{
+	uint8_t h[40], *raw;
+	uint64_t fl, len, ptr;
+	char *out;
+
+	if (addr == 0 || (addr & 7) || mem_read(rb, p, addr, h, sizeof(h)) < 0)
+		return NULL;
+	fl = rd64(h, 0);
+	if ((fl & T_MASK) != T_STRING)
+		return NULL;
+	if (!(fl & (1u << 13))) {
+		len = (fl >> 14) & 0x1f;
+		if (len > 23)
+			return NULL;
+		return utf8_dup(h + 16, len);
+	}
+	len = rd64(h, 16);
+	ptr = rd64(h, 24);
+	if (len > max || ptr == 0)
+		return NULL;
+	if ((raw = malloc(len ? len : 1)) == NULL)
+		return NULL;
+	if (len && mem_read(rb, p, ptr, raw, len) < 0) {
+		free(raw);
+		return NULL;
+	}
+	out = utf8_dup(raw, len);
+	free(raw);
+	return out;
+}
+
+/* The path of a pathobj: itself if a String, else its realpath (or path) element. */
+static char *
+read_path(struct ruby *rb, const struct proc *p, uint64_t addr)
+{
+	uint8_t h[40];
+	uint64_t fl, len, el[2] = { 0, 0 };
+	char *s;
+
+	if (addr == 0 || (addr & 7) || mem_read(rb, p, addr, h, sizeof(h)) < 0)
+		return NULL;
+	fl = rd64(h, 0);
+	if ((fl & T_MASK) == T_STRING)
+		return read_rstring(rb, p, addr, MAX_PATH_B);
+	if ((fl & T_MASK) != T_ARRAY)
+		return NULL;
+	if (fl & (1u << 13)) {
+		len = (fl >> 15) & 3;
+		memcpy(el, h + 16, sizeof(el));
+	} else {
+		len = rd64(h, 16);
+		if (len >= 1 && mem_read(rb, p, rd64(h, 32), el, len >= 2 ? 16 : 8) < 0)
+			return NULL;
+	}
+	if (len >= 2 && (s = read_rstring(rb, p, el[1], MAX_PATH_B)) != NULL)
+		return s;
+	return len >= 1 ? read_rstring(rb, p, el[0], MAX_PATH_B) : NULL;
+}
+
+static void
+iseq_fields(const struct rbver *v, struct rbiseq *c, const uint8_t *b)
+{
+	c->size = rd32(b, v->b_size);
+	c->encoded = rd64(b, v->b_encoded);
+	c->pathobj = rd64(b, v->b_pathobj);
+	c->label = rd64(b, v->b_label);
+	c->first_lineno = rd64(b, v->b_first_lineno);
+	c->info_body = rd64(b, v->b_info_body);
+	c->info_pos = rd64(b, v->b_info_pos);
+	c->info_size = rd32(b, v->b_info_size);
+	c->succ = rd64(b, v->b_succ);
+}
+
+static bool
+iseq_same(const struct rbver *v, const struct rbiseq *c, const uint8_t *b)
+{
+	struct rbiseq now;
+
+	iseq_fields(v, &now, b);
+	return now.size == c->size && now.encoded == c->encoded && now.pathobj == c->pathobj &&
+	    now.label == c->label && now.first_lineno == c->first_lineno &&
+	    now.info_body == c->info_body && now.info_size == c->info_size && now.succ == c->succ;
+}
+
+static int32_t
+fixnum_line(uint64_t v)
+{
+	int64_t n = (int64_t)v >> 1;
+
+	return (v & 1) && n > 0 && n <= INT32_MAX ? (int32_t)n : 0;
+}
+
+int32_t
+ruby_rows_lookup(const struct rbrow *rows, uint32_t n, uint64_t idx)
+{
+	uint32_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (rows[mid].end <= idx)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n ? rows[lo].line : 0;
+}
+
+struct rowbuf {
+	struct rbrow	*rows;
+	uint32_t	 n, cap;
+};
+
+static int
+row_add(struct rowbuf *r, uint32_t end, int32_t line)
+{
+	struct rbrow *nr;
+
+	if (r->n > 0 && r->rows[r->n - 1].line == line) {
+		r->rows[r->n - 1].end = end;
+		return 0;
+	}
+	if (r->n == r->cap) {
+		r->cap = r->cap ? r->cap * 2 : 16;
+		if ((nr = realloc(r->rows, r->cap * sizeof(*nr))) == NULL)
+			return -ENOMEM;
+		r->rows = nr;
+	}
+	r->rows[r->n].end = end;
+	r->rows[r->n++].line = line;
+	return 0;
+}
+
+static int
+rows_done(struct rowbuf *r, int rc, struct rbrow **rows, uint32_t *nrows)
+{
+	struct rbrow *fit;
+
+	if (rc < 0) {
+		free(r->rows);
+		return rc;
+	}
+	if (r->n > 0 && r->n < r->cap && (fit = realloc(r->rows, r->n * sizeof(*fit))) != NULL)
+		r->rows = fit;
+	*rows = r->rows;
+	*nrows = r->n;
+	return 0;
+}
+
+int
+ruby_succ_decode(const uint8_t *tbl, size_t len, uint32_t iseq_size, const int32_t *lines,
+    uint32_t nlines, struct rbrow **rows, uint32_t *nrows)
+{
+	size_t imm = (iseq_size < IMM_SIZE ? iseq_size + 8 : IMM_SIZE) / 9;
+	size_t blocks = iseq_size < IMM_SIZE ? 0 : (iseq_size - IMM_SIZE + 511) / 512;
+	struct rowbuf r = { NULL, 0, 0 };
+	uint32_t pos;
+	int rc = 0;
+
+	*rows = NULL;
+	*nrows = 0;
+	if (len < imm * 8 + blocks * 80 || (blocks > 0 && len < 48 + blocks * 80))
+		return -EINVAL;
+	for (pos = 0; pos < iseq_size && rc == 0; pos++) {
+		uint64_t rank;
+
+		if (pos < IMM_SIZE) {
+			rank = (rd64(tbl, (pos / 9) * 8) >> ((pos % 9) * 7)) & 0x7f;
+		} else {
+			uint32_t x = pos - IMM_SIZE, bi = x % 512, si = bi / 64;
+			size_t off = 48 + (size_t)(x / 512) * 80;
+			uint64_t small = rd64(tbl, off + 8), bits = rd64(tbl, off + 16 + si * 8);
+
+			rank = rd32(tbl, off) + (si == 0 ? 0 : (small >> ((si - 1) * 9)) & 0x1ff) +
+			    (uint64_t)__builtin_popcountll(bits << (63 - bi % 64));
+		}
+		rc = row_add(&r, pos + 1, rank >= 1 && rank <= nlines ? lines[rank - 1] : 0);
+	}
+	return rows_done(&r, rc, rows, nrows);
+}
+
+int
+ruby_positions_decode(const uint32_t *pos, const int32_t *lines, uint32_t nlines,
+    uint32_t iseq_size, struct rbrow **rows, uint32_t *nrows)
+{
+	struct rowbuf r = { NULL, 0, 0 };
+	uint32_t k;
+	int rc = 0;
+
+	*rows = NULL;
+	*nrows = 0;
+	for (k = 0; k + 1 < nlines; k++)
+		if (pos[k] >= pos[k + 1])
+			return -EINVAL;
+	if (nlines > 0 && pos[0] > 0)
+		rc = row_add(&r, pos[0], 0);
+	for (k = 0; k < nlines && rc == 0; k++) {
+		uint32_t end = k + 1 < nlines ? pos[k + 1] : iseq_size;
+
+		if (end > pos[k])
+			rc = row_add(&r, end, lines[k]);
+	}
+	return rows_done(&r, rc, rows, nrows);
+}
+
+/* Read and decode c's line table if there is room; lines stay unknown for good when unreadable. */
+static void
+iseq_lines(struct ruby *rb, const struct proc *p, const struct rbver *v, struct rbiseq *c)
+{
+	uint8_t *ent = NULL, *tbl = NULL;
+	int32_t *lines = NULL;
+	uint32_t *pos = NULL, k, n = c->info_size;
+	size_t imm, blocks, tlen, b;
+	int rc = -EINVAL;
+
+	if (rb->lines_bytes >= LINES_MEM)
+		return;
+	c->lines = LINES_NONE;
+	if (n == 0 || n > MAX_INFO || c->size == 0 || c->size > MAX_ISEQ || c->info_body == 0)
+		return;
+	if ((ent = malloc((size_t)n * v->entry_size)) == NULL ||
+	    (lines = malloc((size_t)n * sizeof(*lines))) == NULL)
+		goto out;
+	if (mem_read(rb, p, c->info_body, ent, (size_t)n * v->entry_size) < 0)
+		goto out;
+	for (k = 0; k < n; k++)
+		lines[k] = (int32_t)rd32(ent, (size_t)k * v->entry_size);
+	if (n == 1) {
+		rc = ruby_positions_decode((const uint32_t[]){ 0 }, lines, 1, c->size, &c->rows,
+		    &c->nrows);
+	} else if (c->succ != 0) {
+		imm = (c->size < IMM_SIZE ? c->size + 8 : IMM_SIZE) / 9;
+		blocks = c->size < IMM_SIZE ? 0 : (c->size - IMM_SIZE + 511) / 512;
+		tlen = blocks ? 48 + blocks * 80 : imm * 8;
+		if ((tbl = malloc(tlen)) != NULL && mem_read(rb, p, c->succ, tbl, tlen) == 0)
+			rc = ruby_succ_decode(tbl, tlen, c->size, lines, n, &c->rows, &c->nrows);
+	} else if (c->info_pos != 0) {
+		if ((pos = malloc((size_t)n * sizeof(*pos))) != NULL &&
+		    mem_read(rb, p, c->info_pos, pos, (size_t)n * sizeof(*pos)) == 0)
+			rc = ruby_positions_decode(pos, lines, n, c->size, &c->rows, &c->nrows);
+	}
+	if (rc == 0) {
+		b = (size_t)c->nrows * sizeof(*c->rows);
+		if (rb->lines_bytes + b > LINES_MEM || budget_reserve(b) < 0) {
+			free(c->rows);
+			c->rows = NULL;
+			c->nrows = 0;
+			c->lines = LINES_NOT_READ;	/* no room now */
+		} else {
+			rb->lines_bytes += b;
+			c->lines = LINES_READ;
+		}
+	}
+out:
+	free(ent);
+	free(lines);
+	free(tbl);
+	free(pos);
+}
+
+void
+ruby_read(struct ruby *rb, struct proc *p, const struct prof_pyframe *fr, size_t n)
+{
+	struct iovec l[2 * 32], r[2 * 32];
+	size_t i, j, m, idx[32];
+	ssize_t got;
+
+	if (rb == NULL || n == 0)
+		return;
+	if (n > PROF_MAX_PYFRAMES)
+		n = PROF_MAX_PYFRAMES;
+	memset(rb->hdr_ok, 0, sizeof(rb->hdr_ok));
+	if (p->gone)
+		return;
+	/*
+	 * Up to 32 frames a call, an iseq's head and its body's each (C
+	 * methods' frames are not read); a call stops at the first range it
+	 * cannot read, those from there on are read one by one.
+	 */
+	for (i = 0; i < n;) {
+		for (m = 0; i < n && m < 32; i++) {
+			if (fr[i].code & PROF_RB_CFUNC)
+				continue;
+			idx[m] = i;
+			l[2 * m].iov_base = rb->ihdr[i];
+			l[2 * m].iov_len = ISEQ_HDR;
+			r[2 * m].iov_base = (void *)(uintptr_t)(fr[i].code & ~PROF_PY_ENTRY);
+			r[2 * m].iov_len = ISEQ_HDR;
+			l[2 * m + 1].iov_base = rb->bhdr[i];
+			l[2 * m + 1].iov_len = BODY_HDR;
+			r[2 * m + 1].iov_base = (void *)(uintptr_t)fr[i].name;
+			r[2 * m + 1].iov_len = BODY_HDR;
+			m++;
+		}
+		if (m == 0)
+			break;
+		got = memread_readv(rb->mr, (pid_t)p->pid, l, r, 2 * m);
+		if (got == -ETIMEDOUT)
+			return;
+		for (j = 0; got > 0 && j < m && (size_t)got >= (j + 1) * (ISEQ_HDR + BODY_HDR); j++)
+			rb->hdr_ok[idx[j]] = true;
+		for (; j < m; j++)
+			rb->hdr_ok[idx[j]] = mem_read(rb, p, (uint64_t)(uintptr_t)r[2 * j].iov_base,
+			    rb->ihdr[idx[j]], ISEQ_HDR) == 0 &&
+			    mem_read(rb, p, fr[idx[j]].name, rb->bhdr[idx[j]], BODY_HDR) == 0;
+	}
+}
+
+int
+ruby_frame(struct ruby *rb, struct proc *p, const struct prof_pyframe *fr, size_t n, size_t i,
+    struct frame *f)
+{
+	struct rbproc *rp = p->rb;
+	uint64_t addr = fr[i].code & ~PROF_PY_ENTRY, h, fl, pos;
+	const uint8_t *ih, *bh;
+	struct rbiseq *c = NULL;
+	size_t k;
+
+	memset(f, 0, sizeof(*f));
+	f->file = "[ruby]";
+	f->build_id = "";
+	f->func = UNREADABLE;
+	if (i < n && (fr[i].code & PROF_RB_CFUNC))
+		return 1;
+	if (rb == NULL || rp == NULL || i >= n || i >= PROF_MAX_PYFRAMES || !rb->hdr_ok[i] ||
+	    addr == 0)
+		return -EFAULT;
+	ih = rb->ihdr[i];
+	bh = rb->bhdr[i];
+	fl = rd64(ih, 0);
+	/* No longer (or never) an iseq, or another body than the sample saw. */
+	if ((fl & T_MASK) != T_IMEMO || ((fl >> 12) & 0xf) != IMEMO_ISEQ ||
+	    rd64(ih, 16) != fr[i].name)
+		return -EFAULT;
+	if (rp->cache == NULL && (rp->cache = calloc(CACHE_SLOTS, sizeof(*rp->cache))) == NULL)
+		return -EFAULT;
+	h = (addr >> 3) * 0x9e3779b97f4a7c15ULL;
+	for (k = 0; k < CACHE_SLOTS; k++) {
+		c = &rp->cache[(h + k) % CACHE_SLOTS];
+		if (c->addr == 0 || c->addr == addr)
+			break;
+	}
+	if (k == CACHE_SLOTS)
+		return -EFAULT;
+	if (c->addr == addr && (c->body != fr[i].name || !iseq_same(rp->v, c, bh))) {
+		iseq_clear(rb, c);	/* another iseq at the same address */
+		rp->ncached--;
+	}
+	if (c->addr == 0) {
+		if (rp->ncached >= CACHE_SLOTS * 3 / 4) {
+			cache_clear(rb, rp);
+			return ruby_frame(rb, p, fr, n, i, f);
+		}
+		c->addr = addr;
+		c->body = fr[i].name;
+		rp->ncached++;
+		iseq_fields(rp->v, c, bh);
+		if ((c->name = read_rstring(rb, p, c->label, MAX_NAME)) == NULL ||
+		    (c->file = read_path(rb, p, c->pathobj)) == NULL) {
+			iseq_clear(rb, c);
+			rp->ncached--;
+			return -EFAULT;
+		}
+		c->lines = LINES_NOT_READ;
+	}
+	f->func = c->name;
+	f->srcfile = c->file;
+	f->line = fixnum_line(c->first_lineno);
+	if (fr[i].instr >= c->encoded && c->size <= MAX_ISEQ &&
+	    (pos = (fr[i].instr - c->encoded) / 8) <= c->size) {
+		/* The pc is past the instruction being run: look at the one before. */
+		if (pos > 0)
+			pos--;
+		if (c->lines == LINES_NOT_READ)
+			iseq_lines(rb, p, rp->v, c);
+		if (c->lines == LINES_READ && ruby_rows_lookup(c->rows, c->nrows, pos) > 0)
+			f->line = ruby_rows_lookup(c->rows, c->nrows, pos);
+	}
+	return 0;
+}
+
+int
+ruby_is_vm(const char *func)
+{
+	static const char vm[] = "rb_vm_exec";
+
+	return func && strncmp(func, vm, sizeof(vm) - 1) == 0 &&
+	    (func[sizeof(vm) - 1] == '\0' || func[sizeof(vm) - 1] == '.');
+}
+
+int
+ruby_is_core(const char *func)
+{
+	static const char core[] = "vm_exec_core";
+
+	return func && strncmp(func, core, sizeof(core) - 1) == 0 &&
+	    (func[sizeof(core) - 1] == '\0' || func[sizeof(core) - 1] == '.');
+}
