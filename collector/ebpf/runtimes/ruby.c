@@ -47,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -64,6 +65,13 @@
 #define MAX_ISEQ	(1u << 20)	/* positions of one iseq */
 #define MAX_INFO	(32u << 10)	/* insn info entries of one iseq */
 #define LINES_MEM	(16u << 20)	/* decoded rows held, all processes */
+/*
+ * Positions of line tables decoded per second (a token bucket of twice
+ * that): a process that hands out huge tables costs the sampler a bounded
+ * share of its CPU; past it, frames get their first line until there is
+ * room again.
+ */
+#define LINES_RATE	(4u << 20)
 #define UNREADABLE	"[ruby: unreadable]"
 #define MEM_DEADLINE_NS	(1000LL * 1000 * 1000)
 #define IMM_SIZE	54	/* positions in the succinct table's first words */
@@ -127,6 +135,7 @@ struct ruby {
 	uint8_t		 bhdr[PROF_MAX_PYFRAMES][BODY_HDR];
 	bool		 hdr_ok[PROF_MAX_PYFRAMES];
 	size_t		 lines_bytes;
+	int64_t		 tokens, refilled;	/* positions that may be decoded; when */
 };
 
 struct ruby *
@@ -634,7 +643,10 @@ ruby_positions_decode(const uint32_t *pos, const int32_t *lines, uint32_t nlines
 	return rows_done(&r, rc, rows, nrows);
 }
 
-/* Read and decode c's line table if there is room; lines stay unknown for good when unreadable. */
+/*
+ * Read and decode c's line table if the budgets allow; lines stay unknown
+ * for good when it is too big or unreadable.
+ */
 static void
 iseq_lines(struct ruby *rb, const struct proc *p, const struct rbver *v, struct rbiseq *c)
 {
@@ -642,13 +654,26 @@ iseq_lines(struct ruby *rb, const struct proc *p, const struct rbver *v, struct 
 	int32_t *lines = NULL;
 	uint32_t *pos = NULL, k, n = c->info_size;
 	size_t imm, blocks, tlen, b;
+	struct timespec ts;
 	int rc = -EINVAL;
+	int64_t now;
 
+	if (n == 0 || n > MAX_INFO || c->size == 0 || c->size > MAX_ISEQ || c->info_body == 0) {
+		c->lines = LINES_NONE;
+		return;
+	}
 	if (rb->lines_bytes >= LINES_MEM)
 		return;
-	c->lines = LINES_NONE;
-	if (n == 0 || n > MAX_INFO || c->size == 0 || c->size > MAX_ISEQ || c->info_body == 0)
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = ts.tv_sec * 1000000000LL + ts.tv_nsec;
+	rb->tokens += (now - rb->refilled) / (1000000000LL / LINES_RATE);
+	rb->refilled = now;
+	if (rb->tokens > 2LL * LINES_RATE)
+		rb->tokens = 2LL * LINES_RATE;
+	if (rb->tokens < (int64_t)c->size + n)
 		return;
+	rb->tokens -= (int64_t)c->size + n;
+	c->lines = LINES_NONE;
 	if ((ent = malloc((size_t)n * v->entry_size)) == NULL ||
 	    (lines = malloc((size_t)n * sizeof(*lines))) == NULL)
 		goto out;
