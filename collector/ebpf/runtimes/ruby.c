@@ -632,13 +632,13 @@ ruby_positions_decode(const uint32_t *pos, const int32_t *lines, uint32_t nlines
 	for (k = 0; k + 1 < nlines; k++)
 		if (pos[k] >= pos[k + 1])
 			return -EINVAL;
-	if (nlines > 0 && pos[0] > 0)
-		rc = row_add(&r, pos[0], 0);
-	for (k = 0; k < nlines && rc == 0; k++) {
-		uint32_t end = k + 1 < nlines ? pos[k + 1] : iseq_size;
+	if (nlines > 0 && pos[0] > 0 && iseq_size > 0)
+		rc = row_add(&r, pos[0] < iseq_size ? pos[0] : iseq_size, 0);
+	/* Positions past the iseq's size (a table we misread) cover nothing. */
+	for (k = 0; k < nlines && rc == 0 && pos[k] < iseq_size; k++) {
+		uint32_t end = k + 1 < nlines && pos[k + 1] < iseq_size ? pos[k + 1] : iseq_size;
 
-		if (end > pos[k])
-			rc = row_add(&r, end, lines[k]);
+		rc = row_add(&r, end, lines[k]);
 	}
 	return rows_done(&r, rc, rows, nrows);
 }
