@@ -424,6 +424,10 @@ utf8_dup(const uint8_t *s, size_t len)
 		for (k = 1; n > 1 && k < n; k++)
 			if (i + k >= len || (s[i + k] & 0xc0) != 0x80)
 				n = 0;
+		/* Overlong forms, surrogates, past U+10FFFF: not UTF-8 either. */
+		if ((n == 3 && ((c == 0xe0 && s[i + 1] < 0xa0) || (c == 0xed && s[i + 1] >= 0xa0))) ||
+		    (n == 4 && ((c == 0xf0 && s[i + 1] < 0x90) || (c == 0xf4 && s[i + 1] >= 0x90))))
+			n = 0;
 		if (n == 0) {
 			o[i++] = '?';
 			continue;
