@@ -55,9 +55,11 @@ want_fshare() {
 # raw SERVICE: go tool pprof -raw of the service's merged profile.
 raw() { go tool pprof -raw "$TMP/mnt/$1/cpu/all/all/merged.pb.gz" 2>/dev/null; }
 
-# One started before the daemon: its VM is found all the same.
-cp "$SRC/fib.rb" "$B/fib_running.rb"
-"$RUBY" "$B/fib_running.rb" 14 &
+# One started before the daemon: its VM is found all the same. (The fib
+# processes start without RubyGems: its loading, a large share of a short
+# run's CPU on a busy host, is not what they check; the others load it.)
+cp "$SRC/fib.rb" "$B/rbfib_running.rb"
+"$RUBY" --disable-gems "$B/rbfib_running.rb" 14 &
 RBRUN=$!
 sleep 1
 
@@ -67,14 +69,14 @@ pf_start -v --ebpf=99 --ebpf-period 2 --http "127.0.0.1:$PORT" ||
 
 PIDS=""
 cp "$SRC/fib.rb" "$B/fib_rb.rb"
-"$RUBY" "$B/fib_rb.rb" 8 &
+"$RUBY" --disable-gems "$B/fib_rb.rb" 8 &
 PIDS="$PIDS $!"
 # One that exits while it is sampled, several times over.
-cp "$SRC/fib.rb" "$B/fib_exiting.rb"
-for i in 1 2 3 4; do "$RUBY" "$B/fib_exiting.rb" 1.5; done &
+cp "$SRC/fib.rb" "$B/rbfib_exiting.rb"
+for i in 1 2 3 4; do "$RUBY" --disable-gems "$B/rbfib_exiting.rb" 1.5; done &
 PIDS="$PIDS $!"
-cp "$SRC/squeeze.rb" "$B/squeeze_rb.rb"
-"$RUBY" "$B/squeeze_rb.rb" 8 &
+cp "$SRC/squeeze.rb" "$B/rbsqueeze.rb"
+"$RUBY" "$B/rbsqueeze.rb" 8 &
 PIDS="$PIDS $!"
 cp "$SRC/threads.rb" "$B/rbthreads.rb"
 "$RUBY" "$B/rbthreads.rb" 8 &
@@ -88,16 +90,16 @@ PIDS="$PIDS $!"
   echo "  x"
   echo "end"
   echo "long_one(Process.clock_gettime(Process::CLOCK_MONOTONIC) + ARGV[0].to_f)"
-} > "$B/longfn.rb"
+} > "$B/rblongfn.rb"
 LONGLINE=$((2 + 400 + 1))
-"$RUBY" "$B/longfn.rb" 6 &
+"$RUBY" "$B/rblongfn.rb" 6 &
 PIDS="$PIDS $!"
 # Another mount namespace: its libruby and script are not in the daemon's.
 if [ -n "$LIBRUBY" ] && command -v unshare >/dev/null; then
   mkdir -p "$TMP/ns"
   unshare -m --propagation private sh -c "mount -t tmpfs tmpfs '$TMP/ns' &&
-    cp '$LIBRUBY' '$TMP/ns/libruby-3.1.so.3.1' && cp '$SRC/fib.rb' '$TMP/ns/fib_ns.rb' &&
-    LD_LIBRARY_PATH='$TMP/ns' exec '$RUBY' '$TMP/ns/fib_ns.rb' 8" &
+    cp '$LIBRUBY' '$TMP/ns/libruby-3.1.so.3.1' && cp '$SRC/fib.rb' '$TMP/ns/rbfib_ns.rb' &&
+    LD_LIBRARY_PATH='$TMP/ns' exec '$RUBY' --disable-gems '$TMP/ns/rbfib_ns.rb' 8" &
   PIDS="$PIDS $!"
 fi
 # Crafted VM structures behind a real libruby's ruby_current_ec.
@@ -118,28 +120,28 @@ r="$(raw fib_rb)"
 if echo "$r" | grep -Eq " fib /[^ ]*/fib_rb\.rb:5( |$)" &&
   echo "$r" | grep -Eq " work /[^ ]*/fib_rb\.rb:10( |$)"; then ok "ebpf-ruby-lines"
 else fail "ebpf-ruby-lines" "$(echo "$r" | grep -E " (fib|work) " | head -5)"; fi
-r="$(raw longfn)"
-if echo "$r" | grep -Eq " long_one /[^ ]*/longfn\.rb:$LONGLINE( |$)"; then ok "ebpf-ruby-lines-long"
+r="$(raw rblongfn)"
+if echo "$r" | grep -Eq " long_one /[^ ]*/rblongfn\.rb:$LONGLINE( |$)"; then ok "ebpf-ruby-lines-long"
 else fail "ebpf-ruby-lines-long" "want line $LONGLINE: $(echo "$r" | grep -E " long_one " | head -5)"; fi
-want_fshare "ebpf-ruby-running" fib_running "(^|;)<main>;work;fib(;|$)" "(^|;)<main>(;|$)" 90
-want_fshare "ebpf-ruby-exiting" fib_exiting "(^|;)<main>;work;fib(;|$)" "(^|;)<main>(;|$)" 80
+want_fshare "ebpf-ruby-running" rbfib_running "(^|;)<main>;work;fib(;|$)" "(^|;)<main>(;|$)" 90
+want_fshare "ebpf-ruby-exiting" rbfib_exiting "(^|;)<main>;work;fib(;|$)" "(^|;)<main>(;|$)" 80
 # libz's deflate beneath squeeze: the C method's native frames are kept.
-want_fshare "ebpf-ruby-native" squeeze_rb "(^|;)<main>;work;squeeze;(.*;)?deflate[^;]*(;|$)" "(^|;)<main>;work(;|$)" 70
+want_fshare "ebpf-ruby-native" rbsqueeze "(^|;)<main>;work;squeeze;(.*;)?deflate[^;]*(;|$)" "(^|;)<main>;work(;|$)" 70
 t="$(folded rbthreads)"
 read -r a n <<<"$(echo "$t" | fshare "(^|;)alpha;spin_a(;|$)" "(^|;)(alpha|beta)(;|$)")"
 read -r b _ <<<"$(echo "$t" | fshare "(^|;)beta;spin_b(;|$)" "(^|;)(alpha|beta)(;|$)")"
 read -r x _ <<<"$(echo "$t" | fshare "(^|;)alpha;.*spin_b|(^|;)beta;.*spin_a" "(^|;)(alpha|beta)(;|$)")"
-if [ "$n" -gt 0 ] && [ "$x" -eq 0 ] && [ $((a * 100)) -ge $((30 * n)) ] && [ $((b * 100)) -ge $((30 * n)) ]; then
+if [ "$n" -gt 0 ] && [ "$x" -eq 0 ] && [ $((a * 100)) -ge $((20 * n)) ] && [ $((b * 100)) -ge $((20 * n)) ]; then
   ok "ebpf-ruby-threads (alpha $a, beta $b, mixed $x of $n ms)"
 else
   fail "ebpf-ruby-threads" "alpha $a, beta $b, mixed $x of $n ms"; echo "$t" | sort -k2 -nr | head -8 | cut -c1-300 | sed 's/^/#   /'
 fi
 if [ -n "$LIBRUBY" ] && command -v unshare >/dev/null; then
-  want_fshare "ebpf-ruby-mntns" fib_ns "(^|;)<main>;work;fib(;|$)" "(^|;)<main>(;|$)" 80
+  want_fshare "ebpf-ruby-mntns" rbfib_ns "(^|;)<main>;work;fib(;|$)" "(^|;)<main>(;|$)" 80
 else
   echo "ok - ebpf-ruby-mntns # SKIP no libruby file or unshare"
 fi
-if [ -d "$TMP/mnt/fib_rb" ] && [ -d "$TMP/mnt/squeeze_rb" ]; then ok "ebpf-ruby-service"
+if [ -d "$TMP/mnt/fib_rb" ] && [ -d "$TMP/mnt/rbsqueeze" ]; then ok "ebpf-ruby-service"
 else fail "ebpf-ruby-service" "services: $(ls "$TMP/mnt" | tr '\n' ' ')"; fi
 if [ -n "$HOSTILE" ]; then
   # It was sampled (its service exists) and the daemon still answers and names Ruby.
