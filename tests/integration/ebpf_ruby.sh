@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The eBPF sampler and Ruby (Debian's ruby3.1): Ruby methods named from the
 # VM's control frames, label (file:line), in place of the interpreter's
-# rb_vm_exec, with the native frames of C methods beneath; per thread; for
+# rb_vm_exec, with the native frames of C methods beneath (the C methods'
+# own frames named from the VM's symbol table); per thread; for
 # a process started before the daemon, ones that exit while sampled, and
 # one whose libruby and script lie in another mount namespace; a method
 # long enough that its line comes from the succinct table's blocks; the
@@ -11,7 +12,7 @@
 set -u
 . "$(dirname "$0")/../lib.sh"
 
-NAMES="ebpf-ruby-named ebpf-ruby-lines ebpf-ruby-lines-long ebpf-ruby-running ebpf-ruby-exiting ebpf-ruby-native ebpf-ruby-threads ebpf-ruby-mntns ebpf-ruby-service ebpf-ruby-hostile ebpf-ruby-daemon"
+NAMES="ebpf-ruby-named ebpf-ruby-lines ebpf-ruby-lines-long ebpf-ruby-running ebpf-ruby-exiting ebpf-ruby-native ebpf-ruby-cfunc ebpf-ruby-threads ebpf-ruby-mntns ebpf-ruby-service ebpf-ruby-hostile ebpf-ruby-daemon"
 skip_all() { for n in $NAMES; do echo "ok - $n # SKIP $1"; done; exit 0; }
 [ "$(id -u)" -eq 0 ] || skip_all "needs root"
 [ -r /sys/kernel/btf/vmlinux ] || skip_all "kernel has no BTF (/sys/kernel/btf/vmlinux)"
@@ -127,6 +128,8 @@ want_fshare "ebpf-ruby-running" rbfib_running "(^|;)<main>;work;fib(;|$)" "(^|;)
 want_fshare "ebpf-ruby-exiting" rbfib_exiting "(^|;)<main>;work;fib(;|$)" "(^|;)<main>(;|$)" 80
 # libz's deflate beneath squeeze: the C method's native frames are kept.
 want_fshare "ebpf-ruby-native" rbsqueeze "(^|;)<main>;work;squeeze;(.*;)?deflate[^;]*(;|$)" "(^|;)<main>;work(;|$)" 70
+# The C method's own frame, named from the VM's symbol table.
+want_fshare "ebpf-ruby-cfunc" rbsqueeze "(^|;)<main>;work;squeeze;deflate;" "(^|;)<main>;work;squeeze;" 70
 t="$(folded rbthreads)"
 read -r a n <<<"$(echo "$t" | fshare "(^|;)alpha;spin_a(;|$)" "(^|;)(alpha|beta)(;|$)")"
 read -r b _ <<<"$(echo "$t" | fshare "(^|;)beta;spin_b(;|$)" "(^|;)(alpha|beta)(;|$)")"

@@ -57,7 +57,10 @@
 #include "ruby.h"
 #include "symbolize.h"
 
-#define ISEQ_HDR	24	/* flags, wrapper, body */
+#define ISEQ_HDR	24	/* flags, wrapper, body; of a method entry: flags, class, def */
+#define DEF_HDR		40	/* of rb_method_definition_t: type bits, body, original_id */
+#define DEF_ORIGINAL_ID	32
+#define METHOD_TYPE_CFUNC 1
 #define BODY_HDR	152	/* of rb_iseq_constant_body: up to succ_index_table */
 #define CACHE_SLOTS	2048	/* iseqs cached per process (open hash) */
 #define MAX_NAME	512	/* bytes of a label */
@@ -81,6 +84,7 @@
 #define T_ARRAY		0x07
 #define T_IMEMO		0x1a
 #define IMEMO_ISEQ	7
+#define IMEMO_MENT	6
 
 struct rbver {
 	const char	*prefix;	/* of ruby_version */
@@ -113,7 +117,18 @@ struct rbproc {
 	const struct rbver *v;
 	struct rbiseq	*cache;		/* CACHE_SLOTS, allocated at the first frame */
 	size_t		 ncached;
+	uint64_t	 symbols;	/* its global symbol table; 0: C methods not named */
+	/*
+	 * Until the dynamic linker has relocated libruby (the module id in its
+	 * GOT) and the VM has made its symbol table, a process is looked at
+	 * again at its next samples, RB_TRIES times at most.
+	 */
+	uint64_t	 got, tls_offset, symbols_at;
+	uint32_t	 tries;
+	bool		 live;		/* in rb_procs */
 };
+
+#define RB_TRIES	100
 
 #define FILE_CACHE	16
 
@@ -122,6 +137,7 @@ struct rbfile {
 	uint64_t	 dev, ino;
 	char		 build_id[41];
 	uint64_t	 version, got, tls_offset;	/* 0: absent */
+	uint64_t	 symbols;	/* the global symbol table; 0: not found */
 	bool		 used;
 };
 
@@ -195,7 +211,7 @@ ruby_forget(struct ruby *rb, struct proc *p)
 	struct rbproc *rp = p->rb;
 
 	if (rp) {
-		if (rb && !p->gone)
+		if (rb && !p->gone && rp->live)
 			(void)bpf_map_delete_elem(rb->procs_fd, &p->pid);
 		if (rb)
 			cache_clear(rb, rp);
@@ -249,6 +265,77 @@ vm_file(const char *name)
 	return strncmp(b, "libruby", 7) == 0;
 }
 
+/* len bytes at ELF address vaddr of e, from the section that holds them: 0, or -ENOENT. */
+static int
+elf_bytes(Elf *e, uint64_t vaddr, uint8_t *out, size_t len)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	Elf_Data *d;
+
+	while ((scn = elf_nextscn(e, scn)) != NULL) {
+		if (gelf_getshdr(scn, &sh) == NULL || sh.sh_type != SHT_PROGBITS ||
+		    vaddr < sh.sh_addr || vaddr - sh.sh_addr > sh.sh_size ||
+		    len > sh.sh_size - (vaddr - sh.sh_addr))
+			continue;
+		if ((d = elf_getdata(scn, NULL)) == NULL || d->d_buf == NULL ||
+		    vaddr - sh.sh_addr + len > d->d_size)
+			return -ENOENT;
+		memcpy(out, (const uint8_t *)d->d_buf + (vaddr - sh.sh_addr), len);
+		return 0;
+	}
+	return -ENOENT;
+}
+
+static int32_t
+rd_s32(const uint8_t *b)
+{
+	int32_t v;
+
+	memcpy(&v, b, sizeof(v));
+	return v;
+}
+
+/*
+ * The ELF address of the VM's global symbol table (the names of IDs, which
+ * libruby does not export), from the code of rb_id2str: it jumps to the
+ * lookup, which compares the serial with the table's last_id (its first
+ * field) and then loads the table's ids array, 16 bytes further: a cmp and
+ * a mov, both relative to rip, 16 bytes apart. 0 when the code is not so
+ * (the address is checked against the process's memory before use).
+ */
+static uint64_t
+symbols_find(Elf *e, uint64_t id2str, uint64_t size)
+{
+	uint8_t f[64], t[192];
+	uint64_t target, x;
+	size_t n = size < sizeof(f) ? size : sizeof(f), i, k, j;
+
+	if (n < 5 || elf_bytes(e, id2str, f, n) < 0)
+		return 0;
+	/* Every byte that could start a call or jmp rel32: the code is not decoded. */
+	for (i = 0; i + 5 <= n; i++) {
+		if (f[i] != 0xe9 && f[i] != 0xe8)
+			continue;
+		target = id2str + i + 5 + (uint64_t)(int64_t)rd_s32(f + i + 1);
+		if (elf_bytes(e, target, t, sizeof(t)) < 0)
+			continue;
+		for (k = 0; k + 6 <= sizeof(t); k++) {
+			/* cmp r32, disp32(%rip) (39 /r) or cmp disp32(%rip), r32 (3b /r) */
+			if ((t[k] != 0x39 && t[k] != 0x3b) || (t[k + 1] & 0xc7) != 0x05)
+				continue;
+			x = target + k + 6 + (uint64_t)(int64_t)rd_s32(t + k + 2);
+			/* mov disp32(%rip), r64 (REX.W 8b /r) */
+			for (j = k + 6; j + 7 <= sizeof(t); j++)
+				if ((t[j] & 0xf8) == 0x48 && t[j + 1] == 0x8b &&
+				    (t[j + 2] & 0xc7) == 0x05 &&
+				    target + j + 7 + (uint64_t)(int64_t)rd_s32(t + j + 3) == x + 16)
+					return x;
+		}
+	}
+	return 0;
+}
+
 /*
  * In m's file: the values of ruby_version and ruby_current_ec, and the GOT
  * slot of the latter's module id. 0 (f filled, fields 0 where absent), or
@@ -260,7 +347,7 @@ elf_scan(const struct proc_mapping *m, struct rbfile *f)
 	Elf_Scn *scn = NULL;
 	GElf_Shdr sh;
 	size_t ec_idx = 0;
-	uint64_t ec_val = 0;
+	uint64_t ec_val = 0, id2str = 0, id2str_size = 0;
 	Elf *e;
 	int fd, pass;
 
@@ -292,6 +379,11 @@ elf_scan(const struct proc_mapping *m, struct rbfile *f)
 						continue;
 					if (strcmp(nm, "ruby_version") == 0)
 						f->version = s.st_value;
+					else if (strcmp(nm, "rb_id2str") == 0 &&
+					    GELF_ST_TYPE(s.st_info) == STT_FUNC) {
+						id2str = s.st_value;
+						id2str_size = s.st_size;
+					}
 					else if (strcmp(nm, "ruby_current_ec") == 0 &&
 					    GELF_ST_TYPE(s.st_info) == STT_TLS) {
 						ec_idx = k;
@@ -315,6 +407,8 @@ elf_scan(const struct proc_mapping *m, struct rbfile *f)
 	}
 	if (f->got != 0 && f->tls_offset == 0)
 		f->tls_offset = ec_val;
+	if (id2str != 0)
+		f->symbols = symbols_find(e, id2str, id2str_size);
 	elf_end(e);
 	close(fd);
 	return 0;
@@ -350,21 +444,119 @@ file_scan(struct ruby *rb, const struct proc_mapping *m, struct rbfile *out)
 	return 0;
 }
 
+/*
+ * The global symbol table (rb_symbols_t: last_id u32 at 0, ids at 16, an
+ * Array of Arrays of 512 (String, Symbol) pairs, an ID's serial indexing
+ * them) at addr of p, as far as it can be checked: 0, or -EINVAL.
+ */
+#define TLAST_OP_ID	0xa9	/* IDs up to it are operators: their own serial */
+#define ID_ENTRY_UNIT	512
+
+static int
+symbols_check(struct ruby *rb, const struct proc *p, uint64_t addr)
+{
+	uint8_t h[24], a[8];
+	uint32_t last;
+
+	if (mem_read(rb, p, addr, h, sizeof(h)) < 0)
+		return -EINVAL;
+	memcpy(&last, h, sizeof(last));
+	if (last <= TLAST_OP_ID || last > (1u << 28) || (rd64(h, 16) & 7) != 0 ||
+	    mem_read(rb, p, rd64(h, 16), a, sizeof(a)) < 0 || (rd64(a, 0) & T_MASK) != T_ARRAY)
+		return -EINVAL;
+	return 0;
+}
+
+/* Element i of the Array at addr: 0 (nil, absent or not an Array), else its value. */
+static uint64_t
+ary_entry(struct ruby *rb, const struct proc *p, uint64_t addr, uint64_t i)
+{
+	uint8_t h[40];
+	uint64_t fl, len, v = 0;
+
+	if (addr == 0 || (addr & 7) || mem_read(rb, p, addr, h, sizeof(h)) < 0)
+		return 0;
+	fl = rd64(h, 0);
+	if ((fl & T_MASK) != T_ARRAY)
+		return 0;
+	if (fl & (1u << 13)) {
+		len = (fl >> 15) & 3;
+		return i < len ? rd64(h, 16 + 8 * i) : 0;
+	}
+	len = rd64(h, 16);
+	if (i >= len || mem_read(rb, p, rd64(h, 32) + 8 * i, &v, sizeof(v)) < 0)
+		return 0;
+	return v;
+}
+
+static char *read_rstring(struct ruby *rb, const struct proc *p, uint64_t addr, size_t max);
+
+/* The name of ID id in p's symbol table, malloc'd, or NULL. */
+static char *
+id_name(struct ruby *rb, const struct proc *p, const struct rbproc *rp, uint64_t id)
+{
+	uint64_t serial = id > TLAST_OP_ID ? id >> 4 : id, row;
+	uint8_t h[24];
+	uint32_t last;
+
+	if (rp->symbols == 0 || serial == 0 || mem_read(rb, p, rp->symbols, h, sizeof(h)) < 0)
+		return NULL;
+	memcpy(&last, h, sizeof(last));
+	if (serial > last ||
+	    (row = ary_entry(rb, p, rd64(h, 16), serial / ID_ENTRY_UNIT)) == 0)
+		return NULL;
+	return read_rstring(rb, p, ary_entry(rb, p, row, (serial % ID_ENTRY_UNIT) * 2), MAX_NAME);
+}
+
+/* Enter p into rb_procs once libruby is relocated; find its symbol table once it is made. */
+static void
+ruby_activate(struct ruby *rb, struct proc *p, struct rbproc *rp)
+{
+	struct rb_proc val;
+	uint64_t modid = 0;
+
+	if (!rp->live) {
+		if (rp->got == 0 || mem_read(rb, p, rp->got, &modid, sizeof(modid)) < 0 ||
+		    modid == 0 || modid > 4096)
+			return;
+		val = rp->v->off;
+		val.tls_module = modid;
+		val.tls_offset = rp->tls_offset;
+		if (bpf_map_update_elem(rb->procs_fd, &p->pid, &val, BPF_ANY) < 0) {
+			log_debug("ebpf: pid %u: rb_procs: %s", p->pid, strerror(errno));
+			rp->tries = 0;
+			return;
+		}
+		rp->live = true;
+		log_debug("ebpf: pid %u: Ruby frames (TLS module %llu)", p->pid,
+		    (unsigned long long)modid);
+	}
+	if (rp->symbols == 0 && rp->symbols_at != 0 && symbols_check(rb, p, rp->symbols_at) == 0)
+		rp->symbols = rp->symbols_at;
+}
+
 void
 ruby_check(struct ruby *rb, struct proc *p)
 {
 	struct proc_mapping m;
+	struct rbproc *rp;
 	struct rbfile f;
 	size_t i, k;
 
-	if (rb == NULL || p->gone || p->kthread || p->rb || p->rb_gen == p->maps_gen)
+	if (rb == NULL || p->gone || p->kthread)
+		return;
+	if ((rp = p->rb) != NULL) {
+		if ((!rp->live || (rp->symbols == 0 && rp->symbols_at != 0)) && rp->tries > 0) {
+			rp->tries--;
+			ruby_activate(rb, p, rp);
+		}
+		return;
+	}
+	if (p->rb_gen == p->maps_gen)
 		return;
 	p->rb_gen = p->maps_gen;
 	for (i = 0; proctab_mapping(p, i, &m) == 0; i++) {
-		struct rbproc *rp;
-		struct rb_proc val;
 		char ver[16];
-		uint64_t modid = 0;
 
 		if (!vm_file(m.name) || file_scan(rb, &m, &f) < 0 || f.version == 0)
 			continue;
@@ -378,8 +570,7 @@ ruby_check(struct ruby *rb, struct proc *p)
 			log_debug("ebpf: pid %u: Ruby %.8s: no frames of this version", p->pid, ver);
 			return;
 		}
-		if (f.got == 0 || mem_read(rb, p, f.got + m.bias, &modid, sizeof(modid)) < 0 ||
-		    modid == 0 || modid > 4096 || f.tls_offset > 65536) {
+		if (f.got == 0 || f.tls_offset > 65536) {
 			log_debug("ebpf: pid %u: Ruby %.8s: ruby_current_ec not found in %s: no "
 			    "Ruby frames", p->pid, ver, m.name);
 			return;
@@ -387,16 +578,14 @@ ruby_check(struct ruby *rb, struct proc *p)
 		if ((rp = calloc(1, sizeof(*rp))) == NULL)
 			return;
 		rp->v = &versions[k];
-		val = versions[k].off;
-		val.tls_module = modid;
-		val.tls_offset = f.tls_offset;
-		if (bpf_map_update_elem(rb->procs_fd, &p->pid, &val, BPF_ANY) < 0) {
-			log_debug("ebpf: pid %u: rb_procs: %s", p->pid, strerror(errno));
-			free(rp);
-			return;
-		}
+		rp->got = f.got + m.bias;
+		rp->tls_offset = f.tls_offset;
+		rp->symbols_at = f.symbols ? f.symbols + m.bias : 0;
+		rp->tries = RB_TRIES;
 		p->rb = rp;
-		log_debug("ebpf: pid %u: Ruby %.8s in %s", p->pid, ver, m.name);
+		log_debug("ebpf: pid %u: Ruby %.8s in %s%s", p->pid, ver, m.name,
+		    rp->symbols_at ? "" : " (its symbol table not found: C methods left out)");
+		ruby_activate(rb, p, rp);
 		return;
 	}
 }
@@ -722,10 +911,11 @@ void
 ruby_read(struct ruby *rb, struct proc *p, const struct prof_pyframe *fr, size_t n)
 {
 	struct iovec l[2 * 32], r[2 * 32];
-	size_t i, j, m, idx[32];
+	const struct rbproc *rp = p->rb;
+	size_t i, j, m, idx[32], want;
 	ssize_t got;
 
-	if (rb == NULL || n == 0)
+	if (rb == NULL || rp == NULL || n == 0)
 		return;
 	if (n > PROF_MAX_PYFRAMES)
 		n = PROF_MAX_PYFRAMES;
@@ -733,23 +923,27 @@ ruby_read(struct ruby *rb, struct proc *p, const struct prof_pyframe *fr, size_t
 	if (p->gone)
 		return;
 	/*
-	 * Up to 32 frames a call, an iseq's head and its body's each (C
-	 * methods' frames are not read); a call stops at the first range it
-	 * cannot read, those from there on are read one by one.
+	 * Up to 32 frames a call: an iseq's head and its body's, or a C
+	 * method's entry and its definition (when it can be named); a call
+	 * stops at the first range it cannot read, those from there on are
+	 * read one by one.
 	 */
 	for (i = 0; i < n;) {
 		for (m = 0; i < n && m < 32; i++) {
-			if (fr[i].code & PROF_RB_CFUNC)
+			bool cf = (fr[i].code & PROF_RB_CFUNC) != 0;
+
+			if (cf && rp->symbols == 0)
 				continue;
 			idx[m] = i;
 			l[2 * m].iov_base = rb->ihdr[i];
 			l[2 * m].iov_len = ISEQ_HDR;
-			r[2 * m].iov_base = (void *)(uintptr_t)(fr[i].code & ~PROF_PY_ENTRY);
+			r[2 * m].iov_base = (void *)(uintptr_t)(fr[i].code &
+			    ~(PROF_PY_ENTRY | PROF_RB_CFUNC));
 			r[2 * m].iov_len = ISEQ_HDR;
 			l[2 * m + 1].iov_base = rb->bhdr[i];
-			l[2 * m + 1].iov_len = BODY_HDR;
+			l[2 * m + 1].iov_len = cf ? DEF_HDR : BODY_HDR;
 			r[2 * m + 1].iov_base = (void *)(uintptr_t)fr[i].name;
-			r[2 * m + 1].iov_len = BODY_HDR;
+			r[2 * m + 1].iov_len = cf ? DEF_HDR : BODY_HDR;
 			m++;
 		}
 		if (m == 0)
@@ -757,13 +951,74 @@ ruby_read(struct ruby *rb, struct proc *p, const struct prof_pyframe *fr, size_t
 		got = memread_readv(rb->mr, (pid_t)p->pid, l, r, 2 * m);
 		if (got == -ETIMEDOUT)
 			return;
-		for (j = 0; got > 0 && j < m && (size_t)got >= (j + 1) * (ISEQ_HDR + BODY_HDR); j++)
+		for (j = 0, want = 0; got > 0 && j < m; j++) {
+			want += l[2 * j].iov_len + l[2 * j + 1].iov_len;
+			if ((size_t)got < want)
+				break;
 			rb->hdr_ok[idx[j]] = true;
+		}
 		for (; j < m; j++)
 			rb->hdr_ok[idx[j]] = mem_read(rb, p, (uint64_t)(uintptr_t)r[2 * j].iov_base,
 			    rb->ihdr[idx[j]], ISEQ_HDR) == 0 &&
-			    mem_read(rb, p, fr[idx[j]].name, rb->bhdr[idx[j]], BODY_HDR) == 0;
+			    mem_read(rb, p, fr[idx[j]].name, rb->bhdr[idx[j]],
+			    l[2 * j + 1].iov_len) == 0;
 	}
+}
+
+/*
+ * A C method's frame: named by its method's original name when p's symbol
+ * table is known (cached by method entry, checked at every sample: still a
+ * method entry, with the definition the sample saw, of a C function).
+ */
+static int
+cfunc_frame(struct ruby *rb, struct proc *p, const struct prof_pyframe *fr, size_t i,
+    struct frame *f)
+{
+	struct rbproc *rp = p->rb;
+	uint64_t addr = fr[i].code & ~(PROF_PY_ENTRY | PROF_RB_CFUNC), h, fl, id;
+	struct rbiseq *c = NULL;
+	size_t k;
+
+	if (rp->symbols == 0)
+		return 1;
+	if (!rb->hdr_ok[i])
+		return -EFAULT;
+	fl = rd64(rb->ihdr[i], 0);
+	id = rd64(rb->bhdr[i], DEF_ORIGINAL_ID);
+	if ((fl & T_MASK) != T_IMEMO || ((fl >> 12) & 0xf) != IMEMO_MENT ||
+	    rd64(rb->ihdr[i], 16) != fr[i].name || (rb->bhdr[i][0] & 0xf) != METHOD_TYPE_CFUNC)
+		return -EFAULT;
+	if (rp->cache == NULL && (rp->cache = calloc(CACHE_SLOTS, sizeof(*rp->cache))) == NULL)
+		return -EFAULT;
+	h = (addr >> 3) * 0x9e3779b97f4a7c15ULL;
+	for (k = 0; k < CACHE_SLOTS; k++) {
+		c = &rp->cache[(h + k) % CACHE_SLOTS];
+		if (c->addr == 0 || c->addr == addr)
+			break;
+	}
+	if (k == CACHE_SLOTS)
+		return -EFAULT;
+	if (c->addr == addr && (c->body != fr[i].name || c->label != id || c->file != NULL)) {
+		iseq_clear(rb, c);
+		rp->ncached--;
+	}
+	if (c->addr == 0) {
+		if (rp->ncached >= CACHE_SLOTS * 3 / 4) {
+			cache_clear(rb, rp);
+			return cfunc_frame(rb, p, fr, i, f);
+		}
+		c->addr = addr;
+		c->body = fr[i].name;
+		c->label = id;
+		rp->ncached++;
+		if ((c->name = id_name(rb, p, rp, id)) == NULL) {
+			iseq_clear(rb, c);
+			rp->ncached--;
+			return -EFAULT;
+		}
+	}
+	f->func = c->name;
+	return 0;
 }
 
 int
@@ -780,8 +1035,9 @@ ruby_frame(struct ruby *rb, struct proc *p, const struct prof_pyframe *fr, size_
 	f->file = "[ruby]";
 	f->build_id = "";
 	f->func = UNREADABLE;
-	if (i < n && (fr[i].code & PROF_RB_CFUNC))
-		return 1;
+	if (rb != NULL && rp != NULL && i < n && i < PROF_MAX_PYFRAMES &&
+	    (fr[i].code & PROF_RB_CFUNC))
+		return cfunc_frame(rb, p, fr, i, f);
 	if (rb == NULL || rp == NULL || i >= n || i >= PROF_MAX_PYFRAMES || !rb->hdr_ok[i] ||
 	    addr == 0)
 		return -EFAULT;

@@ -37,8 +37,9 @@ void		 ruby_forget(struct ruby *rb, struct proc *p);
 /*
  * Name Ruby frame i of fr (n frames, as the sample carries them) into f:
  * func the iseq's label, srcfile its path, line from its pc, mapping
- * "[ruby]". Returns 0 when named; 1 for a frame not shown (a C method's: its
- * C function follows among the native frames); -EFAULT, with func
+ * "[ruby]"; a C method's frame func its method's name. Returns 0 when
+ * named; 1 for a frame not shown (a C method's where the VM's symbol table
+ * was not found: its C function follows among the native frames); -EFAULT, with func
  * "[ruby: unreadable]", when the iseq cannot be read or is no longer the
  * one the sample saw. Call ruby_read first, once per sample. f's strings
  * are valid until the next call of ruby_read.
