@@ -6,8 +6,10 @@
  * running off the end of the VM stack or into unmapped memory, iseqs that
  * are not, bodies with huge sizes, strings and arrays with huge or
  * negative lengths, succinct tables and positions of random words, loops
- * of pointers: the sampler must name what it can, mark the rest
- * unreadable, and neither crash, hang nor fall behind. Its spinning
+ * of pointers, C methods' entries whose names come from a symbol table it
+ * writes over libruby's own (found as the sampler finds it): the sampler
+ * must name what it can, mark the rest unreadable, and neither crash, hang
+ * nor fall behind. Its spinning
  * function is named rb_vm_exec, so that the sampler puts (and names) the
  * crafted frames in its place as it does a real VM's.
  * Usage: rbhostile SECONDS (tests/integration/ebpf_ruby.sh).
@@ -196,6 +198,88 @@ mkframe(uint64_t *cf)
 	cf[4] = (uint64_t)(uintptr_t)ep;
 }
 
+static uint64_t *symtab;	/* libruby's global symbol table, NULL: not found */
+
+/*
+ * libruby's symbol table, as the sampler finds it: rb_id2str jumps to a
+ * lookup that compares with the table's first field and loads its third.
+ */
+static uint64_t *
+find_symtab(const uint8_t *f)
+{
+	const uint8_t *t;
+	int32_t d;
+	size_t i, k, j;
+
+	for (i = 0; i < 24; i++) {
+		if (f[i] != 0xe9 && f[i] != 0xe8)
+			continue;
+		memcpy(&d, f + i + 1, 4);
+		if (d < -(1 << 21) || d > (1 << 21))
+			continue;	/* not a jump within libruby's code: not read */
+		t = f + i + 5 + d;
+		for (k = 0; k + 6 <= 192; k++) {
+			const uint8_t *x;
+
+			if ((t[k] != 0x39 && t[k] != 0x3b) || (t[k + 1] & 0xc7) != 0x05)
+				continue;
+			memcpy(&d, t + k + 2, 4);
+			x = t + k + 6 + d;
+			for (j = k + 6; j + 7 <= 192; j++) {
+				memcpy(&d, t + j + 3, 4);
+				if ((t[j] & 0xf8) == 0x48 && t[j + 1] == 0x8b &&
+				    (t[j + 2] & 0xc7) == 0x05 && t + j + 7 + d == x + 16)
+					return (uint64_t *)(uintptr_t)x;
+			}
+		}
+	}
+	return NULL;
+}
+
+/* A symbol table of random rows of (String, anything) pairs. */
+static void
+craft_symtab(void)
+{
+	uint64_t *ids = alloc(5), *rows;
+	size_t n = 1 + rnd() % 4, i, k;
+
+	if (symtab == NULL)
+		return;
+	rows = alloc(n);
+	for (i = 0; i < n; i++) {
+		uint64_t *row = alloc(5), *el = alloc(64);
+
+		for (k = 0; k < 64; k++)
+			el[k] = k % 2 == 0 && rnd() % 4 ? mkstr() : ptr();
+		row[0] = 0x07;
+		row[2] = rnd() % 8 ? 64 : rnd();
+		row[4] = (uint64_t)(uintptr_t)el;
+		rows[i] = rnd() % 8 ? (uint64_t)(uintptr_t)row : ptr();
+	}
+	ids[0] = 0x07;
+	ids[2] = n;
+	ids[4] = (uint64_t)(uintptr_t)rows;
+	symtab[0] = 0xaa + rnd() % 4000;
+	symtab[2] = (uint64_t)(uintptr_t)ids;
+}
+
+/* A C method's frame: its entry, its definition, an ID near the table's. */
+static void
+mkcfunc(uint64_t *cf)
+{
+	uint64_t *me = alloc(5), *def = alloc(6), *ep = alloc(3) + 2;
+
+	me[0] = 0x1a | (6ULL << 12);
+	me[2] = (uint64_t)(uintptr_t)def;
+	def[0] = rnd() % 4 ? 1 : rnd();
+	def[4] = rnd() % 4 ? (rnd() % 2000) << 4 | 1 : rnd();
+	ep[0] = 0x55550081ULL | (rnd() % 2 ? 0x20 : 0);
+	ep[-2] = rnd() % 8 ? (uint64_t)(uintptr_t)me : ptr();
+	cf[0] = 0;
+	cf[2] = 0;
+	cf[4] = (uint64_t)(uintptr_t)ep;
+}
+
 /* An execution context: a VM stack in the arena, frames whose fields point anywhere. */
 static void
 craft_ec(uint64_t *ec)
@@ -210,7 +294,10 @@ craft_ec(uint64_t *ec)
 		uint64_t *cf = stack + i * 8;
 
 		if (rnd() % 4 != 0) {
-			mkframe(cf);
+			if (rnd() % 3 == 0)
+				mkcfunc(cf);
+			else
+				mkframe(cf);
 			continue;
 		}
 		cf[0] = ptr();		/* pc */
@@ -240,6 +327,7 @@ rb_vm_exec(uint64_t **cur, uint64_t *ec)
 
 	*cur = NULL;
 	craft();
+	craft_symtab();
 	craft_ec(ec);
 	*cur = rnd() % 16 == 0 ? (uint64_t *)(uintptr_t)ptr() : ec;
 	t = now() + 0.02;
@@ -253,11 +341,14 @@ main(int argc, char **argv)
 	double end = now() + (argc > 1 ? atof(argv[1]) : 5);
 	void *h = dlopen("libruby-3.1.so.3.1", RTLD_NOW | RTLD_LOCAL);
 	uint64_t **cur, ec[4];
+	const uint8_t *id2str;
 
-	if (h == NULL || (cur = dlsym(h, "ruby_current_ec")) == NULL) {
+	if (h == NULL || (cur = dlsym(h, "ruby_current_ec")) == NULL ||
+	    (id2str = dlsym(h, "rb_id2str")) == NULL) {
 		fprintf(stderr, "rbhostile: %s\n", dlerror());
 		return 1;
 	}
+	symtab = find_symtab(id2str);
 	while (now() < end)
 		rb_vm_exec(cur, ec);
 	*cur = NULL;
