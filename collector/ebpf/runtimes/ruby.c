@@ -23,6 +23,11 @@
  *     bits 14-18), embedded bytes at 16, else length 16 and pointer 24
  *   RArray: flags 0 (T_ARRAY 7; EMBED bit 13; embedded length in bits
  *     15-16), embedded elements at 16, else length 16 and pointer 32
+ *   rb_method_entry_t: flags 0 (T_IMEMO, imemo type 6), def 16
+ *   rb_method_definition_t: type in bits 0-3 (1: a C function), original_id 32
+ *   rb_symbols_t (the global symbol table): last_id 0 (u32), ids 16 (an
+ *     Array of Arrays of 512 (String, Symbol) pairs; an ID above 0xa9 has
+ *     serial id >> 4, one below is its own)
  *
  * The thread-local ruby_current_ec: libruby is built for the general
  * dynamic TLS model, so its GOT holds the (module id, offset) pair the

@@ -5,8 +5,8 @@
  * 3.1), and the TLS module id the dynamic linker gave it, and gives the BPF
  * program what it needs to read the sampled thread's control frames (the
  * rb_procs map, bpf/ruby.bpf.h). Names the iseqs it reports, label
- * (file:line), from the process's memory, cached per process and checked
- * against the iseq at every sample. Where the frames go in a stack is
+ * (file:line), and the C methods, by name from the VM's symbol table, from
+ * the process's memory, cached per process and checked at every sample. Where the frames go in a stack is
  * ebpf.c's business: in place of rb_vm_exec, as Python's replace the
  * evaluation loop.
  *
