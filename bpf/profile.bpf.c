@@ -8,8 +8,9 @@
  * space loaded for the process (see "Unwinding" below), frame by frame, by
  * frame pointer where no table covers a pc (JIT code, Go); a process user
  * space has not loaded yet is walked by bpf_get_stack's frame pointers. CPython
- * processes also get their interpreter frames read ("Python" below), Go
- * processes their goroutine's pprof labels (golabels.bpf.h). Two raw
+ * processes also get their interpreter frames read ("Python" below), Ruby
+ * ones their control frames (ruby.bpf.h), Go processes their goroutine's
+ * pprof labels (golabels.bpf.h). Two raw
  * scheduler tracepoints (no tracefs
  * needed) tell user space when a process exec's (mappings change: capture
  * them now) and exits (forget it). Everything lost or failing is counted in per-CPU counters. Aggregation
@@ -491,6 +492,7 @@ fault:
 }
 
 #include "golabels.bpf.h"
+#include "ruby.bpf.h"
 
 /*
  * Fill e (hdr.kind set by the caller) with the current task's identity and
@@ -544,6 +546,7 @@ fill_sample(void *ctx, struct prof_sample *e, bool in_user, __u64 ip, __u64 sp, 
 	if (user_stacks && BPF_CORE_READ(task, mm) != NULL) {
 		walk_python(e, task, tgid);
 		walk_golabels(e, task, tgid);
+		walk_ruby(e, task, tgid);
 	}
 	e->wake = wake;
 }
@@ -693,6 +696,7 @@ on_exec(void *ctx)
 	bpf_map_delete_elem(&unw_procs, &tgid);
 	bpf_map_delete_elem(&py_procs, &tgid);
 	bpf_map_delete_elem(&go_procs, &tgid);
+	bpf_map_delete_elem(&rb_procs, &tgid);
 	notify(PROF_EV_EXEC);
 	return 0;
 }
@@ -710,6 +714,7 @@ on_exit(void *ctx)
 		bpf_map_delete_elem(&unw_procs, &tgid);
 		bpf_map_delete_elem(&py_procs, &tgid);
 		bpf_map_delete_elem(&go_procs, &tgid);
+		bpf_map_delete_elem(&rb_procs, &tgid);
 		notify(PROF_EV_EXIT);
 	}
 	return 0;

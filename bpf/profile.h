@@ -128,6 +128,8 @@ enum prof_counter {
 	PROF_CNT_OFFCPU_FULL,	/* switches out not recorded: offcpu_waits full */
 	PROF_CNT_GO_LABELS,	/* samples of a goroutine with pprof labels */
 	PROF_CNT_GO_TRUNCATED,	/* ... not all read (past the bounds, or a read failed) */
+	PROF_CNT_RB_STACKS,	/* Ruby stacks read */
+	PROF_CNT_RB_READ_ERR,	/* ... cut short by unreadable VM memory */
 	PROF_CNT_MAX
 };
 
@@ -247,6 +249,38 @@ struct go_proc {
 	__u16	g_m, m_curg, g_labels, layout;
 	__u16	hmap_count, hmap_b, hmap_buckets, hmap_oldbuckets;
 	__u16	bkt_keys, bkt_values, bkt_overflow, pad;
+};
+
+/*
+ * Ruby (bpf/ruby.bpf.h). A Ruby process's samples carry its control frames
+ * in py[] (py_flags PROF_RB_FRAMES, PROF_PY_TRUNCATED and PROF_PY_NO_THREAD
+ * as for Python), leaf first: code the frame's iseq (PROF_PY_ENTRY: the
+ * outermost frame of one run of rb_vm_exec, flagged FINISH), instr its
+ * pc, name the iseq's body pointer at the sample; a C method's frame has
+ * PROF_RB_CFUNC on code, which is then its method entry, and name its
+ * definition pointer.
+ */
+#define PROF_RB_FRAMES		(1u << 8)
+#define PROF_RB_CFUNC		(1ULL << 62)
+
+/*
+ * rb_procs value: where a Ruby process keeps the sampled thread's frames,
+ * written by collector/ebpf/runtimes/ruby.c for its version. The thread's
+ * execution context is libruby's thread-local ruby_current_ec, found
+ * through glibc's dtv (the thread pointer's second word) at tls_module.
+ *
+ *   ec_vm_stack, ec_vm_stack_size, ec_cfp   rb_execution_context_t fields
+ *   cf_pc, cf_iseq, cf_ep, cf_size          rb_control_frame_t fields, its size
+ *   iseq_body                               rb_iseq_t: body
+ * Control frame fields lie in the first RB_CFP_READ bytes.
+ */
+#define RB_CFP_READ		48
+
+struct rb_proc {
+	__u64	tls_module;	/* libruby's TLS module id (its dtv index) */
+	__u64	tls_offset;	/* ruby_current_ec in libruby's TLS block */
+	__u16	ec_vm_stack, ec_vm_stack_size, ec_cfp, cf_pc;
+	__u16	cf_iseq, cf_ep, cf_size, iseq_body;
 };
 
 #endif

@@ -119,13 +119,19 @@ kernel_mapping(const struct profile *p, const struct pf_location *l)
 	    strcmp(f, "vmlinux") == 0 || strncmp(f, "/boot/vmlinux", 13) == 0;
 }
 
-/* Whether a location is a Python frame (the eBPF sampler's mapping "[python]"). */
+/*
+ * Whether a location is an interpreter's frame, Python's or Ruby's (the eBPF
+ * sampler's mappings "[python]" and "[ruby]"): coloured alike.
+ */
 static bool
 python_mapping(const struct profile *p, const struct pf_location *l)
 {
+	const char *f;
+
 	if (l->mapping == 0 || l->mapping > p->nmappings)
 		return false;
-	return strcmp(profile_str(p, p->mappings[l->mapping - 1].filename), "[python]") == 0;
+	f = profile_str(p, p->mappings[l->mapping - 1].filename);
+	return strcmp(f, "[python]") == 0 || strcmp(f, "[ruby]") == 0;
 }
 
 static int

@@ -31,6 +31,9 @@
 #      (target <= 1.01); the BPF program's time per sample while every CPU
 #      runs the Python workload (native walk plus Python frames); the daemon's
 #      CPU and RSS meanwhile. Skipped where python3.11 or javac is missing.
+#      Then the same for Ruby (Debian's ruby3.1, recursive calls): its
+#      slowdown, the BPF program's time per sample with every CPU in Ruby
+#      (native walk plus control frames), the daemon's CPU and RSS.
 #   6. Off-CPU: the daemon's CPU (percent of one core) and RSS (VmHWM, the
 #      peak) with --ebpf-offcpu off, on, and on with --ebpf-offcpu-sample 10
 #      (sample10), at 19 Hz and 99 Hz, while every
@@ -49,7 +52,7 @@
 # the figures are medians and ratios. Bounded to about five minutes.
 #   PROFILEFS_BIN=/tmp/x/bin/profilefs RUNS=7 SECS=10 RT_RUNS=5 scripts/bench-ebpf.sh
 # ONLY=runtimes runs part 5 alone, ONLY=daemon part 2 alone, ONLY=offcpu part 6 alone,
-# ONLY=golabels the Go labels part (after 6) alone.
+# ONLY=golabels the Go labels part (after 6) alone, ONLY=ruby part 5's Ruby half.
 set -u
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BIN="${PROFILEFS_BIN:-$ROOT/bin/profilefs}"
@@ -229,7 +232,60 @@ JAVA
   awk -v a="$c0" -v b="$c1" -v t="$(getconf CLK_TCK)" -v s="$SECS" -v r="$rss" -v h="$hwm" \
     'BEGIN {printf "daemon, every CPU in Python: cpu %.2f%% of one core, rss %d MiB (peak %d MiB)\n", (b - a) / t / s * 100, r / 1024, h / 1024}'
 }
-if [ "$ONLY" = runtimes ]; then runtimes; exit 0; fi
+
+# Part 5 for Ruby: its slowdown, the BPF program's time per sample and the
+# daemon's cost with every CPU in Ruby.
+runtime_ruby() {
+  local rb i a old run0 cnt0 run1 cnt1 c0 c1 rss hwm k spin=()
+  rb="$(command -v ruby3.1 || true)"
+  [ -n "$rb" ] || { echo "== runtimes: Ruby skipped (no ruby3.1)"; return 0; }
+  echo "== runtimes: Ruby workload, $RT_RUNS alternating pairs, --ebpf=99"
+  cat >"$W/rbwork.rb" <<'RB'
+def fib(n) = n < 2 ? n : fib(n - 1) + fib(n - 2)
+def work = 10.times { fib(30) }
+work
+t = Process.times
+printf("%.4f\n", t.utime + t.stime)
+RB
+  : >"$W/rb_ratios"
+  for i in $(seq 1 "$RT_RUNS"); do
+    local off on
+    if [ $((i % 2)) -eq 1 ]; then
+      off=$("$rb" "$W/rbwork.rb")
+      start_daemon --ebpf=99; sleep "$SETTLE"; on=$("$rb" "$W/rbwork.rb"); stop_daemon
+    else
+      start_daemon --ebpf=99; sleep "$SETTLE"; on=$("$rb" "$W/rbwork.rb"); stop_daemon
+      off=$("$rb" "$W/rbwork.rb")
+    fi
+    echo "$off $on" | awk -v i="$i" '{printf "  pair %d: ruby cpu %.3fs / %.3fs (without / with)\n", i, $1, $2}'
+    echo "$off $on" | awk '{print ($1 > 0 ? $2 / $1 : 0)}' >>"$W/rb_ratios"
+  done
+  a=$(median <"$W/rb_ratios")
+  printf "ruby slowdown (median cpu ratio with/without): %.4f (target <= 1.01)\n" "$a"
+  old=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null)
+  [ -n "$old" ] && sysctl -qw kernel.bpf_stats_enabled=1
+  start_daemon --ebpf=99 --ebpf-period 10; sleep "$SETTLE"
+  for k in $(seq 1 "$(nproc)"); do
+    (end=$(($(date +%s) + SECS + 2)); while [ "$(date +%s)" -lt "$end" ]; do "$rb" "$W/rbwork.rb" >/dev/null; done) &
+    spin+=($!)
+  done
+  sleep 1
+  read -r run0 cnt0 <<<"$(bpftool prog show name do_sample 2>/dev/null | grep -o 'run_time_ns [0-9]* run_cnt [0-9]*' | head -1 | awk '{print $2, $4}')"
+  c0=$(cpu_ticks "$PID"); sleep "$SECS"; c1=$(cpu_ticks "$PID")
+  read -r run1 cnt1 <<<"$(bpftool prog show name do_sample 2>/dev/null | grep -o 'run_time_ns [0-9]* run_cnt [0-9]*' | head -1 | awk '{print $2, $4}')"
+  rss=$(awk '/^VmRSS/ {print $2}' "/proc/$PID/status")
+  hwm=$(awk '/^VmHWM/ {print $2}' "/proc/$PID/status")
+  wait "${spin[@]}" 2>/dev/null
+  stop_daemon
+  [ -n "$old" ] && sysctl -qw kernel.bpf_stats_enabled="$old"
+  if [ -n "${run0:-}" ] && [ -n "${run1:-}" ] && [ "$cnt1" -gt "$cnt0" ]; then
+    awk -v r=$((run1 - run0)) -v c=$((cnt1 - cnt0)) 'BEGIN {printf "bpf program, every CPU in Ruby: %d samples, %.0f ns per sample = %.4f%% of a CPU at 99 Hz\n", c, r / c, r / c * 99 / 1e9 * 100}'
+  fi
+  awk -v a="$c0" -v b="$c1" -v t="$(getconf CLK_TCK)" -v s="$SECS" -v r="$rss" -v h="$hwm" \
+    'BEGIN {printf "daemon, every CPU in Ruby: cpu %.2f%% of one core, rss %d MiB (peak %d MiB)\n", (b - a) / t / s * 100, r / 1024, h / 1024}'
+}
+if [ "$ONLY" = ruby ]; then runtime_ruby; exit 0; fi
+if [ "$ONLY" = runtimes ]; then runtimes; runtime_ruby; exit 0; fi
 
 # Every CPU busy with Debian's own binaries, restarted as they end.
 debian_load() {	# debian_load SECONDS: python3, gzip, xz and sqlite3 in turn on every CPU
@@ -525,3 +581,4 @@ fi
 offcpu_cost
 runtimes
 golabels_cost
+runtime_ruby

@@ -18,7 +18,7 @@ PKGS=(
   golang-go
   curl libxml2-utils procps psmisc jq python3
   rsync openssh-client make
-  openjdk-17-jdk-headless
+  openjdk-17-jdk-headless ruby
   systemd man-db groff-base strace
   clickhouse-server
 )

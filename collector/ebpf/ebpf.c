@@ -44,6 +44,7 @@
 #include "proctab.h"
 #include "python.h"
 #include "golabels.h"
+#include "ruby.h"
 #include "symbolize.h"
 #include "unwind.h"
 #include "profile.skel.h"
@@ -105,6 +106,7 @@ struct ebpf_sampler {
 	struct unwinder		*unw;		/* NULL: frame pointers only */
 	struct python		*py;		/* CPython frames */
 	struct golabels		*gl;		/* Go pprof labels */
+	struct ruby		*ruby;		/* Ruby frames */
 	struct dbginfod		*dbg;		/* debug files by build id; NULL: none */
 	int64_t			 period_start;	/* wall-clock ns */
 	int64_t			 next_flush;	/* monotonic ns */
@@ -370,14 +372,36 @@ fcache_put(struct ebpf_sampler *e, const struct cpuprof *cp, const struct cpupro
 	c->named = named;
 }
 
-/* The frame that stands for Python frames the sample could not carry. */
+/* The frame that stands for Python (or Ruby) frames the sample could not carry. */
 static void
-py_marker(struct frame *f)
+py_marker(struct frame *f, const struct prof_sample *s)
 {
+	bool rb = (s->py_flags & PROF_RB_FRAMES) != 0;
+
 	memset(f, 0, sizeof(*f));
-	f->func = "[python: truncated]";
-	f->file = "[python]";
+	f->func = rb ? "[ruby: truncated]" : "[python: truncated]";
+	f->file = rb ? "[ruby]" : "[python]";
 	f->build_id = "";
+}
+
+/*
+ * Interpreter frame i of s into f, Python's or Ruby's: 0, -EFAULT (named
+ * unreadable), 1: none to show.
+ */
+static int
+interp_frame(struct ebpf_sampler *e, struct proc *p, const struct prof_sample *s, size_t n,
+    size_t i, struct frame *f)
+{
+	if (s->py_flags & PROF_RB_FRAMES)
+		return ruby_frame(e->ruby, p, s->py, n, i, f);
+	return python_frame(e->py, p, s->py, n, i, f);
+}
+
+/* Whether func is the native frame s's interpreter frames replace. */
+static bool
+interp_is_eval(const struct prof_sample *s, const char *func)
+{
+	return (s->py_flags & PROF_RB_FRAMES) ? ruby_is_vm(func) : python_is_eval(func);
 }
 
 /*
@@ -416,7 +440,7 @@ handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_samp
 	struct proc *p;
 	size_t n = 0, pi = 0, pn = 0;
 	uint64_t miss = 0;		/* a caller outside every mapping known */
-	bool py_cut = false, py_left, entry, golab;
+	bool py_cut = false, py_left, entry, golab, core = false;
 	int i, nk, nu;
 	int64_t li;
 
@@ -446,9 +470,13 @@ handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_samp
 		unwind_proc(e->unw, p);
 	}
 	python_check(e->py, p);
-	if ((s->py_flags & PROF_PY_WALKED) && p->py) {
+	ruby_check(e->ruby, p);
+	if ((s->py_flags & PROF_PY_WALKED) && ((s->py_flags & PROF_RB_FRAMES) ? p->rb : p->py)) {
 		pn = s->py_n < PROF_MAX_PYFRAMES ? s->py_n : PROF_MAX_PYFRAMES;
-		python_read(e->py, p, s->py, pn);
+		if (s->py_flags & PROF_RB_FRAMES)
+			ruby_read(e->ruby, p, s->py, pn);
+		else
+			python_read(e->py, p, s->py, pn);
 		py_cut = (s->py_flags & PROF_PY_TRUNCATED) != 0;
 	}
 	nk = s->kstack_len > 0 ? s->kstack_len / 8 : 0;
@@ -497,6 +525,7 @@ handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_samp
 		if ((c = fcache_get(e, cp, svc, p->serial, p->maps_gen, exact ? a : a - 1)) != NULL) {
 			e->user_frames++;
 			e->user_named += c->named;
+			core = p->rb && !c->named;
 			e->locs[n++] = c->loc;
 			continue;
 		}
@@ -511,19 +540,27 @@ handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_samp
 			miss = exact ? a : a - 1;
 			break;
 		}
-		if (pi < pn && python_is_eval(f.func)) {
+		if (pi < pn && interp_is_eval(s, f.func)) {
+			/* Ruby's instruction loop, just below rb_vm_exec: its frames stand for it. */
+			if (core && n > 0)
+				n--;
 			/* This run of the evaluation loop: its frames up to its entry frame. */
 			do {
-				e->py_unreadable += python_frame(e->py, p, s->py, pn, pi, &f) < 0;
+				int r = interp_frame(e, p, s, pn, pi, &f);
+
+				e->py_unreadable += r < 0;
+				entry = (s->py[pi++].code & PROF_PY_ENTRY) != 0;
+				if (r == 1)
+					continue;
 				if ((li = cpuprof_location(svc, &f)) < 0)
 					return;
 				e->locs[n++] = (uint32_t)li;
 				e->py_frames++;
-				entry = (s->py[pi++].code & PROF_PY_ENTRY) != 0;
 			} while (!entry && pi < pn);
+			core = false;
 			if (!entry && py_cut) {
 				/* The rest of this run was not read (too deep, or unreadable). */
-				py_marker(&f);
+				py_marker(&f, s);
 				py_cut = false;
 				if ((li = cpuprof_location(svc, &f)) < 0)
 					return;
@@ -531,9 +568,9 @@ handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_samp
 			}
 			continue;
 		}
-		if (py_cut && pi >= pn && python_is_eval(f.func)) {
+		if (py_cut && pi >= pn && interp_is_eval(s, f.func)) {
 			/* This run's Python frames were not read (too deep, or unreadable). */
-			py_marker(&f);
+			py_marker(&f, s);
 			py_cut = false;
 			if ((li = cpuprof_location(svc, &f)) < 0)
 				return;
@@ -544,8 +581,14 @@ handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_samp
 		e->user_named += f.func != NULL;
 		if ((li = cpuprof_location(svc, &f)) < 0)
 			return;
+		/*
+		 * In a Ruby stack, the frame just above rb_vm_exec is its
+		 * instruction loop (unnamed where libruby has no symbols).
+		 */
+		core = p->rb && (f.func == NULL || ruby_is_core(f.func));
 		/* Not the evaluation loop: it stands for Python frames when there are some. */
-		if (f.file && f.file[0] == '/' && !python_is_eval(f.func))
+		if (f.file && f.file[0] == '/' && !python_is_eval(f.func) && !ruby_is_vm(f.func) &&
+		    !ruby_is_core(f.func))
 			fcache_put(e, cp, svc, p->serial, p->maps_gen, f.addr, li,
 			    f.func != NULL);
 		e->locs[n++] = (uint32_t)li;
@@ -561,14 +604,18 @@ handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_samp
 	}
 	py_left = pi < pn;
 	for (; pi < pn; pi++) {
-		e->py_unreadable += python_frame(e->py, p, s->py, pn, pi, &f) < 0;
+		int r = interp_frame(e, p, s, pn, pi, &f);
+
+		e->py_unreadable += r < 0;
+		if (r == 1)
+			continue;
 		if ((li = cpuprof_location(svc, &f)) < 0)
 			return;
 		e->locs[n++] = (uint32_t)li;
 		e->py_frames++;
 	}
 	if (py_cut && py_left) {
-		py_marker(&f);
+		py_marker(&f, s);
 		if ((li = cpuprof_location(svc, &f)) < 0)
 			return;
 		e->locs[n++] = (uint32_t)li;
@@ -686,7 +733,8 @@ flush(struct ebpf_sampler *e)
 		"samples", "idle", "dropped_ringbuf", "dropped_event", "kstack_errors",
 		"ustack_errors", "cfi_stacks", "cfi_complete", "cfi_fp_frames", "cfi_unsupported",
 		"cfi_read_errors", "py_stacks", "py_read_errors", "offcpu_switches",
-		"offcpu_short", "offcpu_sent", "offcpu_full", "go_labels", "go_labels_truncated"
+		"offcpu_short", "offcpu_sent", "offcpu_full", "go_labels", "go_labels_truncated",
+		"offcpu_short", "offcpu_sent", "offcpu_full", "rb_stacks", "rb_read_errors"
 	};
 	struct unwind_stats us;
 	struct python_stats ps;
@@ -1015,6 +1063,7 @@ release_proc(void *arg, struct proc *p)
 		unwind_forget(e->unw, p);
 	python_forget(e->py, p);
 	golabels_forget(e->gl, p);
+	ruby_forget(e->ruby, p);
 }
 
 int
@@ -1125,7 +1174,8 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 			log_warnx("--ebpf: unwind tables: %s; stacks are walked by frame pointers",
 			    strerror(errno));
 	}
-	if ((e->py = python_create(bpf_map__fd(e->skel->maps.py_procs))) == NULL) {
+	if ((e->py = python_create(bpf_map__fd(e->skel->maps.py_procs))) == NULL ||
+	    (e->ruby = ruby_create(bpf_map__fd(e->skel->maps.rb_procs))) == NULL) {
 		rc = -ENOMEM;
 		goto fail;
 	}
@@ -1233,6 +1283,7 @@ ebpf_stop(struct ebpf_sampler *e)
 	proctab_destroy(e->pt);
 	python_destroy(e->py);
 	golabels_destroy(e->gl);
+	ruby_destroy(e->ruby);
 	unwind_destroy(e->unw);
 	profile_bpf__destroy(e->skel);
 	symbolize_destroy(e->sym);

@@ -78,6 +78,9 @@ struct proc {
 	/* cpuprof.c's: p's aggregate in the period numbered cp_gen */
 	void		*cp_svc;
 	uint64_t	 cp_gen;
+	/* ruby.c's, released through the hook of proctab_set_release */
+	void		*rb;
+	uint32_t	 rb_gen;	/* maps_gen when ruby.c last looked */
 };
 
 /* An executable file mapping of a process, for the unwinder. */

@@ -1,8 +1,8 @@
 /*
  * runtime: language runtimes seen by the eBPF sampler (see runtime.h): which
- * runtime an executable is, and the service its command line names (both
+ * runtime an executable is, and the service its command line names (the
  * runtimes walk argv alike). The JVM's attach mechanism is jvm.c's; CPython's
- * frames are python.c's.
+ * frames are python.c's, Ruby's ruby.c's.
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -28,6 +28,13 @@ runtime_by_exe(const char *base)
 	}
 	if (strcmp(base, "java") == 0)
 		return RUNTIME_JVM;
+	if (strncmp(base, "ruby", 4) == 0) {
+		/* ruby, ruby3.1; not ruby-prof */
+		for (s = base + 4; *s; s++)
+			if (!(*s >= '0' && *s <= '9') && *s != '.')
+				return RUNTIME_NONE;
+		return RUNTIME_RUBY;
+	}
 	return RUNTIME_NONE;
 }
 
@@ -187,6 +194,39 @@ java_service(const char *argv, size_t len, char *out, size_t outsz)
 	return false;
 }
 
+static bool
+ruby_service(const char *argv, size_t len, char *out, size_t outsz)
+{
+	size_t off = 0;
+	const char *a;
+
+	if (next_arg(argv, len, &off) == NULL)
+		return false;
+	while ((a = next_arg(argv, len, &off)) != NULL) {
+		if (strcmp(a, "--") == 0) {
+			a = next_arg(argv, len, &off);
+			break;
+		}
+		if (a[0] != '-' || a[1] == '\0')
+			break;	/* the script, or "-": stdin */
+		if (a[1] == '-')
+			continue;	/* --disable=gems, --jit, --encoding=x */
+		/* Grouped flags: -w, -rjson; -C, -I, -r, -E, -F take a value, in place or next. */
+		for (const char *c = a + 1; *c; c++) {
+			if (*c == 'e')
+				return false;
+			if (strchr("CIrEFx", *c)) {
+				if (c[1] == '\0' && *c != 'x')
+					(void)next_arg(argv, len, &off);
+				break;
+			}
+		}
+	}
+	if (a == NULL || a[0] == '\0' || strcmp(a, "-") == 0)
+		return false;
+	return base_of(a, ".rb", out, outsz);
+}
+
 bool
 runtime_service(enum runtime_kind k, const char *argv, size_t len, char *out, size_t outsz)
 {
@@ -199,6 +239,8 @@ runtime_service(enum runtime_kind k, const char *argv, size_t len, char *out, si
 		found = python_service(argv, len, out, outsz);
 	else if (k == RUNTIME_JVM)
 		found = java_service(argv, len, out, outsz);
+	else if (k == RUNTIME_RUBY)
+		found = ruby_service(argv, len, out, outsz);
 	/* An empty name ("-m /", a buffer of one byte) names nothing. */
 	if (found && out[0] == '\0')
 		found = false;

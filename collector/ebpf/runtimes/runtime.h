@@ -1,6 +1,6 @@
 /*
  * runtime: what the eBPF sampler knows of language runtimes it samples.
- * Which runtime a process runs (CPython, HotSpot), the service name its
+ * Which runtime a process runs (CPython, HotSpot, CRuby), the service name its
  * command line gives (the script, the module, the main class or jar), and,
  * for JVMs, asking the JVM to write its perf map through the HotSpot attach
  * mechanism (jvm.c). Reading the perf map is symbolize.c's; CPython's frames
@@ -20,6 +20,7 @@ enum runtime_kind {
 	RUNTIME_NONE,
 	RUNTIME_PYTHON,		/* CPython: the executable is python[N[.N]] */
 	RUNTIME_JVM,		/* HotSpot: java, or a process that maps libjvm.so */
+	RUNTIME_RUBY,		/* CRuby: the executable is ruby[N[.N]] */
 };
 
 /* The runtime an executable's base name (as /proc/PID/exe gives it) says. */
@@ -29,7 +30,8 @@ enum runtime_kind runtime_by_exe(const char *base);
  * The service a runtime's command line names: for Python the script's base
  * name without ".py" (a package's __main__.py: its directory's name) or the
  * module of -m; for Java the main class, the module/class of -m, or the
- * jar's base name without ".jar". argv is /proc/PID/cmdline as read (NUL
+ * jar's base name without ".jar"; for Ruby the script's base name without
+ * ".rb" (a launcher such as /usr/bin/rake: its name). argv is /proc/PID/cmdline as read (NUL
  * separated, len bytes, not necessarily NUL-terminated). Writes out (at most
  * outsz bytes, NUL-terminated) and returns true, or false when the command
  * line names nothing (-c, stdin, an interactive interpreter).

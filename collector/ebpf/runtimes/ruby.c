@@ -1,0 +1,1119 @@
+/*
+ * ruby: Ruby frames for the eBPF sampler (see ruby.h).
+ *
+ * Layouts, per minor version, of what is read (offsets in bytes, x86-64;
+ * Ruby 3.1 as its MJIT header, rb_mjit_min_header-3.1.x.h, lays them out):
+ *
+ *                                              3.1
+ *   rb_execution_context_t.vm_stack              0
+ *   rb_execution_context_t.vm_stack_size         8   (VALUEs)
+ *   rb_execution_context_t.cfp                  16
+ *   rb_control_frame_t.pc / .iseq / .ep    0 / 16 / 32   (64 bytes a frame)
+ *   rb_iseq_t: flags 0 (T_IMEMO, imemo type 7 in bits 12-15), body 16
+ *   rb_iseq_constant_body.iseq_size              4   (unsigned int)
+ *   rb_iseq_constant_body.iseq_encoded           8
+ *   rb_iseq_constant_body.location.pathobj      64   (String, or Array [path, realpath])
+ *   rb_iseq_constant_body.location.label        80   (String)
+ *   rb_iseq_constant_body.location.first_lineno 88   (Fixnum)
+ *   rb_iseq_constant_body.insns_info.body      120   (entries of 12 bytes, line_no first)
+ *   rb_iseq_constant_body.insns_info.positions 128   (unsigned int each; freed once encoded)
+ *   rb_iseq_constant_body.insns_info.size      136   (unsigned int)
+ *   rb_iseq_constant_body.insns_info.succ_index_table 144
+ *   RString: flags 0 (T_STRING 5; NOEMBED bit 13; embedded length in
+ *     bits 14-18), embedded bytes at 16, else length 16 and pointer 24
+ *   RArray: flags 0 (T_ARRAY 7; EMBED bit 13; embedded length in bits
+ *     15-16), embedded elements at 16, else length 16 and pointer 32
+ *   rb_method_entry_t: flags 0 (T_IMEMO, imemo type 6), def 16
+ *   rb_method_definition_t: type in bits 0-3 (1: a C function), original_id 32
+ *   rb_symbols_t (the global symbol table): last_id 0 (u32), ids 16 (an
+ *     Array of Arrays of 512 (String, Symbol) pairs; an ID above 0xa9 has
+ *     serial id >> 4, one below is its own)
+ *
+ * The thread-local ruby_current_ec: libruby is built for the general
+ * dynamic TLS model, so its GOT holds the (module id, offset) pair the
+ * dynamic linker filled (R_X86_64_DTPMOD64 / DTPOFF64 against the symbol);
+ * the module id is read from the process, the offset is the symbol's.
+ *
+ * An iseq read for a sample is checked first: it must still be an iseq,
+ * its body the one the BPF program saw in it at the sample, and the body's
+ * size, code, path, label and first line those of the cached entry, else
+ * the entry is read again. What cannot be read (the process exited, the
+ * memory changed under us, a bound exceeded) is named "[ruby: unreadable]",
+ * never guessed.
+ */
+#define _GNU_SOURCE	/* process_vm_readv */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+
+#include "base.h"
+#include "memread.h"
+#include "ruby.h"
+#include "symbolize.h"
+
+#define ISEQ_HDR	24	/* flags, wrapper, body; of a method entry: flags, class, def */
+#define DEF_HDR		40	/* of rb_method_definition_t: type bits, body, original_id */
+#define DEF_ORIGINAL_ID	32
+#define METHOD_TYPE_CFUNC 1
+#define BODY_HDR	152	/* of rb_iseq_constant_body: up to succ_index_table */
+#define CACHE_SLOTS	2048	/* iseqs cached per process (open hash) */
+#define MAX_NAME	512	/* bytes of a label */
+#define MAX_PATH_B	1024	/* bytes of a path */
+#define MAX_ISEQ	(1u << 20)	/* positions of one iseq */
+#define MAX_INFO	(32u << 10)	/* insn info entries of one iseq */
+#define LINES_MEM	(16u << 20)	/* decoded rows held, all processes */
+/*
+ * Positions of line tables decoded per second (a token bucket of twice
+ * that): a process that hands out huge tables costs the sampler a bounded
+ * share of its CPU; past it, frames get their first line until there is
+ * room again.
+ */
+#define LINES_RATE	(4u << 20)
+#define UNREADABLE	"[ruby: unreadable]"
+#define MEM_DEADLINE_NS	(1000LL * 1000 * 1000)
+#define IMM_SIZE	54	/* positions in the succinct table's first words */
+
+#define T_MASK		0x1f
+#define T_STRING	0x05
+#define T_ARRAY		0x07
+#define T_IMEMO		0x1a
+#define IMEMO_ISEQ	7
+#define IMEMO_MENT	6
+
+struct rbver {
+	const char	*prefix;	/* of ruby_version */
+	struct rb_proc	 off;		/* tls fields filled per process */
+	uint16_t	 b_size, b_encoded, b_pathobj, b_label, b_first_lineno;
+	uint16_t	 b_info_body, b_info_pos, b_info_size, b_succ, entry_size;
+};
+
+static const struct rbver versions[] = {
+	{ "3.1.", { 0, 0, 0, 8, 16, 0, 16, 32, 64, 16 },
+	    4, 8, 64, 80, 88, 120, 128, 136, 144, 12 },
+};
+
+enum { LINES_NOT_READ, LINES_READ, LINES_NONE };
+
+struct rbiseq {
+	uint64_t	 addr;		/* 0: free slot */
+	uint64_t	 body, encoded, pathobj, label, first_lineno;
+	uint64_t	 info_body, info_pos, succ;
+	uint32_t	 size, info_size;
+	char		*name;
+	char		*file;
+	struct rbrow	*rows;
+	uint32_t	 nrows;
+	uint8_t		 lines;
+};
+
+/* What the sampler knows of one Ruby process; p->rb. */
+struct rbproc {
+	const struct rbver *v;
+	struct rbiseq	*cache;		/* CACHE_SLOTS, allocated at the first frame */
+	size_t		 ncached;
+	uint64_t	 symbols;	/* its global symbol table; 0: C methods not named */
+	/*
+	 * Until the dynamic linker has relocated libruby (the module id in its
+	 * GOT) and the VM has made its symbol table, a process is looked at
+	 * again at its next samples, RB_TRIES times at most.
+	 */
+	uint64_t	 got, tls_offset, symbols_at;
+	uint32_t	 tries;
+	bool		 live;		/* in rb_procs */
+};
+
+#define RB_TRIES	100
+
+#define FILE_CACHE	16
+
+/* What ruby_check finds in one libruby file (dev, inode, build id). */
+struct rbfile {
+	uint64_t	 dev, ino;
+	char		 build_id[41];
+	uint64_t	 version, got, tls_offset;	/* 0: absent */
+	uint64_t	 symbols;	/* the global symbol table; 0: not found */
+	bool		 used;
+};
+
+struct ruby {
+	int		 procs_fd;
+	struct memreader *mr;
+	struct rbfile	 files[FILE_CACHE];
+	size_t		 next_file;
+	/* the iseq and body heads of the sample being named (ruby_read) */
+	uint8_t		 ihdr[PROF_MAX_PYFRAMES][ISEQ_HDR];
+	uint8_t		 bhdr[PROF_MAX_PYFRAMES][BODY_HDR];
+	bool		 hdr_ok[PROF_MAX_PYFRAMES];
+	size_t		 lines_bytes;
+	int64_t		 tokens, refilled;	/* positions that may be decoded; when */
+};
+
+struct ruby *
+ruby_create(int procs_fd)
+{
+	struct ruby *rb = calloc(1, sizeof(*rb));
+
+	if (rb == NULL)
+		return NULL;
+	rb->procs_fd = procs_fd;
+	if ((rb->mr = memread_create(MEM_DEADLINE_NS)) == NULL) {
+		free(rb);
+		return NULL;
+	}
+	return rb;
+}
+
+void
+ruby_destroy(struct ruby *rb)
+{
+	if (rb)
+		memread_destroy(rb->mr);
+	free(rb);
+}
+
+static void
+iseq_clear(struct ruby *rb, struct rbiseq *c)
+{
+	size_t b = (size_t)c->nrows * sizeof(*c->rows);
+
+	free(c->name);
+	free(c->file);
+	if (c->rows) {
+		free(c->rows);
+		rb->lines_bytes -= b;
+		budget_release(b);
+	}
+	memset(c, 0, sizeof(*c));
+}
+
+static void
+cache_clear(struct ruby *rb, struct rbproc *rp)
+{
+	size_t i;
+
+	if (rp->cache == NULL)
+		return;
+	for (i = 0; i < CACHE_SLOTS; i++)
+		if (rp->cache[i].addr)
+			iseq_clear(rb, &rp->cache[i]);
+	rp->ncached = 0;
+}
+
+void
+ruby_forget(struct ruby *rb, struct proc *p)
+{
+	struct rbproc *rp = p->rb;
+
+	if (rp) {
+		if (rb && !p->gone && rp->live)
+			(void)bpf_map_delete_elem(rb->procs_fd, &p->pid);
+		if (rb)
+			cache_clear(rb, rp);
+		free(rp->cache);
+		free(rp);
+	}
+	p->rb = NULL;
+}
+
+/* Read len bytes of p's memory at addr: 0, or -errno (short reads too). */
+static int
+mem_read(struct ruby *rb, const struct proc *p, uint64_t addr, void *dst, size_t len)
+{
+	struct iovec l = { dst, len }, r = { (void *)(uintptr_t)addr, len };
+	ssize_t n;
+
+	if (addr == 0 || len > MEMREAD_MAX_BYTES)
+		return -EFAULT;
+	n = memread_readv(rb->mr, (pid_t)p->pid, &l, &r, 1);
+	if (n < 0)
+		return (int)n;
+	return (size_t)n == len ? 0 : -EFAULT;
+}
+
+static uint64_t
+rd64(const uint8_t *b, size_t off)
+{
+	uint64_t v;
+
+	memcpy(&v, b + off, sizeof(v));
+	return v;
+}
+
+static uint32_t
+rd32(const uint8_t *b, size_t off)
+{
+	uint32_t v;
+
+	memcpy(&v, b + off, sizeof(v));
+	return v;
+}
+
+/* --- finding the VM ----------------------------------------------------- */
+
+static bool
+vm_file(const char *name)
+{
+	const char *b = strrchr(name, '/');
+
+	b = b ? b + 1 : name;
+	return strncmp(b, "libruby", 7) == 0;
+}
+
+/* len bytes at ELF address vaddr of e, from the section that holds them: 0, or -ENOENT. */
+static int
+elf_bytes(Elf *e, uint64_t vaddr, uint8_t *out, size_t len)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	Elf_Data *d;
+
+	while ((scn = elf_nextscn(e, scn)) != NULL) {
+		if (gelf_getshdr(scn, &sh) == NULL || sh.sh_type != SHT_PROGBITS ||
+		    vaddr < sh.sh_addr || vaddr - sh.sh_addr > sh.sh_size ||
+		    len > sh.sh_size - (vaddr - sh.sh_addr))
+			continue;
+		if ((d = elf_getdata(scn, NULL)) == NULL || d->d_buf == NULL ||
+		    vaddr - sh.sh_addr + len > d->d_size)
+			return -ENOENT;
+		memcpy(out, (const uint8_t *)d->d_buf + (vaddr - sh.sh_addr), len);
+		return 0;
+	}
+	return -ENOENT;
+}
+
+static int32_t
+rd_s32(const uint8_t *b)
+{
+	int32_t v;
+
+	memcpy(&v, b, sizeof(v));
+	return v;
+}
+
+/*
+ * The ELF address of the VM's global symbol table (the names of IDs, which
+ * libruby does not export), from the code of rb_id2str: it jumps to the
+ * lookup, which compares the serial with the table's last_id (its first
+ * field) and then loads the table's ids array, 16 bytes further: a cmp and
+ * a mov, both relative to rip, 16 bytes apart. 0 when the code is not so
+ * (the address is checked against the process's memory before use).
+ */
+static uint64_t
+symbols_find(Elf *e, uint64_t id2str, uint64_t size)
+{
+	uint8_t f[64], t[192];
+	uint64_t target, x;
+	size_t n = size < sizeof(f) ? size : sizeof(f), i, k, j;
+
+	if (n < 5 || elf_bytes(e, id2str, f, n) < 0)
+		return 0;
+	/* Every byte that could start a call or jmp rel32: the code is not decoded. */
+	for (i = 0; i + 5 <= n; i++) {
+		if (f[i] != 0xe9 && f[i] != 0xe8)
+			continue;
+		target = id2str + i + 5 + (uint64_t)(int64_t)rd_s32(f + i + 1);
+		if (elf_bytes(e, target, t, sizeof(t)) < 0)
+			continue;
+		for (k = 0; k + 6 <= sizeof(t); k++) {
+			/* cmp r32, disp32(%rip) (39 /r) or cmp disp32(%rip), r32 (3b /r) */
+			if ((t[k] != 0x39 && t[k] != 0x3b) || (t[k + 1] & 0xc7) != 0x05)
+				continue;
+			x = target + k + 6 + (uint64_t)(int64_t)rd_s32(t + k + 2);
+			/* mov disp32(%rip), r64 (REX.W 8b /r) */
+			for (j = k + 6; j + 7 <= sizeof(t); j++)
+				if ((t[j] & 0xf8) == 0x48 && t[j + 1] == 0x8b &&
+				    (t[j + 2] & 0xc7) == 0x05 &&
+				    target + j + 7 + (uint64_t)(int64_t)rd_s32(t + j + 3) == x + 16)
+					return x;
+		}
+	}
+	return 0;
+}
+
+/*
+ * In m's file: the values of ruby_version and ruby_current_ec, and the GOT
+ * slot of the latter's module id. 0 (f filled, fields 0 where absent), or
+ * -errno if the file could not be read.
+ */
+static int
+elf_scan(const struct proc_mapping *m, struct rbfile *f)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	size_t ec_idx = 0;
+	uint64_t ec_val = 0, id2str = 0, id2str_size = 0;
+	Elf *e;
+	int fd, pass;
+
+	if ((fd = proctab_open_mapping(m)) < 0)
+		return fd;
+	if ((e = elf_begin(fd, ELF_C_READ_MMAP, NULL)) == NULL) {
+		close(fd);
+		return -EINVAL;
+	}
+	/* Pass 0: the dynamic symbols; pass 1: the relocations against ruby_current_ec. */
+	for (pass = 0; pass < 2; pass++) {
+		scn = NULL;
+		while ((scn = elf_nextscn(e, scn)) != NULL) {
+			Elf_Data *d;
+			size_t k, cnt;
+
+			if (gelf_getshdr(scn, &sh) == NULL || sh.sh_entsize == 0 ||
+			    (d = elf_getdata(scn, NULL)) == NULL)
+				continue;
+			cnt = sh.sh_size / sh.sh_entsize;
+			if (pass == 0 && sh.sh_type == SHT_DYNSYM) {
+				for (k = 0; k < cnt; k++) {
+					GElf_Sym s;
+					const char *nm;
+
+					if (gelf_getsym(d, (int)k, &s) == NULL ||
+					    s.st_shndx == SHN_UNDEF ||
+					    (nm = elf_strptr(e, sh.sh_link, s.st_name)) == NULL)
+						continue;
+					if (strcmp(nm, "ruby_version") == 0)
+						f->version = s.st_value;
+					else if (strcmp(nm, "rb_id2str") == 0 &&
+					    GELF_ST_TYPE(s.st_info) == STT_FUNC) {
+						id2str = s.st_value;
+						id2str_size = s.st_size;
+					}
+					else if (strcmp(nm, "ruby_current_ec") == 0 &&
+					    GELF_ST_TYPE(s.st_info) == STT_TLS) {
+						ec_idx = k;
+						ec_val = s.st_value;
+					}
+				}
+			} else if (pass == 1 && sh.sh_type == SHT_RELA && ec_idx != 0) {
+				for (k = 0; k < cnt; k++) {
+					GElf_Rela r;
+
+					if (gelf_getrela(d, (int)k, &r) == NULL ||
+					    GELF_R_SYM(r.r_info) != ec_idx)
+						continue;
+					if (GELF_R_TYPE(r.r_info) == R_X86_64_DTPMOD64)
+						f->got = r.r_offset;
+					else if (GELF_R_TYPE(r.r_info) == R_X86_64_DTPOFF64)
+						f->tls_offset = ec_val + (uint64_t)r.r_addend;
+				}
+			}
+		}
+	}
+	if (f->got != 0 && f->tls_offset == 0)
+		f->tls_offset = ec_val;
+	if (id2str != 0)
+		f->symbols = symbols_find(e, id2str, id2str_size);
+	elf_end(e);
+	close(fd);
+	return 0;
+}
+
+static int
+file_scan(struct ruby *rb, const struct proc_mapping *m, struct rbfile *out)
+{
+	struct rbfile *f;
+	size_t i;
+
+	for (i = 0; i < FILE_CACHE; i++) {
+		f = &rb->files[i];
+		if (f->used && f->dev == m->dev && f->ino == m->ino &&
+		    strcmp(f->build_id, m->build_id) == 0) {
+			*out = *f;
+			return 0;
+		}
+	}
+	memset(out, 0, sizeof(*out));
+	if (elf_scan(m, out) < 0)
+		return -ENOENT;
+	/* A file without a build id may be rewritten in place: not remembered. */
+	if (m->build_id[0] == '\0')
+		return 0;
+	f = &rb->files[rb->next_file];
+	rb->next_file = (rb->next_file + 1) % FILE_CACHE;
+	*f = *out;
+	f->dev = m->dev;
+	f->ino = m->ino;
+	snprintf(f->build_id, sizeof(f->build_id), "%s", m->build_id);
+	f->used = true;
+	return 0;
+}
+
+/*
+ * The global symbol table (rb_symbols_t: last_id u32 at 0, ids at 16, an
+ * Array of Arrays of 512 (String, Symbol) pairs, an ID's serial indexing
+ * them) at addr of p, as far as it can be checked: 0, or -EINVAL.
+ */
+#define TLAST_OP_ID	0xa9	/* IDs up to it are operators: their own serial */
+#define ID_ENTRY_UNIT	512
+
+static int
+symbols_check(struct ruby *rb, const struct proc *p, uint64_t addr)
+{
+	uint8_t h[24], a[8];
+	uint32_t last;
+
+	if (mem_read(rb, p, addr, h, sizeof(h)) < 0)
+		return -EINVAL;
+	memcpy(&last, h, sizeof(last));
+	if (last <= TLAST_OP_ID || last > (1u << 28) || (rd64(h, 16) & 7) != 0 ||
+	    mem_read(rb, p, rd64(h, 16), a, sizeof(a)) < 0 || (rd64(a, 0) & T_MASK) != T_ARRAY)
+		return -EINVAL;
+	return 0;
+}
+
+/* Element i of the Array at addr: 0 (nil, absent or not an Array), else its value. */
+static uint64_t
+ary_entry(struct ruby *rb, const struct proc *p, uint64_t addr, uint64_t i)
+{
+	uint8_t h[40];
+	uint64_t fl, len, v = 0;
+
+	if (addr == 0 || (addr & 7) || mem_read(rb, p, addr, h, sizeof(h)) < 0)
+		return 0;
+	fl = rd64(h, 0);
+	if ((fl & T_MASK) != T_ARRAY)
+		return 0;
+	if (fl & (1u << 13)) {
+		len = (fl >> 15) & 3;
+		return i < len ? rd64(h, 16 + 8 * i) : 0;
+	}
+	len = rd64(h, 16);
+	if (i >= len || mem_read(rb, p, rd64(h, 32) + 8 * i, &v, sizeof(v)) < 0)
+		return 0;
+	return v;
+}
+
+static char *read_rstring(struct ruby *rb, const struct proc *p, uint64_t addr, size_t max);
+
+/* The name of ID id in p's symbol table, malloc'd, or NULL. */
+static char *
+id_name(struct ruby *rb, const struct proc *p, const struct rbproc *rp, uint64_t id)
+{
+	uint64_t serial = id > TLAST_OP_ID ? id >> 4 : id, row;
+	uint8_t h[24];
+	uint32_t last;
+
+	if (rp->symbols == 0 || serial == 0 || mem_read(rb, p, rp->symbols, h, sizeof(h)) < 0)
+		return NULL;
+	memcpy(&last, h, sizeof(last));
+	if (serial > last ||
+	    (row = ary_entry(rb, p, rd64(h, 16), serial / ID_ENTRY_UNIT)) == 0)
+		return NULL;
+	return read_rstring(rb, p, ary_entry(rb, p, row, (serial % ID_ENTRY_UNIT) * 2), MAX_NAME);
+}
+
+/* Enter p into rb_procs once libruby is relocated; find its symbol table once it is made. */
+static void
+ruby_activate(struct ruby *rb, struct proc *p, struct rbproc *rp)
+{
+	struct rb_proc val;
+	uint64_t modid = 0;
+
+	if (!rp->live) {
+		if (rp->got == 0 || mem_read(rb, p, rp->got, &modid, sizeof(modid)) < 0 ||
+		    modid == 0 || modid > 4096)
+			return;
+		val = rp->v->off;
+		val.tls_module = modid;
+		val.tls_offset = rp->tls_offset;
+		if (bpf_map_update_elem(rb->procs_fd, &p->pid, &val, BPF_ANY) < 0) {
+			log_debug("ebpf: pid %u: rb_procs: %s", p->pid, strerror(errno));
+			rp->tries = 0;
+			return;
+		}
+		rp->live = true;
+		log_debug("ebpf: pid %u: Ruby frames (TLS module %llu)", p->pid,
+		    (unsigned long long)modid);
+	}
+	if (rp->symbols == 0 && rp->symbols_at != 0 && symbols_check(rb, p, rp->symbols_at) == 0)
+		rp->symbols = rp->symbols_at;
+}
+
+void
+ruby_check(struct ruby *rb, struct proc *p)
+{
+	struct proc_mapping m;
+	struct rbproc *rp;
+	struct rbfile f;
+	size_t i, k;
+
+	if (rb == NULL || p->gone || p->kthread)
+		return;
+	if ((rp = p->rb) != NULL) {
+		if ((!rp->live || (rp->symbols == 0 && rp->symbols_at != 0)) && rp->tries > 0) {
+			rp->tries--;
+			ruby_activate(rb, p, rp);
+		}
+		return;
+	}
+	if (p->rb_gen == p->maps_gen)
+		return;
+	p->rb_gen = p->maps_gen;
+	for (i = 0; proctab_mapping(p, i, &m) == 0; i++) {
+		char ver[16];
+
+		if (!vm_file(m.name) || file_scan(rb, &m, &f) < 0 || f.version == 0)
+			continue;
+		if (mem_read(rb, p, f.version + m.bias, ver, sizeof(ver)) < 0)
+			return;
+		ver[sizeof(ver) - 1] = '\0';
+		for (k = 0; k < sizeof(versions) / sizeof(versions[0]); k++)
+			if (strncmp(ver, versions[k].prefix, strlen(versions[k].prefix)) == 0)
+				break;
+		if (k == sizeof(versions) / sizeof(versions[0])) {
+			log_debug("ebpf: pid %u: Ruby %.8s: no frames of this version", p->pid, ver);
+			return;
+		}
+		if (f.got == 0 || f.tls_offset > 65536) {
+			log_debug("ebpf: pid %u: Ruby %.8s: ruby_current_ec not found in %s: no "
+			    "Ruby frames", p->pid, ver, m.name);
+			return;
+		}
+		if ((rp = calloc(1, sizeof(*rp))) == NULL)
+			return;
+		rp->v = &versions[k];
+		rp->got = f.got + m.bias;
+		rp->tls_offset = f.tls_offset;
+		rp->symbols_at = f.symbols ? f.symbols + m.bias : 0;
+		rp->tries = RB_TRIES;
+		p->rb = rp;
+		log_debug("ebpf: pid %u: Ruby %.8s in %s%s", p->pid, ver, m.name,
+		    rp->symbols_at ? "" : " (its symbol table not found: C methods left out)");
+		ruby_activate(rb, p, rp);
+		return;
+	}
+}
+
+/* --- naming iseqs --------------------------------------------------------- */
+
+/* Copy len bytes as a NUL-terminated string, invalid UTF-8 as '?'; NULL if it holds a NUL. */
+static char *
+utf8_dup(const uint8_t *s, size_t len)
+{
+	char *o = malloc(len + 1);
+	size_t i = 0, k, n;
+
+	if (o == NULL)
+		return NULL;
+	while (i < len) {
+		uint8_t c = s[i];
+
+		if (c == 0) {
+			free(o);
+			return NULL;
+		}
+		n = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 && c >= 0xc2 ? 2 :
+		    (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 && c <= 0xf4 ? 4 : 0;
+		for (k = 1; n > 1 && k < n; k++)
+			if (i + k >= len || (s[i + k] & 0xc0) != 0x80)
+				n = 0;
+		/* Overlong forms, surrogates, past U+10FFFF: not UTF-8 either. */
+		if ((n == 3 && ((c == 0xe0 && s[i + 1] < 0xa0) || (c == 0xed && s[i + 1] >= 0xa0))) ||
+		    (n == 4 && ((c == 0xf0 && s[i + 1] < 0x90) || (c == 0xf4 && s[i + 1] >= 0x90))))
+			n = 0;
+		if (n == 0) {
+			o[i++] = '?';
+			continue;
+		}
+		memcpy(o + i, s + i, n);
+		i += n;
+	}
+	o[len] = '\0';
+	return o;
+}
+
+/* A String of p at addr as a malloc'd string, or NULL. */
+static char *
+read_rstring(struct ruby *rb, const struct proc *p, uint64_t addr, size_t max)
+{
+	uint8_t h[40], *raw;
+	uint64_t fl, len, ptr;
+	char *out;
+
+	if (addr == 0 || (addr & 7) || mem_read(rb, p, addr, h, sizeof(h)) < 0)
+		return NULL;
+	fl = rd64(h, 0);
+	if ((fl & T_MASK) != T_STRING)
+		return NULL;
+	if (!(fl & (1u << 13))) {
+		len = (fl >> 14) & 0x1f;
+		if (len > 23)
+			return NULL;
+		return utf8_dup(h + 16, len);
+	}
+	len = rd64(h, 16);
+	ptr = rd64(h, 24);
+	if (len > max || ptr == 0)
+		return NULL;
+	if ((raw = malloc(len ? len : 1)) == NULL)
+		return NULL;
+	if (len && mem_read(rb, p, ptr, raw, len) < 0) {
+		free(raw);
+		return NULL;
+	}
+	out = utf8_dup(raw, len);
+	free(raw);
+	return out;
+}
+
+/* The path of a pathobj: itself if a String, else its realpath (or path) element. */
+static char *
+read_path(struct ruby *rb, const struct proc *p, uint64_t addr)
+{
+	uint8_t h[40];
+	uint64_t fl, len, el[2] = { 0, 0 };
+	char *s;
+
+	if (addr == 0 || (addr & 7) || mem_read(rb, p, addr, h, sizeof(h)) < 0)
+		return NULL;
+	fl = rd64(h, 0);
+	if ((fl & T_MASK) == T_STRING)
+		return read_rstring(rb, p, addr, MAX_PATH_B);
+	if ((fl & T_MASK) != T_ARRAY)
+		return NULL;
+	if (fl & (1u << 13)) {
+		len = (fl >> 15) & 3;
+		memcpy(el, h + 16, sizeof(el));
+	} else {
+		len = rd64(h, 16);
+		if (len >= 1 && mem_read(rb, p, rd64(h, 32), el, len >= 2 ? 16 : 8) < 0)
+			return NULL;
+	}
+	if (len >= 2 && (s = read_rstring(rb, p, el[1], MAX_PATH_B)) != NULL)
+		return s;
+	return len >= 1 ? read_rstring(rb, p, el[0], MAX_PATH_B) : NULL;
+}
+
+static void
+iseq_fields(const struct rbver *v, struct rbiseq *c, const uint8_t *b)
+{
+	c->size = rd32(b, v->b_size);
+	c->encoded = rd64(b, v->b_encoded);
+	c->pathobj = rd64(b, v->b_pathobj);
+	c->label = rd64(b, v->b_label);
+	c->first_lineno = rd64(b, v->b_first_lineno);
+	c->info_body = rd64(b, v->b_info_body);
+	c->info_pos = rd64(b, v->b_info_pos);
+	c->info_size = rd32(b, v->b_info_size);
+	c->succ = rd64(b, v->b_succ);
+}
+
+static bool
+iseq_same(const struct rbver *v, const struct rbiseq *c, const uint8_t *b)
+{
+	struct rbiseq now;
+
+	iseq_fields(v, &now, b);
+	return now.size == c->size && now.encoded == c->encoded && now.pathobj == c->pathobj &&
+	    now.label == c->label && now.first_lineno == c->first_lineno &&
+	    now.info_body == c->info_body && now.info_size == c->info_size && now.succ == c->succ;
+}
+
+static int32_t
+fixnum_line(uint64_t v)
+{
+	int64_t n = (int64_t)v >> 1;
+
+	return (v & 1) && n > 0 && n <= INT32_MAX ? (int32_t)n : 0;
+}
+
+int32_t
+ruby_rows_lookup(const struct rbrow *rows, uint32_t n, uint64_t idx)
+{
+	uint32_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (rows[mid].end <= idx)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n ? rows[lo].line : 0;
+}
+
+struct rowbuf {
+	struct rbrow	*rows;
+	uint32_t	 n, cap;
+};
+
+static int
+row_add(struct rowbuf *r, uint32_t end, int32_t line)
+{
+	struct rbrow *nr;
+
+	if (r->n > 0 && r->rows[r->n - 1].line == line) {
+		r->rows[r->n - 1].end = end;
+		return 0;
+	}
+	if (r->n == r->cap) {
+		r->cap = r->cap ? r->cap * 2 : 16;
+		if ((nr = realloc(r->rows, r->cap * sizeof(*nr))) == NULL)
+			return -ENOMEM;
+		r->rows = nr;
+	}
+	r->rows[r->n].end = end;
+	r->rows[r->n++].line = line;
+	return 0;
+}
+
+static int
+rows_done(struct rowbuf *r, int rc, struct rbrow **rows, uint32_t *nrows)
+{
+	struct rbrow *fit;
+
+	if (rc < 0) {
+		free(r->rows);
+		return rc;
+	}
+	if (r->n > 0 && r->n < r->cap && (fit = realloc(r->rows, r->n * sizeof(*fit))) != NULL)
+		r->rows = fit;
+	*rows = r->rows;
+	*nrows = r->n;
+	return 0;
+}
+
+int
+ruby_succ_decode(const uint8_t *tbl, size_t len, uint32_t iseq_size, const int32_t *lines,
+    uint32_t nlines, struct rbrow **rows, uint32_t *nrows)
+{
+	size_t imm = (iseq_size < IMM_SIZE ? iseq_size + 8 : IMM_SIZE) / 9;
+	size_t blocks = iseq_size < IMM_SIZE ? 0 : (iseq_size - IMM_SIZE + 511) / 512;
+	struct rowbuf r = { NULL, 0, 0 };
+	uint32_t pos;
+	int rc = 0;
+
+	*rows = NULL;
+	*nrows = 0;
+	if (len < imm * 8 + blocks * 80 || (blocks > 0 && len < 48 + blocks * 80))
+		return -EINVAL;
+	for (pos = 0; pos < iseq_size && rc == 0; pos++) {
+		uint64_t rank;
+
+		if (pos < IMM_SIZE) {
+			rank = (rd64(tbl, (pos / 9) * 8) >> ((pos % 9) * 7)) & 0x7f;
+		} else {
+			uint32_t x = pos - IMM_SIZE, bi = x % 512, si = bi / 64;
+			size_t off = 48 + (size_t)(x / 512) * 80;
+			uint64_t small = rd64(tbl, off + 8), bits = rd64(tbl, off + 16 + si * 8);
+
+			rank = rd32(tbl, off) + (si == 0 ? 0 : (small >> ((si - 1) * 9)) & 0x1ff) +
+			    (uint64_t)__builtin_popcountll(bits << (63 - bi % 64));
+		}
+		rc = row_add(&r, pos + 1, rank >= 1 && rank <= nlines ? lines[rank - 1] : 0);
+	}
+	return rows_done(&r, rc, rows, nrows);
+}
+
+int
+ruby_positions_decode(const uint32_t *pos, const int32_t *lines, uint32_t nlines,
+    uint32_t iseq_size, struct rbrow **rows, uint32_t *nrows)
+{
+	struct rowbuf r = { NULL, 0, 0 };
+	uint32_t k;
+	int rc = 0;
+
+	*rows = NULL;
+	*nrows = 0;
+	for (k = 0; k + 1 < nlines; k++)
+		if (pos[k] >= pos[k + 1])
+			return -EINVAL;
+	if (nlines > 0 && pos[0] > 0 && iseq_size > 0)
+		rc = row_add(&r, pos[0] < iseq_size ? pos[0] : iseq_size, 0);
+	/* Positions past the iseq's size (a table we misread) cover nothing. */
+	for (k = 0; k < nlines && rc == 0 && pos[k] < iseq_size; k++) {
+		uint32_t end = k + 1 < nlines && pos[k + 1] < iseq_size ? pos[k + 1] : iseq_size;
+
+		rc = row_add(&r, end, lines[k]);
+	}
+	return rows_done(&r, rc, rows, nrows);
+}
+
+/*
+ * Read and decode c's line table if the budgets allow; lines stay unknown
+ * for good when it is too big or unreadable.
+ */
+static void
+iseq_lines(struct ruby *rb, const struct proc *p, const struct rbver *v, struct rbiseq *c)
+{
+	uint8_t *ent = NULL, *tbl = NULL;
+	int32_t *lines = NULL;
+	uint32_t *pos = NULL, k, n = c->info_size;
+	size_t imm, blocks, tlen, b;
+	struct timespec ts;
+	int rc = -EINVAL;
+	int64_t now;
+
+	if (n == 0 || n > MAX_INFO || c->size == 0 || c->size > MAX_ISEQ || c->info_body == 0) {
+		c->lines = LINES_NONE;
+		return;
+	}
+	if (rb->lines_bytes >= LINES_MEM)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = ts.tv_sec * 1000000000LL + ts.tv_nsec;
+	rb->tokens += (now - rb->refilled) / (1000000000LL / LINES_RATE);
+	rb->refilled = now;
+	if (rb->tokens > 2LL * LINES_RATE)
+		rb->tokens = 2LL * LINES_RATE;
+	if (rb->tokens < (int64_t)c->size + n)
+		return;
+	rb->tokens -= (int64_t)c->size + n;
+	c->lines = LINES_NONE;
+	if ((ent = malloc((size_t)n * v->entry_size)) == NULL ||
+	    (lines = malloc((size_t)n * sizeof(*lines))) == NULL)
+		goto out;
+	if (mem_read(rb, p, c->info_body, ent, (size_t)n * v->entry_size) < 0)
+		goto out;
+	for (k = 0; k < n; k++)
+		lines[k] = (int32_t)rd32(ent, (size_t)k * v->entry_size);
+	if (n == 1) {
+		rc = ruby_positions_decode((const uint32_t[]){ 0 }, lines, 1, c->size, &c->rows,
+		    &c->nrows);
+	} else if (c->succ != 0) {
+		imm = (c->size < IMM_SIZE ? c->size + 8 : IMM_SIZE) / 9;
+		blocks = c->size < IMM_SIZE ? 0 : (c->size - IMM_SIZE + 511) / 512;
+		tlen = blocks ? 48 + blocks * 80 : imm * 8;
+		if ((tbl = malloc(tlen)) != NULL && mem_read(rb, p, c->succ, tbl, tlen) == 0)
+			rc = ruby_succ_decode(tbl, tlen, c->size, lines, n, &c->rows, &c->nrows);
+	} else if (c->info_pos != 0) {
+		if ((pos = malloc((size_t)n * sizeof(*pos))) != NULL &&
+		    mem_read(rb, p, c->info_pos, pos, (size_t)n * sizeof(*pos)) == 0)
+			rc = ruby_positions_decode(pos, lines, n, c->size, &c->rows, &c->nrows);
+	}
+	if (rc == 0) {
+		b = (size_t)c->nrows * sizeof(*c->rows);
+		if (rb->lines_bytes + b > LINES_MEM || budget_reserve(b) < 0) {
+			free(c->rows);
+			c->rows = NULL;
+			c->nrows = 0;
+			c->lines = LINES_NOT_READ;	/* no room now */
+		} else {
+			rb->lines_bytes += b;
+			c->lines = LINES_READ;
+		}
+	}
+out:
+	free(ent);
+	free(lines);
+	free(tbl);
+	free(pos);
+}
+
+void
+ruby_read(struct ruby *rb, struct proc *p, const struct prof_pyframe *fr, size_t n)
+{
+	struct iovec l[2 * 32], r[2 * 32];
+	const struct rbproc *rp = p->rb;
+	size_t i, j, m, idx[32], want;
+	ssize_t got;
+
+	if (rb == NULL || rp == NULL || n == 0)
+		return;
+	if (n > PROF_MAX_PYFRAMES)
+		n = PROF_MAX_PYFRAMES;
+	memset(rb->hdr_ok, 0, sizeof(rb->hdr_ok));
+	if (p->gone)
+		return;
+	/*
+	 * Up to 32 frames a call: an iseq's head and its body's, or a C
+	 * method's entry and its definition (when it can be named); a call
+	 * stops at the first range it cannot read, those from there on are
+	 * read one by one.
+	 */
+	for (i = 0; i < n;) {
+		for (m = 0; i < n && m < 32; i++) {
+			bool cf = (fr[i].code & PROF_RB_CFUNC) != 0;
+
+			if (cf && rp->symbols == 0)
+				continue;
+			idx[m] = i;
+			l[2 * m].iov_base = rb->ihdr[i];
+			l[2 * m].iov_len = ISEQ_HDR;
+			r[2 * m].iov_base = (void *)(uintptr_t)(fr[i].code &
+			    ~(PROF_PY_ENTRY | PROF_RB_CFUNC));
+			r[2 * m].iov_len = ISEQ_HDR;
+			l[2 * m + 1].iov_base = rb->bhdr[i];
+			l[2 * m + 1].iov_len = cf ? DEF_HDR : BODY_HDR;
+			r[2 * m + 1].iov_base = (void *)(uintptr_t)fr[i].name;
+			r[2 * m + 1].iov_len = cf ? DEF_HDR : BODY_HDR;
+			m++;
+		}
+		if (m == 0)
+			break;
+		got = memread_readv(rb->mr, (pid_t)p->pid, l, r, 2 * m);
+		if (got == -ETIMEDOUT)
+			return;
+		for (j = 0, want = 0; got > 0 && j < m; j++) {
+			want += l[2 * j].iov_len + l[2 * j + 1].iov_len;
+			if ((size_t)got < want)
+				break;
+			rb->hdr_ok[idx[j]] = true;
+		}
+		for (; j < m; j++)
+			rb->hdr_ok[idx[j]] = mem_read(rb, p, (uint64_t)(uintptr_t)r[2 * j].iov_base,
+			    rb->ihdr[idx[j]], ISEQ_HDR) == 0 &&
+			    mem_read(rb, p, fr[idx[j]].name, rb->bhdr[idx[j]],
+			    l[2 * j + 1].iov_len) == 0;
+	}
+}
+
+/*
+ * A C method's frame: named by its method's original name when p's symbol
+ * table is known (cached by method entry, checked at every sample: still a
+ * method entry, with the definition the sample saw, of a C function).
+ */
+static int
+cfunc_frame(struct ruby *rb, struct proc *p, const struct prof_pyframe *fr, size_t i,
+    struct frame *f)
+{
+	struct rbproc *rp = p->rb;
+	uint64_t addr = fr[i].code & ~(PROF_PY_ENTRY | PROF_RB_CFUNC), h, fl, id;
+	struct rbiseq *c = NULL;
+	size_t k;
+
+	if (rp->symbols == 0)
+		return 1;
+	if (!rb->hdr_ok[i])
+		return -EFAULT;
+	fl = rd64(rb->ihdr[i], 0);
+	id = rd64(rb->bhdr[i], DEF_ORIGINAL_ID);
+	if ((fl & T_MASK) != T_IMEMO || ((fl >> 12) & 0xf) != IMEMO_MENT ||
+	    rd64(rb->ihdr[i], 16) != fr[i].name || (rb->bhdr[i][0] & 0xf) != METHOD_TYPE_CFUNC)
+		return -EFAULT;
+	if (rp->cache == NULL && (rp->cache = calloc(CACHE_SLOTS, sizeof(*rp->cache))) == NULL)
+		return -EFAULT;
+	h = (addr >> 3) * 0x9e3779b97f4a7c15ULL;
+	for (k = 0; k < CACHE_SLOTS; k++) {
+		c = &rp->cache[(h + k) % CACHE_SLOTS];
+		if (c->addr == 0 || c->addr == addr)
+			break;
+	}
+	if (k == CACHE_SLOTS)
+		return -EFAULT;
+	if (c->addr == addr && (c->body != fr[i].name || c->label != id || c->file != NULL)) {
+		iseq_clear(rb, c);
+		rp->ncached--;
+	}
+	if (c->addr == 0) {
+		if (rp->ncached >= CACHE_SLOTS * 3 / 4) {
+			cache_clear(rb, rp);
+			return cfunc_frame(rb, p, fr, i, f);
+		}
+		c->addr = addr;
+		c->body = fr[i].name;
+		c->label = id;
+		rp->ncached++;
+		if ((c->name = id_name(rb, p, rp, id)) == NULL) {
+			iseq_clear(rb, c);
+			rp->ncached--;
+			return -EFAULT;
+		}
+	}
+	f->func = c->name;
+	return 0;
+}
+
+int
+ruby_frame(struct ruby *rb, struct proc *p, const struct prof_pyframe *fr, size_t n, size_t i,
+    struct frame *f)
+{
+	struct rbproc *rp = p->rb;
+	uint64_t addr = fr[i].code & ~PROF_PY_ENTRY, h, fl, pos;
+	const uint8_t *ih, *bh;
+	struct rbiseq *c = NULL;
+	size_t k;
+
+	memset(f, 0, sizeof(*f));
+	f->file = "[ruby]";
+	f->build_id = "";
+	f->func = UNREADABLE;
+	if (rb != NULL && rp != NULL && i < n && i < PROF_MAX_PYFRAMES &&
+	    (fr[i].code & PROF_RB_CFUNC))
+		return cfunc_frame(rb, p, fr, i, f);
+	if (rb == NULL || rp == NULL || i >= n || i >= PROF_MAX_PYFRAMES || !rb->hdr_ok[i] ||
+	    addr == 0)
+		return -EFAULT;
+	ih = rb->ihdr[i];
+	bh = rb->bhdr[i];
+	fl = rd64(ih, 0);
+	/* No longer (or never) an iseq, or another body than the sample saw. */
+	if ((fl & T_MASK) != T_IMEMO || ((fl >> 12) & 0xf) != IMEMO_ISEQ ||
+	    rd64(ih, 16) != fr[i].name)
+		return -EFAULT;
+	if (rp->cache == NULL && (rp->cache = calloc(CACHE_SLOTS, sizeof(*rp->cache))) == NULL)
+		return -EFAULT;
+	h = (addr >> 3) * 0x9e3779b97f4a7c15ULL;
+	for (k = 0; k < CACHE_SLOTS; k++) {
+		c = &rp->cache[(h + k) % CACHE_SLOTS];
+		if (c->addr == 0 || c->addr == addr)
+			break;
+	}
+	if (k == CACHE_SLOTS)
+		return -EFAULT;
+	if (c->addr == addr && (c->body != fr[i].name || !iseq_same(rp->v, c, bh))) {
+		iseq_clear(rb, c);	/* another iseq at the same address */
+		rp->ncached--;
+	}
+	if (c->addr == 0) {
+		if (rp->ncached >= CACHE_SLOTS * 3 / 4) {
+			cache_clear(rb, rp);
+			return ruby_frame(rb, p, fr, n, i, f);
+		}
+		c->addr = addr;
+		c->body = fr[i].name;
+		rp->ncached++;
+		iseq_fields(rp->v, c, bh);
+		if ((c->name = read_rstring(rb, p, c->label, MAX_NAME)) == NULL ||
+		    (c->file = read_path(rb, p, c->pathobj)) == NULL) {
+			iseq_clear(rb, c);
+			rp->ncached--;
+			return -EFAULT;
+		}
+		c->lines = LINES_NOT_READ;
+	}
+	f->func = c->name;
+	f->srcfile = c->file;
+	f->line = fixnum_line(c->first_lineno);
+	if (fr[i].instr >= c->encoded && c->size <= MAX_ISEQ &&
+	    (pos = (fr[i].instr - c->encoded) / 8) <= c->size) {
+		/* The pc is past the instruction being run: look at the one before. */
+		if (pos > 0)
+			pos--;
+		if (c->lines == LINES_NOT_READ)
+			iseq_lines(rb, p, rp->v, c);
+		if (c->lines == LINES_READ && ruby_rows_lookup(c->rows, c->nrows, pos) > 0)
+			f->line = ruby_rows_lookup(c->rows, c->nrows, pos);
+	}
+	return 0;
+}
+
+int
+ruby_is_vm(const char *func)
+{
+	static const char vm[] = "rb_vm_exec";
+
+	return func && strncmp(func, vm, sizeof(vm) - 1) == 0 &&
+	    (func[sizeof(vm) - 1] == '\0' || func[sizeof(vm) - 1] == '.');
+}
+
+int
+ruby_is_core(const char *func)
+{
+	static const char core[] = "vm_exec_core";
+
+	return func && strncmp(func, core, sizeof(core) - 1) == 0 &&
+	    (func[sizeof(core) - 1] == '\0' || func[sizeof(core) - 1] == '.');
+}
