@@ -734,7 +734,7 @@ flush(struct ebpf_sampler *e)
 		"ustack_errors", "cfi_stacks", "cfi_complete", "cfi_fp_frames", "cfi_unsupported",
 		"cfi_read_errors", "py_stacks", "py_read_errors", "offcpu_switches",
 		"offcpu_short", "offcpu_sent", "offcpu_full", "go_labels", "go_labels_truncated",
-		"offcpu_short", "offcpu_sent", "offcpu_full", "rb_stacks", "rb_read_errors"
+		"rb_stacks", "rb_read_errors"
 	};
 	struct unwind_stats us;
 	struct python_stats ps;
