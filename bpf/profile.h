@@ -65,6 +65,21 @@ struct prof_pyframe {
 #define PROF_PY_NO_THREAD	2	/* no thread state of this thread (not running Python) */
 #define PROF_PY_TRUNCATED	4	/* more frames than PROF_MAX_PYFRAMES, or a read failed */
 
+/*
+ * A HotSpot interpreted frame met by the user stack walk (bpf/hotspot.bpf.h):
+ * ustack[idx] is a pc of the interpreter, running the Method* method at
+ * the bytecode pointer bcp. User space names the frame after the method
+ * (collector/ebpf/runtimes/hotspot.c) instead of after the interpreter.
+ */
+#define PROF_MAX_JFRAMES	64	/* interpreted frames kept per sample */
+
+struct prof_jframe {
+	__u32	idx;
+	__u32	pad;
+	__u64	method;
+	__u64	bcp;
+};
+
 struct prof_sample {
 	struct prof_hdr	hdr;
 	__u64	cgroup_id;
@@ -80,6 +95,9 @@ struct prof_sample {
 	__u32	py_n;		/* frames in py */
 	__u32	py_flags;	/* PROF_PY_* */
 	struct prof_pyframe py[PROF_MAX_PYFRAMES];
+	__u32	j_n;		/* entries in j */
+	__u32	j_pad;
+	struct prof_jframe j[PROF_MAX_JFRAMES];
 };
 
 /* Indexes of the per-CPU counter array "counters". */
@@ -101,6 +119,8 @@ enum prof_counter {
 	PROF_CNT_OFFCPU_SHORT,	/* ... whose wait ended below the threshold */
 	PROF_CNT_OFFCPU_SENT,	/* ... sent with their stacks */
 	PROF_CNT_OFFCPU_FULL,	/* switches out not recorded: offcpu_waits full */
+	PROF_CNT_HS_FRAMES,	/* frames of HotSpot's code cache stepped through */
+	PROF_CNT_HS_NO_BLOB,	/* ... whose code blob was not found (walked by frame pointer) */
 	PROF_CNT_MAX
 };
 
@@ -193,6 +213,41 @@ struct py_proc {
 	__u16	fr_instr, fr_owner, fr_entry, co_qualname;
 	__u8	owner_cstack;
 	__u8	pad[7];
+};
+
+/*
+ * hs_procs value: a HotSpot JVM's code cache, written by
+ * collector/ebpf/runtimes/hotspot.c from the JVM's own structure tables
+ * (gHotSpotVMStructs). A pc in [cc_low, cc_high) is Java code, a stub or the
+ * interpreter: the interpreter's frames ([interp_low, interp_high)) are
+ * walked by their frame pointer, the method at rbp - interp_method; other
+ * blobs are found through their heap's segment map (one byte per segment:
+ * 0xff free, 0 a block's first segment, else how many segments to step
+ * back) and stepped by their fixed frame size (CodeBlob fields at the off_
+ * offsets, the blob block_hdr bytes after its block's start).
+ */
+#define HS_MAX_HEAPS		3
+#define HS_SEG_HOPS		64	/* segment map hops per frame */
+
+struct hs_heap {
+	__u64	low, high;	/* the heap's memory */
+	__u64	segmap;		/* its segment map */
+	__u32	log2seg;	/* log2 of its segment size */
+	__u32	pad;
+};
+
+struct hs_proc {
+	__u64	cc_low, cc_high;
+	__u64	interp_low, interp_high;
+	struct hs_heap heaps[HS_MAX_HEAPS];
+	__u16	off_frame_size;		/* CodeBlob::_frame_size (int, words) */
+	__u16	off_frame_complete;	/* CodeBlob::_frame_complete_offset (int) */
+	__u16	off_code_begin;		/* CodeBlob::_code_begin (address) */
+	__u16	block_hdr;		/* sizeof(HeapBlock) */
+	__u16	interp_method;		/* Method* at rbp - interp_method */
+	__u16	interp_bcp;		/* bcp at rbp - interp_bcp */
+	__u16	interp_sender_sp;	/* the caller's sp at rbp - interp_sender_sp */
+	__u16	pad;
 };
 
 #endif

@@ -42,6 +42,7 @@
 #include "memread.h"
 #include "rio.h"
 #include "proctab.h"
+#include "hotspot.h"
 #include "python.h"
 #include "symbolize.h"
 #include "unwind.h"
@@ -103,6 +104,7 @@ struct ebpf_sampler {
 	struct cpuprof		*off;		/* off-CPU waits; NULL: not recorded */
 	struct unwinder		*unw;		/* NULL: frame pointers only */
 	struct python		*py;		/* CPython frames */
+	struct hotspot		*hs;		/* HotSpot frames */
 	struct dbginfod		*dbg;		/* debug files by build id; NULL: none */
 	int64_t			 period_start;	/* wall-clock ns */
 	int64_t			 next_flush;	/* monotonic ns */
@@ -438,6 +440,7 @@ handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_samp
 		unwind_proc(e->unw, p);
 	}
 	python_check(e->py, p);
+	hotspot_check(e->hs, p);
 	if ((s->py_flags & PROF_PY_WALKED) && p->py) {
 		pn = s->py_n < PROF_MAX_PYFRAMES ? s->py_n : PROF_MAX_PYFRAMES;
 		python_read(e->py, p, s->py, pn);
@@ -482,6 +485,15 @@ handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_samp
 		a &= ~PROF_PC_EXACT;
 		if (a == 0)
 			break;
+		if (s->j_n > 0 && hotspot_frame(e->hs, p, s, (size_t)i, &f)) {
+			/* An interpreted Java frame: named after its method, not the pc. */
+			e->user_frames++;
+			e->user_named++;
+			if ((li = cpuprof_location(svc, &f)) < 0)
+				return;
+			e->locs[n++] = (uint32_t)li;
+			continue;
+		}
 		/*
 		 * Callers' frames hold return addresses: step back into the
 		 * call. Not so for a frame a signal interrupted.
@@ -677,7 +689,7 @@ flush(struct ebpf_sampler *e)
 		"samples", "idle", "dropped_ringbuf", "dropped_event", "kstack_errors",
 		"ustack_errors", "cfi_stacks", "cfi_complete", "cfi_fp_frames", "cfi_unsupported",
 		"cfi_read_errors", "py_stacks", "py_read_errors", "offcpu_switches",
-		"offcpu_short", "offcpu_sent", "offcpu_full"
+		"offcpu_short", "offcpu_sent", "offcpu_full", "hs_frames", "hs_no_blob"
 	};
 	struct unwind_stats us;
 	struct python_stats ps;
@@ -987,6 +999,7 @@ release_proc(void *arg, struct proc *p)
 	if (e->unw)
 		unwind_forget(e->unw, p);
 	python_forget(e->py, p);
+	hotspot_forget(e->hs, p);
 }
 
 int
@@ -1101,6 +1114,10 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 		rc = -ENOMEM;
 		goto fail;
 	}
+	if ((e->hs = hotspot_create(bpf_map__fd(e->skel->maps.hs_procs))) == NULL) {
+		rc = -ENOMEM;
+		goto fail;
+	}
 	proctab_set_release(e->pt, release_proc, e);
 	if (o->debuginfod && o->debuginfod[0] && o->data_dir &&
 	    dbginfod_create(o->debuginfod, o->data_dir, o->debuginfod_cache, &e->dbg) == 0) {
@@ -1200,6 +1217,7 @@ ebpf_stop(struct ebpf_sampler *e)
 	/* Processes release their unwind entries while the maps still exist. */
 	proctab_destroy(e->pt);
 	python_destroy(e->py);
+	hotspot_destroy(e->hs);
 	unwind_destroy(e->unw);
 	profile_bpf__destroy(e->skel);
 	symbolize_destroy(e->sym);

@@ -69,6 +69,10 @@ struct proc {
 	/* python.c's, released through the hook of proctab_set_release */
 	void		*py;
 	uint32_t	 py_gen;	/* maps_gen when python.c last looked */
+	/* hotspot.c's, released through the hook of proctab_set_release */
+	void		*hs;
+	uint32_t	 hs_gen;	/* maps_gen when hotspot.c last looked */
+	int64_t		 hs_retry;	/* monotonic ns when to look again (0: at a maps change) */
 	/* the unwinder's (unwind.c), released through the hook of proctab_set_release */
 	void		*unw;
 	uint32_t	 unw_gen;	/* maps_gen when the unwinder last loaded p */

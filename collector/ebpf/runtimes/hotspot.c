@@ -1,0 +1,876 @@
+/*
+ * hotspot: HotSpot JVM frames for the eBPF sampler (see hotspot.h).
+ *
+ * What a JVM publishes about itself. libjvm.so exports, for debuggers and
+ * the serviceability agent, four arrays describing its own C++ types:
+ *   gHotSpotVMStructs        {type name, field name, type string, is static,
+ *                             offset (instance field), address (static)}
+ *   gHotSpotVMTypes          {type name, superclass name, ..., size}
+ *   gHotSpotVMIntConstants   {name, int value}
+ *   gHotSpotVMLongConstants  {name, long value}
+ * each a pointer to an array ended by an entry whose name is NULL, with
+ * globals giving each entry's stride and its fields' offsets
+ * (gHotSpotVMStructEntryFieldNameOffset, ...). We read the globals from the
+ * ELF dynamic symbols, the arrays and their strings from the process
+ * (process_vm_readv through memread.h, bounded), and look up the fields the
+ * walker and the naming need. A field missing, or a value out of range, and
+ * the JVM is left alone: its Java frames are walked by frame pointer and
+ * named by the perf map as before.
+ *
+ * The code cache (OpenJDK 17): CodeCache::_heaps, a GrowableArray of
+ * CodeHeap* (one heap, or three with the segmented code cache); a heap's
+ * memory (_memory, a VirtualSpace) is cut into segments of 2^_log2_segment_size
+ * bytes described by _segmap; a block starts with a HeapBlock header and
+ * then the CodeBlob. The interpreter is one stretch of code,
+ * AbstractInterpreter::_code (a StubQueue: _stub_buffer, _buffer_limit).
+ * Interpreted frames on x86-64 (frame_x86.hpp): the caller's sp at
+ * rbp + 8 * frame::interpreter_frame_sender_sp_offset (a published constant,
+ * -1), then last sp, Method*, mirror, mdp, cache, locals and bcp below it:
+ * Method* at rbp - 24, bcp at rbp - 64.
+ *
+ * Naming a Method*: Method::_constMethod -> ConstMethod {_constants,
+ * _name_index, _signature_index}; ConstantPool::_pool_holder -> Klass::_name;
+ * the constant pool's entries follow its header (sizeof(ConstantPool)), a
+ * UTF-8 entry being a Symbol* {_length, _body}.
+ */
+#define _GNU_SOURCE	/* process_vm_readv */
+#include <errno.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+
+#include "base.h"
+#include "hotspot.h"
+#include "memread.h"
+#include "runtime.h"
+
+#define MEM_DEADLINE_NS		(1000LL * 1000 * 1000)
+#define RETRY_NS		(1000LL * 1000 * 1000)	/* a JVM still starting: look again */
+#define MAX_ENTRIES		8192	/* entries of a table read */
+#define NAME_READ		48	/* bytes read of a table's name (longer ones are not ours) */
+#define CACHE_SLOTS		1024	/* methods named per process (open hash) */
+#define SYM_MAX			1024	/* bytes of a class or method name read */
+#define SUPPORTED_MAJOR		17
+#define NEVER			INT64_MAX	/* proc.hs_retry of a JVM left alone for good */
+
+#define UNREADABLE		"[java: unreadable]"
+
+/* The fields we look up: index into hsl.v. */
+enum {
+	F_CC_HEAPS, F_CC_LOW, F_CC_HIGH,		/* static: addresses */
+	F_HEAP_MEMORY, F_HEAP_SEGMAP, F_HEAP_LOG2SEG,
+	F_VS_LOW, F_VS_HIGH_BOUNDARY,
+	F_GA_LEN, F_GA_DATA,
+	F_BLOB_FRAME_SIZE, F_BLOB_FRAME_COMPLETE, F_BLOB_CODE_BEGIN,
+	F_INTERP_CODE,					/* static */
+	F_SQ_BUFFER, F_SQ_LIMIT,
+	F_METHOD_CONST, F_CM_CONSTANTS, F_CM_NAME, F_CM_SIG,
+	F_CP_HOLDER, F_KLASS_NAME, F_SYM_LENGTH, F_SYM_BODY,
+	F_VM_MAJOR,					/* static */
+	T_HEAPBLOCK, T_CONSTANTPOOL,			/* type sizes */
+	C_SENDER_SP,					/* int constant */
+	F_COUNT
+};
+_Static_assert(F_COUNT < 64, "hsproc.found has a bit per field");
+
+static const struct want {
+	char	 kind;		/* 'f' field offset, 's' static address, 't' type size, 'c' constant */
+	const char *type, *name;
+} wants[F_COUNT] = {
+	[F_CC_HEAPS] = { 's', "CodeCache", "_heaps" },
+	[F_CC_LOW] = { 's', "CodeCache", "_low_bound" },
+	[F_CC_HIGH] = { 's', "CodeCache", "_high_bound" },
+	[F_HEAP_MEMORY] = { 'f', "CodeHeap", "_memory" },
+	[F_HEAP_SEGMAP] = { 'f', "CodeHeap", "_segmap" },
+	[F_HEAP_LOG2SEG] = { 'f', "CodeHeap", "_log2_segment_size" },
+	[F_VS_LOW] = { 'f', "VirtualSpace", "_low" },
+	[F_VS_HIGH_BOUNDARY] = { 'f', "VirtualSpace", "_high_boundary" },
+	[F_GA_LEN] = { 'f', "GrowableArrayBase", "_len" },
+	[F_GA_DATA] = { 'f', "GrowableArray<int>", "_data" },
+	[F_BLOB_FRAME_SIZE] = { 'f', "CodeBlob", "_frame_size" },
+	[F_BLOB_FRAME_COMPLETE] = { 'f', "CodeBlob", "_frame_complete_offset" },
+	[F_BLOB_CODE_BEGIN] = { 'f', "CodeBlob", "_code_begin" },
+	[F_INTERP_CODE] = { 's', "AbstractInterpreter", "_code" },
+	[F_SQ_BUFFER] = { 'f', "StubQueue", "_stub_buffer" },
+	[F_SQ_LIMIT] = { 'f', "StubQueue", "_buffer_limit" },
+	[F_METHOD_CONST] = { 'f', "Method", "_constMethod" },
+	[F_CM_CONSTANTS] = { 'f', "ConstMethod", "_constants" },
+	[F_CM_NAME] = { 'f', "ConstMethod", "_name_index" },
+	[F_CM_SIG] = { 'f', "ConstMethod", "_signature_index" },
+	[F_CP_HOLDER] = { 'f', "ConstantPool", "_pool_holder" },
+	[F_KLASS_NAME] = { 'f', "Klass", "_name" },
+	[F_SYM_LENGTH] = { 'f', "Symbol", "_length" },
+	[F_SYM_BODY] = { 'f', "Symbol", "_body" },
+	[F_VM_MAJOR] = { 's', "Abstract_VM_Version", "_vm_major_version" },
+	[T_HEAPBLOCK] = { 't', "HeapBlock", NULL },
+	[T_CONSTANTPOOL] = { 't', "ConstantPool", NULL },
+	[C_SENDER_SP] = { 'c', NULL, "frame::interpreter_frame_sender_sp_offset" },
+};
+
+/* The dynamic symbols hotspot_check reads. */
+enum {
+	S_STRUCTS, S_S_TYPE, S_S_FIELD, S_S_STATIC, S_S_OFFSET, S_S_ADDRESS, S_S_STRIDE,
+	S_TYPES, S_T_TYPE, S_T_SIZE, S_T_STRIDE,
+	S_INTS, S_I_NAME, S_I_VALUE, S_I_STRIDE,
+	S_COUNT
+};
+
+static const char *const sym_names[S_COUNT] = {
+	"gHotSpotVMStructs", "gHotSpotVMStructEntryTypeNameOffset",
+	"gHotSpotVMStructEntryFieldNameOffset", "gHotSpotVMStructEntryIsStaticOffset",
+	"gHotSpotVMStructEntryOffsetOffset", "gHotSpotVMStructEntryAddressOffset",
+	"gHotSpotVMStructEntryArrayStride",
+	"gHotSpotVMTypes", "gHotSpotVMTypeEntryTypeNameOffset", "gHotSpotVMTypeEntrySizeOffset",
+	"gHotSpotVMTypeEntryArrayStride",
+	"gHotSpotVMIntConstants", "gHotSpotVMIntConstantEntryNameOffset",
+	"gHotSpotVMIntConstantEntryValueOffset", "gHotSpotVMIntConstantEntryArrayStride",
+};
+
+struct hsmethod {
+	uint64_t	 method, constmethod;	/* 0: free slot */
+	char		*name;			/* NULL: unreadable */
+};
+
+/* Per JVM (proc.hs). */
+struct hsproc {
+	uint64_t	 v[F_COUNT];	/* the looked-up offsets, addresses, sizes */
+	uint64_t	 found;		/* bit k: v[k] was found */
+	struct hsmethod	*cache;		/* CACHE_SLOTS, allocated on first use */
+	size_t		 ncached;
+};
+
+struct hotspot {
+	int		 procs_fd;
+	struct memreader *mr;
+	struct hotspot_stats st;
+};
+
+struct hotspot *
+hotspot_create(int procs_fd)
+{
+	struct hotspot *hs = calloc(1, sizeof(*hs));
+
+	if (hs == NULL)
+		return NULL;
+	hs->procs_fd = procs_fd;
+	if ((hs->mr = memread_create(MEM_DEADLINE_NS)) == NULL) {
+		free(hs);
+		return NULL;
+	}
+	return hs;
+}
+
+void
+hotspot_destroy(struct hotspot *hs)
+{
+	if (hs)
+		memread_destroy(hs->mr);
+	free(hs);
+}
+
+static void
+cache_clear(struct hsproc *hp)
+{
+	size_t i;
+
+	if (hp->cache == NULL)
+		return;
+	for (i = 0; i < CACHE_SLOTS; i++)
+		free(hp->cache[i].name);
+	memset(hp->cache, 0, CACHE_SLOTS * sizeof(*hp->cache));
+	hp->ncached = 0;
+}
+
+void
+hotspot_forget(struct hotspot *hs, struct proc *p)
+{
+	struct hsproc *hp = p->hs;
+
+	if (hp) {
+		if (hs && !p->gone)
+			(void)bpf_map_delete_elem(hs->procs_fd, &p->pid);
+		cache_clear(hp);
+		free(hp->cache);
+		free(hp);
+	}
+	p->hs = NULL;
+}
+
+void
+hotspot_get_stats(const struct hotspot *hs, struct hotspot_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	if (hs)
+		*st = hs->st;
+}
+
+/* Read len bytes of p's memory at addr: 0, or -errno (short reads too). */
+static int
+mem_read(struct hotspot *hs, const struct proc *p, uint64_t addr, void *dst, size_t len)
+{
+	struct iovec l = { dst, len }, r = { (void *)(uintptr_t)addr, len };
+	ssize_t n;
+
+	if (addr == 0 || addr + len < addr)
+		return -EFAULT;
+	n = memread_readv(hs->mr, (pid_t)p->pid, &l, &r, 1);
+	if (n < 0)
+		return (int)n;
+	return (size_t)n == len ? 0 : -EFAULT;
+}
+
+static uint64_t
+rd64(const uint8_t *b, size_t off)
+{
+	uint64_t v;
+
+	memcpy(&v, b + off, sizeof(v));
+	return v;
+}
+
+static int32_t
+rd32(const uint8_t *b, size_t off)
+{
+	int32_t v;
+
+	memcpy(&v, b + off, sizeof(v));
+	return v;
+}
+
+static uint16_t
+rd16(const uint8_t *b, size_t off)
+{
+	uint16_t v;
+
+	memcpy(&v, b + off, sizeof(v));
+	return v;
+}
+
+/* --- finding the tables --------------------------------------------------- */
+
+/* Whether a mapped file is HotSpot's libjvm.so. */
+static bool
+jvm_file(const char *name)
+{
+	const char *b = strrchr(name, '/');
+
+	return strcmp(b ? b + 1 : name, "libjvm.so") == 0;
+}
+
+/* The values of the dynamic symbols sym_names of an ELF file; 0 where absent. */
+static int
+elf_dynsyms(const struct proc_mapping *m, uint64_t vals[S_COUNT])
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	Elf *e;
+	int fd;
+
+	memset(vals, 0, S_COUNT * sizeof(*vals));
+	if ((fd = proctab_open_mapping(m)) < 0)
+		return fd;
+	if ((e = elf_begin(fd, ELF_C_READ_MMAP, NULL)) == NULL) {
+		close(fd);
+		return -EINVAL;
+	}
+	while ((scn = elf_nextscn(e, scn)) != NULL) {
+		Elf_Data *d;
+		size_t k, cnt;
+
+		if (gelf_getshdr(scn, &sh) == NULL || sh.sh_type != SHT_DYNSYM ||
+		    sh.sh_entsize == 0 || (d = elf_getdata(scn, NULL)) == NULL)
+			continue;
+		cnt = sh.sh_size / sh.sh_entsize;
+		for (k = 0; k < cnt; k++) {
+			GElf_Sym s;
+			const char *nm;
+			size_t j;
+
+			if (gelf_getsym(d, (int)k, &s) == NULL || s.st_shndx == SHN_UNDEF ||
+			    (nm = elf_strptr(e, sh.sh_link, s.st_name)) == NULL ||
+			    strncmp(nm, "gHotSpotVM", 10) != 0)
+				continue;
+			for (j = 0; j < S_COUNT; j++)
+				if (vals[j] == 0 && strcmp(nm, sym_names[j]) == 0)
+					vals[j] = s.st_value;
+		}
+	}
+	elf_end(e);
+	close(fd);
+	return 0;
+}
+
+/*
+ * Read the strings at ptrs[0..n) (NAME_READ bytes each, NUL-terminated into
+ * out[i]; "" where unreadable or a NULL pointer), MEMREAD_MAX_IOV at a time.
+ */
+static void
+read_names(struct hotspot *hs, const struct proc *p, const uint64_t *ptrs, size_t n,
+    char (*out)[NAME_READ + 1])
+{
+	struct iovec l[MEMREAD_MAX_IOV], r[MEMREAD_MAX_IOV];
+	size_t i, k, c;
+
+	for (i = 0; i < n; i += c) {
+		c = n - i < MEMREAD_MAX_IOV ? n - i : MEMREAD_MAX_IOV;
+		for (k = 0; k < c; k++) {
+			memset(out[i + k], 0, NAME_READ + 1);
+			l[k].iov_base = out[i + k];
+			l[k].iov_len = NAME_READ;
+			r[k].iov_base = (void *)(uintptr_t)ptrs[i + k];
+			r[k].iov_len = ptrs[i + k] ? NAME_READ : 0;
+		}
+		/* A read that stops early leaves the rest empty: looked up one by one. */
+		if (memread_readv(hs->mr, (pid_t)p->pid, l, r, c) != (ssize_t)(c * NAME_READ)) {
+			for (k = 0; k < c; k++) {
+				memset(out[i + k], 0, NAME_READ + 1);
+				if (ptrs[i + k] && mem_read(hs, p, ptrs[i + k], out[i + k], NAME_READ) < 0)
+					memset(out[i + k], 0, NAME_READ + 1);
+			}
+		}
+		for (k = 0; k < c; k++)
+			out[i + k][NAME_READ] = '\0';
+	}
+}
+
+/*
+ * One table: its entries (stride bytes each, at most MAX_ENTRIES, up to
+ * the one whose first name is NULL) read from the array whose address is
+ * at the symbol tab. *buf (malloc'd) and *n. 0 or -errno.
+ */
+static int
+read_table(struct hotspot *hs, const struct proc *p, uint64_t tab, uint64_t stride,
+    uint64_t name_off, uint8_t **buf, size_t *n)
+{
+	uint64_t arr = 0;
+	size_t k, c, cap;
+	uint8_t *b;
+
+	*buf = NULL;
+	*n = 0;
+	if (stride < 16 || stride > 256 || name_off > stride - 8 ||
+	    mem_read(hs, p, tab, &arr, sizeof(arr)) < 0 || arr == 0)
+		return -EINVAL;
+	cap = MEMREAD_MAX_BYTES / stride;
+	if (cap > MAX_ENTRIES)
+		cap = MAX_ENTRIES;
+	if ((b = malloc(cap * stride)) == NULL)
+		return -ENOMEM;
+	/* The array may end before cap entries do: read in steps of 256 entries. */
+	for (k = 0; k < cap; k += c) {
+		size_t j;
+
+		c = cap - k < 256 ? cap - k : 256;
+		if (mem_read(hs, p, arr + k * stride, b + k * stride, c * stride) < 0)
+			c = 1;	/* near the end of its mapping: one at a time */
+		if (c == 1 && mem_read(hs, p, arr + k * stride, b + k * stride, stride) < 0)
+			break;
+		for (j = 0; j < c; j++) {
+			if (rd64(b + (k + j) * stride, name_off) == 0) {
+				*buf = b;
+				*n = k + j;
+				return 0;
+			}
+		}
+	}
+	free(b);
+	return -EINVAL;
+}
+
+/*
+ * Look up wants in p's tables into v (bit k of *found set for each v[k]
+ * found). The symbols' values are relative to the file (bias added here).
+ * 0 or -errno.
+ */
+static int
+read_vmstructs(struct hotspot *hs, const struct proc *p, const uint64_t sym[S_COUNT],
+    uint64_t bias, uint64_t v[F_COUNT], uint64_t *found)
+{
+	uint32_t lay[S_COUNT];
+	uint8_t *tb = NULL;
+	uint64_t *ptrs = NULL;
+	char (*names)[NAME_READ + 1] = NULL;
+	size_t n, k, w;
+	int rc = -ENOMEM;
+
+	*found = 0;
+	for (k = 0; k < S_COUNT; k++) {
+		lay[k] = 0;
+		if (sym[k] == 0)
+			return -ENOENT;
+		if (k != S_STRUCTS && k != S_TYPES && k != S_INTS &&
+		    mem_read(hs, p, sym[k] + bias, &lay[k], sizeof(lay[k])) < 0)
+			return -EFAULT;
+	}
+	if (lay[S_S_TYPE] > 248 || lay[S_S_FIELD] > 248 || lay[S_S_STATIC] > 252 ||
+	    lay[S_S_OFFSET] > 248 || lay[S_S_ADDRESS] > 248 || lay[S_T_TYPE] > 248 ||
+	    lay[S_T_SIZE] > 248 || lay[S_I_NAME] > 248 || lay[S_I_VALUE] > 252)
+		return -EINVAL;
+
+	/* gHotSpotVMStructs */
+	if ((rc = read_table(hs, p, sym[S_STRUCTS] + bias, lay[S_S_STRIDE], lay[S_S_TYPE],
+	    &tb, &n)) < 0)
+		return rc;
+	rc = -ENOMEM;
+	if ((ptrs = calloc(2 * n + 1, sizeof(*ptrs))) == NULL ||
+	    (names = calloc(2 * n + 1, sizeof(*names))) == NULL)
+		goto out;
+	if (lay[S_S_FIELD] > lay[S_S_STRIDE] - 8 || lay[S_S_OFFSET] > lay[S_S_STRIDE] - 8 ||
+	    lay[S_S_ADDRESS] > lay[S_S_STRIDE] - 8 || lay[S_S_STATIC] > lay[S_S_STRIDE] - 4) {
+		rc = -EINVAL;
+		goto out;
+	}
+	for (k = 0; k < n; k++) {
+		ptrs[2 * k] = rd64(tb + k * lay[S_S_STRIDE], lay[S_S_TYPE]);
+		ptrs[2 * k + 1] = rd64(tb + k * lay[S_S_STRIDE], lay[S_S_FIELD]);
+	}
+	read_names(hs, p, ptrs, 2 * n, names);
+	for (k = 0; k < n; k++) {
+		const uint8_t *e = tb + k * lay[S_S_STRIDE];
+
+		for (w = 0; w < F_COUNT; w++) {
+			if ((wants[w].kind != 'f' && wants[w].kind != 's') ||
+			    strcmp(names[2 * k], wants[w].type) != 0 ||
+			    strcmp(names[2 * k + 1], wants[w].name) != 0)
+				continue;
+			if ((rd32(e, lay[S_S_STATIC]) != 0) != (wants[w].kind == 's'))
+				continue;
+			v[w] = rd64(e, wants[w].kind == 's' ? lay[S_S_ADDRESS] : lay[S_S_OFFSET]);
+			*found |= 1ULL << w;
+		}
+	}
+	free(tb);
+	free(ptrs);
+	free(names);
+	tb = NULL;
+	ptrs = NULL;
+	names = NULL;
+
+	/* gHotSpotVMTypes */
+	if ((rc = read_table(hs, p, sym[S_TYPES] + bias, lay[S_T_STRIDE], lay[S_T_TYPE],
+	    &tb, &n)) < 0)
+		goto out;
+	rc = -ENOMEM;
+	if ((ptrs = calloc(n + 1, sizeof(*ptrs))) == NULL ||
+	    (names = calloc(n + 1, sizeof(*names))) == NULL)
+		goto out;
+	rc = -EINVAL;
+	if (lay[S_T_SIZE] > lay[S_T_STRIDE] - 8)
+		goto out;
+	for (k = 0; k < n; k++)
+		ptrs[k] = rd64(tb + k * lay[S_T_STRIDE], lay[S_T_TYPE]);
+	read_names(hs, p, ptrs, n, names);
+	for (k = 0; k < n; k++)
+		for (w = 0; w < F_COUNT; w++)
+			if (wants[w].kind == 't' && strcmp(names[k], wants[w].type) == 0) {
+				v[w] = rd64(tb + k * lay[S_T_STRIDE], lay[S_T_SIZE]);
+				*found |= 1ULL << w;
+			}
+	free(tb);
+	free(ptrs);
+	free(names);
+	tb = NULL;
+	ptrs = NULL;
+	names = NULL;
+
+	/* gHotSpotVMIntConstants */
+	if ((rc = read_table(hs, p, sym[S_INTS] + bias, lay[S_I_STRIDE], lay[S_I_NAME],
+	    &tb, &n)) < 0)
+		goto out;
+	rc = -ENOMEM;
+	if ((ptrs = calloc(n + 1, sizeof(*ptrs))) == NULL ||
+	    (names = calloc(n + 1, sizeof(*names))) == NULL)
+		goto out;
+	rc = -EINVAL;
+	if (lay[S_I_VALUE] > lay[S_I_STRIDE] - 4)
+		goto out;
+	for (k = 0; k < n; k++)
+		ptrs[k] = rd64(tb + k * lay[S_I_STRIDE], lay[S_I_NAME]);
+	read_names(hs, p, ptrs, n, names);
+	for (k = 0; k < n; k++)
+		for (w = 0; w < F_COUNT; w++)
+			if (wants[w].kind == 'c' && strcmp(names[k], wants[w].name) == 0) {
+				v[w] = (uint64_t)(int64_t)rd32(tb + k * lay[S_I_STRIDE],
+				    lay[S_I_VALUE]);
+				*found |= 1ULL << w;
+			}
+	rc = 0;
+out:
+	free(tb);
+	free(ptrs);
+	free(names);
+	return rc;
+}
+
+/*
+ * The hs_procs entry of a JVM whose tables are v: the code cache's heaps
+ * and the interpreter, read now. -EAGAIN while the JVM has not set them up
+ * yet; -EINVAL when they make no sense.
+ */
+static int
+code_cache(struct hotspot *hs, const struct proc *p, const uint64_t v[F_COUNT],
+    struct hs_proc *out)
+{
+	uint64_t ga = 0, data = 0, heap, q, sq = 0, buf = 0;
+	int32_t len = 0, limit = 0, log2seg = 0;
+	size_t k;
+
+	memset(out, 0, sizeof(*out));
+	if (mem_read(hs, p, v[F_CC_LOW], &out->cc_low, 8) < 0 ||
+	    mem_read(hs, p, v[F_CC_HIGH], &out->cc_high, 8) < 0 ||
+	    mem_read(hs, p, v[F_CC_HEAPS], &ga, 8) < 0)
+		return -EFAULT;
+	if (ga == 0 || out->cc_low == 0 || out->cc_high <= out->cc_low)
+		return -EAGAIN;
+	if (mem_read(hs, p, ga + v[F_GA_LEN], &len, 4) < 0 ||
+	    mem_read(hs, p, ga + v[F_GA_DATA], &data, 8) < 0)
+		return -EFAULT;
+	if (len <= 0)
+		return -EAGAIN;
+	if (len > HS_MAX_HEAPS)
+		return -EINVAL;
+	for (k = 0; k < (size_t)len; k++) {
+		struct hs_heap *h = &out->heaps[k];
+
+		if (mem_read(hs, p, data + 8 * k, &heap, 8) < 0 || heap == 0)
+			return -EFAULT;
+		q = heap + v[F_HEAP_MEMORY];
+		if (mem_read(hs, p, q + v[F_VS_LOW], &h->low, 8) < 0 ||
+		    mem_read(hs, p, q + v[F_VS_HIGH_BOUNDARY], &h->high, 8) < 0 ||
+		    mem_read(hs, p, heap + v[F_HEAP_SEGMAP] + v[F_VS_LOW], &h->segmap, 8) < 0 ||
+		    mem_read(hs, p, heap + v[F_HEAP_LOG2SEG], &log2seg, 4) < 0)
+			return -EFAULT;
+		if (h->low == 0 || h->high <= h->low || h->segmap == 0 || log2seg < 4 ||
+		    log2seg > 20 || h->low < out->cc_low || h->high > out->cc_high)
+			return -EINVAL;
+		h->log2seg = (uint32_t)log2seg;
+	}
+	if (mem_read(hs, p, v[F_INTERP_CODE], &sq, 8) < 0)
+		return -EFAULT;
+	if (sq == 0)
+		return -EAGAIN;
+	if (mem_read(hs, p, sq + v[F_SQ_BUFFER], &buf, 8) < 0 ||
+	    mem_read(hs, p, sq + v[F_SQ_LIMIT], &limit, 4) < 0)
+		return -EFAULT;
+	if (buf < out->cc_low || limit <= 0 || buf + (uint64_t)limit > out->cc_high)
+		return -EINVAL;
+	out->interp_low = buf;
+	out->interp_high = buf + (uint64_t)limit;
+	out->off_frame_size = (uint16_t)v[F_BLOB_FRAME_SIZE];
+	out->off_frame_complete = (uint16_t)v[F_BLOB_FRAME_COMPLETE];
+	out->off_code_begin = (uint16_t)v[F_BLOB_CODE_BEGIN];
+	out->block_hdr = (uint16_t)v[T_HEAPBLOCK];
+	/* frame_x86.hpp (JDK 17): sender sp, last sp, Method*, mirror, mdp, cache, locals, bcp. */
+	out->interp_sender_sp = (uint16_t)(8 * -(int64_t)v[C_SENDER_SP]);
+	out->interp_method = (uint16_t)(out->interp_sender_sp + 16);
+	out->interp_bcp = (uint16_t)(out->interp_sender_sp + 56);
+	return 0;
+}
+
+/* Whether the looked-up values are those of a JVM we can walk. */
+static const char *
+tables_bad(const uint64_t v[F_COUNT], uint64_t found)
+{
+	size_t k;
+
+	for (k = 0; k < F_COUNT; k++)
+		if (!(found & (1ULL << k)))
+			return wants[k].name ? wants[k].name : wants[k].type;
+	if (v[F_BLOB_FRAME_SIZE] > 44 || v[F_BLOB_FRAME_COMPLETE] > 44 ||
+	    v[F_BLOB_CODE_BEGIN] > 40 || v[T_HEAPBLOCK] == 0 || v[T_HEAPBLOCK] > 256 ||
+	    v[C_SENDER_SP] != (uint64_t)-1 || v[T_CONSTANTPOOL] > 4096 ||
+	    v[F_HEAP_MEMORY] > 4096 || v[F_HEAP_SEGMAP] > 4096 || v[F_HEAP_LOG2SEG] > 4096 ||
+	    v[F_VS_LOW] > 256 || v[F_VS_HIGH_BOUNDARY] > 256 || v[F_GA_LEN] > 256 ||
+	    v[F_GA_DATA] > 256 || v[F_SQ_BUFFER] > 256 || v[F_SQ_LIMIT] > 256 ||
+	    v[F_METHOD_CONST] > 256 || v[F_CM_CONSTANTS] > 256 || v[F_CM_NAME] > 256 ||
+	    v[F_CM_SIG] > 256 || v[F_CP_HOLDER] > 256 || v[F_KLASS_NAME] > 256 ||
+	    v[F_SYM_LENGTH] > 256 || v[F_SYM_BODY] > 256)
+		return "a layout out of range";
+	return NULL;
+}
+
+void
+hotspot_check(struct hotspot *hs, struct proc *p)
+{
+	struct proc_mapping m;
+	uint64_t sym[S_COUNT];
+	struct hsproc *hp;
+	struct hs_proc val;
+	const char *bad;
+	int32_t major = 0;
+	int64_t now;
+	size_t i;
+	int rc;
+
+	if (hs == NULL || p->gone || p->kthread || p->hs || p->runtime != RUNTIME_JVM ||
+	    p->hs_retry == NEVER)
+		return;
+	now = clock_mono_ns();
+	if (p->hs_gen == p->maps_gen && (p->hs_retry == 0 || now < p->hs_retry))
+		return;
+	p->hs_gen = p->maps_gen;
+	p->hs_retry = 0;
+	for (i = 0; proctab_mapping(p, i, &m) == 0; i++)
+		if (jvm_file(m.name))
+			break;
+	if (proctab_mapping(p, i, &m) != 0)
+		return;
+	if (elf_dynsyms(&m, sym) < 0)
+		return;
+	if ((hp = calloc(1, sizeof(*hp))) == NULL)
+		return;
+	if ((rc = read_vmstructs(hs, p, sym, m.bias, hp->v, &hp->found)) < 0) {
+		log_debug("ebpf: pid %u: %s: no HotSpot structure tables (%s): Java frames "
+		    "walked by frame pointer", p->pid, m.name, strerror(-rc));
+		hs->st.refused++;
+		p->hs_retry = NEVER;
+		goto fail;
+	}
+	if (!(hp->found & (1ULL << F_VM_MAJOR)) ||
+	    mem_read(hs, p, hp->v[F_VM_MAJOR], &major, sizeof(major)) < 0)
+		goto fail;
+	if (major == 0) {
+		p->hs_retry = now + RETRY_NS;	/* not initialized yet */
+		goto fail;
+	}
+	if (major != SUPPORTED_MAJOR) {
+		log_info("ebpf: pid %u: HotSpot %d: Java stacks are walked through the code "
+		    "cache of OpenJDK %d only; its Java frames are walked by frame pointer",
+		    p->pid, major, SUPPORTED_MAJOR);
+		hs->st.refused++;
+		p->hs_retry = NEVER;
+		goto fail;
+	}
+	if ((bad = tables_bad(hp->v, hp->found)) != NULL) {
+		log_info("ebpf: pid %u: HotSpot %d: its structure tables lack %s: Java frames "
+		    "walked by frame pointer", p->pid, major, bad);
+		hs->st.refused++;
+		p->hs_retry = NEVER;
+		goto fail;
+	}
+	if ((rc = code_cache(hs, p, hp->v, &val)) < 0) {
+		if (rc == -EAGAIN || rc == -EFAULT)
+			p->hs_retry = now + RETRY_NS;
+		else {
+			log_info("ebpf: pid %u: HotSpot %d: its code cache makes no sense: Java "
+			    "frames walked by frame pointer", p->pid, major);
+			hs->st.refused++;
+			p->hs_retry = NEVER;
+		}
+		goto fail;
+	}
+	if (bpf_map_update_elem(hs->procs_fd, &p->pid, &val, BPF_ANY) < 0) {
+		log_debug("ebpf: pid %u: hs_procs: %s", p->pid, strerror(errno));
+		goto fail;
+	}
+	p->hs = hp;
+	hs->st.jvms++;
+	log_debug("ebpf: pid %u: HotSpot %d: code cache %#llx-%#llx, %d heaps, interpreter "
+	    "%#llx-%#llx", p->pid, major, (unsigned long long)val.cc_low,
+	    (unsigned long long)val.cc_high, val.heaps[2].low ? 3 : val.heaps[1].low ? 2 : 1,
+	    (unsigned long long)val.interp_low, (unsigned long long)val.interp_high);
+	return;
+fail:
+	free(hp);
+}
+
+/* --- naming methods ------------------------------------------------------ */
+
+/* A Java type descriptor at *s (< end) as Java spells it, appended to o. */
+static int
+put_type(const char **s, const char *end, char *o, size_t osz, size_t *ol)
+{
+	static const struct { char c; const char *name; } prim[] = {
+		{ 'B', "byte" }, { 'C', "char" }, { 'D', "double" }, { 'F', "float" },
+		{ 'I', "int" }, { 'J', "long" }, { 'S', "short" }, { 'Z', "boolean" },
+		{ 'V', "void" },
+	};
+	const char *p = *s, *name = NULL;
+	size_t dims = 0, k, nlen = 0;
+	int w;
+
+	while (p < end && *p == '[') {
+		dims++;
+		p++;
+	}
+	if (p >= end || dims > 255)
+		return -EINVAL;
+	if (*p == 'L') {
+		const char *semi = memchr(p, ';', (size_t)(end - p));
+
+		if (semi == NULL || semi == p + 1)
+			return -EINVAL;
+		name = p + 1;
+		nlen = (size_t)(semi - name);
+		p = semi + 1;
+	} else {
+		for (k = 0; k < sizeof(prim) / sizeof(prim[0]); k++)
+			if (prim[k].c == *p)
+				break;
+		if (k == sizeof(prim) / sizeof(prim[0]) || (*p == 'V' && dims > 0))
+			return -EINVAL;
+		name = prim[k].name;
+		nlen = strlen(name);
+		p++;
+	}
+	for (k = 0; k < nlen && *ol + 1 < osz; k++)
+		o[(*ol)++] = name[k] == '/' ? '.' : name[k];
+	for (k = 0; k < dims && *ol + 2 < osz; k++) {
+		o[(*ol)++] = '[';
+		o[(*ol)++] = ']';
+	}
+	o[*ol < osz ? *ol : osz - 1] = '\0';
+	w = 0;
+	*s = p;
+	return w;
+}
+
+int
+hotspot_signature(const char *sig, size_t len, char *ret, size_t retsz, char *args,
+    size_t argsz)
+{
+	const char *s = sig, *end = sig + len;
+	size_t al = 0, rl = 0;
+
+	if (retsz == 0 || argsz == 0)
+		return -EINVAL;
+	ret[0] = args[0] = '\0';
+	if (len < 3 || *s != '(')
+		return -EINVAL;
+	s++;
+	while (s < end && *s != ')') {
+		if (al > 0 && al + 2 < argsz) {
+			args[al++] = ',';
+			args[al++] = ' ';
+			args[al] = '\0';
+		}
+		if (*s == 'V' || put_type(&s, end, args, argsz, &al) < 0)
+			return -EINVAL;
+	}
+	if (s >= end)
+		return -EINVAL;
+	s++;
+	if (put_type(&s, end, ret, retsz, &rl) < 0 || s != end)
+		return -EINVAL;
+	return 0;
+}
+
+/* The Symbol at addr into out (NUL-terminated, at most SYM_MAX bytes). */
+static int
+read_symbol(struct hotspot *hs, const struct proc *p, const struct hsproc *hp, uint64_t addr,
+    char *out, size_t *len)
+{
+	uint16_t n = 0;
+
+	if (addr == 0 || mem_read(hs, p, addr + hp->v[F_SYM_LENGTH], &n, sizeof(n)) < 0 ||
+	    n == 0 || n >= SYM_MAX || mem_read(hs, p, addr + hp->v[F_SYM_BODY], out, n) < 0 ||
+	    memchr(out, '\0', n) != NULL)
+		return -EFAULT;
+	out[n] = '\0';
+	*len = n;
+	return 0;
+}
+
+/* The name of the method at method (ConstMethod cm) as the perf map spells it; malloc'd. */
+static char *
+method_name(struct hotspot *hs, const struct proc *p, const struct hsproc *hp, uint64_t cm)
+{
+	char klass[SYM_MAX], name[SYM_MAX], sig[SYM_MAX], ret[SYM_MAX], args[SYM_MAX];
+	uint8_t cmb[64];
+	uint64_t cp = 0, holder = 0, ksym = 0, nsym = 0, ssym = 0, base;
+	uint16_t ni, si;
+	size_t kl, nl, sl, k;
+	char *out;
+
+	if (hp->v[F_CM_CONSTANTS] > sizeof(cmb) - 8 || hp->v[F_CM_NAME] > sizeof(cmb) - 2 ||
+	    hp->v[F_CM_SIG] > sizeof(cmb) - 2 || mem_read(hs, p, cm, cmb, sizeof(cmb)) < 0)
+		return NULL;
+	cp = rd64(cmb, hp->v[F_CM_CONSTANTS]);
+	ni = rd16(cmb, hp->v[F_CM_NAME]);
+	si = rd16(cmb, hp->v[F_CM_SIG]);
+	if (cp == 0 || ni == 0 || si == 0 ||
+	    mem_read(hs, p, cp + hp->v[F_CP_HOLDER], &holder, 8) < 0 || holder == 0 ||
+	    mem_read(hs, p, holder + hp->v[F_KLASS_NAME], &ksym, 8) < 0)
+		return NULL;
+	base = cp + hp->v[T_CONSTANTPOOL];
+	if (mem_read(hs, p, base + 8 * (uint64_t)ni, &nsym, 8) < 0 ||
+	    mem_read(hs, p, base + 8 * (uint64_t)si, &ssym, 8) < 0)
+		return NULL;
+	if (read_symbol(hs, p, hp, ksym, klass, &kl) < 0 ||
+	    read_symbol(hs, p, hp, nsym & ~1ULL, name, &nl) < 0 ||
+	    read_symbol(hs, p, hp, ssym & ~1ULL, sig, &sl) < 0 ||
+	    hotspot_signature(sig, sl, ret, sizeof(ret), args, sizeof(args)) < 0)
+		return NULL;
+	for (k = 0; k < kl; k++)
+		if (klass[k] == '/')
+			klass[k] = '.';
+	if (asprintf(&out, "%s %s.%s(%s)", ret, klass, name, args) < 0)
+		return NULL;
+	return out;
+}
+
+int
+hotspot_frame(struct hotspot *hs, struct proc *p, const struct prof_sample *s, size_t i,
+    struct frame *f)
+{
+	struct hsproc *hp = p->hs;
+	struct hsmethod *c = NULL;
+	uint64_t method = 0, cm = 0, h;
+	size_t k, n = s->j_n < PROF_MAX_JFRAMES ? s->j_n : PROF_MAX_JFRAMES;
+
+	if (hs == NULL || hp == NULL)
+		return 0;
+	for (k = 0; k < n; k++)
+		if (s->j[k].idx == i)
+			break;
+	if (k == n)
+		return 0;
+	method = s->j[k].method;
+	memset(f, 0, sizeof(*f));
+	f->file = "[java]";
+	f->build_id = "";
+	f->func = UNREADABLE;
+	hs->st.frames++;
+	/* The method's ConstMethod now: a Method* freed and reused shows another. */
+	if (method == 0 || mem_read(hs, p, method + hp->v[F_METHOD_CONST], &cm, 8) < 0 || cm == 0)
+		goto unreadable;
+	if (hp->cache == NULL && (hp->cache = calloc(CACHE_SLOTS, sizeof(*hp->cache))) == NULL)
+		goto unreadable;
+	h = (method >> 3) * 0x9e3779b97f4a7c15ULL;
+	for (k = 0; k < CACHE_SLOTS; k++) {
+		c = &hp->cache[(h + k) % CACHE_SLOTS];
+		if (c->method == 0 || c->method == method)
+			break;
+	}
+	if (k == CACHE_SLOTS || (c->method == 0 && hp->ncached >= CACHE_SLOTS * 3 / 4)) {
+		cache_clear(hp);
+		c = &hp->cache[h % CACHE_SLOTS];
+	}
+	if (c->method == method && c->constmethod != cm) {
+		free(c->name);
+		c->name = NULL;
+		c->method = 0;
+		hp->ncached--;
+	}
+	if (c->method == 0) {
+		c->method = method;
+		c->constmethod = cm;
+		c->name = method_name(hs, p, hp, cm);
+		hp->ncached++;
+	}
+	if (c->name == NULL)
+		goto unreadable;
+	f->func = c->name;
+	return 1;
+unreadable:
+	hs->st.unreadable++;
+	return 1;
+}

@@ -1,0 +1,62 @@
+/*
+ * hotspot: HotSpot JVM frames for the eBPF sampler. Finds a JVM's libjvm.so,
+ * reads the structure tables it exports for debuggers (gHotSpotVMStructs,
+ * gHotSpotVMTypes, gHotSpotVMIntConstants) from the process's memory, and
+ * gives the BPF walker (bpf/hotspot.bpf.h) where the code cache, its heaps,
+ * their segment maps and the interpreter lie and where a code blob keeps its
+ * frame size (the hs_procs map), so that Java stacks are walked through
+ * compiled, interpreted and stub frames without -XX:+PreserveFramePointer.
+ * Names the interpreted frames the walker reports from their Method*
+ * ("ret Class.method(args)", as the JVM's perf map names compiled code),
+ * cached per process and read again when the method no longer checks out.
+ * Compiled frames keep the perf map's names (symbolize.c). OpenJDK 17 only:
+ * another version is left alone (logged once), its stacks walked as before.
+ *
+ * Not thread-safe: used from the sampler's thread only.
+ */
+#ifndef PROFILEFS_HOTSPOT_H
+#define PROFILEFS_HOTSPOT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "profile.h"
+#include "proctab.h"
+
+struct hotspot;
+
+/* procs_fd: the BPF map hs_procs. NULL on allocation failure. */
+struct hotspot	*hotspot_create(int procs_fd);
+void		 hotspot_destroy(struct hotspot *hs);
+/*
+ * Look at p if it is a JVM not entered yet: a supported one whose code
+ * cache is set up is entered into hs_procs. Cheap when there is nothing new
+ * (a JVM still starting is looked at again at most once a second).
+ */
+void		 hotspot_check(struct hotspot *hs, struct proc *p);
+/* p goes away: its cache and its hs_procs entry. */
+void		 hotspot_forget(struct hotspot *hs, struct proc *p);
+/*
+ * If user frame i of sample s is an interpreted Java frame, name it into f
+ * (func "ret Class.method(args)", file "[java]") and return 1; its method
+ * unreadable: func "[java: unreadable]", return 1 too. 0: not such a frame.
+ * f's strings live until p is forgotten.
+ */
+int		 hotspot_frame(struct hotspot *hs, struct proc *p, const struct prof_sample *s,
+		    size_t i, struct frame *f);
+struct hotspot_stats {
+	uint64_t	 jvms;		/* JVMs entered into hs_procs, since start */
+	uint64_t	 refused;	/* JVMs left alone (version, tables), since start */
+	uint64_t	 frames;	/* interpreted frames named, since start */
+	uint64_t	 unreadable;	/* ... whose method could not be read */
+};
+void		 hotspot_get_stats(const struct hotspot *hs, struct hotspot_stats *st);
+/*
+ * A method signature ("(I[Ljava/lang/String;)V") as Java spells it: the
+ * return type into ret, the parameters into args ("int, java.lang.String[]"),
+ * each at most its size, NUL-terminated. 0, or -EINVAL when malformed.
+ */
+int		 hotspot_signature(const char *sig, size_t len, char *ret, size_t retsz,
+		    char *args, size_t argsz);
+
+#endif
