@@ -61,6 +61,21 @@ hs_end(struct prof_sample *e, struct walk_buf *buf)
 		e->j_n = n;
 }
 
+/* Keep frame n's HotSpot facts for user space, while there is room. */
+static __always_inline void
+hs_note(struct walk_buf *buf, __u32 n, __u32 kind, __u64 method, __u64 bcp)
+{
+	__u32 j = buf->jn;
+
+	if (j >= PROF_MAX_JFRAMES)
+		return;
+	buf->jf[j].idx = n;
+	buf->jf[j].kind = kind;
+	buf->jf[j].method = method;
+	buf->jf[j].bcp = bcp;
+	buf->jn = j + 1;
+}
+
 /*
  * One frame whose pc (lpc: the pc looked up) no unwind table covers.
  * Returns -1 when it is not in the JVM's code cache or its blob is not
@@ -81,18 +96,10 @@ hs_step(struct walk_buf *buf, struct walk *w, __u64 lpc, __u32 n)
 		return -1;
 	count(PROF_CNT_HS_FRAMES);
 	if (lpc >= hs->interp_low && lpc < hs->interp_high) {
-		j = buf->jn;
-		if (j < PROF_MAX_JFRAMES) {
-			buf->jf[j].idx = n;
-			buf->jf[j].pad = 0;
-			buf->jf[j].method = 0;
-			buf->jf[j].bcp = 0;
-			bpf_probe_read_user(&buf->jf[j].method, sizeof(__u64),
-			    (void *)(w->bp - hs->interp_method));
-			bpf_probe_read_user(&buf->jf[j].bcp, sizeof(__u64),
-			    (void *)(w->bp - hs->interp_bcp));
-			buf->jn = j + 1;
-		}
+		rec[0] = rec[1] = 0;
+		bpf_probe_read_user(&rec[0], sizeof(__u64), (void *)(w->bp - hs->interp_method));
+		bpf_probe_read_user(&rec[1], sizeof(__u64), (void *)(w->bp - hs->interp_bcp));
+		hs_note(buf, n, PROF_J_INTERP, rec[0], rec[1]);
 		if (w->bp == 0 || bpf_probe_read_user(rec, sizeof(rec), (void *)w->bp) != 0 ||
 		    bpf_probe_read_user(&sender_sp, sizeof(sender_sp),
 		    (void *)(w->bp - hs->interp_sender_sp)) != 0) {
@@ -143,6 +150,7 @@ hs_step(struct walk_buf *buf, struct walk *w, __u64 lpc, __u32 n)
 	bpf_probe_read_kernel(&code_begin, 8, hdr + off);
 	if (fsize <= 0 || fsize > HS_FRAME_WORDS_MAX)
 		return -1;	/* no fixed frame: rbp is its frame pointer */
+	hs_note(buf, n, PROF_J_BLOB, blob, 0);
 	if (w->exact && complete > 0 && lpc >= code_begin && lpc < code_begin + complete) {
 		/* Not yet in its frame: only the return address is pushed. */
 		cfa = w->sp + 8;

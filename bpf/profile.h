@@ -66,16 +66,21 @@ struct prof_pyframe {
 #define PROF_PY_TRUNCATED	4	/* more frames than PROF_MAX_PYFRAMES, or a read failed */
 
 /*
- * A HotSpot interpreted frame met by the user stack walk (bpf/hotspot.bpf.h):
- * ustack[idx] is a pc of the interpreter, running the Method* method at
- * the bytecode pointer bcp. User space names the frame after the method
- * (collector/ebpf/runtimes/hotspot.c) instead of after the interpreter.
+ * A HotSpot frame met by the user stack walk (bpf/hotspot.bpf.h), ustack[idx]:
+ *   PROF_J_INTERP    a pc of the interpreter, running the Method* method at
+ *                    the bytecode pointer bcp;
+ *   PROF_J_BLOB      a pc of the code blob at method (an nmethod, or a stub
+ *                    with a frame), bcp 0.
+ * User space names the frame after the method(s) it runs
+ * (collector/ebpf/runtimes/hotspot.c) rather than after the pc.
  */
-#define PROF_MAX_JFRAMES	64	/* interpreted frames kept per sample */
+#define PROF_MAX_JFRAMES	64	/* HotSpot frames kept per sample */
+#define PROF_J_INTERP		0
+#define PROF_J_BLOB		1
 
 struct prof_jframe {
 	__u32	idx;
-	__u32	pad;
+	__u32	kind;		/* PROF_J_* */
 	__u64	method;
 	__u64	bcp;
 };

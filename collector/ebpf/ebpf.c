@@ -57,6 +57,7 @@
 #define MAPS_FRESH_NS	(10LL * 1000 * 1000)	/* maps read this recently are current */
 #define MISS_WAIT_MAX_NS (64LL * 1000 * 1000 * 1000)	/* see caller_miss */
 #define FCACHE_SLOTS	8192	/* a power of two */
+#define PROF_INLINED_MAX 256	/* frames HotSpot's inlined methods may add to a stack */
 /*
  * The watchdog: a sampler that has not completed a period in STALL_PERIODS
  * periods (and STALL_MIN_NS: a flush may take seconds on a loaded host) is
@@ -122,7 +123,9 @@ struct ebpf_sampler {
 		size_t		 profiles;
 		int64_t		 since;		/* monotonic ns; 0: nothing said yet */
 	}			 sum;		/* for the summary line, since it was last said */
-	uint32_t		 locs[PROF_MAX_STACK + PROF_MAX_USTACK + PROF_MAX_PYFRAMES + 1];
+	/* (HotSpot's inlined methods: up to PROF_INLINED_MAX frames more than the walk's) */
+	uint32_t		 locs[PROF_MAX_STACK + PROF_MAX_USTACK + PROF_MAX_PYFRAMES + 1 +
+				    PROF_INLINED_MAX];
 	struct fcache_ent	*fcache;	/* FCACHE_SLOTS */
 	/* the watchdog's: written by the sampler thread, read by others */
 	_Atomic int64_t		 period_done;	/* monotonic ns a period last completed */
@@ -416,6 +419,8 @@ handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_samp
 	size_t n = 0, pi = 0, pn = 0;
 	uint64_t miss = 0;		/* a caller outside every mapping known */
 	bool py_cut = false, py_left, entry;
+	const struct frame *jf;
+	size_t nj, k;
 	int i, nk, nu;
 	int64_t li;
 
@@ -485,13 +490,19 @@ handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_samp
 		a &= ~PROF_PC_EXACT;
 		if (a == 0)
 			break;
-		if (s->j_n > 0 && hotspot_frame(e->hs, p, s, (size_t)i, &f)) {
-			/* An interpreted Java frame: named after its method, not the pc. */
-			e->user_frames++;
-			e->user_named++;
-			if ((li = cpuprof_location(svc, &f)) < 0)
-				return;
-			e->locs[n++] = (uint32_t)li;
+		if (s->j_n > 0 && (nj = hotspot_frames(e->hs, p, s, (size_t)i, &jf)) > 0) {
+			/* Java frames: named after their methods, not the pc. */
+			for (k = 0; k < nj; k++) {
+				/* Room for the rest of the stack first. */
+				if (k > 0 && n + (size_t)(nu - i) + PROF_MAX_PYFRAMES + 3 >=
+				    sizeof(e->locs) / sizeof(e->locs[0]))
+					break;
+				e->user_frames++;
+				e->user_named++;
+				if ((li = cpuprof_location(svc, &jf[k])) < 0)
+					return;
+				e->locs[n++] = (uint32_t)li;
+			}
 			continue;
 		}
 		/*

@@ -62,6 +62,10 @@
 #define NEVER			INT64_MAX	/* proc.hs_retry of a JVM left alone for good */
 
 #define UNREADABLE		"[java: unreadable]"
+#define NM_HDR_MAX		1024	/* bytes of an nmethod's header read */
+#define NM_SLOTS		256	/* nmethods' debug information cached per process */
+#define NM_INFO_MAX		(256u << 10)	/* bytes of one nmethod's debug information */
+#define MAX_INLINE		16	/* methods of one compiled frame (inlining depth) */
 
 /* The fields we look up: index into hsl.v. */
 enum {
@@ -75,7 +79,10 @@ enum {
 	F_METHOD_CONST, F_CM_CONSTANTS, F_CM_NAME, F_CM_SIG,
 	F_CP_HOLDER, F_KLASS_NAME, F_SYM_LENGTH, F_SYM_BODY,
 	F_VM_MAJOR,					/* static */
-	T_HEAPBLOCK, T_CONSTANTPOOL,			/* type sizes */
+	F_BLOB_NAME, F_CMTH_METHOD, F_CMTH_SCOPES,
+	F_NM_METADATA, F_NM_PCS, F_NM_DEPS, F_NM_COMPILE_ID,
+	F_PC_OFFSET, F_PC_SCOPE,
+	T_HEAPBLOCK, T_CONSTANTPOOL, T_NMETHOD, T_PCDESC,	/* type sizes */
 	C_SENDER_SP,					/* int constant */
 	F_COUNT
 };
@@ -110,8 +117,19 @@ static const struct want {
 	[F_SYM_LENGTH] = { 'f', "Symbol", "_length" },
 	[F_SYM_BODY] = { 'f', "Symbol", "_body" },
 	[F_VM_MAJOR] = { 's', "Abstract_VM_Version", "_vm_major_version" },
+	[F_BLOB_NAME] = { 'f', "CodeBlob", "_name" },
+	[F_CMTH_METHOD] = { 'f', "CompiledMethod", "_method" },
+	[F_CMTH_SCOPES] = { 'f', "CompiledMethod", "_scopes_data_begin" },
+	[F_NM_METADATA] = { 'f', "nmethod", "_metadata_offset" },
+	[F_NM_PCS] = { 'f', "nmethod", "_scopes_pcs_offset" },
+	[F_NM_DEPS] = { 'f', "nmethod", "_dependencies_offset" },
+	[F_NM_COMPILE_ID] = { 'f', "nmethod", "_compile_id" },
+	[F_PC_OFFSET] = { 'f', "PcDesc", "_pc_offset" },
+	[F_PC_SCOPE] = { 'f', "PcDesc", "_scope_decode_offset" },
 	[T_HEAPBLOCK] = { 't', "HeapBlock", NULL },
 	[T_CONSTANTPOOL] = { 't', "ConstantPool", NULL },
+	[T_NMETHOD] = { 't', "nmethod", NULL },
+	[T_PCDESC] = { 't', "PcDesc", NULL },
 	[C_SENDER_SP] = { 'c', NULL, "frame::interpreter_frame_sender_sp_offset" },
 };
 
@@ -134,6 +152,18 @@ static const char *const sym_names[S_COUNT] = {
 	"gHotSpotVMIntConstantEntryValueOffset", "gHotSpotVMIntConstantEntryArrayStride",
 };
 
+/* An nmethod's debug information, copied (proc.hs's nms). */
+struct hsnm {
+	uint64_t	 blob, method;	/* 0: free slot */
+	int32_t		 compile_id;
+	struct { int32_t pc, scope; } *pcs;	/* pc descriptors: offset, scope's decode offset */
+	size_t		 npcs;
+	uint8_t		*scopes;	/* the scopes data */
+	size_t		 nscopes;
+	uint64_t	*meta;		/* the metadata (Method*...), index 1 first */
+	size_t		 nmeta;
+};
+
 struct hsmethod {
 	uint64_t	 method, constmethod;	/* 0: free slot */
 	char		*name;			/* NULL: unreadable */
@@ -145,12 +175,15 @@ struct hsproc {
 	uint64_t	 found;		/* bit k: v[k] was found */
 	struct hsmethod	*cache;		/* CACHE_SLOTS, allocated on first use */
 	size_t		 ncached;
+	struct hsnm	*nms;		/* NM_SLOTS, allocated on first use */
+	uint64_t	 nm_name;	/* CodeBlob::_name of nmethods: "nmethod" */
 };
 
 struct hotspot {
 	int		 procs_fd;
 	struct memreader *mr;
 	struct hotspot_stats st;
+	struct frame	 fr[MAX_INLINE];	/* hotspot_frames' */
 };
 
 struct hotspot *
@@ -189,6 +222,19 @@ cache_clear(struct hsproc *hp)
 	hp->ncached = 0;
 }
 
+static void nm_clear(struct hsnm *c);
+
+static void
+nms_free(struct hsproc *hp)
+{
+	size_t i;
+
+	for (i = 0; hp->nms && i < NM_SLOTS; i++)
+		nm_clear(&hp->nms[i]);
+	free(hp->nms);
+	hp->nms = NULL;
+}
+
 void
 hotspot_forget(struct hotspot *hs, struct proc *p)
 {
@@ -199,6 +245,7 @@ hotspot_forget(struct hotspot *hs, struct proc *p)
 			(void)bpf_map_delete_elem(hs->procs_fd, &p->pid);
 		cache_clear(hp);
 		free(hp->cache);
+		nms_free(hp);
 		free(hp);
 	}
 	p->hs = NULL;
@@ -592,7 +639,13 @@ tables_bad(const uint64_t v[F_COUNT], uint64_t found)
 	    v[F_GA_DATA] > 256 || v[F_SQ_BUFFER] > 256 || v[F_SQ_LIMIT] > 256 ||
 	    v[F_METHOD_CONST] > 256 || v[F_CM_CONSTANTS] > 256 || v[F_CM_NAME] > 256 ||
 	    v[F_CM_SIG] > 256 || v[F_CP_HOLDER] > 256 || v[F_KLASS_NAME] > 256 ||
-	    v[F_SYM_LENGTH] > 256 || v[F_SYM_BODY] > 256)
+	    v[F_SYM_LENGTH] > 256 || v[F_SYM_BODY] > 256 || v[T_NMETHOD] > NM_HDR_MAX ||
+	    v[F_BLOB_NAME] > v[T_NMETHOD] - 8 || v[F_CMTH_METHOD] > v[T_NMETHOD] - 8 ||
+	    v[F_CMTH_SCOPES] > v[T_NMETHOD] - 8 || v[F_NM_METADATA] > v[T_NMETHOD] - 4 ||
+	    v[F_NM_PCS] > v[T_NMETHOD] - 4 || v[F_NM_DEPS] > v[T_NMETHOD] - 4 ||
+	    v[F_NM_COMPILE_ID] > v[T_NMETHOD] - 4 || v[F_BLOB_CODE_BEGIN] > v[T_NMETHOD] - 8 ||
+	    v[T_PCDESC] < 8 || v[T_PCDESC] > 64 || v[F_PC_OFFSET] > v[T_PCDESC] - 4 ||
+	    v[F_PC_SCOPE] > v[T_PCDESC] - 4)
 		return "a layout out of range";
 	return NULL;
 }
@@ -817,33 +870,22 @@ method_name(struct hotspot *hs, const struct proc *p, const struct hsproc *hp, u
 	return out;
 }
 
-int
-hotspot_frame(struct hotspot *hs, struct proc *p, const struct prof_sample *s, size_t i,
-    struct frame *f)
+/*
+ * The name of method, from the process's cache: its ConstMethod read now
+ * (a Method* freed and reused shows another one), named on a miss. NULL:
+ * unreadable.
+ */
+static const char *
+method_lookup(struct hotspot *hs, struct proc *p, struct hsproc *hp, uint64_t method)
 {
-	struct hsproc *hp = p->hs;
 	struct hsmethod *c = NULL;
-	uint64_t method = 0, cm = 0, h;
-	size_t k, n = s->j_n < PROF_MAX_JFRAMES ? s->j_n : PROF_MAX_JFRAMES;
+	uint64_t cm = 0, h;
+	size_t k;
 
-	if (hs == NULL || hp == NULL)
-		return 0;
-	for (k = 0; k < n; k++)
-		if (s->j[k].idx == i)
-			break;
-	if (k == n)
-		return 0;
-	method = s->j[k].method;
-	memset(f, 0, sizeof(*f));
-	f->file = "[java]";
-	f->build_id = "";
-	f->func = UNREADABLE;
-	hs->st.frames++;
-	/* The method's ConstMethod now: a Method* freed and reused shows another. */
 	if (method == 0 || mem_read(hs, p, method + hp->v[F_METHOD_CONST], &cm, 8) < 0 || cm == 0)
-		goto unreadable;
+		return NULL;
 	if (hp->cache == NULL && (hp->cache = calloc(CACHE_SLOTS, sizeof(*hp->cache))) == NULL)
-		goto unreadable;
+		return NULL;
 	h = (method >> 3) * 0x9e3779b97f4a7c15ULL;
 	for (k = 0; k < CACHE_SLOTS; k++) {
 		c = &hp->cache[(h + k) % CACHE_SLOTS];
@@ -866,11 +908,228 @@ hotspot_frame(struct hotspot *hs, struct proc *p, const struct prof_sample *s, s
 		c->name = method_name(hs, p, hp, cm);
 		hp->ncached++;
 	}
-	if (c->name == NULL)
-		goto unreadable;
-	f->func = c->name;
-	return 1;
-unreadable:
-	hs->st.unreadable++;
-	return 1;
+	return c->name;
+}
+
+/* --- compiled frames ------------------------------------------------------ */
+
+static void
+nm_clear(struct hsnm *c)
+{
+	free(c->pcs);
+	free(c->scopes);
+	free(c->meta);
+	memset(c, 0, sizeof(*c));
+}
+
+/*
+ * An integer of HotSpot's compressed streams (UNSIGNED5: a byte below 192
+ * ends it, each further byte weighs 64 times more, at most five) at *pos
+ * of b (len bytes). -1 past the end.
+ */
+static int64_t
+nm_read_int(const uint8_t *b, size_t len, size_t *pos)
+{
+	int64_t sum = 0;
+	unsigned shift = 0;
+	size_t i;
+
+	for (i = 0; i < 5; i++) {
+		uint8_t c;
+
+		if (*pos >= len)
+			return -1;
+		c = b[(*pos)++];
+		sum += (int64_t)c << shift;
+		if (c < 192)
+			return sum;
+		shift += 6;
+	}
+	return sum;
+}
+
+/*
+ * The debug information of the nmethod at blob (header hdr) into c: its
+ * pc descriptors (sorted by pc offset), scopes and metadata, copied. 0, or
+ * -errno.
+ */
+static int
+nm_load(struct hotspot *hs, const struct proc *p, const struct hsproc *hp, uint64_t blob,
+    const uint8_t *hdr, struct hsnm *c)
+{
+	uint64_t scopes = rd64(hdr, hp->v[F_CMTH_SCOPES]);
+	int32_t meta_off = rd32(hdr, hp->v[F_NM_METADATA]), pcs_off = rd32(hdr, hp->v[F_NM_PCS]);
+	int32_t deps_off = rd32(hdr, hp->v[F_NM_DEPS]);
+	uint64_t meta = blob + (uint64_t)meta_off, pcs = blob + (uint64_t)pcs_off;
+	size_t npcs, k, psz = hp->v[T_PCDESC];
+	uint8_t *raw;
+
+	/* metadata, then scopes data, then pc descriptors, then dependencies. */
+	if (meta_off <= 0 || pcs_off <= meta_off || deps_off <= pcs_off ||
+	    scopes < meta || scopes > pcs || (uint64_t)(deps_off - pcs_off) > NM_INFO_MAX ||
+	    pcs - scopes > NM_INFO_MAX || scopes - meta > NM_INFO_MAX || (scopes - meta) % 8)
+		return -EINVAL;
+	npcs = (size_t)(deps_off - pcs_off) / psz;
+	c->nscopes = (size_t)(pcs - scopes);
+	c->nmeta = (size_t)(scopes - meta) / 8;
+	if (npcs == 0 || (raw = malloc(npcs * psz)) == NULL)
+		return -ENOMEM;
+	c->pcs = calloc(npcs, sizeof(*c->pcs));
+	c->scopes = malloc(c->nscopes + 1);
+	c->meta = calloc(c->nmeta + 1, sizeof(*c->meta));
+	if (c->pcs == NULL || c->scopes == NULL || c->meta == NULL ||
+	    mem_read(hs, p, pcs, raw, npcs * psz) < 0 ||
+	    (c->nscopes && mem_read(hs, p, scopes, c->scopes, c->nscopes) < 0) ||
+	    (c->nmeta && mem_read(hs, p, meta, c->meta, c->nmeta * 8) < 0)) {
+		free(raw);
+		return -EFAULT;
+	}
+	for (k = 0; k < npcs; k++) {
+		c->pcs[k].pc = rd32(raw + k * psz, hp->v[F_PC_OFFSET]);
+		c->pcs[k].scope = rd32(raw + k * psz, hp->v[F_PC_SCOPE]);
+		if (k > 0 && c->pcs[k].pc < c->pcs[k - 1].pc) {
+			free(raw);
+			return -EINVAL;
+		}
+	}
+	c->npcs = npcs;
+	free(raw);
+	return 0;
+}
+
+/*
+ * The methods running at pc offset off of nmethod c, innermost first, into
+ * out (at most MAX_INLINE): the scope of the pc descriptor at off (a
+ * return address: exact), else of the first one past it, and its senders.
+ * The number found; 0: none.
+ */
+static size_t
+nm_scopes(const struct hsnm *c, int64_t off, bool exact, uint64_t *out)
+{
+	size_t lo = 0, hi = c->npcs, n = 0, pos;
+	int64_t dec, sender, idx;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (c->pcs[mid].pc < off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* lo: the first descriptor at or past off; a leaf's pc is before its next one. */
+	if (exact && lo < c->npcs && c->pcs[lo].pc == off && lo + 1 < c->npcs)
+		lo++;
+	if (lo >= c->npcs)
+		return 0;
+	dec = c->pcs[lo].scope;
+	while (dec > 0 && (size_t)dec < c->nscopes && n < MAX_INLINE) {
+		pos = (size_t)dec;
+		sender = nm_read_int(c->scopes, c->nscopes, &pos);
+		idx = nm_read_int(c->scopes, c->nscopes, &pos);
+		if (sender < 0 || idx <= 0 || (size_t)idx > c->nmeta || sender >= dec)
+			break;
+		out[n++] = c->meta[idx - 1];
+		dec = sender;
+	}
+	return n;
+}
+
+/*
+ * The methods of compiled frame (nmethod blob, pc; exact: not a return
+ * address) into out, innermost first: 0 when blob is not an nmethod or its
+ * debug information cannot be read (the perf map names it then).
+ */
+static size_t
+nm_frame(struct hotspot *hs, struct proc *p, struct hsproc *hp, uint64_t blob, uint64_t pc,
+    bool exact, uint64_t *out)
+{
+	uint8_t hdr[NM_HDR_MAX];
+	uint64_t name, method, code, h;
+	int32_t id;
+	struct hsnm *c;
+	size_t n;
+
+	if (mem_read(hs, p, blob, hdr, hp->v[T_NMETHOD]) < 0)
+		return 0;
+	name = rd64(hdr, hp->v[F_BLOB_NAME]);
+	if (hp->nm_name == 0) {
+		char nm[8] = { 0 };
+
+		if (name == 0 || mem_read(hs, p, name, nm, sizeof(nm)) < 0 ||
+		    memcmp(nm, "nmethod", 8) != 0)
+			return 0;
+		hp->nm_name = name;
+	}
+	if (name != hp->nm_name)
+		return 0;	/* a stub */
+	method = rd64(hdr, hp->v[F_CMTH_METHOD]);
+	code = rd64(hdr, hp->v[F_BLOB_CODE_BEGIN]);
+	id = rd32(hdr, hp->v[F_NM_COMPILE_ID]);
+	if (method == 0 || pc < code || pc - code > INT32_MAX)
+		return 0;
+	if (hp->nms == NULL && (hp->nms = calloc(NM_SLOTS, sizeof(*hp->nms))) == NULL)
+		return 0;
+	h = (blob >> 4) * 0x9e3779b97f4a7c15ULL;
+	c = &hp->nms[(h >> 32) % NM_SLOTS];
+	/* The slot's nmethod, unless the code cache reused its place since. */
+	if (c->blob != blob || c->compile_id != id || c->method != method) {
+		nm_clear(c);
+		c->blob = blob;
+		c->compile_id = id;
+		c->method = method;
+		if (nm_load(hs, p, hp, blob, hdr, c) < 0)
+			c->npcs = 0;
+	}
+	n = c->npcs ? nm_scopes(c, (int64_t)(pc - code), exact, out) : 0;
+	if (n == 0) {
+		out[0] = method;	/* no scope: the nmethod's own method */
+		n = 1;
+	}
+	return n;
+}
+
+size_t
+hotspot_frames(struct hotspot *hs, struct proc *p, const struct prof_sample *s, size_t i,
+    const struct frame **out)
+{
+	struct hsproc *hp = p->hs;
+	uint64_t methods[MAX_INLINE], pc;
+	size_t k, n = s->j_n < PROF_MAX_JFRAMES ? s->j_n : PROF_MAX_JFRAMES, m;
+	const char *name;
+
+	if (hs == NULL || hp == NULL || i >= PROF_MAX_USTACK)
+		return 0;
+	for (k = 0; k < n; k++)
+		if (s->j[k].idx == i)
+			break;
+	if (k == n)
+		return 0;
+	if (s->j[k].kind == PROF_J_INTERP) {
+		methods[0] = s->j[k].method;
+		m = 1;
+	} else if (s->j[k].kind == PROF_J_BLOB) {
+		pc = s->ustack[i] & ~PROF_PC_EXACT;
+		m = nm_frame(hs, p, hp, s->j[k].method, pc,
+		    i == 0 || (s->ustack[i] & PROF_PC_EXACT), methods);
+		if (m == 0)
+			return 0;
+	} else {
+		return 0;
+	}
+	for (k = 0; k < m; k++) {
+		struct frame *f = &hs->fr[k];
+
+		memset(f, 0, sizeof(*f));
+		f->file = "[java]";
+		f->build_id = "";
+		hs->st.frames++;
+		if ((name = method_lookup(hs, p, hp, methods[k])) == NULL) {
+			hs->st.unreadable++;
+			name = UNREADABLE;
+		}
+		f->func = name;
+	}
+	*out = hs->fr;
+	return m;
 }

@@ -37,17 +37,20 @@ void		 hotspot_check(struct hotspot *hs, struct proc *p);
 /* p goes away: its cache and its hs_procs entry. */
 void		 hotspot_forget(struct hotspot *hs, struct proc *p);
 /*
- * If user frame i of sample s is an interpreted Java frame, name it into f
- * (func "ret Class.method(args)", file "[java]") and return 1; its method
- * unreadable: func "[java: unreadable]", return 1 too. 0: not such a frame.
- * f's strings live until p is forgotten.
+ * If user frame i of sample s is a HotSpot frame the walker noted, the Java
+ * frames it stands for, innermost first, in *out (valid until the next
+ * call): one for an interpreted frame, one per method inlined into the
+ * outermost for a compiled one (func "ret Class.method(args)", file
+ * "[java]"; a method that cannot be read: func "[java: unreadable]").
+ * Returns how many; 0: not such a frame, or not an nmethod, or its debug
+ * information unreadable (the perf map names it).
  */
-int		 hotspot_frame(struct hotspot *hs, struct proc *p, const struct prof_sample *s,
-		    size_t i, struct frame *f);
+size_t		 hotspot_frames(struct hotspot *hs, struct proc *p, const struct prof_sample *s,
+		    size_t i, const struct frame **out);
 struct hotspot_stats {
 	uint64_t	 jvms;		/* JVMs entered into hs_procs, since start */
 	uint64_t	 refused;	/* JVMs left alone (version, tables), since start */
-	uint64_t	 frames;	/* interpreted frames named, since start */
+	uint64_t	 frames;	/* Java frames named from the JVM's structures, since start */
 	uint64_t	 unreadable;	/* ... whose method could not be read */
 };
 void		 hotspot_get_stats(const struct hotspot *hs, struct hotspot_stats *st);
