@@ -73,6 +73,7 @@ struct proc {
 	void		*hs;
 	uint32_t	 hs_gen;	/* maps_gen when hotspot.c last looked */
 	int64_t		 hs_retry;	/* monotonic ns when to look again (0: at a maps change) */
+	uint32_t	 hs_tries;	/* looks at a JVM still starting */
 	/* the unwinder's (unwind.c), released through the hook of proctab_set_release */
 	void		*unw;
 	uint32_t	 unw_gen;	/* maps_gen when the unwinder last loaded p */

@@ -59,6 +59,7 @@
 #define CACHE_SLOTS		1024	/* methods named per process (open hash) */
 #define SYM_MAX			1024	/* bytes of a class or method name read */
 #define SUPPORTED_MAJOR		17
+#define MAX_TRIES		60	/* looks at a JVM (a second apart while it starts) */
 #define NEVER			INT64_MAX	/* proc.hs_retry of a JVM left alone for good */
 
 #define UNREADABLE		"[java: unreadable]"
@@ -404,8 +405,10 @@ read_table(struct hotspot *hs, const struct proc *p, uint64_t tab, uint64_t stri
 	*buf = NULL;
 	*n = 0;
 	if (stride < 16 || stride > 256 || name_off > stride - 8 ||
-	    mem_read(hs, p, tab, &arr, sizeof(arr)) < 0 || arr == 0)
+	    mem_read(hs, p, tab, &arr, sizeof(arr)) < 0)
 		return -EINVAL;
+	if (arr == 0)
+		return -EAGAIN;
 	cap = MEMREAD_MAX_BYTES / stride;
 	if (cap > MAX_ENTRIES)
 		cap = MAX_ENTRIES;
@@ -457,6 +460,9 @@ read_vmstructs(struct hotspot *hs, const struct proc *p, const uint64_t sym[S_CO
 		    mem_read(hs, p, sym[k] + bias, &lay[k], sizeof(lay[k])) < 0)
 			return -EFAULT;
 	}
+	/* Set by the JVM as it starts: not yet. */
+	if (lay[S_S_STRIDE] == 0 || lay[S_T_STRIDE] == 0 || lay[S_I_STRIDE] == 0)
+		return -EAGAIN;
 	if (lay[S_S_TYPE] > 248 || lay[S_S_FIELD] > 248 || lay[S_S_STATIC] > 252 ||
 	    lay[S_S_OFFSET] > 248 || lay[S_S_ADDRESS] > 248 || lay[S_T_TYPE] > 248 ||
 	    lay[S_T_SIZE] > 248 || lay[S_I_NAME] > 248 || lay[S_I_VALUE] > 252)
@@ -670,7 +676,10 @@ hotspot_check(struct hotspot *hs, struct proc *p)
 	if (p->hs_gen == p->maps_gen && (p->hs_retry == 0 || now < p->hs_retry))
 		return;
 	p->hs_gen = p->maps_gen;
-	p->hs_retry = 0;
+	/* A JVM that does not get ready in a minute is left alone. */
+	p->hs_retry = ++p->hs_tries > MAX_TRIES ? NEVER : 0;
+	if (p->hs_retry == NEVER)
+		return;
 	for (i = 0; proctab_mapping(p, i, &m) == 0; i++)
 		if (jvm_file(m.name))
 			break;
@@ -680,8 +689,13 @@ hotspot_check(struct hotspot *hs, struct proc *p)
 		return;
 	if ((hp = calloc(1, sizeof(*hp))) == NULL)
 		return;
-	if ((rc = read_vmstructs(hs, p, sym, m.bias, hp->v, &hp->found)) < 0) {
-		log_debug("ebpf: pid %u: %s: no HotSpot structure tables (%s): Java frames "
+	if ((rc = read_vmstructs(hs, p, sym, m.bias, hp->v, &hp->found)) == -EAGAIN ||
+	    rc == -ETIMEDOUT) {
+		p->hs_retry = now + RETRY_NS;
+		goto fail;
+	}
+	if (rc < 0) {
+		log_info("ebpf: pid %u: %s: no HotSpot structure tables (%s): Java frames "
 		    "walked by frame pointer", p->pid, m.name, strerror(-rc));
 		hs->st.refused++;
 		p->hs_retry = NEVER;
