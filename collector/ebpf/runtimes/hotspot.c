@@ -67,6 +67,8 @@
 #define NM_SLOTS		256	/* nmethods' debug information cached per process */
 #define NM_INFO_MAX		(256u << 10)	/* bytes of one nmethod's debug information */
 #define MAX_INLINE		16	/* methods of one compiled frame (inlining depth) */
+#define LINES_MAX		1024	/* rows of a method's line table kept */
+#define LINES_READ		(16u << 10)	/* bytes of a line table read */
 
 /* The fields we look up: index into hsl.v. */
 enum {
@@ -80,11 +82,12 @@ enum {
 	F_METHOD_CONST, F_CM_CONSTANTS, F_CM_NAME, F_CM_SIG,
 	F_CP_HOLDER, F_KLASS_NAME, F_SYM_LENGTH, F_SYM_BODY,
 	F_VM_MAJOR,					/* static */
+	F_CM_FLAGS, F_CM_CODE_SIZE, F_CM_SIZE, F_CP_LENGTH, F_CP_SOURCE,
 	F_BLOB_NAME, F_CMTH_METHOD, F_CMTH_SCOPES,
 	F_NM_METADATA, F_NM_PCS, F_NM_DEPS, F_NM_COMPILE_ID,
 	F_PC_OFFSET, F_PC_SCOPE,
-	T_HEAPBLOCK, T_CONSTANTPOOL, T_NMETHOD, T_PCDESC,	/* type sizes */
-	C_SENDER_SP,					/* int constant */
+	T_HEAPBLOCK, T_CONSTANTPOOL, T_NMETHOD, T_PCDESC, T_CONSTMETHOD,	/* type sizes */
+	C_SENDER_SP, C_HAS_LINES,			/* int constants */
 	F_COUNT
 };
 _Static_assert(F_COUNT < 64, "hsproc.found has a bit per field");
@@ -118,6 +121,11 @@ static const struct want {
 	[F_SYM_LENGTH] = { 'f', "Symbol", "_length" },
 	[F_SYM_BODY] = { 'f', "Symbol", "_body" },
 	[F_VM_MAJOR] = { 's', "Abstract_VM_Version", "_vm_major_version" },
+	[F_CM_FLAGS] = { 'f', "ConstMethod", "_flags" },
+	[F_CM_CODE_SIZE] = { 'f', "ConstMethod", "_code_size" },
+	[F_CM_SIZE] = { 'f', "ConstMethod", "_constMethod_size" },
+	[F_CP_LENGTH] = { 'f', "ConstantPool", "_length" },
+	[F_CP_SOURCE] = { 'f', "ConstantPool", "_source_file_name_index" },
 	[F_BLOB_NAME] = { 'f', "CodeBlob", "_name" },
 	[F_CMTH_METHOD] = { 'f', "CompiledMethod", "_method" },
 	[F_CMTH_SCOPES] = { 'f', "CompiledMethod", "_scopes_data_begin" },
@@ -131,7 +139,9 @@ static const struct want {
 	[T_CONSTANTPOOL] = { 't', "ConstantPool", NULL },
 	[T_NMETHOD] = { 't', "nmethod", NULL },
 	[T_PCDESC] = { 't', "PcDesc", NULL },
+	[T_CONSTMETHOD] = { 't', "ConstMethod", NULL },
 	[C_SENDER_SP] = { 'c', NULL, "frame::interpreter_frame_sender_sp_offset" },
+	[C_HAS_LINES] = { 'c', NULL, "ConstMethod::_has_linenumber_table" },
 };
 
 /* The dynamic symbols hotspot_check reads. */
@@ -165,9 +175,18 @@ struct hsnm {
 	size_t		 nmeta;
 };
 
+struct hsline {
+	int32_t		 bci, line;
+};
+
 struct hsmethod {
 	uint64_t	 method, constmethod;	/* 0: free slot */
 	char		*name;			/* NULL: unreadable */
+	char		*file;			/* its source file, NULL: none */
+	struct hsline	*lines;			/* its line table, in the class file's order */
+	uint32_t	 nlines;
+	uint32_t	 code_size;		/* bytes of bytecode */
+	uint64_t	 code_base;		/* where its bytecode starts */
 };
 
 /* Per JVM (proc.hs). */
@@ -211,6 +230,15 @@ hotspot_destroy(struct hotspot *hs)
 }
 
 static void
+method_clear(struct hsmethod *c)
+{
+	free(c->name);
+	free(c->file);
+	free(c->lines);
+	memset(c, 0, sizeof(*c));
+}
+
+static void
 cache_clear(struct hsproc *hp)
 {
 	size_t i;
@@ -218,8 +246,7 @@ cache_clear(struct hsproc *hp)
 	if (hp->cache == NULL)
 		return;
 	for (i = 0; i < CACHE_SLOTS; i++)
-		free(hp->cache[i].name);
-	memset(hp->cache, 0, CACHE_SLOTS * sizeof(*hp->cache));
+		method_clear(&hp->cache[i]);
 	hp->ncached = 0;
 }
 
@@ -651,7 +678,11 @@ tables_bad(const uint64_t v[F_COUNT], uint64_t found)
 	    v[F_NM_PCS] > v[T_NMETHOD] - 4 || v[F_NM_DEPS] > v[T_NMETHOD] - 4 ||
 	    v[F_NM_COMPILE_ID] > v[T_NMETHOD] - 4 || v[F_BLOB_CODE_BEGIN] > v[T_NMETHOD] - 8 ||
 	    v[T_PCDESC] < 8 || v[T_PCDESC] > 64 || v[F_PC_OFFSET] > v[T_PCDESC] - 4 ||
-	    v[F_PC_SCOPE] > v[T_PCDESC] - 4)
+	    v[F_PC_SCOPE] > v[T_PCDESC] - 4 || v[F_CM_CONSTANTS] > 56 || v[F_CM_NAME] > 62 ||
+	    v[F_CM_SIG] > 62 || v[F_CM_FLAGS] > 62 || v[F_CM_CODE_SIZE] > 62 ||
+	    v[F_CM_SIZE] > 60 || v[F_CP_HOLDER] > 120 || v[F_CP_LENGTH] > 124 ||
+	    v[F_CP_SOURCE] > 126 || v[T_CONSTMETHOD] == 0 || v[T_CONSTMETHOD] > 4096 ||
+	    v[C_HAS_LINES] == 0 || v[C_HAS_LINES] > 0xffff)
 		return "a layout out of range";
 	return NULL;
 }
@@ -846,50 +877,145 @@ read_symbol(struct hotspot *hs, const struct proc *p, const struct hsproc *hp, u
 	return 0;
 }
 
-/* The name of the method at method (ConstMethod cm) as the perf map spells it; malloc'd. */
-static char *
-method_name(struct hotspot *hs, const struct proc *p, const struct hsproc *hp, uint64_t cm)
+/*
+ * The line of bytecode index bci from a method's compressed line number
+ * table (t, len bytes): pairs of (bci delta, line delta), a byte
+ * (bci << 3 | line) for small ones, else 0xff and two signed compressed
+ * integers; a 0 byte ends it. The rows into *rows (at most LINES_MAX).
+ */
+static uint32_t
+lines_decode(const uint8_t *t, size_t len, struct hsline *rows)
+{
+	size_t pos = 0;
+	int64_t bci = 0, line = 0, d1, d2;
+	uint32_t n = 0;
+
+	while (pos < len && n < LINES_MAX) {
+		uint8_t b = t[pos++];
+
+		if (b == 0)
+			break;
+		if (b == 0xff) {
+			if ((d1 = hotspot_unsigned5(t, len, &pos)) < 0 ||
+			    (d2 = hotspot_unsigned5(t, len, &pos)) < 0)
+				break;
+			bci += (d1 >> 1) ^ -(d1 & 1);
+			line += (d2 >> 1) ^ -(d2 & 1);
+		} else {
+			bci += b >> 3;
+			line += b & 7;
+		}
+		if (bci < 0 || bci > 65535 || line < 0 || line > INT32_MAX)
+			break;
+		rows[n].bci = (int32_t)bci;
+		rows[n].line = (int32_t)line;
+		n++;
+	}
+	return n;
+}
+
+/* The line of bci in c's rows: the row with the largest bci at or below it. */
+static int64_t
+method_line(const struct hsmethod *c, int64_t bci)
+{
+	int64_t line = 0, best = -1;
+	uint32_t k;
+
+	if (bci < 0)
+		return c->nlines ? c->lines[0].line : 0;
+	for (k = 0; k < c->nlines; k++) {
+		if (c->lines[k].bci <= bci && c->lines[k].bci > best) {
+			best = c->lines[k].bci;
+			line = c->lines[k].line;
+		}
+	}
+	return line;
+}
+
+/*
+ * Fill c (whose method and constmethod are set) from the process: its name
+ * as the perf map spells it, its source file and line table. 0 or -EFAULT.
+ */
+static int
+method_load(struct hotspot *hs, const struct proc *p, const struct hsproc *hp,
+    struct hsmethod *c)
 {
 	char klass[SYM_MAX], name[SYM_MAX], sig[SYM_MAX], ret[SYM_MAX], args[SYM_MAX];
-	uint8_t cmb[64];
-	uint64_t cp = 0, holder = 0, ksym = 0, nsym = 0, ssym = 0, base;
-	uint16_t ni, si;
-	size_t kl, nl, sl, k;
-	char *out;
+	char file[SYM_MAX];
+	uint8_t cmb[64], cpb[128], *lt = NULL;
+	uint64_t cm = c->constmethod, cp, holder = 0, ksym = 0, nsym = 0, ssym = 0, fsym = 0, base;
+	uint16_t ni, si, fi, flags, code_size;
+	int32_t cplen, cmsize;
+	size_t kl, nl, sl, fl, k, ltlen;
+	struct hsline *rows;
 
-	if (hp->v[F_CM_CONSTANTS] > sizeof(cmb) - 8 || hp->v[F_CM_NAME] > sizeof(cmb) - 2 ||
-	    hp->v[F_CM_SIG] > sizeof(cmb) - 2 || mem_read(hs, p, cm, cmb, sizeof(cmb)) < 0)
-		return NULL;
+	if (mem_read(hs, p, cm, cmb, sizeof(cmb)) < 0)
+		return -EFAULT;
 	cp = rd64(cmb, hp->v[F_CM_CONSTANTS]);
 	ni = rd16(cmb, hp->v[F_CM_NAME]);
 	si = rd16(cmb, hp->v[F_CM_SIG]);
-	if (cp == 0 || ni == 0 || si == 0 ||
-	    mem_read(hs, p, cp + hp->v[F_CP_HOLDER], &holder, 8) < 0 || holder == 0 ||
+	flags = rd16(cmb, hp->v[F_CM_FLAGS]);
+	code_size = rd16(cmb, hp->v[F_CM_CODE_SIZE]);
+	cmsize = rd32(cmb, hp->v[F_CM_SIZE]);
+	if (cp == 0 || mem_read(hs, p, cp, cpb, sizeof(cpb)) < 0)
+		return -EFAULT;
+	holder = rd64(cpb, hp->v[F_CP_HOLDER]);
+	cplen = rd32(cpb, hp->v[F_CP_LENGTH]);
+	fi = rd16(cpb, hp->v[F_CP_SOURCE]);
+	if (ni == 0 || si == 0 || ni >= cplen || si >= cplen || holder == 0 ||
 	    mem_read(hs, p, holder + hp->v[F_KLASS_NAME], &ksym, 8) < 0)
-		return NULL;
+		return -EFAULT;
 	base = cp + hp->v[T_CONSTANTPOOL];
 	if (mem_read(hs, p, base + 8 * (uint64_t)ni, &nsym, 8) < 0 ||
 	    mem_read(hs, p, base + 8 * (uint64_t)si, &ssym, 8) < 0)
-		return NULL;
+		return -EFAULT;
 	if (read_symbol(hs, p, hp, ksym, klass, &kl) < 0 ||
 	    read_symbol(hs, p, hp, nsym & ~1ULL, name, &nl) < 0 ||
 	    read_symbol(hs, p, hp, ssym & ~1ULL, sig, &sl) < 0 ||
 	    hotspot_signature(sig, sl, ret, sizeof(ret), args, sizeof(args)) < 0)
-		return NULL;
+		return -EFAULT;
 	for (k = 0; k < kl; k++)
 		if (klass[k] == '/')
 			klass[k] = '.';
-	if (asprintf(&out, "%s %s.%s(%s)", ret, klass, name, args) < 0)
-		return NULL;
-	return out;
+	if (asprintf(&c->name, "%s %s.%s(%s)", ret, klass, name, args) < 0) {
+		c->name = NULL;
+		return -EFAULT;
+	}
+	c->code_base = cm + hp->v[T_CONSTMETHOD];
+	c->code_size = code_size;
+	/* The source file (a class may have none), and the line table after the bytecodes. */
+	if (fi != 0 && fi < cplen && mem_read(hs, p, base + 8 * (uint64_t)fi, &fsym, 8) == 0 &&
+	    read_symbol(hs, p, hp, fsym & ~1ULL, file, &fl) == 0)
+		c->file = strdup(file);
+	if (!(flags & hp->v[C_HAS_LINES]) || cmsize <= 0 ||
+	    (uint64_t)cmsize * 8 <= hp->v[T_CONSTMETHOD] + code_size)
+		return 0;
+	ltlen = (size_t)cmsize * 8 - hp->v[T_CONSTMETHOD] - code_size;
+	if (ltlen > LINES_READ)
+		ltlen = LINES_READ;
+	if ((lt = malloc(ltlen)) == NULL || (rows = calloc(LINES_MAX, sizeof(*rows))) == NULL) {
+		free(lt);
+		return 0;
+	}
+	if (mem_read(hs, p, c->code_base + code_size, lt, ltlen) == 0 &&
+	    (c->nlines = lines_decode(lt, ltlen, rows)) > 0) {
+		c->lines = realloc(rows, c->nlines * sizeof(*rows));
+		if (c->lines == NULL) {
+			c->lines = rows;
+		}
+	} else {
+		free(rows);
+	}
+	free(lt);
+	return 0;
 }
 
 /*
- * The name of method, from the process's cache: its ConstMethod read now
- * (a Method* freed and reused shows another one), named on a miss. NULL:
+ * The method at method, from the process's cache: its ConstMethod read now
+ * (a Method* freed and reused shows another one), loaded on a miss. NULL:
  * unreadable.
  */
-static const char *
+static const struct hsmethod *
 method_lookup(struct hotspot *hs, struct proc *p, struct hsproc *hp, uint64_t method)
 {
 	struct hsmethod *c = NULL;
@@ -911,18 +1037,19 @@ method_lookup(struct hotspot *hs, struct proc *p, struct hsproc *hp, uint64_t me
 		c = &hp->cache[h % CACHE_SLOTS];
 	}
 	if (c->method == method && c->constmethod != cm) {
-		free(c->name);
-		c->name = NULL;
-		c->method = 0;
+		method_clear(c);
 		hp->ncached--;
 	}
 	if (c->method == 0) {
 		c->method = method;
 		c->constmethod = cm;
-		c->name = method_name(hs, p, hp, cm);
+		if (method_load(hs, p, hp, c) < 0) {
+			free(c->name);
+			c->name = NULL;
+		}
 		hp->ncached++;
 	}
-	return c->name;
+	return c->name ? c : NULL;
 }
 
 /* --- compiled frames ------------------------------------------------------ */
@@ -941,8 +1068,8 @@ nm_clear(struct hsnm *c)
  * ends it, each further byte weighs 64 times more, at most five) at *pos
  * of b (len bytes). -1 past the end.
  */
-static int64_t
-nm_read_int(const uint8_t *b, size_t len, size_t *pos)
+int64_t
+hotspot_unsigned5(const uint8_t *b, size_t len, size_t *pos)
 {
 	int64_t sum = 0;
 	unsigned shift = 0;
@@ -1013,15 +1140,15 @@ nm_load(struct hotspot *hs, const struct proc *p, const struct hsproc *hp, uint6
 
 /*
  * The methods running at pc offset off of nmethod c, innermost first, into
- * out (at most MAX_INLINE): the scope of the pc descriptor at off (a
+ * out (at most MAX_INLINE), their bytecode indexes into bcis: the scope of the pc descriptor at off (a
  * return address: exact), else of the first one past it, and its senders.
  * The number found; 0: none.
  */
 static size_t
-nm_scopes(const struct hsnm *c, int64_t off, bool exact, uint64_t *out)
+nm_scopes(const struct hsnm *c, int64_t off, bool exact, uint64_t *out, int64_t *bcis)
 {
 	size_t lo = 0, hi = c->npcs, n = 0, pos;
-	int64_t dec, sender, idx;
+	int64_t dec, sender, idx, bci;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -1039,10 +1166,12 @@ nm_scopes(const struct hsnm *c, int64_t off, bool exact, uint64_t *out)
 	dec = c->pcs[lo].scope;
 	while (dec > 0 && (size_t)dec < c->nscopes && n < MAX_INLINE) {
 		pos = (size_t)dec;
-		sender = nm_read_int(c->scopes, c->nscopes, &pos);
-		idx = nm_read_int(c->scopes, c->nscopes, &pos);
-		if (sender < 0 || idx <= 0 || (size_t)idx > c->nmeta || sender >= dec)
+		sender = hotspot_unsigned5(c->scopes, c->nscopes, &pos);
+		idx = hotspot_unsigned5(c->scopes, c->nscopes, &pos);
+		bci = hotspot_unsigned5(c->scopes, c->nscopes, &pos);
+		if (sender < 0 || idx <= 0 || (size_t)idx > c->nmeta || sender >= dec || bci < 0)
 			break;
+		bcis[n] = bci - 1;	/* stored plus one: InvocationEntryBci is -1 */
 		out[n++] = c->meta[idx - 1];
 		dec = sender;
 	}
@@ -1051,12 +1180,12 @@ nm_scopes(const struct hsnm *c, int64_t off, bool exact, uint64_t *out)
 
 /*
  * The methods of compiled frame (nmethod blob, pc; exact: not a return
- * address) into out, innermost first: 0 when blob is not an nmethod or its
+ * address) into out, innermost first, their bytecode indexes into bcis: 0 when blob is not an nmethod or its
  * debug information cannot be read (the perf map names it then).
  */
 static size_t
 nm_frame(struct hotspot *hs, struct proc *p, struct hsproc *hp, uint64_t blob, uint64_t pc,
-    bool exact, uint64_t *out)
+    bool exact, uint64_t *out, int64_t *bcis)
 {
 	uint8_t hdr[NM_HDR_MAX];
 	uint64_t name, method, code, h;
@@ -1095,9 +1224,10 @@ nm_frame(struct hotspot *hs, struct proc *p, struct hsproc *hp, uint64_t blob, u
 		if (nm_load(hs, p, hp, blob, hdr, c) < 0)
 			c->npcs = 0;
 	}
-	n = c->npcs ? nm_scopes(c, (int64_t)(pc - code), exact, out) : 0;
+	n = c->npcs ? nm_scopes(c, (int64_t)(pc - code), exact, out, bcis) : 0;
 	if (n == 0) {
 		out[0] = method;	/* no scope: the nmethod's own method */
+		bcis[0] = -1;
 		n = 1;
 	}
 	return n;
@@ -1108,9 +1238,10 @@ hotspot_frames(struct hotspot *hs, struct proc *p, const struct prof_sample *s, 
     const struct frame **out)
 {
 	struct hsproc *hp = p->hs;
-	uint64_t methods[MAX_INLINE], pc;
+	uint64_t methods[MAX_INLINE], pc, bcp = 0;
+	int64_t bcis[MAX_INLINE];
 	size_t k, n = s->j_n < PROF_MAX_JFRAMES ? s->j_n : PROF_MAX_JFRAMES, m;
-	const char *name;
+	const struct hsmethod *c;
 
 	if (hs == NULL || hp == NULL || i >= PROF_MAX_USTACK)
 		return 0;
@@ -1121,11 +1252,13 @@ hotspot_frames(struct hotspot *hs, struct proc *p, const struct prof_sample *s, 
 		return 0;
 	if (s->j[k].kind == PROF_J_INTERP) {
 		methods[0] = s->j[k].method;
+		bcp = s->j[k].bcp;
+		bcis[0] = -1;
 		m = 1;
 	} else if (s->j[k].kind == PROF_J_BLOB) {
 		pc = s->ustack[i] & ~PROF_PC_EXACT;
 		m = nm_frame(hs, p, hp, s->j[k].method, pc,
-		    i == 0 || (s->ustack[i] & PROF_PC_EXACT), methods);
+		    i == 0 || (s->ustack[i] & PROF_PC_EXACT), methods, bcis);
 		if (m == 0)
 			return 0;
 	} else {
@@ -1138,11 +1271,17 @@ hotspot_frames(struct hotspot *hs, struct proc *p, const struct prof_sample *s, 
 		f->file = "[java]";
 		f->build_id = "";
 		hs->st.frames++;
-		if ((name = method_lookup(hs, p, hp, methods[k])) == NULL) {
+		if ((c = method_lookup(hs, p, hp, methods[k])) == NULL) {
 			hs->st.unreadable++;
-			name = UNREADABLE;
+			f->func = UNREADABLE;
+			continue;
 		}
-		f->func = name;
+		/* An interpreted frame's bytecode index is where its bcp points. */
+		if (bcp >= c->code_base && bcp < c->code_base + c->code_size)
+			bcis[k] = (int64_t)(bcp - c->code_base);
+		f->func = c->name;
+		f->srcfile = c->file;
+		f->line = method_line(c, bcis[k]);
 	}
 	*out = hs->fr;
 	return m;

@@ -61,5 +61,11 @@ void		 hotspot_get_stats(const struct hotspot *hs, struct hotspot_stats *st);
  */
 int		 hotspot_signature(const char *sig, size_t len, char *ret, size_t retsz,
 		    char *args, size_t argsz);
+/*
+ * An integer of HotSpot's compressed streams (UNSIGNED5: a byte below 192
+ * ends it, each further byte weighs 64 times more, five at most) at *pos of
+ * b (len bytes), *pos moved past it; -1 past the end.
+ */
+int64_t		 hotspot_unsigned5(const uint8_t *b, size_t len, size_t *pos);
 
 #endif
