@@ -914,21 +914,40 @@ lines_decode(const uint8_t *t, size_t len, struct hsline *rows)
 	return n;
 }
 
-/* The line of bci in c's rows: the row with the largest bci at or below it. */
+/* The line of bci in rows: the row with the largest bci at or below it. */
 static int64_t
-method_line(const struct hsmethod *c, int64_t bci)
+rows_line(const struct hsline *rows, uint32_t n, int64_t bci)
 {
 	int64_t line = 0, best = -1;
 	uint32_t k;
 
 	if (bci < 0)
-		return c->nlines ? c->lines[0].line : 0;
-	for (k = 0; k < c->nlines; k++) {
-		if (c->lines[k].bci <= bci && c->lines[k].bci > best) {
-			best = c->lines[k].bci;
-			line = c->lines[k].line;
+		return n ? rows[0].line : 0;
+	for (k = 0; k < n; k++) {
+		if (rows[k].bci <= bci && rows[k].bci > best) {
+			best = rows[k].bci;
+			line = rows[k].line;
 		}
 	}
+	return line;
+}
+
+static int64_t
+method_line(const struct hsmethod *c, int64_t bci)
+{
+	return rows_line(c->lines, c->nlines, bci);
+}
+
+int64_t
+hotspot_line(const uint8_t *t, size_t len, int64_t bci)
+{
+	struct hsline *rows = calloc(LINES_MAX, sizeof(*rows));
+	int64_t line;
+
+	if (rows == NULL)
+		return 0;
+	line = rows_line(rows, lines_decode(t, len, rows), bci);
+	free(rows);
 	return line;
 }
 
@@ -1147,8 +1166,7 @@ nm_load(struct hotspot *hs, const struct proc *p, const struct hsproc *hp, uint6
 static size_t
 nm_scopes(const struct hsnm *c, int64_t off, bool exact, uint64_t *out, int64_t *bcis)
 {
-	size_t lo = 0, hi = c->npcs, n = 0, pos;
-	int64_t dec, sender, idx, bci;
+	size_t lo = 0, hi = c->npcs;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -1163,16 +1181,27 @@ nm_scopes(const struct hsnm *c, int64_t off, bool exact, uint64_t *out, int64_t 
 		lo++;
 	if (lo >= c->npcs)
 		return 0;
-	dec = c->pcs[lo].scope;
-	while (dec > 0 && (size_t)dec < c->nscopes && n < MAX_INLINE) {
+	return hotspot_scopes(c->scopes, c->nscopes, c->meta, c->nmeta, c->pcs[lo].scope, out,
+	    bcis, MAX_INLINE);
+}
+
+size_t
+hotspot_scopes(const uint8_t *scopes, size_t len, const uint64_t *meta, size_t nmeta,
+    int64_t dec, uint64_t *out, int64_t *bcis, size_t max)
+{
+	int64_t sender, idx, bci;
+	size_t n = 0, pos;
+
+	/* Each sender is decoded before its callee: offsets go down, so the chain ends. */
+	while (dec > 0 && (size_t)dec < len && n < max) {
 		pos = (size_t)dec;
-		sender = hotspot_unsigned5(c->scopes, c->nscopes, &pos);
-		idx = hotspot_unsigned5(c->scopes, c->nscopes, &pos);
-		bci = hotspot_unsigned5(c->scopes, c->nscopes, &pos);
-		if (sender < 0 || idx <= 0 || (size_t)idx > c->nmeta || sender >= dec || bci < 0)
+		sender = hotspot_unsigned5(scopes, len, &pos);
+		idx = hotspot_unsigned5(scopes, len, &pos);
+		bci = hotspot_unsigned5(scopes, len, &pos);
+		if (sender < 0 || idx <= 0 || (size_t)idx > nmeta || sender >= dec || bci < 0)
 			break;
 		bcis[n] = bci - 1;	/* stored plus one: InvocationEntryBci is -1 */
-		out[n++] = c->meta[idx - 1];
+		out[n++] = meta[idx - 1];
 		dec = sender;
 	}
 	return n;

@@ -67,5 +67,18 @@ int		 hotspot_signature(const char *sig, size_t len, char *ret, size_t retsz,
  * b (len bytes), *pos moved past it; -1 past the end.
  */
 int64_t		 hotspot_unsigned5(const uint8_t *b, size_t len, size_t *pos);
+/*
+ * The line of bytecode index bci (-1: the method's first line) from a
+ * method's compressed line number table t (len bytes); 0 when it has none.
+ */
+int64_t		 hotspot_line(const uint8_t *t, size_t len, int64_t bci);
+/*
+ * The scope chain of an nmethod from the scope at decode offset dec of its
+ * scopes data (len bytes): each scope's method (index into meta, nmeta
+ * entries, 1 first) into out and bytecode index into bcis, innermost first,
+ * at most max. Returns how many; stops at a malformed scope.
+ */
+size_t		 hotspot_scopes(const uint8_t *scopes, size_t len, const uint64_t *meta,
+		    size_t nmeta, int64_t dec, uint64_t *out, int64_t *bcis, size_t max);
 
 #endif
