@@ -116,6 +116,7 @@ struct ebpf_sampler {
 	struct {
 		uint64_t	 user_frames, user_named, kernel_frames, kernel_named, truncated;
 		uint64_t	 py_frames, py_unreadable, py_unlined;
+		uint64_t	 java_frames, java_unreadable;
 	}			 rep;		/* the above at the last metrics update */
 	uint64_t		 prev[PROF_CNT_MAX];	/* BPF counters at the last report */
 	struct {
@@ -704,6 +705,7 @@ flush(struct ebpf_sampler *e)
 	};
 	struct unwind_stats us;
 	struct python_stats ps;
+	struct hotspot_stats hss;
 	uint64_t c[PROF_CNT_MAX], d[PROF_CNT_MAX], samples = 0;
 	int64_t end = clock_now_ns(), t0 = clock_mono_ns();
 	size_t profiles = 0;
@@ -795,7 +797,17 @@ flush(struct ebpf_sampler *e)
 	    (double)symbolize_elf_count(e->sym));
 	metrics_observe("profilefs_ebpf_flush_seconds", NULL,
 	    (double)(clock_mono_ns() - t0) / 1e9);
-	metrics_set("profilefs_ebpf_memory_reads_stalled", NULL, (double)ps.mem_stalls);
+	hotspot_get_stats(e->hs, &hss);
+	metrics_add("profilefs_ebpf_java_frames_total", NULL,
+	    (double)(hss.frames - e->rep.java_frames));
+	metrics_add("profilefs_ebpf_java_frames_unreadable_total", NULL,
+	    (double)(hss.unreadable - e->rep.java_unreadable));
+	e->rep.java_frames = hss.frames;
+	e->rep.java_unreadable = hss.unreadable;
+	metrics_set("profilefs_ebpf_java_jvms_walked", NULL, (double)hss.jvms);
+	metrics_set("profilefs_ebpf_java_jvms_refused", NULL, (double)hss.refused);
+	metrics_set("profilefs_ebpf_memory_reads_stalled", NULL,
+	    (double)(ps.mem_stalls + hss.mem_stalls));
 	metrics_set("profilefs_ebpf_file_opens_stalled", NULL, (double)rio_stalls());
 	atomic_store(&e->period_done, clock_mono_ns());
 	summary(e, d[PROF_CNT_SAMPLES], samples, profiles,
@@ -953,6 +965,14 @@ describe_metrics(void)
 	    "Stack frames resolved to a function name.");
 	metrics_describe("profilefs_ebpf_stacks_truncated_total", "counter",
 	    "User stacks cut where the frame-pointer chain left the mapped code.");
+	metrics_describe("profilefs_ebpf_java_frames_total", "counter",
+	    "Java frames named from the JVM's structures (interpreted, compiled, inlined).");
+	metrics_describe("profilefs_ebpf_java_frames_unreadable_total", "counter",
+	    "... of which could not be named (method unreadable or changed).");
+	metrics_describe("profilefs_ebpf_java_jvms_walked", "gauge",
+	    "JVMs whose Java stacks are walked through their code cache, since start.");
+	metrics_describe("profilefs_ebpf_java_jvms_refused", "gauge",
+	    "JVMs left to frame pointers and the perf map (version, tables), since start.");
 	metrics_describe("profilefs_ebpf_python_frames_total", "counter",
 	    "Python frames put in place of the interpreter's evaluation loop.");
 	metrics_describe("profilefs_ebpf_python_frames_unreadable_total", "counter",

@@ -283,8 +283,10 @@ void
 hotspot_get_stats(const struct hotspot *hs, struct hotspot_stats *st)
 {
 	memset(st, 0, sizeof(*st));
-	if (hs)
+	if (hs) {
 		*st = hs->st;
+		st->mem_stalls = memread_stalls(hs->mr);
+	}
 }
 
 /* Read len bytes of p's memory at addr: 0, or -errno (short reads too). */
@@ -996,7 +998,8 @@ method_load(struct hotspot *hs, const struct proc *p, const struct hsproc *hp,
 	for (k = 0; k < kl; k++)
 		if (klass[k] == '/')
 			klass[k] = '.';
-	if (asprintf(&c->name, "%s %s.%s(%s)", ret, klass, name, args) < 0) {
+	/* As the perf map names compiled code (its return type left out). */
+	if (asprintf(&c->name, "%s.%s(%s)", klass, name, args) < 0) {
 		c->name = NULL;
 		return -EFAULT;
 	}

@@ -6,11 +6,14 @@
  * their segment maps and the interpreter lie and where a code blob keeps its
  * frame size (the hs_procs map), so that Java stacks are walked through
  * compiled, interpreted and stub frames without -XX:+PreserveFramePointer.
- * Names the interpreted frames the walker reports from their Method*
- * ("ret Class.method(args)", as the JVM's perf map names compiled code),
- * cached per process and read again when the method no longer checks out.
- * Compiled frames keep the perf map's names (symbolize.c). OpenJDK 17 only:
- * another version is left alone (logged once), its stacks walked as before.
+ * Names the Java frames the walker reports from the JVM's metadata: an
+ * interpreted frame from its Method* and bytecode pointer, a compiled one
+ * from its nmethod's scopes (one frame per method inlined at the pc), as
+ * "pkg.Class.method(args)" (the symbolizer's spelling of the perf map's
+ * names) with the source file and line; cached per process and read again
+ * when a method or nmethod no longer checks out. Stubs keep the perf map's
+ * names (symbolize.c). OpenJDK 17 only: another version is left alone
+ * (logged once), its stacks walked by frame pointer as before.
  *
  * Not thread-safe: used from the sampler's thread only.
  */
@@ -40,7 +43,7 @@ void		 hotspot_forget(struct hotspot *hs, struct proc *p);
  * If user frame i of sample s is a HotSpot frame the walker noted, the Java
  * frames it stands for, innermost first, in *out (valid until the next
  * call): one for an interpreted frame, one per method inlined into the
- * outermost for a compiled one (func "ret Class.method(args)", file
+ * outermost for a compiled one (func "pkg.Class.method(args)", file
  * "[java]"; a method that cannot be read: func "[java: unreadable]").
  * Returns how many; 0: not such a frame, or not an nmethod, or its debug
  * information unreadable (the perf map names it).
@@ -52,6 +55,7 @@ struct hotspot_stats {
 	uint64_t	 refused;	/* JVMs left alone (version, tables), since start */
 	uint64_t	 frames;	/* Java frames named from the JVM's structures, since start */
 	uint64_t	 unreadable;	/* ... whose method could not be read */
+	uint64_t	 mem_stalls;	/* reads of a process's memory abandoned (memread.h) */
 };
 void		 hotspot_get_stats(const struct hotspot *hs, struct hotspot_stats *st);
 /*
