@@ -53,13 +53,14 @@
 #include "runtime.h"
 
 #define MEM_DEADLINE_NS		(1000LL * 1000 * 1000)
-#define RETRY_NS		(1000LL * 1000 * 1000)	/* a JVM still starting: look again */
+#define RETRY_NS		(100LL * 1000 * 1000)	/* a JVM still starting: look again */
 #define MAX_ENTRIES		8192	/* entries of a table read */
 #define NAME_READ		48	/* bytes read of a table's name (longer ones are not ours) */
 #define CACHE_SLOTS		1024	/* methods named per process (open hash) */
 #define SYM_MAX			1024	/* bytes of a class or method name read */
 #define SUPPORTED_MAJOR		17
-#define MAX_TRIES		60	/* looks at a JVM (a second apart while it starts) */
+#define MAX_TRIES		600	/* looks at a JVM (RETRY_NS apart while it starts) */
+#define SYM_FILES		8	/* libjvm.so files whose symbols are remembered */
 #define NEVER			INT64_MAX	/* proc.hs_retry of a JVM left alone for good */
 
 #define UNREADABLE		"[java: unreadable]"
@@ -197,10 +198,21 @@ struct hsproc {
 	size_t		 ncached;
 	struct hsnm	*nms;		/* NM_SLOTS, allocated on first use */
 	uint64_t	 nm_name;	/* CodeBlob::_name of nmethods: "nmethod" */
+	bool		 ready;		/* entered into hs_procs (else: its code cache was not set up) */
+};
+
+/* The symbols of one libjvm.so (dev, inode, build id). */
+struct hsfile {
+	uint64_t	 dev, ino;
+	char		 build_id[41];
+	uint64_t	 sym[S_COUNT];
+	bool		 used;
 };
 
 struct hotspot {
 	int		 procs_fd;
+	struct hsfile	 files[SYM_FILES];
+	size_t		 next_file;	/* the slot to reuse next */
 	struct memreader *mr;
 	struct hotspot_stats st;
 	struct frame	 fr[MAX_INLINE];	/* hotspot_frames' */
@@ -382,6 +394,41 @@ elf_dynsyms(const struct proc_mapping *m, uint64_t vals[S_COUNT])
 	}
 	elf_end(e);
 	close(fd);
+	return 0;
+}
+
+/*
+ * elf_dynsyms of m's file, read once per file (dev, inode, build id): a JVM
+ * still starting is looked at every RETRY_NS, and every JVM of a host
+ * usually maps the same libjvm.so.
+ */
+static int
+file_dynsyms(struct hotspot *hs, const struct proc_mapping *m, uint64_t sym[S_COUNT])
+{
+	struct hsfile *f;
+	size_t i;
+	int rc;
+
+	for (i = 0; i < SYM_FILES; i++) {
+		f = &hs->files[i];
+		if (f->used && f->dev == m->dev && f->ino == m->ino &&
+		    strcmp(f->build_id, m->build_id) == 0) {
+			memcpy(sym, f->sym, sizeof(f->sym));
+			return 0;
+		}
+	}
+	if ((rc = elf_dynsyms(m, sym)) < 0)
+		return rc;
+	/* A file without a build id may be rewritten in place: not remembered. */
+	if (m->build_id[0] == '\0')
+		return 0;
+	f = &hs->files[hs->next_file];
+	hs->next_file = (hs->next_file + 1) % SYM_FILES;
+	f->dev = m->dev;
+	f->ino = m->ino;
+	snprintf(f->build_id, sizeof(f->build_id), "%s", m->build_id);
+	memcpy(f->sym, sym, sizeof(f->sym));
+	f->used = true;
 	return 0;
 }
 
@@ -702,8 +749,8 @@ hotspot_check(struct hotspot *hs, struct proc *p)
 	size_t i;
 	int rc;
 
-	if (hs == NULL || p->gone || p->kthread || p->hs || p->runtime != RUNTIME_JVM ||
-	    p->hs_retry == NEVER)
+	if (hs == NULL || p->gone || p->kthread || p->runtime != RUNTIME_JVM ||
+	    p->hs_retry == NEVER || (p->hs && ((struct hsproc *)p->hs)->ready))
 		return;
 	now = clock_mono_ns();
 	if (p->hs_gen == p->maps_gen && (p->hs_retry == 0 || now < p->hs_retry))
@@ -713,12 +760,17 @@ hotspot_check(struct hotspot *hs, struct proc *p)
 	p->hs_retry = ++p->hs_tries > MAX_TRIES ? NEVER : 0;
 	if (p->hs_retry == NEVER)
 		return;
+	/* Its tables read already: only its code cache was not set up yet. */
+	if ((hp = p->hs) != NULL) {
+		major = SUPPORTED_MAJOR;
+		goto code;
+	}
 	for (i = 0; proctab_mapping(p, i, &m) == 0; i++)
 		if (jvm_file(m.name))
 			break;
 	if (proctab_mapping(p, i, &m) != 0)
 		return;
-	if (elf_dynsyms(&m, sym) < 0)
+	if (file_dynsyms(hs, &m, sym) < 0)
 		return;
 	if ((hp = calloc(1, sizeof(*hp))) == NULL)
 		return;
@@ -756,22 +808,25 @@ hotspot_check(struct hotspot *hs, struct proc *p)
 		p->hs_retry = NEVER;
 		goto fail;
 	}
+	p->hs = hp;
+code:
 	if ((rc = code_cache(hs, p, hp->v, &val)) < 0) {
-		if (rc == -EAGAIN || rc == -EFAULT)
+		if (rc == -EAGAIN || rc == -EFAULT) {
 			p->hs_retry = now + RETRY_NS;
-		else {
-			log_info("ebpf: pid %u: HotSpot %d: its code cache makes no sense: Java "
-			    "frames walked by frame pointer", p->pid, major);
-			hs->st.refused++;
-			p->hs_retry = NEVER;
+			return;
 		}
-		goto fail;
+		log_info("ebpf: pid %u: HotSpot %d: its code cache makes no sense: Java "
+		    "frames walked by frame pointer", p->pid, major);
+		hs->st.refused++;
+		p->hs_retry = NEVER;
+		hotspot_forget(hs, p);
+		return;
 	}
 	if (bpf_map_update_elem(hs->procs_fd, &p->pid, &val, BPF_ANY) < 0) {
 		log_debug("ebpf: pid %u: hs_procs: %s", p->pid, strerror(errno));
-		goto fail;
+		return;
 	}
-	p->hs = hp;
+	hp->ready = true;
 	hs->st.jvms++;
 	log_debug("ebpf: pid %u: HotSpot %d: code cache %#llx-%#llx, %d heaps, interpreter "
 	    "%#llx-%#llx", p->pid, major, (unsigned long long)val.cc_low,
@@ -1275,7 +1330,7 @@ hotspot_frames(struct hotspot *hs, struct proc *p, const struct prof_sample *s, 
 	size_t k, n = s->j_n < PROF_MAX_JFRAMES ? s->j_n : PROF_MAX_JFRAMES, m;
 	const struct hsmethod *c;
 
-	if (hs == NULL || hp == NULL || i >= PROF_MAX_USTACK)
+	if (hs == NULL || hp == NULL || !hp->ready || i >= PROF_MAX_USTACK)
 		return 0;
 	for (k = 0; k < n; k++)
 		if (s->j[k].idx == i)

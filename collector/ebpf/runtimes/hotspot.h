@@ -34,10 +34,11 @@ void		 hotspot_destroy(struct hotspot *hs);
 /*
  * Look at p if it is a JVM not entered yet: a supported one whose code
  * cache is set up is entered into hs_procs. Cheap when there is nothing new
- * (a JVM still starting is looked at again at most once a second).
+ * (a JVM still starting is looked at again every 100 ms, for a minute at
+ * most; its tables are read once).
  */
 void		 hotspot_check(struct hotspot *hs, struct proc *p);
-/* p goes away: its cache and its hs_procs entry. */
+/* p goes away (or is left alone): its cache and its hs_procs entry. */
 void		 hotspot_forget(struct hotspot *hs, struct proc *p);
 /*
  * If user frame i of sample s is a HotSpot frame the walker noted, the Java
