@@ -12,7 +12,8 @@
  *     the sample, for user space to name the frame), and its caller's sp at
  *     rbp - interp_sender_sp (a compiled caller's frame is found from it);
  *   - any other code blob (an nmethod, a runtime stub) is looked up through
- *     its heap's segment map; one with a frame size has its return address
+ *     its heap's segment map and noted in the sample (user space names the
+ *     frame after the nmethod's methods or the stub); one with a frame size has its return address
  *     at sp + 8 * frame_size - 8 and the caller's rbp just below, unless the
  *     sample hit it before its frame was built (only the return address is
  *     pushed then); one without (the call stub, adapters) pushes rbp as a
@@ -148,9 +149,9 @@ hs_step(struct walk_buf *buf, struct walk *w, __u64 lpc, __u32 n)
 	if (off > sizeof(hdr) - 8)
 		goto no_blob;
 	bpf_probe_read_kernel(&code_begin, 8, hdr + off);
+	hs_note(buf, n, PROF_J_BLOB, blob, 0);
 	if (fsize <= 0 || fsize > HS_FRAME_WORDS_MAX)
 		return -1;	/* no fixed frame: rbp is its frame pointer */
-	hs_note(buf, n, PROF_J_BLOB, blob, 0);
 	if (w->exact && complete > 0 && lpc >= code_begin && lpc < code_begin + complete) {
 		/* Not yet in its frame: only the return address is pushed. */
 		cfa = w->sp + 8;

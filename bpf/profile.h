@@ -69,8 +69,8 @@ struct prof_pyframe {
  * A HotSpot frame met by the user stack walk (bpf/hotspot.bpf.h), ustack[idx]:
  *   PROF_J_INTERP    a pc of the interpreter, running the Method* method at
  *                    the bytecode pointer bcp;
- *   PROF_J_BLOB      a pc of the code blob at method (an nmethod, or a stub
- *                    with a frame), bcp 0.
+ *   PROF_J_BLOB      a pc of the code blob at method (an nmethod, a stub, an
+ *                    adapter), bcp 0.
  * User space names the frame after the method(s) it runs
  * (collector/ebpf/runtimes/hotspot.c) rather than after the pc.
  */

@@ -68,6 +68,9 @@
 #define NM_SLOTS		256	/* nmethods' debug information cached per process */
 #define NM_INFO_MAX		(256u << 10)	/* bytes of one nmethod's debug information */
 #define MAX_INLINE		16	/* methods of one compiled frame (inlining depth) */
+#define STUB_NAMES		128	/* stub names remembered per JVM */
+#define STUB_NAME_MAX		64	/* bytes of a stub's name read */
+#define HS_MEM			(16u << 20)	/* debug information and line tables held per JVM */
 #define LINES_MAX		1024	/* rows of a method's line table kept */
 #define LINES_READ		(16u << 10)	/* bytes of a line table read */
 
@@ -174,6 +177,7 @@ struct hsnm {
 	size_t		 nscopes;
 	uint64_t	*meta;		/* the metadata (Method*...), index 1 first */
 	size_t		 nmeta;
+	size_t		 bytes;		/* taken from the JVM's HS_MEM and the budget */
 };
 
 struct hsline {
@@ -188,6 +192,7 @@ struct hsmethod {
 	uint32_t	 nlines;
 	uint32_t	 code_size;		/* bytes of bytecode */
 	uint64_t	 code_base;		/* where its bytecode starts */
+	size_t		 bytes;			/* of lines, taken as hsnm.bytes is */
 };
 
 /* Per JVM (proc.hs). */
@@ -199,7 +204,29 @@ struct hsproc {
 	struct hsnm	*nms;		/* NM_SLOTS, allocated on first use */
 	uint64_t	 nm_name;	/* CodeBlob::_name of nmethods: "nmethod" */
 	bool		 ready;		/* entered into hs_procs (else: its code cache was not set up) */
+	struct {
+		uint64_t addr;		/* CodeBlob::_name; 0: free */
+		char	*name;
+	} stubs[STUB_NAMES];		/* stubs' names (a few dozen in a JVM) */
+	size_t		 mem;		/* bytes of nms' and cache's tables (at most HS_MEM) */
 };
+
+/* Take n bytes for p's tables: 0, or -ENOMEM past HS_MEM or the memory budget. */
+static int
+mem_take(struct hsproc *hp, size_t n)
+{
+	if (hp->mem + n > HS_MEM || budget_reserve(n) < 0)
+		return -ENOMEM;
+	hp->mem += n;
+	return 0;
+}
+
+static void
+mem_give(struct hsproc *hp, size_t n)
+{
+	budget_release(n);
+	hp->mem -= n;
+}
 
 /* The symbols of one libjvm.so (dev, inode, build id). */
 struct hsfile {
@@ -242,8 +269,9 @@ hotspot_destroy(struct hotspot *hs)
 }
 
 static void
-method_clear(struct hsmethod *c)
+method_clear(struct hsproc *hp, struct hsmethod *c)
 {
+	mem_give(hp, c->bytes);
 	free(c->name);
 	free(c->file);
 	free(c->lines);
@@ -258,11 +286,11 @@ cache_clear(struct hsproc *hp)
 	if (hp->cache == NULL)
 		return;
 	for (i = 0; i < CACHE_SLOTS; i++)
-		method_clear(&hp->cache[i]);
+		method_clear(hp, &hp->cache[i]);
 	hp->ncached = 0;
 }
 
-static void nm_clear(struct hsnm *c);
+static void nm_clear(struct hsproc *hp, struct hsnm *c);
 
 static void
 nms_free(struct hsproc *hp)
@@ -270,7 +298,7 @@ nms_free(struct hsproc *hp)
 	size_t i;
 
 	for (i = 0; hp->nms && i < NM_SLOTS; i++)
-		nm_clear(&hp->nms[i]);
+		nm_clear(hp, &hp->nms[i]);
 	free(hp->nms);
 	hp->nms = NULL;
 }
@@ -279,6 +307,7 @@ void
 hotspot_forget(struct hotspot *hs, struct proc *p)
 {
 	struct hsproc *hp = p->hs;
+	size_t k;
 
 	if (hp) {
 		if (hs && !p->gone)
@@ -286,6 +315,8 @@ hotspot_forget(struct hotspot *hs, struct proc *p)
 		cache_clear(hp);
 		free(hp->cache);
 		nms_free(hp);
+		for (k = 0; k < STUB_NAMES; k++)
+			free(hp->stubs[k].name);
 		free(hp);
 	}
 	p->hs = NULL;
@@ -839,7 +870,11 @@ fail:
 
 /* --- naming methods ------------------------------------------------------ */
 
-/* A Java type descriptor at *s (< end) as Java spells it, appended to o. */
+/*
+ * The Java type descriptor at *s (before end) as Java spells it, appended to
+ * o (osz bytes, *ol used, kept NUL-terminated, cut when full); *s moved past
+ * it. 0, or -EINVAL when malformed.
+ */
 static int
 put_type(const char **s, const char *end, char *o, size_t osz, size_t *ol)
 {
@@ -850,7 +885,6 @@ put_type(const char **s, const char *end, char *o, size_t osz, size_t *ol)
 	};
 	const char *p = *s, *name = NULL;
 	size_t dims = 0, k, nlen = 0;
-	int w;
 
 	while (p < end && *p == '[') {
 		dims++;
@@ -883,9 +917,8 @@ put_type(const char **s, const char *end, char *o, size_t osz, size_t *ol)
 		o[(*ol)++] = ']';
 	}
 	o[*ol < osz ? *ol : osz - 1] = '\0';
-	w = 0;
 	*s = p;
-	return w;
+	return 0;
 }
 
 int
@@ -1013,7 +1046,7 @@ hotspot_line(const uint8_t *t, size_t len, int64_t bci)
  * as the perf map spells it, its source file and line table. 0 or -EFAULT.
  */
 static int
-method_load(struct hotspot *hs, const struct proc *p, const struct hsproc *hp,
+method_load(struct hotspot *hs, const struct proc *p, struct hsproc *hp,
     struct hsmethod *c)
 {
 	char klass[SYM_MAX], name[SYM_MAX], sig[SYM_MAX], ret[SYM_MAX], args[SYM_MAX];
@@ -1075,12 +1108,13 @@ method_load(struct hotspot *hs, const struct proc *p, const struct hsproc *hp,
 		return 0;
 	}
 	if (mem_read(hs, p, c->code_base + code_size, lt, ltlen) == 0 &&
-	    (c->nlines = lines_decode(lt, ltlen, rows)) > 0) {
-		c->lines = realloc(rows, c->nlines * sizeof(*rows));
-		if (c->lines == NULL) {
+	    (c->nlines = lines_decode(lt, ltlen, rows)) > 0 &&
+	    mem_take(hp, c->nlines * sizeof(*rows)) == 0) {
+		c->bytes = c->nlines * sizeof(*rows);
+		if ((c->lines = realloc(rows, c->bytes)) == NULL)
 			c->lines = rows;
-		}
 	} else {
+		c->nlines = 0;
 		free(rows);
 	}
 	free(lt);
@@ -1114,7 +1148,7 @@ method_lookup(struct hotspot *hs, struct proc *p, struct hsproc *hp, uint64_t me
 		c = &hp->cache[h % CACHE_SLOTS];
 	}
 	if (c->method == method && c->constmethod != cm) {
-		method_clear(c);
+		method_clear(hp, c);
 		hp->ncached--;
 	}
 	if (c->method == 0) {
@@ -1132,8 +1166,9 @@ method_lookup(struct hotspot *hs, struct proc *p, struct hsproc *hp, uint64_t me
 /* --- compiled frames ------------------------------------------------------ */
 
 static void
-nm_clear(struct hsnm *c)
+nm_clear(struct hsproc *hp, struct hsnm *c)
 {
+	mem_give(hp, c->bytes);
 	free(c->pcs);
 	free(c->scopes);
 	free(c->meta);
@@ -1172,14 +1207,14 @@ hotspot_unsigned5(const uint8_t *b, size_t len, size_t *pos)
  * -errno.
  */
 static int
-nm_load(struct hotspot *hs, const struct proc *p, const struct hsproc *hp, uint64_t blob,
+nm_load(struct hotspot *hs, const struct proc *p, struct hsproc *hp, uint64_t blob,
     const uint8_t *hdr, struct hsnm *c)
 {
 	uint64_t scopes = rd64(hdr, hp->v[F_CMTH_SCOPES]);
 	int32_t meta_off = rd32(hdr, hp->v[F_NM_METADATA]), pcs_off = rd32(hdr, hp->v[F_NM_PCS]);
 	int32_t deps_off = rd32(hdr, hp->v[F_NM_DEPS]);
 	uint64_t meta = blob + (uint64_t)meta_off, pcs = blob + (uint64_t)pcs_off;
-	size_t npcs, k, psz = hp->v[T_PCDESC];
+	size_t npcs, k, psz = hp->v[T_PCDESC], bytes;
 	uint8_t *raw;
 
 	/* metadata, then scopes data, then pc descriptors, then dependencies. */
@@ -1190,7 +1225,13 @@ nm_load(struct hotspot *hs, const struct proc *p, const struct hsproc *hp, uint6
 	npcs = (size_t)(deps_off - pcs_off) / psz;
 	c->nscopes = (size_t)(pcs - scopes);
 	c->nmeta = (size_t)(scopes - meta) / 8;
-	if (npcs == 0 || (raw = malloc(npcs * psz)) == NULL)
+	if (npcs == 0)
+		return -EINVAL;
+	bytes = npcs * sizeof(*c->pcs) + c->nscopes + 1 + (c->nmeta + 1) * sizeof(*c->meta);
+	if (mem_take(hp, bytes) < 0)
+		return -ENOMEM;
+	c->bytes = bytes;
+	if ((raw = malloc(npcs * psz)) == NULL)
 		return -ENOMEM;
 	c->pcs = calloc(npcs, sizeof(*c->pcs));
 	c->scopes = malloc(c->nscopes + 1);
@@ -1267,12 +1308,13 @@ hotspot_scopes(const uint8_t *scopes, size_t len, const uint64_t *meta, size_t n
 
 /*
  * The methods of compiled frame (nmethod blob, pc; exact: not a return
- * address) into out, innermost first, their bytecode indexes into bcis: 0 when blob is not an nmethod or its
- * debug information cannot be read (the perf map names it then).
+ * address) into out, innermost first, their bytecode indexes into bcis:
+ * 0 when blob is not an nmethod (*stub: its name's address, if any) or its
+ * debug information cannot be read.
  */
 static size_t
 nm_frame(struct hotspot *hs, struct proc *p, struct hsproc *hp, uint64_t blob, uint64_t pc,
-    bool exact, uint64_t *out, int64_t *bcis)
+    bool exact, uint64_t *out, int64_t *bcis, uint64_t *stub)
 {
 	uint8_t hdr[NM_HDR_MAX];
 	uint64_t name, method, code, h;
@@ -1280,19 +1322,20 @@ nm_frame(struct hotspot *hs, struct proc *p, struct hsproc *hp, uint64_t blob, u
 	struct hsnm *c;
 	size_t n;
 
+	*stub = 0;
 	if (mem_read(hs, p, blob, hdr, hp->v[T_NMETHOD]) < 0)
 		return 0;
 	name = rd64(hdr, hp->v[F_BLOB_NAME]);
-	if (hp->nm_name == 0) {
+	if (hp->nm_name == 0 && name != 0) {
 		char nm[8] = { 0 };
 
-		if (name == 0 || mem_read(hs, p, name, nm, sizeof(nm)) < 0 ||
-		    memcmp(nm, "nmethod", 8) != 0)
-			return 0;
-		hp->nm_name = name;
+		if (mem_read(hs, p, name, nm, sizeof(nm)) == 0 && memcmp(nm, "nmethod", 8) == 0)
+			hp->nm_name = name;
 	}
-	if (name != hp->nm_name)
-		return 0;	/* a stub */
+	if (name != hp->nm_name) {
+		*stub = name;	/* a stub, an adapter, a buffer of stubs */
+		return 0;
+	}
 	method = rd64(hdr, hp->v[F_CMTH_METHOD]);
 	code = rd64(hdr, hp->v[F_BLOB_CODE_BEGIN]);
 	id = rd32(hdr, hp->v[F_NM_COMPILE_ID]);
@@ -1304,7 +1347,7 @@ nm_frame(struct hotspot *hs, struct proc *p, struct hsproc *hp, uint64_t blob, u
 	c = &hp->nms[(h >> 32) % NM_SLOTS];
 	/* The slot's nmethod, unless the code cache reused its place since. */
 	if (c->blob != blob || c->compile_id != id || c->method != method) {
-		nm_clear(c);
+		nm_clear(hp, c);
 		c->blob = blob;
 		c->compile_id = id;
 		c->method = method;
@@ -1320,12 +1363,43 @@ nm_frame(struct hotspot *hs, struct proc *p, struct hsproc *hp, uint64_t blob, u
 	return n;
 }
 
+/*
+ * The name of the stub whose CodeBlob::_name is at addr ("StubRoutines (1)",
+ * "I2C/C2I adapters": the perf map's names of them), from the process's few
+ * names; NULL when unreadable or not a name.
+ */
+static const char *
+stub_name(struct hotspot *hs, struct proc *p, struct hsproc *hp, uint64_t addr)
+{
+	char buf[STUB_NAME_MAX + 1];
+	size_t k, i;
+
+	for (k = 0; k < STUB_NAMES && hp->stubs[k].addr; k++)
+		if (hp->stubs[k].addr == addr)
+			return hp->stubs[k].name;
+	if (k == STUB_NAMES)
+		return NULL;
+	memset(buf, 0, sizeof(buf));
+	if (mem_read(hs, p, addr, buf, STUB_NAME_MAX) < 0 &&
+	    mem_read(hs, p, addr, buf, 16) < 0)
+		return NULL;
+	buf[STUB_NAME_MAX] = '\0';
+	for (i = 0; buf[i]; i++)
+		if ((unsigned char)buf[i] < 0x20 || (unsigned char)buf[i] >= 0x7f)
+			return NULL;
+	if (i == 0 || (hp->stubs[k].name = strdup(buf)) == NULL)
+		return NULL;
+	hp->stubs[k].addr = addr;
+	return hp->stubs[k].name;
+}
+
 size_t
 hotspot_frames(struct hotspot *hs, struct proc *p, const struct prof_sample *s, size_t i,
     const struct frame **out)
 {
 	struct hsproc *hp = p->hs;
-	uint64_t methods[MAX_INLINE], pc, bcp = 0;
+	uint64_t methods[MAX_INLINE], pc, bcp = 0, stub = 0;
+	const char *sname;
 	int64_t bcis[MAX_INLINE];
 	size_t k, n = s->j_n < PROF_MAX_JFRAMES ? s->j_n : PROF_MAX_JFRAMES, m;
 	const struct hsmethod *c;
@@ -1345,7 +1419,15 @@ hotspot_frames(struct hotspot *hs, struct proc *p, const struct prof_sample *s, 
 	} else if (s->j[k].kind == PROF_J_BLOB) {
 		pc = s->ustack[i] & ~PROF_PC_EXACT;
 		m = nm_frame(hs, p, hp, s->j[k].method, pc,
-		    i == 0 || (s->ustack[i] & PROF_PC_EXACT), methods, bcis);
+		    i == 0 || (s->ustack[i] & PROF_PC_EXACT), methods, bcis, &stub);
+		if (m == 0 && stub != 0 && (sname = stub_name(hs, p, hp, stub)) != NULL) {
+			memset(&hs->fr[0], 0, sizeof(hs->fr[0]));
+			hs->fr[0].file = "[java]";
+			hs->fr[0].build_id = "";
+			hs->fr[0].func = sname;
+			*out = hs->fr;
+			return 1;
+		}
 		if (m == 0)
 			return 0;
 	} else {

@@ -11,8 +11,8 @@
  * from its nmethod's scopes (one frame per method inlined at the pc), as
  * "pkg.Class.method(args)" (the symbolizer's spelling of the perf map's
  * names) with the source file and line; cached per process and read again
- * when a method or nmethod no longer checks out. Stubs keep the perf map's
- * names (symbolize.c). OpenJDK 17 only: another version is left alone
+ * when a method or nmethod no longer checks out. Stubs are named after their
+ * code blob ("StubRoutines (1)", as the perf map names them). OpenJDK 17 only: another version is left alone
  * (logged once), its stacks walked by frame pointer as before.
  *
  * Not thread-safe: used from the sampler's thread only.
@@ -46,8 +46,8 @@ void		 hotspot_forget(struct hotspot *hs, struct proc *p);
  * call): one for an interpreted frame, one per method inlined into the
  * outermost for a compiled one (func "pkg.Class.method(args)", file
  * "[java]"; a method that cannot be read: func "[java: unreadable]").
- * Returns how many; 0: not such a frame, or not an nmethod, or its debug
- * information unreadable (the perf map names it).
+ * A stub's frame: its code blob's name. Returns how many; 0: not such a
+ * frame, or its blob unreadable (the perf map names it).
  */
 size_t		 hotspot_frames(struct hotspot *hs, struct proc *p, const struct prof_sample *s,
 		    size_t i, const struct frame **out);
