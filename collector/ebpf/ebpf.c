@@ -447,6 +447,8 @@ handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_samp
 	}
 	python_check(e->py, p);
 	hotspot_check(e->hs, p);
+	if (s->j_n > 0)
+		hotspot_read(e->hs, p, s);
 	if ((s->py_flags & PROF_PY_WALKED) && p->py) {
 		pn = s->py_n < PROF_MAX_PYFRAMES ? s->py_n : PROF_MAX_PYFRAMES;
 		python_read(e->py, p, s->py, pn);

@@ -243,6 +243,11 @@ struct hotspot {
 	struct memreader *mr;
 	struct hotspot_stats st;
 	struct frame	 fr[MAX_INLINE];	/* hotspot_frames' */
+	/* hotspot_read's: what the sample pre_sample's HotSpot frames hold */
+	const struct prof_sample *pre_sample;
+	bool		 pre_ok[PROF_MAX_JFRAMES];
+	uint64_t	 pre_cm[PROF_MAX_JFRAMES];		/* an interpreted frame's ConstMethod */
+	uint8_t		 pre_hdr[PROF_MAX_JFRAMES][NM_HDR_MAX];	/* a blob's header */
 };
 
 struct hotspot *
@@ -1122,18 +1127,33 @@ method_load(struct hotspot *hs, const struct proc *p, struct hsproc *hp,
 }
 
 /*
- * The method at method, from the process's cache: its ConstMethod read now
- * (a Method* freed and reused shows another one), loaded on a miss. NULL:
+ * The method at method, from the process's cache, loaded on a miss. cm: its
+ * ConstMethod as read now (a Method* freed and reused shows another one);
+ * 0 for a method a live nmethod refers to (read only on a miss). NULL:
  * unreadable.
  */
 static const struct hsmethod *
-method_lookup(struct hotspot *hs, struct proc *p, struct hsproc *hp, uint64_t method)
+method_lookup(struct hotspot *hs, struct proc *p, struct hsproc *hp, uint64_t method,
+    uint64_t cm)
 {
 	struct hsmethod *c = NULL;
-	uint64_t cm = 0, h;
+	uint64_t h;
 	size_t k;
 
-	if (method == 0 || mem_read(hs, p, method + hp->v[F_METHOD_CONST], &cm, 8) < 0 || cm == 0)
+	if (method == 0)
+		return NULL;
+	/* A method of a live nmethod is alive: its cached entry stands. */
+	if (cm == 0 && hp->cache) {
+		h = (method >> 3) * 0x9e3779b97f4a7c15ULL;
+		for (k = 0; k < CACHE_SLOTS; k++) {
+			c = &hp->cache[(h + k) % CACHE_SLOTS];
+			if (c->method == method)
+				return c->name ? c : NULL;
+			if (c->method == 0)
+				break;
+		}
+	}
+	if (cm == 0 && (mem_read(hs, p, method + hp->v[F_METHOD_CONST], &cm, 8) < 0 || cm == 0))
 		return NULL;
 	if (hp->cache == NULL && (hp->cache = calloc(CACHE_SLOTS, sizeof(*hp->cache))) == NULL)
 		return NULL;
@@ -1307,24 +1327,21 @@ hotspot_scopes(const uint8_t *scopes, size_t len, const uint64_t *meta, size_t n
 }
 
 /*
- * The methods of compiled frame (nmethod blob, pc; exact: not a return
- * address) into out, innermost first, their bytecode indexes into bcis:
+ * The methods of compiled frame (nmethod blob whose header is hdr, as read
+ * at this sample; pc; exact: not a return address) into out, innermost first, their bytecode indexes into bcis:
  * 0 when blob is not an nmethod (*stub: its name's address, if any) or its
  * debug information cannot be read.
  */
 static size_t
-nm_frame(struct hotspot *hs, struct proc *p, struct hsproc *hp, uint64_t blob, uint64_t pc,
-    bool exact, uint64_t *out, int64_t *bcis, uint64_t *stub)
+nm_frame(struct hotspot *hs, struct proc *p, struct hsproc *hp, uint64_t blob,
+    const uint8_t *hdr, uint64_t pc, bool exact, uint64_t *out, int64_t *bcis, uint64_t *stub)
 {
-	uint8_t hdr[NM_HDR_MAX];
 	uint64_t name, method, code, h;
 	int32_t id;
 	struct hsnm *c;
 	size_t n;
 
 	*stub = 0;
-	if (mem_read(hs, p, blob, hdr, hp->v[T_NMETHOD]) < 0)
-		return 0;
 	name = rd64(hdr, hp->v[F_BLOB_NAME]);
 	if (hp->nm_name == 0 && name != 0) {
 		char nm[8] = { 0 };
@@ -1393,12 +1410,55 @@ stub_name(struct hotspot *hs, struct proc *p, struct hsproc *hp, uint64_t addr)
 	return hp->stubs[k].name;
 }
 
+void
+hotspot_read(struct hotspot *hs, struct proc *p, const struct prof_sample *s)
+{
+	struct iovec l[PROF_MAX_JFRAMES], r[PROF_MAX_JFRAMES];
+	struct hsproc *hp = p->hs;
+	size_t k, n = s->j_n < PROF_MAX_JFRAMES ? s->j_n : PROF_MAX_JFRAMES, len;
+	ssize_t got;
+
+	if (hs == NULL)
+		return;
+	hs->pre_sample = NULL;
+	if (hp == NULL || !hp->ready || n == 0)
+		return;
+	for (k = 0; k < n; k++) {
+		hs->pre_ok[k] = false;
+		hs->pre_cm[k] = 0;
+		if (s->j[k].kind == PROF_J_INTERP) {
+			l[k].iov_base = &hs->pre_cm[k];
+			len = 8;
+			r[k].iov_base = (void *)(uintptr_t)(s->j[k].method + hp->v[F_METHOD_CONST]);
+		} else {
+			l[k].iov_base = hs->pre_hdr[k];
+			len = hp->v[T_NMETHOD];
+			r[k].iov_base = (void *)(uintptr_t)s->j[k].method;
+		}
+		l[k].iov_len = r[k].iov_len = s->j[k].method ? len : 0;
+	}
+	/* One read for all; it stops at the first range that fails: the rest one by one. */
+	got = memread_readv(hs->mr, (pid_t)p->pid, l, r, n);
+	for (k = 0; k < n; k++) {
+		len = l[k].iov_len;
+		if (got >= (ssize_t)len) {
+			hs->pre_ok[k] = len > 0;
+			got -= (ssize_t)len;
+			continue;
+		}
+		got = 0;
+		hs->pre_ok[k] = len > 0 && mem_read(hs, p, (uint64_t)(uintptr_t)r[k].iov_base,
+		    l[k].iov_base, len) == 0;
+	}
+	hs->pre_sample = s;
+}
+
 size_t
 hotspot_frames(struct hotspot *hs, struct proc *p, const struct prof_sample *s, size_t i,
     const struct frame **out)
 {
 	struct hsproc *hp = p->hs;
-	uint64_t methods[MAX_INLINE], pc, bcp = 0, stub = 0;
+	uint64_t methods[MAX_INLINE], pc, bcp = 0, stub = 0, cm = 0;
 	const char *sname;
 	int64_t bcis[MAX_INLINE];
 	size_t k, n = s->j_n < PROF_MAX_JFRAMES ? s->j_n : PROF_MAX_JFRAMES, m;
@@ -1412,13 +1472,19 @@ hotspot_frames(struct hotspot *hs, struct proc *p, const struct prof_sample *s, 
 	if (k == n)
 		return 0;
 	if (s->j[k].kind == PROF_J_INTERP) {
+		if (hs->pre_sample != s || !hs->pre_ok[k] || hs->pre_cm[k] == 0)
+			cm = UINT64_MAX;	/* unreadable */
+		else
+			cm = hs->pre_cm[k];
 		methods[0] = s->j[k].method;
 		bcp = s->j[k].bcp;
 		bcis[0] = -1;
 		m = 1;
 	} else if (s->j[k].kind == PROF_J_BLOB) {
+		if (hs->pre_sample != s || !hs->pre_ok[k])
+			return 0;
 		pc = s->ustack[i] & ~PROF_PC_EXACT;
-		m = nm_frame(hs, p, hp, s->j[k].method, pc,
+		m = nm_frame(hs, p, hp, s->j[k].method, hs->pre_hdr[k], pc,
 		    i == 0 || (s->ustack[i] & PROF_PC_EXACT), methods, bcis, &stub);
 		if (m == 0 && stub != 0 && (sname = stub_name(hs, p, hp, stub)) != NULL) {
 			memset(&hs->fr[0], 0, sizeof(hs->fr[0]));
@@ -1440,7 +1506,7 @@ hotspot_frames(struct hotspot *hs, struct proc *p, const struct prof_sample *s, 
 		f->file = "[java]";
 		f->build_id = "";
 		hs->st.frames++;
-		if ((c = method_lookup(hs, p, hp, methods[k])) == NULL) {
+		if (cm == UINT64_MAX || (c = method_lookup(hs, p, hp, methods[k], cm)) == NULL) {
 			hs->st.unreadable++;
 			f->func = UNREADABLE;
 			continue;

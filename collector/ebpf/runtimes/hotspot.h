@@ -41,6 +41,12 @@ void		 hotspot_check(struct hotspot *hs, struct proc *p);
 /* p goes away (or is left alone): its cache and its hs_procs entry. */
 void		 hotspot_forget(struct hotspot *hs, struct proc *p);
 /*
+ * Read what the HotSpot frames of sample s refer to (their methods' and
+ * code blobs' headers), in one read of p's memory; call once per sample,
+ * before hotspot_frames.
+ */
+void		 hotspot_read(struct hotspot *hs, struct proc *p, const struct prof_sample *s);
+/*
  * If user frame i of sample s is a HotSpot frame the walker noted, the Java
  * frames it stands for, innermost first, in *out (valid until the next
  * call): one for an interpreted frame, one per method inlined into the
