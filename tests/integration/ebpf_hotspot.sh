@@ -5,12 +5,15 @@
 # must show main;...;caller;hot reaching the thread's root (start_thread,
 # clone) in >= 90% of its main thread's samples: walked through HotSpot's
 # code cache and named from the JVM's own structures. Once for a JVM started
-# before the daemon, once for one started after it. Needs root, a kernel
-# with BTF and OpenJDK 17; otherwise skipped.
+# before the daemon, once for one started after it. Meanwhile hostile
+# "JVMs" (tests/ebpf/hsfake.c: a fake libjvm.so whose structure tables lead
+# to crafted code caches, blobs, debug information and methods) are walked
+# too: the daemon must keep sampling and stay up. Needs root, a kernel with
+# BTF and OpenJDK 17; otherwise skipped.
 set -u
 . "$(dirname "$0")/../lib.sh"
 
-NAMES="ebpf-hotspot-before ebpf-hotspot-after ebpf-hotspot-main-named"
+NAMES="ebpf-hotspot-before ebpf-hotspot-after ebpf-hotspot-main-named ebpf-hotspot-hostile"
 skip_all() { for n in $NAMES; do echo "ok - $n # SKIP $1"; done; exit 0; }
 [ "$(id -u)" -eq 0 ] || skip_all "needs root"
 [ -r /sys/kernel/btf/vmlinux ] || skip_all "kernel has no BTF (/sys/kernel/btf/vmlinux)"
@@ -31,7 +34,11 @@ mkdir -p "$B/java"
 for c in HsBefore HsAfter; do
   sed "s/HsDeep/$c/g" "$SRC/HsDeep.java" > "$B/java/$c.java"
 done
-(cd "$B/java" && "$JAVA_HOME/bin/javac" HsBefore.java HsAfter.java) ||
+mkdir -p "$B/fakejvm"
+(cd "$B/java" && "$JAVA_HOME/bin/javac" HsBefore.java HsAfter.java) &&
+  cc -O1 -fPIC -shared -DHSFAKE_LIB -o "$B/fakejvm/libjvm.so" "$ROOT/tests/ebpf/hsfake.c" &&
+  cc -O1 -fno-omit-frame-pointer -fno-stack-protector -o "$B/hsfake" "$ROOT/tests/ebpf/hsfake.c" \
+    -L"$B/fakejvm" -ljvm -Wl,-rpath,"$B/fakejvm" ||
   { fail "build test programs"; pf_done; exit 1; }
 
 # wait_file FILE: until FILE exists (at most 30 s; the daemon stores every 2 s).
@@ -117,7 +124,13 @@ pf_start -v --ebpf=99 --ebpf-period 2 || { fail "ebpf daemon start"; pf_done; ex
 # And one started after it.
 (cd "$B/java" && exec "$JAVA_HOME/bin/java" -cp . HsAfter "$RUN_MS" >/dev/null) &
 JA=$!
-wait $JB $JA
+# The hostile ones, beside them.
+FAKE=
+for mode in loop garbage frames; do
+  "$B/hsfake" $mode 6000 >/dev/null &
+  FAKE="$FAKE $!"
+done
+wait $JB $JA $FAKE
 sleep 4
 
 check_deep ebpf-hotspot-before HsBefore
@@ -132,6 +145,17 @@ fi
 grep -q "pid $JB: HotSpot 17: code cache" "$TMP/daemon.log" ||
   echo "# the daemon's log says nothing of pid $JB's code cache"
 rm -f "/tmp/perf-$JB.map" "/tmp/perf-$JA.map"
+
+# The hostile JVMs were taken for OpenJDK 17 and walked; their samples stored,
+# the daemon alive (and, below, exiting cleanly).
+entered=0
+for p in $FAKE; do grep -q "pid $p: HotSpot 17: code cache" "$TMP/daemon.log" && entered=$((entered + 1)); done
+if [ "$entered" -eq 3 ] && wait_file "$M/hsfake/cpu/all/all/merged.pb.gz" && kill -0 "$PF_PID" 2>/dev/null; then
+  ok "ebpf-hotspot-hostile ($(go tool pprof -top "$M/hsfake/cpu/all/all/merged.pb.gz" 2>/dev/null |
+    grep -o 'Total samples = [^ ]*'), $(grep -c '\[java: unreadable\]' "$M/hsfake/cpu/all/all/folded.txt") stacks with unreadable Java frames)"
+else
+  fail "ebpf-hotspot-hostile" "$entered of 3 walked; services: $(ls "$M" | tr '\n' ' ')"
+fi
 
 pf_stop
 check_eq "daemon exits 0" "$PF_RC" 0

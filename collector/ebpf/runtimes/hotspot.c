@@ -50,7 +50,6 @@
 #include "base.h"
 #include "hotspot.h"
 #include "memread.h"
-#include "runtime.h"
 
 #define MEM_DEADLINE_NS		(1000LL * 1000 * 1000)
 #define RETRY_NS		(100LL * 1000 * 1000)	/* a JVM still starting: look again */
@@ -785,17 +784,24 @@ hotspot_check(struct hotspot *hs, struct proc *p)
 	size_t i;
 	int rc;
 
-	if (hs == NULL || p->gone || p->kthread || p->runtime != RUNTIME_JVM ||
-	    p->hs_retry == NEVER || (p->hs && ((struct hsproc *)p->hs)->ready))
+	/*
+	 * Not p->runtime: a program that loads libjvm.so itself may have been
+	 * first seen before it did. Its mappings are looked at when they change.
+	 */
+	if (hs == NULL || p->gone || p->kthread || p->hs_retry == NEVER ||
+	    (p->hs && ((struct hsproc *)p->hs)->ready))
 		return;
 	now = clock_mono_ns();
 	if (p->hs_gen == p->maps_gen && (p->hs_retry == 0 || now < p->hs_retry))
 		return;
 	p->hs_gen = p->maps_gen;
+	p->hs_retry = 0;
 	/* A JVM that does not get ready in a minute is left alone. */
-	p->hs_retry = ++p->hs_tries > MAX_TRIES ? NEVER : 0;
-	if (p->hs_retry == NEVER)
+	if (p->hs && ++p->hs_tries > MAX_TRIES) {
+		p->hs_retry = NEVER;
+		hotspot_forget(hs, p);
 		return;
+	}
 	/* Its tables read already: only its code cache was not set up yet. */
 	if ((hp = p->hs) != NULL) {
 		major = SUPPORTED_MAJOR;
@@ -806,6 +812,10 @@ hotspot_check(struct hotspot *hs, struct proc *p)
 			break;
 	if (proctab_mapping(p, i, &m) != 0)
 		return;
+	if (++p->hs_tries > MAX_TRIES) {
+		p->hs_retry = NEVER;
+		return;
+	}
 	if (file_dynsyms(hs, &m, sym) < 0)
 		return;
 	if ((hp = calloc(1, sizeof(*hp))) == NULL)
