@@ -31,7 +31,22 @@
  * Naming a Method*: Method::_constMethod -> ConstMethod {_constants,
  * _name_index, _signature_index}; ConstantPool::_pool_holder -> Klass::_name;
  * the constant pool's entries follow its header (sizeof(ConstantPool)), a
- * UTF-8 entry being a Symbol* {_length, _body}.
+ * UTF-8 entry being a Symbol* {_length, _body}. The line: the ConstMethod's
+ * compressed line number table follows its bytecodes (when its flags say
+ * it has one), a bytecode index being bcp - bytecodes for an interpreted
+ * frame.
+ *
+ * Compiled frames: an nmethod (CodeBlob::_name "nmethod") keeps, from its
+ * own address, metadata (Method*...), scopes data, pc descriptors
+ * {pc offset from _code_begin, scope's decode offset} and dependencies. A
+ * scope is three UNSIGNED5 integers, its sender's decode offset, its
+ * method's index into the metadata (1 first) and bci + 1, then what we do
+ * not read; the pc descriptor of a call's return address (or, at the leaf,
+ * the next one) leads to the innermost method inlined there, its senders to
+ * the outer ones. Each nmethod's debug information is copied once (checked
+ * at every sample against its compile id and method, within HS_MEM per
+ * JVM); a sample's methods and blob headers are read in one
+ * process_vm_readv.
  */
 #define _GNU_SOURCE	/* process_vm_readv */
 #include <errno.h>
@@ -67,6 +82,8 @@
 #define NM_SLOTS		256	/* nmethods' debug information cached per process */
 #define NM_INFO_MAX		(256u << 10)	/* bytes of one nmethod's debug information */
 #define MAX_INLINE		16	/* methods of one compiled frame (inlining depth) */
+#define NM_LOADS		4	/* nmethods' debug information copied per sample, at most */
+#define METHOD_LOADS		32	/* methods named per sample, at most (then unreadable) */
 #define STUB_NAMES		128	/* stub names remembered per JVM */
 #define STUB_NAME_MAX		64	/* bytes of a stub's name read */
 #define HS_MEM			(16u << 20)	/* debug information and line tables held per JVM */
@@ -242,6 +259,8 @@ struct hotspot {
 	struct memreader *mr;
 	struct hotspot_stats st;
 	struct frame	 fr[MAX_INLINE];	/* hotspot_frames' */
+	/* loads left to this sample: a JVM cannot make one sample cost much */
+	unsigned	 nm_loads, method_loads;
 	/* hotspot_read's: what the sample pre_sample's HotSpot frames hold */
 	const struct prof_sample *pre_sample;
 	bool		 pre_ok[PROF_MAX_JFRAMES];
@@ -1182,6 +1201,9 @@ method_lookup(struct hotspot *hs, struct proc *p, struct hsproc *hp, uint64_t me
 		hp->ncached--;
 	}
 	if (c->method == 0) {
+		if (hs->method_loads == 0)
+			return NULL;
+		hs->method_loads--;
 		c->method = method;
 		c->constmethod = cm;
 		if (method_load(hs, p, hp, c) < 0) {
@@ -1374,6 +1396,12 @@ nm_frame(struct hotspot *hs, struct proc *p, struct hsproc *hp, uint64_t blob,
 	c = &hp->nms[(h >> 32) % NM_SLOTS];
 	/* The slot's nmethod, unless the code cache reused its place since. */
 	if (c->blob != blob || c->compile_id != id || c->method != method) {
+		if (hs->nm_loads == 0) {
+			out[0] = method;	/* this sample: the nmethod's own method */
+			bcis[0] = -1;
+			return 1;
+		}
+		hs->nm_loads--;
 		nm_clear(hp, c);
 		c->blob = blob;
 		c->compile_id = id;
@@ -1431,6 +1459,8 @@ hotspot_read(struct hotspot *hs, struct proc *p, const struct prof_sample *s)
 	if (hs == NULL)
 		return;
 	hs->pre_sample = NULL;
+	hs->nm_loads = NM_LOADS;
+	hs->method_loads = METHOD_LOADS;
 	if (hp == NULL || !hp->ready || n == 0)
 		return;
 	for (k = 0; k < n; k++) {
