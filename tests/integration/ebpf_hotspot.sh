@@ -28,7 +28,10 @@ export GOCACHE="${GOCACHE:-$TMP/gocache}" PPROF_BINARY_PATH=/nonexistent
 SRC="$ROOT/tests/ebpf/runtimes"
 B="$TMP/bin"
 M="$TMP/mnt"
-RUN_MS=${HS_RUN_MS:-15000}
+# CPU time each JVM's main thread runs for (the one started before the
+# daemon: 3 s more, most of it under the daemon), at most WALL_MS.
+CPU_MS=${HS_CPU_MS:-6000}
+WALL_MS=${HS_WALL_MS:-90000}
 mkdir -p "$B/java"
 # Two copies under two class names: two services, one per JVM.
 for c in HsBefore HsAfter; do
@@ -117,12 +120,12 @@ check_deep() {
 }
 
 # The JVM started before the daemon: compiled code already in its code cache.
-(cd "$B/java" && exec "$JAVA_HOME/bin/java" -cp . HsBefore $((RUN_MS + 4000)) >/dev/null) &
+(cd "$B/java" && exec "$JAVA_HOME/bin/java" -cp . HsBefore $((CPU_MS + 3000)) "$WALL_MS" >/dev/null) &
 JB=$!
 sleep 3
 pf_start -v --ebpf=99 --ebpf-period 2 || { fail "ebpf daemon start"; pf_done; exit 1; }
 # And one started after it.
-(cd "$B/java" && exec "$JAVA_HOME/bin/java" -cp . HsAfter "$RUN_MS" >/dev/null) &
+(cd "$B/java" && exec "$JAVA_HOME/bin/java" -cp . HsAfter "$CPU_MS" "$WALL_MS" >/dev/null) &
 JA=$!
 # The hostile ones, beside them.
 FAKE=
@@ -157,6 +160,9 @@ else
   fail "ebpf-hotspot-hostile" "$entered of 3 walked; services: $(ls "$M" | tr '\n' ' ')"
 fi
 
+# The kernel tells FUSE of the last closes (pprof's, grep's) after they
+# return: let them reach the daemon before it stops.
+sleep 1
 pf_stop
 check_eq "daemon exits 0" "$PF_RC" 0
 pf_done

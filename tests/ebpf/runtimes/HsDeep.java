@@ -1,7 +1,12 @@
 // The Java workload of tests/integration/ebpf_hotspot.sh: hot, three calls
-// below main (main -> middle -> caller -> hot), run for the milliseconds
-// given. No JVM flags: HotSpot compiles it without frame pointers and
-// inlines caller and hot into middle.
+// below main (main -> middle -> caller -> hot), run until its thread has had
+// the CPU milliseconds given (at most the wall-clock milliseconds given), so
+// that a busy host stretches the run rather than shortening the work. No JVM
+// flags: HotSpot compiles it without frame pointers and inlines caller and
+// hot into middle.
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
+
 public class HsDeep {
 	static volatile long sink;
 
@@ -21,9 +26,11 @@ public class HsDeep {
 	}
 
 	public static void main(String[] args) {
-		long end = System.currentTimeMillis() + Long.parseLong(args[0]);
+		ThreadMXBean tb = ManagementFactory.getThreadMXBean();
+		long cpu = Long.parseLong(args[0]) * 1000000L;
+		long end = System.currentTimeMillis() + Long.parseLong(args[1]);
 
-		while (System.currentTimeMillis() < end)
+		while (tb.getCurrentThreadCpuTime() < cpu && System.currentTimeMillis() < end)
 			sink += middle(200000);
 	}
 }
