@@ -1310,9 +1310,9 @@ nm_load(struct hotspot *hs, const struct proc *p, struct hsproc *hp, uint64_t bl
 
 /*
  * The methods running at pc offset off of nmethod c, innermost first, into
- * out (at most MAX_INLINE), their bytecode indexes into bcis: the scope of the pc descriptor at off (a
- * return address: exact), else of the first one past it, and its senders.
- * The number found; 0: none.
+ * out (at most MAX_INLINE), their bytecode indexes into bcis: the scope of
+ * the pc descriptor at off (a return address), else (a leaf: exact) of the
+ * first one past it, and its senders. The number found; 0: none.
  */
 static size_t
 nm_scopes(const struct hsnm *c, int64_t off, bool exact, uint64_t *out, int64_t *bcis)
@@ -1360,9 +1360,10 @@ hotspot_scopes(const uint8_t *scopes, size_t len, const uint64_t *meta, size_t n
 
 /*
  * The methods of compiled frame (nmethod blob whose header is hdr, as read
- * at this sample; pc; exact: not a return address) into out, innermost first, their bytecode indexes into bcis:
- * 0 when blob is not an nmethod (*stub: its name's address, if any) or its
- * debug information cannot be read.
+ * at this sample; pc; exact: not a return address) into out, innermost
+ * first, their bytecode indexes into bcis. 0 when blob is not an nmethod
+ * (*stub: its name's address, if any) or its debug information cannot be
+ * read; past this sample's loads, the nmethod's own method.
  */
 static size_t
 nm_frame(struct hotspot *hs, struct proc *p, struct hsproc *hp, uint64_t blob,
