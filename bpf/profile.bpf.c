@@ -134,6 +134,10 @@ struct walk_buf {
 	__u64		pcs[PROF_MAX_USTACK];
 	struct walk	w;
 	__u32		lo, hi;		/* bounds of the binary search */
+	/* hotspot.bpf.h's: the JVM's code cache (hs_on: a JVM), interpreted frames met */
+	struct hs_proc	hs;
+	__u32		hs_on, jn;
+	struct prof_jframe jf[PROF_MAX_JFRAMES];
 };
 
 struct {
@@ -142,6 +146,8 @@ struct {
 	__type(key, __u32);
 	__type(value, struct walk_buf);
 } walk_bufs SEC(".maps");
+
+#include "hotspot.bpf.h"
 
 
 /* One step by frame pointer: the frame record {caller's rbp, return address} at rbp. */
@@ -188,6 +194,10 @@ walk_step(__u32 i, void *arg)
 	key.addr_be = bpf_cpu_to_be64(lpc);
 	m = bpf_map_lookup_elem(&unw_maps, &key);
 	if (m == NULL || m->gen != w->gen || m->nrows == 0) {
+		int hr = hs_step(buf, w, lpc, n);
+
+		if (hr >= 0)
+			return hr;
 		if (n == 0)
 			w->flags |= PROF_UNW_LEAF_MISS;
 		return walk_fp(w);
@@ -312,6 +322,7 @@ walk_user(struct prof_sample *e, bool in_user, __u64 ip, __u64 sp, __u64 bp, __u
 	w->n = 0;
 	w->flags = 0;
 	w->exact = 1;
+	hs_begin(buf, tgid);
 	/* The user registers: the sample's when it hit user mode, else those saved at kernel entry. */
 	if (in_user) {
 		w->pc = ip;
@@ -337,6 +348,7 @@ walk_user(struct prof_sample *e, bool in_user, __u64 ip, __u64 sp, __u64 bp, __u
 		return 1;
 	e->ustack_len = (__s32)(n * sizeof(__u64));
 	e->unwind = PROF_UNW_CFI | w->flags;
+	hs_end(e, buf);
 	if ((w->flags & PROF_UNW_LEAF_MISS) && bpf_ktime_get_ns() - up->since_ns < UNW_EAGER_NS)
 		*wake = true;
 	return 0;
@@ -535,6 +547,7 @@ fill_sample(void *ctx, struct prof_sample *e, bool in_user, __u64 ip, __u64 sp, 
 	e->py_flags = 0;
 	e->go_n = 0;
 	e->go_flags = 0;
+	e->j_n = 0;
 	/* Kernel threads have no user stack: not an error. */
 	if (user_stacks && BPF_CORE_READ(task, mm) != NULL &&
 	    walk_user(e, in_user, ip, sp, bp, tgid, &wake) != 0) {
@@ -697,6 +710,7 @@ on_exec(void *ctx)
 	bpf_map_delete_elem(&py_procs, &tgid);
 	bpf_map_delete_elem(&go_procs, &tgid);
 	bpf_map_delete_elem(&rb_procs, &tgid);
+	bpf_map_delete_elem(&hs_procs, &tgid);
 	notify(PROF_EV_EXEC);
 	return 0;
 }
@@ -715,6 +729,7 @@ on_exit(void *ctx)
 		bpf_map_delete_elem(&py_procs, &tgid);
 		bpf_map_delete_elem(&go_procs, &tgid);
 		bpf_map_delete_elem(&rb_procs, &tgid);
+		bpf_map_delete_elem(&hs_procs, &tgid);
 		notify(PROF_EV_EXIT);
 	}
 	return 0;

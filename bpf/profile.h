@@ -86,6 +86,26 @@ struct prof_golabel {
 #define PROF_PY_NO_THREAD	2	/* no thread state of this thread (not running Python) */
 #define PROF_PY_TRUNCATED	4	/* more frames than PROF_MAX_PYFRAMES, or a read failed */
 
+/*
+ * A HotSpot frame met by the user stack walk (bpf/hotspot.bpf.h), ustack[idx]:
+ *   PROF_J_INTERP    a pc of the interpreter, running the Method* method at
+ *                    the bytecode pointer bcp;
+ *   PROF_J_BLOB      a pc of the code blob at method (an nmethod, a stub, an
+ *                    adapter), bcp 0.
+ * User space names the frame after the method(s) it runs
+ * (collector/ebpf/runtimes/hotspot.c) rather than after the pc.
+ */
+#define PROF_MAX_JFRAMES	64	/* HotSpot frames kept per sample */
+#define PROF_J_INTERP		0
+#define PROF_J_BLOB		1
+
+struct prof_jframe {
+	__u32	idx;
+	__u32	kind;		/* PROF_J_* */
+	__u64	method;
+	__u64	bcp;
+};
+
 struct prof_sample {
 	struct prof_hdr	hdr;
 	__u64	cgroup_id;
@@ -105,6 +125,9 @@ struct prof_sample {
 	__u32	go_flags;	/* PROF_GO_* */
 	struct prof_golabel go[PROF_MAX_GOLABELS];
 	char	go_str[PROF_GO_STR];	/* the pairs' bytes, not NUL-terminated */
+	__u32	j_n;		/* entries in j */
+	__u32	j_pad;
+	struct prof_jframe j[PROF_MAX_JFRAMES];
 };
 
 /* Indexes of the per-CPU counter array "counters". */
@@ -130,6 +153,8 @@ enum prof_counter {
 	PROF_CNT_GO_TRUNCATED,	/* ... not all read (past the bounds, or a read failed) */
 	PROF_CNT_RB_STACKS,	/* Ruby stacks read */
 	PROF_CNT_RB_READ_ERR,	/* ... cut short by unreadable VM memory */
+	PROF_CNT_HS_FRAMES,	/* frames of HotSpot's code cache stepped through */
+	PROF_CNT_HS_NO_BLOB,	/* ... whose code blob was not found (walked by frame pointer) */
 	PROF_CNT_MAX
 };
 
@@ -281,6 +306,41 @@ struct rb_proc {
 	__u64	tls_offset;	/* ruby_current_ec in libruby's TLS block */
 	__u16	ec_vm_stack, ec_vm_stack_size, ec_cfp, cf_pc;
 	__u16	cf_iseq, cf_ep, cf_size, iseq_body;
+};
+
+/*
+ * hs_procs value: a HotSpot JVM's code cache, written by
+ * collector/ebpf/runtimes/hotspot.c from the JVM's own structure tables
+ * (gHotSpotVMStructs). A pc in [cc_low, cc_high) is Java code, a stub or the
+ * interpreter: the interpreter's frames ([interp_low, interp_high)) are
+ * walked by their frame pointer, the method at rbp - interp_method; other
+ * blobs are found through their heap's segment map (one byte per segment:
+ * 0xff free, 0 a block's first segment, else how many segments to step
+ * back) and stepped by their fixed frame size (CodeBlob fields at the off_
+ * offsets, the blob block_hdr bytes after its block's start).
+ */
+#define HS_MAX_HEAPS		3
+#define HS_SEG_HOPS		64	/* segment map hops per frame */
+
+struct hs_heap {
+	__u64	low, high;	/* the heap's memory */
+	__u64	segmap;		/* its segment map */
+	__u32	log2seg;	/* log2 of its segment size */
+	__u32	pad;
+};
+
+struct hs_proc {
+	__u64	cc_low, cc_high;
+	__u64	interp_low, interp_high;
+	struct hs_heap heaps[HS_MAX_HEAPS];
+	__u16	off_frame_size;		/* CodeBlob::_frame_size (int, words) */
+	__u16	off_frame_complete;	/* CodeBlob::_frame_complete_offset (int) */
+	__u16	off_code_begin;		/* CodeBlob::_code_begin (address) */
+	__u16	block_hdr;		/* sizeof(HeapBlock) */
+	__u16	interp_method;		/* Method* at rbp - interp_method */
+	__u16	interp_bcp;		/* bcp at rbp - interp_bcp */
+	__u16	interp_sender_sp;	/* the caller's sp at rbp - interp_sender_sp */
+	__u16	pad;
 };
 
 #endif

@@ -50,7 +50,7 @@ for san in "${builds[@]}"; do
   # make install, debuginfod, the JVM) or that measure RSS run once: a
   # second pass under another sanitizer would find nothing new in the daemon
   # and costs minutes (CI keeps under 45).
-  skip="layers|install|otlp|grafana|ebpf_java|ebpf_debuginfod|hardening_memory"
+  skip="layers|install|otlp|grafana|ebpf_java|ebpf_hotspot|ebpf_debuginfod|hardening_memory"
   if read -r p f <"$tally"; then
     pass=$((pass + p)); fail=$((fail + f))
   else

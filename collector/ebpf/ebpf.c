@@ -42,6 +42,7 @@
 #include "memread.h"
 #include "rio.h"
 #include "proctab.h"
+#include "hotspot.h"
 #include "python.h"
 #include "golabels.h"
 #include "ruby.h"
@@ -58,6 +59,7 @@
 #define MAPS_FRESH_NS	(10LL * 1000 * 1000)	/* maps read this recently are current */
 #define MISS_WAIT_MAX_NS (64LL * 1000 * 1000 * 1000)	/* see caller_miss */
 #define FCACHE_SLOTS	8192	/* a power of two */
+#define PROF_INLINED_MAX 256	/* frames HotSpot's inlined methods may add to a stack */
 /*
  * The watchdog: a sampler that has not completed a period in STALL_PERIODS
  * periods (and STALL_MIN_NS: a flush may take seconds on a loaded host) is
@@ -107,6 +109,7 @@ struct ebpf_sampler {
 	struct python		*py;		/* CPython frames */
 	struct golabels		*gl;		/* Go pprof labels */
 	struct ruby		*ruby;		/* Ruby frames */
+	struct hotspot		*hs;		/* HotSpot frames */
 	struct dbginfod		*dbg;		/* debug files by build id; NULL: none */
 	int64_t			 period_start;	/* wall-clock ns */
 	int64_t			 next_flush;	/* monotonic ns */
@@ -117,6 +120,7 @@ struct ebpf_sampler {
 	struct {
 		uint64_t	 user_frames, user_named, kernel_frames, kernel_named, truncated;
 		uint64_t	 py_frames, py_unreadable, py_unlined;
+		uint64_t	 java_frames, java_unreadable;
 	}			 rep;		/* the above at the last metrics update */
 	uint64_t		 prev[PROF_CNT_MAX];	/* BPF counters at the last report */
 	struct {
@@ -124,7 +128,9 @@ struct ebpf_sampler {
 		size_t		 profiles;
 		int64_t		 since;		/* monotonic ns; 0: nothing said yet */
 	}			 sum;		/* for the summary line, since it was last said */
-	uint32_t		 locs[PROF_MAX_STACK + PROF_MAX_USTACK + PROF_MAX_PYFRAMES + 1];
+	/* (HotSpot's inlined methods: up to PROF_INLINED_MAX frames more than the walk's) */
+	uint32_t		 locs[PROF_MAX_STACK + PROF_MAX_USTACK + PROF_MAX_PYFRAMES + 1 +
+				    PROF_INLINED_MAX];
 	struct fcache_ent	*fcache;	/* FCACHE_SLOTS */
 	/* the watchdog's: written by the sampler thread, read by others */
 	_Atomic int64_t		 period_done;	/* monotonic ns a period last completed */
@@ -441,6 +447,8 @@ handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_samp
 	size_t n = 0, pi = 0, pn = 0;
 	uint64_t miss = 0;		/* a caller outside every mapping known */
 	bool py_cut = false, py_left, entry, golab, core = false;
+	const struct frame *jf;
+	size_t nj, k;
 	int i, nk, nu;
 	int64_t li;
 
@@ -471,6 +479,9 @@ handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_samp
 	}
 	python_check(e->py, p);
 	ruby_check(e->ruby, p);
+	hotspot_check(e->hs, p);
+	if (s->j_n > 0)
+		hotspot_read(e->hs, p, s);
 	if ((s->py_flags & PROF_PY_WALKED) && ((s->py_flags & PROF_RB_FRAMES) ? p->rb : p->py)) {
 		pn = s->py_n < PROF_MAX_PYFRAMES ? s->py_n : PROF_MAX_PYFRAMES;
 		if (s->py_flags & PROF_RB_FRAMES)
@@ -518,6 +529,21 @@ handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_samp
 		a &= ~PROF_PC_EXACT;
 		if (a == 0)
 			break;
+		if (s->j_n > 0 && (nj = hotspot_frames(e->hs, p, s, (size_t)i, &jf)) > 0) {
+			/* Java frames: named after their methods, not the pc. */
+			for (k = 0; k < nj; k++) {
+				/* Room for the rest of the stack first. */
+				if (k > 0 && n + (size_t)(nu - i) + PROF_MAX_PYFRAMES + 3 >=
+				    sizeof(e->locs) / sizeof(e->locs[0]))
+					break;
+				e->user_frames++;
+				e->user_named++;
+				if ((li = cpuprof_location(svc, &jf[k])) < 0)
+					return;
+				e->locs[n++] = (uint32_t)li;
+			}
+			continue;
+		}
 		/*
 		 * Callers' frames hold return addresses: step back into the
 		 * call. Not so for a frame a signal interrupted.
@@ -734,10 +760,11 @@ flush(struct ebpf_sampler *e)
 		"ustack_errors", "cfi_stacks", "cfi_complete", "cfi_fp_frames", "cfi_unsupported",
 		"cfi_read_errors", "py_stacks", "py_read_errors", "offcpu_switches",
 		"offcpu_short", "offcpu_sent", "offcpu_full", "go_labels", "go_labels_truncated",
-		"rb_stacks", "rb_read_errors"
+		"rb_stacks", "rb_read_errors", "hs_frames", "hs_no_blob"
 	};
 	struct unwind_stats us;
 	struct python_stats ps;
+	struct hotspot_stats hss;
 	uint64_t c[PROF_CNT_MAX], d[PROF_CNT_MAX], samples = 0;
 	struct golabels_stats gls;
 	int64_t end = clock_now_ns(), t0 = clock_mono_ns();
@@ -837,7 +864,17 @@ flush(struct ebpf_sampler *e)
 	    (double)symbolize_elf_count(e->sym));
 	metrics_observe("profilefs_ebpf_flush_seconds", NULL,
 	    (double)(clock_mono_ns() - t0) / 1e9);
-	metrics_set("profilefs_ebpf_memory_reads_stalled", NULL, (double)ps.mem_stalls);
+	hotspot_get_stats(e->hs, &hss);
+	metrics_add("profilefs_ebpf_java_frames_total", NULL,
+	    (double)(hss.frames - e->rep.java_frames));
+	metrics_add("profilefs_ebpf_java_frames_unreadable_total", NULL,
+	    (double)(hss.unreadable - e->rep.java_unreadable));
+	e->rep.java_frames = hss.frames;
+	e->rep.java_unreadable = hss.unreadable;
+	metrics_set("profilefs_ebpf_java_jvms_walked", NULL, (double)hss.jvms);
+	metrics_set("profilefs_ebpf_java_jvms_refused", NULL, (double)hss.refused);
+	metrics_set("profilefs_ebpf_memory_reads_stalled", NULL,
+	    (double)(ps.mem_stalls + hss.mem_stalls));
 	metrics_set("profilefs_ebpf_file_opens_stalled", NULL, (double)rio_stalls());
 	atomic_store(&e->period_done, clock_mono_ns());
 	summary(e, d[PROF_CNT_SAMPLES], samples, profiles,
@@ -995,6 +1032,14 @@ describe_metrics(void)
 	    "Stack frames resolved to a function name.");
 	metrics_describe("profilefs_ebpf_stacks_truncated_total", "counter",
 	    "User stacks cut where the frame-pointer chain left the mapped code.");
+	metrics_describe("profilefs_ebpf_java_frames_total", "counter",
+	    "Java frames named from the JVM's structures (interpreted, compiled, inlined).");
+	metrics_describe("profilefs_ebpf_java_frames_unreadable_total", "counter",
+	    "... of which could not be named (method unreadable or changed).");
+	metrics_describe("profilefs_ebpf_java_jvms_walked", "gauge",
+	    "JVMs whose Java stacks are walked through their code cache, since start.");
+	metrics_describe("profilefs_ebpf_java_jvms_refused", "gauge",
+	    "JVMs left to frame pointers and the perf map (version, tables), since start.");
 	metrics_describe("profilefs_ebpf_python_frames_total", "counter",
 	    "Python frames put in place of the interpreter's evaluation loop.");
 	metrics_describe("profilefs_ebpf_python_frames_unreadable_total", "counter",
@@ -1064,6 +1109,7 @@ release_proc(void *arg, struct proc *p)
 	python_forget(e->py, p);
 	golabels_forget(e->gl, p);
 	ruby_forget(e->ruby, p);
+	hotspot_forget(e->hs, p);
 }
 
 int
@@ -1183,6 +1229,10 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 		rc = -ENOMEM;
 		goto fail;
 	}
+	if ((e->hs = hotspot_create(bpf_map__fd(e->skel->maps.hs_procs))) == NULL) {
+		rc = -ENOMEM;
+		goto fail;
+	}
 	proctab_set_release(e->pt, release_proc, e);
 	if (o->debuginfod && o->debuginfod[0] && o->data_dir &&
 	    dbginfod_create(o->debuginfod, o->data_dir, o->debuginfod_cache, &e->dbg) == 0) {
@@ -1284,6 +1334,7 @@ ebpf_stop(struct ebpf_sampler *e)
 	python_destroy(e->py);
 	golabels_destroy(e->gl);
 	ruby_destroy(e->ruby);
+	hotspot_destroy(e->hs);
 	unwind_destroy(e->unw);
 	profile_bpf__destroy(e->skel);
 	symbolize_destroy(e->sym);

@@ -72,6 +72,11 @@ struct proc {
 	/* golabels.c's: p is in go_procs; maps_gen when it last looked */
 	bool		 go;
 	uint32_t	 go_gen;
+	/* hotspot.c's, released through the hook of proctab_set_release */
+	void		*hs;
+	uint32_t	 hs_gen;	/* maps_gen when hotspot.c last looked */
+	int64_t		 hs_retry;	/* monotonic ns when to look again (0: at a maps change) */
+	uint32_t	 hs_tries;	/* looks at a JVM still starting */
 	/* the unwinder's (unwind.c), released through the hook of proctab_set_release */
 	void		*unw;
 	uint32_t	 unw_gen;	/* maps_gen when the unwinder last loaded p */
