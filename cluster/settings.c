@@ -52,8 +52,9 @@ settings_put_retention(struct cluster *c, struct buf *err)
 	buf_addc(&sql, ')');
 	if ((rc = buf_error(&sql)) < 0)
 		goto out;
-	for (i = 0; i < c->nurls; i++)
-		if ((rc = ch_exec_on(c, i, sql.data, NULL, err, NULL)) < 0)
+	/* On every shard (a replica passes it on to the others). */
+	for (i = 0; i < c->nshards; i++)
+		if ((rc = ch_exec_shard(c, i, sql.data, NULL, NULL, err, NULL, NULL)) < 0)
 			goto out;
 	dur_format(c->set_retention, d, sizeof(d));
 	log_info("clickhouse: the cluster's retention is now %s (--clickhouse-retention)", d);
