@@ -185,7 +185,13 @@ first_line(struct buf *err, const struct buf *ans)
 		buf_adds(err, "(empty answer)");
 }
 
-/* -EHOSTUNREACH: not reached (try another); -EIO: answered with an error. */
+/*
+ * -EHOSTUNREACH: not reached (try another); -EIO: answered with an error;
+ * -ECONNRESET: an INSERT sent without an answer, which may have arrived.
+ * Sent again elsewhere at once it could count twice, unless the tables
+ * are Replicated: they drop a block they already took, so a replicated
+ * cluster's INSERT goes on to the next server (-EHOSTUNREACH).
+ */
 static int
 exec_url(struct cluster *c, size_t i, const char *sql, const struct buf *data, struct buf *out,
     struct buf *err, bool insert)
@@ -236,7 +242,13 @@ exec_url(struct cluster *c, size_t i, const char *sql, const struct buf *data, s
 	curl_slist_free_all(hdrs);
 	if (cc != CURLE_OK) {
 		buf_printf(err, "%s: %s", c->urls[i].shown, *cerr ? cerr : curl_easy_strerror(cc));
-		rc = cc == CURLE_WRITE_ERROR ? -EIO : -EHOSTUNREACH;
+		if (cc == CURLE_WRITE_ERROR)
+			rc = -EIO;
+		else if (insert && !c->replicated && cc != CURLE_COULDNT_CONNECT &&
+		    cc != CURLE_COULDNT_RESOLVE_HOST)
+			rc = -ECONNRESET;
+		else
+			rc = -EHOSTUNREACH;
 		if (cc == CURLE_WRITE_ERROR)
 			buf_printf(err, " (answer over %zu bytes)", CH_MAX_ANSWER);
 		goto out;

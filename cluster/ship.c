@@ -938,6 +938,7 @@ cluster_start(struct store *st, const struct cluster_config *cfg, struct cluster
 	c->st = st;
 	/* Before any thread uses libcurl (the shipper, readers on FUSE threads). */
 	curl_global_init(CURL_GLOBAL_DEFAULT);
+	c->replicated = cfg->replicated;
 	if ((rc = ch_parse_urls(c, cfg->urls, err)) < 0)
 		goto fail;
 	c->name = xstrdup(cfg->cluster ? cfg->cluster : "profilefs");
