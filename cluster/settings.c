@@ -69,6 +69,7 @@ settings_retention(struct cluster *c)
 	struct buf sql = { 0 }, ans = { 0 }, err = { 0 };
 	char best_at[32] = "", by[LABEL_MAX_LEN + 1] = "", d[48], l[48];
 	int64_t best = -1;
+	bool answered = false;
 	size_t i;
 
 	buf_printf(&sql, "SELECT toString(set_at), value, set_by FROM %s.settings_local "
@@ -80,6 +81,7 @@ settings_retention(struct cluster *c)
 		buf_reset(&ans);
 		if (ch_exec_on(c, i, sql.data, &ans, &err, NULL) < 0)
 			continue;
+		answered = true;
 		tsv_init(&t, &ans);
 		/* 'YYYY-MM-DD hh:mm:ss' sorts as text; the newest row of every server wins. */
 		if (tsv_next(&t) > 0 && t.nf == 3 && t.len[0] < sizeof(best_at) &&
@@ -91,7 +93,8 @@ settings_retention(struct cluster *c)
 		}
 		tsv_free(&t);
 	}
-	if (err.len && best < 0) {
+	/* Replicated: the setting is on every replica, one answer is enough. */
+	if (err.len && best < 0 && !(c->replicated && answered)) {
 		log_warnx("clickhouse: reading the cluster's retention: %s", err.data);
 		goto out;	/* keep what was known */
 	}

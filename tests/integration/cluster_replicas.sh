@@ -29,12 +29,12 @@ export GOCACHE="${GOCACHE:-$TMP/gocache}" GOFLAGS=-mod=mod PPROF_BINARY_PATH=/no
 # may otherwise be given that very port and connect to itself, and the
 # replica cannot listen there again.
 P0=$((10000 + ($$ % 490) * 20))
-ZK=$P0 HA=$((P0 + 1)) HB=$((P0 + 2))
+ZK=$P0 HA=$((P0 + 1)) HB=$((P0 + 2)) HC=$((P0 + 15)) PX=$((P0 + 16))
 # Ports of server 11, 12, 21, 22: HTTP, TCP = HTTP + 1, interserver = HTTP + 2.
 port() { case $1 in 11) echo $((P0 + 3)) ;; 12) echo $((P0 + 6)) ;; 21) echo $((P0 + 9)) ;; 22) echo $((P0 + 12)) ;; esac; }
 url() { echo "http://127.0.0.1:$(port "$1")"; }
 declare -A CH_PID
-ZK_PID=
+ZK_PID= C_PID= PROXY_PID=
 
 ch_start() {	# ch_start SR: server of shard S, replica R (its data dir kept)
   local p; p=$(port "$1")
@@ -77,6 +77,9 @@ b_stop() {
 }
 cleanup() {
   b_stop
+  [ -n "$C_PID" ] && { kill -9 "$C_PID" 2>/dev/null; wait "$C_PID" 2>/dev/null; }
+  [ -n "$PROXY_PID" ] && { kill "$PROXY_PID" 2>/dev/null; wait "$PROXY_PID" 2>/dev/null; }
+  mountpoint -q "$TMP/mntc" 2>/dev/null && { fusermount3 -u -z "$TMP/mntc" 2>/dev/null || umount -l "$TMP/mntc"; }
   mountpoint -q "$TMP/mntb" 2>/dev/null && { fusermount3 -u -z "$TMP/mntb" 2>/dev/null || umount -l "$TMP/mntb"; }
   pf_stop
   for s in 11 12 21 22; do ch_stop $s; done
@@ -177,6 +180,68 @@ done
 wait_for 20 same_holds 11 12 && wait_for 20 same_holds 21 22 && ok "replicas of each shard hold the same" \
   || fail "replicas of each shard hold the same" "$(holds 11) / $(holds 12); $(holds 21) / $(holds 22)"
 
+# --- an INSERT whose answer is lost, sent again through another replica -----------------
+# Daemon C reaches replica 11 through a proxy that passes C's first INSERT of
+# profiles on to it and then drops the connection, unanswered: C sends the
+# same block to replica 12, whose shard already took it. ClickHouse drops the
+# copy: the profile is there once, its window sums once.
+python3 - "$PX" "$(port 11)" "$TMP/proxy.dropped" <<'PY' &
+import http.client, http.server, sys
+port, backend, marker = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+dropped = []
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        c = http.client.HTTPConnection("127.0.0.1", backend, timeout=60)
+        c.request("POST", self.path, body, {"Content-Type": "text/plain"})
+        r = c.getresponse()
+        data = r.read()
+        c.close()
+        if not dropped and body.startswith(b"INSERT INTO profilefs.profiles "):
+            dropped.append(1)
+            open(marker, "w").write("%d\n" % r.status)
+            self.close_connection = True
+            return
+        self.send_response(r.status)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+    def log_message(self, *a): pass
+http.server.ThreadingHTTPServer(("127.0.0.1", port), H).serve_forever()
+PY
+PROXY_PID=$!
+wait_for 20 curl -sf "http://127.0.0.1:$PX/" --data-binary "SELECT 1" || fail "the proxy listens"
+mkdir -p "$TMP/mntc"
+"$BIN" serve --data "$TMP/datac" --host hostc --clickhouse-replicated \
+  --clickhouse "http://127.0.0.1:$PX|$(url 12),$(url 21)|$(url 22)" --http "127.0.0.1:$HC" "$TMP/mntc" \
+  >"$TMP/daemonc.log" 2>&1 &
+C_PID=$!
+wait_for 30 grep -q "clickhouse: connected" "$TMP/daemonc.log" || fail "daemon C connects" "$(tail -3 "$TMP/daemonc.log")"
+code=$(curl -s -o /dev/null -w '%{http_code}' --data-binary @"$TMP/go/cpu-0003.pb.gz" \
+  "http://127.0.0.1:$HC/api/0/profiles?service=retried&type=cpu")
+check_eq "push over C's HTTP API" "$code" 200
+wait_for 20 test -s "$TMP/proxy.dropped" && ok "the proxy passed C's INSERT on and dropped its answer ($(cat "$TMP/proxy.dropped"))" \
+  || fail "the proxy passed C's INSERT on and dropped its answer"
+wait_for 20 count_is retried "1 1" && ok "lost answer: the profile is in ClickHouse" \
+  || fail "lost answer: the profile is in ClickHouse" "$(fleet_count retried)"
+wait_for 20 metric_is "$HC" profilefs_clickhouse_backlog_profiles 0 || fail "C's backlog drains"
+check_eq "lost answer: sent again through replica 12, it is there once" "$(fleet_count retried)" "1 1"
+dedup=$(grep -l "profiles_local (Replicated OutputStream): Block with ID .* already exists" "$TMP"/ch[12][12]/server.log | sed 's|.*/ch\(..\)/.*|\1|' | tr '\n' ' ')
+[ -n "$dedup" ] && ok "lost answer: the replica that had taken the block dropped the copy ($dedup)" \
+  || fail "lost answer: the replica that had taken the block dropped the copy"
+for s in 11 12 21 22; do
+  check_eq "lost answer: replica $s holds it at most once" \
+    "$(chq $s "SELECT count() <= 1 FROM profilefs.profiles_local WHERE service = 'retried' FORMAT TSV")" 1
+done
+check_eq "lost answer: its window sums count once" "$(pprof_sums "$TMP/mnt/retried/cpu/all/all/merged.pb.gz")" \
+  "$(pprof_sums "$TMP/go/cpu-0003.pb.gz")"
+check_eq "lost answer: counted once in the windows" \
+  "$(chq 12 "SELECT sum(profiles) FROM profilefs.counts10 WHERE service = 'retried' FORMAT TSV")" 1
+kill -TERM "$C_PID" 2>/dev/null; wait "$C_PID" 2>/dev/null; C_PID=
+mountpoint -q "$TMP/mntc" && fusermount3 -u -z "$TMP/mntc"
+kill "$PROXY_PID" 2>/dev/null; wait "$PROXY_PID" 2>/dev/null; PROXY_PID=
+
 # --- one replica of each shard down during steady ingest -------------------------------
 # Replica 1 of each shard is the one the Distributed tables try first
 # (load_balancing in_order): shard 1's is killed, shard 2's stopped cleanly.
@@ -230,7 +295,7 @@ p1=$(holds 11) p2=$(holds 21)
 read -r c1 u1 _ <<<"$p1"
 read -r c2 u2 _ <<<"$p2"
 check_eq "nothing doubled on a replica" "$c1 $c2" "$u1 $u2"
-check_eq "the two shards hold every profile once" "$((c1 + c2))" "$(wc -l <"$TMP/inputs")"
+check_eq "the two shards hold every profile once" "$((c1 + c2))" "$(($(wc -l <"$TMP/inputs") + 1))"	# and "retried"
 
 # The replicas that stayed up go; the returned ones alone answer.
 ch_stop 12 TERM
