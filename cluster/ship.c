@@ -539,6 +539,7 @@ static int
 batch_present(struct cluster *c, struct batch *b, struct intern **present, struct buf *err)
 {
 	struct buf sql = { 0 }, ans = { 0 };
+	const char *sep;
 	struct tsv t;
 	size_t i;
 	int rc, r;
@@ -546,6 +547,16 @@ batch_present(struct cluster *c, struct batch *b, struct intern **present, struc
 	*present = NULL;
 	if (b->dates.len == 0)
 		return 0;
+	buf_printf(&sql, "SELECT gid FROM %s.%s WHERE date IN (%s) AND gid IN (", c->db,
+	    c->replicated ? "profiles_local" : "profiles", b->dates.data);
+	for (i = 0, sep = ""; i < b->n; i++)
+		if (b->gids[i]) {
+			buf_printf(&sql, "%s%" PRIu64, sep, b->gids[i]);
+			sep = ",";
+		}
+	buf_adds(&sql, ") FORMAT TabSeparated");
+	if ((rc = buf_error(&sql)) < 0)
+		goto out;
 	if (c->replicated) {
 		/*
 		 * Every replica that answers: the one that took the batch may
@@ -553,14 +564,6 @@ batch_present(struct cluster *c, struct batch *b, struct intern **present, struc
 		 */
 		bool answered[CH_MAX_URLS] = { false }, refused;
 
-		buf_printf(&sql, "SELECT gid FROM %s.profiles_local WHERE date IN (%s) AND gid IN (",
-		    c->db, b->dates.data);
-		for (i = 0; i < b->n; i++)
-			if (b->gids[i])
-				buf_printf(&sql, "%s%" PRIu64, i ? "," : "", b->gids[i]);
-		buf_adds(&sql, ") FORMAT TabSeparated");
-		if ((rc = buf_error(&sql)) < 0)
-			goto out;
 		for (i = 0; i < c->nurls; i++) {
 			size_t len0 = ans.len;
 
@@ -581,16 +584,8 @@ batch_present(struct cluster *c, struct batch *b, struct intern **present, struc
 				goto out;
 			}
 		buf_reset(err);
-	} else {
-		buf_printf(&sql, "SELECT gid FROM %s.profiles WHERE date IN (%s) AND gid IN (",
-		    c->db, b->dates.data);
-		for (i = 0; i < b->n; i++)
-			if (b->gids[i])
-				buf_printf(&sql, "%s%" PRIu64, i ? "," : "", b->gids[i]);
-		buf_adds(&sql, ") FORMAT TabSeparated");
-		if ((rc = buf_error(&sql)) < 0 || (rc = ch_exec(c, sql.data, NULL, &ans, err, NULL)) < 0)
-			goto out;
-	}
+	} else if ((rc = ch_exec(c, sql.data, NULL, &ans, err, NULL)) < 0)
+		goto out;
 	*present = intern_create(64);
 	tsv_init(&t, &ans);
 	while ((r = tsv_next(&t)) > 0) {
