@@ -2,8 +2,11 @@
  * chttp: ClickHouse's HTTP interface through libcurl, and its TabSeparated
  * answers. Every statement is one POST (the statement, then its data); the
  * server that answered last is asked first and the others when it cannot be
- * reached. Answers are bounded (CH_MAX_ANSWER) and parsed with an explicit
- * end, so a server answering garbage gets an error, never a crash.
+ * reached. The URL list groups servers by shard ("A1|A2,B1|B2": shard A's
+ * two replicas, then shard B's), so that what must reach every shard once
+ * (ch_exec_shard()) goes to one live replica of each. Answers are bounded
+ * (CH_MAX_ANSWER) and parsed with an explicit end, so a server answering
+ * garbage gets an error, never a crash.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -112,15 +115,22 @@ int
 ch_parse_urls(struct cluster *c, const char *list, struct buf *err)
 {
 	const char *p = list, *e;
+	size_t first = 0;
 	int rc;
 
 	if (list == NULL || *list == '\0') {
 		buf_adds(err, "--clickhouse needs at least one URL");
 		return -EINVAL;
 	}
+	/* ',' ends a shard, '|' a replica of it. */
 	while (*p) {
-		for (e = p; *e && *e != ','; e++)
+		for (e = p; *e && *e != ',' && *e != '|'; e++)
 			;
+		if (*e == '|' && !c->replicated) {
+			buf_adds(err, "'|' separates the replicas of a shard: it needs "
+			    "--clickhouse-replicated (Replicated tables)");
+			return -EINVAL;
+		}
 		if (e > p) {
 			if (c->nurls == CH_MAX_URLS) {
 				buf_printf(err, "at most %d clickhouse URLs", CH_MAX_URLS);
@@ -128,8 +138,20 @@ ch_parse_urls(struct cluster *c, const char *list, struct buf *err)
 			}
 			if ((rc = parse_one(c, p, (size_t)(e - p), err)) < 0)
 				return rc;
+			c->urls[c->nurls - 1].shard = c->nshards;
+		} else if (*e == '|' || (*e == ',' && c->nurls > first)) {
+			buf_printf(err, "clickhouse URL list '%s': an empty replica", list);
+			return -EINVAL;
+		}
+		if (*e != '|' && c->nurls > first) {
+			c->nshards++;
+			first = c->nurls;
 		}
 		p = *e ? e + 1 : e;
+	}
+	if (c->nurls > first) {		/* a '|' at the end */
+		buf_printf(err, "clickhouse URL list '%s': an empty replica", list);
+		return -EINVAL;
 	}
 	if (c->nurls == 0) {
 		buf_adds(err, "--clickhouse needs at least one URL");
@@ -163,7 +185,13 @@ first_line(struct buf *err, const struct buf *ans)
 		buf_adds(err, "(empty answer)");
 }
 
-/* -EHOSTUNREACH: not reached (try another); -EIO: answered with an error. */
+/*
+ * -EHOSTUNREACH: not reached (try another); -EIO: answered with an error;
+ * -ECONNRESET: an INSERT sent without an answer, which may have arrived.
+ * Sent again elsewhere at once it could count twice, unless the tables
+ * are Replicated: they drop a block they already took, so a replicated
+ * cluster's INSERT goes on to the next server (-EHOSTUNREACH).
+ */
 static int
 exec_url(struct cluster *c, size_t i, const char *sql, const struct buf *data, struct buf *out,
     struct buf *err, bool insert)
@@ -214,7 +242,13 @@ exec_url(struct cluster *c, size_t i, const char *sql, const struct buf *data, s
 	curl_slist_free_all(hdrs);
 	if (cc != CURLE_OK) {
 		buf_printf(err, "%s: %s", c->urls[i].shown, *cerr ? cerr : curl_easy_strerror(cc));
-		rc = cc == CURLE_WRITE_ERROR ? -EIO : -EHOSTUNREACH;
+		if (cc == CURLE_WRITE_ERROR)
+			rc = -EIO;
+		else if (insert && !c->replicated && cc != CURLE_COULDNT_CONNECT &&
+		    cc != CURLE_COULDNT_RESOLVE_HOST)
+			rc = -ECONNRESET;
+		else
+			rc = -EHOSTUNREACH;
 		if (cc == CURLE_WRITE_ERROR)
 			buf_printf(err, " (answer over %zu bytes)", CH_MAX_ANSWER);
 		goto out;
@@ -243,6 +277,39 @@ ch_exec_on(struct cluster *c, size_t i, const char *sql, struct buf *out, struct
 	if (refused)
 		*refused = rc == -EIO;
 	return rc == -EHOSTUNREACH ? -EIO : rc;
+}
+
+int
+ch_exec_shard(struct cluster *c, size_t g, const char *sql, const struct buf *data,
+    struct buf *out, struct buf *err, bool *refused, size_t *used)
+{
+	size_t i, len0 = out ? out->len : 0, tried = 0;
+	int rc = -EHOSTUNREACH;
+
+	if (refused)
+		*refused = false;
+	for (i = 0; i < c->nurls; i++) {
+		if (c->urls[i].shard != g)
+			continue;
+		if (tried++)
+			buf_adds(err, "; ");
+		if (out)
+			out->len = len0;
+		rc = exec_url(c, i, sql, data, out, err, strncmp(sql, "INSERT", 6) == 0);
+		if (rc != -EHOSTUNREACH) {
+			if (rc == -EIO && refused)
+				*refused = true;
+			if (rc == 0) {
+				buf_reset(err);
+				if (used)
+					*used = i;
+			}
+			return rc;
+		}
+	}
+	if (tried == 0)
+		buf_printf(err, "no server for shard %zu", g + 1);
+	return -EIO;
 }
 
 int

@@ -25,12 +25,23 @@
 struct cluster;
 
 struct cluster_config {
-	const char	*urls;		/* "http://[user:pass@]host:port[/db][?database=db],..." */
+	/*
+	 * "URL,URL...": one server per shard; with replicated, "URL|URL,..."
+	 * names the replicas of each shard (',' between shards, '|' between
+	 * a shard's replicas); URL: http://[user:pass@]host:port[/db][?database=db]
+	 */
+	const char	*urls;
 	const char	*cluster;	/* remote_servers name; NULL: "profilefs" */
 	const char	*host;		/* this host's name (the host label); NULL: gethostname */
 	uint64_t	 max_backlog;	/* profiles kept unshipped; 0: 1,000,000 */
 	size_t		 batch_rows;	/* samples per INSERT; 0: 200,000 */
 	bool		 no_reads;	/* ship only; the tree shows local data */
+	/*
+	 * The *_local tables are Replicated*MergeTree in ZooKeeper under
+	 * /clickhouse/tables/{shard}/<db>.<table>, replica '{replica}' (the
+	 * servers' macros); a shard may list several replicas in urls.
+	 */
+	bool		 replicated;
 	int64_t		 retention;	/* ns; this host's local retention, for messages */
 	/*
 	 * ns; written as the cluster's retention (settings.c), which decides

@@ -15,7 +15,7 @@
 #include "pprof.h"
 #include "store.h"
 
-#define CH_MAX_URLS		16
+#define CH_MAX_URLS		64
 #define CH_MAX_ANSWER		((size_t)256 << 20)	/* bytes of one answer */
 #define CH_MIN_MAJOR		18			/* 18.16: Debian 12's */
 #define CH_MIN_MINOR		16
@@ -23,12 +23,16 @@
 struct ch_url {
 	char	*base;		/* scheme://[user:pass@]host:port/ */
 	char	*shown;		/* the same without the password, for messages */
+	size_t	 shard;		/* which group of --clickhouse (0, 1, ...) */
+	bool	 schema;	/* the schema was made there (replicated: one may be down) */
 };
 
 struct cluster {
 	struct store		*st;
 	struct ch_url		 urls[CH_MAX_URLS];
 	size_t			 nurls;
+	size_t			 nshards;	/* groups of urls: replicas of one shard */
+	bool			 replicated;	/* Replicated*MergeTree tables */
 	_Atomic size_t		 cur;		/* the URL that answered last */
 	char			*db;		/* database */
 	char			*name;		/* remote_servers cluster */
@@ -90,6 +94,13 @@ int	ch_exec(struct cluster *c, const char *sql, const struct buf *data, struct b
 /* The same on URL i only (schema creation on every server). */
 int	ch_exec_on(struct cluster *c, size_t i, const char *sql, struct buf *out, struct buf *err,
 	    bool *refused);
+/*
+ * The same on one replica of shard g: its URLs in their order, the next
+ * when one cannot be reached (a refusal is not retried elsewhere). *used
+ * (optional): the URL that answered. Without replicas, URL g itself.
+ */
+int	ch_exec_shard(struct cluster *c, size_t g, const char *sql, const struct buf *data,
+	    struct buf *out, struct buf *err, bool *refused, size_t *used);
 /* Append s quoted as a ClickHouse string literal ('...'). */
 int	ch_quote(struct buf *b, const char *s);
 /* Append s escaped for a TabSeparated field. */
@@ -162,6 +173,16 @@ void	settings_retention(struct cluster *c);
 int	delete_profile(struct cluster *c, uint64_t gid, struct store_ref *ref, struct buf *err);
 int	delete_series(struct cluster *c, const struct query *q, uint64_t *nseries,
 	    uint64_t *nprofiles, struct buf *err);
+
+/*
+ * --- ship.c: the ENGINE clause of a table of the schema, appended to out:
+ * kind as a plain engine ("MergeTree", "SummingMergeTree(value)",
+ * "ReplacingMergeTree(set_at)"), or with replicated its Replicated variant
+ * in ZooKeeper: ReplicatedSummingMergeTree('/clickhouse/tables/{shard}/
+ * <db>.<table>', '{replica}', value). Every *_local table goes through it.
+ */
+int	cluster_engine(const struct cluster *c, const char *kind, const char *table,
+	    struct buf *out);
 
 /* --- ship.c / read.c --- */
 void	*ship_main(void *arg);

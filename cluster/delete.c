@@ -2,7 +2,7 @@
  * delete: deletion in the fleet, the fleet's reader's delete ops once reads
  * go to the cluster (read.c; before that, the store's own deletion). This
  * host's copy leaves the store (store_delete_*()) and the fleet's leaves
- * ClickHouse: a series goes from every server's local tables (profiles,
+ * ClickHouse: a series goes from every shard's local tables (profiles,
  * samples10, counts10) with ALTER TABLE ... DELETE. One profile
  * (by gid) leaves the per-window sums through rows that cancel it (its
  * samples negated, a count of -1: the Summing tables add them), then its row
@@ -53,15 +53,21 @@ wait_mutations(struct cluster *c, size_t i, struct buf *err)
 	return rc;
 }
 
-/* Run each statement of sqls (NULL-terminated) on every server, then wait. */
+/*
+ * Run each statement of sqls on every shard, then wait: on one live
+ * replica of it (the first statement finds which; ClickHouse copies
+ * inserts and mutations of Replicated tables to the others).
+ */
 static int
 on_every_server(struct cluster *c, const struct buf *sqls, size_t n, struct buf *err)
 {
-	size_t i, j;
+	size_t g, i = 0, j;
 	int rc = 0;
 
-	for (i = 0; i < c->nurls; i++) {
-		for (j = 0; j < n && rc == 0; j++)
+	for (g = 0; g < c->nshards; g++) {
+		if (n && ch_exec_shard(c, g, sqls[0].data, NULL, NULL, err, NULL, &i) < 0)
+			rc = -EIO;
+		for (j = 1; j < n && rc == 0; j++)
 			if (ch_exec_on(c, i, sqls[j].data, NULL, err, NULL) < 0)
 				rc = -EIO;
 		if (rc == 0)

@@ -52,8 +52,9 @@ settings_put_retention(struct cluster *c, struct buf *err)
 	buf_addc(&sql, ')');
 	if ((rc = buf_error(&sql)) < 0)
 		goto out;
-	for (i = 0; i < c->nurls; i++)
-		if ((rc = ch_exec_on(c, i, sql.data, NULL, err, NULL)) < 0)
+	/* On every shard (a replica passes it on to the others). */
+	for (i = 0; i < c->nshards; i++)
+		if ((rc = ch_exec_shard(c, i, sql.data, NULL, NULL, err, NULL, NULL)) < 0)
 			goto out;
 	dur_format(c->set_retention, d, sizeof(d));
 	log_info("clickhouse: the cluster's retention is now %s (--clickhouse-retention)", d);
@@ -68,6 +69,7 @@ settings_retention(struct cluster *c)
 	struct buf sql = { 0 }, ans = { 0 }, err = { 0 };
 	char best_at[32] = "", by[LABEL_MAX_LEN + 1] = "", d[48], l[48];
 	int64_t best = -1;
+	bool answered = false;
 	size_t i;
 
 	buf_printf(&sql, "SELECT toString(set_at), value, set_by FROM %s.settings_local "
@@ -79,6 +81,7 @@ settings_retention(struct cluster *c)
 		buf_reset(&ans);
 		if (ch_exec_on(c, i, sql.data, &ans, &err, NULL) < 0)
 			continue;
+		answered = true;
 		tsv_init(&t, &ans);
 		/* 'YYYY-MM-DD hh:mm:ss' sorts as text; the newest row of every server wins. */
 		if (tsv_next(&t) > 0 && t.nf == 3 && t.len[0] < sizeof(best_at) &&
@@ -90,7 +93,8 @@ settings_retention(struct cluster *c)
 		}
 		tsv_free(&t);
 	}
-	if (err.len && best < 0) {
+	/* Replicated: the setting is on every replica, one answer is enough. */
+	if (err.len && best < 0 && !(c->replicated && answered)) {
 		log_warnx("clickhouse: reading the cluster's retention: %s", err.data);
 		goto out;	/* keep what was known */
 	}

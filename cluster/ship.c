@@ -29,10 +29,23 @@
  * earlier builds keyed stacks by a 64-bit hash (hash UInt64): they are
  * refused with a message rather than mixed.
  *
+ * With --clickhouse-replicated every *_local table is the Replicated variant
+ * of its engine (cluster_engine()), in ZooKeeper under
+ * /clickhouse/tables/{shard}/<db>.<table> as replica {replica}: the servers'
+ * macros name both. The Distributed tables write a batch to one replica of
+ * its shard (remote_servers' internal_replication) and read one live replica
+ * of each shard; ClickHouse copies the rest. The schema is made on every
+ * replica that answers, and on the others when they come back.
+ *
  * Reads sum with GROUP BY, so rows a SummingMergeTree has not merged yet count
  * exactly once. Each profile is one row, so a batch that may have reached
  * ClickHouse before an error (a lost answer, a crash) is checked by gid and
- * only what is missing is sent again: nothing twice, nothing lost.
+ * only what is missing is sent again: nothing twice, nothing lost. With
+ * replicas the check asks every replica that answers, and a batch none of
+ * them holds is sent again byte for byte (struct batch's held), so a replica
+ * that took it but is down or behind drops the copy when ClickHouse
+ * deduplicates the block. A daemon that restarts builds its first batch
+ * afresh: only the check covers that one.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -53,44 +66,95 @@
 #define SHIPPED_STACKS_MAX	1000000
 #define POLL_NS			INT64_C(1000000000)
 #define EXPIRE_NS		(INT64_C(3600) * 1000000000)
+#define CATCH_UP_NS		(INT64_C(10) * 1000000000)
 
-static const char *const schema[] = {
-	"CREATE DATABASE IF NOT EXISTS %1$s",
-	"CREATE TABLE IF NOT EXISTS %1$s.profiles_local (date Date, time DateTime, ns Int64, "
+/*
+ * A statement of the schema: head (and tail) are formats of the database
+ * (%1$s) and the cluster (%2$s). With a kind, the table is one of the
+ * *_local ones: head is its CREATE TABLE up to ENGINE, whose clause
+ * cluster_engine() makes from kind, and tail what follows it.
+ */
+struct ddl {
+	const char	*head;
+	const char	*table;
+	const char	*kind;
+	const char	*tail;
+};
+
+static const struct ddl schema[] = {
+	{ "CREATE DATABASE IF NOT EXISTS %1$s", NULL, NULL, NULL },
+	{ "CREATE TABLE IF NOT EXISTS %1$s.profiles_local (date Date, time DateTime, ns Int64, "
 	    "host String, id UInt64, gid UInt64, batch UInt64, service String, type String, "
 	    "labels String, sig String, hdr String, period Int64, ntypes UInt8, "
-	    "totals Array(Int64), stacks Array(FixedString(32)), vals Array(Int64)) "
-	    "ENGINE = MergeTree PARTITION BY date ORDER BY (service, type, labels, ns, gid)",
-	"CREATE TABLE IF NOT EXISTS %1$s.samples10_local (date Date, window DateTime, "
+	    "totals Array(Int64), stacks Array(FixedString(32)), vals Array(Int64))",
+	    "profiles_local", "MergeTree",
+	    "PARTITION BY date ORDER BY (service, type, labels, ns, gid)" },
+	{ "CREATE TABLE IF NOT EXISTS %1$s.samples10_local (date Date, window DateTime, "
 	    "service String, type String, labels String, sig String, stack FixedString(32), vi UInt8, "
-	    "value Int64) ENGINE = SummingMergeTree(value) PARTITION BY date "
-	    "ORDER BY (service, type, labels, window, sig, stack, vi)",
-	"CREATE MATERIALIZED VIEW IF NOT EXISTS %1$s.samples10_mv TO %1$s.samples10_local AS "
+	    "value Int64)", "samples10_local", "SummingMergeTree(value)",
+	    "PARTITION BY date ORDER BY (service, type, labels, window, sig, stack, vi)" },
+	{ "CREATE MATERIALIZED VIEW IF NOT EXISTS %1$s.samples10_mv TO %1$s.samples10_local AS "
 	    "SELECT date, toDateTime(intDiv(toUInt32(time), 600) * 600) AS window, service, "
 	    "type, labels, sig, stacks[intDiv(k - 1, ntypes) + 1] AS stack, "
 	    "toUInt8((k - 1) %% ntypes) AS vi, value FROM %1$s.profiles_local "
-	    "ARRAY JOIN vals AS value, arrayEnumerate(vals) AS k",
-	"CREATE TABLE IF NOT EXISTS %1$s.counts10_local (date Date, window DateTime, "
-	    "service String, type String, labels String, sig String, profiles UInt64) "
-	    "ENGINE = SummingMergeTree(profiles) PARTITION BY date "
-	    "ORDER BY (service, type, labels, window, sig)",
-	"CREATE MATERIALIZED VIEW IF NOT EXISTS %1$s.counts10_mv TO %1$s.counts10_local AS "
+	    "ARRAY JOIN vals AS value, arrayEnumerate(vals) AS k", NULL, NULL, NULL },
+	{ "CREATE TABLE IF NOT EXISTS %1$s.counts10_local (date Date, window DateTime, "
+	    "service String, type String, labels String, sig String, profiles UInt64)",
+	    "counts10_local", "SummingMergeTree(profiles)",
+	    "PARTITION BY date ORDER BY (service, type, labels, window, sig)" },
+	{ "CREATE MATERIALIZED VIEW IF NOT EXISTS %1$s.counts10_mv TO %1$s.counts10_local AS "
 	    "SELECT date, toDateTime(intDiv(toUInt32(time), 600) * 600) AS window, service, "
 	    "type, labels, sig, toUInt64(1) AS profiles FROM %1$s.profiles_local",
-	"CREATE TABLE IF NOT EXISTS %1$s.stacks_local (date Date, hash FixedString(32), "
-	    "frames String) ENGINE = ReplacingMergeTree PARTITION BY toYYYYMM(date) "
-	    "PRIMARY KEY hash ORDER BY (hash, sipHash64(frames))",
-	"CREATE TABLE IF NOT EXISTS %1$s.settings_local (name String, value String, "
-	    "set_at DateTime, set_by String) ENGINE = ReplacingMergeTree(set_at) ORDER BY name",
-	"CREATE TABLE IF NOT EXISTS %1$s.profiles AS %1$s.profiles_local "
-	    "ENGINE = Distributed(%2$s, %1$s, profiles_local, batch)",
-	"CREATE TABLE IF NOT EXISTS %1$s.samples10 AS %1$s.samples10_local "
-	    "ENGINE = Distributed(%2$s, %1$s, samples10_local, rand())",
-	"CREATE TABLE IF NOT EXISTS %1$s.counts10 AS %1$s.counts10_local "
-	    "ENGINE = Distributed(%2$s, %1$s, counts10_local, rand())",
-	"CREATE TABLE IF NOT EXISTS %1$s.stacks AS %1$s.stacks_local "
-	    "ENGINE = Distributed(%2$s, %1$s, stacks_local, sipHash64(hash))",
+	    NULL, NULL, NULL },
+	{ "CREATE TABLE IF NOT EXISTS %1$s.stacks_local (date Date, hash FixedString(32), "
+	    "frames String)", "stacks_local", "ReplacingMergeTree",
+	    "PARTITION BY toYYYYMM(date) PRIMARY KEY hash ORDER BY (hash, sipHash64(frames))" },
+	{ "CREATE TABLE IF NOT EXISTS %1$s.settings_local (name String, value String, "
+	    "set_at DateTime, set_by String)", "settings_local", "ReplacingMergeTree(set_at)",
+	    "ORDER BY name" },
+	{ "CREATE TABLE IF NOT EXISTS %1$s.profiles AS %1$s.profiles_local "
+	    "ENGINE = Distributed(%2$s, %1$s, profiles_local, batch)", NULL, NULL, NULL },
+	{ "CREATE TABLE IF NOT EXISTS %1$s.samples10 AS %1$s.samples10_local "
+	    "ENGINE = Distributed(%2$s, %1$s, samples10_local, rand())", NULL, NULL, NULL },
+	{ "CREATE TABLE IF NOT EXISTS %1$s.counts10 AS %1$s.counts10_local "
+	    "ENGINE = Distributed(%2$s, %1$s, counts10_local, rand())", NULL, NULL, NULL },
+	{ "CREATE TABLE IF NOT EXISTS %1$s.stacks AS %1$s.stacks_local "
+	    "ENGINE = Distributed(%2$s, %1$s, stacks_local, sipHash64(hash))", NULL, NULL, NULL },
 };
+
+int
+cluster_engine(const struct cluster *c, const char *kind, const char *table, struct buf *out)
+{
+	const char *args = strchr(kind, '(');
+	size_t n = args ? (size_t)(args - kind) : strlen(kind);
+
+	if (!c->replicated)
+		return buf_adds(out, kind);
+	/* ReplicatedX('/clickhouse/tables/{shard}/db.table', '{replica}'[, args]) */
+	buf_printf(out, "Replicated%.*s('/clickhouse/tables/{shard}/%s.%s', '{replica}'", (int)n,
+	    kind, c->db, table);
+	if (args && args[1] != ')')
+		buf_printf(out, ", %s", args + 1);
+	else
+		buf_addc(out, ')');
+	return buf_error(out);
+}
+
+/* Statement k of the schema into sql. */
+static int
+ddl_format(const struct cluster *c, size_t k, struct buf *sql)
+{
+	const struct ddl *d = &schema[k];
+
+	buf_printf(sql, d->head, c->db, c->name);
+	if (d->kind) {
+		buf_adds(sql, " ENGINE = ");
+		cluster_engine(c, d->kind, d->table, sql);
+		buf_addc(sql, ' ');
+		buf_printf(sql, d->tail, c->db, c->name);
+	}
+	return buf_error(sql);
+}
 
 static void
 set_status(struct cluster *c, const char *s)
@@ -111,80 +175,162 @@ set_status(struct cluster *c, const char *s)
 	metrics_set("profilefs_clickhouse_up", NULL, strcmp(s, "ok") == 0);
 }
 
-/* Check the server's version and the cluster, create the schema on every server. */
+/*
+ * Server i: check its version, the cluster, what its database holds, and
+ * create the schema there. *reached: false when it could not be reached
+ * (not an answer with an error).
+ */
 static int
-connect_schema(struct cluster *c, struct buf *err)
+server_schema(struct cluster *c, size_t i, struct buf *err, bool *reached)
 {
 	struct buf ans = { 0 }, sql = { 0 };
 	unsigned major = 0, minor = 0;
-	size_t i, k;
+	bool refused = false;
+	size_t k;
 	int rc, n;
 
-	for (i = 0; i < c->nurls; i++) {
-		buf_reset(&ans);
-		if ((rc = ch_exec_on(c, i, "SELECT version()", &ans, err, NULL)) < 0)
-			goto out;
-		buf_addc(&ans, '\0');
-		n = 0;
-		if (sscanf(ans.data, "%u.%u.%*u%n", &major, &minor, &n) != 2 || n == 0 ||
-		    (ans.data[n] != '\n' && ans.data[n] != '.')) {
-			buf_printf(err, "%s does not answer like ClickHouse (SELECT version() gave "
-			    "'%.40s')", c->urls[i].shown, ans.data);
-			rc = -EPROTO;
-			goto out;
-		}
-		if (major < CH_MIN_MAJOR || (major == CH_MIN_MAJOR && minor < CH_MIN_MINOR)) {
-			buf_printf(err, "%s runs ClickHouse %u.%u; at least %d.%d is needed",
-			    c->urls[i].shown, major, minor, CH_MIN_MAJOR, CH_MIN_MINOR);
-			rc = -EPROTO;
-			goto out;
-		}
-		buf_reset(&sql);
-		buf_adds(&sql, "SELECT count() FROM system.clusters WHERE cluster = ");
-		ch_quote(&sql, c->name);
-		buf_reset(&ans);
-		if ((rc = ch_exec_on(c, i, sql.data, &ans, err, NULL)) < 0)
-			goto out;
-		if (ans.len < 2 || ans.data[0] == '0' || ans.data[0] < '0' || ans.data[0] > '9') {
-			buf_printf(err, "%s has no cluster '%s' in its remote_servers",
-			    c->urls[i].shown, c->name);
-			rc = -EPROTO;
-			goto out;
-		}
-		/* A database of an earlier build: 64-bit stack hashes, refused. */
-		buf_reset(&sql);
-		buf_adds(&sql, "SELECT type FROM system.columns WHERE database = ");
-		ch_quote(&sql, c->db);
-		buf_adds(&sql, " AND table = 'stacks_local' AND name = 'hash'");
-		buf_reset(&ans);
-		if ((rc = ch_exec_on(c, i, sql.data, &ans, err, NULL)) < 0)
-			goto out;
-		if (ans.len >= 6 && memcmp(ans.data, "UInt64", 6) == 0) {
-			buf_printf(err, "database %s on %s holds the schema of an earlier profilefs "
-			    "(stacks keyed by a 64-bit hash, which pushed data can forge); drop it "
-			    "(DROP DATABASE %s ON CLUSTER %s) or give another database in the URL",
-			    c->db, c->urls[i].shown, c->db, c->name);
-			rc = -EPROTO;
-			goto out;
-		}
-		for (k = 0; k < sizeof(schema) / sizeof(schema[0]); k++) {
-			buf_reset(&sql);
-			buf_printf(&sql, schema[k], c->db, c->name);
-			if ((rc = ch_exec_on(c, i, sql.data, NULL, err, NULL)) < 0)
-				goto out;
-		}
+	*reached = true;
+	if ((rc = ch_exec_on(c, i, "SELECT version()", &ans, err, &refused)) < 0) {
+		*reached = refused;
+		goto out;
 	}
-	/* Once per start: a reconnect does not undo a newer setting made elsewhere. */
-	if (c->set_retention >= 0) {
-		if ((rc = settings_put_retention(c, err)) < 0)
-			goto out;
-		c->set_retention = -1;
+	buf_addc(&ans, '\0');
+	n = 0;
+	if (sscanf(ans.data, "%u.%u.%*u%n", &major, &minor, &n) != 2 || n == 0 ||
+	    (ans.data[n] != '\n' && ans.data[n] != '.')) {
+		buf_printf(err, "%s does not answer like ClickHouse (SELECT version() gave "
+		    "'%.40s')", c->urls[i].shown, ans.data);
+		rc = -EPROTO;
+		goto out;
 	}
-	rc = 0;
+	if (major < CH_MIN_MAJOR || (major == CH_MIN_MAJOR && minor < CH_MIN_MINOR)) {
+		buf_printf(err, "%s runs ClickHouse %u.%u; at least %d.%d is needed",
+		    c->urls[i].shown, major, minor, CH_MIN_MAJOR, CH_MIN_MINOR);
+		rc = -EPROTO;
+		goto out;
+	}
+	buf_reset(&sql);
+	buf_adds(&sql, "SELECT count() FROM system.clusters WHERE cluster = ");
+	ch_quote(&sql, c->name);
+	buf_reset(&ans);
+	if ((rc = ch_exec_on(c, i, sql.data, &ans, err, NULL)) < 0)
+		goto out;
+	if (ans.len < 2 || ans.data[0] == '0' || ans.data[0] < '0' || ans.data[0] > '9') {
+		buf_printf(err, "%s has no cluster '%s' in its remote_servers",
+		    c->urls[i].shown, c->name);
+		rc = -EPROTO;
+		goto out;
+	}
+	/* A database of an earlier build: 64-bit stack hashes, refused. */
+	buf_reset(&sql);
+	buf_adds(&sql, "SELECT type FROM system.columns WHERE database = ");
+	ch_quote(&sql, c->db);
+	buf_adds(&sql, " AND table = 'stacks_local' AND name = 'hash'");
+	buf_reset(&ans);
+	if ((rc = ch_exec_on(c, i, sql.data, &ans, err, NULL)) < 0)
+		goto out;
+	if (ans.len >= 6 && memcmp(ans.data, "UInt64", 6) == 0) {
+		buf_printf(err, "database %s on %s holds the schema of an earlier profilefs "
+		    "(stacks keyed by a 64-bit hash, which pushed data can forge); drop it "
+		    "(DROP DATABASE %s ON CLUSTER %s) or give another database in the URL",
+		    c->db, c->urls[i].shown, c->db, c->name);
+		rc = -EPROTO;
+		goto out;
+	}
+	/* Replicated tables or not: the database's are what it holds. */
+	buf_reset(&sql);
+	buf_adds(&sql, "SELECT engine FROM system.tables WHERE database = ");
+	ch_quote(&sql, c->db);
+	buf_adds(&sql, " AND name = 'profiles_local'");
+	buf_reset(&ans);
+	if ((rc = ch_exec_on(c, i, sql.data, &ans, err, NULL)) < 0)
+		goto out;
+	if (ans.len > 1 && (strncmp(ans.data, "Replicated", 10) == 0) != c->replicated) {
+		buf_printf(err, "database %s on %s holds %sreplicated tables (%.*s) but "
+		    "--clickhouse-replicated is %s; give another database in the URL",
+		    c->db, c->urls[i].shown, c->replicated ? "non-" : "",
+		    (int)strcspn(ans.data, "\n"), ans.data, c->replicated ? "given" : "not given");
+		rc = -EPROTO;
+		goto out;
+	}
+	for (k = 0; k < sizeof(schema) / sizeof(schema[0]); k++) {
+		buf_reset(&sql);
+		if ((rc = ddl_format(c, k, &sql)) < 0 ||
+		    (rc = ch_exec_on(c, i, sql.data, NULL, err, NULL)) < 0)
+			goto out;
+	}
+	c->urls[i].schema = true;
 out:
 	buf_free(&ans);
 	buf_free(&sql);
 	return rc;
+}
+
+/*
+ * Check the servers and create the schema on each. Without replicas every
+ * server must answer; with them, a server that cannot be reached is left
+ * for later (schema_catch_up()) as long as a replica of its shard took the
+ * schema.
+ */
+static int
+connect_schema(struct cluster *c, struct buf *err)
+{
+	struct buf one = { 0 }, down = { 0 };
+	bool reached, up[CH_MAX_URLS] = { false };
+	size_t i, g;
+	int rc = 0;
+
+	for (i = 0; i < c->nurls && rc == 0; i++) {
+		buf_reset(&one);
+		if ((rc = server_schema(c, i, &one, &reached)) == 0)
+			up[c->urls[i].shard] = true;
+		else if (!c->replicated || reached)
+			buf_add(err, one.data, one.len);
+		else {
+			buf_printf(&down, "%s%s", down.len ? "; " : "", one.data ? one.data : "");
+			rc = 0;
+		}
+	}
+	for (g = 0; g < c->nshards && rc == 0; g++)
+		if (!up[g]) {
+			buf_add(err, down.data, down.len);	/* why each of its replicas failed */
+			rc = -EIO;
+		}
+	if (rc == 0 && down.len)
+		log_warnx("clickhouse: replicas down, their shards served by the others: %s",
+		    down.data);
+	buf_free(&one);
+	buf_free(&down);
+	if (rc < 0)
+		return rc;
+	/* Once per start: a reconnect does not undo a newer setting made elsewhere. */
+	if (c->set_retention >= 0) {
+		if ((rc = settings_put_retention(c, err)) < 0)
+			return rc;
+		c->set_retention = -1;
+	}
+	return 0;
+}
+
+/* Replicas that were down when the schema was made: made now if they answer. */
+static void
+schema_catch_up(struct cluster *c)
+{
+	struct buf err = { 0 };
+	bool reached;
+	size_t i;
+
+	for (i = 0; i < c->nurls; i++) {
+		if (c->urls[i].schema)
+			continue;
+		buf_reset(&err);
+		if (server_schema(c, i, &err, &reached) == 0)
+			log_info("clickhouse: replica %s is back: schema in place",
+			    c->urls[i].shown);
+		else if (reached)
+			log_warnx("clickhouse: replica %s: %s", c->urls[i].shown, err.data);
+	}
+	buf_free(&err);
 }
 
 /* --- building a batch ------------------------------------------------------ */
@@ -201,6 +347,13 @@ struct batch {
 	int		 month;
 	struct buf	 dates;		/* "'YYYY-MM-DD'," of the batch */
 	uint64_t	 gone;
+	/*
+	 * The batch was sent and may have arrived: it is checked, then sent
+	 * again as it was, byte for byte, so that a replica that took it
+	 * (ReplicatedMergeTree keeps the digests of the blocks it took) drops
+	 * the copy even when the check read a replica that had not caught up.
+	 */
+	bool		 held;
 };
 
 static uint64_t
@@ -375,6 +528,7 @@ batch_reset(struct batch *b)
 	b->n = b->nrows = 0;
 	b->gone = 0;
 	b->month = 0;
+	b->held = false;
 }
 
 /*
@@ -385,6 +539,7 @@ static int
 batch_present(struct cluster *c, struct batch *b, struct intern **present, struct buf *err)
 {
 	struct buf sql = { 0 }, ans = { 0 };
+	const char *sep;
 	struct tsv t;
 	size_t i;
 	int rc, r;
@@ -392,13 +547,44 @@ batch_present(struct cluster *c, struct batch *b, struct intern **present, struc
 	*present = NULL;
 	if (b->dates.len == 0)
 		return 0;
-	buf_printf(&sql, "SELECT gid FROM %s.profiles WHERE date IN (%s) AND gid IN (", c->db,
-	    b->dates.data);
-	for (i = 0; i < b->n; i++)
-		if (b->gids[i])
-			buf_printf(&sql, "%s%" PRIu64, i ? "," : "", b->gids[i]);
+	buf_printf(&sql, "SELECT gid FROM %s.%s WHERE date IN (%s) AND gid IN (", c->db,
+	    c->replicated ? "profiles_local" : "profiles", b->dates.data);
+	for (i = 0, sep = ""; i < b->n; i++)
+		if (b->gids[i]) {
+			buf_printf(&sql, "%s%" PRIu64, sep, b->gids[i]);
+			sep = ",";
+		}
 	buf_adds(&sql, ") FORMAT TabSeparated");
-	if ((rc = buf_error(&sql)) < 0 || (rc = ch_exec(c, sql.data, NULL, &ans, err, NULL)) < 0)
+	if ((rc = buf_error(&sql)) < 0)
+		goto out;
+	if (c->replicated) {
+		/*
+		 * Every replica that answers: the one that took the batch may
+		 * not have passed it on yet. Each shard must have one.
+		 */
+		bool answered[CH_MAX_URLS] = { false }, refused;
+
+		for (i = 0; i < c->nurls; i++) {
+			size_t len0 = ans.len;
+
+			if (ch_exec_on(c, i, sql.data, &ans, err, &refused) == 0) {
+				answered[c->urls[i].shard] = true;
+				continue;
+			}
+			ans.len = len0;
+			if (refused) {
+				rc = -EIO;
+				goto out;
+			}
+			buf_adds(err, "; ");
+		}
+		for (i = 0; i < c->nshards; i++)
+			if (!answered[i]) {
+				rc = -EIO;
+				goto out;
+			}
+		buf_reset(err);
+	} else if ((rc = ch_exec(c, sql.data, NULL, &ans, err, NULL)) < 0)
 		goto out;
 	*present = intern_create(64);
 	tsv_init(&t, &ans);
@@ -506,10 +692,12 @@ ship_once(struct cluster *c, struct batch *b, bool *uncertain, struct buf *err, 
 	size_t i, k;
 	int rc;
 
-	batch_reset(b);
-	if ((rc = store_queue_each(c->st, 0, BATCH_PROFILES, batch_cb, b)) < 0) {
-		buf_printf(err, "reading the outbox: %s", strerror(-rc));
-		return rc;
+	if (!b->held) {
+		batch_reset(b);
+		if ((rc = store_queue_each(c->st, 0, BATCH_PROFILES, batch_cb, b)) < 0) {
+			buf_printf(err, "reading the outbox: %s", strerror(-rc));
+			return rc;
+		}
 	}
 	if (b->n == 0)
 		return 0;
@@ -523,6 +711,7 @@ ship_once(struct cluster *c, struct batch *b, bool *uncertain, struct buf *err, 
 		if (k) {
 			/* Already in ClickHouse: unqueue them, the rest goes next round. */
 			log_info("clickhouse: %zu profiles of an interrupted batch had arrived", k);
+			b->held = false;
 			if ((rc = store_queue_remove(c->st, b->ids, k)) < 0)
 				return rc;
 			atomic_fetch_add(&c->shipped, k);
@@ -533,8 +722,10 @@ ship_once(struct cluster *c, struct batch *b, bool *uncertain, struct buf *err, 
 	}
 	if ((rc = insert(c, b, err, refused)) < 0) {
 		*uncertain = true;
+		b->held = true;
 		return rc;
 	}
+	b->held = false;
 	if (b->stacks.len && intern_count(b->shipped) > SHIPPED_STACKS_MAX) {
 		intern_destroy(b->shipped);
 		b->shipped = intern_create(1024);
@@ -650,7 +841,7 @@ ship_main(void *arg)
 	struct buf err = { 0 };
 	int64_t backoff = BACKOFF_MIN_NS;
 	bool uncertain = true, refused, installed = false;
-	int64_t polled = 0, expired = 0;
+	int64_t polled = 0, expired = 0, caught_up = 0;
 	uint64_t count = 0;
 	int rc;
 
@@ -698,6 +889,10 @@ ship_main(void *arg)
 			polled = clock_mono_ns();
 			poll_count(c, &count);
 		}
+		if (c->replicated && clock_mono_ns() - caught_up >= CATCH_UP_NS) {
+			caught_up = clock_mono_ns();
+			schema_catch_up(c);
+		}
 		if (expired == 0 || clock_mono_ns() - expired >= EXPIRE_NS) {
 			expired = clock_mono_ns();
 			settings_retention(c);
@@ -738,6 +933,7 @@ cluster_start(struct store *st, const struct cluster_config *cfg, struct cluster
 	c->st = st;
 	/* Before any thread uses libcurl (the shipper, readers on FUSE threads). */
 	curl_global_init(CURL_GLOBAL_DEFAULT);
+	c->replicated = cfg->replicated;
 	if ((rc = ch_parse_urls(c, cfg->urls, err)) < 0)
 		goto fail;
 	c->name = xstrdup(cfg->cluster ? cfg->cluster : "profilefs");

@@ -38,7 +38,8 @@ static const char usage_text[] =
 "                       [--retention DURATION] [--retention-aggregates DURATION]\n"
 "                       [--max-disk SIZE] [--max-series N] [--max-services N]\n"
 "                       [--memory-limit BYTES]\n"
-"                       [--clickhouse URL[,URL...]] [--clickhouse-cluster NAME]\n"
+"                       [--clickhouse URL[|URL...][,URL...]] [--clickhouse-cluster NAME]\n"
+"                       [--clickhouse-replicated]\n"
 "                       [--clickhouse-backlog N] [--clickhouse-retention DURATION]\n"
 "                       [--host NAME]\n"
 "                       [--user NAME] [--allow-other] [--group GROUP [--group-write]]\n"
@@ -116,8 +117,14 @@ static const char usage_text[] =
 "                      (>= 18.16) and show the whole fleet's profiles in the tree\n"
 "                      and the HTTP API; URL is http://[USER:PASSWORD@]HOST:PORT[/DB]\n"
 "                      (HTTP interface, database default profilefs), one per\n"
-"                      server: the schema is created on each. Local data stays\n"
-"                      the buffer: nothing is lost while ClickHouse is down\n"
+"                      server (a shard; URL|URL: its replicas, see below): the\n"
+"                      schema is created on each. Local data stays the buffer:\n"
+"                      nothing is lost while ClickHouse is down\n"
+"  --clickhouse-replicated  ReplicatedMergeTree tables (ZooKeeper, the servers'\n"
+"                      {shard} and {replica} macros); in --clickhouse, '|'\n"
+"                      separates the replicas of a shard, ',' the shards\n"
+"                      (URL1|URL2,URL3|URL4: two shards of two replicas). With a\n"
+"                      replica down, its shard is written and read on another\n"
 "  --clickhouse-cluster NAME  the remote_servers cluster the Distributed tables\n"
 "                      span (default profilefs)\n"
 "  --clickhouse-retention DURATION|off  set the fleet's retention in ClickHouse\n"
@@ -186,6 +193,7 @@ struct serve_opts {
 
 /* Long options without a short letter. */
 #define OPT_MAX_SERVICES	1001
+#define OPT_CH_REPLICATED	1002
 
 /* --retention at most 100 years; its unit is required (a bare "30" is refused). */
 #define RETENTION_MAX	(INT64_C(36500) * 86400 * 1000000000)
@@ -676,6 +684,7 @@ main(int argc, char **argv)
 		{ "clickhouse-backlog", required_argument, NULL, 'Q' },
 		{ "host",	required_argument,	NULL, 'n' },
 		{ "clickhouse-retention", required_argument, NULL, 'k' },
+		{ "clickhouse-replicated", no_argument,	NULL, OPT_CH_REPLICATED },
 		{ "help",	no_argument,		NULL, 'h' },
 		{ "version",	no_argument,		NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
@@ -888,6 +897,9 @@ main(int argc, char **argv)
 			break;
 		case 'N':
 			o.ch.cluster = optarg;
+			break;
+		case OPT_CH_REPLICATED:
+			o.ch.replicated = true;
 			break;
 		case 'n':
 			o.ch.host = optarg;

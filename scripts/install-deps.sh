@@ -20,7 +20,7 @@ PKGS=(
   rsync openssh-client make
   openjdk-17-jdk-headless ruby
   systemd man-db groff-base strace
-  clickhouse-server
+  clickhouse-server zookeeper
 )
 
 SUDO=""

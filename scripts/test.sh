@@ -47,10 +47,11 @@ for san in "${builds[@]}"; do
     PROFILEFS_SKIP="$skip" bash tests/run.sh || true
   # After the first build: layers checks the Makefile (once is enough), and
   # the suites whose work is in other processes (node clients, a browser,
-  # make install, debuginfod, the JVM) or that measure RSS run once: a
+  # make install, debuginfod, the JVM, ZooKeeper and four ClickHouse
+  # servers) or that measure RSS run once: a
   # second pass under another sanitizer would find nothing new in the daemon
   # and costs minutes (CI keeps under 45).
-  skip="layers|install|otlp|grafana|ebpf_java|ebpf_hotspot|ebpf_debuginfod|hardening_memory"
+  skip="layers|install|otlp|grafana|ebpf_java|ebpf_hotspot|ebpf_debuginfod|hardening_memory|cluster_replicas"
   if read -r p f <"$tally"; then
     pass=$((pass + p)); fail=$((fail + f))
   else

@@ -2,12 +2,15 @@
  * test_cluster: the strings a fleet keeps in ClickHouse (cluster/codec.c).
  * Every real profile, its stacks written as text and read back through the
  * merge's builder, keeps its sums, samples and functions; malformed text is
- * refused without a crash. Also the TabSeparated reader of chttp.c.
+ * refused without a crash. Also the TabSeparated reader of chttp.c, the
+ * URL list's shards and replicas, and the tables' ENGINE clauses.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <cmocka.h>
 
 #include "cluster_int.h"
@@ -163,6 +166,99 @@ test_tsv(void **state)
 	buf_free(&b);
 }
 
+static void
+urls_free(struct cluster *c)
+{
+	size_t i;
+
+	for (i = 0; i < c->nurls; i++) {
+		free(c->urls[i].base);
+		free(c->urls[i].shown);
+	}
+	free(c->db);
+	memset(c, 0, sizeof(*c));
+}
+
+/* ',' between shards, '|' between a shard's replicas (only when replicated). */
+static void
+test_urls(void **state)
+{
+	static const char *const bad[] = { "http://a:1||http://b:2", "|http://a:1",
+	    "http://a:1|", "http://a:1|,http://b:2", "|" };
+	static struct cluster c;
+	struct buf err = { 0 };
+	size_t i;
+
+	(void)state;
+	assert_int_equal(ch_parse_urls(&c, "http://a:1,http://b:2/db", &err), 0);
+	assert_int_equal(c.nurls, 2);
+	assert_int_equal(c.nshards, 2);
+	assert_int_equal(c.urls[0].shard, 0);
+	assert_int_equal(c.urls[1].shard, 1);
+	assert_string_equal(c.db, "db");
+	urls_free(&c);
+
+	assert_true(ch_parse_urls(&c, "http://a:1|http://b:2", &err) < 0);
+	assert_non_null(strstr(err.data, "--clickhouse-replicated"));
+	urls_free(&c);
+
+	c.replicated = true;
+	buf_reset(&err);
+	assert_int_equal(ch_parse_urls(&c, "http://a:1|http://b:2,http://c:3|http://d:4,"
+	    "http://e:5", &err), 0);
+	assert_int_equal(c.nurls, 5);
+	assert_int_equal(c.nshards, 3);
+	assert_int_equal(c.urls[0].shard, 0);
+	assert_int_equal(c.urls[1].shard, 0);
+	assert_int_equal(c.urls[2].shard, 1);
+	assert_int_equal(c.urls[3].shard, 1);
+	assert_int_equal(c.urls[4].shard, 2);
+	assert_string_equal(c.urls[3].base, "http://d:4/");
+	urls_free(&c);
+
+	/* Empty replicas are refused; an empty shard (",,") is skipped as before. */
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		c.replicated = true;
+		buf_reset(&err);
+		assert_true(ch_parse_urls(&c, bad[i], &err) < 0);
+		assert_non_null(err.data);
+		urls_free(&c);
+	}
+	c.replicated = true;
+	assert_int_equal(ch_parse_urls(&c, "http://a:1,,http://b:2|http://c:3", &err), 0);
+	assert_int_equal(c.nshards, 2);
+	assert_int_equal(c.urls[2].shard, 1);
+	urls_free(&c);
+	buf_free(&err);
+}
+
+static void
+test_engine(void **state)
+{
+	static struct cluster c;
+	struct buf b = { 0 };
+	char db[] = "pf";
+
+	(void)state;
+	c.db = db;
+	assert_int_equal(cluster_engine(&c, "SummingMergeTree(value)", "samples10_local", &b), 0);
+	assert_string_equal(b.data, "SummingMergeTree(value)");
+	c.replicated = true;
+	buf_reset(&b);
+	assert_int_equal(cluster_engine(&c, "MergeTree", "profiles_local", &b), 0);
+	assert_string_equal(b.data, "ReplicatedMergeTree('/clickhouse/tables/{shard}/"
+	    "pf.profiles_local', '{replica}')");
+	buf_reset(&b);
+	assert_int_equal(cluster_engine(&c, "SummingMergeTree(value)", "samples10_local", &b), 0);
+	assert_string_equal(b.data, "ReplicatedSummingMergeTree('/clickhouse/tables/{shard}/"
+	    "pf.samples10_local', '{replica}', value)");
+	buf_reset(&b);
+	assert_int_equal(cluster_engine(&c, "ReplacingMergeTree()", "stacks_local", &b), 0);
+	assert_string_equal(b.data, "ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/"
+	    "pf.stacks_local', '{replica}')");
+	buf_free(&b);
+}
+
 int
 main(void)
 {
@@ -170,6 +266,8 @@ main(void)
 		cmocka_unit_test(test_real_roundtrip),
 		cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_tsv),
+		cmocka_unit_test(test_urls),
+		cmocka_unit_test(test_engine),
 	};
 
 	return cmocka_run_group_tests_name("cluster", tests, NULL, NULL);
