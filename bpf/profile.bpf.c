@@ -8,7 +8,8 @@
  * space loaded for the process (see "Unwinding" below), frame by frame, by
  * frame pointer where no table covers a pc (JIT code, Go); a process user
  * space has not loaded yet is walked by bpf_get_stack's frame pointers. CPython
- * processes also get their interpreter frames read ("Python" below). Two raw
+ * processes also get their interpreter frames read ("Python" below), V8
+ * processes the JSFunction of each frame walked by frame pointer (v8.bpf.h). Two raw
  * scheduler tracepoints (no tracefs
  * needed) tell user space when a process exec's (mappings change: capture
  * them now) and exits (forget it). Everything lost or failing is counted in per-CPU counters. Aggregation
@@ -141,6 +142,7 @@ struct {
 	__type(value, struct walk_buf);
 } walk_bufs SEC(".maps");
 
+#include "v8.bpf.h"
 
 /* One step by frame pointer: the frame record {caller's rbp, return address} at rbp. */
 static __always_inline long
@@ -149,6 +151,7 @@ walk_fp(struct walk *w)
 	__u64 rec[2];
 
 	count(PROF_CNT_CFI_FP_FRAMES);
+	v8_note(w);
 	if (w->bp == 0 || bpf_probe_read_user(rec, sizeof(rec), (void *)w->bp) != 0)
 		return 1;
 	w->sp = w->bp + 16;
@@ -528,6 +531,7 @@ fill_sample(void *ctx, struct prof_sample *e, bool in_user, __u64 ip, __u64 sp, 
 	e->unwind = 0;
 	e->py_n = 0;
 	e->py_flags = 0;
+	v8_begin(tgid);
 	/* Kernel threads have no user stack: not an error. */
 	if (user_stacks && BPF_CORE_READ(task, mm) != NULL &&
 	    walk_user(e, in_user, ip, sp, bp, tgid, &wake) != 0) {
@@ -536,6 +540,7 @@ fill_sample(void *ctx, struct prof_sample *e, bool in_user, __u64 ip, __u64 sp, 
 		if (e->ustack_len < 0)
 			count(PROF_CNT_ERR_USTACK);
 	}
+	v8_end(e);
 	if (user_stacks && BPF_CORE_READ(task, mm) != NULL)
 		walk_python(e, task, tgid);
 	e->wake = wake;
@@ -685,6 +690,7 @@ on_exec(void *ctx)
 	/* The old image's tables (and interpreter) no longer apply. */
 	bpf_map_delete_elem(&unw_procs, &tgid);
 	bpf_map_delete_elem(&py_procs, &tgid);
+	bpf_map_delete_elem(&v8_procs, &tgid);
 	notify(PROF_EV_EXEC);
 	return 0;
 }
@@ -701,6 +707,7 @@ on_exit(void *ctx)
 
 		bpf_map_delete_elem(&unw_procs, &tgid);
 		bpf_map_delete_elem(&py_procs, &tgid);
+		bpf_map_delete_elem(&v8_procs, &tgid);
 		notify(PROF_EV_EXIT);
 	}
 	return 0;

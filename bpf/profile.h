@@ -15,6 +15,7 @@
 #define PROF_MAX_STACK		127	/* kernel.perf_event_max_stack default */
 #define PROF_MAX_USTACK		256	/* user frames the table walker follows */
 #define PROF_MAX_PYFRAMES	96	/* Python frames read per sample */
+#define PROF_MAX_V8FRAMES	128	/* V8 JavaScript frames noted per sample */
 
 enum prof_kind {
 	PROF_EV_SAMPLE	= 1,	/* struct prof_sample */
@@ -65,6 +66,22 @@ struct prof_pyframe {
 #define PROF_PY_NO_THREAD	2	/* no thread state of this thread (not running Python) */
 #define PROF_PY_TRUNCATED	4	/* more frames than PROF_MAX_PYFRAMES, or a read failed */
 
+/*
+ * A V8 frame (Node.js) met by the user stack walk: a frame walked by frame
+ * pointer (JIT code, V8's builtins) whose context slot holds a heap object,
+ * not a frame type marker, so that its function slot holds the JSFunction
+ * the frame runs. Named by user space (collector/ebpf/runtimes/v8.c).
+ */
+struct prof_v8frame {
+	__u64	fn;		/* the tagged JSFunction pointer in the frame */
+	__u32	idx;		/* the frame's index in ustack */
+	__u32	pad;
+};
+
+/* prof_sample.v8_flags */
+#define PROF_V8_WALKED		1	/* the process runs V8: v8[] is this stack's */
+#define PROF_V8_TRUNCATED	2	/* more frames than PROF_MAX_V8FRAMES */
+
 struct prof_sample {
 	struct prof_hdr	hdr;
 	__u64	cgroup_id;
@@ -80,6 +97,9 @@ struct prof_sample {
 	__u32	py_n;		/* frames in py */
 	__u32	py_flags;	/* PROF_PY_* */
 	struct prof_pyframe py[PROF_MAX_PYFRAMES];
+	__u32	v8_n;		/* frames in v8 */
+	__u32	v8_flags;	/* PROF_V8_* */
+	struct prof_v8frame v8[PROF_MAX_V8FRAMES];	/* leaf first, as ustack */
 };
 
 /* Indexes of the per-CPU counter array "counters". */
@@ -101,6 +121,7 @@ enum prof_counter {
 	PROF_CNT_OFFCPU_SHORT,	/* ... whose wait ended below the threshold */
 	PROF_CNT_OFFCPU_SENT,	/* ... sent with their stacks */
 	PROF_CNT_OFFCPU_FULL,	/* switches out not recorded: offcpu_waits full */
+	PROF_CNT_V8_STACKS,	/* stacks of V8 processes walked for JavaScript frames */
 	PROF_CNT_MAX
 };
 
@@ -193,6 +214,18 @@ struct py_proc {
 	__u16	fr_instr, fr_owner, fr_entry, co_qualname;
 	__u8	owner_cstack;
 	__u8	pad[7];
+};
+
+/*
+ * v8_procs value: where a V8 frame (frame pointer fp) keeps its JSFunction
+ * and its context or frame type marker, as the process's V8 exports them
+ * (v8dbg_off_fp_function, v8dbg_off_fp_context_or_frame_type); written by
+ * collector/ebpf/runtimes/v8.c.
+ */
+struct v8_proc {
+	__s16	off_function;
+	__s16	off_context;
+	__u32	pad;
 };
 
 #endif

@@ -43,6 +43,7 @@
 #include "rio.h"
 #include "proctab.h"
 #include "python.h"
+#include "v8.h"
 #include "symbolize.h"
 #include "unwind.h"
 #include "profile.skel.h"
@@ -103,6 +104,7 @@ struct ebpf_sampler {
 	struct cpuprof		*off;		/* off-CPU waits; NULL: not recorded */
 	struct unwinder		*unw;		/* NULL: frame pointers only */
 	struct python		*py;		/* CPython frames */
+	struct v8		*v8;		/* JavaScript frames (Node.js) */
 	struct dbginfod		*dbg;		/* debug files by build id; NULL: none */
 	int64_t			 period_start;	/* wall-clock ns */
 	int64_t			 next_flush;	/* monotonic ns */
@@ -411,7 +413,7 @@ handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_samp
 	struct cpuprof_svc *svc;
 	struct frame f;
 	struct proc *p;
-	size_t n = 0, pi = 0, pn = 0;
+	size_t n = 0, pi = 0, pn = 0, vi = 0, vn = 0;
 	uint64_t miss = 0;		/* a caller outside every mapping known */
 	bool py_cut = false, py_left, entry;
 	int i, nk, nu;
@@ -442,6 +444,11 @@ handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_samp
 		pn = s->py_n < PROF_MAX_PYFRAMES ? s->py_n : PROF_MAX_PYFRAMES;
 		python_read(e->py, p, s->py, pn);
 		py_cut = (s->py_flags & PROF_PY_TRUNCATED) != 0;
+	}
+	v8_check(e->v8, p);
+	if ((s->v8_flags & PROF_V8_WALKED) && p->v8) {
+		vn = s->v8_n < PROF_MAX_V8FRAMES ? s->v8_n : PROF_MAX_V8FRAMES;
+		v8_read(e->v8, p, s->v8, vn);
 	}
 	nk = s->kstack_len > 0 ? s->kstack_len / 8 : 0;
 	nu = s->ustack_len > 0 ? s->ustack_len / 8 : 0;
@@ -482,6 +489,15 @@ handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_samp
 		a &= ~PROF_PC_EXACT;
 		if (a == 0)
 			break;
+		/* A JavaScript function's frame: named after it, in place of the code's address. */
+		while (vi < vn && s->v8[vi].idx < (uint32_t)i)
+			vi++;
+		if (vi < vn && s->v8[vi].idx == (uint32_t)i && v8_frame(e->v8, p, vi++, &f) == 0) {
+			if ((li = cpuprof_location(svc, &f)) < 0)
+				return;
+			e->locs[n++] = (uint32_t)li;
+			continue;
+		}
 		/*
 		 * Callers' frames hold return addresses: step back into the
 		 * call. Not so for a frame a signal interrupted.
@@ -677,7 +693,7 @@ flush(struct ebpf_sampler *e)
 		"samples", "idle", "dropped_ringbuf", "dropped_event", "kstack_errors",
 		"ustack_errors", "cfi_stacks", "cfi_complete", "cfi_fp_frames", "cfi_unsupported",
 		"cfi_read_errors", "py_stacks", "py_read_errors", "offcpu_switches",
-		"offcpu_short", "offcpu_sent", "offcpu_full"
+		"offcpu_short", "offcpu_sent", "offcpu_full", "v8_stacks"
 	};
 	struct unwind_stats us;
 	struct python_stats ps;
@@ -987,6 +1003,7 @@ release_proc(void *arg, struct proc *p)
 	if (e->unw)
 		unwind_forget(e->unw, p);
 	python_forget(e->py, p);
+	v8_forget(e->v8, p);
 }
 
 int
@@ -1097,7 +1114,8 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 			log_warnx("--ebpf: unwind tables: %s; stacks are walked by frame pointers",
 			    strerror(errno));
 	}
-	if ((e->py = python_create(bpf_map__fd(e->skel->maps.py_procs))) == NULL) {
+	if ((e->py = python_create(bpf_map__fd(e->skel->maps.py_procs))) == NULL ||
+	    (e->v8 = v8_create(bpf_map__fd(e->skel->maps.v8_procs))) == NULL) {
 		rc = -ENOMEM;
 		goto fail;
 	}
@@ -1200,6 +1218,7 @@ ebpf_stop(struct ebpf_sampler *e)
 	/* Processes release their unwind entries while the maps still exist. */
 	proctab_destroy(e->pt);
 	python_destroy(e->py);
+	v8_destroy(e->v8);
 	unwind_destroy(e->unw);
 	profile_bpf__destroy(e->skel);
 	symbolize_destroy(e->sym);

@@ -69,6 +69,9 @@ struct proc {
 	/* python.c's, released through the hook of proctab_set_release */
 	void		*py;
 	uint32_t	 py_gen;	/* maps_gen when python.c last looked */
+	/* v8.c's, released through the hook of proctab_set_release */
+	void		*v8;
+	uint32_t	 v8_gen;	/* maps_gen when v8.c last looked */
 	/* the unwinder's (unwind.c), released through the hook of proctab_set_release */
 	void		*unw;
 	uint32_t	 unw_gen;	/* maps_gen when the unwinder last loaded p */
