@@ -115,6 +115,7 @@ struct ebpf_sampler {
 	struct {
 		uint64_t	 user_frames, user_named, kernel_frames, kernel_named, truncated;
 		uint64_t	 py_frames, py_unreadable, py_unlined;
+		uint64_t	 js_frames, js_unreadable;
 	}			 rep;		/* the above at the last metrics update */
 	uint64_t		 prev[PROF_CNT_MAX];	/* BPF counters at the last report */
 	struct {
@@ -697,6 +698,7 @@ flush(struct ebpf_sampler *e)
 	};
 	struct unwind_stats us;
 	struct python_stats ps;
+	struct v8_stats vs;
 	uint64_t c[PROF_CNT_MAX], d[PROF_CNT_MAX], samples = 0;
 	int64_t end = clock_now_ns(), t0 = clock_mono_ns();
 	size_t profiles = 0;
@@ -783,6 +785,12 @@ flush(struct ebpf_sampler *e)
 	e->rep.py_unlined = ps.frames_unlined;
 	metrics_set("profilefs_ebpf_python_line_table_bytes", NULL, (double)ps.lines_bytes);
 	python_period(e->py, e->flush_secs);
+	v8_get_stats(e->v8, &vs);
+	metrics_add("profilefs_ebpf_js_frames_total", NULL, (double)(vs.named - e->rep.js_frames));
+	metrics_add("profilefs_ebpf_js_frames_unreadable_total", NULL,
+	    (double)(vs.unreadable - e->rep.js_unreadable));
+	e->rep.js_frames = vs.named;
+	e->rep.js_unreadable = vs.unreadable;
 	metrics_set("profilefs_ebpf_processes_tracked", NULL, (double)proctab_count(e->pt));
 	metrics_set("profilefs_ebpf_elf_objects_cached", NULL,
 	    (double)symbolize_elf_count(e->sym));
@@ -955,6 +963,11 @@ describe_metrics(void)
 	    "for decoded line tables was spent.");
 	metrics_describe("profilefs_ebpf_python_line_table_bytes", "gauge",
 	    "Bytes of decoded Python line tables held (at most 32 MiB).");
+	metrics_describe("profilefs_ebpf_js_frames_total", "counter",
+	    "JavaScript frames of V8 processes (Node.js) named after their function.");
+	metrics_describe("profilefs_ebpf_js_frames_unreadable_total", "counter",
+	    "Frames noted as V8 JavaScript frames whose function could not be read (moved, "
+	    "gone, not a function): left native.");
 	metrics_describe("profilefs_ebpf_processes_tracked", "gauge",
 	    "Processes whose mappings the sampler holds.");
 	metrics_describe("profilefs_ebpf_elf_objects_cached", "gauge",

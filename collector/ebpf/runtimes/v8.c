@@ -23,7 +23,7 @@
  * "(anonymous)"; the line the one of the start position (the function's
  * first line), from the script's line ends when V8 computed them, else by
  * counting newlines in its source (a sequential string, at most
- * SOURCE_MAX bytes read). Strings: sequential one- or two-byte, cons, thin;
+ * SOURCE_MAX bytes read, SOURCE_BUDGET for all of one process's functions). Strings: sequential one- or two-byte, cons, thin;
  * others (external, sliced) are not read.
  *
  * The sampler's BPF program reads nothing of this: at each sample it notes
@@ -61,6 +61,7 @@
 #define INLINED_LOCALS	75	/* V8's kScopeInfoMaxInlinedLocalNamesSize */
 #define CONS_DEPTH	8	/* cons strings followed */
 #define SOURCE_MAX	(4u << 20)	/* bytes of a script's source read for a line */
+#define SOURCE_BUDGET	(64u << 20)	/* ... for all lines of one process */
 #define LINE_STEPS	32	/* reads of a binary search in line ends */
 #define SFI_HDR		48	/* bytes of a SharedFunctionInfo read per frame and sample */
 #define MEM_DEADLINE_NS	(1000LL * 1000 * 1000)	/* see memread.h */
@@ -118,6 +119,7 @@ struct v8fn {
 struct v8proc {
 	int32_t		 k[K_N];
 	uint64_t	 sfi_map;	/* a map seen with the SharedFunctionInfo type */
+	uint64_t	 src_read;	/* bytes of sources read for lines (SOURCE_BUDGET) */
 	struct v8fn	*cache;		/* CACHE_SLOTS, allocated at the first frame */
 	size_t		 ncached;
 };
@@ -382,6 +384,30 @@ v8_check(struct v8 *v, struct proc *p)
 	}
 }
 
+int
+v8_attach_layout(struct v8 *v, struct proc *p, const char *const *names, const int32_t *vals,
+    size_t n)
+{
+	struct v8proc *vp;
+	int32_t k[K_N];
+	size_t i, j;
+
+	for (i = 0; i < K_N; i++) {
+		for (j = 0; j < n && strcmp(names[j], knames[i]) != 0; j++)
+			;
+		if (j == n)
+			return -EINVAL;
+		k[i] = vals[j];
+	}
+	if (v == NULL || p->v8 || !consts_known(k))
+		return -EINVAL;
+	if ((vp = calloc(1, sizeof(*vp))) == NULL)
+		return -ENOMEM;
+	memcpy(vp->k, k, sizeof(k));
+	p->v8 = vp;
+	return 0;
+}
+
 /* --- reading objects ------------------------------------------------------ */
 
 /* The instance type of the heap object at tagged address o, or -1. */
@@ -576,7 +602,7 @@ smi(uint64_t w)
 
 /* The 1-based line of position pos in script, 0 when not known. */
 static int64_t
-script_line(struct v8 *v, const struct proc *p, const struct v8proc *vp, uint64_t script,
+script_line(struct v8 *v, const struct proc *p, struct v8proc *vp, uint64_t script,
     int64_t pos)
 {
 	const int32_t *k = vp->k;
@@ -613,8 +639,9 @@ script_line(struct v8 *v, const struct proc *p, const struct v8proc *vp, uint64_
 	    (t & k[K_STR_REP_MASK]) != k[K_SEQ_TAG] ||
 	    (t & k[K_STR_ENC_MASK]) != k[K_ONE_BYTE_TAG] ||
 	    mem_read(v, p, src - 1 + (uint64_t)k[K_STR_LENGTH], &len, sizeof(len)) < 0 ||
-	    pos > len || pos > (int64_t)SOURCE_MAX)
+	    pos > len || pos > (int64_t)SOURCE_MAX || vp->src_read + (uint64_t)pos > SOURCE_BUDGET)
 		return 0;
+	vp->src_read += (uint64_t)pos;
 	if ((chunk = malloc(MEMREAD_MAX_BYTES)) == NULL)
 		return 0;
 	line = 1;
@@ -635,7 +662,7 @@ script_line(struct v8 *v, const struct proc *p, const struct v8proc *vp, uint64_
 
 /* Fill c (sfi and its words set) from p's memory: 0 or -errno. */
 static int
-fn_load(struct v8 *v, const struct proc *p, const struct v8proc *vp, struct v8fn *c)
+fn_load(struct v8 *v, const struct proc *p, struct v8proc *vp, struct v8fn *c)
 {
 	const int32_t *k = vp->k;
 	uint64_t nm = c->name_word, w = 0, fl, nl, name = 0, inferred = 0;

@@ -33,6 +33,13 @@ void		 v8_destroy(struct v8 *v);
  * when nothing changed.
  */
 void		 v8_check(struct v8 *v, struct proc *p);
+/*
+ * For tests: p runs a V8 laid out as the constants names[i] = vals[i] (n of
+ * them, v8dbg_* names) say, without a look at its files or the BPF map. 0,
+ * or -EINVAL when one is missing or the layout is not known, -ENOMEM.
+ */
+int		 v8_attach_layout(struct v8 *v, struct proc *p, const char *const *names,
+		    const int32_t *vals, size_t n);
 /* p goes away: its cache and its v8_procs entry. */
 void		 v8_forget(struct v8 *v, struct proc *p);
 /*
