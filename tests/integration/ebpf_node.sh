@@ -2,13 +2,13 @@
 # The eBPF sampler and Node.js: JavaScript functions named from V8's own
 # structures, function (file:line), with no flag on node's command line, the
 # native frames of node beneath them down to the thread's root; for a node
-# started before the daemon and for ones that exit while sampled; the
-# service of each named by its script. Needs root, a kernel with BTF and
+# started before the daemon, for ones that exit while sampled and for one in
+# a mount namespace of its own; the service of each named by its script. Needs root, a kernel with BTF and
 # node; otherwise skipped.
 set -u
 . "$(dirname "$0")/../lib.sh"
 
-NAMES="ebpf-node-named ebpf-node-lines ebpf-node-root ebpf-node-running ebpf-node-exiting ebpf-node-service ebpf-node-daemon"
+NAMES="ebpf-node-named ebpf-node-lines ebpf-node-root ebpf-node-running ebpf-node-exiting ebpf-node-namespace ebpf-node-service ebpf-node-daemon"
 skip_all() { for n in $NAMES; do echo "ok - $n # SKIP $1"; done; exit 0; }
 [ "$(id -u)" -eq 0 ] || skip_all "needs root"
 [ -r /sys/kernel/btf/vmlinux ] || skip_all "kernel has no BTF (/sys/kernel/btf/vmlinux)"
@@ -50,18 +50,28 @@ want_fshare() {
 }
 
 # One started before the daemon: its V8 is found all the same.
-node "$B/fib_node_running.js" 12 &
+node "$B/fib_node_running.js" 4 &
 RUNNING=$!
 
 PORT=$((20000 + RANDOM % 20000))
 pf_start -v --ebpf=99 --ebpf-period 2 --http "127.0.0.1:$PORT" ||
   { fail "ebpf daemon start"; kill "$RUNNING"; pf_done; exit 1; }
 
-node "$B/fib_node.js" 8 &
+node "$B/fib_node.js" 3 &
 PIDS="$!"
 # Ones that exit while they are sampled, several times over.
-for i in 1 2 3 4; do node "$B/fib_node_exiting.js" 1.5; done &
+for i in 1 2 3 4; do node "$B/fib_node_exiting.js" 0.7; done &
 PIDS="$PIDS $!"
+# One in a mount namespace of its own (a container's), its script on a tmpfs
+# that only it sees.
+NS=""
+if command -v unshare >/dev/null; then
+  mkdir -p "$B/ns"
+  unshare -m --propagation private sh -c 'mount -t tmpfs none "$1" && cp "$2" "$1/fib_node_ns.js" && exec node "$1/fib_node_ns.js" 2' \
+    sh "$B/ns" "$ROOT/tests/ebpf/runtimes/fib.js" &
+  NS=$!
+  PIDS="$PIDS $NS"
+fi
 wait $PIDS $RUNNING
 sleep 3
 
@@ -70,13 +80,15 @@ sleep 3
 want_fshare "ebpf-node-named" fib_node "(^|;)caller;fib(;|$)" "." 80
 # file:line of each function (its first line), as pprof shows them.
 raw="$(go tool pprof -raw "$TMP/mnt/fib_node/cpu/all/all/merged.pb.gz" 2>/dev/null)"
-if echo "$raw" | grep -Eq " fib /[^ ]*/fib_node\.js:5( |$)" &&
-  echo "$raw" | grep -Eq " caller /[^ ]*/fib_node\.js:9( |$)"; then ok "ebpf-node-lines"
+if echo "$raw" | grep -Eq " fib /[^ ]*/fib_node\.js:7( |$)" &&
+  echo "$raw" | grep -Eq " caller /[^ ]*/fib_node\.js:11( |$)"; then ok "ebpf-node-lines"
 else fail "ebpf-node-lines" "$(echo "$raw" | grep -E " (fib|caller) " | head -5)"; fi
 # node's own native frames beneath, to the thread's root.
 want_fshare "ebpf-node-root" fib_node "^_start;(.*;)?node::Start[(][^;]*;(.*;)?caller;fib(;|$)" "(^|;)caller;fib(;|$)" 90
 want_fshare "ebpf-node-running" fib_node_running "(^|;)caller;fib(;|$)" "." 80
 want_fshare "ebpf-node-exiting" fib_node_exiting "(^|;)caller;fib(;|$)" "." 70
+if [ -n "$NS" ]; then want_fshare "ebpf-node-namespace" fib_node_ns "(^|;)caller;fib(;|$)" "." 80
+else echo "ok - ebpf-node-namespace # SKIP no unshare"; fi
 if [ -d "$TMP/mnt/fib_node" ] && [ -d "$TMP/mnt/fib_node_running" ]; then ok "ebpf-node-service"
 else fail "ebpf-node-service" "services: $(ls "$TMP/mnt" | tr '\n' ' ')"; fi
 if kill -0 "$PF_PID" 2>/dev/null; then ok "ebpf-node-daemon"

@@ -23,8 +23,11 @@
  * "(anonymous)"; the line the one of the start position (the function's
  * first line), from the script's line ends when V8 computed them, else by
  * counting newlines in its source (a sequential string, at most
- * SOURCE_MAX bytes read, SOURCE_BUDGET for all of one process's functions). Strings: sequential one- or two-byte, cons, thin;
- * others (external, sliced) are not read.
+ * SOURCE_MAX bytes read, SOURCE_BUDGET for all of one process's functions).
+ * Strings: sequential one- or two-byte, cons (STR_PIECES pieces at most),
+ * thin; others (external, sliced) are not read. At most LOADS_PER_SAMPLE
+ * functions not cached yet are read per sample, so that no layout a process
+ * makes up costs more than a bounded number of reads a sample.
  *
  * The sampler's BPF program reads nothing of this: at each sample it notes
  * the JSFunction pointers of the frames it walked (bpf/v8.bpf.h). Here,
@@ -60,6 +63,8 @@
 #define MAX_LOCALS	4096	/* context locals of a ScopeInfo */
 #define INLINED_LOCALS	75	/* V8's kScopeInfoMaxInlinedLocalNamesSize */
 #define CONS_DEPTH	8	/* cons strings followed */
+#define STR_PIECES	64	/* strings (cons halves) read for one name */
+#define LOADS_PER_SAMPLE 32	/* functions not cached read per sample; the rest left native */
 #define SOURCE_MAX	(4u << 20)	/* bytes of a script's source read for a line */
 #define SOURCE_BUDGET	(64u << 20)	/* ... for all lines of one process */
 #define LINE_STEPS	32	/* reads of a binary search in line ends */
@@ -134,6 +139,7 @@ struct v8 {
 	uint8_t		 hdr[PROF_MAX_V8FRAMES][SFI_HDR];
 	bool		 ok[PROF_MAX_V8FRAMES];
 	size_t		 n;
+	unsigned	 loads;		/* functions read (not cached) for this sample */
 	uint64_t	 named, unreadable;
 };
 
@@ -436,6 +442,7 @@ field(struct v8 *v, const struct proc *p, uint64_t o, int32_t off, uint64_t *out
 struct sbuf {
 	char	*s;
 	size_t	 len, cap;
+	int	 pieces;	/* strings read into it */
 };
 
 static void
@@ -477,13 +484,16 @@ str_append(struct v8 *v, const struct proc *p, const struct v8proc *vp, uint64_t
     struct sbuf *b, int depth)
 {
 	const int32_t *k = vp->k;
-	int t = obj_type(v, p, vp, o), rep;
+	int t, rep;
 	int32_t len;
 	uint64_t a, c;
 	uint8_t *raw;
 	size_t i, n;
 
-	if (t < 0 || t >= k[K_FIRST_NONSTRING] || depth > CONS_DEPTH)
+	if (depth > CONS_DEPTH || ++b->pieces > STR_PIECES)
+		return -E2BIG;
+	t = obj_type(v, p, vp, o);
+	if (t < 0 || t >= k[K_FIRST_NONSTRING])
 		return -EINVAL;
 	if (mem_read(v, p, o - 1 + (uint64_t)k[K_STR_LENGTH], &len, sizeof(len)) < 0 || len < 0)
 		return -EFAULT;
@@ -546,7 +556,7 @@ str_append(struct v8 *v, const struct proc *p, const struct v8proc *vp, uint64_t
 static char *
 read_str(struct v8 *v, const struct proc *p, const struct v8proc *vp, uint64_t o, size_t maxch)
 {
-	struct sbuf b = { NULL, 0, maxch * 4 };
+	struct sbuf b = { NULL, 0, maxch * 4, 0 };
 
 	if ((b.s = malloc(b.cap + 1)) == NULL)
 		return NULL;
@@ -711,6 +721,7 @@ v8_read(struct v8 *v, struct proc *p, const struct prof_v8frame *fr, size_t n)
 	if (v == NULL)
 		return;
 	v->n = 0;
+	v->loads = 0;
 	if (vp == NULL || p->gone)
 		return;
 	if (n > PROF_MAX_V8FRAMES)
@@ -792,6 +803,10 @@ v8_frame(struct v8 *v, struct proc *p, size_t i, struct frame *f)
 		vp->ncached--;
 	}
 	if (c->sfi == 0) {
+		/* A bound on the reads one sample costs, whatever the process lays out. */
+		if (v->loads >= LOADS_PER_SAMPLE)
+			goto unreadable;
+		v->loads++;
 		if (vp->ncached >= CACHE_SLOTS * 3 / 4) {
 			cache_clear(vp);
 			return v8_frame(v, p, i, f);

@@ -1,5 +1,7 @@
-// fib.js SECONDS: fib(25) over and over under caller for SECONDS seconds
-// (default 5), for the eBPF sampler's Node.js test.
+// fib.js SECONDS: fib(25) over and over under caller until the process has
+// used SECONDS of CPU time (default 3), for the eBPF sampler's Node.js
+// test: CPU time, not wall time, so that node's start-up keeps the same
+// share of the samples however busy the host is.
 'use strict';
 
 function fib(n) {
@@ -8,9 +10,9 @@ function fib(n) {
 
 function caller(until) {
   let s = 0;
-  while (Date.now() < until)
+  while (process.cpuUsage().user < until)
     s += fib(25);
   return s;
 }
 
-caller(Date.now() + Number(process.argv[2] || 5) * 1000);
+caller(Number(process.argv[2] || 3) * 1e6);
