@@ -60,7 +60,7 @@ pf_start -v --ebpf=99 --ebpf-period 2 --http "127.0.0.1:$PORT" ||
 node "$B/fib_node.js" 3 &
 PIDS="$!"
 # Ones that exit while they are sampled, several times over.
-for i in 1 2 3 4; do node "$B/fib_node_exiting.js" 0.7; done &
+for i in 1 2 3 4; do node "$B/fib_node_exiting.js" 1; done &
 PIDS="$PIDS $!"
 # One in a mount namespace of its own (a container's), its script on a tmpfs
 # that only it sees.
