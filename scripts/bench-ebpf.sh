@@ -241,7 +241,7 @@ node_cost() {
   echo "== node: a JavaScript workload ($(node --version)), $RT_RUNS alternating pairs, --ebpf=99"
   cat >"$W/nodework.js" <<'JS'
 function fib(n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }
-function work() { let s = 0; for (let i = 0; i < 40; i++) s += fib(30); return s; }
+function work() { let s = 0; for (let i = 0; i < 40; i++) s += fib(32); return s; }
 work();
 const u = process.cpuUsage();
 console.log(((u.user + u.system) / 1e6).toFixed(4));
