@@ -685,15 +685,17 @@ fn_load(struct v8 *v, const struct proc *p, struct v8proc *vp, struct v8fn *c)
 		struct v8_si_slots s;
 
 		if (slot(v, p, nm, 0, &fl) < 0 || slot(v, p, nm, k[K_SI_NLOCALS], &nl) < 0 ||
-		    smi(nl) < 0 ||
-		    v8_scopeinfo_slots((uint32_t)smi(fl), (uint32_t)smi(nl), k[K_SI_FIRST_VARS],
-		    &s) < 0)
+		    smi(nl) < 0)
 			return -EINVAL;
+		/* Not a function's scope (an ES module's top level): anonymous, no line. */
+		if (v8_scopeinfo_slots((uint32_t)smi(fl), (uint32_t)smi(nl), k[K_SI_FIRST_VARS],
+		    &s) < 0)
+			s.name = s.inferred = s.start = -1;
 		if (s.name >= 0 && slot(v, p, nm, s.name, &name) == 0)
 			c->name = read_str(v, p, vp, name, MAX_NAME);
 		if (c->name == NULL && s.inferred >= 0 && slot(v, p, nm, s.inferred, &inferred) == 0)
 			c->name = read_str(v, p, vp, inferred, MAX_NAME);
-		if (slot(v, p, nm, s.start, &w) == 0 && (w & 1) == 0)
+		if (s.start >= 0 && slot(v, p, nm, s.start, &w) == 0 && (w & 1) == 0)
 			start = smi(w);
 	} else {
 		return -EINVAL;
