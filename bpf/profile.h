@@ -70,12 +70,15 @@ struct prof_pyframe {
  * A V8 frame (Node.js) met by the user stack walk: a frame walked by frame
  * pointer (JIT code, V8's builtins) whose context slot holds a heap object,
  * not a frame type marker, so that its function slot holds the JSFunction
- * the frame runs. Named by user space (collector/ebpf/runtimes/v8.c).
+ * the frame runs. Named by user space (collector/ebpf/runtimes/v8.c). One
+ * word: the tagged JSFunction pointer (a user address, below 2^56) and, in
+ * the top byte, the frame's index in ustack.
  */
+#define PROF_V8_IDX_SHIFT	56
+#define PROF_V8_FN_MASK		((1ULL << PROF_V8_IDX_SHIFT) - 1)
+
 struct prof_v8frame {
-	__u64	fn;		/* the tagged JSFunction pointer in the frame */
-	__u32	idx;		/* the frame's index in ustack */
-	__u32	pad;
+	__u64	fn_idx;
 };
 
 /* prof_sample.v8_flags */

@@ -60,7 +60,8 @@ v8_note(const struct walk *w)
 	struct v8_buf *b = bpf_map_lookup_elem(&v8_bufs, &zero);
 	__u64 fn = 0, ctx = 0;
 
-	if (b == NULL || !b->on || w->n == 0 || w->bp < 64 || w->bp >= USER_TOP)
+	/* (w->n - 1 < PROF_MAX_USTACK = 256: the index fits the top byte.) */
+	if (b == NULL || !b->on || w->n == 0 || w->n > 256 || w->bp < 64 || w->bp >= USER_TOP)
 		return;
 	n = b->n;
 	if (n >= PROF_MAX_V8FRAMES) {
@@ -73,9 +74,7 @@ v8_note(const struct walk *w)
 	if (bpf_probe_read_user(&fn, sizeof(fn), (void *)(w->bp + b->vp.off_function)) != 0 ||
 	    (fn & 1) == 0 || fn >= USER_TOP)
 		return;
-	b->frames[n].fn = fn;
-	b->frames[n].idx = w->n - 1;
-	b->frames[n].pad = 0;
+	b->frames[n].fn_idx = fn | ((__u64)(w->n - 1) << PROF_V8_IDX_SHIFT);
 	b->n = n + 1;
 }
 

@@ -491,9 +491,10 @@ handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_samp
 		if (a == 0)
 			break;
 		/* A JavaScript function's frame: named after it, in place of the code's address. */
-		while (vi < vn && s->v8[vi].idx < (uint32_t)i)
+		while (vi < vn && (s->v8[vi].fn_idx >> PROF_V8_IDX_SHIFT) < (uint64_t)i)
 			vi++;
-		if (vi < vn && s->v8[vi].idx == (uint32_t)i && v8_frame(e->v8, p, vi++, &f) == 0) {
+		if (vi < vn && (s->v8[vi].fn_idx >> PROF_V8_IDX_SHIFT) == (uint64_t)i &&
+		    v8_frame(e->v8, p, vi++, &f) == 0) {
 			if ((li = cpuprof_location(svc, &f)) < 0)
 				return;
 			e->locs[n++] = (uint32_t)li;

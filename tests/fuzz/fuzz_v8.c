@@ -92,8 +92,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	CHECK(v8_attach_layout(v, p, names, vals, sizeof(vals) / sizeof(vals[0])) == 0);
 	memset(fr, 0, sizeof(fr));
 	for (i = 0; i < n && i < words; i++) {
-		memcpy(&fr[i].fn, heap + i * 8, 8);
-		fr[i].idx = (uint32_t)i;
+		uint64_t fn;
+
+		memcpy(&fn, heap + i * 8, 8);
+		fr[i].fn_idx = (fn & PROF_V8_FN_MASK) | ((uint64_t)i << PROF_V8_IDX_SHIFT);
 	}
 	n = i;
 	/* Twice: the second time from the cache, checked against the heap again. */

@@ -57,7 +57,7 @@
 #include "symbolize.h"
 #include "v8.h"
 
-#define CACHE_SLOTS	4096	/* functions cached per process (open hash) */
+#define CACHE_SLOTS	2048	/* functions cached per process (open hash) */
 #define MAX_NAME	512	/* characters of a function name */
 #define MAX_PATH_CH	1024	/* characters of a file name */
 #define MAX_LOCALS	4096	/* context locals of a ScopeInfo */
@@ -735,7 +735,8 @@ v8_read(struct v8 *v, struct proc *p, const struct prof_v8frame *fr, size_t n)
 	for (i = 0; i < n; i++) {
 		l[i].iov_base = &v->sfi[i];
 		l[i].iov_len = 8;
-		r[i].iov_base = (void *)(uintptr_t)(fr[i].fn - 1 + (uint64_t)vp->k[K_FN_SHARED]);
+		r[i].iov_base = (void *)(uintptr_t)((fr[i].fn_idx & PROF_V8_FN_MASK) - 1 +
+		    (uint64_t)vp->k[K_FN_SHARED]);
 		r[i].iov_len = 8;
 	}
 	if (n == 0 || memread_readv(v->mr, (pid_t)p->pid, l, r, n) <= 0)
