@@ -83,8 +83,9 @@ raw="$(go tool pprof -raw "$TMP/mnt/fib_node/cpu/all/all/merged.pb.gz" 2>/dev/nu
 if echo "$raw" | grep -Eq " fib /[^ ]*/fib_node\.js:7( |$)" &&
   echo "$raw" | grep -Eq " caller /[^ ]*/fib_node\.js:11( |$)"; then ok "ebpf-node-lines"
 else fail "ebpf-node-lines" "$(echo "$raw" | grep -E " (fib|caller) " | head -5)"; fi
-# node's own native frames beneath, to the thread's root.
-want_fshare "ebpf-node-root" fib_node "^_start;(.*;)?node::Start[(][^;]*;(.*;)?caller;fib(;|$)" "(^|;)caller;fib(;|$)" 90
+# node's own native frames beneath, to the thread's root (_start once node's
+# unwind table is loaded; before, frame pointers reach node::Start).
+want_fshare "ebpf-node-root" fib_node "^(_start;__libc_start_main;)?(__libc_start_call_main;)?node::Start[(][^;]*;(.*;)?caller;fib(;|$)" "(^|;)caller;fib(;|$)" 90
 want_fshare "ebpf-node-running" fib_node_running "(^|;)caller;fib(;|$)" "." 80
 want_fshare "ebpf-node-exiting" fib_node_exiting "(^|;)caller;fib(;|$)" "." 70
 if [ -n "$NS" ]; then want_fshare "ebpf-node-namespace" fib_node_ns "(^|;)caller;fib(;|$)" "." 80
