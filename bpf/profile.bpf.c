@@ -10,7 +10,8 @@
  * space has not loaded yet is walked by bpf_get_stack's frame pointers. CPython
  * processes also get their interpreter frames read ("Python" below), Ruby
  * ones their control frames (ruby.bpf.h), Go processes their goroutine's
- * pprof labels (golabels.bpf.h). Two raw
+ * pprof labels (golabels.bpf.h), V8 processes the JSFunction of each frame
+ * walked by frame pointer (v8.bpf.h). Two raw
  * scheduler tracepoints (no tracefs
  * needed) tell user space when a process exec's (mappings change: capture
  * them now) and exits (forget it). Everything lost or failing is counted in per-CPU counters. Aggregation
@@ -149,6 +150,7 @@ struct {
 
 #include "hotspot.bpf.h"
 
+#include "v8.bpf.h"
 
 /* One step by frame pointer: the frame record {caller's rbp, return address} at rbp. */
 static __always_inline long
@@ -157,6 +159,7 @@ walk_fp(struct walk *w)
 	__u64 rec[2];
 
 	count(PROF_CNT_CFI_FP_FRAMES);
+	v8_note(w);
 	if (w->bp == 0 || bpf_probe_read_user(rec, sizeof(rec), (void *)w->bp) != 0)
 		return 1;
 	w->sp = w->bp + 16;
@@ -548,6 +551,7 @@ fill_sample(void *ctx, struct prof_sample *e, bool in_user, __u64 ip, __u64 sp, 
 	e->go_n = 0;
 	e->go_flags = 0;
 	e->j_n = 0;
+	v8_begin(tgid);
 	/* Kernel threads have no user stack: not an error. */
 	if (user_stacks && BPF_CORE_READ(task, mm) != NULL &&
 	    walk_user(e, in_user, ip, sp, bp, tgid, &wake) != 0) {
@@ -556,6 +560,7 @@ fill_sample(void *ctx, struct prof_sample *e, bool in_user, __u64 ip, __u64 sp, 
 		if (e->ustack_len < 0)
 			count(PROF_CNT_ERR_USTACK);
 	}
+	v8_end(e);
 	if (user_stacks && BPF_CORE_READ(task, mm) != NULL) {
 		walk_python(e, task, tgid);
 		walk_golabels(e, task, tgid);
@@ -711,6 +716,7 @@ on_exec(void *ctx)
 	bpf_map_delete_elem(&go_procs, &tgid);
 	bpf_map_delete_elem(&rb_procs, &tgid);
 	bpf_map_delete_elem(&hs_procs, &tgid);
+	bpf_map_delete_elem(&v8_procs, &tgid);
 	notify(PROF_EV_EXEC);
 	return 0;
 }
@@ -730,6 +736,7 @@ on_exit(void *ctx)
 		bpf_map_delete_elem(&go_procs, &tgid);
 		bpf_map_delete_elem(&rb_procs, &tgid);
 		bpf_map_delete_elem(&hs_procs, &tgid);
+		bpf_map_delete_elem(&v8_procs, &tgid);
 		notify(PROF_EV_EXIT);
 	}
 	return 0;

@@ -15,6 +15,7 @@
 #define PROF_MAX_STACK		127	/* kernel.perf_event_max_stack default */
 #define PROF_MAX_USTACK		256	/* user frames the table walker follows */
 #define PROF_MAX_PYFRAMES	96	/* Python frames read per sample */
+#define PROF_MAX_V8FRAMES	128	/* V8 JavaScript frames noted per sample */
 
 enum prof_kind {
 	PROF_EV_SAMPLE	= 1,	/* struct prof_sample */
@@ -106,6 +107,25 @@ struct prof_jframe {
 	__u64	bcp;
 };
 
+/*
+ * A V8 frame (Node.js) met by the user stack walk: a frame walked by frame
+ * pointer (JIT code, V8's builtins) whose context slot holds a heap object,
+ * not a frame type marker, so that its function slot holds the JSFunction
+ * the frame runs. Named by user space (collector/ebpf/runtimes/v8.c). One
+ * word: the tagged JSFunction pointer (a user address, below 2^56) and, in
+ * the top byte, the frame's index in ustack.
+ */
+#define PROF_V8_IDX_SHIFT	56
+#define PROF_V8_FN_MASK		((1ULL << PROF_V8_IDX_SHIFT) - 1)
+
+struct prof_v8frame {
+	__u64	fn_idx;
+};
+
+/* prof_sample.v8_flags */
+#define PROF_V8_WALKED		1	/* the process runs V8: v8[] is this stack's */
+#define PROF_V8_TRUNCATED	2	/* more frames than PROF_MAX_V8FRAMES */
+
 struct prof_sample {
 	struct prof_hdr	hdr;
 	__u64	cgroup_id;
@@ -128,6 +148,9 @@ struct prof_sample {
 	__u32	j_n;		/* entries in j */
 	__u32	j_pad;
 	struct prof_jframe j[PROF_MAX_JFRAMES];
+	__u32	v8_n;		/* frames in v8 */
+	__u32	v8_flags;	/* PROF_V8_* */
+	struct prof_v8frame v8[PROF_MAX_V8FRAMES];	/* leaf first, as ustack */
 };
 
 /* Indexes of the per-CPU counter array "counters". */
@@ -155,6 +178,7 @@ enum prof_counter {
 	PROF_CNT_RB_READ_ERR,	/* ... cut short by unreadable VM memory */
 	PROF_CNT_HS_FRAMES,	/* frames of HotSpot's code cache stepped through */
 	PROF_CNT_HS_NO_BLOB,	/* ... whose code blob was not found (walked by frame pointer) */
+	PROF_CNT_V8_STACKS,	/* stacks of V8 processes walked for JavaScript frames */
 	PROF_CNT_MAX
 };
 
@@ -341,6 +365,18 @@ struct hs_proc {
 	__u16	interp_bcp;		/* bcp at rbp - interp_bcp */
 	__u16	interp_sender_sp;	/* the caller's sp at rbp - interp_sender_sp */
 	__u16	pad;
+};
+
+/*
+ * v8_procs value: where a V8 frame (frame pointer fp) keeps its JSFunction
+ * and its context or frame type marker, as the process's V8 exports them
+ * (v8dbg_off_fp_function, v8dbg_off_fp_context_or_frame_type); written by
+ * collector/ebpf/runtimes/v8.c.
+ */
+struct v8_proc {
+	__s16	off_function;
+	__s16	off_context;
+	__u32	pad;
 };
 
 #endif

@@ -47,12 +47,16 @@
 #   7. Go labels: a Go program running under two pprof label sets, without
 #      and with the daemon (its slowdown), and the BPF program's time per
 #      sample while every CPU runs it.
+#   8. Node.js: as 5 for a JavaScript workload (node, its frames named from
+#      V8's heap), and the BPF program's and the daemon's cost while every
+#      CPU runs it. Skipped where node is missing.
 #
 # Needs root and a kernel with BTF. Other work on the machine adds noise:
 # the figures are medians and ratios. Bounded to about five minutes.
 #   PROFILEFS_BIN=/tmp/x/bin/profilefs RUNS=7 SECS=10 RT_RUNS=5 scripts/bench-ebpf.sh
 # ONLY=runtimes runs part 5 alone, ONLY=daemon part 2 alone, ONLY=offcpu part 6 alone,
-# ONLY=golabels the Go labels part (after 6) alone, ONLY=ruby part 5's Ruby half.
+# ONLY=golabels the Go labels part (after 6) alone, ONLY=ruby part 5's Ruby half,
+# ONLY=node the Node.js part (8) alone.
 set -u
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BIN="${PROFILEFS_BIN:-$ROOT/bin/profilefs}"
@@ -286,6 +290,58 @@ RB
 }
 if [ "$ONLY" = ruby ]; then runtime_ruby; exit 0; fi
 if [ "$ONLY" = runtimes ]; then runtimes; runtime_ruby; exit 0; fi
+
+# 7. Node.js: the runtimes part for node (V8's JavaScript frames named from its
+# heap): a recursive workload without and with the daemon, RT_RUNS pairs,
+# median ratio of its own CPU time; the BPF program's time per sample and the
+# daemon's CPU while every CPU runs it.
+node_cost() {
+  local i r have=1 run0 cnt0 run1 cnt1 c0 c1 old k spin=()
+  command -v node >/dev/null || { echo "== node: skipped (no node)"; return 0; }
+  echo "== node: a JavaScript workload ($(node --version)), $RT_RUNS alternating pairs, --ebpf=99"
+  cat >"$W/nodework.js" <<'JS'
+function fib(n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }
+function work() { let s = 0; for (let i = 0; i < 40; i++) s += fib(32); return s; }
+work();
+const u = process.cpuUsage();
+console.log(((u.user + u.system) / 1e6).toFixed(4));
+JS
+  : >"$W/node_ratios"
+  for i in $(seq 1 "$RT_RUNS"); do
+    local off on
+    if [ $((i % 2)) -eq 1 ]; then
+      off=$(node "$W/nodework.js")
+      start_daemon --ebpf=99; sleep "$SETTLE"; on=$(node "$W/nodework.js"); stop_daemon
+    else
+      start_daemon --ebpf=99; sleep "$SETTLE"; on=$(node "$W/nodework.js"); stop_daemon
+      off=$(node "$W/nodework.js")
+    fi
+    printf "  pair %d: node cpu %.3fs / %.3fs (without / with)\n" "$i" "$off" "$on"
+    awk -v a="$off" -v b="$on" 'BEGIN {print (a > 0 ? b / a : 0)}' >>"$W/node_ratios"
+  done
+  r=$(median <"$W/node_ratios")
+  printf "node slowdown (median cpu ratio with/without): %.4f (target <= 1.01)\n" "$r"
+  old=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null)
+  [ -n "$old" ] && sysctl -qw kernel.bpf_stats_enabled=1
+  start_daemon --ebpf=99 --ebpf-period 10; sleep "$SETTLE"
+  for k in $(seq 1 "$(nproc)"); do
+    (end=$(($(date +%s) + SECS + 2)); while [ "$(date +%s)" -lt "$end" ]; do node "$W/nodework.js" >/dev/null; done) &
+    spin+=($!)
+  done
+  sleep 1
+  read -r run0 cnt0 <<<"$(bpftool prog show name do_sample 2>/dev/null | grep -o 'run_time_ns [0-9]* run_cnt [0-9]*' | head -1 | awk '{print $2, $4}')"
+  c0=$(cpu_ticks "$PID"); sleep "$SECS"; c1=$(cpu_ticks "$PID")
+  read -r run1 cnt1 <<<"$(bpftool prog show name do_sample 2>/dev/null | grep -o 'run_time_ns [0-9]* run_cnt [0-9]*' | head -1 | awk '{print $2, $4}')"
+  wait "${spin[@]}" 2>/dev/null
+  stop_daemon
+  [ -n "$old" ] && sysctl -qw kernel.bpf_stats_enabled="$old"
+  if [ -n "${run0:-}" ] && [ -n "${run1:-}" ] && [ "$cnt1" -gt "$cnt0" ]; then
+    awk -v r=$((run1 - run0)) -v c=$((cnt1 - cnt0)) 'BEGIN {printf "bpf program, every CPU in node: %d samples, %.0f ns per sample = %.4f%% of a CPU at 99 Hz\n", c, r / c, r / c * 99 / 1e9 * 100}'
+  fi
+  awk -v a="$c0" -v b="$c1" -v t="$(getconf CLK_TCK)" -v s="$SECS" \
+    'BEGIN {printf "daemon, every CPU in node: cpu %.2f%% of one core\n", (b - a) / t / s * 100}'
+}
+if [ "$ONLY" = node ]; then node_cost; exit 0; fi
 
 # Every CPU busy with Debian's own binaries, restarted as they end.
 debian_load() {	# debian_load SECONDS: python3, gzip, xz and sqlite3 in turn on every CPU
@@ -582,3 +638,4 @@ offcpu_cost
 runtimes
 golabels_cost
 runtime_ruby
+node_cost

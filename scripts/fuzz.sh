@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fuzz the parsers of outside input with libFuzzer:
-#   scripts/fuzz.sh [SECONDS] [HARNESS...]       (default: 60 s each; decode labels matchers connect path targets httpparse runtime ruby elf gopclntab perfmap stored tsv otlp debuginfod golabels hotspot)
+#   scripts/fuzz.sh [SECONDS] [HARNESS...]       (default: 60 s each; decode labels matchers connect path targets httpparse runtime ruby elf gopclntab perfmap stored tsv otlp debuginfod golabels hotspot v8)
 # Builds the harnesses of tests/fuzz/ with clang -fsanitize=fuzzer,address,undefined
 # (objects under $FUZZ_OUT, default /tmp/profilefs-fuzz; the tree is not touched),
 # starts from the checked-in corpus tests/fuzz/corpus/<harness>/ and keeps new
@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 SECS="${1:-60}"
 [ $# -gt 0 ] && shift
 HARNESSES=("$@")
-[ ${#HARNESSES[@]} -gt 0 ] || HARNESSES=(decode labels matchers connect path targets httpparse runtime ruby elf gopclntab perfmap stored tsv otlp debuginfod golabels hotspot)
+[ ${#HARNESSES[@]} -gt 0 ] || HARNESSES=(decode labels matchers connect path targets httpparse runtime ruby elf gopclntab perfmap stored tsv otlp debuginfod golabels hotspot v8)
 OUT="${FUZZ_OUT:-/tmp/profilefs-fuzz}"
 SAN="fuzzer-no-link,address,undefined"
 command -v clang >/dev/null || { echo "fuzz.sh: clang is needed (apt-get install clang)" >&2; exit 1; }

@@ -36,13 +36,14 @@ for p in "${PKGS[@]}"; do
 done
 # Only for the browser test (tests/browser): Debian's Chromium, and Node.js
 # with npm unless some node and npm are already there (another packaging of
-# Node.js may bundle npm and conflict with Debian's).
+# Node.js may bundle npm and conflict with Debian's). Node.js is also the
+# program the eBPF sampler's JavaScript test (ebpf_node.sh) profiles.
 optional=()
 if [ "${PROFILEFS_NO_BROWSER:-0}" != 1 ]; then
   [ -x /usr/bin/chromium ] || optional+=(chromium)
-  command -v node >/dev/null || optional+=(nodejs)
   command -v npm >/dev/null || optional+=(npm)
 fi
+command -v node >/dev/null || optional+=(nodejs)
 
 export DEBIAN_FRONTEND=noninteractive
 if [ "${#missing[@]}" -gt 0 ] || [ "${#optional[@]}" -gt 0 ]; then

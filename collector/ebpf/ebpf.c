@@ -46,6 +46,7 @@
 #include "python.h"
 #include "golabels.h"
 #include "ruby.h"
+#include "v8.h"
 #include "symbolize.h"
 #include "unwind.h"
 #include "profile.skel.h"
@@ -110,6 +111,7 @@ struct ebpf_sampler {
 	struct golabels		*gl;		/* Go pprof labels */
 	struct ruby		*ruby;		/* Ruby frames */
 	struct hotspot		*hs;		/* HotSpot frames */
+	struct v8		*v8;		/* JavaScript frames (Node.js) */
 	struct dbginfod		*dbg;		/* debug files by build id; NULL: none */
 	int64_t			 period_start;	/* wall-clock ns */
 	int64_t			 next_flush;	/* monotonic ns */
@@ -121,6 +123,7 @@ struct ebpf_sampler {
 		uint64_t	 user_frames, user_named, kernel_frames, kernel_named, truncated;
 		uint64_t	 py_frames, py_unreadable, py_unlined;
 		uint64_t	 java_frames, java_unreadable;
+		uint64_t	 js_frames, js_unreadable;
 	}			 rep;		/* the above at the last metrics update */
 	uint64_t		 prev[PROF_CNT_MAX];	/* BPF counters at the last report */
 	struct {
@@ -444,7 +447,7 @@ handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_samp
 	struct golabels_set gs;
 	struct frame f;
 	struct proc *p;
-	size_t n = 0, pi = 0, pn = 0;
+	size_t n = 0, pi = 0, pn = 0, vi = 0, vn = 0;
 	uint64_t miss = 0;		/* a caller outside every mapping known */
 	bool py_cut = false, py_left, entry, golab, core = false;
 	const struct frame *jf;
@@ -489,6 +492,11 @@ handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_samp
 		else
 			python_read(e->py, p, s->py, pn);
 		py_cut = (s->py_flags & PROF_PY_TRUNCATED) != 0;
+	}
+	v8_check(e->v8, p);
+	if ((s->v8_flags & PROF_V8_WALKED) && p->v8) {
+		vn = s->v8_n < PROF_MAX_V8FRAMES ? s->v8_n : PROF_MAX_V8FRAMES;
+		v8_read(e->v8, p, s->v8, vn);
 	}
 	nk = s->kstack_len > 0 ? s->kstack_len / 8 : 0;
 	nu = s->ustack_len > 0 ? s->ustack_len / 8 : 0;
@@ -542,6 +550,16 @@ handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_samp
 					return;
 				e->locs[n++] = (uint32_t)li;
 			}
+			continue;
+		}
+		/* A JavaScript function's frame: named after it, in place of the code's address. */
+		while (vi < vn && (s->v8[vi].fn_idx >> PROF_V8_IDX_SHIFT) < (uint64_t)i)
+			vi++;
+		if (vi < vn && (s->v8[vi].fn_idx >> PROF_V8_IDX_SHIFT) == (uint64_t)i &&
+		    v8_frame(e->v8, p, vi++, &f) == 0) {
+			if ((li = cpuprof_location(svc, &f)) < 0)
+				return;
+			e->locs[n++] = (uint32_t)li;
 			continue;
 		}
 		/*
@@ -760,11 +778,12 @@ flush(struct ebpf_sampler *e)
 		"ustack_errors", "cfi_stacks", "cfi_complete", "cfi_fp_frames", "cfi_unsupported",
 		"cfi_read_errors", "py_stacks", "py_read_errors", "offcpu_switches",
 		"offcpu_short", "offcpu_sent", "offcpu_full", "go_labels", "go_labels_truncated",
-		"rb_stacks", "rb_read_errors", "hs_frames", "hs_no_blob"
+		"rb_stacks", "rb_read_errors", "hs_frames", "hs_no_blob", "v8_stacks"
 	};
 	struct unwind_stats us;
 	struct python_stats ps;
 	struct hotspot_stats hss;
+	struct v8_stats vs;
 	uint64_t c[PROF_CNT_MAX], d[PROF_CNT_MAX], samples = 0;
 	struct golabels_stats gls;
 	int64_t end = clock_now_ns(), t0 = clock_mono_ns();
@@ -859,6 +878,12 @@ flush(struct ebpf_sampler *e)
 	metrics_set("profilefs_ebpf_go_label_pairs_dropped_total", NULL, (double)gls.dropped);
 	metrics_set("profilefs_ebpf_go_label_sets", NULL, (double)gls.sets);
 	golabels_period(e->gl, t0);
+	v8_get_stats(e->v8, &vs);
+	metrics_add("profilefs_ebpf_js_frames_total", NULL, (double)(vs.named - e->rep.js_frames));
+	metrics_add("profilefs_ebpf_js_frames_unreadable_total", NULL,
+	    (double)(vs.unreadable - e->rep.js_unreadable));
+	e->rep.js_frames = vs.named;
+	e->rep.js_unreadable = vs.unreadable;
 	metrics_set("profilefs_ebpf_processes_tracked", NULL, (double)proctab_count(e->pt));
 	metrics_set("profilefs_ebpf_elf_objects_cached", NULL,
 	    (double)symbolize_elf_count(e->sym));
@@ -1059,6 +1084,11 @@ describe_metrics(void)
 	    "Go label pairs left out of a sample (empty value, malformed).");
 	metrics_describe("profilefs_ebpf_go_label_sets", "gauge",
 	    "Go label sets remembered in this hour's window.");
+	metrics_describe("profilefs_ebpf_js_frames_total", "counter",
+	    "JavaScript frames of V8 processes (Node.js) named after their function.");
+	metrics_describe("profilefs_ebpf_js_frames_unreadable_total", "counter",
+	    "Frames noted as V8 JavaScript frames whose function could not be read (moved, "
+	    "gone, not a function): left native.");
 	metrics_describe("profilefs_ebpf_processes_tracked", "gauge",
 	    "Processes whose mappings the sampler holds.");
 	metrics_describe("profilefs_ebpf_elf_objects_cached", "gauge",
@@ -1110,6 +1140,7 @@ release_proc(void *arg, struct proc *p)
 	golabels_forget(e->gl, p);
 	ruby_forget(e->ruby, p);
 	hotspot_forget(e->hs, p);
+	v8_forget(e->v8, p);
 }
 
 int
@@ -1229,7 +1260,8 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 		rc = -ENOMEM;
 		goto fail;
 	}
-	if ((e->hs = hotspot_create(bpf_map__fd(e->skel->maps.hs_procs))) == NULL) {
+	if ((e->hs = hotspot_create(bpf_map__fd(e->skel->maps.hs_procs))) == NULL ||
+	    (e->v8 = v8_create(bpf_map__fd(e->skel->maps.v8_procs))) == NULL) {
 		rc = -ENOMEM;
 		goto fail;
 	}
@@ -1335,6 +1367,7 @@ ebpf_stop(struct ebpf_sampler *e)
 	golabels_destroy(e->gl);
 	ruby_destroy(e->ruby);
 	hotspot_destroy(e->hs);
+	v8_destroy(e->v8);
 	unwind_destroy(e->unw);
 	profile_bpf__destroy(e->skel);
 	symbolize_destroy(e->sym);

@@ -77,6 +77,9 @@ struct proc {
 	uint32_t	 hs_gen;	/* maps_gen when hotspot.c last looked */
 	int64_t		 hs_retry;	/* monotonic ns when to look again (0: at a maps change) */
 	uint32_t	 hs_tries;	/* looks at a JVM still starting */
+	/* v8.c's, released through the hook of proctab_set_release */
+	void		*v8;
+	uint32_t	 v8_gen;	/* maps_gen when v8.c last looked */
 	/* the unwinder's (unwind.c), released through the hook of proctab_set_release */
 	void		*unw;
 	uint32_t	 unw_gen;	/* maps_gen when the unwinder last loaded p */

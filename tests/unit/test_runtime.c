@@ -1,8 +1,10 @@
 /*
- * Unit tests of the eBPF sampler's runtime support: the service a Python or
- * Java command line names (collector/ebpf/runtimes/runtime.c), and CPython's location
- * table (collector/ebpf/runtimes/python.c).
+ * Unit tests of the eBPF sampler's runtime support: the service a Python,
+ * Java or Node.js command line names (collector/ebpf/runtimes/runtime.c),
+ * CPython's location table (collector/ebpf/runtimes/python.c) and where a
+ * V8 ScopeInfo keeps a function's name (collector/ebpf/runtimes/v8.c).
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +16,7 @@
 
 #include "python.h"
 #include "runtime.h"
+#include "v8.h"
 
 /* argv as /proc/PID/cmdline has it: NUL after each argument. */
 static bool
@@ -36,7 +39,68 @@ test_by_exe(void **state)
 	assert_int_equal(runtime_by_exe("pythonista"), RUNTIME_NONE);
 	assert_int_equal(runtime_by_exe("java"), RUNTIME_JVM);
 	assert_int_equal(runtime_by_exe("javac"), RUNTIME_NONE);
+	assert_int_equal(runtime_by_exe("node"), RUNTIME_NODE);
+	assert_int_equal(runtime_by_exe("nodejs"), RUNTIME_NODE);
+	assert_int_equal(runtime_by_exe("node-gyp"), RUNTIME_NONE);
 	assert_int_equal(runtime_by_exe(NULL), RUNTIME_NONE);
+}
+
+static void
+test_node(void **state)
+{
+	char out[64];
+
+	(void)state;
+	assert_true(SVC(RUNTIME_NODE, "node\0/srv/app.js\0--port\0" "80\0", out));
+	assert_string_equal(out, "app");
+	assert_true(SVC(RUNTIME_NODE, "node\0--max-old-space-size=512\0-r\0dotenv/config\0srv.mjs\0", out));
+	assert_string_equal(out, "srv");
+	assert_true(SVC(RUNTIME_NODE, "node\0--require\0x\0/opt/api/index.js\0", out));
+	assert_string_equal(out, "api");
+	assert_true(SVC(RUNTIME_NODE, "nodejs\0bin/www\0", out));
+	assert_string_equal(out, "www");
+	assert_true(SVC(RUNTIME_NODE, "node\0--\0tool.cjs\0", out));
+	assert_string_equal(out, "tool");
+	assert_false(SVC(RUNTIME_NODE, "node\0-e\0while(1);\0", out));
+	assert_false(SVC(RUNTIME_NODE, "node\0--eval=1\0", out));
+	assert_false(SVC(RUNTIME_NODE, "node\0-p\0" "1+1\0", out));
+	assert_false(SVC(RUNTIME_NODE, "node\0", out));
+	assert_false(SVC(RUNTIME_NODE, "node\0-\0", out));
+	assert_false(SVC(RUNTIME_NODE, "node\0/srv/ap", out));
+}
+
+/*
+ * ScopeInfo slots as V8 11 (Node.js 20) lays them out: a function with no
+ * context locals (flags 0x4171e2: a function scope whose function variable
+ * slot and inferred name are there) keeps its name at 3, its inferred name
+ * at 5, its start at 6; one with a local (names and infos before).
+ */
+static void
+test_v8_scopeinfo(void **state)
+{
+	struct v8_si_slots s;
+
+	(void)state;
+	assert_int_equal(v8_scopeinfo_slots(0x4171e2, 0, 3, &s), 0);
+	assert_int_equal(s.name, 3);
+	assert_int_equal(s.inferred, 5);
+	assert_int_equal(s.start, 6);
+	assert_int_equal(v8_scopeinfo_slots(0x4171e2, 2, 3, &s), 0);
+	assert_int_equal(s.name, 7);
+	assert_int_equal(s.inferred, 9);
+	assert_int_equal(s.start, 10);
+	/* No function variable, no inferred name, a saved class variable. */
+	assert_int_equal(v8_scopeinfo_slots(0x402 | (1u << 10), 1, 3, &s), 0);
+	assert_int_equal(s.name, -1);
+	assert_int_equal(s.inferred, -1);
+	assert_int_equal(s.start, 6);
+	/* Locals past the inlined ones: one hash table slot for their names. */
+	assert_int_equal(v8_scopeinfo_slots(0x3002, 80, 3, &s), 0);
+	assert_int_equal(s.name, 3 + 1 + 80);
+	/* Not a function's scope, another layout, too many locals. */
+	assert_int_equal(v8_scopeinfo_slots(0x4171e4, 0, 3, &s), -EINVAL);
+	assert_int_equal(v8_scopeinfo_slots(0x4171e2, 0, 5, &s), -EINVAL);
+	assert_int_equal(v8_scopeinfo_slots(0x4171e2, 1u << 20, 3, &s), -EINVAL);
 }
 
 static void
@@ -192,6 +256,8 @@ main(void)
 		cmocka_unit_test(test_by_exe),
 		cmocka_unit_test(test_python),
 		cmocka_unit_test(test_java),
+		cmocka_unit_test(test_node),
+		cmocka_unit_test(test_v8_scopeinfo),
 		cmocka_unit_test(test_linetable),
 		cmocka_unit_test(test_linetable_decoded),
 		cmocka_unit_test(test_is_eval),

@@ -35,6 +35,8 @@ runtime_by_exe(const char *base)
 				return RUNTIME_NONE;
 		return RUNTIME_RUBY;
 	}
+	if (strcmp(base, "node") == 0 || strcmp(base, "nodejs") == 0)
+		return RUNTIME_NODE;
 	return RUNTIME_NONE;
 }
 
@@ -227,6 +229,73 @@ ruby_service(const char *argv, size_t len, char *out, size_t outsz)
 	return base_of(a, ".rb", out, outsz);
 }
 
+/* node options that take the next argument as their value (when not given as --opt=v). */
+static bool
+node_opt_has_value(const char *a)
+{
+	static const char *const opts[] = {
+		"-r", "--require", "--import", "--loader", "--experimental-loader", "-C",
+		"--conditions", "--input-type", "--title", "--inspect-port", "--debug-port",
+		"--env-file", "--disable-warning", "--redirect-warnings", "--diagnostic-dir",
+		"--icu-data-dir", "--openssl-config", "--tls-cipher-list", "--experimental-policy",
+		"--secure-heap", "--secure-heap-min", "--unhandled-rejections", "--dns-result-order",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(opts) / sizeof(opts[0]); i++)
+		if (strcmp(a, opts[i]) == 0)
+			return true;
+	return false;
+}
+
+static bool
+node_service(const char *argv, size_t len, char *out, size_t outsz)
+{
+	static const char *const exts[] = { ".js", ".mjs", ".cjs" };
+	size_t off = 0, i;
+	const char *a, *b;
+
+	if (next_arg(argv, len, &off) == NULL)
+		return false;
+	while ((a = next_arg(argv, len, &off)) != NULL) {
+		if (strcmp(a, "--") == 0) {
+			a = next_arg(argv, len, &off);
+			break;
+		}
+		if (a[0] != '-' || a[1] == '\0')
+			break;	/* the script, or "-": stdin */
+		if (strcmp(a, "-e") == 0 || strcmp(a, "--eval") == 0 || strcmp(a, "-p") == 0 ||
+		    strcmp(a, "--print") == 0 || strncmp(a, "--eval=", 7) == 0 ||
+		    strncmp(a, "--print=", 8) == 0 || strcmp(a, "-pe") == 0 ||
+		    strcmp(a, "-i") == 0 || strcmp(a, "--interactive") == 0)
+			return false;
+		if (node_opt_has_value(a))
+			(void)next_arg(argv, len, &off);
+	}
+	if (a == NULL || a[0] == '\0' || strcmp(a, "-") == 0)
+		return false;
+	b = strrchr(a, '/');
+	if (b && b > a && (strcmp(b + 1, "index.js") == 0 || strcmp(b + 1, "index.mjs") == 0 ||
+	    strcmp(b + 1, "index.cjs") == 0)) {
+		/* node app/index.js: the directory's name */
+		char dir[256];
+		size_t n = (size_t)(b - a);
+
+		if (n >= sizeof(dir))
+			return false;
+		memcpy(dir, a, n);
+		dir[n] = '\0';
+		return base_of(dir, "", out, outsz);
+	}
+	for (i = 0; i < sizeof(exts) / sizeof(exts[0]); i++) {
+		size_t n = strlen(a), el = strlen(exts[i]);
+
+		if (n > el && strcmp(a + n - el, exts[i]) == 0)
+			return base_of(a, exts[i], out, outsz);
+	}
+	return base_of(a, "", out, outsz);
+}
+
 bool
 runtime_service(enum runtime_kind k, const char *argv, size_t len, char *out, size_t outsz)
 {
@@ -241,6 +310,8 @@ runtime_service(enum runtime_kind k, const char *argv, size_t len, char *out, si
 		found = java_service(argv, len, out, outsz);
 	else if (k == RUNTIME_RUBY)
 		found = ruby_service(argv, len, out, outsz);
+	else if (k == RUNTIME_NODE)
+		found = node_service(argv, len, out, outsz);
 	/* An empty name ("-m /", a buffer of one byte) names nothing. */
 	if (found && out[0] == '\0')
 		found = false;

@@ -21,6 +21,7 @@ enum runtime_kind {
 	RUNTIME_PYTHON,		/* CPython: the executable is python[N[.N]] */
 	RUNTIME_JVM,		/* HotSpot: java, or a process that maps libjvm.so */
 	RUNTIME_RUBY,		/* CRuby: the executable is ruby[N[.N]] */
+	RUNTIME_NODE,		/* Node.js: the executable is node or nodejs */
 };
 
 /* The runtime an executable's base name (as /proc/PID/exe gives it) says. */
@@ -31,10 +32,11 @@ enum runtime_kind runtime_by_exe(const char *base);
  * name without ".py" (a package's __main__.py: its directory's name) or the
  * module of -m; for Java the main class, the module/class of -m, or the
  * jar's base name without ".jar"; for Ruby the script's base name without
- * ".rb" (a launcher such as /usr/bin/rake: its name). argv is /proc/PID/cmdline as read (NUL
+ * ".rb" (a launcher such as /usr/bin/rake: its name); for Node.js the script's
+ * base name without ".js", ".mjs" or ".cjs" (an index.js: its directory's name). argv is /proc/PID/cmdline as read (NUL
  * separated, len bytes, not necessarily NUL-terminated). Writes out (at most
  * outsz bytes, NUL-terminated) and returns true, or false when the command
- * line names nothing (-c, stdin, an interactive interpreter).
+ * line names nothing (-c, -e, stdin, an interactive interpreter).
  */
 bool		 runtime_service(enum runtime_kind k, const char *argv, size_t len,
 		    char *out, size_t outsz);
