@@ -252,16 +252,18 @@ selection_parse(const char *ptype, const char *selector, struct selection *sel,
 /*
  * Merge sel over [from, to) into res, trying the store types of the id in
  * turn until one has series; *ty is the index of the id's sample type in
- * res->merged, -1 when nothing matched (res->merged NULL then too).
+ * res->merged, -1 when nothing matched (res->merged NULL then too). With
+ * merged_only the listing (refs, totals) may be left out: a flame graph or
+ * a merged profile needs none of it, and it costs a record per profile.
  */
 static int
 selection_merge(struct http_req *r, const struct selection *sel, int64_t from, int64_t to,
-    struct query_result *res, int *ty)
+    bool merged_only, struct query_result *res, int *ty)
 {
 	const char *types[4];
 	size_t nt = ptype_store_types(&sel->pt, types, 4), i;
 	struct query q = { .service = sel->service, .sel = NULL, .match = &sel->store,
-	    .from = from, .to = to };
+	    .from = from, .to = to, .merged_only = merged_only };
 	int rc;
 
 	memset(res, 0, sizeof(*res));
@@ -1002,12 +1004,13 @@ m_series(struct http_req *r, ProtobufCMessage *req)
 /* --- merges ---------------------------------------------------------------- */
 
 /*
- * A merge request's common part: parse, merge. On failure it has replied and
- * returns -1; res is filled either way (free it).
+ * A merge request's common part: parse, merge (merged_only: as
+ * selection_merge()). On failure it has replied and returns -1; res is
+ * filled either way (free it).
  */
 static int
 merge_request(struct http_req *r, const char *ptype, const char *selector, int64_t start,
-    int64_t end, struct query_result *res, int *ty)
+    int64_t end, bool merged_only, struct query_result *res, int *ty)
 {
 	struct selection sel;
 	struct buf err = { 0 };
@@ -1022,7 +1025,7 @@ merge_request(struct http_req *r, const char *ptype, const char *selector, int64
 		buf_free(&err);
 		return -1;
 	}
-	rc = selection_merge(r, &sel, from, to, res, ty);
+	rc = selection_merge(r, &sel, from, to, merged_only, res, ty);
 	selection_free(&sel);
 	if (rc < 0) {
 		http_reply_error(r, rc == -ENOMEM ? 503 : 500, "cannot merge: %s", strerror(-rc));
@@ -1083,8 +1086,8 @@ m_select_merge_stacktraces(struct http_req *r, ProtobufCMessage *req)
 		http_reply_error(r, 501, "format %d is not served: the flame graph only", q->format);
 		return;
 	}
-	if (merge_request(r, q->profile_typeid, q->label_selector, q->start, q->end, &res,
-	    &ty) < 0)
+	if (merge_request(r, q->profile_typeid, q->label_selector, q->start, q->end, true,
+	    &res, &ty) < 0)
 		goto out;
 	if (ty >= 0) {
 		if ((rc = render_tree_build(&t, res.merged, (size_t)ty, NULL, 0)) < 0 ||
@@ -1117,8 +1120,8 @@ m_select_merge_profile(struct http_req *r, ProtobufCMessage *req)
 	size_t keep;
 	int ty, rc;
 
-	if (merge_request(r, q->profile_typeid, q->label_selector, q->start, q->end, &res,
-	    &ty) < 0)
+	if (merge_request(r, q->profile_typeid, q->label_selector, q->start, q->end, true,
+	    &res, &ty) < 0)
 		goto out;
 	if (ty < 0) {
 		/* Nothing selected: an empty profile, as Pyroscope answers. */
@@ -1155,10 +1158,10 @@ m_diff(struct http_req *r, ProtobufCMessage *req)
 		http_reply_error(r, 400, "a diff needs both left and right");
 		return;
 	}
-	if (merge_request(r, lq->profile_typeid, lq->label_selector, lq->start, lq->end, &lres,
-	    &lty) < 0 ||
-	    merge_request(r, rq->profile_typeid, rq->label_selector, rq->start, rq->end, &rres,
-	    &rty) < 0)
+	if (merge_request(r, lq->profile_typeid, lq->label_selector, lq->start, lq->end, true,
+	    &lres, &lty) < 0 ||
+	    merge_request(r, rq->profile_typeid, rq->label_selector, rq->start, rq->end, true,
+	    &rres, &rty) < 0)
 		goto out;
 	if (lty >= 0 || rty >= 0) {
 		/* An empty side is an empty profile of the other's shape. */
@@ -1266,8 +1269,8 @@ m_select_series(struct http_req *r, ProtobufCMessage *req)
 		http_reply_error(r, 400, "more than %d group_by labels", LABELS_MAX);
 		return;
 	}
-	if (merge_request(r, q->profile_typeid, q->label_selector, q->start, q->end, &res,
-	    &ty) < 0)
+	if (merge_request(r, q->profile_typeid, q->label_selector, q->start, q->end, false,
+	    &res, &ty) < 0)
 		goto out;
 	(void)ptype_parse(q->profile_typeid, &pt, &err);
 	avg = q->aggregation == TYPES__V1__TIME_SERIES_AGGREGATION_TYPE__TIME_SERIES_AGGREGATION_TYPE_AVERAGE ||

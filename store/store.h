@@ -288,6 +288,13 @@ struct query {
 	const struct matchers	*match;		/* NULL or empty: no more conditions (base.h) */
 	int64_t			 from, to;	/* ns, from <= time < to */
 	size_t			 limit;		/* 0: no limit (list only) */
+	/*
+	 * Merge only: the caller wants merged (and nmerged) alone, so the
+	 * store reads no listing (refs, totals and the profiles of groups left
+	 * out stay empty; undecodable ones may still be in skipped). A reader
+	 * may ignore it and fill them anyway.
+	 */
+	bool			 merged_only;
 };
 
 struct query_skip {
