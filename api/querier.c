@@ -1230,6 +1230,28 @@ sgroup_cmp_key(const void *a, const void *b)
 	return strcmp(((const struct sgroup *)a)->key, ((const struct sgroup *)b)->key);
 }
 
+/* A series of the answer and its group (SIZE_MAX: not known yet). */
+struct series_group {
+	uint64_t	 sid;
+	size_t		 g;
+};
+
+static int
+series_group_cmp(const void *a, const void *b)
+{
+	uint64_t x = ((const struct series_group *)a)->sid, y = ((const struct series_group *)b)->sid;
+
+	return x < y ? -1 : x > y;
+}
+
+static int
+u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 static void
 m_select_series(struct http_req *r, ProtobufCMessage *req)
 {
@@ -1239,7 +1261,9 @@ m_select_series(struct http_req *r, ProtobufCMessage *req)
 	struct query_result res;
 	struct ptype pt;
 	struct buf key = { 0 }, err = { 0 };
-	size_t ng = 0, gcap = 0, nsteps, i, j, k;
+	struct series_group *sg = NULL;
+	uint64_t *skip = NULL;
+	size_t ng = 0, gcap = 0, nsteps, i, j, k, nsg = 0, nskip = 0;
 	int64_t from, to, step_ns;
 	bool avg;
 	int ty;
@@ -1275,17 +1299,35 @@ m_select_series(struct http_req *r, ProtobufCMessage *req)
 	(void)ptype_parse(q->profile_typeid, &pt, &err);
 	avg = q->aggregation == TYPES__V1__TIME_SERIES_AGGREGATION_TYPE__TIME_SERIES_AGGREGATION_TYPE_AVERAGE ||
 	    profile_type_is_gauge(pt.sample_type);
+	/* The ids left out of the merge, sorted; each series' group, found once. */
+	if (ty >= 0 && res.nskipped) {
+		skip = xcalloc(res.nskipped, sizeof(*skip));
+		for (i = 0; i < res.nskipped; i++)
+			skip[nskip++] = res.skipped[i].id;
+		qsort(skip, nskip, sizeof(*skip), u64_cmp);
+	}
+	if (ty >= 0 && res.nseries) {
+		sg = xcalloc(res.nseries, sizeof(*sg));
+		for (i = 0; i < res.nseries; i++)
+			sg[nsg++] = (struct series_group){ .sid = res.series[i], .g = SIZE_MAX };
+		qsort(sg, nsg, sizeof(*sg), series_group_cmp);
+	}
 	for (i = 0; ty >= 0 && i < res.nrefs; i++) {
 		const struct store_ref *ref = &res.refs[i];
+		struct series_group *sgi, want = { .sid = ref->series };
 		const struct series *s;
 		size_t at = res.totals_at ? res.totals_at[i] : SIZE_MAX, step;
 
 		if (at == SIZE_MAX || ref->time < from || ref->time >= to)
 			continue;
-		for (j = 0; j < res.nskipped && res.skipped[j].id != ref->id; j++)
-			;
-		if (j < res.nskipped && ref->id != 0)
+		if (ref->id != 0 && nskip &&
+		    bsearch(&ref->id, skip, nskip, sizeof(*skip), u64_cmp) != NULL)
 			continue;	/* left out of the merge: out of the series too */
+		sgi = nsg ? bsearch(&want, sg, nsg, sizeof(*sg), series_group_cmp) : NULL;
+		if (sgi && sgi->g != SIZE_MAX) {
+			j = sgi->g;
+			goto add;
+		}
 		if ((s = reader_series_get(r->srv->rd, ref->series)) == NULL)
 			continue;
 		buf_reset(&key);
@@ -1312,6 +1354,9 @@ m_select_series(struct http_req *r, ProtobufCMessage *req)
 			}
 			ng++;
 		}
+		if (sgi)
+			sgi->g = j;
+add:
 		step = (size_t)((ref->time - from) / step_ns);
 		g[j].sum[step] += (double)res.totals[at + (size_t)ty];
 		g[j].count[step] += ref->summary ? ref->summary : 1;
@@ -1383,6 +1428,8 @@ out:
 		free(g[j].count);
 	}
 	free(g);
+	free(sg);
+	free(skip);
 	buf_free(&key);
 	buf_free(&err);
 	query_result_free(&res);
