@@ -600,6 +600,15 @@ connect_decode(struct http_req *r, const ProtobufCMessageDescriptor *d, Protobuf
 	return rc;
 }
 
+/* A call's 200 reply; a copy of it to r->capture when the caller asked for one. */
+static void
+reply_ok(struct http_req *r, const char *ctype, struct buf *b)
+{
+	if (r->capture && buf_error(b) == 0 && buf_add(r->capture, b->data, b->len) == 0)
+		r->capture_type = ctype;
+	http_reply(r, 200, ctype, b, NULL);
+}
+
 static void
 reply_json(struct http_req *r, json_t *doc)
 {
@@ -612,7 +621,7 @@ reply_json(struct http_req *r, json_t *doc)
 		return;
 	}
 	json_decref(doc);
-	http_reply(r, 200, "application/json", &b, NULL);
+	reply_ok(r, "application/json", &b);
 }
 
 void
@@ -631,7 +640,7 @@ connect_reply(struct http_req *r, const ProtobufCMessage *m)
 		return;
 	}
 	b.len = protobuf_c_message_pack(m, (uint8_t *)b.data);
-	http_reply(r, 200, "application/proto", &b, NULL);
+	reply_ok(r, "application/proto", &b);
 }
 
 void
@@ -640,7 +649,7 @@ connect_reply_packed(struct http_req *r, const ProtobufCMessageDescriptor *d, st
 	ProtobufCMessage *m;
 
 	if (!connect_is_json(r)) {
-		http_reply(r, 200, "application/proto", body, NULL);
+		reply_ok(r, "application/proto", body);
 		return;
 	}
 	m = protobuf_c_message_unpack(d, NULL, body->len, (const uint8_t *)body->data);

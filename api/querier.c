@@ -21,6 +21,7 @@
 
 #include "api_int.h"
 #include "connect.h"
+#include "qcache.h"
 #include "query.h"
 #include "render.h"
 #include "querier/v1/querier.pb-c.h"
@@ -1438,27 +1439,106 @@ out:
 /* --- dispatch -------------------------------------------------------------- */
 
 typedef void (*method_fn)(struct http_req *r, ProtobufCMessage *req);
+/* The end of the range a request reads (ns), for the reply cache. */
+typedef int64_t (*upto_fn)(const ProtobufCMessage *req);
+
+static int64_t
+upto_ms(int64_t end)
+{
+	return end > 0 && end < INT64_MAX / MS ? end * MS : INT64_MAX;
+}
+
+static int64_t
+upto_stacktraces(const ProtobufCMessage *req)
+{
+	return upto_ms(((const Querier__V1__SelectMergeStacktracesRequest *)req)->end);
+}
+
+static int64_t
+upto_profile(const ProtobufCMessage *req)
+{
+	return upto_ms(((const Querier__V1__SelectMergeProfileRequest *)req)->end);
+}
+
+static int64_t
+upto_series(const ProtobufCMessage *req)
+{
+	return upto_ms(((const Querier__V1__SelectSeriesRequest *)req)->end);
+}
+
+static int64_t
+upto_diff(const ProtobufCMessage *req)
+{
+	const Querier__V1__DiffRequest *q = (const Querier__V1__DiffRequest *)req;
+	int64_t l = q->left ? upto_ms(q->left->end) : INT64_MAX;
+	int64_t r = q->right ? upto_ms(q->right->end) : INT64_MAX;
+
+	return l > r ? l : r;
+}
 
 static const struct method {
 	const char				*name;
 	const ProtobufCMessageDescriptor	*req;
 	method_fn				 fn;	/* NULL: 501 */
+	upto_fn					 upto;	/* NULL: its replies are not cached */
 } methods[] = {
-	{ "ProfileTypes", &querier__v1__profile_types_request__descriptor, m_profile_types },
-	{ "LabelNames", &types__v1__label_names_request__descriptor, m_label_names },
-	{ "LabelValues", &types__v1__label_values_request__descriptor, m_label_values },
-	{ "Series", &querier__v1__series_request__descriptor, m_series },
+	{ "ProfileTypes", &querier__v1__profile_types_request__descriptor, m_profile_types, NULL },
+	{ "LabelNames", &types__v1__label_names_request__descriptor, m_label_names, NULL },
+	{ "LabelValues", &types__v1__label_values_request__descriptor, m_label_values, NULL },
+	{ "Series", &querier__v1__series_request__descriptor, m_series, NULL },
 	{ "SelectMergeStacktraces", &querier__v1__select_merge_stacktraces_request__descriptor,
-	    m_select_merge_stacktraces },
+	    m_select_merge_stacktraces, upto_stacktraces },
 	{ "SelectMergeProfile", &querier__v1__select_merge_profile_request__descriptor,
-	    m_select_merge_profile },
-	{ "SelectSeries", &querier__v1__select_series_request__descriptor, m_select_series },
-	{ "Diff", &querier__v1__diff_request__descriptor, m_diff },
-	{ "SelectMergeSpanProfile", NULL, NULL },
-	{ "SelectHeatmap", NULL, NULL },
-	{ "GetProfileStats", NULL, NULL },
-	{ "AnalyzeQuery", NULL, NULL },
+	    m_select_merge_profile, upto_profile },
+	{ "SelectSeries", &querier__v1__select_series_request__descriptor, m_select_series,
+	    upto_series },
+	{ "Diff", &querier__v1__diff_request__descriptor, m_diff, upto_diff },
+	{ "SelectMergeSpanProfile", NULL, NULL, NULL },
+	{ "SelectHeatmap", NULL, NULL, NULL },
+	{ "GetProfileStats", NULL, NULL, NULL },
+	{ "AnalyzeQuery", NULL, NULL, NULL },
 };
+
+/*
+ * Run a merge method through the reply cache: the key is the method, the
+ * reply's encoding and the request re-encoded as protobuf (so the JSON and
+ * protobuf forms of one question share it); the generation is read before
+ * the work, so a profile stored meanwhile makes the entry stale at once.
+ */
+static void
+call_cached(struct http_req *r, const struct method *m, ProtobufCMessage *req)
+{
+	const struct reader *rd = r->srv->rd;
+	struct buf key = { 0 }, body = { 0 }, cap = { 0 };
+	const char *ctype = NULL;
+	size_t n = protobuf_c_message_get_packed_size(req), at;
+	uint64_t gen;
+
+	buf_adds(&key, m->name);
+	buf_addc(&key, '\0');
+	buf_addc(&key, connect_is_json(r) ? 'j' : 'p');
+	at = key.len;
+	if (buf_reserve(&key, n + 1) < 0) {
+		m->fn(r, req);
+		goto out;
+	}
+	key.len = at + protobuf_c_message_pack(req, (uint8_t *)key.data + at);
+	if (qcache_get(r->srv->qcache, rd, key.data, key.len, &body, &ctype) == 0) {
+		http_reply(r, 200, ctype, &body, NULL);
+		goto out;
+	}
+	gen = reader_generation(rd);
+	r->capture = &cap;
+	m->fn(r, req);
+	r->capture = NULL;
+	if (r->capture_type && r->status == 200)
+		qcache_put(r->srv->qcache, key.data, key.len, gen, m->upto(req), cap.data,
+		    cap.len, r->capture_type);
+out:
+	buf_free(&key);
+	buf_free(&body);
+	buf_free(&cap);
+}
 
 void
 querier_handle(struct http_req *r)
@@ -1481,6 +1561,9 @@ querier_handle(struct http_req *r)
 	}
 	if (connect_decode(r, methods[i].req, &req) < 0)
 		return;
-	methods[i].fn(r, req);
+	if (methods[i].upto && r->srv->qcache)
+		call_cached(r, &methods[i], req);
+	else
+		methods[i].fn(r, req);
 	protobuf_c_message_free_unpacked(req, NULL);
 }
