@@ -283,32 +283,69 @@ merge_groups(struct store *st, struct merge_listing *c, const struct mgroup *mg,
 	return rc;
 }
 
-/* Sort refs by time and carry their totals along; res takes the totals. */
+/* A ref's place in the time order: sorted small, then the refs moved once. */
+struct ref_key {
+	int64_t		 time;
+	uint64_t	 id;
+	size_t		 i;
+};
+
+static int
+ref_key_cmp(const void *a, const void *b)
+{
+	const struct ref_key *x = a, *y = b;
+
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	if (x->id != y->id)
+		return x->id < y->id ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i;	/* stable: windows past retention share id 0 */
+}
+
+/*
+ * Sort refs by time and carry their totals along; res takes the totals.
+ * The refs come as a sorted run per series: already in order with one
+ * series, else sorted by key (time, id), not by moving the refs themselves.
+ */
 static int
 sort_with_totals(struct query_result *res, struct merge_listing *c)
 {
-	struct { struct store_ref ref; size_t at; } *tmp;
 	const size_t *at = (const size_t *)c->at.data;
+	struct store_ref *refs;
+	struct ref_key *key;
 	size_t i;
+	bool sorted = true;
 
 	if (c->at.len != res->nrefs * sizeof(size_t))
 		return -EINVAL;	/* a ref without totals: an internal error */
-	if ((tmp = malloc(res->nrefs * sizeof(*tmp))) == NULL ||
-	    (res->totals_at = malloc(res->nrefs * sizeof(size_t))) == NULL) {
-		free(tmp);
+	if ((res->totals_at = malloc(res->nrefs * sizeof(size_t))) == NULL)
+		return -ENOMEM;
+	for (i = 1; i < res->nrefs && sorted; i++)
+		sorted = ref_cmp(&res->refs[i - 1], &res->refs[i]) <= 0;
+	if (sorted) {
+		memcpy(res->totals_at, at, res->nrefs * sizeof(size_t));
+		res->totals = (int64_t *)buf_steal(&c->totals, NULL);
+		return 0;
+	}
+	key = malloc(res->nrefs * sizeof(*key));
+	refs = malloc(res->nrefs * sizeof(*refs));
+	if (key == NULL || refs == NULL) {
+		free(key);
+		free(refs);
+		free(res->totals_at);
+		res->totals_at = NULL;
 		return -ENOMEM;
 	}
+	for (i = 0; i < res->nrefs; i++)
+		key[i] = (struct ref_key){ res->refs[i].time, res->refs[i].id, i };
+	qsort(key, res->nrefs, sizeof(*key), ref_key_cmp);
 	for (i = 0; i < res->nrefs; i++) {
-		tmp[i].ref = res->refs[i];
-		tmp[i].at = at[i];
+		refs[i] = res->refs[key[i].i];
+		res->totals_at[i] = at[key[i].i];
 	}
-	/* ref is the first member: ref_cmp orders the pairs by it. */
-	qsort(tmp, res->nrefs, sizeof(*tmp), ref_cmp);
-	for (i = 0; i < res->nrefs; i++) {
-		res->refs[i] = tmp[i].ref;
-		res->totals_at[i] = tmp[i].at;
-	}
-	free(tmp);
+	free(key);
+	free(res->refs);
+	res->refs = refs;
 	res->totals = (int64_t *)buf_steal(&c->totals, NULL);
 	return 0;
 }
