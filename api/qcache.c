@@ -76,7 +76,8 @@ entry_find(const struct qcache *c, const void *key, size_t klen, uint64_t h)
 	size_t i;
 
 	for (i = 0; i < c->n; i++)
-		if (c->e[i].hash == h && c->e[i].klen == klen && memcmp(c->e[i].key, key, klen) == 0)
+		if (c->e[i].hash == h && c->e[i].klen == klen &&
+		    memcmp(c->e[i].key, key, klen) == 0)
 			return i;
 	return SIZE_MAX;
 }

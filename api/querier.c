@@ -250,21 +250,28 @@ selection_parse(const char *ptype, const char *selector, struct selection *sel,
 	return 0;
 }
 
+/* What a method needs of a merge: each leaves out what costs and is not read. */
+enum merge_need {
+	NEED_MERGED,	/* the merged profile (flame graphs, pprof): no listing */
+	NEED_TOTALS,	/* the listing's per-profile totals and merged's sample types */
+};
+
 /*
  * Merge sel over [from, to) into res, trying the store types of the id in
  * turn until one has series; *ty is the index of the id's sample type in
- * res->merged, -1 when nothing matched (res->merged NULL then too). With
- * merged_only the listing (refs, totals) may be left out: a flame graph or
- * a merged profile needs none of it, and it costs a record per profile.
+ * res->merged, -1 when nothing matched (res->merged NULL then too). need
+ * says what of res is read (query.merged_only, query.totals_only): the
+ * listing costs a record per profile, the merged samples a merge.
  */
 static int
 selection_merge(struct http_req *r, const struct selection *sel, int64_t from, int64_t to,
-    bool merged_only, struct query_result *res, int *ty)
+    enum merge_need need, struct query_result *res, int *ty)
 {
 	const char *types[4];
 	size_t nt = ptype_store_types(&sel->pt, types, 4), i;
 	struct query q = { .service = sel->service, .sel = NULL, .match = &sel->store,
-	    .from = from, .to = to, .merged_only = merged_only };
+	    .from = from, .to = to, .merged_only = need == NEED_MERGED,
+	    .totals_only = need == NEED_TOTALS };
 	int rc;
 
 	memset(res, 0, sizeof(*res));
@@ -1005,13 +1012,12 @@ m_series(struct http_req *r, ProtobufCMessage *req)
 /* --- merges ---------------------------------------------------------------- */
 
 /*
- * A merge request's common part: parse, merge (merged_only: as
- * selection_merge()). On failure it has replied and returns -1; res is
- * filled either way (free it).
+ * A merge request's common part: parse, merge (need: as selection_merge()).
+ * On failure it has replied and returns -1; res is filled either way (free it).
  */
 static int
 merge_request(struct http_req *r, const char *ptype, const char *selector, int64_t start,
-    int64_t end, bool merged_only, struct query_result *res, int *ty)
+    int64_t end, enum merge_need need, struct query_result *res, int *ty)
 {
 	struct selection sel;
 	struct buf err = { 0 };
@@ -1026,7 +1032,7 @@ merge_request(struct http_req *r, const char *ptype, const char *selector, int64
 		buf_free(&err);
 		return -1;
 	}
-	rc = selection_merge(r, &sel, from, to, merged_only, res, ty);
+	rc = selection_merge(r, &sel, from, to, need, res, ty);
 	selection_free(&sel);
 	if (rc < 0) {
 		http_reply_error(r, rc == -ENOMEM ? 503 : 500, "cannot merge: %s", strerror(-rc));
@@ -1087,7 +1093,7 @@ m_select_merge_stacktraces(struct http_req *r, ProtobufCMessage *req)
 		http_reply_error(r, 501, "format %d is not served: the flame graph only", q->format);
 		return;
 	}
-	if (merge_request(r, q->profile_typeid, q->label_selector, q->start, q->end, true,
+	if (merge_request(r, q->profile_typeid, q->label_selector, q->start, q->end, NEED_MERGED,
 	    &res, &ty) < 0)
 		goto out;
 	if (ty >= 0) {
@@ -1121,7 +1127,7 @@ m_select_merge_profile(struct http_req *r, ProtobufCMessage *req)
 	size_t keep;
 	int ty, rc;
 
-	if (merge_request(r, q->profile_typeid, q->label_selector, q->start, q->end, true,
+	if (merge_request(r, q->profile_typeid, q->label_selector, q->start, q->end, NEED_MERGED,
 	    &res, &ty) < 0)
 		goto out;
 	if (ty < 0) {
@@ -1159,10 +1165,10 @@ m_diff(struct http_req *r, ProtobufCMessage *req)
 		http_reply_error(r, 400, "a diff needs both left and right");
 		return;
 	}
-	if (merge_request(r, lq->profile_typeid, lq->label_selector, lq->start, lq->end, true,
-	    &lres, &lty) < 0 ||
-	    merge_request(r, rq->profile_typeid, rq->label_selector, rq->start, rq->end, true,
-	    &rres, &rty) < 0)
+	if (merge_request(r, lq->profile_typeid, lq->label_selector, lq->start, lq->end,
+	    NEED_MERGED, &lres, &lty) < 0 ||
+	    merge_request(r, rq->profile_typeid, rq->label_selector, rq->start, rq->end,
+	    NEED_MERGED, &rres, &rty) < 0)
 		goto out;
 	if (lty >= 0 || rty >= 0) {
 		/* An empty side is an empty profile of the other's shape. */
@@ -1240,7 +1246,8 @@ struct series_group {
 static int
 series_group_cmp(const void *a, const void *b)
 {
-	uint64_t x = ((const struct series_group *)a)->sid, y = ((const struct series_group *)b)->sid;
+	uint64_t x = ((const struct series_group *)a)->sid;
+	uint64_t y = ((const struct series_group *)b)->sid;
 
 	return x < y ? -1 : x > y;
 }
@@ -1294,7 +1301,7 @@ m_select_series(struct http_req *r, ProtobufCMessage *req)
 		http_reply_error(r, 400, "more than %d group_by labels", LABELS_MAX);
 		return;
 	}
-	if (merge_request(r, q->profile_typeid, q->label_selector, q->start, q->end, false,
+	if (merge_request(r, q->profile_typeid, q->label_selector, q->start, q->end, NEED_TOTALS,
 	    &res, &ty) < 0)
 		goto out;
 	(void)ptype_parse(q->profile_typeid, &pt, &err);

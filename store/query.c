@@ -244,10 +244,14 @@ file_groups(struct store *st, struct merge_listing *c, size_t i, const struct ag
 	return rc;
 }
 
-/* Merge the groups chosen in mg: each series' share as pprof (gauges averaged), summed. */
+/*
+ * Merge the groups chosen in mg: each series' share as pprof (gauges
+ * averaged), summed. With types_only the first share alone, without its
+ * samples: the merged sample types, for a caller reading totals.
+ */
 static int
 merge_groups(struct store *st, struct merge_listing *c, const struct mgroup *mg,
-    const struct mgroup_shared *sh, struct agg **aggs, struct profile **out)
+    const struct mgroup_shared *sh, struct agg **aggs, bool types_only, struct profile **out)
 {
 	struct merge *m = merge_create();
 	const struct group *gr;
@@ -272,11 +276,16 @@ merge_groups(struct store *st, struct merge_listing *c, const struct mgroup *mg,
 			if (rc == 0) {
 				if (p->nsample_types != sh->n - 1)
 					profile_keep_types(p, mg[g].keep, sh->n - 1);
+				if (types_only)
+					p->nsamples = 0;	/* in p's arena: freed with it */
 				rc = merge_add(m, p, NULL);
 			}
 			profile_free(p);
+			if (types_only && rc == 0)
+				goto done;
 		}
 	}
+done:
 	if (rc == 0 && merge_count(m) > 0)
 		rc = merge_finish(m, false, out);
 	merge_free(m);
@@ -305,13 +314,12 @@ ref_key_cmp(const void *a, const void *b)
 /*
  * Sort refs by time and carry their totals along; res takes the totals.
  * The refs come as a sorted run per series: already in order with one
- * series, else sorted by key (time, id), not by moving the refs themselves.
+ * series, else sorted by key (time, id), then each ref moved once, in place.
  */
 static int
 sort_with_totals(struct query_result *res, struct merge_listing *c)
 {
 	const size_t *at = (const size_t *)c->at.data;
-	struct store_ref *refs;
 	struct ref_key *key;
 	size_t i;
 	bool sorted = true;
@@ -327,11 +335,7 @@ sort_with_totals(struct query_result *res, struct merge_listing *c)
 		res->totals = (int64_t *)buf_steal(&c->totals, NULL);
 		return 0;
 	}
-	key = malloc(res->nrefs * sizeof(*key));
-	refs = malloc(res->nrefs * sizeof(*refs));
-	if (key == NULL || refs == NULL) {
-		free(key);
-		free(refs);
+	if ((key = malloc(res->nrefs * sizeof(*key))) == NULL) {
 		free(res->totals_at);
 		res->totals_at = NULL;
 		return -ENOMEM;
@@ -339,13 +343,25 @@ sort_with_totals(struct query_result *res, struct merge_listing *c)
 	for (i = 0; i < res->nrefs; i++)
 		key[i] = (struct ref_key){ res->refs[i].time, res->refs[i].id, i };
 	qsort(key, res->nrefs, sizeof(*key), ref_key_cmp);
-	for (i = 0; i < res->nrefs; i++) {
-		refs[i] = res->refs[key[i].i];
+	for (i = 0; i < res->nrefs; i++)
 		res->totals_at[i] = at[key[i].i];
+	/* refs[j] = the old refs[key[j].i], in place, a cycle at a time (SIZE_MAX: placed). */
+	for (i = 0; i < res->nrefs; i++) {
+		struct store_ref tmp;
+		size_t j = i, k;
+
+		if (key[i].i == SIZE_MAX || key[i].i == i)
+			continue;
+		tmp = res->refs[i];
+		while ((k = key[j].i) != i) {
+			res->refs[j] = res->refs[k];
+			key[j].i = SIZE_MAX;
+			j = k;
+		}
+		res->refs[j] = tmp;
+		key[j].i = SIZE_MAX;
 	}
 	free(key);
-	free(res->refs);
-	res->refs = refs;
 	res->totals = (int64_t *)buf_steal(&c->totals, NULL);
 	return 0;
 }
@@ -413,7 +429,8 @@ query_merge(struct store *st, const struct query *q, struct query_result *res)
 		}
 		if (rc == 0)
 			rc = mgroup_totals(mg, &sh, grp, (size_t *)c.at.data, n, &c.totals);
-		if (rc == 0 && (rc = merge_groups(st, &c, mg, &sh, aggs, &res->merged)) == 0 &&
+		if (rc == 0 && (rc = merge_groups(st, &c, mg, &sh, aggs, q->totals_only,
+		    &res->merged)) == 0 &&
 		    res->merged)
 			res->nmerged = (size_t)nmerged;
 		free(grp);

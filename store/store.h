@@ -295,6 +295,13 @@ struct query {
 	 * may ignore it and fill them anyway.
 	 */
 	bool			 merged_only;
+	/*
+	 * Totals only: the caller reads the listing's per-profile totals and
+	 * merged's sample types, not its samples, so merged may hold none (a
+	 * merge of none of the profiles' samples costs nothing). A reader may
+	 * ignore it and merge them anyway.
+	 */
+	bool			 totals_only;
 };
 
 struct query_skip {

@@ -274,6 +274,26 @@ check_range(struct fixture *f, const char *type, const char *sel, int64_t from, 
 		for (t = 0; res.merged && t < res.merged->nsample_types; t++)
 			assert_true(profile_total(mo.merged, t) == profile_total(res.merged, t));
 		query_result_free(&mo);
+		/* totals_only: the same listing and totals, merged's sample types alone. */
+		q.merged_only = false;
+		q.totals_only = true;
+		assert_int_equal(query_merge(f->st, &q, &mo), 0);
+		assert_int_equal(mo.nrefs, res.nrefs);
+		assert_int_equal(mo.nskipped, res.nskipped);
+		assert_int_equal(mo.merged == NULL, res.merged == NULL);
+		if (res.merged) {
+			assert_int_equal(mo.merged->nsample_types, res.merged->nsample_types);
+			assert_int_equal(mo.merged->nsamples, 0);
+		}
+		for (i = 0; i < res.nrefs; i++) {
+			assert_true(mo.refs[i].id == res.refs[i].id);
+			assert_true((mo.totals_at[i] == SIZE_MAX) == (res.totals_at[i] == SIZE_MAX));
+			for (t = 0; res.merged && mo.totals_at[i] != SIZE_MAX &&
+			    t < res.merged->nsample_types; t++)
+				assert_true(mo.totals[mo.totals_at[i] + t] ==
+				    res.totals[res.totals_at[i] + t]);
+		}
+		query_result_free(&mo);
 	}
 	query_result_free(&res);
 	profile_free(want);
