@@ -54,10 +54,11 @@ struct http_req {
 	const char		*held_type;
 	struct buf		 held;
 	int64_t			 start_ns;
-	/* Set by the handler: connect.c copies a 200 reply's body there and
-	 * sets capture_type (querier.c's reply cache). */
+	/* Set by the handler: connect.c puts a 200 reply's message there in
+	 * protobuf, whatever the reply's encoding, and sets captured
+	 * (querier.c's reply cache). */
 	struct buf		*capture;
-	const char		*capture_type;
+	bool			 captured;
 	unsigned		 nhdrs;		/* extra reply headers, see http_add_header() */
 	struct {
 		char	 name[48];

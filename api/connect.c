@@ -552,13 +552,12 @@ connect_decode(struct http_req *r, const ProtobufCMessageDescriptor *d, Protobuf
 	return rc;
 }
 
-/* A call's 200 reply; a copy of it to r->capture when the caller asked for one. */
+/* The reply's message in protobuf to r->capture, when the caller asked for it. */
 static void
-reply_ok(struct http_req *r, const char *ctype, struct buf *b)
+capture(struct http_req *r, const void *data, size_t len)
 {
-	if (r->capture && buf_error(b) == 0 && buf_add(r->capture, b->data, b->len) == 0)
-		r->capture_type = ctype;
-	http_reply(r, 200, ctype, b, NULL);
+	if (r->capture && buf_add(r->capture, data, len) == 0)
+		r->captured = true;
 }
 
 static void
@@ -573,16 +572,17 @@ reply_json(struct http_req *r, json_t *doc)
 		return;
 	}
 	json_decref(doc);
-	reply_ok(r, "application/json", &b);
+	http_reply(r, 200, "application/json", &b, NULL);
 }
 
 void
 connect_reply(struct http_req *r, const ProtobufCMessage *m)
 {
 	struct buf b = { 0 };
+	bool json = connect_is_json(r);
 	size_t n;
 
-	if (connect_is_json(r)) {
+	if (json && r->capture == NULL) {
 		reply_json(r, connect_to_json(m));
 		return;
 	}
@@ -592,7 +592,13 @@ connect_reply(struct http_req *r, const ProtobufCMessage *m)
 		return;
 	}
 	b.len = protobuf_c_message_pack(m, (uint8_t *)b.data);
-	reply_ok(r, "application/proto", &b);
+	capture(r, b.data, b.len);
+	if (json) {
+		buf_free(&b);
+		reply_json(r, connect_to_json(m));
+		return;
+	}
+	http_reply(r, 200, "application/proto", &b, NULL);
 }
 
 void
@@ -600,8 +606,10 @@ connect_reply_packed(struct http_req *r, const ProtobufCMessageDescriptor *d, st
 {
 	ProtobufCMessage *m;
 
+	if (buf_error(body) == 0)
+		capture(r, body->data ? body->data : "", body->len);
 	if (!connect_is_json(r)) {
-		reply_ok(r, "application/proto", body);
+		http_reply(r, 200, "application/proto", body, NULL);
 		return;
 	}
 	m = protobuf_c_message_unpack(d, NULL, body->len, (const uint8_t *)body->data);

@@ -19,7 +19,6 @@ struct qentry {
 	int64_t		 upto;
 	void		*reply;
 	size_t		 len;
-	const char	*ctype;
 	uint64_t	 used;		/* LRU stamp */
 };
 
@@ -84,7 +83,7 @@ entry_find(const struct qcache *c, const void *key, size_t klen, uint64_t h)
 
 int
 qcache_get(struct qcache *c, const struct reader *rd, const void *key, size_t klen,
-    struct buf *body, const char **ctype)
+    struct buf *body)
 {
 	uint64_t h = hash_bytes(key, klen), gen;
 	int64_t upto;
@@ -111,8 +110,7 @@ qcache_get(struct qcache *c, const struct reader *rd, const void *key, size_t kl
 	if ((i = entry_find(c, key, klen, h)) == SIZE_MAX || c->e[i].gen != gen)
 		goto out;
 	c->e[i].used = ++c->clock;
-	if ((rc = buf_add(body, c->e[i].reply, c->e[i].len)) == 0)
-		*ctype = c->e[i].ctype;
+	rc = buf_add(body, c->e[i].reply, c->e[i].len);
 out:
 	pthread_mutex_unlock(&c->lock);
 	return rc;
@@ -120,11 +118,10 @@ out:
 
 void
 qcache_put(struct qcache *c, const void *key, size_t klen, uint64_t gen, int64_t upto,
-    const void *reply, size_t len, const char *ctype)
+    const void *reply, size_t len)
 {
 	uint64_t h = hash_bytes(key, klen);
-	struct qentry e = { .klen = klen, .hash = h, .gen = gen, .upto = upto, .len = len,
-	    .ctype = ctype };
+	struct qentry e = { .klen = klen, .hash = h, .gen = gen, .upto = upto, .len = len };
 	size_t i, old;
 
 	if (c == NULL || klen + len > c->max_bytes)

@@ -1488,59 +1488,63 @@ static const struct method {
 	const ProtobufCMessageDescriptor	*req;
 	method_fn				 fn;	/* NULL: 501 */
 	upto_fn					 upto;	/* NULL: its replies are not cached */
+	const ProtobufCMessageDescriptor	*resp;	/* with upto */
 } methods[] = {
-	{ "ProfileTypes", &querier__v1__profile_types_request__descriptor, m_profile_types, NULL },
-	{ "LabelNames", &types__v1__label_names_request__descriptor, m_label_names, NULL },
-	{ "LabelValues", &types__v1__label_values_request__descriptor, m_label_values, NULL },
-	{ "Series", &querier__v1__series_request__descriptor, m_series, NULL },
+	{ "ProfileTypes", &querier__v1__profile_types_request__descriptor, m_profile_types,
+	    NULL, NULL },
+	{ "LabelNames", &types__v1__label_names_request__descriptor, m_label_names, NULL, NULL },
+	{ "LabelValues", &types__v1__label_values_request__descriptor, m_label_values, NULL,
+	    NULL },
+	{ "Series", &querier__v1__series_request__descriptor, m_series, NULL, NULL },
 	{ "SelectMergeStacktraces", &querier__v1__select_merge_stacktraces_request__descriptor,
-	    m_select_merge_stacktraces, upto_stacktraces },
+	    m_select_merge_stacktraces, upto_stacktraces,
+	    &querier__v1__select_merge_stacktraces_response__descriptor },
 	{ "SelectMergeProfile", &querier__v1__select_merge_profile_request__descriptor,
-	    m_select_merge_profile, upto_profile },
+	    m_select_merge_profile, upto_profile, &perftools__profiles__profile__descriptor },
 	{ "SelectSeries", &querier__v1__select_series_request__descriptor, m_select_series,
-	    upto_series },
-	{ "Diff", &querier__v1__diff_request__descriptor, m_diff, upto_diff },
-	{ "SelectMergeSpanProfile", NULL, NULL, NULL },
-	{ "SelectHeatmap", NULL, NULL, NULL },
-	{ "GetProfileStats", NULL, NULL, NULL },
-	{ "AnalyzeQuery", NULL, NULL, NULL },
+	    upto_series, &querier__v1__select_series_response__descriptor },
+	{ "Diff", &querier__v1__diff_request__descriptor, m_diff, upto_diff,
+	    &querier__v1__diff_response__descriptor },
+	{ "SelectMergeSpanProfile", NULL, NULL, NULL, NULL },
+	{ "SelectHeatmap", NULL, NULL, NULL, NULL },
+	{ "GetProfileStats", NULL, NULL, NULL, NULL },
+	{ "AnalyzeQuery", NULL, NULL, NULL, NULL },
 };
 
 /*
- * Run a merge method through the reply cache: the key is the method, the
- * reply's encoding and the request re-encoded as protobuf (so the JSON and
- * protobuf forms of one question share it); the generation is read before
- * the work, so a profile stored meanwhile makes the entry stale at once.
+ * Run a merge method through the reply cache: the key is the method and
+ * the request re-encoded as protobuf, the value the reply in protobuf (so a
+ * question asked in JSON and in protobuf is answered once, each reply in its
+ * encoding); the generation is read before the work, so a profile stored
+ * meanwhile makes the entry stale at once.
  */
 static void
 call_cached(struct http_req *r, const struct method *m, ProtobufCMessage *req)
 {
 	const struct reader *rd = r->srv->rd;
 	struct buf key = { 0 }, body = { 0 }, cap = { 0 };
-	const char *ctype = NULL;
 	size_t n = protobuf_c_message_get_packed_size(req), at;
 	uint64_t gen;
 
 	buf_adds(&key, m->name);
 	buf_addc(&key, '\0');
-	buf_addc(&key, connect_is_json(r) ? 'j' : 'p');
 	at = key.len;
 	if (buf_reserve(&key, n + 1) < 0) {
 		m->fn(r, req);
 		goto out;
 	}
 	key.len = at + protobuf_c_message_pack(req, (uint8_t *)key.data + at);
-	if (qcache_get(r->srv->qcache, rd, key.data, key.len, &body, &ctype) == 0) {
-		http_reply(r, 200, ctype, &body, NULL);
+	if (qcache_get(r->srv->qcache, rd, key.data, key.len, &body) == 0) {
+		connect_reply_packed(r, m->resp, &body);
 		goto out;
 	}
 	gen = reader_generation(rd);
 	r->capture = &cap;
 	m->fn(r, req);
 	r->capture = NULL;
-	if (r->capture_type && r->status == 200)
+	if (r->captured && r->status == 200)
 		qcache_put(r->srv->qcache, key.data, key.len, gen, m->upto(req), cap.data,
-		    cap.len, r->capture_type);
+		    cap.len);
 out:
 	buf_free(&key);
 	buf_free(&body);
