@@ -4,7 +4,10 @@
  * protocol). Every answer reads through the reader the server was given
  * (the store's or, with --clickhouse, the fleet's) and merges with the same
  * query_merge() as the tree's merged.pb.gz, so long ranges come from the
- * store's pre-aggregated windows. Methods not served answer 501.
+ * store's pre-aggregated windows; each method asks only for what it reads
+ * (a flame graph no listing, a series no merged samples). The merge
+ * methods' replies are kept (qcache.h) until their range's data changes.
+ * Methods not served answer 501.
  *
  * Profile types are Pyroscope's five-part ids
  * "<name>:<sample_type>:<sample_unit>:<period_type>:<period_unit>": a table
