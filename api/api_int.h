@@ -54,6 +54,11 @@ struct http_req {
 	const char		*held_type;
 	struct buf		 held;
 	int64_t			 start_ns;
+	/* Set by the handler: connect.c puts a 200 reply's message there in
+	 * protobuf, whatever the reply's encoding, and sets captured
+	 * (querier.c's reply cache). */
+	struct buf		*capture;
+	bool			 captured;
 	unsigned		 nhdrs;		/* extra reply headers, see http_add_header() */
 	struct {
 		char	 name[48];
@@ -64,6 +69,7 @@ struct http_req {
 struct http_server {
 	struct store		*st;		/* where pushes are stored */
 	const struct reader	*rd;		/* where queries read (http_opts.reader) */
+	struct qcache		*qcache;	/* the query API's replies (qcache.h); may be NULL */
 	struct MHD_Daemon	*mhd;
 	size_t			 max_body;
 	size_t			 max_decoded;	/* 0: the store's own limit only */

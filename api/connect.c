@@ -111,79 +111,31 @@ field_by_json(const ProtobufCMessageDescriptor *d, const char *key)
 	return NULL;
 }
 
+/* A bytes field from its JSON form (base64, buf_add_base64_decoded()). */
 static int
-b64_val(int c)
+bytes_from_json(const char *s, ProtobufCBinaryData *out)
 {
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '+' || c == '-')
-		return 62;
-	if (c == '/' || c == '_')
-		return 63;
-	return -1;
-}
+	struct buf b = { 0 };
+	int rc;
 
-/* Standard or URL-safe base64, padded or not. */
-static int
-b64_decode(const char *s, ProtobufCBinaryData *out)
-{
-	size_t n = strlen(s), i, o = 0;
-	uint32_t acc = 0;
-	int bits = 0, v;
-
-	out->data = malloc(n * 3 / 4 + 3);
+	out->data = NULL;
 	out->len = 0;
-	if (out->data == NULL)
-		return -ENOMEM;
-	for (i = 0; i < n; i++) {
-		if (s[i] == '=')
-			break;
-		if ((v = b64_val((unsigned char)s[i])) < 0) {
-			free(out->data);
-			out->data = NULL;
-			return -EINVAL;
-		}
-		acc = acc << 6 | (uint32_t)v;
-		if ((bits += 6) >= 8) {
-			bits -= 8;
-			out->data[o++] = (uint8_t)(acc >> bits);
-		}
+	if ((rc = buf_add_base64_decoded(&b, s, strlen(s))) < 0) {
+		buf_free(&b);
+		return rc;
 	}
-	out->len = o;
+	out->data = (uint8_t *)buf_steal(&b, &out->len);
 	return 0;
 }
 
+/* A bytes field as JSON: base64 (buf_add_base64()). NULL when out of memory. */
 static json_t *
-b64_encode(const uint8_t *p, size_t n)
+bytes_to_json(const uint8_t *p, size_t n)
 {
-	static const char tab[] =
-	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 	struct buf b = { 0 };
-	size_t i;
 	json_t *j;
 
-	for (i = 0; i + 2 < n; i += 3) {
-		uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
-		char q[4] = { tab[v >> 18], tab[v >> 12 & 63], tab[v >> 6 & 63], tab[v & 63] };
-
-		buf_add(&b, q, 4);
-	}
-	if (n - i == 1) {
-		char q[4] = { tab[p[i] >> 2], tab[(p[i] & 3) << 4], '=', '=' };
-
-		buf_add(&b, q, 4);
-	} else if (n - i == 2) {
-		uint32_t v = (uint32_t)p[i] << 8 | p[i + 1];
-		char q[4] = { tab[v >> 10], tab[v >> 4 & 63], tab[(v & 15) << 2], '=' };
-
-		buf_add(&b, q, 4);
-	}
-	buf_reserve(&b, 0);
-	j = buf_error(&b) < 0 ? NULL : json_stringn(b.data, b.len);
+	j = buf_add_base64(&b, p, n) < 0 ? NULL : json_stringn(b.data ? b.data : "", b.len);
 	buf_free(&b);
 	return j;
 }
@@ -314,7 +266,7 @@ value_from_json(const ProtobufCFieldDescriptor *f, const json_t *v, void *p, int
 		if (!json_is_string(v))
 			rc = -EINVAL;
 		else
-			rc = b64_decode(json_string_value(v), p);
+			rc = bytes_from_json(json_string_value(v), p);
 		break;
 	case PROTOBUF_C_TYPE_MESSAGE: {
 		ProtobufCMessage *sub;
@@ -465,7 +417,7 @@ value_to_json(const ProtobufCFieldDescriptor *f, const void *p)
 	case PROTOBUF_C_TYPE_BYTES: {
 		const ProtobufCBinaryData *b = p;
 
-		return b64_encode(b->data, b->len);
+		return bytes_to_json(b->data, b->len);
 	}
 	case PROTOBUF_C_TYPE_MESSAGE:
 		return connect_to_json(*(ProtobufCMessage *const *)p);
@@ -600,6 +552,14 @@ connect_decode(struct http_req *r, const ProtobufCMessageDescriptor *d, Protobuf
 	return rc;
 }
 
+/* The reply's message in protobuf to r->capture, when the caller asked for it. */
+static void
+capture(struct http_req *r, const void *data, size_t len)
+{
+	if (r->capture && buf_add(r->capture, data, len) == 0)
+		r->captured = true;
+}
+
 static void
 reply_json(struct http_req *r, json_t *doc)
 {
@@ -619,9 +579,10 @@ void
 connect_reply(struct http_req *r, const ProtobufCMessage *m)
 {
 	struct buf b = { 0 };
+	bool json = connect_is_json(r);
 	size_t n;
 
-	if (connect_is_json(r)) {
+	if (json && r->capture == NULL) {
 		reply_json(r, connect_to_json(m));
 		return;
 	}
@@ -631,6 +592,12 @@ connect_reply(struct http_req *r, const ProtobufCMessage *m)
 		return;
 	}
 	b.len = protobuf_c_message_pack(m, (uint8_t *)b.data);
+	capture(r, b.data, b.len);
+	if (json) {
+		buf_free(&b);
+		reply_json(r, connect_to_json(m));
+		return;
+	}
 	http_reply(r, 200, "application/proto", &b, NULL);
 }
 
@@ -639,6 +606,8 @@ connect_reply_packed(struct http_req *r, const ProtobufCMessageDescriptor *d, st
 {
 	ProtobufCMessage *m;
 
+	if (buf_error(body) == 0)
+		capture(r, body->data ? body->data : "", body->len);
 	if (!connect_is_json(r)) {
 		http_reply(r, 200, "application/proto", body, NULL);
 		return;

@@ -60,6 +60,7 @@
 
 #include "api_int.h"
 #include "httpparse.h"
+#include "qcache.h"
 #include "base.h"
 #include "pprof.h"
 #include "store.h"
@@ -74,6 +75,9 @@
 #define HEADER_DEADLINE_BUSY_SECS 3
 #define SHARE_MIN		2
 #define KEEPALIVE_DEADLINE_SECS	60
+/* The query API's reply cache (qcache.h): a Grafana dashboard's panels, a few times over. */
+#define QCACHE_ENTRIES		64
+#define QCACHE_BYTES		(64u << 20)
 
 /* A connection tracked for the header deadline (its socket_context). */
 struct http_conn {
@@ -1127,6 +1131,7 @@ http_start(struct store *st, const struct http_opts *o, struct http_server **out
 		return -ENOMEM;
 	}
 	describe_metrics();
+	h->qcache = qcache_create(QCACHE_ENTRIES, QCACHE_BYTES);
 	pthread_mutex_init(&h->conn_lock, NULL);
 	pthread_cond_init(&h->conn_cond, NULL);
 	if ((rc = listen_on(o->listen, &fd, h->addr, sizeof(h->addr))) < 0)
@@ -1166,6 +1171,7 @@ http_start(struct store *st, const struct http_opts *o, struct http_server **out
 fail:
 	pthread_mutex_destroy(&h->conn_lock);
 	pthread_cond_destroy(&h->conn_cond);
+	qcache_destroy(h->qcache);
 	free(h->token);
 	free(h);
 	return rc;
@@ -1187,6 +1193,7 @@ http_stop(struct http_server *h)
 	pthread_mutex_destroy(&h->conn_lock);
 	pthread_cond_destroy(&h->conn_cond);
 	free(h->addrs);
+	qcache_destroy(h->qcache);
 	free(h->token);
 	free(h);
 }

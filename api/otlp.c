@@ -110,29 +110,11 @@ json_int(const json_t *v, bool is_unsigned, uint64_t *out)
 	return errno || *end ? -EINVAL : 0;
 }
 
-static int
-b64_value(int c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '+' || c == '-')
-		return 62;
-	if (c == '/' || c == '_')
-		return 63;
-	return -1;
-}
-
 /* Bytes from base64 (either alphabet, padding optional), or hex for OTLP's ids. */
 static int
 json_bytes(const char *s, bool hex, struct buf *out)
 {
 	size_t n = strlen(s), i;
-	uint32_t acc = 0;
-	int bits = 0, v;
 
 	if (hex) {
 		if (n % 2)
@@ -147,17 +129,7 @@ json_bytes(const char *s, bool hex, struct buf *out)
 		}
 		return 0;
 	}
-	for (i = 0; i < n && s[i] != '='; i++) {
-		if ((v = b64_value((unsigned char)s[i])) < 0)
-			return -EINVAL;
-		acc = acc << 6 | (uint32_t)v;
-		if ((bits += 6) >= 8) {
-			bits -= 8;
-			if (buf_addc(out, (int)(acc >> bits & 0xff)) < 0)
-				return -ENOMEM;
-		}
-	}
-	return 0;
+	return buf_add_base64_decoded(out, s, n);
 }
 
 static int	json_message(const ProtobufCMessageDescriptor *d, const json_t *obj,

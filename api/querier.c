@@ -4,7 +4,10 @@
  * protocol). Every answer reads through the reader the server was given
  * (the store's or, with --clickhouse, the fleet's) and merges with the same
  * query_merge() as the tree's merged.pb.gz, so long ranges come from the
- * store's pre-aggregated windows. Methods not served answer 501.
+ * store's pre-aggregated windows; each method asks only for what it reads
+ * (a flame graph no listing, a series no merged samples). The merge
+ * methods' replies are kept (qcache.h) until their range's data changes.
+ * Methods not served answer 501.
  *
  * Profile types are Pyroscope's five-part ids
  * "<name>:<sample_type>:<sample_unit>:<period_type>:<period_unit>": a table
@@ -21,6 +24,7 @@
 
 #include "api_int.h"
 #include "connect.h"
+#include "qcache.h"
 #include "query.h"
 #include "render.h"
 #include "querier/v1/querier.pb-c.h"
@@ -249,19 +253,28 @@ selection_parse(const char *ptype, const char *selector, struct selection *sel,
 	return 0;
 }
 
+/* What a method needs of a merge: each leaves out what costs and is not read. */
+enum merge_need {
+	NEED_MERGED,	/* the merged profile (flame graphs, pprof): no listing */
+	NEED_TOTALS,	/* the listing's per-profile totals and merged's sample types */
+};
+
 /*
  * Merge sel over [from, to) into res, trying the store types of the id in
  * turn until one has series; *ty is the index of the id's sample type in
- * res->merged, -1 when nothing matched (res->merged NULL then too).
+ * res->merged, -1 when nothing matched (res->merged NULL then too). need
+ * says what of res is read (query.merged_only, query.totals_only): the
+ * listing costs a record per profile, the merged samples a merge.
  */
 static int
 selection_merge(struct http_req *r, const struct selection *sel, int64_t from, int64_t to,
-    struct query_result *res, int *ty)
+    enum merge_need need, struct query_result *res, int *ty)
 {
 	const char *types[4];
 	size_t nt = ptype_store_types(&sel->pt, types, 4), i;
 	struct query q = { .service = sel->service, .sel = NULL, .match = &sel->store,
-	    .from = from, .to = to };
+	    .from = from, .to = to, .merged_only = need == NEED_MERGED,
+	    .totals_only = need == NEED_TOTALS };
 	int rc;
 
 	memset(res, 0, sizeof(*res));
@@ -1002,12 +1015,12 @@ m_series(struct http_req *r, ProtobufCMessage *req)
 /* --- merges ---------------------------------------------------------------- */
 
 /*
- * A merge request's common part: parse, merge. On failure it has replied and
- * returns -1; res is filled either way (free it).
+ * A merge request's common part: parse, merge (need: as selection_merge()).
+ * On failure it has replied and returns -1; res is filled either way (free it).
  */
 static int
 merge_request(struct http_req *r, const char *ptype, const char *selector, int64_t start,
-    int64_t end, struct query_result *res, int *ty)
+    int64_t end, enum merge_need need, struct query_result *res, int *ty)
 {
 	struct selection sel;
 	struct buf err = { 0 };
@@ -1022,7 +1035,7 @@ merge_request(struct http_req *r, const char *ptype, const char *selector, int64
 		buf_free(&err);
 		return -1;
 	}
-	rc = selection_merge(r, &sel, from, to, res, ty);
+	rc = selection_merge(r, &sel, from, to, need, res, ty);
 	selection_free(&sel);
 	if (rc < 0) {
 		http_reply_error(r, rc == -ENOMEM ? 503 : 500, "cannot merge: %s", strerror(-rc));
@@ -1083,8 +1096,8 @@ m_select_merge_stacktraces(struct http_req *r, ProtobufCMessage *req)
 		http_reply_error(r, 501, "format %d is not served: the flame graph only", q->format);
 		return;
 	}
-	if (merge_request(r, q->profile_typeid, q->label_selector, q->start, q->end, &res,
-	    &ty) < 0)
+	if (merge_request(r, q->profile_typeid, q->label_selector, q->start, q->end, NEED_MERGED,
+	    &res, &ty) < 0)
 		goto out;
 	if (ty >= 0) {
 		if ((rc = render_tree_build(&t, res.merged, (size_t)ty, NULL, 0)) < 0 ||
@@ -1117,8 +1130,8 @@ m_select_merge_profile(struct http_req *r, ProtobufCMessage *req)
 	size_t keep;
 	int ty, rc;
 
-	if (merge_request(r, q->profile_typeid, q->label_selector, q->start, q->end, &res,
-	    &ty) < 0)
+	if (merge_request(r, q->profile_typeid, q->label_selector, q->start, q->end, NEED_MERGED,
+	    &res, &ty) < 0)
 		goto out;
 	if (ty < 0) {
 		/* Nothing selected: an empty profile, as Pyroscope answers. */
@@ -1155,10 +1168,10 @@ m_diff(struct http_req *r, ProtobufCMessage *req)
 		http_reply_error(r, 400, "a diff needs both left and right");
 		return;
 	}
-	if (merge_request(r, lq->profile_typeid, lq->label_selector, lq->start, lq->end, &lres,
-	    &lty) < 0 ||
-	    merge_request(r, rq->profile_typeid, rq->label_selector, rq->start, rq->end, &rres,
-	    &rty) < 0)
+	if (merge_request(r, lq->profile_typeid, lq->label_selector, lq->start, lq->end,
+	    NEED_MERGED, &lres, &lty) < 0 ||
+	    merge_request(r, rq->profile_typeid, rq->label_selector, rq->start, rq->end,
+	    NEED_MERGED, &rres, &rty) < 0)
 		goto out;
 	if (lty >= 0 || rty >= 0) {
 		/* An empty side is an empty profile of the other's shape. */
@@ -1227,6 +1240,29 @@ sgroup_cmp_key(const void *a, const void *b)
 	return strcmp(((const struct sgroup *)a)->key, ((const struct sgroup *)b)->key);
 }
 
+/* A series of the answer and its group (SIZE_MAX: not known yet). */
+struct series_group {
+	uint64_t	 sid;
+	size_t		 g;
+};
+
+static int
+series_group_cmp(const void *a, const void *b)
+{
+	uint64_t x = ((const struct series_group *)a)->sid;
+	uint64_t y = ((const struct series_group *)b)->sid;
+
+	return x < y ? -1 : x > y;
+}
+
+static int
+u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 static void
 m_select_series(struct http_req *r, ProtobufCMessage *req)
 {
@@ -1236,7 +1272,9 @@ m_select_series(struct http_req *r, ProtobufCMessage *req)
 	struct query_result res;
 	struct ptype pt;
 	struct buf key = { 0 }, err = { 0 };
-	size_t ng = 0, gcap = 0, nsteps, i, j, k;
+	struct series_group *sg = NULL;
+	uint64_t *skip = NULL;
+	size_t ng = 0, gcap = 0, nsteps, i, j, k, nsg = 0, nskip = 0;
 	int64_t from, to, step_ns;
 	bool avg;
 	int ty;
@@ -1266,23 +1304,41 @@ m_select_series(struct http_req *r, ProtobufCMessage *req)
 		http_reply_error(r, 400, "more than %d group_by labels", LABELS_MAX);
 		return;
 	}
-	if (merge_request(r, q->profile_typeid, q->label_selector, q->start, q->end, &res,
-	    &ty) < 0)
+	if (merge_request(r, q->profile_typeid, q->label_selector, q->start, q->end, NEED_TOTALS,
+	    &res, &ty) < 0)
 		goto out;
 	(void)ptype_parse(q->profile_typeid, &pt, &err);
 	avg = q->aggregation == TYPES__V1__TIME_SERIES_AGGREGATION_TYPE__TIME_SERIES_AGGREGATION_TYPE_AVERAGE ||
 	    profile_type_is_gauge(pt.sample_type);
+	/* The ids left out of the merge, sorted; each series' group, found once. */
+	if (ty >= 0 && res.nskipped) {
+		skip = xcalloc(res.nskipped, sizeof(*skip));
+		for (i = 0; i < res.nskipped; i++)
+			skip[nskip++] = res.skipped[i].id;
+		qsort(skip, nskip, sizeof(*skip), u64_cmp);
+	}
+	if (ty >= 0 && res.nseries) {
+		sg = xcalloc(res.nseries, sizeof(*sg));
+		for (i = 0; i < res.nseries; i++)
+			sg[nsg++] = (struct series_group){ .sid = res.series[i], .g = SIZE_MAX };
+		qsort(sg, nsg, sizeof(*sg), series_group_cmp);
+	}
 	for (i = 0; ty >= 0 && i < res.nrefs; i++) {
 		const struct store_ref *ref = &res.refs[i];
+		struct series_group *sgi, want = { .sid = ref->series };
 		const struct series *s;
 		size_t at = res.totals_at ? res.totals_at[i] : SIZE_MAX, step;
 
 		if (at == SIZE_MAX || ref->time < from || ref->time >= to)
 			continue;
-		for (j = 0; j < res.nskipped && res.skipped[j].id != ref->id; j++)
-			;
-		if (j < res.nskipped && ref->id != 0)
+		if (ref->id != 0 && nskip &&
+		    bsearch(&ref->id, skip, nskip, sizeof(*skip), u64_cmp) != NULL)
 			continue;	/* left out of the merge: out of the series too */
+		sgi = nsg ? bsearch(&want, sg, nsg, sizeof(*sg), series_group_cmp) : NULL;
+		if (sgi && sgi->g != SIZE_MAX) {
+			j = sgi->g;
+			goto add;
+		}
 		if ((s = reader_series_get(r->srv->rd, ref->series)) == NULL)
 			continue;
 		buf_reset(&key);
@@ -1309,6 +1365,9 @@ m_select_series(struct http_req *r, ProtobufCMessage *req)
 			}
 			ng++;
 		}
+		if (sgi)
+			sgi->g = j;
+add:
 		step = (size_t)((ref->time - from) / step_ns);
 		g[j].sum[step] += (double)res.totals[at + (size_t)ty];
 		g[j].count[step] += ref->summary ? ref->summary : 1;
@@ -1380,6 +1439,8 @@ out:
 		free(g[j].count);
 	}
 	free(g);
+	free(sg);
+	free(skip);
 	buf_free(&key);
 	buf_free(&err);
 	query_result_free(&res);
@@ -1388,27 +1449,110 @@ out:
 /* --- dispatch -------------------------------------------------------------- */
 
 typedef void (*method_fn)(struct http_req *r, ProtobufCMessage *req);
+/* The end of the range a request reads (ns), for the reply cache. */
+typedef int64_t (*upto_fn)(const ProtobufCMessage *req);
+
+static int64_t
+upto_ms(int64_t end)
+{
+	return end > 0 && end < INT64_MAX / MS ? end * MS : INT64_MAX;
+}
+
+static int64_t
+upto_stacktraces(const ProtobufCMessage *req)
+{
+	return upto_ms(((const Querier__V1__SelectMergeStacktracesRequest *)req)->end);
+}
+
+static int64_t
+upto_profile(const ProtobufCMessage *req)
+{
+	return upto_ms(((const Querier__V1__SelectMergeProfileRequest *)req)->end);
+}
+
+static int64_t
+upto_series(const ProtobufCMessage *req)
+{
+	return upto_ms(((const Querier__V1__SelectSeriesRequest *)req)->end);
+}
+
+static int64_t
+upto_diff(const ProtobufCMessage *req)
+{
+	const Querier__V1__DiffRequest *q = (const Querier__V1__DiffRequest *)req;
+	int64_t l = q->left ? upto_ms(q->left->end) : INT64_MAX;
+	int64_t r = q->right ? upto_ms(q->right->end) : INT64_MAX;
+
+	return l > r ? l : r;
+}
 
 static const struct method {
 	const char				*name;
 	const ProtobufCMessageDescriptor	*req;
 	method_fn				 fn;	/* NULL: 501 */
+	upto_fn					 upto;	/* NULL: its replies are not cached */
+	const ProtobufCMessageDescriptor	*resp;	/* with upto */
 } methods[] = {
-	{ "ProfileTypes", &querier__v1__profile_types_request__descriptor, m_profile_types },
-	{ "LabelNames", &types__v1__label_names_request__descriptor, m_label_names },
-	{ "LabelValues", &types__v1__label_values_request__descriptor, m_label_values },
-	{ "Series", &querier__v1__series_request__descriptor, m_series },
+	{ "ProfileTypes", &querier__v1__profile_types_request__descriptor, m_profile_types,
+	    NULL, NULL },
+	{ "LabelNames", &types__v1__label_names_request__descriptor, m_label_names, NULL, NULL },
+	{ "LabelValues", &types__v1__label_values_request__descriptor, m_label_values, NULL,
+	    NULL },
+	{ "Series", &querier__v1__series_request__descriptor, m_series, NULL, NULL },
 	{ "SelectMergeStacktraces", &querier__v1__select_merge_stacktraces_request__descriptor,
-	    m_select_merge_stacktraces },
+	    m_select_merge_stacktraces, upto_stacktraces,
+	    &querier__v1__select_merge_stacktraces_response__descriptor },
 	{ "SelectMergeProfile", &querier__v1__select_merge_profile_request__descriptor,
-	    m_select_merge_profile },
-	{ "SelectSeries", &querier__v1__select_series_request__descriptor, m_select_series },
-	{ "Diff", &querier__v1__diff_request__descriptor, m_diff },
-	{ "SelectMergeSpanProfile", NULL, NULL },
-	{ "SelectHeatmap", NULL, NULL },
-	{ "GetProfileStats", NULL, NULL },
-	{ "AnalyzeQuery", NULL, NULL },
+	    m_select_merge_profile, upto_profile, &perftools__profiles__profile__descriptor },
+	{ "SelectSeries", &querier__v1__select_series_request__descriptor, m_select_series,
+	    upto_series, &querier__v1__select_series_response__descriptor },
+	{ "Diff", &querier__v1__diff_request__descriptor, m_diff, upto_diff,
+	    &querier__v1__diff_response__descriptor },
+	{ "SelectMergeSpanProfile", NULL, NULL, NULL, NULL },
+	{ "SelectHeatmap", NULL, NULL, NULL, NULL },
+	{ "GetProfileStats", NULL, NULL, NULL, NULL },
+	{ "AnalyzeQuery", NULL, NULL, NULL, NULL },
 };
+
+/*
+ * Run a merge method through the reply cache: the key is the method and
+ * the request re-encoded as protobuf, the value the reply in protobuf (so a
+ * question asked in JSON and in protobuf is answered once, each reply in its
+ * encoding); the generation is read before the work, so a profile stored
+ * meanwhile makes the entry stale at once.
+ */
+static void
+call_cached(struct http_req *r, const struct method *m, ProtobufCMessage *req)
+{
+	const struct reader *rd = r->srv->rd;
+	struct buf key = { 0 }, body = { 0 }, cap = { 0 };
+	size_t n = protobuf_c_message_get_packed_size(req), at;
+	uint64_t gen;
+
+	buf_adds(&key, m->name);
+	buf_addc(&key, '\0');
+	at = key.len;
+	if (buf_reserve(&key, n + 1) < 0) {
+		m->fn(r, req);
+		goto out;
+	}
+	key.len = at + protobuf_c_message_pack(req, (uint8_t *)key.data + at);
+	if (qcache_get(r->srv->qcache, rd, key.data, key.len, &body) == 0) {
+		connect_reply_packed(r, m->resp, &body);
+		goto out;
+	}
+	gen = reader_generation(rd);
+	r->capture = &cap;
+	m->fn(r, req);
+	r->capture = NULL;
+	if (r->captured && r->status == 200)
+		qcache_put(r->srv->qcache, key.data, key.len, gen, m->upto(req), cap.data,
+		    cap.len);
+out:
+	buf_free(&key);
+	buf_free(&body);
+	buf_free(&cap);
+}
 
 void
 querier_handle(struct http_req *r)
@@ -1431,6 +1575,9 @@ querier_handle(struct http_req *r)
 	}
 	if (connect_decode(r, methods[i].req, &req) < 0)
 		return;
-	methods[i].fn(r, req);
+	if (methods[i].upto && r->srv->qcache)
+		call_cached(r, &methods[i], req);
+	else
+		methods[i].fn(r, req);
 	protobuf_c_message_free_unpacked(req, NULL);
 }

@@ -211,6 +211,15 @@ int	buf_add_xml(struct buf *b, const char *s, size_t n);
 int	buf_add_varint(struct buf *b, uint64_t v);
 /* Append n bytes of s %XX-decoded (pct_decode()). 0, -EINVAL, or b's error. */
 int	buf_add_pct_decoded(struct buf *b, const char *s, size_t n, unsigned flags);
+/* Append n bytes of p in base64 (the standard alphabet, padded). 0 or b's error. */
+int	buf_add_base64(struct buf *b, const void *p, size_t n);
+/*
+ * Append the bytes that n characters of base64 s stand for, as proto3's
+ * JSON readers take them: either alphabet (standard or URL-safe), the
+ * padding optional (decoding stops at the first '='). 0, -EINVAL for a
+ * character of neither alphabet (b then holds what came before), or b's error.
+ */
+int	buf_add_base64_decoded(struct buf *b, const char *s, size_t n);
 /* A decimal integer; a number with dec (0..4) digits after the point ("%.<dec>f"). */
 int	buf_add_i64(struct buf *b, int64_t v);
 int	buf_add_fixed(struct buf *b, double v, int dec);

@@ -330,6 +330,79 @@ buf_read_file(struct buf *b, const char *path, size_t limit)
 }
 
 int
+buf_add_base64(struct buf *b, const void *p, size_t n)
+{
+	static const char tab[] =
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	const unsigned char *u = p;
+	size_t i;
+	char q[4];
+
+	for (i = 0; i + 2 < n; i += 3) {
+		uint32_t v = (uint32_t)u[i] << 16 | (uint32_t)u[i + 1] << 8 | u[i + 2];
+
+		q[0] = tab[v >> 18];
+		q[1] = tab[v >> 12 & 63];
+		q[2] = tab[v >> 6 & 63];
+		q[3] = tab[v & 63];
+		buf_add(b, q, 4);
+	}
+	if (n - i == 1) {
+		q[0] = tab[u[i] >> 2];
+		q[1] = tab[(u[i] & 3) << 4];
+		q[2] = q[3] = '=';
+		buf_add(b, q, 4);
+	} else if (n - i == 2) {
+		uint32_t v = (uint32_t)u[i] << 8 | u[i + 1];
+
+		q[0] = tab[v >> 10];
+		q[1] = tab[v >> 4 & 63];
+		q[2] = tab[(v & 15) << 2];
+		q[3] = '=';
+		buf_add(b, q, 4);
+	}
+	return buf_error(b);
+}
+
+/* The value of base64 character c in either alphabet, or -1. */
+static int
+base64_value(int c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	if (c == '+' || c == '-')
+		return 62;
+	if (c == '/' || c == '_')
+		return 63;
+	return -1;
+}
+
+int
+buf_add_base64_decoded(struct buf *b, const char *s, size_t n)
+{
+	uint32_t acc = 0;
+	size_t i;
+	int bits = 0, v;
+
+	if (buf_reserve(b, n / 4 * 3 + 3) < 0)
+		return buf_error(b);
+	for (i = 0; i < n && s[i] != '='; i++) {
+		if ((v = base64_value((unsigned char)s[i])) < 0)
+			return -EINVAL;
+		acc = acc << 6 | (uint32_t)v;
+		if ((bits += 6) >= 8) {
+			bits -= 8;
+			buf_addc(b, (int)(acc >> bits & 0xff));
+		}
+	}
+	return buf_error(b);
+}
+
+int
 hex_value(int c)
 {
 	if (c >= '0' && c <= '9')

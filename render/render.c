@@ -288,6 +288,35 @@ tree_grow(struct render_tree *t)
 	return 0;
 }
 
+/* The slot of (parent, name) in the edge table: its node, or the free slot to take. */
+static size_t
+edge_slot(const struct render_tree *t, uint32_t parent, uint32_t name)
+{
+	uint64_t h = ((uint64_t)parent << 32 | name) * UINT64_C(0x9e3779b97f4a7c15);
+	size_t mask = t->nedges - 1, i = (size_t)(h >> 32) & mask;
+	uint32_t id;
+
+	while ((id = t->edges[i]) != 0 && (t->parent[id] != parent || t->name[id] != name))
+		i = (i + 1) & mask;
+	return i;
+}
+
+/* Double the edge table (at half load), placing nodes 1 .. n-1 again. */
+static int
+edges_grow(struct render_tree *t)
+{
+	size_t cap = t->nedges ? t->nedges * 2 : 2048, i;
+
+	if (tree_charge(t, (cap - t->nedges) * sizeof(*t->edges)) < 0)
+		return -ENOMEM;
+	free(t->edges);
+	t->edges = xcalloc(cap, sizeof(*t->edges));
+	t->nedges = cap;
+	for (i = 1; i < t->n; i++)
+		t->edges[edge_slot(t, t->parent[i], t->name[i])] = (uint32_t)i;
+	return 0;
+}
+
 /*
  * The child of parent called name, created if missing; -ENOMEM, -ENOSPC
  * (a new node past the tree's limits, unless forced) or the node.
@@ -295,26 +324,29 @@ tree_grow(struct render_tree *t)
 static int64_t
 tree_child(struct render_tree *t, uint32_t parent, uint32_t name, bool force)
 {
-	uint32_t key[2] = { parent, name };
-	int64_t id;
-	int added = 0;
+	size_t slot = edge_slot(t, parent, name);
+	uint32_t id = t->edges[slot];
 
-	if (!force && (t->n >= RENDER_MAX_NODES || (parent == 0 && t->nroots >= RENDER_MAX_ROOTS)) &&
-	    intern_get(t->edges, key, sizeof(key)) < 0)
+	if (id != 0)
+		return id;
+	if (!force && (t->n >= RENDER_MAX_NODES || (parent == 0 && t->nroots >= RENDER_MAX_ROOTS)))
 		return -ENOSPC;
-	if ((id = intern_put(t->edges, key, sizeof(key), &added)) < 0)
+	if (t->n >= UINT32_MAX)
 		return -ENOMEM;
-	id++;		/* node 0 is the root, which has no edge */
-	if (added) {
-		if ((size_t)id >= t->cap && tree_grow(t) < 0)
+	id = (uint32_t)t->n;
+	if (t->n >= t->cap && tree_grow(t) < 0)
+		return -ENOMEM;
+	t->parent[id] = parent;
+	t->name[id] = name;
+	t->cur[id] = t->cur_self[id] = t->base[id] = t->base_self[id] = 0;
+	t->n++;
+	if (parent == 0)
+		t->nroots++;
+	if (2 * t->n > t->nedges) {
+		if (edges_grow(t) < 0)
 			return -ENOMEM;
-		t->parent[id] = parent;
-		t->name[id] = name;
-		t->cur[id] = t->cur_self[id] = t->base[id] = t->base_self[id] = 0;
-		t->n = (size_t)id + 1;
-		if (parent == 0)
-			t->nroots++;
-	}
+	} else
+		t->edges[slot] = id;
 	return id;
 }
 
@@ -404,28 +436,107 @@ out:
 	return rc;
 }
 
+/* Name ids ordered by their names (strcmp), for sorting children by name. */
 static int
-kid_cmp(const void *a, const void *b, void *arg)
+u64_cmp(const void *a, const void *b)
 {
-	const struct render_tree *t = arg;
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
 
-	if (t->parent[x] != t->parent[y])
-		return t->parent[x] < t->parent[y] ? -1 : 1;
-	return strcmp(render_tree_name(t, x), render_tree_name(t, y));
+	return x < y ? -1 : x > y;
+}
+
+static int
+name_cmp(const void *a, const void *b, void *arg)
+{
+	const struct intern *names = arg;
+	size_t la, lb;
+
+	return strcmp(intern_key(names, *(const uint32_t *)a, &la),
+	    intern_key(names, *(const uint32_t *)b, &lb));
+}
+
+/*
+ * kids and kid_start from the parent links: each node's children, ordered
+ * by name. Names are ranked once (there are far fewer names than nodes);
+ * then the nodes, bucketed by parent, are sorted by rank within each bucket.
+ */
+static int
+kids_build(struct render_tree *t)
+{
+	size_t nn = intern_count(t->names), i, j;
+	uint32_t *order, *rank, *fill;
+
+	order = malloc((nn ? nn : 1) * sizeof(*order));
+	rank = malloc((nn ? nn : 1) * sizeof(*rank));
+	fill = malloc((t->n + 1) * sizeof(*fill));
+	if (order == NULL || rank == NULL || fill == NULL) {
+		free(order);
+		free(rank);
+		free(fill);
+		return -ENOMEM;
+	}
+	for (i = 0; i < nn; i++)
+		order[i] = (uint32_t)i;
+	qsort_r(order, nn, sizeof(*order), name_cmp, t->names);
+	for (i = 0; i < nn; i++)
+		rank[order[i]] = (uint32_t)i;
+	/* kid_start[p] = first index in kids whose parent is >= p. */
+	for (i = 1; i < t->n; i++)
+		t->kid_start[t->parent[i] + 1]++;
+	for (i = 0; i < t->n; i++)
+		t->kid_start[i + 1] += t->kid_start[i];
+	memcpy(fill, t->kid_start, (t->n + 1) * sizeof(*fill));
+	for (i = 1; i < t->n; i++)
+		t->kids[fill[t->parent[i]]++] = (uint32_t)i;
+	/* Within a parent, by name rank: insertion sort, children are few and mostly in order. */
+	for (i = 0; i < t->n; i++) {
+		uint32_t *k = &t->kids[t->kid_start[i]];
+		size_t nk = t->kid_start[i + 1] - t->kid_start[i];
+
+		if (nk > 32) {
+			/* many: sort keys (rank, node) packed into the kids' slots via a buffer */
+			uint64_t *key = malloc(nk * sizeof(*key));
+
+			if (key == NULL) {
+				free(order);
+				free(rank);
+				free(fill);
+				return -ENOMEM;
+			}
+			for (j = 0; j < nk; j++)
+				key[j] = (uint64_t)rank[t->name[k[j]]] << 32 | k[j];
+			qsort(key, nk, sizeof(*key), u64_cmp);
+			for (j = 0; j < nk; j++)
+				k[j] = (uint32_t)key[j];
+			free(key);
+			continue;
+		}
+		for (j = 1; j < nk; j++) {
+			uint32_t x = k[j], rx = rank[t->name[x]];
+			size_t m = j;
+
+			while (m > 0 && rank[t->name[k[m - 1]]] > rx) {
+				k[m] = k[m - 1];
+				m--;
+			}
+			k[m] = x;
+		}
+	}
+	free(order);
+	free(rank);
+	free(fill);
+	return 0;
 }
 
 int
 render_tree_build(struct render_tree *t, const struct profile *cur, size_t ctype,
     const struct profile *base, size_t btype)
 {
-	size_t i;
 	int rc;
 
 	memset(t, 0, sizeof(*t));
 	t->names = intern_create(256);
-	t->edges = intern_create(1024);
-	if (t->names == NULL || t->edges == NULL || tree_grow(t) < 0) {
+	if (t->names == NULL || tree_grow(t) < 0 || edges_grow(t) < 0) {
 		rc = -ENOMEM;
 		goto fail;
 	}
@@ -446,14 +557,8 @@ render_tree_build(struct render_tree *t, const struct profile *cur, size_t ctype
 		rc = -ENOMEM;
 		goto fail;
 	}
-	for (i = 1; i < t->n; i++)
-		t->kids[i - 1] = (uint32_t)i;
-	qsort_r(t->kids, t->n - 1, sizeof(*t->kids), kid_cmp, t);
-	/* kid_start[p] = first index in kids whose parent is >= p. */
-	for (i = 1; i < t->n; i++)
-		t->kid_start[t->parent[i] + 1]++;
-	for (i = 0; i < t->n; i++)
-		t->kid_start[i + 1] += t->kid_start[i];
+	if ((rc = kids_build(t)) < 0)
+		goto fail;
 	return 0;
 fail:
 	render_tree_free(t);
@@ -467,7 +572,7 @@ render_tree_bytes(const struct render_tree *t)
 	size_t per = 4 * sizeof(uint32_t) + 4 * sizeof(int64_t);
 
 	return sizeof(*t) + t->cap * per + t->nkernel +
-	    (t->names ? intern_bytes(t->names) : 0) + (t->edges ? intern_bytes(t->edges) : 0);
+	    (t->names ? intern_bytes(t->names) : 0) + t->nedges * sizeof(*t->edges);
 }
 
 void
@@ -475,8 +580,7 @@ render_tree_free(struct render_tree *t)
 {
 	if (t->names)
 		intern_destroy(t->names);
-	if (t->edges)
-		intern_destroy(t->edges);
+	free(t->edges);
 	free(t->parent);
 	free(t->name);
 	free(t->cur);

@@ -35,7 +35,10 @@ struct intern;
  */
 struct render_tree {
 	struct intern	*names;		/* frame name (NUL included) -> name id */
-	struct intern	*edges;		/* (parent, name) -> node id */
+	/* (parent, name) -> node id: open addressing over the node arrays
+	 * (0: a free slot; the root is no one's child) */
+	uint32_t	*edges;
+	size_t		 nedges;	/* slots, a power of two */
 	uint32_t	*parent, *name;	/* per node */
 	int64_t		*cur, *cur_self;
 	int64_t		*base, *base_self;

@@ -15,9 +15,14 @@
 #
 # Usage: scripts/bench-grafana.sh [DAYS [RUNS]]
 # BENCH_GRAFANA_KEEP=DIR keeps the data directory there for further experiments.
+# BENCH_BASE_BIN=FILE times another build (an earlier commit's bin/profilefs) on
+# the same data, each of its runs right after the tested build's: on a shared
+# machine the pair sees the same load, where two separate runs would not.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BIN="${PROFILEFS_BIN:-$ROOT/bin/profilefs}"
+BASE_BIN="${BENCH_BASE_BIN:-}"
+DBIN="$BIN"
 DAYS="${1:-7}"
 RUNS="${2:-5}"
 STEP=30
@@ -28,6 +33,7 @@ CPU=process_cpu:cpu:nanoseconds:cpu:nanoseconds
 export GOCACHE="${GOCACHE:-/tmp/profilefs-gocache}" GOFLAGS=-mod=mod
 
 [ -x "$BIN" ] || make -C "$ROOT" -j2 >/dev/null
+[ -z "$BASE_BIN" ] || [ -x "$BASE_BIN" ] || { echo "BENCH_BASE_BIN $BASE_BIN: not an executable" >&2; exit 1; }
 if [ "$(ls "$PROFILES"/cpu-*.pb.gz 2>/dev/null | wc -l)" -lt 64 ]; then
   echo "generating 64 Go CPU profiles (1 s each) into $PROFILES ..."
   (cd "$ROOT/tests/go/gencpu" && go build -o /tmp/profilefs-gencpu .)
@@ -49,7 +55,7 @@ cc -O2 -pthread -o "$TMP/httpload" "$ROOT/tests/tools/httpload.c"
 start_daemon() {
   mkdir -p "$TMP/mnt"
   : >"$TMP/log"
-  "$BIN" serve --data "$TMP/data" --http 127.0.0.1:0 "$TMP/mnt" 2>>"$TMP/log" &
+  "$DBIN" serve --data "$TMP/data" --http 127.0.0.1:0 "$TMP/mnt" 2>>"$TMP/log" &
   PID=$!
   for _ in $(seq 1 300); do [ -r "$TMP/mnt/README.txt" ] && grep -q "listening on" "$TMP/log" && break; sleep 0.1; done
   PORT=$(sed -n 's/.*listening on http:\/\/127.0.0.1:\([0-9]*\) .*/\1/p' "$TMP/log" | tail -1)
@@ -108,10 +114,20 @@ for run in $(seq 1 "$RUNS"); do
   cold[sms]+="$(ms_api SelectMergeStacktraces "$TMP/sms.bin") "; warm[sms]+="$(ms_api SelectMergeStacktraces "$TMP/sms.bin") "
   json[sms]+="$(ms_api SelectMergeStacktraces "$TMP/sms.json" json) "
   [ "$run" = 1 ] && jq -r '"  SelectMergeStacktraces: total \(.flamegraph.total) ns, \(.flamegraph.names | length) names, \([.flamegraph.levels[].values | length / 4] | add) nodes"' "$TMP/body"
+  if [ -n "$BASE_BIN" ]; then
+    DBIN="$BASE_BIN"; restart_cold
+    cold[bsms]+="$(ms_api SelectMergeStacktraces "$TMP/sms.bin") "; warm[bsms]+="$(ms_api SelectMergeStacktraces "$TMP/sms.bin") "
+    DBIN="$BIN"
+  fi
   restart_cold
   cold[ss]+="$(ms_api SelectSeries "$TMP/ss.bin") "; warm[ss]+="$(ms_api SelectSeries "$TMP/ss.bin") "
   json[ss]+="$(ms_api SelectSeries "$TMP/ss.json" json) "
   [ "$run" = 1 ] && jq -r '"  SelectSeries: \(.series | length) series, \([.series[].points | length] | add) points"' "$TMP/body"
+  if [ -n "$BASE_BIN" ]; then
+    DBIN="$BASE_BIN"; restart_cold
+    cold[bss]+="$(ms_api SelectSeries "$TMP/ss.bin") "; warm[bss]+="$(ms_api SelectSeries "$TMP/ss.bin") "
+    DBIN="$BIN"
+  fi
   restart_cold
   cold[merged]+="$(ms_cat "$R/last-7d/merged.pb.gz") "; warm[merged]+="$(ms_cat "$R/last-7d/merged.pb.gz") "
   restart_cold
@@ -125,8 +141,10 @@ printf "%-52s %9s %9s %8s\n" "read" "cold ms" "warm ms" "target"
 row() { printf "%-52s %9s %9s %8s\n" "$1" "$(median <<<"${cold[$2]}")" "$(median <<<"${warm[$2]}")" "$3"; }
 row "API SelectMergeStacktraces, 7 days (proto)" sms "<= 100"
 printf "%-52s %9s %9s\n" "  the same in JSON" "" "$(median <<<"${json[sms]}")"
+[ -n "$BASE_BIN" ] && row "  the same by BENCH_BASE_BIN" bsms ""
 row "tree last-7d/merged.pb.gz (same range)" merged ""
 row "API SelectSeries, 30 days, 1 h step (proto)" ss "<= 100"
 printf "%-52s %9s %9s\n" "  the same in JSON" "" "$(median <<<"${json[ss]}")"
+[ -n "$BASE_BIN" ] && row "  the same by BENCH_BASE_BIN" bss ""
 row "tree last-30d/timeline.csv (same range)" tl ""
-echo "(all runs, cold: sms ${cold[sms]}| ss ${cold[ss]}| merged ${cold[merged]}| timeline ${cold[tl]})"
+echo "(all runs, cold: sms ${cold[sms]}| ss ${cold[ss]}| merged ${cold[merged]}| timeline ${cold[tl]}${BASE_BIN:+| base sms ${cold[bsms]}| base ss ${cold[bss]}})"

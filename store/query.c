@@ -244,10 +244,14 @@ file_groups(struct store *st, struct merge_listing *c, size_t i, const struct ag
 	return rc;
 }
 
-/* Merge the groups chosen in mg: each series' share as pprof (gauges averaged), summed. */
+/*
+ * Merge the groups chosen in mg: each series' share as pprof (gauges
+ * averaged), summed. With types_only the first share alone, without its
+ * samples: the merged sample types, for a caller reading totals.
+ */
 static int
 merge_groups(struct store *st, struct merge_listing *c, const struct mgroup *mg,
-    const struct mgroup_shared *sh, struct agg **aggs, struct profile **out)
+    const struct mgroup_shared *sh, struct agg **aggs, bool types_only, struct profile **out)
 {
 	struct merge *m = merge_create();
 	const struct group *gr;
@@ -272,43 +276,92 @@ merge_groups(struct store *st, struct merge_listing *c, const struct mgroup *mg,
 			if (rc == 0) {
 				if (p->nsample_types != sh->n - 1)
 					profile_keep_types(p, mg[g].keep, sh->n - 1);
+				if (types_only)
+					p->nsamples = 0;	/* in p's arena: freed with it */
 				rc = merge_add(m, p, NULL);
 			}
 			profile_free(p);
+			if (types_only && rc == 0)
+				goto done;
 		}
 	}
+done:
 	if (rc == 0 && merge_count(m) > 0)
 		rc = merge_finish(m, false, out);
 	merge_free(m);
 	return rc;
 }
 
-/* Sort refs by time and carry their totals along; res takes the totals. */
+/* A ref's place in the time order: sorted small, then the refs moved once. */
+struct ref_key {
+	int64_t		 time;
+	uint64_t	 id;
+	size_t		 i;
+};
+
+static int
+ref_key_cmp(const void *a, const void *b)
+{
+	const struct ref_key *x = a, *y = b;
+
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	if (x->id != y->id)
+		return x->id < y->id ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i;	/* stable: windows past retention share id 0 */
+}
+
+/*
+ * Sort refs by time and carry their totals along; res takes the totals.
+ * The refs come as a sorted run per series: already in order with one
+ * series, else sorted by key (time, id), then each ref moved once, in place.
+ */
 static int
 sort_with_totals(struct query_result *res, struct merge_listing *c)
 {
-	struct { struct store_ref ref; size_t at; } *tmp;
 	const size_t *at = (const size_t *)c->at.data;
+	struct ref_key *key;
 	size_t i;
+	bool sorted = true;
 
 	if (c->at.len != res->nrefs * sizeof(size_t))
 		return -EINVAL;	/* a ref without totals: an internal error */
-	if ((tmp = malloc(res->nrefs * sizeof(*tmp))) == NULL ||
-	    (res->totals_at = malloc(res->nrefs * sizeof(size_t))) == NULL) {
-		free(tmp);
+	if ((res->totals_at = malloc(res->nrefs * sizeof(size_t))) == NULL)
+		return -ENOMEM;
+	for (i = 1; i < res->nrefs && sorted; i++)
+		sorted = ref_cmp(&res->refs[i - 1], &res->refs[i]) <= 0;
+	if (sorted) {
+		memcpy(res->totals_at, at, res->nrefs * sizeof(size_t));
+		res->totals = (int64_t *)buf_steal(&c->totals, NULL);
+		return 0;
+	}
+	if ((key = malloc(res->nrefs * sizeof(*key))) == NULL) {
+		free(res->totals_at);
+		res->totals_at = NULL;
 		return -ENOMEM;
 	}
+	for (i = 0; i < res->nrefs; i++)
+		key[i] = (struct ref_key){ res->refs[i].time, res->refs[i].id, i };
+	qsort(key, res->nrefs, sizeof(*key), ref_key_cmp);
+	for (i = 0; i < res->nrefs; i++)
+		res->totals_at[i] = at[key[i].i];
+	/* refs[j] = the old refs[key[j].i], in place, a cycle at a time (SIZE_MAX: placed). */
 	for (i = 0; i < res->nrefs; i++) {
-		tmp[i].ref = res->refs[i];
-		tmp[i].at = at[i];
+		struct store_ref tmp;
+		size_t j = i, k;
+
+		if (key[i].i == SIZE_MAX || key[i].i == i)
+			continue;
+		tmp = res->refs[i];
+		while ((k = key[j].i) != i) {
+			res->refs[j] = res->refs[k];
+			key[j].i = SIZE_MAX;
+			j = k;
+		}
+		res->refs[j] = tmp;
+		key[j].i = SIZE_MAX;
 	}
-	/* ref is the first member: ref_cmp orders the pairs by it. */
-	qsort(tmp, res->nrefs, sizeof(*tmp), ref_cmp);
-	for (i = 0; i < res->nrefs; i++) {
-		res->refs[i] = tmp[i].ref;
-		res->totals_at[i] = tmp[i].at;
-	}
-	free(tmp);
+	free(key);
 	res->totals = (int64_t *)buf_steal(&c->totals, NULL);
 	return 0;
 }
@@ -332,8 +385,8 @@ query_merge(struct store *st, const struct query *q, struct query_result *res)
 			rc = -ENOMEM;
 			break;
 		}
-		if ((rc = store_read_series(st, res->series[i], q->from, q->to, aggs[i], meta_cb,
-		    bad_cb, &c)) == 0)
+		if ((rc = store_read_series(st, res->series[i], q->from, q->to, aggs[i],
+		    q->merged_only ? NULL : meta_cb, bad_cb, &c)) == 0)
 			rc = file_groups(st, &c, i, aggs[i]);
 	}
 	if (rc == 0 && c.ngroups) {
@@ -376,7 +429,8 @@ query_merge(struct store *st, const struct query *q, struct query_result *res)
 		}
 		if (rc == 0)
 			rc = mgroup_totals(mg, &sh, grp, (size_t *)c.at.data, n, &c.totals);
-		if (rc == 0 && (rc = merge_groups(st, &c, mg, &sh, aggs, &res->merged)) == 0 &&
+		if (rc == 0 && (rc = merge_groups(st, &c, mg, &sh, aggs, q->totals_only,
+		    &res->merged)) == 0 &&
 		    res->merged)
 			res->nmerged = (size_t)nmerged;
 		free(grp);

@@ -281,6 +281,7 @@ store_read_series_locked(struct store *st, uint64_t sid, int64_t from, int64_t t
 	const rocksdb_snapshot_t *snap = rocksdb_create_snapshot(st->db);
 	struct range_read c = { .st = st, .sid = sid, .a = a, .bad = bad, .arg = arg };
 	unsigned char lo[17], hi[17];
+	rocksdb_readoptions_t *dro;
 	rocksdb_iterator_t *it;
 	const struct series *s = store_series_get(st, sid);
 	struct store_ref r;
@@ -342,11 +343,19 @@ store_read_series_locked(struct store *st, uint64_t sid, int64_t from, int64_t t
 	from = wfrom;
 	to = wto;
 
-	/* The markers of the range: windows not to trust. */
+	/*
+	 * The markers of the range: windows not to trust. The compactor
+	 * deletes markers as it goes, so their range is mostly tombstones until
+	 * RocksDB compacts them away: the bound stops the seek at the range's
+	 * end instead of skipping the next series' tombstones too.
+	 */
 	lo[0] = hi[0] = 'D';
 	be64_put(lo + 9, time_enc(floor_div(from, NS_1D) * NS_1D));
 	be64_put(hi + 9, time_enc(to));
-	it = rocksdb_create_iterator(st->db, c.ro);
+	dro = rocksdb_readoptions_create();
+	rocksdb_readoptions_set_snapshot(dro, snap);
+	rocksdb_readoptions_set_iterate_upper_bound(dro, (char *)hi, sizeof(hi));
+	it = rocksdb_create_iterator(st->db, dro);
 	for (rocksdb_iter_seek(it, (char *)lo, sizeof(lo)); rocksdb_iter_valid(it);
 	    rocksdb_iter_next(it)) {
 		size_t kl;
@@ -369,6 +378,7 @@ store_read_series_locked(struct store *st, uint64_t sid, int64_t from, int64_t t
 		c.dirty[c.ndirty++] = w;
 	}
 	rocksdb_iter_destroy(it);
+	rocksdb_readoptions_destroy(dro);
 	if (rc == 0)
 		rc = read_cover(&c, from, to, 2);
 out:

@@ -288,6 +288,20 @@ struct query {
 	const struct matchers	*match;		/* NULL or empty: no more conditions (base.h) */
 	int64_t			 from, to;	/* ns, from <= time < to */
 	size_t			 limit;		/* 0: no limit (list only) */
+	/*
+	 * Merge only: the caller wants merged (and nmerged) alone, so the
+	 * store reads no listing (refs, totals and the profiles of groups left
+	 * out stay empty; undecodable ones may still be in skipped). A reader
+	 * may ignore it and fill them anyway.
+	 */
+	bool			 merged_only;
+	/*
+	 * Totals only: the caller reads the listing's per-profile totals and
+	 * merged's sample types, not its samples, so merged may hold none (a
+	 * merge of none of the profiles' samples costs nothing). A reader may
+	 * ignore it and merge them anyway.
+	 */
+	bool			 totals_only;
 };
 
 struct query_skip {

@@ -6,7 +6,8 @@
 # tree's merged.pb.gz of the same selection; 501 for what is not served,
 # Connect errors (400 bad selectors, 404, 415, 401 without the token, 403 for
 # a local user the mount's rules refuse); and label matchers giving the same
-# sums through the tree, the profefe API and the Connect API.
+# sums through the tree, the profefe API and the Connect API; the reply
+# cache (the same question twice, then after a profile stored in its range).
 set -u
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/../pprof-sums.sh"
@@ -186,6 +187,23 @@ check_eq "ls of the type still lists the stored label sets" "$(ls "$M/checkout/c
 [ ! -e "$M/checkout/cpu/pod=~(" ] && ok "a bad regex in the tree: no such directory" || fail "bad regex in the tree"
 check_eq "the tree's matchers: '!~'" "$(cpu_ns "$M/checkout/cpu/pod!~api-.*/all/merged.pb.gz")" \
   "$(cpu_ns "$M/checkout/cpu/pod=web-1,region=us/all/merged.pb.gz")"
+
+# --- the reply cache: the same question again, then after new data in its range ----
+WQ="{\"profileTypeID\":\"$CPU\",\"labelSelector\":\"{pod=\\\"web-1\\\"}\",\"start\":\"1\",\"end\":\"4102444800000\"}"
+call SelectMergeStacktraces "$WQ"; cp "$TMP/body" "$TMP/first"
+call SelectMergeStacktraces "$WQ"
+cmp -s "$TMP/body" "$TMP/first" && ok "the same question twice: the same reply" || fail "repeated reply differs"
+W1=$(jq -r .flamegraph.total "$TMP/first")
+EXTRA=$(ls "$TMP"/web-1/cpu-*.pb.gz | head -1)
+curl -sf -XPOST "$U/api/0/profiles?service=checkout&type=cpu&labels=pod=web-1,region=us" \
+  --data-binary "@$EXTRA" >/dev/null || fail "push one more profile of web-1"
+call SelectMergeStacktraces "$WQ"
+check_eq "a profile stored in the range: the next answer has it" \
+  "$(jq -r .flamegraph.total "$TMP/body")" "$((W1 + $(cpu_ns "$EXTRA")))"
+pcall SelectMergeStacktraces querier.v1.SelectMergeStacktracesRequest querier.v1.SelectMergeStacktracesResponse \
+  "profile_typeID: \"$CPU\" label_selector: \"{pod=\\\"web-1\\\"}\" start: 1 end: 4102444800000"
+check_eq "the same question in protobuf after it: the same total" \
+  "$(sed -n 's/^  total: //p' "$TMP/pbody" 2>/dev/null)" "$((W1 + $(cpu_ns "$EXTRA")))"
 
 # --- errors ------------------------------------------------------------------------
 cerr "not implemented: SelectHeatmap" 501 unimplemented SelectHeatmap '{}'

@@ -157,6 +157,48 @@ test_pct_decode(void **state)
 	assert_memory_equal(s, "A%4%00 %zzb", 11);
 }
 
+/* base64: RFC 4648's vectors, both alphabets, padding optional, bad characters refused. */
+static void
+test_base64(void **state)
+{
+	static const char *const vec[][2] = { { "", "" }, { "f", "Zg==" }, { "fo", "Zm8=" },
+	    { "foo", "Zm9v" }, { "foob", "Zm9vYg==" }, { "fooba", "Zm9vYmE=" },
+	    { "foobar", "Zm9vYmFy" } };
+	unsigned char bin[256];
+	struct buf b = { 0 }, d = { 0 };
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(vec) / sizeof(vec[0]); i++) {
+		buf_reset(&b);
+		assert_int_equal(buf_add_base64(&b, vec[i][0], strlen(vec[i][0])), 0);
+		assert_int_equal(b.len, strlen(vec[i][1]));
+		assert_memory_equal(b.data ? b.data : "", vec[i][1], b.len);
+		buf_reset(&d);
+		assert_int_equal(buf_add_base64_decoded(&d, vec[i][1], strlen(vec[i][1])), 0);
+		assert_int_equal(d.len, strlen(vec[i][0]));
+		assert_memory_equal(d.data, vec[i][0], d.len);
+	}
+	/* Every byte value, through both alphabets, with and without padding. */
+	for (i = 0; i < sizeof(bin); i++)
+		bin[i] = (unsigned char)(255 - i);
+	buf_reset(&b);
+	assert_int_equal(buf_add_base64(&b, bin, sizeof(bin) - 1), 0);
+	for (i = 0; i < b.len; i++)
+		b.data[i] = b.data[i] == '+' ? '-' : b.data[i] == '/' ? '_' : b.data[i];
+	while (b.len && b.data[b.len - 1] == '=')
+		b.data[--b.len] = '\0';
+	buf_reset(&d);
+	assert_int_equal(buf_add_base64_decoded(&d, b.data, b.len), 0);
+	assert_int_equal(d.len, sizeof(bin) - 1);
+	assert_memory_equal(d.data, bin, d.len);
+	buf_reset(&d);
+	assert_int_equal(buf_add_base64_decoded(&d, "Zm9v!", 5), -EINVAL);
+	assert_int_equal(buf_add_base64_decoded(&d, "Zm 9v", 5), -EINVAL);
+	buf_free(&b);
+	buf_free(&d);
+}
+
 /* Varints: protobuf's encoding, round trips, and cut or overlong input refused. */
 static void
 test_varints(void **state)
@@ -361,6 +403,7 @@ main(void)
 		cmocka_unit_test(test_clocks),
 		cmocka_unit_test(test_iso_times),
 		cmocka_unit_test(test_pct_decode),
+		cmocka_unit_test(test_base64),
 		cmocka_unit_test(test_varints),
 		cmocka_unit_test(test_floor_div),
 		cmocka_unit_test(test_grow),

@@ -262,6 +262,39 @@ check_range(struct fixture *f, const char *type, const char *sel, int64_t from, 
 	/* Per-profile totals (timelines) stay those of each profile. */
 	for (i = 0; i + 1 < res.nrefs; i++)
 		assert_true(res.refs[i].time <= res.refs[i + 1].time);
+	/* merged_only: the same merge without the listing. */
+	{
+		struct query_result mo;
+
+		q.merged_only = true;
+		assert_int_equal(query_merge(f->st, &q, &mo), 0);
+		assert_int_equal(mo.nrefs, 0);
+		assert_int_equal(mo.nmerged, res.nmerged);
+		assert_int_equal(mo.merged == NULL, res.merged == NULL);
+		for (t = 0; res.merged && t < res.merged->nsample_types; t++)
+			assert_true(profile_total(mo.merged, t) == profile_total(res.merged, t));
+		query_result_free(&mo);
+		/* totals_only: the same listing and totals, merged's sample types alone. */
+		q.merged_only = false;
+		q.totals_only = true;
+		assert_int_equal(query_merge(f->st, &q, &mo), 0);
+		assert_int_equal(mo.nrefs, res.nrefs);
+		assert_int_equal(mo.nskipped, res.nskipped);
+		assert_int_equal(mo.merged == NULL, res.merged == NULL);
+		if (res.merged) {
+			assert_int_equal(mo.merged->nsample_types, res.merged->nsample_types);
+			assert_int_equal(mo.merged->nsamples, 0);
+		}
+		for (i = 0; i < res.nrefs; i++) {
+			assert_true(mo.refs[i].id == res.refs[i].id);
+			assert_true((mo.totals_at[i] == SIZE_MAX) == (res.totals_at[i] == SIZE_MAX));
+			for (t = 0; res.merged && mo.totals_at[i] != SIZE_MAX &&
+			    t < res.merged->nsample_types; t++)
+				assert_true(mo.totals[mo.totals_at[i] + t] ==
+				    res.totals[res.totals_at[i] + t]);
+		}
+		query_result_free(&mo);
+	}
 	query_result_free(&res);
 	profile_free(want);
 	for (i = 0; i < x.nsig; i++) {
