@@ -75,6 +75,26 @@ struct cluster {
 	size_t			 f_cap, f_bytes;
 };
 
+/*
+ * The schema's version (ship.c), and the expressions its materialized views
+ * and the deletion's cancelling rows (delete.c) share, over a row of
+ * profiles_local ARRAY JOIN vals AS value, arrayEnumerate(vals) AS k: the
+ * digest of a signature (sigh), a sample's stack and value index, the series
+ * hash when the value is a gauge (gsid, else 0: gauges average per series),
+ * its value (V: "value" or "-value"); per profile, its count (S: 1 or -1),
+ * the wrapping sum of gids and the sum of offsets into the window (the one
+ * profile's gid and time when the count is 1) and its totals.
+ */
+#define CH_SCHEMA_VERSION	2
+#define CH_VI			"toUInt8((k - 1) %% ntypes)"
+#define CH_SAMPLE_COLS(V)	"sipHash64(sig) AS sigh, stacks[intDiv(k - 1, ntypes) + 1] AS stack, " \
+	CH_VI " AS vi, if(bitAnd(bitShiftRight(gauges, " CH_VI "), 1), " \
+	"cityHash64(service, type, labels), toUInt64(0)) AS gsid, " V
+#define CH_COUNT_COLS(S)	"toInt64(" S ") AS profiles, toUInt64(" S " * gid) AS gids, " \
+	"toInt64(" S " * (ns - intDiv(toUInt32(time), 600) * 600000000000)) AS offs, " \
+	"arrayMap(x -> toUInt8(x - 1), arrayEnumerate(totals)) AS `totalsMap.vi`, " \
+	"arrayMap(x -> " S " * x, totals) AS `totalsMap.value`"
+
 /* --- chttp.c --- */
 /* Parse "URL[,URL...]" into c (urls, db). -EINVAL and the reason. */
 int	ch_parse_urls(struct cluster *c, const char *list, struct buf *err);

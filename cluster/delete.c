@@ -3,7 +3,7 @@
  * go to the cluster (read.c; before that, the store's own deletion). This
  * host's copy leaves the store (store_delete_*()) and the fleet's leaves
  * ClickHouse: a series goes from every server's local tables (profiles,
- * samples10, counts10) with ALTER TABLE ... DELETE. One profile
+ * samples10, samples1h, counts10, series) with ALTER TABLE ... DELETE. One profile
  * (by gid) leaves the per-window sums through rows that cancel it (its
  * samples negated, a count of -1: the Summing tables add them), then its row
  * goes with ALTER TABLE ... DELETE. Mutations run in the background in
@@ -78,13 +78,14 @@ static int
 fleet_delete_series(struct cluster *c, const struct series *s, struct buf *err)
 {
 	static const char *const tables[] = { "profiles_local", "samples10_local",
-	    "counts10_local" };
-	struct buf sqls[3];
+	    "samples1h_local", "counts10_local", "series_local" };
+#define NTABLES	(sizeof(tables) / sizeof(tables[0]))
+	struct buf sqls[NTABLES];
 	size_t j;
 	int rc;
 
 	memset(sqls, 0, sizeof(sqls));
-	for (j = 0; j < 3; j++) {
+	for (j = 0; j < NTABLES; j++) {
 		buf_printf(&sqls[j], "ALTER TABLE %s.%s DELETE WHERE service = ", c->db, tables[j]);
 		ch_quote(&sqls[j], s->service);
 		buf_adds(&sqls[j], " AND type = ");
@@ -92,9 +93,10 @@ fleet_delete_series(struct cluster *c, const struct series *s, struct buf *err)
 		buf_adds(&sqls[j], " AND labels = ");
 		ch_quote(&sqls[j], s->labels);
 	}
-	rc = on_every_server(c, sqls, 3, err);
-	for (j = 0; j < 3; j++)
+	rc = on_every_server(c, sqls, NTABLES, err);
+	for (j = 0; j < NTABLES; j++)
 		buf_free(&sqls[j]);
+#undef NTABLES
 	if (rc == 0)
 		log_info("clickhouse: deleted %s/%s {%s}", s->service, s->type, s->labels);
 	return rc;
@@ -107,7 +109,7 @@ fleet_delete_series(struct cluster *c, const struct series *s, struct buf *err)
 static int
 fleet_delete_profile(struct cluster *c, uint64_t gid, uint64_t *local_id, struct buf *err)
 {
-	struct buf sql = { 0 }, ans = { 0 }, sqls[3];
+	struct buf sql = { 0 }, ans = { 0 }, sqls[5];
 	struct tsv t;
 	uint64_t id = 0;
 	bool found = false, mine = false;
@@ -134,19 +136,27 @@ fleet_delete_profile(struct cluster *c, uint64_t gid, uint64_t *local_id, struct
 	memset(sqls, 0, sizeof(sqls));
 	/* The same rows as the materialized views make, cancelling them. */
 	buf_printf(&sqls[0], "INSERT INTO %1$s.samples10_local (date, window, service, type, "
-	    "labels, sig, stack, vi, value) SELECT date, toDateTime(intDiv(toUInt32(time), 600) "
-	    "* 600), service, type, labels, sig, stacks[intDiv(k - 1, ntypes) + 1], "
-	    "toUInt8((k - 1) %% ntypes), -value FROM %1$s.profiles_local "
+	    "labels, sigh, stack, vi, gsid, value) SELECT date, toDateTime(intDiv(toUInt32(time), "
+	    "600) * 600), service, type, labels, " CH_SAMPLE_COLS("-value") " FROM "
+	    "%1$s.profiles_local ARRAY JOIN vals AS value, arrayEnumerate(vals) AS k "
+	    "WHERE gid = %2$" PRIu64, c->db, gid);
+	buf_printf(&sqls[1], "INSERT INTO %1$s.samples1h_local (date, window, service, type, "
+	    "labels, sigh, stack, vi, gsid, value) SELECT date, toStartOfHour(time), service, "
+	    "type, labels, " CH_SAMPLE_COLS("-value") " FROM %1$s.profiles_local "
 	    "ARRAY JOIN vals AS value, arrayEnumerate(vals) AS k WHERE gid = %2$" PRIu64,
 	    c->db, gid);
-	buf_printf(&sqls[1], "INSERT INTO %1$s.counts10_local (date, window, service, type, "
-	    "labels, sig, profiles) SELECT date, toDateTime(intDiv(toUInt32(time), 600) * 600), "
-	    "service, type, labels, sig, toUInt64(-1) FROM %1$s.profiles_local "
+	buf_printf(&sqls[2], "INSERT INTO %1$s.counts10_local (date, window, service, type, "
+	    "labels, sig, hdr, period, profiles, gids, offs, totalsMap.vi, totalsMap.value) "
+	    "SELECT date, toDateTime(intDiv(toUInt32(time), 600) * 600), service, type, labels, "
+	    "sig, hdr, period, " CH_COUNT_COLS("-1") " FROM %1$s.profiles_local "
 	    "WHERE gid = %2$" PRIu64, c->db, gid);
-	buf_printf(&sqls[2], "ALTER TABLE %s.profiles_local DELETE WHERE gid = %" PRIu64,
+	buf_printf(&sqls[3], "INSERT INTO %1$s.series_local (date, hour, service, type, labels, "
+	    "profiles) SELECT date, toStartOfHour(time), service, type, labels, toInt64(-1) "
+	    "FROM %1$s.profiles_local WHERE gid = %2$" PRIu64, c->db, gid);
+	buf_printf(&sqls[4], "ALTER TABLE %s.profiles_local DELETE WHERE gid = %" PRIu64,
 	    c->db, gid);
-	rc = on_every_server(c, sqls, 3, err);
-	for (j = 0; j < 3; j++)
+	rc = on_every_server(c, sqls, 5, err);
+	for (j = 0; j < 5; j++)
 		buf_free(&sqls[j]);
 	if (rc == 0 && mine)
 		*local_id = id;

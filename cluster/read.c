@@ -254,7 +254,7 @@ series_query(struct cluster *c, const char *service, const char *type, struct sl
 	struct tsv t;
 	int rc, r;
 
-	buf_printf(&sql, "SELECT service, type, labels FROM %s.counts10 WHERE 1", c->db);
+	buf_printf(&sql, "SELECT service, type, labels FROM %s.series WHERE 1", c->db);
 	if (service) {
 		buf_adds(&sql, " AND service = ");
 		ch_quote(&sql, service);
@@ -263,8 +263,8 @@ series_query(struct cluster *c, const char *service, const char *type, struct sl
 		buf_adds(&sql, " AND type = ");
 		ch_quote(&sql, type);
 	}
-	buf_adds(&sql, " GROUP BY service, type, labels ORDER BY service, type, labels "
-	    "FORMAT TabSeparated");
+	buf_adds(&sql, " GROUP BY service, type, labels HAVING sum(profiles) > 0 "
+	    "ORDER BY service, type, labels FORMAT TabSeparated");
 	if ((rc = buf_error(&sql)) < 0)
 		goto out;
 	if (ch_exec(c, sql.data, NULL, &ans, &err, NULL) < 0) {
@@ -349,10 +349,10 @@ r_hours(void *arg, uint64_t sid, int64_t **out, size_t *n)
 	*n = 0;
 	if (s == NULL)
 		return -ENOENT;
-	buf_printf(&sql, "SELECT intDiv(toUInt32(window), 3600) AS h FROM %s.counts10 WHERE ",
+	buf_printf(&sql, "SELECT intDiv(toUInt32(hour), 3600) AS h FROM %s.series WHERE ",
 	    c->db);
 	where_series(s, &sql);
-	buf_adds(&sql, " GROUP BY h ORDER BY h FORMAT TabSeparated");
+	buf_adds(&sql, " GROUP BY h HAVING sum(profiles) > 0 ORDER BY h FORMAT TabSeparated");
 	if (ch_exec(c, sql.data, NULL, &ans, &err, NULL) < 0) {
 		rc = fail("listing hours", &err);
 		goto out;
@@ -552,46 +552,6 @@ r_list(void *arg, const struct query *q, struct query_result *res)
 	return rc;
 }
 
-struct scan_arg {
-	store_scan_fn	 fn;
-	void		*arg;
-};
-
-static int
-r_scan(void *arg, uint64_t sid, int64_t from, int64_t to, store_scan_fn fn, void *fnarg)
-{
-	struct cluster *c = arg;
-	const struct series *s = r_series_get(c, sid);
-	struct query_result res;
-	struct listing l = { .res = &res };
-	struct query q = { .from = from, .to = to };
-	struct buf where = { 0 };
-	size_t i;
-	int rc;
-
-	if (s == NULL)
-		return 0;
-	memset(&res, 0, sizeof(res));
-	where_series(s, &where);
-	rc = run_listing(c, where.data, &q, false, &l);
-	if (rc == -EIO) {
-		/*
-		 * The cluster cannot say: a series seen before counts as holding
-		 * data, so its directories resolve and its files fail with EIO.
-		 */
-		struct store_ref ref = { .id = 0, .series = sid, .time = from };
-
-		snprintf(ref.type, sizeof(ref.type), "%s", s->type);
-		rc = fn(fnarg, &ref, NULL, 0);
-	}
-	for (i = 0; rc == 0 && i < res.nrefs; i++)
-		rc = fn(fnarg, &res.refs[i], NULL, 0);
-	listing_free(&l);
-	buf_free(&where);
-	query_result_free(&res);
-	return rc;
-}
-
 /* --- merges -------------------------------------------------------------------- */
 
 /* One series' part of one merged group: its stacks' sums in the shared types. */
@@ -623,105 +583,6 @@ static int64_t
 ceil_div(int64_t a, int64_t b)
 {
 	return a / b + (a % b > 0);
-}
-
-/*
- * The sums of the merged groups by (series, group, stack, value index), in
- * the shared types (ntypes of them), into accs.
- */
-static int
-run_sums(struct cluster *c, const char *where, const struct query *q, const struct mgroup *g,
-    size_t ng, size_t ntypes, struct series_sums **accs, size_t *nacc, struct intern *all_stacks)
-{
-	struct buf sql = { 0 }, ans = { 0 }, err = { 0 }, sigs = { 0 };
-	int64_t from = q->from < STORE_TIME_MIN ? STORE_TIME_MIN : q->from;
-	int64_t to = q->to > INT64_C(4102444800) * NS ? INT64_C(4102444800) * NS : q->to;
-	int64_t wlo = ceil_div(from, WINDOW_NS) * 600, whi = floor_div(to, WINDOW_NS) * 600;
-	struct tsv t;
-	size_t i;
-	int rc = 0, r;
-
-	for (i = 0; i < ng; i++)
-		if (g[i].inc) {
-			if (sigs.len)
-				buf_addc(&sigs, ',');
-			ch_quote(&sigs, g[i].sig);
-		}
-	if (wlo > whi)
-		whi = wlo;
-	buf_printf(&sql, "SELECT service, type, labels, sig, stack, vi, sum(value) FROM ("
-	    "SELECT service, type, labels, sig, stack, vi, value FROM %s.samples10 WHERE %s "
-	    "AND sig IN (%s) "
-	    "AND window >= toDateTime(%" PRId64 ") AND window < toDateTime(%" PRId64 ") "
-	    "UNION ALL "
-	    "SELECT service, type, labels, sig, stacks[intDiv(k - 1, ntypes) + 1] AS stack, "
-	    "toUInt8((k - 1) %% ntypes) AS vi, value FROM %s.profiles "
-	    "ARRAY JOIN vals AS value, arrayEnumerate(vals) AS k WHERE %s AND sig IN (%s)",
-	    c->db, where, sigs.data, wlo, whi, c->db, where, sigs.data);
-	where_range(&sql, q->from, q->to);
-	buf_printf(&sql, " AND NOT (toUInt32(time) >= %" PRId64 " AND toUInt32(time) < %" PRId64
-	    ")) GROUP BY service, type, labels, sig, stack, vi FORMAT TabSeparated", wlo, whi);
-	if ((rc = buf_error(&sql)) < 0)
-		goto out;
-	if (ch_exec(c, sql.data, NULL, &ans, &err, NULL) < 0) {
-		rc = fail("merging", &err);
-		goto out;
-	}
-	tsv_init(&t, &ans);
-	while ((r = tsv_next(&t)) > 0) {
-		const struct series *s;
-		struct series_sums *a;
-		uint64_t vi;
-		size_t gi, j;
-		int64_t v, k;
-		int added;
-
-		if (t.nf != 7 || !is_digest(t.f[4], t.len[4]) || tsv_u64(t.f[5], &vi) < 0 ||
-		    tsv_i64(t.f[6], &v) < 0) {
-			r = -EINVAL;
-			break;
-		}
-		for (gi = 0; gi < ng && !(g[gi].inc && strcmp(g[gi].sig, t.f[3]) == 0); gi++)
-			;
-		if (gi == ng) {
-			r = -EINVAL;
-			break;
-		}
-		for (j = 0; j < ntypes && g[gi].keep[j] != vi; j++)
-			;
-		if (j == ntypes)
-			continue;	/* a type not shared by every merged group */
-		if ((s = intern_series(c, t.f[0], t.f[1], t.f[2])) == NULL) {
-			r = -ENOMEM;
-			break;
-		}
-		a = series_sums_of(accs, nacc, s, gi);
-		if ((k = intern_put(a->stacks, t.f[4], DIGEST128_HEX, &added)) < 0 ||
-		    intern_put(all_stacks, t.f[4], DIGEST128_HEX, NULL) < 0) {
-			r = -ENOMEM;
-			break;
-		}
-		if (added && buf_reserve(&a->vals, ntypes * sizeof(int64_t)) == 0) {
-			memset(a->vals.data + a->vals.len, 0, ntypes * sizeof(int64_t));
-			a->vals.len += ntypes * sizeof(int64_t);
-		}
-		if (buf_error(&a->vals)) {
-			r = -ENOMEM;
-			break;
-		}
-		((int64_t *)a->vals.data)[(size_t)k * ntypes + j] = v;
-	}
-	tsv_free(&t);
-	if (r < 0) {
-		log_warnx("clickhouse: merging: a malformed answer");
-		rc = -EIO;
-	}
-out:
-	buf_free(&sql);
-	buf_free(&ans);
-	buf_free(&err);
-	buf_free(&sigs);
-	return rc;
 }
 
 /* Frames of stacks seen before (checked), by address: a stack's text never changes. */
@@ -939,108 +800,464 @@ shared_header(const char *hdr, const size_t *keep, size_t nt)
 }
 
 /*
- * The best group's header and the largest period of the merged groups
- * (sigs: their quoted signatures, comma-separated).
+ * A merge's range in the tables that answer it (seconds; lo == hi: none):
+ * the hours [hlo, hhi) from the hourly sums, the 10-minute windows of
+ * [wlo, whi) outside them from the 10-minute sums, and the raw rows of
+ * [from, to) outside [wlo, whi).
+ */
+struct spans {
+	int64_t	from, to;		/* ns */
+	int64_t	wlo, whi, hlo, hhi;	/* s */
+};
+
+#define TIME_END_NS	(INT64_C(4102444800) * NS)	/* 2100-01-01 */
+
+static void
+spans_of(const struct query *q, struct spans *sp)
+{
+	sp->from = q->from < STORE_TIME_MIN ? STORE_TIME_MIN : q->from;
+	sp->to = q->to > TIME_END_NS ? TIME_END_NS : q->to;
+	if (sp->to < sp->from)
+		sp->to = sp->from;
+	sp->wlo = ceil_div(sp->from, WINDOW_NS) * 600;
+	sp->whi = floor_div(sp->to, WINDOW_NS) * 600;
+	if (sp->wlo >= sp->whi)
+		sp->wlo = sp->whi = 0;
+	sp->hlo = ceil_div(sp->wlo, 3600) * 3600;
+	sp->hhi = floor_div(sp->whi, 3600) * 3600;
+	if (sp->hlo >= sp->hhi)
+		sp->hlo = sp->hhi = 0;
+}
+
+/* " AND window in [lo, hi) [or [lo2, hi2)]" with the days, for partition pruning. */
+static void
+where_windows(struct buf *b, int64_t lo, int64_t hi, int64_t lo2, int64_t hi2)
+{
+	buf_printf(b, " AND ((window >= toDateTime(%" PRId64 ") AND window < toDateTime(%" PRId64
+	    "))", lo, hi);
+	if (lo2 < hi2)
+		buf_printf(b, " OR (window >= toDateTime(%" PRId64 ") AND window < toDateTime(%"
+		    PRId64 "))", lo2, hi2);
+	buf_printf(b, ") AND date >= toDate(toDateTime(%" PRId64 ")) AND date <= "
+	    "toDate(toDateTime(%" PRId64 "))", lo, (lo2 < hi2 ? hi2 : hi) - 1);
+}
+
+/* The raw rows of the range outside its windows. */
+static void
+where_raw(struct buf *b, const struct spans *sp)
+{
+	where_range(b, sp->from, sp->to);
+	if (sp->wlo < sp->whi)
+		buf_printf(b, " AND NOT (ns >= %" PRId64 " AND ns < %" PRId64 ")", sp->wlo * NS,
+		    sp->whi * NS);
+}
+
+/*
+ * The selection of q for the big tables: service and type as they are (the
+ * sort key's prefix), the labels through the small series table of the
+ * same shard (matchers evaluated once per series, not once per row).
  */
 static int
-group_header(struct cluster *c, const char *where, const struct query *q, const char *best,
-    const char *sigs, char **hdr, int64_t *period)
+where_selected(struct cluster *c, const struct query *q, struct buf *b)
 {
-	struct buf sql = { 0 }, ans = { 0 }, err = { 0 };
-	struct tsv t;
-	int rc = 0;
+	struct buf all = { 0 };
+	int rc;
 
-	buf_adds(&sql, "SELECT anyIf(hdr, sig = ");
-	ch_quote(&sql, best);
-	buf_printf(&sql, "), max(period) FROM %s.profiles WHERE %s AND sig IN (%s)", c->db, where,
-	    sigs);
-	where_range(&sql, q->from, q->to);
-	buf_adds(&sql, " FORMAT TabSeparated");
-	if ((rc = buf_error(&sql)) < 0)
+	if ((!q->sel || q->sel->n == 0) && (!q->match || q->match->n == 0))
+		return read_where(q, b);
+	if ((rc = read_where(q, &all)) < 0) {
+		buf_free(&all);
+		return rc;
+	}
+	buf_adds(b, "1");
+	if (q->service) {
+		buf_adds(b, " AND service = ");
+		ch_quote(b, q->service);
+	}
+	if (q->type) {
+		buf_adds(b, " AND type = ");
+		ch_quote(b, q->type);
+	}
+	buf_printf(b, " AND (service, type, labels) IN (SELECT service, type, labels FROM "
+	    "%s.series_local WHERE %s GROUP BY service, type, labels)", c->db, all.data);
+	buf_free(&all);
+	return buf_error(b);
+}
+
+/*
+ * The one query of a merge: rows of kind 1 are the profiles (a 10-minute
+ * window's count, gid and time sums, totals, per series and signature;
+ * each raw profile at the edges), rows of kind 0 the sums per (gauge
+ * series, signature digest, stack, value index) of the hours, windows and
+ * raw edges, each aggregated on the shards. Columns: kind, service, type,
+ * labels, sig, hdr, period|vi, time|value, count, offsets, gids|gsid,
+ * series hash, signature digest, stack, totals' indexes, totals.
+ */
+static int
+merge_sql(struct cluster *c, const struct query *q, const struct spans *sp, struct buf *sql)
+{
+	struct buf cond = { 0 }, span = { 0 };
+	int rc;
+
+	if ((rc = where_selected(c, q, &cond)) < 0)
 		goto out;
-	if (ch_exec(c, sql.data, NULL, &ans, &err, NULL) < 0) {
-		rc = fail("reading a header", &err);
+	if (sp->wlo < sp->whi) {
+		where_windows(&span, sp->wlo, sp->whi, 0, 0);
+		buf_printf(sql, "SELECT toUInt8(1), service, type, labels, sig, hdr, period, "
+		    "toInt64(toUInt32(window)) * 1000000000, sum(profiles) AS n, sum(offs), "
+		    "sum(gids), cityHash64(service, type, labels), sipHash64(sig), '', "
+		    "tupleElement(sumMap(totalsMap.vi, totalsMap.value), 1), "
+		    "tupleElement(sumMap(totalsMap.vi, totalsMap.value), 2) FROM %s.counts10 "
+		    "WHERE %s%s GROUP BY service, type, labels, window, sig, hdr, period "
+		    "HAVING n > 0 UNION ALL ", c->db, cond.data, span.data);
+	}
+	buf_reset(&span);
+	where_raw(&span, sp);
+	buf_printf(sql, "SELECT toUInt8(1), service, type, labels, sig, hdr, period, ns, "
+	    "toInt64(1), toInt64(0), gid, cityHash64(service, type, labels), sipHash64(sig), '', "
+	    "arrayMap(x -> toUInt8(x - 1), arrayEnumerate(totals)), totals FROM %s.profiles "
+	    "WHERE %s%s", c->db, cond.data, span.data);
+#define SUMS_OUTER "SELECT toUInt8(0), '', '', '', '', '', toInt64(vi), sv, toInt64(0), " \
+	    "toInt64(0), gsid, toUInt64(0), sigh, toString(stack), emptyArrayUInt8(), " \
+	    "emptyArrayInt64() FROM (SELECT "
+	buf_printf(sql, " UNION ALL " SUMS_OUTER CH_SAMPLE_COLS("sum(value) AS sv") " FROM "
+	    "%s.profiles ARRAY JOIN vals AS value, arrayEnumerate(vals) AS k WHERE %s%s "
+	    "GROUP BY gsid, sigh, stack, vi)", c->db, cond.data, span.data);
+	if (sp->hlo < sp->hhi) {
+		buf_reset(&span);
+		where_windows(&span, sp->hlo, sp->hhi, 0, 0);
+		buf_printf(sql, " UNION ALL " SUMS_OUTER "gsid, sigh, stack, vi, sum(value) AS sv "
+		    "FROM %s.samples1h WHERE %s%s GROUP BY gsid, sigh, stack, vi)", c->db,
+		    cond.data, span.data);
+	}
+	if (sp->wlo < sp->whi && (sp->hlo == sp->hhi || sp->wlo < sp->hlo || sp->hhi < sp->whi)) {
+		buf_reset(&span);
+		if (sp->hlo < sp->hhi)
+			where_windows(&span, sp->wlo, sp->hlo, sp->hhi, sp->whi);
+		else
+			where_windows(&span, sp->wlo, sp->whi, 0, 0);
+		buf_printf(sql, " UNION ALL " SUMS_OUTER "gsid, sigh, stack, vi, sum(value) AS sv "
+		    "FROM %s.samples10 WHERE %s%s GROUP BY gsid, sigh, stack, vi)", c->db,
+		    cond.data, span.data);
+	}
+#undef SUMS_OUTER
+	buf_adds(sql, " FORMAT TabSeparated");
+	rc = buf_error(sql);
+out:
+	buf_free(&cond);
+	buf_free(&span);
+	return rc;
+}
+
+/* A profile, or a window's profiles, of a merge's answer. */
+struct mref {
+	const struct series	*s;
+	size_t			 g;		/* its group */
+	int64_t			 time;
+	uint64_t		 id;		/* 0 for a window of several */
+	int64_t			 n;		/* profiles */
+	size_t			 at;		/* its totals in the listing's, SIZE_MAX: none */
+};
+
+/* A sum of the answer, kept until the groups are chosen. */
+struct msum {
+	uint64_t	gsid, sigh;
+	int64_t		value;
+	uint64_t	vi;
+	char		stack[DIGEST128_HEX];
+};
+
+/* A group of the answer: its signature (owned), digest, header and period. */
+struct mgrp {
+	char		*sig, *hdr;
+	uint64_t	 sigh;
+	int64_t		 period;
+	size_t		 ntypes;
+};
+
+struct manswer {
+	struct mref	*refs;
+	size_t		 nrefs, refcap;
+	struct buf	 sums;		/* struct msum */
+	struct mgrp	*grps;
+	struct mgroup	*groups;	/* parallel to grps */
+	size_t		 ng;
+	struct intern	*sids;		/* series hash -> index of ser */
+	const struct series **ser;
+	size_t		 sercap;
+	struct buf	 totals;	/* int64_t */
+};
+
+static void
+manswer_free(struct manswer *a)
+{
+	size_t i;
+
+	for (i = 0; i < a->ng; i++) {
+		free(a->grps[i].sig);
+		free(a->grps[i].hdr);
+	}
+	free(a->grps);
+	free(a->groups);
+	free(a->refs);
+	free(a->ser);
+	intern_destroy(a->sids);
+	buf_free(&a->sums);
+	buf_free(&a->totals);
+}
+
+static size_t
+header_types(const char *hdr)
+{
+	const char *f[3 + 2 * PROFILE_MAX_SAMPLE_TYPES];
+	size_t fl[3 + 2 * PROFILE_MAX_SAMPLE_TYPES], nf;
+
+	nf = mgroup_sig_parts(hdr, strlen(hdr), f, fl, sizeof(f) / sizeof(f[0]));
+	return nf < 5 || (nf - 3) % 2 != 0 ? 0 : (nf - 3) / 2;
+}
+
+/* One row of kind 1: a profile or a window's profiles. */
+static int
+answer_ref(struct cluster *c, struct manswer *a, struct tsv *t)
+{
+	struct buf tk = { 0 }, tv = { 0 };
+	struct mref r;
+	int64_t period, tim, n, offs;
+	uint64_t id, sid, sigh;
+	size_t nk = 0, nv = 0, g, i;
+	int64_t k;
+	int added, rc = 0;
+
+	memset(&r, 0, sizeof(r));
+	if (tsv_i64(t->f[6], &period) < 0 || tsv_i64(t->f[7], &tim) < 0 ||
+	    tsv_i64(t->f[8], &n) < 0 || tsv_i64(t->f[9], &offs) < 0 ||
+	    tsv_u64(t->f[10], &id) < 0 || tsv_u64(t->f[11], &sid) < 0 ||
+	    tsv_u64(t->f[12], &sigh) < 0 || n <= 0 ||
+	    tsv_nums(t->f[14], &tk, &nk, PROFILE_MAX_SAMPLE_TYPES, true) < 0 ||
+	    tsv_nums(t->f[15], &tv, &nv, PROFILE_MAX_SAMPLE_TYPES, false) < 0 || nk != nv) {
+		rc = -EINVAL;
 		goto out;
 	}
-	tsv_init(&t, &ans);
-	if (tsv_next(&t) != 1 || t.nf != 2 || tsv_i64(t.f[1], period) < 0) {
-		log_warnx("clickhouse: reading a header: a malformed answer");
-		rc = -EIO;
-	} else
-		*hdr = xstrdup(t.f[0]);
-	tsv_free(&t);
+	if ((r.s = intern_series(c, t->f[1], t->f[2], t->f[3])) == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	if ((k = intern_put(a->sids, &sid, sizeof(sid), &added)) < 0) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	if (added) {
+		a->ser = xgrow(a->ser, &a->sercap, (size_t)k + 1, sizeof(*a->ser));
+		a->ser[k] = r.s;
+	}
+	for (g = 0; g < a->ng && strcmp(a->grps[g].sig, t->f[4]) != 0; g++)
+		;
+	if (g == a->ng) {
+		size_t nt = header_types(t->f[5]);
+
+		if (nt == 0) {
+			rc = -EINVAL;
+			goto out;
+		}
+		a->grps = xreallocarray(a->grps, a->ng + 1, sizeof(*a->grps));
+		a->groups = xreallocarray(a->groups, a->ng + 1, sizeof(*a->groups));
+		memset(&a->grps[g], 0, sizeof(a->grps[g]));
+		memset(&a->groups[g], 0, sizeof(a->groups[g]));
+		a->grps[g].sig = xstrdup(t->f[4]);
+		a->grps[g].hdr = xstrdup(t->f[5]);
+		a->grps[g].sigh = sigh;
+		a->grps[g].ntypes = nt;
+		a->groups[g].sig = a->grps[g].sig;
+		a->groups[g].siglen = strlen(a->grps[g].sig);
+		a->ng++;
+	}
+	if (period > a->grps[g].period)
+		a->grps[g].period = period;
+	a->groups[g].count += (uint64_t)n;
+	r.g = g;
+	r.n = n;
+	/* A window's one profile is told exactly: its gid and time are the sums. */
+	r.id = n == 1 ? id : 0;
+	r.time = tim + (n == 1 ? offs : offs / n);
+	r.at = a->totals.len / sizeof(int64_t);
+	for (i = 0; i < a->grps[g].ntypes; i++) {
+		int64_t v = 0;
+		size_t j;
+
+		for (j = 0; j < nk; j++)
+			if (((int64_t *)tk.data)[j] == (int64_t)i)
+				v += ((int64_t *)tv.data)[j];
+		buf_add(&a->totals, &v, sizeof(v));
+	}
+	if ((rc = buf_error(&a->totals)) < 0)
+		goto out;
+	if (a->nrefs == a->refcap)
+		a->refs = xgrow(a->refs, &a->refcap, a->nrefs + 1, sizeof(*a->refs));
+	a->refs[a->nrefs++] = r;
 out:
-	buf_free(&sql);
-	buf_free(&ans);
-	buf_free(&err);
+	buf_free(&tk);
+	buf_free(&tv);
 	return rc;
+}
+
+static int
+answer_sum(struct manswer *a, struct tsv *t)
+{
+	struct msum s;
+	int64_t vi;
+
+	memset(&s, 0, sizeof(s));
+	if (tsv_i64(t->f[6], &vi) < 0 || vi < 0 || tsv_i64(t->f[7], &s.value) < 0 ||
+	    tsv_u64(t->f[10], &s.gsid) < 0 || tsv_u64(t->f[12], &s.sigh) < 0 ||
+	    !is_digest(t->f[13], t->len[13]))
+		return -EINVAL;
+	s.vi = (uint64_t)vi;
+	memcpy(s.stack, t->f[13], DIGEST128_HEX);
+	return buf_add(&a->sums, &s, sizeof(s));
+}
+
+static int
+mref_cmp(const void *x, const void *y)
+{
+	const struct mref *a = x, *b = y;
+
+	if (a->time != b->time)
+		return a->time < b->time ? -1 : 1;
+	return (a->id > b->id) - (a->id < b->id);
+}
+
+/* The sums of the merged groups, per (gauge series or none, group), in accs. */
+static int
+answer_accs(struct manswer *a, size_t ntypes, struct series_sums **accs, size_t *nacc,
+    struct intern *all)
+{
+	const struct msum *s = (const struct msum *)a->sums.data;
+	size_t n = a->sums.len / sizeof(*s), i, g, j;
+
+	for (i = 0; i < n; i++) {
+		const struct series *ser = NULL;
+		struct series_sums *acc;
+		int64_t k, si;
+		int added;
+
+		for (g = 0; g < a->ng && a->grps[g].sigh != s[i].sigh; g++)
+			;
+		if (g == a->ng || !a->groups[g].inc)
+			continue;	/* no profile of it in the range, or left out */
+		for (j = 0; j < ntypes && a->groups[g].keep[j] != s[i].vi; j++)
+			;
+		if (j == ntypes)
+			continue;	/* a type not shared by every merged group */
+		if (s[i].gsid) {
+			if ((si = intern_get(a->sids, &s[i].gsid, sizeof(s[i].gsid))) < 0)
+				continue;	/* no profile of its series in the range */
+			ser = a->ser[si];
+		}
+		acc = series_sums_of(accs, nacc, ser, g);
+		if ((k = intern_put(acc->stacks, s[i].stack, DIGEST128_HEX, &added)) < 0 ||
+		    intern_put(all, s[i].stack, DIGEST128_HEX, NULL) < 0)
+			return -ENOMEM;
+		if (added && buf_reserve(&acc->vals, ntypes * sizeof(int64_t)) == 0) {
+			memset(acc->vals.data + acc->vals.len, 0, ntypes * sizeof(int64_t));
+			acc->vals.len += ntypes * sizeof(int64_t);
+		}
+		if (buf_error(&acc->vals))
+			return -ENOMEM;
+		((int64_t *)acc->vals.data)[(size_t)k * ntypes + j] += s[i].value;
+	}
+	return 0;
 }
 
 static int
 r_merge(void *arg, const struct query *q, struct query_result *res)
 {
 	struct cluster *c = arg;
-	struct listing l = { .res = res };
-	struct buf where = { 0 }, sigs = { 0 };
-	struct mgroup *groups = NULL;
+	struct manswer a = { 0 };
+	struct buf sql = { 0 }, ans = { 0 }, err = { 0 };
 	struct series_sums *accs = NULL;
 	struct intern *all = NULL;
-	char **frames = NULL, *hdr = NULL, *shdr = NULL;
+	char **frames = NULL, *shdr = NULL;
 	struct mgroup_shared sh;
-	size_t *flen = NULL, *grp = NULL;
-	size_t ng = 0, nacc = 0, i, j, best;
+	struct spans sp;
+	struct tsv t;
+	size_t *flen = NULL, *grp = NULL, *at = NULL;
+	size_t nacc = 0, i, best;
 	uint64_t nmerged = 0;
 	int64_t period = 0;
-	int rc;
+	int rc, r;
 
 	memset(res, 0, sizeof(*res));
-	if ((rc = read_where(q, &where)) < 0 ||
-	    (rc = run_listing(c, where.data, q, true, &l)) < 0 || res->nrefs == 0)
+	spans_of(q, &sp);
+	if ((rc = merge_sql(c, q, &sp, &sql)) < 0)
 		goto out;
-	for (i = 0; i < res->nrefs; i++) {
-		for (j = 0; j < ng && strcmp(groups[j].sig, l.sig[i]) != 0; j++)
-			;
-		if (j == ng) {
-			groups = xreallocarray(groups, ng + 1, sizeof(*groups));
-			memset(&groups[ng], 0, sizeof(groups[ng]));
-			groups[ng].sig = l.sig[i];
-			groups[ng++].siglen = strlen(l.sig[i]);
-		}
-		groups[j].count++;
+	if (ch_exec(c, sql.data, NULL, &ans, &err, NULL) < 0) {
+		rc = fail("merging", &err);
+		goto out;
 	}
-	best = mgroup_choose(groups, ng, &sh);
-	grp = xcalloc(res->nrefs + 1, sizeof(*grp));
-	for (i = 0; i < res->nrefs; i++) {
+	a.sids = intern_create(256);
+	tsv_init(&t, &ans);
+	while ((r = tsv_next(&t)) > 0) {
+		if (t.nf != 16 || (t.f[0][0] != '0' && t.f[0][0] != '1') || t.f[0][1]) {
+			r = -EINVAL;
+			break;
+		}
+		if ((r = t.f[0][0] == '1' ? answer_ref(c, &a, &t) : answer_sum(&a, &t)) < 0)
+			break;
+	}
+	tsv_free(&t);
+	buf_free(&ans);
+	if (r < 0) {
+		log_warnx("clickhouse: merging: a malformed answer");
+		rc = -EIO;
+		goto out;
+	}
+	if (a.nrefs == 0)
+		goto out;
+	best = mgroup_choose(a.groups, a.ng, &sh);
+	for (i = 0; i < a.ng; i++)
+		if (a.groups[i].inc) {
+			nmerged += a.groups[i].count;
+			if (a.grps[i].period > period)
+				period = a.grps[i].period;
+		}
+	/* Time order, as every reader lists; the left-out profiles told by id. */
+	qsort(a.refs, a.nrefs, sizeof(*a.refs), mref_cmp);
+	res->refs = xcalloc(a.nrefs, sizeof(*res->refs));
+	grp = xcalloc(a.nrefs + 1, sizeof(*grp));
+	at = xcalloc(a.nrefs + 1, sizeof(*at));
+	for (i = 0; i < a.nrefs; i++) {
+		const struct mref *m = &a.refs[i];
+		struct store_ref *ref = &res->refs[i];
 		char why[320];
 
-		for (j = 0; j < ng && strcmp(groups[j].sig, l.sig[i]) != 0; j++)
-			;
-		grp[i] = j;
-		if (groups[j].inc) {
-			series_sums_of(&accs, &nacc, l.ser[i], j)->count++;
+		ref->id = m->id;
+		ref->series = m->s->id;
+		ref->time = m->time;
+		ref->summary = m->id ? 0 : (uint64_t)m->n;
+		snprintf(ref->type, sizeof(ref->type), "%s", m->s->type);
+		add_series_id(res, m->s->id);
+		grp[i] = m->g;
+		at[i] = m->at;
+		if (a.groups[m->g].inc) {
+			series_sums_of(&accs, &nacc, m->s, m->g)->count += (uint64_t)m->n;
 			continue;
 		}
-		mgroup_why(&groups[j], &sh, why, sizeof(why));
-		if ((rc = query_skip_add(res, res->refs[i].id, why)) < 0)
+		if (!m->id) {
+			at[i] = SIZE_MAX;	/* no id to list; out of the timeline too */
+			continue;
+		}
+		mgroup_why(&a.groups[m->g], &sh, why, sizeof(why));
+		if ((rc = query_skip_add(res, m->id, why)) < 0)
 			goto out;
 	}
-	for (j = 0; j < ng; j++)
-		if (groups[j].inc) {
-			nmerged += groups[j].count;
-			if (sigs.len)
-				buf_addc(&sigs, ',');
-			ch_quote(&sigs, groups[j].sig);
-		}
-	if ((rc = buf_error(&sigs)) < 0 ||
-	    (rc = group_header(c, where.data, q, groups[best].sig, sigs.data, &hdr, &period)) < 0)
-		goto out;
-	if ((shdr = shared_header(hdr, groups[best].keep, sh.n - 1)) == NULL) {
+	res->nrefs = a.nrefs;
+	if ((shdr = shared_header(a.grps[best].hdr, a.groups[best].keep, sh.n - 1)) == NULL) {
 		log_warnx("clickhouse: a group's header is malformed");
 		rc = -EIO;
 		goto out;
 	}
 	all = intern_create(1024);
-	if ((rc = run_sums(c, where.data, q, groups, ng, sh.n - 1, &accs, &nacc, all)) < 0)
+	if ((rc = answer_accs(&a, sh.n - 1, &accs, &nacc, all)) < 0)
 		goto out;
 	frames = xcalloc(intern_count(all) + 1, sizeof(*frames));
 	flen = xcalloc(intern_count(all) + 1, sizeof(*flen));
@@ -1048,12 +1265,12 @@ r_merge(void *arg, const struct query *q, struct query_result *res)
 		goto out;
 	if ((rc = build_merged(shdr, period, accs, nacc, all, frames, flen, &res->merged)) < 0)
 		goto out;
-	if ((rc = mgroup_totals(groups, &sh, grp, (size_t *)l.at.data, res->nrefs,
-	    &l.totals)) < 0)
+	if ((rc = mgroup_totals(a.groups, &sh, grp, at, res->nrefs, &a.totals)) < 0)
 		goto out;
 	res->nmerged = (size_t)nmerged;
-	res->totals = (int64_t *)buf_steal(&l.totals, NULL);
-	res->totals_at = (size_t *)buf_steal(&l.at, NULL);
+	res->totals = (int64_t *)buf_steal(&a.totals, NULL);
+	res->totals_at = at;
+	at = NULL;
 out:
 	for (i = 0; frames && i < intern_count(all); i++)
 		free(frames[i]);
@@ -1065,13 +1282,13 @@ out:
 	}
 	free(accs);
 	intern_destroy(all);
-	free(groups);
 	free(grp);
-	free(hdr);
+	free(at);
 	free(shdr);
-	listing_free(&l);
-	buf_free(&where);
-	buf_free(&sigs);
+	manswer_free(&a);
+	buf_free(&sql);
+	buf_free(&ans);
+	buf_free(&err);
 	if (rc < 0)
 		query_result_free(res);
 	return rc;
@@ -1215,14 +1432,32 @@ c_hours(void *arg, uint64_t sid, int64_t **out, size_t *n)
 	return on(c) ? r_hours(c, sid, out, n) : store_hours(c->st, sid, out, n);
 }
 
-static int
-stop_first(void *arg, const struct store_ref *ref, const void *data, size_t len)
+/*
+ * Whether series sid has a profile in [from, to): one row looked up by the
+ * sort key. A cluster that cannot say counts a series seen before as holding
+ * data, so its directories resolve and its files fail with EIO.
+ */
+static bool
+r_has_data(struct cluster *c, uint64_t sid, int64_t from, int64_t to)
 {
-	(void)arg;
-	(void)ref;
-	(void)data;
-	(void)len;
-	return 1;
+	const struct series *s = r_series_get(c, sid);
+	struct buf sql = { 0 }, ans = { 0 }, err = { 0 };
+	bool yes = true;
+
+	if (s == NULL)
+		return false;
+	buf_printf(&sql, "SELECT 1 FROM %s.profiles WHERE ", c->db);
+	where_series(s, &sql);
+	where_range(&sql, from, to);
+	buf_adds(&sql, " LIMIT 1 FORMAT TabSeparated");
+	if (buf_error(&sql) == 0 && ch_exec(c, sql.data, NULL, &ans, &err, NULL) == 0)
+		yes = ans.len > 0;
+	else
+		log_warnx("clickhouse: looking for data: %s", err.data ? err.data : "failed");
+	buf_free(&sql);
+	buf_free(&ans);
+	buf_free(&err);
+	return yes;
 }
 
 static bool
@@ -1230,8 +1465,7 @@ c_has_data(void *arg, uint64_t sid, int64_t from, int64_t to)
 {
 	struct cluster *c = arg;
 
-	return on(c) ? r_scan(c, sid, from, to, stop_first, NULL) == 1 :
-	    store_has_data(c->st, sid, from, to);
+	return on(c) ? r_has_data(c, sid, from, to) : store_has_data(c->st, sid, from, to);
 }
 
 static int

@@ -58,25 +58,39 @@ static const char *const schema[] = {
 	"CREATE DATABASE IF NOT EXISTS %1$s",
 	"CREATE TABLE IF NOT EXISTS %1$s.profiles_local (date Date, time DateTime, ns Int64, "
 	    "host String, id UInt64, gid UInt64, batch UInt64, service String, type String, "
-	    "labels String, sig String, hdr String, period Int64, ntypes UInt8, "
+	    "labels String, sig String, hdr String, period Int64, ntypes UInt8, gauges UInt64, "
 	    "totals Array(Int64), stacks Array(FixedString(32)), vals Array(Int64)) "
 	    "ENGINE = MergeTree PARTITION BY date ORDER BY (service, type, labels, ns, gid)",
 	"CREATE TABLE IF NOT EXISTS %1$s.samples10_local (date Date, window DateTime, "
-	    "service String, type String, labels String, sig String, stack FixedString(32), vi UInt8, "
-	    "value Int64) ENGINE = SummingMergeTree(value) PARTITION BY date "
-	    "ORDER BY (service, type, labels, window, sig, stack, vi)",
+	    "service String, type String, labels String, sigh UInt64, stack FixedString(32), "
+	    "vi UInt8, gsid UInt64, value Int64) ENGINE = SummingMergeTree(value) "
+	    "PARTITION BY date ORDER BY (service, type, labels, window, sigh, stack, vi)",
 	"CREATE MATERIALIZED VIEW IF NOT EXISTS %1$s.samples10_mv TO %1$s.samples10_local AS "
 	    "SELECT date, toDateTime(intDiv(toUInt32(time), 600) * 600) AS window, service, "
-	    "type, labels, sig, stacks[intDiv(k - 1, ntypes) + 1] AS stack, "
-	    "toUInt8((k - 1) %% ntypes) AS vi, value FROM %1$s.profiles_local "
+	    "type, labels, " CH_SAMPLE_COLS("value") " FROM %1$s.profiles_local "
+	    "ARRAY JOIN vals AS value, arrayEnumerate(vals) AS k",
+	"CREATE TABLE IF NOT EXISTS %1$s.samples1h_local (date Date, window DateTime, "
+	    "service String, type String, labels String, sigh UInt64, stack FixedString(32), "
+	    "vi UInt8, gsid UInt64, value Int64) ENGINE = SummingMergeTree(value) "
+	    "PARTITION BY date ORDER BY (service, type, labels, window, sigh, stack, vi)",
+	"CREATE MATERIALIZED VIEW IF NOT EXISTS %1$s.samples1h_mv TO %1$s.samples1h_local AS "
+	    "SELECT date, toStartOfHour(time) AS window, service, "
+	    "type, labels, " CH_SAMPLE_COLS("value") " FROM %1$s.profiles_local "
 	    "ARRAY JOIN vals AS value, arrayEnumerate(vals) AS k",
 	"CREATE TABLE IF NOT EXISTS %1$s.counts10_local (date Date, window DateTime, "
-	    "service String, type String, labels String, sig String, profiles UInt64) "
-	    "ENGINE = SummingMergeTree(profiles) PARTITION BY date "
-	    "ORDER BY (service, type, labels, window, sig)",
+	    "service String, type String, labels String, sig String, hdr String, period Int64, "
+	    "profiles Int64, gids UInt64, offs Int64, totalsMap Nested(vi UInt8, value Int64)) "
+	    "ENGINE = SummingMergeTree PARTITION BY date "
+	    "ORDER BY (service, type, labels, window, sig, hdr, period)",
 	"CREATE MATERIALIZED VIEW IF NOT EXISTS %1$s.counts10_mv TO %1$s.counts10_local AS "
 	    "SELECT date, toDateTime(intDiv(toUInt32(time), 600) * 600) AS window, service, "
-	    "type, labels, sig, toUInt64(1) AS profiles FROM %1$s.profiles_local",
+	    "type, labels, sig, hdr, period, " CH_COUNT_COLS("1") " FROM %1$s.profiles_local",
+	"CREATE TABLE IF NOT EXISTS %1$s.series_local (date Date, hour DateTime, "
+	    "service String, type String, labels String, profiles Int64) "
+	    "ENGINE = SummingMergeTree PARTITION BY date ORDER BY (service, type, labels, hour)",
+	"CREATE MATERIALIZED VIEW IF NOT EXISTS %1$s.series_mv TO %1$s.series_local AS "
+	    "SELECT date, toStartOfHour(time) AS hour, service, type, labels, "
+	    "toInt64(1) AS profiles FROM %1$s.profiles_local",
 	"CREATE TABLE IF NOT EXISTS %1$s.stacks_local (date Date, hash FixedString(32), "
 	    "frames String) ENGINE = ReplacingMergeTree PARTITION BY toYYYYMM(date) "
 	    "PRIMARY KEY hash ORDER BY (hash, sipHash64(frames))",
@@ -86,8 +100,12 @@ static const char *const schema[] = {
 	    "ENGINE = Distributed(%2$s, %1$s, profiles_local, batch)",
 	"CREATE TABLE IF NOT EXISTS %1$s.samples10 AS %1$s.samples10_local "
 	    "ENGINE = Distributed(%2$s, %1$s, samples10_local, rand())",
+	"CREATE TABLE IF NOT EXISTS %1$s.samples1h AS %1$s.samples1h_local "
+	    "ENGINE = Distributed(%2$s, %1$s, samples1h_local, rand())",
 	"CREATE TABLE IF NOT EXISTS %1$s.counts10 AS %1$s.counts10_local "
 	    "ENGINE = Distributed(%2$s, %1$s, counts10_local, rand())",
+	"CREATE TABLE IF NOT EXISTS %1$s.series AS %1$s.series_local "
+	    "ENGINE = Distributed(%2$s, %1$s, series_local, rand())",
 	"CREATE TABLE IF NOT EXISTS %1$s.stacks AS %1$s.stacks_local "
 	    "ENGINE = Distributed(%2$s, %1$s, stacks_local, sipHash64(hash))",
 };
@@ -167,6 +185,23 @@ connect_schema(struct cluster *c, struct buf *err)
 			rc = -EPROTO;
 			goto out;
 		}
+		/* Schema 1 (no per-window headers, totals, hourly sums): refused. */
+		buf_reset(&sql);
+		buf_adds(&sql, "SELECT countIf(name = 'gauges'), count() FROM system.columns "
+		    "WHERE database = ");
+		ch_quote(&sql, c->db);
+		buf_adds(&sql, " AND table = 'profiles_local' FORMAT TabSeparated");
+		buf_reset(&ans);
+		if ((rc = ch_exec_on(c, i, sql.data, &ans, err, NULL)) < 0)
+			goto out;
+		if (ans.len >= 3 && ans.data[0] == '0' && ans.data[1] == '\t' && ans.data[2] != '0') {
+			buf_printf(err, "database %s on %s holds schema 1 of profilefs (this build "
+			    "writes schema %d: per-window headers and totals, hourly sums); drop it "
+			    "(DROP DATABASE %s ON CLUSTER %s) or give another database in the URL",
+			    c->db, c->urls[i].shown, CH_SCHEMA_VERSION, c->db, c->name);
+			rc = -EPROTO;
+			goto out;
+		}
 		for (k = 0; k < sizeof(schema) / sizeof(schema[0]); k++) {
 			buf_reset(&sql);
 			buf_printf(&sql, schema[k], c->db, c->name);
@@ -230,6 +265,20 @@ add_id(struct batch *b, uint64_t id, uint64_t gid)
 	return 0;
 }
 
+struct sorted_sample {
+	char	h[DIGEST128_HEX + 1];
+	size_t	i;
+};
+
+static int
+digest_cmp(const void *a, const void *b)
+{
+	const struct sorted_sample *x = a, *y = b;
+	int d = memcmp(x->h, y->h, DIGEST128_HEX);
+
+	return d ? d : (x->i > y->i) - (x->i < y->i);
+}
+
 /* One profile's row, and its stacks not shipped yet. */
 static int
 add_profile(struct batch *b, const struct store_ref *ref, const struct series *s,
@@ -238,6 +287,8 @@ add_profile(struct batch *b, const struct store_ref *ref, const struct series *s
 	struct cluster *c = b->c;
 	struct labelset ls;
 	struct buf lab = { 0 }, st = { 0 }, tmp = { 0 };
+	struct sorted_sample *order = NULL;
+	uint64_t gauges;
 	struct tm tm;
 	time_t t = (time_t)(ref->time / 1000000000 - (ref->time % 1000000000 < 0));
 	size_t i, k;
@@ -273,7 +324,12 @@ add_profile(struct batch *b, const struct store_ref *ref, const struct series *s
 	if ((rc = codec_header(p, &tmp)) < 0)
 		goto out;
 	ch_tsv(&b->rows, tmp.data, tmp.len);
-	buf_printf(&b->rows, "\t%" PRId64 "\t%zu\t[", p->period, p->nsample_types);
+	gauges = 0;
+	for (k = 0; k < p->nsample_types && k < 64; k++)
+		if (profile_type_is_gauge(profile_str(p, p->sample_types[k].type)))
+			gauges |= UINT64_C(1) << k;
+	buf_printf(&b->rows, "\t%" PRId64 "\t%zu\t%" PRIu64 "\t[", p->period, p->nsample_types,
+	    gauges);
 	for (k = 0; k < p->nsample_types; k++)
 		buf_printf(&b->rows, "%s%" PRId64, k ? "," : "", profile_total(p, k));
 	buf_adds(&b->rows, "]\t[");
@@ -282,35 +338,45 @@ add_profile(struct batch *b, const struct store_ref *ref, const struct series *s
 	 * the very bytes a reader checks; the text is shipped only when the
 	 * stack is new to this batch and to what was shipped.
 	 */
+	/*
+	 * Samples in the order of their digests: a host's next profile holds
+	 * mostly the same stacks, so its arrays repeat the last ones' runs and
+	 * compress.
+	 */
+	order = xcalloc(p->nsamples + 1, sizeof(*order));
 	for (i = 0; i < p->nsamples; i++) {
 		const struct pf_sample *sm = &p->samples[i];
-		char h[DIGEST128_HEX + 1];
 
 		buf_reset(&st);
 		if ((rc = codec_stack(p, sm, &st)) < 0 || (rc = buf_error(&st)) < 0)
 			goto out;
-		digest128(st.data, st.len, h);
-		buf_printf(&b->rows, "%s'%s'", i ? "," : "", h);
-		if (intern_put(b->seen, h, DIGEST128_HEX, &added) < 0) {
+		digest128(st.data, st.len, order[i].h);
+		order[i].i = i;
+		if (intern_put(b->seen, order[i].h, DIGEST128_HEX, &added) < 0) {
 			rc = -ENOMEM;
 			goto out;
 		}
-		if (!added || intern_get(b->shipped, h, DIGEST128_HEX) >= 0)
+		if (!added || intern_get(b->shipped, order[i].h, DIGEST128_HEX) >= 0)
 			continue;
-		buf_printf(&b->stacks, "%s\t%s\t", date, h);
+		buf_printf(&b->stacks, "%s\t%s\t", date, order[i].h);
 		ch_tsv(&b->stacks, st.data ? st.data : "", st.len);
 		buf_addc(&b->stacks, '\n');
 	}
+	if (p->nsamples)
+		qsort(order, p->nsamples, sizeof(*order), digest_cmp);
+	for (i = 0; i < p->nsamples; i++)
+		buf_printf(&b->rows, "%s'%s'", i ? "," : "", order[i].h);
 	buf_adds(&b->rows, "]\t[");
 	for (i = 0; i < p->nsamples; i++)
 		for (k = 0; k < p->nsample_types; k++)
 			buf_printf(&b->rows, "%s%" PRId64, i || k ? "," : "",
-			    p->samples[i].values[k]);
+			    p->samples[order[i].i].values[k]);
 	buf_adds(&b->rows, "]\n");
 	b->nrows += p->nsamples;
 	b->month = month;
 	rc = buf_error(&b->rows) ? buf_error(&b->rows) : buf_error(&b->stacks);
 out:
+	free(order);
 	labels_clear(&ls);
 	buf_free(&lab);
 	buf_free(&st);
@@ -436,7 +502,7 @@ insert(struct cluster *c, struct batch *b, struct buf *err, bool *refused)
 	if (rc == 0 && b->rows.len) {
 		buf_reset(&sql);
 		buf_printf(&sql, "INSERT INTO %s.profiles (date, time, ns, host, id, gid, batch, "
-		    "service, type, labels, sig, hdr, period, ntypes, totals, stacks, vals) "
+		    "service, type, labels, sig, hdr, period, ntypes, gauges, totals, stacks, vals) "
 		    "FORMAT TabSeparated", c->db);
 		rc = ch_exec(c, sql.data, &b->rows, NULL, err, refused);
 	}
@@ -592,7 +658,8 @@ expire(struct cluster *c)
 		buf_reset(&ans);
 		buf_printf(&sql, "SELECT DISTINCT table, partition FROM system.parts WHERE "
 		    "database = '%s' AND active AND ((table IN ('profiles_local', "
-		    "'samples10_local', 'counts10_local') AND partition < '%s') OR "
+		    "'samples10_local', 'samples1h_local', 'counts10_local', 'series_local') AND "
+		    "partition < '%s') OR "
 		    "(table = 'stacks_local' AND partition < '%s')) FORMAT TabSeparated",
 		    c->db, day, month);
 		if (ch_exec_on(c, i, sql.data, &ans, &err, NULL) < 0)
