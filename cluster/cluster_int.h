@@ -88,7 +88,7 @@ struct cluster {
 #define CH_SCHEMA_VERSION	2
 #define CH_VI			"toUInt8((k - 1) %% ntypes)"
 #define CH_SAMPLE_COLS(V)	"sipHash64(sig) AS sigh, stacks[intDiv(k - 1, ntypes) + 1] AS stack, " \
-	CH_VI " AS vi, if(bitAnd(bitShiftRight(gauges, " CH_VI "), 1), " \
+	CH_VI " AS vi, if(bitAnd(bitShiftRight(gauges, " CH_VI "), 1) = 1, " \
 	"cityHash64(service, type, labels), toUInt64(0)) AS gsid, " V
 #define CH_COUNT_COLS(S)	"toInt64(" S ") AS profiles, toUInt64(" S " * gid) AS gids, " \
 	"toInt64(" S " * (ns - intDiv(toUInt32(time), 600) * 600000000000)) AS offs, " \

@@ -1446,7 +1446,7 @@ r_has_data(struct cluster *c, uint64_t sid, int64_t from, int64_t to)
 
 	if (s == NULL)
 		return false;
-	buf_printf(&sql, "SELECT 1 FROM %s.profiles WHERE ", c->db);
+	buf_printf(&sql, "SELECT ns FROM %s.profiles WHERE ", c->db);
 	where_series(s, &sql);
 	where_range(&sql, from, to);
 	buf_adds(&sql, " LIMIT 1 FORMAT TabSeparated");
