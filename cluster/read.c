@@ -23,6 +23,8 @@
 #define NS		INT64_C(1000000000)
 #define WINDOW_NS	(600 * NS)
 #define FRAMES_CHUNK	2000
+#define CACHE_TTL_NS	(INT64_C(10) * NS)
+#define HD_DAYS		8	/* the windows of has_data kept: the last days' */
 
 static int
 fail(const char *what, const struct buf *err)
@@ -247,24 +249,58 @@ known_series(struct cluster *c, const char *service, const char *type, struct sl
 	return 0;
 }
 
+/* Whether an entry made at generation gen, at monotonic time at, still holds. */
+static bool
+fresh(struct cluster *c, uint64_t gen, int64_t at)
+{
+	return at && gen == atomic_load(&c->gen) && clock_mono_ns() - at < CACHE_TTL_NS;
+}
+
+/*
+ * The cached series of service and type into out; false when the cache is
+ * stale (unless any: then whatever it holds).
+ */
+static bool
+series_cached(struct cluster *c, const char *service, const char *type, struct slist *out,
+    bool any)
+{
+	size_t i;
+	bool ok;
+
+	pthread_mutex_lock(&c->sc_lock);
+	if ((ok = any || fresh(c, c->sc_gen, c->sc_at)))
+		for (i = 0; i < c->sc_n; i++) {
+			const struct series *s = c->sc[i];
+
+			if ((service && strcmp(s->service, service) != 0) ||
+			    (type && strcmp(s->type, type) != 0))
+				continue;
+			out->s = xgrow(out->s, &out->cap, out->n + 1, sizeof(*out->s));
+			out->s[out->n++] = s;
+		}
+	pthread_mutex_unlock(&c->sc_lock);
+	return ok;
+}
+
+/*
+ * The series of service and type (NULL: any) in order, from the series
+ * summary table: every series is asked for at once and kept for the
+ * generation, so the lookups of a path cost one small query.
+ */
 static int
 series_query(struct cluster *c, const char *service, const char *type, struct slist *out)
 {
 	struct buf sql = { 0 }, ans = { 0 }, err = { 0 };
+	struct slist all = { 0 };
+	uint64_t gen = atomic_load(&c->gen);
 	struct tsv t;
 	int rc, r;
 
-	buf_printf(&sql, "SELECT service, type, labels FROM %s.series WHERE 1", c->db);
-	if (service) {
-		buf_adds(&sql, " AND service = ");
-		ch_quote(&sql, service);
-	}
-	if (type) {
-		buf_adds(&sql, " AND type = ");
-		ch_quote(&sql, type);
-	}
-	buf_adds(&sql, " GROUP BY service, type, labels HAVING sum(profiles) > 0 "
-	    "ORDER BY service, type, labels FORMAT TabSeparated");
+	if (series_cached(c, service, type, out, false))
+		return 0;
+	buf_printf(&sql, "SELECT service, type, labels FROM %s.series "
+	    "GROUP BY service, type, labels HAVING sum(profiles) > 0 "
+	    "ORDER BY service, type, labels FORMAT TabSeparated", c->db);
 	if ((rc = buf_error(&sql)) < 0)
 		goto out;
 	if (ch_exec(c, sql.data, NULL, &ans, &err, NULL) < 0) {
@@ -289,15 +325,26 @@ series_query(struct cluster *c, const char *service, const char *type, struct sl
 			r = -ENOMEM;
 			break;
 		}
-		out->s = xgrow(out->s, &out->cap, out->n + 1, sizeof(*out->s));
-		out->s[out->n++] = s;
+		all.s = xgrow(all.s, &all.cap, all.n + 1, sizeof(*all.s));
+		all.s[all.n++] = s;
 	}
 	tsv_free(&t);
 	if (r < 0) {
 		log_warnx("clickhouse: listing series: a malformed answer");
 		rc = -EIO;
+		goto out;
 	}
+	pthread_mutex_lock(&c->sc_lock);
+	free(c->sc);
+	c->sc = all.s;
+	c->sc_n = all.n;
+	c->sc_gen = gen;
+	c->sc_at = clock_mono_ns();
+	all.s = NULL;
+	pthread_mutex_unlock(&c->sc_lock);
+	(void)series_cached(c, service, type, out, true);
 out:
+	free(all.s);
 	buf_free(&sql);
 	buf_free(&ans);
 	buf_free(&err);
@@ -800,33 +847,56 @@ shared_header(const char *hdr, const size_t *keep, size_t nt)
 }
 
 /*
- * A merge's range in the tables that answer it (seconds; lo == hi: none):
- * the hours [hlo, hhi) from the hourly sums, the 10-minute windows of
- * [wlo, whi) outside them from the 10-minute sums, and the raw rows of
- * [from, to) outside [wlo, whi).
+ * A merge's range in the tables that answer it. The sums: each tier of the
+ * ladder (the per-series tiers for a selection of label sets, the
+ * fleet-wide ones for all of them) covers the part of the range its windows
+ * fit in and the next tier's do not ([lo, hi) of level k minus level k + 1),
+ * the raw rows cover what is left at the edges. The profiles (counts,
+ * totals, ids): the 10-minute counts inside, the raw rows outside.
  */
-struct spans {
-	int64_t	from, to;		/* ns */
-	int64_t	wlo, whi, hlo, hhi;	/* s */
-};
-
+#define LEVELS_MAX	3
 #define TIME_END_NS	(INT64_C(4102444800) * NS)	/* 2100-01-01 */
 
+struct spans {
+	int64_t	from, to;			/* ns */
+	size_t	tier[LEVELS_MAX], n;		/* ch_tiers, narrowest first */
+	int64_t	lo[LEVELS_MAX], hi[LEVELS_MAX];	/* s; lo == hi: empty */
+	int64_t	clo, chi;			/* s, the 10-minute counts' */
+};
+
 static void
-spans_of(const struct query *q, struct spans *sp)
+spans_of(const struct query *q, bool fleet, struct spans *sp)
 {
+	size_t t, k;
+
+	memset(sp, 0, sizeof(*sp));
 	sp->from = q->from < STORE_TIME_MIN ? STORE_TIME_MIN : q->from;
 	sp->to = q->to > TIME_END_NS ? TIME_END_NS : q->to;
 	if (sp->to < sp->from)
 		sp->to = sp->from;
-	sp->wlo = ceil_div(sp->from, WINDOW_NS) * 600;
-	sp->whi = floor_div(sp->to, WINDOW_NS) * 600;
-	if (sp->wlo >= sp->whi)
-		sp->wlo = sp->whi = 0;
-	sp->hlo = ceil_div(sp->wlo, 3600) * 3600;
-	sp->hhi = floor_div(sp->whi, 3600) * 3600;
-	if (sp->hlo >= sp->hhi)
-		sp->hlo = sp->hhi = 0;
+	for (t = 0; t < CH_NTIERS && sp->n < LEVELS_MAX; t++)
+		if (ch_tiers[t].labels != fleet)
+			sp->tier[sp->n++] = t;
+	for (k = 0; k < sp->n; k++) {
+		int64_t w = ch_tiers[sp->tier[k]].width;
+
+		if (k == 0) {
+			sp->lo[0] = ceil_div(sp->from, w * NS) * w;
+			sp->hi[0] = floor_div(sp->to, w * NS) * w;
+		} else {
+			sp->lo[k] = ceil_div(sp->lo[k - 1], w) * w;
+			sp->hi[k] = floor_div(sp->hi[k - 1], w) * w;
+		}
+		if (sp->lo[k] >= sp->hi[k]) {
+			for (; k < sp->n; k++)
+				sp->lo[k] = sp->hi[k] = 0;
+			break;
+		}
+	}
+	sp->clo = ceil_div(sp->from, WINDOW_NS) * 600;
+	sp->chi = floor_div(sp->to, WINDOW_NS) * 600;
+	if (sp->clo >= sp->chi)
+		sp->clo = sp->chi = 0;
 }
 
 /* " AND window in [lo, hi) [or [lo2, hi2)]" with the days, for partition pruning. */
@@ -842,14 +912,13 @@ where_windows(struct buf *b, int64_t lo, int64_t hi, int64_t lo2, int64_t hi2)
 	    "toDate(toDateTime(%" PRId64 "))", lo, (lo2 < hi2 ? hi2 : hi) - 1);
 }
 
-/* The raw rows of the range outside its windows. */
+/* The raw rows of the range outside [lo, hi) (s). */
 static void
-where_raw(struct buf *b, const struct spans *sp)
+where_raw(struct buf *b, const struct spans *sp, int64_t lo, int64_t hi)
 {
 	where_range(b, sp->from, sp->to);
-	if (sp->wlo < sp->whi)
-		buf_printf(b, " AND NOT (ns >= %" PRId64 " AND ns < %" PRId64 ")", sp->wlo * NS,
-		    sp->whi * NS);
+	if (lo < hi)
+		buf_printf(b, " AND NOT (ns >= %" PRId64 " AND ns < %" PRId64 ")", lo * NS, hi * NS);
 }
 
 /*
@@ -884,79 +953,95 @@ where_selected(struct cluster *c, const struct query *q, struct buf *b)
 	return buf_error(b);
 }
 
+#define K_EMPTY		"toInt64(0), toInt64(0), toUInt64(0), "
+#define K_NOARRAYS	"emptyArrayUInt8(), emptyArrayInt64()"
+#define K_TOTALS	"tupleElement(sumMap(totalsMap.vi, totalsMap.value), 1), " \
+	"tupleElement(sumMap(totalsMap.vi, totalsMap.value), 2)"
+#define K_RAWTOTALS	"tupleElement(sumMap(arrayMap(x -> toUInt8(x - 1), " \
+	"arrayEnumerate(totals)), totals), 1), tupleElement(sumMap(arrayMap(x -> toUInt8(x - 1), " \
+	"arrayEnumerate(totals)), totals), 2)"
+#define K_SUMS		"SELECT toUInt8(0), '', '', '', '', '', toInt64(vi), sv, toInt64(0), " \
+	"gsid, sigh, toUInt64(0), toString(stack), " K_NOARRAYS " FROM (SELECT "
+
 /*
- * The one query of a merge: rows of kind 1 are the profiles (a 10-minute
- * window's count, gid and time sums, totals, per series and signature;
- * each raw profile at the edges), rows of kind 0 the sums per (gauge
- * series, signature digest, stack, value index) of the hours, windows and
- * raw edges, each aggregated on the shards. Columns: kind, service, type,
- * labels, sig, hdr, period|vi, time|value, count, offsets, gids|gsid,
- * series hash, signature digest, stack, totals' indexes, totals.
+ * The one query of a merge, its rows of four kinds in the columns: kind,
+ * service, type, labels, sig, hdr, a, b, c, u1, u2, u3, stack, totals'
+ * indexes, totals.
+ *   0 a sum: a value index, b value, u1 gauge series, u2 signature digest,
+ *     stack (per tier, aggregated on the shards);
+ *   1 profiles of a series, a signature and a 10-minute window (or a
+ *     minute at the edges): a time, b count, c the offsets' sum, u1 the
+ *     gids' sum, u2 signature digest, u3 series hash, totals;
+ *   2 a series and signature in the range: the strings, a period, u2, u3.
  */
 static int
 merge_sql(struct cluster *c, const struct query *q, const struct spans *sp, struct buf *sql)
 {
-	struct buf cond = { 0 }, span = { 0 };
+	struct buf cond = { 0 }, span = { 0 }, raw = { 0 };
+	size_t k;
 	int rc;
 
 	if ((rc = where_selected(c, q, &cond)) < 0)
 		goto out;
-	if (sp->wlo < sp->whi) {
-		where_windows(&span, sp->wlo, sp->whi, 0, 0);
-		buf_printf(sql, "SELECT toUInt8(1), service, type, labels, sig, hdr, period, "
+	where_raw(&raw, sp, sp->clo, sp->chi);
+	if (sp->clo < sp->chi) {
+		where_windows(&span, sp->clo, sp->chi, 0, 0);
+		buf_printf(sql, "SELECT toUInt8(1), '', '', '', '', '', "
 		    "toInt64(toUInt32(window)) * 1000000000, sum(profiles) AS n, sum(offs), "
-		    "sum(gids), cityHash64(service, type, labels), sipHash64(sig), '', "
-		    "tupleElement(sumMap(totalsMap.vi, totalsMap.value), 1), "
-		    "tupleElement(sumMap(totalsMap.vi, totalsMap.value), 2) FROM %s.counts10 "
-		    "WHERE %s%s GROUP BY service, type, labels, window, sig, hdr, period "
-		    "HAVING n > 0 UNION ALL ", c->db, cond.data, span.data);
+		    "sum(gids), sigh, cityHash64(service, type, labels), '', " K_TOTALS
+		    " FROM %1$s.counts10 WHERE %2$s%3$s GROUP BY service, type, labels, window, sigh "
+		    "HAVING n > 0 UNION ALL "
+		    "SELECT toUInt8(2), service, type, labels, sig, hdr, max(period), " K_EMPTY
+		    "sigh, cityHash64(service, type, labels), '', " K_NOARRAYS " FROM "
+		    "%1$s.counts10 WHERE %2$s%3$s GROUP BY service, type, labels, sig, sigh, hdr "
+		    "HAVING sum(profiles) > 0 UNION ALL ", c->db, cond.data, span.data);
 	}
-	buf_reset(&span);
-	where_raw(&span, sp);
-	buf_printf(sql, "SELECT toUInt8(1), service, type, labels, sig, hdr, period, ns, "
-	    "toInt64(1), toInt64(0), gid, cityHash64(service, type, labels), sipHash64(sig), '', "
-	    "arrayMap(x -> toUInt8(x - 1), arrayEnumerate(totals)), totals FROM %s.profiles "
-	    "WHERE %s%s", c->db, cond.data, span.data);
-#define SUMS_OUTER "SELECT toUInt8(0), '', '', '', '', '', toInt64(vi), sv, toInt64(0), " \
-	    "toInt64(0), gsid, toUInt64(0), sigh, toString(stack), emptyArrayUInt8(), " \
-	    "emptyArrayInt64() FROM (SELECT "
-	buf_printf(sql, " UNION ALL " SUMS_OUTER CH_SAMPLE_COLS("sum(value) AS sv") " FROM "
-	    "%s.profiles ARRAY JOIN vals AS value, arrayEnumerate(vals) AS k WHERE %s%s "
-	    "GROUP BY gsid, sigh, stack, vi)", c->db, cond.data, span.data);
-	if (sp->hlo < sp->hhi) {
+	buf_printf(sql, "SELECT toUInt8(1), '', '', '', '', '', intDiv(ns, 60000000000) * "
+	    "60000000000 AS m, toInt64(count()), sum(ns - m), sum(gid), sigh, "
+	    "cityHash64(service, type, labels), '', " K_RAWTOTALS " FROM %1$s.profiles WHERE "
+	    "%2$s%3$s GROUP BY service, type, labels, m, sigh UNION ALL "
+	    "SELECT toUInt8(2), service, type, labels, sig, hdr, max(period), " K_EMPTY
+	    "sigh, cityHash64(service, type, labels), '', " K_NOARRAYS " FROM "
+	    "%1$s.profiles WHERE %2$s%3$s GROUP BY service, type, labels, sig, sigh, hdr",
+	    c->db, cond.data, raw.data);
+	/* The sums: the raw rows outside the narrowest tier, then each tier. */
+	buf_reset(&raw);
+	where_raw(&raw, sp, sp->lo[0], sp->hi[0]);
+	buf_printf(sql, " UNION ALL " K_SUMS CH_SAMPLE_COLS("sum(val) AS sv") " FROM "
+	    "%s.profiles " CH_ARRAY_JOIN " WHERE %s%s GROUP BY gsid, sigh, stack, vi)", c->db,
+	    cond.data, raw.data);
+	for (k = 0; k < sp->n && sp->lo[k] < sp->hi[k]; k++) {
+		bool top = k + 1 == sp->n || sp->lo[k + 1] == sp->hi[k + 1];
+
 		buf_reset(&span);
-		where_windows(&span, sp->hlo, sp->hhi, 0, 0);
-		buf_printf(sql, " UNION ALL " SUMS_OUTER "gsid, sigh, stack, vi, sum(value) AS sv "
-		    "FROM %s.samples1h WHERE %s%s GROUP BY gsid, sigh, stack, vi)", c->db,
-		    cond.data, span.data);
-	}
-	if (sp->wlo < sp->whi && (sp->hlo == sp->hhi || sp->wlo < sp->hlo || sp->hhi < sp->whi)) {
-		buf_reset(&span);
-		if (sp->hlo < sp->hhi)
-			where_windows(&span, sp->wlo, sp->hlo, sp->hhi, sp->whi);
+		if (top)
+			where_windows(&span, sp->lo[k], sp->hi[k], 0, 0);
+		else if (sp->lo[k] < sp->lo[k + 1] || sp->hi[k + 1] < sp->hi[k])
+			where_windows(&span, sp->lo[k], sp->lo[k + 1], sp->hi[k + 1], sp->hi[k]);
 		else
-			where_windows(&span, sp->wlo, sp->whi, 0, 0);
-		buf_printf(sql, " UNION ALL " SUMS_OUTER "gsid, sigh, stack, vi, sum(value) AS sv "
-		    "FROM %s.samples10 WHERE %s%s GROUP BY gsid, sigh, stack, vi)", c->db,
-		    cond.data, span.data);
+			continue;	/* the next tier covers it all */
+		buf_printf(sql, " UNION ALL " K_SUMS "gsid, sigh, stack, vi, sum(value) AS sv "
+		    "FROM %s.%s WHERE %s%s GROUP BY gsid, sigh, stack, vi)", c->db,
+		    ch_tiers[sp->tier[k]].name, cond.data, span.data);
 	}
-#undef SUMS_OUTER
 	buf_adds(sql, " FORMAT TabSeparated");
 	rc = buf_error(sql);
 out:
 	buf_free(&cond);
 	buf_free(&span);
+	buf_free(&raw);
 	return rc;
 }
 
-/* A profile, or a window's profiles, of a merge's answer. */
+/* Profiles of a series, a signature and a window (or one profile) of the answer. */
 struct mref {
-	const struct series	*s;
-	size_t			 g;		/* its group */
-	int64_t			 time;
-	uint64_t		 id;		/* 0 for a window of several */
-	int64_t			 n;		/* profiles */
-	size_t			 at;		/* its totals in the listing's, SIZE_MAX: none */
+	uint64_t	sid, sigh;
+	size_t		g;		/* its group */
+	int64_t		time;
+	uint64_t	id;		/* 0 for several */
+	int64_t		n;		/* profiles */
+	size_t		at;		/* its totals in the answer's, SIZE_MAX: none */
+	const struct series *s;
 };
 
 /* A sum of the answer, kept until the groups are chosen. */
@@ -985,7 +1070,8 @@ struct manswer {
 	struct intern	*sids;		/* series hash -> index of ser */
 	const struct series **ser;
 	size_t		 sercap;
-	struct buf	 totals;	/* int64_t */
+	struct buf	 tk, tv;	/* int64_t: the totals of the refs, as answered */
+	struct buf	 totals;	/* int64_t, per ref in its group's types */
 };
 
 static void
@@ -1003,6 +1089,8 @@ manswer_free(struct manswer *a)
 	free(a->ser);
 	intern_destroy(a->sids);
 	buf_free(&a->sums);
+	buf_free(&a->tk);
+	buf_free(&a->tv);
 	buf_free(&a->totals);
 }
 
@@ -1016,49 +1104,60 @@ header_types(const char *hdr)
 	return nf < 5 || (nf - 3) % 2 != 0 ? 0 : (nf - 3) / 2;
 }
 
-/* One row of kind 1: a profile or a window's profiles. */
+/* A row of kind 1; its totals are kept as answered until its group is known. */
 static int
-answer_ref(struct cluster *c, struct manswer *a, struct tsv *t)
+answer_ref(struct manswer *a, struct tsv *t)
 {
-	struct buf tk = { 0 }, tv = { 0 };
 	struct mref r;
-	int64_t period, tim, n, offs;
-	uint64_t id, sid, sigh;
-	size_t nk = 0, nv = 0, g, i;
-	int64_t k;
-	int added, rc = 0;
+	int64_t offs;
+	size_t nk = 0, nv = 0, k0 = a->tk.len;
 
 	memset(&r, 0, sizeof(r));
-	if (tsv_i64(t->f[6], &period) < 0 || tsv_i64(t->f[7], &tim) < 0 ||
-	    tsv_i64(t->f[8], &n) < 0 || tsv_i64(t->f[9], &offs) < 0 ||
-	    tsv_u64(t->f[10], &id) < 0 || tsv_u64(t->f[11], &sid) < 0 ||
-	    tsv_u64(t->f[12], &sigh) < 0 || n <= 0 ||
-	    tsv_nums(t->f[14], &tk, &nk, PROFILE_MAX_SAMPLE_TYPES, true) < 0 ||
-	    tsv_nums(t->f[15], &tv, &nv, PROFILE_MAX_SAMPLE_TYPES, false) < 0 || nk != nv) {
-		rc = -EINVAL;
-		goto out;
-	}
-	if ((r.s = intern_series(c, t->f[1], t->f[2], t->f[3])) == NULL) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	if ((k = intern_put(a->sids, &sid, sizeof(sid), &added)) < 0) {
-		rc = -ENOMEM;
-		goto out;
-	}
+	if (tsv_i64(t->f[6], &r.time) < 0 || tsv_i64(t->f[7], &r.n) < 0 ||
+	    tsv_i64(t->f[8], &offs) < 0 || tsv_u64(t->f[9], &r.id) < 0 ||
+	    tsv_u64(t->f[10], &r.sigh) < 0 || tsv_u64(t->f[11], &r.sid) < 0 || r.n <= 0 ||
+	    tsv_nums(t->f[13], &a->tk, &nk, PROFILE_MAX_SAMPLE_TYPES, true) < 0 ||
+	    tsv_nums(t->f[14], &a->tv, &nv, PROFILE_MAX_SAMPLE_TYPES, false) < 0 || nk != nv)
+		return -EINVAL;
+	/* One profile is told exactly: its gid and time are the sums. */
+	if (r.n > 1)
+		r.id = 0;
+	r.time += r.n == 1 ? offs : offs / r.n;
+	r.at = k0 / sizeof(int64_t);	/* into tk and tv until resolved */
+	r.g = nk;			/* their count, likewise */
+	if (a->nrefs == a->refcap)
+		a->refs = xgrow(a->refs, &a->refcap, a->nrefs + 1, sizeof(*a->refs));
+	a->refs[a->nrefs++] = r;
+	return 0;
+}
+
+/* A row of kind 2: a series and a group. */
+static int
+answer_group(struct cluster *c, struct manswer *a, struct tsv *t)
+{
+	const struct series *s;
+	int64_t period, k;
+	uint64_t sid, sigh;
+	size_t g;
+	int added;
+
+	if (tsv_i64(t->f[6], &period) < 0 || tsv_u64(t->f[10], &sigh) < 0 ||
+	    tsv_u64(t->f[11], &sid) < 0)
+		return -EINVAL;
+	if ((s = intern_series(c, t->f[1], t->f[2], t->f[3])) == NULL ||
+	    (k = intern_put(a->sids, &sid, sizeof(sid), &added)) < 0)
+		return -ENOMEM;
 	if (added) {
 		a->ser = xgrow(a->ser, &a->sercap, (size_t)k + 1, sizeof(*a->ser));
-		a->ser[k] = r.s;
+		a->ser[k] = s;
 	}
-	for (g = 0; g < a->ng && strcmp(a->grps[g].sig, t->f[4]) != 0; g++)
+	for (g = 0; g < a->ng && a->grps[g].sigh != sigh; g++)
 		;
 	if (g == a->ng) {
 		size_t nt = header_types(t->f[5]);
 
-		if (nt == 0) {
-			rc = -EINVAL;
-			goto out;
-		}
+		if (nt == 0)
+			return -EINVAL;
 		a->grps = xreallocarray(a->grps, a->ng + 1, sizeof(*a->grps));
 		a->groups = xreallocarray(a->groups, a->ng + 1, sizeof(*a->groups));
 		memset(&a->grps[g], 0, sizeof(a->grps[g]));
@@ -1070,34 +1169,11 @@ answer_ref(struct cluster *c, struct manswer *a, struct tsv *t)
 		a->groups[g].sig = a->grps[g].sig;
 		a->groups[g].siglen = strlen(a->grps[g].sig);
 		a->ng++;
-	}
+	} else if (strcmp(a->grps[g].sig, t->f[4]) != 0)
+		return -EINVAL;	/* two signatures of one digest */
 	if (period > a->grps[g].period)
 		a->grps[g].period = period;
-	a->groups[g].count += (uint64_t)n;
-	r.g = g;
-	r.n = n;
-	/* A window's one profile is told exactly: its gid and time are the sums. */
-	r.id = n == 1 ? id : 0;
-	r.time = tim + (n == 1 ? offs : offs / n);
-	r.at = a->totals.len / sizeof(int64_t);
-	for (i = 0; i < a->grps[g].ntypes; i++) {
-		int64_t v = 0;
-		size_t j;
-
-		for (j = 0; j < nk; j++)
-			if (((int64_t *)tk.data)[j] == (int64_t)i)
-				v += ((int64_t *)tv.data)[j];
-		buf_add(&a->totals, &v, sizeof(v));
-	}
-	if ((rc = buf_error(&a->totals)) < 0)
-		goto out;
-	if (a->nrefs == a->refcap)
-		a->refs = xgrow(a->refs, &a->refcap, a->nrefs + 1, sizeof(*a->refs));
-	a->refs[a->nrefs++] = r;
-out:
-	buf_free(&tk);
-	buf_free(&tv);
-	return rc;
+	return 0;
 }
 
 static int
@@ -1108,12 +1184,49 @@ answer_sum(struct manswer *a, struct tsv *t)
 
 	memset(&s, 0, sizeof(s));
 	if (tsv_i64(t->f[6], &vi) < 0 || vi < 0 || tsv_i64(t->f[7], &s.value) < 0 ||
-	    tsv_u64(t->f[10], &s.gsid) < 0 || tsv_u64(t->f[12], &s.sigh) < 0 ||
-	    !is_digest(t->f[13], t->len[13]))
+	    tsv_u64(t->f[9], &s.gsid) < 0 || tsv_u64(t->f[10], &s.sigh) < 0 ||
+	    !is_digest(t->f[12], t->len[12]))
 		return -EINVAL;
 	s.vi = (uint64_t)vi;
-	memcpy(s.stack, t->f[13], DIGEST128_HEX);
+	memcpy(s.stack, t->f[12], DIGEST128_HEX);
 	return buf_add(&a->sums, &s, sizeof(s));
+}
+
+/*
+ * Each ref's series and group, its totals in its group's types, the groups'
+ * counts. -EINVAL for a ref of a series or group the answer does not name.
+ */
+static int
+answer_resolve(struct manswer *a)
+{
+	const int64_t *tk = (const int64_t *)a->tk.data, *tv = (const int64_t *)a->tv.data;
+	size_t i, j, g, nk, k0;
+	int64_t si;
+
+	for (i = 0; i < a->nrefs; i++) {
+		struct mref *r = &a->refs[i];
+
+		nk = r->g;
+		k0 = r->at;
+		for (g = 0; g < a->ng && a->grps[g].sigh != r->sigh; g++)
+			;
+		if (g == a->ng || (si = intern_get(a->sids, &r->sid, sizeof(r->sid))) < 0)
+			return -EINVAL;
+		r->s = a->ser[si];
+		r->g = g;
+		r->at = a->totals.len / sizeof(int64_t);
+		a->groups[g].count += (uint64_t)r->n;
+		for (j = 0; j < a->grps[g].ntypes; j++) {
+			int64_t v = 0;
+			size_t x;
+
+			for (x = k0; x < k0 + nk; x++)
+				if (tk[x] == (int64_t)j)
+					v += tv[x];
+			buf_add(&a->totals, &v, sizeof(v));
+		}
+	}
+	return buf_error(&a->totals);
 }
 
 static int
@@ -1123,7 +1236,9 @@ mref_cmp(const void *x, const void *y)
 
 	if (a->time != b->time)
 		return a->time < b->time ? -1 : 1;
-	return (a->id > b->id) - (a->id < b->id);
+	if (a->id != b->id)
+		return a->id < b->id ? -1 : 1;
+	return (a->sid > b->sid) - (a->sid < b->sid);
 }
 
 /* The sums of the merged groups, per (gauge series or none, group), in accs. */
@@ -1187,7 +1302,7 @@ r_merge(void *arg, const struct query *q, struct query_result *res)
 	int rc, r;
 
 	memset(res, 0, sizeof(*res));
-	spans_of(q, &sp);
+	spans_of(q, (!q->sel || q->sel->n == 0) && (!q->match || q->match->n == 0), &sp);
 	if ((rc = merge_sql(c, q, &sp, &sql)) < 0)
 		goto out;
 	if (ch_exec(c, sql.data, NULL, &ans, &err, NULL) < 0) {
@@ -1197,18 +1312,20 @@ r_merge(void *arg, const struct query *q, struct query_result *res)
 	a.sids = intern_create(256);
 	tsv_init(&t, &ans);
 	while ((r = tsv_next(&t)) > 0) {
-		if (t.nf != 16 || (t.f[0][0] != '0' && t.f[0][0] != '1') || t.f[0][1]) {
+		if (t.nf != 15 || t.f[0][0] < '0' || t.f[0][0] > '2' || t.f[0][1]) {
 			r = -EINVAL;
 			break;
 		}
-		if ((r = t.f[0][0] == '1' ? answer_ref(c, &a, &t) : answer_sum(&a, &t)) < 0)
+		r = t.f[0][0] == '0' ? answer_sum(&a, &t) : t.f[0][0] == '1' ?
+		    answer_ref(&a, &t) : answer_group(c, &a, &t);
+		if (r < 0)
 			break;
 	}
 	tsv_free(&t);
 	buf_free(&ans);
-	if (r < 0) {
+	if (r < 0 || (r = answer_resolve(&a)) < 0) {
 		log_warnx("clickhouse: merging: a malformed answer");
-		rc = -EIO;
+		rc = r == -ENOMEM ? r : -EIO;
 		goto out;
 	}
 	if (a.nrefs == 0)
@@ -1238,6 +1355,7 @@ r_merge(void *arg, const struct query *q, struct query_result *res)
 		add_series_id(res, m->s->id);
 		grp[i] = m->g;
 		at[i] = m->at;
+		res->nrefs = i + 1;
 		if (a.groups[m->g].inc) {
 			series_sums_of(&accs, &nacc, m->s, m->g)->count += (uint64_t)m->n;
 			continue;
@@ -1250,7 +1368,6 @@ r_merge(void *arg, const struct query *q, struct query_result *res)
 		if ((rc = query_skip_add(res, m->id, why)) < 0)
 			goto out;
 	}
-	res->nrefs = a.nrefs;
 	if ((shdr = shared_header(a.grps[best].hdr, a.groups[best].keep, sh.n - 1)) == NULL) {
 		log_warnx("clickhouse: a group's header is malformed");
 		rc = -EIO;
@@ -1331,11 +1448,11 @@ r_get(void *arg, uint64_t id, struct store_ref *ref, struct buf *out)
 	memset(ref, 0, sizeof(*ref));
 	if (rc < 0 || t.nf != 8 || tsv_i64(t.f[0], &ref->time) < 0 ||
 	    tsv_i64(t.f[5], &period) < 0 ||
-	    parse_digests(t.f[6], &stacks, &ns, GET_MAX_STACKS) < 0 ||
+	    parse_digests(t.f[6], &stacks, &ns, (size_t)GET_MAX_STACKS * 8) < 0 ||
 	    tsv_nums(t.f[7], &vals, &nv, (size_t)GET_MAX_STACKS * 8, false) < 0 ||
 	    (s = intern_series(c, t.f[1], t.f[2], t.f[3])) == NULL ||
 	    (m = merge_create()) == NULL || codec_begin(m, t.f[4], period, &nt, gauge) < 0 ||
-	    nv != ns * nt) {
+	    nt == 0 || nv != ns || ns % nt != 0) {
 		tsv_free(&t);
 		log_warnx("clickhouse: reading a profile: a malformed answer");
 		rc = -EIO;
@@ -1345,6 +1462,11 @@ r_get(void *arg, uint64_t id, struct store_ref *ref, struct buf *out)
 	ref->id = id;
 	ref->series = s->id;
 	snprintf(ref->type, sizeof(ref->type), "%s", s->type);
+	/* A stack per value: sample i's is the stack of its first value. */
+	for (i = 0; i < ns / nt; i++)
+		memmove(stacks.data + i * DIGEST128_HEX, stacks.data + i * nt * DIGEST128_HEX,
+		    DIGEST128_HEX);
+	ns /= nt;
 	for (i = 0; i < ns; i++)
 		intern_put(all, stacks.data + i * DIGEST128_HEX, DIGEST128_HEX, NULL);
 	frames = xcalloc(intern_count(all) + 1, sizeof(*frames));
@@ -1432,10 +1554,108 @@ c_hours(void *arg, uint64_t sid, int64_t **out, size_t *n)
 	return on(c) ? r_hours(c, sid, out, n) : store_hours(c->st, sid, out, n);
 }
 
+/* The 10-minute windows of a series that hold profiles, since since (s). */
+struct hd_windows {
+	uint64_t	 gen;
+	int64_t		 at;		/* monotonic ns */
+	int64_t		 since;
+	int64_t		*w;		/* s, ascending */
+	size_t		 n;
+};
+
 /*
- * Whether series sid has a profile in [from, to): one row looked up by the
- * sort key. A cluster that cannot say counts a series seen before as holding
- * data, so its directories resolve and its files fail with EIO.
+ * Whether [from, to) holds a window of the series' cached windows wholly (1),
+ * none of them meets it (0), or only partly (-1: ask); -ENOENT when the
+ * cache cannot say.
+ */
+static int
+hd_cached(struct cluster *c, uint64_t sid, int64_t from, int64_t to)
+{
+	int64_t k;
+	size_t i;
+	int rc = -ENOENT;
+
+	pthread_mutex_lock(&c->sc_lock);
+	if (c->hd_idx && (k = intern_get(c->hd_idx, &sid, sizeof(sid))) >= 0 &&
+	    fresh(c, c->hd[k].gen, c->hd[k].at)) {
+		const struct hd_windows *h = &c->hd[k];
+
+		/* Nothing before the windows kept is known: then only a yes holds. */
+		rc = from >= h->since * NS ? 0 : -1;
+		for (i = 0; i < h->n && rc != 1; i++) {
+			int64_t lo = h->w[i] * NS, hi = lo + WINDOW_NS;
+
+			if (lo >= from && hi <= to)
+				rc = 1;
+			else if (lo < to && hi > from)
+				rc = -1;
+		}
+	}
+	pthread_mutex_unlock(&c->sc_lock);
+	return rc;
+}
+
+/* Ask for the windows of series s since the last days and keep them. */
+static void
+hd_fetch(struct cluster *c, const struct series *s)
+{
+	struct buf sql = { 0 }, ans = { 0 }, err = { 0 }, w = { 0 };
+	uint64_t gen = atomic_load(&c->gen);
+	int64_t since = clock_now_ns() / NS - HD_DAYS * 86400, k;
+	struct tsv t;
+	int r, added;
+
+	since -= since % 86400;
+	buf_printf(&sql, "SELECT toUInt32(window) AS w FROM %s.counts10 WHERE ", c->db);
+	where_series(s, &sql);
+	buf_printf(&sql, " AND date >= toDate(toDateTime(%" PRId64 ")) GROUP BY w HAVING "
+	    "sum(profiles) > 0 ORDER BY w FORMAT TabSeparated", since);
+	if (buf_error(&sql) || ch_exec(c, sql.data, NULL, &ans, &err, NULL) < 0)
+		goto out;
+	tsv_init(&t, &ans);
+	while ((r = tsv_next(&t)) > 0) {
+		int64_t v;
+
+		if (t.nf != 1 || tsv_i64(t.f[0], &v) < 0) {
+			r = -EINVAL;
+			break;
+		}
+		buf_add(&w, &v, sizeof(v));
+	}
+	tsv_free(&t);
+	if (r < 0 || buf_error(&w))
+		goto out;
+	pthread_mutex_lock(&c->sc_lock);
+	if (c->hd_idx == NULL)
+		c->hd_idx = intern_create(64);
+	if ((k = intern_put(c->hd_idx, &s->id, sizeof(s->id), &added)) >= 0) {
+		size_t cap = c->hd_cap;
+
+		if (added) {
+			c->hd = xgrow(c->hd, &cap, (size_t)k + 1, sizeof(*c->hd));
+			memset(&c->hd[k], 0, sizeof(c->hd[k]));
+			c->hd_cap = cap;
+		}
+		free(c->hd[k].w);
+		c->hd[k].n = w.len / sizeof(int64_t);
+		c->hd[k].w = (int64_t *)buf_steal(&w, NULL);
+		c->hd[k].gen = gen;
+		c->hd[k].at = clock_mono_ns();
+		c->hd[k].since = since;
+	}
+	pthread_mutex_unlock(&c->sc_lock);
+out:
+	buf_free(&sql);
+	buf_free(&ans);
+	buf_free(&err);
+	buf_free(&w);
+}
+
+/*
+ * Whether series sid has a profile in [from, to): from its cached windows
+ * when one lies wholly inside or none meets the range, else one row looked
+ * up by the sort key. A cluster that cannot say counts a series seen before
+ * as holding data, so its directories resolve and its files fail with EIO.
  */
 static bool
 r_has_data(struct cluster *c, uint64_t sid, int64_t from, int64_t to)
@@ -1443,9 +1663,16 @@ r_has_data(struct cluster *c, uint64_t sid, int64_t from, int64_t to)
 	const struct series *s = r_series_get(c, sid);
 	struct buf sql = { 0 }, ans = { 0 }, err = { 0 };
 	bool yes = true;
+	int rc;
 
 	if (s == NULL)
 		return false;
+	if ((rc = hd_cached(c, sid, from, to)) == -ENOENT) {
+		hd_fetch(c, s);
+		rc = hd_cached(c, sid, from, to);
+	}
+	if (rc == 0 || rc == 1)
+		return rc == 1;
 	buf_printf(&sql, "SELECT ns FROM %s.profiles WHERE ", c->db);
 	where_series(s, &sql);
 	where_range(&sql, from, to);
@@ -1559,6 +1786,7 @@ read_init(struct cluster *c)
 {
 	pthread_mutex_init(&c->s_lock, NULL);
 	pthread_mutex_init(&c->f_lock, NULL);
+	pthread_mutex_init(&c->sc_lock, NULL);
 	c->s_names = intern_create(256);
 	c->reader = (struct reader){
 		.arg = c,
@@ -1597,4 +1825,10 @@ read_free(struct cluster *c)
 	pthread_mutex_destroy(&c->s_lock);
 	frames_cache_clear(c);
 	pthread_mutex_destroy(&c->f_lock);
+	free(c->sc);
+	for (i = 0; c->hd_idx && i < intern_count(c->hd_idx); i++)
+		free(c->hd[i].w);
+	free(c->hd);
+	intern_destroy(c->hd_idx);
+	pthread_mutex_destroy(&c->sc_lock);
 }

@@ -58,39 +58,25 @@ static const char *const schema[] = {
 	"CREATE DATABASE IF NOT EXISTS %1$s",
 	"CREATE TABLE IF NOT EXISTS %1$s.profiles_local (date Date, time DateTime, ns Int64, "
 	    "host String, id UInt64, gid UInt64, batch UInt64, service String, type String, "
-	    "labels String, sig String, hdr String, period Int64, ntypes UInt8, gauges UInt64, "
-	    "totals Array(Int64), stacks Array(FixedString(32)), vals Array(Int64)) "
+	    "labels String, sig String, sigh UInt64, hdr String, period Int64, ntypes UInt8, "
+	    "gauges UInt64, totals Array(Int64), stacks Array(FixedString(32)), vals Array(Int64)) "
 	    "ENGINE = MergeTree PARTITION BY date ORDER BY (service, type, labels, ns, gid)",
-	"CREATE TABLE IF NOT EXISTS %1$s.samples10_local (date Date, window DateTime, "
-	    "service String, type String, labels String, sigh UInt64, stack FixedString(32), "
-	    "vi UInt8, gsid UInt64, value Int64) ENGINE = SummingMergeTree(value) "
-	    "PARTITION BY date ORDER BY (service, type, labels, window, sigh, stack, vi)",
-	"CREATE MATERIALIZED VIEW IF NOT EXISTS %1$s.samples10_mv TO %1$s.samples10_local AS "
-	    "SELECT date, toDateTime(intDiv(toUInt32(time), 600) * 600) AS window, service, "
-	    "type, labels, " CH_SAMPLE_COLS("value") " FROM %1$s.profiles_local "
-	    "ARRAY JOIN vals AS value, arrayEnumerate(vals) AS k",
-	"CREATE TABLE IF NOT EXISTS %1$s.samples1h_local (date Date, window DateTime, "
-	    "service String, type String, labels String, sigh UInt64, stack FixedString(32), "
-	    "vi UInt8, gsid UInt64, value Int64) ENGINE = SummingMergeTree(value) "
-	    "PARTITION BY date ORDER BY (service, type, labels, window, sigh, stack, vi)",
-	"CREATE MATERIALIZED VIEW IF NOT EXISTS %1$s.samples1h_mv TO %1$s.samples1h_local AS "
-	    "SELECT date, toStartOfHour(time) AS window, service, "
-	    "type, labels, " CH_SAMPLE_COLS("value") " FROM %1$s.profiles_local "
-	    "ARRAY JOIN vals AS value, arrayEnumerate(vals) AS k",
 	"CREATE TABLE IF NOT EXISTS %1$s.counts10_local (date Date, window DateTime, "
-	    "service String, type String, labels String, sig String, hdr String, period Int64, "
-	    "profiles Int64, gids UInt64, offs Int64, totalsMap Nested(vi UInt8, value Int64)) "
-	    "ENGINE = SummingMergeTree PARTITION BY date "
-	    "ORDER BY (service, type, labels, window, sig, hdr, period)",
+	    "service String, type String, labels String, sig String, sigh UInt64, hdr String, "
+	    "period Int64, profiles Int64, gids UInt64, offs Int64, "
+	    "totalsMap Nested(vi UInt8, value Int64)) ENGINE = SummingMergeTree PARTITION BY date "
+	    "ORDER BY (service, type, labels, window, sig, sigh, hdr, period)",
 	"CREATE MATERIALIZED VIEW IF NOT EXISTS %1$s.counts10_mv TO %1$s.counts10_local AS "
 	    "SELECT date, toDateTime(intDiv(toUInt32(time), 600) * 600) AS window, service, "
-	    "type, labels, sig, hdr, period, " CH_COUNT_COLS("1") " FROM %1$s.profiles_local",
+	    "type, labels, sig, sigh, hdr, period, " CH_COUNT_COLS("1") " FROM %1$s.profiles_local "
+	    "GROUP BY " CH_COUNT_KEY,
 	"CREATE TABLE IF NOT EXISTS %1$s.series_local (date Date, hour DateTime, "
 	    "service String, type String, labels String, profiles Int64) "
 	    "ENGINE = SummingMergeTree PARTITION BY date ORDER BY (service, type, labels, hour)",
 	"CREATE MATERIALIZED VIEW IF NOT EXISTS %1$s.series_mv TO %1$s.series_local AS "
 	    "SELECT date, toStartOfHour(time) AS hour, service, type, labels, "
-	    "toInt64(1) AS profiles FROM %1$s.profiles_local",
+	    "sum(toInt64(1)) AS profiles FROM %1$s.profiles_local "
+	    "GROUP BY date, hour, service, type, labels",
 	"CREATE TABLE IF NOT EXISTS %1$s.stacks_local (date Date, hash FixedString(32), "
 	    "frames String) ENGINE = ReplacingMergeTree PARTITION BY toYYYYMM(date) "
 	    "PRIMARY KEY hash ORDER BY (hash, sipHash64(frames))",
@@ -98,10 +84,6 @@ static const char *const schema[] = {
 	    "set_at DateTime, set_by String) ENGINE = ReplacingMergeTree(set_at) ORDER BY name",
 	"CREATE TABLE IF NOT EXISTS %1$s.profiles AS %1$s.profiles_local "
 	    "ENGINE = Distributed(%2$s, %1$s, profiles_local, batch)",
-	"CREATE TABLE IF NOT EXISTS %1$s.samples10 AS %1$s.samples10_local "
-	    "ENGINE = Distributed(%2$s, %1$s, samples10_local, rand())",
-	"CREATE TABLE IF NOT EXISTS %1$s.samples1h AS %1$s.samples1h_local "
-	    "ENGINE = Distributed(%2$s, %1$s, samples1h_local, rand())",
 	"CREATE TABLE IF NOT EXISTS %1$s.counts10 AS %1$s.counts10_local "
 	    "ENGINE = Distributed(%2$s, %1$s, counts10_local, rand())",
 	"CREATE TABLE IF NOT EXISTS %1$s.series AS %1$s.series_local "
@@ -109,6 +91,61 @@ static const char *const schema[] = {
 	"CREATE TABLE IF NOT EXISTS %1$s.stacks AS %1$s.stacks_local "
 	    "ENGINE = Distributed(%2$s, %1$s, stacks_local, sipHash64(hash))",
 };
+
+const struct ch_tier ch_tiers[CH_NTIERS] = {
+	{ "samples10", 600, true },
+	{ "samples1h", 3600, true },
+	{ "fleet1m", 60, false },
+	{ "fleet10", 600, false },
+	{ "fleet1h", 3600, false },
+};
+
+int
+ch_tier_select(struct buf *b, const char *db, size_t t, const char *v)
+{
+	const struct ch_tier *ti = &ch_tiers[t];
+
+	buf_printf(b, "SELECT date, toDateTime(intDiv(toUInt32(time), %d) * %d) AS window, "
+	    "service, type, %s", ti->width, ti->width, ti->labels ? "labels, " : "");
+	/* The shared expressions hold %% for printf. */
+	buf_printf(b, CH_SAMPLE_COLS("%s"), v);
+	buf_printf(b, " FROM %s.profiles_local " CH_ARRAY_JOIN, db);
+	return buf_error(b);
+}
+
+/* The statements that make tier t (its table, view, Distributed table). */
+static int
+tier_schema(struct cluster *c, size_t i, size_t t, struct buf *err)
+{
+	const struct ch_tier *ti = &ch_tiers[t];
+	const char *lab = ti->labels ? "labels, " : "";
+	struct buf sql = { 0 };
+	int rc;
+
+	buf_printf(&sql, "CREATE TABLE IF NOT EXISTS %s.%s_local (date Date, window DateTime, "
+	    "service String, type String, %ssigh UInt64, stack FixedString(32), vi UInt8, "
+	    "gsid UInt64, value Int64) ENGINE = SummingMergeTree(value) PARTITION BY date "
+	    "ORDER BY (service, type, %swindow, sigh, gsid, stack, vi)", c->db, ti->name,
+	    ti->labels ? "labels String, " : "", lab);
+	if ((rc = buf_error(&sql)) < 0 || (rc = ch_exec_on(c, i, sql.data, NULL, err, NULL)) < 0)
+		goto out;
+	/* Summed per inserted batch already: the parts stay small before merges. */
+	buf_reset(&sql);
+	buf_printf(&sql, "CREATE MATERIALIZED VIEW IF NOT EXISTS %s.%s_mv TO %s.%s_local AS ",
+	    c->db, ti->name, c->db, ti->name);
+	ch_tier_select(&sql, c->db, t, "sum(val) AS value");
+	buf_printf(&sql, " GROUP BY date, window, service, type, %ssigh, gsid, stack, vi", lab);
+	if ((rc = buf_error(&sql)) < 0 || (rc = ch_exec_on(c, i, sql.data, NULL, err, NULL)) < 0)
+		goto out;
+	buf_reset(&sql);
+	buf_printf(&sql, "CREATE TABLE IF NOT EXISTS %1$s.%2$s AS %1$s.%2$s_local "
+	    "ENGINE = Distributed(%3$s, %1$s, %2$s_local, rand())", c->db, ti->name, c->name);
+	if ((rc = buf_error(&sql)) == 0)
+		rc = ch_exec_on(c, i, sql.data, NULL, err, NULL);
+out:
+	buf_free(&sql);
+	return rc;
+}
 
 static void
 set_status(struct cluster *c, const char *s)
@@ -208,6 +245,9 @@ connect_schema(struct cluster *c, struct buf *err)
 			if ((rc = ch_exec_on(c, i, sql.data, NULL, err, NULL)) < 0)
 				goto out;
 		}
+		for (k = 0; k < CH_NTIERS; k++)
+			if ((rc = tier_schema(c, i, k, err)) < 0)
+				goto out;
 	}
 	/* Once per start: a reconnect does not undo a newer setting made elsewhere. */
 	if (c->set_retention >= 0) {
@@ -265,6 +305,17 @@ add_id(struct batch *b, uint64_t id, uint64_t gid)
 	return 0;
 }
 
+/* A signature's digest (sigh): 64 bits of its digest128(), the same on every host. */
+static uint64_t
+sig_digest(const char *sig, size_t len)
+{
+	char h[DIGEST128_HEX + 1];
+
+	digest128(sig, len, h);
+	h[16] = '\0';
+	return strtoull(h, NULL, 16);
+}
+
 struct sorted_sample {
 	char	h[DIGEST128_HEX + 1];
 	size_t	i;
@@ -316,10 +367,10 @@ add_profile(struct batch *b, const struct store_ref *ref, const struct series *s
 	buf_addc(&b->rows, '\t');
 	ch_tsv(&b->rows, lab.data, lab.len);
 	buf_addc(&b->rows, '\t');
-	if ((rc = profile_signature(p, &tmp)) < 0)
+	if ((rc = profile_signature(p, &tmp)) < 0 || (rc = buf_error(&tmp)) < 0)
 		goto out;
 	ch_tsv(&b->rows, tmp.data, tmp.len);
-	buf_addc(&b->rows, '\t');
+	buf_printf(&b->rows, "\t%" PRIu64 "\t", sig_digest(tmp.data, tmp.len));
 	buf_reset(&tmp);
 	if ((rc = codec_header(p, &tmp)) < 0)
 		goto out;
@@ -365,7 +416,8 @@ add_profile(struct batch *b, const struct store_ref *ref, const struct series *s
 	if (p->nsamples)
 		qsort(order, p->nsamples, sizeof(*order), digest_cmp);
 	for (i = 0; i < p->nsamples; i++)
-		buf_printf(&b->rows, "%s'%s'", i ? "," : "", order[i].h);
+		for (k = 0; k < p->nsample_types; k++)
+			buf_printf(&b->rows, "%s'%s'", i || k ? "," : "", order[i].h);
 	buf_adds(&b->rows, "]\t[");
 	for (i = 0; i < p->nsamples; i++)
 		for (k = 0; k < p->nsample_types; k++)
@@ -502,7 +554,7 @@ insert(struct cluster *c, struct batch *b, struct buf *err, bool *refused)
 	if (rc == 0 && b->rows.len) {
 		buf_reset(&sql);
 		buf_printf(&sql, "INSERT INTO %s.profiles (date, time, ns, host, id, gid, batch, "
-		    "service, type, labels, sig, hdr, period, ntypes, gauges, totals, stacks, vals) "
+		    "service, type, labels, sig, sigh, hdr, period, ntypes, gauges, totals, stacks, vals) "
 		    "FORMAT TabSeparated", c->db);
 		rc = ch_exec(c, sql.data, &b->rows, NULL, err, refused);
 	}
@@ -637,13 +689,15 @@ ship_once(struct cluster *c, struct batch *b, bool *uncertain, struct buf *err, 
 static void
 expire(struct cluster *c)
 {
-	struct buf sql = { 0 }, ans = { 0 }, err = { 0 };
+	struct buf sql = { 0 }, ans = { 0 }, err = { 0 }, tiers = { 0 };
 	int64_t cut = clock_now_ns() - c->retention;
 	time_t ct = (time_t)(cut / 1000000000);
 	char day[16], month[16];
 	struct tm tm;
 	size_t i;
 
+	for (i = 0; i < CH_NTIERS; i++)
+		buf_printf(&tiers, "%s'%s'", i ? "," : "", ch_tiers[i].name);
 	gmtime_r(&ct, &tm);
 	/* Partitions before these hold nothing at or after the cut. */
 	snprintf(day, sizeof(day), "%04d-%02d-%02d", (tm.tm_year + 1900) % 10000,
@@ -658,10 +712,11 @@ expire(struct cluster *c)
 		buf_reset(&ans);
 		buf_printf(&sql, "SELECT DISTINCT table, partition FROM system.parts WHERE "
 		    "database = '%s' AND active AND ((table IN ('profiles_local', "
-		    "'samples10_local', 'samples1h_local', 'counts10_local', 'series_local') AND "
+		    "'counts10_local', 'series_local') OR table IN (SELECT concat(name, '_local') "
+		    "FROM system.tables WHERE database = '%s' AND name IN (%s))) AND "
 		    "partition < '%s') OR "
 		    "(table = 'stacks_local' AND partition < '%s')) FORMAT TabSeparated",
-		    c->db, day, month);
+		    c->db, c->db, tiers.data, day, month);
 		if (ch_exec_on(c, i, sql.data, &ans, &err, NULL) < 0)
 			continue;
 		tsv_init(&t, &ans);
@@ -681,6 +736,7 @@ expire(struct cluster *c)
 	}
 	if (err.len)
 		log_warnx("clickhouse: retention: %s", err.data);
+	buf_free(&tiers);
 	buf_free(&sql);
 	buf_free(&ans);
 	buf_free(&err);

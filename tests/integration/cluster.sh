@@ -372,7 +372,7 @@ mountpoint -q "$TMP/mold" && fusermount3 -u -z "$TMP/mold"
 # the fleet's, which every daemon applies, and one whose --retention differs
 # says which applies.
 for n in 1 2; do
-  chq $n "INSERT INTO profilefs.counts10_local VALUES ('2001-01-01', '2001-01-01 00:00:00', 'ancient', 'cpu', 'host=x', 's', 1)"
+  chq $n "INSERT INTO profilefs.series_local VALUES ('2001-01-01', '2001-01-01 00:00:00', 'ancient', 'cpu', 'host=x', 1)"
 done
 old_days() { chq 1 "SELECT count() FROM system.parts WHERE database = 'profilefs' AND active AND partition = '2001-01-01'"; }
 old_days_are() { [ "$(old_days)" = "$1" ]; }
