@@ -26,6 +26,15 @@
 #define CACHE_TTL_NS	(INT64_C(10) * NS)
 #define HD_DAYS		8	/* the windows of has_data kept: the last days' */
 
+/* The 10-minute windows of a series that hold profiles, since since (s). */
+struct hd_windows {
+	uint64_t	 gen;
+	int64_t		 at;		/* monotonic ns */
+	int64_t		 since;
+	int64_t		*w;		/* s, ascending */
+	size_t		 n;
+};
+
 static int
 fail(const char *what, const struct buf *err)
 {
@@ -280,6 +289,26 @@ series_cached(struct cluster *c, const char *service, const char *type, struct s
 		}
 	pthread_mutex_unlock(&c->sc_lock);
 	return ok;
+}
+
+/*
+ * A series an answer holds: when the cached listing lacks it, the data moved
+ * on before the generation did (it is polled): the listings are asked again.
+ */
+static void
+series_seen(struct cluster *c, const struct series *s)
+{
+	size_t i;
+
+	pthread_mutex_lock(&c->sc_lock);
+	for (i = 0; i < c->sc_n && c->sc[i] != s; i++)
+		;
+	if (c->sc_at && i == c->sc_n) {
+		c->sc_at = 0;
+		for (i = 0; c->hd_idx && i < intern_count(c->hd_idx); i++)
+			c->hd[i].at = 0;
+	}
+	pthread_mutex_unlock(&c->sc_lock);
 }
 
 /*
@@ -1150,6 +1179,7 @@ answer_group(struct cluster *c, struct manswer *a, struct tsv *t)
 	if (added) {
 		a->ser = xgrow(a->ser, &a->sercap, (size_t)k + 1, sizeof(*a->ser));
 		a->ser[k] = s;
+		series_seen(c, s);
 	}
 	for (g = 0; g < a->ng && a->grps[g].sigh != sigh; g++)
 		;
@@ -1553,15 +1583,6 @@ c_hours(void *arg, uint64_t sid, int64_t **out, size_t *n)
 
 	return on(c) ? r_hours(c, sid, out, n) : store_hours(c->st, sid, out, n);
 }
-
-/* The 10-minute windows of a series that hold profiles, since since (s). */
-struct hd_windows {
-	uint64_t	 gen;
-	int64_t		 at;		/* monotonic ns */
-	int64_t		 since;
-	int64_t		*w;		/* s, ascending */
-	size_t		 n;
-};
 
 /*
  * Whether [from, to) holds a window of the series' cached windows wholly (1),

@@ -697,7 +697,7 @@ expire(struct cluster *c)
 	size_t i;
 
 	for (i = 0; i < CH_NTIERS; i++)
-		buf_printf(&tiers, "%s'%s'", i ? "," : "", ch_tiers[i].name);
+		buf_printf(&tiers, "%s'%s_local'", i ? ", " : "", ch_tiers[i].name);
 	gmtime_r(&ct, &tm);
 	/* Partitions before these hold nothing at or after the cut. */
 	snprintf(day, sizeof(day), "%04d-%02d-%02d", (tm.tm_year + 1900) % 10000,
@@ -712,11 +712,9 @@ expire(struct cluster *c)
 		buf_reset(&ans);
 		buf_printf(&sql, "SELECT DISTINCT table, partition FROM system.parts WHERE "
 		    "database = '%s' AND active AND ((table IN ('profiles_local', "
-		    "'counts10_local', 'series_local') OR table IN (SELECT concat(name, '_local') "
-		    "FROM system.tables WHERE database = '%s' AND name IN (%s))) AND "
-		    "partition < '%s') OR "
+		    "'counts10_local', 'series_local', %s) AND partition < '%s') OR "
 		    "(table = 'stacks_local' AND partition < '%s')) FORMAT TabSeparated",
-		    c->db, c->db, tiers.data, day, month);
+		    c->db, tiers.data, day, month);
 		if (ch_exec_on(c, i, sql.data, &ans, &err, NULL) < 0)
 			continue;
 		tsv_init(&t, &ans);
