@@ -1,12 +1,16 @@
 /*
  * read: the fleet's reader (struct reader of store.h): once the shipper
  * found the schema in place, the reads of the tree and the HTTP API are
- * answered by the cluster, and by the local store before. Series,
- * hours and listings come from the per-window counts and the profile rows'
- * small columns; a merge is one GROUP BY per stack that ClickHouse runs over
- * the 10-minute sums of the windows wholly inside the range and the raw rows
- * at its edges, then the frames of the stacks it returned. Gauges are
- * averaged per series as the local store does, so sums are the same.
+ * answered by the cluster, and by the local store before. Listings and
+ * hours come from the small series table, kept per generation with each
+ * series' recent windows (so the lookups of a path ask ClickHouse nothing
+ * new). A merge is one query (merge_sql()): the selection (service, type,
+ * labels and matchers, the latter through the series table once per series)
+ * and the range's edges are SQL; each part of the range is summed on the
+ * shards from the widest tier of per-window sums that fits it, the raw rows
+ * at the edges; the profiles' counts, ids and totals come from the
+ * 10-minute counts alike. Then the frames of stacks not seen before. Gauges
+ * are averaged per series as the local store does, so sums are the same.
  *
  * A server or shard that does not answer fails the read (-EIO, the reason
  * in the log): never a silently partial profile.

@@ -2,24 +2,38 @@
  * ship: the schema, and the shipper thread that empties the store's outbox
  * into ClickHouse.
  *
- * Schema (one database, on every server given; <t> is a table on each
- * shard, <t> without _local the Distributed table over the cluster):
+ * Schema, version 2 (one database, on every server given; <t>_local is a
+ * table on each shard, <t> the Distributed table over the cluster):
  *
  *   profiles_local   one row per profile: when (date, time, ns), whose
  *                    (host, id, gid = hash of host and id), its series
  *                    (service, type, labels with host=), its group (sig: as
- *                    profile_signature(), hdr: codec_header()), period,
- *                    totals, and its samples as stacks[] (their digests) and
- *                    vals[] (ntypes values per stack). MergeTree, a partition per day
- *                    (retention: ALTER TABLE ... DROP PARTITION).
- *   samples10_local  sum of value per (series, 10-minute window, sig, stack,
- *                    value index), SummingMergeTree, kept by samples10_mv
- *   counts10_local   profiles per (series, window, sig), SummingMergeTree,
- *                    kept by counts10_mv
+ *                    profile_signature(), sigh: 64 bits of its digest, hdr:
+ *                    codec_header()), period, which types are gauges,
+ *                    totals, and its values vals[] (ntypes per sample, the
+ *                    samples in the order of their stacks' digests) with
+ *                    the digest of each value's stack in stacks[].
+ *                    MergeTree, a partition per day (retention: ALTER TABLE
+ *                    ... DROP PARTITION).
+ *   tiers            sums of value per (window, signature, gauge series,
+ *                    stack, value index): samples10 and samples1h per series
+ *                    (10-minute and hourly windows, for selections),
+ *                    fleet1m, fleet10 and fleet1h without labels (for reads
+ *                    of every label set); SummingMergeTree, each kept by its
+ *                    materialized view that sums every inserted batch
+ *   counts10_local   per (series, 10-minute window, signature, header,
+ *                    period): profiles, the wrapping sum of their gids and
+ *                    of their offsets in the window (one profile's own
+ *                    when the count is 1) and their totals; kept alike
+ *   series_local     profiles per (series, hour): listings and hours
  *   stacks_local     frames (codec_stack()) by hash, ReplacingMergeTree, a
  *                    partition per month: every month re-ships what it uses
  *   settings_local   the cluster's settings (name, value, when, by which
  *                    host), the latest row of a name wins; on every server
+ *
+ * The daemon creates what is missing at start. A database of schema 1
+ * (before the tiers) or of an earlier build is refused with a message
+ * naming what to do, never mixed: its tables lack what the reads ask for.
  *
  * A stack's address (hash) is digest128() of its frames: 32 hex digits of
  * SHA-256, so no pushed label can make one stack's row stand for another's.
