@@ -76,6 +76,7 @@ struct cluster {
 	 */
 	pthread_mutex_t		 sc_lock;	/* protects sc_*, hd_* */
 	const struct series	**sc;
+	int64_t			*sc_span;	/* first, last hour (s) with profiles */
 	size_t			 sc_n;
 	uint64_t		 sc_gen;
 	int64_t			 sc_at;		/* monotonic ns; 0: none */

@@ -90,7 +90,7 @@ cancel_sqls(struct cluster *c, const char *cond, struct buf *sqls, size_t *n)
 		buf_printf(b, "INSERT INTO %s.%s_local (date, window, service, type, %ssigh, stack, "
 		    "vi, gsid, value) ", c->db, ch_tiers[t].name, ch_tiers[t].labels ? "labels, " : "");
 		ch_tier_select(b, c->db, t, "-val AS value");
-		buf_printf(b, " WHERE %s", cond);
+		buf_printf(b, " PREWHERE %s", cond);
 	}
 	buf_printf(&sqls[(*n)++], "INSERT INTO %1$s.counts10_local (date, window, service, type, "
 	    "labels, sig, sigh, hdr, period, profiles, gids, offs, totalsMap.vi, totalsMap.value) "
@@ -133,7 +133,7 @@ fleet_delete_series(struct cluster *c, const struct series *s, struct buf *err)
 		buf_printf(b, "INSERT INTO %s.%s_local (date, window, service, type, sigh, stack, "
 		    "vi, gsid, value) ", c->db, ch_tiers[t].name);
 		ch_tier_select(b, c->db, t, "-val AS value");
-		buf_printf(b, " WHERE %s", cond.data);
+		buf_printf(b, " PREWHERE %s", cond.data);
 	}
 	buf_printf(&sqls[n++], "ALTER TABLE %s.counts10_local DELETE WHERE %s", c->db, cond.data);
 	buf_printf(&sqls[n++], "ALTER TABLE %s.series_local DELETE WHERE %s", c->db, cond.data);

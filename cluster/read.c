@@ -325,14 +325,15 @@ series_query(struct cluster *c, const char *service, const char *type, struct sl
 {
 	struct buf sql = { 0 }, ans = { 0 }, err = { 0 };
 	struct slist all = { 0 };
+	struct buf spans = { 0 };	/* int64_t first, last hour (s) per series */
 	uint64_t gen = atomic_load(&c->gen);
 	struct tsv t;
 	int rc, r;
 
 	if (series_cached(c, service, type, out, false))
 		return 0;
-	buf_printf(&sql, "SELECT service, type, labels FROM %s.series "
-	    "GROUP BY service, type, labels HAVING sum(profiles) > 0 "
+	buf_printf(&sql, "SELECT service, type, labels, toUInt32(min(hour)), toUInt32(max(hour)) "
+	    "FROM %s.series GROUP BY service, type, labels HAVING sum(profiles) > 0 "
 	    "ORDER BY service, type, labels FORMAT TabSeparated", c->db);
 	if ((rc = buf_error(&sql)) < 0)
 		goto out;
@@ -350,7 +351,9 @@ series_query(struct cluster *c, const char *service, const char *type, struct sl
 	while ((r = tsv_next(&t)) > 0) {
 		const struct series *s;
 
-		if (t.nf != 3) {
+		int64_t span[2];
+
+		if (t.nf != 5 || tsv_i64(t.f[3], &span[0]) < 0 || tsv_i64(t.f[4], &span[1]) < 0) {
 			r = -EINVAL;
 			break;
 		}
@@ -360,16 +363,19 @@ series_query(struct cluster *c, const char *service, const char *type, struct sl
 		}
 		all.s = xgrow(all.s, &all.cap, all.n + 1, sizeof(*all.s));
 		all.s[all.n++] = s;
+		buf_add(&spans, span, sizeof(span));
 	}
 	tsv_free(&t);
-	if (r < 0) {
+	if (r < 0 || buf_error(&spans)) {
 		log_warnx("clickhouse: listing series: a malformed answer");
 		rc = -EIO;
 		goto out;
 	}
 	pthread_mutex_lock(&c->sc_lock);
 	free(c->sc);
+	free(c->sc_span);
 	c->sc = all.s;
+	c->sc_span = (int64_t *)buf_steal(&spans, NULL);
 	c->sc_n = all.n;
 	c->sc_gen = gen;
 	c->sc_at = clock_mono_ns();
@@ -378,6 +384,7 @@ series_query(struct cluster *c, const char *service, const char *type, struct sl
 	(void)series_cached(c, service, type, out, true);
 out:
 	free(all.s);
+	buf_free(&spans);
 	buf_free(&sql);
 	buf_free(&ans);
 	buf_free(&err);
@@ -1022,26 +1029,29 @@ merge_sql(struct cluster *c, const struct query *q, const struct spans *sp, stru
 		buf_printf(sql, "SELECT toUInt8(1), '', '', '', '', '', "
 		    "toInt64(toUInt32(window)) * 1000000000, sum(profiles) AS n, sum(offs), "
 		    "sum(gids), sigh, cityHash64(service, type, labels), '', " K_TOTALS
-		    " FROM %1$s.counts10 WHERE %2$s%3$s GROUP BY service, type, labels, window, sigh "
+		    " FROM %1$s.counts10 PREWHERE %2$s%3$s GROUP BY service, type, labels, window, sigh "
 		    "HAVING n > 0 UNION ALL "
 		    "SELECT toUInt8(2), service, type, labels, sig, hdr, max(period), " K_EMPTY
 		    "sigh, cityHash64(service, type, labels), '', " K_NOARRAYS " FROM "
-		    "%1$s.counts10 WHERE %2$s%3$s GROUP BY service, type, labels, sig, sigh, hdr "
+		    "%1$s.counts10 PREWHERE %2$s%3$s GROUP BY service, type, labels, sig, sigh, hdr "
 		    "HAVING sum(profiles) > 0 UNION ALL ", c->db, cond.data, span.data);
 	}
 	buf_printf(sql, "SELECT toUInt8(1), '', '', '', '', '', intDiv(ns, 60000000000) * "
 	    "60000000000 AS m, toInt64(count()), sum(ns - m), sum(gid), sigh, "
-	    "cityHash64(service, type, labels), '', " K_RAWTOTALS " FROM %1$s.profiles WHERE "
+	    "cityHash64(service, type, labels), '', " K_RAWTOTALS " FROM %1$s.profiles PREWHERE "
 	    "%2$s%3$s GROUP BY service, type, labels, m, sigh UNION ALL "
 	    "SELECT toUInt8(2), service, type, labels, sig, hdr, max(period), " K_EMPTY
 	    "sigh, cityHash64(service, type, labels), '', " K_NOARRAYS " FROM "
-	    "%1$s.profiles WHERE %2$s%3$s GROUP BY service, type, labels, sig, sigh, hdr",
+	    "%1$s.profiles PREWHERE %2$s%3$s GROUP BY service, type, labels, sig, sigh, hdr",
 	    c->db, cond.data, raw.data);
-	/* The sums: the raw rows outside the narrowest tier, then each tier. */
+	/*
+	 * The sums: the raw rows outside the narrowest tier (PREWHERE: the
+	 * rows are chosen before ARRAY JOIN, not after), then each tier.
+	 */
 	buf_reset(&raw);
 	where_raw(&raw, sp, sp->lo[0], sp->hi[0]);
 	buf_printf(sql, " UNION ALL " K_SUMS CH_SAMPLE_COLS("sum(val) AS sv") " FROM "
-	    "%s.profiles " CH_ARRAY_JOIN " WHERE %s%s GROUP BY gsid, sigh, stack, vi)", c->db,
+	    "%s.profiles " CH_ARRAY_JOIN " PREWHERE %s%s GROUP BY gsid, sigh, stack, vi)", c->db,
 	    cond.data, raw.data);
 	for (k = 0; k < sp->n && sp->lo[k] < sp->hi[k]; k++) {
 		bool top = k + 1 == sp->n || sp->lo[k + 1] == sp->hi[k + 1];
@@ -1054,7 +1064,7 @@ merge_sql(struct cluster *c, const struct query *q, const struct spans *sp, stru
 		else
 			continue;	/* the next tier covers it all */
 		buf_printf(sql, " UNION ALL " K_SUMS "gsid, sigh, stack, vi, sum(value) AS sv "
-		    "FROM %s.%s WHERE %s%s GROUP BY gsid, sigh, stack, vi)", c->db,
+		    "FROM %s.%s PREWHERE %s%s GROUP BY gsid, sigh, stack, vi)", c->db,
 		    ch_tiers[sp->tier[k]].name, cond.data, span.data);
 	}
 	buf_adds(sql, " FORMAT TabSeparated");
@@ -1601,6 +1611,17 @@ hd_cached(struct cluster *c, uint64_t sid, int64_t from, int64_t to)
 	int rc = -ENOENT;
 
 	pthread_mutex_lock(&c->sc_lock);
+	/* The hours the series listing holds it in: a range holding them all, or none. */
+	for (i = 0; fresh(c, c->sc_gen, c->sc_at) && i < c->sc_n; i++)
+		if (c->sc[i]->id == sid) {
+			int64_t lo = c->sc_span[2 * i] * NS, hi = (c->sc_span[2 * i + 1] + 3600) * NS;
+
+			if (to <= lo || from >= hi || (from <= lo && to >= hi)) {
+				pthread_mutex_unlock(&c->sc_lock);
+				return from <= lo && to >= hi;
+			}
+			break;
+		}
 	if (c->hd_idx && (k = intern_get(c->hd_idx, &sid, sizeof(sid))) >= 0 &&
 	    fresh(c, c->hd[k].gen, c->hd[k].at)) {
 		const struct hd_windows *h = &c->hd[k];
@@ -1851,6 +1872,7 @@ read_free(struct cluster *c)
 	frames_cache_clear(c);
 	pthread_mutex_destroy(&c->f_lock);
 	free(c->sc);
+	free(c->sc_span);
 	for (i = 0; c->hd_idx && i < intern_count(c->hd_idx); i++)
 		free(c->hd[i].w);
 	free(c->hd);

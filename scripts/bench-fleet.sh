@@ -107,10 +107,16 @@ base=$((now - FLEET_HOURS * 3600 + STEP))
 base=$((base - base % STEP))
 
 # --- the embedded store: one host's share ------------------------------------------
+# httpload sends request i with file i % F; host d0-0 gets requests K * j, so
+# the embedded store gets, in order, the files K * m % F: the same profiles.
+read -r -a farr <<<"$(echo $files)"
+efiles=""
+for m in $(seq 0 $((${#farr[@]} - 1))); do efiles="$efiles ${farr[$((K * m % ${#farr[@]}))]}"; done
 start_daemon E
 t0=$(now_ms)
+# shellcheck disable=SC2086
 "$TMP/httpload" -c 8 -n "$PER_HOST" -t 3600 -T "$base,$STEP,1" \
-  -p "/api/0/profiles?service=fleetapp&type=cpu&labels=host=d0-0&created_at={t}" 127.0.0.1 "$PORT_E" $files >/dev/null
+  -p "/api/0/profiles?service=fleetapp&type=cpu&labels=host=d0-0&created_at={t}" 127.0.0.1 "$PORT_E" $efiles >/dev/null
 ingest_e_ms=$(( $(now_ms) - t0 ))
 
 # --- the fleet: every daemon pushed at once, timed until ClickHouse holds it all -------
