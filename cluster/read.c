@@ -28,7 +28,7 @@
 #define WINDOW_NS	(600 * NS)
 #define FRAMES_CHUNK	2000
 #define CACHE_TTL_NS	(INT64_C(10) * NS)
-#define HD_DAYS		8	/* the windows of has_data kept: the last days' */
+#define HD_DAYS		2	/* the windows kept for has_data: the last days' */
 
 /* The 10-minute windows of a series that hold profiles, since since (s). */
 struct hd_windows {
