@@ -28,6 +28,7 @@
 #define WINDOW_NS	(600 * NS)
 #define FRAMES_CHUNK	2000
 #define CACHE_TTL_NS	(INT64_C(10) * NS)
+#define RECENT_S	(3 * 3600)	/* the windows every listing brings along */
 #define HD_DAYS		2	/* the windows kept for has_data: the last days' */
 
 /* The 10-minute windows of a series that hold profiles, since since (s). */
@@ -295,6 +296,37 @@ series_cached(struct cluster *c, const char *service, const char *type, struct s
 	return ok;
 }
 
+/* Keep the n windows w of series sid, known since since (s), made at generation gen. */
+static void
+hd_store(struct cluster *c, uint64_t sid, const int64_t *w, size_t n, int64_t since,
+    uint64_t gen)
+{
+	int64_t k;
+	int added;
+
+	pthread_mutex_lock(&c->sc_lock);
+	if (c->hd_idx == NULL)
+		c->hd_idx = intern_create(64);
+	if ((k = intern_put(c->hd_idx, &sid, sizeof(sid), &added)) >= 0) {
+		size_t cap = c->hd_cap;
+
+		if (added) {
+			c->hd = xgrow(c->hd, &cap, (size_t)k + 1, sizeof(*c->hd));
+			memset(&c->hd[k], 0, sizeof(c->hd[k]));
+			c->hd_cap = cap;
+		}
+		free(c->hd[k].w);
+		c->hd[k].w = n ? xmalloc(n * sizeof(*w)) : NULL;
+		if (n)
+			memcpy(c->hd[k].w, w, n * sizeof(*w));
+		c->hd[k].n = n;
+		c->hd[k].gen = gen;
+		c->hd[k].at = clock_mono_ns();
+		c->hd[k].since = since;
+	}
+	pthread_mutex_unlock(&c->sc_lock);
+}
+
 /*
  * A series an answer holds: when the cached listing lacks it, the data moved
  * on before the generation did (it is polled): the listings are asked again.
@@ -315,6 +347,11 @@ series_seen(struct cluster *c, const struct series *s)
 	pthread_mutex_unlock(&c->sc_lock);
 }
 
+struct recent {
+	const struct series	*s;
+	int64_t			 w;	/* s */
+};
+
 /*
  * The series of service and type (NULL: any) in order, from the series
  * summary table: every series is asked for at once and kept for the
@@ -326,15 +363,25 @@ series_query(struct cluster *c, const char *service, const char *type, struct sl
 	struct buf sql = { 0 }, ans = { 0 }, err = { 0 };
 	struct slist all = { 0 };
 	struct buf spans = { 0 };	/* int64_t first, last hour (s) per series */
+	struct buf recent = { 0 };	/* struct recent */
 	uint64_t gen = atomic_load(&c->gen);
+	int64_t since;
 	struct tsv t;
 	int rc, r;
 
 	if (series_cached(c, service, type, out, false))
 		return 0;
-	buf_printf(&sql, "SELECT service, type, labels, toUInt32(min(hour)), toUInt32(max(hour)) "
-	    "FROM %s.series GROUP BY service, type, labels HAVING sum(profiles) > 0 "
-	    "ORDER BY service, type, labels FORMAT TabSeparated", c->db);
+	/* With every series' windows of the last hours: lookups of recent ranges ask nothing. */
+	since = clock_now_ns() / NS - RECENT_S;
+	since -= since % 600;
+	buf_printf(&sql, "SELECT * FROM (SELECT toUInt8(0) AS k, service, type, labels, "
+	    "toUInt32(min(hour)) AS a, toUInt32(max(hour)) AS b FROM %1$s.series "
+	    "GROUP BY service, type, labels HAVING sum(profiles) > 0 UNION ALL "
+	    "SELECT toUInt8(1), service, type, labels, toUInt32(window), toUInt32(0) FROM "
+	    "%1$s.counts10 WHERE window >= toDateTime(%2$" PRId64 ") AND date >= "
+	    "toDate(toDateTime(%2$" PRId64 ")) GROUP BY service, type, labels, window "
+	    "HAVING sum(profiles) > 0) ORDER BY k, service, type, labels, a FORMAT TabSeparated",
+	    c->db, since);
 	if ((rc = buf_error(&sql)) < 0)
 		goto out;
 	if (ch_exec(c, sql.data, NULL, &ans, &err, NULL) < 0) {
@@ -350,16 +397,23 @@ series_query(struct cluster *c, const char *service, const char *type, struct sl
 	tsv_init(&t, &ans);
 	while ((r = tsv_next(&t)) > 0) {
 		const struct series *s;
-
 		int64_t span[2];
 
-		if (t.nf != 5 || tsv_i64(t.f[3], &span[0]) < 0 || tsv_i64(t.f[4], &span[1]) < 0) {
+		if (t.nf != 6 || (strcmp(t.f[0], "0") != 0 && strcmp(t.f[0], "1") != 0) ||
+		    tsv_i64(t.f[4], &span[0]) < 0 || tsv_i64(t.f[5], &span[1]) < 0) {
 			r = -EINVAL;
 			break;
 		}
-		if ((s = intern_series(c, t.f[0], t.f[1], t.f[2])) == NULL) {
+		if ((s = intern_series(c, t.f[1], t.f[2], t.f[3])) == NULL) {
 			r = -ENOMEM;
 			break;
+		}
+		if (t.f[0][0] == '1') {
+			/* A recent window: the rows of a series come together, in order. */
+			struct recent rw = { s, span[0] };
+
+			buf_add(&recent, &rw, sizeof(rw));
+			continue;
 		}
 		all.s = xgrow(all.s, &all.cap, all.n + 1, sizeof(*all.s));
 		all.s[all.n++] = s;
@@ -370,6 +424,24 @@ series_query(struct cluster *c, const char *service, const char *type, struct sl
 		log_warnx("clickhouse: listing series: a malformed answer");
 		rc = -EIO;
 		goto out;
+	}
+	/* Each series' recent windows (none: none), in the listing's order. */
+	{
+		const struct recent *rw = (const struct recent *)recent.data;
+		size_t nr = recent.len / sizeof(*rw), i, j = 0;
+		struct buf w = { 0 };
+
+		for (i = 0; i < all.n; i++) {
+			buf_reset(&w);
+			while (j < nr && series_cmp(&rw[j].s, &all.s[i]) < 0)
+				j++;
+			for (; j < nr && rw[j].s == all.s[i]; j++)
+				buf_add(&w, &rw[j].w, sizeof(rw[j].w));
+			if (buf_error(&w) == 0)
+				hd_store(c, all.s[i]->id, (const int64_t *)w.data,
+				    w.len / sizeof(int64_t), since, gen);
+		}
+		buf_free(&w);
 	}
 	pthread_mutex_lock(&c->sc_lock);
 	free(c->sc);
@@ -384,6 +456,7 @@ series_query(struct cluster *c, const char *service, const char *type, struct sl
 	(void)series_cached(c, service, type, out, true);
 out:
 	free(all.s);
+	buf_free(&recent);
 	buf_free(&spans);
 	buf_free(&sql);
 	buf_free(&ans);
@@ -1647,9 +1720,9 @@ hd_fetch(struct cluster *c, const struct series *s)
 {
 	struct buf sql = { 0 }, ans = { 0 }, err = { 0 }, w = { 0 };
 	uint64_t gen = atomic_load(&c->gen);
-	int64_t since = clock_now_ns() / NS - HD_DAYS * 86400, k;
+	int64_t since = clock_now_ns() / NS - HD_DAYS * 86400;
 	struct tsv t;
-	int r, added;
+	int r;
 
 	since -= since % 86400;
 	buf_printf(&sql, "SELECT toUInt32(window) AS w FROM %s.counts10 WHERE ", c->db);
@@ -1671,25 +1744,7 @@ hd_fetch(struct cluster *c, const struct series *s)
 	tsv_free(&t);
 	if (r < 0 || buf_error(&w))
 		goto out;
-	pthread_mutex_lock(&c->sc_lock);
-	if (c->hd_idx == NULL)
-		c->hd_idx = intern_create(64);
-	if ((k = intern_put(c->hd_idx, &s->id, sizeof(s->id), &added)) >= 0) {
-		size_t cap = c->hd_cap;
-
-		if (added) {
-			c->hd = xgrow(c->hd, &cap, (size_t)k + 1, sizeof(*c->hd));
-			memset(&c->hd[k], 0, sizeof(c->hd[k]));
-			c->hd_cap = cap;
-		}
-		free(c->hd[k].w);
-		c->hd[k].n = w.len / sizeof(int64_t);
-		c->hd[k].w = (int64_t *)buf_steal(&w, NULL);
-		c->hd[k].gen = gen;
-		c->hd[k].at = clock_mono_ns();
-		c->hd[k].since = since;
-	}
-	pthread_mutex_unlock(&c->sc_lock);
+	hd_store(c, s->id, (const int64_t *)w.data, w.len / sizeof(int64_t), since, gen);
 out:
 	buf_free(&sql);
 	buf_free(&ans);
