@@ -21,7 +21,7 @@ command -v go >/dev/null || skip_all "go not installed"
 pf_setup
 export GOCACHE="${GOCACHE:-$TMP/gocache}" GOFLAGS=-mod=mod PPROF_BINARY_PATH=/nonexistent
 
-P0=$((22000 + ($$ % 1900) * 10))
+P0=$((10000 + ($$ % 900) * 10))
 CH1=$P0 CH1T=$((P0 + 1)) CH2=$((P0 + 3)) CH2T=$((P0 + 4)) HA=$((P0 + 6))
 URLS="http://127.0.0.1:$CH1,http://127.0.0.1:$CH2"
 CH_PIDS=()
