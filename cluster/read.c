@@ -546,19 +546,6 @@ out:
 
 /* --- listings ------------------------------------------------------------------ */
 
-/*
- * The profiles of (where) in time order, with their series; with totals,
- * also sig and totals (merge). Rows: gid, ns, service, type, labels[, sig, totals].
- */
-struct listing {
-	struct query_result	*res;
-	const struct series	**ser;		/* per ref */
-	char			**sig;		/* per ref, merge only */
-	struct buf		 totals;	/* int64_t */
-	struct buf		 at;		/* size_t per ref */
-	size_t			 cap;
-};
-
 static int
 add_series_id(struct query_result *res, uint64_t id)
 {
@@ -608,20 +595,21 @@ parse_digests(const char *s, struct buf *out, size_t *n, size_t max)
 	}
 }
 
+/* The profiles of (where) in q's range, in time order (profiles/, listings). */
 static int
-run_listing(struct cluster *c, const char *where, const struct query *q, bool merge,
-    struct listing *l)
+run_listing(struct cluster *c, const char *where, const struct query *q,
+    struct query_result *res)
 {
 	struct buf sql = { 0 }, ans = { 0 }, err = { 0 };
-	struct query_result *res = l->res;
+	size_t cap = 0;
 	struct tsv t;
 	int rc = 0, r;
 
-	buf_printf(&sql, "SELECT gid, ns, service, type, labels%s FROM %s.profiles WHERE %s",
-	    merge ? ", sig, totals" : "", c->db, where);
+	buf_printf(&sql, "SELECT gid, ns, service, type, labels FROM %s.profiles PREWHERE %s",
+	    c->db, where);
 	where_range(&sql, q->from, q->to);
 	buf_adds(&sql, " ORDER BY ns, gid");
-	if (q->limit && !merge)
+	if (q->limit)
 		buf_printf(&sql, " LIMIT %zu", q->limit);
 	buf_adds(&sql, " FORMAT TabSeparated");
 	if ((rc = buf_error(&sql)) < 0)
@@ -634,11 +622,9 @@ run_listing(struct cluster *c, const char *where, const struct query *q, bool me
 	while ((r = tsv_next(&t)) > 0) {
 		struct store_ref ref;
 		const struct series *s;
-		size_t nt, at;
 
 		memset(&ref, 0, sizeof(ref));
-		if (t.nf != (merge ? 7u : 5u) || tsv_u64(t.f[0], &ref.id) < 0 ||
-		    tsv_i64(t.f[1], &ref.time) < 0) {
+		if (t.nf != 5 || tsv_u64(t.f[0], &ref.id) < 0 || tsv_i64(t.f[1], &ref.time) < 0) {
 			r = -EINVAL;
 			break;
 		}
@@ -648,26 +634,10 @@ run_listing(struct cluster *c, const char *where, const struct query *q, bool me
 		}
 		ref.series = s->id;
 		snprintf(ref.type, sizeof(ref.type), "%s", s->type);
-		if (res->nrefs == l->cap) {
-			l->cap = l->cap ? l->cap * 2 : 64;
-			res->refs = xreallocarray(res->refs, l->cap, sizeof(*res->refs));
-			l->ser = xreallocarray(l->ser, l->cap, sizeof(*l->ser));
-			l->sig = xreallocarray(l->sig, l->cap, sizeof(*l->sig));
-		}
-		l->ser[res->nrefs] = s;
-		l->sig[res->nrefs] = merge ? xstrdup(t.f[5]) : NULL;
+		if (res->nrefs == cap)
+			res->refs = xgrow(res->refs, &cap, res->nrefs + 1, sizeof(*res->refs));
 		res->refs[res->nrefs++] = ref;
 		add_series_id(res, s->id);
-		if (merge) {
-			at = l->totals.len / sizeof(int64_t);
-			if (tsv_nums(t.f[6], &l->totals, &nt, PROFILE_MAX_SAMPLE_TYPES, false) < 0) {
-				r = -EINVAL;
-				break;
-			}
-			if (nt == 0)
-				at = SIZE_MAX;
-			buf_add(&l->at, &at, sizeof(at));
-		}
 	}
 	tsv_free(&t);
 	if (r < 0) {
@@ -681,31 +651,18 @@ out:
 	return rc;
 }
 
-static void
-listing_free(struct listing *l)
-{
-	size_t i;
-
-	for (i = 0; l->sig && i < l->res->nrefs; i++)
-		free(l->sig[i]);
-	free(l->sig);
-	free(l->ser);
-	buf_free(&l->totals);
-	buf_free(&l->at);
-}
+static int where_selected(struct cluster *c, const struct query *q, struct buf *b);
 
 static int
 r_list(void *arg, const struct query *q, struct query_result *res)
 {
 	struct cluster *c = arg;
-	struct listing l = { .res = res };
 	struct buf where = { 0 };
 	int rc;
 
 	memset(res, 0, sizeof(*res));
-	if ((rc = read_where(q, &where)) == 0)
-		rc = run_listing(c, where.data, q, false, &l);
-	listing_free(&l);
+	if ((rc = where_selected(c, q, &where)) == 0)
+		rc = run_listing(c, where.data, q, res);
 	buf_free(&where);
 	if (rc < 0)
 		query_result_free(res);
