@@ -27,6 +27,8 @@ struct ch_url {
 	bool	 schema;	/* the schema was made there (replicated: one may be down) */
 };
 
+struct hd_windows;
+
 struct cluster {
 	struct store		*st;
 	struct ch_url		 urls[CH_MAX_URLS];
@@ -71,6 +73,20 @@ struct cluster {
 	 * valid while nothing arrives.
 	 */
 	_Atomic uint64_t	 gen;
+	/*
+	 * read.c: what the tree's lookups ask most, kept for a generation
+	 * (and CACHE_TTL at most): every series, and per series the
+	 * 10-minute windows of the last days that hold profiles.
+	 */
+	pthread_mutex_t		 sc_lock;	/* protects sc_*, hd_* */
+	const struct series	**sc;
+	int64_t			*sc_span;	/* first, last hour (s) with profiles */
+	size_t			 sc_n;
+	uint64_t		 sc_gen;
+	int64_t			 sc_at;		/* monotonic ns; 0: none */
+	struct intern		*hd_idx;	/* series id -> hd_* index */
+	struct hd_windows	*hd;
+	size_t			 hd_cap;
 	/* read.c: frames by stack hash (content-addressed, never stale) */
 	pthread_mutex_t		 f_lock;	/* protects the frames cache */
 	struct intern		*f_idx;
@@ -78,6 +94,47 @@ struct cluster {
 	size_t			*f_len;
 	size_t			 f_cap, f_bytes;
 };
+
+/*
+ * The schema's version (ship.c), and the expressions its materialized views
+ * and the deletion's cancelling rows (delete.c) share, over a row of
+ * profiles_local ARRAY JOIN its stacks and values (CH_ARRAY_JOIN: the stacks
+ * array holds a stack per value, so no array is copied per row): the digest
+ * of a signature (sigh), a value's stack and index, the series
+ * hash when the value is a gauge (gsid, else 0: gauges average per series),
+ * then V (the value's aggregate); per group of profiles, their count (S: 1
+ * or -1 each), the wrapping sum of gids and the sum of offsets into the
+ * 10-minute window (the one profile's gid and time when the count is 1)
+ * and the totals.
+ */
+#define CH_SCHEMA_VERSION	2
+#define CH_VI			"toUInt8((k - 1) %% ntypes)"
+#define CH_ARRAY_JOIN		"ARRAY JOIN stacks AS stack, vals AS val, arrayEnumerate(vals) AS k"
+#define CH_SAMPLE_COLS(V)	"sigh, stack, " CH_VI " AS vi, if(bitAnd(bitShiftRight(gauges, " CH_VI "), 1) = 1, " \
+	"cityHash64(service, type, labels), toUInt64(0)) AS gsid, " V
+#define CH_COUNT_COLS(S)	"sum(toInt64(" S ")) AS profiles, sum(toUInt64(" S " * gid)) AS gids, " \
+	"sum(toInt64(" S " * (ns - intDiv(toUInt32(time), 600) * 600000000000))) AS offs, " \
+	"tupleElement(sumMap(arrayMap(x -> toUInt8(x - 1), arrayEnumerate(totals)), " \
+	"arrayMap(x -> " S " * x, totals)), 1) AS `totalsMap.vi`, " \
+	"tupleElement(sumMap(arrayMap(x -> toUInt8(x - 1), arrayEnumerate(totals)), " \
+	"arrayMap(x -> " S " * x, totals)), 2) AS `totalsMap.value`"
+#define CH_COUNT_KEY		"date, window, service, type, labels, sig, sigh, hdr, period"
+
+/*
+ * The sums of the samples per window (tiers): per series (labels) for
+ * selections, and over the fleet (no labels; gauges still per series) for
+ * reads of every label set. A merge reads each part of its range from the
+ * widest tier that covers it.
+ */
+struct ch_tier {
+	const char	*name;		/* <name>_local, <name> (Distributed) */
+	int		 width;		/* s */
+	bool		 labels;	/* per series */
+};
+#define CH_NTIERS	5
+extern const struct ch_tier ch_tiers[CH_NTIERS];
+/* The columns of a tier's rows from profiles_local (tier t, V as above). */
+int	ch_tier_select(struct buf *b, const char *db, size_t t, const char *v);
 
 /* --- chttp.c --- */
 /* Parse "URL[,URL...]" into c (urls, db). -EINVAL and the reason. */

@@ -3,8 +3,9 @@
  * go to the cluster (read.c; before that, the store's own deletion). This
  * host's copy leaves the store (store_delete_*()) and the fleet's leaves
  * ClickHouse: a series goes from every shard's local tables (profiles,
- * samples10, counts10) with ALTER TABLE ... DELETE. One profile
- * (by gid) leaves the per-window sums through rows that cancel it (its
+ * the per-series sums, counts10, series) with ALTER TABLE ... DELETE, and from
+ * the fleet-wide sums (no labels to find it by) through rows that cancel its
+ * profiles. One profile (by gid) leaves the per-window sums through rows that cancel it (its
  * samples negated, a count of -1: the Summing tables add them), then its row
  * goes with ALTER TABLE ... DELETE. Mutations run in the background in
  * ClickHouse: each call waits (bounded) until the servers report them done,
@@ -79,28 +80,78 @@ on_every_server(struct cluster *c, const struct buf *sqls, size_t n, struct buf 
 	return rc;
 }
 
-/* Every profile of series s (as the fleet lists it) from every server. */
+/*
+ * The statements that cancel, in the summary tables, the profiles of
+ * profiles_local that match cond (on the server they run on), into sqls
+ * (from *n on; at most CH_NTIERS + 2 of them).
+ */
+static void
+cancel_sqls(struct cluster *c, const char *cond, struct buf *sqls, size_t *n)
+{
+	size_t t;
+
+	for (t = 0; t < CH_NTIERS; t++) {
+		struct buf *b = &sqls[(*n)++];
+
+		buf_printf(b, "INSERT INTO %s.%s_local (date, window, service, type, %ssigh, stack, "
+		    "vi, gsid, value) ", c->db, ch_tiers[t].name, ch_tiers[t].labels ? "labels, " : "");
+		ch_tier_select(b, c->db, t, "-val AS value");
+		buf_printf(b, " PREWHERE %s", cond);
+	}
+	buf_printf(&sqls[(*n)++], "INSERT INTO %1$s.counts10_local (date, window, service, type, "
+	    "labels, sig, sigh, hdr, period, profiles, gids, offs, totalsMap.vi, totalsMap.value) "
+	    "SELECT date, toDateTime(intDiv(toUInt32(time), 600) * 600) AS window, service, type, "
+	    "labels, sig, sigh, hdr, period, " CH_COUNT_COLS("-1") " FROM %1$s.profiles_local "
+	    "WHERE %2$s GROUP BY " CH_COUNT_KEY, c->db, cond);
+	buf_printf(&sqls[(*n)++], "INSERT INTO %s.series_local (date, hour, service, type, labels, "
+	    "profiles) SELECT date, toStartOfHour(time) AS hour, service, type, labels, "
+	    "sum(toInt64(-1)) FROM %s.profiles_local WHERE %s GROUP BY date, hour, service, type, "
+	    "labels", c->db, c->db, cond);
+}
+
+/*
+ * Every profile of series s (as the fleet lists it) from every server: the
+ * summary tables without labels get rows that cancel them, the others and
+ * the profiles lose them.
+ */
 static int
 fleet_delete_series(struct cluster *c, const struct series *s, struct buf *err)
 {
-	static const char *const tables[] = { "profiles_local", "samples10_local",
-	    "counts10_local" };
-	struct buf sqls[3];
-	size_t j;
+	struct buf sqls[CH_NTIERS + 6], cond = { 0 };
+	size_t j, n = 0, t;
 	int rc;
 
 	memset(sqls, 0, sizeof(sqls));
-	for (j = 0; j < 3; j++) {
-		buf_printf(&sqls[j], "ALTER TABLE %s.%s DELETE WHERE service = ", c->db, tables[j]);
-		ch_quote(&sqls[j], s->service);
-		buf_adds(&sqls[j], " AND type = ");
-		ch_quote(&sqls[j], s->type);
-		buf_adds(&sqls[j], " AND labels = ");
-		ch_quote(&sqls[j], s->labels);
+	buf_adds(&cond, "service = ");
+	ch_quote(&cond, s->service);
+	buf_adds(&cond, " AND type = ");
+	ch_quote(&cond, s->type);
+	buf_adds(&cond, " AND labels = ");
+	ch_quote(&cond, s->labels);
+	for (t = 0; t < CH_NTIERS; t++) {
+		struct buf *b = &sqls[n++];
+
+		if (ch_tiers[t].labels) {
+			buf_printf(b, "ALTER TABLE %s.%s_local DELETE WHERE %s", c->db,
+			    ch_tiers[t].name, cond.data);
+			continue;
+		}
+		buf_printf(b, "INSERT INTO %s.%s_local (date, window, service, type, sigh, stack, "
+		    "vi, gsid, value) ", c->db, ch_tiers[t].name);
+		ch_tier_select(b, c->db, t, "-val AS value");
+		buf_printf(b, " PREWHERE %s", cond.data);
 	}
-	rc = on_every_server(c, sqls, 3, err);
-	for (j = 0; j < 3; j++)
+	buf_printf(&sqls[n++], "ALTER TABLE %s.counts10_local DELETE WHERE %s", c->db, cond.data);
+	buf_printf(&sqls[n++], "ALTER TABLE %s.series_local DELETE WHERE %s", c->db, cond.data);
+	buf_printf(&sqls[n++], "ALTER TABLE %s.profiles_local DELETE WHERE %s", c->db, cond.data);
+	rc = buf_error(&cond);
+	for (j = 0; j < n && rc == 0; j++)
+		rc = buf_error(&sqls[j]);
+	if (rc == 0)
+		rc = on_every_server(c, sqls, n, err);
+	for (j = 0; j < n; j++)
 		buf_free(&sqls[j]);
+	buf_free(&cond);
 	if (rc == 0)
 		log_info("clickhouse: deleted %s/%s {%s}", s->service, s->type, s->labels);
 	return rc;
@@ -113,11 +164,11 @@ fleet_delete_series(struct cluster *c, const struct series *s, struct buf *err)
 static int
 fleet_delete_profile(struct cluster *c, uint64_t gid, uint64_t *local_id, struct buf *err)
 {
-	struct buf sql = { 0 }, ans = { 0 }, sqls[3];
+	struct buf sql = { 0 }, ans = { 0 }, sqls[CH_NTIERS + 3], cond = { 0 };
 	struct tsv t;
 	uint64_t id = 0;
 	bool found = false, mine = false;
-	size_t j;
+	size_t j, n = 0;
 	int rc;
 
 	*local_id = 0;
@@ -139,21 +190,17 @@ fleet_delete_profile(struct cluster *c, uint64_t gid, uint64_t *local_id, struct
 		return -ENOENT;
 	memset(sqls, 0, sizeof(sqls));
 	/* The same rows as the materialized views make, cancelling them. */
-	buf_printf(&sqls[0], "INSERT INTO %1$s.samples10_local (date, window, service, type, "
-	    "labels, sig, stack, vi, value) SELECT date, toDateTime(intDiv(toUInt32(time), 600) "
-	    "* 600), service, type, labels, sig, stacks[intDiv(k - 1, ntypes) + 1], "
-	    "toUInt8((k - 1) %% ntypes), -value FROM %1$s.profiles_local "
-	    "ARRAY JOIN vals AS value, arrayEnumerate(vals) AS k WHERE gid = %2$" PRIu64,
-	    c->db, gid);
-	buf_printf(&sqls[1], "INSERT INTO %1$s.counts10_local (date, window, service, type, "
-	    "labels, sig, profiles) SELECT date, toDateTime(intDiv(toUInt32(time), 600) * 600), "
-	    "service, type, labels, sig, toUInt64(-1) FROM %1$s.profiles_local "
-	    "WHERE gid = %2$" PRIu64, c->db, gid);
-	buf_printf(&sqls[2], "ALTER TABLE %s.profiles_local DELETE WHERE gid = %" PRIu64,
-	    c->db, gid);
-	rc = on_every_server(c, sqls, 3, err);
-	for (j = 0; j < 3; j++)
+	buf_printf(&cond, "gid = %" PRIu64, gid);
+	cancel_sqls(c, cond.data, sqls, &n);
+	buf_printf(&sqls[n++], "ALTER TABLE %s.profiles_local DELETE WHERE %s", c->db, cond.data);
+	rc = 0;
+	for (j = 0; j < n && rc == 0; j++)
+		rc = buf_error(&sqls[j]);
+	if (rc == 0)
+		rc = on_every_server(c, sqls, n, err);
+	for (j = 0; j < n; j++)
 		buf_free(&sqls[j]);
+	buf_free(&cond);
 	if (rc == 0 && mine)
 		*local_id = id;
 	if (rc == 0)

@@ -1,12 +1,16 @@
 /*
  * read: the fleet's reader (struct reader of store.h): once the shipper
  * found the schema in place, the reads of the tree and the HTTP API are
- * answered by the cluster, and by the local store before. Series,
- * hours and listings come from the per-window counts and the profile rows'
- * small columns; a merge is one GROUP BY per stack that ClickHouse runs over
- * the 10-minute sums of the windows wholly inside the range and the raw rows
- * at its edges, then the frames of the stacks it returned. Gauges are
- * averaged per series as the local store does, so sums are the same.
+ * answered by the cluster, and by the local store before. Listings and
+ * hours come from the small series table, kept per generation with each
+ * series' recent windows (so the lookups of a path ask ClickHouse nothing
+ * new). A merge is one query (merge_sql()): the selection (service, type,
+ * labels and matchers, the latter through the series table once per series)
+ * and the range's edges are SQL; each part of the range is summed on the
+ * shards from the widest tier of per-window sums that fits it, the raw rows
+ * at the edges; the profiles' counts, ids and totals come from the
+ * 10-minute counts alike. Then the frames of stacks not seen before. Gauges
+ * are averaged per series as the local store does, so sums are the same.
  *
  * A server or shard that does not answer fails the read (-EIO, the reason
  * in the log): never a silently partial profile.
@@ -23,6 +27,18 @@
 #define NS		INT64_C(1000000000)
 #define WINDOW_NS	(600 * NS)
 #define FRAMES_CHUNK	2000
+#define CACHE_TTL_NS	(INT64_C(10) * NS)
+#define RECENT_S	(3 * 3600)	/* the windows every listing brings along */
+#define HD_DAYS		2	/* the windows kept for has_data: the last days' */
+
+/* The 10-minute windows of a series that hold profiles, since since (s). */
+struct hd_windows {
+	uint64_t	 gen;
+	int64_t		 at;		/* monotonic ns */
+	int64_t		 since;
+	int64_t		*w;		/* s, ascending */
+	size_t		 n;
+};
 
 static int
 fail(const char *what, const struct buf *err)
@@ -247,24 +263,125 @@ known_series(struct cluster *c, const char *service, const char *type, struct sl
 	return 0;
 }
 
+/* Whether an entry made at generation gen, at monotonic time at, still holds. */
+static bool
+fresh(struct cluster *c, uint64_t gen, int64_t at)
+{
+	return at && gen == atomic_load(&c->gen) && clock_mono_ns() - at < CACHE_TTL_NS;
+}
+
+/*
+ * The cached series of service and type into out; false when the cache is
+ * stale (unless any: then whatever it holds).
+ */
+static bool
+series_cached(struct cluster *c, const char *service, const char *type, struct slist *out,
+    bool any)
+{
+	size_t i;
+	bool ok;
+
+	pthread_mutex_lock(&c->sc_lock);
+	if ((ok = any || fresh(c, c->sc_gen, c->sc_at)))
+		for (i = 0; i < c->sc_n; i++) {
+			const struct series *s = c->sc[i];
+
+			if ((service && strcmp(s->service, service) != 0) ||
+			    (type && strcmp(s->type, type) != 0))
+				continue;
+			out->s = xgrow(out->s, &out->cap, out->n + 1, sizeof(*out->s));
+			out->s[out->n++] = s;
+		}
+	pthread_mutex_unlock(&c->sc_lock);
+	return ok;
+}
+
+/* Keep the n windows w of series sid, known since since (s), made at generation gen. */
+static void
+hd_store(struct cluster *c, uint64_t sid, const int64_t *w, size_t n, int64_t since,
+    uint64_t gen)
+{
+	int64_t k;
+	int added;
+
+	pthread_mutex_lock(&c->sc_lock);
+	if (c->hd_idx == NULL)
+		c->hd_idx = intern_create(64);
+	if ((k = intern_put(c->hd_idx, &sid, sizeof(sid), &added)) >= 0) {
+		size_t cap = c->hd_cap;
+
+		if (added) {
+			c->hd = xgrow(c->hd, &cap, (size_t)k + 1, sizeof(*c->hd));
+			memset(&c->hd[k], 0, sizeof(c->hd[k]));
+			c->hd_cap = cap;
+		}
+		free(c->hd[k].w);
+		c->hd[k].w = n ? xmalloc(n * sizeof(*w)) : NULL;
+		if (n)
+			memcpy(c->hd[k].w, w, n * sizeof(*w));
+		c->hd[k].n = n;
+		c->hd[k].gen = gen;
+		c->hd[k].at = clock_mono_ns();
+		c->hd[k].since = since;
+	}
+	pthread_mutex_unlock(&c->sc_lock);
+}
+
+/*
+ * A series an answer holds: when the cached listing lacks it, the data moved
+ * on before the generation did (it is polled): the listings are asked again.
+ */
+static void
+series_seen(struct cluster *c, const struct series *s)
+{
+	size_t i;
+
+	pthread_mutex_lock(&c->sc_lock);
+	for (i = 0; i < c->sc_n && c->sc[i] != s; i++)
+		;
+	if (c->sc_at && i == c->sc_n) {
+		c->sc_at = 0;
+		for (i = 0; c->hd_idx && i < intern_count(c->hd_idx); i++)
+			c->hd[i].at = 0;
+	}
+	pthread_mutex_unlock(&c->sc_lock);
+}
+
+struct recent {
+	const struct series	*s;
+	int64_t			 w;	/* s */
+};
+
+/*
+ * The series of service and type (NULL: any) in order, from the series
+ * summary table: every series is asked for at once and kept for the
+ * generation, so the lookups of a path cost one small query.
+ */
 static int
 series_query(struct cluster *c, const char *service, const char *type, struct slist *out)
 {
 	struct buf sql = { 0 }, ans = { 0 }, err = { 0 };
+	struct slist all = { 0 };
+	struct buf spans = { 0 };	/* int64_t first, last hour (s) per series */
+	struct buf recent = { 0 };	/* struct recent */
+	uint64_t gen = atomic_load(&c->gen);
+	int64_t since;
 	struct tsv t;
 	int rc, r;
 
-	buf_printf(&sql, "SELECT service, type, labels FROM %s.counts10 WHERE 1", c->db);
-	if (service) {
-		buf_adds(&sql, " AND service = ");
-		ch_quote(&sql, service);
-	}
-	if (type) {
-		buf_adds(&sql, " AND type = ");
-		ch_quote(&sql, type);
-	}
-	buf_adds(&sql, " GROUP BY service, type, labels ORDER BY service, type, labels "
-	    "FORMAT TabSeparated");
+	if (series_cached(c, service, type, out, false))
+		return 0;
+	/* With every series' windows of the last hours: lookups of recent ranges ask nothing. */
+	since = clock_now_ns() / NS - RECENT_S;
+	since -= since % 600;
+	buf_printf(&sql, "SELECT * FROM (SELECT toUInt8(0) AS k, service, type, labels, "
+	    "toUInt32(min(hour)) AS a, toUInt32(max(hour)) AS b FROM %1$s.series "
+	    "GROUP BY service, type, labels HAVING sum(profiles) > 0 UNION ALL "
+	    "SELECT toUInt8(1), service, type, labels, toUInt32(window), toUInt32(0) FROM "
+	    "%1$s.counts10 WHERE window >= toDateTime(%2$" PRId64 ") AND date >= "
+	    "toDate(toDateTime(%2$" PRId64 ")) GROUP BY service, type, labels, window "
+	    "HAVING sum(profiles) > 0) ORDER BY k, service, type, labels, a FORMAT TabSeparated",
+	    c->db, since);
 	if ((rc = buf_error(&sql)) < 0)
 		goto out;
 	if (ch_exec(c, sql.data, NULL, &ans, &err, NULL) < 0) {
@@ -280,24 +397,67 @@ series_query(struct cluster *c, const char *service, const char *type, struct sl
 	tsv_init(&t, &ans);
 	while ((r = tsv_next(&t)) > 0) {
 		const struct series *s;
+		int64_t span[2];
 
-		if (t.nf != 3) {
+		if (t.nf != 6 || (strcmp(t.f[0], "0") != 0 && strcmp(t.f[0], "1") != 0) ||
+		    tsv_i64(t.f[4], &span[0]) < 0 || tsv_i64(t.f[5], &span[1]) < 0) {
 			r = -EINVAL;
 			break;
 		}
-		if ((s = intern_series(c, t.f[0], t.f[1], t.f[2])) == NULL) {
+		if ((s = intern_series(c, t.f[1], t.f[2], t.f[3])) == NULL) {
 			r = -ENOMEM;
 			break;
 		}
-		out->s = xgrow(out->s, &out->cap, out->n + 1, sizeof(*out->s));
-		out->s[out->n++] = s;
+		if (t.f[0][0] == '1') {
+			/* A recent window: the rows of a series come together, in order. */
+			struct recent rw = { s, span[0] };
+
+			buf_add(&recent, &rw, sizeof(rw));
+			continue;
+		}
+		all.s = xgrow(all.s, &all.cap, all.n + 1, sizeof(*all.s));
+		all.s[all.n++] = s;
+		buf_add(&spans, span, sizeof(span));
 	}
 	tsv_free(&t);
-	if (r < 0) {
+	if (r < 0 || buf_error(&spans)) {
 		log_warnx("clickhouse: listing series: a malformed answer");
 		rc = -EIO;
+		goto out;
 	}
+	/* Each series' recent windows (none: none), in the listing's order. */
+	{
+		const struct recent *rw = (const struct recent *)recent.data;
+		size_t nr = recent.len / sizeof(*rw), i, j = 0;
+		struct buf w = { 0 };
+
+		for (i = 0; i < all.n; i++) {
+			buf_reset(&w);
+			while (j < nr && series_cmp(&rw[j].s, &all.s[i]) < 0)
+				j++;
+			for (; j < nr && rw[j].s == all.s[i]; j++)
+				buf_add(&w, &rw[j].w, sizeof(rw[j].w));
+			if (buf_error(&w) == 0)
+				hd_store(c, all.s[i]->id, (const int64_t *)w.data,
+				    w.len / sizeof(int64_t), since, gen);
+		}
+		buf_free(&w);
+	}
+	pthread_mutex_lock(&c->sc_lock);
+	free(c->sc);
+	free(c->sc_span);
+	c->sc = all.s;
+	c->sc_span = (int64_t *)buf_steal(&spans, NULL);
+	c->sc_n = all.n;
+	c->sc_gen = gen;
+	c->sc_at = clock_mono_ns();
+	all.s = NULL;
+	pthread_mutex_unlock(&c->sc_lock);
+	(void)series_cached(c, service, type, out, true);
 out:
+	free(all.s);
+	buf_free(&recent);
+	buf_free(&spans);
 	buf_free(&sql);
 	buf_free(&ans);
 	buf_free(&err);
@@ -349,10 +509,10 @@ r_hours(void *arg, uint64_t sid, int64_t **out, size_t *n)
 	*n = 0;
 	if (s == NULL)
 		return -ENOENT;
-	buf_printf(&sql, "SELECT intDiv(toUInt32(window), 3600) AS h FROM %s.counts10 WHERE ",
+	buf_printf(&sql, "SELECT intDiv(toUInt32(hour), 3600) AS h FROM %s.series WHERE ",
 	    c->db);
 	where_series(s, &sql);
-	buf_adds(&sql, " GROUP BY h ORDER BY h FORMAT TabSeparated");
+	buf_adds(&sql, " GROUP BY h HAVING sum(profiles) > 0 ORDER BY h FORMAT TabSeparated");
 	if (ch_exec(c, sql.data, NULL, &ans, &err, NULL) < 0) {
 		rc = fail("listing hours", &err);
 		goto out;
@@ -385,19 +545,6 @@ out:
 }
 
 /* --- listings ------------------------------------------------------------------ */
-
-/*
- * The profiles of (where) in time order, with their series; with totals,
- * also sig and totals (merge). Rows: gid, ns, service, type, labels[, sig, totals].
- */
-struct listing {
-	struct query_result	*res;
-	const struct series	**ser;		/* per ref */
-	char			**sig;		/* per ref, merge only */
-	struct buf		 totals;	/* int64_t */
-	struct buf		 at;		/* size_t per ref */
-	size_t			 cap;
-};
 
 static int
 add_series_id(struct query_result *res, uint64_t id)
@@ -448,20 +595,21 @@ parse_digests(const char *s, struct buf *out, size_t *n, size_t max)
 	}
 }
 
+/* The profiles of (where) in q's range, in time order (profiles/, listings). */
 static int
-run_listing(struct cluster *c, const char *where, const struct query *q, bool merge,
-    struct listing *l)
+run_listing(struct cluster *c, const char *where, const struct query *q,
+    struct query_result *res)
 {
 	struct buf sql = { 0 }, ans = { 0 }, err = { 0 };
-	struct query_result *res = l->res;
+	size_t cap = 0;
 	struct tsv t;
 	int rc = 0, r;
 
-	buf_printf(&sql, "SELECT gid, ns, service, type, labels%s FROM %s.profiles WHERE %s",
-	    merge ? ", sig, totals" : "", c->db, where);
+	buf_printf(&sql, "SELECT gid, ns, service, type, labels FROM %s.profiles PREWHERE %s",
+	    c->db, where);
 	where_range(&sql, q->from, q->to);
 	buf_adds(&sql, " ORDER BY ns, gid");
-	if (q->limit && !merge)
+	if (q->limit)
 		buf_printf(&sql, " LIMIT %zu", q->limit);
 	buf_adds(&sql, " FORMAT TabSeparated");
 	if ((rc = buf_error(&sql)) < 0)
@@ -474,11 +622,9 @@ run_listing(struct cluster *c, const char *where, const struct query *q, bool me
 	while ((r = tsv_next(&t)) > 0) {
 		struct store_ref ref;
 		const struct series *s;
-		size_t nt, at;
 
 		memset(&ref, 0, sizeof(ref));
-		if (t.nf != (merge ? 7u : 5u) || tsv_u64(t.f[0], &ref.id) < 0 ||
-		    tsv_i64(t.f[1], &ref.time) < 0) {
+		if (t.nf != 5 || tsv_u64(t.f[0], &ref.id) < 0 || tsv_i64(t.f[1], &ref.time) < 0) {
 			r = -EINVAL;
 			break;
 		}
@@ -488,26 +634,10 @@ run_listing(struct cluster *c, const char *where, const struct query *q, bool me
 		}
 		ref.series = s->id;
 		snprintf(ref.type, sizeof(ref.type), "%s", s->type);
-		if (res->nrefs == l->cap) {
-			l->cap = l->cap ? l->cap * 2 : 64;
-			res->refs = xreallocarray(res->refs, l->cap, sizeof(*res->refs));
-			l->ser = xreallocarray(l->ser, l->cap, sizeof(*l->ser));
-			l->sig = xreallocarray(l->sig, l->cap, sizeof(*l->sig));
-		}
-		l->ser[res->nrefs] = s;
-		l->sig[res->nrefs] = merge ? xstrdup(t.f[5]) : NULL;
+		if (res->nrefs == cap)
+			res->refs = xgrow(res->refs, &cap, res->nrefs + 1, sizeof(*res->refs));
 		res->refs[res->nrefs++] = ref;
 		add_series_id(res, s->id);
-		if (merge) {
-			at = l->totals.len / sizeof(int64_t);
-			if (tsv_nums(t.f[6], &l->totals, &nt, PROFILE_MAX_SAMPLE_TYPES, false) < 0) {
-				r = -EINVAL;
-				break;
-			}
-			if (nt == 0)
-				at = SIZE_MAX;
-			buf_add(&l->at, &at, sizeof(at));
-		}
 	}
 	tsv_free(&t);
 	if (r < 0) {
@@ -521,74 +651,21 @@ out:
 	return rc;
 }
 
-static void
-listing_free(struct listing *l)
-{
-	size_t i;
-
-	for (i = 0; l->sig && i < l->res->nrefs; i++)
-		free(l->sig[i]);
-	free(l->sig);
-	free(l->ser);
-	buf_free(&l->totals);
-	buf_free(&l->at);
-}
+static int where_selected(struct cluster *c, const struct query *q, struct buf *b);
 
 static int
 r_list(void *arg, const struct query *q, struct query_result *res)
 {
 	struct cluster *c = arg;
-	struct listing l = { .res = res };
 	struct buf where = { 0 };
 	int rc;
 
 	memset(res, 0, sizeof(*res));
-	if ((rc = read_where(q, &where)) == 0)
-		rc = run_listing(c, where.data, q, false, &l);
-	listing_free(&l);
+	if ((rc = where_selected(c, q, &where)) == 0)
+		rc = run_listing(c, where.data, q, res);
 	buf_free(&where);
 	if (rc < 0)
 		query_result_free(res);
-	return rc;
-}
-
-struct scan_arg {
-	store_scan_fn	 fn;
-	void		*arg;
-};
-
-static int
-r_scan(void *arg, uint64_t sid, int64_t from, int64_t to, store_scan_fn fn, void *fnarg)
-{
-	struct cluster *c = arg;
-	const struct series *s = r_series_get(c, sid);
-	struct query_result res;
-	struct listing l = { .res = &res };
-	struct query q = { .from = from, .to = to };
-	struct buf where = { 0 };
-	size_t i;
-	int rc;
-
-	if (s == NULL)
-		return 0;
-	memset(&res, 0, sizeof(res));
-	where_series(s, &where);
-	rc = run_listing(c, where.data, &q, false, &l);
-	if (rc == -EIO) {
-		/*
-		 * The cluster cannot say: a series seen before counts as holding
-		 * data, so its directories resolve and its files fail with EIO.
-		 */
-		struct store_ref ref = { .id = 0, .series = sid, .time = from };
-
-		snprintf(ref.type, sizeof(ref.type), "%s", s->type);
-		rc = fn(fnarg, &ref, NULL, 0);
-	}
-	for (i = 0; rc == 0 && i < res.nrefs; i++)
-		rc = fn(fnarg, &res.refs[i], NULL, 0);
-	listing_free(&l);
-	buf_free(&where);
-	query_result_free(&res);
 	return rc;
 }
 
@@ -623,105 +700,6 @@ static int64_t
 ceil_div(int64_t a, int64_t b)
 {
 	return a / b + (a % b > 0);
-}
-
-/*
- * The sums of the merged groups by (series, group, stack, value index), in
- * the shared types (ntypes of them), into accs.
- */
-static int
-run_sums(struct cluster *c, const char *where, const struct query *q, const struct mgroup *g,
-    size_t ng, size_t ntypes, struct series_sums **accs, size_t *nacc, struct intern *all_stacks)
-{
-	struct buf sql = { 0 }, ans = { 0 }, err = { 0 }, sigs = { 0 };
-	int64_t from = q->from < STORE_TIME_MIN ? STORE_TIME_MIN : q->from;
-	int64_t to = q->to > INT64_C(4102444800) * NS ? INT64_C(4102444800) * NS : q->to;
-	int64_t wlo = ceil_div(from, WINDOW_NS) * 600, whi = floor_div(to, WINDOW_NS) * 600;
-	struct tsv t;
-	size_t i;
-	int rc = 0, r;
-
-	for (i = 0; i < ng; i++)
-		if (g[i].inc) {
-			if (sigs.len)
-				buf_addc(&sigs, ',');
-			ch_quote(&sigs, g[i].sig);
-		}
-	if (wlo > whi)
-		whi = wlo;
-	buf_printf(&sql, "SELECT service, type, labels, sig, stack, vi, sum(value) FROM ("
-	    "SELECT service, type, labels, sig, stack, vi, value FROM %s.samples10 WHERE %s "
-	    "AND sig IN (%s) "
-	    "AND window >= toDateTime(%" PRId64 ") AND window < toDateTime(%" PRId64 ") "
-	    "UNION ALL "
-	    "SELECT service, type, labels, sig, stacks[intDiv(k - 1, ntypes) + 1] AS stack, "
-	    "toUInt8((k - 1) %% ntypes) AS vi, value FROM %s.profiles "
-	    "ARRAY JOIN vals AS value, arrayEnumerate(vals) AS k WHERE %s AND sig IN (%s)",
-	    c->db, where, sigs.data, wlo, whi, c->db, where, sigs.data);
-	where_range(&sql, q->from, q->to);
-	buf_printf(&sql, " AND NOT (toUInt32(time) >= %" PRId64 " AND toUInt32(time) < %" PRId64
-	    ")) GROUP BY service, type, labels, sig, stack, vi FORMAT TabSeparated", wlo, whi);
-	if ((rc = buf_error(&sql)) < 0)
-		goto out;
-	if (ch_exec(c, sql.data, NULL, &ans, &err, NULL) < 0) {
-		rc = fail("merging", &err);
-		goto out;
-	}
-	tsv_init(&t, &ans);
-	while ((r = tsv_next(&t)) > 0) {
-		const struct series *s;
-		struct series_sums *a;
-		uint64_t vi;
-		size_t gi, j;
-		int64_t v, k;
-		int added;
-
-		if (t.nf != 7 || !is_digest(t.f[4], t.len[4]) || tsv_u64(t.f[5], &vi) < 0 ||
-		    tsv_i64(t.f[6], &v) < 0) {
-			r = -EINVAL;
-			break;
-		}
-		for (gi = 0; gi < ng && !(g[gi].inc && strcmp(g[gi].sig, t.f[3]) == 0); gi++)
-			;
-		if (gi == ng) {
-			r = -EINVAL;
-			break;
-		}
-		for (j = 0; j < ntypes && g[gi].keep[j] != vi; j++)
-			;
-		if (j == ntypes)
-			continue;	/* a type not shared by every merged group */
-		if ((s = intern_series(c, t.f[0], t.f[1], t.f[2])) == NULL) {
-			r = -ENOMEM;
-			break;
-		}
-		a = series_sums_of(accs, nacc, s, gi);
-		if ((k = intern_put(a->stacks, t.f[4], DIGEST128_HEX, &added)) < 0 ||
-		    intern_put(all_stacks, t.f[4], DIGEST128_HEX, NULL) < 0) {
-			r = -ENOMEM;
-			break;
-		}
-		if (added && buf_reserve(&a->vals, ntypes * sizeof(int64_t)) == 0) {
-			memset(a->vals.data + a->vals.len, 0, ntypes * sizeof(int64_t));
-			a->vals.len += ntypes * sizeof(int64_t);
-		}
-		if (buf_error(&a->vals)) {
-			r = -ENOMEM;
-			break;
-		}
-		((int64_t *)a->vals.data)[(size_t)k * ntypes + j] = v;
-	}
-	tsv_free(&t);
-	if (r < 0) {
-		log_warnx("clickhouse: merging: a malformed answer");
-		rc = -EIO;
-	}
-out:
-	buf_free(&sql);
-	buf_free(&ans);
-	buf_free(&err);
-	buf_free(&sigs);
-	return rc;
 }
 
 /* Frames of stacks seen before (checked), by address: a stack's text never changes. */
@@ -939,108 +917,538 @@ shared_header(const char *hdr, const size_t *keep, size_t nt)
 }
 
 /*
- * The best group's header and the largest period of the merged groups
- * (sigs: their quoted signatures, comma-separated).
+ * A merge's range in the tables that answer it. The sums: each tier of the
+ * ladder (the per-series tiers for a selection of label sets, the
+ * fleet-wide ones for all of them) covers the part of the range its windows
+ * fit in and the next tier's do not ([lo, hi) of level k minus level k + 1),
+ * the raw rows cover what is left at the edges. The profiles (counts,
+ * totals, ids): the 10-minute counts inside, the raw rows outside.
+ */
+#define LEVELS_MAX	3
+#define TIME_END_NS	(INT64_C(4102444800) * NS)	/* 2100-01-01 */
+
+struct spans {
+	int64_t	from, to;			/* ns */
+	size_t	tier[LEVELS_MAX], n;		/* ch_tiers, narrowest first */
+	int64_t	lo[LEVELS_MAX], hi[LEVELS_MAX];	/* s; lo == hi: empty */
+	int64_t	clo, chi;			/* s, the 10-minute counts' */
+};
+
+static void
+spans_of(const struct query *q, bool fleet, struct spans *sp)
+{
+	size_t t, k;
+
+	memset(sp, 0, sizeof(*sp));
+	sp->from = q->from < STORE_TIME_MIN ? STORE_TIME_MIN : q->from;
+	sp->to = q->to > TIME_END_NS ? TIME_END_NS : q->to;
+	if (sp->to < sp->from)
+		sp->to = sp->from;
+	for (t = 0; t < CH_NTIERS && sp->n < LEVELS_MAX; t++)
+		if (ch_tiers[t].labels != fleet)
+			sp->tier[sp->n++] = t;
+	for (k = 0; k < sp->n; k++) {
+		int64_t w = ch_tiers[sp->tier[k]].width;
+
+		if (k == 0) {
+			sp->lo[0] = ceil_div(sp->from, w * NS) * w;
+			sp->hi[0] = floor_div(sp->to, w * NS) * w;
+		} else {
+			sp->lo[k] = ceil_div(sp->lo[k - 1], w) * w;
+			sp->hi[k] = floor_div(sp->hi[k - 1], w) * w;
+		}
+		if (sp->lo[k] >= sp->hi[k]) {
+			for (; k < sp->n; k++)
+				sp->lo[k] = sp->hi[k] = 0;
+			break;
+		}
+	}
+	sp->clo = ceil_div(sp->from, WINDOW_NS) * 600;
+	sp->chi = floor_div(sp->to, WINDOW_NS) * 600;
+	if (sp->clo >= sp->chi)
+		sp->clo = sp->chi = 0;
+}
+
+/* " AND window in [lo, hi) [or [lo2, hi2)]" with the days, for partition pruning. */
+static void
+where_windows(struct buf *b, int64_t lo, int64_t hi, int64_t lo2, int64_t hi2)
+{
+	buf_printf(b, " AND ((window >= toDateTime(%" PRId64 ") AND window < toDateTime(%" PRId64
+	    "))", lo, hi);
+	if (lo2 < hi2)
+		buf_printf(b, " OR (window >= toDateTime(%" PRId64 ") AND window < toDateTime(%"
+		    PRId64 "))", lo2, hi2);
+	buf_printf(b, ") AND date >= toDate(toDateTime(%" PRId64 ")) AND date <= "
+	    "toDate(toDateTime(%" PRId64 "))", lo, (lo2 < hi2 ? hi2 : hi) - 1);
+}
+
+/* The raw rows of the range outside [lo, hi) (s). */
+static void
+where_raw(struct buf *b, const struct spans *sp, int64_t lo, int64_t hi)
+{
+	where_range(b, sp->from, sp->to);
+	if (lo < hi)
+		buf_printf(b, " AND NOT (ns >= %" PRId64 " AND ns < %" PRId64 ")", lo * NS, hi * NS);
+}
+
+/*
+ * The selection of q for the big tables: service and type as they are (the
+ * sort key's prefix), the labels through the small series table of the
+ * same shard (matchers evaluated once per series, not once per row).
  */
 static int
-group_header(struct cluster *c, const char *where, const struct query *q, const char *best,
-    const char *sigs, char **hdr, int64_t *period)
+where_selected(struct cluster *c, const struct query *q, struct buf *b)
 {
-	struct buf sql = { 0 }, ans = { 0 }, err = { 0 };
-	struct tsv t;
-	int rc = 0;
+	struct buf all = { 0 };
+	int rc;
 
-	buf_adds(&sql, "SELECT anyIf(hdr, sig = ");
-	ch_quote(&sql, best);
-	buf_printf(&sql, "), max(period) FROM %s.profiles WHERE %s AND sig IN (%s)", c->db, where,
-	    sigs);
-	where_range(&sql, q->from, q->to);
-	buf_adds(&sql, " FORMAT TabSeparated");
-	if ((rc = buf_error(&sql)) < 0)
-		goto out;
-	if (ch_exec(c, sql.data, NULL, &ans, &err, NULL) < 0) {
-		rc = fail("reading a header", &err);
-		goto out;
+	if ((!q->sel || q->sel->n == 0) && (!q->match || q->match->n == 0))
+		return read_where(q, b);
+	if ((rc = read_where(q, &all)) < 0) {
+		buf_free(&all);
+		return rc;
 	}
-	tsv_init(&t, &ans);
-	if (tsv_next(&t) != 1 || t.nf != 2 || tsv_i64(t.f[1], period) < 0) {
-		log_warnx("clickhouse: reading a header: a malformed answer");
-		rc = -EIO;
-	} else
-		*hdr = xstrdup(t.f[0]);
-	tsv_free(&t);
+	buf_adds(b, "1");
+	if (q->service) {
+		buf_adds(b, " AND service = ");
+		ch_quote(b, q->service);
+	}
+	if (q->type) {
+		buf_adds(b, " AND type = ");
+		ch_quote(b, q->type);
+	}
+	buf_printf(b, " AND (service, type, labels) IN (SELECT service, type, labels FROM "
+	    "%s.series_local WHERE %s GROUP BY service, type, labels)", c->db, all.data);
+	buf_free(&all);
+	return buf_error(b);
+}
+
+#define K_EMPTY		"toInt64(0), toInt64(0), toUInt64(0), "
+#define K_NOARRAYS	"emptyArrayUInt8(), emptyArrayInt64()"
+#define K_TOTALS	"tupleElement(sumMap(totalsMap.vi, totalsMap.value), 1), " \
+	"tupleElement(sumMap(totalsMap.vi, totalsMap.value), 2)"
+#define K_RAWTOTALS	"tupleElement(sumMap(arrayMap(x -> toUInt8(x - 1), " \
+	"arrayEnumerate(totals)), totals), 1), tupleElement(sumMap(arrayMap(x -> toUInt8(x - 1), " \
+	"arrayEnumerate(totals)), totals), 2)"
+#define K_SUMS		"SELECT toUInt8(0), '', '', '', '', '', toInt64(vi), sv, toInt64(0), " \
+	"gsid, sigh, toUInt64(0), toString(stack), " K_NOARRAYS " FROM (SELECT "
+
+/*
+ * The one query of a merge, its rows of four kinds in the columns: kind,
+ * service, type, labels, sig, hdr, a, b, c, u1, u2, u3, stack, totals'
+ * indexes, totals.
+ *   0 a sum: a value index, b value, u1 gauge series, u2 signature digest,
+ *     stack (per tier, aggregated on the shards);
+ *   1 profiles of a series, a signature and a 10-minute window (or a
+ *     minute at the edges): a time, b count, c the offsets' sum, u1 the
+ *     gids' sum, u2 signature digest, u3 series hash, totals;
+ *   2 a series and signature in the range: the strings, a period, u2, u3.
+ */
+static int
+merge_sql(struct cluster *c, const struct query *q, const struct spans *sp, struct buf *sql)
+{
+	struct buf cond = { 0 }, span = { 0 }, raw = { 0 };
+	size_t k;
+	int rc;
+
+	if ((rc = where_selected(c, q, &cond)) < 0)
+		goto out;
+	where_raw(&raw, sp, sp->clo, sp->chi);
+	if (sp->clo < sp->chi) {
+		where_windows(&span, sp->clo, sp->chi, 0, 0);
+		buf_printf(sql, "SELECT toUInt8(1), '', '', '', '', '', "
+		    "toInt64(toUInt32(window)) * 1000000000, sum(profiles) AS n, sum(offs), "
+		    "sum(gids), sigh, cityHash64(service, type, labels), '', " K_TOTALS
+		    " FROM %1$s.counts10 PREWHERE %2$s%3$s GROUP BY service, type, labels, window, sigh "
+		    "HAVING n > 0 UNION ALL "
+		    "SELECT toUInt8(2), service, type, labels, sig, hdr, max(period), " K_EMPTY
+		    "sigh, cityHash64(service, type, labels), '', " K_NOARRAYS " FROM "
+		    "%1$s.counts10 PREWHERE %2$s%3$s GROUP BY service, type, labels, sig, sigh, hdr "
+		    "HAVING sum(profiles) > 0 UNION ALL ", c->db, cond.data, span.data);
+	}
+	buf_printf(sql, "SELECT toUInt8(1), '', '', '', '', '', intDiv(ns, 60000000000) * "
+	    "60000000000 AS m, toInt64(count()), sum(ns - m), sum(gid), sigh, "
+	    "cityHash64(service, type, labels), '', " K_RAWTOTALS " FROM %1$s.profiles PREWHERE "
+	    "%2$s%3$s GROUP BY service, type, labels, m, sigh UNION ALL "
+	    "SELECT toUInt8(2), service, type, labels, sig, hdr, max(period), " K_EMPTY
+	    "sigh, cityHash64(service, type, labels), '', " K_NOARRAYS " FROM "
+	    "%1$s.profiles PREWHERE %2$s%3$s GROUP BY service, type, labels, sig, sigh, hdr",
+	    c->db, cond.data, raw.data);
+	/*
+	 * The sums: the raw rows outside the narrowest tier (PREWHERE: the
+	 * rows are chosen before ARRAY JOIN, not after), then each tier.
+	 */
+	buf_reset(&raw);
+	where_raw(&raw, sp, sp->lo[0], sp->hi[0]);
+	buf_printf(sql, " UNION ALL " K_SUMS CH_SAMPLE_COLS("sum(val) AS sv") " FROM "
+	    "%s.profiles " CH_ARRAY_JOIN " PREWHERE %s%s GROUP BY gsid, sigh, stack, vi)", c->db,
+	    cond.data, raw.data);
+	for (k = 0; k < sp->n && sp->lo[k] < sp->hi[k]; k++) {
+		bool top = k + 1 == sp->n || sp->lo[k + 1] == sp->hi[k + 1];
+
+		buf_reset(&span);
+		if (top)
+			where_windows(&span, sp->lo[k], sp->hi[k], 0, 0);
+		else if (sp->lo[k] < sp->lo[k + 1] || sp->hi[k + 1] < sp->hi[k])
+			where_windows(&span, sp->lo[k], sp->lo[k + 1], sp->hi[k + 1], sp->hi[k]);
+		else
+			continue;	/* the next tier covers it all */
+		buf_printf(sql, " UNION ALL " K_SUMS "gsid, sigh, stack, vi, sum(value) AS sv "
+		    "FROM %s.%s PREWHERE %s%s GROUP BY gsid, sigh, stack, vi)", c->db,
+		    ch_tiers[sp->tier[k]].name, cond.data, span.data);
+	}
+	buf_adds(sql, " FORMAT TabSeparated");
+	rc = buf_error(sql);
 out:
-	buf_free(&sql);
-	buf_free(&ans);
-	buf_free(&err);
+	buf_free(&cond);
+	buf_free(&span);
+	buf_free(&raw);
 	return rc;
+}
+
+/* Profiles of a series, a signature and a window (or one profile) of the answer. */
+struct mref {
+	uint64_t	sid, sigh;
+	size_t		g;		/* its group */
+	int64_t		time;
+	uint64_t	id;		/* 0 for several */
+	int64_t		n;		/* profiles */
+	size_t		at;		/* its totals in the answer's, SIZE_MAX: none */
+	const struct series *s;
+};
+
+/* A sum of the answer, kept until the groups are chosen. */
+struct msum {
+	uint64_t	gsid, sigh;
+	int64_t		value;
+	uint64_t	vi;
+	char		stack[DIGEST128_HEX];
+};
+
+/* A group of the answer: its signature (owned), digest, header and period. */
+struct mgrp {
+	char		*sig, *hdr;
+	uint64_t	 sigh;
+	int64_t		 period;
+	size_t		 ntypes;
+};
+
+struct manswer {
+	struct mref	*refs;
+	size_t		 nrefs, refcap;
+	struct buf	 sums;		/* struct msum */
+	struct mgrp	*grps;
+	struct mgroup	*groups;	/* parallel to grps */
+	size_t		 ng;
+	struct intern	*sids;		/* series hash -> index of ser */
+	const struct series **ser;
+	size_t		 sercap;
+	struct buf	 tk, tv;	/* int64_t: the totals of the refs, as answered */
+	struct buf	 totals;	/* int64_t, per ref in its group's types */
+};
+
+static void
+manswer_free(struct manswer *a)
+{
+	size_t i;
+
+	for (i = 0; i < a->ng; i++) {
+		free(a->grps[i].sig);
+		free(a->grps[i].hdr);
+	}
+	free(a->grps);
+	free(a->groups);
+	free(a->refs);
+	free(a->ser);
+	intern_destroy(a->sids);
+	buf_free(&a->sums);
+	buf_free(&a->tk);
+	buf_free(&a->tv);
+	buf_free(&a->totals);
+}
+
+static size_t
+header_types(const char *hdr)
+{
+	const char *f[3 + 2 * PROFILE_MAX_SAMPLE_TYPES];
+	size_t fl[3 + 2 * PROFILE_MAX_SAMPLE_TYPES], nf;
+
+	nf = mgroup_sig_parts(hdr, strlen(hdr), f, fl, sizeof(f) / sizeof(f[0]));
+	return nf < 5 || (nf - 3) % 2 != 0 ? 0 : (nf - 3) / 2;
+}
+
+/* A row of kind 1; its totals are kept as answered until its group is known. */
+static int
+answer_ref(struct manswer *a, struct tsv *t)
+{
+	struct mref r;
+	int64_t offs;
+	size_t nk = 0, nv = 0, k0 = a->tk.len;
+
+	memset(&r, 0, sizeof(r));
+	if (tsv_i64(t->f[6], &r.time) < 0 || tsv_i64(t->f[7], &r.n) < 0 ||
+	    tsv_i64(t->f[8], &offs) < 0 || tsv_u64(t->f[9], &r.id) < 0 ||
+	    tsv_u64(t->f[10], &r.sigh) < 0 || tsv_u64(t->f[11], &r.sid) < 0 || r.n <= 0 ||
+	    tsv_nums(t->f[13], &a->tk, &nk, PROFILE_MAX_SAMPLE_TYPES, true) < 0 ||
+	    tsv_nums(t->f[14], &a->tv, &nv, PROFILE_MAX_SAMPLE_TYPES, false) < 0 || nk != nv)
+		return -EINVAL;
+	/* One profile is told exactly: its gid and time are the sums. */
+	if (r.n > 1)
+		r.id = 0;
+	r.time += r.n == 1 ? offs : offs / r.n;
+	r.at = k0 / sizeof(int64_t);	/* into tk and tv until resolved */
+	r.g = nk;			/* their count, likewise */
+	if (a->nrefs == a->refcap)
+		a->refs = xgrow(a->refs, &a->refcap, a->nrefs + 1, sizeof(*a->refs));
+	a->refs[a->nrefs++] = r;
+	return 0;
+}
+
+/* A row of kind 2: a series and a group. */
+static int
+answer_group(struct cluster *c, struct manswer *a, struct tsv *t)
+{
+	const struct series *s;
+	int64_t period, k;
+	uint64_t sid, sigh;
+	size_t g;
+	int added;
+
+	if (tsv_i64(t->f[6], &period) < 0 || tsv_u64(t->f[10], &sigh) < 0 ||
+	    tsv_u64(t->f[11], &sid) < 0)
+		return -EINVAL;
+	if ((s = intern_series(c, t->f[1], t->f[2], t->f[3])) == NULL ||
+	    (k = intern_put(a->sids, &sid, sizeof(sid), &added)) < 0)
+		return -ENOMEM;
+	if (added) {
+		a->ser = xgrow(a->ser, &a->sercap, (size_t)k + 1, sizeof(*a->ser));
+		a->ser[k] = s;
+		series_seen(c, s);
+	}
+	for (g = 0; g < a->ng && a->grps[g].sigh != sigh; g++)
+		;
+	if (g == a->ng) {
+		size_t nt = header_types(t->f[5]);
+
+		if (nt == 0)
+			return -EINVAL;
+		a->grps = xreallocarray(a->grps, a->ng + 1, sizeof(*a->grps));
+		a->groups = xreallocarray(a->groups, a->ng + 1, sizeof(*a->groups));
+		memset(&a->grps[g], 0, sizeof(a->grps[g]));
+		memset(&a->groups[g], 0, sizeof(a->groups[g]));
+		a->grps[g].sig = xstrdup(t->f[4]);
+		a->grps[g].hdr = xstrdup(t->f[5]);
+		a->grps[g].sigh = sigh;
+		a->grps[g].ntypes = nt;
+		a->groups[g].sig = a->grps[g].sig;
+		a->groups[g].siglen = strlen(a->grps[g].sig);
+		a->ng++;
+	} else if (strcmp(a->grps[g].sig, t->f[4]) != 0)
+		return -EINVAL;	/* two signatures of one digest */
+	if (period > a->grps[g].period)
+		a->grps[g].period = period;
+	return 0;
+}
+
+static int
+answer_sum(struct manswer *a, struct tsv *t)
+{
+	struct msum s;
+	int64_t vi;
+
+	memset(&s, 0, sizeof(s));
+	if (tsv_i64(t->f[6], &vi) < 0 || vi < 0 || tsv_i64(t->f[7], &s.value) < 0 ||
+	    tsv_u64(t->f[9], &s.gsid) < 0 || tsv_u64(t->f[10], &s.sigh) < 0 ||
+	    !is_digest(t->f[12], t->len[12]))
+		return -EINVAL;
+	s.vi = (uint64_t)vi;
+	memcpy(s.stack, t->f[12], DIGEST128_HEX);
+	return buf_add(&a->sums, &s, sizeof(s));
+}
+
+/*
+ * Each ref's series and group, its totals in its group's types, the groups'
+ * counts. -EINVAL for a ref of a series or group the answer does not name.
+ */
+static int
+answer_resolve(struct manswer *a)
+{
+	const int64_t *tk = (const int64_t *)a->tk.data, *tv = (const int64_t *)a->tv.data;
+	size_t i, j, g, nk, k0;
+	int64_t si;
+
+	for (i = 0; i < a->nrefs; i++) {
+		struct mref *r = &a->refs[i];
+
+		nk = r->g;
+		k0 = r->at;
+		for (g = 0; g < a->ng && a->grps[g].sigh != r->sigh; g++)
+			;
+		if (g == a->ng || (si = intern_get(a->sids, &r->sid, sizeof(r->sid))) < 0)
+			return -EINVAL;
+		r->s = a->ser[si];
+		r->g = g;
+		r->at = a->totals.len / sizeof(int64_t);
+		a->groups[g].count += (uint64_t)r->n;
+		for (j = 0; j < a->grps[g].ntypes; j++) {
+			int64_t v = 0;
+			size_t x;
+
+			for (x = k0; x < k0 + nk; x++)
+				if (tk[x] == (int64_t)j)
+					v += tv[x];
+			buf_add(&a->totals, &v, sizeof(v));
+		}
+	}
+	return buf_error(&a->totals);
+}
+
+static int
+mref_cmp(const void *x, const void *y)
+{
+	const struct mref *a = x, *b = y;
+
+	if (a->time != b->time)
+		return a->time < b->time ? -1 : 1;
+	if (a->id != b->id)
+		return a->id < b->id ? -1 : 1;
+	return (a->sid > b->sid) - (a->sid < b->sid);
+}
+
+/* The sums of the merged groups, per (gauge series or none, group), in accs. */
+static int
+answer_accs(struct manswer *a, size_t ntypes, struct series_sums **accs, size_t *nacc,
+    struct intern *all)
+{
+	const struct msum *s = (const struct msum *)a->sums.data;
+	size_t n = a->sums.len / sizeof(*s), i, g, j;
+
+	for (i = 0; i < n; i++) {
+		const struct series *ser = NULL;
+		struct series_sums *acc;
+		int64_t k, si;
+		int added;
+
+		for (g = 0; g < a->ng && a->grps[g].sigh != s[i].sigh; g++)
+			;
+		if (g == a->ng || !a->groups[g].inc)
+			continue;	/* no profile of it in the range, or left out */
+		for (j = 0; j < ntypes && a->groups[g].keep[j] != s[i].vi; j++)
+			;
+		if (j == ntypes)
+			continue;	/* a type not shared by every merged group */
+		if (s[i].gsid) {
+			if ((si = intern_get(a->sids, &s[i].gsid, sizeof(s[i].gsid))) < 0)
+				continue;	/* no profile of its series in the range */
+			ser = a->ser[si];
+		}
+		acc = series_sums_of(accs, nacc, ser, g);
+		if ((k = intern_put(acc->stacks, s[i].stack, DIGEST128_HEX, &added)) < 0 ||
+		    intern_put(all, s[i].stack, DIGEST128_HEX, NULL) < 0)
+			return -ENOMEM;
+		if (added && buf_reserve(&acc->vals, ntypes * sizeof(int64_t)) == 0) {
+			memset(acc->vals.data + acc->vals.len, 0, ntypes * sizeof(int64_t));
+			acc->vals.len += ntypes * sizeof(int64_t);
+		}
+		if (buf_error(&acc->vals))
+			return -ENOMEM;
+		((int64_t *)acc->vals.data)[(size_t)k * ntypes + j] += s[i].value;
+	}
+	return 0;
 }
 
 static int
 r_merge(void *arg, const struct query *q, struct query_result *res)
 {
 	struct cluster *c = arg;
-	struct listing l = { .res = res };
-	struct buf where = { 0 }, sigs = { 0 };
-	struct mgroup *groups = NULL;
+	struct manswer a = { 0 };
+	struct buf sql = { 0 }, ans = { 0 }, err = { 0 };
 	struct series_sums *accs = NULL;
 	struct intern *all = NULL;
-	char **frames = NULL, *hdr = NULL, *shdr = NULL;
+	char **frames = NULL, *shdr = NULL;
 	struct mgroup_shared sh;
-	size_t *flen = NULL, *grp = NULL;
-	size_t ng = 0, nacc = 0, i, j, best;
+	struct spans sp;
+	struct tsv t;
+	size_t *flen = NULL, *grp = NULL, *at = NULL;
+	size_t nacc = 0, i, best;
 	uint64_t nmerged = 0;
 	int64_t period = 0;
-	int rc;
+	int rc, r;
 
 	memset(res, 0, sizeof(*res));
-	if ((rc = read_where(q, &where)) < 0 ||
-	    (rc = run_listing(c, where.data, q, true, &l)) < 0 || res->nrefs == 0)
+	spans_of(q, (!q->sel || q->sel->n == 0) && (!q->match || q->match->n == 0), &sp);
+	if ((rc = merge_sql(c, q, &sp, &sql)) < 0)
 		goto out;
-	for (i = 0; i < res->nrefs; i++) {
-		for (j = 0; j < ng && strcmp(groups[j].sig, l.sig[i]) != 0; j++)
-			;
-		if (j == ng) {
-			groups = xreallocarray(groups, ng + 1, sizeof(*groups));
-			memset(&groups[ng], 0, sizeof(groups[ng]));
-			groups[ng].sig = l.sig[i];
-			groups[ng++].siglen = strlen(l.sig[i]);
-		}
-		groups[j].count++;
+	if (ch_exec(c, sql.data, NULL, &ans, &err, NULL) < 0) {
+		rc = fail("merging", &err);
+		goto out;
 	}
-	best = mgroup_choose(groups, ng, &sh);
-	grp = xcalloc(res->nrefs + 1, sizeof(*grp));
-	for (i = 0; i < res->nrefs; i++) {
+	a.sids = intern_create(256);
+	tsv_init(&t, &ans);
+	while ((r = tsv_next(&t)) > 0) {
+		if (t.nf != 15 || t.f[0][0] < '0' || t.f[0][0] > '2' || t.f[0][1]) {
+			r = -EINVAL;
+			break;
+		}
+		r = t.f[0][0] == '0' ? answer_sum(&a, &t) : t.f[0][0] == '1' ?
+		    answer_ref(&a, &t) : answer_group(c, &a, &t);
+		if (r < 0)
+			break;
+	}
+	tsv_free(&t);
+	buf_free(&ans);
+	if (r < 0 || (r = answer_resolve(&a)) < 0) {
+		log_warnx("clickhouse: merging: a malformed answer");
+		rc = r == -ENOMEM ? r : -EIO;
+		goto out;
+	}
+	if (a.nrefs == 0)
+		goto out;
+	best = mgroup_choose(a.groups, a.ng, &sh);
+	for (i = 0; i < a.ng; i++)
+		if (a.groups[i].inc) {
+			nmerged += a.groups[i].count;
+			if (a.grps[i].period > period)
+				period = a.grps[i].period;
+		}
+	/* Time order, as every reader lists; the left-out profiles told by id. */
+	qsort(a.refs, a.nrefs, sizeof(*a.refs), mref_cmp);
+	res->refs = xcalloc(a.nrefs, sizeof(*res->refs));
+	grp = xcalloc(a.nrefs + 1, sizeof(*grp));
+	at = xcalloc(a.nrefs + 1, sizeof(*at));
+	for (i = 0; i < a.nrefs; i++) {
+		const struct mref *m = &a.refs[i];
+		struct store_ref *ref = &res->refs[i];
 		char why[320];
 
-		for (j = 0; j < ng && strcmp(groups[j].sig, l.sig[i]) != 0; j++)
-			;
-		grp[i] = j;
-		if (groups[j].inc) {
-			series_sums_of(&accs, &nacc, l.ser[i], j)->count++;
+		ref->id = m->id;
+		ref->series = m->s->id;
+		ref->time = m->time;
+		ref->summary = m->id ? 0 : (uint64_t)m->n;
+		snprintf(ref->type, sizeof(ref->type), "%s", m->s->type);
+		add_series_id(res, m->s->id);
+		grp[i] = m->g;
+		at[i] = m->at;
+		res->nrefs = i + 1;
+		if (a.groups[m->g].inc) {
+			series_sums_of(&accs, &nacc, m->s, m->g)->count += (uint64_t)m->n;
 			continue;
 		}
-		mgroup_why(&groups[j], &sh, why, sizeof(why));
-		if ((rc = query_skip_add(res, res->refs[i].id, why)) < 0)
+		if (!m->id) {
+			at[i] = SIZE_MAX;	/* no id to list; out of the timeline too */
+			continue;
+		}
+		mgroup_why(&a.groups[m->g], &sh, why, sizeof(why));
+		if ((rc = query_skip_add(res, m->id, why)) < 0)
 			goto out;
 	}
-	for (j = 0; j < ng; j++)
-		if (groups[j].inc) {
-			nmerged += groups[j].count;
-			if (sigs.len)
-				buf_addc(&sigs, ',');
-			ch_quote(&sigs, groups[j].sig);
-		}
-	if ((rc = buf_error(&sigs)) < 0 ||
-	    (rc = group_header(c, where.data, q, groups[best].sig, sigs.data, &hdr, &period)) < 0)
-		goto out;
-	if ((shdr = shared_header(hdr, groups[best].keep, sh.n - 1)) == NULL) {
+	if ((shdr = shared_header(a.grps[best].hdr, a.groups[best].keep, sh.n - 1)) == NULL) {
 		log_warnx("clickhouse: a group's header is malformed");
 		rc = -EIO;
 		goto out;
 	}
 	all = intern_create(1024);
-	if ((rc = run_sums(c, where.data, q, groups, ng, sh.n - 1, &accs, &nacc, all)) < 0)
+	if ((rc = answer_accs(&a, sh.n - 1, &accs, &nacc, all)) < 0)
 		goto out;
 	frames = xcalloc(intern_count(all) + 1, sizeof(*frames));
 	flen = xcalloc(intern_count(all) + 1, sizeof(*flen));
@@ -1048,12 +1456,12 @@ r_merge(void *arg, const struct query *q, struct query_result *res)
 		goto out;
 	if ((rc = build_merged(shdr, period, accs, nacc, all, frames, flen, &res->merged)) < 0)
 		goto out;
-	if ((rc = mgroup_totals(groups, &sh, grp, (size_t *)l.at.data, res->nrefs,
-	    &l.totals)) < 0)
+	if ((rc = mgroup_totals(a.groups, &sh, grp, at, res->nrefs, &a.totals)) < 0)
 		goto out;
 	res->nmerged = (size_t)nmerged;
-	res->totals = (int64_t *)buf_steal(&l.totals, NULL);
-	res->totals_at = (size_t *)buf_steal(&l.at, NULL);
+	res->totals = (int64_t *)buf_steal(&a.totals, NULL);
+	res->totals_at = at;
+	at = NULL;
 out:
 	for (i = 0; frames && i < intern_count(all); i++)
 		free(frames[i]);
@@ -1065,13 +1473,13 @@ out:
 	}
 	free(accs);
 	intern_destroy(all);
-	free(groups);
 	free(grp);
-	free(hdr);
+	free(at);
 	free(shdr);
-	listing_free(&l);
-	buf_free(&where);
-	buf_free(&sigs);
+	manswer_free(&a);
+	buf_free(&sql);
+	buf_free(&ans);
+	buf_free(&err);
 	if (rc < 0)
 		query_result_free(res);
 	return rc;
@@ -1114,11 +1522,11 @@ r_get(void *arg, uint64_t id, struct store_ref *ref, struct buf *out)
 	memset(ref, 0, sizeof(*ref));
 	if (rc < 0 || t.nf != 8 || tsv_i64(t.f[0], &ref->time) < 0 ||
 	    tsv_i64(t.f[5], &period) < 0 ||
-	    parse_digests(t.f[6], &stacks, &ns, GET_MAX_STACKS) < 0 ||
+	    parse_digests(t.f[6], &stacks, &ns, (size_t)GET_MAX_STACKS * 8) < 0 ||
 	    tsv_nums(t.f[7], &vals, &nv, (size_t)GET_MAX_STACKS * 8, false) < 0 ||
 	    (s = intern_series(c, t.f[1], t.f[2], t.f[3])) == NULL ||
 	    (m = merge_create()) == NULL || codec_begin(m, t.f[4], period, &nt, gauge) < 0 ||
-	    nv != ns * nt) {
+	    nt == 0 || nv != ns || ns % nt != 0) {
 		tsv_free(&t);
 		log_warnx("clickhouse: reading a profile: a malformed answer");
 		rc = -EIO;
@@ -1128,6 +1536,11 @@ r_get(void *arg, uint64_t id, struct store_ref *ref, struct buf *out)
 	ref->id = id;
 	ref->series = s->id;
 	snprintf(ref->type, sizeof(ref->type), "%s", s->type);
+	/* A stack per value: sample i's is the stack of its first value. */
+	for (i = 0; i < ns / nt; i++)
+		memmove(stacks.data + i * DIGEST128_HEX, stacks.data + i * nt * DIGEST128_HEX,
+		    DIGEST128_HEX);
+	ns /= nt;
 	for (i = 0; i < ns; i++)
 		intern_put(all, stacks.data + i * DIGEST128_HEX, DIGEST128_HEX, NULL);
 	frames = xcalloc(intern_count(all) + 1, sizeof(*frames));
@@ -1215,14 +1628,121 @@ c_hours(void *arg, uint64_t sid, int64_t **out, size_t *n)
 	return on(c) ? r_hours(c, sid, out, n) : store_hours(c->st, sid, out, n);
 }
 
+/*
+ * Whether [from, to) holds a window of the series' cached windows wholly (1),
+ * none of them meets it (0), or only partly (-1: ask); -ENOENT when the
+ * cache cannot say.
+ */
 static int
-stop_first(void *arg, const struct store_ref *ref, const void *data, size_t len)
+hd_cached(struct cluster *c, uint64_t sid, int64_t from, int64_t to)
 {
-	(void)arg;
-	(void)ref;
-	(void)data;
-	(void)len;
-	return 1;
+	int64_t k;
+	size_t i;
+	int rc = -ENOENT;
+
+	pthread_mutex_lock(&c->sc_lock);
+	/* The hours the series listing holds it in: a range holding them all, or none. */
+	for (i = 0; fresh(c, c->sc_gen, c->sc_at) && i < c->sc_n; i++)
+		if (c->sc[i]->id == sid) {
+			int64_t lo = c->sc_span[2 * i] * NS, hi = (c->sc_span[2 * i + 1] + 3600) * NS;
+
+			if (to <= lo || from >= hi || (from <= lo && to >= hi)) {
+				pthread_mutex_unlock(&c->sc_lock);
+				return from <= lo && to >= hi;
+			}
+			break;
+		}
+	if (c->hd_idx && (k = intern_get(c->hd_idx, &sid, sizeof(sid))) >= 0 &&
+	    fresh(c, c->hd[k].gen, c->hd[k].at)) {
+		const struct hd_windows *h = &c->hd[k];
+
+		/* Nothing before the windows kept is known: then only a yes holds. */
+		rc = from >= h->since * NS ? 0 : -1;
+		for (i = 0; i < h->n && rc != 1; i++) {
+			int64_t lo = h->w[i] * NS, hi = lo + WINDOW_NS;
+
+			if (lo >= from && hi <= to)
+				rc = 1;
+			else if (lo < to && hi > from)
+				rc = -1;
+		}
+	}
+	pthread_mutex_unlock(&c->sc_lock);
+	return rc;
+}
+
+/* Ask for the windows of series s since the last days and keep them. */
+static void
+hd_fetch(struct cluster *c, const struct series *s)
+{
+	struct buf sql = { 0 }, ans = { 0 }, err = { 0 }, w = { 0 };
+	uint64_t gen = atomic_load(&c->gen);
+	int64_t since = clock_now_ns() / NS - HD_DAYS * 86400;
+	struct tsv t;
+	int r;
+
+	since -= since % 86400;
+	buf_printf(&sql, "SELECT toUInt32(window) AS w FROM %s.counts10 WHERE ", c->db);
+	where_series(s, &sql);
+	buf_printf(&sql, " AND date >= toDate(toDateTime(%" PRId64 ")) GROUP BY w HAVING "
+	    "sum(profiles) > 0 ORDER BY w FORMAT TabSeparated", since);
+	if (buf_error(&sql) || ch_exec(c, sql.data, NULL, &ans, &err, NULL) < 0)
+		goto out;
+	tsv_init(&t, &ans);
+	while ((r = tsv_next(&t)) > 0) {
+		int64_t v;
+
+		if (t.nf != 1 || tsv_i64(t.f[0], &v) < 0) {
+			r = -EINVAL;
+			break;
+		}
+		buf_add(&w, &v, sizeof(v));
+	}
+	tsv_free(&t);
+	if (r < 0 || buf_error(&w))
+		goto out;
+	hd_store(c, s->id, (const int64_t *)w.data, w.len / sizeof(int64_t), since, gen);
+out:
+	buf_free(&sql);
+	buf_free(&ans);
+	buf_free(&err);
+	buf_free(&w);
+}
+
+/*
+ * Whether series sid has a profile in [from, to): from its cached windows
+ * when one lies wholly inside or none meets the range, else one row looked
+ * up by the sort key. A cluster that cannot say counts a series seen before
+ * as holding data, so its directories resolve and its files fail with EIO.
+ */
+static bool
+r_has_data(struct cluster *c, uint64_t sid, int64_t from, int64_t to)
+{
+	const struct series *s = r_series_get(c, sid);
+	struct buf sql = { 0 }, ans = { 0 }, err = { 0 };
+	bool yes = true;
+	int rc;
+
+	if (s == NULL)
+		return false;
+	if ((rc = hd_cached(c, sid, from, to)) == -ENOENT) {
+		hd_fetch(c, s);
+		rc = hd_cached(c, sid, from, to);
+	}
+	if (rc == 0 || rc == 1)
+		return rc == 1;
+	buf_printf(&sql, "SELECT ns FROM %s.profiles WHERE ", c->db);
+	where_series(s, &sql);
+	where_range(&sql, from, to);
+	buf_adds(&sql, " LIMIT 1 FORMAT TabSeparated");
+	if (buf_error(&sql) == 0 && ch_exec(c, sql.data, NULL, &ans, &err, NULL) == 0)
+		yes = ans.len > 0;
+	else
+		log_warnx("clickhouse: looking for data: %s", err.data ? err.data : "failed");
+	buf_free(&sql);
+	buf_free(&ans);
+	buf_free(&err);
+	return yes;
 }
 
 static bool
@@ -1230,8 +1750,7 @@ c_has_data(void *arg, uint64_t sid, int64_t from, int64_t to)
 {
 	struct cluster *c = arg;
 
-	return on(c) ? r_scan(c, sid, from, to, stop_first, NULL) == 1 :
-	    store_has_data(c->st, sid, from, to);
+	return on(c) ? r_has_data(c, sid, from, to) : store_has_data(c->st, sid, from, to);
 }
 
 static int
@@ -1325,6 +1844,7 @@ read_init(struct cluster *c)
 {
 	pthread_mutex_init(&c->s_lock, NULL);
 	pthread_mutex_init(&c->f_lock, NULL);
+	pthread_mutex_init(&c->sc_lock, NULL);
 	c->s_names = intern_create(256);
 	c->reader = (struct reader){
 		.arg = c,
@@ -1363,4 +1883,11 @@ read_free(struct cluster *c)
 	pthread_mutex_destroy(&c->s_lock);
 	frames_cache_clear(c);
 	pthread_mutex_destroy(&c->f_lock);
+	free(c->sc);
+	free(c->sc_span);
+	for (i = 0; c->hd_idx && i < intern_count(c->hd_idx); i++)
+		free(c->hd[i].w);
+	free(c->hd);
+	intern_destroy(c->hd_idx);
+	pthread_mutex_destroy(&c->sc_lock);
 }

@@ -2,24 +2,38 @@
  * ship: the schema, and the shipper thread that empties the store's outbox
  * into ClickHouse.
  *
- * Schema (one database, on every server given; <t> is a table on each
- * shard, <t> without _local the Distributed table over the cluster):
+ * Schema, version 2 (one database, on every server given; <t>_local is a
+ * table on each shard, <t> the Distributed table over the cluster):
  *
  *   profiles_local   one row per profile: when (date, time, ns), whose
  *                    (host, id, gid = hash of host and id), its series
  *                    (service, type, labels with host=), its group (sig: as
- *                    profile_signature(), hdr: codec_header()), period,
- *                    totals, and its samples as stacks[] (their digests) and
- *                    vals[] (ntypes values per stack). MergeTree, a partition per day
- *                    (retention: ALTER TABLE ... DROP PARTITION).
- *   samples10_local  sum of value per (series, 10-minute window, sig, stack,
- *                    value index), SummingMergeTree, kept by samples10_mv
- *   counts10_local   profiles per (series, window, sig), SummingMergeTree,
- *                    kept by counts10_mv
+ *                    profile_signature(), sigh: 64 bits of its digest, hdr:
+ *                    codec_header()), period, which types are gauges,
+ *                    totals, and its values vals[] (ntypes per sample, the
+ *                    samples in the order of their stacks' digests) with
+ *                    the digest of each value's stack in stacks[].
+ *                    MergeTree, a partition per day (retention: ALTER TABLE
+ *                    ... DROP PARTITION).
+ *   tiers            sums of value per (window, signature, gauge series,
+ *                    stack, value index): samples10 and samples1h per series
+ *                    (10-minute and hourly windows, for selections),
+ *                    fleet1m, fleet10 and fleet1h without labels (for reads
+ *                    of every label set); SummingMergeTree, each kept by its
+ *                    materialized view that sums every inserted batch
+ *   counts10_local   per (series, 10-minute window, signature, header,
+ *                    period): profiles, the wrapping sum of their gids and
+ *                    of their offsets in the window (one profile's own
+ *                    when the count is 1) and their totals; kept alike
+ *   series_local     profiles per (series, hour): listings and hours
  *   stacks_local     frames (codec_stack()) by hash, ReplacingMergeTree, a
  *                    partition per month: every month re-ships what it uses
  *   settings_local   the cluster's settings (name, value, when, by which
  *                    host), the latest row of a name wins; on every server
+ *
+ * The daemon creates what is missing at start. A database of schema 1
+ * (before the tiers) or of an earlier build is refused with a message
+ * naming what to do, never mixed: its tables lack what the reads ask for.
  *
  * A stack's address (hash) is digest128() of its frames: 32 hex digits of
  * SHA-256, so no pushed label can make one stack's row stand for another's.
@@ -85,27 +99,26 @@ static const struct ddl schema[] = {
 	{ "CREATE DATABASE IF NOT EXISTS %1$s", NULL, NULL, NULL },
 	{ "CREATE TABLE IF NOT EXISTS %1$s.profiles_local (date Date, time DateTime, ns Int64, "
 	    "host String, id UInt64, gid UInt64, batch UInt64, service String, type String, "
-	    "labels String, sig String, hdr String, period Int64, ntypes UInt8, "
-	    "totals Array(Int64), stacks Array(FixedString(32)), vals Array(Int64))",
+	    "labels String, sig String, sigh UInt64, hdr String, period Int64, ntypes UInt8, "
+	    "gauges UInt64, totals Array(Int64), stacks Array(FixedString(32)), vals Array(Int64))",
 	    "profiles_local", "MergeTree",
 	    "PARTITION BY date ORDER BY (service, type, labels, ns, gid)" },
-	{ "CREATE TABLE IF NOT EXISTS %1$s.samples10_local (date Date, window DateTime, "
-	    "service String, type String, labels String, sig String, stack FixedString(32), vi UInt8, "
-	    "value Int64)", "samples10_local", "SummingMergeTree(value)",
-	    "PARTITION BY date ORDER BY (service, type, labels, window, sig, stack, vi)" },
-	{ "CREATE MATERIALIZED VIEW IF NOT EXISTS %1$s.samples10_mv TO %1$s.samples10_local AS "
-	    "SELECT date, toDateTime(intDiv(toUInt32(time), 600) * 600) AS window, service, "
-	    "type, labels, sig, stacks[intDiv(k - 1, ntypes) + 1] AS stack, "
-	    "toUInt8((k - 1) %% ntypes) AS vi, value FROM %1$s.profiles_local "
-	    "ARRAY JOIN vals AS value, arrayEnumerate(vals) AS k", NULL, NULL, NULL },
 	{ "CREATE TABLE IF NOT EXISTS %1$s.counts10_local (date Date, window DateTime, "
-	    "service String, type String, labels String, sig String, profiles UInt64)",
-	    "counts10_local", "SummingMergeTree(profiles)",
-	    "PARTITION BY date ORDER BY (service, type, labels, window, sig)" },
+	    "service String, type String, labels String, sig String, sigh UInt64, hdr String, "
+	    "period Int64, profiles Int64, gids UInt64, offs Int64, "
+	    "totalsMap Nested(vi UInt8, value Int64))", "counts10_local", "SummingMergeTree",
+	    "PARTITION BY date ORDER BY (service, type, labels, window, sig, sigh, hdr, period)" },
 	{ "CREATE MATERIALIZED VIEW IF NOT EXISTS %1$s.counts10_mv TO %1$s.counts10_local AS "
 	    "SELECT date, toDateTime(intDiv(toUInt32(time), 600) * 600) AS window, service, "
-	    "type, labels, sig, toUInt64(1) AS profiles FROM %1$s.profiles_local",
-	    NULL, NULL, NULL },
+	    "type, labels, sig, sigh, hdr, period, " CH_COUNT_COLS("1") " FROM %1$s.profiles_local "
+	    "GROUP BY " CH_COUNT_KEY, NULL, NULL, NULL },
+	{ "CREATE TABLE IF NOT EXISTS %1$s.series_local (date Date, hour DateTime, "
+	    "service String, type String, labels String, profiles Int64)", "series_local",
+	    "SummingMergeTree", "PARTITION BY date ORDER BY (service, type, labels, hour)" },
+	{ "CREATE MATERIALIZED VIEW IF NOT EXISTS %1$s.series_mv TO %1$s.series_local AS "
+	    "SELECT date, toStartOfHour(time) AS hour, service, type, labels, "
+	    "sum(toInt64(1)) AS profiles FROM %1$s.profiles_local "
+	    "GROUP BY date, hour, service, type, labels", NULL, NULL, NULL },
 	{ "CREATE TABLE IF NOT EXISTS %1$s.stacks_local (date Date, hash FixedString(32), "
 	    "frames String)", "stacks_local", "ReplacingMergeTree",
 	    "PARTITION BY toYYYYMM(date) PRIMARY KEY hash ORDER BY (hash, sipHash64(frames))" },
@@ -114,13 +127,75 @@ static const struct ddl schema[] = {
 	    "ORDER BY name" },
 	{ "CREATE TABLE IF NOT EXISTS %1$s.profiles AS %1$s.profiles_local "
 	    "ENGINE = Distributed(%2$s, %1$s, profiles_local, batch)", NULL, NULL, NULL },
-	{ "CREATE TABLE IF NOT EXISTS %1$s.samples10 AS %1$s.samples10_local "
-	    "ENGINE = Distributed(%2$s, %1$s, samples10_local, rand())", NULL, NULL, NULL },
 	{ "CREATE TABLE IF NOT EXISTS %1$s.counts10 AS %1$s.counts10_local "
 	    "ENGINE = Distributed(%2$s, %1$s, counts10_local, rand())", NULL, NULL, NULL },
+	{ "CREATE TABLE IF NOT EXISTS %1$s.series AS %1$s.series_local "
+	    "ENGINE = Distributed(%2$s, %1$s, series_local, rand())", NULL, NULL, NULL },
 	{ "CREATE TABLE IF NOT EXISTS %1$s.stacks AS %1$s.stacks_local "
 	    "ENGINE = Distributed(%2$s, %1$s, stacks_local, sipHash64(hash))", NULL, NULL, NULL },
 };
+
+const struct ch_tier ch_tiers[CH_NTIERS] = {
+	{ "samples10", 600, true },
+	{ "samples1h", 3600, true },
+	{ "fleet1m", 60, false },
+	{ "fleet10", 600, false },
+	{ "fleet1h", 3600, false },
+};
+
+int
+ch_tier_select(struct buf *b, const char *db, size_t t, const char *v)
+{
+	const struct ch_tier *ti = &ch_tiers[t];
+
+	buf_printf(b, "SELECT date, toDateTime(intDiv(toUInt32(time), %d) * %d) AS window, "
+	    "service, type, %s", ti->width, ti->width, ti->labels ? "labels, " : "");
+	/* The shared expressions hold %% for printf. */
+	buf_printf(b, CH_SAMPLE_COLS("%s"), v);
+	buf_printf(b, " FROM %s.profiles_local " CH_ARRAY_JOIN, db);
+	return buf_error(b);
+}
+
+/* The statements that make tier t (its table, view, Distributed table). */
+static int
+tier_schema(struct cluster *c, size_t i, size_t t, struct buf *err)
+{
+	const struct ch_tier *ti = &ch_tiers[t];
+	const char *lab = ti->labels ? "labels, " : "";
+	struct buf sql = { 0 }, tab = { 0 };
+	int rc;
+
+	buf_printf(&sql, "CREATE TABLE IF NOT EXISTS %s.%s_local (date Date, window DateTime, "
+	    "service String, type String, %ssigh UInt64, stack FixedString(32), vi UInt8, "
+	    "gsid UInt64, value Int64) ENGINE = ", c->db, ti->name,
+	    ti->labels ? "labels String, " : "");
+	buf_printf(&tab, "%s_local", ti->name);
+	buf_addc(&tab, '\0');
+	if ((rc = buf_error(&tab)) < 0)
+		goto out;
+	cluster_engine(c, "SummingMergeTree(value)", tab.data, &sql);
+	buf_printf(&sql, " PARTITION BY date ORDER BY (service, type, %swindow, sigh, gsid, stack, vi)",
+	    lab);
+	if ((rc = buf_error(&sql)) < 0 || (rc = ch_exec_on(c, i, sql.data, NULL, err, NULL)) < 0)
+		goto out;
+	/* Summed per inserted batch already: the parts stay small before merges. */
+	buf_reset(&sql);
+	buf_printf(&sql, "CREATE MATERIALIZED VIEW IF NOT EXISTS %s.%s_mv TO %s.%s_local AS ",
+	    c->db, ti->name, c->db, ti->name);
+	ch_tier_select(&sql, c->db, t, "sum(val) AS value");
+	buf_printf(&sql, " GROUP BY date, window, service, type, %ssigh, gsid, stack, vi", lab);
+	if ((rc = buf_error(&sql)) < 0 || (rc = ch_exec_on(c, i, sql.data, NULL, err, NULL)) < 0)
+		goto out;
+	buf_reset(&sql);
+	buf_printf(&sql, "CREATE TABLE IF NOT EXISTS %1$s.%2$s AS %1$s.%2$s_local "
+	    "ENGINE = Distributed(%3$s, %1$s, %2$s_local, rand())", c->db, ti->name, c->name);
+	if ((rc = buf_error(&sql)) == 0)
+		rc = ch_exec_on(c, i, sql.data, NULL, err, NULL);
+out:
+	buf_free(&tab);
+	buf_free(&sql);
+	return rc;
+}
 
 int
 cluster_engine(const struct cluster *c, const char *kind, const char *table, struct buf *out)
@@ -253,12 +328,32 @@ server_schema(struct cluster *c, size_t i, struct buf *err, bool *reached)
 		rc = -EPROTO;
 		goto out;
 	}
+	/* Schema 1 (no per-window headers, totals, hourly sums): refused. */
+	buf_reset(&sql);
+	buf_adds(&sql, "SELECT countIf(name = 'gauges'), count() FROM system.columns "
+	    "WHERE database = ");
+	ch_quote(&sql, c->db);
+	buf_adds(&sql, " AND table = 'profiles_local' FORMAT TabSeparated");
+	buf_reset(&ans);
+	if ((rc = ch_exec_on(c, i, sql.data, &ans, err, NULL)) < 0)
+		goto out;
+	if (ans.len >= 3 && ans.data[0] == '0' && ans.data[1] == '\t' && ans.data[2] != '0') {
+		buf_printf(err, "database %s on %s holds schema 1 of profilefs (this build "
+		    "writes schema %d: per-window headers and totals, hourly sums); drop it "
+		    "(DROP DATABASE %s ON CLUSTER %s) or give another database in the URL",
+		    c->db, c->urls[i].shown, CH_SCHEMA_VERSION, c->db, c->name);
+		rc = -EPROTO;
+		goto out;
+	}
 	for (k = 0; k < sizeof(schema) / sizeof(schema[0]); k++) {
 		buf_reset(&sql);
 		if ((rc = ddl_format(c, k, &sql)) < 0 ||
 		    (rc = ch_exec_on(c, i, sql.data, NULL, err, NULL)) < 0)
 			goto out;
 	}
+	for (k = 0; k < CH_NTIERS; k++)
+		if ((rc = tier_schema(c, i, k, err)) < 0)
+			goto out;
 	c->urls[i].schema = true;
 out:
 	buf_free(&ans);
@@ -383,6 +478,31 @@ add_id(struct batch *b, uint64_t id, uint64_t gid)
 	return 0;
 }
 
+/* A signature's digest (sigh): 64 bits of its digest128(), the same on every host. */
+static uint64_t
+sig_digest(const char *sig, size_t len)
+{
+	char h[DIGEST128_HEX + 1];
+
+	digest128(sig, len, h);
+	h[16] = '\0';
+	return strtoull(h, NULL, 16);
+}
+
+struct sorted_sample {
+	char	h[DIGEST128_HEX + 1];
+	size_t	i;
+};
+
+static int
+digest_cmp(const void *a, const void *b)
+{
+	const struct sorted_sample *x = a, *y = b;
+	int d = memcmp(x->h, y->h, DIGEST128_HEX);
+
+	return d ? d : (x->i > y->i) - (x->i < y->i);
+}
+
 /* One profile's row, and its stacks not shipped yet. */
 static int
 add_profile(struct batch *b, const struct store_ref *ref, const struct series *s,
@@ -391,6 +511,8 @@ add_profile(struct batch *b, const struct store_ref *ref, const struct series *s
 	struct cluster *c = b->c;
 	struct labelset ls;
 	struct buf lab = { 0 }, st = { 0 }, tmp = { 0 };
+	struct sorted_sample *order = NULL;
+	uint64_t gauges;
 	struct tm tm;
 	time_t t = (time_t)(ref->time / 1000000000 - (ref->time % 1000000000 < 0));
 	size_t i, k;
@@ -418,15 +540,20 @@ add_profile(struct batch *b, const struct store_ref *ref, const struct series *s
 	buf_addc(&b->rows, '\t');
 	ch_tsv(&b->rows, lab.data, lab.len);
 	buf_addc(&b->rows, '\t');
-	if ((rc = profile_signature(p, &tmp)) < 0)
+	if ((rc = profile_signature(p, &tmp)) < 0 || (rc = buf_error(&tmp)) < 0)
 		goto out;
 	ch_tsv(&b->rows, tmp.data, tmp.len);
-	buf_addc(&b->rows, '\t');
+	buf_printf(&b->rows, "\t%" PRIu64 "\t", sig_digest(tmp.data, tmp.len));
 	buf_reset(&tmp);
 	if ((rc = codec_header(p, &tmp)) < 0)
 		goto out;
 	ch_tsv(&b->rows, tmp.data, tmp.len);
-	buf_printf(&b->rows, "\t%" PRId64 "\t%zu\t[", p->period, p->nsample_types);
+	gauges = 0;
+	for (k = 0; k < p->nsample_types && k < 64; k++)
+		if (profile_type_is_gauge(profile_str(p, p->sample_types[k].type)))
+			gauges |= UINT64_C(1) << k;
+	buf_printf(&b->rows, "\t%" PRId64 "\t%zu\t%" PRIu64 "\t[", p->period, p->nsample_types,
+	    gauges);
 	for (k = 0; k < p->nsample_types; k++)
 		buf_printf(&b->rows, "%s%" PRId64, k ? "," : "", profile_total(p, k));
 	buf_adds(&b->rows, "]\t[");
@@ -435,35 +562,46 @@ add_profile(struct batch *b, const struct store_ref *ref, const struct series *s
 	 * the very bytes a reader checks; the text is shipped only when the
 	 * stack is new to this batch and to what was shipped.
 	 */
+	/*
+	 * Samples in the order of their digests: a host's next profile holds
+	 * mostly the same stacks, so its arrays repeat the last ones' runs and
+	 * compress.
+	 */
+	order = xcalloc(p->nsamples + 1, sizeof(*order));
 	for (i = 0; i < p->nsamples; i++) {
 		const struct pf_sample *sm = &p->samples[i];
-		char h[DIGEST128_HEX + 1];
 
 		buf_reset(&st);
 		if ((rc = codec_stack(p, sm, &st)) < 0 || (rc = buf_error(&st)) < 0)
 			goto out;
-		digest128(st.data, st.len, h);
-		buf_printf(&b->rows, "%s'%s'", i ? "," : "", h);
-		if (intern_put(b->seen, h, DIGEST128_HEX, &added) < 0) {
+		digest128(st.data, st.len, order[i].h);
+		order[i].i = i;
+		if (intern_put(b->seen, order[i].h, DIGEST128_HEX, &added) < 0) {
 			rc = -ENOMEM;
 			goto out;
 		}
-		if (!added || intern_get(b->shipped, h, DIGEST128_HEX) >= 0)
+		if (!added || intern_get(b->shipped, order[i].h, DIGEST128_HEX) >= 0)
 			continue;
-		buf_printf(&b->stacks, "%s\t%s\t", date, h);
+		buf_printf(&b->stacks, "%s\t%s\t", date, order[i].h);
 		ch_tsv(&b->stacks, st.data ? st.data : "", st.len);
 		buf_addc(&b->stacks, '\n');
 	}
+	if (p->nsamples)
+		qsort(order, p->nsamples, sizeof(*order), digest_cmp);
+	for (i = 0; i < p->nsamples; i++)
+		for (k = 0; k < p->nsample_types; k++)
+			buf_printf(&b->rows, "%s'%s'", i || k ? "," : "", order[i].h);
 	buf_adds(&b->rows, "]\t[");
 	for (i = 0; i < p->nsamples; i++)
 		for (k = 0; k < p->nsample_types; k++)
 			buf_printf(&b->rows, "%s%" PRId64, i || k ? "," : "",
-			    p->samples[i].values[k]);
+			    p->samples[order[i].i].values[k]);
 	buf_adds(&b->rows, "]\n");
 	b->nrows += p->nsamples;
 	b->month = month;
 	rc = buf_error(&b->rows) ? buf_error(&b->rows) : buf_error(&b->stacks);
 out:
+	free(order);
 	labels_clear(&ls);
 	buf_free(&lab);
 	buf_free(&st);
@@ -622,7 +760,7 @@ insert(struct cluster *c, struct batch *b, struct buf *err, bool *refused)
 	if (rc == 0 && b->rows.len) {
 		buf_reset(&sql);
 		buf_printf(&sql, "INSERT INTO %s.profiles (date, time, ns, host, id, gid, batch, "
-		    "service, type, labels, sig, hdr, period, ntypes, totals, stacks, vals) "
+		    "service, type, labels, sig, sigh, hdr, period, ntypes, gauges, totals, stacks, vals) "
 		    "FORMAT TabSeparated", c->db);
 		rc = ch_exec(c, sql.data, &b->rows, NULL, err, refused);
 	}
@@ -762,13 +900,15 @@ ship_once(struct cluster *c, struct batch *b, bool *uncertain, struct buf *err, 
 static void
 expire(struct cluster *c)
 {
-	struct buf sql = { 0 }, ans = { 0 }, err = { 0 };
+	struct buf sql = { 0 }, ans = { 0 }, err = { 0 }, tiers = { 0 };
 	int64_t cut = clock_now_ns() - c->retention;
 	time_t ct = (time_t)(cut / 1000000000);
 	char day[16], month[16];
 	struct tm tm;
 	size_t i;
 
+	for (i = 0; i < CH_NTIERS; i++)
+		buf_printf(&tiers, "%s'%s_local'", i ? ", " : "", ch_tiers[i].name);
 	gmtime_r(&ct, &tm);
 	/* Partitions before these hold nothing at or after the cut. */
 	snprintf(day, sizeof(day), "%04d-%02d-%02d", (tm.tm_year + 1900) % 10000,
@@ -783,9 +923,9 @@ expire(struct cluster *c)
 		buf_reset(&ans);
 		buf_printf(&sql, "SELECT DISTINCT table, partition FROM system.parts WHERE "
 		    "database = '%s' AND active AND ((table IN ('profiles_local', "
-		    "'samples10_local', 'counts10_local') AND partition < '%s') OR "
+		    "'counts10_local', 'series_local', %s) AND partition < '%s') OR "
 		    "(table = 'stacks_local' AND partition < '%s')) FORMAT TabSeparated",
-		    c->db, day, month);
+		    c->db, tiers.data, day, month);
 		if (ch_exec_on(c, i, sql.data, &ans, &err, NULL) < 0)
 			continue;
 		tsv_init(&t, &ans);
@@ -805,6 +945,7 @@ expire(struct cluster *c)
 	}
 	if (err.len)
 		log_warnx("clickhouse: retention: %s", err.data);
+	buf_free(&tiers);
 	buf_free(&sql);
 	buf_free(&ans);
 	buf_free(&err);
