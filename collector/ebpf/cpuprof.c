@@ -428,25 +428,40 @@ cpuprof_location(struct cpuprof_svc *s, const struct frame *f)
 	return k;
 }
 
-int
-cpuprof_sample(struct cpuprof_svc *s, const uint32_t *locs, size_t n, uint32_t pid,
-    uint32_t tid, const char *comm, int64_t value)
+static int
+add_sample(struct cpuprof_svc *s, const uint32_t *locs, size_t n, uint32_t pid,
+    uint32_t tid, const char *comm, int64_t count, int64_t value)
 {
 	struct pf_label labels[3] = {
 		{ .key = s->s_pid, .num = pid },
 		{ .key = s->s_tid, .num = tid },
 		{ .key = s->s_comm },
 	};
-	int64_t values[2] = { 1, 0 }, ci;
+	int64_t values[2] = { count, value }, ci;
 	int rc;
 
 	if ((ci = merge_string(s->m, comm)) < 0)
 		return -ENOMEM;
 	labels[2].str = ci;
-	values[1] = value > 0 ? value : merge_period(s->m);
 	if ((rc = merge_sample(s->m, locs, n, labels, 3, values)) == 0)
-		s->total++;
+		s->total += (uint64_t)count;
 	return rc;
+}
+
+int
+cpuprof_sample(struct cpuprof_svc *s, const uint32_t *locs, size_t n, uint32_t pid,
+    uint32_t tid, const char *comm, int64_t value)
+{
+	return add_sample(s, locs, n, pid, tid, comm, 1, value > 0 ? value : merge_period(s->m));
+}
+
+int
+cpuprof_sample_waits(struct cpuprof_svc *s, const uint32_t *locs, size_t n, uint32_t pid,
+    uint32_t tid, const char *comm, int64_t waits, int64_t ns)
+{
+	if (waits < 1 || ns < 0)
+		return -EINVAL;
+	return add_sample(s, locs, n, pid, tid, comm, waits, ns);
 }
 
 int

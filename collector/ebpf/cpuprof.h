@@ -45,6 +45,9 @@ int64_t		 cpuprof_location(struct cpuprof_svc *s, const struct frame *f);
  */
 int		 cpuprof_sample(struct cpuprof_svc *s, const uint32_t *locs, size_t n,
 		    uint32_t pid, uint32_t tid, const char *comm, int64_t value);
+/* Count waits off-CPU at once (values waits and ns): the kernel added them up. */
+int		 cpuprof_sample_waits(struct cpuprof_svc *s, const uint32_t *locs, size_t n,
+		    uint32_t pid, uint32_t tid, const char *comm, int64_t waits, int64_t ns);
 
 /*
  * Store one profile per service for the period [start, end) (wall-clock ns)

@@ -40,6 +40,7 @@
 #include "pprof.h"
 #include "store.h"
 #include "memread.h"
+#include "offcpu.h"
 #include "rio.h"
 #include "proctab.h"
 #include "python.h"
@@ -56,6 +57,8 @@
 #define MAPS_FRESH_NS	(10LL * 1000 * 1000)	/* maps read this recently are current */
 #define MISS_WAIT_MAX_NS (64LL * 1000 * 1000 * 1000)	/* see caller_miss */
 #define FCACHE_SLOTS	8192	/* a power of two */
+#define OFFCPU_DRAIN_NS	(250LL * 1000 * 1000)	/* off-CPU waits drained this often */
+#define OFFCPU_AGGS	4096	/* entries of offcpu_aggs (about 5.6 KiB each, when used) */
 /*
  * The watchdog: a sampler that has not completed a period in STALL_PERIODS
  * periods (and STALL_MIN_NS: a flush may take seconds on a loaded host) is
@@ -101,6 +104,8 @@ struct ebpf_sampler {
 	struct proctab		*pt;
 	struct cpuprof		*cp;
 	struct cpuprof		*off;		/* off-CPU waits; NULL: not recorded */
+	struct offcpu		*oc;		/* drains them; with off */
+	int64_t			 oc_next;	/* monotonic ns of the next drain */
 	struct unwinder		*unw;		/* NULL: frame pointers only */
 	struct python		*py;		/* CPython frames */
 	struct dbginfod		*dbg;		/* debug files by build id; NULL: none */
@@ -403,9 +408,10 @@ tracing_frames(struct ebpf_sampler *e, const __u64 *kstack, int nk)
 	return i;
 }
 
-/* Add s to cp: a CPU sample, or an off-CPU wait of s->offcpu_ns. */
+/* Add s to cp: a CPU sample, or waits off-CPU (how many, s->offcpu_ns in all). */
 static void
-handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_sample *s)
+handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_sample *s,
+    uint64_t waits)
 {
 	char comm[PROF_COMM_LEN + 1];
 	struct cpuprof_svc *svc;
@@ -572,8 +578,11 @@ handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_samp
 			return;
 		e->locs[n++] = (uint32_t)li;
 	}
-	cpuprof_sample(svc, e->locs, n, s->hdr.pid, s->hdr.tid, comm,
-	    s->hdr.kind == PROF_EV_OFFCPU ? (int64_t)s->offcpu_ns : 0);
+	if (s->hdr.kind == PROF_EV_OFFCPU)
+		cpuprof_sample_waits(svc, e->locs, n, s->hdr.pid, s->hdr.tid, comm,
+		    (int64_t)waits, (int64_t)s->offcpu_ns);
+	else
+		cpuprof_sample(svc, e->locs, n, s->hdr.pid, s->hdr.tid, comm, 0);
 	/* Tables for the next samples, should the maps have grown. */
 	if (miss && e->unw && !p->kthread && !p->gone)
 		caller_miss(e, p, miss);
@@ -592,11 +601,11 @@ handle_event(void *ctx, void *data, size_t size)
 	switch (h->kind) {
 	case PROF_EV_SAMPLE:
 		if (size >= sizeof(struct prof_sample))
-			handle_sample(e, e->cp, data);
+			handle_sample(e, e->cp, data, 1);
 		break;
 	case PROF_EV_OFFCPU:
 		if (size >= sizeof(struct prof_sample) && e->off)
-			handle_sample(e, e->off, data);
+			handle_sample(e, e->off, data, 1);
 		break;
 	case PROF_EV_EXEC:
 		/* New mappings: read them now, while the process surely exists. */
@@ -618,10 +627,46 @@ handle_event(void *ctx, void *data, size_t size)
 		}
 		break;
 	case PROF_EV_EXIT:
-		proctab_forget(e->pt, h->pid);
+		/* Off-CPU waits still in the kernel need its mappings: forgotten after their drain. */
+		if (e->oc == NULL || !offcpu_exited(e->oc, h->pid))
+			proctab_forget(e->pt, h->pid);
 		break;
 	}
 	return 0;
+}
+
+/* One entry of offcpu_aggs: a thread's waits in one stack. */
+static void
+offcpu_add(void *arg, struct prof_offcpu_val *v)
+{
+	struct ebpf_sampler *e = arg;
+
+	if (v->s.hdr.kind != PROF_EV_OFFCPU || v->waits == 0)
+		return;
+	e->events++;
+	v->s.offcpu_ns = v->ns;
+	handle_sample(e, e->off, &v->s, v->waits);
+}
+
+static void
+offcpu_forget(void *arg, uint32_t pid)
+{
+	struct ebpf_sampler *e = arg;
+
+	proctab_forget(e->pt, pid);
+}
+
+/* The off-CPU waits added up in the kernel since the last drain (all: every one). */
+static void
+drain_offcpu(struct ebpf_sampler *e, bool all)
+{
+	int rc;
+
+	if (e->oc == NULL)
+		return;
+	e->oc_next = clock_mono_ns() + OFFCPU_DRAIN_NS;
+	if ((rc = offcpu_drain(e->oc, all, offcpu_add, offcpu_forget, e)) < 0)
+		log_warnx("ebpf: reading the off-CPU waits: %s", strerror(-rc));
 }
 
 static void
@@ -677,7 +722,7 @@ flush(struct ebpf_sampler *e)
 		"samples", "idle", "dropped_ringbuf", "dropped_event", "kstack_errors",
 		"ustack_errors", "cfi_stacks", "cfi_complete", "cfi_fp_frames", "cfi_unsupported",
 		"cfi_read_errors", "py_stacks", "py_read_errors", "offcpu_switches",
-		"offcpu_short", "offcpu_sent", "offcpu_full"
+		"offcpu_short", "offcpu_sent", "offcpu_full", "offcpu_spilled"
 	};
 	struct unwind_stats us;
 	struct python_stats ps;
@@ -689,6 +734,7 @@ flush(struct ebpf_sampler *e)
 
 	cpuprof_flush(e->cp, e->st, e->period_start, end, &profiles, &samples);
 	if (e->off) {
+		drain_offcpu(e, atomic_load(&e->stop));
 		size_t op = 0;
 		uint64_t os = 0;
 
@@ -815,6 +861,8 @@ sampler_main(void *arg)
 			rc = ring_buffer__consume(e->rb);
 		if (e->unw)
 			unwind_poll(e->unw);
+		if (e->oc && clock_mono_ns() >= e->oc_next)
+			drain_offcpu(e, false);
 		if (rc < 0 && rc != -EINTR) {
 			log_warnx("ebpf: ring buffer: %s", strerror(-rc));
 			break;
@@ -1060,8 +1108,12 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 		e->skel->rodata->self_tgid = (uint32_t)getpid();
 		/* Without off-CPU its programs are not even loaded. */
 		bpf_program__set_autoload(e->skel->progs.on_switch, o->offcpu);
-		if (!o->offcpu)
+		if (!o->offcpu) {
 			bpf_map__set_max_entries(e->skel->maps.offcpu_waits, 1);
+			bpf_map__set_max_entries(e->skel->maps.offcpu_aggs, 1);
+		} else {
+			bpf_map__set_max_entries(e->skel->maps.offcpu_aggs, OFFCPU_AGGS);
+		}
 		if (unwind_mib > 0) {
 			e->skel->rodata->unwind_tables = true;
 			unwind_configure(e->skel->maps.unw_rows, (size_t)unwind_mib << 20);
@@ -1097,7 +1149,9 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 			log_warnx("--ebpf: unwind tables: %s; stacks are walked by frame pointers",
 			    strerror(errno));
 	}
-	if ((e->py = python_create(bpf_map__fd(e->skel->maps.py_procs))) == NULL) {
+	if ((e->py = python_create(bpf_map__fd(e->skel->maps.py_procs))) == NULL ||
+	    (o->offcpu && (e->oc = offcpu_create(bpf_map__fd(e->skel->maps.offcpu_aggs),
+	    &e->skel->data->offcpu_gen)) == NULL)) {
 		rc = -ENOMEM;
 		goto fail;
 	}
@@ -1197,6 +1251,7 @@ ebpf_stop(struct ebpf_sampler *e)
 	ring_buffer__free(e->rb);
 	cpuprof_destroy(e->cp);
 	cpuprof_destroy(e->off);
+	offcpu_destroy(e->oc);
 	/* Processes release their unwind entries while the maps still exist. */
 	proctab_destroy(e->pt);
 	python_destroy(e->py);
