@@ -106,6 +106,7 @@ struct ebpf_sampler {
 	struct cpuprof		*off;		/* off-CPU waits; NULL: not recorded */
 	struct offcpu		*oc;		/* drains them; with off */
 	int64_t			 oc_next;	/* monotonic ns of the next drain */
+	uint64_t		 oc_entries, oc_waits;	/* drained this period */
 	struct unwinder		*unw;		/* NULL: frame pointers only */
 	struct python		*py;		/* CPython frames */
 	struct dbginfod		*dbg;		/* debug files by build id; NULL: none */
@@ -644,6 +645,8 @@ offcpu_add(void *arg, struct prof_offcpu_val *v)
 	if (v->s.hdr.kind != PROF_EV_OFFCPU || v->waits == 0)
 		return;
 	e->events++;
+	e->oc_entries++;
+	e->oc_waits += v->waits;
 	v->s.offcpu_ns = v->ns;
 	handle_sample(e, e->off, &v->s, v->waits);
 }
@@ -739,6 +742,9 @@ flush(struct ebpf_sampler *e)
 		uint64_t os = 0;
 
 		cpuprof_flush(e->off, e->st, e->period_start, end, &op, &os);
+		log_debug("ebpf: off-CPU: %llu waits in %llu entries drained from the kernel",
+		    (unsigned long long)e->oc_waits, (unsigned long long)e->oc_entries);
+		e->oc_waits = e->oc_entries = 0;
 		metrics_add("profilefs_ebpf_offcpu_waits_stored_total", NULL, (double)os);
 		metrics_add("profilefs_ebpf_offcpu_profiles_total", NULL, (double)op);
 	}

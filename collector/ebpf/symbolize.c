@@ -180,15 +180,14 @@ sym_cmp(const void *a, const void *b)
 
 /*
  * Names longer than SYM_NAME_MAX are kept cut (first bytes and "..."), a
- * bounded number per object; the string table copy keeps only the last
- * SYM_NAME_MAX bytes of each longer string, which is all that the names
- * ending in it within the bound can use.
+ * bounded number per object.
  */
 #define NAME_CUTS_MAX	64
 
-struct strcut {
-	size_t		 keep;		/* offset in the table where a long string's kept tail starts */
-	size_t		 removed;	/* bytes dropped from the table up to keep */
+/* A function symbol whose name is still its offset in the string table. */
+struct pending_name {
+	uint32_t	 src;		/* offset in the section's string table */
+	uint32_t	 sym;		/* index in o->syms */
 };
 
 /* Append name[0..len) to b, cut to SYM_NAME_MAX with "..." (and suffix), NUL-terminated. */
@@ -206,43 +205,56 @@ name_add(struct buf *b, const char *name, size_t len, const char *suffix)
 	return buf_add(b, suffix, sl + 1);
 }
 
+static int
+pending_cmp(const void *a, const void *b)
+{
+	const struct pending_name *x = a, *y = b;
+
+	return x->src < y->src ? -1 : x->src > y->src;
+}
+
 /*
- * Copy string table st[0..n) to o->names, each string longer than
- * SYM_NAME_MAX reduced to its tail; the cuts made go to *cuts.
+ * Copy the names of p[0..n) (at most SYM_NAME_MAX bytes each) from string
+ * table st to o->names, in the order of their offsets, and point their
+ * symbols at the copies. A name that is the tail of the one copied before it
+ * (a linker shares suffixes) points into that copy: every byte of the table
+ * is copied once at most, whatever a crafted table's symbols point at.
  */
 static int
-strtab_copy(struct elfobj *o, const char *st, size_t n, struct strcut **cuts, size_t *ncuts)
+names_copy(struct elfobj *o, const char *st, struct pending_name *p, size_t n)
 {
-	size_t a = 0, e, removed = 0, ccap = 0;
+	size_t i, prev_src = 0, prev_end = 0, prev_dst = 0, len;
 
-	while (a < n) {
-		e = a + strnlen(st + a, n - a);
-		if (e - a > SYM_NAME_MAX) {
-			removed += e - SYM_NAME_MAX - a;
-			*cuts = xgrow(*cuts, &ccap, *ncuts + 1, sizeof(**cuts));
-			(*cuts)[*ncuts].keep = e - SYM_NAME_MAX;
-			(*cuts)[(*ncuts)++].removed = removed;
-			a = e - SYM_NAME_MAX;
+	qsort(p, n, sizeof(*p), pending_cmp);
+	for (i = 0; i < n; i++) {
+		if (i > 0 && p[i].src < prev_end) {
+			o->syms[p[i].sym].name = (uint32_t)(prev_dst + (p[i].src - prev_src));
+			continue;
 		}
-		if (buf_add(&o->names, st + a, e - a) < 0 || buf_addc(&o->names, '\0') < 0)
+		len = strlen(st + p[i].src);	/* NUL-terminated within the table: checked */
+		prev_src = p[i].src;
+		prev_end = prev_src + len + 1;
+		prev_dst = o->names.len;
+		if (buf_add(&o->names, st + prev_src, len + 1) < 0)
 			return -ENOMEM;
-		a = e + 1;
+		o->syms[p[i].sym].name = (uint32_t)prev_dst;
 	}
 	return 0;
 }
 
 /*
  * Append the function symbols of one symbol table section to o. Their names
- * point into one copy of the section's string table, however many symbols
- * share a name or a suffix of one (a crafted table cannot multiply memory).
+ * are copied from the section's string table, only those of functions and
+ * each once however many symbols share a name or a suffix of one (a crafted
+ * table cannot multiply memory): see names_copy.
  */
 static int
 read_symtab(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct elfobj *o, size_t *cap)
 {
 	Elf_Data *d = elf_getdata(scn, NULL), *sd;
 	Elf_Scn *sscn = elf_getscn(e, sh->sh_link);
-	struct strcut *cuts = NULL;
-	size_t i, n, base, ncuts = 0, ncut = 0;
+	struct pending_name *pend = NULL;
+	size_t i, n, npend = 0, pcap = 0, ncut = 0;
 	int rc = 0;
 
 	if (d == NULL || sh->sh_entsize == 0 || sscn == NULL ||
@@ -250,17 +262,12 @@ read_symtab(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct elfobj *o, size_t 
 	    sd->d_size > ELF_MAX_STRTAB || o->names.len > UINT32_MAX - sd->d_size - 1 -
 	    NAME_CUTS_MAX * SYM_NAME_MAX)
 		return 0;
-	base = o->names.len;
-	if (strtab_copy(o, sd->d_buf, sd->d_size, &cuts, &ncuts) < 0) {
-		rc = -ENOMEM;
-		goto out;
-	}
 	n = sh->sh_size / sh->sh_entsize;
 	for (i = 0; i < n; i++) {
 		GElf_Sym sym;
 		const char *name;
-		size_t len, lo, hi, left;
-		uint64_t off;
+		size_t len, left;
+		uint64_t off = 0;
 		int t;
 
 		if (gelf_getsym(d, (int)i, &sym) == NULL)
@@ -274,7 +281,7 @@ read_symtab(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct elfobj *o, size_t 
 		name = (const char *)sd->d_buf + sym.st_name;
 		left = sd->d_size - sym.st_name;
 		len = strnlen(name, left < SYM_NAME_MAX + 1 ? left : SYM_NAME_MAX + 1);
-		if (len == 0)
+		if (len == 0 || len == left)	/* empty, or not terminated in the table */
 			continue;
 		if (o->nsyms >= ELF_MAX_SYMS)
 			break;
@@ -288,16 +295,11 @@ read_symtab(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct elfobj *o, size_t 
 				goto out;
 			}
 		} else {
-			/* In the kept tail of its string: shifted by what was dropped before. */
-			for (lo = 0, hi = ncuts; lo < hi;) {
-				size_t mid = lo + (hi - lo) / 2;
-
-				if (cuts[mid].keep <= sym.st_name)
-					lo = mid + 1;
-				else
-					hi = mid;
-			}
-			off = base + sym.st_name - (lo > 0 ? cuts[lo - 1].removed : 0);
+			/* Named once all are known (names_copy). */
+			pend = xgrow(pend, &pcap, npend + 1, sizeof(*pend));
+			pend[npend].src = sym.st_name;
+			pend[npend].sym = (uint32_t)o->nsyms;
+			npend++;
 		}
 		o->syms = xgrow(o->syms, cap, o->nsyms + 1, sizeof(*o->syms));
 		o->syms[o->nsyms].addr = sym.st_value;
@@ -305,8 +307,10 @@ read_symtab(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct elfobj *o, size_t 
 		o->syms[o->nsyms].name = (uint32_t)off;
 		o->nsyms++;
 	}
+	if (npend > 0 && names_copy(o, sd->d_buf, pend, npend) < 0)
+		rc = -ENOMEM;
 out:
-	free(cuts);
+	free(pend);
 	return rc;
 }
 
