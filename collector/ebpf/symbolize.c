@@ -65,6 +65,9 @@ struct elfobj {
 	int		 dw_fd;		/* > 0: a file with .debug_info, kept open */
 	Dwarf		*dw;
 	bool		 dw_failed;
+	struct elfobj	*dw_next;	/* in dw_open, while dw is */
+	uint64_t	*dw_cus;	/* offsets of the units whose line tables dw holds */
+	size_t		 dw_ncus, dw_cuscap, dw_lines;	/* ... and their rows */
 	bool		 dbg_wait;	/* its debug file is being fetched (debuginfod) */
 	bool		 dbg_missing;	/* no symbol table: debuginfod is asked again now and then */
 };
@@ -88,6 +91,7 @@ static const char kernel_key;
 
 struct symbolizer {
 	struct rcache_ent *rcache;	/* RCACHE_SLOTS; emptied when objects are freed */
+	uint64_t	  trims_seen;	/* dwarf_trims when rcache was last emptied for it */
 	struct elfobj	 *vdso;		/* ours, which is every 64-bit process's */
 	bool		  vdso_tried;
 	struct elfobj	**objs;		/* open hash on (dev, ino), linear probing */
@@ -128,14 +132,46 @@ symbolize_create(void)
 #define MAX_DWARF_FDS	64
 #define MAX_DEBUG_INFO	(16u << 20)	/* bytes of .debug_info read for lines */
 static int dwarf_fds;
+/*
+ * libdw keeps every line table it decoded until dwarf_end: tens of MiB for
+ * a few big units. Past DWARF_LINES_MAX rows held, all handles but the one
+ * in use are closed (reopened at their next lookup; names already found
+ * stay in the caches).
+ */
+#define DWARF_LINES_MAX	(128u << 10)
+static size_t dwarf_lines;
+static struct elfobj *dw_open;
+static uint64_t dwarf_trims;	/* times handles were let go: rcaches emptied */
+
+static void
+dw_close(struct elfobj *o)
+{
+	struct elfobj **pp;
+
+	if (o->dw == NULL)
+		return;
+	for (pp = &dw_open; *pp; pp = &(*pp)->dw_next) {
+		if (*pp == o) {
+			*pp = o->dw_next;
+			break;
+		}
+	}
+	dwarf_end(o->dw);
+	o->dw = NULL;
+	o->dw_next = NULL;
+	free(o->dw_cus);
+	o->dw_cus = NULL;
+	o->dw_ncus = 0;
+	dwarf_lines -= o->dw_lines;
+	o->dw_lines = 0;
+}
 
 static void
 elfobj_free(struct elfobj *o)
 {
 	if (o == NULL)
 		return;
-	if (o->dw)
-		dwarf_end(o->dw);
+	dw_close(o);
 	if (o->dw_fd > 0) {
 		close(o->dw_fd);
 		dwarf_fds--;
@@ -940,7 +976,9 @@ read_debuginfod(struct symbolizer *s, struct elfobj *o, bool request)
 static void
 finish_syms(struct elfobj *o)
 {
+	struct sym *ns;
 	size_t i, j;
+	char *nm;
 
 	if (o->nsyms == 0)
 		return;
@@ -951,6 +989,15 @@ finish_syms(struct elfobj *o)
 		o->syms[++j] = o->syms[i];
 	}
 	o->nsyms = j + 1;
+	/* Kept as long as the object: without the slack growth left (up to half). */
+	if ((ns = realloc(o->syms, o->nsyms * sizeof(*o->syms))) != NULL)
+		o->syms = ns;
+	if (o->names.cap > o->names.len + 1 &&
+	    (nm = realloc(o->names.data, o->names.len + 1)) != NULL) {
+		budget_release(o->names.cap - (o->names.len + 1));
+		o->names.data = nm;
+		o->names.cap = o->names.len + 1;
+	}
 }
 
 static struct elfobj **
@@ -1083,18 +1130,41 @@ symbolize_elf_line(struct elfobj *o, uint64_t vaddr, const char **file, int64_t 
 {
 	Dwarf_Die cu;
 	Dwarf_Line *l;
+	Dwarf_Off cu_off;
 	const char *src;
+	size_t i;
 	int ln;
 
 	*file = NULL;
 	*line = 0;
 	if (o->dw_fd <= 0 || o->dw_failed)
 		return -ENOENT;
-	if (o->dw == NULL && (o->dw = dwarf_begin(o->dw_fd, DWARF_C_READ)) == NULL) {
-		o->dw_failed = true;
-		return -ENOENT;
+	if (o->dw == NULL) {
+		if ((o->dw = dwarf_begin(o->dw_fd, DWARF_C_READ)) == NULL) {
+			o->dw_failed = true;
+			return -ENOENT;
+		}
+		o->dw_next = dw_open;
+		dw_open = o;
 	}
-	if (dwarf_addrdie(o->dw, vaddr, &cu) == NULL || (l = dwarf_getsrc_die(&cu, vaddr)) == NULL ||
+	if (dwarf_addrdie(o->dw, vaddr, &cu) == NULL)
+		return -ENOENT;
+	cu_off = dwarf_dieoffset(&cu);
+	for (i = 0; i < o->dw_ncus && o->dw_cus[i] != cu_off; i++)
+		;
+	if (i == o->dw_ncus) {
+		/* A unit's line table decoded now: counted (see symbolize_elf_resolve). */
+		Dwarf_Lines *lines;
+		size_t n = 0;
+
+		if (dwarf_getsrclines(&cu, &lines, &n) != 0)
+			n = 0;
+		o->dw_cus = xgrow(o->dw_cus, &o->dw_cuscap, o->dw_ncus + 1, sizeof(*o->dw_cus));
+		o->dw_cus[o->dw_ncus++] = cu_off;
+		o->dw_lines += n;
+		dwarf_lines += n;
+	}
+	if ((l = dwarf_getsrc_die(&cu, vaddr)) == NULL ||
 	    (src = dwarf_linesrc(l, NULL, NULL)) == NULL || dwarf_lineno(l, &ln) != 0)
 		return -ENOENT;
 	/* A source file name past the bound is not one (see SYM_NAME_MAX). */
@@ -1214,8 +1284,13 @@ void
 symbolize_elf_resolve(struct symbolizer *s, struct elfobj *o, uint64_t vaddr,
     const char **func, const char **srcfile, int64_t *line)
 {
-	struct rcache_ent *c = rcache_slot(s, o, vaddr);
+	struct rcache_ent *c;
 
+	if (s->trims_seen != dwarf_trims) {
+		memset(s->rcache, 0, RCACHE_SLOTS * sizeof(*s->rcache));
+		s->trims_seen = dwarf_trims;
+	}
+	c = rcache_slot(s, o, vaddr);
 	if (c->o != o || c->vaddr != vaddr) {
 		c->o = o;
 		c->vaddr = vaddr;
@@ -1223,6 +1298,16 @@ symbolize_elf_resolve(struct symbolizer *s, struct elfobj *o, uint64_t vaddr,
 		c->line = 0;
 		if ((c->func = symbolize_elf_lookup(o, vaddr)) != NULL)
 			symbolize_elf_line(o, vaddr, &c->srcfile, &c->line);
+		if (dwarf_lines > DWARF_LINES_MAX) {
+			/* The others' line tables let go, and the file names cached from them. */
+			struct rcache_ent keep = *c;
+
+			while (dw_open != NULL && (dw_open != o || dw_open->dw_next != NULL))
+				dw_close(dw_open != o ? dw_open : dw_open->dw_next);
+			memset(s->rcache, 0, RCACHE_SLOTS * sizeof(*s->rcache));
+			s->trims_seen = ++dwarf_trims;
+			*c = keep;
+		}
 	}
 	*func = c->func;
 	*srcfile = c->srcfile;

@@ -75,7 +75,8 @@ int		 symbolize_elf_line(struct elfobj *o, uint64_t vaddr, const char **file,
 /*
  * symbolize_elf_lookup and symbolize_elf_line (*srcfile NULL and *line 0
  * where unknown) of o at vaddr, from a cache of the last ones asked. o must
- * be one of s's. The strings are owned by o.
+ * be one of s's. The strings are owned by o; a file name is valid until the
+ * next call (line tables held past a bound are let go, other objects' first).
  */
 void		 symbolize_elf_resolve(struct symbolizer *s, struct elfobj *o, uint64_t vaddr,
 		    const char **func, const char **srcfile, int64_t *line);
