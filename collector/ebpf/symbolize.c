@@ -161,7 +161,7 @@ dw_close(struct elfobj *o)
 	o->dw_next = NULL;
 	free(o->dw_cus);
 	o->dw_cus = NULL;
-	o->dw_ncus = 0;
+	o->dw_ncus = o->dw_cuscap = 0;
 	dwarf_lines -= o->dw_lines;
 	o->dw_lines = 0;
 }
