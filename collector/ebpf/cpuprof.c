@@ -464,44 +464,77 @@ cpuprof_sample_waits(struct cpuprof_svc *s, const uint32_t *locs, size_t n, uint
 	return add_sample(s, locs, n, pid, tid, comm, waits, ns);
 }
 
+/*
+ * The period's profiles go to the store in one synced batch (one write and
+ * one sync, not one per service). Should the batch be refused (a profile
+ * the store will not take makes it refuse all), each is stored by itself,
+ * so that one bad service costs only its own profile.
+ */
 int
 cpuprof_flush(struct cpuprof *c, struct store *st, int64_t start, int64_t end,
     size_t *profiles, uint64_t *samples)
 {
-	size_t i, ok = 0, failed = 0;
+	struct store_input *in = NULL;
+	struct profile **ps = NULL;
+	struct cpuprof_svc **of = NULL;	/* ps[k]'s service */
+	struct buf err = { 0 };
+	size_t i, n = 0, ok = 0, failed = 0;
 	int rc = 0;
 
 	*profiles = 0;
 	*samples = 0;
+	if (c->nsvcs > 0) {
+		in = xcalloc(c->nsvcs, sizeof(*in));
+		ps = xcalloc(c->nsvcs, sizeof(*ps));
+		of = xcalloc(c->nsvcs, sizeof(*of));
+	}
 	for (i = 0; i < c->nsvcs; i++) {
 		struct cpuprof_svc *s = c->svcs[i];
-		struct store_input in = { .service = s->service, .type = c->type,
-		    .labels = &s->labels, .created_at = start, .source = "ebpf" };
 		struct profile *p = NULL;
-		struct buf err = { 0 };
 
 		if (s->total == 0)
 			continue;
-		if ((rc = merge_finish(s->m, false, &p)) == 0) {
-			main_mapping_first(p, s->exe);
-			p->time_nanos = start;
-			p->duration_nanos = end - start;
-			rc = store_put_profile(st, &in, p, NULL, &err);
-		}
-		if (rc < 0) {
+		if ((rc = merge_finish(s->m, false, &p)) < 0) {
 			log_warnx("ebpf: storing the profile of %s failed: %s", s->service,
-			    err.len ? err.data : strerror(-rc));
+			    strerror(-rc));
 			failed++;
-		} else {
-			ok++;
-			*samples += s->total;
+			continue;
 		}
-		profile_free(p);
-		buf_free(&err);
+		main_mapping_first(p, s->exe);
+		p->time_nanos = start;
+		p->duration_nanos = end - start;
+		in[n] = (struct store_input){ .service = s->service, .type = c->type,
+		    .labels = &s->labels, .created_at = start, .source = "ebpf" };
+		ps[n] = p;
+		of[n++] = s;
 	}
+	if (n > 0 && store_put_profiles(st, in, (const struct profile *const *)ps, n, NULL,
+	    &err) == 0) {
+		ok = n;
+		for (i = 0; i < n; i++)
+			*samples += of[i]->total;
+	} else {
+		for (i = 0; i < n; i++) {
+			buf_free(&err);
+			if ((rc = store_put_profile(st, &in[i], ps[i], NULL, &err)) < 0) {
+				log_warnx("ebpf: storing the profile of %s failed: %s",
+				    of[i]->service, err.len ? err.data : strerror(-rc));
+				failed++;
+			} else {
+				ok++;
+				*samples += of[i]->total;
+			}
+		}
+	}
+	buf_free(&err);
+	for (i = 0; i < n; i++)
+		profile_free(ps[i]);
+	free(ps);
+	free(of);
+	free(in);
 	reset(c);
 	*profiles = ok;
 	if (c->keys == NULL)
 		return -ENOMEM;
-	return ok == 0 && failed > 0 ? rc : 0;
+	return ok == 0 && failed > 0 ? (rc < 0 ? rc : -EIO) : 0;
 }

@@ -51,7 +51,8 @@ int		 cpuprof_sample_waits(struct cpuprof_svc *s, const uint32_t *locs, size_t n
 
 /*
  * Store one profile per service for the period [start, end) (wall-clock ns)
- * and empty the aggregates. *profiles (output) counts the profiles stored.
+ * and empty the aggregates, in one synced batch (each by itself should the
+ * store refuse the batch). *profiles (output) counts the profiles stored.
  * Errors of single services are logged; -errno only if none could be stored.
  */
 int		 cpuprof_flush(struct cpuprof *c, struct store *st, int64_t start,

@@ -57,7 +57,7 @@
 #define MAPS_FRESH_NS	(10LL * 1000 * 1000)	/* maps read this recently are current */
 #define MISS_WAIT_MAX_NS (64LL * 1000 * 1000 * 1000)	/* see caller_miss */
 #define FCACHE_SLOTS	8192	/* a power of two */
-#define OFFCPU_DRAIN_NS	(250LL * 1000 * 1000)	/* off-CPU waits drained this often */
+#define OFFCPU_DRAIN_NS	(1000LL * 1000 * 1000)	/* off-CPU waits drained this often */
 #define OFFCPU_AGGS	4096	/* entries of offcpu_aggs (about 5.6 KiB each, when used) */
 /*
  * The watchdog: a sampler that has not completed a period in STALL_PERIODS
