@@ -568,11 +568,12 @@ do_sample(struct bpf_perf_event_data *ctx)
 /*
  * Off-CPU time (with --ebpf-offcpu), from the sched_switch tracepoint alone
  * (no kprobes or trampolines needed). When a thread switches out (it blocks,
- * or is preempted; 1 in offcpu_sample of these switches), its stacks are
+ * or is preempted; 1 in offcpu_sample of these switches, and of
+ * preemptions 1 in offcpu_sample * offcpu_preempt_sample), its stacks are
  * taken as do_sample takes them, while it is still the current task (no
  * other time can read its user stack), into its own entry of offcpu_waits,
  * with the time. When the scheduler switches it in again, a wait of
- * offcpu_min_ns or more is added, weighted by offcpu_sample, to the entry
+ * offcpu_min_ns or more is added, weighted by that N, to the entry
  * of offcpu_aggs for its thread and stack (see struct prof_offcpu_key),
  * which user space drains every few hundred milliseconds: a thread that
  * waits in the same place again and again costs one entry, not one record
@@ -585,6 +586,13 @@ do_sample(struct bpf_perf_event_data *ctx)
 const volatile bool offcpu = false;
 const volatile __u64 offcpu_min_ns = 1000000;
 const volatile __u32 offcpu_sample = 1;
+/*
+ * A preempted thread waits for a CPU, briefly, in whatever it was running:
+ * nearly every such wait has a stack of its own (a leaf pc anywhere), so
+ * they would be most of offcpu_aggs' entries for a small share of the time
+ * waited. Sampled (and weighted) further, their total stays unbiased.
+ */
+const volatile __u32 offcpu_preempt_sample = 1;
 const volatile __u32 self_tgid = 0;
 /* Written by user space (collector/ebpf/offcpu.c) before each drain. */
 volatile __u32 offcpu_gen = 1;
@@ -655,20 +663,34 @@ stack_hash(const struct prof_sample *s)
 	return h;
 }
 
-/* Add w's wait of delta (scaled) that ended at now to offcpu_aggs. */
+/* Add w's wait of delta (scaled) that ended at now, weight waits, to offcpu_aggs. */
 static __always_inline void
-offcpu_add(struct prof_offcpu_val *w, __u64 delta, __u64 now)
+offcpu_add(struct prof_offcpu_val *w, __u64 delta, __u64 weight, __u64 now)
 {
 	struct prof_offcpu_key key = {};
 	struct prof_offcpu_val *v;
 	long rc;
 
+	/*
+	 * A process user space has not seen yet (or whose tables are being
+	 * loaded): its wait goes at once, through the ring buffer, so that
+	 * user space reads its mappings and loads its tables while it lives.
+	 */
+	if (w->s.wake) {
+		w->s.offcpu_ns = delta;
+		w->s.hdr.time_ns = now;
+		if (bpf_ringbuf_output(&events, &w->s, sizeof(w->s), BPF_RB_FORCE_WAKEUP) == 0)
+			count(PROF_CNT_OFFCPU_SENT);
+		else
+			count(PROF_CNT_DROP_RINGBUF);
+		return;
+	}
 	key.stack = stack_hash(&w->s);
 	key.pid = w->s.hdr.pid;
 	key.tid = w->s.hdr.tid;
 	key.gen = offcpu_gen;
 	if ((v = bpf_map_lookup_elem(&offcpu_aggs, &key)) == NULL) {
-		w->waits = 1;
+		w->waits = weight;
 		w->ns = delta;
 		w->s.offcpu_ns = delta;
 		w->s.hdr.time_ns = now;
@@ -687,7 +709,7 @@ offcpu_add(struct prof_offcpu_val *w, __u64 delta, __u64 now)
 			return;
 		}
 	}
-	__sync_fetch_and_add(&v->waits, 1);
+	__sync_fetch_and_add(&v->waits, weight);
 	__sync_fetch_and_add(&v->ns, delta);
 	count(PROF_CNT_OFFCPU_SENT);
 }
@@ -697,7 +719,7 @@ int
 BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
 	struct prof_offcpu_val *w;
-	__u32 tid, tgid, zero = 0;
+	__u32 tid, tgid, zero = 0, weight;
 	__u64 now, start, delta;
 
 	if (!offcpu)
@@ -709,10 +731,12 @@ BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *
 		now = bpf_ktime_get_ns();
 		delta = now - start;
 		w->s.hdr.time_ns = 0;
+		/* The weight the switch out was sampled with. */
+		weight = w->waits > 0 && w->waits <= 0xffffffffULL ? (__u32)w->waits : 1;
 		if (delta < offcpu_min_ns)
 			count(PROF_CNT_OFFCPU_SHORT);
 		else
-			offcpu_add(w, delta * offcpu_sample, now);
+			offcpu_add(w, delta * weight, weight, now);
 	}
 
 	/*
@@ -725,10 +749,12 @@ BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *
 	if (tid == 0 || tgid == self_tgid || BPF_CORE_READ(prev, mm) == NULL ||
 	    (BPF_CORE_READ(prev, flags) & PF_EXITING_FLAG))
 		return 0;
-	if (offcpu_sample > 1 && bpf_get_prandom_u32() % offcpu_sample != 0)
+	weight = preempt ? offcpu_sample * offcpu_preempt_sample : offcpu_sample;
+	if (weight > 1 && bpf_get_prandom_u32() % weight != 0)
 		return 0;
 	/* The thread's entry is filled in place; its first is built aside and stored. */
 	if ((w = bpf_map_lookup_elem(&offcpu_waits, &tid)) != NULL) {
+		w->waits = weight;
 		w->s.hdr.kind = PROF_EV_OFFCPU;
 		w->s.offcpu_ns = 0;
 		fill_sample(ctx, &w->s, false, 0, 0, 0);
@@ -737,6 +763,7 @@ BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *
 	}
 	if ((w = bpf_map_lookup_elem(&offcpu_bufs, &zero)) == NULL)
 		return 0;
+	w->waits = weight;
 	w->s.hdr.kind = PROF_EV_OFFCPU;
 	w->s.offcpu_ns = 0;
 	fill_sample(ctx, &w->s, false, 0, 0, 0);
