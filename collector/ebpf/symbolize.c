@@ -134,11 +134,11 @@ symbolize_create(void)
 static int dwarf_fds;
 /*
  * libdw keeps every line table it decoded until dwarf_end: tens of MiB for
- * a few big units. Past DWARF_LINES_MAX rows held, all handles but the one
- * in use are closed (reopened at their next lookup; names already found
- * stay in the caches).
+ * a few big units. Past DWARF_LINES_MAX rows held at the end of a period
+ * (symbolize_elf_expire), all handles are closed, to be reopened at their
+ * next lookup: a period's lookups decode a table once at most.
  */
-#define DWARF_LINES_MAX	(128u << 10)
+#define DWARF_LINES_MAX	(256u << 10)
 static size_t dwarf_lines;
 static struct elfobj *dw_open;
 static uint64_t dwarf_trims;	/* times handles were let go: rcaches emptied */
@@ -1298,16 +1298,6 @@ symbolize_elf_resolve(struct symbolizer *s, struct elfobj *o, uint64_t vaddr,
 		c->line = 0;
 		if ((c->func = symbolize_elf_lookup(o, vaddr)) != NULL)
 			symbolize_elf_line(o, vaddr, &c->srcfile, &c->line);
-		if (dwarf_lines > DWARF_LINES_MAX) {
-			/* The others' line tables let go, and the file names cached from them. */
-			struct rcache_ent keep = *c;
-
-			while (dw_open != NULL && (dw_open != o || dw_open->dw_next != NULL))
-				dw_close(dw_open != o ? dw_open : dw_open->dw_next);
-			memset(s->rcache, 0, RCACHE_SLOTS * sizeof(*s->rcache));
-			s->trims_seen = ++dwarf_trims;
-			*c = keep;
-		}
 	}
 	*func = c->func;
 	*srcfile = c->srcfile;
@@ -1325,6 +1315,18 @@ symbolize_elf_expire(struct symbolizer *s, time_t before)
 {
 	struct elfobj **keep;
 	size_t i, cap = s->cap;
+
+	if (dwarf_lines > DWARF_LINES_MAX) {
+		/* Let go, and the file names cached from them (every symbolizer's). */
+		log_debug("ebpf: %zu rows of DWARF line tables held: let go", dwarf_lines);
+		while (dw_open != NULL)
+			dw_close(dw_open);
+		dwarf_trims++;
+	}
+	if (s->trims_seen != dwarf_trims) {
+		memset(s->rcache, 0, RCACHE_SLOTS * sizeof(*s->rcache));
+		s->trims_seen = dwarf_trims;
+	}
 
 	for (i = 0; i < cap; i++)
 		if (s->objs[i] && s->objs[i]->refs == 0 && s->objs[i]->used < before)
