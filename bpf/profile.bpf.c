@@ -596,64 +596,175 @@ do_sample(struct bpf_perf_event_data *ctx)
 /*
  * Off-CPU time (with --ebpf-offcpu), from the sched_switch tracepoint alone
  * (no kprobes or trampolines needed). When a thread switches out (it blocks,
- * or is preempted; 1 in offcpu_sample of these switches), its stacks are
- * taken as do_sample takes them, while it is still the current task, and
- * kept in offcpu_waits under its tid with the time. When the scheduler
- * switches it in again, a wait of offcpu_min_ns or more is sent as is,
- * weighted by the wait times offcpu_sample; a shorter one is dropped. The
- * daemon's own process (self_tgid), the idle tasks, kernel threads and
- * exiting threads are left out: their waits are no one's latency.
+ * or is preempted; 1 in offcpu_sample of these switches, and of
+ * preemptions 1 in offcpu_sample * offcpu_preempt_sample), its stacks are
+ * taken as do_sample takes them, while it is still the current task (no
+ * other time can read its user stack), into its own entry of offcpu_waits,
+ * with the time. When the scheduler switches it in again, a wait of
+ * offcpu_min_ns or more is added, weighted by that N, to the entry
+ * of offcpu_aggs for its thread and stack (see struct prof_offcpu_key),
+ * which user space drains every few hundred milliseconds: a thread that
+ * waits in the same place again and again costs one entry, not one record
+ * per wait. With offcpu_aggs full, the wait is sent through the ring buffer
+ * by itself. A shorter wait is dropped. A thread's offcpu_waits entry is
+ * reused from wait to wait and deleted when the thread exits. The daemon's
+ * own process (self_tgid), the idle tasks, kernel threads and exiting
+ * threads are left out: their waits are no one's latency.
  */
 const volatile bool offcpu = false;
 const volatile __u64 offcpu_min_ns = 1000000;
 const volatile __u32 offcpu_sample = 1;
+/*
+ * A preempted thread waits for a CPU, briefly, in whatever it was running:
+ * nearly every such wait has a stack of its own (a leaf pc anywhere), so
+ * they would be most of offcpu_aggs' entries for a small share of the time
+ * waited. Sampled (and weighted) further, their total stays unbiased.
+ */
+const volatile __u32 offcpu_preempt_sample = 1;
 const volatile __u32 self_tgid = 0;
+/* Written by user space (collector/ebpf/offcpu.c) before each drain. */
+volatile __u32 offcpu_gen = 1;
 
 #define PF_EXITING_FLAG		0x00000004	/* include/linux/sched.h PF_EXITING */
+#define EEXIST_ERRNO		17		/* include/uapi/asm-generic/errno-base.h EEXIST */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);	/* memory only for threads blocked now */
+	__uint(map_flags, BPF_F_NO_PREALLOC);	/* memory only for threads that have blocked */
 	__uint(max_entries, 8192);
 	__type(key, __u32);			/* tid */
-	__type(value, struct prof_sample);	/* hdr.time_ns: when it blocked */
+	__type(value, struct prof_offcpu_val);	/* s.hdr.time_ns: when it blocked; 0: running */
 } offcpu_waits SEC(".maps");
 
-/* Where a blocking thread's sample is built before it is stored. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 2048);		/* resized by user space before load */
+	__type(key, struct prof_offcpu_key);
+	__type(value, struct prof_offcpu_val);
+} offcpu_aggs SEC(".maps");
+
+/* Where a thread's first entry of offcpu_waits is built. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct prof_sample);
+	__type(value, struct prof_offcpu_val);
 } offcpu_bufs SEC(".maps");
+
+static __always_inline __u64
+mix(__u64 h, __u64 v)
+{
+	h ^= v;
+	h *= 0x9e3779b97f4a7c15ULL;
+	return h ^ (h >> 29);
+}
+
+/* A hash of what tells s's stacks apart, the frames only, not the identity. */
+static __always_inline __u64
+stack_hash(const struct prof_sample *s)
+{
+	__u32 nk = s->kstack_len > 0 ? (__u32)s->kstack_len / 8 : 0;
+	__u32 nu = s->ustack_len > 0 ? (__u32)s->ustack_len / 8 : 0;
+	__u32 np = s->py_n, i;
+	__u64 h;
+
+	h = mix(0x6a09e667f3bcc908ULL, ((__u64)(__u32)s->kstack_len << 32) | (__u32)s->ustack_len);
+	h = mix(h, ((__u64)s->unwind << 32) | s->py_flags);
+	for (i = 0; i < PROF_MAX_STACK; i++) {
+		if (i >= nk)
+			break;
+		h = mix(h, s->kstack[i]);
+	}
+	for (i = 0; i < PROF_MAX_USTACK; i++) {
+		if (i >= nu)
+			break;
+		h = mix(h, s->ustack[i]);
+	}
+	for (i = 0; i < PROF_MAX_PYFRAMES; i++) {
+		if (i >= np)
+			break;
+		h = mix(h, s->py[i].code);
+		h = mix(h, s->py[i].instr);
+		h = mix(h, s->py[i].name);
+	}
+	return h;
+}
+
+/* Add w's wait of delta (scaled) that ended at now, weight waits, to offcpu_aggs. */
+static __always_inline void
+offcpu_add(struct prof_offcpu_val *w, __u64 delta, __u64 weight, __u64 now)
+{
+	struct prof_offcpu_key key = {};
+	struct prof_offcpu_val *v;
+	long rc;
+
+	/*
+	 * A process user space has not seen yet (or whose tables are being
+	 * loaded): its wait goes at once, through the ring buffer, so that
+	 * user space reads its mappings and loads its tables while it lives.
+	 */
+	if (w->s.wake) {
+		w->s.offcpu_ns = delta;
+		w->s.hdr.time_ns = now;
+		if (bpf_ringbuf_output(&events, &w->s, sizeof(w->s), BPF_RB_FORCE_WAKEUP) == 0)
+			count(PROF_CNT_OFFCPU_SENT);
+		else
+			count(PROF_CNT_DROP_RINGBUF);
+		return;
+	}
+	key.stack = stack_hash(&w->s);
+	key.pid = w->s.hdr.pid;
+	key.tid = w->s.hdr.tid;
+	key.gen = offcpu_gen;
+	if ((v = bpf_map_lookup_elem(&offcpu_aggs, &key)) == NULL) {
+		w->waits = weight;
+		w->ns = delta;
+		w->s.offcpu_ns = delta;
+		w->s.hdr.time_ns = now;
+		rc = bpf_map_update_elem(&offcpu_aggs, &key, w, BPF_NOEXIST);
+		if (rc == 0) {
+			count(PROF_CNT_OFFCPU_SENT);
+			return;
+		}
+		/* Another CPU added it meanwhile; else the map is full. */
+		if (rc != -EEXIST_ERRNO || (v = bpf_map_lookup_elem(&offcpu_aggs, &key)) == NULL) {
+			if (bpf_ringbuf_output(&events, &w->s, sizeof(w->s),
+			    w->s.wake ? BPF_RB_FORCE_WAKEUP : wakeup_flag()) == 0)
+				count(PROF_CNT_OFFCPU_SPILL);
+			else
+				count(PROF_CNT_DROP_RINGBUF);
+			return;
+		}
+	}
+	__sync_fetch_and_add(&v->waits, weight);
+	__sync_fetch_and_add(&v->ns, delta);
+	count(PROF_CNT_OFFCPU_SENT);
+}
 
 SEC("tp_btf/sched_switch")
 int
 BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	struct prof_sample *w;
-	__u32 tid, tgid, zero = 0;
-	__u64 now, delta;
+	struct prof_offcpu_val *w;
+	__u32 tid, tgid, zero = 0, weight;
+	__u64 now, start, delta;
 
 	if (!offcpu)
 		return 0;
 	/* next's wait, if one was recorded, ends here. */
 	tid = BPF_CORE_READ(next, pid);
-	if (tid != 0 && (w = bpf_map_lookup_elem(&offcpu_waits, &tid)) != NULL) {
+	if (tid != 0 && (w = bpf_map_lookup_elem(&offcpu_waits, &tid)) != NULL &&
+	    (start = w->s.hdr.time_ns) != 0) {
 		now = bpf_ktime_get_ns();
-		delta = now - w->hdr.time_ns;
-		if (delta < offcpu_min_ns) {
+		delta = now - start;
+		w->s.hdr.time_ns = 0;
+		/* The weight the switch out was sampled with. */
+		weight = w->waits > 0 && w->waits <= 0xffffffffULL ? (__u32)w->waits : 1;
+		if (delta < offcpu_min_ns)
 			count(PROF_CNT_OFFCPU_SHORT);
-		} else {
-			w->offcpu_ns = delta * offcpu_sample;
-			w->hdr.time_ns = now;
-			if (bpf_ringbuf_output(&events, w, sizeof(*w),
-			    w->wake ? BPF_RB_FORCE_WAKEUP : wakeup_flag()) == 0)
-				count(PROF_CNT_OFFCPU_SENT);
-			else
-				count(PROF_CNT_DROP_RINGBUF);
-		}
-		bpf_map_delete_elem(&offcpu_waits, &tid);
+		else
+			offcpu_add(w, delta * weight, weight, now);
 	}
 
 	/*
@@ -666,14 +777,25 @@ BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *
 	if (tid == 0 || tgid == self_tgid || BPF_CORE_READ(prev, mm) == NULL ||
 	    (BPF_CORE_READ(prev, flags) & PF_EXITING_FLAG))
 		return 0;
-	if (offcpu_sample > 1 && bpf_get_prandom_u32() % offcpu_sample != 0)
+	weight = preempt ? offcpu_sample * offcpu_preempt_sample : offcpu_sample;
+	if (weight > 1 && bpf_get_prandom_u32() % weight != 0)
 		return 0;
+	/* The thread's entry is filled in place; its first is built aside and stored. */
+	if ((w = bpf_map_lookup_elem(&offcpu_waits, &tid)) != NULL) {
+		w->waits = weight;
+		w->s.hdr.kind = PROF_EV_OFFCPU;
+		w->s.offcpu_ns = 0;
+		fill_sample(ctx, &w->s, false, 0, 0, 0);
+		count(PROF_CNT_OFFCPU_OUT);
+		return 0;
+	}
 	if ((w = bpf_map_lookup_elem(&offcpu_bufs, &zero)) == NULL)
 		return 0;
-	w->hdr.kind = PROF_EV_OFFCPU;
-	w->offcpu_ns = 0;
-	fill_sample(ctx, w, false, 0, 0, 0);
-	if (bpf_map_update_elem(&offcpu_waits, &tid, w, BPF_ANY) == 0)
+	w->waits = weight;
+	w->s.hdr.kind = PROF_EV_OFFCPU;
+	w->s.offcpu_ns = 0;
+	fill_sample(ctx, &w->s, false, 0, 0, 0);
+	if (bpf_map_update_elem(&offcpu_waits, &tid, w, BPF_NOEXIST) == 0)
 		count(PROF_CNT_OFFCPU_OUT);
 	else
 		count(PROF_CNT_OFFCPU_FULL);
@@ -726,6 +848,11 @@ int
 on_exit(void *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id;
+
+	/* Every thread's own off-CPU entry goes with it. */
+	if (offcpu)
+		bpf_map_delete_elem(&offcpu_waits, &tid);
 
 	/* Only the thread group leader's exit ends the process's mappings. */
 	if ((id >> 32) == (__u32)id) {

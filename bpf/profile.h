@@ -179,6 +179,7 @@ enum prof_counter {
 	PROF_CNT_HS_FRAMES,	/* frames of HotSpot's code cache stepped through */
 	PROF_CNT_HS_NO_BLOB,	/* ... whose code blob was not found (walked by frame pointer) */
 	PROF_CNT_V8_STACKS,	/* stacks of V8 processes walked for JavaScript frames */
+	PROF_CNT_OFFCPU_SPILL,	/* waits sent one by one through the ring buffer: offcpu_aggs full */
 	PROF_CNT_MAX
 };
 
@@ -377,6 +378,27 @@ struct v8_proc {
 	__s16	off_function;
 	__s16	off_context;
 	__u32	pad;
+};
+
+/*
+ * Off-CPU waits are added up in the kernel: offcpu_aggs holds one entry per
+ * thread and stack (a hash of its kernel, user and Python frames) and
+ * generation, which user space drains now and then. A wait is added under
+ * the generation current when it ended (offcpu_gen); user space moves the
+ * generation on before it drains, and drains only the generations before
+ * the one it just left, to which no program adds any more.
+ */
+struct prof_offcpu_key {
+	__u64	stack;		/* hash of the sample's stacks */
+	__u32	pid, tid;
+	__u32	gen;		/* offcpu_gen when the waits ended */
+	__u32	pad;
+};
+
+struct prof_offcpu_val {
+	__u64	waits;		/* waits added up */
+	__u64	ns;		/* their time, times offcpu_sample */
+	struct prof_sample s;	/* the first one's: identity and stacks (hdr.kind PROF_EV_OFFCPU) */
 };
 
 #endif

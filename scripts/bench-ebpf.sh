@@ -43,7 +43,9 @@
 #      a fresh daemon per run, DAEMON_RUNS runs per setting, medians; the
 #      waits recorded and the sched_switch program's run time (percent of a
 #      CPU, paid by the tasks switching, not by the daemon). Targets at 99 Hz
-#      with off-CPU on: <= 1% of a core, RSS <= 150 MB.
+#      with off-CPU on: <= 1% of a core, RSS <= 150 MB. With BASE_BIN, that
+#      binary's daemon runs beside ours with the same flags over the same
+#      seconds (its sched_switch program not counted): both side by side.
 #   7. Go labels: a Go program running under two pprof label sets, without
 #      and with the daemon (its slowdown), and the BPF program's time per
 #      sample while every CPU runs it.
@@ -452,7 +454,7 @@ EOF
 cc -O2 -pthread -o "$W/contend" "$W/contend.c" || exit 1
 
 offcpu_cost() {
-  local hz mode r a b c spinners old cs0 cs1 run0 run1 waits
+  local hz mode r a b ba bb c spinners old cs0 cs1 run0 run1 waits
   echo "== off-CPU: daemon cost over ${SECS}s with every CPU busy (python3, gzip, xz, sqlite3)" \
     "and a lock-contended program, $DAEMON_RUNS runs per setting (each a fresh daemon)"
   HZ_TCK=$(getconf CLK_TCK)
@@ -463,6 +465,14 @@ offcpu_cost() {
       : >"$W/oc_cost"
       for r in $(seq 1 "$DAEMON_RUNS"); do
         HTTP_PORT=$((20000 + RANDOM % 20000))
+        # The base daemon first: ours is the sched_switch program loaded last.
+        if [ -n "$BASE_BIN" ]; then
+          case $mode in
+          on) start_base --ebpf="$hz" --ebpf-offcpu --ebpf-period 10 ;;
+          sample10) start_base --ebpf="$hz" --ebpf-offcpu --ebpf-offcpu-sample 10 --ebpf-period 10 ;;
+          *) start_base --ebpf="$hz" --ebpf-period 10 ;;
+          esac
+        fi
         if [ "$mode" = on ]; then
           start_daemon --ebpf="$hz" --ebpf-offcpu --ebpf-period 10 --http "127.0.0.1:$HTTP_PORT"
         elif [ "$mode" = sample10 ]; then
@@ -482,22 +492,30 @@ offcpu_cost() {
         cs0=$(awk '/^ctxt/ {print $2}' /proc/stat)
         # (Other daemons' programs of the same name would mix in: ours is the one loaded last.)
         run0=$(bpftool prog show name on_switch 2>/dev/null | grep -o 'run_time_ns [0-9]*' | tail -1 | awk '{print $2}')
-        a=$(cpu_ticks "$PID"); sleep "$SECS"; b=$(cpu_ticks "$PID")
+        a=$(cpu_ticks "$PID"); ba=$([ -n "$BPID" ] && cpu_ticks "$BPID" || echo 0)
+        sleep "$SECS"
+        b=$(cpu_ticks "$PID"); bb=$([ -n "$BPID" ] && cpu_ticks "$BPID" || echo 0)
         cs1=$(awk '/^ctxt/ {print $2}' /proc/stat)
         run1=$(bpftool prog show name on_switch 2>/dev/null | grep -o 'run_time_ns [0-9]*' | tail -1 | awk '{print $2}')
         wait "${spinners[@]}" 2>/dev/null
         waits=$(curl -s "http://127.0.0.1:$HTTP_PORT/metrics" |
           awk '/^profilefs_ebpf_offcpu_waits_stored_total/ {print $2}')
         HWM=$(awk '/^VmHWM/ {print $2}' "/proc/$PID/status")
+        BHWM=0
+        [ -n "$BPID" ] && BHWM=$(awk '/^VmHWM/ {print $2}' "/proc/$BPID/status")
         stop_daemon
+        stop_base
         echo "$(pct "$a" "$b") $((HWM / 1024)) $(( (cs1 - cs0) / SECS )) ${waits:-0}" \
           "$(awk -v a="${run0:-0}" -v b="${run1:-0}" -v s="$SECS" 'BEGIN {printf "%.3f", (b - a) / s / 1e9 * 100}')" \
-          >>"$W/oc_cost"
-        tail -1 "$W/oc_cost" | awk -v r="$r" -v hz="$hz" -v m="$mode" '{printf "  %d Hz, off-CPU %-8s run %d: daemon cpu %.2f%% of one core, peak rss %d MiB; %d context switches/s on the host; %d waits stored; sched_switch program %.3f%% of a CPU\n", hz, m, r, $1, $2, $3, $4, $5}'
+          "$(pct "$ba" "$bb") $((BHWM / 1024))" >>"$W/oc_cost"
+        tail -1 "$W/oc_cost" | awk -v r="$r" -v hz="$hz" -v m="$mode" -v base="$BASE_BIN" '{printf "  %d Hz, off-CPU %-8s run %d: daemon cpu %.2f%% of one core, peak rss %d MiB; %d context switches/s on the host; %d waits stored; sched_switch program %.3f%% of a CPU%s\n", hz, m, r, $1, $2, $3, $4, $5, base != "" ? sprintf("; beside it, the base daemon %.2f%%, %d MiB", $6, $7) : ""}'
       done
       printf "%d Hz, off-CPU %-8s (median of %d): daemon cpu %.2f%% of one core, peak rss %d MiB, sched_switch program %.3f%% of a CPU\n" \
         "$hz" "$mode" "$DAEMON_RUNS" "$(awk '{print $1}' "$W/oc_cost" | median)" \
         "$(awk '{print $2}' "$W/oc_cost" | median)" "$(awk '{print $5}' "$W/oc_cost" | median)"
+      [ -n "$BASE_BIN" ] && printf "%d Hz, off-CPU %-8s BASE_BIN daemon (median of %d, same seconds): cpu %.2f%% of one core, peak rss %d MiB\n" \
+        "$hz" "$mode" "$DAEMON_RUNS" "$(awk '{print $6}' "$W/oc_cost" | median)" \
+        "$(awk '{print $7}' "$W/oc_cost" | median)"
     done
   done
   [ -n "$old" ] && sysctl -qw kernel.bpf_stats_enabled="$old"

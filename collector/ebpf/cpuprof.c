@@ -442,9 +442,9 @@ cpuprof_location(struct cpuprof_svc *s, const struct frame *f)
 	return k;
 }
 
-int
-cpuprof_sample_labels(struct cpuprof_svc *s, const uint32_t *locs, size_t n, uint32_t pid,
-    uint32_t tid, const char *comm, int64_t value, const char *const *keys,
+static int
+add_sample(struct cpuprof_svc *s, const uint32_t *locs, size_t n, uint32_t pid,
+    uint32_t tid, const char *comm, int64_t count, int64_t value, const char *const *keys,
     const char *const *values, size_t nextra)
 {
 	struct pf_label labels[3 + 16] = {
@@ -452,7 +452,7 @@ cpuprof_sample_labels(struct cpuprof_svc *s, const uint32_t *locs, size_t n, uin
 		{ .key = s->s_tid, .num = tid },
 		{ .key = s->s_comm },
 	};
-	int64_t vals[2] = { 1, 0 }, ci;
+	int64_t vals[2] = { count, value }, ci;
 	size_t i, nl = 3;
 	int rc;
 
@@ -465,9 +465,8 @@ cpuprof_sample_labels(struct cpuprof_svc *s, const uint32_t *locs, size_t n, uin
 		    (labels[nl].str = merge_string(s->m, values[i])) < 0)
 			return -ENOMEM;
 	}
-	vals[1] = value > 0 ? value : merge_period(s->m);
 	if ((rc = merge_sample(s->m, locs, n, labels, nl, vals)) == 0)
-		s->total++;
+		s->total += (uint64_t)count;
 	return rc;
 }
 
@@ -479,43 +478,95 @@ cpuprof_sample(struct cpuprof_svc *s, const uint32_t *locs, size_t n, uint32_t p
 }
 
 int
+cpuprof_sample_labels(struct cpuprof_svc *s, const uint32_t *locs, size_t n, uint32_t pid,
+    uint32_t tid, const char *comm, int64_t value, const char *const *keys,
+    const char *const *values, size_t nextra)
+{
+	return add_sample(s, locs, n, pid, tid, comm, 1, value > 0 ? value : merge_period(s->m),
+	    keys, values, nextra);
+}
+
+int
+cpuprof_sample_waits(struct cpuprof_svc *s, const uint32_t *locs, size_t n, uint32_t pid,
+    uint32_t tid, const char *comm, int64_t waits, int64_t ns, const char *const *keys,
+    const char *const *values, size_t nextra)
+{
+	if (waits < 1 || ns < 0)
+		return -EINVAL;
+	return add_sample(s, locs, n, pid, tid, comm, waits, ns, keys, values, nextra);
+}
+
+/*
+ * The period's profiles go to the store in one synced batch (one write and
+ * one sync, not one per service). Should the batch be refused (a profile
+ * the store will not take makes it refuse all), each is stored by itself,
+ * so that one bad service costs only its own profile.
+ */
+int
 cpuprof_flush(struct cpuprof *c, struct store *st, int64_t start, int64_t end,
     size_t *profiles, uint64_t *samples)
 {
-	size_t i, ok = 0, failed = 0;
+	struct store_input *in = NULL;
+	struct profile **ps = NULL;
+	struct cpuprof_svc **of = NULL;	/* ps[k]'s service */
+	struct buf err = { 0 };
+	size_t i, n = 0, ok = 0, failed = 0;
 	int rc = 0;
 
 	*profiles = 0;
 	*samples = 0;
+	if (c->nsvcs > 0) {
+		in = xcalloc(c->nsvcs, sizeof(*in));
+		ps = xcalloc(c->nsvcs, sizeof(*ps));
+		of = xcalloc(c->nsvcs, sizeof(*of));
+	}
 	for (i = 0; i < c->nsvcs; i++) {
 		struct cpuprof_svc *s = c->svcs[i];
-		struct store_input in = { .service = s->service, .type = c->type,
-		    .labels = &s->labels, .created_at = start, .source = "ebpf" };
 		struct profile *p = NULL;
-		struct buf err = { 0 };
 
 		if (s->total == 0)
 			continue;
-		if ((rc = merge_finish(s->m, false, &p)) == 0) {
-			main_mapping_first(p, s->exe);
-			p->time_nanos = start;
-			p->duration_nanos = end - start;
-			rc = store_put_profile(st, &in, p, NULL, &err);
-		}
-		if (rc < 0) {
+		if ((rc = merge_finish(s->m, false, &p)) < 0) {
 			log_warnx("ebpf: storing the profile of %s failed: %s", s->service,
-			    err.len ? err.data : strerror(-rc));
+			    strerror(-rc));
 			failed++;
-		} else {
-			ok++;
-			*samples += s->total;
+			continue;
 		}
-		profile_free(p);
-		buf_free(&err);
+		main_mapping_first(p, s->exe);
+		p->time_nanos = start;
+		p->duration_nanos = end - start;
+		in[n] = (struct store_input){ .service = s->service, .type = c->type,
+		    .labels = &s->labels, .created_at = start, .source = "ebpf" };
+		ps[n] = p;
+		of[n++] = s;
 	}
+	if (n > 0 && store_put_profiles(st, in, (const struct profile *const *)ps, n, NULL,
+	    &err) == 0) {
+		ok = n;
+		for (i = 0; i < n; i++)
+			*samples += of[i]->total;
+	} else {
+		for (i = 0; i < n; i++) {
+			buf_free(&err);
+			if ((rc = store_put_profile(st, &in[i], ps[i], NULL, &err)) < 0) {
+				log_warnx("ebpf: storing the profile of %s failed: %s",
+				    of[i]->service, err.len ? err.data : strerror(-rc));
+				failed++;
+			} else {
+				ok++;
+				*samples += of[i]->total;
+			}
+		}
+	}
+	buf_free(&err);
+	for (i = 0; i < n; i++)
+		profile_free(ps[i]);
+	free(ps);
+	free(of);
+	free(in);
 	reset(c);
 	*profiles = ok;
 	if (c->keys == NULL)
 		return -ENOMEM;
-	return ok == 0 && failed > 0 ? rc : 0;
+	return ok == 0 && failed > 0 ? (rc < 0 ? rc : -EIO) : 0;
 }

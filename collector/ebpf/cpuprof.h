@@ -55,10 +55,15 @@ int		 cpuprof_sample(struct cpuprof_svc *s, const uint32_t *locs, size_t n,
 int		 cpuprof_sample_labels(struct cpuprof_svc *s, const uint32_t *locs, size_t n,
 		    uint32_t pid, uint32_t tid, const char *comm, int64_t value,
 		    const char *const *keys, const char *const *values, size_t nextra);
+/* Count waits off-CPU at once (values waits and ns: the kernel added them up), labelled so. */
+int		 cpuprof_sample_waits(struct cpuprof_svc *s, const uint32_t *locs, size_t n,
+		    uint32_t pid, uint32_t tid, const char *comm, int64_t waits, int64_t ns,
+		    const char *const *keys, const char *const *values, size_t nextra);
 
 /*
  * Store one profile per service for the period [start, end) (wall-clock ns)
- * and empty the aggregates. *profiles (output) counts the profiles stored.
+ * and empty the aggregates, in one synced batch (each by itself should the
+ * store refuse the batch). *profiles (output) counts the profiles stored.
  * Errors of single services are logged; -errno only if none could be stored.
  */
 int		 cpuprof_flush(struct cpuprof *c, struct store *st, int64_t start,

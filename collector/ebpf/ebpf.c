@@ -40,6 +40,7 @@
 #include "pprof.h"
 #include "store.h"
 #include "memread.h"
+#include "offcpu.h"
 #include "rio.h"
 #include "proctab.h"
 #include "hotspot.h"
@@ -61,6 +62,9 @@
 #define MISS_WAIT_MAX_NS (64LL * 1000 * 1000 * 1000)	/* see caller_miss */
 #define FCACHE_SLOTS	8192	/* a power of two */
 #define PROF_INLINED_MAX 256	/* frames HotSpot's inlined methods may add to a stack */
+#define OFFCPU_DRAIN_NS	(1000LL * 1000 * 1000)	/* off-CPU waits drained this often */
+#define OFFCPU_AGGS	4096	/* entries of offcpu_aggs (about 5.6 KiB each, when used) */
+#define OFFCPU_PREEMPT_SAMPLE 10	/* preemptions recorded 1 in 10 more (profile.bpf.c) */
 /*
  * The watchdog: a sampler that has not completed a period in STALL_PERIODS
  * periods (and STALL_MIN_NS: a flush may take seconds on a loaded host) is
@@ -106,6 +110,9 @@ struct ebpf_sampler {
 	struct proctab		*pt;
 	struct cpuprof		*cp;
 	struct cpuprof		*off;		/* off-CPU waits; NULL: not recorded */
+	struct offcpu		*oc;		/* drains them; with off */
+	int64_t			 oc_next;	/* monotonic ns of the next drain */
+	uint64_t		 oc_entries, oc_waits;	/* drained this period */
 	struct unwinder		*unw;		/* NULL: frame pointers only */
 	struct python		*py;		/* CPython frames */
 	struct golabels		*gl;		/* Go pprof labels */
@@ -438,9 +445,10 @@ tracing_frames(struct ebpf_sampler *e, const __u64 *kstack, int nk)
 	return i;
 }
 
-/* Add s to cp: a CPU sample, or an off-CPU wait of s->offcpu_ns. */
+/* Add s to cp: a CPU sample, or waits off-CPU (how many, s->offcpu_ns in all). */
 static void
-handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_sample *s)
+handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_sample *s,
+    uint64_t waits)
 {
 	char comm[PROF_COMM_LEN + 1];
 	struct cpuprof_svc *svc;
@@ -671,9 +679,13 @@ handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_samp
 			return;
 		e->locs[n++] = (uint32_t)li;
 	}
-	cpuprof_sample_labels(svc, e->locs, n, s->hdr.pid, s->hdr.tid, comm,
-	    s->hdr.kind == PROF_EV_OFFCPU ? (int64_t)s->offcpu_ns : 0,
-	    golab ? gs.keys : NULL, golab ? gs.values : NULL, golab ? gs.n : 0);
+	if (s->hdr.kind == PROF_EV_OFFCPU)
+		cpuprof_sample_waits(svc, e->locs, n, s->hdr.pid, s->hdr.tid, comm,
+		    (int64_t)waits, (int64_t)s->offcpu_ns, golab ? gs.keys : NULL,
+		    golab ? gs.values : NULL, golab ? gs.n : 0);
+	else
+		cpuprof_sample_labels(svc, e->locs, n, s->hdr.pid, s->hdr.tid, comm, 0,
+		    golab ? gs.keys : NULL, golab ? gs.values : NULL, golab ? gs.n : 0);
 	/* Tables for the next samples, should the maps have grown. */
 	if (miss && e->unw && !p->kthread && !p->gone)
 		caller_miss(e, p, miss);
@@ -692,11 +704,11 @@ handle_event(void *ctx, void *data, size_t size)
 	switch (h->kind) {
 	case PROF_EV_SAMPLE:
 		if (size >= sizeof(struct prof_sample))
-			handle_sample(e, e->cp, data);
+			handle_sample(e, e->cp, data, 1);
 		break;
 	case PROF_EV_OFFCPU:
 		if (size >= sizeof(struct prof_sample) && e->off)
-			handle_sample(e, e->off, data);
+			handle_sample(e, e->off, data, 1);
 		break;
 	case PROF_EV_EXEC:
 		/* New mappings: read them now, while the process surely exists. */
@@ -718,10 +730,49 @@ handle_event(void *ctx, void *data, size_t size)
 		}
 		break;
 	case PROF_EV_EXIT:
-		proctab_forget(e->pt, h->pid);
+		/* Off-CPU waits still in the kernel need its mappings: forgotten after their drain. */
+		if (e->oc == NULL || proctab_hold(e->pt, h->pid) < 0 ||
+		    !offcpu_exited(e->oc, h->pid))
+			proctab_forget(e->pt, h->pid);
 		break;
 	}
 	return 0;
+}
+
+/* One entry of offcpu_aggs: a thread's waits in one stack. */
+static void
+offcpu_add(void *arg, struct prof_offcpu_val *v)
+{
+	struct ebpf_sampler *e = arg;
+
+	if (v->s.hdr.kind != PROF_EV_OFFCPU || v->waits == 0)
+		return;
+	e->events++;
+	e->oc_entries++;
+	e->oc_waits += v->waits;
+	v->s.offcpu_ns = v->ns;
+	handle_sample(e, e->off, &v->s, v->waits);
+}
+
+static void
+offcpu_forget(void *arg, uint32_t pid)
+{
+	struct ebpf_sampler *e = arg;
+
+	proctab_forget(e->pt, pid);
+}
+
+/* The off-CPU waits added up in the kernel since the last drain (all: every one). */
+static void
+drain_offcpu(struct ebpf_sampler *e, bool all)
+{
+	int rc;
+
+	if (e->oc == NULL)
+		return;
+	e->oc_next = clock_mono_ns() + OFFCPU_DRAIN_NS;
+	if ((rc = offcpu_drain(e->oc, all, offcpu_add, offcpu_forget, e)) < 0)
+		log_warnx("ebpf: reading the off-CPU waits: %s", strerror(-rc));
 }
 
 static void
@@ -778,7 +829,8 @@ flush(struct ebpf_sampler *e)
 		"ustack_errors", "cfi_stacks", "cfi_complete", "cfi_fp_frames", "cfi_unsupported",
 		"cfi_read_errors", "py_stacks", "py_read_errors", "offcpu_switches",
 		"offcpu_short", "offcpu_sent", "offcpu_full", "go_labels", "go_labels_truncated",
-		"rb_stacks", "rb_read_errors", "hs_frames", "hs_no_blob", "v8_stacks"
+		"rb_stacks", "rb_read_errors", "hs_frames", "hs_no_blob", "v8_stacks",
+		"offcpu_spilled"
 	};
 	struct unwind_stats us;
 	struct python_stats ps;
@@ -793,10 +845,14 @@ flush(struct ebpf_sampler *e)
 
 	cpuprof_flush(e->cp, e->st, e->period_start, end, &profiles, &samples);
 	if (e->off) {
+		drain_offcpu(e, atomic_load(&e->stop));
 		size_t op = 0;
 		uint64_t os = 0;
 
 		cpuprof_flush(e->off, e->st, e->period_start, end, &op, &os);
+		log_debug("ebpf: off-CPU: %llu waits in %llu entries drained from the kernel",
+		    (unsigned long long)e->oc_waits, (unsigned long long)e->oc_entries);
+		e->oc_waits = e->oc_entries = 0;
 		metrics_add("profilefs_ebpf_offcpu_waits_stored_total", NULL, (double)os);
 		metrics_add("profilefs_ebpf_offcpu_profiles_total", NULL, (double)op);
 	}
@@ -942,6 +998,8 @@ sampler_main(void *arg)
 			rc = ring_buffer__consume(e->rb);
 		if (e->unw)
 			unwind_poll(e->unw);
+		if (e->oc && clock_mono_ns() >= e->oc_next)
+			drain_offcpu(e, false);
 		if (rc < 0 && rc != -EINTR) {
 			log_warnx("ebpf: ring buffer: %s", strerror(-rc));
 			break;
@@ -1211,11 +1269,16 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 		e->skel->rodata->offcpu = o->offcpu;
 		e->skel->rodata->offcpu_min_ns = o->offcpu_min_ns;
 		e->skel->rodata->offcpu_sample = o->offcpu_sample > 1 ? o->offcpu_sample : 1;
+		e->skel->rodata->offcpu_preempt_sample = OFFCPU_PREEMPT_SAMPLE;
 		e->skel->rodata->self_tgid = (uint32_t)getpid();
 		/* Without off-CPU its programs are not even loaded. */
 		bpf_program__set_autoload(e->skel->progs.on_switch, o->offcpu);
-		if (!o->offcpu)
+		if (!o->offcpu) {
 			bpf_map__set_max_entries(e->skel->maps.offcpu_waits, 1);
+			bpf_map__set_max_entries(e->skel->maps.offcpu_aggs, 1);
+		} else {
+			bpf_map__set_max_entries(e->skel->maps.offcpu_aggs, OFFCPU_AGGS);
+		}
 		if (unwind_mib > 0) {
 			e->skel->rodata->unwind_tables = true;
 			unwind_configure(e->skel->maps.unw_rows, (size_t)unwind_mib << 20);
@@ -1261,7 +1324,9 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 		goto fail;
 	}
 	if ((e->hs = hotspot_create(bpf_map__fd(e->skel->maps.hs_procs))) == NULL ||
-	    (e->v8 = v8_create(bpf_map__fd(e->skel->maps.v8_procs))) == NULL) {
+	    (e->v8 = v8_create(bpf_map__fd(e->skel->maps.v8_procs))) == NULL ||
+	    (o->offcpu && (e->oc = offcpu_create(bpf_map__fd(e->skel->maps.offcpu_aggs),
+	    &e->skel->data->offcpu_gen)) == NULL)) {
 		rc = -ENOMEM;
 		goto fail;
 	}
@@ -1311,9 +1376,10 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 	    "walked %s", e->npfds, e->hz, e->flush_secs, e->unw ?
 	    "with unwind tables (.eh_frame), else frame pointers" : "by frame pointers");
 	if (o->offcpu)
-		log_info("ebpf: off-CPU waits of %.3f ms or more recorded (1 switch in %u), "
-		    "profile type offcpu", (double)o->offcpu_min_ns / 1e6,
-		    o->offcpu_sample > 1 ? o->offcpu_sample : 1);
+		log_info("ebpf: off-CPU waits of %.3f ms or more recorded (1 switch in %u, "
+		    "1 preemption in %u), profile type offcpu", (double)o->offcpu_min_ns / 1e6,
+		    o->offcpu_sample > 1 ? o->offcpu_sample : 1,
+		    (o->offcpu_sample > 1 ? o->offcpu_sample : 1) * OFFCPU_PREEMPT_SAMPLE);
 	*out = e;
 	return 0;
 fail:
@@ -1361,6 +1427,7 @@ ebpf_stop(struct ebpf_sampler *e)
 	ring_buffer__free(e->rb);
 	cpuprof_destroy(e->cp);
 	cpuprof_destroy(e->off);
+	offcpu_destroy(e->oc);
 	/* Processes release their unwind entries while the maps still exist. */
 	proctab_destroy(e->pt);
 	python_destroy(e->py);

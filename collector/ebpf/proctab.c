@@ -853,6 +853,20 @@ proctab_forget(struct proctab *pt, uint32_t pid)
 	}
 }
 
+int
+proctab_hold(struct proctab *pt, uint32_t pid)
+{
+	struct proc *p;
+
+	for (p = pt->buckets[pid % NBUCKETS]; p; p = p->next) {
+		if (p->pid == pid) {
+			p->held = true;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
 void
 proctab_expire(struct proctab *pt)
 {
@@ -864,7 +878,7 @@ proctab_expire(struct proctab *pt)
 
 		while ((p = *pp) != NULL) {
 			snprintf(path, sizeof(path), "/proc/%u", p->pid);
-			if (p->gone || access(path, F_OK) != 0) {
+			if (!p->held && (p->gone || access(path, F_OK) != 0)) {
 				*pp = p->next;
 				jvm_tidy(p);
 				proc_free(pt, p);

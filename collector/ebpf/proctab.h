@@ -89,6 +89,7 @@ struct proc {
 	/* ruby.c's, released through the hook of proctab_set_release */
 	void		*rb;
 	uint32_t	 rb_gen;	/* maps_gen when ruby.c last looked */
+	bool		 held;		/* exited, kept until proctab_forget (proctab_hold) */
 };
 
 /* An executable file mapping of a process, for the unwinder. */
@@ -119,6 +120,12 @@ struct proc	*proctab_get(struct proctab *pt, uint32_t pid, const char *comm);
 struct proc	*proctab_exec(struct proctab *pt, uint32_t pid, const char *comm);
 /* Forget pid (it exited, or exec'd: its mappings are no longer valid). */
 void		 proctab_forget(struct proctab *pt, uint32_t pid);
+/*
+ * pid exited, but samples of it are still to come (off-CPU waits added up
+ * in the kernel): proctab_expire keeps it until proctab_forget. -ENOENT if
+ * pid is not in the table.
+ */
+int		 proctab_hold(struct proctab *pt, uint32_t pid);
 /* Resolve a user address of p; f's strings are the table's. */
 void		 proctab_resolve(struct proctab *pt, struct proc *p, uint64_t addr,
 		    struct frame *f);

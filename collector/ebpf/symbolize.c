@@ -65,6 +65,9 @@ struct elfobj {
 	int		 dw_fd;		/* > 0: a file with .debug_info, kept open */
 	Dwarf		*dw;
 	bool		 dw_failed;
+	struct elfobj	*dw_next;	/* in dw_open, while dw is */
+	uint64_t	*dw_cus;	/* offsets of the units whose line tables dw holds */
+	size_t		 dw_ncus, dw_cuscap, dw_lines;	/* ... and their rows */
 	bool		 dbg_wait;	/* its debug file is being fetched (debuginfod) */
 	bool		 dbg_missing;	/* no symbol table: debuginfod is asked again now and then */
 };
@@ -88,6 +91,7 @@ static const char kernel_key;
 
 struct symbolizer {
 	struct rcache_ent *rcache;	/* RCACHE_SLOTS; emptied when objects are freed */
+	uint64_t	  trims_seen;	/* dwarf_trims when rcache was last emptied for it */
 	struct elfobj	 *vdso;		/* ours, which is every 64-bit process's */
 	bool		  vdso_tried;
 	struct elfobj	**objs;		/* open hash on (dev, ino), linear probing */
@@ -128,14 +132,46 @@ symbolize_create(void)
 #define MAX_DWARF_FDS	64
 #define MAX_DEBUG_INFO	(16u << 20)	/* bytes of .debug_info read for lines */
 static int dwarf_fds;
+/*
+ * libdw keeps every line table it decoded until dwarf_end: tens of MiB for
+ * a few big units. Past DWARF_LINES_MAX rows held at the end of a period
+ * (symbolize_elf_expire), all handles are closed, to be reopened at their
+ * next lookup: a period's lookups decode a table once at most.
+ */
+#define DWARF_LINES_MAX	(256u << 10)
+static size_t dwarf_lines;
+static struct elfobj *dw_open;
+static uint64_t dwarf_trims;	/* times handles were let go: rcaches emptied */
+
+static void
+dw_close(struct elfobj *o)
+{
+	struct elfobj **pp;
+
+	if (o->dw == NULL)
+		return;
+	for (pp = &dw_open; *pp; pp = &(*pp)->dw_next) {
+		if (*pp == o) {
+			*pp = o->dw_next;
+			break;
+		}
+	}
+	dwarf_end(o->dw);
+	o->dw = NULL;
+	o->dw_next = NULL;
+	free(o->dw_cus);
+	o->dw_cus = NULL;
+	o->dw_ncus = o->dw_cuscap = 0;
+	dwarf_lines -= o->dw_lines;
+	o->dw_lines = 0;
+}
 
 static void
 elfobj_free(struct elfobj *o)
 {
 	if (o == NULL)
 		return;
-	if (o->dw)
-		dwarf_end(o->dw);
+	dw_close(o);
 	if (o->dw_fd > 0) {
 		close(o->dw_fd);
 		dwarf_fds--;
@@ -180,15 +216,14 @@ sym_cmp(const void *a, const void *b)
 
 /*
  * Names longer than SYM_NAME_MAX are kept cut (first bytes and "..."), a
- * bounded number per object; the string table copy keeps only the last
- * SYM_NAME_MAX bytes of each longer string, which is all that the names
- * ending in it within the bound can use.
+ * bounded number per object.
  */
 #define NAME_CUTS_MAX	64
 
-struct strcut {
-	size_t		 keep;		/* offset in the table where a long string's kept tail starts */
-	size_t		 removed;	/* bytes dropped from the table up to keep */
+/* A function symbol whose name is still its offset in the string table. */
+struct pending_name {
+	uint32_t	 src;		/* offset in the section's string table */
+	uint32_t	 sym;		/* index in o->syms */
 };
 
 /* Append name[0..len) to b, cut to SYM_NAME_MAX with "..." (and suffix), NUL-terminated. */
@@ -206,43 +241,56 @@ name_add(struct buf *b, const char *name, size_t len, const char *suffix)
 	return buf_add(b, suffix, sl + 1);
 }
 
+static int
+pending_cmp(const void *a, const void *b)
+{
+	const struct pending_name *x = a, *y = b;
+
+	return x->src < y->src ? -1 : x->src > y->src;
+}
+
 /*
- * Copy string table st[0..n) to o->names, each string longer than
- * SYM_NAME_MAX reduced to its tail; the cuts made go to *cuts.
+ * Copy the names of p[0..n) (at most SYM_NAME_MAX bytes each) from string
+ * table st to o->names, in the order of their offsets, and point their
+ * symbols at the copies. A name that is the tail of the one copied before it
+ * (a linker shares suffixes) points into that copy: every byte of the table
+ * is copied once at most, whatever a crafted table's symbols point at.
  */
 static int
-strtab_copy(struct elfobj *o, const char *st, size_t n, struct strcut **cuts, size_t *ncuts)
+names_copy(struct elfobj *o, const char *st, struct pending_name *p, size_t n)
 {
-	size_t a = 0, e, removed = 0, ccap = 0;
+	size_t i, prev_src = 0, prev_end = 0, prev_dst = 0, len;
 
-	while (a < n) {
-		e = a + strnlen(st + a, n - a);
-		if (e - a > SYM_NAME_MAX) {
-			removed += e - SYM_NAME_MAX - a;
-			*cuts = xgrow(*cuts, &ccap, *ncuts + 1, sizeof(**cuts));
-			(*cuts)[*ncuts].keep = e - SYM_NAME_MAX;
-			(*cuts)[(*ncuts)++].removed = removed;
-			a = e - SYM_NAME_MAX;
+	qsort(p, n, sizeof(*p), pending_cmp);
+	for (i = 0; i < n; i++) {
+		if (i > 0 && p[i].src < prev_end) {
+			o->syms[p[i].sym].name = (uint32_t)(prev_dst + (p[i].src - prev_src));
+			continue;
 		}
-		if (buf_add(&o->names, st + a, e - a) < 0 || buf_addc(&o->names, '\0') < 0)
+		len = strlen(st + p[i].src);	/* NUL-terminated within the table: checked */
+		prev_src = p[i].src;
+		prev_end = prev_src + len + 1;
+		prev_dst = o->names.len;
+		if (buf_add(&o->names, st + prev_src, len + 1) < 0)
 			return -ENOMEM;
-		a = e + 1;
+		o->syms[p[i].sym].name = (uint32_t)prev_dst;
 	}
 	return 0;
 }
 
 /*
  * Append the function symbols of one symbol table section to o. Their names
- * point into one copy of the section's string table, however many symbols
- * share a name or a suffix of one (a crafted table cannot multiply memory).
+ * are copied from the section's string table, only those of functions and
+ * each once however many symbols share a name or a suffix of one (a crafted
+ * table cannot multiply memory): see names_copy.
  */
 static int
 read_symtab(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct elfobj *o, size_t *cap)
 {
 	Elf_Data *d = elf_getdata(scn, NULL), *sd;
 	Elf_Scn *sscn = elf_getscn(e, sh->sh_link);
-	struct strcut *cuts = NULL;
-	size_t i, n, base, ncuts = 0, ncut = 0;
+	struct pending_name *pend = NULL;
+	size_t i, n, npend = 0, pcap = 0, ncut = 0;
 	int rc = 0;
 
 	if (d == NULL || sh->sh_entsize == 0 || sscn == NULL ||
@@ -250,17 +298,12 @@ read_symtab(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct elfobj *o, size_t 
 	    sd->d_size > ELF_MAX_STRTAB || o->names.len > UINT32_MAX - sd->d_size - 1 -
 	    NAME_CUTS_MAX * SYM_NAME_MAX)
 		return 0;
-	base = o->names.len;
-	if (strtab_copy(o, sd->d_buf, sd->d_size, &cuts, &ncuts) < 0) {
-		rc = -ENOMEM;
-		goto out;
-	}
 	n = sh->sh_size / sh->sh_entsize;
 	for (i = 0; i < n; i++) {
 		GElf_Sym sym;
 		const char *name;
-		size_t len, lo, hi, left;
-		uint64_t off;
+		size_t len, left;
+		uint64_t off = 0;
 		int t;
 
 		if (gelf_getsym(d, (int)i, &sym) == NULL)
@@ -274,7 +317,7 @@ read_symtab(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct elfobj *o, size_t 
 		name = (const char *)sd->d_buf + sym.st_name;
 		left = sd->d_size - sym.st_name;
 		len = strnlen(name, left < SYM_NAME_MAX + 1 ? left : SYM_NAME_MAX + 1);
-		if (len == 0)
+		if (len == 0 || len == left)	/* empty, or not terminated in the table */
 			continue;
 		if (o->nsyms >= ELF_MAX_SYMS)
 			break;
@@ -288,16 +331,11 @@ read_symtab(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct elfobj *o, size_t 
 				goto out;
 			}
 		} else {
-			/* In the kept tail of its string: shifted by what was dropped before. */
-			for (lo = 0, hi = ncuts; lo < hi;) {
-				size_t mid = lo + (hi - lo) / 2;
-
-				if (cuts[mid].keep <= sym.st_name)
-					lo = mid + 1;
-				else
-					hi = mid;
-			}
-			off = base + sym.st_name - (lo > 0 ? cuts[lo - 1].removed : 0);
+			/* Named once all are known (names_copy). */
+			pend = xgrow(pend, &pcap, npend + 1, sizeof(*pend));
+			pend[npend].src = sym.st_name;
+			pend[npend].sym = (uint32_t)o->nsyms;
+			npend++;
 		}
 		o->syms = xgrow(o->syms, cap, o->nsyms + 1, sizeof(*o->syms));
 		o->syms[o->nsyms].addr = sym.st_value;
@@ -305,8 +343,10 @@ read_symtab(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct elfobj *o, size_t 
 		o->syms[o->nsyms].name = (uint32_t)off;
 		o->nsyms++;
 	}
+	if (npend > 0 && names_copy(o, sd->d_buf, pend, npend) < 0)
+		rc = -ENOMEM;
 out:
-	free(cuts);
+	free(pend);
 	return rc;
 }
 
@@ -936,7 +976,9 @@ read_debuginfod(struct symbolizer *s, struct elfobj *o, bool request)
 static void
 finish_syms(struct elfobj *o)
 {
+	struct sym *ns;
 	size_t i, j;
+	char *nm;
 
 	if (o->nsyms == 0)
 		return;
@@ -947,6 +989,15 @@ finish_syms(struct elfobj *o)
 		o->syms[++j] = o->syms[i];
 	}
 	o->nsyms = j + 1;
+	/* Kept as long as the object: without the slack growth left (up to half). */
+	if ((ns = realloc(o->syms, o->nsyms * sizeof(*o->syms))) != NULL)
+		o->syms = ns;
+	if (o->names.cap > o->names.len + 1 &&
+	    (nm = realloc(o->names.data, o->names.len + 1)) != NULL) {
+		budget_release(o->names.cap - (o->names.len + 1));
+		o->names.data = nm;
+		o->names.cap = o->names.len + 1;
+	}
 }
 
 static struct elfobj **
@@ -1079,18 +1130,41 @@ symbolize_elf_line(struct elfobj *o, uint64_t vaddr, const char **file, int64_t 
 {
 	Dwarf_Die cu;
 	Dwarf_Line *l;
+	Dwarf_Off cu_off;
 	const char *src;
+	size_t i;
 	int ln;
 
 	*file = NULL;
 	*line = 0;
 	if (o->dw_fd <= 0 || o->dw_failed)
 		return -ENOENT;
-	if (o->dw == NULL && (o->dw = dwarf_begin(o->dw_fd, DWARF_C_READ)) == NULL) {
-		o->dw_failed = true;
-		return -ENOENT;
+	if (o->dw == NULL) {
+		if ((o->dw = dwarf_begin(o->dw_fd, DWARF_C_READ)) == NULL) {
+			o->dw_failed = true;
+			return -ENOENT;
+		}
+		o->dw_next = dw_open;
+		dw_open = o;
 	}
-	if (dwarf_addrdie(o->dw, vaddr, &cu) == NULL || (l = dwarf_getsrc_die(&cu, vaddr)) == NULL ||
+	if (dwarf_addrdie(o->dw, vaddr, &cu) == NULL)
+		return -ENOENT;
+	cu_off = dwarf_dieoffset(&cu);
+	for (i = 0; i < o->dw_ncus && o->dw_cus[i] != cu_off; i++)
+		;
+	if (i == o->dw_ncus) {
+		/* A unit's line table decoded now: counted (see symbolize_elf_resolve). */
+		Dwarf_Lines *lines;
+		size_t n = 0;
+
+		if (dwarf_getsrclines(&cu, &lines, &n) != 0)
+			n = 0;
+		o->dw_cus = xgrow(o->dw_cus, &o->dw_cuscap, o->dw_ncus + 1, sizeof(*o->dw_cus));
+		o->dw_cus[o->dw_ncus++] = cu_off;
+		o->dw_lines += n;
+		dwarf_lines += n;
+	}
+	if ((l = dwarf_getsrc_die(&cu, vaddr)) == NULL ||
 	    (src = dwarf_linesrc(l, NULL, NULL)) == NULL || dwarf_lineno(l, &ln) != 0)
 		return -ENOENT;
 	/* A source file name past the bound is not one (see SYM_NAME_MAX). */
@@ -1210,8 +1284,13 @@ void
 symbolize_elf_resolve(struct symbolizer *s, struct elfobj *o, uint64_t vaddr,
     const char **func, const char **srcfile, int64_t *line)
 {
-	struct rcache_ent *c = rcache_slot(s, o, vaddr);
+	struct rcache_ent *c;
 
+	if (s->trims_seen != dwarf_trims) {
+		memset(s->rcache, 0, RCACHE_SLOTS * sizeof(*s->rcache));
+		s->trims_seen = dwarf_trims;
+	}
+	c = rcache_slot(s, o, vaddr);
 	if (c->o != o || c->vaddr != vaddr) {
 		c->o = o;
 		c->vaddr = vaddr;
@@ -1236,6 +1315,18 @@ symbolize_elf_expire(struct symbolizer *s, time_t before)
 {
 	struct elfobj **keep;
 	size_t i, cap = s->cap;
+
+	if (dwarf_lines > DWARF_LINES_MAX) {
+		/* Let go, and the file names cached from them (every symbolizer's). */
+		log_debug("ebpf: %zu rows of DWARF line tables held: let go", dwarf_lines);
+		while (dw_open != NULL)
+			dw_close(dw_open);
+		dwarf_trims++;
+	}
+	if (s->trims_seen != dwarf_trims) {
+		memset(s->rcache, 0, RCACHE_SLOTS * sizeof(*s->rcache));
+		s->trims_seen = dwarf_trims;
+	}
 
 	for (i = 0; i < cap; i++)
 		if (s->objs[i] && s->objs[i]->refs == 0 && s->objs[i]->used < before)

@@ -75,13 +75,17 @@ int		 symbolize_elf_line(struct elfobj *o, uint64_t vaddr, const char **file,
 /*
  * symbolize_elf_lookup and symbolize_elf_line (*srcfile NULL and *line 0
  * where unknown) of o at vaddr, from a cache of the last ones asked. o must
- * be one of s's. The strings are owned by o.
+ * be one of s's. The strings are owned by o; a file name is valid until the
+ * next symbolize_elf_expire (which lets line tables go past a bound).
  */
 void		 symbolize_elf_resolve(struct symbolizer *s, struct elfobj *o, uint64_t vaddr,
 		    const char **func, const char **srcfile, int64_t *line);
 /* The object's GNU build id in hex, "" if none. Owned by o. */
 const char	*symbolize_elf_build_id(const struct elfobj *o);
-/* Drop unreferenced objects not used since `before` (seconds, monotonic). */
+/*
+ * Drop unreferenced objects not used since `before` (seconds, monotonic), and
+ * the DWARF line tables decoded if more than a bound are held (once a period).
+ */
 void		 symbolize_elf_expire(struct symbolizer *s, time_t before);
 size_t		 symbolize_elf_count(const struct symbolizer *s);
 

@@ -1,8 +1,9 @@
 /*
  * unwind: table cache and BPF map upkeep for the CFI stack walker.
  *
- * The row array (unw_rows) is mmap'd: a table is copied in with memcpy, no
- * syscall per row. Space in it is handed out first-fit from a sorted list of
+ * The row array (unw_rows) is mmap'd a table's pages at a time: a table is
+ * copied in with memcpy, no syscall per row, and unmapped again (mapped, the
+ * whole array would count in the daemon's resident memory). Space in it is handed out first-fit from a sorted list of
  * free extents, coalesced on free. Order of updates, so the BPF side never
  * follows a dangling reference: rows are written before any unw_maps entry
  * points at them, and unw_maps entries are deleted before their rows are
@@ -82,8 +83,8 @@ struct extent {
 
 struct unwinder {
 	int		 rows_fd, maps_fd, procs_fd;
-	struct unw_row	*rows;
 	size_t		 map_bytes;
+	long		 page;
 	uint32_t	 cap;		/* rows */
 	struct extent	*free;
 	size_t		 nfree;
@@ -155,17 +156,23 @@ unwind_create(struct bpf_map *rows, struct bpf_map *maps, struct bpf_map *procs)
 	u->maps_fd = bpf_map__fd(maps);
 	u->procs_fd = bpf_map__fd(procs);
 	u->cap = bpf_map__max_entries(rows);
+	u->page = page;
 	u->map_bytes = ((size_t)u->cap * sizeof(struct unw_row) + (size_t)page - 1) &
 	    ~((size_t)page - 1);
-	u->rows = mmap(NULL, u->map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, u->rows_fd, 0);
-	if (u->rows == MAP_FAILED) {
-		saved = errno;
-		free(u);
-		errno = saved;
-		return NULL;
+	/* The array must be mmap-able: tried once here rather than at each table. */
+	{
+		void *m = mmap(NULL, (size_t)page, PROT_READ | PROT_WRITE, MAP_SHARED,
+		    u->rows_fd, 0);
+
+		if (m == MAP_FAILED) {
+			saved = errno;
+			free(u);
+			errno = saved;
+			return NULL;
+		}
+		munmap(m, (size_t)page);
 	}
 	if ((u->free = malloc(sizeof(*u->free))) == NULL) {
-		munmap(u->rows, u->map_bytes);
 		free(u);
 		errno = ENOMEM;
 		return NULL;
@@ -367,6 +374,26 @@ req_free(struct build_req *r)
 	free(r);
 }
 
+/* Copy n rows to unw_rows[first...] through a mapping of their pages alone. -1 and errno. */
+static int
+rows_write(struct unwinder *u, uint32_t first, const struct unw_row *rows, size_t n)
+{
+	size_t pg = (size_t)u->page, at = (size_t)first * sizeof(*rows);
+	size_t off = at & ~(pg - 1), len = ((at + n * sizeof(*rows) + pg - 1) & ~(pg - 1)) - off;
+	char *m;
+
+	if (off + len > u->map_bytes) {
+		errno = ERANGE;
+		return -1;
+	}
+	m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, u->rows_fd, (off_t)off);
+	if (m == MAP_FAILED)
+		return -1;
+	memcpy(m + (at - off), rows, n * sizeof(*rows));
+	munmap(m, len);
+	return 0;
+}
+
 /* Load one finished build into the row array. */
 static void
 table_load(struct unwinder *u, struct build_req *r)
@@ -393,8 +420,13 @@ table_load(struct unwinder *u, struct build_req *r)
 		    c->nrows);
 		return;
 	}
-	if (c->nrows > 0)
-		memcpy(&u->rows[t->first], c->rows, c->nrows * sizeof(*c->rows));
+	if (c->nrows > 0 && rows_write(u, t->first, c->rows, c->nrows) < 0) {
+		t->err = errno;
+		u->build_failures++;
+		log_debug("ebpf: %s: writing unwind rows: %s", t->name, strerror(errno));
+		space_free(u, t->first, (uint32_t)c->nrows);
+		return;
+	}
 	t->nrows = (uint32_t)c->nrows;
 	log_debug("ebpf: %s: unwind table of %zu rows (%zu FDEs, %s, %zu refused) at row %u, "
 	    "built in %.3f s", t->name, c->nrows, c->nfdes, c->source, c->unsupported, t->first,
@@ -760,6 +792,5 @@ unwind_destroy(struct unwinder *u)
 		free(u->tabs[i]);
 	free(u->tabs);
 	free(u->free);
-	munmap(u->rows, u->map_bytes);
 	free(u);
 }
