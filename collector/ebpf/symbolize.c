@@ -882,7 +882,7 @@ debuglink_ok(const char *link)
 /*
  * Read the debug file at path if the process's owner (pid's; 0: none, the
  * root is the caller's) could, opened off this thread (rio.h): 0 when it
- * had a symtab.
+ * had a symtab, -ETIMEDOUT when the open did not end in time.
  */
 static int
 try_debug_file(struct elfobj *o, const char *path, pid_t pid)
@@ -892,26 +892,40 @@ try_debug_file(struct elfobj *o, const char *path, pid_t pid)
 
 	fd = rio_open(rio_self(), pid, path, pid > 0 ? RIO_AS_OWNER | RIO_PUBLIC : 0, 0, NULL);
 	if (fd < 0)
-		return fd == -EACCES ? fd : -ENOENT;
+		return fd == -EACCES || fd == -ETIMEDOUT ? fd : -ENOENT;
 	rc = read_elf_fd(fd, o, true, &has, NULL, 0);
 	close(fd);
 	return rc == 0 && has ? 0 : -ENOENT;
 }
 
+/* Whether process pid (> 0) is gone: its root can no longer be looked into. */
+static bool
+proc_gone(unsigned pid)
+{
+	char path[64], target[8];
+
+	snprintf(path, sizeof(path), "/proc/%u/root", pid);
+	return readlink(path, target, sizeof(target)) < 0;
+}
+
 /*
  * A separate debug file: by build id, then by .gnu_debuglink next to the
  * file, inside root (the process's: "/proc/PID/root", or another the
- * caller trusts), never in ours.
+ * caller trusts), never in ours. 1: a symbol table was read; 0: there is
+ * none; -EAGAIN: the process went away before every place was looked at
+ * (its root with it) or an open did not end in time, so that nothing may
+ * be concluded about the file.
  */
-static bool
+static int
 read_debug_file(struct elfobj *o, const char *root, const char *name, const char *link)
 {
 	char path[PATH_MAX], dir[PATH_MAX];
 	unsigned pid = 0;
-	int d, end = 0;
+	int d, end = 0, rc;
+	bool unsure = false;
 
 	if (root == NULL || root[0] == '\0')
-		return false;
+		return 0;
 	if (!(sscanf(root, "/proc/%u/root%n", &pid, &end) == 1 && root[end] == '\0' &&
 	    pid > 0 && pid <= INT_MAX))
 		pid = 0;
@@ -920,11 +934,12 @@ read_debug_file(struct elfobj *o, const char *root, const char *name, const char
 	if (o->build_id[0] && strlen(o->build_id) > 2) {
 		snprintf(path, sizeof(path), "%s/usr/lib/debug/.build-id/%.2s/%s.debug",
 		    root, o->build_id, o->build_id + 2);
-		if (try_debug_file(o, path, (pid_t)pid) == 0)
-			return true;
+		if ((rc = try_debug_file(o, path, (pid_t)pid)) == 0)
+			return 1;
+		unsure |= rc == -ETIMEDOUT;
 	}
 	if (!debuglink_ok(link) || name == NULL || name[0] != '/')
-		return false;
+		return unsure || (pid > 0 && proc_gone(pid)) ? -EAGAIN : 0;
 	snprintf(dir, sizeof(dir), "%s", name);
 	*strrchr(dir, '/') = '\0';
 	for (d = 0; d < 3; d++) {
@@ -934,10 +949,11 @@ read_debug_file(struct elfobj *o, const char *root, const char *name, const char
 		snprintf(path, sizeof(path), fmt[d], root, dir, link);
 		if (strcmp(path + strlen(root), name) == 0)
 			continue;	/* the file itself */
-		if (try_debug_file(o, path, (pid_t)pid) == 0)
-			return true;
+		if ((rc = try_debug_file(o, path, (pid_t)pid)) == 0)
+			return 1;
+		unsure |= rc == -ETIMEDOUT;
 	}
-	return false;
+	return unsure || (pid > 0 && proc_gone(pid)) ? -EAGAIN : 0;
 }
 
 /*
@@ -1108,8 +1124,14 @@ symbolize_elf(struct symbolizer *s, uint64_t dev, uint64_t ino, const char *path
 		o->bad = true;
 		o->used = (time_t)(clock_mono_ns() / 1000000000);
 	} else {
-		if (!has_symtab && !read_debug_file(o, root, name, link) &&
-		    read_debuginfod(s, o, true))
+		int dr = has_symtab ? 1 : read_debug_file(o, root, name, link);
+
+		if (dr == -EAGAIN) {
+			/* Its debug file is unknown, not missing: the next process's look decides. */
+			elfobj_free(o);
+			return NULL;
+		}
+		if (dr == 0 && read_debuginfod(s, o, true))
 			has_symtab = true;
 		add_entry(o);
 		finish_syms(o);
