@@ -70,6 +70,8 @@ struct elfobj {
 	size_t		 dw_ncus, dw_cuscap, dw_lines;	/* ... and their rows */
 	bool		 dbg_wait;	/* its debug file is being fetched (debuginfod) */
 	bool		 dbg_missing;	/* no symbol table: debuginfod is asked again now and then */
+	uint8_t		 local_tries;	/* looks for a local debug file left (by build id) */
+	int64_t		 local_next;	/* monotonic s of the next one */
 };
 
 struct ksym {
@@ -130,6 +132,7 @@ symbolize_create(void)
 
 /* Files kept open for their DWARF, all symbolizers together (bounded). */
 #define MAX_DWARF_FDS	64
+#define LOCAL_DEBUG_TRIES 3	/* looks for a local debug file an object gets */
 #define MAX_DEBUG_INFO	(16u << 20)	/* bytes of .debug_info read for lines */
 static int dwarf_fds;
 /*
@@ -1069,6 +1072,33 @@ open_mapped(const char *path, uint64_t dev, uint64_t ino)
 	return fd;
 }
 
+/*
+ * Look for o's debug file by build id once more (LOCAL_DEBUG_TRIES times at
+ * most, a second apart), in root: found, o's names are those of its symbol
+ * table from now on.
+ */
+static void
+local_debug_again(struct symbolizer *s, struct elfobj *o, const char *root)
+{
+	int64_t now;
+
+	if (o->local_tries == 0 || root == NULL || o->dbg_wait)
+		return;
+	if ((now = clock_mono_ns() / 1000000000) < o->local_next)
+		return;
+	o->local_tries--;
+	o->local_next = now + 1;
+	if (read_debug_file(o, root, NULL, "") != 1)
+		return;
+	o->local_tries = 0;
+	o->dbg_missing = false;
+	finish_syms(o);
+	/* Names moved (the blob grew) and addresses have names now. */
+	memset(s->rcache, 0, RCACHE_SLOTS * sizeof(*s->rcache));
+	log_debug("ebpf: build id %s: %zu functions with its debug file, found again",
+	    o->build_id, o->nsyms);
+}
+
 struct elfobj *
 symbolize_elf(struct symbolizer *s, uint64_t dev, uint64_t ino, const char *path,
     const char *root, const char *name)
@@ -1082,6 +1112,7 @@ symbolize_elf(struct symbolizer *s, uint64_t dev, uint64_t ino, const char *path
 		(*sl)->used = (time_t)(clock_mono_ns() / 1000000000);
 		if ((*sl)->bad)
 			return NULL;
+		local_debug_again(s, *sl, root);
 		(*sl)->refs++;
 		return *sl;
 	}
@@ -1130,6 +1161,14 @@ symbolize_elf(struct symbolizer *s, uint64_t dev, uint64_t ino, const char *path
 			/* Its debug file is unknown, not missing: the next process's look decides. */
 			elfobj_free(o);
 			return NULL;
+		}
+		if (dr == 0 && !has_symtab) {
+			/*
+			 * The process that showed the file may have been leaving:
+			 * look again, in the roots of the next processes mapping it.
+			 */
+			o->local_tries = LOCAL_DEBUG_TRIES;
+			o->local_next = clock_mono_ns() / 1000000000 + 1;
 		}
 		if (dr == 0 && read_debuginfod(s, o, true))
 			has_symtab = true;
