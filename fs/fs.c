@@ -533,6 +533,69 @@ pf_readdir(const char *path, void *dbuf, fuse_fill_dir_t filler, off_t off,
 }
 
 
+struct handles {
+	pthread_mutex_t	 lock;
+	struct handle	*head;
+};
+
+int
+handles_create(struct handles **out)
+{
+	struct handles *hs = calloc(1, sizeof(*hs));
+
+	*out = NULL;
+	if (hs == NULL)
+		return -ENOMEM;
+	pthread_mutex_init(&hs->lock, NULL);
+	*out = hs;
+	return 0;
+}
+
+void
+handles_destroy(struct handles *hs)
+{
+	struct handle *h, *next;
+
+	if (hs == NULL)
+		return;
+	for (h = hs->head; h; h = next) {
+		next = h->next;
+		free(h);
+	}
+	pthread_mutex_destroy(&hs->lock);
+	free(hs);
+}
+
+/* A new handle of kind, listed in fs->handles until handle_free(). */
+static struct handle *
+handle_new(struct fsctx *fs, enum hkind kind)
+{
+	struct handle *h = xcalloc(1, sizeof(*h));
+
+	h->kind = kind;
+	pthread_mutex_lock(&fs->handles->lock);
+	h->next = fs->handles->head;
+	if (h->next)
+		h->next->prev = h;
+	fs->handles->head = h;
+	pthread_mutex_unlock(&fs->handles->lock);
+	return h;
+}
+
+static void
+handle_free(struct fsctx *fs, struct handle *h)
+{
+	pthread_mutex_lock(&fs->handles->lock);
+	if (h->prev)
+		h->prev->next = h->next;
+	else
+		fs->handles->head = h->next;
+	if (h->next)
+		h->next->prev = h->prev;
+	pthread_mutex_unlock(&fs->handles->lock);
+	free(h);
+}
+
 static int
 pf_open(const char *path, struct fuse_file_info *fi)
 {
@@ -560,8 +623,7 @@ pf_open(const char *path, struct fuse_file_info *fi)
 			rc = ingest_create(fs, path, &fp, false, &ig);
 		if (rc < 0)
 			return rc;
-		h = xcalloc(1, sizeof(*h));
-		h->kind = H_INGEST;
+		h = handle_new(fs, H_INGEST);
 		h->ig = ig;
 		fi->fh = (uintptr_t)h;
 		fi->direct_io = 1;
@@ -575,8 +637,7 @@ pf_open(const char *path, struct fuse_file_info *fi)
 	pid = fs_caller();
 	if ((rc = pin_open(fs, path, &fp, pid, &pin)) < 0)
 		return errno_of(rc);
-	h = xcalloc(1, sizeof(*h));
-	h->kind = H_CONTENT;
+	h = handle_new(fs, H_CONTENT);
 	h->pin = pin;
 	h->pid = pid;
 	fi->fh = (uintptr_t)h;
@@ -631,8 +692,7 @@ pf_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 		ingest_explain(path);
 		return -EINVAL;
 	}
-	h = xcalloc(1, sizeof(*h));
-	h->kind = H_INGEST;
+	h = handle_new(fs_ctx(), H_INGEST);
 	/* cp creates with O_EXCL, shell redirection and most writers with O_TRUNC; touch with neither. */
 	ingest_create(fs_ctx(), path, &fp, (fi->flags & O_EXCL) != 0, &h->ig);
 	fi->fh = (uintptr_t)h;
@@ -708,7 +768,7 @@ pf_release(const char *path, struct fuse_file_info *fi)
 		pin_close(fs, h->pin, h->pid);
 	else
 		ingest_release(fs, h->ig);
-	free(h);
+	handle_free(fs, h);
 	return 0;
 }
 

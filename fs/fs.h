@@ -17,6 +17,7 @@
 
 struct cache;
 struct fuse;
+struct handles;
 struct ingests;
 struct pins;
 
@@ -33,6 +34,7 @@ struct fsctx {
 	/* Made by fs_main(), gone when it returns (fs/'s own). */
 	struct pins		*pins;		/* versions open files read */
 	struct ingests		*ingests;	/* files being written into ingest/ */
+	struct handles		*handles;	/* open files, freed at unmount if not released */
 	/*
 	 * MOUNTPOINT/.targets.json: the scraper's status appended to out, by
 	 * whoever wires the program (fs/ knows no producer). NULL: no such file.

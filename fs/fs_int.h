@@ -40,7 +40,17 @@ struct handle {
 	struct pin		*pin;	/* H_CONTENT: the version of the file it reads (fs.c) */
 	pid_t			 pid;	/* H_CONTENT: the process that opened it */
 	struct ingest		*ig;	/* H_INGEST */
+	struct handle		*prev, *next;	/* in fsctx.handles, while open */
 };
+
+/*
+ * The open files' handles. The kernel need not send a release for a file
+ * still open when the mount goes (a lazy unmount, a reader killed as the
+ * daemon stops): handles_destroy() frees those, after pins_destroy() and
+ * ingests_destroy() freed what they hold (fs.c).
+ */
+int	handles_create(struct handles **out);		/* 0, -ENOMEM */
+void	handles_destroy(struct handles *hs);		/* NULL: no-op */
 
 /* The daemon's context inside a FUSE handler. */
 struct fsctx	*fs_ctx(void);

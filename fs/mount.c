@@ -139,12 +139,14 @@ mount_state_free(struct fsctx *fs)
 {
 	pins_destroy(fs, fs->pins);	/* they hold entries of fs->files */
 	ingests_destroy(fs->ingests);
+	handles_destroy(fs->handles);
 	cache_destroy(fs->files);
 	cache_destroy(fs->merges);
 	cache_destroy(fs->sizes);
 	fs->files = fs->merges = fs->sizes = NULL;
 	fs->pins = NULL;
 	fs->ingests = NULL;
+	fs->handles = NULL;
 }
 
 int
@@ -183,7 +185,8 @@ fs_main(struct fsctx *fs, const struct fs_opts *o)
 	fs->merges = cache_create(MERGE_CACHE_BYTES);
 	fs->sizes = cache_create(SIZE_CACHE_BYTES);
 	if (fs->files == NULL || fs->merges == NULL || fs->sizes == NULL ||
-	    pins_create(&fs->pins) < 0 || ingests_create(&fs->ingests) < 0) {
+	    pins_create(&fs->pins) < 0 || ingests_create(&fs->ingests) < 0 ||
+	    handles_create(&fs->handles) < 0) {
 		mount_state_free(fs);
 		return -ENOMEM;
 	}
