@@ -13,16 +13,4 @@ sed -e "s|@DIR@|$dir|g" -e "s|@HTTP@|$http|g" -e "s|@TCP@|$tcp|g" -e "s|@INTER@|
     -e "s|@SHARD@|$shard|g" -e "s|@REPLICA@|$replica|g" -e "s|@ZK@|$zk|g" \
     -e "s|@T11@|$t11|g" -e "s|@T12@|$t12|g" -e "s|@T21@|$t21|g" -e "s|@T22@|$t22|g" \
     "$here/replica.xml.in" > "$dir/config.xml"
-clickhouse-server --config-file="$dir/config.xml" >"$dir/stdout.log" 2>&1 </dev/null &
-pid=$!
-for _ in $(seq 300); do
-  if curl -sf "http://127.0.0.1:$http/ping" >/dev/null 2>&1; then
-    echo "$pid"
-    exit 0
-  fi
-  kill -0 "$pid" 2>/dev/null || break
-  sleep 0.1
-done
-echo "clickhouse-server on $http did not start; see $dir" >&2
-kill "$pid" 2>/dev/null || true
-exit 1
+exec "$here/run-server.sh" "$dir" "$http"

@@ -40,7 +40,8 @@ ch_stop() {	# ch_stop N
   kill -TERM "$pid" 2>/dev/null
   for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
   kill -9 "$pid" 2>/dev/null
-  wait "$pid" 2>/dev/null
+  # not this shell's child (start.sh started it): wait until it is gone, ports and all
+  for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
   CH_PIDS[$1]=
 }
 chq() {	# chq N SQL: run SQL on server N

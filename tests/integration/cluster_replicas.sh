@@ -48,7 +48,8 @@ ch_stop() {	# ch_stop SR [SIGNAL]
   kill "-${2:-TERM}" "$pid" 2>/dev/null
   for _ in $(seq 150); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
   kill -9 "$pid" 2>/dev/null
-  wait "$pid" 2>/dev/null
+  # not this shell's child (start.sh started it): wait until it is gone, ports and all
+  for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
   CH_PID[$1]=
 }
 chq() {	# chq SR SQL
