@@ -12,8 +12,11 @@
 # before the daemon. A run under 64
 # label sets, each with a value too long to keep, makes at most the bounded
 # number of series, the rest going to the process's plain series with its
-# labels as sample labels, and the long pair left out. Needs root and a
-# kernel with BTF; otherwise every check is skipped.
+# labels as sample labels, and the long pair left out. Off-CPU waits made
+# under the two label sets (a daemon with --ebpf-offcpu, waits added up in
+# the kernel) are kept apart by label set, in the proportion the program
+# measured (within 10%). Needs root and a kernel with BTF; otherwise every
+# check is skipped.
 set -u
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/../pprof-sums.sh"
@@ -21,7 +24,7 @@ set -u
 NAMES="ebpf-golabels-run ebpf-golabels-listed ebpf-golabels-split ebpf-golabels-matchers"
 NAMES="$NAMES ebpf-golabels-tags ebpf-golabels-stripped ebpf-golabels-cgo ebpf-golabels-before"
 NAMES="$NAMES ebpf-golabels-bounded"
-NAMES="$NAMES ebpf-golabels-long ebpf-golabels-metrics"
+NAMES="$NAMES ebpf-golabels-long ebpf-golabels-metrics ebpf-golabels-offcpu"
 skip_all() { for n in $NAMES; do echo "ok - $n # SKIP $1"; done; exit 0; }
 [ "$(id -u)" -eq 0 ] || skip_all "needs root"
 [ -r /sys/kernel/btf/vmlinux ] || skip_all "kernel has no BTF (/sys/kernel/btf/vmlinux)"
@@ -173,5 +176,34 @@ if [ "${lab:-0}" -gt 0 ] 2>/dev/null && [ "${ref:-0}" -gt 0 ] 2>/dev/null &&
 else
   fail "ebpf-golabels-metrics" "labelled '$lab', refused '$ref'"
 fi
+
+# Off-CPU: waits in the same stack under two label sets are two entries in
+# the kernel (the labels are part of the stack's hash), each its set's series.
+pf_stop
+PORT=$((20000 + RANDOM % 20000))
+pf_start -v --ebpf=19 --ebpf-offcpu=1ms --ebpf-period 2 --http "127.0.0.1:$PORT" ||
+  { fail "ebpf-golabels-offcpu daemon start"; pf_done; exit 1; }
+cp "$B/efp_golabels" "$B/efp_golabels_wait"
+"$B/efp_golabels_wait" wait 1 0 >/dev/null	# its tables loaded before the measured run
+sleep 2
+out="$("$B/efp_golabels_wait" wait 10 0)"
+sleep 6	# the last waits drained (two periods) and stored
+off_of() {
+  local s
+  s="$(pprof_sums "$TMP/mnt/efp_golabels_wait/offcpu/$1/all/merged.pb.gz")"
+  [[ "$s" =~ offcpu/nanoseconds=([0-9]+) ]] && echo "${BASH_REMATCH[1]}" || echo 0
+}
+oc="$(off_of handler=checkout)"
+os="$(off_of handler=search)"
+res="$(awk -v c="$oc" -v s="$os" -v out="$out" 'BEGIN {
+  if (!match(out, /checkout_ns=[0-9]+/)) { print "no output: " out; exit }
+  mc = substr(out, RSTART + 12, RLENGTH - 12) + 0
+  match(out, /search_ns=[0-9]+/); ms = substr(out, RSTART + 10, RLENGTH - 10) + 0
+  if (c + s == 0 || mc + ms == 0) { print "no waits with labels"; exit }
+  got = c / (c + s); want = mc / (mc + ms); d = got - want; if (d < 0) d = -d
+  printf "%s checkout share of the time waited %.3f, measured %.3f (%.0f + %.0f ns)\n", \
+    (d <= 0.1 * want ? "ok" : "off"), got, want, c, s }')"
+if [[ "$res" == ok* ]]; then ok "ebpf-golabels-offcpu (${res#ok })"
+else fail "ebpf-golabels-offcpu" "$res; ls: $(ls "$TMP/mnt/efp_golabels_wait/offcpu" 2>&1 | tr '\n' ' ')"; fi
 
 pf_done
