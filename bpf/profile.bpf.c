@@ -550,7 +550,7 @@ fill_sample(void *ctx, struct prof_sample *e, bool in_user, __u64 ip, __u64 sp, 
 	e->ustack_len = 0;
 	e->unwind = 0;
 	e->rt = PROF_RT_NONE;
-	e->rt_pad = 0;
+	e->waits = 0;
 	v8_begin(tgid);
 	/* Kernel threads have no user stack: not an error. */
 	if (user_stacks && BPF_CORE_READ(task, mm) != NULL &&
@@ -643,10 +643,12 @@ const volatile bool offcpu = false;
 const volatile __u64 offcpu_min_ns = 1000000;
 const volatile __u32 offcpu_sample = 1;
 /*
- * A preempted thread waits for a CPU, briefly, in whatever it was running:
- * nearly every such wait has a stack of its own (a leaf pc anywhere), so
- * they would be most of offcpu_aggs' entries for a small share of the time
- * waited. Sampled (and weighted) further, their total stays unbiased.
+ * A preempted thread (switched out while still runnable: by the kernel's
+ * preemption, or at its return to user mode when its time is up) waits for
+ * a CPU, briefly, in whatever it was running: nearly every such wait has a
+ * stack of its own (a leaf pc anywhere), so they would be most of the
+ * distinct stacks for a small share of the time waited. Sampled (and
+ * weighted) further, their total stays unbiased.
  */
 const volatile __u32 offcpu_preempt_sample = 1;
 const volatile __u32 self_tgid = 0;
@@ -667,8 +669,7 @@ struct {
 } offcpu_waits SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(type, BPF_MAP_TYPE_HASH);	/* preallocated: small entries, cheap to delete */
 	__uint(max_entries, 8192);		/* resized by user space before load */
 	__type(key, struct prof_offcpu_key);
 	__type(value, struct prof_offcpu_val);
@@ -792,12 +793,17 @@ offcpu_add(struct prof_offcpu_wait *w, __u64 delta, __u64 weight, __u64 now)
 
 	w->s.offcpu_ns = delta;
 	w->s.hdr.time_ns = now;
+	w->s.waits = (__u32)weight;
 	/*
 	 * A process user space has not seen yet (or whose tables are being
 	 * loaded): its wait goes at once, through the ring buffer, so that
 	 * user space reads its mappings and loads its tables while it lives.
+	 * So does a preempted thread's wait for a CPU: its stack (a leaf pc
+	 * anywhere in the code it was running) is nearly always its own, and
+	 * a record read in place costs user space less than an entry and a
+	 * stack stored, read and deleted for one wait.
 	 */
-	if (w->s.wake) {
+	if (w->s.wake || w->preempted) {
 		count(send_sample(&w->s) == 0 ? PROF_CNT_OFFCPU_SENT : PROF_CNT_DROP_RINGBUF);
 		return;
 	}
@@ -836,6 +842,20 @@ offcpu_add(struct prof_offcpu_wait *w, __u64 delta, __u64 weight, __u64 now)
 	count(PROF_CNT_OFFCPU_SENT);
 }
 
+/* Kernels before 5.14 call the task's state "state". */
+struct task_struct___pre514 {
+	long	state;
+} __attribute__((preserve_access_index));
+
+/* Whether t, switching out, is still runnable (TASK_RUNNING, 0): preempted, not blocked. */
+static __always_inline bool
+still_runnable(struct task_struct *t)
+{
+	if (bpf_core_field_exists(t->__state))
+		return BPF_CORE_READ(t, __state) == 0;
+	return BPF_CORE_READ((struct task_struct___pre514 *)t, state) == 0;
+}
+
 SEC("tp_btf/sched_switch")
 int
 BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
@@ -854,7 +874,7 @@ BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *
 		delta = now - start;
 		w->s.hdr.time_ns = 0;
 		/* The weight the switch out was sampled with. */
-		weight = w->weight > 0 && w->weight <= 0xffffffffULL ? (__u32)w->weight : 1;
+		weight = w->weight > 0 ? w->weight : 1;
 		if (delta < offcpu_min_ns)
 			count(PROF_CNT_OFFCPU_SHORT);
 		else
@@ -871,12 +891,14 @@ BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *
 	if (tid == 0 || tgid == self_tgid || BPF_CORE_READ(prev, mm) == NULL ||
 	    (BPF_CORE_READ(prev, flags) & PF_EXITING_FLAG))
 		return 0;
+	preempt = preempt || still_runnable(prev);
 	weight = preempt ? offcpu_sample * offcpu_preempt_sample : offcpu_sample;
 	if (weight > 1 && bpf_get_prandom_u32() % weight != 0)
 		return 0;
 	/* The thread's entry is filled in place; its first is built aside and stored. */
 	if ((w = bpf_map_lookup_elem(&offcpu_waits, &tid)) != NULL) {
 		w->weight = weight;
+		w->preempted = preempt;
 		w->s.hdr.kind = PROF_EV_OFFCPU;
 		w->s.offcpu_ns = 0;
 		fill_sample(ctx, &w->s, false, 0, 0, 0);
@@ -886,6 +908,7 @@ BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *
 	if ((w = bpf_map_lookup_elem(&offcpu_bufs, &zero)) == NULL)
 		return 0;
 	w->weight = weight;
+	w->preempted = preempt;
 	w->s.hdr.kind = PROF_EV_OFFCPU;
 	w->s.offcpu_ns = 0;
 	fill_sample(ctx, &w->s, false, 0, 0, 0);

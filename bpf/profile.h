@@ -154,7 +154,7 @@ struct prof_sample {
 	char	comm[PROF_COMM_LEN];	/* the thread's */
 	char	leader_comm[PROF_COMM_LEN];	/* the thread group leader's: the process's */
 	__u32	rt;		/* enum prof_rt */
-	__u32	rt_pad;
+	__u32	waits;		/* PROF_EV_OFFCPU sent by itself: the waits it stands for (its weight) */
 	__u64	kstack[PROF_MAX_STACK];	/* leaf first */
 	__u64	ustack[PROF_MAX_USTACK];	/* leaf first; bpf_get_stack fills at most PROF_MAX_STACK */
 	union {
@@ -474,9 +474,14 @@ struct prof_offcpu_skey {
 	__u32	pad;
 };
 
-/* offcpu_waits value: a thread's last switch out, its stacks and the weight it was sampled with. */
+/*
+ * offcpu_waits value: a thread's last switch out, its stacks, the weight it
+ * was sampled with and whether it was preempted (waiting for a CPU, not
+ * blocked).
+ */
 struct prof_offcpu_wait {
-	__u64	weight;
+	__u32	weight;
+	__u32	preempted;
 	struct prof_sample s;	/* s.hdr.time_ns: when it blocked; 0: running */
 };
 

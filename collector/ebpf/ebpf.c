@@ -725,8 +725,10 @@ handle_event(void *ctx, void *data, size_t size)
 			handle_sample(e, e->cp, data, 1);
 		break;
 	case PROF_EV_OFFCPU:
+		/* One wait sent by itself, counted as many times as it was sampled for. */
 		if (sample_complete(data, size) && e->off)
-			handle_sample(e, e->off, data, 1);
+			handle_sample(e, e->off, data, ((const struct prof_sample *)data)->waits ?
+			    ((const struct prof_sample *)data)->waits : 1);
 		break;
 	case PROF_EV_EXEC:
 		/* New mappings: read them now, while the process surely exists. */
