@@ -632,10 +632,11 @@ do_sample(struct bpf_perf_event_data *ctx)
  * drains both every few seconds, or sooner when offcpu_added says
  * offcpu_aggs fills up: a thread that waits in the same place again and
  * again costs one small entry, not one record per wait, and a stack many
- * threads wait in is copied once. With either map full, the wait is sent
- * through the ring buffer by itself. A shorter wait is dropped. A thread's
- * offcpu_waits entry is reused from wait to wait and deleted when the
- * thread exits. The daemon's own process (self_tgid), the idle tasks,
+ * threads wait in is copied once. A preempted thread's wait (for a CPU,
+ * its stack nearly always its own), and with either map full any wait, is
+ * sent through the ring buffer by itself. A shorter wait is dropped. A
+ * thread's offcpu_waits entry is reused from wait to wait and deleted when
+ * the thread exits. The daemon's own process (self_tgid), the idle tasks,
  * kernel threads and exiting threads are left out: their waits are no
  * one's latency.
  */

@@ -63,7 +63,7 @@
 #define FCACHE_SLOTS	8192	/* a power of two */
 #define PROF_INLINED_MAX 256	/* frames HotSpot's inlined methods may add to a stack */
 #define OFFCPU_DRAIN_NS	(5000LL * 1000 * 1000)	/* off-CPU waits drained this often (and at flush) */
-#define OFFCPU_AGGS	8192	/* entries of offcpu_aggs (72 bytes each, when used) */
+#define OFFCPU_AGGS	8192	/* entries of offcpu_aggs (72 bytes each, preallocated) */
 #define OFFCPU_STACKS	4096	/* entries of offcpu_stacks (a struct prof_sample each, when used) */
 #define OFFCPU_PREEMPT_SAMPLE 10	/* preemptions recorded 1 in 10 more (profile.bpf.c) */
 /*
