@@ -8,11 +8,12 @@
 // by (a busy host gives it less CPU). Prints: checkout_ns=N search_ns=N
 // iters=N (rounds of both sets done: the work that CPU time bought)
 //
-// golabels wait SECONDS 0: the same two label sets, three waits under the
-// first for one under the second, each a 2 ms nanosleep system call made by
-// the goroutine itself (its thread blocks with it, its labels in reach), for
-// SECONDS, measuring the time each set waited. Prints: checkout_ns=N
-// search_ns=N waits=N
+// golabels wait SECONDS 0: the same two label sets, three waits of 2 ms
+// under the first for one of 6 ms under the second (as much time, three
+// times the waits), each a nanosleep system call made by the goroutine
+// itself (its thread blocks with it, its labels in reach), for SECONDS,
+// measuring the time each set waited and counting its waits. Prints:
+// checkout_ns=N search_ns=N checkout_waits=N search_waits=N
 //
 // golabels many CPU_SECONDS MAX_SECONDS: the same work under 64 label sets
 // in turn (req=0..63, each with a value too long to be kept, long=x...),
@@ -120,22 +121,23 @@ func wait(secs int) {
 		pprof.Labels("handler", "search", "tier", "free"),
 	}
 	reps := []int{3, 1}
-	var waited [2]int64
-	n := 0
+	lens := []int64{2000000, 6000000}
+	var waited, n [2]int64
 	ctx := context.Background()
 	until := time.Now().Add(time.Duration(secs) * time.Second)
 	for time.Now().Before(until) {
 		for k := range sets {
 			pprof.Do(ctx, sets[k], func(context.Context) {
 				for r := 0; r < reps[k]; r++ {
-					ts := syscall.Timespec{Nsec: 2000000}
+					ts := syscall.Timespec{Nsec: lens[k]}
 					t0 := time.Now()
 					syscall.Nanosleep(&ts, nil)
 					waited[k] += int64(time.Since(t0))
-					n++
+					n[k]++
 				}
 			})
 		}
 	}
-	fmt.Printf("checkout_ns=%d search_ns=%d waits=%d\n", waited[0], waited[1], n)
+	fmt.Printf("checkout_ns=%d search_ns=%d checkout_waits=%d search_waits=%d\n",
+		waited[0], waited[1], n[0], n[1])
 }
