@@ -175,10 +175,10 @@ walk_golabels(struct prof_sample *e, struct task_struct *task, __u32 tgid)
 	struct go_buf *b;
 	__u32 zero = 0, k;
 
-	if (!unwind_tables || gp == NULL || (b = bpf_map_lookup_elem(&go_bufs, &zero)) == NULL)
+	if (!unwind_tables || gp == NULL || e->rt != PROF_RT_NONE ||
+	    (b = bpf_map_lookup_elem(&go_bufs, &zero)) == NULL)
 		return;
 	b->gp = *gp;
-	e->go_flags = PROF_GO_WALKED;
 	fsbase = BPF_CORE_READ(task, thread.fsbase);
 	if (fsbase == 0 ||
 	    bpf_probe_read_user(&g, sizeof(g), (void *)(fsbase + b->gp.tls_g)) != 0 || g == 0 ||
@@ -188,7 +188,10 @@ walk_golabels(struct prof_sample *e, struct task_struct *task, __u32 tgid)
 	    bpf_probe_read_user(&m2, sizeof(m2), (void *)(curg + b->gp.g_m)) != 0 || m2 != m ||
 	    bpf_probe_read_user(&labels, sizeof(labels), (void *)(curg + b->gp.g_labels)) != 0 ||
 	    labels == 0 || labels >= USER_TOP)
-		return;		/* no goroutine, or one without labels */
+		return;		/* no goroutine, or one without labels: no runtime part */
+	e->rt = PROF_RT_GO;
+	e->go_n = 0;
+	e->go_flags = PROF_GO_WALKED;
 	count(PROF_CNT_GO_LABELS);
 	b->n = 0;
 	b->pos = 0;

@@ -53,13 +53,14 @@ hs_end(struct prof_sample *e, struct walk_buf *buf)
 {
 	__u32 n = buf->jn;
 
-	e->j_n = 0;
-	if (n == 0)
+	if (n == 0 || e->rt != PROF_RT_NONE)
 		return;
 	if (n > PROF_MAX_JFRAMES)
 		n = PROF_MAX_JFRAMES;
-	if (bpf_probe_read_kernel(e->j, sizeof(e->j), buf->jf) == 0)
+	if (bpf_probe_read_kernel(e->j, sizeof(e->j), buf->jf) == 0) {
+		e->rt = PROF_RT_JAVA;
 		e->j_n = n;
+	}
 }
 
 /* Keep frame n's HotSpot facts for user space, while there is room. */

@@ -460,9 +460,12 @@ walk_python(struct prof_sample *e, struct task_struct *task, __u32 tgid)
 	__u32 zero = 0, k;
 
 	/* bpf_loop, like the table walker: off on kernels that refuse it. */
-	if (!unwind_tables || pp == NULL || (b = bpf_map_lookup_elem(&py_bufs, &zero)) == NULL)
+	if (!unwind_tables || pp == NULL || e->rt != PROF_RT_NONE ||
+	    (b = bpf_map_lookup_elem(&py_bufs, &zero)) == NULL)
 		return;
 	b->pp = *pp;
+	e->rt = PROF_RT_PY;
+	e->py_n = 0;
 	e->py_flags = PROF_PY_WALKED;
 	count(PROF_CNT_PY_STACKS);
 	fsbase = BPF_CORE_READ(task, thread.fsbase);
@@ -546,11 +549,8 @@ fill_sample(void *ctx, struct prof_sample *e, bool in_user, __u64 ip, __u64 sp, 
 	}
 	e->ustack_len = 0;
 	e->unwind = 0;
-	e->py_n = 0;
-	e->py_flags = 0;
-	e->go_n = 0;
-	e->go_flags = 0;
-	e->j_n = 0;
+	e->rt = PROF_RT_NONE;
+	e->waits = 0;
 	v8_begin(tgid);
 	/* Kernel threads have no user stack: not an error. */
 	if (user_stacks && BPF_CORE_READ(task, mm) != NULL &&
@@ -569,27 +569,51 @@ fill_sample(void *ctx, struct prof_sample *e, bool in_user, __u64 ip, __u64 sp, 
 	e->wake = wake;
 }
 
+/*
+ * Where do_sample builds its sample, sent with its used bytes only (a
+ * record carries the one runtime part its process has, and only the frames
+ * of it that were read).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct prof_sample);
+} sample_bufs SEC(".maps");
+
+/* Send s through the ring buffer, its used bytes (prof_sample_size). 0, or nonzero: full. */
+static __always_inline long
+send_sample(struct prof_sample *s)
+{
+	__u64 size = prof_sample_size(s);
+
+	/* The compiler knows the bound; the verifier must see it checked. */
+	barrier_var(size);
+	if (size > sizeof(*s))
+		size = sizeof(*s);
+	return bpf_ringbuf_output(&events, s, size, s->wake ? BPF_RB_FORCE_WAKEUP : wakeup_flag());
+}
+
 SEC("perf_event")
 int
 do_sample(struct bpf_perf_event_data *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct prof_sample *e;
+	__u32 zero = 0;
 
 	count(PROF_CNT_SAMPLES);
 	if ((__u32)id == 0) {
 		count(PROF_CNT_IDLE);
 		return 0;
 	}
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		count(PROF_CNT_DROP_RINGBUF);
+	if ((e = bpf_map_lookup_elem(&sample_bufs, &zero)) == NULL)
 		return 0;
-	}
 	e->hdr.kind = PROF_EV_SAMPLE;
 	e->offcpu_ns = 0;
 	fill_sample(ctx, e, ctx->regs.ip < USER_TOP, ctx->regs.ip, ctx->regs.sp, ctx->regs.bp);
-	bpf_ringbuf_submit(e, e->wake ? BPF_RB_FORCE_WAKEUP : wakeup_flag());
+	if (send_sample(e) != 0)
+		count(PROF_CNT_DROP_RINGBUF);
 	return 0;
 }
 
@@ -601,29 +625,38 @@ do_sample(struct bpf_perf_event_data *ctx)
  * taken as do_sample takes them, while it is still the current task (no
  * other time can read its user stack), into its own entry of offcpu_waits,
  * with the time. When the scheduler switches it in again, a wait of
- * offcpu_min_ns or more is added, weighted by that N, to the entry
- * of offcpu_aggs for its thread and stack (see struct prof_offcpu_key),
- * which user space drains every few hundred milliseconds: a thread that
- * waits in the same place again and again costs one entry, not one record
- * per wait. With offcpu_aggs full, the wait is sent through the ring buffer
- * by itself. A shorter wait is dropped. A thread's offcpu_waits entry is
- * reused from wait to wait and deleted when the thread exits. The daemon's
- * own process (self_tgid), the idle tasks, kernel threads and exiting
- * threads are left out: their waits are no one's latency.
+ * offcpu_min_ns or more is added, weighted by that N, to the entry of
+ * offcpu_aggs for its thread, stack and generation (see struct
+ * prof_offcpu_key: a few dozen bytes), the stack itself stored once per
+ * generation in offcpu_stacks, whichever threads wait in it; user space
+ * drains both every few seconds, or sooner when offcpu_added says
+ * offcpu_aggs fills up: a thread that waits in the same place again and
+ * again costs one small entry, not one record per wait, and a stack many
+ * threads wait in is copied once. A preempted thread's wait (for a CPU,
+ * its stack nearly always its own), and with either map full any wait, is
+ * sent through the ring buffer by itself. A shorter wait is dropped. A
+ * thread's offcpu_waits entry is reused from wait to wait and deleted when
+ * the thread exits. The daemon's own process (self_tgid), the idle tasks,
+ * kernel threads and exiting threads are left out: their waits are no
+ * one's latency.
  */
 const volatile bool offcpu = false;
 const volatile __u64 offcpu_min_ns = 1000000;
 const volatile __u32 offcpu_sample = 1;
 /*
- * A preempted thread waits for a CPU, briefly, in whatever it was running:
- * nearly every such wait has a stack of its own (a leaf pc anywhere), so
- * they would be most of offcpu_aggs' entries for a small share of the time
- * waited. Sampled (and weighted) further, their total stays unbiased.
+ * A preempted thread (switched out while still runnable: by the kernel's
+ * preemption, or at its return to user mode when its time is up) waits for
+ * a CPU, briefly, in whatever it was running: nearly every such wait has a
+ * stack of its own (a leaf pc anywhere), so they would be most of the
+ * distinct stacks for a small share of the time waited. Sampled (and
+ * weighted) further, their total stays unbiased.
  */
 const volatile __u32 offcpu_preempt_sample = 1;
 const volatile __u32 self_tgid = 0;
 /* Written by user space (collector/ebpf/offcpu.c) before each drain. */
 volatile __u32 offcpu_gen = 1;
+/* Entries added to offcpu_aggs since the start: user space drains early past a share of its room. */
+volatile __u64 offcpu_added = 0;
 
 #define PF_EXITING_FLAG		0x00000004	/* include/linux/sched.h PF_EXITING */
 #define EEXIST_ERRNO		17		/* include/uapi/asm-generic/errno-base.h EEXIST */
@@ -633,23 +666,30 @@ struct {
 	__uint(map_flags, BPF_F_NO_PREALLOC);	/* memory only for threads that have blocked */
 	__uint(max_entries, 8192);
 	__type(key, __u32);			/* tid */
-	__type(value, struct prof_offcpu_val);	/* s.hdr.time_ns: when it blocked; 0: running */
+	__type(value, struct prof_offcpu_wait);
 } offcpu_waits SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);	/* preallocated: small entries, cheap to delete */
+	__uint(max_entries, 8192);		/* resized by user space before load */
+	__type(key, struct prof_offcpu_key);
+	__type(value, struct prof_offcpu_val);
+} offcpu_aggs SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, 2048);		/* resized by user space before load */
-	__type(key, struct prof_offcpu_key);
-	__type(value, struct prof_offcpu_val);
-} offcpu_aggs SEC(".maps");
+	__uint(max_entries, 4096);		/* resized by user space before load */
+	__type(key, struct prof_offcpu_skey);
+	__type(value, struct prof_sample);
+} offcpu_stacks SEC(".maps");
 
 /* Where a thread's first entry of offcpu_waits is built. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct prof_offcpu_val);
+	__type(value, struct prof_offcpu_wait);
 } offcpu_bufs SEC(".maps");
 
 static __always_inline __u64
@@ -660,17 +700,21 @@ mix(__u64 h, __u64 v)
 	return h ^ (h >> 29);
 }
 
-/* A hash of what tells s's stacks apart, the frames only, not the identity. */
+/*
+ * A hash of what tells s's stacks apart: the frames and the runtime part
+ * (interpreter and Java frames, JavaScript functions, Go labels), not the
+ * identity.
+ */
 static __always_inline __u64
 stack_hash(const struct prof_sample *s)
 {
 	__u32 nk = s->kstack_len > 0 ? (__u32)s->kstack_len / 8 : 0;
 	__u32 nu = s->ustack_len > 0 ? (__u32)s->ustack_len / 8 : 0;
-	__u32 np = s->py_n, i;
-	__u64 h;
+	__u32 n, i, end;
+	__u64 h, word;
 
 	h = mix(0x6a09e667f3bcc908ULL, ((__u64)(__u32)s->kstack_len << 32) | (__u32)s->ustack_len);
-	h = mix(h, ((__u64)s->unwind << 32) | s->py_flags);
+	h = mix(h, ((__u64)s->unwind << 32) | s->rt);
 	for (i = 0; i < PROF_MAX_STACK; i++) {
 		if (i >= nk)
 			break;
@@ -681,72 +725,143 @@ stack_hash(const struct prof_sample *s)
 			break;
 		h = mix(h, s->ustack[i]);
 	}
-	for (i = 0; i < PROF_MAX_PYFRAMES; i++) {
-		if (i >= np)
-			break;
-		h = mix(h, s->py[i].code);
-		h = mix(h, s->py[i].instr);
-		h = mix(h, s->py[i].name);
+	switch (s->rt) {
+	case PROF_RT_PY:
+		n = s->py_n;
+		h = mix(h, ((__u64)n << 32) | s->py_flags);
+		for (i = 0; i < PROF_MAX_PYFRAMES; i++) {
+			if (i >= n)
+				break;
+			h = mix(h, s->py[i].code);
+			h = mix(h, s->py[i].instr);
+			h = mix(h, s->py[i].name);
+		}
+		break;
+	case PROF_RT_GO:
+		/* The pairs, then their bytes: those past the last pair's are left from before. */
+		n = s->go_n;
+		h = mix(h, ((__u64)n << 32) | s->go_flags);
+		end = 0;
+		for (i = 0; i < PROF_MAX_GOLABELS; i++) {
+			if (i >= n)
+				break;
+			h = mix(h, ((__u64)s->go[i].key << 48) | ((__u64)s->go[i].klen << 32) |
+			    ((__u64)s->go[i].value << 16) | s->go[i].vlen);
+			if ((__u32)s->go[i].value + s->go[i].vlen > end)
+				end = (__u32)s->go[i].value + s->go[i].vlen;
+		}
+		for (i = 0; i < PROF_GO_STR / 8; i++) {
+			if (i * 8 >= end)
+				break;
+			__builtin_memcpy(&word, &s->go_str[i * 8], 8);
+			if (end - i * 8 < 8)
+				word &= (1ULL << ((end - i * 8) * 8)) - 1;
+			h = mix(h, word);
+		}
+		break;
+	case PROF_RT_JAVA:
+		n = s->j_n;
+		h = mix(h, n);
+		for (i = 0; i < PROF_MAX_JFRAMES; i++) {
+			if (i >= n)
+				break;
+			h = mix(h, ((__u64)s->j[i].idx << 32) | s->j[i].kind);
+			h = mix(h, s->j[i].method);
+			h = mix(h, s->j[i].bcp);
+		}
+		break;
+	case PROF_RT_V8:
+		n = s->v8_n;
+		h = mix(h, ((__u64)n << 32) | s->v8_flags);
+		for (i = 0; i < PROF_MAX_V8FRAMES; i++) {
+			if (i >= n)
+				break;
+			h = mix(h, s->v8[i].fn_idx);
+		}
+		break;
 	}
 	return h;
 }
 
 /* Add w's wait of delta (scaled) that ended at now, weight waits, to offcpu_aggs. */
 static __always_inline void
-offcpu_add(struct prof_offcpu_val *w, __u64 delta, __u64 weight, __u64 now)
+offcpu_add(struct prof_offcpu_wait *w, __u64 delta, __u64 weight, __u64 now)
 {
 	struct prof_offcpu_key key = {};
-	struct prof_offcpu_val *v;
+	struct prof_offcpu_skey skey = {};
+	struct prof_offcpu_val val, *v;
 	long rc;
 
+	w->s.offcpu_ns = delta;
+	w->s.hdr.time_ns = now;
+	w->s.waits = (__u32)weight;
 	/*
 	 * A process user space has not seen yet (or whose tables are being
 	 * loaded): its wait goes at once, through the ring buffer, so that
 	 * user space reads its mappings and loads its tables while it lives.
+	 * So does a preempted thread's wait for a CPU: its stack (a leaf pc
+	 * anywhere in the code it was running) is nearly always its own, and
+	 * a record read in place costs user space less than an entry and a
+	 * stack stored, read and deleted for one wait.
 	 */
-	if (w->s.wake) {
-		w->s.offcpu_ns = delta;
-		w->s.hdr.time_ns = now;
-		if (bpf_ringbuf_output(&events, &w->s, sizeof(w->s), BPF_RB_FORCE_WAKEUP) == 0)
-			count(PROF_CNT_OFFCPU_SENT);
-		else
-			count(PROF_CNT_DROP_RINGBUF);
+	if (w->s.wake || w->preempted) {
+		count(send_sample(&w->s) == 0 ? PROF_CNT_OFFCPU_SENT : PROF_CNT_DROP_RINGBUF);
 		return;
 	}
 	key.stack = stack_hash(&w->s);
 	key.pid = w->s.hdr.pid;
 	key.tid = w->s.hdr.tid;
 	key.gen = offcpu_gen;
-	if ((v = bpf_map_lookup_elem(&offcpu_aggs, &key)) == NULL) {
-		w->waits = weight;
-		w->ns = delta;
-		w->s.offcpu_ns = delta;
-		w->s.hdr.time_ns = now;
-		rc = bpf_map_update_elem(&offcpu_aggs, &key, w, BPF_NOEXIST);
-		if (rc == 0) {
-			count(PROF_CNT_OFFCPU_SENT);
-			return;
-		}
-		/* Another CPU added it meanwhile; else the map is full. */
-		if (rc != -EEXIST_ERRNO || (v = bpf_map_lookup_elem(&offcpu_aggs, &key)) == NULL) {
-			if (bpf_ringbuf_output(&events, &w->s, sizeof(w->s),
-			    w->s.wake ? BPF_RB_FORCE_WAKEUP : wakeup_flag()) == 0)
-				count(PROF_CNT_OFFCPU_SPILL);
-			else
-				count(PROF_CNT_DROP_RINGBUF);
-			return;
-		}
+	/*
+	 * The thread's entry has one writer: the CPU switching the thread in
+	 * (user space deletes only older generations' entries).
+	 */
+	if ((v = bpf_map_lookup_elem(&offcpu_aggs, &key)) != NULL) {
+		__sync_fetch_and_add(&v->waits, weight);
+		__sync_fetch_and_add(&v->ns, delta);
+		count(PROF_CNT_OFFCPU_SENT);
+		return;
 	}
-	__sync_fetch_and_add(&v->waits, weight);
-	__sync_fetch_and_add(&v->ns, delta);
+	val.waits = weight;
+	val.ns = delta;
+	__builtin_memcpy(val.comm, w->s.comm, sizeof(val.comm));
+	__builtin_memcpy(val.leader_comm, w->s.leader_comm, sizeof(val.leader_comm));
+	if (bpf_map_update_elem(&offcpu_aggs, &key, &val, BPF_NOEXIST) != 0) {
+		count(send_sample(&w->s) == 0 ? PROF_CNT_OFFCPU_SPILL : PROF_CNT_DROP_RINGBUF);	/* full */
+		return;
+	}
+	/* The stack, unless a thread stored it already in this generation. */
+	skey.stack = key.stack;
+	skey.gen = key.gen;
+	rc = bpf_map_update_elem(&offcpu_stacks, &skey, &w->s, BPF_NOEXIST);
+	if (rc != 0 && rc != -EEXIST_ERRNO) {
+		bpf_map_delete_elem(&offcpu_aggs, &key);
+		count(send_sample(&w->s) == 0 ? PROF_CNT_OFFCPU_SPILL : PROF_CNT_DROP_RINGBUF);
+		return;
+	}
+	__sync_fetch_and_add(&offcpu_added, 1);
 	count(PROF_CNT_OFFCPU_SENT);
+}
+
+/* Kernels before 5.14 call the task's state "state". */
+struct task_struct___pre514 {
+	long	state;
+} __attribute__((preserve_access_index));
+
+/* Whether t, switching out, is still runnable (TASK_RUNNING, 0): preempted, not blocked. */
+static __always_inline bool
+still_runnable(struct task_struct *t)
+{
+	if (bpf_core_field_exists(t->__state))
+		return BPF_CORE_READ(t, __state) == 0;
+	return BPF_CORE_READ((struct task_struct___pre514 *)t, state) == 0;
 }
 
 SEC("tp_btf/sched_switch")
 int
 BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	struct prof_offcpu_val *w;
+	struct prof_offcpu_wait *w;
 	__u32 tid, tgid, zero = 0, weight;
 	__u64 now, start, delta;
 
@@ -760,7 +875,7 @@ BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *
 		delta = now - start;
 		w->s.hdr.time_ns = 0;
 		/* The weight the switch out was sampled with. */
-		weight = w->waits > 0 && w->waits <= 0xffffffffULL ? (__u32)w->waits : 1;
+		weight = w->weight > 0 ? w->weight : 1;
 		if (delta < offcpu_min_ns)
 			count(PROF_CNT_OFFCPU_SHORT);
 		else
@@ -777,12 +892,14 @@ BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *
 	if (tid == 0 || tgid == self_tgid || BPF_CORE_READ(prev, mm) == NULL ||
 	    (BPF_CORE_READ(prev, flags) & PF_EXITING_FLAG))
 		return 0;
+	preempt = preempt || still_runnable(prev);
 	weight = preempt ? offcpu_sample * offcpu_preempt_sample : offcpu_sample;
 	if (weight > 1 && bpf_get_prandom_u32() % weight != 0)
 		return 0;
 	/* The thread's entry is filled in place; its first is built aside and stored. */
 	if ((w = bpf_map_lookup_elem(&offcpu_waits, &tid)) != NULL) {
-		w->waits = weight;
+		w->weight = weight;
+		w->preempted = preempt;
 		w->s.hdr.kind = PROF_EV_OFFCPU;
 		w->s.offcpu_ns = 0;
 		fill_sample(ctx, &w->s, false, 0, 0, 0);
@@ -791,7 +908,8 @@ BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *
 	}
 	if ((w = bpf_map_lookup_elem(&offcpu_bufs, &zero)) == NULL)
 		return 0;
-	w->waits = weight;
+	w->weight = weight;
+	w->preempted = preempt;
 	w->s.hdr.kind = PROF_EV_OFFCPU;
 	w->s.offcpu_ns = 0;
 	fill_sample(ctx, &w->s, false, 0, 0, 0);

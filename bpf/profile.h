@@ -126,6 +126,23 @@ struct prof_v8frame {
 #define PROF_V8_WALKED		1	/* the process runs V8: v8[] is this stack's */
 #define PROF_V8_TRUNCATED	2	/* more frames than PROF_MAX_V8FRAMES */
 
+/* prof_sample.rt: which runtime's part the sample's union holds. */
+enum prof_rt {
+	PROF_RT_NONE	= 0,	/* none: native frames only */
+	PROF_RT_PY	= 1,	/* py_*: Python's frames, or Ruby's (py_flags PROF_RB_FRAMES) */
+	PROF_RT_GO	= 2,	/* go_*: the running goroutine's pprof labels */
+	PROF_RT_JAVA	= 3,	/* j_*: HotSpot frames met by the user stack walk */
+	PROF_RT_V8	= 4,	/* v8_*: V8 JavaScript frames met by the user stack walk */
+};
+
+/*
+ * A sample: what every one has (identity, kernel and user stacks), then
+ * the part of the one runtime its process runs, in a union tagged by rt
+ * (a process runs one runtime; the BPF side fills at most one part). The
+ * union's members are read only under their tag. The union comes last,
+ * so that a record may end after the used part of its member
+ * (prof_sample_size).
+ */
 struct prof_sample {
 	struct prof_hdr	hdr;
 	__u64	cgroup_id;
@@ -136,22 +153,64 @@ struct prof_sample {
 	__u64	offcpu_ns;	/* PROF_EV_OFFCPU: time switched out, times offcpu_sample */
 	char	comm[PROF_COMM_LEN];	/* the thread's */
 	char	leader_comm[PROF_COMM_LEN];	/* the thread group leader's: the process's */
+	__u32	rt;		/* enum prof_rt */
+	__u32	waits;		/* PROF_EV_OFFCPU sent by itself: the waits it stands for (its weight) */
 	__u64	kstack[PROF_MAX_STACK];	/* leaf first */
 	__u64	ustack[PROF_MAX_USTACK];	/* leaf first; bpf_get_stack fills at most PROF_MAX_STACK */
-	__u32	py_n;		/* frames in py */
-	__u32	py_flags;	/* PROF_PY_* */
-	struct prof_pyframe py[PROF_MAX_PYFRAMES];
-	__u32	go_n;		/* pairs in go */
-	__u32	go_flags;	/* PROF_GO_* */
-	struct prof_golabel go[PROF_MAX_GOLABELS];
-	char	go_str[PROF_GO_STR];	/* the pairs' bytes, not NUL-terminated */
-	__u32	j_n;		/* entries in j */
-	__u32	j_pad;
-	struct prof_jframe j[PROF_MAX_JFRAMES];
-	__u32	v8_n;		/* frames in v8 */
-	__u32	v8_flags;	/* PROF_V8_* */
-	struct prof_v8frame v8[PROF_MAX_V8FRAMES];	/* leaf first, as ustack */
+	union {
+		struct {		/* PROF_RT_PY */
+			__u32	py_n;		/* frames in py */
+			__u32	py_flags;	/* PROF_PY_* */
+			struct prof_pyframe py[PROF_MAX_PYFRAMES];
+		};
+		struct {		/* PROF_RT_GO */
+			__u32	go_n;		/* pairs in go */
+			__u32	go_flags;	/* PROF_GO_* */
+			struct prof_golabel go[PROF_MAX_GOLABELS];
+			char	go_str[PROF_GO_STR];	/* the pairs' bytes, not NUL-terminated */
+		};
+		struct {		/* PROF_RT_JAVA */
+			__u32	j_n;		/* entries in j */
+			__u32	j_pad;
+			struct prof_jframe j[PROF_MAX_JFRAMES];
+		};
+		struct {		/* PROF_RT_V8 */
+			__u32	v8_n;		/* frames in v8 */
+			__u32	v8_flags;	/* PROF_V8_* */
+			struct prof_v8frame v8[PROF_MAX_V8FRAMES];	/* leaf first, as ustack */
+		};
+	};
 };
+
+/* Where a sample's runtime part starts: a record is at least this long. */
+#define PROF_SAMPLE_BASE	__builtin_offsetof(struct prof_sample, py_n)
+
+/*
+ * The bytes of s that carry something: all up to the union, then the used
+ * part of its member (the whole of go_str for Go labels). Bounded by
+ * sizeof(struct prof_sample) whatever the counts say.
+ */
+static __inline __u32
+prof_sample_size(const struct prof_sample *s)
+{
+	__u32 n;
+
+	switch (s->rt) {
+	case PROF_RT_PY:
+		n = s->py_n < PROF_MAX_PYFRAMES ? s->py_n : PROF_MAX_PYFRAMES;
+		return PROF_SAMPLE_BASE + 8 + n * (__u32)sizeof(struct prof_pyframe);
+	case PROF_RT_GO:
+		return PROF_SAMPLE_BASE + 8 + (__u32)(sizeof(s->go) + sizeof(s->go_str));
+	case PROF_RT_JAVA:
+		n = s->j_n < PROF_MAX_JFRAMES ? s->j_n : PROF_MAX_JFRAMES;
+		return PROF_SAMPLE_BASE + 8 + n * (__u32)sizeof(struct prof_jframe);
+	case PROF_RT_V8:
+		n = s->v8_n < PROF_MAX_V8FRAMES ? s->v8_n : PROF_MAX_V8FRAMES;
+		return PROF_SAMPLE_BASE + 8 + n * (__u32)sizeof(struct prof_v8frame);
+	default:
+		return PROF_SAMPLE_BASE;
+	}
+}
 
 /* Indexes of the per-CPU counter array "counters". */
 enum prof_counter {
@@ -381,15 +440,21 @@ struct v8_proc {
 };
 
 /*
- * Off-CPU waits are added up in the kernel: offcpu_aggs holds one entry per
- * thread and stack (a hash of its kernel, user and Python frames) and
- * generation, which user space drains now and then. A wait is added under
- * the generation current when it ended (offcpu_gen); user space moves the
- * generation on before it drains, and drains only the generations before
- * the one it just left, to which no program adds any more.
+ * Off-CPU waits are added up in the kernel, in two maps. offcpu_aggs holds
+ * one small entry per thread, stack and generation: the waits' count and
+ * time, and the thread's names. offcpu_stacks holds each stack once per
+ * generation, whichever threads waited in it, keyed by its hash (of its
+ * kernel, user and runtime frames, not of who waited). A wait is added
+ * under the generation current when it ended (offcpu_gen); user space moves
+ * the generation on before it drains, and drains only the generations
+ * before the one it just left, to which no program adds any more, reading
+ * the stacks it does not hold already and deleting both maps' entries.
+ * The BPF side stores a stack only after the thread's entry of offcpu_aggs
+ * that names it, and deletes that entry again if the stack cannot be
+ * stored: every stack drained is named by an entry drained with it.
  */
 struct prof_offcpu_key {
-	__u64	stack;		/* hash of the sample's stacks */
+	__u64	stack;		/* hash of the sample's frames (prof_offcpu_skey.stack) */
 	__u32	pid, tid;
 	__u32	gen;		/* offcpu_gen when the waits ended */
 	__u32	pad;
@@ -398,7 +463,26 @@ struct prof_offcpu_key {
 struct prof_offcpu_val {
 	__u64	waits;		/* waits added up */
 	__u64	ns;		/* their time, times offcpu_sample */
-	struct prof_sample s;	/* the first one's: identity and stacks (hdr.kind PROF_EV_OFFCPU) */
+	char	comm[PROF_COMM_LEN];	/* the thread's, at the first wait */
+	char	leader_comm[PROF_COMM_LEN];	/* its process's */
+};
+
+/* offcpu_stacks key; its value is the struct prof_sample of the first wait in it. */
+struct prof_offcpu_skey {
+	__u64	stack;
+	__u32	gen;
+	__u32	pad;
+};
+
+/*
+ * offcpu_waits value: a thread's last switch out, its stacks, the weight it
+ * was sampled with and whether it was preempted (waiting for a CPU, not
+ * blocked).
+ */
+struct prof_offcpu_wait {
+	__u32	weight;
+	__u32	preempted;
+	struct prof_sample s;	/* s.hdr.time_ns: when it blocked; 0: running */
 };
 
 #endif

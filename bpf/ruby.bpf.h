@@ -121,9 +121,12 @@ walk_ruby(struct prof_sample *e, struct task_struct *task, __u32 tgid)
 	struct rb_buf *b;
 	__u32 zero = 0, k;
 
-	if (!unwind_tables || rp == NULL || (b = bpf_map_lookup_elem(&rb_bufs, &zero)) == NULL)
+	if (!unwind_tables || rp == NULL || e->rt != PROF_RT_NONE ||
+	    (b = bpf_map_lookup_elem(&rb_bufs, &zero)) == NULL)
 		return;
 	b->rp = *rp;
+	e->rt = PROF_RT_PY;
+	e->py_n = 0;
 	e->py_flags = PROF_PY_WALKED | PROF_RB_FRAMES;
 	count(PROF_CNT_RB_STACKS);
 	fsbase = BPF_CORE_READ(task, thread.fsbase);

@@ -85,10 +85,13 @@ v8_end(struct prof_sample *e)
 	__u32 zero = 0, n;
 	struct v8_buf *b = bpf_map_lookup_elem(&v8_bufs, &zero);
 
-	e->v8_n = 0;
-	e->v8_flags = 0;
 	if (b == NULL || !b->on)
 		return;
+	b->on = 0;
+	if (e->rt != PROF_RT_NONE)
+		return;
+	e->rt = PROF_RT_V8;
+	e->v8_n = 0;
 	count(PROF_CNT_V8_STACKS);
 	n = b->n;
 	if (n > PROF_MAX_V8FRAMES)
@@ -96,7 +99,6 @@ v8_end(struct prof_sample *e)
 	e->v8_flags = PROF_V8_WALKED | b->flags;
 	if (n > 0 && bpf_probe_read_kernel(e->v8, sizeof(e->v8), b->frames) == 0)
 		e->v8_n = n;
-	b->on = 0;
 }
 
 #endif

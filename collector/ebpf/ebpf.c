@@ -62,8 +62,9 @@
 #define MISS_WAIT_MAX_NS (64LL * 1000 * 1000 * 1000)	/* see caller_miss */
 #define FCACHE_SLOTS	8192	/* a power of two */
 #define PROF_INLINED_MAX 256	/* frames HotSpot's inlined methods may add to a stack */
-#define OFFCPU_DRAIN_NS	(1000LL * 1000 * 1000)	/* off-CPU waits drained this often */
-#define OFFCPU_AGGS	4096	/* entries of offcpu_aggs (about 5.6 KiB each, when used) */
+#define OFFCPU_DRAIN_NS	(5000LL * 1000 * 1000)	/* off-CPU waits drained this often (and at flush) */
+#define OFFCPU_AGGS	8192	/* entries of offcpu_aggs (72 bytes each, preallocated) */
+#define OFFCPU_STACKS	4096	/* entries of offcpu_stacks (a struct prof_sample each, when used) */
 #define OFFCPU_PREEMPT_SAMPLE 10	/* preemptions recorded 1 in 10 more (profile.bpf.c) */
 /*
  * The watchdog: a sampler that has not completed a period in STALL_PERIODS
@@ -457,7 +458,7 @@ handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_samp
 	struct proc *p;
 	size_t n = 0, pi = 0, pn = 0, vi = 0, vn = 0;
 	uint64_t miss = 0;		/* a caller outside every mapping known */
-	bool py_cut = false, py_left, entry, golab, core = false;
+	bool py_cut = false, py_left, entry, golab, core = false, java;
 	const struct frame *jf;
 	size_t nj, k;
 	int i, nk, nu;
@@ -491,9 +492,12 @@ handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_samp
 	python_check(e->py, p);
 	ruby_check(e->ruby, p);
 	hotspot_check(e->hs, p);
-	if (s->j_n > 0)
+	/* The runtime part, by its tag: one of Java's, Python's or Ruby's, V8's, Go's. */
+	java = s->rt == PROF_RT_JAVA && s->j_n > 0;
+	if (java)
 		hotspot_read(e->hs, p, s);
-	if ((s->py_flags & PROF_PY_WALKED) && ((s->py_flags & PROF_RB_FRAMES) ? p->rb : p->py)) {
+	if (s->rt == PROF_RT_PY && (s->py_flags & PROF_PY_WALKED) &&
+	    ((s->py_flags & PROF_RB_FRAMES) ? p->rb : p->py)) {
 		pn = s->py_n < PROF_MAX_PYFRAMES ? s->py_n : PROF_MAX_PYFRAMES;
 		if (s->py_flags & PROF_RB_FRAMES)
 			ruby_read(e->ruby, p, s->py, pn);
@@ -502,7 +506,7 @@ handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_samp
 		py_cut = (s->py_flags & PROF_PY_TRUNCATED) != 0;
 	}
 	v8_check(e->v8, p);
-	if ((s->v8_flags & PROF_V8_WALKED) && p->v8) {
+	if (s->rt == PROF_RT_V8 && (s->v8_flags & PROF_V8_WALKED) && p->v8) {
 		vn = s->v8_n < PROF_MAX_V8FRAMES ? s->v8_n : PROF_MAX_V8FRAMES;
 		v8_read(e->v8, p, s->v8, vn);
 	}
@@ -545,7 +549,7 @@ handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_samp
 		a &= ~PROF_PC_EXACT;
 		if (a == 0)
 			break;
-		if (s->j_n > 0 && (nj = hotspot_frames(e->hs, p, s, (size_t)i, &jf)) > 0) {
+		if (java && (nj = hotspot_frames(e->hs, p, s, (size_t)i, &jf)) > 0) {
 			/* Java frames: named after their methods, not the pc. */
 			for (k = 0; k < nj; k++) {
 				/* Room for the rest of the stack first. */
@@ -691,6 +695,20 @@ handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_samp
 		caller_miss(e, p, miss);
 }
 
+/*
+ * Whether a sample record of size bytes holds what its counts say: records
+ * end after the used part of their runtime member (prof_sample_size).
+ */
+static bool
+sample_complete(const void *data, size_t size)
+{
+	const struct prof_sample *s = data;
+
+	if (size < PROF_SAMPLE_BASE || (s->rt != PROF_RT_NONE && size < PROF_SAMPLE_BASE + 8))
+		return false;
+	return size >= prof_sample_size(s);
+}
+
 static int
 handle_event(void *ctx, void *data, size_t size)
 {
@@ -703,12 +721,14 @@ handle_event(void *ctx, void *data, size_t size)
 	e->events++;
 	switch (h->kind) {
 	case PROF_EV_SAMPLE:
-		if (size >= sizeof(struct prof_sample))
+		if (sample_complete(data, size))
 			handle_sample(e, e->cp, data, 1);
 		break;
 	case PROF_EV_OFFCPU:
-		if (size >= sizeof(struct prof_sample) && e->off)
-			handle_sample(e, e->off, data, 1);
+		/* One wait sent by itself, counted as many times as it was sampled for. */
+		if (sample_complete(data, size) && e->off)
+			handle_sample(e, e->off, data, ((const struct prof_sample *)data)->waits ?
+			    ((const struct prof_sample *)data)->waits : 1);
 		break;
 	case PROF_EV_EXEC:
 		/* New mappings: read them now, while the process surely exists. */
@@ -741,17 +761,14 @@ handle_event(void *ctx, void *data, size_t size)
 
 /* One entry of offcpu_aggs: a thread's waits in one stack. */
 static void
-offcpu_add(void *arg, struct prof_offcpu_val *v)
+offcpu_add(void *arg, struct prof_sample *s, uint64_t waits)
 {
 	struct ebpf_sampler *e = arg;
 
-	if (v->s.hdr.kind != PROF_EV_OFFCPU || v->waits == 0)
-		return;
 	e->events++;
 	e->oc_entries++;
-	e->oc_waits += v->waits;
-	v->s.offcpu_ns = v->ns;
-	handle_sample(e, e->off, &v->s, v->waits);
+	e->oc_waits += waits;
+	handle_sample(e, e->off, s, waits);
 }
 
 static void
@@ -845,13 +862,16 @@ flush(struct ebpf_sampler *e)
 
 	cpuprof_flush(e->cp, e->st, e->period_start, end, &profiles, &samples);
 	if (e->off) {
-		drain_offcpu(e, atomic_load(&e->stop));
-		size_t op = 0;
+		size_t op = 0, held, held_bytes;
 		uint64_t os = 0;
 
+		drain_offcpu(e, atomic_load(&e->stop));
 		cpuprof_flush(e->off, e->st, e->period_start, end, &op, &os);
-		log_debug("ebpf: off-CPU: %llu waits in %llu entries drained from the kernel",
-		    (unsigned long long)e->oc_waits, (unsigned long long)e->oc_entries);
+		held = offcpu_cached(e->oc, &held_bytes);
+		log_debug("ebpf: off-CPU: %llu waits in %llu entries drained from the kernel; "
+		    "%zu stacks held (%zu KiB), %llu entries without their stack since start",
+		    (unsigned long long)e->oc_waits, (unsigned long long)e->oc_entries, held,
+		    held_bytes >> 10, (unsigned long long)offcpu_lost(e->oc));
 		e->oc_waits = e->oc_entries = 0;
 		metrics_add("profilefs_ebpf_offcpu_waits_stored_total", NULL, (double)os);
 		metrics_add("profilefs_ebpf_offcpu_profiles_total", NULL, (double)op);
@@ -998,7 +1018,7 @@ sampler_main(void *arg)
 			rc = ring_buffer__consume(e->rb);
 		if (e->unw)
 			unwind_poll(e->unw);
-		if (e->oc && clock_mono_ns() >= e->oc_next)
+		if (e->oc && (clock_mono_ns() >= e->oc_next || offcpu_due(e->oc)))
 			drain_offcpu(e, false);
 		if (rc < 0 && rc != -EINTR) {
 			log_warnx("ebpf: ring buffer: %s", strerror(-rc));
@@ -1276,16 +1296,18 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 		if (!o->offcpu) {
 			bpf_map__set_max_entries(e->skel->maps.offcpu_waits, 1);
 			bpf_map__set_max_entries(e->skel->maps.offcpu_aggs, 1);
+			bpf_map__set_max_entries(e->skel->maps.offcpu_stacks, 1);
 		} else {
 			bpf_map__set_max_entries(e->skel->maps.offcpu_aggs, OFFCPU_AGGS);
+			bpf_map__set_max_entries(e->skel->maps.offcpu_stacks, OFFCPU_STACKS);
 		}
 		if (unwind_mib > 0) {
 			e->skel->rodata->unwind_tables = true;
 			unwind_configure(e->skel->maps.unw_rows, (size_t)unwind_mib << 20);
 		}
 		/*
-		 * 2 MiB per CPU (about 4 s of 99 Hz samples of 5.4 KiB, Python
-		 * frames included), a power of two, at least 8 MiB.
+		 * 2 MiB per CPU (about 4 s of 99 Hz samples of 5.4 KiB, the
+		 * most a record takes: Python frames included), a power of two, at least 8 MiB.
 		 */
 		ncpu = sysconf(_SC_NPROCESSORS_CONF);
 		for (rbsize = 8u << 20; rbsize < (size_t)(ncpu > 0 ? ncpu : 1) << 21 &&
@@ -1326,7 +1348,8 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 	if ((e->hs = hotspot_create(bpf_map__fd(e->skel->maps.hs_procs))) == NULL ||
 	    (e->v8 = v8_create(bpf_map__fd(e->skel->maps.v8_procs))) == NULL ||
 	    (o->offcpu && (e->oc = offcpu_create(bpf_map__fd(e->skel->maps.offcpu_aggs),
-	    &e->skel->data->offcpu_gen)) == NULL)) {
+	    bpf_map__fd(e->skel->maps.offcpu_stacks), OFFCPU_AGGS, &e->skel->data->offcpu_gen,
+	    &e->skel->bss->offcpu_added)) == NULL)) {
 		rc = -ENOMEM;
 		goto fail;
 	}

@@ -68,6 +68,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memset(&s, 0, sizeof(s));
 	n = size - 1 < sizeof(s.go) + sizeof(s.go_str) + 8 ?
 	    size - 1 : sizeof(s.go) + sizeof(s.go_str) + 8;
+	s.rt = PROF_RT_GO;	/* the union's Go member */
 	memcpy(&s.go_n, data + 1, n);	/* go_n, go_flags, go[], go_str[] */
 	memset(&p, 0, sizeof(p));
 	snprintf(p.service, sizeof(p.service), "svc");

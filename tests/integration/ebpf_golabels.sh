@@ -12,8 +12,12 @@
 # before the daemon. A run under 64
 # label sets, each with a value too long to keep, makes at most the bounded
 # number of series, the rest going to the process's plain series with its
-# labels as sample labels, and the long pair left out. Needs root and a
-# kernel with BTF; otherwise every check is skipped.
+# labels as sample labels, and the long pair left out. Off-CPU waits made
+# under the two label sets in the same place (a daemon with --ebpf-offcpu,
+# waits added up in the kernel) are kept apart by label set: their time and
+# their count split in the proportions the program measured (within 10%;
+# the sets wait as long, one in four times as often). Needs root and a kernel with BTF; otherwise every
+# check is skipped.
 set -u
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/../pprof-sums.sh"
@@ -21,7 +25,7 @@ set -u
 NAMES="ebpf-golabels-run ebpf-golabels-listed ebpf-golabels-split ebpf-golabels-matchers"
 NAMES="$NAMES ebpf-golabels-tags ebpf-golabels-stripped ebpf-golabels-cgo ebpf-golabels-before"
 NAMES="$NAMES ebpf-golabels-bounded"
-NAMES="$NAMES ebpf-golabels-long ebpf-golabels-metrics"
+NAMES="$NAMES ebpf-golabels-long ebpf-golabels-metrics ebpf-golabels-offcpu"
 skip_all() { for n in $NAMES; do echo "ok - $n # SKIP $1"; done; exit 0; }
 [ "$(id -u)" -eq 0 ] || skip_all "needs root"
 [ -r /sys/kernel/btf/vmlinux ] || skip_all "kernel has no BTF (/sys/kernel/btf/vmlinux)"
@@ -173,5 +177,39 @@ if [ "${lab:-0}" -gt 0 ] 2>/dev/null && [ "${ref:-0}" -gt 0 ] 2>/dev/null &&
 else
   fail "ebpf-golabels-metrics" "labelled '$lab', refused '$ref'"
 fi
+
+# Off-CPU: waits in the same stack under two label sets are two entries in
+# the kernel (the labels are part of the stack's hash), each its set's series.
+pf_stop
+PORT=$((20000 + RANDOM % 20000))
+pf_start -v --ebpf=19 --ebpf-offcpu=1ms --ebpf-period 2 --http "127.0.0.1:$PORT" ||
+  { fail "ebpf-golabels-offcpu daemon start"; pf_done; exit 1; }
+cp "$B/efp_golabels" "$B/efp_golabels_wait"
+"$B/efp_golabels_wait" wait 1 0 >/dev/null	# its tables loaded before the measured run
+sleep 2
+out="$("$B/efp_golabels_wait" wait 10 0)"
+sleep 6	# the last waits drained (two periods) and stored
+off_of() {	# off_of SELECTOR TYPE: a sample type's sum in the set's offcpu profile
+  local s
+  s="$(pprof_sums "$TMP/mnt/efp_golabels_wait/offcpu/$1/all/merged.pb.gz")"
+  [[ "$s" =~ $2=([0-9]+) ]] && echo "${BASH_REMATCH[1]}" || echo 0
+}
+oc="$(off_of handler=checkout offcpu/nanoseconds) $(off_of handler=checkout waits/count)"
+os="$(off_of handler=search offcpu/nanoseconds) $(off_of handler=search waits/count)"
+res="$(awk -v c="$oc" -v s="$os" -v out="$out" 'function m(k) {
+    return match(out, k "=[0-9]+") ? substr(out, RSTART + length(k) + 1, RLENGTH - length(k) - 1) + 0 : -1 }
+  function near(g, w) { return g >= 0.9 * w && g <= 1.1 * w }
+  BEGIN {
+  split(c, cv, " "); split(s, sv, " ")
+  mc = m("checkout_ns"); ms = m("search_ns"); nc = m("checkout_waits"); ns = m("search_waits")
+  if (mc < 0 || ms < 0 || nc < 0 || ns < 0 || mc + ms == 0 || nc + ns == 0) {
+    print "no output: " out; exit }
+  wt = mc / (mc + ms); wn = nc / (nc + ns)
+  gt = cv[1] + sv[1] > 0 ? cv[1] / (cv[1] + sv[1]) : -1
+  gn = cv[2] + sv[2] > 0 ? cv[2] / (cv[2] + sv[2]) : -1
+  printf "%s checkout share of the time waited %.3f (measured %.3f), of the waits %.3f (counted %.3f); %s + %s ns, %s + %s waits\n", \
+    (near(gt, wt) && near(gn, wn) ? "ok" : "off"), gt, wt, gn, wn, cv[1], sv[1], cv[2], sv[2] }')"
+if [[ "$res" == ok* ]]; then ok "ebpf-golabels-offcpu (${res#ok })"
+else fail "ebpf-golabels-offcpu" "$res; ls: $(ls "$TMP/mnt/efp_golabels_wait/offcpu" 2>&1 | tr '\n' ' ')"; fi
 
 pf_done

@@ -5,6 +5,8 @@
  * paths to units, containers and pods, and the
  * aggregation into a Go-shaped CPU profile stored and read back (sample
  * types, period, per-sample labels, kernel mapping, unresolved frames).
+ * The off-CPU drain runs against real BPF hash maps where the process may
+ * create them (root, CAP_BPF), and is skipped elsewhere.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,7 +21,10 @@
 #include <unistd.h>
 #include <errno.h>
 
+#include <bpf/bpf.h>
+
 #include "cpuprof.h"
+#include "offcpu.h"
 #include "proctab.h"
 #include "base.h"
 #include "pprof.h"
@@ -480,6 +485,242 @@ test_cpuprof_offcpu(void **state)
 	buf_free(&err);
 }
 
+/* What the drain handed over, entry by entry. */
+struct drained {
+	struct prof_sample	s[8];
+	uint64_t		waits[8];
+	size_t			n;
+	uint32_t		forgot[4];
+	size_t			nforgot;
+};
+
+static void
+drained_add(void *arg, struct prof_sample *s, uint64_t waits)
+{
+	struct drained *d = arg;
+
+	assert_true(d->n < 8);
+	d->s[d->n] = *s;
+	d->waits[d->n++] = waits;
+}
+
+static void
+drained_forget(void *arg, uint32_t pid)
+{
+	struct drained *d = arg;
+
+	assert_true(d->nforgot < 4);
+	d->forgot[d->nforgot++] = pid;
+}
+
+static void
+put_wait(int fd, uint64_t stack, uint32_t pid, uint32_t tid, uint32_t gen, uint64_t waits,
+    uint64_t ns, const char *comm)
+{
+	struct prof_offcpu_key k;
+	struct prof_offcpu_val v;
+
+	memset(&k, 0, sizeof(k));
+	memset(&v, 0, sizeof(v));
+	k.stack = stack;
+	k.pid = pid;
+	k.tid = tid;
+	k.gen = gen;
+	v.waits = waits;
+	v.ns = ns;
+	snprintf(v.comm, sizeof(v.comm), "%s", comm);
+	snprintf(v.leader_comm, sizeof(v.leader_comm), "lead-%u", pid);
+	assert_int_equal(bpf_map_update_elem(fd, &k, &v, BPF_NOEXIST), 0);
+}
+
+static void
+put_stack(int fd, uint64_t stack, uint32_t gen, const struct prof_sample *s)
+{
+	struct prof_offcpu_skey k;
+
+	memset(&k, 0, sizeof(k));
+	k.stack = stack;
+	k.gen = gen;
+	assert_int_equal(bpf_map_update_elem(fd, &k, s, BPF_NOEXIST), 0);
+}
+
+static size_t
+map_count(int fd, size_t ksize)
+{
+	unsigned char key[32], next[32];
+	size_t n = 0;
+	void *prev = NULL;
+
+	assert_true(ksize <= sizeof(key));
+	while (bpf_map_get_next_key(fd, prev, next) == 0) {
+		memcpy(key, next, ksize);
+		prev = key;
+		n++;
+	}
+	return n;
+}
+
+/* The frames the drain must hand back for stack A. */
+static void
+check_stack_a(const struct prof_sample *s)
+{
+	assert_int_equal(s->hdr.kind, PROF_EV_OFFCPU);
+	assert_int_equal(s->kstack_len, 3 * 8);
+	assert_int_equal(s->ustack_len, 2 * 8);
+	assert_int_equal(s->kstack[0], 0xffffffff81000010ULL);
+	assert_int_equal(s->kstack[2], 0xffffffff81000030ULL);
+	assert_int_equal(s->ustack[0], 0x401000);
+	assert_int_equal(s->ustack[1], 0x401100);
+	assert_int_equal(s->unwind, PROF_UNW_CFI | PROF_UNW_COMPLETE);
+	assert_int_equal(s->rt, PROF_RT_PY);
+	assert_int_equal(s->py_n, 2);
+	assert_int_equal(s->py_flags, PROF_PY_WALKED);
+	assert_int_equal(s->py[0].code, 0x7f0000001000ULL);
+	assert_int_equal(s->py[1].code, 0x7f0000002000ULL | PROF_PY_ENTRY);
+	assert_int_equal(s->py[1].name, 0x7f0000002200ULL);
+}
+
+/*
+ * The off-CPU drain against real BPF hashes laid out as the BPF side's: only
+ * the generations before the current one are handed over, each entry with
+ * its own identity and the stack stored once for all its threads; a stack
+ * is read from the map once and then held (a later generation's entry finds
+ * it without the map), an entry whose stack is missing is counted and left
+ * out, and both maps are emptied of what was drained; a process's exit is
+ * held back two drains.
+ */
+static void
+test_offcpu_drain(void **state)
+{
+	struct prof_sample *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
+	struct drained *d = calloc(1, sizeof(*d));
+	volatile uint32_t gen = 5;
+	volatile __u64 added = 0;
+	struct offcpu *o;
+	size_t bytes, i;
+	int afd, sfd;
+
+	(void)state;
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_non_null(d);
+	afd = bpf_map_create(BPF_MAP_TYPE_HASH, "t_aggs", sizeof(struct prof_offcpu_key),
+	    sizeof(struct prof_offcpu_val), 64, NULL);
+	sfd = bpf_map_create(BPF_MAP_TYPE_HASH, "t_stacks", sizeof(struct prof_offcpu_skey),
+	    sizeof(struct prof_sample), 64, NULL);
+	if (afd < 0 || sfd < 0) {
+		if (afd >= 0)
+			close(afd);
+		if (sfd >= 0)
+			close(sfd);
+		free(a);
+		free(b);
+		free(d);
+		skip();	/* no BPF here (not root, no CAP_BPF) */
+	}
+	/* Stack A: kernel, user and Python frames; its identity is the first thread's. */
+	a->hdr.kind = PROF_EV_OFFCPU;
+	a->hdr.pid = 10;
+	a->hdr.tid = 99;
+	a->kstack_len = 3 * 8;
+	a->ustack_len = 2 * 8;
+	a->unwind = PROF_UNW_CFI | PROF_UNW_COMPLETE;
+	a->kstack[0] = 0xffffffff81000010ULL;
+	a->kstack[1] = 0xffffffff81000020ULL;
+	a->kstack[2] = 0xffffffff81000030ULL;
+	a->ustack[0] = 0x401000;
+	a->ustack[1] = 0x401100;
+	a->ustack[2] = 0xdead;	/* past ustack_len: not part of the stack */
+	a->rt = PROF_RT_PY;
+	a->py_n = 2;
+	a->py_flags = PROF_PY_WALKED;
+	a->py[0].code = 0x7f0000001000ULL;
+	a->py[1].code = 0x7f0000002000ULL | PROF_PY_ENTRY;
+	a->py[1].name = 0x7f0000002200ULL;
+	assert_int_equal(prof_sample_size(a), PROF_SAMPLE_BASE + 8 + 2 * sizeof(struct prof_pyframe));
+	b->hdr.kind = PROF_EV_OFFCPU;
+	b->kstack_len = 8;
+	b->kstack[0] = 0xffffffff81000040ULL;
+	assert_int_equal(prof_sample_size(b), PROF_SAMPLE_BASE);
+
+	o = offcpu_create(afd, sfd, 64, &gen, &added);
+	assert_non_null(o);
+	assert_false(offcpu_due(o));
+	added = 16;		/* a quarter of the room */
+	assert_true(offcpu_due(o));
+
+	/* Generation 4: two threads in A, one entry without its stack; 5 (current): B. */
+	put_stack(sfd, 0xa, 4, a);
+	put_wait(afd, 0xa, 10, 11, 4, 3, 3000, "t11");
+	put_wait(afd, 0xa, 10, 12, 4, 1, 1000, "t12");
+	put_wait(afd, 0xc, 20, 21, 4, 5, 5000, "t21");
+	put_stack(sfd, 0xb, 5, b);
+	put_wait(afd, 0xb, 10, 11, 5, 2, 2000, "t11");
+	assert_true(offcpu_exited(o, 20));
+
+	assert_int_equal(offcpu_drain(o, false, drained_add, drained_forget, d), 0);
+	assert_int_equal(gen, 6);
+	assert_false(offcpu_due(o));
+	assert_int_equal(d->n, 2);
+	for (i = 0; i < 2; i++) {
+		bool first = d->s[i].hdr.tid == 11;
+
+		check_stack_a(&d->s[i]);
+		assert_int_equal(d->s[i].hdr.pid, 10);
+		assert_int_equal(d->s[i].hdr.tid, first ? 11 : 12);
+		assert_string_equal(d->s[i].comm, first ? "t11" : "t12");
+		assert_string_equal(d->s[i].leader_comm, "lead-10");
+		assert_int_equal(d->waits[i], first ? 3 : 1);
+		assert_int_equal(d->s[i].offcpu_ns, first ? 3000 : 1000);
+	}
+	assert_int_equal(offcpu_lost(o), 1);
+	assert_int_equal(map_count(afd, sizeof(struct prof_offcpu_key)), 1);	/* B's */
+	assert_int_equal(map_count(sfd, sizeof(struct prof_offcpu_skey)), 1);
+	assert_int_equal(offcpu_cached(o, &bytes), 1);
+	assert_true(bytes > 0 && bytes < 1024);	/* packed: the frames used, not the arrays */
+	assert_int_equal(d->nforgot, 0);
+
+	/*
+	 * Generation 6 (current now): A again, its stack not stored this time
+	 * (as if read by an earlier drain only): the one held serves.
+	 */
+	put_wait(afd, 0xa, 10, 13, 6, 7, 7000, "t13");
+	d->n = 0;
+	assert_int_equal(offcpu_drain(o, false, drained_add, drained_forget, d), 0);
+	assert_int_equal(d->n, 1);	/* B's, of 5 */
+	assert_int_equal(d->s[0].kstack_len, 8);
+	assert_int_equal(d->s[0].kstack[0], 0xffffffff81000040ULL);
+	assert_int_equal(d->s[0].rt, PROF_RT_NONE);
+	assert_int_equal(d->nforgot, 1);	/* two drains after its exit */
+	assert_int_equal(d->forgot[0], 20);
+	d->n = 0;
+	assert_int_equal(offcpu_drain(o, false, drained_add, drained_forget, d), 0);
+	assert_int_equal(d->n, 1);
+	check_stack_a(&d->s[0]);
+	assert_int_equal(d->s[0].hdr.tid, 13);
+	assert_int_equal(d->waits[0], 7);
+	assert_int_equal(offcpu_lost(o), 1);
+	assert_int_equal(map_count(afd, sizeof(struct prof_offcpu_key)), 0);
+	assert_int_equal(map_count(sfd, sizeof(struct prof_offcpu_skey)), 0);
+
+	/* At stop, every generation, the current one too. */
+	put_stack(sfd, 0xb, gen, b);
+	put_wait(afd, 0xb, 30, 31, gen, 1, 100, "t31");
+	d->n = 0;
+	assert_int_equal(offcpu_drain(o, true, drained_add, drained_forget, d), 0);
+	assert_int_equal(d->n, 1);
+	assert_int_equal(d->s[0].hdr.pid, 30);
+	assert_int_equal(map_count(afd, sizeof(struct prof_offcpu_key)), 0);
+	assert_int_equal(map_count(sfd, sizeof(struct prof_offcpu_skey)), 0);
+
+	offcpu_destroy(o);
+	close(afd);
+	close(sfd);
+	free(a);
+	free(b);
+	free(d);
+}
+
 static void
 test_cgroup(void **state)
 {
@@ -528,6 +769,7 @@ main(void)
 		cmocka_unit_test(test_minidebuginfo),
 		cmocka_unit_test(test_cpuprof_roundtrip),
 		cmocka_unit_test(test_cpuprof_offcpu),
+		cmocka_unit_test(test_offcpu_drain),
 		cmocka_unit_test(test_cgroup),
 	};
 	char cmd[128];

@@ -103,6 +103,7 @@ add(struct prof_sample *s, const char *k, const char *v)
 	s->go[s->go_n].value = (uint16_t)(pos + kl);
 	s->go[s->go_n].vlen = (uint16_t)vl;
 	s->go_n++;
+	s->rt = PROF_RT_GO;
 	s->go_flags = PROF_GO_WALKED;
 }
 
@@ -138,6 +139,7 @@ test_sample(void **state)
 	proc_init(&p, "api", "host=h1,unit=api.service");
 	/* Not walked, or no pairs: none. */
 	assert_int_equal(golabels_sample(gl, &p, s, &gs), -ENOENT);
+	s->rt = PROF_RT_GO;
 	s->go_flags = PROF_GO_WALKED;
 	assert_int_equal(golabels_sample(gl, &p, s, &gs), -ENOENT);
 

@@ -733,7 +733,7 @@ golabels_sample(struct golabels *gl, const struct proc *p, const struct prof_sam
 	int added = 0, rc = 0;
 
 	memset(out, 0, sizeof(*out));
-	if (gl == NULL || !(s->go_flags & PROF_GO_WALKED) || s->go_n == 0)
+	if (gl == NULL || s->rt != PROF_RT_GO || !(s->go_flags & PROF_GO_WALKED) || s->go_n == 0)
 		return -ENOENT;
 	for (i = 0; i < s->go_n && i < PROF_MAX_GOLABELS; i++) {
 		const struct prof_golabel *l = &s->go[i];

@@ -8,6 +8,13 @@
 // by (a busy host gives it less CPU). Prints: checkout_ns=N search_ns=N
 // iters=N (rounds of both sets done: the work that CPU time bought)
 //
+// golabels wait SECONDS 0: the same two label sets, three waits of 2 ms
+// under the first for one of 6 ms under the second (as much time, three
+// times the waits), each a nanosleep system call made by the goroutine
+// itself (its thread blocks with it, its labels in reach), for SECONDS,
+// measuring the time each set waited and counting its waits. Prints:
+// checkout_ns=N search_ns=N checkout_waits=N search_waits=N
+//
 // golabels many CPU_SECONDS MAX_SECONDS: the same work under 64 label sets
 // in turn (req=0..63, each with a value too long to be kept, long=x...),
 // more than the sampler makes series of. Prints: done
@@ -47,17 +54,21 @@ func spin(n int) {
 }
 
 func main() {
-	if len(os.Args) != 4 || (os.Args[1] != "split" && os.Args[1] != "many") {
-		fmt.Fprintln(os.Stderr, "usage: golabels split|many CPU_SECONDS MAX_SECONDS")
+	if len(os.Args) != 4 || (os.Args[1] != "split" && os.Args[1] != "many" && os.Args[1] != "wait") {
+		fmt.Fprintln(os.Stderr, "usage: golabels split|many|wait CPU_SECONDS MAX_SECONDS")
 		os.Exit(2)
 	}
 	cpuSecs, err1 := strconv.Atoi(os.Args[2])
 	maxSecs, err2 := strconv.Atoi(os.Args[3])
 	if err1 != nil || err2 != nil {
-		fmt.Fprintln(os.Stderr, "usage: golabels split|many CPU_SECONDS MAX_SECONDS")
+		fmt.Fprintln(os.Stderr, "usage: golabels split|many|wait CPU_SECONDS MAX_SECONDS")
 		os.Exit(2)
 	}
 	runtime.LockOSThread()
+	if os.Args[1] == "wait" {
+		wait(cpuSecs)
+		return
+	}
 	if os.Args[1] == "many" {
 		many(cpuSecs, maxSecs)
 		return
@@ -102,4 +113,31 @@ func many(cpuSecs, maxSecs int) {
 		}
 	}
 	fmt.Println("done")
+}
+
+func wait(secs int) {
+	sets := []pprof.LabelSet{
+		pprof.Labels("handler", "checkout", "tier", "gold"),
+		pprof.Labels("handler", "search", "tier", "free"),
+	}
+	reps := []int{3, 1}
+	lens := []int64{2000000, 6000000}
+	var waited, n [2]int64
+	ctx := context.Background()
+	until := time.Now().Add(time.Duration(secs) * time.Second)
+	for time.Now().Before(until) {
+		for k := range sets {
+			pprof.Do(ctx, sets[k], func(context.Context) {
+				for r := 0; r < reps[k]; r++ {
+					ts := syscall.Timespec{Nsec: lens[k]}
+					t0 := time.Now()
+					syscall.Nanosleep(&ts, nil)
+					waited[k] += int64(time.Since(t0))
+					n[k]++
+				}
+			})
+		}
+	}
+	fmt.Printf("checkout_ns=%d search_ns=%d checkout_waits=%d search_waits=%d\n",
+		waited[0], waited[1], n[0], n[1])
 }
