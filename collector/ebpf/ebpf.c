@@ -498,7 +498,7 @@ handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_samp
 		if (s->py_flags & PROF_RB_FRAMES)
 			ruby_read(e->ruby, p, s->py, pn);
 		else
-			python_read(e->py, p, s->py, pn);
+			python_read(e->py, p, s->py, pn, s->hdr.time_ns);
 		py_cut = (s->py_flags & PROF_PY_TRUNCATED) != 0;
 	}
 	v8_check(e->v8, p);

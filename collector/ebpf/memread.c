@@ -6,6 +6,15 @@
  * caller never writes into the caller's memory; the caller copies the bytes
  * out once the worker says it is done. One mutex per worker protects its
  * job; an abandoned worker frees itself when (if ever) its read returns.
+ *
+ * Reads come in runs (a sample's frames, then the names of the code objects
+ * new to the sampler), each taking microseconds: sleeping and waking for
+ * each would cost more than the read. So each side is woken only when it
+ * sleeps (idle, waiting), is signalled after the mutex is released (the
+ * woken thread does not block on it again), and on a machine with more than
+ * one CPU waits a few microseconds on the other's flag before sleeping: the
+ * worker SPIN_IDLE_NS for the next job, the caller SPIN_DONE_NS for the end
+ * of a job that an awake worker took.
  */
 #define _GNU_SOURCE	/* process_vm_readv, pthread_condattr_setclock */
 #include <errno.h>
@@ -20,12 +29,24 @@
 #include "base.h"
 #include "memread.h"
 
+#ifndef SPIN_IDLE_NS
+#define SPIN_IDLE_NS	0	/* the worker, for the next job */
+#endif
+#ifndef SPIN_DONE_NS
+#define SPIN_DONE_NS	0	/* the caller, for the end of a job */
+#endif
+
 struct mrworker {
 	pthread_t	 thread;
 	pthread_mutex_t	 mu;
-	pthread_cond_t	 cv;		/* a job, its end, or quit */
-	/* protected by mu */
-	bool		 job, done, abandoned, quit;
+	pthread_cond_t	 job_cv;	/* a job, or quit: for the worker */
+	pthread_cond_t	 done_cv;	/* the job's end: for the caller */
+	/* protected by mu; job and done are also looked at without it (spinning) */
+	atomic_bool	 job, done;
+	bool		 abandoned, quit;
+	bool		 idle;		/* the worker sleeps on job_cv */
+	bool		 waiting;	/* the caller sleeps on done_cv */
+	bool		 spin;		/* more than one CPU: spinning may pay */
 	pid_t		 pid;
 	struct iovec	 remote[MEMREAD_MAX_IOV];
 	size_t		 n, total;
@@ -43,11 +64,44 @@ struct memreader {
 	unsigned	 nstuck;
 };
 
+static inline void
+cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+/* Whether *flag became true within ns (0: looked at once). */
+static bool
+spin_until(atomic_bool *flag, int64_t ns)
+{
+	int64_t end;
+	int i;
+
+	if (atomic_load_explicit(flag, memory_order_acquire))
+		return true;
+	if (ns <= 0)
+		return false;
+	end = clock_mono_ns() + ns;
+	do {
+		for (i = 0; i < 64; i++) {
+			if (atomic_load_explicit(flag, memory_order_acquire))
+				return true;
+			cpu_relax();
+		}
+	} while (clock_mono_ns() < end);
+	return atomic_load_explicit(flag, memory_order_acquire);
+}
+
 static void
 worker_free(struct mrworker *w)
 {
 	pthread_mutex_destroy(&w->mu);
-	pthread_cond_destroy(&w->cv);
+	pthread_cond_destroy(&w->job_cv);
+	pthread_cond_destroy(&w->done_cv);
 	free(w->buf);
 	free(w);
 }
@@ -58,11 +112,15 @@ worker_main(void *arg)
 	struct mrworker *w = arg;
 	struct iovec l;
 	ssize_t got;
+	bool wake;
 
-	pthread_mutex_lock(&w->mu);
 	for (;;) {
-		while (!w->job && !w->quit)
-			pthread_cond_wait(&w->cv, &w->mu);
+		pthread_mutex_lock(&w->mu);
+		while (!atomic_load(&w->job) && !w->quit) {
+			w->idle = true;
+			pthread_cond_wait(&w->job_cv, &w->mu);
+			w->idle = false;
+		}
 		if (w->quit)
 			break;
 		l.iov_base = w->buf;
@@ -71,15 +129,22 @@ worker_main(void *arg)
 		got = process_vm_readv(w->pid, &l, 1, w->remote, w->n, 0);
 		pthread_mutex_lock(&w->mu);
 		w->got = got < 0 ? -errno : got;
-		w->job = false;
-		w->done = true;
+		atomic_store(&w->job, false);
+		atomic_store(&w->done, true);
 		if (w->abandoned) {
 			pthread_mutex_unlock(&w->mu);
 			worker_free(w);
 			atomic_fetch_sub(&stuck_now, 1);
 			return NULL;
 		}
-		pthread_cond_broadcast(&w->cv);
+		/* Done under the mutex: the caller cannot abandon w any more. */
+		wake = w->waiting;
+		pthread_mutex_unlock(&w->mu);
+		if (wake)
+			pthread_cond_signal(&w->done_cv);
+		/* The next read of a run comes right away, most often. */
+		if (w->spin)
+			spin_until(&w->job, SPIN_IDLE_NS);
 	}
 	pthread_mutex_unlock(&w->mu);
 	return NULL;
@@ -98,8 +163,10 @@ worker_start(void)
 	pthread_mutex_init(&w->mu, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&w->cv, &ca);
+	pthread_cond_init(&w->job_cv, NULL);
+	pthread_cond_init(&w->done_cv, &ca);
 	pthread_condattr_destroy(&ca);
+	w->spin = sysconf(_SC_NPROCESSORS_ONLN) > 1;
 	if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
 		worker_free(w);
 		return NULL;
@@ -125,7 +192,7 @@ memread_destroy(struct memreader *r)
 	if (r->w) {
 		pthread_mutex_lock(&r->w->mu);
 		r->w->quit = true;
-		pthread_cond_broadcast(&r->w->cv);
+		pthread_cond_signal(&r->w->job_cv);
 		pthread_mutex_unlock(&r->w->mu);
 		pthread_join(r->w->thread, NULL);
 		worker_free(r->w);
@@ -154,6 +221,7 @@ memread_readv(struct memreader *r, pid_t pid, const struct iovec *local,
 	int64_t t;
 	size_t i, total = 0, at;
 	ssize_t got;
+	bool wake;
 	int rc = 0;
 
 	if (n == 0)
@@ -183,12 +251,22 @@ memread_readv(struct memreader *r, pid_t pid, const struct iovec *local,
 	memcpy(w->remote, remote, n * sizeof(*remote));
 	w->n = n;
 	w->total = total;
-	w->done = false;
-	w->job = true;
-	pthread_cond_broadcast(&w->cv);
-	while (!w->done && rc == 0)
-		rc = pthread_cond_timedwait(&w->cv, &w->mu, &until);
-	if (!w->done) {
+	atomic_store(&w->done, false);
+	atomic_store(&w->job, true);
+	wake = w->idle;
+	pthread_mutex_unlock(&w->mu);
+	if (wake)
+		pthread_cond_signal(&w->job_cv);
+	/* An awake worker took the job at once: its end is a few microseconds away. */
+	if (w->spin && !wake)
+		spin_until(&w->done, SPIN_DONE_NS);
+	pthread_mutex_lock(&w->mu);
+	while (!atomic_load(&w->done) && rc == 0) {
+		w->waiting = true;
+		rc = pthread_cond_timedwait(&w->done_cv, &w->mu, &until);
+		w->waiting = false;
+	}
+	if (!atomic_load(&w->done)) {
 		/* Left to its read; it frees itself should the read ever end. */
 		pthread_t thr = w->thread;
 
