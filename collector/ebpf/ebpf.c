@@ -477,11 +477,13 @@ handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_samp
 	if ((svc = golab && gs.series ? cpuprof_service_labels(cp, p, gs.series) :
 	    cpuprof_service(cp, p)) == NULL)
 		return;
-	if (e->unw && !p->kthread && !p->gone) {
+	if (e->unw && !p->kthread && !p->gone && !p->held) {
 		/*
 		 * Tables for the next samples of p. Its maps may date from its
 		 * exec, before the dynamic linker mapped the libraries, or from
 		 * before a dlopen: a leaf outside them is worth a fresh look.
+		 * Not for a process that exited (its waits drained after it):
+		 * it has no next samples.
 		 */
 		if (p->unw == NULL || (s->ustack_len >= 8 &&
 		    !proctab_known(p, s->ustack[0] & ~PROF_PC_EXACT)))
@@ -687,7 +689,7 @@ handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_samp
 		cpuprof_sample_labels(svc, e->locs, n, s->hdr.pid, s->hdr.tid, comm, 0,
 		    golab ? gs.keys : NULL, golab ? gs.values : NULL, golab ? gs.n : 0);
 	/* Tables for the next samples, should the maps have grown. */
-	if (miss && e->unw && !p->kthread && !p->gone)
+	if (miss && e->unw && !p->kthread && !p->gone && !p->held)
 		caller_miss(e, p, miss);
 }
 
