@@ -7,14 +7,12 @@
  * out once the worker says it is done. One mutex per worker protects its
  * job; an abandoned worker frees itself when (if ever) its read returns.
  *
- * Reads come in runs (a sample's frames, then the names of the code objects
- * new to the sampler), each taking microseconds: sleeping and waking for
- * each would cost more than the read. So each side is woken only when it
- * sleeps (idle, waiting), is signalled after the mutex is released (the
- * woken thread does not block on it again), and on a machine with more than
- * one CPU waits a few microseconds on the other's flag before sleeping: the
- * worker SPIN_IDLE_NS for the next job, the caller SPIN_DONE_NS for the end
- * of a job that an awake worker took.
+ * A read takes microseconds; the hand-over costs more (two wake-ups). So
+ * each side is woken only when it sleeps (idle, waiting), and is signalled
+ * after the mutex is released, so that the woken thread does not block on
+ * it at once; a condition variable each way. (Spinning a while for the
+ * other side instead was tried: reads do not come close enough together
+ * for it to pay.)
  */
 #define _GNU_SOURCE	/* process_vm_readv, pthread_condattr_setclock */
 #include <errno.h>
@@ -29,24 +27,16 @@
 #include "base.h"
 #include "memread.h"
 
-#ifndef SPIN_IDLE_NS
-#define SPIN_IDLE_NS	0	/* the worker, for the next job */
-#endif
-#ifndef SPIN_DONE_NS
-#define SPIN_DONE_NS	0	/* the caller, for the end of a job */
-#endif
-
 struct mrworker {
 	pthread_t	 thread;
 	pthread_mutex_t	 mu;
 	pthread_cond_t	 job_cv;	/* a job, or quit: for the worker */
 	pthread_cond_t	 done_cv;	/* the job's end: for the caller */
-	/* protected by mu; job and done are also looked at without it (spinning) */
-	atomic_bool	 job, done;
+	/* protected by mu */
+	bool		 job, done;
 	bool		 abandoned, quit;
 	bool		 idle;		/* the worker sleeps on job_cv */
 	bool		 waiting;	/* the caller sleeps on done_cv */
-	bool		 spin;		/* more than one CPU: spinning may pay */
 	pid_t		 pid;
 	struct iovec	 remote[MEMREAD_MAX_IOV];
 	size_t		 n, total;
@@ -63,38 +53,6 @@ struct memreader {
 	pid_t		 stuck[MEMREAD_MAX_STUCK];	/* processes whose reads stalled */
 	unsigned	 nstuck;
 };
-
-static inline void
-cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield");
-#endif
-}
-
-/* Whether *flag became true within ns (0: looked at once). */
-static bool
-spin_until(atomic_bool *flag, int64_t ns)
-{
-	int64_t end;
-	int i;
-
-	if (atomic_load_explicit(flag, memory_order_acquire))
-		return true;
-	if (ns <= 0)
-		return false;
-	end = clock_mono_ns() + ns;
-	do {
-		for (i = 0; i < 64; i++) {
-			if (atomic_load_explicit(flag, memory_order_acquire))
-				return true;
-			cpu_relax();
-		}
-	} while (clock_mono_ns() < end);
-	return atomic_load_explicit(flag, memory_order_acquire);
-}
 
 static void
 worker_free(struct mrworker *w)
@@ -116,7 +74,7 @@ worker_main(void *arg)
 
 	for (;;) {
 		pthread_mutex_lock(&w->mu);
-		while (!atomic_load(&w->job) && !w->quit) {
+		while (!w->job && !w->quit) {
 			w->idle = true;
 			pthread_cond_wait(&w->job_cv, &w->mu);
 			w->idle = false;
@@ -129,8 +87,8 @@ worker_main(void *arg)
 		got = process_vm_readv(w->pid, &l, 1, w->remote, w->n, 0);
 		pthread_mutex_lock(&w->mu);
 		w->got = got < 0 ? -errno : got;
-		atomic_store(&w->job, false);
-		atomic_store(&w->done, true);
+		w->job = false;
+		w->done = true;
 		if (w->abandoned) {
 			pthread_mutex_unlock(&w->mu);
 			worker_free(w);
@@ -142,9 +100,6 @@ worker_main(void *arg)
 		pthread_mutex_unlock(&w->mu);
 		if (wake)
 			pthread_cond_signal(&w->done_cv);
-		/* The next read of a run comes right away, most often. */
-		if (w->spin)
-			spin_until(&w->job, SPIN_IDLE_NS);
 	}
 	pthread_mutex_unlock(&w->mu);
 	return NULL;
@@ -166,7 +121,6 @@ worker_start(void)
 	pthread_cond_init(&w->job_cv, NULL);
 	pthread_cond_init(&w->done_cv, &ca);
 	pthread_condattr_destroy(&ca);
-	w->spin = sysconf(_SC_NPROCESSORS_ONLN) > 1;
 	if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
 		worker_free(w);
 		return NULL;
@@ -251,22 +205,19 @@ memread_readv(struct memreader *r, pid_t pid, const struct iovec *local,
 	memcpy(w->remote, remote, n * sizeof(*remote));
 	w->n = n;
 	w->total = total;
-	atomic_store(&w->done, false);
-	atomic_store(&w->job, true);
+	w->done = false;
+	w->job = true;
 	wake = w->idle;
 	pthread_mutex_unlock(&w->mu);
 	if (wake)
 		pthread_cond_signal(&w->job_cv);
-	/* An awake worker took the job at once: its end is a few microseconds away. */
-	if (w->spin && !wake)
-		spin_until(&w->done, SPIN_DONE_NS);
 	pthread_mutex_lock(&w->mu);
-	while (!atomic_load(&w->done) && rc == 0) {
+	while (!w->done && rc == 0) {
 		w->waiting = true;
 		rc = pthread_cond_timedwait(&w->done_cv, &w->mu, &until);
 		w->waiting = false;
 	}
-	if (!atomic_load(&w->done)) {
+	if (!w->done) {
 		/* Left to its read; it frees itself should the read ever end. */
 		pthread_t thr = w->thread;
 
