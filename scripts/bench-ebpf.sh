@@ -58,7 +58,8 @@
 #   PROFILEFS_BIN=/tmp/x/bin/profilefs RUNS=7 SECS=10 RT_RUNS=5 scripts/bench-ebpf.sh
 # ONLY=runtimes runs part 5 alone, ONLY=daemon part 2 alone, ONLY=offcpu part 6 alone,
 # ONLY=golabels the Go labels part (after 6) alone, ONLY=ruby part 5's Ruby half,
-# ONLY=node the Node.js part (8) alone.
+# ONLY=node the Node.js part (8) alone. OC_HZ="99" and OC_MODES="on off" narrow
+# part 6 to those rates and off-CPU settings (default: 19 99, off on sample10).
 set -u
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BIN="${PROFILEFS_BIN:-$ROOT/bin/profilefs}"
@@ -69,6 +70,8 @@ BASE_BIN="${BASE_BIN:-}"
 ONLY="${ONLY:-}"
 SECS="${SECS:-10}"
 ITERS="${WORK_ITERS:-1000000000}"
+OC_HZ="${OC_HZ:-19 99}"
+OC_MODES="${OC_MODES:-off on sample10}"
 SETTLE="${SETTLE:-3}"	# seconds after the mount: the first samples read every process's ELF files
 
 [ "$(id -u)" -eq 0 ] || { echo "bench-ebpf: needs root" >&2; exit 1; }
@@ -460,8 +463,8 @@ offcpu_cost() {
   HZ_TCK=$(getconf CLK_TCK)
   old=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null)
   [ -n "$old" ] && sysctl -qw kernel.bpf_stats_enabled=1
-  for hz in 19 99; do
-    for mode in off on sample10; do
+  for hz in $OC_HZ; do
+    for mode in $OC_MODES; do
       : >"$W/oc_cost"
       for r in $(seq 1 "$DAEMON_RUNS"); do
         HTTP_PORT=$((20000 + RANDOM % 20000))

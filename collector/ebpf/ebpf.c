@@ -61,6 +61,8 @@
 #define MAPS_FRESH_NS	(10LL * 1000 * 1000)	/* maps read this recently are current */
 #define MISS_WAIT_MAX_NS (64LL * 1000 * 1000 * 1000)	/* see caller_miss */
 #define FCACHE_SLOTS	8192	/* a power of two */
+#define SCACHE_SLOTS	4096	/* stacks remembered a period, each aggregate; a power of two */
+#define SCACHE_BYTES	(4u << 20)	/* their addresses and locations */
 #define PROF_INLINED_MAX 256	/* frames HotSpot's inlined methods may add to a stack */
 #define OFFCPU_DRAIN_NS	(5000LL * 1000 * 1000)	/* off-CPU waits drained this often (and at flush) */
 #define OFFCPU_AGGS	8192	/* entries of offcpu_aggs (72 bytes each, preallocated) */
@@ -91,6 +93,36 @@ struct fcache_ent {
 	uint32_t		 maps_gen;
 	uint32_t		 loc;
 	bool			 named;
+};
+
+/*
+ * A whole stack's locations in its service's aggregate, by its raw
+ * addresses: a thread that waits or runs where it did before (most waits
+ * drained each second are a thread waiting where it waited the second
+ * before) is named once a period, not frame by frame. Valid for its
+ * process's maps (maps_gen) and the period. Only stacks whose every frame
+ * the frame cache would keep (kernel, file mappings), with no frames of a
+ * language runtime.
+ */
+struct scache_ent {
+	const struct cpuprof_svc *svc;	/* NULL: empty */
+	uint64_t		 hash, serial;
+	uint32_t		 maps_gen;
+	uint16_t		 nk, nu;	/* raw addresses, kernel and user */
+	uint32_t		 nlocs;
+	size_t			 off;		/* in arena: nk + nu addresses, then nlocs locations */
+	/* what naming it added to the counters */
+	uint16_t		 kframes, knamed, uframes, unamed;
+	bool			 truncated;
+	uint64_t		 miss;		/* a caller outside every mapping known, or 0 */
+};
+
+struct scache {
+	uint64_t		 period;	/* cpuprof_period() of the entries */
+	struct scache_ent	*ents;		/* SCACHE_SLOTS */
+	size_t			 n;
+	char			*arena;		/* SCACHE_BYTES */
+	size_t			 used;
 };
 
 struct ebpf_sampler {
@@ -126,6 +158,7 @@ struct ebpf_sampler {
 	/* counted by the sampler thread only */
 	uint64_t		 events, user_frames, user_named, kernel_frames, kernel_named;
 	uint64_t		 truncated;	/* stacks cut at a return address in no mapping */
+	uint64_t		 stacks, stacks_cached;	/* stacks named; of them, from sc_* */
 	uint64_t		 py_frames, py_unreadable;	/* Python frames put in stacks; not named */
 	struct {
 		uint64_t	 user_frames, user_named, kernel_frames, kernel_named, truncated;
@@ -143,6 +176,7 @@ struct ebpf_sampler {
 	uint32_t		 locs[PROF_MAX_STACK + PROF_MAX_USTACK + PROF_MAX_PYFRAMES + 1 +
 				    PROF_INLINED_MAX];
 	struct fcache_ent	*fcache;	/* FCACHE_SLOTS */
+	struct scache		 sc_cpu, sc_off;	/* stacks of cp's and of off's */
 	/* the watchdog's: written by the sampler thread, read by others */
 	_Atomic int64_t		 period_done;	/* monotonic ns a period last completed */
 	atomic_bool		 exited;	/* the sampler thread has returned */
@@ -389,6 +423,93 @@ fcache_put(struct ebpf_sampler *e, const struct cpuprof *cp, const struct cpupro
 	c->named = named;
 }
 
+static int
+scache_init(struct scache *c)
+{
+	if ((c->ents = calloc(SCACHE_SLOTS, sizeof(*c->ents))) == NULL ||
+	    (c->arena = malloc(SCACHE_BYTES)) == NULL)
+		return -ENOMEM;
+	return 0;
+}
+
+static void
+scache_free(struct scache *c)
+{
+	free(c->ents);
+	free(c->arena);
+}
+
+static uint64_t
+scache_hash(const struct cpuprof_svc *svc, const struct proc *p, const __u64 *k, int nk,
+    const __u64 *u, int nu)
+{
+	uint64_t h = hash_bytes(k, (size_t)nk * sizeof(*k));
+
+	h = (h ^ hash_bytes(u, (size_t)nu * sizeof(*u))) * 0x9e3779b97f4a7c15ULL;
+	h ^= (p->serial * 0xc2b2ae3d27d4eb4fULL) ^ ((uint64_t)p->maps_gen << 32) ^
+	    (uint64_t)(uintptr_t)svc;
+	return h * 0x165667b19e3779f9ULL;
+}
+
+/* The entry of this stack in c, or NULL. */
+static const struct scache_ent *
+scache_get(const struct scache *c, const struct cpuprof *cp, const struct cpuprof_svc *svc,
+    const struct proc *p, uint64_t h, const __u64 *k, int nk, const __u64 *u, int nu)
+{
+	const struct scache_ent *x;
+	const __u64 *raw;
+	size_t i;
+
+	if (c->period != cpuprof_period(cp))
+		return NULL;
+	for (i = 0; i < 8; i++) {
+		x = &c->ents[(h + i) & (SCACHE_SLOTS - 1)];
+		if (x->svc == NULL)
+			return NULL;
+		if (x->hash != h || x->svc != svc || x->serial != p->serial ||
+		    x->maps_gen != p->maps_gen || x->nk != nk || x->nu != nu)
+			continue;
+		raw = (const __u64 *)(const void *)(c->arena + x->off);
+		if (memcmp(raw, k, (size_t)nk * sizeof(*k)) == 0 &&
+		    memcmp(raw + nk, u, (size_t)nu * sizeof(*u)) == 0)
+			return x;
+	}
+	return NULL;
+}
+
+/* Remember a stack and its locations (x: the rest of its entry), room permitting. */
+static void
+scache_put(struct scache *c, const struct cpuprof *cp, const struct scache_ent *x,
+    const __u64 *k, const __u64 *u, const uint32_t *locs)
+{
+	size_t i, need = ((size_t)x->nk + x->nu) * sizeof(__u64) + x->nlocs * sizeof(*locs);
+	struct scache_ent *d;
+
+	if (c->period != cpuprof_period(cp)) {
+		memset(c->ents, 0, SCACHE_SLOTS * sizeof(*c->ents));
+		c->n = c->used = 0;
+		c->period = cpuprof_period(cp);
+	}
+	need = (need + 7) & ~(size_t)7;
+	if (c->n >= SCACHE_SLOTS * 3 / 4 || c->used + need > SCACHE_BYTES)
+		return;
+	for (i = 0; i < 8; i++) {
+		d = &c->ents[(x->hash + i) & (SCACHE_SLOTS - 1)];
+		if (d->svc != NULL)
+			continue;
+		*d = *x;
+		d->off = c->used;
+		memcpy(c->arena + d->off, k, (size_t)x->nk * sizeof(*k));
+		memcpy(c->arena + d->off + (size_t)x->nk * sizeof(*k), u,
+		    (size_t)x->nu * sizeof(*u));
+		memcpy(c->arena + d->off + ((size_t)x->nk + x->nu) * sizeof(*k), locs,
+		    x->nlocs * sizeof(*locs));
+		c->used += need;
+		c->n++;
+		return;
+	}
+}
+
 /* The frame that stands for Python (or Ruby) frames the sample could not carry. */
 static void
 py_marker(struct frame *f, const struct prof_sample *s)
@@ -458,8 +579,12 @@ handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_samp
 	struct proc *p;
 	size_t n = 0, pi = 0, pn = 0, vi = 0, vn = 0;
 	uint64_t miss = 0;		/* a caller outside every mapping known */
-	bool py_cut = false, py_left, entry, golab, core = false, java;
+	bool py_cut = false, py_left, entry, golab, core = false, java, whole;
 	const struct frame *jf;
+	const struct scache_ent *x;
+	struct scache_ent xe;
+	struct scache *sc;
+	uint64_t sh = 0, c0[5] = { 0 };
 	size_t nj, k;
 	int i, nk, nu;
 	int64_t li;
@@ -478,11 +603,13 @@ handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_samp
 	if ((svc = golab && gs.series ? cpuprof_service_labels(cp, p, gs.series) :
 	    cpuprof_service(cp, p)) == NULL)
 		return;
-	if (e->unw && !p->kthread && !p->gone) {
+	if (e->unw && !p->kthread && !p->gone && !p->held) {
 		/*
 		 * Tables for the next samples of p. Its maps may date from its
 		 * exec, before the dynamic linker mapped the libraries, or from
 		 * before a dlopen: a leaf outside them is worth a fresh look.
+		 * Not for a process that exited (its waits drained after it):
+		 * it has no next samples.
 		 */
 		if (p->unw == NULL || (s->ustack_len >= 8 &&
 		    !proctab_known(p, s->ustack[0] & ~PROF_PC_EXACT)))
@@ -502,7 +629,7 @@ handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_samp
 		if (s->py_flags & PROF_RB_FRAMES)
 			ruby_read(e->ruby, p, s->py, pn);
 		else
-			python_read(e->py, p, s->py, pn);
+			python_read(e->py, p, s->py, pn, s->hdr.time_ns);
 		py_cut = (s->py_flags & PROF_PY_TRUNCATED) != 0;
 	}
 	v8_check(e->v8, p);
@@ -516,6 +643,31 @@ handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_samp
 		nk = PROF_MAX_STACK;
 	if (nu > PROF_MAX_USTACK)
 		nu = PROF_MAX_USTACK;
+	/* A stack named before in this period: its locations at once (see struct scache). */
+	sc = cp == e->off ? &e->sc_off : &e->sc_cpu;
+	e->stacks++;
+	whole = pn == 0 && !py_cut && vn == 0 && !java && !p->rb;
+	if (whole) {
+		sh = scache_hash(svc, p, s->kstack, nk, s->ustack, nu);
+		if ((x = scache_get(sc, cp, svc, p, sh, s->kstack, nk, s->ustack, nu)) != NULL) {
+			n = x->nlocs;
+			memcpy(e->locs, sc->arena + x->off + ((size_t)nk + (size_t)nu) *
+			    sizeof(s->kstack[0]), n * sizeof(e->locs[0]));
+			e->kernel_frames += x->kframes;
+			e->kernel_named += x->knamed;
+			e->user_frames += x->uframes;
+			e->user_named += x->unamed;
+			e->truncated += x->truncated;
+			e->stacks_cached++;
+			miss = x->miss;
+			goto named;
+		}
+		c0[0] = e->kernel_frames;
+		c0[1] = e->kernel_named;
+		c0[2] = e->user_frames;
+		c0[3] = e->user_named;
+		c0[4] = e->truncated;
+	}
 	i = 0;
 	if (s->hdr.kind == PROF_EV_OFFCPU)
 		i = tracing_frames(e, s->kstack, nk);
@@ -551,6 +703,7 @@ handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_samp
 			break;
 		if (java && (nj = hotspot_frames(e->hs, p, s, (size_t)i, &jf)) > 0) {
 			/* Java frames: named after their methods, not the pc. */
+			whole = false;
 			for (k = 0; k < nj; k++) {
 				/* Room for the rest of the stack first. */
 				if (k > 0 && n + (size_t)(nu - i) + PROF_MAX_PYFRAMES + 3 >=
@@ -569,6 +722,7 @@ handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_samp
 			vi++;
 		if (vi < vn && (s->v8[vi].fn_idx >> PROF_V8_IDX_SHIFT) == (uint64_t)i &&
 		    v8_frame(e->v8, p, vi++, &f) == 0) {
+			whole = false;
 			if ((li = cpuprof_location(svc, &f)) < 0)
 				return;
 			e->locs[n++] = (uint32_t)li;
@@ -597,6 +751,7 @@ handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_samp
 			break;
 		}
 		if (pi < pn && interp_is_eval(s, f.func)) {
+			whole = false;
 			/* Ruby's instruction loop, just below rb_vm_exec: its frames stand for it. */
 			if (core && n > 0)
 				n--;
@@ -625,6 +780,7 @@ handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_samp
 			continue;
 		}
 		if (py_cut && pi >= pn && interp_is_eval(s, f.func)) {
+			whole = false;
 			/* This run's Python frames were not read (too deep, or unreadable). */
 			py_marker(&f, s);
 			py_cut = false;
@@ -647,8 +803,29 @@ handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_samp
 		    !ruby_is_core(f.func))
 			fcache_put(e, cp, svc, p->serial, p->maps_gen, f.addr, li,
 			    f.func != NULL);
+		/* (A stack without Python frames is named the same each time, loop or not.) */
+		if (f.file == NULL || f.file[0] != '/')
+			whole = false;
 		e->locs[n++] = (uint32_t)li;
 	}
+	if (whole) {
+		memset(&xe, 0, sizeof(xe));
+		xe.svc = svc;
+		xe.hash = sh;
+		xe.serial = p->serial;
+		xe.maps_gen = p->maps_gen;
+		xe.nk = (uint16_t)nk;
+		xe.nu = (uint16_t)nu;
+		xe.nlocs = (uint32_t)n;
+		xe.kframes = (uint16_t)(e->kernel_frames - c0[0]);
+		xe.knamed = (uint16_t)(e->kernel_named - c0[1]);
+		xe.uframes = (uint16_t)(e->user_frames - c0[2]);
+		xe.unamed = (uint16_t)(e->user_named - c0[3]);
+		xe.truncated = e->truncated != c0[4];
+		xe.miss = miss;
+		scache_put(sc, cp, &xe, s->kstack, s->ustack, e->locs);
+	}
+named:
 	/*
 	 * Python frames the native walk did not reach (it stopped short, e.g.
 	 * before the process's tables were loaded): outermost. Not past a walk
@@ -691,7 +868,7 @@ handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_samp
 		cpuprof_sample_labels(svc, e->locs, n, s->hdr.pid, s->hdr.tid, comm, 0,
 		    golab ? gs.keys : NULL, golab ? gs.values : NULL, golab ? gs.n : 0);
 	/* Tables for the next samples, should the maps have grown. */
-	if (miss && e->unw && !p->kthread && !p->gone)
+	if (miss && e->unw && !p->kthread && !p->gone && !p->held)
 		caller_miss(e, p, miss);
 }
 
@@ -983,7 +1160,8 @@ flush(struct ebpf_sampler *e)
 	log_debug("ebpf: period: %llu samples (%llu idle) -> %zu profiles, %llu samples stored; "
 	    "dropped %llu samples, %llu events; stack errors kernel %llu user %llu; "
 	    "named frames user %.1f%% kernel %.1f%%; %llu stacks truncated; %llu Python frames "
-	    "(%llu unreadable); %zu processes, %zu ELF objects",
+	    "(%llu unreadable); %zu processes, %zu ELF objects; %llu of %llu stacks named "
+	    "from the stack cache",
 	    (unsigned long long)d[PROF_CNT_SAMPLES], (unsigned long long)d[PROF_CNT_IDLE],
 	    profiles, (unsigned long long)samples,
 	    (unsigned long long)d[PROF_CNT_DROP_RINGBUF], (unsigned long long)d[PROF_CNT_DROP_EVENT],
@@ -992,7 +1170,8 @@ flush(struct ebpf_sampler *e)
 	    e->kernel_frames ? 100.0 * (double)e->kernel_named / (double)e->kernel_frames : 0.0,
 	    (unsigned long long)e->truncated, (unsigned long long)e->py_frames,
 	    (unsigned long long)e->py_unreadable, proctab_count(e->pt),
-	    symbolize_elf_count(e->sym));
+	    symbolize_elf_count(e->sym), (unsigned long long)e->stacks_cached,
+	    (unsigned long long)e->stacks);
 }
 
 static void *
@@ -1260,6 +1439,7 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 	libbpf_set_print(libbpf_log);
 	gethostname(host, sizeof(host) - 1);
 	if ((e->fcache = calloc(FCACHE_SLOTS, sizeof(*e->fcache))) == NULL ||
+	    scache_init(&e->sc_cpu) < 0 || (o->offcpu && scache_init(&e->sc_off) < 0) ||
 	    (e->sym = symbolize_create()) == NULL ||
 	    (e->pt = proctab_create(e->sym, service_rule(), host[0] ? host : "localhost")) == NULL ||
 	    (e->cp = cpuprof_create(e->hz)) == NULL ||
@@ -1465,6 +1645,8 @@ ebpf_stop(struct ebpf_sampler *e)
 	free(e->links);
 	free(e->pfds);
 	free(e->fcache);
+	scache_free(&e->sc_cpu);
+	scache_free(&e->sc_off);
 	pthread_mutex_destroy(&e->wd_mu);
 	pthread_cond_destroy(&e->wd_cv);
 	free(e);

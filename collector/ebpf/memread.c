@@ -6,6 +6,13 @@
  * caller never writes into the caller's memory; the caller copies the bytes
  * out once the worker says it is done. One mutex per worker protects its
  * job; an abandoned worker frees itself when (if ever) its read returns.
+ *
+ * A read takes microseconds; the hand-over costs more (two wake-ups). So
+ * each side is woken only when it sleeps (idle, waiting), and is signalled
+ * after the mutex is released, so that the woken thread does not block on
+ * it at once; a condition variable each way. (Spinning a while for the
+ * other side instead was tried: reads do not come close enough together
+ * for it to pay.)
  */
 #define _GNU_SOURCE	/* process_vm_readv, pthread_condattr_setclock */
 #include <errno.h>
@@ -23,9 +30,13 @@
 struct mrworker {
 	pthread_t	 thread;
 	pthread_mutex_t	 mu;
-	pthread_cond_t	 cv;		/* a job, its end, or quit */
+	pthread_cond_t	 job_cv;	/* a job, or quit: for the worker */
+	pthread_cond_t	 done_cv;	/* the job's end: for the caller */
 	/* protected by mu */
-	bool		 job, done, abandoned, quit;
+	bool		 job, done;
+	bool		 abandoned, quit;
+	bool		 idle;		/* the worker sleeps on job_cv */
+	bool		 waiting;	/* the caller sleeps on done_cv */
 	pid_t		 pid;
 	struct iovec	 remote[MEMREAD_MAX_IOV];
 	size_t		 n, total;
@@ -47,7 +58,8 @@ static void
 worker_free(struct mrworker *w)
 {
 	pthread_mutex_destroy(&w->mu);
-	pthread_cond_destroy(&w->cv);
+	pthread_cond_destroy(&w->job_cv);
+	pthread_cond_destroy(&w->done_cv);
 	free(w->buf);
 	free(w);
 }
@@ -58,11 +70,15 @@ worker_main(void *arg)
 	struct mrworker *w = arg;
 	struct iovec l;
 	ssize_t got;
+	bool wake;
 
-	pthread_mutex_lock(&w->mu);
 	for (;;) {
-		while (!w->job && !w->quit)
-			pthread_cond_wait(&w->cv, &w->mu);
+		pthread_mutex_lock(&w->mu);
+		while (!w->job && !w->quit) {
+			w->idle = true;
+			pthread_cond_wait(&w->job_cv, &w->mu);
+			w->idle = false;
+		}
 		if (w->quit)
 			break;
 		l.iov_base = w->buf;
@@ -79,7 +95,11 @@ worker_main(void *arg)
 			atomic_fetch_sub(&stuck_now, 1);
 			return NULL;
 		}
-		pthread_cond_broadcast(&w->cv);
+		/* Done under the mutex: the caller cannot abandon w any more. */
+		wake = w->waiting;
+		pthread_mutex_unlock(&w->mu);
+		if (wake)
+			pthread_cond_signal(&w->done_cv);
 	}
 	pthread_mutex_unlock(&w->mu);
 	return NULL;
@@ -98,7 +118,8 @@ worker_start(void)
 	pthread_mutex_init(&w->mu, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&w->cv, &ca);
+	pthread_cond_init(&w->job_cv, NULL);
+	pthread_cond_init(&w->done_cv, &ca);
 	pthread_condattr_destroy(&ca);
 	if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
 		worker_free(w);
@@ -125,7 +146,7 @@ memread_destroy(struct memreader *r)
 	if (r->w) {
 		pthread_mutex_lock(&r->w->mu);
 		r->w->quit = true;
-		pthread_cond_broadcast(&r->w->cv);
+		pthread_cond_signal(&r->w->job_cv);
 		pthread_mutex_unlock(&r->w->mu);
 		pthread_join(r->w->thread, NULL);
 		worker_free(r->w);
@@ -154,6 +175,7 @@ memread_readv(struct memreader *r, pid_t pid, const struct iovec *local,
 	int64_t t;
 	size_t i, total = 0, at;
 	ssize_t got;
+	bool wake;
 	int rc = 0;
 
 	if (n == 0)
@@ -185,9 +207,16 @@ memread_readv(struct memreader *r, pid_t pid, const struct iovec *local,
 	w->total = total;
 	w->done = false;
 	w->job = true;
-	pthread_cond_broadcast(&w->cv);
-	while (!w->done && rc == 0)
-		rc = pthread_cond_timedwait(&w->cv, &w->mu, &until);
+	wake = w->idle;
+	pthread_mutex_unlock(&w->mu);
+	if (wake)
+		pthread_cond_signal(&w->job_cv);
+	pthread_mutex_lock(&w->mu);
+	while (!w->done && rc == 0) {
+		w->waiting = true;
+		rc = pthread_cond_timedwait(&w->done_cv, &w->mu, &until);
+		w->waiting = false;
+	}
 	if (!w->done) {
 		/* Left to its read; it frees itself should the read ever end. */
 		pthread_t thr = w->thread;

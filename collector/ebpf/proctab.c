@@ -407,6 +407,7 @@ read_maps(struct proctab *pt, struct proc *p)
 	struct pmap *old;
 	size_t lcap = 0, cap = 0, nold;
 	ssize_t len;
+	bool jit;
 	FILE *f;
 
 	p->maps_read = clock_mono_ns();
@@ -419,6 +420,7 @@ read_maps(struct proctab *pt, struct proc *p)
 	nold = p->nmaps;
 	p->maps = NULL;
 	p->nmaps = 0;
+	jit = false;
 	while ((len = getline(&line, &lcap, f)) > 0) {
 		unsigned long long start, end, off, ino;
 		unsigned int major, minor;
@@ -467,6 +469,8 @@ read_maps(struct proctab *pt, struct proc *p)
 			m->obj = symbolize_vdso(pt->sym);
 			if (m->obj && symbolize_elf_bias(m->obj, start, off, &m->bias) < 0)
 				m->obj = NULL;
+		} else if (pn[0] != '/' && strcmp(pn, "[vsyscall]") != 0) {
+			jit = true;
 		}
 	}
 	free(line);
@@ -477,6 +481,7 @@ read_maps(struct proctab *pt, struct proc *p)
 		p->maps = old;
 		p->nmaps = nold;
 	} else {
+		p->jit_maps = jit;
 		/* What was built on the maps (unwind tables, Python) stands if they stand. */
 		if (!pmaps_same(old, nold, p->maps, p->nmaps))
 			p->maps_gen++;
@@ -1162,7 +1167,13 @@ proctab_resolve(struct proctab *pt, struct proc *p, uint64_t addr, struct frame 
 		f->offset = m->offset;
 		return;
 	}
-	f->func = perfmap_name(p, addr);
+	/*
+	 * A perf map names JIT code: looked at for an address in anonymous
+	 * executable memory, or in none known (maps read before the JIT
+	 * mapped more) of a process that has such memory. Not for the others
+	 * (most): that look costs reads of /proc and of its /tmp.
+	 */
+	f->func = m != NULL || p->jit_maps ? perfmap_name(p, addr) : NULL;
 	if (p->runtime == RUNTIME_JVM) {
 		if (f->func == NULL)
 			jvm_ask(pt, p);

@@ -58,6 +58,7 @@ struct proc {
 	bool		 perfmap_ours;	/* its perf map is there because we asked */
 	bool		 gone;		/* /proc/PID vanished: do not read it again */
 	bool		 remote_logged;	/* a file it maps on a remote filesystem was told of */
+	bool		 jit_maps;	/* it maps anonymous executable memory (JIT code?) */
 	bool		 kthread;
 	int64_t		 maps_read;	/* monotonic ns of the last maps read */
 	int64_t		 miss_wait;	/* ns between reads for an unknown caller */

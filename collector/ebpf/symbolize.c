@@ -79,7 +79,7 @@ struct ksym {
 	uint32_t	 name;
 };
 
-#define RCACHE_SLOTS	4096	/* a power of two */
+#define RCACHE_SLOTS	16384	/* a power of two */
 
 /* A name looked up before: the same addresses come back sample after sample. */
 struct rcache_ent {

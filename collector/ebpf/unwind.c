@@ -42,6 +42,7 @@
 #define BUILDERS		2	/* one can be deep in a big file while the other serves the rest */
 #define SMALL_FILE		(16u << 20)	/* bytes: what the second build thread takes */
 #define MAX_KEYS_PER_PROC	65536
+#define KEYS_PER_CALL		4096	/* unw_maps entries written or deleted per system call */
 
 struct utable {
 	uint64_t	 dev, ino;
@@ -98,6 +99,7 @@ struct unwinder {
 	uint64_t	 tgen;		/* bumped whenever a build finishes */
 	size_t		 queued;
 	struct uproc	*uprocs;
+	bool		 no_batch;	/* the kernel has no batch updates of unw_maps */
 	/* shared with the build thread, under lock */
 	pthread_mutex_t	 lock;
 	pthread_cond_t	 cond;
@@ -548,6 +550,72 @@ fail:
 
 /* --- processes ------------------------------------------------------------ */
 
+/* Whether a batch call failed only for want of the kernel's support. */
+static bool
+batch_unsupported(int err)
+{
+	return err == EOPNOTSUPP || err == 524 /* ENOTSUPP */ || err == EINVAL;
+}
+
+/*
+ * Write the n entries k[i] -> v[i] of unw_maps, KEYS_PER_CALL a system call
+ * (one call per entry is most of what loading a process costs). Returns how
+ * many were written, in order; *err the reason the next was not.
+ */
+static size_t
+keys_put(struct unwinder *u, const struct unw_map_key *k, const struct unw_map_val *v,
+    size_t n, int *err)
+{
+	size_t done = 0;
+	uint32_t cnt, want;
+
+	*err = 0;
+	while (!u->no_batch && done < n) {
+		cnt = want = (uint32_t)(n - done < KEYS_PER_CALL ? n - done : KEYS_PER_CALL);
+		if (bpf_map_update_batch(u->maps_fd, &k[done], &v[done], &cnt, NULL) == 0) {
+			done += want;
+			continue;
+		}
+		*err = -errno;
+		if (cnt > want)
+			cnt = 0;
+		done += cnt;
+		if (done > 0 || cnt > 0 || !batch_unsupported(errno))
+			return done;
+		u->no_batch = true;
+		*err = 0;
+	}
+	for (; done < n; done++) {
+		if (bpf_map_update_elem(u->maps_fd, &k[done], &v[done], BPF_ANY) != 0) {
+			*err = -errno;
+			break;
+		}
+	}
+	return done;
+}
+
+/* Delete the n entries k[i] of unw_maps (those not there are no matter). */
+static void
+keys_delete(struct unwinder *u, const struct unw_map_key *k, size_t n)
+{
+	size_t done = 0, i;
+	uint32_t cnt, want;
+
+	while (done < n) {
+		cnt = want = (uint32_t)(n - done < KEYS_PER_CALL ? n - done : KEYS_PER_CALL);
+		if (!u->no_batch && bpf_map_delete_batch(u->maps_fd, &k[done], &cnt, NULL) == 0) {
+			done += want;
+			continue;
+		}
+		/* Past the first that failed (or without batches): one by one. */
+		if (u->no_batch || cnt > want)
+			cnt = 0;
+		for (i = done + cnt; i < done + want; i++)
+			bpf_map_delete_elem(u->maps_fd, &k[i]);
+		done += want;
+	}
+}
+
 static void
 uproc_clear(struct unwinder *u, struct uproc *q)
 {
@@ -558,8 +626,7 @@ uproc_clear(struct unwinder *u, struct uproc *q)
 	if (q->installed && bpf_map_lookup_elem(u->procs_fd, &q->pid, &up) == 0 &&
 	    up.gen == q->gen)
 		bpf_map_delete_elem(u->procs_fd, &q->pid);
-	for (i = 0; i < q->nkeys; i++)
-		bpf_map_delete_elem(u->maps_fd, &q->keys[i]);
+	keys_delete(u, q->keys, q->nkeys);
 	for (i = 0; i < q->ntabs; i++) {
 		q->tabs[i]->refs--;
 		q->tabs[i]->used = now;
@@ -574,31 +641,39 @@ uproc_clear(struct unwinder *u, struct uproc *q)
 	q->installed = false;
 }
 
+/* Add k -> v to q's entries (vals: their values, as long as q->keys). */
 static int
-add_key(struct uproc *q, const struct unw_map_key *k, size_t *cap)
+add_key(struct uproc *q, const struct unw_map_key *k, const struct unw_map_val *v,
+    struct unw_map_val **vals, size_t *cap)
 {
 	if (q->nkeys >= MAX_KEYS_PER_PROC)
 		return -E2BIG;
 	if (q->nkeys == *cap) {
 		size_t nc = *cap ? *cap * 2 : 64;
 		struct unw_map_key *nk = realloc(q->keys, nc * sizeof(*nk));
+		struct unw_map_val *nv;
 
 		if (nk == NULL)
 			return -ENOMEM;
 		q->keys = nk;
+		if ((nv = realloc(*vals, nc * sizeof(*nv))) == NULL)
+			return -ENOMEM;
+		*vals = nv;
 		*cap = nc;
 	}
+	(*vals)[q->nkeys] = *v;
 	q->keys[q->nkeys++] = *k;
 	return 0;
 }
 
 /*
  * Point [start, end) of q's process at table t: the range cut into aligned
- * power-of-two blocks, one LPM prefix each.
+ * power-of-two blocks, one LPM prefix each (added to q's entries, written
+ * with the others).
  */
 static int
-map_range(struct unwinder *u, struct uproc *q, uint64_t start, uint64_t end,
-    const struct unw_map_val *v, size_t *cap)
+map_range(struct uproc *q, uint64_t start, uint64_t end, const struct unw_map_val *v,
+    struct unw_map_val **vals, size_t *cap)
 {
 	struct unw_map_key k;
 	int rc;
@@ -611,12 +686,8 @@ map_range(struct unwinder *u, struct uproc *q, uint64_t start, uint64_t end,
 		k.prefixlen = 32 + 64 - bits;
 		k.pid_be = htobe32(q->pid);
 		k.addr_be = htobe64(start);
-		if (bpf_map_update_elem(u->maps_fd, &k, v, BPF_ANY) != 0)
-			return -errno;
-		if ((rc = add_key(q, &k, cap)) < 0) {
-			bpf_map_delete_elem(u->maps_fd, &k);
+		if ((rc = add_key(q, &k, v, vals, cap)) < 0)
 			return rc;
-		}
 		start += 1ULL << bits;
 	}
 	return 0;
@@ -628,11 +699,11 @@ unwind_proc(struct unwinder *u, struct proc *p)
 	struct uproc *q = p->unw;
 	bool pending = false;
 	struct proc_mapping m;
-	struct unw_map_val v;
+	struct unw_map_val v, *vals = NULL;
 	struct unw_proc up;
 	struct timespec ts;
-	size_t i, kcap = 0, tcap = 0;
-	int rc = 0;
+	size_t i, kcap = 0, tcap = 0, written, *tkey = NULL;	/* tkey[j]: tabs[j]'s first key */
+	int rc = 0, werr;
 
 	/* Loaded, unless the maps changed or a table it waited for is built. */
 	if (q != NULL && p->unw_gen == p->maps_gen && (!q->pending || q->tgen == u->tgen))
@@ -653,6 +724,7 @@ unwind_proc(struct unwinder *u, struct proc *p)
 	q->gen = ++u->gen;
 	for (i = 0; proctab_mapping(p, i, &m) == 0; i++) {
 		struct utable *t = table_get(u, &m, &pending), **nt;
+		size_t *ntk;
 
 		if (t == NULL) {
 			rc = -ENOMEM;
@@ -667,21 +739,45 @@ unwind_proc(struct unwinder *u, struct proc *p)
 				break;
 			}
 			q->tabs = nt;
+			if ((ntk = realloc(tkey, tcap * sizeof(*ntk))) == NULL) {
+				rc = -ENOMEM;
+				break;
+			}
+			tkey = ntk;
 		}
 		memset(&v, 0, sizeof(v));
 		v.bias = m.bias;
 		v.first = t->first;
 		v.nrows = t->nrows;
 		v.gen = q->gen;
+		tkey[q->ntabs] = q->nkeys;
 		q->tabs[q->ntabs++] = t;
 		t->refs++;
 		t->used = mono_secs();
-		if ((rc = map_range(u, q, m.start, m.end, &v, &kcap)) < 0) {
+		if ((rc = map_range(q, m.start, m.end, &v, &vals, &kcap)) < 0) {
 			log_debug("ebpf: pid %u: unwind map full (%s): %s by frame pointer",
 			    p->pid, strerror(-rc), m.name);
 			break;
 		}
 	}
+	/* All of them written at once; those that could not be are let go. */
+	if ((written = keys_put(u, q->keys, vals, q->nkeys, &werr)) < q->nkeys) {
+		time_t now = mono_secs();
+
+		for (i = 0; i + 1 < q->ntabs && tkey[i + 1] <= written; i++)
+			;
+		if (i < q->ntabs)
+			log_debug("ebpf: pid %u: unwind map full (%s): %s by frame pointer",
+			    p->pid, strerror(-werr), q->tabs[i]->name);
+		while (q->ntabs > 0 && tkey[q->ntabs - 1] >= written) {
+			q->tabs[--q->ntabs]->refs--;
+			q->tabs[q->ntabs]->used = now;
+		}
+		q->nkeys = written;
+		rc = werr;
+	}
+	free(vals);
+	free(tkey);
 	q->pending = pending;
 	u->deferred += pending;
 	/* Without any table the process is walked by bpf_get_stack, as before. */

@@ -38,6 +38,14 @@
  * match is the same code. What cannot be read (the process exited, the
  * memory changed under us, a bound exceeded) is named "[python: unreadable]",
  * never guessed.
+ *
+ * Each read of another process's memory is a round trip to memread.c's
+ * worker, which costs more than the read. So a header is not read again for
+ * a code object whose entry was found unchanged (or read) after the sample
+ * was taken: that check stands for every sample taken before it (a batch
+ * of samples is read after all of them were taken). A new entry's two names
+ * are read in one go, each with the bytes that follow its header (most
+ * names fit), and so is a line table with its header.
  */
 #define _GNU_SOURCE	/* process_vm_readv */
 #include <errno.h>
@@ -61,6 +69,10 @@
 #include "symbolize.h"
 
 #define CODE_HDR	144	/* bytes of a code object read per frame and sample */
+#define STR_HDR		48	/* of a str object: length, state */
+#define STR_AHEAD	208	/* bytes read past a str's header with it */
+#define LT_HDR		32	/* of the line table (a bytes object): its size */
+#define LT_AHEAD	480	/* bytes read past the line table's header with it */
 #define CACHE_SLOTS	2048	/* code objects cached per process (open hash) */
 #define MAX_NAME	512	/* characters of a function name */
 #define MAX_PATH_CH	1024	/* characters of a file name */
@@ -119,6 +131,7 @@ struct pycode {
 	struct ltrow	*rows;		/* the decoded line table */
 	uint32_t	 nrows;
 	uint8_t		 lines;		/* LINES_*; NONE: too big or unreadable */
+	int64_t		 checked;	/* monotonic ns: the code was there then (or later) */
 };
 
 /* What the sampler knows of one Python process; p->py. */
@@ -147,6 +160,9 @@ struct python {
 	/* the code object headers of the sample being named (python_read) */
 	uint8_t		 hdr[PROF_MAX_PYFRAMES][CODE_HDR];
 	bool		 hdr_ok[PROF_MAX_PYFRAMES];
+	bool		 hdr_known[PROF_MAX_PYFRAMES];	/* not read: its entry was checked since */
+	int64_t		 hdr_at[PROF_MAX_PYFRAMES];	/* monotonic ns before the read */
+	int64_t		 sample_ns;	/* the sample's time (bpf_ktime_get_ns: monotonic) */
 	/* decoded line tables: bytes held; CPU time spent and allowed this period */
 	size_t		 lines_bytes;
 	int64_t		 lines_cpu_ns, lines_cpu_max;
@@ -459,41 +475,42 @@ put_utf8(char *o, uint32_t c)
 	return 4;
 }
 
-/* A str object of p at addr as a malloc'd UTF-8 string, or NULL. */
-static char *
-read_str(struct python *py, const struct pyproc *pp, const struct proc *p, uint64_t addr,
-    size_t maxch)
+/*
+ * The layout of a str object from its header h (STR_HDR bytes): its length
+ * in characters (at most maxch), their width and where they start. -EINVAL:
+ * not a str we read (not compact, too long, not a str at all).
+ */
+static int
+str_layout(const struct pyproc *pp, const uint8_t *h, size_t maxch, uint64_t *len,
+    uint32_t *kind, size_t *dataoff, bool *ascii)
 {
-	uint8_t h[48], *raw;
-	uint64_t len;
-	uint32_t state, kind;
-	size_t dataoff, i, o = 0;
+	uint32_t state;
+
+	*len = rd64(h, 16);
+	memcpy(&state, h + 32, sizeof(state));
+	*kind = (state >> 2) & 7;
+	*ascii = ((state >> 6) & 1) != 0;
+	if (!((state >> 5) & 1) || *len > maxch || (*kind != 1 && *kind != 2 && *kind != 4))
+		return -EINVAL;
+	if (*ascii) {
+		if (*kind != 1)
+			return -EINVAL;
+		*dataoff = pp->v->str_ascii;
+	} else {
+		*dataoff = pp->v->str_compact;
+	}
+	return 0;
+}
+
+/* len characters of width kind at raw as a malloc'd UTF-8 string, or NULL. */
+static char *
+str_utf8(const uint8_t *raw, uint64_t len, uint32_t kind, bool ascii)
+{
+	size_t i, o = 0;
 	char *out;
 
-	if (addr == 0 || mem_read(py, p, addr, h, sizeof(h)) < 0)
+	if ((out = malloc(len * 4 + 1)) == NULL)
 		return NULL;
-	len = rd64(h, 16);
-	memcpy(&state, h + 32, sizeof(state));
-	kind = (state >> 2) & 7;
-	if (!((state >> 5) & 1) || len > maxch || (kind != 1 && kind != 2 && kind != 4))
-		return NULL;	/* not compact, too long, or not a str at all */
-	if ((state >> 6) & 1) {
-		if (kind != 1)
-			return NULL;
-		dataoff = pp->v->str_ascii;
-	} else {
-		dataoff = pp->v->str_compact;
-	}
-	if ((raw = malloc(len * kind + 1)) == NULL)
-		return NULL;
-	if (len && mem_read(py, p, addr + dataoff, raw, len * kind) < 0) {
-		free(raw);
-		return NULL;
-	}
-	if ((out = malloc(len * 4 + 1)) == NULL) {
-		free(raw);
-		return NULL;
-	}
 	for (i = 0; i < len; i++) {
 		uint32_t c;
 
@@ -507,16 +524,82 @@ read_str(struct python *py, const struct pyproc *pp, const struct proc *p, uint6
 		} else {
 			memcpy(&c, raw + i * 4, 4);
 		}
-		if (c == 0 || (((state >> 6) & 1) && c >= 0x80)) {
-			free(raw);
+		if (c == 0 || (ascii && c >= 0x80)) {
 			free(out);
 			return NULL;
 		}
 		o += put_utf8(out + o, c);
 	}
 	out[o] = '\0';
+	return out;
+}
+
+/*
+ * The str object at addr whose header (and the have bytes from addr on) is
+ * in h, as a malloc'd UTF-8 string, or NULL; characters past have are read.
+ */
+static char *
+str_from(struct python *py, const struct pyproc *pp, const struct proc *p, uint64_t addr,
+    const uint8_t *h, size_t have, size_t maxch)
+{
+	uint64_t len;
+	uint32_t kind;
+	size_t dataoff;
+	bool ascii;
+	uint8_t *raw;
+	char *out;
+
+	if (str_layout(pp, h, maxch, &len, &kind, &dataoff, &ascii) < 0)
+		return NULL;
+	if (dataoff + len * kind <= have)
+		return str_utf8(h + dataoff, len, kind, ascii);
+	if ((raw = malloc(len * kind + 1)) == NULL)
+		return NULL;
+	if (len && mem_read(py, p, addr + dataoff, raw, len * kind) < 0) {
+		free(raw);
+		return NULL;
+	}
+	out = str_utf8(raw, len, kind, ascii);
 	free(raw);
 	return out;
+}
+
+/* A str object of p at addr as a malloc'd UTF-8 string, or NULL. */
+static char *
+read_str(struct python *py, const struct pyproc *pp, const struct proc *p, uint64_t addr,
+    size_t maxch)
+{
+	uint8_t h[STR_HDR];
+
+	if (addr == 0 || mem_read(py, p, addr, h, sizeof(h)) < 0)
+		return NULL;
+	return str_from(py, pp, p, addr, h, 0, maxch);
+}
+
+/*
+ * c's name and file: both headers, and what follows them, in one read.
+ * Should that fail (a string near the end of its mapping), each is read
+ * by itself.
+ */
+static int
+read_names(struct python *py, const struct pyproc *pp, const struct proc *p, struct pycode *c)
+{
+	uint8_t b[2][STR_HDR + STR_AHEAD];
+	struct iovec l[2] = { { b[0], sizeof(b[0]) }, { b[1], sizeof(b[1]) } };
+	struct iovec r[2] = { { (void *)(uintptr_t)c->qualname, sizeof(b[0]) },
+	    { (void *)(uintptr_t)c->filename, sizeof(b[1]) } };
+
+	if (c->qualname == 0 || c->filename == 0)
+		return -EFAULT;
+	if (memread_readv(py->mr, (pid_t)p->pid, l, r, 2) == (ssize_t)sizeof(b)) {
+		c->name = str_from(py, pp, p, c->qualname, b[0], sizeof(b[0]), MAX_NAME);
+		c->file = c->name ? str_from(py, pp, p, c->filename, b[1], sizeof(b[1]),
+		    MAX_PATH_CH) : NULL;
+	} else {
+		c->name = read_str(py, pp, p, c->qualname, MAX_NAME);
+		c->file = c->name ? read_str(py, pp, p, c->filename, MAX_PATH_CH) : NULL;
+	}
+	return c->name && c->file ? 0 : -EFAULT;
 }
 
 /* Fill c (addr, header fields taken) from p's memory: 0 or -errno. */
@@ -530,8 +613,7 @@ code_load(struct python *py, const struct pyproc *pp, const struct proc *p, stru
 	c->qualname = rd64(hdr, CO_QUALNAME);
 	c->linetable = rd64(hdr, CO_LINETABLE);
 	memcpy(&c->firstlineno, hdr + pp->v->co_firstlineno, sizeof(c->firstlineno));
-	if ((c->name = read_str(py, pp, p, c->qualname, MAX_NAME)) == NULL ||
-	    (c->file = read_str(py, pp, p, c->filename, MAX_PATH_CH)) == NULL)
+	if (read_names(py, pp, p, c) < 0)
 		return -EFAULT;
 	c->lines = LINES_NOT_READ;
 	return 0;
@@ -545,34 +627,41 @@ static void
 code_lines(struct python *py, const struct proc *p, struct pycode *c)
 {
 	struct timespec t0, t1;
-	uint8_t bh[32], *lt;
-	uint64_t n;
+	uint8_t b[LT_HDR + LT_AHEAD], *lt = NULL;
+	const uint8_t *d = NULL;
+	uint64_t n = 0;
 	size_t rb;
+	bool ahead = false;
 
 	if (py->lines_cpu_ns >= py->lines_cpu_max || py->lines_bytes >= LINES_MEM)
 		return;
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
 	c->lines = LINES_NONE;
-	if (mem_read(py, p, c->linetable, bh, sizeof(bh)) == 0) {
-		n = rd64(bh, 16);
-		if (n > 0 && n <= MAX_LINETABLE && (lt = malloc(n)) != NULL) {
-			if (mem_read(py, p, c->linetable + 32, lt, n) == 0 &&
-			    python_linetable_decode(lt, n, c->firstlineno, &c->rows, &c->nrows) == 0) {
-				rb = (size_t)c->nrows * sizeof(*c->rows);
-				if (py->lines_bytes + rb > LINES_MEM || budget_reserve(rb) < 0) {
-					free(c->rows);
-					c->rows = NULL;
-					c->nrows = 0;
-					c->lines = LINES_NOT_READ;	/* no room now */
-				} else {
-					py->lines_bytes += rb;
-					c->lines = LINES_READ;
-					py->decoded++;
-				}
-			}
-			free(lt);
+	/* The header and, most often, the whole table in one read; else the header alone. */
+	if ((ahead = mem_read(py, p, c->linetable, b, sizeof(b)) == 0) ||
+	    mem_read(py, p, c->linetable, b, LT_HDR) == 0)
+		n = rd64(b, 16);
+	if (n > 0 && n <= MAX_LINETABLE) {
+		if (ahead && n <= LT_AHEAD)
+			d = b + LT_HDR;
+		else if ((lt = malloc(n)) != NULL && mem_read(py, p, c->linetable + LT_HDR, lt,
+		    n) == 0)
+			d = lt;
+	}
+	if (d != NULL && python_linetable_decode(d, n, c->firstlineno, &c->rows, &c->nrows) == 0) {
+		rb = (size_t)c->nrows * sizeof(*c->rows);
+		if (py->lines_bytes + rb > LINES_MEM || budget_reserve(rb) < 0) {
+			free(c->rows);
+			c->rows = NULL;
+			c->nrows = 0;
+			c->lines = LINES_NOT_READ;	/* no room now */
+		} else {
+			py->lines_bytes += rb;
+			c->lines = LINES_READ;
+			py->decoded++;
 		}
 	}
+	free(lt);
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
 	py->lines_cpu_ns += (t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec);
 }
@@ -771,32 +860,76 @@ python_lines_lookup(const struct ltrow *rows, uint32_t n, uint64_t idx)
 	return lo < n ? rows[lo].line : 0;
 }
 
+/* The cache entry of the code object at addr, or NULL. */
+static struct pycode *
+cache_find(struct pyproc *pp, uint64_t addr)
+{
+	uint64_t h = (addr >> 4) * 0x9e3779b97f4a7c15ULL;
+	struct pycode *c;
+	size_t k;
+
+	if (pp == NULL || pp->cache == NULL || addr == 0)
+		return NULL;
+	for (k = 0; k < CACHE_SLOTS; k++) {
+		c = &pp->cache[(h + k) % CACHE_SLOTS];
+		if (c->addr == addr)
+			return c;
+		if (c->addr == 0)
+			break;
+	}
+	return NULL;
+}
+
+/* Whether c stands for frame fr of a sample taken at sample_ns without a read. */
+static bool
+code_checked(const struct pycode *c, const struct prof_pyframe *fr, uint64_t sample_ns)
+{
+	return c != NULL && c->qualname == fr->name && c->checked >= (int64_t)sample_ns;
+}
+
 void
-python_read(struct python *py, struct proc *p, const struct prof_pyframe *fr, size_t n)
+python_read(struct python *py, struct proc *p, const struct prof_pyframe *fr, size_t n,
+    uint64_t sample_ns)
 {
 	struct iovec l[PROF_MAX_PYFRAMES], r[PROF_MAX_PYFRAMES];
+	size_t i, j, k, m = 0, idx[PROF_MAX_PYFRAMES];
 	ssize_t got;
-	size_t i;
+	int64_t at;
 
 	if (py == NULL || n == 0)
 		return;
 	if (n > PROF_MAX_PYFRAMES)
 		n = PROF_MAX_PYFRAMES;
+	py->sample_ns = sample_ns;
 	for (i = 0; i < n; i++) {
-		l[i].iov_base = py->hdr[i];
-		l[i].iov_len = CODE_HDR;
-		r[i].iov_base = (void *)(uintptr_t)(fr[i].code & ~PROF_PY_ENTRY);
-		r[i].iov_len = CODE_HDR;
 		py->hdr_ok[i] = false;
+		py->hdr_known[i] = code_checked(cache_find(p->py, fr[i].code & ~PROF_PY_ENTRY),
+		    &fr[i], sample_ns);
+		if (py->hdr_known[i])
+			continue;
+		l[m].iov_base = py->hdr[i];
+		l[m].iov_len = CODE_HDR;
+		r[m].iov_base = (void *)(uintptr_t)(fr[i].code & ~PROF_PY_ENTRY);
+		r[m].iov_len = CODE_HDR;
+		idx[m++] = i;
 	}
-	/* One call for all frames; it stops at the first that cannot be read. */
-	got = p->gone ? -1 : memread_readv(py->mr, (pid_t)p->pid, l, r, n);
-	for (i = 0; got > 0 && i < n && (size_t)got >= (i + 1) * CODE_HDR; i++)
-		py->hdr_ok[i] = true;
-	/* Those after an unreadable one: one by one. */
-	for (; got >= 0 && i < n; i++)
-		py->hdr_ok[i] = mem_read(py, p, (uint64_t)(uintptr_t)r[i].iov_base, py->hdr[i],
-		    CODE_HDR) == 0;
+	if (m == 0 || p->gone)
+		return;
+	/*
+	 * One call for all frames; it stops at the first that cannot be read,
+	 * and the next call starts past it. Nothing read of the first frame:
+	 * nothing more is.
+	 */
+	for (j = 0; j < m; j += k + 1) {
+		at = clock_mono_ns();
+		got = memread_readv(py->mr, (pid_t)p->pid, l + j, r + j, m - j);
+		for (k = 0; got > 0 && j + k < m && (size_t)got >= (k + 1) * CODE_HDR; k++) {
+			py->hdr_ok[idx[j + k]] = true;
+			py->hdr_at[idx[j + k]] = at;
+		}
+		if (got < 0 && (idx[j] == 0 || got != -EFAULT))
+			break;
+	}
 }
 
 int
@@ -813,8 +946,17 @@ python_frame(struct python *py, struct proc *p, const struct prof_pyframe *fr, s
 	f->file = "[python]";
 	f->build_id = "";
 	f->func = UNREADABLE;
-	if (py == NULL || pp == NULL || i >= n || i >= PROF_MAX_PYFRAMES || !py->hdr_ok[i] ||
-	    addr == 0)
+	if (py == NULL || pp == NULL || i >= n || i >= PROF_MAX_PYFRAMES || addr == 0)
+		return -EFAULT;
+	if (py->hdr_known[i]) {
+		/* Not read: its entry was checked after the sample, unless a frame before emptied it. */
+		py->hdr_known[i] = false;
+		if (code_checked(c = cache_find(pp, addr), &fr[i], py->sample_ns))
+			goto named;
+		py->hdr_at[i] = clock_mono_ns();
+		py->hdr_ok[i] = !p->gone && mem_read(py, p, addr, py->hdr[i], CODE_HDR) == 0;
+	}
+	if (!py->hdr_ok[i])
 		return -EFAULT;
 	hdr = py->hdr[i];
 	/* No longer (or never) a code object, or another one than the sample saw. */
@@ -847,6 +989,10 @@ python_frame(struct python *py, struct proc *p, const struct prof_pyframe *fr, s
 			return -EFAULT;
 		}
 	}
+	/* The code was there when its header was read. */
+	if (c->checked < py->hdr_at[i])
+		c->checked = py->hdr_at[i];
+named:
 	f->func = c->name;
 	f->srcfile = c->file;
 	start = addr + pp->v->co_code;

@@ -37,11 +37,12 @@ void		 python_forget(struct python *py, struct proc *p);
  * func, srcfile and line, mapping "[python]". Frames that cannot be read or
  * no longer hold the code object the sample saw get func
  * "[python: unreadable]" (and return -EFAULT; 0 when named). Call
- * python_read first, once per sample. f's strings are valid until the next
- * call of python_read.
+ * python_read first, once per sample (sample_ns: its bpf_ktime_get_ns time);
+ * it reads the code objects not found unchanged since that time. f's
+ * strings are valid until the next call of python_read.
  */
 void		 python_read(struct python *py, struct proc *p, const struct prof_pyframe *fr,
-		    size_t n);
+		    size_t n, uint64_t sample_ns);
 int		 python_frame(struct python *py, struct proc *p, const struct prof_pyframe *fr,
 		    size_t n, size_t i, struct frame *f);
 /*
