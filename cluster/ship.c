@@ -1074,6 +1074,7 @@ cluster_start(struct store *st, const struct cluster_config *cfg, struct cluster
 	c->st = st;
 	/* Before any thread uses libcurl (the shipper, readers on FUSE threads). */
 	curl_global_init(CURL_GLOBAL_DEFAULT);
+	ch_init(c);
 	c->replicated = cfg->replicated;
 	if ((rc = ch_parse_urls(c, cfg->urls, err)) < 0)
 		goto fail;
@@ -1157,6 +1158,7 @@ cluster_stop(struct cluster *c)
 		pthread_cond_destroy(&c->cond);
 	}
 	read_free(c);
+	ch_free(c);
 	for (i = 0; i < c->nurls; i++) {
 		free(c->urls[i].base);
 		free(c->urls[i].shown);
