@@ -1119,8 +1119,8 @@ merge_sql(struct cluster *c, const struct query *q, const struct spans *sp, stru
 	buf_printf(sql, " UNION ALL " K_SUMS CH_SAMPLE_COLS("sum(val) AS sv") " FROM "
 	    "%s.profiles " CH_ARRAY_JOIN " PREWHERE %s%s GROUP BY gsid, sigh, stack, vi)", c->db,
 	    cond.data, raw.data);
-	buf_printf(&stk, "hash GLOBAL IN (SELECT stack FROM %s.profiles ARRAY JOIN stacks AS "
-	    "stack PREWHERE %s%s)", c->db, cond.data, raw.data);
+	buf_printf(&stk, "hash GLOBAL IN (SELECT DISTINCT stack FROM %s.profiles ARRAY JOIN "
+	    "stacks AS stack PREWHERE %s%s)", c->db, cond.data, raw.data);
 	for (k = 0; k < sp->n && sp->lo[k] < sp->hi[k]; k++) {
 		bool top = k + 1 == sp->n || sp->lo[k + 1] == sp->hi[k + 1];
 
@@ -1134,8 +1134,8 @@ merge_sql(struct cluster *c, const struct query *q, const struct spans *sp, stru
 		buf_printf(sql, " UNION ALL " K_SUMS "gsid, sigh, stack, vi, sum(value) AS sv "
 		    "FROM %s.%s PREWHERE %s%s GROUP BY gsid, sigh, stack, vi)", c->db,
 		    ch_tiers[sp->tier[k]].name, cond.data, span.data);
-		buf_printf(&stk, " OR hash GLOBAL IN (SELECT stack FROM %s.%s PREWHERE %s%s)",
-		    c->db, ch_tiers[sp->tier[k]].name, cond.data, span.data);
+		buf_printf(&stk, " OR hash GLOBAL IN (SELECT DISTINCT stack FROM %s.%s "
+		    "PREWHERE %s%s)", c->db, ch_tiers[sp->tier[k]].name, cond.data, span.data);
 	}
 	if ((rc = frames_sql(c, &stk, sql)) < 0)
 		goto out;
