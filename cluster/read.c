@@ -10,7 +10,8 @@
  * shards from the widest tier of per-window sums that fits it, the raw rows
  * at the edges; the profiles' counts, ids and totals come from the
  * 10-minute counts alike; the same query brings the frames of the stacks
- * not cached (frames_sql()). Gauges are averaged per series as the local store does, so sums are the same.
+ * not cached (frames_sql()). Gauges are averaged per series as the local
+ * store does, so sums are the same.
  *
  * A server or shard that does not answer fails the read (-EIO, the reason
  * in the log): never a silently partial profile.
