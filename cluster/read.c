@@ -9,9 +9,8 @@
  * and the range's edges are SQL; each part of the range is summed on the
  * shards from the widest tier of per-window sums that fits it, the raw rows
  * at the edges; the profiles' counts, ids and totals come from the
- * 10-minute counts alike; the same query brings the frames of the stacks
- * not cached (frames_sql()). Gauges are averaged per series as the local
- * store does, so sums are the same.
+ * 10-minute counts alike. Then the frames of stacks not seen before. Gauges
+ * are averaged per series as the local store does, so sums are the same.
  *
  * A server or shard that does not answer fails the read (-EIO, the reason
  * in the log): never a silently partial profile.
@@ -1035,41 +1034,6 @@ where_selected(struct cluster *c, const struct query *q, struct buf *b)
 	"gsid, sigh, toUInt64(0), toString(stack), " K_NOARRAYS " FROM (SELECT "
 
 /*
- * The frames of the answer's stacks in the merge's own query (rows of kind
- * 3), so that a cold read is one round trip, not two: the stacks the sums
- * read (cond, the condition on stacks_local's hash over the same rows) but
- * for those cached, while the cache is small enough to name them; past
- * FRAMES_INLINE_MAX cached stacks nothing is added, and fetch_frames() asks
- * for what the cache lacks.
- */
-#define FRAMES_INLINE_MAX	4096
-
-static int
-frames_sql(struct cluster *c, const struct buf *cond, struct buf *sql)
-{
-	size_t i, n;
-
-	pthread_mutex_lock(&c->f_lock);
-	n = c->f_idx ? intern_count(c->f_idx) : 0;
-	if (n <= FRAMES_INLINE_MAX) {
-		buf_printf(sql, " UNION ALL SELECT toUInt8(3), '', '', '', '', frames, "
-		    "toInt64(0), toInt64(0), toInt64(0), toUInt64(0), toUInt64(0), toUInt64(0), "
-		    "toString(hash), " K_NOARRAYS " FROM (SELECT DISTINCT hash, frames FROM "
-		    "%s.stacks WHERE (%s)", c->db, cond->data);
-		for (i = 0; i < n; i++) {
-			size_t kl;
-			const char *h = intern_key(c->f_idx, i, &kl);
-
-			buf_printf(sql, "%s'%.*s'", i ? "," : " AND hash NOT IN (",
-			    DIGEST128_HEX, h);
-		}
-		buf_adds(sql, n ? "))" : ")");
-	}
-	pthread_mutex_unlock(&c->f_lock);
-	return buf_error(sql);
-}
-
-/*
  * The one query of a merge, its rows of four kinds in the columns: kind,
  * service, type, labels, sig, hdr, a, b, c, u1, u2, u3, stack, totals'
  * indexes, totals.
@@ -1078,13 +1042,12 @@ frames_sql(struct cluster *c, const struct buf *cond, struct buf *sql)
  *   1 profiles of a series, a signature and a 10-minute window (or a
  *     minute at the edges): a time, b count, c the offsets' sum, u1 the
  *     gids' sum, u2 signature digest, u3 series hash, totals;
- *   2 a series and signature in the range: the strings, a period, u2, u3;
- *   3 a stack's frames (frames_sql()): hdr the frames, stack its address.
+ *   2 a series and signature in the range: the strings, a period, u2, u3.
  */
 static int
 merge_sql(struct cluster *c, const struct query *q, const struct spans *sp, struct buf *sql)
 {
-	struct buf cond = { 0 }, span = { 0 }, raw = { 0 }, stk = { 0 };
+	struct buf cond = { 0 }, span = { 0 }, raw = { 0 };
 	size_t k;
 	int rc;
 
@@ -1120,8 +1083,6 @@ merge_sql(struct cluster *c, const struct query *q, const struct spans *sp, stru
 	buf_printf(sql, " UNION ALL " K_SUMS CH_SAMPLE_COLS("sum(val) AS sv") " FROM "
 	    "%s.profiles " CH_ARRAY_JOIN " PREWHERE %s%s GROUP BY gsid, sigh, stack, vi)", c->db,
 	    cond.data, raw.data);
-	buf_printf(&stk, "hash GLOBAL IN (SELECT DISTINCT stack FROM %s.profiles ARRAY JOIN "
-	    "stacks AS stack PREWHERE %s%s)", c->db, cond.data, raw.data);
 	for (k = 0; k < sp->n && sp->lo[k] < sp->hi[k]; k++) {
 		bool top = k + 1 == sp->n || sp->lo[k + 1] == sp->hi[k + 1];
 
@@ -1135,18 +1096,13 @@ merge_sql(struct cluster *c, const struct query *q, const struct spans *sp, stru
 		buf_printf(sql, " UNION ALL " K_SUMS "gsid, sigh, stack, vi, sum(value) AS sv "
 		    "FROM %s.%s PREWHERE %s%s GROUP BY gsid, sigh, stack, vi)", c->db,
 		    ch_tiers[sp->tier[k]].name, cond.data, span.data);
-		buf_printf(&stk, " OR hash GLOBAL IN (SELECT DISTINCT stack FROM %s.%s "
-		    "PREWHERE %s%s)", c->db, ch_tiers[sp->tier[k]].name, cond.data, span.data);
 	}
-	if ((rc = frames_sql(c, &stk, sql)) < 0)
-		goto out;
 	buf_adds(sql, " FORMAT TabSeparated");
 	rc = buf_error(sql);
 out:
 	buf_free(&cond);
 	buf_free(&span);
 	buf_free(&raw);
-	buf_free(&stk);
 	return rc;
 }
 
@@ -1311,29 +1267,6 @@ answer_sum(struct manswer *a, struct tsv *t)
 }
 
 /*
- * A row of kind 3: a stack's frames, into the frames cache when they have
- * the address they are stored under (any other row is logged and skipped,
- * as fetch_frames() does).
- */
-static int
-answer_frames(struct cluster *c, struct tsv *t)
-{
-	char d[DIGEST128_HEX + 1];
-
-	if (!is_digest(t->f[12], t->len[12]))
-		return -EINVAL;
-	digest128(t->f[5], t->len[5], d);
-	if (memcmp(d, t->f[12], DIGEST128_HEX) != 0) {
-		log_warnx("clickhouse: a row of %s.stacks does not match its address %s (its "
-		    "frames hash to %s): ignored", c->db, t->f[12], d);
-		metrics_add("profilefs_clickhouse_bad_stacks_total", NULL, 1);
-		return 0;
-	}
-	frames_cache_put(c, t->f[12], t->f[5], t->len[5]);
-	return 0;
-}
-
-/*
  * Each ref's series and group, its totals in its group's types, the groups'
  * counts. -EINVAL for a ref of a series or group the answer does not name.
  */
@@ -1453,13 +1386,12 @@ r_merge(void *arg, const struct query *q, struct query_result *res)
 	a.sids = intern_create(256);
 	tsv_init(&t, &ans);
 	while ((r = tsv_next(&t)) > 0) {
-		if (t.nf != 15 || t.f[0][0] < '0' || t.f[0][0] > '3' || t.f[0][1]) {
+		if (t.nf != 15 || t.f[0][0] < '0' || t.f[0][0] > '2' || t.f[0][1]) {
 			r = -EINVAL;
 			break;
 		}
 		r = t.f[0][0] == '0' ? answer_sum(&a, &t) : t.f[0][0] == '1' ?
-		    answer_ref(&a, &t) : t.f[0][0] == '2' ? answer_group(c, &a, &t) :
-		    answer_frames(c, &t);
+		    answer_ref(&a, &t) : answer_group(c, &a, &t);
 		if (r < 0)
 			break;
 	}
