@@ -22,7 +22,8 @@ common=()
 if [ -n "${WERROR:-}" ]; then common+=("WERROR=1"); fi
 
 tally="$(mktemp)"
-trap 'rm -f "$tally"' EXIT
+failures="$(mktemp)"
+trap 'rm -f "$tally" "$failures"' EXIT
 pass=0
 fail=0
 first=1
@@ -36,6 +37,7 @@ for san in "${builds[@]}"; do
   echo "== build${san:+ SANITIZE=$san}${out:+ O=$out}"
   if ! make -j"$(nproc)" O="$out" "${flags[@]}" all tests; then
     echo "not ok - build${san:+ SANITIZE=$san}"
+    echo "build${san:+ SANITIZE=$san} failed" >>"$failures"
     fail=$((fail + 1))
     continue
   fi
@@ -43,7 +45,7 @@ for san in "${builds[@]}"; do
   case "$san" in *thread*) slow=4 ;; esac
   : >"$tally"
   PROFILEFS_BIN="$PWD/$out/bin/profilefs" PROFILEFS_BUILD="$PWD/$out/build" \
-    PROFILEFS_RUN="${san:-plain}" PROFILEFS_TALLY="$tally" PROFILEFS_SLOW="$slow" \
+    PROFILEFS_RUN="${san:-plain}" PROFILEFS_TALLY="$tally" PROFILEFS_FAILURES="$failures" PROFILEFS_SLOW="$slow" \
     PROFILEFS_SKIP="$skip" bash tests/run.sh || true
   # After the first build: layers checks the Makefile (once is enough), and
   # the suites whose work is in other processes (node clients, a browser,
@@ -60,5 +62,10 @@ for san in "${builds[@]}"; do
   fi
 done
 
+# Every failure of both runs once more, just above the summary.
+if [ -s "$failures" ]; then
+  echo "# failures:"
+  sed 's/^/#   /' "$failures"
+fi
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

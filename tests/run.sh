@@ -18,6 +18,7 @@ cd "$ROOT"
 export ROOT
 pass=0
 fail=0
+failed=()
 mkdir -p tests/artifacts
 
 RUN="${PROFILEFS_RUN:-}"
@@ -59,6 +60,7 @@ san_check() {
       echo "# $1: $(basename "$f"): only libfuse3's own allocations left at exit, not counted"
     else
       echo "not ok - $1: sanitizer report $(basename "$f"): $(grep -m1 '^SUMMARY' "$f")"
+      failed+=("$1: sanitizer report $(basename "$f")")
       sed -n '1,80p' "$f" | sed 's/^/#   /'
       fail=$((fail + 1))
     fi
@@ -79,6 +81,7 @@ for t in "${PROFILEFS_BUILD:-$ROOT/build}"/tests/test_*; do
     f=1
   fi
   pass=$((pass + p)); fail=$((fail + f))
+  if [ "$f" -gt 0 ]; then failed+=("$(basename "$t"): $f failed"); fi
   san_check "$(basename "$t")"
 done
 
@@ -101,10 +104,20 @@ for t in tests/integration/*.sh; do
     f=1
   fi
   pass=$((pass + p)); fail=$((fail + f))
+  if [ "$f" -gt 0 ]; then
+    failed+=("$t: $f not ok: $(echo "$out" | grep -m3 '^not ok - ' | tr '\n' ' ')")
+  fi
   san_check "$t"
 done
 san_check "after the last test"
 
+# The failures again, together, so that the end of a long output says which.
+if [ "${#failed[@]}" -gt 0 ]; then
+  for l in "${failed[@]}"; do
+    echo "# FAILED ${RUN:-run}: $l"
+    if [ -n "${PROFILEFS_FAILURES:-}" ]; then echo "${RUN:-run}: $l" >>"$PROFILEFS_FAILURES"; fi
+  done
+fi
 if [ -n "${PROFILEFS_TALLY:-}" ]; then
   echo "$pass $fail" >>"$PROFILEFS_TALLY"
   echo "# ${RUN:-run}: $pass ok, $fail not ok"

@@ -1,15 +1,22 @@
 /*
  * cfi: call frame information to unwind table rows.
  *
- * libdw does the DWARF work: dwarf_next_cfi enumerates the CIEs and FDEs of
- * the section and dwarf_cfi_addrframe runs an FDE's CFA program up to a pc,
- * giving the row in force there and the pc range it covers. Using it, rather
- * than a DW_CFA interpreter of our own, leaves the corner cases (remember and
- * restore state, advance_loc widths, augmentations, .debug_frame's CIE ids)
- * to a library Debian maintains and that readelf's own authors test. What
- * this file adds is the FDE enumeration (libdw has no call for "every row"),
- * the reduction of each row to the few rule shapes the BPF walker follows, and
- * the compaction of equal neighbours.
+ * libdw does the DWARF parsing: dwarf_next_cfi enumerates the CIEs and FDEs
+ * of the section. An FDE's rows come from one pass over its CFA program here
+ * (fast_rows): it follows the few register rules the BPF walker can use (the
+ * CFA as rsp or rbp plus an offset, the return address and rbp saved at CFA +
+ * N) and rows are emitted at each advance, the whole FDE in one walk. Anything
+ * else in an FDE (a CFA expression, set_loc, an unknown opcode, a rule the ABI
+ * default decides, overlapping FDEs, damaged CFI) hands that FDE to libdw:
+ * dwarf_cfi_addrframe runs its program up to each row's pc, giving the row in
+ * force there and the pc range it covers, which leaves the corner cases
+ * (expressions, augmentations, .debug_frame's CIE ids) to a library Debian
+ * maintains. Both give the same rows (test_cfi holds one to the other over
+ * whole libraries); the one pass only saves libdw's re-run of the program from
+ * the FDE's start for every row, quadratic in the rows of a long function.
+ * What this file adds besides is the FDE enumeration, the reduction of each
+ * row to the few rule shapes the BPF walker follows, and the compaction of
+ * equal neighbours.
  *
  * Only x86-64 rules are reduced (DWARF registers 6 rbp, 7 rsp, 16 rip).
  */
@@ -34,17 +41,27 @@
 
 struct fde {
 	uint64_t	 start, end;
+	const uint8_t	*ins, *ins_end;	/* its CFA program; ins NULL: libdw's alone */
+	uint32_t	 cie;		/* index in the CIE list */
 };
 
 struct cie_enc {
 	uint64_t	 off;		/* section offset of the CIE */
 	uint8_t		 enc;		/* DW_EH_PE_* of its FDEs' addresses */
+	bool		 z;		/* 'z' augmentation: FDEs carry sized data */
+	bool		 fast;		/* its FDEs can be read by fast_rows */
+	uint64_t	 caf;		/* code alignment factor */
+	int64_t		 daf;		/* data alignment factor */
+	const uint8_t	*init, *init_end;	/* initial instructions */
 };
 
 struct builder {
 	struct cfi_table *t;
 	size_t		  cap;
 	int		  err;
+	struct unw_row	 *tmp;		/* fast_rows' rows of one FDE */
+	size_t		  ntmp, tmpcap, tmpunsup;
+	bool		  slow;		/* every FDE through libdw (the reference) */
 };
 
 /* --- pointer encodings (.eh_frame) ---------------------------------------- */
@@ -204,7 +221,8 @@ fde_cmp(const void *a, const void *b)
  * eh: .eh_frame layout (else .debug_frame, addresses absolute).
  */
 static int
-list_fdes(Elf *e, Elf_Data *d, uint64_t sh_addr, bool eh, struct fde **out, size_t *nout)
+list_fdes(Elf *e, Elf_Data *d, uint64_t sh_addr, bool eh, struct fde **out, size_t *nout,
+    struct cie_enc **cout, uint64_t *zero_end)
 {
 	struct cie_enc *cies = NULL;
 	struct fde *fdes = NULL;
@@ -216,6 +234,8 @@ list_fdes(Elf *e, Elf_Data *d, uint64_t sh_addr, bool eh, struct fde **out, size
 
 	*out = NULL;
 	*nout = 0;
+	*cout = NULL;
+	*zero_end = 0;
 	if (ident == NULL)
 		return -EINVAL;
 	while (off < d->d_size) {
@@ -237,6 +257,15 @@ list_fdes(Elf *e, Elf_Data *d, uint64_t sh_addr, bool eh, struct fde **out, size
 			cies = xgrow(cies, &ciecap, ncies + 1, sizeof(*cies));
 			cies[ncies].off = off;
 			cies[ncies].enc = eh ? cie_fde_enc(&ent.cie) : DW_EH_PE_absptr;
+			cies[ncies].z = ent.cie.augmentation != NULL &&
+			    ent.cie.augmentation[0] == 'z';
+			/* Augmentations other than 'z' (or none) leave unsized data. */
+			cies[ncies].fast = ent.cie.augmentation != NULL &&
+			    (cies[ncies].z || ent.cie.augmentation[0] == '\0');
+			cies[ncies].caf = ent.cie.code_alignment_factor;
+			cies[ncies].daf = ent.cie.data_alignment_factor;
+			cies[ncies].init = ent.cie.initial_instructions;
+			cies[ncies].init_end = ent.cie.initial_instructions_end;
 			ncies++;
 		} else {
 			const uint8_t *p = ent.fde.start, *end = ent.fde.end;
@@ -257,8 +286,12 @@ list_fdes(Elf *e, Elf_Data *d, uint64_t sh_addr, bool eh, struct fde **out, size
 			    read_encoded(&p, end, enc & 0x0f, 0, &len) < 0)
 				goto next;
 			/* Discarded functions keep FDEs at 0 (or wrap around). */
-			if (start == 0 || len == 0 || start + len < start)
+			if (start == 0 || len == 0 || start + len < start) {
+				/* libdw may still find them at low pcs: see fast_ok. */
+				if (start == 0 && len > *zero_end)
+					*zero_end = len;
 				goto next;
+			}
 			if (nfdes == cap) {
 				struct fde *nf;
 
@@ -275,6 +308,18 @@ list_fdes(Elf *e, Elf_Data *d, uint64_t sh_addr, bool eh, struct fde **out, size
 			}
 			fdes[nfdes].start = start;
 			fdes[nfdes].end = start + len;
+			fdes[nfdes].cie = (uint32_t)i;
+			fdes[nfdes].ins = NULL;
+			fdes[nfdes].ins_end = end;
+			if (cies[i].fast) {
+				uint64_t alen = 0;
+
+				if (!cies[i].z)
+					fdes[nfdes].ins = p;
+				else if (read_uleb(&p, end, &alen) == 0 &&
+				    alen <= (uint64_t)(end - p))
+					fdes[nfdes].ins = p + alen;
+			}
 			nfdes++;
 		}
 next:
@@ -284,7 +329,7 @@ next:
 	}
 	if (nfdes > 1)
 		qsort(fdes, nfdes, sizeof(*fdes), fde_cmp);
-	free(cies);
+	*cout = cies;
 	*out = fdes;
 	*nout = nfdes;
 	return 0;
@@ -478,13 +523,339 @@ fde_rows(struct builder *b, Dwarf_CFI *cfi, uint64_t start, uint64_t end)
 	return 0;
 }
 
-int
-cfi_build_elf(Elf *e, struct cfi_table *t)
+/* --- one pass over an FDE's program --------------------------------------- */
+
+#define FAST_FALLBACK	1	/* fast_rows: this FDE is libdw's */
+#define FAST_STACK	16	/* remember_state depth followed */
+#define FAST_MAX_REG	4096	/* larger register numbers: libdw's (it refuses huge ones) */
+
+/* A register's rule, as far as the reduction tells them apart. */
+enum { RULE_ABI, RULE_UNDEF, RULE_SAME, RULE_OFFSET, RULE_OTHER, RULE_EXPR };
+/* The CFA's: ABI is the state before any definition (libdw's ABI default decides). */
+enum { CFA_ABI, CFA_OFFSET, CFA_INVALID };
+
+struct rule {
+	uint8_t		 kind;
+	uint64_t	 v;		/* RULE_OFFSET: CFA + v (two's complement) */
+};
+
+struct fstate {
+	uint8_t		 cfa;
+	uint64_t	 cfa_reg, cfa_off;
+	struct rule	 rbp, rip;
+};
+
+/* rule of register reg, or NULL for one the reduction never reads */
+static struct rule *
+fast_reg(struct fstate *s, uint64_t reg)
+{
+	return reg == REG_RBP ? &s->rbp : reg == REG_RIP ? &s->rip : NULL;
+}
+
+/*
+ * The row of state s at pc, reduced as fde_rows reduces libdw's frame.
+ * FAST_FALLBACK where libdw's answer is needed (a rule the ABI default or an
+ * expression decides).
+ */
+static int
+fast_reduce(const struct fstate *s, uint64_t pc, struct unw_row *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->pc = (uint32_t)pc;
+	r->kind = UNW_UNSUPPORTED;
+	if (s->cfa == CFA_ABI)
+		return FAST_FALLBACK;
+	if (s->cfa == CFA_OFFSET && (s->cfa_reg == REG_RSP || s->cfa_reg == REG_RBP) &&
+	    (int64_t)s->cfa_off >= 0 && (int64_t)s->cfa_off <= UINT16_MAX) {
+		r->kind = s->cfa_reg == REG_RSP ? UNW_RSP : UNW_RBP;
+		r->cfa_off = (uint16_t)s->cfa_off;
+	}
+	if (r->kind == UNW_UNSUPPORTED)
+		return 0;
+	switch (s->rip.kind) {
+	case RULE_ABI:
+	case RULE_EXPR:
+		return FAST_FALLBACK;
+	case RULE_UNDEF:
+		*r = (struct unw_row){ .pc = (uint32_t)pc, .kind = UNW_END };
+		return 0;
+	case RULE_OFFSET:
+		if ((int64_t)s->rip.v == -8)
+			break;
+		/* FALLTHROUGH */
+	default:
+		r->kind = UNW_UNSUPPORTED;
+		r->cfa_off = 0;
+		return 0;
+	}
+	if (s->rbp.kind == RULE_EXPR)
+		return FAST_FALLBACK;
+	if (s->rbp.kind == RULE_OFFSET) {
+		int64_t off = (int64_t)s->rbp.v;
+
+		if (off % 8 == 0 && off < 0 && off >= -128 * 8)
+			r->rbp_off = (int8_t)(off / 8);
+	}
+	return 0;
+}
+
+static int
+fast_emit(struct builder *b, const struct fstate *s, uint64_t pc)
+{
+	struct unw_row r;
+	int rc;
+
+	if ((rc = fast_reduce(s, pc, &r)) != 0)
+		return rc;
+	if (b->ntmp == b->tmpcap) {
+		size_t nc = b->tmpcap ? b->tmpcap * 2 : 256;
+		struct unw_row *nr;
+
+		if (nc > CFI_MAX_ROWS)
+			return FAST_FALLBACK;
+		if ((nr = realloc(b->tmp, nc * sizeof(*nr))) == NULL)
+			return -ENOMEM;
+		b->tmp = nr;
+		b->tmpcap = nc;
+	}
+	b->tmp[b->ntmp++] = r;
+	b->tmpunsup += r.kind == UNW_UNSUPPORTED;
+	return 0;
+}
+
+/*
+ * Run the CFA program [p, end) on *s. cie: the CIE's own initial
+ * instructions (no rows, no restore); else rows go to b->tmp from *loc on,
+ * until the program ends or advances to fde_end. init: the CIE's state, for
+ * DW_CFA_restore. 0, FAST_FALLBACK, or -errno.
+ */
+static int
+fast_run(struct builder *b, const struct cie_enc *c, const uint8_t *p, const uint8_t *end,
+    struct fstate *s, const struct fstate *init, uint64_t *loc, uint64_t fde_end, bool *done)
+{
+	struct fstate stack[FAST_STACK];
+	unsigned depth = 0;
+	uint64_t reg, off, adv, len;
+	int64_t soff;
+	struct rule *rl;
+	int rc;
+
+	while (p < end) {
+		uint8_t op = *p++;
+
+		adv = 0;
+		switch (op & 0xc0) {
+		case DW_CFA_advance_loc:
+			adv = op & 0x3f;
+			goto advance;
+		case DW_CFA_offset:
+			reg = op & 0x3f;
+			if (read_uleb(&p, end, &off) < 0)
+				return FAST_FALLBACK;
+			if ((rl = fast_reg(s, reg)) != NULL)
+				*rl = (struct rule){ RULE_OFFSET, off * (uint64_t)c->daf };
+			continue;
+		case DW_CFA_restore:
+			reg = op & 0x3f;
+			goto restore;
+		}
+		switch (op) {
+		case DW_CFA_nop:
+			continue;
+		case DW_CFA_advance_loc1:
+			if (end - p < 1)
+				return FAST_FALLBACK;
+			adv = read_le(p, 1);
+			p += 1;
+			goto advance;
+		case DW_CFA_advance_loc2:
+			if (end - p < 2)
+				return FAST_FALLBACK;
+			adv = read_le(p, 2);
+			p += 2;
+			goto advance;
+		case DW_CFA_advance_loc4:
+			if (end - p < 4)
+				return FAST_FALLBACK;
+			adv = read_le(p, 4);
+			p += 4;
+			goto advance;
+		case DW_CFA_def_cfa:
+			if (read_uleb(&p, end, &reg) < 0 || read_uleb(&p, end, &off) < 0)
+				return FAST_FALLBACK;
+			s->cfa = CFA_OFFSET;
+			s->cfa_reg = reg;
+			s->cfa_off = off;
+			continue;
+		case DW_CFA_def_cfa_sf:
+			if (read_uleb(&p, end, &reg) < 0 || read_sleb(&p, end, &soff) < 0)
+				return FAST_FALLBACK;
+			s->cfa = CFA_OFFSET;
+			s->cfa_reg = reg;
+			s->cfa_off = (uint64_t)soff * (uint64_t)c->daf;
+			continue;
+		case DW_CFA_def_cfa_register:
+			if (read_uleb(&p, end, &reg) < 0 || s->cfa == CFA_ABI)
+				return FAST_FALLBACK;
+			s->cfa_reg = reg;	/* an invalid rule stays invalid */
+			continue;
+		case DW_CFA_def_cfa_offset:
+			if (read_uleb(&p, end, &off) < 0 || s->cfa == CFA_ABI)
+				return FAST_FALLBACK;
+			s->cfa_off = off;
+			continue;
+		case DW_CFA_def_cfa_offset_sf:
+			if (read_sleb(&p, end, &soff) < 0 || s->cfa == CFA_ABI)
+				return FAST_FALLBACK;
+			s->cfa_off = (uint64_t)soff * (uint64_t)c->daf;
+			continue;
+		case DW_CFA_undefined:
+		case DW_CFA_same_value:
+			if (read_uleb(&p, end, &reg) < 0 || reg >= FAST_MAX_REG)
+				return FAST_FALLBACK;
+			if ((rl = fast_reg(s, reg)) != NULL)
+				*rl = (struct rule){ op == DW_CFA_undefined ? RULE_UNDEF : RULE_SAME, 0 };
+			continue;
+		case DW_CFA_offset_extended:
+		case DW_CFA_val_offset:
+			if (read_uleb(&p, end, &reg) < 0 || read_uleb(&p, end, &off) < 0 ||
+			    reg >= FAST_MAX_REG)
+				return FAST_FALLBACK;
+			if ((rl = fast_reg(s, reg)) != NULL)
+				*rl = (struct rule){ op == DW_CFA_val_offset ? RULE_OTHER : RULE_OFFSET,
+				    off * (uint64_t)c->daf };
+			continue;
+		case DW_CFA_offset_extended_sf:
+		case DW_CFA_val_offset_sf:
+			if (read_uleb(&p, end, &reg) < 0 || read_sleb(&p, end, &soff) < 0 ||
+			    reg >= FAST_MAX_REG)
+				return FAST_FALLBACK;
+			if ((rl = fast_reg(s, reg)) != NULL)
+				*rl = (struct rule){ op == DW_CFA_val_offset_sf ? RULE_OTHER :
+				    RULE_OFFSET, (uint64_t)soff * (uint64_t)c->daf };
+			continue;
+		case DW_CFA_register:
+			if (read_uleb(&p, end, &reg) < 0 || read_uleb(&p, end, &off) < 0 ||
+			    reg >= FAST_MAX_REG)
+				return FAST_FALLBACK;
+			if ((rl = fast_reg(s, reg)) != NULL)
+				*rl = (struct rule){ RULE_OTHER, 0 };
+			continue;
+		case DW_CFA_expression:
+		case DW_CFA_val_expression:
+			if (read_uleb(&p, end, &reg) < 0 || read_uleb(&p, end, &len) < 0 ||
+			    len > (uint64_t)(end - p) || reg >= FAST_MAX_REG)
+				return FAST_FALLBACK;
+			p += len;
+			if ((rl = fast_reg(s, reg)) != NULL)
+				*rl = (struct rule){ RULE_EXPR, 0 };
+			continue;
+		case DW_CFA_restore_extended:
+			if (read_uleb(&p, end, &reg) < 0)
+				return FAST_FALLBACK;
+			goto restore;
+		case DW_CFA_remember_state:
+			if (depth == FAST_STACK)
+				return FAST_FALLBACK;
+			stack[depth++] = *s;
+			continue;
+		case DW_CFA_restore_state:
+			if (depth == 0)
+				return FAST_FALLBACK;
+			*s = stack[--depth];
+			continue;
+		case DW_CFA_GNU_args_size:
+			if (read_uleb(&p, end, &off) < 0)
+				return FAST_FALLBACK;
+			continue;
+		default:
+			/* def_cfa_expression, set_loc, vendor opcodes: libdw's. */
+			return FAST_FALLBACK;
+		}
+restore:
+		if (init == NULL || reg >= FAST_MAX_REG)
+			return FAST_FALLBACK;
+		if ((rl = fast_reg(s, reg)) != NULL)
+			*rl = reg == REG_RBP ? init->rbp : init->rip;
+		continue;
+advance:
+		if (init == NULL)
+			return FAST_FALLBACK;	/* no rows in a CIE */
+		adv *= c->caf;
+		if (adv == 0)
+			continue;
+		if (*loc + adv < *loc)
+			return FAST_FALLBACK;
+		if ((rc = fast_emit(b, s, *loc)) != 0)
+			return rc;
+		*loc += adv;
+		if (*loc >= fde_end) {
+			*done = true;
+			return 0;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Whether f (fdes[i]) can be read in one pass: libdw would find f itself at
+ * every pc of it, i.e. no other FDE (nor a discarded one at 0) overlaps it.
+ */
+static bool
+fast_ok(const struct fde *fdes, size_t nfdes, size_t i, uint64_t zero_end)
+{
+	const struct fde *f = &fdes[i];
+
+	if (f->ins == NULL || f->start < zero_end)
+		return false;
+	if (i > 0 && fdes[i - 1].end > f->start)
+		return false;
+	if (i + 1 < nfdes && fdes[i + 1].start < f->end)
+		return false;
+	return true;
+}
+
+/*
+ * The rows of FDE f in one pass, pushed as fde_rows would push them; or
+ * FAST_FALLBACK with nothing pushed.
+ */
+static int
+fast_rows(struct builder *b, const struct cie_enc *c, const struct fde *f)
+{
+	struct fstate init = { .cfa = CFA_ABI }, s;
+	uint64_t loc = f->start;
+	bool done = false;
+	size_t i;
+	int rc;
+
+	if (f->end - 1 > UINT32_MAX)
+		return -E2BIG;
+	b->ntmp = 0;
+	b->tmpunsup = 0;
+	if ((rc = fast_run(b, c, c->init, c->init_end, &init, NULL, &loc, f->end, &done)) != 0)
+		return rc;
+	s = init;
+	if ((rc = fast_run(b, c, f->ins, f->ins_end, &s, &init, &loc, f->end, &done)) != 0)
+		return rc;
+	if (!done && (rc = fast_emit(b, &s, loc)) != 0)
+		return rc;
+	for (i = 0; i < b->ntmp; i++)
+		if ((rc = push_row(b, &b->tmp[i])) < 0)
+			return rc;
+	b->t->unsupported += b->tmpunsup;
+	return 0;
+}
+
+/* The table of e; slow: every row from libdw (the reference fast_rows is held to). */
+static int
+build_elf(Elf *e, struct cfi_table *t, bool slow)
 {
 	Elf_Scn *scn = NULL, *eh = NULL, *dbg = NULL;
 	GElf_Shdr sh, eh_sh = { 0 }, dbg_sh = { 0 };
-	struct builder b = { .t = t };
+	struct builder b = { .t = t, .slow = slow };
 	struct fde *fdes = NULL;
+	struct cie_enc *cies = NULL;
+	uint64_t zero_end = 0;
 	size_t nfdes = 0, shstrndx, i;
 	Dwarf_CFI *cfi = NULL;
 	Dwarf *dw = NULL;
@@ -522,7 +893,7 @@ cfi_build_elf(Elf *e, struct cfi_table *t)
 			goto out;
 		}
 		t->source = ".eh_frame";
-		rc = list_fdes(e, d, eh_sh.sh_addr, true, &fdes, &nfdes);
+		rc = list_fdes(e, d, eh_sh.sh_addr, true, &fdes, &nfdes, &cies, &zero_end);
 	} else if (dbg) {
 		if ((dw = dwarf_begin_elf(e, DWARF_C_READ, NULL)) == NULL ||
 		    (cfi = dwarf_getcfi(dw)) == NULL || (d = elf_getdata(dbg, NULL)) == NULL) {
@@ -530,7 +901,7 @@ cfi_build_elf(Elf *e, struct cfi_table *t)
 			goto out;
 		}
 		t->source = ".debug_frame";
-		rc = list_fdes(e, d, dbg_sh.sh_addr, false, &fdes, &nfdes);
+		rc = list_fdes(e, d, dbg_sh.sh_addr, false, &fdes, &nfdes, &cies, &zero_end);
 	} else {
 		return -ENOTSUP;
 	}
@@ -549,7 +920,11 @@ cfi_build_elf(Elf *e, struct cfi_table *t)
 			s = end;
 		else if (s > end && end != 0 && (rc = push_kind(&b, end, UNW_NONE)) < 0)
 			goto out;
-		if ((rc = fde_rows(&b, cfi, s, fdes[i].end)) < 0)
+		rc = FAST_FALLBACK;
+		if (!b.slow && s == fdes[i].start && fast_ok(fdes, nfdes, i, zero_end) &&
+		    (rc = fast_rows(&b, &cies[fdes[i].cie], &fdes[i])) < 0)
+			goto out;
+		if (rc == FAST_FALLBACK && (rc = fde_rows(&b, cfi, s, fdes[i].end)) < 0)
 			goto out;
 		end = fdes[i].end;
 		t->nfdes++;
@@ -557,6 +932,8 @@ cfi_build_elf(Elf *e, struct cfi_table *t)
 	rc = push_kind(&b, end, UNW_NONE);
 out:
 	free(fdes);
+	free(cies);
+	free(b.tmp);
 	if (dw)
 		dwarf_end(dw);
 	else if (cfi)
@@ -567,7 +944,13 @@ out:
 }
 
 int
-cfi_build_fd(int fd, struct cfi_table *t)
+cfi_build_elf(Elf *e, struct cfi_table *t)
+{
+	return build_elf(e, t, false);
+}
+
+static int
+build_fd(int fd, struct cfi_table *t, bool slow)
 {
 	Elf *e;
 	int rc;
@@ -578,23 +961,41 @@ cfi_build_fd(int fd, struct cfi_table *t)
 	if ((e = elf_begin(fd, ELF_C_READ_MMAP, NULL)) == NULL || elf_kind(e) != ELF_K_ELF)
 		rc = -ENOEXEC;
 	else
-		rc = cfi_build_elf(e, t);
+		rc = build_elf(e, t, slow);
 	if (e)
 		elf_end(e);
 	return rc;
 }
 
 int
-cfi_build(const char *path, struct cfi_table *t)
+cfi_build_fd(int fd, struct cfi_table *t)
+{
+	return build_fd(fd, t, false);
+}
+
+static int
+build_path(const char *path, struct cfi_table *t, bool slow)
 {
 	int fd, rc;
 
 	memset(t, 0, sizeof(*t));
 	if ((fd = symbolize_open(path, true, 0)) < 0)
 		return fd;
-	rc = cfi_build_fd(fd, t);
+	rc = build_fd(fd, t, slow);
 	close(fd);
 	return rc;
+}
+
+int
+cfi_build(const char *path, struct cfi_table *t)
+{
+	return build_path(path, t, false);
+}
+
+int
+cfi_build_reference(const char *path, struct cfi_table *t)
+{
+	return build_path(path, t, true);
 }
 
 void

@@ -39,6 +39,12 @@ struct cfi_table {
 int	cfi_build(const char *path, struct cfi_table *t);
 int	cfi_build_fd(int fd, struct cfi_table *t);	/* fd stays open */
 int	cfi_build_elf(Elf *e, struct cfi_table *t);
+/*
+ * The same table with every row asked of libdw (dwarf_cfi_addrframe at each
+ * row's pc) rather than one pass per FDE: slower, the reference the tests
+ * hold cfi_build to.
+ */
+int	cfi_build_reference(const char *path, struct cfi_table *t);
 void	cfi_free(struct cfi_table *t);
 /* The row covering ELF address pc, or NULL (before the first row). */
 const struct unw_row *cfi_lookup(const struct cfi_table *t, uint64_t pc);

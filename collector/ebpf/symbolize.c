@@ -70,6 +70,8 @@ struct elfobj {
 	size_t		 dw_ncus, dw_cuscap, dw_lines;	/* ... and their rows */
 	bool		 dbg_wait;	/* its debug file is being fetched (debuginfod) */
 	bool		 dbg_missing;	/* no symbol table: debuginfod is asked again now and then */
+	uint8_t		 local_tries;	/* looks for a local debug file left (by build id) */
+	int64_t		 local_next;	/* monotonic s of the next one */
 };
 
 struct ksym {
@@ -130,6 +132,7 @@ symbolize_create(void)
 
 /* Files kept open for their DWARF, all symbolizers together (bounded). */
 #define MAX_DWARF_FDS	64
+#define LOCAL_DEBUG_TRIES 3	/* looks for a local debug file an object gets */
 #define MAX_DEBUG_INFO	(16u << 20)	/* bytes of .debug_info read for lines */
 static int dwarf_fds;
 /*
@@ -882,7 +885,7 @@ debuglink_ok(const char *link)
 /*
  * Read the debug file at path if the process's owner (pid's; 0: none, the
  * root is the caller's) could, opened off this thread (rio.h): 0 when it
- * had a symtab.
+ * had a symtab, -ETIMEDOUT when the open did not end in time.
  */
 static int
 try_debug_file(struct elfobj *o, const char *path, pid_t pid)
@@ -892,26 +895,40 @@ try_debug_file(struct elfobj *o, const char *path, pid_t pid)
 
 	fd = rio_open(rio_self(), pid, path, pid > 0 ? RIO_AS_OWNER | RIO_PUBLIC : 0, 0, NULL);
 	if (fd < 0)
-		return fd == -EACCES ? fd : -ENOENT;
+		return fd == -EACCES || fd == -ETIMEDOUT ? fd : -ENOENT;
 	rc = read_elf_fd(fd, o, true, &has, NULL, 0);
 	close(fd);
 	return rc == 0 && has ? 0 : -ENOENT;
 }
 
+/* Whether process pid (> 0) is gone: its root can no longer be looked into. */
+static bool
+proc_gone(unsigned pid)
+{
+	char path[64], target[8];
+
+	snprintf(path, sizeof(path), "/proc/%u/root", pid);
+	return readlink(path, target, sizeof(target)) < 0;
+}
+
 /*
  * A separate debug file: by build id, then by .gnu_debuglink next to the
  * file, inside root (the process's: "/proc/PID/root", or another the
- * caller trusts), never in ours.
+ * caller trusts), never in ours. 1: a symbol table was read; 0: there is
+ * none; -EAGAIN: the process went away before every place was looked at
+ * (its root with it) or an open did not end in time, so that nothing may
+ * be concluded about the file.
  */
-static bool
+static int
 read_debug_file(struct elfobj *o, const char *root, const char *name, const char *link)
 {
 	char path[PATH_MAX], dir[PATH_MAX];
 	unsigned pid = 0;
-	int d, end = 0;
+	int d, end = 0, rc;
+	bool unsure = false;
 
 	if (root == NULL || root[0] == '\0')
-		return false;
+		return 0;
 	if (!(sscanf(root, "/proc/%u/root%n", &pid, &end) == 1 && root[end] == '\0' &&
 	    pid > 0 && pid <= INT_MAX))
 		pid = 0;
@@ -920,11 +937,12 @@ read_debug_file(struct elfobj *o, const char *root, const char *name, const char
 	if (o->build_id[0] && strlen(o->build_id) > 2) {
 		snprintf(path, sizeof(path), "%s/usr/lib/debug/.build-id/%.2s/%s.debug",
 		    root, o->build_id, o->build_id + 2);
-		if (try_debug_file(o, path, (pid_t)pid) == 0)
-			return true;
+		if ((rc = try_debug_file(o, path, (pid_t)pid)) == 0)
+			return 1;
+		unsure |= rc == -ETIMEDOUT;
 	}
 	if (!debuglink_ok(link) || name == NULL || name[0] != '/')
-		return false;
+		return unsure || (pid > 0 && proc_gone(pid)) ? -EAGAIN : 0;
 	snprintf(dir, sizeof(dir), "%s", name);
 	*strrchr(dir, '/') = '\0';
 	for (d = 0; d < 3; d++) {
@@ -934,10 +952,11 @@ read_debug_file(struct elfobj *o, const char *root, const char *name, const char
 		snprintf(path, sizeof(path), fmt[d], root, dir, link);
 		if (strcmp(path + strlen(root), name) == 0)
 			continue;	/* the file itself */
-		if (try_debug_file(o, path, (pid_t)pid) == 0)
-			return true;
+		if ((rc = try_debug_file(o, path, (pid_t)pid)) == 0)
+			return 1;
+		unsure |= rc == -ETIMEDOUT;
 	}
-	return false;
+	return unsure || (pid > 0 && proc_gone(pid)) ? -EAGAIN : 0;
 }
 
 /*
@@ -1053,6 +1072,33 @@ open_mapped(const char *path, uint64_t dev, uint64_t ino)
 	return fd;
 }
 
+/*
+ * Look for o's debug file by build id once more (LOCAL_DEBUG_TRIES times at
+ * most, a second apart), in root: found, o's names are those of its symbol
+ * table from now on.
+ */
+static void
+local_debug_again(struct symbolizer *s, struct elfobj *o, const char *root)
+{
+	int64_t now;
+
+	if (o->local_tries == 0 || root == NULL || o->dbg_wait)
+		return;
+	if ((now = clock_mono_ns() / 1000000000) < o->local_next)
+		return;
+	o->local_tries--;
+	o->local_next = now + 1;
+	if (read_debug_file(o, root, NULL, "") != 1)
+		return;
+	o->local_tries = 0;
+	o->dbg_missing = false;
+	finish_syms(o);
+	/* Names moved (the blob grew) and addresses have names now. */
+	memset(s->rcache, 0, RCACHE_SLOTS * sizeof(*s->rcache));
+	log_debug("ebpf: build id %s: %zu functions with its debug file, found again",
+	    o->build_id, o->nsyms);
+}
+
 struct elfobj *
 symbolize_elf(struct symbolizer *s, uint64_t dev, uint64_t ino, const char *path,
     const char *root, const char *name)
@@ -1066,6 +1112,7 @@ symbolize_elf(struct symbolizer *s, uint64_t dev, uint64_t ino, const char *path
 		(*sl)->used = (time_t)(clock_mono_ns() / 1000000000);
 		if ((*sl)->bad)
 			return NULL;
+		local_debug_again(s, *sl, root);
 		(*sl)->refs++;
 		return *sl;
 	}
@@ -1108,8 +1155,22 @@ symbolize_elf(struct symbolizer *s, uint64_t dev, uint64_t ino, const char *path
 		o->bad = true;
 		o->used = (time_t)(clock_mono_ns() / 1000000000);
 	} else {
-		if (!has_symtab && !read_debug_file(o, root, name, link) &&
-		    read_debuginfod(s, o, true))
+		int dr = has_symtab ? 1 : read_debug_file(o, root, name, link);
+
+		if (dr == -EAGAIN) {
+			/* Its debug file is unknown, not missing: the next process's look decides. */
+			elfobj_free(o);
+			return NULL;
+		}
+		if (dr == 0 && !has_symtab) {
+			/*
+			 * The process that showed the file may have been leaving:
+			 * look again, in the roots of the next processes mapping it.
+			 */
+			o->local_tries = LOCAL_DEBUG_TRIES;
+			o->local_next = clock_mono_ns() / 1000000000 + 1;
+		}
+		if (dr == 0 && read_debuginfod(s, o, true))
 			has_symtab = true;
 		add_entry(o);
 		finish_syms(o);
