@@ -992,9 +992,76 @@ where_raw(struct buf *b, const struct spans *sp, int64_t lo, int64_t hi)
 }
 
 /*
+ * The series of q's selection by the listing kept for this generation (the
+ * one the lookups of the same read saw), as literals of the sort key's
+ * prefix: service = ... AND type = ... AND labels IN (...), or the three
+ * as tuples when service or type is open. 1: written; 0: the
+ * listing is not fresh, too many series match, or one of them has labels
+ * it could not parse (ClickHouse evaluates the selection then).
+ */
+#define KNOWN_MAX	256
+
+static int
+where_known(struct cluster *c, const struct query *q, struct buf *b)
+{
+	struct slist l = { 0 };
+	size_t i, n = 0;
+	int rc = 0;
+
+	if (!series_cached(c, q->service, q->type, &l, false))
+		goto out;
+	for (i = 0; i < l.n; i++) {
+		const struct series *s = l.s[i];
+
+		if (s->labels[0] && s->ls.n == 0)
+			goto out;	/* not parsed: query_match() cannot say */
+		if (!query_match(q, s))
+			continue;
+		if (++n > KNOWN_MAX)
+			goto out;
+		l.s[n - 1] = s;
+	}
+	if (n == 0) {
+		buf_adds(b, "0");
+		rc = 1;
+		goto out;
+	}
+	if (q->service && q->type) {
+		/* The plainest form for the index: equalities, then one column's set. */
+		buf_adds(b, "service = ");
+		ch_quote(b, q->service);
+		buf_adds(b, " AND type = ");
+		ch_quote(b, q->type);
+		buf_adds(b, " AND labels IN (");
+		for (i = 0; i < n; i++) {
+			buf_adds(b, i ? ", " : "");
+			ch_quote(b, l.s[i]->labels);
+		}
+		buf_addc(b, ')');
+	} else {
+		buf_adds(b, "(service, type, labels) IN (");
+		for (i = 0; i < n; i++) {
+			buf_adds(b, i ? ", (" : "(");
+			ch_quote(b, l.s[i]->service);
+			buf_adds(b, ", ");
+			ch_quote(b, l.s[i]->type);
+			buf_adds(b, ", ");
+			ch_quote(b, l.s[i]->labels);
+			buf_addc(b, ')');
+		}
+		buf_addc(b, ')');
+	}
+	rc = buf_error(b) < 0 ? buf_error(b) : 1;
+out:
+	free(l.s);
+	return rc;
+}
+
+/*
  * The selection of q for the big tables: service and type as they are (the
- * sort key's prefix), the labels through the small series table of the
- * same shard (matchers evaluated once per series, not once per row).
+ * sort key's prefix); the labels by the listing kept for the generation
+ * (where_known()), else through the small series table of the same shard
+ * (matchers evaluated once per series, not once per row).
  */
 static int
 where_selected(struct cluster *c, const struct query *q, struct buf *b)
@@ -1004,6 +1071,8 @@ where_selected(struct cluster *c, const struct query *q, struct buf *b)
 
 	if ((!q->sel || q->sel->n == 0) && (!q->match || q->match->n == 0))
 		return read_where(q, b);
+	if ((rc = where_known(c, q, b)) != 0)
+		return rc < 0 ? rc : 0;
 	if ((rc = read_where(q, &all)) < 0) {
 		buf_free(&all);
 		return rc;

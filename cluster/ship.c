@@ -1003,6 +1003,13 @@ ship_main(void *arg)
 			atomic_store(&c->ready, true);
 			set_status(c, "ok");
 			if (c->reads && !installed) {
+				/*
+				 * The count first: the generation the first reads
+				 * see is the one they keep (not one that the first
+				 * poll moves, asking their listings again).
+				 */
+				polled = clock_mono_ns();
+				poll_count(c, &count);
 				atomic_store(&c->reads_on, true);
 				installed = true;
 			}
