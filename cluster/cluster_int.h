@@ -85,6 +85,9 @@ struct cluster {
 	 * 10-minute windows of the last days that hold profiles.
 	 */
 	pthread_mutex_t		 sc_lock;	/* protects sc_*, hd_* */
+	pthread_cond_t		 sc_cond;	/* signalled when sc_busy clears */
+	bool			 sc_busy;	/* a listing is being asked: the others wait for it */
+	uint64_t		 sc_failed;	/* listings that failed */
 	const struct series	**sc;
 	int64_t			*sc_span;	/* first, last hour (s) with profiles */
 	size_t			 sc_n;

@@ -367,10 +367,30 @@ series_query(struct cluster *c, const char *service, const char *type, struct sl
 	uint64_t gen = atomic_load(&c->gen);
 	int64_t since;
 	struct tsv t;
-	int rc, r;
+	uint64_t failed;
+	bool busy, ok = false;
+	int rc = 0, r;
 
-	if (series_cached(c, service, type, out, false))
+	/*
+	 * One listing asked at a time: lookups in parallel wait for its
+	 * answer (and when it failed, list what is known, as it does).
+	 */
+	pthread_mutex_lock(&c->sc_lock);
+	failed = c->sc_failed;
+	while (c->sc_busy && !fresh(c, c->sc_gen, c->sc_at))
+		pthread_cond_wait(&c->sc_cond, &c->sc_lock);
+	busy = !fresh(c, c->sc_gen, c->sc_at);
+	if (busy && failed != c->sc_failed) {
+		pthread_mutex_unlock(&c->sc_lock);
+		return known_series(c, service, type, out);
+	}
+	c->sc_busy = busy;
+	pthread_mutex_unlock(&c->sc_lock);
+	if (!busy) {
+		(void)series_cached(c, service, type, out, true);
 		return 0;
+	}
+	gen = atomic_load(&c->gen);
 	/* With every series' windows of the last hours: lookups of recent ranges ask nothing. */
 	since = clock_now_ns() / NS - RECENT_S;
 	since -= since % 600;
@@ -454,7 +474,13 @@ series_query(struct cluster *c, const char *service, const char *type, struct sl
 	all.s = NULL;
 	pthread_mutex_unlock(&c->sc_lock);
 	(void)series_cached(c, service, type, out, true);
+	ok = true;
 out:
+	pthread_mutex_lock(&c->sc_lock);
+	c->sc_busy = false;
+	c->sc_failed += !ok;
+	pthread_cond_broadcast(&c->sc_cond);
+	pthread_mutex_unlock(&c->sc_lock);
 	free(all.s);
 	buf_free(&recent);
 	buf_free(&spans);
@@ -1914,6 +1940,7 @@ read_init(struct cluster *c)
 	pthread_mutex_init(&c->s_lock, NULL);
 	pthread_mutex_init(&c->f_lock, NULL);
 	pthread_mutex_init(&c->sc_lock, NULL);
+	pthread_cond_init(&c->sc_cond, NULL);
 	c->s_names = intern_create(256);
 	c->reader = (struct reader){
 		.arg = c,
@@ -1959,4 +1986,5 @@ read_free(struct cluster *c)
 	free(c->hd);
 	intern_destroy(c->hd_idx);
 	pthread_mutex_destroy(&c->sc_lock);
+	pthread_cond_destroy(&c->sc_cond);
 }
