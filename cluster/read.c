@@ -677,7 +677,8 @@ out:
 	return rc;
 }
 
-static int where_selected(struct cluster *c, const struct query *q, struct buf *b);
+static int where_selected(struct cluster *c, const struct query *q, struct buf *b,
+    size_t *nknown);
 
 static int
 r_list(void *arg, const struct query *q, struct query_result *res)
@@ -687,7 +688,7 @@ r_list(void *arg, const struct query *q, struct query_result *res)
 	int rc;
 
 	memset(res, 0, sizeof(*res));
-	if ((rc = where_selected(c, q, &where)) == 0)
+	if ((rc = where_selected(c, q, &where, NULL)) == 0)
 		rc = run_listing(c, where.data, q, res);
 	buf_free(&where);
 	if (rc < 0)
@@ -951,6 +952,8 @@ shared_header(const char *hdr, const size_t *keep, size_t nt)
  * totals, ids): the 10-minute counts inside, the raw rows outside.
  */
 #define LEVELS_MAX	3
+/* Series times seconds read from the raw rows alone (merge_sql()): two series-hours. */
+#define RAW_SERIES_S	(2 * 3600)
 #define TIME_END_NS	(INT64_C(4102444800) * NS)	/* 2100-01-01 */
 
 struct spans {
@@ -1028,7 +1031,7 @@ where_raw(struct buf *b, const struct spans *sp, int64_t lo, int64_t hi)
 #define KNOWN_MAX	256
 
 static int
-where_known(struct cluster *c, const struct query *q, struct buf *b)
+where_known(struct cluster *c, const struct query *q, struct buf *b, size_t *nknown)
 {
 	struct slist l = { 0 };
 	size_t i, n = 0;
@@ -1047,6 +1050,7 @@ where_known(struct cluster *c, const struct query *q, struct buf *b)
 			goto out;
 		l.s[n - 1] = s;
 	}
+	*nknown = n;
 	if (n == 0) {
 		buf_adds(b, "0");
 		rc = 1;
@@ -1087,18 +1091,26 @@ out:
  * The selection of q for the big tables: service and type as they are (the
  * sort key's prefix); the labels by the listing kept for the generation
  * (where_known()), else through the small series table of the same shard
- * (matchers evaluated once per series, not once per row).
+ * (matchers evaluated once per series, not once per row). *nknown
+ * (optional): how many series the listing says it selects, SIZE_MAX when
+ * it was not asked.
  */
 static int
-where_selected(struct cluster *c, const struct query *q, struct buf *b)
+where_selected(struct cluster *c, const struct query *q, struct buf *b, size_t *nknown)
 {
 	struct buf all = { 0 };
+	size_t nk = SIZE_MAX;
 	int rc;
 
+	if (nknown)
+		*nknown = SIZE_MAX;
 	if ((!q->sel || q->sel->n == 0) && (!q->match || q->match->n == 0))
 		return read_where(q, b);
-	if ((rc = where_known(c, q, b)) != 0)
+	if ((rc = where_known(c, q, b, &nk)) != 0) {
+		if (nknown && rc > 0)
+			*nknown = nk;
 		return rc < 0 ? rc : 0;
+	}
 	if ((rc = read_where(q, &all)) < 0) {
 		buf_free(&all);
 		return rc;
@@ -1140,14 +1152,12 @@ where_selected(struct cluster *c, const struct query *q, struct buf *b)
  *   2 a series and signature in the range: the strings, a period, u2, u3.
  */
 static int
-merge_sql(struct cluster *c, const struct query *q, const struct spans *sp, struct buf *sql)
+merge_sql(struct cluster *c, const char *cond, const struct spans *sp, struct buf *sql)
 {
-	struct buf cond = { 0 }, span = { 0 }, raw = { 0 };
+	struct buf span = { 0 }, raw = { 0 };
 	size_t k;
 	int rc;
 
-	if ((rc = where_selected(c, q, &cond)) < 0)
-		goto out;
 	where_raw(&raw, sp, sp->clo, sp->chi);
 	if (sp->clo < sp->chi) {
 		where_windows(&span, sp->clo, sp->chi, 0, 0);
@@ -1159,7 +1169,7 @@ merge_sql(struct cluster *c, const struct query *q, const struct spans *sp, stru
 		    "SELECT toUInt8(2), service, type, labels, sig, hdr, max(period), " K_EMPTY
 		    "sigh, cityHash64(service, type, labels), '', " K_NOARRAYS " FROM "
 		    "%1$s.counts10 PREWHERE %2$s%3$s GROUP BY service, type, labels, sig, sigh, hdr "
-		    "HAVING sum(profiles) > 0 UNION ALL ", c->db, cond.data, span.data);
+		    "HAVING sum(profiles) > 0 UNION ALL ", c->db, cond, span.data);
 	}
 	buf_printf(sql, "SELECT toUInt8(1), '', '', '', '', '', intDiv(ns, 60000000000) * "
 	    "60000000000 AS m, toInt64(count()), sum(ns - m), sum(gid), sigh, "
@@ -1168,7 +1178,7 @@ merge_sql(struct cluster *c, const struct query *q, const struct spans *sp, stru
 	    "SELECT toUInt8(2), service, type, labels, sig, hdr, max(period), " K_EMPTY
 	    "sigh, cityHash64(service, type, labels), '', " K_NOARRAYS " FROM "
 	    "%1$s.profiles PREWHERE %2$s%3$s GROUP BY service, type, labels, sig, sigh, hdr",
-	    c->db, cond.data, raw.data);
+	    c->db, cond, raw.data);
 	/*
 	 * The sums: the raw rows outside the narrowest tier (PREWHERE: the
 	 * rows are chosen before ARRAY JOIN, not after), then each tier.
@@ -1177,7 +1187,7 @@ merge_sql(struct cluster *c, const struct query *q, const struct spans *sp, stru
 	where_raw(&raw, sp, sp->lo[0], sp->hi[0]);
 	buf_printf(sql, " UNION ALL " K_SUMS CH_SAMPLE_COLS("sum(val) AS sv") " FROM "
 	    "%s.profiles " CH_ARRAY_JOIN " PREWHERE %s%s GROUP BY gsid, sigh, stack, vi)", c->db,
-	    cond.data, raw.data);
+	    cond, raw.data);
 	for (k = 0; k < sp->n && sp->lo[k] < sp->hi[k]; k++) {
 		bool top = k + 1 == sp->n || sp->lo[k + 1] == sp->hi[k + 1];
 
@@ -1190,12 +1200,10 @@ merge_sql(struct cluster *c, const struct query *q, const struct spans *sp, stru
 			continue;	/* the next tier covers it all */
 		buf_printf(sql, " UNION ALL " K_SUMS "gsid, sigh, stack, vi, sum(value) AS sv "
 		    "FROM %s.%s PREWHERE %s%s GROUP BY gsid, sigh, stack, vi)", c->db,
-		    ch_tiers[sp->tier[k]].name, cond.data, span.data);
+		    ch_tiers[sp->tier[k]].name, cond, span.data);
 	}
 	buf_adds(sql, " FORMAT TabSeparated");
 	rc = buf_error(sql);
-out:
-	buf_free(&cond);
 	buf_free(&span);
 	buf_free(&raw);
 	return rc;
@@ -1457,7 +1465,7 @@ r_merge(void *arg, const struct query *q, struct query_result *res)
 {
 	struct cluster *c = arg;
 	struct manswer a = { 0 };
-	struct buf sql = { 0 }, ans = { 0 }, err = { 0 };
+	struct buf sql = { 0 }, ans = { 0 }, err = { 0 }, cond = { 0 };
 	struct series_sums *accs = NULL;
 	struct intern *all = NULL;
 	char **frames = NULL, *shdr = NULL;
@@ -1465,14 +1473,26 @@ r_merge(void *arg, const struct query *q, struct query_result *res)
 	struct spans sp;
 	struct tsv t;
 	size_t *flen = NULL, *grp = NULL, *at = NULL;
-	size_t nacc = 0, i, best;
+	size_t nacc = 0, i, best, nknown;
 	uint64_t nmerged = 0;
 	int64_t period = 0;
 	int rc, r;
 
 	memset(res, 0, sizeof(*res));
 	spans_of(q, (!q->sel || q->sel->n == 0) && (!q->match || q->match->n == 0), &sp);
-	if ((rc = merge_sql(c, q, &sp, &sql)) < 0)
+	if ((rc = where_selected(c, q, &cond, &nknown)) < 0)
+		goto out;
+	/*
+	 * A few series over a short range: their raw rows alone, three parts
+	 * of a query instead of six or more (ClickHouse's cost of a small
+	 * merge is in preparing each part, not in reading the rows).
+	 */
+	if (nknown != SIZE_MAX && (sp.to - sp.from) / NS * (int64_t)nknown <= RAW_SERIES_S) {
+		memset(sp.lo, 0, sizeof(sp.lo));
+		memset(sp.hi, 0, sizeof(sp.hi));
+		sp.clo = sp.chi = 0;
+	}
+	if ((rc = merge_sql(c, cond.data, &sp, &sql)) < 0)
 		goto out;
 	if (ch_exec(c, sql.data, NULL, &ans, &err, NULL) < 0) {
 		rc = fail("merging", &err);
@@ -1572,6 +1592,7 @@ out:
 	free(at);
 	free(shdr);
 	manswer_free(&a);
+	buf_free(&cond);
 	buf_free(&sql);
 	buf_free(&ans);
 	buf_free(&err);
