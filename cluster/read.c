@@ -5,11 +5,12 @@
  * hours come from the small series table, kept per generation with each
  * series' recent windows (so the lookups of a path ask ClickHouse nothing
  * new). A merge is one query (merge_sql()): the selection (service, type,
- * labels and matchers, the latter through the series table once per series)
- * and the range's edges are SQL; each part of the range is summed on the
- * shards from the widest tier of per-window sums that fits it, the raw rows
- * at the edges; the profiles' counts, ids and totals come from the
- * 10-minute counts alike. Then the frames of stacks not seen before. Gauges
+ * labels and matchers: the label sets the generation's listing selects, or
+ * through the series table once per series) and the range's edges are SQL;
+ * each part of the range is summed on the shards from the widest tier of
+ * per-window sums that fits it, the raw rows at the edges (or alone, for a
+ * few series over a short range); the profiles' counts, ids and totals come
+ * from the 10-minute counts alike. Then the frames of stacks not seen before. Gauges
  * are averaged per series as the local store does, so sums are the same.
  *
  * A server or shard that does not answer fails the read (-EIO, the reason
