@@ -1001,7 +1001,6 @@ ship_main(void *arg)
 				continue;
 			}
 			atomic_store(&c->ready, true);
-			set_status(c, "ok");
 			if (c->reads && !installed) {
 				/*
 				 * The count first: the generation the first reads
@@ -1013,6 +1012,8 @@ ship_main(void *arg)
 				atomic_store(&c->reads_on, true);
 				installed = true;
 			}
+			/* "connected" is logged once reads go to the cluster. */
+			set_status(c, "ok");
 		}
 		enforce_backlog(c, &b);
 		metrics_set("profilefs_clickhouse_backlog_profiles", NULL,
