@@ -369,23 +369,21 @@ series_query(struct cluster *c, const char *service, const char *type, struct sl
 	int64_t since;
 	struct tsv t;
 	uint64_t failed;
-	bool busy, ok = false;
+	bool busy, own, ok = false;
 	int rc = 0, r;
 
 	/*
 	 * One listing asked at a time: lookups in parallel wait for its
-	 * answer (and when it failed, list what is known, as it does).
+	 * answer (when it failed, each asks again on its own, as before).
 	 */
 	pthread_mutex_lock(&c->sc_lock);
 	failed = c->sc_failed;
-	while (c->sc_busy && !fresh(c, c->sc_gen, c->sc_at))
+	while (c->sc_busy && !fresh(c, c->sc_gen, c->sc_at) && failed == c->sc_failed)
 		pthread_cond_wait(&c->sc_cond, &c->sc_lock);
 	busy = !fresh(c, c->sc_gen, c->sc_at);
-	if (busy && failed != c->sc_failed) {
-		pthread_mutex_unlock(&c->sc_lock);
-		return known_series(c, service, type, out);
-	}
-	c->sc_busy = busy;
+	own = busy && !c->sc_busy;
+	if (own)
+		c->sc_busy = true;
 	pthread_mutex_unlock(&c->sc_lock);
 	if (!busy) {
 		(void)series_cached(c, service, type, out, true);
@@ -478,7 +476,8 @@ series_query(struct cluster *c, const char *service, const char *type, struct sl
 	ok = true;
 out:
 	pthread_mutex_lock(&c->sc_lock);
-	c->sc_busy = false;
+	if (own)
+		c->sc_busy = false;
 	c->sc_failed += !ok;
 	pthread_cond_broadcast(&c->sc_cond);
 	pthread_mutex_unlock(&c->sc_lock);
