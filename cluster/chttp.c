@@ -4,7 +4,9 @@
  * server that answered last is asked first and the others when it cannot be
  * reached. The URL list groups servers by shard ("A1|A2,B1|B2": shard A's
  * two replicas, then shard B's), so that what must reach every shard once
- * (ch_exec_shard()) goes to one live replica of each. Answers are bounded
+ * (ch_exec_shard()) goes to one live replica of each. Finished handles are
+ * kept (CH_POOL of them), so a statement reuses a live connection instead of
+ * opening one. Answers are bounded
  * (CH_MAX_ANSWER) and parsed with an explicit end, so a server answering
  * garbage gets an error, never a crash.
  */
@@ -162,6 +164,51 @@ ch_parse_urls(struct cluster *c, const char *list, struct buf *err)
 	return 0;
 }
 
+void
+ch_init(struct cluster *c)
+{
+	pthread_mutex_init(&c->h_lock, NULL);
+	c->h_n = 0;
+}
+
+void
+ch_free(struct cluster *c)
+{
+	while (c->h_n > 0)
+		curl_easy_cleanup(c->h_pool[--c->h_n]);
+	pthread_mutex_destroy(&c->h_lock);
+}
+
+/* An idle handle (its connections kept alive), or a new one; NULL: out of memory. */
+static CURL *
+handle_get(struct cluster *c)
+{
+	CURL *h = NULL;
+
+	pthread_mutex_lock(&c->h_lock);
+	if (c->h_n > 0)
+		h = c->h_pool[--c->h_n];
+	pthread_mutex_unlock(&c->h_lock);
+	return h ? h : curl_easy_init();
+}
+
+/* Back to the pool after a statement (ok: it ended well, its connection reusable). */
+static void
+handle_put(struct cluster *c, CURL *h, bool ok)
+{
+	if (ok) {
+		curl_easy_reset(h);	/* the options go; the live connections stay */
+		pthread_mutex_lock(&c->h_lock);
+		if (c->h_n < CH_POOL) {
+			c->h_pool[c->h_n++] = h;
+			h = NULL;
+		}
+		pthread_mutex_unlock(&c->h_lock);
+	}
+	if (h)
+		curl_easy_cleanup(h);
+}
+
 static size_t
 write_cb(char *ptr, size_t size, size_t nmemb, void *arg)
 {
@@ -215,7 +262,7 @@ exec_url(struct cluster *c, size_t i, const char *sql, const struct buf *data, s
 		rc = -ENOMEM;
 		goto out;
 	}
-	if ((h = curl_easy_init()) == NULL) {
+	if ((h = handle_get(c)) == NULL) {
 		rc = -ENOMEM;
 		goto out;
 	}
@@ -238,7 +285,7 @@ exec_url(struct cluster *c, size_t i, const char *sql, const struct buf *data, s
 	    (double)(clock_mono_ns() - t0) / 1e6);
 	if (cc == CURLE_OK)
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-	curl_easy_cleanup(h);
+	handle_put(c, h, cc == CURLE_OK);
 	curl_slist_free_all(hdrs);
 	if (cc != CURLE_OK) {
 		buf_printf(err, "%s: %s", c->urls[i].shown, *cerr ? cerr : curl_easy_strerror(cc));

@@ -19,6 +19,7 @@
 #define CH_MAX_ANSWER		((size_t)256 << 20)	/* bytes of one answer */
 #define CH_MIN_MAJOR		18			/* 18.16: Debian 12's */
 #define CH_MIN_MINOR		16
+#define CH_POOL			8			/* idle HTTP connections kept */
 
 struct ch_url {
 	char	*base;		/* scheme://[user:pass@]host:port/ */
@@ -56,6 +57,11 @@ struct cluster {
 	_Atomic bool		 ready;		/* schema in place */
 	_Atomic uint64_t	 shipped, batches, failures, dropped;
 
+	/* chttp.c: idle curl handles, their connections kept alive for the next statement */
+	pthread_mutex_t		 h_lock;	/* protects h_pool, h_n */
+	void			*h_pool[CH_POOL];
+	size_t			 h_n;
+
 	/* read.c: series seen in answers, never freed before cluster_stop() */
 	pthread_mutex_t		 s_lock;	/* protects the series table */
 	struct intern		*s_names;	/* service \0 type \0 labels -> index */
@@ -79,6 +85,9 @@ struct cluster {
 	 * 10-minute windows of the last days that hold profiles.
 	 */
 	pthread_mutex_t		 sc_lock;	/* protects sc_*, hd_* */
+	pthread_cond_t		 sc_cond;	/* signalled when sc_busy clears */
+	bool			 sc_busy;	/* a listing is being asked: the others wait for it */
+	uint64_t		 sc_failed;	/* listings that failed */
 	const struct series	**sc;
 	int64_t			*sc_span;	/* first, last hour (s) with profiles */
 	size_t			 sc_n;
@@ -137,6 +146,9 @@ extern const struct ch_tier ch_tiers[CH_NTIERS];
 int	ch_tier_select(struct buf *b, const char *db, size_t t, const char *v);
 
 /* --- chttp.c --- */
+/* The pool of connections: ch_init() before any statement, ch_free() after the last. */
+void	ch_init(struct cluster *c);
+void	ch_free(struct cluster *c);
 /* Parse "URL[,URL...]" into c (urls, db). -EINVAL and the reason. */
 int	ch_parse_urls(struct cluster *c, const char *list, struct buf *err);
 /*

@@ -5,11 +5,12 @@
  * hours come from the small series table, kept per generation with each
  * series' recent windows (so the lookups of a path ask ClickHouse nothing
  * new). A merge is one query (merge_sql()): the selection (service, type,
- * labels and matchers, the latter through the series table once per series)
- * and the range's edges are SQL; each part of the range is summed on the
- * shards from the widest tier of per-window sums that fits it, the raw rows
- * at the edges; the profiles' counts, ids and totals come from the
- * 10-minute counts alike. Then the frames of stacks not seen before. Gauges
+ * labels and matchers: the label sets the generation's listing selects, or
+ * through the series table once per series) and the range's edges are SQL;
+ * each part of the range is summed on the shards from the widest tier of
+ * per-window sums that fits it, the raw rows at the edges (or alone, for a
+ * few series over a short range); the profiles' counts, ids and totals come
+ * from the 10-minute counts alike. Then the frames of stacks not seen before. Gauges
  * are averaged per series as the local store does, so sums are the same.
  *
  * A server or shard that does not answer fails the read (-EIO, the reason
@@ -367,10 +368,28 @@ series_query(struct cluster *c, const char *service, const char *type, struct sl
 	uint64_t gen = atomic_load(&c->gen);
 	int64_t since;
 	struct tsv t;
-	int rc, r;
+	uint64_t failed;
+	bool busy, own, ok = false;
+	int rc = 0, r;
 
-	if (series_cached(c, service, type, out, false))
+	/*
+	 * One listing asked at a time: lookups in parallel wait for its
+	 * answer (when it failed, each asks again on its own, as before).
+	 */
+	pthread_mutex_lock(&c->sc_lock);
+	failed = c->sc_failed;
+	while (c->sc_busy && !fresh(c, c->sc_gen, c->sc_at) && failed == c->sc_failed)
+		pthread_cond_wait(&c->sc_cond, &c->sc_lock);
+	busy = !fresh(c, c->sc_gen, c->sc_at);
+	own = busy && !c->sc_busy;
+	if (own)
+		c->sc_busy = true;
+	pthread_mutex_unlock(&c->sc_lock);
+	if (!busy) {
+		(void)series_cached(c, service, type, out, true);
 		return 0;
+	}
+	gen = atomic_load(&c->gen);
 	/* With every series' windows of the last hours: lookups of recent ranges ask nothing. */
 	since = clock_now_ns() / NS - RECENT_S;
 	since -= since % 600;
@@ -454,7 +473,14 @@ series_query(struct cluster *c, const char *service, const char *type, struct sl
 	all.s = NULL;
 	pthread_mutex_unlock(&c->sc_lock);
 	(void)series_cached(c, service, type, out, true);
+	ok = true;
 out:
+	pthread_mutex_lock(&c->sc_lock);
+	if (own)
+		c->sc_busy = false;
+	c->sc_failed += !ok;
+	pthread_cond_broadcast(&c->sc_cond);
+	pthread_mutex_unlock(&c->sc_lock);
 	free(all.s);
 	buf_free(&recent);
 	buf_free(&spans);
@@ -651,7 +677,8 @@ out:
 	return rc;
 }
 
-static int where_selected(struct cluster *c, const struct query *q, struct buf *b);
+static int where_selected(struct cluster *c, const struct query *q, struct buf *b,
+    size_t *nknown);
 
 static int
 r_list(void *arg, const struct query *q, struct query_result *res)
@@ -661,7 +688,7 @@ r_list(void *arg, const struct query *q, struct query_result *res)
 	int rc;
 
 	memset(res, 0, sizeof(*res));
-	if ((rc = where_selected(c, q, &where)) == 0)
+	if ((rc = where_selected(c, q, &where, NULL)) == 0)
 		rc = run_listing(c, where.data, q, res);
 	buf_free(&where);
 	if (rc < 0)
@@ -925,6 +952,8 @@ shared_header(const char *hdr, const size_t *keep, size_t nt)
  * totals, ids): the 10-minute counts inside, the raw rows outside.
  */
 #define LEVELS_MAX	3
+/* Series times seconds read from the raw rows alone (merge_sql()): two series-hours. */
+#define RAW_SERIES_S	(2 * 3600)
 #define TIME_END_NS	(INT64_C(4102444800) * NS)	/* 2100-01-01 */
 
 struct spans {
@@ -992,18 +1021,96 @@ where_raw(struct buf *b, const struct spans *sp, int64_t lo, int64_t hi)
 }
 
 /*
+ * The series of q's selection by the listing kept for this generation (the
+ * one the lookups of the same read saw), as literals of the sort key's
+ * prefix: service = ... AND type = ... AND labels IN (...), or the three
+ * as tuples when service or type is open. 1: written; 0: the
+ * listing is not fresh, too many series match, or one of them has labels
+ * it could not parse (ClickHouse evaluates the selection then).
+ */
+#define KNOWN_MAX	256
+
+static int
+where_known(struct cluster *c, const struct query *q, struct buf *b, size_t *nknown)
+{
+	struct slist l = { 0 };
+	size_t i, n = 0;
+	int rc = 0;
+
+	if (!series_cached(c, q->service, q->type, &l, false))
+		goto out;
+	for (i = 0; i < l.n; i++) {
+		const struct series *s = l.s[i];
+
+		if (s->labels[0] && s->ls.n == 0)
+			goto out;	/* not parsed: query_match() cannot say */
+		if (!query_match(q, s))
+			continue;
+		if (++n > KNOWN_MAX)
+			goto out;
+		l.s[n - 1] = s;
+	}
+	*nknown = n;
+	if (n == 0) {
+		buf_adds(b, "0");
+		rc = 1;
+		goto out;
+	}
+	if (q->service && q->type) {
+		/* The plainest form for the index: equalities, then one column's set. */
+		buf_adds(b, "service = ");
+		ch_quote(b, q->service);
+		buf_adds(b, " AND type = ");
+		ch_quote(b, q->type);
+		buf_adds(b, " AND labels IN (");
+		for (i = 0; i < n; i++) {
+			buf_adds(b, i ? ", " : "");
+			ch_quote(b, l.s[i]->labels);
+		}
+		buf_addc(b, ')');
+	} else {
+		buf_adds(b, "(service, type, labels) IN (");
+		for (i = 0; i < n; i++) {
+			buf_adds(b, i ? ", (" : "(");
+			ch_quote(b, l.s[i]->service);
+			buf_adds(b, ", ");
+			ch_quote(b, l.s[i]->type);
+			buf_adds(b, ", ");
+			ch_quote(b, l.s[i]->labels);
+			buf_addc(b, ')');
+		}
+		buf_addc(b, ')');
+	}
+	rc = buf_error(b) < 0 ? buf_error(b) : 1;
+out:
+	free(l.s);
+	return rc;
+}
+
+/*
  * The selection of q for the big tables: service and type as they are (the
- * sort key's prefix), the labels through the small series table of the
- * same shard (matchers evaluated once per series, not once per row).
+ * sort key's prefix); the labels by the listing kept for the generation
+ * (where_known()), else through the small series table of the same shard
+ * (matchers evaluated once per series, not once per row). *nknown
+ * (optional): how many series the listing says it selects, SIZE_MAX when
+ * it was not asked.
  */
 static int
-where_selected(struct cluster *c, const struct query *q, struct buf *b)
+where_selected(struct cluster *c, const struct query *q, struct buf *b, size_t *nknown)
 {
 	struct buf all = { 0 };
+	size_t nk = SIZE_MAX;
 	int rc;
 
+	if (nknown)
+		*nknown = SIZE_MAX;
 	if ((!q->sel || q->sel->n == 0) && (!q->match || q->match->n == 0))
 		return read_where(q, b);
+	if ((rc = where_known(c, q, b, &nk)) != 0) {
+		if (nknown && rc > 0)
+			*nknown = nk;
+		return rc < 0 ? rc : 0;
+	}
 	if ((rc = read_where(q, &all)) < 0) {
 		buf_free(&all);
 		return rc;
@@ -1045,14 +1152,12 @@ where_selected(struct cluster *c, const struct query *q, struct buf *b)
  *   2 a series and signature in the range: the strings, a period, u2, u3.
  */
 static int
-merge_sql(struct cluster *c, const struct query *q, const struct spans *sp, struct buf *sql)
+merge_sql(struct cluster *c, const char *cond, const struct spans *sp, struct buf *sql)
 {
-	struct buf cond = { 0 }, span = { 0 }, raw = { 0 };
+	struct buf span = { 0 }, raw = { 0 };
 	size_t k;
 	int rc;
 
-	if ((rc = where_selected(c, q, &cond)) < 0)
-		goto out;
 	where_raw(&raw, sp, sp->clo, sp->chi);
 	if (sp->clo < sp->chi) {
 		where_windows(&span, sp->clo, sp->chi, 0, 0);
@@ -1064,7 +1169,7 @@ merge_sql(struct cluster *c, const struct query *q, const struct spans *sp, stru
 		    "SELECT toUInt8(2), service, type, labels, sig, hdr, max(period), " K_EMPTY
 		    "sigh, cityHash64(service, type, labels), '', " K_NOARRAYS " FROM "
 		    "%1$s.counts10 PREWHERE %2$s%3$s GROUP BY service, type, labels, sig, sigh, hdr "
-		    "HAVING sum(profiles) > 0 UNION ALL ", c->db, cond.data, span.data);
+		    "HAVING sum(profiles) > 0 UNION ALL ", c->db, cond, span.data);
 	}
 	buf_printf(sql, "SELECT toUInt8(1), '', '', '', '', '', intDiv(ns, 60000000000) * "
 	    "60000000000 AS m, toInt64(count()), sum(ns - m), sum(gid), sigh, "
@@ -1073,7 +1178,7 @@ merge_sql(struct cluster *c, const struct query *q, const struct spans *sp, stru
 	    "SELECT toUInt8(2), service, type, labels, sig, hdr, max(period), " K_EMPTY
 	    "sigh, cityHash64(service, type, labels), '', " K_NOARRAYS " FROM "
 	    "%1$s.profiles PREWHERE %2$s%3$s GROUP BY service, type, labels, sig, sigh, hdr",
-	    c->db, cond.data, raw.data);
+	    c->db, cond, raw.data);
 	/*
 	 * The sums: the raw rows outside the narrowest tier (PREWHERE: the
 	 * rows are chosen before ARRAY JOIN, not after), then each tier.
@@ -1082,7 +1187,7 @@ merge_sql(struct cluster *c, const struct query *q, const struct spans *sp, stru
 	where_raw(&raw, sp, sp->lo[0], sp->hi[0]);
 	buf_printf(sql, " UNION ALL " K_SUMS CH_SAMPLE_COLS("sum(val) AS sv") " FROM "
 	    "%s.profiles " CH_ARRAY_JOIN " PREWHERE %s%s GROUP BY gsid, sigh, stack, vi)", c->db,
-	    cond.data, raw.data);
+	    cond, raw.data);
 	for (k = 0; k < sp->n && sp->lo[k] < sp->hi[k]; k++) {
 		bool top = k + 1 == sp->n || sp->lo[k + 1] == sp->hi[k + 1];
 
@@ -1095,12 +1200,10 @@ merge_sql(struct cluster *c, const struct query *q, const struct spans *sp, stru
 			continue;	/* the next tier covers it all */
 		buf_printf(sql, " UNION ALL " K_SUMS "gsid, sigh, stack, vi, sum(value) AS sv "
 		    "FROM %s.%s PREWHERE %s%s GROUP BY gsid, sigh, stack, vi)", c->db,
-		    ch_tiers[sp->tier[k]].name, cond.data, span.data);
+		    ch_tiers[sp->tier[k]].name, cond, span.data);
 	}
 	buf_adds(sql, " FORMAT TabSeparated");
 	rc = buf_error(sql);
-out:
-	buf_free(&cond);
 	buf_free(&span);
 	buf_free(&raw);
 	return rc;
@@ -1362,7 +1465,7 @@ r_merge(void *arg, const struct query *q, struct query_result *res)
 {
 	struct cluster *c = arg;
 	struct manswer a = { 0 };
-	struct buf sql = { 0 }, ans = { 0 }, err = { 0 };
+	struct buf sql = { 0 }, ans = { 0 }, err = { 0 }, cond = { 0 };
 	struct series_sums *accs = NULL;
 	struct intern *all = NULL;
 	char **frames = NULL, *shdr = NULL;
@@ -1370,14 +1473,26 @@ r_merge(void *arg, const struct query *q, struct query_result *res)
 	struct spans sp;
 	struct tsv t;
 	size_t *flen = NULL, *grp = NULL, *at = NULL;
-	size_t nacc = 0, i, best;
+	size_t nacc = 0, i, best, nknown;
 	uint64_t nmerged = 0;
 	int64_t period = 0;
 	int rc, r;
 
 	memset(res, 0, sizeof(*res));
 	spans_of(q, (!q->sel || q->sel->n == 0) && (!q->match || q->match->n == 0), &sp);
-	if ((rc = merge_sql(c, q, &sp, &sql)) < 0)
+	if ((rc = where_selected(c, q, &cond, &nknown)) < 0)
+		goto out;
+	/*
+	 * A few series over a short range: their raw rows alone, three parts
+	 * of a query instead of six or more (ClickHouse's cost of a small
+	 * merge is in preparing each part, not in reading the rows).
+	 */
+	if (nknown != SIZE_MAX && (sp.to - sp.from) / NS * (int64_t)nknown <= RAW_SERIES_S) {
+		memset(sp.lo, 0, sizeof(sp.lo));
+		memset(sp.hi, 0, sizeof(sp.hi));
+		sp.clo = sp.chi = 0;
+	}
+	if ((rc = merge_sql(c, cond.data, &sp, &sql)) < 0)
 		goto out;
 	if (ch_exec(c, sql.data, NULL, &ans, &err, NULL) < 0) {
 		rc = fail("merging", &err);
@@ -1477,6 +1592,7 @@ out:
 	free(at);
 	free(shdr);
 	manswer_free(&a);
+	buf_free(&cond);
 	buf_free(&sql);
 	buf_free(&ans);
 	buf_free(&err);
@@ -1845,6 +1961,7 @@ read_init(struct cluster *c)
 	pthread_mutex_init(&c->s_lock, NULL);
 	pthread_mutex_init(&c->f_lock, NULL);
 	pthread_mutex_init(&c->sc_lock, NULL);
+	pthread_cond_init(&c->sc_cond, NULL);
 	c->s_names = intern_create(256);
 	c->reader = (struct reader){
 		.arg = c,
@@ -1890,4 +2007,5 @@ read_free(struct cluster *c)
 	free(c->hd);
 	intern_destroy(c->hd_idx);
 	pthread_mutex_destroy(&c->sc_lock);
+	pthread_cond_destroy(&c->sc_cond);
 }

@@ -1001,11 +1001,19 @@ ship_main(void *arg)
 				continue;
 			}
 			atomic_store(&c->ready, true);
-			set_status(c, "ok");
 			if (c->reads && !installed) {
+				/*
+				 * The count first: the generation the first reads
+				 * see is the one they keep (not one that the first
+				 * poll moves, asking their listings again).
+				 */
+				polled = clock_mono_ns();
+				poll_count(c, &count);
 				atomic_store(&c->reads_on, true);
 				installed = true;
 			}
+			/* "connected" is logged once reads go to the cluster. */
+			set_status(c, "ok");
 		}
 		enforce_backlog(c, &b);
 		metrics_set("profilefs_clickhouse_backlog_profiles", NULL,
@@ -1074,6 +1082,7 @@ cluster_start(struct store *st, const struct cluster_config *cfg, struct cluster
 	c->st = st;
 	/* Before any thread uses libcurl (the shipper, readers on FUSE threads). */
 	curl_global_init(CURL_GLOBAL_DEFAULT);
+	ch_init(c);
 	c->replicated = cfg->replicated;
 	if ((rc = ch_parse_urls(c, cfg->urls, err)) < 0)
 		goto fail;
@@ -1157,6 +1166,7 @@ cluster_stop(struct cluster *c)
 		pthread_cond_destroy(&c->cond);
 	}
 	read_free(c);
+	ch_free(c);
 	for (i = 0; i < c->nurls; i++) {
 		free(c->urls[i].base);
 		free(c->urls[i].shown);

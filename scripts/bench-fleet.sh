@@ -23,7 +23,9 @@
 #   - whether host=d0-0's sums agree between the fleet and the embedded store.
 #
 # Knobs (environment): HOSTS (100), FLEET_HOURS (24), STEP (10 s), DAEMONS (2),
-# PROFILES (a directory of Go CPU profiles; recorded when missing).
+# PROFILES (a directory of Go CPU profiles; recorded when missing), READS (3:
+# each read is timed that many times, the medians shown), OLD_BIN (another
+# build of profilefs whose fleet reads are timed beside, on the same data).
 # The default is 864,000 profiles (100 hosts, every 10 s for 24 h).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -32,6 +34,8 @@ HOSTS="${HOSTS:-100}"
 FLEET_HOURS="${FLEET_HOURS:-24}"
 STEP="${STEP:-10}"
 DAEMONS="${DAEMONS:-2}"
+READS="${READS:-3}"
+OLD_BIN="${OLD_BIN:-}"
 PROFILES="${PROFILES:-/tmp/profilefs-bench-fleet-cpu}"
 export GOCACHE="${GOCACHE:-/tmp/profilefs-gocache}" GOFLAGS=-mod=mod
 
@@ -171,7 +175,7 @@ e_bytes=$(du -sb "$TMP/dataE" | cut -f1)
 # A 6-hour FROM..TO in the middle of the data (or its first half when shorter).
 if [ "$FLEET_HOURS" -ge 12 ]; then f6=$((base + 3 * 3600)); t6=$((f6 + 6 * 3600)); else f6=$base; t6=$((base + FLEET_HOURS * 1800)); fi
 R6="$(date -u -d "@$f6" +%Y-%m-%dT%H%M%S)..$(date -u -d "@$t6" +%Y-%m-%dT%H%M%S)"
-cold_warm() {	# cold_warm NAME ARGS PATH: prints "cold warm" ms; cold in a fresh daemon
+cold_warm1() {	# cold_warm1 NAME ARGS PATH: prints "cold warm" ms; cold in a fresh daemon
   local name=$1 args=$2 path=$3 c w
   # shellcheck disable=SC2086
   start_daemon "$name" $args
@@ -181,16 +185,30 @@ cold_warm() {	# cold_warm NAME ARGS PATH: prints "cold warm" ms; cold in a fresh
   stop_daemon "$name"
   echo "$c $w"
 }
+median() { sort -n | awk '{v[NR] = $1} END {print NR ? v[int((NR + 1) / 2)] : 0}'; }
+cold_warm() {	# cold_warm NAME ARGS PATH: the medians of READS cold_warm1
+  local i out=""
+  for i in $(seq 1 "$READS"); do out="$out$(cold_warm1 "$@")"$'\n'; done
+  echo "$(echo -n "$out" | cut -d' ' -f1 | median) $(echo -n "$out" | cut -d' ' -f2 | median)"
+}
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.1f", a / (b > 0 ? b : 1)}'; }
 echo
-printf "%-34s %9s %9s %9s %9s %9s %9s\n" "read (ms)" "emb cold" "emb warm" "fleet cold" "fleet warm" "cold x" "warm x"
+echo "reads: the medians of $READS (each cold read in a freshly started daemon)"
+printf "%-34s %9s %9s %9s %9s %9s %9s" "read (ms)" "emb cold" "emb warm" "fleet cold" "fleet warm" "cold x" "warm x"
+[ -n "$OLD_BIN" ] && printf " %9s %9s %9s" "old cold" "old warm" "old cold x"
+echo
 for sel in "all" "host=d0-0"; do
   for r in last-1h last-24h "$R6"; do
     name=$r; [ "$r" = "$R6" ] && name="6h FROM..TO"
     read -r ec ew <<<"$(cold_warm E "" "fleetapp/cpu/host=d0-0/$r/merged.pb.gz")"
     read -r fc fw <<<"$(cold_warm F "--host reader --clickhouse $URLS" "fleetapp/cpu/$sel/$r/merged.pb.gz")"
-    printf "%-34s %9s %9s %9s %9s %9s %9s\n" "$sel $name" "$ec" "$ew" "$fc" "$fw" \
-      "$(awk -v a="$fc" -v b="$ec" 'BEGIN {printf "%.1f", a / (b > 0 ? b : 1)}')" \
-      "$(awk -v a="$fw" -v b="$ew" 'BEGIN {printf "%.1f", a / (b > 0 ? b : 1)}')"
+    printf "%-34s %9s %9s %9s %9s %9s %9s" "$sel $name" "$ec" "$ew" "$fc" "$fw" "$(ratio "$fc" "$ec")" \
+      "$(ratio "$fw" "$ew")"
+    if [ -n "$OLD_BIN" ]; then
+      read -r oc ow <<<"$(BIN=$OLD_BIN cold_warm O "--host reader --clickhouse $URLS" "fleetapp/cpu/$sel/$r/merged.pb.gz")"
+      printf " %9s %9s %9s" "$oc" "$ow" "$(ratio "$oc" "$ec")"
+    fi
+    echo
   done
 done
 
