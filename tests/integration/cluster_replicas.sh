@@ -265,6 +265,13 @@ read_both() {
   done
 }
 for _ in 1 2 3; do ingest; sleep 0.3; done
+# Nothing in flight at the kill: an INSERT that replica 11 committed (its
+# block registered in ZooKeeper) just before dying is ClickHouse's to hand
+# on when it returns, and a retry through 12 is deduplicated meanwhile; the
+# lost-answer case above checks that path on purpose.
+n=$(wc -l <"$TMP/inputs")
+wait_for 30 count_is steady "$n $n" && wait_for 20 metric_is "$HA" profilefs_clickhouse_backlog_profiles 0 \
+  && wait_for 20 metric_is "$HB" profilefs_clickhouse_backlog_profiles 0 || fail "the first profiles arrived before the stop"
 ch_stop 11 KILL
 ch_stop 21 TERM
 ok "replicas 11 (kill -9) and 21 (SIGTERM) are down"
