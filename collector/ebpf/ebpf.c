@@ -646,6 +646,7 @@ handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_samp
 	/* A stack named before in this period: its locations at once (see struct scache). */
 	sc = cp == e->off ? &e->sc_off : &e->sc_cpu;
 	e->stacks++;
+	/* Only stacks without a runtime's frames (named from the process at each sample). */
 	whole = pn == 0 && !py_cut && vn == 0 && !java && !p->rb;
 	if (whole) {
 		sh = scache_hash(svc, p, s->kstack, nk, s->ustack, nu);
@@ -703,7 +704,6 @@ handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_samp
 			break;
 		if (java && (nj = hotspot_frames(e->hs, p, s, (size_t)i, &jf)) > 0) {
 			/* Java frames: named after their methods, not the pc. */
-			whole = false;
 			for (k = 0; k < nj; k++) {
 				/* Room for the rest of the stack first. */
 				if (k > 0 && n + (size_t)(nu - i) + PROF_MAX_PYFRAMES + 3 >=
@@ -722,7 +722,6 @@ handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_samp
 			vi++;
 		if (vi < vn && (s->v8[vi].fn_idx >> PROF_V8_IDX_SHIFT) == (uint64_t)i &&
 		    v8_frame(e->v8, p, vi++, &f) == 0) {
-			whole = false;
 			if ((li = cpuprof_location(svc, &f)) < 0)
 				return;
 			e->locs[n++] = (uint32_t)li;
@@ -751,7 +750,6 @@ handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_samp
 			break;
 		}
 		if (pi < pn && interp_is_eval(s, f.func)) {
-			whole = false;
 			/* Ruby's instruction loop, just below rb_vm_exec: its frames stand for it. */
 			if (core && n > 0)
 				n--;
@@ -780,7 +778,6 @@ handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_samp
 			continue;
 		}
 		if (py_cut && pi >= pn && interp_is_eval(s, f.func)) {
-			whole = false;
 			/* This run's Python frames were not read (too deep, or unreadable). */
 			py_marker(&f, s);
 			py_cut = false;
