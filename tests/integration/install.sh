@@ -151,10 +151,18 @@ elif [ "$(id -u)" -eq 0 ] && command -v strace >/dev/null && command -v systemd-
     strace -f -qq -c -o "$TMP/strace" "$D/usr/bin/profilefs" serve --user nobody --data "$TMP/state/data" \
     --group 4242 "${ebpf[@]}" --http 127.0.0.1:0 -v "$TMP/mnt" >"$TMP/daemon.log" 2>&1 &
   PF_PID=$!
-  for i in $(seq 1 150); do
-    head -c 16 "$TMP/mnt/README.txt" 2>/dev/null | grep -q profilefs && break
+  # Under strace -f every call of every thread stops twice, and --ebpf reads
+  # each running process at start: on a loaded host with ASan the mount can
+  # take tens of seconds. Wait for it (and for the HTTP line) up to 90 s
+  # times PROFILEFS_SLOW.
+  mounted=0
+  for i in $(seq 1 $((900 * ${PROFILEFS_SLOW:-1}))); do
+    if head -c 16 "$TMP/mnt/README.txt" 2>/dev/null | grep -q profilefs &&
+       grep -q 'listening on' "$TMP/daemon.log"; then mounted=1; break; fi
+    kill -0 "$PF_PID" 2>/dev/null || break
     sleep 0.1
   done
+  [ "$mounted" = 1 ] || { echo "# the daemon under strace did not mount (after $((i / 10)) s):"; tail -20 "$TMP/daemon.log" | sed 's/^/# /'; }
   port="$(sed -n 's/.*listening on .*:\([0-9][0-9]*\) .*/\1/p' "$TMP/daemon.log" | head -1)"
   prof="$(ls "$REAL"/google-pprof/sample.cpu "$REAL"/*/*.pb.gz 2>/dev/null | head -1)"
   cp "$prof" "$TMP/mnt/ingest/sc/auto/"
@@ -176,7 +184,7 @@ elif [ "$(id -u)" -eq 0 ] && command -v strace >/dev/null && command -v systemd-
   else
   [ "$n" -gt 20 ] && grep -q '^capset$' "$TMP/used" && [ "$code" = 200 ] && [ -z "$extra" ] \
     && ok "the $n system calls the daemon made are all in the unit's SystemCallFilter=" \
-    || fail "system calls within SystemCallFilter=" "used $n; HTTP push $code; outside the filter: $extra"
+    || fail "system calls within SystemCallFilter=" "used $n; mounted $mounted; HTTP push $code; outside the filter: $extra"
   fi
 else
   echo "ok - system calls within SystemCallFilter= # SKIP needs root, strace and systemd-analyze"
