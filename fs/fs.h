@@ -80,7 +80,12 @@ struct fs_opts {
 	void		*hook_arg;
 };
 
-/* Mount and serve; returns 0 after a clean unmount, -errno with a message logged. */
+/*
+ * Mount and serve until SIGINT, SIGTERM or SIGHUP; returns 0 after a clean
+ * unmount, -errno with a message logged. The caller may keep those signals
+ * blocked (in every thread it starts): they are unblocked in the calling
+ * thread once libfuse handles them, and one already pending stops at once.
+ */
 int	fs_main(struct fsctx *fs, const struct fs_opts *o);
 /* Detach a stale mount left by a crashed daemon ("Transport endpoint is not connected"). */
 int	fs_cleanup_stale(const char *mountpoint);

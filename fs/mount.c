@@ -8,6 +8,8 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -61,6 +63,10 @@ fs_cleanup_stale(const char *mountpoint)
 		pid_t pid = fork();
 
 		if (pid == 0) {
+			sigset_t none;
+
+			sigemptyset(&none);
+			sigprocmask(SIG_SETMASK, &none, NULL);
 			execvp(argv[0], argv);
 			_exit(127);
 		}
@@ -245,6 +251,22 @@ fs_main(struct fsctx *fs, const struct fs_opts *o)
 	if (fuse_set_signal_handlers(se) != 0) {
 		rc = -EIO;
 		goto unmount;
+	}
+	/*
+	 * The caller may have kept the stop signals blocked while it started
+	 * its threads (they inherit the block): here, in this thread alone,
+	 * they reach libfuse's handlers, and one pending since start-up ends
+	 * the loop at once. The loop's wait in this thread is what a signal
+	 * must interrupt; its workers block them themselves.
+	 */
+	{
+		sigset_t set;
+
+		sigemptyset(&set);
+		sigaddset(&set, SIGINT);
+		sigaddset(&set, SIGTERM);
+		sigaddset(&set, SIGHUP);
+		pthread_sigmask(SIG_UNBLOCK, &set, NULL);
 	}
 	lc = fuse_loop_cfg_create();
 	fuse_loop_cfg_set_clone_fd(lc, 0);

@@ -13,6 +13,7 @@
 #include <linux/capability.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -199,26 +200,38 @@ struct serve_opts {
 /* --retention at most 100 years; its unit is required (a bare "30" is refused). */
 #define RETENTION_MAX	(INT64_C(36500) * 86400 * 1000000000)
 
-static volatile sig_atomic_t early_stop;
-
+/*
+ * SIGINT, SIGTERM and SIGHUP stop the daemon. They are blocked from the start,
+ * before any thread exists, so that every thread inherits the block: a stop
+ * signal that comes while starting up waits (pending) and is seen before
+ * mounting; once mounted, fs_main() unblocks them in the main thread alone,
+ * the one libfuse's loop wakes on. Were another thread to take one (the
+ * kernel gives a process's signal to any thread not blocking it, and a traced
+ * main thread is skipped), the loop would sleep on until the next request.
+ */
 static void
-on_early_signal(int sig)
+stop_signals(sigset_t *set)
 {
-	early_stop = sig;
+	sigemptyset(set);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGTERM);
+	sigaddset(set, SIGHUP);
 }
 
-/* SIGINT, SIGTERM, SIGHUP to handler (a shell may have left SIGINT ignored). */
-static void
-early_signals(void (*handler)(int))
+/* The stop signal pending while starting up, or 0. */
+static int
+stop_pending(void)
 {
-	struct sigaction sa;
+	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP };
+	sigset_t pending;
+	size_t i;
 
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = handler;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
+	if (sigpending(&pending) < 0)
+		return 0;
+	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		if (sigismember(&pending, sigs[i]) == 1)
+			return sigs[i];
+	return 0;
 }
 
 static int
@@ -490,7 +503,7 @@ serve(const struct serve_opts *o, struct priv_user *user)
 	struct buf err = { 0 };
 	struct drop drop;
 	char mnt[PATH_MAX];
-	int rc;
+	int rc, sig;
 
 	/* Make a missing mount point first, so it gets an absolute name. */
 	if (mkdir(o->mountpoint, 0755) == 0)
@@ -612,10 +625,10 @@ serve(const struct serve_opts *o, struct priv_user *user)
 	}
 	/*
 	 * A signal that came while starting up stops us cleanly; from here on
-	 * libfuse handles them (it takes over only signals at their default).
+	 * libfuse handles them (fs_main() unblocks them once its handlers are in).
 	 */
-	if (early_stop) {
-		log_info("signal %d while starting: stopping", (int)early_stop);
+	if ((sig = stop_pending()) != 0) {
+		log_info("signal %d while starting: stopping", sig);
 		http_stop(http);
 		ebpf_stop(ebpf);
 		scrape_stop(scr);
@@ -623,7 +636,6 @@ serve(const struct serve_opts *o, struct priv_user *user)
 		store_close(st);
 		return 0;
 	}
-	early_signals(SIG_DFL);
 	rc = fs_main(&fs, &fo);
 	/* The HTTP server first: its /healthz looks at the sampler. */
 	http_stop(http);
@@ -1007,11 +1019,23 @@ main(int argc, char **argv)
 	}
 	signal(SIGPIPE, SIG_IGN);
 	/*
-	 * A shell that starts us in the background leaves SIGINT ignored:
-	 * catch SIGINT/SIGTERM/SIGHUP ourselves until the mount takes over, so
-	 * a signal at any time stops the daemon cleanly.
+	 * Stop signals blocked in every thread to come (see stop_signals()),
+	 * and at their default: a shell that starts us in the background leaves
+	 * SIGINT ignored, and libfuse takes over only signals at their default.
 	 */
-	early_signals(on_early_signal);
+	{
+		struct sigaction sa;
+		sigset_t set;
+
+		stop_signals(&set);
+		pthread_sigmask(SIG_BLOCK, &set, NULL);
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = SIG_DFL;
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGINT, &sa, NULL);
+		sigaction(SIGTERM, &sa, NULL);
+		sigaction(SIGHUP, &sa, NULL);
+	}
 	c = serve(&o, o.user ? &user : NULL);
 	if (o.user)
 		priv_user_free(&user);

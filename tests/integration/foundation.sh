@@ -236,6 +236,16 @@ check_eq "refuse to mount over a mount (exit 1)" "$?" 1
 grep -q "already a mount point" "$TMP/over.log" && ok "says the mount point is taken" || fail "says the mount point is taken" "$(cat "$TMP/over.log")"
 
 # --- restart keeps everything; SIGTERM unmounts cleanly -----------------------
+# A stop signal reaches the main thread alone, the one libfuse's loop waits in
+# (one taken by another thread left the daemon serving until the next request).
+bad=""
+for t in /proc/"$PF_PID"/task/*; do
+  blk=$((0x$(sed -n 's/^SigBlk:[[:space:]]*//p' "$t/status" 2>/dev/null || echo 0) & 0x4003))
+  if [ "${t##*/}" = "$PF_PID" ]; then [ "$blk" -eq 0 ] || bad="$bad main:$blk"
+  else [ "$blk" -eq $((0x4003)) ] || bad="$bad ${t##*/}($(cat "$t/comm" 2>/dev/null)):$blk"; fi
+done
+[ -z "$bad" ] && ok "SIGINT/SIGTERM/SIGHUP blocked in every thread but the main one ($(ls /proc/"$PF_PID"/task | wc -l) threads)" \
+  || fail "SIGINT/SIGTERM/SIGHUP blocked in every thread but the main one" "$bad"
 snap=$(ls -R "$M" | grep -v '^ingest' | md5sum; pprof_sums "$M/goapp/cpu/all/all/merged.pb.gz")
 pf_stop
 check_eq "SIGTERM exits 0" "$PF_RC" 0
