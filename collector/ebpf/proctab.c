@@ -845,24 +845,6 @@ proc_load(struct proctab *pt, struct proc *p, const char *comm)
 	ssize_t n;
 	int rc, exe_err;
 
-	/*
-	 * The process's comm is its leader's (/proc/PID/comm); the caller's
-	 * (the sampler's record of the leader) serves once /proc has no entry.
-	 */
-	{
-		FILE *f;
-
-		snprintf(path, sizeof(path), "/proc/%u/comm", p->pid);
-		cbuf[0] = '\0';
-		if ((f = fopen(path, "re")) != NULL) {
-			if (fgets(cbuf, sizeof(cbuf), f) && strchr(cbuf, '\n'))
-				*strchr(cbuf, '\n') = '\0';
-			fclose(f);
-		}
-		if (cbuf[0] || comm == NULL)
-			comm = cbuf;
-	}
-
 	snprintf(path, sizeof(path), "/proc/%u/exe", p->pid);
 	n = readlink(path, exe, sizeof(exe) - 1);
 	exe_err = errno;
@@ -900,6 +882,25 @@ proc_load(struct proctab *pt, struct proc *p, const char *comm)
 		p->runtime = RUNTIME_JVM;
 	p->jvm_wait = JVM_ASK_FIRST_NS;
 
+	/*
+	 * The process's comm is its leader's (/proc/PID/comm); the caller's
+	 * (the sampler's record of the leader) serves once /proc has no entry.
+	 * Read only where it names the service: most processes are named
+	 * otherwise, and each /proc file read costs.
+	 */
+	cbuf[0] = '\0';
+	if (pt->by == SERVICE_BY_COMM || base == NULL) {
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/%u/comm", p->pid);
+		if ((f = fopen(path, "re")) != NULL) {
+			if (fgets(cbuf, sizeof(cbuf), f) && strchr(cbuf, '\n'))
+				*strchr(cbuf, '\n') = '\0';
+			fclose(f);
+		}
+	}
+	if (cbuf[0] || comm == NULL)
+		comm = cbuf;
 	if (p->kthread) {
 		set_service(p, pt->by == SERVICE_BY_COMM ? comm : "kernel");
 	} else if (pt->by == SERVICE_BY_COMM || base == NULL) {
