@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -71,6 +72,7 @@ struct proctab {
 	void		(*release)(void *, struct proc *);
 	void		*release_arg;
 	struct runtime_attach *attach;	/* started for the first JVM */
+	int		 procmap;	/* MAPS_QUERY: 1 answered, -1 not here (or not wanted), 0 not tried */
 };
 
 struct proctab *
@@ -398,84 +400,209 @@ fscheck_ok(struct fscheck *fc, uint64_t dev)
 	return ok;
 }
 
-/* Read /proc/PID/maps: executable mappings, sorted as the kernel lists them. */
-static int
-read_maps(struct proctab *pt, struct proc *p)
-{
-	char path[64], root[64], *line = NULL;
-	struct fscheck fc = { .pid = p->pid };
-	struct pmap *old;
-	size_t lcap = 0, cap = 0, nold;
-	ssize_t len;
-	bool jit;
-	FILE *f;
+/*
+ * The kernel's answer to "which mapping holds, or follows, this address"
+ * (PROCMAP_QUERY, an ioctl on /proc/PID/maps since Linux 6.11; the layout of
+ * struct procmap_query in linux/fs.h, which older headers lack): the
+ * executable mappings one by one, with no text made or parsed, and only
+ * those (most of a process's mappings are not executable).
+ */
+struct maps_query {
+	uint64_t	 size;		/* in: sizeof this */
+	uint64_t	 query_flags;	/* in: MAPS_Q_* */
+	uint64_t	 query_addr;	/* in */
+	uint64_t	 vma_start, vma_end;	/* out */
+	uint64_t	 vma_flags;	/* out: MAPS_Q_READABLE... */
+	uint64_t	 vma_page_size;	/* out */
+	uint64_t	 vma_offset;	/* out: in the file */
+	uint64_t	 inode;		/* out */
+	uint32_t	 dev_major, dev_minor;	/* out */
+	uint32_t	 vma_name_size;	/* in: room at vma_name_addr; out: name length + 1, 0: none */
+	uint32_t	 build_id_size;	/* in: 0 (not asked for) */
+	uint64_t	 vma_name_addr;	/* in */
+	uint64_t	 build_id_addr;	/* in: 0 */
+};
+_Static_assert(sizeof(struct maps_query) == 104, "struct procmap_query is 104 bytes");
+#define MAPS_QUERY		_IOWR('f', 17, struct maps_query)
+#define MAPS_Q_EXECUTABLE	0x04
+#define MAPS_Q_COVERING_OR_NEXT	0x10
+#define MAPS_MAX		65536	/* executable mappings of one process read at most */
 
-	p->maps_read = clock_mono_ns();
-	snprintf(path, sizeof(path), "/proc/%u/maps", p->pid);
+/*
+ * Mapping [start, end) at offset off of file (dev, ino) named pn (as the
+ * kernel prints it, " (deleted)" included) appended to p->maps (capacity
+ * *cap), its ELF object looked up unless its filesystem is one not to read;
+ * *jit set for anonymous executable memory. 0, or -ENOMEM.
+ */
+static int
+maps_add(struct proctab *pt, struct proc *p, struct fscheck *fc, size_t *cap, uint64_t start,
+    uint64_t end, uint64_t off, uint64_t dev, uint64_t ino, char *pn, bool *jit)
+{
+	char root[64], *del;
+	struct pmap *m;
+
+	p->maps = xgrow(p->maps, cap, p->nmaps + 1, sizeof(*p->maps));
+	m = &p->maps[p->nmaps];
+	memset(m, 0, sizeof(*m));
+	m->start = start;
+	m->end = end;
+	m->offset = off;
+	m->dev = dev;
+	m->ino = ino;
+	if ((del = strstr(pn, " (deleted)")) != NULL && del[10] == '\0')
+		*del = '\0';
+	m->deleted = del != NULL;
+	if ((m->path = strdup(pn)) == NULL)
+		return -ENOMEM;
+	p->nmaps++;
 	snprintf(root, sizeof(root), "/proc/%u/root", p->pid);
-	/* A process gone (or a zombie) since keeps the mappings we read before. */
-	if ((f = fopen(path, "re")) == NULL)
-		return -errno;
-	old = p->maps;
-	nold = p->nmaps;
-	p->maps = NULL;
-	p->nmaps = 0;
-	jit = false;
-	while ((len = getline(&line, &lcap, f)) > 0) {
+	if (ino != 0 && pn[0] == '/' && !fscheck_ok(fc, m->dev)) {
+		if (!p->remote_logged)
+			log_debug("ebpf: pid %u maps %s from a remote or detached "
+			    "filesystem: not read for symbols", p->pid, pn);
+		p->remote_logged = true;
+	} else if (ino != 0 && pn[0] == '/') {
+		char mf[96], alt[PATH_MAX];
+
+		snprintf(mf, sizeof(mf), "/proc/%u/map_files/%llx-%llx", p->pid,
+		    (unsigned long long)start, (unsigned long long)end);
+		m->obj = symbolize_elf(pt->sym, m->dev, ino, mf, root, pn);
+		if (m->obj == NULL && del == NULL) {
+			snprintf(alt, sizeof(alt), "%s%s", root, pn);
+			m->obj = symbolize_elf(pt->sym, m->dev, ino, alt, root, pn);
+		}
+		if (m->obj && symbolize_elf_bias(m->obj, start, off, &m->bias) < 0) {
+			symbolize_elf_put(m->obj);
+			m->obj = NULL;
+		}
+	} else if (strcmp(pn, "[vdso]") == 0) {
+		m->obj = symbolize_vdso(pt->sym);
+		if (m->obj && symbolize_elf_bias(m->obj, start, off, &m->bias) < 0)
+			m->obj = NULL;
+	} else if (pn[0] != '/' && strcmp(pn, "[vsyscall]") != 0) {
+		*jit = true;
+	}
+	return 0;
+}
+
+/*
+ * p's executable mappings asked of the kernel one by one (MAPS_QUERY) on fd,
+ * its open /proc/PID/maps. 0; -ENOTTY or -EINVAL where the kernel has no
+ * such query; another -errno if an answer could not be had (the caller
+ * reads the text instead). A process whose memory is gone (exiting, a
+ * zombie, a kernel thread) has no mappings, as its text shows none.
+ */
+static int
+maps_by_query(struct proctab *pt, struct proc *p, int fd, struct fscheck *fc, size_t *cap,
+    bool *jit)
+{
+	char name[PATH_MAX];
+	struct maps_query q;
+	uint64_t addr = 0;
+	size_t n;
+	int rc;
+
+	for (n = 0; n < MAPS_MAX; n++) {
+		memset(&q, 0, sizeof(q));
+		q.size = sizeof(q);
+		q.query_flags = MAPS_Q_EXECUTABLE | MAPS_Q_COVERING_OR_NEXT;
+		q.query_addr = addr;
+		q.vma_name_addr = (uint64_t)(uintptr_t)name;
+		q.vma_name_size = sizeof(name);
+		if (ioctl(fd, MAPS_QUERY, &q) < 0) {
+			if (errno == ENOENT || errno == ESRCH)
+				return 0;	/* none past addr; no memory */
+			return -errno;
+		}
+		/* Kernel input all the same: each mapping past the last, a name in its room. */
+		if (q.vma_end <= q.vma_start || q.vma_start < addr || q.vma_name_size > sizeof(name))
+			return -EPROTO;
+		if (q.vma_name_size == 0)
+			name[0] = '\0';
+		else
+			name[q.vma_name_size - 1] = '\0';
+		if ((rc = maps_add(pt, p, fc, cap, q.vma_start, q.vma_end, q.vma_offset,
+		    makedev(q.dev_major, q.dev_minor), q.inode, name, jit)) < 0)
+			return rc;
+		addr = q.vma_end;
+	}
+	return 0;
+}
+
+/* p's executable mappings parsed from f, its /proc/PID/maps. 0, or -errno. */
+static int
+maps_by_text(struct proctab *pt, struct proc *p, FILE *f, struct fscheck *fc, size_t *cap,
+    bool *jit)
+{
+	char *line = NULL;
+	size_t lcap = 0;
+	ssize_t len;
+	int rc = 0;
+
+	while (p->nmaps < MAPS_MAX && (len = getline(&line, &lcap, f)) > 0) {
 		unsigned long long start, end, off, ino;
 		unsigned int major, minor;
 		int name = 0;
-		struct pmap *m;
-		char *pn, *del;
 
 		if (line[len - 1] == '\n')
 			line[--len] = '\0';
 		if (maps_line(line, &start, &end, &off, &major, &minor, &ino, &name) < 0)
 			continue;
-		p->maps = xgrow(p->maps, &cap, p->nmaps + 1, sizeof(*p->maps));
-		m = &p->maps[p->nmaps];
-		memset(m, 0, sizeof(*m));
-		m->start = start;
-		m->end = end;
-		m->offset = off;
-		m->dev = makedev(major, minor);
-		m->ino = ino;
-		pn = name > 0 ? line + name : line + len;
-		if ((del = strstr(pn, " (deleted)")) != NULL && del[10] == '\0')
-			*del = '\0';
-		m->deleted = del != NULL;
-		if ((m->path = strdup(pn)) == NULL)
+		if ((rc = maps_add(pt, p, fc, cap, start, end, off, makedev(major, minor), ino,
+		    name > 0 ? line + name : line + len, jit)) < 0)
 			break;
-		p->nmaps++;
-		if (ino != 0 && pn[0] == '/' && !fscheck_ok(&fc, m->dev)) {
-			if (!p->remote_logged)
-				log_debug("ebpf: pid %u maps %s from a remote or detached "
-				    "filesystem: not read for symbols", p->pid, pn);
-			p->remote_logged = true;
-		} else if (ino != 0 && pn[0] == '/') {
-			char mf[96], alt[PATH_MAX];
-
-			snprintf(mf, sizeof(mf), "/proc/%u/map_files/%llx-%llx", p->pid, start, end);
-			m->obj = symbolize_elf(pt->sym, m->dev, ino, mf, root, pn);
-			if (m->obj == NULL && del == NULL) {
-				snprintf(alt, sizeof(alt), "%s%s", root, pn);
-				m->obj = symbolize_elf(pt->sym, m->dev, ino, alt, root, pn);
-			}
-			if (m->obj && symbolize_elf_bias(m->obj, start, off, &m->bias) < 0) {
-				symbolize_elf_put(m->obj);
-				m->obj = NULL;
-			}
-		} else if (strcmp(pn, "[vdso]") == 0) {
-			m->obj = symbolize_vdso(pt->sym);
-			if (m->obj && symbolize_elf_bias(m->obj, start, off, &m->bias) < 0)
-				m->obj = NULL;
-		} else if (pn[0] != '/' && strcmp(pn, "[vsyscall]") != 0) {
-			jit = true;
-		}
 	}
 	free(line);
+	return rc;
+}
+
+/*
+ * Read p's executable mappings, sorted as the kernel lists them: asked of
+ * the kernel where it answers (pt->procmap, found out at the first
+ * read), else parsed from the text of /proc/PID/maps.
+ */
+static int
+read_maps(struct proctab *pt, struct proc *p)
+{
+	char path[64];
+	struct fscheck fc = { .pid = p->pid };
+	struct pmap *old;
+	size_t cap = 0, nold;
+	bool jit = false;
+	FILE *f;
+	int fd, rc = -ENOTTY;
+
+	p->maps_read = clock_mono_ns();
+	snprintf(path, sizeof(path), "/proc/%u/maps", p->pid);
+	/* A process gone (or a zombie) since keeps the mappings we read before. */
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return -errno;
+	old = p->maps;
+	nold = p->nmaps;
+	p->maps = NULL;
+	p->nmaps = 0;
+	if (pt->procmap >= 0) {
+		rc = maps_by_query(pt, p, fd, &fc, &cap, &jit);
+		if (pt->procmap == 0 && (rc == -ENOTTY || rc == -EINVAL) && p->nmaps == 0)
+			pt->procmap = -1;	/* a kernel before 6.11 */
+		else if (pt->procmap == 0 && rc == 0)
+			pt->procmap = 1;
+	}
+	if (rc < 0 && rc != -ENOMEM) {
+		maps_free(p);
+		cap = 0;
+		jit = false;
+		if (lseek(fd, 0, SEEK_SET) == 0 && (f = fdopen(fd, "re")) != NULL) {
+			fd = -1;
+			rc = maps_by_text(pt, p, f, &fc, &cap, &jit);
+			fclose(f);
+		} else {
+			rc = -errno;
+		}
+	}
+	if (fd >= 0)
+		close(fd);
 	free(fc.mountinfo);
-	fclose(f);
 	if (p->nmaps == 0 && nold > 0) {
 		maps_free(p);
 		p->maps = old;
@@ -718,24 +845,6 @@ proc_load(struct proctab *pt, struct proc *p, const char *comm)
 	ssize_t n;
 	int rc, exe_err;
 
-	/*
-	 * The process's comm is its leader's (/proc/PID/comm); the caller's
-	 * (the sampler's record of the leader) serves once /proc has no entry.
-	 */
-	{
-		FILE *f;
-
-		snprintf(path, sizeof(path), "/proc/%u/comm", p->pid);
-		cbuf[0] = '\0';
-		if ((f = fopen(path, "re")) != NULL) {
-			if (fgets(cbuf, sizeof(cbuf), f) && strchr(cbuf, '\n'))
-				*strchr(cbuf, '\n') = '\0';
-			fclose(f);
-		}
-		if (cbuf[0] || comm == NULL)
-			comm = cbuf;
-	}
-
 	snprintf(path, sizeof(path), "/proc/%u/exe", p->pid);
 	n = readlink(path, exe, sizeof(exe) - 1);
 	exe_err = errno;
@@ -773,6 +882,25 @@ proc_load(struct proctab *pt, struct proc *p, const char *comm)
 		p->runtime = RUNTIME_JVM;
 	p->jvm_wait = JVM_ASK_FIRST_NS;
 
+	/*
+	 * The process's comm is its leader's (/proc/PID/comm); the caller's
+	 * (the sampler's record of the leader) serves once /proc has no entry.
+	 * Read only where it names the service: most processes are named
+	 * otherwise, and each /proc file read costs.
+	 */
+	cbuf[0] = '\0';
+	if (pt->by == SERVICE_BY_COMM || base == NULL) {
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/%u/comm", p->pid);
+		if ((f = fopen(path, "re")) != NULL) {
+			if (fgets(cbuf, sizeof(cbuf), f) && strchr(cbuf, '\n'))
+				*strchr(cbuf, '\n') = '\0';
+			fclose(f);
+		}
+	}
+	if (cbuf[0] || comm == NULL)
+		comm = cbuf;
 	if (p->kthread) {
 		set_service(p, pt->by == SERVICE_BY_COMM ? comm : "kernel");
 	} else if (pt->by == SERVICE_BY_COMM || base == NULL) {
@@ -893,6 +1021,12 @@ proctab_expire(struct proctab *pt)
 			}
 		}
 	}
+}
+
+void
+proctab_maps_text(struct proctab *pt)
+{
+	pt->procmap = -1;
 }
 
 void

@@ -153,6 +153,12 @@ int		 proctab_exe_mapping(struct proc *p, struct frame *f);
 bool		 proctab_known(struct proc *p, uint64_t addr);
 /* Re-read p's maps now unless they were read within the last min_age_ns. */
 void		 proctab_refresh(struct proctab *pt, struct proc *p, int64_t min_age_ns);
+/*
+ * Read maps from their text from now on, even where the kernel answers the
+ * query that makes none (the reader kernels before 6.11 get; tests compare
+ * the two).
+ */
+void		 proctab_maps_text(struct proctab *pt);
 /* fn(arg, p) runs before p is freed (forgotten, expired, table destroyed). */
 void		 proctab_set_release(struct proctab *pt, void (*fn)(void *, struct proc *),
 		    void *arg);

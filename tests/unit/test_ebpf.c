@@ -6,7 +6,9 @@
  * aggregation into a Go-shaped CPU profile stored and read back (sample
  * types, period, per-sample labels, kernel mapping, unresolved frames).
  * The off-CPU drain runs against real BPF hash maps where the process may
- * create them (root, CAP_BPF), and is skipped elsewhere.
+ * create them (root, CAP_BPF), and is skipped elsewhere. The process table
+ * reads this process's mappings both ways (asked of the kernel, parsed from
+ * the text) and must find the same.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,7 +17,10 @@
 #include <cmocka.h>
 #include <limits.h>
 #include <stdio.h>
+#include <pthread.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -721,6 +726,127 @@ test_offcpu_drain(void **state)
 	free(d);
 }
 
+/* This process's table of mappings, read the way the kernel allows or from text. */
+struct maps_seen {
+	size_t		 n;
+	struct proc_mapping m[64];
+	char		 names[64][256];
+	char		 bids[64][64];
+	struct frame	 fn, del, anon;
+	char		 fn_name[64], del_file[64], anon_file[16];
+	bool		 known_anon, known_unmapped;
+};
+
+struct maps_case {
+	bool		 text;
+	void		*del, *anon, *unmapped;
+	struct maps_seen seen;
+};
+
+static void *
+maps_read_in_thread(void *arg)
+{
+	struct maps_case *c = arg;
+	struct maps_seen *m = &c->seen;
+	struct symbolizer *s = symbolize_create();
+	struct proctab *pt;
+	struct proc *p;
+
+	assert_non_null(s);
+	pt = proctab_create(s, SERVICE_BY_EXE, "h");
+	assert_non_null(pt);
+	if (c->text)
+		proctab_maps_text(pt);
+	p = proctab_get(pt, (uint32_t)getpid(), "test");
+	assert_non_null(p);
+	while (m->n < 64 && proctab_mapping(p, m->n, &m->m[m->n]) == 0) {
+		snprintf(m->names[m->n], sizeof(m->names[0]), "%s", m->m[m->n].name);
+		snprintf(m->bids[m->n], sizeof(m->bids[0]), "%s", m->m[m->n].build_id);
+		m->n++;
+	}
+	proctab_resolve(pt, p, (uint64_t)(uintptr_t)&target_function_for_symbolize + 1, &m->fn);
+	snprintf(m->fn_name, sizeof(m->fn_name), "%s", m->fn.func ? m->fn.func : "");
+	proctab_resolve(pt, p, (uint64_t)(uintptr_t)c->del + 16, &m->del);
+	snprintf(m->del_file, sizeof(m->del_file), "%s", m->del.file ? m->del.file : "");
+	proctab_resolve(pt, p, (uint64_t)(uintptr_t)c->anon + 16, &m->anon);
+	snprintf(m->anon_file, sizeof(m->anon_file), "%s", m->anon.file ? m->anon.file : "");
+	m->known_anon = proctab_known(p, (uint64_t)(uintptr_t)c->anon);
+	m->known_unmapped = proctab_known(p, (uint64_t)(uintptr_t)c->unmapped);
+	proctab_destroy(pt);
+	symbolize_destroy(s);
+	return NULL;
+}
+
+/*
+ * The executable mappings of this process as the kernel answers them
+ * (PROCMAP_QUERY, Linux 6.11 on) and as parsed from /proc/self/maps: the
+ * same list, names, load biases and build ids, a function named through
+ * them, a deleted file's mapping under its name without " (deleted)",
+ * anonymous executable memory known as such, and memory not executable
+ * not known. (On an older kernel both ways are the text's.)
+ */
+static void
+test_proctab_maps(void **state)
+{
+	struct maps_case *c = calloc(2, sizeof(*c));
+	unsigned char page[4096];
+	pthread_t t;
+	size_t i, k;
+	void *del, *anon, *data;
+	int fd;
+
+	(void)state;
+	assert_non_null(c);
+	/* A file mapped executable, then deleted: a memfd is one from the start. */
+	fd = (int)syscall(SYS_memfd_create, "profilefs-test", 0);
+	assert_true(fd >= 0);
+	memset(page, 0xc3, sizeof(page));
+	assert_int_equal(write(fd, page, sizeof(page)), (ssize_t)sizeof(page));
+	del = mmap(NULL, sizeof(page), PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+	assert_true(del != MAP_FAILED);
+	close(fd);
+	anon = mmap(NULL, sizeof(page), PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(anon != MAP_FAILED);
+	data = mmap(NULL, sizeof(page), PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(data != MAP_FAILED);
+	for (i = 0; i < 2; i++) {
+		c[i].text = i == 1;
+		c[i].del = del;
+		c[i].anon = anon;
+		c[i].unmapped = data;
+		/* In a thread of its own: its file opener (rio_self) ends with it. */
+		assert_int_equal(pthread_create(&t, NULL, maps_read_in_thread, &c[i]), 0);
+		assert_int_equal(pthread_join(t, NULL), 0);
+	}
+	assert_true(c[0].seen.n >= 3);	/* this program, libc, the loader (and the vDSO) */
+	assert_int_equal(c[0].seen.n, c[1].seen.n);
+	for (k = 0; k < c[0].seen.n; k++) {
+		const struct maps_seen *a = &c[0].seen, *b = &c[1].seen;
+
+		assert_int_equal(a->m[k].start, b->m[k].start);
+		assert_int_equal(a->m[k].end, b->m[k].end);
+		assert_int_equal(a->m[k].bias, b->m[k].bias);
+		assert_int_equal(a->m[k].dev, b->m[k].dev);
+		assert_int_equal(a->m[k].ino, b->m[k].ino);
+		assert_string_equal(a->names[k], b->names[k]);
+		assert_string_equal(a->bids[k], b->bids[k]);
+	}
+	for (i = 0; i < 2; i++) {
+		const struct maps_seen *m = &c[i].seen;
+
+		assert_string_equal(m->fn_name, "target_function_for_symbolize");
+		assert_string_equal(m->del_file, "/memfd:profilefs-test");
+		assert_int_equal(m->del.start, (uint64_t)(uintptr_t)del);
+		assert_string_equal(m->anon_file, "[anon]");
+		assert_true(m->known_anon);
+		assert_false(m->known_unmapped);
+	}
+	munmap(del, sizeof(page));
+	munmap(anon, sizeof(page));
+	munmap(data, sizeof(page));
+	free(c);
+}
+
 static void
 test_cgroup(void **state)
 {
@@ -771,6 +897,7 @@ main(void)
 		cmocka_unit_test(test_cpuprof_offcpu),
 		cmocka_unit_test(test_offcpu_drain),
 		cmocka_unit_test(test_cgroup),
+		cmocka_unit_test(test_proctab_maps),
 	};
 	char cmd[128];
 	int rc;
