@@ -26,6 +26,7 @@ struct ch_url {
 	char	*shown;		/* the same without the password, for messages */
 	size_t	 shard;		/* which group of --clickhouse (0, 1, ...) */
 	bool	 schema;	/* the schema was made there (replicated: one may be down) */
+	bool	 granules_told;	/* its tables' old granules were logged (ship.c) */
 };
 
 struct hd_windows;
@@ -99,6 +100,7 @@ struct cluster {
 	/* read.c: frames by stack hash (content-addressed, never stale) */
 	pthread_mutex_t		 f_lock;	/* protects the frames cache */
 	struct intern		*f_idx;
+	struct intern		*f_series;	/* series ids whose stacks came with a merge */
 	char			**f_text;
 	size_t			*f_len;
 	size_t			 f_cap, f_bytes;
@@ -257,6 +259,8 @@ int	cluster_engine(const struct cluster *c, const char *kind, const char *table,
 void	*ship_main(void *arg);
 void	 read_init(struct cluster *c);
 void	 read_free(struct cluster *c);
+/* Ask for the series listing now (once reads go to the cluster), so the first lookups find it. */
+void	 read_warm(struct cluster *c);
 /* The condition on service, type and label selector of q, appended ("1" for none). */
 int	 read_where(const struct query *q, struct buf *b);
 

@@ -81,6 +81,13 @@
 #define POLL_NS			INT64_C(1000000000)
 #define EXPIRE_NS		(INT64_C(3600) * 1000000000)
 #define CATCH_UP_NS		(INT64_C(10) * 1000000000)
+/*
+ * Rows per granule (index mark) of the tables whose rows are big: a profile's
+ * arrays, a stack's frames. ClickHouse reads whole granules, and its default
+ * of 8192 rows made one host's hour read 8192 profiles' arrays.
+ */
+#define PROFILES_GRANULE	"256"
+#define STACKS_GRANULE		"256"
 
 /*
  * A statement of the schema: head (and tail) are formats of the database
@@ -102,7 +109,8 @@ static const struct ddl schema[] = {
 	    "labels String, sig String, sigh UInt64, hdr String, period Int64, ntypes UInt8, "
 	    "gauges UInt64, totals Array(Int64), stacks Array(FixedString(32)), vals Array(Int64))",
 	    "profiles_local", "MergeTree",
-	    "PARTITION BY date ORDER BY (service, type, labels, ns, gid)" },
+	    "PARTITION BY date ORDER BY (service, type, labels, ns, gid) "
+	    "SETTINGS index_granularity = " PROFILES_GRANULE },
 	{ "CREATE TABLE IF NOT EXISTS %1$s.counts10_local (date Date, window DateTime, "
 	    "service String, type String, labels String, sig String, sigh UInt64, hdr String, "
 	    "period Int64, profiles Int64, gids UInt64, offs Int64, "
@@ -121,7 +129,8 @@ static const struct ddl schema[] = {
 	    "GROUP BY date, hour, service, type, labels", NULL, NULL, NULL },
 	{ "CREATE TABLE IF NOT EXISTS %1$s.stacks_local (date Date, hash FixedString(32), "
 	    "frames String)", "stacks_local", "ReplacingMergeTree",
-	    "PARTITION BY toYYYYMM(date) PRIMARY KEY hash ORDER BY (hash, sipHash64(frames))" },
+	    "PARTITION BY toYYYYMM(date) PRIMARY KEY hash ORDER BY (hash, sipHash64(frames)) "
+	    "SETTINGS index_granularity = " STACKS_GRANULE },
 	{ "CREATE TABLE IF NOT EXISTS %1$s.settings_local (name String, value String, "
 	    "set_at DateTime, set_by String)", "settings_local", "ReplacingMergeTree(set_at)",
 	    "ORDER BY name" },
@@ -251,6 +260,43 @@ set_status(struct cluster *c, const char *s)
 }
 
 /*
+ * Tables of server i made by an earlier build with ClickHouse's default
+ * granules (8192 rows): correct, but a read of one host's hour reads far
+ * more than it needs. Told once per server, with the way to remake them.
+ */
+static void
+old_granules(struct cluster *c, size_t i)
+{
+	static const char *const tables[] = { "profiles_local", "stacks_local" };
+	struct buf sql = { 0 }, ans = { 0 }, err = { 0 };
+	const char *p;
+	size_t k;
+
+	for (k = 0; k < 2 && !c->urls[i].granules_told; k++) {
+		buf_reset(&sql);
+		buf_reset(&ans);
+		buf_printf(&sql, "SHOW CREATE TABLE %s.%s", c->db, tables[k]);
+		if (buf_error(&sql) || ch_exec_on(c, i, sql.data, &ans, &err, NULL) < 0 ||
+		    buf_addc(&ans, '\0') < 0)
+			continue;
+		if ((p = strstr(ans.data, "index_granularity = ")) == NULL)
+			continue;
+		p += strlen("index_granularity = ");
+		if (strncmp(p, k == 0 ? PROFILES_GRANULE : STACKS_GRANULE,
+		    strlen(k == 0 ? PROFILES_GRANULE : STACKS_GRANULE)) == 0)
+			continue;
+		log_warnx("clickhouse: %s: %s.%s was made by an earlier build (index_granularity = "
+		    "%.*s): reads stay exact but read more than they need; README.md (A fleet on "
+		    "ClickHouse, Schema) tells how to remake it", c->urls[i].shown, c->db,
+		    tables[k], (int)strspn(p, "0123456789"), p);
+		c->urls[i].granules_told = true;
+	}
+	buf_free(&sql);
+	buf_free(&ans);
+	buf_free(&err);
+}
+
+/*
  * Server i: check its version, the cluster, what its database holds, and
  * create the schema there. *reached: false when it could not be reached
  * (not an answer with an error).
@@ -354,6 +400,7 @@ server_schema(struct cluster *c, size_t i, struct buf *err, bool *reached)
 	for (k = 0; k < CH_NTIERS; k++)
 		if ((rc = tier_schema(c, i, k, err)) < 0)
 			goto out;
+	old_granules(c, i);
 	c->urls[i].schema = true;
 out:
 	buf_free(&ans);
@@ -981,7 +1028,7 @@ ship_main(void *arg)
 	struct batch b = { .c = c };
 	struct buf err = { 0 };
 	int64_t backoff = BACKOFF_MIN_NS;
-	bool uncertain = true, refused, installed = false;
+	bool uncertain = true, refused, installed = false, warm = false;
 	int64_t polled = 0, expired = 0, caught_up = 0;
 	uint64_t count = 0;
 	int rc;
@@ -1010,10 +1057,17 @@ ship_main(void *arg)
 				polled = clock_mono_ns();
 				poll_count(c, &count);
 				atomic_store(&c->reads_on, true);
-				installed = true;
+				installed = warm = true;
 			}
 			/* "connected" is logged once reads go to the cluster. */
 			set_status(c, "ok");
+			/*
+			 * The series listing, asked now rather than by the first
+			 * lookup (which waits for this one if it comes meanwhile).
+			 */
+			if (warm)
+				read_warm(c);
+			warm = false;
 		}
 		enforce_backlog(c, &b);
 		metrics_set("profilefs_clickhouse_backlog_profiles", NULL,
