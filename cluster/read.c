@@ -1223,7 +1223,10 @@ where_selected(struct cluster *c, const struct query *q, struct buf *b, size_t *
  *   1 profiles of a series, a signature and a 10-minute window (or a
  *     minute at the edges): a time, b count, c the offsets' sum, u1 the
  *     gids' sum, u2 signature digest, u3 series hash, totals;
- *   2 a series and signature in the range: the strings, a period, u2, u3.
+ *   2 a series and signature in the range: the strings, a period, u2, u3;
+ *   3 a stack's frames (in hdr) and address (stack);
+ *   4 kinds 1 and 2 in one row, the period (as text) in stack: the raw
+ *     rows of a merge of raw rows alone, read once instead of twice.
  */
 static int
 merge_sql(struct cluster *c, const char *cond, const struct spans *sp, bool frames,
@@ -1246,14 +1249,21 @@ merge_sql(struct cluster *c, const char *cond, const struct spans *sp, bool fram
 		    "%1$s.counts10 PREWHERE %2$s%3$s GROUP BY service, type, labels, sig, sigh, hdr "
 		    "HAVING sum(profiles) > 0 UNION ALL ", c->db, cond, span.data);
 	}
-	buf_printf(sql, "SELECT toUInt8(1), '', '', '', '', '', intDiv(ns, 60000000000) * "
-	    "60000000000 AS m, toInt64(count()), sum(ns - m), sum(gid), sigh, "
-	    "cityHash64(service, type, labels), '', " K_RAWTOTALS " FROM %1$s.profiles PREWHERE "
-	    "%2$s%3$s GROUP BY service, type, labels, m, sigh UNION ALL "
-	    "SELECT toUInt8(2), service, type, labels, sig, hdr, max(period), " K_EMPTY
-	    "sigh, cityHash64(service, type, labels), '', " K_NOARRAYS " FROM "
-	    "%1$s.profiles PREWHERE %2$s%3$s GROUP BY service, type, labels, sig, sigh, hdr",
-	    c->db, cond, raw.data);
+	if (sp->clo == sp->chi && (sp->n == 0 || sp->lo[0] == sp->hi[0]))
+		buf_printf(sql, "SELECT toUInt8(4), service, type, labels, any(sig), any(hdr), "
+		    "intDiv(ns, 60000000000) * 60000000000 AS m, toInt64(count()), sum(ns - m), "
+		    "sum(gid), sigh, cityHash64(service, type, labels), toString(max(period)), "
+		    K_RAWTOTALS " FROM %1$s.profiles PREWHERE %2$s%3$s GROUP BY service, type, "
+		    "labels, m, sigh", c->db, cond, raw.data);
+	else
+		buf_printf(sql, "SELECT toUInt8(1), '', '', '', '', '', intDiv(ns, 60000000000) * "
+		    "60000000000 AS m, toInt64(count()), sum(ns - m), sum(gid), sigh, "
+		    "cityHash64(service, type, labels), '', " K_RAWTOTALS " FROM %1$s.profiles "
+		    "PREWHERE %2$s%3$s GROUP BY service, type, labels, m, sigh UNION ALL "
+		    "SELECT toUInt8(2), service, type, labels, sig, hdr, max(period), " K_EMPTY
+		    "sigh, cityHash64(service, type, labels), '', " K_NOARRAYS " FROM "
+		    "%1$s.profiles PREWHERE %2$s%3$s GROUP BY service, type, labels, sig, sigh, hdr",
+		    c->db, cond, raw.data);
 	/*
 	 * The sums: the raw rows outside the narrowest tier (PREWHERE: the
 	 * rows are chosen before ARRAY JOIN, not after), then each tier.
@@ -1393,9 +1403,9 @@ answer_ref(struct manswer *a, struct tsv *t)
 	return 0;
 }
 
-/* A row of kind 2: a series and a group. */
+/* A row of kind 2 (or 4): a series and a group, its period in field pf. */
 static int
-answer_group(struct cluster *c, struct manswer *a, struct tsv *t)
+answer_group(struct cluster *c, struct manswer *a, struct tsv *t, size_t pf)
 {
 	const struct series *s;
 	int64_t period, k;
@@ -1403,7 +1413,7 @@ answer_group(struct cluster *c, struct manswer *a, struct tsv *t)
 	size_t g;
 	int added;
 
-	if (tsv_i64(t->f[6], &period) < 0 || tsv_u64(t->f[10], &sigh) < 0 ||
+	if (tsv_i64(t->f[pf], &period) < 0 || tsv_u64(t->f[10], &sigh) < 0 ||
 	    tsv_u64(t->f[11], &sid) < 0)
 		return -EINVAL;
 	if ((s = intern_series(c, t->f[1], t->f[2], t->f[3])) == NULL ||
@@ -1592,13 +1602,19 @@ r_merge(void *arg, const struct query *q, struct query_result *res)
 	a.sids = intern_create(256);
 	tsv_init(&t, &ans);
 	while ((r = tsv_next(&t)) > 0) {
-		if (t.nf != 15 || t.f[0][0] < '0' || t.f[0][0] > '3' || t.f[0][1]) {
+		if (t.nf != 15 || t.f[0][0] < '0' || t.f[0][0] > '4' || t.f[0][1]) {
 			r = -EINVAL;
 			break;
 		}
-		r = t.f[0][0] == '0' ? answer_sum(&a, &t) : t.f[0][0] == '1' ?
-		    answer_ref(&a, &t) : t.f[0][0] == '2' ? answer_group(c, &a, &t) :
-		    answer_frames(c, &t);
+		switch (t.f[0][0]) {
+		case '0': r = answer_sum(&a, &t); break;
+		case '1': r = answer_ref(&a, &t); break;
+		case '2': r = answer_group(c, &a, &t, 6); break;
+		case '3': r = answer_frames(c, &t); break;
+		default:
+			if ((r = answer_group(c, &a, &t, 12)) == 0)
+				r = answer_ref(&a, &t);
+		}
 		if (r < 0)
 			break;
 	}
