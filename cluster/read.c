@@ -10,7 +10,9 @@
  * each part of the range is summed on the shards from the widest tier of
  * per-window sums that fits it, the raw rows at the edges (or alone, for a
  * few series over a short range); the profiles' counts, ids and totals come
- * from the 10-minute counts alike. Then the frames of stacks not seen before. Gauges
+ * from the 10-minute counts alike. Then the frames of stacks not seen before;
+ * a merge of raw rows alone (one host's hour) whose series no merge brought
+ * the frames of yet has them in its own answer: one round trip. Gauges
  * are averaged per series as the local store does, so sums are the same.
  *
  * A server or shard that does not answer fails the read (-EIO, the reason

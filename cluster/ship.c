@@ -14,7 +14,7 @@
  *                    samples in the order of their stacks' digests) with
  *                    the digest of each value's stack in stacks[].
  *                    MergeTree, a partition per day (retention: ALTER TABLE
- *                    ... DROP PARTITION).
+ *                    ... DROP PARTITION), 256 rows per granule.
  *   tiers            sums of value per (window, signature, gauge series,
  *                    stack, value index): samples10 and samples1h per series
  *                    (10-minute and hourly windows, for selections),
@@ -27,11 +27,14 @@
  *                    when the count is 1) and their totals; kept alike
  *   series_local     profiles per (series, hour): listings and hours
  *   stacks_local     frames (codec_stack()) by hash, ReplacingMergeTree, a
- *                    partition per month: every month re-ships what it uses
+ *                    partition per month: every month re-ships what it uses;
+ *                    256 rows per granule
  *   settings_local   the cluster's settings (name, value, when, by which
  *                    host), the latest row of a name wins; on every server
  *
- * The daemon creates what is missing at start. A database of schema 1
+ * The daemon creates what is missing at start. Tables of an earlier build
+ * with ClickHouse's default granules (8192 rows) are used as they are, and
+ * logged (old_granules()): README.md tells how to remake them. A database of schema 1
  * (before the tiers) or of an earlier build is refused with a message
  * naming what to do, never mixed: its tables lack what the reads ask for.
  *
@@ -61,6 +64,7 @@
  * deduplicates the block. A daemon that restarts builds its first batch
  * afresh: only the check covers that one.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -269,7 +273,7 @@ old_granules(struct cluster *c, size_t i)
 {
 	static const char *const tables[] = { "profiles_local", "stacks_local" };
 	struct buf sql = { 0 }, ans = { 0 }, err = { 0 };
-	const char *p;
+	const char *p, *want;
 	size_t k;
 
 	for (k = 0; k < 2 && !c->urls[i].granules_told; k++) {
@@ -279,11 +283,15 @@ old_granules(struct cluster *c, size_t i)
 		if (buf_error(&sql) || ch_exec_on(c, i, sql.data, &ans, &err, NULL) < 0 ||
 		    buf_addc(&ans, '\0') < 0)
 			continue;
+		if (ans.len < 8 || strncmp(ans.data, "CREATE", 6) != 0)
+			continue;	/* not there: nothing to tell */
+		want = k == 0 ? PROFILES_GRANULE : STACKS_GRANULE;
+		/* Without the setting, the table has ClickHouse's default. */
 		if ((p = strstr(ans.data, "index_granularity = ")) == NULL)
-			continue;
-		p += strlen("index_granularity = ");
-		if (strncmp(p, k == 0 ? PROFILES_GRANULE : STACKS_GRANULE,
-		    strlen(k == 0 ? PROFILES_GRANULE : STACKS_GRANULE)) == 0)
+			p = "8192";
+		else
+			p += strlen("index_granularity = ");
+		if (strncmp(p, want, strlen(want)) == 0 && !isdigit((unsigned char)p[strlen(want)]))
 			continue;
 		log_warnx("clickhouse: %s: %s.%s was made by an earlier build (index_granularity = "
 		    "%.*s): reads stay exact but read more than they need; README.md (A fleet on "
