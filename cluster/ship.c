@@ -27,8 +27,7 @@
  *                    when the count is 1) and their totals; kept alike
  *   series_local     profiles per (series, hour): listings and hours
  *   stacks_local     frames (codec_stack()) by hash, ReplacingMergeTree, a
- *                    partition per month: every month re-ships what it uses;
- *                    256 rows per granule
+ *                    partition per month: every month re-ships what it uses
  *   settings_local   the cluster's settings (name, value, when, by which
  *                    host), the latest row of a name wins; on every server
  *
@@ -86,12 +85,13 @@
 #define EXPIRE_NS		(INT64_C(3600) * 1000000000)
 #define CATCH_UP_NS		(INT64_C(10) * 1000000000)
 /*
- * Rows per granule (index mark) of the tables whose rows are big: a profile's
- * arrays, a stack's frames. ClickHouse reads whole granules, and its default
- * of 8192 rows made one host's hour read 8192 profiles' arrays.
+ * Rows per granule (index mark) of profiles_local, whose rows are big (a
+ * profile's arrays): ClickHouse reads whole granules, and its default of
+ * 8192 rows made one host's hour read 8192 profiles' arrays. (stacks_local
+ * keeps the default: 18.16 lost a server reading it with 256 after
+ * OPTIMIZE FINAL merged rows of one address.)
  */
 #define PROFILES_GRANULE	"256"
-#define STACKS_GRANULE		"256"
 
 /*
  * A statement of the schema: head (and tail) are formats of the database
@@ -133,8 +133,7 @@ static const struct ddl schema[] = {
 	    "GROUP BY date, hour, service, type, labels", NULL, NULL, NULL },
 	{ "CREATE TABLE IF NOT EXISTS %1$s.stacks_local (date Date, hash FixedString(32), "
 	    "frames String)", "stacks_local", "ReplacingMergeTree",
-	    "PARTITION BY toYYYYMM(date) PRIMARY KEY hash ORDER BY (hash, sipHash64(frames)) "
-	    "SETTINGS index_granularity = " STACKS_GRANULE },
+	    "PARTITION BY toYYYYMM(date) PRIMARY KEY hash ORDER BY (hash, sipHash64(frames))" },
 	{ "CREATE TABLE IF NOT EXISTS %1$s.settings_local (name String, value String, "
 	    "set_at DateTime, set_by String)", "settings_local", "ReplacingMergeTree(set_at)",
 	    "ORDER BY name" },
@@ -264,41 +263,36 @@ set_status(struct cluster *c, const char *s)
 }
 
 /*
- * Tables of server i made by an earlier build with ClickHouse's default
- * granules (8192 rows): correct, but a read of one host's hour reads far
- * more than it needs. Told once per server, with the way to remake them.
+ * profiles_local of server i made by an earlier build with ClickHouse's
+ * default granules (8192 rows): correct, but a read of one host's hour
+ * reads far more than it needs. Told once per server, with the way to
+ * remake it.
  */
 static void
 old_granules(struct cluster *c, size_t i)
 {
-	static const char *const tables[] = { "profiles_local", "stacks_local" };
 	struct buf sql = { 0 }, ans = { 0 }, err = { 0 };
-	const char *p, *want;
-	size_t k;
+	const char *p, *want = PROFILES_GRANULE;
 
-	for (k = 0; k < 2 && !c->urls[i].granules_told; k++) {
-		buf_reset(&sql);
-		buf_reset(&ans);
-		buf_printf(&sql, "SHOW CREATE TABLE %s.%s", c->db, tables[k]);
+	if (!c->urls[i].granules_told) {
+		buf_printf(&sql, "SHOW CREATE TABLE %s.profiles_local", c->db);
 		if (buf_error(&sql) || ch_exec_on(c, i, sql.data, &ans, &err, NULL) < 0 ||
-		    buf_addc(&ans, '\0') < 0)
-			continue;
-		if (ans.len < 8 || strncmp(ans.data, "CREATE", 6) != 0)
-			continue;	/* not there: nothing to tell */
-		want = k == 0 ? PROFILES_GRANULE : STACKS_GRANULE;
+		    buf_addc(&ans, '\0') < 0 || ans.len < 8 || strncmp(ans.data, "CREATE", 6) != 0)
+			goto out;	/* not there: nothing to tell */
 		/* Without the setting, the table has ClickHouse's default. */
 		if ((p = strstr(ans.data, "index_granularity = ")) == NULL)
 			p = "8192";
 		else
 			p += strlen("index_granularity = ");
 		if (strncmp(p, want, strlen(want)) == 0 && !isdigit((unsigned char)p[strlen(want)]))
-			continue;
-		log_warnx("clickhouse: %s: %s.%s was made by an earlier build (index_granularity = "
-		    "%.*s): reads stay exact but read more than they need; README.md (A fleet on "
-		    "ClickHouse, Schema) tells how to remake it", c->urls[i].shown, c->db,
-		    tables[k], (int)strspn(p, "0123456789"), p);
+			goto out;
+		log_warnx("clickhouse: %s: %s.profiles_local was made by an earlier build "
+		    "(index_granularity = %.*s): reads stay exact but read more than they need; "
+		    "README.md (A fleet on ClickHouse, Schema) tells how to remake it",
+		    c->urls[i].shown, c->db, (int)strspn(p, "0123456789"), p);
 		c->urls[i].granules_told = true;
 	}
+out:
 	buf_free(&sql);
 	buf_free(&ans);
 	buf_free(&err);
