@@ -259,8 +259,6 @@ int	cluster_engine(const struct cluster *c, const char *kind, const char *table,
 void	*ship_main(void *arg);
 void	 read_init(struct cluster *c);
 void	 read_free(struct cluster *c);
-/* Ask for the series listing now (once reads go to the cluster), so the first lookups find it. */
-void	 read_warm(struct cluster *c);
 /* The condition on service, type and label selector of q, appended ("1" for none). */
 int	 read_where(const struct query *q, struct buf *b);
 

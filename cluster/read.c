@@ -507,15 +507,6 @@ r_series(void *arg, const struct series ***out, size_t *n)
 	return 0;
 }
 
-void
-read_warm(struct cluster *c)
-{
-	struct slist l = { 0 };
-
-	(void)series_query(c, NULL, NULL, &l);
-	free(l.s);
-}
-
 static int
 r_series_each(void *arg, const char *service, const char *type, store_series_fn fn,
     void *fnarg)

@@ -1030,7 +1030,7 @@ ship_main(void *arg)
 	struct batch b = { .c = c };
 	struct buf err = { 0 };
 	int64_t backoff = BACKOFF_MIN_NS;
-	bool uncertain = true, refused, installed = false, warm = false;
+	bool uncertain = true, refused, installed = false;
 	int64_t polled = 0, expired = 0, caught_up = 0;
 	uint64_t count = 0;
 	int rc;
@@ -1059,17 +1059,10 @@ ship_main(void *arg)
 				polled = clock_mono_ns();
 				poll_count(c, &count);
 				atomic_store(&c->reads_on, true);
-				installed = warm = true;
+				installed = true;
 			}
 			/* "connected" is logged once reads go to the cluster. */
 			set_status(c, "ok");
-			/*
-			 * The series listing, asked now rather than by the first
-			 * lookup (which waits for this one if it comes meanwhile).
-			 */
-			if (warm)
-				read_warm(c);
-			warm = false;
 		}
 		enforce_backlog(c, &b);
 		metrics_set("profilefs_clickhouse_backlog_profiles", NULL,
