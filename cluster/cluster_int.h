@@ -26,6 +26,7 @@ struct ch_url {
 	char	*shown;		/* the same without the password, for messages */
 	size_t	 shard;		/* which group of --clickhouse (0, 1, ...) */
 	bool	 schema;	/* the schema was made there (replicated: one may be down) */
+	bool	 granules_told;	/* its tables' old granules were logged (ship.c) */
 };
 
 struct hd_windows;
@@ -99,6 +100,7 @@ struct cluster {
 	/* read.c: frames by stack hash (content-addressed, never stale) */
 	pthread_mutex_t		 f_lock;	/* protects the frames cache */
 	struct intern		*f_idx;
+	struct intern		*f_series;	/* series ids whose stacks came with a merge */
 	char			**f_text;
 	size_t			*f_len;
 	size_t			 f_cap, f_bytes;

@@ -10,7 +10,9 @@
  * each part of the range is summed on the shards from the widest tier of
  * per-window sums that fits it, the raw rows at the edges (or alone, for a
  * few series over a short range); the profiles' counts, ids and totals come
- * from the 10-minute counts alike. Then the frames of stacks not seen before. Gauges
+ * from the 10-minute counts alike. Then the frames of stacks not seen before;
+ * a merge of raw rows alone (one host's hour) whose series no merge brought
+ * the frames of yet has them in its own answer: one round trip. Gauges
  * are averaged per series as the local store does, so sums are the same.
  *
  * A server or shard that does not answer fails the read (-EIO, the reason
@@ -678,7 +680,7 @@ out:
 }
 
 static int where_selected(struct cluster *c, const struct query *q, struct buf *b,
-    size_t *nknown);
+    size_t *nknown, struct slist *sel);
 
 static int
 r_list(void *arg, const struct query *q, struct query_result *res)
@@ -688,7 +690,7 @@ r_list(void *arg, const struct query *q, struct query_result *res)
 	int rc;
 
 	memset(res, 0, sizeof(*res));
-	if ((rc = where_selected(c, q, &where, NULL)) == 0)
+	if ((rc = where_selected(c, q, &where, NULL, NULL)) == 0)
 		rc = run_listing(c, where.data, q, res);
 	buf_free(&where);
 	if (rc < 0)
@@ -740,6 +742,8 @@ frames_cache_clear(struct cluster *c)
 	for (i = 0; c->f_idx && i < intern_count(c->f_idx); i++)
 		free(c->f_text[i]);
 	intern_destroy(c->f_idx);
+	intern_destroy(c->f_series);
+	c->f_series = NULL;
 	free(c->f_text);
 	free(c->f_len);
 	c->f_idx = NULL;
@@ -771,6 +775,61 @@ frames_cache_put(struct cluster *c, const char *h, const char *text, size_t len)
 		c->f_bytes += len;
 	}
 	pthread_mutex_unlock(&c->f_lock);
+}
+
+/*
+ * The series whose stacks came with a merge since the cache was last
+ * cleared: a merge of only those asks for the few stacks it has not seen,
+ * the others bring their frames along (merge_sql()).
+ */
+static bool
+frames_known(struct cluster *c, const struct slist *sel)
+{
+	size_t i;
+	bool yes = true;
+
+	pthread_mutex_lock(&c->f_lock);
+	for (i = 0; i < sel->n && yes; i++)
+		yes = c->f_series && intern_get(c->f_series, &sel->s[i]->id,
+		    sizeof(sel->s[i]->id)) >= 0;
+	pthread_mutex_unlock(&c->f_lock);
+	return yes;
+}
+
+static void
+frames_mark(struct cluster *c, const struct slist *sel)
+{
+	size_t i;
+
+	pthread_mutex_lock(&c->f_lock);
+	if (c->f_series == NULL)
+		c->f_series = intern_create(64);
+	for (i = 0; i < sel->n; i++)
+		intern_put(c->f_series, &sel->s[i]->id, sizeof(sel->s[i]->id), NULL);
+	pthread_mutex_unlock(&c->f_lock);
+}
+
+/*
+ * A row of frames that came with a merge (kind 3 of merge_sql()): kept in
+ * the cache when it matches its address (every row is checked, as
+ * fetch_frames() does). -EINVAL when the address is not one.
+ */
+static int
+answer_frames(struct cluster *c, const struct tsv *t)
+{
+	char d[DIGEST128_HEX + 1];
+
+	if (!is_digest(t->f[12], t->len[12]))
+		return -EINVAL;
+	digest128(t->f[5], t->len[5], d);
+	if (memcmp(d, t->f[12], DIGEST128_HEX) != 0) {
+		log_warnx("clickhouse: a row of %s.stacks does not match its address %s (its "
+		    "frames hash to %s): ignored", c->db, t->f[12], d);
+		metrics_add("profilefs_clickhouse_bad_stacks_total", NULL, 1);
+		return 0;
+	}
+	frames_cache_put(c, t->f[12], t->f[5], t->len[5]);
+	return 0;
 }
 
 /*
@@ -1024,14 +1083,16 @@ where_raw(struct buf *b, const struct spans *sp, int64_t lo, int64_t hi)
  * The series of q's selection by the listing kept for this generation (the
  * one the lookups of the same read saw), as literals of the sort key's
  * prefix: service = ... AND type = ... AND labels IN (...), or the three
- * as tuples when service or type is open. 1: written; 0: the
- * listing is not fresh, too many series match, or one of them has labels
- * it could not parse (ClickHouse evaluates the selection then).
+ * as tuples when service or type is open. 1: written, the series into
+ * sel (optional; its s freed by the caller); 0: the listing is not fresh,
+ * too many series match, or one of them has labels it could not parse
+ * (ClickHouse evaluates the selection then).
  */
 #define KNOWN_MAX	256
 
 static int
-where_known(struct cluster *c, const struct query *q, struct buf *b, size_t *nknown)
+where_known(struct cluster *c, const struct query *q, struct buf *b, size_t *nknown,
+    struct slist *sel)
 {
 	struct slist l = { 0 };
 	size_t i, n = 0;
@@ -1083,6 +1144,11 @@ where_known(struct cluster *c, const struct query *q, struct buf *b, size_t *nkn
 	}
 	rc = buf_error(b) < 0 ? buf_error(b) : 1;
 out:
+	if (rc == 1 && sel) {
+		sel->s = l.s;
+		sel->n = n;
+		l.s = NULL;
+	}
 	free(l.s);
 	return rc;
 }
@@ -1093,10 +1159,11 @@ out:
  * (where_known()), else through the small series table of the same shard
  * (matchers evaluated once per series, not once per row). *nknown
  * (optional): how many series the listing says it selects, SIZE_MAX when
- * it was not asked.
+ * it was not asked; sel (optional): which, then.
  */
 static int
-where_selected(struct cluster *c, const struct query *q, struct buf *b, size_t *nknown)
+where_selected(struct cluster *c, const struct query *q, struct buf *b, size_t *nknown,
+    struct slist *sel)
 {
 	struct buf all = { 0 };
 	size_t nk = SIZE_MAX;
@@ -1106,7 +1173,7 @@ where_selected(struct cluster *c, const struct query *q, struct buf *b, size_t *
 		*nknown = SIZE_MAX;
 	if ((!q->sel || q->sel->n == 0) && (!q->match || q->match->n == 0))
 		return read_where(q, b);
-	if ((rc = where_known(c, q, b, &nk)) != 0) {
+	if ((rc = where_known(c, q, b, &nk, sel)) != 0) {
 		if (nknown && rc > 0)
 			*nknown = nk;
 		return rc < 0 ? rc : 0;
@@ -1149,10 +1216,14 @@ where_selected(struct cluster *c, const struct query *q, struct buf *b, size_t *
  *   1 profiles of a series, a signature and a 10-minute window (or a
  *     minute at the edges): a time, b count, c the offsets' sum, u1 the
  *     gids' sum, u2 signature digest, u3 series hash, totals;
- *   2 a series and signature in the range: the strings, a period, u2, u3.
+ *   2 a series and signature in the range: the strings, a period, u2, u3;
+ *   3 a stack's frames (in hdr) and address (stack);
+ *   4 kinds 1 and 2 in one row, the period (as text) in stack: the raw
+ *     rows of a merge of raw rows alone, read once instead of twice.
  */
 static int
-merge_sql(struct cluster *c, const char *cond, const struct spans *sp, struct buf *sql)
+merge_sql(struct cluster *c, const char *cond, const struct spans *sp, bool frames,
+    struct buf *sql)
 {
 	struct buf span = { 0 }, raw = { 0 };
 	size_t k;
@@ -1171,14 +1242,21 @@ merge_sql(struct cluster *c, const char *cond, const struct spans *sp, struct bu
 		    "%1$s.counts10 PREWHERE %2$s%3$s GROUP BY service, type, labels, sig, sigh, hdr "
 		    "HAVING sum(profiles) > 0 UNION ALL ", c->db, cond, span.data);
 	}
-	buf_printf(sql, "SELECT toUInt8(1), '', '', '', '', '', intDiv(ns, 60000000000) * "
-	    "60000000000 AS m, toInt64(count()), sum(ns - m), sum(gid), sigh, "
-	    "cityHash64(service, type, labels), '', " K_RAWTOTALS " FROM %1$s.profiles PREWHERE "
-	    "%2$s%3$s GROUP BY service, type, labels, m, sigh UNION ALL "
-	    "SELECT toUInt8(2), service, type, labels, sig, hdr, max(period), " K_EMPTY
-	    "sigh, cityHash64(service, type, labels), '', " K_NOARRAYS " FROM "
-	    "%1$s.profiles PREWHERE %2$s%3$s GROUP BY service, type, labels, sig, sigh, hdr",
-	    c->db, cond, raw.data);
+	if (sp->clo == sp->chi && (sp->n == 0 || sp->lo[0] == sp->hi[0]))
+		buf_printf(sql, "SELECT toUInt8(4), service, type, labels, any(sig), any(hdr), "
+		    "intDiv(ns, 60000000000) * 60000000000 AS m, toInt64(count()), sum(ns - m), "
+		    "sum(gid), sigh, cityHash64(service, type, labels), toString(max(period)), "
+		    K_RAWTOTALS " FROM %1$s.profiles PREWHERE %2$s%3$s GROUP BY service, type, "
+		    "labels, m, sigh", c->db, cond, raw.data);
+	else
+		buf_printf(sql, "SELECT toUInt8(1), '', '', '', '', '', intDiv(ns, 60000000000) * "
+		    "60000000000 AS m, toInt64(count()), sum(ns - m), sum(gid), sigh, "
+		    "cityHash64(service, type, labels), '', " K_RAWTOTALS " FROM %1$s.profiles "
+		    "PREWHERE %2$s%3$s GROUP BY service, type, labels, m, sigh UNION ALL "
+		    "SELECT toUInt8(2), service, type, labels, sig, hdr, max(period), " K_EMPTY
+		    "sigh, cityHash64(service, type, labels), '', " K_NOARRAYS " FROM "
+		    "%1$s.profiles PREWHERE %2$s%3$s GROUP BY service, type, labels, sig, sigh, hdr",
+		    c->db, cond, raw.data);
 	/*
 	 * The sums: the raw rows outside the narrowest tier (PREWHERE: the
 	 * rows are chosen before ARRAY JOIN, not after), then each tier.
@@ -1201,6 +1279,17 @@ merge_sql(struct cluster *c, const char *cond, const struct spans *sp, struct bu
 		buf_printf(sql, " UNION ALL " K_SUMS "gsid, sigh, stack, vi, sum(value) AS sv "
 		    "FROM %s.%s PREWHERE %s%s GROUP BY gsid, sigh, stack, vi)", c->db,
 		    ch_tiers[sp->tier[k]].name, cond, span.data);
+	}
+	if (frames) {
+		/* The raw rows' stacks, gathered once and sent to the stacks' shards. */
+		buf_reset(&raw);
+		where_raw(&raw, sp, 0, 0);
+		buf_printf(sql, " UNION ALL SELECT toUInt8(3), '', '', '', '', frames, "
+		    "toInt64(0), " K_EMPTY "toUInt64(0), toUInt64(0), toString(hash), " K_NOARRAYS
+		    " FROM "
+		    "(SELECT DISTINCT hash, frames FROM %1$s.stacks WHERE hash GLOBAL IN "
+		    "(SELECT arrayJoin(stacks) FROM %1$s.profiles PREWHERE %2$s%3$s))", c->db,
+		    cond, raw.data);
 	}
 	buf_adds(sql, " FORMAT TabSeparated");
 	rc = buf_error(sql);
@@ -1307,9 +1396,9 @@ answer_ref(struct manswer *a, struct tsv *t)
 	return 0;
 }
 
-/* A row of kind 2: a series and a group. */
+/* A row of kind 2 (or 4): a series and a group, its period in field pf. */
 static int
-answer_group(struct cluster *c, struct manswer *a, struct tsv *t)
+answer_group(struct cluster *c, struct manswer *a, struct tsv *t, size_t pf)
 {
 	const struct series *s;
 	int64_t period, k;
@@ -1317,7 +1406,7 @@ answer_group(struct cluster *c, struct manswer *a, struct tsv *t)
 	size_t g;
 	int added;
 
-	if (tsv_i64(t->f[6], &period) < 0 || tsv_u64(t->f[10], &sigh) < 0 ||
+	if (tsv_i64(t->f[pf], &period) < 0 || tsv_u64(t->f[10], &sigh) < 0 ||
 	    tsv_u64(t->f[11], &sid) < 0)
 		return -EINVAL;
 	if ((s = intern_series(c, t->f[1], t->f[2], t->f[3])) == NULL ||
@@ -1468,6 +1557,8 @@ r_merge(void *arg, const struct query *q, struct query_result *res)
 	struct buf sql = { 0 }, ans = { 0 }, err = { 0 }, cond = { 0 };
 	struct series_sums *accs = NULL;
 	struct intern *all = NULL;
+	struct slist sel = { 0 };
+	bool fold = false;
 	char **frames = NULL, *shdr = NULL;
 	struct mgroup_shared sh;
 	struct spans sp;
@@ -1480,19 +1571,22 @@ r_merge(void *arg, const struct query *q, struct query_result *res)
 
 	memset(res, 0, sizeof(*res));
 	spans_of(q, (!q->sel || q->sel->n == 0) && (!q->match || q->match->n == 0), &sp);
-	if ((rc = where_selected(c, q, &cond, &nknown)) < 0)
+	if ((rc = where_selected(c, q, &cond, &nknown, &sel)) < 0)
 		goto out;
 	/*
 	 * A few series over a short range: their raw rows alone, three parts
 	 * of a query instead of six or more (ClickHouse's cost of a small
-	 * merge is in preparing each part, not in reading the rows).
+	 * merge is in preparing each part, not in reading the rows). Their
+	 * stacks are few: unless these series were merged before, their
+	 * frames come in the same answer, one round trip instead of two.
 	 */
 	if (nknown != SIZE_MAX && (sp.to - sp.from) / NS * (int64_t)nknown <= RAW_SERIES_S) {
 		memset(sp.lo, 0, sizeof(sp.lo));
 		memset(sp.hi, 0, sizeof(sp.hi));
 		sp.clo = sp.chi = 0;
+		fold = nknown > 0 && !frames_known(c, &sel);
 	}
-	if ((rc = merge_sql(c, cond.data, &sp, &sql)) < 0)
+	if ((rc = merge_sql(c, cond.data, &sp, fold, &sql)) < 0)
 		goto out;
 	if (ch_exec(c, sql.data, NULL, &ans, &err, NULL) < 0) {
 		rc = fail("merging", &err);
@@ -1501,12 +1595,19 @@ r_merge(void *arg, const struct query *q, struct query_result *res)
 	a.sids = intern_create(256);
 	tsv_init(&t, &ans);
 	while ((r = tsv_next(&t)) > 0) {
-		if (t.nf != 15 || t.f[0][0] < '0' || t.f[0][0] > '2' || t.f[0][1]) {
+		if (t.nf != 15 || t.f[0][0] < '0' || t.f[0][0] > '4' || t.f[0][1]) {
 			r = -EINVAL;
 			break;
 		}
-		r = t.f[0][0] == '0' ? answer_sum(&a, &t) : t.f[0][0] == '1' ?
-		    answer_ref(&a, &t) : answer_group(c, &a, &t);
+		switch (t.f[0][0]) {
+		case '0': r = answer_sum(&a, &t); break;
+		case '1': r = answer_ref(&a, &t); break;
+		case '2': r = answer_group(c, &a, &t, 6); break;
+		case '3': r = answer_frames(c, &t); break;
+		default:
+			if ((r = answer_group(c, &a, &t, 12)) == 0)
+				r = answer_ref(&a, &t);
+		}
 		if (r < 0)
 			break;
 	}
@@ -1517,6 +1618,8 @@ r_merge(void *arg, const struct query *q, struct query_result *res)
 		rc = r == -ENOMEM ? r : -EIO;
 		goto out;
 	}
+	if (fold)
+		frames_mark(c, &sel);
 	if (a.nrefs == 0)
 		goto out;
 	best = mgroup_choose(a.groups, a.ng, &sh);
@@ -1588,6 +1691,7 @@ out:
 	}
 	free(accs);
 	intern_destroy(all);
+	free(sel.s);
 	free(grp);
 	free(at);
 	free(shdr);

@@ -14,7 +14,7 @@
  *                    samples in the order of their stacks' digests) with
  *                    the digest of each value's stack in stacks[].
  *                    MergeTree, a partition per day (retention: ALTER TABLE
- *                    ... DROP PARTITION).
+ *                    ... DROP PARTITION), 256 rows per granule.
  *   tiers            sums of value per (window, signature, gauge series,
  *                    stack, value index): samples10 and samples1h per series
  *                    (10-minute and hourly windows, for selections),
@@ -31,7 +31,9 @@
  *   settings_local   the cluster's settings (name, value, when, by which
  *                    host), the latest row of a name wins; on every server
  *
- * The daemon creates what is missing at start. A database of schema 1
+ * The daemon creates what is missing at start. Tables of an earlier build
+ * with ClickHouse's default granules (8192 rows) are used as they are, and
+ * logged (old_granules()): README.md tells how to remake them. A database of schema 1
  * (before the tiers) or of an earlier build is refused with a message
  * naming what to do, never mixed: its tables lack what the reads ask for.
  *
@@ -61,6 +63,7 @@
  * deduplicates the block. A daemon that restarts builds its first batch
  * afresh: only the check covers that one.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -81,6 +84,13 @@
 #define POLL_NS			INT64_C(1000000000)
 #define EXPIRE_NS		(INT64_C(3600) * 1000000000)
 #define CATCH_UP_NS		(INT64_C(10) * 1000000000)
+/*
+ * Rows per granule (index mark) of profiles_local, whose rows are big (a
+ * profile's arrays): ClickHouse reads whole granules, and its default of
+ * 8192 rows made one host's hour read 8192 profiles' arrays. stacks_local
+ * keeps the default: no read of it was measured to gain.
+ */
+#define PROFILES_GRANULE	"256"
 
 /*
  * A statement of the schema: head (and tail) are formats of the database
@@ -102,7 +112,8 @@ static const struct ddl schema[] = {
 	    "labels String, sig String, sigh UInt64, hdr String, period Int64, ntypes UInt8, "
 	    "gauges UInt64, totals Array(Int64), stacks Array(FixedString(32)), vals Array(Int64))",
 	    "profiles_local", "MergeTree",
-	    "PARTITION BY date ORDER BY (service, type, labels, ns, gid)" },
+	    "PARTITION BY date ORDER BY (service, type, labels, ns, gid) "
+	    "SETTINGS index_granularity = " PROFILES_GRANULE },
 	{ "CREATE TABLE IF NOT EXISTS %1$s.counts10_local (date Date, window DateTime, "
 	    "service String, type String, labels String, sig String, sigh UInt64, hdr String, "
 	    "period Int64, profiles Int64, gids UInt64, offs Int64, "
@@ -251,6 +262,42 @@ set_status(struct cluster *c, const char *s)
 }
 
 /*
+ * profiles_local of server i made by an earlier build with ClickHouse's
+ * default granules (8192 rows): correct, but a read of one host's hour
+ * reads far more than it needs. Told once per server, with the way to
+ * remake it.
+ */
+static void
+old_granules(struct cluster *c, size_t i)
+{
+	struct buf sql = { 0 }, ans = { 0 }, err = { 0 };
+	const char *p, *want = PROFILES_GRANULE;
+
+	if (!c->urls[i].granules_told) {
+		buf_printf(&sql, "SHOW CREATE TABLE %s.profiles_local", c->db);
+		if (buf_error(&sql) || ch_exec_on(c, i, sql.data, &ans, &err, NULL) < 0 ||
+		    buf_addc(&ans, '\0') < 0 || ans.len < 8 || strncmp(ans.data, "CREATE", 6) != 0)
+			goto out;	/* not there: nothing to tell */
+		/* Without the setting, the table has ClickHouse's default. */
+		if ((p = strstr(ans.data, "index_granularity = ")) == NULL)
+			p = "8192";
+		else
+			p += strlen("index_granularity = ");
+		if (strncmp(p, want, strlen(want)) == 0 && !isdigit((unsigned char)p[strlen(want)]))
+			goto out;
+		log_warnx("clickhouse: %s: %s.profiles_local was made by an earlier build "
+		    "(index_granularity = %.*s): reads stay exact but read more than they need; "
+		    "README.md (A fleet on ClickHouse, Schema) tells how to remake it",
+		    c->urls[i].shown, c->db, (int)strspn(p, "0123456789"), p);
+		c->urls[i].granules_told = true;
+	}
+out:
+	buf_free(&sql);
+	buf_free(&ans);
+	buf_free(&err);
+}
+
+/*
  * Server i: check its version, the cluster, what its database holds, and
  * create the schema there. *reached: false when it could not be reached
  * (not an answer with an error).
@@ -354,6 +401,7 @@ server_schema(struct cluster *c, size_t i, struct buf *err, bool *reached)
 	for (k = 0; k < CH_NTIERS; k++)
 		if ((rc = tier_schema(c, i, k, err)) < 0)
 			goto out;
+	old_granules(c, i);
 	c->urls[i].schema = true;
 out:
 	buf_free(&ans);

@@ -145,6 +145,9 @@ pf_start --host hosta --clickhouse "$URLS" --http "127.0.0.1:$HA" || { fail "dae
 b_start || { fail "daemon B starts"; pf_done; exit 1; }
 ok "two daemons start against the cluster"
 wait_for 20 grep -q "clickhouse: connected" "$TMP/daemon.log" && ok "A: schema created, connected" || fail "A: schema created, connected"
+chq 1 "SHOW CREATE TABLE profilefs.profiles_local" | grep -q "index_granularity = 256" \
+  && ok "profiles_local: 256 rows per granule" \
+  || fail "profiles_local: 256 rows per granule" "$(chq 1 "SHOW CREATE TABLE profilefs.profiles_local")"
 cp "$TMP/go/cpu-0000.pb.gz" "$TMP/go/cpu-0001.pb.gz" "$TMP/mnt/ingest/goapp/cpu/" || fail "cp into A's ingest/"
 code=$(curl -s -o "$TMP/push.json" -w '%{http_code}' --data-binary @"$TMP/go/cpu-0002.pb.gz" \
   "http://127.0.0.1:$HB/api/0/profiles?service=goapp&type=cpu&labels=env=b")
@@ -364,6 +367,20 @@ OLD_PID=$!
 EXTRA_PIDS+=("$OLD_PID")
 wait_for 20 grep -q "holds the schema of an earlier profilefs" "$TMP/old.log" \
   && ok "an earlier build's database is refused with the reason" || fail "an earlier build's database is refused" "$(tail -3 "$TMP/old.log")"
+kill -TERM "$OLD_PID" 2>/dev/null; wait "$OLD_PID" 2>/dev/null
+mountpoint -q "$TMP/mold" && fusermount3 -u -z "$TMP/mold"
+
+# Tables of a build before the 256-row granules (ClickHouse's default, 8192):
+# used as they are, and the log says how to remake them.
+chq 1 "CREATE DATABASE IF NOT EXISTS oldgran"
+chq 1 "CREATE TABLE oldgran.profiles_local (date Date, time DateTime, ns Int64, host String, id UInt64, gid UInt64, batch UInt64, service String, type String, labels String, sig String, sigh UInt64, hdr String, period Int64, ntypes UInt8, gauges UInt64, totals Array(Int64), stacks Array(FixedString(32)), vals Array(Int64)) ENGINE = MergeTree PARTITION BY date ORDER BY (service, type, labels, ns, gid)"
+"$BIN" serve --data "$TMP/dgran" --clickhouse "http://127.0.0.1:$CH1/oldgran" "$TMP/mold" >"$TMP/gran.log" 2>&1 &
+OLD_PID=$!
+EXTRA_PIDS+=("$OLD_PID")
+wait_for 20 grep -q "clickhouse: connected" "$TMP/gran.log" \
+  && grep -q "oldgran.profiles_local was made by an earlier build (index_granularity = 8192).*tells how to remake it" "$TMP/gran.log" \
+  && ok "an earlier build's 8192-row granules: used, and the log says how to remake them" \
+  || fail "an earlier build's 8192-row granules: used, and the log says so" "$(tail -3 "$TMP/gran.log")"
 kill -TERM "$OLD_PID" 2>/dev/null; wait "$OLD_PID" 2>/dev/null
 mountpoint -q "$TMP/mold" && fusermount3 -u -z "$TMP/mold"
 
