@@ -762,8 +762,9 @@ frames_cache_put(struct cluster *c, const char *h, const char *text, size_t len)
 	if (c->f_bytes + len > FRAMES_CACHE_BYTES)
 		frames_cache_clear(c);	/* all at once: simple, and rare */
 	if (c->f_idx == NULL)
-		c->f_idx = intern_create(1024);
-	if ((k = intern_put(c->f_idx, h, DIGEST128_HEX, &added)) >= 0 && added) {
+		c->f_idx = intern_create(1024);	/* NULL past the memory budget: not kept */
+	if (c->f_idx != NULL && (k = intern_put(c->f_idx, h, DIGEST128_HEX, &added)) >= 0 &&
+	    added) {
 		size_t cap = c->f_cap;
 
 		c->f_text = xgrow(c->f_text, &cap, (size_t)k + 1, sizeof(*c->f_text));
@@ -804,7 +805,8 @@ frames_mark(struct cluster *c, const struct slist *sel)
 	pthread_mutex_lock(&c->f_lock);
 	if (c->f_series == NULL)
 		c->f_series = intern_create(64);
-	for (i = 0; i < sel->n; i++)
+	/* Past the memory budget nothing is marked: a later merge asks again. */
+	for (i = 0; c->f_series != NULL && i < sel->n; i++)
 		intern_put(c->f_series, &sel->s[i]->id, sizeof(sel->s[i]->id), NULL);
 	pthread_mutex_unlock(&c->f_lock);
 }
@@ -1592,7 +1594,10 @@ r_merge(void *arg, const struct query *q, struct query_result *res)
 		rc = fail("merging", &err);
 		goto out;
 	}
-	a.sids = intern_create(256);
+	if ((a.sids = intern_create(256)) == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
 	tsv_init(&t, &ans);
 	while ((r = tsv_next(&t)) > 0) {
 		if (t.nf != 15 || t.f[0][0] < '0' || t.f[0][0] > '4' || t.f[0][1]) {

@@ -512,7 +512,8 @@ maps_by_query(struct proctab *pt, struct proc *p, int fd, struct fscheck *fc, si
 		if (ioctl(fd, MAPS_QUERY, &q) < 0) {
 			if (errno == ENOENT || errno == ESRCH)
 				return 0;	/* none past addr; no memory */
-			return -errno;
+			/* The kernel short of memory: the text may do (ours is -ENOMEM). */
+			return errno == ENOMEM ? -EAGAIN : -errno;
 		}
 		/* Kernel input all the same: each mapping past the last, a name in its room. */
 		if (q.vma_end <= q.vma_start || q.vma_start < addr || q.vma_name_size > sizeof(name))
