@@ -1007,15 +1007,21 @@ poll_count(struct cluster *c, uint64_t *last)
 	uint64_t n = 0;
 
 	struct tsv t;
-	bool same;
+	bool got;
 
 	buf_printf(&sql, "SELECT count() FROM %s.profiles FORMAT TabSeparated", c->db);
-	same = ch_exec(c, sql.data, NULL, &ans, &err, NULL) == 0;
+	got = ch_exec(c, sql.data, NULL, &ans, &err, NULL) == 0;
 	tsv_init(&t, &ans);
-	same = same && tsv_next(&t) == 1 && t.nf == 1 && tsv_u64(t.f[0], &n) == 0 && n == *last;
+	got = got && tsv_next(&t) == 1 && t.nf == 1 && tsv_u64(t.f[0], &n) == 0;
 	tsv_free(&t);
-	if (!same)
+	if (!got || n != *last)
 		atomic_fetch_add(&c->gen, 1);
+	/*
+	 * The count the reads' listings now follow (set once the generation
+	 * moved): how far behind the cluster a mount may be, for up to a poll.
+	 */
+	if (got)
+		metrics_set("profilefs_clickhouse_profiles", NULL, (double)n);
 	*last = n;
 	buf_free(&sql);
 	buf_free(&ans);

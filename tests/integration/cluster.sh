@@ -20,8 +20,10 @@ command -v go >/dev/null || skip_all "go not installed"
 pf_setup
 export GOCACHE="${GOCACHE:-$TMP/gocache}" GOFLAGS=-mod=mod PPROF_BINARY_PATH=/nonexistent
 
-# Ports from the pid, so that parallel runs do not meet.
-P0=$((20000 + ($$ % 1900) * 10))
+# Ports from the pid, so that parallel runs do not meet, and below the
+# kernel's ephemeral range (32768 and up): a server restarted on its port must
+# not find it taken as the local end of some client's connection.
+P0=$((20000 + ($$ % 1200) * 10))
 CH1=$P0 CH1T=$((P0 + 1)) CH2=$((P0 + 3)) CH2T=$((P0 + 4))
 HA=$((P0 + 6)) HB=$((P0 + 7)) GARBAGE=$((P0 + 8))
 URLS="http://127.0.0.1:$CH1,http://127.0.0.1:$CH2"

@@ -69,6 +69,12 @@ NH=$((3 * 3600 / 300 * 2))
 shipped() { [ "$(chq "SELECT count() FROM profilefs.profiles")" = "$((N + NH))" ]; }
 wait_for 300 shipped && ok "all $((N + NH)) profiles reached ClickHouse" \
   || fail "all profiles reached ClickHouse" "$(chq "SELECT count() FROM profilefs.profiles")"
+# The mount follows the cluster through a count polled every second: read once
+# the daemon has seen them all (before, a listing of the last generation may
+# lack the last series' windows, as documented).
+seen() { curl -s "http://127.0.0.1:$HA/metrics" | grep -qx "profilefs_clickhouse_profiles $((N + NH))"; }
+wait_for 60 seen && ok "the daemon's poll saw all $((N + NH))" \
+  || fail "the daemon's poll saw them all" "$(curl -s "http://127.0.0.1:$HA/metrics" | grep profilefs_clickhouse_profiles)"
 
 # Random cases from a fixed seed: a selector and a FROM..TO with second edges.
 SELS=("all" "host=0" "host!=1" "host=~[0-2]" "host!~[3-5]|1" "env=2,host=2" "host=~4|5" "env!=3")
