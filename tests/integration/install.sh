@@ -107,6 +107,22 @@ elif [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null && id nobody >/dev/nu
   pf_stop
   check_eq "it stops cleanly" "$PF_RC" 0
 
+  # A daemon that stopped leaves its unmount helper to unmount the mount
+  # point as it goes: wait for it, or it could unmount the next daemon's mount.
+  helpers_wait() {
+    local p busy
+    for _ in $(seq 1 $((100 * ${PROFILEFS_SLOW:-1}))); do
+      busy=0
+      for p in $(pgrep -x profilefs-umnt); do
+        [ "$(readlink "/proc/$p/cwd" 2>/dev/null)" = "$TMP" ] && busy=1
+      done
+      [ "$busy" = 0 ] && return 0
+      sleep 0.1
+    done
+    echo "# an unmount helper in $TMP is still there"
+  }
+  helpers_wait
+
   # And nothing in that set is there for nothing: without each one, start-up
   # stops with a reason (cap_syslog: kernel frames go unnamed where kallsyms
   # hides addresses; cap_bpf: kept only by kernels before 6.5, see profilefs(8)).
@@ -119,6 +135,7 @@ elif [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null && id nobody >/dev/nu
         "$D/usr/bin/profilefs" serve --user nobody --data "$TMP/state/data" "${ebpf[@]}" "$TMP/mnt" 2>&1)"
       rc=$?
       umount -l "$TMP/mnt" 2>/dev/null
+      helpers_wait
       [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && echo "$out" | grep -qiE "warning|profilefs: " \
         && ok "without cap_$c start-up stops: $(echo "$out" | grep -vE 'created mount point|handing the data|data in|sampling|mounted on' | head -1 | sed 's/^[0-9TZ:-]* //' | cut -c1-140)" \
         || fail "without cap_$c start-up stops" "rc=$rc $(echo "$out" | tail -2)"
