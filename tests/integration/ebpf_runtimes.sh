@@ -112,7 +112,12 @@ if command -v javac >/dev/null && command -v java >/dev/null; then
   if [ -d "$TMP/mnt/Hot" ]; then ok "ebpf-java-service"
   else fail "ebpf-java-service" "services: $(ls "$TMP/mnt" | tr '\n' ' ')"; fi
   # The trigger file is removed at once, the perf map the daemon had the
-  # JVM write once the JVM has exited.
+  # JVM write once the daemon saw the JVM exit (a loaded host's daemon may
+  # take some seconds more than the 3 above).
+  for _ in $(seq 1 $((100 * ${PROFILEFS_SLOW:-1}))); do
+    [ -e "/tmp/.attach_pid$JP" ] || [ -e "/tmp/perf-$JP.map" ] || break
+    sleep 0.2
+  done
   if [ -e "/tmp/.attach_pid$JP" ] || [ -e "/tmp/perf-$JP.map" ]; then
     fail "ebpf-java-attach-clean" "$(ls /tmp/.attach_pid$JP /tmp/perf-$JP.map 2>/dev/null) left"
   else ok "ebpf-java-attach-clean"; fi
