@@ -425,6 +425,117 @@ helper_say(const char *what, int err)
 }
 
 /*
+ * One line of /proc/self/mountinfo: its mount ID (the first field) and
+ * whether its mount point (the fifth, with space, tab, newline and
+ * backslash written as \ooo) is path. -1 for a line that is not one.
+ */
+static long
+mountinfo_line(const char *line, size_t len, const char *path, bool *at)
+{
+	size_t i = 0, p = 0;
+	long id = 0;
+	int field;
+
+	for (; i < len && line[i] >= '0' && line[i] <= '9'; i++)
+		if (id < 1L << 40)
+			id = id * 10 + (line[i] - '0');
+	if (i == 0 || i >= len || line[i] != ' ')
+		return -1;
+	for (field = 2; field <= 4; field++) {	/* past the second to fourth fields */
+		i++;
+		while (i < len && line[i] != ' ')
+			i++;
+		if (i >= len)
+			return -1;
+	}
+	i++;
+	while (i < len && line[i] != ' ') {
+		char c = line[i];
+
+		if (c == '\\' && i + 3 < len && line[i + 1] >= '0' && line[i + 1] <= '3') {
+			c = (char)((line[i + 1] - '0') << 6 | (line[i + 2] - '0') << 3 | (line[i + 3] - '0'));
+			i += 4;
+		} else
+			i++;
+		if (path[p] != c) {
+			*at = false;
+			return id;
+		}
+		p++;
+	}
+	*at = path[p] == '\0';
+	return id;
+}
+
+/*
+ * The ID of the mount on top at path (absolute, as realpath() gives it) in
+ * this process's mount namespace: the last line of /proc/self/mountinfo
+ * (fd, read from its start) with that mount point (a mount over another
+ * one comes after it). -ENOENT when nothing is mounted there. *has: whether
+ * the mount with ID want is there, on top or not.
+ * Async-signal-safe, for the helper: read(2) into fixed buffers; a line
+ * longer than the buffer is judged by its start, where both fields are.
+ */
+static long
+mount_top_id_fd(int fd, const char *path, long want, bool *has)
+{
+	char buf[8192];
+	size_t have = 0, start;
+	long top = -ENOENT, id;
+	bool at, skip = false;
+	ssize_t n;
+
+	*has = false;
+	if (lseek(fd, 0, SEEK_SET) < 0)
+		return -errno;
+	for (;;) {
+		n = read(fd, buf + have, sizeof(buf) - have);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		have += (size_t)n;
+		start = 0;
+		for (size_t i = 0; i < have; i++) {
+			if (buf[i] != '\n')
+				continue;
+			if (!skip && (id = mountinfo_line(buf + start, i - start, path, &at)) >= 0 && at) {
+				top = id;
+				*has |= id == want;
+			}
+			skip = false;
+			start = i + 1;
+		}
+		if (start == 0 && have == sizeof(buf)) {	/* a line longer than buf */
+			if (!skip && (id = mountinfo_line(buf, have, path, &at)) >= 0 && at) {
+				top = id;
+				*has |= id == want;
+			}
+			skip = true;
+			start = have;
+		}
+		memmove(buf, buf + start, have - start);
+		have -= start;
+	}
+	return n < 0 ? -EIO : top;
+}
+
+static long
+mount_top_id(const char *path, long want, bool *has)
+{
+	long top;
+	int fd;
+
+	*has = false;
+	fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	top = mount_top_id_fd(fd, path, want, has);
+	close(fd);
+	return top;
+}
+
+/*
  * The unmount helper. Unmounting a tree that root mounted needs
  * CAP_SYS_ADMIN, for as long as the daemon runs (it must also unmount
  * after a crash of the daemon, so the daemon cannot hand it over at the
@@ -435,13 +546,24 @@ helper_say(const char *what, int err)
  * CAP_SYS_PTRACE), and the capability permitted but not effective until
  * the moment it unmounts. Processes of the same user may still kill it
  * (the tree then stays mounted): hence a dedicated user (README.md).
+ * It unmounts only the daemon's own mount, mount_id: not one that another
+ * daemon (or anything else) put at the mount point after this daemon's
+ * tree went away, nor one stacked over it. The kernel gives a freed mount
+ * ID to the next mount, so the ID alone cannot tell: the helper watches the
+ * mount table (POLLPRI on /proc/self/mountinfo) while it waits and, once
+ * the tree is gone (fusermount3 -u, umount -l), has nothing left to
+ * unmount, whatever comes to the mount point afterwards.
  */
 static void __attribute__((noreturn))
-helper_main(int sock, const char *dir, const char *base, const struct priv_user *u)
+helper_main(int sock, const char *mountpoint, const char *dir, const char *base, long mount_id,
+    const struct priv_user *u)
 {
 	struct sigaction ign;
+	struct pollfd pfd[2];
 	char c = 'r';
+	bool gone = false, has;
 	ssize_t n;
+	long top;
 	int rc, cap;
 
 	/*
@@ -501,20 +623,52 @@ helper_main(int sock, const char *dir, const char *base, const struct priv_user 
 		c = 'x';
 	if (write(0, &c, 1) != 1)
 		_exit(1);
+	pfd[0].fd = 0;
+	pfd[0].events = POLLIN;
+	pfd[1].fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+	pfd[1].events = POLLPRI;
+	for (;;) {
+		pfd[0].revents = pfd[1].revents = 0;
+		if (poll(pfd, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if ((pfd[1].revents & (POLLPRI | POLLERR)) &&
+		    ((top = mount_top_id_fd(pfd[1].fd, mountpoint, mount_id, &has)) >= 0 ||
+		    top == -ENOENT) && !has) {
+			gone = true;
+			helper_say("profilefs: unmount helper: the tree was unmounted by someone "
+			    "else: nothing left to unmount", 0);
+			close(pfd[1].fd);
+			pfd[1].fd = -1;
+		}
+		if (pfd[0].revents)
+			break;
+	}
 	do
 		n = read(0, &c, 1);
 	while (n < 0 && errno == EINTR);
-	if (capset_split(PRIV_CAP(CAP_SYS_ADMIN), PRIV_CAP(CAP_SYS_ADMIN)) < 0)
-		helper_say("profilefs: unmount helper: taking up cap_sys_admin", errno);
-	rc = umount2(base, 0);
-	if (rc < 0 && errno == EBUSY)
-		rc = umount2(base, MNT_DETACH);
-	/* EINVAL: no longer mounted (someone ran fusermount3 -u): done as well. */
-	if (rc < 0 && (errno == EINVAL || errno == ENOENT))
+	top = gone ? -ENOENT : mount_top_id(mountpoint, mount_id, &has);
+	if (top != mount_id) {
+		/* Gone already, or someone else's on top. */
+		if (top >= 0)
+			helper_say("profilefs: unmount helper: what is mounted at the mount point "
+			    "now is not this daemon's tree: left alone", 0);
 		rc = 0;
-	else if (rc < 0)
-		helper_say("profilefs: unmount helper: cannot unmount the tree; "
-		    "run umount -l on the mount point", errno);
+	} else {
+		if (capset_split(PRIV_CAP(CAP_SYS_ADMIN), PRIV_CAP(CAP_SYS_ADMIN)) < 0)
+			helper_say("profilefs: unmount helper: taking up cap_sys_admin", errno);
+		rc = umount2(base, 0);
+		if (rc < 0 && errno == EBUSY)
+			rc = umount2(base, MNT_DETACH);
+		/* EINVAL: no longer mounted since the look above: done as well. */
+		if (rc < 0 && (errno == EINVAL || errno == ENOENT))
+			rc = 0;
+		else if (rc < 0)
+			helper_say("profilefs: unmount helper: cannot unmount the tree; "
+			    "run umount -l on the mount point", errno);
+	}
 	c = rc == 0 ? 'd' : 'f';
 	if (n == 1 && write(0, &c, 1) < 0)
 		_exit(1);
@@ -528,6 +682,8 @@ priv_unmount_helper(const char *mountpoint, struct priv_user *u)
 	const char *slash = strrchr(mountpoint, '/');
 	struct pollfd pfd;
 	int sv[2], rc;
+	long mount_id;
+	bool has;
 	char c;
 	pid_t pid;
 
@@ -538,11 +694,18 @@ priv_unmount_helper(const char *mountpoint, struct priv_user *u)
 	parent[slash - mountpoint] = '\0';
 	if (parent[0] == '\0')
 		strcpy(parent, "/");
+	/* Called once mounted: the tree is on top at mountpoint. */
+	mount_id = mount_top_id(mountpoint, -1, &has);
+	if (mount_id < 0) {
+		log_warnx("%s: not found in /proc/self/mountinfo (%s)", mountpoint,
+		    strerror((int)-mount_id));
+		return (int)mount_id;
+	}
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
 		return -errno;
 	pid = fork();
 	if (pid == 0)
-		helper_main(sv[1], parent, slash + 1, u);
+		helper_main(sv[1], mountpoint, parent, slash + 1, mount_id, u);
 	if (pid < 0) {
 		rc = -errno;
 		goto fail;

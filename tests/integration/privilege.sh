@@ -12,7 +12,7 @@
 set -u
 . "$(dirname "$0")/../lib.sh"
 
-NAMES="private-ls private-cat private-cp private-modes allow-other-read allow-other-no-ingest allow-other-modes group-member-reads group-nonmember group-no-write group-write-member group-write-nonmember group-write-stored group-modes user-uid user-nobody-warned user-caps user-threads user-helper user-data-owner user-store-works user-nonroot-refused user-ebpf-uid user-ebpf-caps user-ebpf-samples user-ebpf-deleted user-stop-unmounts user-stop-exit user-root-data-handed-over user-crash-unmounts http-public-refused http-insecure http-token-file http-token-not-in-ps nonroot-daemon nonroot-daemon-stops"
+NAMES="private-ls private-cat private-cp private-modes allow-other-read allow-other-no-ingest allow-other-modes group-member-reads group-nonmember group-no-write group-write-member group-write-nonmember group-write-stored group-modes user-uid user-nobody-warned user-caps user-threads user-helper user-data-owner user-store-works user-nonroot-refused user-ebpf-uid user-ebpf-caps user-ebpf-samples user-ebpf-deleted user-stop-unmounts user-stop-exit user-root-data-handed-over user-crash-unmounts user-helper-own-mount http-public-refused http-insecure http-token-file http-token-not-in-ps nonroot-daemon nonroot-daemon-stops"
 skip_all() { for n in $NAMES; do echo "ok - $n # SKIP $1"; done; exit 0; }
 [ "$(id -u)" -eq 0 ] || skip_all "needs root (it mounts as root and tries other users)"
 command -v setpriv >/dev/null || skip_all "setpriv missing (util-linux)"
@@ -99,7 +99,7 @@ if ldd "$BIN" 2>/dev/null | grep -q libtsan; then
     || fail "user-tsan-refuses" "rc=$rc $(echo "$out" | tail -3)"
   umount -l "$M" 2>/dev/null
   for n in user-uid user-nobody-warned user-caps user-threads user-helper user-store-works user-data-owner user-stop-exit \
-    user-stop-unmounts user-root-data-handed-over user-crash-unmounts user-ebpf-uid user-ebpf-caps \
+    user-stop-unmounts user-root-data-handed-over user-crash-unmounts user-helper-own-mount user-ebpf-uid user-ebpf-caps \
     user-ebpf-samples user-ebpf-deleted; do
     echo "ok - $n # SKIP ThreadSanitizer build (its thread keeps root)"
   done
@@ -146,6 +146,29 @@ if pf_start --user nobody; then
   umount -l "$M" 2>/dev/null
 else
   fail "user-crash-unmounts" "daemon did not start"
+fi
+
+# The helper unmounts its own daemon's tree only: once that tree was
+# unmounted by someone else, not what is mounted at the same place after it
+# (the kernel gives the freed mount ID to the next mount), even when its
+# daemon ends only later.
+if pf_start --user nobody; then
+  helper="$(pgrep -P "$PF_PID" | head -1)"
+  kill -STOP "$PF_PID"
+  umount -l "$M"
+  for i in $(seq 1 $((100 * ${PROFILEFS_SLOW:-1}))); do
+    grep -q "unmounted by someone else" "$TMP/daemon.log" && break; sleep 0.1
+  done
+  mount -t tmpfs pfs-helper-test "$M"
+  kill -9 "$PF_PID"; wait "$PF_PID" 2>/dev/null; PF_PID=
+  for i in $(seq 1 $((100 * ${PROFILEFS_SLOW:-1}))); do kill -0 "$helper" 2>/dev/null || break; sleep 0.1; done
+  if kill -0 "$helper" 2>/dev/null; then fail "user-helper-own-mount" "the helper did not end"
+  elif ! grep -q " $M tmpfs" /proc/self/mounts; then fail "user-helper-own-mount" "the helper unmounted a tmpfs mounted after its tree"
+  elif ! grep -q "unmounted by someone else: nothing left to unmount" "$TMP/daemon.log"; then fail "user-helper-own-mount" "no word of it in the log"
+  else ok "user-helper-own-mount"; fi
+  umount "$M" 2>/dev/null
+else
+  fail "user-helper-own-mount" "daemon did not start"
 fi
 
 # --- --user with --ebpf: the sampler's capabilities only, and it still works --
