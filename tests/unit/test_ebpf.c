@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <endian.h>
 #include <errno.h>
 
 #include <bpf/bpf.h>
@@ -35,6 +36,7 @@
 #include "pprof.h"
 #include "store.h"
 #include "symbolize.h"
+#include "unwind.h"
 
 static char tmpdir[64];
 
@@ -884,10 +886,96 @@ test_cgroup(void **state)
 	}
 }
 
+static struct unw_map_key
+ukey(unsigned prefix, uint64_t addr)
+{
+	struct unw_map_key k = { .prefixlen = 32 + prefix, .pid_be = htobe32(42),
+	    .addr_be = htobe64(addr) };
+
+	return k;
+}
+
+static struct unw_map_val
+uval(uint64_t bias, uint32_t first, uint32_t nrows)
+{
+	struct unw_map_val v;
+
+	memset(&v, 0, sizeof(v));
+	v.bias = bias;
+	v.first = first;
+	v.nrows = nrows;
+	v.gen = 7;
+	return v;
+}
+
+/*
+ * A process loaded again (its maps changed, a table it waited for came):
+ * only the entries that went are deleted, only those new or changed are
+ * written; given in any order.
+ */
+static void
+test_unwind_diff(void **state)
+{
+	struct unw_map_key ok[3] = { ukey(52, 0x400000), ukey(52, 0x401000), ukey(48, 0x7f0000) };
+	struct unw_map_val ov[3] = { uval(0, 0, 10), uval(0, 0, 10), uval(0x7f0000, 10, 5) };
+	/* 0x401000 stays, 0x7f0000's table moved, 0x500000 is new, 0x400000 went. */
+	struct unw_map_key nk[3] = { ukey(48, 0x7f0000), ukey(52, 0x500000), ukey(52, 0x401000) };
+	struct unw_map_val nv[3] = { uval(0x7f0000, 20, 5), uval(0, 30, 2), uval(0, 0, 10) };
+	struct unw_map_key *del, *put;
+	struct unw_map_val *putv;
+	size_t ndel, nput, i;
+
+	(void)state;
+	assert_int_equal(unwind_diff(ok, ov, 3, nk, nv, 3, &del, &ndel, &put, &putv, &nput), 0);
+	assert_int_equal(ndel, 1);
+	assert_memory_equal(&del[0], &ok[0], sizeof(ok[0]));
+	assert_int_equal(nput, 2);
+	for (i = 0; i < nput; i++) {
+		if (memcmp(&put[i], &nk[0], sizeof(nk[0])) == 0)
+			assert_int_equal(putv[i].first, 20);
+		else {
+			assert_memory_equal(&put[i], &nk[1], sizeof(nk[1]));
+			assert_int_equal(putv[i].first, 30);
+		}
+	}
+	free(del);
+	free(put);
+	free(putv);
+	/* The same key with another prefix length is another entry. */
+	nk[2] = ukey(51, 0x401000);
+	assert_int_equal(unwind_diff(ok, ov, 3, nk, nv, 3, &del, &ndel, &put, &putv, &nput), 0);
+	assert_int_equal(ndel, 2);
+	assert_int_equal(nput, 3);
+	free(del);
+	free(put);
+	free(putv);
+	/* Nothing changed: nothing to do; nothing before: all written; nothing now: all go. */
+	assert_int_equal(unwind_diff(ok, ov, 3, ok, ov, 3, &del, &ndel, &put, &putv, &nput), 0);
+	assert_int_equal(ndel + nput, 0);
+	free(del);
+	free(put);
+	free(putv);
+	assert_int_equal(unwind_diff(NULL, NULL, 0, nk, nv, 3, &del, &ndel, &put, &putv, &nput),
+	    0);
+	assert_int_equal(ndel, 0);
+	assert_int_equal(nput, 3);
+	free(del);
+	free(put);
+	free(putv);
+	assert_int_equal(unwind_diff(ok, ov, 3, NULL, NULL, 0, &del, &ndel, &put, &putv, &nput),
+	    0);
+	assert_int_equal(ndel, 3);
+	assert_int_equal(nput, 0);
+	free(del);
+	free(put);
+	free(putv);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_unwind_diff),
 		cmocka_unit_test(test_perfmap),
 		cmocka_unit_test(test_perfmap_hostile),
 		cmocka_unit_test(test_elf_self),
