@@ -71,6 +71,7 @@ struct cpuprof {
 	struct cpuprof_svc **svcs;
 	size_t		 nsvcs, cap;
 	uint64_t	 gen;		/* the period's number, bumped at every reset */
+	int		 slot;		/* of struct proc's cp_svc: 0 CPU, 1 off-CPU */
 };
 
 /* Go's CPU profiles: what the sampler's must merge with. */
@@ -87,11 +88,13 @@ static const char *const offcpu_units[] = { "count", "nanoseconds" };
 static atomic_uint_fast64_t next_gen = 1;
 
 static struct cpuprof *
-create(const char *type, const char *const *types, const char *const *units, int64_t period)
+create(const char *type, const char *const *types, const char *const *units, int64_t period,
+    int slot)
 {
 	struct cpuprof *c = xcalloc(1, sizeof(*c));
 
 	c->type = type;
+	c->slot = slot;
 	c->types = types;
 	c->units = units;
 	c->period = period;
@@ -106,13 +109,13 @@ create(const char *type, const char *const *types, const char *const *units, int
 struct cpuprof *
 cpuprof_create(int hz)
 {
-	return create("cpu", sample_types, sample_units, 1000000000LL / (hz > 0 ? hz : 1));
+	return create("cpu", sample_types, sample_units, 1000000000LL / (hz > 0 ? hz : 1), 0);
 }
 
 struct cpuprof *
 cpuprof_create_offcpu(unsigned sample_n)
 {
-	return create("offcpu", offcpu_types, offcpu_units, sample_n > 0 ? sample_n : 1);
+	return create("offcpu", offcpu_types, offcpu_units, sample_n > 0 ? sample_n : 1, 1);
 }
 
 static void
@@ -240,11 +243,11 @@ cpuprof_service(struct cpuprof *c, struct proc *p)
 {
 	struct cpuprof_svc *s;
 
-	if (p->cp_gen == c->gen && p->cp_svc != NULL)
-		return p->cp_svc;
+	if (p->cp_gen[c->slot] == c->gen && p->cp_svc[c->slot] != NULL)
+		return p->cp_svc[c->slot];
 	if ((s = service(c, p, p->labels_text)) != NULL) {
-		p->cp_svc = s;
-		p->cp_gen = c->gen;
+		p->cp_svc[c->slot] = s;
+		p->cp_gen[c->slot] = c->gen;
 	}
 	return s;
 }
