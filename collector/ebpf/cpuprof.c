@@ -11,7 +11,9 @@
  * per service take a frame to its location, a new location's mapping and
  * function to theirs, without interning their strings again. A hit needs
  * the fields equal and the strings equal by content (the caller's strings
- * may be freed and their memory reused).
+ * may be freed and their memory reused). Locations are cached by address
+ * within their mapping, as the merge knows them: a new process of a program
+ * (its libraries elsewhere) finds the frames its predecessors named.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -26,8 +28,8 @@
 #define LCACHE_SLOTS	1024	/* locations; a power of two, as are the two below */
 
 struct lcache_ent {
-	const char	*func, *file, *build_id, *srcfile;	/* the caller's pointers */
-	uint64_t	 start, limit, offset, addr;
+	const char	*func, *srcfile;	/* the caller's pointers */
+	uint64_t	 rel, size, offset;	/* address - start, limit - start (no file: addr, 0) */
 	int64_t		 line;
 	int64_t		 s_func, s_file, s_build_id, s_srcfile;	/* merge strings, -1: none */
 	int64_t		 loc;		/* -1: empty slot */
@@ -386,12 +388,12 @@ location(struct cpuprof_svc *s, const struct frame *f, struct lcache_ent *ce)
 }
 
 static uint32_t
-lcache_slot(const struct frame *f)
+lcache_slot(const struct frame *f, uint64_t rel)
 {
-	uint64_t h = f->addr * 0x9e3779b97f4a7c15ULL;
+	uint64_t h = rel * 0x9e3779b97f4a7c15ULL;
 
 	h ^= (uint64_t)(uintptr_t)f->func * 0xc2b2ae3d27d4eb4fULL;
-	h ^= f->start * 0x165667b19e3779f9ULL;
+	h ^= f->offset * 0x165667b19e3779f9ULL;
 	return (uint32_t)(h >> 40) & (LCACHE_SLOTS - 1);
 }
 
@@ -399,6 +401,8 @@ int64_t
 cpuprof_location(struct cpuprof_svc *s, const struct frame *f)
 {
 	struct lcache_ent *ce, scratch;
+	uint64_t rel = f->file ? f->addr - f->start : f->addr;
+	uint64_t size = f->file ? f->limit - f->start : 0;
 	size_t i;
 	int64_t k;
 
@@ -418,11 +422,15 @@ cpuprof_location(struct cpuprof_svc *s, const struct frame *f)
 		for (i = 0; i < MCACHE_SLOTS; i++)
 			s->mcache[i].k = -1;
 	}
-	ce = s->lcache ? &s->lcache[lcache_slot(f)] : &scratch;
-	if (ce != &scratch && ce->loc >= 0 && ce->addr == f->addr && ce->func == f->func &&
-	    ce->file == f->file && ce->build_id == f->build_id &&
-	    ce->srcfile == f->srcfile && ce->line == f->line && ce->start == f->start &&
-	    ce->limit == f->limit && ce->offset == f->offset &&
+	/*
+	 * The merge's identity of a location: its mapping's (size, offset,
+	 * file and build id: compared by content, a process's own copy of the
+	 * path is another pointer), the address within it, its line.
+	 */
+	ce = s->lcache ? &s->lcache[lcache_slot(f, rel)] : &scratch;
+	if (ce != &scratch && ce->loc >= 0 && ce->rel == rel && ce->func == f->func &&
+	    ce->srcfile == f->srcfile && ce->line == f->line && ce->size == size &&
+	    ce->offset == f->offset &&
 	    lcache_same(s, ce->s_func, f->func) && lcache_same(s, ce->s_file, f->file) &&
 	    (f->file == NULL || lcache_same(s, ce->s_build_id,
 	    f->build_id ? f->build_id : "")) &&
@@ -433,13 +441,10 @@ cpuprof_location(struct cpuprof_svc *s, const struct frame *f)
 	if ((k = location(s, f, ce)) < 0)
 		return k;
 	ce->func = f->func;
-	ce->file = f->file;
-	ce->build_id = f->build_id;
 	ce->srcfile = f->srcfile;
-	ce->start = f->start;
-	ce->limit = f->limit;
+	ce->rel = rel;
+	ce->size = size;
 	ce->offset = f->offset;
-	ce->addr = f->addr;
 	ce->line = f->line;
 	ce->loc = k;
 	return k;

@@ -402,6 +402,61 @@ test_cpuprof_roundtrip(void **state)
 }
 
 /*
+ * The location cache goes by address within the mapping: another process of
+ * the same program (mapped elsewhere, its own copy of the path) gets the
+ * same location; another offset, file or mapping size, or a path whose
+ * memory now holds another name, does not.
+ */
+static void
+test_cpuprof_location_cache(void **state)
+{
+	char path_a[32] = "/usr/bin/app", path_b[32] = "/usr/bin/app", path_c[32] = "/usr/bin/other";
+	struct cpuprof *c = cpuprof_create(99);
+	struct cpuprof_svc *svc;
+	struct frame a, b;
+	struct proc pr;
+	int64_t la, lb, k;
+
+	(void)state;
+	memset(&pr, 0, sizeof(pr));
+	snprintf(pr.service, sizeof(pr.service), "app");
+	pr.labels_text = (char *)"host=h1";
+	assert_non_null(c);
+	assert_non_null(svc = cpuprof_service(c, &pr));
+	memset(&a, 0, sizeof(a));
+	a.func = "work";
+	a.file = path_a;
+	a.build_id = "";	/* (with one, the merge tells mappings apart by it, not by path) */
+	a.start = 0x400000;
+	a.limit = 0x500000;
+	a.addr = 0x401234;
+	assert_true((la = cpuprof_location(svc, &a)) >= 0);
+	b = a;
+	b.file = path_b;
+	b.start = 0x7f1200000000ULL;
+	b.limit = b.start + 0x100000;
+	b.addr = b.start + 0x1234;
+	assert_true((lb = cpuprof_location(svc, &b)) == la);
+	b.offset = 0x1000;
+	assert_true((k = cpuprof_location(svc, &b)) >= 0 && k != la);
+	b.offset = 0;
+	b.limit += 0x100000;
+	assert_true((k = cpuprof_location(svc, &b)) >= 0 && k != la);
+	b.limit -= 0x100000;
+	b.file = path_c;
+	assert_true((k = cpuprof_location(svc, &b)) >= 0 && k != la);
+	b.file = path_b;
+	b.addr += 16;
+	assert_true((k = cpuprof_location(svc, &b)) >= 0 && k != la);
+	/* The first process's path freed and its memory reused for another name. */
+	snprintf(path_a, sizeof(path_a), "/usr/bin/zzz");
+	assert_true((k = cpuprof_location(svc, &a)) >= 0 && k != la);
+	snprintf(path_a, sizeof(path_a), "/usr/bin/app");
+	assert_true(cpuprof_location(svc, &a) == la);
+	cpuprof_destroy(c);
+}
+
+/*
  * Off-CPU waits aggregate beside CPU samples: one process feeds both in
  * turn (its cached aggregate must not cross over), the offcpu profile has
  * its own type, sample types and the waits as values, and the store
@@ -982,6 +1037,7 @@ main(void)
 		cmocka_unit_test(test_plt_entry),
 		cmocka_unit_test(test_minidebuginfo),
 		cmocka_unit_test(test_cpuprof_roundtrip),
+		cmocka_unit_test(test_cpuprof_location_cache),
 		cmocka_unit_test(test_cpuprof_offcpu),
 		cmocka_unit_test(test_offcpu_drain),
 		cmocka_unit_test(test_cgroup),
