@@ -473,7 +473,7 @@ cc -O2 -pthread -o "$W/contend" "$W/contend.c" || exit 1
 pct_ns() { awk -v a="$1" -v b="$2" -v s="$3" 'BEGIN {printf "%.2f", (b - a) / 1e9 / s * 100}'; }
 
 offcpu_cost() {
-  local hz mode r a b ba bb c spinners old cs0 cs1 run0 run1 waits s0
+  local hz mode r a b ba bb c spinners old cs0 cs1 run0 run1 waits s0 bs0 t0 bt0 ta
   echo "== off-CPU: daemon cost over ${OC_SECS}s (from ${OC_SETTLE}s after its start) with every" \
     "CPU busy (python3, gzip, xz, sqlite3) and a lock-contended program, $DAEMON_RUNS runs per" \
     "setting (each a fresh daemon)"
@@ -485,12 +485,14 @@ offcpu_cost() {
       for r in $(seq 1 "$DAEMON_RUNS"); do
         HTTP_PORT=$((20000 + RANDOM % 20000))
         # The base daemon first: ours is the sched_switch program loaded last.
+        bs0=0; bt0=0
         if [ -n "$BASE_BIN" ]; then
           case $mode in
           on) start_base --ebpf="$hz" --ebpf-offcpu --ebpf-period 10 ;;
           sample10) start_base --ebpf="$hz" --ebpf-offcpu --ebpf-offcpu-sample 10 --ebpf-period 10 ;;
           *) start_base --ebpf="$hz" --ebpf-period 10 ;;
           esac
+          bs0=$(cpu_ns "$BPID"); bt0=$(date +%s%N)
         fi
         if [ "$mode" = on ]; then
           start_daemon --ebpf="$hz" --ebpf-offcpu --ebpf-period 10 --http "127.0.0.1:$HTTP_PORT"
@@ -500,7 +502,7 @@ offcpu_cost() {
         else
           start_daemon --ebpf="$hz" --ebpf-period 10 --http "127.0.0.1:$HTTP_PORT"
         fi
-        s0=$(cpu_ns "$PID")
+        s0=$(cpu_ns "$PID"); t0=$(date +%s%N)
         spinners=()
         for c in $(seq 1 "$(nproc)"); do
           debian_load $((OC_SECS + OC_SETTLE + 2)) >/dev/null 2>&1 &
@@ -512,7 +514,7 @@ offcpu_cost() {
         cs0=$(awk '/^ctxt/ {print $2}' /proc/stat)
         # (Other daemons' programs of the same name would mix in: ours is the one loaded last.)
         run0=$(bpftool prog show name on_switch 2>/dev/null | grep -o 'run_time_ns [0-9]*' | tail -1 | awk '{print $2}')
-        a=$(cpu_ns "$PID"); ba=$([ -n "$BPID" ] && cpu_ns "$BPID" || echo 0)
+        a=$(cpu_ns "$PID"); ba=$([ -n "$BPID" ] && cpu_ns "$BPID" || echo 0); ta=$(date +%s%N)
         sleep "$OC_SECS"
         b=$(cpu_ns "$PID"); bb=$([ -n "$BPID" ] && cpu_ns "$BPID" || echo 0)
         cs1=$(awk '/^ctxt/ {print $2}' /proc/stat)
@@ -526,19 +528,23 @@ offcpu_cost() {
         stop_daemon
         stop_base
         # Fields: cpu rss switches/s waits program% base-cpu base-rss start-up-cpu ratio
+        # base-start-up-cpu
         echo "$(pct_ns "$a" "$b" "$OC_SECS") $((HWM / 1024)) $(( (cs1 - cs0) / OC_SECS )) ${waits:-0}" \
           "$(awk -v a="${run0:-0}" -v b="${run1:-0}" -v s="$OC_SECS" 'BEGIN {printf "%.3f", (b - a) / s / 1e9 * 100}')" \
-          "$(pct_ns "$ba" "$bb" "$OC_SECS") $((BHWM / 1024)) $(pct_ns "$s0" "$a" "$OC_SETTLE")" \
+          "$(pct_ns "$ba" "$bb" "$OC_SECS") $((BHWM / 1024))" \
+          "$(pct_ns "$s0" "$a" "$(awk -v a="$t0" -v b="$ta" 'BEGIN {print (b - a) / 1e9}')")" \
           "$(awk -v a="$a" -v b="$b" -v ba="$ba" -v bb="$bb" 'BEGIN {printf "%.3f", (bb > ba ? (b - a) / (bb - ba) : 0)}')" \
+          "$(pct_ns "$bs0" "$ba" "$(awk -v a="$bt0" -v b="$ta" 'BEGIN {print (b - a) / 1e9}')")" \
           >>"$W/oc_cost"
-        tail -1 "$W/oc_cost" | awk -v r="$r" -v hz="$hz" -v m="$mode" -v base="$BASE_BIN" '{printf "  %d Hz, off-CPU %-8s run %d: daemon cpu %.2f%% of one core (%.2f%% in its first seconds), peak rss %d MiB; %d context switches/s on the host; %d waits stored; sched_switch program %.3f%% of a CPU%s\n", hz, m, r, $1, $8, $2, $3, $4, $5, base != "" ? sprintf("; beside it, the base daemon %.2f%%, %d MiB: ratio %.2f", $6, $7, $9) : ""}'
+        tail -1 "$W/oc_cost" | awk -v r="$r" -v hz="$hz" -v m="$mode" -v base="$BASE_BIN" '{printf "  %d Hz, off-CPU %-8s run %d: daemon cpu %.2f%% of one core (start-up %.2f%%), peak rss %d MiB; %d context switches/s on the host; %d waits stored; sched_switch program %.3f%% of a CPU%s\n", hz, m, r, $1, $8, $2, $3, $4, $5, base != "" ? sprintf("; beside it, the base daemon %.2f%% (%.2f%%), %d MiB: ratio %.2f", $6, $10, $7, $9) : ""}'
       done
-      printf "%d Hz, off-CPU %-8s (median of %d): daemon cpu %.2f%% of one core (%.2f%% in its first %d s), peak rss %.0f MiB, sched_switch program %.3f%% of a CPU\n" \
+      printf "%d Hz, off-CPU %-8s (median of %d): daemon cpu %.2f%% of one core (start-up, its first %d s: %.2f%%), peak rss %.0f MiB, sched_switch program %.3f%% of a CPU\n" \
         "$hz" "$mode" "$DAEMON_RUNS" "$(awk '{print $1}' "$W/oc_cost" | median)" \
-        "$(awk '{print $8}' "$W/oc_cost" | median)" "$OC_SETTLE" \
+        "$OC_SETTLE" "$(awk '{print $8}' "$W/oc_cost" | median)" \
         "$(awk '{print $2}' "$W/oc_cost" | median)" "$(awk '{print $5}' "$W/oc_cost" | median)"
-      [ -n "$BASE_BIN" ] && printf "%d Hz, off-CPU %-8s BASE_BIN daemon (median of %d, same seconds): cpu %.2f%% of one core, peak rss %.0f MiB; ours / base per run: median %.2f (%s)\n" \
+      [ -n "$BASE_BIN" ] && printf "%d Hz, off-CPU %-8s BASE_BIN daemon (median of %d, same seconds): cpu %.2f%% of one core (start-up %.2f%%), peak rss %.0f MiB; ours / base per run: median %.2f (%s)\n" \
         "$hz" "$mode" "$DAEMON_RUNS" "$(awk '{print $6}' "$W/oc_cost" | median)" \
+        "$(awk '{print $10}' "$W/oc_cost" | median)" \
         "$(awk '{print $7}' "$W/oc_cost" | median)" "$(awk '{print $9}' "$W/oc_cost" | median)" \
         "$(awk '{printf "%s%.2f", (NR > 1 ? " " : ""), $9}' "$W/oc_cost")"
     done
