@@ -907,7 +907,6 @@ unwind_proc(struct unwinder *u, struct proc *p)
 			free(o.keys);
 			free(o.vals);
 			free(o.tabs);
-			written = q->nkeys;
 			goto installed;
 		}
 		/* Replaced whole: the old entries go, the new ones get a new generation. */
