@@ -42,10 +42,18 @@
 #      sleeps: thousands of context switches a second) runs beside them;
 #      a fresh daemon per run, DAEMON_RUNS runs per setting, medians; the
 #      waits recorded and the sched_switch program's run time (percent of a
-#      CPU, paid by the tasks switching, not by the daemon). Targets at 99 Hz
-#      with off-CPU on: <= 1% of a core, RSS <= 150 MB. With BASE_BIN, that
-#      binary's daemon runs beside ours with the same flags over the same
-#      seconds (its sched_switch program not counted): both side by side.
+#      CPU, paid by the tasks switching, not by the daemon). The CPU is
+#      measured over OC_SECS seconds (default 15) once the daemon has run
+#      OC_SETTLE seconds (default 10: a fresh daemon builds the unwind table
+#      of every binary it meets and reads every process's maps first; its
+#      CPU in those seconds is shown apart), from the threads' own run time
+#      (/proc/PID/task/*/schedstat, nanoseconds: a clock tick is 0.1% of a
+#      core over 10 s). Targets at 99 Hz with off-CPU on: <= 1% of a core,
+#      RSS <= 150 MB. With BASE_BIN, that binary's daemon runs beside ours
+#      with the same flags over the same seconds (its sched_switch program
+#      not counted): both side by side, and the ratio of the two in each run
+#      with its median (the host's own load, which moves both alike, mostly
+#      cancels out of it).
 #   7. Go labels: a Go program running under two pprof label sets, without
 #      and with the daemon (its slowdown), and the BPF program's time per
 #      sample while every CPU runs it.
@@ -59,7 +67,9 @@
 # ONLY=runtimes runs part 5 alone, ONLY=daemon part 2 alone, ONLY=offcpu part 6 alone,
 # ONLY=golabels the Go labels part (after 6) alone, ONLY=ruby part 5's Ruby half,
 # ONLY=node the Node.js part (8) alone. OC_HZ="99" and OC_MODES="on off" narrow
-# part 6 to those rates and off-CPU settings (default: 19 99, off on sample10).
+# part 6 to those rates and off-CPU settings (default: 19 99, off on sample10);
+# OC_SECS and OC_SETTLE set its window (about 5 minutes for the two settings
+# at 99 Hz with DAEMON_RUNS=5).
 set -u
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BIN="${PROFILEFS_BIN:-$ROOT/bin/profilefs}"
@@ -73,6 +83,8 @@ ITERS="${WORK_ITERS:-1000000000}"
 OC_HZ="${OC_HZ:-19 99}"
 OC_MODES="${OC_MODES:-off on sample10}"
 SETTLE="${SETTLE:-3}"	# seconds after the mount: the first samples read every process's ELF files
+OC_SECS="${OC_SECS:-15}"
+OC_SETTLE="${OC_SETTLE:-10}"	# part 6: its window starts after the daemon's start-up
 
 [ "$(id -u)" -eq 0 ] || { echo "bench-ebpf: needs root" >&2; exit 1; }
 [ -r /sys/kernel/btf/vmlinux ] || { echo "bench-ebpf: kernel has no BTF" >&2; exit 1; }
@@ -130,6 +142,8 @@ stop_base() {
 }
 median() { sort -g | awk '{a[NR] = $1} END { if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# The run time of PID's threads in ns (no tick granularity); its threads live as long as it.
+cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{n += $1} END {printf "%.0f\n", n}'; }
 
 # --- the workload ---------------------------------------------------------
 cat >"$W/work.c" <<'EOF'
@@ -456,11 +470,13 @@ int main(int argc, char **argv)
 EOF
 cc -O2 -pthread -o "$W/contend" "$W/contend.c" || exit 1
 
+pct_ns() { awk -v a="$1" -v b="$2" -v s="$3" 'BEGIN {printf "%.2f", (b - a) / 1e9 / s * 100}'; }
+
 offcpu_cost() {
-  local hz mode r a b ba bb c spinners old cs0 cs1 run0 run1 waits
-  echo "== off-CPU: daemon cost over ${SECS}s with every CPU busy (python3, gzip, xz, sqlite3)" \
-    "and a lock-contended program, $DAEMON_RUNS runs per setting (each a fresh daemon)"
-  HZ_TCK=$(getconf CLK_TCK)
+  local hz mode r a b ba bb c spinners old cs0 cs1 run0 run1 waits s0 bs0 t0 bt0 ta
+  echo "== off-CPU: daemon cost over ${OC_SECS}s (from ${OC_SETTLE}s after its start) with every" \
+    "CPU busy (python3, gzip, xz, sqlite3) and a lock-contended program, $DAEMON_RUNS runs per" \
+    "setting (each a fresh daemon)"
   old=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null)
   [ -n "$old" ] && sysctl -qw kernel.bpf_stats_enabled=1
   for hz in $OC_HZ; do
@@ -469,12 +485,14 @@ offcpu_cost() {
       for r in $(seq 1 "$DAEMON_RUNS"); do
         HTTP_PORT=$((20000 + RANDOM % 20000))
         # The base daemon first: ours is the sched_switch program loaded last.
+        bs0=0; bt0=0
         if [ -n "$BASE_BIN" ]; then
           case $mode in
           on) start_base --ebpf="$hz" --ebpf-offcpu --ebpf-period 10 ;;
           sample10) start_base --ebpf="$hz" --ebpf-offcpu --ebpf-offcpu-sample 10 --ebpf-period 10 ;;
           *) start_base --ebpf="$hz" --ebpf-period 10 ;;
           esac
+          bs0=$(cpu_ns "$BPID"); bt0=$(date +%s%N)
         fi
         if [ "$mode" = on ]; then
           start_daemon --ebpf="$hz" --ebpf-offcpu --ebpf-period 10 --http "127.0.0.1:$HTTP_PORT"
@@ -484,20 +502,21 @@ offcpu_cost() {
         else
           start_daemon --ebpf="$hz" --ebpf-period 10 --http "127.0.0.1:$HTTP_PORT"
         fi
+        s0=$(cpu_ns "$PID"); t0=$(date +%s%N)
         spinners=()
         for c in $(seq 1 "$(nproc)"); do
-          debian_load $((SECS + SETTLE + 2)) >/dev/null 2>&1 &
+          debian_load $((OC_SECS + OC_SETTLE + 2)) >/dev/null 2>&1 &
           spinners+=($!)
         done
-        "$W/contend" $((SECS + SETTLE + 2)) &
+        "$W/contend" $((OC_SECS + OC_SETTLE + 2)) &
         spinners+=($!)
-        sleep "$SETTLE"
+        sleep "$OC_SETTLE"
         cs0=$(awk '/^ctxt/ {print $2}' /proc/stat)
         # (Other daemons' programs of the same name would mix in: ours is the one loaded last.)
         run0=$(bpftool prog show name on_switch 2>/dev/null | grep -o 'run_time_ns [0-9]*' | tail -1 | awk '{print $2}')
-        a=$(cpu_ticks "$PID"); ba=$([ -n "$BPID" ] && cpu_ticks "$BPID" || echo 0)
-        sleep "$SECS"
-        b=$(cpu_ticks "$PID"); bb=$([ -n "$BPID" ] && cpu_ticks "$BPID" || echo 0)
+        a=$(cpu_ns "$PID"); ba=$([ -n "$BPID" ] && cpu_ns "$BPID" || echo 0); ta=$(date +%s%N)
+        sleep "$OC_SECS"
+        b=$(cpu_ns "$PID"); bb=$([ -n "$BPID" ] && cpu_ns "$BPID" || echo 0)
         cs1=$(awk '/^ctxt/ {print $2}' /proc/stat)
         run1=$(bpftool prog show name on_switch 2>/dev/null | grep -o 'run_time_ns [0-9]*' | tail -1 | awk '{print $2}')
         wait "${spinners[@]}" 2>/dev/null
@@ -508,17 +527,26 @@ offcpu_cost() {
         [ -n "$BPID" ] && BHWM=$(awk '/^VmHWM/ {print $2}' "/proc/$BPID/status")
         stop_daemon
         stop_base
-        echo "$(pct "$a" "$b") $((HWM / 1024)) $(( (cs1 - cs0) / SECS )) ${waits:-0}" \
-          "$(awk -v a="${run0:-0}" -v b="${run1:-0}" -v s="$SECS" 'BEGIN {printf "%.3f", (b - a) / s / 1e9 * 100}')" \
-          "$(pct "$ba" "$bb") $((BHWM / 1024))" >>"$W/oc_cost"
-        tail -1 "$W/oc_cost" | awk -v r="$r" -v hz="$hz" -v m="$mode" -v base="$BASE_BIN" '{printf "  %d Hz, off-CPU %-8s run %d: daemon cpu %.2f%% of one core, peak rss %d MiB; %d context switches/s on the host; %d waits stored; sched_switch program %.3f%% of a CPU%s\n", hz, m, r, $1, $2, $3, $4, $5, base != "" ? sprintf("; beside it, the base daemon %.2f%%, %d MiB", $6, $7) : ""}'
+        # Fields: cpu rss switches/s waits program% base-cpu base-rss start-up-cpu ratio
+        # base-start-up-cpu
+        echo "$(pct_ns "$a" "$b" "$OC_SECS") $((HWM / 1024)) $(( (cs1 - cs0) / OC_SECS )) ${waits:-0}" \
+          "$(awk -v a="${run0:-0}" -v b="${run1:-0}" -v s="$OC_SECS" 'BEGIN {printf "%.3f", (b - a) / s / 1e9 * 100}')" \
+          "$(pct_ns "$ba" "$bb" "$OC_SECS") $((BHWM / 1024))" \
+          "$(pct_ns "$s0" "$a" "$(awk -v a="$t0" -v b="$ta" 'BEGIN {print (b - a) / 1e9}')")" \
+          "$(awk -v a="$a" -v b="$b" -v ba="$ba" -v bb="$bb" 'BEGIN {printf "%.3f", (bb > ba ? (b - a) / (bb - ba) : 0)}')" \
+          "$(pct_ns "$bs0" "$ba" "$(awk -v a="$bt0" -v b="$ta" 'BEGIN {print (b - a) / 1e9}')")" \
+          >>"$W/oc_cost"
+        tail -1 "$W/oc_cost" | awk -v r="$r" -v hz="$hz" -v m="$mode" -v base="$BASE_BIN" '{printf "  %d Hz, off-CPU %-8s run %d: daemon cpu %.2f%% of one core (start-up %.2f%%), peak rss %d MiB; %d context switches/s on the host; %d waits stored; sched_switch program %.3f%% of a CPU%s\n", hz, m, r, $1, $8, $2, $3, $4, $5, base != "" ? sprintf("; beside it, the base daemon %.2f%% (%.2f%%), %d MiB: ratio %.2f", $6, $10, $7, $9) : ""}'
       done
-      printf "%d Hz, off-CPU %-8s (median of %d): daemon cpu %.2f%% of one core, peak rss %d MiB, sched_switch program %.3f%% of a CPU\n" \
+      printf "%d Hz, off-CPU %-8s (median of %d): daemon cpu %.2f%% of one core (start-up, its first %d s: %.2f%%), peak rss %.0f MiB, sched_switch program %.3f%% of a CPU\n" \
         "$hz" "$mode" "$DAEMON_RUNS" "$(awk '{print $1}' "$W/oc_cost" | median)" \
+        "$OC_SETTLE" "$(awk '{print $8}' "$W/oc_cost" | median)" \
         "$(awk '{print $2}' "$W/oc_cost" | median)" "$(awk '{print $5}' "$W/oc_cost" | median)"
-      [ -n "$BASE_BIN" ] && printf "%d Hz, off-CPU %-8s BASE_BIN daemon (median of %d, same seconds): cpu %.2f%% of one core, peak rss %d MiB\n" \
+      [ -n "$BASE_BIN" ] && printf "%d Hz, off-CPU %-8s BASE_BIN daemon (median of %d, same seconds): cpu %.2f%% of one core (start-up %.2f%%), peak rss %.0f MiB; ours / base per run: median %.2f (%s)\n" \
         "$hz" "$mode" "$DAEMON_RUNS" "$(awk '{print $6}' "$W/oc_cost" | median)" \
-        "$(awk '{print $7}' "$W/oc_cost" | median)"
+        "$(awk '{print $10}' "$W/oc_cost" | median)" \
+        "$(awk '{print $7}' "$W/oc_cost" | median)" "$(awk '{print $9}' "$W/oc_cost" | median)" \
+        "$(awk '{printf "%s%.2f", (NR > 1 ? " " : ""), $9}' "$W/oc_cost")"
     done
   done
   [ -n "$old" ] && sysctl -qw kernel.bpf_stats_enabled="$old"

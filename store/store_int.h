@@ -45,6 +45,10 @@
  *   'Y'   1       8     space            a symbol entry (pack.h); space is the
  *         9       1     kind             smallest sid of the series' service:
  *         10      4     id               its series share one symbol table
+ *        [14      4     n]               n >= 2: a run, entries id .. id+n-1,
+ *                                        each as varint length, bytes (runs
+ *                                        of one batch may overlap; earlier
+ *                                        releases read only 14-byte keys)
  *   'D'   1       8     sid              time:8: profile id is not in the
  *         9       8     w10              windows of w10 yet; "": rebuild w10
  *         17      8     id               from raw profiles

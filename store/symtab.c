@@ -144,6 +144,30 @@ symtab_load(struct symtab *t, int kind, uint32_t id, const void *data, size_t le
 	return 0;
 }
 
+int
+symtab_load_run(struct symtab *t, int kind, uint32_t first, uint32_t n, const void *val,
+    size_t len)
+{
+	const unsigned char *p = val, *end = p + len;
+	uint64_t l;
+	uint32_t i;
+	int rc;
+
+	if (kind < 0 || kind >= SYM_NKINDS || n == 0 || first > UINT32_MAX - n)
+		return -EINVAL;
+	for (i = 0; i < n; i++) {
+		if (varint_get(&p, end, &l) < 0 || l > (uint64_t)(end - p))
+			return -EINVAL;
+		/* Loaded already: an overlapping record of another profile of its batch. */
+		if (first + i >= intern_count(t->k[kind].t)) {
+			if ((rc = symtab_load(t, kind, first + i, p, (size_t)l)) < 0)
+				return rc;
+		}
+		p += l;
+	}
+	return p == end ? 0 : -EINVAL;
+}
+
 const void *
 symtab_entry(const struct symtab *t, int kind, uint32_t id, size_t *len)
 {
@@ -169,7 +193,11 @@ symtab_durable(struct symtab *t, const struct sym_new *e, size_t n)
 			t->k[e[i].kind].durable[e[i].id] = 1;
 }
 
-/* Fill t with the 'Y' records of series sid. */
+/*
+ * Fill t with the 'Y' records of series sid: single entries (14-byte keys)
+ * and runs (18-byte keys, symtab_load_run()). Keys sort by first id, so an
+ * entry an earlier record held already is skipped, not refused.
+ */
 static int
 symtab_read(struct store *st, uint64_t sid, struct symtab *t)
 {
@@ -189,9 +217,16 @@ symtab_read(struct store *st, uint64_t sid, struct symtab *t)
 		const unsigned char *k = (const unsigned char *)rocksdb_iter_key(it, &kl);
 		const char *v = rocksdb_iter_value(it, &vl);
 
-		if (kl != 14 || k[9] >= SYM_NKINDS)
+		uint32_t id;
+
+		if ((kl != 14 && kl != 18) || k[9] >= SYM_NKINDS)
 			continue;
-		rc = symtab_load(t, k[9], (uint32_t)be64_get(k + 6) & UINT32_MAX, v, vl);
+		id = (uint32_t)be64_get(k + 6) & UINT32_MAX;
+		if (kl == 18)
+			rc = symtab_load_run(t, k[9], id, (uint32_t)be64_get(k + 10) & UINT32_MAX,
+			    v, vl);
+		else if (id >= intern_count(t->k[k[9]].t))
+			rc = symtab_load(t, k[9], id, v, vl);
 	}
 	rocksdb_iter_destroy(it);
 	rocksdb_readoptions_destroy(ro);

@@ -34,6 +34,13 @@ void		 symtab_free(struct symtab *t);
  */
 int		 symtab_load(struct symtab *t, int kind, uint32_t id, const void *data,
 		    size_t len);
+/*
+ * Load a run of n stored entries with ids first, first + 1, ... from val
+ * (per entry: varint length, bytes); ids loaded already are skipped (runs
+ * of one batch may overlap). -EINVAL for a malformed run.
+ */
+int		 symtab_load_run(struct symtab *t, int kind, uint32_t first, uint32_t n,
+		    const void *val, size_t len);
 /* The bytes of entry id (NULL if out of range); valid while t lives. */
 const void	*symtab_entry(const struct symtab *t, int kind, uint32_t id, size_t *len);
 size_t		 symtab_count(const struct symtab *t, int kind);

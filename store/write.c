@@ -12,6 +12,83 @@
 
 #include "store_int.h"
 
+/* The most entries one run record holds: its value stays a few hundred KiB. */
+#define YRUN_MAX	1024
+
+/*
+ * The 'Y' records of one run of entries: one key for the lot (a RocksDB key
+ * costs more than its bytes, and a new process's profile brings hundreds of
+ * entries), the old single-entry key for a run of one.
+ */
+static void
+put_run(rocksdb_writebatch_t *wb, unsigned char ykey[18], uint32_t first, uint32_t n,
+    const void *one, size_t onelen, const struct buf *run)
+{
+	ykey[10] = (unsigned char)(first >> 24);
+	ykey[11] = (unsigned char)(first >> 16);
+	ykey[12] = (unsigned char)(first >> 8);
+	ykey[13] = (unsigned char)first;
+	if (n == 1) {
+		rocksdb_writebatch_put(wb, (char *)ykey, 14, one, onelen);
+		return;
+	}
+	ykey[14] = (unsigned char)(n >> 24);
+	ykey[15] = (unsigned char)(n >> 16);
+	ykey[16] = (unsigned char)(n >> 8);
+	ykey[17] = (unsigned char)n;
+	rocksdb_writebatch_put(wb, (char *)ykey, 18, run->data, run->len);
+}
+
+/*
+ * Add to wb the 'Y' records of the n new entries e of t (series space):
+ * per kind, runs of consecutive ids in the order they came (new entries
+ * come in id order).
+ */
+static int
+put_symbols(rocksdb_writebatch_t *wb, uint64_t space, const struct symtab *t,
+    const struct sym_new *e, size_t n)
+{
+	unsigned char ykey[18];
+	struct buf run = { 0 };
+	const void *d, *one = NULL;
+	uint32_t first = 0, cnt = 0;
+	size_t i, dl, onelen = 0;
+	int kind, rc = 0;
+
+	ykey[0] = 'Y';
+	be64_put(ykey + 1, space);
+	for (kind = 0; kind < SYM_NKINDS && rc == 0; kind++) {
+		ykey[9] = (unsigned char)kind;
+		cnt = 0;
+		buf_reset(&run);
+		for (i = 0; i < n && rc == 0; i++) {
+			if (e[i].kind != kind)
+				continue;
+			if (cnt > 0 && (e[i].id != first + cnt || cnt == YRUN_MAX)) {
+				put_run(wb, ykey, first, cnt, one, onelen, &run);
+				cnt = 0;
+				buf_reset(&run);
+			}
+			if ((d = symtab_entry(t, kind, e[i].id, &dl)) == NULL) {
+				rc = -EINVAL;
+				break;
+			}
+			if (cnt == 0) {
+				first = e[i].id;
+				one = d;
+				onelen = dl;
+			}
+			if ((rc = buf_add_varint(&run, dl)) < 0 || (rc = buf_add(&run, d, dl)) < 0)
+				break;
+			cnt++;
+		}
+		if (rc == 0 && cnt > 0)
+			put_run(wb, ykey, first, cnt, one, onelen, &run);
+	}
+	buf_free(&run);
+	return rc;
+}
+
 /*
  * Add to wb everything that stores profile p as (sid, time, id): its pack,
  * the new symbols, its T record and its window's dirty marker. *news gets
@@ -21,12 +98,11 @@ int
 batch_profile(struct store *st, rocksdb_writebatch_t *wb, uint64_t sid, int64_t time,
     uint64_t id, const struct profile *p, struct buf *news, size_t *vlen)
 {
-	unsigned char pkey[25], ykey[14], dkey[25], tmark[8];
+	unsigned char pkey[25], dkey[25], tmark[8];
 	struct buf val = { 0 }, tv = { 0 }, sig = { 0 };
-	const struct sym_new *e;
 	struct series_state *ss;
 	uint64_t h;
-	size_t i, n;
+	size_t i;
 	int rc;
 
 	if ((ss = series_state_lock(st, sid, &rc)) == NULL)
@@ -34,25 +110,8 @@ batch_profile(struct store *st, rocksdb_writebatch_t *wb, uint64_t sid, int64_t 
 	if ((rc = pack_profile(ss->sym, p, time, &val, news)) < 0)
 		goto unlock;
 	/* The batch copies keys and values: the lock covers only the table. */
-	ykey[0] = 'Y';
-	be64_put(ykey + 1, ss->space);
-	e = (const struct sym_new *)news->data;
-	n = news->len / sizeof(*e);
-	for (i = 0; i < n; i++) {
-		const void *d;
-		size_t dl;
-
-		ykey[9] = e[i].kind;
-		ykey[10] = (unsigned char)(e[i].id >> 24);
-		ykey[11] = (unsigned char)(e[i].id >> 16);
-		ykey[12] = (unsigned char)(e[i].id >> 8);
-		ykey[13] = (unsigned char)e[i].id;
-		if ((d = symtab_entry(ss->sym, e[i].kind, e[i].id, &dl)) == NULL) {
-			rc = -EINVAL;
-			goto unlock;
-		}
-		rocksdb_writebatch_put(wb, (char *)ykey, sizeof(ykey), d, dl);
-	}
+	rc = put_symbols(wb, ss->space, ss->sym, (const struct sym_new *)news->data,
+	    news->len / sizeof(struct sym_new));
 unlock:
 	pthread_mutex_unlock(&ss->sym_lock);
 	if (rc < 0)

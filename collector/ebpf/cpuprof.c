@@ -11,7 +11,9 @@
  * per service take a frame to its location, a new location's mapping and
  * function to theirs, without interning their strings again. A hit needs
  * the fields equal and the strings equal by content (the caller's strings
- * may be freed and their memory reused).
+ * may be freed and their memory reused). Locations are cached by address
+ * within their mapping, as the merge knows them: a new process of a program
+ * (its libraries elsewhere) finds the frames its predecessors named.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -26,8 +28,8 @@
 #define LCACHE_SLOTS	1024	/* locations; a power of two, as are the two below */
 
 struct lcache_ent {
-	const char	*func, *file, *build_id, *srcfile;	/* the caller's pointers */
-	uint64_t	 start, limit, offset, addr;
+	const char	*func, *srcfile;	/* the caller's pointers */
+	uint64_t	 rel, size, offset;	/* address - start, limit - start (no file: addr, 0) */
 	int64_t		 line;
 	int64_t		 s_func, s_file, s_build_id, s_srcfile;	/* merge strings, -1: none */
 	int64_t		 loc;		/* -1: empty slot */
@@ -71,6 +73,7 @@ struct cpuprof {
 	struct cpuprof_svc **svcs;
 	size_t		 nsvcs, cap;
 	uint64_t	 gen;		/* the period's number, bumped at every reset */
+	int		 slot;		/* of struct proc's cp_svc: 0 CPU, 1 off-CPU */
 };
 
 /* Go's CPU profiles: what the sampler's must merge with. */
@@ -87,11 +90,13 @@ static const char *const offcpu_units[] = { "count", "nanoseconds" };
 static atomic_uint_fast64_t next_gen = 1;
 
 static struct cpuprof *
-create(const char *type, const char *const *types, const char *const *units, int64_t period)
+create(const char *type, const char *const *types, const char *const *units, int64_t period,
+    int slot)
 {
 	struct cpuprof *c = xcalloc(1, sizeof(*c));
 
 	c->type = type;
+	c->slot = slot;
 	c->types = types;
 	c->units = units;
 	c->period = period;
@@ -106,13 +111,13 @@ create(const char *type, const char *const *types, const char *const *units, int
 struct cpuprof *
 cpuprof_create(int hz)
 {
-	return create("cpu", sample_types, sample_units, 1000000000LL / (hz > 0 ? hz : 1));
+	return create("cpu", sample_types, sample_units, 1000000000LL / (hz > 0 ? hz : 1), 0);
 }
 
 struct cpuprof *
 cpuprof_create_offcpu(unsigned sample_n)
 {
-	return create("offcpu", offcpu_types, offcpu_units, sample_n > 0 ? sample_n : 1);
+	return create("offcpu", offcpu_types, offcpu_units, sample_n > 0 ? sample_n : 1, 1);
 }
 
 static void
@@ -240,11 +245,11 @@ cpuprof_service(struct cpuprof *c, struct proc *p)
 {
 	struct cpuprof_svc *s;
 
-	if (p->cp_gen == c->gen && p->cp_svc != NULL)
-		return p->cp_svc;
+	if (p->cp_gen[c->slot] == c->gen && p->cp_svc[c->slot] != NULL)
+		return p->cp_svc[c->slot];
 	if ((s = service(c, p, p->labels_text)) != NULL) {
-		p->cp_svc = s;
-		p->cp_gen = c->gen;
+		p->cp_svc[c->slot] = s;
+		p->cp_gen[c->slot] = c->gen;
 	}
 	return s;
 }
@@ -383,12 +388,12 @@ location(struct cpuprof_svc *s, const struct frame *f, struct lcache_ent *ce)
 }
 
 static uint32_t
-lcache_slot(const struct frame *f)
+lcache_slot(const struct frame *f, uint64_t rel)
 {
-	uint64_t h = f->addr * 0x9e3779b97f4a7c15ULL;
+	uint64_t h = rel * 0x9e3779b97f4a7c15ULL;
 
 	h ^= (uint64_t)(uintptr_t)f->func * 0xc2b2ae3d27d4eb4fULL;
-	h ^= f->start * 0x165667b19e3779f9ULL;
+	h ^= f->offset * 0x165667b19e3779f9ULL;
 	return (uint32_t)(h >> 40) & (LCACHE_SLOTS - 1);
 }
 
@@ -396,6 +401,8 @@ int64_t
 cpuprof_location(struct cpuprof_svc *s, const struct frame *f)
 {
 	struct lcache_ent *ce, scratch;
+	uint64_t rel = f->file ? f->addr - f->start : f->addr;
+	uint64_t size = f->file ? f->limit - f->start : 0;
 	size_t i;
 	int64_t k;
 
@@ -415,11 +422,15 @@ cpuprof_location(struct cpuprof_svc *s, const struct frame *f)
 		for (i = 0; i < MCACHE_SLOTS; i++)
 			s->mcache[i].k = -1;
 	}
-	ce = s->lcache ? &s->lcache[lcache_slot(f)] : &scratch;
-	if (ce != &scratch && ce->loc >= 0 && ce->addr == f->addr && ce->func == f->func &&
-	    ce->file == f->file && ce->build_id == f->build_id &&
-	    ce->srcfile == f->srcfile && ce->line == f->line && ce->start == f->start &&
-	    ce->limit == f->limit && ce->offset == f->offset &&
+	/*
+	 * The merge's identity of a location: its mapping's (size, offset,
+	 * file and build id: compared by content, a process's own copy of the
+	 * path is another pointer), the address within it, its line.
+	 */
+	ce = s->lcache ? &s->lcache[lcache_slot(f, rel)] : &scratch;
+	if (ce != &scratch && ce->loc >= 0 && ce->rel == rel && ce->func == f->func &&
+	    ce->srcfile == f->srcfile && ce->line == f->line && ce->size == size &&
+	    ce->offset == f->offset &&
 	    lcache_same(s, ce->s_func, f->func) && lcache_same(s, ce->s_file, f->file) &&
 	    (f->file == NULL || lcache_same(s, ce->s_build_id,
 	    f->build_id ? f->build_id : "")) &&
@@ -430,13 +441,10 @@ cpuprof_location(struct cpuprof_svc *s, const struct frame *f)
 	if ((k = location(s, f, ce)) < 0)
 		return k;
 	ce->func = f->func;
-	ce->file = f->file;
-	ce->build_id = f->build_id;
 	ce->srcfile = f->srcfile;
-	ce->start = f->start;
-	ce->limit = f->limit;
+	ce->rel = rel;
+	ce->size = size;
 	ce->offset = f->offset;
-	ce->addr = f->addr;
 	ce->line = f->line;
 	ce->loc = k;
 	return k;

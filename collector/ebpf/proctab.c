@@ -678,23 +678,32 @@ static void
 read_cgroup(struct proc *p, char *unit, size_t unitsz, char *ctr, size_t ctrsz,
     char *pod, size_t podsz)
 {
-	char path[64], line[1024], v1[1024] = "", v2[1024] = "";
-	FILE *f;
+	char path[64], text[8192], v1[1024] = "", v2[1024] = "", *line, *next;
+	size_t len = 0;
+	ssize_t n;
+	int fd;
 
+	/* One read or two, no stdio: a new process's files are read by the thousand. */
 	snprintf(path, sizeof(path), "/proc/%u/cgroup", p->pid);
-	if ((f = fopen(path, "re")) == NULL)
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
 		return;
-	while (fgets(line, sizeof(line), f)) {
-		char *c = strchr(line, '\n');
+	while (len < sizeof(text) - 1 &&
+	    (n = read(fd, text + len, sizeof(text) - 1 - len)) > 0)
+		len += (size_t)n;
+	close(fd);
+	text[len] = '\0';
+	for (line = text; *line; line = next) {
+		char *c;
 
-		if (c)
-			*c = '\0';
+		if ((next = strchr(line, '\n')) != NULL)
+			*next++ = '\0';
+		else
+			next = line + strlen(line);
 		if (strncmp(line, "0::", 3) == 0)
 			snprintf(v2, sizeof(v2), "%s", line + 3);
 		else if ((c = strstr(line, ":name=systemd:")) != NULL)
 			snprintf(v1, sizeof(v1), "%s", c + 14);
 	}
-	fclose(f);
 	/* cgroup v2 when it holds the process, else the v1 systemd hierarchy. */
 	proctab_parse_cgroup(strcmp(v2, "/") != 0 && v2[0] ? v2 : v1, unit, unitsz, ctr, ctrsz,
 	    pod, podsz);

@@ -84,9 +84,12 @@ struct proc {
 	/* the unwinder's (unwind.c), released through the hook of proctab_set_release */
 	void		*unw;
 	uint32_t	 unw_gen;	/* maps_gen when the unwinder last loaded p */
-	/* cpuprof.c's: p's aggregate in the period numbered cp_gen */
-	void		*cp_svc;
-	uint64_t	 cp_gen;
+	/*
+	 * cpuprof.c's: p's aggregate in the period numbered cp_gen, one for
+	 * CPU samples and one for off-CPU waits (which come in between)
+	 */
+	void		*cp_svc[2];
+	uint64_t	 cp_gen[2];
 	/* ruby.c's, released through the hook of proctab_set_release */
 	void		*rb;
 	uint32_t	 rb_gen;	/* maps_gen when ruby.c last looked */

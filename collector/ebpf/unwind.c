@@ -12,9 +12,14 @@
  * read in the walker is bounded, so the worst is one wrong frame in one sample.
  *
  * A process's unw_maps entries carry a generation; unw_procs[pid] names the
- * current one. Replacing a process's entries deletes the old ones first (its
- * frames fall back to frame pointers for that moment), then writes the new
- * ones, then the generation.
+ * current one. A process loaded again (its maps changed, or a table it waited
+ * for was built: at start-up, every build finishing reloads every process
+ * that waited) keeps its generation: the entries that went are deleted, then
+ * those new or changed are written, the others left as they are. Should that
+ * fail, or for a process not installed yet, its entries are replaced whole:
+ * the old ones deleted first (its frames fall back to frame pointers for that
+ * moment), then the new ones written with a new generation, then the
+ * generation.
  */
 #include <endian.h>
 #include <errno.h>
@@ -72,6 +77,7 @@ struct uproc {
 	bool		 pending;	/* some of its tables were being built */
 	uint64_t	 tgen;		/* u->tgen when last loaded */
 	struct unw_map_key *keys;
+	struct unw_map_val *vals;	/* keys[i]'s value as written */
 	size_t		 nkeys;
 	struct utable	**tabs;
 	size_t		 ntabs;
@@ -634,17 +640,19 @@ uproc_clear(struct unwinder *u, struct uproc *q)
 	if (q->installed && q->ntabs > 0)
 		u->procs--;
 	free(q->keys);
+	free(q->vals);
 	free(q->tabs);
 	q->keys = NULL;
+	q->vals = NULL;
 	q->tabs = NULL;
 	q->nkeys = q->ntabs = 0;
 	q->installed = false;
 }
 
-/* Add k -> v to q's entries (vals: their values, as long as q->keys). */
+/* Add k -> v to q's entries (cap: room in q->keys and q->vals). */
 static int
 add_key(struct uproc *q, const struct unw_map_key *k, const struct unw_map_val *v,
-    struct unw_map_val **vals, size_t *cap)
+    size_t *cap)
 {
 	if (q->nkeys >= MAX_KEYS_PER_PROC)
 		return -E2BIG;
@@ -656,12 +664,12 @@ add_key(struct uproc *q, const struct unw_map_key *k, const struct unw_map_val *
 		if (nk == NULL)
 			return -ENOMEM;
 		q->keys = nk;
-		if ((nv = realloc(*vals, nc * sizeof(*nv))) == NULL)
+		if ((nv = realloc(q->vals, nc * sizeof(*nv))) == NULL)
 			return -ENOMEM;
-		*vals = nv;
+		q->vals = nv;
 		*cap = nc;
 	}
-	(*vals)[q->nkeys] = *v;
+	q->vals[q->nkeys] = *v;
 	q->keys[q->nkeys++] = *k;
 	return 0;
 }
@@ -673,7 +681,7 @@ add_key(struct uproc *q, const struct unw_map_key *k, const struct unw_map_val *
  */
 static int
 map_range(struct uproc *q, uint64_t start, uint64_t end, const struct unw_map_val *v,
-    struct unw_map_val **vals, size_t *cap)
+    size_t *cap)
 {
 	struct unw_map_key k;
 	int rc;
@@ -686,20 +694,137 @@ map_range(struct uproc *q, uint64_t start, uint64_t end, const struct unw_map_va
 		k.prefixlen = 32 + 64 - bits;
 		k.pid_be = htobe32(q->pid);
 		k.addr_be = htobe64(start);
-		if ((rc = add_key(q, &k, v, vals, cap)) < 0)
+		if ((rc = add_key(q, &k, v, cap)) < 0)
 			return rc;
 		start += 1ULL << bits;
 	}
 	return 0;
 }
 
+/* An entry of unw_maps with its value, to compare two sets of them. */
+struct kv {
+	struct unw_map_key k;
+	struct unw_map_val v;
+};
+
+static int
+kv_cmp(const void *a, const void *b)
+{
+	return memcmp(&((const struct kv *)a)->k, &((const struct kv *)b)->k,
+	    sizeof(struct unw_map_key));
+}
+
+/* The n entries keys[i] -> vals[i], sorted by key, into *out (caller frees). */
+static int
+kv_sorted(const struct unw_map_key *keys, const struct unw_map_val *vals, size_t n,
+    struct kv **out)
+{
+	size_t i;
+
+	if ((*out = malloc((n ? n : 1) * sizeof(**out))) == NULL)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		memset(&(*out)[i], 0, sizeof((*out)[i]));
+		(*out)[i].k = keys[i];
+		(*out)[i].v = vals[i];
+	}
+	qsort(*out, n, sizeof(**out), kv_cmp);
+	return 0;
+}
+
+int
+unwind_diff(const struct unw_map_key *ok, const struct unw_map_val *ov, size_t on,
+    const struct unw_map_key *nk, const struct unw_map_val *nv, size_t nn,
+    struct unw_map_key **del, size_t *ndel, struct unw_map_key **put,
+    struct unw_map_val **putv, size_t *nput)
+{
+	struct kv *a = NULL, *b = NULL;
+	size_t i = 0, j = 0;
+	int c, rc;
+
+	*del = NULL;
+	*put = NULL;
+	*putv = NULL;
+	*ndel = *nput = 0;
+	if ((rc = kv_sorted(ok, ov, on, &a)) < 0 || (rc = kv_sorted(nk, nv, nn, &b)) < 0 ||
+	    (*del = malloc((on ? on : 1) * sizeof(**del))) == NULL ||
+	    (*put = malloc((nn ? nn : 1) * sizeof(**put))) == NULL ||
+	    (*putv = malloc((nn ? nn : 1) * sizeof(**putv))) == NULL) {
+		free(*del);
+		free(*put);
+		*del = *put = NULL;
+		rc = -ENOMEM;
+		goto out;
+	}
+	while (i < on || j < nn) {
+		c = i == on ? 1 : j == nn ? -1 : kv_cmp(&a[i], &b[j]);
+		if (c < 0) {
+			(*del)[(*ndel)++] = a[i++].k;
+			continue;
+		}
+		if (c > 0 || memcmp(&a[i].v, &b[j].v, sizeof(a[i].v)) != 0) {
+			(*put)[*nput] = b[j].k;
+			(*putv)[(*nput)++] = b[j].v;
+		}
+		if (c == 0)
+			i++;
+		j++;
+	}
+out:
+	free(a);
+	free(b);
+	return rc;
+}
+
+/*
+ * q's entries (keys, vals, tabs) written, those of the old set o that are
+ * not among them deleted first: 0, or -errno with nothing written (then the
+ * caller replaces them whole).
+ */
+static int
+update_in_place(struct unwinder *u, struct uproc *q, const struct uproc *o)
+{
+	struct unw_map_key *del, *put;
+	struct unw_map_val *putv;
+	size_t ndel, nput, written;
+	int rc, werr;
+
+	if ((rc = unwind_diff(o->keys, o->vals, o->nkeys, q->keys, q->vals, q->nkeys, &del,
+	    &ndel, &put, &putv, &nput)) < 0)
+		return rc;
+	keys_delete(u, del, ndel);
+	written = keys_put(u, put, putv, nput, &werr);
+	if (written < nput) {
+		/* Half done: what was written goes with the rest. */
+		keys_delete(u, put, written);
+		rc = werr < 0 ? werr : -EIO;
+	}
+	free(del);
+	free(put);
+	free(putv);
+	return rc;
+}
+
+/* Let go of n tables whose entries left the map. */
+static void
+tabs_release(struct utable **tabs, size_t n)
+{
+	time_t now = mono_secs();
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		tabs[i]->refs--;
+		tabs[i]->used = now;
+	}
+}
+
 int
 unwind_proc(struct unwinder *u, struct proc *p)
 {
-	struct uproc *q = p->unw;
-	bool pending = false;
+	struct uproc *q = p->unw, o;
+	bool pending = false, in_place;
 	struct proc_mapping m;
-	struct unw_map_val v, *vals = NULL;
+	struct unw_map_val v;
 	struct unw_proc up;
 	struct timespec ts;
 	size_t i, kcap = 0, tcap = 0, written, *tkey = NULL;	/* tkey[j]: tabs[j]'s first key */
@@ -718,10 +843,21 @@ unwind_proc(struct unwinder *u, struct proc *p)
 			q->next->prev = q;
 		u->uprocs = q;
 	}
-	uproc_clear(u, q);
+	/* Its entries in the map now: updated in place, or replaced whole. */
+	in_place = q->installed && q->nkeys > 0;
+	memset(&o, 0, sizeof(o));
+	if (in_place) {
+		o = *q;
+		q->keys = NULL;
+		q->vals = NULL;
+		q->tabs = NULL;
+		q->nkeys = q->ntabs = 0;
+	} else {
+		uproc_clear(u, q);
+		q->gen = ++u->gen;
+	}
 	p->unw_gen = p->maps_gen;
 	q->tgen = u->tgen;
-	q->gen = ++u->gen;
 	for (i = 0; proctab_mapping(p, i, &m) == 0; i++) {
 		struct utable *t = table_get(u, &m, &pending), **nt;
 		size_t *ntk;
@@ -754,14 +890,42 @@ unwind_proc(struct unwinder *u, struct proc *p)
 		q->tabs[q->ntabs++] = t;
 		t->refs++;
 		t->used = mono_secs();
-		if ((rc = map_range(q, m.start, m.end, &v, &vals, &kcap)) < 0) {
+		if ((rc = map_range(q, m.start, m.end, &v, &kcap)) < 0) {
 			log_debug("ebpf: pid %u: unwind map full (%s): %s by frame pointer",
 			    p->pid, strerror(-rc), m.name);
 			break;
 		}
 	}
+	if (in_place) {
+		werr = update_in_place(u, q, &o);
+		if (werr == 0) {
+			if (o.ntabs == 0 && q->ntabs > 0)
+				u->procs++;
+			else if (o.ntabs > 0 && q->ntabs == 0)
+				u->procs--;
+			tabs_release(o.tabs, o.ntabs);
+			free(o.keys);
+			free(o.vals);
+			free(o.tabs);
+			goto installed;
+		}
+		/* Replaced whole: the old entries go, the new ones get a new generation. */
+		if (bpf_map_lookup_elem(u->procs_fd, &q->pid, &up) == 0 && up.gen == q->gen)
+			bpf_map_delete_elem(u->procs_fd, &q->pid);
+		keys_delete(u, o.keys, o.nkeys);
+		tabs_release(o.tabs, o.ntabs);
+		if (o.ntabs > 0)
+			u->procs--;
+		free(o.keys);
+		free(o.vals);
+		free(o.tabs);
+		q->installed = false;
+		q->gen = ++u->gen;
+		for (i = 0; i < q->nkeys; i++)
+			q->vals[i].gen = q->gen;
+	}
 	/* All of them written at once; those that could not be are let go. */
-	if ((written = keys_put(u, q->keys, vals, q->nkeys, &werr)) < q->nkeys) {
+	if ((written = keys_put(u, q->keys, q->vals, q->nkeys, &werr)) < q->nkeys) {
 		time_t now = mono_secs();
 
 		for (i = 0; i + 1 < q->ntabs && tkey[i + 1] <= written; i++)
@@ -776,7 +940,7 @@ unwind_proc(struct unwinder *u, struct proc *p)
 		q->nkeys = written;
 		rc = werr;
 	}
-	free(vals);
+installed:
 	free(tkey);
 	q->pending = pending;
 	u->deferred += pending;
@@ -787,8 +951,9 @@ unwind_proc(struct unwinder *u, struct proc *p)
 	clock_gettime(CLOCK_MONOTONIC, &ts);	/* bpf_ktime_get_ns's clock */
 	up.since_ns = (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
 	if (bpf_map_update_elem(u->procs_fd, &q->pid, &up, BPF_ANY) == 0) {
+		if (!q->installed)
+			u->procs += q->ntabs > 0;
 		q->installed = true;
-		u->procs += q->ntabs > 0;
 	}
 	return rc;
 }

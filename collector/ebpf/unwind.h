@@ -20,6 +20,7 @@
 
 #include <bpf/libbpf.h>
 
+#include "profile.h"
 #include "proctab.h"
 
 #define UNWIND_MEM_DEFAULT	(64u << 20)	/* bytes of rows, --ebpf-unwind-mem */
@@ -67,5 +68,15 @@ void		 unwind_forget(struct unwinder *u, struct proc *p);
 /* Evict tables no process has mapped since `before` (monotonic seconds). */
 void		 unwind_expire(struct unwinder *u, time_t before);
 void		 unwind_get_stats(const struct unwinder *u, struct unwind_stats *st);
+/*
+ * What turns a process's unw_maps entries ok -> ov (on of them) into
+ * nk -> nv (nn): *del (ndel) the keys to delete, *put -> *putv (nput) the
+ * entries to write, new or with another value; every other entry stays.
+ * The three arrays are the caller's to free; 0 or -ENOMEM.
+ */
+int		 unwind_diff(const struct unw_map_key *ok, const struct unw_map_val *ov,
+		    size_t on, const struct unw_map_key *nk, const struct unw_map_val *nv,
+		    size_t nn, struct unw_map_key **del, size_t *ndel, struct unw_map_key **put,
+		    struct unw_map_val **putv, size_t *nput);
 
 #endif

@@ -6,8 +6,10 @@
  * makes of them (agg_totals(), agg_signature(), agg_profile(), agg_encode()).
  *
  * Input: records of kind:1 len:2 (little-endian) bytes. Kinds 0..4 are
- * symbol entries of that kind (ids in order), 5 a pack, 6 a T record; a
- * record cut short by the end of the input takes what is left.
+ * symbol entries of that kind (ids in order), 5 a pack, 6 a T record, 7 a
+ * run of symbol entries (symtab_load_run(): its first byte the symbol kind,
+ * the second how many, from the next id or one before); a record cut short
+ * by the end of the input takes what is left.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -51,6 +53,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			rc = agg_add(a, p, len, &err);
 			CHECK(rc == 0 || rc == -EINVAL || rc == -ENOMEM);
 			CHECK(rc != -EINVAL || err.len > 0);
+		} else if (kind == SYM_NKINDS + 2 && len >= 2) {
+			unsigned sk = p[0] % SYM_NKINDS;
+			uint32_t first = next[sk] > 0 && (p[1] & 0x80) ? next[sk] - 1 : next[sk];
+
+			rc = symtab_load_run(t, (int)sk, first, p[1] & 0x7f, p + 2, len - 2);
+			CHECK(rc == 0 || rc == -EINVAL || rc == -ENOMEM || rc == -EOVERFLOW);
+			next[sk] = (uint32_t)symtab_count(t, (int)sk);
 		} else if (kind == SYM_NKINDS + 1) {
 			struct store_meta m;
 

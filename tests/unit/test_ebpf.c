@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <endian.h>
 #include <errno.h>
 
 #include <bpf/bpf.h>
@@ -35,6 +36,7 @@
 #include "pprof.h"
 #include "store.h"
 #include "symbolize.h"
+#include "unwind.h"
 
 static char tmpdir[64];
 
@@ -397,6 +399,61 @@ test_cpuprof_roundtrip(void **state)
 	cpuprof_destroy(c);
 	store_close(st);
 	buf_free(&err);
+}
+
+/*
+ * The location cache goes by address within the mapping: another process of
+ * the same program (mapped elsewhere, its own copy of the path) gets the
+ * same location; another offset, file or mapping size, or a path whose
+ * memory now holds another name, does not.
+ */
+static void
+test_cpuprof_location_cache(void **state)
+{
+	char path_a[32] = "/usr/bin/app", path_b[32] = "/usr/bin/app", path_c[32] = "/usr/bin/other";
+	struct cpuprof *c = cpuprof_create(99);
+	struct cpuprof_svc *svc;
+	struct frame a, b;
+	struct proc pr;
+	int64_t la, lb, k;
+
+	(void)state;
+	memset(&pr, 0, sizeof(pr));
+	snprintf(pr.service, sizeof(pr.service), "app");
+	pr.labels_text = (char *)"host=h1";
+	assert_non_null(c);
+	assert_non_null(svc = cpuprof_service(c, &pr));
+	memset(&a, 0, sizeof(a));
+	a.func = "work";
+	a.file = path_a;
+	a.build_id = "";	/* (with one, the merge tells mappings apart by it, not by path) */
+	a.start = 0x400000;
+	a.limit = 0x500000;
+	a.addr = 0x401234;
+	assert_true((la = cpuprof_location(svc, &a)) >= 0);
+	b = a;
+	b.file = path_b;
+	b.start = 0x7f1200000000ULL;
+	b.limit = b.start + 0x100000;
+	b.addr = b.start + 0x1234;
+	assert_true((lb = cpuprof_location(svc, &b)) == la);
+	b.offset = 0x1000;
+	assert_true((k = cpuprof_location(svc, &b)) >= 0 && k != la);
+	b.offset = 0;
+	b.limit += 0x100000;
+	assert_true((k = cpuprof_location(svc, &b)) >= 0 && k != la);
+	b.limit -= 0x100000;
+	b.file = path_c;
+	assert_true((k = cpuprof_location(svc, &b)) >= 0 && k != la);
+	b.file = path_b;
+	b.addr += 16;
+	assert_true((k = cpuprof_location(svc, &b)) >= 0 && k != la);
+	/* The first process's path freed and its memory reused for another name. */
+	snprintf(path_a, sizeof(path_a), "/usr/bin/zzz");
+	assert_true((k = cpuprof_location(svc, &a)) >= 0 && k != la);
+	snprintf(path_a, sizeof(path_a), "/usr/bin/app");
+	assert_true(cpuprof_location(svc, &a) == la);
+	cpuprof_destroy(c);
 }
 
 /*
@@ -884,16 +941,103 @@ test_cgroup(void **state)
 	}
 }
 
+static struct unw_map_key
+ukey(unsigned prefix, uint64_t addr)
+{
+	struct unw_map_key k = { .prefixlen = 32 + prefix, .pid_be = htobe32(42),
+	    .addr_be = htobe64(addr) };
+
+	return k;
+}
+
+static struct unw_map_val
+uval(uint64_t bias, uint32_t first, uint32_t nrows)
+{
+	struct unw_map_val v;
+
+	memset(&v, 0, sizeof(v));
+	v.bias = bias;
+	v.first = first;
+	v.nrows = nrows;
+	v.gen = 7;
+	return v;
+}
+
+/*
+ * A process loaded again (its maps changed, a table it waited for came):
+ * only the entries that went are deleted, only those new or changed are
+ * written; given in any order.
+ */
+static void
+test_unwind_diff(void **state)
+{
+	struct unw_map_key ok[3] = { ukey(52, 0x400000), ukey(52, 0x401000), ukey(48, 0x7f0000) };
+	struct unw_map_val ov[3] = { uval(0, 0, 10), uval(0, 0, 10), uval(0x7f0000, 10, 5) };
+	/* 0x401000 stays, 0x7f0000's table moved, 0x500000 is new, 0x400000 went. */
+	struct unw_map_key nk[3] = { ukey(48, 0x7f0000), ukey(52, 0x500000), ukey(52, 0x401000) };
+	struct unw_map_val nv[3] = { uval(0x7f0000, 20, 5), uval(0, 30, 2), uval(0, 0, 10) };
+	struct unw_map_key *del, *put;
+	struct unw_map_val *putv;
+	size_t ndel, nput, i;
+
+	(void)state;
+	assert_int_equal(unwind_diff(ok, ov, 3, nk, nv, 3, &del, &ndel, &put, &putv, &nput), 0);
+	assert_int_equal(ndel, 1);
+	assert_memory_equal(&del[0], &ok[0], sizeof(ok[0]));
+	assert_int_equal(nput, 2);
+	for (i = 0; i < nput; i++) {
+		if (memcmp(&put[i], &nk[0], sizeof(nk[0])) == 0)
+			assert_int_equal(putv[i].first, 20);
+		else {
+			assert_memory_equal(&put[i], &nk[1], sizeof(nk[1]));
+			assert_int_equal(putv[i].first, 30);
+		}
+	}
+	free(del);
+	free(put);
+	free(putv);
+	/* The same key with another prefix length is another entry. */
+	nk[2] = ukey(51, 0x401000);
+	assert_int_equal(unwind_diff(ok, ov, 3, nk, nv, 3, &del, &ndel, &put, &putv, &nput), 0);
+	assert_int_equal(ndel, 2);
+	assert_int_equal(nput, 3);
+	free(del);
+	free(put);
+	free(putv);
+	/* Nothing changed: nothing to do; nothing before: all written; nothing now: all go. */
+	assert_int_equal(unwind_diff(ok, ov, 3, ok, ov, 3, &del, &ndel, &put, &putv, &nput), 0);
+	assert_int_equal(ndel + nput, 0);
+	free(del);
+	free(put);
+	free(putv);
+	assert_int_equal(unwind_diff(NULL, NULL, 0, nk, nv, 3, &del, &ndel, &put, &putv, &nput),
+	    0);
+	assert_int_equal(ndel, 0);
+	assert_int_equal(nput, 3);
+	free(del);
+	free(put);
+	free(putv);
+	assert_int_equal(unwind_diff(ok, ov, 3, NULL, NULL, 0, &del, &ndel, &put, &putv, &nput),
+	    0);
+	assert_int_equal(ndel, 3);
+	assert_int_equal(nput, 0);
+	free(del);
+	free(put);
+	free(putv);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_unwind_diff),
 		cmocka_unit_test(test_perfmap),
 		cmocka_unit_test(test_perfmap_hostile),
 		cmocka_unit_test(test_elf_self),
 		cmocka_unit_test(test_plt_entry),
 		cmocka_unit_test(test_minidebuginfo),
 		cmocka_unit_test(test_cpuprof_roundtrip),
+		cmocka_unit_test(test_cpuprof_location_cache),
 		cmocka_unit_test(test_cpuprof_offcpu),
 		cmocka_unit_test(test_offcpu_drain),
 		cmocka_unit_test(test_cgroup),

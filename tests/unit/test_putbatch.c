@@ -114,11 +114,127 @@ test_batch(void **state)
 	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* Functions fn<lo> .. fn<lo + n - 1>, one sample each valued its number. */
+static struct profile *
+many(int lo, int n)
+{
+	struct profile *p = tp_new("cpu", "nanoseconds", 10000000, "cpu/nanoseconds");
+	char name[32];
+	int i;
+
+	for (i = lo; i < lo + n; i++) {
+		snprintf(name, sizeof(name), "main.fn%d", i);
+		tp_sample(p, (int64_t[]){ i }, (int)tp_loc(p, 0, 0x1000 + (uint64_t)i * 16,
+		    (int)tp_func(p, name, "main.go", i), -1), -1, NULL);
+	}
+	return p;
+}
+
+/* Profile ref r read back: n samples, fn<lo + k> valued lo + k. */
+static void
+check_many(struct store *st, const struct store_ref *r, int lo, int n)
+{
+	struct store_ref got;
+	struct profile *back;
+	struct buf out = { 0 };
+	char name[32];
+	int64_t sum = 0;
+	size_t i;
+
+	assert_int_equal(store_get(st, r->id, &got, &out), 0);
+	assert_int_equal(profile_decode(out.data, out.len, &back, NULL), 0);
+	assert_int_equal(back->nsamples, n);
+	for (i = 0; i < back->nsamples; i++) {
+		const struct pf_sample *s = &back->samples[i];
+		const char *fn = profile_str(back,
+		    back->functions[back->locations[s->locs[0]].lines[0].function].name);
+
+		snprintf(name, sizeof(name), "main.fn%lld", (long long)s->values[0]);
+		assert_string_equal(fn, name);
+		assert_true(s->values[0] >= lo && s->values[0] < lo + n);
+		sum += s->values[0];
+	}
+	assert_true(sum == (int64_t)n * lo + (int64_t)n * (n - 1) / 2);
+	profile_free(back);
+	buf_free(&out);
+}
+
+/*
+ * A profile's new symbols go as runs (one record per kind and stretch of
+ * ids): two series of one service in one batch, sharing entries neither
+ * had before (their runs overlap), and entries of a refused batch used
+ * later (out of id order), all read back whole after the store reopens.
+ */
+static void
+test_symbol_runs(void **state)
+{
+	char dir[64] = "/tmp/profilefs-unit.XXXXXX";
+	struct store *st = NULL;
+	struct store_input in[2];
+	struct store_ref refs[2], one_ref;
+	struct labelset la = { .n = 0 }, lb = { .n = 0 };
+	struct profile *p[2], *q;
+	struct buf err = { 0 };
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(store_open(dir, &st, &err), 0);
+	assert_int_equal(labels_add(&la, "pod", "a", NULL), 0);
+	assert_int_equal(labels_add(&lb, "pod", "b", NULL), 0);
+	memset(in, 0, sizeof(in));
+	in[0].service = in[1].service = "svc";
+	in[0].labels = &la;
+	in[1].labels = &lb;
+	in[0].created_at = in[1].created_at = T0;
+	in[0].source = in[1].source = "otlp";
+
+	/* Refused: fn0..fn19 are in the table, never written. */
+	q = many(0, 20);
+	p[0] = q;
+	p[1] = q;
+	in[1].service = "a/b";
+	assert_int_equal(store_put_profiles(st, in, (const struct profile *const *)p, 2, NULL,
+	    &err), -EINVAL);
+	profile_free(q);
+	in[1].service = "svc";
+
+	/* fn40..fn79 new, then fn10..fn19 again; the second: fn60..fn99. */
+	p[0] = many(10, 50);
+	p[1] = many(60, 40);
+	in[0].created_at = T0 + 600 * NS;
+	assert_int_equal(store_put_profiles(st, in, (const struct profile *const *)p, 2, refs,
+	    &err), 0);
+	/* Then a profile of entries all known: no run at all. */
+	q = many(30, 20);
+	assert_int_equal(store_put_profile(st, &in[0], q, &one_ref, &err), 0);
+	check_many(st, &refs[0], 10, 50);
+	check_many(st, &refs[1], 60, 40);
+	check_many(st, &one_ref, 30, 20);
+	store_close(st);
+
+	/* The symbols loaded again from their records. */
+	st = NULL;
+	assert_int_equal(store_open(dir, &st, &err), 0);
+	check_many(st, &refs[0], 10, 50);
+	check_many(st, &refs[1], 60, 40);
+	check_many(st, &one_ref, 30, 20);
+
+	profile_free(p[0]);
+	profile_free(p[1]);
+	profile_free(q);
+	labels_clear(&la);
+	labels_clear(&lb);
+	buf_free(&err);
+	store_close(st);
+	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_batch),
+		cmocka_unit_test(test_symbol_runs),
 	};
 
 	return cmocka_run_group_tests_name("putbatch", tests, NULL, NULL);

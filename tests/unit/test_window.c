@@ -778,11 +778,54 @@ test_symtab_holes(void **state)
 	symtab_free(t);
 }
 
+/* Runs of entries: loaded in order, overlaps skipped, malformed ones refused. */
+static void
+test_symtab_runs(void **state)
+{
+	/* Entries "b", "cc", "d" (varint length, bytes). */
+	static const unsigned char run[] = { 1, 'b', 2, 'c', 'c', 1, 'd' };
+	struct symtab *t = symtab_create();
+	const char *d;
+	size_t l;
+
+	(void)state;
+	assert_int_equal(symtab_load(t, SYM_FN, 0, "a", 1), 0);
+	assert_int_equal(symtab_load_run(t, SYM_FN, 1, 3, run, sizeof(run)), 0);
+	assert_int_equal(symtab_count(t, SYM_FN), 4);
+	assert_non_null(d = symtab_entry(t, SYM_FN, 2, &l));
+	assert_int_equal(l, 2);
+	assert_memory_equal(d, "cc", 2);
+	/* The same entries again from id 2 (another profile's run): only "e" is new. */
+	{
+		static const unsigned char again[] = { 2, 'c', 'c', 1, 'd', 1, 'e' };
+
+		assert_int_equal(symtab_load_run(t, SYM_FN, 2, 3, again, sizeof(again)), 0);
+	}
+	assert_int_equal(symtab_count(t, SYM_FN), 5);
+	assert_non_null(d = symtab_entry(t, SYM_FN, 4, &l));
+	assert_memory_equal(d, "e", 1);
+	/* A run past the end leaves holes, like single entries. */
+	assert_int_equal(symtab_load_run(t, SYM_FN, 7, 1, (const unsigned char[]){ 1, 'f' }, 2),
+	    0);
+	assert_null(symtab_entry(t, SYM_FN, 6, &l));
+	assert_non_null(symtab_entry(t, SYM_FN, 7, &l));
+	/* Cut short, trailing bytes, a length past the end, no entries, ids past 2^32. */
+	assert_int_equal(symtab_load_run(t, SYM_STR, 0, 3, run, sizeof(run) - 1), -EINVAL);
+	assert_int_equal(symtab_load_run(t, SYM_STR, 0, 2, run, sizeof(run)), -EINVAL);
+	assert_int_equal(symtab_load_run(t, SYM_STR, 0, 1, (const unsigned char[]){ 9, 'x' }, 2),
+	    -EINVAL);
+	assert_int_equal(symtab_load_run(t, SYM_STR, 0, 0, run, 0), -EINVAL);
+	assert_int_equal(symtab_load_run(t, SYM_STR, UINT32_MAX, 2, run, 5), -EINVAL);
+	assert_int_equal(symtab_load_run(t, SYM_NKINDS, 0, 1, run, 2), -EINVAL);
+	symtab_free(t);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_symtab_holes),
+		cmocka_unit_test(test_symtab_runs),
 		cmocka_unit_test(test_pack_roundtrip),
 		cmocka_unit_test_setup_teardown(test_windows_exact, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rebuild_after_crash, setup, teardown),
