@@ -6,7 +6,9 @@
  * two replicas, then shard B's), so that what must reach every shard once
  * (ch_exec_shard()) goes to one live replica of each. Finished handles are
  * kept (CH_POOL of them), so a statement reuses a live connection instead of
- * opening one. Answers are bounded
+ * opening one. A read can also go to every shard at once (ch_scatter()),
+ * one thread per shard, once the URL groups are proven to be the cluster's
+ * shards (ch_direct_check()). Answers are bounded
  * (CH_MAX_ANSWER) and parsed with an explicit end, so a server answering
  * garbage gets an error, never a crash.
  */
@@ -387,6 +389,120 @@ ch_exec(struct cluster *c, const char *sql, const struct buf *data, struct buf *
 		}
 	}
 	return -EIO;
+}
+
+void
+ch_direct_check(struct cluster *c)
+{
+	size_t num[CH_MAX_URLS] = { 0 }, i, g, h, sn;
+	bool ok = c->nshards > 0, was;
+
+	for (i = 0; i < c->nurls; i++) {
+		if ((sn = atomic_load(&c->urls[i].shard_num)) == 0)
+			continue;
+		g = c->urls[i].shard;
+		if (atomic_load(&c->urls[i].cluster_shards) != c->nshards ||
+		    (num[g] && num[g] != sn))
+			ok = false;
+		num[g] = sn;
+	}
+	for (g = 0; g < c->nshards && ok; g++) {
+		if (num[g] == 0)
+			ok = false;
+		for (h = 0; h < g && ok; h++)
+			if (num[h] == num[g])
+				ok = false;
+	}
+	was = atomic_exchange(&c->direct, ok);
+	if (was != ok && ok)
+		log_info("clickhouse: the URLs are the %zu shards of cluster %s: reads ask each "
+		    "shard's tables directly", c->nshards, c->name);
+	else if (was != ok)
+		log_info("clickhouse: reads go through the Distributed tables");
+}
+
+/* One shard's part of ch_scatter(). */
+struct scatter_job {
+	struct cluster	*c;
+	size_t		 g;
+	const char	*sql;
+	struct buf	 out, err;
+	int		 rc;
+	pthread_t	 thread;
+	bool		 started;
+};
+
+/* Shard g's proven replicas in their order, the next when one cannot be reached. */
+static int
+scatter_one(struct scatter_job *j)
+{
+	struct cluster *c = j->c;
+	size_t i;
+	int rc;
+
+	for (i = 0; i < c->nurls; i++) {
+		if (c->urls[i].shard != j->g || atomic_load(&c->urls[i].shard_num) == 0)
+			continue;
+		buf_reset(&j->out);
+		rc = exec_url(c, i, j->sql, NULL, &j->out, &j->err, false);
+		if (rc != -EHOSTUNREACH)
+			return rc;
+		buf_adds(&j->err, "; ");
+	}
+	return -EAGAIN;
+}
+
+static void *
+scatter_main(void *arg)
+{
+	struct scatter_job *j = arg;
+
+	j->rc = scatter_one(j);
+	return NULL;
+}
+
+int
+ch_scatter(struct cluster *c, const char *sql, struct buf *out, struct buf *err)
+{
+	struct scatter_job *jobs;
+	size_t g;
+	int rc = 0;
+
+	if (!atomic_load(&c->direct))
+		return -EAGAIN;
+	jobs = xcalloc(c->nshards, sizeof(*jobs));
+	for (g = 0; g < c->nshards; g++) {
+		jobs[g].c = c;
+		jobs[g].g = g;
+		jobs[g].sql = sql;
+	}
+	/* The others on threads of their own, the first on this one. */
+	for (g = 1; g < c->nshards; g++)
+		jobs[g].started = pthread_create(&jobs[g].thread, NULL, scatter_main,
+		    &jobs[g]) == 0;
+	for (g = 0; g < c->nshards; g++) {
+		if (g == 0 || !jobs[g].started)
+			scatter_main(&jobs[g]);
+		else
+			pthread_join(jobs[g].thread, NULL);
+	}
+	/* A refusal is told; a shard with no proven replica that answers: not direct. */
+	for (g = 0; g < c->nshards && rc == 0; g++)
+		if (jobs[g].rc == -EHOSTUNREACH || jobs[g].rc == -EAGAIN)
+			rc = -EAGAIN;
+	for (g = 0; g < c->nshards && rc == 0; g++)
+		if (jobs[g].rc < 0) {
+			buf_add(err, jobs[g].err.data, jobs[g].err.len);
+			rc = jobs[g].rc == -ENOMEM ? -ENOMEM : -EIO;
+		}
+	for (g = 0; g < c->nshards && rc == 0; g++)
+		rc = buf_add(out, jobs[g].out.data, jobs[g].out.len);
+	for (g = 0; g < c->nshards; g++) {
+		buf_free(&jobs[g].out);
+		buf_free(&jobs[g].err);
+	}
+	free(jobs);
+	return rc;
 }
 
 int

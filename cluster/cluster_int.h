@@ -27,6 +27,14 @@ struct ch_url {
 	size_t	 shard;		/* which group of --clickhouse (0, 1, ...) */
 	bool	 schema;	/* the schema was made there (replicated: one may be down) */
 	bool	 granules_told;	/* its tables' old granules were logged (ship.c) */
+	/*
+	 * Which shard of the remote_servers cluster the server is (its one
+	 * is_local row of system.clusters: 1, 2, ...), learned by ship.c when
+	 * it makes the schema there; 0: not known (not asked yet, not
+	 * reached, or not exactly one shard of the cluster).
+	 */
+	_Atomic size_t	 shard_num;
+	_Atomic size_t	 cluster_shards;	/* the shards its remote_servers lists */
 };
 
 struct hd_windows;
@@ -38,6 +46,12 @@ struct cluster {
 	size_t			 nshards;	/* groups of urls: replicas of one shard */
 	bool			 replicated;	/* Replicated*MergeTree tables */
 	_Atomic size_t		 cur;		/* the URL that answered last */
+	/*
+	 * Reads may ask each shard's *_local tables directly (ch_scatter()):
+	 * the URL groups are proven to be the cluster's shards, each once
+	 * (ch_direct_check()). Else they go through the Distributed tables.
+	 */
+	_Atomic bool		 direct;
 	char			*db;		/* database */
 	char			*name;		/* remote_servers cluster */
 	char			*host;
@@ -172,6 +186,25 @@ int	ch_exec_on(struct cluster *c, size_t i, const char *sql, struct buf *out, st
  */
 int	ch_exec_shard(struct cluster *c, size_t g, const char *sql, const struct buf *data,
 	    struct buf *out, struct buf *err, bool *refused, size_t *used);
+/*
+ * Whether the URL groups are the shards of the remote_servers cluster,
+ * each exactly once, by what the servers told of themselves (shard_num,
+ * cluster_shards): every group has a server that said which shard it is,
+ * all of a group's said the same, no two groups the same, and every
+ * server counts as many shards as there are groups. Sets c->direct, and
+ * logs when it changes.
+ */
+void	ch_direct_check(struct cluster *c);
+/*
+ * Run sql (a query of *_local tables) on every shard at once, one replica
+ * each: the first of its group's URLs that is known to be that shard and
+ * answers. The answers (TabSeparated rows) are appended to out one after
+ * the other, in shard order. -EAGAIN (nothing appended, nothing logged)
+ * when c->direct is not set or a shard has no such replica that answers:
+ * the caller asks the Distributed tables instead; -EIO with the reason in
+ * err when a server refuses the statement.
+ */
+int	ch_scatter(struct cluster *c, const char *sql, struct buf *out, struct buf *err);
 /* Append s quoted as a ClickHouse string literal ('...'). */
 int	ch_quote(struct buf *b, const char *s);
 /* Append s escaped for a TabSeparated field. */

@@ -355,6 +355,34 @@ struct recent {
 	int64_t			 w;	/* s */
 };
 
+/* By series, then time. */
+static int
+recent_cmp(const void *a, const void *b)
+{
+	const struct recent *x = a, *y = b;
+	int d = x->s == y->s ? 0 : series_cmp(&x->s, &y->s);
+
+	return d ? d : (x->w > y->w) - (x->w < y->w);
+}
+
+/*
+ * The listing's query (local: of each shard's own tables): every series with
+ * its first and last hour (k 0), and the 10-minute windows since since (s)
+ * that hold profiles (k 1).
+ */
+static int
+listing_sql(struct cluster *c, int64_t since, bool local, struct buf *sql)
+{
+	buf_printf(sql, "SELECT toUInt8(0) AS k, service, type, labels, toUInt32(min(hour)) AS a, "
+	    "toUInt32(max(hour)) AS b FROM %1$s.series%3$s GROUP BY service, type, labels "
+	    "HAVING sum(profiles) > 0 UNION ALL SELECT toUInt8(1), service, type, labels, "
+	    "toUInt32(window), toUInt32(0) FROM %1$s.counts10%3$s WHERE window >= toDateTime(%2$"
+	    PRId64 ") AND date >= toDate(toDateTime(%2$" PRId64 ")) GROUP BY service, type, "
+	    "labels, window HAVING sum(profiles) > 0 FORMAT TabSeparated", c->db, since,
+	    local ? "_local" : "");
+	return buf_error(sql);
+}
+
 /*
  * The series of service and type (NULL: any) in order, from the series
  * summary table: every series is asked for at once and kept for the
@@ -367,6 +395,7 @@ series_query(struct cluster *c, const char *service, const char *type, struct sl
 	struct slist all = { 0 };
 	struct buf spans = { 0 };	/* int64_t first, last hour (s) per series */
 	struct buf recent = { 0 };	/* struct recent */
+	struct buf rows = { 0 };	/* struct recent: a series' first, last hour (s) */
 	uint64_t gen = atomic_load(&c->gen);
 	int64_t since;
 	struct tsv t;
@@ -395,17 +424,16 @@ series_query(struct cluster *c, const char *service, const char *type, struct sl
 	/* With every series' windows of the last hours: lookups of recent ranges ask nothing. */
 	since = clock_now_ns() / NS - RECENT_S;
 	since -= since % 600;
-	buf_printf(&sql, "SELECT * FROM (SELECT toUInt8(0) AS k, service, type, labels, "
-	    "toUInt32(min(hour)) AS a, toUInt32(max(hour)) AS b FROM %1$s.series "
-	    "GROUP BY service, type, labels HAVING sum(profiles) > 0 UNION ALL "
-	    "SELECT toUInt8(1), service, type, labels, toUInt32(window), toUInt32(0) FROM "
-	    "%1$s.counts10 WHERE window >= toDateTime(%2$" PRId64 ") AND date >= "
-	    "toDate(toDateTime(%2$" PRId64 ")) GROUP BY service, type, labels, window "
-	    "HAVING sum(profiles) > 0) ORDER BY k, service, type, labels, a FORMAT TabSeparated",
-	    c->db, since);
-	if ((rc = buf_error(&sql)) < 0)
+	/* Each shard's own tables at once when the URLs are the shards, else the Distributed ones. */
+	if ((rc = listing_sql(c, since, true, &sql)) < 0)
 		goto out;
-	if (ch_exec(c, sql.data, NULL, &ans, &err, NULL) < 0) {
+	if ((r = ch_scatter(c, sql.data, &ans, &err)) == -EAGAIN) {
+		buf_reset(&sql);
+		if ((rc = listing_sql(c, since, false, &sql)) < 0)
+			goto out;
+		r = ch_exec(c, sql.data, NULL, &ans, &err, NULL);
+	}
+	if (r < 0) {
 		/*
 		 * The directories stay as last seen, so a path still resolves
 		 * and reading a file fails with EIO and a reason (not ENOENT).
@@ -430,21 +458,57 @@ series_query(struct cluster *c, const char *service, const char *type, struct sl
 			break;
 		}
 		if (t.f[0][0] == '1') {
-			/* A recent window: the rows of a series come together, in order. */
 			struct recent rw = { s, span[0] };
 
 			buf_add(&recent, &rw, sizeof(rw));
 			continue;
 		}
-		all.s = xgrow(all.s, &all.cap, all.n + 1, sizeof(*all.s));
-		all.s[all.n++] = s;
-		buf_add(&spans, span, sizeof(span));
+		{
+			struct recent lo = { s, span[0] }, hi = { s, span[1] };
+
+			buf_add(&rows, &lo, sizeof(lo));
+			buf_add(&rows, &hi, sizeof(hi));
+		}
 	}
 	tsv_free(&t);
-	if (r < 0 || buf_error(&spans)) {
+	if (r < 0 || buf_error(&rows) || buf_error(&recent)) {
 		log_warnx("clickhouse: listing series: a malformed answer");
 		rc = -EIO;
 		goto out;
+	}
+	/*
+	 * In order (what each shard answered comes one after the other): a
+	 * series' first and last hours over the shards, its windows once each.
+	 */
+	{
+		struct recent *sr = (struct recent *)rows.data, *rw = (struct recent *)recent.data;
+		size_t ns = rows.len / (2 * sizeof(*sr)), nr = recent.len / sizeof(*rw), i, n;
+
+		qsort(sr, ns, 2 * sizeof(*sr), recent_cmp);
+		for (i = 0; i < ns; i++) {
+			int64_t span[2] = { sr[2 * i].w, sr[2 * i + 1].w };
+
+			if (all.n && all.s[all.n - 1] == sr[2 * i].s) {
+				int64_t *last = (int64_t *)spans.data + 2 * (all.n - 1);
+
+				last[0] = span[0] < last[0] ? span[0] : last[0];
+				last[1] = span[1] > last[1] ? span[1] : last[1];
+				continue;
+			}
+			all.s = xgrow(all.s, &all.cap, all.n + 1, sizeof(*all.s));
+			all.s[all.n++] = sr[2 * i].s;
+			buf_add(&spans, span, sizeof(span));
+		}
+		if (nr)
+			qsort(rw, nr, sizeof(*rw), recent_cmp);
+		for (i = n = 0; i < nr; i++)
+			if (n == 0 || recent_cmp(&rw[n - 1], &rw[i]) != 0)
+				rw[n++] = rw[i];
+		recent.len = n * sizeof(*rw);
+		if (buf_error(&spans)) {
+			rc = -ENOMEM;
+			goto out;
+		}
 	}
 	/* Each series' recent windows (none: none), in the listing's order. */
 	{
@@ -484,6 +548,7 @@ out:
 	pthread_cond_broadcast(&c->sc_cond);
 	pthread_mutex_unlock(&c->sc_lock);
 	free(all.s);
+	buf_free(&rows);
 	buf_free(&recent);
 	buf_free(&spans);
 	buf_free(&sql);
@@ -834,6 +899,20 @@ answer_frames(struct cluster *c, const struct tsv *t)
 	return 0;
 }
 
+/* The rows of the n addresses h from the stacks (local: each shard's own table). */
+static int
+frames_sql(struct cluster *c, const char **h, size_t n, bool local, struct buf *sql)
+{
+	size_t j;
+
+	buf_printf(sql, "SELECT DISTINCT hash, frames FROM %s.stacks%s WHERE hash IN (", c->db,
+	    local ? "_local" : "");
+	for (j = 0; j < n; j++)
+		buf_printf(sql, "%s'%.*s'", j ? "," : "", DIGEST128_HEX, h[j]);
+	buf_adds(sql, ") FORMAT TabSeparated");
+	return buf_error(sql);
+}
+
 /*
  * The frames of every stack in all (keyed by address), into frames (parallel
  * to all's indexes). Only a row whose frames have the address it is stored
@@ -867,15 +946,20 @@ fetch_frames(struct cluster *c, struct intern *all, char **frames, size_t *flen)
 
 		buf_reset(&sql);
 		buf_reset(&ans);
-		/* Every row of an address: one may be forged, another true. */
-		buf_printf(&sql, "SELECT DISTINCT hash, frames FROM %s.stacks WHERE hash IN (",
-		    c->db);
-		for (j = i; j < nmiss && j < i + FRAMES_CHUNK; j++)
-			buf_printf(&sql, "%s'%.*s'", j > i ? "," : "", DIGEST128_HEX, miss[j]);
-		buf_adds(&sql, ") FORMAT TabSeparated");
-		if ((rc = buf_error(&sql)) < 0)
+		/*
+		 * Every row of an address: one may be forged, another true.
+		 * Each shard's own table at once when the URLs are the shards.
+		 */
+		j = nmiss - i < FRAMES_CHUNK ? nmiss - i : FRAMES_CHUNK;
+		if ((rc = frames_sql(c, miss + i, j, true, &sql)) < 0)
 			break;
-		if (ch_exec(c, sql.data, NULL, &ans, &err, NULL) < 0) {
+		if ((rc = ch_scatter(c, sql.data, &ans, &err)) == -EAGAIN) {
+			buf_reset(&sql);
+			if ((rc = frames_sql(c, miss + i, j, false, &sql)) < 0)
+				break;
+			rc = ch_exec(c, sql.data, NULL, &ans, &err, NULL);
+		}
+		if (rc < 0) {
 			rc = fail("reading stacks", &err);
 			break;
 		}
@@ -1225,9 +1309,10 @@ where_selected(struct cluster *c, const struct query *q, struct buf *b, size_t *
  */
 static int
 merge_sql(struct cluster *c, const char *cond, const struct spans *sp, bool frames,
-    struct buf *sql)
+    bool local, struct buf *sql)
 {
 	struct buf span = { 0 }, raw = { 0 };
+	const char *sfx = local ? "_local" : "";
 	size_t k;
 	int rc;
 
@@ -1237,28 +1322,28 @@ merge_sql(struct cluster *c, const char *cond, const struct spans *sp, bool fram
 		buf_printf(sql, "SELECT toUInt8(1), '', '', '', '', '', "
 		    "toInt64(toUInt32(window)) * 1000000000, sum(profiles) AS n, sum(offs), "
 		    "sum(gids), sigh, cityHash64(service, type, labels), '', " K_TOTALS
-		    " FROM %1$s.counts10 PREWHERE %2$s%3$s GROUP BY service, type, labels, window, sigh "
+		    " FROM %1$s.counts10%4$s PREWHERE %2$s%3$s GROUP BY service, type, labels, window, sigh "
 		    "HAVING n > 0 UNION ALL "
 		    "SELECT toUInt8(2), service, type, labels, sig, hdr, max(period), " K_EMPTY
 		    "sigh, cityHash64(service, type, labels), '', " K_NOARRAYS " FROM "
-		    "%1$s.counts10 PREWHERE %2$s%3$s GROUP BY service, type, labels, sig, sigh, hdr "
-		    "HAVING sum(profiles) > 0 UNION ALL ", c->db, cond, span.data);
+		    "%1$s.counts10%4$s PREWHERE %2$s%3$s GROUP BY service, type, labels, sig, sigh, hdr "
+		    "HAVING sum(profiles) > 0 UNION ALL ", c->db, cond, span.data, sfx);
 	}
 	if (sp->clo == sp->chi && (sp->n == 0 || sp->lo[0] == sp->hi[0]))
 		buf_printf(sql, "SELECT toUInt8(4), service, type, labels, any(sig), any(hdr), "
 		    "intDiv(ns, 60000000000) * 60000000000 AS m, toInt64(count()), sum(ns - m), "
 		    "sum(gid), sigh, cityHash64(service, type, labels), toString(max(period)), "
-		    K_RAWTOTALS " FROM %1$s.profiles PREWHERE %2$s%3$s GROUP BY service, type, "
-		    "labels, m, sigh", c->db, cond, raw.data);
+		    K_RAWTOTALS " FROM %1$s.profiles%4$s PREWHERE %2$s%3$s GROUP BY service, type, "
+		    "labels, m, sigh", c->db, cond, raw.data, sfx);
 	else
 		buf_printf(sql, "SELECT toUInt8(1), '', '', '', '', '', intDiv(ns, 60000000000) * "
 		    "60000000000 AS m, toInt64(count()), sum(ns - m), sum(gid), sigh, "
-		    "cityHash64(service, type, labels), '', " K_RAWTOTALS " FROM %1$s.profiles "
+		    "cityHash64(service, type, labels), '', " K_RAWTOTALS " FROM %1$s.profiles%4$s "
 		    "PREWHERE %2$s%3$s GROUP BY service, type, labels, m, sigh UNION ALL "
 		    "SELECT toUInt8(2), service, type, labels, sig, hdr, max(period), " K_EMPTY
 		    "sigh, cityHash64(service, type, labels), '', " K_NOARRAYS " FROM "
-		    "%1$s.profiles PREWHERE %2$s%3$s GROUP BY service, type, labels, sig, sigh, hdr",
-		    c->db, cond, raw.data);
+		    "%1$s.profiles%4$s PREWHERE %2$s%3$s GROUP BY service, type, labels, sig, sigh, hdr",
+		    c->db, cond, raw.data, sfx);
 	/*
 	 * The sums: the raw rows outside the narrowest tier (PREWHERE: the
 	 * rows are chosen before ARRAY JOIN, not after), then each tier.
@@ -1266,8 +1351,8 @@ merge_sql(struct cluster *c, const char *cond, const struct spans *sp, bool fram
 	buf_reset(&raw);
 	where_raw(&raw, sp, sp->lo[0], sp->hi[0]);
 	buf_printf(sql, " UNION ALL " K_SUMS CH_SAMPLE_COLS("sum(val) AS sv") " FROM "
-	    "%s.profiles " CH_ARRAY_JOIN " PREWHERE %s%s GROUP BY gsid, sigh, stack, vi)", c->db,
-	    cond, raw.data);
+	    "%s.profiles%s " CH_ARRAY_JOIN " PREWHERE %s%s GROUP BY gsid, sigh, stack, vi)", c->db,
+	    sfx, cond, raw.data);
 	for (k = 0; k < sp->n && sp->lo[k] < sp->hi[k]; k++) {
 		bool top = k + 1 == sp->n || sp->lo[k + 1] == sp->hi[k + 1];
 
@@ -1279,8 +1364,8 @@ merge_sql(struct cluster *c, const char *cond, const struct spans *sp, bool fram
 		else
 			continue;	/* the next tier covers it all */
 		buf_printf(sql, " UNION ALL " K_SUMS "gsid, sigh, stack, vi, sum(value) AS sv "
-		    "FROM %s.%s PREWHERE %s%s GROUP BY gsid, sigh, stack, vi)", c->db,
-		    ch_tiers[sp->tier[k]].name, cond, span.data);
+		    "FROM %s.%s%s PREWHERE %s%s GROUP BY gsid, sigh, stack, vi)", c->db,
+		    ch_tiers[sp->tier[k]].name, sfx, cond, span.data);
 	}
 	if (frames) {
 		/* The raw rows' stacks, gathered once and sent to the stacks' shards. */
@@ -1289,9 +1374,9 @@ merge_sql(struct cluster *c, const char *cond, const struct spans *sp, bool fram
 		buf_printf(sql, " UNION ALL SELECT toUInt8(3), '', '', '', '', frames, "
 		    "toInt64(0), " K_EMPTY "toUInt64(0), toUInt64(0), toString(hash), " K_NOARRAYS
 		    " FROM "
-		    "(SELECT DISTINCT hash, frames FROM %1$s.stacks WHERE hash GLOBAL IN "
-		    "(SELECT arrayJoin(stacks) FROM %1$s.profiles PREWHERE %2$s%3$s))", c->db,
-		    cond, raw.data);
+		    "(SELECT DISTINCT hash, frames FROM %1$s.stacks%4$s WHERE hash %5$sIN "
+		    "(SELECT arrayJoin(stacks) FROM %1$s.profiles%4$s PREWHERE %2$s%3$s))", c->db,
+		    cond, raw.data, sfx, local ? "" : "GLOBAL ");
 	}
 	buf_adds(sql, " FORMAT TabSeparated");
 	rc = buf_error(sql);
@@ -1300,13 +1385,19 @@ merge_sql(struct cluster *c, const char *cond, const struct spans *sp, bool fram
 	return rc;
 }
 
-/* Profiles of a series, a signature and a window (or one profile) of the answer. */
+/*
+ * Profiles of a series, a signature and a window (or one profile) of the
+ * answer. Rows of one key from several shards are added up (answer_resolve())
+ * before time and id are told: until then time is the window's start, id
+ * the sum of the gids and offs the sum of the offsets into the window.
+ */
 struct mref {
 	uint64_t	sid, sigh;
 	size_t		g;		/* its group */
 	int64_t		time;
 	uint64_t	id;		/* 0 for several */
 	int64_t		n;		/* profiles */
+	int64_t		offs;
 	size_t		at;		/* its totals in the answer's, SIZE_MAX: none */
 	const struct series *s;
 };
@@ -1386,10 +1477,7 @@ answer_ref(struct manswer *a, struct tsv *t)
 	    tsv_nums(t->f[13], &a->tk, &nk, PROFILE_MAX_SAMPLE_TYPES, true) < 0 ||
 	    tsv_nums(t->f[14], &a->tv, &nv, PROFILE_MAX_SAMPLE_TYPES, false) < 0 || nk != nv)
 		return -EINVAL;
-	/* One profile is told exactly: its gid and time are the sums. */
-	if (r.n > 1)
-		r.id = 0;
-	r.time += r.n == 1 ? offs : offs / r.n;
+	r.offs = offs;
 	r.at = k0 / sizeof(int64_t);	/* into tk and tv until resolved */
 	r.g = nk;			/* their count, likewise */
 	if (a->nrefs == a->refcap)
@@ -1460,15 +1548,30 @@ answer_sum(struct manswer *a, struct tsv *t)
 	return buf_add(&a->sums, &s, sizeof(s));
 }
 
+static int
+mref_key_cmp(const void *x, const void *y)
+{
+	const struct mref *a = x, *b = y;
+
+	if (a->sid != b->sid)
+		return a->sid < b->sid ? -1 : 1;
+	if (a->sigh != b->sigh)
+		return a->sigh < b->sigh ? -1 : 1;
+	return (a->time > b->time) - (a->time < b->time);
+}
+
 /*
  * Each ref's series and group, its totals in its group's types, the groups'
- * counts. -EINVAL for a ref of a series or group the answer does not name.
+ * counts; the rows of one series, signature and window that shards answered
+ * apart added up into one, then its time and id told (one profile exactly:
+ * its gid and time are the sums). -EINVAL for a ref of a series or group
+ * the answer does not name.
  */
 static int
 answer_resolve(struct manswer *a)
 {
 	const int64_t *tk = (const int64_t *)a->tk.data, *tv = (const int64_t *)a->tv.data;
-	size_t i, j, g, nk, k0;
+	size_t i, j, g, nk, k0, n;
 	int64_t si;
 
 	for (i = 0; i < a->nrefs; i++) {
@@ -1483,7 +1586,6 @@ answer_resolve(struct manswer *a)
 		r->s = a->ser[si];
 		r->g = g;
 		r->at = a->totals.len / sizeof(int64_t);
-		a->groups[g].count += (uint64_t)r->n;
 		for (j = 0; j < a->grps[g].ntypes; j++) {
 			int64_t v = 0;
 			size_t x;
@@ -1494,7 +1596,35 @@ answer_resolve(struct manswer *a)
 			buf_add(&a->totals, &v, sizeof(v));
 		}
 	}
-	return buf_error(&a->totals);
+	if (buf_error(&a->totals))
+		return buf_error(&a->totals);
+	if (a->nrefs > 1)
+		qsort(a->refs, a->nrefs, sizeof(*a->refs), mref_key_cmp);
+	for (i = n = 0; i < a->nrefs; i++) {
+		struct mref *r = &a->refs[i], *to = n ? &a->refs[n - 1] : NULL;
+
+		if (to && mref_key_cmp(to, r) == 0) {
+			int64_t *tt = (int64_t *)a->totals.data;
+
+			to->n += r->n;
+			to->id += r->id;	/* wrapping, as ClickHouse's sum */
+			to->offs += r->offs;
+			for (j = 0; j < a->grps[r->g].ntypes; j++)
+				tt[to->at + j] += tt[r->at + j];
+			continue;
+		}
+		a->refs[n++] = *r;
+	}
+	a->nrefs = n;
+	for (i = 0; i < a->nrefs; i++) {
+		struct mref *r = &a->refs[i];
+
+		a->groups[r->g].count += (uint64_t)r->n;
+		r->time += r->n == 1 ? r->offs : r->offs / r->n;
+		if (r->n > 1)
+			r->id = 0;
+	}
+	return 0;
 }
 
 static int
@@ -1588,9 +1718,16 @@ r_merge(void *arg, const struct query *q, struct query_result *res)
 		sp.clo = sp.chi = 0;
 		fold = nknown > 0 && !frames_known(c, &sel);
 	}
-	if ((rc = merge_sql(c, cond.data, &sp, fold, &sql)) < 0)
+	/* Each shard's own tables at once when the URLs are the shards, else the Distributed ones. */
+	if ((rc = merge_sql(c, cond.data, &sp, fold, true, &sql)) < 0)
 		goto out;
-	if (ch_exec(c, sql.data, NULL, &ans, &err, NULL) < 0) {
+	if ((rc = ch_scatter(c, sql.data, &ans, &err)) == -EAGAIN) {
+		buf_reset(&sql);
+		if ((rc = merge_sql(c, cond.data, &sp, fold, false, &sql)) < 0)
+			goto out;
+		rc = ch_exec(c, sql.data, NULL, &ans, &err, NULL);
+	}
+	if (rc < 0) {
 		rc = fail("merging", &err);
 		goto out;
 	}

@@ -343,6 +343,35 @@ server_schema(struct cluster *c, size_t i, struct buf *err, bool *reached)
 		rc = -EPROTO;
 		goto out;
 	}
+	/*
+	 * Which shard of the cluster the server is, for reads that ask each
+	 * shard directly (ch_scatter()): its one is_local row, and how many
+	 * shards its remote_servers lists. Anything else (no such row, or a
+	 * server in two shards) leaves it unknown: reads go through the
+	 * Distributed tables.
+	 */
+	buf_reset(&sql);
+	buf_adds(&sql, "SELECT countIf(is_local), anyIf(shard_num, is_local), uniqExact(shard_num) "
+	    "FROM system.clusters WHERE cluster = ");
+	ch_quote(&sql, c->name);
+	buf_adds(&sql, " FORMAT TabSeparated");
+	buf_reset(&ans);
+	atomic_store(&c->urls[i].shard_num, 0);
+	if ((rc = ch_exec_on(c, i, sql.data, &ans, err, NULL)) < 0)
+		goto out;
+	{
+		struct tsv t;
+		uint64_t nlocal, num, nsh;
+
+		tsv_init(&t, &ans);
+		if (tsv_next(&t) == 1 && t.nf == 3 && tsv_u64(t.f[0], &nlocal) == 0 &&
+		    tsv_u64(t.f[1], &num) == 0 && tsv_u64(t.f[2], &nsh) == 0 && nlocal == 1 &&
+		    num > 0 && num <= nsh) {
+			atomic_store(&c->urls[i].cluster_shards, (size_t)nsh);
+			atomic_store(&c->urls[i].shard_num, (size_t)num);
+		}
+		tsv_free(&t);
+	}
 	/* A database of an earlier build: 64-bit stack hashes, refused. */
 	buf_reset(&sql);
 	buf_adds(&sql, "SELECT type FROM system.columns WHERE database = ");
@@ -442,6 +471,8 @@ connect_schema(struct cluster *c, struct buf *err)
 	if (rc == 0 && down.len)
 		log_warnx("clickhouse: replicas down, their shards served by the others: %s",
 		    down.data);
+	if (rc == 0)
+		ch_direct_check(c);
 	buf_free(&one);
 	buf_free(&down);
 	if (rc < 0)
@@ -467,9 +498,11 @@ schema_catch_up(struct cluster *c)
 		if (c->urls[i].schema)
 			continue;
 		buf_reset(&err);
-		if (server_schema(c, i, &err, &reached) == 0)
+		if (server_schema(c, i, &err, &reached) == 0) {
 			log_info("clickhouse: replica %s is back: schema in place",
 			    c->urls[i].shown);
+			ch_direct_check(c);
+		}
 		else if (reached)
 			log_warnx("clickhouse: replica %s: %s", c->urls[i].shown, err.data);
 	}
