@@ -211,13 +211,20 @@ handle_put(struct cluster *c, CURL *h, bool ok)
 		curl_easy_cleanup(h);
 }
 
+/* An answer being received, and its bound. */
+struct answer {
+	struct buf	*b;
+	size_t		 max;
+	bool		 over;	/* it went over max */
+};
+
 static size_t
 write_cb(char *ptr, size_t size, size_t nmemb, void *arg)
 {
-	struct buf *b = arg;
+	struct answer *a = arg;
 	size_t n = size * nmemb;
 
-	if (b->len + n > CH_MAX_ANSWER || buf_add(b, ptr, n) < 0)
+	if ((a->over = a->b->len + n > a->max) || buf_add(a->b, ptr, n) < 0)
 		return 0;	/* curl fails the transfer: CURLE_WRITE_ERROR */
 	return n;
 }
@@ -236,6 +243,7 @@ first_line(struct buf *err, const struct buf *ans)
 
 /*
  * -EHOSTUNREACH: not reached (try another); -EIO: answered with an error;
+ * -EFBIG: the answer is over max (when under CH_MAX_ANSWER; else -EIO);
  * -ECONNRESET: an INSERT sent without an answer, which may have arrived.
  * Sent again elsewhere at once it could count twice, unless the tables
  * are Replicated: they drop a block they already took, so a replicated
@@ -243,9 +251,10 @@ first_line(struct buf *err, const struct buf *ans)
  */
 static int
 exec_url(struct cluster *c, size_t i, const char *sql, const struct buf *data, struct buf *out,
-    struct buf *err, bool insert)
+    struct buf *err, bool insert, size_t max)
 {
 	struct buf body = { 0 }, ans = { 0 }, url = { 0 };
+	struct answer wa = { &ans, max, false };
 	struct curl_slist *hdrs = NULL;
 	char cerr[CURL_ERROR_SIZE] = "";
 	long status = 0;
@@ -275,7 +284,7 @@ exec_url(struct cluster *c, size_t i, const char *sql, const struct buf *data, s
 	curl_easy_setopt(h, CURLOPT_POSTFIELDS, body.data);
 	curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body.len);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, write_cb);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, &ans);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &wa);
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, cerr);
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 2000L);
@@ -292,14 +301,14 @@ exec_url(struct cluster *c, size_t i, const char *sql, const struct buf *data, s
 	if (cc != CURLE_OK) {
 		buf_printf(err, "%s: %s", c->urls[i].shown, *cerr ? cerr : curl_easy_strerror(cc));
 		if (cc == CURLE_WRITE_ERROR)
-			rc = -EIO;
+			rc = wa.over && max < CH_MAX_ANSWER ? -EFBIG : -EIO;
 		else if (insert && !c->replicated && cc != CURLE_COULDNT_CONNECT &&
 		    cc != CURLE_COULDNT_RESOLVE_HOST)
 			rc = -ECONNRESET;
 		else
 			rc = -EHOSTUNREACH;
 		if (cc == CURLE_WRITE_ERROR)
-			buf_printf(err, " (answer over %zu bytes)", CH_MAX_ANSWER);
+			buf_printf(err, " (answer over %zu bytes)", max);
 		goto out;
 	}
 	if (status != 200) {
@@ -321,7 +330,7 @@ int
 ch_exec_on(struct cluster *c, size_t i, const char *sql, struct buf *out, struct buf *err,
     bool *refused)
 {
-	int rc = exec_url(c, i, sql, NULL, out, err, false);
+	int rc = exec_url(c, i, sql, NULL, out, err, false, CH_MAX_ANSWER);
 
 	if (refused)
 		*refused = rc == -EIO;
@@ -344,7 +353,8 @@ ch_exec_shard(struct cluster *c, size_t g, const char *sql, const struct buf *da
 			buf_adds(err, "; ");
 		if (out)
 			out->len = len0;
-		rc = exec_url(c, i, sql, data, out, err, strncmp(sql, "INSERT", 6) == 0);
+		rc = exec_url(c, i, sql, data, out, err, strncmp(sql, "INSERT", 6) == 0,
+		    CH_MAX_ANSWER);
 		if (rc != -EHOSTUNREACH) {
 			if (rc == -EIO && refused)
 				*refused = true;
@@ -361,9 +371,10 @@ ch_exec_shard(struct cluster *c, size_t g, const char *sql, const struct buf *da
 	return -EIO;
 }
 
-int
-ch_exec(struct cluster *c, const char *sql, const struct buf *data, struct buf *out,
-    struct buf *err, bool *refused)
+/* ch_exec() with answers bounded by max. */
+static int
+exec_any(struct cluster *c, const char *sql, const struct buf *data, size_t max,
+    struct buf *out, struct buf *err, bool *refused)
 {
 	size_t k, first = atomic_load(&c->cur), i;
 	size_t len0 = out ? out->len : 0;
@@ -377,7 +388,7 @@ ch_exec(struct cluster *c, const char *sql, const struct buf *data, struct buf *
 			buf_adds(err, "; ");
 		if (out)
 			out->len = len0;
-		rc = exec_url(c, i, sql, data, out, err, strncmp(sql, "INSERT", 6) == 0);
+		rc = exec_url(c, i, sql, data, out, err, strncmp(sql, "INSERT", 6) == 0, max);
 		if (rc != -EHOSTUNREACH) {
 			if (rc == -EIO && refused)
 				*refused = true;
@@ -389,6 +400,19 @@ ch_exec(struct cluster *c, const char *sql, const struct buf *data, struct buf *
 		}
 	}
 	return -EIO;
+}
+
+int
+ch_exec(struct cluster *c, const char *sql, const struct buf *data, struct buf *out,
+    struct buf *err, bool *refused)
+{
+	return exec_any(c, sql, data, CH_MAX_ANSWER, out, err, refused);
+}
+
+int
+ch_read(struct cluster *c, const char *sql, size_t max, struct buf *out, struct buf *err)
+{
+	return exec_any(c, sql, NULL, max, out, err, NULL);
 }
 
 void
@@ -426,6 +450,7 @@ struct scatter_job {
 	struct cluster	*c;
 	size_t		 g;
 	const char	*sql;
+	size_t		 max;
 	struct buf	 out, err;
 	int		 rc;
 	pthread_t	 thread;
@@ -444,7 +469,7 @@ scatter_one(struct scatter_job *j)
 		if (c->urls[i].shard != j->g || atomic_load(&c->urls[i].shard_num) == 0)
 			continue;
 		buf_reset(&j->out);
-		rc = exec_url(c, i, j->sql, NULL, &j->out, &j->err, false);
+		rc = exec_url(c, i, j->sql, NULL, &j->out, &j->err, false, j->max);
 		if (rc != -EHOSTUNREACH)
 			return rc;
 		buf_adds(&j->err, "; ");
@@ -462,10 +487,10 @@ scatter_main(void *arg)
 }
 
 int
-ch_scatter(struct cluster *c, const char *sql, struct buf *out, struct buf *err)
+ch_scatter(struct cluster *c, const char *sql, size_t max, struct buf *out, struct buf *err)
 {
 	struct scatter_job *jobs;
-	size_t g;
+	size_t g, total;
 	int rc = 0;
 
 	if (!atomic_load(&c->direct))
@@ -475,6 +500,7 @@ ch_scatter(struct cluster *c, const char *sql, struct buf *out, struct buf *err)
 		jobs[g].c = c;
 		jobs[g].g = g;
 		jobs[g].sql = sql;
+		jobs[g].max = max;
 	}
 	/* The others on threads of their own, the first on this one. */
 	for (g = 1; g < c->nshards; g++)
@@ -493,8 +519,15 @@ ch_scatter(struct cluster *c, const char *sql, struct buf *out, struct buf *err)
 	for (g = 0; g < c->nshards && rc == 0; g++)
 		if (jobs[g].rc < 0) {
 			buf_add(err, jobs[g].err.data, jobs[g].err.len);
-			rc = jobs[g].rc == -ENOMEM ? -ENOMEM : -EIO;
+			rc = jobs[g].rc == -ENOMEM || jobs[g].rc == -EFBIG ? jobs[g].rc : -EIO;
 		}
+	/* Every shard's part under max, the whole too. */
+	for (g = 0, total = 0; g < c->nshards && rc == 0; g++)
+		total += jobs[g].out.len;
+	if (rc == 0 && total > max) {
+		buf_printf(err, "the shards' answers are over %zu bytes", max);
+		rc = -EFBIG;
+	}
 	for (g = 0; g < c->nshards && rc == 0; g++)
 		rc = buf_add(out, jobs[g].out.data, jobs[g].out.len);
 	for (g = 0; g < c->nshards; g++) {

@@ -108,6 +108,7 @@ struct cluster {
 	size_t			 sc_n;
 	uint64_t		 sc_gen;
 	int64_t			 sc_at;		/* monotonic ns; 0: none */
+	_Atomic int64_t		 read_at;	/* monotonic ns of the last lookup or merge */
 	struct intern		*hd_idx;	/* series id -> hd_* index */
 	struct hd_windows	*hd;
 	size_t			 hd_cap;
@@ -176,6 +177,8 @@ int	ch_parse_urls(struct cluster *c, const char *list, struct buf *err);
  */
 int	ch_exec(struct cluster *c, const char *sql, const struct buf *data, struct buf *out,
 	    struct buf *err, bool *refused);
+/* A query as ch_exec(), its answer bounded by max: -EFBIG over it (max < CH_MAX_ANSWER). */
+int	ch_read(struct cluster *c, const char *sql, size_t max, struct buf *out, struct buf *err);
 /* The same on URL i only (schema creation on every server). */
 int	ch_exec_on(struct cluster *c, size_t i, const char *sql, struct buf *out, struct buf *err,
 	    bool *refused);
@@ -202,9 +205,11 @@ void	ch_direct_check(struct cluster *c);
  * the other, in shard order. -EAGAIN (nothing appended, nothing logged)
  * when c->direct is not set or a shard has no such replica that answers:
  * the caller asks the Distributed tables instead; -EIO with the reason in
- * err when a server refuses the statement.
+ * err when a server refuses the statement; -EFBIG when the answers are
+ * over max bytes (max < CH_MAX_ANSWER).
  */
-int	ch_scatter(struct cluster *c, const char *sql, struct buf *out, struct buf *err);
+int	ch_scatter(struct cluster *c, const char *sql, size_t max, struct buf *out,
+	    struct buf *err);
 /* Append s quoted as a ClickHouse string literal ('...'). */
 int	ch_quote(struct buf *b, const char *s);
 /* Append s escaped for a TabSeparated field. */
@@ -215,7 +220,7 @@ int	ch_tsv(struct buf *b, const char *s, size_t n);
  * (unescaped, NUL-terminated, in the reader's own storage) available as
  * f[0..nf-1]; 0 at the end, 1 for a row, -EINVAL for a malformed one.
  */
-#define TSV_MAX_FIELDS	16
+#define TSV_MAX_FIELDS	20
 struct tsv {
 	const char	*p, *end;
 	struct buf	 row;
@@ -292,6 +297,13 @@ int	cluster_engine(const struct cluster *c, const char *kind, const char *table,
 void	*ship_main(void *arg);
 void	 read_init(struct cluster *c);
 void	 read_free(struct cluster *c);
+/*
+ * The shipper's poll (every second), and once when reads first go to the
+ * cluster (first): the series listing asked ahead, so the lookups of a path
+ * find it ready, when its generation moved or its time is nearly up, for
+ * a mount read in the last minute (or first).
+ */
+void	 read_refresh(struct cluster *c, bool first);
 /* The condition on service, type and label selector of q, appended ("1" for none). */
 int	 read_where(const struct query *q, struct buf *b);
 

@@ -33,6 +33,8 @@
 #define CACHE_TTL_NS	(INT64_C(10) * NS)
 #define RECENT_S	(3 * 3600)	/* the windows every listing brings along */
 #define HD_DAYS		2	/* the windows kept for has_data: the last days' */
+#define READ_ACTIVE_NS	(INT64_C(60) * NS)	/* read_refresh() renews for mounts read since */
+#define RENEW_EARLY_NS	(INT64_C(2) * NS)	/* ... a listing this close to its end */
 
 /* The 10-minute windows of a series that hold profiles, since since (s). */
 struct hd_windows {
@@ -389,7 +391,8 @@ listing_sql(struct cluster *c, int64_t since, bool local, struct buf *sql)
  * generation, so the lookups of a path cost one small query.
  */
 static int
-series_query(struct cluster *c, const char *service, const char *type, struct slist *out)
+series_query(struct cluster *c, const char *service, const char *type, struct slist *out,
+    bool renew)
 {
 	struct buf sql = { 0 }, ans = { 0 }, err = { 0 };
 	struct slist all = { 0 };
@@ -409,13 +412,22 @@ series_query(struct cluster *c, const char *service, const char *type, struct sl
 	 */
 	pthread_mutex_lock(&c->sc_lock);
 	failed = c->sc_failed;
-	while (c->sc_busy && !fresh(c, c->sc_gen, c->sc_at) && failed == c->sc_failed)
-		pthread_cond_wait(&c->sc_cond, &c->sc_lock);
-	busy = !fresh(c, c->sc_gen, c->sc_at);
-	own = busy && !c->sc_busy;
+	if (renew) {
+		/* Asked ahead (read_refresh()): the cached one stays in use meanwhile. */
+		busy = own = !c->sc_busy;
+	} else {
+		while (c->sc_busy && !fresh(c, c->sc_gen, c->sc_at) && failed == c->sc_failed)
+			pthread_cond_wait(&c->sc_cond, &c->sc_lock);
+		busy = !fresh(c, c->sc_gen, c->sc_at);
+		own = busy && !c->sc_busy;
+	}
 	if (own)
 		c->sc_busy = true;
 	pthread_mutex_unlock(&c->sc_lock);
+	if (renew && !own)
+		return 0;	/* a lookup is asking already */
+	if (!renew)
+		atomic_store(&c->read_at, clock_mono_ns());
 	if (!busy) {
 		(void)series_cached(c, service, type, out, true);
 		return 0;
@@ -427,7 +439,7 @@ series_query(struct cluster *c, const char *service, const char *type, struct sl
 	/* Each shard's own tables at once when the URLs are the shards, else the Distributed ones. */
 	if ((rc = listing_sql(c, since, true, &sql)) < 0)
 		goto out;
-	if ((r = ch_scatter(c, sql.data, &ans, &err)) == -EAGAIN) {
+	if ((r = ch_scatter(c, sql.data, CH_MAX_ANSWER, &ans, &err)) == -EAGAIN) {
 		buf_reset(&sql);
 		if ((rc = listing_sql(c, since, false, &sql)) < 0)
 			goto out;
@@ -557,13 +569,31 @@ out:
 	return rc;
 }
 
+void
+read_refresh(struct cluster *c, bool first)
+{
+	struct slist l = { 0 };
+	int64_t now = clock_mono_ns(), at;
+	bool due;
+
+	if (!first && now - atomic_load(&c->read_at) > READ_ACTIVE_NS)
+		return;
+	pthread_mutex_lock(&c->sc_lock);
+	at = c->sc_at;
+	due = !fresh(c, c->sc_gen, at) || now - at >= CACHE_TTL_NS - RENEW_EARLY_NS;
+	pthread_mutex_unlock(&c->sc_lock);
+	if (due)
+		(void)series_query(c, NULL, NULL, &l, true);
+	free(l.s);
+}
+
 static int
 r_series(void *arg, const struct series ***out, size_t *n)
 {
 	struct slist l = { 0 };
 	int rc;
 
-	if ((rc = series_query(arg, NULL, NULL, &l)) < 0) {
+	if ((rc = series_query(arg, NULL, NULL, &l, false)) < 0) {
 		free(l.s);
 		return rc;
 	}
@@ -580,7 +610,7 @@ r_series_each(void *arg, const char *service, const char *type, store_series_fn 
 	size_t i;
 	int rc;
 
-	rc = series_query(arg, service, type, &l);
+	rc = series_query(arg, service, type, &l, false);
 	for (i = 0; rc == 0 && i < l.n; i++)
 		rc = fn(fnarg, l.s[i]);
 	free(l.s);
@@ -953,7 +983,7 @@ fetch_frames(struct cluster *c, struct intern *all, char **frames, size_t *flen)
 		j = nmiss - i < FRAMES_CHUNK ? nmiss - i : FRAMES_CHUNK;
 		if ((rc = frames_sql(c, miss + i, j, true, &sql)) < 0)
 			break;
-		if ((rc = ch_scatter(c, sql.data, &ans, &err)) == -EAGAIN) {
+		if ((rc = ch_scatter(c, sql.data, CH_MAX_ANSWER, &ans, &err)) == -EAGAIN) {
 			buf_reset(&sql);
 			if ((rc = frames_sql(c, miss + i, j, false, &sql)) < 0)
 				break;
@@ -1386,6 +1416,60 @@ merge_sql(struct cluster *c, const char *cond, const struct spans *sp, bool fram
 }
 
 /*
+ * Kind 5 of a merge's answer: a profile's row as it is stored, kinds 1 and
+ * 2 as kind 4 has them (its own minute, a count of 1), then ntypes,
+ * gauges, stacks and values: the sums (kind 0) are made of them here.
+ */
+static int
+raw_sql(struct cluster *c, const char *cond, const struct spans *sp, bool local,
+    struct buf *sql)
+{
+	struct buf raw = { 0 };
+	int rc;
+
+	where_raw(&raw, sp, 0, 0);
+	buf_printf(sql, "SELECT toUInt8(5), service, type, labels, sig, hdr, intDiv(ns, 60000000000) "
+	    "* 60000000000 AS m, toInt64(1), ns - m, gid, sigh, cityHash64(service, type, labels), "
+	    "toString(period), arrayMap(x -> toUInt8(x - 1), arrayEnumerate(totals)), totals, "
+	    "ntypes, gauges, stacks, vals FROM %s.profiles%s PREWHERE %s%s FORMAT TabSeparated",
+	    c->db, local ? "_local" : "", cond, raw.data);
+	rc = buf_error(&raw) ? buf_error(&raw) : buf_error(sql);
+	buf_free(&raw);
+	return rc;
+}
+
+/* A merge's query: sums made in ClickHouse (with the frames of the raw rows' stacks), or the rows. */
+enum merge_kind { SUMS, FRAMES, RAW_ROWS };
+/* The bytes of raw rows (kind 5) asked at most: past them, the sums are asked. */
+#define RAW_MAX_ANSWER	((size_t)8 << 20)
+
+/*
+ * Ask the merge's query of kind k into ans: each shard's own tables at
+ * once when the URLs are the shards, else the Distributed ones. -EFBIG:
+ * raw rows over RAW_MAX_ANSWER (nothing logged).
+ */
+static int
+merge_query(struct cluster *c, const char *cond, const struct spans *sp, enum merge_kind k,
+    struct buf *ans, struct buf *err)
+{
+	struct buf sql = { 0 };
+	size_t max = k == RAW_ROWS ? RAW_MAX_ANSWER : CH_MAX_ANSWER;
+	int rc;
+
+	rc = k == RAW_ROWS ? raw_sql(c, cond, sp, true, &sql) :
+	    merge_sql(c, cond, sp, k == FRAMES, true, &sql);
+	if (rc == 0 && (rc = ch_scatter(c, sql.data, max, ans, err)) == -EAGAIN) {
+		buf_reset(&sql);
+		rc = k == RAW_ROWS ? raw_sql(c, cond, sp, false, &sql) :
+		    merge_sql(c, cond, sp, k == FRAMES, false, &sql);
+		if (rc == 0)
+			rc = ch_read(c, sql.data, max, ans, err);
+	}
+	buf_free(&sql);
+	return rc;
+}
+
+/*
  * Profiles of a series, a signature and a window (or one profile) of the
  * answer. Rows of one key from several shards are added up (answer_resolve())
  * before time and id are told: until then time is the window's start, id
@@ -1429,6 +1513,9 @@ struct manswer {
 	const struct series **ser;
 	size_t		 sercap;
 	struct buf	 tk, tv;	/* int64_t: the totals of the refs, as answered */
+	struct intern	*sum_idx;	/* kind 5: struct msum's key -> its index in sums, */
+	size_t		 sum_base;	/* ... from this one on */
+	struct buf	 rs, rv;	/* kind 5: one row's stacks and values */
 	struct buf	 totals;	/* int64_t, per ref in its group's types */
 };
 
@@ -1446,6 +1533,9 @@ manswer_free(struct manswer *a)
 	free(a->refs);
 	free(a->ser);
 	intern_destroy(a->sids);
+	intern_destroy(a->sum_idx);
+	buf_free(&a->rs);
+	buf_free(&a->rv);
 	buf_free(&a->sums);
 	buf_free(&a->tk);
 	buf_free(&a->tv);
@@ -1558,6 +1648,52 @@ mref_key_cmp(const void *x, const void *y)
 	if (a->sigh != b->sigh)
 		return a->sigh < b->sigh ? -1 : 1;
 	return (a->time > b->time) - (a->time < b->time);
+}
+
+/*
+ * The samples of a row of kind 5 into the sums, as kind 0 has them: per
+ * gauge series (or none), signature, value index and stack.
+ */
+static int
+answer_samples(struct manswer *a, struct tsv *t)
+{
+	uint64_t ntypes, gauges, sid, sigh;
+	size_t ns = 0, nv = 0, k;
+	const int64_t *v;
+
+	buf_reset(&a->rs);
+	buf_reset(&a->rv);
+	if (tsv_u64(t->f[15], &ntypes) < 0 || ntypes == 0 || ntypes > PROFILE_MAX_SAMPLE_TYPES ||
+	    tsv_u64(t->f[16], &gauges) < 0 || tsv_u64(t->f[10], &sigh) < 0 ||
+	    tsv_u64(t->f[11], &sid) < 0 ||
+	    parse_digests(t->f[17], &a->rs, &ns, RAW_MAX_ANSWER) < 0 ||
+	    tsv_nums(t->f[18], &a->rv, &nv, RAW_MAX_ANSWER, false) < 0 || ns != nv ||
+	    ns % ntypes != 0)
+		return -EINVAL;
+	if (a->sum_idx == NULL) {
+		if ((a->sum_idx = intern_create(1024)) == NULL)
+			return -ENOMEM;
+		a->sum_base = a->sums.len / sizeof(struct msum);
+	}
+	v = (const int64_t *)a->rv.data;
+	for (k = 0; k < ns; k++) {
+		struct msum m;
+		int64_t i;
+		int added;
+
+		memset(&m, 0, sizeof(m));
+		m.vi = k % ntypes;
+		m.gsid = m.vi < 64 && (gauges >> m.vi & 1) ? sid : 0;
+		m.sigh = sigh;
+		memcpy(m.stack, a->rs.data + k * DIGEST128_HEX, DIGEST128_HEX);
+		/* The key: all but the value, which is 0 in m. */
+		if ((i = intern_put(a->sum_idx, &m, sizeof(m), &added)) < 0)
+			return -ENOMEM;
+		if (added && buf_add(&a->sums, &m, sizeof(m)) < 0)
+			return -ENOMEM;
+		((struct msum *)a->sums.data)[a->sum_base + (size_t)i].value += v[k];
+	}
+	return 0;
 }
 
 /*
@@ -1702,31 +1838,30 @@ r_merge(void *arg, const struct query *q, struct query_result *res)
 	int rc, r;
 
 	memset(res, 0, sizeof(*res));
+	atomic_store(&c->read_at, clock_mono_ns());
 	spans_of(q, (!q->sel || q->sel->n == 0) && (!q->match || q->match->n == 0), &sp);
 	if ((rc = where_selected(c, q, &cond, &nknown, &sel)) < 0)
 		goto out;
 	/*
-	 * A few series over a short range: their raw rows alone, three parts
-	 * of a query instead of six or more (ClickHouse's cost of a small
-	 * merge is in preparing each part, not in reading the rows). Their
-	 * stacks are few: unless these series were merged before, their
-	 * frames come in the same answer, one round trip instead of two.
+	 * A few series over a short range: their raw rows alone. ClickHouse's
+	 * cost of a small merge is in preparing each part of the query, not in
+	 * reading the rows: the rows themselves (one part, no GROUP BY) are
+	 * summed here, unless their answer is over RAW_MAX_ANSWER; then three
+	 * parts summed there, with the frames of stacks (unless these series
+	 * were merged before) in the same answer, one round trip instead of two.
 	 */
 	if (nknown != SIZE_MAX && (sp.to - sp.from) / NS * (int64_t)nknown <= RAW_SERIES_S) {
 		memset(sp.lo, 0, sizeof(sp.lo));
 		memset(sp.hi, 0, sizeof(sp.hi));
 		sp.clo = sp.chi = 0;
+		if ((rc = merge_query(c, cond.data, &sp, RAW_ROWS, &ans, &err)) != -EFBIG)
+			goto asked;
+		buf_reset(&ans);
+		buf_reset(&err);
 		fold = nknown > 0 && !frames_known(c, &sel);
 	}
-	/* Each shard's own tables at once when the URLs are the shards, else the Distributed ones. */
-	if ((rc = merge_sql(c, cond.data, &sp, fold, true, &sql)) < 0)
-		goto out;
-	if ((rc = ch_scatter(c, sql.data, &ans, &err)) == -EAGAIN) {
-		buf_reset(&sql);
-		if ((rc = merge_sql(c, cond.data, &sp, fold, false, &sql)) < 0)
-			goto out;
-		rc = ch_exec(c, sql.data, NULL, &ans, &err, NULL);
-	}
+	rc = merge_query(c, cond.data, &sp, fold ? FRAMES : SUMS, &ans, &err);
+asked:
 	if (rc < 0) {
 		rc = fail("merging", &err);
 		goto out;
@@ -1737,7 +1872,8 @@ r_merge(void *arg, const struct query *q, struct query_result *res)
 	}
 	tsv_init(&t, &ans);
 	while ((r = tsv_next(&t)) > 0) {
-		if (t.nf != 15 || t.f[0][0] < '0' || t.f[0][0] > '4' || t.f[0][1]) {
+		if (t.f[0][0] < '0' || t.f[0][0] > '5' || t.f[0][1] ||
+		    t.nf != (t.f[0][0] == '5' ? 19u : 15u)) {
 			r = -EINVAL;
 			break;
 		}
@@ -1746,9 +1882,13 @@ r_merge(void *arg, const struct query *q, struct query_result *res)
 		case '1': r = answer_ref(&a, &t); break;
 		case '2': r = answer_group(c, &a, &t, 6); break;
 		case '3': r = answer_frames(c, &t); break;
-		default:
+		case '4':
 			if ((r = answer_group(c, &a, &t, 12)) == 0)
 				r = answer_ref(&a, &t);
+			break;
+		default:
+			if ((r = answer_group(c, &a, &t, 12)) == 0 && (r = answer_ref(&a, &t)) == 0)
+				r = answer_samples(&a, &t);
 		}
 		if (r < 0)
 			break;

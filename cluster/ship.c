@@ -1098,6 +1098,8 @@ ship_main(void *arg)
 				poll_count(c, &count);
 				atomic_store(&c->reads_on, true);
 				installed = true;
+				/* The tree's first lookups find the listing in place. */
+				read_refresh(c, true);
 			}
 			/* "connected" is logged once reads go to the cluster. */
 			set_status(c, "ok");
@@ -1124,6 +1126,8 @@ ship_main(void *arg)
 		if (clock_mono_ns() - polled >= POLL_NS) {
 			polled = clock_mono_ns();
 			poll_count(c, &count);
+			if (c->reads)
+				read_refresh(c, false);
 		}
 		if (c->replicated && clock_mono_ns() - caught_up >= CATCH_UP_NS) {
 			caught_up = clock_mono_ns();
