@@ -103,6 +103,7 @@ struct cluster {
 	pthread_cond_t		 sc_cond;	/* signalled when sc_busy clears */
 	bool			 sc_busy;	/* a listing is being asked: the others wait for it */
 	uint64_t		 sc_failed;	/* listings that failed */
+	bool			 sc_bad;	/* the last listing asked failed */
 	const struct series	**sc;
 	int64_t			*sc_span;	/* first, last hour (s) with profiles */
 	size_t			 sc_n;

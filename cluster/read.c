@@ -557,6 +557,7 @@ out:
 	if (own)
 		c->sc_busy = false;
 	c->sc_failed += !ok;
+	c->sc_bad = !ok;
 	pthread_cond_broadcast(&c->sc_cond);
 	pthread_mutex_unlock(&c->sc_lock);
 	free(all.s);
@@ -581,6 +582,8 @@ read_refresh(struct cluster *c, bool first)
 	pthread_mutex_lock(&c->sc_lock);
 	at = c->sc_at;
 	due = !fresh(c, c->sc_gen, at) || now - at >= CACHE_TTL_NS - RENEW_EARLY_NS;
+	/* After a failure, lookups ask on their own (and log it), not every poll. */
+	due = due && (first || !c->sc_bad);
 	pthread_mutex_unlock(&c->sc_lock);
 	if (due)
 		(void)series_query(c, NULL, NULL, &l, true);

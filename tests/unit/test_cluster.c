@@ -152,6 +152,18 @@ test_tsv(void **state)
 	assert_true(s == -2);
 	assert_int_equal(tsv_next(&t), 0);
 	tsv_free(&t);
+	/* Empty fields, an escape at a field's start and end, a NUL. */
+	buf_reset(&b);
+	buf_adds(&b, "\t\\0x\\t\tlong run\\\\\n");
+	tsv_init(&t, &b);
+	assert_int_equal(tsv_next(&t), 1);
+	assert_int_equal(t.nf, 3);
+	assert_int_equal(t.len[0], 0);
+	assert_int_equal(t.len[1], 3);
+	assert_memory_equal(t.f[1], "\0x\t", 3);
+	assert_string_equal(t.f[2], "long run\\");
+	assert_int_equal(tsv_next(&t), 0);
+	tsv_free(&t);
 	/* A cut answer (no final newline) and a trailing escape are refused. */
 	buf_reset(&b);
 	buf_adds(&b, "1\t2");
