@@ -457,21 +457,29 @@ struct scatter_job {
 	bool		 started;
 };
 
-/* Shard g's proven replicas in their order, the next when one cannot be reached. */
+/*
+ * Shard g's proven replicas: the one that answered last, then the others in
+ * their order, the next when one cannot be reached.
+ */
 static int
 scatter_one(struct scatter_job *j)
 {
 	struct cluster *c = j->c;
-	size_t i;
+	size_t last = atomic_load(&c->sh_last[j->g]), k, i;
 	int rc;
 
-	for (i = 0; i < c->nurls; i++) {
-		if (c->urls[i].shard != j->g || atomic_load(&c->urls[i].shard_num) == 0)
+	for (k = 0; k <= c->nurls; k++) {
+		i = k == 0 ? last - 1 : k - 1;
+		if ((k == 0 && last == 0) || (k > 0 && i == last - 1) ||
+		    c->urls[i].shard != j->g || atomic_load(&c->urls[i].shard_num) == 0)
 			continue;
 		buf_reset(&j->out);
 		rc = exec_url(c, i, j->sql, NULL, &j->out, &j->err, false, j->max);
-		if (rc != -EHOSTUNREACH)
+		if (rc != -EHOSTUNREACH) {
+			if (rc == 0)
+				atomic_store(&c->sh_last[j->g], i + 1);
 			return rc;
+		}
 		buf_adds(&j->err, "; ");
 	}
 	return -EAGAIN;

@@ -52,6 +52,7 @@ struct cluster {
 	 * (ch_direct_check()). Else they go through the Distributed tables.
 	 */
 	_Atomic bool		 direct;
+	_Atomic size_t		 sh_last[CH_MAX_URLS];	/* per group: 1 + the URL that answered last */
 	char			*db;		/* database */
 	char			*name;		/* remote_servers cluster */
 	char			*host;

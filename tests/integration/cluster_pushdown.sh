@@ -6,8 +6,10 @@
 # Two real clickhouse-server on loopback (tests/clickhouse/) as two shards,
 # one daemon: it pushes profiles of six series over 3 hours of past time, CPU and heap (gauges, averaged per series); the ranges
 # and selectors come from a fixed seed, so a run is repeatable. The sums of
-# every case are read through the fleet, then the same daemon is restarted
-# without --clickhouse and reads its embedded store.
+# every case are read through the fleet (each shard's tables asked directly),
+# then through the Distributed tables (URLs that are not the shards each
+# once), then the same daemon is restarted without --clickhouse and reads
+# its embedded store.
 # Skipped without clickhouse-server (scripts/install-deps.sh installs it).
 set -u
 source "$(dirname "$0")/../lib.sh"
@@ -103,7 +105,25 @@ nonempty=$(awk 'NF > 1' "$TMP/fleet.sums" | wc -l)
   || fail "the fleet answers most cases with profiles" "$nonempty of ${#CASES[@]}"
 grep -q "clickhouse: merging" "$TMP/daemon.log" && fail "no merge failed" "$(grep 'clickhouse: merging' "$TMP/daemon.log" | head -2)" \
   || ok "no merge failed"
+grep -q "the URLs are the 2 shards of cluster profilefs: reads ask each shard's tables directly" "$TMP/daemon.log" \
+  && ok "the URLs are proven to be the shards: reads ask each shard directly" \
+  || fail "the URLs are proven to be the shards: reads ask each shard directly" "$(grep clickhouse "$TMP/daemon.log" | head -5)"
 pf_stop
+# The same cases through the Distributed tables: URLs that are not the
+# cluster's shards each once (one of two shards; one shard named twice) are
+# not read shard by shard, so nothing is missing or counted twice.
+for urls in "http://127.0.0.1:$CH1" "http://127.0.0.1:$CH2,http://127.0.0.1:$CH2"; do
+  : >"$TMP/daemon.log"
+  pf_start --host hosta --clickhouse "$urls" --http "127.0.0.1:$HA" || fail "the daemon restarts with $urls"
+  wait_for 20 grep -q "clickhouse: connected" "$TMP/daemon.log" || fail "connected ($urls)" "$(tail -3 "$TMP/daemon.log")"
+  grep -q "reads ask each shard" "$TMP/daemon.log" && fail "$urls: not read shard by shard" \
+    || ok "$urls: not read shard by shard"
+  read_all "$TMP/dist.sums"
+  bad=$(diff "$TMP/fleet.sums" "$TMP/dist.sums" | grep '^[<>]' | head -6)
+  [ -z "$bad" ] && ok "$urls: every case through the Distributed tables equals the shard-by-shard read" \
+    || fail "$urls: every case through the Distributed tables equals the shard-by-shard read" "$bad"
+  pf_stop
+done
 pf_start || fail "the daemon restarts without the cluster"
 read_all "$TMP/embedded.sums"
 pf_stop
