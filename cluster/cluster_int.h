@@ -105,6 +105,7 @@ struct cluster {
 	bool			 sc_busy;	/* a listing is being asked: the others wait for it */
 	uint64_t		 sc_failed;	/* listings that failed */
 	bool			 sc_bad;	/* the last listing asked failed */
+	bool			 sc_ahead;	/* the listing was asked ahead (read_refresh()) */
 	const struct series	**sc;
 	int64_t			*sc_span;	/* first, last hour (s) with profiles */
 	size_t			 sc_n;

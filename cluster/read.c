@@ -548,6 +548,7 @@ series_query(struct cluster *c, const char *service, const char *type, struct sl
 	c->sc_n = all.n;
 	c->sc_gen = gen;
 	c->sc_at = clock_mono_ns();
+	c->sc_ahead = renew;
 	all.s = NULL;
 	pthread_mutex_unlock(&c->sc_lock);
 	(void)series_cached(c, service, type, out, true);
@@ -2338,6 +2339,28 @@ c_delete_series(void *arg, const struct query *q, uint64_t *nseries, uint64_t *n
 	    store_delete_series(c->st, q, nseries, nprofiles, err);
 }
 
+/*
+ * A lookup missed: a listing asked ahead may predate the name (data that
+ * arrived since, before the poll saw the count move), so it is asked again,
+ * as a lookup would have asked it. Once per listing asked ahead.
+ */
+static bool
+c_missed(void *arg)
+{
+	struct cluster *c = arg;
+	bool again;
+
+	if (!on(c))
+		return false;
+	pthread_mutex_lock(&c->sc_lock);
+	if ((again = c->sc_ahead && !c->sc_busy && fresh(c, c->sc_gen, c->sc_at))) {
+		c->sc_at = 0;
+		c->sc_ahead = false;
+	}
+	pthread_mutex_unlock(&c->sc_lock);
+	return again;
+}
+
 const struct reader *
 cluster_reader(struct cluster *c)
 {
@@ -2367,6 +2390,7 @@ read_init(struct cluster *c)
 		.changed_since = c_changed_since,
 		.delete_profile = c_delete_profile,
 		.delete_series = c_delete_series,
+		.missed = c_missed,
 	};
 }
 

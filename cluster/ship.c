@@ -356,21 +356,25 @@ server_schema(struct cluster *c, size_t i, struct buf *err, bool *reached)
 	ch_quote(&sql, c->name);
 	buf_adds(&sql, " FORMAT TabSeparated");
 	buf_reset(&ans);
-	atomic_store(&c->urls[i].shard_num, 0);
 	if ((rc = ch_exec_on(c, i, sql.data, &ans, err, NULL)) < 0)
 		goto out;
 	{
 		struct tsv t;
-		uint64_t nlocal, num, nsh;
+		uint64_t nlocal = 0, num = 0, nsh = 0;
 
 		tsv_init(&t, &ans);
-		if (tsv_next(&t) == 1 && t.nf == 3 && tsv_u64(t.f[0], &nlocal) == 0 &&
-		    tsv_u64(t.f[1], &num) == 0 && tsv_u64(t.f[2], &nsh) == 0 && nlocal == 1 &&
-		    num > 0 && num <= nsh) {
+		if (tsv_next(&t) != 1 || t.nf != 3 || tsv_u64(t.f[0], &nlocal) < 0 ||
+		    tsv_u64(t.f[1], &num) < 0 || tsv_u64(t.f[2], &nsh) < 0 || nlocal != 1 ||
+		    num == 0 || num > nsh)
+			num = nsh = 0;
+		tsv_free(&t);
+		/* A server that is now another shard: no read shard by shard until checked again. */
+		if (atomic_load(&c->urls[i].shard_num) != num ||
+		    atomic_load(&c->urls[i].cluster_shards) != nsh) {
+			atomic_store(&c->direct, false);
 			atomic_store(&c->urls[i].cluster_shards, (size_t)nsh);
 			atomic_store(&c->urls[i].shard_num, (size_t)num);
 		}
-		tsv_free(&t);
 	}
 	/* A database of an earlier build: 64-bit stack hashes, refused. */
 	buf_reset(&sql);
