@@ -28,8 +28,8 @@ struct ch_url {
 	bool	 schema;	/* the schema was made there (replicated: one may be down) */
 	bool	 granules_told;	/* its tables' old granules were logged (ship.c) */
 	/*
-	 * Which shard of the remote_servers cluster the server is (its one
-	 * is_local row of system.clusters: 1, 2, ...), learned by ship.c when
+	 * Which shard of the remote_servers cluster the server is (the one
+	 * shard with is_local rows in system.clusters: 1, 2, ...), learned by ship.c when
 	 * it makes the schema there; 0: not known (not asked yet, not
 	 * reached, or not exactly one shard of the cluster).
 	 */

@@ -345,14 +345,15 @@ server_schema(struct cluster *c, size_t i, struct buf *err, bool *reached)
 	}
 	/*
 	 * Which shard of the cluster the server is, for reads that ask each
-	 * shard directly (ch_scatter()): its one is_local row, and how many
-	 * shards its remote_servers lists. Anything else (no such row, or a
-	 * server in two shards) leaves it unknown: reads go through the
+	 * shard directly (ch_scatter()): the one shard with is_local rows (18.16
+	 * marks every replica of the shard that holds the server), and how
+	 * many shards its remote_servers lists. Anything else (no such shard,
+	 * or a server in two) leaves it unknown: reads go through the
 	 * Distributed tables.
 	 */
 	buf_reset(&sql);
-	buf_adds(&sql, "SELECT countIf(is_local), anyIf(shard_num, is_local), uniqExact(shard_num) "
-	    "FROM system.clusters WHERE cluster = ");
+	buf_adds(&sql, "SELECT uniqExactIf(shard_num, is_local), anyIf(shard_num, is_local), "
+	    "uniqExact(shard_num) FROM system.clusters WHERE cluster = ");
 	ch_quote(&sql, c->name);
 	buf_adds(&sql, " FORMAT TabSeparated");
 	buf_reset(&ans);
