@@ -4,16 +4,21 @@
  * answered by the cluster, and by the local store before. Listings and
  * hours come from the small series table, kept per generation with each
  * series' recent windows (so the lookups of a path ask ClickHouse nothing
- * new). A merge is one query (merge_sql()): the selection (service, type,
- * labels and matchers: the label sets the generation's listing selects, or
- * through the series table once per series) and the range's edges are SQL;
- * each part of the range is summed on the shards from the widest tier of
- * per-window sums that fits it, the raw rows at the edges (or alone, for a
- * few series over a short range); the profiles' counts, ids and totals come
- * from the 10-minute counts alike. Then the frames of stacks not seen before;
- * a merge of raw rows alone (one host's hour) whose series no merge brought
- * the frames of yet has them in its own answer: one round trip. Gauges
- * are averaged per series as the local store does, so sums are the same.
+ * new; the shipper's poll asks it ahead, read_refresh()). A merge is one
+ * query (merge_sql()): the selection (service, type, labels and matchers:
+ * the label sets the generation's listing selects, or through the series
+ * table once per series) and the range's edges are SQL; each part of the
+ * range is summed on the shards from the widest tier of per-window sums that
+ * fits it, the raw rows at the edges; the profiles' counts, ids and totals
+ * come from the 10-minute counts alike. A few series over a short range (one
+ * host's hour) are read as their rows are stored and summed here
+ * (raw_sql()). Then the frames of stacks not seen before. Gauges are
+ * averaged per series as the local store does, so sums are the same.
+ *
+ * When the URLs are proven to be the cluster's shards (chttp.c), each query
+ * asks every shard's *_local tables at once and the shards' rows are added
+ * up here (answer_resolve(), answer_accs(), the listing's sort); else it
+ * goes through the Distributed tables.
  *
  * A server or shard that does not answer fails the read (-EIO, the reason
  * in the log): never a silently partial profile.
@@ -50,6 +55,14 @@ fail(const char *what, const struct buf *err)
 {
 	log_warnx("clickhouse: %s: %s", what, err->data ? err->data : "failed");
 	return -EIO;
+}
+
+static int
+cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return (x > y) - (x < y);
 }
 
 /* --- series ------------------------------------------------------------------ */
@@ -628,19 +641,27 @@ r_hours(void *arg, uint64_t sid, int64_t **out, size_t *n)
 	const struct series *s = r_series_get(c, sid);
 	struct buf sql = { 0 }, ans = { 0 }, err = { 0 };
 	int64_t *arr = NULL;
-	size_t cnt = 0, cap = 0;
+	size_t cnt = 0, cap = 0, i, k;
 	struct tsv t;
-	int rc = 0, r;
+	int rc = 0, r, local;
 
 	*out = NULL;
 	*n = 0;
 	if (s == NULL)
 		return -ENOENT;
-	buf_printf(&sql, "SELECT intDiv(toUInt32(hour), 3600) AS h FROM %s.series WHERE ",
-	    c->db);
-	where_series(s, &sql);
-	buf_adds(&sql, " GROUP BY h HAVING sum(profiles) > 0 ORDER BY h FORMAT TabSeparated");
-	if (ch_exec(c, sql.data, NULL, &ans, &err, NULL) < 0) {
+	/* Each shard's own table at once when the URLs are the shards: their hours merged here. */
+	for (local = 1, r = -EAGAIN; local >= 0 && r == -EAGAIN; local--) {
+		buf_reset(&sql);
+		buf_printf(&sql, "SELECT intDiv(toUInt32(hour), 3600) AS h FROM %s.series%s WHERE ",
+		    c->db, local ? "_local" : "");
+		where_series(s, &sql);
+		buf_adds(&sql, " GROUP BY h HAVING sum(profiles) > 0 FORMAT TabSeparated");
+		if ((rc = buf_error(&sql)) < 0)
+			goto out;
+		r = local ? ch_scatter(c, sql.data, CH_MAX_ANSWER, &ans, &err) :
+		    ch_exec(c, sql.data, NULL, &ans, &err, NULL);
+	}
+	if (r < 0) {
 		rc = fail("listing hours", &err);
 		goto out;
 	}
@@ -662,8 +683,14 @@ r_hours(void *arg, uint64_t sid, int64_t **out, size_t *n)
 		rc = -EIO;
 		goto out;
 	}
+	/* Ascending, once each (an hour's profiles may be on several shards). */
+	if (cnt)
+		qsort(arr, cnt, sizeof(*arr), cmp_i64);
+	for (i = k = 0; i < cnt; i++)
+		if (k == 0 || arr[k - 1] != arr[i])
+			arr[k++] = arr[i];
 	*out = arr ? arr : xcalloc(1, sizeof(*arr));
-	*n = cnt;
+	*n = k;
 out:
 	buf_free(&sql);
 	buf_free(&ans);
@@ -2140,11 +2167,13 @@ c_hours(void *arg, uint64_t sid, int64_t **out, size_t *n)
  * cache cannot say.
  */
 static int
-hd_cached(struct cluster *c, uint64_t sid, int64_t from, int64_t to)
+hd_cached(struct cluster *c, uint64_t sid, int64_t from, int64_t to, int64_t *since)
 {
 	int64_t k;
 	size_t i;
 	int rc = -ENOENT;
+
+	*since = INT64_MAX;
 
 	pthread_mutex_lock(&c->sc_lock);
 	/* The hours the series listing holds it in: a range holding them all, or none. */
@@ -2162,6 +2191,7 @@ hd_cached(struct cluster *c, uint64_t sid, int64_t from, int64_t to)
 	    fresh(c, c->hd[k].gen, c->hd[k].at)) {
 		const struct hd_windows *h = &c->hd[k];
 
+		*since = h->since * NS;
 		/* Nothing before the windows kept is known: then only a yes holds. */
 		rc = from >= h->since * NS ? 0 : -1;
 		for (i = 0; i < h->n && rc != 1; i++) {
@@ -2177,36 +2207,65 @@ hd_cached(struct cluster *c, uint64_t sid, int64_t from, int64_t to)
 	return rc;
 }
 
-/* Ask for the windows of series s since the last days and keep them. */
+/* The start (s) of the windows hd_fetch() asks for: the last days'. */
+static int64_t
+hd_since(void)
+{
+	int64_t since = clock_now_ns() / NS - HD_DAYS * 86400;
+
+	return since - since % 86400;
+}
+
+/*
+ * Ask for the windows of series s since the last days and keep them (each
+ * shard's own table at once when the URLs are the shards: their windows
+ * merged here).
+ */
 static void
 hd_fetch(struct cluster *c, const struct series *s)
 {
 	struct buf sql = { 0 }, ans = { 0 }, err = { 0 }, w = { 0 };
 	uint64_t gen = atomic_load(&c->gen);
-	int64_t since = clock_now_ns() / NS - HD_DAYS * 86400;
+	int64_t since = hd_since(), *v;
 	struct tsv t;
-	int r;
+	size_t i, n;
+	int r, local;
 
-	since -= since % 86400;
-	buf_printf(&sql, "SELECT toUInt32(window) AS w FROM %s.counts10 WHERE ", c->db);
-	where_series(s, &sql);
-	buf_printf(&sql, " AND date >= toDate(toDateTime(%" PRId64 ")) GROUP BY w HAVING "
-	    "sum(profiles) > 0 ORDER BY w FORMAT TabSeparated", since);
-	if (buf_error(&sql) || ch_exec(c, sql.data, NULL, &ans, &err, NULL) < 0)
+	for (local = 1, r = -EAGAIN; local >= 0 && r == -EAGAIN; local--) {
+		buf_reset(&sql);
+		buf_printf(&sql, "SELECT toUInt32(window) AS w FROM %s.counts10%s WHERE ", c->db,
+		    local ? "_local" : "");
+		where_series(s, &sql);
+		buf_printf(&sql, " AND date >= toDate(toDateTime(%" PRId64 ")) GROUP BY w HAVING "
+		    "sum(profiles) > 0 FORMAT TabSeparated", since);
+		if (buf_error(&sql))
+			goto out;
+		r = local ? ch_scatter(c, sql.data, CH_MAX_ANSWER, &ans, &err) :
+		    ch_exec(c, sql.data, NULL, &ans, &err, NULL);
+	}
+	if (r < 0)
 		goto out;
 	tsv_init(&t, &ans);
 	while ((r = tsv_next(&t)) > 0) {
-		int64_t v;
+		int64_t x;
 
-		if (t.nf != 1 || tsv_i64(t.f[0], &v) < 0) {
+		if (t.nf != 1 || tsv_i64(t.f[0], &x) < 0) {
 			r = -EINVAL;
 			break;
 		}
-		buf_add(&w, &v, sizeof(v));
+		buf_add(&w, &x, sizeof(x));
 	}
 	tsv_free(&t);
 	if (r < 0 || buf_error(&w))
 		goto out;
+	/* Ascending, once each (a window's profiles may be on several shards). */
+	v = (int64_t *)w.data;
+	n = w.len / sizeof(*v);
+	if (n)
+		qsort(v, n, sizeof(*v), cmp_i64);
+	for (i = 0, w.len = 0; i < n; i++)
+		if (w.len == 0 || v[w.len / sizeof(*v) - 1] != v[i])
+			v[w.len / sizeof(*v)] = v[i], w.len += sizeof(*v);
 	hd_store(c, s->id, (const int64_t *)w.data, w.len / sizeof(int64_t), since, gen);
 out:
 	buf_free(&sql);
@@ -2226,14 +2285,21 @@ r_has_data(struct cluster *c, uint64_t sid, int64_t from, int64_t to)
 {
 	const struct series *s = r_series_get(c, sid);
 	struct buf sql = { 0 }, ans = { 0 }, err = { 0 };
+	int64_t since;
 	bool yes = true;
 	int rc;
 
 	if (s == NULL)
 		return false;
-	if ((rc = hd_cached(c, sid, from, to)) == -ENOENT) {
+	/*
+	 * Not known, or only since the listing's recent windows while the
+	 * range starts before them: the last days' windows, once for the
+	 * series, instead of a query per range (the hours of a listing).
+	 */
+	if ((rc = hd_cached(c, sid, from, to, &since)) == -ENOENT ||
+	    (rc == -1 && from < since && since > hd_since() * NS)) {
 		hd_fetch(c, s);
-		rc = hd_cached(c, sid, from, to);
+		rc = hd_cached(c, sid, from, to, &since);
 	}
 	if (rc == 0 || rc == 1)
 		return rc == 1;

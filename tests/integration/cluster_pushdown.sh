@@ -91,7 +91,7 @@ for i in $(seq 1 24); do
   CASES+=("prop/$ty/$sel/$r")
 done
 CASES+=("prop/cpu/all/all" "prop/cpu/host=3/all" "prop/heap/all/all")
-# One host's last hour: its raw rows alone, its stacks' frames in the same answer.
+# One host's last hour: its rows as stored, summed in the daemon.
 CASES+=("prop/cpu/host=2/last-1h" "prop/heap/host=1/last-1h" "prop/cpu/host=2/last-2h")
 read_all() {	# read_all OUT: the sums of every case, one line each
   local c
