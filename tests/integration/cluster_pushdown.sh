@@ -109,27 +109,31 @@ grep -q "the URLs are the 2 shards of cluster profilefs: reads ask each shard's 
   && ok "the URLs are proven to be the shards: reads ask each shard directly" \
   || fail "the URLs are proven to be the shards: reads ask each shard directly" "$(grep clickhouse "$TMP/daemon.log" | head -5)"
 pf_stop
-# The same cases through the Distributed tables: URLs that are not the
-# cluster's shards each once (one of two shards; one shard named twice) are
-# not read shard by shard, so nothing is missing or counted twice.
-for urls in "http://127.0.0.1:$CH1" "http://127.0.0.1:$CH2,http://127.0.0.1:$CH2"; do
-  : >"$TMP/daemon.log"
-  pf_start --host hosta --clickhouse "$urls" --http "127.0.0.1:$HA" || fail "the daemon restarts with $urls"
-  wait_for 20 grep -q "clickhouse: connected" "$TMP/daemon.log" || fail "connected ($urls)" "$(tail -3 "$TMP/daemon.log")"
-  grep -q "reads ask each shard" "$TMP/daemon.log" && fail "$urls: not read shard by shard" \
-    || ok "$urls: not read shard by shard"
-  read_all "$TMP/dist.sums"
-  bad=$(diff "$TMP/fleet.sums" "$TMP/dist.sums" | grep '^[<>]' | head -6)
-  [ -z "$bad" ] && ok "$urls: every case through the Distributed tables equals the shard-by-shard read" \
-    || fail "$urls: every case through the Distributed tables equals the shard-by-shard read" "$bad"
-  pf_stop
-done
 pf_start || fail "the daemon restarts without the cluster"
 read_all "$TMP/embedded.sums"
 pf_stop
 bad=$(diff "$TMP/fleet.sums" "$TMP/embedded.sums" | grep '^[<>]' | head -6)
 [ -z "$bad" ] && ok "every case: the fleet's sums equal the embedded store's" \
   || fail "every case: the fleet's sums equal the embedded store's" "$bad"
+# The same cases through the Distributed tables: URLs that are not the
+# cluster's shards each once (one of two shards; one shard named twice) are
+# not read shard by shard, so nothing is missing or counted twice. Read
+# later, the last-N ranges hold other profiles by now: the fixed ones are
+# compared.
+log_since() { tail -n +$((n0 + 1)) "$TMP/daemon.log"; }	# this run's lines
+for urls in "http://127.0.0.1:$CH1" "http://127.0.0.1:$CH2,http://127.0.0.1:$CH2"; do
+  n0=$(wc -l <"$TMP/daemon.log")
+  pf_start --host hosta --clickhouse "$urls" --http "127.0.0.1:$HA" || fail "the daemon restarts with $urls"
+  connected() { log_since | grep -q "clickhouse: connected"; }
+  wait_for 20 connected || fail "connected ($urls)" "$(tail -3 "$TMP/daemon.log")"
+  log_since | grep -q "reads ask each shard" && fail "$urls: not read shard by shard" \
+    || ok "$urls: not read shard by shard"
+  read_all "$TMP/dist.sums"
+  bad=$(diff <(grep -v '/last-' "$TMP/fleet.sums") <(grep -v '/last-' "$TMP/dist.sums") | grep '^[<>]' | head -6)
+  [ -z "$bad" ] && ok "$urls: every case through the Distributed tables equals the shard-by-shard read" \
+    || fail "$urls: every case through the Distributed tables equals the shard-by-shard read" "$bad"
+  pf_stop
+done
 # Leaks are told by tests/run.sh from the report files (libfuse3's own left out).
 grep -q "ERROR: AddressSanitizer\|runtime error" "$TMP/daemon.log" && fail "no sanitizer errors in the log" \
   "$(grep -m 3 -A 12 "ERROR: AddressSanitizer\|runtime error" "$TMP/daemon.log")" || ok "no sanitizer errors in the log"
