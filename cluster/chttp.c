@@ -439,8 +439,8 @@ ch_direct_check(struct cluster *c)
 	}
 	was = atomic_exchange(&c->direct, ok);
 	if (was != ok && ok)
-		log_info("clickhouse: the URLs are the %zu shards of cluster %s: reads ask each "
-		    "shard's tables directly", c->nshards, c->name);
+		log_info("clickhouse: the URLs are the %zu shard%s of cluster %s: reads ask each "
+		    "shard's tables directly", c->nshards, c->nshards == 1 ? "" : "s", c->name);
 	else if (was != ok)
 		log_info("clickhouse: reads go through the Distributed tables");
 }
