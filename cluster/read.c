@@ -509,7 +509,8 @@ series_query(struct cluster *c, const char *service, const char *type, struct sl
 		struct recent *sr = (struct recent *)rows.data, *rw = (struct recent *)recent.data;
 		size_t ns = rows.len / (2 * sizeof(*sr)), nr = recent.len / sizeof(*rw), i, n;
 
-		qsort(sr, ns, 2 * sizeof(*sr), recent_cmp);
+		if (ns)
+			qsort(sr, ns, 2 * sizeof(*sr), recent_cmp);
 		for (i = 0; i < ns; i++) {
 			int64_t span[2] = { sr[2 * i].w, sr[2 * i + 1].w };
 
