@@ -6,7 +6,9 @@
  * two replicas, then shard B's), so that what must reach every shard once
  * (ch_exec_shard()) goes to one live replica of each. Finished handles are
  * kept (CH_POOL of them), so a statement reuses a live connection instead of
- * opening one. Answers are bounded
+ * opening one. A read can also go to every shard at once (ch_scatter()),
+ * one thread per shard, once the URL groups are proven to be the cluster's
+ * shards (ch_direct_check()). Answers are bounded
  * (CH_MAX_ANSWER) and parsed with an explicit end, so a server answering
  * garbage gets an error, never a crash.
  */
@@ -209,13 +211,20 @@ handle_put(struct cluster *c, CURL *h, bool ok)
 		curl_easy_cleanup(h);
 }
 
+/* An answer being received, and its bound. */
+struct answer {
+	struct buf	*b;
+	size_t		 max;
+	bool		 over;	/* it went over max */
+};
+
 static size_t
 write_cb(char *ptr, size_t size, size_t nmemb, void *arg)
 {
-	struct buf *b = arg;
+	struct answer *a = arg;
 	size_t n = size * nmemb;
 
-	if (b->len + n > CH_MAX_ANSWER || buf_add(b, ptr, n) < 0)
+	if ((a->over = a->b->len + n > a->max) || buf_add(a->b, ptr, n) < 0)
 		return 0;	/* curl fails the transfer: CURLE_WRITE_ERROR */
 	return n;
 }
@@ -234,6 +243,7 @@ first_line(struct buf *err, const struct buf *ans)
 
 /*
  * -EHOSTUNREACH: not reached (try another); -EIO: answered with an error;
+ * -EFBIG: the answer is over max (when under CH_MAX_ANSWER; else -EIO);
  * -ECONNRESET: an INSERT sent without an answer, which may have arrived.
  * Sent again elsewhere at once it could count twice, unless the tables
  * are Replicated: they drop a block they already took, so a replicated
@@ -241,9 +251,10 @@ first_line(struct buf *err, const struct buf *ans)
  */
 static int
 exec_url(struct cluster *c, size_t i, const char *sql, const struct buf *data, struct buf *out,
-    struct buf *err, bool insert)
+    struct buf *err, bool insert, size_t max)
 {
 	struct buf body = { 0 }, ans = { 0 }, url = { 0 };
+	struct answer wa = { &ans, max, false };
 	struct curl_slist *hdrs = NULL;
 	char cerr[CURL_ERROR_SIZE] = "";
 	long status = 0;
@@ -273,7 +284,7 @@ exec_url(struct cluster *c, size_t i, const char *sql, const struct buf *data, s
 	curl_easy_setopt(h, CURLOPT_POSTFIELDS, body.data);
 	curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body.len);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, write_cb);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, &ans);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &wa);
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, cerr);
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 2000L);
@@ -290,14 +301,14 @@ exec_url(struct cluster *c, size_t i, const char *sql, const struct buf *data, s
 	if (cc != CURLE_OK) {
 		buf_printf(err, "%s: %s", c->urls[i].shown, *cerr ? cerr : curl_easy_strerror(cc));
 		if (cc == CURLE_WRITE_ERROR)
-			rc = -EIO;
+			rc = wa.over && max < CH_MAX_ANSWER ? -EFBIG : -EIO;
 		else if (insert && !c->replicated && cc != CURLE_COULDNT_CONNECT &&
 		    cc != CURLE_COULDNT_RESOLVE_HOST)
 			rc = -ECONNRESET;
 		else
 			rc = -EHOSTUNREACH;
 		if (cc == CURLE_WRITE_ERROR)
-			buf_printf(err, " (answer over %zu bytes)", CH_MAX_ANSWER);
+			buf_printf(err, " (answer over %zu bytes)", max);
 		goto out;
 	}
 	if (status != 200) {
@@ -319,7 +330,7 @@ int
 ch_exec_on(struct cluster *c, size_t i, const char *sql, struct buf *out, struct buf *err,
     bool *refused)
 {
-	int rc = exec_url(c, i, sql, NULL, out, err, false);
+	int rc = exec_url(c, i, sql, NULL, out, err, false, CH_MAX_ANSWER);
 
 	if (refused)
 		*refused = rc == -EIO;
@@ -342,7 +353,8 @@ ch_exec_shard(struct cluster *c, size_t g, const char *sql, const struct buf *da
 			buf_adds(err, "; ");
 		if (out)
 			out->len = len0;
-		rc = exec_url(c, i, sql, data, out, err, strncmp(sql, "INSERT", 6) == 0);
+		rc = exec_url(c, i, sql, data, out, err, strncmp(sql, "INSERT", 6) == 0,
+		    CH_MAX_ANSWER);
 		if (rc != -EHOSTUNREACH) {
 			if (rc == -EIO && refused)
 				*refused = true;
@@ -359,9 +371,10 @@ ch_exec_shard(struct cluster *c, size_t g, const char *sql, const struct buf *da
 	return -EIO;
 }
 
-int
-ch_exec(struct cluster *c, const char *sql, const struct buf *data, struct buf *out,
-    struct buf *err, bool *refused)
+/* ch_exec() with answers bounded by max. */
+static int
+exec_any(struct cluster *c, const char *sql, const struct buf *data, size_t max,
+    struct buf *out, struct buf *err, bool *refused)
 {
 	size_t k, first = atomic_load(&c->cur), i;
 	size_t len0 = out ? out->len : 0;
@@ -375,7 +388,7 @@ ch_exec(struct cluster *c, const char *sql, const struct buf *data, struct buf *
 			buf_adds(err, "; ");
 		if (out)
 			out->len = len0;
-		rc = exec_url(c, i, sql, data, out, err, strncmp(sql, "INSERT", 6) == 0);
+		rc = exec_url(c, i, sql, data, out, err, strncmp(sql, "INSERT", 6) == 0, max);
 		if (rc != -EHOSTUNREACH) {
 			if (rc == -EIO && refused)
 				*refused = true;
@@ -387,6 +400,150 @@ ch_exec(struct cluster *c, const char *sql, const struct buf *data, struct buf *
 		}
 	}
 	return -EIO;
+}
+
+int
+ch_exec(struct cluster *c, const char *sql, const struct buf *data, struct buf *out,
+    struct buf *err, bool *refused)
+{
+	return exec_any(c, sql, data, CH_MAX_ANSWER, out, err, refused);
+}
+
+int
+ch_read(struct cluster *c, const char *sql, size_t max, struct buf *out, struct buf *err)
+{
+	return exec_any(c, sql, NULL, max, out, err, NULL);
+}
+
+void
+ch_direct_check(struct cluster *c)
+{
+	size_t num[CH_MAX_URLS] = { 0 }, i, g, h, sn;
+	bool ok = c->nshards > 0, was;
+
+	for (i = 0; i < c->nurls; i++) {
+		if ((sn = atomic_load(&c->urls[i].shard_num)) == 0)
+			continue;
+		g = c->urls[i].shard;
+		if (atomic_load(&c->urls[i].cluster_shards) != c->nshards ||
+		    (num[g] && num[g] != sn))
+			ok = false;
+		num[g] = sn;
+	}
+	for (g = 0; g < c->nshards && ok; g++) {
+		if (num[g] == 0)
+			ok = false;
+		for (h = 0; h < g && ok; h++)
+			if (num[h] == num[g])
+				ok = false;
+	}
+	was = atomic_exchange(&c->direct, ok);
+	if (was != ok && ok)
+		log_info("clickhouse: the URLs are the %zu shard%s of cluster %s: reads ask each "
+		    "shard's tables directly", c->nshards, c->nshards == 1 ? "" : "s", c->name);
+	else if (was != ok)
+		log_info("clickhouse: reads go through the Distributed tables");
+}
+
+/* One shard's part of ch_scatter(). */
+struct scatter_job {
+	struct cluster	*c;
+	size_t		 g;
+	const char	*sql;
+	size_t		 max;
+	struct buf	 out, err;
+	int		 rc;
+	pthread_t	 thread;
+	bool		 started;
+};
+
+/*
+ * Shard g's proven replicas: the one that answered last, then the others in
+ * their order, the next when one cannot be reached.
+ */
+static int
+scatter_one(struct scatter_job *j)
+{
+	struct cluster *c = j->c;
+	size_t last = atomic_load(&c->sh_last[j->g]), k, i;
+	int rc;
+
+	for (k = 0; k <= c->nurls; k++) {
+		i = k == 0 ? last - 1 : k - 1;
+		if ((k == 0 && last == 0) || (k > 0 && i == last - 1) ||
+		    c->urls[i].shard != j->g || atomic_load(&c->urls[i].shard_num) == 0)
+			continue;
+		buf_reset(&j->out);
+		rc = exec_url(c, i, j->sql, NULL, &j->out, &j->err, false, j->max);
+		if (rc != -EHOSTUNREACH) {
+			if (rc == 0)
+				atomic_store(&c->sh_last[j->g], i + 1);
+			return rc;
+		}
+		buf_adds(&j->err, "; ");
+	}
+	return -EAGAIN;
+}
+
+static void *
+scatter_main(void *arg)
+{
+	struct scatter_job *j = arg;
+
+	j->rc = scatter_one(j);
+	return NULL;
+}
+
+int
+ch_scatter(struct cluster *c, const char *sql, size_t max, struct buf *out, struct buf *err)
+{
+	struct scatter_job *jobs;
+	size_t g, total;
+	int rc = 0;
+
+	if (!atomic_load(&c->direct))
+		return -EAGAIN;
+	jobs = xcalloc(c->nshards, sizeof(*jobs));
+	for (g = 0; g < c->nshards; g++) {
+		jobs[g].c = c;
+		jobs[g].g = g;
+		jobs[g].sql = sql;
+		jobs[g].max = max;
+	}
+	/* The others on threads of their own, the first on this one. */
+	for (g = 1; g < c->nshards; g++)
+		jobs[g].started = pthread_create(&jobs[g].thread, NULL, scatter_main,
+		    &jobs[g]) == 0;
+	for (g = 0; g < c->nshards; g++) {
+		if (g == 0 || !jobs[g].started)
+			scatter_main(&jobs[g]);
+		else
+			pthread_join(jobs[g].thread, NULL);
+	}
+	/* A refusal is told; a shard with no proven replica that answers: not direct. */
+	for (g = 0; g < c->nshards && rc == 0; g++)
+		if (jobs[g].rc == -EHOSTUNREACH || jobs[g].rc == -EAGAIN)
+			rc = -EAGAIN;
+	for (g = 0; g < c->nshards && rc == 0; g++)
+		if (jobs[g].rc < 0) {
+			buf_add(err, jobs[g].err.data, jobs[g].err.len);
+			rc = jobs[g].rc == -ENOMEM || jobs[g].rc == -EFBIG ? jobs[g].rc : -EIO;
+		}
+	/* Every shard's part under max, the whole too. */
+	for (g = 0, total = 0; g < c->nshards && rc == 0; g++)
+		total += jobs[g].out.len;
+	if (rc == 0 && total > max) {
+		buf_printf(err, "the shards' answers are over %zu bytes", max);
+		rc = -EFBIG;
+	}
+	for (g = 0; g < c->nshards && rc == 0; g++)
+		rc = buf_add(out, jobs[g].out.data, jobs[g].out.len);
+	for (g = 0; g < c->nshards; g++) {
+		buf_free(&jobs[g].out);
+		buf_free(&jobs[g].err);
+	}
+	free(jobs);
+	return rc;
 }
 
 int
@@ -430,14 +587,22 @@ int
 tsv_next(struct tsv *t)
 {
 	size_t starts[TSV_MAX_FIELDS], i;
-	const char *p = t->p;
+	const char *p = t->p, *run;
 
 	if (p >= t->end)
 		return 0;
 	buf_reset(&t->row);
 	t->nf = 0;
 	starts[t->nf++] = 0;
-	for (; p < t->end && *p != '\n'; p++) {
+	/* Runs of plain bytes are copied at once: answers are megabytes of frames. */
+	for (run = p; p < t->end; p++) {
+		if (*p != '\t' && *p != '\n' && *p != '\\')
+			continue;
+		if (p > run)
+			buf_add(&t->row, run, (size_t)(p - run));
+		run = p + 1;
+		if (*p == '\n')
+			break;
 		if (*p == '\t') {
 			if (t->nf == TSV_MAX_FIELDS)
 				return -EINVAL;
@@ -445,21 +610,18 @@ tsv_next(struct tsv *t)
 			starts[t->nf++] = t->row.len;
 			continue;
 		}
-		if (*p == '\\') {
-			if (++p >= t->end)
-				return -EINVAL;
-			switch (*p) {
-			case 't': buf_addc(&t->row, '\t'); break;
-			case 'n': buf_addc(&t->row, '\n'); break;
-			case '0': buf_addc(&t->row, '\0'); break;
-			case 'r': buf_addc(&t->row, '\r'); break;
-			case 'b': buf_addc(&t->row, '\b'); break;
-			case 'f': buf_addc(&t->row, '\f'); break;
-			default: buf_addc(&t->row, *p);
-			}
-			continue;
+		if (++p >= t->end)
+			return -EINVAL;
+		run = p + 1;
+		switch (*p) {
+		case 't': buf_addc(&t->row, '\t'); break;
+		case 'n': buf_addc(&t->row, '\n'); break;
+		case '0': buf_addc(&t->row, '\0'); break;
+		case 'r': buf_addc(&t->row, '\r'); break;
+		case 'b': buf_addc(&t->row, '\b'); break;
+		case 'f': buf_addc(&t->row, '\f'); break;
+		default: buf_addc(&t->row, *p);
 		}
-		buf_addc(&t->row, *p);
 	}
 	if (p >= t->end)
 		return -EINVAL;	/* every row ends in a newline: a cut answer */

@@ -3,9 +3,12 @@
  * is shipped, in batches, to a ClickHouse cluster (one row per profile, its
  * samples as arrays; ClickHouse's materialized views keep per-window sums
  * per stack), and its reader (cluster_reader()) answers the tree and the HTTP
- * API from the whole cluster through GROUP BY queries that run in ClickHouse. Sharding,
- * replication and distributed queries are ClickHouse's own (Distributed
- * tables over a remote_servers cluster); this module only talks HTTP to it.
+ * API from the whole cluster through GROUP BY queries that run in ClickHouse. Sharding
+ * and replication are ClickHouse's own (Distributed tables over a
+ * remote_servers cluster); this module only talks HTTP to it. Reads ask each
+ * shard's own tables at once, and add the answers up, only when the URLs are
+ * proven to be the cluster's shards each once (read.c, chttp.c); else they
+ * go through the Distributed tables.
  *
  * The local store stays the durable buffer: its outbox (store_queue_*) holds
  * what is not shipped yet, so a cluster that is down loses nothing, and a

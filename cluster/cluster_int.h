@@ -27,6 +27,14 @@ struct ch_url {
 	size_t	 shard;		/* which group of --clickhouse (0, 1, ...) */
 	bool	 schema;	/* the schema was made there (replicated: one may be down) */
 	bool	 granules_told;	/* its tables' old granules were logged (ship.c) */
+	/*
+	 * Which shard of the remote_servers cluster the server is (the one
+	 * shard with is_local rows in system.clusters: 1, 2, ...), learned by ship.c when
+	 * it makes the schema there; 0: not known (not asked yet, not
+	 * reached, or not exactly one shard of the cluster).
+	 */
+	_Atomic size_t	 shard_num;
+	_Atomic size_t	 cluster_shards;	/* the shards its remote_servers lists */
 };
 
 struct hd_windows;
@@ -38,6 +46,13 @@ struct cluster {
 	size_t			 nshards;	/* groups of urls: replicas of one shard */
 	bool			 replicated;	/* Replicated*MergeTree tables */
 	_Atomic size_t		 cur;		/* the URL that answered last */
+	/*
+	 * Reads may ask each shard's *_local tables directly (ch_scatter()):
+	 * the URL groups are proven to be the cluster's shards, each once
+	 * (ch_direct_check()). Else they go through the Distributed tables.
+	 */
+	_Atomic bool		 direct;
+	_Atomic size_t		 sh_last[CH_MAX_URLS];	/* per group: 1 + the URL that answered last */
 	char			*db;		/* database */
 	char			*name;		/* remote_servers cluster */
 	char			*host;
@@ -89,11 +104,14 @@ struct cluster {
 	pthread_cond_t		 sc_cond;	/* signalled when sc_busy clears */
 	bool			 sc_busy;	/* a listing is being asked: the others wait for it */
 	uint64_t		 sc_failed;	/* listings that failed */
+	bool			 sc_bad;	/* the last listing asked failed */
+	bool			 sc_ahead;	/* the listing was asked ahead (read_refresh()) */
 	const struct series	**sc;
 	int64_t			*sc_span;	/* first, last hour (s) with profiles */
 	size_t			 sc_n;
 	uint64_t		 sc_gen;
 	int64_t			 sc_at;		/* monotonic ns; 0: none */
+	_Atomic int64_t		 read_at;	/* monotonic ns of the last lookup or merge */
 	struct intern		*hd_idx;	/* series id -> hd_* index */
 	struct hd_windows	*hd;
 	size_t			 hd_cap;
@@ -162,6 +180,8 @@ int	ch_parse_urls(struct cluster *c, const char *list, struct buf *err);
  */
 int	ch_exec(struct cluster *c, const char *sql, const struct buf *data, struct buf *out,
 	    struct buf *err, bool *refused);
+/* A query as ch_exec(), its answer bounded by max: -EFBIG over it (max < CH_MAX_ANSWER). */
+int	ch_read(struct cluster *c, const char *sql, size_t max, struct buf *out, struct buf *err);
 /* The same on URL i only (schema creation on every server). */
 int	ch_exec_on(struct cluster *c, size_t i, const char *sql, struct buf *out, struct buf *err,
 	    bool *refused);
@@ -172,6 +192,27 @@ int	ch_exec_on(struct cluster *c, size_t i, const char *sql, struct buf *out, st
  */
 int	ch_exec_shard(struct cluster *c, size_t g, const char *sql, const struct buf *data,
 	    struct buf *out, struct buf *err, bool *refused, size_t *used);
+/*
+ * Whether the URL groups are the shards of the remote_servers cluster,
+ * each exactly once, by what the servers told of themselves (shard_num,
+ * cluster_shards): every group has a server that said which shard it is,
+ * all of a group's said the same, no two groups the same, and every
+ * server counts as many shards as there are groups. Sets c->direct, and
+ * logs when it changes.
+ */
+void	ch_direct_check(struct cluster *c);
+/*
+ * Run sql (a query of *_local tables) on every shard at once, one replica
+ * each: the first of its group's URLs that is known to be that shard and
+ * answers. The answers (TabSeparated rows) are appended to out one after
+ * the other, in shard order. -EAGAIN (nothing appended, nothing logged)
+ * when c->direct is not set or a shard has no such replica that answers:
+ * the caller asks the Distributed tables instead; -EIO with the reason in
+ * err when a server refuses the statement; -EFBIG when the answers are
+ * over max bytes (max < CH_MAX_ANSWER).
+ */
+int	ch_scatter(struct cluster *c, const char *sql, size_t max, struct buf *out,
+	    struct buf *err);
 /* Append s quoted as a ClickHouse string literal ('...'). */
 int	ch_quote(struct buf *b, const char *s);
 /* Append s escaped for a TabSeparated field. */
@@ -182,7 +223,7 @@ int	ch_tsv(struct buf *b, const char *s, size_t n);
  * (unescaped, NUL-terminated, in the reader's own storage) available as
  * f[0..nf-1]; 0 at the end, 1 for a row, -EINVAL for a malformed one.
  */
-#define TSV_MAX_FIELDS	16
+#define TSV_MAX_FIELDS	20
 struct tsv {
 	const char	*p, *end;
 	struct buf	 row;
@@ -259,6 +300,13 @@ int	cluster_engine(const struct cluster *c, const char *kind, const char *table,
 void	*ship_main(void *arg);
 void	 read_init(struct cluster *c);
 void	 read_free(struct cluster *c);
+/*
+ * The shipper's poll (every second), and once when reads first go to the
+ * cluster (first): the series listing asked ahead, so the lookups of a path
+ * find it ready, when its generation moved or its time is nearly up, for
+ * a mount read in the last minute (or first).
+ */
+void	 read_refresh(struct cluster *c, bool first);
 /* The condition on service, type and label selector of q, appended ("1" for none). */
 int	 read_where(const struct query *q, struct buf *b);
 

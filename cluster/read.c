@@ -4,16 +4,21 @@
  * answered by the cluster, and by the local store before. Listings and
  * hours come from the small series table, kept per generation with each
  * series' recent windows (so the lookups of a path ask ClickHouse nothing
- * new). A merge is one query (merge_sql()): the selection (service, type,
- * labels and matchers: the label sets the generation's listing selects, or
- * through the series table once per series) and the range's edges are SQL;
- * each part of the range is summed on the shards from the widest tier of
- * per-window sums that fits it, the raw rows at the edges (or alone, for a
- * few series over a short range); the profiles' counts, ids and totals come
- * from the 10-minute counts alike. Then the frames of stacks not seen before;
- * a merge of raw rows alone (one host's hour) whose series no merge brought
- * the frames of yet has them in its own answer: one round trip. Gauges
- * are averaged per series as the local store does, so sums are the same.
+ * new; the shipper's poll asks it ahead, read_refresh()). A merge is one
+ * query (merge_sql()): the selection (service, type, labels and matchers:
+ * the label sets the generation's listing selects, or through the series
+ * table once per series) and the range's edges are SQL; each part of the
+ * range is summed on the shards from the widest tier of per-window sums that
+ * fits it, the raw rows at the edges; the profiles' counts, ids and totals
+ * come from the 10-minute counts alike. A few series over a short range (one
+ * host's hour) are read as their rows are stored and summed here
+ * (raw_sql()). Then the frames of stacks not seen before. Gauges are
+ * averaged per series as the local store does, so sums are the same.
+ *
+ * When the URLs are proven to be the cluster's shards (chttp.c), each query
+ * asks every shard's *_local tables at once and the shards' rows are added
+ * up here (answer_resolve(), answer_accs(), the listing's sort); else it
+ * goes through the Distributed tables.
  *
  * A server or shard that does not answer fails the read (-EIO, the reason
  * in the log): never a silently partial profile.
@@ -33,6 +38,8 @@
 #define CACHE_TTL_NS	(INT64_C(10) * NS)
 #define RECENT_S	(3 * 3600)	/* the windows every listing brings along */
 #define HD_DAYS		2	/* the windows kept for has_data: the last days' */
+#define READ_ACTIVE_NS	(INT64_C(60) * NS)	/* read_refresh() renews for mounts read since */
+#define RENEW_EARLY_NS	(INT64_C(2) * NS)	/* ... a listing this close to its end */
 
 /* The 10-minute windows of a series that hold profiles, since since (s). */
 struct hd_windows {
@@ -48,6 +55,14 @@ fail(const char *what, const struct buf *err)
 {
 	log_warnx("clickhouse: %s: %s", what, err->data ? err->data : "failed");
 	return -EIO;
+}
+
+static int
+cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return (x > y) - (x < y);
 }
 
 /* --- series ------------------------------------------------------------------ */
@@ -355,18 +370,48 @@ struct recent {
 	int64_t			 w;	/* s */
 };
 
+/* By series, then time. */
+static int
+recent_cmp(const void *a, const void *b)
+{
+	const struct recent *x = a, *y = b;
+	int d = x->s == y->s ? 0 : series_cmp(&x->s, &y->s);
+
+	return d ? d : (x->w > y->w) - (x->w < y->w);
+}
+
+/*
+ * The listing's query (local: of each shard's own tables): every series with
+ * its first and last hour (k 0), and the 10-minute windows since since (s)
+ * that hold profiles (k 1).
+ */
+static int
+listing_sql(struct cluster *c, int64_t since, bool local, struct buf *sql)
+{
+	buf_printf(sql, "SELECT toUInt8(0) AS k, service, type, labels, toUInt32(min(hour)) AS a, "
+	    "toUInt32(max(hour)) AS b FROM %1$s.series%3$s GROUP BY service, type, labels "
+	    "HAVING sum(profiles) > 0 UNION ALL SELECT toUInt8(1), service, type, labels, "
+	    "toUInt32(window), toUInt32(0) FROM %1$s.counts10%3$s WHERE window >= toDateTime(%2$"
+	    PRId64 ") AND date >= toDate(toDateTime(%2$" PRId64 ")) GROUP BY service, type, "
+	    "labels, window HAVING sum(profiles) > 0 FORMAT TabSeparated", c->db, since,
+	    local ? "_local" : "");
+	return buf_error(sql);
+}
+
 /*
  * The series of service and type (NULL: any) in order, from the series
  * summary table: every series is asked for at once and kept for the
  * generation, so the lookups of a path cost one small query.
  */
 static int
-series_query(struct cluster *c, const char *service, const char *type, struct slist *out)
+series_query(struct cluster *c, const char *service, const char *type, struct slist *out,
+    bool renew)
 {
 	struct buf sql = { 0 }, ans = { 0 }, err = { 0 };
 	struct slist all = { 0 };
 	struct buf spans = { 0 };	/* int64_t first, last hour (s) per series */
 	struct buf recent = { 0 };	/* struct recent */
+	struct buf rows = { 0 };	/* struct recent: a series' first, last hour (s) */
 	uint64_t gen = atomic_load(&c->gen);
 	int64_t since;
 	struct tsv t;
@@ -380,13 +425,22 @@ series_query(struct cluster *c, const char *service, const char *type, struct sl
 	 */
 	pthread_mutex_lock(&c->sc_lock);
 	failed = c->sc_failed;
-	while (c->sc_busy && !fresh(c, c->sc_gen, c->sc_at) && failed == c->sc_failed)
-		pthread_cond_wait(&c->sc_cond, &c->sc_lock);
-	busy = !fresh(c, c->sc_gen, c->sc_at);
-	own = busy && !c->sc_busy;
+	if (renew) {
+		/* Asked ahead (read_refresh()): the cached one stays in use meanwhile. */
+		busy = own = !c->sc_busy;
+	} else {
+		while (c->sc_busy && !fresh(c, c->sc_gen, c->sc_at) && failed == c->sc_failed)
+			pthread_cond_wait(&c->sc_cond, &c->sc_lock);
+		busy = !fresh(c, c->sc_gen, c->sc_at);
+		own = busy && !c->sc_busy;
+	}
 	if (own)
 		c->sc_busy = true;
 	pthread_mutex_unlock(&c->sc_lock);
+	if (renew && !own)
+		return 0;	/* a lookup is asking already */
+	if (!renew)
+		atomic_store(&c->read_at, clock_mono_ns());
 	if (!busy) {
 		(void)series_cached(c, service, type, out, true);
 		return 0;
@@ -395,17 +449,16 @@ series_query(struct cluster *c, const char *service, const char *type, struct sl
 	/* With every series' windows of the last hours: lookups of recent ranges ask nothing. */
 	since = clock_now_ns() / NS - RECENT_S;
 	since -= since % 600;
-	buf_printf(&sql, "SELECT * FROM (SELECT toUInt8(0) AS k, service, type, labels, "
-	    "toUInt32(min(hour)) AS a, toUInt32(max(hour)) AS b FROM %1$s.series "
-	    "GROUP BY service, type, labels HAVING sum(profiles) > 0 UNION ALL "
-	    "SELECT toUInt8(1), service, type, labels, toUInt32(window), toUInt32(0) FROM "
-	    "%1$s.counts10 WHERE window >= toDateTime(%2$" PRId64 ") AND date >= "
-	    "toDate(toDateTime(%2$" PRId64 ")) GROUP BY service, type, labels, window "
-	    "HAVING sum(profiles) > 0) ORDER BY k, service, type, labels, a FORMAT TabSeparated",
-	    c->db, since);
-	if ((rc = buf_error(&sql)) < 0)
+	/* Each shard's own tables at once when the URLs are the shards, else the Distributed ones. */
+	if ((rc = listing_sql(c, since, true, &sql)) < 0)
 		goto out;
-	if (ch_exec(c, sql.data, NULL, &ans, &err, NULL) < 0) {
+	if ((r = ch_scatter(c, sql.data, CH_MAX_ANSWER, &ans, &err)) == -EAGAIN) {
+		buf_reset(&sql);
+		if ((rc = listing_sql(c, since, false, &sql)) < 0)
+			goto out;
+		r = ch_exec(c, sql.data, NULL, &ans, &err, NULL);
+	}
+	if (r < 0) {
 		/*
 		 * The directories stay as last seen, so a path still resolves
 		 * and reading a file fails with EIO and a reason (not ENOENT).
@@ -430,21 +483,58 @@ series_query(struct cluster *c, const char *service, const char *type, struct sl
 			break;
 		}
 		if (t.f[0][0] == '1') {
-			/* A recent window: the rows of a series come together, in order. */
 			struct recent rw = { s, span[0] };
 
 			buf_add(&recent, &rw, sizeof(rw));
 			continue;
 		}
-		all.s = xgrow(all.s, &all.cap, all.n + 1, sizeof(*all.s));
-		all.s[all.n++] = s;
-		buf_add(&spans, span, sizeof(span));
+		{
+			struct recent lo = { s, span[0] }, hi = { s, span[1] };
+
+			buf_add(&rows, &lo, sizeof(lo));
+			buf_add(&rows, &hi, sizeof(hi));
+		}
 	}
 	tsv_free(&t);
-	if (r < 0 || buf_error(&spans)) {
+	if (r < 0 || buf_error(&rows) || buf_error(&recent)) {
 		log_warnx("clickhouse: listing series: a malformed answer");
 		rc = -EIO;
 		goto out;
+	}
+	/*
+	 * In order (what each shard answered comes one after the other): a
+	 * series' first and last hours over the shards, its windows once each.
+	 */
+	{
+		struct recent *sr = (struct recent *)rows.data, *rw = (struct recent *)recent.data;
+		size_t ns = rows.len / (2 * sizeof(*sr)), nr = recent.len / sizeof(*rw), i, n;
+
+		if (ns)
+			qsort(sr, ns, 2 * sizeof(*sr), recent_cmp);
+		for (i = 0; i < ns; i++) {
+			int64_t span[2] = { sr[2 * i].w, sr[2 * i + 1].w };
+
+			if (all.n && all.s[all.n - 1] == sr[2 * i].s) {
+				int64_t *last = (int64_t *)spans.data + 2 * (all.n - 1);
+
+				last[0] = span[0] < last[0] ? span[0] : last[0];
+				last[1] = span[1] > last[1] ? span[1] : last[1];
+				continue;
+			}
+			all.s = xgrow(all.s, &all.cap, all.n + 1, sizeof(*all.s));
+			all.s[all.n++] = sr[2 * i].s;
+			buf_add(&spans, span, sizeof(span));
+		}
+		if (nr)
+			qsort(rw, nr, sizeof(*rw), recent_cmp);
+		for (i = n = 0; i < nr; i++)
+			if (n == 0 || recent_cmp(&rw[n - 1], &rw[i]) != 0)
+				rw[n++] = rw[i];
+		recent.len = n * sizeof(*rw);
+		if (buf_error(&spans)) {
+			rc = -ENOMEM;
+			goto out;
+		}
 	}
 	/* Each series' recent windows (none: none), in the listing's order. */
 	{
@@ -472,6 +562,7 @@ series_query(struct cluster *c, const char *service, const char *type, struct sl
 	c->sc_n = all.n;
 	c->sc_gen = gen;
 	c->sc_at = clock_mono_ns();
+	c->sc_ahead = renew;
 	all.s = NULL;
 	pthread_mutex_unlock(&c->sc_lock);
 	(void)series_cached(c, service, type, out, true);
@@ -481,9 +572,11 @@ out:
 	if (own)
 		c->sc_busy = false;
 	c->sc_failed += !ok;
+	c->sc_bad = !ok;
 	pthread_cond_broadcast(&c->sc_cond);
 	pthread_mutex_unlock(&c->sc_lock);
 	free(all.s);
+	buf_free(&rows);
 	buf_free(&recent);
 	buf_free(&spans);
 	buf_free(&sql);
@@ -492,13 +585,33 @@ out:
 	return rc;
 }
 
+void
+read_refresh(struct cluster *c, bool first)
+{
+	struct slist l = { 0 };
+	int64_t now = clock_mono_ns(), at;
+	bool due;
+
+	if (!first && now - atomic_load(&c->read_at) > READ_ACTIVE_NS)
+		return;
+	pthread_mutex_lock(&c->sc_lock);
+	at = c->sc_at;
+	due = !fresh(c, c->sc_gen, at) || now - at >= CACHE_TTL_NS - RENEW_EARLY_NS;
+	/* After a failure, lookups ask on their own (and log it), not every poll. */
+	due = due && (first || !c->sc_bad);
+	pthread_mutex_unlock(&c->sc_lock);
+	if (due)
+		(void)series_query(c, NULL, NULL, &l, true);
+	free(l.s);
+}
+
 static int
 r_series(void *arg, const struct series ***out, size_t *n)
 {
 	struct slist l = { 0 };
 	int rc;
 
-	if ((rc = series_query(arg, NULL, NULL, &l)) < 0) {
+	if ((rc = series_query(arg, NULL, NULL, &l, false)) < 0) {
 		free(l.s);
 		return rc;
 	}
@@ -515,7 +628,7 @@ r_series_each(void *arg, const char *service, const char *type, store_series_fn 
 	size_t i;
 	int rc;
 
-	rc = series_query(arg, service, type, &l);
+	rc = series_query(arg, service, type, &l, false);
 	for (i = 0; rc == 0 && i < l.n; i++)
 		rc = fn(fnarg, l.s[i]);
 	free(l.s);
@@ -529,19 +642,27 @@ r_hours(void *arg, uint64_t sid, int64_t **out, size_t *n)
 	const struct series *s = r_series_get(c, sid);
 	struct buf sql = { 0 }, ans = { 0 }, err = { 0 };
 	int64_t *arr = NULL;
-	size_t cnt = 0, cap = 0;
+	size_t cnt = 0, cap = 0, i, k;
 	struct tsv t;
-	int rc = 0, r;
+	int rc = 0, r, local;
 
 	*out = NULL;
 	*n = 0;
 	if (s == NULL)
 		return -ENOENT;
-	buf_printf(&sql, "SELECT intDiv(toUInt32(hour), 3600) AS h FROM %s.series WHERE ",
-	    c->db);
-	where_series(s, &sql);
-	buf_adds(&sql, " GROUP BY h HAVING sum(profiles) > 0 ORDER BY h FORMAT TabSeparated");
-	if (ch_exec(c, sql.data, NULL, &ans, &err, NULL) < 0) {
+	/* Each shard's own table at once when the URLs are the shards: their hours merged here. */
+	for (local = 1, r = -EAGAIN; local >= 0 && r == -EAGAIN; local--) {
+		buf_reset(&sql);
+		buf_printf(&sql, "SELECT intDiv(toUInt32(hour), 3600) AS h FROM %s.series%s WHERE ",
+		    c->db, local ? "_local" : "");
+		where_series(s, &sql);
+		buf_adds(&sql, " GROUP BY h HAVING sum(profiles) > 0 FORMAT TabSeparated");
+		if ((rc = buf_error(&sql)) < 0)
+			goto out;
+		r = local ? ch_scatter(c, sql.data, CH_MAX_ANSWER, &ans, &err) :
+		    ch_exec(c, sql.data, NULL, &ans, &err, NULL);
+	}
+	if (r < 0) {
 		rc = fail("listing hours", &err);
 		goto out;
 	}
@@ -563,8 +684,14 @@ r_hours(void *arg, uint64_t sid, int64_t **out, size_t *n)
 		rc = -EIO;
 		goto out;
 	}
+	/* Ascending, once each (an hour's profiles may be on several shards). */
+	if (cnt)
+		qsort(arr, cnt, sizeof(*arr), cmp_i64);
+	for (i = k = 0; i < cnt; i++)
+		if (k == 0 || arr[k - 1] != arr[i])
+			arr[k++] = arr[i];
 	*out = arr ? arr : xcalloc(1, sizeof(*arr));
-	*n = cnt;
+	*n = k;
 out:
 	buf_free(&sql);
 	buf_free(&ans);
@@ -834,6 +961,20 @@ answer_frames(struct cluster *c, const struct tsv *t)
 	return 0;
 }
 
+/* The rows of the n addresses h from the stacks (local: each shard's own table). */
+static int
+frames_sql(struct cluster *c, const char **h, size_t n, bool local, struct buf *sql)
+{
+	size_t j;
+
+	buf_printf(sql, "SELECT DISTINCT hash, frames FROM %s.stacks%s WHERE hash IN (", c->db,
+	    local ? "_local" : "");
+	for (j = 0; j < n; j++)
+		buf_printf(sql, "%s'%.*s'", j ? "," : "", DIGEST128_HEX, h[j]);
+	buf_adds(sql, ") FORMAT TabSeparated");
+	return buf_error(sql);
+}
+
 /*
  * The frames of every stack in all (keyed by address), into frames (parallel
  * to all's indexes). Only a row whose frames have the address it is stored
@@ -867,15 +1008,20 @@ fetch_frames(struct cluster *c, struct intern *all, char **frames, size_t *flen)
 
 		buf_reset(&sql);
 		buf_reset(&ans);
-		/* Every row of an address: one may be forged, another true. */
-		buf_printf(&sql, "SELECT DISTINCT hash, frames FROM %s.stacks WHERE hash IN (",
-		    c->db);
-		for (j = i; j < nmiss && j < i + FRAMES_CHUNK; j++)
-			buf_printf(&sql, "%s'%.*s'", j > i ? "," : "", DIGEST128_HEX, miss[j]);
-		buf_adds(&sql, ") FORMAT TabSeparated");
-		if ((rc = buf_error(&sql)) < 0)
+		/*
+		 * Every row of an address: one may be forged, another true.
+		 * Each shard's own table at once when the URLs are the shards.
+		 */
+		j = nmiss - i < FRAMES_CHUNK ? nmiss - i : FRAMES_CHUNK;
+		if ((rc = frames_sql(c, miss + i, j, true, &sql)) < 0)
 			break;
-		if (ch_exec(c, sql.data, NULL, &ans, &err, NULL) < 0) {
+		if ((rc = ch_scatter(c, sql.data, CH_MAX_ANSWER, &ans, &err)) == -EAGAIN) {
+			buf_reset(&sql);
+			if ((rc = frames_sql(c, miss + i, j, false, &sql)) < 0)
+				break;
+			rc = ch_exec(c, sql.data, NULL, &ans, &err, NULL);
+		}
+		if (rc < 0) {
 			rc = fail("reading stacks", &err);
 			break;
 		}
@@ -1225,9 +1371,10 @@ where_selected(struct cluster *c, const struct query *q, struct buf *b, size_t *
  */
 static int
 merge_sql(struct cluster *c, const char *cond, const struct spans *sp, bool frames,
-    struct buf *sql)
+    bool local, struct buf *sql)
 {
 	struct buf span = { 0 }, raw = { 0 };
+	const char *sfx = local ? "_local" : "";
 	size_t k;
 	int rc;
 
@@ -1237,28 +1384,28 @@ merge_sql(struct cluster *c, const char *cond, const struct spans *sp, bool fram
 		buf_printf(sql, "SELECT toUInt8(1), '', '', '', '', '', "
 		    "toInt64(toUInt32(window)) * 1000000000, sum(profiles) AS n, sum(offs), "
 		    "sum(gids), sigh, cityHash64(service, type, labels), '', " K_TOTALS
-		    " FROM %1$s.counts10 PREWHERE %2$s%3$s GROUP BY service, type, labels, window, sigh "
+		    " FROM %1$s.counts10%4$s PREWHERE %2$s%3$s GROUP BY service, type, labels, window, sigh "
 		    "HAVING n > 0 UNION ALL "
 		    "SELECT toUInt8(2), service, type, labels, sig, hdr, max(period), " K_EMPTY
 		    "sigh, cityHash64(service, type, labels), '', " K_NOARRAYS " FROM "
-		    "%1$s.counts10 PREWHERE %2$s%3$s GROUP BY service, type, labels, sig, sigh, hdr "
-		    "HAVING sum(profiles) > 0 UNION ALL ", c->db, cond, span.data);
+		    "%1$s.counts10%4$s PREWHERE %2$s%3$s GROUP BY service, type, labels, sig, sigh, hdr "
+		    "HAVING sum(profiles) > 0 UNION ALL ", c->db, cond, span.data, sfx);
 	}
 	if (sp->clo == sp->chi && (sp->n == 0 || sp->lo[0] == sp->hi[0]))
 		buf_printf(sql, "SELECT toUInt8(4), service, type, labels, any(sig), any(hdr), "
 		    "intDiv(ns, 60000000000) * 60000000000 AS m, toInt64(count()), sum(ns - m), "
 		    "sum(gid), sigh, cityHash64(service, type, labels), toString(max(period)), "
-		    K_RAWTOTALS " FROM %1$s.profiles PREWHERE %2$s%3$s GROUP BY service, type, "
-		    "labels, m, sigh", c->db, cond, raw.data);
+		    K_RAWTOTALS " FROM %1$s.profiles%4$s PREWHERE %2$s%3$s GROUP BY service, type, "
+		    "labels, m, sigh", c->db, cond, raw.data, sfx);
 	else
 		buf_printf(sql, "SELECT toUInt8(1), '', '', '', '', '', intDiv(ns, 60000000000) * "
 		    "60000000000 AS m, toInt64(count()), sum(ns - m), sum(gid), sigh, "
-		    "cityHash64(service, type, labels), '', " K_RAWTOTALS " FROM %1$s.profiles "
+		    "cityHash64(service, type, labels), '', " K_RAWTOTALS " FROM %1$s.profiles%4$s "
 		    "PREWHERE %2$s%3$s GROUP BY service, type, labels, m, sigh UNION ALL "
 		    "SELECT toUInt8(2), service, type, labels, sig, hdr, max(period), " K_EMPTY
 		    "sigh, cityHash64(service, type, labels), '', " K_NOARRAYS " FROM "
-		    "%1$s.profiles PREWHERE %2$s%3$s GROUP BY service, type, labels, sig, sigh, hdr",
-		    c->db, cond, raw.data);
+		    "%1$s.profiles%4$s PREWHERE %2$s%3$s GROUP BY service, type, labels, sig, sigh, hdr",
+		    c->db, cond, raw.data, sfx);
 	/*
 	 * The sums: the raw rows outside the narrowest tier (PREWHERE: the
 	 * rows are chosen before ARRAY JOIN, not after), then each tier.
@@ -1266,8 +1413,8 @@ merge_sql(struct cluster *c, const char *cond, const struct spans *sp, bool fram
 	buf_reset(&raw);
 	where_raw(&raw, sp, sp->lo[0], sp->hi[0]);
 	buf_printf(sql, " UNION ALL " K_SUMS CH_SAMPLE_COLS("sum(val) AS sv") " FROM "
-	    "%s.profiles " CH_ARRAY_JOIN " PREWHERE %s%s GROUP BY gsid, sigh, stack, vi)", c->db,
-	    cond, raw.data);
+	    "%s.profiles%s " CH_ARRAY_JOIN " PREWHERE %s%s GROUP BY gsid, sigh, stack, vi)", c->db,
+	    sfx, cond, raw.data);
 	for (k = 0; k < sp->n && sp->lo[k] < sp->hi[k]; k++) {
 		bool top = k + 1 == sp->n || sp->lo[k + 1] == sp->hi[k + 1];
 
@@ -1279,8 +1426,8 @@ merge_sql(struct cluster *c, const char *cond, const struct spans *sp, bool fram
 		else
 			continue;	/* the next tier covers it all */
 		buf_printf(sql, " UNION ALL " K_SUMS "gsid, sigh, stack, vi, sum(value) AS sv "
-		    "FROM %s.%s PREWHERE %s%s GROUP BY gsid, sigh, stack, vi)", c->db,
-		    ch_tiers[sp->tier[k]].name, cond, span.data);
+		    "FROM %s.%s%s PREWHERE %s%s GROUP BY gsid, sigh, stack, vi)", c->db,
+		    ch_tiers[sp->tier[k]].name, sfx, cond, span.data);
 	}
 	if (frames) {
 		/* The raw rows' stacks, gathered once and sent to the stacks' shards. */
@@ -1289,9 +1436,9 @@ merge_sql(struct cluster *c, const char *cond, const struct spans *sp, bool fram
 		buf_printf(sql, " UNION ALL SELECT toUInt8(3), '', '', '', '', frames, "
 		    "toInt64(0), " K_EMPTY "toUInt64(0), toUInt64(0), toString(hash), " K_NOARRAYS
 		    " FROM "
-		    "(SELECT DISTINCT hash, frames FROM %1$s.stacks WHERE hash GLOBAL IN "
-		    "(SELECT arrayJoin(stacks) FROM %1$s.profiles PREWHERE %2$s%3$s))", c->db,
-		    cond, raw.data);
+		    "(SELECT DISTINCT hash, frames FROM %1$s.stacks%4$s WHERE hash %5$sIN "
+		    "(SELECT arrayJoin(stacks) FROM %1$s.profiles%4$s PREWHERE %2$s%3$s))", c->db,
+		    cond, raw.data, sfx, local ? "" : "GLOBAL ");
 	}
 	buf_adds(sql, " FORMAT TabSeparated");
 	rc = buf_error(sql);
@@ -1300,13 +1447,73 @@ merge_sql(struct cluster *c, const char *cond, const struct spans *sp, bool fram
 	return rc;
 }
 
-/* Profiles of a series, a signature and a window (or one profile) of the answer. */
+/*
+ * Kind 5 of a merge's answer: a profile's row as it is stored, kinds 1 and
+ * 2 as kind 4 has them (its own minute, a count of 1), then ntypes,
+ * gauges, stacks and values: the sums (kind 0) are made of them here.
+ */
+static int
+raw_sql(struct cluster *c, const char *cond, const struct spans *sp, bool local,
+    struct buf *sql)
+{
+	struct buf raw = { 0 };
+	int rc;
+
+	where_raw(&raw, sp, 0, 0);
+	buf_printf(sql, "SELECT toUInt8(5), service, type, labels, sig, hdr, intDiv(ns, 60000000000) "
+	    "* 60000000000 AS m, toInt64(1), ns - m, gid, sigh, cityHash64(service, type, labels), "
+	    "toString(period), arrayMap(x -> toUInt8(x - 1), arrayEnumerate(totals)), totals, "
+	    "ntypes, gauges, stacks, vals FROM %s.profiles%s PREWHERE %s%s FORMAT TabSeparated",
+	    c->db, local ? "_local" : "", cond, raw.data);
+	rc = buf_error(&raw) ? buf_error(&raw) : buf_error(sql);
+	buf_free(&raw);
+	return rc;
+}
+
+/* A merge's query: sums made in ClickHouse (with the frames of the raw rows' stacks), or the rows. */
+enum merge_kind { SUMS, FRAMES, RAW_ROWS };
+/* The bytes of raw rows (kind 5) asked at most: past them, the sums are asked. */
+#define RAW_MAX_ANSWER	((size_t)8 << 20)
+
+/*
+ * Ask the merge's query of kind k into ans: each shard's own tables at
+ * once when the URLs are the shards, else the Distributed ones. -EFBIG:
+ * raw rows over RAW_MAX_ANSWER (nothing logged).
+ */
+static int
+merge_query(struct cluster *c, const char *cond, const struct spans *sp, enum merge_kind k,
+    struct buf *ans, struct buf *err)
+{
+	struct buf sql = { 0 };
+	size_t max = k == RAW_ROWS ? RAW_MAX_ANSWER : CH_MAX_ANSWER;
+	int rc;
+
+	rc = k == RAW_ROWS ? raw_sql(c, cond, sp, true, &sql) :
+	    merge_sql(c, cond, sp, k == FRAMES, true, &sql);
+	if (rc == 0 && (rc = ch_scatter(c, sql.data, max, ans, err)) == -EAGAIN) {
+		buf_reset(&sql);
+		rc = k == RAW_ROWS ? raw_sql(c, cond, sp, false, &sql) :
+		    merge_sql(c, cond, sp, k == FRAMES, false, &sql);
+		if (rc == 0)
+			rc = ch_read(c, sql.data, max, ans, err);
+	}
+	buf_free(&sql);
+	return rc;
+}
+
+/*
+ * Profiles of a series, a signature and a window (or one profile) of the
+ * answer. Rows of one key from several shards are added up (answer_resolve())
+ * before time and id are told: until then time is the window's start, id
+ * the sum of the gids and offs the sum of the offsets into the window.
+ */
 struct mref {
 	uint64_t	sid, sigh;
 	size_t		g;		/* its group */
 	int64_t		time;
 	uint64_t	id;		/* 0 for several */
 	int64_t		n;		/* profiles */
+	int64_t		offs;
 	size_t		at;		/* its totals in the answer's, SIZE_MAX: none */
 	const struct series *s;
 };
@@ -1338,6 +1545,9 @@ struct manswer {
 	const struct series **ser;
 	size_t		 sercap;
 	struct buf	 tk, tv;	/* int64_t: the totals of the refs, as answered */
+	struct intern	*sum_idx;	/* kind 5: struct msum's key -> its index in sums, */
+	size_t		 sum_base;	/* ... from this one on */
+	struct buf	 rs, rv;	/* kind 5: one row's stacks and values */
 	struct buf	 totals;	/* int64_t, per ref in its group's types */
 };
 
@@ -1355,6 +1565,9 @@ manswer_free(struct manswer *a)
 	free(a->refs);
 	free(a->ser);
 	intern_destroy(a->sids);
+	intern_destroy(a->sum_idx);
+	buf_free(&a->rs);
+	buf_free(&a->rv);
 	buf_free(&a->sums);
 	buf_free(&a->tk);
 	buf_free(&a->tv);
@@ -1386,10 +1599,7 @@ answer_ref(struct manswer *a, struct tsv *t)
 	    tsv_nums(t->f[13], &a->tk, &nk, PROFILE_MAX_SAMPLE_TYPES, true) < 0 ||
 	    tsv_nums(t->f[14], &a->tv, &nv, PROFILE_MAX_SAMPLE_TYPES, false) < 0 || nk != nv)
 		return -EINVAL;
-	/* One profile is told exactly: its gid and time are the sums. */
-	if (r.n > 1)
-		r.id = 0;
-	r.time += r.n == 1 ? offs : offs / r.n;
+	r.offs = offs;
 	r.at = k0 / sizeof(int64_t);	/* into tk and tv until resolved */
 	r.g = nk;			/* their count, likewise */
 	if (a->nrefs == a->refcap)
@@ -1460,15 +1670,76 @@ answer_sum(struct manswer *a, struct tsv *t)
 	return buf_add(&a->sums, &s, sizeof(s));
 }
 
+static int
+mref_key_cmp(const void *x, const void *y)
+{
+	const struct mref *a = x, *b = y;
+
+	if (a->sid != b->sid)
+		return a->sid < b->sid ? -1 : 1;
+	if (a->sigh != b->sigh)
+		return a->sigh < b->sigh ? -1 : 1;
+	return (a->time > b->time) - (a->time < b->time);
+}
+
+/*
+ * The samples of a row of kind 5 into the sums, as kind 0 has them: per
+ * gauge series (or none), signature, value index and stack.
+ */
+static int
+answer_samples(struct manswer *a, struct tsv *t)
+{
+	uint64_t ntypes, gauges, sid, sigh;
+	size_t ns = 0, nv = 0, k;
+	const int64_t *v;
+
+	buf_reset(&a->rs);
+	buf_reset(&a->rv);
+	if (tsv_u64(t->f[15], &ntypes) < 0 || ntypes == 0 || ntypes > PROFILE_MAX_SAMPLE_TYPES ||
+	    tsv_u64(t->f[16], &gauges) < 0 || tsv_u64(t->f[10], &sigh) < 0 ||
+	    tsv_u64(t->f[11], &sid) < 0 ||
+	    parse_digests(t->f[17], &a->rs, &ns, RAW_MAX_ANSWER) < 0 ||
+	    tsv_nums(t->f[18], &a->rv, &nv, RAW_MAX_ANSWER, false) < 0 || ns != nv ||
+	    ns % ntypes != 0)
+		return -EINVAL;
+	if (a->sum_idx == NULL) {
+		if ((a->sum_idx = intern_create(1024)) == NULL)
+			return -ENOMEM;
+		a->sum_base = a->sums.len / sizeof(struct msum);
+	}
+	v = (const int64_t *)a->rv.data;
+	for (k = 0; k < ns; k++) {
+		struct msum m;
+		int64_t i;
+		int added;
+
+		memset(&m, 0, sizeof(m));
+		m.vi = k % ntypes;
+		m.gsid = m.vi < 64 && (gauges >> m.vi & 1) ? sid : 0;
+		m.sigh = sigh;
+		memcpy(m.stack, a->rs.data + k * DIGEST128_HEX, DIGEST128_HEX);
+		/* The key: all but the value, which is 0 in m. */
+		if ((i = intern_put(a->sum_idx, &m, sizeof(m), &added)) < 0)
+			return -ENOMEM;
+		if (added && buf_add(&a->sums, &m, sizeof(m)) < 0)
+			return -ENOMEM;
+		((struct msum *)a->sums.data)[a->sum_base + (size_t)i].value += v[k];
+	}
+	return 0;
+}
+
 /*
  * Each ref's series and group, its totals in its group's types, the groups'
- * counts. -EINVAL for a ref of a series or group the answer does not name.
+ * counts; the rows of one series, signature and window that shards answered
+ * apart added up into one, then its time and id told (one profile exactly:
+ * its gid and time are the sums). -EINVAL for a ref of a series or group
+ * the answer does not name.
  */
 static int
 answer_resolve(struct manswer *a)
 {
 	const int64_t *tk = (const int64_t *)a->tk.data, *tv = (const int64_t *)a->tv.data;
-	size_t i, j, g, nk, k0;
+	size_t i, j, g, nk, k0, n;
 	int64_t si;
 
 	for (i = 0; i < a->nrefs; i++) {
@@ -1483,7 +1754,6 @@ answer_resolve(struct manswer *a)
 		r->s = a->ser[si];
 		r->g = g;
 		r->at = a->totals.len / sizeof(int64_t);
-		a->groups[g].count += (uint64_t)r->n;
 		for (j = 0; j < a->grps[g].ntypes; j++) {
 			int64_t v = 0;
 			size_t x;
@@ -1494,7 +1764,35 @@ answer_resolve(struct manswer *a)
 			buf_add(&a->totals, &v, sizeof(v));
 		}
 	}
-	return buf_error(&a->totals);
+	if (buf_error(&a->totals))
+		return buf_error(&a->totals);
+	if (a->nrefs > 1)
+		qsort(a->refs, a->nrefs, sizeof(*a->refs), mref_key_cmp);
+	for (i = n = 0; i < a->nrefs; i++) {
+		struct mref *r = &a->refs[i], *to = n ? &a->refs[n - 1] : NULL;
+
+		if (to && mref_key_cmp(to, r) == 0) {
+			int64_t *tt = (int64_t *)a->totals.data;
+
+			to->n += r->n;
+			to->id += r->id;	/* wrapping, as ClickHouse's sum */
+			to->offs += r->offs;
+			for (j = 0; j < a->grps[r->g].ntypes; j++)
+				tt[to->at + j] += tt[r->at + j];
+			continue;
+		}
+		a->refs[n++] = *r;
+	}
+	a->nrefs = n;
+	for (i = 0; i < a->nrefs; i++) {
+		struct mref *r = &a->refs[i];
+
+		a->groups[r->g].count += (uint64_t)r->n;
+		r->time += r->n == 1 ? r->offs : r->offs / r->n;
+		if (r->n > 1)
+			r->id = 0;
+	}
+	return 0;
 }
 
 static int
@@ -1572,25 +1870,31 @@ r_merge(void *arg, const struct query *q, struct query_result *res)
 	int rc, r;
 
 	memset(res, 0, sizeof(*res));
+	atomic_store(&c->read_at, clock_mono_ns());
 	spans_of(q, (!q->sel || q->sel->n == 0) && (!q->match || q->match->n == 0), &sp);
 	if ((rc = where_selected(c, q, &cond, &nknown, &sel)) < 0)
 		goto out;
 	/*
-	 * A few series over a short range: their raw rows alone, three parts
-	 * of a query instead of six or more (ClickHouse's cost of a small
-	 * merge is in preparing each part, not in reading the rows). Their
-	 * stacks are few: unless these series were merged before, their
-	 * frames come in the same answer, one round trip instead of two.
+	 * A few series over a short range: their raw rows alone. ClickHouse's
+	 * cost of a small merge is in preparing each part of the query, not in
+	 * reading the rows: the rows themselves (one part, no GROUP BY) are
+	 * summed here, unless their answer is over RAW_MAX_ANSWER; then three
+	 * parts summed there, with the frames of stacks (unless these series
+	 * were merged before) in the same answer, one round trip instead of two.
 	 */
 	if (nknown != SIZE_MAX && (sp.to - sp.from) / NS * (int64_t)nknown <= RAW_SERIES_S) {
 		memset(sp.lo, 0, sizeof(sp.lo));
 		memset(sp.hi, 0, sizeof(sp.hi));
 		sp.clo = sp.chi = 0;
+		if ((rc = merge_query(c, cond.data, &sp, RAW_ROWS, &ans, &err)) != -EFBIG)
+			goto asked;
+		buf_reset(&ans);
+		buf_reset(&err);
 		fold = nknown > 0 && !frames_known(c, &sel);
 	}
-	if ((rc = merge_sql(c, cond.data, &sp, fold, &sql)) < 0)
-		goto out;
-	if (ch_exec(c, sql.data, NULL, &ans, &err, NULL) < 0) {
+	rc = merge_query(c, cond.data, &sp, fold ? FRAMES : SUMS, &ans, &err);
+asked:
+	if (rc < 0) {
 		rc = fail("merging", &err);
 		goto out;
 	}
@@ -1600,7 +1904,8 @@ r_merge(void *arg, const struct query *q, struct query_result *res)
 	}
 	tsv_init(&t, &ans);
 	while ((r = tsv_next(&t)) > 0) {
-		if (t.nf != 15 || t.f[0][0] < '0' || t.f[0][0] > '4' || t.f[0][1]) {
+		if (t.f[0][0] < '0' || t.f[0][0] > '5' || t.f[0][1] ||
+		    t.nf != (t.f[0][0] == '5' ? 19u : 15u)) {
 			r = -EINVAL;
 			break;
 		}
@@ -1609,9 +1914,13 @@ r_merge(void *arg, const struct query *q, struct query_result *res)
 		case '1': r = answer_ref(&a, &t); break;
 		case '2': r = answer_group(c, &a, &t, 6); break;
 		case '3': r = answer_frames(c, &t); break;
-		default:
+		case '4':
 			if ((r = answer_group(c, &a, &t, 12)) == 0)
 				r = answer_ref(&a, &t);
+			break;
+		default:
+			if ((r = answer_group(c, &a, &t, 12)) == 0 && (r = answer_ref(&a, &t)) == 0)
+				r = answer_samples(&a, &t);
 		}
 		if (r < 0)
 			break;
@@ -1859,11 +2168,13 @@ c_hours(void *arg, uint64_t sid, int64_t **out, size_t *n)
  * cache cannot say.
  */
 static int
-hd_cached(struct cluster *c, uint64_t sid, int64_t from, int64_t to)
+hd_cached(struct cluster *c, uint64_t sid, int64_t from, int64_t to, int64_t *since)
 {
 	int64_t k;
 	size_t i;
 	int rc = -ENOENT;
+
+	*since = INT64_MAX;
 
 	pthread_mutex_lock(&c->sc_lock);
 	/* The hours the series listing holds it in: a range holding them all, or none. */
@@ -1881,6 +2192,7 @@ hd_cached(struct cluster *c, uint64_t sid, int64_t from, int64_t to)
 	    fresh(c, c->hd[k].gen, c->hd[k].at)) {
 		const struct hd_windows *h = &c->hd[k];
 
+		*since = h->since * NS;
 		/* Nothing before the windows kept is known: then only a yes holds. */
 		rc = from >= h->since * NS ? 0 : -1;
 		for (i = 0; i < h->n && rc != 1; i++) {
@@ -1896,36 +2208,65 @@ hd_cached(struct cluster *c, uint64_t sid, int64_t from, int64_t to)
 	return rc;
 }
 
-/* Ask for the windows of series s since the last days and keep them. */
+/* The start (s) of the windows hd_fetch() asks for: the last days'. */
+static int64_t
+hd_since(void)
+{
+	int64_t since = clock_now_ns() / NS - HD_DAYS * 86400;
+
+	return since - since % 86400;
+}
+
+/*
+ * Ask for the windows of series s since the last days and keep them (each
+ * shard's own table at once when the URLs are the shards: their windows
+ * merged here).
+ */
 static void
 hd_fetch(struct cluster *c, const struct series *s)
 {
 	struct buf sql = { 0 }, ans = { 0 }, err = { 0 }, w = { 0 };
 	uint64_t gen = atomic_load(&c->gen);
-	int64_t since = clock_now_ns() / NS - HD_DAYS * 86400;
+	int64_t since = hd_since(), *v;
 	struct tsv t;
-	int r;
+	size_t i, n;
+	int r, local;
 
-	since -= since % 86400;
-	buf_printf(&sql, "SELECT toUInt32(window) AS w FROM %s.counts10 WHERE ", c->db);
-	where_series(s, &sql);
-	buf_printf(&sql, " AND date >= toDate(toDateTime(%" PRId64 ")) GROUP BY w HAVING "
-	    "sum(profiles) > 0 ORDER BY w FORMAT TabSeparated", since);
-	if (buf_error(&sql) || ch_exec(c, sql.data, NULL, &ans, &err, NULL) < 0)
+	for (local = 1, r = -EAGAIN; local >= 0 && r == -EAGAIN; local--) {
+		buf_reset(&sql);
+		buf_printf(&sql, "SELECT toUInt32(window) AS w FROM %s.counts10%s WHERE ", c->db,
+		    local ? "_local" : "");
+		where_series(s, &sql);
+		buf_printf(&sql, " AND date >= toDate(toDateTime(%" PRId64 ")) GROUP BY w HAVING "
+		    "sum(profiles) > 0 FORMAT TabSeparated", since);
+		if (buf_error(&sql))
+			goto out;
+		r = local ? ch_scatter(c, sql.data, CH_MAX_ANSWER, &ans, &err) :
+		    ch_exec(c, sql.data, NULL, &ans, &err, NULL);
+	}
+	if (r < 0)
 		goto out;
 	tsv_init(&t, &ans);
 	while ((r = tsv_next(&t)) > 0) {
-		int64_t v;
+		int64_t x;
 
-		if (t.nf != 1 || tsv_i64(t.f[0], &v) < 0) {
+		if (t.nf != 1 || tsv_i64(t.f[0], &x) < 0) {
 			r = -EINVAL;
 			break;
 		}
-		buf_add(&w, &v, sizeof(v));
+		buf_add(&w, &x, sizeof(x));
 	}
 	tsv_free(&t);
 	if (r < 0 || buf_error(&w))
 		goto out;
+	/* Ascending, once each (a window's profiles may be on several shards). */
+	v = (int64_t *)w.data;
+	n = w.len / sizeof(*v);
+	if (n)
+		qsort(v, n, sizeof(*v), cmp_i64);
+	for (i = 0, w.len = 0; i < n; i++)
+		if (w.len == 0 || v[w.len / sizeof(*v) - 1] != v[i])
+			v[w.len / sizeof(*v)] = v[i], w.len += sizeof(*v);
 	hd_store(c, s->id, (const int64_t *)w.data, w.len / sizeof(int64_t), since, gen);
 out:
 	buf_free(&sql);
@@ -1945,14 +2286,21 @@ r_has_data(struct cluster *c, uint64_t sid, int64_t from, int64_t to)
 {
 	const struct series *s = r_series_get(c, sid);
 	struct buf sql = { 0 }, ans = { 0 }, err = { 0 };
+	int64_t since;
 	bool yes = true;
 	int rc;
 
 	if (s == NULL)
 		return false;
-	if ((rc = hd_cached(c, sid, from, to)) == -ENOENT) {
+	/*
+	 * Not known, or only since the listing's recent windows while the
+	 * range starts before them: the last days' windows, once for the
+	 * series, instead of a query per range (the hours of a listing).
+	 */
+	if ((rc = hd_cached(c, sid, from, to, &since)) == -ENOENT ||
+	    (rc == -1 && from < since && since > hd_since() * NS)) {
 		hd_fetch(c, s);
-		rc = hd_cached(c, sid, from, to);
+		rc = hd_cached(c, sid, from, to, &since);
 	}
 	if (rc == 0 || rc == 1)
 		return rc == 1;
@@ -2058,6 +2406,28 @@ c_delete_series(void *arg, const struct query *q, uint64_t *nseries, uint64_t *n
 	    store_delete_series(c->st, q, nseries, nprofiles, err);
 }
 
+/*
+ * A lookup missed: a listing asked ahead may predate the name (data that
+ * arrived since, before the poll saw the count move), so it is asked again,
+ * as a lookup would have asked it. Once per listing asked ahead.
+ */
+static bool
+c_missed(void *arg)
+{
+	struct cluster *c = arg;
+	bool again;
+
+	if (!on(c))
+		return false;
+	pthread_mutex_lock(&c->sc_lock);
+	if ((again = c->sc_ahead && !c->sc_busy && fresh(c, c->sc_gen, c->sc_at))) {
+		c->sc_at = 0;
+		c->sc_ahead = false;
+	}
+	pthread_mutex_unlock(&c->sc_lock);
+	return again;
+}
+
 const struct reader *
 cluster_reader(struct cluster *c)
 {
@@ -2087,6 +2457,7 @@ read_init(struct cluster *c)
 		.changed_since = c_changed_since,
 		.delete_profile = c_delete_profile,
 		.delete_series = c_delete_series,
+		.missed = c_missed,
 	};
 }
 

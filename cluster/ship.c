@@ -343,6 +343,40 @@ server_schema(struct cluster *c, size_t i, struct buf *err, bool *reached)
 		rc = -EPROTO;
 		goto out;
 	}
+	/*
+	 * Which shard of the cluster the server is, for reads that ask each
+	 * shard directly (ch_scatter()): the one shard with is_local rows (18.16
+	 * marks every replica of the shard that holds the server), and how
+	 * many shards its remote_servers lists. Anything else (no such shard,
+	 * or a server in two) leaves it unknown: reads go through the
+	 * Distributed tables.
+	 */
+	buf_reset(&sql);
+	buf_adds(&sql, "SELECT uniqExactIf(shard_num, is_local), anyIf(shard_num, is_local), "
+	    "uniqExact(shard_num) FROM system.clusters WHERE cluster = ");
+	ch_quote(&sql, c->name);
+	buf_adds(&sql, " FORMAT TabSeparated");
+	buf_reset(&ans);
+	if ((rc = ch_exec_on(c, i, sql.data, &ans, err, NULL)) < 0)
+		goto out;
+	{
+		struct tsv t;
+		uint64_t nlocal = 0, num = 0, nsh = 0;
+
+		tsv_init(&t, &ans);
+		if (tsv_next(&t) != 1 || t.nf != 3 || tsv_u64(t.f[0], &nlocal) < 0 ||
+		    tsv_u64(t.f[1], &num) < 0 || tsv_u64(t.f[2], &nsh) < 0 || nlocal != 1 ||
+		    num == 0 || num > nsh)
+			num = nsh = 0;
+		tsv_free(&t);
+		/* A server that is now another shard: no read shard by shard until checked again. */
+		if (atomic_load(&c->urls[i].shard_num) != num ||
+		    atomic_load(&c->urls[i].cluster_shards) != nsh) {
+			atomic_store(&c->direct, false);
+			atomic_store(&c->urls[i].cluster_shards, (size_t)nsh);
+			atomic_store(&c->urls[i].shard_num, (size_t)num);
+		}
+	}
 	/* A database of an earlier build: 64-bit stack hashes, refused. */
 	buf_reset(&sql);
 	buf_adds(&sql, "SELECT type FROM system.columns WHERE database = ");
@@ -442,6 +476,8 @@ connect_schema(struct cluster *c, struct buf *err)
 	if (rc == 0 && down.len)
 		log_warnx("clickhouse: replicas down, their shards served by the others: %s",
 		    down.data);
+	if (rc == 0)
+		ch_direct_check(c);
 	buf_free(&one);
 	buf_free(&down);
 	if (rc < 0)
@@ -467,9 +503,11 @@ schema_catch_up(struct cluster *c)
 		if (c->urls[i].schema)
 			continue;
 		buf_reset(&err);
-		if (server_schema(c, i, &err, &reached) == 0)
+		if (server_schema(c, i, &err, &reached) == 0) {
 			log_info("clickhouse: replica %s is back: schema in place",
 			    c->urls[i].shown);
+			ch_direct_check(c);
+		}
 		else if (reached)
 			log_warnx("clickhouse: replica %s: %s", c->urls[i].shown, err.data);
 	}
@@ -1065,6 +1103,8 @@ ship_main(void *arg)
 				poll_count(c, &count);
 				atomic_store(&c->reads_on, true);
 				installed = true;
+				/* The tree's first lookups find the listing in place. */
+				read_refresh(c, true);
 			}
 			/* "connected" is logged once reads go to the cluster. */
 			set_status(c, "ok");
@@ -1091,6 +1131,8 @@ ship_main(void *arg)
 		if (clock_mono_ns() - polled >= POLL_NS) {
 			polled = clock_mono_ns();
 			poll_count(c, &count);
+			if (c->reads)
+				read_refresh(c, false);
 		}
 		if (c->replicated && clock_mono_ns() - caught_up >= CATCH_UP_NS) {
 			caught_up = clock_mono_ns();

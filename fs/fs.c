@@ -337,6 +337,17 @@ ingest_refused(const char *path)
 	return rc;
 }
 
+/* dir_exists() for a lookup: once more when the reader's listing may predate the name. */
+static bool
+lookup_exists(struct fsctx *fs, const struct fspath *fp, const struct range *r)
+{
+	const char *type = fp->node == NODE_SERVICE ? NULL : fp->type;
+	const char *sel = fp->node == NODE_SERVICE || fp->node == NODE_TYPE ? NULL : fp->selector;
+
+	return dir_exists(fs, fp->service, type, sel, r) ||
+	    (reader_missed(fs->rd) && dir_exists(fs, fp->service, type, sel, r));
+}
+
 static int
 pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 {
@@ -380,18 +391,9 @@ pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 		return rc;
 	}
 	case NODE_SERVICE:
-		if (!dir_exists(fs, fp.service, NULL, NULL, NULL) && !deleted_lately(&fp))
-			return -ENOENT;
-		fs_stat(st, path, true, 0, false, 0);
-		return 0;
 	case NODE_TYPE:
-		if (!dir_exists(fs, fp.service, fp.type, NULL, NULL) && !deleted_lately(&fp))
-			return -ENOENT;
-		fs_stat(st, path, true, 0, false, 0);
-		return 0;
 	case NODE_SELECTOR:
-		if (!dir_exists(fs, fp.service, fp.type, fp.selector, NULL) &&
-		    !deleted_lately(&fp))
+		if (!lookup_exists(fs, &fp, NULL) && !deleted_lately(&fp))
 			return -ENOENT;
 		fs_stat(st, path, true, 0, false, 0);
 		return 0;
@@ -399,8 +401,7 @@ pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 	case NODE_PROFILES:
 	case NODE_VS:
 	case NODE_VS_BASE:
-		if (!dir_exists(fs, fp.service, fp.type, fp.selector, &fp.range) &&
-		    !deleted_lately(&fp))
+		if (!lookup_exists(fs, &fp, &fp.range) && !deleted_lately(&fp))
 			return -ENOENT;
 		fs_stat(st, path, true, 0, false, 0);
 		return 0;

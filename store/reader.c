@@ -182,6 +182,12 @@ reader_changed_since(const struct reader *r, uint64_t gen, int64_t upto)
 	return r->changed_since(r->arg, gen, upto);
 }
 
+bool
+reader_missed(const struct reader *r)
+{
+	return r->missed ? r->missed(r->arg) : false;
+}
+
 int
 reader_delete_profile(const struct reader *r, uint64_t id, struct store_ref *ref,
     struct buf *err)

@@ -381,6 +381,8 @@ struct reader {
 		    struct buf *err);
 	int	(*delete_series)(void *arg, const struct query *q, uint64_t *nseries,
 		    uint64_t *nprofiles, struct buf *err);
+	/* Optional (NULL: never): see reader_missed(). */
+	bool	(*missed)(void *arg);
 };
 
 /* The store's own reader: its RocksDB data. Lives as long as st. */
@@ -403,5 +405,11 @@ int	reader_delete_profile(const struct reader *r, uint64_t id, struct store_ref 
 	    struct buf *err);
 int	reader_delete_series(const struct reader *r, const struct query *q, uint64_t *nseries,
 	    uint64_t *nprofiles, struct buf *err);
+/*
+ * A lookup did not find its name in what the reader lists. True when the
+ * reader's listing may predate it (one it asked ahead, not for a lookup) and
+ * will be asked again: look once more.
+ */
+bool	reader_missed(const struct reader *r);
 
 #endif

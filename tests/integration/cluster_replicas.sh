@@ -9,7 +9,9 @@
 # down, both mounts' sums are the inputs' (go tool pprof). When they return
 # and catch up, each replica holds every profile of its shard once; with the
 # other replicas stopped, the returned ones alone give both mounts the
-# inputs' sums. Skipped without clickhouse-server, ZooKeeper (Debian's
+# inputs' sums. Reads ask each shard's replicas directly (the groups are
+# proven to be the shards), the next replica when one is down. Skipped
+# without clickhouse-server, ZooKeeper (Debian's
 # zookeeper) or go (scripts/install-deps.sh installs them).
 set -u
 source "$(dirname "$0")/../lib.sh"
@@ -160,6 +162,10 @@ for s in 11 12 21 22; do
   got=$(chq $s "SELECT name, engine FROM system.tables WHERE database = 'profilefs' AND name LIKE '%_local' ORDER BY name FORMAT TSV" | tr '\t\n' ': ')
   check_eq "server $s: Replicated tables" "$got" "counts10_local:ReplicatedSummingMergeTree fleet10_local:ReplicatedSummingMergeTree fleet1h_local:ReplicatedSummingMergeTree fleet1m_local:ReplicatedSummingMergeTree profiles_local:ReplicatedMergeTree samples10_local:ReplicatedSummingMergeTree samples1h_local:ReplicatedSummingMergeTree series_local:ReplicatedSummingMergeTree settings_local:ReplicatedReplacingMergeTree stacks_local:ReplicatedReplacingMergeTree "
 done
+# Each server told which shard it is: the groups of replicas are the shards.
+grep -q "the URLs are the 2 shards of cluster profilefs: reads ask each shard's tables directly" "$TMP/daemon.log" \
+  && ok "the replica groups are proven to be the shards: reads ask each shard directly" \
+  || fail "the replica groups are proven to be the shards: reads ask each shard directly" "$(grep clickhouse "$TMP/daemon.log" | head -5)"
 check_eq "the tables' ZooKeeper paths use the shard macro" \
   "$(chq 22 "SELECT zookeeper_path, replica_name FROM system.replicas WHERE database = 'profilefs' AND table = 'profiles_local' FORMAT TSV" | tr '\t' ' ')" \
   "/clickhouse/tables/2/profilefs.profiles_local r2"

@@ -3,7 +3,8 @@
  * Every real profile, its stacks written as text and read back through the
  * merge's builder, keeps its sums, samples and functions; malformed text is
  * refused without a crash. Also the TabSeparated reader of chttp.c, the
- * URL list's shards and replicas, and the tables' ENGINE clauses.
+ * URL list's shards and replicas, the proof that they are the cluster's
+ * shards (reads shard by shard), and the tables' ENGINE clauses.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -152,6 +153,18 @@ test_tsv(void **state)
 	assert_true(s == -2);
 	assert_int_equal(tsv_next(&t), 0);
 	tsv_free(&t);
+	/* Empty fields, an escape at a field's start and end, a NUL. */
+	buf_reset(&b);
+	buf_adds(&b, "\t\\0x\\t\tlong run\\\\\n");
+	tsv_init(&t, &b);
+	assert_int_equal(tsv_next(&t), 1);
+	assert_int_equal(t.nf, 3);
+	assert_int_equal(t.len[0], 0);
+	assert_int_equal(t.len[1], 3);
+	assert_memory_equal(t.f[1], "\0x\t", 3);
+	assert_string_equal(t.f[2], "long run\\");
+	assert_int_equal(tsv_next(&t), 0);
+	tsv_free(&t);
 	/* A cut answer (no final newline) and a trailing escape are refused. */
 	buf_reset(&b);
 	buf_adds(&b, "1\t2");
@@ -180,6 +193,60 @@ urls_free(struct cluster *c)
 }
 
 /* ',' between shards, '|' between a shard's replicas (only when replicated). */
+/* The servers' shards as told (0: unknown), cluster_shards each; whether reads go shard by shard. */
+static bool
+direct_of(struct cluster *c, const size_t *num, size_t nshards_told)
+{
+	size_t i;
+
+	for (i = 0; i < c->nurls; i++) {
+		atomic_store(&c->urls[i].shard_num, num[i]);
+		atomic_store(&c->urls[i].cluster_shards, num[i] ? nshards_told : 0);
+	}
+	ch_direct_check(c);
+	return atomic_load(&c->direct);
+}
+
+/*
+ * Reads ask each shard directly only when the URL groups are proven to be
+ * the cluster's shards, each once: never a shard missing or counted twice.
+ */
+static void
+test_direct(void **state)
+{
+	static struct cluster c;
+	struct buf err = { 0 };
+
+	(void)state;
+	c.name = "profilefs";
+	assert_int_equal(ch_parse_urls(&c, "http://a:1,http://b:2", &err), 0);
+	assert_true(direct_of(&c, (size_t[]){ 1, 2 }, 2));
+	assert_true(direct_of(&c, (size_t[]){ 2, 1 }, 2));
+	assert_false(direct_of(&c, (size_t[]){ 1, 1 }, 2));	/* one shard twice */
+	assert_false(direct_of(&c, (size_t[]){ 1, 0 }, 2));	/* one not told */
+	assert_false(direct_of(&c, (size_t[]){ 1, 2 }, 3));	/* a shard not listed */
+	urls_free(&c);
+
+	/* One URL of a cluster of two shards: through the Distributed tables. */
+	c.name = "profilefs";
+	assert_int_equal(ch_parse_urls(&c, "http://a:1", &err), 0);
+	assert_false(direct_of(&c, (size_t[]){ 1 }, 2));
+	assert_true(direct_of(&c, (size_t[]){ 1 }, 1));
+	urls_free(&c);
+
+	/* Replicas: a group is one shard; one replica not reached yet is not used. */
+	c.name = "profilefs";
+	c.replicated = true;
+	assert_int_equal(ch_parse_urls(&c, "http://a:1|http://b:2,http://c:3|http://d:4", &err), 0);
+	assert_true(direct_of(&c, (size_t[]){ 1, 1, 2, 2 }, 2));
+	assert_true(direct_of(&c, (size_t[]){ 1, 0, 0, 2 }, 2));
+	assert_false(direct_of(&c, (size_t[]){ 1, 2, 2, 2 }, 2));	/* a group of two shards */
+	assert_false(direct_of(&c, (size_t[]){ 0, 0, 2, 2 }, 2));	/* a shard not reached */
+	urls_free(&c);
+	c.replicated = false;
+	buf_free(&err);
+}
+
 static void
 test_urls(void **state)
 {
@@ -267,6 +334,7 @@ main(void)
 		cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_tsv),
 		cmocka_unit_test(test_urls),
+		cmocka_unit_test(test_direct),
 		cmocka_unit_test(test_engine),
 	};
 
