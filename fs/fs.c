@@ -29,8 +29,6 @@
 #include "fs_int.h"
 #include "views.h"
 
-#define RELATIVE_MAX_AGE	(INT64_C(1500) * 1000000)
-
 /* One more request of a kind in profilefs_fuse_requests_total{op=...}. */
 static void
 fs_count(const char *op)

@@ -24,9 +24,6 @@
 
 static bool previous_range(const struct range *r, struct range *out);
 
-/* How long a merge of a range that moves with the clock is reused. */
-#define RELATIVE_MAX_AGE	(INT64_C(1500) * 1000000)
-
 void
 views_time(int64_t ns, char *out, size_t n)
 {

@@ -12,6 +12,9 @@
 #include "store.h"
 #include "path.h"
 
+/* How long a view of a range that moves with the clock (last-1h) is reused. */
+#define RELATIVE_MAX_AGE	(INT64_C(1500) * 1000000)
+
 struct fsctx;
 
 /* What a renderer gets. */

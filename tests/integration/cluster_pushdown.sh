@@ -91,8 +91,6 @@ for i in $(seq 1 24); do
   CASES+=("prop/$ty/$sel/$r")
 done
 CASES+=("prop/cpu/all/all" "prop/cpu/host=3/all" "prop/heap/all/all")
-# One host's last hour: its rows as stored, summed in the daemon.
-CASES+=("prop/cpu/host=2/last-1h" "prop/heap/host=1/last-1h" "prop/cpu/host=2/last-2h")
 read_all() {	# read_all OUT: the sums of every case, one line each
   local c
   for c in "${CASES[@]}"; do
@@ -100,6 +98,36 @@ read_all() {	# read_all OUT: the sums of every case, one line each
   done >"$1"
 }
 read_all "$TMP/fleet.sums"
+# One host's last hour: its rows as stored, summed in the daemon. The window
+# moves with the clock and the embedded store is read later, so it is read
+# when no profile is stamped within seconds of the window's start (CPU
+# profiles every 40 s, heap every 300 s from base; last-2h starts on the same
+# phase), and the embedded store is asked the same window with explicit edges.
+LASTS=("prop/cpu/host=2/last-1h" "prop/heap/host=1/last-1h" "prop/cpu/host=2/last-2h")
+quiet() {	# quiet LO HI: no profile stamped in [LO, HI]
+  local s p
+  for s in 40 300; do
+    p=$(( base + ( (($1 - base) + s - 1) / s ) * s ))
+    [ "$p" -gt "$2" ] || return 1
+  done
+}
+for _ in 1 2 3 4 5; do
+  for _ in $(seq 60); do
+    t=$(date +%s); quiet $((t + 1 - 3600 - 3)) $((t + 1 - 3600 + 8)) && break; sleep 1
+  done
+  ta=$(date +%s)
+  for c in "${LASTS[@]}"; do
+    echo "$c $(pprof_sums "$TMP/mnt/$c/merged.pb.gz" 2>/dev/null)"
+  done >"$TMP/fleet.last"
+  tb=$(date +%s)
+  quiet $((ta + 1 - 3600 - 3)) $((tb + 1 - 3600 + 3)) && break
+  : >"$TMP/fleet.last"
+done
+[ -s "$TMP/fleet.last" ] || fail "the last-N cases read between two profiles' times" "5 tries"
+fixed() {	# fixed CASE: the case's window as of $ta with explicit edges
+  local d=3600; case $1 in *last-2h) d=7200 ;; esac
+  echo "${1%/last-*}/$(date -u -d "@$((ta + 1 - d))" +%Y-%m-%dT%H%M%S)..$(date -u -d "@$((ta + 1))" +%Y-%m-%dT%H%M%S)"
+}
 nonempty=$(awk 'NF > 1' "$TMP/fleet.sums" | wc -l)
 [ "$nonempty" -ge 20 ] && ok "the fleet answers $nonempty of ${#CASES[@]} cases with profiles" \
   || fail "the fleet answers most cases with profiles" "$nonempty of ${#CASES[@]}"
@@ -111,7 +139,13 @@ grep -q "the URLs are the 2 shards of cluster profilefs: reads ask each shard's 
 pf_stop
 pf_start || fail "the daemon restarts without the cluster"
 read_all "$TMP/embedded.sums"
+for c in "${LASTS[@]}"; do
+  echo "$c $(pprof_sums "$TMP/mnt/$(fixed "$c")/merged.pb.gz" 2>/dev/null)"
+done >>"$TMP/embedded.sums"
+cat "$TMP/fleet.last" >>"$TMP/fleet.sums"
 pf_stop
+grep -q '/last-.* samples/count=[1-9]' "$TMP/fleet.sums" && ok "the fleet answers the last-N cases" \
+  || fail "the fleet answers the last-N cases" "$(grep /last- "$TMP/fleet.sums")"
 bad=$(diff "$TMP/fleet.sums" "$TMP/embedded.sums" | grep '^[<>]' | head -6)
 [ -z "$bad" ] && ok "every case: the fleet's sums equal the embedded store's" \
   || fail "every case: the fleet's sums equal the embedded store's" "$bad"
