@@ -256,12 +256,20 @@ int	codec_labels(const struct profile *p, const struct pf_sample *s, struct buf 
 /* The header of a group of profiles: period type, default type, sample types. */
 int	codec_header(const struct profile *p, struct buf *out);
 /*
- * Add the stack of text (codec_stack()) to m, whose header came from
- * codec_begin(), with values (ntypes of them; all zero: nothing is added).
- * -EINVAL for text that is not such a stack.
+ * What codec_add() keeps for one merge: each location's text (with the
+ * mapping it follows) to the merge's location, so a frame that many stacks
+ * share is read once.
  */
-int	codec_add(struct merge *m, const char *text, size_t len, const int64_t *values,
-	    size_t ntypes);
+struct codec_memo;
+struct codec_memo *codec_memo_create(void);
+void	codec_memo_free(struct codec_memo *cm);
+/*
+ * Add the stack of text (codec_stack()) to m, whose header came from
+ * codec_begin(), with values (ntypes of them; all zero: nothing is added);
+ * cm: m's memo (optional). -EINVAL for text that is not such a stack.
+ */
+int	codec_add(struct merge *m, struct codec_memo *cm, const char *text, size_t len,
+	    const int64_t *values, size_t ntypes);
 /*
  * merge_begin() from a codec_header() text; *ntypes: its sample types,
  * gauge[0..ntypes-1]: which are gauges (PROFILE_MAX_SAMPLE_TYPES entries).

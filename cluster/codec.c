@@ -288,9 +288,98 @@ add_location(struct merge *m, struct buf *tmp, const char *p, size_t n, struct p
 	return 0;
 }
 
+/* A location read: the merge's index, and the mapping the next one may name SAME. */
+struct memo_loc {
+	int64_t		idx;
+	struct prevmap	pm;
+};
+
+struct codec_memo {
+	struct intern	*keys;		/* mapping followed (SAME) or -1, then the text */
+	struct buf	 locs;		/* struct memo_loc, by the key's index */
+	struct buf	 key;
+};
+
+struct codec_memo *
+codec_memo_create(void)
+{
+	struct codec_memo *cm = xcalloc(1, sizeof(*cm));
+
+	if ((cm->keys = intern_create(1024)) == NULL) {
+		free(cm);
+		return NULL;
+	}
+	return cm;
+}
+
+void
+codec_memo_free(struct codec_memo *cm)
+{
+	if (cm == NULL)
+		return;
+	intern_destroy(cm->keys);
+	buf_free(&cm->locs);
+	buf_free(&cm->key);
+	free(cm);
+}
+
+/* Whether the location text [p, p + n) names its mapping SAME (the third field). */
+static bool
+names_same(const char *p, size_t n)
+{
+	const char *end = p + n, *q;
+	int k;
+
+	for (k = 0; k < 2; k++) {
+		if ((q = memchr(p, '\x1f', (size_t)(end - p))) == NULL)
+			return false;
+		p = q + 1;
+	}
+	return end - p >= 1 && p[0] == SAME[0] && (end - p == 1 || p[1] == '\x1f');
+}
+
+/* add_location() through cm: a text read before (after the same mapping) is not read again. */
+static int
+memo_location(struct merge *m, struct codec_memo *cm, struct buf *tmp, const char *p,
+    size_t n, struct prevmap *pm, int64_t *out)
+{
+	struct memo_loc ml;
+	int64_t tag = -1, i;
+	int added, rc;
+
+	if (cm == NULL)
+		return add_location(m, tmp, p, n, pm, out);
+	if (names_same(p, n)) {
+		if (!pm->set)
+			return -EINVAL;
+		tag = pm->mapping;
+	}
+	buf_reset(&cm->key);
+	buf_add(&cm->key, &tag, sizeof(tag));
+	buf_add(&cm->key, p, n);
+	if (buf_error(&cm->key) || (i = intern_put(cm->keys, cm->key.data, cm->key.len,
+	    &added)) < 0)
+		return -ENOMEM;
+	if (!added) {
+		ml = ((const struct memo_loc *)cm->locs.data)[i];
+		if (ml.idx < 0)
+			return (int)ml.idx;
+		*pm = ml.pm;
+		*out = ml.idx;
+		return 0;
+	}
+	/* Malformed text is remembered as its error. */
+	rc = add_location(m, tmp, p, n, pm, out);
+	ml.idx = rc < 0 ? rc : *out;
+	ml.pm = *pm;
+	if (buf_add(&cm->locs, &ml, sizeof(ml)) < 0)
+		return -ENOMEM;
+	return rc;
+}
+
 int
-codec_add(struct merge *m, const char *text, size_t len, const int64_t *values,
-    size_t ntypes)
+codec_add(struct merge *m, struct codec_memo *cm, const char *text, size_t len,
+    const int64_t *values, size_t ntypes)
 {
 	const char *end = text + len, *lab = memchr(text, '\x1d', len);
 	const char *end_locs = lab ? lab : end;
@@ -319,7 +408,7 @@ codec_add(struct merge *m, const char *text, size_t len, const int64_t *values,
 	if (end_locs > text && split(text, end_locs, '\x1e', lf, ll, maxl, &nl) < 0)
 		goto out;
 	for (k = 0; k < nl; k++) {
-		if ((rc = add_location(m, &tmp, lf[k], ll[k], &pm, &idx)) < 0)
+		if ((rc = memo_location(m, cm, &tmp, lf[k], ll[k], &pm, &idx)) < 0)
 			goto out;
 		locs[k] = (uint32_t)idx;
 	}

@@ -1074,13 +1074,16 @@ build_merged(const char *hdr, int64_t period, struct series_sums *accs, size_t n
     struct intern *all, char **frames, size_t *flen, struct profile **out)
 {
 	struct merge *m = merge_create();
+	struct codec_memo *cm = codec_memo_create();
 	bool gauge[PROFILE_MAX_SAMPLE_TYPES];
 	int64_t v[PROFILE_MAX_SAMPLE_TYPES];
 	size_t nt = 0, i, k, t;
 	int rc;
 
-	if (m == NULL)
-		return -ENOMEM;
+	if (m == NULL || cm == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
 	if ((rc = codec_begin(m, hdr, period, &nt, gauge)) < 0) {
 		log_warnx("clickhouse: a group's header is malformed");
 		rc = -EIO;
@@ -1107,7 +1110,7 @@ build_merged(const char *hdr, int64_t period, struct series_sums *accs, size_t n
 				ar = r < 0 ? -r : r;
 				v[t] = ar >= n - ar ? qq + (r < 0 ? -1 : 1) : qq;
 			}
-			if (g < 0 || (rc = codec_add(m, frames[g], flen[g], v, nt)) < 0) {
+			if (g < 0 || (rc = codec_add(m, cm, frames[g], flen[g], v, nt)) < 0) {
 				log_warnx("clickhouse: a stored stack is malformed");
 				rc = -EIO;
 			}
@@ -1116,6 +1119,7 @@ build_merged(const char *hdr, int64_t period, struct series_sums *accs, size_t n
 	if (rc == 0)
 		rc = merge_finish(m, false, out);
 out:
+	codec_memo_free(cm);
 	merge_free(m);
 	return rc;
 }
@@ -2033,6 +2037,7 @@ r_get(void *arg, uint64_t id, struct store_ref *ref, struct buf *out)
 	bool gauge[PROFILE_MAX_SAMPLE_TYPES];
 	struct intern *all = intern_create(256);
 	struct merge *m = NULL;
+	struct codec_memo *cm = NULL;
 	struct profile *p = NULL;
 	const struct series *s;
 	char **frames = NULL;
@@ -2081,10 +2086,14 @@ r_get(void *arg, uint64_t id, struct store_ref *ref, struct buf *out)
 	flen = xcalloc(intern_count(all) + 1, sizeof(*flen));
 	if ((rc = fetch_frames(c, all, frames, flen)) < 0)
 		goto out;
+	if ((cm = codec_memo_create()) == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
 	for (i = 0; i < ns && rc == 0; i++) {
 		int64_t k = intern_get(all, stacks.data + i * DIGEST128_HEX, DIGEST128_HEX);
 
-		if (k < 0 || codec_add(m, frames[k], flen[k], (int64_t *)vals.data + i * nt,
+		if (k < 0 || codec_add(m, cm, frames[k], flen[k], (int64_t *)vals.data + i * nt,
 		    nt) < 0) {
 			log_warnx("clickhouse: a stored stack is malformed");
 			rc = -EIO;
@@ -2100,6 +2109,7 @@ out:
 	free(frames);
 	free(flen);
 	intern_destroy(all);
+	codec_memo_free(cm);
 	merge_free(m);
 	profile_free(p);
 	buf_free(&sql);

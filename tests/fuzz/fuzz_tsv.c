@@ -43,7 +43,7 @@ as_profile(struct tsv *t)
 	for (k = 0; k < nt; k++)
 		vals[k] = (int64_t)k + 1;
 	for (i = 2; i < t->nf; i++) {
-		rc = codec_add(m, t->f[i], t->len[i], vals, nt);
+		rc = codec_add(m, NULL, t->f[i], t->len[i], vals, nt);
 		CHECK(rc == 0 || rc == -EINVAL || rc == -ENOMEM);
 	}
 	if (merge_count(m) > 0 && merge_finish(m, false, &p) == 0) {

@@ -19,8 +19,9 @@
 
 /* p rebuilt from codec text: header, then each sample's stack and values. */
 static struct profile *
-roundtrip(const struct profile *p)
+roundtrip(const struct profile *p, bool memo)
 {
+	struct codec_memo *cm = memo ? codec_memo_create() : NULL;
 	bool gauge[PROFILE_MAX_SAMPLE_TYPES];
 	struct buf hdr = { 0 }, st = { 0 };
 	struct merge *m = merge_create();
@@ -33,10 +34,11 @@ roundtrip(const struct profile *p)
 	for (i = 0; i < p->nsamples; i++) {
 		buf_reset(&st);
 		assert_int_equal(codec_stack(p, &p->samples[i], &st), 0);
-		assert_int_equal(codec_add(m, st.data ? st.data : "", st.len,
+		assert_int_equal(codec_add(m, cm, st.data ? st.data : "", st.len,
 		    p->samples[i].values, nt), 0);
 	}
 	assert_int_equal(merge_finish(m, false, &out), 0);
+	codec_memo_free(cm);
 	merge_free(m);
 	buf_free(&hdr);
 	buf_free(&st);
@@ -58,12 +60,13 @@ merged_alone(const struct profile *p)
 static void
 test_real_roundtrip(void **state)
 {
+	struct buf eb = { 0 }, ec = { 0 };
 	size_t n, i, t, done = 0;
 	char **files = real_files(&n);
 
 	(void)state;
 	for (i = 0; i < n; i++) {
-		struct profile *p = load_real(files[i]), *a, *b;
+		struct profile *p = load_real(files[i]), *a, *b, *c;
 
 		if (p == NULL || p->nsample_types == 0) {
 			profile_free(p);
@@ -71,7 +74,16 @@ test_real_roundtrip(void **state)
 			continue;
 		}
 		a = merged_alone(p);
-		b = roundtrip(p);
+		b = roundtrip(p, false);
+		/* Read through the memo of locations: the very same profile. */
+		c = roundtrip(p, true);
+		buf_reset(&eb);
+		buf_reset(&ec);
+		assert_int_equal(profile_encode(b, false, &eb), 0);
+		assert_int_equal(profile_encode(c, false, &ec), 0);
+		assert_int_equal(eb.len, ec.len);
+		assert_memory_equal(eb.data, ec.data, eb.len);
+		profile_free(c);
 		for (t = 0; t < p->nsample_types; t++)
 			assert_true(profile_total(a, t) == profile_total(b, t));
 		assert_int_equal(a->nsamples, b->nsamples);
@@ -89,6 +101,8 @@ test_real_roundtrip(void **state)
 		done++;
 	}
 	free(files);
+	buf_free(&eb);
+	buf_free(&ec);
 	assert_true(done > 0);
 }
 
@@ -110,6 +124,7 @@ test_malformed(void **state)
 	struct merge_header h = { .types = types, .units = units, .ntypes = 1,
 	    .period_type = "cpu", .period_unit = "nanoseconds" };
 	bool gauge[PROFILE_MAX_SAMPLE_TYPES];
+	struct codec_memo *cm;
 	int64_t v = 1;
 	size_t i, nt;
 
@@ -118,7 +133,15 @@ test_malformed(void **state)
 		struct merge *m = merge_create();
 
 		assert_int_equal(merge_begin(m, &h), 0);
-		assert_true(codec_add(m, bad[i], strlen(bad[i]), &v, 1) < 0);
+		assert_true(codec_add(m, NULL, bad[i], strlen(bad[i]), &v, 1) < 0);
+		merge_free(m);
+		/* Through a memo, twice: refused each time. */
+		m = merge_create();
+		cm = codec_memo_create();
+		assert_int_equal(merge_begin(m, &h), 0);
+		assert_true(codec_add(m, cm, bad[i], strlen(bad[i]), &v, 1) < 0);
+		assert_true(codec_add(m, cm, bad[i], strlen(bad[i]), &v, 1) < 0);
+		codec_memo_free(cm);
 		merge_free(m);
 	}
 	for (i = 0; i < sizeof(hdrs) / sizeof(hdrs[0]); i++) {
