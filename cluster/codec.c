@@ -295,7 +295,7 @@ struct memo_loc {
 };
 
 struct codec_memo {
-	struct intern	*keys;		/* mapping followed (SAME) or -1, then the text */
+	struct intern	*keys;		/* the mapping followed (SAME) or -1, its start, the text */
 	struct buf	 locs;		/* struct memo_loc, by the key's index */
 	struct buf	 key;
 };
@@ -344,7 +344,8 @@ memo_location(struct merge *m, struct codec_memo *cm, struct buf *tmp, const cha
     size_t n, struct prevmap *pm, int64_t *out)
 {
 	struct memo_loc ml;
-	int64_t tag = -1, i;
+	struct prevmap tag = { -1, 0, false };
+	int64_t i;
 	int added, rc;
 
 	if (cm == NULL)
@@ -352,10 +353,11 @@ memo_location(struct merge *m, struct codec_memo *cm, struct buf *tmp, const cha
 	if (names_same(p, n)) {
 		if (!pm->set)
 			return -EINVAL;
-		tag = pm->mapping;
+		tag = *pm;
 	}
 	buf_reset(&cm->key);
-	buf_add(&cm->key, &tag, sizeof(tag));
+	buf_add(&cm->key, &tag.mapping, sizeof(tag.mapping));
+	buf_add(&cm->key, &tag.map_start, sizeof(tag.map_start));
 	buf_add(&cm->key, p, n);
 	if (buf_error(&cm->key) || (i = intern_put(cm->keys, cm->key.data, cm->key.len,
 	    &added)) < 0)

@@ -4,7 +4,7 @@
  * outside input): rows and fields (tsv_next()), numbers and arrays
  * (tsv_i64(), tsv_u64(), tsv_nums()), and a row read as a stored profile's
  * header and stacks (codec_begin(), codec_add()), whose merge must be pprof
- * that decodes again.
+ * that decodes again, the same read through a memo of locations or not.
  *
  * A row is read as: header, period, then stacks (each added with values
  * 1, 2, ... per sample type).
@@ -22,17 +22,23 @@ int	LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define CHECK(x) do { if (!(x)) { fprintf(stderr, "fuzz_tsv: %s:%d: %s\n", \
 	__FILE__, __LINE__, #x); abort(); } } while (0)
 
+/*
+ * The row as a profile, read through a memo of locations or not: the add's
+ * results and the pprof of the merge into rcs and pb, which must be the same
+ * both ways.
+ */
 static void
-as_profile(struct tsv *t)
+as_profile1(struct tsv *t, bool memo, struct buf *rcs, struct buf *pb)
 {
 	int64_t period = 0, vals[PROFILE_MAX_SAMPLE_TYPES];
 	bool gauge[PROFILE_MAX_SAMPLE_TYPES];
 	struct merge *m = merge_create();
+	struct codec_memo *cm = memo ? codec_memo_create() : NULL;
 	struct profile *p = NULL;
 	size_t nt = 0, i, k;
 	int rc;
 
-	CHECK(m != NULL);
+	CHECK(m != NULL && (!memo || cm != NULL));
 	if (t->nf < 2 || tsv_i64(t->f[1], &period) < 0)
 		period = 0;
 	rc = codec_begin(m, t->f[0], period, &nt, gauge);
@@ -43,21 +49,36 @@ as_profile(struct tsv *t)
 	for (k = 0; k < nt; k++)
 		vals[k] = (int64_t)k + 1;
 	for (i = 2; i < t->nf; i++) {
-		rc = codec_add(m, NULL, t->f[i], t->len[i], vals, nt);
+		rc = codec_add(m, cm, t->f[i], t->len[i], vals, nt);
 		CHECK(rc == 0 || rc == -EINVAL || rc == -ENOMEM);
+		buf_add(rcs, &rc, sizeof(rc));
 	}
 	if (merge_count(m) > 0 && merge_finish(m, false, &p) == 0) {
-		struct buf pb = { 0 };
 		struct profile *back = NULL;
 
-		CHECK(profile_encode(p, false, &pb) == 0);
-		CHECK(profile_decode(pb.data ? pb.data : "", pb.len, &back, NULL) == 0);
+		CHECK(profile_encode(p, false, pb) == 0);
+		CHECK(profile_decode(pb->data ? pb->data : "", pb->len, &back, NULL) == 0);
 		profile_free(back);
-		buf_free(&pb);
 	}
 out:
 	profile_free(p);
+	codec_memo_free(cm);
 	merge_free(m);
+}
+
+static void
+as_profile(struct tsv *t)
+{
+	struct buf r1 = { 0 }, r2 = { 0 }, p1 = { 0 }, p2 = { 0 };
+
+	as_profile1(t, false, &r1, &p1);
+	as_profile1(t, true, &r2, &p2);
+	CHECK(r1.len == r2.len && (r1.len == 0 || memcmp(r1.data, r2.data, r1.len) == 0));
+	CHECK(p1.len == p2.len && (p1.len == 0 || memcmp(p1.data, p2.data, p1.len) == 0));
+	buf_free(&r1);
+	buf_free(&r2);
+	buf_free(&p1);
+	buf_free(&p2);
 }
 
 int
