@@ -984,7 +984,7 @@ static int
 fetch_frames(struct cluster *c, struct intern *all, char **frames, size_t *flen)
 {
 	struct buf sql = { 0 }, ans = { 0 }, err = { 0 };
-	size_t n = intern_count(all), i, j, nmiss = 0;
+	size_t n = intern_count(all), i, j, nmiss = 0, kcap = 0;
 	const char **miss = xcalloc(n + 1, sizeof(*miss));
 	int rc = 0, r;
 
@@ -1003,7 +1003,36 @@ fetch_frames(struct cluster *c, struct intern *all, char **frames, size_t *flen)
 			miss[nmiss++] = h;
 	}
 	pthread_mutex_unlock(&c->f_lock);
+	/*
+	 * Then the local store's cache: rows checked against their address
+	 * when they came from ClickHouse, and kept on this host's disk since.
+	 */
+	for (i = 0, j = 0; c->st && i < nmiss; i++) {
+		char *v;
+		size_t vl;
+		int64_t k = intern_get(all, miss[i], DIGEST128_HEX);
+
+		if (k < 0 || store_cache_get(c->st, miss[i], DIGEST128_HEX, &v, &vl) < 0) {
+			miss[j++] = miss[i];
+			continue;
+		}
+		frames[k] = xmalloc(vl + 1);
+		memcpy(frames[k], v, vl);
+		frames[k][vl] = '\0';
+		flen[k] = vl;
+		free(v);
+		frames_cache_put(c, miss[i], frames[k], vl);
+	}
+	if (c->st) {
+		metrics_add("profilefs_clickhouse_stacks_read_total", "from=\"disk\"",
+		    (double)(nmiss - j));
+		nmiss = j;
+	}
+	metrics_add("profilefs_clickhouse_stacks_read_total", "from=\"clickhouse\"",
+	    (double)nmiss);
 	for (i = 0; i < nmiss && rc == 0; i += FRAMES_CHUNK) {
+		struct store_kv *kv = NULL;
+		size_t nkv = 0;
 		struct tsv t;
 
 		buf_reset(&sql);
@@ -1049,12 +1078,23 @@ fetch_frames(struct cluster *c, struct intern *all, char **frames, size_t *flen)
 			memcpy(frames[k], t.f[1], t.len[1] + 1);
 			flen[k] = t.len[1];
 			frames_cache_put(c, t.f[0], t.f[1], t.len[1]);
+			if (c->st) {
+				kv = xgrow(kv, &kcap, nkv + 1, sizeof(*kv));
+				kv[nkv].key = intern_key(all, (size_t)k, NULL);
+				kv[nkv].klen = DIGEST128_HEX;
+				kv[nkv].val = frames[k];
+				kv[nkv++].vlen = flen[k];
+			}
 		}
 		tsv_free(&t);
 		if (r < 0) {
 			log_warnx("clickhouse: reading stacks: a malformed answer");
 			rc = -EIO;
-		}
+		} else if (nkv > 0 && store_cache_put(c->st, kv, nkv) < 0)
+			log_warnx("clickhouse: the stacks read could not be kept in the local "
+			    "store's cache (the next start asks for them again)");
+		free(kv);
+		kcap = 0;
 	}
 	for (i = 0; rc == 0 && i < n; i++)
 		if (frames[i] == NULL) {

@@ -439,6 +439,8 @@ store_open(const char *dir, struct store **out, struct buf *err)
 	pthread_mutex_init(&st->rt_lock, NULL);
 	pthread_mutex_init(&st->ch_lock, NULL);
 	pthread_mutex_init(&st->cp_run, NULL);
+	pthread_mutex_init(&st->cache_lock, NULL);
+	st->cache_max = STORE_CACHE_MAX;
 	pthread_cond_init(&st->rt_cond, NULL);
 	store_reader_init(st);
 	st->names = intern_create(64);
@@ -571,6 +573,7 @@ store_close(struct store *st)
 	pthread_mutex_destroy(&st->rt_lock);
 	pthread_mutex_destroy(&st->ch_lock);
 	pthread_mutex_destroy(&st->cp_run);
+	pthread_mutex_destroy(&st->cache_lock);
 	pthread_cond_destroy(&st->rt_cond);
 	free(st->dir);
 	free(st);

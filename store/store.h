@@ -214,6 +214,27 @@ int	store_queue_each(struct store *st, uint64_t after, size_t max, store_queue_f
 int	store_queue_remove(struct store *st, const uint64_t *ids, size_t n);
 uint64_t store_queue_length(struct store *st);
 
+/*
+ * A cache another layer keeps in the store's database: bytes by key (1 to
+ * 256 bytes), never listed, shipped or expired with profiles (the fleet's
+ * stack frames by address, which never change). store_cache_get(): 0 with
+ * *val (free() it) and *vlen, -ENOENT when absent, -EIO. store_cache_put()
+ * writes n pairs in one batch (not synced: a cache); once the bytes put
+ * would pass the cap (STORE_CACHE_MAX, store_set_cache_max()), the whole
+ * cache is dropped first. It counts in the data dir's size (--max-disk).
+ */
+#define STORE_CACHE_MAX		((uint64_t)256 << 20)
+struct store_kv {
+	const void	*key;
+	size_t		 klen;
+	const void	*val;
+	size_t		 vlen;
+};
+int	store_cache_get(struct store *st, const void *key, size_t klen, char **val,
+	    size_t *vlen);
+int	store_cache_put(struct store *st, const struct store_kv *kv, size_t n);
+void	store_set_cache_max(struct store *st, uint64_t bytes);
+
 /* Statistics for metrics and meta files. */
 struct store_stats {
 	uint64_t	 profiles;	/* stored since open, by all sources */

@@ -62,6 +62,9 @@
  *   'O'   1       8     id               "": profile id is not shipped yet
  *                                        (only with store_queue_enable();
  *                                        outbox.c)
+ *   'C'   1       var   key              bytes another layer caches (cache.c:
+ *                                        the fleet's stack frames by address);
+ *                                        'C' alone: the bytes put, u64
  *
  *   time is nanoseconds since the epoch, stored as (uint64)time ^ 2^63 so that
  *   negative times sort first; hour is floor(time / 3600 s), same encoding;
@@ -192,6 +195,9 @@ struct store {
 	pthread_mutex_t		 cp_run;
 	pthread_cond_t		 rt_cond;
 	bool			 rt_stop;
+	/* the cache ('C' keys), see cache.c; cache_lock orders its puts */
+	pthread_mutex_t		 cache_lock;
+	uint64_t		 cache_max;
 	/* the outbox ('O' keys), see outbox.c */
 	_Atomic bool		 q_on;
 	_Atomic uint64_t	 q_len;
