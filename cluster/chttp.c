@@ -641,6 +641,130 @@ tsv_free(struct tsv *t)
 	buf_free(&t->row);
 }
 
+void
+rb_init(struct rowbin *r, const struct buf *b)
+{
+	r->p = (const unsigned char *)(b->data ? b->data : "");
+	r->end = r->p + b->len;
+}
+
+bool
+rb_done(const struct rowbin *r)
+{
+	return r->p >= r->end;
+}
+
+int
+rb_bytes(struct rowbin *r, size_t n, const unsigned char **p)
+{
+	if ((size_t)(r->end - r->p) < n)
+		return -EINVAL;
+	*p = r->p;
+	r->p += n;
+	return 0;
+}
+
+int
+rb_u8(struct rowbin *r, uint8_t *v)
+{
+	const unsigned char *p;
+
+	if (rb_bytes(r, 1, &p) < 0)
+		return -EINVAL;
+	*v = p[0];
+	return 0;
+}
+
+uint64_t
+rb_le64(const unsigned char *p)
+{
+	uint64_t v = 0;
+	int i;
+
+	for (i = 7; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+int
+rb_u64(struct rowbin *r, uint64_t *v)
+{
+	const unsigned char *p;
+
+	if (rb_bytes(r, 8, &p) < 0)
+		return -EINVAL;
+	*v = rb_le64(p);
+	return 0;
+}
+
+int
+rb_i64(struct rowbin *r, int64_t *v)
+{
+	uint64_t u;
+
+	if (rb_u64(r, &u) < 0)
+		return -EINVAL;
+	*v = (int64_t)u;
+	return 0;
+}
+
+int
+rb_count(struct rowbin *r, size_t elem, size_t *n)
+{
+	uint64_t v = 0;
+	unsigned shift;
+	uint8_t b;
+
+	/* LEB128: seven bits a byte, low first; at most ten bytes. */
+	for (shift = 0;; shift += 7) {
+		if (shift > 63 || rb_u8(r, &b) < 0)
+			return -EINVAL;
+		v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80))
+			break;
+	}
+	if (elem > 0 && v > (uint64_t)(r->end - r->p) / elem)
+		return -EINVAL;
+	*n = (size_t)v;
+	return 0;
+}
+
+int
+rb_str(struct rowbin *r, const char **s, size_t *n)
+{
+	const unsigned char *p;
+
+	if (rb_count(r, 1, n) < 0 || rb_bytes(r, *n, &p) < 0)
+		return -EINVAL;
+	*s = (const char *)p;
+	return 0;
+}
+
+int
+raw_row_next(struct rowbin *r, struct raw_row *row)
+{
+	size_t k, nst;
+
+	if (rb_done(r))
+		return 0;
+	memset(row, 0, sizeof(*row));
+	for (k = 0; k < 5; k++)
+		if (rb_str(r, &row->str[k], &row->len[k]) < 0 ||
+		    memchr(row->str[k], '\0', row->len[k]) != NULL)
+			return -EINVAL;
+	if (rb_i64(r, &row->ns) < 0 || rb_u64(r, &row->gid) < 0 || rb_u64(r, &row->sigh) < 0 ||
+	    rb_u64(r, &row->sid) < 0 || rb_i64(r, &row->period) < 0 ||
+	    rb_count(r, 8, &row->ntotals) < 0 || row->ntotals > PROFILE_MAX_SAMPLE_TYPES ||
+	    rb_bytes(r, row->ntotals * 8, &row->totals) < 0 || rb_u8(r, &row->ntypes) < 0 ||
+	    row->ntypes == 0 || row->ntypes > PROFILE_MAX_SAMPLE_TYPES ||
+	    rb_u64(r, &row->gauges) < 0 || rb_count(r, DIGEST128_HEX, &nst) < 0 ||
+	    rb_bytes(r, nst * DIGEST128_HEX, &row->stacks) < 0 ||
+	    rb_count(r, 8, &row->nvals) < 0 || rb_bytes(r, row->nvals * 8, &row->vals) < 0 ||
+	    nst != row->nvals || row->nvals % row->ntypes != 0)
+		return -EINVAL;
+	return 1;
+}
+
 int
 tsv_i64(const char *s, int64_t *v)
 {

@@ -234,6 +234,42 @@ struct tsv {
 void	tsv_init(struct tsv *t, const struct buf *b);
 int	tsv_next(struct tsv *t);
 void	tsv_free(struct tsv *t);
+/*
+ * A RowBinary answer, field by field: integers little-endian, strings and
+ * arrays after their length as a LEB128 varint. Every read checks the bytes
+ * left: -EINVAL past the end, or for a count of elem-byte items (elem > 0)
+ * over what remains. rb_str() and rb_bytes() point into the answer.
+ */
+struct rowbin {
+	const unsigned char	*p, *end;
+};
+void	rb_init(struct rowbin *r, const struct buf *b);
+bool	rb_done(const struct rowbin *r);
+int	rb_bytes(struct rowbin *r, size_t n, const unsigned char **p);
+int	rb_u8(struct rowbin *r, uint8_t *v);
+int	rb_u64(struct rowbin *r, uint64_t *v);
+int	rb_i64(struct rowbin *r, int64_t *v);
+int	rb_count(struct rowbin *r, size_t elem, size_t *n);
+int	rb_str(struct rowbin *r, const char **s, size_t *n);
+uint64_t rb_le64(const unsigned char *p);
+/*
+ * One profile's row as the merge of raw rows asks for it (read.c's
+ * raw_sql()): service, type, labels, sig, hdr (no NUL in them), ns, gid,
+ * sigh, the series hash, period, totals, ntypes, gauges, stacks (addresses
+ * of DIGEST128_HEX bytes, one per value) and vals (ntypes per sample),
+ * pointing into the answer. raw_row_next(): 1, 0 at the end, -EINVAL for a
+ * row cut short or whose counts disagree.
+ */
+struct raw_row {
+	const char		*str[5];
+	size_t			 len[5];
+	int64_t			 ns, period;
+	uint64_t		 gid, sigh, sid, gauges;
+	uint8_t			 ntypes;
+	size_t			 ntotals, nvals;
+	const unsigned char	*totals, *stacks, *vals;	/* int64 LE; addresses; int64 LE */
+};
+int	raw_row_next(struct rowbin *r, struct raw_row *row);
 /* Parse a decimal field; -EINVAL when it is not one. */
 int	tsv_i64(const char *s, int64_t *v);
 int	tsv_u64(const char *s, uint64_t *v);

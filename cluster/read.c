@@ -11,9 +11,11 @@
  * range is summed on the shards from the widest tier of per-window sums that
  * fits it, the raw rows at the edges; the profiles' counts, ids and totals
  * come from the 10-minute counts alike. A few series over a short range (one
- * host's hour) are read as their rows are stored and summed here
- * (raw_sql()). Then the frames of stacks not seen before. Gauges are
- * averaged per series as the local store does, so sums are the same.
+ * host's hour) are read as their rows are stored, in RowBinary, and summed
+ * here (raw_sql(), answer_raw()). Then the frames of stacks not seen before:
+ * from memory, from the local store's cache (kept across restarts), else
+ * from ClickHouse. Gauges are averaged per series as the local store does,
+ * so sums are the same.
  *
  * When the URLs are proven to be the cluster's shards (chttp.c), each query
  * asks every shard's *_local tables at once and the shards' rows are added
@@ -718,7 +720,15 @@ add_series_id(struct query_result *res, uint64_t id)
 static bool
 is_digest(const char *s, size_t n)
 {
-	return n == DIGEST128_HEX && strspn(s, "0123456789abcdef") == n;
+	size_t i;
+
+	if (n != DIGEST128_HEX)
+		return false;
+	/* Exactly n bytes: the raw rows' addresses follow each other unseparated. */
+	for (i = 0; i < n; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+	return true;
 }
 
 /*
@@ -1492,9 +1502,11 @@ merge_sql(struct cluster *c, const char *cond, const struct spans *sp, bool fram
 }
 
 /*
- * Kind 5 of a merge's answer: a profile's row as it is stored, kinds 1 and
- * 2 as kind 4 has them (its own minute, a count of 1), then ntypes,
- * gauges, stacks and values: the sums (kind 0) are made of them here.
+ * The rows of a merge of raw rows alone, each profile's as it is stored, in
+ * RowBinary (answer_raw() reads them): service, type, labels, sig, hdr, ns,
+ * gid, sigh, the series hash, period, totals, ntypes, gauges, stacks, vals.
+ * The sums (kind 0) and the refs and groups (kinds 1 and 2) are made of them
+ * here.
  */
 static int
 raw_sql(struct cluster *c, const char *cond, const struct spans *sp, bool local,
@@ -1504,11 +1516,10 @@ raw_sql(struct cluster *c, const char *cond, const struct spans *sp, bool local,
 	int rc;
 
 	where_raw(&raw, sp, 0, 0);
-	buf_printf(sql, "SELECT toUInt8(5), service, type, labels, sig, hdr, intDiv(ns, 60000000000) "
-	    "* 60000000000 AS m, toInt64(1), ns - m, gid, sigh, cityHash64(service, type, labels), "
-	    "toString(period), arrayMap(x -> toUInt8(x - 1), arrayEnumerate(totals)), totals, "
-	    "ntypes, gauges, stacks, vals FROM %s.profiles%s PREWHERE %s%s FORMAT TabSeparated",
-	    c->db, local ? "_local" : "", cond, raw.data);
+	buf_printf(sql, "SELECT service, type, labels, sig, hdr, ns, gid, sigh, "
+	    "cityHash64(service, type, labels), period, totals, ntypes, gauges, stacks, vals "
+	    "FROM %s.profiles%s PREWHERE %s%s FORMAT RowBinary", c->db, local ? "_local" : "",
+	    cond, raw.data);
 	rc = buf_error(&raw) ? buf_error(&raw) : buf_error(sql);
 	buf_free(&raw);
 	return rc;
@@ -1516,7 +1527,7 @@ raw_sql(struct cluster *c, const char *cond, const struct spans *sp, bool local,
 
 /* A merge's query: sums made in ClickHouse (with the frames of the raw rows' stacks), or the rows. */
 enum merge_kind { SUMS, FRAMES, RAW_ROWS };
-/* The bytes of raw rows (kind 5) asked at most: past them, the sums are asked. */
+/* The bytes of raw rows asked at most: past them, the sums are asked. */
 #define RAW_MAX_ANSWER	((size_t)8 << 20)
 
 /*
@@ -1589,9 +1600,8 @@ struct manswer {
 	const struct series **ser;
 	size_t		 sercap;
 	struct buf	 tk, tv;	/* int64_t: the totals of the refs, as answered */
-	struct intern	*sum_idx;	/* kind 5: struct msum's key -> its index in sums, */
+	struct intern	*sum_idx;	/* raw rows: struct msum's key -> its index in sums, */
 	size_t		 sum_base;	/* ... from this one on */
-	struct buf	 rs, rv;	/* kind 5: one row's stacks and values */
 	struct buf	 totals;	/* int64_t, per ref in its group's types */
 };
 
@@ -1610,8 +1620,6 @@ manswer_free(struct manswer *a)
 	free(a->ser);
 	intern_destroy(a->sids);
 	intern_destroy(a->sum_idx);
-	buf_free(&a->rs);
-	buf_free(&a->rv);
 	buf_free(&a->sums);
 	buf_free(&a->tk);
 	buf_free(&a->tv);
@@ -1629,6 +1637,18 @@ header_types(const char *hdr)
 }
 
 /* A row of kind 1; its totals are kept as answered until its group is known. */
+/* Ref r, its nk totals appended to tk and tv from byte k0 on. */
+static int
+ref_add(struct manswer *a, struct mref *r, size_t k0, size_t nk)
+{
+	r->at = k0 / sizeof(int64_t);	/* into tk and tv until resolved */
+	r->g = nk;			/* their count, likewise */
+	if (a->nrefs == a->refcap)
+		a->refs = xgrow(a->refs, &a->refcap, a->nrefs + 1, sizeof(*a->refs));
+	a->refs[a->nrefs++] = *r;
+	return 0;
+}
+
 static int
 answer_ref(struct manswer *a, struct tsv *t)
 {
@@ -1644,28 +1664,20 @@ answer_ref(struct manswer *a, struct tsv *t)
 	    tsv_nums(t->f[14], &a->tv, &nv, PROFILE_MAX_SAMPLE_TYPES, false) < 0 || nk != nv)
 		return -EINVAL;
 	r.offs = offs;
-	r.at = k0 / sizeof(int64_t);	/* into tk and tv until resolved */
-	r.g = nk;			/* their count, likewise */
-	if (a->nrefs == a->refcap)
-		a->refs = xgrow(a->refs, &a->refcap, a->nrefs + 1, sizeof(*a->refs));
-	a->refs[a->nrefs++] = r;
-	return 0;
+	return ref_add(a, &r, k0, nk);
 }
 
-/* A row of kind 2 (or 4): a series and a group, its period in field pf. */
+/* A series and a group: str: service, type, labels, sig, hdr. */
 static int
-answer_group(struct cluster *c, struct manswer *a, struct tsv *t, size_t pf)
+group_add(struct cluster *c, struct manswer *a, const char *const *str, int64_t period,
+    uint64_t sigh, uint64_t sid)
 {
 	const struct series *s;
-	int64_t period, k;
-	uint64_t sid, sigh;
+	int64_t k;
 	size_t g;
 	int added;
 
-	if (tsv_i64(t->f[pf], &period) < 0 || tsv_u64(t->f[10], &sigh) < 0 ||
-	    tsv_u64(t->f[11], &sid) < 0)
-		return -EINVAL;
-	if ((s = intern_series(c, t->f[1], t->f[2], t->f[3])) == NULL ||
+	if ((s = intern_series(c, str[0], str[1], str[2])) == NULL ||
 	    (k = intern_put(a->sids, &sid, sizeof(sid), &added)) < 0)
 		return -ENOMEM;
 	if (added) {
@@ -1676,7 +1688,7 @@ answer_group(struct cluster *c, struct manswer *a, struct tsv *t, size_t pf)
 	for (g = 0; g < a->ng && a->grps[g].sigh != sigh; g++)
 		;
 	if (g == a->ng) {
-		size_t nt = header_types(t->f[5]);
+		size_t nt = header_types(str[4]);
 
 		if (nt == 0)
 			return -EINVAL;
@@ -1684,18 +1696,31 @@ answer_group(struct cluster *c, struct manswer *a, struct tsv *t, size_t pf)
 		a->groups = xreallocarray(a->groups, a->ng + 1, sizeof(*a->groups));
 		memset(&a->grps[g], 0, sizeof(a->grps[g]));
 		memset(&a->groups[g], 0, sizeof(a->groups[g]));
-		a->grps[g].sig = xstrdup(t->f[4]);
-		a->grps[g].hdr = xstrdup(t->f[5]);
+		a->grps[g].sig = xstrdup(str[3]);
+		a->grps[g].hdr = xstrdup(str[4]);
 		a->grps[g].sigh = sigh;
 		a->grps[g].ntypes = nt;
 		a->groups[g].sig = a->grps[g].sig;
 		a->groups[g].siglen = strlen(a->grps[g].sig);
 		a->ng++;
-	} else if (strcmp(a->grps[g].sig, t->f[4]) != 0)
+	} else if (strcmp(a->grps[g].sig, str[3]) != 0)
 		return -EINVAL;	/* two signatures of one digest */
 	if (period > a->grps[g].period)
 		a->grps[g].period = period;
 	return 0;
+}
+
+/* A row of kind 2 (or 4): a series and a group, its period in field pf. */
+static int
+answer_group(struct cluster *c, struct manswer *a, struct tsv *t, size_t pf)
+{
+	int64_t period;
+	uint64_t sid, sigh;
+
+	if (tsv_i64(t->f[pf], &period) < 0 || tsv_u64(t->f[10], &sigh) < 0 ||
+	    tsv_u64(t->f[11], &sid) < 0)
+		return -EINVAL;
+	return group_add(c, a, (const char *const *)t->f + 1, period, sigh, sid);
 }
 
 static int
@@ -1727,49 +1752,103 @@ mref_key_cmp(const void *x, const void *y)
 }
 
 /*
- * The samples of a row of kind 5 into the sums, as kind 0 has them: per
- * gauge series (or none), signature, value index and stack.
+ * n values of a raw row (ntypes per sample, each with its stack's address)
+ * into the sums, as kind 0 has them: per gauge series (or none), signature,
+ * value index and stack.
  */
 static int
-answer_samples(struct manswer *a, struct tsv *t)
+samples_add(struct manswer *a, uint8_t ntypes, uint64_t gauges, uint64_t sigh, uint64_t sid,
+    const unsigned char *stacks, const unsigned char *vals, size_t n)
 {
-	uint64_t ntypes, gauges, sid, sigh;
-	size_t ns = 0, nv = 0, k;
-	const int64_t *v;
+	size_t k;
 
-	buf_reset(&a->rs);
-	buf_reset(&a->rv);
-	if (tsv_u64(t->f[15], &ntypes) < 0 || ntypes == 0 || ntypes > PROFILE_MAX_SAMPLE_TYPES ||
-	    tsv_u64(t->f[16], &gauges) < 0 || tsv_u64(t->f[10], &sigh) < 0 ||
-	    tsv_u64(t->f[11], &sid) < 0 ||
-	    parse_digests(t->f[17], &a->rs, &ns, RAW_MAX_ANSWER) < 0 ||
-	    tsv_nums(t->f[18], &a->rv, &nv, RAW_MAX_ANSWER, false) < 0 || ns != nv ||
-	    ns % ntypes != 0)
-		return -EINVAL;
 	if (a->sum_idx == NULL) {
 		if ((a->sum_idx = intern_create(1024)) == NULL)
 			return -ENOMEM;
 		a->sum_base = a->sums.len / sizeof(struct msum);
 	}
-	v = (const int64_t *)a->rv.data;
-	for (k = 0; k < ns; k++) {
+	for (k = 0; k < n; k++) {
+		const char *st = (const char *)stacks + k * DIGEST128_HEX;
 		struct msum m;
 		int64_t i;
 		int added;
 
+		/* An address becomes SQL (fetch_frames()): hex digits only. */
+		if (!is_digest(st, DIGEST128_HEX))
+			return -EINVAL;
 		memset(&m, 0, sizeof(m));
 		m.vi = k % ntypes;
 		m.gsid = m.vi < 64 && (gauges >> m.vi & 1) ? sid : 0;
 		m.sigh = sigh;
-		memcpy(m.stack, a->rs.data + k * DIGEST128_HEX, DIGEST128_HEX);
+		memcpy(m.stack, st, DIGEST128_HEX);
 		/* The key: all but the value, which is 0 in m. */
 		if ((i = intern_put(a->sum_idx, &m, sizeof(m), &added)) < 0)
 			return -ENOMEM;
 		if (added && buf_add(&a->sums, &m, sizeof(m)) < 0)
 			return -ENOMEM;
-		((struct msum *)a->sums.data)[a->sum_base + (size_t)i].value += v[k];
+		((struct msum *)a->sums.data)[a->sum_base + (size_t)i].value +=
+		    (int64_t)rb_le64(vals + k * 8);
 	}
 	return 0;
+}
+
+/*
+ * The answer of raw_sql(): each profile's row becomes a group (kind 2), a
+ * ref of its own minute with a count of 1 (kind 1) and its samples summed
+ * by stack (kind 0). -EINVAL for a row cut short or out of bounds.
+ */
+static int
+answer_raw(struct cluster *c, struct manswer *a, const struct buf *ans)
+{
+	struct rowbin r;
+	struct raw_row row;
+	struct buf strs = { 0 };
+	int rc = 0, more;
+
+	rb_init(&r, ans);
+	while (rc == 0 && (more = raw_row_next(&r, &row)) != 0) {
+		const char *str[5];
+		size_t off[5], k, k0;
+		struct mref ref;
+
+		if (more < 0) {
+			rc = -EINVAL;
+			break;
+		}
+		buf_reset(&strs);
+		for (k = 0; k < 5; k++) {
+			off[k] = strs.len;
+			buf_add(&strs, row.str[k], row.len[k]);
+			buf_addc(&strs, '\0');
+		}
+		if ((rc = buf_error(&strs)) < 0)
+			break;
+		for (k = 0; k < 5; k++)
+			str[k] = strs.data + off[k];
+		if ((rc = group_add(c, a, str, row.period, row.sigh, row.sid)) < 0)
+			break;
+		k0 = a->tk.len;
+		for (k = 0; k < row.ntotals; k++) {
+			int64_t i = (int64_t)k, v = (int64_t)rb_le64(row.totals + k * 8);
+
+			buf_add(&a->tk, &i, sizeof(i));
+			buf_add(&a->tv, &v, sizeof(v));
+		}
+		if ((rc = buf_error(&a->tk) ? buf_error(&a->tk) : buf_error(&a->tv)) < 0)
+			break;
+		memset(&ref, 0, sizeof(ref));
+		ref.time = floor_div(row.ns, 60 * NS) * 60 * NS;
+		ref.n = 1;
+		ref.offs = row.ns - ref.time;
+		ref.id = row.gid;
+		ref.sigh = row.sigh;
+		ref.sid = row.sid;
+		if ((rc = ref_add(a, &ref, k0, row.ntotals)) == 0)
+			rc = samples_add(a, row.ntypes, row.gauges, row.sigh, row.sid, row.stacks,
+			    row.vals, row.nvals);
+	}
+	buf_free(&strs);
+	return rc;
 }
 
 /*
@@ -1902,7 +1981,7 @@ r_merge(void *arg, const struct query *q, struct query_result *res)
 	struct series_sums *accs = NULL;
 	struct intern *all = NULL;
 	struct slist sel = { 0 };
-	bool fold = false;
+	bool fold = false, raw = false;
 	char **frames = NULL, *shdr = NULL;
 	struct mgroup_shared sh;
 	struct spans sp;
@@ -1930,8 +2009,10 @@ r_merge(void *arg, const struct query *q, struct query_result *res)
 		memset(sp.lo, 0, sizeof(sp.lo));
 		memset(sp.hi, 0, sizeof(sp.hi));
 		sp.clo = sp.chi = 0;
-		if ((rc = merge_query(c, cond.data, &sp, RAW_ROWS, &ans, &err)) != -EFBIG)
+		if ((rc = merge_query(c, cond.data, &sp, RAW_ROWS, &ans, &err)) != -EFBIG) {
+			raw = true;
 			goto asked;
+		}
 		buf_reset(&ans);
 		buf_reset(&err);
 		fold = nknown > 0 && !frames_known(c, &sel);
@@ -1947,9 +2028,9 @@ asked:
 		goto out;
 	}
 	tsv_init(&t, &ans);
-	while ((r = tsv_next(&t)) > 0) {
-		if (t.f[0][0] < '0' || t.f[0][0] > '5' || t.f[0][1] ||
-		    t.nf != (t.f[0][0] == '5' ? 19u : 15u)) {
+	r = raw ? answer_raw(c, &a, &ans) : 0;
+	while (!raw && (r = tsv_next(&t)) > 0) {
+		if (t.f[0][0] < '0' || t.f[0][0] > '4' || t.f[0][1] || t.nf != 15) {
 			r = -EINVAL;
 			break;
 		}
@@ -1958,13 +2039,9 @@ asked:
 		case '1': r = answer_ref(&a, &t); break;
 		case '2': r = answer_group(c, &a, &t, 6); break;
 		case '3': r = answer_frames(c, &t); break;
-		case '4':
+		default:
 			if ((r = answer_group(c, &a, &t, 12)) == 0)
 				r = answer_ref(&a, &t);
-			break;
-		default:
-			if ((r = answer_group(c, &a, &t, 12)) == 0 && (r = answer_ref(&a, &t)) == 0)
-				r = answer_samples(&a, &t);
 		}
 		if (r < 0)
 			break;

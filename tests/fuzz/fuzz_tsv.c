@@ -4,7 +4,8 @@
  * outside input): rows and fields (tsv_next()), numbers and arrays
  * (tsv_i64(), tsv_u64(), tsv_nums()), and a row read as a stored profile's
  * header and stacks (codec_begin(), codec_add()), whose merge must be pprof
- * that decodes again, the same read through a memo of locations or not.
+ * that decodes again, the same read through a memo of locations or not; and
+ * the bytes as RowBinary rows of a merge of raw rows (raw_row_next()).
  *
  * A row is read as: header, period, then stacks (each added with values
  * 1, 2, ... per sample type).
@@ -81,6 +82,36 @@ as_profile(struct tsv *t)
 	buf_free(&p2);
 }
 
+/* The same bytes as RowBinary raw rows: every part a row points to is inside the answer. */
+static void
+as_raw_rows(const struct buf *in)
+{
+	const unsigned char *lo = (const unsigned char *)(in->data ? in->data : ""), *hi = lo + in->len;
+	struct rowbin r;
+	struct raw_row row;
+	uint64_t sum = 0;
+	size_t k;
+	int rc;
+
+	rb_init(&r, in);
+	while ((rc = raw_row_next(&r, &row)) == 1) {
+		for (k = 0; k < 5; k++) {
+			CHECK((const unsigned char *)row.str[k] >= lo &&
+			    (const unsigned char *)row.str[k] + row.len[k] <= hi);
+			CHECK(memchr(row.str[k], '\0', row.len[k]) == NULL);
+		}
+		CHECK(row.ntotals <= PROFILE_MAX_SAMPLE_TYPES && row.ntypes > 0 &&
+		    row.nvals % row.ntypes == 0);
+		CHECK(row.totals >= lo && row.totals + row.ntotals * 8 <= hi);
+		CHECK(row.stacks >= lo && row.stacks + row.nvals * DIGEST128_HEX <= hi);
+		CHECK(row.vals >= lo && row.vals + row.nvals * 8 <= hi);
+		for (k = 0; k < row.nvals; k++)
+			sum += rb_le64(row.vals + k * 8) + row.stacks[k * DIGEST128_HEX];
+	}
+	CHECK(rc == 0 || rc == -EINVAL);
+	(void)sum;
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -109,6 +140,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	CHECK(rc == 0 || rc == 1 || rc == -EINVAL || rc == -ENOMEM);
 	tsv_free(&t);
+	as_raw_rows(&in);
 	buf_free(&nums);
 	buf_free(&in);
 	return 0;

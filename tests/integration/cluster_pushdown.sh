@@ -163,6 +163,13 @@ for urls in "http://127.0.0.1:$CH1" "http://127.0.0.1:$CH2,http://127.0.0.1:$CH2
   log_since | grep -q "reads ask each shard" && fail "$urls: not read shard by shard" \
     || ok "$urls: not read shard by shard"
   read_all "$TMP/dist.sums"
+  # The first run read every stack of these cases from ClickHouse and kept
+  # them in its store's cache: a restarted daemon reads them from its disk.
+  stacks_from() { curl -s "http://127.0.0.1:$HA/metrics" | sed -n "s/^profilefs_clickhouse_stacks_read_total{from=\"$1\"} //p"; }
+  [ "$(stacks_from clickhouse)" = 0 ] && [ "$(stacks_from disk)" -gt 0 ] 2>/dev/null \
+    && ok "$urls: restarted, the stacks come from the local store's cache" \
+    || fail "$urls: restarted, the stacks come from the local store's cache" \
+      "clickhouse $(stacks_from clickhouse), disk $(stacks_from disk)"
   bad=$(diff <(grep -v '/last-' "$TMP/fleet.sums") <(grep -v '/last-' "$TMP/dist.sums") | grep '^[<>]' | head -6)
   [ -z "$bad" ] && ok "$urls: every case through the Distributed tables equals the shard-by-shard read" \
     || fail "$urls: every case through the Distributed tables equals the shard-by-shard read" "$bad"

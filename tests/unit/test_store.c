@@ -1041,11 +1041,63 @@ test_query_match(void **state)
 	labels_clear(&s.ls);
 }
 
+/* The cache another layer keeps in the store: by key, across a reopen, dropped whole past its cap. */
+static void
+test_store_cache(void **state)
+{
+	struct fixture *f = *state;
+	char big[300], *v;
+	size_t vl;
+	struct store_kv kv[2] = {
+		{ "k1", 2, "frames one", 10 },
+		{ "k2", 2, "frames two", 10 },
+	};
+
+	assert_int_equal(store_cache_get(f->st, "k1", 2, &v, &vl), -ENOENT);
+	assert_int_equal(store_cache_put(f->st, kv, 2), 0);
+	assert_int_equal(store_cache_get(f->st, "k2", 2, &v, &vl), 0);
+	assert_int_equal(vl, 10);
+	assert_memory_equal(v, "frames two", 10);
+	free(v);
+	/* Keys of 1 to 256 bytes. */
+	memset(big, 'x', sizeof(big));
+	kv[0].key = big;
+	kv[0].klen = sizeof(big);
+	assert_int_equal(store_cache_put(f->st, kv, 1), -EINVAL);
+	assert_int_equal(store_cache_get(f->st, big, sizeof(big), &v, &vl), -EINVAL);
+	assert_int_equal(store_cache_get(f->st, "", 0, &v, &vl), -EINVAL);
+	/* Kept across a reopen; profiles do not see it. */
+	reopen(f);
+	assert_int_equal(store_cache_get(f->st, "k1", 2, &v, &vl), 0);
+	assert_memory_equal(v, "frames one", 10);
+	free(v);
+	/* Past the cap, all that was put before is dropped, the new kept. */
+	store_set_cache_max(f->st, 30);	/* 24 bytes put, 14 more */
+	kv[0].key = "k3";
+	kv[0].klen = 2;
+	kv[0].val = "frames three";
+	kv[0].vlen = 12;
+	assert_int_equal(store_cache_put(f->st, kv, 1), 0);
+	assert_int_equal(store_cache_get(f->st, "k1", 2, &v, &vl), -ENOENT);
+	assert_int_equal(store_cache_get(f->st, "k2", 2, &v, &vl), -ENOENT);
+	assert_int_equal(store_cache_get(f->st, "k3", 2, &v, &vl), 0);
+	free(v);
+	/* More than the whole cap in one put: not kept, nothing dropped. */
+	kv[0].key = "k4";
+	kv[0].val = big;
+	kv[0].vlen = sizeof(big);
+	assert_int_equal(store_cache_put(f->st, kv, 1), 0);
+	assert_int_equal(store_cache_get(f->st, "k4", 2, &v, &vl), -ENOENT);
+	assert_int_equal(store_cache_get(f->st, "k3", 2, &v, &vl), 0);
+	free(v);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_put_get, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_store_cache, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_series, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_changed_since, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_empty_series_removed, setup, teardown),
