@@ -1015,7 +1015,8 @@ fetch_frames(struct cluster *c, struct intern *all, char **frames, size_t *flen)
 	pthread_mutex_unlock(&c->f_lock);
 	/*
 	 * Then the local store's cache: rows checked against their address
-	 * when they came from ClickHouse, and kept on this host's disk since.
+	 * when they came from ClickHouse, kept on this host's disk since
+	 * (RocksDB's block checksums tell a damaged one).
 	 */
 	for (i = 0, j = 0; c->st && i < nmiss; i++) {
 		char *v;
@@ -1100,7 +1101,7 @@ fetch_frames(struct cluster *c, struct intern *all, char **frames, size_t *flen)
 		if (r < 0) {
 			log_warnx("clickhouse: reading stacks: a malformed answer");
 			rc = -EIO;
-		} else if (nkv > 0 && store_cache_put(c->st, kv, nkv) < 0)
+		} else if (nkv > 0 && (r = store_cache_put(c->st, kv, nkv)) < 0 && r != -ENOSPC)
 			log_warnx("clickhouse: the stacks read could not be kept in the local "
 			    "store's cache (the next start asks for them again)");
 		free(kv);

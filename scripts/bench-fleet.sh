@@ -18,7 +18,11 @@
 #   - cold (a freshly started daemon) and warm (the same read again) reads of
 #     merged.pb.gz for last-1h, last-24h and a 6-hour FROM..TO, for all hosts
 #     and for host=d0-0, through a reading daemon's mount, and the same reads
-#     from the embedded store, with their ratios;
+#     from the embedded store, with their ratios. The fleet's cold read is
+#     timed twice: "1st", a fresh daemon with an empty data dir (every
+#     stack's frames asked from ClickHouse), and "cold", a fresh daemon whose
+#     data dir keeps the frames an earlier read fetched (as any reader that
+#     restarts has them);
 #   - the listings (services, label sets, ranges) through the fleet;
 #   - whether host=d0-0's sums agree between the fleet and the embedded store.
 #
@@ -175,8 +179,9 @@ e_bytes=$(du -sb "$TMP/dataE" | cut -f1)
 # A 6-hour FROM..TO in the middle of the data (or its first half when shorter).
 if [ "$FLEET_HOURS" -ge 12 ]; then f6=$((base + 3 * 3600)); t6=$((f6 + 6 * 3600)); else f6=$base; t6=$((base + FLEET_HOURS * 1800)); fi
 R6="$(date -u -d "@$f6" +%Y-%m-%dT%H%M%S)..$(date -u -d "@$t6" +%Y-%m-%dT%H%M%S)"
-cold_warm1() {	# cold_warm1 NAME ARGS PATH: prints "cold warm" ms; cold in a fresh daemon
+cold_warm1() {	# cold_warm1 NAME ARGS PATH: prints "cold warm" ms; cold in a fresh daemon (WIPE=1: and data dir)
   local name=$1 args=$2 path=$3 c w
+  [ "${WIPE:-0}" = 1 ] && rm -rf "$TMP/data$name"
   # shellcheck disable=SC2086
   start_daemon "$name" $args
   c=$(ms cat "$TMP/mnt$name/$path")
@@ -194,16 +199,18 @@ cold_warm() {	# cold_warm NAME ARGS PATH: the medians of READS cold_warm1
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.1f", a / (b > 0 ? b : 1)}'; }
 echo
 echo "reads: the medians of $READS (each cold read in a freshly started daemon)"
-printf "%-34s %9s %9s %9s %9s %9s %9s" "read (ms)" "emb cold" "emb warm" "fleet cold" "fleet warm" "cold x" "warm x"
+printf "%-34s %9s %9s %9s %9s %9s %9s %9s %9s" "read (ms)" "emb cold" "emb warm" "fleet 1st" "fleet cold" "fleet warm" \
+  "1st x" "cold x" "warm x"
 [ -n "$OLD_BIN" ] && printf " %9s %9s %9s" "old cold" "old warm" "old cold x"
 echo
 for sel in "all" "host=d0-0"; do
   for r in last-1h last-24h "$R6"; do
     name=$r; [ "$r" = "$R6" ] && name="6h FROM..TO"
     read -r ec ew <<<"$(cold_warm E "" "fleetapp/cpu/host=d0-0/$r/merged.pb.gz")"
+    read -r f1 _ <<<"$(WIPE=1 cold_warm F "--host reader --clickhouse $URLS" "fleetapp/cpu/$sel/$r/merged.pb.gz")"
     read -r fc fw <<<"$(cold_warm F "--host reader --clickhouse $URLS" "fleetapp/cpu/$sel/$r/merged.pb.gz")"
-    printf "%-34s %9s %9s %9s %9s %9s %9s" "$sel $name" "$ec" "$ew" "$fc" "$fw" "$(ratio "$fc" "$ec")" \
-      "$(ratio "$fw" "$ew")"
+    printf "%-34s %9s %9s %9s %9s %9s %9s %9s %9s" "$sel $name" "$ec" "$ew" "$f1" "$fc" "$fw" "$(ratio "$f1" "$ec")" \
+      "$(ratio "$fc" "$ec")" "$(ratio "$fw" "$ew")"
     if [ -n "$OLD_BIN" ]; then
       read -r oc ow <<<"$(BIN=$OLD_BIN cold_warm O "--host reader --clickhouse $URLS" "fleetapp/cpu/$sel/$r/merged.pb.gz")"
       printf " %9s %9s %9s" "$oc" "$ow" "$(ratio "$oc" "$ec")"
