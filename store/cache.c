@@ -4,8 +4,9 @@
  * never change, so a reader that restarts does not ask ClickHouse for them
  * again. Never listed, shipped or expired with profiles. The key 'C' alone
  * holds how many bytes of keys and values were put since the cache was last
- * emptied (u64, big-endian); past the cap, the cache is emptied whole (one
- * range deletion) and fills again: simple, and rare.
+ * emptied (u64, big-endian); past the cap (STORE_CACHE_MAX, at most an
+ * eighth of --max-disk), the cache is emptied whole (one range deletion) and
+ * fills again: simple, and rare.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -74,15 +75,19 @@ store_cache_put(struct store *st, const struct store_kv *kv, size_t n)
 	unsigned char k[CACHE_KEY_MAX + 1], cnt[8];
 	rocksdb_writebatch_t *wb;
 	char *dberr = NULL;
-	uint64_t add = 0, have;
+	uint64_t add = 0, have, max;
 	size_t i;
 
+	/* Under --max-disk, an eighth of it at most: profiles are what the cap keeps. */
+	max = st->cache_max;
+	if (st->rt_max_disk && st->rt_max_disk / 8 < max)
+		max = st->rt_max_disk / 8;
 	for (i = 0; i < n; i++) {
 		if (kv[i].klen == 0 || kv[i].klen > CACHE_KEY_MAX)
 			return -EINVAL;
 		add += kv[i].klen + kv[i].vlen;
 	}
-	if (n == 0 || add > st->cache_max)
+	if (n == 0 || add > max)
 		return 0;	/* nothing, or more than the cache holds: not kept */
 	pthread_mutex_lock(&st->cache_lock);
 	pthread_rwlock_rdlock(&st->db_lock);
@@ -93,7 +98,7 @@ store_cache_put(struct store *st, const struct store_kv *kv, size_t n)
 	}
 	have = cache_bytes(st);
 	wb = rocksdb_writebatch_create();
-	if (have + add > st->cache_max) {
+	if (have + add > max) {
 		rocksdb_writebatch_delete_range(wb, "C", 1, "D", 1);
 		have = 0;
 	}

@@ -220,8 +220,9 @@ uint64_t store_queue_length(struct store *st);
  * stack frames by address, which never change). store_cache_get(): 0 with
  * *val (free() it) and *vlen, -ENOENT when absent, -EIO. store_cache_put()
  * writes n pairs in one batch (not synced: a cache); once the bytes put
- * would pass the cap (STORE_CACHE_MAX, store_set_cache_max()), the whole
- * cache is dropped first. It counts in the data dir's size (--max-disk).
+ * would pass the cap (STORE_CACHE_MAX, store_set_cache_max(); at most an
+ * eighth of --max-disk), the whole cache is dropped first. It counts in the
+ * data dir's size.
  */
 #define STORE_CACHE_MAX		((uint64_t)256 << 20)
 struct store_kv {
