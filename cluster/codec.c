@@ -298,6 +298,7 @@ struct codec_memo {
 	struct intern	*keys;		/* the mapping followed (SAME) or -1, its start, the text */
 	struct buf	 locs;		/* struct memo_loc, by the key's index */
 	struct buf	 key;
+	bool		 off;		/* out of memory once: not used again */
 };
 
 struct codec_memo *
@@ -348,7 +349,8 @@ memo_location(struct merge *m, struct codec_memo *cm, struct buf *tmp, const cha
 	int64_t i;
 	int added, rc;
 
-	if (cm == NULL)
+	/* Only a speed-up: without memory for it, each text is read as without. */
+	if (cm == NULL || cm->off)
 		return add_location(m, tmp, p, n, pm, out);
 	if (names_same(p, n)) {
 		if (!pm->set)
@@ -359,9 +361,13 @@ memo_location(struct merge *m, struct codec_memo *cm, struct buf *tmp, const cha
 	buf_add(&cm->key, &tag.mapping, sizeof(tag.mapping));
 	buf_add(&cm->key, &tag.map_start, sizeof(tag.map_start));
 	buf_add(&cm->key, p, n);
+	/* A key is its entry's index in locs: a new one the next, an old one below. */
 	if (buf_error(&cm->key) || (i = intern_put(cm->keys, cm->key.data, cm->key.len,
-	    &added)) < 0)
-		return -ENOMEM;
+	    &added)) < 0 || (added ? (size_t)i != cm->locs.len / sizeof(ml) :
+	    (size_t)i >= cm->locs.len / sizeof(ml))) {
+		cm->off = true;
+		return add_location(m, tmp, p, n, pm, out);
+	}
 	if (!added) {
 		ml = ((const struct memo_loc *)cm->locs.data)[i];
 		if (ml.idx < 0)
@@ -375,7 +381,7 @@ memo_location(struct merge *m, struct codec_memo *cm, struct buf *tmp, const cha
 	ml.idx = rc < 0 ? rc : *out;
 	ml.pm = *pm;
 	if (buf_add(&cm->locs, &ml, sizeof(ml)) < 0)
-		return -ENOMEM;
+		cm->off = true;	/* the key has no entry: the memo is not used again */
 	return rc;
 }
 

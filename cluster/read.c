@@ -968,6 +968,11 @@ answer_frames(struct cluster *c, const struct tsv *t)
 		return 0;
 	}
 	frames_cache_put(c, t->f[12], t->f[5], t->len[5]);
+	if (c->st) {
+		struct store_kv kv = { t->f[12], DIGEST128_HEX, t->f[5], t->len[5] };
+
+		(void)store_cache_put(c->st, &kv, 1);	/* kept for a restart, at best */
+	}
 	return 0;
 }
 
@@ -1131,7 +1136,7 @@ build_merged(const char *hdr, int64_t period, struct series_sums *accs, size_t n
 	size_t nt = 0, i, k, t;
 	int rc;
 
-	if (m == NULL || cm == NULL) {
+	if (m == NULL) {
 		rc = -ENOMEM;
 		goto out;
 	}
@@ -1161,7 +1166,7 @@ build_merged(const char *hdr, int64_t period, struct series_sums *accs, size_t n
 				ar = r < 0 ? -r : r;
 				v[t] = ar >= n - ar ? qq + (r < 0 ? -1 : 1) : qq;
 			}
-			if (g < 0 || (rc = codec_add(m, cm, frames[g], flen[g], v, nt)) < 0) {
+			if (g < 0 || (rc = codec_add(m, cm, frames[g], flen[g], v, nt)) == -EINVAL) {
 				log_warnx("clickhouse: a stored stack is malformed");
 				rc = -EIO;
 			}
@@ -1637,8 +1642,7 @@ header_types(const char *hdr)
 	return nf < 5 || (nf - 3) % 2 != 0 ? 0 : (nf - 3) / 2;
 }
 
-/* A row of kind 1; its totals are kept as answered until its group is known. */
-/* Ref r, its nk totals appended to tk and tv from byte k0 on. */
+/* Ref r, its nk totals appended to tk and tv from byte k0 on (kept until its group is known). */
 static int
 ref_add(struct manswer *a, struct mref *r, size_t k0, size_t nk)
 {
@@ -1650,6 +1654,7 @@ ref_add(struct manswer *a, struct mref *r, size_t k0, size_t nk)
 	return 0;
 }
 
+/* A row of kind 1. */
 static int
 answer_ref(struct manswer *a, struct tsv *t)
 {
@@ -1812,7 +1817,8 @@ answer_raw(struct cluster *c, struct manswer *a, const struct buf *ans)
 		size_t off[5], k, k0;
 		struct mref ref;
 
-		if (more < 0) {
+		/* Times a store keeps: no arithmetic on them overflows. */
+		if (more < 0 || row.ns < STORE_TIME_MIN || row.ns > TIME_END_NS) {
 			rc = -EINVAL;
 			break;
 		}
@@ -2204,15 +2210,12 @@ r_get(void *arg, uint64_t id, struct store_ref *ref, struct buf *out)
 	flen = xcalloc(intern_count(all) + 1, sizeof(*flen));
 	if ((rc = fetch_frames(c, all, frames, flen)) < 0)
 		goto out;
-	if ((cm = codec_memo_create()) == NULL) {
-		rc = -ENOMEM;
-		goto out;
-	}
+	cm = codec_memo_create();	/* NULL: read without */
 	for (i = 0; i < ns && rc == 0; i++) {
 		int64_t k = intern_get(all, stacks.data + i * DIGEST128_HEX, DIGEST128_HEX);
 
-		if (k < 0 || codec_add(m, cm, frames[k], flen[k], (int64_t *)vals.data + i * nt,
-		    nt) < 0) {
+		if (k < 0 || (rc = codec_add(m, cm, frames[k], flen[k],
+		    (int64_t *)vals.data + i * nt, nt)) == -EINVAL) {
 			log_warnx("clickhouse: a stored stack is malformed");
 			rc = -EIO;
 		}

@@ -1215,6 +1215,9 @@ cluster_start(struct store *st, const struct cluster_config *cfg, struct cluster
 	    "samples shipped to ClickHouse");
 	metrics_describe("profilefs_clickhouse_bad_stacks_total", "counter",
 	    "rows of the stacks table whose frames do not match their address (ignored)");
+	metrics_describe("profilefs_clickhouse_stacks_read_total", "counter",
+	    "stacks whose frames a read needed, by where they came from (this host's data dir "
+	    "or ClickHouse)");
 	metrics_describe("profilefs_clickhouse_failures_total", "counter",
 	    "failed attempts to ship a batch (retried)");
 	metrics_describe("profilefs_clickhouse_dropped_profiles_total", "counter",

@@ -53,7 +53,7 @@ store_cache_get(struct store *st, const void *key, size_t klen, char **val, size
 	return 0;
 }
 
-/* The bytes counted under 'C' (0 when none); db_lock held. */
+/* The bytes counted under 'C' (0 when none; UINT64_MAX, so dropped, when unreadable); db_lock held. */
 static uint64_t
 cache_bytes(struct store *st)
 {
@@ -62,7 +62,9 @@ cache_bytes(struct store *st)
 	uint64_t n = 0;
 
 	v = rocksdb_get(st->db, st->ropts, "C", 1, &vl, &dberr);
-	if (v && vl == 8)
+	if (dberr || (v && vl != 8))
+		n = UINT64_MAX;
+	else if (v)
 		n = be64_get((const unsigned char *)v);
 	free(v);
 	free(dberr);
@@ -79,7 +81,7 @@ store_cache_put(struct store *st, const struct store_kv *kv, size_t n)
 	size_t i;
 
 	/* Under --max-disk, an eighth of it at most: profiles are what the cap keeps. */
-	max = st->cache_max;
+	max = atomic_load(&st->cache_max);
 	if (st->rt_max_disk && st->rt_max_disk / 8 < max)
 		max = st->rt_max_disk / 8;
 	for (i = 0; i < n; i++) {
@@ -98,7 +100,7 @@ store_cache_put(struct store *st, const struct store_kv *kv, size_t n)
 	}
 	have = cache_bytes(st);
 	wb = rocksdb_writebatch_create();
-	if (have + add > max) {
+	if (have > max || have + add > max) {
 		rocksdb_writebatch_delete_range(wb, "C", 1, "D", 1);
 		have = 0;
 	}
@@ -112,16 +114,12 @@ store_cache_put(struct store *st, const struct store_kv *kv, size_t n)
 	rocksdb_writebatch_destroy(wb);
 	pthread_rwlock_unlock(&st->db_lock);
 	pthread_mutex_unlock(&st->cache_lock);
-	if (dberr) {
-		log_warnx("store: cache: %s", dberr);
-		free(dberr);
-		return -EIO;
-	}
-	return 0;
+	/* A full disk is told once and recovered from as for profiles. */
+	return dberr ? store_write_error(st, dberr, NULL) : 0;
 }
 
 void
 store_set_cache_max(struct store *st, uint64_t bytes)
 {
-	st->cache_max = bytes;
+	atomic_store(&st->cache_max, bytes);
 }

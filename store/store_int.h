@@ -21,8 +21,8 @@
  *   query.c      range queries: listing and merging (store.h)
  *   pack.c       the compact encoding of profiles and windows (pack.h)
  *
- * Lock order: cp_run before db_lock, db_lock before sym_lock (docs/ARCHITECTURE.md
- * lists every nesting).
+ * Lock order: cp_run before db_lock, db_lock before sym_lock, cache_lock before
+ * db_lock (docs/ARCHITECTURE.md lists every nesting).
  *
  * Keys: one byte of kind, then fields (integers big-endian, so keys sort
  * numerically):
@@ -197,7 +197,7 @@ struct store {
 	bool			 rt_stop;
 	/* the cache ('C' keys), see cache.c; cache_lock orders its puts */
 	pthread_mutex_t		 cache_lock;
-	uint64_t		 cache_max;
+	_Atomic uint64_t	 cache_max;
 	/* the outbox ('O' keys), see outbox.c */
 	_Atomic bool		 q_on;
 	_Atomic uint64_t	 q_len;

@@ -1066,8 +1066,16 @@ test_store_cache(void **state)
 	assert_int_equal(store_cache_put(f->st, kv, 1), -EINVAL);
 	assert_int_equal(store_cache_get(f->st, big, sizeof(big), &v, &vl), -EINVAL);
 	assert_int_equal(store_cache_get(f->st, "", 0, &v, &vl), -EINVAL);
-	/* Kept across a reopen; profiles do not see it. */
+	/* Kept across a reopen; the series do not see it. */
 	reopen(f);
+	{
+		const struct series **ser;
+		size_t n;
+
+		assert_int_equal(store_series(f->st, &ser, &n), 0);
+		assert_int_equal(n, 0);
+		free(ser);
+	}
 	assert_int_equal(store_cache_get(f->st, "k1", 2, &v, &vl), 0);
 	assert_memory_equal(v, "frames one", 10);
 	free(v);
