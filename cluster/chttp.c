@@ -711,19 +711,10 @@ rb_i64(struct rowbin *r, int64_t *v)
 int
 rb_count(struct rowbin *r, size_t elem, size_t *n)
 {
-	uint64_t v = 0;
-	unsigned shift;
-	uint8_t b;
+	uint64_t v;
 
-	/* LEB128: seven bits a byte, low first; at most ten bytes. */
-	for (shift = 0;; shift += 7) {
-		if (shift > 63 || rb_u8(r, &b) < 0)
-			return -EINVAL;
-		v |= (uint64_t)(b & 0x7f) << shift;
-		if (!(b & 0x80))
-			break;
-	}
-	if (elem > 0 && v > (uint64_t)(r->end - r->p) / elem)
+	if (varint_get(&r->p, r->end, &v) < 0 ||
+	    (elem > 0 && v > (uint64_t)(r->end - r->p) / elem))
 		return -EINVAL;
 	*n = (size_t)v;
 	return 0;

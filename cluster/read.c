@@ -1032,11 +1032,9 @@ fetch_frames(struct cluster *c, struct intern *all, char **frames, size_t *flen)
 			miss[j++] = miss[i];
 			continue;
 		}
-		frames[k] = xmalloc(vl + 1);
-		memcpy(frames[k], v, vl);
+		frames[k] = xreallocarray(v, vl + 1, 1);	/* rocksdb's copy, NUL-terminated */
 		frames[k][vl] = '\0';
 		flen[k] = vl;
-		free(v);
 		frames_cache_put(c, miss[i], frames[k], vl);
 	}
 	if (c->st) {
