@@ -250,7 +250,7 @@ first_line(struct buf *err, const struct buf *ans)
  * cluster's INSERT goes on to the next server (-EHOSTUNREACH).
  */
 static int
-exec_url(struct cluster *c, size_t i, const char *sql, const struct buf *data, struct buf *out,
+exec_once(struct cluster *c, size_t i, const char *sql, const struct buf *data, struct buf *out,
     struct buf *err, bool insert, size_t max)
 {
 	struct buf body = { 0 }, ans = { 0 }, url = { 0 };
@@ -323,6 +323,54 @@ out:
 	buf_free(&body);
 	buf_free(&ans);
 	buf_free(&url);
+	return rc;
+}
+
+/*
+ * ClickHouse's codes for a connection between two of its servers that broke
+ * or was left out of step (18.x reuses a pooled one a cancelled query left
+ * mid-answer: "Unexpected packet Data received from client"). The failed
+ * server drops that connection, so the same statement asked again works.
+ */
+static bool
+broken_between_servers(const struct buf *err, size_t from)
+{
+	static const char *const codes[] = { "Code: 32,", "Code: 101,", "Code: 102,",
+	    "Code: 209,", "Code: 210," };
+	const char *p;
+	size_t k;
+
+	if (err->data == NULL || from >= err->len || (p = strstr(err->data + from, "HTTP 500: ")) == NULL)
+		return false;
+	p += strlen("HTTP 500: ");
+	for (k = 0; k < sizeof(codes) / sizeof(codes[0]); k++)
+		if (strncmp(p, codes[k], strlen(codes[k])) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * One statement on server i. A read (SELECT) that failed on a connection
+ * between servers is asked once more: it changes nothing, and the cluster
+ * is sound; only that one connection was not.
+ */
+static int
+exec_url(struct cluster *c, size_t i, const char *sql, const struct buf *data, struct buf *out,
+    struct buf *err, bool insert, size_t max)
+{
+	size_t elen = err->len, olen = out ? out->len : 0;
+	int rc = exec_once(c, i, sql, data, out, err, insert, max);
+
+	if (rc == -EIO && !insert && strncmp(sql, "SELECT", 6) == 0 &&
+	    broken_between_servers(err, elen)) {
+		log_warnx("clickhouse: %s; asking once more", err->data + elen);
+		err->len = elen;
+		if (err->data)
+			err->data[elen] = '\0';
+		if (out)
+			out->len = olen;
+		rc = exec_once(c, i, sql, data, out, err, insert, max);
+	}
 	return rc;
 }
 

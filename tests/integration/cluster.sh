@@ -48,7 +48,7 @@ ch_stop() {	# ch_stop N
 }
 chq() {	# chq N SQL: run SQL on server N
   local port=$CH1; [ "$1" = 2 ] && port=$CH2
-  curl -sS --max-time 20 "http://127.0.0.1:$port/" --data-binary "$2"
+  ch_post "http://127.0.0.1:$port" "$2"
 }
 
 # Daemon B and extra daemons run beside lib.sh's A ($TMP/mnt, $TMP/data).

@@ -41,7 +41,7 @@ wait_for() {
   for _ in $(seq "$n"); do "$@" >/dev/null 2>&1 && return 0; sleep 0.2; done
   return 1
 }
-chq() { curl -sS --max-time 20 "http://127.0.0.1:$CH1/" --data-binary "$1"; }
+chq() { ch_post "http://127.0.0.1:$CH1" "$1"; }
 
 if CH_PIDS[1]=$("$ROOT/tests/clickhouse/start.sh" "$TMP/ch1" "$CH1" "$CH1T" $((CH1T + 1)) "$CH1T" "$CH2T") &&
    CH_PIDS[2]=$("$ROOT/tests/clickhouse/start.sh" "$TMP/ch2" "$CH2" "$CH2T" $((CH2T + 1)) "$CH1T" "$CH2T"); then
