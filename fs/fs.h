@@ -78,6 +78,11 @@ struct fs_opts {
 	int		(*mounted)(void *arg);
 	void		(*unmounting)(void *arg);
 	void		*hook_arg;
+	/*
+	 * Called from the signal handler, after libfuse's, when a stop signal
+	 * comes while serving: async-signal-safe only. Optional.
+	 */
+	void		(*stop_signal)(int sig);
 };
 
 /*

@@ -155,6 +155,71 @@ mount_state_free(struct fsctx *fs)
 	fs->handles = NULL;
 }
 
+/*
+ * libfuse's stop handlers, each followed by the caller's hook: a watch on
+ * the stop (it may signal this thread again should the loop miss one).
+ */
+static const int stop_sigs[] = { SIGINT, SIGTERM, SIGHUP };
+static struct sigaction fuse_handlers[3];
+static void (*stop_hook)(int);
+
+static void
+on_stop_signal(int sig)
+{
+	int saved = errno;
+	size_t i;
+
+	for (i = 0; i < 3; i++) {
+		if (stop_sigs[i] != sig)
+			continue;
+		if (fuse_handlers[i].sa_flags & SA_SIGINFO)
+			fuse_handlers[i].sa_sigaction(sig, NULL, NULL);
+		else if (fuse_handlers[i].sa_handler != SIG_DFL &&
+		    fuse_handlers[i].sa_handler != SIG_IGN)
+			fuse_handlers[i].sa_handler(sig);
+	}
+	if (stop_hook)
+		stop_hook(sig);
+	errno = saved;
+}
+
+static void
+stop_handlers_wrap(void (*hook)(int))
+{
+	struct sigaction sa;
+	size_t i;
+
+	stop_hook = hook;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop_signal;
+	sigemptyset(&sa.sa_mask);
+	for (i = 0; i < 3; i++)
+		sigaddset(&sa.sa_mask, stop_sigs[i]);
+	for (i = 0; i < 3; i++)
+		if (sigaction(stop_sigs[i], NULL, &fuse_handlers[i]) == 0)
+			(void)sigaction(stop_sigs[i], &sa, NULL);
+}
+
+/*
+ * Serving ended: the stop signals blocked again in this thread (one sent
+ * later stays pending, harmless) and libfuse's handlers back for it to
+ * take away.
+ */
+static void
+stop_handlers_unwrap(void)
+{
+	sigset_t set;
+	size_t i;
+
+	sigemptyset(&set);
+	for (i = 0; i < 3; i++)
+		sigaddset(&set, stop_sigs[i]);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	for (i = 0; i < 3; i++)
+		(void)sigaction(stop_sigs[i], &fuse_handlers[i], NULL);
+	stop_hook = NULL;
+}
+
 int
 fs_main(struct fsctx *fs, const struct fs_opts *o)
 {
@@ -252,6 +317,7 @@ fs_main(struct fsctx *fs, const struct fs_opts *o)
 		rc = -EIO;
 		goto unmount;
 	}
+	stop_handlers_wrap(o->stop_signal);
 	/*
 	 * The caller may have kept the stop signals blocked while it started
 	 * its threads (they inherit the block): here, in this thread alone,
@@ -276,6 +342,7 @@ fs_main(struct fsctx *fs, const struct fs_opts *o)
 	if (fuse_loop_mt(f, lc) < 0)
 		rc = -EIO;
 	fuse_loop_cfg_destroy(lc);
+	stop_handlers_unwrap();
 	fuse_remove_signal_handlers(se);
 unmount:
 	if (o->unmounting)

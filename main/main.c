@@ -32,6 +32,7 @@
 #include "pprof.h"
 #include "store.h"
 #include "priv.h"
+#include "stopwatch.h"
 
 static const char usage_text[] =
 "usage: profilefs serve [--data DIR] [--http HOST:PORT] [--ebpf[=HZ]] [--scrape FILE]\n"
@@ -638,13 +639,23 @@ serve(const struct serve_opts *o, struct priv_user *user)
 		store_close(st);
 		return 0;
 	}
+	fo.stop_signal = stopwatch_signal;
+	if ((sig = stopwatch_start(pthread_self())) < 0)
+		log_warnx("the stop watch did not start (%s): a stop that hangs is not ended",
+		    strerror(-sig));
 	rc = fs_main(&fs, &fo);
 	/* The HTTP server first: its /healthz looks at the sampler. */
+	stopwatch_step("stopping the HTTP server");
 	http_stop(http);
+	stopwatch_step("stopping the eBPF sampler");
 	ebpf_stop(ebpf);
+	stopwatch_step("stopping the scraper");
 	scrape_stop(scr);
+	stopwatch_step("stopping the ClickHouse shipper");
 	cluster_stop(ch);
+	stopwatch_step("closing the store");
 	store_close(st);
+	stopwatch_end();
 	if (ebpf_threads_left()) {
 		log_info("stopped (leaving a sampler thread stuck in the kernel)");
 		fflush(NULL);
