@@ -32,6 +32,9 @@ ch_post() {
   [ -z "$out" ] || printf '%s\n' "$out"
 }
 
+# free_port: a loopback TCP port free now.
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
 # pf_start [extra serve args...]: start a daemon on $TMP/mnt with data in $TMP/data
 pf_start() {
   mkdir -p "$TMP/mnt" 2>/dev/null

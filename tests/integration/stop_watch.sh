@@ -26,7 +26,6 @@ cleanup_all() {
 }
 trap cleanup_all EXIT
 
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 PORT=$(free_port)
 U="http://127.0.0.1:$PORT"
 G="$REAL/google-pprof/sample.cpu"
