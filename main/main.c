@@ -639,10 +639,11 @@ serve(const struct serve_opts *o, struct priv_user *user)
 		store_close(st);
 		return 0;
 	}
-	fo.stop_signal = stopwatch_signal;
 	if ((sig = stopwatch_start(pthread_self())) < 0)
 		log_warnx("the stop watch did not start (%s): a stop that hangs is not ended",
 		    strerror(-sig));
+	else
+		fo.stop_signal = stopwatch_signal;
 	rc = fs_main(&fs, &fo);
 	/* The HTTP server first: its /healthz looks at the sampler. */
 	stopwatch_step("stopping the HTTP server");
