@@ -329,23 +329,30 @@ out:
 /*
  * ClickHouse's codes for a connection between two of its servers that broke
  * or was left out of step (18.x reuses a pooled one a cancelled query left
- * mid-answer: "Unexpected packet Data received from client"). The failed
- * server drops that connection, so the same statement asked again works.
+ * mid-answer: "Unexpected packet Data received from client"): end of data,
+ * unexpected packet from a client or a server, network error. The failed
+ * server drops that connection, so the same statement asked again works. A
+ * timeout (209) is not among them: asked again, a slow query waits twice.
  */
 static bool
 broken_between_servers(const struct buf *err, size_t from)
 {
-	static const char *const codes[] = { "Code: 32,", "Code: 101,", "Code: 102,",
-	    "Code: 209,", "Code: 210," };
+	static const char *const codes[] = { "32", "101", "102", "210" };
 	const char *p;
-	size_t k;
+	size_t k, n;
 
 	if (err->data == NULL || from >= err->len || (p = strstr(err->data + from, "HTTP 500: ")) == NULL)
 		return false;
 	p += strlen("HTTP 500: ");
-	for (k = 0; k < sizeof(codes) / sizeof(codes[0]); k++)
-		if (strncmp(p, codes[k], strlen(codes[k])) == 0)
+	if (strncmp(p, "Code: ", 6) != 0)
+		return false;
+	p += 6;
+	/* "Code: 101, e.displayText() = ..." (18.x) or "Code: 101. DB::..." (21.x on). */
+	for (k = 0; k < sizeof(codes) / sizeof(codes[0]); k++) {
+		n = strlen(codes[k]);
+		if (strncmp(p, codes[k], n) == 0 && (p[n] == ',' || p[n] == '.'))
 			return true;
+	}
 	return false;
 }
 

@@ -83,6 +83,8 @@ struct fs_opts {
 	 * comes while serving: async-signal-safe only. Optional.
 	 */
 	void		(*stop_signal)(int sig);
+	/* Called once serving ended, before the unmount. Optional. */
+	void		(*served)(void);
 };
 
 /*

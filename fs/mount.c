@@ -343,6 +343,8 @@ fs_main(struct fsctx *fs, const struct fs_opts *o)
 		rc = -EIO;
 	fuse_loop_cfg_destroy(lc);
 	stop_handlers_unwrap();
+	if (o->served)
+		o->served();
 	fuse_remove_signal_handlers(se);
 unmount:
 	if (o->unmounting)

@@ -221,6 +221,13 @@ stop_signals(sigset_t *set)
 	sigaddset(set, SIGHUP);
 }
 
+/* Serving ended: the stop's first step (fs_opts.served). */
+static void
+stop_unmounting(void)
+{
+	stopwatch_step("unmounting the filesystem");
+}
+
 /* The stop signal pending while starting up, or 0. */
 static int
 stop_pending(void)
@@ -644,6 +651,7 @@ serve(const struct serve_opts *o, struct priv_user *user)
 		    strerror(-sig));
 	else
 		fo.stop_signal = stopwatch_signal;
+	fo.served = stop_unmounting;
 	rc = fs_main(&fs, &fo);
 	/* The HTTP server first: its /healthz looks at the sampler. */
 	stopwatch_step("stopping the HTTP server");
@@ -658,8 +666,8 @@ serve(const struct serve_opts *o, struct priv_user *user)
 	store_close(st);
 	stopwatch_end();
 	if (ebpf_threads_left()) {
+		/* No stdio flush: the thread left may hold a stream's lock. */
 		log_info("stopped (leaving a sampler thread stuck in the kernel)");
-		fflush(NULL);
 		_exit(rc < 0 ? 1 : 0);
 	}
 	log_info("stopped");

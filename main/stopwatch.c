@@ -23,6 +23,7 @@ static pthread_t	 serving, thr;
 static bool		 running;
 static atomic_bool	 ended;
 static atomic_int	 first_sig;
+static atomic_bool	 watching;	/* the watch was started (signal or step) */
 static _Atomic(const char *) step;
 
 void
@@ -31,6 +32,7 @@ stopwatch_signal(int sig)
 	int none = 0;
 
 	(void)atomic_compare_exchange_strong(&first_sig, &none, sig);
+	atomic_store(&watching, true);
 	(void)sem_post(&sem);
 }
 
@@ -38,6 +40,9 @@ void
 stopwatch_step(const char *s)
 {
 	atomic_store(&step, s);
+	/* A stop with no signal (the mount taken away from outside) is watched too. */
+	if (running && !atomic_exchange(&watching, true))
+		(void)sem_post(&sem);
 }
 
 /* One /proc/self/task/TID file's first line, without its newline, into out. */
@@ -67,7 +72,7 @@ static void
 log_threads(void)
 {
 	struct dirent *d;
-	char comm[32], wchan[64], state[256], *p;
+	char comm[32], wchan[64], state[256], *p, c;
 	DIR *dir;
 
 	if ((dir = opendir("/proc/self/task")) == NULL)
@@ -80,9 +85,10 @@ log_threads(void)
 		task_line(d->d_name, "stat", state, sizeof(state));
 		/* The state letter follows the name's closing parenthesis. */
 		p = strrchr(state, ')');
-		log_warnx("stop: thread %s (%s): state %c, waiting in %s", d->d_name, comm,
-		    p && p[1] == ' ' && p[2] ? p[2] : '?', wchan[0] && strcmp(wchan, "0") ? wchan :
-		    "user space");
+		c = p && p[1] == ' ' && p[2] ? p[2] : '?';
+		log_warnx("stop: thread %s (%s): state %c, %s %s", d->d_name, comm, c,
+		    c == 'R' ? "running" : "waiting in", c == 'R' ? "" :
+		    wchan[0] && strcmp(wchan, "0") ? wchan : "user space");
 	}
 	closedir(dir);
 }
@@ -107,18 +113,31 @@ watch_main(void *arg)
 		until.tv_nsec = t % 1000000000;
 		/* Woken early by the end (or by a signal sent again): look at once. */
 		if (sem_clockwait(&sem, CLOCK_MONOTONIC, &until) != 0 && errno != ETIMEDOUT &&
-		    errno != EINTR)
+		    errno != EINTR) {
+			log_warnx("stop: the watch's wait failed (%s): a stop that hangs is not "
+			    "ended", strerror(errno));
 			break;
+		}
 		if (atomic_load(&ended))
 			break;
 		elapsed = clock_mono_ns() - t0;
 		s = atomic_load(&step);
-		if (s == NULL && elapsed >= STOPWATCH_KICK_NS * (kicked + 1)) {
+		if (s == NULL && elapsed >= STOPWATCH_KICK_NS * (kicked + 1) && !atomic_load(&ended)) {
 			kicked++;
 			log_info("stop: the filesystem has not stopped serving %lld s after signal %d: "
 			    "signalling it again", (long long)(elapsed / 1000000000),
 			    atomic_load(&first_sig));
 			pthread_kill(serving, SIGTERM);
+		}
+		if (elapsed >= STOPWATCH_DEADLINE_NS) {
+			/*
+			 * No stdio flush: a thread held in the kernel may hold a
+			 * stream's lock. Each log line was one write already.
+			 */
+			log_warnx("stop: %s did not end within %lld s: exiting without it "
+			    "(what was acknowledged is in the store's log)", s ? s :
+			    "ending the filesystem", (long long)(STOPWATCH_DEADLINE_NS / 1000000000));
+			_exit(1);
 		}
 		if (!warned && elapsed >= STOPWATCH_WARN_NS) {
 			warned = true;
@@ -126,13 +145,6 @@ watch_main(void *arg)
 			    "ending the filesystem (its requests, its unmount)",
 			    (long long)(elapsed / 1000000000));
 			log_threads();
-		}
-		if (elapsed >= STOPWATCH_DEADLINE_NS) {
-			log_warnx("stop: %s did not end within %lld s: exiting without it "
-			    "(what was acknowledged is in the store's log)", s ? s :
-			    "ending the filesystem", (long long)(STOPWATCH_DEADLINE_NS / 1000000000));
-			fflush(NULL);
-			_exit(1);
 		}
 	}
 	return NULL;

@@ -267,6 +267,9 @@ wait_for 20 test -s "$TMP/proxy.broken" && ok "the proxy failed one of C's SELEC
   || fail "the proxy failed one of C's SELECTs as a broken connection between servers"
 wait_for 20 grep -q "Unexpected packet Data received from client.*asking once more" "$TMP/daemonc.log" \
   && ok "broken connection: C asked once more" || fail "broken connection: C asked once more" "$(tail -3 "$TMP/daemonc.log")"
+# Asked again, it worked: the error is in the log once, in that warning only.
+check_eq "broken connection: no failure logged past the warning" \
+  "$(grep -c "Unexpected packet" "$TMP/daemonc.log")" 1
 wait_for 20 sums_are "$TMP/mntc/retried/cpu/all/all/merged.pb.gz" "$want" \
   && ok "broken connection: C's reads go on, with the sums" \
   || fail "broken connection: C's reads go on, with the sums" "got '$(pprof_sums "$TMP/mntc/retried/cpu/all/all/merged.pb.gz")', want '$want'"
