@@ -79,8 +79,11 @@ wait_periods() {
 # for the answer uninterruptibly (the kernel's FUSE rule): the process has
 # exited (its first thread a zombie) but cannot be reaped until the server
 # answers or the connection is aborted.
-exited() {
-  ! kill -0 "$1" 2>/dev/null || [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" = Z ]
+exited() { ! kill -0 "$1" 2>/dev/null || held "$1"; }
+# held PID: exited, a thread left in the kernel's uninterruptible wait.
+held() {
+  [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" = Z ] &&
+    cat /proc/"$1"/task/*/stat 2>/dev/null | awk '$3 == "D" { d = 1 } END { exit !d }'
 }
 # stop_within NAME SECONDS: SIGTERM the daemon, ok if it exits within SECONDS.
 stop_within() {
@@ -91,10 +94,19 @@ stop_within() {
     exited "$PF_PID" && break
     sleep 0.1
   done
-  if exited "$PF_PID" && kill -0 "$PF_PID" 2>/dev/null; then
+  if held "$PF_PID"; then
     # Resumed, the stopped servers answer: the held thread ends, the process is reaped.
     held="; a thread was held in the kernel by the stopped filesystem until it resumed"
     for i in $STOPPED; do kill -CONT "$i" 2>/dev/null; done
+    for i in $(seq 100); do kill -0 "$PF_PID" 2>/dev/null || break; sleep 0.1; done
+    # Still held (a server that does not answer even so): its connections aborted.
+    if kill -0 "$PF_PID" 2>/dev/null; then
+      for i in "$TMP"/stuck*/mnt; do
+        c=$(awk -v m="$i" '$5 == m { split($3, d, ":"); print d[2] }' /proc/self/mountinfo)
+        [ -n "$c" ] && echo 1 > "/sys/fs/fuse/connections/$c/abort" 2>/dev/null
+      done
+      for i in $(seq 50); do kill -0 "$PF_PID" 2>/dev/null || break; sleep 0.1; done
+    fi
   fi
   # The daemon's stop watch ends a stop that hangs (exit 1), and says where.
   if ! exited "$PF_PID"; then
@@ -106,7 +118,8 @@ stop_within() {
     ok "$1 (exited $((SECONDS - t0)) s after SIGTERM$held$(tail -n +"$((l0 + 1))" "$TMP/daemon.log" |
       grep -q 'signalling it again' && echo '; the filesystem was signalled again'))"
   fi
-  wait "$PF_PID" 2>/dev/null
+  # Not waited for if still held: bash reaps it once it ends.
+  held "$PF_PID" || wait "$PF_PID" 2>/dev/null
   PF_PID=
   fusermount3 -u -z "$TMP/mnt" 2>/dev/null
 }
