@@ -136,13 +136,14 @@ watch_main(void *arg)
 			 */
 			log_warnx("stop: %s did not end within %lld s: exiting without it "
 			    "(what was acknowledged is in the store's log)", s ? s :
-			    "ending the filesystem", (long long)(STOPWATCH_DEADLINE_NS / 1000000000));
+			    "ending the filesystem's requests",
+			    (long long)(STOPWATCH_DEADLINE_NS / 1000000000));
 			_exit(1);
 		}
 		if (!warned && elapsed >= STOPWATCH_WARN_NS) {
 			warned = true;
-			log_warnx("stop: still %s %lld s after the signal", s ? s :
-			    "ending the filesystem (its requests, its unmount)",
+			log_warnx("stop: still %s %lld s after the stop began", s ? s :
+			    "ending the filesystem's requests",
 			    (long long)(elapsed / 1000000000));
 			log_threads();
 		}
