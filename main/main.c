@@ -156,7 +156,8 @@ static const char usage_text[] =
 "  --debug-fuse        trace every FUSE request (very verbose)\n"
 "\n"
 "The daemon runs in the foreground; stop it with Ctrl-C or SIGTERM, which\n"
-"unmounts cleanly. The mount is ready when MOUNTPOINT/README.txt can be read.\n"
+"unmounts cleanly (a stop that hangs is ended at 15 s, exit 1, its cause in\n"
+"the log). The mount is ready when MOUNTPOINT/README.txt can be read.\n"
 "A bad option or value says why and exits 2 before anything is opened.\n";
 
 static void
