@@ -242,7 +242,36 @@ first_line(struct buf *err, const struct buf *ans)
 }
 
 /*
- * -EHOSTUNREACH: not reached (try another); -EIO: answered with an error;
+ * ClickHouse's codes for a connection between two of its servers that broke
+ * or was left out of step (18.x reuses a pooled one a cancelled query left
+ * mid-answer: "Unexpected packet Data received from client"): end of data,
+ * unexpected packet from a client or a server, network error. The failed
+ * server drops that connection, so the same statement asked again works. A
+ * timeout (209) is not among them: asked again, a slow query waits twice.
+ */
+static bool
+broken_between_servers(const struct buf *ans)
+{
+	static const char *const codes[] = { "32", "101", "102", "210" };
+	const char *p = ans->data;
+	size_t k, n;
+
+	if (p == NULL || ans->len < 8 || strncmp(p, "Code: ", 6) != 0)
+		return false;
+	p += 6;
+	/* "Code: 101, e.displayText() = ..." (18.x) or "Code: 101. DB::..." (21.x on). */
+	for (k = 0; k < sizeof(codes) / sizeof(codes[0]); k++) {
+		n = strlen(codes[k]);
+		if ((size_t)(p - ans->data) + n < ans->len && strncmp(p, codes[k], n) == 0 &&
+		    (p[n] == ',' || p[n] == '.'))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * -EHOSTUNREACH: not reached (try another); -EIO: answered with an error
+ * (-EAGAIN: an error of a broken connection between servers, for a read);
  * -EFBIG: the answer is over max (when under CH_MAX_ANSWER; else -EIO);
  * -ECONNRESET: an INSERT sent without an answer, which may have arrived.
  * Sent again elsewhere at once it could count twice, unless the tables
@@ -314,7 +343,7 @@ exec_once(struct cluster *c, size_t i, const char *sql, const struct buf *data, 
 	if (status != 200) {
 		buf_printf(err, "%s: HTTP %ld: ", c->urls[i].shown, status);
 		first_line(err, &ans);
-		rc = -EIO;
+		rc = !insert && broken_between_servers(&ans) ? -EAGAIN : -EIO;
 		goto out;
 	}
 	if (out && (rc = buf_add(out, ans.data, ans.len)) < 0)
@@ -324,36 +353,6 @@ out:
 	buf_free(&ans);
 	buf_free(&url);
 	return rc;
-}
-
-/*
- * ClickHouse's codes for a connection between two of its servers that broke
- * or was left out of step (18.x reuses a pooled one a cancelled query left
- * mid-answer: "Unexpected packet Data received from client"): end of data,
- * unexpected packet from a client or a server, network error. The failed
- * server drops that connection, so the same statement asked again works. A
- * timeout (209) is not among them: asked again, a slow query waits twice.
- */
-static bool
-broken_between_servers(const struct buf *err, size_t from)
-{
-	static const char *const codes[] = { "32", "101", "102", "210" };
-	const char *p;
-	size_t k, n;
-
-	if (err->data == NULL || from >= err->len || (p = strstr(err->data + from, "HTTP 500: ")) == NULL)
-		return false;
-	p += strlen("HTTP 500: ");
-	if (strncmp(p, "Code: ", 6) != 0)
-		return false;
-	p += 6;
-	/* "Code: 101, e.displayText() = ..." (18.x) or "Code: 101. DB::..." (21.x on). */
-	for (k = 0; k < sizeof(codes) / sizeof(codes[0]); k++) {
-		n = strlen(codes[k]);
-		if (strncmp(p, codes[k], n) == 0 && (p[n] == ',' || p[n] == '.'))
-			return true;
-	}
-	return false;
 }
 
 /*
@@ -368,9 +367,8 @@ exec_url(struct cluster *c, size_t i, const char *sql, const struct buf *data, s
 	size_t elen = err->len, olen = out ? out->len : 0;
 	int rc = exec_once(c, i, sql, data, out, err, insert, max);
 
-	if (rc == -EIO && !insert && strncmp(sql, "SELECT", 6) == 0 &&
-	    broken_between_servers(err, elen)) {
-		log_warnx("clickhouse: %s; asking once more", err->data + elen);
+	if (rc == -EAGAIN && strncmp(sql, "SELECT", 6) == 0) {
+		log_warnx("clickhouse: %s; asking once more", err->data ? err->data + elen : "?");
 		err->len = elen;
 		if (err->data)
 			err->data[elen] = '\0';
@@ -378,7 +376,7 @@ exec_url(struct cluster *c, size_t i, const char *sql, const struct buf *data, s
 			out->len = olen;
 		rc = exec_once(c, i, sql, data, out, err, insert, max);
 	}
-	return rc;
+	return rc == -EAGAIN ? -EIO : rc;
 }
 
 int

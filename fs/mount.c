@@ -160,8 +160,22 @@ mount_state_free(struct fsctx *fs)
  * the stop (it may signal this thread again should the loop miss one).
  */
 static const int stop_sigs[] = { SIGINT, SIGTERM, SIGHUP };
-static struct sigaction fuse_handlers[3];
+#define NSTOP	(sizeof(stop_sigs) / sizeof(stop_sigs[0]))
+static struct sigaction fuse_handlers[NSTOP];
 static void (*stop_hook)(int);
+
+/* In this thread: the stop signals blocked or unblocked (how). */
+static void
+stop_mask(int how)
+{
+	sigset_t set;
+	size_t i;
+
+	sigemptyset(&set);
+	for (i = 0; i < NSTOP; i++)
+		sigaddset(&set, stop_sigs[i]);
+	pthread_sigmask(how, &set, NULL);
+}
 
 static void
 on_stop_signal(int sig)
@@ -169,7 +183,7 @@ on_stop_signal(int sig)
 	int saved = errno;
 	size_t i;
 
-	for (i = 0; i < 3; i++) {
+	for (i = 0; i < NSTOP; i++) {
 		if (stop_sigs[i] != sig)
 			continue;
 		if (fuse_handlers[i].sa_flags & SA_SIGINFO)
@@ -193,9 +207,9 @@ stop_handlers_wrap(void (*hook)(int))
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_stop_signal;
 	sigemptyset(&sa.sa_mask);
-	for (i = 0; i < 3; i++)
+	for (i = 0; i < NSTOP; i++)
 		sigaddset(&sa.sa_mask, stop_sigs[i]);
-	for (i = 0; i < 3; i++)
+	for (i = 0; i < NSTOP; i++)
 		if (sigaction(stop_sigs[i], NULL, &fuse_handlers[i]) == 0)
 			(void)sigaction(stop_sigs[i], &sa, NULL);
 }
@@ -208,14 +222,10 @@ stop_handlers_wrap(void (*hook)(int))
 static void
 stop_handlers_unwrap(void)
 {
-	sigset_t set;
 	size_t i;
 
-	sigemptyset(&set);
-	for (i = 0; i < 3; i++)
-		sigaddset(&set, stop_sigs[i]);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
-	for (i = 0; i < 3; i++)
+	stop_mask(SIG_BLOCK);
+	for (i = 0; i < NSTOP; i++)
 		(void)sigaction(stop_sigs[i], &fuse_handlers[i], NULL);
 	stop_hook = NULL;
 }
@@ -325,15 +335,7 @@ fs_main(struct fsctx *fs, const struct fs_opts *o)
 	 * the loop at once. The loop's wait in this thread is what a signal
 	 * must interrupt; its workers block them themselves.
 	 */
-	{
-		sigset_t set;
-
-		sigemptyset(&set);
-		sigaddset(&set, SIGINT);
-		sigaddset(&set, SIGTERM);
-		sigaddset(&set, SIGHUP);
-		pthread_sigmask(SIG_UNBLOCK, &set, NULL);
-	}
+	stop_mask(SIG_UNBLOCK);
 	lc = fuse_loop_cfg_create();
 	fuse_loop_cfg_set_clone_fd(lc, 0);
 	fuse_loop_cfg_set_max_threads(lc, o->threads ? o->threads : 16);

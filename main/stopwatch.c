@@ -122,7 +122,7 @@ watch_main(void *arg)
 			break;
 		elapsed = clock_mono_ns() - t0;
 		s = atomic_load(&step);
-		if (s == NULL && elapsed >= STOPWATCH_KICK_NS * (kicked + 1) && !atomic_load(&ended)) {
+		if (s == NULL && elapsed >= STOPWATCH_KICK_NS * (kicked + 1)) {
 			kicked++;
 			log_info("stop: the filesystem has not stopped serving %lld s after signal %d: "
 			    "signalling it again", (long long)(elapsed / 1000000000),
