@@ -23,7 +23,7 @@ N=$((DAYS * 86400 / STEP * K))
 PROFILES="${BENCH_SCALE_PROFILES:-/tmp/profilefs-bench-scale-cpu}"
 export GOCACHE="${GOCACHE:-/tmp/profilefs-gocache}" GOFLAGS=-mod=mod
 
-command -v clickhouse-server >/dev/null || { echo "clickhouse-server is not installed (scripts/install-deps.sh)"; exit 1; }
+command -v clickhouse-server >/dev/null || { echo "clickhouse-server is not installed (scripts/install-deps.sh --test)"; exit 1; }
 [ -x "$BIN" ] || make -C "$ROOT" -j2 >/dev/null
 if [ "$(ls "$PROFILES"/cpu-*.pb.gz 2>/dev/null | wc -l)" -lt 64 ]; then
   echo "generating 64 Go CPU profiles (1 s each) into $PROFILES ..."

@@ -43,7 +43,7 @@ OLD_BIN="${OLD_BIN:-}"
 PROFILES="${PROFILES:-/tmp/profilefs-bench-fleet-cpu}"
 export GOCACHE="${GOCACHE:-/tmp/profilefs-gocache}" GOFLAGS=-mod=mod
 
-command -v clickhouse-server >/dev/null || { echo "clickhouse-server is not installed (scripts/install-deps.sh)"; exit 1; }
+command -v clickhouse-server >/dev/null || { echo "clickhouse-server is not installed (scripts/install-deps.sh --test)"; exit 1; }
 [ -x "$BIN" ] || make -C "$ROOT" -j2 >/dev/null
 [ $((HOSTS % DAEMONS)) = 0 ] || { echo "HOSTS must be a multiple of DAEMONS"; exit 1; }
 if [ "$(ls "$PROFILES"/cpu-*.pb.gz 2>/dev/null | wc -l)" -lt 8 ]; then

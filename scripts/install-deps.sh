@@ -1,25 +1,50 @@
 #!/usr/bin/env bash
-# Install what profilefs needs to build, run and test, from Debian's packages
-# (and from npm: playwright-core for the browser test, the clients of the
-# Grafana API tests in tests/grafana). Safe to run again: it installs only
-# what is missing. Needs root (or sudo).
+# Install what profilefs needs from Debian's packages. Safe to run again: it
+# installs only what is missing. Needs root (or sudo).
+#
+#   scripts/install-deps.sh          what building and running the daemon needs
+#                                    (PKGS): scripts/run.sh
+#   scripts/install-deps.sh --test   that, plus what the tests need (TEST_PKGS,
+#                                    Chromium and Node.js, the npm packages of
+#                                    tests/browser, tests/otlp, tests/grafana):
+#                                    scripts/test.sh
+#
+# Neither enables a service: when --test installs clickhouse-server, whose
+# Debian package enables (and, under systemd, starts) clickhouse-server.service,
+# that unit is disabled and stopped again; the tests start their own servers.
 set -euo pipefail
 
+test_deps=0
+case "${1:-}" in
+  --test) test_deps=1 ;;
+  "") ;;
+  *) echo "usage: $0 [--test]" >&2; exit 2 ;;
+esac
+
+# Build and run the daemon (make, make install, man profilefs).
 PKGS=(
-  build-essential pkg-config git
+  build-essential pkg-config git make
   libfuse3-dev fuse3
   librocksdb-dev
   libprotobuf-c-dev protobuf-c-compiler protobuf-compiler
   zlib1g-dev
   libmicrohttpd-dev libcurl4-openssl-dev libssl-dev
-  libbpf-dev bpftool clang llvm libelf-dev libdw-dev liblzma-dev xz-utils sqlite3
-  libcmocka-dev libjansson-dev libiberty-dev
-  debuginfod
+  libbpf-dev bpftool clang llvm libelf-dev libdw-dev liblzma-dev xz-utils
+  libjansson-dev libiberty-dev
+  curl man-db
+)
+
+# The tests only: unit tests (cmocka), the real clients and servers the
+# integration tests run (go tool pprof, a JVM, Ruby, ClickHouse, ZooKeeper,
+# debuginfod, sqlite3), and the tools they use.
+TEST_PKGS=(
+  libcmocka-dev
   golang-go
-  curl libxml2-utils procps psmisc jq python3
-  rsync openssh-client make
+  libxml2-utils procps psmisc jq python3 sqlite3
+  rsync openssh-client
   openjdk-17-jdk-headless ruby
-  systemd man-db groff-base strace
+  systemd groff-base strace
+  debuginfod
   clickhouse-server zookeeper
 )
 
@@ -28,22 +53,32 @@ if [ "$(id -u)" -ne 0 ]; then
   SUDO="sudo"
 fi
 
-missing=()
-for p in "${PKGS[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
-    missing+=("$p")
-  fi
-done
-# Only for the browser test (tests/browser): Debian's Chromium, and Node.js
-# with npm unless some node and npm are already there (another packaging of
-# Node.js may bundle npm and conflict with Debian's). Node.js is also the
-# program the eBPF sampler's JavaScript test (ebpf_node.sh) profiles.
-optional=()
-if [ "${PROFILEFS_NO_BROWSER:-0}" != 1 ]; then
-  [ -x /usr/bin/chromium ] || optional+=(chromium)
-  command -v npm >/dev/null || optional+=(npm)
+want=("${PKGS[@]}")
+if [ "$test_deps" = 1 ]; then
+  want+=("${TEST_PKGS[@]}")
 fi
-command -v node >/dev/null || optional+=(nodejs)
+installed() {
+  dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"
+}
+missing=()
+for p in "${want[@]}"; do
+  installed "$p" || missing+=("$p")
+done
+had_clickhouse=0
+installed clickhouse-server && had_clickhouse=1
+
+# Only for the tests: Debian's Chromium and Node.js with npm for the browser
+# test (tests/browser), unless some node and npm are already there (another
+# packaging of Node.js may bundle npm and conflict with Debian's). Node.js is
+# also the program the eBPF sampler's JavaScript test (ebpf_node.sh) profiles.
+optional=()
+if [ "$test_deps" = 1 ]; then
+  if [ "${PROFILEFS_NO_BROWSER:-0}" != 1 ]; then
+    [ -x /usr/bin/chromium ] || optional+=(chromium)
+    command -v npm >/dev/null || optional+=(npm)
+  fi
+  command -v node >/dev/null || optional+=(nodejs)
+fi
 
 export DEBIAN_FRONTEND=noninteractive
 if [ "${#missing[@]}" -gt 0 ] || [ "${#optional[@]}" -gt 0 ]; then
@@ -60,6 +95,17 @@ if [ "${#optional[@]}" -gt 0 ]; then
   $SUDO apt-get install -y -q --no-install-recommends "${optional[@]}" || \
     echo "install-deps: could not install ${optional[*]}; the browser test will be skipped" >&2
 fi
+
+# clickhouse-server's package enables its unit: the tests start servers of
+# their own on free ports, so one just installed here is switched off again
+# (a ClickHouse that was installed before is left as it was).
+if [ "$had_clickhouse" = 0 ] && installed clickhouse-server && command -v systemctl >/dev/null; then
+  echo "install-deps: disabling clickhouse-server.service (the tests start their own servers)"
+  $SUDO systemctl disable --now clickhouse-server >/dev/null 2>&1 || \
+    $SUDO systemctl disable clickhouse-server >/dev/null 2>&1 || true
+fi
+
+[ "$test_deps" = 1 ] || exit 0
 
 # playwright-core drives Debian's Chromium in tests/browser (no browser download).
 here="$(cd "$(dirname "$0")/.." && pwd)"

@@ -4,7 +4,7 @@
 # plus the HTTP API on 127.0.0.1:10100 if HTTP=1. Ctrl-C unmounts and stops.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PROFILEFS_NO_BROWSER=1 bash scripts/install-deps.sh
+bash scripts/install-deps.sh
 make -j"$(nproc)"
 MOUNTPOINT="${MOUNTPOINT:-./prof}"
 DATA="${DATA:-./profilefs-data}"

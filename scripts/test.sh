@@ -14,7 +14,7 @@
 # the tests that give a remote end a deadline scale it (PROFILEFS_SLOW).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-deps.sh
+bash scripts/install-deps.sh --test
 
 read -r -a builds <<<"${SANITIZE:-}"
 [ "${#builds[@]}" -gt 0 ] || builds=("")

@@ -7,7 +7,7 @@
 # embedded store's. Faults: bad URLs, a server that answers garbage, a refused
 # INSERT, a shard stopped for 30 s during steady ingest, kill -9 with a
 # backlog: every acknowledged profile arrives exactly once.
-# Skipped without clickhouse-server (scripts/install-deps.sh installs it).
+# Skipped without clickhouse-server (scripts/install-deps.sh --test installs it).
 set -u
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/../pprof-sums.sh"

@@ -10,7 +10,7 @@
 # then through the Distributed tables (URLs that are not the shards each
 # once), then the same daemon is restarted without --clickhouse and reads
 # its embedded store.
-# Skipped without clickhouse-server (scripts/install-deps.sh installs it).
+# Skipped without clickhouse-server (scripts/install-deps.sh --test installs it).
 set -u
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/../pprof-sums.sh"

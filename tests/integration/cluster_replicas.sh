@@ -12,7 +12,7 @@
 # inputs' sums. Reads ask each shard's replicas directly (the groups are
 # proven to be the shards), the next replica when one is down. Skipped
 # without clickhouse-server, ZooKeeper (Debian's
-# zookeeper) or go (scripts/install-deps.sh installs them).
+# zookeeper) or go (scripts/install-deps.sh --test installs them).
 set -u
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/../pprof-sums.sh"

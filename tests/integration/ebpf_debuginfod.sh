@@ -19,7 +19,7 @@ NAMES="dbgi-server dbgi-fetched dbgi-cache-file dbgi-metrics-found dbgi-mini dbg
 skip_all() { for n in $NAMES; do echo "ok - $n # SKIP $1"; done; exit 0; }
 [ "$(id -u)" -eq 0 ] || skip_all "needs root"
 [ -r /sys/kernel/btf/vmlinux ] || skip_all "kernel has no BTF (/sys/kernel/btf/vmlinux)"
-command -v debuginfod >/dev/null || skip_all "debuginfod not installed (scripts/install-deps.sh)"
+command -v debuginfod >/dev/null || skip_all "debuginfod not installed (scripts/install-deps.sh --test)"
 command -v go >/dev/null || skip_all "go not installed"
 command -v cc >/dev/null || skip_all "no C compiler"
 unset DEBUGINFOD_URLS

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The Grafana query API (querier.v1 over Connect, --http) with real clients
-# from npm (tests/grafana, installed by scripts/install-deps.sh): a
+# from npm (tests/grafana, installed by scripts/install-deps.sh --test): a
 # @connectrpc/connect-node client generated from the project's .proto by
 # buf + protoc-gen-es calls every method in both encodings and checks the
 # answers against go tool pprof on the same profiles, and the same label
@@ -23,11 +23,11 @@ G="$ROOT/tests/grafana"
 M="$TMP/mnt"
 
 if ! command -v node >/dev/null; then
-  echo "# skip: no Node.js (scripts/install-deps.sh installs it unless PROFILEFS_NO_BROWSER=1)"
+  echo "# skip: no Node.js (scripts/install-deps.sh --test installs it unless PROFILEFS_NO_BROWSER=1)"
   pf_done; exit 0
 fi
 if [ ! -d "$G/node_modules/@connectrpc/connect-node" ] || [ ! -x "$G/node_modules/.bin/buf" ]; then
-  fail "tests/grafana/node_modules" "missing: scripts/install-deps.sh runs its npm ci"; pf_done; exit 1
+  fail "tests/grafana/node_modules" "missing: scripts/install-deps.sh --test runs its npm ci"; pf_done; exit 1
 fi
 
 # The client's code, generated from api/proto (+ pprof/profile.proto) by

@@ -21,7 +21,7 @@ MAXBODY=4194304
 
 # --- tools: the npm packages, the generated code, a Go CPU profile ------------
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
-  fail "node and npm for the OTLP client" "install them (scripts/install-deps.sh)"
+  fail "node and npm for the OTLP client" "install them (scripts/install-deps.sh --test)"
   pf_done; exit 1
 fi
 [ -d "$O/node_modules/@bufbuild/protobuf" ] || \

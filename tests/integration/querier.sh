@@ -51,8 +51,8 @@ cerr() {
 # cpu_ns FILE|URL: the cpu/nanoseconds sum as go tool pprof reads it
 cpu_ns() { pprof_sums "$@" | tr ' ' '\n' | sed -n 's/^cpu\/nanoseconds=//p'; }
 
-command -v protoc >/dev/null && ok "protoc is installed (scripts/install-deps.sh)" \
-  || { fail "protoc is installed (scripts/install-deps.sh)"; pf_done; exit 1; }
+command -v protoc >/dev/null && ok "protoc is installed (scripts/install-deps.sh --test)" \
+  || { fail "protoc is installed (scripts/install-deps.sh --test)"; pf_done; exit 1; }
 (cd "$ROOT/tests/go/genprof" && go build -o "$TMP/genprof" .) && ok "build Go profile generator" \
   || { fail "build Go profile generator"; pf_done; exit 1; }
 for p in api-1 api-2 web-1; do
