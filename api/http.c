@@ -1,5 +1,5 @@
 /*
- * http: the HTTP API server (README.md, "HTTP API") on libmicrohttpd, which
+ * http: the HTTP API server (docs/http-api.md) on libmicrohttpd, which
  * does all of the HTTP parsing. This file owns the listening socket, the
  * request lifecycle, routing, the limits (body size, connections), the
  * optional bearer token, the reply envelope and the metrics of requests; the

@@ -33,7 +33,7 @@
  *
  * The daemon creates what is missing at start. Tables of an earlier build
  * with ClickHouse's default granules (8192 rows) are used as they are, and
- * logged (old_granules()): README.md tells how to remake them. A database of schema 1
+ * logged (old_granules()): docs/clickhouse.md tells how to remake them. A database of schema 1
  * (before the tiers) or of an earlier build is refused with a message
  * naming what to do, never mixed: its tables lack what the reads ask for.
  *
@@ -287,7 +287,7 @@ old_granules(struct cluster *c, size_t i)
 			goto out;
 		log_warnx("clickhouse: %s: %s.profiles_local was made by an earlier build "
 		    "(index_granularity = %.*s): reads stay exact but read more than they need; "
-		    "README.md (A fleet on ClickHouse, Schema) tells how to remake it",
+		    "docs/clickhouse.md (Upgrading a database made by an earlier build) tells how to remake it",
 		    c->urls[i].shown, c->db, (int)strspn(p, "0123456789"), p);
 		c->urls[i].granules_told = true;
 	}

@@ -1145,7 +1145,10 @@ readme_render(struct fsctx *fs, struct buf *b)
 "Over HTTP: DELETE /api/0/profiles/<id> and\n"
 "DELETE /api/0/services/<service>[?type=&labels=]. Other writes outside\n"
 "ingest/ fail with 'Read-only file system'; other users get 'Permission\n"
-"denied'.\n",
+"denied'.\n"
+"\n"
+"More: man profilefs; in the source tree README.md and docs/ (docs/tree.md\n"
+"for this tree, docs/cli.md for every option).\n",
 	    PROFILEFS_VERSION, m, m, m, m, m, m, m, m);
 	return b->data ? 0 : -ENOMEM;
 }

@@ -1,5 +1,5 @@
 /*
- * fs: the FUSE daemon. fs_main() mounts the tree of README.md ("The tree") at a mount
+ * fs: the FUSE daemon. fs_main() mounts the tree of docs/tree.md at a mount
  * point, serves it until SIGINT/SIGTERM (or fs_stop()), then unmounts.
  * The store is the caller's: it is neither opened nor closed here.
  */

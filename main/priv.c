@@ -545,7 +545,7 @@ mount_top_id(const char *path, long want, bool *has)
  * dumpable (no ptrace, no /proc/PID/mem for anyone without
  * CAP_SYS_PTRACE), and the capability permitted but not effective until
  * the moment it unmounts. Processes of the same user may still kill it
- * (the tree then stays mounted): hence a dedicated user (README.md).
+ * (the tree then stays mounted): hence a dedicated user (docs/security.md).
  * It unmounts only the daemon's own mount, mount_id: not one that another
  * daemon (or anything else) put at the mount point after this daemon's
  * tree went away, nor one stacked over it. The kernel gives a freed mount

@@ -8,7 +8,7 @@
  * /proc/PID/cgroup for the service and labels, NSpid from /proc/PID/status
  * for the perf map name (/proc/PID/root/tmp/perf-NSPID.map).
  *
- * The service rule (documented in README.md):
+ * The service rule (documented in docs/ebpf.md, "Services"):
  *   cgroup (default): a systemd unit "x.service" in the cgroup path gives
  *     service "x" and label unit=x.service; otherwise, for a Python or Java
  *     process, the script, module, main class or jar its command line names

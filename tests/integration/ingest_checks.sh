@@ -3,7 +3,7 @@
 # stores once and counts one success in /metrics, an empty file is no failed
 # upload, a loop writing one name never gets ENOENT, and the mistakes a user
 # makes are refused with the reason: a CPU profile under heap/, an unknown
-# type (cpuu/), a service name with a space, and the README's Pyroscope curl
+# type (cpuu/), a service name with a space, and the Pyroscope curl of docs/http-api.md
 # without -g (curl's globbing eats the braces).
 set -u
 source "$(dirname "$0")/../lib.sh"
@@ -81,7 +81,7 @@ grep -q 'service name "check out": use 1 to 200 letters' "$TMP/daemon.log" \
   && ok "'check out': the reason in the log" || fail "'check out': the reason in the log"
 ls "$M" | grep -q "check out" && fail "no service 'check out'" || ok "no service 'check out'"
 
-# --- HTTP: the README's Pyroscope curl without -g, unknown and wrong types -------------
+# --- HTTP: the Pyroscope curl of docs/http-api.md without -g, unknown and wrong types -------------
 st=$(curl -s -o "$TMP/body" -w '%{http_code}' -XPOST "$U/ingest?name=checkout{env=prod}&format=pprof" \
   --data-binary "@$CPU")
 check_eq "pyroscope curl without -g: 400" "$st" 400

@@ -1,5 +1,5 @@
 /*
- * test_path: the grammar of the mounted tree (fs/path.c) as README.md gives
+ * test_path: the grammar of the mounted tree (fs/path.c) as docs/tree.md gives
  * it: nodes, label selectors with %XX escapes, ranges (last-N<unit>, days,
  * hours, minutes, FROM..TO, invalid dates), vs/<base> forms, profiles/ names
  * and ingest paths. Pure parsing: no store, no mount.
