@@ -3,7 +3,7 @@
 # installs only what is missing. Needs root (or sudo).
 #
 #   scripts/install-deps.sh          what building and running the daemon needs
-#                                    (PKGS): scripts/run.sh
+#                                    (PKGS but TEST_PKGS): scripts/run.sh
 #   scripts/install-deps.sh --test   that, plus what the tests need (TEST_PKGS,
 #                                    Chromium and Node.js, the npm packages of
 #                                    tests/browser, tests/otlp, tests/grafana):
@@ -21,30 +21,38 @@ case "${1:-}" in
   *) echo "usage: $0 [--test]" >&2; exit 2 ;;
 esac
 
-# Build and run the daemon (make, make install, man profilefs).
+# Every package: what building and running the daemon needs (make, make
+# install, man profilefs), and after it what only the tests need, which
+# TEST_PKGS names again. A new build or run dependency goes here.
 PKGS=(
-  build-essential pkg-config git make
+  build-essential pkg-config git
   libfuse3-dev fuse3
   librocksdb-dev
   libprotobuf-c-dev protobuf-c-compiler protobuf-compiler
   zlib1g-dev
   libmicrohttpd-dev libcurl4-openssl-dev libssl-dev
-  libbpf-dev bpftool clang llvm libelf-dev libdw-dev liblzma-dev xz-utils
-  libjansson-dev libiberty-dev
-  curl man-db
+  libbpf-dev bpftool clang llvm libelf-dev libdw-dev liblzma-dev xz-utils sqlite3
+  libcmocka-dev libjansson-dev libiberty-dev
+  debuginfod
+  golang-go
+  curl libxml2-utils procps psmisc jq python3
+  rsync openssh-client make
+  openjdk-17-jdk-headless ruby
+  systemd man-db groff-base strace
+  clickhouse-server zookeeper
 )
 
-# The tests only: unit tests (cmocka), the real clients and servers the
-# integration tests run (go tool pprof, a JVM, Ruby, ClickHouse, ZooKeeper,
-# debuginfod, sqlite3), and the tools they use.
+# The packages of PKGS only the tests need: unit tests (cmocka), the real
+# clients and servers the integration tests run (go tool pprof, a JVM, Ruby,
+# ClickHouse, ZooKeeper, debuginfod, sqlite3) and the tools they use. Without
+# --test they are left out. A new test-only package goes here (here alone
+# is enough).
 TEST_PKGS=(
-  libcmocka-dev
-  golang-go
-  libxml2-utils procps psmisc jq python3 sqlite3
+  sqlite3 libcmocka-dev debuginfod golang-go
+  libxml2-utils procps psmisc jq python3
   rsync openssh-client
   openjdk-17-jdk-headless ruby
   systemd groff-base strace
-  debuginfod
   clickhouse-server zookeeper
 )
 
@@ -53,9 +61,16 @@ if [ "$(id -u)" -ne 0 ]; then
   SUDO="sudo"
 fi
 
-want=("${PKGS[@]}")
+want=()
+for p in "${PKGS[@]}"; do
+  if [ "$test_deps" = 1 ] || [[ " ${TEST_PKGS[*]} " != *" $p "* ]]; then
+    want+=("$p")
+  fi
+done
 if [ "$test_deps" = 1 ]; then
-  want+=("${TEST_PKGS[@]}")
+  for p in "${TEST_PKGS[@]}"; do
+    [[ " ${PKGS[*]} " == *" $p "* ]] || want+=("$p")
+  done
 fi
 installed() {
   dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"
