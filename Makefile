@@ -35,7 +35,8 @@ COMMIT  := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 
 CC      ?= cc
 CFLAGS  ?= -O2 -g
-PKGS    := fuse3 libprotobuf-c zlib libmicrohttpd libcurl libcrypto libbpf libelf libdw liblzma jansson
+PKGS    := fuse3 libprotobuf-c zlib libmicrohttpd libcurl libcrypto libbpf libelf libdw liblzma jansson \
+           libsystemd
 # pkg-config runs once per make invocation (simple assignment).
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS))

@@ -1031,7 +1031,7 @@ listen_on(const char *spec, int *out, char *addr, size_t addrlen)
 	int fd = -1, one = 1, rc;
 
 	if (httpparse_listen(spec, host, sizeof(host), port, sizeof(port), &err) < 0) {
-		log_warnx("--http %s", err.data ? err.data : "bad address");
+		log_errx("--http %s", err.data ? err.data : "bad address");
 		buf_free(&err);
 		return -EINVAL;
 	}
@@ -1040,7 +1040,7 @@ listen_on(const char *spec, int *out, char *addr, size_t addrlen)
 	hints.ai_socktype = SOCK_STREAM;
 	hints.ai_flags = AI_NUMERICSERV;
 	if ((rc = getaddrinfo(host, port, &hints, &res)) != 0) {
-		log_warnx("--http %s: cannot resolve \"%s\": %s", spec, host, gai_strerror(rc));
+		log_errx("--http %s: cannot resolve \"%s\": %s", spec, host, gai_strerror(rc));
 		return -EINVAL;
 	}
 	/* A name with both families (localhost) binds its IPv4 address, as Go does. */
@@ -1051,13 +1051,13 @@ listen_on(const char *spec, int *out, char *addr, size_t addrlen)
 		if (ai->ai_family == AF_INET6)
 			pick = ai;
 	if (pick == NULL) {
-		log_warnx("--http %s: \"%s\" has no IPv4 or IPv6 address", spec, host);
+		log_errx("--http %s: \"%s\" has no IPv4 or IPv6 address", spec, host);
 		rc = -EINVAL;
 		goto out;
 	}
 	if ((fd = socket(pick->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) < 0) {
 		rc = -errno;
-		log_warn("--http %s: socket", spec);
+		log_errx("--http %s: socket: %s", spec, strerror(errno));
 		goto out;
 	}
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
@@ -1066,18 +1066,18 @@ listen_on(const char *spec, int *out, char *addr, size_t addrlen)
 	if (bind(fd, pick->ai_addr, pick->ai_addrlen) < 0) {
 		rc = -errno;
 		if (errno == EADDRINUSE)
-			log_warnx("--http %s: address already in use: another program listens there",
+			log_errx("--http %s: address already in use: another program listens there",
 			    spec);
 		else if (errno == EADDRNOTAVAIL)
-			log_warnx("--http %s: cannot bind: \"%s\" is not an address of this host",
+			log_errx("--http %s: cannot bind: \"%s\" is not an address of this host",
 			    spec, host);
 		else
-			log_warn("--http %s: cannot bind", spec);
+			log_errx("--http %s: cannot bind: %s", spec, strerror(errno));
 		goto out;
 	}
 	if (listen(fd, 1024) < 0) {
 		rc = -errno;
-		log_warn("--http %s: listen", spec);
+		log_errx("--http %s: listen: %s", spec, strerror(errno));
 		goto out;
 	}
 	rc = 0;

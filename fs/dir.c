@@ -336,6 +336,8 @@ dir_list(struct fsctx *fs, const char *path, const struct fspath *fp, struct buf
 	case NODE_ROOT:
 		return list_root(fs, names);
 	case NODE_INGEST:
+		if (fp->ingest_depth == 1)
+			add_name(names, "errors.txt");
 		ingest_list(fs, path, names);
 		return 0;
 	case NODE_SERVICE:

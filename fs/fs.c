@@ -144,6 +144,9 @@ fill_file(void *varg, void **val, size_t *size, void (**free_fn)(void *))
 	case NODE_TARGETS:
 		rc = a->fs->targets_json ? a->fs->targets_json(a->fs->targets_arg, b) : -ENOENT;
 		break;
+	case NODE_ERRORS:
+		rc = errlog_render(b);
+		break;
 	case NODE_PROFILE:
 		rc = reader_get(a->fs->rd, a->fp->profile_id, &ref, b);
 		if (rc == 0 && !profile_in_path(a->fs, a->fp, &ref))
@@ -193,6 +196,8 @@ content_scope(const struct fspath *fp)
 static int64_t
 content_max_age(const struct fspath *fp)
 {
+	if (fp->node == NODE_ERRORS)	/* read right after a refusal: fresh, but one stat and read agree */
+		return INT64_C(100) * 1000000;
 	return fp->range.relative || fp->node == NODE_TARGETS ||
 	    (fp->node == NODE_VS_VIEW && fp->base_range.relative) ? RELATIVE_MAX_AGE : 0;
 }
@@ -315,6 +320,17 @@ vs_link(const char *path, char *out, size_t size)
 	return (size_t)snprintf(out, size, "../.vs/%s", base);
 }
 
+/* A name of the tree that is not well formed: why, noted (errlog.c) for the user. */
+static void
+name_explain(const char *path)
+{
+	struct buf why = { 0 };
+
+	if (path_why(path, clock_now_ns(), &why) < 0)
+		errlog_note_name("lookup %s: %s", path, why.data ? why.data : "malformed name");
+	buf_free(&why);
+}
+
 /*
  * A lookup below ingest/ that the grammar refused: a malformed label set is
  * EINVAL, with the reason in the log, so that cp says more than ENOENT.
@@ -326,7 +342,7 @@ ingest_refused(const char *path)
 	int rc = -ENOENT;
 
 	if (path_in_ingest(path) && path_ingest_why(path, &why) < 0) {
-		log_warnx("ingest: %s: not a label set: %s (a directory under "
+		errlog_note("ingest: %s: not a label set: %s (a directory under "
 		    "ingest/<service>/<type>/ is k=v[,k=v...], with %%, /, ',' and '=' written %%XX)",
 		    path, why.data ? why.data : "malformed");
 		rc = -EINVAL;
@@ -372,6 +388,8 @@ pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 		/* A bad service, type or label set in ingest/: say why it is not there. */
 		if (path_in_ingest(path))
 			ingest_explain(path);
+		else
+			name_explain(path);
 		return ingest_refused(path);
 	}
 	switch (fp.node) {
@@ -414,6 +432,7 @@ pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 	}
 	case NODE_README:
 	case NODE_TARGETS:
+	case NODE_ERRORS:
 	case NODE_VIEW:
 	case NODE_VS_VIEW:
 	case NODE_PROFILE: {
@@ -428,7 +447,7 @@ pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 		rc = content_size(fs, path, &fp, &size, &born);
 		/* Listed before a deletion took its data, while rm -r walks (delete.c). */
 		if (rc == -ENOENT && fp.node != NODE_README && fp.node != NODE_TARGETS &&
-		    deleted_lately(&fp)) {
+		    fp.node != NODE_ERRORS && deleted_lately(&fp)) {
 			size = 0;
 			born = 0;
 			rc = 0;
@@ -480,6 +499,7 @@ entry_type(const char *path, const struct fspath *fp, const char *name, struct s
 	switch (cp.node) {
 	case NODE_README:
 	case NODE_TARGETS:
+	case NODE_ERRORS:
 	case NODE_VIEW:
 	case NODE_VS_VIEW:
 	case NODE_PROFILE:
@@ -630,7 +650,8 @@ pf_open(const char *path, struct fuse_file_info *fi)
 	}
 	if ((fi->flags & O_ACCMODE) != O_RDONLY)
 		return fp.node == NODE_ROOT ? -EISDIR : -EROFS;
-	if (fp.node != NODE_README && fp.node != NODE_TARGETS && fp.node != NODE_VIEW &&
+	if (fp.node != NODE_README && fp.node != NODE_TARGETS && fp.node != NODE_ERRORS &&
+	    fp.node != NODE_VIEW &&
 	    fp.node != NODE_VS_VIEW && fp.node != NODE_PROFILE)
 		return -EISDIR;
 	pid = fs_caller();
@@ -1062,6 +1083,8 @@ readme_render(struct fsctx *fs, struct buf *b)
 "    README.txt                  this help\n"
 "    .targets.json               with --scrape: each scraped target's health and last error\n"
 "    ingest/<service>/<type>/[<k=v,...>/]<file>   drop box for pprof files\n"
+"    ingest/errors.txt           why a file was not stored, or a name is not well\n"
+"                                formed (last-1hr, pod=~[): the last 100 reasons\n"
 "    <service>/<type>/           cpu, heap, allocs, block, mutex, goroutine, offcpu, ...\n"
 "      all/                      every label set of the service and type\n"
 "      <k=v,k2=v2>/              one label set (any selector works on lookup)\n"
@@ -1112,12 +1135,17 @@ readme_render(struct fsctx *fs, struct buf *b)
 "  go tool pprof -top '%s/checkout/cpu/pod=~api-.*,region!=eu/last-1h/merged.pb.gz'\n"
 "  cp -r %s/checkout/heap/all/last-1h/profiles /backup/\n"
 "\n"
+"When a copy or a name fails, read why: cat %s/ingest/errors.txt\n"
+"(the same reasons are in the daemon's log). A name that is not well formed\n"
+"(last-1hr, a FROM..TO whose TO is before FROM, a selector that does not\n"
+"parse) is 'No such file or directory', like a range that holds no data; only\n"
+"the first is noted there.\n"
 "Below ingest/<service>/<type>/ a directory is a label set k=v[,k=v]: one that\n"
 "does not parse (bad %%XX, a key twice), or mkdir of a name without '=', fails\n"
-"with 'Invalid argument' and the reason in the daemon's log.\n"
+"with 'Invalid argument', the reason in ingest/errors.txt.\n"
 "A copy into ingest/ succeeds only once the profile is stored; a file that is\n"
-"not a pprof profile fails with 'Invalid argument' and the reason is in the\n"
-"daemon's log, and so does a profile whose sample types are not its\n"
+"not a pprof profile fails with 'Invalid argument' (reason: ingest/errors.txt),\n"
+"and so does a profile whose sample types are not its\n"
 "directory's type (a CPU profile under heap/). Types: cpu heap allocs block\n"
 "mutex goroutine threadcreate wall offcpu other, or auto (inferred); service\n"
 "names: letters, digits, '_', '-', '.' (as Pyroscope's application names); other\n"
@@ -1149,6 +1177,6 @@ readme_render(struct fsctx *fs, struct buf *b)
 "\n"
 "More: man profilefs; in the source tree README.md and docs/ (docs/tree.md\n"
 "for this tree, docs/cli.md for every option).\n",
-	    PROFILEFS_VERSION, m, m, m, m, m, m, m, m);
+	    PROFILEFS_VERSION, m, m, m, m, m, m, m, m, m);
 	return b->data ? 0 : -ENOMEM;
 }

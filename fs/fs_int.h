@@ -144,6 +144,17 @@ bool	delete_recent(const char *service, pid_t pid);
 
 /* Log why path, under ingest/, names no place for a file (a bad service or type). */
 void	ingest_explain(const char *path);
+
+/*
+ * errlog.c: the recent refusals the mount shows in ingest/errors.txt. Note
+ * a refusal, said as the log says it ("ingest: refused /ingest/...: why"):
+ * kept (the newest 100) and logged as a warning. Thread-safe.
+ */
+void	errlog_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* errlog_note() for a malformed name: logged at most 20 times per 10 s. */
+void	errlog_note_name(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Append the notes to out, newest last: 0, or buf_error(out). */
+int	errlog_render(struct buf *out);
 /* The names of files being written directly in directory dir, appended to names. */
 void	ingest_list(struct fsctx *fs, const char *dir, struct buf *names);
 

@@ -457,7 +457,7 @@ ingest_flush(struct fsctx *fs, struct ingest *ig)
 	}
 out:
 	if (rc < 0) {
-		log_warnx("ingest: refused %s: %s", ig->path,
+		errlog_note("ingest: refused %s: %s", ig->path,
 		    err.data ? err.data : strerror(-rc));
 		if (rc == -EINVAL && in.service == NULL)	/* refused before the store */
 			metrics_add(METRIC_INGESTED_PROFILES,
@@ -551,12 +551,12 @@ ingest_explain(const char *path)
 		seg[e - p] = '\0';
 		if ((depth == 0 ? store_check_service_name(seg, &err) :
 		    store_check_known_type(seg, &err)) < 0) {
-			log_warnx("ingest: %s: %s; files go in "
+			errlog_note("ingest: %s: %s; files go in "
 			    "ingest/<service>/<type>/[<k=v,...>/]<file>", path, err.data);
 			buf_free(&err);
 			return;
 		}
 		p = e;
 	}
-	log_warnx("ingest: %s: files go in ingest/<service>/<type>/[<k=v,...>/]<file>", path);
+	errlog_note("ingest: %s: files go in ingest/<service>/<type>/[<k=v,...>/]<file>", path);
 }

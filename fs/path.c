@@ -89,8 +89,9 @@ path_range(const char *name, int64_t now, struct range *r)
 	return 0;
 }
 
-int
-path_selector(const char *seg, char *out, size_t outsz)
+/* path_selector(), with why it is not a selector appended to err (NULL: not wanted). */
+static int
+selector_parse(const char *seg, char *out, size_t outsz, struct buf *err)
 {
 	struct labelset ls;
 	struct buf b = { 0 };
@@ -100,28 +101,41 @@ path_selector(const char *seg, char *out, size_t outsz)
 		out[0] = '\0';
 		return 0;
 	}
-	if (strchr(seg, '=') == NULL && !matchers_has_ops(seg))
+	if (strchr(seg, '=') == NULL && !matchers_has_ops(seg)) {
+		if (err)
+			buf_printf(err, "no '=' in it");
 		return -EINVAL;
+	}
 	if (matchers_has_ops(seg)) {
 		/* Matchers: kept in the order given, re-escaped canonically. */
 		struct matchers ms;
 
-		if ((rc = matchers_parse_path(seg, &ms, NULL)) < 0)
+		if ((rc = matchers_parse_path(seg, &ms, err)) < 0)
 			return rc;
 		rc = matchers_format(&ms, &b);
 		matchers_clear(&ms);
 	} else {
-		if ((rc = labels_parse(seg, &ls, NULL)) < 0)
+		if ((rc = labels_parse(seg, &ls, err)) < 0)
 			return rc;
 		rc = labels_format(&ls, &b);
 		labels_clear(&ls);
 	}
-	if (rc == 0 && (b.len == 0 || b.len >= outsz))
+	if (rc == 0 && (b.len == 0 || b.len >= outsz)) {
+		if (err)
+			buf_printf(err, b.len == 0 ? "no label in it" : "longer than %zu bytes",
+			    outsz - 1);
 		rc = -EINVAL;
+	}
 	if (rc == 0)
 		memcpy(out, b.data, b.len + 1);
 	buf_free(&b);
 	return rc;
+}
+
+int
+path_selector(const char *seg, char *out, size_t outsz)
+{
+	return selector_parse(seg, out, outsz, NULL);
 }
 
 void
@@ -197,6 +211,10 @@ parse_ingest(const char *p, struct fspath *o)
 	/* service */
 	if ((rc = next_seg(&p, seg, sizeof(seg))) <= 0)
 		return rc < 0 ? -ENOENT : 0;
+	if (strcmp(seg, "errors.txt") == 0) {
+		o->node = NODE_ERRORS;
+		return next_seg(&p, seg, sizeof(seg)) == 0 ? 0 : -ENOENT;
+	}
 	rc = labels_unescape(&b, seg, strlen(seg));
 	/* A profile file here means the service or type was left out. */
 	if (rc < 0 || b.len == 0 || looks_like_file(seg) ||
@@ -401,4 +419,116 @@ path_parse(const char *path, int64_t now, struct fspath *o)
 	memcpy(o->view, seg, strlen(seg) + 1);
 	o->node = NODE_VIEW;
 	return next_seg(&p, seg, sizeof(seg)) == 0 ? 0 : -ENOENT;
+}
+
+/* --- why a name is not well formed ------------------------------------- */
+
+#define RANGE_FORMS	"ranges are last-<n><s|m|h|d> (last-90m, last-1h30m), all, a day " \
+	"(2026-11-22), an hour (2026-11-22T10), a minute (2026-11-22T1005) or FROM..TO " \
+	"(2026-11-22T1000..2026-11-22T103015), in UTC"
+#define SELECTOR_FORMS	"a selector is all, k=v[,k=v...] or Prometheus matchers " \
+	"k!=v, k=~re, k!~re, with %%, /, ',' and '=' in values written %%XX"
+
+/* Why name is not a range, appended to why. */
+static void
+range_why(const char *name, int64_t now, struct buf *why)
+{
+	const char *dots = strstr(name, "..");
+	int64_t t, unit, t2, unit2;
+
+	if (dots != NULL &&
+	    clock_parse_iso(name, (size_t)(dots - name), 0, &t, &unit) == 0 &&
+	    clock_parse_iso(dots + 2, strlen(dots + 2), 0, &t2, &unit2) == 0) {
+		if (unit > 60 * NS || unit2 > 60 * NS)
+			buf_printf(why, "\"%s\": FROM and TO of FROM..TO are minutes or "
+			    "seconds (2026-11-22T1000..2026-11-22T103015)", name);
+		else
+			buf_printf(why, "\"%s\": TO is not after FROM", name);
+		return;
+	}
+	(void)now;
+	if (strncmp(name, "last-", 5) == 0)
+		buf_printf(why, "\"%s\" is not a range: after last- comes a number and a unit "
+		    "s, m, h or d (last-90m, last-1h30m)", name);
+	else
+		buf_printf(why, "\"%s\" is not a range: " RANGE_FORMS, name);
+}
+
+int
+path_why(const char *path, int64_t now, struct buf *why)
+{
+	const char *p = path;
+	char seg[1024], sel[1024];
+	struct buf b = { 0 }, err = { 0 };
+	struct range r;
+	int depth, rc = 0;
+
+	for (depth = 0; rc == 0; depth++) {
+		int n = next_seg(&p, seg, sizeof(seg));
+
+		if (n < 0) {
+			buf_printf(why, "a name is longer than %zu bytes", sizeof(seg) - 1);
+			return -EINVAL;
+		}
+		if (n == 0)
+			break;
+		buf_reset(&err);
+		switch (depth) {
+		case 0:		/* service */
+			if (strcmp(seg, "ingest") == 0 || strcmp(seg, "README.txt") == 0 ||
+			    strcmp(seg, ".targets.json") == 0)
+				goto out;
+			buf_reset(&b);
+			if (labels_unescape(&b, seg, strlen(seg)) < 0) {
+				buf_printf(why, "\"%s\" is not a service name: a %% not followed "
+				    "by two hex digits", seg);
+				rc = -EINVAL;
+			} else if (b.len == 0 || store_check_service(b.data, &err) < 0) {
+				buf_printf(why, "\"%s\" is not a service name%s%s", seg,
+				    err.data ? ": " : "", err.data ? err.data : "");
+				rc = -EINVAL;
+			}
+			break;
+		case 1:		/* type */
+			if (store_check_type(seg, &err) < 0) {
+				buf_printf(why, "\"%s\" is not a type%s%s", seg,
+				    err.data ? ": " : "", err.data ? err.data : "");
+				rc = -EINVAL;
+			}
+			break;
+		case 2:		/* selector */
+			if (selector_parse(seg, sel, sizeof(sel), &err) < 0) {
+				buf_printf(why, "\"%s\" is not a label selector: %s; " SELECTOR_FORMS,
+				    seg, err.data ? err.data : "malformed");
+				rc = -EINVAL;
+			}
+			break;
+		case 3:		/* range */
+			if (path_range(seg, now, &r) < 0) {
+				range_why(seg, now, why);
+				rc = -EINVAL;
+			}
+			break;
+		case 4:		/* vs/ and .vs/ take a base next; other names are files */
+			if (strcmp(seg, "vs") != 0 && strcmp(seg, ".vs") != 0)
+				goto out;
+			break;
+		case 5: {	/* the base of vs/ */
+			struct fspath o;
+
+			memset(&o, 0, sizeof(o));
+			if (parse_base(seg, now, &o) < 0) {
+				buf_printf(why, "\"%s\" is not a base to compare with: a range, a "
+				    "selector, or selector@range; ", seg);
+				range_why(strrchr(seg, '@') ? strrchr(seg, '@') + 1 : seg, now, why);
+				rc = -EINVAL;
+			}
+			goto out;
+		}
+		}
+	}
+out:
+	buf_free(&b);
+	buf_free(&err);
+	return rc;
 }

@@ -6,6 +6,7 @@
  *   /README.txt
  *   /.targets.json
  *   /ingest[/<service>[/<type>[/<labels>]]][/<file>]
+ *   /ingest/errors.txt
  *   /<service>[/<type>[/<selector>[/<range>[/<view>]]]]
  *   /<service>/<type>/<selector>/<range>/profiles[/<time>-<id>.pb.gz]
  *   /<service>/<type>/<selector>/<range>/vs[/<base>[/<view>]]
@@ -25,6 +26,7 @@ enum node {
 	NODE_ROOT,
 	NODE_README,
 	NODE_TARGETS,		/* .targets.json: the scraper's per-target status */
+	NODE_ERRORS,		/* ingest/errors.txt: recent refusals (errlog.c) */
 	NODE_INGEST,		/* ingest/ and its service, type, labels directories */
 	NODE_INGEST_FILE,	/* a file being written into ingest/ */
 	NODE_SERVICE,
@@ -79,6 +81,14 @@ bool	path_in_ingest(const char *path);
  * with the reason appended to why; 0 when there is nothing more to say.
  */
 int	path_ingest_why(const char *path, struct buf *why);
+/*
+ * Why a path of the tree (not ingest/) that path_parse() refused is not well
+ * formed: a service or type name that cannot be one, a selector or range
+ * that does not parse (last-1hr, a FROM..TO whose TO is not after FROM), a
+ * vs/ base that is neither. -EINVAL with the reason appended to why; 0 when
+ * its form is fine (the name may still hold no data).
+ */
+int	path_why(const char *path, int64_t now, struct buf *why);
 /*
  * Parse a range name; -EINVAL if it is not one. Times are taken in ISO 8601's
  * basic (2026-11-22T1005) or extended (2026-11-22T10:05) form, with or without

@@ -4,10 +4,13 @@
  * on SIGINT/SIGTERM the mount loop ends, producers stop, the store is flushed
  * and closed, and the process exits 0.
  */
+#define _GNU_SOURCE	/* nftw() */
 #include <arpa/inet.h>
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <getopt.h>
 #include <limits.h>
 #include <linux/capability.h>
@@ -22,6 +25,8 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <systemd/sd-daemon.h>
 
 #include "api.h"
 #include "ebpf.h"
@@ -172,6 +177,72 @@ static void
 usage(FILE *f)
 {
 	fputs(usage_text, f);
+}
+
+/* The usage's first line and where the rest is: what a mistyped command line gets. */
+static void
+usage_short(void)
+{
+	fputs("usage: profilefs serve [OPTIONS] MOUNTPOINT ('profilefs --help' lists the options)\n",
+	    stderr);
+}
+
+/* Edit distance between a and b (each at most 63 bytes; longer: far). */
+static size_t
+distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), row[64], i, j, diag, up;
+
+	if (la >= 64 || lb >= 64)
+		return SIZE_MAX;
+	for (j = 0; j <= lb; j++)
+		row[j] = j;
+	for (i = 1; i <= la; i++) {
+		diag = row[0];
+		row[0] = i;
+		for (j = 1; j <= lb; j++) {
+			up = row[j];
+			row[j] = a[i - 1] == b[j - 1] ? diag : 1 + (diag < up ?
+			    (diag < row[j - 1] ? diag : row[j - 1]) : (up < row[j - 1] ? up : row[j - 1]));
+			diag = up;
+		}
+	}
+	return row[lb];
+}
+
+/* Say what is wrong with option arg (as given: "--ebfp", "--max-disk=x"), in one line. */
+static void
+bad_option(const struct option *opts, const char *arg, bool missing_value)
+{
+	char name[64];
+	size_t n, best = SIZE_MAX, d;
+	const char *near = NULL;
+
+	while (*arg == '-')
+		arg++;
+	n = strcspn(arg, "=");
+	snprintf(name, sizeof(name), "%.*s", (int)(n < 63 ? n : 63), arg);
+	if (missing_value) {
+		fprintf(stderr, "profilefs: --%s needs a value\n", name);
+		usage_short();
+		return;
+	}
+	for (; opts->name != NULL; opts++) {
+		if (strcmp(opts->name, name) == 0) {	/* a value given to a flag that takes none */
+			fprintf(stderr, "profilefs: --%s takes no value\n", name);
+			usage_short();
+			return;
+		}
+		if ((d = distance(name, opts->name)) < best) {
+			best = d;
+			near = opts->name;
+		}
+	}
+	if (near != NULL && best <= 2 + strlen(name) / 8)
+		fprintf(stderr, "profilefs: unknown option --%s; did you mean --%s?\n", name, near);
+	else
+		fprintf(stderr, "profilefs: unknown option --%s\n", name);
+	usage_short();
 }
 
 struct serve_opts {
@@ -367,26 +438,39 @@ token_read(const char *path)
 #define EBPF_RUNTIME_CAPS	(PRIV_CAP(CAP_SYS_PTRACE) | PRIV_CAP(CAP_DAC_READ_SEARCH) | \
 				 PRIV_CAP(CAP_CHECKPOINT_RESTORE))
 
+/* What happens once the tree is mounted: giving up root (u), telling systemd. */
 struct drop {
-	struct priv_user	*u;
+	struct priv_user	*u;		/* NULL: keep running as we are */
 	uint64_t		 keep;
 	const char		*mountpoint;
+	bool			 mounted;	/* and root given up: the start is done */
 };
 
 static int
-on_mounted(void *arg)
+give_up_root(struct drop *d)
 {
-	struct drop *d = arg;
-
 	/* The sampler reads its counters map every period. */
 	if (d->keep != 0 && priv_bpf_needs_cap()) {
 		log_info("this kernel's bpf(2) needs cap_bpf for maps already open: keeping it");
 		d->keep |= PRIV_CAP(CAP_BPF);
 	}
 	if (priv_unmount_helper(d->mountpoint, d->u) < 0 || priv_drop(d->u, d->keep) < 0) {
-		log_warnx("--user %s: could not give up root; stopping", d->u->name);
+		log_errx("--user %s: could not give up root; stopping", d->u->name);
 		return -1;
 	}
+	return 0;
+}
+
+static int
+on_mounted(void *arg)
+{
+	struct drop *d = arg;
+
+	if (d->u != NULL && give_up_root(d) < 0)
+		return -1;
+	d->mounted = true;
+	/* Type=notify: the unit is started once the tree can be read. No-op outside systemd. */
+	sd_notifyf(0, "READY=1\nSTATUS=mounted on %s", d->mountpoint);
 	return 0;
 }
 
@@ -395,7 +479,55 @@ on_unmounting(void *arg)
 {
 	struct drop *d = arg;
 
-	priv_unmount(d->u);
+	sd_notify(0, "STOPPING=1");
+	if (d->u != NULL)
+		priv_unmount(d->u);
+}
+
+/* nftw() callback: remove what a failed start created. */
+static int
+remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	if ((flag == FTW_DP ? rmdir(path) : unlink(path)) < 0)
+		log_warn("%s: cannot remove", path);
+	return 0;
+}
+
+/*
+ * A start that failed leaves nothing behind: the mount point and the data
+ * directory it made (both new in this run, so nothing of the user's is in
+ * them) are removed.
+ */
+static void
+start_undo(const char *mountpoint, bool made_mnt, const char *data, bool made_data)
+{
+	if (made_data && nftw(data, remove_entry, 16, FTW_DEPTH | FTW_PHYS) == 0)
+		log_info("removed %s, made by this start", data);
+	if (made_mnt && rmdir(mountpoint) == 0)
+		log_info("removed mount point %s, made by this start", mountpoint);
+}
+
+/* Say that a mount point already holds files: mounting hides them until unmounted. */
+static void
+warn_not_empty(const char *mountpoint)
+{
+	DIR *d = opendir(mountpoint);	/* fails on a stale mount (ENOTCONN): nothing to say */
+	struct dirent *e;
+	char first[64] = "";
+	unsigned n = 0;
+
+	if (d == NULL)
+		return;
+	while ((e = readdir(d)) != NULL)
+		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 && n++ == 0)
+			snprintf(first, sizeof(first), "%.60s", e->d_name);
+	closedir(d);
+	if (n > 0)
+		log_warnx("mount point %s is not empty (%u entr%s, e.g. %s): %s hidden while "
+		    "profilefs is mounted there", mountpoint, n, n == 1 ? "y" : "ies", first,
+		    n == 1 ? "it is" : "they are");
 }
 
 /* What /healthz reports on besides the daemon itself. */
@@ -521,12 +653,19 @@ serve(const struct serve_opts *o, struct priv_user *user)
 	struct health health = { 0 };
 	struct buf err = { 0 };
 	struct drop drop;
+	struct stat sb;
 	char mnt[PATH_MAX];
+	bool made_mnt = false, made_data;
 	int rc, sig;
 
+	made_data = stat(o->data, &sb) < 0 && errno == ENOENT;
 	/* Make a missing mount point first, so it gets an absolute name. */
-	if (mkdir(o->mountpoint, 0755) == 0)
+	if (mkdir(o->mountpoint, 0755) == 0) {
+		made_mnt = true;
 		log_info("created mount point %s", o->mountpoint);
+	} else {
+		warn_not_empty(o->mountpoint);
+	}
 	if (realpath(o->mountpoint, mnt) == NULL) {
 		if (errno == ENOTCONN) {
 			/* A stale mount: keep the path as given, fs_main detaches it. */
@@ -534,23 +673,25 @@ serve(const struct serve_opts *o, struct priv_user *user)
 		} else if (errno == ENOENT) {
 			snprintf(mnt, sizeof(mnt), "%s", o->mountpoint);
 		} else {
-			fprintf(stderr, "profilefs: %s: %s\n", o->mountpoint, strerror(errno));
-			return 1;
+			fprintf(stderr, "profilefs: error: %s: %s\n", o->mountpoint, strerror(errno));
+			return 1;	/* nothing made: the mount point exists */
 		}
 	}
 	/* The database's files, like its directory, are the daemon user's only. */
 	umask(077);
 	/* The store's files are the user's, so it can go on writing them. */
-	if (user != NULL && priv_own_dir(o->data, user) < 0)
+	if ((user != NULL && priv_own_dir(o->data, user) < 0) ||
+	    (user != NULL && priv_fs_as_user(user) < 0)) {
+		start_undo(mnt, made_mnt, o->data, made_data);
 		return 1;
-	if (user != NULL && priv_fs_as_user(user) < 0)
-		return 1;
+	}
 	rc = store_open(o->data, &st, &err);
 	if (user != NULL)
 		priv_fs_as_root();
 	if (rc < 0) {
-		fprintf(stderr, "profilefs: %s\n", err.data ? err.data : strerror(-rc));
+		fprintf(stderr, "profilefs: error: %s\n", err.data ? err.data : strerror(-rc));
 		buf_free(&err);
+		start_undo(mnt, made_mnt, o->data, made_data);
 		return 1;
 	}
 	log_info("profilefs %s: data in %s", PROFILEFS_VERSION, o->data);
@@ -570,7 +711,7 @@ serve(const struct serve_opts *o, struct priv_user *user)
 		cc.retention = o->retention_aggr > o->retention ? o->retention_aggr : o->retention;
 		buf_reset(&err);
 		if (cluster_start(st, &cc, &ch, &err) < 0) {
-			fprintf(stderr, "profilefs: --clickhouse: %s\n", err.data ? err.data :
+			fprintf(stderr, "profilefs: error: --clickhouse: %s\n", err.data ? err.data :
 			    "cannot start");
 			buf_free(&err);
 			goto fail;
@@ -594,11 +735,15 @@ serve(const struct serve_opts *o, struct priv_user *user)
 		}
 		ho.reader = rd;
 
-		if (http_start(st, &ho, &http) < 0)
+		if (http_start(st, &ho, &http) < 0) {
+			log_errx("--http %s could not start (the reason is above)", o->http);
 			goto fail;
+		}
 	}
-	if (o->scrape && scrape_start(st, o->scrape, &scr) < 0)
+	if (o->scrape && scrape_start(st, o->scrape, &scr) < 0) {
+		log_errx("--scrape %s could not start (the reason is above)", o->scrape);
 		goto fail;
+	}
 	if (o->ebpf_hz) {
 		struct ebpf_opts eo = { .hz = o->ebpf_hz, .flush_secs = o->ebpf_flush,
 		    .unwind_mib = o->ebpf_unwind_mib, .data_dir = o->data,
@@ -619,8 +764,10 @@ serve(const struct serve_opts *o, struct priv_user *user)
 			log_info("ebpf: debuginfod servers: %s", list);
 		rc = ebpf_start(st, &eo, &ebpf);
 		free(urls);
-		if (rc < 0)
+		if (rc < 0) {
+			log_errx("--ebpf could not start (the reason is above)");
 			goto fail;
+		}
 		atomic_store(&health.ebpf, ebpf);
 	}
 	memset(&fs, 0, sizeof(fs));
@@ -634,14 +781,13 @@ serve(const struct serve_opts *o, struct priv_user *user)
 	fo.mountpoint = mnt;
 	fo.debug = o->debug_fuse;
 	fo.access = o->access;
-	if (user != NULL) {
-		drop.u = user;
-		drop.keep = o->ebpf_hz ? EBPF_RUNTIME_CAPS : 0;
-		drop.mountpoint = mnt;
-		fo.mounted = on_mounted;
-		fo.unmounting = on_unmounting;
-		fo.hook_arg = &drop;
-	}
+	memset(&drop, 0, sizeof(drop));
+	drop.u = user;
+	drop.keep = o->ebpf_hz ? EBPF_RUNTIME_CAPS : 0;
+	drop.mountpoint = mnt;
+	fo.mounted = on_mounted;
+	fo.unmounting = on_unmounting;
+	fo.hook_arg = &drop;
 	/*
 	 * A signal that came while starting up stops us cleanly; from here on
 	 * libfuse handles them (fs_main() unblocks them once its handlers are in).
@@ -674,6 +820,8 @@ serve(const struct serve_opts *o, struct priv_user *user)
 	stopwatch_step("closing the store");
 	store_close(st);
 	stopwatch_end();
+	if (rc < 0 && !drop.mounted)	/* the mount, or giving up root, failed: not started */
+		start_undo(mnt, made_mnt, o->data, made_data);
 	if (ebpf_threads_left()) {
 		/* No stdio flush: the thread left may hold a stream's lock. */
 		log_info("stopped (leaving a sampler thread stuck in the kernel)");
@@ -687,6 +835,7 @@ fail:
 	http_stop(http);
 	cluster_stop(ch);
 	store_close(st);
+	start_undo(mnt, made_mnt, o->data, made_data);
 	return 1;
 }
 
@@ -753,14 +902,18 @@ main(int argc, char **argv)
 		return 0;
 	}
 	if (argc < 2 || strcmp(argv[1], "serve") != 0) {
-		if (argc >= 2)
+		if (argc >= 2) {
 			fprintf(stderr, "profilefs: unknown command '%s'\n", argv[1]);
-		usage(stderr);
+			usage_short();
+		} else {
+			usage(stderr);
+		}
 		return 2;
 	}
 	argc--;
 	argv++;
-	while ((c = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
+	opterr = 0;	/* bad_option() says it, in one line */
+	while ((c = getopt_long(argc, argv, ":vh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
 			o.data = optarg;
@@ -867,14 +1020,18 @@ main(int argc, char **argv)
 			bytes = strtoull(optarg, &end, 10);
 			mult = *end == 'K' || *end == 'k' ? 1u << 10 : *end == 'M' || *end == 'm' ?
 			    1u << 20 : *end == 'G' || *end == 'g' ? 1u << 30 : 1;
-			if (mult > 1)
+			/* 10G, 10GB and 10GiB alike: binary multiples, as df -h and free -h show. */
+			if (mult > 1 && (strcmp(end + 1, "B") == 0 || strcmp(end + 1, "iB") == 0))
+				end += strlen(end);
+			else if (mult > 1)
 				end++;
-			if (errno || *end || bytes == 0 || bytes > (1ull << 40) / mult ||
-			    (c == 'L' && bytes * mult < (64u << 20))) {
-				fprintf(stderr, "profilefs: --%s: not a size in bytes%s: '%s'\n",
+			if (errno || *end || end == optarg || bytes == 0 ||
+			    bytes > (1ull << 40) / mult || (c == 'L' && bytes * mult < (64u << 20))) {
+				fprintf(stderr, "profilefs: --%s: '%s' is not a size%s: write bytes, or a "
+				    "number with K, M or G (KiB, MiB, GiB), e.g. 512M, 10G, 10GiB\n",
 				    c == 'B' ? "http-max-body" : c == 'Z' ? "http-max-decoded" :
 				    c == 'M' ? "max-disk" : c == 'c' ? "debuginfod-cache" : "memory-limit",
-				    c == 'L' ? " of at least 64M" : "", optarg);
+				    optarg, c == 'L' ? " of at least 64M" : "");
 				return 2;
 			}
 			if (c == 'M')
@@ -974,14 +1131,23 @@ main(int argc, char **argv)
 		case 'V':
 			printf("profilefs %s (commit %s)\n", PROFILEFS_VERSION, PROFILEFS_COMMIT);
 			return 0;
+		case ':':
+			bad_option(longopts, argv[optind - 1], true);
+			return 2;
 		default:
-			usage(stderr);
+			if (strncmp(argv[optind - 1], "--", 2) == 0) {
+				bad_option(longopts, argv[optind - 1], false);
+			} else {
+				fprintf(stderr, "profilefs: unknown option -%c\n", optopt);
+				usage_short();
+			}
 			return 2;
 		}
 	}
 	if (optind != argc - 1) {
-		fprintf(stderr, "profilefs: serve needs exactly one MOUNTPOINT\n");
-		usage(stderr);
+		fprintf(stderr, "profilefs: serve needs exactly one MOUNTPOINT%s\n",
+		    optind < argc - 1 ? ", and got more" : "");
+		usage_short();
 		return 2;
 	}
 	o.mountpoint = argv[optind];

@@ -472,6 +472,57 @@ test_ingest_why(void **state)
 	buf_free(&why);
 }
 
+/* Why a name of the tree is not well formed, for ingest/errors.txt. */
+static void
+test_name_why(void **state)
+{
+	static const struct {
+		const char *path, *says;
+	} bad[] = {
+		{ "/svc/cpu/all/last-1hr", "after last- comes a number" },
+		{ "/svc/cpu/all/2026-11-22T1000..2026-11-22T0900", "TO is not after FROM" },
+		{ "/svc/cpu/all/2026-11-22..2026-11-23", "are minutes or seconds" },
+		{ "/svc/cpu/all/yesterday", "not a range: ranges are" },
+		{ "/svc/cpu/env=prod,env=dev", "given twice" },
+		{ "/svc/cpu/pod=~[", "not a label selector" },
+		{ "/svc/cpu/nolabel", "no '=' in it" },
+		{ "/svc/cpu/all/last-1h/vs/last-1hr", "not a base to compare with" },
+		{ "/svc%zz", "not a service name" },
+		{ "/svc/cpu%zz", "not a type" },
+	};
+	static const char *const good[] = {
+		"/svc/cpu/all/last-1h", "/svc/cpu/all/2026-11-22T10", "/svc/cpu/k=v/all",
+		"/svc/cpu/all/last-1h/merged.pb.gz", "/svc/cpu/all/last-1h/vs/last-6h/diff.svg",
+		"/svc/cpu/all/last-1h/nosuchfile", "/nosuchservice", "/ingest/x/cpuu", "/",
+	};
+	struct buf why = { 0 };
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		buf_reset(&why);
+		if (path_why(bad[i].path, NOW, &why) != -EINVAL)
+			fail_msg("%s: not noted", bad[i].path);
+		if (strstr(why.data, bad[i].says) == NULL)
+			fail_msg("%s: \"%s\" does not say \"%s\"", bad[i].path, why.data,
+			    bad[i].says);
+	}
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		buf_reset(&why);
+		if (path_why(good[i], NOW, &why) != 0)
+			fail_msg("%s: noted as malformed: %s", good[i], why.data);
+	}
+	/* ingest/errors.txt is a file, and nothing is below it. */
+	{
+		struct fspath o;
+
+		assert_int_equal(parse("/ingest/errors.txt", &o), 0);
+		assert_int_equal(o.node, NODE_ERRORS);
+		assert_int_equal(parse("/ingest/errors.txt/cpu", &o), -ENOENT);
+	}
+	buf_free(&why);
+}
+
 static void
 test_ingest(void **state)
 {
@@ -555,6 +606,7 @@ main(void)
 		cmocka_unit_test(test_vs_at_in_value),
 		cmocka_unit_test(test_ingest),
 		cmocka_unit_test(test_ingest_why),
+		cmocka_unit_test(test_name_why),
 		cmocka_unit_test(test_long_segments),
 	};
 
