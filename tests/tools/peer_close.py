@@ -9,6 +9,9 @@ whole requests and does not wait for the answers.
                uid 0 without owner)
 --mode shut    send, shut down the sending side, close
 --mode rst     send, close with a reset (SO_LINGER 0: the socket is gone)
+--mode pipe    send a request for /healthz and the request after it on the
+               same connection, close at once: the second is read after the
+               client's socket is closed, whatever the timing
 --mode wait    send and read the answer (a control: an established client)
 
 -n N requests (each on its own connection), -j J at once; --body FILE,
@@ -37,7 +40,14 @@ def one(args, body, codes, lock):
             head += f"Content-Encoding: {args.encoding}\r\n"
         if body is not None:
             head += f"Content-Length: {len(body)}\r\n"
-        s.sendall(head.encode() + b"\r\n" + (body or b""))
+        req = head.encode() + b"\r\n" + (body or b"")
+        if args.mode == "pipe":
+            req = f"GET /healthz HTTP/1.1\r\nHost: {host}:{args.port}\r\n\r\n".encode() + req
+        if args.mode != "wait":
+            # Corked: the request leaves with the FIN of close() in one
+            # segment, so the server reads it from a closed socket.
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 1)
+        s.sendall(req)
         if args.mode == "shut":
             s.shutdown(socket.SHUT_WR)
         elif args.mode == "rst":
@@ -65,7 +75,7 @@ def main():
     ap.add_argument("port", type=int)
     ap.add_argument("method")
     ap.add_argument("path")
-    ap.add_argument("--mode", default="close", choices=["close", "shut", "rst", "wait"])
+    ap.add_argument("--mode", default="close", choices=["close", "shut", "rst", "pipe", "wait"])
     ap.add_argument("-n", type=int, default=1)
     ap.add_argument("-j", type=int, default=1)
     ap.add_argument("--body")
