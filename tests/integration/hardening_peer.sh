@@ -110,8 +110,13 @@ closing_attacks() {
 }
 
 # --- 1. closing sockets on 127.0.0.1; established clients still work --------
-start_on 127.0.0.1 --group daemon --group-write || { fail "daemon starts"; pf_done; exit 1; }
+start_on 127.0.0.1 --group daemon --group-write -v || { fail "daemon starts"; pf_done; exit 1; }
 closing_attacks peer-closing close shut rst pipe stopped-close stopped-shut
+# The refusals say why (the daemon's log: a closed client reads no answer).
+n=$(grep -c "403 the API serves local users the mount lets in; the client's socket was closed before its owner could be identified" "$TMP/daemon.log")
+echo "# refusals logged as \"the client's socket was closed before its owner could be identified\": $n; as \"uid 65534 may not\": $(grep -c '403 uid 65534 may not' "$TMP/daemon.log"); as no local owner: $(grep -c '403 .*has no local owner' "$TMP/daemon.log")"
+[ "$n" -ge 30 ] && ok "peer-closing-why: the refusal of a closed client says why" \
+  || fail "peer-closing-why: the refusal of a closed client says why" "$(grep -m3 ' 403 ' "$TMP/daemon.log")"
 
 # The refusal a client that stays to read it gets: a closed socket cannot, so
 # the lookup is made to fail as the daemon would see it, by an established
