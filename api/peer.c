@@ -73,6 +73,7 @@ int
 peer_parse(const void *msg, size_t n, int family, const struct inet_diag_sockid *id, uid_t *uid)
 {
 	const struct nlmsghdr *h = msg;
+	const struct inet_diag_msg *m;
 	int len = n > (size_t)INT32_MAX ? INT32_MAX : (int)n;
 
 	if (family != AF_INET && family != AF_INET6)
@@ -90,20 +91,17 @@ peer_parse(const void *msg, size_t n, int family, const struct inet_diag_sockid 
 		}
 		if (h->nlmsg_type != SOCK_DIAG_BY_FAMILY)
 			continue;
-		if (h->nlmsg_len < NLMSG_LENGTH(sizeof(struct inet_diag_msg)))
+		if (h->nlmsg_len < NLMSG_LENGTH(sizeof(*m)))
 			return -EPROTO;
-		{
-			const struct inet_diag_msg *m = NLMSG_DATA(h);
-
-			/* Another socket (a listener on the client's port): not the client. */
-			if (!peer_same(m, family, id))
-				continue;
-			/* Closed: TIME_WAIT, an orphan: uid 0 means "nobody knows". */
-			if (m->idiag_inode == 0 || !peer_state_open(m->idiag_state))
-				return -ENOTCONN;
-			*uid = m->idiag_uid;
-			return 0;
-		}
+		m = NLMSG_DATA(h);
+		/* Another socket (a listener on the client's port): not the client. */
+		if (!peer_same(m, family, id))
+			continue;
+		/* Closed: TIME_WAIT, an orphan: its uid 0 means "nobody knows". */
+		if (m->idiag_inode == 0 || !peer_state_open(m->idiag_state))
+			return -ENOTCONN;
+		*uid = m->idiag_uid;
+		return 0;
 	}
 	return -ENOENT;
 }
