@@ -30,7 +30,9 @@ struct http_opts {
 	 * mount's access rules, checked on the loopback client's socket owner
 	 * (peer.c): root and owner always; members of group read (group_set)
 	 * and push (group_write); allow_other: every local user reads. A client
-	 * on another host is refused. open: everyone may do everything.
+	 * on another host is refused, and so is one whose socket has no owner
+	 * when its connection starts (closed at once: peer.h). open: everyone
+	 * may do everything.
 	 */
 	bool		 open;
 	uid_t		 owner;

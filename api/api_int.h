@@ -105,12 +105,26 @@ void	http_reply(struct http_req *r, unsigned status, const char *content_type,
  * gives a 500.
  */
 void	http_reply_ok(struct http_req *r, json_t *body);
-/* {"code":N,"error":"..."}: profefe's error envelope. */
+/* {"code":N,"error":"..."}: profefe's error envelope; fmt NULL gives a generic message. */
 void	http_reply_error(struct http_req *r, unsigned status, const char *fmt, ...)
 	    __attribute__((format(printf, 3, 4)));
-/* The reply for a store error: -EINVAL 400, -EFBIG 413, -ENOENT 404, else 500. */
+/*
+ * The reply for a store error: -EINVAL 400, -EFBIG 413, -ENOENT 404, the
+ * memory budget (-ENOMEM, -EAGAIN) 503, else 500. what and err may be NULL.
+ */
 void	http_reply_store_error(struct http_req *r, int rc, const char *what,
 	    const struct buf *err);
+
+/*
+ * The message err holds, or fallback when it holds none: a failure's reason
+ * is appended to a buffer the memory budget may refuse, leaving err->data
+ * NULL. For every reply that quotes err.
+ */
+static inline const char *
+http_why(const struct buf *err, const char *fallback)
+{
+	return err && err->data && err->data[0] ? err->data : fallback ? fallback : "";
+}
 
 /* Add a header to the coming reply (copied; at most 4, longer values cut). */
 void	http_add_header(struct http_req *r, const char *name, const char *value);
@@ -162,12 +176,5 @@ void	querier_handle(struct http_req *r);	/* /querier.v1.QuerierService/<Method> 
 
 /* The Connect error code of an HTTP status ("invalid_argument" for 400, ...). */
 const char	*connect_code(unsigned status);
-
-/* --- peer.c: the owner of a loopback client's socket --- */
-
-/* The uid owning the client socket at the other end of fd; -ENOENT for none. */
-int	peer_uid(int fd, uid_t *uid);
-/* Whether uid's user is a member of group (primary or supplementary). */
-bool	peer_in_group(uid_t uid, gid_t group);
 
 #endif

@@ -522,12 +522,22 @@ connect_decode(struct http_req *r, const ProtobufCMessageDescriptor *d, Protobuf
 			http_reply_error(r, 501, "Content-Encoding %s is not served (gzip or none)", ce);
 			return -EINVAL;
 		}
-		if (profile_gunzip(body, len, &plain, &err) < 0 || plain.len > CONNECT_MAX_DECODED) {
-			http_reply_error(r, 400, "bad gzip body: %s", err.data ? err.data :
-			    "over the limit once gunzipped");
+		if ((rc = profile_gunzip(body, len, &plain, &err)) < 0 ||
+		    plain.len > CONNECT_MAX_DECODED) {
 			buf_free(&plain);
+			if (rc == -ENOMEM || rc == -EAGAIN) {
+				/* The memory budget refused: not the client's fault. */
+				http_add_header(r, "Retry-After", "1");
+				http_reply_error(r, 503, "no memory to gunzip the body (the memory "
+				    "budget of %zu MiB is in use); try again", budget_limit() >> 20);
+			} else if (rc == -EFBIG || rc == 0)
+				http_reply_error(r, 413, "bad gzip body: %s", http_why(&err,
+				    "over the limit once gunzipped"));
+			else
+				http_reply_error(r, 400, "bad gzip body: %s", http_why(&err,
+				    "not gzip data"));
 			buf_free(&err);
-			return -EINVAL;
+			return rc == -ENOMEM || rc == -EAGAIN ? rc : -EINVAL;
 		}
 		body = plain.data;
 		len = plain.len;
@@ -539,7 +549,8 @@ connect_decode(struct http_req *r, const ProtobufCMessageDescriptor *d, Protobuf
 			    jerr.line);
 			rc = -EINVAL;
 		} else if ((*out = connect_from_json(d, doc, &err)) == NULL) {
-			http_reply_error(r, 400, "bad %s: %s", d->name, err.data ? err.data : "");
+			http_reply_error(r, 400, "bad %s: %s", d->name,
+			    http_why(&err, "not its JSON form"));
 			rc = -EINVAL;
 		}
 		json_decref(doc);

@@ -60,6 +60,7 @@
 
 #include "api_int.h"
 #include "httpparse.h"
+#include "peer.h"
 #include "qcache.h"
 #include "base.h"
 #include "pprof.h"
@@ -89,6 +90,13 @@ struct http_conn {
 	bool			 reaped;
 	bool			 doomed;	/* over its address's share */
 	struct sockaddr_storage	 peer;		/* its client's address (port 0) */
+	/*
+	 * The owner of the client's socket, looked up once as the connection
+	 * starts (peer_uid(): 0, or why it is unknown), when the access rules
+	 * apply. Set before the connection's first request, then only read.
+	 */
+	int			 peer_rc;
+	uid_t			 peer_uid;
 };
 
 /* Connections open from one client address (http_server.addrs). */
@@ -239,6 +247,8 @@ http_reply_error(struct http_req *r, unsigned status, const char *fmt, ...)
 	json_t *doc;
 	va_list ap;
 
+	if (fmt == NULL)
+		fmt = status >= 500 ? "the request failed on the server" : "the request was refused";
 	va_start(ap, fmt);
 	buf_vprintf(&msg, fmt, ap);
 	va_end(ap);
@@ -265,8 +275,10 @@ http_reply_error(struct http_req *r, unsigned status, const char *fmt, ...)
 void
 http_reply_store_error(struct http_req *r, int rc, const char *what, const struct buf *err)
 {
-	const char *why = err && err->data ? err->data : strerror(-rc);
+	const char *why = http_why(err, rc < 0 ? strerror(-rc) : "unknown error");
 
+	if (what == NULL)
+		what = "the request failed";
 	switch (rc) {
 	case -EINVAL:
 		http_reply_error(r, 400, "%s: %s", what, why);
@@ -487,22 +499,37 @@ token_ok(const char *auth, const char *token)
 
 /*
  * Without a token, whether the client may use r's route: the mount's rules
- * applied to the owner of the loopback socket it connects from. /healthz and
- * /metrics are open to every local client (probes, Prometheus).
+ * applied to the owner of the loopback socket it connects from, as looked up
+ * when its connection started (on_connection()); a client whose owner is
+ * unknown is refused, with why in *why_rc. /healthz and /metrics are open to
+ * every local client (probes, Prometheus).
  */
 static bool
-peer_may(struct http_req *r, bool write, uid_t *who)
+peer_may(struct http_req *r, bool write, uid_t *who, int *why_rc)
 {
 	struct http_server *h = r->srv;
 	const union MHD_ConnectionInfo *ci;
+	const struct http_conn *c;
 	uid_t uid;
 
 	*who = (uid_t)-1;
+	*why_rc = 0;
 	if (h->open || r->route->open || strcmp(r->route->path, "/metrics") == 0)
 		return true;
-	ci = MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-	if (ci == NULL || peer_uid(ci->connect_fd, &uid) < 0)
+	/*
+	 * Never asked now: the client may have closed its socket since, and a
+	 * closed socket has no owner (peer.c).
+	 */
+	ci = MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	if (ci == NULL || (c = ci->socket_context) == NULL) {
+		*why_rc = -ENOMEM;	/* on_connection() could not keep its context */
 		return false;
+	}
+	if (c->peer_rc < 0) {
+		*why_rc = c->peer_rc;
+		return false;
+	}
+	uid = c->peer_uid;
 	*who = uid;
 	if (uid == 0 || uid == h->owner)
 		return true;
@@ -519,6 +546,7 @@ req_begin(struct http_req *r)
 	const char *cl;
 	unsigned m = 0;
 	uid_t who;
+	int why;
 	bool busy;
 
 	if (strcmp(r->method, MHD_HTTP_METHOD_GET) == 0 ||
@@ -566,11 +594,15 @@ req_begin(struct http_req *r)
 	}
 	/* Pushes and deletions are writes (ingest/, rm); Connect queries are reads. */
 	if (h->token == NULL && !peer_may(r, (m == M_POST && !ROUTE_IS_CONNECT(r->route)) ||
-	    m == M_DELETE, &who)) {
-		if (who == (uid_t)-1)
-			http_reply_error(r, 403, "the API serves local users the mount lets in; this "
-			    "client's socket has no local owner (give the daemon --http-token-file "
-			    "and send \"Authorization: Bearer TOKEN\")");
+	    m == M_DELETE, &who, &why)) {
+		if (who == (uid_t)-1 && why != -ENOENT && why != -ENOTCONN && why != -EAFNOSUPPORT)
+			http_reply_error(r, 403, "the API serves local users the mount lets in; %s "
+			    "(%s), so it is refused (give the daemon --http-token-file and send "
+			    "\"Authorization: Bearer TOKEN\")", peer_strerror(why), strerror(-why));
+		else if (who == (uid_t)-1)
+			http_reply_error(r, 403, "the API serves local users the mount lets in; %s, so "
+			    "it is refused (give the daemon --http-token-file and send "
+			    "\"Authorization: Bearer TOKEN\")", peer_strerror(why));
 		else
 			http_reply_error(r, 403, "uid %u may not %s: the API follows the mount's "
 			    "access rules (--group, --group-write, --allow-other), or send the token "
@@ -915,6 +947,14 @@ on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
 		c->fd = ci->connect_fd;
 		c->since = clock_mono_ns();
 		peer_addr(conn, &c->peer);
+		/*
+		 * Who the client is, decided now, while it waits for its first
+		 * answer: a client that sends its request and closes at once leaves
+		 * a socket without owner, refused rather than taken for root.
+		 */
+		c->peer_rc = -ENOENT;
+		if (h->token == NULL && !h->open)
+			c->peer_rc = peer_uid(c->fd, &c->peer_uid);
 		pthread_mutex_lock(&h->conn_lock);
 		c->next = h->conns;
 		h->conns = c;

@@ -55,13 +55,13 @@ http_delete_service(struct http_req *r)
 
 	memset(&q, 0, sizeof(q));
 	if (store_check_service(service, &err) < 0) {
-		http_reply_error(r, 400, "bad service: %s", err.data);
+		http_reply_error(r, 400, "bad service: %s", http_why(&err, "not a valid service name"));
 		goto out;
 	}
 	q.service = service;
 	if (type && type[0]) {
 		if (store_check_type(type, &err) < 0) {
-			http_reply_error(r, 400, "bad type: %s", err.data);
+			http_reply_error(r, 400, "bad type: %s", http_why(&err, "not a profile type"));
 			goto out;
 		}
 		q.type = type;
@@ -69,7 +69,7 @@ http_delete_service(struct http_req *r)
 	if (labels && labels[0]) {
 		if (httpparse_labels(labels, &sel, &err) < 0) {
 			http_reply_error(r, 400, "bad labels \"%s\": %s", labels,
-			    err.data ? err.data : "out of memory");
+			    http_why(&err, "out of memory"));
 			goto out;
 		}
 		q.sel = &sel;

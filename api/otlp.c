@@ -425,7 +425,8 @@ add_attrs(struct conv *c, Otlp__KeyValue *const *kv, size_t n, const char *level
 		if (have)
 			continue;
 		if ((rc = labels_add(ls, key, val.data ? val.data : "", &why)) == -EINVAL)
-			cfail(c, "%s attribute \"%s\" as a label: %s", level, key, why.data);
+			cfail(c, "%s attribute \"%s\" as a label: %s", level, key,
+			    http_why(&why, "not a valid label"));
 	}
 	buf_free(&val);
 	buf_free(&why);
@@ -464,7 +465,8 @@ add_dict_attrs(struct conv *c, const int32_t *idx, size_t n, struct labelset *ls
 		if (key[0] == '\0' || have)
 			continue;
 		if ((rc = labels_add(ls, key, val.data ? val.data : "", &why)) == -EINVAL)
-			cfail(c, "profile attribute \"%s\" as a label: %s", key, why.data);
+			cfail(c, "profile attribute \"%s\" as a label: %s", key,
+			    http_why(&why, "not a valid label"));
 	}
 	buf_free(&val);
 	buf_free(&why);
@@ -1006,7 +1008,8 @@ convert(const Otlp__ExportProfilesServiceRequest *req, struct otlp_batch *ob, st
 			struct buf why = { 0 };
 
 			if (store_check_service_name(service, &why) < 0)
-				rc = cfail(&c, "service.name \"%s\": %s", service, why.data);
+				rc = cfail(&c, "service.name \"%s\": %s", service,
+				    http_why(&why, "not a valid service name"));
 			buf_free(&why);
 		}
 		for (j = 0; j < rp->n_scope_profiles && rc == 0; j++, scope++) {
@@ -1182,12 +1185,18 @@ out:
 
 /* --- the handler --------------------------------------------------------- */
 
-/* Status (google.rpc.Status) in the request's encoding, with an HTTP status. */
+/*
+ * Status (google.rpc.Status) in the request's encoding, with an HTTP status.
+ * msg NULL (a message whose buffer the memory budget refused) says so.
+ */
 static void
 reply_status(struct http_req *r, bool json, unsigned status, int code, const char *msg)
 {
 	struct buf b = { 0 };
 
+	if (msg == NULL || msg[0] == '\0')
+		msg = status >= 500 ? "the request failed on the server (no detail: out of memory)" :
+		    "the request was refused (no detail: out of memory)";
 	if (json) {
 		json_t *doc = json_pack("{s:i,s:o}", "code", code, "message",
 		    jsonw_strn(msg, strlen(msg)));
@@ -1218,6 +1227,47 @@ reply_status(struct http_req *r, bool json, unsigned status, int code, const cha
 		log_debug("otlp: %u %s", status, msg);
 	http_reply(r, status, b.data ? (json ? "application/json" : "application/x-protobuf") :
 	    NULL, &b, NULL);
+}
+
+/*
+ * The reply for a step's failure rc (gunzip, decode, store): what the step
+ * was, and err's reason when it holds one. The memory budget's refusal is
+ * 503 with Retry-After, as OTLP clients retry (the spec's retryable codes).
+ */
+static void
+reply_rc(struct http_req *r, bool json, int rc, const char *what, const struct buf *err)
+{
+	char m[1024];
+	const char *why = http_why(err, strerror(-rc));
+
+	switch (rc) {
+	case -EINVAL:
+		snprintf(m, sizeof(m), "%s: %s", what, why);
+		reply_status(r, json, 400, GRPC_INVALID_ARGUMENT, m);
+		break;
+	case -EFBIG:
+		snprintf(m, sizeof(m), "%s: %s", what, why);
+		reply_status(r, json, 413, GRPC_RESOURCE_EXHAUSTED, m);
+		break;
+	case -ENOMEM:
+	case -EAGAIN:
+		snprintf(m, sizeof(m), "%s: the server's memory budget (%zu MiB) is in use; try "
+		    "again", what, budget_limit() >> 20);
+		http_add_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+		reply_status(r, json, 503, GRPC_UNAVAILABLE, m);
+		break;
+	case -EIO:	/* storage that cannot answer now (a ClickHouse shard down) */
+		http_add_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "5");
+		/* fallthrough */
+	case -ENOSPC:
+		snprintf(m, sizeof(m), "%s: %s", what, why);
+		reply_status(r, json, 503, GRPC_UNAVAILABLE, m);
+		break;
+	default:
+		snprintf(m, sizeof(m), "%s: %s", what, why);
+		reply_status(r, json, 500, GRPC_INTERNAL, m);
+		break;
+	}
 }
 
 /* The media type of a Content-Type value, without parameters, is name. */
@@ -1253,13 +1303,15 @@ otlp_profiles(struct http_req *r)
 	else {
 		buf_printf(&err, "Content-Type %s is not supported: send application/x-protobuf or "
 		    "application/json (OTLP/HTTP, %s)", ct ? ct : "(none)", RELEASE);
-		reply_status(r, true, 415, GRPC_INVALID_ARGUMENT, err.data);
+		reply_status(r, true, 415, GRPC_INVALID_ARGUMENT, http_why(&err,
+		    "Content-Type not supported: send application/x-protobuf or application/json"));
 		goto out;
 	}
 	if (ce && ce[0] && strcasecmp(ce, "identity") != 0) {
 		if (strcasecmp(ce, "gzip") != 0) {
 			buf_printf(&err, "Content-Encoding %s is not supported: send gzip or none", ce);
-			reply_status(r, json, 415, GRPC_INVALID_ARGUMENT, err.data);
+			reply_status(r, json, 415, GRPC_INVALID_ARGUMENT, http_why(&err,
+			    "Content-Encoding not supported: send gzip or none"));
 			goto out;
 		}
 		if (!profile_is_gzip(data, len)) {
@@ -1268,8 +1320,9 @@ otlp_profiles(struct http_req *r)
 			goto out;
 		}
 		if ((rc = profile_gunzip(data, len, &plain, &err)) < 0) {
-			reply_status(r, json, rc == -EFBIG ? 413 : 400, rc == -EFBIG ?
-			    GRPC_RESOURCE_EXHAUSTED : GRPC_INVALID_ARGUMENT, err.data);
+			/* What was inflated goes before the reply is built. */
+			buf_free(&plain);
+			reply_rc(r, json, rc, "the gzip body", &err);
 			goto out;
 		}
 		data = plain.data ? plain.data : "";
@@ -1277,13 +1330,14 @@ otlp_profiles(struct http_req *r)
 	}
 	if (len > limit) {
 		buf_printf(&err, "the request is %zu bytes, over the limit of %zu bytes", len, limit);
-		reply_status(r, json, 413, GRPC_RESOURCE_EXHAUSTED, err.data);
+		reply_status(r, json, 413, GRPC_RESOURCE_EXHAUSTED, http_why(&err,
+		    "the request is over the limit of its decoded size"));
 		goto out;
 	}
 	if ((rc = otlp_decode(data, len, json, &ob, &err)) < 0) {
-		reply_status(r, json, rc == -EFBIG ? 413 : rc == -EINVAL ? 400 : 500,
-		    rc == -EFBIG ? GRPC_RESOURCE_EXHAUSTED : rc == -EINVAL ?
-		    GRPC_INVALID_ARGUMENT : GRPC_INTERNAL, err.data ? err.data : "out of memory");
+		otlp_batch_free(&ob);
+		buf_free(&plain);
+		reply_rc(r, json, rc, "the request", &err);
 		goto out;
 	}
 	if (ob.n) {
@@ -1294,10 +1348,7 @@ otlp_profiles(struct http_req *r)
 		r->stored = true;	/* the store counts each profile */
 		if ((rc = store_put_profiles(r->srv->st, ob.in, (const struct profile *const *)ob.p,
 		    ob.n, refs, &err)) < 0) {
-			reply_status(r, json, rc == -EINVAL ? 400 : rc == -ENOSPC ? 503 : 500,
-			    rc == -EINVAL ? GRPC_INVALID_ARGUMENT : rc == -ENOSPC ?
-			    GRPC_UNAVAILABLE : GRPC_INTERNAL, err.data ? err.data :
-			    "failed to store the profiles");
+			reply_rc(r, json, rc, "failed to store the profiles", &err);
 			goto out;
 		}
 	}

@@ -70,7 +70,8 @@ create(struct http_req *r)
 		goto out;
 	}
 	if (store_check_service_name(service, &err) < 0) {
-		http_reply_error(r, 400, "bad request: bad service: %s", err.data);
+		http_reply_error(r, 400, "bad request: bad service: %s",
+		    http_why(&err, "not a valid service name"));
 		goto out;
 	}
 	if (type == NULL || type[0] == '\0') {
@@ -79,7 +80,7 @@ create(struct http_req *r)
 		goto out;
 	}
 	if (store_check_known_type(type, &err) < 0) {
-		http_reply_error(r, 400, "bad request: %s", err.data);
+		http_reply_error(r, 400, "bad request: %s", http_why(&err, "unknown profile type"));
 		goto out;
 	}
 	if (labels && httpparse_labels(labels, &ls, &err) < 0) {

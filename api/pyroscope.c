@@ -144,13 +144,15 @@ pyroscope_ingest(struct http_req *r)
 		goto out;
 	}
 	if (httpparse_appname(name, &app, &ls, &err) < 0) {
-		http_reply_error(r, 400, "bad name \"%s\": %s", name, err.data ? err.data : "");
+		http_reply_error(r, 400, "bad name \"%s\": %s", name,
+		    http_why(&err, "not APP{k=v,...}"));
 		goto out;
 	}
 	buf_reset(&err);
 	type = app_type(&app);
 	if (store_check_service_name(app.data, &err) < 0) {
-		http_reply_error(r, 400, "bad name \"%s\": %s", name, err.data);
+		http_reply_error(r, 400, "bad name \"%s\": %s", name,
+		    http_why(&err, "not a valid service name"));
 		goto out;
 	}
 	if (from && from[0] && (httpparse_attime(from, clock_now_ns(), &tfrom) < 0 ||

@@ -742,7 +742,7 @@ m_profile_types(struct http_req *r, ProtobufCMessage *req)
 	int rc;
 
 	if (range_of(q->start, q->end, &from, &to, &err) < 0) {
-		http_reply_error(r, 400, "%s", err.data);
+		http_reply_error(r, 400, "%s", http_why(&err, "end is not after start"));
 		buf_free(&err);
 		return;
 	}
@@ -857,7 +857,7 @@ label_method(struct http_req *r, char **sels, size_t nsels, int64_t start, int64
 	int rc;
 
 	if (range_of(start, end, &from, &to, &err) < 0) {
-		http_reply_error(r, 400, "%s", err.data);
+		http_reply_error(r, 400, "%s", http_why(&err, "end is not after start"));
 		buf_free(&err);
 		return;
 	}
@@ -986,7 +986,7 @@ m_series(struct http_req *r, ProtobufCMessage *req)
 	int rc;
 
 	if (range_of(q->start, q->end, &from, &to, &err) < 0) {
-		http_reply_error(r, 400, "%s", err.data);
+		http_reply_error(r, 400, "%s", http_why(&err, "end is not after start"));
 		buf_free(&err);
 		return;
 	}

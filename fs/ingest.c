@@ -552,7 +552,8 @@ ingest_explain(const char *path)
 		if ((depth == 0 ? store_check_service_name(seg, &err) :
 		    store_check_known_type(seg, &err)) < 0) {
 			errlog_note("ingest: %s: %s; files go in "
-			    "ingest/<service>/<type>/[<k=v,...>/]<file>", path, err.data);
+			    "ingest/<service>/<type>/[<k=v,...>/]<file>", path,
+			    err.data ? err.data : "not a valid name");
 			buf_free(&err);
 			return;
 		}

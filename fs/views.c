@@ -572,7 +572,8 @@ render_top(const struct view_in *in, struct buf *out)
 		buf_adds(&title, norm ? ", normalized (top.absolute.txt: absolute values)" :
 		    ", absolute values (top.txt: normalized)");
 		if ((b = diff_base(in, ty, &bty, &why)) == NULL)
-			buf_printf(&title, "\n%s; showing this range alone", why.data);
+			buf_printf(&title, "\n%s; showing this range alone",
+			    why.data ? why.data : "no comparable base");
 	}
 	if (b == NULL) {
 		if ((rc = views_tree(in, ty, &ce)) == 0)
@@ -600,7 +601,8 @@ encode_with_comment(const struct profile *p, const char *comment, struct buf *ou
 
 	if (strs && cms) {
 		memcpy(strs, p->strings, p->nstrings * sizeof(*strs));
-		strs[p->nstrings] = comment;
+		/* NULL: the reason's buffer was refused by the memory budget. */
+		strs[p->nstrings] = comment ? comment : "no comparable base";
 		if (p->ncomments)
 			memcpy(cms, p->comments, p->ncomments * sizeof(*cms));
 		cms[p->ncomments] = (int64_t)p->nstrings;
