@@ -290,6 +290,14 @@ http_reply_store_error(struct http_req *r, int rc, const char *what, const struc
 	case -ENOSPC:	/* 507 Insufficient Storage: retry once space returns */
 		http_reply_error(r, 507, "%s: %s", what, why);
 		break;
+	case -ETIMEDOUT:	/* r->cancel: the request's CPU time is used up */
+		http_reply_error(r, 503, "%s: the request used more than %.3g s of CPU "
+		    "(--query-cpu-limit); narrow its range or selector", what,
+		    (double)r->srv->query_cpu_ns / 1e9);
+		break;
+	case -ECONNRESET:	/* r->cancel: nobody to read it; for the logs and metrics */
+		http_reply_error(r, 499, "%s: the client closed the connection", what);
+		break;
 	default:
 		http_reply_error(r, 500, "%s: %s", what, why);
 		break;
@@ -639,6 +647,8 @@ req_body(struct http_req *r, const char *data, size_t n)
 static void
 req_end(struct http_req *r)
 {
+	const union MHD_ConnectionInfo *ci;
+
 	if (r->too_large) {
 		if (r->body_seen > r->srv->max_body)
 			http_reply_error(r, 413, "body of more than %zu bytes is over the limit "
@@ -650,6 +660,8 @@ req_end(struct http_req *r)
 		}
 		return;
 	}
+	ci = MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	cancel_start(&r->cancel, r->srv->query_cpu_ns, ci ? ci->connect_fd : -1);
 	r->route->fn(r);
 	if (!r->replied)
 		http_reply_error(r, 500, "the handler gave no reply");
@@ -1118,6 +1130,8 @@ http_start(struct store *st, const struct http_opts *o, struct http_server **out
 	h->max_conns = o->max_conns ? o->max_conns : DEFAULT_MAX_CONNS;
 	if (o->max_decoded && o->max_decoded < PROFILE_MAX_DECODED)
 		h->max_decoded = o->max_decoded;
+	h->query_cpu_ns = o->query_cpu_ns == 0 ? HTTP_QUERY_CPU_DEFAULT :
+	    o->query_cpu_ns < 0 ? 0 : o->query_cpu_ns;
 	h->health = o->health;
 	h->health_arg = o->health_arg;
 	h->open = o->open;

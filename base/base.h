@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 
 /* --- allocation (alloc.c): these abort on failure, see above --- */
@@ -71,6 +72,27 @@ void	budget_stats(size_t *used, size_t *peak, uint64_t *refused);
 /* --- clocks and durations (clock.c) --- */
 int64_t	clock_now_ns(void);	/* CLOCK_REALTIME, ns since the epoch */
 int64_t	clock_mono_ns(void);	/* CLOCK_MONOTONIC, ns */
+
+/*
+ * cancel (cancel.c): whether a request's work should stop: past its CPU
+ * time (cpu_limit_ns of the starting thread's CPU clock, 0: no limit), or
+ * its client gone (fd, the client's socket, closed by the peer; -1: none).
+ * cancel_check() is cheap enough for every step of a loop: 0 to go on,
+ * -ETIMEDOUT or -ECONNRESET from then on. A NULL or zeroed struct never
+ * cancels. Not shared between requests; no lock.
+ */
+struct cancel {
+	bool		 on;
+	int		 fd;
+	int		 why;		/* 0, or the sticky reason */
+	clockid_t	 clock;		/* the starting thread's CPU clock */
+	int64_t		 cpu_start_ns, cpu_limit_ns;
+	int64_t		 last_ns;	/* clock_mono_ns() of the last look */
+};
+void	cancel_start(struct cancel *c, int64_t cpu_limit_ns, int fd);
+int	cancel_check(struct cancel *c);
+/* CPU time the starting thread has used since cancel_start() (0 for NULL). */
+int64_t	cancel_cpu_ns(const struct cancel *c);
 /*
  * A duration as Go and Prometheus write them: one or more <number><unit>
  * ("90s", "1m30s", "1.5h", "500ms"), units ns us ms s m h d w. A unit is
