@@ -267,6 +267,16 @@ http_reply_store_error(struct http_req *r, int rc, const char *what, const struc
 {
 	const char *why = err && err->data ? err->data : strerror(-rc);
 
+	/* The request's cancel (its CPU time used up, its client gone) stopped the work. */
+	if (rc < 0 && rc == r->cancel.why) {
+		if (rc == -ETIMEDOUT)
+			http_reply_error(r, 503, "%s: the request used more than %.3g s of CPU "
+			    "(--query-cpu-limit); narrow its range or selector", what,
+			    (double)r->srv->query_cpu_ns / 1e9);
+		else	/* nobody reads it: for the logs and metrics (nginx's 499) */
+			http_reply_error(r, 499, "%s: the client closed the connection", what);
+		return;
+	}
 	switch (rc) {
 	case -EINVAL:
 		http_reply_error(r, 400, "%s: %s", what, why);
@@ -289,14 +299,6 @@ http_reply_store_error(struct http_req *r, int rc, const char *what, const struc
 		break;
 	case -ENOSPC:	/* 507 Insufficient Storage: retry once space returns */
 		http_reply_error(r, 507, "%s: %s", what, why);
-		break;
-	case -ETIMEDOUT:	/* r->cancel: the request's CPU time is used up */
-		http_reply_error(r, 503, "%s: the request used more than %.3g s of CPU "
-		    "(--query-cpu-limit); narrow its range or selector", what,
-		    (double)r->srv->query_cpu_ns / 1e9);
-		break;
-	case -ECONNRESET:	/* r->cancel: nobody to read it; for the logs and metrics */
-		http_reply_error(r, 499, "%s: the client closed the connection", what);
 		break;
 	default:
 		http_reply_error(r, 500, "%s: %s", what, why);
