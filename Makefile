@@ -13,7 +13,8 @@
 # header, and is compiled with the public headers of the layers below it only,
 # so including another layer's internal header fails the build:
 #
-#   base/              buffers, arenas, interning, logging, metrics, labels, clocks
+#   base/              buffers, arenas, interning, logging, metrics, labels, clocks;
+#                      RE2 for the matchers (re2shim.cc, the tree's one C++ file)
 #   pprof/             the pprof model: codec, merge, diff        (base)
 #   store/             RocksDB storage and range queries          (base, pprof)
 #   render/            flame graphs, folded stacks, top, timelines (base, pprof)

@@ -108,9 +108,9 @@ ptype_parse(const char *id, struct ptype *p, struct buf *err)
  */
 static int
 ptypes_of(const struct reader *rd, const char *type, int64_t from, int64_t to,
-    struct ptype *out, size_t *n)
+    struct cancel *cancel, struct ptype *out, size_t *n)
 {
-	struct query q = { .type = type, .from = from, .to = to };
+	struct query q = { .type = type, .from = from, .to = to, .cancel = cancel };
 	struct query_result res;
 	struct store_ref ref;
 	struct profile *p = NULL;
@@ -128,7 +128,7 @@ ptypes_of(const struct reader *rd, const char *type, int64_t from, int64_t to,
 		return 0;
 	if ((rc = reader_list(rd, &q, &res)) < 0)
 		return rc;
-	for (i = res.nrefs; i-- > 0 && p == NULL;) {
+	for (i = res.nrefs; i-- > 0 && p == NULL && cancel_check(cancel) == 0;) {
 		if (res.refs[i].summary)
 			continue;
 		buf_reset(&gz);
@@ -567,7 +567,7 @@ struct type_cache {
 
 static const struct ptype *
 type_cache_get(struct type_cache *tc, const struct reader *rd, const char *type,
-    int64_t from, int64_t to, size_t *n)
+    int64_t from, int64_t to, struct cancel *cancel, size_t *n)
 {
 	size_t i;
 
@@ -576,7 +576,7 @@ type_cache_get(struct type_cache *tc, const struct reader *rd, const char *type,
 			*n = tc->n[i];
 			return tc->pt[i];
 		}
-	if (tc->ntypes == 32 || ptypes_of(rd, type, from, to, tc->pt[tc->ntypes],
+	if (tc->ntypes == 32 || ptypes_of(rd, type, from, to, cancel, tc->pt[tc->ntypes],
 	    &tc->n[tc->ntypes]) < 0) {
 		*n = 0;
 		return NULL;
@@ -652,7 +652,7 @@ select_each(struct http_req *r, const struct matchers *ms, size_t nms, int64_t f
 		if ((from != INT64_MIN || to != INT64_MAX) &&
 		    !reader_has_data(rd, all[i]->id, from, to))
 			continue;
-		pt = type_cache_get(tc, rd, all[i]->type, from, to, &npt);
+		pt = type_cache_get(tc, rd, all[i]->type, from, to, &r->cancel, &npt);
 		for (j = 0; j < npt && rc == 0; j++) {
 			/* A selector's regexes may take a while on long values: look between them. */
 			if ((rc = cancel_check(&r->cancel)) < 0)

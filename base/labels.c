@@ -291,8 +291,12 @@ re_compile(struct matcher *m, const char *key, const char *value, size_t spent,
 	e = re2shim_compile(value, strlen(value), (int64_t)MATCHER_RE_MEM, &re, why, sizeof(why));
 	if (e != RE2SHIM_OK) {
 		budget_release(MATCHER_RE_MEM);
-		if (e == RE2SHIM_NOMEM)
+		if (e == RE2SHIM_NOMEM) {
+			if (err)
+				buf_printf(err, "out of memory compiling the regular expression for "
+				    "%.64s", key);
 			return -ENOMEM;
+		}
 		re_refusal(err, key, value, e, why);
 		return -EINVAL;
 	}
