@@ -13,7 +13,8 @@
 # header, and is compiled with the public headers of the layers below it only,
 # so including another layer's internal header fails the build:
 #
-#   base/              buffers, arenas, interning, logging, metrics, labels, clocks
+#   base/              buffers, arenas, interning, logging, metrics, labels, clocks;
+#                      RE2 for the matchers (re2shim.cc, the tree's one C++ file)
 #   pprof/             the pprof model: codec, merge, diff        (base)
 #   store/             RocksDB storage and range queries          (base, pprof)
 #   render/            flame graphs, folded stacks, top, timelines (base, pprof)
@@ -34,8 +35,10 @@ VERSION := 0.1.0
 COMMIT  := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 
 CC      ?= cc
+CXX     ?= c++
 CFLAGS  ?= -O2 -g
-PKGS    := fuse3 libprotobuf-c zlib libmicrohttpd libcurl libcrypto libbpf libelf libdw liblzma jansson \
+CXXFLAGS ?= -O2 -g
+PKGS    := fuse3 libprotobuf-c zlib libmicrohttpd libcurl libcrypto libbpf libelf libdw liblzma jansson re2 \
            libsystemd
 # pkg-config runs once per make invocation (simple assignment).
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
@@ -44,14 +47,21 @@ PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
 PF_CFLAGS := -std=gnu11 -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
            -fno-omit-frame-pointer -pthread -D_FILE_OFFSET_BITS=64 \
            -DPROFILEFS_VERSION='"$(VERSION)"' -DPROFILEFS_COMMIT='"$(COMMIT)"' $(PKG_CFLAGS)
-PF_LDLIBS := $(PKG_LIBS) -lrocksdb -liberty -lpthread -lm
+# C++ only where a library speaks nothing else: base/re2shim.cc wraps RE2
+# behind a C interface (the one reason for libstdc++ in the link).
+PF_CXXFLAGS := -std=c++17 -Wall -Wextra -Wshadow -fno-omit-frame-pointer -pthread \
+           -D_FILE_OFFSET_BITS=64 $(PKG_CFLAGS)
+PF_LDLIBS := $(PKG_LIBS) -lrocksdb -liberty -lstdc++ -lpthread -lm
 ifdef WERROR
 PF_CFLAGS += -Werror
+PF_CXXFLAGS += -Werror
 endif
 ifdef SANITIZE
 PF_CFLAGS += -fsanitize=$(SANITIZE) -fno-sanitize-recover=all
+PF_CXXFLAGS += -fsanitize=$(SANITIZE) -fno-sanitize-recover=all
 PF_LDFLAGS := -fsanitize=$(SANITIZE)
 endif
+ALL_CXXFLAGS = $(PF_CXXFLAGS) $(CPPFLAGS) $(CXXFLAGS)
 ALL_CFLAGS  = $(PF_CFLAGS) $(CPPFLAGS) $(CFLAGS)
 ALL_LDFLAGS = $(PF_LDFLAGS) $(LDFLAGS)
 ALL_LDLIBS  = $(PF_LDLIBS) $(LDLIBS)
@@ -66,7 +76,7 @@ BIN     := $(O)/bin
 # linking objects of two kinds together. The version and commit are left out:
 # a new commit does not rebuild the tree.
 FLAGS_STAMP := $(B)/flags
-FLAGS_NOW   := $(CC) $(SANITIZE) $(WERROR) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $(LDLIBS) $(PKG_CFLAGS) $(PKG_LIBS)
+FLAGS_NOW   := $(CC) $(CXX) $(CXXFLAGS) $(SANITIZE) $(WERROR) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $(LDLIBS) $(PKG_CFLAGS) $(PKG_LIBS)
 ifneq ($(FLAGS_NOW),$(file <$(FLAGS_STAMP)))
 $(shell mkdir -p $(B))
 $(file >$(FLAGS_STAMP),$(FLAGS_NOW))
@@ -128,8 +138,8 @@ API_GEN_C := $(patsubst api/proto/%.proto,$(B)/gen/api/%.pb-c.c,$(API_PROTO))
 API_GEN_O := $(API_GEN_C:.c=.o)
 GEN += $(API_GEN_C) $(API_GEN_C:.c=.h)
 
-src_of = $(foreach d,$(call dir_of,$(1)) $(SUBDIRS_$(1)),$(wildcard $(d)/*.c))
-obj_of = $(patsubst %.c,$(B)/%.o,$(call src_of,$(1)))
+src_of = $(foreach d,$(call dir_of,$(1)) $(SUBDIRS_$(1)),$(wildcard $(d)/*.c) $(wildcard $(d)/*.cc))
+obj_of = $(patsubst %.cc,$(B)/%.o,$(patsubst %.c,$(B)/%.o,$(call src_of,$(1))))
 LIB_LAYERS := base pprof store render query cluster fs api ebpf scrape
 LIBS_LINK  := $(B)/libfs.a $(B)/libapi.a $(B)/libebpf.a $(B)/libscrape.a $(B)/libcluster.a \
               $(B)/libquery.a $(B)/librender.a $(B)/libstore.a $(B)/libpprof.a $(B)/libbase.a
@@ -187,6 +197,10 @@ $(B)/$(call dir_of,$(1))/%.o: $(call dir_of,$(1))/%.c $(FLAGS_STAMP) | $(GEN) $(
 	@mkdir -p $$(dir $$@)
 	@echo "  CC      $$<"
 	$$(Q)$$(CC) $$(ALL_CFLAGS) $$(call layer_cflags,$(1)) -MMD -MP -c -o $$@ $$<
+$(B)/$(call dir_of,$(1))/%.o: $(call dir_of,$(1))/%.cc $(FLAGS_STAMP) | $(GEN) $(PUB_HDRS)
+	@mkdir -p $$(dir $$@)
+	@echo "  CXX     $$<"
+	$$(Q)$$(CXX) $$(ALL_CXXFLAGS) $$(call layer_cflags,$(1)) -MMD -MP -c -o $$@ $$<
 endef
 $(foreach l,$(LAYERS),$(eval $(call layer_rules,$(l))))
 

@@ -46,7 +46,13 @@ struct http_opts {
 	void		*health_arg;
 	/* Where queries read (store.h); NULL: the store's own reader. */
 	const struct reader *reader;
+	/*
+	 * CPU time one request may use (ns; 0: HTTP_QUERY_CPU_DEFAULT, < 0: no
+	 * limit); a query past it, or whose client has gone, stops (503, 499).
+	 */
+	int64_t		 query_cpu_ns;
 };
+#define HTTP_QUERY_CPU_DEFAULT	(INT64_C(30) * 1000000000)
 /* Start serving; -errno with a reason logged (e.g. address in use). */
 int	http_start(struct store *st, const struct http_opts *o, struct http_server **out);
 void	http_stop(struct http_server *h);

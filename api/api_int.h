@@ -54,6 +54,8 @@ struct http_req {
 	const char		*held_type;
 	struct buf		 held;
 	int64_t			 start_ns;
+	/* The handler's deadline and its client's presence: struct query.cancel. */
+	struct cancel		 cancel;
 	/* Set by the handler: connect.c puts a 200 reply's message there in
 	 * protobuf, whatever the reply's encoding, and sets captured
 	 * (querier.c's reply cache). */
@@ -73,6 +75,7 @@ struct http_server {
 	struct MHD_Daemon	*mhd;
 	size_t			 max_body;
 	size_t			 max_decoded;	/* 0: the store's own limit only */
+	int64_t			 query_cpu_ns;	/* a request's CPU time, 0: no limit */
 	bool		(*health)(void *arg, struct buf *out);	/* optional, see http_opts */
 	void		*health_arg;
 	unsigned		 max_conns;

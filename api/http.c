@@ -279,6 +279,16 @@ http_reply_store_error(struct http_req *r, int rc, const char *what, const struc
 
 	if (what == NULL)
 		what = "the request failed";
+	/* The request's cancel (its CPU time used up, its client gone) stopped the work. */
+	if (rc < 0 && rc == r->cancel.why) {
+		if (rc == -ETIMEDOUT)
+			http_reply_error(r, 503, "%s: the request used more than %.3g s of CPU "
+			    "(--query-cpu-limit); narrow its range or selector", what,
+			    (double)r->srv->query_cpu_ns / 1e9);
+		else	/* nobody reads it: for the logs and metrics (nginx's 499) */
+			http_reply_error(r, 499, "%s: the client closed the connection", what);
+		return;
+	}
 	switch (rc) {
 	case -EINVAL:
 		http_reply_error(r, 400, "%s: %s", what, why);
@@ -671,6 +681,8 @@ req_body(struct http_req *r, const char *data, size_t n)
 static void
 req_end(struct http_req *r)
 {
+	const union MHD_ConnectionInfo *ci;
+
 	if (r->too_large) {
 		if (r->body_seen > r->srv->max_body)
 			http_reply_error(r, 413, "body of more than %zu bytes is over the limit "
@@ -682,6 +694,8 @@ req_end(struct http_req *r)
 		}
 		return;
 	}
+	ci = MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	cancel_start(&r->cancel, r->srv->query_cpu_ns, ci ? ci->connect_fd : -1);
 	r->route->fn(r);
 	if (!r->replied)
 		http_reply_error(r, 500, "the handler gave no reply");
@@ -1158,6 +1172,8 @@ http_start(struct store *st, const struct http_opts *o, struct http_server **out
 	h->max_conns = o->max_conns ? o->max_conns : DEFAULT_MAX_CONNS;
 	if (o->max_decoded && o->max_decoded < PROFILE_MAX_DECODED)
 		h->max_decoded = o->max_decoded;
+	h->query_cpu_ns = o->query_cpu_ns == 0 ? HTTP_QUERY_CPU_DEFAULT :
+	    o->query_cpu_ns < 0 ? 0 : o->query_cpu_ns;
 	h->health = o->health;
 	h->health_arg = o->health_arg;
 	h->open = o->open;

@@ -133,6 +133,7 @@ find_parse(struct http_req *r, struct find *f, bool need_type)
 	struct buf err = { 0 };
 	char fs[40], ts[40];
 	int64_t tfrom, tto;
+	int rc;
 
 	memset(f, 0, sizeof(*f));
 	if (service == NULL || service[0] == '\0') {
@@ -140,6 +141,7 @@ find_parse(struct http_req *r, struct find *f, bool need_type)
 		return -EINVAL;
 	}
 	f->q.service = service;
+	f->q.cancel = &r->cancel;
 	if (type && type[0]) {
 		if (!store_type_known(type)) {
 			store_check_known_type(type, &err);
@@ -155,9 +157,11 @@ find_parse(struct http_req *r, struct find *f, bool need_type)
 		return -EINVAL;
 	}
 	if (labels && matchers_has_ops(labels)) {
-		if (matchers_parse_path(labels, &f->ms, &err) < 0) {
-			http_reply_error(r, 400, "bad request: bad label matchers \"%s\": %s", labels,
-			    err.data ? err.data : "out of memory");
+		if ((rc = matchers_parse_path(labels, &f->ms, &err)) < 0) {
+			if (rc == -ENOMEM)
+				http_add_header(r, "Retry-After", "1");
+			http_reply_error(r, rc == -ENOMEM ? 503 : 400, "bad request: bad label "
+			    "matchers \"%s\": %s", labels, err.data ? err.data : "out of memory");
 			buf_free(&err);
 			return -EINVAL;
 		}
@@ -387,6 +391,10 @@ profefe_get(struct http_req *r)
 	for (i = 0; i < nids; i++) {
 		id = ids[i];
 		store_id_format(id, idh);
+		if ((rc = cancel_check(&r->cancel)) < 0) {
+			http_reply_store_error(r, rc, "failed to merge profiles", NULL);
+			goto out;
+		}
 		buf_reset(&gz);
 		if ((rc = reader_get(r->srv->rd, id, &ref, &gz)) < 0) {
 			if (rc == -ENOENT)

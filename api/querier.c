@@ -108,9 +108,9 @@ ptype_parse(const char *id, struct ptype *p, struct buf *err)
  */
 static int
 ptypes_of(const struct reader *rd, const char *type, int64_t from, int64_t to,
-    struct ptype *out, size_t *n)
+    struct cancel *cancel, struct ptype *out, size_t *n)
 {
-	struct query q = { .type = type, .from = from, .to = to };
+	struct query q = { .type = type, .from = from, .to = to, .cancel = cancel };
 	struct query_result res;
 	struct store_ref ref;
 	struct profile *p = NULL;
@@ -128,7 +128,7 @@ ptypes_of(const struct reader *rd, const char *type, int64_t from, int64_t to,
 		return 0;
 	if ((rc = reader_list(rd, &q, &res)) < 0)
 		return rc;
-	for (i = res.nrefs; i-- > 0 && p == NULL;) {
+	for (i = res.nrefs; i-- > 0 && p == NULL && cancel_check(cancel) == 0;) {
 		if (res.refs[i].summary)
 			continue;
 		buf_reset(&gz);
@@ -274,7 +274,7 @@ selection_merge(struct http_req *r, const struct selection *sel, int64_t from, i
 	size_t nt = ptype_store_types(&sel->pt, types, 4), i;
 	struct query q = { .service = sel->service, .sel = NULL, .match = &sel->store,
 	    .from = from, .to = to, .merged_only = need == NEED_MERGED,
-	    .totals_only = need == NEED_TOTALS };
+	    .totals_only = need == NEED_TOTALS, .cancel = &r->cancel };
 	int rc;
 
 	memset(res, 0, sizeof(*res));
@@ -567,7 +567,7 @@ struct type_cache {
 
 static const struct ptype *
 type_cache_get(struct type_cache *tc, const struct reader *rd, const char *type,
-    int64_t from, int64_t to, size_t *n)
+    int64_t from, int64_t to, struct cancel *cancel, size_t *n)
 {
 	size_t i;
 
@@ -576,7 +576,7 @@ type_cache_get(struct type_cache *tc, const struct reader *rd, const char *type,
 			*n = tc->n[i];
 			return tc->pt[i];
 		}
-	if (tc->ntypes == 32 || ptypes_of(rd, type, from, to, tc->pt[tc->ntypes],
+	if (tc->ntypes == 32 || ptypes_of(rd, type, from, to, cancel, tc->pt[tc->ntypes],
 	    &tc->n[tc->ntypes]) < 0) {
 		*n = 0;
 		return NULL;
@@ -586,12 +586,17 @@ type_cache_get(struct type_cache *tc, const struct reader *rd, const char *type,
 	return tc->pt[tc->ntypes++];
 }
 
-/* The selectors of a label request, parsed; "" for none. -EINVAL after replying. */
+/*
+ * The selectors of a label request, parsed; "" for none. -EINVAL after
+ * replying. Their regexes together hold at most MATCHERS_RE_MEM_MAX of the
+ * budget, as one selector's do.
+ */
 static int
 selectors_parse(struct http_req *r, char **sels, size_t nsels, struct matchers *out, size_t *n)
 {
 	struct buf err = { 0 };
-	size_t i;
+	size_t i, mem = 0;
+	int rc;
 
 	*n = 0;
 	if (nsels > SELECTORS_MAX) {
@@ -599,17 +604,27 @@ selectors_parse(struct http_req *r, char **sels, size_t nsels, struct matchers *
 		return -EINVAL;
 	}
 	for (i = 0; i < nsels; i++) {
-		if (matchers_parse_prom(sels[i], &out[i], &err) < 0) {
-			http_reply_error(r, 400, "bad selector \"%.200s\": %s", sels[i],
-			    err.data ? err.data : "");
+		if ((rc = matchers_parse_prom(sels[i], &out[i], &err)) < 0) {
+			if (rc == -ENOMEM)
+				http_add_header(r, "Retry-After", "1");
+			http_reply_error(r, rc == -ENOMEM ? 503 : 400, "bad selector \"%.200s\": %s",
+			    sels[i], err.data ? err.data : "");
 			buf_free(&err);
-			while (i-- > 0)
-				matchers_clear(&out[i]);
-			return -EINVAL;
+			goto fail;
 		}
 		(*n)++;
+		if ((mem += matchers_re_mem(&out[i])) > MATCHERS_RE_MEM_MAX) {
+			http_reply_error(r, 400, "the selectors' regular expressions would take more "
+			    "than %zu MiB together (at selector %zu): use fewer or simpler ones",
+			    (size_t)MATCHERS_RE_MEM_MAX >> 20, i + 1);
+			goto fail;
+		}
 	}
 	return 0;
+fail:
+	while (*n > 0)
+		matchers_clear(&out[--*n]);
+	return -EINVAL;
 }
 
 /* Called per (series, profile type) that some selector selects. */
@@ -637,12 +652,16 @@ select_each(struct http_req *r, const struct matchers *ms, size_t nms, int64_t f
 		if ((from != INT64_MIN || to != INT64_MAX) &&
 		    !reader_has_data(rd, all[i]->id, from, to))
 			continue;
-		pt = type_cache_get(tc, rd, all[i]->type, from, to, &npt);
+		pt = type_cache_get(tc, rd, all[i]->type, from, to, &r->cancel, &npt);
 		for (j = 0; j < npt && rc == 0; j++) {
+			/* A selector's regexes may take a while on long values: look between them. */
+			if ((rc = cancel_check(&r->cancel)) < 0)
+				break;
 			for (k = 0; k < nms; k++)
-				if (series_matches(&ms[k], all[i], &pt[j]))
+				if (series_matches(&ms[k], all[i], &pt[j]) ||
+				    (rc = cancel_check(&r->cancel)) < 0)
 					break;
-			if (nms == 0 || k < nms)
+			if (rc == 0 && (nms == 0 || k < nms))
 				rc = fn(arg, all[i], &pt[j]);
 		}
 	}
@@ -747,7 +766,7 @@ m_profile_types(struct http_req *r, ProtobufCMessage *req)
 		return;
 	}
 	if ((rc = select_each(r, NULL, 0, from, to, pt_collect, &a)) < 0) {
-		http_reply_error(r, 500, "cannot list the profile types: %s", strerror(-rc));
+		http_reply_store_error(r, rc, "cannot list the profile types", NULL);
 		goto out;
 	}
 	if (a.n)
@@ -867,7 +886,7 @@ label_method(struct http_req *r, char **sels, size_t nsels, int64_t start, int64
 	}
 	if (selectors_parse(r, sels, nsels, ms, &n) == 0) {
 		if ((rc = select_each(r, ms, n, from, to, fn, &a)) < 0)
-			http_reply_error(r, 500, "cannot list the labels: %s", strerror(-rc));
+			http_reply_store_error(r, rc, "cannot list the labels", NULL);
 		else
 			reply_names(r, &a.set, name != NULL);
 	}
@@ -996,7 +1015,7 @@ m_series(struct http_req *r, ProtobufCMessage *req)
 	}
 	if (selectors_parse(r, q->matchers, q->n_matchers, ms, &n) == 0) {
 		if ((rc = select_each(r, ms, n, from, to, series_collect, &a)) < 0)
-			http_reply_error(r, 500, "cannot list the series: %s", strerror(-rc));
+			http_reply_store_error(r, rc, "cannot list the series", NULL);
 		else {
 			resp.labels_set = a.sets;
 			resp.n_labels_set = a.n;
@@ -1029,16 +1048,19 @@ merge_request(struct http_req *r, const char *ptype, const char *selector, int64
 
 	memset(res, 0, sizeof(*res));
 	*ty = -1;
-	if (range_of(start, end, &from, &to, &err) < 0 ||
-	    selection_parse(ptype, selector, &sel, &err) < 0) {
-		http_reply_error(r, 400, "%s", err.data ? err.data : "bad request");
+	if ((rc = range_of(start, end, &from, &to, &err)) < 0 ||
+	    (rc = selection_parse(ptype, selector, &sel, &err)) < 0) {
+		if (rc == -ENOMEM)
+			http_add_header(r, "Retry-After", "1");
+		http_reply_error(r, rc == -ENOMEM ? 503 : 400, "%s",
+		    err.data ? err.data : "bad request");
 		buf_free(&err);
 		return -1;
 	}
 	rc = selection_merge(r, &sel, from, to, need, res, ty);
 	selection_free(&sel);
 	if (rc < 0) {
-		http_reply_error(r, rc == -ENOMEM ? 503 : 500, "cannot merge: %s", strerror(-rc));
+		http_reply_store_error(r, rc, "cannot merge", NULL);
 		return -1;
 	}
 	return 0;

@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 
 /* --- allocation (alloc.c): these abort on failure, see above --- */
@@ -71,6 +72,27 @@ void	budget_stats(size_t *used, size_t *peak, uint64_t *refused);
 /* --- clocks and durations (clock.c) --- */
 int64_t	clock_now_ns(void);	/* CLOCK_REALTIME, ns since the epoch */
 int64_t	clock_mono_ns(void);	/* CLOCK_MONOTONIC, ns */
+
+/*
+ * cancel (cancel.c): whether a request's work should stop: past its CPU
+ * time (cpu_limit_ns of the starting thread's CPU clock, 0: no limit), or
+ * its client gone (fd, the client's socket, closed by the peer; -1: none).
+ * cancel_check() is cheap enough for every step of a loop: 0 to go on,
+ * -ETIMEDOUT or -ECONNRESET from then on. A NULL or zeroed struct never
+ * cancels. Not shared between requests; no lock.
+ */
+struct cancel {
+	bool		 on;
+	int		 fd;
+	int		 why;		/* 0, or the sticky reason */
+	clockid_t	 clock;		/* the starting thread's CPU clock */
+	int64_t		 cpu_start_ns, cpu_limit_ns;
+	int64_t		 last_ns;	/* clock_mono_ns() of the last look */
+};
+void	cancel_start(struct cancel *c, int64_t cpu_limit_ns, int fd);
+int	cancel_check(struct cancel *c);
+/* CPU time the starting thread has used since cancel_start() (0 for NULL). */
+int64_t	cancel_cpu_ns(const struct cancel *c);
 /*
  * A duration as Go and Prometheus write them: one or more <number><unit>
  * ("90s", "1m30s", "1.5h", "500ms"), units ns us ms s m h d w. A unit is
@@ -422,19 +444,30 @@ bool	labels_match(const struct labelset *sel, const struct labelset *set);
  * matchers: Prometheus label matchers, one parser for the HTTP API's
  * selectors ({service_name="checkout", pod=~"api-.*", region!="eu"}) and the
  * tree's (pod=~api-.*,region!=eu, %XX-escaped). Operators = != =~ !~; a
- * regular expression is POSIX ERE (regcomp) matched against the whole value
- * as Prometheus anchors it; a label a series lacks has the value "", so
- * region!="eu" selects series without region. All matchers must hold.
+ * regular expression is RE2 syntax, as Prometheus's (Go's regexp: no
+ * back-references, repetition counts at most 1000), matched against the
+ * whole value as Prometheus anchors it (^(?:re)$) in time linear in the
+ * value; a label a series lacks has the value "", so region!="eu" selects
+ * series without region. All matchers must hold.
+ *
+ * A compiled regex holds at most MATCHER_RE_MEM bytes (RE2's program and
+ * matching caches), charged to the memory budget until matchers_clear();
+ * one selector's regexes together at most MATCHERS_RE_MEM_MAX.
  */
+struct re2shim;
+
 enum matcher_op { MATCH_EQ, MATCH_NE, MATCH_RE, MATCH_NRE };
 
 #define MATCHER_RE_MAX		1024	/* bytes of one regular expression */
+#define MATCHER_RE_MEM		((size_t)1 << 20)	/* memory of one compiled */
+#define MATCHERS_RE_MEM_MAX	((size_t)32 << 20)	/* of one selector's, or request's */
 
 struct matcher {
 	char		*key;
 	char		*value;		/* unescaped */
 	enum matcher_op	 op;
-	void		*re;		/* the compiled regex_t for =~ and !~ */
+	struct re2shim	*re;		/* compiled for =~ and !~ (re2shim.h) */
+	size_t		 re_mem;	/* of the budget, held for re */
 };
 
 struct matchers {
@@ -446,8 +479,11 @@ struct matchers {
  * Parse a Prometheus selector "{k="v", k2=~"re"}" (braces optional; values
  * double-quoted with Go-style escapes \ \" \n \t; "" and "{}" select all)
  * into ms, which the caller frees with matchers_clear(). -EINVAL with the
- * reason in err: bad syntax, an empty key, a bad regex, more than LABELS_MAX
- * matchers, a key or value over LABEL_MAX_LEN (MATCHER_RE_MAX for a regex).
+ * reason in err: bad syntax, an empty key, a bad regex (or one RE2 refuses:
+ * a back-reference, a count over 1000, a program over MATCHER_RE_MEM),
+ * regexes over MATCHERS_RE_MEM_MAX together, more than LABELS_MAX matchers,
+ * a key or value over LABEL_MAX_LEN (MATCHER_RE_MAX for a regex); -ENOMEM,
+ * with a reason, when the memory budget has no room for a regex.
  */
 int	matchers_parse_prom(const char *s, struct matchers *ms, struct buf *err);
 /* The tree's form "k=v,k2!=v2,k3=~re" (keys and values %XX-escaped); the same errors. */
@@ -456,6 +492,8 @@ int	matchers_parse_path(const char *s, struct matchers *ms, struct buf *err);
 int	matchers_add(struct matchers *ms, const char *key, enum matcher_op op,
 	    const char *value, struct buf *err);
 void	matchers_clear(struct matchers *ms);
+/* Bytes of the budget ms's compiled regexes hold (a request adds its selectors'). */
+size_t	matchers_re_mem(const struct matchers *ms);
 /* Whether value (NULL: the label is absent, read as "") satisfies m. */
 bool	matcher_match(const struct matcher *m, const char *value);
 /*

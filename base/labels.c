@@ -1,14 +1,16 @@
 /*
  * labels: parsing, escaping and matching of label sets. Pure functions, no
- * storage; the store and the path grammar both use them.
+ * storage; the store and the path grammar both use them. The matchers'
+ * regular expressions are RE2's (re2shim.cc), as Prometheus's: compiled
+ * within a memory cap charged to the budget (budget.c), matched in time
+ * linear in the value.
  */
 #include <errno.h>
-#include <math.h>
-#include <regex.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base.h"
+#include "re2shim.h"
 
 static bool
 needs_escape(unsigned char c)
@@ -198,105 +200,128 @@ matchers_clear(struct matchers *ms)
 		free(ms->m[i].key);
 		free(ms->m[i].value);
 		if (ms->m[i].re) {
-			regfree(ms->m[i].re);
-			free(ms->m[i].re);
+			re2shim_free(ms->m[i].re);
+			budget_release(ms->m[i].re_mem);
 		}
 	}
 	ms->n = 0;
 }
 
-/*
- * Nodes regcomp() builds for re, about: it copies the atom under '+' and
- * {n,m} (n or m times), so nested repetitions multiply. Counting them bounds
- * the memory and time of a selector's regex before regcomp() sees it.
- */
-#define RE_MAX_NODES	20000
-#define RE_MAX_DEPTH	32
-
-static double
-re_cost(const char *re)
+size_t
+matchers_re_mem(const struct matchers *ms)
 {
-	double stack[RE_MAX_DEPTH], cur = 0, atom = 0;
-	size_t depth = 0;
-	const char *p = re;
-	bool rep = false;	/* the last token was a repetition */
+	size_t i, sum = 0;
 
-	while (*p) {
-		char c = *p++;
+	for (i = 0; i < ms->n; i++)
+		sum += ms->m[i].re_mem;
+	return sum;
+}
 
-		/* A repetition of a repetition ("a**", "a+*"): RE2 refuses it, regcomp() chokes. */
-		if ((c == '*' || c == '+' || c == '?' ||
-		    (c == '{' && *p >= '0' && *p <= '9')) && rep)
-			return INFINITY;
-		rep = c == '*' || c == '+' || c == '?';
+/*
+ * Memory of one compiled regex: RE2 keeps its program and the caches of its
+ * matching (the DFA's states, filled lazily by the values matched) within
+ * max_mem, which is what the budget is charged. A pattern is compiled with
+ * the largest allowance first, to learn its program's size, then again
+ * with room for that program and a modest cache, so "api-.*" holds 68 KiB
+ * of the budget and not a megabyte. Each of RE2's instructions takes 16
+ * bytes (the DFA's work lists as many again); the cache gets the rest of
+ * two thirds of max_mem, the reverse program RE2 may build the last third.
+ */
+#define RE_MEM_SMALL	((size_t)64 << 10)	/* the cache of a small program */
+#define RE_INST_COST	48			/* bytes per instruction, x3 for the 2/3 */
 
-		if (c == '(') {
-			if (depth == RE_MAX_DEPTH)
-				return INFINITY;
-			stack[depth++] = cur;
-			cur = 0;
-			atom = 0;
-			continue;
-		}
-		if (c == ')' && depth > 0) {
-			atom = cur + 1;
-			cur = stack[--depth] + atom;
-			continue;
-		}
-		if (c == '+') {
-			cur += atom;
-			atom *= 2;
-			continue;
-		}
-		if (c == '{') {
-			unsigned long n = 0, m = 0;
-			char *end;
+static size_t
+re_mem_for(int ninst)
+{
+	size_t m = (size_t)(ninst > 0 ? ninst : 1) * RE_INST_COST + RE_MEM_SMALL;
 
-			n = strtoul(p, &end, 10);
-			m = n;
-			if (*end == ',') {
-				m = strtoul(end + 1, &end, 10);
-				if (m < n)
-					m = n + 1;
-			}
-			if (*end == '}') {
-				p = end + 1;
-				rep = true;
-				if (m > 1) {
-					cur += atom * (double)(m - 1);
-					atom *= (double)m;
-				}
-				continue;
-			}
-		}
-		if (c == '[') {
-			/* A bracket expression is one node: skip to its ']'. */
-			if (*p == '^')
-				p++;
-			if (*p == ']')
-				p++;
-			while (*p && *p != ']') {
-				if (*p == '[' && (p[1] == ':' || p[1] == '.' || p[1] == '=')) {
-					const char *close = strchr(p + 2, p[1]);
+	m = (m + 4095) & ~(size_t)4095;
+	return m < MATCHER_RE_MEM ? m : MATCHER_RE_MEM;
+}
 
-					p = close && close[1] == ']' ? close + 2 : p + 1;
-				} else
-					p++;
-			}
-			if (*p)
-				p++;
-		} else if (c == '\\' && *p)
-			p++;
-		if (c != '*' && c != '?' && c != '|') {
-			atom = 1;
-			cur += 1;
-		}
-		if (cur > RE_MAX_NODES)
-			return cur;
+/* The reason RE2 refused value (as a matcher on key) into err. */
+static void
+re_refusal(struct buf *err, const char *key, const char *value, enum re2shim_error e,
+    const char *why)
+{
+	const char *bs = strchr(why, '\\');
+
+	if (err == NULL)
+		return;
+	buf_printf(err, "bad regular expression \"%.64s\" for %.64s: ", value, key);
+	if (e == RE2SHIM_BAD_ESCAPE && bs && bs[1] >= '0' && bs[1] <= '9')
+		buf_printf(err, "back-references (\\%c) are not supported (matchers are RE2 "
+		    "syntax, as Prometheus's: matching takes time linear in the value)", bs[1]);
+	else if (e == RE2SHIM_BAD_REPEAT)
+		buf_printf(err, "%s: a repetition count is at most 1000, nested counts "
+		    "multiplied", why);
+	else if (e == RE2SHIM_BAD_REPEAT_OP)
+		buf_printf(err, "%s (a repetition of a repetition)", why);
+	else if (e == RE2SHIM_TOO_LARGE)
+		buf_printf(err, "it compiles to more than %zu KiB (fewer or smaller "
+		    "repetitions, fewer alternatives)", (size_t)MATCHER_RE_MEM >> 10);
+	else
+		buf_printf(err, "%s (RE2 syntax, as Prometheus's)", why);
+}
+
+/*
+ * Compile value for m (charged to the budget, m->re_mem). -EINVAL with the
+ * reason for a pattern RE2 refuses or that would take the selector past
+ * MATCHERS_RE_MEM_MAX (spent: what ms holds already), -ENOMEM when the
+ * budget has no room.
+ */
+static int
+re_compile(struct matcher *m, const char *key, const char *value, size_t spent,
+    struct buf *err)
+{
+	struct re2shim *re = NULL, *small = NULL;
+	enum re2shim_error e;
+	char why[256];
+	size_t want;
+
+	if (spent + RE_MEM_SMALL > MATCHERS_RE_MEM_MAX)
+		goto too_much;
+	if (budget_reserve(MATCHER_RE_MEM) < 0) {
+		if (err)
+			buf_printf(err, "no memory to compile the regular expression for %.64s "
+			    "(the memory budget of %zu MiB is in use); try again", key,
+			    budget_limit() >> 20);
+		return -ENOMEM;
 	}
-	while (depth > 0)
-		cur += stack[--depth];
-	return cur;
+	e = re2shim_compile(value, strlen(value), (int64_t)MATCHER_RE_MEM, &re, why, sizeof(why));
+	if (e != RE2SHIM_OK) {
+		budget_release(MATCHER_RE_MEM);
+		if (e == RE2SHIM_NOMEM) {
+			if (err)
+				buf_printf(err, "out of memory compiling the regular expression for "
+				    "%.64s", key);
+			return -ENOMEM;
+		}
+		re_refusal(err, key, value, e, why);
+		return -EINVAL;
+	}
+	want = re_mem_for(re2shim_program_size(re));
+	if (want < MATCHER_RE_MEM && re2shim_compile(value, strlen(value), (int64_t)want,
+	    &small, why, sizeof(why)) == RE2SHIM_OK) {
+		re2shim_free(re);
+		re = small;
+		budget_release(MATCHER_RE_MEM - want);
+	} else
+		want = MATCHER_RE_MEM;
+	if (spent + want > MATCHERS_RE_MEM_MAX) {
+		re2shim_free(re);
+		budget_release(want);
+		goto too_much;
+	}
+	m->re = re;
+	m->re_mem = want;
+	return 0;
+too_much:
+	if (err)
+		buf_printf(err, "the regular expressions of the selector would take more than "
+		    "%zu MiB (at %.64s): use fewer or simpler ones",
+		    (size_t)MATCHERS_RE_MEM_MAX >> 20, key);
+	return -EINVAL;
 }
 
 int
@@ -304,7 +329,6 @@ matchers_add(struct matchers *ms, const char *key, enum matcher_op op, const cha
     struct buf *err)
 {
 	struct matcher *m;
-	struct buf anchored = { 0 };
 	size_t vmax = op == MATCH_RE || op == MATCH_NRE ? MATCHER_RE_MAX : LABEL_MAX_LEN;
 	int rc;
 
@@ -327,45 +351,17 @@ matchers_add(struct matchers *ms, const char *key, enum matcher_op op, const cha
 	m = &ms->m[ms->n];
 	memset(m, 0, sizeof(*m));
 	m->op = op;
-	if (op == MATCH_RE || op == MATCH_NRE) {
-		if (!(re_cost(value) <= RE_MAX_NODES)) {
-			if (err)
-				buf_printf(err, "regular expression for %.64s too complex (nested "
-				    "repetitions expanding past %d nodes, or a repetition of a "
-				    "repetition such as a**)", key, RE_MAX_NODES);
-			return -EINVAL;
-		}
-		/* Prometheus matches the whole value. */
-		if ((m->re = calloc(1, sizeof(regex_t))) == NULL)
-			return -ENOMEM;
-		buf_printf(&anchored, "^(%s)$", value);
-		if (buf_error(&anchored) < 0) {
-			free(m->re);
-			m->re = NULL;
-			return -ENOMEM;
-		}
-		if ((rc = regcomp(m->re, anchored.data, REG_EXTENDED | REG_NOSUB)) != 0) {
-			char why[128];
-
-			regerror(rc, m->re, why, sizeof(why));
-			if (err)
-				buf_printf(err, "bad regular expression \"%.64s\" for %.64s: %s",
-				    value, key, why);
-			free(m->re);
-			m->re = NULL;
-			buf_free(&anchored);
-			return -EINVAL;
-		}
-		buf_free(&anchored);
-	}
+	if ((op == MATCH_RE || op == MATCH_NRE) &&
+	    (rc = re_compile(m, key, value, matchers_re_mem(ms), err)) < 0)
+		return rc;
 	m->key = strdup(key);
 	m->value = strdup(value);
 	if (m->key == NULL || m->value == NULL) {
 		free(m->key);
 		free(m->value);
 		if (m->re) {
-			regfree(m->re);
-			free(m->re);
+			re2shim_free(m->re);
+			budget_release(m->re_mem);
 		}
 		return -ENOMEM;
 	}
@@ -381,8 +377,9 @@ matcher_match(const struct matcher *m, const char *value)
 	switch (m->op) {
 	case MATCH_EQ:	return strcmp(v, m->value) == 0;
 	case MATCH_NE:	return strcmp(v, m->value) != 0;
-	case MATCH_RE:	return regexec(m->re, v, 0, NULL, 0) == 0;
-	case MATCH_NRE:	return regexec(m->re, v, 0, NULL, 0) != 0;
+	/* RE2 out of memory (-1): neither holds, the series is not selected. */
+	case MATCH_RE:	return re2shim_full_match(m->re, v, strlen(v)) == 1;
+	case MATCH_NRE:	return re2shim_full_match(m->re, v, strlen(v)) == 0;
 	}
 	return false;
 }

@@ -147,8 +147,9 @@ quote_pair(struct buf *b, const char *k, const char *v)
 /*
  * One matcher as a condition on the stored labels text ("k=v,..." escaped):
  * the value is the pair's text after "k=", unescaped; a label the series
- * lacks reads as "". ClickHouse's match() is RE2: for the expressions
- * selectors use (classes, alternation, repetition) it agrees with POSIX ERE.
+ * lacks reads as "". ClickHouse's match() is RE2, the engine matchers
+ * compile with here (labels.c), so the pattern, which RE2 accepted alone,
+ * is anchored as Prometheus does.
  * service_name without such a label is the service, as matchers_match().
  */
 static void
@@ -159,7 +160,7 @@ where_matcher(struct buf *b, const struct matcher *m)
 
 	labels_escape(&pfx, m->key, strlen(m->key));
 	buf_addc(&pfx, '=');
-	buf_printf(&re, "^(%s)$", m->value);
+	buf_printf(&re, "^(?:%s)$", m->value);
 	if (buf_error(&pfx) < 0 || buf_error(&re) < 0) {
 		buf_free(&pfx);
 		buf_free(&re);

@@ -46,7 +46,7 @@ static const char usage_text[] =
 "                       [--debuginfod URL[,URL...]|off] [--debuginfod-cache SIZE]\n"
 "                       [--retention DURATION] [--retention-aggregates DURATION]\n"
 "                       [--max-disk SIZE] [--max-series N] [--max-services N]\n"
-"                       [--memory-limit BYTES]\n"
+"                       [--memory-limit BYTES] [--query-cpu-limit DURATION]\n"
 "                       [--http-token TOKEN | --http-token-file FILE] [--http-open]\n"
 "                       [--http-insecure] [--http-max-body BYTES]\n"
 "                       [--http-max-decoded BYTES] [--http-max-conns N]\n"
@@ -87,6 +87,9 @@ static const char usage_text[] =
 "  --http-max-decoded BYTES  largest pushed profile once gunzipped (default 256 MiB)\n"
 "  --memory-limit BYTES  memory for buffers, decoding and rendering (default a\n"
 "                      quarter of RAM, 1-4 GiB); past it EAGAIN / HTTP 503\n"
+"  --query-cpu-limit DURATION|off  CPU time one HTTP API query may use\n"
+"                      (default 30s): past it, or once its client has gone,\n"
+"                      the query stops (HTTP 503, 499) and frees what it held\n"
 "  --ebpf[=HZ]         sample every process's on-CPU stacks with eBPF at HZ\n"
 "                      (default 19, at most 99); needs root. A Go program's\n"
 "                      pprof labels (pprof.Do) label its samples' series\n"
@@ -260,6 +263,7 @@ struct serve_opts {
 	size_t		 http_max_body;
 	unsigned	 http_max_conns;
 	size_t		 http_max_decoded;
+	int64_t		 query_cpu_ns;	/* 0: the API's default, < 0: no limit */
 	const char	*http_token;
 	const char	*http_token_file;
 	int		 http_insecure;
@@ -279,6 +283,7 @@ struct serve_opts {
 /* Long options without a short letter. */
 #define OPT_MAX_SERVICES	1001
 #define OPT_CH_REPLICATED	1002
+#define OPT_QUERY_CPU		1003
 
 /* --retention at most 100 years; its unit is required (a bare "30" is refused). */
 #define RETENTION_MAX	(INT64_C(36500) * 86400 * 1000000000)
@@ -724,6 +729,7 @@ serve(const struct serve_opts *o, struct priv_user *user)
 		struct http_opts ho = { .listen = o->http, .max_body = o->http_max_body,
 		    .max_conns = o->http_max_conns, .token = o->http_token,
 		    .max_decoded = o->http_max_decoded, .open = o->http_open,
+		    .query_cpu_ns = o->query_cpu_ns,
 		    .owner = user ? user->uid : getuid(), .allow_other = o->access.allow_other,
 		    .group_set = o->access.group_set, .group_write = o->access.group_write,
 		    .group = o->access.group };
@@ -858,6 +864,7 @@ main(int argc, char **argv)
 		{ "http-max-conns", required_argument,	NULL, 'C' },
 		{ "http-max-decoded", required_argument, NULL, 'Z' },
 		{ "memory-limit", required_argument,	NULL, 'L' },
+		{ "query-cpu-limit", required_argument, NULL, OPT_QUERY_CPU },
 		{ "verbose",	no_argument,		NULL, 'v' },
 		{ "debug-fuse",	no_argument,		NULL, 'D' },
 		{ "retention",	required_argument,	NULL, 'R' },
@@ -1044,6 +1051,16 @@ main(int argc, char **argv)
 				o.http_max_body = (size_t)(bytes * mult);
 			else
 				o.http_max_decoded = (size_t)(bytes * mult);
+			break;
+		case OPT_QUERY_CPU:
+			if (strcmp(optarg, "off") == 0)
+				o.query_cpu_ns = -1;
+			else if (clock_parse_duration(optarg, INT64_C(86400) * 1000000000,
+			    &o.query_cpu_ns) < 0 || o.query_cpu_ns < 10000000) {
+				fprintf(stderr, "profilefs: --query-cpu-limit: '%s' is not a duration "
+				    "from 10ms to 1d (write e.g. 30s, 2m), or off\n", optarg);
+				return 2;
+			}
 			break;
 		case 'C':
 			errno = 0;

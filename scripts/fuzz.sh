@@ -21,7 +21,7 @@ command -v clang >/dev/null || { echo "fuzz.sh: clang is needed (apt-get install
 # The layer archives, instrumented; a harness links only the objects it uses.
 ARCHIVES=()
 for l in fs api ebpf scrape cluster query render store pprof base; do ARCHIVES+=("$OUT/build/lib$l.a"); done
-make -s -j"$(nproc)" O="$OUT" CC=clang SANITIZE="$SAN" "${ARCHIVES[@]}"
+make -s -j"$(nproc)" O="$OUT" CC=clang CXX=clang++ SANITIZE="$SAN" "${ARCHIVES[@]}"
 
 PKGS=$(sed -n 's/^PKGS *:= *//p' Makefile)
 CFLAGS=(-g -O1 -std=gnu11 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined
@@ -29,7 +29,7 @@ CFLAGS=(-g -O1 -std=gnu11 -fno-omit-frame-pointer -fsanitize=fuzzer,address,unde
 for d in base pprof store render query cluster fs api collector/ebpf collector/ebpf/runtimes collector/scrape; do CFLAGS+=(-I"$d"); done
 CFLAGS+=(-Ibpf)	# collector/ebpf/runtimes/python.h: the types shared with the BPF program
 CFLAGS+=(-I"$OUT/build/gen/pb" -I"$OUT/build/gen/otlp" -I"$OUT/build/gen/api" $(pkg-config --cflags $PKGS))
-LIBS=($(pkg-config --libs $PKGS) -lrocksdb -lpthread -lm)
+LIBS=($(pkg-config --libs $PKGS) -lrocksdb -lstdc++ -lpthread -lm)	# -lstdc++: base/re2shim.cc
 
 summary=()
 for h in "${HARNESSES[@]}"; do

@@ -32,7 +32,7 @@ PKGS=(
   zlib1g-dev
   libmicrohttpd-dev libcurl4-openssl-dev libssl-dev
   libbpf-dev bpftool clang llvm libelf-dev libdw-dev liblzma-dev xz-utils sqlite3
-  libcmocka-dev libjansson-dev libiberty-dev libsystemd-dev
+  libcmocka-dev libjansson-dev libiberty-dev libsystemd-dev libre2-dev
   debuginfod
   golang-go
   curl libxml2-utils procps psmisc jq python3

@@ -83,7 +83,10 @@ static int
 match_cb(void *arg, const struct series *s)
 {
 	struct match_arg *a = arg;
+	int rc;
 
+	if ((rc = cancel_check(a->q->cancel)) < 0)
+		return rc;
 	return query_match(a->q, s) ? add_series(a->res, s->id) : 0;
 }
 
@@ -116,7 +119,8 @@ query_list(struct store *st, const struct query *q, struct query_result *res)
 	memset(res, 0, sizeof(*res));
 	rc = match_series(st, q, res);
 	for (i = 0; i < res->nseries && rc == 0; i++)
-		rc = store_scan(st, res->series[i], q->from, q->to, false, list_cb, res);
+		if ((rc = cancel_check(q->cancel)) == 0)
+			rc = store_scan(st, res->series[i], q->from, q->to, false, list_cb, res);
 	if (rc == 0) {
 		if (res->nrefs)	/* refs is NULL when empty: not for qsort */
 			qsort(res->refs, res->nrefs, sizeof(*res->refs), ref_cmp);
@@ -251,7 +255,8 @@ file_groups(struct store *st, struct merge_listing *c, size_t i, const struct ag
  */
 static int
 merge_groups(struct store *st, struct merge_listing *c, const struct mgroup *mg,
-    const struct mgroup_shared *sh, struct agg **aggs, bool types_only, struct profile **out)
+    const struct mgroup_shared *sh, struct agg **aggs, bool types_only,
+    struct cancel *cancel, struct profile **out)
 {
 	struct merge *m = merge_create();
 	const struct group *gr;
@@ -269,6 +274,8 @@ merge_groups(struct store *st, struct merge_listing *c, const struct mgroup *mg,
 		for (k = 0; k < gr->nmem && rc == 0; k++) {
 			uint64_t sid = c->res->series[gr->mem[k].series];
 
+			if ((rc = cancel_check(cancel)) < 0)
+				break;
 			if ((t = store_symtab_acquire(st, sid, &rc)) == NULL)
 				break;
 			rc = agg_profile(aggs[gr->mem[k].series], t, gr->mem[k].g, true, &p);
@@ -381,6 +388,8 @@ query_merge(struct store *st, const struct query *q, struct query_result *res)
 	if (rc == 0 && (aggs = calloc(res->nseries + 1, sizeof(*aggs))) == NULL)
 		rc = -ENOMEM;
 	for (i = 0; i < res->nseries && rc == 0; i++) {
+		if ((rc = cancel_check(q->cancel)) < 0)
+			break;
 		if ((aggs[i] = agg_create()) == NULL) {
 			rc = -ENOMEM;
 			break;
@@ -430,7 +439,7 @@ query_merge(struct store *st, const struct query *q, struct query_result *res)
 		if (rc == 0)
 			rc = mgroup_totals(mg, &sh, grp, (size_t *)c.at.data, n, &c.totals);
 		if (rc == 0 && (rc = merge_groups(st, &c, mg, &sh, aggs, q->totals_only,
-		    &res->merged)) == 0 &&
+		    q->cancel, &res->merged)) == 0 &&
 		    res->merged)
 			res->nmerged = (size_t)nmerged;
 		free(grp);

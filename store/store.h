@@ -324,6 +324,12 @@ struct query {
 	 * ignore it and merge them anyway.
 	 */
 	bool			 totals_only;
+	/*
+	 * When to give up (base.h): the request's CPU deadline or its client
+	 * gone; list and merge then end with its -ETIMEDOUT or -ECONNRESET.
+	 * NULL: never. Checked between series and between the profiles merged.
+	 */
+	struct cancel		*cancel;
 };
 
 struct query_skip {

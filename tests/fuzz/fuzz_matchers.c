@@ -4,6 +4,10 @@
  * matchers_parse_path() (the tree's). A refusal gives a reason and leaves no
  * matcher; what parses in the tree's form formats to a canonical text that
  * parses back to the same matchers, and every matcher evaluates on a series.
+ * The regexes are RE2's: what parses holds at most the selector's cap of
+ * the budget, and a value of 4 KiB matches in linear time whatever the
+ * pattern (the corpus holds the shapes that cost regcomp() gigabytes and
+ * back-references that cost it minutes).
  */
 #include <errno.h>
 #include <stdint.h>
@@ -33,10 +37,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct labelset ls = { .n = 0 };
 	struct buf err = { 0 }, text = { 0 };
 	char *s = malloc(size + 1);
+	static char big[4097];
 	size_t i;
 	int rc;
 
 	CHECK(s != NULL);
+	if (big[0] == '\0')
+		memset(big, 'a', sizeof(big) - 1);
 	memcpy(s, data, size);
 	s[size] = '\0';
 	(void)labels_add(&ls, "pod", "api-1", NULL);
@@ -47,7 +54,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check_refusal(rc, &ms, &err);
 	else {
 		CHECK(ms.n <= LABELS_MAX);
+		CHECK(matchers_re_mem(&ms) <= MATCHERS_RE_MEM_MAX);
 		(void)matchers_match(&ms, "svc", &ls);
+		for (i = 0; i < ms.n; i++)
+			(void)matcher_match(&ms.m[i], big);
 		matchers_clear(&ms);
 	}
 	buf_reset(&err);

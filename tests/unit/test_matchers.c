@@ -110,14 +110,14 @@ test_prom_refused(void **state)
 	assert_non_null(strstr(refusal("{a=~\"(\"}"), "bad regular expression"));
 	assert_non_null(strstr(refusal("{a=\"\\q\"}"), "unknown escape"));
 	assert_non_null(strstr(refusal("{a=\"1\"} x"), "after the selector"));
-	/* Regexes whose nested repetitions would blow up regcomp(). */
+	/* RE2 refuses repetitions of repetitions and counts over 1000, nested multiplied. */
 	assert_non_null(strstr(refusal("{a=~\"a++++++++++++++++++++++++++++++++++++++++\"}"),
-	    "too complex"));
-	assert_non_null(strstr(refusal("{a=~\"((((((((((((((((a+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+\"}"),
-	    "too complex"));
-	assert_non_null(strstr(refusal("{a=~\"(a{1000}){1000}\"}"), "too complex"));
-	assert_non_null(strstr(refusal("{a=~\"************+****\"}"), "too complex"));
-	assert_non_null(strstr(refusal("{a=~\"a*?\"}"), "too complex"));
+	    "repetition of a repetition"));
+	assert_non_null(strstr(refusal("{a=~\"(a{1000}){1000}\"}"), "at most 1000"));
+	assert_non_null(strstr(refusal("{a=~\"************+****\"}"), "bad regular expression"));
+	/* Nested + is linear in RE2: accepted, as Prometheus does. */
+	assert_string_equal(refusal("{a=~\"((((((((((((((((a+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+\"}"), "");
+	assert_string_equal(refusal("{a=~\"a*?\"}"), "");	/* non-greedy */
 	assert_string_equal(refusal("{a=~\"(api|web)-[[:digit:]]+[a-z]{2,8}.*\"}"), "");
 	assert_string_equal(refusal("{a=~\"[]+]+x{3}\\\\+\"}"), "");
 	assert_non_null(strstr(refusal("a=\"1\"}"), "without an opening"));
@@ -211,6 +211,130 @@ test_limits(void **state)
 	buf_free(&err);
 }
 
+/* What Prometheus (Go's regexp, RE2 syntax) accepts and how it matches. */
+static void
+test_re2_semantics(void **state)
+{
+	(void)state;
+	assert_true(sel_match("{pod=~\"(?i)API-.*\"}", "s", "pod=api-1"));
+	assert_true(sel_match("{pod=~\"\\\\d+\"}", "s", "pod=123"));
+	assert_false(sel_match("{pod=~\"\\\\d+\"}", "s", "pod=12a"));
+	assert_true(sel_match("{pod=~\"[[:digit:]]+\"}", "s", "pod=42"));
+	assert_true(sel_match("{pod=~\"\\\\pL+\"}", "s", "pod=h%C3%A9llo"));
+	assert_true(sel_match("{pod=~\"(?P<n>a)b\"}", "s", "pod=ab"));
+	assert_true(sel_match("{pod=~\"a*?\"}", "s", "pod=aaa"));	/* still the whole value */
+	/* '.' is not '\n' unless (?s), as in Go. */
+	assert_false(sel_match("{pod=~\"a.b\"}", "s", "pod=a%0Ab"));
+	assert_true(sel_match("{pod=~\"(?s)a.b\"}", "s", "pod=a%0Ab"));
+	/* Anchored as ^(?:re)$: alternation inside, no match of a part. */
+	assert_false(sel_match("{pod=~\"a|b\"}", "s", "pod=ab"));
+	assert_true(sel_match("{pod=~\"a|b\"}", "s", "pod=b"));
+	assert_true(sel_match("{pod!~\"a|b\"}", "s", "pod=ab"));
+	/* The largest counts RE2 allows. */
+	assert_true(sel_match("{pod=~\"(a|b|c|d|e|f|g|h|i|j){1,1000}\"}", "s", "pod=abcjjj"));
+	assert_false(sel_match("{pod=~\"(a|b|c|d|e|f|g|h|i|j){1,1000}\"}", "s", "pod=abcz"));
+	assert_false(sel_match("{pod=~\"x{1000}\"}", "s", "pod=x"));
+	/* A pattern that would break out of the anchors is refused, as Go refuses it. */
+	assert_non_null(strstr(refusal("{a=~\"a)|(b\"}"), "bad regular expression"));
+	assert_non_null(strstr(refusal("{a=~\"(b\"}"), "missing"));
+}
+
+/* The shapes that cost gigabytes or minutes with a backtracking regcomp(). */
+static void
+test_re2_refused(void **state)
+{
+	const char *r;
+
+	(void)state;
+	r = refusal("{a=~\"(.*)(.*)(.*)(.*)(.*)\\\\5\\\\4\\\\3\\\\2x\"}");
+	assert_non_null(strstr(r, "back-references (\\5) are not supported"));
+	assert_non_null(strstr(refusal("{a=~\"(a)\\\\1\"}"), "back-references"));
+	r = refusal("{a=~\"(a|b|c|d|e|f|g|h|i|j){1,1800}\"}");
+	assert_non_null(strstr(r, "invalid repetition size: {1,1800}"));
+	assert_non_null(strstr(r, "at most 1000"));
+	assert_non_null(strstr(refusal("{a=~\"x{1001}\"}"), "at most 1000"));
+	assert_non_null(strstr(refusal("{a=~\"(a{100}){100}\"}"), "at most 1000"));
+	assert_non_null(strstr(refusal("{a=~\"((a{1,30}){1,30}){1,30}\"}"), "at most 1000"));
+	assert_non_null(strstr(refusal("{a=~\"a**\"}"), "repetition of a repetition"));
+	assert_non_null(strstr(refusal("{a=~\"\\\\pL{1,1000}\"}"), "compiles to more than"));
+	assert_non_null(strstr(refusal("{a=~\"\\\\Z\"}"), "invalid escape"));
+	/* The tree's form gives the same reasons. */
+	{
+		struct matchers ms;
+		struct buf err = { 0 };
+
+		assert_int_equal(matchers_parse_path("pod=~(a|b|c|d|e|f|g|h|i|j){1%2C1800}", &ms,
+		    &err), -EINVAL);
+		assert_non_null(strstr(err.data, "at most 1000"));
+		buf_free(&err);
+	}
+}
+
+/* Matching time is linear: shapes that backtrack exponentially end at once. */
+static void
+test_re2_linear(void **state)
+{
+	struct matchers ms;
+	char v[4097];
+
+	(void)state;
+	memset(v, 'x', sizeof(v) - 1);
+	v[sizeof(v) - 1] = '\0';
+	assert_int_equal(matchers_parse_prom("{a=~\"(x+x+)+y\", b=~\"(x|xx)*z\", "
+	    "c=~\"(.*)(.*)(.*)(.*)(.*)y\"}", &ms, NULL), 0);
+	assert_false(matcher_match(&ms.m[0], v));
+	assert_false(matcher_match(&ms.m[1], v));
+	assert_false(matcher_match(&ms.m[2], v));
+	matchers_clear(&ms);
+}
+
+/* Compiled regexes hold budget, given back when cleared; caps per regex and selector. */
+static void
+test_re2_budget(void **state)
+{
+	struct matchers ms;
+	struct buf s = { 0 }, err = { 0 };
+	size_t used0, used1, lim;
+	int i;
+
+	(void)state;
+	budget_stats(&used0, NULL, NULL);
+	assert_int_equal(matchers_parse_prom("{a=~\"api-.*\", b=\"x\"}", &ms, NULL), 0);
+	assert_true(ms.m[0].re_mem > 0 && ms.m[0].re_mem <= (128u << 10));
+	assert_int_equal(ms.m[1].re_mem, 0);
+	assert_int_equal(matchers_re_mem(&ms), ms.m[0].re_mem);
+	budget_stats(&used1, NULL, NULL);
+	assert_int_equal(used1 - used0, matchers_re_mem(&ms));
+	matchers_clear(&ms);
+	budget_stats(&used1, NULL, NULL);
+	assert_int_equal(used1, used0);
+	/* A large program holds more, at most MATCHER_RE_MEM. */
+	assert_int_equal(matchers_parse_prom("{a=~\"(abcd|efgh|ijkl|mnop){1,1000}\"}", &ms, NULL), 0);
+	assert_true(ms.m[0].re_mem > (256u << 10) && ms.m[0].re_mem <= MATCHER_RE_MEM);
+	matchers_clear(&ms);
+	/* 64 of them pass the selector's cap: refused with the reason, nothing held. */
+	buf_addc(&s, '{');
+	for (i = 0; i < LABELS_MAX; i++)
+		buf_printf(&s, "k%d=~\"(abcd|efgh|ijkl|mnop){1,1000}\",", i);
+	buf_addc(&s, '}');
+	buf_reserve(&err, 1024);
+	budget_stats(&used0, NULL, NULL);	/* s and err hold some */
+	assert_int_equal(matchers_parse_prom(s.data, &ms, &err), -EINVAL);
+	assert_non_null(strstr(err.data, "would take more than 32 MiB"));
+	assert_int_equal(ms.n, 0);
+	budget_stats(&used1, NULL, NULL);
+	assert_int_equal(used1, used0);
+	/* No room in the budget: -ENOMEM with a reason. */
+	lim = budget_limit();
+	budget_set_limit(used0 + (512u << 10));
+	buf_reset(&err);
+	assert_int_equal(matchers_parse_prom("{a=~\"x\"}", &ms, &err), -ENOMEM);
+	assert_non_null(strstr(err.data, "memory budget"));
+	budget_set_limit(lim);
+	buf_free(&s);
+	buf_free(&err);
+}
+
 int
 main(void)
 {
@@ -220,6 +344,10 @@ main(void)
 		cmocka_unit_test(test_prom_semantics),
 		cmocka_unit_test(test_path_form),
 		cmocka_unit_test(test_limits),
+		cmocka_unit_test(test_re2_semantics),
+		cmocka_unit_test(test_re2_refused),
+		cmocka_unit_test(test_re2_linear),
+		cmocka_unit_test(test_re2_budget),
 	};
 
 	return cmocka_run_group_tests_name("matchers", tests, NULL, NULL);
