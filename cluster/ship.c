@@ -1198,6 +1198,7 @@ cluster_start(struct store *st, const struct cluster_config *cfg, struct cluster
 	}
 	c->max_backlog = cfg->max_backlog ? cfg->max_backlog : 1000000;
 	c->batch_rows = cfg->batch_rows ? cfg->batch_rows : 200000;
+	c->hedge_ms = cfg->hedge_ms == 0 ? CH_HEDGE_MS : cfg->hedge_ms < 0 ? 0 : cfg->hedge_ms;
 	c->reads = !cfg->no_reads;
 	c->local_retention = cfg->retention > 0 ? cfg->retention : 0;
 	c->set_retention = cfg->set_retention;
