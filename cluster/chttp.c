@@ -445,7 +445,7 @@ run(struct cluster *c, const size_t *cand, size_t n, const char *sql, const stru
 	struct xfer *x;
 	size_t next = 0, inflight = 0, k, errs = 0, first_url = 0;
 	int64_t hedge_at = 0, now, wait_ms;
-	int rc = -EHOSTUNREACH, r, running;
+	int rc = -EHOSTUNREACH, r, running, queued;
 	bool done = false, hedged = false;
 	CURLMsg *msg;
 	CURLM *m;
@@ -475,7 +475,7 @@ run(struct cluster *c, const size_t *cand, size_t n, const char *sql, const stru
 			hedge_at = now + (int64_t)c->hedge_ms * 1000000;
 		}
 		curl_multi_perform(m, &running);
-		while (!done && (msg = curl_multi_info_read(m, &running)) != NULL) {
+		while (!done && (msg = curl_multi_info_read(m, &queued)) != NULL) {
 			struct xfer *t = NULL;
 
 			if (msg->msg != CURLMSG_DONE)
@@ -496,9 +496,8 @@ run(struct cluster *c, const size_t *cand, size_t n, const char *sql, const stru
 			}
 			if (r == -EAGAIN)
 				r = -EIO;
-			if (r != 0 && t->err.len) {
+			if (r != 0 && t->err.len)
 				buf_printf(err, "%s%s", errs++ ? "; " : "", t->err.data);
-			}
 			if (r == -EHOSTUNREACH)
 				continue;	/* the next starts at the top of the loop */
 			rc = r;
