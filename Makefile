@@ -71,6 +71,13 @@ O       ?= .
 B       := $(O)/build
 BIN     := $(O)/bin
 
+# Two makes may run in one tree at once (an editor's and a terminal's): what
+# a rule writes goes to a name of this make's own ($@$(TMP_SUFFIX), in the
+# same directory) and is renamed into place whole, so the other make never
+# reads half a file (a header, an object, a .d file it includes) nor has one
+# taken from under it.
+TMP_SUFFIX := .$(shell echo $$PPID).tmp
+
 # The flags the objects were built with, kept in $(B)/flags: building with
 # other ones (SANITIZE=, WERROR=, CFLAGS=, ...) rebuilds everything instead of
 # linking objects of two kinds together. The version and commit are left out:
@@ -79,7 +86,8 @@ FLAGS_STAMP := $(B)/flags
 FLAGS_NOW   := $(CC) $(CXX) $(CXXFLAGS) $(SANITIZE) $(WERROR) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $(LDLIBS) $(PKG_CFLAGS) $(PKG_LIBS)
 ifneq ($(FLAGS_NOW),$(file <$(FLAGS_STAMP)))
 $(shell mkdir -p $(B))
-$(file >$(FLAGS_STAMP),$(FLAGS_NOW))
+$(file >$(FLAGS_STAMP)$(TMP_SUFFIX),$(FLAGS_NOW))
+$(shell mv -f $(FLAGS_STAMP)$(TMP_SUFFIX) $(FLAGS_STAMP))
 endif
 
 ifeq ($(V),1)
@@ -119,7 +127,7 @@ PUB := $(B)/pub
 define pub_rule
 $(PUB)/$(1)/$(1).h: $(call dir_of,$(1))/$(1).h
 	@mkdir -p $$(dir $$@)
-	$$(Q)cp $$< $$@
+	$$(Q)cp $$< $$@$$(TMP_SUFFIX) && mv -f $$@$$(TMP_SUFFIX) $$@
 endef
 $(foreach l,$(filter-out main,$(LAYERS)),$(eval $(call pub_rule,$(l))))
 PUB_HDRS := $(foreach l,$(filter-out main,$(LAYERS)),$(PUB)/$(l)/$(l).h)
@@ -160,33 +168,43 @@ TEST_INC := $(foreach d,$(filter-out main,$(SRC_DIRS)),-I$(d)) -Ibpf -I$(B)/gen/
 all: $(BIN)/profilefs layercheck
 tests: $(TEST_BIN) $(FUZZ_BIN) tools
 
+# protoc_into DIR, PROTOC ARGS: protoc-c's output made in a directory of its
+# own next to DIR, then each file renamed into DIR (headers first).
+protoc_into = t=$$(mktemp -d $(B)/gen/.protoc.XXXXXX) && protoc-c $(2) --c_out=$$t && \
+	(cd $$t && find . -type f | sort -r) | while read -r f; do \
+	    mkdir -p $(1)/$$(dirname $$f) && mv -f $$t/$$f $(1)/$$f || exit 1; done; \
+	rc=$$?; rm -rf $$t; exit $$rc
+
 $(B)/gen/pb/profile.pb-c.c $(B)/gen/pb/profile.pb-c.h &: pprof/profile.proto
 	@mkdir -p $(B)/gen/pb
 	@echo "  PROTOC  $<"
-	$(Q)protoc-c -Ipprof --c_out=$(B)/gen/pb $<
+	$(Q)$(call protoc_into,$(B)/gen/pb,-Ipprof $<)
 
 $(B)/gen/pb/profile.pb-c.o: $(B)/gen/pb/profile.pb-c.c $(FLAGS_STAMP)
 	@echo "  CC      $<"
-	$(Q)$(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -I$(B)/gen/pb -c -o $@ $<
+	$(Q)$(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -I$(B)/gen/pb -c -o $@$(TMP_SUFFIX) $< && \
+	    mv -f $@$(TMP_SUFFIX) $@
 
 # OpenTelemetry's profiles (the subset api/otlp.c reads): api/ alone sees them.
 $(B)/gen/otlp/otlp.pb-c.c $(B)/gen/otlp/otlp.pb-c.h &: api/otlp.proto
 	@mkdir -p $(B)/gen/otlp
 	@echo "  PROTOC  $<"
-	$(Q)protoc-c -Iapi --c_out=$(B)/gen/otlp $<
+	$(Q)$(call protoc_into,$(B)/gen/otlp,-Iapi $<)
 
 $(B)/gen/otlp/otlp.pb-c.o: $(B)/gen/otlp/otlp.pb-c.c $(FLAGS_STAMP)
 	@echo "  CC      $<"
-	$(Q)$(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -I$(B)/gen/otlp -c -o $@ $<
+	$(Q)$(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -I$(B)/gen/otlp -c -o $@$(TMP_SUFFIX) $< && \
+	    mv -f $@$(TMP_SUFFIX) $@
 
 $(API_GEN_C) $(API_GEN_C:.c=.h) &: $(API_PROTO) pprof/profile.proto
 	@mkdir -p $(B)/gen/api
 	@echo "  PROTOC  $(API_PROTO)"
-	$(Q)protoc-c -Ipprof -Iapi/proto --c_out=$(B)/gen/api $(API_PROTO)
+	$(Q)$(call protoc_into,$(B)/gen/api,-Ipprof -Iapi/proto $(API_PROTO))
 
 $(B)/gen/api/%.pb-c.o: $(B)/gen/api/%.pb-c.c $(B)/gen/pb/profile.pb-c.h $(FLAGS_STAMP) | $(GEN)
 	@echo "  CC      $<"
-	$(Q)$(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -I$(B)/gen/api -I$(B)/gen/pb -c -o $@ $<
+	$(Q)$(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -I$(B)/gen/api -I$(B)/gen/pb -c -o $@$(TMP_SUFFIX) $< && \
+	    mv -f $@$(TMP_SUFFIX) $@
 
 # An object depends on its source, the flags and the headers it includes as
 # the compiler lists them (-MMD, in its .d file): touching a public header
@@ -196,18 +214,22 @@ define layer_rules
 $(B)/$(call dir_of,$(1))/%.o: $(call dir_of,$(1))/%.c $(FLAGS_STAMP) | $(GEN) $(PUB_HDRS)
 	@mkdir -p $$(dir $$@)
 	@echo "  CC      $$<"
-	$$(Q)$$(CC) $$(ALL_CFLAGS) $$(call layer_cflags,$(1)) -MMD -MP -c -o $$@ $$<
+	$$(Q)$$(CC) $$(ALL_CFLAGS) $$(call layer_cflags,$(1)) -MMD -MP -MT $$@ \
+	    -MF $$(@:.o=.d)$$(TMP_SUFFIX) -c -o $$@$$(TMP_SUFFIX) $$< && \
+	    mv -f $$(@:.o=.d)$$(TMP_SUFFIX) $$(@:.o=.d) && mv -f $$@$$(TMP_SUFFIX) $$@
 $(B)/$(call dir_of,$(1))/%.o: $(call dir_of,$(1))/%.cc $(FLAGS_STAMP) | $(GEN) $(PUB_HDRS)
 	@mkdir -p $$(dir $$@)
 	@echo "  CXX     $$<"
-	$$(Q)$$(CXX) $$(ALL_CXXFLAGS) $$(call layer_cflags,$(1)) -MMD -MP -c -o $$@ $$<
+	$$(Q)$$(CXX) $$(ALL_CXXFLAGS) $$(call layer_cflags,$(1)) -MMD -MP -MT $$@ \
+	    -MF $$(@:.o=.d)$$(TMP_SUFFIX) -c -o $$@$$(TMP_SUFFIX) $$< && \
+	    mv -f $$(@:.o=.d)$$(TMP_SUFFIX) $$(@:.o=.d) && mv -f $$@$$(TMP_SUFFIX) $$@
 endef
 $(foreach l,$(LAYERS),$(eval $(call layer_rules,$(l))))
 
 define lib_rule
 $(B)/lib$(1).a: $(call obj_of,$(1)) $(2)
 	@echo "  AR      $$@"
-	$$(Q)rm -f $$@ && ar rcs $$@ $$^
+	$$(Q)rm -f $$@$$(TMP_SUFFIX) && ar rcs $$@$$(TMP_SUFFIX) $$^ && mv -f $$@$$(TMP_SUFFIX) $$@
 endef
 $(foreach l,$(filter-out pprof api,$(LIB_LAYERS)),$(eval $(call lib_rule,$(l))))
 $(eval $(call lib_rule,pprof,$(B)/gen/pb/profile.pb-c.o))
@@ -230,21 +252,22 @@ $(B)/gen/bpf/vmlinux.h: $(VMLINUX_IN)
 	@mkdir -p $(B)/gen/bpf
 	@echo "  BTF     $@"
 ifneq ($(VMLINUX_IN),)
-	$(Q)cp $< $@
+	$(Q)cp $< $@$(TMP_SUFFIX) && mv -f $@$(TMP_SUFFIX) $@
 else
 	$(Q)test -r $(VMLINUX_BTF) || { echo "no bpf/vmlinux/$(BPF_ARCH)/vmlinux.h and no $(VMLINUX_BTF): build on a kernel with BTF, or add the header" >&2; exit 1; }
-	$(Q)$(BPFTOOL) btf dump file $(VMLINUX_BTF) format c > $@
+	$(Q)$(BPFTOOL) btf dump file $(VMLINUX_BTF) format c > $@$(TMP_SUFFIX) && mv -f $@$(TMP_SUFFIX) $@
 endif
 
 $(B)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) $(B)/gen/bpf/vmlinux.h
 	@mkdir -p $(B)/bpf
 	@echo "  BPF     $<"
-	$(Q)$(BPF_CLANG) -O2 -g -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -I$(B)/gen/bpf -Ibpf -c -o $@ $<
-	$(Q)$(BPF_STRIP) -g $@
+	$(Q)$(BPF_CLANG) -O2 -g -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -I$(B)/gen/bpf -Ibpf -c -o $@$(TMP_SUFFIX) $< && \
+	    $(BPF_STRIP) -g $@$(TMP_SUFFIX) && mv -f $@$(TMP_SUFFIX) $@
 
 $(B)/gen/bpf/%.skel.h: $(B)/bpf/%.bpf.o
+	@mkdir -p $(B)/gen/bpf
 	@echo "  SKEL    $@"
-	$(Q)$(BPFTOOL) gen skeleton $< name $*_bpf > $@
+	$(Q)$(BPFTOOL) gen skeleton $< name $*_bpf > $@$(TMP_SUFFIX) && mv -f $@$(TMP_SUFFIX) $@
 
 $(B)/collector/ebpf/ebpf.o: $(BPF_SKEL)
 .SECONDARY: $(patsubst bpf/%.bpf.c,$(B)/bpf/%.bpf.o,$(BPF_SRC))
@@ -252,40 +275,46 @@ $(B)/collector/ebpf/ebpf.o: $(BPF_SKEL)
 $(BIN)/profilefs: $(call obj_of,main) $(LIBS_LINK) $(FLAGS_STAMP)
 	@mkdir -p $(BIN)
 	@echo "  LD      $@"
-	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $(filter %.o %.a,$^) $(ALL_LDLIBS)
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@$(TMP_SUFFIX) $(filter %.o %.a,$^) $(ALL_LDLIBS) && \
+	    mv -f $@$(TMP_SUFFIX) $@
 
 # Tests, harnesses and tools: each compiled to an object (its header
 # dependencies in its .d file), then linked; a changed archive relinks them
 # without recompiling.
-TEST_CC = $(CC) $(ALL_CFLAGS) $(TEST_INC) -MMD -MP -c -o $@ $<
+TEST_CC = $(CC) $(ALL_CFLAGS) $(TEST_INC) -MMD -MP -MT $@ -MF $(@:.o=.d)$(TMP_SUFFIX) \
+	  -c -o $@$(TMP_SUFFIX) $<
+TEST_MV = mv -f $(@:.o=.d)$(TMP_SUFFIX) $(@:.o=.d) && mv -f $@$(TMP_SUFFIX) $@
 $(B)/tests/unit/%.o: tests/unit/%.c $(FLAGS_STAMP) | $(GEN) $(BPF_SKEL)
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
-	$(Q)$(TEST_CC) -Wno-missing-prototypes
+	$(Q)$(TEST_CC) -Wno-missing-prototypes && $(TEST_MV)
 $(B)/tests/fuzz/%.o: tests/fuzz/%.c $(FLAGS_STAMP) | $(GEN) $(BPF_SKEL)
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
-	$(Q)$(TEST_CC)
+	$(Q)$(TEST_CC) && $(TEST_MV)
 $(B)/tests/tools/%.o: tests/tools/%.c $(FLAGS_STAMP) | $(GEN) $(BPF_SKEL)
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
-	$(Q)$(TEST_CC)
+	$(Q)$(TEST_CC) && $(TEST_MV)
 
 $(TEST_BIN): $(B)/tests/%: $(B)/tests/unit/%.o $(LIBS_LINK)
 	@echo "  LD      $@"
-	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIBS_LINK) $(ALL_LDLIBS) -lcmocka
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@$(TMP_SUFFIX) $< $(LIBS_LINK) $(ALL_LDLIBS) -lcmocka && \
+	    mv -f $@$(TMP_SUFFIX) $@
 
 # The harnesses linked with replay.c instead of libFuzzer.
 $(FUZZ_BIN): $(B)/tests/%: $(B)/tests/fuzz/%.o $(B)/tests/fuzz/replay.o $(LIBS_LINK)
 	@echo "  LD      $@"
-	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $< $(B)/tests/fuzz/replay.o $(LIBS_LINK) $(ALL_LDLIBS)
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@$(TMP_SUFFIX) $< $(B)/tests/fuzz/replay.o $(LIBS_LINK) $(ALL_LDLIBS) && \
+	    mv -f $@$(TMP_SUFFIX) $@
 
 # Programs the benchmarks drive (scripts/bench-http.sh).
 TOOL_BIN := $(patsubst tests/tools/%.c,$(B)/tests/tools/%,$(wildcard tests/tools/*.c))
 tools: $(TOOL_BIN)
 $(TOOL_BIN): $(B)/tests/tools/%: $(B)/tests/tools/%.o $(LIBS_LINK)
 	@echo "  LD      $@"
-	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIBS_LINK) $(ALL_LDLIBS)
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@$(TMP_SUFFIX) $< $(LIBS_LINK) $(ALL_LDLIBS) && \
+	    mv -f $@$(TMP_SUFFIX) $@
 
 # Relative includes would step around the include paths: refuse them. Only
 # store/ sees RocksDB: its header elsewhere is refused too.

@@ -263,6 +263,23 @@ size_t	utf8_seqlen(const char *s, size_t n);
 bool	utf8_valid(const char *s, size_t n);
 /* Append s with each byte that does not start a well-formed sequence replaced by U+FFFD. */
 int	utf8_repair(struct buf *out, const char *s, size_t n);
+/*
+ * The longest string stored from outside (a function, system or file name,
+ * a label key or value: any entry of a profile's string table), in bytes,
+ * whatever the producer (HTTP pushes, ingest/, the scraper, the eBPF agent).
+ * A longer one is cut at a UTF-8 character boundary and ends in
+ * STR_CUT_MARK, the whole within STR_MAX_STORED.
+ */
+#define STR_MAX_STORED	4096
+#define STR_CUT_MARK	"\xe2\x80\xa6[cut]"	/* "…[cut]" */
+/*
+ * How many bytes of s[0..n) to keep so that they and STR_CUT_MARK fit in
+ * max bytes (n itself when s fits whole): never half of a multi-byte
+ * character. max must exceed the mark's length.
+ */
+size_t	utf8_cut(const char *s, size_t n, size_t max);
+/* Append s[0..n) to out, cut as utf8_cut() says and marked when it is longer than max. */
+int	utf8_add_cut(struct buf *out, const char *s, size_t n, size_t max);
 
 /*
  * jsonw: JSON output built with jansson (<jansson.h> for the tree functions).

@@ -4,7 +4,9 @@
  * messages that quote them) may hold any bytes; JSON and XML output may not,
  * so writers repair them here: each byte that does not start a well-formed
  * sequence (RFC 3629: no overlong forms, no surrogates, nothing past
- * U+10FFFF) becomes U+FFFD, the rest is kept as is.
+ * U+10FFFF) becomes U+FFFD, the rest is kept as is. Strings stored from
+ * outside are bounded here too (utf8_cut(): STR_MAX_STORED bytes, cut
+ * between characters and marked), so every producer cuts them alike.
  */
 #include <stdint.h>
 #include <string.h>
@@ -88,4 +90,36 @@ utf8_repair(struct buf *out, const char *s, size_t n)
 	}
 	/* An empty input still leaves a valid, NUL-terminated buffer. */
 	return buf_reserve(out, 0);
+}
+
+size_t
+utf8_cut(const char *s, size_t n, size_t max)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t k, j;
+
+	if (n <= max)
+		return n;
+	k = max - (sizeof(STR_CUT_MARK) - 1);	/* s[k]: the first byte left out */
+	/*
+	 * A character that s[k] continues goes whole, if it is one: a lead
+	 * byte at most 3 back whose well-formed sequence reaches past k.
+	 * Bytes that are not UTF-8 are cut where they are.
+	 */
+	for (j = k; j > 0 && k - j < 3 && (u[j] & 0xc0) == 0x80; j--)
+		;
+	if (j < k && (u[j] & 0xc0) != 0x80 && utf8_seqlen(s + j, n - j) > k - j)
+		k = j;
+	return k;
+}
+
+int
+utf8_add_cut(struct buf *out, const char *s, size_t n, size_t max)
+{
+	size_t k = utf8_cut(s, n, max);
+	int rc;
+
+	if ((rc = buf_add(out, s, k)) < 0 || k == n)
+		return rc;
+	return buf_add(out, STR_CUT_MARK, sizeof(STR_CUT_MARK) - 1);
 }

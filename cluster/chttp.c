@@ -4,8 +4,12 @@
  * server that answered last is asked first and the others when it cannot be
  * reached. The URL list groups servers by shard ("A1|A2,B1|B2": shard A's
  * two replicas, then shard B's), so that what must reach every shard once
- * (ch_exec_shard()) goes to one live replica of each. Finished handles are
- * kept (CH_POOL of them), so a statement reuses a live connection instead of
+ * (ch_exec_shard()) goes to one live replica of each. A read that the
+ * server asked does not answer within the hedge delay (--clickhouse-hedge)
+ * is asked of the next one too, and the first whole answer wins (run()):
+ * a frozen server costs a read that delay, not curl's 60 s. Transfers run
+ * on curl multi handles, which keep their connections; idle ones are kept
+ * (CH_POOL of them), so a statement reuses a live connection instead of
  * opening one. A read can also go to every shard at once (ch_scatter()),
  * one thread per shard, once the URL groups are proven to be the cluster's
  * shards (ch_direct_check()). Answers are bounded
@@ -171,44 +175,48 @@ ch_init(struct cluster *c)
 {
 	pthread_mutex_init(&c->h_lock, NULL);
 	c->h_n = 0;
+	metrics_describe("profilefs_clickhouse_hedged_reads_total", "counter",
+	    "reads asked of a second server because the first gave no answer within "
+	    "--clickhouse-hedge, by which answered first (first, second)");
 }
 
 void
 ch_free(struct cluster *c)
 {
 	while (c->h_n > 0)
-		curl_easy_cleanup(c->h_pool[--c->h_n]);
+		curl_multi_cleanup(c->h_pool[--c->h_n]);
 	pthread_mutex_destroy(&c->h_lock);
 }
 
-/* An idle handle (its connections kept alive), or a new one; NULL: out of memory. */
-static CURL *
-handle_get(struct cluster *c)
+/*
+ * An idle multi handle, or a new one; NULL: out of memory. The connections
+ * live in a multi handle's cache (the easy handles of its transfers come and
+ * go), so a pooled one keeps them alive for the next statement.
+ */
+static CURLM *
+multi_get(struct cluster *c)
 {
-	CURL *h = NULL;
+	CURLM *m = NULL;
 
 	pthread_mutex_lock(&c->h_lock);
 	if (c->h_n > 0)
-		h = c->h_pool[--c->h_n];
+		m = c->h_pool[--c->h_n];
 	pthread_mutex_unlock(&c->h_lock);
-	return h ? h : curl_easy_init();
+	return m ? m : curl_multi_init();
 }
 
-/* Back to the pool after a statement (ok: it ended well, its connection reusable). */
+/* Back to the pool once no transfer is left in it. */
 static void
-handle_put(struct cluster *c, CURL *h, bool ok)
+multi_put(struct cluster *c, CURLM *m)
 {
-	if (ok) {
-		curl_easy_reset(h);	/* the options go; the live connections stay */
-		pthread_mutex_lock(&c->h_lock);
-		if (c->h_n < CH_POOL) {
-			c->h_pool[c->h_n++] = h;
-			h = NULL;
-		}
-		pthread_mutex_unlock(&c->h_lock);
+	pthread_mutex_lock(&c->h_lock);
+	if (c->h_n < CH_POOL) {
+		c->h_pool[c->h_n++] = m;
+		m = NULL;
 	}
-	if (h)
-		curl_easy_cleanup(h);
+	pthread_mutex_unlock(&c->h_lock);
+	if (m)
+		curl_multi_cleanup(m);
 }
 
 /* An answer being received, and its bound. */
@@ -269,7 +277,95 @@ broken_between_servers(const struct buf *ans)
 	return false;
 }
 
+/* What a statement's run (run()) shares with each of its transfers. */
+struct stmt {
+	struct cluster		*c;
+	const char		*sql;
+	const struct buf	*data;
+	bool			 insert;
+	size_t			 max;
+};
+
+/* One transfer of a statement to URL url. */
+struct xfer {
+	size_t			 url;
+	CURL			*h;		/* NULL: not running */
+	struct curl_slist	*hdrs;
+	struct buf		 body, ans, target, err;
+	struct answer		 wa;
+	char			 cerr[CURL_ERROR_SIZE];
+	int64_t			 t0;
+	bool			 again;		/* asked once more already */
+};
+
+static void
+xfer_stop(CURLM *m, struct xfer *x)
+{
+	if (x->h) {
+		curl_multi_remove_handle(m, x->h);
+		curl_easy_cleanup(x->h);	/* a cut transfer's connection is closed */
+		x->h = NULL;
+	}
+	curl_slist_free_all(x->hdrs);
+	x->hdrs = NULL;
+}
+
+static void
+xfer_free(CURLM *m, struct xfer *x)
+{
+	xfer_stop(m, x);
+	buf_free(&x->body);
+	buf_free(&x->ans);
+	buf_free(&x->target);
+	buf_free(&x->err);
+}
+
+/* Start the statement's transfer to URL i in x (added to m). -ENOMEM. */
+static int
+xfer_start(const struct stmt *s, CURLM *m, struct xfer *x, size_t i)
+{
+	struct cluster *c = s->c;
+
+	x->url = i;
+	buf_reset(&x->body);
+	buf_reset(&x->ans);
+	buf_reset(&x->target);
+	buf_reset(&x->err);
+	x->cerr[0] = '\0';
+	buf_adds(&x->body, s->sql);
+	buf_addc(&x->body, '\n');
+	if (s->data)
+		buf_add(&x->body, s->data->data, s->data->len);
+	buf_printf(&x->target, "%s?%s", c->urls[i].base, s->insert ?
+	    "insert_distributed_sync=1" : "max_query_size=33554432&skip_unavailable_shards=0");
+	x->wa = (struct answer){ &x->ans, s->max, false };
+	if (buf_error(&x->body) || buf_error(&x->target) || (x->h = curl_easy_init()) == NULL)
+		return -ENOMEM;
+	x->hdrs = curl_slist_append(NULL, "Content-Type: text/plain");
+	curl_easy_setopt(x->h, CURLOPT_URL, x->target.data);
+	curl_easy_setopt(x->h, CURLOPT_HTTPHEADER, x->hdrs);
+	curl_easy_setopt(x->h, CURLOPT_POST, 1L);
+	curl_easy_setopt(x->h, CURLOPT_POSTFIELDS, x->body.data);
+	curl_easy_setopt(x->h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)x->body.len);
+	curl_easy_setopt(x->h, CURLOPT_WRITEFUNCTION, write_cb);
+	curl_easy_setopt(x->h, CURLOPT_WRITEDATA, &x->wa);
+	curl_easy_setopt(x->h, CURLOPT_ERRORBUFFER, x->cerr);
+	curl_easy_setopt(x->h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(x->h, CURLOPT_CONNECTTIMEOUT_MS, 2000L);
+	curl_easy_setopt(x->h, CURLOPT_TIMEOUT_MS, 60000L);
+	curl_easy_setopt(x->h, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(x->h, CURLOPT_PRIVATE, x);
+	x->t0 = clock_mono_ns();
+	if (curl_multi_add_handle(m, x->h) != CURLM_OK) {
+		curl_easy_cleanup(x->h);
+		x->h = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 /*
+ * The transfer x ended with cc: 0 (the answer in x->ans), or
  * -EHOSTUNREACH: not reached (try another); -EIO: answered with an error
  * (-EAGAIN: an error of a broken connection between servers, for a read);
  * -EFBIG: the answer is over max (when under CH_MAX_ANSWER; else -EIO);
@@ -277,113 +373,174 @@ broken_between_servers(const struct buf *ans)
  * Sent again elsewhere at once it could count twice, unless the tables
  * are Replicated: they drop a block they already took, so a replicated
  * cluster's INSERT goes on to the next server (-EHOSTUNREACH).
+ * The reason in x->err.
  */
 static int
-exec_once(struct cluster *c, size_t i, const char *sql, const struct buf *data, struct buf *out,
-    struct buf *err, bool insert, size_t max)
+xfer_done(const struct stmt *s, CURLM *m, struct xfer *x, CURLcode cc)
 {
-	struct buf body = { 0 }, ans = { 0 }, url = { 0 };
-	struct answer wa = { &ans, max, false };
-	struct curl_slist *hdrs = NULL;
-	char cerr[CURL_ERROR_SIZE] = "";
+	struct cluster *c = s->c;
 	long status = 0;
-	int64_t t0;
-	CURL *h;
-	CURLcode cc;
-	int rc = 0;
 
-	buf_adds(&body, sql);
-	buf_addc(&body, '\n');
-	if (data)
-		buf_add(&body, data->data, data->len);
-	buf_printf(&url, "%s?%s", c->urls[i].base, insert ? "insert_distributed_sync=1" :
-	    "max_query_size=33554432&skip_unavailable_shards=0");
-	if (buf_error(&body) || buf_error(&url)) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	if ((h = handle_get(c)) == NULL) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	hdrs = curl_slist_append(hdrs, "Content-Type: text/plain");
-	curl_easy_setopt(h, CURLOPT_URL, url.data);
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-	curl_easy_setopt(h, CURLOPT_POST, 1L);
-	curl_easy_setopt(h, CURLOPT_POSTFIELDS, body.data);
-	curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body.len);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, write_cb);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, &wa);
-	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, cerr);
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 2000L);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 60000L);
-	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-	t0 = clock_mono_ns();
-	cc = curl_easy_perform(h);
-	log_debug("clickhouse: %.60s...: %zu bytes in, %zu out, %.1f ms", sql, body.len, ans.len,
-	    (double)(clock_mono_ns() - t0) / 1e6);
+	log_debug("clickhouse: %.60s...: %zu bytes in, %zu out, %.1f ms", s->sql, x->body.len,
+	    x->ans.len, (double)(clock_mono_ns() - x->t0) / 1e6);
 	if (cc == CURLE_OK)
-		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-	handle_put(c, h, cc == CURLE_OK);
-	curl_slist_free_all(hdrs);
+		curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &status);
+	xfer_stop(m, x);
 	if (cc != CURLE_OK) {
-		buf_printf(err, "%s: %s", c->urls[i].shown, *cerr ? cerr : curl_easy_strerror(cc));
+		buf_printf(&x->err, "%s: %s", c->urls[x->url].shown, *x->cerr ? x->cerr :
+		    curl_easy_strerror(cc));
 		if (cc == CURLE_WRITE_ERROR)
-			rc = wa.over && max < CH_MAX_ANSWER ? -EFBIG : -EIO;
-		else if (insert && !c->replicated && cc != CURLE_COULDNT_CONNECT &&
+			buf_printf(&x->err, " (answer over %zu bytes)", s->max);
+		if (cc == CURLE_WRITE_ERROR)
+			return x->wa.over && s->max < CH_MAX_ANSWER ? -EFBIG : -EIO;
+		if (s->insert && !c->replicated && cc != CURLE_COULDNT_CONNECT &&
 		    cc != CURLE_COULDNT_RESOLVE_HOST)
-			rc = -ECONNRESET;
-		else
-			rc = -EHOSTUNREACH;
-		if (cc == CURLE_WRITE_ERROR)
-			buf_printf(err, " (answer over %zu bytes)", max);
-		goto out;
+			return -ECONNRESET;
+		return -EHOSTUNREACH;
 	}
 	if (status != 200) {
-		buf_printf(err, "%s: HTTP %ld: ", c->urls[i].shown, status);
-		first_line(err, &ans);
-		rc = !insert && broken_between_servers(&ans) ? -EAGAIN : -EIO;
-		goto out;
+		buf_printf(&x->err, "%s: HTTP %ld: ", c->urls[x->url].shown, status);
+		first_line(&x->err, &x->ans);
+		return !s->insert && broken_between_servers(&x->ans) ? -EAGAIN : -EIO;
 	}
-	if (out && (rc = buf_add(out, ans.data, ans.len)) < 0)
-		goto out;
-out:
-	buf_free(&body);
-	buf_free(&ans);
-	buf_free(&url);
-	return rc;
+	return 0;
 }
 
 /*
- * One statement on server i. A read (SELECT) that failed on a connection
- * between servers is asked once more: it changes nothing, and the cluster
- * is sound; only that one connection was not.
+ * A server that gave no answer within the hedge delay and lost to another
+ * is said once in the log, and once again when it answers first again.
+ */
+static void
+note_slow(struct cluster *c, size_t slow, size_t won)
+{
+	if (!atomic_exchange(&c->urls[slow].slow, true))
+		log_warnx("clickhouse: %s gave no answer to a read within %lld ms; %s answered "
+		    "it (reads ask %s first from now on)", c->urls[slow].shown,
+		    (long long)c->hedge_ms, c->urls[won].shown, c->urls[won].shown);
+}
+
+/*
+ * One statement on the servers cand[0..n), in that order: the next when one
+ * cannot be reached, at once. A read (SELECT) that failed on a connection
+ * between servers is asked once more of the same server: it changes
+ * nothing, and the cluster is sound; only that one connection was not. A
+ * read is hedged (hedge): when the servers asked have given no answer
+ * within c->hedge_ms, the next is asked too (two at a time at most), and
+ * the first whole answer wins; the other transfer is cut. A stopped or
+ * frozen server (its kernel still takes connections) so costs a read the
+ * hedge delay, not curl's timeout. Writes are never sent twice.
+ *
+ * insert: an INSERT (sent once to a server, its answer never guessed). The
+ * winner's answer is appended to out (optional) and its URL put in
+ * *used (optional); the result is the first that is not -EHOSTUNREACH (0, -EIO,
+ * -EFBIG, -ECONNRESET, -ENOMEM), else -EHOSTUNREACH; the reasons of the
+ * failures before it in err, "; " between them.
  */
 static int
-exec_url(struct cluster *c, size_t i, const char *sql, const struct buf *data, struct buf *out,
-    struct buf *err, bool insert, size_t max)
+run(struct cluster *c, const size_t *cand, size_t n, const char *sql, const struct buf *data,
+    bool insert, struct buf *out, struct buf *err, size_t max, size_t *used)
 {
-	size_t elen = err->len, olen = out ? out->len : 0;
-	int rc = exec_once(c, i, sql, data, out, err, insert, max);
+	struct stmt s = { c, sql, data, insert, max };
+	bool hedge = strncmp(sql, "SELECT", 6) == 0 && data == NULL && c->hedge_ms > 0 && n > 1;
+	struct xfer *x;
+	size_t next = 0, inflight = 0, k, errs = 0, first_url = 0;
+	int64_t hedge_at = 0, now, wait_ms;
+	int rc = -EHOSTUNREACH, r, running, queued;
+	bool done = false, hedged = false;
+	CURLMsg *msg;
+	CURLM *m;
 
-	if (rc == -EAGAIN && strncmp(sql, "SELECT", 6) == 0) {
-		log_warnx("clickhouse: %s; asking once more", err->data ? err->data + elen : "?");
-		err->len = elen;
-		if (err->data)
-			err->data[elen] = '\0';
-		if (out)
-			out->len = olen;
-		rc = exec_once(c, i, sql, data, out, err, insert, max);
+	if (n == 0)
+		return -EHOSTUNREACH;
+	if ((m = multi_get(c)) == NULL)
+		return -ENOMEM;
+	x = xcalloc(n, sizeof(*x));
+	while (!done) {
+		/* Start the next server: nothing in flight, or a hedge that is due. */
+		now = clock_mono_ns();
+		if (next < n && (inflight == 0 || (hedge && inflight < 2 && now >= hedge_at))) {
+			if (inflight > 0) {
+				hedged = true;
+				log_debug("clickhouse: no answer from %s within %lld ms: asking %s too",
+				    c->urls[first_url].shown, (long long)c->hedge_ms,
+				    c->urls[cand[next]].shown);
+			} else
+				first_url = cand[next];
+			if ((r = xfer_start(&s, m, &x[next], cand[next])) < 0) {
+				rc = r;
+				break;
+			}
+			next++;
+			inflight++;
+			hedge_at = now + (int64_t)c->hedge_ms * 1000000;
+		}
+		curl_multi_perform(m, &running);
+		while (!done && (msg = curl_multi_info_read(m, &queued)) != NULL) {
+			struct xfer *t = NULL;
+
+			if (msg->msg != CURLMSG_DONE)
+				continue;
+			curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&t);
+			r = xfer_done(&s, m, t, msg->data.result);
+			inflight--;
+			if (r == -EAGAIN && !t->again && strncmp(sql, "SELECT", 6) == 0) {
+				log_warnx("clickhouse: %s; asking once more", t->err.data);
+				t->again = true;
+				if ((r = xfer_start(&s, m, t, t->url)) < 0) {
+					rc = r;
+					done = true;
+					break;
+				}
+				inflight++;
+				continue;
+			}
+			if (r == -EAGAIN)
+				r = -EIO;
+			if (r != 0 && t->err.len)
+				buf_printf(err, "%s%s", errs++ ? "; " : "", t->err.data);
+			if (r == -EHOSTUNREACH)
+				continue;	/* the next starts at the top of the loop */
+			rc = r;
+			done = true;
+			if (r == 0) {
+				if (out && (rc = buf_add(out, t->ans.data, t->ans.len)) < 0)
+					break;
+				if (used)
+					*used = t->url;
+				if (hedged) {
+					metrics_add("profilefs_clickhouse_hedged_reads_total",
+					    t->url == first_url ? "won=\"first\"" : "won=\"second\"", 1);
+					if (t->url != first_url)
+						note_slow(c, first_url, t->url);
+				}
+				if (atomic_exchange(&c->urls[t->url].slow, false))
+					log_info("clickhouse: %s answers reads again", c->urls[t->url].shown);
+			}
+		}
+		if (done || (inflight == 0 && next >= n))
+			break;
+		if (inflight == 0)
+			continue;
+		wait_ms = 1000;
+		if (hedge && inflight < 2 && next < n) {
+			wait_ms = (hedge_at - clock_mono_ns()) / 1000000;
+			wait_ms = wait_ms < 0 ? 0 : wait_ms > 1000 ? 1000 : wait_ms;
+		}
+		curl_multi_poll(m, NULL, 0, (int)wait_ms, NULL);
 	}
-	return rc == -EAGAIN ? -EIO : rc;
+	/* The losers are cut; their connections go with them, the winner's stays pooled. */
+	for (k = 0; k < n; k++)
+		xfer_free(m, &x[k]);
+	free(x);
+	multi_put(c, m);
+	return rc;
 }
 
 int
 ch_exec_on(struct cluster *c, size_t i, const char *sql, struct buf *out, struct buf *err,
     bool *refused)
 {
-	int rc = exec_url(c, i, sql, NULL, out, err, false, CH_MAX_ANSWER);
+	int rc = run(c, &i, 1, sql, NULL, false, out, err, CH_MAX_ANSWER, NULL);
 
 	if (refused)
 		*refused = rc == -EIO;
@@ -394,65 +551,48 @@ int
 ch_exec_shard(struct cluster *c, size_t g, const char *sql, const struct buf *data,
     struct buf *out, struct buf *err, bool *refused, size_t *used)
 {
-	size_t i, len0 = out ? out->len : 0, tried = 0;
-	int rc = -EHOSTUNREACH;
+	size_t cand[CH_MAX_URLS], n = 0, i;
+	int rc;
 
 	if (refused)
 		*refused = false;
-	for (i = 0; i < c->nurls; i++) {
-		if (c->urls[i].shard != g)
-			continue;
-		if (tried++)
-			buf_adds(err, "; ");
-		if (out)
-			out->len = len0;
-		rc = exec_url(c, i, sql, data, out, err, strncmp(sql, "INSERT", 6) == 0,
-		    CH_MAX_ANSWER);
-		if (rc != -EHOSTUNREACH) {
-			if (rc == -EIO && refused)
-				*refused = true;
-			if (rc == 0) {
-				buf_reset(err);
-				if (used)
-					*used = i;
-			}
-			return rc;
-		}
-	}
-	if (tried == 0)
+	for (i = 0; i < c->nurls; i++)
+		if (c->urls[i].shard == g)
+			cand[n++] = i;
+	if (n == 0) {
 		buf_printf(err, "no server for shard %zu", g + 1);
-	return -EIO;
+		return -EIO;
+	}
+	rc = run(c, cand, n, sql, data, strncmp(sql, "INSERT", 6) == 0, out, err, CH_MAX_ANSWER,
+	    used);
+	if (rc == -EIO && refused)
+		*refused = true;
+	if (rc == 0)
+		buf_reset(err);
+	return rc == -EHOSTUNREACH ? -EIO : rc;
 }
 
-/* ch_exec() with answers bounded by max. */
+/* ch_exec() with answers bounded by max: every server, the one that answered last first. */
 static int
 exec_any(struct cluster *c, const char *sql, const struct buf *data, size_t max,
     struct buf *out, struct buf *err, bool *refused)
 {
-	size_t k, first = atomic_load(&c->cur), i;
-	size_t len0 = out ? out->len : 0;
-	int rc = -EIO;
+	size_t cand[CH_MAX_URLS], first = atomic_load(&c->cur), k, used = first;
+	int rc;
 
 	if (refused)
 		*refused = false;
-	for (k = 0; k < c->nurls; k++) {
-		i = (first + k) % c->nurls;
-		if (k > 0)
-			buf_adds(err, "; ");
-		if (out)
-			out->len = len0;
-		rc = exec_url(c, i, sql, data, out, err, strncmp(sql, "INSERT", 6) == 0, max);
-		if (rc != -EHOSTUNREACH) {
-			if (rc == -EIO && refused)
-				*refused = true;
-			if (rc == 0) {
-				atomic_store(&c->cur, i);
-				buf_reset(err);
-			}
-			return rc;
-		}
+	for (k = 0; k < c->nurls; k++)
+		cand[k] = (first + k) % c->nurls;
+	rc = run(c, cand, c->nurls, sql, data, strncmp(sql, "INSERT", 6) == 0, out, err, max,
+	    &used);
+	if (rc == -EIO && refused)
+		*refused = true;
+	if (rc == 0) {
+		atomic_store(&c->cur, used);
+		buf_reset(err);
 	}
-	return -EIO;
+	return rc == -EHOSTUNREACH ? -EIO : rc;
 }
 
 int
@@ -512,30 +652,28 @@ struct scatter_job {
 
 /*
  * Shard g's proven replicas: the one that answered last, then the others in
- * their order, the next when one cannot be reached.
+ * their order, the next when one cannot be reached (or, for a read, when
+ * the one asked gives no answer within the hedge delay).
  */
 static int
 scatter_one(struct scatter_job *j)
 {
 	struct cluster *c = j->c;
-	size_t last = atomic_load(&c->sh_last[j->g]), k, i;
+	size_t last = atomic_load(&c->sh_last[j->g]), cand[CH_MAX_URLS], n = 0, i, used = 0;
 	int rc;
 
-	for (k = 0; k <= c->nurls; k++) {
-		i = k == 0 ? last - 1 : k - 1;
-		if ((k == 0 && last == 0) || (k > 0 && i == last - 1) ||
-		    c->urls[i].shard != j->g || atomic_load(&c->urls[i].shard_num) == 0)
-			continue;
-		buf_reset(&j->out);
-		rc = exec_url(c, i, j->sql, NULL, &j->out, &j->err, false, j->max);
-		if (rc != -EHOSTUNREACH) {
-			if (rc == 0)
-				atomic_store(&c->sh_last[j->g], i + 1);
-			return rc;
-		}
-		buf_adds(&j->err, "; ");
-	}
-	return -EAGAIN;
+	if (last > 0 && atomic_load(&c->urls[last - 1].shard_num) != 0 &&
+	    c->urls[last - 1].shard == j->g)
+		cand[n++] = last - 1;
+	for (i = 0; i < c->nurls; i++)
+		if (i + 1 != last && c->urls[i].shard == j->g &&
+		    atomic_load(&c->urls[i].shard_num) != 0)
+			cand[n++] = i;
+	buf_reset(&j->out);
+	rc = run(c, cand, n, j->sql, NULL, false, &j->out, &j->err, j->max, &used);
+	if (rc == 0)
+		atomic_store(&c->sh_last[j->g], used + 1);
+	return rc == -EHOSTUNREACH ? -EAGAIN : rc;
 }
 
 static void *

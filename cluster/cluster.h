@@ -40,6 +40,13 @@ struct cluster_config {
 	size_t		 batch_rows;	/* samples per INSERT; 0: 200,000 */
 	bool		 no_reads;	/* ship only; the tree shows local data */
 	/*
+	 * ms: a read (SELECT) the server asked has not answered within this
+	 * is asked of the next server too (a replica of the same shard when
+	 * reads go to the shards); the first whole answer wins. 0: 1500; < 0:
+	 * never.
+	 */
+	int64_t		 hedge_ms;
+	/*
 	 * The *_local tables are Replicated*MergeTree in ZooKeeper under
 	 * /clickhouse/tables/{shard}/<db>.<table>, replica '{replica}' (the
 	 * servers' macros); a shard may list several replicas in urls.

@@ -19,7 +19,8 @@
 #define CH_MAX_ANSWER		((size_t)256 << 20)	/* bytes of one answer */
 #define CH_MIN_MAJOR		18			/* 18.16: Debian 12's */
 #define CH_MIN_MINOR		16
-#define CH_POOL			8			/* idle HTTP connections kept */
+#define CH_POOL			8			/* idle curl multi handles (and their connections) kept */
+#define CH_HEDGE_MS		1500			/* a read's second server is asked after */
 
 struct ch_url {
 	char	*base;		/* scheme://[user:pass@]host:port/ */
@@ -35,6 +36,7 @@ struct ch_url {
 	 */
 	_Atomic size_t	 shard_num;
 	_Atomic size_t	 cluster_shards;	/* the shards its remote_servers lists */
+	_Atomic bool	 slow;		/* it lost a hedged read (said in the log) */
 };
 
 struct hd_windows;
@@ -73,7 +75,8 @@ struct cluster {
 	_Atomic bool		 ready;		/* schema in place */
 	_Atomic uint64_t	 shipped, batches, failures, dropped;
 
-	/* chttp.c: idle curl handles, their connections kept alive for the next statement */
+	int64_t			 hedge_ms;	/* a read's second server asked after; 0: never */
+	/* chttp.c: idle curl multi handles, their connections kept alive for the next statement */
 	pthread_mutex_t		 h_lock;	/* protects h_pool, h_n */
 	void			*h_pool[CH_POOL];
 	size_t			 h_n;

@@ -761,26 +761,47 @@ parse_digests(const char *s, struct buf *out, size_t *n, size_t max)
 	}
 }
 
+/* By time, then id: ORDER BY ns, gid. */
+static int
+ref_cmp(const void *a, const void *b)
+{
+	const struct store_ref *x = a, *y = b;
+
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
 /* The profiles of (where) in q's range, in time order (profiles/, listings). */
 static int
 run_listing(struct cluster *c, const char *where, const struct query *q,
     struct query_result *res)
 {
 	struct buf sql = { 0 }, ans = { 0 }, err = { 0 };
-	size_t cap = 0;
+	size_t cap = 0, i;
 	struct tsv t;
-	int rc = 0, r;
+	int rc = 0, r, local;
 
-	buf_printf(&sql, "SELECT gid, ns, service, type, labels FROM %s.profiles PREWHERE %s",
-	    c->db, where);
-	where_range(&sql, q->from, q->to);
-	buf_adds(&sql, " ORDER BY ns, gid");
-	if (q->limit)
-		buf_printf(&sql, " LIMIT %zu", q->limit);
-	buf_adds(&sql, " FORMAT TabSeparated");
-	if ((rc = buf_error(&sql)) < 0)
-		goto out;
-	if (ch_exec(c, sql.data, NULL, &ans, &err, NULL) < 0) {
+	/*
+	 * Each shard's own table at once when the URLs are the shards (a read
+	 * of the Distributed table waits on whichever replica its server
+	 * picks, frozen or not): their rows put in order and cut here.
+	 */
+	for (local = 1, r = -EAGAIN; local >= 0 && r == -EAGAIN; local--) {
+		buf_reset(&sql);
+		buf_printf(&sql, "SELECT gid, ns, service, type, labels FROM %s.profiles%s "
+		    "PREWHERE %s", c->db, local ? "_local" : "", where);
+		where_range(&sql, q->from, q->to);
+		buf_adds(&sql, " ORDER BY ns, gid");
+		if (q->limit)
+			buf_printf(&sql, " LIMIT %zu", q->limit);
+		buf_adds(&sql, " FORMAT TabSeparated");
+		if ((rc = buf_error(&sql)) < 0)
+			goto out;
+		r = local ? ch_scatter(c, sql.data, CH_MAX_ANSWER, &ans, &err) :
+		    ch_exec(c, sql.data, NULL, &ans, &err, NULL);
+	}
+	if (r < 0) {
 		rc = fail("listing profiles", &err);
 		goto out;
 	}
@@ -803,13 +824,19 @@ run_listing(struct cluster *c, const char *where, const struct query *q,
 		if (res->nrefs == cap)
 			res->refs = xgrow(res->refs, &cap, res->nrefs + 1, sizeof(*res->refs));
 		res->refs[res->nrefs++] = ref;
-		add_series_id(res, s->id);
 	}
 	tsv_free(&t);
 	if (r < 0) {
 		log_warnx("clickhouse: listing profiles: a malformed answer");
 		rc = -EIO;
 	}
+	/* The shards' rows, each in order: in order as a whole, cut to the limit. */
+	if (res->nrefs > 1)
+		qsort(res->refs, res->nrefs, sizeof(*res->refs), ref_cmp);
+	if (q->limit && res->nrefs > q->limit)
+		res->nrefs = q->limit;
+	for (i = 0; i < res->nrefs; i++)
+		add_series_id(res, res->refs[i].series);
 out:
 	buf_free(&sql);
 	buf_free(&ans);
@@ -2167,11 +2194,20 @@ r_get(void *arg, uint64_t id, struct store_ref *ref, struct buf *out)
 	size_t *flen = NULL, ns = 0, nv = 0, nt = 0, i;
 	int64_t period;
 	struct tsv t;
-	int rc = 0;
+	int rc = 0, r, local;
 
-	buf_printf(&sql, "SELECT ns, service, type, labels, hdr, period, stacks, vals FROM "
-	    "%s.profiles WHERE gid = %" PRIu64 " LIMIT 1 FORMAT TabSeparated", c->db, id);
-	if (ch_exec(c, sql.data, NULL, &ans, &err, NULL) < 0) {
+	/* Each shard's own table when the URLs are the shards: one of them holds it. */
+	for (local = 1, r = -EAGAIN; local >= 0 && r == -EAGAIN; local--) {
+		buf_reset(&sql);
+		buf_printf(&sql, "SELECT ns, service, type, labels, hdr, period, stacks, vals FROM "
+		    "%s.profiles%s WHERE gid = %" PRIu64 " LIMIT 1 FORMAT TabSeparated", c->db,
+		    local ? "_local" : "", id);
+		if ((rc = buf_error(&sql)) < 0)
+			goto out;
+		r = local ? ch_scatter(c, sql.data, CH_MAX_ANSWER, &ans, &err) :
+		    ch_exec(c, sql.data, NULL, &ans, &err, NULL);
+	}
+	if (r < 0) {
 		rc = fail("reading a profile", &err);
 		goto out;
 	}
@@ -2418,7 +2454,7 @@ r_has_data(struct cluster *c, uint64_t sid, int64_t from, int64_t to)
 	struct buf sql = { 0 }, ans = { 0 }, err = { 0 };
 	int64_t since;
 	bool yes = true;
-	int rc;
+	int rc, r, local;
 
 	if (s == NULL)
 		return false;
@@ -2434,11 +2470,20 @@ r_has_data(struct cluster *c, uint64_t sid, int64_t from, int64_t to)
 	}
 	if (rc == 0 || rc == 1)
 		return rc == 1;
-	buf_printf(&sql, "SELECT ns FROM %s.profiles WHERE ", c->db);
-	where_series(s, &sql);
-	where_range(&sql, from, to);
-	buf_adds(&sql, " LIMIT 1 FORMAT TabSeparated");
-	if (buf_error(&sql) == 0 && ch_exec(c, sql.data, NULL, &ans, &err, NULL) == 0)
+	/* Each shard's own table when the URLs are the shards: any row of any says yes. */
+	for (local = 1, r = -EAGAIN; local >= 0 && r == -EAGAIN; local--) {
+		buf_reset(&sql);
+		buf_printf(&sql, "SELECT ns FROM %s.profiles%s WHERE ", c->db,
+		    local ? "_local" : "");
+		where_series(s, &sql);
+		where_range(&sql, from, to);
+		buf_adds(&sql, " LIMIT 1 FORMAT TabSeparated");
+		if ((r = buf_error(&sql)) < 0)
+			break;
+		r = local ? ch_scatter(c, sql.data, CH_MAX_ANSWER, &ans, &err) :
+		    ch_exec(c, sql.data, NULL, &ans, &err, NULL);
+	}
+	if (r == 0)
 		yes = ans.len > 0;
 	else
 		log_warnx("clickhouse: looking for data: %s", err.data ? err.data : "failed");

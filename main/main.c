@@ -53,6 +53,7 @@ static const char usage_text[] =
 "                       [--clickhouse URL[|URL...][,URL...]] [--clickhouse-cluster NAME]\n"
 "                       [--clickhouse-replicated]\n"
 "                       [--clickhouse-backlog N] [--clickhouse-retention DURATION]\n"
+"                       [--clickhouse-hedge DURATION|off]\n"
 "                       [--host NAME]\n"
 "                       [--user NAME] [--allow-other] [--group GROUP [--group-write]]\n"
 "                       [-v] [--debug-fuse] MOUNTPOINT\n"
@@ -150,6 +151,10 @@ static const char usage_text[] =
 "                      everything), one setting for the cluster: the last\n"
 "                      daemon to give it wins. Without one, ClickHouse keeps\n"
 "                      everything; --retention is each host's local store's\n"
+"  --clickhouse-hedge DURATION|off  a read the server asked has not answered\n"
+"                      within this (default 1500ms) is asked of the next one\n"
+"                      too (another replica of the shard), the first answer\n"
+"                      wins: a frozen server costs reads this long, not 60 s\n"
 "  --clickhouse-backlog N  profiles kept for shipping while ClickHouse is\n"
 "                      unreachable (default 1000000); older ones are dropped\n"
 "  --host NAME         the host label of this daemon's profiles in the cluster\n"
@@ -284,6 +289,7 @@ struct serve_opts {
 #define OPT_MAX_SERVICES	1001
 #define OPT_CH_REPLICATED	1002
 #define OPT_QUERY_CPU		1003
+#define OPT_CH_HEDGE		1004
 
 /* --retention at most 100 years; its unit is required (a bare "30" is refused). */
 #define RETENTION_MAX	(INT64_C(36500) * 86400 * 1000000000)
@@ -885,6 +891,7 @@ main(int argc, char **argv)
 		{ "host",	required_argument,	NULL, 'n' },
 		{ "clickhouse-retention", required_argument, NULL, 'k' },
 		{ "clickhouse-replicated", no_argument,	NULL, OPT_CH_REPLICATED },
+		{ "clickhouse-hedge", required_argument, NULL, OPT_CH_HEDGE },
 		{ "help",	no_argument,		NULL, 'h' },
 		{ "version",	no_argument,		NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
@@ -1131,6 +1138,17 @@ main(int argc, char **argv)
 				    "a day or more (write e.g. 30d), or off\n", optarg);
 				return 2;
 			}
+			break;
+		case OPT_CH_HEDGE:
+			if (strcmp(optarg, "off") == 0)
+				o.ch.hedge_ms = -1;
+			else if (clock_parse_duration(optarg, INT64_C(600) * 1000000000,
+			    &o.ch.hedge_ms) < 0 || o.ch.hedge_ms < 1000000) {
+				fprintf(stderr, "profilefs: --clickhouse-hedge %s: not a duration "
+				    "from 1ms to 10m (write e.g. 1500ms or 2s), or off\n", optarg);
+				return 2;
+			} else
+				o.ch.hedge_ms /= 1000000;
 			break;
 		case 'Q':
 			errno = 0;

@@ -747,6 +747,44 @@ profile_encode(const struct profile *p, bool gzip, struct buf *out)
 
 /* --- small queries ------------------------------------------------------ */
 
+int
+profile_cut_strings(const struct profile *p, size_t max, const char ***out, size_t *ncut)
+{
+	size_t i, n = 0, extra = 0, len, k;
+	const char **v;
+	char *pos;
+
+	*out = NULL;
+	if (ncut)
+		*ncut = 0;
+	for (i = 0; i < p->nstrings; i++)
+		if (strnlen(p->strings[i], max + 1) > max) {
+			n++;
+			extra += max + 1;
+		}
+	if (n == 0)
+		return 0;
+	if (p->nstrings > (SIZE_MAX - extra) / sizeof(*v) ||
+	    (v = malloc(p->nstrings * sizeof(*v) + extra)) == NULL)
+		return -ENOMEM;
+	pos = (char *)(v + p->nstrings);
+	for (i = 0; i < p->nstrings; i++) {
+		v[i] = p->strings[i];
+		if ((len = strnlen(v[i], max + 1)) <= max)
+			continue;
+		/* The cut needs the sequence at the cut only: its bytes are there. */
+		k = utf8_cut(v[i], max + 1, max);
+		memcpy(pos, v[i], k);
+		memcpy(pos + k, STR_CUT_MARK, sizeof(STR_CUT_MARK));
+		v[i] = pos;
+		pos += max + 1;
+	}
+	if (ncut)
+		*ncut = n;
+	*out = v;
+	return 0;
+}
+
 const char *
 profile_str(const struct profile *p, int64_t i)
 {

@@ -130,6 +130,16 @@ int	profile_encode(const struct profile *p, bool gzip, struct buf *out);
 int	profile_gzip(const void *data, size_t len, struct buf *out);
 void	profile_free(struct profile *p);
 
+/*
+ * The strings of p with every one longer than max bytes cut (utf8_cut(),
+ * ending in STR_CUT_MARK): *out is NULL when none is (nothing to free),
+ * else a new array of p->nstrings strings, one allocation with the cut
+ * copies, freed with free(); its other entries point into p. *ncut (optional)
+ * counts the strings cut. -ENOMEM.
+ */
+int	profile_cut_strings(const struct profile *p, size_t max, const char ***out,
+	    size_t *ncut);
+
 /* strings[i], or "" when i is out of range. */
 const char	*profile_str(const struct profile *p, int64_t i);
 /* Index of the default sample type (pprof: default_sample_type, else the last). */

@@ -432,6 +432,9 @@ store_open(const char *dir, struct store **out, struct buf *err)
 	*out = NULL;
 	if ((rc = data_dir_check(dir, err)) < 0)
 		return rc;
+	metrics_describe("profilefs_store_strings_cut_total", "counter",
+	    "Strings of stored profiles (names, file names, labels) longer than 4096 bytes, "
+	    "stored cut and marked.");
 	if ((st = calloc(1, sizeof(*st))) == NULL)
 		return -ENOMEM;
 	pthread_rwlock_init(&st->st_lock, NULL);

@@ -309,11 +309,73 @@ out:
 	return rc;
 }
 
+/*
+ * The profiles as they are stored: each string of each at most
+ * STR_MAX_STORED bytes, whichever producer it came from (a pushed 64 MiB
+ * function name would otherwise be kept whole, in the symbol table, in
+ * every merge and every view). *view gets p itself, or a shallow copy whose
+ * strings array holds the cut ones (*cut, freed by the caller with
+ * free(), each entry and *view). Said in the log at most once a minute.
+ */
+static int
+put_bound(const struct store_input *in, const struct profile *const *p, size_t n,
+    const struct profile ***view, struct profile **copies, const char ***cut)
+{
+	static _Atomic int64_t told;
+	const struct profile **v;
+	size_t i, nc, total = 0;
+	int64_t now, last;
+	int rc = 0;
+
+	*view = NULL;
+	*copies = NULL;
+	if ((v = calloc(n ? n : 1, sizeof(*v))) == NULL)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		v[i] = p[i];
+		if ((rc = profile_cut_strings(p[i], STR_MAX_STORED, &cut[i], &nc)) < 0)
+			break;
+		if (cut[i] == NULL)
+			continue;
+		if (*copies == NULL && (*copies = calloc(n, sizeof(**copies))) == NULL) {
+			rc = -ENOMEM;
+			break;
+		}
+		(*copies)[i] = *p[i];
+		(*copies)[i].strings = cut[i];
+		v[i] = &(*copies)[i];
+		total += nc;
+	}
+	if (rc < 0) {
+		free(v);
+		free(*copies);
+		*copies = NULL;
+		return rc;
+	}
+	if (total) {
+		metrics_add("profilefs_store_strings_cut_total", NULL, (double)total);
+		now = clock_mono_ns();
+		last = atomic_load(&told);
+		if ((last == 0 || now - last >= 60 * INT64_C(1000000000)) &&
+		    atomic_compare_exchange_strong(&told, &last, now))
+			log_info("store: %s (%s): %zu strings of the profile%s were longer than %d "
+			    "bytes: stored cut, ending in \"%s\"", in->service ? in->service : "",
+			    in->source ? in->source : "other", total, n > 1 ? "s" : "",
+			    STR_MAX_STORED, STR_CUT_MARK);
+	}
+	*view = v;
+	return 0;
+}
+
 /* Puts share the database with each other; a reopen after a full disk waits. */
 static int
 put_common(struct store *st, const struct store_input *in, const struct profile *const *p,
     size_t n, struct store_ref *ref, struct buf *err)
 {
+	const struct profile **view = NULL;
+	struct profile *copies = NULL;
+	const char **cut_small[4] = { NULL }, ***cut = cut_small;
+	size_t i;
 	int rc;
 
 	if (atomic_load(&st->full)) {
@@ -323,9 +385,23 @@ put_common(struct store *st, const struct store_input *in, const struct profile 
 		atomic_fetch_add(&st->n_rejected, n);
 		return -ENOSPC;
 	}
+	if (n > 4 && (cut = calloc(n, sizeof(*cut))) == NULL)
+		return -ENOMEM;
+	if ((rc = put_bound(in, p, n, &view, &copies, cut)) < 0) {
+		if (err)
+			buf_adds(err, "out of memory");
+		goto out;
+	}
 	pthread_rwlock_rdlock(&st->db_lock);
-	rc = put_locked(st, in, p, n, ref, err);
+	rc = put_locked(st, in, view, n, ref, err);
 	pthread_rwlock_unlock(&st->db_lock);
+out:
+	for (i = 0; i < n; i++)
+		free(cut[i]);
+	if (cut != cut_small)
+		free(cut);
+	free(copies);
+	free(view);
 	return rc;
 }
 

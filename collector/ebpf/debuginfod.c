@@ -12,18 +12,31 @@
  * of each build id asked (pending, not found, failing) is kept in memory, a
  * 404 from every server also on disk (HEX.none) so a restart does not ask
  * again at once. Metrics: profilefs_ebpf_debuginfod_*.
+ *
+ * Redirects are followed here, not by curl, at most MAX_REDIRS of them, each
+ * checked first: a server could otherwise send the daemon, which runs as
+ * root, to its own HTTP API or to anything else listening on the host. A
+ * redirect goes to http or https only, never from https back to http, and
+ * never to this host (a loopback, unspecified or own address, by name or as
+ * connected to) unless to the configured server's own host and port.
  */
+#include <arpa/inet.h>
+#include <ctype.h>
 #include <curl/curl.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
+#include <ifaddrs.h>
 #include <libelf.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -39,6 +52,7 @@
 #define TOTAL_SECS	600		/* one download, whatever its speed */
 #define LOW_SPEED	1024		/* bytes/s below which ... */
 #define LOW_SPEED_SECS	30		/* ... for this long a download is cut */
+#define MAX_REDIRS	3
 
 enum known_state { K_PENDING, K_NONE, K_FAILED, K_DONE };
 
@@ -274,7 +288,7 @@ cache_trim(struct dbginfod *d)
 		    strlen(nm) >= sizeof(v->name))
 			continue;
 		v = xgrow(v, &cap, n + 1, sizeof(*v));
-		snprintf(v[n].name, sizeof(v[n].name), "%s", nm);
+		memcpy(v[n].name, nm, strlen(nm) + 1);	/* shorter: checked above */
 		v[n].bytes = (uint64_t)st.st_size;
 		v[n].mtime = st.st_mtime;
 		total += v[n].bytes;
@@ -341,15 +355,214 @@ dl_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t u
 
 enum fetch_result { F_FOUND, F_NOTFOUND, F_FAILED };
 
+/* --- redirects ------------------------------------------------------------- */
+
+static bool
+v4_local(const struct in_addr *a, const struct ifaddrs *ifs)
+{
+	uint32_t h = ntohl(a->s_addr);
+	const struct ifaddrs *i;
+
+	if ((h >> 24) == 127 || (h >> 24) == 0)	/* loopback, "this host" (0.0.0.0) */
+		return true;
+	for (i = ifs; i; i = i->ifa_next)
+		if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET &&
+		    ((const struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr == a->s_addr)
+			return true;
+	return false;
+}
+
+bool
+dbginfod_addr_local(const struct sockaddr *sa)
+{
+	struct ifaddrs *ifs = NULL;
+	const struct ifaddrs *i;
+	const struct in6_addr *a6;
+	struct in_addr a4;
+	bool r = false;
+
+	/* The host's own addresses: asked only for a redirect's connection. */
+	if (getifaddrs(&ifs) < 0)
+		ifs = NULL;
+	if (sa->sa_family == AF_INET) {
+		r = v4_local(&((const struct sockaddr_in *)(const void *)sa)->sin_addr, ifs);
+	} else if (sa->sa_family == AF_INET6) {
+		a6 = &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr;
+		if (IN6_IS_ADDR_LOOPBACK(a6) || IN6_IS_ADDR_UNSPECIFIED(a6)) {
+			r = true;
+		} else if (IN6_IS_ADDR_V4MAPPED(a6) || IN6_IS_ADDR_V4COMPAT(a6)) {
+			memcpy(&a4.s_addr, a6->s6_addr + 12, 4);
+			r = v4_local(&a4, ifs);
+		} else {
+			for (i = ifs; i && !r; i = i->ifa_next)
+				r = i->ifa_addr && i->ifa_addr->sa_family == AF_INET6 &&
+				    memcmp(&((const struct sockaddr_in6 *)(const void *)
+				    i->ifa_addr)->sin6_addr, a6, sizeof(*a6)) == 0;
+		}
+	} else {
+		r = true;	/* not an internet address: not where a redirect goes */
+	}
+	if (ifs)
+		freeifaddrs(ifs);
+	return r;
+}
+
+/* Whether a URL's host names this host: localhost, or a local address written out. */
+static bool
+host_local(const char *host)
+{
+	struct sockaddr_in6 s6 = { .sin6_family = AF_INET6 };
+	struct sockaddr_in s4 = { .sin_family = AF_INET };
+	char h[256];
+	size_t n = strlen(host);
+
+	if (n >= 2 && host[0] == '[' && host[n - 1] == ']') {
+		snprintf(h, sizeof(h), "%.*s", (int)(n - 2), host + 1);
+		return inet_pton(AF_INET6, h, &s6.sin6_addr) == 1 ?
+		    dbginfod_addr_local((struct sockaddr *)&s6) : true;	/* a zone id: refused */
+	}
+	if (strcasecmp(host, "localhost") == 0 || strcasecmp(host, "localhost.") == 0 ||
+	    (n > 10 && (strcasecmp(host + n - 10, ".localhost") == 0)) ||
+	    (n > 11 && (strcasecmp(host + n - 11, ".localhost.") == 0)))
+		return true;
+	if (inet_pton(AF_INET, host, &s4.sin_addr) == 1)
+		return dbginfod_addr_local((struct sockaddr *)&s4);
+	return false;
+}
+
+/* A URL's scheme, host (lowercase) and port (the scheme's when none is given). */
+struct url_parts {
+	char	 scheme[8];
+	char	 host[256];
+	long	 port;
+};
+
+static int
+url_split(const char *url, struct url_parts *u)
+{
+	char *scheme = NULL, *host = NULL, *port = NULL;
+	CURLU *h;
+	int rc = -EINVAL;
+	size_t i;
+
+	memset(u, 0, sizeof(*u));
+	if ((h = curl_url()) == NULL)
+		return -ENOMEM;
+	if (curl_url_set(h, CURLUPART_URL, url, 0) != CURLUE_OK ||
+	    curl_url_get(h, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
+	    curl_url_get(h, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
+	    curl_url_get(h, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK ||
+	    strlen(scheme) >= sizeof(u->scheme) || strlen(host) >= sizeof(u->host))
+		goto out;
+	for (i = 0; scheme[i]; i++)
+		u->scheme[i] = (char)tolower((unsigned char)scheme[i]);
+	for (i = 0; host[i]; i++)
+		u->host[i] = (char)tolower((unsigned char)host[i]);
+	u->port = strtol(port, NULL, 10);
+	rc = 0;
+out:
+	curl_free(scheme);
+	curl_free(host);
+	curl_free(port);
+	curl_url_cleanup(h);
+	return rc;
+}
+
+int
+dbginfod_redirect_check(const char *server, const char *from, const char *to,
+    bool *same_server, const char **why)
+{
+	struct url_parts s, f, t;
+
+	*why = NULL;
+	*same_server = false;
+	if (url_split(to, &t) < 0) {
+		*why = "not a URL";
+		return -EPERM;
+	}
+	if (strcmp(t.scheme, "http") != 0 && strcmp(t.scheme, "https") != 0) {
+		*why = "only http and https are followed";
+		return -EPERM;
+	}
+	if (url_split(from, &f) < 0 || url_split(server, &s) < 0) {
+		*why = "not a URL";
+		return -EPERM;
+	}
+	if ((strcmp(f.scheme, "https") == 0 || strcmp(s.scheme, "https") == 0) &&
+	    strcmp(t.scheme, "http") == 0) {
+		*why = "from https to plain http";
+		return -EPERM;
+	}
+	*same_server = strcmp(t.host, s.host) == 0 && t.port == s.port;
+	if (!*same_server && host_local(t.host)) {
+		*why = "it leads to this host";
+		return -EPERM;
+	}
+	return 0;
+}
+
+/* What the socket opener checks on a redirect's connection. */
+struct sock_check {
+	bool		 on;		/* a redirect's (not the configured server's) */
+	bool		 refused;	/* it went to this host: not connected */
+	char		 addr[INET6_ADDRSTRLEN];
+};
+
+static curl_socket_t
+open_socket(void *arg, curlsocktype purpose, struct curl_sockaddr *a)
+{
+	struct sock_check *k = arg;
+	const void *ip;
+
+	if (purpose == CURLSOCKTYPE_IPCXN && k->on && dbginfod_addr_local(&a->addr)) {
+		ip = a->family == AF_INET6 ?
+		    (const void *)&((struct sockaddr_in6 *)(void *)&a->addr)->sin6_addr :
+		    (const void *)&((struct sockaddr_in *)(void *)&a->addr)->sin_addr;
+		if (inet_ntop(a->family, ip, k->addr, sizeof(k->addr)) == NULL)
+			snprintf(k->addr, sizeof(k->addr), "?");
+		k->refused = true;
+		return CURL_SOCKET_BAD;
+	}
+	return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+}
+
+/* Whether curl connects through a proxy (its environment variables): then it connects there. */
+static bool
+proxied(void)
+{
+	static const char *const v[] = { "http_proxy", "https_proxy", "HTTPS_PROXY",
+	    "all_proxy", "ALL_PROXY" };
+	size_t i;
+
+	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+		if (getenv(v[i]) && *getenv(v[i]))
+			return true;
+	return false;
+}
+
+/* A redirect's body went to the file: it starts again empty. */
+static int
+dl_restart(struct dl *x)
+{
+	x->bytes = 0;
+	if (ftruncate(x->fd, 0) < 0 || lseek(x->fd, 0, SEEK_SET) < 0)
+		return -errno;
+	return 0;
+}
+
 /* One server: 200 with a valid file (renamed into place), 404, or a failure. */
 static enum fetch_result
 fetch_one(struct dbginfod *d, const char *url, const char *hex)
 {
-	char tmp[64], final[64], full[1200], errbuf[CURL_ERROR_SIZE] = "";
+	char tmp[64], final[64], full[1200], errbuf[CURL_ERROR_SIZE] = "", *to = NULL;
 	struct dl x = { .d = d, .fd = -1 };
+	struct sock_check sk = { 0 };
 	enum fetch_result r = F_FAILED;
-	const char *why;
+	int64_t deadline = clock_mono_ns() + (int64_t)TOTAL_SECS * 1000000000, left;
+	const char *why, *loc = NULL;
+	bool same, via_proxy = proxied();
 	long code = 0;
+	int hops;
 	CURLcode cc;
 	CURL *c;
 
@@ -366,11 +579,11 @@ fetch_one(struct dbginfod *d, const char *url, const char *hex)
 	curl_easy_setopt(c, CURLOPT_URL, full);
 	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
-	curl_easy_setopt(c, CURLOPT_MAXREDIRS, 3L);
+	curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);	/* followed below, checked */
+	curl_easy_setopt(c, CURLOPT_OPENSOCKETFUNCTION, open_socket);
+	curl_easy_setopt(c, CURLOPT_OPENSOCKETDATA, &sk);
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, (long)CONNECT_SECS);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT, (long)TOTAL_SECS);
 	curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, (long)LOW_SPEED);
 	curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, (long)LOW_SPEED_SECS);
 	curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)d->file_max);
@@ -381,9 +594,51 @@ fetch_one(struct dbginfod *d, const char *url, const char *hex)
 	curl_easy_setopt(c, CURLOPT_XFERINFODATA, &x);
 	curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
 	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-	cc = curl_easy_perform(c);
-	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+	for (hops = 0;; hops++) {
+		left = (deadline - clock_mono_ns()) / 1000000;
+		curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, left > 1 ? (long)left : 1L);
+		cc = curl_easy_perform(c);
+		code = 0;
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+		loc = NULL;
+		if (cc != CURLE_OK || (code != 301 && code != 302 && code != 303 && code != 307 &&
+		    code != 308) || curl_easy_getinfo(c, CURLINFO_REDIRECT_URL, &loc) != CURLE_OK ||
+		    loc == NULL || atomic_load(&d->stop))
+			break;
+		if (hops == MAX_REDIRS) {
+			log_warnx("ebpf: debuginfod %s: more than %d redirects for %s: not followed",
+			    url, MAX_REDIRS, hex);
+			cc = CURLE_TOO_MANY_REDIRECTS;
+			break;
+		}
+		if (dbginfod_redirect_check(url, to ? to : full, loc, &same, &why) < 0) {
+			log_warnx("ebpf: debuginfod %s: the redirect of %s to %.200s is refused: %s",
+			    url, hex, loc, why);
+			metrics_add("profilefs_ebpf_debuginfod_requests_total",
+			    "result=\"redirect_refused\"", 1);
+			r = F_NOTFOUND;	/* as good as not found there */
+			curl_easy_cleanup(c);
+			goto out;
+		}
+		free(to);
+		if ((to = strdup(loc)) == NULL || dl_restart(&x) < 0) {
+			curl_easy_cleanup(c);
+			goto out;
+		}
+		/* Where it connects, checked (a name may resolve to this host), unless proxied. */
+		sk.on = !same && !via_proxy;
+		log_debug("ebpf: debuginfod %s: %s redirected to %s", url, hex, to);
+		curl_easy_setopt(c, CURLOPT_URL, to);
+	}
 	curl_easy_cleanup(c);
+	if (sk.refused) {
+		log_warnx("ebpf: debuginfod %s: the redirect of %s to %.200s is refused: it "
+		    "leads to this host (%s)", url, hex, to ? to : "?", sk.addr);
+		metrics_add("profilefs_ebpf_debuginfod_requests_total",
+		    "result=\"redirect_refused\"", 1);
+		r = F_NOTFOUND;
+		goto out;
+	}
 	if (atomic_load(&d->stop))
 		goto out;
 	if (cc == CURLE_OK && code == 404) {
@@ -426,6 +681,7 @@ fetch_one(struct dbginfod *d, const char *url, const char *hex)
 	    (unsigned long long)x.bytes);
 	r = F_FOUND;
 out:
+	free(to);
 	close(x.fd);
 	if (r != F_FOUND)
 		unlinkat(d->dirfd, tmp, 0);
@@ -537,7 +793,8 @@ static void
 describe_metrics(void)
 {
 	metrics_describe("profilefs_ebpf_debuginfod_requests_total", "counter",
-	    "Debug file requests to debuginfod servers, by result (found, not_found, invalid, error).");
+	    "Debug file requests to debuginfod servers, by result (found, not_found, invalid, "
+	    "redirect_refused, error).");
 	metrics_describe("profilefs_ebpf_debuginfod_failures_total", "counter",
 	    "debuginfod requests that failed (server unreachable, timeout, HTTP error).");
 	metrics_describe("profilefs_ebpf_debuginfod_up", "gauge",

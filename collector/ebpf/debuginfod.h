@@ -37,6 +37,22 @@ struct dbginfod;
  */
 int	dbginfod_parse_urls(const char *list, char **out, const char **bad);
 /*
+ * Whether a server's redirect from URL from to URL to may be followed (0) or
+ * not (-EPERM, *why a static reason): http or https only, never from https
+ * (the server's or from's) to http, and not to this host (localhost, a
+ * loopback, unspecified or own address written out) unless to the
+ * configured server's own host and port (*same_server then).
+ */
+int	dbginfod_redirect_check(const char *server, const char *from, const char *to,
+	    bool *same_server, const char **why);
+struct sockaddr;
+/*
+ * Whether an address is this host's: loopback (127.0.0.0/8, ::1), unspecified
+ * (0.0.0.0/8, ::), the IPv4-mapped forms of those, or an address of one of its
+ * interfaces. What a redirect's connection may not reach.
+ */
+bool	dbginfod_addr_local(const struct sockaddr *sa);
+/*
  * Start the fetcher: urls as from dbginfod_parse_urls (copied), the cache in
  * <datadir>/debuginfo (made if missing, owned like datadir), at most
  * cache_bytes (0: default) on disk. 0 and *out, or -errno (logged).

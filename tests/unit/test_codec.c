@@ -920,6 +920,86 @@ test_buf_varint(void **state)
 	}
 }
 
+/*
+ * Strings stored from outside are cut at STR_MAX_STORED bytes: between
+ * characters, ending in the mark, the whole within the bound; shorter ones
+ * whole. profile_cut_strings() does it to a profile's string table.
+ */
+static void
+test_utf8_cut(void **state)
+{
+	const size_t mark = sizeof(STR_CUT_MARK) - 1, max = 64;
+	struct buf b = { 0 }, s = { 0 };
+	struct profile *p;
+	const char **v;
+	size_t k, i, n;
+
+	(void)state;
+	assert_int_equal(strlen("\xe2\x80\xa6[cut]"), mark);
+	assert_int_equal(utf8_cut("short", 5, max), 5);
+	/* ASCII: cut right before the mark's room. */
+	for (i = 0; i < 100; i++)
+		buf_addc(&s, 'a');
+	assert_int_equal(utf8_cut(s.data, s.len, max), max - mark);
+	assert_int_equal(utf8_add_cut(&b, s.data, s.len, max), 0);
+	assert_int_equal(b.len, max);
+	assert_memory_equal(b.data + max - mark, STR_CUT_MARK, mark);
+	/* A 2-, 3- and 4-byte character across the cut goes whole, at every shift. */
+	for (n = 2; n <= 4; n++) {
+		static const char *ch[] = { NULL, NULL, "\xc3\xa9", "\xe2\x82\xac",
+		    "\xf0\x9f\x98\x80" };
+
+		for (i = 0; i < n; i++) {
+			buf_reset(&s);
+			buf_reset(&b);
+			buf_add(&s, "xxxx", i);
+			while (s.len < 200)
+				buf_adds(&s, ch[n]);
+			k = utf8_cut(s.data, s.len, max);
+			assert_true(k <= max - mark);
+			assert_true(k > max - mark - n);
+			assert_int_equal(utf8_add_cut(&b, s.data, s.len, max), 0);
+			assert_true(b.len <= max);
+			assert_true(utf8_valid(b.data, b.len));
+		}
+	}
+	/* Bytes that are not UTF-8 are cut where they are. */
+	buf_reset(&s);
+	for (i = 0; i < 100; i++)
+		buf_addc(&s, (char)0x80);
+	assert_int_equal(utf8_cut(s.data, s.len, max), max - mark);
+	/* A profile: the long function name and label value cut, the rest shared. */
+	p = tp_new("cpu", "nanoseconds", 1, "samples/count");
+	buf_reset(&s);
+	for (i = 0; i < 3 * STR_MAX_STORED; i++)
+		buf_adds(&s, "\xc3\xa9");
+	tp_sample(p, (int64_t[]){ 1 }, (int)tp_loc(p, 0, 1, (int)tp_func(p, s.data, "f.go", 1),
+	    -1), -1, "k", s.data, NULL);
+	assert_int_equal(profile_cut_strings(p, STR_MAX_STORED, &v, &n), 0);
+	assert_non_null(v);
+	assert_int_equal(n, 1);	/* one string, used three times */
+	for (i = 0; i < p->nstrings; i++) {
+		k = strlen(v[i]);
+		assert_true(k <= STR_MAX_STORED);
+		if (strlen(p->strings[i]) <= STR_MAX_STORED) {
+			assert_ptr_equal(v[i], p->strings[i]);
+			continue;
+		}
+		assert_true(k > STR_MAX_STORED - mark - 4);
+		assert_string_equal(v[i] + k - mark, STR_CUT_MARK);
+		assert_memory_equal(v[i], p->strings[i], k - mark);
+		assert_true(utf8_valid(v[i], k));
+	}
+	free(v);
+	/* Nothing to cut: nothing allocated. */
+	assert_int_equal(profile_cut_strings(p, 8 * STR_MAX_STORED, &v, &n), 0);
+	assert_null(v);
+	assert_int_equal(n, 0);
+	profile_free(p);
+	buf_free(&b);
+	buf_free(&s);
+}
+
 static void
 test_utf8(void **state)
 {
@@ -1110,6 +1190,7 @@ main(void)
 		cmocka_unit_test(test_buf_basics),
 		cmocka_unit_test(test_buf_varint),
 		cmocka_unit_test(test_utf8),
+		cmocka_unit_test(test_utf8_cut),
 		cmocka_unit_test(test_jsonw),
 		cmocka_unit_test(test_buf_xml),
 		cmocka_unit_test(test_buf_read_file),

@@ -1014,6 +1014,65 @@ test_query_gauges(void **state)
 	profile_free(one);
 }
 
+/*
+ * A string longer than STR_MAX_STORED bytes (a 1 MiB function name, file
+ * name, label value) is stored cut and marked, by store_put() and
+ * store_put_profile() alike; the stored profile stays small.
+ */
+static void
+test_long_strings_cut(void **state)
+{
+	struct fixture *f = *state;
+	struct query q = { .service = "longnames", .type = "cpu", .from = INT64_MIN,
+	    .to = INT64_MAX };
+	struct store_input in = { .service = "longnames", .type = "cpu", .created_at = T0,
+	    .source = "ingest" };
+	const size_t mark = sizeof(STR_CUT_MARK) - 1;
+	struct buf big = { 0 }, enc = { 0 }, err = { 0 };
+	struct query_result res;
+	struct profile *p;
+	const char *name;
+	size_t i, k;
+	int pass;
+
+	for (i = 0; i < (1u << 20) / 3; i++)
+		buf_adds(&big, "\xe2\x82\xac");	/* never cut in the middle of one */
+	p = tp_new("cpu", "nanoseconds", 1, "samples/count,cpu/nanoseconds");
+	tp_sample(p, (int64_t[]){ 1, 10 }, (int)tp_loc(p, 0, 1, (int)tp_func(p, big.data,
+	    big.data + 3, 1), -1), -1, "long", big.data + 6, NULL);
+	assert_int_equal(profile_encode(p, true, &enc), 0);
+	for (pass = 0; pass < 2; pass++) {
+		if (pass == 0)
+			assert_int_equal(store_put(f->st, &in, enc.data, enc.len, NULL, &err), 0);
+		else
+			assert_int_equal(store_put_profile(f->st, &in, p, NULL, &err), 0);
+		assert_int_equal(query_merge(f->st, &q, &res), 0);
+		assert_int_equal(res.nmerged, (size_t)pass + 1);
+		assert_int_equal(res.merged->nfunctions, 1);
+		for (i = 0; i < 2; i++) {
+			name = profile_str(res.merged, i == 0 ? res.merged->functions[0].name :
+			    res.merged->functions[0].filename);
+			k = strlen(name);
+			assert_true(k <= STR_MAX_STORED && k > STR_MAX_STORED - mark - 3);
+			assert_string_equal(name + k - mark, STR_CUT_MARK);
+			assert_memory_equal(name, big.data + 3 * i, k - mark);
+			assert_true(utf8_valid(name, k));
+		}
+		name = profile_str(res.merged, res.merged->samples[0].labels[0].str);
+		assert_true(strlen(name) <= STR_MAX_STORED);
+		assert_string_equal(name + strlen(name) - mark, STR_CUT_MARK);
+		buf_reset(&enc);
+		assert_int_equal(profile_encode(res.merged, true, &enc), 0);
+		print_message("stored merged profile with 1 MiB strings cut: %zu bytes gzipped\n",
+		    enc.len);
+		query_result_free(&res);
+	}
+	profile_free(p);
+	buf_free(&big);
+	buf_free(&enc);
+	buf_free(&err);
+}
+
 /* A query selects series by service, type and label selector. */
 static void
 test_query_match(void **state)
@@ -1125,6 +1184,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_query_merge, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_query_gauges, setup, teardown),
 		cmocka_unit_test(test_query_match),
+		cmocka_unit_test_setup_teardown(test_long_strings_cut, setup, teardown),
 	};
 
 	return cmocka_run_group_tests_name("store", tests, NULL, NULL);
