@@ -577,7 +577,7 @@ static int
 exec_any(struct cluster *c, const char *sql, const struct buf *data, size_t max,
     struct buf *out, struct buf *err, bool *refused)
 {
-	size_t cand[CH_MAX_URLS], first = atomic_load(&c->cur), k, used = first;
+	size_t cand[CH_MAX_URLS] = { 0 }, first = atomic_load(&c->cur), k, used = first;
 	int rc;
 
 	if (refused)
