@@ -53,7 +53,12 @@ for san in "${builds[@]}"; do
   # servers) or that measure RSS run once: a
   # second pass under another sanitizer would find nothing new in the daemon
   # and costs minutes (CI keeps under 45).
+  # make_concurrent and options_doc check the Makefile and the docs;
+  # cluster_hedge starts four ClickHouse servers; hardening_peer, _regex and
+  # _json measure RSS and CPU under a budget (their daemon's code paths run in
+  # the other suites too).
   skip="layers|install|otlp|grafana|ebpf_java|ebpf_hotspot|ebpf_debuginfod|hardening_memory|cluster_replicas"
+  skip="$skip|make_concurrent|options_doc|cluster_hedge|hardening_peer|hardening_regex|hardening_json"
   if read -r p f <"$tally"; then
     pass=$((pass + p)); fail=$((fail + f))
   else
