@@ -662,9 +662,9 @@ rd(const unsigned char *p, unsigned size)
  * A function ends where the next one starts. Everything is bounds-checked.
  */
 static int
-read_gopclntab(Elf_Scn *scn, struct elfobj *o)
+read_gopclntab(Elf *e, Elf_Scn *scn, struct elfobj *o)
 {
-	size_t room = obj_room(o), cost = 0, want = 0;
+	size_t room, cost = 0, want = 0, est;
 	Elf_Data *d = elf_getdata(scn, NULL);
 	const unsigned char *b;
 	uint64_t n, nfunc, text = 0, names, pcln, ftab, i;
@@ -706,6 +706,13 @@ read_gopclntab(Elf_Scn *scn, struct elfobj *o)
 	}
 	if (nfunc > ELF_MAX_SYMS || ftab > n || (nfunc + 1) * 2 * esz > n - ftab)
 		return 0;
+	/* Room for about all of them, made by the tables not in use (symtab_evict()). */
+	est = nfunc * (sizeof(struct sym) + 32);
+	if (est > symtab_obj_cap())
+		est = symtab_obj_cap();
+	if (o->s && est > obj_room(o))
+		symtab_evict(o->s, o, est);
+	room = obj_room(o);
 	for (i = 0; i < nfunc; i++) {
 		const unsigned char *fe = b + ftab + i * 2 * esz;
 		uint64_t entry = rd(fe, esz), next = rd(fe + 2 * esz, esz);
@@ -738,7 +745,10 @@ read_gopclntab(Elf_Scn *scn, struct elfobj *o)
 			continue;
 		}
 		o->nsyms++;
+		if (i % 65536 == 65535)
+			pages_drop(o, e, b, n);
 	}
+	pages_drop(o, e, b, n);
 	o->wanted += want;
 	return 0;
 }
@@ -1071,7 +1081,7 @@ read_elf_image(Elf *e, struct elfobj *o, bool debug_file, bool *has_symtab,
 	} else if (gopclntab) {
 		/* A stripped Go binary: the runtime's table names every function. */
 		*has_symtab = true;
-		rc = read_gopclntab(gopclntab, o);
+		rc = read_gopclntab(e, gopclntab, o);
 	} else if (dynsym && !debug_file) {
 		rc = read_symtab(e, dynsym, &sh_dynsym, o);
 	}
