@@ -8,8 +8,9 @@
 # root reads the same profiles with them (they are hidden by the rule, not
 # missing), and nobody reading after root (and root after nobody) gets each
 # its own version, whatever the caches hold. Needs root, a kernel with BTF,
-# setpriv, the user nobody, go and kernel.kptr_restrict below 2; otherwise
-# skipped.
+# setpriv, the user nobody, go, and a kernel that shows kernel addresses to
+# root but not to nobody (kernel.kptr_restrict 1, or 0 with
+# perf_event_paranoid above 1); otherwise skipped.
 set -u
 . "$(dirname "$0")/../lib.sh"
 
@@ -21,6 +22,8 @@ command -v setpriv >/dev/null && id nobody >/dev/null 2>&1 || skip_all "setpriv 
 command -v go >/dev/null || skip_all "go not installed"
 [ -x /usr/bin/python3 ] || skip_all "no /usr/bin/python3"
 [ "$(cat /proc/sys/kernel/kptr_restrict)" -lt 2 ] || skip_all "kernel.kptr_restrict=2: root sees no kernel address either"
+[ "$(cat /proc/sys/kernel/kptr_restrict)" -gt 0 ] || [ "$(cat /proc/sys/kernel/perf_event_paranoid)" -gt 1 ] ||
+  skip_all "kernel.kptr_restrict=0 and perf_event_paranoid<=1: every user may read kernel addresses"
 AS=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
 
 pf_setup
