@@ -444,7 +444,10 @@ names_copy(struct elfobj *o, const char *st, struct pending_name *p, size_t n)
 {
 	size_t i, prev_src = 0, prev_end = 0, prev_dst = 0, len;
 
+	/* glibc's qsort sorts through a copy it allocates: counted while it does. */
+	budget_charge(n * sizeof(*p));
 	qsort(p, n, sizeof(*p), pending_cmp);
+	budget_release(n * sizeof(*p));
 	for (i = 0; i < n; i++) {
 		if (i > 0 && p[i].src < prev_end) {
 			o->syms[p[i].sym].name = (uint32_t)(prev_dst + (p[i].src - prev_src));
@@ -1287,7 +1290,9 @@ finish_syms(struct elfobj *o)
 		obj_account(o);
 		return;
 	}
+	budget_charge(o->nsyms * sizeof(*o->syms));	/* qsort's copy (names_copy()) */
 	qsort(o->syms, o->nsyms, sizeof(*o->syms), sym_cmp);
+	budget_release(o->nsyms * sizeof(*o->syms));
 	for (i = 1, j = 0; i < o->nsyms; i++) {
 		if (o->syms[i].addr == o->syms[j].addr)
 			continue;	/* alias: keep the first (largest) */
