@@ -269,37 +269,15 @@ profefe_profiles(struct http_req *r)
 
 /*
  * Kernel text addresses are never served: they would undo KASLR for a client
- * that /proc/kallsyms shows zeros. Locations in the kernel half of the
- * address space keep their symbolized lines and lose their address, kernel
- * mappings their bounds. Returns how many were cleared.
+ * that /proc/kallsyms shows zeros (kaddr_hide(), query.h).
  */
-#define KERNEL_HALF	0xffff800000000000ULL
-
-static size_t
-hide_kernel(struct profile *p)
-{
-	size_t i, n = 0;
-
-	for (i = 0; i < p->nlocations; i++)
-		if (p->locations[i].address >= KERNEL_HALF) {
-			p->locations[i].address = 0;
-			n++;
-		}
-	for (i = 0; i < p->nmappings; i++)
-		if (p->mappings[i].start >= KERNEL_HALF || p->mappings[i].limit >= KERNEL_HALF) {
-			p->mappings[i].start = p->mappings[i].limit = p->mappings[i].offset = 0;
-			n++;
-		}
-	return n;
-}
-
 static void
 reply_profile(struct http_req *r, struct profile *p, const char *filename)
 {
 	struct buf out = { 0 };
 	char cd[120];
 
-	hide_kernel(p);
+	kaddr_hide(p);
 	if (profile_encode(p, true, &out) < 0) {
 		buf_free(&out);
 		http_reply_store_error(r, -ENOMEM, "failed to encode the profile", NULL);
@@ -406,7 +384,7 @@ profefe_get(struct http_req *r)
 		if (nids == 1) {
 			/* One profile: the stored bytes as they are, unless they hold kernel addresses. */
 			snprintf(fn, sizeof(fn), "%s.pb.gz", idh);
-			if (profile_decode(gz.data, gz.len, &pf, &err) == 0 && hide_kernel(pf) > 0) {
+			if (profile_decode(gz.data, gz.len, &pf, &err) == 0 && kaddr_hide(pf) > 0) {
 				buf_reset(&gz);
 				if (profile_encode(pf, true, &gz) < 0) {
 					http_reply_store_error(r, -ENOMEM, "failed to encode the profile",

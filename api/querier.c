@@ -290,8 +290,10 @@ selection_merge(struct http_req *r, const struct selection *sel, int64_t from, i
 		query_result_free(res);
 		memset(res, 0, sizeof(*res));
 	}
-	if (res->merged)
+	if (res->merged) {
+		kaddr_hide(res->merged);	/* never served (query.h) */
 		*ty = render_type_index(res->merged, sel->pt.sample_type);
+	}
 	return 0;
 }
 

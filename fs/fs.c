@@ -90,11 +90,76 @@ deleted_lately(const struct fspath *fp)
 	return fp->service[0] && delete_recent(fp->service, fuse_get_context()->pid);
 }
 
+/*
+ * A generated file's bytes (first, so the entry's value reads as a struct
+ * buf) and whether they differ for a caller who may not see kernel
+ * addresses: such a file never goes through the kernel's page cache, which
+ * every reader of the inode shares.
+ */
+struct content {
+	struct buf	 b;
+	bool		 by_class;
+};
+
 static void
-free_buf(void *v)
+free_content(void *v)
 {
-	buf_free(v);
+	buf_free(&((struct content *)v)->b);
 	free(v);
+}
+
+/*
+ * The key of path's content for the caller: a file that may hold kernel
+ * text addresses is kept apart for callers who may not see them (fp's
+ * hide_kernel set, the key path with a \x01 before it), so that nothing
+ * made for one class of readers is served to the other (query.h:
+ * kaddr_visible()). Returns path, or key (of size n).
+ */
+static const char *
+content_key(const char *path, struct fspath *fp, char *key, size_t n)
+{
+	if ((fp->node != NODE_VIEW && fp->node != NODE_VS_VIEW && fp->node != NODE_PROFILE) ||
+	    kaddr_visible(fuse_get_context()->pid) ||
+	    (size_t)snprintf(key, n, "\x01%s", path) >= n)
+		return path;
+	fp->hide_kernel = true;
+	return key;
+}
+
+/*
+ * A stored profile for the caller: in *b as stored, or, for a caller who
+ * may not see kernel addresses, decoded and encoded again without them
+ * when it holds any. *by_class: whether the two differ.
+ */
+static int
+profile_for_caller(const struct fspath *fp, struct buf *b, bool *by_class)
+{
+	struct profile *p = NULL;
+	struct buf err = { 0 };
+	int rc;
+
+	*by_class = true;
+	if ((rc = profile_decode(b->data, b->len, &p, &err)) < 0) {
+		/* Nothing can be told of it: not served where it must be checked. */
+		if (fp->hide_kernel)
+			log_warnx("%s: the stored profile does not decode: %s", fp->view,
+			    err.data ? err.data : strerror(-rc));
+		goto out;
+	}
+	if (!fp->hide_kernel) {
+		*by_class = kaddr_any(p);
+		goto out;
+	}
+	if (kaddr_hide(p) == 0) {
+		*by_class = false;
+		goto out;
+	}
+	buf_reset(b);
+	rc = profile_encode(p, true, b);
+out:
+	profile_free(p);
+	buf_free(&err);
+	return fp->hide_kernel ? rc : 0;
 }
 
 struct fill_arg {
@@ -133,7 +198,8 @@ static int
 fill_file(void *varg, void **val, size_t *size, void (**free_fn)(void *))
 {
 	struct fill_arg *a = varg;
-	struct buf *b = xcalloc(1, sizeof(*b));
+	struct content *ct = xcalloc(1, sizeof(*ct));
+	struct buf *b = &ct->b;
 	struct store_ref ref;
 	int rc;
 
@@ -151,8 +217,11 @@ fill_file(void *varg, void **val, size_t *size, void (**free_fn)(void *))
 		rc = reader_get(a->fs->rd, a->fp->profile_id, &ref, b);
 		if (rc == 0 && !profile_in_path(a->fs, a->fp, &ref))
 			rc = -ENOENT;
+		if (rc == 0)
+			rc = profile_for_caller(a->fp, b, &ct->by_class);
 		break;
 	default:
+		ct->by_class = true;
 		rc = views_render(a->fs, a->fp, b);
 		break;
 	}
@@ -162,9 +231,9 @@ fill_file(void *varg, void **val, size_t *size, void (**free_fn)(void *))
 		    "content", strerror(-rc));
 	if (rc == 0 && b->data == NULL)
 		rc = buf_reserve(b, 0);
-	*val = b;
-	*size = b->cap + sizeof(*b);
-	*free_fn = free_buf;
+	*val = ct;
+	*size = b->cap + sizeof(*ct);
+	*free_fn = free_content;
 	return rc;
 }
 
@@ -230,7 +299,7 @@ fill_size(void *varg, void **val, size_t *size, void (**free_fn)(void *))
 	 * A stored profile's size is in the store's index once it was served;
 	 * its time is its file's time.
 	 */
-	if (a->fp->node == NODE_PROFILE) {
+	if (a->fp->node == NODE_PROFILE && !a->fp->hide_kernel) {
 		uint64_t z;
 
 		v->rc = reader_get_size(a->fs->rd, a->fp->profile_id, &ref, &z);
@@ -436,15 +505,17 @@ pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 	case NODE_VIEW:
 	case NODE_VS_VIEW:
 	case NODE_PROFILE: {
+		char kbuf[PATH_MAX + 2];
+		const char *key = content_key(path, &fp, kbuf, sizeof(kbuf));
 		off_t size;
 		int64_t born;
 
 		/* While the file is open: the size of the version its readers share. */
-		if (pin_stat(fs, path, &size, &born)) {
+		if (pin_stat(fs, key, &size, &born)) {
 			fs_stat(st, path, false, size, false, born);
 			return 0;
 		}
-		rc = content_size(fs, path, &fp, &size, &born);
+		rc = content_size(fs, key, &fp, &size, &born);
 		/* Listed before a deletion took its data, while rm -r walks (delete.c). */
 		if (rc == -ENOENT && fp.node != NODE_README && fp.node != NODE_TARGETS &&
 		    fp.node != NODE_ERRORS && deleted_lately(&fp)) {
@@ -619,6 +690,9 @@ static int
 pf_open(const char *path, struct fuse_file_info *fi)
 {
 	struct fsctx *fs = fs_ctx();
+	char kbuf[PATH_MAX + 2];
+	const struct content *ct;
+	const char *key;
 	struct pin *pin;
 	struct handle *h;
 	struct fspath fp;
@@ -655,8 +729,10 @@ pf_open(const char *path, struct fuse_file_info *fi)
 	    fp.node != NODE_VS_VIEW && fp.node != NODE_PROFILE)
 		return -EISDIR;
 	pid = fs_caller();
-	if ((rc = pin_open(fs, path, &fp, pid, &pin)) < 0)
+	key = content_key(path, &fp, kbuf, sizeof(kbuf));
+	if ((rc = pin_open(fs, key, &fp, pid, &pin)) < 0)
 		return errno_of(rc);
+	ct = pin_entry(pin)->val;
 	h = handle_new(fs, H_CONTENT);
 	h->pin = pin;
 	h->pid = pid;
@@ -669,9 +745,11 @@ pf_open(const char *path, struct fuse_file_info *fi)
 	 * straight from the pinned entry (read(2) readers such as go tool pprof, cp, cat are
 	 * unaffected; a MAP_SHARED mmap is refused with ENODEV by kernels that
 	 * do not allow mmap of direct_io files, MAP_PRIVATE works). A stored
-	 * profile and README.txt never change for a name: they stay cached.
+	 * profile and README.txt never change for a name: they stay cached,
+	 * unless the profile is not the same for every reader (kernel
+	 * addresses hidden from some: struct content).
 	 */
-	fi->direct_io = fp.node != NODE_PROFILE && fp.node != NODE_README;
+	fi->direct_io = (fp.node != NODE_PROFILE && fp.node != NODE_README) || ct->by_class;
 	fi->keep_cache = !fi->direct_io;
 	return 0;
 }

@@ -63,6 +63,11 @@ struct fspath {
 	char		 ingest_labels[1024];	/* escaped, as written */
 	char		 file[256];
 	int		 ingest_depth;		/* 1 ingest, 2 service, 3 type, 4 labels */
+	/*
+	 * Not the grammar's: set by fs.c for a caller who may not see kernel
+	 * addresses (query.h, kaddr_visible()), so that the views hide them.
+	 */
+	bool		 hide_kernel;
 };
 
 /*

@@ -448,7 +448,8 @@ derived_key(struct buf *key, const struct view_in *in)
 
 	if ((rc = merge_key(key, fp->service, fp->type, fp->selector, &fp->range)) < 0)
 		return rc;
-	return buf_printf(key, "\x1f%lld", (long long)in->cur_born);
+	/* A tree without kernel addresses is another tree (views_render()). */
+	return buf_printf(key, "\x1f%lld%s", (long long)in->cur_born, in->hidden ? "\x1fk" : "");
 }
 
 /* The cached tree of in's merged profile for type ty; cache_release() it. */
@@ -863,6 +864,8 @@ views_render(struct fsctx *fs, const struct fspath *fp, struct buf *out)
 	const struct view_def *tab = fp->node == NODE_VS_VIEW ? vs_views : range_views;
 	const struct view_def *v = NULL;
 	struct cache_entry *cur = NULL, *base = NULL;
+	struct query_result hcur, hbase;
+	struct profile *hc = NULL, *hb = NULL;
 	struct view_in in;
 	struct range br;
 	render_fn fn = NULL;
@@ -902,8 +905,33 @@ views_render(struct fsctx *fs, const struct fspath *fp, struct buf *out)
 			goto out;
 		}
 	}
+	/*
+	 * A caller who may not see kernel addresses reads views of copies
+	 * without them (query.h); the merges stay whole in the cache.
+	 */
+	if (fp->hide_kernel && in.cur->merged) {
+		if ((rc = kaddr_hidden_copy(in.cur->merged, &hc)) < 0)
+			goto out;
+		if (hc) {
+			hcur = *in.cur;
+			hcur.merged = hc;
+			in.cur = &hcur;
+			in.hidden = true;
+		}
+	}
+	if (fp->hide_kernel && in.base && in.base->merged) {
+		if ((rc = kaddr_hidden_copy(in.base->merged, &hb)) < 0)
+			goto out;
+		if (hb) {
+			hbase = *in.base;
+			hbase.merged = hb;
+			in.base = &hbase;
+		}
+	}
 	rc = fn(&in, out);
 out:
+	kaddr_copy_free(hc);
+	kaddr_copy_free(hb);
 	if (base)
 		views_merge_release(fs, base);
 	if (cur)

@@ -25,6 +25,7 @@ struct view_in {
 	const struct query_result	*cur;		/* this range, merged */
 	int64_t				 cur_born;	/* when that merge was made */
 	const struct query_result	*base;		/* the diff's base, or NULL */
+	bool				 hidden;	/* cur: kernel addresses hidden */
 };
 
 /* Render view fp->view (or fp->view under vs/) into out. -ENOENT: no such file. */

@@ -51,4 +51,24 @@ int	query_sel_parse(const char *text, struct query_sel *s, struct buf *err);
 void	query_sel_apply(const struct query_sel *s, struct query *q);
 void	query_sel_free(struct query_sel *s);
 
+/*
+ * Kernel text addresses (kaddr.c). Served to a reader to whom /proc/kallsyms
+ * shows zeros, the addresses of kernel frames would undo KASLR; both views
+ * apply this one rule. kaddr_hide() clears, in place, the address of every
+ * location in the kernel's half of the address space and the bounds of
+ * every kernel mapping (names stay): how many it cleared. kaddr_any():
+ * whether p holds any. kaddr_hidden_copy(): NULL in *out when p holds none,
+ * else a copy with them hidden that shares everything but its locations and
+ * mappings with p (valid while p is; free with kaddr_copy_free(), never
+ * profile_free()); 0 or -ENOMEM. kaddr_visible(): whether thread tid (a FUSE
+ * caller) could read them in /proc/kallsyms, as the kernel decides
+ * (kernel.kptr_restrict, kernel.perf_event_paranoid, CAP_SYSLOG in the
+ * initial user namespace); false when that cannot be told.
+ */
+size_t	kaddr_hide(struct profile *p);
+bool	kaddr_any(const struct profile *p);
+int	kaddr_hidden_copy(const struct profile *p, struct profile **out);
+void	kaddr_copy_free(struct profile *c);
+bool	kaddr_visible(int tid);
+
 #endif

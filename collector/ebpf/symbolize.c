@@ -9,6 +9,15 @@
  * debug file (/usr/lib/debug/.build-id/xx/yyyy.debug, then .gnu_debuglink,
  * then debuginfod.c's cache, which fetches what it lacks in the background).
  * Names live in one string blob per object.
+ *
+ * What the tables keep is charged to the memory budget and bounded: all
+ * objects' tables together (symbol arrays and names) at most a share of
+ * the budget (a quarter), one object's at most a quarter of that. A table past its bound
+ * is cut (the functions first in it kept; the log says so), and before a
+ * new table is read, the tables used least recently are dropped to make
+ * room for it (their frames go unnamed). Reading takes two passes over a
+ * table, one to count what will be kept, one to copy it into arrays sized
+ * once, and lets go of the file's mapped pages as it goes.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -36,6 +46,10 @@
 #define ELF_MAX_STRTAB	(256u << 20)	/* bytes of one symbol string table */
 #define NT_GNU_BUILD_ID_	3
 #define SYMBOLIZE_DBG_RETRY	60	/* s between passes over files whose debug file is missing */
+#define SYMTAB_SHARE	4		/* all tables: at most 1/SYMTAB_SHARE of the budget */
+#define SYMTAB_MIN	(16u << 20)	/* ... but at least this */
+#define SCAN_CHUNK	(8u << 20)	/* bytes of a mapped table read before its pages go */
+#define GOTS_MAX	(1u << 20)	/* GOT slots read for PLT names, per object */
 
 struct sym {
 	uint64_t	 addr;
@@ -48,8 +62,11 @@ struct segment {
 	bool		 exec;
 };
 
+struct symbolizer;
+
 struct elfobj {
 	uint64_t	 dev, ino;
+	struct symbolizer *s;		/* whose budget share it takes */
 	bool		 bad;		/* unreadable or not ELF: remembered */
 	uint64_t	 entry, entry_size;	/* a main executable's _start, from its bytes */
 	time_t		 used;		/* monotonic seconds */
@@ -58,8 +75,16 @@ struct elfobj {
 	struct segment	*segs;
 	size_t		 nsegs;
 	struct sym	*syms;
-	size_t		 nsyms;
+	size_t		 nsyms, scap;	/* scap: allocated, charged to the budget */
 	struct buf	 names;
+	size_t		 bytes;		/* of syms and names, counted in s->bytes */
+	uint64_t	 last_use;	/* s->uses at its last lookup (LRU) */
+	uint64_t	 use_period;	/* s->periods at its last lookup */
+	int64_t		 reload_at;	/* dropped: monotonic s it may be read again from */
+	size_t		 wanted;	/* functions its tables hold, kept or not */
+	bool		 dropped;	/* its table was let go for others */
+	bool		 cut;		/* its table did not fit whole */
+	bool		 mapped;	/* while read from a file mapping (pages_drop) */
 	/* DWARF for file:line, opened at the first lookup */
 	bool		 debug_info;	/* the file just read has .debug_info */
 	int		 dw_fd;		/* > 0: a file with .debug_info, kept open */
@@ -105,7 +130,162 @@ struct symbolizer {
 	struct dbginfod	 *dbg;		/* NULL: no debuginfod */
 	uint64_t	  dbg_gen;	/* dbginfod_generation() at the last poll */
 	int64_t		  dbg_retry;	/* monotonic s: the next time missing files are asked again */
+	size_t		  bytes;	/* all objects' tables (struct elfobj.bytes) */
+	uint64_t	  uses;		/* lookups so far: the LRU clock */
+	uint64_t	  periods;	/* symbolize_elf_expire() calls: what "in use" means */
+	uint64_t	  cuts, drops;	/* tables cut, tables let go */
 };
+
+/* --- what the tables may take ------------------------------------------- */
+
+/*
+ * The bound of all tables together, and of one object's (a quarter of it:
+ * a user fills the whole with four binaries at least).
+ */
+static size_t
+symtab_cap(void)
+{
+	size_t c = budget_limit() / SYMTAB_SHARE;
+
+	return c < SYMTAB_MIN ? SYMTAB_MIN : c;
+}
+
+static size_t
+symtab_obj_cap(void)
+{
+	return symtab_cap() / 4;
+}
+
+static size_t
+obj_bytes(const struct elfobj *o)
+{
+	return o->scap * sizeof(*o->syms) + o->names.cap;
+}
+
+/* Bring the symbolizer's count of o's bytes up to date. */
+static void
+obj_account(struct elfobj *o)
+{
+	size_t b = obj_bytes(o);
+
+	if (o->s)
+		o->s->bytes = o->s->bytes - o->bytes + b;
+	o->bytes = b;
+}
+
+/* Bytes o's table may still grow by, under both bounds. */
+static size_t
+obj_room(const struct elfobj *o)
+{
+	size_t total = symtab_cap(), per = symtab_obj_cap(), now = obj_bytes(o);
+	size_t others = o->s ? o->s->bytes - o->bytes : 0, r1, r2;
+
+	r1 = now < per ? per - now : 0;
+	r2 = others + now < total ? total - others - now : 0;
+	return r1 < r2 ? r1 : r2;
+}
+
+/* Make room in o->syms for need symbols, charged to the budget. 0 or -ENOMEM. */
+static int
+syms_reserve(struct elfobj *o, size_t need)
+{
+	struct sym *ns;
+
+	if (need <= o->scap)
+		return 0;
+	if (budget_reserve((need - o->scap) * sizeof(*ns)) < 0)
+		return -ENOMEM;
+	if ((ns = realloc(o->syms, need * sizeof(*ns))) == NULL) {
+		budget_release((need - o->scap) * sizeof(*ns));
+		return -ENOMEM;
+	}
+	o->syms = ns;
+	o->scap = need;
+	return 0;
+}
+
+/* Free o's table (symbols and names), uncharged. The caller accounts. */
+static void
+table_free(struct elfobj *o)
+{
+	budget_release(o->scap * sizeof(*o->syms));
+	free(o->syms);
+	o->syms = NULL;
+	o->nsyms = o->scap = 0;
+	buf_free(&o->names);
+}
+
+/*
+ * Let go of the pages of [p, p + len) when they lie in the file mapping o
+ * is read from (never a buffer of ours, nor the vdso): they are read again
+ * from the file if touched, so that reading a table of any size holds a
+ * bounded part of it.
+ */
+static void
+pages_drop(const struct elfobj *o, Elf *e, const void *p, size_t len)
+{
+	uintptr_t a = (uintptr_t)p, z = a + len, pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+	size_t size = 0;
+	char *raw;
+
+	if (!o->mapped || (raw = elf_rawfile(e, &size)) == NULL || a < (uintptr_t)raw ||
+	    z > (uintptr_t)raw + size || z <= a)
+		return;
+	a = (a + pg - 1) & ~(pg - 1);
+	z &= ~(pg - 1);
+	if (z > a)
+		(void)madvise((void *)a, z - a, MADV_DONTNEED);
+}
+
+/* Forget the names looked up before: they may be gone. */
+static void
+rcache_clear(struct symbolizer *s)
+{
+	memset(s->rcache, 0, RCACHE_SLOTS * sizeof(*s->rcache));
+}
+
+/*
+ * Drop the tables of the objects used least recently, keep's aside, until
+ * want bytes more fit under the bound of all tables, or none is left that
+ * was not looked up this period or the last. The objects stay (mappings,
+ * build ids); their frames go unnamed until a process maps them again
+ * (symbolize_elf(), at most once a minute: table_reload()). Names
+ * handed out before are gone with them: called while reading a table, when
+ * the caller holds none (the name cache is emptied).
+ */
+static void
+symtab_evict(struct symbolizer *s, const struct elfobj *keep, size_t want)
+{
+	size_t total = symtab_cap(), i, n = 0, freed = 0;
+	struct elfobj *lru;
+
+	while (s->bytes + want > total) {
+		lru = NULL;
+		for (i = 0; i < s->cap; i++) {
+			struct elfobj *o = s->objs[i];
+
+			/* Tables in use (looked up this period or the last) stay. */
+			if (o && o != keep && o->bytes > 0 && o->use_period + 2 <= s->periods &&
+			    (lru == NULL || o->last_use < lru->last_use))
+				lru = o;
+		}
+		if (lru == NULL)
+			break;
+		freed += lru->bytes;
+		table_free(lru);
+		lru->dropped = true;
+		lru->reload_at = clock_mono_ns() / 1000000000 + 60;
+		obj_account(lru);
+		n++;
+	}
+	if (n == 0)
+		return;
+	s->drops += n;
+	rcache_clear(s);
+	log_info("ebpf: symbol tables of %zu binaries used least recently let go (%zu MiB) for "
+	    "another's: all tables are held to %zu MiB (a quarter of --memory-limit)", n,
+	    freed >> 20, total >> 20);
+}
 
 struct symbolizer *
 symbolize_create(void)
@@ -180,8 +360,8 @@ elfobj_free(struct elfobj *o)
 		dwarf_fds--;
 	}
 	free(o->segs);
-	free(o->syms);
-	buf_free(&o->names);
+	table_free(o);
+	obj_account(o);
 	free(o);
 }
 
@@ -264,7 +444,10 @@ names_copy(struct elfobj *o, const char *st, struct pending_name *p, size_t n)
 {
 	size_t i, prev_src = 0, prev_end = 0, prev_dst = 0, len;
 
+	/* glibc's qsort sorts through a copy it allocates: counted while it does. */
+	budget_charge(n * sizeof(*p));
 	qsort(p, n, sizeof(*p), pending_cmp);
+	budget_release(n * sizeof(*p));
 	for (i = 0; i < n; i++) {
 		if (i > 0 && p[i].src < prev_end) {
 			o->syms[p[i].sym].name = (uint32_t)(prev_dst + (p[i].src - prev_src));
@@ -282,19 +465,54 @@ names_copy(struct elfobj *o, const char *st, struct pending_name *p, size_t n)
 }
 
 /*
+ * Whether symbol i of d is a function to keep (1), not (0), or past what
+ * can be read (-1); its name's length (cut at SYM_NAME_MAX + 1) in *len.
+ */
+static int
+sym_wanted(Elf_Data *d, const Elf_Data *sd, size_t i, GElf_Sym *sym, size_t *len)
+{
+	const char *name;
+	size_t left;
+	int t;
+
+	if (gelf_getsym(d, (int)i, sym) == NULL)
+		return -1;
+	t = GELF_ST_TYPE(sym->st_info);
+	if ((t != STT_FUNC && t != STT_GNU_IFUNC) || sym->st_value == 0 ||
+	    sym->st_shndx == SHN_UNDEF || sym->st_size == 0 || sym->st_name >= sd->d_size)
+		return 0;
+	name = (const char *)sd->d_buf + sym->st_name;
+	left = sd->d_size - sym->st_name;
+	*len = strnlen(name, left < SYM_NAME_MAX + 1 ? left : SYM_NAME_MAX + 1);
+	/* Empty, or not terminated in the table. */
+	return *len == 0 || *len == left ? 0 : 1;
+}
+
+/* What keeping a function of a name of len bytes costs at most. */
+static size_t
+sym_cost(size_t len)
+{
+	return sizeof(struct sym) + (len > SYM_NAME_MAX ? SYM_NAME_MAX : len) + 1;
+}
+
+/*
  * Append the function symbols of one symbol table section to o. Their names
  * are copied from the section's string table, only those of functions and
  * each once however many symbols share a name or a suffix of one (a crafted
- * table cannot multiply memory): see names_copy.
+ * table cannot multiply memory): see names_copy. A first pass counts what
+ * fits in o's room (obj_room(), after the tables used least recently made
+ * way), so that the arrays are sized once; the second copies it.
  */
 static int
-read_symtab(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct elfobj *o, size_t *cap)
+read_symtab(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct elfobj *o)
 {
 	Elf_Data *d = elf_getdata(scn, NULL), *sd;
 	Elf_Scn *sscn = elf_getscn(e, sh->sh_link);
 	struct pending_name *pend = NULL;
-	size_t i, n, npend = 0, pcap = 0, ncut = 0;
-	int rc = 0;
+	size_t i, n, npend = 0, ncut = 0, len, nkeep = 0, want = 0, cost = 0, room, per;
+	size_t pend_bytes = 0, names = 0, chunk, first = o->nsyms, names0 = o->names.len;
+	GElf_Sym sym;
+	int rc = 0, w;
 
 	if (d == NULL || sh->sh_entsize == 0 || sscn == NULL ||
 	    (sd = elf_getdata(sscn, NULL)) == NULL || sd->d_buf == NULL || sd->d_size == 0 ||
@@ -302,54 +520,101 @@ read_symtab(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct elfobj *o, size_t 
 	    NAME_CUTS_MAX * SYM_NAME_MAX)
 		return 0;
 	n = sh->sh_size / sh->sh_entsize;
+	chunk = SCAN_CHUNK / sh->sh_entsize ? SCAN_CHUNK / sh->sh_entsize : 1;
+	/* What o may take by itself; the others' tables make way for it below. */
+	per = symtab_obj_cap();
+	per = per > obj_bytes(o) ? per - obj_bytes(o) : 0;
 	for (i = 0; i < n; i++) {
-		GElf_Sym sym;
-		const char *name;
-		size_t len, left;
+		if ((w = sym_wanted(d, sd, i, &sym, &len)) < 0) {
+			n = i;
+			break;
+		}
+		if (w > 0) {
+			want++;
+			if (o->nsyms + nkeep < ELF_MAX_SYMS && cost + sym_cost(len) <= per) {
+				nkeep++;
+				cost += sym_cost(len);
+			}
+		}
+		if (i % chunk == chunk - 1) {
+			pages_drop(o, e, (const char *)d->d_buf + (i + 1 - chunk) * sh->sh_entsize,
+			    chunk * sh->sh_entsize);
+			pages_drop(o, e, sd->d_buf, sd->d_size);
+		}
+	}
+	o->wanted += want;
+	o->cut |= nkeep < want;
+	if (nkeep == 0)
+		goto out;
+	if (o->s && cost > obj_room(o))
+		symtab_evict(o->s, o, cost);
+	room = obj_room(o);
+	/*
+	 * Exact arrays: no growth by doubling, no copy of a big array in a
+	 * realloc. Memory refused: the table is cut (to nothing), not the
+	 * object refused.
+	 */
+	if (syms_reserve(o, o->nsyms + nkeep) < 0 ||
+	    budget_reserve(nkeep * sizeof(*pend)) < 0)
+		goto out;
+	pend_bytes = nkeep * sizeof(*pend);
+	if ((pend = malloc(pend_bytes)) == NULL)
+		goto out;
+	first = o->nsyms;
+	cost = 0;
+	for (i = 0; i < n && npend + ncut < nkeep; i++) {
 		uint64_t off = 0;
-		int t;
 
-		if (gelf_getsym(d, (int)i, &sym) == NULL)
-			break;
-		t = GELF_ST_TYPE(sym.st_info);
-		if ((t != STT_FUNC && t != STT_GNU_IFUNC) || sym.st_value == 0 ||
-		    sym.st_shndx == SHN_UNDEF || sym.st_size == 0)
+		if ((w = sym_wanted(d, sd, i, &sym, &len)) <= 0)
 			continue;
-		if (sym.st_name >= sd->d_size)
-			continue;
-		name = (const char *)sd->d_buf + sym.st_name;
-		left = sd->d_size - sym.st_name;
-		len = strnlen(name, left < SYM_NAME_MAX + 1 ? left : SYM_NAME_MAX + 1);
-		if (len == 0 || len == left)	/* empty, or not terminated in the table */
-			continue;
-		if (o->nsyms >= ELF_MAX_SYMS)
-			break;
+		if (cost + sym_cost(len) > room) {
+			o->cut = true;
+			break;	/* the others' tables could not make way: cut here */
+		}
+		cost += sym_cost(len);
 		if (len > SYM_NAME_MAX) {
 			/* A name past the bound: a cut copy of its own, a few per object. */
 			if (ncut++ >= NAME_CUTS_MAX)
 				continue;
 			off = o->names.len;
-			if (name_add(&o->names, name, len, "") < 0) {
-				rc = -ENOMEM;
-				goto out;
+			if (name_add(&o->names, (const char *)sd->d_buf + sym.st_name, len, "") < 0) {
+				o->names.err = 0;
+				o->names.len = off;
+				o->names.data[off] = '\0';
+				break;	/* memory short: cut here */
 			}
 		} else {
 			/* Named once all are known (names_copy). */
-			pend = xgrow(pend, &pcap, npend + 1, sizeof(*pend));
 			pend[npend].src = sym.st_name;
 			pend[npend].sym = (uint32_t)o->nsyms;
 			npend++;
+			names += len + 1;
 		}
-		o->syms = xgrow(o->syms, cap, o->nsyms + 1, sizeof(*o->syms));
 		o->syms[o->nsyms].addr = sym.st_value;
 		o->syms[o->nsyms].size = sym.st_size;
 		o->syms[o->nsyms].name = (uint32_t)off;
 		o->nsyms++;
+		if (i % chunk == chunk - 1) {
+			pages_drop(o, e, (const char *)d->d_buf + (i + 1 - chunk) * sh->sh_entsize,
+			    chunk * sh->sh_entsize);
+			pages_drop(o, e, sd->d_buf, sd->d_size);
+		}
 	}
-	if (npend > 0 && names_copy(o, sd->d_buf, pend, npend) < 0)
-		rc = -ENOMEM;
+	/* At most what the names take, at once (shared suffixes take less). */
+	if (npend > 0 && (buf_reserve(&o->names, names) < 0 ||
+	    names_copy(o, sd->d_buf, pend, npend) < 0)) {
+		/* Names short: none of this table's, rather than wrong ones. */
+		o->names.err = 0;
+		o->names.len = names0;
+		if (o->names.data)
+			o->names.data[names0] = '\0';
+		o->nsyms = first;
+	}
 out:
+	pages_drop(o, e, d->d_buf, n * sh->sh_entsize);
+	pages_drop(o, e, sd->d_buf, sd->d_size);
 	free(pend);
+	budget_release(pend_bytes);
 	return rc;
 }
 
@@ -400,8 +665,9 @@ rd(const unsigned char *p, unsigned size)
  * A function ends where the next one starts. Everything is bounds-checked.
  */
 static int
-read_gopclntab(Elf_Scn *scn, struct elfobj *o, size_t *cap)
+read_gopclntab(Elf *e, Elf_Scn *scn, struct elfobj *o)
 {
+	size_t room, cost = 0, want = 0, est;
 	Elf_Data *d = elf_getdata(scn, NULL);
 	const unsigned char *b;
 	uint64_t n, nfunc, text = 0, names, pcln, ftab, i;
@@ -443,6 +709,13 @@ read_gopclntab(Elf_Scn *scn, struct elfobj *o, size_t *cap)
 	}
 	if (nfunc > ELF_MAX_SYMS || ftab > n || (nfunc + 1) * 2 * esz > n - ftab)
 		return 0;
+	/* Room for about all of them, made by the tables not in use (symtab_evict()). */
+	est = nfunc * (sizeof(struct sym) + 32);
+	if (est > symtab_obj_cap())
+		est = symtab_obj_cap();
+	if (o->s && est > obj_room(o))
+		symtab_evict(o->s, o, est);
+	room = obj_room(o);
 	for (i = 0; i < nfunc; i++) {
 		const unsigned char *fe = b + ftab + i * 2 * esz;
 		uint64_t entry = rd(fe, esz), next = rd(fe + 2 * esz, esz);
@@ -459,16 +732,27 @@ read_gopclntab(Elf_Scn *scn, struct elfobj *o, size_t *cap)
 		len = strnlen(name, n - no);
 		if (len == 0 || len == n - no)
 			continue;
-		o->syms = xgrow(o->syms, cap, o->nsyms + 1, sizeof(*o->syms));
-		if (o->names.len > UINT32_MAX - SYM_NAME_MAX - 1)
-			break;
+		want++;
+		/* Past o's room (obj_room()), or memory refused: the table is cut here. */
+		if (cost + sym_cost(len) > room || o->names.len > UINT32_MAX - SYM_NAME_MAX - 1 ||
+		    syms_reserve(o, o->nsyms + 1 > o->scap ? o->scap * 2 + 1024 : 0) < 0) {
+			o->cut = true;
+			continue;
+		}
+		cost += sym_cost(len);
 		o->syms[o->nsyms].addr = text + entry;
 		o->syms[o->nsyms].size = next - entry;
 		o->syms[o->nsyms].name = (uint32_t)o->names.len;
-		if (name_add(&o->names, name, len, "") < 0)
-			return -ENOMEM;
+		if (name_add(&o->names, name, len, "") < 0) {
+			o->names.err = 0;
+			continue;
+		}
 		o->nsyms++;
+		if (i % 65536 == 65535)
+			pages_drop(o, e, b, n);
 	}
+	pages_drop(o, e, b, n);
+	o->wanted += want;
 	return 0;
 }
 
@@ -484,10 +768,10 @@ read_gopclntab(Elf_Scn *scn, struct elfobj *o, size_t *cap)
  * 256 MiB of decoder memory).
  */
 static int
-read_minidebuginfo(Elf_Scn *scn, struct elfobj *o, size_t *cap)
+read_minidebuginfo(Elf_Scn *scn, struct elfobj *o)
 {
 	Elf_Data *d = elf_getdata(scn, NULL);
-	size_t out_cap = 1 << 20, in_pos, out_pos;
+	size_t out_cap = 1 << 20, in_pos, out_pos, charged = 0;
 	unsigned char *out = NULL, *nb;
 	uint64_t memlimit;
 	Elf_Scn *s = NULL;
@@ -499,10 +783,14 @@ read_minidebuginfo(Elf_Scn *scn, struct elfobj *o, size_t *cap)
 	if (d == NULL || d->d_buf == NULL || d->d_size == 0)
 		return 0;
 	for (;;) {
+		/* The decompressed image is charged while it is read. */
+		if (budget_reserve(out_cap - charged) < 0)
+			goto out;
 		if ((nb = realloc(out, out_cap)) == NULL) {
-			rc = -ENOMEM;
+			budget_release(out_cap - charged);
 			goto out;
 		}
+		charged = out_cap;
 		out = nb;
 		in_pos = out_pos = 0;
 		memlimit = 256u << 20;
@@ -519,13 +807,14 @@ read_minidebuginfo(Elf_Scn *scn, struct elfobj *o, size_t *cap)
 	while ((s = elf_nextscn(e, s)) != NULL)
 		if (gelf_getshdr(s, &sh) != NULL && sh.sh_type == SHT_SYMTAB) {
 			/* Not a full .symtab: a debug file, if any, is still looked for. */
-			rc = read_symtab(e, s, &sh, o, cap);
+			rc = read_symtab(e, s, &sh, o);
 			break;
 		}
 out:
 	if (e)
 		elf_end(e);
 	free(out);
+	budget_release(charged);
 	return rc;
 }
 
@@ -571,7 +860,12 @@ read_got_names(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct got_name **v, s
 		    gelf_getsym(syms, (int)GELF_R_SYM(r.r_info), &sym) == NULL ||
 		    (name = elf_strptr(e, symsh.sh_link, sym.st_name)) == NULL || *name == '\0')
 			continue;
-		*v = xgrow(*v, vcap, *n + 1, sizeof(**v));
+		if (*n == *vcap) {
+			/* Charged while the stubs are named (read_plt). */
+			if (*n >= GOTS_MAX || budget_reserve((*vcap ? *vcap : 8) * sizeof(**v)) < 0)
+				break;
+			*v = xgrow(*v, vcap, *n + 1, sizeof(**v));
+		}
 		(*v)[*n].got = r.r_offset;
 		(*v)[*n].name = name;
 		(*n)++;
@@ -586,7 +880,7 @@ read_got_names(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct got_name **v, s
  * beyond the section's entry size (16, or 8 for .plt.got).
  */
 static int
-read_plt(Elf *e, size_t shstrndx, struct elfobj *o, size_t *cap)
+read_plt(Elf *e, size_t shstrndx, struct elfobj *o)
 {
 	struct got_name *gots = NULL;
 	Elf_Scn *scn = NULL;
@@ -630,17 +924,9 @@ read_plt(Elf *e, size_t shstrndx, struct elfobj *o, size_t *cap)
 			hit = bsearch(&key, gots, ngots, sizeof(*gots), got_cmp);
 			if (hit == NULL)
 				continue;
-			if (o->nsyms == *cap) {
-				size_t nc = *cap ? *cap * 2 : 1024;
-				struct sym *ns = realloc(o->syms, nc * sizeof(*ns));
-
-				if (ns == NULL) {
-					rc = -ENOMEM;
-					goto out;
-				}
-				o->syms = ns;
-				*cap = nc;
-			}
+			if (o->nsyms == o->scap && (obj_room(o) < 1024 * sizeof(struct sym) ||
+			    syms_reserve(o, o->scap * 2 + 1024) < 0))
+				goto out;	/* no room: the stubs go unnamed */
 			if (o->names.len > UINT32_MAX - SYM_NAME_MAX - 1)
 				break;
 			o->syms[o->nsyms].addr = sh.sh_addr + k;
@@ -656,6 +942,7 @@ read_plt(Elf *e, size_t shstrndx, struct elfobj *o, size_t *cap)
 	}
 out:
 	free(gots);
+	budget_release(gcap * sizeof(*gots));
 	return rc;
 }
 
@@ -700,7 +987,6 @@ find_entry(Elf *e, const GElf_Ehdr *eh, struct elfobj *o)
 static void
 add_entry(struct elfobj *o)
 {
-	struct sym *ns;
 	size_t i;
 
 	if (o->entry_size == 0)
@@ -708,10 +994,8 @@ add_entry(struct elfobj *o)
 	for (i = 0; i < o->nsyms; i++)
 		if (o->entry - o->syms[i].addr < o->syms[i].size)
 			return;
-	if (o->names.len > UINT32_MAX - 8 ||
-	    (ns = realloc(o->syms, (o->nsyms + 1) * sizeof(*ns))) == NULL)
+	if (o->names.len > UINT32_MAX - 8 || syms_reserve(o, o->nsyms + 1) < 0)
 		return;
-	o->syms = ns;
 	o->syms[o->nsyms].addr = o->entry;
 	o->syms[o->nsyms].size = o->entry_size;
 	o->syms[o->nsyms].name = (uint32_t)o->names.len;
@@ -726,7 +1010,7 @@ read_elf_image(Elf *e, struct elfobj *o, bool debug_file, bool *has_symtab,
 {
 	Elf_Scn *scn = NULL, *symtab = NULL, *dynsym = NULL, *gopclntab = NULL, *minidebug = NULL;
 	GElf_Shdr sh_symtab, sh_dynsym, sh;
-	size_t shstrndx, phnum, i, cap = o->nsyms;
+	size_t shstrndx, phnum, i;
 	GElf_Ehdr eh;
 	int rc = 0;
 
@@ -796,21 +1080,21 @@ read_elf_image(Elf *e, struct elfobj *o, bool debug_file, bool *has_symtab,
 	}
 	if (symtab) {
 		*has_symtab = true;
-		rc = read_symtab(e, symtab, &sh_symtab, o, &cap);
+		rc = read_symtab(e, symtab, &sh_symtab, o);
 	} else if (gopclntab) {
 		/* A stripped Go binary: the runtime's table names every function. */
 		*has_symtab = true;
-		rc = read_gopclntab(gopclntab, o, &cap);
+		rc = read_gopclntab(e, gopclntab, o);
 	} else if (dynsym && !debug_file) {
-		rc = read_symtab(e, dynsym, &sh_dynsym, o, &cap);
+		rc = read_symtab(e, dynsym, &sh_dynsym, o);
 	}
 	/* Go: names and lines are the runtime's own business (.gopclntab), not DWARF's. */
 	if (gopclntab)
 		o->debug_info = false;
 	if (rc == 0 && !*has_symtab && minidebug)
-		rc = read_minidebuginfo(minidebug, o, &cap);
+		rc = read_minidebuginfo(minidebug, o);
 	if (rc == 0 && !debug_file && eh.e_machine == EM_X86_64)
-		rc = read_plt(e, shstrndx, o, &cap);
+		rc = read_plt(e, shstrndx, o);
 out:
 	return rc;
 }
@@ -844,7 +1128,9 @@ read_elf_fd(int fd, struct elfobj *o, bool debug_file, bool *has_symtab, char *d
 	*has_symtab = false;
 	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	o->debug_info = false;
+	o->mapped = true;
 	rc = read_elf_image(e, o, debug_file, has_symtab, debuglink, dlsize);
+	o->mapped = false;
 	/* Keep the file that has DWARF (the binary, or its debug file) for file:line. */
 	if (rc == 0 && o->debug_info && o->dw_fd <= 0 && dwarf_fds < MAX_DWARF_FDS &&
 	    (o->dw_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3)) > 0)
@@ -999,9 +1285,14 @@ finish_syms(struct elfobj *o)
 	size_t i, j;
 	char *nm;
 
-	if (o->nsyms == 0)
+	if (o->nsyms == 0) {
+		table_free(o);
+		obj_account(o);
 		return;
+	}
+	budget_charge(o->nsyms * sizeof(*o->syms));	/* qsort's copy (names_copy()) */
 	qsort(o->syms, o->nsyms, sizeof(*o->syms), sym_cmp);
+	budget_release(o->nsyms * sizeof(*o->syms));
 	for (i = 1, j = 0; i < o->nsyms; i++) {
 		if (o->syms[i].addr == o->syms[j].addr)
 			continue;	/* alias: keep the first (largest) */
@@ -1009,14 +1300,18 @@ finish_syms(struct elfobj *o)
 	}
 	o->nsyms = j + 1;
 	/* Kept as long as the object: without the slack growth left (up to half). */
-	if ((ns = realloc(o->syms, o->nsyms * sizeof(*o->syms))) != NULL)
+	if (o->scap > o->nsyms && (ns = realloc(o->syms, o->nsyms * sizeof(*o->syms))) != NULL) {
+		budget_release((o->scap - o->nsyms) * sizeof(*o->syms));
 		o->syms = ns;
+		o->scap = o->nsyms;
+	}
 	if (o->names.cap > o->names.len + 1 &&
 	    (nm = realloc(o->names.data, o->names.len + 1)) != NULL) {
 		budget_release(o->names.cap - (o->names.len + 1));
 		o->names.data = nm;
 		o->names.cap = o->names.len + 1;
 	}
+	obj_account(o);
 }
 
 static struct elfobj **
@@ -1099,6 +1394,67 @@ local_debug_again(struct symbolizer *s, struct elfobj *o, const char *root)
 	    o->build_id, o->nsyms);
 }
 
+static int read_elf_fd(int fd, struct elfobj *o, bool debug_file, bool *has_symtab,
+    char *debuglink, size_t dlsize);
+static int read_debug_file(struct elfobj *o, const char *root, const char *name,
+    const char *link);
+static int open_mapped(const char *path, uint64_t dev, uint64_t ino);
+static void add_entry(struct elfobj *o);
+static void finish_syms(struct elfobj *o);
+static void symtab_cut_log(struct symbolizer *s, const struct elfobj *o, const char *name);
+
+/*
+ * o's table, let go for others' (symtab_evict()), read again now that a
+ * process maps o anew, once its time came: as at its first load, from the
+ * file and a local debug file (not debuginfod's, asked at most once).
+ */
+static void
+table_reload(struct symbolizer *s, struct elfobj *o, const char *path, const char *root,
+    const char *name)
+{
+	int64_t now = clock_mono_ns() / 1000000000;
+	char link[256] = "";
+	bool has = false;
+	int fd;
+
+	if (!o->dropped || now < o->reload_at)
+		return;
+	o->reload_at = now + 60;
+	if ((fd = open_mapped(path, o->dev, o->ino)) < 0)
+		return;
+	/* Segments are read again with the table. */
+	free(o->segs);
+	o->segs = NULL;
+	o->nsegs = 0;
+	o->dropped = o->cut = false;
+	o->wanted = 0;
+	if (read_elf_fd(fd, o, false, &has, link, sizeof(link)) == 0 && !has)
+		(void)read_debug_file(o, root, name, link);
+	close(fd);
+	add_entry(o);
+	finish_syms(o);
+	rcache_clear(s);
+	log_debug("ebpf: %s: its symbol table read again: %zu functions", name ? name : path,
+	    o->nsyms);
+	if (o->cut)
+		symtab_cut_log(s, o, name ? name : path);
+}
+
+/* Say that o's table was cut (a few times with the reason, then quietly). */
+static void
+symtab_cut_log(struct symbolizer *s, const struct elfobj *o, const char *name)
+{
+	size_t total = symtab_cap();
+
+	if (s->cuts++ < 16)
+		log_warnx("ebpf: %s: %zu of its %zu functions kept: the symbol tables are held to "
+		    "%zu MiB per binary and %zu MiB in all (a quarter of --memory-limit); the "
+		    "others' frames go unnamed", name, o->nsyms, o->wanted, symtab_obj_cap() >> 20,
+		    total >> 20);
+	else
+		log_debug("ebpf: %s: %zu of its %zu functions kept", name, o->nsyms, o->wanted);
+}
+
 struct elfobj *
 symbolize_elf(struct symbolizer *s, uint64_t dev, uint64_t ino, const char *path,
     const char *root, const char *name)
@@ -1110,8 +1466,11 @@ symbolize_elf(struct symbolizer *s, uint64_t dev, uint64_t ino, const char *path
 
 	if (*sl) {
 		(*sl)->used = (time_t)(clock_mono_ns() / 1000000000);
+		(*sl)->last_use = ++s->uses;
+		(*sl)->use_period = s->periods;
 		if ((*sl)->bad)
 			return NULL;
+		table_reload(s, *sl, path, root, name);
 		local_debug_again(s, *sl, root);
 		(*sl)->refs++;
 		return *sl;
@@ -1125,6 +1484,9 @@ symbolize_elf(struct symbolizer *s, uint64_t dev, uint64_t ino, const char *path
 		return NULL;
 	o->dev = dev;
 	o->ino = ino;
+	o->s = s;
+	o->last_use = ++s->uses;
+	o->use_period = s->periods;
 	o->used = (time_t)(clock_mono_ns() / 1000000000);
 	rc = open_mapped(path, dev, ino);
 	if (rc >= 0) {
@@ -1147,11 +1509,12 @@ symbolize_elf(struct symbolizer *s, uint64_t dev, uint64_t ino, const char *path
 		log_debug("ebpf: %s: not usable for symbols (%s)", name ? name : path,
 		    strerror(-rc));
 		free(o->segs);
-		free(o->syms);
-		buf_free(&o->names);
+		table_free(o);
+		obj_account(o);
 		memset(o, 0, sizeof(*o));
 		o->dev = dev;
 		o->ino = ino;
+		o->s = s;
 		o->bad = true;
 		o->used = (time_t)(clock_mono_ns() / 1000000000);
 	} else {
@@ -1177,6 +1540,8 @@ symbolize_elf(struct symbolizer *s, uint64_t dev, uint64_t ino, const char *path
 		log_debug("ebpf: loaded %s: %zu functions%s, build id %s", name ? name : path,
 		    o->nsyms, has_symtab ? "" : " (no .symtab)",
 		    o->build_id[0] ? o->build_id : "none");
+		if (o->cut)
+			symtab_cut_log(s, o, name ? name : path);
 	}
 	*sl = o;
 	s->n++;
@@ -1272,6 +1637,7 @@ symbolize_vdso(struct symbolizer *s)
 	s->vdso_tried = true;
 	if (symbolize_vdso_image(&img, &size) < 0 || (o = calloc(1, sizeof(*o))) == NULL)
 		return NULL;
+	o->s = s;
 	/* elf_memory wants a writable image; it only reads this one (ELF_C_READ_MMAP semantics). */
 	e = elf_memory((char *)img, size);
 	if (read_elf_image(e, o, false, &has, NULL, 0) < 0) {
@@ -1351,6 +1717,8 @@ symbolize_elf_resolve(struct symbolizer *s, struct elfobj *o, uint64_t vaddr,
 		memset(s->rcache, 0, RCACHE_SLOTS * sizeof(*s->rcache));
 		s->trims_seen = dwarf_trims;
 	}
+	o->last_use = ++s->uses;
+	o->use_period = s->periods;
 	c = rcache_slot(s, o, vaddr);
 	if (c->o != o || c->vaddr != vaddr) {
 		c->o = o;
@@ -1377,6 +1745,7 @@ symbolize_elf_expire(struct symbolizer *s, time_t before)
 	struct elfobj **keep;
 	size_t i, cap = s->cap;
 
+	s->periods++;
 	if (dwarf_lines > DWARF_LINES_MAX) {
 		/* Let go, and the file names cached from them (every symbolizer's). */
 		log_debug("ebpf: %zu rows of DWARF line tables held: let go", dwarf_lines);

@@ -6,6 +6,11 @@
  * JIT perf maps (/tmp/perf-PID.map). Which process maps what where, and the
  * load bias of each mapping, is proctab.c's business.
  *
+ * What the ELF objects' tables keep is charged to the memory budget and
+ * bounded (symbolize.c): a quarter of the budget for all, a quarter of that
+ * for one; a table past it is cut, and tables not in use are let go, least
+ * recently used first, to make room for a new one.
+ *
  * Not thread-safe: one symbolizer belongs to the sampler's thread.
  */
 #ifndef PROFILEFS_SYMBOLIZE_H

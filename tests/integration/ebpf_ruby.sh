@@ -7,12 +7,14 @@
 # one whose libruby and script lie in another mount namespace; a method
 # long enough that its line comes from the succinct table's blocks; the
 # service named by the script. A process handing the sampler crafted VM
-# structures (tests/ebpf/rbhostile.c) neither crashes nor stops it. Needs
+# structures (tests/ebpf/rbhostile.c) neither crashes nor stops it; a method
+# named with 16 MiB is named by its first bytes, and the daemon's CPU while
+# it runs is printed beside that of a method of a short name. Needs
 # root and a kernel with BTF; otherwise skipped.
 set -u
 . "$(dirname "$0")/../lib.sh"
 
-NAMES="ebpf-ruby-named ebpf-ruby-lines ebpf-ruby-lines-long ebpf-ruby-running ebpf-ruby-exiting ebpf-ruby-native ebpf-ruby-cfunc ebpf-ruby-threads ebpf-ruby-mntns ebpf-ruby-service ebpf-ruby-hostile ebpf-ruby-daemon"
+NAMES="ebpf-ruby-named ebpf-ruby-lines ebpf-ruby-lines-long ebpf-ruby-running ebpf-ruby-exiting ebpf-ruby-native ebpf-ruby-cfunc ebpf-ruby-threads ebpf-ruby-mntns ebpf-ruby-service ebpf-ruby-hostile ebpf-ruby-bigname ebpf-ruby-daemon"
 skip_all() { for n in $NAMES; do echo "ok - $n # SKIP $1"; done; exit 0; }
 [ "$(id -u)" -eq 0 ] || skip_all "needs root"
 [ -r /sys/kernel/btf/vmlinux ] || skip_all "kernel has no BTF (/sys/kernel/btf/vmlinux)"
@@ -154,6 +156,43 @@ if [ -n "$HOSTILE" ]; then
   else fail "ebpf-ruby-hostile" "services: $(ls "$TMP/mnt" | tr '\n' ' '); $m"; fi
 else
   echo "ok - ebpf-ruby-hostile # SKIP no C compiler"
+fi
+
+# A method named with MB MiB, run SECS s (its name made in the process: a
+# hostile program's, not the script's text).
+cat > "$B/rbname.rb" <<'RB'
+secs = ARGV[0].to_f
+name = "m" * (ARGV[1].to_f * 1024 * 1024).to_i
+eval("def #{name}(t_end)\n  x = 0\n  x += 1 while Process.clock_gettime(Process::CLOCK_MONOTONIC) < t_end\n  x\nend\n")
+send(name, Process.clock_gettime(Process::CLOCK_MONOTONIC) + secs)
+RB
+# daemon_cpu SCRIPT MB: the daemon's CPU (ms) over 8 s of SCRIPT's run.
+daemon_cpu() {
+  local t0 t1 pid hz
+  hz=$(getconf CLK_TCK)
+  "$RUBY" "$1" 11 "$2" &
+  pid=$!
+  sleep 2
+  t0=$(awk '{ print $14 + $15 }' "/proc/$PF_PID/stat")
+  sleep 8
+  t1=$(awk '{ print $14 + $15 }' "/proc/$PF_PID/stat")
+  wait $pid
+  echo $(( (t1 - t0) * 1000 / hz ))
+}
+cp "$B/rbname.rb" "$B/rbshortname.rb"
+cp "$B/rbname.rb" "$B/rbbigname.rb"
+short_ms=$(daemon_cpu "$B/rbshortname.rb" 0.00002)
+big_ms=$(daemon_cpu "$B/rbbigname.rb" 16)
+sleep 3
+t="$(folded rbbigname)"
+# Its frames named by the name's first bytes and "...", the whole name never.
+nm="$(echo "$t" | tr ';' '\n' | grep -E '^m+\.\.\.$' | head -1)"
+long="$(echo "$t" | tr ';' '\n' | awk 'length($0) > 4096' | wc -l)"
+if [ -n "$nm" ] && [ "${#nm}" -le 512 ] && [ "$long" -eq 0 ] && [ "$big_ms" -lt 4000 ]; then
+  ok "ebpf-ruby-bigname (a 16 MiB name shown as ${#nm} bytes; daemon CPU over 8 s: $big_ms ms with it, $short_ms ms with a short name)"
+else
+  fail "ebpf-ruby-bigname" "name '${nm:0:40}' (${#nm} bytes), $long frames over 4 KiB; daemon CPU $big_ms ms (short name: $short_ms ms)"
+  echo "$t" | cut -c1-200 | sort -k2 -nr | head -5 | sed 's/^/#   /'
 fi
 if kill -0 "$PF_PID" 2>/dev/null; then ok "ebpf-ruby-daemon"; else fail "ebpf-ruby-daemon" "the daemon died"; fi
 

@@ -81,6 +81,12 @@
  */
 #define LINES_RATE	(4u << 20)
 #define UNREADABLE	"[ruby: unreadable]"
+/*
+ * How long a frame whose name or path could not be read stays unreadable
+ * without another look (its iseq unchanged): a process whose strings
+ * cannot be read costs one read of them per this, not one per sample.
+ */
+#define REFUSED_NS	(5LL * 1000 * 1000 * 1000)
 #define MEM_DEADLINE_NS	(1000LL * 1000 * 1000)
 #define IMM_SIZE	54	/* positions in the succinct table's first words */
 
@@ -115,6 +121,7 @@ struct rbiseq {
 	struct rbrow	*rows;
 	uint32_t	 nrows;
 	uint8_t		 lines;
+	int64_t		 refused_until;	/* name NULL: not read again before (monotonic ns) */
 };
 
 /* What the sampler knows of one Ruby process; p->rb. */
@@ -633,13 +640,19 @@ utf8_dup(const uint8_t *s, size_t len)
 	return o;
 }
 
-/* A String of p at addr as a malloc'd string, or NULL. */
+/*
+ * A String of p at addr as a malloc'd string, or NULL. One longer than max
+ * (a method may be named with megabytes) is cut, as symbol names are
+ * (SYM_NAME_MAX): its first bytes and "...", the rest never read, so that
+ * it costs what a short one does.
+ */
 static char *
 read_rstring(struct ruby *rb, const struct proc *p, uint64_t addr, size_t max)
 {
 	uint8_t h[40], *raw;
 	uint64_t fl, len, ptr;
-	char *out;
+	char *out, *o2;
+	bool cut;
 
 	if (addr == 0 || (addr & 7) || mem_read(rb, p, addr, h, sizeof(h)) < 0)
 		return NULL;
@@ -654,8 +667,10 @@ read_rstring(struct ruby *rb, const struct proc *p, uint64_t addr, size_t max)
 	}
 	len = rd64(h, 16);
 	ptr = rd64(h, 24);
-	if (len > max || ptr == 0)
+	if (ptr == 0)
 		return NULL;
+	if ((cut = len > max))
+		len = max - 3;
 	if ((raw = malloc(len ? len : 1)) == NULL)
 		return NULL;
 	if (len && mem_read(rb, p, ptr, raw, len) < 0) {
@@ -664,6 +679,14 @@ read_rstring(struct ruby *rb, const struct proc *p, uint64_t addr, size_t max)
 	}
 	out = utf8_dup(raw, len);
 	free(raw);
+	if (out && cut) {
+		if ((o2 = realloc(out, len + 4)) == NULL) {
+			free(out);
+			return NULL;
+		}
+		out = o2;
+		memcpy(out + len, "...", 4);
+	}
 	return out;
 }
 
@@ -971,6 +994,33 @@ ruby_read(struct ruby *rb, struct proc *p, const struct prof_pyframe *fr, size_t
 }
 
 /*
+ * Whether c, an entry of the frame's address, was refused lately: then the
+ * frame is unreadable without a read. One refused long enough ago is
+ * emptied, to be read again.
+ */
+static bool
+refused_lately(struct ruby *rb, struct rbproc *rp, struct rbiseq *c)
+{
+	if (c->addr == 0 || c->name != NULL)
+		return false;
+	if (clock_mono_ns() < c->refused_until)
+		return true;
+	iseq_clear(rb, c);
+	rp->ncached--;
+	return false;
+}
+
+/* Keep c, whose name or path could not be read, as refused for a while. */
+static void
+refuse(struct rbiseq *c)
+{
+	free(c->name);
+	free(c->file);
+	c->name = c->file = NULL;
+	c->refused_until = clock_mono_ns() + REFUSED_NS;
+}
+
+/*
  * A C method's frame: named by its method's original name when p's symbol
  * table is known (cached by method entry, checked at every sample: still a
  * method entry, with the definition the sample saw, of a C function).
@@ -1007,6 +1057,8 @@ cfunc_frame(struct ruby *rb, struct proc *p, const struct prof_pyframe *fr, size
 		iseq_clear(rb, c);
 		rp->ncached--;
 	}
+	if (refused_lately(rb, rp, c))
+		return -EFAULT;
 	if (c->addr == 0) {
 		if (rp->ncached >= CACHE_SLOTS * 3 / 4) {
 			cache_clear(rb, rp);
@@ -1017,8 +1069,7 @@ cfunc_frame(struct ruby *rb, struct proc *p, const struct prof_pyframe *fr, size
 		c->label = id;
 		rp->ncached++;
 		if ((c->name = id_name(rb, p, rp, id)) == NULL) {
-			iseq_clear(rb, c);
-			rp->ncached--;
+			refuse(c);
 			return -EFAULT;
 		}
 	}
@@ -1067,6 +1118,8 @@ ruby_frame(struct ruby *rb, struct proc *p, const struct prof_pyframe *fr, size_
 		iseq_clear(rb, c);	/* another iseq at the same address */
 		rp->ncached--;
 	}
+	if (refused_lately(rb, rp, c))
+		return -EFAULT;
 	if (c->addr == 0) {
 		if (rp->ncached >= CACHE_SLOTS * 3 / 4) {
 			cache_clear(rb, rp);
@@ -1078,8 +1131,7 @@ ruby_frame(struct ruby *rb, struct proc *p, const struct prof_pyframe *fr, size_
 		iseq_fields(rp->v, c, bh);
 		if ((c->name = read_rstring(rb, p, c->label, MAX_NAME)) == NULL ||
 		    (c->file = read_path(rb, p, c->pathobj)) == NULL) {
-			iseq_clear(rb, c);
-			rp->ncached--;
+			refuse(c);
 			return -EFAULT;
 		}
 		c->lines = LINES_NOT_READ;
