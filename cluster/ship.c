@@ -281,8 +281,9 @@ set_status(struct cluster *c, const char *s)
 	pthread_mutex_unlock(&c->lock);
 	if (changed) {
 		if (strcmp(s, "ok") == 0)
-			log_info("clickhouse: connected (%s, database %s, cluster %s)",
-			    c->urls[atomic_load(&c->cur)].shown, c->db, c->name);
+			log_info("clickhouse: connected (%s, database %s, %s%s)",
+			    c->urls[atomic_load(&c->cur)].shown, c->db,
+			    c->alone ? "one server, no cluster " : "cluster ", c->name);
 		else
 			log_warnx("clickhouse: %s", s);
 	}
