@@ -326,6 +326,22 @@ out:
 	buf_free(&err);
 }
 
+/* Whether name is one of the tables over every shard that the schema makes. */
+static bool
+all_table(const char *name)
+{
+	size_t k, n;
+
+	for (k = 0; k < sizeof(schema) / sizeof(schema[0]); k++)
+		if (schema[k].key && (n = strlen(name)) + 6 == strlen(schema[k].table) &&
+		    strncmp(schema[k].table, name, n) == 0)
+			return true;
+	for (k = 0; k < CH_NTIERS; k++)
+		if (strcmp(ch_tiers[k].name, name) == 0)
+			return true;
+	return false;
+}
+
 /*
  * The tables over every shard on server i, if there: Merge tables (made
  * alone) are dropped once the server has the cluster, to be made again as
@@ -347,8 +363,8 @@ all_tables_fit(struct cluster *c, size_t i, struct buf *err)
 		goto out;
 	tsv_init(&t, &ans);
 	while (rc == 0 && tsv_next(&t) > 0) {
-		if (t.nf != 2)
-			continue;
+		if (t.nf != 2 || !all_table(t.f[0]))
+			continue;	/* not one of ours */
 		if (c->alone && strcmp(t.f[1], "Distributed") == 0) {
 			buf_printf(err, "%s has no cluster '%s' in its remote_servers, but "
 			    "its database %s holds Distributed tables over it (%s): put the "

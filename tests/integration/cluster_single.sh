@@ -8,7 +8,8 @@
 # has an empty store of its own. Asking for a cluster by name, or giving two
 # URLs, still needs the cluster and says so. Once the server's config has
 # the cluster, the Merge tables are made again as Distributed ones and the
-# same profile still reads back.
+# same profile still reads back; once it loses the cluster again, the
+# Distributed tables left are refused with what to do.
 # Skipped without clickhouse-server (scripts/install-deps.sh --test installs it).
 set -u
 source "$(dirname "$0")/../lib.sh"
@@ -145,6 +146,18 @@ engines="$(chq "SELECT name, engine FROM system.tables WHERE database = 'profile
 check_eq "the tables over every shard are Distributed now" "$engines" "fleet10:Distributed profiles:Distributed stacks:Distributed "
 wait_for 30 sums_are "$f" "$want" && ok "the profile still reads back through them" \
   || fail "the profile still reads back" "got $(pprof_sums "$f")"
+b_stop
+
+# --- and loses it again: Distributed tables over a cluster it lacks are refused ---
+ch_stop
+sed -i "s|<include_from>$TMP/ch/metrika.xml</include_from>||" "$TMP/ch/config.xml"
+CH_PID=$("$ROOT/tests/clickhouse/run-server.sh" "$TMP/ch" "$CHH") || fail "server restarts without the cluster"
+b_start --clickhouse "$CH" || fail "daemon B starts a third time" "$(tail -3 "$TMP/daemonb.log")"
+wait_for 30 grep -q "holds Distributed tables over it" "$TMP/daemonb.log" \
+  && ok "cluster gone, Distributed tables left: refused, $(grep -m1 -o 'put the cluster back[^)]*)' "$TMP/daemonb.log")" \
+  || fail "cluster gone: refused with what to do" "$(grep clickhouse "$TMP/daemonb.log" | tail -3)"
+check_eq "the profile's row is still there" "$(chq "SELECT count() FROM profilefs.profiles_local WHERE service = 'goapp'")" 1
+kill -0 "$B_PID" 2>/dev/null && ok "B stays up on its local store" || fail "B stays up"
 b_stop
 
 pf_done
