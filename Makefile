@@ -337,8 +337,11 @@ clean:
 # make install [PREFIX=/usr/local] [DESTDIR=/staging]: the binary, profilefs(8),
 # the systemd unit (paths filled in), a sysusers.d entry for the user and group
 # profilefs, and SYSCONFDIR/default/profilefs for the service's flags, which is
-# kept if it exists (it is the administrator's). make uninstall removes them;
-# the flags file only while it is unchanged, the data under /var/lib never.
+# kept if it exists (it is the administrator's), and SYSCONFDIR/profilefs, the
+# directory for --http-token-file, 0750 root:profilefs (the group once it
+# exists: systemd-sysusers makes it from the sysusers.d entry). make uninstall
+# removes them; the flags file only while it is unchanged, the directory only
+# while empty, the data under /var/lib never.
 PREFIX      ?= /usr/local
 BINDIR      ?= $(PREFIX)/bin
 MANDIR      ?= $(PREFIX)/share/man
@@ -346,6 +349,7 @@ SYSCONFDIR  ?= /etc
 UNITDIR     ?= $(PREFIX)/lib/systemd/system
 SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
 INSTALL     ?= install
+PFGROUP     ?= profilefs
 .PHONY: install uninstall
 install: $(BIN)/profilefs
 	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(UNITDIR) \
@@ -362,6 +366,19 @@ install: $(BIN)/profilefs
 	else \
 	    $(INSTALL) -m 0644 scripts/profilefs.default $(DESTDIR)$(SYSCONFDIR)/default/profilefs; \
 	fi
+	@# The token's directory: the daemon reads the token as root before it
+	@# gives up root; the group lets its members (clients) read the token too.
+	@d=$(DESTDIR)$(SYSCONFDIR)/profilefs; \
+	if [ -d $$d ]; then \
+	    echo "  keeping $$d"; \
+	else \
+	    $(INSTALL) -d -m 0750 $$d || exit 1; \
+	    if getent group $(PFGROUP) >/dev/null && [ "$$(id -u)" = 0 ]; then \
+	        chgrp $(PFGROUP) $$d || exit 1; \
+	    else \
+	        echo "  $$d: no group $(PFGROUP) yet (or not root); after systemd-sysusers: chgrp $(PFGROUP) $$d"; \
+	    fi; \
+	fi
 	@[ -n "$(DESTDIR)" ] || echo "  then: systemd-sysusers && systemctl daemon-reload && systemctl enable --now profilefs"
 
 uninstall:
@@ -372,5 +389,7 @@ uninstall:
 	elif [ -e $(DESTDIR)$(SYSCONFDIR)/default/profilefs ]; then \
 	    echo "  keeping the changed $(DESTDIR)$(SYSCONFDIR)/default/profilefs"; \
 	fi
+	@rmdir $(DESTDIR)$(SYSCONFDIR)/profilefs 2>/dev/null || \
+	    { [ ! -d $(DESTDIR)$(SYSCONFDIR)/profilefs ] || echo "  keeping $(DESTDIR)$(SYSCONFDIR)/profilefs (not empty)"; }
 
 -include $(shell find $(B) -name '*.d' 2>/dev/null)

@@ -150,6 +150,8 @@ void	http_delete_service(struct http_req *r);
 void	profefe_version(struct http_req *r);
 void	pyroscope_ingest(struct http_req *r);
 void	otlp_profiles(struct http_req *r);	/* POST /v1development/profiles */
+/* /v1/profiles: a 404 whose Status says profiles are at /v1development/profiles. */
+void	otlp_elsewhere(struct http_req *r);
 
 /* --- otlp.c: OTLP profiles, decoded apart from HTTP (the fuzz harness) --- */
 

@@ -487,24 +487,61 @@ route_find(const char *path)
 	return NULL;
 }
 
+/* Whether the m bytes at s are the token: constant time in the token's content. */
+static bool
+token_equal(const char *s, size_t m, const char *token)
+{
+	size_t i, n = strlen(token);
+	unsigned char d = 0;
+
+	for (i = 0; i < n; i++)
+		d |= (unsigned char)(token[i] ^ (i < m ? s[i] : 0));
+	return d == 0 && m == n;
+}
+
+/*
+ * Whether an Authorization header carries the token: "Bearer TOKEN", or
+ * "Basic base64(USER:TOKEN)" with any user name, since some clients can send
+ * no header of their own but put a URL's user:password in Basic auth (go tool
+ * pprof, Go's net/http; Grafana data sources offer Basic auth too).
+ */
 static bool
 token_ok(const char *auth, const char *token)
 {
-	size_t i, n = strlen(token), m;
-	unsigned char d = 0;
+	struct buf b = { 0 };
+	const char *colon;
+	size_t m;
+	bool ok = false;
 
-	if (auth == NULL || strncasecmp(auth, "Bearer ", 7) != 0)
+	if (auth == NULL)
 		return false;
-	auth += 7;
+	if (strncasecmp(auth, "Bearer ", 7) == 0) {
+		auth += 7;
+		while (*auth == ' ')
+			auth++;
+		m = strlen(auth);
+		while (m > 0 && auth[m - 1] == ' ')
+			m--;
+		return token_equal(auth, m, token);
+	}
+	if (strncasecmp(auth, "Basic ", 6) != 0)
+		return false;
+	auth += 6;
 	while (*auth == ' ')
 		auth++;
 	m = strlen(auth);
 	while (m > 0 && auth[m - 1] == ' ')
 		m--;
-	/* Constant time in the token's content. */
-	for (i = 0; i < n; i++)
-		d |= (unsigned char)(token[i] ^ (i < m ? auth[i] : 0));
-	return d == 0 && m == n;
+	if (m > 4096 || buf_add_base64_decoded(&b, auth, m) < 0 || b.data == NULL)
+		goto out;
+	if ((colon = memchr(b.data, ':', b.len)) == NULL)
+		goto out;
+	ok = token_equal(colon + 1, b.len - (size_t)(colon + 1 - b.data), token);
+out:
+	if (b.data)
+		explicit_bzero(b.data, b.cap);
+	buf_free(&b);
+	return ok;
 }
 
 /*
@@ -584,6 +621,11 @@ req_begin(struct http_req *r)
 		    h->max_conns);
 		return;
 	}
+	if (r->route == NULL && (strcmp(r->path, "/v1/profiles") == 0 ||
+	    strcmp(r->path, "/v1/profiles/") == 0)) {
+		otlp_elsewhere(r);	/* the path of OTLP's stable signals */
+		return;
+	}
 	if (r->route == NULL) {
 		http_reply_error(r, 404, "no such endpoint: %s", r->path);
 		return;
@@ -598,8 +640,10 @@ req_begin(struct http_req *r)
 	    !token_ok(http_header(r, MHD_HTTP_HEADER_AUTHORIZATION), h->token)) {
 		http_add_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"profilefs\"");
 		http_reply_error(r, 401, "%s", http_header(r, MHD_HTTP_HEADER_AUTHORIZATION) ?
-		    "wrong token in the Authorization header" :
-		    "missing \"Authorization: Bearer TOKEN\" header");
+		    "wrong token in the Authorization header (\"Bearer TOKEN\", or Basic auth "
+		    "with the token as the password)" :
+		    "missing \"Authorization: Bearer TOKEN\" header (or Basic auth with the "
+		    "token as the password, e.g. http://profilefs:TOKEN@host:port/...)");
 		return;
 	}
 	/* Pushes and deletions are writes (ingest/, rm); Connect queries are reads. */

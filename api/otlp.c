@@ -48,8 +48,8 @@
 #define MAX_LINES	1024
 
 /* gRPC status codes of the Status message. */
-enum { GRPC_INVALID_ARGUMENT = 3, GRPC_RESOURCE_EXHAUSTED = 8, GRPC_INTERNAL = 13,
-	GRPC_UNAVAILABLE = 14 };
+enum { GRPC_INVALID_ARGUMENT = 3, GRPC_NOT_FOUND = 5, GRPC_RESOURCE_EXHAUSTED = 8,
+	GRPC_INTERNAL = 13, GRPC_UNAVAILABLE = 14 };
 
 /* --- JSON to protobuf -------------------------------------------------- */
 
@@ -1279,6 +1279,23 @@ media_is(const char *ct, const char *name)
 	while (*ct == ' ')
 		ct++;
 	return strncasecmp(ct, name, n) == 0 && (ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ');
+}
+
+/*
+ * Traces, metrics and logs are at /v1/<signal>, so a client configured for
+ * them (a Collector's otlphttp exporter given a profiles_endpoint of that
+ * form, a hand-written curl) tries /v1/profiles: say where profiles are, in
+ * the encoding it asked for, rather than a bare 404.
+ */
+void
+otlp_elsewhere(struct http_req *r)
+{
+	const char *ct = http_header(r, MHD_HTTP_HEADER_CONTENT_TYPE);
+
+	reply_status(r, !(ct && (media_is(ct, "application/x-protobuf") ||
+	    media_is(ct, "application/protobuf"))), 404, GRPC_NOT_FOUND,
+	    "profiles are served at /v1development/profiles (OTLP profiles is in development, "
+	    RELEASE "'s layout; traces, metrics and logs are not served)");
 }
 
 void

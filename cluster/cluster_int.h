@@ -57,6 +57,13 @@ struct cluster {
 	_Atomic size_t		 sh_last[CH_MAX_URLS];	/* per group: 1 + the URL that answered last */
 	char			*db;		/* database */
 	char			*name;		/* remote_servers cluster */
+	bool			 name_given;	/* --clickhouse-cluster was given */
+	/*
+	 * One server, no cluster of that name in its remote_servers, and
+	 * none asked for by name (ship.c): the tables of every shard are
+	 * Merge tables over its own *_local ones, inserts go to those.
+	 */
+	bool			 alone;
 	char			*host;
 	uint64_t		 max_backlog;
 	size_t			 batch_rows;

@@ -45,6 +45,15 @@
  * earlier builds keyed stacks by a 64-bit hash (hash UInt64): they are
  * refused with a message rather than mixed.
  *
+ * A single server needs no cluster: given one URL, no --clickhouse-cluster,
+ * and a server whose remote_servers has no cluster 'profilefs' (Debian's
+ * default config), the tables over every shard are Merge tables over the
+ * server's own *_local ones (alone), and batches are inserted into those.
+ * Once the server has the cluster, the Merge tables (which hold nothing)
+ * are remade as Distributed ones; the other way, Distributed tables of a
+ * cluster the server no longer has are refused with what to do, as their
+ * directories may hold rows not yet sent to the other shards.
+ *
  * With --clickhouse-replicated every *_local table is the Replicated variant
  * of its engine (cluster_engine()), in ZooKeeper under
  * /clickhouse/tables/{shard}/<db>.<table> as replica {replica}: the servers'
@@ -103,47 +112,50 @@ struct ddl {
 	const char	*table;
 	const char	*kind;
 	const char	*tail;
+	const char	*key;	/* a table over every shard's `table`, by this key */
 };
 
 static const struct ddl schema[] = {
-	{ "CREATE DATABASE IF NOT EXISTS %1$s", NULL, NULL, NULL },
+	{ "CREATE DATABASE IF NOT EXISTS %1$s", NULL, NULL, NULL, NULL },
 	{ "CREATE TABLE IF NOT EXISTS %1$s.profiles_local (date Date, time DateTime, ns Int64, "
 	    "host String, id UInt64, gid UInt64, batch UInt64, service String, type String, "
 	    "labels String, sig String, sigh UInt64, hdr String, period Int64, ntypes UInt8, "
 	    "gauges UInt64, totals Array(Int64), stacks Array(FixedString(32)), vals Array(Int64))",
 	    "profiles_local", "MergeTree",
 	    "PARTITION BY date ORDER BY (service, type, labels, ns, gid) "
-	    "SETTINGS index_granularity = " PROFILES_GRANULE },
+	    "SETTINGS index_granularity = " PROFILES_GRANULE, NULL },
 	{ "CREATE TABLE IF NOT EXISTS %1$s.counts10_local (date Date, window DateTime, "
 	    "service String, type String, labels String, sig String, sigh UInt64, hdr String, "
 	    "period Int64, profiles Int64, gids UInt64, offs Int64, "
 	    "totalsMap Nested(vi UInt8, value Int64))", "counts10_local", "SummingMergeTree",
-	    "PARTITION BY date ORDER BY (service, type, labels, window, sig, sigh, hdr, period)" },
+	    "PARTITION BY date ORDER BY (service, type, labels, window, sig, sigh, hdr, period)",
+	    NULL },
 	{ "CREATE MATERIALIZED VIEW IF NOT EXISTS %1$s.counts10_mv TO %1$s.counts10_local AS "
 	    "SELECT date, toDateTime(intDiv(toUInt32(time), 600) * 600) AS window, service, "
 	    "type, labels, sig, sigh, hdr, period, " CH_COUNT_COLS("1") " FROM %1$s.profiles_local "
-	    "GROUP BY " CH_COUNT_KEY, NULL, NULL, NULL },
+	    "GROUP BY " CH_COUNT_KEY, NULL, NULL, NULL, NULL },
 	{ "CREATE TABLE IF NOT EXISTS %1$s.series_local (date Date, hour DateTime, "
 	    "service String, type String, labels String, profiles Int64)", "series_local",
-	    "SummingMergeTree", "PARTITION BY date ORDER BY (service, type, labels, hour)" },
+	    "SummingMergeTree", "PARTITION BY date ORDER BY (service, type, labels, hour)", NULL },
 	{ "CREATE MATERIALIZED VIEW IF NOT EXISTS %1$s.series_mv TO %1$s.series_local AS "
 	    "SELECT date, toStartOfHour(time) AS hour, service, type, labels, "
 	    "sum(toInt64(1)) AS profiles FROM %1$s.profiles_local "
-	    "GROUP BY date, hour, service, type, labels", NULL, NULL, NULL },
+	    "GROUP BY date, hour, service, type, labels", NULL, NULL, NULL, NULL },
 	{ "CREATE TABLE IF NOT EXISTS %1$s.stacks_local (date Date, hash FixedString(32), "
 	    "frames String)", "stacks_local", "ReplacingMergeTree",
-	    "PARTITION BY toYYYYMM(date) PRIMARY KEY hash ORDER BY (hash, sipHash64(frames))" },
+	    "PARTITION BY toYYYYMM(date) PRIMARY KEY hash ORDER BY (hash, sipHash64(frames))",
+	    NULL },
 	{ "CREATE TABLE IF NOT EXISTS %1$s.settings_local (name String, value String, "
 	    "set_at DateTime, set_by String)", "settings_local", "ReplacingMergeTree(set_at)",
-	    "ORDER BY name" },
-	{ "CREATE TABLE IF NOT EXISTS %1$s.profiles AS %1$s.profiles_local "
-	    "ENGINE = Distributed(%2$s, %1$s, profiles_local, batch)", NULL, NULL, NULL },
-	{ "CREATE TABLE IF NOT EXISTS %1$s.counts10 AS %1$s.counts10_local "
-	    "ENGINE = Distributed(%2$s, %1$s, counts10_local, rand())", NULL, NULL, NULL },
-	{ "CREATE TABLE IF NOT EXISTS %1$s.series AS %1$s.series_local "
-	    "ENGINE = Distributed(%2$s, %1$s, series_local, rand())", NULL, NULL, NULL },
-	{ "CREATE TABLE IF NOT EXISTS %1$s.stacks AS %1$s.stacks_local "
-	    "ENGINE = Distributed(%2$s, %1$s, stacks_local, sipHash64(hash))", NULL, NULL, NULL },
+	    "ORDER BY name", NULL },
+	{ "CREATE TABLE IF NOT EXISTS %1$s.profiles AS %1$s.profiles_local", "profiles_local", NULL,
+	    NULL, "batch" },
+	{ "CREATE TABLE IF NOT EXISTS %1$s.counts10 AS %1$s.counts10_local", "counts10_local", NULL,
+	    NULL, "rand()" },
+	{ "CREATE TABLE IF NOT EXISTS %1$s.series AS %1$s.series_local", "series_local", NULL,
+	    NULL, "rand()" },
+	{ "CREATE TABLE IF NOT EXISTS %1$s.stacks AS %1$s.stacks_local", "stacks_local", NULL,
+	    NULL, "sipHash64(hash)" },
 };
 
 const struct ch_tier ch_tiers[CH_NTIERS] = {
@@ -165,6 +177,19 @@ ch_tier_select(struct buf *b, const char *db, size_t t, const char *v)
 	buf_printf(b, CH_SAMPLE_COLS("%s"), v);
 	buf_printf(b, " FROM %s.profiles_local " CH_ARRAY_JOIN, db);
 	return buf_error(b);
+}
+
+/*
+ * " ENGINE = ..." of the table over every shard's `local` table: Distributed
+ * over the cluster, or, alone, a Merge table over the server's own.
+ */
+static int
+all_engine(const struct cluster *c, const char *local, const char *key, struct buf *out)
+{
+	if (c->alone)
+		return buf_printf(out, " ENGINE = Merge(%s, '^%s$')", c->db, local);
+	return buf_printf(out, " ENGINE = Distributed(%s, %s, %s, %s)", c->name, c->db, local,
+	    key);
 }
 
 /* The statements that make tier t (its table, view, Distributed table). */
@@ -198,8 +223,9 @@ tier_schema(struct cluster *c, size_t i, size_t t, struct buf *err)
 	if ((rc = buf_error(&sql)) < 0 || (rc = ch_exec_on(c, i, sql.data, NULL, err, NULL)) < 0)
 		goto out;
 	buf_reset(&sql);
-	buf_printf(&sql, "CREATE TABLE IF NOT EXISTS %1$s.%2$s AS %1$s.%2$s_local "
-	    "ENGINE = Distributed(%3$s, %1$s, %2$s_local, rand())", c->db, ti->name, c->name);
+	buf_printf(&sql, "CREATE TABLE IF NOT EXISTS %1$s.%2$s AS %1$s.%2$s_local", c->db,
+	    ti->name);
+	all_engine(c, tab.data, "rand()", &sql);
 	if ((rc = buf_error(&sql)) == 0)
 		rc = ch_exec_on(c, i, sql.data, NULL, err, NULL);
 out:
@@ -233,6 +259,8 @@ ddl_format(const struct cluster *c, size_t k, struct buf *sql)
 	const struct ddl *d = &schema[k];
 
 	buf_printf(sql, d->head, c->db, c->name);
+	if (d->key)
+		all_engine(c, d->table, d->key, sql);
 	if (d->kind) {
 		buf_adds(sql, " ENGINE = ");
 		cluster_engine(c, d->kind, d->table, sql);
@@ -253,8 +281,9 @@ set_status(struct cluster *c, const char *s)
 	pthread_mutex_unlock(&c->lock);
 	if (changed) {
 		if (strcmp(s, "ok") == 0)
-			log_info("clickhouse: connected (%s, database %s, cluster %s)",
-			    c->urls[atomic_load(&c->cur)].shown, c->db, c->name);
+			log_info("clickhouse: connected (%s, database %s, %s%s)",
+			    c->urls[atomic_load(&c->cur)].shown, c->db,
+			    c->alone ? "one server, no cluster " : "cluster ", c->name);
 		else
 			log_warnx("clickhouse: %s", s);
 	}
@@ -297,6 +326,70 @@ out:
 	buf_free(&err);
 }
 
+/* Whether name is one of the tables over every shard that the schema makes. */
+static bool
+all_table(const char *name)
+{
+	size_t k, n;
+
+	for (k = 0; k < sizeof(schema) / sizeof(schema[0]); k++)
+		if (schema[k].key && (n = strlen(name)) + 6 == strlen(schema[k].table) &&
+		    strncmp(schema[k].table, name, n) == 0)
+			return true;
+	for (k = 0; k < CH_NTIERS; k++)
+		if (strcmp(ch_tiers[k].name, name) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * The tables over every shard on server i, if there: Merge tables (made
+ * alone) are dropped once the server has the cluster, to be made again as
+ * Distributed ones (they hold nothing); Distributed tables on a server now
+ * alone are refused, as rows inserted into them may wait in their
+ * directories for shards that are no longer configured.
+ */
+static int
+all_tables_fit(struct cluster *c, size_t i, struct buf *err)
+{
+	struct buf sql = { 0 }, ans = { 0 };
+	struct tsv t;
+	int rc;
+
+	buf_adds(&sql, "SELECT name, engine FROM system.tables WHERE database = ");
+	ch_quote(&sql, c->db);
+	buf_adds(&sql, " AND engine IN ('Merge', 'Distributed') FORMAT TabSeparated");
+	if ((rc = buf_error(&sql)) < 0 || (rc = ch_exec_on(c, i, sql.data, &ans, err, NULL)) < 0)
+		goto out;
+	tsv_init(&t, &ans);
+	while (rc == 0 && tsv_next(&t) > 0) {
+		if (t.nf != 2 || !all_table(t.f[0]))
+			continue;	/* not one of ours */
+		if (c->alone && strcmp(t.f[1], "Distributed") == 0) {
+			buf_printf(err, "%s has no cluster '%s' in its remote_servers, but "
+			    "its database %s holds Distributed tables over it (%s): put the "
+			    "cluster back in its config, or, once nothing waits in them to be "
+			    "sent, drop the Distributed tables of %s (a single server's are made "
+			    "again as Merge tables over its own)", c->urls[i].shown, c->name,
+			    c->db, t.f[0], c->db);
+			rc = -EPROTO;
+		} else if (!c->alone && strcmp(t.f[1], "Merge") == 0) {
+			buf_reset(&sql);
+			buf_printf(&sql, "DROP TABLE IF EXISTS %s.%s", c->db, t.f[0]);
+			if ((rc = buf_error(&sql)) == 0 &&
+			    (rc = ch_exec_on(c, i, sql.data, NULL, err, NULL)) == 0)
+				log_info("clickhouse: %s: %s.%s, a single server's Merge table, is "
+				    "made again as a Distributed one over cluster '%s'",
+				    c->urls[i].shown, c->db, t.f[0], c->name);
+		}
+	}
+	tsv_free(&t);
+out:
+	buf_free(&sql);
+	buf_free(&ans);
+	return rc;
+}
+
 /*
  * Server i: check its version, the cluster, what its database holds, and
  * create the schema there. *reached: false when it could not be reached
@@ -307,7 +400,7 @@ server_schema(struct cluster *c, size_t i, struct buf *err, bool *reached)
 {
 	struct buf ans = { 0 }, sql = { 0 };
 	unsigned major = 0, minor = 0;
-	bool refused = false;
+	bool refused = false, alone;
 	size_t k;
 	int rc, n;
 
@@ -337,12 +430,36 @@ server_schema(struct cluster *c, size_t i, struct buf *err, bool *reached)
 	buf_reset(&ans);
 	if ((rc = ch_exec_on(c, i, sql.data, &ans, err, NULL)) < 0)
 		goto out;
-	if (ans.len < 2 || ans.data[0] == '0' || ans.data[0] < '0' || ans.data[0] > '9') {
-		buf_printf(err, "%s has no cluster '%s' in its remote_servers",
-		    c->urls[i].shown, c->name);
+	if (ans.len < 2 || ans.data[0] < '0' || ans.data[0] > '9') {
+		buf_printf(err, "%s did not say which clusters it has (%.60s)", c->urls[i].shown,
+		    ans.len ? ans.data : "");
 		rc = -EPROTO;
 		goto out;
 	}
+	alone = ans.data[0] == '0' && ans.data[1] == '\n';
+	if (alone && (c->nurls > 1 || c->replicated || c->name_given)) {
+		buf_printf(err, "%s has no cluster '%s' in its remote_servers (%s; a single "
+		    "server needs none: give it alone, without --clickhouse-cluster and "
+		    "--clickhouse-replicated)", c->urls[i].shown, c->name,
+		    c->nurls > 1 ? "several servers are given: their Distributed tables need it" :
+		    c->replicated ? "--clickhouse-replicated needs it" :
+		    "--clickhouse-cluster names it");
+		rc = -EPROTO;
+		goto out;
+	}
+	if (alone != c->alone) {
+		if (alone)
+			log_info("clickhouse: %s has no cluster '%s' in its remote_servers: one "
+			    "server alone, its tables read through Merge tables (no Distributed "
+			    "ones); add the cluster to its config to have shards", c->urls[i].shown,
+			    c->name);
+		else if (c->urls[i].schema)
+			log_info("clickhouse: %s now has cluster '%s': Distributed tables from "
+			    "here on", c->urls[i].shown, c->name);
+		c->alone = alone;
+	}
+	if ((rc = all_tables_fit(c, i, err)) < 0)
+		goto out;
 	/*
 	 * Which shard of the cluster the server is, for reads that ask each
 	 * shard directly (ch_scatter()): the one shard with is_local rows (18.16
@@ -357,7 +474,12 @@ server_schema(struct cluster *c, size_t i, struct buf *err, bool *reached)
 	ch_quote(&sql, c->name);
 	buf_adds(&sql, " FORMAT TabSeparated");
 	buf_reset(&ans);
-	if ((rc = ch_exec_on(c, i, sql.data, &ans, err, NULL)) < 0)
+	/* Alone, the server is the one shard: reads ask its own tables. */
+	if (alone)
+		buf_adds(&ans, "1\t1\t1\n");
+	else if ((rc = ch_exec_on(c, i, sql.data, &ans, err, NULL)) < 0)
+		goto out;
+	if ((rc = buf_error(&ans)) < 0)
 		goto out;
 	{
 		struct tsv t;
@@ -839,15 +961,15 @@ insert(struct cluster *c, struct batch *b, struct buf *err, bool *refused)
 	int rc = 0;
 
 	if (b->stacks.len) {
-		buf_printf(&sql, "INSERT INTO %s.stacks (date, hash, frames) FORMAT TabSeparated",
-		    c->db);
+		buf_printf(&sql, "INSERT INTO %s.stacks%s (date, hash, frames) FORMAT TabSeparated",
+		    c->db, c->alone ? "_local" : "");
 		rc = ch_exec(c, sql.data, &b->stacks, NULL, err, refused);
 	}
 	if (rc == 0 && b->rows.len) {
 		buf_reset(&sql);
-		buf_printf(&sql, "INSERT INTO %s.profiles (date, time, ns, host, id, gid, batch, "
+		buf_printf(&sql, "INSERT INTO %s.profiles%s (date, time, ns, host, id, gid, batch, "
 		    "service, type, labels, sig, sigh, hdr, period, ntypes, gauges, totals, stacks, vals) "
-		    "FORMAT TabSeparated", c->db);
+		    "FORMAT TabSeparated", c->db, c->alone ? "_local" : "");
 		rc = ch_exec(c, sql.data, &b->rows, NULL, err, refused);
 	}
 	buf_free(&sql);
@@ -1196,6 +1318,7 @@ cluster_start(struct store *st, const struct cluster_config *cfg, struct cluster
 	if ((rc = ch_parse_urls(c, cfg->urls, err)) < 0)
 		goto fail;
 	c->name = xstrdup(cfg->cluster ? cfg->cluster : "profilefs");
+	c->name_given = cfg->cluster != NULL;
 	if (cfg->host)
 		c->host = xstrdup(cfg->host);
 	else {

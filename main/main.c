@@ -73,6 +73,7 @@ static const char usage_text[] =
 "                      OTLP /v1development/profiles, /metrics), e.g.\n"
 "                      127.0.0.1:10100; off unless given\n"
 "  --http-token TOKEN  require \"Authorization: Bearer TOKEN\" on HTTP requests\n"
+"                      (or Basic auth with TOKEN as the password)\n"
 "  --http-token-file FILE  the same, the token read from FILE (not shown by ps)\n"
 "  --http-insecure     serve a non-loopback --http address without a token\n"
 "                      (refused otherwise: anyone who reaches it could push)\n"
@@ -408,7 +409,7 @@ token_read(const char *path)
 	}
 	if (fstat(fd, &st) == 0 && (st.st_mode & (S_IROTH | S_IWOTH)))
 		fprintf(stderr, "profilefs: warning: --http-token-file %s can be read by every "
-		    "user (chmod 600 it)\n", path);
+		    "user (chmod 600 it, or 640 with a group)\n", path);
 	n = read(fd, buf, sizeof(buf));
 	close(fd);
 	if (n < 0 || n == (ssize_t)sizeof(buf)) {
