@@ -58,7 +58,7 @@ for san in "${builds[@]}"; do
   # _json measure RSS and CPU under a budget (their daemon's code paths run in
   # the other suites too).
   skip="layers|install|otlp|grafana|ebpf_java|ebpf_hotspot|ebpf_debuginfod|hardening_memory|cluster_replicas"
-  skip="$skip|make_concurrent|options_doc|cluster_hedge|hardening_peer|hardening_regex|hardening_json"
+  skip="$skip|make_concurrent|options_doc|cluster_hedge|cluster_single|recipes|hardening_peer|hardening_regex|hardening_json|hardening_symtab|hardening_kaddr"
   if read -r p f <"$tally"; then
     pass=$((pass + p)); fail=$((fail + f))
   else
