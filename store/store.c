@@ -223,7 +223,7 @@ store_load(struct store *st, struct buf *err)
 		}
 		sid = be64_get((const unsigned char *)key + 1);
 		if (!series_holds_data(st, sid)) {
-			/* Emptied by retention: its records go (its id is never reused). */
+			/* Emptied by deletion or retention: its records go (its id is never reused). */
 			if (name_key(&nk, copy, type, labels) != NULL) {
 				rocksdb_writebatch_delete(gone, key, kl);
 				rocksdb_writebatch_delete(gone, nk.data, nk.len);
@@ -248,7 +248,8 @@ store_load(struct store *st, struct buf *err)
 			log_warnx("store: removing %zu empty series: %s", ngone, dberr);
 			free(dberr);
 		} else {
-			log_info("store: removed %zu series that retention had emptied", ngone);
+			log_info("store: dropped %zu empty series from the index (emptied by "
+			    "deletion or retention)", ngone);
 		}
 	}
 	rocksdb_writebatch_destroy(gone);
