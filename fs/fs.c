@@ -471,7 +471,10 @@ pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 	case NODE_SELECTOR:
 		if (!lookup_exists(fs, &fp, NULL) && !deleted_lately(&fp))
 			return -ENOENT;
-		fs_stat(st, path, true, 0, false, 0);
+		/* Its newest profile's time, so that ls -lt finds the active ones. */
+		fs_stat(st, path, true, 0, false, dir_newest(fs, fp.service,
+		    fp.node == NODE_SERVICE ? NULL : fp.type,
+		    fp.node == NODE_SELECTOR ? fp.selector : NULL));
 		return 0;
 	case NODE_RANGE:
 	case NODE_PROFILES:

@@ -80,6 +80,13 @@ extern const struct fuse_operations fs_ops;
  */
 bool	dir_exists(struct fsctx *fs, const char *service, const char *type,
 	    const char *selector, const struct range *r);
+/*
+ * The time (ns) of the newest data of the series matching (service, type,
+ * selector), NULL for any: a directory's mtime, so ls -lt shows the active
+ * ones first. Two seeks per series (store_newest()); 0 if unknown.
+ */
+int64_t	dir_newest(struct fsctx *fs, const char *service, const char *type,
+	    const char *selector);
 /* The entries of directory fp (NUL-separated names) appended to names. -ENOENT, -ENOTDIR. */
 int	dir_list(struct fsctx *fs, const char *path, const struct fspath *fp, struct buf *names);
 

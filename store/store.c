@@ -662,6 +662,21 @@ store_has_data(struct store *st, uint64_t sid, int64_t from, int64_t to)
 }
 
 int
+store_newest(struct store *st, uint64_t sid, int64_t *t)
+{
+	struct range_read c = { .st = st, .ro = st->ropts, .sid = sid };
+	int64_t first, last;
+	int rc;
+
+	pthread_rwlock_rdlock(&st->db_lock);
+	rc = series_bounds(&c, &first, &last);
+	pthread_rwlock_unlock(&st->db_lock);
+	if (rc == 0)
+		*t = last;
+	return rc;
+}
+
+int
 store_hours(struct store *st, uint64_t sid, int64_t **out, size_t *n)
 {
 	int rc;
