@@ -806,9 +806,7 @@ render_timeline(const struct view_in *in, struct buf *out)
 			    out);
 		else {
 			add_where(&title, in->fp);
-			buf_printf(&title, ": %s (%s) per step", a.type,
-			    profile_str(p, p->sample_types[ty].unit));
-			rc = timeline_svg(ce->val, title.data,
+			rc = timeline_svg(ce->val, title.data, a.type,
 			    profile_str(p, p->sample_types[ty].unit), out);
 		}
 	}
