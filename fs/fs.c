@@ -1044,7 +1044,13 @@ pf_rmdir(const char *path)
 		q.service = fp.service;
 		if (!dir_exists(fs, fp.service, q.type, fp.node == NODE_SELECTOR ? fp.selector :
 		    NULL, NULL)) {
+			uint64_t walked;
+
 			rc = deleted_lately(&fp) ? 0 : -ENOENT;
+			/* rm -r took every profile one by one on its way here. */
+			if (rc == 0 && (walked = delete_walked(fp.service, fuse_get_context()->pid)))
+				log_info("deleted %s: %llu profiles, removed one by one as rm "
+				    "walked it", path, (unsigned long long)walked);
 			break;
 		}
 		rc = reader_delete_series(fs->rd, &q, &ns, &np, &err);
