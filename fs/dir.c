@@ -79,6 +79,45 @@ dir_exists(struct fsctx *fs, const char *service, const char *type, const char *
 	return found;
 }
 
+struct newest_arg {
+	struct fsctx		*fs;
+	const struct query	*q;
+	int64_t			 newest;
+};
+
+static int
+newest_cb(void *arg, const struct series *s)
+{
+	struct newest_arg *a = arg;
+	int64_t t;
+
+	if (query_match(a->q, s) && reader_newest(a->fs->rd, s->id, &t) == 0 && t > a->newest)
+		a->newest = t;
+	return 0;
+}
+
+int64_t
+dir_newest(struct fsctx *fs, const char *service, const char *type, const char *selector)
+{
+	struct query_sel sel;
+	struct query q;
+	struct newest_arg a = { .fs = fs, .q = &q, .newest = 0 };
+
+	memset(&q, 0, sizeof(q));
+	memset(&sel, 0, sizeof(sel));
+	if (selector && query_sel_parse(selector, &sel, NULL) < 0) {
+		query_sel_free(&sel);
+		return 0;
+	}
+	q.service = service;
+	q.type = type;
+	if (selector)
+		query_sel_apply(&sel, &q);
+	reader_series_each(fs->rd, service, type, newest_cb, &a);
+	query_sel_free(&sel);
+	return a.newest;
+}
+
 /* --- content ------------------------------------------------------------ */
 
 /* Append s to names (NUL-separated) unless it is the last entry: callers give sorted input. */

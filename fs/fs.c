@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -88,6 +89,36 @@ static bool
 deleted_lately(const struct fspath *fp)
 {
 	return fp->service[0] && delete_recent(fp->service, fuse_get_context()->pid);
+}
+
+/*
+ * Deletion below a last-* range (the range directory or anything in it). A
+ * relative range moves with the clock, so rm -r of last-5m would delete
+ * whatever the last five minutes held while rm walked: refused. Its entries
+ * go quietly when the caller's rm -r walks a label set, type or service above
+ * (whose rmdir deletes the data), and inside an rm -r of the range itself,
+ * whose top directory is then the one refusal rm prints. 0: go on, removing
+ * nothing; -EPERM: refused, the reason in ingest/errors.txt.
+ */
+static int
+relative_delete(const char *path, const struct fspath *fp)
+{
+	char rdir[PATH_MAX], root[PATH_MAX];
+	const char *p = path;
+	int i;
+
+	for (i = 0; i < 4 && p; i++)	/* /<service>/<type>/<selector>/<range> */
+		p = strchr(p + 1, '/');
+	snprintf(rdir, sizeof(rdir), "%.*s", p ? (int)(p - path) : (int)strlen(path), path);
+	if (delete_walk_root(fuse_get_context()->pid, root, sizeof(root)) &&
+	    ((delete_path_under(rdir, root) && strcmp(rdir, root) != 0) ||
+	    (delete_path_under(path, root) && strcmp(path, root) != 0)))
+		return 0;
+	errlog_note("delete %s: refused: %s moves with the clock, so deleting through it "
+	    "would take whatever it held at that moment; delete an explicit range (a day "
+	    "2026-11-22, an hour 2026-11-22T10, FROM..TO), a stored profile there, or the "
+	    "label set", path, fp->range.name);
+	return -EPERM;
 }
 
 /*
@@ -420,6 +451,33 @@ ingest_refused(const char *path)
 	return rc;
 }
 
+/*
+ * Whether the caller's lookup is part of a mkdir(2): the thread is blocked in
+ * that system call (/proc/<tid>/syscall; readable to a daemon run by root or
+ * by the caller's user, else false). Below ingest/, such a lookup finds only
+ * the directories made (ingest_made()), so that mkdir makes one, not EEXIST.
+ */
+static bool
+caller_in_mkdir(void)
+{
+	pid_t tid = fuse_get_context()->pid;
+	char path[64];
+	long nr = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/syscall", (int)tid);
+	if (tid <= 0 || (f = fopen(path, "re")) == NULL)
+		return false;
+	if (fscanf(f, "%ld", &nr) != 1)
+		nr = -1;
+	fclose(f);
+#ifdef SYS_mkdir
+	if (nr == SYS_mkdir)
+		return true;
+#endif
+	return nr == SYS_mkdirat;
+}
+
 /* dir_exists() for a lookup: once more when the reader's listing may predate the name. */
 static bool
 lookup_exists(struct fsctx *fs, const struct fspath *fp, const struct range *r)
@@ -466,6 +524,8 @@ pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 		fs_stat(st, path, true, 0, false, 0);
 		return 0;
 	case NODE_INGEST:
+		if (fp.ingest_depth > 1 && !ingest_made(fs, path) && caller_in_mkdir())
+			return -ENOENT;
 		fs_stat(st, path, true, 0, true, 0);
 		return 0;
 	case NODE_INGEST_FILE: {
@@ -480,7 +540,10 @@ pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 	case NODE_SELECTOR:
 		if (!lookup_exists(fs, &fp, NULL) && !deleted_lately(&fp))
 			return -ENOENT;
-		fs_stat(st, path, true, 0, false, 0);
+		/* Its newest profile's time, so that ls -lt finds the active ones. */
+		fs_stat(st, path, true, 0, false, dir_newest(fs, fp.service,
+		    fp.node == NODE_SERVICE ? NULL : fp.type,
+		    fp.node == NODE_SELECTOR ? fp.selector : NULL));
 		return 0;
 	case NODE_RANGE:
 	case NODE_PROFILES:
@@ -553,14 +616,22 @@ pf_readlink(const char *path, char *out, size_t size)
  * The type and inode number of entry name of directory path (fp), so that
  * readers of the listing know directories from files without a stat of each
  * (rm -r, find): a stat of a generated file makes it. false: unknown
- * (ingest/, which holds files being written).
+ * (ingest/, which holds files being written). *full: st holds all the
+ * attributes, for a READDIRPLUS answer: directories and generated files
+ * below a service, whose kernel entries then exist without a lookup, so
+ * that rm -r (unlinkat after the listing) and a non-writer's refused rm
+ * make nothing. Their size is 0 and out of date at once (attr_timeout 0):
+ * a stat still asks. Stored profiles and README.txt are left out: they are
+ * read through the page cache, which a wrong size would cut.
  */
 static bool
-entry_type(const char *path, const struct fspath *fp, const char *name, struct stat *st)
+entry_type(const char *path, const struct fspath *fp, const char *name, struct stat *st,
+    bool *full)
 {
 	char child[PATH_MAX];
 	struct fspath cp;
 
+	*full = false;
 	if (fp->node == NODE_INGEST || snprintf(child, sizeof(child), "%s/%s",
 	    strcmp(path, "/") == 0 ? "" : path, name) >= (int)sizeof(child) ||
 	    path_parse(child, clock_now_ns(), &cp) < 0)
@@ -568,11 +639,14 @@ entry_type(const char *path, const struct fspath *fp, const char *name, struct s
 	memset(st, 0, sizeof(*st));
 	st->st_ino = hash_bytes(child, strlen(child)) | 1;	/* as fs_stat() */
 	switch (cp.node) {
+	case NODE_VIEW:
+	case NODE_VS_VIEW:
+		fs_stat(st, child, false, 0, false, 0);
+		*full = true;
+		return true;
 	case NODE_README:
 	case NODE_TARGETS:
 	case NODE_ERRORS:
-	case NODE_VIEW:
-	case NODE_VS_VIEW:
 	case NODE_PROFILE:
 	case NODE_INGEST_FILE:
 		st->st_mode = S_IFREG;
@@ -580,8 +654,13 @@ entry_type(const char *path, const struct fspath *fp, const char *name, struct s
 	case NODE_VS_LINK:
 		st->st_mode = S_IFLNK;
 		return true;
-	default:
+	case NODE_ROOT:
+	case NODE_INGEST:
 		st->st_mode = S_IFDIR;
+		return true;
+	default:
+		fs_stat(st, child, true, 0, false, 0);
+		*full = true;
 		return true;
 	}
 }
@@ -595,12 +674,12 @@ pf_readdir(const char *path, void *dbuf, fuse_fill_dir_t filler, off_t off,
 	const char *p;
 	int rc;
 
-	(void)off;
 	(void)fi;
-	(void)flags;
 	fs_count("readdir");
 	if (path_parse(path, clock_now_ns(), &fp) < 0)
 		return -ENOENT;
+	if (fp.node != NODE_INGEST)	/* where an rm -r began (relative_delete()) */
+		delete_walk_note(fuse_get_context()->pid, path);
 	rc = dir_list(fs_ctx(), path, &fp, &names);
 	/* Emptied by a deletion while rm -r walks it (delete.c). */
 	if (rc == -ENOENT && fp.node != NODE_ROOT && fp.node != NODE_INGEST &&
@@ -608,16 +687,32 @@ pf_readdir(const char *path, void *dbuf, fuse_fill_dir_t filler, off_t off,
 		buf_reset(&names);
 		rc = 0;
 	}
+	/*
+	 * Each entry carries its offset (its index + 1): libfuse then sends
+	 * READDIRPLUS entries as they are filled, with attributes (libfuse
+	 * 3.14 drops them from a listing filled at offset 0), and a listing
+	 * too long for one reply goes on from off.
+	 */
 	if (rc == 0) {
-		filler(dbuf, ".", NULL, 0, 0);
-		filler(dbuf, "..", NULL, 0, 0);
+		off_t i = 0;
+
+		if (i++ >= off && filler(dbuf, ".", NULL, i, 0))
+			goto out;
+		if (i++ >= off && filler(dbuf, "..", NULL, i, 0))
+			goto out;
 		for (p = names.data; p && p < names.data + names.len; p += strlen(p) + 1) {
 			struct stat st;
+			bool typed, full;
 
-			if (filler(dbuf, p, entry_type(path, &fp, p, &st) ? &st : NULL, 0, 0))
+			if (i++ < off)
+				continue;
+			typed = entry_type(path, &fp, p, &st, &full);
+			if (filler(dbuf, p, typed ? &st : NULL, i, full &&
+			    (flags & FUSE_READDIR_PLUS) ? FUSE_FILL_DIR_PLUS : 0))
 				break;
 		}
 	}
+out:
 	buf_free(&names);
 	return rc;
 }
@@ -877,8 +972,10 @@ pf_mkdir(const char *path, mode_t mode)
 
 	fs_count("mkdir");
 	(void)mode;
-	if (path_parse(path, clock_now_ns(), &fp) == 0 && fp.node == NODE_INGEST)
+	if (path_parse(path, clock_now_ns(), &fp) == 0 && fp.node == NODE_INGEST) {
+		ingest_mkdir(fs_ctx(), path);
 		return 0;
+	}
 	if (!path_in_ingest(path))
 		return -EROFS;
 	ingest_explain(path);
@@ -912,6 +1009,14 @@ pf_unlink(const char *path)
 		return -ENOENT;
 	if (path_parse(path, clock_now_ns(), &fp) < 0)
 		return -ENOENT;
+	if (fp.range.relative && fp.node != NODE_SERVICE && fp.node != NODE_TYPE &&
+	    fp.node != NODE_SELECTOR) {
+		if ((rc = relative_delete(path, &fp)) < 0)
+			return rc;
+		/* Goes with its data (it must be there to be removed). */
+		return dir_exists(fs, fp.service, fp.type, fp.selector, &fp.range) ||
+		    deleted_lately(&fp) ? 0 : -ENOENT;
+	}
 	switch (fp.node) {
 	case NODE_PROFILE:
 		rc = reader_get_size(fs->rd, fp.profile_id, &ref, &size);
@@ -927,7 +1032,7 @@ pf_unlink(const char *path)
 		if (rc == -ENOENT && deleted_lately(&fp))
 			rc = 0;		/* listed before a deletion that took it */
 		else if (rc == 0) {
-			delete_note(fp.service, fuse_get_context()->pid);
+			delete_note(fp.service, fuse_get_context()->pid, 1);
 			log_info("deleted %s", path);
 		}
 		else if (rc != -ENOENT)
@@ -997,8 +1102,12 @@ pf_rmdir(const char *path)
 	int rc;
 
 	fs_count("rmdir");
-	if (path_in_ingest(path) || path_parse(path, clock_now_ns(), &fp) < 0)
-		return path_in_ingest(path) ? -EROFS : -ENOENT;
+	/* Below ingest/, a directory mkdir made can go again; nothing else there. */
+	if (path_in_ingest(path))
+		return path_parse(path, clock_now_ns(), &fp) == 0 && fp.node == NODE_INGEST &&
+		    fp.ingest_depth > 1 && (rc = ingest_rmdir(fs, path)) != -ENOENT ? rc : -EROFS;
+	if (path_parse(path, clock_now_ns(), &fp) < 0)
+		return -ENOENT;
 	memset(&q, 0, sizeof(q));
 	switch (fp.node) {
 	case NODE_SELECTOR:
@@ -1013,14 +1122,29 @@ pf_rmdir(const char *path)
 		q.service = fp.service;
 		if (!dir_exists(fs, fp.service, q.type, fp.node == NODE_SELECTOR ? fp.selector :
 		    NULL, NULL)) {
+			uint64_t walked;
+
 			rc = deleted_lately(&fp) ? 0 : -ENOENT;
+			/* rm -r took every profile one by one on its way here. */
+			if (rc == 0 && (walked = delete_walked(fp.service, fuse_get_context()->pid)))
+				log_info("deleted %s: %llu profiles, removed one by one as rm "
+				    "walked it", path, (unsigned long long)walked);
 			break;
 		}
 		rc = reader_delete_series(fs->rd, &q, &ns, &np, &err);
 		if (rc == 0) {
-			delete_note(fp.service, fuse_get_context()->pid);
-			log_info("deleted %s: %llu profiles of %llu label sets", path,
-			    (unsigned long long)np, (unsigned long long)ns);
+			/* rm -r deleted the profiles it met in profiles/ one by one. */
+			uint64_t walked = delete_walked(fp.service, fuse_get_context()->pid);
+
+			delete_note(fp.service, fuse_get_context()->pid, 0);
+			if (walked)
+				log_info("deleted %s: %llu profiles of %llu label sets, and %llu "
+				    "profiles rm removed one by one before", path,
+				    (unsigned long long)np, (unsigned long long)ns,
+				    (unsigned long long)walked);
+			else
+				log_info("deleted %s: %llu profiles of %llu label sets", path,
+				    (unsigned long long)np, (unsigned long long)ns);
 		}
 		else
 			log_warnx("cannot delete %s: %s", path,
@@ -1031,6 +1155,8 @@ pf_rmdir(const char *path)
 	case NODE_PROFILES:
 	case NODE_VS:
 	case NODE_VS_BASE:
+		if (fp.range.relative && (rc = relative_delete(path, &fp)) < 0)
+			break;
 		/* Views of the data: they go with it. */
 		rc = dir_exists(fs, fp.service, fp.type, fp.selector, &fp.range) ||
 		    deleted_lately(&fp) ? 0 : -ENOENT;
@@ -1189,7 +1315,8 @@ readme_render(struct fsctx *fs, struct buf *b)
 "                                (shares, as pprof -normalize) and top.absolute.txt; a link\n"
 "                                to ../.vs/<base>: du, find, grep -r do not follow it\n"
 "          timeline.svg, .csv    the total per step across the range (CSV header:\n"
-"                                time,<sample type>_<unit>, e.g. time,cpu_nanoseconds)\n"
+"                                time,<sample type>_<unit>, e.g. time,cpu_nanoseconds;\n"
+"                                CPU time adds cpu_cores: CPU time over the step's length)\n"
 "          profiles/<UTC time>-<id>.pb.gz   each stored profile\n"
 "\n"
 "All times are UTC. In names, %%, /, ',' and '=' are written %%XX (in matchers\n"
@@ -1219,6 +1346,8 @@ readme_render(struct fsctx *fs, struct buf *b)
 "(last-1hr, a FROM..TO whose TO is before FROM, a selector that does not\n"
 "parse) is 'No such file or directory', like a range that holds no data; only\n"
 "the first is noted there.\n"
+"Every well-formed directory below ingest/ exists for cp; mkdir of one\n"
+"succeeds, and ls ingest/ lists the directories made (until a restart).\n"
 "Below ingest/<service>/<type>/ a directory is a label set k=v[,k=v]: one that\n"
 "does not parse (bad %%XX, a key twice), or mkdir of a name without '=', fails\n"
 "with 'Invalid argument', the reason in ingest/errors.txt.\n"
@@ -1248,7 +1377,12 @@ readme_render(struct fsctx *fs, struct buf *b)
 "stored profile (profiles/<name>.pb.gz) and rm -r a label set, a type or a\n"
 "service; every merge, window and view then leaves that data out, and the\n"
 "deletion is durable. Removing a generated file or a range directory removes\n"
-"nothing by itself (it goes with its data), so rm -r works on any directory.\n"
+"nothing by itself (it goes with its data), so rm -r works on any directory\n"
+"but a last-* range: it moves with the clock, so rm -r last-5m (or rm of a\n"
+"profile under it) fails with 'Operation not permitted' (reason in\n"
+"ingest/errors.txt); delete a day, an hour, FROM..TO or the label set.\n"
+"Service, type and label set directories carry their newest profile's time\n"
+"(ls -lt lists the active ones first).\n"
 "Over HTTP: DELETE /api/0/profiles/<id> and\n"
 "DELETE /api/0/services/<service>[?type=&labels=]. Other writes outside\n"
 "ingest/ fail with 'Read-only file system'; other users get 'Permission\n"

@@ -80,6 +80,13 @@ extern const struct fuse_operations fs_ops;
  */
 bool	dir_exists(struct fsctx *fs, const char *service, const char *type,
 	    const char *selector, const struct range *r);
+/*
+ * The time (ns) of the newest data of the series matching (service, type,
+ * selector), NULL for any: a directory's mtime, so ls -lt shows the active
+ * ones first. Two seeks per series (store_newest()); 0 if unknown.
+ */
+int64_t	dir_newest(struct fsctx *fs, const char *service, const char *type,
+	    const char *selector);
 /* The entries of directory fp (NUL-separated names) appended to names. -ENOENT, -ENOTDIR. */
 int	dir_list(struct fsctx *fs, const char *path, const struct fspath *fp, struct buf *names);
 
@@ -135,12 +142,24 @@ int	ingest_flush(struct fsctx *fs, struct ingest *ig);
 /* Drop one open; the last one stores unflushed data and frees ig. */
 void	ingest_release(struct fsctx *fs, struct ingest *ig);
 /* --- delete.c ---
- * delete_note(): process pid (the FUSE caller) deleted data of service.
+ * delete_note(): process pid (the FUSE caller) deleted data of service
+ * (nprofiles stored profiles one by one, 0 for a label set).
  * delete_recent(): whether pid did lately (its rm -r may still be walking);
  * refreshes it.
  */
-void	delete_note(const char *service, pid_t pid);
+void	delete_note(const char *service, pid_t pid, uint64_t nprofiles);
 bool	delete_recent(const char *service, pid_t pid);
+/*
+ * delete_walked(): the profiles pid deleted one by one under service lately
+ * (delete_note()'s nprofiles), counted from zero again.
+ * delete_walk_note(): pid listed directory path; delete_walk_root(): the
+ * first directory of pid's current walk, copied to root (false: none lately).
+ * delete_path_under(): whether path is dir or below it.
+ */
+uint64_t delete_walked(const char *service, pid_t pid);
+void	delete_walk_note(pid_t pid, const char *path);
+bool	delete_walk_root(pid_t pid, char *root, size_t size);
+bool	delete_path_under(const char *path, const char *dir);
 
 /* Log why path, under ingest/, names no place for a file (a bad service or type). */
 void	ingest_explain(const char *path);
@@ -157,5 +176,12 @@ void	errlog_note_name(const char *fmt, ...) __attribute__((format(printf, 1, 2))
 int	errlog_render(struct buf *out);
 /* The names of files being written directly in directory dir, appended to names. */
 void	ingest_list(struct fsctx *fs, const char *dir, struct buf *names);
+/*
+ * Directories mkdir made below ingest/ (ingest.c): whether path is one;
+ * remember it; forget it (0, -ENOENT not made, -ENOTEMPTY one made below).
+ */
+bool	ingest_made(struct fsctx *fs, const char *path);
+void	ingest_mkdir(struct fsctx *fs, const char *path);
+int	ingest_rmdir(struct fsctx *fs, const char *path);
 
 #endif

@@ -83,7 +83,17 @@ struct ingests {
 	struct ingest	*open;		/* newest first; protected by lock */
 	struct ingest_gone *gone;	/* newest first; protected by lock */
 	size_t		 ngone;		/* protected by lock */
+	struct ingest_made *made;	/* newest first; protected by lock */
+	size_t		 nmade;		/* protected by lock */
 };
+
+/* A directory mkdir made below ingest/ (listed, and there for mkdir). */
+struct ingest_made {
+	struct ingest_made *next;
+	char		 path[];
+};
+
+#define INGEST_MADE_MAX		1024	/* directories remembered at most */
 
 /*
  * The entry of a name closed lately, refreshed (a positive answer to a
@@ -170,6 +180,12 @@ ingests_destroy(struct ingests *igs)
 
 		igs->gone = g->next;
 		free(g);
+	}
+	while (igs->made) {
+		struct ingest_made *d = igs->made;
+
+		igs->made = d->next;
+		free(d);
 	}
 	pthread_mutex_destroy(&igs->lock);
 	free(igs);
@@ -379,9 +395,14 @@ ingest_list(struct fsctx *fs, const char *dir, struct buf *names)
 {
 	struct ingests *igs = fs->ingests;
 	struct ingest *ig, *o;
+	struct ingest_made *d;
 	size_t plen = strlen(dir);
 
 	pthread_mutex_lock(&igs->lock);
+	for (d = igs->made; d; d = d->next)
+		if (strncmp(d->path, dir, plen) == 0 && d->path[plen] == '/' &&
+		    strchr(d->path + plen + 1, '/') == NULL)
+			buf_add(names, d->path + plen + 1, strlen(d->path + plen + 1) + 1);
 	for (ig = igs->open; ig; ig = ig->next) {
 		if (strncmp(ig->path, dir, plen) != 0 || ig->path[plen] != '/' ||
 		    strchr(ig->path + plen + 1, '/') != NULL)
@@ -560,4 +581,73 @@ ingest_explain(const char *path)
 		p = e;
 	}
 	errlog_note("ingest: %s: files go in ingest/<service>/<type>/[<k=v,...>/]<file>", path);
+}
+
+/*
+ * Directories made below ingest/. Every well-formed one exists on lookup (cp
+ * into ingest/<service>/<type>/ needs no mkdir), but the kernel answers
+ * mkdir of an existing name with EEXIST before asking: so to mkdir(2) a
+ * directory exists once made (or, up to ingest/ itself, always), and ls
+ * lists the made ones. Kept in memory, INGEST_MADE_MAX at most.
+ */
+bool
+ingest_made(struct fsctx *fs, const char *path)
+{
+	struct ingests *igs = fs->ingests;
+	struct ingest_made *d;
+
+	pthread_mutex_lock(&igs->lock);
+	for (d = igs->made; d && strcmp(d->path, path) != 0; d = d->next)
+		;
+	pthread_mutex_unlock(&igs->lock);
+	return d != NULL;
+}
+
+void
+ingest_mkdir(struct fsctx *fs, const char *path)
+{
+	struct ingests *igs = fs->ingests;
+	struct ingest_made *d, **pp;
+	size_t n = strlen(path) + 1;
+
+	if (ingest_made(fs, path))
+		return;
+	d = xmalloc(sizeof(*d) + n);
+	memcpy(d->path, path, n);
+	pthread_mutex_lock(&igs->lock);
+	d->next = igs->made;
+	igs->made = d;
+	if (++igs->nmade > INGEST_MADE_MAX) {
+		for (pp = &igs->made; (*pp)->next; pp = &(*pp)->next)
+			;
+		free(*pp);	/* the oldest */
+		*pp = NULL;
+		igs->nmade--;
+	}
+	pthread_mutex_unlock(&igs->lock);
+}
+
+int
+ingest_rmdir(struct fsctx *fs, const char *path)
+{
+	struct ingests *igs = fs->ingests;
+	struct ingest_made **pp, *d;
+	size_t n = strlen(path);
+	int rc = -ENOENT;
+
+	pthread_mutex_lock(&igs->lock);
+	for (d = igs->made; d; d = d->next)
+		if (strncmp(d->path, path, n) == 0 && d->path[n] == '/')
+			rc = -ENOTEMPTY;	/* a directory made below it */
+	for (pp = &igs->made; *pp && rc == -ENOENT; pp = &(*pp)->next)
+		if (strcmp((*pp)->path, path) == 0) {
+			d = *pp;
+			*pp = d->next;
+			free(d);
+			igs->nmade--;
+			rc = 0;
+			break;
+		}
+	pthread_mutex_unlock(&igs->lock);
+	return rc;
 }

@@ -47,6 +47,24 @@ views_time(int64_t ns, char *out, size_t n)
 	    tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, nsec);
 }
 
+void
+views_span(int64_t from, int64_t to, char *out, size_t n)
+{
+	char f[64], t[64];
+	time_t a = (time_t)(from / 1000000000), b = (time_t)(to / 1000000000);
+	struct tm ta, tb;
+
+	/* Floor to the second, as views_time(). */
+	a -= from % 1000000000 < 0;
+	b -= to % 1000000000 < 0;
+	gmtime_r(&a, &ta);
+	gmtime_r(&b, &tb);
+	strftime(f, sizeof(f), "%Y-%m-%d %H:%M:%S", &ta);
+	strftime(t, sizeof(t), ta.tm_year == tb.tm_year && ta.tm_yday == tb.tm_yday ?
+	    "%H:%M:%S" : "%Y-%m-%d %H:%M:%S", &tb);
+	snprintf(out, n, "%s to %s UTC", f, t);
+}
+
 struct merge_arg {
 	struct fsctx	*fs;
 	const char	*service, *type, *selector;
@@ -346,7 +364,7 @@ add_where(struct buf *b, const struct fspath *fp)
 static void
 add_base_name(struct buf *b, const struct view_in *in)
 {
-	char f[64], t[64];
+	char span[160];
 
 	if (in->fp->node == NODE_VS_VIEW) {
 		buf_printf(b, "%s@%s", in->fp->base_selector[0] ? in->fp->base_selector : "all",
@@ -359,9 +377,8 @@ add_base_name(struct buf *b, const struct view_in *in)
 		buf_adds(b, "the range before (none: the range is unbounded)");
 		return;
 	}
-	views_time(prev.from, f, sizeof(f));
-	views_time(in->fp->range.from, t, sizeof(t));
-	buf_printf(b, "the range before, %s..%s", f, t);
+	views_span(prev.from, in->fp->range.from, span, sizeof(span));
+	buf_printf(b, "the range before (%s)", span);
 }
 
 /* "cpu (nanoseconds), total 1.25 s" */
@@ -790,9 +807,7 @@ render_timeline(const struct view_in *in, struct buf *out)
 			    out);
 		else {
 			add_where(&title, in->fp);
-			buf_printf(&title, ": %s (%s) per step", a.type,
-			    profile_str(p, p->sample_types[ty].unit));
-			rc = timeline_svg(ce->val, title.data,
+			rc = timeline_svg(ce->val, title.data, a.type,
 			    profile_str(p, p->sample_types[ty].unit), out);
 		}
 	}

@@ -46,5 +46,7 @@ void	views_merge_release(struct fsctx *fs, struct cache_entry *e);
 
 /* RFC 3339 UTC with nanoseconds: 2026-11-22T10:05:03.123456789Z */
 void	views_time(int64_t ns, char *out, size_t n);
+/* [from, to) for a person, to the second: 2026-11-22 10:05:03 to 11:05:03 UTC */
+void	views_span(int64_t from, int64_t to, char *out, size_t n);
 
 #endif

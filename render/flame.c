@@ -39,6 +39,8 @@
 #define HEAD		56		/* title, note, buttons */
 #define FOOT		28		/* details line */
 #define CHAR_W		6.6		/* 11px monospace */
+#define BUTTON_W	100		/* px beside the note: "Reset Zoom", "Reset Search" */
+#define NOTE_MIN	8.0		/* px: a note that would be smaller is cut */
 #define MIN_WIDTH	0.3		/* px */
 #define MAX_FRAMES	30000		/* frames drawn at most */
 #define MAX_DEPTH	1024		/* levels below the root drawn at most */
@@ -447,11 +449,37 @@ flame_render(const struct render_tree *t, const struct flame_opts *o, struct buf
 	    "fill=\"#f8f8f4\"/>\n<text class=\"title\" x=\"%d\" y=\"22\" "
 	    "style=\"font-size:%.1fpx\">", WIDTH, height, WIDTH / 2, tsize);
 	buf_add_xml(out, o->title, strlen(o->title));
-	buf_printf(out, "</text>\n<text class=\"note\" x=\"%d\" y=\"40\">", WIDTH / 2);
-	if (note.len)
-		buf_add_xml(out, note.data, note.len);
 	if (total <= 0)
-		buf_adds(out, note.len ? "; nothing to show" : "nothing to show");
+		buf_adds(&note, note.len ? "; nothing to show" : "nothing to show");
+	/*
+	 * The note sits between the buttons: a long one (a diff's, naming
+	 * its base) shrinks to fit, and below NOTE_MIN is cut, whole in its
+	 * tooltip.
+	 */
+	{
+		double room = WIDTH - 2 * (PAD + BUTTON_W), nsize = 12;
+		size_t keep = note.len;
+
+		if (note.len * 12 * 0.6 > room)
+			nsize = room / (note.len * 0.6);
+		if (nsize < NOTE_MIN) {
+			nsize = NOTE_MIN;
+			keep = (size_t)(room / (NOTE_MIN * 0.6)) - 3;
+			while (keep > 0 && ((unsigned char)note.data[keep] & 0xc0) == 0x80)
+				keep--;		/* not inside a UTF-8 sequence */
+		}
+		buf_printf(out, "</text>\n<text class=\"note\" x=\"%d\" y=\"40\" "
+		    "style=\"font-size:%.1fpx\">", WIDTH / 2, nsize);
+		if (keep < note.len) {
+			buf_adds(out, "<title>");
+			buf_add_xml(out, note.data, note.len);
+			buf_adds(out, "</title>");
+		}
+		if (keep)
+			buf_add_xml(out, note.data, keep);
+		if (keep < note.len)
+			buf_adds(out, "...");
+	}
 	buf_printf(out, "</text>\n<text id=\"resetzoom\" class=\"button\" x=\"%d\" y=\"40\" "
 	    "style=\"display:none\">Reset Zoom</text>\n"
 	    "<text id=\"search\" class=\"button\" x=\"%d\" y=\"40\" text-anchor=\"end\">Search</text>\n"

@@ -198,11 +198,19 @@ void	timeline_add_n(struct timeline *tl, int64_t t, int64_t total, uint32_t n);
 /* The value of step i: a sum, or an average for gauges. */
 int64_t	timeline_value(const struct timeline *tl, size_t i);
 void	timeline_free(struct timeline *tl);
-/* "time,<type>_<unit>" (time,cpu_nanoseconds) then one line per step: its UTC RFC 3339 start, the value. */
+/*
+ * "time,<type>_<unit>" (time,cpu_nanoseconds) then one line per step: its
+ * UTC RFC 3339 start, the value. CPU time (cpu, nanoseconds, summed) has a
+ * third column, cpu_cores: the value over the step's length.
+ */
 int	timeline_csv(const struct timeline *tl, const char *type, const char *unit,
 	    struct buf *out);
-/* A bar chart with axes; title heads it, unit formats values. */
-int	timeline_svg(const struct timeline *tl, const char *title, const char *unit,
-	    struct buf *out);
+/*
+ * A bar chart with axes, headed by where and what type and unit it shows;
+ * unit formats values. CPU time is drawn in cores. Time ticks fall on round
+ * times.
+ */
+int	timeline_svg(const struct timeline *tl, const char *where, const char *type,
+	    const char *unit, struct buf *out);
 
 #endif

@@ -123,9 +123,9 @@ fmt_time(int64_t ns, int64_t step, char *out, size_t n)
 		strftime(out, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
-/* A short axis label: time of day, with the date when the range spans days. */
+/* A short axis label of ticks every `every` ns: time of day, with the date when the range spans days. */
 static void
-tick_label(const struct timeline *tl, int64_t ns, char *out, size_t n)
+tick_label(const struct timeline *tl, int64_t every, int64_t ns, char *out, size_t n)
 {
 	time_t secs = (time_t)floor_div(ns, NS);
 	struct tm tm;
@@ -136,9 +136,9 @@ tick_label(const struct timeline *tl, int64_t ns, char *out, size_t n)
 		strftime(out, n, "%Y-%m-%d", &tm);	/* long ranges: the year matters */
 	else if (tl->to - tl->from > 86400 * NS)
 		strftime(out, n, "%m-%d %H:%M", &tm);
-	else if (tl->step >= 60 * NS)
+	else if (every >= 60 * NS)
 		strftime(out, n, "%H:%M", &tm);
-	else if (tl->step >= NS)
+	else if (every >= NS)
 		strftime(out, n, "%H:%M:%S", &tm);
 	else {
 		l = strftime(out, n, "%H:%M:%S", &tm);
@@ -155,9 +155,21 @@ add_column(struct buf *out, const char *s)
 		    (*s >= '0' && *s <= '9') ? *s : '_');
 }
 
+/*
+ * Whether values of type and unit read better as cores: CPU time per step
+ * (ns) over the step's wall time (ns) is the CPUs busy on average.
+ */
+static bool
+in_cores(const struct timeline *tl, const char *type, const char *unit)
+{
+	return !tl->gauge && type && unit && strcmp(type, "cpu") == 0 &&
+	    strcmp(unit, "nanoseconds") == 0;
+}
+
 int
 timeline_csv(const struct timeline *tl, const char *type, const char *unit, struct buf *out)
 {
+	bool cores = in_cores(tl, type, unit);
 	char t[64];
 	size_t i;
 
@@ -168,15 +180,30 @@ timeline_csv(const struct timeline *tl, const char *type, const char *unit, stru
 		buf_addc(out, '_');
 		add_column(out, unit);
 	}
+	if (cores)
+		buf_adds(out, ",cpu_cores");
 	buf_addc(out, '\n');
 	for (i = 0; i < tl->nsteps; i++) {
 		fmt_time(tl->from + (int64_t)i * tl->step, tl->step, t, sizeof(t));
 		if (tl->gauge && tl->count[i] == 0)
 			buf_printf(out, "%s,\n", t);	/* no snapshot: unknown, not zero */
+		else if (cores)
+			buf_printf(out, "%s,%" PRId64 ",%.4f\n", t, timeline_value(tl, i),
+			    (double)timeline_value(tl, i) / (double)tl->step);
 		else
 			buf_printf(out, "%s,%" PRId64 "\n", t, timeline_value(tl, i));
 	}
 	return out->data ? 0 : -ENOMEM;
+}
+
+/* A y-axis label of v: a value in unit, or cores. */
+static void
+y_label(struct buf *b, double v, bool cores, const char *unit)
+{
+	if (cores)
+		buf_printf(b, "%.3g cores", v);
+	else
+		render_value(b, (int64_t)v, unit);
 }
 
 #define TW	1000
@@ -187,28 +214,35 @@ timeline_csv(const struct timeline *tl, const char *type, const char *unit, stru
 #define MB	50
 
 int
-timeline_svg(const struct timeline *tl, const char *title, const char *unit,
+timeline_svg(const struct timeline *tl, const char *where, const char *type, const char *unit,
     struct buf *out)
 {
-	int64_t max = 0, v;
-	double pw = TW - ML - MR, ph = TH - MT - MB, bw, x, h;
-	size_t i, every;
+	bool cores = in_cores(tl, type, unit);
+	/* CPU time per step over the step's length: cores */
+	double scale = cores ? 1.0 / (double)tl->step : 1.0;
+	double pw = TW - ML - MR, ph = TH - MT - MB, bw, x, h, max = 0, v;
+	int64_t tick_every, tt;
+	size_t i;
 	char t[64];
 	int k;
 
 	for (i = 0; i < tl->nsteps; i++)
-		if ((v = timeline_value(tl, i)) > max)
+		if ((v = (double)timeline_value(tl, i) * scale) > max)
 			max = v;
 	/* Round the axis up to 4 ticks of 1, 2, 2.5 or 5 x 10^k: readable labels. */
 	if (max > 0) {
-		double raw = (double)max / 4, mag = 1, tick;
+		double raw = max / 4, mag = 1, tick;
 
 		while (mag * 10 <= raw)
 			mag *= 10;
+		while (mag > raw && mag > 1e-6)
+			mag /= 10;
 		tick = raw <= mag ? mag : raw <= 2 * mag ? 2 * mag : raw <= 2.5 * mag ?
 		    2.5 * mag : raw <= 5 * mag ? 5 * mag : 10 * mag;
-		if (tick * 4 < (double)INT64_MAX)
-			max = (int64_t)(tick * 4);
+		if (cores || tick * 4 < (double)INT64_MAX)
+			max = tick * 4;
+		if (!cores && max < 4)
+			max = 4;	/* whole units */
 	}
 	bw = pw / (double)tl->nsteps;
 	buf_printf(out, "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n"
@@ -219,14 +253,23 @@ timeline_svg(const struct timeline *tl, const char *title, const char *unit,
 	    "rect.bar:hover { fill: #c33; }</style>\n"
 	    "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#fff\"/>\n"
 	    "<text class=\"title\" x=\"%d\" y=\"22\">", TW, TH, TW, TH, TW, TH, TW / 2);
-	buf_add_xml(out, title, strlen(title));
+	buf_add_xml(out, where, strlen(where));
+	if (cores)
+		buf_adds(out, ": cpu in cores (CPU time per second)");
+	else {
+		buf_printf(out, ": ");
+		buf_add_xml(out, type ? type : "value", strlen(type ? type : "value"));
+		buf_adds(out, " (");
+		buf_add_xml(out, unit ? unit : "", strlen(unit ? unit : ""));
+		buf_printf(out, ") per step, %s", tl->gauge ? "average" : "sum");
+	}
 	buf_adds(out, "</text>\n");
 	/* y axis: 0, max/4, ..., max */
 	for (k = 0; k <= 4; k++) {
 		double y = MT + ph - ph * k / 4;
 		struct buf lab = { 0 };
 
-		render_value(&lab, max * k / 4, unit);
+		y_label(&lab, max * k / 4, cores, unit);
 		buf_printf(out, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#ddd\"/>"
 		    "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">", ML, y, TW - MR, y, ML - 6, y + 4);
 		buf_add_xml(out, lab.data ? lab.data : "", lab.len);
@@ -236,11 +279,13 @@ timeline_svg(const struct timeline *tl, const char *title, const char *unit,
 	for (i = 0; i < tl->nsteps; i++) {
 		struct buf lab = { 0 };
 
-		v = timeline_value(tl, i);
-		h = max > 0 && v > 0 ? ph * (double)v / (double)max : 0;
+		v = (double)timeline_value(tl, i) * scale;
+		h = max > 0 && v > 0 ? ph * v / max : 0;
 		x = ML + bw * (double)i;
 		fmt_time(tl->from + (int64_t)i * tl->step, tl->step, t, sizeof(t));
-		render_value(&lab, v, unit);
+		render_value(&lab, timeline_value(tl, i), unit);
+		if (cores)
+			buf_printf(&lab, ", %.3g cores", v);
 		buf_printf(out, "<rect class=\"bar\" x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" "
 		    "height=\"%.2f\" fill=\"#4a7ab5\"><title>%s: ", x + bw * 0.1,
 		    MT + ph - h, bw * 0.8, h, t);
@@ -248,14 +293,23 @@ timeline_svg(const struct timeline *tl, const char *title, const char *unit,
 		buf_printf(out, " (%u profiles)</title></rect>\n", tl->count[i]);
 		buf_free(&lab);
 	}
-	/* x axis: about six labelled ticks */
 	buf_printf(out, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#000\"/>\n"
 	    "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%.1f\" stroke=\"#000\"/>\n",
 	    ML, MT + ph, TW - MR, MT + ph, ML, MT, ML, MT + ph);
-	every = tl->nsteps / 6 ? tl->nsteps / 6 : 1;
-	for (i = 0; i <= tl->nsteps; i += every) {
-		x = ML + bw * (double)i;
-		tick_label(tl, tl->from + (int64_t)i * tl->step, t, sizeof(t));
+	/* x axis: ticks on round times (a multiple of the step), six or so */
+	tick_every = tl->step;
+	for (i = 0; i < sizeof(steps) / sizeof(steps[0]); i++)
+		if (steps[i] >= tl->step && steps[i] % tl->step == 0 &&
+		    (tl->to - tl->from) / steps[i] <= 7) {
+			tick_every = steps[i];
+			break;
+		}
+	if (i == sizeof(steps) / sizeof(steps[0]))	/* past the list: whole steps */
+		tick_every = tl->step * (int64_t)((tl->nsteps + 5) / 6);
+	for (tt = floor_div(tl->from + tick_every - 1, tick_every) * tick_every; tt <= tl->to;
+	    tt += tick_every) {
+		x = ML + pw * (double)(tt - tl->from) / (double)(tl->to - tl->from);
+		tick_label(tl, tick_every, tt, t, sizeof(t));
 		buf_printf(out, "<line x1=\"%.2f\" y1=\"%.1f\" x2=\"%.2f\" y2=\"%.1f\" stroke=\"#000\"/>"
 		    "<text x=\"%.2f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n",
 		    x, MT + ph, x, MT + ph + 5, x, MT + ph + 18, t);
@@ -267,6 +321,7 @@ timeline_svg(const struct timeline *tl, const char *title, const char *unit,
 		render_value(out, tl->step, "nanoseconds");
 	else
 		buf_printf(out, "%" PRId64 " ms", tl->step / 1000000);
-	buf_printf(out, "; %s per step</text>\n</svg>\n", tl->gauge ? "average" : "sum");
+	buf_printf(out, "; %s</text>\n</svg>\n", cores ? "cores: CPU time over the step's length" :
+	    tl->gauge ? "average per step" : "sum per step");
 	return out->data ? 0 : -ENOMEM;
 }

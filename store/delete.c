@@ -223,12 +223,14 @@ store_delete_series(struct store *st, const struct query *q, uint64_t *nseries,
 	if ((rc = store_series(st, &all, &n)) < 0)
 		return rc;
 	for (i = 0; i < n && rc == 0; i++) {
-		uint64_t before = np;
+		bool had;
 
 		if (!query_match(q, all[i]))
 			continue;
+		/* A label set counts if it held data: profiles, or windows past retention. */
+		had = series_holds_data(st, all[i]->id);
 		rc = delete_one_series(st, all[i]->id, &np, err);
-		ns += rc == 0 && np > before;
+		ns += rc == 0 && had;
 	}
 	free(all);
 	if (nseries)

@@ -40,6 +40,12 @@ local_has_data(void *arg, uint64_t sid, int64_t from, int64_t to)
 }
 
 static int
+local_newest(void *arg, uint64_t sid, int64_t *t)
+{
+	return store_newest(arg, sid, t);
+}
+
+static int
 local_get(void *arg, uint64_t id, struct store_ref *ref, struct buf *out)
 {
 	return store_get(arg, id, ref, out);
@@ -98,6 +104,7 @@ store_reader_init(struct store *st)
 		.series_get = local_series_get,
 		.hours = local_hours,
 		.has_data = local_has_data,
+		.newest = local_newest,
 		.get = local_get,
 		.get_size = local_get_size,
 		.list = local_list,
@@ -144,6 +151,12 @@ bool
 reader_has_data(const struct reader *r, uint64_t sid, int64_t from, int64_t to)
 {
 	return r->has_data(r->arg, sid, from, to);
+}
+
+int
+reader_newest(const struct reader *r, uint64_t sid, int64_t *t)
+{
+	return r->newest ? r->newest(r->arg, sid, t) : -ENOTSUP;
 }
 
 int

@@ -223,7 +223,7 @@ store_load(struct store *st, struct buf *err)
 		}
 		sid = be64_get((const unsigned char *)key + 1);
 		if (!series_holds_data(st, sid)) {
-			/* Emptied by retention: its records go (its id is never reused). */
+			/* Emptied by deletion or retention: its records go (its id is never reused). */
 			if (name_key(&nk, copy, type, labels) != NULL) {
 				rocksdb_writebatch_delete(gone, key, kl);
 				rocksdb_writebatch_delete(gone, nk.data, nk.len);
@@ -248,7 +248,8 @@ store_load(struct store *st, struct buf *err)
 			log_warnx("store: removing %zu empty series: %s", ngone, dberr);
 			free(dberr);
 		} else {
-			log_info("store: removed %zu series that retention had emptied", ngone);
+			log_info("store: dropped %zu empty series from the index (emptied by "
+			    "deletion or retention)", ngone);
 		}
 	}
 	rocksdb_writebatch_destroy(gone);
@@ -661,6 +662,21 @@ store_has_data(struct store *st, uint64_t sid, int64_t from, int64_t to)
 	any = has_data_locked(st, sid, from, to);
 	pthread_rwlock_unlock(&st->db_lock);
 	return any;
+}
+
+int
+store_newest(struct store *st, uint64_t sid, int64_t *t)
+{
+	struct range_read c = { .st = st, .ro = st->ropts, .sid = sid };
+	int64_t first, last;
+	int rc;
+
+	pthread_rwlock_rdlock(&st->db_lock);
+	rc = series_bounds(&c, &first, &last);
+	pthread_rwlock_unlock(&st->db_lock);
+	if (rc == 0)
+		*t = last;
+	return rc;
 }
 
 int

@@ -143,6 +143,11 @@ int	store_get_size(struct store *st, uint64_t id, struct store_ref *ref, uint64_
 int	store_hours(struct store *st, uint64_t sid, int64_t **out, size_t *n);
 /* Whether series sid holds data in [from, to): a profile, or a window past retention. */
 bool	store_has_data(struct store *st, uint64_t sid, int64_t from, int64_t to);
+/*
+ * The time of series sid's newest data (its last profile, or the end of its
+ * last window past retention) in *t: two seeks, no scan. -ENOENT if none.
+ */
+int	store_newest(struct store *st, uint64_t sid, int64_t *t);
 
 /*
  * Retention. store_expire() deletes every profile older than `before` (ns
@@ -411,6 +416,8 @@ struct reader {
 		    uint64_t *nprofiles, struct buf *err);
 	/* Optional (NULL: never): see reader_missed(). */
 	bool	(*missed)(void *arg);
+	/* Optional (NULL: -ENOTSUP): see store_newest(). */
+	int	(*newest)(void *arg, uint64_t sid, int64_t *t);
 };
 
 /* The store's own reader: its RocksDB data. Lives as long as st. */
@@ -422,6 +429,7 @@ int	reader_series_each(const struct reader *r, const char *service, const char *
 const struct series *reader_series_get(const struct reader *r, uint64_t id);
 int	reader_hours(const struct reader *r, uint64_t sid, int64_t **out, size_t *n);
 bool	reader_has_data(const struct reader *r, uint64_t sid, int64_t from, int64_t to);
+int	reader_newest(const struct reader *r, uint64_t sid, int64_t *t);
 int	reader_get(const struct reader *r, uint64_t id, struct store_ref *ref, struct buf *out);
 int	reader_get_size(const struct reader *r, uint64_t id, struct store_ref *ref,
 	    uint64_t *size);

@@ -165,7 +165,7 @@ def ns(s):
 print(ns(m["range"]["to"]) - ns(m["range"]["from"]))
 EOF
 check_eq "last-1h spans exactly an hour (meta.json)" "$(cat "$TMP/span")" 3600000000000
-check_eq "timeline.csv's header names the unit" "$(head -1 "$M/recent/cpu/all/last-1h/timeline.csv")" "time,cpu_nanoseconds"
+check_eq "timeline.csv's header names the unit" "$(head -1 "$M/recent/cpu/all/last-1h/timeline.csv")" "time,cpu_nanoseconds,cpu_cores"
 check_eq "a heap timeline.csv's header" "$(head -1 "$H/all/all/timeline.csv")" "time,inuse_space_bytes"
 mkdir -p "$TMP/nb" && chmod 777 "$TMP/nb"
 as_nobody sh -c "umask 022; cp -r '$H/all/all/profiles' '$TMP/nb/'" 2>"$TMP/nb.err" \

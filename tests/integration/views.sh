@@ -128,7 +128,7 @@ python3 -m json.tool "$R/meta.json" >/dev/null 2>&1 && grep -q '"diff_base"' "$R
 
 # --- timeline ----------------------------------------------------------------
 tl="$M/gosvc/cpu/all/all/timeline.csv"
-check_eq "timeline.csv header names the sample type and unit" "$(head -1 "$tl")" "time,cpu_nanoseconds"
+check_eq "timeline.csv header names the sample type and unit" "$(head -1 "$tl")" "time,cpu_nanoseconds,cpu_cores"
 steps=$(($(wc -l < "$tl") - 1))
 [ "$steps" -ge 1 ] && [ "$steps" -le 120 ] && ok "timeline has 1..120 steps ($steps)" || fail "timeline steps" "$steps"
 tsum=$(awk -F, 'NR > 1 {s += $2} END {printf "%.0f", s}' "$tl")

@@ -345,9 +345,27 @@ test_timeline(void **state)
 	assert_true(timeline_value(&tl, 0) == 15);
 	assert_true(timeline_value(&tl, tl.nsteps - 1) == 7);
 	assert_int_equal(timeline_csv(&tl, "cpu", "nanoseconds", &csv), 0);
-	assert_non_null(strstr(csv.data, "time,cpu_nanoseconds\n2025-11-22T02:00:00Z,15\n"));
-	assert_int_equal(timeline_svg(&tl, "a <title>", "nanoseconds", &svg), 0);
+	/* CPU time: a cores column, ns over the step's ns (30 s here). */
+	assert_true(tl.step == INT64_C(30) * 1000000000);
+	assert_non_null(strstr(csv.data,
+	    "time,cpu_nanoseconds,cpu_cores\n2025-11-22T02:00:00Z,15,0.0000\n"));
+	assert_int_equal(timeline_svg(&tl, "a <title>", "cpu", "nanoseconds", &svg), 0);
 	assert_wellformed(&svg, "timeline");
+	assert_non_null(strstr(svg.data, "cpu in cores"));
+	/* Ticks on round times: an hour from 02:00 in 30 s steps ticks every 10 minutes. */
+	assert_non_null(strstr(svg.data, ">02:10</text>"));
+	assert_non_null(strstr(svg.data, ">03:00</text>"));
+	assert_null(strstr(svg.data, ">02:11</text>"));
+	timeline_free(&tl);
+	buf_free(&csv);
+	buf_free(&svg);
+	/* Four cores busy: 120 s of CPU time in a 30 s step. */
+	assert_int_equal(timeline_init(&tl, t0, t0 + h, false), 0);
+	timeline_add(&tl, t0, INT64_C(120) * 1000000000);
+	assert_int_equal(timeline_csv(&tl, "cpu", "nanoseconds", &csv), 0);
+	assert_non_null(strstr(csv.data, "2025-11-22T02:00:00Z,120000000000,4.0000\n"));
+	assert_int_equal(timeline_svg(&tl, "w", "cpu", "nanoseconds", &svg), 0);
+	assert_non_null(strstr(svg.data, ">4 cores</text>"));
 	timeline_free(&tl);
 	/* Gauges average; a 9-second span still gets many steps. */
 	assert_int_equal(timeline_init(&tl, t0, t0 + INT64_C(9000000000), true), 0);
