@@ -761,17 +761,6 @@ parse_digests(const char *s, struct buf *out, size_t *n, size_t max)
 	}
 }
 
-/* By time, then id: ORDER BY ns, gid. */
-static int
-ref_cmp(const void *a, const void *b)
-{
-	const struct store_ref *x = a, *y = b;
-
-	if (x->time != y->time)
-		return x->time < y->time ? -1 : 1;
-	return x->id < y->id ? -1 : x->id > y->id;
-}
-
 /* The profiles of (where) in q's range, in time order (profiles/, listings). */
 static int
 run_listing(struct cluster *c, const char *where, const struct query *q,
@@ -832,7 +821,8 @@ run_listing(struct cluster *c, const char *where, const struct query *q,
 	}
 	/* The shards' rows, each in order: in order as a whole, cut to the limit. */
 	if (res->nrefs > 1)
-		qsort(res->refs, res->nrefs, sizeof(*res->refs), ref_cmp);
+		/* By time, then id: ORDER BY ns, gid. */
+		qsort(res->refs, res->nrefs, sizeof(*res->refs), store_ref_cmp);
 	if (q->limit && res->nrefs > q->limit)
 		res->nrefs = q->limit;
 	for (i = 0; i < res->nrefs; i++)

@@ -64,8 +64,8 @@ query_skip_add(struct query_result *res, uint64_t id, const char *reason)
 	return 0;
 }
 
-static int
-ref_cmp(const void *a, const void *b)
+int
+store_ref_cmp(const void *a, const void *b)
 {
 	const struct store_ref *x = a, *y = b;
 
@@ -123,7 +123,7 @@ query_list(struct store *st, const struct query *q, struct query_result *res)
 			rc = store_scan(st, res->series[i], q->from, q->to, false, list_cb, res);
 	if (rc == 0) {
 		if (res->nrefs)	/* refs is NULL when empty: not for qsort */
-			qsort(res->refs, res->nrefs, sizeof(*res->refs), ref_cmp);
+			qsort(res->refs, res->nrefs, sizeof(*res->refs), store_ref_cmp);
 		if (q->limit && res->nrefs > q->limit)
 			res->nrefs = q->limit;
 	}
@@ -336,7 +336,7 @@ sort_with_totals(struct query_result *res, struct merge_listing *c)
 	if ((res->totals_at = malloc(res->nrefs * sizeof(size_t))) == NULL)
 		return -ENOMEM;
 	for (i = 1; i < res->nrefs && sorted; i++)
-		sorted = ref_cmp(&res->refs[i - 1], &res->refs[i]) <= 0;
+		sorted = store_ref_cmp(&res->refs[i - 1], &res->refs[i]) <= 0;
 	if (sorted) {
 		memcpy(res->totals_at, at, res->nrefs * sizeof(size_t));
 		res->totals = (int64_t *)buf_steal(&c->totals, NULL);

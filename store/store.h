@@ -63,6 +63,9 @@ struct store_ref {
 	uint64_t	 summary;
 };
 
+/* qsort() order of struct store_refs: by time, then id (the order listings and merges read in). */
+int	store_ref_cmp(const void *a, const void *b);
+
 /*
  * Validate and store one profile (pprof, gzipped or not), durably: when this
  * returns 0 the profile survives a crash. *ref (optional output) says where it
