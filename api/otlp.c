@@ -936,7 +936,7 @@ otlp_decode(const void *data, size_t len, bool json, struct otlp_batch *ob, stru
 	if (json) {
 		rc = pbjson_encode(&otlp__export_profiles_service_request__descriptor, data, len,
 		    &json_limits, PBJSON_HEX_IDS, &pb, err);
-		if (rc == -EFBIG)
+		if (rc == -EFBIG && strstr(err->data, "nested") == NULL)
 			buf_adds(err, "; send protobuf (application/x-protobuf) for larger requests");
 		if (rc < 0)
 			goto out;
@@ -1042,9 +1042,12 @@ otlp_profiles(struct http_req *r)
 	bool json;
 	int rc;
 
-	if (ct && media_is(ct, "application/json"))
+	if (ct && media_is(ct, "application/json")) {
 		json = true;
-	else if (ct && (media_is(ct, "application/x-protobuf") ||
+		/* JSON has its own, smaller limit: inflating stops there too. */
+		if (limit > json_limits.max_text)
+			limit = json_limits.max_text;
+	} else if (ct && (media_is(ct, "application/x-protobuf") ||
 	    media_is(ct, "application/protobuf")))
 		json = false;
 	else {
