@@ -1,8 +1,8 @@
 /*
- * connect: Connect unary calls and proto3's JSON mapping over protobuf-c's
- * descriptors (see connect.h). Messages built from JSON are allocated as
- * protobuf-c's unpacker would (malloc, strings and arrays owned by their
- * message), so protobuf_c_message_free_unpacked() frees both kinds.
+ * connect: Connect unary calls, and proto3's JSON mapping of replies over
+ * protobuf-c's descriptors (see connect.h). A request's JSON is read by
+ * pbjson.c, as OTLP's is, re-encoded as protobuf: JSON and protobuf requests
+ * then unpack alike, under the memory budget (pbjson_unpack()).
  */
 #include <errno.h>
 #include <math.h>
@@ -14,11 +14,23 @@
 #include <microhttpd.h>
 
 #include "connect.h"
+#include "pbjson.h"
 
-/* Nesting of messages in a JSON request: the API's are 3 deep. */
-#define JSON_MAX_DEPTH		16
 /* A request body once gunzipped. */
 #define CONNECT_MAX_DECODED	(16u << 20)
+/* What the messages of one request may take once unpacked (pbjson_unpack()). */
+#define CONNECT_MAX_MESSAGE	(64u << 20)
+
+/*
+ * A request's JSON (pbjson.h): the API's requests are a few fields and lists
+ * of selectors and ids, 3 messages deep; these are far past them.
+ */
+static const struct pbjson_limits json_limits = {
+	.max_text = CONNECT_MAX_DECODED,
+	.max_depth = PBJSON_MAX_DEPTH,
+	.max_elements = 256u << 10,
+	.max_strings = CONNECT_MAX_DECODED,
+};
 
 const char *
 connect_code(unsigned status)
@@ -51,9 +63,6 @@ connect_is_json(struct http_req *r)
 
 	return ct && strncasecmp(ct, "application/json", 16) == 0;
 }
-
-static ProtobufCMessage *connect_from_json_depth(const ProtobufCMessageDescriptor *d,
-    const json_t *j, int depth, struct buf *err);
 
 /* --- values --------------------------------------------------------------- */
 
@@ -95,39 +104,6 @@ json_name(const char *name, char *out, size_t n)
 	out[i] = '\0';
 }
 
-static const ProtobufCFieldDescriptor *
-field_by_json(const ProtobufCMessageDescriptor *d, const char *key)
-{
-	char jn[128];
-	unsigned i;
-
-	for (i = 0; i < d->n_fields; i++) {
-		if (strcmp(d->fields[i].name, key) == 0)
-			return &d->fields[i];
-		json_name(d->fields[i].name, jn, sizeof(jn));
-		if (strcmp(jn, key) == 0)
-			return &d->fields[i];
-	}
-	return NULL;
-}
-
-/* A bytes field from its JSON form (base64, buf_add_base64_decoded()). */
-static int
-bytes_from_json(const char *s, ProtobufCBinaryData *out)
-{
-	struct buf b = { 0 };
-	int rc;
-
-	out->data = NULL;
-	out->len = 0;
-	if ((rc = buf_add_base64_decoded(&b, s, strlen(s))) < 0) {
-		buf_free(&b);
-		return rc;
-	}
-	out->data = (uint8_t *)buf_steal(&b, &out->len);
-	return 0;
-}
-
 /* A bytes field as JSON: base64 (buf_add_base64()). NULL when out of memory. */
 static json_t *
 bytes_to_json(const uint8_t *p, size_t n)
@@ -138,239 +114,6 @@ bytes_to_json(const uint8_t *p, size_t n)
 	j = buf_add_base64(&b, p, n) < 0 ? NULL : json_stringn(b.data ? b.data : "", b.len);
 	buf_free(&b);
 	return j;
-}
-
-static int
-json_int(const json_t *v, bool is_unsigned, int64_t lo, int64_t hi, uint64_t *out)
-{
-	if (json_is_integer(v)) {
-		json_int_t x = json_integer_value(v);
-
-		if (x < lo || x > hi)
-			return -ERANGE;
-		*out = (uint64_t)x;
-		return 0;
-	}
-	if (json_is_real(v)) {
-		double x = json_real_value(v);
-
-		if (x != floor(x) || x < (double)lo || x > (double)hi)
-			return -ERANGE;
-		*out = (uint64_t)(int64_t)x;
-		return 0;
-	}
-	if (json_is_string(v)) {
-		const char *s = json_string_value(v);
-		char *end;
-
-		errno = 0;
-		if (is_unsigned) {
-			unsigned long long x = strtoull(s, &end, 10);
-
-			if (errno || *end || !*s || s[0] == '-' || (hi != INT64_MAX && x > (uint64_t)hi))
-				return -ERANGE;
-			*out = x;
-		} else {
-			long long x = strtoll(s, &end, 10);
-
-			if (errno || *end || !*s || x < lo || x > hi)
-				return -ERANGE;
-			*out = (uint64_t)x;
-		}
-		return 0;
-	}
-	return -EINVAL;
-}
-
-/* One value of field f from v into the element at p. */
-static int
-value_from_json(const ProtobufCFieldDescriptor *f, const json_t *v, void *p, int depth,
-    struct buf *err)
-{
-	uint64_t u = 0;
-	int rc = 0;
-
-	switch (f->type) {
-	case PROTOBUF_C_TYPE_INT32: case PROTOBUF_C_TYPE_SINT32: case PROTOBUF_C_TYPE_SFIXED32:
-		if ((rc = json_int(v, false, INT32_MIN, INT32_MAX, &u)) == 0)
-			*(int32_t *)p = (int32_t)(int64_t)u;
-		break;
-	case PROTOBUF_C_TYPE_UINT32: case PROTOBUF_C_TYPE_FIXED32:
-		if ((rc = json_int(v, true, 0, UINT32_MAX, &u)) == 0)
-			*(uint32_t *)p = (uint32_t)u;
-		break;
-	case PROTOBUF_C_TYPE_INT64: case PROTOBUF_C_TYPE_SINT64: case PROTOBUF_C_TYPE_SFIXED64:
-		if ((rc = json_int(v, false, INT64_MIN, INT64_MAX, &u)) == 0)
-			*(int64_t *)p = (int64_t)u;
-		break;
-	case PROTOBUF_C_TYPE_UINT64: case PROTOBUF_C_TYPE_FIXED64:
-		if ((rc = json_int(v, true, 0, INT64_MAX, &u)) == 0)
-			*(uint64_t *)p = u;
-		break;
-	case PROTOBUF_C_TYPE_FLOAT: case PROTOBUF_C_TYPE_DOUBLE: {
-		double x;
-
-		if (json_is_number(v))
-			x = json_number_value(v);
-		else if (json_is_string(v) && strcmp(json_string_value(v), "NaN") == 0)
-			x = NAN;
-		else if (json_is_string(v) && strcmp(json_string_value(v), "Infinity") == 0)
-			x = INFINITY;
-		else if (json_is_string(v) && strcmp(json_string_value(v), "-Infinity") == 0)
-			x = -INFINITY;
-		else if (json_is_string(v)) {
-			char *end;
-
-			x = strtod(json_string_value(v), &end);
-			if (*end || !*json_string_value(v))
-				rc = -EINVAL;
-		} else
-			rc = -EINVAL;
-		if (rc == 0 && f->type == PROTOBUF_C_TYPE_FLOAT)
-			*(float *)p = (float)x;
-		else if (rc == 0)
-			*(double *)p = x;
-		break;
-	}
-	case PROTOBUF_C_TYPE_BOOL:
-		if (json_is_boolean(v))
-			*(protobuf_c_boolean *)p = json_is_true(v);
-		else
-			rc = -EINVAL;
-		break;
-	case PROTOBUF_C_TYPE_ENUM: {
-		const ProtobufCEnumDescriptor *ed = f->descriptor;
-		const ProtobufCEnumValue *ev = NULL;
-
-		if (json_is_string(v))
-			ev = protobuf_c_enum_descriptor_get_value_by_name(ed, json_string_value(v));
-		else if (json_is_integer(v) && json_integer_value(v) >= INT32_MIN &&
-		    json_integer_value(v) <= INT32_MAX) {
-			*(int32_t *)p = (int32_t)json_integer_value(v);
-			break;
-		}
-		if (ev == NULL) {
-			buf_printf(err, "field %s: no such value of %s", f->name, ed->name);
-			return -EINVAL;
-		}
-		*(int32_t *)p = ev->value;
-		break;
-	}
-	case PROTOBUF_C_TYPE_STRING:
-		if (!json_is_string(v))
-			rc = -EINVAL;
-		else if ((*(char **)p = strdup(json_string_value(v))) == NULL)
-			return -ENOMEM;
-		break;
-	case PROTOBUF_C_TYPE_BYTES:
-		if (!json_is_string(v))
-			rc = -EINVAL;
-		else
-			rc = bytes_from_json(json_string_value(v), p);
-		break;
-	case PROTOBUF_C_TYPE_MESSAGE: {
-		ProtobufCMessage *sub;
-
-		if (depth >= JSON_MAX_DEPTH) {
-			buf_printf(err, "field %s: messages nested more than %d deep", f->name,
-			    JSON_MAX_DEPTH);
-			return -EINVAL;
-		}
-		if (!json_is_object(v)) {
-			rc = -EINVAL;
-			break;
-		}
-		if ((sub = connect_from_json_depth(f->descriptor, v, depth + 1, err)) == NULL)
-			return -EINVAL;
-		*(ProtobufCMessage **)p = sub;
-		break;
-	}
-	}
-	if (rc == -ENOMEM)
-		return rc;
-	if (rc < 0 && err->len == 0)
-		buf_printf(err, "field %s: value of the wrong type or out of range", f->name);
-	return rc < 0 ? -EINVAL : 0;
-}
-
-/* --- JSON to messages ------------------------------------------------------ */
-
-static ProtobufCMessage *
-connect_from_json_depth(const ProtobufCMessageDescriptor *d, const json_t *j, int depth,
-    struct buf *err)
-{
-	ProtobufCMessage *m;
-	const char *key;
-	json_t *v;
-
-	if (!json_is_object(j)) {
-		buf_printf(err, "%s: expected a JSON object", d->name);
-		return NULL;
-	}
-	if ((m = calloc(1, d->sizeof_message)) == NULL) {
-		buf_adds(err, "out of memory");
-		return NULL;
-	}
-	protobuf_c_message_init(d, m);
-	json_object_foreach((json_t *)j, key, v) {
-		const ProtobufCFieldDescriptor *f = field_by_json(d, key);
-		char *member;
-
-		if (f == NULL || json_is_null(v))
-			continue;	/* unknown fields are ignored, as Connect servers do */
-		member = (char *)m + f->offset;
-		if (f->label == PROTOBUF_C_LABEL_REPEATED) {
-			size_t *n = (size_t *)((char *)m + f->quantifier_offset), i, es;
-			char *arr;
-
-			if (!json_is_array(v)) {
-				buf_printf(err, "field %s: expected an array", f->name);
-				goto bad;
-			}
-			if (json_array_size(v) == 0)
-				continue;
-			es = elem_size(f->type);
-			if ((arr = calloc(json_array_size(v), es)) == NULL) {
-				buf_adds(err, "out of memory");
-				goto bad;
-			}
-			*(void **)member = arr;
-			for (i = 0; i < json_array_size(v); i++) {
-				if (value_from_json(f, json_array_get(v, i), arr + i * es, depth,
-				    err) < 0)
-					goto bad;
-				(*n)++;
-			}
-			continue;
-		}
-		if (f->type == PROTOBUF_C_TYPE_STRING &&
-		    *(char **)member != (const char *)f->default_value &&
-		    *(char **)member != protobuf_c_empty_string)
-			free(*(char **)member);	/* a key given twice */
-		if (f->type == PROTOBUF_C_TYPE_STRING)
-			*(char **)member = NULL;
-		if (f->type == PROTOBUF_C_TYPE_MESSAGE && *(ProtobufCMessage **)member) {
-			protobuf_c_message_free_unpacked(*(ProtobufCMessage **)member, NULL);
-			*(ProtobufCMessage **)member = NULL;
-		}
-		if (value_from_json(f, v, member, depth, err) < 0) {
-			if (f->type == PROTOBUF_C_TYPE_STRING && *(char **)member == NULL)
-				*(char **)member = (char *)protobuf_c_empty_string;
-			goto bad;
-		}
-		if (f->label == PROTOBUF_C_LABEL_OPTIONAL && f->quantifier_offset)
-			*(protobuf_c_boolean *)((char *)m + f->quantifier_offset) = 1;
-	}
-	return m;
-bad:
-	protobuf_c_message_free_unpacked(m, NULL);
-	return NULL;
-}
-
-ProtobufCMessage *
-connect_from_json(const ProtobufCMessageDescriptor *d, const json_t *j, struct buf *err)
-{
-	return connect_from_json_depth(d, j, 0, err);
 }
 
 /* --- messages to JSON ------------------------------------------------------ */
@@ -496,16 +239,30 @@ oom:
 
 /* --- calls ---------------------------------------------------------------- */
 
+/* The reply for a request refused by pbjson.c's rc, the reason in err. */
+static void
+decode_fail(struct http_req *r, const ProtobufCMessageDescriptor *d, int rc,
+    const struct buf *err)
+{
+	const char *why = err->data ? err->data : "out of memory";
+
+	if (rc == -EFBIG)
+		http_reply_error(r, 413, "%s", why);
+	else if (rc == -ENOMEM) {
+		http_add_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+		http_reply_error(r, 503, "%s", why);
+	} else
+		http_reply_error(r, 400, "bad %s: %s", d->name, why);
+}
+
 int
 connect_decode(struct http_req *r, const ProtobufCMessageDescriptor *d, ProtobufCMessage **out)
 {
 	const char *ct = http_header(r, MHD_HTTP_HEADER_CONTENT_TYPE);
 	const char *ce = http_header(r, MHD_HTTP_HEADER_CONTENT_ENCODING);
-	struct buf plain = { 0 }, err = { 0 };
+	struct buf plain = { 0 }, pb = { 0 }, err = { 0 };
 	const void *body = r->body.data;
 	size_t len = r->body.len;
-	json_error_t jerr;
-	json_t *doc;
 	int rc = 0;
 
 	*out = NULL;
@@ -522,45 +279,56 @@ connect_decode(struct http_req *r, const ProtobufCMessageDescriptor *d, Protobuf
 			http_reply_error(r, 501, "Content-Encoding %s is not served (gzip or none)", ce);
 			return -EINVAL;
 		}
-		if ((rc = profile_gunzip(body, len, &plain, &err)) < 0 ||
-		    plain.len > CONNECT_MAX_DECODED) {
-			buf_free(&plain);
-			if (rc == -ENOMEM || rc == -EAGAIN) {
+		/* Inflated no further than the limit: a bomb costs that, not its ratio. */
+		if ((rc = profile_gunzip_max(body, len, CONNECT_MAX_DECODED, &plain, &err)) < 0) {
+			if (rc == -EFBIG) {
+				http_reply_error(r, 413, "decompressed body larger than %u MiB",
+				    CONNECT_MAX_DECODED >> 20);
+			} else if (rc == -ENOMEM || rc == -EAGAIN) {
 				/* The memory budget refused: not the client's fault. */
-				http_add_header(r, "Retry-After", "1");
+				http_add_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
 				http_reply_error(r, 503, "no memory to gunzip the body (the memory "
 				    "budget of %zu MiB is in use); try again", budget_limit() >> 20);
-			} else if (rc == -EFBIG || rc == 0)
-				http_reply_error(r, 413, "bad gzip body: %s", http_why(&err,
-				    "over the limit once gunzipped"));
-			else
+			} else {
 				http_reply_error(r, 400, "bad gzip body: %s", http_why(&err,
 				    "not gzip data"));
-			buf_free(&err);
-			return rc == -ENOMEM || rc == -EAGAIN ? rc : -EINVAL;
+			}
+			rc = -EINVAL;
+			goto out;
 		}
 		body = plain.data;
 		len = plain.len;
 	}
 	if (connect_is_json(r)) {
-		doc = json_loadb(len ? body : "{}", len ? len : 2, 0, &jerr);
-		if (doc == NULL) {
-			http_reply_error(r, 400, "malformed JSON body: %s (line %d)", jerr.text,
-			    jerr.line);
+		if ((rc = pbjson_encode(d, len ? body : "{}", len ? len : 2, &json_limits, 0, &pb,
+		    &err)) < 0) {
+			decode_fail(r, d, rc, &err);
 			rc = -EINVAL;
-		} else if ((*out = connect_from_json(d, doc, &err)) == NULL) {
-			http_reply_error(r, 400, "bad %s: %s", d->name,
-			    http_why(&err, "not its JSON form"));
-			rc = -EINVAL;
+			goto out;
 		}
-		json_decref(doc);
-	} else if ((*out = protobuf_c_message_unpack(d, NULL, len, body)) == NULL) {
-		http_reply_error(r, 400, "malformed %s in the protobuf body", d->name);
+		body = pb.data;
+		len = pb.len;
+	}
+	if ((rc = pbjson_unpack(d, len ? body : "", len, CONNECT_MAX_MESSAGE, out, &err)) < 0) {
+		if (rc == -EINVAL && !connect_is_json(r)) {
+			buf_reset(&err);
+			buf_printf(&err, "malformed %s in the protobuf body", d->name);
+			http_reply_error(r, 400, "%s", err.data);
+		} else
+			decode_fail(r, d, rc, &err);
 		rc = -EINVAL;
 	}
+out:
 	buf_free(&plain);
+	buf_free(&pb);
 	buf_free(&err);
 	return rc;
+}
+
+void
+connect_free(ProtobufCMessage *m)
+{
+	pbjson_free(m);
 }
 
 /* The reply's message in protobuf to r->capture, when the caller asked for it. */

@@ -6,7 +6,8 @@
  * strings, enums by name), gzipped if Content-Encoding says so; the reply has
  * the request's encoding. Errors are http_reply_error()'s Connect form. The
  * JSON mapping is generic, driven by protobuf-c's descriptors, so every
- * message of api/proto has it. Internal to api/ (it shows protobuf-c types).
+ * message of api/proto has it (requests read by pbjson.c). Internal to api/
+ * (it shows protobuf-c types).
  */
 #ifndef PROFILEFS_CONNECT_H
 #define PROFILEFS_CONNECT_H
@@ -18,23 +19,22 @@
 /* Whether r's body is JSON (application/json), else protobuf. */
 bool	connect_is_json(struct http_req *r);
 /*
- * Decode r's body as a message of d into *out (malloc'd; free with
- * protobuf_c_message_free_unpacked(*out, NULL)). On bad input it replies
- * (400, 415) and returns -EINVAL; -ENOMEM likewise after a 500.
+ * Decode r's body as a message of d into *out, its memory charged to the
+ * budget; free it with connect_free(). On a refused request it replies and
+ * returns -EINVAL: 400 bad input, 413 past a limit (16 MiB once gunzipped,
+ * the JSON limits of pbjson.h, 64 MiB of messages), 415 and 501 for another
+ * content type or encoding, 503 when the memory budget has no room.
  */
 int	connect_decode(struct http_req *r, const ProtobufCMessageDescriptor *d,
 	    ProtobufCMessage **out);
+/* Free a message from connect_decode(); NULL is a no-op. */
+void	connect_free(ProtobufCMessage *m);
 /* Reply 200 with m in r's encoding. */
 void	connect_reply(struct http_req *r, const ProtobufCMessage *m);
 /* Reply 200 with an already encoded message of d (body taken); JSON converts it. */
 void	connect_reply_packed(struct http_req *r, const ProtobufCMessageDescriptor *d,
 	    struct buf *body);
-/*
- * The JSON mapping on its own: from a parsed document (NULL with the reason
- * in err), and to one (NULL: out of memory).
- */
-ProtobufCMessage *connect_from_json(const ProtobufCMessageDescriptor *d, const json_t *j,
-	    struct buf *err);
+/* A message in proto3's JSON mapping (NULL: out of memory); pbjson.c reads it back. */
 json_t	*connect_to_json(const ProtobufCMessage *m);
 
 #endif

@@ -3,8 +3,9 @@
  * in the layout of opentelemetry-proto v1.11.0 (api/otlp.proto says what is
  * read). The body is an ExportProfilesServiceRequest, protobuf
  * (application/x-protobuf) or its proto3 JSON form (application/json), gzipped
- * or not (Content-Encoding). JSON is first re-encoded as protobuf by walking
- * the generated descriptors, so both go through one decoder.
+ * or not (Content-Encoding). JSON is first re-encoded as protobuf, under
+ * limits and the memory budget, by pbjson.c (the API's one JSON reader), so
+ * both go through one decoder.
  *
  * The request's shared dictionary is resolved into pprof through the merge
  * builder (pprof.h): one stored profile per (resource, scope, label set,
@@ -36,11 +37,17 @@
 
 #include "api_int.h"
 #include "otlp.pb-c.h"
+#include "pbjson.h"
 
 #define RELEASE		"opentelemetry-proto v1.11.0"
 #define NS_10M		(INT64_C(600) * 1000000000)
-/* A JSON body's tree takes several times its size: its own, smaller limit. */
-#define JSON_MAX	(64u << 20)
+/* A JSON body's tree takes several times its size: its own, smaller limits (pbjson.h). */
+static const struct pbjson_limits json_limits = {
+	.max_text = 64u << 20,
+	.max_depth = PBJSON_MAX_DEPTH,
+	.max_elements = PBJSON_MAX_ELEMENTS,
+	.max_strings = 64u << 20,
+};
 /* Stored profiles one request may make: (group, 10-minute window) pairs. */
 #define MAX_BUCKETS	1024
 /* Frames of one stack and lines of one location: far past real programs. */
@@ -51,226 +58,28 @@
 enum { GRPC_INVALID_ARGUMENT = 3, GRPC_NOT_FOUND = 5, GRPC_RESOURCE_EXHAUSTED = 8,
 	GRPC_INTERNAL = 13, GRPC_UNAVAILABLE = 14 };
 
-/* --- JSON to protobuf -------------------------------------------------- */
-
-/* Whether key is field name in proto3 JSON's lowerCamelCase, or the name itself. */
-static bool
-name_is(const char *name, const char *key)
-{
-	if (strcmp(name, key) == 0)
-		return true;
-	for (; *name; name++, key++) {
-		if (*name == '_' && name[1]) {
-			name++;
-			if (*key != (name[0] >= 'a' && name[0] <= 'z' ? name[0] - 32 : name[0]))
-				return false;
-		} else if (*key != *name)
-			return false;
-	}
-	return *key == '\0';
-}
-
-static int
-jfail(struct buf *err, const char *field, const char *what)
-{
-	buf_printf(err, "JSON field \"%s\": %s", field, what);
-	return -EINVAL;
-}
-
-/* An integer from a JSON number or decimal string (OTLP/JSON writes 64-bit ones as strings). */
-static int
-json_int(const json_t *v, bool is_unsigned, uint64_t *out)
-{
-	const char *s;
-	char *end;
-
-	if (json_is_integer(v)) {
-		*out = (uint64_t)json_integer_value(v);
-		return is_unsigned && json_integer_value(v) < 0 ? -EINVAL : 0;
-	}
-	if (json_is_real(v)) {
-		double d = json_real_value(v);
-
-		/* Range first: converting a double out of int64's range is undefined. */
-		if (!(d >= -9.2e18 && d <= 9.2e18) || d != (double)(int64_t)d ||
-		    (is_unsigned && d < 0))
-			return -EINVAL;
-		*out = (uint64_t)(int64_t)d;
-		return 0;
-	}
-	if (!json_is_string(v) || (s = json_string_value(v))[0] == '\0')
-		return -EINVAL;
-	errno = 0;
-	if (is_unsigned) {
-		if (s[0] == '-')
-			return -EINVAL;
-		*out = strtoull(s, &end, 10);
-	} else
-		*out = (uint64_t)strtoll(s, &end, 10);
-	return errno || *end ? -EINVAL : 0;
-}
-
-/* Bytes from base64 (either alphabet, padding optional), or hex for OTLP's ids. */
-static int
-json_bytes(const char *s, bool hex, struct buf *out)
-{
-	size_t n = strlen(s), i;
-
-	if (hex) {
-		if (n % 2)
-			return -EINVAL;
-		for (i = 0; i < n; i += 2) {
-			int hi = hex_value(s[i]), lo = hex_value(s[i + 1]);
-
-			if (hi < 0 || lo < 0)
-				return -EINVAL;
-			if (buf_addc(out, hi << 4 | lo) < 0)
-				return -ENOMEM;
-		}
-		return 0;
-	}
-	return buf_add_base64_decoded(out, s, n);
-}
-
-static int	json_message(const ProtobufCMessageDescriptor *d, const json_t *obj,
-		    struct buf *out, struct buf *err);
-
-/* Append field f's value v (one element of a repeated field) as protobuf. */
-static int
-json_field(const ProtobufCFieldDescriptor *f, const json_t *v, struct buf *out, struct buf *err)
-{
-	struct buf sub = { 0 };
-	uint64_t u = 0;
-	unsigned char fx[8];
-	double d;
-	int rc = 0, i;
-
-	switch (f->type) {
-	case PROTOBUF_C_TYPE_INT32:
-	case PROTOBUF_C_TYPE_INT64:
-	case PROTOBUF_C_TYPE_UINT32:
-	case PROTOBUF_C_TYPE_UINT64:
-	case PROTOBUF_C_TYPE_FIXED64:
-	case PROTOBUF_C_TYPE_BOOL:
-		if (f->type == PROTOBUF_C_TYPE_BOOL) {
-			if (!json_is_boolean(v))
-				return jfail(err, f->name, "not a boolean");
-			u = json_is_true(v);
-		} else if (json_int(v, f->type == PROTOBUF_C_TYPE_UINT32 ||
-		    f->type == PROTOBUF_C_TYPE_UINT64 || f->type == PROTOBUF_C_TYPE_FIXED64, &u) < 0)
-			return jfail(err, f->name, "not an integer (a number or a decimal string)");
-		if ((f->type == PROTOBUF_C_TYPE_INT32 && (int64_t)u != (int32_t)u) ||
-		    (f->type == PROTOBUF_C_TYPE_UINT32 && u > UINT32_MAX))
-			return jfail(err, f->name, "out of the range of a 32-bit integer");
-		if (f->type == PROTOBUF_C_TYPE_FIXED64) {
-			if ((rc = buf_add_varint(out, (uint64_t)f->id << 3 | 1)) < 0)
-				return rc;
-			for (i = 0; i < 8; i++)
-				fx[i] = (unsigned char)(u >> (8 * i));
-			return buf_add(out, fx, 8);
-		}
-		if ((rc = buf_add_varint(out, (uint64_t)f->id << 3)) < 0)
-			return rc;
-		return buf_add_varint(out, u);
-	case PROTOBUF_C_TYPE_DOUBLE:
-		if (json_is_number(v))
-			d = json_number_value(v);
-		else if (json_is_string(v) && strcmp(json_string_value(v), "NaN") == 0)
-			d = 0.0 / 0.0;
-		else if (json_is_string(v) && strcmp(json_string_value(v), "Infinity") == 0)
-			d = 1.0 / 0.0;
-		else if (json_is_string(v) && strcmp(json_string_value(v), "-Infinity") == 0)
-			d = -1.0 / 0.0;
-		else
-			return jfail(err, f->name, "not a number");
-		memcpy(&u, &d, 8);
-		for (i = 0; i < 8; i++)
-			fx[i] = (unsigned char)(u >> (8 * i));
-		if ((rc = buf_add_varint(out, (uint64_t)f->id << 3 | 1)) < 0)
-			return rc;
-		return buf_add(out, fx, 8);
-	case PROTOBUF_C_TYPE_STRING:
-	case PROTOBUF_C_TYPE_BYTES:
-		if (!json_is_string(v))
-			return jfail(err, f->name, "not a string");
-		if (f->type == PROTOBUF_C_TYPE_STRING)
-			rc = buf_add(&sub, json_string_value(v), json_string_length(v));
-		else if ((rc = json_bytes(json_string_value(v), strcmp(f->name, "trace_id") == 0 ||
-		    strcmp(f->name, "span_id") == 0 || strcmp(f->name, "profile_id") == 0,
-		    &sub)) == -EINVAL)
-			rc = jfail(err, f->name, strstr(f->name, "_id") ? "not hex digits" :
-			    "not base64");
-		break;
-	case PROTOBUF_C_TYPE_MESSAGE:
-		if (!json_is_object(v))
-			return jfail(err, f->name, "not an object");
-		rc = json_message(f->descriptor, v, &sub, err);
-		break;
-	default:
-		/* The schema has no other types (otlp.proto). */
-		return jfail(err, f->name, "of a type this reader does not know");
-	}
-	if (rc == 0 && (rc = buf_add_varint(out, (uint64_t)f->id << 3 | 2)) == 0 &&
-	    (rc = buf_add_varint(out, sub.len)) == 0)
-		rc = buf_add(out, sub.data ? sub.data : "", sub.len);
-	buf_free(&sub);
-	return rc;
-}
-
-/*
- * Encode JSON object obj as message d in protobuf into out. Unknown keys are
- * skipped, as proto3 JSON readers do. The schema does not recurse, so
- * neither does this beyond its depth.
- */
-static int
-json_message(const ProtobufCMessageDescriptor *d, const json_t *obj, struct buf *out,
-    struct buf *err)
-{
-	const char *key;
-	json_t *v;
-	unsigned i;
-	int rc;
-
-	json_object_foreach((json_t *)obj, key, v) {
-		const ProtobufCFieldDescriptor *f = NULL;
-		size_t k;
-		json_t *e;
-
-		for (i = 0; i < d->n_fields && f == NULL; i++)
-			if (name_is(d->fields[i].name, key))
-				f = &d->fields[i];
-		if (f == NULL || json_is_null(v))
-			continue;
-		if (f->label == PROTOBUF_C_LABEL_REPEATED) {
-			if (!json_is_array(v))
-				return jfail(err, f->name, "not an array");
-			json_array_foreach(v, k, e)
-				if ((rc = json_field(f, e, out, err)) < 0)
-					return rc;
-		} else if ((rc = json_field(f, v, out, err)) < 0)
-			return rc;
-	}
-	return 0;
-}
-
 /* --- decoding ------------------------------------------------------------ */
 
 struct pbctx {
 	struct arena	*arena;
 	size_t		 budget;
 	bool		 over;
+	bool		 refused;	/* the memory budget had no room */
 };
 
 static void *
 pb_alloc(void *data, size_t size)
 {
 	struct pbctx *c = data;
+	void *p;
 
 	if (size > c->budget || arena_used(c->arena) > c->budget - size) {
 		c->over = true;
 		return NULL;
 	}
-	return arena_alloc(c->arena, size);
+	if ((p = arena_alloc(c->arena, size)) == NULL)
+		c->refused = true;
+	return p;
 }
 
 static void
@@ -1124,30 +933,15 @@ otlp_decode(const void *data, size_t len, bool json, struct otlp_batch *ob, stru
 	ProtobufCAllocator alloc;
 	struct pbctx pc = { 0 };
 	struct buf pb = { 0 };
-	json_t *doc = NULL;
-	json_error_t jerr;
 	int rc;
 
 	memset(ob, 0, sizeof(*ob));
 	if (json) {
-		if (len > JSON_MAX) {
-			buf_printf(err, "a JSON body of %zu bytes: at most %u once gunzipped; send "
-			    "protobuf (application/x-protobuf) for larger requests", len, JSON_MAX);
-			return -EFBIG;
-		}
-		if ((doc = json_loadb(data, len, 0, &jerr)) == NULL) {
-			buf_printf(err, "not JSON: %s (line %d, column %d)", jerr.text, jerr.line,
-			    jerr.column);
-			return -EINVAL;
-		}
-		if (!json_is_object(doc)) {
-			buf_adds(err, "not an ExportProfilesServiceRequest: the JSON is not an "
-			    "object");
-			rc = -EINVAL;
-			goto out;
-		}
-		if ((rc = json_message(&otlp__export_profiles_service_request__descriptor, doc,
-		    &pb, err)) < 0)
+		rc = pbjson_encode(&otlp__export_profiles_service_request__descriptor, data, len,
+		    &json_limits, PBJSON_HEX_IDS, &pb, err);
+		if (rc == -EFBIG && strstr(err->data, "nested") == NULL)
+			buf_adds(err, "; send protobuf (application/x-protobuf) for larger requests");
+		if (rc < 0)
 			goto out;
 		data = pb.data ? pb.data : "";
 		len = pb.len;
@@ -1166,6 +960,10 @@ otlp_decode(const void *data, size_t len, bool json, struct otlp_batch *ob, stru
 			buf_printf(err, "the request decodes to more than %zu bytes of messages",
 			    pc.budget);
 			rc = -EFBIG;
+		} else if (pc.refused) {
+			buf_printf(err, "no room in the memory budget (%zu MiB) for the request's "
+			    "messages; try again", budget_limit() >> 20);
+			rc = -ENOMEM;
 		} else {
 			buf_printf(err, "not an ExportProfilesServiceRequest of %s (truncated, "
 			    "or fields of another layout)", RELEASE);
@@ -1178,7 +976,6 @@ out:
 	if (rc < 0)
 		otlp_batch_free(ob);
 	arena_destroy(pc.arena);
-	json_decref(doc);
 	buf_free(&pb);
 	return rc;
 }
@@ -1312,9 +1109,12 @@ otlp_profiles(struct http_req *r)
 	bool json;
 	int rc;
 
-	if (ct && media_is(ct, "application/json"))
+	if (ct && media_is(ct, "application/json")) {
 		json = true;
-	else if (ct && (media_is(ct, "application/x-protobuf") ||
+		/* JSON has its own, smaller limit: inflating stops there too. */
+		if (limit > json_limits.max_text)
+			limit = json_limits.max_text;
+	} else if (ct && (media_is(ct, "application/x-protobuf") ||
 	    media_is(ct, "application/protobuf")))
 		json = false;
 	else {
@@ -1336,7 +1136,8 @@ otlp_profiles(struct http_req *r)
 			    "Content-Encoding gzip but the body is not gzip data");
 			goto out;
 		}
-		if ((rc = profile_gunzip(data, len, &plain, &err)) < 0) {
+		/* Inflated no further than the limit: a bomb costs that, not its ratio. */
+		if ((rc = profile_gunzip_max(data, len, limit, &plain, &err)) < 0) {
 			/* What was inflated goes before the reply is built. */
 			buf_free(&plain);
 			reply_rc(r, json, rc, "the gzip body", &err);

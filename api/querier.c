@@ -1603,5 +1603,5 @@ querier_handle(struct http_req *r)
 		call_cached(r, &methods[i], req);
 	else
 		methods[i].fn(r, req);
-	protobuf_c_message_free_unpacked(req, NULL);
+	connect_free(req);
 }

@@ -95,6 +95,13 @@ profile_is_gzip(const void *data, size_t len)
 int
 profile_gunzip(const void *data, size_t len, struct buf *out, struct buf *err)
 {
+	return profile_gunzip_max(data, len, PROFILE_MAX_DECODED, out, err);
+}
+
+int
+profile_gunzip_max(const void *data, size_t len, size_t max, struct buf *out, struct buf *err)
+{
+	size_t saved_max;
 	z_stream zs;
 	int zr, rc = 0;
 
@@ -107,21 +114,30 @@ profile_gunzip(const void *data, size_t len, struct buf *out, struct buf *err)
 		inflateEnd(&zs);
 		return fail(err, -EFBIG, "compressed input over 4 GiB");
 	}
+	if (out->len > max)
+		max = out->len;	/* what out held before is not ours to judge */
+	/* The buffer's growth itself stays within the limit (buf_reserve() rounds up). */
+	saved_max = out->max;
+	if (saved_max == 0 || saved_max > max + 1)
+		out->max = max + 1;
 	for (;;) {
-		size_t room;
+		size_t room, want;
 
-		/* Start near the usual ratio; the buffer doubles as needed. */
-		if ((rc = buf_reserve(out, len < 16384 ? 65536 :
-		    len < (16u << 20) ? len * 4 : (64u << 20))) < 0)
+		/*
+		 * Start near the usual ratio, never past the limit (and a byte
+		 * over it, the one that tells the limit was passed): the buffer
+		 * doubles as needed, so a bomb costs the limit, not its ratio.
+		 */
+		if (out->len > max)
+			break;
+		want = len < 16384 ? 65536 : len < (16u << 20) ? len * 4 : (64u << 20);
+		if (want > max - out->len + 1)
+			want = max - out->len + 1;
+		if ((rc = buf_reserve(out, want)) < 0)
 			break;
 		room = out->cap - out->len - 1;
-		if (out->len + room > PROFILE_MAX_DECODED)
-			room = PROFILE_MAX_DECODED - out->len;
-		if (room == 0) {
-			rc = fail(err, -EFBIG, "gzip data inflates past the limit of %u MiB",
-			    PROFILE_MAX_DECODED >> 20);
-			break;
-		}
+		if (room > max - out->len + 1)
+			room = max - out->len + 1;
 		zs.next_out = (Bytef *)out->data + out->len;
 		zs.avail_out = (uInt)room;
 		zr = inflate(&zs, Z_NO_FLUSH);
@@ -148,6 +164,15 @@ profile_gunzip(const void *data, size_t len, struct buf *out, struct buf *err)
 			    zs.msg ? zs.msg : "inflate failed");
 			break;
 		}
+	}
+	out->max = saved_max;
+	if (rc == 0 && out->len > max) {
+		if (max % (1u << 20) == 0)
+			rc = fail(err, -EFBIG, "gzip data inflates past the limit of %zu MiB",
+			    max >> 20);
+		else
+			rc = fail(err, -EFBIG, "gzip data inflates past the limit of %zu bytes",
+			    max);
 	}
 	inflateEnd(&zs);
 	return rc;

@@ -125,6 +125,13 @@ bool	profile_is_gzip(const void *data, size_t len);
 /* Undo gzip if the data starts with its magic; -EINVAL/-EFBIG with a reason. */
 int	profile_gunzip(const void *data, size_t len, struct buf *out,
 	    struct buf *err);
+/*
+ * The same with the limit max (bytes of out once inflated) in place of
+ * PROFILE_MAX_DECODED: inflating stops a byte past it (-EFBIG), so a bomb
+ * costs at most max + 1 bytes of out, whatever its ratio.
+ */
+int	profile_gunzip_max(const void *data, size_t len, size_t max, struct buf *out,
+	    struct buf *err);
 /* Append the encoded profile to out, gzipped when gzip is true. */
 int	profile_encode(const struct profile *p, bool gzip, struct buf *out);
 int	profile_gzip(const void *data, size_t len, struct buf *out);

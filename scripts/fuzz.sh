@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fuzz the parsers of outside input with libFuzzer:
-#   scripts/fuzz.sh [SECONDS] [HARNESS...]       (default: 60 s each; decode labels matchers connect path targets httpparse runtime ruby elf gopclntab perfmap stored tsv otlp debuginfod golabels hotspot v8)
+#   scripts/fuzz.sh [SECONDS] [HARNESS...]       (default: 60 s each; decode labels matchers connect pbjson path targets httpparse runtime ruby elf gopclntab perfmap stored tsv otlp debuginfod golabels hotspot v8)
 # Builds the harnesses of tests/fuzz/ with clang -fsanitize=fuzzer,address,undefined
 # (objects under $FUZZ_OUT, default /tmp/profilefs-fuzz; the tree is not touched),
 # starts from the checked-in corpus tests/fuzz/corpus/<harness>/ and keeps new
@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 SECS="${1:-60}"
 [ $# -gt 0 ] && shift
 HARNESSES=("$@")
-[ ${#HARNESSES[@]} -gt 0 ] || HARNESSES=(decode labels matchers connect path targets httpparse runtime ruby elf gopclntab perfmap stored tsv otlp debuginfod golabels hotspot v8)
+[ ${#HARNESSES[@]} -gt 0 ] || HARNESSES=(decode labels matchers connect pbjson path targets httpparse runtime ruby elf gopclntab perfmap stored tsv otlp debuginfod golabels hotspot v8)
 OUT="${FUZZ_OUT:-/tmp/profilefs-fuzz}"
 SAN="fuzzer-no-link,address,undefined"
 command -v clang >/dev/null || { echo "fuzz.sh: clang is needed (apt-get install clang)" >&2; exit 1; }
@@ -29,7 +29,7 @@ CFLAGS=(-g -O1 -std=gnu11 -fno-omit-frame-pointer -fsanitize=fuzzer,address,unde
 for d in base pprof store render query cluster fs api collector/ebpf collector/ebpf/runtimes collector/scrape; do CFLAGS+=(-I"$d"); done
 CFLAGS+=(-Ibpf)	# collector/ebpf/runtimes/python.h: the types shared with the BPF program
 CFLAGS+=(-I"$OUT/build/gen/pb" -I"$OUT/build/gen/otlp" -I"$OUT/build/gen/api" $(pkg-config --cflags $PKGS))
-LIBS=($(pkg-config --libs $PKGS) -lrocksdb -lstdc++ -lpthread -lm)	# -lstdc++: base/re2shim.cc
+LIBS=($(pkg-config --libs $PKGS) -lrocksdb -liberty -lstdc++ -lpthread -lm)	# -lstdc++: base/re2shim.cc
 
 summary=()
 for h in "${HARNESSES[@]}"; do

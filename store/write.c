@@ -436,9 +436,9 @@ store_put(struct store *st, const struct store_input *in, const void *data, size
 	size_t pl = len;
 	int rc;
 
-	/* Gunzipped once: measured against the limit, then decoded. */
+	/* Gunzipped once, never past the limit, then decoded. */
 	if (gzipped) {
-		if ((rc = profile_gunzip(data, len, &plain, err)) < 0)
+		if ((rc = profile_gunzip_max(data, len, limit, &plain, err)) < 0)
 			goto out;
 		pd = plain.data ? plain.data : "";
 		pl = plain.len;

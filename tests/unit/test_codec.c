@@ -631,7 +631,25 @@ test_gzip_bomb(void **state)
 	/* gunzip itself stops at the limit, not after. */
 	buf_reset(&err);
 	assert_int_equal(profile_gunzip(bomb.data, bomb.len, &out, &err), -EFBIG);
-	assert_true(out.len <= PROFILE_MAX_DECODED);
+	assert_true(out.len <= PROFILE_MAX_DECODED + 1);
+	/* A smaller limit: inflating stops there (the buffer never grows past it). */
+	buf_free(&out);
+	buf_reset(&err);
+	assert_int_equal(profile_gunzip_max(bomb.data, bomb.len, 16u << 20, &out, &err), -EFBIG);
+	assert_true(out.len <= (16u << 20) + 1);
+	assert_true(out.cap <= (16u << 20) + 2);
+	assert_non_null(strstr(err.data, "past the limit of 16 MiB"));
+	buf_free(&out);
+	buf_free(&bomb);
+	/* Data of exactly the limit inflates; a byte more does not. */
+	make_bomb(&bomb, 1);
+	buf_reset(&err);
+	assert_int_equal(profile_gunzip_max(bomb.data, bomb.len, 1u << 20, &out, &err), 0);
+	assert_int_equal(out.len, 1u << 20);
+	buf_free(&out);
+	assert_int_equal(profile_gunzip_max(bomb.data, bomb.len, (1u << 20) - 1, &out, &err),
+	    -EFBIG);
+	assert_non_null(strstr(err.data, "past the limit of 1048575 bytes"));
 	buf_free(&out);
 	buf_free(&bomb);
 	buf_free(&err);
