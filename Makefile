@@ -182,8 +182,9 @@ protoc_into = t=$$(mktemp -d $(B)/gen/.protoc.XXXXXX) && protoc-c $(2) --c_out=$
 # must survive decoding.
 $(B)/gen/pb/profile.proto: pprof/profile.proto
 	@mkdir -p $(B)/gen/pb
-	$(Q)sed 's/^\(  repeated \)string\( string_table = 6;\)/\1bytes\2/' $< >$@.tmp && \
-	    grep -q '^  repeated bytes string_table = 6;' $@.tmp && mv -f $@.tmp $@
+	$(Q)sed 's/^\(  repeated \)string\( string_table = 6;\)/\1bytes\2/' $< >$@$(TMP_SUFFIX) && \
+	    grep -q '^  repeated bytes string_table = 6;' $@$(TMP_SUFFIX) && \
+	    mv -f $@$(TMP_SUFFIX) $@ || { rm -f $@$(TMP_SUFFIX); exit 1; }
 
 $(B)/gen/pb/profile.pb-c.c $(B)/gen/pb/profile.pb-c.h &: $(B)/gen/pb/profile.proto
 	@echo "  PROTOC  pprof/profile.proto"
