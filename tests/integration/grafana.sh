@@ -5,7 +5,13 @@
 # buf + protoc-gen-es calls every method in both encodings and checks the
 # answers against go tool pprof on the same profiles, and the same label
 # matchers through the tree, the profefe API and the Connect API
-# (connect.mjs); Pyroscope's own flame graph component renders a
+# (connect.mjs); a second client, generated from the same .proto put back to
+# Pyroscope's declarations (google.v1.Profile, `optional` fields), reads every
+# served method in both encodings with Pyroscope's field types: pprof names
+# (not base64) in SelectMergeProfile's JSON, go tool pprof's sample types,
+# SelectMergeStacktraces' TREE bytes (decoded, and byte for byte those of an
+# encoder written from Pyroscope's tree.go, pytree.mjs) and PPROF, and
+# GetProfileStats' times (pyroscope.mjs); Pyroscope's own flame graph component renders a
 # SelectMergeStacktraces answer in Debian's Chromium, and its table's top
 # frames are checked against go tool pprof -top (flame.mjs).
 #
