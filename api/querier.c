@@ -1619,16 +1619,17 @@ upto_diff(const ProtobufCMessage *req)
  * the hour's start (end) when it lists none (it holds only windows past the
  * raw retention). Reads the hour's index entries, no profile.
  */
+#define HOUR_NS		(INT64_C(3600000) * MS)
 static int64_t
 hour_edge_ms(const struct reader *rd, int64_t h, bool last, struct cancel *cancel)
 {
-	struct query q = { .from = h * 3600000 * MS, .to = (h + 1) * 3600000 * MS,
-	    .cancel = cancel };
+	/* The store's times are int64 ns: the last hour may end past INT64_MAX. */
+	int64_t from = h * HOUR_NS, to = h < INT64_MAX / HOUR_NS ? from + HOUR_NS : INT64_MAX;
+	struct query q = { .from = from, .to = to, .cancel = cancel };
 	struct query_result res;
-	int64_t ms = last ? (h + 1) * 3600000 - 1 : h * 3600000;
+	int64_t ms = last ? (to - 1) / MS : from / MS;
 
 	memset(&res, 0, sizeof(res));
-
 	if (reader_list(rd, &q, &res) == 0 && res.nrefs > 0)
 		ms = res.refs[last ? res.nrefs - 1 : 0].time / MS;
 	query_result_free(&res);
