@@ -117,6 +117,10 @@ T_FAIL=$((T_FAIL + $(grep -c '^not ok - ' "$TMP/connect.out")))
 [ "$rc" -eq 0 ] || grep -q '^not ok - ' "$TMP/connect.out" || fail "connect.mjs" "exit $rc: $(tail -5 "$TMP/connect.out")"
 
 # --- the client of Pyroscope's schema (every served method, both encodings) --
+# One more service, once connect.mjs has counted the services: a profile
+# with pprof's newer fields (Profile.doc_url, a Line.column).
+python3 "$ROOT/tests/tools/oddnames_pprof.py" --plain "$TMP/newfields.pb.gz" "$(date +%s)000000000"
+push newfields cpu "" "$TMP/newfields.pb.gz"
 printf '%s\n' "${PUSHED[@]}" | jq -R . | jq -s . >"$TMP/pushed.json"
 (cd "$W" && timeout 600 node pyroscope.mjs "$U" "$TMP/token" "$M" "$TMP") >"$TMP/pyroscope.out" 2>&1
 rc=$?

@@ -290,8 +290,13 @@ call SelectMergeProfile "{\"profileTypeID\":\"$CPU\",\"labelSelector\":\"{servic
 check_eq "odd names (JSON): stringTable holds them as strings, bad bytes as U+FFFD" \
   "$ST $(jq -c '[.stringTable[] | select(startswith("bad") or startswith("nul"))]' "$TMP/body")" \
   $'200 ["bad\xef\xbf\xbdname\xef\xbf\xbd","nul"]'
+check_eq "pprof's newer fields (JSON): no Line.column, no Profile.doc_url, as Pyroscope's schema has none" \
+  "$(jq -c '[.. | objects | select(has("column") or has("docUrl"))] | length' "$TMP/body")" 0
 pcall SelectMergeProfile querier.v1.SelectMergeProfileRequest "" \
   "profile_typeID: \"$CPU\" label_selector: \"{service_name=\\\"oddnames\\\"}\" start: 1 end: 4102444800000"
+protoc --decode_raw <"$TMP/pbin" >"$TMP/raw" 2>&1
+check_eq "pprof's newer fields (proto): kept (doc_url, field 15; a line's column 7, field 3)" \
+  "$(grep -c '^15: ' "$TMP/raw") $(grep -c '^    3: 7$' "$TMP/raw")" "1 1"
 # (cat -v: \xff is M-^?, \xfe M-~, the NUL ^@.)
 go tool pprof -symbolize=none -top "$TMP/pbin" 2>&1 | cat -v >"$TMP/oddtop"
 [ "$ST" == 200 ] && grep -q '700ns.*badM-^?nameM-~$' "$TMP/oddtop" && grep -q '300ns.*nul$' "$TMP/oddtop" \
