@@ -465,10 +465,11 @@ bytes_as_string(const ProtobufCMessageDescriptor *d, const ProtobufCFieldDescrip
 
 /*
  * Fields of pprof/profile.proto that Pyroscope's schema (an older copy of
- * pprof's) lacks: Profile.doc_url and Line.column. Binary clients skip
- * unknown fields, but a JSON client generated from Pyroscope's schema
- * (protobuf-es, as Connect's web clients are) refuses the whole message on an
- * unknown key, so the JSON form leaves them out; the protobuf form keeps them.
+ * pprof's) lacks: Profile.doc_url and Line.column. Protobuf readers skip
+ * unknown fields, and so do Connect's clients in JSON, but proto3's JSON
+ * parsers refuse an unknown key by default (protobuf-es fromJson, Go's
+ * protojson.Unmarshal): the JSON form is Pyroscope's schema exactly and
+ * leaves them out; the protobuf form keeps them.
  */
 static bool
 json_left_out(const ProtobufCMessageDescriptor *d, const ProtobufCFieldDescriptor *f)
