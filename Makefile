@@ -175,10 +175,20 @@ protoc_into = t=$$(mktemp -d $(B)/gen/.protoc.XXXXXX) && protoc-c $(2) --c_out=$
 	    mkdir -p $(1)/$$(dirname $$f) && mv -f $$t/$$f $(1)/$$f || exit 1; done; \
 	rc=$$?; rm -rf $$t; exit $$rc
 
-$(B)/gen/pb/profile.pb-c.c $(B)/gen/pb/profile.pb-c.h &: pprof/profile.proto
+# pprof/profile.proto declares string_table `repeated string`, as pprof and
+# Pyroscope do (so its clients and the JSON form see names); the C codec is
+# made from a copy declaring it `bytes` (the same wire format), since
+# protobuf-c's strings are C strings: a name holding a NUL, or not UTF-8,
+# must survive decoding.
+$(B)/gen/pb/profile.proto: pprof/profile.proto
 	@mkdir -p $(B)/gen/pb
-	@echo "  PROTOC  $<"
-	$(Q)$(call protoc_into,$(B)/gen/pb,-Ipprof $<)
+	$(Q)sed 's/^\(  repeated \)string\( string_table = 6;\)/\1bytes\2/' $< >$@$(TMP_SUFFIX) && \
+	    grep -q '^  repeated bytes string_table = 6;' $@$(TMP_SUFFIX) && \
+	    mv -f $@$(TMP_SUFFIX) $@ || { rm -f $@$(TMP_SUFFIX); exit 1; }
+
+$(B)/gen/pb/profile.pb-c.c $(B)/gen/pb/profile.pb-c.h &: $(B)/gen/pb/profile.proto
+	@echo "  PROTOC  pprof/profile.proto"
+	$(Q)$(call protoc_into,$(B)/gen/pb,-I$(B)/gen/pb $<)
 
 $(B)/gen/pb/profile.pb-c.o: $(B)/gen/pb/profile.pb-c.c $(FLAGS_STAMP)
 	@echo "  CC      $<"
@@ -196,10 +206,10 @@ $(B)/gen/otlp/otlp.pb-c.o: $(B)/gen/otlp/otlp.pb-c.c $(FLAGS_STAMP)
 	$(Q)$(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -I$(B)/gen/otlp -c -o $@$(TMP_SUFFIX) $< && \
 	    mv -f $@$(TMP_SUFFIX) $@
 
-$(API_GEN_C) $(API_GEN_C:.c=.h) &: $(API_PROTO) pprof/profile.proto
+$(API_GEN_C) $(API_GEN_C:.c=.h) &: $(API_PROTO) $(B)/gen/pb/profile.proto
 	@mkdir -p $(B)/gen/api
 	@echo "  PROTOC  $(API_PROTO)"
-	$(Q)$(call protoc_into,$(B)/gen/api,-Ipprof -Iapi/proto $(API_PROTO))
+	$(Q)$(call protoc_into,$(B)/gen/api,-I$(B)/gen/pb -Iapi/proto $(API_PROTO))
 
 $(B)/gen/api/%.pb-c.o: $(B)/gen/api/%.pb-c.c $(B)/gen/pb/profile.pb-c.h $(FLAGS_STAMP) | $(GEN)
 	@echo "  CC      $<"

@@ -189,6 +189,38 @@ is_default(const ProtobufCFieldDescriptor *f, const void *p)
 	return *(void *const *)p == NULL;
 }
 
+/*
+ * pprof's string_table is `repeated string` in pprof/profile.proto, as in
+ * Pyroscope's schema (google.v1.Profile), but the C codec is generated from a
+ * copy declaring it bytes (see the Makefile), so that names which are not
+ * UTF-8, or hold a NUL, survive protobuf-c's unpacker (its strings are C
+ * strings). The descriptor therefore says bytes, which proto3's JSON writes as
+ * base64 (a client would read "Y3B1" as a name): this one field is written
+ * as the strings the schema declares, invalid UTF-8 repaired as everywhere.
+ * The check is by message and number, which the copy keeps.
+ */
+static bool
+bytes_as_string(const ProtobufCMessageDescriptor *d, const ProtobufCFieldDescriptor *f)
+{
+	return f->type == PROTOBUF_C_TYPE_BYTES && f->id == 6 &&
+	    strcmp(d->name, "perftools.profiles.Profile") == 0;
+}
+
+/*
+ * Fields of pprof/profile.proto that Pyroscope's schema (an older copy of
+ * pprof's) lacks: Profile.doc_url and Line.column. Protobuf readers skip
+ * unknown fields, and so do Connect's clients in JSON, but proto3's JSON
+ * parsers refuse an unknown key by default (protobuf-es fromJson, Go's
+ * protojson.Unmarshal): the JSON form is Pyroscope's schema exactly and
+ * leaves them out; the protobuf form keeps them.
+ */
+static bool
+json_left_out(const ProtobufCMessageDescriptor *d, const ProtobufCFieldDescriptor *f)
+{
+	return (f->id == 15 && strcmp(d->name, "perftools.profiles.Profile") == 0) ||
+	    (f->id == 3 && strcmp(d->name, "perftools.profiles.Line") == 0);
+}
+
 json_t *
 connect_to_json(const ProtobufCMessage *m)
 {
@@ -204,6 +236,8 @@ connect_to_json(const ProtobufCMessage *m)
 		const ProtobufCFieldDescriptor *f = &d->fields[i];
 		const char *member = (const char *)m + f->offset;
 
+		if (json_left_out(d, f))
+			continue;
 		json_name(f->name, jn, sizeof(jn));
 		if (f->label == PROTOBUF_C_LABEL_REPEATED) {
 			size_t n = *(const size_t *)((const char *)m + f->quantifier_offset), k;
@@ -214,11 +248,17 @@ connect_to_json(const ProtobufCMessage *m)
 				continue;
 			if ((v = json_array()) == NULL)
 				goto oom;
-			for (k = 0; k < n; k++)
-				if (json_array_append_new(v, value_to_json(f, arr + k * es)) < 0) {
+			for (k = 0; k < n; k++) {
+				const ProtobufCBinaryData *b = (const void *)(arr + k * es);
+				json_t *e = bytes_as_string(d, f) ?
+				    jsonw_strn(b->data ? (const char *)b->data : "", b->len) :
+				    value_to_json(f, arr + k * es);
+
+				if (json_array_append_new(v, e) < 0) {
 					json_decref(v);
 					goto oom;
 				}
+			}
 		} else {
 			if (f->label == PROTOBUF_C_LABEL_OPTIONAL && f->quantifier_offset &&
 			    !*(const protobuf_c_boolean *)((const char *)m + f->quantifier_offset))

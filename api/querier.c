@@ -1102,6 +1102,116 @@ levels_free(Querier__V1__Level **lv, size_t n)
 	free(lv);
 }
 
+/*
+ * The merge of a selection as one pprof profile of the selected sample type
+ * into body (empty when nothing was selected, as Pyroscope answers). On
+ * failure it has replied and returns -1.
+ */
+static int
+merged_pprof(struct http_req *r, const char *ptype, const char *selector, int64_t start,
+    int64_t end, struct buf *body)
+{
+	struct query_result res;
+	size_t keep;
+	int ty, rc = 0;
+
+	if (merge_request(r, ptype, selector, start, end, NEED_MERGED, &res, &ty) < 0) {
+		rc = -1;
+		goto out;
+	}
+	if (ty < 0)
+		goto out;
+	keep = (size_t)ty;
+	profile_keep_types(res.merged, &keep, 1);
+	if ((rc = profile_encode(res.merged, false, body)) < 0) {
+		http_reply_error(r, 500, "cannot encode the profile: %s", strerror(-rc));
+		rc = -1;
+	}
+out:
+	query_result_free(&res);
+	return rc;
+}
+
+static size_t
+varint_len(uint64_t v)
+{
+	unsigned char tmp[VARINT_MAX];
+
+	return varint_put(tmp, v);
+}
+
+/* Append a length-delimited field's key and length (protobuf wire type 2). */
+static void
+put_len_field(struct buf *b, unsigned field, size_t len)
+{
+	buf_add_varint(b, (uint64_t)field << 3 | 2);
+	buf_add_varint(b, len);
+}
+
+/*
+ * PROFILE_FORMAT_PPROF: the profile SelectMergeProfile answers, wrapped as
+ * SelectMergeStacktracesResponse.pprof (5) -> PprofProfile.profile (1). The
+ * wrapping is written by hand around the encoded profile so that it is not
+ * decoded and encoded again.
+ */
+static void
+stacktraces_pprof(struct http_req *r, const Querier__V1__SelectMergeStacktracesRequest *q)
+{
+	struct buf prof = { 0 }, body = { 0 };
+	size_t inner;
+
+	if (merged_pprof(r, q->profile_typeid, q->label_selector, q->start, q->end, &prof) < 0)
+		goto out;
+	if (buf_error(&prof) < 0) {
+		http_reply_error(r, 500, "out of memory for the reply");
+		goto out;
+	}
+	inner = 1 + varint_len(prof.len) + prof.len;
+	put_len_field(&body, 5, inner);
+	put_len_field(&body, 1, prof.len);
+	buf_add(&body, prof.data ? prof.data : "", prof.len);
+	if (buf_error(&body) < 0) {
+		http_reply_error(r, 500, "out of memory for the reply");
+		goto out;
+	}
+	connect_reply_packed(r, &querier__v1__select_merge_stacktraces_response__descriptor,
+	    &body);
+out:
+	buf_free(&prof);
+	buf_free(&body);
+}
+
+/*
+ * PROFILE_FORMAT_TREE: Pyroscope's serialized tree (render/pytree.c) of the
+ * same tree the flame graph draws, in SelectMergeStacktracesResponse.tree.
+ */
+static void
+stacktraces_tree(struct http_req *r, const Querier__V1__SelectMergeStacktracesRequest *q)
+{
+	Querier__V1__SelectMergeStacktracesResponse resp =
+	    QUERIER__V1__SELECT_MERGE_STACKTRACES_RESPONSE__INIT;
+	struct render_tree t = { 0 };
+	struct query_result res;
+	struct buf tree = { 0 };
+	int ty, rc;
+
+	if (merge_request(r, q->profile_typeid, q->label_selector, q->start, q->end, NEED_MERGED,
+	    &res, &ty) < 0)
+		goto out;
+	if (ty >= 0 && ((rc = render_tree_build(&t, res.merged, (size_t)ty, NULL, 0)) < 0 ||
+	    (rc = pytree_encode(&t, nodes_of(q->max_nodes), &tree)) < 0)) {
+		http_reply_error(r, 503, "cannot build the tree: %s", strerror(-rc));
+		goto out;
+	}
+	resp.tree.data = (uint8_t *)tree.data;
+	resp.tree.len = tree.len;
+	connect_reply(r, &resp.base);
+out:
+	buf_free(&tree);
+	render_tree_free(&t);
+	query_result_free(&res);
+}
+
 static void
 m_select_merge_stacktraces(struct http_req *r, ProtobufCMessage *req)
 {
@@ -1115,9 +1225,19 @@ m_select_merge_stacktraces(struct http_req *r, ProtobufCMessage *req)
 	struct query_result res;
 	int ty, rc;
 
-	if (q->format != QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_UNSPECIFIED &&
-	    q->format != QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_FLAMEGRAPH) {
-		http_reply_error(r, 501, "format %d is not served: the flame graph only", q->format);
+	switch (q->format) {
+	case QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_UNSPECIFIED:
+	case QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_FLAMEGRAPH:
+		break;
+	case QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_TREE:
+		stacktraces_tree(r, q);
+		return;
+	case QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_PPROF:
+		stacktraces_pprof(r, q);
+		return;
+	default:
+		http_reply_error(r, 501, "format %d is not served: FLAMEGRAPH, TREE and PPROF are",
+		    q->format);
 		return;
 	}
 	if (merge_request(r, q->profile_typeid, q->label_selector, q->start, q->end, NEED_MERGED,
@@ -1149,29 +1269,11 @@ static void
 m_select_merge_profile(struct http_req *r, ProtobufCMessage *req)
 {
 	Querier__V1__SelectMergeProfileRequest *q = (Querier__V1__SelectMergeProfileRequest *)req;
-	struct query_result res;
 	struct buf body = { 0 };
-	size_t keep;
-	int ty, rc;
 
-	if (merge_request(r, q->profile_typeid, q->label_selector, q->start, q->end, NEED_MERGED,
-	    &res, &ty) < 0)
-		goto out;
-	if (ty < 0) {
-		/* Nothing selected: an empty profile, as Pyroscope answers. */
+	if (merged_pprof(r, q->profile_typeid, q->label_selector, q->start, q->end, &body) == 0)
 		connect_reply_packed(r, &perftools__profiles__profile__descriptor, &body);
-		goto out;
-	}
-	keep = (size_t)ty;
-	profile_keep_types(res.merged, &keep, 1);
-	if ((rc = profile_encode(res.merged, false, &body)) < 0) {
-		http_reply_error(r, 500, "cannot encode the profile: %s", strerror(-rc));
-		buf_free(&body);
-		goto out;
-	}
-	connect_reply_packed(r, &perftools__profiles__profile__descriptor, &body);
-out:
-	query_result_free(&res);
+	buf_free(&body);
 }
 
 static void
@@ -1510,6 +1612,76 @@ upto_diff(const ProtobufCMessage *req)
 	return l > r ? l : r;
 }
 
+/* --- stats ---------------------------------------------------------------- */
+
+/*
+ * The time of the first (or last) profile listed in the UTC hour h, in ms;
+ * the hour's start (end) when it lists none (it holds only windows past the
+ * raw retention). Reads the hour's index entries, no profile.
+ */
+#define HOUR_NS		(INT64_C(3600000) * MS)
+static int64_t
+hour_edge_ms(const struct reader *rd, int64_t h, bool last, struct cancel *cancel)
+{
+	/* The store's times are int64 ns: the last hour may end past INT64_MAX. */
+	int64_t from = h * HOUR_NS, to = h < INT64_MAX / HOUR_NS ? from + HOUR_NS : INT64_MAX;
+	struct query q = { .from = from, .to = to, .cancel = cancel };
+	struct query_result res;
+	int64_t ms = last ? (to - 1) / MS : from / MS;
+
+	memset(&res, 0, sizeof(res));
+	if (reader_list(rd, &q, &res) == 0 && res.nrefs > 0)
+		ms = res.refs[last ? res.nrefs - 1 : 0].time / MS;
+	query_result_free(&res);
+	return ms;
+}
+
+/*
+ * GetProfileStats from the series index and each series' hours, which the
+ * store keeps apart from the profiles: the oldest and newest hours holding
+ * data, then their first and last profile from those two hours' index. As
+ * Pyroscope answers, no data is data_ingested false with the oldest time
+ * INT64_MAX and the newest INT64_MIN.
+ */
+static void
+m_get_profile_stats(struct http_req *r, ProtobufCMessage *req)
+{
+	Types__V1__GetProfileStatsResponse resp = TYPES__V1__GET_PROFILE_STATS_RESPONSE__INIT;
+	const struct reader *rd = r->srv->rd;
+	const struct series **all = NULL;
+	int64_t lo = INT64_MAX, hi = INT64_MIN;
+	size_t nall = 0, i;
+	int rc;
+
+	(void)req;
+	if ((rc = reader_series(rd, &all, &nall)) < 0) {
+		http_reply_store_error(r, rc, "cannot list the series", NULL);
+		return;
+	}
+	for (i = 0; i < nall; i++) {
+		int64_t *hours = NULL;
+		size_t nh = 0;
+
+		if ((rc = reader_hours(rd, all[i]->id, &hours, &nh)) < 0) {
+			free(all);
+			http_reply_store_error(r, rc, "cannot read the hours of a series", NULL);
+			return;
+		}
+		if (nh > 0) {
+			lo = hours[0] < lo ? hours[0] : lo;
+			hi = hours[nh - 1] > hi ? hours[nh - 1] : hi;
+		}
+		free(hours);
+	}
+	free(all);
+	resp.data_ingested = lo <= hi;
+	resp.oldest_profile_time = resp.data_ingested ? hour_edge_ms(rd, lo, false, &r->cancel) :
+	    INT64_MAX;
+	resp.newest_profile_time = resp.data_ingested ? hour_edge_ms(rd, hi, true, &r->cancel) :
+	    INT64_MIN;
+	connect_reply(r, &resp.base);
+}
+
 static const struct method {
 	const char				*name;
 	const ProtobufCMessageDescriptor	*req;
@@ -1534,7 +1706,8 @@ static const struct method {
 	    &querier__v1__diff_response__descriptor },
 	{ "SelectMergeSpanProfile", NULL, NULL, NULL, NULL },
 	{ "SelectHeatmap", NULL, NULL, NULL, NULL },
-	{ "GetProfileStats", NULL, NULL, NULL, NULL },
+	{ "GetProfileStats", &types__v1__get_profile_stats_request__descriptor,
+	    m_get_profile_stats, NULL, NULL },
 	{ "AnalyzeQuery", NULL, NULL, NULL, NULL },
 };
 

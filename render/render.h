@@ -9,6 +9,7 @@
  *   flame.c     flamegraph.svg and the differential diff.svg
  *   folded.c    folded.txt ("root;caller;leaf value")
  *   top.c       top.txt, plain and differential
+ *   pytree.c    Pyroscope's serialized tree (the query API's TREE format)
  *   timeline.c  timeline.svg and timeline.csv from per-step totals
  *
  * Nothing here keeps state between calls; every function is thread-safe.
@@ -150,6 +151,16 @@ int	flame_render(const struct render_tree *t, const struct flame_opts *o,
 
 /* "frame;frame;leaf value\n" per distinct stack of t's current values. */
 int	folded_render(const struct render_tree *t, struct buf *out);
+
+/* --- Pyroscope's tree bytes (pytree.c) --- */
+
+/*
+ * Append t's current values in Pyroscope's serialized tree form (the bytes of
+ * its PROFILE_FORMAT_TREE answers), at most max_nodes nodes whole (0: all),
+ * the rest summed into children "other" as Pyroscope does. An empty tree
+ * appends nothing. 0 or -ENOMEM.
+ */
+int	pytree_encode(const struct render_tree *t, size_t max_nodes, struct buf *out);
 
 /* --- top functions (top.c) --- */
 

@@ -5,7 +5,13 @@
 # buf + protoc-gen-es calls every method in both encodings and checks the
 # answers against go tool pprof on the same profiles, and the same label
 # matchers through the tree, the profefe API and the Connect API
-# (connect.mjs); Pyroscope's own flame graph component renders a
+# (connect.mjs); a second client, generated from the same .proto put back to
+# Pyroscope's declarations (google.v1.Profile, `optional` fields), reads every
+# served method in both encodings with Pyroscope's field types: pprof names
+# (not base64) in SelectMergeProfile's JSON, go tool pprof's sample types,
+# SelectMergeStacktraces' TREE bytes (decoded, and byte for byte those of an
+# encoder written from Pyroscope's tree.go, pytree.mjs) and PPROF, and
+# GetProfileStats' times (pyroscope.mjs); Pyroscope's own flame graph component renders a
 # SelectMergeStacktraces answer in Debian's Chromium, and its table's top
 # frames are checked against go tool pprof -top (flame.mjs).
 #
@@ -43,6 +49,31 @@ else
   fail "buf generate" "$(tail -5 "$TMP/buf.log")"; pf_done; exit 1
 fi
 
+# A second client, of Pyroscope's schema: the same .proto files put back to
+# Pyroscope's declarations where profilefs's differ (documented in them):
+# the profile's package google.v1, no Profile.doc_url or Line.column, proto3
+# `optional` fields.
+P="$TMP/pyroschema"
+mkdir -p "$P/api/proto" "$P/pprof" && cp -r "$ROOT/api/proto/." "$P/api/proto/"
+sed -e 's/^package perftools\.profiles;/package google.v1;/' \
+    -e '/int64 doc_url = 15;/d' -e '/int64 column = 3;/d' "$ROOT/pprof/profile.proto" >"$P/pprof/profile.proto"
+sed -i -e 's/perftools\.profiles\.Profile/google.v1.Profile/g' \
+    -e 's/^  int64 max_nodes = /  optional int64 max_nodes = /' -e 's/^  int64 limit = 9;/  optional int64 limit = 9;/' \
+    -e 's/^  types\.v1\.StackTraceSelector stack_trace_selector = /  optional types.v1.StackTraceSelector stack_trace_selector = /' \
+    -e 's/^  AsyncQueryRequest async = 9;/  optional AsyncQueryRequest async = 9;/' \
+    -e 's/^  AsyncQueryResponse async = 4;/  optional AsyncQueryResponse async = 4;/' \
+    -e 's/^  types\.v1\.TimeSeriesAggregationType aggregation = 7;/  optional types.v1.TimeSeriesAggregationType aggregation = 7;/' \
+    "$P/api/proto/querier/v1/querier.proto"
+printf 'version: v2\nmodules:\n  - path: api/proto\n  - path: pprof\n' >"$P/buf.yaml"
+if (cd "$W" && "$G/node_modules/.bin/buf" generate "$P" \
+      --template "$G/buf.gen.yaml" -o "$W/p" ) >"$TMP/buf-pyro.log" 2>&1 \
+   && mv "$W/p/gen" "$W/pgen" && [ -f "$W/pgen/querier/v1/querier_pb.js" ] \
+   && grep -q 'google.v1.Profile' "$W/pgen/profile_pb.js" && [ "$(grep -c optional "$P/api/proto/querier/v1/querier.proto")" -ge 11 ]; then
+  ok "buf generate: a client of Pyroscope's schema (google.v1.Profile, optional fields)"
+else
+  fail "buf generate (Pyroscope's schema)" "$(tail -5 "$TMP/buf-pyro.log")"; pf_done; exit 1
+fi
+
 (cd "$ROOT/tests/go/genprof" && go build -o "$TMP/genprof" .) && ok "build Go profile generator" \
   || { fail "build Go profile generator"; pf_done; exit 1; }
 "$TMP/genprof" -out "$TMP/go" -n 4 -dur 500ms -other=false >/dev/null || fail "generate Go profiles"
@@ -56,8 +87,10 @@ PORT=$(sed -n 's/.*http: listening on http:\/\/.*:\([0-9]*\) (.*/\1/p' "$TMP/dae
 U="http://127.0.0.1:$PORT"
 
 # push SERVICE TYPE LABELS FILE: over profefe's API, as pprof_import.sh does
+PUSHED=()
 push() {
   local code
+  PUSHED+=("$4")
   code=$(curl -s -o "$TMP/reply" -w '%{http_code}' -H "Authorization: Bearer $(cat "$TMP/token")" \
     -XPOST "$U/api/0/profiles?service=$1&type=$2${3:+&labels=$3}" --data-binary "@$4")
   [ "$code" == 200 ] || fail "push $(basename "$4") to $1/$2" "HTTP $code $(head -c 200 "$TMP/reply")"
@@ -82,6 +115,19 @@ grep -E '^(not )?ok - ' "$TMP/connect.out" | while read -r l; do echo "$l"; done
 T_PASS=$((T_PASS + $(grep -c '^ok - ' "$TMP/connect.out")))
 T_FAIL=$((T_FAIL + $(grep -c '^not ok - ' "$TMP/connect.out")))
 [ "$rc" -eq 0 ] || grep -q '^not ok - ' "$TMP/connect.out" || fail "connect.mjs" "exit $rc: $(tail -5 "$TMP/connect.out")"
+
+# --- the client of Pyroscope's schema (every served method, both encodings) --
+# One more service, once connect.mjs has counted the services: a profile
+# with pprof's newer fields (Profile.doc_url, a Line.column).
+python3 "$ROOT/tests/tools/oddnames_pprof.py" --plain "$TMP/newfields.pb.gz" "$(date +%s)000000000"
+push newfields cpu "" "$TMP/newfields.pb.gz"
+printf '%s\n' "${PUSHED[@]}" | jq -R . | jq -s . >"$TMP/pushed.json"
+(cd "$W" && timeout 600 node pyroscope.mjs "$U" "$TMP/token" "$M" "$TMP") >"$TMP/pyroscope.out" 2>&1
+rc=$?
+grep -E '^(not )?ok - ' "$TMP/pyroscope.out" | while read -r l; do echo "$l"; done
+T_PASS=$((T_PASS + $(grep -c '^ok - ' "$TMP/pyroscope.out")))
+T_FAIL=$((T_FAIL + $(grep -c '^not ok - ' "$TMP/pyroscope.out")))
+[ "$rc" -eq 0 ] || grep -q '^not ok - ' "$TMP/pyroscope.out" || fail "pyroscope.mjs" "exit $rc: $(tail -5 "$TMP/pyroscope.out")"
 
 # The tree's side of the matchers: meta.json names the series the selector
 # matched; ls of its parent still lists only the stored label sets.

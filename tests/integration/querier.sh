@@ -64,6 +64,12 @@ wait_listen "$TMP/daemon.log" || fail "daemon logs its HTTP address"
 U="http://127.0.0.1:$(listen_port "$TMP/daemon.log")"
 Q="$U/querier.v1.QuerierService"
 
+# --- GetProfileStats of an empty store: Pyroscope's "no data" answer ---------
+call GetProfileStats '{}'
+check_eq "GetProfileStats (JSON), nothing stored: dataIngested false, oldest INT64_MAX, newest INT64_MIN" \
+  "$ST $(jq -c '[.dataIngested // false, .oldestProfileTime, .newestProfileTime]' "$TMP/body")" \
+  '200 [false,"9223372036854775807","-9223372036854775808"]'
+
 declare -A REGION=([api-1]=us [api-2]=eu [web-1]=us)
 for p in api-1 api-2 web-1; do
   for f in "$TMP/$p"/cpu-*.pb.gz; do
@@ -74,6 +80,18 @@ for p in api-1 api-2 web-1; do
     --data-binary "@$TMP/$p/heap.pb.gz" >/dev/null || fail "push heap of $p"
 done
 for i in $(seq 1 30); do [ -e "$M/checkout/cpu/pod=web-1,region=us/all/merged.pb.gz" ] && break; sleep 0.1; done
+
+# --- GetProfileStats: the pushed profiles' oldest and newest times (ms) ------
+TIMES=$(for f in "$TMP"/{api-1,api-2,web-1}/{cpu-*,heap}.pb.gz; do
+  gunzip -c "$f" | protoc -I"$ROOT/pprof" --decode=perftools.profiles.Profile profile.proto | sed -n 's/^time_nanos: //p'
+done | sort -n)
+LO=$(( $(head -1 <<<"$TIMES") / 1000000 )) HI=$(( $(tail -1 <<<"$TIMES") / 1000000 ))
+call GetProfileStats '{}'
+check_eq "GetProfileStats (JSON): dataIngested, oldest and newest pushed profile in ms" \
+  "$ST $(jq -c '[.dataIngested, .oldestProfileTime, .newestProfileTime]' "$TMP/body")" "200 [true,\"$LO\",\"$HI\"]"
+pcall GetProfileStats types.v1.GetProfileStatsRequest types.v1.GetProfileStatsResponse ''
+check_eq "GetProfileStats (proto): the same" "$ST $(tr '\n' ' ' <"$TMP/pbody" 2>/dev/null)" \
+  "200 data_ingested: true oldest_profile_time: $LO newest_profile_time: $HI "
 
 # The expected sums: go tool pprof on the tree's merges.
 ALL=$(cpu_ns "$M/checkout/cpu/all/all/merged.pb.gz")
@@ -138,6 +156,29 @@ pcall SelectMergeStacktraces querier.v1.SelectMergeStacktracesRequest querier.v1
   "profile_typeID: \"$CPU\" label_selector: \"{pod=~\\\"api-.*\\\", region!=\\\"eu\\\"}\" start: 1 end: 4102444800000"
 check_eq "SelectMergeStacktraces (proto) with matchers: the tree's sum for $SEL" \
   "$(sed -n 's/^  total: //p' "$TMP/pbody" 2>/dev/null)" "$SELSUM"
+
+# --- SelectMergeStacktraces in the formats PPROF and TREE ---------------------
+call SelectMergeStacktraces "{\"profileTypeID\":\"$CPU\",\"labelSelector\":\"{service_name=\\\"checkout\\\"}\",\"start\":\"1\",\"end\":\"4102444800000\",\"format\":\"PROFILE_FORMAT_PPROF\"}"
+check_eq "format PPROF (JSON): pprof.profile, its sample type by name, values adding up to the merge" \
+  "$ST $(jq -c '.pprof.profile as $p | [($p.sampleType[0] | $p.stringTable[(.type | tonumber)] + "/" + $p.stringTable[(.unit | tonumber)]),
+      ([$p.sample[].value[0] | tonumber] | add), has("flamegraph")]' "$TMP/body")" "200 [\"cpu/nanoseconds\",$ALL,false]"
+pcall SelectMergeStacktraces querier.v1.SelectMergeStacktracesRequest "" \
+  "profile_typeID: \"$CPU\" label_selector: \"{service_name=\\\"checkout\\\"}\" start: 1 end: 4102444800000 format: PROFILE_FORMAT_PPROF"
+# The reply is field 5 (PprofProfile) holding field 1 (the profile): decode it as a profile.
+protoc "${PROTO[@]}" --decode=querier.v1.SelectMergeStacktracesResponse <"$TMP/pbin" >"$TMP/pbody" 2>&1
+protoc "${PROTO[@]}" --encode=perftools.profiles.Profile \
+  < <(sed -n '/^pprof {/,/^}/p' "$TMP/pbody" | sed '1d;$d' | sed -n '/^  profile {/,/^  }/p' | sed '1d;$d') >"$TMP/pp.pb" 2>/dev/null
+check_eq "format PPROF (proto): go tool pprof reads pprof.profile, cpu/nanoseconds alone, the merge's sum" \
+  "$ST $(pprof_sums "$TMP/pp.pb" | xargs)" "200 cpu/nanoseconds=$ALL"
+call SelectMergeStacktraces "{\"profileTypeID\":\"$CPU\",\"labelSelector\":\"{service_name=\\\"checkout\\\"}\",\"start\":\"1\",\"end\":\"4102444800000\",\"format\":\"PROFILE_FORMAT_TREE\"}"
+TB=$(jq -r .tree "$TMP/body" | base64 -d | od -An -tx1 -N2 | tr -d ' ')
+check_eq "format TREE (JSON): tree bytes (base64), opening with the nameless root (00 00), no flame graph" \
+  "$ST $TB $(jq -c 'has("flamegraph")' "$TMP/body")" "200 0000 false"
+pcall SelectMergeStacktraces querier.v1.SelectMergeStacktracesRequest querier.v1.SelectMergeStacktracesResponse \
+  "profile_typeID: \"$CPU\" label_selector: \"{service_name=\\\"checkout\\\"}\" start: 1 end: 4102444800000 format: PROFILE_FORMAT_TREE"
+[ "$ST" == 200 ] && grep -q '^tree: "\\000\\000' "$TMP/pbody" && ! grep -q '^flamegraph' "$TMP/pbody" \
+  && ok "format TREE (proto): the tree field, opening with the nameless root" || fail "format TREE (proto)" "$ST $(head -c 200 "$TMP/pbody")"
+cerr "format DOT: not served" 501 unimplemented SelectMergeStacktraces "{\"profileTypeID\":\"$CPU\",\"format\":\"PROFILE_FORMAT_DOT\"}"
 
 # --- SelectMergeProfile -------------------------------------------------------
 pcall SelectMergeProfile querier.v1.SelectMergeProfileRequest "" \
@@ -207,7 +248,6 @@ check_eq "the same question in protobuf after it: the same total" \
 
 # --- errors ------------------------------------------------------------------------
 cerr "not implemented: SelectHeatmap" 501 unimplemented SelectHeatmap '{}'
-cerr "not implemented: GetProfileStats" 501 unimplemented GetProfileStats '{}'
 ST=$(curl -s -o "$TMP/body" -w '%{http_code}' -X POST -H 'Content-Type: application/proto' "$Q/SelectMergeSpanProfile" --data-binary '')
 [ "$ST" == 501 ] && jq -e '.code == "unimplemented"' "$TMP/body" >/dev/null && ok "not implemented (proto request): 501 unimplemented" \
   || fail "501 with a proto request" "$ST"
@@ -240,6 +280,27 @@ if id nobody >/dev/null 2>&1 && command -v setpriv >/dev/null; then
 fi
 curl -s "$U/metrics" | grep -q 'profilefs_merge_duration_seconds_count{source="http"}' \
   && ok "the API's merges are counted with source http" || fail "merge metrics"
+
+# --- names that are not UTF-8 or hold a NUL: kept in protobuf, repaired in JSON --
+python3 "$ROOT/tests/tools/oddnames_pprof.py" "$TMP/odd.pb.gz" "$(date +%s)000000000"
+curl -sf -XPOST "$U/api/0/profiles?service=oddnames&type=cpu" --data-binary "@$TMP/odd.pb.gz" >/dev/null \
+  || fail "push a profile with odd names"
+call SelectMergeProfile "{\"profileTypeID\":\"$CPU\",\"labelSelector\":\"{service_name=\\\"oddnames\\\"}\",\"start\":\"1\",\"end\":\"4102444800000\"}"
+# (The store keeps names as C strings: a NUL ends the name, in both forms.)
+check_eq "odd names (JSON): stringTable holds them as strings, bad bytes as U+FFFD" \
+  "$ST $(jq -c '[.stringTable[] | select(startswith("bad") or startswith("nul"))]' "$TMP/body")" \
+  $'200 ["bad\xef\xbf\xbdname\xef\xbf\xbd","nul"]'
+check_eq "pprof's newer fields (JSON): no Line.column, no Profile.doc_url, as Pyroscope's schema has none" \
+  "$(jq -c '[.. | objects | select(has("column") or has("docUrl"))] | length' "$TMP/body")" 0
+pcall SelectMergeProfile querier.v1.SelectMergeProfileRequest "" \
+  "profile_typeID: \"$CPU\" label_selector: \"{service_name=\\\"oddnames\\\"}\" start: 1 end: 4102444800000"
+protoc --decode_raw <"$TMP/pbin" >"$TMP/raw" 2>&1
+check_eq "pprof's newer fields (proto): kept (doc_url, field 15; a line's column 7, field 3)" \
+  "$(grep -c '^15: ' "$TMP/raw") $(grep -c '^    3: 7$' "$TMP/raw")" "1 1"
+# (cat -v: \xff is M-^?, \xfe M-~, the NUL ^@.)
+go tool pprof -symbolize=none -top "$TMP/pbin" 2>&1 | cat -v >"$TMP/oddtop"
+[ "$ST" == 200 ] && grep -q '700ns.*badM-^?nameM-~$' "$TMP/oddtop" && grep -q '300ns.*nul$' "$TMP/oddtop" \
+  && ok "odd names (proto): go tool pprof -top shows the names' own bytes (up to the NUL)" || fail "odd names (proto)" "$ST $(cat -v "$TMP/oddtop" | tail -4)"
 pf_stop
 
 # --- the token, as Grafana's data source sends it -------------------------------------

@@ -100,8 +100,7 @@ function convert(inPath, outPath, o) {
   if (raw[0] === 0x1f && raw[1] === 0x8b) raw = gunzipSync(raw);
   const p = fromBinary(ProfileSchema, raw);
   if (o.maxSamples) p.sample = p.sample.slice(0, o.maxSamples);
-  const td = new TextDecoder();
-  const s = (i) => td.decode(p.stringTable[Number(i)] ?? new Uint8Array());
+  const s = (i) => p.stringTable[Number(i)] ?? "";
   const dict = new Dict();
   const fnIdx = new Map(), mapIdx = new Map(), locIdx = new Map();
   p.function.forEach((f) => {

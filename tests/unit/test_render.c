@@ -3,7 +3,8 @@
  * add up to the profile's total, a diff's sums are current minus base, flame
  * graphs stay well-formed XML (xmllint --noout) whatever the names hold
  * (<>&", invalid UTF-8), inlined lines become frames, unsymbolized frames
- * show mapping+offset, packages are named as pprof names them.
+ * show mapping+offset, packages are named as pprof names them; Pyroscope's
+ * tree bytes (pytree.c) are the ones its encoder writes.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -532,6 +533,77 @@ test_tree_bounds(void **state)
 	buf_free(&out);
 }
 
+/* A profile of the stacks main;a = 5, main;b;c = 2 and main;LAST = 1 (leaf last). */
+static struct profile *
+pytree_profile(const char *last)
+{
+	struct profile *p = tp_new("cpu", "nanoseconds", 1, "cpu/nanoseconds");
+	int fm = (int)tp_func(p, "main", "m.go", 1), fa = (int)tp_func(p, "a", "m.go", 2);
+	int fb = (int)tp_func(p, "b", "m.go", 3), fc = (int)tp_func(p, "c", "m.go", 4);
+	int fl = (int)tp_func(p, last, "m.go", 5);
+	int lm = (int)tp_loc(p, 0, 0x10, fm, -1), la = (int)tp_loc(p, 0, 0x20, fa, -1);
+	int lb = (int)tp_loc(p, 0, 0x30, fb, -1), lc = (int)tp_loc(p, 0, 0x40, fc, -1);
+	int ll = (int)tp_loc(p, 0, 0x50, fl, -1);
+	int64_t v5[] = { 5 }, v2[] = { 2 }, v1[] = { 1 };
+
+	tp_sample(p, v5, la, lm, -1, NULL);
+	tp_sample(p, v2, lc, lb, lm, -1, NULL);
+	tp_sample(p, v1, ll, lm, -1, NULL);
+	return p;
+}
+
+static void
+assert_pytree(const char *last, size_t max_nodes, const char *want, size_t n)
+{
+	struct profile *p = pytree_profile(last);
+	struct render_tree t;
+	struct buf out = { 0 };
+
+	assert_int_equal(render_tree_build(&t, p, 0, NULL, 0), 0);
+	assert_int_equal(pytree_encode(&t, max_nodes, &out), 0);
+	assert_int_equal(out.len, n);
+	assert_memory_equal(out.data, want, n);
+	render_tree_free(&t);
+	buf_free(&out);
+	profile_free(p);
+}
+
+/*
+ * Pyroscope's tree bytes, worked out by hand from its pkg/model/tree.go
+ * (MarshalTruncate): name length, name, self, number of children, depth
+ * first from the nameless root, children written from the last by name to
+ * the first; past max_nodes the children under the max_nodes-th largest
+ * total are summed into "other", a new child or the one of that name.
+ */
+static void
+test_pytree(void **state)
+{
+	struct render_tree t = { 0 };
+	struct buf out = { 0 };
+	static const char all[] =
+	    "\0\0\1" "\4main\0\3" "\1d\1\0" "\1b\0\1" "\1c\2\0" "\1a\5\0";
+	/* Totals main 8, a 5, b 2, c 2, d 1: the bar is 5; b and d become "other". */
+	static const char two[] =
+	    "\0\0\1" "\4main\0\2" "\5other\3\0" "\1a\5\0";
+	/* With a frame called "other" already (total 1): b's 2 join it. */
+	static const char merged[] =
+	    "\0\0\1" "\4main\0\2" "\5other\3\0" "\1a\5\0";
+	/* Totals main 8, a 5, b 2, c 2, other 1: the bar is 2; "other" is kept. */
+	static const char three[] =
+	    "\0\0\1" "\4main\0\3" "\5other\1\0" "\1b\0\1" "\1c\2\0" "\1a\5\0";
+
+	(void)state;
+	assert_pytree("d", 0, all, sizeof(all) - 1);
+	assert_pytree("d", 5, all, sizeof(all) - 1);
+	assert_pytree("d", 2, two, sizeof(two) - 1);
+	assert_pytree("other", 2, merged, sizeof(merged) - 1);
+	assert_pytree("other", 3, three, sizeof(three) - 1);
+	/* An empty tree: no bytes, as Pyroscope writes none. */
+	assert_int_equal(pytree_encode(&t, 0, &out), 0);
+	assert_int_equal(out.len, 0);
+	buf_free(&out);
+}
+
 int
 main(void)
 {
@@ -547,6 +619,7 @@ main(void)
 		cmocka_unit_test(test_value_format),
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_tree_bounds),
+		cmocka_unit_test(test_pytree),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
