@@ -5,7 +5,8 @@
 # alloc_space merge to 464 MB, not 714; a new process (totals lower) counts
 # whole; a late snapshot adds nothing; the base survives a restart; inuse_*
 # is still averaged over the snapshots; profiles/ serves each increase, and
-# they sum to the merge. Checked with go tool pprof -raw.
+# they sum to the merge; rm of one removes its increase, rm -r of the label
+# set forgets the base. Checked with go tool pprof -raw.
 set -u
 source "$(dirname "$0")/../lib.sh"
 pf_setup
@@ -97,6 +98,20 @@ for f in "$R"/profiles/*.pb.gz; do
 done
 check_eq "profiles/ holds the six snapshots" "$n" 6
 check_eq "the increases in profiles/ sum to the merge" "$sum" 584000000
+
+# Deleting a stored snapshot removes the increase it brought (214 MB).
+P="$M/heapsvc/heap/pod=a/all/profiles"
+second=$(ls "$P" | sed -n 3p)
+rm "$P/$second" || fail "rm of the second snapshot"
+read -r ao as io is <<< "$(totals "$R/merged.pb.gz")"
+echo "# after rm of the 214 MB increase: merged alloc_space $as B"
+check_eq "rm of a snapshot removes the increase it brought (584 - 214 MB)" "$as" 370000000
+# Deleting the label set forgets its last snapshot: the next push counts whole.
+rm -r "$M/heapsvc/heap/pod=a" || fail "rm -r of the label set"
+push 7 270 150 100
+read -r ao as io is <<< "$(totals "$R/merged.pb.gz")"
+echo "# after rm -r of the label set and a 250 MB snapshot: merged alloc_space $as B"
+check_eq "after rm -r of the label set the next snapshot counts whole (250 MB)" "$as" 250000000
 
 # A profile with a duration (a delta) is summed as it is.
 printf 'main;alloc_a 5 5000000 1 1000000\n' > "$TMP/d.txt"
