@@ -10,6 +10,12 @@
  * the snapshot they are. The result is built through merge, so it owns all its
  * memory and samples left all-zero are dropped. Restart detection (a counter
  * going down) is here too: the caller then starts over with cur as the base.
+ *
+ * The store uses the same between two pushed snapshots of totals (a Go heap
+ * profile without a duration, profile_is_snapshot()): profile_increase, where
+ * one stack going down is that stack's counter resetting (its whole value
+ * counts, as Prometheus's increase()) and only a total going down is a new
+ * process.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -156,8 +162,13 @@ sum_samples(struct dctx *c, struct intern *keys, int64_t **sums, size_t *cap,
 	return rc;
 }
 
-int
-profile_delta(const struct profile *cur, const struct profile *prev,
+/*
+ * cur - prev (see profile_delta and profile_increase): with increase, a
+ * stack whose counter went down counts its whole value, as increase() does
+ * for a counter that reset; without, that is a restart (-ERANGE).
+ */
+static int
+delta_run(const struct profile *cur, const struct profile *prev, bool increase,
     struct profile **out, struct buf *err)
 {
 	struct dctx c = { 0 };
@@ -178,7 +189,8 @@ profile_delta(const struct profile *cur, const struct profile *prev,
 	if (sig1.len != sig2.len || memcmp(sig1.data, sig2.data, sig1.len) != 0 ||
 	    nt > PROFILE_MAX_SAMPLE_TYPES) {
 		if (err)
-			buf_adds(err, "sample types changed between scrapes");
+			buf_adds(err, increase ? "sample types changed between snapshots" :
+			    "sample types changed between scrapes");
 		rc = -EINVAL;
 		goto out;
 	}
@@ -229,6 +241,10 @@ profile_delta(const struct profile *cur, const struct profile *prev,
 			int64_t d = csum[i * nt + t];
 
 			if (!gauge[t] && pv) {
+				if (d < pv[t] && increase) {
+					vals[i * nt + t] = d;
+					continue;
+				}
 				if (d < pv[t]) {
 					if (err)
 						buf_printf(err, "%s went down: the process restarted",
@@ -282,4 +298,34 @@ out:
 	intern_destroy(pkeys);
 	intern_destroy(ckeys);
 	return rc;
+}
+
+int
+profile_delta(const struct profile *cur, const struct profile *prev,
+    struct profile **out, struct buf *err)
+{
+	return delta_run(cur, prev, false, out, err);
+}
+
+int
+profile_increase(const struct profile *cur, const struct profile *prev,
+    struct profile **out, struct buf *err)
+{
+	return delta_run(cur, prev, true, out, err);
+}
+
+bool
+profile_is_snapshot(const struct profile *p)
+{
+	size_t t;
+
+	if (p->duration_nanos != 0)
+		return false;
+	for (t = 0; t < p->nsample_types; t++) {
+		const char *ty = profile_str(p, p->sample_types[t].type);
+
+		if (strcmp(ty, "alloc_objects") == 0 || strcmp(ty, "alloc_space") == 0)
+			return true;
+	}
+	return false;
 }

@@ -289,4 +289,21 @@ int	profile_diff(const struct profile *cur, const struct profile *base,
 int	profile_delta(const struct profile *cur, const struct profile *prev,
 	    struct profile **out, struct buf *err);
 
+/*
+ * delta.c: the increase of a snapshot of totals over the previous snapshot
+ * of its series, as Prometheus's increase(): like profile_delta, except that
+ * a stack whose counter went down counts its whole value (that counter
+ * reset). -ERANGE when a counter column's total went down (a new process:
+ * the caller counts cur whole), -EINVAL when the sample types differ.
+ */
+int	profile_increase(const struct profile *cur, const struct profile *prev,
+	    struct profile **out, struct buf *err);
+
+/*
+ * Whether p says it is a snapshot of totals since its process started: a Go
+ * heap (or allocs) profile, with alloc_* columns, and no duration. Deltas
+ * (`?seconds=N`, SDKs, the scraper) have a duration.
+ */
+bool	profile_is_snapshot(const struct profile *p);
+
 #endif

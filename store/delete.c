@@ -5,9 +5,10 @@
  * key layout is in store_int.h): reads stop using that window, its hour and its
  * day at once, and the compactor rebuilds them from what is left, so every
  * merge keeps the exact sums of the remaining profiles. A whole series goes
- * by key ranges (profiles, totals, markers, windows, hours) plus the I and
- * outbox keys of its profiles; the series' name stays in the index, empty,
- * as after retention, and is dropped at the next open. Symbols ('Y') are
+ * by key ranges (profiles, totals, markers, windows, hours, its last
+ * snapshot of totals) plus the I and outbox keys of its profiles; the
+ * series' name stays in the index, empty, as after retention, and is
+ * dropped at the next open. Symbols ('Y') are
  * shared by the service's series and stay.
  *
  * Every deletion is one synced batch written while the compactor is held
@@ -171,7 +172,7 @@ delete_one_series(struct store *st, uint64_t sid, uint64_t *n, struct buf *err)
 	rocksdb_iterator_t *it;
 	unsigned char lo[9], hi[9], ik[9];
 	uint64_t here = 0, queued = 0;
-	static const char kinds[] = { 'P', 'T', 'D', 'W', 'H' };
+	static const char kinds[] = { 'P', 'T', 'D', 'W', 'H', 'L' };
 	size_t i;
 	int rc;
 
@@ -201,7 +202,11 @@ delete_one_series(struct store *st, uint64_t sid, uint64_t *n, struct buf *err)
 	rocksdb_iter_destroy(it);
 	for (i = 0; i < sizeof(kinds); i++)
 		delete_kind(wb, kinds[i], sid);
-	if ((rc = write_batch(st, wb, err)) == 0) {
+	/* A snapshot put meanwhile must not bring the 'L' base back. */
+	pthread_mutex_lock(&st->inc_lock);
+	rc = write_batch(st, wb, err);
+	pthread_mutex_unlock(&st->inc_lock);
+	if (rc == 0) {
 		note_deleted(st, sid, INT64_MIN, queued);
 		*n += here;
 	}

@@ -227,6 +227,9 @@ store_load(struct store *st, struct buf *err)
 			if (name_key(&nk, copy, type, labels) != NULL) {
 				rocksdb_writebatch_delete(gone, key, kl);
 				rocksdb_writebatch_delete(gone, nk.data, nk.len);
+				k[0] = 'L';	/* its last snapshot of totals, if any */
+				memcpy(k + 1, key + 1, 8);
+				rocksdb_writebatch_delete(gone, (char *)k, sizeof(k));
 				ngone++;
 			}
 			buf_reset(&nk);
@@ -444,6 +447,7 @@ store_open(const char *dir, struct store **out, struct buf *err)
 	pthread_mutex_init(&st->ch_lock, NULL);
 	pthread_mutex_init(&st->cp_run, NULL);
 	pthread_mutex_init(&st->cache_lock, NULL);
+	pthread_mutex_init(&st->inc_lock, NULL);
 	st->cache_max = STORE_CACHE_MAX;
 	pthread_cond_init(&st->rt_cond, NULL);
 	store_reader_init(st);
@@ -578,6 +582,7 @@ store_close(struct store *st)
 	pthread_mutex_destroy(&st->ch_lock);
 	pthread_mutex_destroy(&st->cp_run);
 	pthread_mutex_destroy(&st->cache_lock);
+	pthread_mutex_destroy(&st->inc_lock);
 	pthread_cond_destroy(&st->rt_cond);
 	free(st->dir);
 	free(st);

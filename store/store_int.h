@@ -22,7 +22,7 @@
  *   pack.c       the compact encoding of profiles and windows (pack.h)
  *
  * Lock order: cp_run before db_lock, db_lock before sym_lock, cache_lock before
- * db_lock (docs/ARCHITECTURE.md lists every nesting).
+ * db_lock, db_lock before inc_lock (docs/ARCHITECTURE.md lists every nesting).
  *
  * Keys: one byte of kind, then fields (integers big-endian, so keys sort
  * numerically):
@@ -62,6 +62,11 @@
  *   'O'   1       8     id               "": profile id is not shipped yet
  *                                        (only with store_queue_enable();
  *                                        outbox.c)
+ *   'L'   1       8     sid              time:8, then gzipped pprof: the last
+ *                                        snapshot of totals pushed to the
+ *                                        series (write.c, "Snapshots of
+ *                                        totals"), the base of the next one's
+ *                                        increase; one per series, gone with it
  *   'C'   1       var   key              bytes another layer caches (cache.c:
  *                                        the fleet's stack frames by address);
  *                                        'C' alone: the bytes put, u64
@@ -198,6 +203,11 @@ struct store {
 	/* the cache ('C' keys), see cache.c; cache_lock orders its puts */
 	pthread_mutex_t		 cache_lock;
 	_Atomic uint64_t	 cache_max;
+	/*
+	 * inc_lock orders the puts of snapshots of totals: each reads its
+	 * series' 'L' record and writes the next (write.c)
+	 */
+	pthread_mutex_t		 inc_lock;
 	/* the outbox ('O' keys), see outbox.c */
 	_Atomic bool		 q_on;
 	_Atomic uint64_t	 q_len;

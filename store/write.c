@@ -182,7 +182,150 @@ struct put_one {
 	struct store_ref	 r;
 	struct buf		 news;
 	size_t			 vlen;
+	struct profile		*inc;		/* a snapshot's increase: stored instead */
+	bool			 base;		/* the snapshot is its series' new 'L' */
 };
+
+/*
+ * Snapshots of totals. A Go heap profile as the process serves it counts
+ * alloc_* from the process's start (profile_is_snapshot()); the contract
+ * wants a range to sum what was allocated in it, as Prometheus's increase().
+ * Such a profile is stored as its increase over the previous snapshot of its
+ * series (profile_increase(): inuse_* kept, the gauges they are), and the
+ * series' last snapshot is kept whole under 'L'|sid. Doing it here, once,
+ * rather than between consecutive snapshots at every merge, keeps the
+ * windows plain sums (a window's pack cannot know the snapshot before it)
+ * and reads as cheap as for any profile; the price is that profiles/ serves
+ * the increase, which is a valid pprof of what the process allocated
+ * between the two pushes.
+ *
+ *   - the first snapshot of a series counts whole: the process counted from
+ *     zero at its start (the scraper cannot know that of its first scrape,
+ *     so it only primes; a push can, its counts are the whole increase);
+ *   - a counter column whose total went down, or other sample types: a new
+ *     process, counted whole; one stack going down counts its whole value
+ *     (increase() on that stack's counter);
+ *   - a snapshot older than the series' last one came late: its increase was
+ *     counted by the later one, so its counters are stored as zero (inuse_*
+ *     kept) and the last one stays the base; sums stay exact;
+ *   - deleting a stored profile removes the increase it brought; the base
+ *     stays (the next snapshot counts from it); deleting the series drops
+ *     the base with it.
+ *
+ * Producers that send deltas are left alone: the scraper (it takes deltas
+ * itself), Pyroscope and OTLP pushes (each covers a time span) and anything
+ * with a duration.
+ */
+static bool
+snapshot_source(const struct store_input *in, const struct profile *p)
+{
+	static const char *const deltas[] = { "scrape", "pyroscope", "otlp", "ebpf" };
+	size_t i;
+
+	for (i = 0; in->source && i < sizeof(deltas) / sizeof(deltas[0]); i++)
+		if (strcmp(in->source, deltas[i]) == 0)
+			return false;
+	return profile_is_snapshot(p);
+}
+
+/*
+ * The base of snapshot i of the batch: an earlier snapshot of its series in
+ * the batch, else its 'L' record (decoded into *owned). NULL when none can
+ * be had (the first snapshot, or an unreadable record: logged).
+ */
+static int
+snapshot_base(struct store *st, const struct put_one *o, size_t i,
+    const struct profile *const *p, struct profile **owned, const struct profile **base,
+    int64_t *btime)
+{
+	unsigned char lkey[9];
+	struct buf plain = { 0 }, why = { 0 };
+	char *v, *dberr = NULL;
+	size_t j, vl = 0;
+	int rc = 0;
+
+	*base = NULL;
+	*owned = NULL;
+	for (j = i; j-- > 0;)
+		if (o[j].base && o[j].r.series == o[i].r.series) {
+			*base = p[j];
+			*btime = o[j].r.time;
+			return 0;
+		}
+	lkey[0] = 'L';
+	be64_put(lkey + 1, o[i].r.series);
+	v = rocksdb_get(st->db, st->ropts, (char *)lkey, sizeof(lkey), &vl, &dberr);
+	if (dberr) {
+		log_warnx("store: reading the last snapshot of series %llu: %s",
+		    (unsigned long long)o[i].r.series, dberr);
+		free(dberr);
+		return -EIO;
+	}
+	if (v == NULL)
+		return 0;
+	if (vl < 8 || (rc = profile_gunzip(v + 8, vl - 8, &plain, &why)) < 0 ||
+	    (rc = profile_decode(plain.data ? plain.data : "", plain.len, owned, &why)) < 0) {
+		log_warnx("store: the last snapshot of series %llu cannot be read (%s): the next "
+		    "one counts whole", (unsigned long long)o[i].r.series,
+		    why.data ? why.data : "too short");
+		rc = rc == -ENOMEM ? rc : 0;
+	} else {
+		*base = *owned;
+		*btime = time_dec(be64_get((const unsigned char *)v));
+	}
+	rocksdb_free(v);
+	buf_free(&plain);
+	buf_free(&why);
+	return rc;
+}
+
+/*
+ * Snapshot i of the batch: set o[i].inc to what is stored in its place
+ * (NULL: itself, counted whole) and, unless it came late, put it in wb as
+ * its series' 'L' record. inc_lock held.
+ */
+static int
+snapshot_increase(struct store *st, rocksdb_writebatch_t *wb, struct put_one *o, size_t i,
+    const struct profile *const *p)
+{
+	unsigned char lkey[9], t[8];
+	const struct profile *base;
+	struct profile *owned = NULL;
+	struct buf enc = { 0 }, why = { 0 };
+	int64_t btime = 0;
+	int rc;
+
+	if ((rc = snapshot_base(st, o, i, p, &owned, &base, &btime)) < 0)
+		goto out;
+	if (base && o[i].r.time < btime) {
+		/* Late: the later snapshot counted its increase already. */
+		rc = profile_increase(p[i], p[i], &o[i].inc, NULL);
+		goto out;
+	}
+	if (base) {
+		rc = profile_increase(p[i], base, &o[i].inc, &why);
+		if (rc == -ERANGE || rc == -EINVAL) {
+			log_debug("store: series %llu: %s: the snapshot counts whole",
+			    (unsigned long long)o[i].r.series, why.data ? why.data : "reset");
+			rc = 0;
+		}
+		if (rc < 0)
+			goto out;
+	}
+	/* time:8, then the snapshot as gzipped pprof (profile_encode appends) */
+	be64_put(t, time_enc(o[i].r.time));
+	if ((rc = buf_add(&enc, t, sizeof(t))) < 0 || (rc = profile_encode(p[i], true, &enc)) < 0)
+		goto out;
+	lkey[0] = 'L';
+	be64_put(lkey + 1, o[i].r.series);
+	rocksdb_writebatch_put(wb, (char *)lkey, sizeof(lkey), enc.data, enc.len);
+	o[i].base = true;
+out:
+	profile_free(owned);
+	buf_free(&enc);
+	buf_free(&why);
+	return rc;
+}
 
 /* Check profile p, find or make its series and pick its time and id into *o. */
 static int
@@ -246,17 +389,29 @@ put_locked(struct store *st, const struct store_input *in, const struct profile 
 	rocksdb_writebatch_t *wb = NULL;
 	struct put_one *o;
 	char *dberr = NULL;
+	bool snaps = false;
 	size_t i;
 	int rc = 0;
 
 	if ((o = calloc(n ? n : 1, sizeof(*o))) == NULL)
 		return -ENOMEM;
+	for (i = 0; i < n && !snaps; i++)
+		snaps = snapshot_source(&in[i], p[i]);
+	if (snaps)
+		pthread_mutex_lock(&st->inc_lock);
 	wb = rocksdb_writebatch_create();
 	for (i = 0; i < n && rc == 0; i++) {
 		if ((rc = put_prepare(st, &in[i], p[i], now, &o[i], err)) < 0)
 			break;
-		rc = batch_profile(st, wb, o[i].r.series, o[i].r.time, o[i].r.id, p[i],
-		    &o[i].news, &o[i].vlen);
+		if (snaps && snapshot_source(&in[i], p[i]) &&
+		    (rc = snapshot_increase(st, wb, o, i, p)) < 0) {
+			if (err)
+				buf_adds(err, rc == -ENOMEM ? "out of memory" :
+				    "the series' last snapshot cannot be read");
+			break;
+		}
+		rc = batch_profile(st, wb, o[i].r.series, o[i].r.time, o[i].r.id,
+		    o[i].inc ? o[i].inc : p[i], &o[i].news, &o[i].vlen);
 		if (rc < 0) {
 			if (err)
 				buf_adds(err, rc == -ENOMEM ? "out of memory" :
@@ -301,10 +456,14 @@ put_locked(struct store *st, const struct store_input *in, const struct profile 
 	}
 out:
 	rocksdb_writebatch_destroy(wb);
+	if (snaps)
+		pthread_mutex_unlock(&st->inc_lock);
 	if (rc < 0)
 		atomic_fetch_add(&st->n_rejected, n ? n : 1);
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		buf_free(&o[i].news);
+		profile_free(o[i].inc);
+	}
 	free(o);
 	return rc;
 }

@@ -62,11 +62,14 @@ ls "$H" | grep -qx 'instance=10.0.0.1%3A6060' && ok "a ':' in a label value is l
 ls "$H/all/all/profiles" | grep -qx '2022-02-10T160752\.337470000Z-[0-9a-f]\{16\}\.pb\.gz' \
   && ok "profiles/ names in ISO 8601 basic form" || fail "profiles/ names in ISO 8601 basic form" "$(ls "$H/all/all/profiles" | head -2)"
 # What go tool pprof sums from the raw profiles, to compare with (the alloc_*
-# counters: the inuse_* gauges are averaged over a range).
+# counters: the inuse_* gauges are averaged over a range). The snapshots of
+# totals count their increase within the series (increase()): the minute
+# holds the series' first one, counted whole, so it sums to :58's; :55 and
+# :58 hold what :58 added to :52 (go tool pprof -base).
 alloc_sums() { pprof_sums "$@" | tr ' ' '\n' | grep '^alloc_' | tr '\n' ' '; }
-want_min=$(go tool pprof -proto "$REAL"/parca/many-164450927*.pb.gz 2>/dev/null > "$TMP/want-min.pb.gz"; alloc_sums "$TMP/want-min.pb.gz")
-want_ft=$(go tool pprof -proto "$REAL/parca/many-1644509275338070000.pb.gz" "$REAL/parca/many-1644509278338696000.pb.gz" \
-  2>/dev/null > "$TMP/want-ft.pb.gz"; alloc_sums "$TMP/want-ft.pb.gz")
+want_min=$(alloc_sums "$REAL/parca/many-1644509278338696000.pb.gz")
+want_ft=$(go tool pprof -proto -base "$REAL/parca/many-1644509272337470000.pb.gz" \
+  "$REAL/parca/many-1644509278338696000.pb.gz" 2>/dev/null > "$TMP/want-ft.pb.gz"; alloc_sums "$TMP/want-ft.pb.gz")
 
 # go tool pprof, unquoted and relative, from the service's all/ as the user did.
 cd "$H/all" || fail "cd all/"

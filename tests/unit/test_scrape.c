@@ -340,6 +340,54 @@ delta_restart(void **state)
 	buf_free(&err);
 }
 
+/*
+ * The store's increase of a pushed snapshot: one stack going down counts its
+ * whole value (that counter reset), a total going down is a new process.
+ */
+static void
+increase_resets(void **state)
+{
+	const int64_t pa[] = { 10, 1000, 2, 200 }, pb[] = { 5, 500, 1, 100 };
+	const int64_t ca[] = { 3, 300, 1, 100 }, cb[] = { 20, 2000, 4, 400 };
+	const int64_t la[] = { 3, 300, 1, 100 }, lb[] = { 1, 100, 1, 100 };
+	struct profile *prev = heap(false, pa, pb, NULL), *cur = heap(false, ca, cb, NULL), *d;
+	struct profile *lower = heap(false, la, lb, NULL);
+	struct buf err = { 0 };
+	const int64_t *v;
+
+	(void)state;
+	assert_true(profile_is_snapshot(prev));
+	assert_int_equal(profile_increase(cur, prev, &d, &err), 0);
+	v = values_at(d, "main.a");
+	assert_non_null(v);
+	assert_true(v[0] == 3 && v[1] == 300 && v[2] == 1 && v[3] == 100);
+	v = values_at(d, "main.b");
+	assert_non_null(v);
+	assert_true(v[0] == 15 && v[1] == 1500 && v[2] == 4 && v[3] == 400);
+	profile_free(d);
+	/* The totals went down: a new process, the caller counts it whole. */
+	assert_int_equal(profile_increase(lower, prev, &d, &err), -ERANGE);
+	assert_null(d);
+	/* Against itself: counters zero, in use kept (a late snapshot). */
+	assert_int_equal(profile_increase(prev, prev, &d, &err), 0);
+	assert_true(profile_total(d, 1) == 0 && profile_total(d, 3) == 300);
+	profile_free(d);
+	/* A duration makes it a delta; CPU is no snapshot of totals. */
+	prev->duration_nanos = 1000000000;
+	assert_false(profile_is_snapshot(prev));
+	{
+		struct profile *cpu = tp_new("cpu", "nanoseconds", 10000000,
+		    "samples/count,cpu/nanoseconds");
+
+		assert_false(profile_is_snapshot(cpu));
+		profile_free(cpu);
+	}
+	profile_free(prev);
+	profile_free(cur);
+	profile_free(lower);
+	buf_free(&err);
+}
+
 /* Real Go heap scrapes of one process: deltas are never negative. */
 static void
 delta_real_series(void **state)
@@ -399,6 +447,7 @@ main(void)
 		cmocka_unit_test(targets_semantic_lines),
 		cmocka_unit_test(delta_matches_by_stack),
 		cmocka_unit_test(delta_restart),
+		cmocka_unit_test(increase_resets),
 		cmocka_unit_test(delta_real_series),
 	};
 

@@ -986,32 +986,52 @@ test_query_merge(void **state)
 	profile_free(one);
 }
 
-/* Gauges are averaged over the snapshots of a range, counters summed. */
+/*
+ * Gauges are averaged over the snapshots of a range, counters summed; a Go
+ * heap profile without a duration is a snapshot of totals, whose counters
+ * count their increase within the series (the same one twice: once).
+ */
 static void
 test_query_gauges(void **state)
 {
 	struct fixture *f = *state;
 	struct query q = { .service = "svc", .type = "heap", .from = INT64_MIN, .to = INT64_MAX };
+	struct store_input in = { .service = "deltas", .type = "heap", .source = "ingest" };
 	struct query_result res;
 	struct profile *one = NULL;
-	size_t t;
+	struct buf err = { 0 };
+	size_t t, k;
+	int64_t times;
 
 	assert_int_equal(profile_decode(f->heap.data, f->heap.len, &one, NULL), 0);
+	assert_true(profile_is_snapshot(one));
 	put(f, &f->heap, "svc", "heap", NULL, T0);
 	put(f, &f->heap, "svc", "heap", NULL, T0 + 10 * NS);
-	assert_int_equal(query_merge(f->st, &q, &res), 0);
-	assert_int_equal(res.nmerged, 2);
-	for (t = 0; t < one->nsample_types; t++) {
-		const char *ty = profile_str(one, one->sample_types[t].type);
-		int64_t want = profile_type_is_gauge(ty) ? profile_total(one, t) :
-		    2 * profile_total(one, t);
-
-		if (profile_total(res.merged, t) != want)
-			fail_msg("%s: %lld, want %lld", ty, (long long)profile_total(res.merged, t),
-			    (long long)want);
+	/* The same profile with a duration is a delta: summed as it is. */
+	one->duration_nanos = 10 * NS;
+	for (k = 0; k < 2; k++) {
+		in.created_at = T0 + (int64_t)k * 10 * NS;
+		if (store_put_profile(f->st, &in, one, NULL, &err) != 0)
+			fail_msg("store_put_profile: %s", err.data);
 	}
-	query_result_free(&res);
+	for (k = 0; k < 2; k++) {
+		q.service = k == 0 ? "svc" : "deltas";
+		times = k == 0 ? 1 : 2;
+		assert_int_equal(query_merge(f->st, &q, &res), 0);
+		assert_int_equal(res.nmerged, 2);
+		for (t = 0; t < one->nsample_types; t++) {
+			const char *ty = profile_str(one, one->sample_types[t].type);
+			int64_t want = profile_type_is_gauge(ty) ? profile_total(one, t) :
+			    times * profile_total(one, t);
+
+			if (profile_total(res.merged, t) != want)
+				fail_msg("%s %s: %lld, want %lld", q.service, ty,
+				    (long long)profile_total(res.merged, t), (long long)want);
+		}
+		query_result_free(&res);
+	}
 	profile_free(one);
+	buf_free(&err);
 }
 
 /*
