@@ -56,9 +56,13 @@ for san in "${builds[@]}"; do
   # make_concurrent and options_doc check the Makefile and the docs;
   # cluster_hedge starts four ClickHouse servers; hardening_peer, _regex and
   # _json measure RSS and CPU under a budget (their daemon's code paths run in
-  # the other suites too).
+  # the other suites too). ebpf_node measures the share of a node process's
+  # samples walked to fib: under ThreadSanitizer on a busy machine the daemon
+  # can load node's unwind tables late, and the first seconds' stacks (and
+  # V8's compiler threads) drop the share below its bound; what it checks runs
+  # in the first build.
   skip="layers|install|otlp|grafana|ebpf_java|ebpf_hotspot|ebpf_debuginfod|hardening_memory|cluster_replicas"
-  skip="$skip|make_concurrent|options_doc|cluster_hedge|cluster_single|recipes|hardening_peer|hardening_regex|hardening_json|hardening_symtab|hardening_kaddr"
+  skip="$skip|make_concurrent|options_doc|cluster_hedge|cluster_single|recipes|hardening_peer|hardening_regex|hardening_json|hardening_symtab|hardening_kaddr|ebpf_node"
   if read -r p f <"$tally"; then
     pass=$((pass + p)); fail=$((fail + f))
   else
