@@ -185,16 +185,44 @@ init_userns(int tid)
 	return full && rows == 1;
 }
 
+/*
+ * The answer is asked at every stat and open of a generated file (du and
+ * find ask it per entry), so each FUSE thread keeps its last one for a
+ * second: the two sysctls, and the last caller's. A caller's capabilities
+ * or a sysctl changed are seen within that second; a thread id is not
+ * reused by another process within it.
+ */
+#define VISIBLE_TTL_NS	INT64_C(1000000000)
+
+static _Thread_local struct {
+	int64_t	 until;		/* mono ns: the sysctls below hold until then */
+	long	 restrict_, paranoid;
+	int	 tid;		/* the last caller asked of, 0: none */
+	int64_t	 tid_until;
+	bool	 tid_visible;
+} kv;
+
 bool
 kaddr_visible(int tid)
 {
-	long restrict_ = read_long("/proc/sys/kernel/kptr_restrict", 2);
-	long paranoid = read_long("/proc/sys/kernel/perf_event_paranoid", 2);
+	int64_t now = clock_mono_ns();
 
+	if (now >= kv.until) {
+		kv.restrict_ = read_long("/proc/sys/kernel/kptr_restrict", 2);
+		kv.paranoid = read_long("/proc/sys/kernel/perf_event_paranoid", 2);
+		kv.until = now + VISIBLE_TTL_NS;
+	}
 	/* kallsyms_show_value(): as the kernel decides what /proc/kallsyms shows. */
-	if (restrict_ >= 2)
+	if (kv.restrict_ >= 2)
 		return false;
-	if (restrict_ == 0 && paranoid <= 1)
+	if (kv.restrict_ == 0 && kv.paranoid <= 1)
 		return true;
-	return tid > 0 && has_syslog(tid) && init_userns(tid);
+	if (tid <= 0)
+		return false;
+	if (tid != kv.tid || now >= kv.tid_until) {
+		kv.tid_visible = has_syslog(tid) && init_userns(tid);
+		kv.tid = tid;
+		kv.tid_until = now + VISIBLE_TTL_NS;
+	}
+	return kv.tid_visible;
 }
