@@ -536,29 +536,14 @@ ingest_release(struct fsctx *fs, struct ingest *ig)
 	free(ig);
 }
 
-/* The path explained last and when (mono ns), so a lookup repeated by the kernel logs once. */
-static pthread_mutex_t ex_lock = PTHREAD_MUTEX_INITIALIZER;
-static char ex_last[512];		/* protected by ex_lock */
-static int64_t ex_when;			/* protected by ex_lock */
-
+/* A lookup the kernel repeats is noted once: errlog.c counts a note equal to the newest. */
 void
 ingest_explain(const char *path)
 {
 	char seg[256];
 	const char *p, *e;
 	struct buf err = { 0 };
-	int64_t now = clock_mono_ns();
-	bool again;
 	int depth;
-
-	pthread_mutex_lock(&ex_lock);
-	again = now - ex_when < INT64_C(1000000000) &&
-	    strncmp(ex_last, path, sizeof(ex_last)) == 0;
-	snprintf(ex_last, sizeof(ex_last), "%s", path);
-	ex_when = now;
-	pthread_mutex_unlock(&ex_lock);
-	if (again)
-		return;
 
 	/* path is /ingest/<service>/<type>/...: the first segment that fails. */
 	p = path + strlen("/ingest");
