@@ -1171,7 +1171,8 @@ debuglink_ok(const char *link)
 /*
  * Read the debug file at path if the process's owner (pid's; 0: none, the
  * root is the caller's) could, opened off this thread (rio.h): 0 when it
- * had a symtab, -ETIMEDOUT when the open did not end in time.
+ * had a symtab, -ETIMEDOUT when the open did not end in time (or failed for want
+ * of memory, a thread or a descriptor).
  */
 static int
 try_debug_file(struct elfobj *o, const char *path, pid_t pid)
@@ -1180,6 +1181,9 @@ try_debug_file(struct elfobj *o, const char *path, pid_t pid)
 	int fd, rc;
 
 	fd = rio_open(rio_self(), pid, path, pid > 0 ? RIO_AS_OWNER | RIO_PUBLIC : 0, 0, NULL);
+	/* Out of memory, threads or descriptors says nothing of the file: as a stall, unsure. */
+	if (fd == -ENOMEM || fd == -EAGAIN || fd == -EMFILE || fd == -ENFILE || fd == -EINTR)
+		return -ETIMEDOUT;
 	if (fd < 0)
 		return fd == -EACCES || fd == -ETIMEDOUT ? fd : -ENOENT;
 	rc = read_elf_fd(fd, o, true, &has, NULL, 0);

@@ -71,6 +71,23 @@ stuck_mount() {
   done
   return 1
 }
+# stuck_check DIR: the server of DIR's mount is alive and stopped, and a
+# lookup on it does not answer (a stuck mount, not a dead one: a dead one
+# answers at once, and the opens under test would not stall). Its state
+# otherwise, for the failure's message.
+stuck_check() {
+  local st
+  st=$(awk '{print $3}' "/proc/$STUCK_PID/stat" 2>/dev/null)
+  if [ "$st" != T ]; then
+    STUCK_WHY="its server (pid $STUCK_PID) is ${st:-gone}, not stopped: $(tail -3 "$1/log" | tr '\n' '|')"
+    return 1
+  fi
+  if timeout -s KILL 2 stat "$1/mnt/stuck-probe" >/dev/null 2>&1; then
+    STUCK_WHY="a lookup on it answered"
+    return 1
+  fi
+  return 0
+}
 periods() { grep -c "ebpf: period:" "$TMP/daemon.log"; }
 # wait_periods FROM N: wait (up to 60 s) until N periods more than FROM are logged.
 wait_periods() {
@@ -198,6 +215,12 @@ read -r -t 10 line <&"${DL[0]}"
 sleep 1
 kill -STOP "$STUCK_PID"
 STOPPED="$STOPPED $STUCK_PID"
+STUCK_WHY=
+for i in $(seq 1 20); do
+  [ "$(awk '{print $3}' "/proc/$STUCK_PID/stat" 2>/dev/null)" = T ] && break
+  sleep 0.1
+done
+stuck_check "$TMP/stuck2" || echo "# the stopped mount is not stuck: $STUCK_WHY"
 echo go >&"${DL[1]}"
 for i in $(seq 1 180); do
   grep -q "dlstall.debug for pid [0-9]* did not end" "$TMP/daemon.log" && break
@@ -212,7 +235,7 @@ if grep -q "dlstall.debug for pid [0-9]* did not end" "$TMP/daemon.log"; then
   jit=$(grep -c "for pid $JPID did not end" "$TMP/daemon.log")
   ok "hebpf-openstall-opens (metric ${m:-none}; the JIT-like process given up on $jit time(s))"
 else
-  fail "hebpf-openstall-opens" "$(grep -E "did not end|dlstall" "$TMP/daemon.log" | head -12 | tr '\n' '|')"
+  fail "hebpf-openstall-opens" "${line:+ready; }${STUCK_WHY:+the mount was not stuck ($STUCK_WHY); }$(grep -E "did not end|dlstall" "$TMP/daemon.log" | head -12 | tr '\n' '|')"
 fi
 n0=$(periods)
 if wait_periods "$n0" 5; then ok "hebpf-openstall-periods ($(($(periods) - n0)) periods logged after)"
