@@ -377,7 +377,7 @@ echo "# $m"
 # At the normal rate: 5 periods of 2 s in 10 s; 3 leaves room for a loaded host.
 if [ $((n1 - n0)) -ge 3 ]; then ok "hebpf-bigfunc-periods ($((n1 - n0)) periods in $((t1 - t0)) s)"
 else fail "hebpf-bigfunc-periods" "$((n1 - n0)) periods of 2 s in $((t1 - t0)) s"; fi
-f="$TMP/mnt/hugefunc/cpu/all/all/folded.txt"
+f="$TMP/mnt/hugefunc.py/cpu/all/all/folded.txt"
 for i in $(seq 1 20); do [ -e "$f" ] && break; sleep 0.5; done
 if grep -q "hugefunc_main;hugefunc;hugefunc;hugefunc" "$f" 2>/dev/null; then
   ok "hebpf-bigfunc-named (deepest stack: $(awk '{print gsub(/;hugefunc/, "")}' "$f" | sort -n | tail -1) hugefunc frames)"

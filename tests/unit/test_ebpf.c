@@ -336,7 +336,7 @@ test_cpuprof_roundtrip(void **state)
 	assert_int_equal(cpuprof_sample(svc, locs, 3, 42, 43, "myapp", 0), 0);
 	assert_int_equal(cpuprof_sample(svc, locs, 3, 42, 43, "myapp", 0), 0);
 	assert_int_equal(cpuprof_sample(svc, locs + 1, 2, 42, 44, "worker", 0), 0);
-	assert_int_equal(cpuprof_flush(c, st, 1000000000LL, 3000000000LL, &profiles, &samples), 0);
+	assert_int_equal(cpuprof_flush(c, st, 1000000000LL, 3000000000LL, NULL, &profiles, &samples), 0);
 	assert_int_equal(profiles, 1);
 	assert_int_equal(samples, 3);
 
@@ -394,7 +394,7 @@ test_cpuprof_roundtrip(void **state)
 	profile_free(p);
 	free(ser);
 	/* An empty period stores nothing. */
-	assert_int_equal(cpuprof_flush(c, st, 3000000000LL, 4000000000LL, &profiles, &samples), 0);
+	assert_int_equal(cpuprof_flush(c, st, 3000000000LL, 4000000000LL, NULL, &profiles, &samples), 0);
 	assert_int_equal(profiles, 0);
 	cpuprof_destroy(c);
 	store_close(st);
@@ -514,10 +514,10 @@ test_cpuprof_offcpu(void **state)
 	assert_true(li >= 0);
 	loc = (uint32_t)li;
 	assert_int_equal(cpuprof_sample(cs, &loc, 1, 7, 8, "waiter", 0), 0);
-	assert_int_equal(cpuprof_flush(off, st, 1000000000LL, 2000000000LL, &profiles, &samples), 0);
+	assert_int_equal(cpuprof_flush(off, st, 1000000000LL, 2000000000LL, NULL, &profiles, &samples), 0);
 	assert_int_equal(profiles, 1);
 	assert_int_equal(samples, 2);
-	assert_int_equal(cpuprof_flush(c, st, 1000000000LL, 2000000000LL, &profiles, &samples), 0);
+	assert_int_equal(cpuprof_flush(c, st, 1000000000LL, 2000000000LL, NULL, &profiles, &samples), 0);
 	assert_int_equal(profiles, 1);
 
 	assert_int_equal(store_series(st, &ser, &n), 0);
