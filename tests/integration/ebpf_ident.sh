@@ -12,7 +12,7 @@
 set -u
 . "$(dirname "$0")/../lib.sh"
 
-NAMES="ident-unit ident-user-unit ident-moved ident-runtimes ident-runtimes-apart ident-short ident-other-labels ident-excluded ident-container ident-daemon"
+NAMES="ident-bad-rule ident-unit ident-user-unit ident-moved ident-runtimes ident-runtimes-apart ident-short ident-other-labels ident-excluded ident-container ident-daemon"
 skip_all() { for n in $NAMES; do echo "ok - $n # SKIP $1"; done; exit 0; }
 [ "$(id -u)" -eq 0 ] || skip_all "needs root"
 [ -r /sys/kernel/btf/vmlinux ] || skip_all "kernel has no BTF (/sys/kernel/btf/vmlinux)"
@@ -114,6 +114,11 @@ EOF
     echo "# podman import: $(tail -2 "$TMP/podman.log")"
   fi
 fi
+
+# A malformed rule: refused at start, with what was wrong.
+out=$("$BIN" serve --data "$TMP/bad" --ebpf --ebpf-exclude "pod:x" "$TMP/badmnt" 2>&1); rc=$?
+if [ "$rc" = 2 ] && echo "$out" | grep -q "not unit:NAME"; then ok "ident-bad-rule ($out)"
+else fail "ident-bad-rule" "rc=$rc: $out"; fi
 
 PORT=$(free_port)
 pf_start -v --ebpf=99 --ebpf-period 2 --http "127.0.0.1:$PORT" --ebpf-exclude "unit:$NOISE" ||
