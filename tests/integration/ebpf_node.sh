@@ -54,7 +54,7 @@ node "$B/fib_node_running.js" 4 &
 RUNNING=$!
 
 PORT=$((20000 + RANDOM % 20000))
-pf_start -v --ebpf=99 --ebpf-period 2 --http "127.0.0.1:$PORT" ||
+pf_start -v --ebpf=99 --ebpf-period 2 --ebpf-min-samples 0 --http "127.0.0.1:$PORT" ||
   { fail "ebpf daemon start"; kill "$RUNNING"; pf_done; exit 1; }
 
 node "$B/fib_node.js" 3 &
