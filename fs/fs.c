@@ -1286,6 +1286,8 @@ readme_render(struct fsctx *fs, struct buf *b)
 "  %s/\n"
 "    README.txt                  this help\n"
 "    .targets.json               with --scrape: each scraped target's health and last error\n"
+"    host-other/                 with --ebpf: the processes whose name has not yet had\n"
+"                                --ebpf-min-samples CPU samples in an hour (tags comm, unit)\n"
 "    ingest/<service>/<type>/[<k=v,...>/]<file>   drop box for pprof files\n"
 "    ingest/errors.txt           why a file was not stored, or a name is not well\n"
 "                                formed (last-1hr, pod=~[): the last 100 reasons\n"

@@ -43,6 +43,8 @@ static const char usage_text[] =
 "usage: profilefs serve [--data DIR] [--http HOST:PORT] [--ebpf[=HZ]] [--scrape FILE]\n"
 "                       [--ebpf-period SECONDS] [--ebpf-unwind-mem MIB]\n"
 "                       [--ebpf-offcpu[=THRESHOLD]] [--ebpf-offcpu-sample N]\n"
+"                       [--ebpf-include RULE] [--ebpf-exclude RULE]\n"
+"                       [--ebpf-min-samples N]\n"
 "                       [--debuginfod URL[,URL...]|off] [--debuginfod-cache SIZE]\n"
 "                       [--retention DURATION] [--retention-aggregates DURATION]\n"
 "                       [--max-disk SIZE] [--max-series N] [--max-services N]\n"
@@ -98,9 +100,18 @@ static const char usage_text[] =
 "  --ebpf-period SECONDS  store one eBPF CPU profile per service every SECONDS\n"
 "                      (default 10); PROFILEFS_EBPF_SERVICE_BY=cgroup|exe|comm\n"
 "                      picks how processes map to services (default cgroup:\n"
-"                      the systemd unit, else a Python, Ruby or Node.js script,\n"
-"                      a Python module, a Java main class or jar, else the\n"
+"                      the container's name, else the systemd unit, else a\n"
+"                      Python, Ruby, Node.js or PHP script as NAME.py, .rb,\n"
+"                      .js, .php, a Java main class or jar, else the\n"
 "                      executable)\n"
+"  --ebpf-include RULE  sample only processes a rule includes; RULE is\n"
+"                      unit:NAME, container:NAME, comm:NAME or service:NAME\n"
+"                      (NAME a shell pattern: unit:nginx, comm:py*); repeatable\n"
+"  --ebpf-exclude RULE  store nothing of processes RULE matches (same forms;\n"
+"                      repeatable; wins over --ebpf-include)\n"
+"  --ebpf-min-samples N  a service of its own only once its CPU samples reach N\n"
+"                      within an hour (default 20; 0: at once); until then\n"
+"                      into service host-other, labelled comm, unit, container\n"
 "  --ebpf-unwind-mem MIB  memory for unwind tables, 0..128 (default 64; 0: frame\n"
 "                      pointers only)\n"
 "  --debuginfod URL[,URL...]|off  fetch debug files of sampled binaries without\n"
@@ -266,6 +277,9 @@ struct serve_opts {
 	bool		 ebpf_offcpu;
 	int64_t		 ebpf_offcpu_min_ns;
 	unsigned	 ebpf_offcpu_sample;
+	long		 ebpf_min_samples;	/* < 0: default */
+	struct ebpf_filter ebpf_filters[64];
+	size_t		 ebpf_nfilters;
 	size_t		 http_max_body;
 	unsigned	 http_max_conns;
 	size_t		 http_max_decoded;
@@ -291,6 +305,9 @@ struct serve_opts {
 #define OPT_CH_REPLICATED	1002
 #define OPT_QUERY_CPU		1003
 #define OPT_CH_HEDGE		1004
+#define OPT_EBPF_INCLUDE	1020
+#define OPT_EBPF_EXCLUDE	1021
+#define OPT_EBPF_MIN_SAMPLES	1022
 
 /* --retention at most 100 years; its unit is required (a bare "30" is refused). */
 #define RETENTION_MAX	(INT64_C(36500) * 86400 * 1000000000)
@@ -762,7 +779,8 @@ serve(const struct serve_opts *o, struct priv_user *user)
 		    .unwind_mib = o->ebpf_unwind_mib, .data_dir = o->data,
 		    .debuginfod_cache = o->debuginfod_cache, .offcpu = o->ebpf_offcpu,
 		    .offcpu_min_ns = (uint64_t)o->ebpf_offcpu_min_ns,
-		    .offcpu_sample = o->ebpf_offcpu_sample };
+		    .offcpu_sample = o->ebpf_offcpu_sample, .min_samples = o->ebpf_min_samples,
+		    .filters = o->ebpf_filters, .nfilters = o->ebpf_nfilters };
 		const char *list = o->debuginfod ? o->debuginfod : getenv("DEBUGINFOD_URLS"), *bad;
 		char *urls = NULL;
 
@@ -865,6 +883,9 @@ main(int argc, char **argv)
 		{ "debuginfod-cache", required_argument, NULL, 'c' },
 		{ "ebpf-offcpu", optional_argument,	NULL, 'x' },
 		{ "ebpf-offcpu-sample", required_argument, NULL, 'y' },
+		{ "ebpf-include", required_argument,	NULL, OPT_EBPF_INCLUDE },
+		{ "ebpf-exclude", required_argument,	NULL, OPT_EBPF_EXCLUDE },
+		{ "ebpf-min-samples", required_argument, NULL, OPT_EBPF_MIN_SAMPLES },
 		{ "scrape",	required_argument,	NULL, 's' },
 		{ "http-token",	required_argument,	NULL, 'T' },
 		{ "http-max-body", required_argument,	NULL, 'B' },
@@ -898,7 +919,7 @@ main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	struct serve_opts o = { .data = "./profilefs-data", .max_series = -1,
-	    .ebpf_offcpu_min_ns = 1000000, .ebpf_offcpu_sample = 1,
+	    .ebpf_offcpu_min_ns = 1000000, .ebpf_offcpu_sample = 1, .ebpf_min_samples = -1,
 	    .ch = { .set_retention = -1 }, .max_services = -1 };
 	struct priv_user user;
 	char *end, *token = NULL;
@@ -987,6 +1008,33 @@ main(int argc, char **argv)
 				return 2;
 			}
 			o.ebpf_offcpu_sample = (unsigned)hz;
+			break;
+		case OPT_EBPF_INCLUDE:
+		case OPT_EBPF_EXCLUDE: {
+			const char *bad;
+			const char *opt = c == OPT_EBPF_INCLUDE ? "--ebpf-include" : "--ebpf-exclude";
+
+			if (ebpf_check_filter(optarg, &bad) < 0) {
+				fprintf(stderr, "profilefs: %s '%s': %s\n", opt, optarg, bad);
+				return 2;
+			}
+			if (o.ebpf_nfilters == sizeof(o.ebpf_filters) / sizeof(o.ebpf_filters[0])) {
+				fprintf(stderr, "profilefs: %s: at most 64 rules\n", opt);
+				return 2;
+			}
+			o.ebpf_filters[o.ebpf_nfilters++] = (struct ebpf_filter){ .rule = optarg,
+			    .include = c == OPT_EBPF_INCLUDE };
+			break;
+		}
+		case OPT_EBPF_MIN_SAMPLES:
+			errno = 0;
+			hz = strtol(optarg, &end, 10);
+			if (errno || *end || end == optarg || hz < 0 || hz > 1000000000) {
+				fprintf(stderr, "profilefs: --ebpf-min-samples: N must be 0..1000000000, "
+				    "not '%s'\n", optarg);
+				return 2;
+			}
+			o.ebpf_min_samples = hz;
 			break;
 		case 's':
 			o.scrape = optarg;
@@ -1189,6 +1237,11 @@ main(int argc, char **argv)
 	o.mountpoint = argv[optind];
 	if ((o.ebpf_offcpu || o.ebpf_offcpu_sample != 1) && o.ebpf_hz == 0) {
 		fprintf(stderr, "profilefs: --ebpf-offcpu and --ebpf-offcpu-sample need --ebpf\n");
+		return 2;
+	}
+	if ((o.ebpf_nfilters > 0 || o.ebpf_min_samples >= 0) && o.ebpf_hz == 0) {
+		fprintf(stderr, "profilefs: --ebpf-include, --ebpf-exclude and --ebpf-min-samples "
+		    "need --ebpf\n");
 		return 2;
 	}
 	if (o.ebpf_offcpu_sample != 1 && !o.ebpf_offcpu) {

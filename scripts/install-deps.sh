@@ -40,6 +40,7 @@ PKGS=(
   openjdk-17-jdk-headless ruby
   systemd man-db groff-base strace
   clickhouse-server zookeeper
+  podman runc busybox-static
 )
 
 # The packages of PKGS only the tests need: unit tests (cmocka), the real
@@ -54,6 +55,7 @@ TEST_PKGS=(
   openjdk-17-jdk-headless ruby
   systemd groff-base strace
   clickhouse-server zookeeper
+  podman runc busybox-static
 )
 
 SUDO=""

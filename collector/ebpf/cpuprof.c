@@ -14,9 +14,17 @@
  * may be freed and their memory reused). Locations are cached by address
  * within their mapping, as the merge knows them: a new process of a program
  * (its libraries elsewhere) finds the frames its predecessors named.
+ *
+ * The gate (cpuprof_gate_*) keeps the root short: a service name has a
+ * profile of its own only once its CPU samples reach a threshold within an
+ * hour; until then each of its period's aggregates is folded at the flush
+ * into the one per-host service for the rest, its series labels (unit,
+ * container, pod) becoming sample labels next to comm and pid. A name keeps
+ * its service while it has CPU samples at least once an hour.
  */
 #include <errno.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -75,6 +83,24 @@ struct cpuprof {
 	uint64_t	 gen;		/* the period's number, bumped at every reset */
 	int		 slot;		/* of struct proc's cp_svc: 0 CPU, 1 off-CPU */
 };
+
+/* A service name the gate has seen: its CPU samples since it was first seen. */
+struct gate_ent {
+	char		*name;
+	uint64_t	 count;		/* CPU samples within the window begun at since */
+	int64_t		 since, last;	/* ns: window start, last flush with samples */
+	bool		 own;		/* past the threshold: a service of its own */
+};
+
+struct cpuprof_gate {
+	uint64_t	 min;		/* samples within GATE_WINDOW_NS */
+	char		*other;		/* the service for the rest */
+	char		*series;	/* its series labels (canonical text) */
+	struct gate_ent	*ents;
+	size_t		 n, cap;
+};
+
+#define GATE_WINDOW_NS	(3600LL * 1000 * 1000 * 1000)
 
 /* Go's CPU profiles: what the sampler's must merge with. */
 static const char *const sample_types[] = { "samples", "cpu" };
@@ -159,13 +185,13 @@ cpuprof_destroy(struct cpuprof *c)
 }
 
 static struct cpuprof_svc *
-svc_new(const struct cpuprof *c, const struct proc *p, const char *series)
+svc_new(const struct cpuprof *c, const char *name, const char *series)
 {
 	struct cpuprof_svc *s = xcalloc(1, sizeof(*s));
 	struct merge_header h = { .types = c->types, .units = c->units, .ntypes = 2,
 	    .period_type = c->types[1], .period_unit = c->units[1], .period = c->period };
 
-	s->service = xstrdup(p->service);
+	s->service = xstrdup(name);
 	if (labels_parse(series, &s->labels, NULL) < 0 ||
 	    (s->m = merge_create()) == NULL || merge_begin(s->m, &h) < 0 ||
 	    (s->s_pid = merge_string(s->m, "pid")) < 0 ||
@@ -206,9 +232,9 @@ svc_exe(struct cpuprof_svc *s, struct proc *p)
 	}
 }
 
-/* The aggregate of p's service and series labels series. */
+/* The aggregate of service name and series labels series. */
 static struct cpuprof_svc *
-service(struct cpuprof *c, struct proc *p, const char *series)
+service_named(struct cpuprof *c, const char *name, const char *series)
 {
 	struct buf key = { 0 };
 	struct cpuprof_svc *s = NULL;
@@ -217,7 +243,7 @@ service(struct cpuprof *c, struct proc *p, const char *series)
 
 	if (c->keys == NULL && (c->keys = intern_create(64)) == NULL)
 		return NULL;	/* out of memory at the last reset: try again next time */
-	buf_adds(&key, p->service);
+	buf_adds(&key, name);
 	buf_addc(&key, '\0');
 	buf_adds(&key, series);
 	if (buf_error(&key) < 0 || (i = intern_put(c->keys, key.data, key.len, &added)) < 0)
@@ -227,7 +253,7 @@ service(struct cpuprof *c, struct proc *p, const char *series)
 		goto out;
 	}
 	c->svcs = xgrow(c->svcs, &c->cap, c->nsvcs + 1, sizeof(*c->svcs));
-	if ((s = svc_new(c, p, series)) == NULL) {
+	if ((s = svc_new(c, name, series)) == NULL) {
 		/* The key is interned but no service is behind it: drop the period. */
 		reset(c);
 		goto out;
@@ -235,6 +261,15 @@ service(struct cpuprof *c, struct proc *p, const char *series)
 	c->svcs[c->nsvcs++] = s;
 out:
 	buf_free(&key);
+	return s;
+}
+
+/* The aggregate of p's service and series labels series. */
+static struct cpuprof_svc *
+service(struct cpuprof *c, struct proc *p, const char *series)
+{
+	struct cpuprof_svc *s = service_named(c, p->service, series);
+
 	if (s != NULL && s->exe == NULL && p->exe != NULL)
 		svc_exe(s, p);
 	return s;
@@ -504,6 +539,175 @@ cpuprof_sample_waits(struct cpuprof_svc *s, const uint32_t *locs, size_t n, uint
 	return add_sample(s, locs, n, pid, tid, comm, waits, ns, keys, values, nextra);
 }
 
+struct cpuprof_gate *
+cpuprof_gate_create(uint64_t min_samples, const char *other, const char *series)
+{
+	struct cpuprof_gate *g = xcalloc(1, sizeof(*g));
+
+	g->min = min_samples;
+	g->other = xstrdup(other);
+	g->series = xstrdup(series);
+	return g;
+}
+
+void
+cpuprof_gate_destroy(struct cpuprof_gate *g)
+{
+	size_t i;
+
+	if (g == NULL)
+		return;
+	for (i = 0; i < g->n; i++)
+		free(g->ents[i].name);
+	free(g->ents);
+	free(g->other);
+	free(g->series);
+	free(g);
+}
+
+static struct gate_ent *
+gate_find(struct cpuprof_gate *g, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < g->n; i++)
+		if (strcmp(g->ents[i].name, name) == 0)
+			return &g->ents[i];
+	return NULL;
+}
+
+bool
+cpuprof_gate_own(struct cpuprof_gate *g, const char *name)
+{
+	struct gate_ent *e;
+
+	if (g == NULL || g->min == 0 || strcmp(name, g->other) == 0)
+		return true;
+	return (e = gate_find(g, name)) != NULL && e->own;
+}
+
+/*
+ * The CPU period [.., now) of c: each name's samples count, a name past the
+ * threshold gets its own service; names without samples for an hour are
+ * forgotten (and start over).
+ */
+static void
+gate_count(struct cpuprof_gate *g, const struct cpuprof *c, int64_t now)
+{
+	struct gate_ent *e;
+	size_t i, j;
+
+	for (i = 0; i < c->nsvcs; i++) {
+		const struct cpuprof_svc *s = c->svcs[i];
+
+		if (s->total == 0 || strcmp(s->service, g->other) == 0)
+			continue;
+		if ((e = gate_find(g, s->service)) == NULL) {
+			g->ents = xgrow(g->ents, &g->cap, g->n + 1, sizeof(*g->ents));
+			e = &g->ents[g->n++];
+			*e = (struct gate_ent){ .name = xstrdup(s->service), .since = now };
+		}
+		if (!e->own && now - e->since > GATE_WINDOW_NS) {
+			e->count = 0;
+			e->since = now;
+		}
+		e->count += s->total;
+		e->last = now;
+		if (e->count >= g->min)
+			e->own = true;
+	}
+	for (i = j = 0; i < g->n; i++) {
+		if (now - g->ents[i].last > GATE_WINDOW_NS) {
+			free(g->ents[i].name);
+			continue;
+		}
+		g->ents[j++] = g->ents[i];
+	}
+	g->n = j;
+}
+
+/*
+ * Each sample of p gets the pairs of ls but host as labels: what tells the
+ * processes of the service for the rest apart. In p's arena.
+ */
+static int
+profile_label_series(struct profile *p, const struct labelset *ls)
+{
+	int64_t keys[LABELS_MAX], vals[LABELS_MAX];
+	const char **strings;
+	size_t i, k, n = 0;
+
+	for (i = 0; i < ls->n; i++)
+		if (strcmp(ls->pairs[i].key, "host") != 0)
+			n++;
+	if (n == 0)
+		return 0;
+	if ((strings = arena_calloc(p->arena, p->nstrings + 2 * n, sizeof(*strings))) == NULL)
+		return -ENOMEM;
+	memcpy(strings, p->strings, p->nstrings * sizeof(*strings));
+	for (i = k = 0; i < ls->n; i++) {
+		if (strcmp(ls->pairs[i].key, "host") == 0)
+			continue;
+		keys[k] = (int64_t)p->nstrings;
+		strings[p->nstrings++] = ls->pairs[i].key;	/* ls outlives p's use */
+		vals[k] = (int64_t)p->nstrings;
+		strings[p->nstrings++] = ls->pairs[i].value;
+		k++;
+	}
+	p->strings = strings;
+	for (i = 0; i < p->nsamples; i++) {
+		struct pf_sample *sm = &p->samples[i];
+		struct pf_label *l = arena_calloc(p->arena, sm->nlabels + n, sizeof(*l));
+
+		if (l == NULL)
+			return -ENOMEM;
+		memcpy(l, sm->labels, sm->nlabels * sizeof(*l));
+		for (k = 0; k < n; k++) {
+			l[sm->nlabels + k].key = keys[k];
+			l[sm->nlabels + k].str = vals[k];
+		}
+		sm->labels = l;
+		sm->nlabels += (uint32_t)n;
+	}
+	return 0;
+}
+
+/*
+ * Fold the period's aggregates of names without a service of their own
+ * into the service for the rest. An aggregate that cannot be folded (out
+ * of memory) is dropped, as a period is.
+ */
+static void
+gate_fold(struct cpuprof_gate *g, struct cpuprof *c)
+{
+	struct cpuprof_svc *o = NULL;
+	struct buf err = { 0 };
+	size_t i, n = c->nsvcs;
+
+	for (i = 0; i < n; i++) {
+		struct cpuprof_svc *s = c->svcs[i];
+		struct profile *p = NULL;
+
+		if (s->total == 0 || cpuprof_gate_own(g, s->service))
+			continue;
+		/* (Appended past n, or found among them: its own total is not 0.) */
+		if (o == NULL && (o = service_named(c, g->other, g->series)) == NULL)
+			break;
+		if (o == s)
+			continue;
+		buf_free(&err);
+		if (merge_finish(s->m, false, &p) == 0 && profile_label_series(p, &s->labels) == 0 &&
+		    merge_add(o->m, p, &err) == 0)
+			o->total += s->total;
+		else
+			log_warnx("ebpf: folding %s into %s failed: %s", s->service, g->other,
+			    err.len ? err.data : "out of memory");
+		profile_free(p);
+		s->total = 0;	/* not stored; freed at the reset */
+	}
+	buf_free(&err);
+}
+
 /*
  * The period's profiles go to the store in one synced batch (one write and
  * one sync, not one per service). Should the batch be refused (a profile
@@ -512,7 +716,7 @@ cpuprof_sample_waits(struct cpuprof_svc *s, const uint32_t *locs, size_t n, uint
  */
 int
 cpuprof_flush(struct cpuprof *c, struct store *st, int64_t start, int64_t end,
-    size_t *profiles, uint64_t *samples)
+    struct cpuprof_gate *g, size_t *profiles, uint64_t *samples)
 {
 	struct store_input *in = NULL;
 	struct profile **ps = NULL;
@@ -523,6 +727,11 @@ cpuprof_flush(struct cpuprof *c, struct store *st, int64_t start, int64_t end,
 
 	*profiles = 0;
 	*samples = 0;
+	if (g != NULL && g->min > 0) {
+		if (c->slot == 0)
+			gate_count(g, c, end);
+		gate_fold(g, c);
+	}
 	if (c->nsvcs > 0) {
 		in = xcalloc(c->nsvcs, sizeof(*in));
 		ps = xcalloc(c->nsvcs, sizeof(*ps));

@@ -127,6 +127,7 @@ struct scache {
 
 struct ebpf_sampler {
 	struct store		*st;
+	struct cpuprof_gate	*gate;		/* the service for the rest, NULL: none */
 	struct profile_bpf	*skel;
 	struct ring_buffer	*rb;
 	int			*pfds;		/* one perf event per online CPU */
@@ -595,7 +596,7 @@ handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_samp
 	p = proctab_get(e->pt, s->hdr.pid, comm);
 	memcpy(comm, s->comm, PROF_COMM_LEN);	/* the sample's comm label: the thread's */
 	comm[PROF_COMM_LEN] = '\0';
-	if (p == NULL)
+	if (p == NULL || p->excluded)
 		return;
 	/* A goroutine's pprof labels: its own series (within bounds), and sample labels. */
 	golabels_check(e->gl, p);
@@ -1034,13 +1035,13 @@ flush(struct ebpf_sampler *e)
 	char lbl[64];
 	int k;
 
-	cpuprof_flush(e->cp, e->st, e->period_start, end, &profiles, &samples);
+	cpuprof_flush(e->cp, e->st, e->period_start, end, e->gate, &profiles, &samples);
 	if (e->off) {
 		size_t op = 0, held, held_bytes;
 		uint64_t os = 0;
 
 		drain_offcpu(e, atomic_load(&e->stop));
-		cpuprof_flush(e->off, e->st, e->period_start, end, &op, &os);
+		cpuprof_flush(e->off, e->st, e->period_start, end, e->gate, &op, &os);
 		held = offcpu_cached(e->oc, &held_bytes);
 		log_debug("ebpf: off-CPU: %llu waits in %llu entries drained from the kernel; "
 		    "%zu stacks held (%zu KiB), %llu entries without their stack since start",
@@ -1295,6 +1296,43 @@ service_rule(void)
 	return SERVICE_BY_CGROUP;
 }
 
+int
+ebpf_check_filter(const char *rule, const char **bad)
+{
+	return proctab_filter_check(rule, bad);
+}
+
+/*
+ * The include/exclude rules into the process table, and the gate of the
+ * service for the rest (EBPF_OTHER_SERVICE, labelled with the host).
+ */
+static int
+gate_create(struct ebpf_sampler *e, const struct ebpf_opts *o, const char *host)
+{
+	struct labelset ls = { 0 };
+	struct buf text = { 0 };
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < o->nfilters && rc == 0; i++)
+		rc = proctab_filter(e->pt, o->filters[i].rule, o->filters[i].include);
+	if (rc < 0)
+		return rc;
+	if (o->min_samples == 0)
+		return 0;
+	if (labels_add(&ls, "host", host, NULL) < 0 || labels_format(&ls, &text) < 0 ||
+	    buf_reserve(&text, 0) < 0) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	e->gate = cpuprof_gate_create(o->min_samples < 0 ? EBPF_MIN_SAMPLES :
+	    (uint64_t)o->min_samples, EBPF_OTHER_SERVICE, text.data);
+out:
+	labels_clear(&ls);
+	buf_free(&text);
+	return rc;
+}
+
 static void
 describe_metrics(void)
 {
@@ -1440,6 +1478,7 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 	    (e->sym = symbolize_create()) == NULL ||
 	    (e->pt = proctab_create(e->sym, service_rule(), host[0] ? host : "localhost")) == NULL ||
 	    (e->cp = cpuprof_create(e->hz)) == NULL ||
+	    (rc = gate_create(e, o, host[0] ? host : "localhost")) < 0 ||
 	    (o->offcpu && (e->off = cpuprof_create_offcpu(o->offcpu_sample)) == NULL)) {
 		rc = -ENOMEM;
 		goto fail;
@@ -1626,6 +1665,7 @@ ebpf_stop(struct ebpf_sampler *e)
 	bpf_link__destroy(e->switch_link);
 	ring_buffer__free(e->rb);
 	cpuprof_destroy(e->cp);
+	cpuprof_gate_destroy(e->gate);
 	cpuprof_destroy(e->off);
 	offcpu_destroy(e->oc);
 	/* Processes release their unwind entries while the maps still exist. */

@@ -14,6 +14,17 @@
 #include "store.h"
 
 struct ebpf_sampler;
+
+/* The service for the rest, and the samples that give a name its own by default. */
+#define EBPF_OTHER_SERVICE	"host-other"
+#define EBPF_MIN_SAMPLES	20
+
+/* One --ebpf-include / --ebpf-exclude rule (proctab_filter). */
+struct ebpf_filter {
+	const char	*rule;		/* "unit:NAME", "container:NAME", "comm:NAME", "service:NAME" */
+	bool		 include;
+};
+
 struct ebpf_opts {
 	int		 hz;		/* 1..99 */
 	unsigned	 flush_secs;	/* profile period, default 10 */
@@ -24,7 +35,12 @@ struct ebpf_opts {
 	bool		 offcpu;	/* record off-CPU waits too (profile type offcpu) */
 	uint64_t	 offcpu_min_ns;	/* shorter waits are not recorded */
 	unsigned	 offcpu_sample;	/* record 1 switch in this many, 0 or 1: all */
+	long		 min_samples;	/* CPU samples an hour for a service of its own, < 0: default */
+	const struct ebpf_filter *filters;
+	size_t		 nfilters;
 };
+/* Whether rule is an --ebpf-include/--ebpf-exclude rule: 0, or -EINVAL with *bad a reason. */
+int	ebpf_check_filter(const char *rule, const char **bad);
 /*
  * A debuginfod server list ("URL,URL" or DEBUGINFOD_URLS's "URL URL") into
  * ebpf_opts.debuginfod form, malloc'ed into *out ("" for an empty list).

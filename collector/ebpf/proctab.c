@@ -9,21 +9,28 @@
  * for the perf map name (/proc/PID/root/tmp/perf-NSPID.map).
  *
  * The service rule (documented in docs/ebpf.md, "Services"):
- *   cgroup (default): a systemd unit "x.service" in the cgroup path gives
- *     service "x" and label unit=x.service; otherwise, for a Python or Java
- *     process, the script, module, main class or jar its command line names
- *     (runtime.c); otherwise the executable's base name. A container id
- *     (docker, containerd, cri-o, podman) in the path adds
- *     container=<first 12 hex digits>, a kubepods pod uid adds pod=<uid>.
+ *   cgroup (default): the cgroup is read from every layout (v2, v1's
+ *     name=systemd and cpu hierarchies), and again when it changes. A
+ *     container in it (64 hex digits: docker, containerd, cri-o, podman)
+ *     gives the runtime's name for it (its state on the host), else
+ *     Kubernetes' container name, else the first 12 hex digits; a systemd
+ *     unit "x.service" (a user's inside user@N.service too) gives "x"; a
+ *     Python, Ruby, Node.js or PHP script gives its name with the language's
+ *     extension ("busy.py", "busy.js"; a generic main/app/server/... name
+ *     takes its directory: "shop-app.py"); a Java main class or jar its
+ *     name; else the executable's base name. Labels: unit, container (id),
+ *     pod (name, else uid).
  *   exe: always the executable's base name (labels as above).
  *   comm: the process's comm.
- * Kernel threads go to service "kernel".
+ * Kernel threads go to service "kernel". Include/exclude rules
+ * (proctab_filter) mark a process excluded: its samples are dropped.
  */
 #define _GNU_SOURCE	/* memmem, memfd_create */
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -52,6 +59,25 @@
 #define JVM_ASK_AGAIN_NS (1000LL * 1000 * 1000)	/* ... after an ask that brought new code */
 #define JVM_ATTACH_TIMEOUT_MS 5000
 #define JVM_FRESH_NS	(5LL * 1000 * 1000 * 1000)	/* a request answered within this */
+#define CGROUP_RECHECK_NS (2LL * 1000 * 1000 * 1000)	/* a sampled process's cgroup */
+#define CTR_RETRY_NS	(30LL * 1000 * 1000 * 1000)	/* an unnamed container asked again */
+#define CTR_CACHE	256
+#define CTR_FILE_MAX	(8 << 20)	/* bytes of a runtime's state file read */
+
+/* A container's name as its runtime's state on the host gives it. */
+struct ctrname {
+	char		 id[65];
+	char		 name[128];	/* "" none found */
+	char		 pod[128];	/* Kubernetes' pod name, "" none */
+	int64_t		 asked;		/* monotonic ns */
+};
+
+/* One --ebpf-include / --ebpf-exclude rule. */
+struct pfilter {
+	char		 kind;		/* 'u' unit, 'c' container, 'm' comm, 's' service */
+	char		 pat[128];	/* fnmatch pattern */
+	bool		 include;
+};
 
 struct pmap {
 	uint64_t	 start, end, offset;
@@ -73,6 +99,11 @@ struct proctab {
 	void		*release_arg;
 	struct runtime_attach *attach;	/* started for the first JVM */
 	int		 procmap;	/* MAPS_QUERY: 1 answered, -1 not here (or not wanted), 0 not tried */
+	struct ctrname	 ctrs[CTR_CACHE];
+	size_t		 nctrs, ctr_next;
+	struct pfilter	*filters;
+	size_t		 nfilters;
+	bool		 includes;	/* a rule includes: the others are left out */
 };
 
 struct proctab *
@@ -83,6 +114,7 @@ proctab_create(struct symbolizer *sym, enum service_by by, const char *host)
 	if (pt == NULL)
 		return NULL;
 	pt->sym = sym;
+	pt->ctr_next = 0;
 	pt->by = by;
 	snprintf(pt->host, sizeof(pt->host), "%s", host);
 	return pt;
@@ -214,6 +246,7 @@ proctab_destroy(struct proctab *pt)
 			proc_free(pt, p);
 		}
 	runtime_attach_destroy(pt->attach);
+	free(pt->filters);
 	free(pt);
 }
 
@@ -674,39 +707,242 @@ proctab_parse_cgroup(const char *path, char *unit, size_t unitsz, char *ctr, siz
 	}
 }
 
+/* What a process's cgroup says of it (proctab_parse_cgroup's, and the full id). */
+struct cginfo {
+	char		 unit[256], ctr[64], pod[128];
+	char		 ctr_id[65];	/* all 64 hex digits, "" none */
+};
+
+/* The first run of exactly 64 hex digits in path, into id (65 bytes). */
 static void
-read_cgroup(struct proc *p, char *unit, size_t unitsz, char *ctr, size_t ctrsz,
-    char *pod, size_t podsz)
+cgroup_full_id(const char *path, char *id)
 {
-	char path[64], text[8192], v1[1024] = "", v2[1024] = "", *line, *next;
-	size_t len = 0;
+	size_t run = 0;
+	const char *c;
+
+	for (c = path;; c++) {
+		if (*c && isxdigit((unsigned char)*c)) {
+			run++;
+			continue;
+		}
+		if (run == 64) {
+			memcpy(id, c - 64, 64);
+			id[64] = '\0';
+			return;
+		}
+		run = 0;
+		if (*c == '\0')
+			return;
+	}
+}
+
+/*
+ * p's cgroup from every layout the host has: v2 (0::), v1's name=systemd,
+ * then v1's cpu hierarchy; each field from the first path that has it. The
+ * text's checksum, 0 when it could not be read.
+ */
+static uint32_t
+read_cgroup(struct proc *p, struct cginfo *ci)
+{
+	char path[64], text[8192], *line, *next;
+	const char *paths[3] = { "", "", "" };	/* v2, name=systemd, cpu */
+	uint32_t sum = 2166136261u;
+	size_t len = 0, i;
 	ssize_t n;
 	int fd;
 
+	memset(ci, 0, sizeof(*ci));
 	/* One read or two, no stdio: a new process's files are read by the thousand. */
 	snprintf(path, sizeof(path), "/proc/%u/cgroup", p->pid);
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return;
+		return 0;
 	while (len < sizeof(text) - 1 &&
 	    (n = read(fd, text + len, sizeof(text) - 1 - len)) > 0)
 		len += (size_t)n;
 	close(fd);
 	text[len] = '\0';
+	for (i = 0; i < len; i++)
+		sum = (sum ^ (unsigned char)text[i]) * 16777619u;
 	for (line = text; *line; line = next) {
-		char *c;
+		char *c, *ctl;
 
 		if ((next = strchr(line, '\n')) != NULL)
 			*next++ = '\0';
 		else
 			next = line + strlen(line);
-		if (strncmp(line, "0::", 3) == 0)
-			snprintf(v2, sizeof(v2), "%s", line + 3);
-		else if ((c = strstr(line, ":name=systemd:")) != NULL)
-			snprintf(v1, sizeof(v1), "%s", c + 14);
+		/* "ID:CONTROLLERS:PATH" */
+		if ((ctl = strchr(line, ':')) == NULL || (c = strchr(ctl + 1, ':')) == NULL)
+			continue;
+		*c++ = '\0';
+		ctl++;
+		if (strcmp(line, "0") == 0 && *ctl == '\0')
+			paths[0] = c;
+		else if (strcmp(ctl, "name=systemd") == 0)
+			paths[1] = c;
+		else {
+			char *t, *save = NULL;
+
+			for (t = strtok_r(ctl, ",", &save); t; t = strtok_r(NULL, ",", &save))
+				if (strcmp(t, "cpu") == 0)
+					paths[2] = c;
+		}
 	}
-	/* cgroup v2 when it holds the process, else the v1 systemd hierarchy. */
-	proctab_parse_cgroup(strcmp(v2, "/") != 0 && v2[0] ? v2 : v1, unit, unitsz, ctr, ctrsz,
-	    pod, podsz);
+	for (i = 0; i < 3; i++) {
+		char unit[256] = "", ctr[64] = "", pod[128] = "", id[65] = "";
+
+		if (paths[i][0] == '\0' || strcmp(paths[i], "/") == 0)
+			continue;
+		proctab_parse_cgroup(paths[i], unit, sizeof(unit), ctr, sizeof(ctr), pod,
+		    sizeof(pod));
+		cgroup_full_id(paths[i], id);
+		if (ci->unit[0] == '\0')
+			snprintf(ci->unit, sizeof(ci->unit), "%s", unit);
+		if (ci->ctr[0] == '\0' && ctr[0]) {
+			snprintf(ci->ctr, sizeof(ci->ctr), "%s", ctr);
+			snprintf(ci->ctr_id, sizeof(ci->ctr_id), "%s", id);
+		}
+		if (ci->pod[0] == '\0')
+			snprintf(ci->pod, sizeof(ci->pod), "%s", pod);
+	}
+	return sum ? sum : 1;
+}
+
+/* A whole small file (at most CTR_FILE_MAX bytes), malloc'ed and NUL-ended; NULL: none. */
+static char *
+read_small(const char *path)
+{
+	struct stat st;
+	char *d = NULL;
+	size_t len = 0;
+	ssize_t n;
+	int fd;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0)
+		return NULL;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > CTR_FILE_MAX ||
+	    (d = malloc((size_t)st.st_size + 1)) == NULL)
+		goto out;
+	while (len < (size_t)st.st_size &&
+	    (n = read(fd, d + len, (size_t)st.st_size - len)) > 0)
+		len += (size_t)n;
+	d[len] = '\0';
+out:
+	close(fd);
+	return d;
+}
+
+/*
+ * The JSON string value after key (e.g. "\"Name\":") in text, from limit
+ * on not looked at, into out; escapes are kept as they are (names do not
+ * have them). Whether found.
+ */
+static bool
+json_str(const char *text, const char *limit, const char *key, char *out, size_t outsz)
+{
+	const char *k = strstr(text, key), *e;
+
+	if (k == NULL || (limit && k >= limit))
+		return false;
+	k += strlen(key);
+	while (*k == ' ')
+		k++;
+	if (*k == '[')	/* "names":["x", ...]: the first */
+		k++;
+	if (*k++ != '"' || (e = strchr(k, '"')) == NULL || e == k)
+		return false;
+	snprintf(out, outsz, "%.*s", (int)(e - k), k);
+	return true;
+}
+
+/*
+ * What the container runtimes on the host call container id: its name and
+ * Kubernetes' pod name, from their state files (docker's config.v2.json,
+ * containers/storage's containers.json for podman and CRI-O, the OCI config
+ * of containerd's and CRI-O's Kubernetes containers).
+ */
+static void
+ctr_read(const char *id, struct ctrname *c)
+{
+	static const char *const stores[] = {
+		"/var/lib/containers/storage/overlay-containers/containers.json",
+		"/var/lib/containers/storage/vfs-containers/containers.json",
+		"/var/lib/containers/storage/btrfs-containers/containers.json",
+	};
+	char path[256], *t;
+	size_t i;
+
+	snprintf(path, sizeof(path), "/var/lib/docker/containers/%s/config.v2.json", id);
+	if ((t = read_small(path)) != NULL) {
+		if (!json_str(t, NULL, "\"io.kubernetes.container.name\":", c->name,
+		    sizeof(c->name)) && json_str(t, NULL, "\"Name\":", c->name, sizeof(c->name)) &&
+		    c->name[0] == '/')
+			memmove(c->name, c->name + 1, strlen(c->name));
+		json_str(t, NULL, "\"io.kubernetes.pod.name\":", c->pod, sizeof(c->pod));
+		free(t);
+		return;
+	}
+	snprintf(path, sizeof(path), "/run/containerd/io.containerd.runtime.v2.task/k8s.io/%s/"
+	    "config.json", id);
+	if ((t = read_small(path)) == NULL) {
+		snprintf(path, sizeof(path), "/run/containers/storage/overlay-containers/%s/"
+		    "userdata/config.json", id);
+		t = read_small(path);
+	}
+	if (t != NULL) {
+		if (!json_str(t, NULL, "\"io.kubernetes.cri.container-name\":", c->name,
+		    sizeof(c->name)))
+			json_str(t, NULL, "\"io.kubernetes.container.name\":", c->name,
+			    sizeof(c->name));
+		if (!json_str(t, NULL, "\"io.kubernetes.cri.sandbox-name\":", c->pod, sizeof(c->pod)))
+			json_str(t, NULL, "\"io.kubernetes.pod.name\":", c->pod, sizeof(c->pod));
+		free(t);
+		if (c->name[0])
+			return;
+	}
+	for (i = 0; i < sizeof(stores) / sizeof(stores[0]); i++) {
+		char key[80];
+		const char *at, *end;
+
+		if ((t = read_small(stores[i])) == NULL)
+			continue;
+		snprintf(key, sizeof(key), "\"id\":\"%s\"", id);
+		if ((at = strstr(t, key)) != NULL) {
+			/* This container's object ends where the next one's id begins. */
+			end = strstr(at + strlen(key), "\"id\":\"");
+			json_str(at, end, "\"names\":", c->name, sizeof(c->name));
+		}
+		free(t);
+		if (c->name[0])
+			return;
+	}
+}
+
+/* The cached ctr_read of id, asked again after CTR_RETRY_NS when it named none. */
+static const struct ctrname *
+ctr_lookup(struct proctab *pt, const char *id)
+{
+	int64_t now = clock_mono_ns();
+	struct ctrname *c = NULL;
+	size_t i;
+
+	for (i = 0; i < pt->nctrs; i++)
+		if (strcmp(pt->ctrs[i].id, id) == 0) {
+			c = &pt->ctrs[i];
+			if (c->name[0] || now - c->asked < CTR_RETRY_NS)
+				return c;
+			break;
+		}
+	if (c == NULL) {
+		if (pt->nctrs < CTR_CACHE)
+			c = &pt->ctrs[pt->nctrs++];
+		else
+			c = &pt->ctrs[pt->ctr_next++ % CTR_CACHE];	/* the oldest made room */
+	}
+	memset(c, 0, sizeof(*c));
+	snprintf(c->id, sizeof(c->id), "%s", id);
+	c->asked = now;
+	ctr_read(id, c);
+	return c;
 }
 
 static uint32_t
@@ -754,11 +990,25 @@ maps_jvm(const struct proc *p)
 	return false;
 }
 
-/* The service p's command line names (runtime_service), into out. */
+/*
+ * The service p's command line names (runtime_service), into out: a
+ * script's name with its language's extension, so that busy.py and busy.js
+ * are two services whichever ran first; a generic name (main, app, ...)
+ * after its directory's ("shop-app.py"). Java's main class or jar as is.
+ */
 static bool
-cmdline_service(const struct proc *p, char *out, size_t outsz)
+script_service(const struct proc *p, char *out, size_t outsz)
 {
-	char path[64], argv[4096];
+	static const char *const generic[] = {
+		"main", "app", "index", "server", "run", "manage", "start", "worker", "wsgi",
+		"asgi", "cli", "script", "test",
+	};
+	static const char *const ext[] = {
+		[RUNTIME_PYTHON] = "py", [RUNTIME_RUBY] = "rb", [RUNTIME_NODE] = "js",
+		[RUNTIME_PHP] = "php",
+	};
+	char path[64], argv[4096], name[96], dir[96] = "";
+	size_t off, i;
 	ssize_t n;
 	int fd;
 
@@ -767,9 +1017,139 @@ cmdline_service(const struct proc *p, char *out, size_t outsz)
 		return false;
 	n = read(fd, argv, sizeof(argv));	/* a longer one is cut: its end is not used */
 	close(fd);
-	if (n <= 0)
+	if (n <= 0 || !runtime_service(p->runtime, argv, (size_t)n, name, sizeof(name)))
 		return false;
-	return runtime_service(p->runtime, argv, (size_t)n, out, outsz);
+	if (p->runtime < 0 || (size_t)p->runtime >= sizeof(ext) / sizeof(ext[0]) ||
+	    ext[p->runtime] == NULL) {
+		snprintf(out, outsz, "%s", name);
+		return true;
+	}
+	for (i = 0; i < sizeof(generic) / sizeof(generic[0]); i++)
+		if (strcmp(name, generic[i]) == 0)
+			break;
+	/* A generic name: the directory of the argument that named it. */
+	for (off = 0; i < sizeof(generic) / sizeof(generic[0]) && off < (size_t)n;) {
+		const char *arg = argv + off, *nul = memchr(arg, '\0', (size_t)n - off);
+		const char *b, *slash;
+		char full[PATH_MAX];
+
+		if (nul == NULL)
+			break;
+		off += (size_t)(nul - arg) + 1;
+		b = strrchr(arg, '/') ? strrchr(arg, '/') + 1 : arg;
+		if (off == (size_t)(nul - arg) + 1 || strncmp(b, name, strlen(name)) != 0 ||
+		    (b[strlen(name)] != '\0' && b[strlen(name)] != '.'))
+			continue;	/* (argv[0] is the interpreter) */
+		if (arg[0] == '/') {
+			snprintf(full, sizeof(full), "%s", arg);
+		} else {
+			char cwd[64];
+			ssize_t k;
+
+			snprintf(cwd, sizeof(cwd), "/proc/%u/cwd", p->pid);
+			if ((k = readlink(cwd, full, sizeof(full) - 1)) <= 0)
+				break;
+			full[k] = '\0';
+			if (strlen(full) + 1 + strlen(arg) >= sizeof(full))
+				break;
+			strcat(full, "/");
+			strcat(full, arg);
+		}
+		if ((slash = strrchr(full, '/')) != NULL)
+			*(char *)slash = '\0';
+		/* "/srv/shop/./app.py": the last real directory */
+		while ((slash = strrchr(full, '/')) != NULL && strcmp(slash, "/.") == 0)
+			*(char *)slash = '\0';
+		if ((slash = strrchr(full, '/')) != NULL && slash[1])
+			snprintf(dir, sizeof(dir), "%s-", slash + 1);
+		break;
+	}
+	snprintf(out, outsz, "%s%s.%s", dir, name, ext[p->runtime]);
+	return true;
+}
+
+/* Whether s matches one of p's values of the rule's kind. */
+static bool
+filter_match(const struct pfilter *f, const struct proc *p, const char *base,
+    const char *unit, const struct cginfo *ci, const struct ctrname *cn)
+{
+	switch (f->kind) {
+	case 'u':
+		return (unit[0] && fnmatch(f->pat, unit, 0) == 0) ||
+		    (ci->unit[0] && fnmatch(f->pat, ci->unit, 0) == 0);
+	case 'c':
+		return (ci->ctr[0] && (fnmatch(f->pat, ci->ctr, 0) == 0 ||
+		    fnmatch(f->pat, ci->ctr_id, 0) == 0)) ||
+		    (cn && cn->name[0] && fnmatch(f->pat, cn->name, 0) == 0);
+	case 'm':
+		return fnmatch(f->pat, p->comm, 0) == 0 || (base && fnmatch(f->pat, base, 0) == 0);
+	case 's':
+		return fnmatch(f->pat, p->service, 0) == 0;
+	}
+	return false;
+}
+
+static bool
+filter_excluded(const struct proctab *pt, const struct proc *p, const char *base,
+    const char *unit, const struct cginfo *ci, const struct ctrname *cn)
+{
+	bool in = !pt->includes;
+	size_t i;
+
+	for (i = 0; i < pt->nfilters; i++)
+		if (pt->filters[i].include && !in &&
+		    filter_match(&pt->filters[i], p, base, unit, ci, cn))
+			in = true;
+	for (i = 0; i < pt->nfilters && in; i++)
+		if (!pt->filters[i].include && filter_match(&pt->filters[i], p, base, unit, ci, cn))
+			in = false;
+	return !in;
+}
+
+int
+proctab_filter_check(const char *rule, const char **bad)
+{
+	static const char *const kinds[] = { "unit:", "container:", "comm:", "service:" };
+	size_t i;
+
+	for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		size_t k = strlen(kinds[i]);
+
+		if (strncmp(rule, kinds[i], k) != 0)
+			continue;
+		if (rule[k] == '\0') {
+			*bad = "the name after the kind is empty";
+			return -EINVAL;
+		}
+		if (strlen(rule + k) >= sizeof(((struct pfilter *)0)->pat)) {
+			*bad = "the name is longer than 127 bytes";
+			return -EINVAL;
+		}
+		return 0;
+	}
+	*bad = "not unit:NAME, container:NAME, comm:NAME or service:NAME";
+	return -EINVAL;
+}
+
+int
+proctab_filter(struct proctab *pt, const char *rule, bool include)
+{
+	struct pfilter *f;
+	const char *bad, *c;
+
+	if (proctab_filter_check(rule, &bad) < 0)
+		return -EINVAL;
+	if ((f = realloc(pt->filters, (pt->nfilters + 1) * sizeof(*f))) == NULL)
+		return -ENOMEM;
+	pt->filters = f;
+	f = &pt->filters[pt->nfilters++];
+	c = strchr(rule, ':');
+	f->kind = strncmp(rule, "comm:", 5) == 0 ? 'm' : rule[0];
+	snprintf(f->pat, sizeof(f->pat), "%s", c + 1);
+	f->include = include;
+	if (include)
+		pt->includes = true;
+	return 0;
 }
 
 /* A service name store_check_service accepts. */
@@ -844,16 +1224,16 @@ thread_exe(uint32_t pid, char *exe, size_t n)
 	return len;
 }
 
+static void proc_name(struct proctab *pt, struct proc *p);
+
 static void
 proc_load(struct proctab *pt, struct proc *p, const char *comm)
 {
-	char path[64], exe[PATH_MAX], unit[256] = "", ctr[64] = "", pod[128] = "";
-	char script[64];
+	char path[64], exe[PATH_MAX];
 	const char *base = NULL;
-	struct buf err = { 0 }, lt = { 0 };
 	char cbuf[32];
 	ssize_t n;
-	int rc, exe_err;
+	int rc, exe_err, fd;
 
 	snprintf(path, sizeof(path), "/proc/%u/exe", p->pid);
 	n = readlink(path, exe, sizeof(exe) - 1);
@@ -885,8 +1265,6 @@ proc_load(struct proctab *pt, struct proc *p, const char *comm)
 	rc = read_maps(pt, p);
 	if (rc == -ENOENT || rc == -ESRCH)
 		p->gone = true;
-	if (!p->gone)
-		read_cgroup(p, unit, sizeof(unit), ctr, sizeof(ctr), pod, sizeof(pod));
 	p->runtime = runtime_by_exe(base);
 	if (p->runtime == RUNTIME_NONE && maps_jvm(p))
 		p->runtime = RUNTIME_JVM;
@@ -895,51 +1273,101 @@ proc_load(struct proctab *pt, struct proc *p, const char *comm)
 	/*
 	 * The process's comm is its leader's (/proc/PID/comm); the caller's
 	 * (the sampler's record of the leader) serves once /proc has no entry.
-	 * Read only where it names the service: most processes are named
-	 * otherwise, and each /proc file read costs.
+	 * Read it for the comm rule, the filters and the service for the rest.
 	 */
 	cbuf[0] = '\0';
-	if (pt->by == SERVICE_BY_COMM || base == NULL) {
-		FILE *f;
-
+	if (!p->gone) {
 		snprintf(path, sizeof(path), "/proc/%u/comm", p->pid);
-		if ((f = fopen(path, "re")) != NULL) {
-			if (fgets(cbuf, sizeof(cbuf), f) && strchr(cbuf, '\n'))
+		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
+			ssize_t r = read(fd, cbuf, sizeof(cbuf) - 1);
+
+			close(fd);
+			cbuf[r > 0 ? r : 0] = '\0';
+			if (strchr(cbuf, '\n'))
 				*strchr(cbuf, '\n') = '\0';
-			fclose(f);
 		}
 	}
-	if (cbuf[0] || comm == NULL)
-		comm = cbuf;
+	snprintf(p->comm, sizeof(p->comm), "%s", cbuf[0] || comm == NULL ? cbuf : comm);
+	proc_name(pt, p);
+}
+
+/*
+ * p's service, labels and filter verdict from its cgroup (read again here),
+ * runtime, executable and comm.
+ */
+static void
+proc_name(struct proctab *pt, struct proc *p)
+{
+	const char *base = p->exe ? (strrchr(p->exe, '/') ? strrchr(p->exe, '/') + 1 : p->exe) :
+	    NULL;
+	const struct ctrname *cn = NULL;
+	struct buf err = { 0 }, lt = { 0 };
+	struct cginfo ci;
+	char script[128], unit[256] = "";
+
+	memset(&ci, 0, sizeof(ci));
+	if (!p->gone && !p->kthread)
+		p->cg_sum = read_cgroup(p, &ci);
+	p->cg_checked = clock_mono_ns();
+	if (ci.ctr_id[0] && pt->by == SERVICE_BY_CGROUP)
+		cn = ctr_lookup(pt, ci.ctr_id);
+	if (ci.unit[0])
+		snprintf(unit, sizeof(unit), "%.*s", (int)strlen(ci.unit) - 8, ci.unit);
 	if (p->kthread) {
-		set_service(p, pt->by == SERVICE_BY_COMM ? comm : "kernel");
+		set_service(p, pt->by == SERVICE_BY_COMM ? p->comm : "kernel");
 	} else if (pt->by == SERVICE_BY_COMM || base == NULL) {
-		set_service(p, comm);
+		set_service(p, p->comm);
+	} else if (pt->by == SERVICE_BY_CGROUP && ci.ctr[0]) {
+		set_service(p, cn && cn->name[0] ? cn->name : ci.ctr);
 	} else if (pt->by == SERVICE_BY_CGROUP && unit[0]) {
-		unit[strlen(unit) - 8] = '\0';
 		set_service(p, unit);
-		strcat(unit, ".service");
 	} else if (pt->by == SERVICE_BY_CGROUP && runtime_by_exe(base) != RUNTIME_NONE &&
-	    !p->gone && cmdline_service(p, script, sizeof(script))) {
-		/* (Only the python and java launchers: javac maps libjvm.so too.) */
+	    !p->gone && script_service(p, script, sizeof(script))) {
+		/* (Only the launchers: javac maps libjvm.so too.) */
 		set_service(p, script);
 	} else {
 		set_service(p, base);
 	}
+	labels_clear(&p->labels);
+	free(p->labels_text);
+	p->labels_text = NULL;
 	labels_add(&p->labels, "host", pt->host, &err);
-	if (unit[0])
-		labels_add(&p->labels, "unit", unit, &err);
-	if (ctr[0])
-		labels_add(&p->labels, "container", ctr, &err);
-	if (pod[0])
-		labels_add(&p->labels, "pod", pod, &err);
+	if (ci.unit[0])
+		labels_add(&p->labels, "unit", ci.unit, &err);
+	if (ci.ctr[0])
+		labels_add(&p->labels, "container", ci.ctr, &err);
+	if (cn && cn->pod[0])
+		labels_add(&p->labels, "pod", cn->pod, &err);
+	else if (ci.pod[0])
+		labels_add(&p->labels, "pod", ci.pod, &err);
 	if (labels_format(&p->labels, &lt) == 0 && buf_reserve(&lt, 0) == 0)
 		p->labels_text = buf_steal(&lt, NULL);
 	buf_free(&lt);
 	buf_free(&err);
-	log_debug("ebpf: pid %u (%s): service %s {%s}, %zu executable mappings%s", p->pid,
-	    comm, p->service, p->labels_text ? p->labels_text : "", p->nmaps,
-	    p->gone ? ", already gone" : "");
+	p->excluded = filter_excluded(pt, p, base, unit, &ci, cn);
+	p->cp_gen[0] = p->cp_gen[1] = 0;	/* its aggregates are looked up again */
+	log_debug("ebpf: pid %u (%s): service %s {%s}%s, %zu executable mappings%s", p->pid,
+	    p->comm, p->service, p->labels_text ? p->labels_text : "",
+	    p->excluded ? ", excluded" : "", p->nmaps, p->gone ? ", already gone" : "");
+}
+
+/*
+ * A process moved to another cgroup (a unit's, a container's) is named
+ * again: its cgroup is read at most every CGROUP_RECHECK_NS while sampled.
+ */
+static void
+proc_recheck(struct proctab *pt, struct proc *p)
+{
+	struct cginfo ci;
+	int64_t now;
+
+	if (p->gone || p->kthread || p->held || pt->by == SERVICE_BY_COMM)
+		return;
+	if ((now = clock_mono_ns()) - p->cg_checked < CGROUP_RECHECK_NS)
+		return;
+	p->cg_checked = now;
+	if (read_cgroup(p, &ci) != p->cg_sum)
+		proc_name(pt, p);
 }
 
 struct proc *
@@ -948,8 +1376,10 @@ proctab_get(struct proctab *pt, uint32_t pid, const char *comm)
 	struct proc **b = &pt->buckets[pid % NBUCKETS], *p;
 
 	for (p = *b; p; p = p->next)
-		if (p->pid == pid)
+		if (p->pid == pid) {
+			proc_recheck(pt, p);
 			return p;
+		}
 	if ((p = calloc(1, sizeof(*p))) == NULL)
 		return NULL;
 	p->pid = pid;

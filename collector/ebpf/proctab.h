@@ -44,6 +44,8 @@ struct proc {
 	struct labelset	 labels;	/* series labels: host, unit, container, pod */
 	char		*labels_text;	/* canonical form of labels */
 	char		*exe;		/* its executable as it sees it ("/usr/bin/x"), NULL: unknown */
+	char		 comm[16];	/* its leader's comm when read */
+	bool		 excluded;	/* by an include/exclude rule: its samples are dropped */
 	/* private to proctab.c below */
 	struct proc	*next;
 	struct pmap	*maps;
@@ -94,6 +96,8 @@ struct proc {
 	void		*rb;
 	uint32_t	 rb_gen;	/* maps_gen when ruby.c last looked */
 	bool		 held;		/* exited, kept until proctab_forget (proctab_hold) */
+	uint32_t	 cg_sum;	/* checksum of /proc/PID/cgroup as named by, 0: none */
+	int64_t		 cg_checked;	/* monotonic ns of the last look at it */
 };
 
 /* An executable file mapping of a process, for the unwinder. */
@@ -168,6 +172,16 @@ void		 proctab_set_release(struct proctab *pt, void (*fn)(void *, struct proc *)
 /* Forget processes whose /proc entry is gone (exit notices can be lost). */
 void		 proctab_expire(struct proctab *pt);
 size_t		 proctab_count(const struct proctab *pt);
+/*
+ * An include (include true) or exclude rule: "unit:NAME", "container:NAME",
+ * "comm:NAME" or "service:NAME", NAME an fnmatch pattern (a unit with or
+ * without ".service"; a container by name or id). With any include rule,
+ * only processes one includes are kept; an exclude rule wins. 0, -EINVAL
+ * (proctab_filter_check says why), -ENOMEM.
+ */
+int		 proctab_filter(struct proctab *pt, const char *rule, bool include);
+/* Whether rule is well-formed: 0, or -EINVAL with *bad a static reason. */
+int		 proctab_filter_check(const char *rule, const char **bad);
 /*
  * What the service rule takes from a cgroup path: the systemd unit
  * ("x.service", not user@N.service), a container id (first 12 of 64 hex

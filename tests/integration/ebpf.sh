@@ -55,7 +55,9 @@ else
 fi
 
 PORT=$((20000 + RANDOM % 20000))
-pf_start -v --ebpf=99 --ebpf-period 2 --http "127.0.0.1:$PORT" ||
+# --ebpf-min-samples 0: each program its own service however few samples a
+# loaded host leaves it (the threshold itself is ebpf_ident.sh's).
+pf_start -v --ebpf=99 --ebpf-period 2 --ebpf-min-samples 0 --http "127.0.0.1:$PORT" ||
   { fail "ebpf daemon start"; pf_done; exit 1; }
 
 # The long-running programs at once, for 6 s.
@@ -255,7 +257,7 @@ pf_stop
 
 # PROFILEFS_EBPF_SERVICE_BY=comm overrides the rule.
 rm -rf "$TMP/data"
-PROFILEFS_EBPF_SERVICE_BY=comm pf_start --ebpf=99 --ebpf-period 1 ||
+PROFILEFS_EBPF_SERVICE_BY=comm pf_start --ebpf=99 --ebpf-period 1 --ebpf-min-samples 0 ||
   { fail "ebpf daemon start (comm)"; pf_done; exit 1; }
 "$B/efp_name_longer_than_comm" 2000
 for i in $(seq 1 40); do

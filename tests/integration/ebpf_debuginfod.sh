@@ -93,7 +93,7 @@ else fail "dbgi-bad-flag" "$out"; fi
 
 HPORT=$((20000 + RANDOM % 20000))
 [ "$HPORT" = "$DPORT" ] && HPORT=$((HPORT + 1))
-pf_start -v --ebpf=99 --ebpf-period 2 --http "127.0.0.1:$HPORT" --debuginfod "$URL" ||
+pf_start -v --ebpf=99 --ebpf-period 2 --ebpf-min-samples 0 --http "127.0.0.1:$HPORT" --debuginfod "$URL" ||
   { fail "ebpf daemon start"; pf_done; exit 1; }
 
 # traces SERVICE: go tool pprof -traces of the service's merged profile.
@@ -177,7 +177,7 @@ if ! kill -0 "$PF_PID" 2>/dev/null; then fail "daemon alive" "it exited"; fi
 pf_stop
 
 # A smaller cache: the oldest files go at start until it fits.
-pf_start --ebpf --debuginfod "$URL" --debuginfod-cache 4K --http "127.0.0.1:$HPORT" ||
+pf_start --ebpf --ebpf-min-samples 0 --debuginfod "$URL" --debuginfod-cache 4K --http "127.0.0.1:$HPORT" ||
   { fail "ebpf daemon restart"; pf_done; exit 1; }
 m="$(curl -s "http://127.0.0.1:$HPORT/metrics")"
 if [ ! -e "$TMP/data/debuginfo/$ID_SERVED.debug" ] &&
@@ -199,7 +199,7 @@ else
   done
   rm -rf "$TMP/data"
   chmod 711 "$TMP"
-  pf_start -v --ebpf=99 --ebpf-period 2 --user nobody --debuginfod "$URL" ||
+  pf_start -v --ebpf=99 --ebpf-period 2 --ebpf-min-samples 0 --user nobody --debuginfod "$URL" ||
     { fail "ebpf daemon start as nobody"; pf_done; exit 1; }
   named=""
   for i in $(seq 1 16); do

@@ -91,7 +91,7 @@ TRAP_PID=$!
 trap 'kill $SRV_PID $TRAP_PID 2>/dev/null; wait $SRV_PID $TRAP_PID 2>/dev/null; pf_cleanup' EXIT
 for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$DPORT/" && break; sleep 0.1; done
 
-pf_start -v --ebpf=99 --ebpf-period 2 --http "127.0.0.1:$HPORT" --debuginfod "http://127.0.0.1:$DPORT" ||
+pf_start -v --ebpf=99 --ebpf-period 2 --ebpf-min-samples 0 --http "127.0.0.1:$HPORT" --debuginfod "http://127.0.0.1:$DPORT" ||
   { fail "ebpf daemon start"; pf_done; exit 1; }
 api_calls() {
   curl -s "http://127.0.0.1:$HPORT/metrics" |

@@ -52,7 +52,7 @@ EARLY=$!
 sleep 0.5
 
 PORT=$((20000 + RANDOM % 20000))
-pf_start -v --ebpf=99 --ebpf-period 2 --http "127.0.0.1:$PORT" ||
+pf_start -v --ebpf=99 --ebpf-period 2 --ebpf-min-samples 0 --http "127.0.0.1:$PORT" ||
   { fail "ebpf-golabels daemon start"; pf_done; exit 1; }
 
 # cpu/nanoseconds (or another sample type: $3) of a selector's merged profile.
@@ -182,7 +182,7 @@ fi
 # the kernel (the labels are part of the stack's hash), each its set's series.
 pf_stop
 PORT=$((20000 + RANDOM % 20000))
-pf_start -v --ebpf=19 --ebpf-offcpu=1ms --ebpf-period 2 --http "127.0.0.1:$PORT" ||
+pf_start -v --ebpf=19 --ebpf-offcpu=1ms --ebpf-period 2 --ebpf-min-samples 0 --http "127.0.0.1:$PORT" ||
   { fail "ebpf-golabels-offcpu daemon start"; pf_done; exit 1; }
 cp "$B/efp_golabels" "$B/efp_golabels_wait"
 "$B/efp_golabels_wait" wait 1 0 >/dev/null	# its tables loaded before the measured run

@@ -123,7 +123,7 @@ check_deep() {
 (cd "$B/java" && exec "$JAVA_HOME/bin/java" -cp . HsBefore $((CPU_MS + 3000)) "$WALL_MS" >/dev/null) &
 JB=$!
 sleep 3
-pf_start -v --ebpf=99 --ebpf-period 2 || { fail "ebpf daemon start"; pf_done; exit 1; }
+pf_start -v --ebpf=99 --ebpf-period 2 --ebpf-min-samples 0 || { fail "ebpf daemon start"; pf_done; exit 1; }
 # And one started after it.
 (cd "$B/java" && exec "$JAVA_HOME/bin/java" -cp . HsAfter "$CPU_MS" "$WALL_MS" >/dev/null) &
 JA=$!

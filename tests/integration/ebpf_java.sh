@@ -39,7 +39,7 @@ wait_file() {
   return 1
 }
 
-pf_start -v --ebpf=99 --ebpf-period 2 || { fail "ebpf daemon start"; pf_done; exit 1; }
+pf_start -v --ebpf=99 --ebpf-period 2 --ebpf-min-samples 0 || { fail "ebpf daemon start"; pf_done; exit 1; }
 
 # --- Java --------------------------------------------------------------------
 # Late: no flag; the daemon asks for the perf map, and the JVM compiles

@@ -54,7 +54,7 @@ node "$B/fib_node_running.js" 4 &
 RUNNING=$!
 
 PORT=$((20000 + RANDOM % 20000))
-pf_start -v --ebpf=99 --ebpf-period 2 --http "127.0.0.1:$PORT" ||
+pf_start -v --ebpf=99 --ebpf-period 2 --ebpf-min-samples 0 --http "127.0.0.1:$PORT" ||
   { fail "ebpf daemon start"; kill "$RUNNING"; pf_done; exit 1; }
 
 node "$B/fib_node.js" 3 &
@@ -77,20 +77,20 @@ sleep 3
 
 # Of all the process's samples (its other threads, start-up and compilation
 # included), the share in fib called by caller.
-want_fshare "ebpf-node-named" fib_node "(^|;)caller;fib(;|$)" "." 80
+want_fshare "ebpf-node-named" fib_node.js "(^|;)caller;fib(;|$)" "." 80
 # file:line of each function (its first line), as pprof shows them.
-raw="$(go tool pprof -raw "$TMP/mnt/fib_node/cpu/all/all/merged.pb.gz" 2>/dev/null)"
+raw="$(go tool pprof -raw "$TMP/mnt/fib_node.js/cpu/all/all/merged.pb.gz" 2>/dev/null)"
 if echo "$raw" | grep -Eq " fib /[^ ]*/fib_node\.js:7( |$)" &&
   echo "$raw" | grep -Eq " caller /[^ ]*/fib_node\.js:11( |$)"; then ok "ebpf-node-lines"
 else fail "ebpf-node-lines" "$(echo "$raw" | grep -E " (fib|caller) " | head -5)"; fi
 # node's own native frames beneath, to the thread's root (_start once node's
 # unwind table is loaded; before, frame pointers reach node::Start).
-want_fshare "ebpf-node-root" fib_node "^(_start;__libc_start_main;)?(__libc_start_call_main;)?node::Start[(][^;]*;(.*;)?caller;fib(;|$)" "(^|;)caller;fib(;|$)" 90
-want_fshare "ebpf-node-running" fib_node_running "(^|;)caller;fib(;|$)" "." 80
-want_fshare "ebpf-node-exiting" fib_node_exiting "(^|;)caller;fib(;|$)" "." 70
-if [ -n "$NS" ]; then want_fshare "ebpf-node-namespace" fib_node_ns "(^|;)caller;fib(;|$)" "." 80
+want_fshare "ebpf-node-root" fib_node.js "^(_start;__libc_start_main;)?(__libc_start_call_main;)?node::Start[(][^;]*;(.*;)?caller;fib(;|$)" "(^|;)caller;fib(;|$)" 90
+want_fshare "ebpf-node-running" fib_node_running.js "(^|;)caller;fib(;|$)" "." 80
+want_fshare "ebpf-node-exiting" fib_node_exiting.js "(^|;)caller;fib(;|$)" "." 70
+if [ -n "$NS" ]; then want_fshare "ebpf-node-namespace" fib_node_ns.js "(^|;)caller;fib(;|$)" "." 80
 else echo "ok - ebpf-node-namespace # SKIP no unshare"; fi
-if [ -d "$TMP/mnt/fib_node" ] && [ -d "$TMP/mnt/fib_node_running" ]; then ok "ebpf-node-service"
+if [ -d "$TMP/mnt/fib_node.js" ] && [ -d "$TMP/mnt/fib_node_running.js" ]; then ok "ebpf-node-service"
 else fail "ebpf-node-service" "services: $(ls "$TMP/mnt" | tr '\n' ' ')"; fi
 if kill -0 "$PF_PID" 2>/dev/null; then ok "ebpf-node-daemon"
 else fail "ebpf-node-daemon" "the daemon died"; fi

@@ -40,7 +40,7 @@ fi
 if [ "$bad" -eq 0 ]; then ok "ebpf-offcpu-bad-flags"; else fail "ebpf-offcpu-bad-flags"; fi
 
 PORT=$((20000 + RANDOM % 20000))
-pf_start -v --ebpf=19 --ebpf-offcpu=1ms --ebpf-period 2 --http "127.0.0.1:$PORT" ||
+pf_start -v --ebpf=19 --ebpf-offcpu=1ms --ebpf-period 2 --ebpf-min-samples 0 --http "127.0.0.1:$PORT" ||
   { fail "ebpf-offcpu daemon start"; pf_done; exit 1; }
 
 # Short runs of a copy (another service, the same build id) first, until

@@ -67,7 +67,7 @@ RBRUN=$!
 sleep 1
 
 PORT=$((20000 + RANDOM % 20000))
-pf_start -v --ebpf=99 --ebpf-period 2 --http "127.0.0.1:$PORT" ||
+pf_start -v --ebpf=99 --ebpf-period 2 --ebpf-min-samples 0 --http "127.0.0.1:$PORT" ||
   { fail "ebpf daemon start"; pf_done; exit 1; }
 
 PIDS=""
@@ -118,21 +118,21 @@ wait $PIDS $RBRUN
 sleep 3
 
 # Of the process's samples, the share in fib called by work from the top level.
-want_fshare "ebpf-ruby-named" fib_rb "(^|;)<main>;work;fib(;|$)" "." 80
-r="$(raw fib_rb)"
+want_fshare "ebpf-ruby-named" fib_rb.rb "(^|;)<main>;work;fib(;|$)" "." 80
+r="$(raw fib_rb.rb)"
 if echo "$r" | grep -Eq " fib /[^ ]*/fib_rb\.rb:5( |$)" &&
   echo "$r" | grep -Eq " work /[^ ]*/fib_rb\.rb:10( |$)"; then ok "ebpf-ruby-lines"
 else fail "ebpf-ruby-lines" "$(echo "$r" | grep -E " (fib|work) " | head -5)"; fi
-r="$(raw rblongfn)"
+r="$(raw rblongfn.rb)"
 if echo "$r" | grep -Eq " long_one /[^ ]*/rblongfn\.rb:$LONGLINE( |$)"; then ok "ebpf-ruby-lines-long"
 else fail "ebpf-ruby-lines-long" "want line $LONGLINE: $(echo "$r" | grep -E " long_one " | head -5)"; fi
-want_fshare "ebpf-ruby-running" rbfib_running "(^|;)<main>;work;fib(;|$)" "(^|;)<main>(;|$)" 90
-want_fshare "ebpf-ruby-exiting" rbfib_exiting "(^|;)<main>;work;fib(;|$)" "(^|;)<main>(;|$)" 80
+want_fshare "ebpf-ruby-running" rbfib_running.rb "(^|;)<main>;work;fib(;|$)" "(^|;)<main>(;|$)" 90
+want_fshare "ebpf-ruby-exiting" rbfib_exiting.rb "(^|;)<main>;work;fib(;|$)" "(^|;)<main>(;|$)" 80
 # libz's deflate beneath squeeze: the C method's native frames are kept.
-want_fshare "ebpf-ruby-native" rbsqueeze "(^|;)<main>;work;squeeze;(.*;)?deflate[^;]*(;|$)" "(^|;)<main>;work(;|$)" 70
+want_fshare "ebpf-ruby-native" rbsqueeze.rb "(^|;)<main>;work;squeeze;(.*;)?deflate[^;]*(;|$)" "(^|;)<main>;work(;|$)" 70
 # The C method's own frame, named from the VM's symbol table.
-want_fshare "ebpf-ruby-cfunc" rbsqueeze "(^|;)<main>;work;squeeze;deflate;" "(^|;)<main>;work;squeeze;" 70
-t="$(folded rbthreads)"
+want_fshare "ebpf-ruby-cfunc" rbsqueeze.rb "(^|;)<main>;work;squeeze;deflate;" "(^|;)<main>;work;squeeze;" 70
+t="$(folded rbthreads.rb)"
 read -r a n <<<"$(echo "$t" | fshare "(^|;)alpha;spin_a(;|$)" "(^|;)(alpha|beta)(;|$)")"
 read -r b _ <<<"$(echo "$t" | fshare "(^|;)beta;spin_b(;|$)" "(^|;)(alpha|beta)(;|$)")"
 read -r x _ <<<"$(echo "$t" | fshare "(^|;)alpha;.*spin_b|(^|;)beta;.*spin_a" "(^|;)(alpha|beta)(;|$)")"
@@ -142,11 +142,11 @@ else
   fail "ebpf-ruby-threads" "alpha $a, beta $b, mixed $x of $n ms"; echo "$t" | sort -k2 -nr | head -8 | cut -c1-300 | sed 's/^/#   /'
 fi
 if [ -n "$LIBRUBY" ] && command -v unshare >/dev/null; then
-  want_fshare "ebpf-ruby-mntns" rbfib_ns "(^|;)<main>;work;fib(;|$)" "(^|;)<main>(;|$)" 80
+  want_fshare "ebpf-ruby-mntns" rbfib_ns.rb "(^|;)<main>;work;fib(;|$)" "(^|;)<main>(;|$)" 80
 else
   echo "ok - ebpf-ruby-mntns # SKIP no libruby file or unshare"
 fi
-if [ -d "$TMP/mnt/fib_rb" ] && [ -d "$TMP/mnt/rbsqueeze" ]; then ok "ebpf-ruby-service"
+if [ -d "$TMP/mnt/fib_rb.rb" ] && [ -d "$TMP/mnt/rbsqueeze.rb" ]; then ok "ebpf-ruby-service"
 else fail "ebpf-ruby-service" "services: $(ls "$TMP/mnt" | tr '\n' ' ')"; fi
 if [ -n "$HOSTILE" ]; then
   # It was sampled (its service exists) and the daemon still answers and names Ruby.
@@ -184,7 +184,7 @@ cp "$B/rbname.rb" "$B/rbbigname.rb"
 short_ms=$(daemon_cpu "$B/rbshortname.rb" 0.00002)
 big_ms=$(daemon_cpu "$B/rbbigname.rb" 16)
 sleep 3
-t="$(folded rbbigname)"
+t="$(folded rbbigname.rb)"
 # Its frames named by the name's first bytes and "...", the whole name never.
 nm="$(echo "$t" | tr ';' '\n' | grep -E '^m+\.\.\.$' | head -1)"
 long="$(echo "$t" | tr ';' '\n' | awk 'length($0) > 4096' | wc -l)"

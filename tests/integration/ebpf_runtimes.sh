@@ -96,7 +96,7 @@ if [ -n "$PY311" ]; then
 fi
 
 PORT=$((20000 + RANDOM % 20000))
-pf_start -v --ebpf=99 --ebpf-period 2 --http "127.0.0.1:$PORT" ||
+pf_start -v --ebpf=99 --ebpf-period 2 --ebpf-min-samples 0 --http "127.0.0.1:$PORT" ||
   { fail "ebpf daemon start"; pf_done; exit 1; }
 
 # --- Java ------------------------------------------------------------------
@@ -162,19 +162,19 @@ sleep 3
 # Of the samples in Python code (those below <module>), the share in fib called by work.
 for v in $PYVERS; do
   if [ -z "$(pybin "$v")" ]; then echo "ok - ebpf-python-$v # SKIP no python$v"; continue; fi
-  want_fshare "ebpf-python-$v" "fib_${v/./_}" "(^|;)<module>;work;fib(;|$)" "(^|;)<module>(;|$)" 90
+  want_fshare "ebpf-python-$v" "fib_${v/./_}.py" "(^|;)<module>;work;fib(;|$)" "(^|;)<module>(;|$)" 90
 done
 if [ -n "$PY311" ]; then
   # file:line of each frame, as pprof shows them.
-  raw="$(go tool pprof -raw "$TMP/mnt/fib_3_11/cpu/all/all/merged.pb.gz" 2>/dev/null)"
+  raw="$(go tool pprof -raw "$TMP/mnt/fib_3_11.py/cpu/all/all/merged.pb.gz" 2>/dev/null)"
   if echo "$raw" | grep -Eq " fib /[^ ]*/fib_3_11\.py:8( |$)" &&
     echo "$raw" | grep -Eq " work /[^ ]*/fib_3_11\.py:14( |$)"; then ok "ebpf-python-lines"
   else fail "ebpf-python-lines" "$(echo "$raw" | grep -E "fib|work" | head -5)"; fi
-  want_fshare "ebpf-python-running" fib_running "(^|;)<module>;work;fib(;|$)" "(^|;)<module>(;|$)" 90
-  want_fshare "ebpf-python-exiting" fib_exiting "(^|;)<module>;work;fib(;|$)" "(^|;)<module>(;|$)" 80
+  want_fshare "ebpf-python-running" fib_running.py "(^|;)<module>;work;fib(;|$)" "(^|;)<module>(;|$)" 90
+  want_fshare "ebpf-python-exiting" fib_exiting.py "(^|;)<module>;work;fib(;|$)" "(^|;)<module>(;|$)" 80
   # libz's deflate beneath squeeze: the native frames of the C extension are kept.
-  want_fshare "ebpf-python-native" squeeze "(^|;)<module>;work;squeeze;(.*;)?deflate(;|$)" "(^|;)<module>(;|$)" 70
-  t="$(folded pythreads)"
+  want_fshare "ebpf-python-native" squeeze.py "(^|;)<module>;work;squeeze;(.*;)?deflate(;|$)" "(^|;)<module>(;|$)" 70
+  t="$(folded pythreads.py)"
   read -r a n <<<"$(echo "$t" | fshare "(^|;)alpha;spin_a(;|$)" "(^|;)(alpha|beta)(;|$)")"
   read -r b _ <<<"$(echo "$t" | fshare "(^|;)beta;spin_b(;|$)" "(^|;)(alpha|beta)(;|$)")"
   read -r x _ <<<"$(echo "$t" | fshare "(^|;)alpha;.*spin_b|(^|;)beta;.*spin_a" "(^|;)(alpha|beta)(;|$)")"
@@ -183,8 +183,8 @@ if [ -n "$PY311" ]; then
   else
     fail "ebpf-python-threads" "alpha $a, beta $b, mixed $x of $n ms"; echo "$t" | sort -k2 -nr | head -8 | cut -c1-300 | sed 's/^/#   /'
   fi
-  want_fshare "ebpf-python-truncated" pydeep "^_start;.*;PyEval_EvalCode;[[]python: truncated[]];deep;deep;" "(^|;)deep(;|$)" 80
-  if [ -d "$TMP/mnt/fibmod" ]; then ok "ebpf-python-service-module"
+  want_fshare "ebpf-python-truncated" pydeep.py "^_start;.*;PyEval_EvalCode;[[]python: truncated[]];deep;deep;" "(^|;)deep(;|$)" 80
+  if [ -d "$TMP/mnt/fibmod.py" ]; then ok "ebpf-python-service-module"
   else fail "ebpf-python-service-module" "services: $(ls "$TMP/mnt" | tr '\n' ' ')"; fi
 else
   for n in ebpf-python-lines ebpf-python-running ebpf-python-exiting ebpf-python-native ebpf-python-threads ebpf-python-truncated ebpf-python-service-module; do

@@ -151,7 +151,7 @@ stop_within() {
 # --- a Python frame's code object in a file no one serves ---------------------
 # A port free now (each daemon gets its own).
 PORT=$(free_port)
-pf_start -v --ebpf=99 --ebpf-period 1 --http "127.0.0.1:$PORT" ||
+pf_start -v --ebpf=99 --ebpf-period 1 --ebpf-min-samples 0 --http "127.0.0.1:$PORT" ||
   { fail "daemon start"; pf_done; exit 1; }
 stuck_mount "$TMP/stuck1" || { fail "stuck mount"; pf_done; exit 1; }
 coproc PY { exec python3.11 "$SRC/stall.py" "$TMP/stuck1/mnt/README.txt"; }
@@ -196,7 +196,7 @@ if ! { cc -O1 -g -fno-omit-frame-pointer -o "$TMP/dlstall.full" "$SRC/secret.c" 
   fail "hebpf-openstall-build"; pf_done; exit 1
 fi
 PORT=$(free_port)
-pf_start -v --ebpf=99 --ebpf-period 1 --http "127.0.0.1:$PORT" ||
+pf_start -v --ebpf=99 --ebpf-period 1 --ebpf-min-samples 0 --http "127.0.0.1:$PORT" ||
   { fail "daemon start (2)"; pf_done; exit 1; }
 stuck_mount "$TMP/stuck2" || { fail "stuck mount (2)"; pf_done; exit 1; }
 unshare -m --propagation private sh -c \
@@ -285,7 +285,7 @@ nm "$W/fake/secret" 2>/dev/null | grep -q pf_secret_inner && ok_build=0
 [ "$ok_build" = 1 ] && ok "hebpf-build" || { fail "hebpf-build"; pf_done; exit 1; }
 
 PORT=$(free_port)
-pf_start -v --ebpf=99 --ebpf-period 1 --http "127.0.0.1:$PORT" ||
+pf_start -v --ebpf=99 --ebpf-period 1 --ebpf-min-samples 0 --http "127.0.0.1:$PORT" ||
   { fail "daemon start (4)"; pf_done; exit 1; }
 # What this daemon creates (another sampler on the host may ask the fake java too).
 ST=""
@@ -384,7 +384,7 @@ pf_stop
 # --- a Python function of 48,000 lines, 90 deep ------------------------------
 python3 "$SRC/bigfunc_gen.py" > "$TMP/hugefunc.py"
 PORT=$(free_port)
-pf_start -v --ebpf=99 --ebpf-period 2 --http "127.0.0.1:$PORT" ||
+pf_start -v --ebpf=99 --ebpf-period 2 --ebpf-min-samples 0 --http "127.0.0.1:$PORT" ||
   { fail "daemon start (3)"; pf_done; exit 1; }
 python3.11 "$TMP/hugefunc.py" & BPID=$!
 PIDS="$PIDS $BPID"
@@ -400,7 +400,7 @@ echo "# $m"
 # At the normal rate: 5 periods of 2 s in 10 s; 3 leaves room for a loaded host.
 if [ $((n1 - n0)) -ge 3 ]; then ok "hebpf-bigfunc-periods ($((n1 - n0)) periods in $((t1 - t0)) s)"
 else fail "hebpf-bigfunc-periods" "$((n1 - n0)) periods of 2 s in $((t1 - t0)) s"; fi
-f="$TMP/mnt/hugefunc/cpu/all/all/folded.txt"
+f="$TMP/mnt/hugefunc.py/cpu/all/all/folded.txt"
 for i in $(seq 1 20); do [ -e "$f" ] && break; sleep 0.5; done
 if grep -q "hugefunc_main;hugefunc;hugefunc;hugefunc" "$f" 2>/dev/null; then
   ok "hebpf-bigfunc-named (deepest stack: $(awk '{print gsub(/;hugefunc/, "")}' "$f" | sort -n | tail -1) hugefunc frames)"

@@ -41,7 +41,7 @@ cp "$(command -v dd)" "$TMP/bin/kaddrdd"
 DD=$!
 trap 'kill $DD 2>/dev/null; pf_cleanup' EXIT
 
-PROFILEFS_EBPF_SERVICE_BY=comm pf_start --ebpf=99 --ebpf-period 2 --allow-other ||
+PROFILEFS_EBPF_SERVICE_BY=comm pf_start --ebpf=99 --ebpf-period 2 --ebpf-min-samples 0 --allow-other ||
   { fail "kaddr daemon start"; pf_done; exit 1; }
 SVC="$TMP/mnt/kaddrdd/cpu/all/all"
 # Root's view first: the merged profile holds kernel frames with addresses.

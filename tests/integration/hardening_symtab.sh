@@ -63,7 +63,7 @@ chown -R nobody "$W"
 t1=$(date +%s.%N)
 ok "symtab-generated ($NBIN binaries of $NSYMS functions, $(( $(stat -c %s "$W/bigsym1") >> 20 )) MiB each, in $(echo "$t1 - $t0" | bc | cut -c1-5) s)"
 
-PROFILEFS_EBPF_SERVICE_BY=comm pf_start -v --ebpf=99 --ebpf-period 2 --memory-limit "${LIMIT_MB}M" \
+PROFILEFS_EBPF_SERVICE_BY=comm pf_start -v --ebpf=99 --ebpf-period 2 --ebpf-min-samples 0 --memory-limit "${LIMIT_MB}M" \
   --http 127.0.0.1:0 || { fail "symtab daemon start"; pf_done; exit 1; }
 PORT=""
 for i in $(seq 1 100); do

@@ -175,7 +175,7 @@ fi
 if [ -r /sys/kernel/btf/vmlinux ] && command -v cc >/dev/null && command -v go >/dev/null; then
   cc -O1 -fno-omit-frame-pointer -o "$TMP/efp_priv" "$ROOT/tests/ebpf/spin.c" &&
     cp "$TMP/efp_priv" "$TMP/efp_privdel"
-  if pf_start --user nobody --ebpf=99 --ebpf-period 2; then
+  if pf_start --user nobody --ebpf=99 --ebpf-period 2 --ebpf-min-samples 0; then
     check_eq "user-ebpf-uid" "$(awk '$1 == "Uid:" { print $2 }' /proc/$PF_PID/status)" 65534
     # cap_dac_read_search (2), cap_sys_ptrace (19), cap_checkpoint_restore (40), as documented,
     # and cap_bpf (39) where bpf(2) needs it for every command (before 6.5 with

@@ -40,7 +40,7 @@ objcopy --add-section .gnu_debuglink="$TMP/shadow.sec" "$W/shadowlink" &&
 readelf -p .gnu_debuglink "$W/shadowlink" 2>/dev/null | grep -q 'etc/shadow' || ok_build=0
 [ "$ok_build" = 1 ] && ok "sampler-files-build" || { fail "sampler-files-build"; pf_done; exit 1; }
 
-pf_start -v --ebpf=99 --ebpf-period 1 || { fail "daemon start"; pf_done; exit 1; }
+pf_start -v --ebpf=99 --ebpf-period 1 --ebpf-min-samples 0 || { fail "daemon start"; pf_done; exit 1; }
 strace -f -qq -e trace=open,openat -o "$TMP/opens" -p "$PF_PID" 2>/dev/null & ST=$!
 sleep 1
 AS=(setpriv --reuid=nobody --regid=nogroup --clear-groups)

@@ -336,7 +336,7 @@ test_cpuprof_roundtrip(void **state)
 	assert_int_equal(cpuprof_sample(svc, locs, 3, 42, 43, "myapp", 0), 0);
 	assert_int_equal(cpuprof_sample(svc, locs, 3, 42, 43, "myapp", 0), 0);
 	assert_int_equal(cpuprof_sample(svc, locs + 1, 2, 42, 44, "worker", 0), 0);
-	assert_int_equal(cpuprof_flush(c, st, 1000000000LL, 3000000000LL, &profiles, &samples), 0);
+	assert_int_equal(cpuprof_flush(c, st, 1000000000LL, 3000000000LL, NULL, &profiles, &samples), 0);
 	assert_int_equal(profiles, 1);
 	assert_int_equal(samples, 3);
 
@@ -394,7 +394,7 @@ test_cpuprof_roundtrip(void **state)
 	profile_free(p);
 	free(ser);
 	/* An empty period stores nothing. */
-	assert_int_equal(cpuprof_flush(c, st, 3000000000LL, 4000000000LL, &profiles, &samples), 0);
+	assert_int_equal(cpuprof_flush(c, st, 3000000000LL, 4000000000LL, NULL, &profiles, &samples), 0);
 	assert_int_equal(profiles, 0);
 	cpuprof_destroy(c);
 	store_close(st);
@@ -407,6 +407,87 @@ test_cpuprof_roundtrip(void **state)
  * same location; another offset, file or mapping size, or a path whose
  * memory now holds another name, does not.
  */
+/*
+ * The gate: a name below the threshold goes to host-other, its unit a sample
+ * label there; one past it is stored under its own name from that period on.
+ */
+static void
+test_cpuprof_gate(void **state)
+{
+	const struct series **ser = NULL;
+	struct proc busy, small;
+	struct cpuprof *c;
+	struct cpuprof_gate *g;
+	struct cpuprof_svc *s1, *s2;
+	struct store *st;
+	struct profile *p = NULL;
+	struct buf err = { 0 };
+	struct frame f;
+	uint32_t loc;
+	uint64_t samples;
+	size_t i, n, profiles;
+	char dir[128];
+	int found_unit = 0;
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "%s/store-gate", tmpdir);
+	assert_int_equal(store_open(dir, &st, &err), 0);
+	memset(&busy, 0, sizeof(busy));
+	memset(&small, 0, sizeof(small));
+	snprintf(busy.service, sizeof(busy.service), "busy");
+	busy.labels_text = (char *)"host=h1";
+	snprintf(small.service, sizeof(small.service), "cron");
+	small.labels_text = (char *)"host=h1,unit=cron.service";
+	c = cpuprof_create(99);
+	g = cpuprof_gate_create(5, "host-other", "host=h1");
+	assert_false(cpuprof_gate_own(g, "busy"));
+	assert_true(cpuprof_gate_own(g, "host-other"));
+	memset(&f, 0, sizeof(f));
+	f.func = "work";
+	f.file = "/usr/bin/x";
+	f.build_id = "";
+	f.start = 0x400000;
+	f.limit = 0x500000;
+	f.addr = 0x401000;
+	s1 = cpuprof_service(c, &busy);
+	s2 = cpuprof_service(c, &small);
+	loc = (uint32_t)cpuprof_location(s1, &f);
+	for (i = 0; i < 6; i++)
+		assert_int_equal(cpuprof_sample(s1, &loc, 1, 1, 1, "busy", 0), 0);
+	loc = (uint32_t)cpuprof_location(s2, &f);
+	for (i = 0; i < 2; i++)
+		assert_int_equal(cpuprof_sample(s2, &loc, 1, 2, 2, "sh", 0), 0);
+	assert_int_equal(cpuprof_flush(c, st, 1000000000LL, 2000000000LL, g, &profiles, &samples), 0);
+	assert_int_equal(profiles, 2);
+	assert_int_equal(samples, 8);
+	assert_true(cpuprof_gate_own(g, "busy"));
+	assert_false(cpuprof_gate_own(g, "cron"));
+
+	assert_int_equal(store_series(st, &ser, &n), 0);
+	assert_int_equal(n, 2);
+	for (i = 0; i < n; i++) {
+		size_t j, k;
+
+		assert_string_not_equal(ser[i]->service, "cron");
+		if (strcmp(ser[i]->service, "host-other") != 0)
+			continue;
+		assert_string_equal(ser[i]->labels, "host=h1");
+		assert_int_equal(store_scan(st, ser[i]->id, 0, INT64_MAX, true, scan_one, &p), 1);
+		assert_int_equal(profile_total(p, 0), 2);
+		for (j = 0; j < p->nsamples; j++)
+			for (k = 0; k < p->samples[j].nlabels; k++)
+				if (strcmp(profile_str(p, p->samples[j].labels[k].key), "unit") == 0 &&
+				    strcmp(profile_str(p, p->samples[j].labels[k].str), "cron.service") == 0)
+					found_unit++;
+		profile_free(p);
+	}
+	assert_int_equal(found_unit, 1);
+	free(ser);
+	cpuprof_gate_destroy(g);
+	cpuprof_destroy(c);
+	store_close(st);
+}
+
 static void
 test_cpuprof_location_cache(void **state)
 {
@@ -514,10 +595,10 @@ test_cpuprof_offcpu(void **state)
 	assert_true(li >= 0);
 	loc = (uint32_t)li;
 	assert_int_equal(cpuprof_sample(cs, &loc, 1, 7, 8, "waiter", 0), 0);
-	assert_int_equal(cpuprof_flush(off, st, 1000000000LL, 2000000000LL, &profiles, &samples), 0);
+	assert_int_equal(cpuprof_flush(off, st, 1000000000LL, 2000000000LL, NULL, &profiles, &samples), 0);
 	assert_int_equal(profiles, 1);
 	assert_int_equal(samples, 2);
-	assert_int_equal(cpuprof_flush(c, st, 1000000000LL, 2000000000LL, &profiles, &samples), 0);
+	assert_int_equal(cpuprof_flush(c, st, 1000000000LL, 2000000000LL, NULL, &profiles, &samples), 0);
 	assert_int_equal(profiles, 1);
 
 	assert_int_equal(store_series(st, &ser, &n), 0);
@@ -1037,6 +1118,7 @@ main(void)
 		cmocka_unit_test(test_plt_entry),
 		cmocka_unit_test(test_minidebuginfo),
 		cmocka_unit_test(test_cpuprof_roundtrip),
+		cmocka_unit_test(test_cpuprof_gate),
 		cmocka_unit_test(test_cpuprof_location_cache),
 		cmocka_unit_test(test_cpuprof_offcpu),
 		cmocka_unit_test(test_offcpu_drain),

@@ -42,7 +42,32 @@ test_by_exe(void **state)
 	assert_int_equal(runtime_by_exe("node"), RUNTIME_NODE);
 	assert_int_equal(runtime_by_exe("nodejs"), RUNTIME_NODE);
 	assert_int_equal(runtime_by_exe("node-gyp"), RUNTIME_NONE);
+	assert_int_equal(runtime_by_exe("php"), RUNTIME_PHP);
+	assert_int_equal(runtime_by_exe("php8.4"), RUNTIME_PHP);
+	assert_int_equal(runtime_by_exe("php-fpm8.4"), RUNTIME_NONE);
+	assert_int_equal(runtime_by_exe("phpize"), RUNTIME_NONE);
 	assert_int_equal(runtime_by_exe(NULL), RUNTIME_NONE);
+}
+
+/* PHP's CLI: the script, after options with and without values; -r names none. */
+static void
+test_php(void **state)
+{
+	char out[64];
+
+	(void)state;
+	assert_true(SVC(RUNTIME_PHP, "php8.4\0/srv/cron.php\0--force\0", out));
+	assert_string_equal(out, "cron");
+	assert_true(SVC(RUNTIME_PHP, "php\0-d\0memory_limit=1G\0-c\0/etc/php.ini\0artisan\0queue:work\0", out));
+	assert_string_equal(out, "artisan");
+	assert_true(SVC(RUNTIME_PHP, "php\0-f\0/srv/job.php\0", out));
+	assert_string_equal(out, "job");
+	assert_true(SVC(RUNTIME_PHP, "php\0-dx=1\0--\0tool.php\0", out));
+	assert_string_equal(out, "tool");
+	assert_false(SVC(RUNTIME_PHP, "php\0-r\0echo 1;\0", out));
+	assert_false(SVC(RUNTIME_PHP, "php\0-a\0", out));
+	assert_false(SVC(RUNTIME_PHP, "php\0", out));
+	assert_false(SVC(RUNTIME_PHP, "php\0-\0", out));
 }
 
 static void
@@ -257,6 +282,7 @@ main(void)
 		cmocka_unit_test(test_python),
 		cmocka_unit_test(test_java),
 		cmocka_unit_test(test_node),
+		cmocka_unit_test(test_php),
 		cmocka_unit_test(test_v8_scopeinfo),
 		cmocka_unit_test(test_linetable),
 		cmocka_unit_test(test_linetable_decoded),

@@ -37,6 +37,13 @@ runtime_by_exe(const char *base)
 	}
 	if (strcmp(base, "node") == 0 || strcmp(base, "nodejs") == 0)
 		return RUNTIME_NODE;
+	if (strncmp(base, "php", 3) == 0) {
+		/* php, php8.4; not php-fpm (its workers run many scripts) or phpize */
+		for (s = base + 3; *s; s++)
+			if (!(*s >= '0' && *s <= '9') && *s != '.')
+				return RUNTIME_NONE;
+		return RUNTIME_PHP;
+	}
 	return RUNTIME_NONE;
 }
 
@@ -296,6 +303,37 @@ node_service(const char *argv, size_t len, char *out, size_t outsz)
 	return base_of(a, "", out, outsz);
 }
 
+static bool
+php_service(const char *argv, size_t len, char *out, size_t outsz)
+{
+	size_t off = 0;
+	const char *a;
+
+	if (next_arg(argv, len, &off) == NULL)
+		return false;
+	while ((a = next_arg(argv, len, &off)) != NULL) {
+		if (strcmp(a, "--") == 0) {
+			a = next_arg(argv, len, &off);
+			break;
+		}
+		if (a[0] != '-' || a[1] == '\0')
+			break;	/* the script, or "-": stdin */
+		/* -r code, -R/-B/-E per line, -a interactive, -S a server: no script names it */
+		if (strchr("rRBEaS", a[1]) != NULL && a[1] != '\0')
+			return false;
+		if (a[1] == 'f') {	/* -f file, -ffile */
+			a = a[2] ? a + 2 : next_arg(argv, len, &off);
+			break;
+		}
+		/* -d k=v, -c path, -z file, -t root: a value, in place or next */
+		if (strchr("dczt", a[1]) != NULL && a[2] == '\0')
+			(void)next_arg(argv, len, &off);
+	}
+	if (a == NULL || a[0] == '\0' || strcmp(a, "-") == 0)
+		return false;
+	return base_of(a, ".php", out, outsz);
+}
+
 bool
 runtime_service(enum runtime_kind k, const char *argv, size_t len, char *out, size_t outsz)
 {
@@ -312,6 +350,8 @@ runtime_service(enum runtime_kind k, const char *argv, size_t len, char *out, si
 		found = ruby_service(argv, len, out, outsz);
 	else if (k == RUNTIME_NODE)
 		found = node_service(argv, len, out, outsz);
+	else if (k == RUNTIME_PHP)
+		found = php_service(argv, len, out, outsz);
 	/* An empty name ("-m /", a buffer of one byte) names nothing. */
 	if (found && out[0] == '\0')
 		found = false;

@@ -22,6 +22,7 @@ enum runtime_kind {
 	RUNTIME_JVM,		/* HotSpot: java, or a process that maps libjvm.so */
 	RUNTIME_RUBY,		/* CRuby: the executable is ruby[N[.N]] */
 	RUNTIME_NODE,		/* Node.js: the executable is node or nodejs */
+	RUNTIME_PHP,		/* PHP CLI: the executable is php[N[.N]] (named only) */
 };
 
 /* The runtime an executable's base name (as /proc/PID/exe gives it) says. */
@@ -33,7 +34,8 @@ enum runtime_kind runtime_by_exe(const char *base);
  * module of -m; for Java the main class, the module/class of -m, or the
  * jar's base name without ".jar"; for Ruby the script's base name without
  * ".rb" (a launcher such as /usr/bin/rake: its name); for Node.js the script's
- * base name without ".js", ".mjs" or ".cjs" (an index.js: its directory's name). argv is /proc/PID/cmdline as read (NUL
+ * base name without ".js", ".mjs" or ".cjs" (an index.js: its directory's name);
+ * for PHP the script's base name without ".php". argv is /proc/PID/cmdline as read (NUL
  * separated, len bytes, not necessarily NUL-terminated). Writes out (at most
  * outsz bytes, NUL-terminated) and returns true, or false when the command
  * line names nothing (-c, -e, stdin, an interactive interpreter).
