@@ -619,14 +619,29 @@ do_sample(struct bpf_perf_event_data *ctx)
 
 /*
  * Off-CPU time (with --ebpf-offcpu), from the sched_switch tracepoint alone
- * (no kprobes or trampolines needed). When a thread switches out (it blocks,
- * or is preempted; 1 in offcpu_sample of these switches, and of
- * preemptions 1 in offcpu_sample * offcpu_preempt_sample), its stacks are
- * taken as do_sample takes them, while it is still the current task (no
- * other time can read its user stack), into its own entry of offcpu_waits,
- * with the time. When the scheduler switches it in again, a wait of
- * offcpu_min_ns or more is added, weighted by that N, to the entry of
- * offcpu_aggs for its thread, stack and generation (see struct
+ * (no kprobes or trampolines needed), in on_switch. Every switch of every
+ * task runs it, so what it does for each is a few plain loads and stores in
+ * the two threads' task storage (struct offcpu_out): when a thread switches
+ * out, the time; when it switches in again, the wait's length, which moves
+ * the thread's expected wait (see below) and clears the time. Only some
+ * switches out take the thread's stacks (as do_sample takes them, while
+ * it is still the current task: no other time can read its user stack),
+ * and that is decided first, from what is known then: a wait expected to
+ * last offcpu_min_ns or more is always taken; one expected shorter with a
+ * probability of its expected length over offcpu_min_ns, no lower than
+ * 1 / OFFCPU_MIN_PROB; with offcpu_sample N, 1 in N of those. A wait taken
+ * with probability p is counted 1/p times, its time too (p is known when it
+ * is taken, and whether it is taken does not depend on how long it then
+ * lasts: the sum stays unbiased, and exact for the waits taken always).
+ * The expected length is the thread's recent longest: the last wait's
+ * length, or the one before decayed by a quarter, whichever is longer,
+ * blocked and preempted apart; a new thread's first wait is always taken.
+ * So a thread that sleeps has each sleep taken, and the short waits of a
+ * lock or a queue that are most switches cost a sampled few.
+ *
+ * A taken wait's stacks go into the thread's own entry of offcpu_waits.
+ * When the thread switches in again, its wait, weighted, is added to the
+ * entry of offcpu_aggs for its thread, stack and generation (see struct
  * prof_offcpu_key: a few dozen bytes), the stack itself stored once per
  * generation in offcpu_stacks, whichever threads wait in it; user space
  * drains both every few seconds, or sooner when offcpu_added says
@@ -634,9 +649,11 @@ do_sample(struct bpf_perf_event_data *ctx)
  * again costs one small entry, not one record per wait, and a stack many
  * threads wait in is copied once. A preempted thread's wait (for a CPU,
  * its stack nearly always its own), and with either map full any wait, is
- * sent through the ring buffer by itself. A shorter wait is dropped. A
- * thread's offcpu_waits entry is reused from wait to wait and deleted when
- * the thread exits. The daemon's own process (self_tgid), the idle tasks,
+ * sent through the ring buffer by itself. Whether a thread's entry holds a
+ * wait is in its task storage, cleared at every switch in: a switch out not
+ * taken leaves nothing behind for the next switch in to charge. A thread's
+ * offcpu_waits entry is reused from wait to wait and deleted when the
+ * thread exits. The daemon's own process (self_tgid), the idle tasks,
  * kernel threads and exiting threads are left out: their waits are no
  * one's latency.
  */
@@ -648,8 +665,8 @@ const volatile __u32 offcpu_sample = 1;
  * preemption, or at its return to user mode when its time is up) waits for
  * a CPU, briefly, in whatever it was running: nearly every such wait has a
  * stack of its own (a leaf pc anywhere), so they would be most of the
- * distinct stacks for a small share of the time waited. Sampled (and
- * weighted) further, their total stays unbiased.
+ * distinct stacks for a small share of the time waited. Their threshold is
+ * this many times offcpu_min_ns: fewer stack walks, the same expected total.
  */
 const volatile __u32 offcpu_preempt_sample = 1;
 const volatile __u32 self_tgid = 0;
@@ -660,10 +677,32 @@ volatile __u64 offcpu_added = 0;
 
 #define PF_EXITING_FLAG		0x00000004	/* include/linux/sched.h PF_EXITING */
 #define EEXIST_ERRNO		17		/* include/uapi/asm-generic/errno-base.h EEXIST */
+#define OFFCPU_W_ONE		1024		/* weight 1 (weights are in 1/1024ths) */
+#define OFFCPU_MIN_PROB		64		/* a wait is taken with probability 1/64 at least */
+
+/*
+ * A thread's switch out: when (0: running), whether it was preempted, the
+ * weight its stacks were taken with (0: not taken), and its expected wait,
+ * blocked and preempted apart (0: none yet). Freed with the task.
+ */
+struct offcpu_out {
+	__u64	start;
+	__u64	expect, expect_pre;
+	__u64	weight;
+	__u32	preempted;
+	__u32	pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct offcpu_out);
+} offcpu_outs SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);	/* memory only for threads that have blocked */
+	__uint(map_flags, BPF_F_NO_PREALLOC);	/* memory only for threads whose waits were taken */
 	__uint(max_entries, 8192);
 	__type(key, __u32);			/* tid */
 	__type(value, struct prof_offcpu_wait);
@@ -853,8 +892,68 @@ static __always_inline bool
 still_runnable(struct task_struct *t)
 {
 	if (bpf_core_field_exists(t->__state))
-		return BPF_CORE_READ(t, __state) == 0;
+		return t->__state == 0;
 	return BPF_CORE_READ((struct task_struct___pre514 *)t, state) == 0;
+}
+
+/* next switches in: its wait ends (charged if its stacks were taken). */
+static __always_inline void
+offcpu_in(struct task_struct *next)
+{
+	struct prof_offcpu_wait *w;
+	struct offcpu_out *o;
+	__u64 now, delta, e, weight;
+	__u32 tid;
+
+	o = bpf_task_storage_get(&offcpu_outs, next, NULL, 0);
+	if (o == NULL || o->start == 0)
+		return;
+	now = bpf_ktime_get_ns();
+	delta = now - o->start;
+	weight = o->weight;
+	o->start = 0;
+	o->weight = 0;
+	/* The thread's recent longest wait of this kind. */
+	if (o->preempted) {
+		e = o->expect_pre - (o->expect_pre >> 2);
+		o->expect_pre = delta > e ? delta : e;
+	} else {
+		e = o->expect - (o->expect >> 2);
+		o->expect = delta > e ? delta : e;
+	}
+	if (weight == 0)
+		return;
+	tid = next->pid;
+	if ((w = bpf_map_lookup_elem(&offcpu_waits, &tid)) == NULL)
+		return;
+	/* (A wait of hours times the largest weight: no overflow either way.) */
+	offcpu_add(w, weight < (1ULL << 20) ? delta * weight / OFFCPU_W_ONE :
+	    delta / OFFCPU_W_ONE * weight, (weight + OFFCPU_W_ONE / 2) / OFFCPU_W_ONE, now);
+}
+
+/*
+ * The weight (in 1/OFFCPU_W_ONE) a wait expected to last expect ns (0: not
+ * known) is taken with, below thr: 0 if it is not taken (see above).
+ */
+static __always_inline __u64
+offcpu_pick(__u64 expect, __u64 thr)
+{
+	__u64 weight = OFFCPU_W_ONE;
+
+	if (expect != 0 && expect < thr) {
+		if (expect < thr / OFFCPU_MIN_PROB)
+			expect = thr / OFFCPU_MIN_PROB;
+		/* thr is at most 10 s times offcpu_preempt_sample: below 2^40, 40 random bits. */
+		if ((((__u64)bpf_get_prandom_u32() << 8) ^ bpf_get_prandom_u32()) % thr >= expect)
+			return 0;
+		weight = thr * OFFCPU_W_ONE / expect;
+	}
+	if (offcpu_sample > 1) {
+		if (bpf_get_prandom_u32() % offcpu_sample != 0)
+			return 0;
+		weight *= offcpu_sample;
+	}
+	return weight;
 }
 
 SEC("tp_btf/sched_switch")
@@ -862,61 +961,66 @@ int
 BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
 	struct prof_offcpu_wait *w;
-	__u32 tid, tgid, zero = 0, weight;
-	__u64 now, start, delta;
+	struct offcpu_out *o;
+	__u32 tid, zero = 0;
+	__u64 weight;
 
 	if (!offcpu)
 		return 0;
-	/* next's wait, if one was recorded, ends here. */
-	tid = BPF_CORE_READ(next, pid);
-	if (tid != 0 && (w = bpf_map_lookup_elem(&offcpu_waits, &tid)) != NULL &&
-	    (start = w->s.hdr.time_ns) != 0) {
-		now = bpf_ktime_get_ns();
-		delta = now - start;
-		w->s.hdr.time_ns = 0;
-		/* The weight the switch out was sampled with. */
-		weight = w->weight > 0 ? w->weight : 1;
-		if (delta < offcpu_min_ns)
-			count(PROF_CNT_OFFCPU_SHORT);
-		else
-			offcpu_add(w, delta * weight, weight, now);
-	}
+	if (next->pid != 0)
+		offcpu_in(next);
 
 	/*
-	 * prev is the current task: its stacks are where it blocks. A
-	 * preempted thread's wait for a CPU counts too: its user sees it
-	 * as latency like any other.
+	 * prev switches out: note when, and decide at once whether its stacks
+	 * are taken (prev is the current task: they are where it blocks). A
+	 * preempted thread's wait for a CPU counts too: its user sees it as
+	 * latency like any other. (prev's fields are read directly: a BTF
+	 * pointer, plain loads.)
 	 */
-	tid = BPF_CORE_READ(prev, pid);
-	tgid = BPF_CORE_READ(prev, tgid);
-	if (tid == 0 || tgid == self_tgid || BPF_CORE_READ(prev, mm) == NULL ||
-	    (BPF_CORE_READ(prev, flags) & PF_EXITING_FLAG))
+	tid = prev->pid;
+	if (tid == 0 || prev->mm == NULL || prev->tgid == self_tgid ||
+	    (prev->flags & PF_EXITING_FLAG))
 		return 0;
-	preempt = preempt || still_runnable(prev);
-	weight = preempt ? offcpu_sample * offcpu_preempt_sample : offcpu_sample;
-	if (weight > 1 && bpf_get_prandom_u32() % weight != 0)
+	o = bpf_task_storage_get(&offcpu_outs, prev, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (o == NULL) {
+		count(PROF_CNT_OFFCPU_FULL);
 		return 0;
+	}
+	o->start = bpf_ktime_get_ns();
+	o->weight = 0;
+	o->preempted = preempt || still_runnable(prev);
+	if (o->preempted)
+		weight = offcpu_pick(o->expect_pre, offcpu_min_ns * offcpu_preempt_sample);
+	else
+		weight = offcpu_pick(o->expect, offcpu_min_ns);
+	if (weight == 0) {
+		count(PROF_CNT_OFFCPU_SHORT);
+		return 0;
+	}
 	/* The thread's entry is filled in place; its first is built aside and stored. */
 	if ((w = bpf_map_lookup_elem(&offcpu_waits, &tid)) != NULL) {
-		w->weight = weight;
-		w->preempted = preempt;
+		w->weight = (__u32)(weight / OFFCPU_W_ONE);
+		w->preempted = o->preempted;
 		w->s.hdr.kind = PROF_EV_OFFCPU;
 		w->s.offcpu_ns = 0;
 		fill_sample(ctx, &w->s, false, 0, 0, 0);
+		o->weight = weight;
 		count(PROF_CNT_OFFCPU_OUT);
 		return 0;
 	}
 	if ((w = bpf_map_lookup_elem(&offcpu_bufs, &zero)) == NULL)
 		return 0;
-	w->weight = weight;
-	w->preempted = preempt;
+	w->weight = (__u32)(weight / OFFCPU_W_ONE);
+	w->preempted = o->preempted;
 	w->s.hdr.kind = PROF_EV_OFFCPU;
 	w->s.offcpu_ns = 0;
 	fill_sample(ctx, &w->s, false, 0, 0, 0);
-	if (bpf_map_update_elem(&offcpu_waits, &tid, w, BPF_NOEXIST) == 0)
+	if (bpf_map_update_elem(&offcpu_waits, &tid, w, BPF_NOEXIST) == 0) {
+		o->weight = weight;
 		count(PROF_CNT_OFFCPU_OUT);
-	else
+	} else {
 		count(PROF_CNT_OFFCPU_FULL);
+	}
 	return 0;
 }
 
@@ -968,7 +1072,7 @@ on_exit(void *ctx)
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id;
 
-	/* Every thread's own off-CPU entry goes with it. */
+	/* Every thread's own off-CPU entry goes with it (its task storage goes by itself). */
 	if (offcpu)
 		bpf_map_delete_elem(&offcpu_waits, &tid);
 
