@@ -639,6 +639,26 @@ do_sample(struct bpf_perf_event_data *ctx)
  * So a thread that sleeps has each sleep taken, and the short waits of a
  * lock or a queue that are most switches cost a sampled few.
  *
+ * Sampled so, a thread's total would be an estimate, and a thread with
+ * few waits taken (a busy host, a thread that is mostly short waits) would
+ * see its total swing. Its exact total costs only an addition (every
+ * wait's length is known at its switch in): each charge to offcpu_aggs
+ * also adds the thread's waits since its last charge, exactly, to an entry
+ * of the thread's own (stack hash 0, waits 0), and user space scales the
+ * thread's stacks of a generation so that they add up to it (a ratio
+ * estimate: the stacks' shares sampled, the total measured).
+ *
+ * Taking the stacks is what costs (a walk of the user stack: microseconds,
+ * where the rest is tens of nanoseconds), so each CPU takes about
+ * offcpu_takes (a second) at most: past that in a tenth of a second, the
+ * threshold (offcpu_min_ns) is raised for the next tenth, in proportion,
+ * and lowered again by a quarter a tenth when the takes fall under half
+ * of it, down to offcpu_min_ns. On a host where every wait is long (every
+ * CPU busy, thousands of switches a second) the threshold then grows until
+ * the waits that are most of the time off CPU are taken always and the
+ * others in proportion, each still counted 1/p times: the cost is bounded,
+ * the totals stay unbiased, and only their spread grows.
+ *
  * A taken wait's stacks go into the thread's own entry of offcpu_waits.
  * When the thread switches in again, its wait, weighted, is added to the
  * entry of offcpu_aggs for its thread, stack and generation (see struct
@@ -647,9 +667,9 @@ do_sample(struct bpf_perf_event_data *ctx)
  * drains both every few seconds, or sooner when offcpu_added says
  * offcpu_aggs fills up: a thread that waits in the same place again and
  * again costs one small entry, not one record per wait, and a stack many
- * threads wait in is copied once. A preempted thread's wait (for a CPU,
- * its stack nearly always its own), and with either map full any wait, is
- * sent through the ring buffer by itself. Whether a thread's entry holds a
+ * threads wait in is copied once. A wait of a process user space has not
+ * seen yet, and with either map full any wait, is sent through the ring
+ * buffer by itself. Whether a thread's entry holds a
  * wait is in its task storage, cleared at every switch in: a switch out not
  * taken leaves nothing behind for the next switch in to charge. A thread's
  * offcpu_waits entry is reused from wait to wait and deleted when the
@@ -670,6 +690,8 @@ const volatile __u32 offcpu_sample = 1;
  */
 const volatile __u32 offcpu_preempt_sample = 1;
 const volatile __u32 self_tgid = 0;
+/* Stacks taken a second at most on each CPU, about (see above). */
+const volatile __u32 offcpu_takes = 200;
 /* Written by user space (collector/ebpf/offcpu.c) before each drain. */
 volatile __u32 offcpu_gen = 1;
 /* Entries added to offcpu_aggs since the start: user space drains early past a share of its room. */
@@ -678,7 +700,23 @@ volatile __u64 offcpu_added = 0;
 #define PF_EXITING_FLAG		0x00000004	/* include/linux/sched.h PF_EXITING */
 #define EEXIST_ERRNO		17		/* include/uapi/asm-generic/errno-base.h EEXIST */
 #define OFFCPU_W_ONE		1024		/* weight 1 (weights are in 1/1024ths) */
-#define OFFCPU_MIN_PROB		64		/* a wait is taken with probability 1/64 at least */
+#define OFFCPU_MIN_PROB		64		/* at the base threshold, a wait is taken with probability 1/64 at least */
+#define OFFCPU_WIN_NS		100000000ULL	/* the takes' budget is kept a tenth of a second at a time */
+#define OFFCPU_K_MAX		(1ULL << 26)	/* the threshold's factor, in 1/OFFCPU_W_ONE: 2^16 at most */
+
+/* Each CPU's budget of takes: this window's start and takes, and the threshold's factor. */
+struct offcpu_cpu {
+	__u64	win;
+	__u64	takes;
+	__u64	k;		/* in 1/OFFCPU_W_ONE, OFFCPU_W_ONE or more */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct offcpu_cpu);
+} offcpu_cpus SEC(".maps");
 
 /*
  * A thread's switch out: when (0: running), whether it was preempted, the
@@ -689,6 +727,7 @@ struct offcpu_out {
 	__u64	start;
 	__u64	expect, expect_pre;
 	__u64	weight;
+	__u64	pend_ns;	/* every wait's time since the last one charged to offcpu_aggs */
 	__u32	preempted;
 	__u32	pad;
 };
@@ -822,9 +861,43 @@ stack_hash(const struct prof_sample *s)
 	return h;
 }
 
-/* Add w's wait of delta (scaled) that ended at now, weight waits, to offcpu_aggs. */
-static __always_inline void
-offcpu_add(struct prof_offcpu_wait *w, __u64 delta, __u64 weight, __u64 now)
+/*
+ * Add exact, the thread's waits since its last charge, to its total entry
+ * of offcpu_aggs in generation gen (see above). False: it has no room.
+ */
+static __always_inline bool
+offcpu_total(const struct prof_offcpu_key *k, const struct prof_offcpu_wait *w, __u64 exact)
+{
+	struct prof_offcpu_key key = *k;
+	struct prof_offcpu_val val, *v;
+
+	key.stack = 0;
+	if ((v = bpf_map_lookup_elem(&offcpu_aggs, &key)) != NULL) {
+		__sync_fetch_and_add(&v->ns, exact);
+		return true;
+	}
+	val.waits = 0;
+	val.ns = exact;
+	__builtin_memcpy(val.comm, w->s.comm, sizeof(val.comm));
+	__builtin_memcpy(val.leader_comm, w->s.leader_comm, sizeof(val.leader_comm));
+	if (bpf_map_update_elem(&offcpu_aggs, &key, &val, BPF_NOEXIST) == 0) {
+		__sync_fetch_and_add(&offcpu_added, 1);
+		return true;
+	}
+	/* Another CPU made it meanwhile (the thread's entry has one writer, its total too). */
+	if ((v = bpf_map_lookup_elem(&offcpu_aggs, &key)) == NULL)
+		return false;
+	__sync_fetch_and_add(&v->ns, exact);
+	return true;
+}
+
+/*
+ * Add w's wait of delta (weighted) that ended at now, weight waits, to
+ * offcpu_aggs; exact: the thread's waits since its last charge, measured.
+ * False: sent by itself through the ring buffer (exact not used), or lost.
+ */
+static __always_inline bool
+offcpu_add(struct prof_offcpu_wait *w, __u64 delta, __u64 weight, __u64 now, __u64 exact)
 {
 	struct prof_offcpu_key key = {};
 	struct prof_offcpu_skey skey = {};
@@ -838,16 +911,14 @@ offcpu_add(struct prof_offcpu_wait *w, __u64 delta, __u64 weight, __u64 now)
 	 * A process user space has not seen yet (or whose tables are being
 	 * loaded): its wait goes at once, through the ring buffer, so that
 	 * user space reads its mappings and loads its tables while it lives.
-	 * So does a preempted thread's wait for a CPU: its stack (a leaf pc
-	 * anywhere in the code it was running) is nearly always its own, and
-	 * a record read in place costs user space less than an entry and a
-	 * stack stored, read and deleted for one wait.
 	 */
-	if (w->s.wake || w->preempted) {
+	if (w->s.wake) {
 		count(send_sample(&w->s) == 0 ? PROF_CNT_OFFCPU_SENT : PROF_CNT_DROP_RINGBUF);
-		return;
+		return false;
 	}
 	key.stack = stack_hash(&w->s);
+	if (key.stack == 0)
+		key.stack = 1;		/* 0 is the thread's total */
 	key.pid = w->s.hdr.pid;
 	key.tid = w->s.hdr.tid;
 	key.gen = offcpu_gen;
@@ -859,7 +930,7 @@ offcpu_add(struct prof_offcpu_wait *w, __u64 delta, __u64 weight, __u64 now)
 		__sync_fetch_and_add(&v->waits, weight);
 		__sync_fetch_and_add(&v->ns, delta);
 		count(PROF_CNT_OFFCPU_SENT);
-		return;
+		return offcpu_total(&key, w, exact);
 	}
 	val.waits = weight;
 	val.ns = delta;
@@ -867,7 +938,7 @@ offcpu_add(struct prof_offcpu_wait *w, __u64 delta, __u64 weight, __u64 now)
 	__builtin_memcpy(val.leader_comm, w->s.leader_comm, sizeof(val.leader_comm));
 	if (bpf_map_update_elem(&offcpu_aggs, &key, &val, BPF_NOEXIST) != 0) {
 		count(send_sample(&w->s) == 0 ? PROF_CNT_OFFCPU_SPILL : PROF_CNT_DROP_RINGBUF);	/* full */
-		return;
+		return false;
 	}
 	/* The stack, unless a thread stored it already in this generation. */
 	skey.stack = key.stack;
@@ -876,10 +947,11 @@ offcpu_add(struct prof_offcpu_wait *w, __u64 delta, __u64 weight, __u64 now)
 	if (rc != 0 && rc != -EEXIST_ERRNO) {
 		bpf_map_delete_elem(&offcpu_aggs, &key);
 		count(send_sample(&w->s) == 0 ? PROF_CNT_OFFCPU_SPILL : PROF_CNT_DROP_RINGBUF);
-		return;
+		return false;
 	}
 	__sync_fetch_and_add(&offcpu_added, 1);
 	count(PROF_CNT_OFFCPU_SENT);
+	return offcpu_total(&key, w, exact);
 }
 
 /* Kernels before 5.14 call the task's state "state". */
@@ -913,6 +985,7 @@ offcpu_in(struct task_struct *next)
 	weight = o->weight;
 	o->start = 0;
 	o->weight = 0;
+	o->pend_ns += delta;
 	/* The thread's recent longest wait of this kind. */
 	if (o->preempted) {
 		e = o->expect_pre - (o->expect_pre >> 2);
@@ -926,25 +999,60 @@ offcpu_in(struct task_struct *next)
 	tid = next->pid;
 	if ((w = bpf_map_lookup_elem(&offcpu_waits, &tid)) == NULL)
 		return;
-	/* (A wait of hours times the largest weight: no overflow either way.) */
-	offcpu_add(w, weight < (1ULL << 20) ? delta * weight / OFFCPU_W_ONE :
-	    delta / OFFCPU_W_ONE * weight, (weight + OFFCPU_W_ONE / 2) / OFFCPU_W_ONE, now);
+	/* (Weights are below 2^52, waits of a day below 2^47: saturated past 2^64.) */
+	if (weight < (1ULL << 20))
+		delta = delta * weight / OFFCPU_W_ONE;
+	else if (delta / OFFCPU_W_ONE < ~0ULL / weight)
+		delta = delta / OFFCPU_W_ONE * weight;
+	else
+		delta = ~0ULL;
+	/* Charged to offcpu_aggs: the thread's time since its last charge there goes with it. */
+	offcpu_add(w, delta, (weight + OFFCPU_W_ONE / 2) / OFFCPU_W_ONE, now, o->pend_ns);
+	o->pend_ns = 0;
 }
 
 /*
  * The weight (in 1/OFFCPU_W_ONE) a wait expected to last expect ns (0: not
- * known) is taken with, below thr: 0 if it is not taken (see above).
+ * known) is taken with, at the base threshold thr (offcpu_min_ns, times
+ * offcpu_preempt_sample for a preemption) and now: 0 if it is not taken
+ * (see above).
  */
 static __always_inline __u64
-offcpu_pick(__u64 expect, __u64 thr)
+offcpu_pick(__u64 expect, __u64 thr, __u64 now)
 {
-	__u64 weight = OFFCPU_W_ONE;
+	__u64 weight = OFFCPU_W_ONE, floor = thr / OFFCPU_MIN_PROB, win, k;
+	struct offcpu_cpu *c;
+	__u32 zero = 0;
 
+	if ((c = bpf_map_lookup_elem(&offcpu_cpus, &zero)) == NULL)
+		return 0;
+	/* A new window: the threshold follows the last one's takes. */
+	if (now - c->win >= OFFCPU_WIN_NS) {
+		win = (__u64)offcpu_takes * OFFCPU_WIN_NS / 1000000000ULL;
+		if (win == 0)
+			win = 1;
+		k = c->k < OFFCPU_W_ONE ? OFFCPU_W_ONE : c->k;
+		if (c->takes > win)
+			k = k / win * c->takes;
+		else if (c->takes < win / 2)
+			k -= k >> 2;
+		if (k < OFFCPU_W_ONE)
+			k = OFFCPU_W_ONE;
+		if (k > OFFCPU_K_MAX)
+			k = OFFCPU_K_MAX;
+		c->k = k;
+		c->win = now;
+		c->takes = 0;
+	}
+	k = c->k < OFFCPU_W_ONE ? OFFCPU_W_ONE : c->k;
+	thr = thr * k / OFFCPU_W_ONE;
 	if (expect != 0 && expect < thr) {
-		if (expect < thr / OFFCPU_MIN_PROB)
-			expect = thr / OFFCPU_MIN_PROB;
-		/* thr is at most 10 s times offcpu_preempt_sample: below 2^40, 40 random bits. */
-		if ((((__u64)bpf_get_prandom_u32() << 8) ^ bpf_get_prandom_u32()) % thr >= expect)
+		if (expect < floor)
+			expect = floor;
+		if (expect == 0)
+			expect = 1;
+		/* thr is at most 10 s times offcpu_preempt_sample times 2^16 (below 2^53): 60 random bits. */
+		if ((((__u64)bpf_get_prandom_u32() << 28) ^ bpf_get_prandom_u32()) % thr >= expect)
 			return 0;
 		weight = thr * OFFCPU_W_ONE / expect;
 	}
@@ -953,6 +1061,7 @@ offcpu_pick(__u64 expect, __u64 thr)
 			return 0;
 		weight *= offcpu_sample;
 	}
+	c->takes++;
 	return weight;
 }
 
@@ -963,7 +1072,7 @@ BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *
 	struct prof_offcpu_wait *w;
 	struct offcpu_out *o;
 	__u32 tid, zero = 0;
-	__u64 weight;
+	__u64 weight, now;
 
 	if (!offcpu)
 		return 0;
@@ -986,13 +1095,14 @@ BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *
 		count(PROF_CNT_OFFCPU_FULL);
 		return 0;
 	}
-	o->start = bpf_ktime_get_ns();
+	now = bpf_ktime_get_ns();
+	o->start = now;
 	o->weight = 0;
 	o->preempted = preempt || still_runnable(prev);
 	if (o->preempted)
-		weight = offcpu_pick(o->expect_pre, offcpu_min_ns * offcpu_preempt_sample);
+		weight = offcpu_pick(o->expect_pre, offcpu_min_ns * offcpu_preempt_sample, now);
 	else
-		weight = offcpu_pick(o->expect, offcpu_min_ns);
+		weight = offcpu_pick(o->expect, offcpu_min_ns, now);
 	if (weight == 0) {
 		count(PROF_CNT_OFFCPU_SHORT);
 		return 0;
@@ -1022,6 +1132,25 @@ BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *
 		count(PROF_CNT_OFFCPU_FULL);
 	}
 	return 0;
+}
+
+/*
+ * The exiting thread's waits since its last charge, measured: charged to
+ * the stack it was last charged in (without them its total would miss up
+ * to the time between two charges, on a busy host seconds).
+ */
+static __always_inline void
+offcpu_exit(__u32 tid)
+{
+	struct prof_offcpu_wait *w;
+	struct offcpu_out *o;
+
+	o = bpf_task_storage_get(&offcpu_outs, bpf_get_current_task_btf(), NULL, 0);
+	if (o == NULL || o->pend_ns == 0 ||
+	    (w = bpf_map_lookup_elem(&offcpu_waits, &tid)) == NULL)
+		return;
+	offcpu_add(w, o->pend_ns, 0, bpf_ktime_get_ns(), o->pend_ns);
+	o->pend_ns = 0;
 }
 
 static __always_inline void
@@ -1073,8 +1202,10 @@ on_exit(void *ctx)
 	__u32 tid = (__u32)id;
 
 	/* Every thread's own off-CPU entry goes with it (its task storage goes by itself). */
-	if (offcpu)
+	if (offcpu) {
+		offcpu_exit(tid);
 		bpf_map_delete_elem(&offcpu_waits, &tid);
+	}
 
 	/* Only the thread group leader's exit ends the process's mappings. */
 	if ((id >> 32) == (__u32)id) {
