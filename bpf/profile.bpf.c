@@ -904,14 +904,17 @@ offcpu_add(struct prof_offcpu_wait *w, __u64 delta, __u64 weight, __u64 now, __u
 	struct prof_offcpu_val val, *v;
 	long rc;
 
-	w->s.offcpu_ns = delta;
 	w->s.hdr.time_ns = now;
 	w->s.waits = (__u32)weight;
 	/*
 	 * A process user space has not seen yet (or whose tables are being
 	 * loaded): its wait goes at once, through the ring buffer, so that
 	 * user space reads its mappings and loads its tables while it lives.
+	 * A wait sent by itself (so, with either map full, too) carries the
+	 * thread's time since its last charge, measured: there is no total
+	 * to scale it to, and a weighted wait alone could be far off.
 	 */
+	w->s.offcpu_ns = exact;
 	if (w->s.wake) {
 		count(send_sample(&w->s) == 0 ? PROF_CNT_OFFCPU_SENT : PROF_CNT_DROP_RINGBUF);
 		return false;

@@ -2,8 +2,11 @@
  * offcpu_total: a program that knows how long each of its threads was off
  * CPU, for the off-CPU totals test (tests/integration/ebpf_offcpu_total.sh).
  *
- * first_wait comes first, as the process starts: one sleep of FIRST_MS,
- * before the profiler can have read the process's mappings. Then a sleeper
+ * exec_wait comes first, as the process starts: a sleep of 0.3 s, before
+ * the profiler can have read the process's mappings. Then busy_ms computes
+ * for BUSY_MS (default 500) ms of CPU time, and a thread (first_thread)
+ * sleeps FIRST_MS in first_wait: a wait from the process's first second,
+ * by a worker started then. Then a sleeper
  * thread (sleeper) sleeps in nap, over and over, for lengths from 0.2 ms
  * (below the profiler's threshold) to 50 ms, and NSPIN spinner threads
  * (spinner) compute without a pause, one more of them than there are CPUs,
@@ -15,7 +18,7 @@
  *   thread tid=N role=sleeper|spinner wall_ns=N cpu_ns=N off_ns=N timed_ns=N
  * and first_ns=N for the first wait.
  *
- * Usage: offcpu_total SECONDS   (built with -DBUILD_TAG='"..."': a build id of its own)
+ * Usage: offcpu_total SECONDS [BUSY_MS]   (built with -DBUILD_TAG='"..."': a build id of its own)
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -64,6 +67,14 @@ nap(long us)
 	return clock_ns(CLOCK_MONOTONIC) - t0;
 }
 
+/* A wait at once, as the process starts: before the profiler can have read it. */
+__attribute__((noinline)) static void
+exec_wait(void)
+{
+	nap(300 * 1000L);
+	sink++;
+}
+
 /* Compute for ms milliseconds of CPU time, without waiting. */
 __attribute__((noinline)) static void
 busy_ms(int ms)
@@ -81,6 +92,14 @@ first_wait(void)
 
 	sink++;		/* not a tail call: first_wait stays on the stack */
 	return t;
+}
+
+/* A worker started in the process's first second: its first wait. */
+__attribute__((noinline)) static void *
+first_thread(void *arg)
+{
+	*(int64_t *)arg = first_wait();
+	return NULL;
 }
 
 __attribute__((noinline)) static void *
@@ -135,9 +154,10 @@ main(int argc, char **argv)
 	long ncpu;
 	int i, n;
 
-	if (argc > 2)
-		busy_ms(atoi(argv[2]));
-	first = first_wait();
+	exec_wait();
+	busy_ms(argc > 2 ? atoi(argv[2]) : 500);
+	pthread_create(&t[0], NULL, first_thread, &first);
+	pthread_join(t[0], NULL);
 	run_ns = (argc > 1 ? atoi(argv[1]) : 10) * 1000000000LL;
 	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	n = (int)(ncpu < 1 ? 2 : ncpu + 1 > NSPIN_MAX ? NSPIN_MAX : ncpu + 1);
