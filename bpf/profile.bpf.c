@@ -648,12 +648,17 @@ do_sample(struct bpf_perf_event_data *ctx)
  * thread's stacks of a generation so that they add up to it (a ratio
  * estimate: the stacks' shares sampled, the total measured).
  *
- * Taking the stacks is what costs (a walk of the user stack: microseconds,
- * where the rest is tens of nanoseconds), so each CPU takes about
- * offcpu_takes (a second) at most: past that in a tenth of a second, the
+ * A thread none of whose waits is taken for a while has its time charged
+ * anyway, once a drain (at its first switch in after offcpu_gen moved on),
+ * to the stack it was last charged in: its total stays current.
+ *
+ * Taking the stacks is what costs (a walk of the user stack: tens of
+ * microseconds on a busy host, where the rest is a few hundred
+ * nanoseconds), so each CPU spends about offcpu_budget_ns a second at most
+ * taking stacks and charging waits: past that in a tenth of a second, the
  * threshold (offcpu_min_ns) is raised for the next tenth, in proportion,
- * and lowered again by a quarter a tenth when the takes fall under half
- * of it, down to offcpu_min_ns. On a host where every wait is long (every
+ * and lowered again by a quarter a tenth when the time spent falls under
+ * half of it, down to offcpu_min_ns. On a host where every wait is long (every
  * CPU busy, thousands of switches a second) the threshold then grows until
  * the waits that are most of the time off CPU are taken always and the
  * others in proportion, each still counted 1/p times: the cost is bounded,
@@ -690,8 +695,8 @@ const volatile __u32 offcpu_sample = 1;
  */
 const volatile __u32 offcpu_preempt_sample = 1;
 const volatile __u32 self_tgid = 0;
-/* Stacks taken a second at most on each CPU, about (see above). */
-const volatile __u32 offcpu_takes = 200;
+/* Time spent taking stacks and charging waits, a second, on each CPU, about, at most (ns). */
+const volatile __u64 offcpu_budget_ns = 2000000;
 /* Written by user space (collector/ebpf/offcpu.c) before each drain. */
 volatile __u32 offcpu_gen = 1;
 /* Entries added to offcpu_aggs since the start: user space drains early past a share of its room. */
@@ -704,10 +709,13 @@ volatile __u64 offcpu_added = 0;
 #define OFFCPU_WIN_NS		100000000ULL	/* the takes' budget is kept a tenth of a second at a time */
 #define OFFCPU_K_MAX		(1ULL << 26)	/* the threshold's factor, in 1/OFFCPU_W_ONE: 2^16 at most */
 
-/* Each CPU's budget of takes: this window's start and takes, and the threshold's factor. */
+/*
+ * Each CPU's budget: this window's start, the time spent in it taking
+ * stacks and charging waits, and the threshold's factor.
+ */
 struct offcpu_cpu {
 	__u64	win;
-	__u64	takes;
+	__u64	spent;		/* ns */
 	__u64	k;		/* in 1/OFFCPU_W_ONE, OFFCPU_W_ONE or more */
 };
 
@@ -729,7 +737,7 @@ struct offcpu_out {
 	__u64	weight;
 	__u64	pend_ns;	/* every wait's time since the last one charged to offcpu_aggs */
 	__u32	preempted;
-	__u32	pad;
+	__u32	gen;		/* offcpu_gen at its last charge */
 };
 
 struct {
@@ -976,9 +984,10 @@ static __always_inline void
 offcpu_in(struct task_struct *next)
 {
 	struct prof_offcpu_wait *w;
+	struct offcpu_cpu *c;
 	struct offcpu_out *o;
 	__u64 now, delta, e, weight;
-	__u32 tid;
+	__u32 tid, zero = 0;
 
 	o = bpf_task_storage_get(&offcpu_outs, next, NULL, 0);
 	if (o == NULL || o->start == 0)
@@ -997,11 +1006,22 @@ offcpu_in(struct task_struct *next)
 		e = o->expect - (o->expect >> 2);
 		o->expect = delta > e ? delta : e;
 	}
-	if (weight == 0)
+	/* Not taken: its time waits for the thread's next charge, for a drain at most. */
+	if (weight == 0 && o->gen == offcpu_gen)
 		return;
 	tid = next->pid;
 	if ((w = bpf_map_lookup_elem(&offcpu_waits, &tid)) == NULL)
 		return;
+	c = bpf_map_lookup_elem(&offcpu_cpus, &zero);
+	o->gen = offcpu_gen;
+	if (weight == 0) {
+		/* Its time since then goes to the stack it was last charged in (no wait of its own). */
+		offcpu_add(w, o->pend_ns, 0, now, o->pend_ns);
+		o->pend_ns = 0;
+		if (c != NULL)
+			c->spent += bpf_ktime_get_ns() - now;
+		return;
+	}
 	/* (Weights are below 2^52, waits of a day below 2^47: saturated past 2^64.) */
 	if (weight < (1ULL << 20))
 		delta = delta * weight / OFFCPU_W_ONE;
@@ -1012,6 +1032,8 @@ offcpu_in(struct task_struct *next)
 	/* Charged to offcpu_aggs: the thread's time since its last charge there goes with it. */
 	offcpu_add(w, delta, (weight + OFFCPU_W_ONE / 2) / OFFCPU_W_ONE, now, o->pend_ns);
 	o->pend_ns = 0;
+	if (c != NULL)
+		c->spent += bpf_ktime_get_ns() - now;
 }
 
 /*
@@ -1029,15 +1051,15 @@ offcpu_pick(__u64 expect, __u64 thr, __u64 now)
 
 	if ((c = bpf_map_lookup_elem(&offcpu_cpus, &zero)) == NULL)
 		return 0;
-	/* A new window: the threshold follows the last one's takes. */
+	/* A new window: the threshold follows the last one's time spent. */
 	if (now - c->win >= OFFCPU_WIN_NS) {
-		win = (__u64)offcpu_takes * OFFCPU_WIN_NS / 1000000000ULL;
+		win = offcpu_budget_ns / (1000000000ULL / OFFCPU_WIN_NS);
 		if (win == 0)
 			win = 1;
 		k = c->k < OFFCPU_W_ONE ? OFFCPU_W_ONE : c->k;
-		if (c->takes > win)
-			k = k / win * c->takes;
-		else if (c->takes < win / 2)
+		if (c->spent > win)
+			k = k / win * c->spent;
+		else if (c->spent < win / 2)
 			k -= k >> 2;
 		if (k < OFFCPU_W_ONE)
 			k = OFFCPU_W_ONE;
@@ -1045,7 +1067,7 @@ offcpu_pick(__u64 expect, __u64 thr, __u64 now)
 			k = OFFCPU_K_MAX;
 		c->k = k;
 		c->win = now;
-		c->takes = 0;
+		c->spent = 0;
 	}
 	k = c->k < OFFCPU_W_ONE ? OFFCPU_W_ONE : c->k;
 	thr = thr * k / OFFCPU_W_ONE;
@@ -1064,7 +1086,6 @@ offcpu_pick(__u64 expect, __u64 thr, __u64 now)
 			return 0;
 		weight *= offcpu_sample;
 	}
-	c->takes++;
 	return weight;
 }
 
@@ -1073,6 +1094,7 @@ int
 BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
 	struct prof_offcpu_wait *w;
+	struct offcpu_cpu *c;
 	struct offcpu_out *o;
 	__u32 tid, zero = 0;
 	__u64 weight, now;
@@ -1119,21 +1141,21 @@ BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *
 		fill_sample(ctx, &w->s, false, 0, 0, 0);
 		o->weight = weight;
 		count(PROF_CNT_OFFCPU_OUT);
-		return 0;
+	} else if ((w = bpf_map_lookup_elem(&offcpu_bufs, &zero)) != NULL) {
+		w->weight = (__u32)(weight / OFFCPU_W_ONE);
+		w->preempted = o->preempted;
+		w->s.hdr.kind = PROF_EV_OFFCPU;
+		w->s.offcpu_ns = 0;
+		fill_sample(ctx, &w->s, false, 0, 0, 0);
+		if (bpf_map_update_elem(&offcpu_waits, &tid, w, BPF_NOEXIST) == 0) {
+			o->weight = weight;
+			count(PROF_CNT_OFFCPU_OUT);
+		} else {
+			count(PROF_CNT_OFFCPU_FULL);
+		}
 	}
-	if ((w = bpf_map_lookup_elem(&offcpu_bufs, &zero)) == NULL)
-		return 0;
-	w->weight = (__u32)(weight / OFFCPU_W_ONE);
-	w->preempted = o->preempted;
-	w->s.hdr.kind = PROF_EV_OFFCPU;
-	w->s.offcpu_ns = 0;
-	fill_sample(ctx, &w->s, false, 0, 0, 0);
-	if (bpf_map_update_elem(&offcpu_waits, &tid, w, BPF_NOEXIST) == 0) {
-		o->weight = weight;
-		count(PROF_CNT_OFFCPU_OUT);
-	} else {
-		count(PROF_CNT_OFFCPU_FULL);
-	}
+	if ((c = bpf_map_lookup_elem(&offcpu_cpus, &zero)) != NULL)
+		c->spent += bpf_ktime_get_ns() - now;
 	return 0;
 }
 

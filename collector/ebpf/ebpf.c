@@ -68,7 +68,7 @@
 #define OFFCPU_AGGS	8192	/* entries of offcpu_aggs (72 bytes each, preallocated) */
 #define OFFCPU_STACKS	4096	/* entries of offcpu_stacks (a struct prof_sample each, when used) */
 #define OFFCPU_PREEMPT_SAMPLE 10	/* a preemption's threshold: 10 times a wait's (profile.bpf.c) */
-#define OFFCPU_TAKES	200	/* stacks taken a second on each CPU, about, at most (profile.bpf.c) */
+#define OFFCPU_BUDGET_NS 2000000	/* ns a second of each CPU taking stacks, about, at most (profile.bpf.c) */
 /*
  * The watchdog: a sampler that has not completed a period in STALL_PERIODS
  * periods (and STALL_MIN_NS: a flush may take seconds on a loaded host) is
@@ -1468,7 +1468,7 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 		e->skel->rodata->offcpu_min_ns = o->offcpu_min_ns;
 		e->skel->rodata->offcpu_sample = o->offcpu_sample > 1 ? o->offcpu_sample : 1;
 		e->skel->rodata->offcpu_preempt_sample = OFFCPU_PREEMPT_SAMPLE;
-		e->skel->rodata->offcpu_takes = OFFCPU_TAKES;
+		e->skel->rodata->offcpu_budget_ns = OFFCPU_BUDGET_NS;
 		e->skel->rodata->self_tgid = (uint32_t)getpid();
 		/* Without off-CPU its programs are not even loaded. */
 		bpf_program__set_autoload(e->skel->progs.on_switch, o->offcpu);
@@ -1581,10 +1581,10 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 		log_info("ebpf: off-CPU waits recorded, profile type offcpu: a wait expected to "
 		    "last %.3f ms or more (a preemption %.3f ms) has its stacks taken, a shorter "
 		    "one in proportion (1 in %u of these), counted as the waits it stands for; "
-		    "%u stacks taken a second at most on each CPU (the threshold grows past that)",
-		    (double)o->offcpu_min_ns / 1e6,
+		    "%.1f ms a second of each CPU taking stacks at most (the threshold grows past "
+		    "that); each thread's total measured", (double)o->offcpu_min_ns / 1e6,
 		    (double)o->offcpu_min_ns * OFFCPU_PREEMPT_SAMPLE / 1e6,
-		    o->offcpu_sample > 1 ? o->offcpu_sample : 1, OFFCPU_TAKES);
+		    o->offcpu_sample > 1 ? o->offcpu_sample : 1, OFFCPU_BUDGET_NS / 1e6);
 	*out = e;
 	return 0;
 fail:
