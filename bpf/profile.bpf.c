@@ -1058,7 +1058,7 @@ offcpu_pick(__u64 expect, __u64 thr, __u64 now)
 			win = 1;
 		k = c->k < OFFCPU_W_ONE ? OFFCPU_W_ONE : c->k;
 		if (c->spent > win)
-			k = k / win * c->spent;
+			k = k * (c->spent < 1000000000ULL ? c->spent : 1000000000ULL) / win;
 		else if (c->spent < win / 2)
 			k -= k >> 2;
 		if (k < OFFCPU_W_ONE)

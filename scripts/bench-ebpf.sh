@@ -547,7 +547,7 @@ offcpu_cost() {
           "$(pct_ns "$s0" "$a" "$(awk -v a="$t0" -v b="$ta" 'BEGIN {print (b - a) / 1e9}')")" \
           "$(awk -v a="$a" -v b="$b" -v ba="$ba" -v bb="$bb" 'BEGIN {printf "%.3f", (bb > ba ? (b - a) / (bb - ba) : 0)}')" \
           "$(pct_ns "$bs0" "$ba" "$(awk -v a="$bt0" -v b="$ta" 'BEGIN {print (b - a) / 1e9}')")" \
-          "$(awk -v a="${run0:-0}" -v b="${run1:-0}" -v c="${rcnt0:-0}" -v d="${rcnt1:-0}" 'BEGIN {printf "%.0f", d > c ? (b - a) / (d - c) : 0}')" \
+          "$(awk -v a="${run0:-0}" -v b="${run1:-0}" -v c="${rcnt0:-0}" -v d="${rcnt1:-0}" 'BEGIN {printf "%.0f", (d + 0 > c + 0 ? (b - a) / (d - c) : 0)}')" \
           >>"$W/oc_cost"
         tail -1 "$W/oc_cost" | awk -v r="$r" -v hz="$hz" -v m="$mode" -v base="$BASE_BIN" '{printf "  %d Hz, off-CPU %-8s run %d: daemon cpu %.2f%% of one core (start-up %.2f%%), peak rss %d MiB; %d context switches/s on the host; %d waits stored; sched_switch program %.3f%% of a CPU (%d ns a run)%s\n", hz, m, r, $1, $8, $2, $3, $4, $5, $11, base != "" ? sprintf("; beside it, the base daemon %.2f%% (%.2f%%), %d MiB: ratio %.2f", $6, $10, $7, $9) : ""}'
       done
