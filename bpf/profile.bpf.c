@@ -650,7 +650,7 @@ do_sample(struct bpf_perf_event_data *ctx)
  *
  * A thread none of whose waits is taken for a while has its time charged
  * anyway, once a drain (at its first switch in after offcpu_gen moved on),
- * to the stack it was last charged in: its total stays current.
+ * to the stack it was last charged in, as one wait: its total stays current.
  *
  * Taking the stacks is what costs (a walk of the user stack: tens of
  * microseconds on a busy host, where the rest is a few hundred
@@ -696,7 +696,7 @@ const volatile __u32 offcpu_sample = 1;
 const volatile __u32 offcpu_preempt_sample = 1;
 const volatile __u32 self_tgid = 0;
 /* Time spent taking stacks and charging waits, a second, on each CPU, about, at most (ns). */
-const volatile __u64 offcpu_budget_ns = 2000000;
+const volatile __u64 offcpu_budget_ns = 1000000;
 /* Written by user space (collector/ebpf/offcpu.c) before each drain. */
 volatile __u32 offcpu_gen = 1;
 /* Entries added to offcpu_aggs since the start: user space drains early past a share of its room. */
@@ -981,18 +981,17 @@ still_runnable(struct task_struct *t)
 
 /* next switches in: its wait ends (charged if its stacks were taken). */
 static __always_inline void
-offcpu_in(struct task_struct *next)
+offcpu_in(struct task_struct *next, __u64 now)
 {
 	struct prof_offcpu_wait *w;
 	struct offcpu_cpu *c;
 	struct offcpu_out *o;
-	__u64 now, delta, e, weight;
+	__u64 delta, e, weight;
 	__u32 tid, zero = 0;
 
 	o = bpf_task_storage_get(&offcpu_outs, next, NULL, 0);
 	if (o == NULL || o->start == 0)
 		return;
-	now = bpf_ktime_get_ns();
 	delta = now - o->start;
 	weight = o->weight;
 	o->start = 0;
@@ -1015,8 +1014,8 @@ offcpu_in(struct task_struct *next)
 	c = bpf_map_lookup_elem(&offcpu_cpus, &zero);
 	o->gen = offcpu_gen;
 	if (weight == 0) {
-		/* Its time since then goes to the stack it was last charged in (no wait of its own). */
-		offcpu_add(w, o->pend_ns, 0, now, o->pend_ns);
+		/* Its time since then goes to the stack it was last charged in, as one wait. */
+		offcpu_add(w, o->pend_ns, 1, now, o->pend_ns);
 		o->pend_ns = 0;
 		if (c != NULL)
 			c->spent += bpf_ktime_get_ns() - now;
@@ -1047,7 +1046,7 @@ offcpu_pick(__u64 expect, __u64 thr, __u64 now)
 {
 	__u64 weight = OFFCPU_W_ONE, floor = thr / OFFCPU_MIN_PROB, win, k;
 	struct offcpu_cpu *c;
-	__u32 zero = 0;
+	__u32 zero = 0, r;
 
 	if ((c = bpf_map_lookup_elem(&offcpu_cpus, &zero)) == NULL)
 		return 0;
@@ -1076,8 +1075,14 @@ offcpu_pick(__u64 expect, __u64 thr, __u64 now)
 			expect = floor;
 		if (expect == 0)
 			expect = 1;
-		/* thr is at most 10 s times offcpu_preempt_sample times 2^16 (below 2^53): 60 random bits. */
-		if ((((__u64)bpf_get_prandom_u32() << 28) ^ bpf_get_prandom_u32()) % thr >= expect)
+		/*
+		 * Taken with probability expect / thr: below 2^32 ns (4.3 s) a
+		 * 32-bit remainder; above, thr and expect to 32 bits (thr is at
+		 * most 10 s times offcpu_preempt_sample times 2^16: below 2^53).
+		 */
+		r = bpf_get_prandom_u32();
+		if (thr < (1ULL << 32) ? r % (__u32)thr >= (__u32)expect :
+		    (__u64)r * (thr >> 21) >= (expect >> 21) << 32)
 			return 0;
 		weight = thr * OFFCPU_W_ONE / expect;
 	}
@@ -1101,8 +1106,10 @@ BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *
 
 	if (!offcpu)
 		return 0;
-	if (next->pid != 0)
-		offcpu_in(next);
+	now = bpf_ktime_get_ns();
+	/* (Kernel threads and the idle task have no entry: not looked for.) */
+	if (next->pid != 0 && next->mm != NULL)
+		offcpu_in(next, now);
 
 	/*
 	 * prev switches out: note when, and decide at once whether its stacks
@@ -1120,7 +1127,6 @@ BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *
 		count(PROF_CNT_OFFCPU_FULL);
 		return 0;
 	}
-	now = bpf_ktime_get_ns();
 	o->start = now;
 	o->weight = 0;
 	o->preempted = preempt || still_runnable(prev);
@@ -1161,8 +1167,8 @@ BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *
 
 /*
  * The exiting thread's waits since its last charge, measured: charged to
- * the stack it was last charged in (without them its total would miss up
- * to the time between two charges, on a busy host seconds).
+ * the stack it was last charged in, as one wait (without them its total
+ * would miss up to the time between two charges, on a busy host seconds).
  */
 static __always_inline void
 offcpu_exit(__u32 tid)
@@ -1174,7 +1180,7 @@ offcpu_exit(__u32 tid)
 	if (o == NULL || o->pend_ns == 0 ||
 	    (w = bpf_map_lookup_elem(&offcpu_waits, &tid)) == NULL)
 		return;
-	offcpu_add(w, o->pend_ns, 0, bpf_ktime_get_ns(), o->pend_ns);
+	offcpu_add(w, o->pend_ns, 1, bpf_ktime_get_ns(), o->pend_ns);
 	o->pend_ns = 0;
 }
 

@@ -499,8 +499,7 @@ cpuprof_sample_waits(struct cpuprof_svc *s, const uint32_t *locs, size_t n, uint
     uint32_t tid, const char *comm, int64_t waits, int64_t ns, const char *const *keys,
     const char *const *values, size_t nextra)
 {
-	/* No waits but time: an exiting thread's last waits, added to its last stack. */
-	if (waits < 0 || ns < 0 || (waits == 0 && ns == 0))
+	if (waits < 1 || ns < 0)
 		return -EINVAL;
 	return add_sample(s, locs, n, pid, tid, comm, waits, ns, keys, values, nextra);
 }

@@ -55,11 +55,7 @@ int		 cpuprof_sample(struct cpuprof_svc *s, const uint32_t *locs, size_t n,
 int		 cpuprof_sample_labels(struct cpuprof_svc *s, const uint32_t *locs, size_t n,
 		    uint32_t pid, uint32_t tid, const char *comm, int64_t value,
 		    const char *const *keys, const char *const *values, size_t nextra);
-/*
- * Count waits off-CPU at once (values waits and ns: the kernel added them
- * up), labelled so. waits may be 0 where ns is not: time measured without
- * a wait of its own (an exiting thread's last waits, see profile.bpf.c).
- */
+/* Count waits off-CPU at once (values waits and ns: the kernel added them up), labelled so. */
 int		 cpuprof_sample_waits(struct cpuprof_svc *s, const uint32_t *locs, size_t n,
 		    uint32_t pid, uint32_t tid, const char *comm, int64_t waits, int64_t ns,
 		    const char *const *keys, const char *const *values, size_t nextra);

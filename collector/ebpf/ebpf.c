@@ -68,7 +68,7 @@
 #define OFFCPU_AGGS	8192	/* entries of offcpu_aggs (72 bytes each, preallocated) */
 #define OFFCPU_STACKS	4096	/* entries of offcpu_stacks (a struct prof_sample each, when used) */
 #define OFFCPU_PREEMPT_SAMPLE 10	/* a preemption's threshold: 10 times a wait's (profile.bpf.c) */
-#define OFFCPU_BUDGET_NS 2000000	/* ns a second of each CPU taking stacks, about, at most (profile.bpf.c) */
+#define OFFCPU_BUDGET_NS 1000000	/* ns a second of each CPU taking stacks, about, at most (profile.bpf.c) */
 /*
  * The watchdog: a sampler that has not completed a period in STALL_PERIODS
  * periods (and STALL_MIN_NS: a flush may take seconds on a loaded host) is
