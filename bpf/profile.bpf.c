@@ -658,29 +658,16 @@ do_sample(struct bpf_perf_event_data *ctx)
  * taking stacks and charging waits: past that in a tenth of a second, the
  * threshold (offcpu_min_ns) is raised for the next tenth, in proportion,
  * and lowered again by a quarter a tenth when the time spent falls under
- * half of it, down to offcpu_min_ns. On a host where every wait is long (every
- * CPU busy, thousands of switches a second) the threshold then grows until
- * the waits that are most of the time off CPU are taken always and the
- * others in proportion, each still counted 1/p times: the cost is bounded,
- * the totals stay unbiased, and only their spread grows.
- *
- * A taken wait's stacks go into the thread's own entry of offcpu_waits.
- * When the thread switches in again, its wait, weighted, is added to the
- * entry of offcpu_aggs for its thread, stack and generation (see struct
- * prof_offcpu_key: a few dozen bytes), the stack itself stored once per
- * generation in offcpu_stacks, whichever threads wait in it; user space
- * drains both every few seconds, or sooner when offcpu_added says
- * offcpu_aggs fills up: a thread that waits in the same place again and
- * again costs one small entry, not one record per wait, and a stack many
- * threads wait in is copied once. A wait of a process user space has not
- * seen yet, and with either map full any wait, is sent through the ring
- * buffer by itself. Whether a thread's entry holds a
- * wait is in its task storage, cleared at every switch in: a switch out not
- * taken leaves nothing behind for the next switch in to charge. A thread's
- * offcpu_waits entry is reused from wait to wait and deleted when the
- * thread exits. The daemon's own process (self_tgid), the idle tasks,
- * kernel threads and exiting threads are left out: their waits are no
- * one's latency.
+ * half of it, down to offcpu_min_ns; up to 100 times offcpu_min_ns, no
+ * further: a wait expected to last that long (100 ms by default, a second
+ * for a preemption) is always taken, whatever the budget, so that the
+ * waits that are most of a thread's time keep their own stacks (a thread
+ * has at most 10 such waits a second). On a host where every wait is long
+ * the threshold grows until the waits that are most of the time off CPU
+ * are taken always and the others in proportion, each still counted 1/p
+ * times: the cost is bounded (but for those long waits), the totals stay
+ * whole, only the split
+ * between a thread's short waits gets coarser.
  */
 const volatile bool offcpu = false;
 const volatile __u64 offcpu_min_ns = 1000000;
@@ -705,9 +692,10 @@ volatile __u64 offcpu_added = 0;
 #define PF_EXITING_FLAG		0x00000004	/* include/linux/sched.h PF_EXITING */
 #define EEXIST_ERRNO		17		/* include/uapi/asm-generic/errno-base.h EEXIST */
 #define OFFCPU_W_ONE		1024		/* weight 1 (weights are in 1/1024ths) */
+#define OFFCPU_SITES		4		/* blocking sites a thread's expected waits are kept for */
 #define OFFCPU_MIN_PROB		64		/* at the base threshold, a wait is taken with probability 1/64 at least */
 #define OFFCPU_WIN_NS		100000000ULL	/* the takes' budget is kept a tenth of a second at a time */
-#define OFFCPU_K_MAX		(1ULL << 26)	/* the threshold's factor, in 1/OFFCPU_W_ONE: 2^16 at most */
+#define OFFCPU_K_MAX		(100ULL * OFFCPU_W_ONE)	/* the threshold's factor: 100 at most */
 
 /*
  * Each CPU's budget: this window's start, the time spent in it taking
@@ -734,6 +722,10 @@ struct {
 struct offcpu_out {
 	__u64	start;
 	__u64	expect, expect_pre;
+	__u64	site[OFFCPU_SITES];	/* where the thread blocked (user pc, system call) */
+	__u64	site_expect[OFFCPU_SITES];
+	__u32	slot;		/* of this wait's site, OFFCPU_SITES: none */
+	__u32	next_slot;	/* the slot a new site takes */
 	__u64	weight;
 	__u64	pend_ns;	/* every wait's time since the last one charged to offcpu_aggs */
 	__u32	preempted;
@@ -987,7 +979,7 @@ offcpu_in(struct task_struct *next, __u64 now)
 	struct offcpu_cpu *c;
 	struct offcpu_out *o;
 	__u64 delta, e, weight;
-	__u32 tid, zero = 0;
+	__u32 tid, zero = 0, slot;
 
 	o = bpf_task_storage_get(&offcpu_outs, next, NULL, 0);
 	if (o == NULL || o->start == 0)
@@ -1004,6 +996,13 @@ offcpu_in(struct task_struct *next, __u64 now)
 	} else {
 		e = o->expect - (o->expect >> 2);
 		o->expect = delta > e ? delta : e;
+		/* Its site's too. */
+		slot = o->slot;
+		barrier_var(slot);
+		if (slot < OFFCPU_SITES) {
+			e = o->site_expect[slot] - (o->site_expect[slot] >> 2);
+			o->site_expect[slot] = delta > e ? delta : e;
+		}
 	}
 	/* Not taken: its time waits for the thread's next charge, for a drain at most. */
 	if (weight == 0 && o->gen == offcpu_gen)
@@ -1094,6 +1093,37 @@ offcpu_pick(__u64 expect, __u64 thr, __u64 now)
 	return weight;
 }
 
+/*
+ * A blocked thread's expected wait at the site it blocks at (where its user
+ * code entered the kernel, and the system call): a thread that waits long
+ * at one place and briefly at another has each taken in proportion to its
+ * own length, not to the thread's. A site not among its OFFCPU_SITES last
+ * takes a slot (its expectation the thread's, until its first wait ends).
+ */
+static __always_inline __u64
+offcpu_site_expect(struct offcpu_out *o, struct task_struct *t)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(t);
+	__u64 site;
+	__u32 i;
+
+	if (regs == NULL)
+		return o->expect;
+	site = BPF_CORE_READ(regs, ip) ^ ((__u64)BPF_CORE_READ(regs, orig_ax) << 48);
+	for (i = 0; i < OFFCPU_SITES; i++) {
+		if (o->site[i] == site) {
+			o->slot = i;
+			return o->site_expect[i] ? o->site_expect[i] : o->expect;
+		}
+	}
+	i = o->next_slot % OFFCPU_SITES;
+	o->next_slot = i + 1;
+	o->site[i] = site;
+	o->site_expect[i] = 0;
+	o->slot = i;
+	return o->expect;
+}
+
 SEC("tp_btf/sched_switch")
 int
 BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
@@ -1130,10 +1160,11 @@ BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *
 	o->start = now;
 	o->weight = 0;
 	o->preempted = preempt || still_runnable(prev);
+	o->slot = OFFCPU_SITES;
 	if (o->preempted)
 		weight = offcpu_pick(o->expect_pre, offcpu_min_ns * offcpu_preempt_sample, now);
 	else
-		weight = offcpu_pick(o->expect, offcpu_min_ns, now);
+		weight = offcpu_pick(offcpu_site_expect(o, prev), offcpu_min_ns, now);
 	if (weight == 0) {
 		count(PROF_CNT_OFFCPU_SHORT);
 		return 0;
