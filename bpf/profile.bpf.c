@@ -658,11 +658,11 @@ do_sample(struct bpf_perf_event_data *ctx)
  * taking stacks and charging waits: past that in a tenth of a second, the
  * threshold (offcpu_min_ns) is raised for the next tenth, in proportion,
  * and lowered again by a quarter a tenth when the time spent falls under
- * half of it, down to offcpu_min_ns; up to 100 times offcpu_min_ns, no
- * further: a wait expected to last that long (100 ms by default, a second
+ * half of it, down to offcpu_min_ns; up to 1000 times offcpu_min_ns, no
+ * further: a wait expected to last that long (a second by default, 10 s
  * for a preemption) is always taken, whatever the budget, so that the
  * waits that are most of a thread's time keep their own stacks (a thread
- * has at most 10 such waits a second). On a host where every wait is long
+ * has at most one such wait a second). On a host where every wait is long
  * the threshold grows until the waits that are most of the time off CPU
  * are taken always and the others in proportion, each still counted 1/p
  * times: the cost is bounded (but for those long waits), the totals stay
@@ -695,7 +695,7 @@ volatile __u64 offcpu_added = 0;
 #define OFFCPU_SITES		4		/* blocking sites a thread's expected waits are kept for */
 #define OFFCPU_MIN_PROB		64		/* at the base threshold, a wait is taken with probability 1/64 at least */
 #define OFFCPU_WIN_NS		100000000ULL	/* the takes' budget is kept a tenth of a second at a time */
-#define OFFCPU_K_MAX		(100ULL * OFFCPU_W_ONE)	/* the threshold's factor: 100 at most */
+#define OFFCPU_K_MAX		(1000ULL * OFFCPU_W_ONE)	/* the threshold's factor: 1000 at most */
 
 /*
  * Each CPU's budget: this window's start, the time spent in it taking
