@@ -125,7 +125,7 @@ thread_ticks() {
     echo "${t##*/} $(cat "$t/comm" 2>/dev/null | tr ' ' _) $(sed 's/.*) //' "$t/stat" | awk '{print $12 + $13}')"
   done 2>/dev/null
 }
-per_ms() { awk -v t="$1" -v n="$2" -v k="$TCK" 'BEGIN {printf "%.3f", n > 0 ? t * 1000 / k / n : 0}'; }
+per_ms() { awk -v t="$1" -v n="$2" -v k="$TCK" 'BEGIN {printf "%.3f", (n > 0 ? t * 1000 / k / n : 0)}'; }
 ms() { local t0 t1; t0=$(date +%s%N); "$@" >/dev/null 2>&1 || true; t1=$(date +%s%N); echo $(((t1 - t0) / 1000000)); }
 
 PIDS+=("$("$ROOT/tests/clickhouse/start.sh" "$TMP/ch1" "$CH1" "$CH1T" $((CH1T + 1)) "$CH1T" "$CH2T")")
