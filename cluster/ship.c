@@ -90,6 +90,8 @@
 #define BACKOFF_MIN_NS		(INT64_C(500) * 1000000)
 #define BACKOFF_MAX_NS		(INT64_C(8) * 1000000000)
 #define IDLE_NS			(INT64_C(200) * 1000000)
+#define SMALL_PROFILES		(BATCH_PROFILES / 5)
+#define FLUSH_NS		(INT64_C(1000) * 1000000)
 /* Stacks whose address and shipping the shipper keeps (shipped.c, 64 bytes each). */
 #define SHIPPED_STACKS_MAX	(1 << 17)
 #define POLL_NS			INT64_C(1000000000)
@@ -648,7 +650,8 @@ struct batch {
 	struct buf	 stacks;	/* stacks, RowBinary */
 	struct intern	*seen;		/* stack addresses (hex) whose frames are in this batch */
 	struct shipped	*shipped;	/* stack keys to addresses, and which were shipped */
-	struct buf	 keys;		/* the stack keys (2 x uint64_t) whose frames are in stacks */
+	struct buf	 keys;		/* stack keys (2 x uint64_t) not shipped before this batch */
+	size_t		 nstacks;	/* frames in stacks */
 	uint64_t	*ids, *gids;
 	size_t		 n, cap, nrows;
 	uint64_t	 first;
@@ -843,6 +846,11 @@ add_profile(struct batch *b, const struct store_ref *ref, const struct series *s
 			rc = -ENOMEM;
 			goto out;
 		}
+		/*
+		 * Marked shipped once the batch is in, whether its frames were
+		 * written for this key or for another with the same address.
+		 */
+		buf_add(&b->keys, key, sizeof(key));
 		if (!added)
 			continue;
 		if (!have_text) {
@@ -856,7 +864,7 @@ add_profile(struct batch *b, const struct store_ref *ref, const struct series *s
 		rb_put(&b->stacks, day, 2);
 		buf_add(&b->stacks, h, DIGEST128_HEX);
 		rb_putstr(&b->stacks, st->data ? st->data : "", st->len);
-		buf_add(&b->keys, key, sizeof(key));
+		b->nstacks++;
 	}
 	if (p->nsamples)
 		qsort(order, p->nsamples, sizeof(*order), digest_cmp);
@@ -942,6 +950,7 @@ batch_reset(struct batch *b)
 	buf_reset(&b->rows);
 	buf_reset(&b->stacks);
 	buf_reset(&b->keys);
+	b->nstacks = 0;
 	buf_reset(&b->dates);
 	intern_destroy(b->seen);
 	b->seen = intern_create(1024);
@@ -1169,6 +1178,10 @@ ship_once(struct cluster *c, struct batch *b, bool *uncertain, struct buf *err, 
 	atomic_fetch_add(&c->batches, 1);
 	metrics_add("profilefs_clickhouse_shipped_profiles_total", NULL, (double)(b->n - b->gone));
 	metrics_add("profilefs_clickhouse_shipped_samples_total", NULL, (double)b->nrows);
+	metrics_add("profilefs_clickhouse_stacks_total", "how=\"encoded\"", (double)b->encoded);
+	metrics_add("profilefs_clickhouse_stacks_total", "how=\"known\"", (double)b->known);
+	metrics_add("profilefs_clickhouse_stacks_shipped_total", NULL, (double)b->nstacks);
+	b->encoded = b->known = 0;
 	return (int)b->n;
 }
 
@@ -1389,8 +1402,12 @@ ship_main(void *arg)
 			polled = clock_mono_ns();
 			before = count;
 			/* Fewer profiles than before: data went (deleted, or lost). */
-			if (poll_count(c, &count) && count < before)
+			if (poll_count(c, &count) && count < before) {
+				log_info("clickhouse: the cluster's profiles went from %" PRIu64
+				    " to %" PRIu64 ": stacks shipped before are shipped again with "
+				    "the next profiles that use them", before, count);
 				shipped_forget(b.shipped);
+			}
 			if (c->reads)
 				read_refresh(c, false);
 		}
@@ -1409,6 +1426,15 @@ ship_main(void *arg)
 				expire(c);
 		}
 		if (rc == 0 && nap(c, IDLE_NS))
+			break;
+		/*
+		 * A small batch: the next waits to grow for a second. Every
+		 * INSERT is a part in each table and each materialized view's
+		 * table, merged later: many small ones cost ClickHouse more
+		 * CPU than their rows, and compress worse.
+		 */
+		if (rc > 0 && b.n < SMALL_PROFILES && b.nrows < c->batch_rows / 5 &&
+		    nap(c, FLUSH_NS))
 			break;
 		pthread_mutex_lock(&c->lock);
 		rc = c->stop;
@@ -1487,6 +1513,11 @@ cluster_start(struct store *st, const struct cluster_config *cfg, struct cluster
 	metrics_describe("profilefs_clickhouse_stacks_read_total", "counter",
 	    "stacks whose frames a read needed, by where they came from (this host's data dir "
 	    "or ClickHouse)");
+	metrics_describe("profilefs_clickhouse_stacks_total", "counter",
+	    "stacks of shipped profiles, by how the shipper found their address: encoded (their "
+	    "text written and hashed) or known (from the stacks it keeps, no text written)");
+	metrics_describe("profilefs_clickhouse_stacks_shipped_total", "counter",
+	    "stacks whose frames were sent to ClickHouse");
 	metrics_describe("profilefs_clickhouse_failures_total", "counter",
 	    "failed attempts to ship a batch (retried)");
 	metrics_describe("profilefs_clickhouse_dropped_profiles_total", "counter",

@@ -366,9 +366,22 @@ shipped_put(struct shipped *t, const uint64_t key[2], const char hex[DIGEST128_H
 
 	if ((e = find(t, key)) != NULL)
 		return;
-	if (t->n * 4 >= t->nbuckets * WAYS * 3 && t->nbuckets * WAYS * 2 <= t->max)
+	/*
+	 * Half full, or this key's bucket full: twice the buckets while under
+	 * max. Only a table at max replaces an entry (its bucket's least
+	 * recently used): one that did earlier would go on replacing the
+	 * stacks each profile needs.
+	 */
+	if (t->n * 2 >= t->nbuckets * WAYS && t->nbuckets * WAYS * 2 <= t->max)
 		grow(t);
-	b = &t->e[(key[0] & (t->nbuckets - 1)) * WAYS];
+	for (;;) {
+		b = &t->e[(key[0] & (t->nbuckets - 1)) * WAYS];
+		for (i = 0; i < WAYS && b[i].valid; i++)
+			;
+		if (i < WAYS || t->nbuckets * WAYS * 2 > t->max)
+			break;
+		grow(t);
+	}
 	for (e = &b[0], i = 0; i < WAYS; i++) {
 		if (!b[i].valid) {
 			e = &b[i];

@@ -190,6 +190,10 @@ done
 rate=$(awk -v n="$N" -v t="$ingest_ms" 'BEGIN {printf "%.0f", n * 1000 / t}')
 rate_s=$(awk -v n="$N" -v t="$ingest_ms" -v p="$per" 'BEGIN {printf "%.0f", n * p * 1000 / t}')
 rate_e=$(awk -v n="$PER_HOST" -v t="$ingest_e_ms" 'BEGIN {printf "%.0f", n * 1000 / t}')
+stacks_how=$(for d in $(seq 0 $((DAEMONS - 1))); do
+  eval "port=\$PORT_D$d"
+  curl -s "http://127.0.0.1:$port/metrics" | grep -E '^profilefs_clickhouse_stacks_(total|shipped_total)'
+done | awk '{split($1, a, "[{}]"); v[a[2] == "" ? a[1] : a[2]] += $2} END {for (k in v) printf "%s %d; ", k, v[k]}')
 for d in $(seq 0 $((DAEMONS - 1))); do stop_daemon "D$d"; done
 
 # --- bytes per sample --------------------------------------------------------------
@@ -290,4 +294,5 @@ echo "embedded store: $e_bytes bytes for $PER_HOST profiles ($(awk -v b="$e_byte
 echo "CPU per profile, ms: embedded store $(per_ms "$cpu_e" "$PER_HOST") (its daemon, every thread);" \
   "shipping $(per_ms "$cpu_ship" "$N") (the shipper threads); fleet daemons $(per_ms "$cpu_d" "$N") (every thread:" \
   "HTTP, store, shipping); ClickHouse $(per_ms $((ch1 - ch0)) "$N") (both servers, while ingesting)"
+[ -n "$stacks_how" ] && echo "stacks of the shipped profiles: $stacks_how"
 echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -109,17 +109,18 @@ test_real_roundtrip(void **state)
 
 /*
  * shipped.c: two stacks have one key exactly when codec_stack() writes one
- * text for them, within every real profile and between it and the same
- * profile encoded and decoded again; and the shipped set keeps addresses,
+ * text for them, over every real profile, and a profile encoded and decoded
+ * again has the same keys; and the shipped set keeps addresses,
  * forgets what was shipped, and stays bounded.
  */
 static void
 test_stack_keys(void **state)
 {
 	struct shipped *t = shipped_create(64);
-	struct intern *texts = intern_create(64);
+	struct intern *texts = intern_create(64), *keyids = intern_create(64);
 	struct buf st = { 0 }, enc = { 0 }, err = { 0 };
-	size_t n, i, j, done = 0;
+	int64_t *text_key = NULL;
+	size_t n, i, j, done = 0, ntext = 0;
 	char **files = real_files(&n);
 
 	(void)state;
@@ -151,13 +152,20 @@ test_stack_keys(void **state)
 			assert_int_equal(stackkey_stack(&b, &q->samples[j], kb), 0);
 			assert_memory_equal(ka[j], kb, sizeof(kb));
 		}
-		/* Quadratic, on the first 300 samples: enough to meet shared stacks. */
-		for (j = 0; j < p->nsamples && j < 300; j++) {
-			size_t k;
+		/* One text, one key, over every profile: a table of each. */
+		for (j = 0; j < p->nsamples; j++) {
+			int64_t kid = intern_put(keyids, ka[j], sizeof(ka[j]), NULL);
 
-			for (k = 0; k < j; k++)
-				assert_int_equal(memcmp(ka[j], ka[k], sizeof(ka[j])) == 0,
-				    tid[j] == tid[k]);
+			assert_true(kid >= 0);
+			if ((size_t)tid[j] >= ntext) {
+				text_key = realloc(text_key, (size_t)(tid[j] + 1) * sizeof(*text_key));
+				assert_non_null(text_key);
+				for (; ntext <= (size_t)tid[j]; ntext++)
+					text_key[ntext] = -1;
+			}
+			if (text_key[tid[j]] < 0)
+				text_key[tid[j]] = kid;
+			assert_int_equal(text_key[tid[j]], kid);
 		}
 		stackkey_end(&a);
 		stackkey_end(&b);
@@ -195,7 +203,11 @@ test_stack_keys(void **state)
 		}
 		assert_true(shipped_count(t) <= 64);
 	}
+	/* As many keys as texts: each text had one key, so no key had two texts. */
+	assert_int_equal(intern_count(keyids), intern_count(texts));
 	shipped_free(t);
+	free(text_key);
+	intern_destroy(keyids);
 	intern_destroy(texts);
 	buf_free(&st);
 	buf_free(&enc);
