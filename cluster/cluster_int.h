@@ -355,6 +355,8 @@ struct shipped;
 /* At most max entries (64 bytes each); its random key drawn now. */
 struct shipped	*shipped_create(size_t max);
 void	 shipped_free(struct shipped *t);
+/* Read the clock the lookups and puts that follow use (once per batch). */
+void	 shipped_tick(struct shipped *t);
 /* The key stackkey_begin() takes. */
 const uint64_t *shipped_key(const struct shipped *t);
 /* Stack key's address (DIGEST128_HEX bytes, valid until the next put), NULL if not known. */

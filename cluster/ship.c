@@ -1123,6 +1123,7 @@ ship_once(struct cluster *c, struct batch *b, bool *uncertain, struct buf *err, 
 
 	if (!b->held) {
 		batch_reset(b);
+		shipped_tick(b->shipped);
 		if ((rc = store_queue_each(c->st, 0, BATCH_PROFILES, batch_cb, b)) < 0) {
 			buf_printf(err, "reading the outbox: %s", strerror(-rc));
 			return rc;

@@ -209,8 +209,10 @@ stackkey_stack(struct stackkey *k, const struct pf_sample *s, uint64_t out[2])
 	const uint64_t *h;
 	uint32_t i;
 
-	/* loc_hash() uses tmp: the stack's bytes go to st. */
+	/* loc_hash() uses tmp: the stack's bytes go to st (room made once per profile). */
 	buf_reset(st);
+	if (buf_reserve(st, (size_t)s->nlocs * 17 + 8 + (size_t)s->nlabels * 56) < 0)
+		return -ENOMEM;
 	for (i = 0; i < s->nlocs; i++) {
 		uint32_t li = s->locs[i];
 		unsigned char same;
@@ -222,8 +224,10 @@ stackkey_stack(struct stackkey *k, const struct pf_sample *s, uint64_t out[2])
 		/* codec_stack()'s SAME: this mapping is the previous location's. */
 		same = i && s->locs[i - 1] < p->nlocations && p->locations[li].mapping &&
 		    p->locations[li].mapping == p->locations[s->locs[i - 1]].mapping;
-		buf_add(st, h, 16);
-		buf_addc(st, same);
+		/* Room was made above: no check per location. */
+		memcpy(st->data + st->len, h, 16);
+		st->data[st->len + 16] = (char)same;
+		st->len += 17;
 	}
 	put64(st, s->nlabels);
 	for (i = 0; i < s->nlabels; i++) {
@@ -258,6 +262,7 @@ struct shipped {
 	size_t			 nbuckets, max, n;
 	uint32_t		 epoch;
 	int64_t			 t0;	/* clock_mono_ns() at creation */
+	uint32_t		 now;	/* s since t0 (+ 1), as of shipped_tick() */
 	uint64_t		 key[2];
 };
 
@@ -265,6 +270,12 @@ static uint32_t
 now_s(const struct shipped *t)
 {
 	return (uint32_t)((clock_mono_ns() - t->t0) / 1000000000) + 1;
+}
+
+void
+shipped_tick(struct shipped *t)
+{
+	t->now = now_s(t);
 }
 
 struct shipped *
@@ -290,6 +301,7 @@ shipped_create(size_t max)
 	t->e = xcalloc(t->nbuckets * WAYS, sizeof(*t->e));
 	t->epoch = 1;
 	t->t0 = clock_mono_ns();
+	t->now = 1;
 	return t;
 }
 
@@ -324,7 +336,7 @@ const char *
 shipped_get(struct shipped *t, const uint64_t key[2], bool *is_shipped)
 {
 	struct shipped_entry *e = find(t, key);
-	uint32_t now = now_s(t);
+	uint32_t now = t->now;
 
 	*is_shipped = false;
 	if (e == NULL)
@@ -395,7 +407,7 @@ shipped_put(struct shipped *t, const uint64_t key[2], const char hex[DIGEST128_H
 	e->key[0] = key[0];
 	e->key[1] = key[1];
 	memcpy(e->hex, hex, DIGEST128_HEX);
-	e->used = now_s(t);
+	e->used = t->now;
 	e->valid = 1;
 }
 
@@ -406,7 +418,7 @@ shipped_mark(struct shipped *t, const uint64_t key[2])
 
 	if (e) {
 		e->epoch = t->epoch;
-		e->at = now_s(t);
+		e->at = t->now;
 	}
 }
 
@@ -428,7 +440,7 @@ size_t
 shipped_sample(const struct shipped *t, size_t max, size_t start, char (*hex)[DIGEST128_HEX])
 {
 	size_t i, n = 0, total = t->nbuckets * WAYS;
-	uint32_t now = now_s(t);
+	uint32_t now = t->now;
 
 	for (i = 0; i < total && n < max; i++) {
 		const struct shipped_entry *e = &t->e[(start + i) % total];
