@@ -192,7 +192,7 @@ rate_s=$(awk -v n="$N" -v t="$ingest_ms" -v p="$per" 'BEGIN {printf "%.0f", n * 
 rate_e=$(awk -v n="$PER_HOST" -v t="$ingest_e_ms" 'BEGIN {printf "%.0f", n * 1000 / t}')
 stacks_how=$(for d in $(seq 0 $((DAEMONS - 1))); do
   eval "port=\$PORT_D$d"
-  curl -s "http://127.0.0.1:$port/metrics" | grep -E '^profilefs_clickhouse_stacks_(total|shipped_total)'
+  curl -s "http://127.0.0.1:$port/metrics" | grep -E '^profilefs_clickhouse_stacks_(total|shipped_total)' || true
 done | awk '{split($1, a, "[{}]"); v[a[2] == "" ? a[1] : a[2]] += $2} END {for (k in v) printf "%s %d; ", k, v[k]}')
 for d in $(seq 0 $((DAEMONS - 1))); do stop_daemon "D$d"; done
 
