@@ -2,7 +2,8 @@
  * cluster_int: what the files of cluster/ share. chttp.c talks to ClickHouse's
  * HTTP interface and parses its TabSeparated answers; codec.c turns stacks
  * and profile headers into the strings stored in ClickHouse and back;
- * ship.c creates the schema and ships the outbox; read.c is the fleet's
+ * ship.c creates the schema and ships the outbox (RowBinary), shipped.c
+ * keeps what it need not encode again; read.c is the fleet's
  * reader (cluster_reader()), answering from the cluster.
  */
 #ifndef PROFILEFS_CLUSTER_INT_H
