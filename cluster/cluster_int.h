@@ -2,7 +2,8 @@
  * cluster_int: what the files of cluster/ share. chttp.c talks to ClickHouse's
  * HTTP interface and parses its TabSeparated answers; codec.c turns stacks
  * and profile headers into the strings stored in ClickHouse and back;
- * ship.c creates the schema and ships the outbox; read.c is the fleet's
+ * ship.c creates the schema and ships the outbox (RowBinary), shipped.c
+ * keeps what it need not encode again; read.c is the fleet's
  * reader (cluster_reader()), answering from the cluster.
  */
 #ifndef PROFILEFS_CLUSTER_INT_H
@@ -322,6 +323,55 @@ int	codec_add(struct merge *m, struct codec_memo *cm, const char *text, size_t l
  */
 int	codec_begin(struct merge *m, const char *hdr, int64_t period, size_t *ntypes,
 	    bool *gauge);
+
+/*
+ * --- shipped.c: what the shipper need not encode again. A stack's key is a
+ * keyed hash (SipHash-1-3, 128 bits) of what codec_stack() would write of
+ * it, made from the decoded profile's tables without writing any text;
+ * struct shipped maps keys to the stacks' addresses (digest128() of their
+ * text) and says which this host has shipped. Used by the shipper thread only.
+ */
+void	sip128(const uint64_t key[2], const void *data, size_t n, uint64_t out[2]);
+/* One profile's memo: each string and location hashed once. */
+struct stackkey {
+	const struct profile	*p;
+	uint64_t		 key[2];
+	uint64_t		(*strh)[2];	/* per string */
+	uint64_t		(*loch)[2];	/* per location */
+	unsigned char		*done;		/* strings', then locations' */
+	struct buf		 tmp, st;
+};
+/* Start on p (which must outlive k) with the table's key; -ENOMEM. */
+int	stackkey_begin(struct stackkey *k, const struct profile *p, const uint64_t key[2]);
+void	stackkey_end(struct stackkey *k);
+/* The key of sample s's stack and labels; -EINVAL where codec_stack() fails too. */
+int	stackkey_stack(struct stackkey *k, const struct pf_sample *s, uint64_t out[2]);
+
+/*
+ * A stack counts as shipped for this long after it was: frames ClickHouse
+ * lost that no check noticed are shipped again within it.
+ */
+#define SHIPPED_TTL_S	(24 * 3600)
+struct shipped;
+/* At most max entries (64 bytes each); its random key drawn now. */
+struct shipped	*shipped_create(size_t max);
+void	 shipped_free(struct shipped *t);
+/* Read the clock the lookups and puts that follow use (once per batch). */
+void	 shipped_tick(struct shipped *t);
+/* The key stackkey_begin() takes. */
+const uint64_t *shipped_key(const struct shipped *t);
+/* Stack key's address (DIGEST128_HEX bytes, valid until the next put), NULL if not known. */
+const char *shipped_get(struct shipped *t, const uint64_t key[2], bool *is_shipped);
+/* Learn a key's address (not shipped yet); may replace the least recently used. */
+void	 shipped_put(struct shipped *t, const uint64_t key[2], const char hex[DIGEST128_HEX]);
+/* The key's frames are in ClickHouse now (an INSERT of them succeeded). */
+void	 shipped_mark(struct shipped *t, const uint64_t key[2]);
+/* Nothing counts as shipped any more (addresses stay known). */
+void	 shipped_forget(struct shipped *t);
+size_t	 shipped_count(const struct shipped *t);
+/* Up to max addresses that count as shipped, from slot start on (wrapping). */
+size_t	 shipped_sample(const struct shipped *t, size_t max, size_t start,
+	    char (*hex)[DIGEST128_HEX]);
 
 /* --- settings.c: the cluster's settings --- */
 /* Write --clickhouse-retention on every server; -errno with the reason in err. */

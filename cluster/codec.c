@@ -31,17 +31,25 @@
 #define CODEC_MAX_LOCS		4096
 #define CODEC_MAX_LABELS	64
 
+/* Runs of plain bytes are copied whole: names and files rarely hold any to escape. */
 static void
 esc(struct buf *b, const char *s)
 {
+	static const char hex[] = "0123456789ABCDEF";
+	const char *run = s;
+
 	for (; *s; s++) {
 		unsigned char ch = (unsigned char)*s;
 
-		if (ch < 0x20 || ch == '%' || ch == 0x7f)
-			buf_printf(b, "%%%02X", ch);
-		else
-			buf_addc(b, (char)ch);
+		if (ch < 0x20 || ch == '%' || ch == 0x7f) {
+			char e[3] = { '%', hex[ch >> 4], hex[ch & 15] };
+
+			buf_add(b, run, (size_t)(s - run));
+			buf_add(b, e, sizeof(e));
+			run = s + 1;
+		}
 	}
+	buf_add(b, run, (size_t)(s - run));
 }
 
 /*

@@ -26,16 +26,25 @@
 #   - the listings (services, label sets, ranges) through the fleet;
 #   - whether host=d0-0's sums agree between the fleet and the embedded store.
 #
+#   - CPU per profile, side by side: the embedded store's daemon (every
+#     thread: HTTP, decode, store, compaction) and, in the fleet's daemons,
+#     the shipper thread alone (named pf-ship; a build without the name: the
+#     thread busiest while only shipping was left) and every thread; and
+#     ClickHouse's servers.
+#
+# Size: `bash scripts/bench-fleet.sh [HOURS]` sets FLEET_HOURS (each host's
+# hours of profiles; 1 is 36,000 profiles at the default 100 hosts).
 # Knobs (environment): HOSTS (100), FLEET_HOURS (24), STEP (10 s), DAEMONS (2),
 # PROFILES (a directory of Go CPU profiles; recorded when missing), READS (3:
 # each read is timed that many times, the medians shown), OLD_BIN (another
-# build of profilefs whose fleet reads are timed beside, on the same data).
+# build of profilefs whose fleet reads are timed beside, on the same data;
+# READS=0 skips the reads and listings).
 # The default is 864,000 profiles (100 hosts, every 10 s for 24 h).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BIN="${PROFILEFS_BIN:-$ROOT/bin/profilefs}"
 HOSTS="${HOSTS:-100}"
-FLEET_HOURS="${FLEET_HOURS:-24}"
+FLEET_HOURS="${1:-${FLEET_HOURS:-24}}"
 STEP="${STEP:-10}"
 DAEMONS="${DAEMONS:-2}"
 READS="${READS:-3}"
@@ -105,6 +114,18 @@ stop_daemon() {
 }
 backlog() { curl -s "http://127.0.0.1:$1/healthz" | sed -n 's/.*backlog \([0-9]*\) profiles.*/\1/p'; }
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
+TCK=$(getconf CLK_TCK)
+# cpu_ticks PID: utime + stime of the process (every thread, ticks)
+cpu_ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
+# thread_ticks PID: "TID COMM TICKS" per thread
+thread_ticks() {
+  local t
+  for t in /proc/"$1"/task/*; do
+    [ -r "$t/stat" ] || continue
+    echo "${t##*/} $(cat "$t/comm" 2>/dev/null | tr ' ' _) $(sed 's/.*) //' "$t/stat" | awk '{print $12 + $13}')"
+  done 2>/dev/null
+}
+per_ms() { awk -v t="$1" -v n="$2" -v k="$TCK" 'BEGIN {printf "%.3f", (n > 0 ? t * 1000 / k / n : 0)}'; }
 ms() { local t0 t1; t0=$(date +%s%N); "$@" >/dev/null 2>&1 || true; t1=$(date +%s%N); echo $(((t1 - t0) / 1000000)); }
 
 PIDS+=("$("$ROOT/tests/clickhouse/start.sh" "$TMP/ch1" "$CH1" "$CH1T" $((CH1T + 1)) "$CH1T" "$CH2T")")
@@ -126,6 +147,8 @@ t0=$(now_ms)
 "$TMP/httpload" -c 8 -n "$PER_HOST" -t 3600 -T "$base,$STEP,1" \
   -p "/api/0/profiles?service=fleetapp&type=cpu&labels=host=d0-0&created_at={t}" 127.0.0.1 "$PORT_E" $efiles >/dev/null
 ingest_e_ms=$(( $(now_ms) - t0 ))
+sleep 2	# the compactor's share of the last profiles
+cpu_e=$(cpu_ticks "${LIVE[E]}")
 
 # --- the fleet: every daemon pushed at once, timed until ClickHouse holds it all -------
 for d in $(seq 0 $((DAEMONS - 1))); do
@@ -140,17 +163,37 @@ for d in $(seq 0 $((DAEMONS - 1))); do
     >"$TMP/load$d" &
   LPIDS+=($!)
 done
+ch_ticks() { echo $(( $(cpu_ticks "${PIDS[0]}") + $(cpu_ticks "${PIDS[1]}") )); }
+ch0=$(ch_ticks)
 for p in "${LPIDS[@]}"; do wait "$p"; done
 ack_ms=$(( $(now_ms) - t0 ))
+for d in $(seq 0 $((DAEMONS - 1))); do thread_ticks "${LIVE[D$d]}" >"$TMP/threads-ack.$d"; done
 while :; do
   n=$(chq "$CH1" "SELECT count() FROM profilefs.profiles")
   [ "${n:-0}" -ge "$N" ] && break
   sleep 0.5
 done
 ingest_ms=$(( $(now_ms) - t0 ))
+ch1=$(ch_ticks)
+cpu_d=0 cpu_ship=0
+for d in $(seq 0 $((DAEMONS - 1))); do
+  cpu_d=$((cpu_d + $(cpu_ticks "${LIVE[D$d]}")))
+  thread_ticks "${LIVE[D$d]}" >"$TMP/threads-end.$d"
+  # the shipper: named pf-ship, else the thread busiest since the pushes ended
+  t=$(awk '$2 == "pf-ship" {print $3}' "$TMP/threads-end.$d")
+  if [ -z "$t" ]; then
+    t=$(awk 'NR == FNR {a[$1] = $3; next} {print $3 - ($1 in a ? a[$1] : 0), $3}' \
+      "$TMP/threads-ack.$d" "$TMP/threads-end.$d" | sort -n | tail -1 | cut -d' ' -f2)
+  fi
+  cpu_ship=$((cpu_ship + ${t:-0}))
+done
 rate=$(awk -v n="$N" -v t="$ingest_ms" 'BEGIN {printf "%.0f", n * 1000 / t}')
 rate_s=$(awk -v n="$N" -v t="$ingest_ms" -v p="$per" 'BEGIN {printf "%.0f", n * p * 1000 / t}')
 rate_e=$(awk -v n="$PER_HOST" -v t="$ingest_e_ms" 'BEGIN {printf "%.0f", n * 1000 / t}')
+stacks_how=$(for d in $(seq 0 $((DAEMONS - 1))); do
+  eval "port=\$PORT_D$d"
+  curl -s "http://127.0.0.1:$port/metrics" | grep -E '^profilefs_clickhouse_stacks_(total|shipped_total)' || true
+done | awk '{split($1, a, "[{}]"); v[a[2] == "" ? a[1] : a[2]] += $2} END {for (k in v) printf "%s %d; ", k, v[k]}')
 for d in $(seq 0 $((DAEMONS - 1))); do stop_daemon "D$d"; done
 
 # --- bytes per sample --------------------------------------------------------------
@@ -175,6 +218,7 @@ done | awk '{b[$1] += $2} END {for (t in b) printf "%s %.2f B/sample; ", t, b[t]
 stop_daemon E
 e_bytes=$(du -sb "$TMP/dataE" | cut -f1)
 
+if [ "$READS" -gt 0 ]; then
 # --- reads ------------------------------------------------------------------------------
 # A 6-hour FROM..TO in the middle of the data (or its first half when shorter).
 if [ "$FLEET_HOURS" -ge 12 ]; then f6=$((base + 3 * 3600)); t6=$((f6 + 6 * 3600)); else f6=$base; t6=$((base + FLEET_HOURS * 1800)); fi
@@ -236,14 +280,19 @@ start_daemon E
 cp "$TMP/mntE/fleetapp/cpu/host=d0-0/last-24h/merged.pb.gz" "$TMP/e24.pb.gz"
 stop_daemon E
 se=$(first_sum "$TMP/e24.pb.gz"); sf=$(first_sum "$TMP/f24.pb.gz")
+fi
 
 echo
-echo "ls (fleet, ms): services $ls_services, $nlabels label sets $ls_labels (again $ls_labels2), ranges of a label set $ls_ranges"
+[ "$READS" -gt 0 ] && echo "ls (fleet, ms): services $ls_services, $nlabels label sets $ls_labels (again $ls_labels2), ranges of a label set $ls_ranges"
 echo "ingest into ClickHouse: $N profiles in $ingest_ms ms (all acknowledged in $ack_ms ms):" \
   "$rate profiles/s, $rate_s samples/s; embedded store alone: $rate_e profiles/s"
 echo "ClickHouse: $nsamples samples, $bytes_now bytes ($(awk -v b="$bytes_now" -v s="$nsamples" 'BEGIN {printf "%.2f", b / s}') B/sample)," \
   "after OPTIMIZE FINAL $bytes_opt bytes ($(awk -v b="$bytes_opt" -v s="$nsamples" 'BEGIN {printf "%.2f", b / s}') B/sample)"
 echo "  by table: $by_table"
 echo "embedded store: $e_bytes bytes for $PER_HOST profiles ($(awk -v b="$e_bytes" -v n="$PER_HOST" -v p="$per" 'BEGIN {printf "%.2f", b / (n * p)}') B/sample, its data dir)"
-echo "host=d0-0 last-24h sample sums: embedded $se, fleet $sf ($([ "$se" = "$sf" ] && echo equal || echo DIFFERENT))"
+[ "$READS" -gt 0 ] && echo "host=d0-0 last-24h sample sums: embedded $se, fleet $sf ($([ "$se" = "$sf" ] && echo equal || echo DIFFERENT))"
+echo "CPU per profile, ms: embedded store $(per_ms "$cpu_e" "$PER_HOST") (its daemon, every thread);" \
+  "shipping $(per_ms "$cpu_ship" "$N") (the shipper threads); fleet daemons $(per_ms "$cpu_d" "$N") (every thread:" \
+  "HTTP, store, shipping); ClickHouse $(per_ms $((ch1 - ch0)) "$N") (both servers, while ingesting)"
+[ -n "$stacks_how" ] && echo "stacks of the shipped profiles: $stacks_how"
 echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -4,7 +4,8 @@
  * merge's builder, keeps its sums, samples and functions; malformed text is
  * refused without a crash. Also the TabSeparated reader of chttp.c, the
  * URL list's shards and replicas, the proof that they are the cluster's
- * shards (reads shard by shard), and the tables' ENGINE clauses.
+ * shards (reads shard by shard), and the tables' ENGINE clauses; the keys
+ * of stacks the shipper keeps (shipped.c).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -104,6 +105,113 @@ test_real_roundtrip(void **state)
 	buf_free(&eb);
 	buf_free(&ec);
 	assert_true(done > 0);
+}
+
+/*
+ * shipped.c: two stacks have one key exactly when codec_stack() writes one
+ * text for them, over every real profile, and a profile encoded and decoded
+ * again has the same keys; and the shipped set keeps addresses,
+ * forgets what was shipped, and stays bounded.
+ */
+static void
+test_stack_keys(void **state)
+{
+	struct shipped *t = shipped_create(64);
+	struct intern *texts = intern_create(64), *keyids = intern_create(64);
+	struct buf st = { 0 }, enc = { 0 }, err = { 0 };
+	int64_t *text_key = NULL;
+	size_t n, i, j, done = 0, ntext = 0;
+	char **files = real_files(&n);
+
+	(void)state;
+	for (i = 0; i < n; i++) {
+		struct profile *p = load_real(files[i]), *q = NULL;
+		struct stackkey a, b;
+		uint64_t (*ka)[2], kb[2];
+		int64_t *tid;
+
+		free(files[i]);
+		if (p == NULL || p->nsamples == 0) {
+			profile_free(p);
+			continue;
+		}
+		buf_reset(&enc);
+		assert_int_equal(profile_encode(p, false, &enc), 0);
+		assert_int_equal(profile_decode(enc.data, enc.len, &q, &err), 0);
+		assert_int_equal(stackkey_begin(&a, p, shipped_key(t)), 0);
+		assert_int_equal(stackkey_begin(&b, q, shipped_key(t)), 0);
+		ka = calloc(p->nsamples, sizeof(*ka));
+		tid = calloc(p->nsamples, sizeof(*tid));
+		assert_non_null(ka);
+		assert_non_null(tid);
+		for (j = 0; j < p->nsamples; j++) {
+			buf_reset(&st);
+			assert_int_equal(codec_stack(p, &p->samples[j], &st), 0);
+			tid[j] = intern_put(texts, st.data ? st.data : "", st.len, NULL);
+			assert_int_equal(stackkey_stack(&a, &p->samples[j], ka[j]), 0);
+			assert_int_equal(stackkey_stack(&b, &q->samples[j], kb), 0);
+			assert_memory_equal(ka[j], kb, sizeof(kb));
+		}
+		/* One text, one key, over every profile: a table of each. */
+		for (j = 0; j < p->nsamples; j++) {
+			int64_t kid = intern_put(keyids, ka[j], sizeof(ka[j]), NULL);
+
+			assert_true(kid >= 0);
+			if ((size_t)tid[j] >= ntext) {
+				text_key = realloc(text_key, (size_t)(tid[j] + 1) * sizeof(*text_key));
+				assert_non_null(text_key);
+				for (; ntext <= (size_t)tid[j]; ntext++)
+					text_key[ntext] = -1;
+			}
+			if (text_key[tid[j]] < 0)
+				text_key[tid[j]] = kid;
+			assert_int_equal(text_key[tid[j]], kid);
+		}
+		stackkey_end(&a);
+		stackkey_end(&b);
+		free(ka);
+		free(tid);
+		profile_free(p);
+		profile_free(q);
+		done++;
+	}
+	free(files);
+	assert_true(done > 0);
+
+	/* The set: an address kept, shipped once marked, forgotten at once. */
+	{
+		uint64_t k1[2] = { 1, 2 }, k[2];
+		char hex[DIGEST128_HEX];
+		bool shipped;
+		size_t m;
+
+		memset(hex, 'a', sizeof(hex));
+		assert_null(shipped_get(t, k1, &shipped));
+		shipped_put(t, k1, hex);
+		assert_non_null(shipped_get(t, k1, &shipped));
+		assert_false(shipped);
+		shipped_mark(t, k1);
+		assert_memory_equal(shipped_get(t, k1, &shipped), hex, DIGEST128_HEX);
+		assert_true(shipped);
+		shipped_forget(t);
+		assert_non_null(shipped_get(t, k1, &shipped));
+		assert_false(shipped);
+		for (m = 0; m < 1000; m++) {
+			k[0] = m * 0x9e3779b97f4a7c15ULL;
+			k[1] = m;
+			shipped_put(t, k, hex);
+		}
+		assert_true(shipped_count(t) <= 64);
+	}
+	/* As many keys as texts: each text had one key, so no key had two texts. */
+	assert_int_equal(intern_count(keyids), intern_count(texts));
+	shipped_free(t);
+	free(text_key);
+	intern_destroy(keyids);
+	intern_destroy(texts);
+	buf_free(&st);
+	buf_free(&enc);
+	buf_free(&err);
 }
 
 static void
@@ -354,6 +462,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_real_roundtrip),
+		cmocka_unit_test(test_stack_keys),
 		cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_tsv),
 		cmocka_unit_test(test_urls),
