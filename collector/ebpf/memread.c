@@ -16,6 +16,8 @@
  */
 #define _GNU_SOURCE	/* process_vm_readv, pthread_condattr_setclock */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -37,6 +39,8 @@ struct mrworker {
 	bool		 abandoned, quit;
 	bool		 idle;		/* the worker sleeps on job_cv */
 	bool		 waiting;	/* the caller sleeps on done_cv */
+	bool		 taken;		/* the worker took the job (it had the CPU) */
+	pid_t		 tid;		/* the worker's thread id, set as it starts */
 	pid_t		 pid;
 	struct iovec	 remote[MEMREAD_MAX_IOV];
 	size_t		 n, total;
@@ -72,6 +76,9 @@ worker_main(void *arg)
 	ssize_t got;
 	bool wake;
 
+	pthread_mutex_lock(&w->mu);
+	w->tid = gettid();
+	pthread_mutex_unlock(&w->mu);
 	for (;;) {
 		pthread_mutex_lock(&w->mu);
 		while (!w->job && !w->quit) {
@@ -83,6 +90,7 @@ worker_main(void *arg)
 			break;
 		l.iov_base = w->buf;
 		l.iov_len = w->total;
+		w->taken = true;
 		pthread_mutex_unlock(&w->mu);
 		got = process_vm_readv(w->pid, &l, 1, w->remote, w->n, 0);
 		pthread_mutex_lock(&w->mu);
@@ -166,13 +174,42 @@ memread_stalls(const struct memreader *r)
 	return r ? r->nstuck : 0;
 }
 
+/*
+ * Whether worker thread tid is waiting for a CPU, not for its read: it is
+ * runnable ('R' in its stat). On a host whose CPUs are all busy a thread
+ * can wait that long for its turn; a read stalled in the kernel sleeps
+ * ('D', 'S').
+ */
+static bool
+worker_runnable(pid_t tid)
+{
+	char path[64], buf[256], *e;
+	ssize_t n;
+	int fd;
+
+	if (tid <= 0)
+		return false;
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	/* "tid (comm) S ...": the comm may hold spaces and parentheses. */
+	if ((e = strrchr(buf, ')')) == NULL || e[1] != ' ')
+		return false;
+	return e[2] == 'R';
+}
+
 ssize_t
 memread_readv(struct memreader *r, pid_t pid, const struct iovec *local,
     const struct iovec *remote, size_t n)
 {
 	struct mrworker *w;
 	struct timespec until;
-	int64_t t;
+	int64_t t, t0;
 	size_t i, total = 0, at;
 	ssize_t got;
 	bool wake;
@@ -197,11 +234,13 @@ memread_readv(struct memreader *r, pid_t pid, const struct iovec *local,
 	if (r->w == NULL && (r->w = worker_start()) == NULL)
 		return -ENOMEM;
 	w = r->w;
-	t = clock_mono_ns() + r->deadline_ns;
+	t0 = clock_mono_ns();
+	t = t0 + r->deadline_ns;
 	until.tv_sec = t / 1000000000;
 	until.tv_nsec = t % 1000000000;
 	pthread_mutex_lock(&w->mu);
 	w->pid = pid;
+	w->taken = false;
 	memcpy(w->remote, remote, n * sizeof(*remote));
 	w->n = n;
 	w->total = total;
@@ -216,6 +255,19 @@ memread_readv(struct memreader *r, pid_t pid, const struct iovec *local,
 		w->waiting = true;
 		rc = pthread_cond_timedwait(&w->done_cv, &w->mu, &until);
 		w->waiting = false;
+		/*
+		 * Past the deadline, a worker that has not had the CPU to take
+		 * the job, or that is runnable in it, is not stalled: a busy
+		 * host. It gets more time, up to MEMREAD_STARVED_MAX deadlines.
+		 */
+		if (rc == ETIMEDOUT && !w->done &&
+		    clock_mono_ns() - t0 < MEMREAD_STARVED_MAX * r->deadline_ns &&
+		    (!w->taken || worker_runnable(w->tid))) {
+			t = clock_mono_ns() + r->deadline_ns;
+			until.tv_sec = t / 1000000000;
+			until.tv_nsec = t % 1000000000;
+			rc = 0;
+		}
 	}
 	if (!w->done) {
 		/* Left to its read; it frees itself should the read ever end. */

@@ -3,7 +3,9 @@
  * blocking the sampler on it. A page of another process may be a file's on
  * a filesystem whose server never answers (FUSE, a dead NFS server): the
  * read then waits in the kernel for good. Reads run on a worker thread and
- * the caller waits at most a deadline; a read past it is abandoned with its
+ * the caller waits at most a deadline (more while the worker is runnable,
+ * waiting for a CPU on a busy host, not for its read: up to
+ * MEMREAD_STARVED_MAX deadlines); a read past it is abandoned with its
  * worker (which ends by itself if the read ever returns), the process is
  * never read again, and a new worker takes the next reads. Past a few
  * abandoned workers, no process is read any more.
@@ -20,6 +22,7 @@
 #define MEMREAD_MAX_BYTES	(512u << 10)	/* of one read */
 #define MEMREAD_MAX_IOV		128
 #define MEMREAD_MAX_STUCK	4		/* abandoned workers before reads stop */
+#define MEMREAD_STARVED_MAX	10		/* deadlines a read waits whose worker is runnable */
 
 struct memreader;
 

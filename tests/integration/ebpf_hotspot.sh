@@ -8,8 +8,12 @@
 # before the daemon, once for one started after it. Meanwhile hostile
 # "JVMs" (tests/ebpf/hsfake.c: a fake libjvm.so whose structure tables lead
 # to crafted code caches, blobs, debug information and methods) are walked
-# too: the daemon must keep sampling and stay up. Needs root, a kernel with
-# BTF and OpenJDK 17; otherwise skipped.
+# too: the daemon must keep sampling and stay up. All of it with every CPU
+# busy: HS_LOAD spinning processes (default: one per CPU, besides the two
+# JVMs and the three fake ones) run from before the daemon starts to the
+# end, the normal case on a host, where HotSpot compiles late and the
+# daemon and its threads wait for a CPU; the load average is printed.
+# Needs root, a kernel with BTF and OpenJDK 17; otherwise skipped.
 set -u
 . "$(dirname "$0")/../lib.sh"
 
@@ -112,12 +116,22 @@ check_deep() {
   out=$(deep "$2")
   pct=$(echo "$out" | head -1 | cut -d' ' -f1)
   if [ -n "$pct" ] && python3 -c "import sys; sys.exit(0 if float('$pct') >= 90 else 1)"; then
-    ok "$1 ($pct% of $(echo "$out" | head -1 | cut -d' ' -f3) reach the root through main;...;caller;hot)"
+    ok "$1 ($pct% of $(echo "$out" | head -1 | cut -d' ' -f3) reach the root through main;...;caller;hot, load $LOAD)"
     echo "$out" | tail -n +2 | sed 's/^/# not matching:/'
   else
     fail "$1" "$(echo "$out" | head -1 | cut -d' ' -f1-3) (want >= 90%); not matching: $(echo "$out" | tail -n +2)"
   fi
 }
+
+# Every CPU busy, for the whole test (stopped, by pid, before the checks).
+SPIN=
+SPIN_N=${HS_LOAD:-$(nproc)}
+for i in $(seq 1 "$SPIN_N"); do
+  (exec sh -c 'while :; do :; done') &
+  SPIN="$SPIN $!"
+done
+stop_spin() { [ -n "$SPIN" ] && kill $SPIN 2>/dev/null; wait $SPIN 2>/dev/null; SPIN=; }
+trap 'stop_spin; pf_cleanup' EXIT	# pf_setup's trap, after ours
 
 # The JVM started before the daemon: compiled code already in its code cache.
 (cd "$B/java" && exec "$JAVA_HOME/bin/java" -cp . HsBefore $((CPU_MS + 3000)) "$WALL_MS" >/dev/null) &
@@ -134,7 +148,10 @@ for mode in loop garbage frames; do
   FAKE="$FAKE $!"
 done
 wait $JB $JA $FAKE
+LOAD=$(cut -d' ' -f1 /proc/loadavg)
 sleep 4
+stop_spin
+echo "# under load: $(echo $SPIN_N) spinning processes besides the JVMs on $(nproc) CPUs; load average (1 min) $LOAD as the JVMs ended"
 
 check_deep ebpf-hotspot-before HsBefore
 check_deep ebpf-hotspot-after HsAfter
