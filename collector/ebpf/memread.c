@@ -174,14 +174,8 @@ memread_stalls(const struct memreader *r)
 	return r ? r->nstuck : 0;
 }
 
-/*
- * Whether worker thread tid is waiting for a CPU, not for its read: it is
- * runnable ('R' in its stat). On a host whose CPUs are all busy a thread
- * can wait that long for its turn; a read stalled in the kernel sleeps
- * ('D', 'S').
- */
-static bool
-worker_runnable(pid_t tid)
+bool
+memread_thread_runnable(pid_t tid)
 {
 	char path[64], buf[256], *e;
 	ssize_t n;
@@ -262,7 +256,7 @@ memread_readv(struct memreader *r, pid_t pid, const struct iovec *local,
 		 */
 		if (rc == ETIMEDOUT && !w->done &&
 		    clock_mono_ns() - t0 < MEMREAD_STARVED_MAX * r->deadline_ns &&
-		    (!w->taken || worker_runnable(w->tid))) {
+		    (!w->taken || memread_thread_runnable(w->tid))) {
 			t = clock_mono_ns() + r->deadline_ns;
 			until.tv_sec = t / 1000000000;
 			until.tv_nsec = t % 1000000000;

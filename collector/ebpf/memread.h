@@ -15,6 +15,7 @@
 #ifndef PROFILEFS_MEMREAD_H
 #define PROFILEFS_MEMREAD_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -39,6 +40,14 @@ void		 memread_destroy(struct memreader *r);
  */
 ssize_t		 memread_readv(struct memreader *r, pid_t pid, const struct iovec *local,
 		    const struct iovec *remote, size_t n);
+/*
+ * Whether thread tid of this process waits for a CPU, not for its I/O: it
+ * is runnable ('R' in /proc/self/task/TID/stat). On a host whose CPUs are
+ * all busy a worker can wait a deadline for its turn; one stalled in the
+ * kernel on a filesystem that does not answer sleeps ('D', 'S'). Used by
+ * rio.c's openers too.
+ */
+bool		 memread_thread_runnable(pid_t tid);
 /* Workers of any reader still stuck in an abandoned read. */
 int		 memread_stuck_now(void);
 /* Reads abandoned since start (each a process whose memory did not answer). */
