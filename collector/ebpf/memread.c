@@ -37,6 +37,7 @@ struct mrworker {
 	/* protected by mu */
 	bool		 job, done;
 	bool		 abandoned, quit;
+	bool		 orphaned;	/* abandoned, and its reader gone: frees itself */
 	bool		 idle;		/* the worker sleeps on job_cv */
 	bool		 waiting;	/* the caller sleeps on done_cv */
 	bool		 taken;		/* the worker took the job (it had the CPU) */
@@ -55,7 +56,9 @@ struct memreader {
 	struct mrworker	*w;		/* NULL: started at the next read */
 	int64_t		 deadline_ns;
 	pid_t		 stuck[MEMREAD_MAX_STUCK];	/* processes whose reads stalled */
+	struct mrworker	*stuckw[MEMREAD_MAX_STUCK];	/* and the workers left to them */
 	unsigned	 nstuck;
+	uint64_t	 stalls;		/* reads abandoned since creation */
 };
 
 static void
@@ -98,8 +101,12 @@ worker_main(void *arg)
 		w->job = false;
 		w->done = true;
 		if (w->abandoned) {
+			/* Its reader frees it (and reads the process again), unless gone. */
+			bool orphaned = w->orphaned;
+
 			pthread_mutex_unlock(&w->mu);
-			worker_free(w);
+			if (orphaned)
+				worker_free(w);
 			atomic_fetch_sub(&stuck_now, 1);
 			return NULL;
 		}
@@ -146,11 +153,54 @@ memread_create(int64_t deadline_ns)
 	return r;
 }
 
+/*
+ * Abandoned workers whose read ended after all (a page that took long to
+ * come in, not a filesystem that never answers): freed, and their process
+ * is read again.
+ */
+static void
+reap(struct memreader *r)
+{
+	unsigned i = 0;
+	bool done;
+
+	while (i < r->nstuck) {
+		struct mrworker *w = r->stuckw[i];
+
+		pthread_mutex_lock(&w->mu);
+		done = w->done;
+		pthread_mutex_unlock(&w->mu);
+		if (!done) {
+			i++;
+			continue;
+		}
+		log_info("ebpf: the stalled read of pid %d's memory ended: reading it again",
+		    (int)r->stuck[i]);
+		worker_free(w);
+		r->nstuck--;
+		r->stuck[i] = r->stuck[r->nstuck];
+		r->stuckw[i] = r->stuckw[r->nstuck];
+	}
+}
+
 void
 memread_destroy(struct memreader *r)
 {
+	unsigned i;
+	bool done;
+
 	if (r == NULL)
 		return;
+	for (i = 0; i < r->nstuck; i++) {
+		struct mrworker *w = r->stuckw[i];
+
+		pthread_mutex_lock(&w->mu);
+		done = w->done;
+		w->orphaned = !done;
+		pthread_mutex_unlock(&w->mu);
+		if (done)
+			worker_free(w);
+	}
 	if (r->w) {
 		pthread_mutex_lock(&r->w->mu);
 		r->w->quit = true;
@@ -171,7 +221,7 @@ memread_stuck_now(void)
 uint64_t
 memread_stalls(const struct memreader *r)
 {
-	return r ? r->nstuck : 0;
+	return r ? r->stalls : 0;
 }
 
 bool
@@ -220,6 +270,8 @@ memread_readv(struct memreader *r, pid_t pid, const struct iovec *local,
 	}
 	if (total > MEMREAD_MAX_BYTES)
 		return -E2BIG;
+	if (r->nstuck > 0)
+		reap(r);
 	if (r->nstuck >= MEMREAD_MAX_STUCK)
 		return -ETIMEDOUT;
 	for (i = 0; i < r->nstuck; i++)
@@ -272,9 +324,11 @@ memread_readv(struct memreader *r, pid_t pid, const struct iovec *local,
 		pthread_mutex_unlock(&w->mu);
 		pthread_detach(thr);
 		r->w = NULL;
+		r->stuckw[r->nstuck] = w;
 		r->stuck[r->nstuck++] = pid;
+		r->stalls++;
 		log_warnx("ebpf: reading the memory of pid %d did not end in %lld ms (a file on "
-		    "a filesystem that does not answer?): not reading it again%s", (int)pid,
+		    "a filesystem that does not answer?): not reading it again until it ends%s", (int)pid,
 		    (long long)(r->deadline_ns / 1000000), r->nstuck >= MEMREAD_MAX_STUCK ?
 		    "; too many stalled reads: no process's memory is read any more" : "");
 		return -ETIMEDOUT;

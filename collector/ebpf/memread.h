@@ -6,9 +6,11 @@
  * the caller waits at most a deadline (more while the worker is runnable,
  * waiting for a CPU on a busy host, not for its read: up to
  * MEMREAD_STARVED_MAX deadlines); a read past it is abandoned with its
- * worker (which ends by itself if the read ever returns), the process is
- * never read again, and a new worker takes the next reads. Past a few
- * abandoned workers, no process is read any more.
+ * worker, the process is not read again while that read lasts (should it
+ * ever end, a page slow to come in rather than a filesystem that never
+ * answers, the process is read again), and a new worker takes the next
+ * reads. Past a few abandoned workers still in their read, no process is
+ * read any more.
  *
  * Not thread-safe: one reader belongs to one thread (the sampler's).
  */
