@@ -5,7 +5,8 @@
  * The worker owns the buffer it reads into, so that a read abandoned by the
  * caller never writes into the caller's memory; the caller copies the bytes
  * out once the worker says it is done. One mutex per worker protects its
- * job; an abandoned worker frees itself when (if ever) its read returns.
+ * job; an abandoned worker whose read returns is freed by its reader (reap),
+ * or frees itself when the reader is gone.
  *
  * A read takes microseconds; the hand-over costs more (two wake-ups). So
  * each side is woken only when it sleeps (idle, waiting), and is signalled
@@ -316,7 +317,7 @@ memread_readv(struct memreader *r, pid_t pid, const struct iovec *local,
 		}
 	}
 	if (!w->done) {
-		/* Left to its read; it frees itself should the read ever end. */
+		/* Left to its read; reap() frees it should the read ever end. */
 		pthread_t thr = w->thread;
 
 		w->abandoned = true;
@@ -328,7 +329,8 @@ memread_readv(struct memreader *r, pid_t pid, const struct iovec *local,
 		r->stuck[r->nstuck++] = pid;
 		r->stalls++;
 		log_warnx("ebpf: reading the memory of pid %d did not end in %lld ms (a file on "
-		    "a filesystem that does not answer?): not reading it again until it ends%s", (int)pid,
+		    "a filesystem that does not answer?): not reading it again until it ends%s",
+		    (int)pid,
 		    (long long)(r->deadline_ns / 1000000), r->nstuck >= MEMREAD_MAX_STUCK ?
 		    "; too many stalled reads: no process's memory is read any more" : "");
 		return -ETIMEDOUT;
