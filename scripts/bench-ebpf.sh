@@ -406,7 +406,7 @@ java_root() {
     load=$(cut -d' ' -f1 /proc/loadavg)
     sleep 4
     share=$(GOCACHE="$W/gocache" PPROF_BINARY_PATH=/nonexistent go tool pprof -traces -tagfocus=comm=java \
-      "$W/mnt/HsDeep/cpu/all/all/merged.pb.gz" 2>/dev/null | python3 "$ROOT/scripts/java-root-share.py" HsDeep | head -1 | cut -d" " -f1)
+      "$W/mnt/HsDeep/cpu/all/all/merged.pb.gz" 2>/dev/null | python3 "$ROOT/scripts/java-root-share.py" HsDeep | awk 'NR == 1 {print $1}')
     stop_daemon
     kill "${spin[@]}" 2>/dev/null; wait "${spin[@]}" 2>/dev/null
     echo "  run $r: ${share:-none}% of the main thread's samples reach the root through main;...;caller;hot, load average $load, $(($(date +%s) - t)) s"
