@@ -310,22 +310,25 @@ walk_user(struct prof_sample *e, bool in_user, __u64 ip, __u64 sp, __u64 bp, __u
 	struct walk *w;
 	__u32 zero = 0, n;
 
-	if (!unwind_tables)
+	if (!unwind_tables || (buf = bpf_map_lookup_elem(&walk_bufs, &zero)) == NULL)
 		return 1;
-	if ((up = bpf_map_lookup_elem(&unw_procs, &tgid)) == NULL) {
+	/*
+	 * A JVM is walked through its code cache even while none of its
+	 * files has a table (not built yet on a busy host, or no room): its
+	 * other frames by frame pointer, as bpf_get_stack would. Generation
+	 * 0 is no process's, so no table is looked up then.
+	 */
+	hs_begin(buf, tgid);
+	if ((up = bpf_map_lookup_elem(&unw_procs, &tgid)) == NULL)
 		*wake = true;
-		return 1;
-	}
-	if ((up->flags & UNW_PROC_NO_TABLES) ||
-	    (buf = bpf_map_lookup_elem(&walk_bufs, &zero)) == NULL)
+	if ((up == NULL || (up->flags & UNW_PROC_NO_TABLES)) && !buf->hs_on)
 		return 1;
 	w = &buf->w;
 	w->pid = tgid;
-	w->gen = up->gen;
+	w->gen = up != NULL && !(up->flags & UNW_PROC_NO_TABLES) ? up->gen : 0;
 	w->n = 0;
 	w->flags = 0;
 	w->exact = 1;
-	hs_begin(buf, tgid);
 	/* The user registers: the sample's when it hit user mode, else those saved at kernel entry. */
 	if (in_user) {
 		w->pc = ip;
@@ -352,7 +355,8 @@ walk_user(struct prof_sample *e, bool in_user, __u64 ip, __u64 sp, __u64 bp, __u
 	e->ustack_len = (__s32)(n * sizeof(__u64));
 	e->unwind = PROF_UNW_CFI | w->flags;
 	hs_end(e, buf);
-	if ((w->flags & PROF_UNW_LEAF_MISS) && bpf_ktime_get_ns() - up->since_ns < UNW_EAGER_NS)
+	if (up != NULL && (w->flags & PROF_UNW_LEAF_MISS) &&
+	    bpf_ktime_get_ns() - up->since_ns < UNW_EAGER_NS)
 		*wake = true;
 	return 0;
 #else

@@ -62,13 +62,18 @@
 #   8. Node.js: as 5 for a JavaScript workload (node, its frames named from
 #      V8's heap), and the BPF program's and the daemon's cost while every
 #      CPU runs it. Skipped where node is missing.
+#   9. Java at the root under load: the share of a JIT-compiled Java
+#      program's samples (tests/ebpf/runtimes/HsDeep.java, no JVM flags)
+#      whose stack reaches its thread's root, with every CPU busy, over
+#      JAVA_RUNS runs (default 5): each run, the median and the spread.
+#      Skipped where OpenJDK 17 or go is missing.
 #
 # Needs root and a kernel with BTF. Other work on the machine adds noise:
 # the figures are medians and ratios. Bounded to about five minutes.
 #   PROFILEFS_BIN=/tmp/x/bin/profilefs RUNS=7 SECS=10 RT_RUNS=5 scripts/bench-ebpf.sh
 # ONLY=runtimes runs part 5 alone, ONLY=daemon part 2 alone, ONLY=offcpu part 6 alone,
 # ONLY=golabels the Go labels part (after 6) alone, ONLY=ruby part 5's Ruby half,
-# ONLY=node the Node.js part (8) alone. OC_HZ="99" and OC_MODES="on off" narrow
+# ONLY=node the Node.js part (8) alone, ONLY=java the Java-at-the-root part (9) alone. OC_HZ="99" and OC_MODES="on off" narrow
 # part 6 to those rates and off-CPU settings (default: 19 99, off on sample10);
 # OC_SECS and OC_SETTLE set its window (about 5 minutes for the two settings
 # at 99 Hz with DAEMON_RUNS=5).
@@ -378,6 +383,43 @@ while True: json.loads(json.dumps(d))' ;;
     esac
   done
 }
+# Part 9: Java's stacks at the root with every CPU busy. HsDeep (the test's
+# workload: main -> middle -> caller -> hot, C2 inlining caller and hot, no
+# JVM flags) started under a fresh daemon at 99 Hz while every CPU runs
+# debian_load, JAVA_RUNS times (default 5): the share of its main thread's
+# samples whose stack starts at the thread's root and shows main, then
+# caller;hot (target >= 90%), each run with the load average, then the
+# median and the spread (lowest, highest).
+java_root() {
+  local r share shares=() c spin=() t load jcpu="${JAVA_CPU_MS:-5000}"
+  local java=/usr/lib/jvm/java-17-openjdk-amd64/bin
+  [ -x "$java/javac" ] && command -v go >/dev/null ||
+    { echo "== java at the root: skipped (no OpenJDK 17 or no go)"; return 0; }
+  echo "== java at the root: HsDeep (${jcpu} ms of its CPU) with all $(nproc) CPUs busy (python3, gzip, xz, sqlite3), ${JAVA_RUNS:-5} runs, --ebpf=99"
+  mkdir -p "$W/hs"
+  cp "$ROOT/tests/ebpf/runtimes/HsDeep.java" "$W/hs/" && (cd "$W/hs" && "$java/javac" HsDeep.java) ||
+    { echo "  javac failed"; return 0; }
+  for r in $(seq 1 "${JAVA_RUNS:-5}"); do
+    spin=()
+    for c in $(seq 1 "$(nproc)"); do debian_load 600 >/dev/null 2>&1 & spin+=($!); done
+    start_daemon --ebpf=99 --ebpf-period 2
+    t=$(date +%s)
+    (cd "$W/hs" && exec "$java/java" -cp . HsDeep "$jcpu" 120000 >/dev/null)
+    load=$(cut -d' ' -f1 /proc/loadavg)
+    sleep 4
+    share=$(GOCACHE="$W/gocache" PPROF_BINARY_PATH=/nonexistent go tool pprof -traces -tagfocus=comm=java \
+      "$W/mnt/HsDeep/cpu/all/all/merged.pb.gz" 2>/dev/null | python3 "$ROOT/scripts/java-root-share.py" HsDeep | awk 'NR == 1 {print $1}')
+    stop_daemon
+    kill "${spin[@]}" 2>/dev/null; wait "${spin[@]}" 2>/dev/null
+    echo "  run $r: ${share:-none}% of the main thread's samples reach the root through main;...;caller;hot, load average $load, $(($(date +%s) - t)) s"
+    [ -n "$share" ] && shares+=("$share")
+  done
+  [ "${#shares[@]}" -gt 0 ] || return 0
+  printf '%s\n' "${shares[@]}" | sort -g | awk -v m="$(printf '%s\n' "${shares[@]}" | median)" \
+    '{a[NR] = $1} END {printf "java at the root with every CPU busy (median of %d): %.1f%%, spread %.1f-%.1f%% (target >= 90%%)\n", NR, m, a[1], a[NR]}'
+}
+if [ "$ONLY" = java ]; then java_root; exit 0; fi
+
 pct() { awk -v a="$1" -v b="$2" -v t="$HZ_TCK" -v s="$SECS" 'BEGIN {printf "%.2f", (b - a) / t / s * 100}'; }
 
 daemon_cost() {
@@ -711,3 +753,4 @@ runtimes
 golabels_cost
 runtime_ruby
 node_cost
+java_root

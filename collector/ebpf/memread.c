@@ -5,7 +5,8 @@
  * The worker owns the buffer it reads into, so that a read abandoned by the
  * caller never writes into the caller's memory; the caller copies the bytes
  * out once the worker says it is done. One mutex per worker protects its
- * job; an abandoned worker frees itself when (if ever) its read returns.
+ * job; an abandoned worker whose read returns is freed by its reader (reap),
+ * or frees itself when the reader is gone.
  *
  * A read takes microseconds; the hand-over costs more (two wake-ups). So
  * each side is woken only when it sleeps (idle, waiting), and is signalled
@@ -16,6 +17,8 @@
  */
 #define _GNU_SOURCE	/* process_vm_readv, pthread_condattr_setclock */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -35,8 +38,11 @@ struct mrworker {
 	/* protected by mu */
 	bool		 job, done;
 	bool		 abandoned, quit;
+	bool		 orphaned;	/* abandoned, and its reader gone: frees itself */
 	bool		 idle;		/* the worker sleeps on job_cv */
 	bool		 waiting;	/* the caller sleeps on done_cv */
+	bool		 taken;		/* the worker took the job (it had the CPU) */
+	pid_t		 tid;		/* the worker's thread id, set as it starts */
 	pid_t		 pid;
 	struct iovec	 remote[MEMREAD_MAX_IOV];
 	size_t		 n, total;
@@ -51,7 +57,9 @@ struct memreader {
 	struct mrworker	*w;		/* NULL: started at the next read */
 	int64_t		 deadline_ns;
 	pid_t		 stuck[MEMREAD_MAX_STUCK];	/* processes whose reads stalled */
+	struct mrworker	*stuckw[MEMREAD_MAX_STUCK];	/* and the workers left to them */
 	unsigned	 nstuck;
+	uint64_t	 stalls;		/* reads abandoned since creation */
 };
 
 static void
@@ -72,6 +80,9 @@ worker_main(void *arg)
 	ssize_t got;
 	bool wake;
 
+	pthread_mutex_lock(&w->mu);
+	w->tid = gettid();
+	pthread_mutex_unlock(&w->mu);
 	for (;;) {
 		pthread_mutex_lock(&w->mu);
 		while (!w->job && !w->quit) {
@@ -83,6 +94,7 @@ worker_main(void *arg)
 			break;
 		l.iov_base = w->buf;
 		l.iov_len = w->total;
+		w->taken = true;
 		pthread_mutex_unlock(&w->mu);
 		got = process_vm_readv(w->pid, &l, 1, w->remote, w->n, 0);
 		pthread_mutex_lock(&w->mu);
@@ -90,8 +102,12 @@ worker_main(void *arg)
 		w->job = false;
 		w->done = true;
 		if (w->abandoned) {
+			/* Its reader frees it (and reads the process again), unless gone. */
+			bool orphaned = w->orphaned;
+
 			pthread_mutex_unlock(&w->mu);
-			worker_free(w);
+			if (orphaned)
+				worker_free(w);
 			atomic_fetch_sub(&stuck_now, 1);
 			return NULL;
 		}
@@ -138,11 +154,54 @@ memread_create(int64_t deadline_ns)
 	return r;
 }
 
+/*
+ * Abandoned workers whose read ended after all (a page that took long to
+ * come in, not a filesystem that never answers): freed, and their process
+ * is read again.
+ */
+static void
+reap(struct memreader *r)
+{
+	unsigned i = 0;
+	bool done;
+
+	while (i < r->nstuck) {
+		struct mrworker *w = r->stuckw[i];
+
+		pthread_mutex_lock(&w->mu);
+		done = w->done;
+		pthread_mutex_unlock(&w->mu);
+		if (!done) {
+			i++;
+			continue;
+		}
+		log_info("ebpf: the stalled read of pid %d's memory ended: reading it again",
+		    (int)r->stuck[i]);
+		worker_free(w);
+		r->nstuck--;
+		r->stuck[i] = r->stuck[r->nstuck];
+		r->stuckw[i] = r->stuckw[r->nstuck];
+	}
+}
+
 void
 memread_destroy(struct memreader *r)
 {
+	unsigned i;
+	bool done;
+
 	if (r == NULL)
 		return;
+	for (i = 0; i < r->nstuck; i++) {
+		struct mrworker *w = r->stuckw[i];
+
+		pthread_mutex_lock(&w->mu);
+		done = w->done;
+		w->orphaned = !done;
+		pthread_mutex_unlock(&w->mu);
+		if (done)
+			worker_free(w);
+	}
 	if (r->w) {
 		pthread_mutex_lock(&r->w->mu);
 		r->w->quit = true;
@@ -163,7 +222,30 @@ memread_stuck_now(void)
 uint64_t
 memread_stalls(const struct memreader *r)
 {
-	return r ? r->nstuck : 0;
+	return r ? r->stalls : 0;
+}
+
+bool
+memread_thread_runnable(pid_t tid)
+{
+	char path[64], buf[256], *e;
+	ssize_t n;
+	int fd;
+
+	if (tid <= 0)
+		return false;
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	/* "tid (comm) S ...": the comm may hold spaces and parentheses. */
+	if ((e = strrchr(buf, ')')) == NULL || e[1] != ' ')
+		return false;
+	return e[2] == 'R';
 }
 
 ssize_t
@@ -172,7 +254,7 @@ memread_readv(struct memreader *r, pid_t pid, const struct iovec *local,
 {
 	struct mrworker *w;
 	struct timespec until;
-	int64_t t;
+	int64_t t, t0;
 	size_t i, total = 0, at;
 	ssize_t got;
 	bool wake;
@@ -189,6 +271,8 @@ memread_readv(struct memreader *r, pid_t pid, const struct iovec *local,
 	}
 	if (total > MEMREAD_MAX_BYTES)
 		return -E2BIG;
+	if (r->nstuck > 0)
+		reap(r);
 	if (r->nstuck >= MEMREAD_MAX_STUCK)
 		return -ETIMEDOUT;
 	for (i = 0; i < r->nstuck; i++)
@@ -197,11 +281,13 @@ memread_readv(struct memreader *r, pid_t pid, const struct iovec *local,
 	if (r->w == NULL && (r->w = worker_start()) == NULL)
 		return -ENOMEM;
 	w = r->w;
-	t = clock_mono_ns() + r->deadline_ns;
+	t0 = clock_mono_ns();
+	t = t0 + r->deadline_ns;
 	until.tv_sec = t / 1000000000;
 	until.tv_nsec = t % 1000000000;
 	pthread_mutex_lock(&w->mu);
 	w->pid = pid;
+	w->taken = false;
 	memcpy(w->remote, remote, n * sizeof(*remote));
 	w->n = n;
 	w->total = total;
@@ -216,9 +302,22 @@ memread_readv(struct memreader *r, pid_t pid, const struct iovec *local,
 		w->waiting = true;
 		rc = pthread_cond_timedwait(&w->done_cv, &w->mu, &until);
 		w->waiting = false;
+		/*
+		 * Past the deadline, a worker that has not had the CPU to take
+		 * the job, or that is runnable in it, is not stalled: a busy
+		 * host. It gets more time, up to MEMREAD_STARVED_MAX deadlines.
+		 */
+		if (rc == ETIMEDOUT && !w->done &&
+		    clock_mono_ns() - t0 < MEMREAD_STARVED_MAX * r->deadline_ns &&
+		    (!w->taken || memread_thread_runnable(w->tid))) {
+			t = clock_mono_ns() + r->deadline_ns;
+			until.tv_sec = t / 1000000000;
+			until.tv_nsec = t % 1000000000;
+			rc = 0;
+		}
 	}
 	if (!w->done) {
-		/* Left to its read; it frees itself should the read ever end. */
+		/* Left to its read; reap() frees it should the read ever end. */
 		pthread_t thr = w->thread;
 
 		w->abandoned = true;
@@ -226,9 +325,12 @@ memread_readv(struct memreader *r, pid_t pid, const struct iovec *local,
 		pthread_mutex_unlock(&w->mu);
 		pthread_detach(thr);
 		r->w = NULL;
+		r->stuckw[r->nstuck] = w;
 		r->stuck[r->nstuck++] = pid;
+		r->stalls++;
 		log_warnx("ebpf: reading the memory of pid %d did not end in %lld ms (a file on "
-		    "a filesystem that does not answer?): not reading it again%s", (int)pid,
+		    "a filesystem that does not answer?): not reading it again until it ends%s",
+		    (int)pid,
 		    (long long)(r->deadline_ns / 1000000), r->nstuck >= MEMREAD_MAX_STUCK ?
 		    "; too many stalled reads: no process's memory is read any more" : "");
 		return -ETIMEDOUT;

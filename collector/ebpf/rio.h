@@ -4,7 +4,8 @@
  * process controls may cross a filesystem whose server never answers (a
  * FUSE mount of its own, a dead NFS server) and even the lookup of a name
  * there waits in the kernel for good. Opens run on a worker thread and the
- * caller waits at most a deadline; an open past it is abandoned with its
+ * caller waits at most a deadline (more while the worker is runnable: a busy
+ * host, see memread_thread_runnable); an open past it is abandoned with its
  * worker (which closes what it opened and ends by itself if the call ever
  * returns), the process's paths are never opened again, and a new worker
  * takes the next opens. Past a few abandoned workers, no path of any
@@ -26,6 +27,7 @@
 
 #define RIO_DEADLINE_NS		(2000LL * 1000000)	/* of one open */
 #define RIO_MAX_STUCK		4	/* abandoned workers before opens stop */
+#define RIO_STARVED_MAX		5	/* deadlines an open waits whose worker is runnable */
 
 /* rio_open's how */
 #define RIO_FOLLOW	0x01	/* follow a link in the last component (map_files) */

@@ -854,7 +854,7 @@ unwind_proc(struct unwinder *u, struct proc *p)
 		q->nkeys = q->ntabs = 0;
 	} else {
 		uproc_clear(u, q);
-		q->gen = ++u->gen;
+		q->gen = ++u->gen ? u->gen : ++u->gen;	/* 0: no process's (the BPF walker's) */
 	}
 	p->unw_gen = p->maps_gen;
 	q->tgen = u->tgen;
@@ -920,7 +920,7 @@ unwind_proc(struct unwinder *u, struct proc *p)
 		free(o.vals);
 		free(o.tabs);
 		q->installed = false;
-		q->gen = ++u->gen;
+		q->gen = ++u->gen ? u->gen : ++u->gen;	/* 0: no process's (the BPF walker's) */
 		for (i = 0; i < q->nkeys; i++)
 			q->vals[i].gen = q->gen;
 	}

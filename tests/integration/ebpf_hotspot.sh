@@ -8,8 +8,12 @@
 # before the daemon, once for one started after it. Meanwhile hostile
 # "JVMs" (tests/ebpf/hsfake.c: a fake libjvm.so whose structure tables lead
 # to crafted code caches, blobs, debug information and methods) are walked
-# too: the daemon must keep sampling and stay up. Needs root, a kernel with
-# BTF and OpenJDK 17; otherwise skipped.
+# too: the daemon must keep sampling and stay up. All of it with every CPU
+# busy: HS_LOAD spinning processes (default: one per CPU, besides the two
+# JVMs and the three fake ones) run from before the daemon starts to the
+# end, the normal case on a host, where HotSpot compiles late and the
+# daemon and its threads wait for a CPU; the load average is printed.
+# Needs root, a kernel with BTF and OpenJDK 17; otherwise skipped.
 set -u
 . "$(dirname "$0")/../lib.sh"
 
@@ -61,46 +65,7 @@ wait_file() {
 # heaviest stacks of those that do not.
 deep() {
   go tool pprof -traces -tagfocus=comm=java "$M/$1/cpu/all/all/merged.pb.gz" 2>/dev/null |
-    python3 -c '
-import re, sys
-cls = sys.argv[1]
-units = {"ns": 1e-9, "us": 1e-6, "\u00b5s": 1e-6, "ms": 1e-3, "s": 1, "mins": 60, "hrs": 3600}
-roots = {"__clone3", "__clone", "clone3", "clone", "start_thread"}
-blocks, cur = [], None
-for line in sys.stdin:
-    if line.startswith("-----------+"):
-        cur = None
-        continue
-    m = re.match(r"\s+([0-9.]+)(ns|us|\u00b5s|ms|s|mins|hrs)\s+(.*\S)\s*$", line)
-    if m:
-        cur = [float(m.group(1)) * units[m.group(2)], [m.group(3)]]
-        blocks.append(cur)
-    elif cur is not None and line.strip() and ":" not in line.split()[0]:
-        cur[1].append(line.strip())
-total = good = 0.0
-bad = {}
-for v, frames in blocks:
-    fr = frames[::-1]          # root first
-    total += v
-    ok = False
-    if fr and fr[0] in roots:
-        # pprof may shorten "C.m(args)" to "C.m"
-        is_m = lambda f, m: re.match(r"%s\.%s(\(|$)" % (cls, m), f) is not None
-        mains = [i for i, f in enumerate(fr) if is_m(f, "main")]
-        for i, f in enumerate(fr):
-            if (is_m(f, "caller") and i + 1 < len(fr) and is_m(fr[i + 1], "hot") and
-                    mains and mains[0] < i):
-                ok = True
-    if ok:
-        good += v
-    else:
-        k = ";".join(fr)
-        bad[k] = bad.get(k, 0) + v
-pct = 100.0 * good / total if total else 0.0
-print("%.1f %.2fs %.2fs" % (pct, good, total))
-for k, v in sorted(bad.items(), key=lambda kv: -kv[1])[:3]:
-    print("  %.2fs %s" % (v, k[-400:]))
-' "$1"
+    python3 "$ROOT/scripts/java-root-share.py" "$1"
 }
 
 # check_deep NAME CLASS
@@ -112,12 +77,22 @@ check_deep() {
   out=$(deep "$2")
   pct=$(echo "$out" | head -1 | cut -d' ' -f1)
   if [ -n "$pct" ] && python3 -c "import sys; sys.exit(0 if float('$pct') >= 90 else 1)"; then
-    ok "$1 ($pct% of $(echo "$out" | head -1 | cut -d' ' -f3) reach the root through main;...;caller;hot)"
+    ok "$1 ($pct% of $(echo "$out" | head -1 | cut -d' ' -f3) reach the root through main;...;caller;hot, load $LOAD)"
     echo "$out" | tail -n +2 | sed 's/^/# not matching:/'
   else
     fail "$1" "$(echo "$out" | head -1 | cut -d' ' -f1-3) (want >= 90%); not matching: $(echo "$out" | tail -n +2)"
   fi
 }
+
+# Every CPU busy, for the whole test (stopped, by pid, before the checks).
+SPIN=
+SPIN_N=${HS_LOAD:-$(nproc)}
+for i in $(seq 1 "$SPIN_N"); do
+  (exec sh -c 'while :; do :; done') &
+  SPIN="$SPIN $!"
+done
+stop_spin() { [ -n "$SPIN" ] && kill $SPIN 2>/dev/null; wait $SPIN 2>/dev/null; SPIN=; }
+trap 'stop_spin; pf_cleanup' EXIT	# pf_setup's trap, after ours
 
 # The JVM started before the daemon: compiled code already in its code cache.
 (cd "$B/java" && exec "$JAVA_HOME/bin/java" -cp . HsBefore $((CPU_MS + 3000)) "$WALL_MS" >/dev/null) &
@@ -134,7 +109,10 @@ for mode in loop garbage frames; do
   FAKE="$FAKE $!"
 done
 wait $JB $JA $FAKE
+LOAD=$(cut -d' ' -f1 /proc/loadavg)
 sleep 4
+stop_spin
+echo "# under load: $(echo $SPIN_N) spinning processes besides the JVMs on $(nproc) CPUs; load average (1 min) $LOAD as the JVMs ended"
 
 check_deep ebpf-hotspot-before HsBefore
 check_deep ebpf-hotspot-after HsAfter

@@ -2,15 +2,21 @@
  * memread: reads of a process's memory through the worker (this process's
  * own and a child's): whole, cut at an unreadable range, refused when too
  * large; and the deadline leaves a read that does not end (a child stopped
- * while a FUSE page is read is an integration test, hardening_ebpf.sh).
+ * while a FUSE page is read is an integration test, hardening_ebpf.sh);
+ * a thread that spins is runnable (waits for a CPU, not stalled), one that
+ * sleeps is not.
  */
+#define _GNU_SOURCE	/* gettid */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -118,6 +124,65 @@ test_read_child(void **state)
 	memread_destroy(r);
 }
 
+static atomic_int spin_tid, spin_stop;
+
+static void *
+spin_main(void *arg)
+{
+	(void)arg;
+	atomic_store(&spin_tid, (int)gettid());
+	while (!atomic_load(&spin_stop))
+		;
+	return NULL;
+}
+
+static void *
+sleep_main(void *arg)
+{
+	(void)arg;
+	atomic_store(&spin_tid, (int)gettid());
+	while (!atomic_load(&spin_stop))
+		usleep(1000);
+	return NULL;
+}
+
+static void
+test_thread_runnable(void **state)
+{
+	pthread_t t;
+	int i, runnable = 0;
+
+	(void)state;
+	atomic_store(&spin_tid, 0);
+	atomic_store(&spin_stop, 0);
+	assert_int_equal(pthread_create(&t, NULL, spin_main, NULL), 0);
+	while (atomic_load(&spin_tid) == 0)
+		usleep(100);
+	/* A spinning thread is running or waiting for a CPU: 'R' every time. */
+	for (i = 0; i < 20; i++)
+		runnable += memread_thread_runnable(atomic_load(&spin_tid));
+	atomic_store(&spin_stop, 1);
+	pthread_join(t, NULL);
+	assert_int_equal(runnable, 20);
+
+	atomic_store(&spin_tid, 0);
+	atomic_store(&spin_stop, 0);
+	assert_int_equal(pthread_create(&t, NULL, sleep_main, NULL), 0);
+	while (atomic_load(&spin_tid) == 0)
+		usleep(100);
+	/* A thread asleep most of the time: not runnable at least once. */
+	runnable = 0;
+	for (i = 0; i < 20; i++) {
+		runnable += memread_thread_runnable(atomic_load(&spin_tid));
+		usleep(300);
+	}
+	atomic_store(&spin_stop, 1);
+	pthread_join(t, NULL);
+	assert_true(runnable < 20);
+	assert_false(memread_thread_runnable(0));
+	assert_false(memread_thread_runnable(999999999));
+}
+
 int
 main(void)
 {
@@ -126,6 +191,7 @@ main(void)
 		cmocka_unit_test(test_read_cut),
 		cmocka_unit_test(test_read_bounds),
 		cmocka_unit_test(test_read_child),
+		cmocka_unit_test(test_thread_runnable),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -579,7 +579,7 @@ read_vmstructs(struct hotspot *hs, const struct proc *p, const uint64_t sym[S_CO
 	uint64_t *ptrs = NULL;
 	char (*names)[NAME_READ + 1] = NULL;
 	size_t n, k, w;
-	int rc = -ENOMEM;
+	int rc = -ENOMEM, rr;
 
 	*found = 0;
 	for (k = 0; k < S_COUNT; k++) {
@@ -587,8 +587,8 @@ read_vmstructs(struct hotspot *hs, const struct proc *p, const uint64_t sym[S_CO
 		if (sym[k] == 0)
 			return -ENOENT;
 		if (k != S_STRUCTS && k != S_TYPES && k != S_INTS &&
-		    mem_read(hs, p, sym[k] + bias, &lay[k], sizeof(lay[k])) < 0)
-			return -EFAULT;
+		    (rr = mem_read(hs, p, sym[k] + bias, &lay[k], sizeof(lay[k]))) < 0)
+			return rr == -ETIMEDOUT ? rr : -EFAULT;	/* timed out: looked at again */
 	}
 	/* Set by the JVM as it starts: not yet. */
 	if (lay[S_S_STRIDE] == 0 || lay[S_T_STRIDE] == 0 || lay[S_I_STRIDE] == 0)
@@ -835,8 +835,16 @@ hotspot_check(struct hotspot *hs, struct proc *p)
 		p->hs_retry = NEVER;
 		return;
 	}
-	if (file_dynsyms(hs, &m, sym) < 0)
+	/*
+	 * Every failure that may pass (a JVM still starting, a host too busy
+	 * to answer in time) is looked at again RETRY_NS later, not only when
+	 * the process's maps change: a JVM running JIT code maps nothing new,
+	 * and would be walked by frame pointer for good.
+	 */
+	if (file_dynsyms(hs, &m, sym) < 0) {
+		p->hs_retry = now + RETRY_NS;
 		return;
+	}
 	if ((hp = calloc(1, sizeof(*hp))) == NULL)
 		return;
 	if ((rc = read_vmstructs(hs, p, sym, m.bias, hp->v, &hp->found)) == -EAGAIN ||
@@ -852,8 +860,10 @@ hotspot_check(struct hotspot *hs, struct proc *p)
 		goto fail;
 	}
 	if (!(hp->found & (1ULL << F_VM_MAJOR)) ||
-	    mem_read(hs, p, hp->v[F_VM_MAJOR], &major, sizeof(major)) < 0)
+	    mem_read(hs, p, hp->v[F_VM_MAJOR], &major, sizeof(major)) < 0) {
+		p->hs_retry = now + RETRY_NS;
 		goto fail;
+	}
 	if (major == 0) {
 		p->hs_retry = now + RETRY_NS;	/* not initialized yet */
 		goto fail;
@@ -876,7 +886,7 @@ hotspot_check(struct hotspot *hs, struct proc *p)
 	p->hs = hp;
 code:
 	if ((rc = code_cache(hs, p, hp->v, &val)) < 0) {
-		if (rc == -EAGAIN || rc == -EFAULT) {
+		if (rc == -EAGAIN || rc == -EFAULT || rc == -ETIMEDOUT) {
 			p->hs_retry = now + RETRY_NS;
 			return;
 		}
@@ -889,6 +899,7 @@ code:
 	}
 	if (bpf_map_update_elem(hs->procs_fd, &p->pid, &val, BPF_ANY) < 0) {
 		log_debug("ebpf: pid %u: hs_procs: %s", p->pid, strerror(errno));
+		p->hs_retry = now + RETRY_NS;
 		return;
 	}
 	hp->ready = true;
