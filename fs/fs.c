@@ -385,6 +385,43 @@ content_size(struct fsctx *fs, const char *path, const struct fspath *fp, off_t 
 }
 
 /*
+ * The size and birth of a generated file if it is known without making it:
+ * remembered (content_size()) or the content cached. -ENOENT: not known.
+ */
+static int
+content_size_known(struct fsctx *fs, const char *path, const struct fspath *fp,
+    off_t *size, int64_t *born)
+{
+	uint64_t gen = reader_generation(fs->rd);
+	struct cache_entry *ce;
+	int rc = -ENOENT;
+
+	if (cache_peek_scoped(fs->sizes, path, gen, content_scope(fp), content_max_age(fp),
+	    &ce) == 0) {
+		const struct size_val *v = ce->val;
+
+		if (v && v->rc == 0) {
+			*size = v->size;
+			*born = v->born;
+			rc = 0;
+		}
+		cache_release(fs->sizes, ce);
+		if (rc == 0)
+			return 0;
+	}
+	if (cache_peek_scoped(fs->files, path, gen, content_scope(fp), content_max_age(fp),
+	    &ce) == 0) {
+		if (ce->rc == 0) {
+			*size = (off_t)((struct buf *)ce->val)->len;
+			*born = ce->born;
+			rc = 0;
+		}
+		cache_release(fs->files, ce);
+	}
+	return rc;
+}
+
+/*
  * The process (thread group) behind the current FUSE request: the kernel
  * gives the calling thread's id, and a multi-threaded reader (go tool pprof)
  * may open on one thread and fstat on another.
@@ -576,6 +613,19 @@ pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 		/* While the file is open: the size of the version its readers share. */
 		if (pin_stat(fs, key, &size, &born)) {
 			fs_stat(st, path, false, size, false, born);
+			if (fp.node == NODE_VIEW || fp.node == NODE_VS_VIEW)
+				st->st_blocks = 0;
+			return 0;
+		}
+		/*
+		 * A view, to a caller walking the tree (walk.c): its size if
+		 * known, else 0; it is read with direct_io, which reads to the
+		 * end whatever the size said, and it is made on open.
+		 */
+		if ((fp.node == NODE_VIEW || fp.node == NODE_VS_VIEW) &&
+		    walk_note(fuse_get_context()->pid, path) &&
+		    content_size_known(fs, key, &fp, &size, &born) < 0) {
+			fs_stat(st, path, false, 0, false, 0);
 			return 0;
 		}
 		rc = content_size(fs, key, &fp, &size, &born);
@@ -588,6 +638,9 @@ pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 		}
 		if (rc == 0)
 			fs_stat(st, path, false, size, false, born);
+		/* Views take no room: du counts the stored profiles alone (README.txt). */
+		if (rc == 0 && (fp.node == NODE_VIEW || fp.node == NODE_VS_VIEW))
+			st->st_blocks = 0;
 		if (rc < 0 && rc != -ENOENT) {
 			metrics_add(METRIC_FUSE_ERRORS, "op=\"getattr\"", 1);
 		}
@@ -1394,8 +1447,19 @@ readme_render(struct fsctx *fs, struct buf *b)
 "ingest/ fail with 'Read-only file system'; other users get 'Permission\n"
 "denied'.\n"
 "\n"
+"Sizes, du and find: a profile shows in every range directory that holds it\n"
+"(its hour, its day, last-24h, last-7d, all, ...), under all/ and under its\n"
+"label set, so du, find and ls -R count it once per such directory: du -s of\n"
+"a service is many times what it stores. Generated files take no room (du\n"
+"counts 0 blocks for them); a stored profile counts its size as served. A\n"
+"process that stats files in more than 3 range directories one after another\n"
+"(du, find -size, ls -lR, grep -r) is told 0 as the size of a generated file\n"
+"not made yet, so a walk makes nothing; reading the file still returns every\n"
+"byte. What the store takes on disk: df -h %s (or du -sh of the --data\n"
+"directory); how many profiles a range holds: its meta.json.\n"
+"\n"
 "More: man profilefs; in the source tree README.md and docs/ (docs/tree.md\n"
 "for this tree, docs/cli.md for every option).\n",
-	    PROFILEFS_VERSION, m, m, m, m, m, m, m, m, m);
+	    PROFILEFS_VERSION, m, m, m, m, m, m, m, m, m, m);
 	return b->data ? 0 : -ENOMEM;
 }
