@@ -2,13 +2,15 @@
  * walk: which callers are walking the tree (du, find -size, ls -lR, grep -r,
  * cp -r). Such a caller stats every file of every range directory: a week of
  * one service is some 180 ranges per label set, each with a dozen generated
- * files, and rendering each to learn its size cost a du of a week minutes of
- * CPU and the caches' whole budget. A caller that stats generated files in
- * more than WALK_DIRS range directories, each within WALK_NS of the last, is
- * walking: fs.c then answers its stat of a generated file with the size
- * known already, else 0, without making it (the file is read with direct_io,
- * so a reader still gets every byte). A stat of a few directories -- ls -l
- * of a range, a browser opening a flame graph -- still gets the exact size.
+ * files and its profiles/, and making each file to learn its size cost a du
+ * of a week minutes of CPU and the caches' whole budget. A caller that
+ * stats generated files or stored profiles in more than WALK_DIRS
+ * directories (a range, its profiles/), each within WALK_NS of the last, is
+ * walking: fs.c then answers its stat with the size known already, else 0,
+ * without making the file (a view is read with direct_io and a stored
+ * profile's size is asked again on open, so a reader still gets every
+ * byte). A stat in a few directories -- ls -l of a range, a browser opening
+ * a flame graph -- still gets the exact size.
  *
  * Callers are FUSE requests' thread ids, kept in a small table (the oldest
  * walk makes room); all state under w_lock.

@@ -234,11 +234,12 @@ store_get_size(struct store *st, uint64_t id, struct store_ref *ref, uint64_t *s
 
 	pthread_rwlock_rdlock(&st->db_lock);
 	rc = index_get(st, id, ref, size);
-	if (rc == 0 && *size != UINT64_MAX) {
+	if (rc == 0) {
 		/* Its data, not only its index record (retention deletes both). */
-		size_t vl;
+		size_t vl = 0;
 
 		free(value_get(st, ref, &vl, &rc));
+		ref->stored = rc == 0 ? vl : 0;
 	}
 	pthread_rwlock_unlock(&st->db_lock);
 	if (rc == 0 && *size == UINT64_MAX)

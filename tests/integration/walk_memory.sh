@@ -63,6 +63,35 @@ cp "$W" "$TMP/w.pb.gz" && gzip -t "$TMP/w.pb.gz" 2>/dev/null && ok "cp of a view
   || fail "cp of a view after a walk is whole"
 check_eq "cat after a walk reads what a stat says" "$(cat "$V" | wc -c)" "$(stat -c %s "$V")"
 
+# One process that walks (stats in many directories), then reads what it
+# stat'ed: every byte of a view and of a stored profile whose size it was not told.
+out=$(python3 - "$S/heap" <<'PY'
+import os, sys, gzip
+top = sys.argv[1]
+ranges = sorted(os.listdir(top + "/pod=0"))[:6]
+for r in ranges:
+    for f in ("top.txt", "flamegraph.svg"):
+        os.stat("%s/pod=0/%s/%s" % (top, r, f))
+    for p in os.listdir("%s/pod=0/%s/profiles" % (top, r))[:2]:
+        os.stat("%s/pod=0/%s/profiles/%s" % (top, r, p))
+r = ranges[-1]
+p = sorted(os.listdir("%s/pod=1/%s/profiles" % (top, r)))[0]
+bad = 0
+for path in ("%s/pod=1/%s/folded.txt" % (top, r), "%s/pod=1/%s/profiles/%s" % (top, r, p)):
+    told = os.stat(path).st_size
+    with open(path, "rb") as f:
+        data = f.read()
+    if path.endswith(".gz"):
+        gzip.decompress(data)
+    print("%s: told %d, read %d" % (path[len(top):], told, len(data)))
+    bad += len(data) == 0
+print("bad %d" % bad)
+PY
+)
+echo "$out" | sed 's/^/# /'
+echo "$out" | grep -q "^bad 0$" && ok "a walker reads every byte of what it stat'ed" \
+  || fail "a walker reads every byte of what it stat'ed" "$(echo "$out" | tail -3)"
+
 echo 5 > "/proc/$PF_PID/clear_refs" 2>/dev/null
 t0=$(date +%s%N)
 timeout 600 grep -rl --include='*.txt' 'runtime' "$S" > "$TMP/grep.out"; rc=$?
