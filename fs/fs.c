@@ -328,15 +328,16 @@ fill_size(void *varg, void **val, size_t *size, void (**free_fn)(void *))
 	struct cache_entry *ce;
 
 	/*
-	 * A stored profile's size is in the store's index once it was served;
-	 * its time is its file's time.
+	 * A stored profile's size is in the store's index once it was served
+	 * (to a caller who sees kernel addresses: others get it made); its
+	 * time is its file's time, its blocks what the store holds.
 	 */
-	if (a->fp->node == NODE_PROFILE && !a->fp->hide_kernel) {
+	if (a->fp->node == NODE_PROFILE) {
 		uint64_t z;
 
 		v->rc = reader_get_size(a->fs->rd, a->fp->profile_id, &ref, &z);
 		v->stored = ref.stored;
-		if (v->rc == 0 || v->rc == -ENOENT) {
+		if (!a->fp->hide_kernel && (v->rc == 0 || v->rc == -ENOENT)) {
 			if (v->rc == 0 && !profile_in_path(a->fs, a->fp, &ref))
 				v->rc = -ENOENT;
 			v->size = (off_t)z;
