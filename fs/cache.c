@@ -39,6 +39,8 @@
 #define TRIM_BYTES	(64u << 20)
 /* The sweeper's tick while memory is short (a refusal wakes it sooner). */
 #define CACHE_SWEEP_NS	(INT64_C(1000) * 1000000)
+/* No get for this long: the sweeper trims once (see sweeper_main()). */
+#define CACHE_QUIET_NS	(INT64_C(10) * 1000000000)
 
 struct ent {
 	struct cache_entry	 pub;
@@ -406,17 +408,20 @@ static void *
 sweeper_main(void *arg)
 {
 	struct cache_sweeper *sw = arg;
-	uint64_t seen = 0;
+	uint64_t seen = 0, ops, ops_seen = 0;
+	int64_t quiet_since = clock_mono_ns();
+	bool pressed, trim, trimmed = true;
 	size_t i;
-	bool pressed, trim;
 
 	while (!atomic_load(&sw->stop)) {
 		pressed = budget_wait_pressure(&seen, CACHE_SWEEP_NS, &sw->stop);
 		trim = false;
+		ops = 0;
 		for (i = 0; i < sw->n && !atomic_load(&sw->stop); i++) {
 			struct cache *c = sw->caches[i];
 
 			pthread_mutex_lock(&c->c_lock);
+			ops += c->fills + c->hits;
 			if (pressed)
 				evict_to(c, 0);
 			/* Gone idle: whatever it freed, however little, goes back. */
@@ -424,6 +429,19 @@ sweeper_main(void *arg)
 				c->freed = TRIM_BYTES;
 			trim |= trim_due(c);
 			pthread_mutex_unlock(&c->c_lock);
+		}
+		/*
+		 * Once the files stop being asked for, what the requests freed
+		 * outside the caches (libfuse's nodes of the entries the kernel
+		 * forgot, listings, decoding) goes back too, once.
+		 */
+		if (ops != ops_seen) {
+			ops_seen = ops;
+			quiet_since = clock_mono_ns();
+			trimmed = false;
+		} else if (!trimmed && clock_mono_ns() - quiet_since >= CACHE_QUIET_NS) {
+			trim = true;
+			trimmed = true;
 		}
 		if (trim)
 			malloc_trim(0);
