@@ -1490,9 +1490,9 @@ readme_render(struct fsctx *fs, struct buf *b)
 "counts sizes as served). A process that stats files in more than 3\n"
 "directories one after another (du, find -size, ls -lR, grep -r) is told 0\n"
 "as the size of a file not made yet, so that a walk makes nothing; reading\n"
-"the file still returns every byte. What the store takes on disk: df -h %s\n"
-"(or du -sh of the --data directory); how many profiles a range holds: its\n"
-"meta.json (\"profiles\").\n"
+"the file still returns every byte. What the store takes on disk:\n"
+"  df -h %s      (or du -sh of the --data directory)\n"
+"and how many profiles a range holds: \"profiles\" in its meta.json.\n"
 "\n"
 "More: man profilefs; in the source tree README.md and docs/ (docs/tree.md\n"
 "for this tree, docs/cli.md for every option).\n",
