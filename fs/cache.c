@@ -10,6 +10,11 @@
  * the cache's own safe points: when an entry is added or released, and on
  * the tick of a sweeper thread (cache_sweeper_start()) that a refused
  * reservation wakes early. The budget itself never calls in here.
+ *
+ * Idle: an entry nobody asked for in its cache's idle time (cache_set_idle())
+ * is dropped by the sweeper's tick even when memory is plenty, and glibc is
+ * then asked to give the freed pages back (malloc_trim), so that a tree walk
+ * (du, grep -r) leaves the daemon as small as it found it once it is over.
  */
 #include <errno.h>
 #include <malloc.h>
@@ -34,12 +39,15 @@
 #define TRIM_BYTES	(64u << 20)
 /* The sweeper's tick while memory is short (a refusal wakes it sooner). */
 #define CACHE_SWEEP_NS	(INT64_C(1000) * 1000000)
+/* No get for this long: the sweeper trims once (see sweeper_main()). */
+#define CACHE_QUIET_NS	(INT64_C(10) * 1000000000)
 
 struct ent {
 	struct cache_entry	 pub;
 	uint64_t		 gen;
 	int64_t			 scope;		/* what its content covers (cache_get_scoped) */
 	uint64_t		 hash;
+	int64_t			 used;		/* clock_mono_ns() of its last get */
 	int			 refs;
 	bool			 ready;
 	bool			 dead;		/* unlinked; freed when refs drop to 0 */
@@ -55,6 +63,7 @@ struct cache {
 	struct ent	*lru_head, *lru_tail;
 	size_t		 bytes, max_bytes, entries;
 	size_t		 freed;		/* bytes of entries freed since the last trim */
+	int64_t		 idle_ns;	/* drop entries unused this long (0: never) */
 	uint64_t	 fills, hits;
 	cache_changed_fn	 changed;
 	void		*changed_arg;
@@ -197,6 +206,38 @@ cache_destroy(struct cache *c)
 }
 
 void
+cache_set_idle(struct cache *c, int64_t idle_ns)
+{
+	pthread_mutex_lock(&c->c_lock);
+	c->idle_ns = idle_ns;
+	pthread_mutex_unlock(&c->c_lock);
+}
+
+/*
+ * Drop the unreferenced entries unused since before its idle time; whether
+ * any went. The LRU list is in order of use: stop at the first recent one.
+ * Caller holds c_lock.
+ */
+static bool
+evict_idle(struct cache *c, int64_t now)
+{
+	struct ent *e = c->lru_tail, *prev;
+	bool any = false;
+
+	if (c->idle_ns <= 0)
+		return false;
+	while (e && now - e->used >= c->idle_ns) {
+		prev = e->lprev;
+		if (e->ready && e->refs == 0) {
+			ent_unlink(c, e);
+			any = true;
+		}
+		e = prev;
+	}
+	return any;
+}
+
+void
 cache_set_changed(struct cache *c, cache_changed_fn changed, void *arg)
 {
 	c->changed = changed;
@@ -208,6 +249,45 @@ cache_get(struct cache *c, const char *key, uint64_t gen, int64_t max_age_ns,
     cache_fill_fn fill, void *arg, struct cache_entry **out)
 {
 	return cache_get_scoped(c, key, gen, INT64_MAX, max_age_ns, fill, arg, out);
+}
+
+/*
+ * Whether e, ready, is current at gen for scope and max_age_ns; made at
+ * another generation, it is when nothing it covers changed since (then it
+ * moves to gen). Caller holds c_lock.
+ */
+static bool
+ent_current(struct cache *c, struct ent *e, uint64_t gen, int64_t scope, int64_t max_age_ns)
+{
+	if (e->gen != gen && e->scope == scope && c->changed &&
+	    e->gen < gen && !c->changed(c->changed_arg, e->gen, scope))
+		e->gen = gen;
+	return e->gen == gen && (max_age_ns == 0 || clock_now_ns() - e->pub.born < max_age_ns);
+}
+
+int
+cache_peek_scoped(struct cache *c, const char *key, uint64_t gen, int64_t scope,
+    int64_t max_age_ns, struct cache_entry **out)
+{
+	uint64_t h = hash_bytes(key, strlen(key));
+	struct ent *e;
+
+	*out = NULL;
+	pthread_mutex_lock(&c->c_lock);
+	for (e = c->buckets[h % NBUCKETS]; e; e = e->hnext)
+		if (e->hash == h && strcmp(e->pub.key, key) == 0)
+			break;
+	if (e == NULL || !e->ready || !ent_current(c, e, gen, scope, max_age_ns)) {
+		pthread_mutex_unlock(&c->c_lock);
+		return -ENOENT;
+	}
+	e->refs++;
+	c->hits++;
+	e->used = clock_mono_ns();
+	lru_front(c, e);
+	pthread_mutex_unlock(&c->c_lock);
+	*out = &e->pub;
+	return 0;
 }
 
 int
@@ -237,13 +317,10 @@ again:
 			pthread_cond_wait(&c->c_cond, &c->c_lock);
 			goto again;
 		}
-		/* Made at another generation: still current if nothing it covers changed. */
-		if (e->gen != gen && e->scope == scope && c->changed &&
-		    e->gen < gen && !c->changed(c->changed_arg, e->gen, scope))
-			e->gen = gen;
-		if (e->gen == gen && (max_age_ns == 0 || clock_now_ns() - e->pub.born < max_age_ns)) {
+		if (ent_current(c, e, gen, scope, max_age_ns)) {
 			e->refs++;
 			c->hits++;
+			e->used = clock_mono_ns();
 			lru_front(c, e);
 			pthread_mutex_unlock(&c->c_lock);
 			*out = &e->pub;
@@ -257,6 +334,7 @@ again:
 		return -ENOMEM;
 	}
 	e->hash = h;
+	e->used = clock_mono_ns();
 	e->gen = gen;
 	e->scope = scope;
 	e->refs = 1;
@@ -330,21 +408,43 @@ static void *
 sweeper_main(void *arg)
 {
 	struct cache_sweeper *sw = arg;
-	uint64_t seen = 0;
+	uint64_t seen = 0, ops, ops_seen = 0;
+	int64_t quiet_since = clock_mono_ns();
+	bool pressed, trim, trimmed = true;
 	size_t i;
-	bool trim;
 
 	while (!atomic_load(&sw->stop)) {
-		if (!budget_wait_pressure(&seen, CACHE_SWEEP_NS, &sw->stop))
-			continue;
+		pressed = budget_wait_pressure(&seen, CACHE_SWEEP_NS, &sw->stop);
+		trim = false;
+		ops = 0;
 		for (i = 0; i < sw->n && !atomic_load(&sw->stop); i++) {
-			pthread_mutex_lock(&sw->caches[i]->c_lock);
-			evict_to(sw->caches[i], 0);
-			trim = trim_due(sw->caches[i]);
-			pthread_mutex_unlock(&sw->caches[i]->c_lock);
-			if (trim)
-				malloc_trim(0);
+			struct cache *c = sw->caches[i];
+
+			pthread_mutex_lock(&c->c_lock);
+			ops += c->fills + c->hits;
+			if (pressed)
+				evict_to(c, 0);
+			/* Gone idle: whatever it freed, however little, goes back. */
+			else if (evict_idle(c, clock_mono_ns()) && c->freed > 0)
+				c->freed = TRIM_BYTES;
+			trim |= trim_due(c);
+			pthread_mutex_unlock(&c->c_lock);
 		}
+		/*
+		 * Once the files stop being asked for, what the requests freed
+		 * outside the caches (libfuse's nodes of the entries the kernel
+		 * forgot, listings, decoding) goes back too, once.
+		 */
+		if (ops != ops_seen) {
+			ops_seen = ops;
+			quiet_since = clock_mono_ns();
+			trimmed = false;
+		} else if (!trimmed && clock_mono_ns() - quiet_since >= CACHE_QUIET_NS) {
+			trim = true;
+			trimmed = true;
+		}
+		if (trim)
+			malloc_trim(0);
 	}
 	return NULL;
 }

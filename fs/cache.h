@@ -45,6 +45,19 @@ int		 cache_get(struct cache *c, const char *key, uint64_t gen,
 int		 cache_get_scoped(struct cache *c, const char *key, uint64_t gen,
 		    int64_t scope, int64_t max_age_ns, cache_fill_fn fill, void *arg,
 		    struct cache_entry **out);
+/*
+ * The entry for key if it is there and current (as cache_get_scoped() would
+ * serve it), without computing it: 0 and *out (released with
+ * cache_release()), or -ENOENT and *out NULL.
+ */
+int		 cache_peek_scoped(struct cache *c, const char *key, uint64_t gen,
+		    int64_t scope, int64_t max_age_ns, struct cache_entry **out);
+/*
+ * Entries of c that no get asked for in idle_ns are dropped by the sweeper's
+ * tick (cache_sweeper_start()), and the memory they held is given back to
+ * the system; 0 (the default): only a short budget or max_bytes drop them.
+ */
+void		 cache_set_idle(struct cache *c, int64_t idle_ns);
 /* Whether a change after generation then touched data at or before scope. */
 typedef bool (*cache_changed_fn)(void *arg, uint64_t then, int64_t scope);
 void		 cache_set_changed(struct cache *c, cache_changed_fn changed, void *arg);
@@ -65,8 +78,9 @@ void		 cache_stats(struct cache *c, size_t *entries, size_t *bytes,
  * A thread that drops the unreferenced entries of caches[0..n) whenever the
  * memory budget runs short (budget_pressed()), woken early by a refused
  * reservation: so that memory the caches hold comes back even when no file
- * is read, without the budget calling into them. Stop it before destroying
- * the caches. 0 or -errno.
+ * is read, without the budget calling into them. On each tick (a second) it
+ * also drops the entries gone idle (cache_set_idle()) and gives their memory
+ * back. Stop it before destroying the caches. 0 or -errno.
  */
 struct cache_sweeper;
 int		 cache_sweeper_start(struct cache **caches, size_t n,

@@ -315,6 +315,7 @@ fs_content(struct fsctx *fs, const char *path, const struct fspath *fp,
 struct size_val {
 	off_t	 size;
 	int64_t	 born;
+	uint64_t stored;	/* a stored profile's bytes in the database (its st_blocks) */
 	int	 rc;
 };
 
@@ -327,14 +328,16 @@ fill_size(void *varg, void **val, size_t *size, void (**free_fn)(void *))
 	struct cache_entry *ce;
 
 	/*
-	 * A stored profile's size is in the store's index once it was served;
-	 * its time is its file's time.
+	 * A stored profile's size is in the store's index once it was served
+	 * (to a caller who sees kernel addresses: others get it made); its
+	 * time is its file's time, its blocks what the store holds.
 	 */
-	if (a->fp->node == NODE_PROFILE && !a->fp->hide_kernel) {
+	if (a->fp->node == NODE_PROFILE) {
 		uint64_t z;
 
 		v->rc = reader_get_size(a->fs->rd, a->fp->profile_id, &ref, &z);
-		if (v->rc == 0 || v->rc == -ENOENT) {
+		v->stored = ref.stored;
+		if (!a->fp->hide_kernel && (v->rc == 0 || v->rc == -ENOENT)) {
 			if (v->rc == 0 && !profile_in_path(a->fs, a->fp, &ref))
 				v->rc = -ENOENT;
 			v->size = (off_t)z;
@@ -363,7 +366,7 @@ out:
  */
 static int
 content_size(struct fsctx *fs, const char *path, const struct fspath *fp, off_t *size,
-    int64_t *born)
+    int64_t *born, uint64_t *stored)
 {
 	struct fill_arg a = { fs, fp, path };
 	struct cache_entry *ce;
@@ -379,8 +382,47 @@ content_size(struct fsctx *fs, const char *path, const struct fspath *fp, off_t 
 	if (rc == 0) {
 		*size = v->size;
 		*born = v->born;
+		*stored = v->stored;
 	}
 	cache_release(fs->sizes, ce);
+	return rc;
+}
+
+/*
+ * The size and birth of a generated file if it is known without making it:
+ * remembered (content_size()) or the content cached. -ENOENT: not known.
+ */
+static int
+content_size_known(struct fsctx *fs, const char *path, const struct fspath *fp,
+    off_t *size, int64_t *born, uint64_t *stored)
+{
+	uint64_t gen = reader_generation(fs->rd);
+	struct cache_entry *ce;
+	int rc = -ENOENT;
+
+	if (cache_peek_scoped(fs->sizes, path, gen, content_scope(fp), content_max_age(fp),
+	    &ce) == 0) {
+		const struct size_val *v = ce->val;
+
+		if (v && v->rc == 0) {
+			*size = v->size;
+			*born = v->born;
+			*stored = v->stored;
+			rc = 0;
+		}
+		cache_release(fs->sizes, ce);
+		if (rc == 0)
+			return 0;
+	}
+	if (fp->node != NODE_PROFILE && cache_peek_scoped(fs->files, path, gen,
+	    content_scope(fp), content_max_age(fp), &ce) == 0) {
+		if (ce->rc == 0) {
+			*size = (off_t)((struct buf *)ce->val)->len;
+			*born = ce->born;
+			rc = 0;
+		}
+		cache_release(fs->files, ce);
+	}
 	return rc;
 }
 
@@ -489,6 +531,40 @@ lookup_exists(struct fsctx *fs, const struct fspath *fp, const struct range *r)
 	    (reader_missed(fs->rd) && dir_exists(fs, fp->service, type, sel, r));
 }
 
+/*
+ * A view or a stored profile, to a caller walking the tree (walk.c), without
+ * making it: its size if known, else 0 -- a view is read with direct_io and a
+ * stored profile asks its size again on open, so readers still get every
+ * byte -- and as blocks the bytes the store holds for it (none for a view).
+ * 0 and *st, -ENOENT (the ordinary stat tells), or -EIO.
+ */
+static int
+walk_stat(struct fsctx *fs, const char *path, const char *key, const struct fspath *fp,
+    struct stat *st)
+{
+	struct store_ref ref;
+	uint64_t stored = 0, z = 0;
+	off_t size = 0;
+	int64_t born = 0;
+	int rc;
+
+	if (content_size_known(fs, key, fp, &size, &born, &stored) == 0 ||
+	    fp->node != NODE_PROFILE)
+		goto out;
+	rc = reader_get_size(fs->rd, fp->profile_id, &ref, &z);
+	if (rc == -EIO)
+		return rc;
+	if ((rc != 0 && rc != -ENODATA) || !profile_in_path(fs, fp, &ref))
+		return -ENOENT;
+	size = rc == 0 && !fp->hide_kernel ? (off_t)z : 0;
+	born = ref.time;
+	stored = ref.stored;
+out:
+	fs_stat(st, path, false, size, false, born);
+	st->st_blocks = (blkcnt_t)((stored + 511) / 512);
+	return 0;
+}
+
 static int
 pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 {
@@ -570,15 +646,23 @@ pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 	case NODE_PROFILE: {
 		char kbuf[PATH_MAX + 2];
 		const char *key = content_key(path, &fp, kbuf, sizeof(kbuf));
+		bool view = fp.node == NODE_VIEW || fp.node == NODE_VS_VIEW;
+		uint64_t stored = 0;
 		off_t size;
 		int64_t born;
 
 		/* While the file is open: the size of the version its readers share. */
 		if (pin_stat(fs, key, &size, &born)) {
 			fs_stat(st, path, false, size, false, born);
+			if (view)
+				st->st_blocks = 0;
 			return 0;
 		}
-		rc = content_size(fs, key, &fp, &size, &born);
+		if ((view || fp.node == NODE_PROFILE) &&
+		    walk_note(fuse_get_context()->pid, path) &&
+		    (rc = walk_stat(fs, path, key, &fp, st)) != -ENOENT)
+			return rc < 0 ? errno_of(rc) : 0;
+		rc = content_size(fs, key, &fp, &size, &born, &stored);
 		/* Listed before a deletion took its data, while rm -r walks (delete.c). */
 		if (rc == -ENOENT && fp.node != NODE_README && fp.node != NODE_TARGETS &&
 		    fp.node != NODE_ERRORS && deleted_lately(&fp)) {
@@ -588,6 +672,9 @@ pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 		}
 		if (rc == 0)
 			fs_stat(st, path, false, size, false, born);
+		/* du counts what the store holds of each profile; views take no room. */
+		if (rc == 0 && (view || fp.node == NODE_PROFILE))
+			st->st_blocks = (blkcnt_t)((stored + 511) / 512);
 		if (rc < 0 && rc != -ENOENT) {
 			metrics_add(METRIC_FUSE_ERRORS, "op=\"getattr\"", 1);
 		}
@@ -1396,8 +1483,21 @@ readme_render(struct fsctx *fs, struct buf *b)
 "ingest/ fail with 'Read-only file system'; other users get 'Permission\n"
 "denied'.\n"
 "\n"
+"Sizes, du and find: a profile shows in every range directory that holds it\n"
+"(its hour, its day, last-24h, last-7d, all, ...), under all/ and under its\n"
+"label set, so du, find and ls -R count it once per such directory: du -s of\n"
+"a service is many times what it stores. Generated files take no room (du\n"
+"counts 0 blocks for them); a stored profile counts the bytes the store\n"
+"holds for it (before the database compresses them; du --apparent-size\n"
+"counts sizes as served). A process that stats files in more than 3\n"
+"directories one after another (du, find -size, ls -lR, grep -r) is told 0\n"
+"as the size of a file not made yet, so that a walk makes nothing; reading\n"
+"the file still returns every byte. What the store takes on disk:\n"
+"  df -h %s      (or du -sh of the --data directory)\n"
+"and how many profiles a range holds: \"profiles\" in its meta.json.\n"
+"\n"
 "More: man profilefs; in the source tree README.md and docs/ (docs/tree.md\n"
 "for this tree, docs/cli.md for every option).\n",
-	    PROFILEFS_VERSION, m, m, m, m, m, m, m, m, m);
+	    PROFILEFS_VERSION, m, m, m, m, m, m, m, m, m, m);
 	return b->data ? 0 : -ENOMEM;
 }

@@ -161,6 +161,14 @@ void	delete_walk_note(pid_t pid, const char *path);
 bool	delete_walk_root(pid_t pid, char *root, size_t size);
 bool	delete_path_under(const char *path, const char *dir);
 
+/*
+ * walk.c: process pid (the FUSE caller) stats the generated file path;
+ * whether it is walking the tree (du, grep -r: generated files in more than
+ * a few range directories one after another), so that its stat should not
+ * make the file to learn its size. Thread-safe.
+ */
+bool	walk_note(pid_t pid, const char *path);
+
 /* Log why path, under ingest/, names no place for a file (a bad service or type). */
 void	ingest_explain(const char *path);
 

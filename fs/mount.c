@@ -22,9 +22,24 @@
 #include "cache.h"
 #include "fs_int.h"
 
-#define FILE_CACHE_BYTES	(512u << 20)
-#define MERGE_CACHE_BYTES	(512u << 20)
-#define SIZE_CACHE_BYTES	(64u << 20)	/* some 400,000 files */
+/*
+ * What the caches may hold: a quarter of the memory budget (--memory-limit)
+ * each for generated files and merges, at most 512 MiB; a sixteenth for
+ * sizes, at most 64 MiB (some 400,000 files; a week of one service is
+ * 344,000). Files and merges nobody read for CACHE_IDLE_NS go, and their
+ * memory back to the system: a tree walk costs at most these while it runs
+ * and nothing once it is over. Sizes stay (a second du makes nothing).
+ */
+#define FILE_CACHE_MAX		((size_t)512 << 20)
+#define MERGE_CACHE_MAX		((size_t)512 << 20)
+#define SIZE_CACHE_MAX		((size_t)64 << 20)
+#define CACHE_IDLE_NS		(INT64_C(30) * 1000000000)
+
+static size_t
+cache_bytes(size_t share, size_t max)
+{
+	return budget_limit() / share < max ? budget_limit() / share : max;
+}
 
 
 /* libfuse's own messages go through log.c like everything else. */
@@ -262,9 +277,9 @@ fs_main(struct fsctx *fs, const struct fs_opts *o)
 	fs->mountpoint = o->mountpoint;
 	if (fs->rd == NULL)
 		fs->rd = store_reader(fs->st);
-	fs->files = cache_create(FILE_CACHE_BYTES);
-	fs->merges = cache_create(MERGE_CACHE_BYTES);
-	fs->sizes = cache_create(SIZE_CACHE_BYTES);
+	fs->files = cache_create(cache_bytes(4, FILE_CACHE_MAX));
+	fs->merges = cache_create(cache_bytes(4, MERGE_CACHE_MAX));
+	fs->sizes = cache_create(cache_bytes(16, SIZE_CACHE_MAX));
 	if (fs->files == NULL || fs->merges == NULL || fs->sizes == NULL ||
 	    pins_create(&fs->pins) < 0 || ingests_create(&fs->ingests) < 0 ||
 	    handles_create(&fs->handles) < 0) {
@@ -275,6 +290,8 @@ fs_main(struct fsctx *fs, const struct fs_opts *o)
 	cache_set_changed(fs->files, changed_since, (void *)fs->rd);
 	cache_set_changed(fs->merges, changed_since, (void *)fs->rd);
 	cache_set_changed(fs->sizes, changed_since, (void *)fs->rd);
+	cache_set_idle(fs->files, CACHE_IDLE_NS);
+	cache_set_idle(fs->merges, CACHE_IDLE_NS);
 
 	access_modes(fs, &o->access);
 	fuse_set_log_func(fuse_log_to_log);

@@ -12,7 +12,8 @@
 # Usage: scripts/bench-scale.sh [DAYS]   (default 7)
 # "cold" is the first read after a restart of the daemon (page cache kept
 # unless run as root, which drops it). BENCH_SCALE_KEEP=DIR keeps the data
-# directory there for further experiments.
+# directory there for further experiments; with BENCH_SCALE_FILL_ONLY=1 too,
+# the script stops once the week is stored (scripts/bench-walk.sh).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BIN="${PROFILEFS_BIN:-$ROOT/bin/profilefs}"
@@ -83,6 +84,8 @@ while [ $idle -lt 2 ] && [ $(( $(date +%s) - t0 )) -lt 900 ]; do
 done
 echo "windows caught up $(( $(date +%s) - t0 )) s after the last push"
 stop_daemon
+# BENCH_SCALE_FILL_ONLY=1 (with BENCH_SCALE_KEEP): only fill, for bench-walk.sh.
+if [ -n "${BENCH_SCALE_FILL_ONLY:-}" ]; then exit 0; fi
 disk=$(du -sb "$TMP/data" | cut -f1)
 if [ "$(id -u)" = 0 ]; then sync; echo 3 > /proc/sys/vm/drop_caches; fi
 start_daemon

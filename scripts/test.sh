@@ -66,8 +66,10 @@ for san in "${builds[@]}"; do
   # read once its daemon has drained them (about 45 s).
   # cluster_shipped checks the shipper's single thread against a ClickHouse
   # server: its threads are the other cluster suites'.
+  # walk_memory measures RSS and waits out the caches'
+  # idle time (about 60 s).
   skip="layers|install|otlp|grafana|ebpf_java|ebpf_hotspot|ebpf_debuginfod|hardening_memory|cluster_replicas"
-  skip="$skip|make_concurrent|options_doc|cluster_hedge|cluster_single|recipes|hardening_peer|hardening_regex|hardening_json|hardening_symtab|hardening_kaddr|ebpf_node|ebpf_ident|ebpf_offcpu_total|cluster_shipped"
+  skip="$skip|make_concurrent|options_doc|cluster_hedge|cluster_single|recipes|hardening_peer|hardening_regex|hardening_json|hardening_symtab|hardening_kaddr|ebpf_node|ebpf_ident|ebpf_offcpu_total|cluster_shipped|walk_memory"
   if read -r p f <"$tally"; then
     pass=$((pass + p)); fail=$((fail + f))
   else

@@ -178,6 +178,16 @@ index_set_size(struct store *st, const struct store_ref *ref, uint64_t size)
 	free(dberr);	/* a size not remembered is made again */
 }
 
+/* The 'P' key of ref (25 bytes). */
+static void
+pkey_of(const struct store_ref *ref, unsigned char *pkey)
+{
+	pkey[0] = 'P';
+	be64_put(pkey + 1, ref->series);
+	be64_put(pkey + 9, time_enc(ref->time));
+	be64_put(pkey + 17, ref->id);
+}
+
 /* The 'P' value of ref (malloc'd, *vl bytes), or NULL with *rc -EIO or -ENOENT. */
 static char *
 value_get(struct store *st, const struct store_ref *ref, size_t *vl, int *rc)
@@ -185,10 +195,7 @@ value_get(struct store *st, const struct store_ref *ref, size_t *vl, int *rc)
 	unsigned char pkey[25];
 	char *dberr = NULL, *v;
 
-	pkey[0] = 'P';
-	be64_put(pkey + 1, ref->series);
-	be64_put(pkey + 9, time_enc(ref->time));
-	be64_put(pkey + 17, ref->id);
+	pkey_of(ref, pkey);
 	v = rocksdb_get(st->db, st->ropts, (char *)pkey, sizeof(pkey), vl, &dberr);
 	if (dberr) {
 		free(dberr);
@@ -234,11 +241,26 @@ store_get_size(struct store *st, uint64_t id, struct store_ref *ref, uint64_t *s
 
 	pthread_rwlock_rdlock(&st->db_lock);
 	rc = index_get(st, id, ref, size);
-	if (rc == 0 && *size != UINT64_MAX) {
-		/* Its data, not only its index record (retention deletes both). */
-		size_t vl;
+	if (rc == 0) {
+		/*
+		 * Its data, not only its index record (retention deletes both),
+		 * and how long it is: read in place, not copied (du stats every
+		 * profile of a week once per range that holds it).
+		 */
+		unsigned char pkey[25];
+		rocksdb_pinnableslice_t *ps;
+		char *dberr = NULL;
+		size_t vl = 0;
 
-		free(value_get(st, ref, &vl, &rc));
+		pkey_of(ref, pkey);
+		ps = rocksdb_get_pinned(st->db, st->ropts, (char *)pkey, sizeof(pkey), &dberr);
+		if (dberr)
+			rc = -EIO;
+		else if (ps == NULL || rocksdb_pinnableslice_value(ps, &vl) == NULL || vl < 1)
+			rc = -ENOENT;
+		free(dberr);
+		rocksdb_pinnableslice_destroy(ps);
+		ref->stored = rc == 0 ? vl : 0;
 	}
 	pthread_rwlock_unlock(&st->db_lock);
 	if (rc == 0 && *size == UINT64_MAX)

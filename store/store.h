@@ -61,6 +61,11 @@ struct store_ref {
 	 * window's start); see store_expire_tiers().
 	 */
 	uint64_t	 summary;
+	/*
+	 * Bytes its value takes in the database, before RocksDB compresses
+	 * its blocks (store_get_size() only; 0 elsewhere).
+	 */
+	uint64_t	 stored;
 };
 
 /* qsort() order of struct store_refs: by time, then id (the order listings and merges read in). */
@@ -133,9 +138,9 @@ int	store_scan(struct store *st, uint64_t sid, int64_t from, int64_t to,
 /* The stored profile with this id: gzipped bytes into out, *ref filled. -ENOENT if none. */
 int	store_get(struct store *st, uint64_t id, struct store_ref *ref, struct buf *out);
 /*
- * The size of what store_get() gives for id, without reading the profile:
+ * The size of what store_get() gives for id, without decoding the profile:
  * remembered once a store_get() made it. -ENODATA while it is not known
- * (*ref is filled), -ENOENT if there is no such profile.
+ * (*ref is filled, its stored bytes too), -ENOENT if there is no such profile.
  */
 int	store_get_size(struct store *st, uint64_t id, struct store_ref *ref, uint64_t *size);
 /*

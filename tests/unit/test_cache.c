@@ -584,6 +584,66 @@ test_threads_eviction_and_generations(void **state)
 	assert_true(fills > NKEYS);
 }
 
+/* cache_peek_scoped: serves what is there and current, never fills. */
+static void
+test_peek(void **state)
+{
+	struct cache *c = cache_create(1 << 20);
+	struct cache_entry *e;
+
+	(void)state;
+	reset_counts();
+	assert_int_equal(cache_peek_scoped(c, "/p", 1, INT64_MAX, 0, &e), -ENOENT);
+	assert_null(e);
+	assert_int_equal(atomic_load(&fills_run), 0);
+	assert_int_equal(get(c, "/p", 1, 0, 10, &e), 0);
+	cache_release(c, e);
+	assert_int_equal(cache_peek_scoped(c, "/p", 1, INT64_MAX, 0, &e), 0);
+	assert_string_equal(valof(e)->key, "/p");
+	cache_release(c, e);
+	/* Another generation: stale, and a peek does not make it again. */
+	assert_int_equal(cache_peek_scoped(c, "/p", 2, INT64_MAX, 0, &e), -ENOENT);
+	assert_int_equal(atomic_load(&fills_run), 1);
+	cache_destroy(c);
+}
+
+/*
+ * Idle entries go on the sweeper's tick with memory plenty; one in use
+ * stays until released, then goes at a later tick.
+ */
+static void
+test_idle_sweep(void **state)
+{
+	struct cache *c = cache_create(1 << 20);
+	struct cache_sweeper *sw;
+	struct cache_entry *a, *b;
+	size_t entries = 9;
+	int i;
+
+	(void)state;
+	reset_counts();
+	cache_set_idle(c, 200 * MS);
+	assert_int_equal(get(c, "/a", 1, 0, 10, &a), 0);
+	cache_release(c, a);
+	assert_int_equal(get(c, "/b", 1, 0, 10, &b), 0);	/* held */
+	assert_int_equal(cache_sweeper_start(&c, 1, &sw), 0);
+	for (i = 0; i < 50 && entries != 1; i++) {
+		usleep(100000);
+		stats(c, &entries, NULL, NULL, NULL);
+	}
+	assert_int_equal(entries, 1);
+	assert_int_equal(atomic_load(&vals_freed), 1);
+	cache_release(c, b);
+	for (i = 0; i < 50 && entries != 0; i++) {
+		usleep(100000);
+		stats(c, &entries, NULL, NULL, NULL);
+	}
+	assert_int_equal(entries, 0);
+	assert_int_equal(atomic_load(&vals_freed), 2);
+	cache_sweeper_stop(sw);
+	cache_destroy(c);
+}
+
 int
 main(void)
 {
@@ -598,6 +658,8 @@ main(void)
 		cmocka_unit_test(test_single_flight),
 		cmocka_unit_test(test_threads_no_eviction),
 		cmocka_unit_test(test_threads_eviction_and_generations),
+		cmocka_unit_test(test_peek),
+		cmocka_unit_test(test_idle_sweep),
 	};
 
 	return cmocka_run_group_tests_name("cache", tests, NULL, NULL);
