@@ -99,7 +99,7 @@ batch_profile(struct store *st, rocksdb_writebatch_t *wb, uint64_t sid, int64_t 
     uint64_t id, const struct profile *p, struct buf *news, size_t *vlen)
 {
 	unsigned char pkey[25], dkey[25], tmark[8];
-	struct buf val = { 0 }, tv = { 0 }, sig = { 0 };
+	struct buf val = { 0 }, tv = { 0 }, sig = { 0 }, spv = { 0 };
 	struct series_state *ss;
 	uint64_t h;
 	size_t i;
@@ -107,7 +107,7 @@ batch_profile(struct store *st, rocksdb_writebatch_t *wb, uint64_t sid, int64_t 
 
 	if ((ss = series_state_lock(st, sid, &rc)) == NULL)
 		return rc;
-	if ((rc = pack_profile(ss->sym, p, time, &val, news)) < 0)
+	if ((rc = pack_profile(ss->sym, p, time, &val, news, &spv)) < 0)
 		goto unlock;
 	/* The batch copies keys and values: the lock covers only the table. */
 	rc = put_symbols(wb, ss->space, ss->sym, (const struct sym_new *)news->data,
@@ -121,6 +121,10 @@ unlock:
 	be64_put(pkey + 9, time_enc(time));
 	be64_put(pkey + 17, id);
 	rocksdb_writebatch_put(wb, (char *)pkey, sizeof(pkey), val.data, val.len);
+	if (spv.len) {	/* Z: its samples' spans (span.c) */
+		pkey[0] = 'Z';
+		rocksdb_writebatch_put(wb, (char *)pkey, sizeof(pkey), spv.data, spv.len);
+	}
 	/* T: totals and signature hash */
 	if ((rc = profile_signature(p, &sig)) < 0)
 		goto out;
@@ -152,8 +156,9 @@ unlock:
 		be64_put(tmark, time_enc(time));
 		rocksdb_writebatch_put(wb, (char *)dkey, sizeof(dkey), (char *)tmark, 8);
 	}
-	*vlen = val.len;
+	*vlen = val.len + spv.len;
 out:
+	buf_free(&spv);
 	buf_free(&val);
 	buf_free(&tv);
 	buf_free(&sig);
