@@ -357,6 +357,21 @@ put_prepare(struct store *st, const struct store_input *in, const struct profile
 		rc = -EINVAL;
 		goto out;
 	}
+	if (in->labels) {
+		size_t i;
+
+		/* A series per request would follow: span ids belong to samples (span.c). */
+		for (i = 0; i < in->labels->n; i++)
+			if (strcmp(in->labels->pairs[i].key, "span_id") == 0 ||
+			    strcmp(in->labels->pairs[i].key, "trace_id") == 0) {
+				if (err)
+					buf_printf(err, "%s is not a series label: span ids belong "
+					    "to samples (the pprof sample label %s, or OTLP links)",
+					    in->labels->pairs[i].key, in->labels->pairs[i].key);
+				rc = -EINVAL;
+				goto out;
+			}
+	}
 	if (in->labels && (rc = labels_format(in->labels, &labels)) < 0)
 		goto out;
 	if ((rc = buf_reserve(&labels, 0)) < 0)
