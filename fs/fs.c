@@ -1318,6 +1318,16 @@ readme_render(struct fsctx *fs, struct buf *b)
 "                                time,<sample type>_<unit>, e.g. time,cpu_nanoseconds;\n"
 "                                CPU time adds cpu_cores: CPU time over the step's length)\n"
 "          profiles/<UTC time>-<id>.pb.gz   each stored profile\n"
+"      span_id=<id>[+<id>...]/   span profiles (traces to profiles): only the samples of\n"
+"                                these spans (the pprof sample label span_id, 1 to 16 hex\n"
+"                                digits, as Pyroscope's SDKs set it; OTLP links); e.g.\n"
+"                                go tool pprof -top %s/checkout/cpu/span_id=9f3c2a1b7d4e5f60/last-1h/merged.pb.gz\n"
+"      trace_id=<32 hex>/        the samples of one trace (OTLP links), on every host\n"
+"                                with --clickhouse; both combine with labels\n"
+"                                (region=eu,span_id=<id>/). Span ids are never label\n"
+"                                sets: ls lists none. They cost a few bytes per span and\n"
+"                                profile on disk; a lookup reads the span records of the\n"
+"                                range and the profiles holding the span (raw retention)\n"
 "\n"
 "All times are UTC. In names, %%, /, ',' and '=' are written %%XX (in matchers\n"
 "also a key's trailing '!' and a value's leading '~').\n"
@@ -1396,6 +1406,6 @@ readme_render(struct fsctx *fs, struct buf *b)
 "\n"
 "More: man profilefs; in the source tree README.md and docs/ (docs/tree.md\n"
 "for this tree, docs/cli.md for every option).\n",
-	    PROFILEFS_VERSION, m, m, m, m, m, m, m, m, m);
+	    PROFILEFS_VERSION, m, m, m, m, m, m, m, m, m, m);
 	return b->data ? 0 : -ENOMEM;
 }
