@@ -89,11 +89,6 @@ case "$dirs" in *span*) fail "label-set directories list span ids" "$dirs" ;;
   *) ok "tree: the label-set directories list no span ids ($dirs)" ;; esac
 grep -q 'span_id' "$M/README.txt" && ok "README.txt documents the span selector" || fail "README.txt: no span selector"
 
-# --- profefe's API: the same selector --------------------------------------
-code=$(curl -s -o "$TMP/m.pb.gz" -w '%{http_code}' "${AUTH[@]}" \
-  "$U/api/0/profiles/merge?service=spanapp&type=cpu&labels=span_id=$A&from=2000-01-01T00:00:00&to=2100-01-01T00:00:00")
-check_eq "profefe merge with labels=span_id=$A: HTTP 200, span A's sum" "$code $(cpu_ns "$TMP/m.pb.gz")" "200 $WANT_A"
-
 # --- refusals and bounds ---------------------------------------------------
 code=$(curl -s -o "$TMP/r" -w '%{http_code}' "${AUTH[@]}" -XPOST --data-binary "@$TMP/cpu.pb.gz" \
   "$U/ingest?name=spanapp%7Bspan_id%3Dabc%7D&format=pprof")
