@@ -703,7 +703,7 @@ set_new(struct golabels *gl, const struct proc *p, const struct pair *pr, size_t
 {
 	struct labelset ls = { .n = 0 };
 	struct buf out = { 0 };
-	size_t i, svc;
+	size_t i, svc, nseries = 0;
 	int64_t si;
 	int added = 0, rc = 0;
 
@@ -722,9 +722,12 @@ set_new(struct golabels *gl, const struct proc *p, const struct pair *pr, size_t
 	if (labels_parse(p->labels_text ? p->labels_text : "", &ls, NULL) < 0)
 		return 0;
 	for (i = 0; i < n && rc == 0; i++)
-		if (!series_key(p, g->keys[i]) && !span_label(g->keys[i]))
+		if (!series_key(p, g->keys[i]) && !span_label(g->keys[i])) {
 			rc = labels_add(&ls, g->keys[i], g->values[i], NULL);
-	if (rc == 0 && labels_format(&ls, &out) == 0 && out.data != NULL) {
+			nseries++;
+		}
+	/* Only span ids (or series keys): the plain series, not one of the service's sets. */
+	if (rc == 0 && nseries > 0 && labels_format(&ls, &out) == 0 && out.data != NULL) {
 		g->series = out.data;
 		out.data = NULL;
 		gl->svc_sets[svc]++;
