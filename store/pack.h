@@ -117,6 +117,8 @@ void	span_tag_of(const struct profile *p, const struct span_keys *k,
 	    const struct pf_sample *s, struct span_tag *t, bool *bad);
 int	span_encode(const struct profile *p, const struct span_tag *tags, size_t ns,
 	    size_t ncut, size_t nbad, struct buf *out);
+/* The span filter ('F' value) of span record rec appended to out. */
+int	span_filter(const void *rec, size_t len, struct buf *out);
 int	span_counts(const void *val, size_t len, size_t *nruns, size_t *ncut, size_t *nbad);
 
 /* The totals per sample type of a one-group pack (per-profile figures). */

@@ -10,20 +10,31 @@
  *
  *   offset  size      field (varints unless said)
  *   0       1         SPAN_VERSION
- *   1       var       nruns: distinct spans, each one run of pack samples
+ *   1       var       nruns: distinct spans, each one run of pack samples;
+ *                     the runs follow each other, after the untagged samples
  *           var       ncut: distinct spans past SPAN_MAX_PER_PROFILE; their
  *                     samples are kept, untagged
  *           var       nbad: samples whose span_id was not 1 to 16 hex digits
  *                     (or whose trace_id was not 32); kept untagged
+ *           var       first: the untagged samples before the first run
  *           var       nnames, then per name: length, bytes (span_name)
  *           var       ntraces, then 16 bytes per trace id
  *           8*nruns   span ids, ascending, little-endian: binary searched
- *           per run   start (pack sample index, from the previous run's
- *                     end), length, name + 1, trace + 1 (0: none)
+ *           per run   its length (samples)
+ *           per run   its trace + 1 (0: none), only when ntraces > 0
+ *           per run   its name + 1 (0: none), only when nnames > 0
  *
- * A lookup (store_read_spans) reads the 'Z' records of the range, and the
- * pack of each profile that holds a wanted span, adding only that span's
- * runs: the cost follows the profiles of the range and the samples found,
+ * Beside it, the profile's span filter ('F' key, same suffix): a Bloom
+ * filter of its span and trace ids, about 10 bits each (1% false positives):
+ *
+ *   offset  size      field
+ *   0       var       nbits (a multiple of 8; 0: no span)
+ *           nbits/8   the bits; an id sets SPAN_FILTER_K bits (span_filter_has)
+ *
+ * A lookup (store_read_spans) reads the filters of the range (a tenth of
+ * the records' bytes), then the 'Z' record of each profile whose filter
+ * passes and the pack of each profile that holds a wanted span, adding
+ * only that span's runs: the cost follows the profiles of the range and the samples found,
  * not the samples stored. Windows hold no spans (their stacks are the
  * plain ones), so span lookups cover the raw retention.
  */
@@ -157,9 +168,10 @@ span_encode(const struct profile *p, const struct span_tag *tags, size_t ns, siz
     size_t nbad, struct buf *out)
 {
 	uint32_t *nameof = NULL, *traceof = NULL;	/* p string -> slot + 1 */
-	struct buf names = { 0 }, traces = { 0 }, ids = { 0 }, runs = { 0 };
+	struct buf names = { 0 }, traces = { 0 }, ids = { 0 }, lens = { 0 }, tcol = { 0 },
+	    ncol = { 0 };
 	unsigned char tr[16], le[8];
-	size_t i, j, nruns = 0, nnames = 0, ntraces = 0, end = 0;
+	size_t i, j, nruns = 0, nnames = 0, ntraces = 0, first;
 	int rc = 0;
 
 	for (i = 0; i < ns && tags[i].id == 0; i++)
@@ -171,6 +183,7 @@ span_encode(const struct profile *p, const struct span_tag *tags, size_t ns, siz
 		rc = -ENOMEM;
 		goto out;
 	}
+	first = i;
 	for (; i < ns && rc == 0; i = j) {
 		uint64_t nm = 0, trc = 0;
 
@@ -197,36 +210,41 @@ span_encode(const struct profile *p, const struct span_tag *tags, size_t ns, siz
 		}
 		le64_put(le, tags[i].id);
 		rc |= buf_add(&ids, le, 8);
-		rc |= buf_add_varint(&runs, i - end);
-		rc |= buf_add_varint(&runs, j - i);
-		rc |= buf_add_varint(&runs, nm);
-		rc |= buf_add_varint(&runs, trc);
-		end = j;
+		rc |= buf_add_varint(&lens, j - i);
+		rc |= buf_add_varint(&tcol, trc);
+		rc |= buf_add_varint(&ncol, nm);
 		nruns++;
 	}
 	rc |= buf_addc(out, SPAN_VERSION);
 	rc |= buf_add_varint(out, nruns);
 	rc |= buf_add_varint(out, ncut);
 	rc |= buf_add_varint(out, nbad);
+	rc |= buf_add_varint(out, first);
 	rc |= buf_add_varint(out, nnames);
 	rc |= buf_add(out, names.data, names.len);
 	rc |= buf_add_varint(out, ntraces);
 	rc |= buf_add(out, traces.data, traces.len);
 	rc |= buf_add(out, ids.data, ids.len);
-	rc |= buf_add(out, runs.data, runs.len);
+	rc |= buf_add(out, lens.data, lens.len);
+	if (ntraces)
+		rc |= buf_add(out, tcol.data, tcol.len);
+	if (nnames)
+		rc |= buf_add(out, ncol.data, ncol.len);
 out:
 	free(nameof);
 	free(traceof);
 	buf_free(&names);
 	buf_free(&traces);
 	buf_free(&ids);
-	buf_free(&runs);
+	buf_free(&lens);
+	buf_free(&tcol);
+	buf_free(&ncol);
 	return rc ? -ENOMEM : 0;
 }
 
 /* A record read: pointers into its value. */
 struct span_rec {
-	size_t			 nruns, ncut, nbad, ntraces;
+	size_t			 nruns, ncut, nbad, first, ntraces;
 	const unsigned char	*traces;	/* 16 * ntraces */
 	const unsigned char	*ids;		/* 8 * nruns */
 	const unsigned char	*runs, *end;
@@ -245,6 +263,7 @@ rec_read(const void *val, size_t len, struct span_rec *r)
 	GET(r->nruns);
 	GET(r->ncut);
 	GET(r->nbad);
+	GET(r->first);
 	GET(nn);
 	for (i = 0; i < nn; i++) {
 		GET(v);
@@ -288,8 +307,8 @@ span_ranges(const void *val, size_t len, const struct span_sel *sel, uint32_t **
     size_t *nrg, size_t *cap)
 {
 	struct span_rec r;
-	const unsigned char *p;
-	uint64_t start, n, nm, trc, at = 0;
+	const unsigned char *p, *tp;
+	uint64_t n, trc = 0, at;
 	size_t i, k, want_tr = 0;
 	bool *trw = NULL, any = false;
 	int rc;
@@ -330,16 +349,18 @@ span_ranges(const void *val, size_t len, const struct span_sel *sel, uint32_t **
 	}
 	if (sel->nids == 0 && want_tr == 0)
 		goto out;
-	p = r.runs;
-	for (i = 0; i < r.nruns; i++) {
-		if (varint_get(&p, r.end, &start) < 0 || varint_get(&p, r.end, &n) < 0 ||
-		    varint_get(&p, r.end, &nm) < 0 || varint_get(&p, r.end, &trc) < 0 ||
-		    trc > r.ntraces || start > UINT32_MAX || n > UINT32_MAX) {
+	/* The trace column follows the lengths: found by walking them once. */
+	tp = r.runs;
+	for (i = 0; trw && i < r.nruns; i++)
+		if (varint_get(&tp, r.end, &n) < 0) {
 			rc = -EINVAL;
 			goto out;
 		}
-		at += start;
-		if (at + n > UINT32_MAX) {
+	p = r.runs;
+	at = r.first;
+	for (i = 0; i < r.nruns; i++) {
+		if (varint_get(&p, r.end, &n) < 0 || n > UINT32_MAX || at + n > UINT32_MAX ||
+		    (trw && (varint_get(&tp, r.end, &trc) < 0 || trc > r.ntraces))) {
 			rc = -EINVAL;
 			goto out;
 		}
@@ -379,6 +400,96 @@ span_counts(const void *val, size_t len, size_t *nruns, size_t *ncut, size_t *nb
 	*ncut = r.ncut;
 	*nbad = r.nbad;
 	return 0;
+}
+
+/* --- span filters ------------------------------------------------------ */
+
+#define SPAN_FILTER_K	6
+
+static uint64_t
+fmix(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+/* What a trace id hashes as among the span ids of a filter. */
+static uint64_t
+trace_key(const unsigned char *t)
+{
+	return fmix(le64_get(t) ^ fmix(le64_get(t + 8) ^ 0x7472616365ull));
+}
+
+static void
+filter_set(unsigned char *bits, uint64_t nbits, uint64_t key)
+{
+	uint64_t h = fmix(key), h2 = (h >> 32) | 1;
+	int i;
+
+	for (i = 0; i < SPAN_FILTER_K; i++, h += h2)
+		bits[(h % nbits) / 8] |= (unsigned char)(1u << (h % nbits % 8));
+}
+
+static bool
+filter_has(const unsigned char *bits, uint64_t nbits, uint64_t key)
+{
+	uint64_t h = fmix(key), h2 = (h >> 32) | 1;
+	int i;
+
+	if (nbits == 0)
+		return false;
+	for (i = 0; i < SPAN_FILTER_K; i++, h += h2)
+		if (!(bits[(h % nbits) / 8] & (1u << (h % nbits % 8))))
+			return false;
+	return true;
+}
+
+int
+span_filter(const void *rec, size_t len, struct buf *out)
+{
+	struct span_rec r;
+	unsigned char *bits;
+	uint64_t nbits;
+	size_t i;
+	int rc;
+
+	if ((rc = rec_read(rec, len, &r)) < 0)
+		return rc;
+	nbits = ((uint64_t)(r.nruns + r.ntraces) * 10 + 7) / 8 * 8;
+	if ((rc = buf_add_varint(out, nbits)) < 0 || nbits == 0)
+		return rc;
+	if ((rc = buf_reserve(out, nbits / 8)) < 0)
+		return rc;
+	bits = (unsigned char *)out->data + out->len;
+	memset(bits, 0, nbits / 8);
+	for (i = 0; i < r.nruns; i++)
+		filter_set(bits, nbits, le64_get(r.ids + 8 * i));
+	for (i = 0; i < r.ntraces; i++)
+		filter_set(bits, nbits, trace_key(r.traces + 16 * i));
+	out->len += nbits / 8;
+	out->data[out->len] = '\0';
+	return 0;
+}
+
+/* Whether filter val may hold a span or trace of sel (true when unsure). */
+static bool
+filter_passes(const void *val, size_t len, const struct span_sel *sel)
+{
+	const unsigned char *p = val, *end = p + len;
+	uint64_t nbits;
+	size_t i;
+
+	if (varint_get(&p, end, &nbits) < 0 || nbits % 8 || nbits / 8 > (uint64_t)(end - p))
+		return true;	/* malformed: the record decides */
+	for (i = 0; i < sel->nids; i++)
+		if (filter_has(p, nbits, sel->ids[i]))
+			return true;
+	for (i = 0; i < sel->ntraces; i++)
+		if (filter_has(p, nbits, trace_key(sel->traces[i])))
+			return true;
+	return false;
 }
 
 /* What store_read_spans() reads in one profile. */
@@ -450,7 +561,7 @@ store_read_spans_locked(struct store *st, uint64_t sid, int64_t from, int64_t to
 	snap = rocksdb_create_snapshot(st->db);
 	ro = rocksdb_readoptions_create();
 	rocksdb_readoptions_set_snapshot(ro, snap);
-	lo[0] = hi[0] = 'Z';
+	lo[0] = hi[0] = 'F';
 	be64_put(lo + 1, sid);
 	be64_put(hi + 1, sid);
 	be64_put(lo + 9, time_enc(from));
@@ -463,16 +574,31 @@ store_read_spans_locked(struct store *st, uint64_t sid, int64_t from, int64_t to
 	it = rocksdb_create_iterator(st->db, ro);
 	for (rocksdb_iter_seek(it, (char *)lo, sizeof(lo)); rocksdb_iter_valid(it) && rc == 0;
 	    rocksdb_iter_next(it)) {
-		size_t kl, vl;
+		size_t kl, vl, zl = 0;
 		const unsigned char *k = (const unsigned char *)rocksdb_iter_key(it, &kl);
 		const char *v;
+		unsigned char zk[25];
+		char *zv, *dberr = NULL;
 
 		if (kl != 25)
 			continue;
 		v = rocksdb_iter_value(it, &vl);
+		if (!filter_passes(v, vl, sel))
+			continue;
+		memcpy(zk, k, sizeof(zk));
+		zk[0] = 'Z';
+		zv = rocksdb_get(st->db, ro, (char *)zk, sizeof(zk), &zl, &dberr);
+		if (dberr) {
+			free(dberr);
+			rc = -EIO;
+			break;
+		}
+		if (zv == NULL)
+			continue;
 		r.time = time_dec(be64_get(k + 9));
 		r.id = be64_get(k + 17);
-		rc = read_one(st, ro, k, v, vl, sel, a, &r, fn, bad, arg, &rg, &cap);
+		rc = read_one(st, ro, zk, zv, zl, sel, a, &r, fn, bad, arg, &rg, &cap);
+		rocksdb_free(zv);
 	}
 	rocksdb_iter_destroy(it);
 	rocksdb_readoptions_destroy(ro);

@@ -186,6 +186,12 @@ int	store_set_limits(struct store *st, int64_t keep_raw, int64_t keep_windows,
  * benchmarks call it to wait for it). *ndays (optional): days rebuilt.
  */
 int	store_compact(struct store *st, uint64_t *ndays);
+/*
+ * RocksDB's full compaction of the database, now: the size its data takes
+ * once settled in the bottom level (zstd), for benchmarks that measure bytes
+ * on disk. Blocks readers and writers meanwhile.
+ */
+void	store_settle(struct store *st);
 
 /*
  * Deletion of this store's data (delete.c), durable when it returns 0;

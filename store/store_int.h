@@ -70,6 +70,9 @@
  *   'Z'   1       8     sid              the span record of profile id
  *         9       8     time             (span.c): its samples' span ids;
  *         17      8     id               only for profiles that name spans
+ *   'F'   1       8     sid              the span filter of profile id (span.c):
+ *         9       8     time             a Bloom filter of its span and trace
+ *         17      8     id               ids, beside its 'Z'
  *   'C'   1       var   key              bytes another layer caches (cache.c:
  *                                        the fleet's stack frames by address);
  *                                        'C' alone: the bytes put, u64

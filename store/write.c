@@ -105,6 +105,7 @@ batch_profile(struct store *st, rocksdb_writebatch_t *wb, uint64_t sid, int64_t 
 	size_t i;
 	int rc;
 
+	*vlen = 0;
 	if ((ss = series_state_lock(st, sid, &rc)) == NULL)
 		return rc;
 	if ((rc = pack_profile(ss->sym, p, time, &val, news, &spv)) < 0)
@@ -121,9 +122,20 @@ unlock:
 	be64_put(pkey + 9, time_enc(time));
 	be64_put(pkey + 17, id);
 	rocksdb_writebatch_put(wb, (char *)pkey, sizeof(pkey), val.data, val.len);
-	if (spv.len) {	/* Z: its samples' spans (span.c) */
+	if (spv.len) {	/* Z: its samples' spans, F: their filter (span.c) */
+		struct buf fv = { 0 };
+
 		pkey[0] = 'Z';
 		rocksdb_writebatch_put(wb, (char *)pkey, sizeof(pkey), spv.data, spv.len);
+		if ((rc = span_filter(spv.data, spv.len, &fv)) == 0) {
+			pkey[0] = 'F';
+			rocksdb_writebatch_put(wb, (char *)pkey, sizeof(pkey), fv.data ? fv.data : "",
+			    fv.len);
+			*vlen += fv.len;
+		}
+		buf_free(&fv);
+		if (rc < 0)
+			goto out;
 	}
 	/* T: totals and signature hash */
 	if ((rc = profile_signature(p, &sig)) < 0)
@@ -156,7 +168,7 @@ unlock:
 		be64_put(tmark, time_enc(time));
 		rocksdb_writebatch_put(wb, (char *)dkey, sizeof(dkey), (char *)tmark, 8);
 	}
-	*vlen = val.len + spv.len;
+	*vlen += val.len + spv.len;
 out:
 	buf_free(&spv);
 	buf_free(&val);

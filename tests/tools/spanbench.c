@@ -216,6 +216,7 @@ put(const char *dir, bool spans, size_t nspans, int ticks, int stacks)
 		nticks += (uint64_t)n * (uint64_t)ticks;
 	}
 	store_compact(st, NULL);
+	store_settle(st);
 	store_close(st);
 	printf("profiles %d spans %zu rows %" PRIu64 " ticks %" PRIu64 " from %" PRId64 "\n",
 	    PROFILES, spans ? nspans : 0, rows, nticks, t0);
