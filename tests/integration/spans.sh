@@ -11,7 +11,8 @@
 # list no span ids; an OTLP request with links comes back by span and by
 # trace id; span ids as series labels, bad ids and 10,000 spans in one
 # profile are refused, stored or cut with a reason; deletion takes the span
-# data along.
+# data along. Then the same program under --ebpf: span ids read from its Go
+# labels split its sampled time as it measured, and are no label sets.
 set -u
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/../pprof-sums.sh"
@@ -161,4 +162,27 @@ check_eq "after rm -r of the service: SelectMergeSpanProfile of span A is empty"
   "$call_code $(jq -r '.flamegraph.total // 0' "$TMP/r")" "200 0"
 
 kill -0 "$PF_PID" && ok "daemon alive" || fail "daemon died"
+
+# --- the same program under --ebpf: its Go labels, span ids the span way -------
+if [ "$(id -u)" -ne 0 ] || [ ! -r /sys/kernel/btf/vmlinux ] || [ "$(uname -m)" != x86_64 ]; then
+  echo "ok - ebpf: span ids from Go labels # SKIP needs root, BTF and x86-64"
+  pf_done; exit $?
+fi
+pf_stop
+pf_start -v --ebpf=99 --ebpf-period 2 || { fail "daemon starts with --ebpf"; pf_done; exit 1; }
+cp "$TMP/spanapp" "$TMP/efp_spanapp"
+"$TMP/efp_spanapp" -out "$TMP/e.pb.gz" -shares "$TMP/eshares.txt" -dur 6s -spans 2 -weights 16,2 -hz 100 \
+  >/dev/null 2>&1 || fail "efp_spanapp ran"
+sleep 5	# two more periods: the last samples are stored
+EA=$(awk 'NR==1 { print $1 }' "$TMP/eshares.txt") EB=$(awk 'NR==2 { print $1 }' "$TMP/eshares.txt")
+EA_CPU=$(awk 'NR==1 { print $NF }' "$TMP/eshares.txt") EB_CPU=$(awk 'NR==2 { print $NF }' "$TMP/eshares.txt")
+GA=$(cpu_ns "$M/efp_spanapp/cpu/span_id=$EA/all/merged.pb.gz") GB=$(cpu_ns "$M/efp_spanapp/cpu/span_id=$EB/all/merged.pb.gz")
+read -r GOT OWN OKS < <(awk -v a="${GA:-0}" -v b="${GB:-0}" -v ma="$EA_CPU" -v mb="$EB_CPU" 'BEGIN {
+  if (a + b == 0) { print "0 0 0"; exit }
+  g = a / (a + b); o = ma / (ma + mb); d = g - o; if (d < 0) d = -d; printf "%.4f %.4f %d\n", g, o, d <= 0.10 * o }')
+[ "$OKS" = 1 ] && ok "ebpf: span A's share of the sampled span time ($GOT: ${GA} + ${GB} ns) is within 10% of the program's own ($OWN)" \
+  || fail "ebpf: span shares" "sampled $GOT (${GA:-0} + ${GB:-0} ns), program $OWN"
+dirs=$(ls "$M/efp_spanapp/cpu" 2>/dev/null | tr '\n' ' ')
+case "$dirs" in *span*|"") fail "ebpf: label sets" "ls efp_spanapp/cpu: '$dirs'" ;;
+  *) ok "ebpf: no span ids among the label sets ($dirs)" ;; esac
 pf_done
