@@ -571,6 +571,8 @@ typed_profile(const char *const *types, const char *const *units, size_t n,
 	return p;
 }
 
+#define NS_PER_DAY	(INT64_C(86400) * 1000000000)
+
 /*
  * A CPU profile of n spans (ids 1..n, one sample of 10 ms each, over 3
  * stacks), plus one sample whose span_id is not hex and one untagged.
@@ -700,6 +702,11 @@ test_spans(void **state)
 	assert_int_equal(nprof, 1);
 	reopen(f);
 	assert_int_equal(span_total(f, "spans", ids, 2), 0);
+	/* Retention takes span records and filters with their profiles. */
+	assert_int_equal(store_put_profile(f->st, &in, p, &ref, &err), 0);
+	assert_int_equal(span_total(f, "spans", ids, 1), 10000000);
+	assert_int_equal(store_expire(f->st, in.created_at + NS_PER_DAY, NULL), 0);
+	assert_int_equal(span_total(f, "spans", ids, 1), 0);
 	profile_free(p);
 	buf_free(&err);
 }
