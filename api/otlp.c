@@ -539,6 +539,50 @@ conv_location(struct conv *c, size_t bi, int32_t li)
 	return k;
 }
 
+/*
+ * A sample's link (trace and span ids) as the sample labels span_id (16
+ * hex digits) and trace_id (32), after the *n of c->labels: the store keeps
+ * them per sample, never as series (store/span.c). An all-zero id is none.
+ */
+static int
+link_labels(struct conv *c, struct merge *m, const Otlp__Link *l, size_t *n)
+{
+	static const char *const keys[2] = { "trace_id", "span_id" };
+	const ProtobufCBinaryData *id[2] = { &l->trace_id, &l->span_id };
+	static const size_t want[2] = { 16, 8 };
+	char hex[33];
+	size_t i, j;
+	int64_t k, v;
+
+	for (i = 0; i < 2; i++) {
+		bool zero = true;
+
+		if (id[i]->len == 0)
+			continue;
+		if (id[i]->len != want[i])
+			return cfail(c, "a link's %s has %zu bytes (%zu expected)", keys[i],
+			    id[i]->len, want[i]);
+		for (j = 0; j < want[i]; j++) {
+			zero = zero && id[i]->data[j] == 0;
+			hex[2 * j] = hex_digit(id[i]->data[j] >> 4, false);
+			hex[2 * j + 1] = hex_digit(id[i]->data[j], false);
+		}
+		hex[2 * want[i]] = '\0';
+		if (zero)
+			continue;
+		if (*n == LABELS_MAX)
+			return cfail(c, "a sample with more than %d attributes and links",
+			    LABELS_MAX);
+		if ((k = merge_string(m, keys[i])) < 0 || (v = merge_string(m, hex)) < 0)
+			return -ENOMEM;
+		memset(&c->labels[*n], 0, sizeof(c->labels[*n]));
+		c->labels[*n].key = k;
+		c->labels[*n].str = v;
+		(*n)++;
+	}
+	return 0;
+}
+
 /* The pprof labels of a sample's attributes, as merge indexes, into c->labels. */
 static int
 sample_labels(struct conv *c, struct merge *m, const Otlp__Sample *s, size_t *n)
@@ -600,6 +644,8 @@ sample_labels(struct conv *c, struct merge *m, const Otlp__Sample *s, size_t *n)
 		if (pl->key != 0)
 			(*n)++;
 	}
+	if (rc == 0 && s->link_index > 0)
+		rc = link_labels(c, m, c->d->link_table[s->link_index], n);
 	buf_free(&val);
 	return rc;
 }

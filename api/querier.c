@@ -209,6 +209,7 @@ struct selection {
 	struct matchers	 all, store;
 	const char	*service;
 	bool		 none;		/* a pseudo-label matcher excludes the type */
+	const struct span_sel *spans;	/* SelectMergeSpanProfile: these spans' samples */
 };
 
 static void
@@ -274,7 +275,7 @@ selection_merge(struct http_req *r, const struct selection *sel, int64_t from, i
 	size_t nt = ptype_store_types(&sel->pt, types, 4), i;
 	struct query q = { .service = sel->service, .sel = NULL, .match = &sel->store,
 	    .from = from, .to = to, .merged_only = need == NEED_MERGED,
-	    .totals_only = need == NEED_TOTALS, .cancel = &r->cancel };
+	    .totals_only = need == NEED_TOTALS, .cancel = &r->cancel, .spans = sel->spans };
 	int rc;
 
 	memset(res, 0, sizeof(*res));
@@ -1040,8 +1041,9 @@ m_series(struct http_req *r, ProtobufCMessage *req)
  * On failure it has replied and returns -1; res is filled either way (free it).
  */
 static int
-merge_request(struct http_req *r, const char *ptype, const char *selector, int64_t start,
-    int64_t end, enum merge_need need, struct query_result *res, int *ty)
+merge_request_spans(struct http_req *r, const char *ptype, const char *selector,
+    int64_t start, int64_t end, const struct span_sel *spans, enum merge_need need,
+    struct query_result *res, int *ty)
 {
 	struct selection sel;
 	struct buf err = { 0 };
@@ -1059,13 +1061,26 @@ merge_request(struct http_req *r, const char *ptype, const char *selector, int64
 		buf_free(&err);
 		return -1;
 	}
+	sel.spans = spans;
 	rc = selection_merge(r, &sel, from, to, need, res, ty);
 	selection_free(&sel);
+	if (rc == -ENOTSUP) {
+		http_reply_error(r, 501, "span profiles are not served by the fleet's reader "
+		    "(--clickhouse) yet: span ids are kept in each host's store");
+		return -1;
+	}
 	if (rc < 0) {
 		http_reply_store_error(r, rc, "cannot merge", NULL);
 		return -1;
 	}
 	return 0;
+}
+
+static int
+merge_request(struct http_req *r, const char *ptype, const char *selector, int64_t start,
+    int64_t end, enum merge_need need, struct query_result *res, int *ty)
+{
+	return merge_request_spans(r, ptype, selector, start, end, NULL, need, res, ty);
 }
 
 static size_t
@@ -1260,6 +1275,104 @@ m_select_merge_stacktraces(struct http_req *r, ProtobufCMessage *req)
 	connect_reply(r, &resp.base);
 	levels_free(fg.levels, fg.n_levels);
 out:
+	flame_out_free(&f);
+	render_tree_free(&t);
+	query_result_free(&res);
+}
+
+/*
+ * Pyroscope's span profiles: the flame graph of the samples tagged with the
+ * given span ids (16 hex digits each, as Tempo sends them; 32 hex digits
+ * name a trace instead), over the range, at most max_nodes nodes. Span ids
+ * are per sample (store/span.c), so this reads only the profiles holding
+ * them.
+ */
+static void
+m_select_merge_span_profile(struct http_req *r, ProtobufCMessage *req)
+{
+	Querier__V1__SelectMergeSpanProfileRequest *q =
+	    (Querier__V1__SelectMergeSpanProfileRequest *)req;
+	Querier__V1__SelectMergeSpanProfileResponse resp =
+	    QUERIER__V1__SELECT_MERGE_SPAN_PROFILE_RESPONSE__INIT;
+	Querier__V1__FlameGraph fg = QUERIER__V1__FLAME_GRAPH__INIT;
+	struct render_tree t = { 0 };
+	struct flame_out f = { 0 };
+	struct query_result res = { 0 };
+	struct span_sel sel = { 0 };
+	struct buf tree = { 0 };
+	uint64_t *ids = NULL;
+	unsigned char (*traces)[16] = NULL;
+	size_t i;
+	int ty, rc;
+
+	if (q->format != QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_UNSPECIFIED &&
+	    q->format != QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_FLAMEGRAPH &&
+	    q->format != QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_TREE) {
+		http_reply_error(r, 501, "format %d is not served: FLAMEGRAPH and TREE are",
+		    q->format);
+		return;
+	}
+	if (q->n_span_selector == 0) {
+		http_reply_error(r, 400, "span_selector is required: one or more span ids "
+		    "(16 hex digits)");
+		return;
+	}
+	if (q->n_span_selector > SPAN_SEL_MAX) {
+		http_reply_error(r, 400, "span_selector names %zu spans, at most %d are allowed",
+		    q->n_span_selector, SPAN_SEL_MAX);
+		return;
+	}
+	ids = xcalloc(q->n_span_selector, sizeof(*ids));
+	traces = xcalloc(q->n_span_selector, sizeof(*traces));
+	for (i = 0; i < q->n_span_selector; i++) {
+		const char *s = q->span_selector[i];
+
+		if (strlen(s) == 32 && span_trace_parse(s, traces[sel.ntraces]) == 0)
+			sel.ntraces++;
+		else if (span_id_parse(s, &ids[sel.nids]) == 0)
+			sel.nids++;
+		else {
+			http_reply_error(r, 400, "span_selector[%zu] \"%.64s\" is not a span id "
+			    "(1 to 16 hex digits) nor a trace id (32 hex digits)", i, s);
+			goto out;
+		}
+	}
+	sel.ids = ids;
+	sel.traces = (const unsigned char (*)[16])traces;
+	if (merge_request_spans(r, q->profile_typeid, q->label_selector, q->start, q->end,
+	    &sel, NEED_MERGED, &res, &ty) < 0)
+		goto out;
+	if (q->format == QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_TREE) {
+		if (ty >= 0 && ((rc = render_tree_build(&t, res.merged, (size_t)ty, NULL, 0)) < 0 ||
+		    (rc = pytree_encode(&t, nodes_of(q->max_nodes), &tree)) < 0)) {
+			http_reply_error(r, 503, "cannot build the tree: %s", strerror(-rc));
+			goto out;
+		}
+		resp.tree.data = (uint8_t *)tree.data;
+		resp.tree.len = tree.len;
+		connect_reply(r, &resp.base);
+		goto out;
+	}
+	if (ty >= 0) {
+		if ((rc = render_tree_build(&t, res.merged, (size_t)ty, NULL, 0)) < 0 ||
+		    (rc = flame_build(&t, nodes_of(q->max_nodes), &f)) < 0) {
+			http_reply_error(r, 503, "cannot build the flame graph: %s", strerror(-rc));
+			goto out;
+		}
+		fg.names = f.names;
+		fg.n_names = f.nnames;
+		fg.levels = levels_of(&f);
+		fg.n_levels = f.nlevels;
+		fg.total = t.n ? t.cur[0] : 0;
+		fg.max_self = f.max_self;
+	}
+	resp.flamegraph = &fg;
+	connect_reply(r, &resp.base);
+	levels_free(fg.levels, fg.n_levels);
+out:
+	free(ids);
+	free(traces);
+	buf_free(&tree);
 	flame_out_free(&f);
 	render_tree_free(&t);
 	query_result_free(&res);
@@ -1704,7 +1817,8 @@ static const struct method {
 	    upto_series, &querier__v1__select_series_response__descriptor },
 	{ "Diff", &querier__v1__diff_request__descriptor, m_diff, upto_diff,
 	    &querier__v1__diff_response__descriptor },
-	{ "SelectMergeSpanProfile", NULL, NULL, NULL, NULL },
+	{ "SelectMergeSpanProfile", &querier__v1__select_merge_span_profile_request__descriptor,
+	    m_select_merge_span_profile, NULL, NULL },
 	{ "SelectHeatmap", NULL, NULL, NULL, NULL },
 	{ "GetProfileStats", &types__v1__get_profile_stats_request__descriptor,
 	    m_get_profile_stats, NULL, NULL },

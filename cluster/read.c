@@ -2524,6 +2524,9 @@ c_merge(void *arg, const struct query *q, struct query_result *res)
 {
 	struct cluster *c = arg;
 
+	/* The fleet keeps no span ids yet (store/span.c keeps them locally). */
+	if (on(c) && q->spans)
+		return -ENOTSUP;
 	return on(c) ? r_merge(c, q, res) : query_merge(c->st, q, res);
 }
 

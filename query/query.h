@@ -42,10 +42,21 @@ int	query_merge_timed(const struct reader *rd, const struct query *q, const char
  * (free with query_sel_free()); -EINVAL with the reason in err (optional).
  * query_sel_apply() points q's selection at s (valid while s is).
  */
+/*
+ * The keys span_id and trace_id are not labels of series (store/span.c):
+ * in a selector, span_id=<id>[+<id>...] (1 to 16 hex digits each) and
+ * trace_id=<32 hex digits>[+...] become s->spans, the span selector of the
+ * query (only the samples of those spans), and leave the label selection.
+ */
+#define QUERY_SEL_SPANS	64
 struct query_sel {
 	struct labelset	 ls;
 	struct matchers	 ms;
 	bool		 matchers;
+	bool		 has_spans;
+	struct span_sel	 spans;
+	uint64_t	 span_ids[QUERY_SEL_SPANS];
+	unsigned char	 trace_ids[QUERY_SEL_SPANS][16];
 };
 int	query_sel_parse(const char *text, struct query_sel *s, struct buf *err);
 void	query_sel_apply(const struct query_sel *s, struct query *q);

@@ -121,6 +121,10 @@ store_delete_profile(struct store *st, uint64_t id, struct store_ref *ref, struc
 	rocksdb_writebatch_delete(wb, (char *)k, sizeof(k));
 	k[0] = 'T';
 	rocksdb_writebatch_delete(wb, (char *)k, sizeof(k));
+	k[0] = 'Z';	/* its spans and their filter */
+	rocksdb_writebatch_delete(wb, (char *)k, sizeof(k));
+	k[0] = 'F';
+	rocksdb_writebatch_delete(wb, (char *)k, sizeof(k));
 	rocksdb_writebatch_delete(wb, (char *)ik, sizeof(ik));
 	ik[0] = 'O';
 	if (key_exists(st->db, ro, ik, sizeof(ik))) {
@@ -172,7 +176,7 @@ delete_one_series(struct store *st, uint64_t sid, uint64_t *n, struct buf *err)
 	rocksdb_iterator_t *it;
 	unsigned char lo[9], hi[9], ik[9];
 	uint64_t here = 0, queued = 0;
-	static const char kinds[] = { 'P', 'T', 'D', 'W', 'H', 'L' };
+	static const char kinds[] = { 'P', 'T', 'D', 'W', 'H', 'L', 'Z', 'F' };
 	size_t i;
 	int rc;
 

@@ -114,6 +114,7 @@ struct pctx {
 	int64_t			*str, *fn, *mp, *lc;	/* local index -> ref or id, -1 unset */
 	struct buf		 e;			/* scratch entry */
 	struct buf		 sk;			/* scratch stack key */
+	struct span_keys	 spk;			/* labels kept out of stacks */
 };
 
 /* Queue entry (kind, id) for writing if it is not durable yet. */
@@ -285,6 +286,8 @@ ref_stack(struct pctx *c, const struct pf_sample *s)
 	for (j = 0; rc == 0 && j < s->nlabels; j++) {
 		const struct pf_label *l = &s->labels[j];
 
+		if (span_key_is(&c->spk, l->key))
+			continue;	/* per sample, in the span record (span.c) */
 		if ((a = ref_str(c, l->key)) < 0 || (b = ref_str(c, l->str)) < 0 ||
 		    (u = ref_str(c, l->num_unit)) < 0) {
 			rc = -ENOMEM;
@@ -302,13 +305,17 @@ ref_stack(struct pctx *c, const struct pf_sample *s)
 struct psample {
 	uint32_t		 stack;
 	const int64_t		*values;
+	struct span_tag		 span;
 };
 
+/* By span (untagged first: one run per span), then stack. */
 static int
 psample_cmp(const void *a, const void *b)
 {
 	const struct psample *x = a, *y = b;
 
+	if (x->span.id != y->span.id)
+		return x->span.id < y->span.id ? -1 : 1;
 	return x->stack < y->stack ? -1 : x->stack > y->stack;
 }
 
@@ -355,10 +362,12 @@ hdr_encode(struct buf *b, const struct ghdr *h)
 
 int
 pack_profile(struct symtab *t, const struct profile *p, int64_t time, struct buf *val,
-    struct buf *news)
+    struct buf *news, struct buf *spans)
 {
 	struct pctx c = { .t = t, .p = p, .news = news };
 	struct psample *ps = NULL;
+	struct span_tag *tags = NULL;
+	size_t nbad = 0, ncut = 0, ntagged = 0;
 	struct ghdr h;
 	uint32_t types[128], cmts[64], prev = 0;
 	size_t i, j, n, ns = 0;
@@ -419,6 +428,7 @@ pack_profile(struct symtab *t, const struct profile *p, int64_t time, struct buf
 
 	if ((ps = malloc((p->nsamples + 1) * sizeof(*ps))) == NULL)
 		goto nomem;
+	span_keys_find(p, &c.spk);
 	for (i = 0; i < p->nsamples; i++) {
 		const struct pf_sample *s = &p->samples[i];
 
@@ -432,9 +442,44 @@ pack_profile(struct symtab *t, const struct profile *p, int64_t time, struct buf
 			goto out;
 		}
 		ps[ns].stack = (uint32_t)r;
-		ps[ns++].values = s->values;
+		ps[ns].values = s->values;
+		{
+			bool bad;
+
+			span_tag_of(p, &c.spk, s, &ps[ns].span, &bad);
+			nbad += bad;
+			ntagged += ps[ns].span.id != 0;
+		}
+		ns++;
 	}
 	qsort(ps, ns, sizeof(*ps), psample_cmp);
+	if (ntagged) {
+		uint64_t prev_id = 0;
+		size_t d = 0;
+
+		/* Past the cap the spans are cut (their samples stay, untagged). */
+		for (i = 0; i < ns; i++) {
+			uint64_t id = ps[i].span.id;
+
+			if (id == 0)
+				continue;
+			if (id != prev_id && ++d > SPAN_MAX_PER_PROFILE)
+				ncut++;
+			prev_id = id;
+			if (d > SPAN_MAX_PER_PROFILE)
+				memset(&ps[i].span, 0, sizeof(ps[i].span));
+		}
+		if (ncut)
+			qsort(ps, ns, sizeof(*ps), psample_cmp);
+	}
+	if (spans && (ntagged || nbad)) {
+		if ((tags = malloc((ns + 1) * sizeof(*tags))) == NULL)
+			goto nomem;
+		for (i = 0; i < ns; i++)
+			tags[i] = ps[i].span;
+		if ((rc = span_encode(p, tags, ns, ncut, nbad, spans)) < 0)
+			goto out;
+	}
 	if ((rc = buf_addc(val, PACK_VERSION)) < 0 || (rc = buf_add_varint(val, 1)) < 0 ||
 	    (rc = hdr_encode(val, &h)) < 0 || (rc = buf_add_varint(val, ns)) < 0)
 		goto out;
@@ -459,6 +504,7 @@ nomem:
 out:
 	free(c.str);
 	free(ps);
+	free(tags);
 	buf_free(&c.e);
 	buf_free(&c.sk);
 	return rc;
@@ -768,6 +814,56 @@ agg_add(struct agg *a, const void *val, size_t len, struct buf *err)
 		return -EINVAL;
 	}
 	return 0;
+}
+
+int
+agg_add_ranges(struct agg *a, const void *val, size_t len, const uint32_t *rg, size_t n,
+    int64_t *totals, size_t max, size_t *ntypes)
+{
+	struct rd r = { .p = val, .end = (const unsigned char *)val + len };
+	uint32_t types[128], cmts[64];
+	struct ghdr h;
+	struct agroup *g;
+	size_t ns, i, t, k = 0;
+	int64_t stack = 0, *v, x;
+	int rc = 0;
+
+	if (len < 1 || r.p[0] != PACK_VERSION || pack_check(val, len) < 0)
+		return -EINVAL;
+	r.p++;
+	if (get_n(&r, 4) != 1)
+		return -EINVAL;
+	hdr_read(&r, &h, types, cmts);
+	ns = get_n(&r, 1 + h.ntypes);
+	if (r.bad || h.ntypes > max)
+		return -EINVAL;
+	*ntypes = h.ntypes;
+	memset(totals, 0, h.ntypes * sizeof(*totals));
+	if ((g = group_find(a, &h, &rc)) == NULL)
+		return rc;
+	for (i = 0; i < ns && !r.bad; i++) {
+		bool in;
+
+		stack += get_z(&r);
+		if (stack < 0 || stack >= UINT32_MAX)
+			return -EINVAL;
+		while (k < n && i >= (size_t)rg[2 * k] + rg[2 * k + 1])
+			k++;
+		in = k < n && i >= rg[2 * k];
+		v = in ? group_slot(g, (uint32_t)stack) : NULL;
+		if (in && v == NULL)
+			return -ENOMEM;
+		for (t = 0; t < h.ntypes; t++) {
+			x = get_z(&r);
+			if (in) {
+				v[t] = profile_add(v[t], x);
+				totals[t] = profile_add(totals[t], x);
+			}
+		}
+		if (k == n)
+			break;	/* past the last range: the rest is not read */
+	}
+	return r.bad ? -EINVAL : 0;
 }
 
 static int

@@ -49,10 +49,13 @@
 /*
  * Append the pack of profile p (stored at `time`) to val, adding its symbols
  * to t; every referenced entry not yet durable is appended to news (an array
- * of struct sym_new) so the caller writes it in the same batch.
+ * of struct sym_new) so the caller writes it in the same batch. The labels
+ * span_id, span_name and trace_id stay out of the stacks: the samples are
+ * ordered by span and the span record (span.c) is appended to spans
+ * (nothing when no sample names a span).
  */
 int		 pack_profile(struct symtab *t, const struct profile *p, int64_t time,
-		    struct buf *val, struct buf *news);
+		    struct buf *val, struct buf *news, struct buf *spans);
 
 /* Sums of packs of one series, by group (signature) and stack id. */
 struct agg;
@@ -80,6 +83,43 @@ int		 agg_signature(const struct agg *a, const struct symtab *t, size_t g,
  */
 int		 agg_profile(const struct agg *a, const struct symtab *t, size_t g,
 		    bool average_gauges, struct profile **out);
+
+/*
+ * Add to a only the samples of one-group pack val whose index lies in the
+ * n (start, length) ranges rg (ascending); their totals per type into
+ * totals (max types). -EINVAL for a malformed pack.
+ */
+int		 agg_add_ranges(struct agg *a, const void *val, size_t len,
+		    const uint32_t *rg, size_t n, int64_t *totals, size_t max,
+		    size_t *ntypes);
+
+/* --- span ids per sample (span.c) --- */
+
+#define SPAN_VERSION		1
+/* Distinct spans one profile may tag; past it samples stay, untagged (counted). */
+#define SPAN_MAX_PER_PROFILE	65536
+#define SPAN_MAX_NAMES		1024
+
+/* The string indexes of the span labels' keys in a profile, -1: absent. */
+struct span_keys {
+	int64_t		 id, name, trace;
+};
+/* One sample's span: id 0 for none; name and trace as string indexes of p. */
+struct span_tag {
+	uint64_t	 id;
+	int64_t		 name, trace;
+};
+
+void	span_keys_find(const struct profile *p, struct span_keys *k);
+bool	span_key_is(const struct span_keys *k, int64_t key);
+/* Sample s's span into *t; *bad when it names one in a form not accepted. */
+void	span_tag_of(const struct profile *p, const struct span_keys *k,
+	    const struct pf_sample *s, struct span_tag *t, bool *bad);
+int	span_encode(const struct profile *p, const struct span_tag *tags, size_t ns,
+	    size_t ncut, size_t nbad, struct buf *out);
+/* The span filter ('F' value) of span record rec appended to out. */
+int	span_filter(const void *rec, size_t len, struct buf *out);
+int	span_counts(const void *val, size_t len, size_t *nruns, size_t *ncut, size_t *nbad);
 
 /* The totals per sample type of a one-group pack (per-profile figures). */
 int		 pack_totals(const void *val, size_t len, int64_t *totals, size_t max,

@@ -394,8 +394,13 @@ query_merge(struct store *st, const struct query *q, struct query_result *res)
 			rc = -ENOMEM;
 			break;
 		}
-		if ((rc = store_read_series(st, res->series[i], q->from, q->to, aggs[i],
-		    q->merged_only ? NULL : meta_cb, bad_cb, &c)) == 0)
+		if (q->spans)
+			rc = store_read_spans(st, res->series[i], q->from, q->to, q->spans,
+			    aggs[i], q->merged_only ? NULL : meta_cb, bad_cb, &c);
+		else
+			rc = store_read_series(st, res->series[i], q->from, q->to, aggs[i],
+			    q->merged_only ? NULL : meta_cb, bad_cb, &c);
+		if (rc == 0)
 			rc = file_groups(st, &c, i, aggs[i]);
 	}
 	if (rc == 0 && c.ngroups) {

@@ -116,6 +116,8 @@ expire_series(struct store *st, uint64_t sid, int64_t before, int64_t wbefore, u
 	if (here) {
 		delete_span(wb, 'P', sid, INT64_MIN, before);
 		delete_span(wb, 'T', sid, INT64_MIN, before);
+		delete_span(wb, 'Z', sid, INT64_MIN, before);	/* spans go with their profiles */
+		delete_span(wb, 'F', sid, INT64_MIN, before);
 		/* Markers of expired spans: their windows keep what they hold. */
 		delete_span(wb, 'D', sid, INT64_MIN, before < WIN_MIN ? WIN_MIN : before > WIN_MAX ?
 		    WIN_MAX : floor_div(before, NS_10M) * NS_10M);

@@ -629,6 +629,26 @@ store_read_series(struct store *st, uint64_t sid, int64_t from, int64_t to, stru
 	return rc;
 }
 
+void
+store_settle(struct store *st)
+{
+	pthread_rwlock_wrlock(&st->db_lock);
+	rocksdb_compact_range(st->db, NULL, 0, NULL, 0);
+	pthread_rwlock_unlock(&st->db_lock);
+}
+
+int
+store_read_spans(struct store *st, uint64_t sid, int64_t from, int64_t to,
+    const struct span_sel *sel, struct agg *a, store_meta_fn fn, store_bad_fn bad, void *arg)
+{
+	int rc;
+
+	pthread_rwlock_rdlock(&st->db_lock);
+	rc = store_read_spans_locked(st, sid, from, to, sel, a, fn, bad, arg);
+	pthread_rwlock_unlock(&st->db_lock);
+	return rc;
+}
+
 /*
  * After a full disk: once the file system has room again, reopen the
  * database (RocksDB refuses writes after a failed one until then). Readers

@@ -191,6 +191,12 @@ int	store_set_limits(struct store *st, int64_t keep_raw, int64_t keep_windows,
  * benchmarks call it to wait for it). *ndays (optional): days rebuilt.
  */
 int	store_compact(struct store *st, uint64_t *ndays);
+/*
+ * RocksDB's full compaction of the database, now: the size its data takes
+ * once settled in the bottom level (zstd), for benchmarks that measure bytes
+ * on disk. Blocks readers and writers meanwhile.
+ */
+void	store_settle(struct store *st);
 
 /*
  * Deletion of this store's data (delete.c), durable when it returns 0;
@@ -316,6 +322,24 @@ int	store_id_parse(const char *s, uint64_t *id);
  
  */
 
+/*
+ * A span selector: the samples tagged with one of the span ids (the pprof
+ * label span_id, 1 to 16 hex digits, as a number) or belonging to one of
+ * the traces (16 bytes; OTLP links, the label trace_id). Span ids belong to
+ * samples, never to series (store/span.c).
+ */
+struct span_sel {
+	const uint64_t		*ids;
+	size_t			 nids;
+	const unsigned char	(*traces)[16];
+	size_t			 ntraces;
+};
+/* Parse a span id (1..16 hex digits) or a trace id (32): -EINVAL. */
+int	span_id_parse(const char *s, uint64_t *id);
+int	span_trace_parse(const char *s, unsigned char out[16]);
+/* Spans a selector may name at once. */
+#define SPAN_SEL_MAX	1024
+
 struct query {
 	const char		*service;	/* NULL: every service */
 	const char		*type;		/* NULL: every type */
@@ -343,6 +367,12 @@ struct query {
 	 * NULL: never. Checked between series and between the profiles merged.
 	 */
 	struct cancel		*cancel;
+	/*
+	 * Merge only: NULL, every sample; else only the samples of these
+	 * spans (raw profiles: span data lives as long as they do). A reader
+	 * without span data answers -ENOTSUP.
+	 */
+	const struct span_sel	*spans;
 };
 
 struct query_skip {

@@ -67,6 +67,12 @@
  *                                        series (write.c, "Snapshots of
  *                                        totals"), the base of the next one's
  *                                        increase; one per series, gone with it
+ *   'Z'   1       8     sid              the span record of profile id
+ *         9       8     time             (span.c): its samples' span ids;
+ *         17      8     id               only for profiles that name spans
+ *   'F'   1       8     sid              the span filter of profile id (span.c):
+ *         9       8     time             a Bloom filter of its span and trace
+ *         17      8     id               ids, beside its 'Z'
  *   'C'   1       var   key              bytes another layer caches (cache.c:
  *                                        the fleet's stack frames by address);
  *                                        'C' alone: the bytes put, u64
@@ -271,6 +277,19 @@ typedef int (*store_bad_fn)(void *arg, const struct store_ref *ref, const char *
 int	store_read_series(struct store *st, uint64_t sid, int64_t from, int64_t to,
 	    struct agg *a, store_meta_fn fn, store_bad_fn bad, void *arg);
 
+/*
+ * The same for a span selection (span.c): the profiles of the range that
+ * hold one of its spans, each with only those samples in a, and fn called
+ * with their totals.
+ */
+int	store_read_spans(struct store *st, uint64_t sid, int64_t from, int64_t to,
+	    const struct span_sel *sel, struct agg *a, store_meta_fn fn, store_bad_fn bad,
+	    void *arg);
+int	store_read_spans_locked(struct store *st, uint64_t sid, int64_t from, int64_t to,
+	    const struct span_sel *sel, struct agg *a, store_meta_fn fn, store_bad_fn bad,
+	    void *arg);
+int	span_ranges(const void *val, size_t len, const struct span_sel *sel, uint32_t **rg,
+	    size_t *nrg, size_t *cap);
 /*
  * The symbol table of series sid, locked (sym_lock) until
  * store_symtab_release(); NULL with *rc set on failure.

@@ -99,15 +99,16 @@ batch_profile(struct store *st, rocksdb_writebatch_t *wb, uint64_t sid, int64_t 
     uint64_t id, const struct profile *p, struct buf *news, size_t *vlen)
 {
 	unsigned char pkey[25], dkey[25], tmark[8];
-	struct buf val = { 0 }, tv = { 0 }, sig = { 0 };
+	struct buf val = { 0 }, tv = { 0 }, sig = { 0 }, spv = { 0 };
 	struct series_state *ss;
 	uint64_t h;
 	size_t i;
 	int rc;
 
+	*vlen = 0;
 	if ((ss = series_state_lock(st, sid, &rc)) == NULL)
 		return rc;
-	if ((rc = pack_profile(ss->sym, p, time, &val, news)) < 0)
+	if ((rc = pack_profile(ss->sym, p, time, &val, news, &spv)) < 0)
 		goto unlock;
 	/* The batch copies keys and values: the lock covers only the table. */
 	rc = put_symbols(wb, ss->space, ss->sym, (const struct sym_new *)news->data,
@@ -121,6 +122,21 @@ unlock:
 	be64_put(pkey + 9, time_enc(time));
 	be64_put(pkey + 17, id);
 	rocksdb_writebatch_put(wb, (char *)pkey, sizeof(pkey), val.data, val.len);
+	if (spv.len) {	/* Z: its samples' spans, F: their filter (span.c) */
+		struct buf fv = { 0 };
+
+		pkey[0] = 'Z';
+		rocksdb_writebatch_put(wb, (char *)pkey, sizeof(pkey), spv.data, spv.len);
+		if ((rc = span_filter(spv.data, spv.len, &fv)) == 0) {
+			pkey[0] = 'F';
+			rocksdb_writebatch_put(wb, (char *)pkey, sizeof(pkey), fv.data ? fv.data : "",
+			    fv.len);
+			*vlen += fv.len;
+		}
+		buf_free(&fv);
+		if (rc < 0)
+			goto out;
+	}
 	/* T: totals and signature hash */
 	if ((rc = profile_signature(p, &sig)) < 0)
 		goto out;
@@ -152,8 +168,9 @@ unlock:
 		be64_put(tmark, time_enc(time));
 		rocksdb_writebatch_put(wb, (char *)dkey, sizeof(dkey), (char *)tmark, 8);
 	}
-	*vlen = val.len;
+	*vlen += val.len + spv.len;
 out:
+	buf_free(&spv);
 	buf_free(&val);
 	buf_free(&tv);
 	buf_free(&sig);
@@ -351,6 +368,21 @@ put_prepare(struct store *st, const struct store_input *in, const struct profile
 			    STORE_MAX_TYPES);
 		rc = -EINVAL;
 		goto out;
+	}
+	if (in->labels) {
+		size_t i;
+
+		/* A series per request would follow: span ids belong to samples (span.c). */
+		for (i = 0; i < in->labels->n; i++)
+			if (strcmp(in->labels->pairs[i].key, "span_id") == 0 ||
+			    strcmp(in->labels->pairs[i].key, "trace_id") == 0) {
+				if (err)
+					buf_printf(err, "%s is not a series label: span ids belong "
+					    "to samples (the pprof sample label %s, or OTLP links)",
+					    in->labels->pairs[i].key, in->labels->pairs[i].key);
+				rc = -EINVAL;
+				goto out;
+			}
 	}
 	if (in->labels && (rc = labels_format(in->labels, &labels)) < 0)
 		goto out;

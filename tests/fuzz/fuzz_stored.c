@@ -8,8 +8,10 @@
  * Input: records of kind:1 len:2 (little-endian) bytes. Kinds 0..4 are
  * symbol entries of that kind (ids in order), 5 a pack, 6 a T record, 7 a
  * run of symbol entries (symtab_load_run(): its first byte the symbol kind,
- * the second how many, from the next id or one before); a record cut short
- * by the end of the input takes what is left.
+ * the second how many, from the next id or one before), 8 a span record
+ * ('Z' value, store/span.c: its filter, its counts, the runs of a few span
+ * ids and of a trace, added from the last pack with agg_add_ranges()); a
+ * record cut short by the end of the input takes what is left.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -31,8 +33,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct agg *a = agg_create(), *back = NULL;
 	struct buf enc = { 0 }, sig = { 0 }, err = { 0 };
 	uint32_t next[SYM_NKINDS] = { 0 };
-	const uint8_t *p = data, *end = data + size;
-	size_t g, n;
+	const uint8_t *p = data, *end = data + size, *lastpack = NULL;
+	size_t g, n, lastlen = 0;
 	int rc;
 
 	CHECK(t != NULL && a != NULL);
@@ -52,6 +54,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			buf_reset(&err);
 			rc = agg_add(a, p, len, &err);
 			CHECK(rc == 0 || rc == -EINVAL || rc == -ENOMEM);
+			lastpack = p;
+			lastlen = len;
 			CHECK(rc != -EINVAL || err.len > 0);
 		} else if (kind == SYM_NKINDS + 2 && len >= 2) {
 			unsigned sk = p[0] % SYM_NKINDS;
@@ -60,6 +64,40 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			rc = symtab_load_run(t, (int)sk, first, p[1] & 0x7f, p + 2, len - 2);
 			CHECK(rc == 0 || rc == -EINVAL || rc == -ENOMEM || rc == -EOVERFLOW);
 			next[sk] = (uint32_t)symtab_count(t, (int)sk);
+		} else if (kind == SYM_NKINDS + 3) {
+			uint64_t ids[3] = { 1, 0, UINT64_MAX };
+			unsigned char tr[1][16];
+			struct span_sel sel = { .ids = ids, .nids = 3, .traces = tr, .ntraces = 1 };
+			uint32_t *rg = NULL;
+			size_t nrg = 0, cap = 0, nr, nc, nb, i;
+			struct buf fb = { 0 };
+
+			memset(tr, 0, sizeof(tr));
+			if (len >= 24) {
+				memcpy(&ids[1], p + len - 8, 8);
+				memcpy(tr[0], p + len - 24, 16);
+			}
+			rc = span_filter(p, len, &fb);
+			CHECK(rc == 0 || rc == -EINVAL || rc == -ENOMEM);
+			buf_free(&fb);
+			rc = span_counts(p, len, &nr, &nc, &nb);
+			CHECK(rc == 0 || rc == -EINVAL);
+			rc = span_ranges(p, len, &sel, &rg, &nrg, &cap);
+			CHECK(rc == 0 || rc == -EINVAL || rc == -ENOMEM);
+			for (i = 1; rc == 0 && i < nrg; i++)	/* runs in pack order */
+				CHECK(rg[2 * i] >= rg[2 * i - 2] + rg[2 * i - 1]);
+			if (rc == 0 && nrg && lastpack) {
+				struct agg *sa = agg_create();
+				int64_t tot[STORE_MAX_TYPES];
+				size_t nt;
+
+				CHECK(sa != NULL);
+				rc = agg_add_ranges(sa, lastpack, lastlen, rg, nrg, tot,
+				    STORE_MAX_TYPES, &nt);
+				CHECK(rc == 0 || rc == -EINVAL || rc == -ENOMEM);
+				agg_free(sa);
+			}
+			free(rg);
 		} else if (kind == SYM_NKINDS + 1) {
 			struct store_meta m;
 

@@ -248,7 +248,7 @@ check_eq "the same question in protobuf after it: the same total" \
 
 # --- errors ------------------------------------------------------------------------
 cerr "not implemented: SelectHeatmap" 501 unimplemented SelectHeatmap '{}'
-ST=$(curl -s -o "$TMP/body" -w '%{http_code}' -X POST -H 'Content-Type: application/proto' "$Q/SelectMergeSpanProfile" --data-binary '')
+ST=$(curl -s -o "$TMP/body" -w '%{http_code}' -X POST -H 'Content-Type: application/proto' "$Q/AnalyzeQuery" --data-binary '')
 [ "$ST" == 501 ] && jq -e '.code == "unimplemented"' "$TMP/body" >/dev/null && ok "not implemented (proto request): 501 unimplemented" \
   || fail "501 with a proto request" "$ST"
 cerr "unknown method" 404 not_found NoSuchMethod '{}'

@@ -11,6 +11,8 @@
 //     profile per pprof sample type sharing one dictionary, pprof labels as
 //     sample attributes, sample i at T + i*S/n (one value per timestamp).
 //     Writes OUT.expect.json: the totals per sample type and per UTC hour.
+//     --links: a sample's span_id label (and span_name) becomes its link
+//     (span id, and trace id 00..0<span id>) instead of attributes.
 //     --break makes a malformed request instead: truncate, badindex (a stack
 //     index past the table), v1.8 (samples in release v1.8.0's layout),
 //     v1.8-agg (the same without timestamps), v1.7 (a profile with
@@ -45,6 +47,7 @@ function opts(args) {
     else if (a === "--break") o.brk = args[++i];
     else if (a === "--max-samples") o.maxSamples = Number(args[++i]);
     else if (a === "--extra-attrs") o.extraAttrs = Number(args[++i]);
+    else if (a === "--links") o.links = true;
     else die(`unknown argument ${a}`);
   }
   return o;
@@ -125,9 +128,25 @@ function convert(inPath, outPath, o) {
   });
   const n = BigInt(p.sample.length || 1);
   const times = p.sample.map((_, i) => o.startNs + (BigInt(i) * o.spreadNs) / n);
+  const linkIdx = new Map();
+  const link = (smp) => {
+    const sl = o.links ? smp.label.find((l) => s(l.key) === "span_id") : undefined;
+    if (!sl) return 0;
+    const hex = s(sl.str).padStart(16, "0");
+    let i = linkIdx.get(hex);
+    if (i === undefined) {
+      i = dict.d.linkTable.length;
+      dict.d.linkTable.push({ spanId: Buffer.from(hex, "hex"),
+        traceId: Buffer.from(hex.padStart(32, "0"), "hex") });
+      linkIdx.set(hex, i);
+    }
+    return i;
+  };
   const samples = p.sample.map((smp) => ({
     stack: dict.stack(smp.locationId.map((id) => locIdx.get(id))),
-    attrs: smp.label.map((l) => dict.attr(s(l.key), l.str ? s(l.str) : l.num)),
+    attrs: smp.label.filter((l) => !o.links || !["span_id", "span_name"].includes(s(l.key)))
+      .map((l) => dict.attr(s(l.key), l.str ? s(l.str) : l.num)),
+    link: link(smp),
   }));
   // Expected totals: per sample type, and per type and UTC hour.
   const expect = { total: {}, hours: {} };
@@ -142,7 +161,7 @@ function convert(inPath, outPath, o) {
       expect.hours[hour] ??= {};
       expect.hours[hour][`${type}/${unit}`] = ((BigInt(expect.hours[hour][`${type}/${unit}`] ?? 0)) + v).toString();
       out.push({ stackIndex: samples[i].stack, attributeIndices: samples[i].attrs,
-        values: [v], timestampsUnixNano: [times[i]] });
+        linkIndex: samples[i].link, values: [v], timestampsUnixNano: [times[i]] });
     });
     expect.total[`${type}/${unit}`] = total.toString();
     return {

@@ -156,6 +156,27 @@ test_sample(void **state)
 	assert_string_equal(gs.values[1], "spoofed");
 	assert_string_equal(gs.keys[2], "tier");
 
+	/* Span ids (Pyroscope's span profiles) stay sample labels, never series. */
+	{
+		memset(s->go, 0, sizeof(s->go));
+		s->go_n = 0;
+		add(s, "handler", "/api/v1");
+		add(s, "span_id", "9f3c2a1b7d4e5f60");
+		add(s, "span_name", "GET /api/v1");
+		assert_int_equal(golabels_sample(gl, &p, s, &gs), 0);
+		assert_string_equal(gs.series, "handler=%2Fapi%2Fv1,host=h1,unit=api.service");
+		assert_int_equal(gs.n, 3);
+		assert_string_equal(gs.keys[1], "span_id");
+		assert_string_equal(gs.values[1], "9f3c2a1b7d4e5f60");
+		/* A span id alone: the process's plain series. */
+		memset(s->go, 0, sizeof(s->go));
+		s->go_n = 0;
+		add(s, "span_id", "0000000000000abc");
+		assert_int_equal(golabels_sample(gl, &p, s, &gs), 0);
+		assert_null(gs.series);
+		assert_int_equal(gs.n, 1);
+	}
+
 	/* The same pairs in another order: the same set. */
 	memset(s->go, 0, sizeof(s->go));
 	s->go_n = 0;
@@ -164,7 +185,7 @@ test_sample(void **state)
 	assert_int_equal(golabels_sample(gl, &p, s, &gs), 0);
 	assert_string_equal(gs.series, "handler=%2Fapi%2Fv1,host=h1,tier=gold,unit=api.service");
 	golabels_get_stats(gl, &st);
-	assert_int_equal(st.sets, 2);	/* "host=spoofed" made the first a set of its own */
+	assert_int_equal(st.sets, 4);	/* "host=spoofed" made the first a set of its own; 2 spans */
 	assert_int_equal(st.dropped, 1);
 
 	/* Offsets past go_str, a NUL in a key: dropped. */

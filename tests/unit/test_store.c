@@ -571,6 +571,146 @@ typed_profile(const char *const *types, const char *const *units, size_t n,
 	return p;
 }
 
+#define NS_PER_DAY	(INT64_C(86400) * 1000000000)
+
+/*
+ * A CPU profile of n spans (ids 1..n, one sample of 10 ms each, over 3
+ * stacks), plus one sample whose span_id is not hex and one untagged.
+ */
+static struct profile *
+span_profile(size_t n)
+{
+	static const char *const types[] = { "samples", "cpu" };
+	static const char *const units[] = { "count", "nanoseconds" };
+	struct merge_header h = { .types = types, .units = units, .ntypes = 2,
+	    .period_type = "cpu", .period_unit = "nanoseconds", .period = 10000000 };
+	struct merge *m = merge_create();
+	struct profile *p = NULL;
+	uint32_t locs[3];
+	int64_t v[2] = { 1, 10000000 };
+	size_t i;
+	char id[32];
+
+	assert_non_null(m);
+	assert_int_equal(merge_begin(m, &h), 0);
+	for (i = 0; i < 3; i++) {
+		struct pf_function fn = { 0 };
+		struct pf_line ln = { 0 };
+		char name[32];
+		int64_t fi;
+
+		snprintf(name, sizeof(name), "main.work%zu", i);
+		fn.name = fn.system_name = merge_string(m, name);
+		assert_true((fi = merge_function(m, &fn)) >= 0);
+		ln.function = (uint32_t)fi;
+		locs[i] = (uint32_t)merge_location(m, 0, 0, 0x1000 + i, false, &ln, 1);
+	}
+	for (i = 0; i <= n + 1; i++) {
+		struct pf_label l[2];
+		size_t nl = 0;
+
+		memset(l, 0, sizeof(l));
+		if (i < n)
+			snprintf(id, sizeof(id), "%016zx", i + 1);
+		if (i <= n) {
+			l[0].key = merge_string(m, "span_id");
+			l[0].str = merge_string(m, i < n ? id : "not-hex!");
+			l[1].key = merge_string(m, "span_name");
+			l[1].str = merge_string(m, "GET /x");
+			nl = 2;
+		}
+		assert_int_equal(merge_sample(m, locs, 1 + i % 3, l, nl, v), 0);
+	}
+	assert_int_equal(merge_finish(m, false, &p), 0);
+	merge_free(m);
+	return p;
+}
+
+/* cpu/nanoseconds of series (svc, cpu) over all time for these span ids. */
+static int64_t
+span_total(struct fixture *f, const char *svc, const uint64_t *ids, size_t n)
+{
+	struct span_sel sel = { .ids = ids, .nids = n };
+	struct query q = { .service = svc, .type = "cpu", .from = STORE_TIME_MIN,
+	    .to = INT64_MAX, .spans = &sel };
+	struct query_result res;
+	int64_t t;
+
+	assert_int_equal(query_merge(f->st, &q, &res), 0);
+	t = res.merged ? profile_total(res.merged, 1) : 0;
+	query_result_free(&res);
+	return t;
+}
+
+/*
+ * Span ids per sample: found by id alone, never a series; past
+ * SPAN_MAX_PER_PROFILE (65,536) spans the rest stay untagged; ids that are
+ * not hex tag nothing; deletion takes them along.
+ */
+static void
+test_spans(void **state)
+{
+	struct fixture *f = *state;
+	struct store_input in = { .service = "spans", .type = "cpu", .source = "ingest",
+	    .created_at = STORE_TIME_MIN + 1000 };
+	const struct series **all;
+	struct profile *p = span_profile(70000);
+	struct store_ref ref;
+	struct buf err = { 0 };
+	uint64_t ids[3] = { 1, 65536, 65537 }, nser = 0, nprof = 0;
+	struct query dq = { .service = "spans" };
+	size_t n, i, spans = 0;
+
+	assert_int_equal(store_put_profile(f->st, &in, p, &ref, &err), 0);
+	assert_int_equal(span_total(f, "spans", &ids[0], 1), 10000000);
+	assert_int_equal(span_total(f, "spans", &ids[1], 1), 10000000);
+	/* ids sort; the 65,537th distinct one is past the cap: cut, untagged */
+	assert_int_equal(span_total(f, "spans", &ids[2], 1), 0);
+	assert_int_equal(span_total(f, "spans", ids, 3), 20000000);
+	/* the plain merge keeps every sample: 70,000 spans, a bad id, one untagged */
+	assert_int_equal(span_total(f, "spans", NULL, 0), 0);
+	{
+		struct query q = { .service = "spans", .type = "cpu", .from = STORE_TIME_MIN,
+		    .to = INT64_MAX };
+		struct query_result res;
+
+		assert_int_equal(query_merge(f->st, &q, &res), 0);
+		assert_non_null(res.merged);
+		assert_int_equal(profile_total(res.merged, 1), (int64_t)70002 * 10000000);
+		query_result_free(&res);
+	}
+	assert_int_equal(store_series(f->st, &all, &n), 0);
+	for (i = 0; i < n; i++)
+		if (strstr(all[i]->labels, "span") != NULL)
+			spans++;
+	free(all);
+	assert_int_equal(spans, 0);
+	/* A span id as a series label is refused with the reason. */
+	{
+		struct labelset ls = { .n = 0 };
+
+		assert_int_equal(labels_parse("span_id=0a", &ls, NULL), 0);
+		in.labels = &ls;
+		buf_reset(&err);
+		assert_int_equal(store_put_profile(f->st, &in, p, NULL, &err), -EINVAL);
+		assert_non_null(strstr(err.data, "not a series label"));
+		labels_clear(&ls);
+		in.labels = NULL;
+	}
+	/* Deleted with its profile; gone after a reopen too. */
+	assert_int_equal(store_delete_series(f->st, &dq, &nser, &nprof, NULL), 0);
+	assert_int_equal(nprof, 1);
+	reopen(f);
+	assert_int_equal(span_total(f, "spans", ids, 2), 0);
+	/* Retention takes span records and filters with their profiles. */
+	assert_int_equal(store_put_profile(f->st, &in, p, &ref, &err), 0);
+	assert_int_equal(span_total(f, "spans", ids, 1), 10000000);
+	assert_int_equal(store_expire(f->st, in.created_at + NS_PER_DAY, NULL), 0);
+	assert_int_equal(span_total(f, "spans", ids, 1), 0);
+	profile_free(p);
+	buf_free(&err);
+}
+
 /* Types as users name them, for the sample types other runtimes use. */
 static void
 test_type_names(void **state)
@@ -1194,6 +1334,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_hours, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reopen_keeps_everything, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_input_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_spans, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_type_inference, setup, teardown),
 		cmocka_unit_test(test_type_names),
 		cmocka_unit_test_setup_teardown(test_real_files_stored, setup, teardown),

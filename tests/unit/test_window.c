@@ -676,7 +676,7 @@ test_pack_roundtrip(void **state)
 			agg_free(a);
 			continue;
 		}
-		assert_int_equal(pack_profile(s1, p, 42, &val, &news), 0);
+		assert_int_equal(pack_profile(s1, p, 42, &val, &news, NULL), 0);
 		/* Every entry is new once, in id order per kind. */
 		e = (const struct sym_new *)news.data;
 		n = news.len / sizeof(*e);
@@ -722,14 +722,14 @@ test_pack_roundtrip(void **state)
 		{
 			struct buf again = { 0 };
 
-			assert_int_equal(pack_profile(s1, p, 7, &val, &again), 0);
+			assert_int_equal(pack_profile(s1, p, 7, &val, &again, NULL), 0);
 			assert_int_equal(again.len, news.len);
 			buf_free(&again);
 		}
 		symtab_durable(s1, (const struct sym_new *)news.data, n);
 		buf_reset(&news);
 		buf_reset(&val);
-		assert_int_equal(pack_profile(s1, p, 7, &val, &news), 0);
+		assert_int_equal(pack_profile(s1, p, 7, &val, &news, NULL), 0);
 		assert_int_equal(news.len, 0);
 		assert_int_equal(agg_add(a, val.data, val.len, NULL), 0);
 		assert_int_equal(agg_count(a, 0), 2);

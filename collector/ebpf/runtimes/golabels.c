@@ -31,7 +31,8 @@
  * later sets go to the process's plain series. Either way the pairs are
  * pprof sample labels as well, as in Go's own CPU profiles (go tool pprof
  * -tags). Pairs whose key is one of the process's series labels (or
- * service_name, which selectors read as the service) stay sample labels only.
+ * service_name, which selectors read as the service) stay sample labels only,
+ * as do span ids (span_id, span_name, trace_id: per sample, store/span.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -657,6 +658,18 @@ series_key(const struct proc *p, const char *k)
 	return false;
 }
 
+/*
+ * Whether k names a span (Pyroscope's span profiles: span_id, span_name;
+ * trace_id): unique per request, so never a series label. Such pairs stay
+ * sample labels, which the store keeps per sample (store/span.c).
+ */
+static bool
+span_label(const char *k)
+{
+	return strcmp(k, "span_id") == 0 || strcmp(k, "span_name") == 0 ||
+	    strcmp(k, "trace_id") == 0;
+}
+
 /* g's pairs: copies of pr's (g->strs, freed by the caller). 0 or -ENOMEM. */
 static int
 set_pairs(struct goset *g, const struct pair *pr, size_t n)
@@ -690,7 +703,7 @@ set_new(struct golabels *gl, const struct proc *p, const struct pair *pr, size_t
 {
 	struct labelset ls = { .n = 0 };
 	struct buf out = { 0 };
-	size_t i, svc;
+	size_t i, svc, nseries = 0;
 	int64_t si;
 	int added = 0, rc = 0;
 
@@ -709,9 +722,12 @@ set_new(struct golabels *gl, const struct proc *p, const struct pair *pr, size_t
 	if (labels_parse(p->labels_text ? p->labels_text : "", &ls, NULL) < 0)
 		return 0;
 	for (i = 0; i < n && rc == 0; i++)
-		if (!series_key(p, g->keys[i]))
+		if (!series_key(p, g->keys[i]) && !span_label(g->keys[i])) {
 			rc = labels_add(&ls, g->keys[i], g->values[i], NULL);
-	if (rc == 0 && labels_format(&ls, &out) == 0 && out.data != NULL) {
+			nseries++;
+		}
+	/* Only span ids (or series keys): the plain series, not one of the service's sets. */
+	if (rc == 0 && nseries > 0 && labels_format(&ls, &out) == 0 && out.data != NULL) {
 		g->series = out.data;
 		out.data = NULL;
 		gl->svc_sets[svc]++;

@@ -1,0 +1,3 @@
+module spanapp
+
+go 1.19

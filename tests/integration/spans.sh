@@ -1,0 +1,188 @@
+#!/usr/bin/env bash
+# Span profiles (traces to profiles): a Go program (tests/go/spanapp, standard
+# library only) serves requests under pprof.Do(ctx, pprof.Labels("span_id",
+# id, "span_name", name)), each span burning a known share of its CPU, and
+# pushes its profile to Pyroscope's /ingest. Then: SelectMergeSpanProfile
+# through a real Connect client (tests/grafana/spans.mjs) gives one span's
+# samples and no others (the sums go tool pprof -tagfocus reads from the
+# pushed file), within 10% of the program's own share; the tree's span
+# selector (<service>/<type>/span_id=<id>/<range>/) gives the same sums
+# through go tool pprof; Series, LabelNames and the label-set directories
+# list no span ids; an OTLP request with links comes back by span and by
+# trace id; span ids as series labels, bad ids and 10,000 spans in one
+# profile are refused, stored or cut with a reason; deletion takes the span
+# data along. Then the same program under --ebpf: span ids read from its Go
+# labels split its sampled time as it measured, and are no label sets.
+set -u
+source "$(dirname "$0")/../lib.sh"
+source "$(dirname "$0")/../pprof-sums.sh"
+pf_setup
+export GOCACHE="${GOCACHE:-$TMP/gocache}" GOFLAGS=-mod=mod PPROF_BINARY_PATH=/nonexistent
+export PPROF_TMPDIR="$TMP/pprof"
+M="$TMP/mnt"
+G="$ROOT/tests/grafana"
+O="$ROOT/tests/otlp"
+W="$TMP/grafana"
+CPU=process_cpu:cpu:nanoseconds:cpu:nanoseconds
+cpu_ns() { pprof_sums "$@" | tr ' ' '\n' | sed -n 's/^cpu\/nanoseconds=//p'; }
+
+if [ ! -d "$G/node_modules/@connectrpc/connect-node" ] || [ ! -x "$G/node_modules/.bin/buf" ]; then
+  fail "tests/grafana/node_modules" "missing: scripts/install-deps.sh --test runs its npm ci"; pf_done; exit 1
+fi
+mkdir -p "$W" && cp "$G"/*.mjs "$G/package.json" "$W/" && ln -s "$G/node_modules" "$W/node_modules"
+if (cd "$W" && "$G/node_modules/.bin/buf" generate "$ROOT" --template "$G/buf.gen.yaml" -o "$W") \
+     >"$TMP/buf.log" 2>&1 && [ -f "$W/gen/querier/v1/querier_pb.js" ]; then
+  ok "buf generate: the Connect client's code from api/proto"
+else
+  fail "buf generate" "$(tail -5 "$TMP/buf.log")"; pf_done; exit 1
+fi
+(cd "$ROOT/tests/go/spanapp" && go build -o "$TMP/spanapp" .) && ok "build the Go span program" \
+  || { fail "build the Go span program"; pf_done; exit 1; }
+
+echo "span-test-token" >"$TMP/token"; chmod 600 "$TMP/token"
+pf_start --http 127.0.0.1:0 --http-token-file "$TMP/token" || { fail "daemon starts"; pf_done; exit 1; }
+for i in $(seq 1 100); do grep -q 'http: listening on' "$TMP/daemon.log" && break; sleep 0.1; done
+U="http://127.0.0.1:$(sed -n 's/.*http: listening on http:\/\/.*:\([0-9]*\) (.*/\1/p' "$TMP/daemon.log" | tail -1)"
+AUTH=(-H "Authorization: Bearer span-test-token")
+
+# --- the program: span A 16 parts, span B 2, untagged 2 (per cycle) -----------
+"$TMP/spanapp" -out "$TMP/cpu.pb.gz" -shares "$TMP/shares.txt" -dur 4s -spans 2 -weights 16,2 \
+  -push "$U/ingest?name=spanapp&format=pprof" -token "$TMP/token" 2>"$TMP/spanapp.err" \
+  && ok "spanapp ran and pushed its profile to /ingest" \
+  || { fail "spanapp" "$(tail -3 "$TMP/spanapp.err")"; pf_done; exit 1; }
+A=$(awk 'NR==1 { print $1 }' "$TMP/shares.txt") B=$(awk 'NR==2 { print $1 }' "$TMP/shares.txt")
+A_CPU=$(awk 'NR==1 { print $NF }' "$TMP/shares.txt") TOT_CPU=$(awk '$1=="total" { print $2 }' "$TMP/shares.txt")
+go tool pprof -proto -tagfocus="span_id=^$A\$" "$TMP/cpu.pb.gz" >"$TMP/a.pb.gz" 2>/dev/null
+go tool pprof -proto -tagfocus="span_id=^$B\$" "$TMP/cpu.pb.gz" >"$TMP/b.pb.gz" 2>/dev/null
+WANT_A=$(cpu_ns "$TMP/a.pb.gz") WANT_B=$(cpu_ns "$TMP/b.pb.gz") WANT_ALL=$(cpu_ns "$TMP/cpu.pb.gz")
+echo "# spanapp: span $A ${A_CPU} ns of ${TOT_CPU} ns CPU (its own clock); in its profile: span A $WANT_A ns, span B $WANT_B ns, all $WANT_ALL ns"
+for i in $(seq 1 30); do [ -e "$M/spanapp/cpu/all/all/merged.pb.gz" ] && break; sleep 0.1; done
+
+# --- Connect: SelectMergeSpanProfile, Series, LabelNames --------------------
+(cd "$W" && timeout 120 node spans.mjs "$U" "$TMP/token" spanapp "$A" "$WANT_A" "$B" "$WANT_B") \
+  >"$TMP/spans.out" 2>&1
+rc=$?
+grep -E '^(not )?ok - |^#' "$TMP/spans.out"
+T_PASS=$((T_PASS + $(grep -c '^ok - ' "$TMP/spans.out")))
+T_FAIL=$((T_FAIL + $(grep -c '^not ok - ' "$TMP/spans.out")))
+[ "$rc" -eq 0 ] || grep -q '^not ok - ' "$TMP/spans.out" || fail "spans.mjs" "exit $rc: $(tail -5 "$TMP/spans.out")"
+
+# The span's share of the profile against the program's own measure (10%).
+read -r GOT_SHARE OWN_SHARE OKS < <(awk -v a="$WANT_A" -v t="$WANT_ALL" -v ac="$A_CPU" -v tc="$TOT_CPU" 'BEGIN {
+  g = a / t; o = ac / tc; d = g - o; if (d < 0) d = -d; printf "%.4f %.4f %d\n", g, o, d <= 0.10 * o }')
+[ "$OKS" = 1 ] && ok "span A's share of the CPU profile ($GOT_SHARE) is within 10% of the program's own ($OWN_SHARE)" \
+  || fail "span A's share" "profile $GOT_SHARE, program $OWN_SHARE"
+
+# --- the tree: the span selector through go tool pprof ----------------------
+check_eq "tree: spanapp/cpu/span_id=$A/all/merged.pb.gz sums span A (go tool pprof)" \
+  "$(cpu_ns "$M/spanapp/cpu/span_id=$A/all/merged.pb.gz")" "$WANT_A"
+check_eq "tree: span_id=$A+$B sums both spans" \
+  "$(cpu_ns "$M/spanapp/cpu/span_id=$A+$B/all/merged.pb.gz")" "$((WANT_A + WANT_B))"
+check_eq "tree: the plain merge still sums every sample" "$(cpu_ns "$M/spanapp/cpu/all/all/merged.pb.gz")" "$WANT_ALL"
+svg=$(head -c 200 "$M/spanapp/cpu/span_id=$A/last-1h/flamegraph.svg" 2>/dev/null | grep -c '<svg\|<?xml')
+[ "$svg" -ge 1 ] && ok "tree: span_id=$A/last-1h/flamegraph.svg is an SVG" || fail "span flamegraph.svg"
+[ ! -e "$M/spanapp/cpu/span_id=00000000deadbeef/all/merged.pb.gz" ] \
+  && ok "tree: a span not stored has no merged.pb.gz (ENOENT)" || fail "unknown span has a merge"
+ls "$M/spanapp/cpu/span_id=zz/all" >/dev/null 2>&1 && fail "tree: bad span id accepted" \
+  || ok "tree: span_id=zz (not hex) is refused"
+dirs=$(ls "$M/spanapp/cpu" | tr '\n' ' ')
+case "$dirs" in *span*) fail "label-set directories list span ids" "$dirs" ;;
+  *) ok "tree: the label-set directories list no span ids ($dirs)" ;; esac
+grep -q 'span_id' "$M/README.txt" && ok "README.txt documents the span selector" || fail "README.txt: no span selector"
+
+# --- refusals and bounds ---------------------------------------------------
+code=$(curl -s -o "$TMP/r" -w '%{http_code}' "${AUTH[@]}" -XPOST --data-binary "@$TMP/cpu.pb.gz" \
+  "$U/ingest?name=spanapp%7Bspan_id%3Dabc%7D&format=pprof")
+[ "$code" = 400 ] && grep -q 'not a series label' "$TMP/r" && ok "span_id as a series label: 400 ($(head -c 120 "$TMP/r"))" \
+  || fail "span_id as a series label" "$code $(head -c 200 "$TMP/r")"
+python3 - "$TMP/many.pb" <<'PY'
+import sys
+def varint(v):
+    o = bytearray()
+    while True:
+        b = v & 0x7f; v >>= 7
+        if v: o.append(b | 0x80)
+        else: o.append(b); return bytes(o)
+def fld(n, wt, p):
+    k = varint(n << 3 | wt)
+    return k + (varint(p) if wt == 0 else varint(len(p)) + p)
+strs = ["", "samples", "count", "cpu", "nanoseconds", "main.work", "span_id", "span_name", "GET /x", "not-hex!"]
+out = bytearray()
+out += fld(1, 2, fld(1, 0, 1) + fld(2, 0, 2)) + fld(1, 2, fld(1, 0, 3) + fld(2, 0, 4))
+base = len(strs)
+for i in range(10001):
+    # 10,000 distinct spans, one sample each, and one sample with an id that is not hex
+    sid = base + i
+    strs.append("%016x" % (0x1000 + i) if i < 10000 else "not-hex!")
+    lab = fld(1, 0, 6) + fld(2, 0, sid)
+    out += fld(2, 2, fld(1, 0, 1) + fld(2, 2, varint(1) + varint(10000000)) + fld(3, 2, lab) + fld(3, 2, fld(1, 0, 7) + fld(2, 0, 8)))
+out += fld(4, 2, fld(1, 0, 1) + fld(4, 2, fld(1, 0, 1)))
+out += fld(5, 2, fld(1, 0, 1) + fld(2, 0, 5))
+for s in strs: out += fld(6, 2, s.encode())
+out += fld(11, 2, fld(1, 0, 3) + fld(2, 0, 4)) + fld(12, 0, 10000000)
+open(sys.argv[1], "wb").write(out)
+PY
+code=$(curl -s -o "$TMP/r" -w '%{http_code}' "${AUTH[@]}" -XPOST --data-binary "@$TMP/many.pb" \
+  "$U/ingest?name=manyspans&format=pprof")
+check_eq "a profile with 10,000 distinct spans (and one id not hex) is stored: HTTP" "$code" 200
+for i in $(seq 1 30); do [ -e "$M/manyspans/cpu/all/all/merged.pb.gz" ] && break; sleep 0.1; done
+check_eq "its span 0x1000+9999 comes back alone (10 ms)" \
+  "$(cpu_ns "$M/manyspans/cpu/span_id=$(printf %016x $((0x1000 + 9999)))/all/merged.pb.gz")" 10000000
+check_eq "all its samples stay in the plain merge (10,001 x 10 ms)" \
+  "$(cpu_ns "$M/manyspans/cpu/all/all/merged.pb.gz")" 100010000000
+check_eq "no label-set directory per span ($(ls "$M/manyspans/cpu" | wc -l) entries)" "$(ls "$M/manyspans/cpu" | tr '\n' ' ')" "all "
+
+# --- OTLP with links -------------------------------------------------------
+if [ -d "$O/node_modules/@bufbuild/protobuf" ] || (cd "$O" && npm ci --no-audit --no-fund --silent >/dev/null 2>&1); then
+  (cd "$O" && ./node_modules/.bin/buf generate >/dev/null 2>&1)
+  node "$O/otlp.mjs" convert "$TMP/cpu.pb.gz" "$TMP/otlp.pb" --encoding proto --service otlpspans --links \
+    --start-ns "$(( $(date +%s) - 60 ))000000000" --spread-ns 1000000000 2>"$TMP/otlp.err"
+  code=$(curl -s -o "$TMP/r" -w '%{http_code}' "${AUTH[@]}" -XPOST -H 'Content-Type: application/x-protobuf' \
+    --data-binary "@$TMP/otlp.pb" "$U/v1development/profiles")
+  check_eq "OTLP request with links: HTTP" "$code" 200
+  for i in $(seq 1 30); do [ -e "$M/otlpspans/cpu/all/all/merged.pb.gz" ] && break; sleep 0.1; done
+  check_eq "OTLP: the samples linked to span A come back by span id" \
+    "$(cpu_ns "$M/otlpspans/cpu/span_id=$A/all/merged.pb.gz")" "$WANT_A"
+  check_eq "OTLP: and by trace id" \
+    "$(cpu_ns "$M/otlpspans/cpu/trace_id=$(printf %032s "$A" | tr ' ' 0)/all/merged.pb.gz")" "$WANT_A"
+  check_eq "OTLP: the plain merge holds every sample (linked or not)" \
+    "$(cpu_ns "$M/otlpspans/cpu/all/all/merged.pb.gz")" "$WANT_ALL"
+  case "$(ls "$M/otlpspans/cpu" | tr '\n' ' ')" in *span*|*trace*) fail "OTLP: links became label sets" ;;
+    *) ok "OTLP: links are no label sets" ;; esac
+else
+  fail "OTLP client (tests/otlp/node_modules)" "npm ci failed"
+fi
+
+# --- deletion takes the span data along ------------------------------------
+rm -r "$M/spanapp/cpu/all" 2>/dev/null || rm -r "$M/spanapp" 2>/dev/null
+call_code=$(curl -s -o "$TMP/r" -w '%{http_code}' "${AUTH[@]}" -XPOST -H 'Content-Type: application/json' \
+  "$U/querier.v1.QuerierService/SelectMergeSpanProfile" \
+  -d "{\"profileTypeID\":\"$CPU\",\"labelSelector\":\"{service_name=\\\"spanapp\\\"}\",\"spanSelector\":[\"$A\"],\"start\":0,\"end\":4102444800000}")
+check_eq "after rm -r of the service: SelectMergeSpanProfile of span A is empty" \
+  "$call_code $(jq -r '.flamegraph.total // 0' "$TMP/r")" "200 0"
+
+kill -0 "$PF_PID" && ok "daemon alive" || fail "daemon died"
+
+# --- the same program under --ebpf: its Go labels, span ids the span way -------
+if [ "$(id -u)" -ne 0 ] || [ ! -r /sys/kernel/btf/vmlinux ] || [ "$(uname -m)" != x86_64 ]; then
+  echo "ok - ebpf: span ids from Go labels # SKIP needs root, BTF and x86-64"
+  pf_done; exit $?
+fi
+pf_stop
+pf_start -v --ebpf=99 --ebpf-period 2 || { fail "daemon starts with --ebpf"; pf_done; exit 1; }
+cp "$TMP/spanapp" "$TMP/efp_spanapp"
+"$TMP/efp_spanapp" -out "$TMP/e.pb.gz" -shares "$TMP/eshares.txt" -dur 6s -spans 2 -weights 16,2 -hz 100 \
+  >/dev/null 2>&1 || fail "efp_spanapp ran"
+sleep 5	# two more periods: the last samples are stored
+EA=$(awk 'NR==1 { print $1 }' "$TMP/eshares.txt") EB=$(awk 'NR==2 { print $1 }' "$TMP/eshares.txt")
+EA_CPU=$(awk 'NR==1 { print $NF }' "$TMP/eshares.txt") EB_CPU=$(awk 'NR==2 { print $NF }' "$TMP/eshares.txt")
+GA=$(cpu_ns "$M/efp_spanapp/cpu/span_id=$EA/all/merged.pb.gz") GB=$(cpu_ns "$M/efp_spanapp/cpu/span_id=$EB/all/merged.pb.gz")
+read -r GOT OWN OKS < <(awk -v a="${GA:-0}" -v b="${GB:-0}" -v ma="$EA_CPU" -v mb="$EB_CPU" 'BEGIN {
+  if (a + b == 0) { print "0 0 0"; exit }
+  g = a / (a + b); o = ma / (ma + mb); d = g - o; if (d < 0) d = -d; printf "%.4f %.4f %d\n", g, o, d <= 0.10 * o }')
+[ "$OKS" = 1 ] && ok "ebpf: span A's share of the sampled span time ($GOT: ${GA} + ${GB} ns) is within 10% of the program's own ($OWN)" \
+  || fail "ebpf: span shares" "sampled $GOT (${GA:-0} + ${GB:-0} ns), program $OWN"
+dirs=$(ls "$M/efp_spanapp/cpu" 2>/dev/null | tr '\n' ' ')
+case "$dirs" in *span*|"") fail "ebpf: label sets" "ls efp_spanapp/cpu: '$dirs'" ;;
+  *) ok "ebpf: no span ids among the label sets ($dirs)" ;; esac
+pf_done
