@@ -1510,6 +1510,6 @@ readme_render(struct fsctx *fs, struct buf *b)
 "\n"
 "More: man profilefs; in the source tree README.md and docs/ (docs/tree.md\n"
 "for this tree, docs/cli.md for every option).\n",
-	    PROFILEFS_VERSION, m, m, m, m, m, m, m, m, m, m);
+	    PROFILEFS_VERSION, m, m, m, m, m, m, m, m, m, m, m);
 	return b->data ? 0 : -ENOMEM;
 }
