@@ -1197,6 +1197,51 @@ out:
 }
 
 /*
+ * Sample type ty of a merge as Pyroscope's serialized tree (render/pytree.c)
+ * of at most max_nodes nodes: -1 once a 503 is the reply.
+ */
+static int
+tree_fill(struct http_req *r, const struct query_result *res, int ty, int64_t max_nodes,
+    struct render_tree *t, struct buf *tree)
+{
+	int rc;
+
+	if (ty >= 0 && ((rc = render_tree_build(t, res->merged, (size_t)ty, NULL, 0)) < 0 ||
+	    (rc = pytree_encode(t, nodes_of(max_nodes), tree)) < 0)) {
+		http_reply_error(r, 503, "cannot build the tree: %s", strerror(-rc));
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Sample type ty of a merge as a flame graph of at most max_nodes nodes, in
+ * fg (its levels freed by the caller with levels_free()): -1 once a 503 is
+ * the reply.
+ */
+static int
+flame_fill(struct http_req *r, const struct query_result *res, int ty, int64_t max_nodes,
+    struct render_tree *t, struct flame_out *f, Querier__V1__FlameGraph *fg)
+{
+	int rc;
+
+	if (ty < 0)
+		return 0;
+	if ((rc = render_tree_build(t, res->merged, (size_t)ty, NULL, 0)) < 0 ||
+	    (rc = flame_build(t, nodes_of(max_nodes), f)) < 0) {
+		http_reply_error(r, 503, "cannot build the flame graph: %s", strerror(-rc));
+		return -1;
+	}
+	fg->names = f->names;
+	fg->n_names = f->nnames;
+	fg->levels = levels_of(f);
+	fg->n_levels = f->nlevels;
+	fg->total = t->n ? t->cur[0] : 0;
+	fg->max_self = f->max_self;
+	return 0;
+}
+
+/*
  * PROFILE_FORMAT_TREE: Pyroscope's serialized tree (render/pytree.c) of the
  * same tree the flame graph draws, in SelectMergeStacktracesResponse.tree.
  */
@@ -1208,16 +1253,13 @@ stacktraces_tree(struct http_req *r, const Querier__V1__SelectMergeStacktracesRe
 	struct render_tree t = { 0 };
 	struct query_result res;
 	struct buf tree = { 0 };
-	int ty, rc;
+	int ty;
 
 	if (merge_request(r, q->profile_typeid, q->label_selector, q->start, q->end, NEED_MERGED,
 	    &res, &ty) < 0)
 		goto out;
-	if (ty >= 0 && ((rc = render_tree_build(&t, res.merged, (size_t)ty, NULL, 0)) < 0 ||
-	    (rc = pytree_encode(&t, nodes_of(q->max_nodes), &tree)) < 0)) {
-		http_reply_error(r, 503, "cannot build the tree: %s", strerror(-rc));
+	if (tree_fill(r, &res, ty, q->max_nodes, &t, &tree) < 0)
 		goto out;
-	}
 	resp.tree.data = (uint8_t *)tree.data;
 	resp.tree.len = tree.len;
 	connect_reply(r, &resp.base);
@@ -1238,7 +1280,7 @@ m_select_merge_stacktraces(struct http_req *r, ProtobufCMessage *req)
 	struct render_tree t = { 0 };
 	struct flame_out f = { 0 };
 	struct query_result res;
-	int ty, rc;
+	int ty;
 
 	switch (q->format) {
 	case QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_UNSPECIFIED:
@@ -1258,19 +1300,8 @@ m_select_merge_stacktraces(struct http_req *r, ProtobufCMessage *req)
 	if (merge_request(r, q->profile_typeid, q->label_selector, q->start, q->end, NEED_MERGED,
 	    &res, &ty) < 0)
 		goto out;
-	if (ty >= 0) {
-		if ((rc = render_tree_build(&t, res.merged, (size_t)ty, NULL, 0)) < 0 ||
-		    (rc = flame_build(&t, nodes_of(q->max_nodes), &f)) < 0) {
-			http_reply_error(r, 503, "cannot build the flame graph: %s", strerror(-rc));
-			goto out;
-		}
-		fg.names = f.names;
-		fg.n_names = f.nnames;
-		fg.levels = levels_of(&f);
-		fg.n_levels = f.nlevels;
-		fg.total = t.n ? t.cur[0] : 0;
-		fg.max_self = f.max_self;
-	}
+	if (flame_fill(r, &res, ty, q->max_nodes, &t, &f, &fg) < 0)
+		goto out;
 	resp.flamegraph = &fg;
 	connect_reply(r, &resp.base);
 	levels_free(fg.levels, fg.n_levels);
@@ -1303,7 +1334,7 @@ m_select_merge_span_profile(struct http_req *r, ProtobufCMessage *req)
 	uint64_t *ids = NULL;
 	unsigned char (*traces)[16] = NULL;
 	size_t i;
-	int ty, rc;
+	int ty;
 
 	if (q->format != QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_UNSPECIFIED &&
 	    q->format != QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_FLAMEGRAPH &&
@@ -1343,29 +1374,15 @@ m_select_merge_span_profile(struct http_req *r, ProtobufCMessage *req)
 	    &sel, NEED_MERGED, &res, &ty) < 0)
 		goto out;
 	if (q->format == QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_TREE) {
-		if (ty >= 0 && ((rc = render_tree_build(&t, res.merged, (size_t)ty, NULL, 0)) < 0 ||
-		    (rc = pytree_encode(&t, nodes_of(q->max_nodes), &tree)) < 0)) {
-			http_reply_error(r, 503, "cannot build the tree: %s", strerror(-rc));
+		if (tree_fill(r, &res, ty, q->max_nodes, &t, &tree) < 0)
 			goto out;
-		}
 		resp.tree.data = (uint8_t *)tree.data;
 		resp.tree.len = tree.len;
 		connect_reply(r, &resp.base);
 		goto out;
 	}
-	if (ty >= 0) {
-		if ((rc = render_tree_build(&t, res.merged, (size_t)ty, NULL, 0)) < 0 ||
-		    (rc = flame_build(&t, nodes_of(q->max_nodes), &f)) < 0) {
-			http_reply_error(r, 503, "cannot build the flame graph: %s", strerror(-rc));
-			goto out;
-		}
-		fg.names = f.names;
-		fg.n_names = f.nnames;
-		fg.levels = levels_of(&f);
-		fg.n_levels = f.nlevels;
-		fg.total = t.n ? t.cur[0] : 0;
-		fg.max_self = f.max_self;
-	}
+	if (flame_fill(r, &res, ty, q->max_nodes, &t, &f, &fg) < 0)
+		goto out;
 	resp.flamegraph = &fg;
 	connect_reply(r, &resp.base);
 	levels_free(fg.levels, fg.n_levels);
