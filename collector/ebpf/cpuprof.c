@@ -20,7 +20,8 @@
  * hour; until then each of its period's aggregates is folded at the flush
  * into the one per-host service for the rest, its series labels (unit,
  * container, pod) becoming sample labels next to comm and pid. A name keeps
- * its service while it has CPU samples at least once an hour.
+ * its service while it has CPU samples at least once an hour. "kernel" (the
+ * kernel's threads) is always a service of its own.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -581,7 +582,8 @@ cpuprof_gate_own(struct cpuprof_gate *g, const char *name)
 {
 	struct gate_ent *e;
 
-	if (g == NULL || g->min == 0 || strcmp(name, g->other) == 0)
+	/* The kernel's threads are one service, named in the README's first steps. */
+	if (g == NULL || g->min == 0 || strcmp(name, g->other) == 0 || strcmp(name, "kernel") == 0)
 		return true;
 	return (e = gate_find(g, name)) != NULL && e->own;
 }
