@@ -396,6 +396,8 @@ handle_metrics(struct http_req *r)
 	metrics_set(METRIC_STORE_SERIES, NULL, (double)s.series);
 	metrics_set(METRIC_STORE_DISK_BYTES, NULL, (double)s.disk_bytes);
 	metrics_set(METRIC_STORE_WINDOWS_PENDING, NULL, (double)s.windows_pending);
+	metrics_set(METRIC_SPAN_IDS_CUT, NULL, (double)s.span_ids_cut);
+	metrics_set(METRIC_SPAN_IDS_REFUSED, NULL, (double)s.span_ids_refused);
 	metrics_set("profilefs_http_connections", NULL, (double)atomic_load(&r->srv->nconns));
 	budget_stats(&used, &peak, &refused);
 	metrics_set(METRIC_BUDGET_BYTES, "kind=\"used\"", (double)used);
@@ -467,6 +469,12 @@ describe_metrics(void)
 	    "Filesystem requests that failed other than with ENOENT, by operation.");
 	metrics_describe(METRIC_STORE_WINDOWS_PENDING, "gauge",
 	    "Series-days whose pre-aggregated windows the last compaction pass rebuilt (0: caught up).");
+	metrics_describe(METRIC_SPAN_IDS_CUT, "counter",
+	    "Spans stored profiles could not tag (past the 65,536 a profile may tag): their "
+	    "samples kept untagged (counts from 0 when the daemon starts).");
+	metrics_describe(METRIC_SPAN_IDS_REFUSED, "counter",
+	    "Samples of stored profiles whose span or trace id was not accepted: kept untagged "
+	    "(counts from 0 when the daemon starts).");
 	metrics_describe(METRIC_STORE_DISK_BYTES, "gauge",
 	    "Size of the database on disk (live SST files and WAL), as RocksDB estimates it.");
 }

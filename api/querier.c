@@ -1373,6 +1373,15 @@ m_select_merge_span_profile(struct http_req *r, ProtobufCMessage *req)
 	if (merge_request_spans(r, q->profile_typeid, q->label_selector, q->start, q->end,
 	    &sel, NEED_MERGED, &res, &ty) < 0)
 		goto out;
+	{
+		/* The message has no field for it: what the range's span data lacks (store.h). */
+		char v[24];
+
+		snprintf(v, sizeof(v), "%llu", (unsigned long long)res.spans.cut);
+		http_add_header(r, "X-Profilefs-Spans-Cut", v);
+		snprintf(v, sizeof(v), "%llu", (unsigned long long)res.spans.refused);
+		http_add_header(r, "X-Profilefs-Span-Ids-Refused", v);
+	}
 	if (q->format == QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_TREE) {
 		if (tree_fill(r, &res, ty, q->max_nodes, &t, &tree) < 0)
 			goto out;

@@ -403,6 +403,8 @@ void	log_fatalx(const char *fmt, ...)
 #define METRIC_STORE_SERIES		"profilefs_store_series"
 #define METRIC_STORE_DISK_BYTES		"profilefs_store_disk_bytes"
 #define METRIC_STORE_WINDOWS_PENDING	"profilefs_store_windows_pending"
+#define METRIC_SPAN_IDS_CUT		"profilefs_span_ids_cut_total"
+#define METRIC_SPAN_IDS_REFUSED		"profilefs_span_ids_refused_total"
 #define METRIC_BUDGET_BYTES		"profilefs_memory_budget_bytes"
 #define METRIC_BUDGET_REFUSALS		"profilefs_memory_budget_refusals_total"
 

@@ -396,7 +396,7 @@ query_merge(struct store *st, const struct query *q, struct query_result *res)
 		}
 		if (q->spans)
 			rc = store_read_spans(st, res->series[i], q->from, q->to, q->spans,
-			    aggs[i], q->merged_only ? NULL : meta_cb, bad_cb, &c);
+			    aggs[i], &res->spans, q->merged_only ? NULL : meta_cb, bad_cb, &c);
 		else
 			rc = store_read_series(st, res->series[i], q->from, q->to, aggs[i],
 			    q->merged_only ? NULL : meta_cb, bad_cb, &c);

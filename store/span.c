@@ -492,6 +492,38 @@ filter_passes(const void *val, size_t len, const struct span_sel *sel)
 	return false;
 }
 
+/*
+ * Whether a profile whose filter val does not pass may still have marks
+ * (span_marks) for store_read_spans() to count: its record must then be
+ * read. A record with cut spans names SPAN_MAX_PER_PROFILE of them, so its
+ * filter has at least 10 bits for each; one with no span at all exists
+ * only for its refused ids. A profile with some spans and refused ids in
+ * between is not read, and not counted, when it holds none of those asked.
+ */
+static bool
+filter_may_mark(const void *val, size_t len)
+{
+	const unsigned char *p = val, *end = p + len;
+	uint64_t nbits;
+
+	if (varint_get(&p, end, &nbits) < 0)
+		return true;
+	return nbits == 0 || nbits >= (uint64_t)SPAN_MAX_PER_PROFILE * 10;
+}
+
+static void
+marks_add(struct span_marks *m, const void *zv, size_t zl)
+{
+	size_t nruns, ncut, nbad;
+
+	if (m == NULL || span_counts(zv, zl, &nruns, &ncut, &nbad) < 0)
+		return;
+	m->profiles_cut += ncut > 0;
+	m->cut += ncut;
+	m->profiles_refused += nbad > 0;
+	m->refused += nbad;
+}
+
 /* What store_read_spans() reads in one profile. */
 static int
 read_one(struct store *st, rocksdb_readoptions_t *ro, const unsigned char *zkey,
@@ -544,7 +576,8 @@ out:
 
 int
 store_read_spans_locked(struct store *st, uint64_t sid, int64_t from, int64_t to,
-    const struct span_sel *sel, struct agg *a, store_meta_fn fn, store_bad_fn bad, void *arg)
+    const struct span_sel *sel, struct agg *a, struct span_marks *marks, store_meta_fn fn,
+    store_bad_fn bad, void *arg)
 {
 	const rocksdb_snapshot_t *snap;
 	const struct series *s = store_series_get(st, sid);
@@ -579,11 +612,13 @@ store_read_spans_locked(struct store *st, uint64_t sid, int64_t from, int64_t to
 		const char *v;
 		unsigned char zk[25];
 		char *zv, *dberr = NULL;
+		bool pass;
 
 		if (kl != 25)
 			continue;
 		v = rocksdb_iter_value(it, &vl);
-		if (!filter_passes(v, vl, sel))
+		pass = filter_passes(v, vl, sel);
+		if (!pass && (marks == NULL || !filter_may_mark(v, vl)))
 			continue;
 		memcpy(zk, k, sizeof(zk));
 		zk[0] = 'Z';
@@ -595,6 +630,11 @@ store_read_spans_locked(struct store *st, uint64_t sid, int64_t from, int64_t to
 		}
 		if (zv == NULL)
 			continue;
+		marks_add(marks, zv, zl);
+		if (!pass) {
+			rocksdb_free(zv);
+			continue;
+		}
 		r.time = time_dec(be64_get(k + 9));
 		r.id = be64_get(k + 17);
 		rc = read_one(st, ro, zk, zv, zl, sel, a, &r, fn, bad, arg, &rg, &cap);

@@ -332,7 +332,7 @@ store_migrate(struct store *st, struct buf *err)
 		}
 		buf_reset(&news);
 		rc = batch_profile(st, wb, be64_get(k + 1), time_dec(be64_get(k + 9)),
-		    be64_get(k + 17), p, &news, &plen);
+		    be64_get(k + 17), p, &news, &plen, NULL);
 		profile_free(p);
 		if (rc == 0)
 			batch_done(st, be64_get(k + 1), &news);	/* written below, or nothing is */
@@ -639,12 +639,13 @@ store_settle(struct store *st)
 
 int
 store_read_spans(struct store *st, uint64_t sid, int64_t from, int64_t to,
-    const struct span_sel *sel, struct agg *a, store_meta_fn fn, store_bad_fn bad, void *arg)
+    const struct span_sel *sel, struct agg *a, struct span_marks *marks, store_meta_fn fn,
+    store_bad_fn bad, void *arg)
 {
 	int rc;
 
 	pthread_rwlock_rdlock(&st->db_lock);
-	rc = store_read_spans_locked(st, sid, from, to, sel, a, fn, bad, arg);
+	rc = store_read_spans_locked(st, sid, from, to, sel, a, marks, fn, bad, arg);
 	pthread_rwlock_unlock(&st->db_lock);
 	return rc;
 }
@@ -727,6 +728,8 @@ store_get_stats_locked(struct store *st, struct store_stats *s)
 	s->series = st->nseries;
 	pthread_rwlock_unlock(&st->st_lock);
 	s->windows_pending = atomic_load(&st->n_pending);
+	s->span_ids_cut = atomic_load(&st->n_span_cut);
+	s->span_ids_refused = atomic_load(&st->n_span_refused);
 	s->disk_bytes = 0;
 	if (rocksdb_property_int(st->db, "rocksdb.total-sst-files-size", &v) == 0)
 		s->disk_bytes += v;

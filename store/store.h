@@ -263,6 +263,9 @@ struct store_stats {
 	uint64_t	 series;
 	uint64_t	 disk_bytes;	/* live SST + WAL size as RocksDB estimates it */
 	uint64_t	 windows_pending; /* series-days the last compaction pass rebuilt: 0, caught up */
+	/* Span data a profile could not keep (its samples stay, untagged): */
+	uint64_t	 span_ids_cut;	/* spans past the SPAN_MAX_PER_PROFILE a profile tags */
+	uint64_t	 span_ids_refused; /* samples whose span or trace id was not accepted */
 };
 void	store_get_stats(struct store *st, struct store_stats *s);
 
@@ -375,6 +378,20 @@ struct query {
 	const struct span_sel	*spans;
 };
 
+/*
+ * What the span data of some profiles lacks (span.c): spans past the
+ * 65,536 a profile may tag, and samples whose span or trace id was not
+ * accepted; both kept as untagged samples, which no span selects. A span
+ * merge counts them over its range, so an answer that misses a span says
+ * why it may have.
+ */
+struct span_marks {
+	uint64_t	 profiles_cut;		/* profiles some of whose spans were cut */
+	uint64_t	 cut;			/* spans cut */
+	uint64_t	 profiles_refused;	/* profiles with refused ids */
+	uint64_t	 refused;		/* samples whose id was refused */
+};
+
 struct query_skip {
 	uint64_t	 id;
 	char		 reason[240];
@@ -396,6 +413,8 @@ struct query_result {
 	 */
 	int64_t			*totals;
 	size_t			*totals_at;
+	/* query_merge with spans only: what the range's span data lacks (zero: nothing). */
+	struct span_marks	 spans;
 };
 
 /* Whether series s is selected by q (service, type, labels and matchers). */

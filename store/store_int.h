@@ -189,6 +189,7 @@ struct store {
 	}			 changes[STORE_CHANGES];
 	size_t			 nchanges;
 	_Atomic uint64_t	 n_put, n_rejected, n_bytes;
+	_Atomic uint64_t	 n_span_cut, n_span_refused;	/* span_marks of puts */
 	/* compactor thread; rt_lock protects cp_stop; cp_kick is read without it */
 	pthread_t		 cp_thread;
 	bool			 cp_running, cp_stop, cp_kick;
@@ -283,11 +284,11 @@ int	store_read_series(struct store *st, uint64_t sid, int64_t from, int64_t to,
  * with their totals.
  */
 int	store_read_spans(struct store *st, uint64_t sid, int64_t from, int64_t to,
-	    const struct span_sel *sel, struct agg *a, store_meta_fn fn, store_bad_fn bad,
-	    void *arg);
+	    const struct span_sel *sel, struct agg *a, struct span_marks *marks,
+	    store_meta_fn fn, store_bad_fn bad, void *arg);
 int	store_read_spans_locked(struct store *st, uint64_t sid, int64_t from, int64_t to,
-	    const struct span_sel *sel, struct agg *a, store_meta_fn fn, store_bad_fn bad,
-	    void *arg);
+	    const struct span_sel *sel, struct agg *a, struct span_marks *marks,
+	    store_meta_fn fn, store_bad_fn bad, void *arg);
 int	span_ranges(const void *val, size_t len, const struct span_sel *sel, uint32_t **rg,
 	    size_t *nrg, size_t *cap);
 /*
@@ -344,7 +345,8 @@ void	symtab_sweep_due(struct store *st);
 
 /* write.c */
 int	batch_profile(struct store *st, rocksdb_writebatch_t *wb, uint64_t sid, int64_t time,
-	    uint64_t id, const struct profile *p, struct buf *news, size_t *vlen);
+	    uint64_t id, const struct profile *p, struct buf *news, size_t *vlen,
+	    struct span_marks *marks);
 void	batch_done(struct store *st, uint64_t sid, const struct buf *news);
 void	note_change(struct store *st, int64_t t);
 int	store_write_error(struct store *st, char *dberr, struct buf *err);

@@ -92,11 +92,13 @@ put_symbols(rocksdb_writebatch_t *wb, uint64_t space, const struct symtab *t,
 /*
  * Add to wb everything that stores profile p as (sid, time, id): its pack,
  * the new symbols, its T record and its window's dirty marker. *news gets
- * the symbols to mark durable once wb is written.
+ * the symbols to mark durable once wb is written; *marks (optional) what
+ * its span record says was cut or refused.
  */
 int
 batch_profile(struct store *st, rocksdb_writebatch_t *wb, uint64_t sid, int64_t time,
-    uint64_t id, const struct profile *p, struct buf *news, size_t *vlen)
+    uint64_t id, const struct profile *p, struct buf *news, size_t *vlen,
+    struct span_marks *marks)
 {
 	unsigned char pkey[25], dkey[25], tmark[8];
 	struct buf val = { 0 }, tv = { 0 }, sig = { 0 }, spv = { 0 };
@@ -124,6 +126,14 @@ unlock:
 	rocksdb_writebatch_put(wb, (char *)pkey, sizeof(pkey), val.data, val.len);
 	if (spv.len) {	/* Z: its samples' spans, F: their filter (span.c) */
 		struct buf fv = { 0 };
+		size_t nruns, ncut, nbad;
+
+		if (marks && span_counts(spv.data, spv.len, &nruns, &ncut, &nbad) == 0) {
+			marks->profiles_cut = ncut > 0;
+			marks->cut = ncut;
+			marks->profiles_refused = nbad > 0;
+			marks->refused = nbad;
+		}
 
 		pkey[0] = 'Z';
 		rocksdb_writebatch_put(wb, (char *)pkey, sizeof(pkey), spv.data, spv.len);
@@ -199,6 +209,7 @@ struct put_one {
 	struct store_ref	 r;
 	struct buf		 news;
 	size_t			 vlen;
+	struct span_marks	 spans;		/* what its span data could not keep */
 	struct profile		*inc;		/* a snapshot's increase: stored instead */
 	bool			 base;		/* the snapshot is its series' new 'L' */
 };
@@ -409,6 +420,35 @@ out:
 }
 
 /*
+ * A stored profile whose span data was cut or refused: counted (/metrics)
+ * and logged, at most one line per 10 s (a client that sends the same
+ * malformed ids with every push would otherwise fill the log); the line
+ * says how many such profiles it stands for.
+ */
+static void
+span_marks_note(struct store *st, const struct store_input *in, const struct store_ref *r,
+    const struct span_marks *m)
+{
+	static _Atomic int64_t last;
+	static _Atomic uint64_t unlogged;
+	int64_t now = clock_now_ns(), t = atomic_load(&last);
+	uint64_t more;
+
+	atomic_fetch_add(&st->n_span_cut, m->cut);
+	atomic_fetch_add(&st->n_span_refused, m->refused);
+	if (now - t < INT64_C(10000000000) || !atomic_compare_exchange_strong(&last, &t, now)) {
+		atomic_fetch_add(&unlogged, 1);
+		return;
+	}
+	more = atomic_exchange(&unlogged, 0);
+	log_info("store: %s/%s: profile %llu keeps %llu spans past the %d a profile may tag "
+	    "and %llu samples whose span or trace id was not accepted (not 1 to 16 hex "
+	    "digits, or 32) as untagged samples; %llu more such profiles since the last line",
+	    in->service, r->type, (unsigned long long)r->id, (unsigned long long)m->cut,
+	    SPAN_MAX_PER_PROFILE, (unsigned long long)m->refused, (unsigned long long)more);
+}
+
+/*
  * Store the n profiles p[i] as in[i] says in one synced batch: all of them
  * or none. refs (optional) gets n refs.
  */
@@ -443,7 +483,7 @@ put_locked(struct store *st, const struct store_input *in, const struct profile 
 			break;
 		}
 		rc = batch_profile(st, wb, o[i].r.series, o[i].r.time, o[i].r.id,
-		    o[i].inc ? o[i].inc : p[i], &o[i].news, &o[i].vlen);
+		    o[i].inc ? o[i].inc : p[i], &o[i].news, &o[i].vlen, &o[i].spans);
 		if (rc < 0) {
 			if (err)
 				buf_adds(err, rc == -ENOMEM ? "out of memory" :
@@ -479,6 +519,8 @@ put_locked(struct store *st, const struct store_input *in, const struct profile 
 			atomic_fetch_add(&st->q_len, 1);
 		atomic_fetch_add(&st->n_put, 1);
 		atomic_fetch_add(&st->n_bytes, o[i].vlen);
+		if (o[i].spans.cut || o[i].spans.refused)
+			span_marks_note(st, &in[i], &o[i].r, &o[i].spans);
 		if (refs)
 			refs[i] = o[i].r;
 	}

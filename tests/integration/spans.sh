@@ -10,7 +10,9 @@
 # through go tool pprof; Series, LabelNames and the label-set directories
 # list no span ids; an OTLP request with links comes back by span and by
 # trace id; span ids as series labels, bad ids and 10,000 spans in one
-# profile are refused, stored or cut with a reason; deletion takes the span
+# profile are refused, stored or cut with a reason; a profile of 65,538 spans
+# and one id not hex has the marker in meta.json, /metrics, the log and
+# SelectMergeSpanProfile's headers; deletion takes the span
 # data along. Then the same program under --ebpf: span ids read from its Go
 # labels split its sampled time as it measured, and are no label sets.
 set -u
@@ -95,7 +97,7 @@ code=$(curl -s -o "$TMP/r" -w '%{http_code}' "${AUTH[@]}" -XPOST --data-binary "
   "$U/ingest?name=spanapp%7Bspan_id%3Dabc%7D&format=pprof")
 [ "$code" = 400 ] && grep -q 'not a series label' "$TMP/r" && ok "span_id as a series label: 400 ($(head -c 120 "$TMP/r"))" \
   || fail "span_id as a series label" "$code $(head -c 200 "$TMP/r")"
-python3 - "$TMP/many.pb" <<'PY'
+mkprof() { python3 - "$@" <<'PY'
 import sys
 def varint(v):
     o = bytearray()
@@ -110,10 +112,11 @@ strs = ["", "samples", "count", "cpu", "nanoseconds", "main.work", "span_id", "s
 out = bytearray()
 out += fld(1, 2, fld(1, 0, 1) + fld(2, 0, 2)) + fld(1, 2, fld(1, 0, 3) + fld(2, 0, 4))
 base = len(strs)
-for i in range(10001):
-    # 10,000 distinct spans, one sample each, and one sample with an id that is not hex
+n = int(sys.argv[2])
+for i in range(n + 1):
+    # n distinct spans, one sample each, and one sample with an id that is not hex
     sid = base + i
-    strs.append("%016x" % (0x1000 + i) if i < 10000 else "not-hex!")
+    strs.append("%016x" % (0x1000 + i) if i < n else "not-hex!")
     lab = fld(1, 0, 6) + fld(2, 0, sid)
     out += fld(2, 2, fld(1, 0, 1) + fld(2, 2, varint(1) + varint(10000000)) + fld(3, 2, lab) + fld(3, 2, fld(1, 0, 7) + fld(2, 0, 8)))
 out += fld(4, 2, fld(1, 0, 1) + fld(4, 2, fld(1, 0, 1)))
@@ -122,6 +125,10 @@ for s in strs: out += fld(6, 2, s.encode())
 out += fld(11, 2, fld(1, 0, 3) + fld(2, 0, 4)) + fld(12, 0, 10000000)
 open(sys.argv[1], "wb").write(out)
 PY
+}
+metric() { curl -s "${AUTH[@]}" "$U/metrics" | awk -v m="$1" '$1 == m { print $2 + 0 }'; }
+CUT0=$(metric profilefs_span_ids_cut_total) BAD0=$(metric profilefs_span_ids_refused_total)
+mkprof "$TMP/many.pb" 10000
 code=$(curl -s -o "$TMP/r" -w '%{http_code}' "${AUTH[@]}" -XPOST --data-binary "@$TMP/many.pb" \
   "$U/ingest?name=manyspans&format=pprof")
 check_eq "a profile with 10,000 distinct spans (and one id not hex) is stored: HTTP" "$code" 200
@@ -131,6 +138,38 @@ check_eq "its span 0x1000+9999 comes back alone (10 ms)" \
 check_eq "all its samples stay in the plain merge (10,001 x 10 ms)" \
   "$(cpu_ns "$M/manyspans/cpu/all/all/merged.pb.gz")" 100010000000
 check_eq "no label-set directory per span ($(ls "$M/manyspans/cpu" | wc -l) entries)" "$(ls "$M/manyspans/cpu" | tr '\n' ' ')" "all "
+# The marker: the id refused (kept untagged) shows in meta.json, /metrics and the log.
+MJ="$M/manyspans/cpu/span_id=$(printf %016x $((0x1000 + 9999)))/all/meta.json"
+check_eq "meta.json of a span range: its \"spans\" marker (1 id refused, none cut)" \
+  "$(jq -c .spans "$MJ" 2>&1)" \
+  '{"profiles_with_cut_spans":0,"spans_cut":0,"profiles_with_refused_ids":1,"ids_refused":1}'
+jq -e 'has("spans") | not' "$M/manyspans/cpu/all/all/meta.json" >/dev/null \
+  && ok "meta.json of a plain range has no \"spans\"" || fail "plain meta.json has spans"
+# 65,538 distinct spans (2 past the 65,536 a profile tags) and one id not hex.
+mkprof "$TMP/cut.pb" 65538
+code=$(curl -s -o "$TMP/r" -w '%{http_code}' "${AUTH[@]}" -XPOST --data-binary "@$TMP/cut.pb" \
+  "$U/ingest?name=cutspans&format=pprof")
+check_eq "a profile with 65,538 spans ($(stat -c %s "$TMP/cut.pb") bytes) is stored: HTTP" "$code" 200
+for i in $(seq 1 30); do [ -e "$M/cutspans/cpu/all/all/merged.pb.gz" ] && break; sleep 0.1; done
+check_eq "its first span comes back (10 ms)" \
+  "$(cpu_ns "$M/cutspans/cpu/span_id=0000000000001000/all/merged.pb.gz")" 10000000
+check_eq "meta.json: 2 spans cut, 1 id refused" \
+  "$(jq -c .spans "$M/cutspans/cpu/span_id=0000000000001000/all/meta.json" 2>&1)" \
+  '{"profiles_with_cut_spans":1,"spans_cut":2,"profiles_with_refused_ids":1,"ids_refused":1}'
+CUT1=$(metric profilefs_span_ids_cut_total) BAD1=$(metric profilefs_span_ids_refused_total)
+echo "# /metrics: profilefs_span_ids_cut_total ${CUT0:-none} -> ${CUT1:-none}, profilefs_span_ids_refused_total ${BAD0:-none} -> ${BAD1:-none}"
+check_eq "/metrics: profilefs_span_ids_cut_total and _refused_total grew by 2 and 2" \
+  "$(( ${CUT1:-0} - ${CUT0:-0} )) $(( ${BAD1:-0} - ${BAD0:-0} ))" "2 2"
+grep -m1 'spans past the' "$TMP/daemon.log" | sed 's/^/# log: /'
+grep -q 'keeps 0 spans past the 65536 a profile may tag and 1 samples' "$TMP/daemon.log" \
+  && ok "the log says a stored profile's id was refused" || fail "no log line for the refused id"
+# A cut span is in no span record: not found, and SelectMergeSpanProfile says why it may be.
+CUTID=$(printf %016x $((0x1000 + 65537)))
+curl -s -D "$TMP/h" -o "$TMP/r" "${AUTH[@]}" -XPOST -H 'Content-Type: application/json' \
+  "$U/querier.v1.QuerierService/SelectMergeSpanProfile" \
+  -d "{\"profileTypeID\":\"$CPU\",\"labelSelector\":\"{service_name=\\\"cutspans\\\"}\",\"spanSelector\":[\"$CUTID\"],\"start\":0,\"end\":4102444800000}" >/dev/null
+check_eq "SelectMergeSpanProfile of a cut span: empty, X-Profilefs-Spans-Cut and -Span-Ids-Refused" \
+  "$(jq -r '.flamegraph.total // 0' "$TMP/r") $(tr -d '\r' <"$TMP/h" | awk -F': ' 'tolower($1) == "x-profilefs-spans-cut" || tolower($1) == "x-profilefs-span-ids-refused" { printf "%s ", $2 }')" "0 2 1 "
 
 # --- OTLP with links -------------------------------------------------------
 if [ -d "$O/node_modules/@bufbuild/protobuf" ] || (cd "$O" && npm ci --no-audit --no-fund --silent >/dev/null 2>&1); then
