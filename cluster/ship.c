@@ -1263,6 +1263,48 @@ ship_spans(struct batch *b)
 	return rc;
 }
 
+/*
+ * None of the batch's profiles arrived, but its span rows, sent before
+ * them, may have: then they are not sent again (each would count twice).
+ * Replicated tables drop a block sent again byte for byte themselves.
+ */
+static int
+spans_present(struct cluster *c, struct batch *b, struct buf *err)
+{
+	struct buf sql = { 0 }, ans = { 0 };
+	const char *sep;
+	uint64_t n = 0;
+	size_t i;
+	int rc;
+
+	if (c->replicated || b->spans.len == 0 || b->dates.len == 0)
+		return 0;
+	buf_printf(&sql, "SELECT count() FROM %s.spans WHERE date IN (%s) AND gid IN (", c->db,
+	    b->dates.data);
+	for (i = 0, sep = ""; i < b->n; i++)
+		if (b->gids[i]) {
+			buf_printf(&sql, "%s%" PRIu64, sep, b->gids[i]);
+			sep = ",";
+		}
+	buf_adds(&sql, ") FORMAT TabSeparated");
+	if ((rc = buf_error(&sql)) < 0 || (rc = ch_exec(c, sql.data, NULL, &ans, err, NULL)) < 0)
+		goto out;
+	buf_addc(&ans, '\0');
+	n = strtoull(ans.data ? ans.data : "0", NULL, 10);
+	if (n >= b->span_rows) {
+		log_info("clickhouse: the %" PRIu64 " span rows of an interrupted batch had arrived",
+		    n);
+		buf_reset(&b->spans);
+	} else if (n)
+		log_warnx("clickhouse: %" PRIu64 " of the %" PRIu64 " span rows of an interrupted "
+		    "batch had arrived: all are sent again (those count twice in span queries)",
+		    n, b->span_rows);
+out:
+	buf_free(&sql);
+	buf_free(&ans);
+	return rc;
+}
+
 /* One batch: built, checked if it may be there already, sent, unqueued. */
 static int
 ship_once(struct cluster *c, struct batch *b, bool *uncertain, struct buf *err, bool *refused)
@@ -1303,6 +1345,8 @@ ship_once(struct cluster *c, struct batch *b, bool *uncertain, struct buf *err, 
 			return (int)k;
 		}
 		*uncertain = false;
+		if ((rc = spans_present(c, b, err)) < 0)
+			return rc;
 	}
 	if ((rc = insert(c, b, err, refused)) < 0) {
 		*uncertain = true;
