@@ -1065,8 +1065,7 @@ merge_request_spans(struct http_req *r, const char *ptype, const char *selector,
 	rc = selection_merge(r, &sel, from, to, need, res, ty);
 	selection_free(&sel);
 	if (rc == -ENOTSUP) {
-		http_reply_error(r, 501, "span profiles are not served by the fleet's reader "
-		    "(--clickhouse) yet: span ids are kept in each host's store");
+		http_reply_error(r, 501, "span profiles are not served by this reader");
 		return -1;
 	}
 	if (rc < 0) {

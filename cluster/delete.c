@@ -117,7 +117,7 @@ cancel_sqls(struct cluster *c, const char *cond, struct buf *sqls, size_t *n)
 static int
 fleet_delete_series(struct cluster *c, const struct series *s, struct buf *err)
 {
-	struct buf sqls[CH_NTIERS + 6], cond = { 0 };
+	struct buf sqls[CH_NTIERS + 7], cond = { 0 };
 	size_t j, n = 0, t;
 	int rc;
 
@@ -143,6 +143,7 @@ fleet_delete_series(struct cluster *c, const struct series *s, struct buf *err)
 	}
 	buf_printf(&sqls[n++], "ALTER TABLE %s.counts10_local DELETE WHERE %s", c->db, cond.data);
 	buf_printf(&sqls[n++], "ALTER TABLE %s.series_local DELETE WHERE %s", c->db, cond.data);
+	buf_printf(&sqls[n++], "ALTER TABLE %s.spans_local DELETE WHERE %s", c->db, cond.data);
 	buf_printf(&sqls[n++], "ALTER TABLE %s.profiles_local DELETE WHERE %s", c->db, cond.data);
 	rc = buf_error(&cond);
 	for (j = 0; j < n && rc == 0; j++)
@@ -164,7 +165,7 @@ fleet_delete_series(struct cluster *c, const struct series *s, struct buf *err)
 static int
 fleet_delete_profile(struct cluster *c, uint64_t gid, uint64_t *local_id, struct buf *err)
 {
-	struct buf sql = { 0 }, ans = { 0 }, sqls[CH_NTIERS + 3], cond = { 0 };
+	struct buf sql = { 0 }, ans = { 0 }, sqls[CH_NTIERS + 4], cond = { 0 };
 	struct tsv t;
 	uint64_t id = 0;
 	bool found = false, mine = false;
@@ -192,6 +193,7 @@ fleet_delete_profile(struct cluster *c, uint64_t gid, uint64_t *local_id, struct
 	/* The same rows as the materialized views make, cancelling them. */
 	buf_printf(&cond, "gid = %" PRIu64, gid);
 	cancel_sqls(c, cond.data, sqls, &n);
+	buf_printf(&sqls[n++], "ALTER TABLE %s.spans_local DELETE WHERE %s", c->db, cond.data);
 	buf_printf(&sqls[n++], "ALTER TABLE %s.profiles_local DELETE WHERE %s", c->db, cond.data);
 	rc = 0;
 	for (j = 0; j < n && rc == 0; j++)

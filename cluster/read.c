@@ -2164,6 +2164,233 @@ out:
 }
 
 /*
+ * A merge of span samples (q->spans): the rows of spans_local that the
+ * selection, the range and the span or trace ids select, summed per stack
+ * address on the shards, then built as every merge is, from the frames of
+ * those stacks. The sample types (hdr) most stacks share are merged; the
+ * profiles of other types are listed as left out. The profiles are listed
+ * with the totals of their samples of those spans, as the local store does.
+ */
+#define SPAN_REFS_MAX	100000
+
+static int
+span_where(const struct span_sel *sp, struct buf *b)
+{
+	size_t i;
+
+	buf_adds(b, "(0");
+	if (sp->nids) {
+		buf_adds(b, " OR span IN (");
+		for (i = 0; i < sp->nids; i++)
+			buf_printf(b, "%s%" PRIu64, i ? ", " : "", sp->ids[i]);
+		buf_addc(b, ')');
+	}
+	if (sp->ntraces) {
+		buf_adds(b, " OR trace IN (");
+		for (i = 0; i < sp->ntraces; i++) {
+			size_t k;
+
+			buf_adds(b, i ? ", '" : "'");
+			for (k = 0; k < 16; k++)
+				buf_printf(b, "%02x", sp->traces[i][k]);
+			buf_addc(b, '\'');
+		}
+		buf_addc(b, ')');
+	}
+	buf_addc(b, ')');
+	return buf_error(b);
+}
+
+static int
+r_merge_spans(struct cluster *c, const struct query *q, struct query_result *res)
+{
+	struct buf sql = { 0 }, ans = { 0 }, err = { 0 }, cond = { 0 }, hdrs = { 0 },
+	    vals = { 0 }, stacks = { 0 }, totals = { 0 }, one = { 0 };
+	bool gauge[PROFILE_MAX_SAMPLE_TYPES];
+	struct intern *all = intern_create(1024), *hset = intern_create(8);
+	struct merge *m = NULL;
+	struct codec_memo *cm = NULL;
+	size_t *hcount = NULL, hcap = 0, best = 0, nt = 0, ns, i, nv;
+	size_t *at = NULL, nref = 0;
+	char **frames = NULL;
+	size_t *flen = NULL;
+	int64_t period = 0, best_period = 0;
+	const char *best_hdr = NULL;
+	struct tsv t;
+	int rc, r;
+
+	memset(res, 0, sizeof(*res));
+	atomic_store(&c->read_at, clock_mono_ns());
+	if ((rc = where_selected(c, q, &cond, NULL, NULL)) < 0)
+		goto out;
+	buf_printf(&cond, " AND ns >= %" PRId64 " AND ns < %" PRId64 " AND ", q->from, q->to);
+	if ((rc = span_where(q->spans, &cond)) < 0)
+		goto out;
+	/* The sums per stack, per sample types. */
+	buf_printf(&sql, "SELECT hdr, max(period), stack, sumForEach(vals) FROM %s.spans WHERE %s "
+	    "GROUP BY hdr, stack FORMAT TabSeparated", c->db, cond.data);
+	if ((rc = buf_error(&sql)) < 0)
+		goto out;
+	if (ch_exec(c, sql.data, NULL, &ans, &err, NULL) < 0) {
+		rc = fail("merging spans", &err);
+		goto out;
+	}
+	/* First pass: the sample types (hdr) with the most stacks. */
+	tsv_init(&t, &ans);
+	while ((r = tsv_next(&t)) > 0) {
+		int64_t k;
+		int added;
+
+		if (t.nf != 4 || (k = intern_put(hset, t.f[0], t.len[0], &added)) < 0) {
+			r = -EINVAL;
+			break;
+		}
+		hcount = xgrow(hcount, &hcap, (size_t)k + 1, sizeof(*hcount));
+		if (added)
+			hcount[k] = 0;
+		if (++hcount[k] > hcount[best] || (size_t)k == best) {
+			best = (size_t)k;
+			buf_reset(&hdrs);
+			buf_add(&hdrs, t.f[0], t.len[0]);
+		}
+	}
+	tsv_free(&t);
+	if (r < 0 || buf_error(&hdrs)) {
+		log_warnx("clickhouse: merging spans: a malformed answer");
+		rc = r == -ENOMEM || buf_error(&hdrs) ? -ENOMEM : -EIO;
+		goto out;
+	}
+	if (intern_count(hset) == 0)
+		goto out;	/* no sample of those spans in the range */
+	best_hdr = hdrs.data ? hdrs.data : "";
+	/* Second pass: the chosen types' stacks and sums. */
+	tsv_init(&t, &ans);
+	while ((r = tsv_next(&t)) > 0) {
+		if (t.len[0] != hdrs.len || memcmp(t.f[0], best_hdr, hdrs.len) != 0)
+			continue;
+		buf_reset(&one);
+		if (tsv_i64(t.f[1], &period) < 0 || !is_digest(t.f[2], t.len[2]) ||
+		    tsv_nums(t.f[3], &one, &nv, PROFILE_MAX_SAMPLE_TYPES, false) < 0 ||
+		    nv == 0 || (nt && nv != nt)) {
+			r = -EINVAL;
+			break;
+		}
+		nt = nv;
+		if (period > best_period)
+			best_period = period;
+		if (intern_put(all, t.f[2], DIGEST128_HEX, NULL) < 0) {
+			r = -ENOMEM;
+			break;
+		}
+		buf_add(&stacks, t.f[2], DIGEST128_HEX);
+		buf_add(&vals, one.data, nt * sizeof(int64_t));
+	}
+	tsv_free(&t);
+	if (r < 0 || buf_error(&stacks) || buf_error(&vals)) {
+		log_warnx("clickhouse: merging spans: a malformed answer");
+		rc = r == -ENOMEM || buf_error(&stacks) || buf_error(&vals) ? -ENOMEM : -EIO;
+		goto out;
+	}
+	ns = stacks.len / DIGEST128_HEX;
+	frames = xcalloc(intern_count(all) + 1, sizeof(*frames));
+	flen = xcalloc(intern_count(all) + 1, sizeof(*flen));
+	if ((rc = fetch_frames(c, all, frames, flen)) < 0)
+		goto out;
+	if ((m = merge_create()) == NULL || codec_begin(m, best_hdr, best_period, &nv, gauge) < 0 ||
+	    nv != nt) {
+		log_warnx("clickhouse: merging spans: a malformed header");
+		rc = m ? -EIO : -ENOMEM;
+		goto out;
+	}
+	cm = codec_memo_create();	/* NULL: read without */
+	for (i = 0; i < ns && rc == 0; i++) {
+		int64_t k = intern_get(all, stacks.data + i * DIGEST128_HEX, DIGEST128_HEX);
+
+		if (k < 0 || (rc = codec_add(m, cm, frames[k], flen[k],
+		    (int64_t *)vals.data + i * nt, nt)) == -EINVAL) {
+			log_warnx("clickhouse: a stored stack is malformed");
+			rc = -EIO;
+		}
+	}
+	if (rc < 0 || (rc = merge_finish(m, false, &res->merged)) < 0)
+		goto out;
+	/* The profiles, time order, with the totals of their samples of those spans. */
+	buf_reset(&sql);
+	buf_reset(&ans);
+	buf_printf(&sql, "SELECT gid, min(ns) AS t, service, type, labels, hdr, sumForEach(vals) "
+	    "FROM %s.spans WHERE %s GROUP BY gid, service, type, labels, hdr ORDER BY t, gid "
+	    "LIMIT %d FORMAT TabSeparated", c->db, cond.data, SPAN_REFS_MAX);
+	if ((rc = buf_error(&sql)) < 0)
+		goto out;
+	if (ch_exec(c, sql.data, NULL, &ans, &err, NULL) < 0) {
+		rc = fail("listing the profiles of spans", &err);
+		goto out;
+	}
+	res->refs = xcalloc(SPAN_REFS_MAX + 1, sizeof(*res->refs));
+	at = xcalloc(SPAN_REFS_MAX + 1, sizeof(*at));
+	tsv_init(&t, &ans);
+	while ((r = tsv_next(&t)) > 0 && nref < SPAN_REFS_MAX) {
+		struct store_ref *ref = &res->refs[nref];
+		const struct series *s;
+
+		buf_reset(&one);
+		if (t.nf != 7 || tsv_u64(t.f[0], &ref->id) < 0 || tsv_i64(t.f[1], &ref->time) < 0 ||
+		    tsv_nums(t.f[6], &one, &nv, PROFILE_MAX_SAMPLE_TYPES, false) < 0 ||
+		    (s = intern_series(c, t.f[2], t.f[3], t.f[4])) == NULL) {
+			r = -EINVAL;
+			break;
+		}
+		ref->series = s->id;
+		snprintf(ref->type, sizeof(ref->type), "%s", s->type);
+		add_series_id(res, s->id);
+		if (t.len[5] != hdrs.len || memcmp(t.f[5], best_hdr, hdrs.len) != 0 || nv != nt) {
+			at[nref] = SIZE_MAX;
+			if ((r = query_skip_add(res, ref->id, "its sample types differ from "
+			    "those of the merged samples")) < 0)
+				break;
+		} else {
+			at[nref] = totals.len / sizeof(int64_t);
+			buf_add(&totals, one.data, nt * sizeof(int64_t));
+			res->nmerged++;
+		}
+		nref++;
+	}
+	tsv_free(&t);
+	res->nrefs = nref;
+	if (r < 0 || buf_error(&totals)) {
+		log_warnx("clickhouse: listing the profiles of spans: a malformed answer");
+		rc = r == -ENOMEM || buf_error(&totals) ? -ENOMEM : -EIO;
+		goto out;
+	}
+	res->totals = (int64_t *)buf_steal(&totals, NULL);
+	res->totals_at = at;
+	at = NULL;
+out:
+	for (i = 0; frames && i < intern_count(all); i++)
+		free(frames[i]);
+	free(frames);
+	free(flen);
+	free(hcount);
+	free(at);
+	intern_destroy(all);
+	intern_destroy(hset);
+	codec_memo_free(cm);
+	merge_free(m);
+	buf_free(&sql);
+	buf_free(&ans);
+	buf_free(&err);
+	buf_free(&cond);
+	buf_free(&hdrs);
+	buf_free(&vals);
+	buf_free(&stacks);
+	buf_free(&totals);
+	buf_free(&one);
+	if (rc < 0)
+		query_result_free(res);
+	return rc;
+}
+
+/*
  * One stored profile of any host (profiles/, GET /api/0/profiles/<id>): its
  * row, the frames of its stacks, rebuilt as gzipped pprof.
  */
@@ -2524,9 +2751,9 @@ c_merge(void *arg, const struct query *q, struct query_result *res)
 {
 	struct cluster *c = arg;
 
-	/* The fleet keeps no span ids yet (store/span.c keeps them locally). */
+	/* Span samples: the spans table the shippers fill (ship.c). */
 	if (on(c) && q->spans)
-		return -ENOTSUP;
+		return r_merge_spans(c, q, res);
 	return on(c) ? r_merge(c, q, res) : query_merge(c->st, q, res);
 }
 

@@ -28,10 +28,22 @@
  *   series_local     profiles per (series, hour): listings and hours
  *   stacks_local     frames (codec_stack()) by hash, ReplacingMergeTree, a
  *                    partition per month: every month re-ships what it uses
+ *   spans_local      the samples of span profiles (store/span.c): one row per
+ *                    (profile, span id, stack) of a profile whose samples
+ *                    name spans: when, whose (host, gid, batch: the
+ *                    profile's, so its rows go to the profile's shard), its
+ *                    series, hdr and period (codec_header()), the span id,
+ *                    its trace (32 hex digits, '': none), the stack's
+ *                    address and its values (ntypes). At most
+ *                    SPAN_ROWS_MAX rows per profile (the rest counted).
+ *                    MergeTree, a partition per day (retention drops it
+ *                    with the profiles'), sorted by span id.
  *   settings_local   the cluster's settings (name, value, when, by which
  *                    host), the latest row of a name wins; on every server
  *
- * The daemon creates what is missing at start. Tables of an earlier build
+ * The daemon creates what is missing at start (spans_local came after the
+ * other tables of schema 2: it is added to a database of schema 2 made
+ * before it, which holds no spans). Tables of an earlier build
  * with ClickHouse's default granules (8192 rows) are used as they are, and
  * logged (old_granules()): docs/clickhouse.md tells how to remake them. A database of schema 1
  * (before the tiers) or of an earlier build is refused with a message
@@ -106,6 +118,8 @@
  * keeps the default: no read of it was measured to gain.
  */
 #define PROFILES_GRANULE	"256"
+/* Rows of spans_local one profile may make (a row per span and stack). */
+#define SPAN_ROWS_MAX		65536
 
 /*
  * A statement of the schema: head (and tail) are formats of the database
@@ -151,6 +165,11 @@ static const struct ddl schema[] = {
 	    "frames String)", "stacks_local", "ReplacingMergeTree",
 	    "PARTITION BY toYYYYMM(date) PRIMARY KEY hash ORDER BY (hash, sipHash64(frames))",
 	    NULL },
+	{ "CREATE TABLE IF NOT EXISTS %1$s.spans_local (date Date, time DateTime, ns Int64, "
+	    "host String, gid UInt64, batch UInt64, service String, type String, labels String, "
+	    "hdr String, period Int64, span UInt64, trace String, stack FixedString(32), "
+	    "vals Array(Int64))", "spans_local", "MergeTree",
+	    "PARTITION BY date ORDER BY (service, type, span, ns)", NULL },
 	{ "CREATE TABLE IF NOT EXISTS %1$s.settings_local (name String, value String, "
 	    "set_at DateTime, set_by String)", "settings_local", "ReplacingMergeTree(set_at)",
 	    "ORDER BY name", NULL },
@@ -162,6 +181,8 @@ static const struct ddl schema[] = {
 	    NULL, "rand()" },
 	{ "CREATE TABLE IF NOT EXISTS %1$s.stacks AS %1$s.stacks_local", "stacks_local", NULL,
 	    NULL, "sipHash64(hash)" },
+	{ "CREATE TABLE IF NOT EXISTS %1$s.spans AS %1$s.spans_local", "spans_local", NULL,
+	    NULL, "batch" },
 };
 
 const struct ch_tier ch_tiers[CH_NTIERS] = {
@@ -669,6 +690,19 @@ struct batch {
 	 */
 	bool		 held;
 	struct buf	 st, tmp;	/* scratch */
+	/* Profiles with spans to read once the outbox walk is over (struct span_todo). */
+	struct buf	 todo, todo_str;
+	struct buf	 spans;		/* spans_local rows, RowBinary */
+	uint64_t	 span_rows, span_cut;
+};
+
+/* A profile of the batch whose span record is read after the walk (ship_spans()). */
+struct span_todo {
+	struct store_ref ref;
+	uint64_t	 gid;
+	uint16_t	 day;
+	size_t		 lab;		/* offsets in todo_str: labels, service, type */
+	size_t		 svc, type;
 };
 
 static uint64_t
@@ -879,8 +913,25 @@ add_profile(struct batch *b, const struct store_ref *ref, const struct series *s
 			rb_put(&b->rows, (uint64_t)p->samples[order[i].i].values[k], 8);
 	b->nrows += p->nsamples;
 	b->month = month;
+	{
+		struct span_todo td;
+
+		memset(&td, 0, sizeof(td));
+		td.ref = *ref;
+		td.gid = gid;
+		td.day = day;
+		td.lab = b->todo_str.len;
+		buf_add(&b->todo_str, lab.data ? lab.data : "", lab.len + 1);
+		td.svc = b->todo_str.len;
+		buf_add(&b->todo_str, s->service, strlen(s->service) + 1);
+		td.type = b->todo_str.len;
+		buf_add(&b->todo_str, s->type, strlen(s->type) + 1);
+		buf_add(&b->todo, &td, sizeof(td));
+	}
 	rc = buf_error(&b->rows) ? buf_error(&b->rows) :
-	    buf_error(&b->stacks) ? buf_error(&b->stacks) : buf_error(&b->keys);
+	    buf_error(&b->stacks) ? buf_error(&b->stacks) :
+	    buf_error(&b->todo) ? buf_error(&b->todo) :
+	    buf_error(&b->todo_str) ? buf_error(&b->todo_str) : buf_error(&b->keys);
 out:
 	stackkey_end(&sk);
 	free(order);
@@ -950,6 +1001,9 @@ batch_reset(struct batch *b)
 	buf_reset(&b->rows);
 	buf_reset(&b->stacks);
 	buf_reset(&b->keys);
+	buf_reset(&b->todo);
+	buf_reset(&b->todo_str);
+	buf_reset(&b->spans);
 	b->nstacks = 0;
 	buf_reset(&b->dates);
 	intern_destroy(b->seen);
@@ -1048,6 +1102,14 @@ insert(struct cluster *c, struct batch *b, struct buf *err, bool *refused)
 		    c->db, c->alone ? "_local" : "");
 		rc = ch_exec(c, sql.data, &b->stacks, NULL, err, refused);
 	}
+	/* Before the profiles: a profile found shipped (batch_present()) has its spans. */
+	if (rc == 0 && b->spans.len) {
+		buf_reset(&sql);
+		buf_printf(&sql, "INSERT INTO %s.spans%s (date, time, ns, host, gid, batch, service, "
+		    "type, labels, hdr, period, span, trace, stack, vals) FORMAT RowBinary", c->db,
+		    c->alone ? "_local" : "");
+		rc = ch_exec(c, sql.data, &b->spans, NULL, err, refused);
+	}
 	if (rc == 0 && b->rows.len) {
 		buf_reset(&sql);
 		buf_printf(&sql, "INSERT INTO %s.profiles%s (date, time, ns, host, id, gid, batch, "
@@ -1113,6 +1175,136 @@ nap(struct cluster *c, int64_t ns)
 	return stop;
 }
 
+/* The span being written by span_cb(), and its profile's. */
+struct span_ctx {
+	struct batch		*b;
+	const struct span_todo	*td;
+	size_t			 rows;
+};
+
+/* One span of a profile: a row of spans_local per stack. */
+static int
+span_cb(void *arg, uint64_t span, const unsigned char *trace, const struct profile *p)
+{
+	struct span_ctx *x = arg;
+	struct batch *b = x->b;
+	const struct span_todo *td = x->td;
+	const char *str = b->todo_str.data;
+	struct buf *st = &b->st, *hdr = &b->tmp;
+	int64_t secs = td->ref.time / 1000000000 - (td->ref.time % 1000000000 < 0);
+	char h[DIGEST128_HEX + 1], tr[33];
+	size_t i, k;
+	int rc;
+
+	if (trace)
+		for (i = 0; i < 16; i++)
+			snprintf(tr + 2 * i, 3, "%02x", trace[i]);
+	buf_reset(hdr);
+	if ((rc = codec_header(p, hdr)) < 0 || (rc = buf_error(hdr)) < 0)
+		return rc;
+	for (i = 0; i < p->nsamples; i++) {
+		const struct pf_sample *sm = &p->samples[i];
+
+		if (x->rows >= SPAN_ROWS_MAX) {
+			b->span_cut++;
+			continue;
+		}
+		buf_reset(st);
+		if ((rc = codec_stack(p, sm, st)) < 0 || (rc = buf_error(st)) < 0)
+			return rc;
+		digest128(st->data ? st->data : "", st->len, h);
+		/* date, time, ns, host, gid, batch, service, type, labels, hdr, period */
+		rb_put(&b->spans, td->day, 2);
+		rb_put(&b->spans, (uint64_t)(secs < 0 ? 0 : secs > UINT32_MAX ? UINT32_MAX : secs), 4);
+		rb_put(&b->spans, (uint64_t)td->ref.time, 8);
+		rb_putstr(&b->spans, b->c->host, strlen(b->c->host));
+		rb_put(&b->spans, td->gid, 8);
+		rb_put(&b->spans, gid_of(b->c->host, b->first), 8);
+		rb_putstr(&b->spans, str + td->svc, strlen(str + td->svc));
+		rb_putstr(&b->spans, str + td->type, strlen(str + td->type));
+		rb_putstr(&b->spans, str + td->lab, strlen(str + td->lab));
+		rb_putstr(&b->spans, hdr->data ? hdr->data : "", hdr->len);
+		rb_put(&b->spans, (uint64_t)p->period, 8);
+		/* span, trace, stack, vals */
+		rb_put(&b->spans, span, 8);
+		rb_putstr(&b->spans, tr, trace ? 32 : 0);
+		buf_add(&b->spans, h, DIGEST128_HEX);
+		buf_add_varint(&b->spans, p->nsample_types);
+		for (k = 0; k < p->nsample_types; k++)
+			rb_put(&b->spans, (uint64_t)sm->values[k], 8);
+		x->rows++;
+		b->span_rows++;
+	}
+	return buf_error(&b->spans);
+}
+
+/*
+ * The spans of the batch's profiles, read from their span records once
+ * the walk of the outbox is over (it holds the store's lock). Their stacks
+ * are the profiles' own, shipped with them (the same addresses).
+ */
+static int
+ship_spans(struct batch *b)
+{
+	const struct span_todo *td = (const struct span_todo *)b->todo.data;
+	size_t i, n = b->todo.len / sizeof(*td);
+	int rc = 0;
+
+	for (i = 0; i < n && rc == 0; i++) {
+		struct span_ctx x = { b, &td[i], 0 };
+
+		rc = store_span_groups(b->c->st, &td[i].ref, SPAN_ROWS_MAX, span_cb, &x);
+		if (rc == -EINVAL) {
+			log_warnx("clickhouse: profile %016" PRIx64 ": its span record is corrupt; "
+			    "shipped without spans", td[i].ref.id);
+			rc = 0;
+		}
+	}
+	return rc;
+}
+
+/*
+ * None of the batch's profiles arrived, but its span rows, sent before
+ * them, may have: then they are not sent again (each would count twice).
+ * Replicated tables drop a block sent again byte for byte themselves.
+ */
+static int
+spans_present(struct cluster *c, struct batch *b, struct buf *err)
+{
+	struct buf sql = { 0 }, ans = { 0 };
+	const char *sep;
+	uint64_t n = 0;
+	size_t i;
+	int rc;
+
+	if (c->replicated || b->spans.len == 0 || b->dates.len == 0)
+		return 0;
+	buf_printf(&sql, "SELECT count() FROM %s.spans WHERE date IN (%s) AND gid IN (", c->db,
+	    b->dates.data);
+	for (i = 0, sep = ""; i < b->n; i++)
+		if (b->gids[i]) {
+			buf_printf(&sql, "%s%" PRIu64, sep, b->gids[i]);
+			sep = ",";
+		}
+	buf_adds(&sql, ") FORMAT TabSeparated");
+	if ((rc = buf_error(&sql)) < 0 || (rc = ch_exec(c, sql.data, NULL, &ans, err, NULL)) < 0)
+		goto out;
+	buf_addc(&ans, '\0');
+	n = strtoull(ans.data ? ans.data : "0", NULL, 10);
+	if (n >= b->span_rows) {
+		log_info("clickhouse: the %" PRIu64 " span rows of an interrupted batch had arrived",
+		    n);
+		buf_reset(&b->spans);
+	} else if (n)
+		log_warnx("clickhouse: %" PRIu64 " of the %" PRIu64 " span rows of an interrupted "
+		    "batch had arrived: all are sent again (those count twice in span queries)",
+		    n, b->span_rows);
+out:
+	buf_free(&sql);
+	buf_free(&ans);
+	return rc;
+}
+
 /* One batch: built, checked if it may be there already, sent, unqueued. */
 static int
 ship_once(struct cluster *c, struct batch *b, bool *uncertain, struct buf *err, bool *refused)
@@ -1126,6 +1318,10 @@ ship_once(struct cluster *c, struct batch *b, bool *uncertain, struct buf *err, 
 		shipped_tick(b->shipped);
 		if ((rc = store_queue_each(c->st, 0, BATCH_PROFILES, batch_cb, b)) < 0) {
 			buf_printf(err, "reading the outbox: %s", strerror(-rc));
+			return rc;
+		}
+		if ((rc = ship_spans(b)) < 0) {
+			buf_printf(err, "reading the spans of the outbox: %s", strerror(-rc));
 			return rc;
 		}
 	}
@@ -1149,6 +1345,8 @@ ship_once(struct cluster *c, struct batch *b, bool *uncertain, struct buf *err, 
 			return (int)k;
 		}
 		*uncertain = false;
+		if ((rc = spans_present(c, b, err)) < 0)
+			return rc;
 	}
 	if ((rc = insert(c, b, err, refused)) < 0) {
 		*uncertain = true;
@@ -1182,7 +1380,12 @@ ship_once(struct cluster *c, struct batch *b, bool *uncertain, struct buf *err, 
 	metrics_add("profilefs_clickhouse_stacks_total", "how=\"encoded\"", (double)b->encoded);
 	metrics_add("profilefs_clickhouse_stacks_total", "how=\"known\"", (double)b->known);
 	metrics_add("profilefs_clickhouse_stacks_shipped_total", NULL, (double)b->nstacks);
+	metrics_add("profilefs_clickhouse_span_rows_total", NULL, (double)b->span_rows);
+	if (b->span_cut)
+		log_warnx("clickhouse: %" PRIu64 " span samples were past %d rows per profile: "
+		    "not shipped as spans (their profiles are whole)", b->span_cut, SPAN_ROWS_MAX);
 	b->encoded = b->known = 0;
+	b->span_rows = b->span_cut = 0;
 	return (int)b->n;
 }
 
@@ -1217,7 +1420,7 @@ expire(struct cluster *c)
 		buf_reset(&ans);
 		buf_printf(&sql, "SELECT DISTINCT table, partition FROM system.parts WHERE "
 		    "database = '%s' AND active AND ((table IN ('profiles_local', "
-		    "'counts10_local', 'series_local', %s) AND partition < '%s') OR "
+		    "'spans_local', 'counts10_local', 'series_local', %s) AND partition < '%s') OR "
 		    "(table = 'stacks_local' AND partition < '%s')) FORMAT TabSeparated",
 		    c->db, tiers.data, day, month);
 		if (ch_exec_on(c, i, sql.data, &ans, &err, NULL) < 0)
@@ -1449,6 +1652,9 @@ ship_main(void *arg)
 	buf_free(&b.rows);
 	buf_free(&b.stacks);
 	buf_free(&b.keys);
+	buf_free(&b.todo);
+	buf_free(&b.todo_str);
+	buf_free(&b.spans);
 	buf_free(&b.st);
 	buf_free(&b.tmp);
 	buf_free(&b.dates);
@@ -1509,6 +1715,8 @@ cluster_start(struct store *st, const struct cluster_config *cfg, struct cluster
 	    "profiles shipped to ClickHouse");
 	metrics_describe("profilefs_clickhouse_shipped_samples_total", "counter",
 	    "samples shipped to ClickHouse");
+	metrics_describe("profilefs_clickhouse_span_rows_total", "counter",
+	    "rows of span samples (span id, stack) shipped to ClickHouse's spans table");
 	metrics_describe("profilefs_clickhouse_bad_stacks_total", "counter",
 	    "rows of the stacks table whose frames do not match their address (ignored)");
 	metrics_describe("profilefs_clickhouse_stacks_read_total", "counter",

@@ -646,3 +646,91 @@ store_read_spans_locked(struct store *st, uint64_t sid, int64_t from, int64_t to
 	free(rg);
 	return rc;
 }
+
+/* --- span groups, for the shipper ------------------------------------------ */
+
+/*
+ * The samples of each span of profile ref (its 'Z' record's runs, at most
+ * max), each run summed into a profile of its own through the series'
+ * symbols (under the store's read lock): fn hears the span id, its trace (NULL: none) and that profile
+ * (valid during the call). A profile without spans calls nothing. The
+ * shipper sends these beside the profile (cluster/ship.c): the samples the
+ * pack keeps per span, with the stacks the profile itself ships.
+ */
+int
+store_span_groups(struct store *st, const struct store_ref *ref, size_t max,
+    store_span_fn fn, void *arg)
+{
+	unsigned char key[25];
+	struct span_rec r;
+	char *zv = NULL, *pv = NULL, *dberr = NULL;
+	const unsigned char *p, *tp;
+	size_t zl = 0, pl = 0, i;
+	uint64_t at, n, trc = 0;
+	int rc = 0;
+
+	pthread_rwlock_rdlock(&st->db_lock);
+	key[0] = 'Z';
+	be64_put(key + 1, ref->series);
+	be64_put(key + 9, time_enc(ref->time));
+	be64_put(key + 17, ref->id);
+	zv = rocksdb_get(st->db, st->ropts, (char *)key, sizeof(key), &zl, &dberr);
+	if (dberr == NULL && zv) {
+		key[0] = 'P';
+		pv = rocksdb_get(st->db, st->ropts, (char *)key, sizeof(key), &pl, &dberr);
+	}
+	if (dberr) {
+		rc = -EIO;
+		goto out;
+	}
+	if (zv == NULL || pv == NULL)
+		goto out;	/* no spans, or deleted meanwhile */
+	if ((rc = rec_read(zv, zl, &r)) < 0)
+		goto out;
+	/* The trace column follows the lengths. */
+	tp = r.runs;
+	for (i = 0; r.ntraces && i < r.nruns; i++)
+		if (varint_get(&tp, r.end, &n) < 0) {
+			rc = -EINVAL;
+			goto out;
+		}
+	p = r.runs;
+	at = r.first;
+	for (i = 0; i < r.nruns && i < max && rc == 0; i++) {
+		struct series_state *ss;
+		struct profile *sp = NULL;
+		struct agg *a;
+		int64_t totals[STORE_MAX_TYPES];
+		size_t nt = 0;
+		uint32_t rg[2];
+
+		if (varint_get(&p, r.end, &n) < 0 || n > UINT32_MAX || at + n > UINT32_MAX ||
+		    (r.ntraces && (varint_get(&tp, r.end, &trc) < 0 || trc > r.ntraces))) {
+			rc = -EINVAL;
+			break;
+		}
+		rg[0] = (uint32_t)at;
+		rg[1] = (uint32_t)n;
+		at += n;
+		if ((a = agg_create()) == NULL) {
+			rc = -ENOMEM;
+			break;
+		}
+		if ((rc = agg_add_ranges(a, pv, pl, rg, 1, totals, STORE_MAX_TYPES, &nt)) == 0 &&
+		    agg_ngroups(a) == 1 && (ss = series_state_lock(st, ref->series, &rc)) != NULL) {
+			rc = agg_profile(a, ss->sym, 0, false, &sp);
+			pthread_mutex_unlock(&ss->sym_lock);
+		}
+		agg_free(a);
+		if (rc == 0 && sp)
+			rc = fn(arg, le64_get(r.ids + 8 * i),
+			    trc ? r.traces + 16 * (trc - 1) : NULL, sp);
+		profile_free(sp);
+	}
+out:
+	pthread_rwlock_unlock(&st->db_lock);
+	free(dberr);
+	rocksdb_free(zv);
+	rocksdb_free(pv);
+	return rc;
+}

@@ -232,6 +232,16 @@ int	store_queue_each(struct store *st, uint64_t after, size_t max, store_queue_f
 	    void *arg);
 int	store_queue_remove(struct store *st, const uint64_t *ids, size_t n);
 uint64_t store_queue_length(struct store *st);
+/*
+ * The samples of each span of a stored profile (store/span.c), each span's
+ * summed into a profile of its own: fn gets the span id, its trace id (16
+ * bytes, NULL: none) and that profile (valid during the call; fn must not
+ * call the store). At most max spans; nothing for a profile without spans.
+ */
+typedef int (*store_span_fn)(void *arg, uint64_t span, const unsigned char *trace,
+    const struct profile *p);
+int	store_span_groups(struct store *st, const struct store_ref *ref, size_t max,
+	    store_span_fn fn, void *arg);
 
 /*
  * A cache another layer keeps in the store's database: bytes by key (1 to

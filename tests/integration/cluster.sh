@@ -180,6 +180,18 @@ go tool pprof -top "$TMP/mntb/goapp/cpu/all/last-1h/merged.pb.gz" >/dev/null 2>&
   ok "generated files of the fleet (merged, flame graph, top)" || fail "generated files of the fleet (merged, flame graph, top)"
 curl -s -o "$TMP/hm.pb.gz" "http://127.0.0.1:$HA/api/0/profiles/merge?service=goapp&type=cpu&from=2000-01-01T00:00:00Z&to=2100-01-01T00:00:00Z"
 check_eq "HTTP merge reads the fleet" "$(pprof_sums "$TMP/hm.pb.gz")" "$want3"
+# Span profiles over the two shards: one trace on both hosts, a span on each.
+T=0123456789abcdef0123456789abcdef
+python3 "$ROOT/tests/integration/spanprof.py" "$TMP/sa.pb" main.sa:30000000:a1:$T main.plain:5000000
+python3 "$ROOT/tests/integration/spanprof.py" "$TMP/sb.pb" main.sb:7000000:b1:$T main.plain:1000000
+mkdir -p "$TMP/mnt/ingest/spansvc/cpu" "$TMP/mntb/ingest/spansvc/cpu" 2>/dev/null
+{ cp "$TMP/sa.pb" "$TMP/mnt/ingest/spansvc/cpu/" && cp "$TMP/sb.pb" "$TMP/mntb/ingest/spansvc/cpu/"; } || fail "cp the span profiles"
+cpu_of() { pprof_sums "$1" | tr ' ' '\n' | sed -n 's/^cpu\/nanoseconds=//p'; }
+trace_is() { [ "$(cpu_of "$TMP/mntb/spansvc/cpu/trace_id=$T/all/merged.pb.gz")" = 37000000 ]; }
+wait_for 15 trace_is && ok "fleet (two shards): trace_id= sums the trace across both hosts (30 + 7 ms)" \
+  || fail "fleet (two shards): a trace across both hosts" "got $(cpu_of "$TMP/mntb/spansvc/cpu/trace_id=$T/all/merged.pb.gz"), want 37000000"
+check_eq "fleet (two shards): span_id=a1 is hosta's samples only" "$(cpu_of "$TMP/mntb/spansvc/cpu/span_id=a1/all/merged.pb.gz")" 30000000
+echo "# span rows on the shards: $(chq 1 "SELECT count() FROM profilefs.spans_local") and $(chq 2 "SELECT count() FROM profilefs.spans_local")"
 # profiles/ of the other host: each stored profile, rebuilt from the cluster.
 P="$TMP/mntb/goapp/cpu/host=hosta/last-1h/profiles"
 np=$(ls "$P" 2>/dev/null | wc -l)
