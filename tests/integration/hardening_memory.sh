@@ -148,7 +148,7 @@ if [ "$(id -u)" = 0 ] && [ -r /sys/kernel/btf/vmlinux ] && command -v cc >/dev/n
   rm -rf "$TMP/data" "$TMP/daemon.log"
   mkdir -p "$TMP/progs"
   for i in $(seq -w 1 150); do cp "$TMP/spin" "$TMP/progs/es$i"; done
-  LIMIT_MB=128 PROFILEFS_EBPF_SERVICE_BY=exe start --ebpf=99 --ebpf-period 2
+  LIMIT_MB=128 PROFILEFS_EBPF_SERVICE_BY=exe start --ebpf=99 --ebpf-period 2 --ebpf-min-samples 0
   # Five at a time, 300 ms each: on two busy cores each gets some samples.
   for b in $(seq 0 29); do
     for k in 1 2 3 4 5; do "$TMP/progs/es$(printf %03d $((b * 5 + k)))" 300 & done
