@@ -31,7 +31,7 @@ P="efp_octotal$$"
 cc -O2 -fomit-frame-pointer -pthread -DBUILD_TAG="\"$TMP\"" -o "$B/$P" \
   "$ROOT/tests/ebpf/offcpu_total.c" || { fail "build tests/ebpf/offcpu_total.c"; pf_done; exit 1; }
 
-pf_start --ebpf=19 --ebpf-offcpu --ebpf-period 2 --ebpf-min-samples 0 ||
+pf_start --ebpf=19 --ebpf-offcpu --ebpf-period 2 ||
   { fail "ebpf-offcpu-total daemon start"; pf_done; exit 1; }
 sleep 1	# the daemon's programs attached and its first reads done
 
