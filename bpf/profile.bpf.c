@@ -623,55 +623,26 @@ do_sample(struct bpf_perf_event_data *ctx)
 
 /*
  * Off-CPU time (with --ebpf-offcpu), from the sched_switch tracepoint alone
- * (no kprobes or trampolines needed), in on_switch. Every switch of every
- * task runs it, so what it does for each is a few plain loads and stores in
- * the two threads' task storage (struct offcpu_out): when a thread switches
- * out, the time; when it switches in again, the wait's length, which moves
- * the thread's expected wait (see below) and clears the time. Only some
- * switches out take the thread's stacks (as do_sample takes them, while
- * it is still the current task: no other time can read its user stack),
- * and that is decided first, from what is known then: a wait expected to
- * last offcpu_min_ns or more is always taken; one expected shorter with a
- * probability of its expected length over offcpu_min_ns, no lower than
- * 1 / OFFCPU_MIN_PROB; with offcpu_sample N, 1 in N of those. A wait taken
- * with probability p is counted 1/p times, its time too (p is known when it
- * is taken, and whether it is taken does not depend on how long it then
- * lasts: the sum stays unbiased, and exact for the waits taken always).
- * The expected length is the thread's recent longest: the last wait's
- * length, or the one before decayed by a quarter, whichever is longer,
- * blocked and preempted apart; a new thread's first wait is always taken.
- * So a thread that sleeps has each sleep taken, and the short waits of a
- * lock or a queue that are most switches cost a sampled few.
- *
- * Sampled so, a thread's total would be an estimate, and a thread with
- * few waits taken (a busy host, a thread that is mostly short waits) would
- * see its total swing. Its exact total costs only an addition (every
- * wait's length is known at its switch in): each charge to offcpu_aggs
- * also adds the thread's waits since its last charge, exactly, to an entry
- * of the thread's own (stack hash 0, waits 0), and user space scales the
- * thread's stacks of a generation so that they add up to it (a ratio
- * estimate: the stacks' shares sampled, the total measured).
- *
- * A thread none of whose waits is taken for a while has its time charged
- * anyway, once a drain (at its first switch in after offcpu_gen moved on),
- * to the stack it was last charged in, as one wait: its total stays current.
- *
- * Taking the stacks is what costs (a walk of the user stack: tens of
- * microseconds on a busy host, where the rest is a few hundred
- * nanoseconds), so each CPU spends about offcpu_budget_ns a second at most
- * taking stacks and charging waits: past that in a tenth of a second, the
- * threshold (offcpu_min_ns) is raised for the next tenth, in proportion,
- * and lowered again by a quarter a tenth when the time spent falls under
- * half of it, down to offcpu_min_ns; up to 1000 times offcpu_min_ns, no
- * further: a wait expected to last that long (a second by default, 10 s
- * for a preemption) is always taken, whatever the budget, so that the
- * waits that are most of a thread's time keep their own stacks (a thread
- * has at most one such wait a second). On a host where every wait is long
- * the threshold grows until the waits that are most of the time off CPU
- * are taken always and the others in proportion, each still counted 1/p
- * times: the cost is bounded (but for those long waits), the totals stay
- * whole, only the split
- * between a thread's short waits gets coarser.
+ * (no kprobes or trampolines needed). When a thread switches out (it blocks,
+ * or is preempted; 1 in offcpu_sample of these switches, and of
+ * preemptions 1 in offcpu_sample * offcpu_preempt_sample), its stacks are
+ * taken as do_sample takes them, while it is still the current task (no
+ * other time can read its user stack), into its own entry of offcpu_waits,
+ * with the time. When the scheduler switches it in again, a wait of
+ * offcpu_min_ns or more is added, weighted by that N, to the entry of
+ * offcpu_aggs for its thread, stack and generation (see struct
+ * prof_offcpu_key: a few dozen bytes), the stack itself stored once per
+ * generation in offcpu_stacks, whichever threads wait in it; user space
+ * drains both every few seconds, or sooner when offcpu_added says
+ * offcpu_aggs fills up: a thread that waits in the same place again and
+ * again costs one small entry, not one record per wait, and a stack many
+ * threads wait in is copied once. A preempted thread's wait (for a CPU,
+ * its stack nearly always its own), and with either map full any wait, is
+ * sent through the ring buffer by itself. A shorter wait is dropped. A
+ * thread's offcpu_waits entry is reused from wait to wait and deleted when
+ * the thread exits. The daemon's own process (self_tgid), the idle tasks,
+ * kernel threads and exiting threads are left out: their waits are no
+ * one's latency.
  */
 const volatile bool offcpu = false;
 const volatile __u64 offcpu_min_ns = 1000000;
@@ -681,13 +652,11 @@ const volatile __u32 offcpu_sample = 1;
  * preemption, or at its return to user mode when its time is up) waits for
  * a CPU, briefly, in whatever it was running: nearly every such wait has a
  * stack of its own (a leaf pc anywhere), so they would be most of the
- * distinct stacks for a small share of the time waited. Their threshold is
- * this many times offcpu_min_ns: fewer stack walks, the same expected total.
+ * distinct stacks for a small share of the time waited. Sampled (and
+ * weighted) further, their total stays unbiased.
  */
 const volatile __u32 offcpu_preempt_sample = 1;
 const volatile __u32 self_tgid = 0;
-/* Time spent taking stacks and charging waits, a second, on each CPU, about, at most (ns). */
-const volatile __u64 offcpu_budget_ns = 1000000;
 /* Written by user space (collector/ebpf/offcpu.c) before each drain. */
 volatile __u32 offcpu_gen = 1;
 /* Entries added to offcpu_aggs since the start: user space drains early past a share of its room. */
@@ -695,57 +664,10 @@ volatile __u64 offcpu_added = 0;
 
 #define PF_EXITING_FLAG		0x00000004	/* include/linux/sched.h PF_EXITING */
 #define EEXIST_ERRNO		17		/* include/uapi/asm-generic/errno-base.h EEXIST */
-#define OFFCPU_W_ONE		1024		/* weight 1 (weights are in 1/1024ths) */
-#define OFFCPU_SITES		4		/* blocking sites a thread's expected waits are kept for */
-#define OFFCPU_MIN_PROB		64		/* at the base threshold, a wait is taken with probability 1/64 at least */
-#define OFFCPU_WIN_NS		100000000ULL	/* the takes' budget is kept a tenth of a second at a time */
-#define OFFCPU_K_MAX		(1000ULL * OFFCPU_W_ONE)	/* the threshold's factor: 1000 at most */
-
-/*
- * Each CPU's budget: this window's start, the time spent in it taking
- * stacks and charging waits, and the threshold's factor.
- */
-struct offcpu_cpu {
-	__u64	win;
-	__u64	spent;		/* ns */
-	__u64	k;		/* in 1/OFFCPU_W_ONE, OFFCPU_W_ONE or more */
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct offcpu_cpu);
-} offcpu_cpus SEC(".maps");
-
-/*
- * A thread's switch out: when (0: running), whether it was preempted, the
- * weight its stacks were taken with (0: not taken), and its expected wait,
- * blocked and preempted apart (0: none yet). Freed with the task.
- */
-struct offcpu_out {
-	__u64	start;
-	__u64	expect, expect_pre;
-	__u64	site[OFFCPU_SITES];	/* where the thread blocked (user pc, system call) */
-	__u64	site_expect[OFFCPU_SITES];
-	__u32	slot;		/* of this wait's site, OFFCPU_SITES: none */
-	__u32	next_slot;	/* the slot a new site takes */
-	__u64	weight;
-	__u64	pend_ns;	/* every wait's time since the last one charged to offcpu_aggs */
-	__u32	preempted;
-	__u32	gen;		/* offcpu_gen at its last charge */
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct offcpu_out);
-} offcpu_outs SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);	/* memory only for threads whose waits were taken */
+	__uint(map_flags, BPF_F_NO_PREALLOC);	/* memory only for threads that have blocked */
 	__uint(max_entries, 8192);
 	__type(key, __u32);			/* tid */
 	__type(value, struct prof_offcpu_wait);
@@ -865,67 +787,32 @@ stack_hash(const struct prof_sample *s)
 	return h;
 }
 
-/*
- * Add exact, the thread's waits since its last charge, to its total entry
- * of offcpu_aggs in generation gen (see above). False: it has no room.
- */
-static __always_inline bool
-offcpu_total(const struct prof_offcpu_key *k, const struct prof_offcpu_wait *w, __u64 exact)
-{
-	struct prof_offcpu_key key = *k;
-	struct prof_offcpu_val val, *v;
-
-	key.stack = 0;
-	if ((v = bpf_map_lookup_elem(&offcpu_aggs, &key)) != NULL) {
-		__sync_fetch_and_add(&v->ns, exact);
-		return true;
-	}
-	val.waits = 0;
-	val.ns = exact;
-	__builtin_memcpy(val.comm, w->s.comm, sizeof(val.comm));
-	__builtin_memcpy(val.leader_comm, w->s.leader_comm, sizeof(val.leader_comm));
-	if (bpf_map_update_elem(&offcpu_aggs, &key, &val, BPF_NOEXIST) == 0) {
-		__sync_fetch_and_add(&offcpu_added, 1);
-		return true;
-	}
-	/* Another CPU made it meanwhile (the thread's entry has one writer, its total too). */
-	if ((v = bpf_map_lookup_elem(&offcpu_aggs, &key)) == NULL)
-		return false;
-	__sync_fetch_and_add(&v->ns, exact);
-	return true;
-}
-
-/*
- * Add w's wait of delta (weighted) that ended at now, weight waits, to
- * offcpu_aggs; exact: the thread's waits since its last charge, measured.
- * False: sent by itself through the ring buffer (exact not used), or lost.
- */
-static __always_inline bool
-offcpu_add(struct prof_offcpu_wait *w, __u64 delta, __u64 weight, __u64 now, __u64 exact)
+/* Add w's wait of delta (scaled) that ended at now, weight waits, to offcpu_aggs. */
+static __always_inline void
+offcpu_add(struct prof_offcpu_wait *w, __u64 delta, __u64 weight, __u64 now)
 {
 	struct prof_offcpu_key key = {};
 	struct prof_offcpu_skey skey = {};
 	struct prof_offcpu_val val, *v;
 	long rc;
 
+	w->s.offcpu_ns = delta;
 	w->s.hdr.time_ns = now;
 	w->s.waits = (__u32)weight;
 	/*
 	 * A process user space has not seen yet (or whose tables are being
 	 * loaded): its wait goes at once, through the ring buffer, so that
 	 * user space reads its mappings and loads its tables while it lives.
-	 * A wait sent by itself (so, with either map full, too) carries the
-	 * thread's time since its last charge, measured: there is no total
-	 * to scale it to, and a weighted wait alone could be far off.
+	 * So does a preempted thread's wait for a CPU: its stack (a leaf pc
+	 * anywhere in the code it was running) is nearly always its own, and
+	 * a record read in place costs user space less than an entry and a
+	 * stack stored, read and deleted for one wait.
 	 */
-	w->s.offcpu_ns = exact;
-	if (w->s.wake) {
+	if (w->s.wake || w->preempted) {
 		count(send_sample(&w->s) == 0 ? PROF_CNT_OFFCPU_SENT : PROF_CNT_DROP_RINGBUF);
-		return false;
+		return;
 	}
 	key.stack = stack_hash(&w->s);
-	if (key.stack == 0)
-		key.stack = 1;		/* 0 is the thread's total */
 	key.pid = w->s.hdr.pid;
 	key.tid = w->s.hdr.tid;
 	key.gen = offcpu_gen;
@@ -937,7 +824,7 @@ offcpu_add(struct prof_offcpu_wait *w, __u64 delta, __u64 weight, __u64 now, __u
 		__sync_fetch_and_add(&v->waits, weight);
 		__sync_fetch_and_add(&v->ns, delta);
 		count(PROF_CNT_OFFCPU_SENT);
-		return offcpu_total(&key, w, exact);
+		return;
 	}
 	val.waits = weight;
 	val.ns = delta;
@@ -945,7 +832,7 @@ offcpu_add(struct prof_offcpu_wait *w, __u64 delta, __u64 weight, __u64 now, __u
 	__builtin_memcpy(val.leader_comm, w->s.leader_comm, sizeof(val.leader_comm));
 	if (bpf_map_update_elem(&offcpu_aggs, &key, &val, BPF_NOEXIST) != 0) {
 		count(send_sample(&w->s) == 0 ? PROF_CNT_OFFCPU_SPILL : PROF_CNT_DROP_RINGBUF);	/* full */
-		return false;
+		return;
 	}
 	/* The stack, unless a thread stored it already in this generation. */
 	skey.stack = key.stack;
@@ -954,11 +841,10 @@ offcpu_add(struct prof_offcpu_wait *w, __u64 delta, __u64 weight, __u64 now, __u
 	if (rc != 0 && rc != -EEXIST_ERRNO) {
 		bpf_map_delete_elem(&offcpu_aggs, &key);
 		count(send_sample(&w->s) == 0 ? PROF_CNT_OFFCPU_SPILL : PROF_CNT_DROP_RINGBUF);
-		return false;
+		return;
 	}
 	__sync_fetch_and_add(&offcpu_added, 1);
 	count(PROF_CNT_OFFCPU_SENT);
-	return offcpu_total(&key, w, exact);
 }
 
 /* Kernels before 5.14 call the task's state "state". */
@@ -971,161 +857,8 @@ static __always_inline bool
 still_runnable(struct task_struct *t)
 {
 	if (bpf_core_field_exists(t->__state))
-		return t->__state == 0;
+		return BPF_CORE_READ(t, __state) == 0;
 	return BPF_CORE_READ((struct task_struct___pre514 *)t, state) == 0;
-}
-
-/* next switches in: its wait ends (charged if its stacks were taken). */
-static __always_inline void
-offcpu_in(struct task_struct *next, __u64 now)
-{
-	struct prof_offcpu_wait *w;
-	struct offcpu_cpu *c;
-	struct offcpu_out *o;
-	__u64 delta, e, weight;
-	__u32 tid, zero = 0, slot;
-
-	o = bpf_task_storage_get(&offcpu_outs, next, NULL, 0);
-	if (o == NULL || o->start == 0)
-		return;
-	delta = now - o->start;
-	weight = o->weight;
-	o->start = 0;
-	o->weight = 0;
-	o->pend_ns += delta;
-	/* The thread's recent longest wait of this kind. */
-	if (o->preempted) {
-		e = o->expect_pre - (o->expect_pre >> 2);
-		o->expect_pre = delta > e ? delta : e;
-	} else {
-		e = o->expect - (o->expect >> 2);
-		o->expect = delta > e ? delta : e;
-		/* Its site's too. */
-		slot = o->slot;
-		barrier_var(slot);
-		if (slot < OFFCPU_SITES) {
-			e = o->site_expect[slot] - (o->site_expect[slot] >> 2);
-			o->site_expect[slot] = delta > e ? delta : e;
-		}
-	}
-	/* Not taken: its time waits for the thread's next charge, for a drain at most. */
-	if (weight == 0 && o->gen == offcpu_gen)
-		return;
-	tid = next->pid;
-	if ((w = bpf_map_lookup_elem(&offcpu_waits, &tid)) == NULL)
-		return;
-	c = bpf_map_lookup_elem(&offcpu_cpus, &zero);
-	o->gen = offcpu_gen;
-	if (weight == 0) {
-		/* Its time since then goes to the stack it was last charged in, as one wait. */
-		offcpu_add(w, o->pend_ns, 1, now, o->pend_ns);
-		o->pend_ns = 0;
-		if (c != NULL)
-			c->spent += bpf_ktime_get_ns() - now;
-		return;
-	}
-	/* (Weights are below 2^52, waits of a day below 2^47: saturated past 2^64.) */
-	if (weight < (1ULL << 20))
-		delta = delta * weight / OFFCPU_W_ONE;
-	else if (delta / OFFCPU_W_ONE < ~0ULL / weight)
-		delta = delta / OFFCPU_W_ONE * weight;
-	else
-		delta = ~0ULL;
-	/* Charged to offcpu_aggs: the thread's time since its last charge there goes with it. */
-	offcpu_add(w, delta, (weight + OFFCPU_W_ONE / 2) / OFFCPU_W_ONE, now, o->pend_ns);
-	o->pend_ns = 0;
-	if (c != NULL)
-		c->spent += bpf_ktime_get_ns() - now;
-}
-
-/*
- * The weight (in 1/OFFCPU_W_ONE) a wait expected to last expect ns (0: not
- * known) is taken with, at the base threshold thr (offcpu_min_ns, times
- * offcpu_preempt_sample for a preemption) and now: 0 if it is not taken
- * (see above).
- */
-static __always_inline __u64
-offcpu_pick(__u64 expect, __u64 thr, __u64 now)
-{
-	__u64 weight = OFFCPU_W_ONE, floor = thr / OFFCPU_MIN_PROB, win, k;
-	struct offcpu_cpu *c;
-	__u32 zero = 0, r;
-
-	if ((c = bpf_map_lookup_elem(&offcpu_cpus, &zero)) == NULL)
-		return 0;
-	/* A new window: the threshold follows the last one's time spent. */
-	if (now - c->win >= OFFCPU_WIN_NS) {
-		win = offcpu_budget_ns / (1000000000ULL / OFFCPU_WIN_NS);
-		if (win == 0)
-			win = 1;
-		k = c->k < OFFCPU_W_ONE ? OFFCPU_W_ONE : c->k;
-		if (c->spent > win)
-			k = k * (c->spent < 1000000000ULL ? c->spent : 1000000000ULL) / win;
-		else if (c->spent < win / 2)
-			k -= k >> 2;
-		if (k < OFFCPU_W_ONE)
-			k = OFFCPU_W_ONE;
-		if (k > OFFCPU_K_MAX)
-			k = OFFCPU_K_MAX;
-		c->k = k;
-		c->win = now;
-		c->spent = 0;
-	}
-	k = c->k < OFFCPU_W_ONE ? OFFCPU_W_ONE : c->k;
-	thr = thr * k / OFFCPU_W_ONE;
-	if (expect != 0 && expect < thr) {
-		if (expect < floor)
-			expect = floor;
-		if (expect == 0)
-			expect = 1;
-		/*
-		 * Taken with probability expect / thr: below 2^32 ns (4.3 s) a
-		 * 32-bit remainder; above, thr and expect to 32 bits (thr is at
-		 * most 10 s times offcpu_preempt_sample times 2^16: below 2^53).
-		 */
-		r = bpf_get_prandom_u32();
-		if (thr < (1ULL << 32) ? r % (__u32)thr >= (__u32)expect :
-		    (__u64)r * (thr >> 21) >= (expect >> 21) << 32)
-			return 0;
-		weight = thr * OFFCPU_W_ONE / expect;
-	}
-	if (offcpu_sample > 1) {
-		if (bpf_get_prandom_u32() % offcpu_sample != 0)
-			return 0;
-		weight *= offcpu_sample;
-	}
-	return weight;
-}
-
-/*
- * A blocked thread's expected wait at the site it blocks at (where its user
- * code entered the kernel, and the system call): a thread that waits long
- * at one place and briefly at another has each taken in proportion to its
- * own length, not to the thread's. A site not among its OFFCPU_SITES last
- * takes a slot (its expectation the thread's, until its first wait ends).
- */
-static __always_inline __u64
-offcpu_site_expect(struct offcpu_out *o, struct task_struct *t)
-{
-	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(t);
-	__u64 site;
-	__u32 i;
-
-	if (regs == NULL)
-		return o->expect;
-	site = BPF_CORE_READ(regs, ip) ^ ((__u64)BPF_CORE_READ(regs, orig_ax) << 48);
-	for (i = 0; i < OFFCPU_SITES; i++) {
-		if (o->site[i] == site) {
-			o->slot = i;
-			return o->site_expect[i] ? o->site_expect[i] : o->expect;
-		}
-	}
-	i = o->next_slot % OFFCPU_SITES;
-	o->next_slot = i + 1;
-	o->site[i] = site;
-	o->site_expect[i] = 0;
-	o->slot = i;
-	return o->expect;
 }
 
 SEC("tp_btf/sched_switch")
@@ -1133,90 +866,62 @@ int
 BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
 	struct prof_offcpu_wait *w;
-	struct offcpu_cpu *c;
-	struct offcpu_out *o;
-	__u32 tid, zero = 0;
-	__u64 weight, now;
+	__u32 tid, tgid, zero = 0, weight;
+	__u64 now, start, delta;
 
 	if (!offcpu)
 		return 0;
-	now = bpf_ktime_get_ns();
-	/* (Kernel threads and the idle task have no entry: not looked for.) */
-	if (next->pid != 0 && next->mm != NULL)
-		offcpu_in(next, now);
+	/* next's wait, if one was recorded, ends here. */
+	tid = BPF_CORE_READ(next, pid);
+	if (tid != 0 && (w = bpf_map_lookup_elem(&offcpu_waits, &tid)) != NULL &&
+	    (start = w->s.hdr.time_ns) != 0) {
+		now = bpf_ktime_get_ns();
+		delta = now - start;
+		w->s.hdr.time_ns = 0;
+		/* The weight the switch out was sampled with. */
+		weight = w->weight > 0 ? w->weight : 1;
+		if (delta < offcpu_min_ns)
+			count(PROF_CNT_OFFCPU_SHORT);
+		else
+			offcpu_add(w, delta * weight, weight, now);
+	}
 
 	/*
-	 * prev switches out: note when, and decide at once whether its stacks
-	 * are taken (prev is the current task: they are where it blocks). A
-	 * preempted thread's wait for a CPU counts too: its user sees it as
-	 * latency like any other. (prev's fields are read directly: a BTF
-	 * pointer, plain loads.)
+	 * prev is the current task: its stacks are where it blocks. A
+	 * preempted thread's wait for a CPU counts too: its user sees it
+	 * as latency like any other.
 	 */
-	tid = prev->pid;
-	if (tid == 0 || prev->mm == NULL || prev->tgid == self_tgid ||
-	    (prev->flags & PF_EXITING_FLAG))
+	tid = BPF_CORE_READ(prev, pid);
+	tgid = BPF_CORE_READ(prev, tgid);
+	if (tid == 0 || tgid == self_tgid || BPF_CORE_READ(prev, mm) == NULL ||
+	    (BPF_CORE_READ(prev, flags) & PF_EXITING_FLAG))
 		return 0;
-	o = bpf_task_storage_get(&offcpu_outs, prev, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (o == NULL) {
-		count(PROF_CNT_OFFCPU_FULL);
+	preempt = preempt || still_runnable(prev);
+	weight = preempt ? offcpu_sample * offcpu_preempt_sample : offcpu_sample;
+	if (weight > 1 && bpf_get_prandom_u32() % weight != 0)
 		return 0;
-	}
-	o->start = now;
-	o->weight = 0;
-	o->preempted = preempt || still_runnable(prev);
-	o->slot = OFFCPU_SITES;
-	if (o->preempted)
-		weight = offcpu_pick(o->expect_pre, offcpu_min_ns * offcpu_preempt_sample, now);
-	else
-		weight = offcpu_pick(offcpu_site_expect(o, prev), offcpu_min_ns, now);
-	if (weight == 0) {
-		count(PROF_CNT_OFFCPU_SHORT);
-		return 0;
-	}
 	/* The thread's entry is filled in place; its first is built aside and stored. */
 	if ((w = bpf_map_lookup_elem(&offcpu_waits, &tid)) != NULL) {
-		w->weight = (__u32)(weight / OFFCPU_W_ONE);
-		w->preempted = o->preempted;
+		w->weight = weight;
+		w->preempted = preempt;
 		w->s.hdr.kind = PROF_EV_OFFCPU;
 		w->s.offcpu_ns = 0;
 		fill_sample(ctx, &w->s, false, 0, 0, 0);
-		o->weight = weight;
 		count(PROF_CNT_OFFCPU_OUT);
-	} else if ((w = bpf_map_lookup_elem(&offcpu_bufs, &zero)) != NULL) {
-		w->weight = (__u32)(weight / OFFCPU_W_ONE);
-		w->preempted = o->preempted;
-		w->s.hdr.kind = PROF_EV_OFFCPU;
-		w->s.offcpu_ns = 0;
-		fill_sample(ctx, &w->s, false, 0, 0, 0);
-		if (bpf_map_update_elem(&offcpu_waits, &tid, w, BPF_NOEXIST) == 0) {
-			o->weight = weight;
-			count(PROF_CNT_OFFCPU_OUT);
-		} else {
-			count(PROF_CNT_OFFCPU_FULL);
-		}
+		return 0;
 	}
-	if ((c = bpf_map_lookup_elem(&offcpu_cpus, &zero)) != NULL)
-		c->spent += bpf_ktime_get_ns() - now;
+	if ((w = bpf_map_lookup_elem(&offcpu_bufs, &zero)) == NULL)
+		return 0;
+	w->weight = weight;
+	w->preempted = preempt;
+	w->s.hdr.kind = PROF_EV_OFFCPU;
+	w->s.offcpu_ns = 0;
+	fill_sample(ctx, &w->s, false, 0, 0, 0);
+	if (bpf_map_update_elem(&offcpu_waits, &tid, w, BPF_NOEXIST) == 0)
+		count(PROF_CNT_OFFCPU_OUT);
+	else
+		count(PROF_CNT_OFFCPU_FULL);
 	return 0;
-}
-
-/*
- * The exiting thread's waits since its last charge, measured: charged to
- * the stack it was last charged in, as one wait (without them its total
- * would miss up to the time between two charges, on a busy host seconds).
- */
-static __always_inline void
-offcpu_exit(__u32 tid)
-{
-	struct prof_offcpu_wait *w;
-	struct offcpu_out *o;
-
-	o = bpf_task_storage_get(&offcpu_outs, bpf_get_current_task_btf(), NULL, 0);
-	if (o == NULL || o->pend_ns == 0 ||
-	    (w = bpf_map_lookup_elem(&offcpu_waits, &tid)) == NULL)
-		return;
-	offcpu_add(w, o->pend_ns, 1, bpf_ktime_get_ns(), o->pend_ns);
-	o->pend_ns = 0;
 }
 
 static __always_inline void
@@ -1267,11 +972,9 @@ on_exit(void *ctx)
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id;
 
-	/* Every thread's own off-CPU entry goes with it (its task storage goes by itself). */
-	if (offcpu) {
-		offcpu_exit(tid);
+	/* Every thread's own off-CPU entry goes with it. */
+	if (offcpu)
 		bpf_map_delete_elem(&offcpu_waits, &tid);
-	}
 
 	/* Only the thread group leader's exit ends the process's mappings. */
 	if ((id >> 32) == (__u32)id) {

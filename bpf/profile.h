@@ -150,7 +150,7 @@ struct prof_sample {
 	__s32	ustack_len;	/* bytes written into ustack, or a negative errno */
 	__u32	unwind;		/* PROF_UNW_* */
 	__u32	wake;		/* BPF side: wake user space when sent */
-	__u64	offcpu_ns;	/* PROF_EV_OFFCPU: time switched out, weighted (profile.bpf.c) */
+	__u64	offcpu_ns;	/* PROF_EV_OFFCPU: time switched out, times offcpu_sample */
 	char	comm[PROF_COMM_LEN];	/* the thread's */
 	char	leader_comm[PROF_COMM_LEN];	/* the thread group leader's: the process's */
 	__u32	rt;		/* enum prof_rt */
@@ -227,8 +227,8 @@ enum prof_counter {
 	PROF_CNT_CFI_READ_ERR,	/* walks stopped by an unreadable stack word */
 	PROF_CNT_PY_STACKS,	/* Python stacks read */
 	PROF_CNT_PY_READ_ERR,	/* ... cut short by unreadable interpreter memory */
-	PROF_CNT_OFFCPU_OUT,	/* switches out whose stacks were taken (the sampling's pick) */
-	PROF_CNT_OFFCPU_SHORT,	/* switches out not taken (expected short, not picked) */
+	PROF_CNT_OFFCPU_OUT,	/* switches out recorded (after the 1-in-N sampling) */
+	PROF_CNT_OFFCPU_SHORT,	/* ... whose wait ended below the threshold */
 	PROF_CNT_OFFCPU_SENT,	/* ... sent with their stacks */
 	PROF_CNT_OFFCPU_FULL,	/* switches out not recorded: offcpu_waits full */
 	PROF_CNT_GO_LABELS,	/* samples of a goroutine with pprof labels */
@@ -462,7 +462,7 @@ struct prof_offcpu_key {
 
 struct prof_offcpu_val {
 	__u64	waits;		/* waits added up */
-	__u64	ns;		/* their time, weighted (profile.bpf.c on_switch) */
+	__u64	ns;		/* their time, times offcpu_sample */
 	char	comm[PROF_COMM_LEN];	/* the thread's, at the first wait */
 	char	leader_comm[PROF_COMM_LEN];	/* its process's */
 };
@@ -475,14 +475,14 @@ struct prof_offcpu_skey {
 };
 
 /*
- * offcpu_waits value: a thread's last switch out whose stacks were taken,
- * its stacks, the weight it was taken with (rounded) and whether it was
- * preempted (waiting for a CPU, not blocked).
+ * offcpu_waits value: a thread's last switch out, its stacks, the weight it
+ * was sampled with and whether it was preempted (waiting for a CPU, not
+ * blocked).
  */
 struct prof_offcpu_wait {
 	__u32	weight;
 	__u32	preempted;
-	struct prof_sample s;	/* s.hdr.time_ns: when the last wait taken ended */
+	struct prof_sample s;	/* s.hdr.time_ns: when it blocked; 0: running */
 };
 
 #endif

@@ -40,11 +40,9 @@
 #      CPU runs Debian's python3, gzip, xz and sqlite3 (as in 2) and a
 #      lock-contended C program (threads taking turns at one mutex, short
 #      sleeps: thousands of context switches a second) runs beside them;
-#      a fresh daemon per run, DAEMON_RUNS runs per setting, medians and
-#      min-max; the waits recorded and the sched_switch program's run time
-#      (kernel.bpf_stats_enabled: percent of a CPU, and nanoseconds a run,
-#      paid by the tasks switching, not by the daemon) beside the host's
-#      context switches a second (target: <= 1% of a CPU at 40,000 a second). The CPU is
+#      a fresh daemon per run, DAEMON_RUNS runs per setting, medians; the
+#      waits recorded and the sched_switch program's run time (percent of a
+#      CPU, paid by the tasks switching, not by the daemon). The CPU is
 #      measured over OC_SECS seconds (default 15) once the daemon has run
 #      OC_SETTLE seconds (default 10: a fresh daemon builds the unwind table
 #      of every binary it meets and reads every process's maps first; its
@@ -516,18 +514,8 @@ cc -O2 -pthread -o "$W/contend" "$W/contend.c" || exit 1
 
 pct_ns() { awk -v a="$1" -v b="$2" -v s="$3" 'BEGIN {printf "%.2f", (b - a) / 1e9 / s * 100}'; }
 
-# prog_stats NAME: run_time_ns and run_cnt of the program of that name loaded
-# last (ours: other daemons' programs of the same name would mix in).
-prog_stats() {
-  bpftool prog show name "$1" 2>/dev/null | grep -o 'run_time_ns [0-9]* run_cnt [0-9]*' |
-    tail -1 | awk '{print $2, $4}'
-}
-
-# spread FIELD FILE: "min-max" of a column.
-spread() { sort -g -k"$1" "$2" | awk -v f="$1" 'NR == 1 {lo = $f} {hi = $f} END {printf "%s-%s", lo, hi}'; }
-
 offcpu_cost() {
-  local hz mode r a b ba bb c spinners old cs0 cs1 run0 run1 rcnt0 rcnt1 waits s0 bs0 t0 bt0 ta
+  local hz mode r a b ba bb c spinners old cs0 cs1 run0 run1 waits s0 bs0 t0 bt0 ta
   echo "== off-CPU: daemon cost over ${OC_SECS}s (from ${OC_SETTLE}s after its start) with every" \
     "CPU busy (python3, gzip, xz, sqlite3) and a lock-contended program, $DAEMON_RUNS runs per" \
     "setting (each a fresh daemon)"
@@ -567,12 +555,12 @@ offcpu_cost() {
         sleep "$OC_SETTLE"
         cs0=$(awk '/^ctxt/ {print $2}' /proc/stat)
         # (Other daemons' programs of the same name would mix in: ours is the one loaded last.)
-        read -r run0 rcnt0 <<<"$(prog_stats on_switch)"
+        run0=$(bpftool prog show name on_switch 2>/dev/null | grep -o 'run_time_ns [0-9]*' | tail -1 | awk '{print $2}')
         a=$(cpu_ns "$PID"); ba=$([ -n "$BPID" ] && cpu_ns "$BPID" || echo 0); ta=$(date +%s%N)
         sleep "$OC_SECS"
         b=$(cpu_ns "$PID"); bb=$([ -n "$BPID" ] && cpu_ns "$BPID" || echo 0)
         cs1=$(awk '/^ctxt/ {print $2}' /proc/stat)
-        read -r run1 rcnt1 <<<"$(prog_stats on_switch)"
+        run1=$(bpftool prog show name on_switch 2>/dev/null | grep -o 'run_time_ns [0-9]*' | tail -1 | awk '{print $2}')
         wait "${spinners[@]}" 2>/dev/null
         waits=$(curl -s "http://127.0.0.1:$HTTP_PORT/metrics" |
           awk '/^profilefs_ebpf_offcpu_waits_stored_total/ {print $2}')
@@ -589,16 +577,13 @@ offcpu_cost() {
           "$(pct_ns "$s0" "$a" "$(awk -v a="$t0" -v b="$ta" 'BEGIN {print (b - a) / 1e9}')")" \
           "$(awk -v a="$a" -v b="$b" -v ba="$ba" -v bb="$bb" 'BEGIN {printf "%.3f", (bb > ba ? (b - a) / (bb - ba) : 0)}')" \
           "$(pct_ns "$bs0" "$ba" "$(awk -v a="$bt0" -v b="$ta" 'BEGIN {print (b - a) / 1e9}')")" \
-          "$(awk -v a="${run0:-0}" -v b="${run1:-0}" -v c="${rcnt0:-0}" -v d="${rcnt1:-0}" 'BEGIN {printf "%.0f", (d + 0 > c + 0 ? (b - a) / (d - c) : 0)}')" \
           >>"$W/oc_cost"
-        tail -1 "$W/oc_cost" | awk -v r="$r" -v hz="$hz" -v m="$mode" -v base="$BASE_BIN" '{printf "  %d Hz, off-CPU %-8s run %d: daemon cpu %.2f%% of one core (start-up %.2f%%), peak rss %d MiB; %d context switches/s on the host; %d waits stored; sched_switch program %.3f%% of a CPU (%d ns a run)%s\n", hz, m, r, $1, $8, $2, $3, $4, $5, $11, base != "" ? sprintf("; beside it, the base daemon %.2f%% (%.2f%%), %d MiB: ratio %.2f", $6, $10, $7, $9) : ""}'
+        tail -1 "$W/oc_cost" | awk -v r="$r" -v hz="$hz" -v m="$mode" -v base="$BASE_BIN" '{printf "  %d Hz, off-CPU %-8s run %d: daemon cpu %.2f%% of one core (start-up %.2f%%), peak rss %d MiB; %d context switches/s on the host; %d waits stored; sched_switch program %.3f%% of a CPU%s\n", hz, m, r, $1, $8, $2, $3, $4, $5, base != "" ? sprintf("; beside it, the base daemon %.2f%% (%.2f%%), %d MiB: ratio %.2f", $6, $10, $7, $9) : ""}'
       done
-      printf "%d Hz, off-CPU %-8s (median of %d, min-max): daemon cpu %.2f%% of one core (%s) (start-up, its first %d s: %.2f%%), peak rss %.0f MiB, sched_switch program %.3f%% of a CPU (%s), %.0f ns a run, %.0f context switches/s (%s)\n" \
-        "$hz" "$mode" "$DAEMON_RUNS" "$(awk '{print $1}' "$W/oc_cost" | median)" "$(spread 1 "$W/oc_cost")" \
+      printf "%d Hz, off-CPU %-8s (median of %d): daemon cpu %.2f%% of one core (start-up, its first %d s: %.2f%%), peak rss %.0f MiB, sched_switch program %.3f%% of a CPU\n" \
+        "$hz" "$mode" "$DAEMON_RUNS" "$(awk '{print $1}' "$W/oc_cost" | median)" \
         "$OC_SETTLE" "$(awk '{print $8}' "$W/oc_cost" | median)" \
-        "$(awk '{print $2}' "$W/oc_cost" | median)" "$(awk '{print $5}' "$W/oc_cost" | median)" \
-        "$(spread 5 "$W/oc_cost")" "$(awk '{print $11}' "$W/oc_cost" | median)" \
-        "$(awk '{print $3}' "$W/oc_cost" | median)" "$(spread 3 "$W/oc_cost")"
+        "$(awk '{print $2}' "$W/oc_cost" | median)" "$(awk '{print $5}' "$W/oc_cost" | median)"
       [ -n "$BASE_BIN" ] && printf "%d Hz, off-CPU %-8s BASE_BIN daemon (median of %d, same seconds): cpu %.2f%% of one core (start-up %.2f%%), peak rss %.0f MiB; ours / base per run: median %.2f (%s)\n" \
         "$hz" "$mode" "$DAEMON_RUNS" "$(awk '{print $6}' "$W/oc_cost" | median)" \
         "$(awk '{print $10}' "$W/oc_cost" | median)" \
@@ -607,15 +592,7 @@ offcpu_cost() {
     done
   done
   [ -n "$old" ] && sysctl -qw kernel.bpf_stats_enabled="$old"
-  echo "(targets at 99 Hz with off-CPU on: daemon <= 1% of a core, rss <= 150 MB; sched_switch"
-  echo " program <= 1% of a CPU at 40,000 switches/s; a shared, noisy host: medians and min-max."
-  echo " The daemon's CPU varies from run to run with what the host runs, not with the sampling"
-  echo " rate: each new process it meets costs a read of its mappings and the unwind table of"
-  echo " every binary not seen before (the start-up column: a fresh daemon meets all of them),"
-  echo " and each distinct stack waited in costs a read, a symbolization and an entry; the waits"
-  echo " themselves are added up in the kernel. Short-lived commands and new stacks come in"
-  echo " bursts, so a 15 s window holds more or fewer of them; the program's cost goes with the"
-  echo " switches of the host, which are counted beside it.)"
+  echo "(targets at 99 Hz with off-CPU on: <= 1% of a core, rss <= 150 MB; a shared, noisy host: medians)"
 }
 if [ "$ONLY" = offcpu ]; then offcpu_cost; exit 0; fi
 

@@ -62,8 +62,6 @@ for san in "${builds[@]}"; do
   # V8's compiler threads) drop the share below its bound; what it checks runs
   # in the first build. ebpf_ident (cgroups, a podman container, node and
   # python3 at once) checks names, not threads: the first build covers it.
-  # ebpf_offcpu_total compares off-CPU totals with what a program measured,
-  # read once its daemon has drained them (about 45 s).
   # cluster_shipped checks the shipper's single thread against a ClickHouse
   # server: its threads are the other cluster suites'.
   # walk_memory measures RSS and waits out the caches'
@@ -71,7 +69,7 @@ for san in "${builds[@]}"; do
   # spans compares a Go program's span shares with its
   # profile's (a measure under load) and builds the Connect client as grafana.
   skip="layers|install|otlp|grafana|ebpf_java|ebpf_hotspot|ebpf_debuginfod|hardening_memory|cluster_replicas"
-  skip="$skip|make_concurrent|options_doc|cluster_hedge|cluster_single|recipes|hardening_peer|hardening_regex|hardening_json|hardening_symtab|hardening_kaddr|ebpf_node|ebpf_ident|ebpf_offcpu_total|cluster_shipped|walk_memory|spans|cluster_spans"
+  skip="$skip|make_concurrent|options_doc|cluster_hedge|cluster_single|recipes|hardening_peer|hardening_regex|hardening_json|hardening_symtab|hardening_kaddr|ebpf_node|ebpf_ident|cluster_shipped|walk_memory|spans|cluster_spans"
   if read -r p f <"$tally"; then
     pass=$((pass + p)); fail=$((fail + f))
   else

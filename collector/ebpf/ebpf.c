@@ -67,8 +67,7 @@
 #define OFFCPU_DRAIN_NS	(5000LL * 1000 * 1000)	/* off-CPU waits drained this often (and at flush) */
 #define OFFCPU_AGGS	8192	/* entries of offcpu_aggs (72 bytes each, preallocated) */
 #define OFFCPU_STACKS	4096	/* entries of offcpu_stacks (a struct prof_sample each, when used) */
-#define OFFCPU_PREEMPT_SAMPLE 10	/* a preemption's threshold: 10 times a wait's (profile.bpf.c) */
-#define OFFCPU_BUDGET_NS 1000000	/* ns a second of each CPU taking stacks, about, at most (profile.bpf.c) */
+#define OFFCPU_PREEMPT_SAMPLE 10	/* preemptions recorded 1 in 10 more (profile.bpf.c) */
 /*
  * The watchdog: a sampler that has not completed a period in STALL_PERIODS
  * periods (and STALL_MIN_NS: a flush may take seconds on a loaded host) is
@@ -1020,7 +1019,7 @@ flush(struct ebpf_sampler *e)
 	static const char *const names[PROF_CNT_MAX] = {
 		"samples", "idle", "dropped_ringbuf", "dropped_event", "kstack_errors",
 		"ustack_errors", "cfi_stacks", "cfi_complete", "cfi_fp_frames", "cfi_unsupported",
-		"cfi_read_errors", "py_stacks", "py_read_errors", "offcpu_taken",
+		"cfi_read_errors", "py_stacks", "py_read_errors", "offcpu_switches",
 		"offcpu_short", "offcpu_sent", "offcpu_full", "go_labels", "go_labels_truncated",
 		"rb_stacks", "rb_read_errors", "hs_frames", "hs_no_blob", "v8_stacks",
 		"offcpu_spilled"
@@ -1507,7 +1506,6 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 		e->skel->rodata->offcpu_min_ns = o->offcpu_min_ns;
 		e->skel->rodata->offcpu_sample = o->offcpu_sample > 1 ? o->offcpu_sample : 1;
 		e->skel->rodata->offcpu_preempt_sample = OFFCPU_PREEMPT_SAMPLE;
-		e->skel->rodata->offcpu_budget_ns = OFFCPU_BUDGET_NS;
 		e->skel->rodata->self_tgid = (uint32_t)getpid();
 		/* Without off-CPU its programs are not even loaded. */
 		bpf_program__set_autoload(e->skel->progs.on_switch, o->offcpu);
@@ -1617,13 +1615,10 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 	    "walked %s", e->npfds, e->hz, e->flush_secs, e->unw ?
 	    "with unwind tables (.eh_frame), else frame pointers" : "by frame pointers");
 	if (o->offcpu)
-		log_info("ebpf: off-CPU waits recorded, profile type offcpu: a wait expected to "
-		    "last %.3f ms or more (a preemption %.3f ms) has its stacks taken, a shorter "
-		    "one in proportion (1 in %u of these), counted as the waits it stands for; "
-		    "%.1f ms a second of each CPU taking stacks at most (the threshold grows past "
-		    "that); each thread's total measured", (double)o->offcpu_min_ns / 1e6,
-		    (double)o->offcpu_min_ns * OFFCPU_PREEMPT_SAMPLE / 1e6,
-		    o->offcpu_sample > 1 ? o->offcpu_sample : 1, OFFCPU_BUDGET_NS / 1e6);
+		log_info("ebpf: off-CPU waits of %.3f ms or more recorded (1 switch in %u, "
+		    "1 preemption in %u), profile type offcpu", (double)o->offcpu_min_ns / 1e6,
+		    o->offcpu_sample > 1 ? o->offcpu_sample : 1,
+		    (o->offcpu_sample > 1 ? o->offcpu_sample : 1) * OFFCPU_PREEMPT_SAMPLE);
 	*out = e;
 	return 0;
 fail:

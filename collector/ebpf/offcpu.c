@@ -4,8 +4,7 @@
  * the small entries of offcpu_aggs in batches (one system call per
  * OFFCPU_BATCH entries, not one per entry), hands the entries of the
  * generations before the one it just left to the caller, each with its
- * stack (a thread's times scaled to its measured total: scale_to_totals),
- * and deletes them and their stacks in batches. Entries of the
+ * stack, and deletes them and their stacks in batches. Entries of the
  * generation just left stay for the next drain: a program that read it may
  * still be adding to them. So a wait is drained one to two drain intervals
  * after it ended. A stack is read from offcpu_stacks only when it is not
@@ -262,52 +261,6 @@ skey_cmp(const void *a, const void *b)
 	return x->gen < y->gen ? -1 : x->gen > y->gen;
 }
 
-/* Entries by thread and generation; a thread's total (stack 0) first. */
-static int
-ent_cmp(const void *a, const void *b)
-{
-	const struct prof_offcpu_key *x = &((const struct entry *)a)->k;
-	const struct prof_offcpu_key *y = &((const struct entry *)b)->k;
-
-	if (x->pid != y->pid)
-		return x->pid < y->pid ? -1 : 1;
-	if (x->tid != y->tid)
-		return x->tid < y->tid ? -1 : 1;
-	if (x->gen != y->gen)
-		return x->gen < y->gen ? -1 : 1;
-	return x->stack < y->stack ? -1 : x->stack > y->stack;
-}
-
-/*
- * Scale each thread's stacks of a generation so that their time adds up to
- * the thread's total entry (stack hash 0: its waits measured, where the
- * stacks' times are sampled and weighted; see profile.bpf.c). A thread
- * without a total, or whose stacks have no time, is left as it is.
- */
-static void
-scale_to_totals(struct offcpu *o)
-{
-	size_t i, j, k;
-	double sum, f;
-
-	if (o->nents > 1)
-		qsort(o->ents, o->nents, sizeof(*o->ents), ent_cmp);
-	for (i = 0; i < o->nents; i = j) {
-		for (j = i + 1; j < o->nents && o->ents[j].k.pid == o->ents[i].k.pid &&
-		    o->ents[j].k.tid == o->ents[i].k.tid && o->ents[j].k.gen == o->ents[i].k.gen; j++)
-			;
-		if (o->ents[i].k.stack != 0)
-			continue;
-		for (k = i + 1, sum = 0; k < j; k++)
-			sum += (double)o->ents[k].v.ns;
-		if (sum <= 0)
-			continue;
-		f = (double)o->ents[i].v.ns / sum;
-		for (k = i + 1; k < j; k++)
-			o->ents[k].v.ns = (uint64_t)((double)o->ents[k].v.ns * f + 0.5);
-	}
-}
-
 /* Delete n keys of size ksize at keys from fd: in batches, one by one where a batch fails. */
 static void
 delete_keys(int fd, void *keys, size_t ksize, size_t n)
@@ -374,7 +327,6 @@ offcpu_drain(struct offcpu *o, bool all, void (*add)(void *arg, struct prof_samp
 	o->added_seen = __atomic_load_n(o->added, __ATOMIC_RELAXED);
 	o->drains++;
 	rc = read_entries(o, cur, all);
-	scale_to_totals(o);
 	if (o->nents > o->dels_cap) {
 		struct prof_offcpu_key *d = reallocarray(o->dels, o->nents, sizeof(*d));
 		struct prof_offcpu_skey *sd;
@@ -395,13 +347,11 @@ offcpu_drain(struct offcpu *o, bool all, void (*add)(void *arg, struct prof_samp
 	for (k = 0, nsdel = 0; k < o->nents; k++) {
 		en = &o->ents[k];
 		o->dels[k] = en->k;
-		if (en->k.stack == 0)
-			continue;	/* a thread's total: applied by scale_to_totals */
 		memset(&sk, 0, sizeof(sk));
 		sk.stack = en->k.stack;
 		sk.gen = en->k.gen;
 		o->sdels[nsdel++] = sk;
-		if (en->v.waits == 0 && en->v.ns == 0)
+		if (en->v.waits == 0)
 			continue;
 		if ((h = *held_slot(o, en->k.stack)) != NULL) {
 			held_unpack(h, s);

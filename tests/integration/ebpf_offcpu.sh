@@ -62,19 +62,13 @@ else
   fail "ebpf-offcpu-run" "output: $out"; pf_done; exit 1
 fi
 
-# The profiles of the last period, once stored. A thread's waits not
-# taken one by one are charged at the next drain (every 5 s) or at its
-# exit, drained one to two drains later: read until two reads 3 s apart
-# agree.
+# The profiles of the last period, once stored.
 D="$TMP/mnt/efp_offcpu/offcpu/all/all"
-prev=""
-for i in $(seq 1 16); do
-  sleep 3
-  [ -e "$D/folded.txt" ] || continue
-  cur="$(cat "$D/folded.txt" 2>/dev/null)"
-  [ "$i" -ge 4 ] && [ "$cur" = "$prev" ] && break
-  prev="$cur"
+for i in $(seq 1 40); do
+  [ -e "$D/merged.pb.gz" ] && break
+  sleep 0.5
 done
+sleep 5	# two more periods: the last waits are stored
 if ls "$TMP/mnt/efp_offcpu" 2>/dev/null | grep -qx offcpu; then ok "ebpf-offcpu-listed"
 else fail "ebpf-offcpu-listed" "ls efp_offcpu: $(ls "$TMP/mnt/efp_offcpu" 2>&1 | tr '\n' ' ')"; fi
 
