@@ -160,7 +160,7 @@ wait_for 30 grep -q "clickhouse: connected" "$TMP/daemon.log" && wait_for 30 gre
   && ok "both daemons connected, schema created" || fail "both daemons connected, schema created" "$(grep clickhouse "$TMP"/daemon*.log | tail -3)"
 for s in 11 12 21 22; do
   got=$(chq $s "SELECT name, engine FROM system.tables WHERE database = 'profilefs' AND name LIKE '%_local' ORDER BY name FORMAT TSV" | tr '\t\n' ': ')
-  check_eq "server $s: Replicated tables" "$got" "counts10_local:ReplicatedSummingMergeTree fleet10_local:ReplicatedSummingMergeTree fleet1h_local:ReplicatedSummingMergeTree fleet1m_local:ReplicatedSummingMergeTree profiles_local:ReplicatedMergeTree samples10_local:ReplicatedSummingMergeTree samples1h_local:ReplicatedSummingMergeTree series_local:ReplicatedSummingMergeTree settings_local:ReplicatedReplacingMergeTree stacks_local:ReplicatedReplacingMergeTree "
+  check_eq "server $s: Replicated tables" "$got" "counts10_local:ReplicatedSummingMergeTree fleet10_local:ReplicatedSummingMergeTree fleet1h_local:ReplicatedSummingMergeTree fleet1m_local:ReplicatedSummingMergeTree profiles_local:ReplicatedMergeTree samples10_local:ReplicatedSummingMergeTree samples1h_local:ReplicatedSummingMergeTree series_local:ReplicatedSummingMergeTree settings_local:ReplicatedReplacingMergeTree spans_local:ReplicatedMergeTree stacks_local:ReplicatedReplacingMergeTree "
 done
 # Each server told which shard it is: the groups of replicas are the shards.
 grep -q "the URLs are the 2 shards of cluster profilefs: reads ask each shard's tables directly" "$TMP/daemon.log" \
