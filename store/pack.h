@@ -21,10 +21,7 @@
  *           var   drop_frames, keep_frames, default_sample_type, doc_url,
  *                 the first mapping (+1, 0: none): pprof lists it first
  *           var   ncomments, string ids
- *           var   per type: the divisor d of its values (v3; 1 in v2 packs,
- *                 still read): their greatest common divisor, so a CPU
- *                 profile's nanoseconds are stored as ticks of its period
- *           var   nsamples; per sample: z stack id delta, z value / d per type
+ *           var   nsamples; per sample: z stack id delta, z value per type
  *
  * Symbol entries (the bytes of a 'Y' record; integers little-endian):
  *   string    the bytes
@@ -47,7 +44,7 @@
 #include "pprof.h"
 #include "symtab.h"
 
-#define PACK_VERSION	3
+#define PACK_VERSION	2
 
 /*
  * Append the pack of profile p (stored at `time`) to val, adding its symbols
@@ -98,9 +95,7 @@ int		 agg_add_ranges(struct agg *a, const void *val, size_t len,
 
 /* --- span ids per sample (span.c) --- */
 
-#define SPAN_VERSION		2
-/* From this many spans in a record, ids are stored bucketed by top byte. */
-#define SPAN_BUCKETED		256
+#define SPAN_VERSION		1
 /* Distinct spans one profile may tag; past it samples stay, untagged (counted). */
 #define SPAN_MAX_PER_PROFILE	65536
 #define SPAN_MAX_NAMES		1024
