@@ -41,6 +41,7 @@ PKGS=(
   systemd man-db groff-base strace
   clickhouse-server zookeeper
   podman runc busybox-static
+  debootstrap php8.2-cli php8.2-fpm
 )
 
 # The packages of PKGS only the tests need: unit tests (cmocka), the real
@@ -56,6 +57,7 @@ TEST_PKGS=(
   systemd groff-base strace
   clickhouse-server zookeeper
   podman runc busybox-static
+  debootstrap php8.2-cli php8.2-fpm
 )
 
 SUDO=""
@@ -152,4 +154,12 @@ if [ -f "$g/package-lock.json" ] && command -v npm >/dev/null \
   echo "install-deps: npm ci (tests/grafana)"
   (cd "$g" && npm ci --no-audit --no-fund --silent) || \
     echo "install-deps: npm ci failed; the Grafana API tests will be skipped" >&2
+fi
+
+# The runtime versions Debian 12 does not ship (OpenJDK 21/25, CPython 3.13/3.14, Ruby 3.3,
+# PHP 8.4, Go 1.24, Node 22/24/26) run in debootstrapped roots, cached under
+# /var/cache/profilefs/roots (scripts/runtime-roots.sh): made once per machine.
+if [ "${PROFILEFS_NO_ROOTS:-0}" != 1 ]; then
+  $SUDO bash "$here/scripts/runtime-roots.sh" || \
+    echo "install-deps: a runtime root could not be made; the runtime-version tests will fail (see above)" >&2
 fi

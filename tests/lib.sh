@@ -84,3 +84,26 @@ pf_done() {
   echo "# $(basename "$0"): $T_PASS passed, $T_FAIL failed"
   [ "$T_FAIL" -eq 0 ]
 }
+
+# Runtime roots (scripts/runtime-roots.sh): the newer runtimes live in debootstrapped roots.
+# roots_dir prints where they are; need_root NAME... fails the calling test (with the command
+# that makes the root) unless each is ready; in_root ROOT CMD... runs CMD inside ROOT as a
+# container would: its own mount and PID namespaces (proc mounted for it), the binaries found
+# only through /proc/PID/root. in_root execs: call it in the background (`in_root R cmd &
+# pid=$!`, and $pid is unshare's: killing it kills the process inside) or in $( ).
+roots_dir() { echo "${PROFILEFS_ROOTS:-/var/cache/profilefs/roots}"; }
+need_root() {
+	local r
+	for r in "$@"; do
+		if ! bash "$(dirname "${BASH_SOURCE[0]}")/../scripts/runtime-roots.sh" --check "$r" >/dev/null; then
+			echo "not ok - runtime root '$r' is missing: make it with: bash scripts/runtime-roots.sh $r"
+			echo "0 passed, 1 failed"
+			exit 1
+		fi
+	done
+}
+in_root() {
+	local root=$1; shift
+	exec unshare --mount --pid --fork --kill-child --mount-proc="$root/proc" \
+		chroot "$root" "$@"
+}
