@@ -94,9 +94,11 @@ for t in tests/integration/*.sh; do
     continue
   fi
   echo "== $t${RUN:+ ($RUN)}"
+  t0=$SECONDS
   out="$(timeout 900 bash "$t" 2>&1)"
   rc=$?
   echo "$out"
+  echo "# $(basename "$t"): $((SECONDS - t0)) s"
   p=$(echo "$out" | grep -c '^ok - ')
   f=$(echo "$out" | grep -c '^not ok - ')
   if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
