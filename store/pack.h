@@ -21,7 +21,11 @@
  *           var   drop_frames, keep_frames, default_sample_type, doc_url,
  *                 the first mapping (+1, 0: none): pprof lists it first
  *           var   ncomments, string ids
- *           var   nsamples; per sample: z stack id delta, z value per type
+ *           var   per type: the divisor d of its values, only in version 3
+ *                 (written for profiles whose samples name spans; 1 in
+ *                 version 2): their greatest common divisor, so a CPU
+ *                 profile's nanoseconds are stored as ticks of its period
+ *           var   nsamples; per sample: z stack id delta, z value / d per type
  *
  * Symbol entries (the bytes of a 'Y' record; integers little-endian):
  *   string    the bytes
@@ -44,7 +48,9 @@
 #include "pprof.h"
 #include "symtab.h"
 
-#define PACK_VERSION	2
+/* 3: values divided per column (span-tagged profiles); 2: as they are (the rest) */
+#define PACK_VERSION	3
+#define PACK_VERSION_PLAIN	2
 
 /*
  * Append the pack of profile p (stored at `time`) to val, adding its symbols
@@ -95,7 +101,9 @@ int		 agg_add_ranges(struct agg *a, const void *val, size_t len,
 
 /* --- span ids per sample (span.c) --- */
 
-#define SPAN_VERSION		1
+#define SPAN_VERSION		2
+/* From this many spans in a record, ids are stored bucketed by top byte. */
+#define SPAN_BUCKETED		256
 /* Distinct spans one profile may tag; past it samples stay, untagged (counted). */
 #define SPAN_MAX_PER_PROFILE	65536
 #define SPAN_MAX_NAMES		1024

@@ -9,7 +9,7 @@
  * same suffix as its 'P'), which names the runs:
  *
  *   offset  size      field (varints unless said)
- *   0       1         SPAN_VERSION
+ *   0       1         SPAN_VERSION (2; 1: ids never bucketed, still read)
  *   1       var       nruns: distinct spans, each one run of pack samples;
  *                     the runs follow each other, after the untagged samples
  *           var       ncut: distinct spans past SPAN_MAX_PER_PROFILE; their
@@ -19,7 +19,11 @@
  *           var       first: the untagged samples before the first run
  *           var       nnames, then per name: length, bytes (span_name)
  *           var       ntraces, then 16 bytes per trace id
- *           8*nruns   span ids, ascending, little-endian: binary searched
+ *           ids       span ids, ascending, binary searched: with fewer than
+ *                     SPAN_BUCKETED runs 8 bytes each, little-endian; else
+ *                     256 varints, how many ids have each top byte, then
+ *                     each id's low 7 bytes (a byte per id saved: sorted
+ *                     random ids share their top byte with their neighbours)
  *           per run   its length (samples)
  *           per run   its trace + 1 (0: none), only when ntraces > 0
  *           per run   its name + 1 (0: none), only when nnames > 0
@@ -171,7 +175,7 @@ span_encode(const struct profile *p, const struct span_tag *tags, size_t ns, siz
 	struct buf names = { 0 }, traces = { 0 }, ids = { 0 }, lens = { 0 }, tcol = { 0 },
 	    ncol = { 0 };
 	unsigned char tr[16], le[8];
-	size_t i, j, nruns = 0, nnames = 0, ntraces = 0, first;
+	size_t i, j, nruns = 0, nnames = 0, ntraces = 0, first, bucket[256] = { 0 };
 	int rc = 0;
 
 	for (i = 0; i < ns && tags[i].id == 0; i++)
@@ -210,6 +214,7 @@ span_encode(const struct profile *p, const struct span_tag *tags, size_t ns, siz
 		}
 		le64_put(le, tags[i].id);
 		rc |= buf_add(&ids, le, 8);
+		bucket[tags[i].id >> 56]++;
 		rc |= buf_add_varint(&lens, j - i);
 		rc |= buf_add_varint(&tcol, trc);
 		rc |= buf_add_varint(&ncol, nm);
@@ -224,7 +229,15 @@ span_encode(const struct profile *p, const struct span_tag *tags, size_t ns, siz
 	rc |= buf_add(out, names.data, names.len);
 	rc |= buf_add_varint(out, ntraces);
 	rc |= buf_add(out, traces.data, traces.len);
-	rc |= buf_add(out, ids.data, ids.len);
+	if (nruns < SPAN_BUCKETED) {
+		rc |= buf_add(out, ids.data, ids.len);
+	} else {
+		/* The top byte of each id as a count per value, then 7 bytes each. */
+		for (i = 0; i < 256; i++)
+			rc |= buf_add_varint(out, bucket[i]);
+		for (i = 0; i < nruns; i++)
+			rc |= buf_add(out, ids.data + 8 * i, 7);
+	}
 	rc |= buf_add(out, lens.data, lens.len);
 	if (ntraces)
 		rc |= buf_add(out, tcol.data, tcol.len);
@@ -246,19 +259,82 @@ out:
 struct span_rec {
 	size_t			 nruns, ncut, nbad, first, ntraces;
 	const unsigned char	*traces;	/* 16 * ntraces */
-	const unsigned char	*ids;		/* 8 * nruns */
+	const unsigned char	*ids;		/* idw * nruns */
+	size_t			 idw;		/* 8, or 7 when bucketed by top byte */
+	uint32_t		 off[257];	/* bucketed: the first id of each top byte */
 	const unsigned char	*runs, *end;
 };
+
+/* The low 56 bits of a bucketed id. */
+static uint64_t
+le56_get(const unsigned char *p)
+{
+	uint64_t v = 0;
+	int i;
+
+	for (i = 6; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+/* The bucket (top byte) of id i of a bucketed record. */
+static size_t
+rec_bucket(const struct span_rec *r, size_t i)
+{
+	size_t lo = 0, hi = 256;
+
+	while (hi - lo > 1) {	/* the last b with off[b] <= i */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (r->off[mid] <= i)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static uint64_t
+rec_id(const struct span_rec *r, size_t i)
+{
+	if (r->idw == 8)
+		return le64_get(r->ids + 8 * i);
+	return (uint64_t)rec_bucket(r, i) << 56 | le56_get(r->ids + 7 * i);
+}
+
+/* Whether record r holds span id, by binary search (in its bucket). */
+static bool
+rec_has(const struct span_rec *r, uint64_t id)
+{
+	size_t lo = 0, hi = r->nruns, end;
+
+	if (r->idw == 7) {
+		lo = r->off[id >> 56];
+		hi = r->off[(id >> 56) + 1];
+	}
+	end = hi;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (rec_id(r, mid) < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < end && rec_id(r, lo) == id;
+}
 
 static int
 rec_read(const void *val, size_t len, struct span_rec *r)
 {
 	const unsigned char *p = val, *end = p + len;
-	uint64_t v, nn, i;
+	uint64_t v, nn, i, sum = 0;
+	int ver;
 
 	memset(r, 0, sizeof(*r));
-	if (len < 1 || *p++ != SPAN_VERSION)
+	if (len < 1 || (*p != SPAN_VERSION && *p != 1))	/* 1: ids never bucketed */
 		return -EINVAL;
+	ver = *p++;
 #define GET(x) do { if (varint_get(&p, end, &v) < 0) return -EINVAL; (x) = v; } while (0)
 	GET(r->nruns);
 	GET(r->ncut);
@@ -277,10 +353,23 @@ rec_read(const void *val, size_t len, struct span_rec *r)
 		return -EINVAL;
 	r->traces = p;
 	p += 16 * r->ntraces;
-	if (r->nruns > (size_t)(end - p) / 8)
+	r->idw = 8;
+	if (ver >= 2 && r->nruns >= SPAN_BUCKETED) {
+		r->idw = 7;
+		for (i = 0; i < 256; i++) {
+			if (varint_get(&p, end, &v) < 0 || v > r->nruns - sum)
+				return -EINVAL;
+			r->off[i] = (uint32_t)sum;
+			sum += v;
+		}
+		if (sum != r->nruns)
+			return -EINVAL;
+		r->off[256] = (uint32_t)sum;
+	}
+	if (r->nruns > (size_t)(end - p) / r->idw)
 		return -EINVAL;
 	r->ids = p;
-	p += 8 * r->nruns;
+	p += r->idw * r->nruns;
 	r->runs = p;
 	r->end = end;
 	return 0;
@@ -320,20 +409,8 @@ span_ranges(const void *val, size_t len, const struct span_sel *sel, uint32_t **
 		return 0;
 	/* Ids: each a binary search, when no trace is asked (runs not walked then). */
 	if (sel->ntraces == 0 && sel->nids <= 64) {
-		for (k = 0; k < sel->nids; k++) {
-			size_t lo = 0, hi = r.nruns;
-
-			while (lo < hi) {
-				size_t mid = lo + (hi - lo) / 2;
-
-				if (le64_get(r.ids + 8 * mid) < sel->ids[k])
-					lo = mid + 1;
-				else
-					hi = mid;
-			}
-			if (lo < r.nruns && le64_get(r.ids + 8 * lo) == sel->ids[k])
-				any = true;
-		}
+		for (k = 0; k < sel->nids && !any; k++)
+			any = rec_has(&r, sel->ids[k]);
 		if (!any)
 			return 0;
 	}
@@ -364,7 +441,7 @@ span_ranges(const void *val, size_t len, const struct span_sel *sel, uint32_t **
 			rc = -EINVAL;
 			goto out;
 		}
-		if (sel_has_id(sel, le64_get(r.ids + 8 * i)) || (trw && trw[trc])) {
+		if (sel_has_id(sel, rec_id(&r, i)) || (trw && trw[trc])) {
 			if (*nrg == *cap) {
 				size_t nc = *cap ? *cap * 2 : 16;
 				uint32_t *nr = realloc(*rg, nc * 2 * sizeof(*nr));
@@ -465,7 +542,7 @@ span_filter(const void *rec, size_t len, struct buf *out)
 	bits = (unsigned char *)out->data + out->len;
 	memset(bits, 0, nbits / 8);
 	for (i = 0; i < r.nruns; i++)
-		filter_set(bits, nbits, le64_get(r.ids + 8 * i));
+		filter_set(bits, nbits, rec_id(&r, i));
 	for (i = 0; i < r.ntraces; i++)
 		filter_set(bits, nbits, trace_key(r.traces + 16 * i));
 	out->len += nbits / 8;

@@ -87,9 +87,10 @@
  *
  * Profile value:
  *   offset  size  field
- *   0       1     format version: 2 (PACK_VERSION, a one-group pack of
- *                 pack.h); 1 in data dirs of earlier releases, converted
- *                 on open
+ *   0       1     format version: 3 (PACK_VERSION, a one-group pack of
+ *                 pack.h whose values are divided: profiles naming spans)
+ *                 or 2 (PACK_VERSION_PLAIN, values as they are: the rest);
+ *                 1 in data dirs of earlier releases, converted on open
  *   1       n-1   v1: the profile as gzipped pprof
  */
 #ifndef PROFILEFS_STORE_INT_H

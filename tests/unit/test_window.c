@@ -652,6 +652,68 @@ test_past_retention(void **state)
 }
 
 /* Packs of real profiles: pprof's sums survive; reloaded symbols keep their ids. */
+/*
+ * A pack of the previous version (2: values as they are) and the same pack
+ * in the current one (3: values as multiples of a divisor per type) sum
+ * alike; a divisor of 0, or values that overflow once multiplied, are refused.
+ */
+static void
+test_pack_versions(void **state)
+{
+	/* One group: count 1, time 0, types (1,2) (3,4), period type 3/4, period
+	 * 10 ms (z), no times, no filters, no comments; then v3's divisors. */
+	static const unsigned char head[] = { 1, 0, 2, 1, 2, 3, 4, 3, 4,
+	    0x80, 0xda, 0xc4, 0x09, 0, 0, 0, 0, 0, 0, 0, 0 };
+	/* Two samples: stack 0 (1, 10 ms), stack 2 (3, 30 ms). */
+	static const unsigned char v2s[] = { 2, 0, 2, 0x80, 0xda, 0xc4, 0x09, 4, 6,
+	    0x80, 0x8e, 0xce, 0x1c };
+	static const unsigned char v3s[] = { 2, 0, 2, 2, 4, 6, 6 };
+	static const unsigned char huge[] = { 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+	    0x80, 0x40 };	/* z 2^61 */
+	unsigned char v2[64], v3[64];
+	size_t l2 = 0, l3 = 0, nt, d1;
+	int64_t tot[8];
+	struct agg *a = agg_create(), *b = agg_create(), *c = agg_create();
+
+	(void)state;
+	v2[l2++] = 2;
+	v2[l2++] = 1;
+	memcpy(v2 + l2, head, sizeof(head));
+	l2 += sizeof(head);
+	memcpy(v2 + l2, v2s, sizeof(v2s));
+	l2 += sizeof(v2s);
+	v3[l3++] = 3;
+	v3[l3++] = 1;
+	memcpy(v3 + l3, head, sizeof(head));
+	l3 += sizeof(head);
+	d1 = l3;
+	v3[l3++] = 1;			/* samples: divisor 1 */
+	v3[l3++] = 0x80;		/* cpu: divisor 10 ms */
+	v3[l3++] = 0xad;
+	v3[l3++] = 0xe2;
+	v3[l3++] = 0x04;
+	memcpy(v3 + l3, v3s, sizeof(v3s));
+	l3 += sizeof(v3s);
+	assert_int_equal(agg_add(a, v2, l2, NULL), 0);
+	assert_int_equal(agg_add(b, v3, l3, NULL), 0);
+	assert_int_equal(agg_totals(a, 0, tot, 8, &nt), 0);
+	assert_int_equal(nt, 2);
+	assert_true(tot[0] == 4 && tot[1] == 40000000);
+	assert_int_equal(agg_totals(b, 0, tot, 8, &nt), 0);
+	assert_true(tot[0] == 4 && tot[1] == 40000000);
+	assert_int_equal(pack_totals(v3, l3, tot, 8, &nt), 0);
+	assert_true(tot[0] == 4 && tot[1] == 40000000);
+	v3[d1] = 0;			/* a divisor of 0 */
+	assert_int_equal(agg_add(c, v3, l3, NULL), -EINVAL);
+	v3[d1] = 1;
+	memcpy(v3 + l3 - 1, huge, sizeof(huge));	/* 2^61 ticks of 10 ms */
+	assert_int_equal(agg_add(c, v3, l3 - 1 + sizeof(huge), NULL), -EINVAL);
+	assert_int_equal(agg_ngroups(c), 0);
+	agg_free(a);
+	agg_free(b);
+	agg_free(c);
+}
+
 static void
 test_pack_roundtrip(void **state)
 {
@@ -677,6 +739,8 @@ test_pack_roundtrip(void **state)
 			continue;
 		}
 		assert_int_equal(pack_profile(s1, p, 42, &val, &news, NULL), 0);
+		/* No span ids: values as they are (version 2). */
+		assert_int_equal((unsigned char)val.data[0], PACK_VERSION_PLAIN);
 		/* Every entry is new once, in id order per kind. */
 		e = (const struct sym_new *)news.data;
 		n = news.len / sizeof(*e);
@@ -826,6 +890,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_symtab_holes),
 		cmocka_unit_test(test_symtab_runs),
+		cmocka_unit_test(test_pack_versions),
 		cmocka_unit_test(test_pack_roundtrip),
 		cmocka_unit_test_setup_teardown(test_windows_exact, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rebuild_after_crash, setup, teardown),
