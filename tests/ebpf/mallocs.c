@@ -6,8 +6,8 @@
  * mallocs SECONDS [SLEEP_US]: rounds for SECONDS, SLEEP_US (default 10000)
  * between rounds, after fill() has allocated all of keep's blocks. With
  * MALLOCS_GO=FILE, waits for FILE to exist first (until the profiler has
- * probed it). Prints the bytes keep and churn allocate per round, then at
- * the end the rounds run. mallocs -bench SECONDS: churn only, no sleep;
+ * probed it; in either mode). Prints the bytes keep and churn allocate per
+ * round, then at the end the rounds run. mallocs -bench SECONDS: churn only, no sleep;
  * prints the allocation calls per second.
  */
 #include <stdio.h>
@@ -113,6 +113,8 @@ main(int argc, char **argv)
 	const char *go = getenv("MALLOCS_GO");
 	int k;
 
+	while (go && *go && access(go, F_OK) != 0)
+		usleep(10000);
 	if (argc > 2 && strcmp(argv[1], "-bench") == 0) {
 		secs = atof(argv[2]);
 		t0 = now();
@@ -128,8 +130,6 @@ main(int argc, char **argv)
 		sleep_us = (useconds_t)atoi(argv[2]);
 	printf("keep_bytes_per_round %u churn_bytes_per_round %zu\n", KEEP_SIZE, churn_bytes());
 	fflush(stdout);
-	while (go && *go && access(go, F_OK) != 0)
-		usleep(10000);
 	end = now() + secs;
 	fill();
 	while (now() < end) {
