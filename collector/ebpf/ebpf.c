@@ -925,7 +925,7 @@ handle_event(void *ctx, void *data, size_t size)
 		/* New mappings: read them now, while the process surely exists. */
 		proctab_forget(e->pt, h->pid);
 		if (e->mp)
-			mallocprof_forget(e->mp, h->pid);
+			mallocprof_forget(e->mp, h->pid, true);
 		if (size >= sizeof(struct prof_notice)) {
 			const struct prof_notice *n = data;
 			char comm[PROF_COMM_LEN + 1];
@@ -944,7 +944,7 @@ handle_event(void *ctx, void *data, size_t size)
 		break;
 	case PROF_EV_EXIT:
 		if (e->mp)
-			mallocprof_forget(e->mp, h->pid);
+			mallocprof_forget(e->mp, h->pid, false);
 		/* Off-CPU waits still in the kernel need its mappings: forgotten after their drain. */
 		if (e->oc == NULL || proctab_hold(e->pt, h->pid) < 0 ||
 		    !offcpu_exited(e->oc, h->pid))
@@ -985,7 +985,7 @@ flush_malloc(struct ebpf_sampler *e, int64_t end, const uint64_t *d)
 	if (d[PROF_CNT_MALLOC_LIVE_FULL] > 0)
 		log_warnx("ebpf: --ebpf-malloc: %llu sampled allocations not tracked for inuse_*: "
 		    "the table of live blocks (%u) is full; counted in alloc_* only",
-		    (unsigned long long)d[PROF_CNT_MALLOC_LIVE_FULL], MALLOC_LIVE_DEFAULT);
+		    (unsigned long long)d[PROF_CNT_MALLOC_LIVE_FULL], mallocprof_live_cap());
 	log_debug("ebpf: --ebpf-malloc: %llu allocations sampled -> %zu profiles; %zu processes "
 	    "probed, %zu blocks held in %zu stacks (%zu KiB), %llu not held (no room), %llu in "
 	    "the kernel's table unknown here, %llu processes not probed",
@@ -1601,7 +1601,7 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 			bpf_map__set_max_entries(e->skel->maps.offcpu_stacks, OFFCPU_STACKS);
 		}
 		mallocprof_configure(e->skel, o->nmalloc_rules > 0, MALLOC_RATE_DEFAULT,
-		    MALLOC_LIVE_DEFAULT);
+		    mallocprof_live_cap());
 		if (unwind_mib > 0) {
 			e->skel->rodata->unwind_tables = true;
 			unwind_configure(e->skel->maps.unw_rows, (size_t)unwind_mib << 20);
@@ -1656,7 +1656,7 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 	}
 	proctab_set_release(e->pt, release_proc, e);
 	if (o->nmalloc_rules && (e->mp = mallocprof_create(e->skel, e->pt, o->malloc_rules,
-	    o->nmalloc_rules, MALLOC_RATE_DEFAULT, MALLOC_LIVE_DEFAULT)) == NULL) {
+	    o->nmalloc_rules, MALLOC_RATE_DEFAULT, mallocprof_live_cap())) == NULL) {
 		rc = -ENOMEM;
 		goto fail;
 	}

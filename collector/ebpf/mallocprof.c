@@ -34,6 +34,7 @@
 #define MP_WAIT_TRIES	30		/* scans a selected process may map no C library */
 #define MP_BATCH	1024		/* malloc_live entries read per system call */
 #define MP_OFFS_CACHE	16		/* C libraries whose symbols were read */
+#define MP_EXEC_SCAN_NS	(100LL * 1000 * 1000)	/* /proc looked at this soon after an exec */
 
 /* The functions probed, and their programs (entry; return, or NULL: none). */
 enum { F_MALLOC, F_CALLOC, F_REALLOC, F_FREE, F_POSIX_MEMALIGN, F_ALIGNED_ALLOC, F_MEMALIGN,
@@ -647,9 +648,32 @@ mallocprof_poll(struct mallocprof *m)
 		}
 }
 
-void
-mallocprof_forget(struct mallocprof *m, uint32_t pid)
+uint32_t
+mallocprof_live_cap(void)
 {
+	static bool said;
+	const char *v = getenv("PROFILEFS_EBPF_MALLOC_LIVE");
+	char *end;
+	unsigned long n;
+
+	if (v == NULL || *v == '\0')
+		return MALLOC_LIVE_DEFAULT;
+	n = strtoul(v, &end, 10);
+	if (*end != '\0' || n < 16 || n > 4194304) {
+		if (!said)	/* once, however often asked */
+			log_warnx("PROFILEFS_EBPF_MALLOC_LIVE=%s: not 16..4194304; using %u", v,
+			    MALLOC_LIVE_DEFAULT);
+		said = true;
+		return MALLOC_LIVE_DEFAULT;
+	}
+	return (uint32_t)n;
+}
+
+void
+mallocprof_forget(struct mallocprof *m, uint32_t pid, bool exec)
+{
+	int64_t soon;
+
 	struct target **tp, *t;
 
 	for (tp = &m->targets[pid & (MP_BUCKETS - 1)]; (t = *tp) != NULL; tp = &t->next)
@@ -661,8 +685,13 @@ mallocprof_forget(struct mallocprof *m, uint32_t pid)
 			free(t);
 			break;
 		}
-	/* An exec'd process is looked at again at once: its new image may be selected. */
-	m->next_scan = 0;
+	/*
+	 * An exec'd process is looked at again soon: its new image may be
+	 * selected (a scan a tenth of a second at most, however many execs).
+	 */
+	soon = clock_mono_ns() + MP_EXEC_SCAN_NS;
+	if (exec && m->next_scan > soon)
+		m->next_scan = soon;
 }
 
 /* --- samples and blocks -------------------------------------------------- */

@@ -26,6 +26,12 @@
 #define MALLOC_LIVE_DEFAULT	65536		/* sampled blocks tracked for inuse_* */
 
 struct mallocprof;
+
+/*
+ * Entries of the table of live blocks: MALLOC_LIVE_DEFAULT, or
+ * PROFILEFS_EBPF_MALLOC_LIVE (16 to 4194304; tests make it small).
+ */
+uint32_t	 mallocprof_live_cap(void);
 struct profile_bpf;
 
 /*
@@ -53,8 +59,11 @@ void		 mallocprof_destroy(struct mallocprof *m);
 /* Attach to the processes selected since the last scan (a scan a second at most). */
 void		 mallocprof_poll(struct mallocprof *m);
 
-/* pid exec'd or exited: its uprobes and blocks go (an exec'd one is looked at again). */
-void		 mallocprof_forget(struct mallocprof *m, uint32_t pid);
+/*
+ * pid exited, or exec'd (exec): its uprobes and blocks go; an exec'd one is
+ * looked at again within MP_EXEC_SCAN_NS.
+ */
+void		 mallocprof_forget(struct mallocprof *m, uint32_t pid, bool exec);
 
 /*
  * A PROF_EV_MALLOC sample s: its weighted values into vals (alloc_objects,
