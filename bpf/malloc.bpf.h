@@ -46,6 +46,19 @@ struct {
 	__type(value, __u64);
 } malloc_live SEC(".maps");
 
+/*
+ * The sample is built here, not in do_sample's buffer: a uprobe's program
+ * runs with preemption on, and the CPU sampler's may interrupt it. (The
+ * walk's own scratch maps are shared still: a sample taken at that very
+ * moment may get a wrong frame.)
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct prof_sample);
+} malloc_bufs SEC(".maps");
+
 static __always_inline __s64
 malloc_draw(void)
 {
@@ -120,7 +133,7 @@ malloc_leave(struct pt_regs *ctx, bool memalign)
 	tracked = bpf_map_update_elem(&malloc_live, &k, &size, BPF_ANY) == 0;
 	if (!tracked)
 		count(PROF_CNT_MALLOC_LIVE_FULL);
-	if ((e = bpf_map_lookup_elem(&sample_bufs, &zero)) == NULL)
+	if ((e = bpf_map_lookup_elem(&malloc_bufs, &zero)) == NULL)
 		goto lost;
 	e->hdr.kind = PROF_EV_MALLOC;
 	e->offcpu_ns = size;
