@@ -31,7 +31,8 @@
 #define MP_LBUCKETS	16384		/* blocks; a power of two */
 #define MP_SBUCKETS	4096		/* stacks; a power of two */
 #define MP_SCAN_NS	(1000LL * 1000 * 1000)	/* /proc looked at this often */
-#define MP_WAIT_TRIES	30		/* scans a selected process may map no C library */
+#define MP_WAIT_TRIES	50		/* looks a selected process may map no C library */
+#define MP_WAIT_NS	(100LL * 1000 * 1000)	/* between them */
 #define MP_BATCH	1024		/* malloc_live entries read per system call */
 #define MP_OFFS_CACHE	16		/* C libraries whose symbols were read */
 #define MP_EXEC_SCAN_NS	(100LL * 1000 * 1000)	/* /proc looked at this soon after an exec */
@@ -455,18 +456,21 @@ static int probe(struct mallocprof *m, struct target *t, const char *path,
 static int
 target_attach(struct mallocprof *m, struct target *t, struct proc *p)
 {
+	static const char *const others[] = { "jemalloc", "tcmalloc", "mimalloc", "hoard" };
 	struct proc_mapping pm, found;
 	uint64_t off[F_N];
-	const char *paths[3];
-	bool have = false;
+	const char *paths[3], *other = NULL;
+	bool have = false, libc = false;
 	size_t i, k;
 	int rc = -ENOENT;
 
 	for (i = 0; proctab_mapping(p, i, &pm) == 0; i++) {
-		if (is_libc(pm.name)) {
+		for (k = 0; k < sizeof(others) / sizeof(others[0]) && other == NULL; k++)
+			if (strstr(pm.name, others[k]) != NULL)
+				other = others[k];
+		if (is_libc(pm.name) && !libc) {
 			found = pm;
-			have = true;
-			break;
+			have = libc = true;
 		}
 		if (!have && p->exe && strcmp(pm.name, p->exe) == 0) {
 			found = pm;	/* a static executable's own malloc, unless a libc comes */
@@ -475,6 +479,9 @@ target_attach(struct mallocprof *m, struct target *t, struct proc *p)
 	}
 	if (!have)
 		return -EAGAIN;
+	if (other != NULL)
+		log_warnx("ebpf: --ebpf-malloc: pid %u (%s) maps %s, which may replace the C "
+		    "library's malloc: its allocations are then not seen", p->pid, p->comm, other);
 	if ((rc = lib_offsets(m, &found, off)) < 0)
 		return is_libc(found.name) ? rc : -EAGAIN;
 	/*
@@ -594,7 +601,10 @@ target_look(struct mallocprof *m, struct target *t)
 	if ((rc = target_attach(m, t, p)) == 0)
 		return;
 	if (rc == -EAGAIN && ++t->tries < MP_WAIT_TRIES) {
+		/* Just exec'd, most likely: the dynamic linker maps the library in a moment. */
 		t->state = T_WAIT;
+		if (m->next_scan > clock_mono_ns() + MP_WAIT_NS)
+			m->next_scan = clock_mono_ns() + MP_WAIT_NS;
 		proctab_refresh(m->pt, p, 0);	/* its libraries may be mapped by the next look */
 		return;
 	}
