@@ -666,7 +666,6 @@ malloc_cost() {
     echo "  run $r: not selected $off calls/s, selected $on calls/s, daemon $(awk -v a="$d0" -v b="$d1" -v s="$t0" -v e="$t1" 'BEGIN {printf "%.1f", (b - a) / (e - s) * 100}')% of a core"
     offs+=("$off"); ons+=("$on")
   done
-  grep "ebpf-malloc: .*allocations sampled ->" "$W/daemon.log" | tail -1 | sed 's/.*ebpf: /  last period: /'
   stop_daemon
   mo=$(printf '%s\n' "${offs[@]}" | median); mn=$(printf '%s\n' "${ons[@]}" | median)
   awk -v a="$mo" -v b="$mn" 'BEGIN {printf "malloc cost (medians): %.0f calls/s not selected, %.0f selected: %.0f ns added per allocation call (%.2fx)\n", a, b, 1e9 / b - 1e9 / a, a / b}'
