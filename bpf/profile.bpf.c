@@ -990,3 +990,6 @@ on_exit(void *ctx)
 	}
 	return 0;
 }
+
+/* Allocations by stack (--ebpf-malloc): uprobes on the C library's allocator. */
+#include "malloc.bpf.h"

@@ -22,6 +22,7 @@ enum prof_kind {
 	PROF_EV_EXEC	= 2,	/* struct prof_notice: pid just exec'd */
 	PROF_EV_EXIT	= 3,	/* struct prof_notice: thread group leader exited */
 	PROF_EV_OFFCPU	= 4,	/* struct prof_sample: a wait ended; offcpu_ns says how long */
+	PROF_EV_MALLOC	= 9,	/* struct prof_sample: a sampled allocation (malloc.bpf.h) */
 };
 
 struct prof_hdr {
@@ -155,6 +156,7 @@ struct prof_sample {
 	char	leader_comm[PROF_COMM_LEN];	/* the thread group leader's: the process's */
 	__u32	rt;		/* enum prof_rt */
 	__u32	waits;		/* PROF_EV_OFFCPU sent by itself: the waits it stands for (its weight) */
+	__u64	mem_addr;	/* PROF_EV_MALLOC: the block (its size in offcpu_ns; waits: flags) */
 	__u64	kstack[PROF_MAX_STACK];	/* leaf first */
 	__u64	ustack[PROF_MAX_USTACK];	/* leaf first; bpf_get_stack fills at most PROF_MAX_STACK */
 	union {
@@ -212,6 +214,20 @@ prof_sample_size(const struct prof_sample *s)
 	}
 }
 
+/*
+ * --ebpf-malloc (bpf/malloc.bpf.h): the sampling intervals, bytes, are drawn
+ * from a table of MALLOC_DRAWS quantiles of the exponential distribution
+ * user space fills; malloc_live holds the sampled blocks not yet freed.
+ */
+#define MALLOC_DRAWS		1024	/* a power of two */
+#define PROF_MALLOC_UNTRACKED	1	/* prof_sample.waits: not in malloc_live (full) */
+
+struct prof_malloc_key {
+	__u32	pid;		/* thread group id */
+	__u32	pad;
+	__u64	addr;
+};
+
 /* Indexes of the per-CPU counter array "counters". */
 enum prof_counter {
 	PROF_CNT_SAMPLES = 0,	/* perf events handled (idle included) */
@@ -239,6 +255,8 @@ enum prof_counter {
 	PROF_CNT_HS_NO_BLOB,	/* ... whose code blob was not found (walked by frame pointer) */
 	PROF_CNT_V8_STACKS,	/* stacks of V8 processes walked for JavaScript frames */
 	PROF_CNT_OFFCPU_SPILL,	/* waits sent one by one through the ring buffer: offcpu_aggs full */
+	PROF_CNT_MALLOC_SAMPLES,	/* allocations sampled (--ebpf-malloc) */
+	PROF_CNT_MALLOC_LIVE_FULL,	/* ... not tracked for inuse: malloc_live full */
 	PROF_CNT_MAX
 };
 

@@ -44,7 +44,7 @@ static const char usage_text[] =
 "                       [--ebpf-period SECONDS] [--ebpf-unwind-mem MIB]\n"
 "                       [--ebpf-offcpu[=THRESHOLD]] [--ebpf-offcpu-sample N]\n"
 "                       [--ebpf-include RULE] [--ebpf-exclude RULE]\n"
-"                       [--ebpf-min-samples N]\n"
+"                       [--ebpf-min-samples N] [--ebpf-malloc SELECTOR]\n"
 "                       [--debuginfod URL[,URL...]|off] [--debuginfod-cache SIZE]\n"
 "                       [--retention DURATION] [--retention-aggregates DURATION]\n"
 "                       [--max-disk SIZE] [--max-series N] [--max-services N]\n"
@@ -112,6 +112,12 @@ static const char usage_text[] =
 "  --ebpf-min-samples N  a service of its own only once its CPU samples reach N\n"
 "                      within an hour (default 20; 0: at once); until then\n"
 "                      into service host-other, labelled comm, unit, container\n"
+"  --ebpf-malloc SELECTOR  with --ebpf, also sample the C library's allocations\n"
+"                      (malloc, calloc, realloc, free, posix_memalign...) of the\n"
+"                      processes SELECTOR names, pid:N or an --ebpf-include\n"
+"                      rule (repeatable), by bytes (mean 512 KiB) as Go does,\n"
+"                      as profile type heap (alloc_space, inuse_space...); the\n"
+"                      others get no uprobe\n"
 "  --ebpf-unwind-mem MIB  memory for unwind tables, 0..128 (default 64; 0: frame\n"
 "                      pointers only)\n"
 "  --debuginfod URL[,URL...]|off  fetch debug files of sampled binaries without\n"
@@ -280,6 +286,8 @@ struct serve_opts {
 	long		 ebpf_min_samples;	/* < 0: default */
 	struct ebpf_filter ebpf_filters[64];
 	size_t		 ebpf_nfilters;
+	const char	*ebpf_malloc[64];	/* --ebpf-malloc selectors */
+	size_t		 ebpf_nmalloc;
 	size_t		 http_max_body;
 	unsigned	 http_max_conns;
 	size_t		 http_max_decoded;
@@ -308,6 +316,7 @@ struct serve_opts {
 #define OPT_EBPF_INCLUDE	1020
 #define OPT_EBPF_EXCLUDE	1021
 #define OPT_EBPF_MIN_SAMPLES	1022
+#define OPT_EBPF_MALLOC		1030
 
 /* --retention at most 100 years; its unit is required (a bare "30" is refused). */
 #define RETENTION_MAX	(INT64_C(36500) * 86400 * 1000000000)
@@ -780,7 +789,8 @@ serve(const struct serve_opts *o, struct priv_user *user)
 		    .debuginfod_cache = o->debuginfod_cache, .offcpu = o->ebpf_offcpu,
 		    .offcpu_min_ns = (uint64_t)o->ebpf_offcpu_min_ns,
 		    .offcpu_sample = o->ebpf_offcpu_sample, .min_samples = o->ebpf_min_samples,
-		    .filters = o->ebpf_filters, .nfilters = o->ebpf_nfilters };
+		    .filters = o->ebpf_filters, .nfilters = o->ebpf_nfilters,
+		    .malloc_rules = o->ebpf_malloc, .nmalloc_rules = o->ebpf_nmalloc };
 		const char *list = o->debuginfod ? o->debuginfod : getenv("DEBUGINFOD_URLS"), *bad;
 		char *urls = NULL;
 
@@ -886,6 +896,7 @@ main(int argc, char **argv)
 		{ "ebpf-include", required_argument,	NULL, OPT_EBPF_INCLUDE },
 		{ "ebpf-exclude", required_argument,	NULL, OPT_EBPF_EXCLUDE },
 		{ "ebpf-min-samples", required_argument, NULL, OPT_EBPF_MIN_SAMPLES },
+		{ "ebpf-malloc", required_argument,	NULL, OPT_EBPF_MALLOC },
 		{ "scrape",	required_argument,	NULL, 's' },
 		{ "http-token",	required_argument,	NULL, 'T' },
 		{ "http-max-body", required_argument,	NULL, 'B' },
@@ -1024,6 +1035,20 @@ main(int argc, char **argv)
 			}
 			o.ebpf_filters[o.ebpf_nfilters++] = (struct ebpf_filter){ .rule = optarg,
 			    .include = c == OPT_EBPF_INCLUDE };
+			break;
+		}
+		case OPT_EBPF_MALLOC: {
+			const char *bad;
+
+			if (ebpf_check_malloc_rule(optarg, &bad) < 0) {
+				fprintf(stderr, "profilefs: --ebpf-malloc '%s': %s\n", optarg, bad);
+				return 2;
+			}
+			if (o.ebpf_nmalloc == sizeof(o.ebpf_malloc) / sizeof(o.ebpf_malloc[0])) {
+				fprintf(stderr, "profilefs: --ebpf-malloc: at most 64 selectors\n");
+				return 2;
+			}
+			o.ebpf_malloc[o.ebpf_nmalloc++] = optarg;
 			break;
 		}
 		case OPT_EBPF_MIN_SAMPLES:
@@ -1242,6 +1267,10 @@ main(int argc, char **argv)
 	if ((o.ebpf_nfilters > 0 || o.ebpf_min_samples >= 0) && o.ebpf_hz == 0) {
 		fprintf(stderr, "profilefs: --ebpf-include, --ebpf-exclude and --ebpf-min-samples "
 		    "need --ebpf\n");
+		return 2;
+	}
+	if (o.ebpf_nmalloc > 0 && o.ebpf_hz == 0) {
+		fprintf(stderr, "profilefs: --ebpf-malloc needs --ebpf\n");
 		return 2;
 	}
 	if (o.ebpf_offcpu_sample != 1 && !o.ebpf_offcpu) {

@@ -72,6 +72,7 @@
 # ONLY=runtimes runs part 5 alone, ONLY=daemon part 2 alone, ONLY=offcpu part 6 alone,
 # ONLY=golabels the Go labels part (after 6) alone, ONLY=ruby part 5's Ruby half,
 # ONLY=node the Node.js part (8) alone, ONLY=java the Java-at-the-root part (9) alone. OC_HZ="99" and OC_MODES="on off" narrow
+# ONLY=malloc the --ebpf-malloc part (10: allocation calls per second not selected vs selected) alone.
 # part 6 to those rates and off-CPU settings (default: 19 99, off on sample10);
 # OC_SECS and OC_SETTLE set its window (about 5 minutes for the two settings
 # at 99 Hz with DAEMON_RUNS=5).
@@ -641,6 +642,35 @@ golabels_cost() {
   fi
 }
 if [ "$ONLY" = golabels ]; then golabels_cost; exit 0; fi
+
+# Part 10, --ebpf-malloc: allocation calls per second of tests/ebpf/mallocs.c -bench (churn():
+# malloc, calloc, posix_memalign, realloc, free of 1-31 KiB blocks, one thread) run by a copy
+# not selected and by one selected (probed), alternately, MALLOC_RUNS pairs of MALLOC_SECS;
+# the ns each call pays for its uprobes; the daemon's CPU meanwhile.
+malloc_cost() {
+  local r off on offs=() ons=() t0 t1 d0 d1 mo mn secs="${MALLOC_SECS:-3}"
+  echo "== --ebpf-malloc: allocation calls per second, not selected vs selected, ${MALLOC_RUNS:-5} pairs of $secs s"
+  cc -O2 -o "$W/mb_off" "$ROOT/tests/ebpf/mallocs.c" && cp "$W/mb_off" "$W/mb_on" || return 0
+  start_daemon --ebpf=19 --ebpf-period 10 --ebpf-malloc comm:mb_on
+  sleep "$SETTLE"
+  for r in $(seq 1 "${MALLOC_RUNS:-5}"); do
+    off=$("$W/mb_off" -bench "$secs" | awk '{print $2}')
+    rm -f "$W/mb.go"
+    MALLOCS_GO="$W/mb.go" "$W/mb_on" -bench "$secs" >"$W/mb.out" &
+    local p=$! i
+    for i in $(seq 1 100); do grep -q "pid $p (mb_on.*allocations sampled" "$W/daemon.log" && break; sleep 0.1; done
+    d0=$(cpu_ns "$PID"); t0=$(date +%s%N)
+    touch "$W/mb.go"; wait "$p"
+    d1=$(cpu_ns "$PID"); t1=$(date +%s%N)
+    on=$(awk '{print $2}' "$W/mb.out")
+    echo "  run $r: not selected $off calls/s, selected $on calls/s, daemon $(awk -v a="$d0" -v b="$d1" -v s="$t0" -v e="$t1" 'BEGIN {printf "%.1f", (b - a) / (e - s) * 100}')% of a core"
+    offs+=("$off"); ons+=("$on")
+  done
+  stop_daemon
+  mo=$(printf '%s\n' "${offs[@]}" | median); mn=$(printf '%s\n' "${ons[@]}" | median)
+  awk -v a="$mo" -v b="$mn" 'BEGIN {printf "malloc cost (medians): %.0f calls/s not selected, %.0f selected: %.0f ns added per allocation call (%.2fx)\n", a, b, 1e9 / b - 1e9 / a, a / b}'
+}
+if [ "$ONLY" = malloc ]; then malloc_cost; exit 0; fi
 
 echo "== overhead: workload of $ITERS iterations, $RUNS alternating pairs, --ebpf=99"
 : >"$W/ratios"

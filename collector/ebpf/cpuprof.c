@@ -78,11 +78,13 @@ struct cpuprof {
 	const char	*type;		/* the store's profile type: "cpu" or "offcpu" */
 	const char	*const *types, *const *units;	/* sample types */
 	int64_t		 period;	/* ns per sample; off-CPU: 1 in how many switches */
+	size_t		 ntypes;	/* 2; malloc: 4 */
+	const char	*period_type, *period_unit;
 	struct intern	*keys;		/* service "\0" labels text -> svc index */
 	struct cpuprof_svc **svcs;
 	size_t		 nsvcs, cap;
 	uint64_t	 gen;		/* the period's number, bumped at every reset */
-	int		 slot;		/* of struct proc's cp_svc: 0 CPU, 1 off-CPU */
+	int		 slot;		/* of struct proc's cp_svc: 0 CPU, 1 off-CPU; -1 none */
 };
 
 /* A service name the gate has seen: its CPU samples since it was first seen. */
@@ -109,6 +111,10 @@ static const char *const sample_units[] = { "count", "nanoseconds" };
 /* Off-CPU: how many waits were recorded, and how long they lasted. */
 static const char *const offcpu_types[] = { "waits", "offcpu" };
 static const char *const offcpu_units[] = { "count", "nanoseconds" };
+/* Allocations (--ebpf-malloc): Go's heap profiles, so the two read alike. */
+static const char *const malloc_types[] = { "alloc_objects", "alloc_space", "inuse_objects",
+    "inuse_space" };
+static const char *const malloc_units[] = { "count", "bytes", "count", "bytes" };
 
 /*
  * Periods are numbered across all aggregates, so that a number held in a
@@ -127,6 +133,9 @@ create(const char *type, const char *const *types, const char *const *units, int
 	c->types = types;
 	c->units = units;
 	c->period = period;
+	c->ntypes = 2;
+	c->period_type = types[1];
+	c->period_unit = units[1];
 	c->gen = atomic_fetch_add(&next_gen, 1);
 	if ((c->keys = intern_create(64)) == NULL) {
 		free(c);
@@ -145,6 +154,19 @@ struct cpuprof *
 cpuprof_create_offcpu(unsigned sample_n)
 {
 	return create("offcpu", offcpu_types, offcpu_units, sample_n > 0 ? sample_n : 1, 1);
+}
+
+struct cpuprof *
+cpuprof_create_malloc(int64_t rate)
+{
+	struct cpuprof *c = create("heap", malloc_types, malloc_units, rate, -1);
+
+	if (c != NULL) {
+		c->ntypes = 4;
+		c->period_type = "space";
+		c->period_unit = "bytes";
+	}
+	return c;
 }
 
 static void
@@ -189,8 +211,8 @@ static struct cpuprof_svc *
 svc_new(const struct cpuprof *c, const char *name, const char *series)
 {
 	struct cpuprof_svc *s = xcalloc(1, sizeof(*s));
-	struct merge_header h = { .types = c->types, .units = c->units, .ntypes = 2,
-	    .period_type = c->types[1], .period_unit = c->units[1], .period = c->period };
+	struct merge_header h = { .types = c->types, .units = c->units, .ntypes = c->ntypes,
+	    .period_type = c->period_type, .period_unit = c->period_unit, .period = c->period };
 
 	s->service = xstrdup(name);
 	if (labels_parse(series, &s->labels, NULL) < 0 ||
@@ -281,6 +303,8 @@ cpuprof_service(struct cpuprof *c, struct proc *p)
 {
 	struct cpuprof_svc *s;
 
+	if (c->slot < 0)
+		return service(c, p, p->labels_text);
 	if (p->cp_gen[c->slot] == c->gen && p->cp_svc[c->slot] != NULL)
 		return p->cp_svc[c->slot];
 	if ((s = service(c, p, p->labels_text)) != NULL) {
@@ -487,8 +511,8 @@ cpuprof_location(struct cpuprof_svc *s, const struct frame *f)
 }
 
 static int
-add_sample(struct cpuprof_svc *s, const uint32_t *locs, size_t n, uint32_t pid,
-    uint32_t tid, const char *comm, int64_t count, int64_t value, const char *const *keys,
+add_values(struct cpuprof_svc *s, const uint32_t *locs, size_t n, uint32_t pid,
+    uint32_t tid, const char *comm, const int64_t *vals, const char *const *keys,
     const char *const *values, size_t nextra)
 {
 	struct pf_label labels[3 + 16] = {
@@ -496,7 +520,7 @@ add_sample(struct cpuprof_svc *s, const uint32_t *locs, size_t n, uint32_t pid,
 		{ .key = s->s_tid, .num = tid },
 		{ .key = s->s_comm },
 	};
-	int64_t vals[2] = { count, value }, ci;
+	int64_t ci;
 	size_t i, nl = 3;
 	int rc;
 
@@ -510,8 +534,26 @@ add_sample(struct cpuprof_svc *s, const uint32_t *locs, size_t n, uint32_t pid,
 			return -ENOMEM;
 	}
 	if ((rc = merge_sample(s->m, locs, n, labels, nl, vals)) == 0)
-		s->total += (uint64_t)count;
+		s->total += vals[0] > 0 ? (uint64_t)vals[0] : 1;
 	return rc;
+}
+
+static int
+add_sample(struct cpuprof_svc *s, const uint32_t *locs, size_t n, uint32_t pid,
+    uint32_t tid, const char *comm, int64_t count, int64_t value, const char *const *keys,
+    const char *const *values, size_t nextra)
+{
+	int64_t vals[2] = { count, value };
+
+	return add_values(s, locs, n, pid, tid, comm, vals, keys, values, nextra);
+}
+
+int
+cpuprof_sample_malloc(struct cpuprof_svc *s, const uint32_t *locs, size_t n, uint32_t pid,
+    uint32_t tid, const char *comm, const int64_t vals[4], const char *const *keys,
+    const char *const *values, size_t nextra)
+{
+	return add_values(s, locs, n, pid, tid, comm, vals, keys, values, nextra);
 }
 
 int

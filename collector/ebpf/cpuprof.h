@@ -29,6 +29,14 @@ struct cpuprof	*cpuprof_create(int hz);
  * period sample_n (1 switch in sample_n recorded; values already scaled).
  */
 struct cpuprof	*cpuprof_create_offcpu(unsigned sample_n);
+/*
+ * An aggregate of allocations instead (--ebpf-malloc): profile type heap,
+ * laid out as Go's heap profiles (sample types alloc_objects/count,
+ * alloc_space/bytes, inuse_objects/count, inuse_space/bytes, the last the
+ * default; period type space/bytes with period rate, the mean bytes
+ * between samples). Not remembered in struct proc (no slot there).
+ */
+struct cpuprof	*cpuprof_create_malloc(int64_t rate);
 void		 cpuprof_destroy(struct cpuprof *c);
 /*
  * The aggregate of p's service and labels in this period (created on first
@@ -58,6 +66,10 @@ int		 cpuprof_sample_labels(struct cpuprof_svc *s, const uint32_t *locs, size_t 
 /* Count waits off-CPU at once (values waits and ns: the kernel added them up), labelled so. */
 int		 cpuprof_sample_waits(struct cpuprof_svc *s, const uint32_t *locs, size_t n,
 		    uint32_t pid, uint32_t tid, const char *comm, int64_t waits, int64_t ns,
+		    const char *const *keys, const char *const *values, size_t nextra);
+/* Count the four values of an allocation aggregate (cpuprof_create_malloc), already weighted. */
+int		 cpuprof_sample_malloc(struct cpuprof_svc *s, const uint32_t *locs, size_t n,
+		    uint32_t pid, uint32_t tid, const char *comm, const int64_t vals[4],
 		    const char *const *keys, const char *const *values, size_t nextra);
 
 /*

@@ -41,6 +41,7 @@
 #include "store.h"
 #include "memread.h"
 #include "offcpu.h"
+#include "mallocprof.h"
 #include "rio.h"
 #include "proctab.h"
 #include "hotspot.h"
@@ -147,6 +148,10 @@ struct ebpf_sampler {
 	struct offcpu		*oc;		/* drains them; with off */
 	int64_t			 oc_next;	/* monotonic ns of the next drain */
 	uint64_t		 oc_entries, oc_waits;	/* drained this period */
+	struct cpuprof		*mal;		/* allocations (--ebpf-malloc); NULL: off */
+	struct mallocprof	*mp;		/* probes and blocks; with mal */
+	int64_t			 mvals[4];	/* the values of the allocation sample being named */
+	struct scache		 sc_mal;	/* stacks of mal's */
 	struct unwinder		*unw;		/* NULL: frame pointers only */
 	struct python		*py;		/* CPython frames */
 	struct golabels		*gl;		/* Go pprof labels */
@@ -166,6 +171,7 @@ struct ebpf_sampler {
 		uint64_t	 py_frames, py_unreadable, py_unlined;
 		uint64_t	 java_frames, java_unreadable;
 		uint64_t	 js_frames, js_unreadable;
+		uint64_t	 mal_untracked;
 	}			 rep;		/* the above at the last metrics update */
 	uint64_t		 prev[PROF_CNT_MAX];	/* BPF counters at the last report */
 	struct {
@@ -645,7 +651,7 @@ handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_samp
 	if (nu > PROF_MAX_USTACK)
 		nu = PROF_MAX_USTACK;
 	/* A stack named before in this period: its locations at once (see struct scache). */
-	sc = cp == e->off ? &e->sc_off : &e->sc_cpu;
+	sc = cp == e->off ? &e->sc_off : cp == e->mal ? &e->sc_mal : &e->sc_cpu;
 	e->stacks++;
 	/* Only stacks without a runtime's frames (named from the process at each sample). */
 	whole = pn == 0 && !py_cut && vn == 0 && !java && !p->rb;
@@ -858,7 +864,10 @@ named:
 			return;
 		e->locs[n++] = (uint32_t)li;
 	}
-	if (s->hdr.kind == PROF_EV_OFFCPU)
+	if (s->hdr.kind == PROF_EV_MALLOC)
+		cpuprof_sample_malloc(svc, e->locs, n, s->hdr.pid, s->hdr.tid, comm, e->mvals,
+		    golab ? gs.keys : NULL, golab ? gs.values : NULL, golab ? gs.n : 0);
+	else if (s->hdr.kind == PROF_EV_OFFCPU)
 		cpuprof_sample_waits(svc, e->locs, n, s->hdr.pid, s->hdr.tid, comm,
 		    (int64_t)waits, (int64_t)s->offcpu_ns, golab ? gs.keys : NULL,
 		    golab ? gs.values : NULL, golab ? gs.n : 0);
@@ -905,9 +914,18 @@ handle_event(void *ctx, void *data, size_t size)
 			handle_sample(e, e->off, data, ((const struct prof_sample *)data)->waits ?
 			    ((const struct prof_sample *)data)->waits : 1);
 		break;
+	case PROF_EV_MALLOC:
+		/* A sampled allocation: weighted, its block held for inuse (mallocprof.c). */
+		if (sample_complete(data, size) && e->mp) {
+			mallocprof_sample(e->mp, data, e->mvals);
+			handle_sample(e, e->mal, data, 1);
+		}
+		break;
 	case PROF_EV_EXEC:
 		/* New mappings: read them now, while the process surely exists. */
 		proctab_forget(e->pt, h->pid);
+		if (e->mp)
+			mallocprof_forget(e->mp, h->pid, true);
 		if (size >= sizeof(struct prof_notice)) {
 			const struct prof_notice *n = data;
 			char comm[PROF_COMM_LEN + 1];
@@ -925,6 +943,8 @@ handle_event(void *ctx, void *data, size_t size)
 		}
 		break;
 	case PROF_EV_EXIT:
+		if (e->mp)
+			mallocprof_forget(e->mp, h->pid, false);
 		/* Off-CPU waits still in the kernel need its mappings: forgotten after their drain. */
 		if (e->oc == NULL || proctab_hold(e->pt, h->pid) < 0 ||
 		    !offcpu_exited(e->oc, h->pid))
@@ -932,6 +952,46 @@ handle_event(void *ctx, void *data, size_t size)
 		break;
 	}
 	return 0;
+}
+
+/* A stack of blocks not freed at the period's end, with their inuse values. */
+static void
+malloc_add(void *arg, const struct prof_sample *s, const int64_t vals[4])
+{
+	struct ebpf_sampler *e = arg;
+
+	memcpy(e->mvals, vals, sizeof(e->mvals));
+	handle_sample(e, e->mal, s, 1);
+}
+
+/* The allocations' period: inuse at its end, then the profiles, and what was lost. */
+static void
+flush_malloc(struct ebpf_sampler *e, int64_t end, const uint64_t *d)
+{
+	struct mallocprof_stats ms;
+	uint64_t samples = 0;
+	size_t profiles = 0;
+
+	mallocprof_flush(e->mp, malloc_add, e);
+	cpuprof_flush(e->mal, e->st, e->period_start, end, e->gate, &profiles, &samples);
+	mallocprof_get_stats(e->mp, &ms);
+	metrics_add("profilefs_ebpf_malloc_profiles_total", NULL, (double)profiles);
+	metrics_add("profilefs_ebpf_malloc_samples_total", NULL, (double)d[PROF_CNT_MALLOC_SAMPLES]);
+	metrics_add("profilefs_ebpf_malloc_untracked_total", NULL,
+	    (double)d[PROF_CNT_MALLOC_LIVE_FULL] + (double)(ms.untracked - e->rep.mal_untracked));
+	e->rep.mal_untracked = ms.untracked;
+	metrics_set("profilefs_ebpf_malloc_processes", NULL, (double)ms.procs);
+	metrics_set("profilefs_ebpf_malloc_live_blocks", NULL, (double)ms.live);
+	if (d[PROF_CNT_MALLOC_LIVE_FULL] > 0)
+		log_warnx("ebpf: --ebpf-malloc: %llu sampled allocations not tracked for inuse_*: "
+		    "the table of live blocks (%u) is full; counted in alloc_* only",
+		    (unsigned long long)d[PROF_CNT_MALLOC_LIVE_FULL], mallocprof_live_cap());
+	log_debug("ebpf: --ebpf-malloc: %llu allocations sampled -> %zu profiles; %zu processes "
+	    "probed, %zu blocks held in %zu stacks (%zu KiB), %llu not held (no room), %llu in "
+	    "the kernel's table unknown here, %llu processes not probed",
+	    (unsigned long long)d[PROF_CNT_MALLOC_SAMPLES], profiles, ms.procs, ms.live, ms.stacks,
+	    ms.stack_bytes >> 10, (unsigned long long)ms.untracked,
+	    (unsigned long long)ms.unknown, (unsigned long long)ms.attach_failures);
 }
 
 /* One entry of offcpu_aggs: a thread's waits in one stack. */
@@ -1022,7 +1082,7 @@ flush(struct ebpf_sampler *e)
 		"cfi_read_errors", "py_stacks", "py_read_errors", "offcpu_switches",
 		"offcpu_short", "offcpu_sent", "offcpu_full", "go_labels", "go_labels_truncated",
 		"rb_stacks", "rb_read_errors", "hs_frames", "hs_no_blob", "v8_stacks",
-		"offcpu_spilled"
+		"offcpu_spilled", "malloc_samples", "malloc_live_full"
 	};
 	struct unwind_stats us;
 	struct python_stats ps;
@@ -1090,6 +1150,8 @@ flush(struct ebpf_sampler *e)
 		    (unsigned long long)d[PROF_CNT_CFI_STACKS],
 		    (unsigned long long)d[PROF_CNT_CFI_COMPLETE]);
 	}
+	if (e->mp)
+		flush_malloc(e, end, d);
 	metrics_add("profilefs_ebpf_samples_stored_total", NULL, (double)samples);
 	metrics_add("profilefs_ebpf_profiles_total", NULL, (double)profiles);
 	metrics_add("profilefs_ebpf_dropped_total", NULL,
@@ -1195,6 +1257,8 @@ sampler_main(void *arg)
 			rc = ring_buffer__consume(e->rb);
 		if (e->unw)
 			unwind_poll(e->unw);
+		if (e->mp)
+			mallocprof_poll(e->mp);
 		if (e->oc && (clock_mono_ns() >= e->oc_next || offcpu_due(e->oc)))
 			drain_offcpu(e, false);
 		if (rc < 0 && rc != -EINTR) {
@@ -1300,6 +1364,12 @@ int
 ebpf_check_filter(const char *rule, const char **bad)
 {
 	return proctab_filter_check(rule, bad);
+}
+
+int
+ebpf_check_malloc_rule(const char *rule, const char **bad)
+{
+	return mallocprof_check_rule(rule, bad);
 }
 
 /*
@@ -1417,6 +1487,17 @@ describe_metrics(void)
 	    "eBPF offcpu profiles stored (one per service per period).");
 	metrics_describe("profilefs_ebpf_file_opens_stalled", "gauge",
 	    "Opens of a process's files abandoned since start (its files are opened no more).");
+	metrics_describe("profilefs_ebpf_malloc_profiles_total", "counter",
+	    "eBPF heap profiles of sampled allocations stored (--ebpf-malloc).");
+	metrics_describe("profilefs_ebpf_malloc_samples_total", "counter",
+	    "Allocations sampled by the malloc uprobes (--ebpf-malloc).");
+	metrics_describe("profilefs_ebpf_malloc_untracked_total", "counter",
+	    "Sampled allocations counted in alloc_* but not tracked for inuse_* (the table of "
+	    "live blocks full, or no memory).");
+	metrics_describe("profilefs_ebpf_malloc_processes", "gauge",
+	    "Processes whose allocator is probed (--ebpf-malloc).");
+	metrics_describe("profilefs_ebpf_malloc_live_blocks", "gauge",
+	    "Sampled allocations not freed yet, held for inuse_*.");
 	metrics_describe("profilefs_ebpf_flush_seconds", "histogram",
 	    "Time to build and store one period's profiles.");
 }
@@ -1475,6 +1556,8 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 	gethostname(host, sizeof(host) - 1);
 	if ((e->fcache = calloc(FCACHE_SLOTS, sizeof(*e->fcache))) == NULL ||
 	    scache_init(&e->sc_cpu) < 0 || (o->offcpu && scache_init(&e->sc_off) < 0) ||
+	    (o->nmalloc_rules && (scache_init(&e->sc_mal) < 0 ||
+	    (e->mal = cpuprof_create_malloc(MALLOC_RATE_DEFAULT)) == NULL)) ||
 	    (e->sym = symbolize_create()) == NULL ||
 	    (e->pt = proctab_create(e->sym, service_rule(), host[0] ? host : "localhost")) == NULL ||
 	    (e->cp = cpuprof_create(e->hz)) == NULL ||
@@ -1517,6 +1600,8 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 			bpf_map__set_max_entries(e->skel->maps.offcpu_aggs, OFFCPU_AGGS);
 			bpf_map__set_max_entries(e->skel->maps.offcpu_stacks, OFFCPU_STACKS);
 		}
+		mallocprof_configure(e->skel, o->nmalloc_rules > 0, MALLOC_RATE_DEFAULT,
+		    mallocprof_live_cap());
 		if (unwind_mib > 0) {
 			e->skel->rodata->unwind_tables = true;
 			unwind_configure(e->skel->maps.unw_rows, (size_t)unwind_mib << 20);
@@ -1570,6 +1655,11 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 		goto fail;
 	}
 	proctab_set_release(e->pt, release_proc, e);
+	if (o->nmalloc_rules && (e->mp = mallocprof_create(e->skel, e->pt, o->malloc_rules,
+	    o->nmalloc_rules, MALLOC_RATE_DEFAULT, mallocprof_live_cap())) == NULL) {
+		rc = -ENOMEM;
+		goto fail;
+	}
 	if (o->debuginfod && o->debuginfod[0] && o->data_dir &&
 	    dbginfod_create(o->debuginfod, o->data_dir, o->debuginfod_cache, &e->dbg) == 0) {
 		symbolize_set_debuginfod(e->sym, e->dbg);
@@ -1614,6 +1704,11 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 	log_info("ebpf: sampling %d CPUs at %d Hz, one profile per service every %u s; user stacks "
 	    "walked %s", e->npfds, e->hz, e->flush_secs, e->unw ?
 	    "with unwind tables (.eh_frame), else frame pointers" : "by frame pointers");
+	if (e->mp)
+		log_info("ebpf: allocations sampled in the processes %zu selectors name, every "
+		    "%d KiB allocated on average (uprobes on their C library), profile type heap",
+		    o->nmalloc_rules,
+		    MALLOC_RATE_DEFAULT >> 10);
 	if (o->offcpu)
 		log_info("ebpf: off-CPU waits of %.3f ms or more recorded (1 switch in %u, "
 		    "1 preemption in %u), profile type offcpu", (double)o->offcpu_min_ns / 1e6,
@@ -1668,6 +1763,9 @@ ebpf_stop(struct ebpf_sampler *e)
 	cpuprof_gate_destroy(e->gate);
 	cpuprof_destroy(e->off);
 	offcpu_destroy(e->oc);
+	/* The uprobes go before the program they run. */
+	mallocprof_destroy(e->mp);
+	cpuprof_destroy(e->mal);
 	/* Processes release their unwind entries while the maps still exist. */
 	proctab_destroy(e->pt);
 	python_destroy(e->py);
@@ -1684,6 +1782,7 @@ ebpf_stop(struct ebpf_sampler *e)
 	free(e->fcache);
 	scache_free(&e->sc_cpu);
 	scache_free(&e->sc_off);
+	scache_free(&e->sc_mal);
 	pthread_mutex_destroy(&e->wd_mu);
 	pthread_cond_destroy(&e->wd_cv);
 	free(e);

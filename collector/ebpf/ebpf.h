@@ -38,7 +38,11 @@ struct ebpf_opts {
 	long		 min_samples;	/* CPU samples an hour for a service of its own, < 0: default */
 	const struct ebpf_filter *filters;
 	size_t		 nfilters;
+	const char *const *malloc_rules;	/* --ebpf-malloc selectors; none: off */
+	size_t		 nmalloc_rules;
 };
+/* Whether rule is an --ebpf-malloc selector: 0, or -EINVAL with *bad a reason. */
+int	ebpf_check_malloc_rule(const char *rule, const char **bad);
 /* Whether rule is an --ebpf-include/--ebpf-exclude rule: 0, or -EINVAL with *bad a reason. */
 int	ebpf_check_filter(const char *rule, const char **bad);
 /*
