@@ -2,8 +2,9 @@
  * codecache: the runtimes' cache of code objects (collector/ebpf/runtimes/
  * codecache.c): an entry found again by address, dropped and claimed anew;
  * a table emptied as a whole at 3/4 full; line tables kept until the bound
- * of rows held, their bytes given back when dropped or forgotten; reads of
- * this process's own memory through the worker, refused at address 0.
+ * of rows held, their bytes given back when dropped or forgotten, and
+ * found by position; reads of this process's own memory through the
+ * worker, refused at address 0.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -24,7 +25,7 @@ struct tentry {
 
 static const struct codecache_conf conf = {
 	.entry_size = sizeof(struct tentry), .slots = 16, .addr_shift = 3,
-	.lines_max = 64, .deadline_ns = 2000LL * 1000 * 1000,
+	.mem_max = 64, .deadline_ns = 2000LL * 1000 * 1000,
 };
 
 static void
@@ -97,15 +98,15 @@ test_lines(void **state)
 	assert_non_null(cc);
 	a = codecache_claim(cc, &t, codecache_slot(cc, &t, 0x100), 0x100);
 	b = codecache_claim(cc, &t, codecache_slot(cc, &t, 0x200), 0x200);
-	assert_false(codecache_lines_full(cc));
-	assert_int_equal(codecache_lines_keep(cc, a, calloc(6, 8), 6, 8), 0);
+	assert_false(codecache_lines_full(cc, &t));
+	assert_int_equal(codecache_lines_keep(cc, &t, a, calloc(6, 8), 6, 8), 0);
 	assert_int_equal(a->lines, CC_LINES_READ);
 	/* 48 + 24 > 64: refused, freed, to try again. */
-	assert_int_equal(codecache_lines_keep(cc, b, calloc(3, 8), 3, 8), -ENOMEM);
+	assert_int_equal(codecache_lines_keep(cc, &t, b, calloc(3, 8), 3, 8), -ENOMEM);
 	assert_int_equal(b->lines, CC_LINES_NOT_READ);
 	assert_null(b->rows);
-	assert_int_equal(codecache_lines_keep(cc, b, calloc(2, 8), 2, 8), 0);
-	assert_true(codecache_lines_full(cc));
+	assert_int_equal(codecache_lines_keep(cc, &t, b, calloc(2, 8), 2, 8), 0);
+	assert_true(codecache_lines_full(cc, &t));
 	codecache_get_stats(cc, &st);
 	assert_int_equal(st.lines_bytes, 64);
 	assert_int_equal(st.lines_decoded, 2);
@@ -116,6 +117,22 @@ test_lines(void **state)
 	codecache_get_stats(cc, &st);
 	assert_int_equal(st.lines_bytes, 0);
 	codecache_destroy(cc);
+}
+
+static void
+test_lines_find(void **state)
+{
+	static const struct { uint32_t end; int32_t line; } rows[] = {
+		{ 4, 10 }, { 9, 0 }, { 20, 12 },
+	};
+
+	(void)state;
+	assert_int_equal(codecache_lines_find(rows, 3, sizeof(rows[0]), 0), 0);
+	assert_int_equal(codecache_lines_find(rows, 3, sizeof(rows[0]), 3), 0);
+	assert_int_equal(codecache_lines_find(rows, 3, sizeof(rows[0]), 4), 1);
+	assert_int_equal(codecache_lines_find(rows, 3, sizeof(rows[0]), 19), 2);
+	assert_int_equal(codecache_lines_find(rows, 3, sizeof(rows[0]), 20), 3);
+	assert_int_equal(codecache_lines_find(rows, 0, sizeof(rows[0]), 0), 0);
 }
 
 static void
@@ -141,6 +158,7 @@ main(void)
 		cmocka_unit_test(test_entries),
 		cmocka_unit_test(test_full),
 		cmocka_unit_test(test_lines),
+		cmocka_unit_test(test_lines_find),
 		cmocka_unit_test(test_read),
 	};
 

@@ -131,14 +131,13 @@ codecache_claim(struct codecache *cc, struct cc_table *t, struct cc_entry *e, ui
 }
 
 static void
-entry_free(struct codecache *cc, struct cc_entry *e)
+entry_free(struct codecache *cc, struct cc_table *t, struct cc_entry *e)
 {
 	free(e->name);
 	free(e->file);
 	if (e->rows) {
 		free(e->rows);
-		cc->lines_bytes -= e->rows_bytes;
-		budget_release(e->rows_bytes);
+		codecache_uncharge(cc, t, e->rows_bytes);
 	}
 	memset(e, 0, cc->conf.entry_size);
 }
@@ -148,7 +147,7 @@ codecache_drop(struct codecache *cc, struct cc_table *t, struct cc_entry *e)
 {
 	if (e->addr == 0)
 		return;
-	entry_free(cc, e);
+	entry_free(cc, t, e);
 	t->used--;
 }
 
@@ -161,7 +160,7 @@ codecache_clear(struct codecache *cc, struct cc_table *t)
 		return;
 	for (k = 0; k < cc->conf.slots; k++)
 		if (slot_at(cc, t, k)->addr)
-			entry_free(cc, slot_at(cc, t, k));
+			entry_free(cc, t, slot_at(cc, t, k));
 	t->used = 0;
 }
 
@@ -174,21 +173,43 @@ codecache_forget(struct codecache *cc, struct cc_table *t)
 	free(t->slots);
 	t->slots = NULL;
 	t->used = 0;
+	t->bytes = 0;	/* what the runtime charged besides it gave back first */
 }
 
 int
-codecache_lines_full(const struct codecache *cc)
+codecache_charge(struct codecache *cc, struct cc_table *t, size_t n)
 {
-	return cc->lines_bytes >= cc->conf.lines_max;
+	if (cc->lines_bytes + n > cc->conf.mem_max ||
+	    (cc->conf.proc_mem_max && t->bytes + n > cc->conf.proc_mem_max) ||
+	    budget_reserve(n) < 0)
+		return -ENOMEM;
+	cc->lines_bytes += n;
+	t->bytes += n;
+	return 0;
+}
+
+void
+codecache_uncharge(struct codecache *cc, struct cc_table *t, size_t n)
+{
+	budget_release(n);
+	cc->lines_bytes -= n;
+	t->bytes -= n;
 }
 
 int
-codecache_lines_keep(struct codecache *cc, struct cc_entry *e, void *rows, uint32_t nrows,
-    size_t rowsize)
+codecache_lines_full(const struct codecache *cc, const struct cc_table *t)
+{
+	return cc->lines_bytes >= cc->conf.mem_max ||
+	    (cc->conf.proc_mem_max && t->bytes >= cc->conf.proc_mem_max);
+}
+
+int
+codecache_lines_keep(struct codecache *cc, struct cc_table *t, struct cc_entry *e, void *rows,
+    uint32_t nrows, size_t rowsize)
 {
 	size_t b = (size_t)nrows * rowsize;
 
-	if (cc->lines_bytes + b > cc->conf.lines_max || budget_reserve(b) < 0) {
+	if (codecache_charge(cc, t, b) < 0) {
 		free(rows);
 		e->rows = NULL;
 		e->nrows = 0;
@@ -199,9 +220,25 @@ codecache_lines_keep(struct codecache *cc, struct cc_entry *e, void *rows, uint3
 	e->nrows = nrows;
 	e->rows_bytes = b;
 	e->lines = CC_LINES_READ;
-	cc->lines_bytes += b;
 	cc->decoded++;
 	return 0;
+}
+
+uint32_t
+codecache_lines_find(const void *rows, uint32_t n, size_t rowsize, uint64_t idx)
+{
+	uint32_t lo = 0, hi = n, end;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		memcpy(&end, (const char *)rows + (size_t)mid * rowsize, sizeof(end));
+		if (end <= idx)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
 }
 
 void

@@ -13,9 +13,12 @@
  *    number of slots, allocated at the first entry and emptied as a whole
  *    when it is 3/4 full, so a process cannot make it grow;
  *  - the line tables: rows decoded by the runtime, held by the entry and
- *    charged to the memory budget (base.h budget_reserve) and to a bound of
- *    the runtime's for all its processes; past either they are refused and
- *    the frame named without its line until there is room again;
+ *    charged to the memory budget (base.h budget_reserve), to a bound of
+ *    the runtime's for all its processes and optionally to one a process;
+ *    past any they are refused and the frame named without its line until
+ *    there is room again. Other tables a runtime keeps per process (HotSpot's
+ *    compiled methods' debug information) may be charged alike
+ *    (codecache_charge);
  *  - clear and forget: an entry, a process's entries, a process's table.
  *
  * What an entry holds beyond its name, file and line table (the words that
@@ -32,7 +35,7 @@
  *
  *	cc = codecache_create(&(struct codecache_conf){ .entry_size =
  *	    sizeof(struct pycode), .slots = 2048, .addr_shift = 4,
- *	    .lines_max = 32 << 20, .deadline_ns = 1000000000 });
+ *	    .mem_max = 32 << 20, .deadline_ns = 1000000000 });
  *	...
  *	// naming frame i of a sample (its header hdr read by codecache_readv):
  *	e = codecache_slot(cc, &pp->cache, addr);	// NULL: no memory
@@ -45,11 +48,14 @@
  *			return -EFAULT;
  *		}
  *	}
- *	if (e->lines == CC_LINES_NOT_READ && !codecache_lines_full(cc)) {
+ *	if (e->lines == CC_LINES_NOT_READ && !codecache_lines_full(cc, &pp->cache)) {
  *		e->lines = CC_LINES_NONE;		// unless kept below
  *		if (decode(..., &rows, &nrows) == 0)
- *			(void)codecache_lines_keep(cc, e, rows, nrows, sizeof(*rows));
+ *			(void)codecache_lines_keep(cc, &pp->cache, e, rows, nrows,
+ *			    sizeof(*rows));
  *	}
+ *	line = (k = codecache_lines_find(e->rows, e->nrows, sizeof(*rows), pc)) <
+ *	    e->nrows ? ((struct row *)e->rows)[k].line : 0;
  *	...
  *	codecache_forget(cc, &pp->cache);		// the process went away
  *	codecache_destroy(cc);
@@ -85,18 +91,20 @@ struct cc_entry {
 struct cc_table {
 	void		*slots;		/* conf.slots entries, allocated at the first */
 	size_t		 used;
+	size_t		 bytes;		/* charged to this process (rows, codecache_charge) */
 };
 
 struct codecache_conf {
 	size_t		 entry_size;	/* of the runtime's entry, a struct cc_entry first */
 	size_t		 slots;		/* entries a process (open hash) */
 	unsigned	 addr_shift;	/* low address bits always 0 (alignment): not hashed */
-	size_t		 lines_max;	/* bytes of rows held, all processes */
+	size_t		 mem_max;	/* bytes charged (rows...), all processes */
+	size_t		 proc_mem_max;	/* bytes charged to one process; 0: no bound but mem_max */
 	int64_t		 deadline_ns;	/* the longest a read of a process's memory may take */
 };
 
 struct codecache_stats {
-	size_t		 lines_bytes;	/* rows held */
+	size_t		 lines_bytes;	/* bytes charged: rows held, and codecache_charge's */
 	uint64_t	 lines_decoded;	/* line tables kept, since start */
 	uint64_t	 mem_stalls;	/* reads abandoned (memread.h), since start */
 };
@@ -147,16 +155,31 @@ void		 codecache_forget(struct codecache *cc, struct cc_table *t);
 
 /* --- line tables --- */
 
-/* Whether rows held have reached conf.lines_max: decode none now. */
-int		 codecache_lines_full(const struct codecache *cc);
+/* Whether what is charged has reached conf.mem_max, or t's conf.proc_mem_max: decode none now. */
+int		 codecache_lines_full(const struct codecache *cc, const struct cc_table *t);
 /*
- * Give e the line table rows (nrows of rowsize bytes, malloc'd): kept and
- * charged (e->lines CC_LINES_READ), 0; or, past conf.lines_max or the memory
- * budget, freed, e->lines CC_LINES_NOT_READ (to try again when there is
- * room), -ENOMEM. e held no rows.
+ * Give e, an entry of t, the line table rows (nrows of rowsize bytes,
+ * malloc'd): kept and charged (e->lines CC_LINES_READ), 0; or, past a bound
+ * (conf.mem_max, conf.proc_mem_max, the memory budget), freed, e->lines
+ * CC_LINES_NOT_READ (to try again when there is room), -ENOMEM. e held no
+ * rows.
  */
-int		 codecache_lines_keep(struct codecache *cc, struct cc_entry *e, void *rows,
-		    uint32_t nrows, size_t rowsize);
+int		 codecache_lines_keep(struct codecache *cc, struct cc_table *t, struct cc_entry *e,
+		    void *rows, uint32_t nrows, size_t rowsize);
+
+/*
+ * Of rows (n of rowsize bytes each, ascending by a uint32_t `end` first in
+ * each: the row covers [previous end, end)), the index of the first whose
+ * end is past idx: the row covering idx; n when none does.
+ */
+uint32_t	 codecache_lines_find(const void *rows, uint32_t n, size_t rowsize, uint64_t idx);
+/*
+ * Charge n bytes the runtime holds for process t beyond its entries' rows
+ * (held by the runtime, given back by codecache_uncharge before
+ * codecache_forget): 0, or -ENOMEM past a bound (as codecache_lines_keep).
+ */
+int		 codecache_charge(struct codecache *cc, struct cc_table *t, size_t n);
+void		 codecache_uncharge(struct codecache *cc, struct cc_table *t, size_t n);
 
 void		 codecache_get_stats(const struct codecache *cc, struct codecache_stats *st);
 
