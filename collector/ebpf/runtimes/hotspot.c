@@ -15,10 +15,12 @@
  * (process_vm_readv through memread.h, bounded), and look up the fields the
  * walker and the naming need. A field missing, or a value out of range, and
  * the JVM is left alone: its Java frames are walked by frame pointer and
- * named by the perf map as before.
+ * named by the perf map as before. So is a JVM of a version without a row
+ * in versions[] (logged once, naming its version).
  *
- * The code cache (OpenJDK 17): CodeCache::_heaps, a GrowableArray of
- * CodeHeap* (one heap, or three with the segmented code cache); a heap's
+ * The code cache (OpenJDK 17; versions[] says what 21 and 25 moved):
+ * CodeCache::_heaps, a GrowableArray of CodeHeap* (one heap, or three
+ * with the segmented code cache); a heap's
  * memory (_memory, a VirtualSpace) is cut into segments of 2^_log2_segment_size
  * bytes described by _segmap; a block starts with a HeapBlock header and
  * then the CodeBlob. The interpreter is one stretch of code,

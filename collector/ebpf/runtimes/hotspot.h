@@ -12,9 +12,10 @@
  * "pkg.Class.method(args)" (the symbolizer's spelling of the perf map's
  * names) with the source file and line; cached per process and read again
  * when a method or nmethod no longer checks out. Stubs are named after their
- * code blob ("StubRoutines (1)", as the perf map names them). OpenJDK 17
- * only: another version is left alone (logged once), its stacks walked by
- * frame pointer as before.
+ * code blob ("StubRoutines (1)", as the perf map names them). OpenJDK 17,
+ * 21 and 25 (hotspot.c's versions[]: what moved between them): another
+ * version is left alone (logged once, naming it), its stacks walked by frame
+ * pointer as before.
  *
  * Not thread-safe: used from the sampler's thread only.
  */
