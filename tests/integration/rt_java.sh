@@ -43,7 +43,7 @@ export GOCACHE="${GOCACHE:-$TMP/gocache}" PPROF_BINARY_PATH=/nonexistent
 M="$TMP/mnt"
 # CPU time each JVM's main thread runs for (one started before the daemon:
 # 3 s more, most of it under the daemon), at most WALL_MS.
-CPU_MS=${RTJ_CPU_MS:-4000}
+CPU_MS=${RTJ_CPU_MS:-5000}
 WALL_MS=${RTJ_WALL_MS:-90000}
 # The classes, compiled once (class file version 61 runs on all three),
 # in a directory of the root the JVMs there see as /mnt (below).
