@@ -19,6 +19,8 @@
 # launcher's ThreadJavaMain: the walk reached the thread's start, only
 # libc's names are missing.
 #
+# The JVMs in the root that the daemon asked for their perf map (a JVM
+# whose frames the code cache named whole is not asked) wrote it.
 # And a JVM of a version the daemon does not know (tests/ebpf/hsfake.c's
 # fake libjvm.so claiming HotSpot 99) is refused with one log line naming
 # the version, its samples stored (walked by frame pointer), the daemon up.
@@ -26,7 +28,7 @@
 set -u
 . "$(dirname "$0")/../lib.sh"
 
-NAMES="rt-java-17-before rt-java-17-after rt-java-21-before rt-java-21-after rt-java-25-before rt-java-25-after rt-java-unknown-version"
+NAMES="rt-java-17-before rt-java-17-after rt-java-21-before rt-java-21-after rt-java-25-before rt-java-25-after rt-java-perfmap-namespaced rt-java-unknown-version"
 skip_all() { for n in $NAMES; do echo "ok - $n # SKIP $1"; done; exit 0; }
 [ "$(id -u)" -eq 0 ] || skip_all "needs root"
 [ -r /sys/kernel/btf/vmlinux ] || skip_all "kernel has no BTF (/sys/kernel/btf/vmlinux)"
@@ -42,7 +44,9 @@ pf_setup
 export GOCACHE="${GOCACHE:-$TMP/gocache}" PPROF_BINARY_PATH=/nonexistent
 M="$TMP/mnt"
 # CPU time each JVM's main thread runs for (one started before the daemon:
-# 3 s more, most of it under the daemon), at most WALL_MS.
+# 6 s more, 3 s of it before the daemon, the rest weighing down the samples
+# a daemon busy at its start walks before it has read the JVM's tables), at
+# most WALL_MS.
 CPU_MS=${RTJ_CPU_MS:-5000}
 WALL_MS=${RTJ_WALL_MS:-90000}
 # The classes, compiled once (class file version 61 runs on all three),
@@ -90,22 +94,32 @@ wait_file() {
   return 1
 }
 
-# The unknown version, from before the daemon starts to its check below (a
-# daemon busy at its start may look at it late).
+# The unknown version, from before the daemon starts to its refusal (a
+# daemon busy at its start may look at it late; then it spins no more).
 "$TMP/hsfake99" loop "$WALL_MS" >/dev/null &
 FAKE=$!
-PIDS=
+BEFORE=
 for v in $VERSIONS; do
-  eval "run_jvm $v \$CLS_${v}_before $((CPU_MS + 3000))"
-  PIDS="$PIDS $JPID"
+  eval "run_jvm $v \$CLS_${v}_before $((CPU_MS + 6000))"
+  BEFORE="$BEFORE $JPID"
 done
 sleep 3
 pf_start -v --ebpf=99 --ebpf-period 2 --ebpf-min-samples 0 || { fail "ebpf daemon start"; pf_done; exit 1; }
+for i in $(seq 1 60); do
+  grep -q "pid $FAKE: HotSpot 99: not a version" "$TMP/daemon.log" && break
+  sleep 0.5
+done
+kill "$FAKE" 2>/dev/null; wait "$FAKE" 2>/dev/null
+# The ones started after it, once those are done (fewer JVMs at once on a
+# small host: each JVM's first samples wait less for a daemon that reads
+# every process's tables).
+wait $BEFORE
+AFTER=
 for v in $VERSIONS; do
   eval "run_jvm $v \$CLS_${v}_after $CPU_MS"
-  PIDS="$PIDS $JPID"
+  AFTER="$AFTER $JPID"
 done
-wait $PIDS
+wait $AFTER
 sleep 4
 
 for v in $VERSIONS; do
@@ -129,12 +143,25 @@ for v in $VERSIONS; do
     echo "# the daemon's log says nothing of a HotSpot $v code cache"
 done
 
-# The unknown version: refused once, naming it; its samples kept; daemon up.
-for i in $(seq 1 60); do
-  grep -q "pid $FAKE: HotSpot 99: not a version" "$TMP/daemon.log" && break
-  sleep 0.5
+# The namespaced JVMs (pid 1 in their own PID namespace, their own /tmp):
+# each the daemon asked for its perf map while it ran wrote it, through its
+# attach socket in its /tmp (a JVM whose frames the code cache named whole
+# is not asked; an ask after its exit finds no process: not counted).
+wrote=0; failed=0; why=
+for v in 21 25; do
+  for c in before after; do
+    eval "n=\$CLS_${v}_$c"
+    p=$(grep -o "pid [0-9]* (java): service $n " "$TMP/daemon.log" | head -1 | cut -d' ' -f2)
+    [ -n "$p" ] || continue
+    if grep -q "jvm $p: perf map written" "$TMP/daemon.log"; then wrote=$((wrote + 1)); fi
+    bad=$(grep "jvm $p: no perf map" "$TMP/daemon.log" | grep -v "No such file or directory\|No such process" | head -1)
+    [ -z "$bad" ] || { failed=$((failed + 1)); why="$why $n: ${bad##*ebpf: };"; }
+  done
 done
-kill "$FAKE" 2>/dev/null; wait "$FAKE" 2>/dev/null
+if [ "$failed" = 0 ]; then ok "rt-java-perfmap-namespaced ($wrote of the 4 JVMs in the root asked for their perf map and wrote it, none failed)"
+else fail "rt-java-perfmap-namespaced" "$failed asks failed:$why"; fi
+
+# The unknown version: refused once, naming it; its samples kept; daemon up.
 n=$(grep -c "pid $FAKE: HotSpot 99: not a version this daemon walks (OpenJDK 17, 21, 25)" "$TMP/daemon.log")
 if [ "$n" = 1 ] && wait_file "$M/hsfake99/cpu/all/all/merged.pb.gz" && kill -0 "$PF_PID" 2>/dev/null &&
     ! grep -q "pid $FAKE: HotSpot 99: code cache" "$TMP/daemon.log"; then
