@@ -17,7 +17,9 @@
  *     at sp + 8 * frame_size - 8 and the caller's rbp just below, unless the
  *     sample hit it before its frame was built (only the return address is
  *     pushed then); one without (the call stub, adapters) pushes rbp as a
- *     frame pointer, and is walked by it.
+ *     frame pointer, and is walked by it. Where a blob keeps its frame size,
+ *     the end of its prologue and its code differs between JDK versions
+ *     (hs_proc's off_ fields and flags).
  * Every read of the JVM's memory is bounded and checked; a JVM whose
  * structures make no sense just gets walked by frame pointer, as before.
  */
@@ -90,9 +92,9 @@ hs_step(struct walk_buf *buf, struct walk *w, __u64 lpc, __u32 n)
 	struct hs_proc *hs = &buf->hs;
 	struct hs_heap *hh = NULL;
 	__u64 rec[2], sender_sp = 0, seg, blob, cfa, ra, bp, code_begin = 0;
-	__u8 b = 0, hdr[48];
+	__u8 b = 0;
 	__s32 fsize = 0, complete = 0;
-	__u32 k, j, off;
+	__u32 k, j;
 
 	if (!buf->hs_on || lpc < hs->cc_low || lpc >= hs->cc_high)
 		return -1;
@@ -136,20 +138,28 @@ hs_step(struct walk_buf *buf, struct walk *w, __u64 lpc, __u32 n)
 	if (b != 0)
 		goto no_blob;
 	blob = hh->low + (seg << hh->log2seg) + hs->block_hdr;
-	if (bpf_probe_read_user(hdr, sizeof(hdr), (void *)blob) != 0)
+	/* Three reads: the fields lie 8 to 90 bytes apart, as the version has them. */
+	if (hs->off_frame_size > 252 || hs->off_frame_complete > 252 || hs->off_code_begin > 248 ||
+	    bpf_probe_read_user(&fsize, 4, (void *)(blob + hs->off_frame_size)) != 0)
 		goto no_blob;
-	off = hs->off_frame_size;
-	if (off > sizeof(hdr) - 4)
+	if (hs->flags & HS_COMPLETE16) {
+		__s16 c16 = 0;
+
+		if (bpf_probe_read_user(&c16, 2, (void *)(blob + hs->off_frame_complete)) != 0)
+			goto no_blob;
+		complete = c16;
+	} else if (bpf_probe_read_user(&complete, 4, (void *)(blob + hs->off_frame_complete)) != 0) {
 		goto no_blob;
-	bpf_probe_read_kernel(&fsize, 4, hdr + off);
-	off = hs->off_frame_complete;
-	if (off > sizeof(hdr) - 4)
+	}
+	if (hs->flags & HS_CODE_OFFSET) {
+		__s32 co = 0;
+
+		if (bpf_probe_read_user(&co, 4, (void *)(blob + hs->off_code_begin)) != 0)
+			goto no_blob;
+		code_begin = blob + (__s64)co;
+	} else if (bpf_probe_read_user(&code_begin, 8, (void *)(blob + hs->off_code_begin)) != 0) {
 		goto no_blob;
-	bpf_probe_read_kernel(&complete, 4, hdr + off);
-	off = hs->off_code_begin;
-	if (off > sizeof(hdr) - 8)
-		goto no_blob;
-	bpf_probe_read_kernel(&code_begin, 8, hdr + off);
+	}
 	hs_note(buf, n, PROF_J_BLOB, blob, 0);
 	if (fsize <= 0 || fsize > HS_FRAME_WORDS_MAX)
 		return -1;	/* no fixed frame: rbp is its frame pointer */

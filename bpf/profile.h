@@ -437,13 +437,15 @@ struct hs_proc {
 	struct hs_heap heaps[HS_MAX_HEAPS];
 	__u16	off_frame_size;		/* CodeBlob::_frame_size (int, words) */
 	__u16	off_frame_complete;	/* CodeBlob::_frame_complete_offset (int) */
-	__u16	off_code_begin;		/* CodeBlob::_code_begin (address) */
+	__u16	off_code_begin;		/* CodeBlob::_code_begin (address) or _code_offset */
 	__u16	block_hdr;		/* sizeof(HeapBlock) */
 	__u16	interp_method;		/* Method* at rbp - interp_method */
 	__u16	interp_bcp;		/* bcp at rbp - interp_bcp */
 	__u16	interp_sender_sp;	/* the caller's sp at rbp - interp_sender_sp */
-	__u16	pad;
+	__u16	flags;			/* HS_* below: how the JVM's version lays a blob out */
 };
+#define HS_CODE_OFFSET		1	/* off_code_begin: an int offset from the blob (JDK 23+) */
+#define HS_COMPLETE16		2	/* off_frame_complete: an int16_t (JDK 23+) */
 
 /*
  * v8_procs value: where a V8 frame (frame pointer fp) keeps its JSFunction

@@ -65,6 +65,13 @@
 #      whose stack reaches its thread's root, with every CPU busy, over
 #      JAVA_RUNS runs (default 5): each run, the median and the spread.
 #      Skipped where OpenJDK 17 or go is missing.
+#   javaver (ONLY=javaver only): per OpenJDK version (17 on the host, 21 and
+#      25 in the Debian 13 root, namespaced as containers), a fixed Java
+#      workload (main -> alphaLevel -> betaLevel -> gammaSpin) run
+#      alternately without and with the daemon at 99 Hz, JV_RUNS pairs
+#      (default 3): the median ratio of the JVM's CPU time with/without
+#      (target <= 1.01), and the daemon's CPU (percent of one core) while the
+#      JVM ran.
 #
 # Needs root and a kernel with BTF. Other work on the machine adds noise:
 # the figures are medians and ratios. Bounded to about five minutes.
@@ -671,6 +678,55 @@ malloc_cost() {
   awk -v a="$mo" -v b="$mn" 'BEGIN {printf "malloc cost (medians): %.0f calls/s not selected, %.0f selected: %.0f ns added per allocation call (%.2fx)\n", a, b, 1e9 / b - 1e9 / a, a / b}'
 }
 if [ "$ONLY" = malloc ]; then malloc_cost; exit 0; fi
+# javaver: each OpenJDK version's slowdown under the daemon and the daemon's
+# CPU meanwhile (see the header). 21 and 25 run in the trixie root
+# (scripts/runtime-roots.sh) as tests/integration/rt_java.sh runs them: own
+# mount and PID namespaces, the classes bound at /mnt, a /tmp of their own.
+java_versions() {
+  local roots="${PROFILEFS_ROOTS:-/var/cache/profilefs/roots}" v i off on c0 c1 t0 t1 r a b jv
+  local d="$roots/trixie/tmp/bench-javaver.$$"
+  echo "== java versions: a fixed workload, ${JV_RUNS:-3} alternating pairs per version, --ebpf=99"
+  mkdir -p "$d" || return 0
+  sed 's/RtJavaChain/JvWork/' "$ROOT/tests/ebpf/runtimes/RtJavaChain.java" |
+    sed 's/^\t\twhile (tb.getCurrentThreadCpuTime() < cpu .*/\t\tfor (int i = 0; i < 15000; i++)/;
+      s/^\t\t\tsink += alphaLevel(200000);/&\n\t\tSystem.out.printf("%.4f%n", ProcessHandle.current().info().totalCpuDuration().get().toNanos() \/ 1e9);/' \
+    >"$d/JvWork.java"
+  (cd "$d" && /usr/lib/jvm/java-17-openjdk-amd64/bin/javac JvWork.java) || { echo "  javac failed"; rm -rf "$d"; return 0; }
+  jv() {	# jv VERSION: the JVM's CPU seconds for the fixed work
+    if [ "$1" = 17 ]; then
+      (cd "$d" && /usr/lib/jvm/java-17-openjdk-amd64/bin/java -cp . JvWork 0 600000)
+    else
+      unshare --mount --pid --fork --kill-child --mount-proc="$roots/trixie/proc" chroot "$roots/trixie" \
+        /bin/sh -c "mount --bind /tmp/bench-javaver.$$ /mnt && mount -t tmpfs tmpfs /tmp && cd /mnt &&
+        exec /usr/lib/jvm/java-$1-openjdk-amd64/bin/java -cp /mnt JvWork 0 600000" 2>/dev/null
+    fi
+  }
+  for v in 17 21 25; do
+    if [ "$v" = 17 ] && [ ! -x /usr/lib/jvm/java-17-openjdk-amd64/bin/java ] ||
+       [ "$v" != 17 ] && [ ! -x "$roots/trixie/usr/lib/jvm/java-$v-openjdk-amd64/bin/java" ]; then
+      echo "  OpenJDK $v: skipped (not installed; scripts/runtime-roots.sh trixie)"; continue
+    fi
+    : >"$W/jv_ratios"; : >"$W/jv_daemon"
+    for i in $(seq 1 "${JV_RUNS:-3}"); do
+      [ $((i % 2)) -eq 1 ] && off=$(jv "$v" | tail -1)
+      start_daemon --ebpf=99; sleep "$SETTLE"
+      c0=$(cpu_ns "$PID"); t0=$(date +%s%N)
+      on=$(jv "$v" | tail -1)
+      t1=$(date +%s%N); c1=$(cpu_ns "$PID")
+      stop_daemon
+      [ $((i % 2)) -eq 0 ] && off=$(jv "$v" | tail -1)
+      awk -v a="$c0" -v b="$c1" -v s="$t0" -v e="$t1" 'BEGIN {printf "%.2f\n", (b - a) / (e - s) * 100}' >>"$W/jv_daemon"
+      echo "$off $on $(tail -1 "$W/jv_daemon")" | awk -v i="$i" -v v="$v" \
+        '{printf "  %s pair %d: jvm cpu %.3fs / %.3fs (without / with), daemon %.2f%% of a core\n", v, i, $1, $2, $3}'
+      echo "$off $on" | awk '{print ($1 > 0 ? $2 / $1 : 0)}' >>"$W/jv_ratios"
+    done
+    a=$(median <"$W/jv_ratios")
+    b=$(median <"$W/jv_daemon")
+    printf "java %s: slowdown (median cpu ratio with/without) %.4f (target <= 1.01), daemon %.2f%% of one core while it ran\n" "$v" "$a" "$b"
+  done
+  rm -rf "$d"
+}
+if [ "$ONLY" = javaver ]; then java_versions; exit 0; fi
 
 echo "== overhead: workload of $ITERS iterations, $RUNS alternating pairs, --ebpf=99"
 : >"$W/ratios"

@@ -51,7 +51,10 @@ uint64_t gHotSpotVMIntConstantEntryArrayStride = sizeof(struct centry);
 
 /* The VM's statics the tables point at. */
 uint64_t hsfake_cc_low, hsfake_cc_high, hsfake_heaps, hsfake_interp;
-int32_t hsfake_major = 17;
+#ifndef HSFAKE_MAJOR
+#define HSFAKE_MAJOR	17	/* tests/integration/rt_java.sh builds one of version 99 */
+#endif
+int32_t hsfake_major = HSFAKE_MAJOR;
 
 static struct sentry structs[] = {
 	{ "CodeCache", "_heaps", "", 1, 0, 0, &hsfake_heaps },

@@ -53,14 +53,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		break;
 	case 1:
 		for (i = 0; i < 8; i++)
-			CHECK(hotspot_line(in, size, (int64_t)i * (sel >> 2) - 1) >= 0);
+			CHECK(hotspot_line(in, size, (int64_t)i * (sel >> 2) - 1, i & 1) >= 0);
 		break;
 	default:
 		for (i = 0; i < 16; i++)
 			meta[i] = 0x1000 + i;
 		for (i = 0; i < size && i < 64; i++) {
 			n = hotspot_scopes(in, size, meta, (sel >> 2) % 17, (int64_t)i, out, bcis,
-			    1 + (sel >> 6));
+			    1 + (sel >> 6), i & 1);
 			CHECK(n <= 1u + (sel >> 6));
 			while (n-- > 0)
 				CHECK(out[n] >= 0x1000 && out[n] < 0x1010 && bcis[n] >= -1);

@@ -15,10 +15,12 @@
  * (process_vm_readv through memread.h, bounded), and look up the fields the
  * walker and the naming need. A field missing, or a value out of range, and
  * the JVM is left alone: its Java frames are walked by frame pointer and
- * named by the perf map as before.
+ * named by the perf map as before. So is a JVM of a version without a row
+ * in versions[] (logged once, naming its version).
  *
- * The code cache (OpenJDK 17): CodeCache::_heaps, a GrowableArray of
- * CodeHeap* (one heap, or three with the segmented code cache); a heap's
+ * The code cache (OpenJDK 17; versions[] says what 21 and 25 moved):
+ * CodeCache::_heaps, a GrowableArray of CodeHeap* (one heap, or three
+ * with the segmented code cache); a heap's
  * memory (_memory, a VirtualSpace) is cut into segments of 2^_log2_segment_size
  * bytes described by _segmap; a block starts with a HeapBlock header and
  * then the CodeBlob. The interpreter is one stretch of code,
@@ -72,7 +74,6 @@
 #define NAME_READ		48	/* bytes read of a table's name (longer ones are not ours) */
 #define CACHE_SLOTS		1024	/* methods named per process (open hash) */
 #define SYM_MAX			1024	/* bytes of a class or method name read */
-#define SUPPORTED_MAJOR		17
 #define MAX_TRIES		600	/* looks at a JVM (RETRY_NS apart while it starts) */
 #define SYM_FILES		8	/* libjvm.so files whose symbols are remembered */
 #define NEVER			INT64_MAX	/* proc.hs_retry of a JVM left alone for good */
@@ -106,16 +107,25 @@ enum {
 	F_BLOB_NAME, F_CMTH_METHOD, F_CMTH_SCOPES,
 	F_NM_METADATA, F_NM_PCS, F_NM_DEPS, F_NM_COMPILE_ID,
 	F_PC_OFFSET, F_PC_SCOPE,
+	F_NM_IMMUTABLE, F_NM_IMMUTABLE_SIZE, F_BLOB_MUTABLE, F_BLOB_RELOC_SIZE,
+	F_BLOB_MUTABLE_SIZE,				/* OpenJDK 23+ */
 	T_HEAPBLOCK, T_CONSTANTPOOL, T_NMETHOD, T_PCDESC, T_CONSTMETHOD,	/* type sizes */
 	C_SENDER_SP, C_HAS_LINES,			/* int constants */
 	F_COUNT
 };
 _Static_assert(F_COUNT < 64, "hsproc.found has a bit per field");
 
-static const struct want {
+/*
+ * The fields every version spells alike; a NULL type (for a field, a NULL
+ * name for a constant) is spelled by the version's row (versions[]), or not
+ * read by that version.
+ */
+struct want {
 	char	 kind;		/* 'f' field offset, 's' static address, 't' type size, 'c' constant */
 	const char *type, *name;
-} wants[F_COUNT] = {
+};
+
+static const struct want wants[F_COUNT] = {
 	[F_CC_HEAPS] = { 's', "CodeCache", "_heaps" },
 	[F_CC_LOW] = { 's', "CodeCache", "_low_bound" },
 	[F_CC_HIGH] = { 's', "CodeCache", "_high_bound" },
@@ -128,7 +138,6 @@ static const struct want {
 	[F_GA_DATA] = { 'f', "GrowableArray<int>", "_data" },
 	[F_BLOB_FRAME_SIZE] = { 'f', "CodeBlob", "_frame_size" },
 	[F_BLOB_FRAME_COMPLETE] = { 'f', "CodeBlob", "_frame_complete_offset" },
-	[F_BLOB_CODE_BEGIN] = { 'f', "CodeBlob", "_code_begin" },
 	[F_INTERP_CODE] = { 's', "AbstractInterpreter", "_code" },
 	[F_SQ_BUFFER] = { 'f', "StubQueue", "_stub_buffer" },
 	[F_SQ_LIMIT] = { 'f', "StubQueue", "_buffer_limit" },
@@ -141,17 +150,12 @@ static const struct want {
 	[F_SYM_LENGTH] = { 'f', "Symbol", "_length" },
 	[F_SYM_BODY] = { 'f', "Symbol", "_body" },
 	[F_VM_MAJOR] = { 's', "Abstract_VM_Version", "_vm_major_version" },
-	[F_CM_FLAGS] = { 'f', "ConstMethod", "_flags" },
 	[F_CM_CODE_SIZE] = { 'f', "ConstMethod", "_code_size" },
 	[F_CM_SIZE] = { 'f', "ConstMethod", "_constMethod_size" },
 	[F_CP_LENGTH] = { 'f', "ConstantPool", "_length" },
 	[F_CP_SOURCE] = { 'f', "ConstantPool", "_source_file_name_index" },
 	[F_BLOB_NAME] = { 'f', "CodeBlob", "_name" },
-	[F_CMTH_METHOD] = { 'f', "CompiledMethod", "_method" },
-	[F_CMTH_SCOPES] = { 'f', "CompiledMethod", "_scopes_data_begin" },
-	[F_NM_METADATA] = { 'f', "nmethod", "_metadata_offset" },
 	[F_NM_PCS] = { 'f', "nmethod", "_scopes_pcs_offset" },
-	[F_NM_DEPS] = { 'f', "nmethod", "_dependencies_offset" },
 	[F_NM_COMPILE_ID] = { 'f', "nmethod", "_compile_id" },
 	[F_PC_OFFSET] = { 'f', "PcDesc", "_pc_offset" },
 	[F_PC_SCOPE] = { 'f', "PcDesc", "_scope_decode_offset" },
@@ -161,8 +165,108 @@ static const struct want {
 	[T_PCDESC] = { 't', "PcDesc", NULL },
 	[T_CONSTMETHOD] = { 't', "ConstMethod", NULL },
 	[C_SENDER_SP] = { 'c', NULL, "frame::interpreter_frame_sender_sp_offset" },
-	[C_HAS_LINES] = { 'c', NULL, "ConstMethod::_has_linenumber_table" },
+	/* per version: */
+	[F_BLOB_CODE_BEGIN] = { 'f', NULL, NULL }, [F_CM_FLAGS] = { 'f', NULL, NULL },
+	[F_CMTH_METHOD] = { 'f', NULL, NULL }, [F_CMTH_SCOPES] = { 'f', NULL, NULL },
+	[F_NM_METADATA] = { 'f', NULL, NULL }, [F_NM_DEPS] = { 'f', NULL, NULL },
+	[F_NM_IMMUTABLE] = { 'f', NULL, NULL }, [F_NM_IMMUTABLE_SIZE] = { 'f', NULL, NULL },
+	[F_BLOB_MUTABLE] = { 'f', NULL, NULL }, [F_BLOB_RELOC_SIZE] = { 'f', NULL, NULL },
+	[F_BLOB_MUTABLE_SIZE] = { 'f', NULL, NULL }, [C_HAS_LINES] = { 'c', NULL, NULL },
 };
+
+/*
+ * What moved between the OpenJDK versions walked, one row per version (its
+ * Abstract_VM_Version::_vm_major_version), as their gHotSpotVMStructs say:
+ *   17  CodeBlob::_code_begin an address; CompiledMethod (between CodeBlob
+ *       and nmethod) keeps _method and _scopes_data_begin; an nmethod's
+ *       metadata, scopes data, pc descriptors and dependencies lie in the
+ *       blob, at nmethod's int offsets from it; ConstMethod::_flags a u2,
+ *       its bits ConstMethod::_has_*.
+ *   21  the same blob layout (CodeBlob's fields reordered, HeapBlock 16
+ *       bytes); ConstMethod's flags a u4 (ConstMethodFlags: "_flags._flags",
+ *       bits ConstMethodFlags::_misc_has_*); the compressed streams (scopes,
+ *       line tables) exclude the byte 0: every byte of an UNSIGNED5 integer
+ *       is one more.
+ *   25  no CompiledMethod: nmethod::_method; CodeBlob::_code_offset (int,
+ *       from the blob) replaces _code_begin, _frame_complete_offset is an
+ *       int16_t; the debug information left the code cache: dependencies,
+ *       tables, pc descriptors (_immutable_data + _scopes_pcs_offset) and
+ *       scopes data (from _immutable_data + _scopes_data_offset, to at most
+ *       its end) in nmethod::_immutable_data (C heap); the metadata after
+ *       the relocations in CodeBlob::_mutable_data (from + _relocation_size
+ *       to at most + _mutable_data_size); HeapBlock 8 bytes.
+ * The interpreter's frame (frame_x86.hpp) is the same in all three. A JVM
+ * of a version without a row is left alone, logged once.
+ */
+#define HSV_CODE_OFFSET		1	/* F_BLOB_CODE_BEGIN is an int offset from the blob */
+#define HSV_COMPLETE16		2	/* F_BLOB_FRAME_COMPLETE is an int16_t */
+#define HSV_NM_DETACHED		4	/* debug information in _immutable_data, metadata in _mutable_data */
+
+static const struct hsversion {
+	int		 major;
+	unsigned	 flags;		/* HSV_* */
+	unsigned	 cm_flags_size;	/* bytes of ConstMethod's flags */
+	unsigned	 u5_x;		/* bytes excluded by its compressed streams (hotspot_unsigned5) */
+	struct want	 w[F_COUNT];	/* this version's spelling of wants' NULL ones */
+} versions[] = {
+	{ 17, 0, 2, 0, {
+		[F_BLOB_CODE_BEGIN] = { 'f', "CodeBlob", "_code_begin" },
+		[F_CMTH_METHOD] = { 'f', "CompiledMethod", "_method" },
+		[F_CMTH_SCOPES] = { 'f', "CompiledMethod", "_scopes_data_begin" },
+		[F_NM_METADATA] = { 'f', "nmethod", "_metadata_offset" },
+		[F_NM_DEPS] = { 'f', "nmethod", "_dependencies_offset" },
+		[F_CM_FLAGS] = { 'f', "ConstMethod", "_flags" },
+		[C_HAS_LINES] = { 'c', NULL, "ConstMethod::_has_linenumber_table" },
+	} },
+	{ 21, 0, 4, 1, {
+		[F_BLOB_CODE_BEGIN] = { 'f', "CodeBlob", "_code_begin" },
+		[F_CMTH_METHOD] = { 'f', "CompiledMethod", "_method" },
+		[F_CMTH_SCOPES] = { 'f', "CompiledMethod", "_scopes_data_begin" },
+		[F_NM_METADATA] = { 'f', "nmethod", "_metadata_offset" },
+		[F_NM_DEPS] = { 'f', "nmethod", "_dependencies_offset" },
+		[F_CM_FLAGS] = { 'f', "ConstMethod", "_flags._flags" },
+		[C_HAS_LINES] = { 'c', NULL, "ConstMethodFlags::_misc_has_linenumber_table" },
+	} },
+	{ 25, HSV_CODE_OFFSET | HSV_COMPLETE16 | HSV_NM_DETACHED, 4, 1, {
+		[F_BLOB_CODE_BEGIN] = { 'f', "CodeBlob", "_code_offset" },
+		[F_CMTH_METHOD] = { 'f', "nmethod", "_method" },
+		[F_CMTH_SCOPES] = { 'f', "nmethod", "_scopes_data_offset" },
+		[F_NM_IMMUTABLE] = { 'f', "nmethod", "_immutable_data" },
+		[F_NM_IMMUTABLE_SIZE] = { 'f', "nmethod", "_immutable_data_size" },
+		[F_BLOB_MUTABLE] = { 'f', "CodeBlob", "_mutable_data" },
+		[F_BLOB_RELOC_SIZE] = { 'f', "CodeBlob", "_relocation_size" },
+		[F_BLOB_MUTABLE_SIZE] = { 'f', "CodeBlob", "_mutable_data_size" },
+		[F_CM_FLAGS] = { 'f', "ConstMethod", "_flags._flags" },
+		[C_HAS_LINES] = { 'c', NULL, "ConstMethodFlags::_misc_has_linenumber_table" },
+	} },
+};
+#define NVERSIONS	(sizeof(versions) / sizeof(versions[0]))
+
+/* Field k as version ver spells it; NULL: not read by that version. */
+static const struct want *
+want_of(const struct hsversion *ver, size_t k)
+{
+	const struct want *w = &wants[k];
+
+	if (w->type != NULL || (w->kind == 'c' && w->name != NULL))
+		return w;
+	w = &ver->w[k];
+	return w->kind != 0 ? w : NULL;
+}
+
+/* The versions walked, "17, 21, 25", for log lines. */
+static const char *
+versions_known(void)
+{
+	static char buf[64];
+	size_t k, n = 0;
+
+	if (buf[0] == '\0')
+		for (k = 0; k < NVERSIONS && n < sizeof(buf); k++)
+			n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s%d", k ? ", " : "",
+			    versions[k].major);
+	return buf;
+}
 
 /* The dynamic symbols hotspot_check reads. */
 enum {
@@ -215,6 +319,7 @@ struct hsmethod {
 struct hsproc {
 	uint64_t	 v[F_COUNT];	/* the looked-up offsets, addresses, sizes */
 	uint64_t	 found;		/* bit k: v[k] was found */
+	const struct hsversion *ver;	/* its version's row */
 	struct hsmethod	*cache;		/* CACHE_SLOTS, allocated on first use */
 	size_t		 ncached;
 	struct hsnm	*nms;		/* NM_SLOTS, allocated on first use */
@@ -566,14 +671,50 @@ read_table(struct hotspot *hs, const struct proc *p, uint64_t tab, uint64_t stri
 }
 
 /*
- * Look up wants in p's tables into v (bit k of *found set for each v[k]
- * found). The symbols' values are relative to the file (bias added here).
- * 0 or -errno.
+ * The JVM's version (*major, read from its memory once its structure table
+ * shows where) and its row of versions[] (*verp). 0; -EAGAIN while it is
+ * not set yet; -ENOTSUP for a version without a row.
+ */
+static int
+find_version(struct hotspot *hs, const struct proc *p, const uint8_t *tb, size_t n,
+    const uint32_t *lay, char (*names)[NAME_READ + 1], int32_t *major,
+    const struct hsversion **verp)
+{
+	const struct want *w = &wants[F_VM_MAJOR];
+	size_t k;
+
+	for (k = 0; k < n; k++) {
+		const uint8_t *e = tb + k * lay[S_S_STRIDE];
+
+		if (rd32(e, lay[S_S_STATIC]) == 0 || strcmp(names[2 * k], w->type) != 0 ||
+		    strcmp(names[2 * k + 1], w->name) != 0)
+			continue;
+		if (mem_read(hs, p, rd64(e, lay[S_S_ADDRESS]), major, sizeof(*major)) < 0 ||
+		    *major == 0)
+			return -EAGAIN;	/* not initialized yet */
+		for (k = 0; k < NVERSIONS; k++)
+			if (versions[k].major == *major) {
+				*verp = &versions[k];
+				return 0;
+			}
+		return -ENOTSUP;
+	}
+	return -ENOENT;
+}
+
+/*
+ * Look up wants, as p's version spells them, in p's tables into v (bit k of
+ * *found set for each v[k] found); *major and *verp: its version (-ENOTSUP:
+ * one without a row, *major set). The symbols' values are relative to the
+ * file (bias added here). 0 or -errno.
  */
 static int
 read_vmstructs(struct hotspot *hs, const struct proc *p, const uint64_t sym[S_COUNT],
-    uint64_t bias, uint64_t v[F_COUNT], uint64_t *found)
+    uint64_t bias, uint64_t v[F_COUNT], uint64_t *found, int32_t *major,
+    const struct hsversion **verp)
 {
+	const struct hsversion *ver = NULL;
+	const struct want *wt;
 	uint32_t lay[S_COUNT];
 	uint8_t *tb = NULL;
 	uint64_t *ptrs = NULL;
@@ -616,17 +757,20 @@ read_vmstructs(struct hotspot *hs, const struct proc *p, const uint64_t sym[S_CO
 		ptrs[2 * k + 1] = rd64(tb + k * lay[S_S_STRIDE], lay[S_S_FIELD]);
 	}
 	read_names(hs, p, ptrs, 2 * n, names);
+	if ((rc = find_version(hs, p, tb, n, lay, names, major, &ver)) < 0)
+		goto out;
+	*verp = ver;
 	for (k = 0; k < n; k++) {
 		const uint8_t *e = tb + k * lay[S_S_STRIDE];
 
 		for (w = 0; w < F_COUNT; w++) {
-			if ((wants[w].kind != 'f' && wants[w].kind != 's') ||
-			    strcmp(names[2 * k], wants[w].type) != 0 ||
-			    strcmp(names[2 * k + 1], wants[w].name) != 0)
+			if ((wt = want_of(ver, w)) == NULL || (wt->kind != 'f' && wt->kind != 's') ||
+			    strcmp(names[2 * k], wt->type) != 0 ||
+			    strcmp(names[2 * k + 1], wt->name) != 0)
 				continue;
-			if ((rd32(e, lay[S_S_STATIC]) != 0) != (wants[w].kind == 's'))
+			if ((rd32(e, lay[S_S_STATIC]) != 0) != (wt->kind == 's'))
 				continue;
-			v[w] = rd64(e, wants[w].kind == 's' ? lay[S_S_ADDRESS] : lay[S_S_OFFSET]);
+			v[w] = rd64(e, wt->kind == 's' ? lay[S_S_ADDRESS] : lay[S_S_OFFSET]);
 			*found |= 1ULL << w;
 		}
 	}
@@ -653,7 +797,8 @@ read_vmstructs(struct hotspot *hs, const struct proc *p, const uint64_t sym[S_CO
 	read_names(hs, p, ptrs, n, names);
 	for (k = 0; k < n; k++)
 		for (w = 0; w < F_COUNT; w++)
-			if (wants[w].kind == 't' && strcmp(names[k], wants[w].type) == 0) {
+			if ((wt = want_of(ver, w)) != NULL && wt->kind == 't' &&
+			    strcmp(names[k], wt->type) == 0) {
 				v[w] = rd64(tb + k * lay[S_T_STRIDE], lay[S_T_SIZE]);
 				*found |= 1ULL << w;
 			}
@@ -680,7 +825,8 @@ read_vmstructs(struct hotspot *hs, const struct proc *p, const uint64_t sym[S_CO
 	read_names(hs, p, ptrs, n, names);
 	for (k = 0; k < n; k++)
 		for (w = 0; w < F_COUNT; w++)
-			if (wants[w].kind == 'c' && strcmp(names[k], wants[w].name) == 0) {
+			if ((wt = want_of(ver, w)) != NULL && wt->kind == 'c' &&
+			    strcmp(names[k], wt->name) == 0) {
 				v[w] = (uint64_t)(int64_t)rd32(tb + k * lay[S_I_STRIDE],
 				    lay[S_I_VALUE]);
 				*found |= 1ULL << w;
@@ -699,8 +845,8 @@ out:
  * yet; -EINVAL when they make no sense.
  */
 static int
-code_cache(struct hotspot *hs, const struct proc *p, const uint64_t v[F_COUNT],
-    struct hs_proc *out)
+code_cache(struct hotspot *hs, const struct proc *p, const struct hsversion *ver,
+    const uint64_t v[F_COUNT], struct hs_proc *out)
 {
 	uint64_t ga = 0, data = 0, heap, q, sq = 0, buf = 0;
 	int32_t len = 0, limit = 0, log2seg = 0;
@@ -751,24 +897,27 @@ code_cache(struct hotspot *hs, const struct proc *p, const uint64_t v[F_COUNT],
 	out->off_frame_complete = (uint16_t)v[F_BLOB_FRAME_COMPLETE];
 	out->off_code_begin = (uint16_t)v[F_BLOB_CODE_BEGIN];
 	out->block_hdr = (uint16_t)v[T_HEAPBLOCK];
-	/* frame_x86.hpp (JDK 17): sender sp, last sp, Method*, mirror, mdp, cache, locals, bcp. */
+	out->flags = (uint16_t)(((ver->flags & HSV_CODE_OFFSET) ? HS_CODE_OFFSET : 0) |
+	    ((ver->flags & HSV_COMPLETE16) ? HS_COMPLETE16 : 0));
+	/* frame_x86.hpp (JDK 17 to 25): sender sp, last sp, Method*, mirror, mdp, cache, locals, bcp. */
 	out->interp_sender_sp = (uint16_t)(8 * -(int64_t)v[C_SENDER_SP]);
 	out->interp_method = (uint16_t)(out->interp_sender_sp + 16);
 	out->interp_bcp = (uint16_t)(out->interp_sender_sp + 56);
 	return 0;
 }
 
-/* Whether the looked-up values are those of a JVM we can walk. */
+/* Whether the looked-up values are those of a JVM (of version ver) we can walk. */
 static const char *
-tables_bad(const uint64_t v[F_COUNT], uint64_t found)
+tables_bad(const struct hsversion *ver, const uint64_t v[F_COUNT], uint64_t found)
 {
+	const struct want *w;
 	size_t k;
 
 	for (k = 0; k < F_COUNT; k++)
-		if (!(found & (1ULL << k)))
-			return wants[k].name ? wants[k].name : wants[k].type;
-	if (v[F_BLOB_FRAME_SIZE] > 44 || v[F_BLOB_FRAME_COMPLETE] > 44 ||
-	    v[F_BLOB_CODE_BEGIN] > 40 || v[T_HEAPBLOCK] == 0 || v[T_HEAPBLOCK] > 256 ||
+		if ((w = want_of(ver, k)) != NULL && !(found & (1ULL << k)))
+			return w->name ? w->name : w->type;
+	if (v[F_BLOB_FRAME_SIZE] > 124 || v[F_BLOB_FRAME_COMPLETE] > 124 ||
+	    v[F_BLOB_CODE_BEGIN] > 120 || v[T_HEAPBLOCK] == 0 || v[T_HEAPBLOCK] > 256 ||
 	    v[C_SENDER_SP] != (uint64_t)-1 || v[T_CONSTANTPOOL] > 4096 ||
 	    v[F_HEAP_MEMORY] > 4096 || v[F_HEAP_SEGMAP] > 4096 || v[F_HEAP_LOG2SEG] > 4096 ||
 	    v[F_VS_LOW] > 256 || v[F_VS_HIGH_BOUNDARY] > 256 || v[F_GA_LEN] > 256 ||
@@ -776,16 +925,23 @@ tables_bad(const uint64_t v[F_COUNT], uint64_t found)
 	    v[F_METHOD_CONST] > 256 || v[F_CM_CONSTANTS] > 256 || v[F_CM_NAME] > 256 ||
 	    v[F_CM_SIG] > 256 || v[F_CP_HOLDER] > 256 || v[F_KLASS_NAME] > 256 ||
 	    v[F_SYM_LENGTH] > 256 || v[F_SYM_BODY] > 256 || v[T_NMETHOD] > NM_HDR_MAX ||
+	    v[T_NMETHOD] < 16 ||
 	    v[F_BLOB_NAME] > v[T_NMETHOD] - 8 || v[F_CMTH_METHOD] > v[T_NMETHOD] - 8 ||
-	    v[F_CMTH_SCOPES] > v[T_NMETHOD] - 8 || v[F_NM_METADATA] > v[T_NMETHOD] - 4 ||
-	    v[F_NM_PCS] > v[T_NMETHOD] - 4 || v[F_NM_DEPS] > v[T_NMETHOD] - 4 ||
+	    v[F_CMTH_SCOPES] > v[T_NMETHOD] - 8 || v[F_NM_PCS] > v[T_NMETHOD] - 4 ||
 	    v[F_NM_COMPILE_ID] > v[T_NMETHOD] - 4 || v[F_BLOB_CODE_BEGIN] > v[T_NMETHOD] - 8 ||
 	    v[T_PCDESC] < 8 || v[T_PCDESC] > 64 || v[F_PC_OFFSET] > v[T_PCDESC] - 4 ||
 	    v[F_PC_SCOPE] > v[T_PCDESC] - 4 || v[F_CM_CONSTANTS] > 56 || v[F_CM_NAME] > 62 ||
-	    v[F_CM_SIG] > 62 || v[F_CM_FLAGS] > 62 || v[F_CM_CODE_SIZE] > 62 ||
+	    v[F_CM_SIG] > 62 || v[F_CM_FLAGS] > 64 - ver->cm_flags_size ||
+	    v[F_CM_CODE_SIZE] > 62 ||
 	    v[F_CM_SIZE] > 60 || v[F_CP_HOLDER] > 120 || v[F_CP_LENGTH] > 124 ||
 	    v[F_CP_SOURCE] > 126 || v[T_CONSTMETHOD] == 0 || v[T_CONSTMETHOD] > 4096 ||
 	    v[C_HAS_LINES] == 0 || v[C_HAS_LINES] > 0xffff)
+		return "a layout out of range";
+	if ((ver->flags & HSV_NM_DETACHED) ?
+	    v[F_NM_IMMUTABLE] > v[T_NMETHOD] - 8 || v[F_NM_IMMUTABLE_SIZE] > v[T_NMETHOD] - 4 ||
+	    v[F_BLOB_MUTABLE] > v[T_NMETHOD] - 8 || v[F_BLOB_RELOC_SIZE] > v[T_NMETHOD] - 4 ||
+	    v[F_BLOB_MUTABLE_SIZE] > v[T_NMETHOD] - 4 :
+	    v[F_NM_METADATA] > v[T_NMETHOD] - 4 || v[F_NM_DEPS] > v[T_NMETHOD] - 4)
 		return "a layout out of range";
 	return NULL;
 }
@@ -823,7 +979,7 @@ hotspot_check(struct hotspot *hs, struct proc *p)
 	}
 	/* Its tables read already: only its code cache was not set up yet. */
 	if ((hp = p->hs) != NULL) {
-		major = SUPPORTED_MAJOR;
+		major = hp->ver->major;
 		goto code;
 	}
 	for (i = 0; proctab_mapping(p, i, &m) == 0; i++)
@@ -847,9 +1003,16 @@ hotspot_check(struct hotspot *hs, struct proc *p)
 	}
 	if ((hp = calloc(1, sizeof(*hp))) == NULL)
 		return;
-	if ((rc = read_vmstructs(hs, p, sym, m.bias, hp->v, &hp->found)) == -EAGAIN ||
-	    rc == -ETIMEDOUT) {
+	if ((rc = read_vmstructs(hs, p, sym, m.bias, hp->v, &hp->found, &major,
+	    &hp->ver)) == -EAGAIN || rc == -ETIMEDOUT) {
 		p->hs_retry = now + RETRY_NS;
+		goto fail;
+	}
+	if (rc == -ENOTSUP) {
+		log_info("ebpf: pid %u: HotSpot %d: not a version this daemon walks (OpenJDK %s): "
+		    "its Java frames are walked by frame pointer", p->pid, major, versions_known());
+		hs->st.refused++;
+		p->hs_retry = NEVER;
 		goto fail;
 	}
 	if (rc < 0) {
@@ -859,24 +1022,7 @@ hotspot_check(struct hotspot *hs, struct proc *p)
 		p->hs_retry = NEVER;
 		goto fail;
 	}
-	if (!(hp->found & (1ULL << F_VM_MAJOR)) ||
-	    mem_read(hs, p, hp->v[F_VM_MAJOR], &major, sizeof(major)) < 0) {
-		p->hs_retry = now + RETRY_NS;
-		goto fail;
-	}
-	if (major == 0) {
-		p->hs_retry = now + RETRY_NS;	/* not initialized yet */
-		goto fail;
-	}
-	if (major != SUPPORTED_MAJOR) {
-		log_info("ebpf: pid %u: HotSpot %d: Java stacks are walked through the code "
-		    "cache of OpenJDK %d only; its Java frames are walked by frame pointer",
-		    p->pid, major, SUPPORTED_MAJOR);
-		hs->st.refused++;
-		p->hs_retry = NEVER;
-		goto fail;
-	}
-	if ((bad = tables_bad(hp->v, hp->found)) != NULL) {
+	if ((bad = tables_bad(hp->ver, hp->v, hp->found)) != NULL) {
 		log_info("ebpf: pid %u: HotSpot %d: its structure tables lack %s: Java frames "
 		    "walked by frame pointer", p->pid, major, bad);
 		hs->st.refused++;
@@ -885,7 +1031,7 @@ hotspot_check(struct hotspot *hs, struct proc *p)
 	}
 	p->hs = hp;
 code:
-	if ((rc = code_cache(hs, p, hp->v, &val)) < 0) {
+	if ((rc = code_cache(hs, p, hp->ver, hp->v, &val)) < 0) {
 		if (rc == -EAGAIN || rc == -EFAULT || rc == -ETIMEDOUT) {
 			p->hs_retry = now + RETRY_NS;
 			return;
@@ -1019,7 +1165,7 @@ read_symbol(struct hotspot *hs, const struct proc *p, const struct hsproc *hp, u
  * integers; a 0 byte ends it. The rows into *rows (at most LINES_MAX).
  */
 static uint32_t
-lines_decode(const uint8_t *t, size_t len, struct hsline *rows)
+lines_decode(const uint8_t *t, size_t len, struct hsline *rows, unsigned x)
 {
 	size_t pos = 0;
 	int64_t bci = 0, line = 0, d1, d2;
@@ -1031,8 +1177,8 @@ lines_decode(const uint8_t *t, size_t len, struct hsline *rows)
 		if (b == 0)
 			break;
 		if (b == 0xff) {
-			if ((d1 = hotspot_unsigned5(t, len, &pos)) < 0 ||
-			    (d2 = hotspot_unsigned5(t, len, &pos)) < 0)
+			if ((d1 = hotspot_unsigned5(t, len, &pos, x)) < 0 ||
+			    (d2 = hotspot_unsigned5(t, len, &pos, x)) < 0)
 				break;
 			bci += (d1 >> 1) ^ -(d1 & 1);
 			line += (d2 >> 1) ^ -(d2 & 1);
@@ -1074,14 +1220,14 @@ method_line(const struct hsmethod *c, int64_t bci)
 }
 
 int64_t
-hotspot_line(const uint8_t *t, size_t len, int64_t bci)
+hotspot_line(const uint8_t *t, size_t len, int64_t bci, unsigned x)
 {
 	struct hsline *rows = calloc(LINES_MAX, sizeof(*rows));
 	int64_t line;
 
 	if (rows == NULL)
 		return 0;
-	line = rows_line(rows, lines_decode(t, len, rows), bci);
+	line = rows_line(rows, lines_decode(t, len, rows, x), bci);
 	free(rows);
 	return line;
 }
@@ -1098,7 +1244,8 @@ method_load(struct hotspot *hs, const struct proc *p, struct hsproc *hp,
 	char file[SYM_MAX];
 	uint8_t cmb[64], cpb[128], *lt = NULL;
 	uint64_t cm = c->constmethod, cp, holder = 0, ksym = 0, nsym = 0, ssym = 0, fsym = 0, base;
-	uint16_t ni, si, fi, flags, code_size;
+	uint16_t ni, si, fi, code_size;
+	uint32_t flags;
 	int32_t cplen, cmsize;
 	size_t kl, nl, sl, fl, k, ltlen;
 	struct hsline *rows;
@@ -1108,7 +1255,8 @@ method_load(struct hotspot *hs, const struct proc *p, struct hsproc *hp,
 	cp = rd64(cmb, hp->v[F_CM_CONSTANTS]);
 	ni = rd16(cmb, hp->v[F_CM_NAME]);
 	si = rd16(cmb, hp->v[F_CM_SIG]);
-	flags = rd16(cmb, hp->v[F_CM_FLAGS]);
+	flags = hp->ver->cm_flags_size == 4 ? (uint32_t)rd32(cmb, hp->v[F_CM_FLAGS]) :
+	    rd16(cmb, hp->v[F_CM_FLAGS]);
 	code_size = rd16(cmb, hp->v[F_CM_CODE_SIZE]);
 	cmsize = rd32(cmb, hp->v[F_CM_SIZE]);
 	if (cp == 0 || mem_read(hs, p, cp, cpb, sizeof(cpb)) < 0)
@@ -1153,7 +1301,7 @@ method_load(struct hotspot *hs, const struct proc *p, struct hsproc *hp,
 		return 0;
 	}
 	if (mem_read(hs, p, c->code_base + code_size, lt, ltlen) == 0 &&
-	    (c->nlines = lines_decode(lt, ltlen, rows)) > 0 &&
+	    (c->nlines = lines_decode(lt, ltlen, rows, hp->ver->u5_x)) > 0 &&
 	    mem_take(hp, c->nlines * sizeof(*rows)) == 0) {
 		c->bytes = c->nlines * sizeof(*rows);
 		if ((c->lines = realloc(rows, c->bytes)) == NULL)
@@ -1239,29 +1387,84 @@ nm_clear(struct hsproc *hp, struct hsnm *c)
 }
 
 /*
- * An integer of HotSpot's compressed streams (UNSIGNED5: a byte below 192
- * ends it, each further byte weighs 64 times more, at most five) at *pos
- * of b (len bytes). -1 past the end.
+ * An integer of HotSpot's compressed streams (UNSIGNED5) at *pos of b (len
+ * bytes): each byte less x (the bytes below x are excluded: 0 in JDK 17, 1
+ * from JDK 21, whose streams hold no NUL byte); one below 256 - x - 64 ends
+ * it, each further one weighs 64 times more, at most five. -1 past the end
+ * or at an excluded byte.
  */
 int64_t
-hotspot_unsigned5(const uint8_t *b, size_t len, size_t *pos)
+hotspot_unsigned5(const uint8_t *b, size_t len, size_t *pos, unsigned x)
 {
 	int64_t sum = 0;
-	unsigned shift = 0;
+	unsigned shift = 0, low = 256 - 64 - x;
 	size_t i;
 
+	if (x > 1)
+		return -1;
 	for (i = 0; i < 5; i++) {
 		uint8_t c;
 
 		if (*pos >= len)
 			return -1;
 		c = b[(*pos)++];
-		sum += (int64_t)c << shift;
-		if (c < 192)
+		if (c < x)
+			return -1;
+		sum += (int64_t)(c - x) << shift;
+		if (c < x + low)
 			return sum;
 		shift += 6;
 	}
 	return sum;
+}
+
+/* Where an nmethod's debug information lies: [begin, end) of each part. */
+struct nmparts {
+	uint64_t	 meta, meta_end, scopes, scopes_end, pcs, pcs_end;
+};
+
+/*
+ * The parts of the nmethod at blob (header hdr), as its version lays them
+ * out (versions[]). 0, or -EINVAL when they make no sense.
+ */
+static int
+nm_parts(const struct hsproc *hp, uint64_t blob, const uint8_t *hdr, struct nmparts *r)
+{
+	const uint64_t *v = hp->v;
+
+	if (hp->ver->flags & HSV_NM_DETACHED) {
+		uint64_t imm = rd64(hdr, v[F_NM_IMMUTABLE]), mut = rd64(hdr, v[F_BLOB_MUTABLE]);
+		int32_t isize = rd32(hdr, v[F_NM_IMMUTABLE_SIZE]), pcs = rd32(hdr, v[F_NM_PCS]);
+		int32_t scopes = rd32(hdr, v[F_CMTH_SCOPES]), reloc = rd32(hdr, v[F_BLOB_RELOC_SIZE]);
+		int32_t msize = rd32(hdr, v[F_BLOB_MUTABLE_SIZE]);
+
+		if (imm == 0 || mut == 0 || pcs < 0 || scopes < pcs || isize < scopes ||
+		    reloc < 0 || msize < reloc)
+			return -EINVAL;
+		r->pcs = imm + (uint64_t)pcs;
+		r->pcs_end = r->scopes = imm + (uint64_t)scopes;
+		r->scopes_end = imm + (uint64_t)isize;
+		r->meta = mut + (uint64_t)reloc;
+		r->meta_end = mut + (uint64_t)msize;
+	} else {
+		int32_t meta = rd32(hdr, v[F_NM_METADATA]), pcs = rd32(hdr, v[F_NM_PCS]);
+		int32_t deps = rd32(hdr, v[F_NM_DEPS]);
+
+		/* metadata, then scopes data, then pc descriptors, then dependencies. */
+		if (meta <= 0 || pcs <= meta || deps <= pcs)
+			return -EINVAL;
+		r->meta = blob + (uint64_t)meta;
+		r->meta_end = r->scopes = rd64(hdr, v[F_CMTH_SCOPES]);
+		r->scopes_end = r->pcs = blob + (uint64_t)pcs;
+		r->pcs_end = blob + (uint64_t)deps;
+		if ((r->meta_end - r->meta) % 8)
+			return -EINVAL;
+	}
+	if (r->meta_end < r->meta || r->scopes_end < r->scopes || r->pcs_end < r->pcs ||
+	    r->meta_end - r->meta > NM_INFO_MAX || r->scopes_end - r->scopes > NM_INFO_MAX ||
+	    r->pcs_end - r->pcs > NM_INFO_MAX)
+		return -EINVAL;
+	return 0;
 }
 
 /*
@@ -1273,21 +1476,19 @@ static int
 nm_load(struct hotspot *hs, const struct proc *p, struct hsproc *hp, uint64_t blob,
     const uint8_t *hdr, struct hsnm *c)
 {
-	uint64_t scopes = rd64(hdr, hp->v[F_CMTH_SCOPES]);
-	int32_t meta_off = rd32(hdr, hp->v[F_NM_METADATA]), pcs_off = rd32(hdr, hp->v[F_NM_PCS]);
-	int32_t deps_off = rd32(hdr, hp->v[F_NM_DEPS]);
-	uint64_t meta = blob + (uint64_t)meta_off, pcs = blob + (uint64_t)pcs_off;
+	struct nmparts r;
+	uint64_t scopes, meta, pcs;
 	size_t npcs, k, psz = hp->v[T_PCDESC], bytes;
 	uint8_t *raw;
 
-	/* metadata, then scopes data, then pc descriptors, then dependencies. */
-	if (meta_off <= 0 || pcs_off <= meta_off || deps_off <= pcs_off ||
-	    scopes < meta || scopes > pcs || (uint64_t)(deps_off - pcs_off) > NM_INFO_MAX ||
-	    pcs - scopes > NM_INFO_MAX || scopes - meta > NM_INFO_MAX || (scopes - meta) % 8)
+	if (nm_parts(hp, blob, hdr, &r) < 0)
 		return -EINVAL;
-	npcs = (size_t)(deps_off - pcs_off) / psz;
-	c->nscopes = (size_t)(pcs - scopes);
-	c->nmeta = (size_t)(scopes - meta) / 8;
+	scopes = r.scopes;
+	meta = r.meta;
+	pcs = r.pcs;
+	npcs = (size_t)(r.pcs_end - r.pcs) / psz;
+	c->nscopes = (size_t)(r.scopes_end - r.scopes);
+	c->nmeta = (size_t)(r.meta_end - r.meta) / 8;
 	if (npcs == 0)
 		return -EINVAL;
 	bytes = npcs * sizeof(*c->pcs) + c->nscopes + 1 + (c->nmeta + 1) * sizeof(*c->meta);
@@ -1326,7 +1527,8 @@ nm_load(struct hotspot *hs, const struct proc *p, struct hsproc *hp, uint64_t bl
  * first one past it, and its senders. The number found; 0: none.
  */
 static size_t
-nm_scopes(const struct hsnm *c, int64_t off, bool exact, uint64_t *out, int64_t *bcis)
+nm_scopes(const struct hsnm *c, int64_t off, bool exact, uint64_t *out, int64_t *bcis,
+    unsigned x)
 {
 	size_t lo = 0, hi = c->npcs;
 
@@ -1344,12 +1546,12 @@ nm_scopes(const struct hsnm *c, int64_t off, bool exact, uint64_t *out, int64_t 
 	if (lo >= c->npcs)
 		return 0;
 	return hotspot_scopes(c->scopes, c->nscopes, c->meta, c->nmeta, c->pcs[lo].scope, out,
-	    bcis, MAX_INLINE);
+	    bcis, MAX_INLINE, x);
 }
 
 size_t
 hotspot_scopes(const uint8_t *scopes, size_t len, const uint64_t *meta, size_t nmeta,
-    int64_t dec, uint64_t *out, int64_t *bcis, size_t max)
+    int64_t dec, uint64_t *out, int64_t *bcis, size_t max, unsigned x)
 {
 	int64_t sender, idx, bci;
 	size_t n = 0, pos;
@@ -1357,9 +1559,9 @@ hotspot_scopes(const uint8_t *scopes, size_t len, const uint64_t *meta, size_t n
 	/* Each sender is decoded before its callee: offsets go down, so the chain ends. */
 	while (dec > 0 && (size_t)dec < len && n < max) {
 		pos = (size_t)dec;
-		sender = hotspot_unsigned5(scopes, len, &pos);
-		idx = hotspot_unsigned5(scopes, len, &pos);
-		bci = hotspot_unsigned5(scopes, len, &pos);
+		sender = hotspot_unsigned5(scopes, len, &pos, x);
+		idx = hotspot_unsigned5(scopes, len, &pos, x);
+		bci = hotspot_unsigned5(scopes, len, &pos, x);
 		if (sender < 0 || idx <= 0 || (size_t)idx > nmeta || sender >= dec || bci < 0)
 			break;
 		bcis[n] = bci - 1;	/* stored plus one: InvocationEntryBci is -1 */
@@ -1398,7 +1600,9 @@ nm_frame(struct hotspot *hs, struct proc *p, struct hsproc *hp, uint64_t blob,
 		return 0;
 	}
 	method = rd64(hdr, hp->v[F_CMTH_METHOD]);
-	code = rd64(hdr, hp->v[F_BLOB_CODE_BEGIN]);
+	code = (hp->ver->flags & HSV_CODE_OFFSET) ?
+	    blob + (uint64_t)(int64_t)rd32(hdr, hp->v[F_BLOB_CODE_BEGIN]) :
+	    rd64(hdr, hp->v[F_BLOB_CODE_BEGIN]);
 	id = rd32(hdr, hp->v[F_NM_COMPILE_ID]);
 	if (method == 0 || pc < code || pc - code > INT32_MAX)
 		return 0;
@@ -1421,7 +1625,7 @@ nm_frame(struct hotspot *hs, struct proc *p, struct hsproc *hp, uint64_t blob,
 		if (nm_load(hs, p, hp, blob, hdr, c) < 0)
 			c->npcs = 0;
 	}
-	n = c->npcs ? nm_scopes(c, (int64_t)(pc - code), exact, out, bcis) : 0;
+	n = c->npcs ? nm_scopes(c, (int64_t)(pc - code), exact, out, bcis, hp->ver->u5_x) : 0;
 	if (n == 0) {
 		out[0] = method;	/* no scope: the nmethod's own method */
 		bcis[0] = -1;

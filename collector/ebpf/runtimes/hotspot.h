@@ -12,9 +12,10 @@
  * "pkg.Class.method(args)" (the symbolizer's spelling of the perf map's
  * names) with the source file and line; cached per process and read again
  * when a method or nmethod no longer checks out. Stubs are named after their
- * code blob ("StubRoutines (1)", as the perf map names them). OpenJDK 17
- * only: another version is left alone (logged once), its stacks walked by
- * frame pointer as before.
+ * code blob ("StubRoutines (1)", as the perf map names them). OpenJDK 17,
+ * 21 and 25 (hotspot.c's versions[]: what moved between them): another
+ * version is left alone (logged once, naming it), its stacks walked by frame
+ * pointer as before.
  *
  * Not thread-safe: used from the sampler's thread only.
  */
@@ -74,23 +75,28 @@ void		 hotspot_get_stats(const struct hotspot *hs, struct hotspot_stats *st);
 int		 hotspot_signature(const char *sig, size_t len, char *ret, size_t retsz,
 		    char *args, size_t argsz);
 /*
- * An integer of HotSpot's compressed streams (UNSIGNED5: a byte below 192
- * ends it, each further byte weighs 64 times more, five at most) at *pos of
- * b (len bytes), *pos moved past it; -1 past the end.
+ * An integer of HotSpot's compressed streams (UNSIGNED5: each byte less x,
+ * the bytes excluded below it, 0 in JDK 17 and 1 from JDK 21; one below
+ * 256 - 64 - x ends it, each further byte weighs 64 times more, five at
+ * most) at *pos of b (len bytes), *pos moved past it; -1 past the end or at
+ * an excluded byte.
  */
-int64_t		 hotspot_unsigned5(const uint8_t *b, size_t len, size_t *pos);
+int64_t		 hotspot_unsigned5(const uint8_t *b, size_t len, size_t *pos, unsigned x);
 /*
  * The line of bytecode index bci (-1: the method's first line) from a
- * method's compressed line number table t (len bytes); 0 when it has none.
+ * method's compressed line number table t (len bytes, its integers
+ * UNSIGNED5 with x excluded bytes); 0 when it has none.
  */
-int64_t		 hotspot_line(const uint8_t *t, size_t len, int64_t bci);
+int64_t		 hotspot_line(const uint8_t *t, size_t len, int64_t bci, unsigned x);
 /*
  * The scope chain of an nmethod from the scope at decode offset dec of its
  * scopes data (len bytes): each scope's method (index into meta, nmeta
  * entries, 1 first) into out and bytecode index into bcis, innermost first,
- * at most max. Returns how many; stops at a malformed scope.
+ * at most max; x: as hotspot_unsigned5's. Returns how many; stops at a
+ * malformed scope.
  */
 size_t		 hotspot_scopes(const uint8_t *scopes, size_t len, const uint64_t *meta,
-		    size_t nmeta, int64_t dec, uint64_t *out, int64_t *bcis, size_t max);
+		    size_t nmeta, int64_t dec, uint64_t *out, int64_t *bcis, size_t max,
+		    unsigned x);
 
 #endif
