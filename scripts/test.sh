@@ -70,6 +70,9 @@ for san in "${builds[@]}"; do
   # profile's (a measure under load) and builds the Connect client as grafana.
   skip="layers|install|otlp|grafana|ebpf_java|ebpf_hotspot|ebpf_debuginfod|hardening_memory|cluster_replicas"
   skip="$skip|make_concurrent|options_doc|cluster_hedge|cluster_single|recipes|hardening_peer|hardening_regex|hardening_json|hardening_symtab|hardening_kaddr|ebpf_node|ebpf_ident|cluster_shipped|walk_memory|spans|cluster_spans"
+  # rt_python and rt_golabels measure shares of samples under load (CPython
+  # and Go versions in their runtime roots).
+  skip="$skip|rt_python|rt_golabels"
   if read -r p f <"$tally"; then
     pass=$((pass + p)); fail=$((fail + f))
   else

@@ -6,8 +6,10 @@
 # chain of named functions below its module level; of each process's
 # samples at least 90% must show <module>;outer_a;middle_b;leaf_c, each
 # frame with the script's file and a line, on a stack that reaches the
-# process's root (_start). Once for a process started before the daemon,
-# once for one started after it. Prints the share per version and case.
+# process's root (_start). Once for a process started before the daemon
+# (its samples from the end of the daemon's start-up, the unwind tables of
+# the interpreters built, while the others run), once for one started after
+# it (3 s of its CPU, all its samples). Prints the share per version and case.
 # Needs root, a kernel with BTF and the runtime roots (scripts/runtime-roots.sh).
 set -u
 . "$(dirname "$0")/../lib.sh"
@@ -25,34 +27,36 @@ need_root trixie sid
 RD="$(roots_dir)"
 
 pf_setup
+[ "${KEEP_TMP:-0}" = 1 ] && echo "# kept: $TMP"
 W="rtpy.$$"
 rootof() { case "$1" in 3.13) echo "$RD/trixie" ;; 3.14) echo "$RD/sid" ;; *) echo "" ;; esac; }
 for v in 3.13 3.14; do mkdir -p "$(rootof "$v")/tmp/$W"; done
 BEFORE=""
 cleanup_roots() {
-  [ -z "$BEFORE" ] || kill $BEFORE 2>/dev/null
+  [ -z "$BEFORE" ] || kill -KILL $BEFORE 2>/dev/null
   for v in 3.13 3.14; do rm -rf "$(rootof "$v")/tmp/$W"; done
   pf_cleanup
 }
 trap cleanup_roots EXIT
 SRC="$ROOT/tests/ebpf/runtimes/chain.py"
 
-# run VERSION CASE SECS: chain.py as chain_<v>_<case>.py (its service) under that
-# CPython, in the background; its pid (unshare's for a root: killing it ends the process).
+# run VERSION CASE CPU_SECS MAX_SECS: chain.py as chain_<v>_<case>.py (its
+# service) under that CPython, in the background; $! its pid (unshare's for a
+# root: SIGKILL to it ends the process, SIGTERM it ignores).
 run() {
-  local v=$1 c=$2 s=$3 n="chain_${1/./_}_$2.py" r
+  local v=$1 c=$2 n="chain_${1/./_}_$2.py" r
   r="$(rootof "$v")"
   if [ -z "$r" ]; then
     cp "$SRC" "$TMP/$n"
-    /usr/bin/python3.11 "$TMP/$n" "$s" &
+    /usr/bin/python3.11 "$TMP/$n" "$3" "$4" &
   else
     cp "$SRC" "$r/tmp/$W/$n"
-    in_root "$r" "/usr/bin/python$v" "/tmp/$W/$n" "$s" &
+    in_root "$r" "/usr/bin/python$v" "/tmp/$W/$n" "$3" "$4" &
   fi
 }
 
 BEFORE=""
-for v in $VERS; do run "$v" before 300; BEFORE="$BEFORE $!"; done
+for v in $VERS; do run "$v" before 300 300; BEFORE="$BEFORE $!"; done
 sleep 1
 pf_start -v --ebpf=99 --ebpf-period 2 --ebpf-min-samples 0 ||
   { fail "rt-python daemon start"; pf_done; exit 1; }
@@ -71,10 +75,12 @@ echo "# interpreters' unwind tables built: $n of 3"
 sleep 2
 T0="$(date -u +%Y-%m-%dT%H%M%S)"
 AFTER=""
-for v in $VERS; do run "$v" after 10; AFTER="$AFTER $!"; done
+# 3 s of CPU each (a sample per 10 ms of it), 90 s at most on a busy host.
+for v in $VERS; do run "$v" after 3 90; AFTER="$AFTER $!"; done
 wait $AFTER
+echo "# the processes started after the daemon ended: $(date -u +%T)"
 T1="$(date -u +%Y-%m-%dT%H%M%S)"
-kill $BEFORE 2>/dev/null
+kill -KILL $BEFORE 2>/dev/null
 wait $BEFORE 2>/dev/null
 sleep 5	# two periods more: the last samples are stored
 
