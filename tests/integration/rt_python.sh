@@ -17,7 +17,7 @@ set -u
 VERS="3.11 3.13 3.14"
 NAMES=""
 for v in $VERS; do NAMES="$NAMES rt-python-$v-before rt-python-$v-after"; done
-NAMES="$NAMES rt-python-daemon"
+NAMES="$NAMES rt-python-refused rt-python-daemon"
 skip_all() { for n in $NAMES; do echo "ok - $n # SKIP $1"; done; exit 0; }
 [ "$(id -u)" -eq 0 ] || skip_all "needs root"
 [ -r /sys/kernel/btf/vmlinux ] || skip_all "kernel has no BTF (/sys/kernel/btf/vmlinux)"
@@ -132,6 +132,40 @@ for c in before after; do
     else fail "rt-python-$v-$c" "$pc% of $n samples named to the root (want >= 90% of >= 20)"; fi
   done
 done
+# A version the daemon does not know (here 3.15: a program named python3.15
+# exporting the three symbols it looks for) is refused once per process,
+# with a log line naming the version, and the process runs on unharmed.
+cat >"$TMP/fakepy.c" <<'C'
+#include <time.h>
+const unsigned long Py_Version = 0x030f00f0;	/* 3.15.0 final */
+char _PyRuntime[4096] = "xdebugpy";
+char PyCode_Type[512];
+int main(void)
+{
+	volatile unsigned long x = 0;
+	time_t end = time(NULL) + 3;
+
+	while (time(NULL) < end)
+		x++;
+	return 0;
+}
+C
+if cc -O1 -rdynamic -o "$TMP/python3.15" "$TMP/fakepy.c" 2>"$TMP/cc.log"; then
+  "$TMP/python3.15" & f1=$!
+  "$TMP/python3.15" & f2=$!
+  wait $f1; r1=$?; wait $f2; r2=$?
+  sleep 3
+  told=$(grep -c "CPython 3\.15 (.*): its _Py_DebugOffsets layout is not known" "$TMP/daemon.log")
+  per=$(grep -cE "pid ($f1|$f2): CPython 3\.15" "$TMP/daemon.log")
+  if [ "$r1" -eq 0 ] && [ "$r2" -eq 0 ] && [ "$told" -eq 1 ] && [ "$per" -eq 2 ]; then
+    ok "rt-python-refused (one log line for 3.15, one look per process)"
+  else
+    fail "rt-python-refused" "exit $r1 $r2; $told lines told 3.15, $per lines for its two processes"
+    grep "CPython 3.15" "$TMP/daemon.log" | head -5 | sed 's/^/#   /'
+  fi
+else
+  fail "rt-python-refused" "cc: $(head -3 "$TMP/cc.log")"
+fi
 if kill -0 "$PF_PID" 2>/dev/null; then ok "rt-python-daemon"; else fail "rt-python-daemon" "the daemon died"; fi
 grep -E "CPython" "$TMP/daemon.log" | sed 's/^/# /' | head -10
 pf_stop
