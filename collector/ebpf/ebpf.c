@@ -536,7 +536,7 @@ interp_frame(struct ebpf_sampler *e, struct proc *p, const struct prof_sample *s
 	return python_frame(e->py, p, s->py, n, i, f);
 }
 
-/* Whether func is the native frame s's interpreter frames replace. */
+/* Whether native frame f of p is the one s's interpreter frames replace. */
 static bool
 interp_is_eval(const struct prof_sample *s, const struct proc *p, const struct frame *f)
 {
