@@ -423,7 +423,7 @@ py_step(__u32 i, void *arg)
 		count(PROF_CNT_PY_READ_ERR);
 		return 1;
 	}
-	code = py_field(b, b->pp.fr_code);
+	code = py_field(b, b->pp.fr_code) & ~7ULL;	/* 3.14: a tagged _PyStackRef */
 	instr = py_field(b, b->pp.fr_instr);
 	prev = py_field(b, b->pp.fr_previous);
 	off = b->pp.fr_owner;
@@ -434,7 +434,7 @@ py_step(__u32 i, void *arg)
 		entry = b->raw[off];
 	b->frame = prev;
 	n = b->n;
-	if (owner == b->pp.owner_cstack) {
+	if (owner >= b->pp.owner_cstack) {
 		/* The shim frame below a run of the evaluation loop: its first frame is an entry. */
 		if (n > 0 && n <= PROF_MAX_PYFRAMES)
 			b->frames[n - 1].code |= PROF_PY_ENTRY;

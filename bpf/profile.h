@@ -330,16 +330,18 @@ struct unw_map_val {
  *   interp_threads   PyInterpreterState: threads.head
  *   ts_next          PyThreadState: next
  *   ts_thread_id     PyThreadState: thread_id (pthread_self(): the fs base)
- *   ts_frame         PyThreadState: cframe (3.11, 3.12) or current_frame (3.13)
+ *   ts_frame         PyThreadState: cframe (3.11, 3.12) or current_frame (3.13 on)
  *   cframe_frame     _PyCFrame: current_frame; PY_OFF_NONE: ts_frame is the frame
- *   fr_code, fr_previous, fr_instr, fr_owner: _PyInterpreterFrame
+ *   fr_code, fr_previous, fr_instr, fr_owner: _PyInterpreterFrame (fr_code:
+ *                    f_executable from 3.13; from 3.14 a _PyStackRef whose low
+ *                    bits are tags: the walk clears the low 3 bits)
  *   fr_entry         _PyInterpreterFrame: is_entry (3.11), else PY_OFF_NONE
- *   owner_cstack     the owner value of a C-stack shim frame (3.12+), else 0xff
+ *   owner_cstack     the least owner value of a shim frame (3.12+: 3), else 0xff
  *   co_qualname      PyCodeObject: co_qualname
  * Frame fields lie in the first PY_FRAME_READ bytes.
  */
 #define PY_OFF_NONE		0xffff
-#define PY_FRAME_READ		72
+#define PY_FRAME_READ		80	/* 3.14's owner is at 74 */
 #define PY_MAX_THREADS		64	/* thread states searched for the sampled thread */
 
 struct py_proc {

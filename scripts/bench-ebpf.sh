@@ -72,6 +72,9 @@
 #      (default 3): the median ratio of the JVM's CPU time with/without
 #      (target <= 1.01), and the daemon's CPU (percent of one core) while the
 #      JVM ran.
+#  10. CPython versions (ONLY=pyver, at the end of this file): 3.11, 3.13, 3.14
+#      (the last two in their runtime roots): each one's slowdown, and the
+#      daemon's CPU with every CPU running it.
 #
 # Needs root and a kernel with BTF. Other work on the machine adds noise:
 # the figures are medians and ratios. Bounded to about five minutes.
@@ -817,3 +820,82 @@ golabels_cost
 runtime_ruby
 node_cost
 java_root
+
+# Part 10 (ONLY=pyver): CPython versions, Debian 12's 3.11 on the host, 13's
+# 3.13 and unstable's 3.14 each in its runtime root (scripts/runtime-roots.sh;
+# run as a container: own mount and PID namespaces). Per version: the
+# slowdown of a fixed recursive workload (its own CPU time, RT_RUNS
+# alternating pairs without and with the daemon at 99 Hz, median ratio), then
+# the daemon's CPU (its threads' run time, percent of one core) over SECS
+# seconds with every CPU running that version's workload, and the share of
+# those samples that carry Python frames named. A version whose root is
+# missing is skipped.
+pyver_cost() {
+  local rd="${PROFILEFS_ROOTS:-/var/cache/profilefs/roots}" d="pyver.$$" v r i k off on c0 c1 spin ok_named
+  echo "== CPython versions (3.11 host, 3.13 and 3.14 in their roots): $RT_RUNS alternating pairs, --ebpf=99"
+  cat >"$W/pyver.py" <<'PY'
+import resource
+import sys
+
+
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
+
+
+def work(k):
+    for _ in range(k):
+        fib(25)
+
+
+work(int(sys.argv[1]) if len(sys.argv) > 1 else 200)
+r = resource.getrusage(resource.RUSAGE_SELF)
+print("%.4f" % (r.ru_utime + r.ru_stime))
+PY
+  pyver_root() { case "$1" in 3.13) echo "$rd/trixie" ;; 3.14) echo "$rd/sid" ;; *) echo "" ;; esac; }
+  pyver_run() {	# pyver_run VERSION: the workload under that CPython; prints its CPU seconds
+    local root
+    root="$(pyver_root "$1")"
+    if [ -z "$root" ]; then /usr/bin/python3.11 "$W/pyver.py" "${PYVER_K:-200}"
+    else unshare --mount --pid --fork --kill-child --mount-proc="$root/proc" chroot "$root" \
+      "/usr/bin/python$1" "/tmp/$d/pyver.py" "${PYVER_K:-200}"; fi
+  }
+  for v in 3.11 3.13 3.14; do
+    r="$(pyver_root "$v")"
+    if [ -n "$r" ]; then
+      [ -x "$r/usr/bin/python$v" ] || { echo "python $v: skipped (no root at $r)"; continue; }
+      mkdir -p "$r/tmp/$d" && cp "$W/pyver.py" "$r/tmp/$d/"
+    fi
+    : >"$W/pyver_ratios"
+    for i in $(seq 1 "$RT_RUNS"); do
+      if [ $((i % 2)) -eq 1 ]; then
+        off=$(pyver_run "$v")
+        start_daemon --ebpf=99; sleep "$SETTLE"; on=$(pyver_run "$v"); stop_daemon
+      else
+        start_daemon --ebpf=99; sleep "$SETTLE"; on=$(pyver_run "$v"); stop_daemon
+        off=$(pyver_run "$v")
+      fi
+      echo "$off $on" | awk -v i="$i" -v v="$v" '{printf "  python %s pair %d: cpu %.3fs / %.3fs (without / with)\n", v, i, $1, $2}'
+      echo "$off $on" | awk '{print ($1 > 0 ? $2 / $1 : 0)}' >>"$W/pyver_ratios"
+    done
+    printf "python %s slowdown (median cpu ratio with/without): %.4f (target <= 1.01)\n" "$v" \
+      "$(median <"$W/pyver_ratios")"
+    # The daemon's CPU with every CPU in this version.
+    start_daemon -v --ebpf=99 --ebpf-period 2; sleep "$SETTLE"
+    spin=()
+    for k in $(seq 1 "$(nproc)"); do
+      (end=$(($(date +%s) + SECS + 2)); while [ "$(date +%s)" -lt "$end" ]; do pyver_run "$v" >/dev/null; done) &
+      spin+=($!)
+    done
+    sleep 1
+    c0=$(cpu_ns "$PID"); sleep "$SECS"; c1=$(cpu_ns "$PID")
+    wait "${spin[@]}" 2>/dev/null
+    sleep 3
+    ok_named=$(grep "ebpf: period:" "$W/daemon.log" | tail -1 | grep -o '[0-9]* Python frames ([0-9]* unreadable)' |
+      awk '{f = $1; u = substr($4, 2)} END {if (f) printf "%.1f%% of %d Python frames named", 100 * (f - u) / f, f; else print "no Python frames"}')
+    stop_daemon
+    awk -v a="$c0" -v b="$c1" -v s="$SECS" -v v="$v" -v n="$ok_named" \
+      'BEGIN {printf "daemon, every CPU in python %s: cpu %.2f%% of one core; %s\n", v, (b - a) / 1e9 / s * 100, n}'
+    [ -n "$r" ] && rm -rf "${r:?}/tmp/$d"
+  done
+}
+if [ "$ONLY" = pyver ]; then pyver_cost; exit 0; fi

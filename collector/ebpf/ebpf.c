@@ -542,11 +542,11 @@ interp_frame(struct ebpf_sampler *e, struct proc *p, const struct prof_sample *s
 	return python_frame(e->py, p, s->py, n, i, f);
 }
 
-/* Whether func is the native frame s's interpreter frames replace. */
+/* Whether native frame f of p is the one s's interpreter frames replace. */
 static bool
-interp_is_eval(const struct prof_sample *s, const char *func)
+interp_is_eval(const struct prof_sample *s, const struct proc *p, const struct frame *f)
 {
-	return (s->py_flags & PROF_RB_FRAMES) ? ruby_is_vm(func) : python_is_eval(func);
+	return (s->py_flags & PROF_RB_FRAMES) ? ruby_is_vm(f->func) : python_is_eval_frame(p, f);
 }
 
 /*
@@ -756,7 +756,7 @@ handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_samp
 			miss = exact ? a : a - 1;
 			break;
 		}
-		if (pi < pn && interp_is_eval(s, f.func)) {
+		if (pi < pn && interp_is_eval(s, p, &f)) {
 			/* Ruby's instruction loop, just below rb_vm_exec: its frames stand for it. */
 			if (core && n > 0)
 				n--;
@@ -784,7 +784,7 @@ handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_samp
 			}
 			continue;
 		}
-		if (py_cut && pi >= pn && interp_is_eval(s, f.func)) {
+		if (py_cut && pi >= pn && interp_is_eval(s, p, &f)) {
 			/* This run's Python frames were not read (too deep, or unreadable). */
 			py_marker(&f, s);
 			py_cut = false;
@@ -803,7 +803,7 @@ handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_samp
 		 */
 		core = p->rb && (f.func == NULL || ruby_is_core(f.func));
 		/* Not the evaluation loop: it stands for Python frames when there are some. */
-		if (f.file && f.file[0] == '/' && !python_is_eval(f.func) && !ruby_is_vm(f.func) &&
+		if (f.file && f.file[0] == '/' && !python_is_eval_frame(p, &f) && !ruby_is_vm(f.func) &&
 		    !ruby_is_core(f.func))
 			fcache_put(e, cp, svc, p->serial, p->maps_gen, f.addr, li,
 			    f.func != NULL);

@@ -9,9 +9,11 @@
  * 1.24), come from the executable's DWARF when it has some (go build keeps
  * it unless -ldflags=-w): runtime.g, runtime.m, runtime.hmap and
  * bucket<string,string>, and labelMap's Go kind (DW_AT_go_kind: map or
- * struct). A binary without DWARF gets the offsets of its Go version (from
- * .go.buildinfo) for the map layout, Go 1.17 to 1.23; a stripped binary of a
- * later Go is left without labels rather than read with guessed offsets.
+ * struct, whose LabelSet, list slice and label pair must be laid out as
+ * the walk reads them). A binary without DWARF gets the offsets of its Go
+ * version (from .go.buildinfo): the map layout for Go 1.17 to 1.23, the
+ * slice for 1.24; a stripped binary of a later Go is left without labels
+ * rather than read with guessed offsets.
  * The result is kept per file (device, inode, build id; without a build id
  * also size and mtime), negative ones too: every new process on the host
  * asks.
@@ -284,7 +286,12 @@ elf_read_vaddr(void *arg, uint64_t vaddr, void *dst, size_t n)
 /* What the DWARF says: a bit per field found. */
 enum {
 	F_G_M = 1, F_G_LABELS = 2, F_M_CURG = 4, F_HMAP = 8, F_BUCKET = 16, F_KIND = 32,
+	/* Go 1.24's labelMap: struct { LabelSet } at 0, LabelSet struct { list []label } */
+	F_LM_SET = 64, F_LSET = 128, F_LSLICE = 256, F_LABEL = 512,
 };
+#define F_RUNTIME	(F_G_M | F_G_LABELS | F_M_CURG | F_KIND)
+#define F_MAP		(F_RUNTIME | F_HMAP | F_BUCKET)
+#define F_SLICE		(F_RUNTIME | F_LM_SET | F_LSET | F_LSLICE | F_LABEL)
 
 struct dwfind {
 	struct go_proc	 v;
@@ -318,11 +325,24 @@ member_off(Dwarf_Die *die, const char *name, uint16_t *off)
 	return -ENOENT;
 }
 
+/* A struct die's DW_AT_byte_size, 0 if none. */
+static uint64_t
+byte_size(Dwarf_Die *die)
+{
+	Dwarf_Attribute a;
+	Dwarf_Word w;
+
+	if (dwarf_attr(die, DW_AT_byte_size, &a) == NULL || dwarf_formudata(&a, &w) != 0)
+		return 0;
+	return w;
+}
+
 static void
 dw_type(struct dwfind *f, Dwarf_Die *die, const char *name)
 {
 	Dwarf_Attribute a;
 	Dwarf_Word w;
+	uint16_t o, o2;
 
 	if (strcmp(name, "runtime.g") == 0) {
 		if (member_off(die, "m", &f->v.g_m) == 0)
@@ -352,6 +372,21 @@ dw_type(struct dwfind *f, Dwarf_Die *die, const char *name)
 		}
 		if (dwarf_attr(die, DW_AT_byte_size, &a) != NULL && dwarf_formudata(&a, &w) == 0)
 			f->lm_size = w;
+		if (member_off(die, "LabelSet", &o) == 0 && o == 0)
+			f->found |= F_LM_SET;
+	} else if (strcmp(name, "runtime/pprof.LabelSet") == 0) {
+		if (byte_size(die) == 24 && member_off(die, "list", &o) == 0 && o == 0)
+			f->found |= F_LSET;
+	} else if (strcmp(name, "[]runtime/pprof.label") == 0) {
+		/* The slice header the walk reads: the array, then the length. */
+		if (member_off(die, "array", &o) == 0 && o == 0 &&
+		    member_off(die, "len", &o2) == 0 && o2 == 8)
+			f->found |= F_LSLICE;
+	} else if (strcmp(name, "runtime/pprof.label") == 0) {
+		/* A pair as the walk reads it: key {ptr, len} at 0, value at 16. */
+		if (byte_size(die) == 32 && member_off(die, "key", &o) == 0 && o == 0 &&
+		    member_off(die, "value", &o2) == 0 && o2 == 16)
+			f->found |= F_LABEL;
 	}
 }
 
@@ -362,7 +397,7 @@ dw_type(struct dwfind *f, Dwarf_Die *die, const char *name)
 static int
 dw_offsets(Elf *e, size_t shstrndx, struct dwfind *f)
 {
-	const unsigned all = F_G_M | F_G_LABELS | F_M_CURG | F_HMAP | F_BUCKET | F_KIND;
+
 	Dwarf_Off off = 0, next;
 	size_t hsize, dies = 0, size = 0;
 	Elf_Scn *scn = NULL;
@@ -393,7 +428,7 @@ dw_offsets(Elf *e, size_t shstrndx, struct dwfind *f)
 		budget_release(size);
 		return -ENOENT;
 	}
-	while ((f->found & all) != all && dies < MAX_DIES &&
+	while ((f->found & F_MAP) != F_MAP && (f->found & F_SLICE) != F_SLICE && dies < MAX_DIES &&
 	    dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
 		Dwarf_Die cu, d;
 
@@ -414,12 +449,25 @@ dw_offsets(Elf *e, size_t shstrndx, struct dwfind *f)
 	return 0;
 }
 
-/* Go 1.17 to 1.23 on x86-64, for binaries without DWARF: the map layout. */
+/*
+ * Go 1.17 to 1.24 on x86-64, for binaries without DWARF: the map layout
+ * up to 1.23, 1.24's slice of pairs (what the DWARF of a go1.24.4 build
+ * says: runtime.g's m at 48, labels at 352, runtime.m's curg at 192;
+ * runtime/pprof.labelMap a struct whose LabelSet's list []label is at 0,
+ * a label 32 bytes, key then value).
+ */
 static int
 table_offsets(int minor, struct go_proc *v)
 {
-	if (minor < 17 || minor > 23)
+	if (minor < 17 || minor > 24)
 		return -ENOTSUP;
+	if (minor == 24) {
+		v->g_m = 48;
+		v->m_curg = 192;
+		v->g_labels = 352;
+		v->layout = GO_LAYOUT_SLICE;
+		return 0;
+	}
 	v->g_m = 48;
 	v->m_curg = 192;
 	v->g_labels = minor <= 20 ? 360 : minor <= 22 ? 344 : 352;
@@ -532,7 +580,8 @@ file_examine(const struct proc_mapping *m, int fd, struct go_proc *v)
 		if (f.kind == GO_KIND_MAP && (f.found & (F_HMAP | F_BUCKET)) ==
 		    (F_HMAP | F_BUCKET))
 			v->layout = GO_LAYOUT_MAP;
-		else if (f.kind == GO_KIND_STRUCT && f.lm_size == 24)
+		else if (f.kind == GO_KIND_STRUCT && f.lm_size == 24 &&
+		    (f.found & F_SLICE) == F_SLICE)
 			v->layout = GO_LAYOUT_SLICE;	/* the struct is the slice alone */
 		else {
 			rc = -ENOTSUP;

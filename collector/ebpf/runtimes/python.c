@@ -1,33 +1,47 @@
 /*
  * python: CPython frames for the eBPF sampler (see python.h).
  *
- * Layouts, per minor version, of what is read (offsets in bytes, x86-64):
+ * Layouts, per minor version, of what is read (offsets in bytes, x86-64).
+ * 3.11 and 3.12 are this table's (struct pyver, one row each); 3.13 on, each
+ * process's own _Py_DebugOffsets says where its fields are (see
+ * debug_layouts): the 3.13 and 3.14 columns are what Debian's builds say.
  *
- *                                 3.11   3.12   3.13
- *   _PyRuntime.interpreters.head    40     40    632
- *   PyInterpreterState.threads.head 16     72   7344
- *   PyThreadState.next               8      8      8
- *   PyThreadState.thread_id        152    136    152
- *   PyThreadState.cframe            56     56      -
- *   PyThreadState.current_frame      -      -     72
- *   _PyCFrame.current_frame          8      0      -
- *   _PyInterpreterFrame.f_code      32      0      0   (3.13: f_executable)
- *   _PyInterpreterFrame.previous    48      8      8
- *   _PyInterpreterFrame.prev_instr  56     56     56   (3.13: instr_ptr)
- *   _PyInterpreterFrame.is_entry    68      -      -
- *   _PyInterpreterFrame.owner       69     70     70   (3 = a C-stack shim, 3.12+)
- *   PyCodeObject.ob_type             8      8      8
- *   PyCodeObject.ob_size            16     16     16   (code units)
- *   PyCodeObject.co_firstlineno     72     68     68   (int)
- *   PyCodeObject.co_filename       112    112    112
- *   PyCodeObject.co_name           120    120    120
- *   PyCodeObject.co_qualname       128    128    128
- *   PyCodeObject.co_linetable      136    136    136   (bytes)
- *   PyCodeObject.co_code_adaptive  184    192    200   (the code units, inline)
+ *                                 3.11   3.12   3.13   3.14
+ *   _PyRuntime.interpreters.head    40     40    632    808
+ *   PyInterpreterState.threads.head 16     72   7344   7344
+ *   PyThreadState.next               8      8      8      8
+ *   PyThreadState.thread_id        152    136    152    152
+ *   PyThreadState.cframe            56     56      -      -
+ *   PyThreadState.current_frame      -      -     72     72
+ *   _PyCFrame.current_frame          8      0      -      -
+ *   _PyInterpreterFrame.f_code      32      0      0      0   (3.13: f_executable;
+ *                                                               3.14: a _PyStackRef,
+ *                                                               tag in its low bits)
+ *   _PyInterpreterFrame.previous    48      8      8      8
+ *   _PyInterpreterFrame.prev_instr  56     56     56     56   (3.13: instr_ptr)
+ *   _PyInterpreterFrame.is_entry    68      -      -      -
+ *   _PyInterpreterFrame.owner       69     70     70     74   (3 and up: the shim
+ *                                                               frame of an entry to
+ *                                                               the evaluation loop)
+ *   PyCodeObject.ob_type             8      8      8      8
+ *   PyCodeObject.ob_size            16     16     16     16   (code units)
+ *   PyCodeObject.co_firstlineno     72     68     68     68   (int)
+ *   PyCodeObject.co_filename       112    112    112    112
+ *   PyCodeObject.co_name           120    120    120    120
+ *   PyCodeObject.co_qualname       128    128    128    128
+ *   PyCodeObject.co_linetable      136    136    136    136   (bytes)
+ *   PyCodeObject.co_code_adaptive  184    192    200    208   (the code units, inline)
  *   PyASCIIObject: length 16, state 32 (kind bits 2-4, compact 5, ascii 6);
  *     data of a compact ASCII string at 48 (3.11) / 40; of another compact
  *     one at 72 (3.11) / 56, in its kind (1, 2 or 4 bytes a character)
  *   PyBytesObject: ob_size 16, data 32
+ *
+ * The code object fields named above at fixed places (type, size, file,
+ * names, line table) are where every version has them; a process whose
+ * debug offsets put them elsewhere is refused, as is a version neither the
+ * table nor debug_layouts knows (3.10 and older, 3.15 on), a free-threaded
+ * build, or debug offsets that make no sense: once per process, with a log
+ * line naming the version.
  *
  * A code object read for a sample is checked first: its type must be the
  * process's PyCode_Type, its name the one the BPF program saw in it at the
@@ -62,6 +76,8 @@
 #include <unistd.h>
 
 #include <bpf/bpf.h>
+#include <dwarf.h>
+#include <elfutils/libdw.h>
 
 #include "base.h"
 #include "codecache.h"
@@ -98,13 +114,12 @@ struct pyver {
 	uint16_t	 str_ascii, str_compact;
 };
 
+/* CPython 3.11 and 3.12; 3.13 on, each process's _Py_DebugOffsets. */
 static const struct pyver versions[] = {
 	{ 11, { 0, 40, 16, 8, 152, 56, 8, 32, 48, 56, 69, 68, 128, 0xff, { 0 } },
 	    72, 184, 48, 72 },
 	{ 12, { 0, 40, 72, 8, 136, 56, 0, 0, 8, 56, 70, PY_OFF_NONE, 128, 3, { 0 } },
 	    68, 192, 40, 56 },
-	{ 13, { 0, 632, 7344, 8, 152, 72, PY_OFF_NONE, 0, 8, 56, 70, PY_OFF_NONE, 128, 3, { 0 } },
-	    68, 200, 40, 56 },
 };
 
 /* Offsets in the code object header (CODE_HDR bytes) that identify it. */
@@ -131,10 +146,23 @@ struct pycode {
 	int64_t		 checked;	/* monotonic ns: the code was there then (or later) */
 };
 
+/*
+ * Code of the evaluation loop outside its symbol's extent (ELF addresses of
+ * the interpreter file; see eval_parts).
+ */
+#define EVAL_PARTS	4
+
+struct evalparts {
+	uint64_t	 lo[EVAL_PARTS], hi[EVAL_PARTS];
+	size_t		 n;
+};
+
 /* What the sampler knows of one Python process; p->py. */
 struct pyproc {
-	const struct pyver *v;
+	const struct pyver *v;		/* &ver; NULL: refused (see python_check) */
+	struct pyver	 ver;
 	uint64_t	 code_type;	/* address of PyCode_Type */
+	struct evalparts eval;		/* in p's addresses */
 	struct cc_table	 cache;		/* its struct pycode, CACHE_SLOTS */
 };
 
@@ -145,6 +173,7 @@ struct pyfile {
 	uint64_t	 dev, ino;
 	char		 build_id[41];
 	uint64_t	 vals[3];
+	struct evalparts parts;
 	bool		 used;
 };
 
@@ -161,6 +190,8 @@ struct python {
 	int64_t		 sample_ns;	/* the sample's time (bpf_ktime_get_ns: monotonic) */
 	/* decoding line tables: CPU time spent and allowed this period */
 	int64_t		 lines_cpu_ns, lines_cpu_max;
+	/* the versions refused so far, told once each: bit minor of [major & 3] */
+	uint64_t	 refused_told[4];
 	uint64_t	 unlined;	/* frames named without their line (budget, room) */
 };
 
@@ -278,12 +309,189 @@ elf_dynsyms(const struct proc_mapping *m, const char *const *names, uint64_t *va
 }
 
 /*
+ * The FDE covering ELF address a, from .eh_frame_hdr's sorted table (the
+ * layout GNU ld writes: table of datarel sdata4 pairs, FDEs with pcrel
+ * sdata4 addresses): its extent [*lo, *hi). -ENOENT otherwise.
+ */
+static int
+fde_extent(Elf *e, uint64_t a, uint64_t *lo, uint64_t *hi)
+{
+	Elf_Scn *scn = NULL;
+	Elf_Data *hd = NULL, *fd = NULL;
+	uint64_t haddr = 0, faddr = 0, fde;
+	GElf_Shdr sh;
+	size_t shstr, n, first, cnt;
+	const uint8_t *h;
+	int32_t loc, off, begin;
+	uint32_t range, c32;
+
+	if (elf_getshdrstrndx(e, &shstr) != 0)
+		return -ENOENT;
+	while ((scn = elf_nextscn(e, scn)) != NULL) {
+		const char *nm;
+
+		if (gelf_getshdr(scn, &sh) == NULL || sh.sh_type != SHT_PROGBITS ||
+		    (nm = elf_strptr(e, shstr, sh.sh_name)) == NULL)
+			continue;
+		if (strcmp(nm, ".eh_frame_hdr") == 0) {
+			hd = elf_getdata(scn, NULL);
+			haddr = sh.sh_addr;
+		} else if (strcmp(nm, ".eh_frame") == 0) {
+			fd = elf_getdata(scn, NULL);
+			faddr = sh.sh_addr;
+		}
+	}
+	if (hd == NULL || fd == NULL || hd->d_buf == NULL || fd->d_buf == NULL || hd->d_size < 12)
+		return -ENOENT;
+	h = hd->d_buf;
+	if (h[0] != 1 || h[1] != 0x1b || h[2] != 0x03 || h[3] != 0x3b)
+		return -ENOENT;
+	memcpy(&c32, h + 8, 4);
+	cnt = c32;
+	if (cnt == 0 || 12 + cnt * 8 > hd->d_size)
+		return -ENOENT;
+	/* The last entry starting at or before a. */
+	first = 0;
+	n = cnt;
+	while (n > 0) {
+		size_t half = n / 2;
+
+		memcpy(&loc, h + 12 + (first + half) * 8, 4);
+		if (haddr + (int64_t)loc <= a) {
+			first += half + 1;
+			n -= half + 1;
+		} else {
+			n = half;
+		}
+	}
+	if (first == 0)
+		return -ENOENT;
+	memcpy(&loc, h + 12 + (first - 1) * 8, 4);
+	memcpy(&off, h + 12 + (first - 1) * 8 + 4, 4);
+	fde = haddr + (int64_t)off;
+	if (fde < faddr || fde - faddr + 16 > fd->d_size)
+		return -ENOENT;
+	memcpy(&begin, (const uint8_t *)fd->d_buf + (fde - faddr) + 8, 4);
+	memcpy(&range, (const uint8_t *)fd->d_buf + (fde - faddr) + 12, 4);
+	/* Another encoding than assumed shows as another start. */
+	if (fde + 8 + (int64_t)begin != haddr + (int64_t)loc)
+		return -ENOENT;
+	*lo = haddr + (int64_t)loc;
+	*hi = *lo + range;
+	return a < *hi ? 0 : -ENOENT;
+}
+
+/*
+ * Where the evaluation loop's code lies outside its symbol: GCC's hot/cold
+ * split moves part of a function into an FDE of its own, unnamed in the
+ * dynamic symbols (Debian's CPython 3.14 runs most of its loop there, the
+ * symbol being its 1 KB entry). Those parts are the FDEs that
+ * _PyEval_EvalFrameDefault jumps (jmp, jcc) into, out of its extent, whose
+ * first instruction does not find its frame as a function's does (CFA
+ * rsp + 8): it goes on with the frame of the function it is part of.
+ * Nothing is found (parts->n 0) where anything is unclear.
+ */
+static void
+eval_parts(const struct proc_mapping *m, struct evalparts *parts)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	GElf_Sym sym = { 0 };
+	Dwarf_CFI *cfi = NULL;
+	const uint8_t *b = NULL;
+	bool found = false;
+	Elf *e;
+	size_t i;
+	int fd;
+
+	memset(parts, 0, sizeof(*parts));
+	if ((fd = proctab_open_mapping(m)) < 0)
+		return;
+	if ((e = elf_begin(fd, ELF_C_READ_MMAP, NULL)) == NULL)
+		goto out;
+	while (!found && (scn = elf_nextscn(e, scn)) != NULL) {
+		Elf_Data *d;
+		size_t k, cnt;
+
+		if (gelf_getshdr(scn, &sh) == NULL || sh.sh_type != SHT_DYNSYM ||
+		    sh.sh_entsize == 0 || (d = elf_getdata(scn, NULL)) == NULL)
+			continue;
+		cnt = sh.sh_size / sh.sh_entsize;
+		for (k = 0; k < cnt && !found; k++) {
+			const char *nm;
+
+			found = gelf_getsym(d, (int)k, &sym) != NULL && sym.st_shndx != SHN_UNDEF &&
+			    (nm = elf_strptr(e, sh.sh_link, sym.st_name)) != NULL &&
+			    strcmp(nm, "_PyEval_EvalFrameDefault") == 0;
+		}
+	}
+	if (!found || sym.st_size < 6 || sym.st_size > (1u << 20))
+		goto out;
+	/* Its bytes, in the section holding it. */
+	for (scn = NULL; b == NULL && (scn = elf_nextscn(e, scn)) != NULL; ) {
+		Elf_Data *d;
+
+		if (gelf_getshdr(scn, &sh) == NULL || sh.sh_type != SHT_PROGBITS ||
+		    !(sh.sh_flags & SHF_EXECINSTR) || sym.st_value < sh.sh_addr ||
+		    sym.st_value + sym.st_size > sh.sh_addr + sh.sh_size)
+			continue;
+		if ((d = elf_getdata(scn, NULL)) != NULL && d->d_buf != NULL &&
+		    d->d_size >= sym.st_value - sh.sh_addr + sym.st_size)
+			b = (const uint8_t *)d->d_buf + (sym.st_value - sh.sh_addr);
+		break;
+	}
+	if (b == NULL || (cfi = dwarf_getcfi_elf(e)) == NULL)
+		goto out;
+	for (i = 0; i + 5 <= sym.st_size && parts->n < EVAL_PARTS; i++) {
+		uint64_t t, lo, hi;
+		Dwarf_Frame *fr = NULL;
+		Dwarf_Op *ops;
+		size_t nops, k, len;
+		int32_t rel;
+		bool fnlike = true, known = false;
+
+		if (b[i] == 0xe9)
+			len = 5;
+		else if (b[i] == 0x0f && (b[i + 1] & 0xf0) == 0x80 && i + 6 <= sym.st_size)
+			len = 6;
+		else
+			continue;
+		memcpy(&rel, b + i + len - 4, 4);
+		t = sym.st_value + i + len + (int64_t)rel;
+		if ((t >= sym.st_value && t < sym.st_value + sym.st_size) ||
+		    t < sh.sh_addr || t >= sh.sh_addr + sh.sh_size)
+			continue;
+		if (fde_extent(e, t, &lo, &hi) < 0 || hi - lo > (4u << 20))
+			continue;
+		for (k = 0; k < parts->n; k++)
+			known |= parts->lo[k] == lo;
+		if (known || (lo < sym.st_value + sym.st_size && hi > sym.st_value))
+			continue;
+		if (dwarf_cfi_addrframe(cfi, lo, &fr) == 0 &&
+		    dwarf_frame_cfa(fr, &ops, &nops) == 0)
+			fnlike = nops == 1 && ops[0].atom == DW_OP_bregx && ops[0].number == 7 &&
+			    ops[0].number2 == 8;
+		free(fr);
+		if (fnlike)
+			continue;
+		parts->lo[parts->n] = lo;
+		parts->hi[parts->n++] = hi;
+	}
+out:
+	if (cfi)
+		dwarf_cfi_end(cfi);
+	if (e)
+		elf_end(e);
+	close(fd);
+}
+
+/*
  * python_check's symbols of m's file: read once per file (dev, inode, build
  * id), since every new process of the same interpreter asks again.
  */
 static int
 file_dynsyms(struct python *py, const struct proc_mapping *m, const char *const *names,
-    uint64_t vals[3])
+    uint64_t vals[3], struct evalparts *parts)
 {
 	struct pyfile *f;
 	size_t i;
@@ -293,11 +501,13 @@ file_dynsyms(struct python *py, const struct proc_mapping *m, const char *const 
 		if (f->used && f->dev == m->dev && f->ino == m->ino &&
 		    strcmp(f->build_id, m->build_id) == 0) {
 			memcpy(vals, f->vals, sizeof(f->vals));
+			*parts = f->parts;
 			return 0;
 		}
 	}
 	if (elf_dynsyms(m, names, vals, 3) < 0)
 		return -ENOENT;
+	eval_parts(m, parts);
 	/* A file without a build id may be rewritten in place: not remembered. */
 	if (m->build_id[0] == '\0')
 		return 0;
@@ -307,45 +517,148 @@ file_dynsyms(struct python *py, const struct proc_mapping *m, const char *const 
 	f->ino = m->ino;
 	snprintf(f->build_id, sizeof(f->build_id), "%s", m->build_id);
 	memcpy(f->vals, vals, sizeof(f->vals));
+	f->parts = *parts;
 	f->used = true;
 	return 0;
 }
 
 /*
- * CPython 3.13 starts _PyRuntime with its own offsets for debuggers
- * (_Py_DebugOffsets): the cookie "xdebugpy", the version, then u64 offsets.
- * Those we use must be the table's, or the process is left alone.
- *
- *   offset  field                                  offset  field
- *   40      runtime_state.interpreters_head        248     interpreter_frame.instr_ptr
- *   72      interpreter_state.threads_head         264     interpreter_frame.owner
- *   168     thread_state.next                      280     code_object.filename
- *   184     thread_state.current_frame             296     code_object.qualname
- *   192     thread_state.thread_id                 304     code_object.linetable
- *   232     interpreter_frame.previous             312     code_object.firstlineno
- *   240     interpreter_frame.executable           344     code_object.co_code_adaptive
+ * Where _Py_DebugOffsets, at the start of _PyRuntime from 3.13 on, holds
+ * each offset used here: the cookie "xdebugpy" at 0, PY_VERSION_HEX at 8,
+ * free_threaded at 16, then u64 offsets grouped by structure. The groups
+ * grow between minor versions (3.14 added threads_main, the code object and
+ * bytecode generations, the frame's stackpointer and tlbc_index, co_tlbc,
+ * a set object group...), so each known minor version has its row; as
+ * CPython's own remote debugger and py-spy do, nothing is guessed for
+ * another.
  */
-static bool
-debug_offsets_agree(struct python *py, const struct proc *p, uint64_t runtime,
-    const struct pyver *v)
+struct pydbg {
+	int		 minor;
+	uint16_t	 rt_interp, interp_threads;
+	uint16_t	 ts_next, ts_frame, ts_thread_id;
+	uint16_t	 fr_previous, fr_executable, fr_instr, fr_owner;
+	uint16_t	 co_filename, co_qualname, co_linetable, co_firstlineno, co_code;
+	uint16_t	 ob_type, u_state, u_length, u_ascii_size;
+};
+
+static const struct pydbg debug_layouts[] = {
+	{ 13, 40, 72, 168, 184, 192, 232, 240, 248, 264,
+	    280, 296, 304, 312, 344, 360, 544, 552, 560 },
+	{ 14, 40, 72, 192, 208, 216, 256, 264, 272, 288,
+	    320, 336, 344, 352, 384, 408, 624, 632, 640 },
+};
+
+#define DBG_READ	656	/* bytes of _Py_DebugOffsets read: past every row's fields */
+#define DBG_MAX_OFF	0x8000	/* a structure offset beyond: not believed */
+
+/*
+ * Fill v (minor set) from the _Py_DebugOffsets at runtime in p: 0; -EAGAIN
+ * if it could not be read (try again later); -EINVAL with *why set if this
+ * process is to be left alone.
+ */
+static int
+debug_offsets_read(struct python *py, const struct proc *p, uint64_t runtime,
+    struct pyver *v, const char **why)
 {
-	const struct { uint16_t at; uint64_t want; } f[] = {
-		{ 40, v->off.rt_interp }, { 72, v->off.interp_threads },
-		{ 168, v->off.ts_next }, { 184, v->off.ts_frame },
-		{ 192, v->off.ts_thread_id }, { 232, v->off.fr_previous },
-		{ 240, v->off.fr_code }, { 248, v->off.fr_instr }, { 264, v->off.fr_owner },
-		{ 280, CO_FILENAME }, { 296, CO_QUALNAME }, { 304, CO_LINETABLE },
-		{ 312, v->co_firstlineno }, { 344, v->co_code },
-	};
-	uint8_t d[352];
+	const struct pydbg *l = NULL;
+	uint64_t o[19], dver;
+	uint8_t d[DBG_READ];
 	size_t i;
 
-	if (mem_read(py, p, runtime, d, sizeof(d)) < 0 || memcmp(d, "xdebugpy", 8) != 0)
-		return false;
-	for (i = 0; i < sizeof(f) / sizeof(f[0]); i++)
-		if (rd64(d, f[i].at) != f[i].want)
-			return false;
-	return true;
+	for (i = 0; i < sizeof(debug_layouts) / sizeof(debug_layouts[0]); i++)
+		if (debug_layouts[i].minor == v->minor)
+			l = &debug_layouts[i];
+	*why = "its _Py_DebugOffsets layout is not known";
+	if (l == NULL)
+		return -EINVAL;
+	if (mem_read(py, p, runtime, d, sizeof(d)) < 0)
+		return -EAGAIN;
+	dver = rd64(d, 8);
+	*why = "_PyRuntime does not start with _Py_DebugOffsets";
+	if (memcmp(d, "xdebugpy", 8) != 0 || ((dver >> 24) & 0xff) != 3 ||
+	    (int)((dver >> 16) & 0xff) != v->minor)
+		return -EINVAL;
+	*why = "a free-threaded build";
+	if (rd64(d, 16) != 0)
+		return -EINVAL;
+	o[0] = rd64(d, l->rt_interp);
+	o[1] = rd64(d, l->interp_threads);
+	o[2] = rd64(d, l->ts_next);
+	o[3] = rd64(d, l->ts_frame);
+	o[4] = rd64(d, l->ts_thread_id);
+	o[5] = rd64(d, l->fr_previous);
+	o[6] = rd64(d, l->fr_executable);
+	o[7] = rd64(d, l->fr_instr);
+	o[8] = rd64(d, l->fr_owner);
+	o[9] = rd64(d, l->co_filename);
+	o[10] = rd64(d, l->co_qualname);
+	o[11] = rd64(d, l->co_linetable);
+	o[12] = rd64(d, l->co_firstlineno);
+	o[13] = rd64(d, l->co_code);
+	o[14] = rd64(d, l->ob_type);
+	o[15] = rd64(d, l->u_state);
+	o[16] = rd64(d, l->u_length);
+	o[17] = rd64(d, l->u_ascii_size);
+	*why = "its debug offsets make no sense";
+	for (i = 0; i < 5; i++)
+		if (o[i] >= DBG_MAX_OFF)
+			return -EINVAL;
+	/* The frame's fields lie in what the BPF program reads of a frame. */
+	for (i = 5; i < 8; i++)
+		if (o[i] > PY_FRAME_READ - 8)
+			return -EINVAL;
+	if (o[8] >= PY_FRAME_READ || o[12] > CODE_HDR - 4 || o[13] < CODE_HDR ||
+	    o[13] >= DBG_MAX_OFF || o[17] < STR_HDR - 8 || o[17] > 128)
+		return -EINVAL;
+	*why = "its code or str objects are laid out otherwise than read";
+	if (o[9] != CO_FILENAME || o[10] != CO_QUALNAME || o[11] != CO_LINETABLE ||
+	    o[14] != CO_TYPE || o[15] != 32 || o[16] != 16)
+		return -EINVAL;
+	memset(&v->off, 0, sizeof(v->off));
+	v->off.rt_interp = (uint16_t)o[0];
+	v->off.interp_threads = (uint16_t)o[1];
+	v->off.ts_next = (uint16_t)o[2];
+	v->off.ts_frame = (uint16_t)o[3];
+	v->off.ts_thread_id = (uint16_t)o[4];
+	v->off.cframe_frame = PY_OFF_NONE;
+	v->off.fr_previous = (uint16_t)o[5];
+	v->off.fr_code = (uint16_t)o[6];
+	v->off.fr_instr = (uint16_t)o[7];
+	v->off.fr_owner = (uint16_t)o[8];
+	v->off.fr_entry = PY_OFF_NONE;
+	v->off.co_qualname = (uint16_t)o[10];
+	v->off.owner_cstack = 3;	/* 3.13: FRAME_OWNED_BY_CSTACK; 3.14: _INTERPRETER */
+	v->co_firstlineno = (uint16_t)o[12];
+	v->co_code = (uint16_t)o[13];
+	v->str_ascii = (uint16_t)o[17];
+	v->str_compact = (uint16_t)(o[17] + 16);	/* + utf8_length, utf8 */
+	return 0;
+}
+
+/*
+ * The layout of a CPython major.minor (ver: Py_Version) into v: 0; -EAGAIN
+ * (read again later); -EINVAL with *why: refused.
+ */
+static int
+python_layout(struct python *py, const struct proc *p, uint32_t ver, uint64_t runtime,
+    struct pyver *v, const char **why)
+{
+	size_t k;
+
+	memset(v, 0, sizeof(*v));
+	v->minor = (int)((ver >> 16) & 0xff);
+	*why = "not a version known";
+	if (((ver >> 24) & 0xff) != 3)
+		return -EINVAL;
+	if (v->minor >= 13)
+		return debug_offsets_read(py, p, runtime, v, why);
+	for (k = 0; k < sizeof(versions) / sizeof(versions[0]); k++) {
+		if (versions[k].minor == v->minor) {
+			*v = versions[k];
+			return 0;
+		}
+	}
+	return -EINVAL;
 }
 
 void
@@ -353,6 +666,7 @@ python_check(struct python *py, struct proc *p)
 {
 	static const char *const names[] = { "_PyRuntime", "PyCode_Type", "Py_Version" };
 	struct proc_mapping m;
+	struct evalparts parts;
 	uint64_t vals[3];
 	uint32_t ver = 0;
 	size_t i, k;
@@ -362,43 +676,56 @@ python_check(struct python *py, struct proc *p)
 	p->py_gen = p->maps_gen;
 	for (i = 0; proctab_mapping(p, i, &m) == 0; i++) {
 		struct pyproc *pp;
-		struct py_proc val;
+		const char *why = NULL;
+		unsigned major, minor;
+		int rc;
 
 		if (!interp_file(m.name))
 			continue;
-		if (file_dynsyms(py, &m, names, vals) < 0)
+		if (file_dynsyms(py, &m, names, vals, &parts) < 0)
 			continue;
 		if (vals[0] == 0 || vals[1] == 0 || vals[2] == 0)
 			continue;
 		if (mem_read(py, p, vals[2] + m.bias, &ver, sizeof(ver)) < 0)
 			return;
-		for (k = 0; k < sizeof(versions) / sizeof(versions[0]); k++)
-			if (((ver >> 24) & 0xff) == 3 && (int)((ver >> 16) & 0xff) == versions[k].minor)
-				break;
-		if (k == sizeof(versions) / sizeof(versions[0])) {
-			log_debug("ebpf: pid %u: CPython %u.%u: no frames of this version", p->pid,
-			    (ver >> 24) & 0xff, (ver >> 16) & 0xff);
-			return;
-		}
-		if (versions[k].minor >= 13 && !debug_offsets_agree(py, p, vals[0] + m.bias,
-		    &versions[k])) {
-			log_debug("ebpf: pid %u: CPython 3.%d: its debug offsets are not the ones "
-			    "known: no Python frames", p->pid, versions[k].minor);
-			return;
-		}
 		if ((pp = calloc(1, sizeof(*pp))) == NULL)
 			return;
-		pp->v = &versions[k];
+		major = (ver >> 24) & 0xff;
+		minor = (ver >> 16) & 0xff;
+		rc = python_layout(py, p, ver, vals[0] + m.bias, &pp->ver, &why);
+		if (rc == -EAGAIN) {
+			free(pp);
+			return;
+		}
+		if (rc < 0) {
+			/* Refused for good: p->py holds the refusal, so it is not looked at again. */
+			p->py = pp;
+			if (!(py->refused_told[major & 3] & (1ULL << (minor & 63))))
+				log_info("ebpf: pid %u: CPython %u.%u (%s): %s: no Python frames "
+				    "for this version", p->pid, major, minor, m.name, why);
+			else
+				log_debug("ebpf: pid %u: CPython %u.%u: %s: no Python frames",
+				    p->pid, major, minor, why);
+			py->refused_told[major & 3] |= 1ULL << (minor & 63);
+			return;
+		}
+		pp->v = &pp->ver;
 		pp->code_type = vals[1] + m.bias;
-		val = versions[k].off;
-		val.runtime = vals[0] + m.bias;
-		if (bpf_map_update_elem(py->procs_fd, &p->pid, &val, BPF_ANY) < 0) {
+		for (k = 0; k < parts.n; k++) {
+			pp->eval.lo[k] = parts.lo[k] + m.bias;
+			pp->eval.hi[k] = parts.hi[k] + m.bias;
+		}
+		pp->eval.n = parts.n;
+		pp->ver.off.runtime = vals[0] + m.bias;
+		if (bpf_map_update_elem(py->procs_fd, &p->pid, &pp->ver.off, BPF_ANY) < 0) {
 			log_debug("ebpf: pid %u: py_procs: %s", p->pid, strerror(errno));
 			free(pp);
 			return;
 		}
 		p->py = pp;
-		log_debug("ebpf: pid %u: CPython 3.%d in %s", p->pid, pp->v->minor, m.name);
+		log_debug("ebpf: pid %u: CPython %u.%u in %s (%s; %zu part(s) of the "
+		    "evaluation loop outside its symbol)", p->pid, major, minor, m.name,
+		    minor >= 13 ? "its debug offsets" : "the table", parts.n);
 		return;
 	}
 }
@@ -828,7 +1155,7 @@ python_read(struct python *py, struct proc *p, const struct prof_pyframe *fr, si
 	ssize_t got;
 	int64_t at;
 
-	if (py == NULL || n == 0)
+	if (py == NULL || n == 0 || p->py == NULL || ((struct pyproc *)p->py)->v == NULL)
 		return;
 	if (n > PROF_MAX_PYFRAMES)
 		n = PROF_MAX_PYFRAMES;
@@ -877,7 +1204,8 @@ python_frame(struct python *py, struct proc *p, const struct prof_pyframe *fr, s
 	f->file = "[python]";
 	f->build_id = "";
 	f->func = UNREADABLE;
-	if (py == NULL || pp == NULL || i >= n || i >= PROF_MAX_PYFRAMES || addr == 0)
+	if (py == NULL || pp == NULL || pp->v == NULL || i >= n || i >= PROF_MAX_PYFRAMES ||
+	    addr == 0)
 		return -EFAULT;
 	if (py->hdr_known[i]) {
 		/* Not read: its entry was checked after the sample, unless a frame before emptied it. */
@@ -932,6 +1260,22 @@ python_is_eval(const char *func)
 
 	return func && strncmp(func, eval, sizeof(eval) - 1) == 0 &&
 	    (func[sizeof(eval) - 1] == '\0' || func[sizeof(eval) - 1] == '.');
+}
+
+bool
+python_is_eval_frame(const struct proc *p, const struct frame *f)
+{
+	const struct pyproc *pp = p->py;
+	size_t k;
+
+	if (python_is_eval(f->func))
+		return true;
+	if (f->func != NULL || pp == NULL || pp->v == NULL)
+		return false;
+	for (k = 0; k < pp->eval.n; k++)
+		if (f->addr >= pp->eval.lo[k] && f->addr < pp->eval.hi[k])
+			return true;
+	return false;
 }
 
 void

@@ -1,7 +1,8 @@
 /*
  * python: CPython frames for the eBPF sampler. Finds the interpreter of a
  * process (the executable or libpython that exports _PyRuntime), its version
- * (Py_Version) and that version's layout (a table, CPython 3.11 to 3.13), and
+ * (Py_Version) and that version's layout (a table for CPython 3.11 and 3.12;
+ * from 3.13 on, the _Py_DebugOffsets the interpreter exports), and
  * gives the BPF program what it needs to read the sampled thread's frames
  * (the py_procs map). Names the code objects it reports, function
  * (file:line), from the process's memory (process_vm_readv), cached per
@@ -13,6 +14,7 @@
 #ifndef PROFILEFS_PYTHON_H
 #define PROFILEFS_PYTHON_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -72,5 +74,11 @@ struct python_stats {
 void		 python_get_stats(const struct python *py, struct python_stats *st);
 /* Whether func names the interpreter's evaluation loop (its frames replace it). */
 int		 python_is_eval(const char *func);
+/*
+ * Whether native frame f of p (as proctab_resolve named it) is the
+ * evaluation loop: by its name, or, unnamed, in a part of the loop's code
+ * that lies outside its symbol (a compiler's hot/cold split).
+ */
+bool		 python_is_eval_frame(const struct proc *p, const struct frame *f);
 
 #endif
