@@ -64,7 +64,7 @@
 #include <bpf/bpf.h>
 
 #include "base.h"
-#include "memread.h"
+#include "codecache.h"
 #include "python.h"
 #include "symbolize.h"
 
@@ -120,17 +120,14 @@ struct ltrow {
 	int32_t		 line;
 };
 
-enum { LINES_NOT_READ, LINES_READ, LINES_NONE };
-
+/*
+ * A code object's entry (codecache.h): e.name its qualified name, e.file its
+ * file (UTF-8), e.rows its decoded line table (struct ltrow).
+ */
 struct pycode {
-	uint64_t	 addr;		/* 0: free slot */
+	struct cc_entry	 e;
 	uint64_t	 type, size, filename, qualname, linetable;
 	int32_t		 firstlineno;
-	char		*name;		/* qualified name, UTF-8 */
-	char		*file;
-	struct ltrow	*rows;		/* the decoded line table */
-	uint32_t	 nrows;
-	uint8_t		 lines;		/* LINES_*; NONE: too big or unreadable */
 	int64_t		 checked;	/* monotonic ns: the code was there then (or later) */
 };
 
@@ -138,8 +135,7 @@ struct pycode {
 struct pyproc {
 	const struct pyver *v;
 	uint64_t	 code_type;	/* address of PyCode_Type */
-	struct pycode	*cache;		/* CACHE_SLOTS, allocated at the first frame */
-	size_t		 ncached;
+	struct cc_table	 cache;		/* its struct pycode, CACHE_SLOTS */
 };
 
 #define DYNSYM_CACHE	32	/* interpreter files whose symbols are remembered */
@@ -154,7 +150,7 @@ struct pyfile {
 
 struct python {
 	int		 procs_fd;
-	struct memreader *mr;		/* every read of a process's memory */
+	struct codecache *cc;		/* code objects, line tables, reads of a process's memory */
 	struct pyfile	 files[DYNSYM_CACHE];
 	size_t		 next_file;	/* the slot to reuse next */
 	/* the code object headers of the sample being named (python_read) */
@@ -163,11 +159,9 @@ struct python {
 	bool		 hdr_known[PROF_MAX_PYFRAMES];	/* not read: its entry was checked since */
 	int64_t		 hdr_at[PROF_MAX_PYFRAMES];	/* monotonic ns before the read */
 	int64_t		 sample_ns;	/* the sample's time (bpf_ktime_get_ns: monotonic) */
-	/* decoded line tables: bytes held; CPU time spent and allowed this period */
-	size_t		 lines_bytes;
+	/* decoding line tables: CPU time spent and allowed this period */
 	int64_t		 lines_cpu_ns, lines_cpu_max;
 	uint64_t	 unlined;	/* frames named without their line (budget, room) */
-	uint64_t	 decoded;	/* line tables decoded */
 };
 
 struct python *
@@ -179,7 +173,9 @@ python_create(int procs_fd)
 		return NULL;
 	py->procs_fd = procs_fd;
 	py->lines_cpu_max = 10 * LINES_CPU_NS_PER_S;
-	if ((py->mr = memread_create(MEM_DEADLINE_NS)) == NULL) {
+	if ((py->cc = codecache_create(&(struct codecache_conf){
+	    .entry_size = sizeof(struct pycode), .slots = CACHE_SLOTS, .addr_shift = 4,
+	    .mem_max = LINES_MEM, .deadline_ns = MEM_DEADLINE_NS })) == NULL) {
 		free(py);
 		return NULL;
 	}
@@ -190,36 +186,8 @@ void
 python_destroy(struct python *py)
 {
 	if (py)
-		memread_destroy(py->mr);
+		codecache_destroy(py->cc);
 	free(py);
-}
-
-static void
-code_clear(struct python *py, struct pycode *c)
-{
-	size_t rb = (size_t)c->nrows * sizeof(*c->rows);
-
-	free(c->name);
-	free(c->file);
-	if (c->rows) {
-		free(c->rows);
-		py->lines_bytes -= rb;
-		budget_release(rb);
-	}
-	memset(c, 0, sizeof(*c));
-}
-
-static void
-cache_clear(struct python *py, struct pyproc *pp)
-{
-	size_t i;
-
-	if (pp->cache == NULL)
-		return;
-	for (i = 0; i < CACHE_SLOTS; i++)
-		if (pp->cache[i].addr)
-			code_clear(py, &pp->cache[i]);
-	pp->ncached = 0;
 }
 
 void
@@ -230,8 +198,7 @@ python_forget(struct python *py, struct proc *p)
 	if (pp) {
 		if (py && !p->gone)
 			(void)bpf_map_delete_elem(py->procs_fd, &p->pid);
-		cache_clear(py, pp);
-		free(pp->cache);
+		codecache_forget(py ? py->cc : NULL, &pp->cache);
 		free(pp);
 	}
 	p->py = NULL;
@@ -241,12 +208,7 @@ python_forget(struct python *py, struct proc *p)
 static int
 mem_read(struct python *py, const struct proc *p, uint64_t addr, void *dst, size_t len)
 {
-	struct iovec l = { dst, len }, r = { (void *)(uintptr_t)addr, len };
-	ssize_t n = memread_readv(py->mr, (pid_t)p->pid, &l, &r, 1);
-
-	if (n < 0)
-		return (int)n;
-	return (size_t)n == len ? 0 : -EFAULT;
+	return codecache_read(py->cc, (pid_t)p->pid, addr, dst, len);
 }
 
 /* --- finding the interpreter --------------------------------------------- */
@@ -591,15 +553,15 @@ read_names(struct python *py, const struct pyproc *pp, const struct proc *p, str
 
 	if (c->qualname == 0 || c->filename == 0)
 		return -EFAULT;
-	if (memread_readv(py->mr, (pid_t)p->pid, l, r, 2) == (ssize_t)sizeof(b)) {
-		c->name = str_from(py, pp, p, c->qualname, b[0], sizeof(b[0]), MAX_NAME);
-		c->file = c->name ? str_from(py, pp, p, c->filename, b[1], sizeof(b[1]),
+	if (codecache_readv(py->cc, (pid_t)p->pid, l, r, 2) == (ssize_t)sizeof(b)) {
+		c->e.name = str_from(py, pp, p, c->qualname, b[0], sizeof(b[0]), MAX_NAME);
+		c->e.file = c->e.name ? str_from(py, pp, p, c->filename, b[1], sizeof(b[1]),
 		    MAX_PATH_CH) : NULL;
 	} else {
-		c->name = read_str(py, pp, p, c->qualname, MAX_NAME);
-		c->file = c->name ? read_str(py, pp, p, c->filename, MAX_PATH_CH) : NULL;
+		c->e.name = read_str(py, pp, p, c->qualname, MAX_NAME);
+		c->e.file = c->e.name ? read_str(py, pp, p, c->filename, MAX_PATH_CH) : NULL;
 	}
-	return c->name && c->file ? 0 : -EFAULT;
+	return c->e.name && c->e.file ? 0 : -EFAULT;
 }
 
 /* Fill c (addr, header fields taken) from p's memory: 0 or -errno. */
@@ -615,7 +577,7 @@ code_load(struct python *py, const struct pyproc *pp, const struct proc *p, stru
 	memcpy(&c->firstlineno, hdr + pp->v->co_firstlineno, sizeof(c->firstlineno));
 	if (read_names(py, pp, p, c) < 0)
 		return -EFAULT;
-	c->lines = LINES_NOT_READ;
+	c->e.lines = CC_LINES_NOT_READ;
 	return 0;
 }
 
@@ -626,17 +588,19 @@ code_load(struct python *py, const struct pyproc *pp, const struct proc *p, stru
 static void
 code_lines(struct python *py, const struct proc *p, struct pycode *c)
 {
+	struct pyproc *pp = p->py;
 	struct timespec t0, t1;
 	uint8_t b[LT_HDR + LT_AHEAD], *lt = NULL;
 	const uint8_t *d = NULL;
+	struct ltrow *rows;
+	uint32_t nrows;
 	uint64_t n = 0;
-	size_t rb;
 	bool ahead = false;
 
-	if (py->lines_cpu_ns >= py->lines_cpu_max || py->lines_bytes >= LINES_MEM)
+	if (py->lines_cpu_ns >= py->lines_cpu_max || codecache_lines_full(py->cc, &pp->cache))
 		return;
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
-	c->lines = LINES_NONE;
+	c->e.lines = CC_LINES_NONE;
 	/* The header and, most often, the whole table in one read; else the header alone. */
 	if ((ahead = mem_read(py, p, c->linetable, b, sizeof(b)) == 0) ||
 	    mem_read(py, p, c->linetable, b, LT_HDR) == 0)
@@ -648,19 +612,9 @@ code_lines(struct python *py, const struct proc *p, struct pycode *c)
 		    n) == 0)
 			d = lt;
 	}
-	if (d != NULL && python_linetable_decode(d, n, c->firstlineno, &c->rows, &c->nrows) == 0) {
-		rb = (size_t)c->nrows * sizeof(*c->rows);
-		if (py->lines_bytes + rb > LINES_MEM || budget_reserve(rb) < 0) {
-			free(c->rows);
-			c->rows = NULL;
-			c->nrows = 0;
-			c->lines = LINES_NOT_READ;	/* no room now */
-		} else {
-			py->lines_bytes += rb;
-			c->lines = LINES_READ;
-			py->decoded++;
-		}
-	}
+	if (d != NULL && python_linetable_decode(d, n, c->firstlineno, &rows, &nrows) == 0)
+		(void)codecache_lines_keep(py->cc, &pp->cache, &c->e, rows, nrows,
+		    sizeof(*rows));
 	free(lt);
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
 	py->lines_cpu_ns += (t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec);
@@ -846,38 +800,16 @@ python_linetable_decode(const uint8_t *lt, size_t len, int32_t firstlineno,
 int64_t
 python_lines_lookup(const struct ltrow *rows, uint32_t n, uint64_t idx)
 {
-	uint32_t lo = 0, hi = n;
+	uint32_t k = codecache_lines_find(rows, n, sizeof(*rows), idx);
 
-	/* The first row ending past idx. */
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (rows[mid].end <= idx)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < n ? rows[lo].line : 0;
+	return k < n ? rows[k].line : 0;
 }
 
 /* The cache entry of the code object at addr, or NULL. */
 static struct pycode *
-cache_find(struct pyproc *pp, uint64_t addr)
+cache_find(struct python *py, struct pyproc *pp, uint64_t addr)
 {
-	uint64_t h = (addr >> 4) * 0x9e3779b97f4a7c15ULL;
-	struct pycode *c;
-	size_t k;
-
-	if (pp == NULL || pp->cache == NULL || addr == 0)
-		return NULL;
-	for (k = 0; k < CACHE_SLOTS; k++) {
-		c = &pp->cache[(h + k) % CACHE_SLOTS];
-		if (c->addr == addr)
-			return c;
-		if (c->addr == 0)
-			break;
-	}
-	return NULL;
+	return pp ? (struct pycode *)codecache_find(py->cc, &pp->cache, addr) : NULL;
 }
 
 /* Whether c stands for frame fr of a sample taken at sample_ns without a read. */
@@ -903,8 +835,8 @@ python_read(struct python *py, struct proc *p, const struct prof_pyframe *fr, si
 	py->sample_ns = sample_ns;
 	for (i = 0; i < n; i++) {
 		py->hdr_ok[i] = false;
-		py->hdr_known[i] = code_checked(cache_find(p->py, fr[i].code & ~PROF_PY_ENTRY),
-		    &fr[i], sample_ns);
+		py->hdr_known[i] = code_checked(cache_find(py, p->py,
+		    fr[i].code & ~PROF_PY_ENTRY), &fr[i], sample_ns);
 		if (py->hdr_known[i])
 			continue;
 		l[m].iov_base = py->hdr[i];
@@ -922,7 +854,7 @@ python_read(struct python *py, struct proc *p, const struct prof_pyframe *fr, si
 	 */
 	for (j = 0; j < m; j += k + 1) {
 		at = clock_mono_ns();
-		got = memread_readv(py->mr, (pid_t)p->pid, l + j, r + j, m - j);
+		got = codecache_readv(py->cc, (pid_t)p->pid, l + j, r + j, m - j);
 		for (k = 0; got > 0 && j + k < m && (size_t)got >= (k + 1) * CODE_HDR; k++) {
 			py->hdr_ok[idx[j + k]] = true;
 			py->hdr_at[idx[j + k]] = at;
@@ -937,10 +869,9 @@ python_frame(struct python *py, struct proc *p, const struct prof_pyframe *fr, s
     size_t i, struct frame *f)
 {
 	struct pyproc *pp = p->py;
-	uint64_t addr = fr[i].code & ~PROF_PY_ENTRY, start, h, idx;
+	uint64_t addr = fr[i].code & ~PROF_PY_ENTRY, start, idx;
 	struct pycode *c = NULL;
 	const uint8_t *hdr;
-	size_t k;
 
 	memset(f, 0, sizeof(*f));
 	f->file = "[python]";
@@ -951,7 +882,7 @@ python_frame(struct python *py, struct proc *p, const struct prof_pyframe *fr, s
 	if (py->hdr_known[i]) {
 		/* Not read: its entry was checked after the sample, unless a frame before emptied it. */
 		py->hdr_known[i] = false;
-		if (code_checked(c = cache_find(pp, addr), &fr[i], py->sample_ns))
+		if (code_checked(c = cache_find(py, pp, addr), &fr[i], py->sample_ns))
 			goto named;
 		py->hdr_at[i] = clock_mono_ns();
 		py->hdr_ok[i] = !p->gone && mem_read(py, p, addr, py->hdr[i], CODE_HDR) == 0;
@@ -962,30 +893,14 @@ python_frame(struct python *py, struct proc *p, const struct prof_pyframe *fr, s
 	/* No longer (or never) a code object, or another one than the sample saw. */
 	if (rd64(hdr, CO_TYPE) != pp->code_type || rd64(hdr, CO_QUALNAME) != fr[i].name)
 		return -EFAULT;
-	if (pp->cache == NULL && (pp->cache = calloc(CACHE_SLOTS, sizeof(*pp->cache))) == NULL)
+	if ((c = (struct pycode *)codecache_slot(py->cc, &pp->cache, addr)) == NULL)
 		return -EFAULT;
-	h = (addr >> 4) * 0x9e3779b97f4a7c15ULL;
-	for (k = 0; k < CACHE_SLOTS; k++) {
-		c = &pp->cache[(h + k) % CACHE_SLOTS];
-		if (c->addr == 0 || c->addr == addr)
-			break;
-	}
-	if (k == CACHE_SLOTS)
-		return -EFAULT;
-	if (c->addr == addr && !code_same(pp, c, hdr)) {
-		code_clear(py, c);	/* another code object at the same address */
-		pp->ncached--;
-	}
-	if (c->addr == 0) {
-		if (pp->ncached >= CACHE_SLOTS * 3 / 4) {
-			cache_clear(py, pp);
-			return python_frame(py, p, fr, n, i, f);
-		}
-		c->addr = addr;
-		pp->ncached++;
+	if (c->e.addr == addr && !code_same(pp, c, hdr))
+		codecache_drop(py->cc, &pp->cache, &c->e);	/* another code object there */
+	if (c->e.addr == 0) {
+		c = (struct pycode *)codecache_claim(py->cc, &pp->cache, &c->e, addr);
 		if (code_load(py, pp, p, c, hdr) < 0) {
-			code_clear(py, c);
-			pp->ncached--;
+			codecache_drop(py->cc, &pp->cache, &c->e);
 			return -EFAULT;
 		}
 	}
@@ -993,16 +908,16 @@ python_frame(struct python *py, struct proc *p, const struct prof_pyframe *fr, s
 	if (c->checked < py->hdr_at[i])
 		c->checked = py->hdr_at[i];
 named:
-	f->func = c->name;
-	f->srcfile = c->file;
+	f->func = c->e.name;
+	f->srcfile = c->e.file;
 	start = addr + pp->v->co_code;
 	if (fr[i].instr >= start && c->size <= MAX_UNITS) {
 		idx = (fr[i].instr - start) / 2;
-		if (c->lines == LINES_NOT_READ)
+		if (c->e.lines == CC_LINES_NOT_READ)
 			code_lines(py, p, c);
-		if (c->lines == LINES_NOT_READ)
+		if (c->e.lines == CC_LINES_NOT_READ)
 			py->unlined++;
-		f->line = idx < c->size ? python_lines_lookup(c->rows, c->nrows, idx) : 0;
+		f->line = idx < c->size ? python_lines_lookup(c->e.rows, c->e.nrows, idx) : 0;
 	} else {
 		f->line = c->firstlineno;	/* not started yet */
 	}
@@ -1031,11 +946,14 @@ python_period(struct python *py, unsigned secs)
 void
 python_get_stats(const struct python *py, struct python_stats *st)
 {
+	struct codecache_stats cs;
+
 	memset(st, 0, sizeof(*st));
 	if (py == NULL)
 		return;
-	st->lines_bytes = py->lines_bytes;
-	st->lines_decoded = py->decoded;
+	codecache_get_stats(py->cc, &cs);
+	st->lines_bytes = cs.lines_bytes;
+	st->lines_decoded = cs.lines_decoded;
 	st->frames_unlined = py->unlined;
-	st->mem_stalls = memread_stalls(py->mr);
+	st->mem_stalls = cs.mem_stalls;
 }

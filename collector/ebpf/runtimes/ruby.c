@@ -58,7 +58,7 @@
 #include <bpf/bpf.h>
 
 #include "base.h"
-#include "memread.h"
+#include "codecache.h"
 #include "ruby.h"
 #include "symbolize.h"
 
@@ -109,26 +109,22 @@ static const struct rbver versions[] = {
 	    4, 8, 64, 80, 88, 120, 128, 136, 144, 12 },
 };
 
-enum { LINES_NOT_READ, LINES_READ, LINES_NONE };
-
+/*
+ * An iseq's (or a C method entry's) entry (codecache.h): e.name its label,
+ * e.file its path, e.rows its line table (struct rbrow).
+ */
 struct rbiseq {
-	uint64_t	 addr;		/* 0: free slot */
+	struct cc_entry	 e;
 	uint64_t	 body, encoded, pathobj, label, first_lineno;
 	uint64_t	 info_body, info_pos, succ;
 	uint32_t	 size, info_size;
-	char		*name;
-	char		*file;
-	struct rbrow	*rows;
-	uint32_t	 nrows;
-	uint8_t		 lines;
 	int64_t		 refused_until;	/* name NULL: not read again before (monotonic ns) */
 };
 
 /* What the sampler knows of one Ruby process; p->rb. */
 struct rbproc {
 	const struct rbver *v;
-	struct rbiseq	*cache;		/* CACHE_SLOTS, allocated at the first frame */
-	size_t		 ncached;
+	struct cc_table	 cache;		/* its struct rbiseq, CACHE_SLOTS */
 	uint64_t	 symbols;	/* its global symbol table; 0: C methods not named */
 	/*
 	 * Until the dynamic linker has relocated libruby (the module id in its
@@ -155,14 +151,13 @@ struct rbfile {
 
 struct ruby {
 	int		 procs_fd;
-	struct memreader *mr;
+	struct codecache *cc;		/* iseqs, line tables, reads of a process's memory */
 	struct rbfile	 files[FILE_CACHE];
 	size_t		 next_file;
 	/* the iseq and body heads of the sample being named (ruby_read) */
 	uint8_t		 ihdr[PROF_MAX_PYFRAMES][ISEQ_HDR];
 	uint8_t		 bhdr[PROF_MAX_PYFRAMES][BODY_HDR];
 	bool		 hdr_ok[PROF_MAX_PYFRAMES];
-	size_t		 lines_bytes;
 	int64_t		 tokens, refilled;	/* positions that may be decoded; when */
 };
 
@@ -174,7 +169,9 @@ ruby_create(int procs_fd)
 	if (rb == NULL)
 		return NULL;
 	rb->procs_fd = procs_fd;
-	if ((rb->mr = memread_create(MEM_DEADLINE_NS)) == NULL) {
+	if ((rb->cc = codecache_create(&(struct codecache_conf){
+	    .entry_size = sizeof(struct rbiseq), .slots = CACHE_SLOTS, .addr_shift = 3,
+	    .mem_max = LINES_MEM, .deadline_ns = MEM_DEADLINE_NS })) == NULL) {
 		free(rb);
 		return NULL;
 	}
@@ -185,36 +182,8 @@ void
 ruby_destroy(struct ruby *rb)
 {
 	if (rb)
-		memread_destroy(rb->mr);
+		codecache_destroy(rb->cc);
 	free(rb);
-}
-
-static void
-iseq_clear(struct ruby *rb, struct rbiseq *c)
-{
-	size_t b = (size_t)c->nrows * sizeof(*c->rows);
-
-	free(c->name);
-	free(c->file);
-	if (c->rows) {
-		free(c->rows);
-		rb->lines_bytes -= b;
-		budget_release(b);
-	}
-	memset(c, 0, sizeof(*c));
-}
-
-static void
-cache_clear(struct ruby *rb, struct rbproc *rp)
-{
-	size_t i;
-
-	if (rp->cache == NULL)
-		return;
-	for (i = 0; i < CACHE_SLOTS; i++)
-		if (rp->cache[i].addr)
-			iseq_clear(rb, &rp->cache[i]);
-	rp->ncached = 0;
 }
 
 void
@@ -225,9 +194,7 @@ ruby_forget(struct ruby *rb, struct proc *p)
 	if (rp) {
 		if (rb && !p->gone && rp->live)
 			(void)bpf_map_delete_elem(rb->procs_fd, &p->pid);
-		if (rb)
-			cache_clear(rb, rp);
-		free(rp->cache);
+		codecache_forget(rb ? rb->cc : NULL, &rp->cache);
 		free(rp);
 	}
 	p->rb = NULL;
@@ -237,15 +204,7 @@ ruby_forget(struct ruby *rb, struct proc *p)
 static int
 mem_read(struct ruby *rb, const struct proc *p, uint64_t addr, void *dst, size_t len)
 {
-	struct iovec l = { dst, len }, r = { (void *)(uintptr_t)addr, len };
-	ssize_t n;
-
-	if (addr == 0 || len > MEMREAD_MAX_BYTES)
-		return -EFAULT;
-	n = memread_readv(rb->mr, (pid_t)p->pid, &l, &r, 1);
-	if (n < 0)
-		return (int)n;
-	return (size_t)n == len ? 0 : -EFAULT;
+	return codecache_read(rb->cc, (pid_t)p->pid, addr, dst, len);
 }
 
 static uint64_t
@@ -754,17 +713,9 @@ fixnum_line(uint64_t v)
 int32_t
 ruby_rows_lookup(const struct rbrow *rows, uint32_t n, uint64_t idx)
 {
-	uint32_t lo = 0, hi = n;
+	uint32_t k = codecache_lines_find(rows, n, sizeof(*rows), idx);
 
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (rows[mid].end <= idx)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < n ? rows[lo].line : 0;
+	return k < n ? rows[k].line : 0;
 }
 
 struct rowbuf {
@@ -871,19 +822,21 @@ ruby_positions_decode(const uint32_t *pos, const int32_t *lines, uint32_t nlines
 static void
 iseq_lines(struct ruby *rb, const struct proc *p, const struct rbver *v, struct rbiseq *c)
 {
+	struct rbproc *rp = p->rb;
 	uint8_t *ent = NULL, *tbl = NULL;
 	int32_t *lines = NULL;
-	uint32_t *pos = NULL, k, n = c->info_size;
-	size_t imm, blocks, tlen, b;
+	uint32_t *pos = NULL, k, n = c->info_size, nrows = 0;
+	struct rbrow *rows = NULL;
+	size_t imm, blocks, tlen;
 	struct timespec ts;
 	int rc = -EINVAL;
 	int64_t now;
 
 	if (n == 0 || n > MAX_INFO || c->size == 0 || c->size > MAX_ISEQ || c->info_body == 0) {
-		c->lines = LINES_NONE;
+		c->e.lines = CC_LINES_NONE;
 		return;
 	}
-	if (rb->lines_bytes >= LINES_MEM)
+	if (codecache_lines_full(rb->cc, &rp->cache))
 		return;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	now = ts.tv_sec * 1000000000LL + ts.tv_nsec;
@@ -894,7 +847,7 @@ iseq_lines(struct ruby *rb, const struct proc *p, const struct rbver *v, struct 
 	if (rb->tokens < (int64_t)c->size + n)
 		return;
 	rb->tokens -= (int64_t)c->size + n;
-	c->lines = LINES_NONE;
+	c->e.lines = CC_LINES_NONE;
 	if ((ent = malloc((size_t)n * v->entry_size)) == NULL ||
 	    (lines = malloc((size_t)n * sizeof(*lines))) == NULL)
 		goto out;
@@ -903,31 +856,22 @@ iseq_lines(struct ruby *rb, const struct proc *p, const struct rbver *v, struct 
 	for (k = 0; k < n; k++)
 		lines[k] = (int32_t)rd32(ent, (size_t)k * v->entry_size);
 	if (n == 1) {
-		rc = ruby_positions_decode((const uint32_t[]){ 0 }, lines, 1, c->size, &c->rows,
-		    &c->nrows);
+		rc = ruby_positions_decode((const uint32_t[]){ 0 }, lines, 1, c->size, &rows,
+		    &nrows);
 	} else if (c->succ != 0) {
 		imm = (c->size < IMM_SIZE ? c->size + 8 : IMM_SIZE) / 9;
 		blocks = c->size < IMM_SIZE ? 0 : (c->size - IMM_SIZE + 511) / 512;
 		tlen = blocks ? 48 + blocks * 80 : imm * 8;
 		if ((tbl = malloc(tlen)) != NULL && mem_read(rb, p, c->succ, tbl, tlen) == 0)
-			rc = ruby_succ_decode(tbl, tlen, c->size, lines, n, &c->rows, &c->nrows);
+			rc = ruby_succ_decode(tbl, tlen, c->size, lines, n, &rows, &nrows);
 	} else if (c->info_pos != 0) {
 		if ((pos = malloc((size_t)n * sizeof(*pos))) != NULL &&
 		    mem_read(rb, p, c->info_pos, pos, (size_t)n * sizeof(*pos)) == 0)
-			rc = ruby_positions_decode(pos, lines, n, c->size, &c->rows, &c->nrows);
+			rc = ruby_positions_decode(pos, lines, n, c->size, &rows, &nrows);
 	}
-	if (rc == 0) {
-		b = (size_t)c->nrows * sizeof(*c->rows);
-		if (rb->lines_bytes + b > LINES_MEM || budget_reserve(b) < 0) {
-			free(c->rows);
-			c->rows = NULL;
-			c->nrows = 0;
-			c->lines = LINES_NOT_READ;	/* no room now */
-		} else {
-			rb->lines_bytes += b;
-			c->lines = LINES_READ;
-		}
-	}
+	if (rc == 0)
+		(void)codecache_lines_keep(rb->cc, &rp->cache, &c->e, rows, nrows,
+		    sizeof(*rows));
 out:
 	free(ent);
 	free(lines);
@@ -976,7 +920,7 @@ ruby_read(struct ruby *rb, struct proc *p, const struct prof_pyframe *fr, size_t
 		}
 		if (m == 0)
 			break;
-		got = memread_readv(rb->mr, (pid_t)p->pid, l, r, 2 * m);
+		got = codecache_readv(rb->cc, (pid_t)p->pid, l, r, 2 * m);
 		if (got == -ETIMEDOUT)
 			return;
 		for (j = 0, want = 0; got > 0 && j < m; j++) {
@@ -1001,12 +945,11 @@ ruby_read(struct ruby *rb, struct proc *p, const struct prof_pyframe *fr, size_t
 static bool
 refused_lately(struct ruby *rb, struct rbproc *rp, struct rbiseq *c)
 {
-	if (c->addr == 0 || c->name != NULL)
+	if (c->e.addr == 0 || c->e.name != NULL)
 		return false;
 	if (clock_mono_ns() < c->refused_until)
 		return true;
-	iseq_clear(rb, c);
-	rp->ncached--;
+	codecache_drop(rb->cc, &rp->cache, &c->e);
 	return false;
 }
 
@@ -1014,9 +957,9 @@ refused_lately(struct ruby *rb, struct rbproc *rp, struct rbiseq *c)
 static void
 refuse(struct rbiseq *c)
 {
-	free(c->name);
-	free(c->file);
-	c->name = c->file = NULL;
+	free(c->e.name);
+	free(c->e.file);
+	c->e.name = c->e.file = NULL;
 	c->refused_until = clock_mono_ns() + REFUSED_NS;
 }
 
@@ -1030,9 +973,8 @@ cfunc_frame(struct ruby *rb, struct proc *p, const struct prof_pyframe *fr, size
     struct frame *f)
 {
 	struct rbproc *rp = p->rb;
-	uint64_t addr = fr[i].code & ~(PROF_PY_ENTRY | PROF_RB_CFUNC), h, fl, id;
+	uint64_t addr = fr[i].code & ~(PROF_PY_ENTRY | PROF_RB_CFUNC), fl, id;
 	struct rbiseq *c = NULL;
-	size_t k;
 
 	if (rp->symbols == 0)
 		return 1;
@@ -1043,37 +985,22 @@ cfunc_frame(struct ruby *rb, struct proc *p, const struct prof_pyframe *fr, size
 	if ((fl & T_MASK) != T_IMEMO || ((fl >> 12) & 0xf) != IMEMO_MENT ||
 	    rd64(rb->ihdr[i], 16) != fr[i].name || (rb->bhdr[i][0] & 0xf) != METHOD_TYPE_CFUNC)
 		return -EFAULT;
-	if (rp->cache == NULL && (rp->cache = calloc(CACHE_SLOTS, sizeof(*rp->cache))) == NULL)
+	if ((c = (struct rbiseq *)codecache_slot(rb->cc, &rp->cache, addr)) == NULL)
 		return -EFAULT;
-	h = (addr >> 3) * 0x9e3779b97f4a7c15ULL;
-	for (k = 0; k < CACHE_SLOTS; k++) {
-		c = &rp->cache[(h + k) % CACHE_SLOTS];
-		if (c->addr == 0 || c->addr == addr)
-			break;
-	}
-	if (k == CACHE_SLOTS)
-		return -EFAULT;
-	if (c->addr == addr && (c->body != fr[i].name || c->label != id || c->file != NULL)) {
-		iseq_clear(rb, c);
-		rp->ncached--;
-	}
+	if (c->e.addr == addr && (c->body != fr[i].name || c->label != id || c->e.file != NULL))
+		codecache_drop(rb->cc, &rp->cache, &c->e);
 	if (refused_lately(rb, rp, c))
 		return -EFAULT;
-	if (c->addr == 0) {
-		if (rp->ncached >= CACHE_SLOTS * 3 / 4) {
-			cache_clear(rb, rp);
-			return cfunc_frame(rb, p, fr, i, f);
-		}
-		c->addr = addr;
+	if (c->e.addr == 0) {
+		c = (struct rbiseq *)codecache_claim(rb->cc, &rp->cache, &c->e, addr);
 		c->body = fr[i].name;
 		c->label = id;
-		rp->ncached++;
-		if ((c->name = id_name(rb, p, rp, id)) == NULL) {
+		if ((c->e.name = id_name(rb, p, rp, id)) == NULL) {
 			refuse(c);
 			return -EFAULT;
 		}
 	}
-	f->func = c->name;
+	f->func = c->e.name;
 	return 0;
 }
 
@@ -1082,10 +1009,9 @@ ruby_frame(struct ruby *rb, struct proc *p, const struct prof_pyframe *fr, size_
     struct frame *f)
 {
 	struct rbproc *rp = p->rb;
-	uint64_t addr = fr[i].code & ~PROF_PY_ENTRY, h, fl, pos;
+	uint64_t addr = fr[i].code & ~PROF_PY_ENTRY, fl, pos;
 	const uint8_t *ih, *bh;
 	struct rbiseq *c = NULL;
-	size_t k;
 
 	memset(f, 0, sizeof(*f));
 	f->file = "[ruby]";
@@ -1104,50 +1030,35 @@ ruby_frame(struct ruby *rb, struct proc *p, const struct prof_pyframe *fr, size_
 	if ((fl & T_MASK) != T_IMEMO || ((fl >> 12) & 0xf) != IMEMO_ISEQ ||
 	    rd64(ih, 16) != fr[i].name)
 		return -EFAULT;
-	if (rp->cache == NULL && (rp->cache = calloc(CACHE_SLOTS, sizeof(*rp->cache))) == NULL)
+	if ((c = (struct rbiseq *)codecache_slot(rb->cc, &rp->cache, addr)) == NULL)
 		return -EFAULT;
-	h = (addr >> 3) * 0x9e3779b97f4a7c15ULL;
-	for (k = 0; k < CACHE_SLOTS; k++) {
-		c = &rp->cache[(h + k) % CACHE_SLOTS];
-		if (c->addr == 0 || c->addr == addr)
-			break;
-	}
-	if (k == CACHE_SLOTS)
-		return -EFAULT;
-	if (c->addr == addr && (c->body != fr[i].name || !iseq_same(rp->v, c, bh))) {
-		iseq_clear(rb, c);	/* another iseq at the same address */
-		rp->ncached--;
-	}
+	if (c->e.addr == addr && (c->body != fr[i].name || !iseq_same(rp->v, c, bh)))
+		codecache_drop(rb->cc, &rp->cache, &c->e);	/* another iseq there */
 	if (refused_lately(rb, rp, c))
 		return -EFAULT;
-	if (c->addr == 0) {
-		if (rp->ncached >= CACHE_SLOTS * 3 / 4) {
-			cache_clear(rb, rp);
-			return ruby_frame(rb, p, fr, n, i, f);
-		}
-		c->addr = addr;
+	if (c->e.addr == 0) {
+		c = (struct rbiseq *)codecache_claim(rb->cc, &rp->cache, &c->e, addr);
 		c->body = fr[i].name;
-		rp->ncached++;
 		iseq_fields(rp->v, c, bh);
-		if ((c->name = read_rstring(rb, p, c->label, MAX_NAME)) == NULL ||
-		    (c->file = read_path(rb, p, c->pathobj)) == NULL) {
+		if ((c->e.name = read_rstring(rb, p, c->label, MAX_NAME)) == NULL ||
+		    (c->e.file = read_path(rb, p, c->pathobj)) == NULL) {
 			refuse(c);
 			return -EFAULT;
 		}
-		c->lines = LINES_NOT_READ;
+		c->e.lines = CC_LINES_NOT_READ;
 	}
-	f->func = c->name;
-	f->srcfile = c->file;
+	f->func = c->e.name;
+	f->srcfile = c->e.file;
 	f->line = fixnum_line(c->first_lineno);
 	if (fr[i].instr >= c->encoded && c->size <= MAX_ISEQ &&
 	    (pos = (fr[i].instr - c->encoded) / 8) <= c->size) {
 		/* The pc is past the instruction being run: look at the one before. */
 		if (pos > 0)
 			pos--;
-		if (c->lines == LINES_NOT_READ)
+		if (c->e.lines == CC_LINES_NOT_READ)
 			iseq_lines(rb, p, rp->v, c);
-		if (c->lines == LINES_READ && ruby_rows_lookup(c->rows, c->nrows, pos) > 0)
-			f->line = ruby_rows_lookup(c->rows, c->nrows, pos);
+		if (c->e.lines == CC_LINES_READ && ruby_rows_lookup(c->e.rows, c->e.nrows, pos) > 0)
+			f->line = ruby_rows_lookup(c->e.rows, c->e.nrows, pos);
 	}
 	return 0;
 }
