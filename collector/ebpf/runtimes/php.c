@@ -31,11 +31,12 @@
  * (else the frame is unreadable: the function went away since), and its
  * scope, file and first line those of the cached entry, else the entry is
  * read again. The line is the opline's, read by the BPF program at the
- * sample: no line table to decode. Names are cut at MAX_NAME bytes, paths
+ * sample: no line table to decode. The entries are codecache.h's, one table
+ * a process. Names are cut at MAX_NAME bytes, paths
  * at MAX_PATH_CH, with STR_CUT_MARK; bytes that are not UTF-8 are replaced.
  * What cannot be read is named "[php: unreadable]", never guessed.
  */
-#define _GNU_SOURCE	/* memmem */
+#define _GNU_SOURCE	/* memmem, asprintf */
 #include <errno.h>
 #include <gelf.h>
 #include <libelf.h>
@@ -50,7 +51,7 @@
 #include <bpf/bpf.h>
 
 #include "base.h"
-#include "memread.h"
+#include "codecache.h"
 #include "php.h"
 
 #define FN_READ		0xb8	/* bytes of a zend_function read per frame and sample */
@@ -89,109 +90,32 @@ struct phpfile {
 	bool		 used;
 };
 
-/* --- the cache of functions (one section: what a shared cache would take) --- */
-
-#define CACHE_SLOTS	2048	/* functions cached per process (open hash) */
-
+/*
+ * A function's cache entry (codecache.h): what tells that the zend_function
+ * at the address is still the same. No line table: the line is the
+ * opline's, read at the sample.
+ */
 struct phpfn {
-	uint64_t	 addr;		/* the zend_function; 0: free slot */
+	struct cc_entry	 e;		/* name "Class::method", file */
 	uint64_t	 fname, scope, filename;
 	uint32_t	 line_start;
 	uint8_t		 type;
-	char		*name;		/* "Class::method", UTF-8 */
-	char		*file;
 	int64_t		 checked;	/* monotonic ns: the function was there then (or later) */
 };
 
-struct phpcache {
-	struct phpfn	*slots;		/* CACHE_SLOTS, allocated at the first frame */
-	size_t		 n;
-};
-
-static void
-phpcache_entry_clear(struct phpfn *c)
-{
-	free(c->name);
-	free(c->file);
-	memset(c, 0, sizeof(*c));
-}
-
-static void
-phpcache_clear(struct phpcache *pc)
-{
-	size_t i;
-
-	if (pc->slots == NULL)
-		return;
-	for (i = 0; i < CACHE_SLOTS; i++)
-		if (pc->slots[i].addr)
-			phpcache_entry_clear(&pc->slots[i]);
-	pc->n = 0;
-}
-
-static void
-phpcache_free(struct phpcache *pc)
-{
-	phpcache_clear(pc);
-	free(pc->slots);
-	pc->slots = NULL;
-}
-
-static struct phpfn *
-phpcache_find(struct phpcache *pc, uint64_t addr)
-{
-	uint64_t h = (addr >> 4) * 0x9e3779b97f4a7c15ULL;
-	struct phpfn *c;
-	size_t k;
-
-	if (pc->slots == NULL || addr == 0)
-		return NULL;
-	for (k = 0; k < CACHE_SLOTS; k++) {
-		c = &pc->slots[(h + k) % CACHE_SLOTS];
-		if (c->addr == addr)
-			return c;
-		if (c->addr == 0)
-			break;
-	}
-	return NULL;
-}
-
-/*
- * The slot for addr: its entry, or a free one (addr not set yet); NULL on
- * allocation failure. A cache three quarters full is emptied first.
- */
-static struct phpfn *
-phpcache_slot(struct phpcache *pc, uint64_t addr)
-{
-	uint64_t h = (addr >> 4) * 0x9e3779b97f4a7c15ULL;
-	struct phpfn *c;
-	size_t k;
-
-	if (pc->slots == NULL && (pc->slots = calloc(CACHE_SLOTS, sizeof(*pc->slots))) == NULL)
-		return NULL;
-	if ((c = phpcache_find(pc, addr)) != NULL)
-		return c;
-	if (pc->n >= CACHE_SLOTS * 3 / 4)
-		phpcache_clear(pc);
-	for (k = 0; k < CACHE_SLOTS; k++) {
-		c = &pc->slots[(h + k) % CACHE_SLOTS];
-		if (c->addr == 0)
-			return c;
-	}
-	return NULL;
-}
+#define CACHE_SLOTS	2048	/* functions cached per process */
 
 /* --- processes ----------------------------------------------------------- */
 
 /* What the sampler knows of one PHP process; p->php. */
 struct phpproc {
 	const struct phpver *v;
-	struct phpcache	 cache;
+	struct cc_table	 cache;
 };
 
 struct php {
 	int		 procs_fd;
-	struct memreader *mr;
+	struct codecache *cc;		/* the functions' entries, every read of a process */
 	struct phpfile	 files[FILE_CACHE];
 	size_t		 next_file;
 	/* the zend_function headers of the sample being named (php_read) */
@@ -210,7 +134,9 @@ php_create(int procs_fd)
 	if (ph == NULL)
 		return NULL;
 	ph->procs_fd = procs_fd;
-	if ((ph->mr = memread_create(MEM_DEADLINE_NS)) == NULL) {
+	if ((ph->cc = codecache_create(&(struct codecache_conf){
+	    .entry_size = sizeof(struct phpfn), .slots = CACHE_SLOTS, .addr_shift = 3,
+	    .mem_max = 0 /* no line tables: nothing charged */, .deadline_ns = MEM_DEADLINE_NS })) == NULL) {
 		free(ph);
 		return NULL;
 	}
@@ -221,7 +147,7 @@ void
 php_destroy(struct php *ph)
 {
 	if (ph)
-		memread_destroy(ph->mr);
+		codecache_destroy(ph->cc);
 	free(ph);
 }
 
@@ -233,7 +159,7 @@ php_forget(struct php *ph, struct proc *p)
 	if (pp) {
 		if (ph && !p->gone)
 			(void)bpf_map_delete_elem(ph->procs_fd, &p->pid);
-		phpcache_free(&pp->cache);
+		codecache_forget(ph ? ph->cc : NULL, &pp->cache);
 		free(pp);
 	}
 	p->php = NULL;
@@ -242,12 +168,7 @@ php_forget(struct php *ph, struct proc *p)
 static int
 mem_read(struct php *ph, const struct proc *p, uint64_t addr, void *dst, size_t len)
 {
-	struct iovec l = { dst, len }, r = { (void *)(uintptr_t)addr, len };
-	ssize_t n = memread_readv(ph->mr, (pid_t)p->pid, &l, &r, 1);
-
-	if (n < 0)
-		return (int)n;
-	return (size_t)n == len ? 0 : -EFAULT;
+	return codecache_read(ph->cc, (pid_t)p->pid, addr, dst, len);
 }
 
 static uint64_t
@@ -546,12 +467,12 @@ fn_load(struct php *ph, const struct phpproc *pp, const struct proc *p, struct p
 	c->scope = rd64(hdr, v->fn_scope);
 	c->filename = rd64(hdr, v->op_filename);
 	c->line_start = rd32(hdr, v->op_line_start);
-	if ((c->file = read_zstr(ph, p, c->filename, MAX_PATH_CH)) == NULL)
+	if ((c->e.file = read_zstr(ph, p, c->filename, MAX_PATH_CH)) == NULL)
 		return -EFAULT;
 	if (c->fname == 0) {
 		/* A file's own code, or eval()'d code. */
-		c->name = strdup(c->type == PHP_EVAL ? "{eval}" : "{main}");
-		return c->name ? 0 : -EFAULT;
+		c->e.name = strdup(c->type == PHP_EVAL ? "{eval}" : "{main}");
+		return c->e.name ? 0 : -EFAULT;
 	}
 	if ((fn = read_zstr(ph, p, c->fname, MAX_NAME)) == NULL)
 		return -EFAULT;
@@ -559,14 +480,14 @@ fn_load(struct php *ph, const struct phpproc *pp, const struct proc *p, struct p
 	if (c->scope != 0 && mem_read(ph, p, c->scope, ce, sizeof(ce)) == 0)
 		cls = read_zstr(ph, p, rd64(ce, 8), MAX_NAME);
 	if (cls == NULL) {
-		c->name = fn;
+		c->e.name = fn;
 		return 0;
 	}
-	if (asprintf(&c->name, "%s::%s", cls, fn) < 0)
-		c->name = NULL;
+	if (asprintf(&c->e.name, "%s::%s", cls, fn) < 0)
+		c->e.name = NULL;
 	free(cls);
 	free(fn);
-	return c->name ? 0 : -EFAULT;
+	return c->e.name ? 0 : -EFAULT;
 }
 
 /* Whether hdr (a zend_function as read now) is the function c holds. */
@@ -604,8 +525,8 @@ php_read(struct php *ph, struct proc *p, const struct prof_pyframe *fr, size_t n
 	ph->sample_ns = sample_ns;
 	for (i = 0; i < n; i++) {
 		ph->hdr_ok[i] = false;
-		ph->hdr_known[i] = fn_checked(phpcache_find(&pp->cache, fr[i].code & ~PROF_PY_ENTRY),
-		    &fr[i], sample_ns);
+		ph->hdr_known[i] = fn_checked((struct phpfn *)codecache_find(ph->cc, &pp->cache,
+		    fr[i].code & ~PROF_PY_ENTRY), &fr[i], sample_ns);
 		if (ph->hdr_known[i])
 			continue;
 		l[m].iov_base = ph->hdr[i];
@@ -619,7 +540,7 @@ php_read(struct php *ph, struct proc *p, const struct prof_pyframe *fr, size_t n
 	/* One call for all frames; past one that cannot be read, the next call goes on. */
 	for (j = 0; j < m; j += k + 1) {
 		at = clock_mono_ns();
-		got = memread_readv(ph->mr, (pid_t)p->pid, l + j, r + j, m - j);
+		got = codecache_readv(ph->cc, (pid_t)p->pid, l + j, r + j, m - j);
 		for (k = 0; got > 0 && j + k < m && (size_t)got >= (k + 1) * FN_READ; k++) {
 			ph->hdr_ok[idx[j + k]] = true;
 			ph->hdr_at[idx[j + k]] = at;
@@ -648,7 +569,8 @@ php_frame(struct php *ph, struct proc *p, const struct prof_pyframe *fr, size_t 
 	if (ph->hdr_known[i]) {
 		/* Not read: its entry was checked after the sample, unless a frame before emptied it. */
 		ph->hdr_known[i] = false;
-		if (fn_checked(c = phpcache_find(&pp->cache, addr), &fr[i], ph->sample_ns))
+		c = (struct phpfn *)codecache_find(ph->cc, &pp->cache, addr);
+		if (fn_checked(c, &fr[i], ph->sample_ns))
 			goto named;
 		ph->hdr_at[i] = clock_mono_ns();
 		ph->hdr_ok[i] = !p->gone && mem_read(ph, p, addr, ph->hdr[i], FN_READ) == 0;
@@ -660,26 +582,22 @@ php_frame(struct php *ph, struct proc *p, const struct prof_pyframe *fr, size_t 
 	/* No longer (or never) user code, or another function than the sample saw. */
 	if ((type != PHP_USER && type != PHP_EVAL) || rd64(hdr, pp->v->off.fn_name) != fr[i].name)
 		return -EFAULT;
-	if ((c = phpcache_slot(&pp->cache, addr)) == NULL)
+	if ((c = (struct phpfn *)codecache_slot(ph->cc, &pp->cache, addr)) == NULL)
 		return -EFAULT;
-	if (c->addr == addr && !fn_same(pp, c, hdr)) {
-		phpcache_entry_clear(c);	/* another function at the same address */
-		pp->cache.n--;
-	}
-	if (c->addr == 0) {
-		c->addr = addr;
-		pp->cache.n++;
+	if (c->e.addr == addr && !fn_same(pp, c, hdr))
+		codecache_drop(ph->cc, &pp->cache, &c->e);	/* another function there now */
+	if (c->e.addr == 0) {
+		c = (struct phpfn *)codecache_claim(ph->cc, &pp->cache, &c->e, addr);
 		if (fn_load(ph, pp, p, c, hdr) < 0) {
-			phpcache_entry_clear(c);
-			pp->cache.n--;
+			codecache_drop(ph->cc, &pp->cache, &c->e);
 			return -EFAULT;
 		}
 	}
 	if (c->checked < ph->hdr_at[i])
 		c->checked = ph->hdr_at[i];
 named:
-	f->func = c->name;
-	f->srcfile = c->file;
+	f->func = c->e.name;
+	f->srcfile = c->e.file;
 	f->line = fr[i].instr ? (int64_t)(uint32_t)fr[i].instr : (int64_t)c->line_start;
 	return 0;
 }
