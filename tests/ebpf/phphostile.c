@@ -15,7 +15,11 @@
 #include <string.h>
 #include <time.h>
 
-__attribute__((used)) const char php_powered[] = "X-Powered-By: PHP/8.2.99";
+#ifndef PHP_VER
+#define PHP_VER		"8.2.99"	/* -DPHP_VER='"8.1.0"': a version the sampler does not know */
+#endif
+
+__attribute__((used)) const char php_powered[] = "X-Powered-By: PHP/" PHP_VER;
 __attribute__((visibility("default"))) uint8_t executor_globals[4096];
 
 #define EG_CURRENT	0x1e8

@@ -14,12 +14,13 @@
 # - a hostile process of nobody (tests/ebpf/phphostile.c: crafted executor
 #   structures, loops, a 2^40-byte name, a 16 MiB file name): the daemon
 #   stays up and answers, its CPU and memory growth while it runs are
-#   printed and bounded, the names it shows are cut.
+#   printed and bounded, the names it shows are cut; the same saying PHP
+#   8.1, twice: refused, told once in the log.
 # Needs root, a kernel with BTF, php8.2, the trixie root and go (pprof).
 set -u
 . "$(dirname "$0")/../lib.sh"
 
-NAMES="rt-php-82-before rt-php-82-after rt-php-84-before rt-php-84-after rt-php-lines rt-php-fpm-82 rt-php-fpm-84 rt-php-hostile rt-php-hostile-cut rt-php-daemon"
+NAMES="rt-php-82-before rt-php-82-after rt-php-84-before rt-php-84-after rt-php-lines rt-php-fpm-82 rt-php-fpm-84 rt-php-hostile rt-php-hostile-cut rt-php-unknown-version rt-php-daemon"
 skip_all() { for n in $NAMES; do echo "ok - $n # SKIP $1"; done; exit 0; }
 [ "$(id -u)" -eq 0 ] || skip_all "needs root"
 [ -r /sys/kernel/btf/vmlinux ] || skip_all "kernel has no BTF (/sys/kernel/btf/vmlinux)"
@@ -239,8 +240,24 @@ else
   echo "ok - rt-php-hostile # SKIP no C compiler: $(head -1 "$TMP/cc.log")"
   echo "ok - rt-php-hostile-cut # SKIP no C compiler"
 fi
+# A version the daemon does not know (the same crafted process saying 8.1),
+# two processes of it: refused, told once, its frames native.
+if cc -O1 -rdynamic -fno-omit-frame-pointer -DPHP_VER='"8.1.99"' -o "$B/php8.1" \
+    "$ROOT/tests/ebpf/phphostile.c" 2>"$TMP/cc.log"; then
+  for i in 1 2; do "${AS[@]}" "$B/php8.1" rtphp_old.php 2 >/dev/null; done
+  sleep 3
+  n=$(grep -c "ebpf: PHP 8.1 in .*php8.1 .*a version whose frames are not known" "$TMP/daemon.log")
+  t="$(folded rtphp_old.php)"
+  named=$(echo "$t" | grep -c "churn_\|nnnn")
+  if [ "$n" -eq 1 ] && [ -n "$t" ] && [ "$named" -eq 0 ]; then
+    ok "rt-php-unknown-version (told once for two processes: $(grep -m1 -o "ebpf: PHP 8.1 in .*" "$TMP/daemon.log" | cut -c1-140))"
+  else
+    fail "rt-php-unknown-version" "told $n times, $named stacks with PHP frames, profile ${#t} bytes"
+  fi
+else
+  echo "ok - rt-php-unknown-version # SKIP no C compiler"
+fi
 if kill -0 "$PF_PID" 2>/dev/null; then ok "rt-php-daemon"; else fail "rt-php-daemon" "the daemon died"; fi
-grep -E "PHP [0-9.]+ in" "$TMP/daemon.log" | grep -v debug | sed 's/^/# /' | head -3
 
 pf_stop
 [ "${PF_RC:-1}" -eq 0 ] || fail "rt-php-clean-stop" "daemon exited with $PF_RC"

@@ -30,7 +30,9 @@
  * or 4), its function_name the pointer the BPF program saw at the sample
  * (else the frame is unreadable: the function went away since), and its
  * scope, file and first line those of the cached entry, else the entry is
- * read again. The line is the opline's, read by the BPF program at the
+ * read again. A function that cannot be read any more (the process
+ * exited before its last samples were named) is named by its entry if the
+ * sample's two pointers match it. The line is the opline's, read by the BPF program at the
  * sample: no line table to decode. The entries are codecache.h's, one table
  * a process. Names are cut at MAX_NAME bytes, paths
  * at MAX_PATH_CH, with STR_CUT_MARK; bytes that are not UTF-8 are replaced.
@@ -432,15 +434,18 @@ read_zstr(struct php *ph, const struct proc *p, uint64_t addr, size_t max)
 	uint8_t h[STR_HDR + STR_AHEAD], *raw;
 	uint64_t len;
 	size_t n;
+	bool ahead;
 	char *out;
 
 	if (addr == 0 || addr >= (1ULL << 47))
 		return NULL;
-	if (mem_read(ph, p, addr, h, sizeof(h)) < 0 && mem_read(ph, p, addr, h, STR_HDR) < 0)
+	/* The header and, most often, the whole string in one read; else the header alone. */
+	ahead = mem_read(ph, p, addr, h, sizeof(h)) == 0;
+	if (!ahead && mem_read(ph, p, addr, h, STR_HDR) < 0)
 		return NULL;
 	len = rd64(h, 16);
 	n = len < max ? (size_t)len : max;
-	if (n <= STR_AHEAD && mem_read(ph, p, addr, h, STR_HDR + n) == 0)
+	if (ahead && n <= STR_AHEAD)
 		return str_clean(h + STR_HDR, n, len);
 	if ((raw = malloc(n ? n : 1)) == NULL)
 		return NULL;
@@ -575,8 +580,18 @@ php_frame(struct php *ph, struct proc *p, const struct prof_pyframe *fr, size_t 
 		ph->hdr_at[i] = clock_mono_ns();
 		ph->hdr_ok[i] = !p->gone && mem_read(ph, p, addr, ph->hdr[i], FN_READ) == 0;
 	}
-	if (!ph->hdr_ok[i])
-		return -EFAULT;
+	if (!ph->hdr_ok[i]) {
+		/*
+		 * Not readable now: most often a process that exited before its
+		 * last samples were read. The entry of the function the sample
+		 * saw (its address and name pointer, both read at the sample)
+		 * names it; no entry, no name.
+		 */
+		c = (struct phpfn *)codecache_find(ph->cc, &pp->cache, addr);
+		if (c == NULL || c->fname != fr[i].name || c->e.name == NULL)
+			return -EFAULT;
+		goto named;
+	}
 	hdr = ph->hdr[i];
 	type = hdr[pp->v->off.fn_type];
 	/* No longer (or never) user code, or another function than the sample saw. */
