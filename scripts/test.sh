@@ -66,8 +66,8 @@ for san in "${builds[@]}"; do
   # server: its threads are the other cluster suites'.
   # walk_memory measures RSS and waits out the caches'
   # idle time (about 60 s).
-  # rt_php (over 60 s: CLI runs, two FPM pools, a hostile process) measures
-  # shares of samples and the daemon's CPU: once.
+  # rt_php measures shares of a PHP program's samples and the daemon's CPU
+  # beside a hostile process, under load: once.
   # spans compares a Go program's span shares with its
   # profile's (a measure under load) and builds the Connect client as grafana.
   skip="layers|install|otlp|grafana|ebpf_java|ebpf_hotspot|ebpf_debuginfod|hardening_memory|cluster_replicas"
