@@ -163,7 +163,7 @@ php_cost() {
   cat >"$W/phpwork.php" <<'PHP'
 <?php
 function fib(int $n): int { return $n < 2 ? $n : fib($n - 1) + fib($n - 2); }
-function work(): void { for ($i = 0; $i < 6; $i++) fib(30); }
+function work(): void { for ($i = 0; $i < 10; $i++) fib(32); }
 work();
 $u = getrusage();
 printf("%.4f\n", $u["ru_utime.tv_sec"] + $u["ru_stime.tv_sec"] +

@@ -13,12 +13,17 @@
  *   zend_function.type                       0      0      0   (1 internal, 2 user, 4 eval)
  *   zend_function.common.function_name      8      8      8
  *   zend_function.common.scope              16     16     16
- *   zend_op_array.filename                0x98   0x98   0xa8
- *   zend_op_array.line_start              0xa0   0xa0   0xb0
+ *   zend_op_array.filename                0x98   0x90   0xa8
+ *   zend_op_array.line_start              0xa0   0x98   0xb0
  *   zend_op.lineno                          24     24     24
  *   zend_class_entry.name                    8      8      8
  *   zend_string: len 16, val 24
  *   ZEND_CALL_TOP                       1 << 17 (This.u1.type_info)
+ *
+ * (8.3 moved the common part's T after run_time_cache, closing a hole; 8.4
+ * added prop_info and doc_comment to it.) 8.2 and 8.4 were read from
+ * Debian's binaries (their zend_get_executed_* functions), 8.3 from its
+ * headers, not run here.
  *
  * The version is the binary's own ("X-Powered-By: PHP/8.2.36" in its
  * read-only data); a binary whose zend_get_executed_filename_ex does not
@@ -74,10 +79,16 @@ struct phpver {
 	uint16_t	 fn_scope, op_filename, op_line_start;
 };
 
+/* One row a minor version (the table above). */
+#define PHP_ROW(maj, min, eg_ex, fname, filename, line_start)				\
+	{ maj, min, { .call_top = 1u << 17, .eg_current_ex = eg_ex, .ex_opline = 0,	\
+	    .ex_func = 24, .ex_prev = 48, .ex_call_info = 40, .fn_type = 0,		\
+	    .fn_name = fname, .op_lineno = 24 }, 16, filename, line_start }
+
 static const struct phpver versions[] = {
-	{ 8, 2, { 0, 1u << 17, 0x1e8, 0, 24, 48, 40, 0, 8, 24, { 0 } }, 16, 0x98, 0xa0 },
-	{ 8, 3, { 0, 1u << 17, 0x1e8, 0, 24, 48, 40, 0, 8, 24, { 0 } }, 16, 0x98, 0xa0 },
-	{ 8, 4, { 0, 1u << 17, 0x1e8, 0, 24, 48, 40, 0, 8, 24, { 0 } }, 16, 0xa8, 0xb0 },
+	PHP_ROW(8, 2, 0x1e8, 8, 0x98, 0xa0),
+	PHP_ROW(8, 3, 0x1e8, 8, 0x90, 0x98),
+	PHP_ROW(8, 4, 0x1e8, 8, 0xa8, 0xb0),
 };
 
 /* What php_check finds in one binary (dev, inode, build id). */
