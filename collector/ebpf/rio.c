@@ -1,12 +1,11 @@
 /*
  * rio: other processes' paths opened on a worker thread with a deadline
- * (see rio.h). The design is memread's: the worker owns its job (a copy of
- * the path) and its result (the descriptor), so that an open abandoned by
- * the caller never touches the caller's memory; an abandoned worker closes
- * what it opened and frees itself when (if ever) the open returns. One
- * mutex per worker protects its job.
+ * (see rio.h; the worker is jobthread.c's, as memread's). The worker owns
+ * its job (a copy of the path) and its result (the descriptor), so that an
+ * open abandoned by the caller never touches the caller's memory; an
+ * abandoned worker is let go at once: it closes what it opened and frees
+ * itself when (if ever) the open returns.
  */
-#define _GNU_SOURCE	/* pthread_condattr_setclock */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -16,22 +15,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/vfs.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "base.h"
-#include "memread.h"
+#include "jobthread.h"
 #include "owner.h"
 #include "rio.h"
 
-struct rioworker {
-	pthread_t	 thread;
-	pthread_mutex_t	 mu;
-	pthread_cond_t	 cv;		/* a job, its end, or quit */
-	/* protected by mu */
-	bool		 job, done, abandoned, quit;
-	bool		 taken;		/* the worker took the job (it had the CPU) */
-	pid_t		 tid;		/* the worker's thread id */
+/* An open: the worker's (jobthread_job). */
+struct riojob {
 	pid_t		 pid;
 	char		 path[PATH_MAX];
 	int		 how;
@@ -45,7 +37,7 @@ static atomic_int stuck_now;
 static atomic_ullong stalls;
 
 struct rio {
-	struct rioworker *w;		/* NULL: started at the next open */
+	struct jobthread *w;		/* NULL: started at the next open */
 	int64_t		 deadline_ns;
 	pid_t		 stuck[RIO_MAX_STUCK];	/* processes whose opens stalled */
 	unsigned	 nstuck;
@@ -153,76 +145,28 @@ open_job(pid_t pid, const char *path, int how, off_t max_size, struct stat *st)
 }
 
 static void
-worker_free(struct rioworker *w)
+open_run(void *arg)
 {
-	pthread_mutex_destroy(&w->mu);
-	pthread_cond_destroy(&w->cv);
-	free(w);
+	struct riojob *j = arg;
+
+	memset(&j->st, 0, sizeof(j->st));
+	j->got = open_job(j->pid, j->path, j->how, j->max_size, &j->st);
 }
 
-static void *
-worker_main(void *arg)
+/* An abandoned open that returned after all: what it opened is nobody's. */
+static void
+open_undo(void *arg)
 {
-	struct rioworker *w = arg;
-	struct stat st;
-	char path[PATH_MAX];
-	off_t max_size;
-	pid_t pid;
-	int how, got;
+	struct riojob *j = arg;
 
-	pthread_mutex_lock(&w->mu);
-	w->tid = gettid();
-	for (;;) {
-		while (!w->job && !w->quit)
-			pthread_cond_wait(&w->cv, &w->mu);
-		if (w->quit)
-			break;
-		w->taken = true;
-		memcpy(path, w->path, sizeof(path));
-		pid = w->pid;
-		how = w->how;
-		max_size = w->max_size;
-		pthread_mutex_unlock(&w->mu);
-		memset(&st, 0, sizeof(st));
-		got = open_job(pid, path, how, max_size, &st);
-		pthread_mutex_lock(&w->mu);
-		w->got = got;
-		w->st = st;
-		w->job = false;
-		w->done = true;
-		if (w->abandoned) {
-			pthread_mutex_unlock(&w->mu);
-			if (got >= 0)
-				close(got);
-			worker_free(w);
-			atomic_fetch_sub(&stuck_now, 1);
-			return NULL;
-		}
-		pthread_cond_broadcast(&w->cv);
-	}
-	pthread_mutex_unlock(&w->mu);
-	return NULL;
+	if (j->got >= 0)
+		close(j->got);
 }
 
-static struct rioworker *
-worker_start(void)
-{
-	struct rioworker *w = calloc(1, sizeof(*w));
-	pthread_condattr_t ca;
-
-	if (w == NULL)
-		return NULL;
-	pthread_mutex_init(&w->mu, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&w->cv, &ca);
-	pthread_condattr_destroy(&ca);
-	if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
-		worker_free(w);
-		return NULL;
-	}
-	return w;
-}
+static const struct jobthread_kind open_kind = {
+	.job_size = sizeof(struct riojob), .run = open_run, .undo = open_undo,
+	.stuck = &stuck_now,
+};
 
 struct rio *
 rio_create(int64_t deadline_ns)
@@ -239,14 +183,7 @@ rio_destroy(struct rio *r)
 {
 	if (r == NULL)
 		return;
-	if (r->w) {
-		pthread_mutex_lock(&r->w->mu);
-		r->w->quit = true;
-		pthread_cond_broadcast(&r->w->cv);
-		pthread_mutex_unlock(&r->w->mu);
-		pthread_join(r->w->thread, NULL);
-		worker_free(r->w);
-	}
+	jobthread_stop(r->w);
 	free(r);
 }
 
@@ -294,11 +231,9 @@ rio_stalls(void)
 int
 rio_open(struct rio *r, pid_t pid, const char *path, int how, off_t max_size, struct stat *st)
 {
-	struct rioworker *w;
-	struct timespec until;
-	int64_t t, t0;
+	struct riojob *j;
 	size_t i;
-	int rc = 0, got;
+	int got;
 
 	if (r == NULL)
 		return -ENOMEM;
@@ -309,44 +244,18 @@ rio_open(struct rio *r, pid_t pid, const char *path, int how, off_t max_size, st
 	for (i = 0; i < r->nstuck; i++)
 		if (r->stuck[i] == pid)
 			return -ETIMEDOUT;
-	if (r->w == NULL && (r->w = worker_start()) == NULL)
+	if (r->w == NULL && (r->w = jobthread_start(&open_kind)) == NULL)
 		return -ENOMEM;
-	w = r->w;
-	t0 = clock_mono_ns();
-	t = t0 + r->deadline_ns;
-	until.tv_sec = t / 1000000000;
-	until.tv_nsec = t % 1000000000;
-	pthread_mutex_lock(&w->mu);
-	w->pid = pid;
-	w->taken = false;
-	snprintf(w->path, sizeof(w->path), "%s", path);
-	w->how = how;
-	w->max_size = max_size;
-	w->done = false;
-	w->job = true;
-	pthread_cond_broadcast(&w->cv);
-	while (!w->done && rc == 0) {
-		rc = pthread_cond_timedwait(&w->cv, &w->mu, &until);
-		/* A worker waiting for a CPU on a busy host is not stalled (memread.c's rule). */
-		if (rc == ETIMEDOUT && !w->done &&
-		    clock_mono_ns() - t0 < RIO_STARVED_MAX * r->deadline_ns &&
-		    (!w->taken || memread_thread_runnable(w->tid))) {
-			t = clock_mono_ns() + r->deadline_ns;
-			until.tv_sec = t / 1000000000;
-			until.tv_nsec = t % 1000000000;
-			rc = 0;
-		}
-	}
-	if (!w->done) {
+	j = jobthread_job(r->w);
+	j->pid = pid;
+	snprintf(j->path, sizeof(j->path), "%s", path);
+	j->how = how;
+	j->max_size = max_size;
+	if (jobthread_run(r->w, r->deadline_ns, RIO_STARVED_MAX) < 0) {
 		/* Left to its open; it closes the file and frees itself should it ever end. */
-		pthread_t thr = w->thread;
-
-		w->abandoned = true;
-		atomic_fetch_add(&stuck_now, 1);
-		atomic_fetch_add(&stalls, 1);
-		pthread_mutex_unlock(&w->mu);
-		pthread_detach(thr);
+		jobthread_stop(r->w);
 		r->w = NULL;
+		atomic_fetch_add(&stalls, 1);
 		r->stuck[r->nstuck++] = pid;
 		log_warnx("ebpf: opening %s for pid %d did not end in %lld ms (a filesystem that "
 		    "does not answer?): not opening its files again%s", path, (int)pid,
@@ -354,9 +263,8 @@ rio_open(struct rio *r, pid_t pid, const char *path, int how, off_t max_size, st
 		    "; too many stalled opens: no process's files are opened any more" : "");
 		return -ETIMEDOUT;
 	}
-	got = w->got;
+	got = j->got;
 	if (st)
-		*st = w->st;
-	pthread_mutex_unlock(&w->mu);
+		*st = j->st;
 	return got;
 }
