@@ -355,11 +355,20 @@ php_check(struct php *ph, struct proc *p)
 	struct php_proc val;
 	size_t i, k;
 
-	if (ph == NULL || p->gone || p->kthread || p->php || p->php_gen == p->maps_gen)
+	if (ph == NULL || p->gone || p->kthread || p->php || (p->php_gen == p->maps_gen &&
+	    (p->php_retry == 0 || clock_mono_ns() < p->php_retry)))
 		return;
 	p->php_gen = p->maps_gen;
+	p->php_retry = 0;
 	for (i = 0; proctab_mapping(p, i, &m) == 0; i++) {
-		if (!php_file(m.name) || (f = file_get(ph, &m)) == NULL || f->major == 0)
+		if (!php_file(m.name))
+			continue;
+		/* Not opened or read now (a busy host: the opener's deadline): again in a second. */
+		if ((f = file_get(ph, &m)) == NULL) {
+			p->php_retry = clock_mono_ns() + 1000000000LL;
+			continue;
+		}
+		if (f->major == 0)
 			continue;
 		if (f->eg == 0) {
 			if (!f->told)
