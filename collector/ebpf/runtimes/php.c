@@ -37,11 +37,12 @@
  * scope, file and first line those of the cached entry, else the entry is
  * read again. A function that cannot be read any more (the process
  * exited before its last samples were named) is named by its entry if the
- * sample's two pointers match it. The line is the opline's, read by the BPF program at the
- * sample: no line table to decode. The entries are codecache.h's, one table
- * a process. Names are cut at MAX_NAME bytes, paths
- * at MAX_PATH_CH, with STR_CUT_MARK; bytes that are not UTF-8 are replaced.
- * What cannot be read is named "[php: unreadable]", never guessed.
+ * sample's two pointers match it. The line is the opline's, read by the
+ * BPF program at the sample: no line table to decode. The entries are
+ * codecache.h's, one table a process. Names are cut at MAX_NAME bytes,
+ * paths at MAX_PATH_CH, with STR_CUT_MARK; bytes that are not UTF-8 are
+ * replaced. What cannot be read is named "[php: unreadable]", never
+ * guessed.
  */
 #define _GNU_SOURCE	/* memmem, asprintf */
 #include <errno.h>
