@@ -42,11 +42,13 @@ RD="/tmp/rtphp.$$"		# inside the root
 mkdir -p "$R$RD"
 chmod 755 "$R$RD"
 PIDS=""
-FPMS=""
+FPM82=""	# the host's master: SIGTERM (it stops its workers; SIGKILL would orphan them)
+FPM84=""	# unshare of the root's: SIGKILL (unshare ignores SIGTERM; the namespace goes with it)
 cleanup_php() {
   local p
-  for p in $PIDS $FPMS; do kill -9 "$p" 2>/dev/null; done
-  wait $PIDS $FPMS 2>/dev/null
+  fpm_stop
+  for p in $PIDS; do kill -9 "$p" 2>/dev/null; done
+  wait $PIDS 2>/dev/null
   rm -rf "${R:?}$RD"
   pf_cleanup
 }
@@ -145,6 +147,19 @@ cp "$SRC/chain.php" "$R$RD/rtphp_after84.php"
 in_root "$R" php8.4 "$RD/rtphp_after84.php" 12 >/dev/null &
 PIDS="$PIDS $!"
 
+# fpm_stop: both pools stopped, their workers with them.
+fpm_stop() {
+  local i
+  if [ -n "$FPM82" ]; then
+    kill -TERM "$FPM82" 2>/dev/null
+    for i in $(seq 1 50); do kill -0 "$FPM82" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$FPM82" 2>/dev/null
+    wait "$FPM82" 2>/dev/null
+  fi
+  [ -n "$FPM84" ] && { kill -9 "$FPM84"; wait "$FPM84"; } 2>/dev/null
+  FPM82="" FPM84=""
+}
+
 # FPM: a static pool of two workers (nobody) on a unix socket, master in the foreground.
 # fpm_start DIR BIN: the pool's files in DIR (as the master sees it: PREFIX strips the root).
 fpm_conf() {
@@ -167,11 +182,11 @@ chmod 755 "$TMP/fpm82"
 cp "$SRC/fpmburn.php" "$TMP/fpm82/fpmburn.php"
 fpm_conf "$TMP/fpm82" > "$TMP/fpm82/fpm.conf"
 php-fpm8.2 -F -y "$TMP/fpm82/fpm.conf" 2>>"$TMP/fpm82/stderr" &
-FPMS="$FPMS $!"
+FPM82=$!
 cp "$SRC/fpmburn.php" "$R$RD/fpmburn.php"
 fpm_conf "$RD" > "$R$RD/fpm.conf"
 in_root "$R" php-fpm8.4 -F -y "$RD/fpm.conf" 2>>"$TMP/fpm84.stderr" &
-FPMS="$FPMS $!"
+FPM84=$!
 for i in $(seq 1 50); do
   [ -S "$TMP/fpm82/fpm.sock" ] && [ -S "$R$RD/fpm.sock" ] && break
   sleep 0.2
@@ -222,8 +237,7 @@ fpm_check() {
 fpm_check "rt-php-fpm-82" "$TMP/fcgi82.out" 8.2
 fpm_check "rt-php-fpm-84" "$TMP/fcgi84.out" 8.4
 # (unshare ignores SIGTERM: the root's FPM goes with its namespace, by SIGKILL.)
-{ for p in $FPMS; do kill -9 "$p"; done; wait $FPMS; } 2>/dev/null
-FPMS=""
+fpm_stop
 
 # A hostile "php8.2" of nobody: crafted executor structures, 8 s.
 AS=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
