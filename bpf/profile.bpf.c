@@ -9,7 +9,8 @@
  * frame pointer where no table covers a pc (JIT code, Go); a process user
  * space has not loaded yet is walked by bpf_get_stack's frame pointers. CPython
  * processes also get their interpreter frames read ("Python" below), Ruby
- * ones their control frames (ruby.bpf.h), Go processes their goroutine's
+ * ones their control frames (ruby.bpf.h), PHP ones their executor's
+ * frames (php.bpf.h), Go processes their goroutine's
  * pprof labels (golabels.bpf.h), V8 processes the JSFunction of each frame
  * walked by frame pointer (v8.bpf.h). Two raw
  * scheduler tracepoints (no tracefs
@@ -515,6 +516,7 @@ fault:
 
 #include "golabels.bpf.h"
 #include "ruby.bpf.h"
+#include "php.bpf.h"
 
 /*
  * Fill e (hdr.kind set by the caller) with the current task's identity and
@@ -569,6 +571,7 @@ fill_sample(void *ctx, struct prof_sample *e, bool in_user, __u64 ip, __u64 sp, 
 		walk_python(e, task, tgid);
 		walk_golabels(e, task, tgid);
 		walk_ruby(e, task, tgid);
+		walk_php(e, tgid);
 	}
 	e->wake = wake;
 }
@@ -959,6 +962,7 @@ on_exec(void *ctx)
 	bpf_map_delete_elem(&py_procs, &tgid);
 	bpf_map_delete_elem(&go_procs, &tgid);
 	bpf_map_delete_elem(&rb_procs, &tgid);
+	bpf_map_delete_elem(&php_procs, &tgid);
 	bpf_map_delete_elem(&hs_procs, &tgid);
 	bpf_map_delete_elem(&v8_procs, &tgid);
 	notify(PROF_EV_EXEC);
@@ -984,6 +988,7 @@ on_exit(void *ctx)
 		bpf_map_delete_elem(&py_procs, &tgid);
 		bpf_map_delete_elem(&go_procs, &tgid);
 		bpf_map_delete_elem(&rb_procs, &tgid);
+		bpf_map_delete_elem(&php_procs, &tgid);
 		bpf_map_delete_elem(&hs_procs, &tgid);
 		bpf_map_delete_elem(&v8_procs, &tgid);
 		notify(PROF_EV_EXIT);

@@ -257,6 +257,8 @@ enum prof_counter {
 	PROF_CNT_OFFCPU_SPILL,	/* waits sent one by one through the ring buffer: offcpu_aggs full */
 	PROF_CNT_MALLOC_SAMPLES,	/* allocations sampled (--ebpf-malloc) */
 	PROF_CNT_MALLOC_LIVE_FULL,	/* ... not tracked for inuse: malloc_live full */
+	PROF_CNT_PHP_STACKS,	/* PHP stacks read */
+	PROF_CNT_PHP_READ_ERR,	/* ... cut short by unreadable executor memory */
 	PROF_CNT_MAX
 };
 
@@ -410,6 +412,40 @@ struct rb_proc {
 	__u64	tls_offset;	/* ruby_current_ec in libruby's TLS block */
 	__u16	ec_vm_stack, ec_vm_stack_size, ec_cfp, cf_pc;
 	__u16	cf_iseq, cf_ep, cf_size, iseq_body;
+};
+
+/*
+ * PHP (bpf/php.bpf.h). A PHP process's samples carry its executor's frames
+ * in py[] (py_flags PROF_PHP_FRAMES; PROF_PY_TRUNCATED and PROF_PY_NO_THREAD
+ * as for Python), leaf first, user code only (internal functions' frames are
+ * left out: their C functions are among the native frames): code the
+ * zend_function (PROF_PY_ENTRY: the frame flagged ZEND_CALL_TOP, the
+ * outermost of one run of execute_ex), instr the line of its opline (0:
+ * unreadable), name its function_name pointer at the sample.
+ */
+#define PROF_PHP_FRAMES		(1u << 9)
+
+/*
+ * php_procs value: where an NTS PHP process keeps its frames, written by
+ * collector/ebpf/runtimes/php.c for its version. Offsets in bytes.
+ *
+ *   eg                  address of executor_globals
+ *   eg_current_ex       zend_executor_globals: current_execute_data
+ *   ex_opline, ex_func, ex_prev    zend_execute_data fields
+ *   ex_call_info        zend_execute_data: This.u1.type_info (call flags in the top bits)
+ *   fn_type, fn_name    zend_function: type (byte), common.function_name
+ *   op_lineno           zend_op: lineno
+ *   call_top            the call flag of the outermost frame of an execute_ex run
+ * Execute data fields lie in the first PHP_EX_READ bytes.
+ */
+#define PHP_EX_READ		56
+
+struct php_proc {
+	__u64	eg;
+	__u32	call_top;
+	__u16	eg_current_ex, ex_opline, ex_func, ex_prev;
+	__u16	ex_call_info, fn_type, fn_name, op_lineno;
+	__u16	pad[2];
 };
 
 /*

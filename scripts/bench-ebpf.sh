@@ -83,6 +83,8 @@
 # ONLY=golabels the Go labels part (after 6) alone, ONLY=ruby part 5's Ruby half,
 # ONLY=node the Node.js part (8) alone, ONLY=java the Java-at-the-root part (9) alone. OC_HZ="99" and OC_MODES="on off" narrow
 # ONLY=malloc the --ebpf-malloc part (10: allocation calls per second not selected vs selected) alone.
+# ONLY=node the Node.js part (8) alone, ONLY=java the Java-at-the-root part (9) alone,
+# ONLY=php the PHP part (10: PHP 8.2 and 8.4's slowdown, the daemon's CPU with every CPU in PHP) alone. OC_HZ="99" and OC_MODES="on off" narrow
 # part 6 to those rates and off-CPU settings (default: 19 99, off on sample10);
 # OC_SECS and OC_SETTLE set its window (about 5 minutes for the two settings
 # at 99 Hz with DAEMON_RUNS=5).
@@ -160,6 +162,74 @@ median() { sort -g | awk '{a[NR] = $1} END { if (NR % 2) print a[(NR + 1) / 2]; 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 # The run time of PID's threads in ns (no tick granularity); its threads live as long as it.
 cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{n += $1} END {printf "%.0f\n", n}'; }
+
+# PHP: a recursive workload (php8.2 of the host, php8.4 of the trixie root
+# run in its own namespaces) without and with the daemon, RT_RUNS pairs
+# each, median ratio of its own CPU time; then the daemon's CPU and RSS and
+# the BPF program's time per sample while every CPU runs it (8.2).
+# (Placed before the main flow so that ONLY=php runs it alone; the full
+# run calls it at the end.)
+php_cost() {
+  local r i k ver off on old run0 cnt0 run1 cnt1 c0 c1 rss hwm spin=() cmd
+  r="${PROFILEFS_ROOTS:-/var/cache/profilefs/roots}/trixie"
+  cat >"$W/phpwork.php" <<'PHP'
+<?php
+function fib(int $n): int { return $n < 2 ? $n : fib($n - 1) + fib($n - 2); }
+function work(): void { for ($i = 0; $i < 10; $i++) fib(32); }
+work();
+$u = getrusage();
+printf("%.4f\n", $u["ru_utime.tv_sec"] + $u["ru_stime.tv_sec"] +
+    ($u["ru_utime.tv_usec"] + $u["ru_stime.tv_usec"]) / 1e6);
+PHP
+  mkdir -p "$r/tmp/bench-php.$$" 2>/dev/null && cp "$W/phpwork.php" "$r/tmp/bench-php.$$/"
+  for ver in 8.2 8.4; do
+    if [ "$ver" = 8.2 ]; then
+      command -v php8.2 >/dev/null || { echo "== runtimes: PHP 8.2 skipped (no php8.2)"; continue; }
+      cmd=(php8.2 "$W/phpwork.php")
+    else
+      [ -x "$r/usr/bin/php8.4" ] || { echo "== runtimes: PHP 8.4 skipped (no trixie root)"; continue; }
+      cmd=(unshare --mount --pid --fork --kill-child --mount-proc="$r/proc" chroot "$r" php8.4 "/tmp/bench-php.$$/phpwork.php")
+    fi
+    echo "== runtimes: PHP $ver workload, $RT_RUNS alternating pairs, --ebpf=99"
+    : >"$W/php_ratios"
+    for i in $(seq 1 "$RT_RUNS"); do
+      if [ $((i % 2)) -eq 1 ]; then
+        off=$("${cmd[@]}")
+        start_daemon --ebpf=99; sleep "$SETTLE"; on=$("${cmd[@]}"); stop_daemon
+      else
+        start_daemon --ebpf=99; sleep "$SETTLE"; on=$("${cmd[@]}"); stop_daemon
+        off=$("${cmd[@]}")
+      fi
+      echo "$off $on" | awk -v i="$i" '{printf "  pair %d: php cpu %.3fs / %.3fs (without / with)\n", i, $1, $2}'
+      echo "$off $on" | awk '{print ($1 > 0 ? $2 / $1 : 0)}' >>"$W/php_ratios"
+    done
+    printf "php %s slowdown (median cpu ratio with/without): %.4f (target <= 1.01)\n" "$ver" "$(median <"$W/php_ratios")"
+  done
+  rm -rf "$r/tmp/bench-php.$$"
+  command -v php8.2 >/dev/null || return 0
+  old=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null)
+  [ -n "$old" ] && sysctl -qw kernel.bpf_stats_enabled=1
+  start_daemon --ebpf=99 --ebpf-period 10; sleep "$SETTLE"
+  for k in $(seq 1 "$(nproc)"); do
+    (end=$(($(date +%s) + SECS + 2)); while [ "$(date +%s)" -lt "$end" ]; do php8.2 "$W/phpwork.php" >/dev/null; done) &
+    spin+=($!)
+  done
+  sleep 1
+  read -r run0 cnt0 <<<"$(bpftool prog show name do_sample 2>/dev/null | grep -o 'run_time_ns [0-9]* run_cnt [0-9]*' | head -1 | awk '{print $2, $4}')"
+  c0=$(cpu_ticks "$PID"); sleep "$SECS"; c1=$(cpu_ticks "$PID")
+  read -r run1 cnt1 <<<"$(bpftool prog show name do_sample 2>/dev/null | grep -o 'run_time_ns [0-9]* run_cnt [0-9]*' | head -1 | awk '{print $2, $4}')"
+  rss=$(awk '/^VmRSS/ {print $2}' "/proc/$PID/status")
+  hwm=$(awk '/^VmHWM/ {print $2}' "/proc/$PID/status")
+  wait "${spin[@]}" 2>/dev/null
+  stop_daemon
+  [ -n "$old" ] && sysctl -qw kernel.bpf_stats_enabled="$old"
+  if [ -n "${run0:-}" ] && [ -n "${run1:-}" ] && [ "$cnt1" -gt "$cnt0" ]; then
+    awk -v r=$((run1 - run0)) -v c=$((cnt1 - cnt0)) 'BEGIN {printf "bpf program, every CPU in PHP: %d samples, %.0f ns per sample = %.4f%% of a CPU at 99 Hz\n", c, r / c, r / c * 99 / 1e9 * 100}'
+  fi
+  awk -v a="$c0" -v b="$c1" -v t="$(getconf CLK_TCK)" -v s="$SECS" -v r="$rss" -v h="$hwm" \
+    'BEGIN {printf "daemon, every CPU in PHP: cpu %.2f%% of one core, rss %d MiB (peak %d MiB)\n", (b - a) / t / s * 100, r / 1024, h / 1024}'
+}
+if [ "$ONLY" = php ]; then php_cost; exit 0; fi
 
 # --- the workload ---------------------------------------------------------
 cat >"$W/work.c" <<'EOF'
@@ -899,3 +969,4 @@ PY
   done
 }
 if [ "$ONLY" = pyver ]; then pyver_cost; exit 0; fi
+php_cost

@@ -48,6 +48,7 @@
 #include "python.h"
 #include "golabels.h"
 #include "ruby.h"
+#include "php.h"
 #include "v8.h"
 #include "symbolize.h"
 #include "unwind.h"
@@ -156,6 +157,7 @@ struct ebpf_sampler {
 	struct python		*py;		/* CPython frames */
 	struct golabels		*gl;		/* Go pprof labels */
 	struct ruby		*ruby;		/* Ruby frames */
+	struct php		*php;		/* PHP frames */
 	struct hotspot		*hs;		/* HotSpot frames */
 	struct v8		*v8;		/* JavaScript frames (Node.js) */
 	struct dbginfod		*dbg;		/* debug files by build id; NULL: none */
@@ -526,6 +528,10 @@ py_marker(struct frame *f, const struct prof_sample *s)
 	memset(f, 0, sizeof(*f));
 	f->func = rb ? "[ruby: truncated]" : "[python: truncated]";
 	f->file = rb ? "[ruby]" : "[python]";
+	if (s->py_flags & PROF_PHP_FRAMES) {
+		f->func = "[php: truncated]";
+		f->file = "[php]";
+	}
 	f->build_id = "";
 }
 
@@ -539,6 +545,8 @@ interp_frame(struct ebpf_sampler *e, struct proc *p, const struct prof_sample *s
 {
 	if (s->py_flags & PROF_RB_FRAMES)
 		return ruby_frame(e->ruby, p, s->py, n, i, f);
+	if (s->py_flags & PROF_PHP_FRAMES)
+		return php_frame(e->php, p, s->py, n, i, f);
 	return python_frame(e->py, p, s->py, n, i, f);
 }
 
@@ -546,6 +554,8 @@ interp_frame(struct ebpf_sampler *e, struct proc *p, const struct prof_sample *s
 static bool
 interp_is_eval(const struct prof_sample *s, const struct proc *p, const struct frame *f)
 {
+	if (s->py_flags & PROF_PHP_FRAMES)
+		return php_is_vm(f->func);
 	return (s->py_flags & PROF_RB_FRAMES) ? ruby_is_vm(f->func) : python_is_eval_frame(p, f);
 }
 
@@ -625,15 +635,19 @@ handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_samp
 	}
 	python_check(e->py, p);
 	ruby_check(e->ruby, p);
+	php_check(e->php, p);
 	hotspot_check(e->hs, p);
 	/* The runtime part, by its tag: one of Java's, Python's or Ruby's, V8's, Go's. */
 	java = s->rt == PROF_RT_JAVA && s->j_n > 0;
 	if (java)
 		hotspot_read(e->hs, p, s);
 	if (s->rt == PROF_RT_PY && (s->py_flags & PROF_PY_WALKED) &&
-	    ((s->py_flags & PROF_RB_FRAMES) ? p->rb : p->py)) {
+	    ((s->py_flags & PROF_PHP_FRAMES) ? p->php :
+	    (s->py_flags & PROF_RB_FRAMES) ? p->rb : p->py)) {
 		pn = s->py_n < PROF_MAX_PYFRAMES ? s->py_n : PROF_MAX_PYFRAMES;
-		if (s->py_flags & PROF_RB_FRAMES)
+		if (s->py_flags & PROF_PHP_FRAMES)
+			php_read(e->php, p, s->py, pn, s->hdr.time_ns);
+		else if (s->py_flags & PROF_RB_FRAMES)
 			ruby_read(e->ruby, p, s->py, pn);
 		else
 			python_read(e->py, p, s->py, pn, s->hdr.time_ns);
@@ -741,7 +755,7 @@ handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_samp
 		if ((c = fcache_get(e, cp, svc, p->serial, p->maps_gen, exact ? a : a - 1)) != NULL) {
 			e->user_frames++;
 			e->user_named += c->named;
-			core = p->rb && !c->named;
+			core = (p->rb || p->php) && !c->named;
 			e->locs[n++] = c->loc;
 			continue;
 		}
@@ -757,7 +771,10 @@ handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_samp
 			break;
 		}
 		if (pi < pn && interp_is_eval(s, p, &f)) {
-			/* Ruby's instruction loop, just below rb_vm_exec: its frames stand for it. */
+			/*
+			 * Ruby's instruction loop, just below rb_vm_exec, or an
+			 * unnamed opcode handler of PHP's: its frames stand for it.
+			 */
 			if (core && n > 0)
 				n--;
 			/* This run of the evaluation loop: its frames up to its entry frame. */
@@ -801,10 +818,11 @@ handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_samp
 		 * In a Ruby stack, the frame just above rb_vm_exec is its
 		 * instruction loop (unnamed where libruby has no symbols).
 		 */
-		core = p->rb && (f.func == NULL || ruby_is_core(f.func));
+		core = (p->rb && (f.func == NULL || ruby_is_core(f.func))) ||
+		    (p->php && f.func == NULL);
 		/* Not the evaluation loop: it stands for Python frames when there are some. */
 		if (f.file && f.file[0] == '/' && !python_is_eval_frame(p, &f) && !ruby_is_vm(f.func) &&
-		    !ruby_is_core(f.func))
+		    !ruby_is_core(f.func) && !php_is_vm(f.func))
 			fcache_put(e, cp, svc, p->serial, p->maps_gen, f.addr, li,
 			    f.func != NULL);
 		/* (A stack without Python frames is named the same each time, loop or not.) */
@@ -1082,7 +1100,8 @@ flush(struct ebpf_sampler *e)
 		"cfi_read_errors", "py_stacks", "py_read_errors", "offcpu_switches",
 		"offcpu_short", "offcpu_sent", "offcpu_full", "go_labels", "go_labels_truncated",
 		"rb_stacks", "rb_read_errors", "hs_frames", "hs_no_blob", "v8_stacks",
-		"offcpu_spilled", "malloc_samples", "malloc_live_full"
+		"offcpu_spilled", "malloc_samples", "malloc_live_full", "php_stacks",
+		"php_read_errors"
 	};
 	struct unwind_stats us;
 	struct python_stats ps;
@@ -1512,6 +1531,7 @@ release_proc(void *arg, struct proc *p)
 	python_forget(e->py, p);
 	golabels_forget(e->gl, p);
 	ruby_forget(e->ruby, p);
+	php_forget(e->php, p);
 	hotspot_forget(e->hs, p);
 	v8_forget(e->v8, p);
 }
@@ -1638,7 +1658,8 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 			    strerror(errno));
 	}
 	if ((e->py = python_create(bpf_map__fd(e->skel->maps.py_procs))) == NULL ||
-	    (e->ruby = ruby_create(bpf_map__fd(e->skel->maps.rb_procs))) == NULL) {
+	    (e->ruby = ruby_create(bpf_map__fd(e->skel->maps.rb_procs))) == NULL ||
+	    (e->php = php_create(bpf_map__fd(e->skel->maps.php_procs))) == NULL) {
 		rc = -ENOMEM;
 		goto fail;
 	}
@@ -1771,6 +1792,7 @@ ebpf_stop(struct ebpf_sampler *e)
 	python_destroy(e->py);
 	golabels_destroy(e->gl);
 	ruby_destroy(e->ruby);
+	php_destroy(e->php);
 	hotspot_destroy(e->hs);
 	v8_destroy(e->v8);
 	unwind_destroy(e->unw);

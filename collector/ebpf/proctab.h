@@ -95,6 +95,10 @@ struct proc {
 	/* ruby.c's, released through the hook of proctab_set_release */
 	void		*rb;
 	uint32_t	 rb_gen;	/* maps_gen when ruby.c last looked */
+	/* php.c's, released through the hook of proctab_set_release */
+	void		*php;
+	uint32_t	 php_gen;	/* maps_gen when php.c last looked */
+	int64_t		 php_retry;	/* monotonic ns: look again (a file not read); 0: none */
 	bool		 held;		/* exited, kept until proctab_forget (proctab_hold) */
 	uint32_t	 cg_sum;	/* checksum of /proc/PID/cgroup as named by, 0: none */
 	int64_t		 cg_checked;	/* monotonic ns of the last look at it */
