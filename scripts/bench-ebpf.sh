@@ -658,7 +658,7 @@ rubyver_cost() {
   }
   cat >"$W/rbver.rb" <<'RB'
 def fib(n) = n < 2 ? n : fib(n - 1) + fib(n - 2)
-def level_two = 6.times { fib(30) }
+def level_two = 20.times { fib(30) }
 def level_one = level_two
 level_one
 t = Process.times
