@@ -12,11 +12,36 @@
 # (Debian's) serving the libc6-dbg package of the root's libc (downloaded
 # once with the root's apt into /var/cache/profilefs/debs, never installed
 # in the root), those frames get their debug names, fetched by build id.
+# Last, the daemon's own debug file by build id: run in a mount namespace
+# of its own whose /usr/lib/debug holds, under the root's libc build id, first
+# the host's libc debug file (another build: not used, the frames keep their
+# FDE names), then the right one (its names).
 # Needs root, a kernel with BTF, a C compiler and the trixie root.
 set -u
 . "$(dirname "$0")/../lib.sh"
 
-NAMES="rt-libc-roots rt-libc-fde-names rt-libc-debuginfod rt-libc-daemon"
+# Part 3's inside (this script run again in a mount namespace of its own):
+# DBG_FILE at /usr/lib/debug/.build-id/ under LIBC_ID; prints what
+# qsort_r calls in the program's stacks.
+if [ "${RT_LIBC_HOSTDBG:-}" = 1 ]; then
+  mount -t tmpfs tmpfs /usr/lib/debug || exit 1
+  mkdir -p "/usr/lib/debug/.build-id/${LIBC_ID:0:2}" &&
+    cp "$DBG_FILE" "/usr/lib/debug/.build-id/${LIBC_ID:0:2}/${LIBC_ID:2}.debug" || exit 1
+  pf_setup
+  pf_start --ebpf=99 --ebpf-period 2 --ebpf-min-samples 0 --debuginfod off || exit 1
+  (in_root "$R" "$IN/libcthreads" 6)
+  for i in $(seq 1 20); do
+    grep -q 'qsort_r;' "$TMP/mnt/libcthreads/cpu/all/all/folded.txt" 2>/dev/null && break
+    sleep 0.5
+  done
+  sleep 2
+  grep -o 'qsort_r;[^; ]*' "$TMP/mnt/libcthreads/cpu/all/all/folded.txt" | sort -u |
+    sed 's/^qsort_r;//' | tr '\n' ' '
+  pf_stop
+  exit 0
+fi
+
+NAMES="rt-libc-roots rt-libc-fde-names rt-libc-debuginfod rt-libc-host-debug rt-libc-daemon"
 skip_all() { for n in $NAMES; do echo "ok - $n # SKIP $1"; done; exit 0; }
 [ "$(id -u)" -eq 0 ] || skip_all "needs root"
 [ -r /sys/kernel/btf/vmlinux ] || skip_all "kernel has no BTF (/sys/kernel/btf/vmlinux)"
@@ -89,6 +114,7 @@ if [ -z "$deb" ] || ! dpkg-deb -c "$deb" 2>/dev/null | grep -q "${LIBC_ID:2}.deb
   [ -n "$f" ] && rm -f "$DEBS"/libc6-dbg_*.deb && cp "$f" "$DEBS/" && deb="$DEBS/$(basename "$f")"
 fi
 if [ -z "$deb" ] || ! command -v debuginfod >/dev/null; then
+  echo "ok - rt-libc-host-debug # SKIP no libc6-dbg package"
   echo "ok - rt-libc-debuginfod # SKIP no libc6-dbg package ($(tail -1 "$TMP/apt.log" 2>/dev/null)) or no debuginfod"
 else
   mkdir -p "$TMP/srv" && dpkg-deb -x "$deb" "$TMP/dbg" &&
@@ -129,6 +155,24 @@ else
   fi
   pf_stop
   stop_server
+  # 3. The daemon's own debug file, valid for the container's libc only by build id.
+  # Another build's debug file: the host's libc's, else any (copied: the
+  # namespace's /usr/lib/debug hides the host's).
+  HOST_ID="$(readelf -n "$(readlink -f /lib/x86_64-linux-gnu/libc.so.6)" | awk '/Build ID:/ { print $3; exit }')"
+  other="/usr/lib/debug/.build-id/${HOST_ID:0:2}/${HOST_ID:2}.debug"
+  [ -f "$other" ] || other="$(ls /usr/lib/debug/.build-id/*/*.debug 2>/dev/null | head -1)"
+  [ -n "$other" ] && cp "$other" "$TMP/other.debug" && other="$TMP/other.debug"
+  hostdbg() {	# hostdbg FILE: what qsort_r calls with FILE as the libc's debug file
+    RT_LIBC_HOSTDBG=1 R="$R" IN="$IN" LIBC_ID="$LIBC_ID" DBG_FILE="$1" PROFILEFS_BIN="$BIN" \
+      timeout 120 unshare --mount --propagation private bash "$0"
+  }
+  right="$(hostdbg "$TMP/srv/${LIBC_ID:2}.debug")"
+  if [ -n "$other" ]; then wrong="$(hostdbg "$other")"; else wrong="(no debug file on the host)"; fi
+  echo "# the daemon's debug file by build id: qsort_r calls $right (right build); $wrong (another build's file under that name)"
+  if [ -n "$right" ] && ! echo "$right" | grep -q '+0x' &&
+    { [ -z "$other" ] || echo "$wrong" | grep -Eq '^libc\.so\.6\+0x[0-9a-f]+ $'; }; then
+    ok "rt-libc-host-debug ($right; another build's file refused)"
+  else fail "rt-libc-host-debug" "right build: '$right'; another build: '$wrong'"; fi
 fi
 if [ "${PF_RC:-1}" -eq 0 ]; then ok "rt-libc-daemon"; else fail "rt-libc-daemon" "daemon exited with ${PF_RC:-?}"; fi
 pf_done
