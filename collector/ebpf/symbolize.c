@@ -1263,8 +1263,9 @@ libc_fde_names(Elf *e, struct elfobj *o)
 		o->nsyms++;
 	}
 	o->synth_hi = (uint32_t)o->names.len;
-	log_debug("ebpf: %s %s: %zu functions named from their FDEs (__clone3 %s, start_thread "
-	    "%s, __libc_start_call_main %s)", o->soname, o->build_id, add,
+	log_debug("ebpf: %s %s: %zu functions named from their FDEs until a debug file names "
+	    "them (__clone3 %s, start_thread %s, __libc_start_call_main %s)", o->soname,
+	    o->build_id, add,
 	    clone3 ? "found" : "not found", thread ? "found" : "not found",
 	    call_main ? "found" : "not found");
 out:
