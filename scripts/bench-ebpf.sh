@@ -88,6 +88,7 @@
 # part 6 to those rates and off-CPU settings (default: 19 99, off on sample10);
 # OC_SECS and OC_SETTLE set its window (about 5 minutes for the two settings
 # at 99 Hz with DAEMON_RUNS=5).
+# ONLY=rubyver: Ruby 3.1 (host) and 3.3 (trixie root): each one's slowdown and the daemon's CPU.
 set -u
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BIN="${PROFILEFS_BIN:-$ROOT/bin/profilefs}"
@@ -800,6 +801,51 @@ java_versions() {
   rm -rf "$d"
 }
 if [ "$ONLY" = javaver ]; then java_versions; exit 0; fi
+# Ruby versions: Debian's ruby3.1 on the host and ruby3.3 in the trixie root
+# (as a container: own mount and PID namespaces), the same recursive
+# workload: each one's slowdown (median CPU ratio with/without the daemon at
+# 99 Hz over RT_RUNS alternating pairs) and the daemon's CPU while it runs.
+rubyver_cost() {
+  local R="${PROFILEFS_ROOTS:-/var/cache/profilefs/roots}/trixie" v i a off on c0 c1 t0 t1 d rc
+  local IN="/tmp/bench-rubyver.$$"
+  echo "== Ruby versions: $RT_RUNS alternating pairs each, --ebpf=99"
+  rb_run() {	# rb_run VERSION: the workload's own CPU seconds
+    if [ "$1" = 3.1 ]; then ruby3.1 --disable-gems "$W/rbver.rb"
+    else unshare --mount --pid --fork --kill-child --mount-proc="$R/proc" \
+      chroot "$R" /usr/bin/ruby3.3 --disable-gems "$IN/rbver.rb"; fi
+  }
+  cat >"$W/rbver.rb" <<'RB'
+def fib(n) = n < 2 ? n : fib(n - 1) + fib(n - 2)
+def level_two = 20.times { fib(30) }
+def level_one = level_two
+level_one
+t = Process.times
+printf("%.4f\n", t.utime + t.stime)
+RB
+  if [ -x "$R/usr/bin/ruby3.3" ]; then mkdir -p "$R$IN" && cp "$W/rbver.rb" "$R$IN/"; fi
+  for v in 3.1 3.3; do
+    if [ "$v" = 3.1 ] && ! command -v ruby3.1 >/dev/null; then echo "  Ruby 3.1 skipped (no ruby3.1)"; continue; fi
+    if [ "$v" = 3.3 ] && [ ! -x "$R/usr/bin/ruby3.3" ]; then echo "  Ruby 3.3 skipped (no $R)"; continue; fi
+    : >"$W/rbver_ratios"; : >"$W/rbver_cpu"
+    for i in $(seq 1 "$RT_RUNS"); do
+      if [ $((i % 2)) -eq 1 ]; then off=$(rb_run $v); fi
+      start_daemon --ebpf=99; sleep "$SETTLE"
+      c0=$(cpu_ticks "$PID"); t0=$(date +%s%N)
+      on=$(rb_run $v)
+      c1=$(cpu_ticks "$PID"); t1=$(date +%s%N)
+      stop_daemon
+      if [ $((i % 2)) -eq 0 ]; then off=$(rb_run $v); fi
+      echo "$off $on" | awk -v v="$v" -v i="$i" '{printf "  ruby %s pair %d: cpu %.3fs / %.3fs (without / with)\n", v, i, $1, $2}'
+      echo "$off $on" | awk '{print ($1 > 0 ? $2 / $1 : 0)}' >>"$W/rbver_ratios"
+      awk -v a="$c0" -v b="$c1" -v t="$(getconf CLK_TCK)" -v ns=$((t1 - t0)) \
+        'BEGIN {print (b - a) / t / (ns / 1e9) * 100}' >>"$W/rbver_cpu"
+    done
+    a=$(median <"$W/rbver_ratios"); d=$(median <"$W/rbver_cpu")
+    printf "ruby %s: slowdown (median cpu ratio with/without) %.4f (target <= 1.01); daemon cpu while it runs %.2f%% of one core (median)\n" "$v" "$a" "$d"
+  done
+  rm -rf "${R:?}$IN"
+}
+if [ "$ONLY" = rubyver ]; then rubyver_cost; exit 0; fi
 
 echo "== overhead: workload of $ITERS iterations, $RUNS alternating pairs, --ebpf=99"
 : >"$W/ratios"
@@ -970,3 +1016,4 @@ PY
 }
 if [ "$ONLY" = pyver ]; then pyver_cost; exit 0; fi
 php_cost
+rubyver_cost

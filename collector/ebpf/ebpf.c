@@ -760,6 +760,8 @@ handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_samp
 			continue;
 		}
 		proctab_resolve(e->pt, p, exact ? a : a - 1, &f);
+		if (p->rb)
+			ruby_native_name(e->ruby, p, &f);	/* an unexported rb_vm_exec */
 		/*
 		 * A return address outside every executable mapping means the
 		 * frame-pointer chain went through code built without frame

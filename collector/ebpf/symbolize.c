@@ -37,6 +37,7 @@
 
 #include "base.h"
 #include "debuginfod.h"
+#include "ehframe.h"
 #include "pprof.h"
 #include "store.h"
 #include "rio.h"
@@ -95,6 +96,15 @@ struct elfobj {
 	size_t		 dw_ncus, dw_cuscap, dw_lines;	/* ... and their rows */
 	bool		 dbg_wait;	/* its debug file is being fetched (debuginfod) */
 	bool		 dbg_missing;	/* no symbol table: debuginfod is asked again now and then */
+	/*
+	 * glibc's libc (libc_fde_names()): its hidden functions named from
+	 * their FDEs, names [synth_lo, synth_hi) of the blob, let go once a
+	 * symbol table (full_symtab) names them.
+	 */
+	bool		 libc;
+	bool		 full_symtab;
+	char		 soname[32];
+	uint32_t	 synth_lo, synth_hi;
 	uint8_t		 local_tries;	/* looks for a local debug file left (by build id) */
 	int64_t		 local_next;	/* monotonic s of the next one */
 };
@@ -1004,6 +1014,264 @@ add_entry(struct elfobj *o)
 	o->nsyms++;
 }
 
+/* --- glibc's hidden functions ------------------------------------------- */
+
+/*
+ * A container's libc without its debug package exports neither the entry
+ * functions of its threads and of its main thread nor its other internal
+ * functions: every stack would start at unnamed libc frames. What can be
+ * known without debug symbols, from the code itself (glibc 2.34 on,
+ * x86-64):
+ *
+ *   __clone3                 the FDE holding "mov $435,%eax" just before a
+ *                            syscall (the clone3 system call: the parent's
+ *                            part; the symbol is hidden), and the next FDE,
+ *                            the child's part, where every thread's stack
+ *                            starts (its CFI ends the unwind): it calls the
+ *                            thread's function (call *%rdx)
+ *   start_thread             the one function whose address pthread_create,
+ *                            or a function it calls, loads into %rsi (lea
+ *                            X(%rip),%rsi: the function handed to
+ *                            __clone_internal)
+ *   __libc_start_call_main   the one function __libc_start_main calls that
+ *                            calls exit (it runs main, then exit)
+ *
+ * Each is named only when exactly one function fits; every other FDE that
+ * no symbol covers is named by its start, "libc.so.6+0x29c30" (one name per
+ * function, not per address). A debug file read later (by build id, or from
+ * debuginfod) replaces all of them (finish_syms()).
+ */
+#define LIBC_FN_MAX	(64u << 10)	/* bytes of one function looked at */
+#define LIBC_REFS	8
+
+/* The bytes at ELF address vaddr of o's executable segments (owned by e), or NULL. */
+static const uint8_t *
+code_at(Elf *e, const struct elfobj *o, uint64_t vaddr, uint64_t len)
+{
+	Elf_Data *d;
+	size_t i;
+
+	if (len == 0 || len > LIBC_FN_MAX)
+		return NULL;
+	for (i = 0; i < o->nsegs; i++) {
+		const struct segment *g = &o->segs[i];
+
+		if (!g->exec || vaddr < g->vaddr || vaddr - g->vaddr >= g->filesz ||
+		    len > g->filesz - (vaddr - g->vaddr))
+			continue;
+		d = elf_getdata_rawchunk(e, (int64_t)(g->offset + (vaddr - g->vaddr)), len,
+		    ELF_T_BYTE);
+		return d && d->d_buf ? d->d_buf : NULL;
+	}
+	return NULL;
+}
+
+static int32_t
+s32_at(const uint8_t *p)
+{
+	int32_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+/* The FDE starting exactly at a that no symbol covers, or NULL. */
+static const struct ehrange *
+fde_unnamed(const struct elfobj *o, const struct ehrange *r, size_t n, uint64_t a)
+{
+	const struct ehrange *x = ehframe_find(r, n, a);
+
+	return x && x->start == a && symbolize_elf_lookup(o, a) == NULL ? x : NULL;
+}
+
+/* The function named name in o's table: its address (0: none) and size. */
+static uint64_t
+sym_named(const struct elfobj *o, const char *name, uint64_t *size)
+{
+	size_t i;
+
+	for (i = 0; i < o->nsyms; i++)
+		if (o->syms[i].size > 0 && strcmp(o->names.data + o->syms[i].name, name) == 0) {
+			*size = o->syms[i].size;
+			return o->syms[i].addr;
+		}
+	return 0;
+}
+
+/*
+ * The targets of the rel32 operands after the opcode bytes op (oplen) in the
+ * code of [fn, fn + size): into t (at most LIBC_REFS, distinct), how many.
+ * The code is not decoded: every such byte run is looked at (the caller
+ * keeps only targets that are functions).
+ */
+static size_t
+rel_targets(Elf *e, const struct elfobj *o, uint64_t fn, uint64_t size, const char *op,
+    size_t oplen, uint64_t *t, size_t cap)
+{
+	const uint8_t *c = code_at(e, o, fn, size);
+	size_t i, j, k = 0;
+
+	for (i = 0; c != NULL && i + oplen + 4 <= size; i++) {
+		uint64_t a;
+
+		if (memcmp(c + i, op, oplen) != 0)
+			continue;
+		a = fn + i + oplen + 4 + (uint64_t)(int64_t)s32_at(c + i + oplen);
+		for (j = 0; j < k && t[j] != a; j++)
+			;
+		if (j == k && k < cap)
+			t[k++] = a;
+	}
+	return k;
+}
+
+/* Whether the code of x calls (call rel32) a. */
+static bool
+fde_calls(Elf *e, const struct elfobj *o, const struct ehrange *x, uint64_t a)
+{
+	const uint8_t *c = code_at(e, o, x->start, x->end - x->start);
+	size_t i;
+
+	for (i = 0; c != NULL && i + 5 <= x->end - x->start; i++)
+		if (c[i] == 0xe8 && x->start + i + 5 + (uint64_t)(int64_t)s32_at(c + i + 1) == a)
+			return true;
+	return false;
+}
+
+/* Add to *found the unnamed functions that fn's code loads into %rsi. */
+static void
+rsi_funcs(Elf *e, const struct elfobj *o, const struct ehrange *r, size_t n, uint64_t fn,
+    uint64_t size, uint64_t *found, size_t *nfound)
+{
+	uint64_t t[4 * LIBC_REFS];
+	size_t k, i, j;
+
+	k = rel_targets(e, o, fn, size, "\x48\x8d\x35", 3, t, sizeof(t) / sizeof(t[0]));
+	for (i = 0; i < k; i++) {
+		if (fde_unnamed(o, r, n, t[i]) == NULL)
+			continue;
+		for (j = 0; j < *nfound && found[j] != t[i]; j++)
+			;
+		if (j == *nfound && *nfound < LIBC_REFS)
+			found[(*nfound)++] = t[i];
+	}
+}
+
+/* The three entry functions of a glibc libc, as far as its code tells (0: not known). */
+static void
+libc_entries(Elf *e, const struct elfobj *o, const struct ehrange *r, size_t n,
+    uint64_t *clone3, uint64_t *clone3_child, uint64_t *thread, uint64_t *call_main)
+{
+	static const uint8_t sys_clone3[] = { 0xb8, 0xb3, 0x01, 0x00, 0x00, 0x0f, 0x05 };
+	uint64_t fn, size, ex, exsz, t[4 * LIBC_REFS], found[LIBC_REFS];
+	size_t i, k, nfound = 0, hits = 0;
+	const struct ehrange *x, *hit = NULL;
+
+	*clone3 = *clone3_child = *thread = *call_main = 0;
+	/* __clone3: its system call, in one unnamed FDE (the syscall may end it). */
+	for (i = 0; i < n; i++) {
+		const uint8_t *c;
+		uint64_t len = r[i].end - r[i].start + 2, j;
+
+		if (symbolize_elf_lookup(o, r[i].start) != NULL ||
+		    (c = code_at(e, o, r[i].start, len)) == NULL)
+			continue;
+		for (j = 0; j + sizeof(sys_clone3) <= len; j++)
+			if (memcmp(c + j, sys_clone3, sizeof(sys_clone3)) == 0 &&
+			    r[i].start + j < r[i].end) {
+				hit = &r[i];
+				hits++;
+				break;
+			}
+	}
+	if (hits == 1 && hit + 1 < r + n && hit[1].start - hit->end < 64 &&
+	    symbolize_elf_lookup(o, hit[1].start) == NULL) {
+		const uint8_t *c = code_at(e, o, hit[1].start, hit[1].end - hit[1].start);
+
+		/* The child's part calls the thread's function: call *%rdx. */
+		for (i = 0; c != NULL && i + 2 <= hit[1].end - hit[1].start; i++)
+			if (c[i] == 0xff && c[i + 1] == 0xd2) {
+				*clone3 = hit->start;
+				*clone3_child = hit[1].start;
+				break;
+			}
+	}
+	/* start_thread: what pthread_create (or a function it calls) hands on in %rsi. */
+	if ((fn = sym_named(o, "pthread_create", &size)) != 0) {
+		rsi_funcs(e, o, r, n, fn, size, found, &nfound);
+		k = rel_targets(e, o, fn, size, "\xe8", 1, t, sizeof(t) / sizeof(t[0]));
+		for (i = 0; i < k; i++)
+			if ((x = fde_unnamed(o, r, n, t[i])) != NULL)
+				rsi_funcs(e, o, r, n, x->start, x->end - x->start, found, &nfound);
+		if (nfound == 1)
+			*thread = found[0];
+	}
+	/* __libc_start_call_main: what __libc_start_main calls that calls exit. */
+	if ((fn = sym_named(o, "__libc_start_main", &size)) != 0 &&
+	    (ex = sym_named(o, "exit", &exsz)) != 0) {
+		k = rel_targets(e, o, fn, size, "\xe8", 1, t, sizeof(t) / sizeof(t[0]));
+		for (i = 0, nfound = 0; i < k; i++)
+			if ((x = fde_unnamed(o, r, n, t[i])) != NULL && fde_calls(e, o, x, ex))
+				found[nfound++] = x->start;
+		if (nfound == 1)
+			*call_main = found[0];
+	}
+}
+
+/* Name o's functions that no symbol covers from its FDEs (above). */
+static void
+libc_fde_names(Elf *e, struct elfobj *o)
+{
+	uint64_t clone3, child, thread, call_main;
+	struct ehrange *r = NULL;
+	size_t n, i, add = 0;
+	char nm[64];
+
+	if (ehframe_ranges(e, &r, &n) < 0)
+		return;
+	/* Lookups below need the table sorted (finish_syms() sorts it again, cheaply). */
+	budget_charge(o->nsyms * sizeof(*o->syms));
+	qsort(o->syms, o->nsyms, sizeof(*o->syms), sym_cmp);
+	budget_release(o->nsyms * sizeof(*o->syms));
+	for (i = 0; i < n; i++)
+		add += symbolize_elf_lookup(o, r[i].start) == NULL;
+	if (add == 0 || o->names.len > UINT32_MAX - add * sizeof(nm) ||
+	    syms_reserve(o, o->nsyms + add) < 0)
+		goto out;
+	libc_entries(e, o, r, n, &clone3, &child, &thread, &call_main);
+	o->synth_lo = (uint32_t)o->names.len;
+	for (i = 0; i < n; i++) {
+		uint64_t a = r[i].start;
+		size_t k;
+
+		if (symbolize_elf_lookup(o, a) != NULL)
+			continue;
+		if (a == clone3 || a == child)
+			snprintf(nm, sizeof(nm), "__clone3");
+		else if (a == thread)
+			snprintf(nm, sizeof(nm), "start_thread");
+		else if (a == call_main)
+			snprintf(nm, sizeof(nm), "__libc_start_call_main");
+		else
+			snprintf(nm, sizeof(nm), "%s+0x%llx", o->soname, (unsigned long long)a);
+		k = o->nsyms;
+		o->syms[k].addr = a;
+		o->syms[k].size = r[i].end - a;
+		o->syms[k].name = (uint32_t)o->names.len;
+		if (buf_add(&o->names, nm, strlen(nm) + 1) < 0)
+			break;
+		o->nsyms++;
+	}
+	o->synth_hi = (uint32_t)o->names.len;
+	log_debug("ebpf: %s %s: %zu functions named from their FDEs until a debug file names "
+	    "them (__clone3 %s, start_thread %s, __libc_start_call_main %s)", o->soname,
+	    o->build_id, add,
+	    clone3 ? "found" : "not found", thread ? "found" : "not found",
+	    call_main ? "found" : "not found");
+out:
+	free(r);
+}
+
 static int
 read_elf_image(Elf *e, struct elfobj *o, bool debug_file, bool *has_symtab,
     char *debuglink, size_t dlsize)
@@ -1080,6 +1348,7 @@ read_elf_image(Elf *e, struct elfobj *o, bool debug_file, bool *has_symtab,
 	}
 	if (symtab) {
 		*has_symtab = true;
+		o->full_symtab = true;
 		rc = read_symtab(e, symtab, &sh_symtab, o);
 	} else if (gopclntab) {
 		/* A stripped Go binary: the runtime's table names every function. */
@@ -1095,6 +1364,8 @@ read_elf_image(Elf *e, struct elfobj *o, bool debug_file, bool *has_symtab,
 		rc = read_minidebuginfo(minidebug, o);
 	if (rc == 0 && !debug_file && eh.e_machine == EM_X86_64)
 		rc = read_plt(e, shstrndx, o);
+	if (rc == 0 && !debug_file && !*has_symtab && o->libc && eh.e_machine == EM_X86_64)
+		libc_fde_names(e, o);
 out:
 	return rc;
 }
@@ -1289,6 +1560,14 @@ finish_syms(struct elfobj *o)
 	size_t i, j;
 	char *nm;
 
+	if (o->full_symtab && o->synth_hi > o->synth_lo) {
+		/* A symbol table came (a debug file): its names, not the FDEs'. */
+		for (i = 0, j = 0; i < o->nsyms; i++)
+			if (o->syms[i].name < o->synth_lo || o->syms[i].name >= o->synth_hi)
+				o->syms[j++] = o->syms[i];
+		o->nsyms = j;
+		o->synth_lo = o->synth_hi = 0;
+	}
 	if (o->nsyms == 0) {
 		table_free(o);
 		obj_account(o);
@@ -1432,6 +1711,8 @@ table_reload(struct symbolizer *s, struct elfobj *o, const char *path, const cha
 	o->nsegs = 0;
 	o->dropped = o->cut = false;
 	o->wanted = 0;
+	o->full_symtab = false;
+	o->synth_lo = o->synth_hi = 0;
 	if (read_elf_fd(fd, o, false, &has, link, sizeof(link)) == 0 && !has)
 		(void)read_debug_file(o, root, name, link);
 	close(fd);
@@ -1457,6 +1738,71 @@ symtab_cut_log(struct symbolizer *s, const struct elfobj *o, const char *name)
 		    total >> 20);
 	else
 		log_debug("ebpf: %s: %zu of its %zu functions kept", name, o->nsyms, o->wanted);
+}
+
+/*
+ * The daemon's own debug file of o by build id
+ * (/usr/lib/debug/.build-id/xx/yyyy.debug in its root), for a file of a
+ * process in another root (a container's) that has none: a debug file
+ * belongs to exactly one build, so it is used only when its own build-id
+ * note is o's, and only a file everyone may read (the build id is the
+ * process's to choose). 1: a symbol table was read; 0: none.
+ */
+static int
+read_host_debug(struct elfobj *o, const char *root)
+{
+	char path[PATH_MAX], id[41] = "";
+	Elf_Scn *scn = NULL;
+	struct stat st;
+	GElf_Shdr sh;
+	bool has = false;
+	int fd, rc = 0;
+	Elf *e;
+
+	if (root == NULL || root[0] == '\0' || strcmp(root, "/") == 0 || strlen(o->build_id) <= 2)
+		return 0;
+	snprintf(path, sizeof(path), "/usr/lib/debug/.build-id/%.2s/%s.debug", o->build_id,
+	    o->build_id + 2);
+	if ((fd = symbolize_open(path, true, 0)) < 0)
+		return 0;
+	if (fstat(fd, &st) < 0 || !(st.st_mode & S_IROTH))
+		goto out;
+	if ((e = elf_begin(fd, ELF_C_READ_MMAP, NULL)) != NULL) {
+		while ((scn = elf_nextscn(e, scn)) != NULL && id[0] == '\0')
+			if (gelf_getshdr(scn, &sh) != NULL && sh.sh_type == SHT_NOTE)
+				read_build_id(e, scn, id);
+		elf_end(e);
+	}
+	if (strcmp(id, o->build_id) != 0) {
+		log_debug("ebpf: %s: build id %s, not the %s it is named for: not used", path,
+		    id[0] ? id : "none", o->build_id);
+		goto out;
+	}
+	if (read_elf_fd(fd, o, true, &has, NULL, 0) == 0 && has) {
+		rc = 1;
+		log_debug("ebpf: build id %s: the daemon's own debug file %s", o->build_id, path);
+	}
+out:
+	close(fd);
+	return rc;
+}
+
+/*
+ * Remember o's file name (its last part) and whether it is glibc's libc,
+ * whose hidden functions are named from their FDEs (libc_fde_names()).
+ */
+static void
+obj_name(struct elfobj *o, const char *name, const char *path)
+{
+	const char *b = name ? name : path, *x;
+
+	if (b == NULL)
+		return;
+	if ((x = strrchr(b, '/')) != NULL)
+		b = x + 1;
+	snprintf(o->soname, sizeof(o->soname), "%s", b);
+	o->libc = strcmp(b, "libc.so.6") == 0 ||
+	    (strncmp(b, "libc-2.", 7) == 0 && strlen(b) > 10 && strcmp(b + strlen(b) - 3, ".so") == 0);
 }
 
 struct elfobj *
@@ -1492,6 +1838,7 @@ symbolize_elf(struct symbolizer *s, uint64_t dev, uint64_t ino, const char *path
 	o->last_use = ++s->uses;
 	o->use_period = s->periods;
 	o->used = (time_t)(clock_mono_ns() / 1000000000);
+	obj_name(o, name, path);
 	rc = open_mapped(path, dev, ino);
 	if (rc >= 0) {
 		int fd = rc;
@@ -1523,6 +1870,9 @@ symbolize_elf(struct symbolizer *s, uint64_t dev, uint64_t ino, const char *path
 		o->used = (time_t)(clock_mono_ns() / 1000000000);
 	} else {
 		int dr = has_symtab ? 1 : read_debug_file(o, root, name, link);
+
+		if (dr == 0 && read_host_debug(o, root) == 1)
+			dr = 1;
 
 		if (dr == -EAGAIN) {
 			/* Its debug file is unknown, not missing: the next process's look decides. */

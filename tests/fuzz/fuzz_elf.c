@@ -2,7 +2,8 @@
  * fuzz_elf: the eBPF sampler's ELF reader (collector/ebpf/symbolize.c) on
  * arbitrary bytes, as a process's executable or library hands them to it:
  * segments, build id, .symtab, .dynsym, MiniDebugInfo, .gopclntab, the PLT
- * and DWARF lines. The input is written to a file and read through
+ * and DWARF lines; read as glibc's libc every other time, its .eh_frame_hdr
+ * and FDEs, and the code its entry functions are found in. The input is written to a file and read through
  * symbolize_elf(), as the sampler reads /proc/PID/map_files. Either the file
  * is refused (NULL), or every lookup names a function with a NUL-terminated,
  * non-empty name or nothing, the build id is hex, and nothing leaks or
@@ -68,7 +69,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (input_file(data, size) < 0 || (s = symbolize_create()) == NULL)
 		return 0;
-	if ((o = symbolize_elf(s, 1, ++ino, path, NULL, NULL)) != NULL) {
+	/* Every other input as glibc's libc: its FDEs and code read for names too. */
+	++ino;
+	if ((o = symbolize_elf(s, 1, ino, path, NULL,
+	    ino & 1 ? "/lib/x86_64-linux-gnu/libc.so.6" : NULL)) != NULL) {
 		id = symbolize_elf_build_id(o);
 		CHECK(strlen(id) <= 40 && strspn(id, "0123456789abcdef") == strlen(id));
 		for (i = 0; i < 16; i++) {

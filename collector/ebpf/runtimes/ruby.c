@@ -2,37 +2,59 @@
  * ruby: Ruby frames for the eBPF sampler (see ruby.h).
  *
  * Layouts, per minor version, of what is read (offsets in bytes, x86-64;
- * Ruby 3.1 as its MJIT header, rb_mjit_min_header-3.1.x.h, lays them out):
+ * Ruby 3.1 as its MJIT header, rb_mjit_min_header-3.1.x.h, lays them out,
+ * 3.3 as vm_core.h, iseq.h and include/ruby/internal/core/ of v3_3_x do).
+ * One row of `versions` below per minor version:
  *
- *                                              3.1
- *   rb_execution_context_t.vm_stack              0
- *   rb_execution_context_t.vm_stack_size         8   (VALUEs)
- *   rb_execution_context_t.cfp                  16
- *   rb_control_frame_t.pc / .iseq / .ep    0 / 16 / 32   (64 bytes a frame)
+ *                                              3.1    3.3
+ *   rb_execution_context_t.vm_stack              0      0
+ *   rb_execution_context_t.vm_stack_size         8      8   (VALUEs)
+ *   rb_execution_context_t.cfp                  16     16
+ *   rb_control_frame_t.pc / .iseq / .ep    0/16/32 0/16/32
+ *   rb_control_frame_t size                     64     56   (3.2 dropped __bp__)
  *   rb_iseq_t: flags 0 (T_IMEMO, imemo type 7 in bits 12-15), body 16
- *   rb_iseq_constant_body.iseq_size              4   (unsigned int)
- *   rb_iseq_constant_body.iseq_encoded           8
- *   rb_iseq_constant_body.location.pathobj      64   (String, or Array [path, realpath])
- *   rb_iseq_constant_body.location.label        80   (String)
- *   rb_iseq_constant_body.location.first_lineno 88   (Fixnum)
- *   rb_iseq_constant_body.insns_info.body      120   (entries of 12 bytes, line_no first)
- *   rb_iseq_constant_body.insns_info.positions 128   (unsigned int each; freed once encoded)
- *   rb_iseq_constant_body.insns_info.size      136   (unsigned int)
- *   rb_iseq_constant_body.insns_info.succ_index_table 144
- *   RString: flags 0 (T_STRING 5; NOEMBED bit 13; embedded length in
- *     bits 14-18), embedded bytes at 16, else length 16 and pointer 24
- *   RArray: flags 0 (T_ARRAY 7; EMBED bit 13; embedded length in bits
- *     15-16), embedded elements at 16, else length 16 and pointer 32
+ *   rb_iseq_constant_body.iseq_size              4      4   (unsigned int)
+ *   rb_iseq_constant_body.iseq_encoded           8      8
+ *   rb_iseq_constant_body.location.pathobj      64     64   (String, or Array [path, realpath])
+ *   rb_iseq_constant_body.location.label        80     80   (String)
+ *   rb_iseq_constant_body.location.first_lineno 88     88   (3.1: a Fixnum; 3.3: an int)
+ *   rb_iseq_constant_body.insns_info.body      120    112   (entries of 12 bytes, line_no first)
+ *   rb_iseq_constant_body.insns_info.positions 128    120   (unsigned int each; freed once encoded)
+ *   rb_iseq_constant_body.insns_info.size      136    128   (unsigned int)
+ *   rb_iseq_constant_body.insns_info.succ_index_table 144 136
+ *   RString: flags 0 (T_STRING 5; NOEMBED bit 13).
+ *     3.1: embedded length in flags bits 14-18, bytes at 16; else length
+ *     16 and pointer 24.
+ *     3.3: length 16 always; embedded bytes at 24, else pointer 24.
+ *   RArray: flags 0 (T_ARRAY 7; EMBED bit 13; embedded length from bit 15:
+ *     3.1 two bits, 3.3 seven), embedded elements at 16, else length 16
+ *     and pointer 32
  *   rb_method_entry_t: flags 0 (T_IMEMO, imemo type 6), def 16
  *   rb_method_definition_t: type in bits 0-3 (1: a C function), original_id 32
  *   rb_symbols_t (the global symbol table): last_id 0 (u32), ids 16 (an
  *     Array of Arrays of 512 (String, Symbol) pairs; an ID above 0xa9 has
  *     serial id >> 4, one below is its own)
  *
+ * The version is libruby's ruby_version string ("3.3.8"), else its
+ * ruby_api_version (three ints); a version not in the table is refused,
+ * logged once per libruby file.
+ *
  * The thread-local ruby_current_ec: libruby is built for the general
  * dynamic TLS model, so its GOT holds the (module id, offset) pair the
  * dynamic linker filled (R_X86_64_DTPMOD64 / DTPOFF64 against the symbol);
  * the module id is read from the process, the offset is the symbol's.
+ * Where the symbol is not exported (Debian's 3.3), the pair is the one the
+ * exported rb_errinfo (return GET_EC()->errinfo) hands __tls_get_addr: its
+ * code is the general dynamic sequence (data16 lea SLOT(%rip),%rdi; data16
+ * data16 rex.W call __tls_get_addr), then a load through the pointer
+ * returned; SLOT must carry a DTPMOD64 relocation, its second word (in the
+ * file, or a DTPOFF64 relocation) is the offset.
+ *
+ * rb_vm_exec, where a run of Ruby frames goes in the native stack, is not
+ * exported by 3.3's libruby either: it is the function that both
+ * rb_iseq_eval and rb_iseq_eval_main end by jumping to (a tail call), its
+ * extent the FDE that begins there (ehframe.c); frames in it are named
+ * rb_vm_exec (ruby_native_name).
  *
  * An iseq read for a sample is checked first: it must still be an iseq,
  * its body the one the BPF program saw in it at the sample, and the body's
@@ -59,6 +81,7 @@
 
 #include "base.h"
 #include "codecache.h"
+#include "ehframe.h"
 #include "ruby.h"
 #include "symbolize.h"
 
@@ -66,7 +89,7 @@
 #define DEF_HDR		40	/* of rb_method_definition_t: type bits, body, original_id */
 #define DEF_ORIGINAL_ID	32
 #define METHOD_TYPE_CFUNC 1
-#define BODY_HDR	152	/* of rb_iseq_constant_body: up to succ_index_table */
+#define BODY_HDR	152	/* of rb_iseq_constant_body: up to succ_index_table, all versions */
 #define CACHE_SLOTS	2048	/* iseqs cached per process (open hash) */
 #define MAX_NAME	512	/* bytes of a label */
 #define MAX_PATH_B	1024	/* bytes of a path */
@@ -102,11 +125,16 @@ struct rbver {
 	struct rb_proc	 off;		/* tls fields filled per process */
 	uint16_t	 b_size, b_encoded, b_pathobj, b_label, b_first_lineno;
 	uint16_t	 b_info_body, b_info_pos, b_info_size, b_succ, entry_size;
+	bool		 lineno_int;	/* first_lineno an int, not a Fixnum */
+	bool		 str_len;	/* RString: length at 16 always, embedded bytes at 24 */
+	uint8_t		 ary_len_bits;	/* of an embedded RArray's length, from flags bit 15 */
 };
 
 static const struct rbver versions[] = {
 	{ "3.1.", { 0, 0, 0, 8, 16, 0, 16, 32, 64, 16 },
-	    4, 8, 64, 80, 88, 120, 128, 136, 144, 12 },
+	    4, 8, 64, 80, 88, 120, 128, 136, 144, 12, false, false, 2 },
+	{ "3.3.", { 0, 0, 0, 8, 16, 0, 16, 32, 56, 16 },
+	    4, 8, 64, 80, 88, 112, 120, 128, 136, 12, true, true, 7 },
 };
 
 /*
@@ -132,6 +160,7 @@ struct rbproc {
 	 * again at its next samples, RB_TRIES times at most.
 	 */
 	uint64_t	 got, tls_offset, symbols_at;
+	uint64_t	 vm_lo, vm_hi;	/* rb_vm_exec found by its callers, in p; 0: none */
 	uint32_t	 tries;
 	bool		 live;		/* in rb_procs */
 };
@@ -144,9 +173,11 @@ struct rbproc {
 struct rbfile {
 	uint64_t	 dev, ino;
 	char		 build_id[41];
-	uint64_t	 version, got, tls_offset;	/* 0: absent */
+	uint64_t	 version, api_version, got, tls_offset;	/* 0: absent */
 	uint64_t	 symbols;	/* the global symbol table; 0: not found */
+	uint64_t	 vm_lo, vm_hi;	/* rb_vm_exec, when not exported; 0: not found */
 	bool		 used;
+	bool		 refused;	/* its version not known: logged once */
 };
 
 struct ruby {
@@ -308,9 +339,99 @@ symbols_find(Elf *e, uint64_t id2str, uint64_t size)
 }
 
 /*
- * In m's file: the values of ruby_version and ruby_current_ec, and the GOT
- * slot of the latter's module id. 0 (f filled, fields 0 where absent), or
- * -errno if the file could not be read.
+ * The GOT slot whose (module id, offset) pair the general dynamic TLS
+ * sequence at the start of fn (size bytes) hands __tls_get_addr, when the
+ * pointer returned is then loaded through (a thread-local pointer read):
+ * its ELF address, or 0.
+ */
+static uint64_t
+tlsgd_slot(Elf *e, uint64_t fn, uint64_t size)
+{
+	uint8_t c[48];
+	size_t n = size < sizeof(c) ? size : sizeof(c), i, k;
+
+	if (n < 20 || elf_bytes(e, fn, c, n) < 0)
+		return 0;
+	for (i = 0; i + 16 + 3 <= n; i++) {
+		/* data16 lea disp32(%rip),%rdi */
+		if (c[i] != 0x66 || c[i + 1] != 0x48 || c[i + 2] != 0x8d || c[i + 3] != 0x3d)
+			continue;
+		k = i + 8;
+		/* data16 data16 rex.W call rel32, or data16 rex.W call *disp32(%rip) */
+		if (c[k] == 0x66 && c[k + 1] == 0x66 && c[k + 2] == 0x48 && c[k + 3] == 0xe8)
+			k += 8;
+		else if (c[k] == 0x66 && c[k + 1] == 0x48 && c[k + 2] == 0xff && c[k + 3] == 0x15)
+			k += 8;
+		else
+			return 0;
+		/* mov (%rax),%r64: the thread-local's value, at its offset 0 */
+		if (k + 3 > n || (c[k] & 0xf8) != 0x48 || c[k + 1] != 0x8b || (c[k + 2] & 0xc7) != 0)
+			return 0;
+		return fn + i + 8 + (uint64_t)(int64_t)rd_s32(c + i + 4);
+	}
+	return 0;
+}
+
+/*
+ * Whether the function at fn (size bytes) jumps (jmp rel32: a tail call) to
+ * target. The code is not decoded: any such byte is looked at, the target
+ * being a function's start (an FDE's) that another caller shares.
+ */
+static bool
+jumps_to(Elf *e, uint64_t fn, uint64_t size, uint64_t target)
+{
+	uint8_t c[512];
+	size_t n = size < sizeof(c) ? size : sizeof(c), i;
+
+	if (n < 5 || elf_bytes(e, fn, c, n) < 0)
+		return false;
+	for (i = 0; i + 5 <= n; i++)
+		if (c[i] == 0xe9 && fn + i + 5 + (uint64_t)(int64_t)rd_s32(c + i + 1) == target)
+			return true;
+	return false;
+}
+
+/*
+ * rb_vm_exec where libruby does not export it: the one function (an FDE
+ * start) that both rb_iseq_eval and rb_iseq_eval_main (fn[1], fn[2]: start
+ * and size) jump to. Its extent into f; nothing when not exactly one.
+ */
+static void
+vm_exec_find(Elf *e, const uint64_t fn[3][2], struct rbfile *f)
+{
+	uint8_t c[512];
+	struct ehrange *r = NULL;
+	const struct ehrange *x, *hit = NULL;
+	size_t nr, n = fn[1][1] < sizeof(c) ? fn[1][1] : sizeof(c), i;
+
+	if (n < 5 || elf_bytes(e, fn[1][0], c, n) < 0 || ehframe_ranges(e, &r, &nr) < 0)
+		goto out;
+	for (i = 0; i + 5 <= n; i++) {
+		uint64_t t;
+
+		if (c[i] != 0xe9)
+			continue;
+		t = fn[1][0] + i + 5 + (uint64_t)(int64_t)rd_s32(c + i + 1);
+		if ((x = ehframe_find(r, nr, t)) == NULL || x->start != t || x == hit ||
+		    !jumps_to(e, fn[2][0], fn[2][1], t))
+			continue;
+		if (hit != NULL)
+			goto out;	/* two: not known which */
+		hit = x;
+	}
+	if (hit != NULL) {
+		f->vm_lo = hit->start;
+		f->vm_hi = hit->end;
+	}
+out:
+	free(r);
+}
+
+/*
+ * In m's file: the values of ruby_version, ruby_api_version and
+ * ruby_current_ec, the GOT slot of the latter's module id, and rb_vm_exec
+ * when it is not exported. 0 (f filled, fields 0 where absent), or -errno
+ * if the file could not be read.
  */
 static int
 elf_scan(const struct proc_mapping *m, struct rbfile *f)
@@ -318,7 +439,9 @@ elf_scan(const struct proc_mapping *m, struct rbfile *f)
 	Elf_Scn *scn = NULL;
 	GElf_Shdr sh;
 	size_t ec_idx = 0;
-	uint64_t ec_val = 0, id2str = 0, id2str_size = 0;
+	uint64_t ec_val = 0, id2str = 0, id2str_size = 0, slot = 0, slot_off = 0;
+	uint64_t fn[3][2] = { { 0, 0 }, { 0, 0 }, { 0, 0 } };	/* rb_errinfo, rb_iseq_eval(_main) */
+	bool vm_exported = false, slot_mod = false, slot_rel = false;
 	Elf *e;
 	int fd, pass;
 
@@ -330,6 +453,8 @@ elf_scan(const struct proc_mapping *m, struct rbfile *f)
 	}
 	/* Pass 0: the dynamic symbols; pass 1: the relocations against ruby_current_ec. */
 	for (pass = 0; pass < 2; pass++) {
+		if (pass == 1 && ec_idx == 0 && fn[0][0] != 0)
+			slot = tlsgd_slot(e, fn[0][0], fn[0][1]);
 		scn = NULL;
 		while ((scn = elf_nextscn(e, scn)) != NULL) {
 			Elf_Data *d;
@@ -343,43 +468,76 @@ elf_scan(const struct proc_mapping *m, struct rbfile *f)
 				for (k = 0; k < cnt; k++) {
 					GElf_Sym s;
 					const char *nm;
+					bool func;
 
 					if (gelf_getsym(d, (int)k, &s) == NULL ||
 					    s.st_shndx == SHN_UNDEF ||
 					    (nm = elf_strptr(e, sh.sh_link, s.st_name)) == NULL)
 						continue;
+					func = GELF_ST_TYPE(s.st_info) == STT_FUNC;
 					if (strcmp(nm, "ruby_version") == 0)
 						f->version = s.st_value;
-					else if (strcmp(nm, "rb_id2str") == 0 &&
-					    GELF_ST_TYPE(s.st_info) == STT_FUNC) {
+					else if (strcmp(nm, "ruby_api_version") == 0 && s.st_size >= 12)
+						f->api_version = s.st_value;
+					else if (strcmp(nm, "rb_id2str") == 0 && func) {
 						id2str = s.st_value;
 						id2str_size = s.st_size;
-					}
-					else if (strcmp(nm, "ruby_current_ec") == 0 &&
+					} else if (strcmp(nm, "ruby_current_ec") == 0 &&
 					    GELF_ST_TYPE(s.st_info) == STT_TLS) {
 						ec_idx = k;
 						ec_val = s.st_value;
+					} else if (strcmp(nm, "rb_vm_exec") == 0 && func) {
+						vm_exported = true;
+					} else if (func && (strcmp(nm, "rb_errinfo") == 0 ||
+					    strcmp(nm, "rb_iseq_eval") == 0 ||
+					    strcmp(nm, "rb_iseq_eval_main") == 0)) {
+						int w = nm[3] == 'e' ? 0 : nm[12] == '\0' ? 1 : 2;
+
+						fn[w][0] = s.st_value;
+						fn[w][1] = s.st_size;
 					}
 				}
-			} else if (pass == 1 && sh.sh_type == SHT_RELA && ec_idx != 0) {
+			} else if (pass == 1 && sh.sh_type == SHT_RELA && (ec_idx != 0 || slot != 0)) {
 				for (k = 0; k < cnt; k++) {
 					GElf_Rela r;
+					uint64_t t;
 
-					if (gelf_getrela(d, (int)k, &r) == NULL ||
-					    GELF_R_SYM(r.r_info) != ec_idx)
+					if (gelf_getrela(d, (int)k, &r) == NULL)
 						continue;
-					if (GELF_R_TYPE(r.r_info) == R_X86_64_DTPMOD64)
-						f->got = r.r_offset;
-					else if (GELF_R_TYPE(r.r_info) == R_X86_64_DTPOFF64)
-						f->tls_offset = ec_val + (uint64_t)r.r_addend;
+					t = GELF_R_TYPE(r.r_info);
+					if (ec_idx != 0 && GELF_R_SYM(r.r_info) == ec_idx) {
+						if (t == R_X86_64_DTPMOD64)
+							f->got = r.r_offset;
+						else if (t == R_X86_64_DTPOFF64)
+							f->tls_offset = ec_val + (uint64_t)r.r_addend;
+					} else if (ec_idx == 0 && GELF_R_SYM(r.r_info) == 0) {
+						/* A local symbol's pair: its offset is the addend. */
+						if (t == R_X86_64_DTPMOD64 && r.r_offset == slot)
+							slot_mod = true;
+						else if (t == R_X86_64_DTPOFF64 && r.r_offset == slot + 8) {
+							slot_rel = true;
+							slot_off = (uint64_t)r.r_addend;
+						}
+					}
 				}
 			}
 		}
 	}
 	if (f->got != 0 && f->tls_offset == 0)
 		f->tls_offset = ec_val;
+	/* Not exported: the slot rb_errinfo reads it through, its offset linked in. */
+	if (ec_idx == 0 && slot_mod) {
+		if (!slot_rel && elf_bytes(e, slot + 8, (uint8_t *)&slot_off, sizeof(slot_off)) < 0)
+			slot_off = UINT64_MAX;
+		if (slot_off != UINT64_MAX) {
+			f->got = slot;
+			f->tls_offset = slot_off;
+		}
+	}
 	if (id2str != 0)
 		f->symbols = symbols_find(e, id2str, id2str_size);
+	if (!vm_exported && fn[1][0] != 0 && fn[2][0] != 0)
+		vm_exec_find(e, (const uint64_t (*)[2])fn, f);
 	elf_end(e);
 	close(fd);
 	return 0;
@@ -440,10 +598,11 @@ symbols_check(struct ruby *rb, const struct proc *p, uint64_t addr)
 
 /* Element i of the Array at addr: 0 (nil, absent or not an Array), else its value. */
 static uint64_t
-ary_entry(struct ruby *rb, const struct proc *p, uint64_t addr, uint64_t i)
+ary_entry(struct ruby *rb, const struct proc *p, const struct rbver *v, uint64_t addr,
+    uint64_t i)
 {
 	uint8_t h[40];
-	uint64_t fl, len, v = 0;
+	uint64_t fl, len, at, val = 0;
 
 	if (addr == 0 || (addr & 7) || mem_read(rb, p, addr, h, sizeof(h)) < 0)
 		return 0;
@@ -451,16 +610,21 @@ ary_entry(struct ruby *rb, const struct proc *p, uint64_t addr, uint64_t i)
 	if ((fl & T_MASK) != T_ARRAY)
 		return 0;
 	if (fl & (1u << 13)) {
-		len = (fl >> 15) & 3;
-		return i < len ? rd64(h, 16 + 8 * i) : 0;
+		len = (fl >> 15) & ((1u << v->ary_len_bits) - 1);
+		if (i < len && i < 3)
+			return rd64(h, 16 + 8 * i);
+		at = addr + 16;		/* a larger slot (3.2 on) holds more */
+	} else {
+		len = rd64(h, 16);
+		at = rd64(h, 32);
 	}
-	len = rd64(h, 16);
-	if (i >= len || mem_read(rb, p, rd64(h, 32) + 8 * i, &v, sizeof(v)) < 0)
+	if (i >= len || mem_read(rb, p, at + 8 * i, &val, sizeof(val)) < 0)
 		return 0;
-	return v;
+	return val;
 }
 
-static char *read_rstring(struct ruby *rb, const struct proc *p, uint64_t addr, size_t max);
+static char *read_rstring(struct ruby *rb, const struct proc *p, const struct rbver *v,
+    uint64_t addr, size_t max);
 
 /* The name of ID id in p's symbol table, malloc'd, or NULL. */
 static char *
@@ -474,9 +638,10 @@ id_name(struct ruby *rb, const struct proc *p, const struct rbproc *rp, uint64_t
 		return NULL;
 	memcpy(&last, h, sizeof(last));
 	if (serial > last ||
-	    (row = ary_entry(rb, p, rd64(h, 16), serial / ID_ENTRY_UNIT)) == 0)
+	    (row = ary_entry(rb, p, rp->v, rd64(h, 16), serial / ID_ENTRY_UNIT)) == 0)
 		return NULL;
-	return read_rstring(rb, p, ary_entry(rb, p, row, (serial % ID_ENTRY_UNIT) * 2), MAX_NAME);
+	return read_rstring(rb, p, rp->v, ary_entry(rb, p, rp->v, row,
+	    (serial % ID_ENTRY_UNIT) * 2), MAX_NAME);
 }
 
 /* Enter p into rb_procs once libruby is relocated; find its symbol table once it is made. */
@@ -506,18 +671,55 @@ ruby_activate(struct ruby *rb, struct proc *p, struct rbproc *rp)
 		rp->symbols = rp->symbols_at;
 }
 
+/*
+ * The version of the libruby mapped by m (file f), "3.3.8", into ver (16
+ * bytes): ruby_version, else ruby_api_version's three ints. 0, or -EFAULT.
+ */
+static int
+version_read(struct ruby *rb, const struct proc *p, const struct proc_mapping *m,
+    const struct rbfile *f, char ver[16])
+{
+	int32_t api[3];
+
+	if (f->version != 0) {
+		if (mem_read(rb, p, f->version + m->bias, ver, 16) < 0)
+			return -EFAULT;
+		ver[15] = '\0';
+		return 0;
+	}
+	if (f->api_version == 0 || mem_read(rb, p, f->api_version + m->bias, api, sizeof(api)) < 0 ||
+	    api[0] < 0 || api[0] > 99 || api[1] < 0 || api[1] > 99 || api[2] < 0 || api[2] > 99)
+		return -EFAULT;
+	snprintf(ver, 16, "%d.%d.%d", api[0], api[1], api[2]);
+	return 0;
+}
+
+/* The file-cache entry of m's file, to remember that its version was refused. */
+static struct rbfile *
+file_cached(struct ruby *rb, const struct proc_mapping *m)
+{
+	size_t i;
+
+	for (i = 0; i < FILE_CACHE; i++)
+		if (rb->files[i].used && rb->files[i].dev == m->dev && rb->files[i].ino == m->ino &&
+		    strcmp(rb->files[i].build_id, m->build_id) == 0)
+			return &rb->files[i];
+	return NULL;
+}
+
 void
 ruby_check(struct ruby *rb, struct proc *p)
 {
 	struct proc_mapping m;
 	struct rbproc *rp;
-	struct rbfile f;
+	struct rbfile f, *fc;
 	size_t i, k;
 
 	if (rb == NULL || p->gone || p->kthread)
 		return;
 	if ((rp = p->rb) != NULL) {
-		if ((!rp->live || (rp->symbols == 0 && rp->symbols_at != 0)) && rp->tries > 0) {
+		if (rp->v != NULL && (!rp->live || (rp->symbols == 0 && rp->symbols_at != 0)) &&
+		    rp->tries > 0) {
 			rp->tries--;
 			ruby_activate(rb, p, rp);
 		}
@@ -529,16 +731,26 @@ ruby_check(struct ruby *rb, struct proc *p)
 	for (i = 0; proctab_mapping(p, i, &m) == 0; i++) {
 		char ver[16];
 
-		if (!vm_file(m.name) || file_scan(rb, &m, &f) < 0 || f.version == 0)
+		if (!vm_file(m.name) || file_scan(rb, &m, &f) < 0 ||
+		    (f.version == 0 && f.api_version == 0))
 			continue;
-		if (mem_read(rb, p, f.version + m.bias, ver, sizeof(ver)) < 0)
+		if (version_read(rb, p, &m, &f, ver) < 0)
 			return;
-		ver[sizeof(ver) - 1] = '\0';
 		for (k = 0; k < sizeof(versions) / sizeof(versions[0]); k++)
 			if (strncmp(ver, versions[k].prefix, strlen(versions[k].prefix)) == 0)
 				break;
 		if (k == sizeof(versions) / sizeof(versions[0])) {
-			log_debug("ebpf: pid %u: Ruby %.8s: no frames of this version", p->pid, ver);
+			/*
+			 * Refused for good, this process (an rbproc without a
+			 * version), and logged once per libruby file.
+			 */
+			if ((fc = file_cached(rb, &m)) == NULL || !fc->refused)
+				log_warnx("ebpf: Ruby %s (%s, pid %u): a version the sampler does "
+				    "not know the layout of: its Ruby frames are not read", ver,
+				    m.name, p->pid);
+			if (fc != NULL)
+				fc->refused = true;
+			p->rb = calloc(1, sizeof(*rp));
 			return;
 		}
 		if (f.got == 0 || f.tls_offset > 65536) {
@@ -552,13 +764,28 @@ ruby_check(struct ruby *rb, struct proc *p)
 		rp->got = f.got + m.bias;
 		rp->tls_offset = f.tls_offset;
 		rp->symbols_at = f.symbols ? f.symbols + m.bias : 0;
+		if (f.vm_lo != 0) {
+			rp->vm_lo = f.vm_lo + m.bias;
+			rp->vm_hi = f.vm_hi + m.bias;
+		}
 		rp->tries = RB_TRIES;
 		p->rb = rp;
-		log_debug("ebpf: pid %u: Ruby %.8s in %s%s", p->pid, ver, m.name,
-		    rp->symbols_at ? "" : " (its symbol table not found: C methods left out)");
+		log_debug("ebpf: pid %u: Ruby %.8s in %s%s%s", p->pid, ver, m.name,
+		    rp->symbols_at ? "" : " (its symbol table not found: C methods left out)",
+		    f.vm_lo ? " (rb_vm_exec found by its callers)" : "");
 		ruby_activate(rb, p, rp);
 		return;
 	}
+}
+
+void
+ruby_native_name(const struct ruby *rb, const struct proc *p, struct frame *f)
+{
+	const struct rbproc *rp = p->rb;
+
+	if (rb != NULL && rp != NULL && f->func == NULL && rp->vm_lo != 0 &&
+	    f->addr >= rp->vm_lo && f->addr < rp->vm_hi)
+		f->func = "rb_vm_exec";
 }
 
 /* --- naming iseqs --------------------------------------------------------- */
@@ -606,7 +833,8 @@ utf8_dup(const uint8_t *s, size_t len)
  * it costs what a short one does.
  */
 static char *
-read_rstring(struct ruby *rb, const struct proc *p, uint64_t addr, size_t max)
+read_rstring(struct ruby *rb, const struct proc *p, const struct rbver *v, uint64_t addr,
+    size_t max)
 {
 	uint8_t h[40], *raw;
 	uint64_t fl, len, ptr;
@@ -618,14 +846,20 @@ read_rstring(struct ruby *rb, const struct proc *p, uint64_t addr, size_t max)
 	fl = rd64(h, 0);
 	if ((fl & T_MASK) != T_STRING)
 		return NULL;
-	if (!(fl & (1u << 13))) {
+	if (!v->str_len && !(fl & (1u << 13))) {
 		len = (fl >> 14) & 0x1f;
 		if (len > 23)
 			return NULL;
 		return utf8_dup(h + 16, len);
 	}
 	len = rd64(h, 16);
-	ptr = rd64(h, 24);
+	if (v->str_len && !(fl & (1u << 13))) {
+		if (len <= 16)
+			return utf8_dup(h + 24, len);
+		ptr = addr + 24;	/* embedded in a larger slot */
+	} else {
+		ptr = rd64(h, 24);
+	}
 	if (ptr == 0)
 		return NULL;
 	if ((cut = len > max))
@@ -651,30 +885,23 @@ read_rstring(struct ruby *rb, const struct proc *p, uint64_t addr, size_t max)
 
 /* The path of a pathobj: itself if a String, else its realpath (or path) element. */
 static char *
-read_path(struct ruby *rb, const struct proc *p, uint64_t addr)
+read_path(struct ruby *rb, const struct proc *p, const struct rbver *v, uint64_t addr)
 {
-	uint8_t h[40];
-	uint64_t fl, len, el[2] = { 0, 0 };
 	char *s;
 
-	if (addr == 0 || (addr & 7) || mem_read(rb, p, addr, h, sizeof(h)) < 0)
-		return NULL;
-	fl = rd64(h, 0);
-	if ((fl & T_MASK) == T_STRING)
-		return read_rstring(rb, p, addr, MAX_PATH_B);
-	if ((fl & T_MASK) != T_ARRAY)
-		return NULL;
-	if (fl & (1u << 13)) {
-		len = (fl >> 15) & 3;
-		memcpy(el, h + 16, sizeof(el));
-	} else {
-		len = rd64(h, 16);
-		if (len >= 1 && mem_read(rb, p, rd64(h, 32), el, len >= 2 ? 16 : 8) < 0)
-			return NULL;
-	}
-	if (len >= 2 && (s = read_rstring(rb, p, el[1], MAX_PATH_B)) != NULL)
+	if ((s = read_rstring(rb, p, v, addr, MAX_PATH_B)) != NULL)
 		return s;
-	return len >= 1 ? read_rstring(rb, p, el[0], MAX_PATH_B) : NULL;
+	if ((s = read_rstring(rb, p, v, ary_entry(rb, p, v, addr, 1), MAX_PATH_B)) != NULL)
+		return s;
+	return read_rstring(rb, p, v, ary_entry(rb, p, v, addr, 0), MAX_PATH_B);
+}
+
+static int32_t
+fixnum_line(uint64_t v)
+{
+	int64_t n = (int64_t)v >> 1;
+
+	return (v & 1) && n > 0 && n <= INT32_MAX ? (int32_t)n : 0;
 }
 
 static void
@@ -684,7 +911,8 @@ iseq_fields(const struct rbver *v, struct rbiseq *c, const uint8_t *b)
 	c->encoded = rd64(b, v->b_encoded);
 	c->pathobj = rd64(b, v->b_pathobj);
 	c->label = rd64(b, v->b_label);
-	c->first_lineno = rd64(b, v->b_first_lineno);
+	c->first_lineno = v->lineno_int ? (uint64_t)(int64_t)(int32_t)rd32(b, v->b_first_lineno) :
+	    (uint64_t)(int64_t)fixnum_line(rd64(b, v->b_first_lineno));
 	c->info_body = rd64(b, v->b_info_body);
 	c->info_pos = rd64(b, v->b_info_pos);
 	c->info_size = rd32(b, v->b_info_size);
@@ -700,14 +928,6 @@ iseq_same(const struct rbver *v, const struct rbiseq *c, const uint8_t *b)
 	return now.size == c->size && now.encoded == c->encoded && now.pathobj == c->pathobj &&
 	    now.label == c->label && now.first_lineno == c->first_lineno &&
 	    now.info_body == c->info_body && now.info_size == c->info_size && now.succ == c->succ;
-}
-
-static int32_t
-fixnum_line(uint64_t v)
-{
-	int64_t n = (int64_t)v >> 1;
-
-	return (v & 1) && n > 0 && n <= INT32_MAX ? (int32_t)n : 0;
 }
 
 int32_t
@@ -887,7 +1107,7 @@ ruby_read(struct ruby *rb, struct proc *p, const struct prof_pyframe *fr, size_t
 	size_t i, j, m, idx[32], want;
 	ssize_t got;
 
-	if (rb == NULL || rp == NULL || n == 0)
+	if (rb == NULL || rp == NULL || rp->v == NULL || n == 0)
 		return;
 	if (n > PROF_MAX_PYFRAMES)
 		n = PROF_MAX_PYFRAMES;
@@ -1017,6 +1237,8 @@ ruby_frame(struct ruby *rb, struct proc *p, const struct prof_pyframe *fr, size_
 	f->file = "[ruby]";
 	f->build_id = "";
 	f->func = UNREADABLE;
+	if (rp != NULL && rp->v == NULL)
+		return -EFAULT;		/* a version refused */
 	if (rb != NULL && rp != NULL && i < n && i < PROF_MAX_PYFRAMES &&
 	    (fr[i].code & PROF_RB_CFUNC))
 		return cfunc_frame(rb, p, fr, i, f);
@@ -1040,8 +1262,8 @@ ruby_frame(struct ruby *rb, struct proc *p, const struct prof_pyframe *fr, size_
 		c = (struct rbiseq *)codecache_claim(rb->cc, &rp->cache, &c->e, addr);
 		c->body = fr[i].name;
 		iseq_fields(rp->v, c, bh);
-		if ((c->e.name = read_rstring(rb, p, c->label, MAX_NAME)) == NULL ||
-		    (c->e.file = read_path(rb, p, c->pathobj)) == NULL) {
+		if ((c->e.name = read_rstring(rb, p, rp->v, c->label, MAX_NAME)) == NULL ||
+		    (c->e.file = read_path(rb, p, rp->v, c->pathobj)) == NULL) {
 			refuse(c);
 			return -EFAULT;
 		}
@@ -1049,7 +1271,8 @@ ruby_frame(struct ruby *rb, struct proc *p, const struct prof_pyframe *fr, size_
 	}
 	f->func = c->e.name;
 	f->srcfile = c->e.file;
-	f->line = fixnum_line(c->first_lineno);
+	f->line = (int64_t)c->first_lineno > 0 && (int64_t)c->first_lineno <= INT32_MAX ?
+	    (int32_t)c->first_lineno : 0;
 	if (fr[i].instr >= c->encoded && c->size <= MAX_ISEQ &&
 	    (pos = (fr[i].instr - c->encoded) / 8) <= c->size) {
 		/* The pc is past the instruction being run: look at the one before. */

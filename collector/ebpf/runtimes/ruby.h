@@ -1,8 +1,9 @@
 /*
  * ruby: Ruby frames for the eBPF sampler. Finds libruby in a process (a
  * mapped libruby*.so exporting ruby_version and the thread-local
- * ruby_current_ec), its version and that version's layout (a table: Ruby
- * 3.1), and the TLS module id the dynamic linker gave it, and gives the BPF
+ * ruby_current_ec, or reading it in rb_errinfo), its version and that
+ * version's layout (a table: Ruby 3.1 and 3.3; another version is refused,
+ * logged once), and the TLS module id the dynamic linker gave it, and gives the BPF
  * program what it needs to read the sampled thread's control frames (the
  * rb_procs map, bpf/ruby.bpf.h). Names the iseqs it reports, label
  * (file:line), and the C methods, by name from the VM's symbol table, from
@@ -48,6 +49,12 @@ void		 ruby_read(struct ruby *rb, struct proc *p, const struct prof_pyframe *fr,
 		    size_t n);
 int		 ruby_frame(struct ruby *rb, struct proc *p, const struct prof_pyframe *fr,
 		    size_t n, size_t i, struct frame *f);
+/*
+ * A native frame f of p that its symbols left unnamed: named rb_vm_exec
+ * when it lies in the VM's entry that libruby does not export (found by
+ * its callers, ruby.c), else left as it is.
+ */
+void		 ruby_native_name(const struct ruby *rb, const struct proc *p, struct frame *f);
 /* Whether func names the VM's entry (rb_vm_exec): a run of Ruby frames replaces it. */
 int		 ruby_is_vm(const char *func);
 /* Whether func names the VM's instruction loop, the frame below rb_vm_exec. */
