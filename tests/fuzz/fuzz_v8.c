@@ -48,10 +48,11 @@ static const char *const names[] = {
 	"v8dbg_scopeinfo_idx_first_vars", "v8dbg_scopeinfo_idx_ncontextlocals",
 	"v8dbg_StringRepresentationMask", "v8dbg_StringEncodingMask", "v8dbg_OneByteStringTag",
 	"v8dbg_SeqStringTag", "v8dbg_ConsStringTag", "v8dbg_ThinStringTag",
+	"_ZN2v88internal7Version6major_E", "_ZN2v88internal7Version6minor_E",
 };
 static const int32_t vals[] = {
 	-16, -8, 8, 31, 0, 12, 24, 16, 32, 16, 8, 56, 12, 16, 16, 16, 24, 16, 8, 16,
-	262, 261, 167, 175, 128, 3, 2, 7, 8, 8, 0, 1, 5,
+	262, 261, 167, 175, 128, 3, 2, 7, 8, 8, 0, 1, 5, 11, 3,
 };
 
 int
