@@ -367,7 +367,8 @@ file_consts(struct v8 *v, const struct proc *p, const struct proc_mapping *m, in
 	uint64_t addr[K_N];
 	struct v8file *f;
 	char why[200];
-	size_t i, first = 0;
+	size_t i, j;
+	bool any = false;	/* some of V8's constants there: a V8, read or not */
 
 	*lay = NULL;
 	for (i = 0; i < FILE_CACHE; i++) {
@@ -390,22 +391,22 @@ file_consts(struct v8 *v, const struct proc *p, const struct proc_mapping *m, in
 		r[i].iov_base = (void *)(uintptr_t)(addr[i] + m->bias);
 		r[i].iov_len = sizeof(k[i]);
 	}
-	for (first = 0; first < K_N && addr[first] == 0; first++)
-		;
+	for (j = 0; j < K_N; j++)
+		any |= addr[j] != 0;
 	if (i == K_N && memread_readv(v->mr, (pid_t)p->pid, l, r, K_N) !=
 	    (ssize_t)(K_N * sizeof(*k)))
 		return -ENOENT;		/* not remembered: the process may have gone */
 	if (i < K_N) {
-		if (first < K_N)	/* some constants there: a V8 this file cannot read */
+		if (any)
 			snprintf(why, sizeof(why), "its V8 lacks the constant %s", knames[i][0]);
 	} else {
 		*lay = consts_layout(k, why, sizeof(why));
 	}
-	if (*lay == NULL && first < K_N)
+	if (*lay == NULL && any)
 		log_warnx("ebpf: pid %u: %s: %s; its JavaScript frames stay native", p->pid,
 		    m->name, why);
 	if (m->build_id[0] == '\0')
-		return *lay ? 0 : first < K_N ? -ENOTSUP : -ENOENT;
+		return *lay ? 0 : any ? -ENOTSUP : -ENOENT;
 	f = &v->files[v->next_file];
 	v->next_file = (v->next_file + 1) % FILE_CACHE;
 	f->dev = m->dev;
@@ -414,7 +415,7 @@ file_consts(struct v8 *v, const struct proc *p, const struct proc_mapping *m, in
 	memcpy(f->k, k, sizeof(f->k));
 	f->used = true;
 	f->lay = *lay;
-	f->v8 = first < K_N;
+	f->v8 = any;
 	return f->lay ? 0 : f->v8 ? -ENOTSUP : -ENOENT;
 }
 
