@@ -137,14 +137,14 @@ folded() {
   done
   cat "$f" 2>/dev/null
 }
-# share: "matched total" sample weights (ms) of the folded stacks (stdin)
-# holding the chain, from the thread's root (_start, or node::Start before
-# node's unwind table is in), and of all.
+# share: "matched total start" sample weights (ms) of the folded stacks
+# (stdin) holding the chain, from the thread's root (_start, or node::Start
+# before node's unwind table is in), of all, and of the matched from _start.
 share() {
   awk '{ v = $NF; st = substr($0, 1, length($0) - length($NF) - 1); total += v
       if (st ~ /^((_start|__libc_start_main|__libc_start_call_main|libc[.]so[.]6[+]0x[0-9a-f]+);)*node::Start[(]/ &&
-          st ~ /(^|;)outerFn;middleFn;innerFn(;|$)/) hit += v }
-    END { printf "%d %d\n", hit / 1e6, total / 1e6 }'
+          st ~ /(^|;)outerFn;middleFn;innerFn(;|$)/) { hit += v; if (st ~ /^_start;/) st0 += v } }
+    END { printf "%d %d %d\n", hit / 1e6, total / 1e6, st0 / 1e6 }'
 }
 
 bad=""
@@ -154,9 +154,9 @@ for l in $LABELS; do
     s="chain_${l}_$c.js"
     t="$(folded "$s")"
     echo "$t" > "$TMP/folded-$s.txt"
-    read -r m n <<<"$(echo "$t" | share)"
+    read -r m n s0 <<<"$(echo "$t" | share)"
     pct=$(( n > 0 ? m * 100 / n : 0 ))
-    echo "# node $l $c: $pct% of $n ms in outerFn;middleFn;innerFn named, to the root"
+    echo "# node $l $c: $pct% of $n ms in outerFn;middleFn;innerFn named, to the root ($(( m > 0 ? s0 * 100 / m : 0 ))% of those from _start)"
     if [ "$n" -eq 0 ] || [ $((m * 100)) -lt $((WANT * n)) ]; then
       bad="$bad $l/$c:$pct%"
       echo "$t" | sort -k2 -nr | head -4 | cut -c1-600 | sed 's/^/#   /'
