@@ -75,6 +75,12 @@
 #  10. CPython versions (ONLY=pyver, at the end of this file): 3.11, 3.13, 3.14
 #      (the last two in their runtime roots): each one's slowdown, and the
 #      daemon's CPU with every CPU running it.
+#   nodever (ONLY=nodever only): per Node.js release line (the host's node;
+#      the official builds 20, 22, 24, 26 in the Debian 13 root, namespaced as
+#      containers), a fixed workload (tests/ebpf/runtimes/chain.js, NV_ITERS
+#      rounds) run alternately without and with the daemon at 99 Hz, NV_RUNS
+#      pairs (default 3): the median ratio of node's CPU time with/without
+#      (target <= 1.01), and the daemon's CPU (percent of one core) meanwhile.
 #
 # Needs root and a kernel with BTF. Other work on the machine adds noise:
 # the figures are medians and ratios. Bounded to about five minutes.
@@ -846,6 +852,57 @@ RB
   rm -rf "${R:?}$IN"
 }
 if [ "$ONLY" = rubyver ]; then rubyver_cost; exit 0; fi
+# nodever: each Node.js release line's slowdown under the daemon and the
+# daemon's CPU meanwhile (see the header). The official builds (runtime root
+# "node") run in the trixie root as tests/integration/rt_node.sh runs them:
+# own mount and PID namespaces, node found through /proc/PID/root.
+nodever_cost() {
+  local roots="${PROFILEFS_ROOTS:-/var/cache/profilefs/roots}" v i off on c0 c1 t0 t1 a b
+  local d="/tmp/bench-nodever.$$" iters="${NV_ITERS:-100}"
+  echo "== node versions: a fixed workload (chain.js, $iters rounds), ${NV_RUNS:-3} alternating pairs per version, --ebpf=99"
+  mkdir -p "$roots/trixie$d/lib" || return 0
+  sed 's/^  while (process.cpuUsage().user < until)$/  for (let r = 0; r < until; r++)/; s/ \* 1e6,/,/' \
+    "$ROOT/tests/ebpf/runtimes/chain.js" >"$roots/trixie$d/nvwork.js"
+  echo 'const u = process.cpuUsage(); console.log(((u.user + u.system) / 1e6).toFixed(4));' \
+    >>"$roots/trixie$d/nvwork.js"
+  cp -L /lib/x86_64-linux-gnu/libatomic.so.1 "$roots/trixie$d/lib/" 2>/dev/null	# node 26 needs it
+  nv() {	# nv VERSION: node's CPU seconds for the fixed work
+    if [ "$1" = host ]; then
+      node "$roots/trixie$d/nvwork.js" "$iters"
+    else
+      unshare --mount --pid --fork --kill-child --mount-proc="$roots/trixie/proc" chroot "$roots/trixie" \
+        env LD_LIBRARY_PATH="$d/lib" "$d/$1/package/bin/node" "$d/nvwork.js" "$iters" 2>/dev/null
+    fi
+  }
+  for v in host $(ls "$roots/node" 2>/dev/null | sort -n); do
+    if [ "$v" = host ]; then
+      command -v node >/dev/null || { echo "  host node: skipped (not installed)"; continue; }
+    else
+      [ -x "$roots/node/$v/package/bin/node" ] || continue
+      cp -al "$roots/node/$v" "$roots/trixie$d/$v" 2>/dev/null || cp -a "$roots/node/$v" "$roots/trixie$d/$v"
+    fi
+    : >"$W/nv_ratios"; : >"$W/nv_daemon"
+    for i in $(seq 1 "${NV_RUNS:-3}"); do
+      [ $((i % 2)) -eq 1 ] && off=$(nv "$v" | tail -1)
+      start_daemon --ebpf=99; sleep "$SETTLE"
+      c0=$(cpu_ns "$PID"); t0=$(date +%s%N)
+      on=$(nv "$v" | tail -1)
+      t1=$(date +%s%N); c1=$(cpu_ns "$PID")
+      stop_daemon
+      [ $((i % 2)) -eq 0 ] && off=$(nv "$v" | tail -1)
+      awk -v a="$c0" -v b="$c1" -v s="$t0" -v e="$t1" 'BEGIN {printf "%.2f\n", (b - a) / (e - s) * 100}' >>"$W/nv_daemon"
+      echo "$off $on $(tail -1 "$W/nv_daemon")" | awk -v i="$i" -v v="$v" \
+        '{printf "  %s pair %d: node cpu %.3fs / %.3fs (without / with), daemon %.2f%% of a core\n", v, i, $1, $2, $3}'
+      echo "$off $on" | awk '{print ($1 > 0 ? $2 / $1 : 0)}' >>"$W/nv_ratios"
+    done
+    a=$(median <"$W/nv_ratios")
+    b=$(median <"$W/nv_daemon")
+    printf "node %s (%s): slowdown (median cpu ratio with/without) %.4f (target <= 1.01), daemon %.2f%% of one core while it ran\n" \
+      "$v" "$(if [ "$v" = host ]; then node --version; else cat "$roots/node/$v/version" 2>/dev/null; fi)" "$a" "$b"
+  done
+  rm -rf "${roots:?}/trixie$d"
+}
+if [ "$ONLY" = nodever ]; then nodever_cost; exit 0; fi
 
 echo "== overhead: workload of $ITERS iterations, $RUNS alternating pairs, --ebpf=99"
 : >"$W/ratios"

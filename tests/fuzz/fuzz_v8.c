@@ -5,11 +5,14 @@
  * tagged word marked as a pointer (low bit set, top 16 bits 0x00ff; bits 1
  * to 32 the offset) made a pointer into it, and the reader
  * runs on this process (process_vm_readv of itself) with Node.js 20's
- * layout, naming the frames whose functions are the heap's first words.
+ * layout, or Node.js 24's when the first byte is 128 or more (its
+ * ScopeInfo's flags untagged, its positions at the head), naming the frames
+ * whose functions are the heap's first words.
  * Every pointer, length, count and type is the input's to lie about: a
  * frame is named with a non-empty, bounded, NUL-terminated name or left
  * native, never a crash, a hang or a read outside what the reader bounds.
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,10 +51,16 @@ static const char *const names[] = {
 	"v8dbg_scopeinfo_idx_first_vars", "v8dbg_scopeinfo_idx_ncontextlocals",
 	"v8dbg_StringRepresentationMask", "v8dbg_StringEncodingMask", "v8dbg_OneByteStringTag",
 	"v8dbg_SeqStringTag", "v8dbg_ConsStringTag", "v8dbg_ThinStringTag",
+	"_ZN2v88internal7Version6major_E", "_ZN2v88internal7Version6minor_E",
 };
 static const int32_t vals[] = {
 	-16, -8, 8, 31, 0, 12, 24, 16, 32, 16, 8, 56, 12, 16, 16, 16, 24, 16, 8, 16,
-	262, 261, 167, 175, 128, 3, 2, 7, 8, 8, 0, 1, 5,
+	262, 261, 167, 175, 128, 3, 2, 7, 8, 8, 0, 1, 5, 11, 3,
+};
+/* Node.js 24 (V8 13.6): the same names (the reader knows both spellings). */
+static const int32_t vals24[] = {
+	-16, -8, 8, 31, 0, 12, 32, 24, 40, 16, 8, 56, 12, 16, 16, 16, 24, 16, 8, 16,
+	282, 280, 167, 205, 128, 5, 2, 7, 8, 8, 0, 1, 5, 13, 6,
 };
 
 int
@@ -63,12 +72,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct frame f;
 	uint8_t *heap;
 	size_t n, i, words;
+	bool v24;
 
 	if (size < 1 || size - 1 > MAX_HEAP)
 		return 0;
 	if (v == NULL && (v = v8_create(-1)) == NULL)
 		return 0;
 	n = data[0] % (MAX_FRAMES + 1);
+	v24 = data[0] >= 128;
 	data++;
 	size--;
 	words = size / 8;
@@ -89,7 +100,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	p->pid = (uint32_t)getpid();
-	CHECK(v8_attach_layout(v, p, names, vals, sizeof(vals) / sizeof(vals[0])) == 0);
+	CHECK(v8_attach_layout(v, p, names, v24 ? vals24 : vals, sizeof(vals) / sizeof(vals[0])) == 0);
 	memset(fr, 0, sizeof(fr));
 	for (i = 0; i < n && i < words; i++) {
 		uint64_t fn;

@@ -96,36 +96,119 @@ test_node(void **state)
 
 /*
  * ScopeInfo slots as V8 11 (Node.js 20) lays them out: a function with no
- * context locals (flags 0x4171e2: a function scope whose function variable
- * slot and inferred name are there) keeps its name at 3, its inferred name
- * at 5, its start at 6; one with a local (names and infos before).
+ * context locals (flags 0x4171e2, a Smi: a function scope whose function
+ * variable slot and inferred name are there) keeps its name at 3, its
+ * inferred name at 5, its start at 6; one with a local (names and infos
+ * before). V8 13 (Node.js 24): flags untagged, function scope type 4, the
+ * variable part from slot 5 on, the start position at 3.
  */
 static void
 test_v8_scopeinfo(void **state)
 {
+	const struct v8_layout *l11 = v8_layout_of(11), *l13 = v8_layout_of(13);
 	struct v8_si_slots s;
 
 	(void)state;
-	assert_int_equal(v8_scopeinfo_slots(0x4171e2, 0, 3, &s), 0);
+	assert_non_null(l11);
+	assert_non_null(l13);
+	assert_null(v8_layout_of(9));
+	assert_null(v8_layout_of(99));
+	assert_int_equal(v8_scopeinfo_slots(l11, 0x4171e2ULL << 32, 0, &s), 0);
 	assert_int_equal(s.name, 3);
 	assert_int_equal(s.inferred, 5);
 	assert_int_equal(s.start, 6);
-	assert_int_equal(v8_scopeinfo_slots(0x4171e2, 2, 3, &s), 0);
+	assert_int_equal(v8_scopeinfo_slots(l11, 0x4171e2ULL << 32, 2, &s), 0);
 	assert_int_equal(s.name, 7);
 	assert_int_equal(s.inferred, 9);
 	assert_int_equal(s.start, 10);
 	/* No function variable, no inferred name, a saved class variable. */
-	assert_int_equal(v8_scopeinfo_slots(0x402 | (1u << 10), 1, 3, &s), 0);
+	assert_int_equal(v8_scopeinfo_slots(l11, (0x402ULL | (1u << 10)) << 32, 1, &s), 0);
 	assert_int_equal(s.name, -1);
 	assert_int_equal(s.inferred, -1);
 	assert_int_equal(s.start, 6);
 	/* Locals past the inlined ones: one hash table slot for their names. */
-	assert_int_equal(v8_scopeinfo_slots(0x3002, 80, 3, &s), 0);
+	assert_int_equal(v8_scopeinfo_slots(l11, 0x3002ULL << 32, 80, &s), 0);
 	assert_int_equal(s.name, 3 + 1 + 80);
-	/* Not a function's scope, another layout, too many locals. */
-	assert_int_equal(v8_scopeinfo_slots(0x4171e4, 0, 3, &s), -EINVAL);
-	assert_int_equal(v8_scopeinfo_slots(0x4171e2, 0, 5, &s), -EINVAL);
-	assert_int_equal(v8_scopeinfo_slots(0x4171e2, 1u << 20, 3, &s), -EINVAL);
+	/* Not a function's scope, not a Smi, too many locals. */
+	assert_int_equal(v8_scopeinfo_slots(l11, 0x4171e4ULL << 32, 0, &s), -EINVAL);
+	assert_int_equal(v8_scopeinfo_slots(l11, 0x4171e2, 0, &s), -EINVAL);
+	assert_int_equal(v8_scopeinfo_slots(l11, 0x4171e2ULL << 32, 1u << 20, &s), -EINVAL);
+	/* V8 13: the same function, its flags untagged. */
+	assert_int_equal(v8_scopeinfo_slots(l13, 0x4171e4, 0, &s), 0);
+	assert_int_equal(s.name, 5);
+	assert_int_equal(s.inferred, 7);
+	assert_int_equal(s.start, 3);
+	assert_int_equal(v8_scopeinfo_slots(l13, 0x4171e4, 2, &s), 0);
+	assert_int_equal(s.name, 9);
+	assert_int_equal(s.inferred, 11);
+	assert_int_equal(s.start, 3);
+	assert_int_equal(v8_scopeinfo_slots(l13, 0x4171e2, 0, &s), -EINVAL);
+}
+
+/*
+ * The versions known: Node.js 20's constants (V8 11.3) and Node.js 24's
+ * (V8 13.6, whose SharedFunctionInfo fields carry V8 12's Tagged_ names) are
+ * read; a V8 major not in the table, or one whose ScopeInfo constant
+ * disagrees with its row, is refused.
+ */
+static int
+attach(const char *sfi_name, const char *sfi_script, int32_t major, int32_t first_vars)
+{
+	const char *names[] = {
+		"v8dbg_off_fp_function", "v8dbg_off_fp_context_or_frame_type", "v8dbg_TaggedSize",
+		"v8dbg_SmiShiftSize", "v8dbg_class_HeapObject__map__Map",
+		"v8dbg_class_Map__instance_type__uint16_t",
+		"v8dbg_class_JSFunction__shared__SharedFunctionInfo", sfi_name, sfi_script,
+		"v8dbg_class_Script__name__Object", "v8dbg_class_Script__source__Object",
+		"v8dbg_class_Script__line_ends__Object", "v8dbg_class_String__length__int32_t",
+		"v8dbg_class_SeqOneByteString__chars__char",
+		"v8dbg_class_SeqTwoByteString__chars__char",
+		"v8dbg_class_ConsString__first__String", "v8dbg_class_ConsString__second__String",
+		"v8dbg_class_ThinString__actual__String", "v8dbg_class_FixedArrayBase__length__SMI",
+		"v8dbg_class_FixedArray__data__uintptr_t",
+		"v8dbg_type_SharedFunctionInfo__SHARED_FUNCTION_INFO_TYPE",
+		"v8dbg_type_ScopeInfo__SCOPE_INFO_TYPE", "v8dbg_type_Script__SCRIPT_TYPE",
+		"v8dbg_type_FixedArray__FIXED_ARRAY_TYPE", "v8dbg_FirstNonstringType",
+		"v8dbg_scopeinfo_idx_first_vars", "v8dbg_scopeinfo_idx_ncontextlocals",
+		"v8dbg_StringRepresentationMask", "v8dbg_StringEncodingMask",
+		"v8dbg_OneByteStringTag", "v8dbg_SeqStringTag", "v8dbg_ConsStringTag",
+		"v8dbg_ThinStringTag", "_ZN2v88internal7Version6major_E",
+		"_ZN2v88internal7Version6minor_E",
+	};
+	int32_t vals[] = {
+		-16, -8, 8, 31, 0, 12, 32, 24, 40, 16, 8, 56, 12, 16, 16, 16, 24, 16, 8, 16,
+		282, 280, 167, 205, 128, first_vars, 2, 7, 8, 8, 0, 1, 5, major, 6,
+	};
+	struct v8 *v = v8_create(-1);
+	struct proc p;
+	int rc;
+
+	assert_non_null(v);
+	memset(&p, 0, sizeof(p));
+	p.gone = true;		/* no BPF map */
+	rc = v8_attach_layout(v, &p, names, vals, sizeof(vals) / sizeof(vals[0]));
+	v8_forget(v, &p);
+	v8_destroy(v);
+	return rc;
+}
+
+static void
+test_v8_versions(void **state)
+{
+	const char *n11 = "v8dbg_class_SharedFunctionInfo__name_or_scope_info__Object";
+	const char *s11 = "v8dbg_class_SharedFunctionInfo__script_or_debug_info__HeapObject";
+	const char *n13 = "v8dbg_class_SharedFunctionInfo__name_or_scope_info__Tagged_NameOrScopeInfoT_";
+	const char *s13 = "v8dbg_class_SharedFunctionInfo__script__Tagged_HeapObject_";
+
+	(void)state;
+	assert_int_equal(attach(n11, s11, 11, 3), 0);
+	assert_int_equal(attach(n13, s13, 13, 5), 0);
+	assert_int_equal(attach(n13, s13, 14, 5), 0);
+	assert_int_equal(attach(n13, s13, 99, 5), -EINVAL);	/* a V8 not known */
+	assert_int_equal(attach(n13, s13, 9, 3), -EINVAL);
+	assert_int_equal(attach(n13, s13, 13, 3), -EINVAL);	/* disagrees with its row */
+	assert_int_equal(attach(n11, s11, 11, 5), -EINVAL);
+	assert_int_equal(attach("v8dbg_x", s13, 13, 5), -EINVAL);	/* a constant missing */
 }
 
 static void
@@ -284,6 +367,7 @@ main(void)
 		cmocka_unit_test(test_node),
 		cmocka_unit_test(test_php),
 		cmocka_unit_test(test_v8_scopeinfo),
+		cmocka_unit_test(test_v8_versions),
 		cmocka_unit_test(test_linetable),
 		cmocka_unit_test(test_linetable_decoded),
 		cmocka_unit_test(test_is_eval),

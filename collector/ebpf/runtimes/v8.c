@@ -3,21 +3,29 @@
  *
  * Everything read is laid out as the process's own V8 says: its postmortem
  * constants (v8dbg_*, exported by node and libnode for debuggers), read once
- * per file from the process's memory. Tagged pointers are full 64-bit words
- * (a V8 built with pointer compression is left alone); a Smi is its word
- * shifted right by 32. What is read, from a frame's JSFunction:
+ * per file from the process's memory, under any of the names V8's versions
+ * gave them (knames). What they do not say, how a function's ScopeInfo is
+ * laid out, comes from a table with one row per V8 major version (layouts:
+ * 10 to 14, Node.js 18 to 26), picked by V8's version as the file exports
+ * it (v8::internal::Version::major_); a version not in the table, or one
+ * whose constants disagree with its row, is refused, said once per file.
+ * Tagged pointers are full 64-bit words (a V8 built with pointer
+ * compression is refused; Node.js's official builds do not compress); a
+ * Smi is its word shifted right by 32. What is read, from a frame's
+ * JSFunction:
  *
  *   JSFunction.shared            -> SharedFunctionInfo (type checked)
  *   SharedFunctionInfo.name_or_scope_info  a String (the name), or a ScopeInfo
- *   SharedFunctionInfo.script_or_debug_info  a Script, else no file
+ *   SharedFunctionInfo.script (script_or_debug_info to V8 11)  a Script, else no file
  *   Script.name, Script.line_ends (FixedArray of Smis), Script.source
  *
- * A function's ScopeInfo (V8 10 and 11: v8dbg_scopeinfo_idx_first_vars 3)
- * is, in tagged slots after its map: flags, parameter count, context local
- * count, the context locals' names (one slot, a hash table, from 75 locals
- * on) and their infos, then as its flags say a saved class variable (bit
- * 10), the function variable's name and slot (bits 12-13 not zero), the
- * inferred name (bit 14), then the start and end positions. The name shown
+ * A function's ScopeInfo is, in tagged slots after its map: flags (a Smi to
+ * V8 12, an untagged uint32 from 13 on), parameter count, context local
+ * count, from V8 13 on the start and end positions, then the context
+ * locals' names (one slot, a hash table, from 75 locals on) and their
+ * infos, then as its flags say a saved class variable (bit 10), the
+ * function variable's name and slot (bits 12-13 not zero), the inferred
+ * name (bit 14), and to V8 12 the start and end positions. The name shown
  * is the function variable's when not empty, else the inferred one (an
  * anonymous function assigned to obj.prop is "obj.prop"), else
  * "(anonymous)"; the line the one of the start position (the function's
@@ -72,7 +80,7 @@
 #define MEM_DEADLINE_NS	(1000LL * 1000 * 1000)	/* see memread.h */
 #define FILE_CACHE	16	/* V8 files whose constants are remembered */
 
-/* The constants read, in this order (v8dbg_ prefix left out). */
+/* The constants read, in this order. */
 enum {
 	K_FP_FUNCTION, K_FP_CONTEXT, K_TAGGED_SIZE, K_SMI_SHIFT, K_HEAPOBJ_MAP,
 	K_MAP_TYPE, K_FN_SHARED, K_SFI_NAME, K_SFI_SCRIPT, K_SCRIPT_NAME, K_SCRIPT_SOURCE,
@@ -80,28 +88,62 @@ enum {
 	K_CONS_SECOND, K_THIN_ACTUAL, K_FA_LENGTH, K_FA_DATA, K_T_SFI, K_T_SCOPEINFO,
 	K_T_SCRIPT, K_T_FIXEDARRAY, K_FIRST_NONSTRING, K_SI_FIRST_VARS, K_SI_NLOCALS,
 	K_STR_REP_MASK, K_STR_ENC_MASK, K_ONE_BYTE_TAG, K_SEQ_TAG, K_CONS_TAG, K_THIN_TAG,
+	K_VER_MAJOR, K_VER_MINOR,
 	K_N
 };
 
-static const char *const knames[K_N] = {
-	"v8dbg_off_fp_function", "v8dbg_off_fp_context_or_frame_type", "v8dbg_TaggedSize",
-	"v8dbg_SmiShiftSize", "v8dbg_class_HeapObject__map__Map",
-	"v8dbg_class_Map__instance_type__uint16_t",
-	"v8dbg_class_JSFunction__shared__SharedFunctionInfo",
-	"v8dbg_class_SharedFunctionInfo__name_or_scope_info__Object",
-	"v8dbg_class_SharedFunctionInfo__script_or_debug_info__HeapObject",
-	"v8dbg_class_Script__name__Object", "v8dbg_class_Script__source__Object",
-	"v8dbg_class_Script__line_ends__Object", "v8dbg_class_String__length__int32_t",
-	"v8dbg_class_SeqOneByteString__chars__char", "v8dbg_class_SeqTwoByteString__chars__char",
-	"v8dbg_class_ConsString__first__String", "v8dbg_class_ConsString__second__String",
-	"v8dbg_class_ThinString__actual__String", "v8dbg_class_FixedArrayBase__length__SMI",
-	"v8dbg_class_FixedArray__data__uintptr_t",
-	"v8dbg_type_SharedFunctionInfo__SHARED_FUNCTION_INFO_TYPE",
-	"v8dbg_type_ScopeInfo__SCOPE_INFO_TYPE", "v8dbg_type_Script__SCRIPT_TYPE",
-	"v8dbg_type_FixedArray__FIXED_ARRAY_TYPE", "v8dbg_FirstNonstringType",
-	"v8dbg_scopeinfo_idx_first_vars", "v8dbg_scopeinfo_idx_ncontextlocals",
-	"v8dbg_StringRepresentationMask", "v8dbg_StringEncodingMask", "v8dbg_OneByteStringTag",
-	"v8dbg_SeqStringTag", "v8dbg_ConsStringTag", "v8dbg_ThinStringTag",
+/*
+ * Their symbols, each under every name V8 has given it: V8 12 on writes a
+ * field's type as Tagged_<type>_ and calls SharedFunctionInfo's script
+ * field script (its debug info moved out). The last two are not postmortem
+ * constants but V8's version (v8::internal::Version::major_, minor_, data
+ * that node and libnode export as well).
+ */
+#define KNAMES	3
+static const char *const knames[K_N][KNAMES] = {
+	{ "v8dbg_off_fp_function" }, { "v8dbg_off_fp_context_or_frame_type" },
+	{ "v8dbg_TaggedSize" }, { "v8dbg_SmiShiftSize" }, { "v8dbg_class_HeapObject__map__Map" },
+	{ "v8dbg_class_Map__instance_type__uint16_t" },
+	{ "v8dbg_class_JSFunction__shared__SharedFunctionInfo" },
+	{ "v8dbg_class_SharedFunctionInfo__name_or_scope_info__Object",
+	  "v8dbg_class_SharedFunctionInfo__name_or_scope_info__Tagged_Object_",
+	  "v8dbg_class_SharedFunctionInfo__name_or_scope_info__Tagged_NameOrScopeInfoT_" },
+	{ "v8dbg_class_SharedFunctionInfo__script_or_debug_info__HeapObject",
+	  "v8dbg_class_SharedFunctionInfo__script__Tagged_HeapObject_",
+	  "v8dbg_class_SharedFunctionInfo__raw_script__Tagged_Object_" },
+	{ "v8dbg_class_Script__name__Object" }, { "v8dbg_class_Script__source__Object" },
+	{ "v8dbg_class_Script__line_ends__Object" }, { "v8dbg_class_String__length__int32_t" },
+	{ "v8dbg_class_SeqOneByteString__chars__char" },
+	{ "v8dbg_class_SeqTwoByteString__chars__char" },
+	{ "v8dbg_class_ConsString__first__String" }, { "v8dbg_class_ConsString__second__String" },
+	{ "v8dbg_class_ThinString__actual__String" },
+	{ "v8dbg_class_FixedArrayBase__length__SMI" }, { "v8dbg_class_FixedArray__data__uintptr_t" },
+	{ "v8dbg_type_SharedFunctionInfo__SHARED_FUNCTION_INFO_TYPE" },
+	{ "v8dbg_type_ScopeInfo__SCOPE_INFO_TYPE" }, { "v8dbg_type_Script__SCRIPT_TYPE" },
+	{ "v8dbg_type_FixedArray__FIXED_ARRAY_TYPE" }, { "v8dbg_FirstNonstringType" },
+	{ "v8dbg_scopeinfo_idx_first_vars" }, { "v8dbg_scopeinfo_idx_ncontextlocals" },
+	{ "v8dbg_StringRepresentationMask" }, { "v8dbg_StringEncodingMask" },
+	{ "v8dbg_OneByteStringTag" }, { "v8dbg_SeqStringTag" }, { "v8dbg_ConsStringTag" },
+	{ "v8dbg_ThinStringTag" },
+	{ "_ZN2v88internal7Version6major_E" }, { "_ZN2v88internal7Version6minor_E" },
+};
+
+/*
+ * What the constants do not say, one row per V8 major version: how a
+ * function's ScopeInfo is laid out. first_vars must be the binary's
+ * v8dbg_scopeinfo_idx_first_vars (a minor version that moved the fields
+ * is refused, not misread). flags_smi: the flags are a Smi (else an
+ * untagged uint32 in the low half of their slot); fn_scope: ScopeType's
+ * FUNCTION_SCOPE; pos_head: the start and end positions follow the count of
+ * context locals (slots 3 and 4) instead of ending the variable part.
+ */
+static const struct v8_layout layouts[] = {
+	/* major  node  first_vars flags_smi fn_scope pos_head */
+	{ 10,	"18",	3,	true,	2,	false },
+	{ 11,	"20",	3,	true,	2,	false },
+	{ 12,	"22",	3,	true,	2,	false },
+	{ 13,	"24",	5,	false,	4,	true },
+	{ 14,	"26",	5,	false,	4,	true },
 };
 
 /* One V8 file's constants (dev, inode, build id). */
@@ -109,7 +151,9 @@ struct v8file {
 	uint64_t	 dev, ino;
 	char		 build_id[41];
 	int32_t		 k[K_N];
-	bool		 used, ok;
+	const struct v8_layout *lay;	/* NULL: not read */
+	bool		 used;
+	bool		 v8;		/* it has V8's constants (some at least) */
 };
 
 struct v8fn {
@@ -123,6 +167,7 @@ struct v8fn {
 /* What the sampler knows of one V8 process; p->v8. */
 struct v8proc {
 	int32_t		 k[K_N];
+	const struct v8_layout *lay;
 	uint64_t	 sfi_map;	/* a map seen with the SharedFunctionInfo type */
 	uint64_t	 src_read;	/* bytes of sources read for lines (SOURCE_BUDGET) */
 	struct v8fn	*cache;		/* CACHE_SLOTS, allocated at the first frame */
@@ -249,6 +294,18 @@ v8_file(const char *name)
 	    strncmp(b, "libnode.so", 10) == 0;
 }
 
+/* Whether nm is one of constant j's names. */
+static bool
+kname_is(size_t j, const char *nm)
+{
+	size_t a;
+
+	for (a = 0; a < KNAMES && knames[j][a] != NULL; a++)
+		if (strcmp(nm, knames[j][a]) == 0)
+			return true;
+	return false;
+}
+
 /* The addresses of knames in m's dynamic symbols (0: absent); -errno if unreadable. */
 static int
 elf_consts(const struct proc_mapping *m, uint64_t addr[K_N])
@@ -280,10 +337,11 @@ elf_consts(const struct proc_mapping *m, uint64_t addr[K_N])
 
 			if (gelf_getsym(d, (int)k, &s) == NULL || s.st_shndx == SHN_UNDEF ||
 			    s.st_size != 4 || (nm = elf_strptr(e, sh.sh_link, s.st_name)) == NULL ||
-			    strncmp(nm, "v8dbg_", 6) != 0)
+			    (strncmp(nm, "v8dbg_", 6) != 0 &&
+			    strncmp(nm, "_ZN2v88internal7Version", 23) != 0))
 				continue;
 			for (j = 0; j < K_N; j++)
-				if (addr[j] == 0 && strcmp(nm, knames[j]) == 0)
+				if (addr[j] == 0 && kname_is(j, nm))
 					addr[j] = s.st_value;
 		}
 	}
@@ -292,29 +350,39 @@ elf_consts(const struct proc_mapping *m, uint64_t addr[K_N])
 	return 0;
 }
 
+static const struct v8_layout *consts_layout(const int32_t *k, char *why, size_t len);
+
 /*
- * The constants of m's file into k, read from p's memory (they are data of
- * the file, the same in every process of it): from the cache of files, or
- * read and remembered. 0; -ENOENT if the file is not a V8 or lacks one.
+ * The constants of m's file into k and its layout into *lay, read from p's
+ * memory (they are data of the file, the same in every process of it): from
+ * the cache of files, or read and remembered. 0; -ENOENT if the file is not
+ * a V8; -ENOTSUP if it is one this file does not read (said once per file,
+ * when first seen).
  */
 static int
-file_consts(struct v8 *v, const struct proc *p, const struct proc_mapping *m, int32_t k[K_N])
+file_consts(struct v8 *v, const struct proc *p, const struct proc_mapping *m, int32_t k[K_N],
+    const struct v8_layout **lay)
 {
 	struct iovec l[K_N], r[K_N];
 	uint64_t addr[K_N];
 	struct v8file *f;
-	size_t i;
+	char why[200];
+	size_t i, j;
+	bool any = false;	/* some of V8's constants there: a V8, read or not */
 
+	*lay = NULL;
 	for (i = 0; i < FILE_CACHE; i++) {
 		f = &v->files[i];
 		if (f->used && f->dev == m->dev && f->ino == m->ino &&
 		    strcmp(f->build_id, m->build_id) == 0) {
 			memcpy(k, f->k, sizeof(f->k));
-			return f->ok ? 0 : -ENOENT;
+			*lay = f->lay;
+			return f->lay ? 0 : f->v8 ? -ENOTSUP : -ENOENT;
 		}
 	}
 	if (elf_consts(m, addr) < 0)
 		return -ENOENT;
+	memset(k, 0, K_N * sizeof(*k));
 	for (i = 0; i < K_N; i++) {
 		if (addr[i] == 0)
 			break;
@@ -323,14 +391,22 @@ file_consts(struct v8 *v, const struct proc *p, const struct proc_mapping *m, in
 		r[i].iov_base = (void *)(uintptr_t)(addr[i] + m->bias);
 		r[i].iov_len = sizeof(k[i]);
 	}
-	if (i < K_N) {
-		memset(k, 0, K_N * sizeof(*k));
-	} else if (memread_readv(v->mr, (pid_t)p->pid, l, r, K_N) !=
-	    (ssize_t)(K_N * sizeof(*k))) {
+	for (j = 0; j < K_N; j++)
+		any |= addr[j] != 0;
+	if (i == K_N && memread_readv(v->mr, (pid_t)p->pid, l, r, K_N) !=
+	    (ssize_t)(K_N * sizeof(*k)))
 		return -ENOENT;		/* not remembered: the process may have gone */
+	if (i < K_N) {
+		if (any)
+			snprintf(why, sizeof(why), "its V8 lacks the constant %s", knames[i][0]);
+	} else {
+		*lay = consts_layout(k, why, sizeof(why));
 	}
+	if (*lay == NULL && any)
+		log_warnx("ebpf: pid %u: %s: %s; its JavaScript frames stay native", p->pid,
+		    m->name, why);
 	if (m->build_id[0] == '\0')
-		return i < K_N ? -ENOENT : 0;
+		return *lay ? 0 : any ? -ENOTSUP : -ENOENT;
 	f = &v->files[v->next_file];
 	v->next_file = (v->next_file + 1) % FILE_CACHE;
 	f->dev = m->dev;
@@ -338,44 +414,81 @@ file_consts(struct v8 *v, const struct proc *p, const struct proc_mapping *m, in
 	snprintf(f->build_id, sizeof(f->build_id), "%s", m->build_id);
 	memcpy(f->k, k, sizeof(f->k));
 	f->used = true;
-	f->ok = i == K_N;
-	return f->ok ? 0 : -ENOENT;
+	f->lay = *lay;
+	f->v8 = any;
+	return f->lay ? 0 : f->v8 ? -ENOTSUP : -ENOENT;
 }
 
-/* Whether the layout k describes is one this file reads. */
-static bool
-consts_known(const int32_t *k)
+const struct v8_layout *
+v8_layout_of(int major)
 {
-	return k[K_TAGGED_SIZE] == 8 && k[K_SMI_SHIFT] == 31 && k[K_SI_FIRST_VARS] == 3 &&
-	    k[K_SI_NLOCALS] >= 0 && k[K_SI_NLOCALS] < k[K_SI_FIRST_VARS] &&
-	    k[K_FP_FUNCTION] >= -64 && k[K_FP_FUNCTION] <= 64 && k[K_FP_FUNCTION] % 8 == 0 &&
-	    k[K_FP_CONTEXT] >= -64 && k[K_FP_CONTEXT] <= 64 && k[K_FP_CONTEXT] % 8 == 0;
+	size_t i;
+
+	for (i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++)
+		if (layouts[i].major == major)
+			return &layouts[i];
+	return NULL;
+}
+
+/*
+ * The row of the layout k describes, if this file reads it: its V8's
+ * version is in the table and agrees with the constants, its heap
+ * pointers are full words. NULL, and why in why (at most len bytes).
+ */
+static const struct v8_layout *
+consts_layout(const int32_t *k, char *why, size_t len)
+{
+	const struct v8_layout *l = v8_layout_of(k[K_VER_MAJOR]);
+
+	if (l == NULL) {
+		snprintf(why, len, "V8 %d.%d is not a version known (known: V8 %d to %d, "
+		    "Node.js %s to %s)", k[K_VER_MAJOR], k[K_VER_MINOR], layouts[0].major,
+		    layouts[sizeof(layouts) / sizeof(layouts[0]) - 1].major, layouts[0].node,
+		    layouts[sizeof(layouts) / sizeof(layouts[0]) - 1].node);
+		return NULL;
+	}
+	if (k[K_TAGGED_SIZE] != 8 || k[K_SMI_SHIFT] != 31) {
+		snprintf(why, len, "V8 %d.%d compresses its pointers (tagged size %d): not read",
+		    k[K_VER_MAJOR], k[K_VER_MINOR], k[K_TAGGED_SIZE]);
+		return NULL;
+	}
+	if (k[K_SI_FIRST_VARS] != l->first_vars || k[K_SI_NLOCALS] < 0 ||
+	    k[K_SI_NLOCALS] >= k[K_SI_FIRST_VARS] ||
+	    k[K_FP_FUNCTION] < -64 || k[K_FP_FUNCTION] > 64 || k[K_FP_FUNCTION] % 8 != 0 ||
+	    k[K_FP_CONTEXT] < -64 || k[K_FP_CONTEXT] > 64 || k[K_FP_CONTEXT] % 8 != 0) {
+		snprintf(why, len, "V8 %d.%d lays out its scopes or frames in a way not known "
+		    "(scope info first vars %d, V8 %d's are %d)", k[K_VER_MAJOR], k[K_VER_MINOR],
+		    k[K_SI_FIRST_VARS], l->major, l->first_vars);
+		return NULL;
+	}
+	return l;
 }
 
 void
 v8_check(struct v8 *v, struct proc *p)
 {
+	const struct v8_layout *lay;
 	struct proc_mapping m;
 	struct v8_proc val;
 	struct v8proc *vp;
 	int32_t k[K_N];
 	size_t i;
+	int rc;
 
 	if (v == NULL || p->gone || p->kthread || p->v8 || p->v8_gen == p->maps_gen)
 		return;
 	p->v8_gen = p->maps_gen;
 	for (i = 0; proctab_mapping(p, i, &m) == 0; i++) {
-		if (!v8_file(m.name) || file_consts(v, p, &m, k) < 0)
+		if (!v8_file(m.name))
 			continue;
-		if (!consts_known(k)) {
-			log_debug("ebpf: pid %u: V8 in %s: a layout not known (tagged size %d, "
-			    "scope info first vars %d): no JavaScript frames", p->pid, m.name,
-			    k[K_TAGGED_SIZE], k[K_SI_FIRST_VARS]);
-			return;
-		}
+		if ((rc = file_consts(v, p, &m, k, &lay)) == -ENOTSUP)
+			return;		/* a V8 not read (said when its file was first seen) */
+		if (rc < 0)
+			continue;
 		if ((vp = calloc(1, sizeof(*vp))) == NULL)
 			return;
 		memcpy(vp->k, k, sizeof(k));
+		vp->lay = lay;
 		memset(&val, 0, sizeof(val));
 		val.off_function = (int16_t)k[K_FP_FUNCTION];
 		val.off_context = (int16_t)k[K_FP_CONTEXT];
@@ -385,7 +498,8 @@ v8_check(struct v8 *v, struct proc *p)
 			return;
 		}
 		p->v8 = vp;
-		log_debug("ebpf: pid %u: V8 in %s", p->pid, m.name);
+		log_debug("ebpf: pid %u: V8 %d.%d (Node.js %s's layout) in %s", p->pid,
+		    k[K_VER_MAJOR], k[K_VER_MINOR], lay->node, m.name);
 		return;
 	}
 }
@@ -394,22 +508,25 @@ int
 v8_attach_layout(struct v8 *v, struct proc *p, const char *const *names, const int32_t *vals,
     size_t n)
 {
+	const struct v8_layout *lay;
 	struct v8proc *vp;
 	int32_t k[K_N];
+	char why[200];
 	size_t i, j;
 
 	for (i = 0; i < K_N; i++) {
-		for (j = 0; j < n && strcmp(names[j], knames[i]) != 0; j++)
+		for (j = 0; j < n && !kname_is(i, names[j]); j++)
 			;
 		if (j == n)
 			return -EINVAL;
 		k[i] = vals[j];
 	}
-	if (v == NULL || p->v8 || !consts_known(k))
+	if (v == NULL || p->v8 || (lay = consts_layout(k, why, sizeof(why))) == NULL)
 		return -EINVAL;
 	if ((vp = calloc(1, sizeof(*vp))) == NULL)
 		return -ENOMEM;
 	memcpy(vp->k, k, sizeof(k));
+	vp->lay = lay;
 	p->v8 = vp;
 	return 0;
 }
@@ -573,15 +690,17 @@ read_str(struct v8 *v, const struct proc *p, const struct v8proc *vp, uint64_t o
 }
 
 int
-v8_scopeinfo_slots(uint32_t flags, uint32_t nlocals, int first_vars, struct v8_si_slots *out)
+v8_scopeinfo_slots(const struct v8_layout *l, uint64_t flags_word, uint32_t nlocals,
+    struct v8_si_slots *out)
 {
+	uint32_t flags = (uint32_t)(l->flags_smi ? flags_word >> 32 : flags_word);
 	int pos;
 
 	out->name = out->inferred = out->start = -1;
-	/* Scope type 2: a function's (V8 10 and 11). */
-	if (first_vars != 3 || (flags & 0xf) != 2 || nlocals > MAX_LOCALS)
+	if ((flags & 0xf) != (uint32_t)l->fn_scope || nlocals > MAX_LOCALS ||
+	    (l->flags_smi && (flags_word & 0xffffffff) != 0))
 		return -EINVAL;
-	pos = first_vars + (nlocals < INLINED_LOCALS ? (int)nlocals : 1) + (int)nlocals;
+	pos = l->first_vars + (nlocals < INLINED_LOCALS ? (int)nlocals : 1) + (int)nlocals;
 	if (flags & (1u << 10))
 		pos++;		/* saved class variable */
 	if ((flags >> 12) & 3) {
@@ -590,7 +709,7 @@ v8_scopeinfo_slots(uint32_t flags, uint32_t nlocals, int first_vars, struct v8_s
 	}
 	if (flags & (1u << 14))
 		out->inferred = pos++;
-	out->start = pos;
+	out->start = l->pos_head ? 3 : pos;
 	return 0;
 }
 
@@ -688,8 +807,7 @@ fn_load(struct v8 *v, const struct proc *p, struct v8proc *vp, struct v8fn *c)
 		    smi(nl) < 0)
 			return -EINVAL;
 		/* Not a function's scope (an ES module's top level): anonymous, no line. */
-		if (v8_scopeinfo_slots((uint32_t)smi(fl), (uint32_t)smi(nl), k[K_SI_FIRST_VARS],
-		    &s) < 0)
+		if (v8_scopeinfo_slots(vp->lay, fl, (uint32_t)smi(nl), &s) < 0)
 			s.name = s.inferred = s.start = -1;
 		if (s.name >= 0 && slot(v, p, nm, s.name, &name) == 0)
 			c->name = read_str(v, p, vp, name, MAX_NAME);

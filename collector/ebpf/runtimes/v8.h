@@ -15,6 +15,7 @@
 #ifndef PROFILEFS_V8_H
 #define PROFILEFS_V8_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -28,14 +29,16 @@ struct v8	*v8_create(int procs_fd);
 void		 v8_destroy(struct v8 *v);
 /*
  * Look at p's mappings if they changed since the last look: a V8 whose
- * constants are all there (and whose heap pointers are not compressed) is
- * entered into v8_procs, so that the next samples carry its frames. Cheap
- * when nothing changed.
+ * constants are all there, whose version is in the table of layouts (and
+ * whose heap pointers are not compressed) is entered into v8_procs, so that
+ * the next samples carry its frames; one that is not is said once per file
+ * (warning: its version, or what it lacks). Cheap when nothing changed.
  */
 void		 v8_check(struct v8 *v, struct proc *p);
 /*
  * For tests: p runs a V8 laid out as the constants names[i] = vals[i] (n of
- * them, v8dbg_* names) say, without a look at its files or the BPF map. 0,
+ * them, v8dbg_* names and V8's version, _ZN2v88internal7Version6major_E and
+ * minor_) say, without a look at its files or the BPF map. 0,
  * or -EINVAL when one is missing or the layout is not known, -ENOMEM.
  */
 int		 v8_attach_layout(struct v8 *v, struct proc *p, const char *const *names,
@@ -57,17 +60,30 @@ struct v8_stats {
 };
 void		 v8_get_stats(const struct v8 *v, struct v8_stats *st);
 /*
+ * What V8's postmortem constants leave out, one row per V8 major version
+ * (v8.c's table): how a function's ScopeInfo is laid out. v8_layout_of:
+ * the row of V8 major, NULL for a version not known.
+ */
+struct v8_layout {
+	int		 major;		/* V8's major version */
+	const char	*node;		/* the Node.js release line that ships it */
+	int		 first_vars;	/* its v8dbg_scopeinfo_idx_first_vars */
+	bool		 flags_smi;	/* flags a Smi, else a uint32 in the slot's low half */
+	int		 fn_scope;	/* ScopeType FUNCTION_SCOPE */
+	bool		 pos_head;	/* start, end positions in slots 3, 4 (else after names) */
+};
+const struct v8_layout *v8_layout_of(int major);
+/*
  * Where a function's ScopeInfo keeps its name, inferred name and start
- * position: slot indexes (tagged words after the map) from its flags, its
- * count of context locals and V8's v8dbg_scopeinfo_idx_first_vars (3: the
- * position follows the names, V8 10 to 11; 5: it precedes the locals, V8 12
- * on). -1 where the ScopeInfo has no such slot. 0, or -EINVAL for a layout
- * not known (not a function scope, an unknown first_vars).
+ * position: slot indexes (tagged words after the map) from its flags slot
+ * (flags_word, as read), its count of context locals and layout l. -1
+ * where the ScopeInfo has no such slot. 0, or -EINVAL when it is not a
+ * function's scope (or has too many locals).
  */
 struct v8_si_slots {
 	int		 name, inferred, start;
 };
-int		 v8_scopeinfo_slots(uint32_t flags, uint32_t nlocals, int first_vars,
-		    struct v8_si_slots *out);
+int		 v8_scopeinfo_slots(const struct v8_layout *l, uint64_t flags_word,
+		    uint32_t nlocals, struct v8_si_slots *out);
 
 #endif
