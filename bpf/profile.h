@@ -22,6 +22,11 @@ enum prof_kind {
 	PROF_EV_EXEC	= 2,	/* struct prof_notice: pid just exec'd */
 	PROF_EV_EXIT	= 3,	/* struct prof_notice: thread group leader exited */
 	PROF_EV_OFFCPU	= 4,	/* struct prof_sample: a wait ended; offcpu_ns says how long */
+	/* --ebpf-memory (bpf/memgrow.bpf.h): struct prof_sample, offcpu_ns the bytes, waits the calls */
+	PROF_EV_MEM_FAULT	= 16,	/* a sampled user page fault on anonymous memory */
+	PROF_EV_MEM_MMAP	= 17,	/* an anonymous mmap */
+	PROF_EV_MEM_BRK		= 18,	/* brk that grew the heap */
+	PROF_EV_MEM_UNMAP	= 19,	/* munmap of anonymous memory, or brk that shrank it */
 };
 
 struct prof_hdr {
@@ -150,11 +155,13 @@ struct prof_sample {
 	__s32	ustack_len;	/* bytes written into ustack, or a negative errno */
 	__u32	unwind;		/* PROF_UNW_* */
 	__u32	wake;		/* BPF side: wake user space when sent */
-	__u64	offcpu_ns;	/* PROF_EV_OFFCPU: time switched out, times offcpu_sample */
+	__u64	offcpu_ns;	/* PROF_EV_OFFCPU: time switched out, times offcpu_sample;
+				   PROF_EV_MEM_*: the bytes the sample stands for */
 	char	comm[PROF_COMM_LEN];	/* the thread's */
 	char	leader_comm[PROF_COMM_LEN];	/* the thread group leader's: the process's */
 	__u32	rt;		/* enum prof_rt */
-	__u32	waits;		/* PROF_EV_OFFCPU sent by itself: the waits it stands for (its weight) */
+	__u32	waits;		/* PROF_EV_OFFCPU sent by itself: the waits it stands for (its weight);
+				   PROF_EV_MEM_*: the faults or calls */
 	__u64	kstack[PROF_MAX_STACK];	/* leaf first */
 	__u64	ustack[PROF_MAX_USTACK];	/* leaf first; bpf_get_stack fills at most PROF_MAX_STACK */
 	union {
@@ -239,6 +246,9 @@ enum prof_counter {
 	PROF_CNT_HS_NO_BLOB,	/* ... whose code blob was not found (walked by frame pointer) */
 	PROF_CNT_V8_STACKS,	/* stacks of V8 processes walked for JavaScript frames */
 	PROF_CNT_OFFCPU_SPILL,	/* waits sent one by one through the ring buffer: offcpu_aggs full */
+	PROF_CNT_MEM_FAULTS,	/* --ebpf-memory: sampled user page faults sent */
+	PROF_CNT_MEM_FILE,	/* ... left out: a file mapping's */
+	PROF_CNT_MEM_CALLS,	/* --ebpf-memory: mmap, brk, munmap calls sent (after sampling) */
 	PROF_CNT_MAX
 };
 

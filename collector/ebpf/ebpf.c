@@ -40,6 +40,7 @@
 #include "pprof.h"
 #include "store.h"
 #include "memread.h"
+#include "memgrow.h"
 #include "offcpu.h"
 #include "rio.h"
 #include "proctab.h"
@@ -147,6 +148,7 @@ struct ebpf_sampler {
 	struct offcpu		*oc;		/* drains them; with off */
 	int64_t			 oc_next;	/* monotonic ns of the next drain */
 	uint64_t		 oc_entries, oc_waits;	/* drained this period */
+	struct memgrow		*mg;		/* --ebpf-memory, else NULL */
 	struct unwinder		*unw;		/* NULL: frame pointers only */
 	struct python		*py;		/* CPython frames */
 	struct golabels		*gl;		/* Go pprof labels */
@@ -363,6 +365,50 @@ attach_offcpu(struct ebpf_sampler *e)
 		return rc;
 	}
 	return 0;
+}
+
+/* --ebpf-memory's programs: loaded only with it (bpf/memgrow.bpf.h). */
+static void
+memgrow_configure(struct ebpf_sampler *e, const struct ebpf_opts *o)
+{
+	long page = sysconf(_SC_PAGESIZE);
+
+	e->skel->rodata->memgrow = o->memory_faults > 0;
+	e->skel->rodata->memgrow_page = page > 0 ? (uint64_t)page : 4096;
+	e->skel->rodata->memgrow_rate = MEMGROW_RATE;
+	bpf_program__set_autoload(e->skel->progs.memgrow_fault, o->memory_faults > 0);
+#if defined(__x86_64__)
+	bpf_program__set_autoload(e->skel->progs.memgrow_sys, o->memory_faults > 0);
+#endif
+}
+
+/* Attach --ebpf-memory's programs: page faults on every online CPU, mmap/brk/munmap. */
+static int
+attach_memgrow(struct ebpf_sampler *e, const struct ebpf_opts *o)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	struct bpf_program *calls[1] = { NULL };
+	int *cpus = NULL, ncpus, rc;
+	bool calls_on = false;
+
+#if defined(__x86_64__)
+	calls[0] = e->skel->progs.memgrow_sys;
+#endif
+	if ((rc = online_cpus(&cpus, &ncpus)) < 0) {
+		log_warnx("--ebpf-memory: cannot read the online CPUs: %s", strerror(-rc));
+		return rc;
+	}
+	if ((e->mg = memgrow_create(o->memory_faults, page > 0 ? (uint64_t)page : 4096)) == NULL)
+		rc = -ENOMEM;
+	else
+		rc = memgrow_attach(e->mg, e->skel->progs.memgrow_fault, calls, 1, cpus, ncpus,
+		    &calls_on);
+	free(cpus);
+	if (rc == 0)
+		log_info("ebpf: memory growth recorded: 1 user page fault in %u on anonymous "
+		    "memory (profile type memory-growth)%s", o->memory_faults, calls_on ?
+		    ", anonymous mmap, brk and munmap calls (memory-mmap)" : "");
+	return rc;
 }
 
 /* --- the sampler thread -------------------------------------------------- */
@@ -648,7 +694,7 @@ handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_samp
 	sc = cp == e->off ? &e->sc_off : &e->sc_cpu;
 	e->stacks++;
 	/* Only stacks without a runtime's frames (named from the process at each sample). */
-	whole = pn == 0 && !py_cut && vn == 0 && !java && !p->rb;
+	whole = pn == 0 && !py_cut && vn == 0 && !java && !p->rb && !memgrow_kind(s->hdr.kind);
 	if (whole) {
 		sh = scache_hash(svc, p, s->kstack, nk, s->ustack, nu);
 		if ((x = scache_get(sc, cp, svc, p, sh, s->kstack, nk, s->ustack, nu)) != NULL) {
@@ -858,7 +904,10 @@ named:
 			return;
 		e->locs[n++] = (uint32_t)li;
 	}
-	if (s->hdr.kind == PROF_EV_OFFCPU)
+	if (memgrow_kind(s->hdr.kind))
+		memgrow_add(svc, e->locs, n, s, comm, golab ? gs.keys : NULL,
+		    golab ? gs.values : NULL, golab ? gs.n : 0);
+	else if (s->hdr.kind == PROF_EV_OFFCPU)
 		cpuprof_sample_waits(svc, e->locs, n, s->hdr.pid, s->hdr.tid, comm,
 		    (int64_t)waits, (int64_t)s->offcpu_ns, golab ? gs.keys : NULL,
 		    golab ? gs.values : NULL, golab ? gs.n : 0);
@@ -904,6 +953,13 @@ handle_event(void *ctx, void *data, size_t size)
 		if (sample_complete(data, size) && e->off)
 			handle_sample(e, e->off, data, ((const struct prof_sample *)data)->waits ?
 			    ((const struct prof_sample *)data)->waits : 1);
+		break;
+	case PROF_EV_MEM_FAULT:
+	case PROF_EV_MEM_MMAP:
+	case PROF_EV_MEM_BRK:
+	case PROF_EV_MEM_UNMAP:
+		if (sample_complete(data, size) && e->mg)
+			handle_sample(e, memgrow_cpuprof(e->mg, h->kind), data, 1);
 		break;
 	case PROF_EV_EXEC:
 		/* New mappings: read them now, while the process surely exists. */
@@ -1022,7 +1078,7 @@ flush(struct ebpf_sampler *e)
 		"cfi_read_errors", "py_stacks", "py_read_errors", "offcpu_switches",
 		"offcpu_short", "offcpu_sent", "offcpu_full", "go_labels", "go_labels_truncated",
 		"rb_stacks", "rb_read_errors", "hs_frames", "hs_no_blob", "v8_stacks",
-		"offcpu_spilled"
+		"offcpu_spilled", "mem_faults", "mem_faults_file", "mem_calls"
 	};
 	struct unwind_stats us;
 	struct python_stats ps;
@@ -1050,6 +1106,12 @@ flush(struct ebpf_sampler *e)
 		e->oc_waits = e->oc_entries = 0;
 		metrics_add("profilefs_ebpf_offcpu_waits_stored_total", NULL, (double)os);
 		metrics_add("profilefs_ebpf_offcpu_profiles_total", NULL, (double)op);
+	}
+	if (e->mg) {
+		uint64_t ms = 0;
+
+		memgrow_flush(e->mg, e->st, e->period_start, end, e->gate, &ms);
+		metrics_add("profilefs_ebpf_memory_samples_stored_total", NULL, (double)ms);
 	}
 	e->period_start = end;
 	proctab_expire(e->pt);
@@ -1415,6 +1477,8 @@ describe_metrics(void)
 	    "Off-CPU waits stored in eBPF offcpu profiles (--ebpf-offcpu).");
 	metrics_describe("profilefs_ebpf_offcpu_profiles_total", "counter",
 	    "eBPF offcpu profiles stored (one per service per period).");
+	metrics_describe("profilefs_ebpf_memory_samples_stored_total", "counter",
+	    "Samples stored in memory-growth and memory-mmap profiles (--ebpf-memory).");
 	metrics_describe("profilefs_ebpf_file_opens_stalled", "gauge",
 	    "Opens of a process's files abandoned since start (its files are opened no more).");
 	metrics_describe("profilefs_ebpf_flush_seconds", "histogram",
@@ -1509,6 +1573,7 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 		e->skel->rodata->self_tgid = (uint32_t)getpid();
 		/* Without off-CPU its programs are not even loaded. */
 		bpf_program__set_autoload(e->skel->progs.on_switch, o->offcpu);
+		memgrow_configure(e, o);
 		if (!o->offcpu) {
 			bpf_map__set_max_entries(e->skel->maps.offcpu_waits, 1);
 			bpf_map__set_max_entries(e->skel->maps.offcpu_aggs, 1);
@@ -1591,6 +1656,8 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 	}
 	if (o->offcpu && (rc = attach_offcpu(e)) < 0)
 		goto fail;
+	if (o->memory_faults && (rc = attach_memgrow(e, o)) < 0)
+		goto fail;
 	e->rb = ring_buffer__new(bpf_map__fd(e->skel->maps.events), handle_event, e, NULL);
 	if (e->rb == NULL) {
 		rc = -errno;
@@ -1668,6 +1735,7 @@ ebpf_stop(struct ebpf_sampler *e)
 	cpuprof_gate_destroy(e->gate);
 	cpuprof_destroy(e->off);
 	offcpu_destroy(e->oc);
+	memgrow_destroy(e->mg);
 	/* Processes release their unwind entries while the maps still exist. */
 	proctab_destroy(e->pt);
 	python_destroy(e->py);
