@@ -15,8 +15,8 @@
  *                  sampling, so the rest still stand for sample_period
  *                  faults each. A fault stands for one base page.
  *   memgrow_sys    the mmap, brk and munmap system calls (x86-64; the raw
- *                  sys_enter tracepoint, which needs no tracefs; kernels
- *                  without ftrace refuse fentry), of anonymous, accessible
+ *                  sys_enter tracepoint: no tracefs needed, and some hosts
+ *                  refuse fentry), of private anonymous, accessible
  *                  memory: the code that
  *                  asked the kernel for address space to grow into. A call
  *                  of memgrow_rate bytes or more is sent by itself; a
@@ -35,6 +35,8 @@ const volatile __u64 memgrow_page = 4096;
 const volatile __u64 memgrow_rate = 256 << 10;
 
 #define MG_MAP_ANONYMOUS	0x20	/* include/uapi/asm-generic/mman-common.h */
+#define MG_MAP_TYPE		0x0f	/* include/uapi/linux/mman.h: MAP_SHARED, MAP_PRIVATE, ... */
+#define MG_MAP_PRIVATE		0x02
 #define MG_PROT_RW		0x3	/* PROT_READ | PROT_WRITE */
 #define MG_VM_RW		0x3	/* VM_READ | VM_WRITE */
 
@@ -144,8 +146,12 @@ mg_mmap(void *ctx, struct pt_regs *regs)
 	__u64 len = BPF_CORE_READ(regs, si), prot = BPF_CORE_READ(regs, dx);
 	__u64 flags = BPF_CORE_READ(regs, r10);
 
-	/* Anonymous memory one may use; not a reservation (PROT_NONE). */
-	if (!(flags & MG_MAP_ANONYMOUS) || !(prot & MG_PROT_RW))
+	/*
+	 * Private anonymous memory one may use; not a reservation (PROT_NONE),
+	 * nor shared memory (a file to the kernel, as its faults are).
+	 */
+	if (!(flags & MG_MAP_ANONYMOUS) || (flags & MG_MAP_TYPE) != MG_MAP_PRIVATE ||
+	    !(prot & MG_PROT_RW))
 		return;
 	mg_call(ctx, PROF_EV_MEM_MMAP, (len + memgrow_page - 1) & ~(memgrow_page - 1));
 }
