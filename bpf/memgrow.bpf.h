@@ -32,13 +32,28 @@
 
 const volatile bool memgrow = false;
 const volatile __u64 memgrow_page = 4096;
-const volatile __u64 memgrow_rate = 256 << 10;
+const volatile __u64 memgrow_rate = 1 << 20;
+/* System call samples sent per CPU per second at most (the rest counted, not sent). */
+const volatile __u64 memgrow_calls_max = 50;
+
+struct mg_limit {
+	__u64	since;		/* ns: the second counted */
+	__u64	n;		/* samples sent in it */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct mg_limit);
+} memgrow_limits SEC(".maps");
 
 #define MG_MAP_ANONYMOUS	0x20	/* include/uapi/asm-generic/mman-common.h */
 #define MG_MAP_TYPE		0x0f	/* include/uapi/linux/mman.h: MAP_SHARED, MAP_PRIVATE, ... */
 #define MG_MAP_PRIVATE		0x02
 #define MG_PROT_RW		0x3	/* PROT_READ | PROT_WRITE */
 #define MG_VM_RW		0x3	/* VM_READ | VM_WRITE */
+#define MG_BIG			(64ULL << 20)	/* calls never held back by memgrow_calls_max */
 
 struct mg_vma {
 	bool	file;		/* the address is in a file mapping */
@@ -110,7 +125,8 @@ static __always_inline void
 mg_call(void *ctx, __u32 kind, __u64 size)
 {
 	struct prof_sample *e;
-	__u64 bytes = size, calls = 1, rate = memgrow_rate;
+	__u64 bytes = size, calls = 1, rate = memgrow_rate, now;
+	struct mg_limit *l;
 	__u32 zero = 0;
 
 	if (size == 0)
@@ -121,6 +137,26 @@ mg_call(void *ctx, __u32 kind, __u64 size)
 		bytes = rate;
 		calls = (rate + size / 2) / size;
 	}
+	/*
+	 * A program that maps and unmaps blocks in a loop (an allocator with
+	 * no cache of them) would send a sample per call: past
+	 * memgrow_calls_max a second on this CPU, they are counted only. A
+	 * call of MG_BIG bytes or more always goes: it is rare (it grows
+	 * memory by that much, or maps what it never touches), and the one
+	 * a reader looks for.
+	 */
+	if ((l = bpf_map_lookup_elem(&memgrow_limits, &zero)) == NULL)
+		return;
+	now = bpf_ktime_get_ns();
+	if (now - l->since >= 1000000000ULL) {
+		l->since = now;
+		l->n = 0;
+	}
+	if (l->n >= memgrow_calls_max && size < MG_BIG) {
+		count(PROF_CNT_MEM_LIMITED);
+		return;
+	}
+	l->n++;
 	if ((e = bpf_map_lookup_elem(&sample_bufs, &zero)) == NULL)
 		return;
 	e->hdr.kind = kind;

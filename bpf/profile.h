@@ -249,6 +249,7 @@ enum prof_counter {
 	PROF_CNT_MEM_FAULTS,	/* --ebpf-memory: sampled user page faults sent */
 	PROF_CNT_MEM_FILE,	/* ... left out: a file mapping's */
 	PROF_CNT_MEM_CALLS,	/* --ebpf-memory: mmap, brk, munmap calls sent (after sampling) */
+	PROF_CNT_MEM_LIMITED,	/* ... not sent: past memgrow_calls_max a second on their CPU */
 	PROF_CNT_MAX
 };
 

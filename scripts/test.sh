@@ -69,7 +69,7 @@ for san in "${builds[@]}"; do
   # spans compares a Go program's span shares with its
   # profile's (a measure under load) and builds the Connect client as grafana.
   skip="layers|install|otlp|grafana|ebpf_java|ebpf_hotspot|ebpf_debuginfod|hardening_memory|cluster_replicas"
-  skip="$skip|make_concurrent|options_doc|cluster_hedge|cluster_single|recipes|hardening_peer|hardening_regex|hardening_json|hardening_symtab|hardening_kaddr|ebpf_node|ebpf_ident|cluster_shipped|walk_memory|spans|cluster_spans"
+  skip="$skip|make_concurrent|options_doc|cluster_hedge|cluster_single|recipes|hardening_peer|hardening_regex|hardening_json|hardening_symtab|hardening_kaddr|ebpf_node|ebpf_ident|cluster_shipped|walk_memory|spans|cluster_spans|ebpf_memory"
   if read -r p f <"$tally"; then
     pass=$((pass + p)); fail=$((fail + f))
   else

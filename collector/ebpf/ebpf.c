@@ -376,6 +376,7 @@ memgrow_configure(struct ebpf_sampler *e, const struct ebpf_opts *o)
 	e->skel->rodata->memgrow = o->memory_faults > 0;
 	e->skel->rodata->memgrow_page = page > 0 ? (uint64_t)page : 4096;
 	e->skel->rodata->memgrow_rate = MEMGROW_RATE;
+	e->skel->rodata->memgrow_calls_max = MEMGROW_CALLS_MAX;
 	bpf_program__set_autoload(e->skel->progs.memgrow_fault, o->memory_faults > 0);
 #if defined(__x86_64__)
 	bpf_program__set_autoload(e->skel->progs.memgrow_sys, o->memory_faults > 0);
@@ -1078,7 +1079,7 @@ flush(struct ebpf_sampler *e)
 		"cfi_read_errors", "py_stacks", "py_read_errors", "offcpu_switches",
 		"offcpu_short", "offcpu_sent", "offcpu_full", "go_labels", "go_labels_truncated",
 		"rb_stacks", "rb_read_errors", "hs_frames", "hs_no_blob", "v8_stacks",
-		"offcpu_spilled", "mem_faults", "mem_faults_file", "mem_calls"
+		"offcpu_spilled", "mem_faults", "mem_faults_file", "mem_calls", "mem_calls_limited"
 	};
 	struct unwind_stats us;
 	struct python_stats ps;

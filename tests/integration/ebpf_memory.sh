@@ -10,6 +10,9 @@
 #     under grow_a and grow_b, and their munmaps under run;
 #   - a Python program (the host's python3.11) that builds large lists in
 #     build_lists shows that Python frame in its memory-growth profile;
+#   - the same program in a container (the Debian 13 root, its own mount
+#     and PID namespaces: found through /proc/PID/root) has its growth
+#     under grow_a and main too;
 #   - the daemon's own process is in no memory profile; bad values of the
 #     option are refused before anything starts.
 # Needs root and a kernel with BTF; otherwise every check is skipped.
@@ -18,7 +21,7 @@ set -u
 
 NAMES="ebpf-memory-bad-flags ebpf-memory-run ebpf-memory-types ebpf-memory-ratio"
 NAMES="$NAMES ebpf-memory-main ebpf-memory-total ebpf-memory-mmap ebpf-memory-munmap"
-NAMES="$NAMES ebpf-memory-python ebpf-memory-self"
+NAMES="$NAMES ebpf-memory-python ebpf-memory-container ebpf-memory-self"
 skip_all() { for n in $NAMES; do echo "ok - $n # SKIP $1"; done; exit 0; }
 [ "$(id -u)" -eq 0 ] || skip_all "needs root"
 [ -r /sys/kernel/btf/vmlinux ] || skip_all "kernel has no BTF (/sys/kernel/btf/vmlinux)"
@@ -140,13 +143,34 @@ EOF
   sleep 4
   pb=$(cum "$P" fault_space build_lists)
   pt=$(go tool pprof -top -unit=bytes -sample_index=fault_space "$P" 2>/dev/null |
-    awk '/^Showing nodes accounting for/ { v = $NF; sub(/B$/, "", v); print v + 0; exit }')
+    awk '/^Showing nodes accounting for/ { for (i = 1; i < NF; i++) if ($i == "of") { v = $(i + 1); sub(/B$/, "", v); print v + 0; exit } }')
   if [ "${pb:-0}" -gt $((100 * 1024 * 1024)) ]; then
     ok "ebpf-memory-python (build_lists $pb of $pt bytes)"
   else fail "ebpf-memory-python" "build_lists $pb of $pt bytes"
     go tool pprof -top -cum -sample_index=fault_space "$P" 2>&1 | head -20 | sed 's/^/#   /'; fi
 else
   echo "ok - ebpf-memory-python # SKIP no python3.11"
+fi
+
+# In a container (its own mount and PID namespaces): the same walk and names.
+R="$(roots_dir)/trixie"
+if bash "$ROOT/scripts/runtime-roots.sh" --check trixie >/dev/null 2>&1; then
+  RD="/tmp/ebpf_memory.$$"
+  mkdir -p "$R$RD"
+  cp "$B/efp_memgrow" "$R$RD/efp_memgrow_ct"
+  in_root "$R" "$RD/efp_memgrow_ct" 1 2000 >"$TMP/ct.out" 2>&1 &	# (in_root execs)
+  wait $!
+  C="$TMP/mnt/efp_memgrow_ct/memory-growth/all/all/merged.pb.gz"
+  for i in $(seq 1 20); do [ -e "$C" ] && break; sleep 0.5; done
+  sleep 4
+  ca=$(cum "$C" fault_space grow_a)
+  cm=$(cum "$C" fault_space main)
+  rm -rf "${R:?}$RD"
+  if [ "$ca" -gt $((250 * 1024 * 1024)) ] && [ "$cm" -ge "$ca" ]; then
+    ok "ebpf-memory-container (grow_a $ca bytes, main $cm; $(cat "$TMP/ct.out"))"
+  else fail "ebpf-memory-container" "grow_a $ca bytes, main $cm: $(cat "$TMP/ct.out")"; fi
+else
+  echo "ok - ebpf-memory-container # SKIP no runtime root trixie (scripts/runtime-roots.sh trixie)"
 fi
 
 # The daemon's own growth is not recorded (its memory moves with what it reads).
