@@ -66,7 +66,7 @@
 #      JAVA_RUNS runs (default 5): each run, the median and the spread.
 #      Skipped where OpenJDK 17 or go is missing.
 #  10. Memory growth (ONLY=memory, memory_cost): a fault-heavy C program
-#      (maps 64 MiB, writes every page, unmaps, again: hundreds of thousands
+#      (maps 64 MiB, writes every page, unmaps, MEM_ROUNDS times: hundreds of thousands
 #      of page faults a second) run MEM_RUNS times alternately alone, under
 #      --ebpf=19 and under --ebpf=19 --ebpf-memory (its CPU time, medians,
 #      ratios); then the daemon's CPU (percent of one core) and peak RSS with
@@ -80,7 +80,7 @@
 # ONLY=runtimes runs part 5 alone, ONLY=daemon part 2 alone, ONLY=offcpu part 6 alone,
 # ONLY=golabels the Go labels part (after 6) alone, ONLY=ruby part 5's Ruby half,
 # ONLY=node the Node.js part (8) alone, ONLY=java the Java-at-the-root part (9) alone,
-# ONLY=memory the memory growth part (10) alone (MEM_RUNS, MEM_SECS, MEM_SETTLE). OC_HZ="99" and OC_MODES="on off" narrow
+# ONLY=memory the memory growth part (10) alone (MEM_RUNS, MEM_ROUNDS, MEM_SECS, MEM_SETTLE). OC_HZ="99" and OC_MODES="on off" narrow
 # part 6 to those rates and off-CPU settings (default: 19 99, off on sample10);
 # OC_SECS and OC_SETTLE set its window (about 5 minutes for the two settings
 # at 99 Hz with DAEMON_RUNS=5).
@@ -654,7 +654,7 @@ if [ "$ONLY" = golabels ]; then golabels_cost; exit 0; fi
 # Part 10, memory growth (--ebpf-memory): see the header.
 memory_cost() {
   local r mode a b c t0 hwm spinners p0 p1 f0 f1 faults
-  local runs="${MEM_RUNS:-5}" msecs="${MEM_SECS:-15}" msettle="${MEM_SETTLE:-8}"
+  local runs="${MEM_RUNS:-5}" msecs="${MEM_SECS:-15}" msettle="${MEM_SETTLE:-8}" rounds="${MEM_ROUNDS:-100}"
   cat >"$W/faulter.c" <<'FAULTER'
 #include <stdio.h>
 #include <stdlib.h>
@@ -690,15 +690,15 @@ int main(int argc, char **argv)
 }
 FAULTER
   cc -O2 -o "$W/faulter" "$W/faulter.c" || return 1
-  echo "== memory growth: a fault-heavy program (64 MiB mapped, written, unmapped, 200 times) alone," \
+  echo "== memory growth: a fault-heavy program (64 MiB mapped, written, unmapped, $rounds times) alone," \
     "under --ebpf=19, under --ebpf=19 --ebpf-memory ($runs runs each, in turn)"
   : >"$W/mem_slow"
   for r in $(seq 1 "$runs"); do
-    a=$("$W/faulter" 0 200 | awk '{print $1}')
+    a=$("$W/faulter" 0 "$rounds" | awk '{print $1}')
     start_daemon --ebpf=19; sleep "$SETTLE"
-    b=$("$W/faulter" 0 200 | awk '{print $1}'); stop_daemon
+    b=$("$W/faulter" 0 "$rounds" | awk '{print $1}'); stop_daemon
     start_daemon --ebpf=19 --ebpf-memory; sleep "$SETTLE"
-    c=$("$W/faulter" 0 200 | awk '{print $1}'); stop_daemon
+    c=$("$W/faulter" 0 "$rounds" | awk '{print $1}'); stop_daemon
     echo "$a $b $c" >>"$W/mem_slow"
     echo "$a $b $c" | awk -v r="$r" '{printf "  run %d: cpu alone %.3fs, --ebpf %.3fs, --ebpf --ebpf-memory %.3fs (ratio to alone %.4f, to --ebpf %.4f)\n", r, $1, $2, $3, $3 / $1, $3 / $2}'
   done
