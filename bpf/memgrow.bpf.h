@@ -32,9 +32,9 @@
 
 const volatile bool memgrow = false;
 const volatile __u64 memgrow_page = 4096;
-const volatile __u64 memgrow_rate = 1 << 20;
+const volatile __u64 memgrow_rate = 4 << 20;
 /* System call samples sent per CPU per second at most (the rest counted, not sent). */
-const volatile __u64 memgrow_calls_max = 50;
+const volatile __u64 memgrow_calls_max = 20;
 
 struct mg_limit {
 	__u64	since;		/* ns: the second counted */

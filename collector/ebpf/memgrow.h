@@ -30,9 +30,9 @@
 #include "store.h"
 
 /* mmap/brk/munmap: calls this large or larger are all recorded, smaller ones sampled. */
-#define MEMGROW_RATE		(1u << 20)
+#define MEMGROW_RATE		(4u << 20)
 /* ... and at most this many a second on each CPU (the rest counted: mem_calls_limited). */
-#define MEMGROW_CALLS_MAX	50
+#define MEMGROW_CALLS_MAX	20
 
 struct memgrow;
 
