@@ -279,6 +279,9 @@ $(B)/gen/bpf/%.skel.h: $(B)/bpf/%.bpf.o
 	@echo "  SKEL    $@"
 	$(Q)$(BPFTOOL) gen skeleton $< name $*_bpf > $@$(TMP_SUFFIX) && mv -f $@$(TMP_SUFFIX) $@
 
+# Every object of the agent may include the skeleton: built first (order only;
+# the .d files then name the ones that do).
+$(call obj_of,ebpf): | $(BPF_SKEL)
 $(B)/collector/ebpf/ebpf.o: $(BPF_SKEL)
 .SECONDARY: $(patsubst bpf/%.bpf.c,$(B)/bpf/%.bpf.o,$(BPF_SRC))
 

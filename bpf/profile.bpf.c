@@ -927,6 +927,9 @@ BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *
 	return 0;
 }
 
+/* Memory growth by stack (--ebpf-memory): page faults and mmap/brk/munmap. */
+#include "memgrow.bpf.h"
+
 static __always_inline void
 notify(__u32 kind)
 {

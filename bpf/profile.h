@@ -23,6 +23,11 @@ enum prof_kind {
 	PROF_EV_EXIT	= 3,	/* struct prof_notice: thread group leader exited */
 	PROF_EV_OFFCPU	= 4,	/* struct prof_sample: a wait ended; offcpu_ns says how long */
 	PROF_EV_MALLOC	= 9,	/* struct prof_sample: a sampled allocation (malloc.bpf.h) */
+	/* --ebpf-memory (bpf/memgrow.bpf.h): struct prof_sample, offcpu_ns the bytes, waits the calls */
+	PROF_EV_MEM_FAULT	= 16,	/* a sampled user page fault on anonymous memory */
+	PROF_EV_MEM_MMAP	= 17,	/* an anonymous mmap */
+	PROF_EV_MEM_BRK		= 18,	/* brk that grew the heap */
+	PROF_EV_MEM_UNMAP	= 19,	/* munmap of anonymous memory, or brk that shrank it */
 };
 
 struct prof_hdr {
@@ -151,11 +156,13 @@ struct prof_sample {
 	__s32	ustack_len;	/* bytes written into ustack, or a negative errno */
 	__u32	unwind;		/* PROF_UNW_* */
 	__u32	wake;		/* BPF side: wake user space when sent */
-	__u64	offcpu_ns;	/* PROF_EV_OFFCPU: time switched out, times offcpu_sample */
+	__u64	offcpu_ns;	/* PROF_EV_OFFCPU: time switched out, times offcpu_sample;
+				   PROF_EV_MEM_*: the bytes the sample stands for */
 	char	comm[PROF_COMM_LEN];	/* the thread's */
 	char	leader_comm[PROF_COMM_LEN];	/* the thread group leader's: the process's */
 	__u32	rt;		/* enum prof_rt */
-	__u32	waits;		/* PROF_EV_OFFCPU sent by itself: the waits it stands for (its weight) */
+	__u32	waits;		/* PROF_EV_OFFCPU sent by itself: the waits it stands for (its weight);
+				   PROF_EV_MEM_*: the faults or calls */
 	__u64	mem_addr;	/* PROF_EV_MALLOC: the block (its size in offcpu_ns; waits: flags) */
 	__u64	kstack[PROF_MAX_STACK];	/* leaf first */
 	__u64	ustack[PROF_MAX_USTACK];	/* leaf first; bpf_get_stack fills at most PROF_MAX_STACK */
@@ -259,6 +266,10 @@ enum prof_counter {
 	PROF_CNT_MALLOC_LIVE_FULL,	/* ... not tracked for inuse: malloc_live full */
 	PROF_CNT_PHP_STACKS,	/* PHP stacks read */
 	PROF_CNT_PHP_READ_ERR,	/* ... cut short by unreadable executor memory */
+	PROF_CNT_MEM_FAULTS,	/* --ebpf-memory: sampled user page faults sent */
+	PROF_CNT_MEM_FILE,	/* ... left out: a file mapping's */
+	PROF_CNT_MEM_CALLS,	/* --ebpf-memory: mmap, brk, munmap calls sent (after sampling) */
+	PROF_CNT_MEM_LIMITED,	/* ... not sent: past memgrow_calls_max a second on their CPU */
 	PROF_CNT_MAX
 };
 

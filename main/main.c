@@ -45,6 +45,7 @@ static const char usage_text[] =
 "                       [--ebpf-offcpu[=THRESHOLD]] [--ebpf-offcpu-sample N]\n"
 "                       [--ebpf-include RULE] [--ebpf-exclude RULE]\n"
 "                       [--ebpf-min-samples N] [--ebpf-malloc SELECTOR]\n"
+"                       [--ebpf-memory[=FAULTS]]\n"
 "                       [--debuginfod URL[,URL...]|off] [--debuginfod-cache SIZE]\n"
 "                       [--retention DURATION] [--retention-aggregates DURATION]\n"
 "                       [--max-disk SIZE] [--max-series N] [--max-services N]\n"
@@ -135,6 +136,11 @@ static const char usage_text[] =
 "  --ebpf-offcpu-sample N  record 1 switch in N (default 1: all) and 1\n"
 "                      preemption in 10N, each wait counted as many times so\n"
 "                      that totals stay unbiased\n"
+"  --ebpf-memory[=FAULTS]  with --ebpf, also record which code grows memory:\n"
+"                      1 user page fault on anonymous memory in FAULTS\n"
+"                      (default 2048, 8 MiB of 4 KiB pages) as profile type\n"
+"                      memory-growth, and anonymous mmap, brk and munmap\n"
+"                      calls as memory-mmap, each with its stack\n"
 "  --scrape FILE       pull Go /debug/pprof endpoints listed in FILE (JSON)\n"
 "  --retention DURATION  delete profiles older than DURATION (e.g. 30d, 12h);\n"
 "                      default: keep everything\n"
@@ -283,6 +289,7 @@ struct serve_opts {
 	bool		 ebpf_offcpu;
 	int64_t		 ebpf_offcpu_min_ns;
 	unsigned	 ebpf_offcpu_sample;
+	unsigned	 ebpf_memory;	/* faults per sample, 0: off */
 	long		 ebpf_min_samples;	/* < 0: default */
 	struct ebpf_filter ebpf_filters[64];
 	size_t		 ebpf_nfilters;
@@ -317,6 +324,7 @@ struct serve_opts {
 #define OPT_EBPF_EXCLUDE	1021
 #define OPT_EBPF_MIN_SAMPLES	1022
 #define OPT_EBPF_MALLOC		1030
+#define OPT_EBPF_MEMORY		1040
 
 /* --retention at most 100 years; its unit is required (a bare "30" is refused). */
 #define RETENTION_MAX	(INT64_C(36500) * 86400 * 1000000000)
@@ -789,6 +797,7 @@ serve(const struct serve_opts *o, struct priv_user *user)
 		    .debuginfod_cache = o->debuginfod_cache, .offcpu = o->ebpf_offcpu,
 		    .offcpu_min_ns = (uint64_t)o->ebpf_offcpu_min_ns,
 		    .offcpu_sample = o->ebpf_offcpu_sample, .min_samples = o->ebpf_min_samples,
+		    .memory_faults = o->ebpf_memory,
 		    .filters = o->ebpf_filters, .nfilters = o->ebpf_nfilters,
 		    .malloc_rules = o->ebpf_malloc, .nmalloc_rules = o->ebpf_nmalloc };
 		const char *list = o->debuginfod ? o->debuginfod : getenv("DEBUGINFOD_URLS"), *bad;
@@ -897,6 +906,7 @@ main(int argc, char **argv)
 		{ "ebpf-exclude", required_argument,	NULL, OPT_EBPF_EXCLUDE },
 		{ "ebpf-min-samples", required_argument, NULL, OPT_EBPF_MIN_SAMPLES },
 		{ "ebpf-malloc", required_argument,	NULL, OPT_EBPF_MALLOC },
+		{ "ebpf-memory", optional_argument,	NULL, OPT_EBPF_MEMORY },
 		{ "scrape",	required_argument,	NULL, 's' },
 		{ "http-token",	required_argument,	NULL, 'T' },
 		{ "http-max-body", required_argument,	NULL, 'B' },
@@ -1051,6 +1061,19 @@ main(int argc, char **argv)
 			o.ebpf_malloc[o.ebpf_nmalloc++] = optarg;
 			break;
 		}
+		case OPT_EBPF_MEMORY:
+			o.ebpf_memory = EBPF_MEMORY_FAULTS;
+			if (optarg == NULL)
+				break;
+			errno = 0;
+			hz = strtol(optarg, &end, 10);
+			if (errno || *end || end == optarg || hz < 1 || hz > (1L << 30)) {
+				fprintf(stderr, "profilefs: --ebpf-memory=FAULTS: 1 sample in FAULTS "
+				    "page faults, 1..1073741824, not '%s'\n", optarg);
+				return 2;
+			}
+			o.ebpf_memory = (unsigned)hz;
+			break;
 		case OPT_EBPF_MIN_SAMPLES:
 			errno = 0;
 			hz = strtol(optarg, &end, 10);
@@ -1262,6 +1285,10 @@ main(int argc, char **argv)
 	o.mountpoint = argv[optind];
 	if ((o.ebpf_offcpu || o.ebpf_offcpu_sample != 1) && o.ebpf_hz == 0) {
 		fprintf(stderr, "profilefs: --ebpf-offcpu and --ebpf-offcpu-sample need --ebpf\n");
+		return 2;
+	}
+	if (o.ebpf_memory && o.ebpf_hz == 0) {
+		fprintf(stderr, "profilefs: --ebpf-memory needs --ebpf\n");
 		return 2;
 	}
 	if ((o.ebpf_nfilters > 0 || o.ebpf_min_samples >= 0) && o.ebpf_hz == 0) {

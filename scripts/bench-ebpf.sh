@@ -81,6 +81,14 @@
 #      rounds) run alternately without and with the daemon at 99 Hz, NV_RUNS
 #      pairs (default 3): the median ratio of node's CPU time with/without
 #      (target <= 1.01), and the daemon's CPU (percent of one core) meanwhile.
+#  10. Memory growth (ONLY=memory, memory_cost): a fault-heavy C program
+#      (maps 64 MiB, writes every page, unmaps, MEM_ROUNDS times: hundreds of thousands
+#      of page faults a second) run MEM_RUNS times alternately alone, under
+#      --ebpf=19 and under --ebpf=19 --ebpf-memory (its CPU time, medians,
+#      ratios); then the daemon's CPU (percent of one core) and peak RSS with
+#      and without --ebpf-memory while every CPU runs debian_load and the
+#      fault-heavy program runs beside them, DAEMON_RUNS runs of MEM_SECS
+#      seconds each after MEM_SETTLE, and the memory programs' own run time.
 #
 # Needs root and a kernel with BTF. Other work on the machine adds noise:
 # the figures are medians and ratios. Bounded to about five minutes.
@@ -91,6 +99,8 @@
 # ONLY=malloc the --ebpf-malloc part (10: allocation calls per second not selected vs selected) alone.
 # ONLY=node the Node.js part (8) alone, ONLY=java the Java-at-the-root part (9) alone,
 # ONLY=php the PHP part (10: PHP 8.2 and 8.4's slowdown, the daemon's CPU with every CPU in PHP) alone. OC_HZ="99" and OC_MODES="on off" narrow
+# ONLY=node the Node.js part (8) alone, ONLY=java the Java-at-the-root part (9) alone,
+# ONLY=memory the memory growth part (10) alone (MEM_RUNS, MEM_ROUNDS, MEM_SECS, MEM_SETTLE). OC_HZ="99" and OC_MODES="on off" narrow
 # part 6 to those rates and off-CPU settings (default: 19 99, off on sample10);
 # OC_SECS and OC_SETTLE set its window (about 5 minutes for the two settings
 # at 99 Hz with DAEMON_RUNS=5).
@@ -903,6 +913,105 @@ nodever_cost() {
   rm -rf "${roots:?}/trixie$d"
 }
 if [ "$ONLY" = nodever ]; then nodever_cost; exit 0; fi
+# Part 10, memory growth (--ebpf-memory): see the header.
+memory_cost() {
+  local r mode a b c t0 hwm spinners p0 p1 f0 f1 faults
+  local runs="${MEM_RUNS:-5}" msecs="${MEM_SECS:-15}" msettle="${MEM_SETTLE:-8}" rounds="${MEM_ROUNDS:-100}"
+  cat >"$W/faulter.c" <<'FAULTER'
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+/* faulter SECONDS [ROUNDS]: map 64 MiB, write each page, unmap; ROUNDS times or for SECONDS. */
+int main(int argc, char **argv)
+{
+	double secs = atof(argv[1]), t0, t;
+	long rounds = argc > 2 ? atol(argv[2]) : 0, r, page = sysconf(_SC_PAGESIZE), pages = 0;
+	size_t n = 64UL << 20, i;
+	struct timespec ts;
+	struct rusage ru;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	t0 = ts.tv_sec + ts.tv_nsec / 1e9;
+	for (r = 0; rounds == 0 || r < rounds; r++) {
+		char *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED) return 1;
+		madvise(p, n, MADV_NOHUGEPAGE);
+		for (i = 0; i < n; i += page) p[i] = 1;
+		pages += n / page;
+		munmap(p, n);
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		t = ts.tv_sec + ts.tv_nsec / 1e9;
+		if (rounds == 0 && t - t0 >= secs) break;
+	}
+	getrusage(RUSAGE_SELF, &ru);
+	printf("%.4f %ld\n", ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+	    (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6, pages);
+	return 0;
+}
+FAULTER
+  cc -O2 -o "$W/faulter" "$W/faulter.c" || return 1
+  echo "== memory growth: a fault-heavy program (64 MiB mapped, written, unmapped, $rounds times) alone," \
+    "under --ebpf=19, under --ebpf=19 --ebpf-memory ($runs runs each, in turn)"
+  : >"$W/mem_slow"
+  for r in $(seq 1 "$runs"); do
+    a=$("$W/faulter" 0 "$rounds" | awk '{print $1}')
+    start_daemon --ebpf=19; sleep "$SETTLE"
+    b=$("$W/faulter" 0 "$rounds" | awk '{print $1}'); stop_daemon
+    start_daemon --ebpf=19 --ebpf-memory; sleep "$SETTLE"
+    c=$("$W/faulter" 0 "$rounds" | awk '{print $1}'); stop_daemon
+    echo "$a $b $c" >>"$W/mem_slow"
+    echo "$a $b $c" | awk -v r="$r" '{printf "  run %d: cpu alone %.3fs, --ebpf %.3fs, --ebpf --ebpf-memory %.3fs (ratio to alone %.4f, to --ebpf %.4f)\n", r, $1, $2, $3, $3 / $1, $3 / $2}'
+  done
+  printf "fault-heavy program cpu (median of %d): alone %.3fs, --ebpf %.3fs, --ebpf --ebpf-memory %.3fs; with/without --ebpf-memory (median of per-run ratios to --ebpf) %.4f, to alone %.4f\n" \
+    "$runs" "$(awk '{print $1}' "$W/mem_slow" | median)" "$(awk '{print $2}' "$W/mem_slow" | median)" \
+    "$(awk '{print $3}' "$W/mem_slow" | median)" "$(awk '{print $3 / $2}' "$W/mem_slow" | median)" \
+    "$(awk '{print $3 / $1}' "$W/mem_slow" | median)"
+
+  echo "== memory growth: daemon cost over ${msecs}s (from ${msettle}s after its start), every CPU busy" \
+    "(debian_load) and the fault-heavy program beside it, $DAEMON_RUNS runs per setting"
+  STATS_OLD=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null)
+  [ -n "$STATS_OLD" ] && sysctl -qw kernel.bpf_stats_enabled=1
+  for mode in off on; do
+    : >"$W/mem_cost"
+    for r in $(seq 1 "$DAEMON_RUNS"); do
+      HTTP_PORT=$((20000 + RANDOM % 20000))
+      if [ "$mode" = on ]; then start_daemon --ebpf=19 --ebpf-memory --ebpf-period 10 --http "127.0.0.1:$HTTP_PORT"
+      else start_daemon --ebpf=19 --ebpf-period 10 --http "127.0.0.1:$HTTP_PORT"; fi
+      spinners=()
+      for c in $(seq 1 "$(nproc)"); do debian_load $((msecs + msettle + 2)) >/dev/null 2>&1 & spinners+=($!); done
+      "$W/faulter" $((msecs + msettle + 2)) >/dev/null & spinners+=($!)
+      sleep "$msettle"
+      # (Other daemons' memgrow programs would mix in: run it alone.)
+      p0=$(bpftool prog show 2>/dev/null | awk '/name memgrow_/ {for (i = 1; i < NF; i++) if ($i == "run_time_ns") n += $(i + 1)} END {print n + 0}')
+      f0=$(curl -s "http://127.0.0.1:$HTTP_PORT/metrics" | awk '/^profilefs_ebpf_bpf_events_total/ && /mem_faults"|mem_calls"/ {n += $2} END {print n + 0}')
+      a=$(cpu_ns "$PID"); t0=$(date +%s%N)
+      faults=$(awk '/^pgfault / {print $2}' /proc/vmstat)
+      sleep "$msecs"
+      b=$(cpu_ns "$PID")
+      faults=$(( $(awk '/^pgfault / {print $2}' /proc/vmstat) - faults ))
+      p1=$(bpftool prog show 2>/dev/null | awk '/name memgrow_/ {for (i = 1; i < NF; i++) if ($i == "run_time_ns") n += $(i + 1)} END {print n + 0}')
+      f1=$(curl -s "http://127.0.0.1:$HTTP_PORT/metrics" | awk '/^profilefs_ebpf_bpf_events_total/ && /mem_faults"|mem_calls"/ {n += $2} END {print n + 0}')
+      wait "${spinners[@]}" 2>/dev/null
+      hwm=$(awk '/^VmHWM/ {print $2}' "/proc/$PID/status")
+      stop_daemon
+      echo "$(pct_ns "$a" "$b" "$msecs") $((hwm / 1024)) $((faults / msecs))" \
+        "$(awk -v a="$p0" -v b="$p1" -v s="$msecs" 'BEGIN {printf "%.3f", (b - a) / s / 1e9 * 100}')" \
+        "$(awk -v a="$f0" -v b="$f1" -v s="$msecs" 'BEGIN {printf "%.1f", (b - a) / s}')" >>"$W/mem_cost"
+      tail -1 "$W/mem_cost" | awk -v r="$r" -v m="$mode" '{printf "  --ebpf-memory %-3s run %d: daemon cpu %.2f%% of one core, peak rss %d MiB; %d page faults/s on the host; memory programs %.3f%% of a CPU, %.1f memory samples/s sent\n", m, r, $1, $2, $3, $4, $5}'
+    done
+    printf "daemon with --ebpf=19, --ebpf-memory %-3s (median of %d): cpu %.2f%% of one core, peak rss %.0f MiB, %.0f page faults/s on the host, memory programs %.3f%% of a CPU, %.1f memory samples/s\n" \
+      "$mode" "$DAEMON_RUNS" "$(awk '{print $1}' "$W/mem_cost" | median)" "$(awk '{print $2}' "$W/mem_cost" | median)" \
+      "$(awk '{print $3}' "$W/mem_cost" | median)" "$(awk '{print $4}' "$W/mem_cost" | median)" \
+      "$(awk '{print $5}' "$W/mem_cost" | median)"
+    awk '{print $1}' "$W/mem_cost" | median >"$W/mem_cost_$mode"
+  done
+  [ -n "$STATS_OLD" ] && sysctl -qw kernel.bpf_stats_enabled="$STATS_OLD" && STATS_OLD=
+  printf "daemon cpu added by --ebpf-memory (medians): %.2f%% of one core (target <= 1%%)\n" \
+    "$(awk -v a="$(cat "$W/mem_cost_off")" -v b="$(cat "$W/mem_cost_on")" 'BEGIN {print b - a}')"
+}
+if [ "$ONLY" = memory ]; then memory_cost; exit 0; fi
 
 echo "== overhead: workload of $ITERS iterations, $RUNS alternating pairs, --ebpf=99"
 : >"$W/ratios"

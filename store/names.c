@@ -26,7 +26,8 @@ family(const char *type)
 	if (strcmp(type, "cpu") == 0 || strcmp(type, "wall") == 0)
 		return "time";
 	if (strcmp(type, "goroutine") == 0 || strcmp(type, "threadcreate") == 0 ||
-	    strcmp(type, "offcpu") == 0)
+	    strcmp(type, "offcpu") == 0 || strcmp(type, "memory-growth") == 0 ||
+	    strcmp(type, "memory-mmap") == 0)
 		return type;
 	return NULL;	/* other: anything */
 }

@@ -139,7 +139,7 @@ store_service_reserved(const char *service)
 /* profefe's types first (its API lists them in this order), then the others inferred. */
 const char *const store_types[] = {
 	"cpu", "heap", "block", "mutex", "goroutine", "threadcreate", "other",
-	"allocs", "wall", "offcpu", NULL
+	"allocs", "wall", "offcpu", "memory-growth", "memory-mmap", NULL
 };
 
 bool
@@ -174,6 +174,11 @@ store_infer_type(const struct profile *p)
 		return "threadcreate";
 	if (has_type(p, "offcpu"))
 		return "offcpu";
+	/* The eBPF agent's memory profiles (--ebpf-memory). */
+	if (has_type(p, "fault_space"))
+		return "memory-growth";
+	if (has_type(p, "mmap_space"))
+		return "memory-mmap";
 	if (has_type(p, "wall") || has_type(p, "time") || strcmp(pt, "wall") == 0 ||
 	    strcmp(pt, "wallclock") == 0)
 		return "wall";

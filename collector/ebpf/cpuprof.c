@@ -75,16 +75,17 @@ struct cpuprof_svc {
 };
 
 struct cpuprof {
-	const char	*type;		/* the store's profile type: "cpu" or "offcpu" */
+	const char	*type;		/* the store's profile type: "cpu", "offcpu", ... */
 	const char	*const *types, *const *units;	/* sample types */
+	size_t		 ntypes;	/* 2; malloc: 4; up to CPUPROF_MAX_TYPES (cpuprof_create_typed) */
+	const char	*dflt;		/* the default sample type, NULL: pprof's (the last) */
 	int64_t		 period;	/* ns per sample; off-CPU: 1 in how many switches */
-	size_t		 ntypes;	/* 2; malloc: 4 */
 	const char	*period_type, *period_unit;
 	struct intern	*keys;		/* service "\0" labels text -> svc index */
 	struct cpuprof_svc **svcs;
 	size_t		 nsvcs, cap;
 	uint64_t	 gen;		/* the period's number, bumped at every reset */
-	int		 slot;		/* of struct proc's cp_svc: 0 CPU, 1 off-CPU; -1 none */
+	int		 slot;		/* of struct proc's cp_svc: 0 CPU, 1 off-CPU, 2.. others; -1 none */
 };
 
 /* A service name the gate has seen: its CPU samples since it was first seen. */
@@ -132,8 +133,8 @@ create(const char *type, const char *const *types, const char *const *units, int
 	c->slot = slot;
 	c->types = types;
 	c->units = units;
-	c->period = period;
 	c->ntypes = 2;
+	c->period = period;
 	c->period_type = types[1];
 	c->period_unit = units[1];
 	c->gen = atomic_fetch_add(&next_gen, 1);
@@ -165,6 +166,21 @@ cpuprof_create_malloc(int64_t rate)
 		c->ntypes = 4;
 		c->period_type = "space";
 		c->period_unit = "bytes";
+	}
+	return c;
+}
+
+struct cpuprof *
+cpuprof_create_typed(const char *type, const char *const *types, const char *const *units,
+    size_t ntypes, int64_t period, const char *dflt, int slot)
+{
+	struct cpuprof *c;
+
+	if (ntypes < 2 || ntypes > CPUPROF_MAX_TYPES || slot < 2 || slot >= CPUPROF_SLOTS)
+		return NULL;
+	if ((c = create(type, types, units, period > 0 ? period : 1, slot)) != NULL) {
+		c->ntypes = ntypes;
+		c->dflt = dflt;
 	}
 	return c;
 }
@@ -538,16 +554,6 @@ add_values(struct cpuprof_svc *s, const uint32_t *locs, size_t n, uint32_t pid,
 	return rc;
 }
 
-static int
-add_sample(struct cpuprof_svc *s, const uint32_t *locs, size_t n, uint32_t pid,
-    uint32_t tid, const char *comm, int64_t count, int64_t value, const char *const *keys,
-    const char *const *values, size_t nextra)
-{
-	int64_t vals[2] = { count, value };
-
-	return add_values(s, locs, n, pid, tid, comm, vals, keys, values, nextra);
-}
-
 int
 cpuprof_sample_malloc(struct cpuprof_svc *s, const uint32_t *locs, size_t n, uint32_t pid,
     uint32_t tid, const char *comm, const int64_t vals[4], const char *const *keys,
@@ -568,8 +574,9 @@ cpuprof_sample_labels(struct cpuprof_svc *s, const uint32_t *locs, size_t n, uin
     uint32_t tid, const char *comm, int64_t value, const char *const *keys,
     const char *const *values, size_t nextra)
 {
-	return add_sample(s, locs, n, pid, tid, comm, 1, value > 0 ? value : merge_period(s->m),
-	    keys, values, nextra);
+	int64_t vals[2] = { 1, value > 0 ? value : merge_period(s->m) };
+
+	return add_values(s, locs, n, pid, tid, comm, vals, keys, values, nextra);
 }
 
 int
@@ -577,9 +584,36 @@ cpuprof_sample_waits(struct cpuprof_svc *s, const uint32_t *locs, size_t n, uint
     uint32_t tid, const char *comm, int64_t waits, int64_t ns, const char *const *keys,
     const char *const *values, size_t nextra)
 {
+	int64_t vals[2] = { waits, ns };
+
 	if (waits < 1 || ns < 0)
 		return -EINVAL;
-	return add_sample(s, locs, n, pid, tid, comm, waits, ns, keys, values, nextra);
+	return add_values(s, locs, n, pid, tid, comm, vals, keys, values, nextra);
+}
+
+int
+cpuprof_sample_values(struct cpuprof_svc *s, const uint32_t *locs, size_t n, uint32_t pid,
+    uint32_t tid, const char *comm, const int64_t *vals, const char *const *keys,
+    const char *const *values, size_t nextra)
+{
+	if (vals[0] < 1)
+		return -EINVAL;
+	return add_values(s, locs, n, pid, tid, comm, vals, keys, values, nextra);
+}
+
+/* Name c's default sample type in p (pprof's default_sample_type), if c has one. */
+static void
+default_type(const struct cpuprof *c, struct profile *p)
+{
+	size_t i;
+
+	if (c->dflt == NULL)
+		return;
+	for (i = 0; i < p->nsample_types; i++)
+		if (strcmp(profile_str(p, p->sample_types[i].type), c->dflt) == 0) {
+			p->default_sample_type = p->sample_types[i].type;
+			return;
+		}
 }
 
 struct cpuprof_gate *
@@ -794,6 +828,7 @@ cpuprof_flush(struct cpuprof *c, struct store *st, int64_t start, int64_t end,
 			continue;
 		}
 		main_mapping_first(p, s->exe);
+		default_type(c, p);
 		p->time_nanos = start;
 		p->duration_nanos = end - start;
 		in[n] = (struct store_input){ .service = s->service, .type = c->type,

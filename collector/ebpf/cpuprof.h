@@ -37,6 +37,19 @@ struct cpuprof	*cpuprof_create_offcpu(unsigned sample_n);
  * between samples). Not remembered in struct proc (no slot there).
  */
 struct cpuprof	*cpuprof_create_malloc(int64_t rate);
+
+/*
+ * Another aggregate of samples walked like CPU samples (memgrow.c's): the
+ * store's profile type type, ntypes (2..CPUPROF_MAX_TYPES) sample types,
+ * the first a count, period type the second, period period, default sample
+ * type dflt (NULL: pprof's, the last); slot: its own of struct proc's
+ * cp_svc (2..CPUPROF_SLOTS-1). The strings must outlive it. NULL on bad
+ * arguments or ENOMEM. Samples go in with cpuprof_sample_values.
+ */
+#define CPUPROF_MAX_TYPES	4
+struct cpuprof	*cpuprof_create_typed(const char *type, const char *const *types,
+		    const char *const *units, size_t ntypes, int64_t period, const char *dflt,
+		    int slot);
 void		 cpuprof_destroy(struct cpuprof *c);
 /*
  * The aggregate of p's service and labels in this period (created on first
@@ -70,6 +83,11 @@ int		 cpuprof_sample_waits(struct cpuprof_svc *s, const uint32_t *locs, size_t n
 /* Count the four values of an allocation aggregate (cpuprof_create_malloc), already weighted. */
 int		 cpuprof_sample_malloc(struct cpuprof_svc *s, const uint32_t *locs, size_t n,
 		    uint32_t pid, uint32_t tid, const char *comm, const int64_t vals[4],
+		    const char *const *keys, const char *const *values, size_t nextra);
+
+/* Add one sample with its values, one per sample type (vals[0], a count, at least 1). */
+int		 cpuprof_sample_values(struct cpuprof_svc *s, const uint32_t *locs, size_t n,
+		    uint32_t pid, uint32_t tid, const char *comm, const int64_t *vals,
 		    const char *const *keys, const char *const *values, size_t nextra);
 
 /*

@@ -40,6 +40,7 @@
 #include "pprof.h"
 #include "store.h"
 #include "memread.h"
+#include "memgrow.h"
 #include "offcpu.h"
 #include "mallocprof.h"
 #include "rio.h"
@@ -153,6 +154,7 @@ struct ebpf_sampler {
 	struct mallocprof	*mp;		/* probes and blocks; with mal */
 	int64_t			 mvals[4];	/* the values of the allocation sample being named */
 	struct scache		 sc_mal;	/* stacks of mal's */
+	struct memgrow		*mg;		/* --ebpf-memory, else NULL */
 	struct unwinder		*unw;		/* NULL: frame pointers only */
 	struct python		*py;		/* CPython frames */
 	struct golabels		*gl;		/* Go pprof labels */
@@ -371,6 +373,51 @@ attach_offcpu(struct ebpf_sampler *e)
 		return rc;
 	}
 	return 0;
+}
+
+/* --ebpf-memory's programs: loaded only with it (bpf/memgrow.bpf.h). */
+static void
+memgrow_configure(struct ebpf_sampler *e, const struct ebpf_opts *o)
+{
+	long page = sysconf(_SC_PAGESIZE);
+
+	e->skel->rodata->memgrow = o->memory_faults > 0;
+	e->skel->rodata->memgrow_page = page > 0 ? (uint64_t)page : 4096;
+	e->skel->rodata->memgrow_rate = MEMGROW_RATE;
+	e->skel->rodata->memgrow_calls_max = MEMGROW_CALLS_MAX;
+	bpf_program__set_autoload(e->skel->progs.memgrow_fault, o->memory_faults > 0);
+#if defined(__x86_64__)
+	bpf_program__set_autoload(e->skel->progs.memgrow_sys, o->memory_faults > 0);
+#endif
+}
+
+/* Attach --ebpf-memory's programs: page faults on every online CPU, mmap/brk/munmap. */
+static int
+attach_memgrow(struct ebpf_sampler *e, const struct ebpf_opts *o)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	struct bpf_program *calls[1] = { NULL };
+	int *cpus = NULL, ncpus, rc;
+	bool calls_on = false;
+
+#if defined(__x86_64__)
+	calls[0] = e->skel->progs.memgrow_sys;
+#endif
+	if ((rc = online_cpus(&cpus, &ncpus)) < 0) {
+		log_warnx("--ebpf-memory: cannot read the online CPUs: %s", strerror(-rc));
+		return rc;
+	}
+	if ((e->mg = memgrow_create(o->memory_faults, page > 0 ? (uint64_t)page : 4096)) == NULL)
+		rc = -ENOMEM;
+	else
+		rc = memgrow_attach(e->mg, e->skel->progs.memgrow_fault, calls, 1, cpus, ncpus,
+		    &calls_on);
+	free(cpus);
+	if (rc == 0)
+		log_info("ebpf: memory growth recorded: 1 user page fault in %u on anonymous "
+		    "memory (profile type memory-growth)%s", o->memory_faults, calls_on ?
+		    ", anonymous mmap, brk and munmap calls (memory-mmap)" : "");
+	return rc;
 }
 
 /* --- the sampler thread -------------------------------------------------- */
@@ -668,7 +715,7 @@ handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_samp
 	sc = cp == e->off ? &e->sc_off : cp == e->mal ? &e->sc_mal : &e->sc_cpu;
 	e->stacks++;
 	/* Only stacks without a runtime's frames (named from the process at each sample). */
-	whole = pn == 0 && !py_cut && vn == 0 && !java && !p->rb;
+	whole = pn == 0 && !py_cut && vn == 0 && !java && !p->rb && !memgrow_kind(s->hdr.kind);
 	if (whole) {
 		sh = scache_hash(svc, p, s->kstack, nk, s->ustack, nu);
 		if ((x = scache_get(sc, cp, svc, p, sh, s->kstack, nk, s->ustack, nu)) != NULL) {
@@ -887,6 +934,9 @@ named:
 	if (s->hdr.kind == PROF_EV_MALLOC)
 		cpuprof_sample_malloc(svc, e->locs, n, s->hdr.pid, s->hdr.tid, comm, e->mvals,
 		    golab ? gs.keys : NULL, golab ? gs.values : NULL, golab ? gs.n : 0);
+	else if (memgrow_kind(s->hdr.kind))
+		memgrow_add(svc, e->locs, n, s, comm, golab ? gs.keys : NULL,
+		    golab ? gs.values : NULL, golab ? gs.n : 0);
 	else if (s->hdr.kind == PROF_EV_OFFCPU)
 		cpuprof_sample_waits(svc, e->locs, n, s->hdr.pid, s->hdr.tid, comm,
 		    (int64_t)waits, (int64_t)s->offcpu_ns, golab ? gs.keys : NULL,
@@ -940,6 +990,13 @@ handle_event(void *ctx, void *data, size_t size)
 			mallocprof_sample(e->mp, data, e->mvals);
 			handle_sample(e, e->mal, data, 1);
 		}
+		break;
+	case PROF_EV_MEM_FAULT:
+	case PROF_EV_MEM_MMAP:
+	case PROF_EV_MEM_BRK:
+	case PROF_EV_MEM_UNMAP:
+		if (sample_complete(data, size) && e->mg)
+			handle_sample(e, memgrow_cpuprof(e->mg, h->kind), data, 1);
 		break;
 	case PROF_EV_EXEC:
 		/* New mappings: read them now, while the process surely exists. */
@@ -1103,7 +1160,7 @@ flush(struct ebpf_sampler *e)
 		"offcpu_short", "offcpu_sent", "offcpu_full", "go_labels", "go_labels_truncated",
 		"rb_stacks", "rb_read_errors", "hs_frames", "hs_no_blob", "v8_stacks",
 		"offcpu_spilled", "malloc_samples", "malloc_live_full", "php_stacks",
-		"php_read_errors"
+		"php_read_errors", "mem_faults", "mem_faults_file", "mem_calls", "mem_calls_limited"
 	};
 	struct unwind_stats us;
 	struct python_stats ps;
@@ -1131,6 +1188,12 @@ flush(struct ebpf_sampler *e)
 		e->oc_waits = e->oc_entries = 0;
 		metrics_add("profilefs_ebpf_offcpu_waits_stored_total", NULL, (double)os);
 		metrics_add("profilefs_ebpf_offcpu_profiles_total", NULL, (double)op);
+	}
+	if (e->mg) {
+		uint64_t ms = 0;
+
+		memgrow_flush(e->mg, e->st, e->period_start, end, e->gate, &ms);
+		metrics_add("profilefs_ebpf_memory_samples_stored_total", NULL, (double)ms);
 	}
 	e->period_start = end;
 	proctab_expire(e->pt);
@@ -1506,6 +1569,8 @@ describe_metrics(void)
 	    "Off-CPU waits stored in eBPF offcpu profiles (--ebpf-offcpu).");
 	metrics_describe("profilefs_ebpf_offcpu_profiles_total", "counter",
 	    "eBPF offcpu profiles stored (one per service per period).");
+	metrics_describe("profilefs_ebpf_memory_samples_stored_total", "counter",
+	    "Samples stored in memory-growth and memory-mmap profiles (--ebpf-memory).");
 	metrics_describe("profilefs_ebpf_file_opens_stalled", "gauge",
 	    "Opens of a process's files abandoned since start (its files are opened no more).");
 	metrics_describe("profilefs_ebpf_malloc_profiles_total", "counter",
@@ -1614,6 +1679,7 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 		e->skel->rodata->self_tgid = (uint32_t)getpid();
 		/* Without off-CPU its programs are not even loaded. */
 		bpf_program__set_autoload(e->skel->progs.on_switch, o->offcpu);
+		memgrow_configure(e, o);
 		if (!o->offcpu) {
 			bpf_map__set_max_entries(e->skel->maps.offcpu_waits, 1);
 			bpf_map__set_max_entries(e->skel->maps.offcpu_aggs, 1);
@@ -1704,6 +1770,8 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 	}
 	if (o->offcpu && (rc = attach_offcpu(e)) < 0)
 		goto fail;
+	if (o->memory_faults && (rc = attach_memgrow(e, o)) < 0)
+		goto fail;
 	e->rb = ring_buffer__new(bpf_map__fd(e->skel->maps.events), handle_event, e, NULL);
 	if (e->rb == NULL) {
 		rc = -errno;
@@ -1789,6 +1857,7 @@ ebpf_stop(struct ebpf_sampler *e)
 	/* The uprobes go before the program they run. */
 	mallocprof_destroy(e->mp);
 	cpuprof_destroy(e->mal);
+	memgrow_destroy(e->mg);
 	/* Processes release their unwind entries while the maps still exist. */
 	proctab_destroy(e->pt);
 	python_destroy(e->py);

@@ -18,6 +18,8 @@ struct ebpf_sampler;
 /* The service for the rest, and the samples that give a name its own by default. */
 #define EBPF_OTHER_SERVICE	"host-other"
 #define EBPF_MIN_SAMPLES	20
+/* --ebpf-memory: 1 user page fault in this many by default (8 MiB of 4 KiB pages). */
+#define EBPF_MEMORY_FAULTS	2048
 
 /* One --ebpf-include / --ebpf-exclude rule (proctab_filter). */
 struct ebpf_filter {
@@ -35,6 +37,7 @@ struct ebpf_opts {
 	bool		 offcpu;	/* record off-CPU waits too (profile type offcpu) */
 	uint64_t	 offcpu_min_ns;	/* shorter waits are not recorded */
 	unsigned	 offcpu_sample;	/* record 1 switch in this many, 0 or 1: all */
+	unsigned	 memory_faults;	/* --ebpf-memory: 1 user page fault in this many, 0: off */
 	long		 min_samples;	/* CPU samples an hour for a service of its own, < 0: default */
 	const struct ebpf_filter *filters;
 	size_t		 nfilters;

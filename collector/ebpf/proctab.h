@@ -88,10 +88,12 @@ struct proc {
 	uint32_t	 unw_gen;	/* maps_gen when the unwinder last loaded p */
 	/*
 	 * cpuprof.c's: p's aggregate in the period numbered cp_gen, one for
-	 * CPU samples and one for off-CPU waits (which come in between)
+	 * CPU samples, one for off-CPU waits (which come in between), and the
+	 * others' (memgrow.c: memory growth, mmap calls)
 	 */
-	void		*cp_svc[2];
-	uint64_t	 cp_gen[2];
+#define CPUPROF_SLOTS	4
+	void		*cp_svc[CPUPROF_SLOTS];
+	uint64_t	 cp_gen[CPUPROF_SLOTS];
 	/* ruby.c's, released through the hook of proctab_set_release */
 	void		*rb;
 	uint32_t	 rb_gen;	/* maps_gen when ruby.c last looked */
