@@ -68,6 +68,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <string.h>
 #include <sys/uio.h>
 
 enum {
@@ -182,5 +183,24 @@ int		 codecache_charge(struct codecache *cc, struct cc_table *t, size_t n);
 void		 codecache_uncharge(struct codecache *cc, struct cc_table *t, size_t n);
 
 void		 codecache_get_stats(const struct codecache *cc, struct codecache_stats *st);
+
+/* A field of a structure copied out of a process: bytes b + off, host order. */
+static inline uint64_t
+cc_rd64(const uint8_t *b, size_t off)
+{
+	uint64_t v;
+
+	memcpy(&v, b + off, sizeof(v));
+	return v;
+}
+
+static inline uint32_t
+cc_rd32(const uint8_t *b, size_t off)
+{
+	uint32_t v;
+
+	memcpy(&v, b + off, sizeof(v));
+	return v;
+}
 
 #endif

@@ -185,24 +185,6 @@ mem_read(struct php *ph, const struct proc *p, uint64_t addr, void *dst, size_t 
 	return codecache_read(ph->cc, (pid_t)p->pid, addr, dst, len);
 }
 
-static uint64_t
-rd64(const uint8_t *b, size_t off)
-{
-	uint64_t v;
-
-	memcpy(&v, b + off, sizeof(v));
-	return v;
-}
-
-static uint32_t
-rd32(const uint8_t *b, size_t off)
-{
-	uint32_t v;
-
-	memcpy(&v, b + off, sizeof(v));
-	return v;
-}
-
 /* --- finding the executor ------------------------------------------------ */
 
 /* Whether a mapped file may be PHP: php[N.N], php-fpm[N.N], php-cgi, libphp*.so. */
@@ -464,7 +446,7 @@ read_zstr(struct php *ph, const struct proc *p, uint64_t addr, size_t max)
 	ahead = mem_read(ph, p, addr, h, sizeof(h)) == 0;
 	if (!ahead && mem_read(ph, p, addr, h, STR_HDR) < 0)
 		return NULL;
-	len = rd64(h, 16);
+	len = cc_rd64(h, 16);
 	n = len < max ? (size_t)len : max;
 	if (ahead && n <= STR_AHEAD)
 		return str_clean(h + STR_HDR, n, len);
@@ -489,10 +471,10 @@ fn_load(struct php *ph, const struct phpproc *pp, const struct proc *p, struct p
 	char *cls = NULL, *fn;
 
 	c->type = hdr[v->off.fn_type];
-	c->fname = rd64(hdr, v->off.fn_name);
-	c->scope = rd64(hdr, v->fn_scope);
-	c->filename = rd64(hdr, v->op_filename);
-	c->line_start = rd32(hdr, v->op_line_start);
+	c->fname = cc_rd64(hdr, v->off.fn_name);
+	c->scope = cc_rd64(hdr, v->fn_scope);
+	c->filename = cc_rd64(hdr, v->op_filename);
+	c->line_start = cc_rd32(hdr, v->op_line_start);
 	if ((c->e.file = read_zstr(ph, p, c->filename, MAX_PATH_CH)) == NULL)
 		return -EFAULT;
 	if (c->fname == 0) {
@@ -504,7 +486,7 @@ fn_load(struct php *ph, const struct phpproc *pp, const struct proc *p, struct p
 		return -EFAULT;
 	/* zend_class_entry: type, then name. */
 	if (c->scope != 0 && mem_read(ph, p, c->scope, ce, sizeof(ce)) == 0)
-		cls = read_zstr(ph, p, rd64(ce, 8), MAX_NAME);
+		cls = read_zstr(ph, p, cc_rd64(ce, 8), MAX_NAME);
 	if (cls == NULL) {
 		c->e.name = fn;
 		return 0;
@@ -522,9 +504,9 @@ fn_same(const struct phpproc *pp, const struct phpfn *c, const uint8_t *hdr)
 {
 	const struct phpver *v = pp->v;
 
-	return hdr[v->off.fn_type] == c->type && rd64(hdr, v->off.fn_name) == c->fname &&
-	    rd64(hdr, v->fn_scope) == c->scope && rd64(hdr, v->op_filename) == c->filename &&
-	    rd32(hdr, v->op_line_start) == c->line_start;
+	return hdr[v->off.fn_type] == c->type && cc_rd64(hdr, v->off.fn_name) == c->fname &&
+	    cc_rd64(hdr, v->fn_scope) == c->scope && cc_rd64(hdr, v->op_filename) == c->filename &&
+	    cc_rd32(hdr, v->op_line_start) == c->line_start;
 }
 
 /* Whether c stands for frame fr of a sample taken at sample_ns without a read. */
@@ -616,7 +598,7 @@ php_frame(struct php *ph, struct proc *p, const struct prof_pyframe *fr, size_t 
 	hdr = ph->hdr[i];
 	type = hdr[pp->v->off.fn_type];
 	/* No longer (or never) user code, or another function than the sample saw. */
-	if ((type != PHP_USER && type != PHP_EVAL) || rd64(hdr, pp->v->off.fn_name) != fr[i].name)
+	if ((type != PHP_USER && type != PHP_EVAL) || cc_rd64(hdr, pp->v->off.fn_name) != fr[i].name)
 		return -EFAULT;
 	if ((c = (struct phpfn *)codecache_slot(ph->cc, &pp->cache, addr)) == NULL)
 		return -EFAULT;

@@ -244,15 +244,6 @@ mem_read(struct python *py, const struct proc *p, uint64_t addr, void *dst, size
 
 /* --- finding the interpreter --------------------------------------------- */
 
-static uint64_t
-rd64(const uint8_t *b, size_t off)
-{
-	uint64_t v;
-
-	memcpy(&v, b + off, sizeof(v));
-	return v;
-}
-
 /* Whether a mapped file may hold the interpreter: python3.x or libpython3.x. */
 static bool
 interp_file(const char *name)
@@ -573,32 +564,32 @@ debug_offsets_read(struct python *py, const struct proc *p, uint64_t runtime,
 		return -EINVAL;
 	if (mem_read(py, p, runtime, d, sizeof(d)) < 0)
 		return -EAGAIN;
-	dver = rd64(d, 8);
+	dver = cc_rd64(d, 8);
 	*why = "_PyRuntime does not start with _Py_DebugOffsets";
 	if (memcmp(d, "xdebugpy", 8) != 0 || ((dver >> 24) & 0xff) != 3 ||
 	    (int)((dver >> 16) & 0xff) != v->minor)
 		return -EINVAL;
 	*why = "a free-threaded build";
-	if (rd64(d, 16) != 0)
+	if (cc_rd64(d, 16) != 0)
 		return -EINVAL;
-	o[0] = rd64(d, l->rt_interp);
-	o[1] = rd64(d, l->interp_threads);
-	o[2] = rd64(d, l->ts_next);
-	o[3] = rd64(d, l->ts_frame);
-	o[4] = rd64(d, l->ts_thread_id);
-	o[5] = rd64(d, l->fr_previous);
-	o[6] = rd64(d, l->fr_executable);
-	o[7] = rd64(d, l->fr_instr);
-	o[8] = rd64(d, l->fr_owner);
-	o[9] = rd64(d, l->co_filename);
-	o[10] = rd64(d, l->co_qualname);
-	o[11] = rd64(d, l->co_linetable);
-	o[12] = rd64(d, l->co_firstlineno);
-	o[13] = rd64(d, l->co_code);
-	o[14] = rd64(d, l->ob_type);
-	o[15] = rd64(d, l->u_state);
-	o[16] = rd64(d, l->u_length);
-	o[17] = rd64(d, l->u_ascii_size);
+	o[0] = cc_rd64(d, l->rt_interp);
+	o[1] = cc_rd64(d, l->interp_threads);
+	o[2] = cc_rd64(d, l->ts_next);
+	o[3] = cc_rd64(d, l->ts_frame);
+	o[4] = cc_rd64(d, l->ts_thread_id);
+	o[5] = cc_rd64(d, l->fr_previous);
+	o[6] = cc_rd64(d, l->fr_executable);
+	o[7] = cc_rd64(d, l->fr_instr);
+	o[8] = cc_rd64(d, l->fr_owner);
+	o[9] = cc_rd64(d, l->co_filename);
+	o[10] = cc_rd64(d, l->co_qualname);
+	o[11] = cc_rd64(d, l->co_linetable);
+	o[12] = cc_rd64(d, l->co_firstlineno);
+	o[13] = cc_rd64(d, l->co_code);
+	o[14] = cc_rd64(d, l->ob_type);
+	o[15] = cc_rd64(d, l->u_state);
+	o[16] = cc_rd64(d, l->u_length);
+	o[17] = cc_rd64(d, l->u_ascii_size);
 	*why = "its debug offsets make no sense";
 	for (i = 0; i < 5; i++)
 		if (o[i] >= DBG_MAX_OFF)
@@ -775,7 +766,7 @@ str_layout(const struct pyproc *pp, const uint8_t *h, size_t maxch, uint64_t *le
 {
 	uint32_t state;
 
-	*len = rd64(h, 16);
+	*len = cc_rd64(h, 16);
 	memcpy(&state, h + 32, sizeof(state));
 	*kind = (state >> 2) & 7;
 	*ascii = ((state >> 6) & 1) != 0;
@@ -896,11 +887,11 @@ static int
 code_load(struct python *py, const struct pyproc *pp, const struct proc *p, struct pycode *c,
     const uint8_t *hdr)
 {
-	c->type = rd64(hdr, CO_TYPE);
-	c->size = rd64(hdr, CO_SIZE);
-	c->filename = rd64(hdr, CO_FILENAME);
-	c->qualname = rd64(hdr, CO_QUALNAME);
-	c->linetable = rd64(hdr, CO_LINETABLE);
+	c->type = cc_rd64(hdr, CO_TYPE);
+	c->size = cc_rd64(hdr, CO_SIZE);
+	c->filename = cc_rd64(hdr, CO_FILENAME);
+	c->qualname = cc_rd64(hdr, CO_QUALNAME);
+	c->linetable = cc_rd64(hdr, CO_LINETABLE);
 	memcpy(&c->firstlineno, hdr + pp->v->co_firstlineno, sizeof(c->firstlineno));
 	if (read_names(py, pp, p, c) < 0)
 		return -EFAULT;
@@ -931,7 +922,7 @@ code_lines(struct python *py, const struct proc *p, struct pycode *c)
 	/* The header and, most often, the whole table in one read; else the header alone. */
 	if ((ahead = mem_read(py, p, c->linetable, b, sizeof(b)) == 0) ||
 	    mem_read(py, p, c->linetable, b, LT_HDR) == 0)
-		n = rd64(b, 16);
+		n = cc_rd64(b, 16);
 	if (n > 0 && n <= MAX_LINETABLE) {
 		if (ahead && n <= LT_AHEAD)
 			d = b + LT_HDR;
@@ -954,9 +945,9 @@ code_same(const struct pyproc *pp, const struct pycode *c, const uint8_t *hdr)
 	int32_t fl;
 
 	memcpy(&fl, hdr + pp->v->co_firstlineno, sizeof(fl));
-	return rd64(hdr, CO_TYPE) == c->type && rd64(hdr, CO_SIZE) == c->size &&
-	    rd64(hdr, CO_FILENAME) == c->filename && rd64(hdr, CO_QUALNAME) == c->qualname &&
-	    rd64(hdr, CO_LINETABLE) == c->linetable && fl == c->firstlineno;
+	return cc_rd64(hdr, CO_TYPE) == c->type && cc_rd64(hdr, CO_SIZE) == c->size &&
+	    cc_rd64(hdr, CO_FILENAME) == c->filename && cc_rd64(hdr, CO_QUALNAME) == c->qualname &&
+	    cc_rd64(hdr, CO_LINETABLE) == c->linetable && fl == c->firstlineno;
 }
 
 static bool
@@ -1219,7 +1210,7 @@ python_frame(struct python *py, struct proc *p, const struct prof_pyframe *fr, s
 		return -EFAULT;
 	hdr = py->hdr[i];
 	/* No longer (or never) a code object, or another one than the sample saw. */
-	if (rd64(hdr, CO_TYPE) != pp->code_type || rd64(hdr, CO_QUALNAME) != fr[i].name)
+	if (cc_rd64(hdr, CO_TYPE) != pp->code_type || cc_rd64(hdr, CO_QUALNAME) != fr[i].name)
 		return -EFAULT;
 	if ((c = (struct pycode *)codecache_slot(py->cc, &pp->cache, addr)) == NULL)
 		return -EFAULT;

@@ -238,24 +238,6 @@ mem_read(struct ruby *rb, const struct proc *p, uint64_t addr, void *dst, size_t
 	return codecache_read(rb->cc, (pid_t)p->pid, addr, dst, len);
 }
 
-static uint64_t
-rd64(const uint8_t *b, size_t off)
-{
-	uint64_t v;
-
-	memcpy(&v, b + off, sizeof(v));
-	return v;
-}
-
-static uint32_t
-rd32(const uint8_t *b, size_t off)
-{
-	uint32_t v;
-
-	memcpy(&v, b + off, sizeof(v));
-	return v;
-}
-
 /* --- finding the VM ----------------------------------------------------- */
 
 static bool
@@ -590,8 +572,8 @@ symbols_check(struct ruby *rb, const struct proc *p, uint64_t addr)
 	if (mem_read(rb, p, addr, h, sizeof(h)) < 0)
 		return -EINVAL;
 	memcpy(&last, h, sizeof(last));
-	if (last <= TLAST_OP_ID || last > (1u << 28) || (rd64(h, 16) & 7) != 0 ||
-	    mem_read(rb, p, rd64(h, 16), a, sizeof(a)) < 0 || (rd64(a, 0) & T_MASK) != T_ARRAY)
+	if (last <= TLAST_OP_ID || last > (1u << 28) || (cc_rd64(h, 16) & 7) != 0 ||
+	    mem_read(rb, p, cc_rd64(h, 16), a, sizeof(a)) < 0 || (cc_rd64(a, 0) & T_MASK) != T_ARRAY)
 		return -EINVAL;
 	return 0;
 }
@@ -606,17 +588,17 @@ ary_entry(struct ruby *rb, const struct proc *p, const struct rbver *v, uint64_t
 
 	if (addr == 0 || (addr & 7) || mem_read(rb, p, addr, h, sizeof(h)) < 0)
 		return 0;
-	fl = rd64(h, 0);
+	fl = cc_rd64(h, 0);
 	if ((fl & T_MASK) != T_ARRAY)
 		return 0;
 	if (fl & (1u << 13)) {
 		len = (fl >> 15) & ((1u << v->ary_len_bits) - 1);
 		if (i < len && i < 3)
-			return rd64(h, 16 + 8 * i);
+			return cc_rd64(h, 16 + 8 * i);
 		at = addr + 16;		/* a larger slot (3.2 on) holds more */
 	} else {
-		len = rd64(h, 16);
-		at = rd64(h, 32);
+		len = cc_rd64(h, 16);
+		at = cc_rd64(h, 32);
 	}
 	if (i >= len || mem_read(rb, p, at + 8 * i, &val, sizeof(val)) < 0)
 		return 0;
@@ -638,7 +620,7 @@ id_name(struct ruby *rb, const struct proc *p, const struct rbproc *rp, uint64_t
 		return NULL;
 	memcpy(&last, h, sizeof(last));
 	if (serial > last ||
-	    (row = ary_entry(rb, p, rp->v, rd64(h, 16), serial / ID_ENTRY_UNIT)) == 0)
+	    (row = ary_entry(rb, p, rp->v, cc_rd64(h, 16), serial / ID_ENTRY_UNIT)) == 0)
 		return NULL;
 	return read_rstring(rb, p, rp->v, ary_entry(rb, p, rp->v, row,
 	    (serial % ID_ENTRY_UNIT) * 2), MAX_NAME);
@@ -843,7 +825,7 @@ read_rstring(struct ruby *rb, const struct proc *p, const struct rbver *v, uint6
 
 	if (addr == 0 || (addr & 7) || mem_read(rb, p, addr, h, sizeof(h)) < 0)
 		return NULL;
-	fl = rd64(h, 0);
+	fl = cc_rd64(h, 0);
 	if ((fl & T_MASK) != T_STRING)
 		return NULL;
 	if (!v->str_len && !(fl & (1u << 13))) {
@@ -852,13 +834,13 @@ read_rstring(struct ruby *rb, const struct proc *p, const struct rbver *v, uint6
 			return NULL;
 		return utf8_dup(h + 16, len);
 	}
-	len = rd64(h, 16);
+	len = cc_rd64(h, 16);
 	if (v->str_len && !(fl & (1u << 13))) {
 		if (len <= 16)
 			return utf8_dup(h + 24, len);
 		ptr = addr + 24;	/* embedded in a larger slot */
 	} else {
-		ptr = rd64(h, 24);
+		ptr = cc_rd64(h, 24);
 	}
 	if (ptr == 0)
 		return NULL;
@@ -907,16 +889,16 @@ fixnum_line(uint64_t v)
 static void
 iseq_fields(const struct rbver *v, struct rbiseq *c, const uint8_t *b)
 {
-	c->size = rd32(b, v->b_size);
-	c->encoded = rd64(b, v->b_encoded);
-	c->pathobj = rd64(b, v->b_pathobj);
-	c->label = rd64(b, v->b_label);
-	c->first_lineno = v->lineno_int ? (uint64_t)(int64_t)(int32_t)rd32(b, v->b_first_lineno) :
-	    (uint64_t)(int64_t)fixnum_line(rd64(b, v->b_first_lineno));
-	c->info_body = rd64(b, v->b_info_body);
-	c->info_pos = rd64(b, v->b_info_pos);
-	c->info_size = rd32(b, v->b_info_size);
-	c->succ = rd64(b, v->b_succ);
+	c->size = cc_rd32(b, v->b_size);
+	c->encoded = cc_rd64(b, v->b_encoded);
+	c->pathobj = cc_rd64(b, v->b_pathobj);
+	c->label = cc_rd64(b, v->b_label);
+	c->first_lineno = v->lineno_int ? (uint64_t)(int64_t)(int32_t)cc_rd32(b, v->b_first_lineno) :
+	    (uint64_t)(int64_t)fixnum_line(cc_rd64(b, v->b_first_lineno));
+	c->info_body = cc_rd64(b, v->b_info_body);
+	c->info_pos = cc_rd64(b, v->b_info_pos);
+	c->info_size = cc_rd32(b, v->b_info_size);
+	c->succ = cc_rd64(b, v->b_succ);
 }
 
 static bool
@@ -997,13 +979,13 @@ ruby_succ_decode(const uint8_t *tbl, size_t len, uint32_t iseq_size, const int32
 		uint64_t rank;
 
 		if (pos < IMM_SIZE) {
-			rank = (rd64(tbl, (pos / 9) * 8) >> ((pos % 9) * 7)) & 0x7f;
+			rank = (cc_rd64(tbl, (pos / 9) * 8) >> ((pos % 9) * 7)) & 0x7f;
 		} else {
 			uint32_t x = pos - IMM_SIZE, bi = x % 512, si = bi / 64;
 			size_t off = 48 + (size_t)(x / 512) * 80;
-			uint64_t small = rd64(tbl, off + 8), bits = rd64(tbl, off + 16 + si * 8);
+			uint64_t small = cc_rd64(tbl, off + 8), bits = cc_rd64(tbl, off + 16 + si * 8);
 
-			rank = rd32(tbl, off) + (si == 0 ? 0 : (small >> ((si - 1) * 9)) & 0x1ff) +
+			rank = cc_rd32(tbl, off) + (si == 0 ? 0 : (small >> ((si - 1) * 9)) & 0x1ff) +
 			    (uint64_t)__builtin_popcountll(bits << (63 - bi % 64));
 		}
 		rc = row_add(&r, pos + 1, rank >= 1 && rank <= nlines ? lines[rank - 1] : 0);
@@ -1074,7 +1056,7 @@ iseq_lines(struct ruby *rb, const struct proc *p, const struct rbver *v, struct 
 	if (mem_read(rb, p, c->info_body, ent, (size_t)n * v->entry_size) < 0)
 		goto out;
 	for (k = 0; k < n; k++)
-		lines[k] = (int32_t)rd32(ent, (size_t)k * v->entry_size);
+		lines[k] = (int32_t)cc_rd32(ent, (size_t)k * v->entry_size);
 	if (n == 1) {
 		rc = ruby_positions_decode((const uint32_t[]){ 0 }, lines, 1, c->size, &rows,
 		    &nrows);
@@ -1200,10 +1182,10 @@ cfunc_frame(struct ruby *rb, struct proc *p, const struct prof_pyframe *fr, size
 		return 1;
 	if (!rb->hdr_ok[i])
 		return -EFAULT;
-	fl = rd64(rb->ihdr[i], 0);
-	id = rd64(rb->bhdr[i], DEF_ORIGINAL_ID);
+	fl = cc_rd64(rb->ihdr[i], 0);
+	id = cc_rd64(rb->bhdr[i], DEF_ORIGINAL_ID);
 	if ((fl & T_MASK) != T_IMEMO || ((fl >> 12) & 0xf) != IMEMO_MENT ||
-	    rd64(rb->ihdr[i], 16) != fr[i].name || (rb->bhdr[i][0] & 0xf) != METHOD_TYPE_CFUNC)
+	    cc_rd64(rb->ihdr[i], 16) != fr[i].name || (rb->bhdr[i][0] & 0xf) != METHOD_TYPE_CFUNC)
 		return -EFAULT;
 	if ((c = (struct rbiseq *)codecache_slot(rb->cc, &rp->cache, addr)) == NULL)
 		return -EFAULT;
@@ -1247,10 +1229,10 @@ ruby_frame(struct ruby *rb, struct proc *p, const struct prof_pyframe *fr, size_
 		return -EFAULT;
 	ih = rb->ihdr[i];
 	bh = rb->bhdr[i];
-	fl = rd64(ih, 0);
+	fl = cc_rd64(ih, 0);
 	/* No longer (or never) an iseq, or another body than the sample saw. */
 	if ((fl & T_MASK) != T_IMEMO || ((fl >> 12) & 0xf) != IMEMO_ISEQ ||
-	    rd64(ih, 16) != fr[i].name)
+	    cc_rd64(ih, 16) != fr[i].name)
 		return -EFAULT;
 	if ((c = (struct rbiseq *)codecache_slot(rb->cc, &rp->cache, addr)) == NULL)
 		return -EFAULT;
