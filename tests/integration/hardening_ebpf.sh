@@ -361,15 +361,18 @@ else fail "hebpf-debuglink-control" "a debug file open to all did not name the f
 
 # A 64 MiB symbol name, run 3 s by nobody.
 kb() { awk -v k="$1" '$1 == k":" {print $2}' "/proc/$PF_PID/status"; }
-r0=$(kb VmRSS); h0=$(kb VmHWM); d0=$(du -sk "$TMP/data" | cut -f1)
+r0=$(kb VmRSS); a0=$(kb RssAnon); h0=$(kb VmHWM); d0=$(du -sk "$TMP/data" | cut -f1)
 "${AS[@]}" "$W/longname" 3
 sleep 3
-r1=$(kb VmRSS); h1=$(kb VmHWM); d1=$(du -sk "$TMP/data" | cut -f1)
-echo "# 64 MiB symbol name: RSS $((r0 / 1024)) -> $((r1 / 1024)) MiB (peak $((h0 / 1024)) -> $((h1 / 1024)) MiB), data $((d0 / 1024)) -> $((d1 / 1024)) MiB"
-# The budget: 96 MiB, what sampling the host's other processes meanwhile may add
-# (the file's pages are mapped only while read); the name stored whole took +450.
-if [ $((r1 - r0)) -lt $((96 * 1024)) ]; then ok "hebpf-longname-rss (+$(((r1 - r0) / 1024)) MiB, budget 96)"
-else fail "hebpf-longname-rss" "RSS grew $(((r1 - r0) / 1024)) MiB (budget 96)"; fi
+r1=$(kb VmRSS); a1=$(kb RssAnon); h1=$(kb VmHWM); d1=$(du -sk "$TMP/data" | cut -f1)
+echo "# 64 MiB symbol name: RSS $((r0 / 1024)) -> $((r1 / 1024)) MiB, of it anonymous $((a0 / 1024)) -> $((a1 / 1024)) MiB (peak $((h0 / 1024)) -> $((h1 / 1024)) MiB), data $((d0 / 1024)) -> $((d1 / 1024)) MiB"
+# The name stored whole took +450 MiB. What is measured is the daemon's own
+# (anonymous) memory: the file's pages, mapped while its table is read, are the
+# page cache's. The bound, 160 MiB, is what sampling the host's other processes
+# meanwhile may add (new processes' tables and runtimes, ASan's quarantine):
+# on a busy host that alone was seen to reach 128 MiB of VmRSS.
+if [ $((a1 - a0)) -lt $((160 * 1024)) ]; then ok "hebpf-longname-rss (+$(((a1 - a0) / 1024)) MiB anonymous, bound 160; the name stored whole: +450)"
+else fail "hebpf-longname-rss" "anonymous RSS grew $(((a1 - a0) / 1024)) MiB (bound 160)"; fi
 ft="$TMP/mnt/longname/cpu/all/all/top.txt"
 for i in $(seq 1 20); do [ -e "$ft" ] && break; sleep 0.5; done
 sz=$(stat -c %s "$ft" 2>/dev/null || echo 0)
