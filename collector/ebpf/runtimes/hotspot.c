@@ -65,6 +65,7 @@
 #include <bpf/bpf.h>
 
 #include "base.h"
+#include "codecache.h"
 #include "hotspot.h"
 #include "memread.h"
 
@@ -297,22 +298,25 @@ struct hsnm {
 	size_t		 nscopes;
 	uint64_t	*meta;		/* the metadata (Method*...), index 1 first */
 	size_t		 nmeta;
-	size_t		 bytes;		/* taken from the JVM's HS_MEM and the budget */
+	size_t		 bytes;		/* charged (codecache_charge) */
 };
 
 struct hsline {
 	int32_t		 bci, line;
 };
 
+/*
+ * A method's entry (codecache.h): e.addr its Method*, e.name its name as
+ * the perf map spells it (NULL: unreadable, kept so as not to read it
+ * again), e.file its source file (NULL: none), e.rows its line table (struct
+ * hsline, in the class file's order: looked up by rows_line, not by
+ * codecache_lines_find).
+ */
 struct hsmethod {
-	uint64_t	 method, constmethod;	/* 0: free slot */
-	char		*name;			/* NULL: unreadable */
-	char		*file;			/* its source file, NULL: none */
-	struct hsline	*lines;			/* its line table, in the class file's order */
-	uint32_t	 nlines;
+	struct cc_entry	 e;
+	uint64_t	 constmethod;		/* its ConstMethod when read */
 	uint32_t	 code_size;		/* bytes of bytecode */
 	uint64_t	 code_base;		/* where its bytecode starts */
-	size_t		 bytes;			/* of lines, taken as hsnm.bytes is */
 };
 
 /* Per JVM (proc.hs). */
@@ -320,8 +324,7 @@ struct hsproc {
 	uint64_t	 v[F_COUNT];	/* the looked-up offsets, addresses, sizes */
 	uint64_t	 found;		/* bit k: v[k] was found */
 	const struct hsversion *ver;	/* its version's row */
-	struct hsmethod	*cache;		/* CACHE_SLOTS, allocated on first use */
-	size_t		 ncached;
+	struct cc_table	 cache;		/* its struct hsmethod, CACHE_SLOTS; charged: nms too */
 	struct hsnm	*nms;		/* NM_SLOTS, allocated on first use */
 	uint64_t	 nm_name;	/* CodeBlob::_name of nmethods: "nmethod" */
 	bool		 ready;		/* entered into hs_procs (else: its code cache was not set up) */
@@ -329,25 +332,7 @@ struct hsproc {
 		uint64_t addr;		/* CodeBlob::_name; 0: free */
 		char	*name;
 	} stubs[STUB_NAMES];		/* stubs' names (a few dozen in a JVM) */
-	size_t		 mem;		/* bytes of nms' and cache's tables (at most HS_MEM) */
 };
-
-/* Take n bytes for p's tables: 0, or -ENOMEM past HS_MEM or the memory budget. */
-static int
-mem_take(struct hsproc *hp, size_t n)
-{
-	if (hp->mem + n > HS_MEM || budget_reserve(n) < 0)
-		return -ENOMEM;
-	hp->mem += n;
-	return 0;
-}
-
-static void
-mem_give(struct hsproc *hp, size_t n)
-{
-	budget_release(n);
-	hp->mem -= n;
-}
 
 /* The symbols of one libjvm.so (dev, inode, build id). */
 struct hsfile {
@@ -361,7 +346,8 @@ struct hotspot {
 	int		 procs_fd;
 	struct hsfile	 files[SYM_FILES];
 	size_t		 next_file;	/* the slot to reuse next */
-	struct memreader *mr;
+	/* methods, reads of a process's memory; nms' and methods' tables charged, HS_MEM a JVM */
+	struct codecache *cc;
 	struct hotspot_stats st;
 	struct frame	 fr[MAX_INLINE];	/* hotspot_frames' */
 	/* loads left to this sample: a JVM cannot make one sample cost much */
@@ -381,7 +367,10 @@ hotspot_create(int procs_fd)
 	if (hs == NULL)
 		return NULL;
 	hs->procs_fd = procs_fd;
-	if ((hs->mr = memread_create(MEM_DEADLINE_NS)) == NULL) {
+	if ((hs->cc = codecache_create(&(struct codecache_conf){
+	    .entry_size = sizeof(struct hsmethod), .slots = CACHE_SLOTS, .addr_shift = 3,
+	    .mem_max = SIZE_MAX, .proc_mem_max = HS_MEM,
+	    .deadline_ns = MEM_DEADLINE_NS })) == NULL) {
 		free(hs);
 		return NULL;
 	}
@@ -392,41 +381,19 @@ void
 hotspot_destroy(struct hotspot *hs)
 {
 	if (hs)
-		memread_destroy(hs->mr);
+		codecache_destroy(hs->cc);
 	free(hs);
 }
 
-static void
-method_clear(struct hsproc *hp, struct hsmethod *c)
-{
-	mem_give(hp, c->bytes);
-	free(c->name);
-	free(c->file);
-	free(c->lines);
-	memset(c, 0, sizeof(*c));
-}
+static void nm_clear(struct hotspot *hs, struct hsproc *hp, struct hsnm *c);
 
 static void
-cache_clear(struct hsproc *hp)
-{
-	size_t i;
-
-	if (hp->cache == NULL)
-		return;
-	for (i = 0; i < CACHE_SLOTS; i++)
-		method_clear(hp, &hp->cache[i]);
-	hp->ncached = 0;
-}
-
-static void nm_clear(struct hsproc *hp, struct hsnm *c);
-
-static void
-nms_free(struct hsproc *hp)
+nms_free(struct hotspot *hs, struct hsproc *hp)
 {
 	size_t i;
 
 	for (i = 0; hp->nms && i < NM_SLOTS; i++)
-		nm_clear(hp, &hp->nms[i]);
+		nm_clear(hs, hp, &hp->nms[i]);
 	free(hp->nms);
 	hp->nms = NULL;
 }
@@ -440,9 +407,8 @@ hotspot_forget(struct hotspot *hs, struct proc *p)
 	if (hp) {
 		if (hs && !p->gone)
 			(void)bpf_map_delete_elem(hs->procs_fd, &p->pid);
-		cache_clear(hp);
-		free(hp->cache);
-		nms_free(hp);
+		nms_free(hs, hp);	/* before codecache_forget: their charge given back */
+		codecache_forget(hs ? hs->cc : NULL, &hp->cache);
 		for (k = 0; k < STUB_NAMES; k++)
 			free(hp->stubs[k].name);
 		free(hp);
@@ -455,8 +421,11 @@ hotspot_get_stats(const struct hotspot *hs, struct hotspot_stats *st)
 {
 	memset(st, 0, sizeof(*st));
 	if (hs) {
+		struct codecache_stats cs;
+
 		*st = hs->st;
-		st->mem_stalls = memread_stalls(hs->mr);
+		codecache_get_stats(hs->cc, &cs);
+		st->mem_stalls = cs.mem_stalls;
 	}
 }
 
@@ -464,15 +433,9 @@ hotspot_get_stats(const struct hotspot *hs, struct hotspot_stats *st)
 static int
 mem_read(struct hotspot *hs, const struct proc *p, uint64_t addr, void *dst, size_t len)
 {
-	struct iovec l = { dst, len }, r = { (void *)(uintptr_t)addr, len };
-	ssize_t n;
-
-	if (addr == 0 || addr + len < addr)
+	if (addr + len < addr)
 		return -EFAULT;
-	n = memread_readv(hs->mr, (pid_t)p->pid, &l, &r, 1);
-	if (n < 0)
-		return (int)n;
-	return (size_t)n == len ? 0 : -EFAULT;
+	return codecache_read(hs->cc, (pid_t)p->pid, addr, dst, len);
 }
 
 static uint64_t
@@ -612,7 +575,7 @@ read_names(struct hotspot *hs, const struct proc *p, const uint64_t *ptrs, size_
 			r[k].iov_len = ptrs[i + k] ? NAME_READ : 0;
 		}
 		/* A read that stops early leaves the rest empty: looked up one by one. */
-		if (memread_readv(hs->mr, (pid_t)p->pid, l, r, c) != (ssize_t)(c * NAME_READ)) {
+		if (codecache_readv(hs->cc, (pid_t)p->pid, l, r, c) != (ssize_t)(c * NAME_READ)) {
 			for (k = 0; k < c; k++) {
 				memset(out[i + k], 0, NAME_READ + 1);
 				if (ptrs[i + k] && mem_read(hs, p, ptrs[i + k], out[i + k], NAME_READ) < 0)
@@ -1216,7 +1179,7 @@ rows_line(const struct hsline *rows, uint32_t n, int64_t bci)
 static int64_t
 method_line(const struct hsmethod *c, int64_t bci)
 {
-	return rows_line(c->lines, c->nlines, bci);
+	return rows_line(c->e.rows, c->e.nrows, bci);
 }
 
 int64_t
@@ -1248,7 +1211,8 @@ method_load(struct hotspot *hs, const struct proc *p, struct hsproc *hp,
 	uint32_t flags;
 	int32_t cplen, cmsize;
 	size_t kl, nl, sl, fl, k, ltlen;
-	struct hsline *rows;
+	struct hsline *rows, *shrunk;
+	uint32_t nlines;
 
 	if (mem_read(hs, p, cm, cmb, sizeof(cmb)) < 0)
 		return -EFAULT;
@@ -1280,8 +1244,8 @@ method_load(struct hotspot *hs, const struct proc *p, struct hsproc *hp,
 		if (klass[k] == '/')
 			klass[k] = '.';
 	/* As the perf map names compiled code (its return type left out). */
-	if (asprintf(&c->name, "%s.%s(%s)", klass, name, args) < 0) {
-		c->name = NULL;
+	if (asprintf(&c->e.name, "%s.%s(%s)", klass, name, args) < 0) {
+		c->e.name = NULL;
 		return -EFAULT;
 	}
 	c->code_base = cm + hp->v[T_CONSTMETHOD];
@@ -1289,7 +1253,7 @@ method_load(struct hotspot *hs, const struct proc *p, struct hsproc *hp,
 	/* The source file (a class may have none), and the line table after the bytecodes. */
 	if (fi != 0 && fi < cplen && mem_read(hs, p, base + 8 * (uint64_t)fi, &fsym, 8) == 0 &&
 	    read_symbol(hs, p, hp, fsym & ~1ULL, file, &fl) == 0)
-		c->file = strdup(file);
+		c->e.file = strdup(file);
 	if (!(flags & hp->v[C_HAS_LINES]) || cmsize <= 0 ||
 	    (uint64_t)cmsize * 8 <= hp->v[T_CONSTMETHOD] + code_size)
 		return 0;
@@ -1301,13 +1265,13 @@ method_load(struct hotspot *hs, const struct proc *p, struct hsproc *hp,
 		return 0;
 	}
 	if (mem_read(hs, p, c->code_base + code_size, lt, ltlen) == 0 &&
-	    (c->nlines = lines_decode(lt, ltlen, rows, hp->ver->u5_x)) > 0 &&
-	    mem_take(hp, c->nlines * sizeof(*rows)) == 0) {
-		c->bytes = c->nlines * sizeof(*rows);
-		if ((c->lines = realloc(rows, c->bytes)) == NULL)
-			c->lines = rows;
+	    (nlines = lines_decode(lt, ltlen, rows, hp->ver->u5_x)) > 0) {
+		if ((shrunk = realloc(rows, nlines * sizeof(*rows))) != NULL)
+			rows = shrunk;
+		/* Past HS_MEM or the budget: named without its lines. */
+		(void)codecache_lines_keep(hs->cc, &hp->cache, &c->e, rows, nlines,
+		    sizeof(*rows));
 	} else {
-		c->nlines = 0;
 		free(rows);
 	}
 	free(lt);
@@ -1324,62 +1288,41 @@ static const struct hsmethod *
 method_lookup(struct hotspot *hs, struct proc *p, struct hsproc *hp, uint64_t method,
     uint64_t cm)
 {
-	struct hsmethod *c = NULL;
-	uint64_t h;
-	size_t k;
+	struct hsmethod *c;
 
 	if (method == 0)
 		return NULL;
 	/* A method of a live nmethod is alive: its cached entry stands. */
-	if (cm == 0 && hp->cache) {
-		h = (method >> 3) * 0x9e3779b97f4a7c15ULL;
-		for (k = 0; k < CACHE_SLOTS; k++) {
-			c = &hp->cache[(h + k) % CACHE_SLOTS];
-			if (c->method == method)
-				return c->name ? c : NULL;
-			if (c->method == 0)
-				break;
-		}
-	}
+	if (cm == 0 && (c = (struct hsmethod *)codecache_find(hs->cc, &hp->cache, method)) != NULL)
+		return c->e.name ? c : NULL;
 	if (cm == 0 && (mem_read(hs, p, method + hp->v[F_METHOD_CONST], &cm, 8) < 0 || cm == 0))
 		return NULL;
-	if (hp->cache == NULL && (hp->cache = calloc(CACHE_SLOTS, sizeof(*hp->cache))) == NULL)
+	if ((c = (struct hsmethod *)codecache_slot(hs->cc, &hp->cache, method)) == NULL)
 		return NULL;
-	h = (method >> 3) * 0x9e3779b97f4a7c15ULL;
-	for (k = 0; k < CACHE_SLOTS; k++) {
-		c = &hp->cache[(h + k) % CACHE_SLOTS];
-		if (c->method == 0 || c->method == method)
-			break;
-	}
-	if (k == CACHE_SLOTS || (c->method == 0 && hp->ncached >= CACHE_SLOTS * 3 / 4)) {
-		cache_clear(hp);
-		c = &hp->cache[h % CACHE_SLOTS];
-	}
-	if (c->method == method && c->constmethod != cm) {
-		method_clear(hp, c);
-		hp->ncached--;
-	}
-	if (c->method == 0) {
+	if (c->e.addr == method && c->constmethod != cm)
+		codecache_drop(hs->cc, &hp->cache, &c->e);
+	if (c->e.addr == 0) {
 		if (hs->method_loads == 0)
 			return NULL;
 		hs->method_loads--;
-		c->method = method;
+		c = (struct hsmethod *)codecache_claim(hs->cc, &hp->cache, &c->e, method);
 		c->constmethod = cm;
+		/* Unreadable: kept, without a name, not to be read again. */
 		if (method_load(hs, p, hp, c) < 0) {
-			free(c->name);
-			c->name = NULL;
+			free(c->e.name);
+			c->e.name = NULL;
 		}
-		hp->ncached++;
 	}
-	return c->name ? c : NULL;
+	return c->e.name ? c : NULL;
 }
 
 /* --- compiled frames ------------------------------------------------------ */
 
 static void
-nm_clear(struct hsproc *hp, struct hsnm *c)
+nm_clear(struct hotspot *hs, struct hsproc *hp, struct hsnm *c)
 {
-	mem_give(hp, c->bytes);
+	if (hs)
+		codecache_uncharge(hs->cc, &hp->cache, c->bytes);
 	free(c->pcs);
 	free(c->scopes);
 	free(c->meta);
@@ -1492,7 +1435,7 @@ nm_load(struct hotspot *hs, const struct proc *p, struct hsproc *hp, uint64_t bl
 	if (npcs == 0)
 		return -EINVAL;
 	bytes = npcs * sizeof(*c->pcs) + c->nscopes + 1 + (c->nmeta + 1) * sizeof(*c->meta);
-	if (mem_take(hp, bytes) < 0)
+	if (codecache_charge(hs->cc, &hp->cache, bytes) < 0)
 		return -ENOMEM;
 	c->bytes = bytes;
 	if ((raw = malloc(npcs * psz)) == NULL)
@@ -1618,7 +1561,7 @@ nm_frame(struct hotspot *hs, struct proc *p, struct hsproc *hp, uint64_t blob,
 			return 1;
 		}
 		hs->nm_loads--;
-		nm_clear(hp, c);
+		nm_clear(hs, hp, c);
 		c->blob = blob;
 		c->compile_id = id;
 		c->method = method;
@@ -1694,7 +1637,7 @@ hotspot_read(struct hotspot *hs, struct proc *p, const struct prof_sample *s)
 		l[k].iov_len = r[k].iov_len = s->j[k].method ? len : 0;
 	}
 	/* One read for all; it stops at the first range that fails: the rest one by one. */
-	got = memread_readv(hs->mr, (pid_t)p->pid, l, r, n);
+	got = codecache_readv(hs->cc, (pid_t)p->pid, l, r, n);
 	for (k = 0; k < n; k++) {
 		len = l[k].iov_len;
 		if (got >= (ssize_t)len) {
@@ -1770,8 +1713,8 @@ hotspot_frames(struct hotspot *hs, struct proc *p, const struct prof_sample *s, 
 		/* An interpreted frame's bytecode index is where its bcp points. */
 		if (bcp >= c->code_base && bcp < c->code_base + c->code_size)
 			bcis[k] = (int64_t)(bcp - c->code_base);
-		f->func = c->name;
-		f->srcfile = c->file;
+		f->func = c->e.name;
+		f->srcfile = c->e.file;
 		f->line = method_line(c, bcis[k]);
 	}
 	*out = hs->fr;

@@ -61,6 +61,7 @@
 #include <bpf/bpf.h>
 
 #include "base.h"
+#include "codecache.h"
 #include "memread.h"
 #include "symbolize.h"
 #include "v8.h"
@@ -156,11 +157,14 @@ struct v8file {
 	bool		 v8;		/* it has V8's constants (some at least) */
 };
 
+/*
+ * A function's entry (codecache.h): e.addr its SharedFunctionInfo, e.name
+ * its name, e.file its script's name (NULL: no script, or it has no name);
+ * no line table (e.rows): the line is the function's first, read once.
+ */
 struct v8fn {
-	uint64_t	 sfi;		/* 0: free slot */
+	struct cc_entry	 e;
 	uint64_t	 name_word, script_word;	/* the SharedFunctionInfo's, when read */
-	char		*name;
-	char		*file;		/* NULL: no script, or it has no name */
 	int64_t		 line;		/* 1-based; 0: unknown */
 };
 
@@ -170,13 +174,12 @@ struct v8proc {
 	const struct v8_layout *lay;
 	uint64_t	 sfi_map;	/* a map seen with the SharedFunctionInfo type */
 	uint64_t	 src_read;	/* bytes of sources read for lines (SOURCE_BUDGET) */
-	struct v8fn	*cache;		/* CACHE_SLOTS, allocated at the first frame */
-	size_t		 ncached;
+	struct cc_table	 cache;		/* its struct v8fn, CACHE_SLOTS */
 };
 
 struct v8 {
 	int		 procs_fd;
-	struct memreader *mr;
+	struct codecache *cc;		/* functions, reads of a process's memory */
 	struct v8file	 files[FILE_CACHE];
 	size_t		 next_file;
 	/* the sample being named (v8_read) */
@@ -196,7 +199,10 @@ v8_create(int procs_fd)
 	if (v == NULL)
 		return NULL;
 	v->procs_fd = procs_fd;
-	if ((v->mr = memread_create(MEM_DEADLINE_NS)) == NULL) {
+	/* No line tables held (mem_max 0): a source's reads have their own bound. */
+	if ((v->cc = codecache_create(&(struct codecache_conf){
+	    .entry_size = sizeof(struct v8fn), .slots = CACHE_SLOTS, .addr_shift = 3,
+	    .mem_max = 0, .deadline_ns = MEM_DEADLINE_NS })) == NULL) {
 		free(v);
 		return NULL;
 	}
@@ -207,29 +213,8 @@ void
 v8_destroy(struct v8 *v)
 {
 	if (v)
-		memread_destroy(v->mr);
+		codecache_destroy(v->cc);
 	free(v);
-}
-
-static void
-fn_clear(struct v8fn *c)
-{
-	free(c->name);
-	free(c->file);
-	memset(c, 0, sizeof(*c));
-}
-
-static void
-cache_clear(struct v8proc *vp)
-{
-	size_t i;
-
-	if (vp->cache == NULL)
-		return;
-	for (i = 0; i < CACHE_SLOTS; i++)
-		if (vp->cache[i].sfi)
-			fn_clear(&vp->cache[i]);
-	vp->ncached = 0;
 }
 
 void
@@ -240,8 +225,7 @@ v8_forget(struct v8 *v, struct proc *p)
 	if (vp) {
 		if (v && !p->gone)
 			(void)bpf_map_delete_elem(v->procs_fd, &p->pid);
-		cache_clear(vp);
-		free(vp->cache);
+		codecache_forget(v ? v->cc : NULL, &vp->cache);
 		free(vp);
 	}
 	p->v8 = NULL;
@@ -261,24 +245,9 @@ v8_get_stats(const struct v8 *v, struct v8_stats *st)
 static int
 mem_read(struct v8 *v, const struct proc *p, uint64_t addr, void *dst, size_t len)
 {
-	struct iovec l = { dst, len }, r = { (void *)(uintptr_t)addr, len };
-	ssize_t n;
-
-	if (addr == 0 || addr >= (1ULL << 47) || len > MEMREAD_MAX_BYTES)
-		return -EFAULT;
-	n = memread_readv(v->mr, (pid_t)p->pid, &l, &r, 1);
-	if (n < 0)
-		return (int)n;
-	return (size_t)n == len ? 0 : -EFAULT;
-}
-
-static uint64_t
-rd64(const uint8_t *b, size_t off)
-{
-	uint64_t x;
-
-	memcpy(&x, b + off, sizeof(x));
-	return x;
+	if (addr >= (1ULL << 47))
+		return -EFAULT;		/* not a user address: not worth a read */
+	return codecache_read(v->cc, (pid_t)p->pid, addr, dst, len);
 }
 
 /* --- finding V8 ----------------------------------------------------------- */
@@ -393,7 +362,7 @@ file_consts(struct v8 *v, const struct proc *p, const struct proc_mapping *m, in
 	}
 	for (j = 0; j < K_N; j++)
 		any |= addr[j] != 0;
-	if (i == K_N && memread_readv(v->mr, (pid_t)p->pid, l, r, K_N) !=
+	if (i == K_N && codecache_readv(v->cc, (pid_t)p->pid, l, r, K_N) !=
 	    (ssize_t)(K_N * sizeof(*k)))
 		return -ENOENT;		/* not remembered: the process may have gone */
 	if (i < K_N) {
@@ -789,7 +758,7 @@ script_line(struct v8 *v, const struct proc *p, struct v8proc *vp, uint64_t scri
 	return line;
 }
 
-/* Fill c (sfi and its words set) from p's memory: 0 or -errno. */
+/* Fill c (e.addr and its words set) from p's memory: 0 or -errno. */
 static int
 fn_load(struct v8 *v, const struct proc *p, struct v8proc *vp, struct v8fn *c)
 {
@@ -799,7 +768,7 @@ fn_load(struct v8 *v, const struct proc *p, struct v8proc *vp, struct v8fn *c)
 	int t = obj_type(v, p, vp, nm);
 
 	if (t >= 0 && t < k[K_FIRST_NONSTRING]) {
-		c->name = read_str(v, p, vp, nm, MAX_NAME);
+		c->e.name = read_str(v, p, vp, nm, MAX_NAME);
 	} else if (t == k[K_T_SCOPEINFO]) {
 		struct v8_si_slots s;
 
@@ -810,19 +779,19 @@ fn_load(struct v8 *v, const struct proc *p, struct v8proc *vp, struct v8fn *c)
 		if (v8_scopeinfo_slots(vp->lay, fl, (uint32_t)smi(nl), &s) < 0)
 			s.name = s.inferred = s.start = -1;
 		if (s.name >= 0 && slot(v, p, nm, s.name, &name) == 0)
-			c->name = read_str(v, p, vp, name, MAX_NAME);
-		if (c->name == NULL && s.inferred >= 0 && slot(v, p, nm, s.inferred, &inferred) == 0)
-			c->name = read_str(v, p, vp, inferred, MAX_NAME);
+			c->e.name = read_str(v, p, vp, name, MAX_NAME);
+		if (c->e.name == NULL && s.inferred >= 0 && slot(v, p, nm, s.inferred, &inferred) == 0)
+			c->e.name = read_str(v, p, vp, inferred, MAX_NAME);
 		if (s.start >= 0 && slot(v, p, nm, s.start, &w) == 0 && (w & 1) == 0)
 			start = smi(w);
 	} else {
 		return -EINVAL;
 	}
-	if (c->name == NULL && (c->name = strdup("(anonymous)")) == NULL)
+	if (c->e.name == NULL && (c->e.name = strdup("(anonymous)")) == NULL)
 		return -ENOMEM;
 	if (obj_type(v, p, vp, c->script_word) == k[K_T_SCRIPT]) {
 		if (field(v, p, c->script_word, k[K_SCRIPT_NAME], &w) == 0)
-			c->file = read_str(v, p, vp, w, MAX_PATH_CH);
+			c->e.file = read_str(v, p, vp, w, MAX_PATH_CH);
 		c->line = script_line(v, p, vp, c->script_word, start);
 	}
 	return 0;
@@ -857,7 +826,7 @@ v8_read(struct v8 *v, struct proc *p, const struct prof_v8frame *fr, size_t n)
 		    (uint64_t)vp->k[K_FN_SHARED]);
 		r[i].iov_len = 8;
 	}
-	if (n == 0 || memread_readv(v->mr, (pid_t)p->pid, l, r, n) <= 0)
+	if (n == 0 || codecache_readv(v->cc, (pid_t)p->pid, l, r, n) <= 0)
 		return;
 	/* Their SharedFunctionInfos' first words. */
 	for (i = m = 0; i < n; i++) {
@@ -871,7 +840,7 @@ v8_read(struct v8 *v, struct proc *p, const struct prof_v8frame *fr, size_t n)
 	}
 	if (m == 0)
 		return;
-	got = memread_readv(v->mr, (pid_t)p->pid, l, r, m);
+	got = codecache_readv(v->cc, (pid_t)p->pid, l, r, m);
 	for (i = 0; i < n && got > 0; i++) {
 		if ((v->sfi[i] & 1) == 0 || v->sfi[i] >= (1ULL << 47))
 			continue;
@@ -885,9 +854,8 @@ v8_frame(struct v8 *v, struct proc *p, size_t i, struct frame *f)
 {
 	struct v8proc *vp = p->v8;
 	const int32_t *k;
-	uint64_t sfi, map, nm, sc, h;
-	struct v8fn *c = NULL;
-	size_t j;
+	uint64_t sfi, map, nm, sc;
+	struct v8fn *c;
 
 	memset(f, 0, sizeof(*f));
 	if (v == NULL || vp == NULL || i >= v->n || !v->ok[i])
@@ -897,9 +865,9 @@ v8_frame(struct v8 *v, struct proc *p, size_t i, struct frame *f)
 	if (k[K_SFI_NAME] > SFI_HDR - 8 || k[K_SFI_SCRIPT] > SFI_HDR - 8 || k[K_SFI_NAME] < 0 ||
 	    k[K_SFI_SCRIPT] < 0 || k[K_HEAPOBJ_MAP] > SFI_HDR - 8 || k[K_HEAPOBJ_MAP] < 0)
 		goto unreadable;
-	map = rd64(v->hdr[i], (size_t)k[K_HEAPOBJ_MAP]);
-	nm = rd64(v->hdr[i], (size_t)k[K_SFI_NAME]);
-	sc = rd64(v->hdr[i], (size_t)k[K_SFI_SCRIPT]);
+	map = cc_rd64(v->hdr[i], (size_t)k[K_HEAPOBJ_MAP]);
+	nm = cc_rd64(v->hdr[i], (size_t)k[K_SFI_NAME]);
+	sc = cc_rd64(v->hdr[i], (size_t)k[K_SFI_SCRIPT]);
 	/* Not (any longer) a SharedFunctionInfo: the function moved, or never was one. */
 	if (map != vp->sfi_map) {
 		uint16_t t;
@@ -909,43 +877,28 @@ v8_frame(struct v8 *v, struct proc *p, size_t i, struct frame *f)
 			goto unreadable;
 		vp->sfi_map = map;
 	}
-	if (vp->cache == NULL && (vp->cache = calloc(CACHE_SLOTS, sizeof(*vp->cache))) == NULL)
+	if ((c = (struct v8fn *)codecache_slot(v->cc, &vp->cache, sfi)) == NULL)
 		goto unreadable;
-	h = (sfi >> 3) * 0x9e3779b97f4a7c15ULL;
-	for (j = 0; j < CACHE_SLOTS; j++) {
-		c = &vp->cache[(h + j) % CACHE_SLOTS];
-		if (c->sfi == 0 || c->sfi == sfi)
-			break;
-	}
-	if (j == CACHE_SLOTS)
-		goto unreadable;
-	if (c->sfi == sfi && (c->name_word != nm || c->script_word != sc)) {
-		fn_clear(c);	/* another function at that address, or it was compiled since */
-		vp->ncached--;
-	}
-	if (c->sfi == 0) {
+	if (c->e.addr == sfi && (c->name_word != nm || c->script_word != sc))
+		/* another function at that address, or it was compiled since */
+		codecache_drop(v->cc, &vp->cache, &c->e);
+	if (c->e.addr == 0) {
 		/* A bound on the reads one sample costs, whatever the process lays out. */
 		if (v->loads >= LOADS_PER_SAMPLE)
 			goto unreadable;
 		v->loads++;
-		if (vp->ncached >= CACHE_SLOTS * 3 / 4) {
-			cache_clear(vp);
-			return v8_frame(v, p, i, f);
-		}
-		c->sfi = sfi;
+		c = (struct v8fn *)codecache_claim(v->cc, &vp->cache, &c->e, sfi);
 		c->name_word = nm;
 		c->script_word = sc;
-		vp->ncached++;
 		if (fn_load(v, p, vp, c) < 0) {
-			fn_clear(c);
-			vp->ncached--;
+			codecache_drop(v->cc, &vp->cache, &c->e);
 			goto unreadable;
 		}
 	}
 	f->file = "[js]";
 	f->build_id = "";
-	f->func = c->name;
-	f->srcfile = c->file;
+	f->func = c->e.name;
+	f->srcfile = c->e.file;
 	f->line = c->line;
 	v->named++;
 	return 0;
