@@ -94,8 +94,14 @@ fi
 b="$(below_qsort <"$TMP/win.txt")"
 bare=$(grep -c '\[libc\.so\.6\]' "$TMP/win.txt")
 echo "# qsort_r calls: $b"
-if echo "$b" | grep -Eq '^libc\.so\.6\+0x[0-9a-f]+ $' && [ "$bare" -eq 0 ]; then
-  ok "rt-libc-fde-names (qsort_r's callee one function: $b)"
+# qsort_r's sort is a hidden function (msort_with_tmp), named once by its
+# FDE's start whatever address a sample is at: a name per address would give
+# dozens over the run's samples. It may also be caught in another callee,
+# hidden (memmove's variant, named the same way) or exported (free of its
+# buffer, its own name): at most 3 FDE names, no bare [libc.so.6].
+nfde=$(echo "$b" | tr ' ' '\n' | grep -Ec '^libc\.so\.6\+0x[0-9a-f]+$')
+if [ "$nfde" -ge 1 ] && [ "$nfde" -le 3 ] && ! echo "$b" | grep -q '\[' && [ "$bare" -eq 0 ]; then
+  ok "rt-libc-fde-names (qsort_r's callees: $b; each hidden one named once)"
 else fail "rt-libc-fde-names" "below qsort_r: '$b'; $bare stacks with [libc.so.6]"; fi
 grep -m1 "$LIBC_ID: .* named from their FDEs" "$TMP/daemon.log" | sed 's/.*ebpf: /# log: /'
 pf_stop
