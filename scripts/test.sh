@@ -78,7 +78,7 @@ for san in "${builds[@]}"; do
   skip="layers|install|otlp|grafana|ebpf_java|ebpf_hotspot|ebpf_debuginfod|hardening_memory|cluster_replicas"
   skip="$skip|make_concurrent|options_doc|cluster_hedge|cluster_single|recipes|hardening_peer|hardening_regex|hardening_json|hardening_symtab"
   skip="$skip|hardening_kaddr|ebpf_node|ebpf_ident|cluster_shipped|walk_memory|spans|cluster_spans|ebpf_malloc|ebpf_memory|rt_"
-  skip="$skip|ebpf_golabels|ebpf_ruby|hardening_ebpf"
+  skip="$skip|ebpf_golabels|ebpf_ruby|hardening_ebpf|hardening_malloc"
   if read -r p f <"$tally"; then
     pass=$((pass + p)); fail=$((fail + f))
   else

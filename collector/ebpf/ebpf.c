@@ -176,6 +176,7 @@ struct ebpf_sampler {
 		uint64_t	 java_frames, java_unreadable;
 		uint64_t	 js_frames, js_unreadable;
 		uint64_t	 mal_untracked;
+		uint64_t	 mal_full;
 	}			 rep;		/* the above at the last metrics update */
 	uint64_t		 prev[PROF_CNT_MAX];	/* BPF counters at the last report */
 	struct {
@@ -1057,8 +1058,11 @@ flush_malloc(struct ebpf_sampler *e, int64_t end, const uint64_t *d)
 	metrics_add("profilefs_ebpf_malloc_untracked_total", NULL,
 	    (double)d[PROF_CNT_MALLOC_LIVE_FULL] + (double)(ms.untracked - e->rep.mal_untracked));
 	e->rep.mal_untracked = ms.untracked;
+	metrics_add("profilefs_ebpf_malloc_refused_total", NULL, (double)(ms.full - e->rep.mal_full));
+	e->rep.mal_full = ms.full;
 	metrics_set("profilefs_ebpf_malloc_processes", NULL, (double)ms.procs);
 	metrics_set("profilefs_ebpf_malloc_live_blocks", NULL, (double)ms.live);
+	metrics_set("profilefs_ebpf_malloc_probes_removing", NULL, (double)ms.removing);
 	if (d[PROF_CNT_MALLOC_LIVE_FULL] > 0)
 		log_warnx("ebpf: --ebpf-malloc: %llu sampled allocations not tracked for inuse_*: "
 		    "the table of live blocks (%u) is full; counted in alloc_* only",
@@ -1580,6 +1584,10 @@ describe_metrics(void)
 	metrics_describe("profilefs_ebpf_malloc_untracked_total", "counter",
 	    "Sampled allocations counted in alloc_* but not tracked for inuse_* (the table of "
 	    "live blocks full, or no memory).");
+	metrics_describe("profilefs_ebpf_malloc_refused_total", "counter",
+	    "Selected processes not probed by --ebpf-malloc: as many are probed as it allows at once.");
+	metrics_describe("profilefs_ebpf_malloc_probes_removing", "gauge",
+	    "Uprobe links of processes gone, still being removed (each waits for the kernel).");
 	metrics_describe("profilefs_ebpf_malloc_processes", "gauge",
 	    "Processes whose allocator is probed (--ebpf-malloc).");
 	metrics_describe("profilefs_ebpf_malloc_live_blocks", "gauge",

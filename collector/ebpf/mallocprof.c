@@ -9,12 +9,14 @@
  * no longer has were freed. Memory held is charged to the daemon's memory
  * budget; a block that finds no room is counted in alloc_* only.
  */
+#define _GNU_SOURCE	/* pthread_setname_np */
 #include <dirent.h>
 #include <errno.h>
 #include <fnmatch.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +38,25 @@
 #define MP_BATCH	1024		/* malloc_live entries read per system call */
 #define MP_OFFS_CACHE	16		/* C libraries whose symbols were read */
 #define MP_EXEC_SCAN_NS	(100LL * 1000 * 1000)	/* /proc looked at this soon after an exec */
+/*
+ * Processes probed at once, at most. Each holds 13 uprobe links (and their
+ * file descriptors) and makes every allocation call of its own a trap: a
+ * selector is meant for a few services, and a local user who starts
+ * thousands of processes it matches must not exhaust the daemon's file
+ * descriptors or the kernel's memory. Past it a process waits (T_FULL)
+ * until a probed one exits.
+ */
+#define MP_MAX_PROBED	32
+/*
+ * Threads that destroy links. Closing a uprobe's link waits for the
+ * kernel's grace periods (about 170 ms each here, under a mutex the kernel
+ * holds across them, so more threads do not help): done on the sampler's
+ * thread, the exit of many probed processes at once stalled it for
+ * minutes. A process's slot is free again once its links are gone, so
+ * the backlog too is bounded by MP_MAX_PROBED.
+ */
+#define MP_DETACHERS	1
+#define MP_FULL_LOG_NS	(60LL * 1000 * 1000 * 1000)	/* one log line about refusals per minute */
 
 /* The functions probed, and their programs (entry; return, or NULL: none). */
 enum { F_MALLOC, F_CALLOC, F_REALLOC, F_FREE, F_POSIX_MEMALIGN, F_ALIGNED_ALLOC, F_MEMALIGN,
@@ -44,7 +65,7 @@ static const char *const fnames[F_N] = { "malloc", "calloc", "realloc", "free",
     "posix_memalign", "aligned_alloc", "memalign" };
 #define MP_LINKS	(2 * F_N)
 
-enum { T_OFF, T_ON, T_WAIT };
+enum { T_OFF, T_ON, T_WAIT, T_FULL };
 
 struct target {
 	struct target	*next;
@@ -87,8 +108,21 @@ struct rule {
 	char		 pat[128];
 };
 
+/* Links waiting to be destroyed, and the threads that destroy them. */
+struct detacher {
+	pthread_mutex_t		 mu;
+	pthread_cond_t		 work;
+	struct bpf_link		*q[MP_MAX_PROBED * MP_LINKS];	/* a ring */
+	size_t			 head, n;
+	size_t			 busy;		/* taken from q, being destroyed */
+	bool			 stop;
+	pthread_t		 th[MP_DETACHERS];
+	int			 nth;
+};
+
 struct mallocprof {
 	struct profile_bpf	*skel;
+	struct detacher		 det;
 	struct proctab		*pt;
 	int			 live_fd;
 	uint32_t		 live_cap;
@@ -109,6 +143,9 @@ struct mallocprof {
 	struct offs		 offs[MP_OFFS_CACHE];
 	size_t			 offs_next;
 	uint64_t		 attach_failures, untracked, unknown;
+	uint64_t		 full;		/* looks refused: MP_MAX_PROBED probed already */
+	uint64_t		 full_said;	/* of them, told in the log */
+	int64_t			 full_log;	/* when the log last told of them */
 	struct prof_sample	*s;		/* unpacked stacks */
 	struct prof_malloc_key	*keys;		/* MP_BATCH */
 	__u64			*vals;		/* MP_BATCH */
@@ -197,6 +234,8 @@ mallocprof_create(struct profile_bpf *skel, struct proctab *pt, const char *cons
 
 	if (m == NULL)
 		return NULL;
+	pthread_mutex_init(&m->det.mu, NULL);
+	pthread_cond_init(&m->det.work, NULL);
 	m->skel = skel;
 	m->pt = pt;
 	m->live_fd = bpf_map__fd(skel->maps.malloc_live);
@@ -222,13 +261,71 @@ mallocprof_create(struct profile_bpf *skel, struct proctab *pt, const char *cons
 	return m;
 }
 
+static void *
+detacher_main(void *arg)
+{
+	struct detacher *d = arg;
+	struct bpf_link *l;
+
+	pthread_setname_np(pthread_self(), "pf-unprobe");
+	pthread_mutex_lock(&d->mu);
+	for (;;) {
+		while (d->n == 0 && !d->stop)
+			pthread_cond_wait(&d->work, &d->mu);
+		if (d->n == 0)
+			break;
+		l = d->q[d->head];
+		d->head = (d->head + 1) % (sizeof(d->q) / sizeof(d->q[0]));
+		d->n--;
+		d->busy++;
+		pthread_mutex_unlock(&d->mu);
+		bpf_link__destroy(l);
+		pthread_mutex_lock(&d->mu);
+		d->busy--;
+	}
+	pthread_mutex_unlock(&d->mu);
+	return NULL;
+}
+
+/* Probed processes' worth of links still to destroy, rounded up. */
+static size_t
+detach_pending(struct mallocprof *m)
+{
+	size_t n;
+
+	pthread_mutex_lock(&m->det.mu);
+	n = m->det.n + m->det.busy;
+	pthread_mutex_unlock(&m->det.mu);
+	return (n + MP_LINKS - 1) / MP_LINKS;
+}
+
+/* Whether one more process may be probed: those probed and those whose links are being destroyed. */
+static bool
+room(struct mallocprof *m)
+{
+	return m->ntargets_on + detach_pending(m) < MP_MAX_PROBED;
+}
+
 static void
 target_detach(struct mallocprof *m, struct target *t)
 {
+	struct detacher *d = &m->det;
 	int i;
 
-	for (i = 0; i < t->nlinks; i++)
-		bpf_link__destroy(t->links[i]);
+	pthread_mutex_lock(&d->mu);
+	while (d->nth < MP_DETACHERS && d->nth < t->nlinks &&
+	    pthread_create(&d->th[d->nth], NULL, detacher_main, d) == 0)
+		d->nth++;
+	for (i = 0; i < t->nlinks; i++) {
+		if (d->nth == 0 || d->n == sizeof(d->q) / sizeof(d->q[0])) {
+			bpf_link__destroy(t->links[i]);	/* no thread; or (not by room()) no space */
+			continue;
+		}
+		d->q[(d->head + d->n) % (sizeof(d->q) / sizeof(d->q[0]))] = t->links[i];
+		d->n++;
+	}
+	pthread_cond_broadcast(&d->work);
+	pthread_mutex_unlock(&d->mu);
 	if (t->state == T_ON)
 		m->ntargets_on--;
 	t->nlinks = 0;
@@ -285,6 +382,7 @@ mallocprof_destroy(struct mallocprof *m)
 {
 	struct target *t, *next;
 	size_t b;
+	int i;
 
 	if (m == NULL)
 		return;
@@ -294,6 +392,15 @@ mallocprof_destroy(struct mallocprof *m)
 			target_detach(m, t);
 			free(t);
 		}
+	/* The links left are destroyed before the threads end. */
+	pthread_mutex_lock(&m->det.mu);
+	m->det.stop = true;
+	pthread_cond_broadcast(&m->det.work);
+	pthread_mutex_unlock(&m->det.mu);
+	for (i = 0; i < m->det.nth; i++)
+		pthread_join(m->det.th[i], NULL);
+	pthread_cond_destroy(&m->det.work);
+	pthread_mutex_destroy(&m->det.mu);
 	live_drop(m, 0, true);
 	free(m->rules);
 	free(m->s);
@@ -598,6 +705,21 @@ target_look(struct mallocprof *m, struct target *t)
 		t->state = T_OFF;
 		return;
 	}
+	if (!room(m)) {
+		t->state = T_FULL;
+		m->full++;
+		if (m->full_log == 0 || clock_mono_ns() - m->full_log >= MP_FULL_LOG_NS) {
+			log_warnx("ebpf: --ebpf-malloc: pid %u (%s) is selected but not probed: %d "
+			    "processes are probed already (or their probes are being removed), the "
+			    "most at once (%llu refusals since the last such line); narrow the "
+			    "selector. It is probed when a probed one exits", t->pid, p->comm,
+			    MP_MAX_PROBED,
+			    (unsigned long long)(m->full - m->full_said - 1));
+			m->full_said = m->full;
+			m->full_log = clock_mono_ns();
+		}
+		return;
+	}
 	if ((rc = target_attach(m, t, p)) == 0)
 		return;
 	if (rc == -EAGAIN && ++t->tries < MP_WAIT_TRIES) {
@@ -638,7 +760,8 @@ mallocprof_poll(struct mallocprof *m)
 			continue;
 		if ((t = target_get(m, (uint32_t)pid, true)) == NULL)
 			break;
-		if (t->scan == 0 || t->state == T_WAIT)
+		if (t->scan == 0 || t->state == T_WAIT ||
+		    (t->state == T_FULL && room(m)))
 			target_look(m, t);
 		t->scan = m->scan;
 	}
@@ -946,6 +1069,10 @@ mallocprof_get_stats(const struct mallocprof *m, struct mallocprof_stats *st)
 	st->stacks = m->nstacks;
 	st->stack_bytes = m->stack_bytes;
 	st->attach_failures = m->attach_failures;
+	st->full = m->full;
+	pthread_mutex_lock((pthread_mutex_t *)&m->det.mu);
+	st->removing = m->det.n + m->det.busy;
+	pthread_mutex_unlock((pthread_mutex_t *)&m->det.mu);
 	st->untracked = m->untracked;
 	st->unknown = m->unknown;
 }

@@ -87,6 +87,8 @@ struct mallocprof_stats {
 	size_t		 live;		/* sampled blocks held */
 	size_t		 stacks, stack_bytes;
 	uint64_t	 attach_failures;	/* processes whose C library could not be probed */
+	uint64_t	 full;		/* looks at selected processes refused: too many probed */
+	size_t		 removing;	/* links of processes gone, not destroyed yet */
 	uint64_t	 untracked;	/* samples not held: no room (table, memory) */
 	uint64_t	 unknown;	/* blocks in the kernel's table whose sample was not read */
 };
