@@ -246,6 +246,8 @@ fill_file(void *varg, void **val, size_t *size, void (**free_fn)(void *))
 		break;
 	case NODE_PROFILE:
 		rc = reader_get(a->fs->rd, a->fp->profile_id, &ref, b);
+		/* Serving it told the store its size: not unknown any more. */
+		memo_profile_forget(a->fp->profile_id);
 		if (rc == 0 && !profile_in_path(a->fs, a->fp, &ref))
 			rc = -ENOENT;
 		if (rc == 0)
@@ -335,7 +337,7 @@ fill_size(void *varg, void **val, size_t *size, void (**free_fn)(void *))
 	if (a->fp->node == NODE_PROFILE) {
 		uint64_t z;
 
-		v->rc = reader_get_size(a->fs->rd, a->fp->profile_id, &ref, &z);
+		v->rc = memo_profile_size(a->fs->rd, a->fp->profile_id, &ref, &z);
 		v->stored = ref.stored;
 		if (!a->fp->hide_kernel && (v->rc == 0 || v->rc == -ENOENT)) {
 			if (v->rc == 0 && !profile_in_path(a->fs, a->fp, &ref))
@@ -551,7 +553,7 @@ walk_stat(struct fsctx *fs, const char *path, const char *key, const struct fspa
 	if (content_size_known(fs, key, fp, &size, &born, &stored) == 0 ||
 	    fp->node != NODE_PROFILE)
 		goto out;
-	rc = reader_get_size(fs->rd, fp->profile_id, &ref, &z);
+	rc = memo_profile_size(fs->rd, fp->profile_id, &ref, &z);
 	if (rc == -EIO)
 		return rc;
 	if ((rc != 0 && rc != -ENODATA) || !profile_in_path(fs, fp, &ref))
@@ -614,21 +616,41 @@ pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 	case NODE_SERVICE:
 	case NODE_TYPE:
 	case NODE_SELECTOR:
-		if (!lookup_exists(fs, &fp, NULL) && !deleted_lately(&fp))
-			return -ENOENT;
-		/* Its newest profile's time, so that ls -lt finds the active ones. */
-		fs_stat(st, path, true, 0, false, dir_newest(fs, fp.service,
-		    fp.node == NODE_SERVICE ? NULL : fp.type,
-		    fp.node == NODE_SELECTOR ? fp.selector : NULL));
-		return 0;
 	case NODE_RANGE:
 	case NODE_PROFILES:
 	case NODE_VS:
-	case NODE_VS_BASE:
-		if (!lookup_exists(fs, &fp, &fp.range) && !deleted_lately(&fp))
+	case NODE_VS_BASE: {
+		/*
+		 * A stat of each entry of a directory is a stat of the
+		 * directory too (its search permission): remembered a moment.
+		 */
+		uint64_t gen = reader_generation(fs->rd);
+		bool top = fp.node == NODE_SERVICE || fp.node == NODE_TYPE ||
+		    fp.node == NODE_SELECTOR;
+		int64_t newest = 0;
+
+		if (memo_dir_get(fs->rd, path, &newest)) {
+			if (!top)
+				ttl_keep_dirs();
+			fs_stat(st, path, true, 0, false, newest);
+			return 0;
+		}
+		rc = lookup_exists(fs, &fp, top ? NULL : &fp.range);
+		if (!rc && !deleted_lately(&fp))
 			return -ENOENT;
-		fs_stat(st, path, true, 0, false, 0);
+		/* Below a label set: only the existence of a range can change. */
+		if (rc && !top)
+			ttl_keep_dirs();
+		/* Its newest profile's time, so that ls -lt finds the active ones. */
+		if (top)
+			newest = dir_newest(fs, fp.service,
+			    fp.node == NODE_SERVICE ? NULL : fp.type,
+			    fp.node == NODE_SELECTOR ? fp.selector : NULL);
+		if (rc)
+			memo_dir_put(fs->rd, gen, path, newest);
+		fs_stat(st, path, true, 0, false, newest);
 		return 0;
+	}
 	case NODE_VS_LINK: {
 		char target[8 + 256];
 
@@ -704,25 +726,42 @@ pf_readlink(const char *path, char *out, size_t size)
  * readers of the listing know directories from files without a stat of each
  * (rm -r, find): a stat of a generated file makes it. false: unknown
  * (ingest/, which holds files being written). *full: st holds all the
- * attributes, for a READDIRPLUS answer: directories and generated files
- * below a service, whose kernel entries then exist without a lookup, so
- * that rm -r (unlinkat after the listing) and a non-writer's refused rm
- * make nothing. Their size is 0 and out of date at once (attr_timeout 0):
- * a stat still asks. Stored profiles and README.txt are left out: they are
- * read through the page cache, which a wrong size would cut.
+ * attributes, for a READDIRPLUS answer, whose kernel entries then exist
+ * without a lookup, so that rm -r (unlinkat after the listing) and a
+ * non-writer's refused rm make nothing, and du, find and ls -l of a listing
+ * send one request per entry (its stat), not two: directories and
+ * generated files below a service (size 0, read with direct_io), and stored
+ * profiles with the size the store knows (memo.c) -- the kernel asks again
+ * on each stat and read (attr_timeout 0), but a size it takes from the
+ * listing cuts the page cache of a profile already read, so a profile gets
+ * its true size, or 0 only while it was never served (nothing cached). Not
+ * README.txt (page-cached), nor a stored profile for a caller who may not
+ * see kernel addresses (served apart from the page cache, which a size of
+ * the other version would cut for the others: plain is false).
  */
 static bool
-entry_type(const char *path, const struct fspath *fp, const char *name, struct stat *st,
-    bool *full)
+entry_type(struct fsctx *fs, const char *path, const struct fspath *fp, const char *name,
+    bool plain, struct stat *st, bool *full)
 {
 	char child[PATH_MAX];
 	struct fspath cp;
 
 	*full = false;
 	if (fp->node == NODE_INGEST || snprintf(child, sizeof(child), "%s/%s",
-	    strcmp(path, "/") == 0 ? "" : path, name) >= (int)sizeof(child) ||
-	    path_parse(child, clock_now_ns(), &cp) < 0)
+	    strcmp(path, "/") == 0 ? "" : path, name) >= (int)sizeof(child))
 		return false;
+	if (fp->node == NODE_PROFILES) {
+		/* <time>-<id>.pb.gz, as list_profiles() wrote it: no path_parse() per entry. */
+		const char *dash = strrchr(name, '-');
+		char *end = NULL;
+
+		cp.node = NODE_PROFILE;
+		cp.profile_id = dash ? strtoull(dash + 1, &end, 16) : 0;
+		if (end == NULL || strcmp(end, ".pb.gz") != 0)
+			return false;
+	} else if (path_parse(child, clock_now_ns(), &cp) < 0) {
+		return false;
+	}
 	memset(st, 0, sizeof(*st));
 	st->st_ino = hash_bytes(child, strlen(child)) | 1;	/* as fs_stat() */
 	switch (cp.node) {
@@ -731,10 +770,23 @@ entry_type(const char *path, const struct fspath *fp, const char *name, struct s
 		fs_stat(st, child, false, 0, false, 0);
 		*full = true;
 		return true;
+	case NODE_PROFILE: {
+		struct store_ref ref;
+		uint64_t z = 0;
+		int rc;
+
+		st->st_mode = S_IFREG;
+		if (!plain || ((rc = memo_profile_size(fs->rd, cp.profile_id, &ref, &z)) != 0 &&
+		    rc != -ENODATA))
+			return true;
+		fs_stat(st, child, false, rc == 0 ? (off_t)z : 0, false, ref.time);
+		st->st_blocks = (blkcnt_t)((ref.stored + 511) / 512);
+		*full = true;
+		return true;
+	}
 	case NODE_README:
 	case NODE_TARGETS:
 	case NODE_ERRORS:
-	case NODE_PROFILE:
 	case NODE_INGEST_FILE:
 		st->st_mode = S_IFREG;
 		return true;
@@ -780,7 +832,11 @@ pf_readdir(const char *path, void *dbuf, fuse_fill_dir_t filler, off_t off,
 	 * 3.14 drops them from a listing filled at offset 0), and a listing
 	 * too long for one reply goes on from off.
 	 */
+	/* The directories a label set and a range list: ranges, profiles/. */
+	if (rc == 0 && (fp.node == NODE_SELECTOR || fp.node == NODE_RANGE))
+		ttl_keep_dirs();
 	if (rc == 0) {
+		bool plain = fp.node == NODE_PROFILES && kaddr_visible(fuse_get_context()->pid);
 		off_t i = 0;
 
 		if (i++ >= off && filler(dbuf, ".", NULL, i, 0))
@@ -793,7 +849,7 @@ pf_readdir(const char *path, void *dbuf, fuse_fill_dir_t filler, off_t off,
 
 			if (i++ < off)
 				continue;
-			typed = entry_type(path, &fp, p, &st, &full);
+			typed = entry_type(fs_ctx(), path, &fp, p, plain, &st, &full);
 			if (filler(dbuf, p, typed ? &st : NULL, i, full &&
 			    (flags & FUSE_READDIR_PLUS) ? FUSE_FILL_DIR_PLUS : 0))
 				break;
@@ -1315,9 +1371,25 @@ pf_statfs(const char *path, struct statvfs *sv)
 static void *
 pf_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 {
-	(void)conn;
+	/*
+	 * Every reply of a listing READDIRPLUS, not the first one only (the
+	 * kernel's default, "auto", turns to plain READDIR for the rest of a
+	 * long listing when no lookup came in between): du and find read a
+	 * whole directory before they stat its entries, and an entry listed
+	 * without attributes costs a LOOKUP besides its GETATTR.
+	 */
+	conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
 	cfg->use_ino = 1;
-	cfg->entry_timeout = 1.0;
+	/*
+	 * Names are kept FS_ENTRY_TIMEOUT: du and find stat the entries of a
+	 * listing one after another, some seconds for the 40,000 profiles of
+	 * last-7d, and a name past its timeout costs a LOOKUP again. What a
+	 * name holds is asked anew on each stat (attr_timeout 0, below), so a
+	 * deleted one is gone at once all the same; new names show at once
+	 * (negative_timeout 0); ingest.c keeps a name closed lately resolvable
+	 * for as long.
+	 */
+	cfg->entry_timeout = (double)FS_ENTRY_TIMEOUT_NS / 1e9;
 	/*
 	 * Attributes are not cached: a generated file's size changes with new
 	 * data, and the kernel must ask (with the open handle, so an open file
