@@ -573,7 +573,7 @@ pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 	int rc;
 
 	fs_count("getattr");
-	if (fi && fi->fh) {
+	if (fi && fi->fh && ((struct handle *)(uintptr_t)fi->fh)->kind != H_DIR) {
 		struct handle *h = (struct handle *)(uintptr_t)fi->fh;
 
 		if (h->kind == H_INGEST) {
@@ -728,8 +728,9 @@ pf_readlink(const char *path, char *out, size_t size)
  * without a lookup, so that rm -r (unlinkat after the listing) and a
  * non-writer's refused rm make nothing, and du, find and ls -l of a listing
  * send one request per entry (its stat), not two: directories and
- * generated files below a service (size 0, read with direct_io), and stored
- * profiles with the size the store knows (memo.c) -- the kernel asks again
+ * generated files below a service (size 0, read with direct_io), and, to a
+ * caller walking the tree (walk.c), stored profiles with the size the store
+ * knows (memo.c) -- the kernel asks again
  * on each stat and read (attr_timeout 0), but a size it takes from the
  * listing cuts the page cache of a profile already read, so a profile gets
  * its true size, or 0 only while it was never served (nothing cached). Not
@@ -802,28 +803,79 @@ entry_type(struct fsctx *fs, const char *path, const struct fspath *fp, const ch
 	}
 }
 
+/*
+ * An open directory (opendir's fi->fh): its listing, made at the first
+ * readdir from offset 0 and kept for the readdirs that go on from later
+ * offsets -- a listing of last-7d/profiles/ (40,000 names) takes some 2,000
+ * READDIRPLUS replies, and making it again for each cost ls seconds -- with
+ * where the last reply stopped. A rewind (offset 0) lists afresh.
+ */
+struct dirlist {
+	enum hkind	 kind;		/* H_DIR: first, as in struct handle */
+	struct buf	 names;
+	int		 rc;
+	bool		 ready;
+	off_t		 next_off;	/* the offset the next reply starts from */
+	size_t		 next_pos;	/* and its name's place in names */
+};
+
+static int
+pf_opendir(const char *path, struct fuse_file_info *fi)
+{
+	struct dirlist *dl = calloc(1, sizeof(*dl));
+
+	(void)path;
+	fs_count("opendir");
+	if (dl == NULL)
+		return -ENOMEM;
+	dl->kind = H_DIR;
+	fi->fh = (uintptr_t)dl;
+	return 0;
+}
+
+static int
+pf_releasedir(const char *path, struct fuse_file_info *fi)
+{
+	struct dirlist *dl = (struct dirlist *)(uintptr_t)fi->fh;
+
+	(void)path;
+	if (dl) {
+		buf_free(&dl->names);
+		free(dl);
+	}
+	return 0;
+}
+
 static int
 pf_readdir(const char *path, void *dbuf, fuse_fill_dir_t filler, off_t off,
     struct fuse_file_info *fi, enum fuse_readdir_flags flags)
 {
-	struct buf names = { 0 };
+	struct dirlist *dl = fi ? (struct dirlist *)(uintptr_t)fi->fh : NULL, one = { .rc = 0 };
 	struct fspath fp;
 	const char *p;
 	int rc;
 
-	(void)fi;
 	fs_count("readdir");
 	if (path_parse(path, clock_now_ns(), &fp) < 0)
 		return -ENOENT;
 	if (fp.node != NODE_INGEST)	/* where an rm -r began (relative_delete()) */
 		delete_walk_note(fuse_get_context()->pid, path);
-	rc = dir_list(fs_ctx(), path, &fp, &names);
-	/* Emptied by a deletion while rm -r walks it (delete.c). */
-	if (rc == -ENOENT && fp.node != NODE_ROOT && fp.node != NODE_INGEST &&
-	    deleted_lately(&fp)) {
-		buf_reset(&names);
-		rc = 0;
+	if (dl == NULL)
+		dl = &one;
+	if (!dl->ready || off == 0) {
+		buf_reset(&dl->names);
+		dl->rc = dir_list(fs_ctx(), path, &fp, &dl->names);
+		/* Emptied by a deletion while rm -r walks it (delete.c). */
+		if (dl->rc == -ENOENT && fp.node != NODE_ROOT && fp.node != NODE_INGEST &&
+		    deleted_lately(&fp)) {
+			buf_reset(&dl->names);
+			dl->rc = 0;
+		}
+		dl->ready = true;
+		dl->next_off = 0;
+		dl->next_pos = 0;
 	}
+	rc = dl->rc;
 	/*
 	 * Each entry carries its offset (its index + 1): libfuse then sends
 	 * READDIRPLUS entries as they are filled, with attributes (libfuse
@@ -834,14 +886,27 @@ pf_readdir(const char *path, void *dbuf, fuse_fill_dir_t filler, off_t off,
 	if (rc == 0 && (fp.node == NODE_SELECTOR || fp.node == NODE_RANGE))
 		ttl_keep_dirs();
 	if (rc == 0) {
-		bool plain = fp.node == NODE_PROFILES && kaddr_visible(fuse_get_context()->pid);
+		/*
+		 * Stored profiles come with their attributes to a walker only:
+		 * each costs the store's index record, and a listing alone (ls,
+		 * find) stats nothing.
+		 */
+		pid_t pid = fuse_get_context()->pid;
+		bool plain = fp.node == NODE_PROFILES && walk_active(pid) && kaddr_visible(pid);
+		const char *end = dl->names.data + dl->names.len;
 		off_t i = 0;
 
 		if (i++ >= off && filler(dbuf, ".", NULL, i, 0))
 			goto out;
 		if (i++ >= off && filler(dbuf, "..", NULL, i, 0))
 			goto out;
-		for (p = names.data; p && p < names.data + names.len; p += strlen(p) + 1) {
+		p = dl->names.data;
+		/* Where the last reply stopped: no walk from the first name again. */
+		if (dl->next_off > 2 && off == dl->next_off && p) {
+			i = dl->next_off;
+			p += dl->next_pos;
+		}
+		for (; p && p < end; p += strlen(p) + 1) {
 			struct stat st;
 			bool typed, full;
 
@@ -849,12 +914,17 @@ pf_readdir(const char *path, void *dbuf, fuse_fill_dir_t filler, off_t off,
 				continue;
 			typed = entry_type(fs_ctx(), path, &fp, p, plain, &st, &full);
 			if (filler(dbuf, p, typed ? &st : NULL, i, full &&
-			    (flags & FUSE_READDIR_PLUS) ? FUSE_FILL_DIR_PLUS : 0))
+			    (flags & FUSE_READDIR_PLUS) ? FUSE_FILL_DIR_PLUS : 0)) {
+				/* Not sent: the next reply starts with it. */
+				dl->next_off = i - 1;
+				dl->next_pos = (size_t)(p - dl->names.data);
 				break;
+			}
 		}
 	}
 out:
-	buf_free(&names);
+	if (dl == &one)
+		buf_free(&one.names);
 	return rc;
 }
 
@@ -1406,7 +1476,9 @@ const struct fuse_operations fs_ops = {
 	.init		= pf_init,
 	.getattr	= pf_getattr,
 	.readlink	= pf_readlink,
+	.opendir	= pf_opendir,
 	.readdir	= pf_readdir,
+	.releasedir	= pf_releasedir,
 	.open		= pf_open,
 	.read		= pf_read,
 	.create		= pf_create,

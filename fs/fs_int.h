@@ -34,7 +34,7 @@ struct pin;
 struct pins;
 
 /* What an open file handle holds (fi->fh). */
-enum hkind { H_CONTENT, H_INGEST };
+enum hkind { H_CONTENT, H_INGEST, H_DIR /* an open directory: struct dirlist, fs.c */ };
 struct handle {
 	enum hkind		 kind;
 	struct pin		*pin;	/* H_CONTENT: the version of the file it reads (fs.c) */
@@ -174,6 +174,8 @@ bool	delete_path_under(const char *path, const char *dir);
  * make the file to learn its size. Thread-safe.
  */
 bool	walk_note(pid_t pid, const char *path);
+/* Whether pid is walking (walk_note() said so lately), without noting anything. */
+bool	walk_active(pid_t pid);
 
 /*
  * memo.c: what stats ask the store over and over, remembered a moment
