@@ -62,13 +62,15 @@ memo_dir_get(const struct reader *rd, const char *path, int64_t *newest)
 {
 	size_t n = strlen(path);
 	struct dir_memo *d = &dirs[hash_bytes(path, n) % DIR_SLOTS];
+	uint64_t gen = reader_generation(rd);	/* not under m_lock: a reader may lock */
+	int64_t now = clock_mono_ns();
 	bool hit = false;
 
 	if (n >= DIR_PATH_MAX)
 		return false;
 	pthread_mutex_lock(&m_lock);
-	if (d->at != 0 && d->gen == reader_generation(rd) &&
-	    clock_mono_ns() - d->at < DIR_MAX_AGE_NS && strcmp(d->path, path) == 0) {
+	if (d->at != 0 && d->gen == gen && now - d->at < DIR_MAX_AGE_NS &&
+	    strcmp(d->path, path) == 0) {
 		*newest = d->newest;
 		hit = true;
 	}
@@ -81,12 +83,13 @@ memo_dir_put(const struct reader *rd, uint64_t gen, const char *path, int64_t ne
 {
 	size_t n = strlen(path);
 	struct dir_memo *d = &dirs[hash_bytes(path, n) % DIR_SLOTS];
+	int64_t now = clock_mono_ns();
 
 	if (n >= DIR_PATH_MAX || gen != reader_generation(rd))
 		return;
 	pthread_mutex_lock(&m_lock);
 	d->gen = gen;
-	d->at = clock_mono_ns();
+	d->at = now;
 	d->newest = newest;
 	memcpy(d->path, path, n + 1);
 	pthread_mutex_unlock(&m_lock);
