@@ -30,15 +30,11 @@
 #include "fs_int.h"
 #include "views.h"
 
-/* One more request of a kind in profilefs_fuse_requests_total{op=...}. */
-static void
-fs_count(const char *op)
-{
-	char labels[32];
-
-	snprintf(labels, sizeof(labels), "op=\"%s\"", op);
-	metrics_add(METRIC_FUSE_REQUESTS, labels, 1);
-}
+/*
+ * One more request of a kind in profilefs_fuse_requests_total{op=...}: op
+ * is a literal, the labels made at compile time (a walk sends 350,000).
+ */
+#define fs_count(op)	metrics_add(METRIC_FUSE_REQUESTS, "op=\"" op "\"", 1)
 
 struct fsctx *
 fs_ctx(void)
@@ -246,6 +242,8 @@ fill_file(void *varg, void **val, size_t *size, void (**free_fn)(void *))
 		break;
 	case NODE_PROFILE:
 		rc = reader_get(a->fs->rd, a->fp->profile_id, &ref, b);
+		/* Serving it told the store its size: not unknown any more. */
+		memo_profile_forget(a->fp->profile_id);
 		if (rc == 0 && !profile_in_path(a->fs, a->fp, &ref))
 			rc = -ENOENT;
 		if (rc == 0)
@@ -335,7 +333,7 @@ fill_size(void *varg, void **val, size_t *size, void (**free_fn)(void *))
 	if (a->fp->node == NODE_PROFILE) {
 		uint64_t z;
 
-		v->rc = reader_get_size(a->fs->rd, a->fp->profile_id, &ref, &z);
+		v->rc = memo_profile_size(a->fs->rd, a->fp->profile_id, &ref, &z);
 		v->stored = ref.stored;
 		if (!a->fp->hide_kernel && (v->rc == 0 || v->rc == -ENOENT)) {
 			if (v->rc == 0 && !profile_in_path(a->fs, a->fp, &ref))
@@ -548,10 +546,12 @@ walk_stat(struct fsctx *fs, const char *path, const char *key, const struct fspa
 	int64_t born = 0;
 	int rc;
 
-	if (content_size_known(fs, key, fp, &size, &born, &stored) == 0 ||
+	/* A stored profile's size, when known, is the store's (memo.c), but for hidden kernel addresses. */
+	if (((fp->node != NODE_PROFILE || fp->hide_kernel) &&
+	    content_size_known(fs, key, fp, &size, &born, &stored) == 0) ||
 	    fp->node != NODE_PROFILE)
 		goto out;
-	rc = reader_get_size(fs->rd, fp->profile_id, &ref, &z);
+	rc = memo_profile_size(fs->rd, fp->profile_id, &ref, &z);
 	if (rc == -EIO)
 		return rc;
 	if ((rc != 0 && rc != -ENODATA) || !profile_in_path(fs, fp, &ref))
@@ -573,7 +573,7 @@ pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 	int rc;
 
 	fs_count("getattr");
-	if (fi && fi->fh) {
+	if (fi && fi->fh && ((struct handle *)(uintptr_t)fi->fh)->kind != H_DIR) {
 		struct handle *h = (struct handle *)(uintptr_t)fi->fh;
 
 		if (h->kind == H_INGEST) {
@@ -614,21 +614,41 @@ pf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 	case NODE_SERVICE:
 	case NODE_TYPE:
 	case NODE_SELECTOR:
-		if (!lookup_exists(fs, &fp, NULL) && !deleted_lately(&fp))
-			return -ENOENT;
-		/* Its newest profile's time, so that ls -lt finds the active ones. */
-		fs_stat(st, path, true, 0, false, dir_newest(fs, fp.service,
-		    fp.node == NODE_SERVICE ? NULL : fp.type,
-		    fp.node == NODE_SELECTOR ? fp.selector : NULL));
-		return 0;
 	case NODE_RANGE:
 	case NODE_PROFILES:
 	case NODE_VS:
-	case NODE_VS_BASE:
-		if (!lookup_exists(fs, &fp, &fp.range) && !deleted_lately(&fp))
+	case NODE_VS_BASE: {
+		/*
+		 * A stat of each entry of a directory is a stat of the
+		 * directory too (its search permission): remembered a moment.
+		 */
+		uint64_t gen = reader_generation(fs->rd);
+		bool top = fp.node == NODE_SERVICE || fp.node == NODE_TYPE ||
+		    fp.node == NODE_SELECTOR;
+		int64_t newest = 0;
+
+		if (memo_dir_get(fs->rd, path, &newest)) {
+			if (!top)
+				ttl_keep_dirs();
+			fs_stat(st, path, true, 0, false, newest);
+			return 0;
+		}
+		rc = lookup_exists(fs, &fp, top ? NULL : &fp.range);
+		if (!rc && !deleted_lately(&fp))
 			return -ENOENT;
-		fs_stat(st, path, true, 0, false, 0);
+		/* Below a label set: only the existence of a range can change. */
+		if (rc && !top)
+			ttl_keep_dirs();
+		/* Its newest profile's time, so that ls -lt finds the active ones. */
+		if (top)
+			newest = dir_newest(fs, fp.service,
+			    fp.node == NODE_SERVICE ? NULL : fp.type,
+			    fp.node == NODE_SELECTOR ? fp.selector : NULL);
+		if (rc)
+			memo_dir_put(fs->rd, gen, path, newest);
+		fs_stat(st, path, true, 0, false, newest);
 		return 0;
+	}
 	case NODE_VS_LINK: {
 		char target[8 + 256];
 
@@ -704,25 +724,43 @@ pf_readlink(const char *path, char *out, size_t size)
  * readers of the listing know directories from files without a stat of each
  * (rm -r, find): a stat of a generated file makes it. false: unknown
  * (ingest/, which holds files being written). *full: st holds all the
- * attributes, for a READDIRPLUS answer: directories and generated files
- * below a service, whose kernel entries then exist without a lookup, so
- * that rm -r (unlinkat after the listing) and a non-writer's refused rm
- * make nothing. Their size is 0 and out of date at once (attr_timeout 0):
- * a stat still asks. Stored profiles and README.txt are left out: they are
- * read through the page cache, which a wrong size would cut.
+ * attributes, for a READDIRPLUS answer, whose kernel entries then exist
+ * without a lookup, so that rm -r (unlinkat after the listing) and a
+ * non-writer's refused rm make nothing, and du, find and ls -l of a listing
+ * send one request per entry (its stat), not two: directories and
+ * generated files below a service (size 0, read with direct_io), and, to a
+ * caller walking the tree (walk.c), stored profiles with the size the store
+ * knows (memo.c) -- the kernel asks again
+ * on each stat and read (attr_timeout 0), but a size it takes from the
+ * listing cuts the page cache of a profile already read, so a profile gets
+ * its true size, or 0 only while it was never served (nothing cached). Not
+ * README.txt (page-cached), nor a stored profile for a caller who may not
+ * see kernel addresses (served apart from the page cache, which a size of
+ * the other version would cut for the others: plain is false).
  */
 static bool
-entry_type(const char *path, const struct fspath *fp, const char *name, struct stat *st,
-    bool *full)
+entry_type(struct fsctx *fs, const char *path, const struct fspath *fp, const char *name,
+    bool plain, struct stat *st, bool *full)
 {
 	char child[PATH_MAX];
 	struct fspath cp;
 
 	*full = false;
 	if (fp->node == NODE_INGEST || snprintf(child, sizeof(child), "%s/%s",
-	    strcmp(path, "/") == 0 ? "" : path, name) >= (int)sizeof(child) ||
-	    path_parse(child, clock_now_ns(), &cp) < 0)
+	    strcmp(path, "/") == 0 ? "" : path, name) >= (int)sizeof(child))
 		return false;
+	if (fp->node == NODE_PROFILES) {
+		/* <time>-<id>.pb.gz, as list_profiles() wrote it: no path_parse() per entry. */
+		const char *dash = strrchr(name, '-');
+		char *end = NULL;
+
+		cp.node = NODE_PROFILE;
+		cp.profile_id = dash ? strtoull(dash + 1, &end, 16) : 0;
+		if (end == NULL || strcmp(end, ".pb.gz") != 0)
+			return false;
+	} else if (path_parse(child, clock_now_ns(), &cp) < 0) {
+		return false;
+	}
 	memset(st, 0, sizeof(*st));
 	st->st_ino = hash_bytes(child, strlen(child)) | 1;	/* as fs_stat() */
 	switch (cp.node) {
@@ -731,10 +769,23 @@ entry_type(const char *path, const struct fspath *fp, const char *name, struct s
 		fs_stat(st, child, false, 0, false, 0);
 		*full = true;
 		return true;
+	case NODE_PROFILE: {
+		struct store_ref ref;
+		uint64_t z = 0;
+		int rc;
+
+		st->st_mode = S_IFREG;
+		if (!plain || ((rc = memo_profile_size(fs->rd, cp.profile_id, &ref, &z)) != 0 &&
+		    rc != -ENODATA))
+			return true;
+		fs_stat(st, child, false, rc == 0 ? (off_t)z : 0, false, ref.time);
+		st->st_blocks = (blkcnt_t)((ref.stored + 511) / 512);
+		*full = true;
+		return true;
+	}
 	case NODE_README:
 	case NODE_TARGETS:
 	case NODE_ERRORS:
-	case NODE_PROFILE:
 	case NODE_INGEST_FILE:
 		st->st_mode = S_IFREG;
 		return true;
@@ -752,55 +803,128 @@ entry_type(const char *path, const struct fspath *fp, const char *name, struct s
 	}
 }
 
+/*
+ * An open directory (opendir's fi->fh): its listing, made at the first
+ * readdir from offset 0 and kept for the readdirs that go on from later
+ * offsets -- a listing of last-7d/profiles/ (40,000 names) takes some 2,000
+ * READDIRPLUS replies, and making it again for each cost ls seconds -- with
+ * where the last reply stopped. A rewind (offset 0) lists afresh.
+ */
+struct dirlist {
+	enum hkind	 kind;		/* H_DIR: first, as in struct handle */
+	struct buf	 names;
+	int		 rc;
+	bool		 ready;
+	off_t		 next_off;	/* the offset the next reply starts from */
+	size_t		 next_pos;	/* and its name's place in names */
+};
+
+static int
+pf_opendir(const char *path, struct fuse_file_info *fi)
+{
+	struct dirlist *dl = calloc(1, sizeof(*dl));
+
+	(void)path;
+	fs_count("opendir");
+	if (dl == NULL)
+		return -ENOMEM;
+	dl->kind = H_DIR;
+	fi->fh = (uintptr_t)dl;
+	return 0;
+}
+
+static int
+pf_releasedir(const char *path, struct fuse_file_info *fi)
+{
+	struct dirlist *dl = (struct dirlist *)(uintptr_t)fi->fh;
+
+	(void)path;
+	if (dl) {
+		buf_free(&dl->names);
+		free(dl);
+	}
+	return 0;
+}
+
 static int
 pf_readdir(const char *path, void *dbuf, fuse_fill_dir_t filler, off_t off,
     struct fuse_file_info *fi, enum fuse_readdir_flags flags)
 {
-	struct buf names = { 0 };
+	struct dirlist *dl = fi ? (struct dirlist *)(uintptr_t)fi->fh : NULL, one = { .rc = 0 };
 	struct fspath fp;
 	const char *p;
 	int rc;
 
-	(void)fi;
 	fs_count("readdir");
 	if (path_parse(path, clock_now_ns(), &fp) < 0)
 		return -ENOENT;
 	if (fp.node != NODE_INGEST)	/* where an rm -r began (relative_delete()) */
 		delete_walk_note(fuse_get_context()->pid, path);
-	rc = dir_list(fs_ctx(), path, &fp, &names);
-	/* Emptied by a deletion while rm -r walks it (delete.c). */
-	if (rc == -ENOENT && fp.node != NODE_ROOT && fp.node != NODE_INGEST &&
-	    deleted_lately(&fp)) {
-		buf_reset(&names);
-		rc = 0;
+	if (dl == NULL)
+		dl = &one;
+	if (!dl->ready || off == 0) {
+		buf_reset(&dl->names);
+		dl->rc = dir_list(fs_ctx(), path, &fp, &dl->names);
+		/* Emptied by a deletion while rm -r walks it (delete.c). */
+		if (dl->rc == -ENOENT && fp.node != NODE_ROOT && fp.node != NODE_INGEST &&
+		    deleted_lately(&fp)) {
+			buf_reset(&dl->names);
+			dl->rc = 0;
+		}
+		dl->ready = true;
+		dl->next_off = 0;
+		dl->next_pos = 0;
 	}
+	rc = dl->rc;
 	/*
 	 * Each entry carries its offset (its index + 1): libfuse then sends
 	 * READDIRPLUS entries as they are filled, with attributes (libfuse
 	 * 3.14 drops them from a listing filled at offset 0), and a listing
 	 * too long for one reply goes on from off.
 	 */
+	/* The directories a label set and a range list: ranges, profiles/. */
+	if (rc == 0 && (fp.node == NODE_SELECTOR || fp.node == NODE_RANGE))
+		ttl_keep_dirs();
 	if (rc == 0) {
+		/*
+		 * Stored profiles come with their attributes to a walker only:
+		 * each costs the store's index record, and a listing alone (ls,
+		 * find) stats nothing.
+		 */
+		pid_t pid = fuse_get_context()->pid;
+		bool plain = fp.node == NODE_PROFILES && walk_active(pid) && kaddr_visible(pid);
+		const char *end = dl->names.data + dl->names.len;
 		off_t i = 0;
 
 		if (i++ >= off && filler(dbuf, ".", NULL, i, 0))
 			goto out;
 		if (i++ >= off && filler(dbuf, "..", NULL, i, 0))
 			goto out;
-		for (p = names.data; p && p < names.data + names.len; p += strlen(p) + 1) {
+		p = dl->names.data;
+		/* Where the last reply stopped: no walk from the first name again. */
+		if (dl->next_off > 2 && off == dl->next_off && p) {
+			i = dl->next_off;
+			p += dl->next_pos;
+		}
+		for (; p && p < end; p += strlen(p) + 1) {
 			struct stat st;
 			bool typed, full;
 
 			if (i++ < off)
 				continue;
-			typed = entry_type(path, &fp, p, &st, &full);
+			typed = entry_type(fs_ctx(), path, &fp, p, plain, &st, &full);
 			if (filler(dbuf, p, typed ? &st : NULL, i, full &&
-			    (flags & FUSE_READDIR_PLUS) ? FUSE_FILL_DIR_PLUS : 0))
+			    (flags & FUSE_READDIR_PLUS) ? FUSE_FILL_DIR_PLUS : 0)) {
+				/* Not sent: the next reply starts with it. */
+				dl->next_off = i - 1;
+				dl->next_pos = (size_t)(p - dl->names.data);
 				break;
+			}
 		}
 	}
 out:
-	buf_free(&names);
+	if (dl == &one)
+		buf_free(&one.names);
 	return rc;
 }
 
@@ -1315,9 +1439,25 @@ pf_statfs(const char *path, struct statvfs *sv)
 static void *
 pf_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 {
-	(void)conn;
+	/*
+	 * Every reply of a listing READDIRPLUS, not the first one only (the
+	 * kernel's default, "auto", turns to plain READDIR for the rest of a
+	 * long listing when no lookup came in between): du and find read a
+	 * whole directory before they stat its entries, and an entry listed
+	 * without attributes costs a LOOKUP besides its GETATTR.
+	 */
+	conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
 	cfg->use_ino = 1;
-	cfg->entry_timeout = 1.0;
+	/*
+	 * Names are kept FS_ENTRY_TIMEOUT: du and find stat the entries of a
+	 * listing one after another, some seconds for the 40,000 profiles of
+	 * last-7d, and a name past its timeout costs a LOOKUP again. What a
+	 * name holds is asked anew on each stat (attr_timeout 0, below), so a
+	 * deleted one is gone at once all the same; new names show at once
+	 * (negative_timeout 0); ingest.c keeps a name closed lately resolvable
+	 * for as long.
+	 */
+	cfg->entry_timeout = (double)FS_ENTRY_TIMEOUT_NS / 1e9;
 	/*
 	 * Attributes are not cached: a generated file's size changes with new
 	 * data, and the kernel must ask (with the open handle, so an open file
@@ -1336,7 +1476,9 @@ const struct fuse_operations fs_ops = {
 	.init		= pf_init,
 	.getattr	= pf_getattr,
 	.readlink	= pf_readlink,
+	.opendir	= pf_opendir,
 	.readdir	= pf_readdir,
+	.releasedir	= pf_releasedir,
 	.open		= pf_open,
 	.read		= pf_read,
 	.create		= pf_create,
@@ -1507,7 +1649,10 @@ readme_render(struct fsctx *fs, struct buf *b)
 "counts sizes as served). A process that stats files in more than 3\n"
 "directories one after another (du, find -size, ls -lR, grep -r) is told 0\n"
 "as the size of a file not made yet, so that a walk makes nothing; reading\n"
-"the file still returns every byte. What the store takes on disk:\n"
+"the file still returns every byte. The kernel keeps names 10 s and a range\n"
+"directory's attributes 1 s (a file's are asked on every stat): a profile\n"
+"stored or deleted shows at once; a range emptied by a deletion over HTTP\n"
+"may still be stat'ed for a second. What the store takes on disk:\n"
 "  df -h %s      (or du -sh of the --data directory)\n"
 "and how many profiles a range holds: \"profiles\" in its meta.json.\n"
 "\n"

@@ -34,7 +34,7 @@ struct pin;
 struct pins;
 
 /* What an open file handle holds (fi->fh). */
-enum hkind { H_CONTENT, H_INGEST };
+enum hkind { H_CONTENT, H_INGEST, H_DIR /* an open directory: struct dirlist, fs.c */ };
 struct handle {
 	enum hkind		 kind;
 	struct pin		*pin;	/* H_CONTENT: the version of the file it reads (fs.c) */
@@ -51,6 +51,12 @@ struct handle {
  */
 int	handles_create(struct handles **out);		/* 0, -ENOMEM */
 void	handles_destroy(struct handles *hs);		/* NULL: no-op */
+
+/*
+ * How long the kernel keeps a name it looked up or was listed (entry_timeout,
+ * fs.c); ingest.c keeps names closed lately resolvable a little longer.
+ */
+#define FS_ENTRY_TIMEOUT_NS	(INT64_C(10) * 1000000000)
 
 /* The daemon's context inside a FUSE handler. */
 struct fsctx	*fs_ctx(void);
@@ -168,6 +174,33 @@ bool	delete_path_under(const char *path, const char *dir);
  * make the file to learn its size. Thread-safe.
  */
 bool	walk_note(pid_t pid, const char *path);
+/* Whether pid is walking (walk_note() said so lately), without noting anything. */
+bool	walk_active(pid_t pid);
+
+/*
+ * memo.c: what stats ask the store over and over, remembered a moment
+ * (thread-safe, bounded tables).
+ * memo_dir_get(): whether directory path was found to exist lately, at the
+ * store's current generation (within a second); *newest: its mtime as
+ * remembered. memo_dir_put(): path exists, found at generation gen.
+ * memo_profile_size(): reader_get_size(), remembered by id while nothing at
+ * or before the profile's time changed (ref's id, series, time and stored
+ * are set). memo_profile_forget(): id's size is now known to the store.
+ */
+bool	memo_dir_get(const struct reader *rd, const char *path, int64_t *newest);
+void	memo_dir_put(const struct reader *rd, uint64_t gen, const char *path, int64_t newest);
+int	memo_profile_size(const struct reader *rd, uint64_t id, struct store_ref *ref,
+	    uint64_t *size);
+void	memo_profile_forget(uint64_t id);
+
+/*
+ * ttl.c: ttl_attach(): the session's replies go through ttl.c (after
+ * fuse_mount()). ttl_keep_dirs(): the directories the current request's
+ * reply describes keep their attributes in the kernel a second (their mode,
+ * owner and times do not change while they exist); files keep 0.
+ */
+int	ttl_attach(struct fuse_session *se);
+void	ttl_keep_dirs(void);
 
 /* Log why path, under ingest/, names no place for a file (a bad service or type). */
 void	ingest_explain(const char *path);

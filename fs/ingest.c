@@ -24,7 +24,7 @@
  *
  * A name whose last open closed stays resolvable, as an empty file, for
  * INGEST_GRACE after it was last resolved: the kernel keeps a name it looked
- * up for the entry timeout (1 s, fs.c) and stats it before opening it
+ * up for the entry timeout (10 s, fs.c) and stats it before opening it
  * again, so a writer of the same name right after (a loop of `cat > f`)
  * would otherwise fail with ENOENT. An open for writing of such a name
  * starts a new file (fs.c). Such names are not listed.
@@ -74,7 +74,7 @@ struct ingest_gone {
 };
 
 /* The kernel's entry timeout (fs.c), with a margin. */
-#define INGEST_GRACE_NS		(INT64_C(2000) * 1000000)
+#define INGEST_GRACE_NS		(FS_ENTRY_TIMEOUT_NS + INT64_C(1000) * 1000000)
 #define INGEST_GONE_MAX		4096	/* names remembered at most */
 
 /* The files being written into a mount's ingest/, and the names closed lately. */

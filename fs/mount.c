@@ -324,6 +324,10 @@ fs_main(struct fsctx *fs, const struct fs_opts *o)
 		return -EIO;
 	}
 	se = fuse_get_session(f);
+	if ((rc = ttl_attach(se)) < 0) {
+		log_warnx("cannot set up the FUSE session's replies");
+		goto unmount;
+	}
 	{
 		struct cache *all[] = { fs->files, fs->merges, fs->sizes };
 

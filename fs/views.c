@@ -983,17 +983,32 @@ out:
 	return rc;
 }
 
-int
-views_list(struct fsctx *fs, const struct fspath *fp, struct buf *out)
+struct typed_arg {
+	struct fsctx		*fs;
+	const struct fspath	*fp;
+};
+
+static void
+free_typed(void *v)
 {
+	buf_free(v);
+	free(v);
+}
+
+/* The names of the typed flame graphs of a range (NUL-separated), from its merge. */
+static int
+fill_typed(void *varg, void **val, size_t *size, void (**free_fn)(void *))
+{
+	struct typed_arg *a = varg;
+	struct buf *out = xcalloc(1, sizeof(*out));
 	struct cache_entry *ce = NULL;
 	size_t i;
+	int rc;
 
-	for (i = 0; range_views[i].name; i++)
-		buf_add(out, range_views[i].name, strlen(range_views[i].name) + 1);
-	/* The typed flame graphs need the sample types: the merge (cached, and
-	 * needed by the listed files anyway). */
-	if (views_merge(fs, fp->service, fp->type, fp->selector, &fp->range, &ce) == 0) {
+	*val = out;
+	*free_fn = free_typed;
+	rc = views_merge(a->fs, a->fp->service, a->fp->type, a->fp->selector, &a->fp->range, &ce);
+	if (rc == 0) {
 		const struct query_result *r = ce->val;
 		const struct profile *p = r->merged;
 
@@ -1006,9 +1021,46 @@ views_list(struct fsctx *fs, const struct fspath *fp, struct buf *out)
 			buf_printf(out, "flamegraph.%s.svg", ty);
 			buf_addc(out, '\0');
 		}
+		rc = buf_error(out);
 	}
 	if (ce)
-		views_merge_release(fs, ce);
+		views_merge_release(a->fs, ce);
+	*size = sizeof(*out) + out->cap;
+	/* Kept: the names, a range without data; not a passing shortage. */
+	return rc == 0 || rc == -ENOENT ? rc : -ENOMEM;
+}
+
+int
+views_list(struct fsctx *fs, const struct fspath *fp, struct buf *out)
+{
+	struct typed_arg a = { fs, fp };
+	struct cache_entry *ce = NULL;
+	struct buf key = { 0 };
+	size_t i;
+
+	for (i = 0; range_views[i].name; i++)
+		buf_add(out, range_views[i].name, strlen(range_views[i].name) + 1);
+	/*
+	 * The typed flame graphs need the sample types: the merge's (cached,
+	 * and needed by the listed files anyway). Their names are remembered
+	 * with the sizes, which outlive the merges: a second du or find over a
+	 * week lists some 550 ranges without merging them again.
+	 */
+	buf_addc(&key, '\x02');
+	if (merge_key(&key, fp->service, fp->type, fp->selector, &fp->range) < 0) {
+		buf_free(&key);
+		return 0;
+	}
+	cache_get_scoped(fs->sizes, key.data, reader_generation(fs->rd), fp->range.to,
+	    fp->range.relative ? RELATIVE_MAX_AGE : 0, fill_typed, &a, &ce);
+	if (ce && ce->rc == 0) {
+		const struct buf *typed = ce->val;
+
+		buf_add(out, typed->data, typed->len);
+	}
+	if (ce)
+		cache_release(fs->sizes, ce);
+	buf_free(&key);
 	return 0;
 }
 

@@ -72,3 +72,22 @@ walk_note(pid_t pid, const char *path)
 	pthread_mutex_unlock(&w_lock);
 	return walking;
 }
+
+bool
+walk_active(pid_t pid)
+{
+	int64_t now = clock_mono_ns();
+	bool walking = false;
+	size_t i;
+
+	if (pid <= 0)
+		return false;
+	pthread_mutex_lock(&w_lock);
+	for (i = 0; i < WALKERS; i++)
+		if (walkers[i].pid == pid) {
+			walking = now - walkers[i].last <= WALK_NS && walkers[i].ndirs > WALK_DIRS;
+			break;
+		}
+	pthread_mutex_unlock(&w_lock);
+	return walking;
+}
