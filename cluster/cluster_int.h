@@ -170,6 +170,7 @@ struct ch_tier {
 	const char	*name;		/* <name>_local, <name> (Distributed) */
 	int		 width;		/* s */
 	bool		 labels;	/* per series */
+	int		 from;		/* its view sums tier `from`'s view; -1: the profiles */
 };
 #define CH_NTIERS	5
 extern const struct ch_tier ch_tiers[CH_NTIERS];

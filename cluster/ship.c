@@ -185,12 +185,24 @@ static const struct ddl schema[] = {
 	    NULL, "batch" },
 };
 
+/*
+ * Two views read every sample of a batch (ARRAY JOIN, a GROUP BY over each
+ * value): samples10's and fleet1m's. The others sum what an earlier view
+ * made of the same block (a view over a view: ClickHouse passes a view's
+ * output block to the views that select from it, not to those of its TO
+ * table, so rows inserted into a *_local table by hand, such as the
+ * deletion's cancelling rows, go to that table alone). Integer sums of
+ * sums: the same rows as summing the profiles, at a fraction of the rows
+ * (measured on 18.16: 5 views over the samples 4.4 s of CPU for 3,600
+ * profiles of 305 samples, this chain 2.7 s). An earlier view must come
+ * first in the list.
+ */
 const struct ch_tier ch_tiers[CH_NTIERS] = {
-	{ "samples10", 600, true },
-	{ "samples1h", 3600, true },
-	{ "fleet1m", 60, false },
-	{ "fleet10", 600, false },
-	{ "fleet1h", 3600, false },
+	{ "samples10", 600, true, -1 },
+	{ "samples1h", 3600, true, 0 },
+	{ "fleet1m", 60, false, -1 },
+	{ "fleet10", 600, false, 0 },
+	{ "fleet1h", 3600, false, 3 },
 };
 
 int
@@ -245,7 +257,12 @@ tier_schema(struct cluster *c, size_t i, size_t t, struct buf *err)
 	buf_reset(&sql);
 	buf_printf(&sql, "CREATE MATERIALIZED VIEW IF NOT EXISTS %s.%s_mv TO %s.%s_local AS ",
 	    c->db, ti->name, c->db, ti->name);
-	ch_tier_select(&sql, c->db, t, "sum(val) AS value");
+	if (ti->from < 0)
+		ch_tier_select(&sql, c->db, t, "sum(val) AS value");
+	else
+		buf_printf(&sql, "SELECT date, toDateTime(intDiv(toUInt32(window), %d) * %d) AS "
+		    "window, service, type, %ssigh, stack, vi, gsid, sum(value) AS value FROM %s.%s_mv",
+		    ti->width, ti->width, lab, c->db, ch_tiers[ti->from].name);
 	buf_printf(&sql, " GROUP BY date, window, service, type, %ssigh, gsid, stack, vi", lab);
 	if ((rc = buf_error(&sql)) < 0 || (rc = ch_exec_on(c, i, sql.data, NULL, err, NULL)) < 0)
 		goto out;
