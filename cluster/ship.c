@@ -98,11 +98,18 @@
 
 #include "cluster_int.h"
 
-#define BATCH_PROFILES		5000
+/*
+ * Profiles (and, c->batch_rows, samples) per INSERT at most. Each INSERT is
+ * a part in every table and view's table, each part a file per column,
+ * merged later: on 18.16 an INSERT costs ClickHouse some 30-150 ms of CPU
+ * beyond its rows (files made, views' queries planned, merges), so a
+ * backlog goes in few large ones.
+ */
+#define BATCH_PROFILES		20000
 #define BACKOFF_MIN_NS		(INT64_C(500) * 1000000)
 #define BACKOFF_MAX_NS		(INT64_C(8) * 1000000000)
 #define IDLE_NS			(INT64_C(200) * 1000000)
-#define SMALL_PROFILES		(BATCH_PROFILES / 5)
+#define SMALL_PROFILES		(BATCH_PROFILES / 10)
 #define FLUSH_NS		(INT64_C(1000) * 1000000)
 /* Stacks whose address and shipping the shipper keeps (shipped.c, 64 bytes each). */
 #define SHIPPED_STACKS_MAX	(1 << 17)
@@ -1108,6 +1115,36 @@ out:
 	return rc;
 }
 
+/*
+ * Statement sql with data into the batch's shard: its own *_local table
+ * when the URLs are proven to be the cluster's shards, each once, and
+ * without replicas (the shard chosen by the batch's key, as the
+ * Distributed table would: every row of a batch on one shard), which spares
+ * the Distributed table's copy of the block and its hop between servers;
+ * else through the Distributed table (ClickHouse picks the shard).
+ */
+static int
+insert_rows(struct cluster *c, struct batch *b, const char *table, const char *cols,
+    const struct buf *data, struct buf *err, bool *refused)
+{
+	struct buf sql = { 0 };
+	bool direct = !c->alone && !c->replicated && atomic_load(&c->direct);
+	int rc;
+
+	buf_printf(&sql, "INSERT INTO %s.%s%s (%s) FORMAT RowBinary", c->db, table,
+	    c->alone || direct ? "_local" : "", cols);
+	if ((rc = buf_error(&sql)) < 0)
+		goto out;
+	if (direct)
+		rc = ch_exec_shard(c, gid_of(c->host, b->first) % c->nshards, sql.data, data,
+		    NULL, err, refused, NULL);
+	else
+		rc = ch_exec(c, sql.data, data, NULL, err, refused);
+out:
+	buf_free(&sql);
+	return rc;
+}
+
 static int
 insert(struct cluster *c, struct batch *b, struct buf *err, bool *refused)
 {
@@ -1120,20 +1157,13 @@ insert(struct cluster *c, struct batch *b, struct buf *err, bool *refused)
 		rc = ch_exec(c, sql.data, &b->stacks, NULL, err, refused);
 	}
 	/* Before the profiles: a profile found shipped (batch_present()) has its spans. */
-	if (rc == 0 && b->spans.len) {
-		buf_reset(&sql);
-		buf_printf(&sql, "INSERT INTO %s.spans%s (date, time, ns, host, gid, batch, service, "
-		    "type, labels, hdr, period, span, trace, stack, vals) FORMAT RowBinary", c->db,
-		    c->alone ? "_local" : "");
-		rc = ch_exec(c, sql.data, &b->spans, NULL, err, refused);
-	}
-	if (rc == 0 && b->rows.len) {
-		buf_reset(&sql);
-		buf_printf(&sql, "INSERT INTO %s.profiles%s (date, time, ns, host, id, gid, batch, "
-		    "service, type, labels, sig, sigh, hdr, period, ntypes, gauges, totals, stacks, vals) "
-		    "FORMAT RowBinary", c->db, c->alone ? "_local" : "");
-		rc = ch_exec(c, sql.data, &b->rows, NULL, err, refused);
-	}
+	if (rc == 0 && b->spans.len)
+		rc = insert_rows(c, b, "spans", "date, time, ns, host, gid, batch, service, type, "
+		    "labels, hdr, period, span, trace, stack, vals", &b->spans, err, refused);
+	if (rc == 0 && b->rows.len)
+		rc = insert_rows(c, b, "profiles", "date, time, ns, host, id, gid, batch, service, "
+		    "type, labels, sig, sigh, hdr, period, ntypes, gauges, totals, stacks, vals",
+		    &b->rows, err, refused);
 	buf_free(&sql);
 	return rc;
 }
@@ -1392,6 +1422,7 @@ ship_once(struct cluster *c, struct batch *b, bool *uncertain, struct buf *err, 
 	}
 	atomic_fetch_add(&c->shipped, b->n - b->gone);
 	atomic_fetch_add(&c->batches, 1);
+	metrics_add("profilefs_clickhouse_batches_total", NULL, 1);
 	metrics_add("profilefs_clickhouse_shipped_profiles_total", NULL, (double)(b->n - b->gone));
 	metrics_add("profilefs_clickhouse_shipped_samples_total", NULL, (double)b->nrows);
 	metrics_add("profilefs_clickhouse_stacks_total", "how=\"encoded\"", (double)b->encoded);
@@ -1654,7 +1685,7 @@ ship_main(void *arg)
 		 * table, merged later: many small ones cost ClickHouse more
 		 * CPU than their rows, and compress worse.
 		 */
-		if (rc > 0 && b.n < SMALL_PROFILES && b.nrows < c->batch_rows / 5 &&
+		if (rc > 0 && b.n < SMALL_PROFILES && b.nrows < c->batch_rows / 10 &&
 		    nap(c, FLUSH_NS))
 			break;
 		pthread_mutex_lock(&c->lock);
@@ -1715,7 +1746,7 @@ cluster_start(struct store *st, const struct cluster_config *cfg, struct cluster
 		goto fail;
 	}
 	c->max_backlog = cfg->max_backlog ? cfg->max_backlog : 1000000;
-	c->batch_rows = cfg->batch_rows ? cfg->batch_rows : 200000;
+	c->batch_rows = cfg->batch_rows ? cfg->batch_rows : 1000000;
 	c->hedge_ms = cfg->hedge_ms == 0 ? CH_HEDGE_MS : cfg->hedge_ms < 0 ? 0 : cfg->hedge_ms;
 	c->reads = !cfg->no_reads;
 	c->local_retention = cfg->retention > 0 ? cfg->retention : 0;
@@ -1746,11 +1777,14 @@ cluster_start(struct store *st, const struct cluster_config *cfg, struct cluster
 	    "stacks whose frames were sent to ClickHouse");
 	metrics_describe("profilefs_clickhouse_failures_total", "counter",
 	    "failed attempts to ship a batch (retried)");
+	metrics_describe("profilefs_clickhouse_batches_total", "counter",
+	    "batches of profiles shipped (an INSERT each)");
 	metrics_describe("profilefs_clickhouse_dropped_profiles_total", "counter",
 	    "queued profiles never shipped (backlog over its bound, or removed locally)");
 	metrics_set("profilefs_clickhouse_up", NULL, 0);
 	metrics_add("profilefs_clickhouse_shipped_profiles_total", NULL, 0);
 	metrics_add("profilefs_clickhouse_failures_total", NULL, 0);
+	metrics_add("profilefs_clickhouse_batches_total", NULL, 0);
 	metrics_add("profilefs_clickhouse_dropped_profiles_total", NULL, 0);
 	read_init(c);
 	{

@@ -35,6 +35,9 @@
 # Size: `bash scripts/bench-fleet.sh [HOURS]` sets FLEET_HOURS (each host's
 # hours of profiles; 1 is 36,000 profiles at the default 100 hosts).
 # Knobs (environment): HOSTS (100), FLEET_HOURS (24), STEP (10 s), DAEMONS (2),
+# DRAIN (1: the fleet's daemons store every push first, ClickHouse out of
+# reach, then restart with it: the rate is their outboxes' drain, shipping
+# and ClickHouse alone; CPU per profile is the drain's),
 # PROFILES (a directory of Go CPU profiles; recorded when missing), READS (3:
 # each read is timed that many times, the medians shown), OLD_BIN (another
 # build of profilefs whose fleet reads are timed beside, on the same data;
@@ -100,7 +103,7 @@ start_daemon() {
   LIVE[$name]=$!
   for _ in $(seq 1 300); do [ -r "$TMP/mnt$name/README.txt" ] && grep -q "listening on" "$TMP/log$name" && break; sleep 0.1; done
   eval "PORT_$name=$(sed -n 's/.*listening on http:\/\/127.0.0.1:\([0-9]*\) .*/\1/p' "$TMP/log$name" | tail -1)"
-  case " $* " in *" --clickhouse "*)
+  [ "${NOWAIT:-0}" = 1 ] || case " $* " in *" --clickhouse "*)
     for _ in $(seq 1 300); do grep -q "clickhouse: connected" "$TMP/log$name" && break; sleep 0.05; done ;;
   esac
 }
@@ -151,8 +154,13 @@ sleep 2	# the compactor's share of the last profiles
 cpu_e=$(cpu_ticks "${LIVE[E]}")
 
 # --- the fleet: every daemon pushed at once, timed until ClickHouse holds it all -------
+# DRAIN=1: the daemons first store every push with ClickHouse out of reach
+# (their outboxes fill), then restart with it: the time to empty the
+# outboxes is the rate shipping and ClickHouse sustain alone.
+DEAD="http://127.0.0.1:$((P0 + 7))"
 for d in $(seq 0 $((DAEMONS - 1))); do
-  start_daemon "D$d" --host "daemon$d" --clickhouse "$URLS"
+  if [ "${DRAIN:-0}" = 1 ]; then NOWAIT=1 start_daemon "D$d" --host "daemon$d" --clickhouse "$DEAD"
+  else start_daemon "D$d" --host "daemon$d" --clickhouse "$URLS"; fi
 done
 t0=$(now_ms)
 LPIDS=()
@@ -167,6 +175,14 @@ ch_ticks() { echo $(( $(cpu_ticks "${PIDS[0]}") + $(cpu_ticks "${PIDS[1]}") )); 
 ch0=$(ch_ticks)
 for p in "${LPIDS[@]}"; do wait "$p"; done
 ack_ms=$(( $(now_ms) - t0 ))
+if [ "${DRAIN:-0}" = 1 ]; then
+  for d in $(seq 0 $((DAEMONS - 1))); do stop_daemon "D$d"; done
+  for d in $(seq 0 $((DAEMONS - 1))); do
+    NOWAIT=1 start_daemon "D$d" --host "daemon$d" --clickhouse "$URLS"
+  done
+  ch0=$(ch_ticks)
+  t0=$(now_ms)
+fi
 for d in $(seq 0 $((DAEMONS - 1))); do thread_ticks "${LIVE[D$d]}" >"$TMP/threads-ack.$d"; done
 while :; do
   n=$(chq "$CH1" "SELECT count() FROM profilefs.profiles")
@@ -188,6 +204,14 @@ for d in $(seq 0 $((DAEMONS - 1))); do
   cpu_ship=$((cpu_ship + ${t:-0}))
 done
 rate=$(awk -v n="$N" -v t="$ingest_ms" 'BEGIN {printf "%.0f", n * 1000 / t}')
+batches=0
+for d in $(seq 0 $((DAEMONS - 1))); do
+  eval "port=\$PORT_D$d"
+  b=$(curl -s "http://127.0.0.1:$port/metrics" | awk '$1 == "profilefs_clickhouse_batches_total" {print $2}')
+  batches=$((batches + ${b:-0}))
+done
+parts=$(( $(chq "$CH1" "SELECT count() FROM system.parts WHERE database = 'profilefs'") + \
+  $(chq "$CH2" "SELECT count() FROM system.parts WHERE database = 'profilefs'") ))
 rate_s=$(awk -v n="$N" -v t="$ingest_ms" -v p="$per" 'BEGIN {printf "%.0f", n * p * 1000 / t}')
 rate_e=$(awk -v n="$PER_HOST" -v t="$ingest_e_ms" 'BEGIN {printf "%.0f", n * 1000 / t}')
 stacks_how=$(for d in $(seq 0 $((DAEMONS - 1))); do
@@ -284,8 +308,15 @@ fi
 
 echo
 [ "$READS" -gt 0 ] && echo "ls (fleet, ms): services $ls_services, $nlabels label sets $ls_labels (again $ls_labels2), ranges of a label set $ls_ranges"
-echo "ingest into ClickHouse: $N profiles in $ingest_ms ms (all acknowledged in $ack_ms ms):" \
-  "$rate profiles/s, $rate_s samples/s; embedded store alone: $rate_e profiles/s"
+if [ "${DRAIN:-0}" = 1 ]; then
+  echo "drain into ClickHouse: $N profiles stored first (acknowledged in $ack_ms ms), then shipped in" \
+    "$ingest_ms ms: $rate profiles/s, $rate_s samples/s; embedded store alone: $rate_e profiles/s"
+else
+  echo "ingest into ClickHouse: $N profiles in $ingest_ms ms (all acknowledged in $ack_ms ms):" \
+    "$rate profiles/s, $rate_s samples/s; embedded store alone: $rate_e profiles/s"
+fi
+echo "INSERTs of profiles: $batches ($([ "$batches" -gt 0 ] && echo $((N / batches)) || echo 0) profiles each on average);" \
+  "parts in ClickHouse after ingest (active and merged away, both servers): $parts"
 echo "ClickHouse: $nsamples samples, $bytes_now bytes ($(awk -v b="$bytes_now" -v s="$nsamples" 'BEGIN {printf "%.2f", b / s}') B/sample)," \
   "after OPTIMIZE FINAL $bytes_opt bytes ($(awk -v b="$bytes_opt" -v s="$nsamples" 'BEGIN {printf "%.2f", b / s}') B/sample)"
 echo "  by table: $by_table"
