@@ -29,6 +29,7 @@ struct ch_url {
 	size_t	 shard;		/* which group of --clickhouse (0, 1, ...) */
 	bool	 schema;	/* the schema was made there (replicated: one may be down) */
 	bool	 granules_told;	/* its tables' old granules were logged (ship.c) */
+	bool	 views_told;	/* its views that all sum the profiles were logged (ship.c) */
 	/*
 	 * Which shard of the remote_servers cluster the server is (the one
 	 * shard with is_local rows in system.clusters: 1, 2, ...), learned by ship.c when
