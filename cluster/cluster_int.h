@@ -370,6 +370,8 @@ void	 shipped_put(struct shipped *t, const uint64_t key[2], const char hex[DIGES
 void	 shipped_mark(struct shipped *t, const uint64_t key[2]);
 /* Nothing counts as shipped any more (addresses stay known). */
 void	 shipped_forget(struct shipped *t);
+/* Changes with every shipped_forget(): what was built before may count stacks wrongly. */
+uint32_t shipped_epoch(const struct shipped *t);
 size_t	 shipped_count(const struct shipped *t);
 /* Up to max addresses that count as shipped, from slot start on (wrapping). */
 size_t	 shipped_sample(const struct shipped *t, size_t max, size_t start,

@@ -196,12 +196,16 @@ for d in $(seq 0 $((DAEMONS - 1))); do
   cpu_d=$((cpu_d + $(cpu_ticks "${LIVE[D$d]}")))
   thread_ticks "${LIVE[D$d]}" >"$TMP/threads-end.$d"
   # the shipper: named pf-ship, else the thread busiest since the pushes ended
-  t=$(awk '$2 == "pf-ship" {print $3}' "$TMP/threads-end.$d")
+  # (and its senders: each ends with its INSERT, its CPU in /metrics)
+  t=$(awk '$2 ~ /^pf-ship/ {s += $3; n++} END {if (n) print s}' "$TMP/threads-end.$d")
+  eval "port=\$PORT_D$d"
+  snd=$(curl -s "http://127.0.0.1:$port/metrics" |
+    awk -v k="$TCK" '$1 == "profilefs_clickhouse_sender_cpu_seconds_total" {printf "%.0f", $2 * k}')
   if [ -z "$t" ]; then
     t=$(awk 'NR == FNR {a[$1] = $3; next} {print $3 - ($1 in a ? a[$1] : 0), $3}' \
       "$TMP/threads-ack.$d" "$TMP/threads-end.$d" | sort -n | tail -1 | cut -d' ' -f2)
   fi
-  cpu_ship=$((cpu_ship + ${t:-0}))
+  cpu_ship=$((cpu_ship + ${t:-0} + ${snd:-0}))
 done
 rate=$(awk -v n="$N" -v t="$ingest_ms" 'BEGIN {printf "%.0f", n * 1000 / t}')
 batches=0
