@@ -185,8 +185,10 @@ if [ "${DRAIN:-0}" = 1 ]; then
 fi
 for d in $(seq 0 $((DAEMONS - 1))); do thread_ticks "${LIVE[D$d]}" >"$TMP/threads-ack.$d"; done
 while :; do
-  n=$(chq "$CH1" "SELECT count() FROM profilefs.profiles")
-  [ "${n:-0}" -ge "$N" ] && break
+  # (an error while a daemon still makes the schema on the other server counts as 0)
+  n=$(chq "$CH1" "SELECT count() FROM profilefs.profiles" 2>/dev/null || true)
+  case "$n" in '' | *[!0-9]*) n=0 ;; esac
+  [ "$n" -ge "$N" ] && break
   sleep 0.5
 done
 ingest_ms=$(( $(now_ms) - t0 ))
@@ -225,6 +227,7 @@ done | awk '{split($1, a, "[{}]"); v[a[2] == "" ? a[1] : a[2]] += $2} END {for (
 for d in $(seq 0 $((DAEMONS - 1))); do stop_daemon "D$d"; done
 
 # --- bytes per sample --------------------------------------------------------------
+distinct=$(chq "$CH1" "SELECT uniqExact(gid) FROM profilefs.profiles")
 nsamples=$(chq "$CH1" "SELECT sum(length(stacks)) FROM profilefs.profiles")
 ch_bytes() {
   local b1 b2
@@ -319,6 +322,7 @@ else
   echo "ingest into ClickHouse: $N profiles in $ingest_ms ms (all acknowledged in $ack_ms ms):" \
     "$rate profiles/s, $rate_s samples/s; embedded store alone: $rate_e profiles/s"
 fi
+echo "profiles in ClickHouse: $N, $distinct distinct ($([ "$distinct" = "$N" ] && echo "none twice" || echo "SOME TWICE OR MISSING"))"
 echo "INSERTs of profiles: $batches ($([ "$batches" -gt 0 ] && echo $((N / batches)) || echo 0) profiles each on average);" \
   "parts in ClickHouse after ingest (active and merged away, both servers): $parts"
 echo "ClickHouse: $nsamples samples, $bytes_now bytes ($(awk -v b="$bytes_now" -v s="$nsamples" 'BEGIN {printf "%.2f", b / s}') B/sample)," \
