@@ -11,7 +11,8 @@
 # A daemon without --clickhouse receives the share of one host (host=d0-0):
 # the embedded store the fleet is compared with. It prints:
 #   - ingest into ClickHouse, end to end (pushed, stored, shipped, in the
-#     tables): profiles/s and samples/s;
+#     tables): profiles/s and samples/s; the INSERTs of profiles, the parts,
+#     and whether ClickHouse holds every profile once;
 #   - bytes per sample in ClickHouse (system.parts, every table, after the
 #     merges ClickHouse does by itself and after OPTIMIZE ... FINAL), and the
 #     embedded store's (its data dir);
@@ -28,8 +29,10 @@
 #
 #   - CPU per profile, side by side: the embedded store's daemon (every
 #     thread: HTTP, decode, store, compaction) and, in the fleet's daemons,
-#     the shipper thread alone (named pf-ship; a build without the name: the
-#     thread busiest while only shipping was left) and every thread; and
+#     the shipper threads alone (named pf-ship, and the pf-ship-send threads
+#     that send a batch while it builds the next: their CPU from /metrics; a
+#     build without the names: the thread busiest while only shipping was
+#     left) and every thread; and
 #     ClickHouse's servers.
 #
 # Size: `bash scripts/bench-fleet.sh [HOURS]` sets FLEET_HOURS (each host's
