@@ -336,8 +336,14 @@ xfer_start(const struct stmt *s, CURLM *m, struct xfer *x, size_t i)
 	buf_addc(&x->body, '\n');
 	if (s->data)
 		buf_add(&x->body, s->data->data, s->data->len);
+	/*
+	 * An INSERT runs the materialized views of its table in parallel
+	 * (parallel_view_processing): its answer, which the shipper waits for
+	 * before the next batch, comes sooner on several cores.
+	 */
 	buf_printf(&x->target, "%s?%s", c->urls[i].base, s->insert ?
-	    "insert_distributed_sync=1" : "max_query_size=33554432&skip_unavailable_shards=0");
+	    "insert_distributed_sync=1&parallel_view_processing=1" :
+	    "max_query_size=33554432&skip_unavailable_shards=0");
 	x->wa = (struct answer){ &x->ans, s->max, false };
 	if (buf_error(&x->body) || buf_error(&x->target) || (x->h = curl_easy_init()) == NULL)
 		return -ENOMEM;

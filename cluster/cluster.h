@@ -37,7 +37,7 @@ struct cluster_config {
 	const char	*cluster;	/* remote_servers name; NULL: "profilefs" */
 	const char	*host;		/* this host's name (the host label); NULL: gethostname */
 	uint64_t	 max_backlog;	/* profiles kept unshipped; 0: 1,000,000 */
-	size_t		 batch_rows;	/* samples per INSERT; 0: 200,000 */
+	size_t		 batch_rows;	/* samples per INSERT; 0: 1,000,000 */
 	bool		 no_reads;	/* ship only; the tree shows local data */
 	/*
 	 * ms: a read (SELECT) the server asked has not answered within this

@@ -29,6 +29,7 @@ struct ch_url {
 	size_t	 shard;		/* which group of --clickhouse (0, 1, ...) */
 	bool	 schema;	/* the schema was made there (replicated: one may be down) */
 	bool	 granules_told;	/* its tables' old granules were logged (ship.c) */
+	bool	 views_told;	/* its views that all sum the profiles were logged (ship.c) */
 	/*
 	 * Which shard of the remote_servers cluster the server is (the one
 	 * shard with is_local rows in system.clusters: 1, 2, ...), learned by ship.c when
@@ -170,6 +171,7 @@ struct ch_tier {
 	const char	*name;		/* <name>_local, <name> (Distributed) */
 	int		 width;		/* s */
 	bool		 labels;	/* per series */
+	int		 from;		/* its view sums tier `from`'s view; -1: the profiles */
 };
 #define CH_NTIERS	5
 extern const struct ch_tier ch_tiers[CH_NTIERS];
@@ -368,6 +370,8 @@ void	 shipped_put(struct shipped *t, const uint64_t key[2], const char hex[DIGES
 void	 shipped_mark(struct shipped *t, const uint64_t key[2]);
 /* Nothing counts as shipped any more (addresses stay known). */
 void	 shipped_forget(struct shipped *t);
+/* Changes with every shipped_forget(): what was built before may count stacks wrongly. */
+uint32_t shipped_epoch(const struct shipped *t);
 size_t	 shipped_count(const struct shipped *t);
 /* Up to max addresses that count as shipped, from slot start on (wrapping). */
 size_t	 shipped_sample(const struct shipped *t, size_t max, size_t start,

@@ -430,6 +430,12 @@ shipped_forget(struct shipped *t)
 		t->epoch = 1;
 }
 
+uint32_t
+shipped_epoch(const struct shipped *t)
+{
+	return t->epoch;
+}
+
 size_t
 shipped_count(const struct shipped *t)
 {

@@ -11,7 +11,8 @@
 # A daemon without --clickhouse receives the share of one host (host=d0-0):
 # the embedded store the fleet is compared with. It prints:
 #   - ingest into ClickHouse, end to end (pushed, stored, shipped, in the
-#     tables): profiles/s and samples/s;
+#     tables): profiles/s and samples/s; the INSERTs of profiles, the parts,
+#     and whether ClickHouse holds every profile once;
 #   - bytes per sample in ClickHouse (system.parts, every table, after the
 #     merges ClickHouse does by itself and after OPTIMIZE ... FINAL), and the
 #     embedded store's (its data dir);
@@ -28,13 +29,18 @@
 #
 #   - CPU per profile, side by side: the embedded store's daemon (every
 #     thread: HTTP, decode, store, compaction) and, in the fleet's daemons,
-#     the shipper thread alone (named pf-ship; a build without the name: the
-#     thread busiest while only shipping was left) and every thread; and
+#     the shipper threads alone (named pf-ship, and the pf-ship-send threads
+#     that send a batch while it builds the next: their CPU from /metrics; a
+#     build without the names: the thread busiest while only shipping was
+#     left) and every thread; and
 #     ClickHouse's servers.
 #
 # Size: `bash scripts/bench-fleet.sh [HOURS]` sets FLEET_HOURS (each host's
 # hours of profiles; 1 is 36,000 profiles at the default 100 hosts).
 # Knobs (environment): HOSTS (100), FLEET_HOURS (24), STEP (10 s), DAEMONS (2),
+# DRAIN (1: the fleet's daemons store every push first, ClickHouse out of
+# reach, then restart with it: the rate is their outboxes' drain, shipping
+# and ClickHouse alone; CPU per profile is the drain's),
 # PROFILES (a directory of Go CPU profiles; recorded when missing), READS (3:
 # each read is timed that many times, the medians shown), OLD_BIN (another
 # build of profilefs whose fleet reads are timed beside, on the same data;
@@ -100,7 +106,7 @@ start_daemon() {
   LIVE[$name]=$!
   for _ in $(seq 1 300); do [ -r "$TMP/mnt$name/README.txt" ] && grep -q "listening on" "$TMP/log$name" && break; sleep 0.1; done
   eval "PORT_$name=$(sed -n 's/.*listening on http:\/\/127.0.0.1:\([0-9]*\) .*/\1/p' "$TMP/log$name" | tail -1)"
-  case " $* " in *" --clickhouse "*)
+  [ "${NOWAIT:-0}" = 1 ] || case " $* " in *" --clickhouse "*)
     for _ in $(seq 1 300); do grep -q "clickhouse: connected" "$TMP/log$name" && break; sleep 0.05; done ;;
   esac
 }
@@ -151,8 +157,13 @@ sleep 2	# the compactor's share of the last profiles
 cpu_e=$(cpu_ticks "${LIVE[E]}")
 
 # --- the fleet: every daemon pushed at once, timed until ClickHouse holds it all -------
+# DRAIN=1: the daemons first store every push with ClickHouse out of reach
+# (their outboxes fill), then restart with it: the time to empty the
+# outboxes is the rate shipping and ClickHouse sustain alone.
+DEAD="http://127.0.0.1:$((P0 + 7))"
 for d in $(seq 0 $((DAEMONS - 1))); do
-  start_daemon "D$d" --host "daemon$d" --clickhouse "$URLS"
+  if [ "${DRAIN:-0}" = 1 ]; then NOWAIT=1 start_daemon "D$d" --host "daemon$d" --clickhouse "$DEAD"
+  else start_daemon "D$d" --host "daemon$d" --clickhouse "$URLS"; fi
 done
 t0=$(now_ms)
 LPIDS=()
@@ -167,10 +178,20 @@ ch_ticks() { echo $(( $(cpu_ticks "${PIDS[0]}") + $(cpu_ticks "${PIDS[1]}") )); 
 ch0=$(ch_ticks)
 for p in "${LPIDS[@]}"; do wait "$p"; done
 ack_ms=$(( $(now_ms) - t0 ))
+if [ "${DRAIN:-0}" = 1 ]; then
+  for d in $(seq 0 $((DAEMONS - 1))); do stop_daemon "D$d"; done
+  for d in $(seq 0 $((DAEMONS - 1))); do
+    NOWAIT=1 start_daemon "D$d" --host "daemon$d" --clickhouse "$URLS"
+  done
+  ch0=$(ch_ticks)
+  t0=$(now_ms)
+fi
 for d in $(seq 0 $((DAEMONS - 1))); do thread_ticks "${LIVE[D$d]}" >"$TMP/threads-ack.$d"; done
 while :; do
-  n=$(chq "$CH1" "SELECT count() FROM profilefs.profiles")
-  [ "${n:-0}" -ge "$N" ] && break
+  # (an error while a daemon still makes the schema on the other server counts as 0)
+  n=$(chq "$CH1" "SELECT count() FROM profilefs.profiles" 2>/dev/null || true)
+  case "$n" in '' | *[!0-9]*) n=0 ;; esac
+  [ "$n" -ge "$N" ] && break
   sleep 0.5
 done
 ingest_ms=$(( $(now_ms) - t0 ))
@@ -180,14 +201,26 @@ for d in $(seq 0 $((DAEMONS - 1))); do
   cpu_d=$((cpu_d + $(cpu_ticks "${LIVE[D$d]}")))
   thread_ticks "${LIVE[D$d]}" >"$TMP/threads-end.$d"
   # the shipper: named pf-ship, else the thread busiest since the pushes ended
-  t=$(awk '$2 == "pf-ship" {print $3}' "$TMP/threads-end.$d")
+  # (and its senders: each ends with its INSERT, its CPU in /metrics)
+  t=$(awk '$2 ~ /^pf-ship/ {s += $3; n++} END {if (n) print s}' "$TMP/threads-end.$d")
+  eval "port=\$PORT_D$d"
+  snd=$(curl -s "http://127.0.0.1:$port/metrics" |
+    awk -v k="$TCK" '$1 == "profilefs_clickhouse_sender_cpu_seconds_total" {printf "%.0f", $2 * k}')
   if [ -z "$t" ]; then
     t=$(awk 'NR == FNR {a[$1] = $3; next} {print $3 - ($1 in a ? a[$1] : 0), $3}' \
       "$TMP/threads-ack.$d" "$TMP/threads-end.$d" | sort -n | tail -1 | cut -d' ' -f2)
   fi
-  cpu_ship=$((cpu_ship + ${t:-0}))
+  cpu_ship=$((cpu_ship + ${t:-0} + ${snd:-0}))
 done
 rate=$(awk -v n="$N" -v t="$ingest_ms" 'BEGIN {printf "%.0f", n * 1000 / t}')
+batches=0
+for d in $(seq 0 $((DAEMONS - 1))); do
+  eval "port=\$PORT_D$d"
+  b=$(curl -s "http://127.0.0.1:$port/metrics" | awk '$1 == "profilefs_clickhouse_batches_total" {print $2}')
+  batches=$((batches + ${b:-0}))
+done
+parts=$(( $(chq "$CH1" "SELECT count() FROM system.parts WHERE database = 'profilefs'") + \
+  $(chq "$CH2" "SELECT count() FROM system.parts WHERE database = 'profilefs'") ))
 rate_s=$(awk -v n="$N" -v t="$ingest_ms" -v p="$per" 'BEGIN {printf "%.0f", n * p * 1000 / t}')
 rate_e=$(awk -v n="$PER_HOST" -v t="$ingest_e_ms" 'BEGIN {printf "%.0f", n * 1000 / t}')
 stacks_how=$(for d in $(seq 0 $((DAEMONS - 1))); do
@@ -197,6 +230,7 @@ done | awk '{split($1, a, "[{}]"); v[a[2] == "" ? a[1] : a[2]] += $2} END {for (
 for d in $(seq 0 $((DAEMONS - 1))); do stop_daemon "D$d"; done
 
 # --- bytes per sample --------------------------------------------------------------
+distinct=$(chq "$CH1" "SELECT uniqExact(gid) FROM profilefs.profiles")
 nsamples=$(chq "$CH1" "SELECT sum(length(stacks)) FROM profilefs.profiles")
 ch_bytes() {
   local b1 b2
@@ -284,8 +318,16 @@ fi
 
 echo
 [ "$READS" -gt 0 ] && echo "ls (fleet, ms): services $ls_services, $nlabels label sets $ls_labels (again $ls_labels2), ranges of a label set $ls_ranges"
-echo "ingest into ClickHouse: $N profiles in $ingest_ms ms (all acknowledged in $ack_ms ms):" \
-  "$rate profiles/s, $rate_s samples/s; embedded store alone: $rate_e profiles/s"
+if [ "${DRAIN:-0}" = 1 ]; then
+  echo "drain into ClickHouse: $N profiles stored first (acknowledged in $ack_ms ms), then shipped in" \
+    "$ingest_ms ms: $rate profiles/s, $rate_s samples/s; embedded store alone: $rate_e profiles/s"
+else
+  echo "ingest into ClickHouse: $N profiles in $ingest_ms ms (all acknowledged in $ack_ms ms):" \
+    "$rate profiles/s, $rate_s samples/s; embedded store alone: $rate_e profiles/s"
+fi
+echo "profiles in ClickHouse: $N, $distinct distinct ($([ "$distinct" = "$N" ] && echo "none twice" || echo "SOME TWICE OR MISSING"))"
+echo "INSERTs of profiles: $batches ($([ "$batches" -gt 0 ] && echo $((N / batches)) || echo 0) profiles each on average);" \
+  "parts in ClickHouse after ingest (active and merged away, both servers): $parts"
 echo "ClickHouse: $nsamples samples, $bytes_now bytes ($(awk -v b="$bytes_now" -v s="$nsamples" 'BEGIN {printf "%.2f", b / s}') B/sample)," \
   "after OPTIMIZE FINAL $bytes_opt bytes ($(awk -v b="$bytes_opt" -v s="$nsamples" 'BEGIN {printf "%.2f", b / s}') B/sample)"
 echo "  by table: $by_table"

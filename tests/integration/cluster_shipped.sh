@@ -10,7 +10,9 @@
 #     its next profile again, and the sums stay exact;
 #   - the server loses its data (every table truncated): A sees the count
 #     drop, ships its next profile's stacks again, and that profile reads
-#     back with go tool pprof's sums (without it, its frames would be gone).
+#     back with go tool pprof's sums (without it, its frames would be gone);
+#   - a backlog of 3,000 profiles, queued while the server was down, arrives
+#     once, sent by a sender thread, and every tier sums what the rows hold.
 # Skipped without clickhouse-server (scripts/install-deps.sh --test installs it).
 set -u
 source "$(dirname "$0")/../lib.sh"
@@ -140,6 +142,38 @@ wait_for 30 grep -q "clickhouse: connected" "$TMP/daemonb.log" || fail "B starts
 wait_for 30 sums_are "$f" "$want" && ok "host=hosta after the loss reads back: $(pprof_sums "$f")" \
   || fail "host=hosta after the loss reads back" "got $(pprof_sums "$f"), want $want; $(grep clickhouse "$TMP/daemonb.log" | tail -3)"
 grep -q "frames do not match\|bad stack" "$TMP/daemonb.log" && fail "no bad stacks" "$(grep -m2 'bad stack' "$TMP/daemonb.log")" || ok "no bad stacks"
+
+# --- a backlog: sent whole by a sender thread while the shipper builds the next ---------
+# 3,000 profiles queued while the server is down go in a large batch when it
+# returns (after the few of the batch that failed first; a batch of 2,000
+# profiles or more is sent while the next is built).
+metric() { curl -s "http://127.0.0.1:$HA/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
+r6=$(stack_rows)
+ch_stop
+cc -O2 -pthread -o "$TMP/httpload" "$ROOT/tests/tools/httpload.c" || fail "build httpload"
+"$TMP/httpload" -c 4 -n 3000 -t 120 -p "/api/0/profiles?service=backlog&type=cpu&labels=c={c}" \
+  127.0.0.1 "$HA" "$TMP/go/cpu-0000.pb.gz" >"$TMP/load.out" 2>&1 || fail "3,000 pushes" "$(tail -2 "$TMP/load.out")"
+CH_PID=$("$ROOT/tests/clickhouse/start-default.sh" "$TMP/ch" "$CHH" "$CHT" "$CHI") || fail "the server starts again"
+backlog_in() { [ "$(chq "SELECT count() FROM profilefs.profiles_local WHERE service = 'backlog'")" = 3000 ]; }
+wait_for 60 backlog_in || fail "the backlog reaches ClickHouse" "$(chq "SELECT count() FROM profilefs.profiles_local WHERE service = 'backlog'")"
+# (counted once the shipper has unqueued the batch, a moment after ClickHouse took it)
+sent() { awk -v s="$(metric profilefs_clickhouse_sender_cpu_seconds_total)" 'BEGIN {exit !(s > 0)}'; }
+wait_for 10 sent
+got=$(chq "SELECT count(), uniqExact(gid) FROM profilefs.profiles_local WHERE service = 'backlog' FORMAT TSV" | tr '\t' ' ')
+echo "# the backlog in ClickHouse: $got (profiles, distinct); batches $(metric profilefs_clickhouse_batches_total), senders' CPU $(metric profilefs_clickhouse_sender_cpu_seconds_total) s"
+check_eq "the backlog arrived, each profile once" "$got" "3000 3000"
+sent && ok "a sender thread sent it" || fail "a sender thread sent it" "$(metric profilefs_clickhouse_sender_cpu_seconds_total)"
+check_eq "the backlog's stacks were shipped before: stacks_local keeps its rows" "$(stack_rows)" "$r6"
+# Every tier sums what the rows hold (two views read the samples, three sum those views).
+sums=$(chq "SELECT (SELECT sum(arraySum(vals)) FROM profilefs.profiles_local WHERE service = 'backlog'), \
+  (SELECT sum(value) FROM profilefs.samples10_local WHERE service = 'backlog'), \
+  (SELECT sum(value) FROM profilefs.samples1h_local WHERE service = 'backlog'), \
+  (SELECT sum(value) FROM profilefs.fleet1m_local WHERE service = 'backlog'), \
+  (SELECT sum(value) FROM profilefs.fleet10_local WHERE service = 'backlog'), \
+  (SELECT sum(value) FROM profilefs.fleet1h_local WHERE service = 'backlog') FORMAT TSV" | tr '\t' ' ')
+echo "# the rows' sum and the five tiers': $sums"
+echo "$sums" | awk '{for (i = 2; i <= NF; i++) if ($i != $1) exit 1; exit !(NF == 6 && $1 > 0)}' \
+  && ok "the five tiers sum what the rows hold" || fail "the five tiers sum what the rows hold" "$sums"
 b_stop
 pf_stop
 check_eq "A exits 0" "$PF_RC" 0
