@@ -677,6 +677,9 @@ volatile __u32 offcpu_gen = 1;
 /* Entries added to offcpu_aggs since the start: user space drains early past a share of its room. */
 volatile __u64 offcpu_added = 0;
 
+/* Where every switch out happens: the leaf of an off-CPU kernel stack (0: not found). */
+extern const void __schedule __ksym __weak;
+
 #define PF_EXITING_FLAG		0x00000004	/* include/linux/sched.h PF_EXITING */
 #define EEXIST_ERRNO		17		/* include/uapi/asm-generic/errno-base.h EEXIST */
 #define OFFCPU_WIN_NS		100000000ULL	/* T follows the walks of each tenth of a second */
@@ -977,8 +980,11 @@ spill:
 static __always_inline void
 offcpu_walk(void *ctx, struct offcpu_pend *p)
 {
+	__u32 waits = p->s.waits;
+
 	p->tid = 0;
 	fill_sample_k(ctx, &p->s, false, 0, 0, 0, false);
+	p->s.waits = waits;	/* (fill_sample_k clears it) */
 	offcpu_add(p);
 }
 
@@ -995,6 +1001,7 @@ offcpu_in(struct task_struct *next, __u64 now)
 	struct offcpu_cpu *c;
 	__u64 delta, t, w, grow;
 	__u32 zero = 0;
+	long len;
 
 	o = bpf_task_storage_get(&offcpu_tasks, next, NULL, 0);
 	if (o == NULL || o->start == 0)
@@ -1049,9 +1056,20 @@ offcpu_in(struct task_struct *next, __u64 now)
 	}
 	p->s.kstack_len = 0;
 	if (kernel_stacks) {
-		p->s.kstack_len = bpf_get_task_stack(next, p->s.kstack, sizeof(p->s.kstack), 0);
-		if (p->s.kstack_len < 0)
+		/*
+		 * The kernel's walk of a task that is not running leaves out
+		 * the scheduler's functions (.sched.text): __schedule, where
+		 * every switch out happens, is put back as the leaf.
+		 */
+		p->s.kstack[0] = (__u64)&__schedule;
+		len = bpf_get_task_stack(next, &p->s.kstack[1], sizeof(p->s.kstack) - 8, 0);
+		if (len < 0)
 			count(PROF_CNT_ERR_KSTACK);
+		else if (p->s.kstack[0] != 0)
+			p->s.kstack_len = len + 8;
+		else if (len > 0)
+			p->s.kstack_len = bpf_get_task_stack(next, p->s.kstack,
+			    sizeof(p->s.kstack), 0);
 	}
 }
 
