@@ -1017,12 +1017,17 @@ offcpu_in(struct task_struct *next, __u64 now)
 		w = offcpu_walks / (1000000000ULL / OFFCPU_WIN_NS);
 		if (w == 0)
 			w = 1;
+		/*
+		 * The walks a window takes go as 1/T: T is scaled by the
+		 * window's walks over the budget (16 times at most, halved
+		 * at most), left alone between half the budget and all of it.
+		 */
 		t = c->t < offcpu_min_ns ? offcpu_min_ns : c->t;
 		if (c->walks > w) {
-			grow = c->walks / w;
-			t = t * (grow < OFFCPU_T_GROW ? grow + 1 : OFFCPU_T_GROW);
+			grow = c->walks < w * OFFCPU_T_GROW ? c->walks : w * OFFCPU_T_GROW;
+			t = t * grow / w;
 		} else if (c->walks < w / 2) {
-			t -= t >> 2;
+			t = t * (c->walks > w / 4 ? c->walks : w / 4) / (w / 2 > 0 ? w / 2 : 1);
 		}
 		if (t < offcpu_min_ns)
 			t = offcpu_min_ns;
