@@ -643,20 +643,21 @@ do_sample(struct bpf_perf_event_data *ctx)
  * max(length, T) nanoseconds (Horvitz-Thompson: unbiased for every stack,
  * label set and thread whatever its waits' lengths). T is per CPU, from
  * offcpu_min_ns (the threshold: waits that long always keep their own
- * stacks) up, raised when the CPU would take more than about offcpu_walks
- * stacks a second and lowered again when it takes fewer; it is read once
- * for each draw, before it. So each switch costs a task storage access and
- * a clock read, and a wait whose stacks are taken the walk a CPU sample
- * costs: at most about offcpu_walks a second on each CPU, plus the waits
- * longer than T.
+ * stacks) up, raised when the CPU would spend more than offcpu_walk_ns a
+ * second taking stacks and lowered again when it spends less; it is read
+ * once for each draw, before it. So each switch costs two task storage
+ * accesses and a clock read, and a wait whose stacks are taken the walk a
+ * CPU sample costs: about offcpu_walk_ns a second on each CPU at most, but
+ * for the waits longer than T.
  *
  * The stacks are taken after the wait, in the thread's own context, where
  * its user stack and registers are still those of the wait (its kernel
  * stack is read at the switch in, bpf_get_task_stack: __schedule down to
- * where it blocked): at the first of its system call's return (sys_exit),
- * its return to user mode with rseq registered (rseq_update: every glibc
- * thread, after every switch in), or, should neither come first, its next
- * switch out. By then its process's unwind tables are loaded, even for a
+ * where it blocked): at its return to user mode with rseq registered
+ * (rseq_update: every glibc thread, after every switch in), at its system
+ * call's return (sys_exit, attached by user space only once a thread
+ * without rseq had a wait drawn: offcpu_norseq; Go's threads), or, should
+ * neither come first, at its next switch out. By then its process's unwind tables are loaded, even for a
  * wait from its first second (the first switch out of a process that has
  * none asks user space for them: PROF_EV_TABLES), its Go goroutine and
  * interpreter frames those of the wait.
@@ -670,7 +671,9 @@ do_sample(struct bpf_perf_event_data *ctx)
  */
 const volatile bool offcpu = false;
 const volatile __u64 offcpu_min_ns = 1000000;
-const volatile __u32 offcpu_walks = 200;
+const volatile __u64 offcpu_walk_ns = 1000000;
+/* Waits drawn of threads without rseq: user space attaches sys_exit once it sees one. */
+volatile __u64 offcpu_norseq = 0;
 const volatile __u32 self_tgid = 0;
 /* Written by user space (collector/ebpf/offcpu.c) before each drain. */
 volatile __u32 offcpu_gen = 1;
@@ -689,6 +692,11 @@ extern const void __schedule __ksym __weak;
 #define OFFCPU_NOTICES		3		/* PROF_EV_TABLES a thread sends at most */
 #define OFFCPU_TABLES_OK	0xff		/* offcpu_task.notices: its process has tables (or no more asking) */
 
+/* task_struct's rseq area (registered by glibc 2.35 and later for every thread), where it has one. */
+struct task_struct___rseq {
+	void	*rseq;
+} __attribute__((preserve_access_index));
+
 /* A thread's wait in progress and its exact time not yet in offcpu_threads. Freed with the task. */
 struct offcpu_task {
 	__u64	start;		/* its switch out; 0: running */
@@ -706,11 +714,12 @@ struct {
 	__type(value, struct offcpu_task);
 } offcpu_tasks SEC(".maps");
 
-/* Each CPU's T: the window's start, the walks drawn in it. */
+/* Each CPU's T: the window's start, the time spent taking stacks in it. */
 struct offcpu_cpu {
 	__u64	win;
 	__u64	t;
-	__u64	walks;
+	__u64	spent;		/* ns */
+	__u64	rng;		/* xorshift64 state: cheaper than bpf_get_prandom_u32 on every wait */
 };
 
 struct {
@@ -980,12 +989,16 @@ spill:
 static __always_inline void
 offcpu_walk(void *ctx, struct offcpu_pend *p)
 {
-	__u32 waits = p->s.waits;
+	__u32 waits = p->s.waits, zero = 0;
+	__u64 t0 = bpf_ktime_get_ns();
+	struct offcpu_cpu *c;
 
 	p->tid = 0;
 	fill_sample_k(ctx, &p->s, false, 0, 0, 0, false);
 	p->s.waits = waits;	/* (fill_sample_k clears it) */
 	offcpu_add(p);
+	if ((c = bpf_map_lookup_elem(&offcpu_cpus, &zero)) != NULL)
+		c->spent += bpf_ktime_get_ns() - t0;
 }
 
 /*
@@ -1012,22 +1025,23 @@ offcpu_in(struct task_struct *next, __u64 now)
 	o->waits++;
 	if ((c = bpf_map_lookup_elem(&offcpu_cpus, &zero)) == NULL)
 		return;
-	/* A new window: T follows the last one's walks. */
+	/* A new window: T follows the last one's time spent taking stacks. */
 	if (now - c->win >= OFFCPU_WIN_NS) {
-		w = offcpu_walks / (1000000000ULL / OFFCPU_WIN_NS);
+		w = offcpu_walk_ns / (1000000000ULL / OFFCPU_WIN_NS);
 		if (w == 0)
 			w = 1;
 		/*
-		 * The walks a window takes go as 1/T: T is scaled by the
-		 * window's walks over the budget (16 times at most, halved
-		 * at most), left alone between half the budget and all of it.
+		 * The stacks a window takes go as 1/T: T is scaled by the
+		 * window's time spent over the budget (16 times at most,
+		 * halved at most), left alone between half the budget and
+		 * all of it.
 		 */
 		t = c->t < offcpu_min_ns ? offcpu_min_ns : c->t;
-		if (c->walks > w) {
-			grow = c->walks < w * OFFCPU_T_GROW ? c->walks : w * OFFCPU_T_GROW;
+		if (c->spent > w) {
+			grow = c->spent < w * OFFCPU_T_GROW ? c->spent : w * OFFCPU_T_GROW;
 			t = t * grow / w;
-		} else if (c->walks < w / 2) {
-			t = t * (c->walks > w / 4 ? c->walks : w / 4) / (w / 2 > 0 ? w / 2 : 1);
+		} else if (c->spent < w / 2) {
+			t = t * (c->spent > w / 4 ? c->spent : w / 4) / (w / 2);
 		}
 		if (t < offcpu_min_ns)
 			t = offcpu_min_ns;
@@ -1035,18 +1049,31 @@ offcpu_in(struct task_struct *next, __u64 now)
 			t = OFFCPU_T_MAX;
 		c->t = t;
 		c->win = now;
-		c->walks = 0;
+		c->spent = 0;
 	}
 	t = c->t < offcpu_min_ns ? offcpu_min_ns : c->t;
 	if (t > OFFCPU_T_MAX)
 		t = OFFCPU_T_MAX;
-	if (delta < t && (t == 0 || bpf_get_prandom_u32() % (__u32)t >= delta)) {
-		count(PROF_CNT_OFFCPU_SHORT);
-		return;
+	if (delta < t) {
+		w = c->rng;
+		if (w == 0)
+			w = bpf_get_prandom_u32() | ((__u64)bpf_get_prandom_u32() << 32) | 1;
+		w ^= w << 13;
+		w ^= w >> 7;
+		w ^= w << 17;
+		c->rng = w;
+		/* Drawn with probability delta / t (t below 2^32). */
+		if ((__u32)(w >> 32) % (__u32)t >= delta) {
+			count(PROF_CNT_OFFCPU_SHORT);
+			return;
+		}
 	}
 	if ((p = bpf_map_lookup_elem(&offcpu_pends, &zero)) == NULL)
 		return;
-	c->walks++;
+	/* Its stacks are taken where it returns to user mode, with rseq; else at sys_exit. */
+	if (!bpf_core_field_exists(((struct task_struct___rseq *)next)->rseq) ||
+	    BPF_CORE_READ((struct task_struct___rseq *)next, rseq) == NULL)
+		__sync_fetch_and_add(&offcpu_norseq, 1);
 	p->tid = next->pid;
 	p->delta = delta;
 	p->s.hdr.kind = PROF_EV_OFFCPU;
@@ -1076,6 +1103,7 @@ offcpu_in(struct task_struct *next, __u64 now)
 			p->s.kstack_len = bpf_get_task_stack(next, p->s.kstack,
 			    sizeof(p->s.kstack), 0);
 	}
+	c->spent += bpf_ktime_get_ns() - now;
 }
 
 /*
@@ -1127,7 +1155,6 @@ BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *
 			o->start = now;
 			if (o->notices != OFFCPU_TABLES_OK)
 				offcpu_tables(o, prev->tgid, now);
-			count(PROF_CNT_OFFCPU_OUT);
 		} else {
 			count(PROF_CNT_OFFCPU_FULL);
 		}

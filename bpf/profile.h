@@ -251,9 +251,9 @@ enum prof_counter {
 	PROF_CNT_CFI_READ_ERR,	/* walks stopped by an unreadable stack word */
 	PROF_CNT_PY_STACKS,	/* Python stacks read */
 	PROF_CNT_PY_READ_ERR,	/* ... cut short by unreadable interpreter memory */
-	PROF_CNT_OFFCPU_OUT,	/* switches out of user threads timed */
-	PROF_CNT_OFFCPU_SHORT,	/* ... whose wait was not drawn: its time in the thread's total only */
-	PROF_CNT_OFFCPU_SENT,	/* ... drawn: stacks taken and added up */
+	PROF_CNT_OFFCPU_OUT,	/* not counted: a cost on every switch */
+	PROF_CNT_OFFCPU_SHORT,	/* waits not drawn: their time in their thread's total only */
+	PROF_CNT_OFFCPU_SENT,	/* waits drawn: stacks taken and added up */
 	PROF_CNT_OFFCPU_FULL,	/* switches out not timed: no task storage */
 	PROF_CNT_GO_LABELS,	/* samples of a goroutine with pprof labels */
 	PROF_CNT_GO_TRUNCATED,	/* ... not all read (past the bounds, or a read failed) */

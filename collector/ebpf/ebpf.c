@@ -72,7 +72,7 @@
 #define OFFCPU_AGGS	8192	/* entries of offcpu_aggs (72 bytes each, preallocated) */
 #define OFFCPU_STACKS	4096	/* entries of offcpu_stacks (a struct prof_sample each, when used) */
 #define OFFCPU_THREADS	8192	/* entries of offcpu_threads (48 bytes each, preallocated) */
-#define OFFCPU_WALKS	200	/* off-CPU stacks taken a second per CPU, about, at most */
+#define OFFCPU_WALK_NS	1000000	/* ns a second each CPU spends taking off-CPU stacks, about */
 /*
  * The watchdog: a sampler that has not completed a period in STALL_PERIODS
  * periods (and STALL_MIN_NS: a flush may take seconds on a loaded host) is
@@ -142,6 +142,7 @@ struct ebpf_sampler {
 	struct bpf_link		*switch_link;	/* off-CPU, else NULL */
 	struct bpf_link		*sysexit_link;	/* off-CPU: stacks taken at a system call's end */
 	struct bpf_link		*rseq_link;	/* off-CPU: ... at a return to user mode (rseq) */
+	bool			 sysexit_tried;	/* sysexit_link attached, or failed to */
 	pthread_t		 thread;
 	bool			 running;
 	atomic_bool		 stop;
@@ -380,10 +381,33 @@ kernel_has_tp(const char *name)
 }
 
 /*
+ * sys_exit, where a drawn wait's stacks are taken for a thread without
+ * rseq (Go's): attached only once such a thread had a wait drawn
+ * (offcpu_norseq), since every system call of the host then runs it. Without
+ * it (or without rseq_update), the stacks are taken at the thread's next
+ * switch out: logged once.
+ */
+static void
+offcpu_sysexit(struct ebpf_sampler *e)
+{
+	if (e->sysexit_link != NULL || e->sysexit_tried ||
+	    (e->rseq_link != NULL && e->skel->bss->offcpu_norseq == 0))
+		return;
+	e->sysexit_tried = true;
+	if (bpf_program__autoload(e->skel->progs.offcpu_sys_exit))
+		e->sysexit_link = bpf_program__attach(e->skel->progs.offcpu_sys_exit);
+	if (e->sysexit_link != NULL)
+		log_info("ebpf: off-CPU: a thread without rseq (Go, an older C library) waits: "
+		    "its waits' stacks are taken as its system calls return (sys_exit)");
+	else
+		log_warnx("--ebpf-offcpu: no sys_exit tracepoint: the stacks of a wait of a "
+		    "thread without rseq are taken at its next switch out");
+}
+
+/*
  * Attach the off-CPU programs: sched_switch, and where a drawn wait's
- * stacks are taken in its thread's own context (a system call's end, a
- * return to user mode with rseq). Without the latter two, the stacks are
- * taken at the thread's next switch out: logged once.
+ * stacks are taken in its thread's own context (a return to user mode with
+ * rseq; sys_exit: offcpu_sysexit).
  */
 static int
 attach_offcpu(struct ebpf_sampler *e)
@@ -397,15 +421,9 @@ attach_offcpu(struct ebpf_sampler *e)
 		    strerror(-rc));
 		return rc;
 	}
-	if (bpf_program__autoload(e->skel->progs.offcpu_sys_exit))
-		e->sysexit_link = bpf_program__attach(e->skel->progs.offcpu_sys_exit);
 	if (bpf_program__autoload(e->skel->progs.offcpu_rseq))
 		e->rseq_link = bpf_program__attach(e->skel->progs.offcpu_rseq);
-	if (e->sysexit_link == NULL || e->rseq_link == NULL)
-		log_warnx("--ebpf-offcpu: no %s tracepoint: a wait's stacks are taken at its "
-		    "thread's next switch out where it %s", e->sysexit_link == NULL ? "sys_exit" :
-		    "rseq_update", e->sysexit_link == NULL ? "returns from a system call" :
-		    "returns to user mode otherwise");
+	offcpu_sysexit(e);
 	return 0;
 }
 
@@ -1394,6 +1412,8 @@ sampler_main(void *arg)
 			mallocprof_poll(e->mp);
 		if (e->oc && (clock_mono_ns() >= e->oc_next || offcpu_due(e->oc)))
 			drain_offcpu(e, false);
+		if (e->oc)
+			offcpu_sysexit(e);
 		if (rc < 0 && rc != -EINTR) {
 			log_warnx("ebpf: ring buffer: %s", strerror(-rc));
 			break;
@@ -1723,10 +1743,8 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 		e->skel->rodata->user_stacks = true;
 		e->skel->rodata->offcpu = o->offcpu;
 		e->skel->rodata->offcpu_min_ns = o->offcpu_min_ns;
-		e->skel->rodata->offcpu_walks = OFFCPU_WALKS / (o->offcpu_sample > 1 ?
+		e->skel->rodata->offcpu_walk_ns = OFFCPU_WALK_NS / (o->offcpu_sample > 1 ?
 		    o->offcpu_sample : 1);
-		if (e->skel->rodata->offcpu_walks == 0)
-			e->skel->rodata->offcpu_walks = 1;
 		e->skel->rodata->self_tgid = (uint32_t)getpid();
 		/* Without off-CPU its programs are not even loaded; a tracepoint the kernel lacks neither. */
 		bpf_program__set_autoload(e->skel->progs.on_switch, o->offcpu);
@@ -1859,9 +1877,9 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 		    MALLOC_RATE_DEFAULT >> 10);
 	if (o->offcpu)
 		log_info("ebpf: off-CPU time recorded, every wait timed; stacks of waits of "
-		    "%.3f ms or more (more past about %u stacks a second per CPU), of shorter "
-		    "ones in proportion to their length; profile type offcpu",
-		    (double)o->offcpu_min_ns / 1e6, e->skel->rodata->offcpu_walks);
+		    "%.3f ms or more (more past %.1f ms a second per CPU spent taking them), "
+		    "of shorter ones in proportion to their length; profile type offcpu",
+		    (double)o->offcpu_min_ns / 1e6, (double)e->skel->rodata->offcpu_walk_ns / 1e6);
 	*out = e;
 	return 0;
 fail:
