@@ -643,12 +643,12 @@ do_sample(struct bpf_perf_event_data *ctx)
  * max(length, T) nanoseconds (Horvitz-Thompson: unbiased for every stack,
  * label set and thread whatever its waits' lengths). T is per CPU, from
  * offcpu_min_ns (the threshold: waits that long always keep their own
- * stacks) up, raised when the CPU would spend more than offcpu_walk_ns a
- * second taking stacks and lowered again when it spends less; it is read
- * once for each draw, before it. So each switch costs two task storage
- * accesses and a clock read, and a wait whose stacks are taken the walk a
- * CPU sample costs: about offcpu_walk_ns a second on each CPU at most, but
- * for the waits longer than T.
+ * stacks) up, raised when the CPU would draw more than offcpu_walks waits
+ * a second and lowered again when it draws fewer; it is read once for each
+ * draw, before it. So each switch costs two task storage accesses and a
+ * clock read, and a wait whose stacks are taken the walk a CPU sample
+ * costs: about offcpu_walks a second on each CPU at most, but for the
+ * waits longer than T.
  *
  * The stacks are taken after the wait, in the thread's own context, where
  * its user stack and registers are still those of the wait (its kernel
@@ -671,7 +671,7 @@ do_sample(struct bpf_perf_event_data *ctx)
  */
 const volatile bool offcpu = false;
 const volatile __u64 offcpu_min_ns = 1000000;
-const volatile __u64 offcpu_walk_ns = 1000000;
+const volatile __u64 offcpu_walks = 100;
 /* Waits drawn of threads without rseq: user space attaches sys_exit once it sees one. */
 volatile __u64 offcpu_norseq = 0;
 const volatile __u32 self_tgid = 0;
@@ -714,11 +714,11 @@ struct {
 	__type(value, struct offcpu_task);
 } offcpu_tasks SEC(".maps");
 
-/* Each CPU's T: the window's start, the time spent taking stacks in it. */
+/* Each CPU's T: the window's start, the waits drawn in it. */
 struct offcpu_cpu {
 	__u64	win;
 	__u64	t;
-	__u64	spent;		/* ns */
+	__u64	walks;
 	__u64	rng;		/* xorshift64 state: cheaper than bpf_get_prandom_u32 on every wait */
 };
 
@@ -935,14 +935,8 @@ offcpu_add(struct offcpu_pend *p)
 	struct offcpu_task *o;
 	long rc;
 
+	/* (A process user space has not seen was announced at its switch out: offcpu_tables.) */
 	o = bpf_task_storage_get(&offcpu_tasks, bpf_get_current_task_btf(), NULL, 0);
-	/*
-	 * A process user space has not seen yet (or whose tables are being
-	 * loaded): user space is woken to read its mappings and load its
-	 * tables while it lives.
-	 */
-	if (p->s.wake)
-		notify(PROF_EV_TABLES);
 	key.stack = stack_hash(&p->s);
 	key.pid = p->s.hdr.pid;
 	key.tid = p->s.hdr.tid;
@@ -989,16 +983,12 @@ spill:
 static __always_inline void
 offcpu_walk(void *ctx, struct offcpu_pend *p)
 {
-	__u32 waits = p->s.waits, zero = 0;
-	__u64 t0 = bpf_ktime_get_ns();
-	struct offcpu_cpu *c;
+	__u32 waits = p->s.waits;
 
 	p->tid = 0;
 	fill_sample_k(ctx, &p->s, false, 0, 0, 0, false);
 	p->s.waits = waits;	/* (fill_sample_k clears it) */
 	offcpu_add(p);
-	if ((c = bpf_map_lookup_elem(&offcpu_cpus, &zero)) != NULL)
-		c->spent += bpf_ktime_get_ns() - t0;
 }
 
 /*
@@ -1025,23 +1015,23 @@ offcpu_in(struct task_struct *next, __u64 now)
 	o->waits++;
 	if ((c = bpf_map_lookup_elem(&offcpu_cpus, &zero)) == NULL)
 		return;
-	/* A new window: T follows the last one's time spent taking stacks. */
+	/* A new window: T follows the last one's draws. */
 	if (now - c->win >= OFFCPU_WIN_NS) {
-		w = offcpu_walk_ns / (1000000000ULL / OFFCPU_WIN_NS);
-		if (w == 0)
-			w = 1;
+		w = offcpu_walks / (1000000000ULL / OFFCPU_WIN_NS);
+		if (w < 2)
+			w = 2;
 		/*
-		 * The stacks a window takes go as 1/T: T is scaled by the
-		 * window's time spent over the budget (16 times at most,
-		 * halved at most), left alone between half the budget and
-		 * all of it.
+		 * The draws of a window go as 1/T (but for the waits longer
+		 * than T): T is scaled by the window's draws over the budget
+		 * (16 times at most, halved at most), left alone between
+		 * half the budget and all of it.
 		 */
 		t = c->t < offcpu_min_ns ? offcpu_min_ns : c->t;
-		if (c->spent > w) {
-			grow = c->spent < w * OFFCPU_T_GROW ? c->spent : w * OFFCPU_T_GROW;
+		if (c->walks > w) {
+			grow = c->walks < w * OFFCPU_T_GROW ? c->walks : w * OFFCPU_T_GROW;
 			t = t * grow / w;
-		} else if (c->spent < w / 2) {
-			t = t * (c->spent > w / 4 ? c->spent : w / 4) / (w / 2);
+		} else if (c->walks < w / 2) {
+			t = t * (c->walks > w / 4 ? c->walks : w / 4) / (w / 2);
 		}
 		if (t < offcpu_min_ns)
 			t = offcpu_min_ns;
@@ -1049,7 +1039,7 @@ offcpu_in(struct task_struct *next, __u64 now)
 			t = OFFCPU_T_MAX;
 		c->t = t;
 		c->win = now;
-		c->spent = 0;
+		c->walks = 0;
 	}
 	t = c->t < offcpu_min_ns ? offcpu_min_ns : c->t;
 	if (t > OFFCPU_T_MAX)
@@ -1070,6 +1060,7 @@ offcpu_in(struct task_struct *next, __u64 now)
 	}
 	if ((p = bpf_map_lookup_elem(&offcpu_pends, &zero)) == NULL)
 		return;
+	c->walks++;
 	/* Its stacks are taken where it returns to user mode, with rseq; else at sys_exit. */
 	if (!bpf_core_field_exists(((struct task_struct___rseq *)next)->rseq) ||
 	    BPF_CORE_READ((struct task_struct___rseq *)next, rseq) == NULL)
@@ -1103,7 +1094,6 @@ offcpu_in(struct task_struct *next, __u64 now)
 			p->s.kstack_len = bpf_get_task_stack(next, p->s.kstack,
 			    sizeof(p->s.kstack), 0);
 	}
-	c->spent += bpf_ktime_get_ns() - now;
 }
 
 /*

@@ -72,7 +72,7 @@
 #define OFFCPU_AGGS	8192	/* entries of offcpu_aggs (72 bytes each, preallocated) */
 #define OFFCPU_STACKS	4096	/* entries of offcpu_stacks (a struct prof_sample each, when used) */
 #define OFFCPU_THREADS	8192	/* entries of offcpu_threads (48 bytes each, preallocated) */
-#define OFFCPU_WALK_NS	1000000	/* ns a second each CPU spends taking off-CPU stacks, about */
+#define OFFCPU_WALKS	100	/* off-CPU stacks each CPU takes a second, about, at most */
 /*
  * The watchdog: a sampler that has not completed a period in STALL_PERIODS
  * periods (and STALL_MIN_NS: a flush may take seconds on a loaded host) is
@@ -1743,7 +1743,7 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 		e->skel->rodata->user_stacks = true;
 		e->skel->rodata->offcpu = o->offcpu;
 		e->skel->rodata->offcpu_min_ns = o->offcpu_min_ns;
-		e->skel->rodata->offcpu_walk_ns = OFFCPU_WALK_NS / (o->offcpu_sample > 1 ?
+		e->skel->rodata->offcpu_walks = OFFCPU_WALKS / (o->offcpu_sample > 1 ?
 		    o->offcpu_sample : 1);
 		e->skel->rodata->self_tgid = (uint32_t)getpid();
 		/* Without off-CPU its programs are not even loaded; a tracepoint the kernel lacks neither. */
@@ -1877,9 +1877,10 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 		    MALLOC_RATE_DEFAULT >> 10);
 	if (o->offcpu)
 		log_info("ebpf: off-CPU time recorded, every wait timed; stacks of waits of "
-		    "%.3f ms or more (more past %.1f ms a second per CPU spent taking them), "
-		    "of shorter ones in proportion to their length; profile type offcpu",
-		    (double)o->offcpu_min_ns / 1e6, (double)e->skel->rodata->offcpu_walk_ns / 1e6);
+		    "%.3f ms or more (more past about %llu stacks a second per CPU), of shorter "
+		    "ones in proportion to their length; profile type offcpu",
+		    (double)o->offcpu_min_ns / 1e6,
+		    (unsigned long long)e->skel->rodata->offcpu_walks);
 	*out = e;
 	return 0;
 fail:
