@@ -643,9 +643,11 @@ do_sample(struct bpf_perf_event_data *ctx)
  * max(length, T) nanoseconds (Horvitz-Thompson: unbiased for every stack,
  * label set and thread whatever its waits' lengths). T is per CPU, from
  * offcpu_min_ns (the threshold: waits that long always keep their own
- * stacks) up, raised when the CPU would draw more than offcpu_walks waits
- * a second and lowered again when it draws fewer; it is read once for each
- * draw, before it. So each switch costs two task storage accesses and a
+ * stacks) up to OFFCPU_T_CAP times that, raised when the CPU would draw
+ * more than offcpu_walks waits a second and lowered again when it draws
+ * fewer; it is read once for each draw, before it. (A host with many
+ * threads has most of its off-CPU time in idle threads: a T without a cap
+ * would leave a busy thread a draw a second or less.) So each switch costs two task storage accesses and a
  * clock read, and a wait whose stacks are taken the walk a CPU sample
  * costs: about offcpu_walks a second on each CPU at most, but for the
  * waits longer than T.
@@ -688,8 +690,10 @@ extern const void __schedule __ksym __weak;
 #define OFFCPU_WIN_NS		100000000ULL	/* T follows the walks of each tenth of a second */
 #define OFFCPU_T_MAX		4000000000ULL	/* T at most (4 s: the draw is a 32-bit remainder) */
 #define OFFCPU_T_GROW		16		/* T grows at most this many times a window */
+#define OFFCPU_T_CAP		100		/* ... up to this many times offcpu_min_ns */
 #define OFFCPU_NOTICE_NS	200000000ULL	/* between two PROF_EV_TABLES of a thread */
 #define OFFCPU_NOTICES		3		/* PROF_EV_TABLES a thread sends at most */
+#define OFFCPU_ONE_T		(1U << 20)	/* T in offcpu_task.next's unit */
 #define OFFCPU_TABLES_OK	0xff		/* offcpu_task.notices: its process has tables (or no more asking) */
 
 /* task_struct's rseq area (registered by glibc 2.35 and later for every thread), where it has one. */
@@ -704,7 +708,7 @@ struct offcpu_task {
 	__u64	waits;
 	__u64	notice_ns;	/* its last PROF_EV_TABLES */
 	__u32	notices;	/* PROF_EV_TABLES sent, or OFFCPU_TABLES_OK */
-	__u32	pad;
+	__u32	next;		/* off-CPU time to its next draw point, in T/OFFCPU_ONE_T; 0: none yet */
 };
 
 struct {
@@ -991,6 +995,28 @@ offcpu_walk(void *ctx, struct offcpu_pend *p)
 	offcpu_add(p);
 }
 
+/* The CPU's xorshift64 (cheaper than bpf_get_prandom_u32 on every wait). */
+static __always_inline __u64
+offcpu_rand(struct offcpu_cpu *c)
+{
+	__u64 x = c->rng;
+
+	if (x == 0)
+		x = bpf_get_prandom_u32() | ((__u64)bpf_get_prandom_u32() << 32) | 1;
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	c->rng = x;
+	return x;
+}
+
+/* A gap between two draw points: uniform in [T/2, 3T/2), in T/OFFCPU_ONE_T. */
+static __always_inline __u32
+offcpu_gap(struct offcpu_cpu *c)
+{
+	return OFFCPU_ONE_T / 2 + (__u32)((offcpu_rand(c) >> 16) % OFFCPU_ONE_T);
+}
+
 /*
  * next switches in: its wait ends. Its time goes to its exact total; drawn
  * (see above), its kernel stack is read now and the rest left for its own
@@ -1002,8 +1028,8 @@ offcpu_in(struct task_struct *next, __u64 now)
 	struct offcpu_task *o;
 	struct offcpu_pend *p;
 	struct offcpu_cpu *c;
-	__u64 delta, t, w, grow;
-	__u32 zero = 0;
+	__u64 delta, t, w, grow, step, k;
+	__u32 zero = 0, r;
 	long len;
 
 	o = bpf_task_storage_get(&offcpu_tasks, next, NULL, 0);
@@ -1033,6 +1059,8 @@ offcpu_in(struct task_struct *next, __u64 now)
 		} else if (c->walks < w / 2) {
 			t = t * (c->walks > w / 4 ? c->walks : w / 4) / (w / 2);
 		}
+		if (t > offcpu_min_ns * OFFCPU_T_CAP)
+			t = offcpu_min_ns * OFFCPU_T_CAP;
 		if (t < offcpu_min_ns)
 			t = offcpu_min_ns;
 		if (t > OFFCPU_T_MAX)
@@ -1044,16 +1072,42 @@ offcpu_in(struct task_struct *next, __u64 now)
 	t = c->t < offcpu_min_ns ? offcpu_min_ns : c->t;
 	if (t > OFFCPU_T_MAX)
 		t = OFFCPU_T_MAX;
-	if (delta < t) {
-		w = c->rng;
-		if (w == 0)
-			w = bpf_get_prandom_u32() | ((__u64)bpf_get_prandom_u32() << 32) | 1;
-		w ^= w << 13;
-		w ^= w >> 7;
-		w ^= w << 17;
-		c->rng = w;
-		/* Drawn with probability delta / t (t below 2^32). */
-		if ((__u32)(w >> 32) % (__u32)t >= delta) {
+	/*
+	 * Draw points lie along each thread's off-CPU time, T apart on
+	 * average (gaps uniform in [T/2, 3T/2), in units of the T of the
+	 * moment, from a random start): a wait holds k of them, k / T per
+	 * ns on average whatever came before, and counts k T ns and k T /
+	 * length waits (Hansen-Hurwitz: unbiased for every wait). A thread's
+	 * draws are spread over its time, so the split between its stacks
+	 * is much steadier than with independent draws, and the jitter
+	 * keeps a thread's rhythm from lining up with them. A wait of 3T/2
+	 * or more always holds one: it is drawn, counting its length and 1.
+	 */
+	if (delta >= t + t / 2) {
+		k = 0;
+		o->next = offcpu_gap(c);
+	} else {
+		step = delta * OFFCPU_ONE_T / t;
+		r = o->next != 0 ? o->next : (__u32)(offcpu_rand(c) % OFFCPU_ONE_T) + 1;
+		k = 0;
+		if (step >= r) {
+			/* (Gaps are T/2 at least and the wait below 3T/2: 3 points at most.) */
+			step -= r;
+			k = 1;
+			r = offcpu_gap(c);
+			if (step >= r) {
+				step -= r;
+				k = 2;
+				r = offcpu_gap(c);
+				if (step >= r) {
+					step -= r;
+					k = 3;
+					r = offcpu_gap(c);
+				}
+			}
+		}
+		o->next = step < r ? r - (__u32)step : 1;
+		if (k == 0) {
 			count(PROF_CNT_OFFCPU_SHORT);
 			return;
 		}
@@ -1068,13 +1122,12 @@ offcpu_in(struct task_struct *next, __u64 now)
 	p->tid = next->pid;
 	p->delta = delta;
 	p->s.hdr.kind = PROF_EV_OFFCPU;
-	if (delta >= t) {
+	if (k == 0) {
 		p->s.offcpu_ns = delta;
 		p->s.waits = PROF_OFFCPU_ONE;
 	} else {
-		/* Drawn with probability delta / t: t ns, t / delta waits. */
-		p->s.offcpu_ns = t;
-		w = delta > 0 ? t * PROF_OFFCPU_ONE / delta : 0xffffffffULL;
+		p->s.offcpu_ns = k * t;
+		w = delta > 0 ? k * t * PROF_OFFCPU_ONE / delta : 0xffffffffULL;
 		p->s.waits = w < 0xffffffffULL ? (__u32)w : 0xffffffffU;
 	}
 	p->s.kstack_len = 0;
