@@ -72,7 +72,7 @@
 #define OFFCPU_AGGS	8192	/* entries of offcpu_aggs (72 bytes each, preallocated) */
 #define OFFCPU_STACKS	4096	/* entries of offcpu_stacks (a struct prof_sample each, when used) */
 #define OFFCPU_THREADS	8192	/* entries of offcpu_threads (48 bytes each, preallocated) */
-#define OFFCPU_WALKS	100	/* off-CPU stacks each CPU takes a second, about, at most */
+#define OFFCPU_WALKS	200	/* off-CPU stacks each CPU takes a second, about, at most (but for long waits) */
 /*
  * The watchdog: a sampler that has not completed a period in STALL_PERIODS
  * periods (and STALL_MIN_NS: a flush may take seconds on a loaded host) is
