@@ -54,6 +54,15 @@
 #      not counted): both side by side, and the ratio of the two in each run
 #      with its median (the host's own load, which moves both alike, mostly
 #      cancels out of it).
+#   6a. Off-CPU programs per context switch (ONLY=offcpu runs it first,
+#      ONLY=offcpu_switch alone): two threads ping-pong over pipes, paced to
+#      about 40,000 switches a second (PP_RATE round trips a second, default
+#      19000), OC_SECS seconds, under a daemon at 99 Hz with --ebpf-offcpu
+#      (and BASE_BIN's beside it): the run time of this daemon's off-CPU
+#      programs (sched_switch, rseq_update, sys_exit once attached) per
+#      switch and as a share of a CPU at 40,000 switches a second, the base
+#      daemon's sched_switch program alike, each daemon's CPU; DAEMON_RUNS
+#      runs, medians and spread, the load average before and after.
 #   7. Go labels: a Go program running under two pprof label sets, without
 #      and with the daemon (its slowdown), and the BPF program's time per
 #      sample while every CPU runs it.
