@@ -657,9 +657,10 @@ do_sample(struct bpf_perf_event_data *ctx)
  * stack is read at the switch in, bpf_get_task_stack: __schedule down to
  * where it blocked): at its return to user mode with rseq registered
  * (rseq_update: every glibc thread, after every switch in), at its system
- * call's return (sys_exit, attached by user space only once a thread
- * without rseq had a wait drawn: offcpu_norseq; Go's threads), or, should
- * neither come first, at its next switch out. By then its process's unwind tables are loaded, even for a
+ * call's return (sys_exit, attached by user space only once a Go thread,
+ * which has no rseq, had a wait drawn: offcpu_norseq; every system call
+ * of the host runs it then), or, should neither come first, at its next
+ * switch out. By then its process's unwind tables are loaded, even for a
  * wait from its first second (the first switch out of a process that has
  * none asks user space for them: PROF_EV_TABLES), its Go goroutine and
  * interpreter frames those of the wait.
@@ -674,7 +675,7 @@ do_sample(struct bpf_perf_event_data *ctx)
 const volatile bool offcpu = false;
 const volatile __u64 offcpu_min_ns = 1000000;
 const volatile __u64 offcpu_walks = 100;
-/* Waits drawn of threads without rseq: user space attaches sys_exit once it sees one. */
+/* A Go thread (no rseq) had a wait drawn: user space attaches sys_exit once it sees it. */
 volatile __u64 offcpu_norseq = 0;
 const volatile __u32 self_tgid = 0;
 /* Written by user space (collector/ebpf/offcpu.c) before each drain. */
@@ -1029,7 +1030,7 @@ offcpu_in(struct task_struct *next, __u64 now)
 	struct offcpu_pend *p;
 	struct offcpu_cpu *c;
 	__u64 delta, t, w, grow, step, k;
-	__u32 zero = 0, r;
+	__u32 zero = 0, r, tgid;
 	long len;
 
 	o = bpf_task_storage_get(&offcpu_tasks, next, NULL, 0);
@@ -1115,9 +1116,16 @@ offcpu_in(struct task_struct *next, __u64 now)
 	if ((p = bpf_map_lookup_elem(&offcpu_pends, &zero)) == NULL)
 		return;
 	c->walks++;
-	/* Its stacks are taken where it returns to user mode, with rseq; else at sys_exit. */
-	if (!bpf_core_field_exists(((struct task_struct___rseq *)next)->rseq) ||
-	    BPF_CORE_READ((struct task_struct___rseq *)next, rseq) == NULL)
+	/*
+	 * Its stacks are taken where it returns to user mode, with rseq; a Go
+	 * thread (no rseq) needs sys_exit for its goroutine's labels, which
+	 * user space attaches once one is drawn; others without rseq are
+	 * taken at their next switch out.
+	 */
+	tgid = next->tgid;
+	if ((!bpf_core_field_exists(((struct task_struct___rseq *)next)->rseq) ||
+	    BPF_CORE_READ((struct task_struct___rseq *)next, rseq) == NULL) &&
+	    offcpu_norseq == 0 && bpf_map_lookup_elem(&go_procs, &tgid) != NULL)
 		__sync_fetch_and_add(&offcpu_norseq, 1);
 	p->tid = next->pid;
 	p->delta = delta;

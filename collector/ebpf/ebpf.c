@@ -381,9 +381,10 @@ kernel_has_tp(const char *name)
 }
 
 /*
- * sys_exit, where a drawn wait's stacks are taken for a thread without
- * rseq (Go's): attached only once such a thread had a wait drawn
- * (offcpu_norseq), since every system call of the host then runs it. Without
+ * sys_exit, where a drawn wait's stacks are taken for a Go thread (no
+ * rseq; its goroutine's labels are those of the wait there): attached
+ * only once such a thread had a wait drawn (offcpu_norseq), since every
+ * system call of the host then runs it. Without
  * it (or without rseq_update), the stacks are taken at the thread's next
  * switch out: logged once.
  */
@@ -397,8 +398,8 @@ offcpu_sysexit(struct ebpf_sampler *e)
 	if (bpf_program__autoload(e->skel->progs.offcpu_sys_exit))
 		e->sysexit_link = bpf_program__attach(e->skel->progs.offcpu_sys_exit);
 	if (e->sysexit_link != NULL)
-		log_info("ebpf: off-CPU: a thread without rseq (Go, an older C library) waits: "
-		    "its waits' stacks are taken as its system calls return (sys_exit)");
+		log_info("ebpf: off-CPU: a Go thread waits: its waits' stacks are taken as its "
+		    "system calls return (sys_exit)");
 	else
 		log_warnx("--ebpf-offcpu: no sys_exit tracepoint: the stacks of a wait of a "
 		    "thread without rseq are taken at its next switch out");
