@@ -2,7 +2,7 @@
  * offcpu_total: a program that knows how long each of its threads was off
  * CPU, for the off-CPU totals test (tests/integration/ebpf_offcpu_total.sh).
  *
- * exec_wait comes first, as the process starts: a sleep of 1 s, before
+ * exec_wait comes first, as the process starts: a sleep of 3 s, before
  * the profiler can have read the process's mappings. Then busy_ms computes
  * for BUSY_MS (default 500) ms of CPU time, and a thread (first_thread)
  * sleeps FIRST_MS in first_wait: a wait from the process's first second,
@@ -71,7 +71,7 @@ nap(long us)
 __attribute__((noinline)) static void
 exec_wait(void)
 {
-	nap(1000 * 1000L);
+	nap(3000 * 1000L);
 	sink++;
 }
 

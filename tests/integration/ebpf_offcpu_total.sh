@@ -9,9 +9,11 @@
 # thread measured. A wait from its first second (first_wait: a sleep of a
 # worker started after 0.5 s of CPU time; a binary built here, never seen
 # before) must have its user stack down to the thread's start. So must a
-# sleep of 1 s that begins as the process starts (exec_wait, within its
+# sleep of 3 s that begins as the process starts (exec_wait, within its
 # first 200 ms, before the daemon has read its mappings: its stacks are
-# taken when it ends, by when its tables are loaded): main;exec_wait;nap.
+# taken when it ends, by when its tables are loaded: the daemon builds a
+# new binary's table in the background, a second or two under sanitizers
+# on a busy host): main;exec_wait;nap.
 # Both CPUs are busy meanwhile (the spinners). Needs root and a kernel
 # with BTF; otherwise every check is skipped.
 set -u
