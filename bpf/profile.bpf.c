@@ -521,10 +521,12 @@ fault:
 /*
  * Fill e (hdr.kind set by the caller) with the current task's identity and
  * stacks; e->wake: user space should see it at once. ctx: the program's
- * context, for bpf_get_stack; in_user, ip, sp, bp: see walk_user.
+ * context, for bpf_get_stack; in_user, ip, sp, bp: see walk_user; kstack:
+ * take the kernel stack (else the caller has put it in e already).
  */
 static __always_inline void
-fill_sample(void *ctx, struct prof_sample *e, bool in_user, __u64 ip, __u64 sp, __u64 bp)
+fill_sample_k(void *ctx, struct prof_sample *e, bool in_user, __u64 ip, __u64 sp, __u64 bp,
+    bool kstack)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32;
@@ -547,11 +549,13 @@ fill_sample(void *ctx, struct prof_sample *e, bool in_user, __u64 ip, __u64 sp, 
 	    bpf_core_read_str(e->leader_comm, sizeof(e->leader_comm), &leader->comm) < 0)
 		e->leader_comm[0] = '\0';
 
-	e->kstack_len = 0;
-	if (kernel_stacks) {
-		e->kstack_len = bpf_get_stack(ctx, e->kstack, sizeof(e->kstack), 0);
-		if (e->kstack_len < 0)
-			count(PROF_CNT_ERR_KSTACK);
+	if (kstack) {
+		e->kstack_len = 0;
+		if (kernel_stacks) {
+			e->kstack_len = bpf_get_stack(ctx, e->kstack, sizeof(e->kstack), 0);
+			if (e->kstack_len < 0)
+				count(PROF_CNT_ERR_KSTACK);
+		}
 	}
 	e->ustack_len = 0;
 	e->unwind = 0;
@@ -574,6 +578,12 @@ fill_sample(void *ctx, struct prof_sample *e, bool in_user, __u64 ip, __u64 sp, 
 		walk_php(e, tgid);
 	}
 	e->wake = wake;
+}
+
+static __always_inline void
+fill_sample(void *ctx, struct prof_sample *e, bool in_user, __u64 ip, __u64 sp, __u64 bp)
+{
+	fill_sample_k(ctx, e, in_user, ip, sp, bp, true);
 }
 
 /*
@@ -625,56 +635,123 @@ do_sample(struct bpf_perf_event_data *ctx)
 }
 
 /*
- * Off-CPU time (with --ebpf-offcpu), from the sched_switch tracepoint alone
- * (no kprobes or trampolines needed). When a thread switches out (it blocks,
- * or is preempted; 1 in offcpu_sample of these switches, and of
- * preemptions 1 in offcpu_sample * offcpu_preempt_sample), its stacks are
- * taken as do_sample takes them, while it is still the current task (no
- * other time can read its user stack), into its own entry of offcpu_waits,
- * with the time. When the scheduler switches it in again, a wait of
- * offcpu_min_ns or more is added, weighted by that N, to the entry of
- * offcpu_aggs for its thread, stack and generation (see struct
- * prof_offcpu_key: a few dozen bytes), the stack itself stored once per
- * generation in offcpu_stacks, whichever threads wait in it; user space
- * drains both every few seconds, or sooner when offcpu_added says
- * offcpu_aggs fills up: a thread that waits in the same place again and
- * again costs one small entry, not one record per wait, and a stack many
- * threads wait in is copied once. A preempted thread's wait (for a CPU,
- * its stack nearly always its own), and with either map full any wait, is
- * sent through the ring buffer by itself. A shorter wait is dropped. A
- * thread's offcpu_waits entry is reused from wait to wait and deleted when
- * the thread exits. The daemon's own process (self_tgid), the idle tasks,
- * kernel threads and exiting threads are left out: their waits are no
- * one's latency.
+ * Off-CPU time (with --ebpf-offcpu), from BTF tracepoints alone (no kprobes
+ * or trampolines needed). A wait is timed from the switch out of a user
+ * thread to its switch in (sched_switch), and its stacks are taken only for
+ * a sample of the waits, drawn when the wait ends, its length known: with
+ * probability p = min(1, length / T), a sampled wait counting 1/p waits and
+ * max(length, T) nanoseconds (Horvitz-Thompson: unbiased for every stack,
+ * label set and thread whatever its waits' lengths). T is per CPU, from
+ * offcpu_min_ns (the threshold: waits that long always keep their own
+ * stacks) up to OFFCPU_T_CAP times that, raised when the CPU would draw
+ * more than offcpu_walks waits a second and lowered again when it draws
+ * fewer; it is read once for each draw, before it. (A host with many
+ * threads has most of its off-CPU time in idle threads: a T without a cap
+ * would leave a busy thread a draw a second or less.) So each switch costs two task storage accesses and a
+ * clock read, and a wait whose stacks are taken the walk a CPU sample
+ * costs: about offcpu_walks a second on each CPU at most, but for the
+ * waits longer than T.
+ *
+ * The stacks are taken after the wait, in the thread's own context, where
+ * its user stack and registers are still those of the wait (its kernel
+ * stack is read at the switch in, bpf_get_task_stack: __schedule down to
+ * where it blocked): at its return to user mode with rseq registered
+ * (rseq_update: every glibc thread, after every switch in), at its system
+ * call's return (sys_exit, attached by user space only once a Go thread,
+ * which has no rseq, had a wait drawn: offcpu_norseq; every system call
+ * of the host runs it then), or, should neither come first, at its next
+ * switch out. By then its process's unwind tables are loaded, even for a
+ * wait from its first second (the first switch out of a process that has
+ * none asks user space for them: PROF_EV_TABLES), its Go goroutine and
+ * interpreter frames those of the wait.
+ *
+ * The exact time of every wait is added up per thread (task storage) and
+ * moved to offcpu_threads when one of its waits is sampled and when it
+ * exits; user space scales a thread's sampled stacks of a generation to it
+ * (see profile.h). The daemon's own process (self_tgid), the idle tasks,
+ * kernel threads and exiting threads are left out: their waits are no one's
+ * latency.
  */
 const volatile bool offcpu = false;
 const volatile __u64 offcpu_min_ns = 1000000;
-const volatile __u32 offcpu_sample = 1;
-/*
- * A preempted thread (switched out while still runnable: by the kernel's
- * preemption, or at its return to user mode when its time is up) waits for
- * a CPU, briefly, in whatever it was running: nearly every such wait has a
- * stack of its own (a leaf pc anywhere), so they would be most of the
- * distinct stacks for a small share of the time waited. Sampled (and
- * weighted) further, their total stays unbiased.
- */
-const volatile __u32 offcpu_preempt_sample = 1;
+const volatile __u64 offcpu_walks = 100;
+/* A Go thread (no rseq) had a wait drawn: user space attaches sys_exit once it sees it. */
+volatile __u64 offcpu_norseq = 0;
 const volatile __u32 self_tgid = 0;
 /* Written by user space (collector/ebpf/offcpu.c) before each drain. */
 volatile __u32 offcpu_gen = 1;
 /* Entries added to offcpu_aggs since the start: user space drains early past a share of its room. */
 volatile __u64 offcpu_added = 0;
 
+/* Where every switch out happens: the leaf of an off-CPU kernel stack (0: not found). */
+extern const void __schedule __ksym __weak;
+
 #define PF_EXITING_FLAG		0x00000004	/* include/linux/sched.h PF_EXITING */
 #define EEXIST_ERRNO		17		/* include/uapi/asm-generic/errno-base.h EEXIST */
+#define OFFCPU_WIN_NS		100000000ULL	/* T follows the walks of each tenth of a second */
+#define OFFCPU_T_MAX		4000000000ULL	/* T at most (4 s: the draw is a 32-bit remainder) */
+#define OFFCPU_T_GROW		16		/* T grows at most this many times a window */
+#define OFFCPU_T_CAP		10		/* ... up to this many times offcpu_min_ns */
+#define OFFCPU_NOTICE_NS	200000000ULL	/* between two PROF_EV_TABLES of a thread */
+#define OFFCPU_NOTICES		3		/* PROF_EV_TABLES a thread sends at most */
+#define OFFCPU_ONE_T		(1U << 20)	/* T in offcpu_task.next's unit */
+#define OFFCPU_TABLES_OK	0xff		/* offcpu_task.notices: its process has tables (or no more asking) */
+
+/* task_struct's rseq area (registered by glibc 2.35 and later for every thread), where it has one. */
+struct task_struct___rseq {
+	void	*rseq;
+} __attribute__((preserve_access_index));
+
+/* A thread's wait in progress and its exact time not yet in offcpu_threads. Freed with the task. */
+struct offcpu_task {
+	__u64	start;		/* its switch out; 0: running */
+	__u64	ns;		/* every wait's time since its last move to offcpu_threads */
+	__u64	waits;
+	__u64	notice_ns;	/* its last PROF_EV_TABLES */
+	__u32	notices;	/* PROF_EV_TABLES sent, or OFFCPU_TABLES_OK */
+	__u32	next;		/* off-CPU time to its next draw point, in T/OFFCPU_ONE_T; 0: none yet */
+};
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);	/* memory only for threads that have blocked */
-	__uint(max_entries, 8192);
-	__type(key, __u32);			/* tid */
-	__type(value, struct prof_offcpu_wait);
-} offcpu_waits SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct offcpu_task);
+} offcpu_tasks SEC(".maps");
+
+/* Each CPU's T: the window's start, the waits drawn in it. */
+struct offcpu_cpu {
+	__u64	win;
+	__u64	t;
+	__u64	walks;
+	__u64	rng;		/* xorshift64 state: cheaper than bpf_get_prandom_u32 on every wait */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct offcpu_cpu);
+} offcpu_cpus SEC(".maps");
+
+/*
+ * The wait drawn at this CPU's last switch in whose stacks are still to be
+ * taken (tid 0: none): the thread runs on this CPU until it switches out,
+ * so one per CPU. s holds its kernel stack, value and count.
+ */
+struct offcpu_pend {
+	__u32	tid;
+	__u32	pad;
+	__u64	delta;		/* the wait's own length */
+	struct prof_sample s;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct offcpu_pend);
+} offcpu_pends SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);	/* preallocated: small entries, cheap to delete */
@@ -691,13 +768,39 @@ struct {
 	__type(value, struct prof_sample);
 } offcpu_stacks SEC(".maps");
 
-/* Where a thread's first entry of offcpu_waits is built. */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct prof_offcpu_wait);
-} offcpu_bufs SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_HASH);	/* preallocated: small entries, cheap to delete */
+	__uint(max_entries, 8192);		/* resized by user space before load */
+	__type(key, struct prof_offcpu_tkey);
+	__type(value, struct prof_offcpu_tval);
+} offcpu_threads SEC(".maps");
+
+static __always_inline void
+notify(__u32 kind)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct prof_notice *n;
+
+	n = bpf_ringbuf_reserve(&events, sizeof(*n), 0);
+	if (!n) {
+		count(PROF_CNT_DROP_EVENT);
+		return;
+	}
+	n->hdr.kind = kind;
+	n->hdr.pid = id >> 32;
+	n->hdr.tid = (__u32)id;
+	n->hdr.cpu = bpf_get_smp_processor_id();
+	n->hdr.time_ns = bpf_ktime_get_ns();
+	bpf_get_current_comm(n->comm, sizeof(n->comm));
+	/*
+	 * An exec wakes the reader at once: it reads the new mappings while
+	 * the process still exists, however short its life; so does a
+	 * process that waits before it has tables, so that they are loaded
+	 * before its wait ends.
+	 */
+	bpf_ringbuf_submit(n, kind == PROF_EV_EXEC || kind == PROF_EV_TABLES ?
+	    BPF_RB_FORCE_WAKEUP : wakeup_flag());
+}
 
 static __always_inline __u64
 mix(__u64 h, __u64 v)
@@ -790,169 +893,381 @@ stack_hash(const struct prof_sample *s)
 	return h;
 }
 
-/* Add w's wait of delta (scaled) that ended at now, weight waits, to offcpu_aggs. */
+/* Move the current thread's exact time (task storage o) to offcpu_threads. 0, or nonzero: full. */
+static __always_inline long
+offcpu_flush(struct offcpu_task *o, const struct prof_sample *s, __u32 pid, __u32 tid, __u32 gen)
+{
+	struct prof_offcpu_tkey key = {};
+	struct prof_offcpu_tval val, *v;
+
+	if (o->ns == 0 && o->waits == 0)
+		return 0;
+	key.pid = pid;
+	key.tid = tid;
+	key.gen = gen;
+	/* One writer: the thread itself (user space deletes only older generations' entries). */
+	if ((v = bpf_map_lookup_elem(&offcpu_threads, &key)) != NULL) {
+		__sync_fetch_and_add(&v->ns, o->ns);
+		__sync_fetch_and_add(&v->waits, o->waits);
+	} else {
+		val.ns = o->ns;
+		val.waits = o->waits;
+		if (s != NULL) {
+			__builtin_memcpy(val.comm, s->comm, sizeof(val.comm));
+			__builtin_memcpy(val.leader_comm, s->leader_comm, sizeof(val.leader_comm));
+		} else {
+			bpf_get_current_comm(val.comm, sizeof(val.comm));
+			__builtin_memset(val.leader_comm, 0, sizeof(val.leader_comm));
+		}
+		if (bpf_map_update_elem(&offcpu_threads, &key, &val, BPF_NOEXIST) != 0)
+			return 1;
+	}
+	o->ns = 0;
+	o->waits = 0;
+	return 0;
+}
+
+/*
+ * Add the drawn wait p (its stacks just taken, in the thread's own
+ * context) to offcpu_aggs, and the thread's exact time to offcpu_threads.
+ */
 static __always_inline void
-offcpu_add(struct prof_offcpu_wait *w, __u64 delta, __u64 weight, __u64 now)
+offcpu_add(struct offcpu_pend *p)
 {
 	struct prof_offcpu_key key = {};
 	struct prof_offcpu_skey skey = {};
 	struct prof_offcpu_val val, *v;
+	struct offcpu_task *o;
 	long rc;
 
-	w->s.offcpu_ns = delta;
-	w->s.hdr.time_ns = now;
-	w->s.waits = (__u32)weight;
-	/*
-	 * A process user space has not seen yet (or whose tables are being
-	 * loaded): its wait goes at once, through the ring buffer, so that
-	 * user space reads its mappings and loads its tables while it lives.
-	 * So does a preempted thread's wait for a CPU: its stack (a leaf pc
-	 * anywhere in the code it was running) is nearly always its own, and
-	 * a record read in place costs user space less than an entry and a
-	 * stack stored, read and deleted for one wait.
-	 */
-	if (w->s.wake || w->preempted) {
-		count(send_sample(&w->s) == 0 ? PROF_CNT_OFFCPU_SENT : PROF_CNT_DROP_RINGBUF);
-		return;
-	}
-	key.stack = stack_hash(&w->s);
-	key.pid = w->s.hdr.pid;
-	key.tid = w->s.hdr.tid;
+	/* (A process user space has not seen was announced at its switch out: offcpu_tables.) */
+	o = bpf_task_storage_get(&offcpu_tasks, bpf_get_current_task_btf(), NULL, 0);
+	key.stack = stack_hash(&p->s);
+	key.pid = p->s.hdr.pid;
+	key.tid = p->s.hdr.tid;
 	key.gen = offcpu_gen;
-	/*
-	 * The thread's entry has one writer: the CPU switching the thread in
-	 * (user space deletes only older generations' entries).
-	 */
+	/* The thread's entry has one writer: the thread itself. */
 	if ((v = bpf_map_lookup_elem(&offcpu_aggs, &key)) != NULL) {
-		__sync_fetch_and_add(&v->waits, weight);
-		__sync_fetch_and_add(&v->ns, delta);
-		count(PROF_CNT_OFFCPU_SENT);
-		return;
+		__sync_fetch_and_add(&v->waits, p->s.waits);
+		__sync_fetch_and_add(&v->ns, p->s.offcpu_ns);
+		goto added;
 	}
-	val.waits = weight;
-	val.ns = delta;
-	__builtin_memcpy(val.comm, w->s.comm, sizeof(val.comm));
-	__builtin_memcpy(val.leader_comm, w->s.leader_comm, sizeof(val.leader_comm));
-	if (bpf_map_update_elem(&offcpu_aggs, &key, &val, BPF_NOEXIST) != 0) {
-		count(send_sample(&w->s) == 0 ? PROF_CNT_OFFCPU_SPILL : PROF_CNT_DROP_RINGBUF);	/* full */
-		return;
-	}
+	val.waits = p->s.waits;
+	val.ns = p->s.offcpu_ns;
+	__builtin_memcpy(val.comm, p->s.comm, sizeof(val.comm));
+	__builtin_memcpy(val.leader_comm, p->s.leader_comm, sizeof(val.leader_comm));
+	if (bpf_map_update_elem(&offcpu_aggs, &key, &val, BPF_NOEXIST) != 0)
+		goto spill;
 	/* The stack, unless a thread stored it already in this generation. */
 	skey.stack = key.stack;
 	skey.gen = key.gen;
-	rc = bpf_map_update_elem(&offcpu_stacks, &skey, &w->s, BPF_NOEXIST);
+	rc = bpf_map_update_elem(&offcpu_stacks, &skey, &p->s, BPF_NOEXIST);
 	if (rc != 0 && rc != -EEXIST_ERRNO) {
 		bpf_map_delete_elem(&offcpu_aggs, &key);
-		count(send_sample(&w->s) == 0 ? PROF_CNT_OFFCPU_SPILL : PROF_CNT_DROP_RINGBUF);
-		return;
+		goto spill;
 	}
 	__sync_fetch_and_add(&offcpu_added, 1);
+added:
 	count(PROF_CNT_OFFCPU_SENT);
+	if (o != NULL)
+		offcpu_flush(o, &p->s, key.pid, key.tid, key.gen);
+	return;
+spill:
+	/*
+	 * The maps are full: the wait goes by itself, with its own value,
+	 * and leaves the thread's exact time (not scaled by user space).
+	 */
+	count(send_sample(&p->s) == 0 ? PROF_CNT_OFFCPU_SPILL : PROF_CNT_DROP_RINGBUF);
+	if (o != NULL) {
+		o->ns = o->ns > p->delta ? o->ns - p->delta : 0;
+		o->waits = o->waits > 0 ? o->waits - 1 : 0;
+	}
 }
 
-/* Kernels before 5.14 call the task's state "state". */
-struct task_struct___pre514 {
-	long	state;
-} __attribute__((preserve_access_index));
-
-/* Whether t, switching out, is still runnable (TASK_RUNNING, 0): preempted, not blocked. */
-static __always_inline bool
-still_runnable(struct task_struct *t)
+/* Take the drawn wait p's user stacks: the current task is its thread. */
+static __always_inline void
+offcpu_walk(void *ctx, struct offcpu_pend *p)
 {
-	if (bpf_core_field_exists(t->__state))
-		return BPF_CORE_READ(t, __state) == 0;
-	return BPF_CORE_READ((struct task_struct___pre514 *)t, state) == 0;
+	__u32 waits = p->s.waits;
+
+	p->tid = 0;
+	fill_sample_k(ctx, &p->s, false, 0, 0, 0, false);
+	p->s.waits = waits;	/* (fill_sample_k clears it) */
+	offcpu_add(p);
+}
+
+/* The CPU's xorshift64 (cheaper than bpf_get_prandom_u32 on every wait). */
+static __always_inline __u64
+offcpu_rand(struct offcpu_cpu *c)
+{
+	__u64 x = c->rng;
+
+	if (x == 0)
+		x = bpf_get_prandom_u32() | ((__u64)bpf_get_prandom_u32() << 32) | 1;
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	c->rng = x;
+	return x;
+}
+
+/* A gap between two draw points: uniform in [T/2, 3T/2), in T/OFFCPU_ONE_T. */
+static __always_inline __u32
+offcpu_gap(struct offcpu_cpu *c)
+{
+	return OFFCPU_ONE_T / 2 + (__u32)((offcpu_rand(c) >> 16) % OFFCPU_ONE_T);
+}
+
+/*
+ * next switches in: its wait ends. Its time goes to its exact total; drawn
+ * (see above), its kernel stack is read now and the rest left for its own
+ * context (offcpu_pends).
+ */
+static __always_inline void
+offcpu_in(struct task_struct *next, __u64 now)
+{
+	struct offcpu_task *o;
+	struct offcpu_pend *p;
+	struct offcpu_cpu *c;
+	__u64 delta, t, w, grow, step, k;
+	__u32 zero = 0, r, tgid;
+	long len;
+
+	o = bpf_task_storage_get(&offcpu_tasks, next, NULL, 0);
+	if (o == NULL || o->start == 0)
+		return;
+	delta = now - o->start;
+	o->start = 0;
+	o->ns += delta;
+	o->waits++;
+	if ((c = bpf_map_lookup_elem(&offcpu_cpus, &zero)) == NULL)
+		return;
+	/* A new window: T follows the last one's draws. */
+	if (now - c->win >= OFFCPU_WIN_NS) {
+		w = offcpu_walks / (1000000000ULL / OFFCPU_WIN_NS);
+		if (w < 2)
+			w = 2;
+		/*
+		 * The draws of a window go as 1/T (but for the waits longer
+		 * than T): T is scaled by the window's draws over the budget
+		 * (16 times at most, halved at most), left alone between
+		 * half the budget and all of it.
+		 */
+		t = c->t < offcpu_min_ns ? offcpu_min_ns : c->t;
+		if (c->walks > w) {
+			grow = c->walks < w * OFFCPU_T_GROW ? c->walks : w * OFFCPU_T_GROW;
+			t = t * grow / w;
+		} else if (c->walks < w / 2) {
+			t = t * (c->walks > w / 4 ? c->walks : w / 4) / (w / 2);
+		}
+		if (t > offcpu_min_ns * OFFCPU_T_CAP)
+			t = offcpu_min_ns * OFFCPU_T_CAP;
+		if (t < offcpu_min_ns)
+			t = offcpu_min_ns;
+		if (t > OFFCPU_T_MAX)
+			t = OFFCPU_T_MAX;
+		c->t = t;
+		c->win = now;
+		c->walks = 0;
+	}
+	t = c->t < offcpu_min_ns ? offcpu_min_ns : c->t;
+	if (t > OFFCPU_T_MAX)
+		t = OFFCPU_T_MAX;
+	/*
+	 * Draw points lie along each thread's off-CPU time, T apart on
+	 * average (gaps uniform in [T/2, 3T/2), in units of the T of the
+	 * moment, from a random start): a wait holds k of them, k / T per
+	 * ns on average whatever came before, and counts k T ns and k T /
+	 * length waits (Hansen-Hurwitz: unbiased for every wait). A thread's
+	 * draws are spread over its time, so the split between its stacks
+	 * is much steadier than with independent draws, and the jitter
+	 * keeps a thread's rhythm from lining up with them. A wait of 3T/2
+	 * or more always holds one: it is drawn, counting its length and 1.
+	 */
+	if (delta >= t + t / 2) {
+		k = 0;
+		o->next = offcpu_gap(c);
+	} else {
+		step = delta * OFFCPU_ONE_T / t;
+		r = o->next != 0 ? o->next : (__u32)(offcpu_rand(c) % OFFCPU_ONE_T) + 1;
+		k = 0;
+		if (step >= r) {
+			/* (Gaps are T/2 at least and the wait below 3T/2: 3 points at most.) */
+			step -= r;
+			k = 1;
+			r = offcpu_gap(c);
+			if (step >= r) {
+				step -= r;
+				k = 2;
+				r = offcpu_gap(c);
+				if (step >= r) {
+					step -= r;
+					k = 3;
+					r = offcpu_gap(c);
+				}
+			}
+		}
+		o->next = step < r ? r - (__u32)step : 1;
+		if (k == 0) {
+			count(PROF_CNT_OFFCPU_SHORT);
+			return;
+		}
+	}
+	if ((p = bpf_map_lookup_elem(&offcpu_pends, &zero)) == NULL)
+		return;
+	c->walks++;
+	/*
+	 * Its stacks are taken where it returns to user mode, with rseq; a Go
+	 * thread (no rseq) needs sys_exit for its goroutine's labels, which
+	 * user space attaches once one is drawn; others without rseq are
+	 * taken at their next switch out.
+	 */
+	tgid = next->tgid;
+	if ((!bpf_core_field_exists(((struct task_struct___rseq *)next)->rseq) ||
+	    BPF_CORE_READ((struct task_struct___rseq *)next, rseq) == NULL) &&
+	    offcpu_norseq == 0 && bpf_map_lookup_elem(&go_procs, &tgid) != NULL)
+		__sync_fetch_and_add(&offcpu_norseq, 1);
+	p->tid = next->pid;
+	p->delta = delta;
+	p->s.hdr.kind = PROF_EV_OFFCPU;
+	if (k == 0) {
+		p->s.offcpu_ns = delta;
+		p->s.waits = PROF_OFFCPU_ONE;
+	} else {
+		p->s.offcpu_ns = k * t;
+		w = delta > 0 ? k * t * PROF_OFFCPU_ONE / delta : 0xffffffffULL;
+		p->s.waits = w < 0xffffffffULL ? (__u32)w : 0xffffffffU;
+	}
+	p->s.kstack_len = 0;
+	if (kernel_stacks) {
+		/*
+		 * The kernel's walk of a task that is not running leaves out
+		 * the scheduler's functions (.sched.text): __schedule, where
+		 * every switch out happens, is put back as the leaf.
+		 */
+		p->s.kstack[0] = (__u64)&__schedule;
+		len = bpf_get_task_stack(next, &p->s.kstack[1], sizeof(p->s.kstack) - 8, 0);
+		if (len < 0)
+			count(PROF_CNT_ERR_KSTACK);
+		else if (p->s.kstack[0] != 0)
+			p->s.kstack_len = len + 8;
+		else if (len > 0)
+			p->s.kstack_len = bpf_get_task_stack(next, p->s.kstack,
+			    sizeof(p->s.kstack), 0);
+	}
+}
+
+/*
+ * prev blocks before its process has unwind tables: user space is asked to
+ * load them (a few times, OFFCPU_NOTICE_NS apart), so that they are there
+ * when its wait ends.
+ */
+static __always_inline void
+offcpu_tables(struct offcpu_task *o, __u32 tgid, __u64 now)
+{
+	if (!unwind_tables || bpf_map_lookup_elem(&unw_procs, &tgid) != NULL ||
+	    o->notices >= OFFCPU_NOTICES) {
+		o->notices = OFFCPU_TABLES_OK;
+		return;
+	}
+	if (o->notices > 0 && now - o->notice_ns < OFFCPU_NOTICE_NS)
+		return;
+	notify(PROF_EV_TABLES);
+	o->notices++;
+	o->notice_ns = now;
 }
 
 SEC("tp_btf/sched_switch")
 int
 BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	struct prof_offcpu_wait *w;
-	__u32 tid, tgid, zero = 0, weight;
-	__u64 now, start, delta;
+	struct offcpu_task *o;
+	struct offcpu_pend *p;
+	__u32 tid, zero = 0;
+	__u64 now;
 
 	if (!offcpu)
 		return 0;
-	/* next's wait, if one was recorded, ends here. */
-	tid = BPF_CORE_READ(next, pid);
-	if (tid != 0 && (w = bpf_map_lookup_elem(&offcpu_waits, &tid)) != NULL &&
-	    (start = w->s.hdr.time_ns) != 0) {
-		now = bpf_ktime_get_ns();
-		delta = now - start;
-		w->s.hdr.time_ns = 0;
-		/* The weight the switch out was sampled with. */
-		weight = w->weight > 0 ? w->weight : 1;
-		if (delta < offcpu_min_ns)
-			count(PROF_CNT_OFFCPU_SHORT);
-		else
-			offcpu_add(w, delta * weight, weight, now);
-	}
-
+	now = bpf_ktime_get_ns();
 	/*
-	 * prev is the current task: its stacks are where it blocks. A
-	 * preempted thread's wait for a CPU counts too: its user sees it
-	 * as latency like any other.
+	 * prev switches out: a wait of its drawn at its switch in whose
+	 * stacks no hook took yet is taken now (prev is the current task),
+	 * then its new wait starts. (prev's fields are read directly: a BTF
+	 * pointer, plain loads.)
 	 */
-	tid = BPF_CORE_READ(prev, pid);
-	tgid = BPF_CORE_READ(prev, tgid);
-	if (tid == 0 || tgid == self_tgid || BPF_CORE_READ(prev, mm) == NULL ||
-	    (BPF_CORE_READ(prev, flags) & PF_EXITING_FLAG))
-		return 0;
-	preempt = preempt || still_runnable(prev);
-	weight = preempt ? offcpu_sample * offcpu_preempt_sample : offcpu_sample;
-	if (weight > 1 && bpf_get_prandom_u32() % weight != 0)
-		return 0;
-	/* The thread's entry is filled in place; its first is built aside and stored. */
-	if ((w = bpf_map_lookup_elem(&offcpu_waits, &tid)) != NULL) {
-		w->weight = weight;
-		w->preempted = preempt;
-		w->s.hdr.kind = PROF_EV_OFFCPU;
-		w->s.offcpu_ns = 0;
-		fill_sample(ctx, &w->s, false, 0, 0, 0);
-		count(PROF_CNT_OFFCPU_OUT);
-		return 0;
+	tid = prev->pid;
+	p = bpf_map_lookup_elem(&offcpu_pends, &zero);
+	if (tid != 0 && prev->mm != NULL && prev->tgid != self_tgid &&
+	    !(prev->flags & PF_EXITING_FLAG)) {
+		if (p != NULL && p->tid == tid)
+			offcpu_walk(ctx, p);
+		o = bpf_task_storage_get(&offcpu_tasks, prev, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (o != NULL) {
+			o->start = now;
+			if (o->notices != OFFCPU_TABLES_OK)
+				offcpu_tables(o, prev->tgid, now);
+		} else {
+			count(PROF_CNT_OFFCPU_FULL);
+		}
+	} else if (p != NULL && p->tid == tid) {
+		p->tid = 0;
 	}
-	if ((w = bpf_map_lookup_elem(&offcpu_bufs, &zero)) == NULL)
-		return 0;
-	w->weight = weight;
-	w->preempted = preempt;
-	w->s.hdr.kind = PROF_EV_OFFCPU;
-	w->s.offcpu_ns = 0;
-	fill_sample(ctx, &w->s, false, 0, 0, 0);
-	if (bpf_map_update_elem(&offcpu_waits, &tid, w, BPF_NOEXIST) == 0)
-		count(PROF_CNT_OFFCPU_OUT);
-	else
-		count(PROF_CNT_OFFCPU_FULL);
+	/* (Kernel threads and the idle task have no entry: not looked for.) */
+	if (next->pid != 0 && next->mm != NULL)
+		offcpu_in(next, now);
 	return 0;
+}
+
+/* The current thread's drawn wait, if it has one, while its stacks are the wait's. */
+static __always_inline void
+offcpu_hook(void *ctx)
+{
+	struct offcpu_pend *p;
+	__u32 zero = 0;
+
+	if ((p = bpf_map_lookup_elem(&offcpu_pends, &zero)) == NULL || p->tid == 0 ||
+	    p->tid != (__u32)bpf_get_current_pid_tgid())
+		return;
+	offcpu_walk(ctx, p);
+}
+
+/* A system call returns: a wait in it ended (its user registers are where it was made). */
+SEC("tp_btf/sys_exit")
+int
+BPF_PROG(offcpu_sys_exit, struct pt_regs *regs, long ret)
+{
+	if (offcpu)
+		offcpu_hook(ctx);
+	return 0;
+}
+
+/* A thread with rseq registered returns to user mode after a switch in (preempted, a fault). */
+SEC("tp_btf/rseq_update")
+int
+BPF_PROG(offcpu_rseq, struct task_struct *t)
+{
+	if (offcpu)
+		offcpu_hook(ctx);
+	return 0;
+}
+
+/* The exiting thread's exact time since its last sampled wait goes to offcpu_threads. */
+static __always_inline void
+offcpu_exit(__u32 pid, __u32 tid)
+{
+	struct offcpu_task *o;
+	struct offcpu_pend *p;
+	__u32 zero = 0;
+
+	if ((p = bpf_map_lookup_elem(&offcpu_pends, &zero)) != NULL && p->tid == tid)
+		p->tid = 0;
+	o = bpf_task_storage_get(&offcpu_tasks, bpf_get_current_task_btf(), NULL, 0);
+	if (o != NULL)
+		offcpu_flush(o, NULL, pid, tid, offcpu_gen);
 }
 
 /* Memory growth by stack (--ebpf-memory): page faults and mmap/brk/munmap. */
 #include "memgrow.bpf.h"
-
-static __always_inline void
-notify(__u32 kind)
-{
-	__u64 id = bpf_get_current_pid_tgid();
-	struct prof_notice *n;
-
-	n = bpf_ringbuf_reserve(&events, sizeof(*n), 0);
-	if (!n) {
-		count(PROF_CNT_DROP_EVENT);
-		return;
-	}
-	n->hdr.kind = kind;
-	n->hdr.pid = id >> 32;
-	n->hdr.tid = (__u32)id;
-	n->hdr.cpu = bpf_get_smp_processor_id();
-	n->hdr.time_ns = bpf_ktime_get_ns();
-	bpf_get_current_comm(n->comm, sizeof(n->comm));
-	/*
-	 * An exec wakes the reader at once: it reads the new mappings while
-	 * the process still exists, however short its life.
-	 */
-	bpf_ringbuf_submit(n, kind == PROF_EV_EXEC ? BPF_RB_FORCE_WAKEUP : wakeup_flag());
-}
 
 SEC("raw_tp/sched_process_exec")
 int
@@ -968,6 +1283,14 @@ on_exec(void *ctx)
 	bpf_map_delete_elem(&php_procs, &tgid);
 	bpf_map_delete_elem(&hs_procs, &tgid);
 	bpf_map_delete_elem(&v8_procs, &tgid);
+	/* A new image: its first waits ask for its tables again. */
+	if (offcpu) {
+		struct offcpu_task *o = bpf_task_storage_get(&offcpu_tasks,
+		    bpf_get_current_task_btf(), NULL, 0);
+
+		if (o != NULL)
+			o->notices = 0;
+	}
 	notify(PROF_EV_EXEC);
 	return 0;
 }
@@ -979,9 +1302,9 @@ on_exit(void *ctx)
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id;
 
-	/* Every thread's own off-CPU entry goes with it. */
+	/* Every thread's exact off-CPU time not yet moved out. */
 	if (offcpu)
-		bpf_map_delete_elem(&offcpu_waits, &tid);
+		offcpu_exit(id >> 32, tid);
 
 	/* Only the thread group leader's exit ends the process's mappings. */
 	if ((id >> 32) == (__u32)id) {

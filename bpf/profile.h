@@ -21,7 +21,8 @@ enum prof_kind {
 	PROF_EV_SAMPLE	= 1,	/* struct prof_sample */
 	PROF_EV_EXEC	= 2,	/* struct prof_notice: pid just exec'd */
 	PROF_EV_EXIT	= 3,	/* struct prof_notice: thread group leader exited */
-	PROF_EV_OFFCPU	= 4,	/* struct prof_sample: a wait ended; offcpu_ns says how long */
+	PROF_EV_OFFCPU	= 4,	/* struct prof_sample: a sampled wait; offcpu_ns its value, waits its count (1/1024ths) */
+	PROF_EV_TABLES	= 5,	/* struct prof_notice: pid blocked before its unwind tables were loaded */
 	PROF_EV_MALLOC	= 9,	/* struct prof_sample: a sampled allocation (malloc.bpf.h) */
 	/* --ebpf-memory (bpf/memgrow.bpf.h): struct prof_sample, offcpu_ns the bytes, waits the calls */
 	PROF_EV_MEM_FAULT	= 16,	/* a sampled user page fault on anonymous memory */
@@ -156,12 +157,12 @@ struct prof_sample {
 	__s32	ustack_len;	/* bytes written into ustack, or a negative errno */
 	__u32	unwind;		/* PROF_UNW_* */
 	__u32	wake;		/* BPF side: wake user space when sent */
-	__u64	offcpu_ns;	/* PROF_EV_OFFCPU: time switched out, times offcpu_sample;
+	__u64	offcpu_ns;	/* PROF_EV_OFFCPU: the wait's value (its length, or the threshold it was drawn at);
 				   PROF_EV_MEM_*: the bytes the sample stands for */
 	char	comm[PROF_COMM_LEN];	/* the thread's */
 	char	leader_comm[PROF_COMM_LEN];	/* the thread group leader's: the process's */
 	__u32	rt;		/* enum prof_rt */
-	__u32	waits;		/* PROF_EV_OFFCPU sent by itself: the waits it stands for (its weight);
+	__u32	waits;		/* PROF_EV_OFFCPU sent by itself: the waits it stands for, in 1/1024ths;
 				   PROF_EV_MEM_*: the faults or calls */
 	__u64	mem_addr;	/* PROF_EV_MALLOC: the block (its size in offcpu_ns; waits: flags) */
 	__u64	kstack[PROF_MAX_STACK];	/* leaf first */
@@ -250,10 +251,10 @@ enum prof_counter {
 	PROF_CNT_CFI_READ_ERR,	/* walks stopped by an unreadable stack word */
 	PROF_CNT_PY_STACKS,	/* Python stacks read */
 	PROF_CNT_PY_READ_ERR,	/* ... cut short by unreadable interpreter memory */
-	PROF_CNT_OFFCPU_OUT,	/* switches out recorded (after the 1-in-N sampling) */
-	PROF_CNT_OFFCPU_SHORT,	/* ... whose wait ended below the threshold */
-	PROF_CNT_OFFCPU_SENT,	/* ... sent with their stacks */
-	PROF_CNT_OFFCPU_FULL,	/* switches out not recorded: offcpu_waits full */
+	PROF_CNT_OFFCPU_OUT,	/* not counted: a cost on every switch */
+	PROF_CNT_OFFCPU_SHORT,	/* waits not drawn: their time in their thread's total only */
+	PROF_CNT_OFFCPU_SENT,	/* waits drawn: stacks taken and added up */
+	PROF_CNT_OFFCPU_FULL,	/* switches out not timed: no task storage */
 	PROF_CNT_GO_LABELS,	/* samples of a goroutine with pprof labels */
 	PROF_CNT_GO_TRUNCATED,	/* ... not all read (past the bounds, or a read failed) */
 	PROF_CNT_RB_STACKS,	/* Ruby stacks read */
@@ -509,29 +510,38 @@ struct v8_proc {
 };
 
 /*
- * Off-CPU waits are added up in the kernel, in two maps. offcpu_aggs holds
- * one small entry per thread, stack and generation: the waits' count and
- * time, and the thread's names. offcpu_stacks holds each stack once per
+ * Off-CPU waits are added up in the kernel, in three maps. offcpu_aggs holds
+ * one small entry per thread, stack and generation: the sampled waits' count
+ * (in 1/1024ths: a wait drawn with probability p counts 1/p) and value (a
+ * wait of the threshold T or more its length, a shorter one T: its length
+ * over p), and the thread's names. offcpu_stacks holds each stack once per
  * generation, whichever threads waited in it, keyed by its hash (of its
- * kernel, user and runtime frames, not of who waited). A wait is added
- * under the generation current when it ended (offcpu_gen); user space moves
- * the generation on before it drains, and drains only the generations
- * before the one it just left, to which no program adds any more, reading
- * the stacks it does not hold already and deleting both maps' entries.
- * The BPF side stores a stack only after the thread's entry of offcpu_aggs
- * that names it, and deletes that entry again if the stack cannot be
- * stored: every stack drained is named by an entry drained with it.
+ * kernel, user and runtime frames, not of who waited). offcpu_threads holds
+ * each thread's exact off-CPU time and waits, every wait's, added in when
+ * one of its waits is sampled (the time since the one before) and when it
+ * exits: user space scales the thread's stacks of a generation so that
+ * they add up to it (one factor for all of them). A wait is added under the
+ * generation current when its stacks were taken (offcpu_gen); user space
+ * moves the generation on before it drains, and drains only the
+ * generations before the one it just left, to which no program adds any
+ * more, reading the stacks it does not hold already and deleting the three
+ * maps' entries. The BPF side stores a stack only after the thread's entry
+ * of offcpu_aggs that names it, and deletes that entry again if the stack
+ * cannot be stored: every stack drained is named by an entry drained with
+ * it.
  */
+#define PROF_OFFCPU_ONE		1024	/* one wait, in offcpu_aggs' and a sample's counts */
+
 struct prof_offcpu_key {
 	__u64	stack;		/* hash of the sample's frames (prof_offcpu_skey.stack) */
 	__u32	pid, tid;
-	__u32	gen;		/* offcpu_gen when the waits ended */
+	__u32	gen;		/* offcpu_gen when the waits' stacks were taken */
 	__u32	pad;
 };
 
 struct prof_offcpu_val {
-	__u64	waits;		/* waits added up */
-	__u64	ns;		/* their time, times offcpu_sample */
+	__u64	waits;		/* waits added up, in 1/PROF_OFFCPU_ONE */
+	__u64	ns;		/* their values (see above) */
 	char	comm[PROF_COMM_LEN];	/* the thread's, at the first wait */
 	char	leader_comm[PROF_COMM_LEN];	/* its process's */
 };
@@ -543,15 +553,18 @@ struct prof_offcpu_skey {
 	__u32	pad;
 };
 
-/*
- * offcpu_waits value: a thread's last switch out, its stacks, the weight it
- * was sampled with and whether it was preempted (waiting for a CPU, not
- * blocked).
- */
-struct prof_offcpu_wait {
-	__u32	weight;
-	__u32	preempted;
-	struct prof_sample s;	/* s.hdr.time_ns: when it blocked; 0: running */
+/* offcpu_threads: a thread's exact off-CPU time of one generation. */
+struct prof_offcpu_tkey {
+	__u32	pid, tid;
+	__u32	gen;
+	__u32	pad;
+};
+
+struct prof_offcpu_tval {
+	__u64	ns;		/* every wait's length, summed */
+	__u64	waits;		/* how many */
+	char	comm[PROF_COMM_LEN];
+	char	leader_comm[PROF_COMM_LEN];
 };
 
 #endif

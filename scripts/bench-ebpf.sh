@@ -54,6 +54,15 @@
 #      not counted): both side by side, and the ratio of the two in each run
 #      with its median (the host's own load, which moves both alike, mostly
 #      cancels out of it).
+#   6a. Off-CPU programs per context switch (ONLY=offcpu runs it first,
+#      ONLY=offcpu_switch alone): two threads ping-pong over pipes, paced to
+#      about 40,000 switches a second (PP_RATE round trips a second, default
+#      19000), OC_SECS seconds, under a daemon at 99 Hz with --ebpf-offcpu
+#      (and BASE_BIN's beside it): the run time of this daemon's off-CPU
+#      programs (sched_switch, rseq_update, sys_exit once attached) per
+#      switch and as a share of a CPU at 40,000 switches a second, the base
+#      daemon's sched_switch program alike, each daemon's CPU; DAEMON_RUNS
+#      runs, medians and spread, the load average before and after.
 #   7. Go labels: a Go program running under two pprof label sets, without
 #      and with the daemon (its slowdown), and the BPF program's time per
 #      sample while every CPU runs it.
@@ -612,8 +621,122 @@ cc -O2 -pthread -o "$W/contend" "$W/contend.c" || exit 1
 
 pct_ns() { awk -v a="$1" -v b="$2" -v s="$3" 'BEGIN {printf "%.2f", (b - a) / 1e9 / s * 100}'; }
 
+# Part 6a: the off-CPU programs' cost per context switch. Two threads pass a
+# byte over pipes, paced to about 40,000 switches a second on the host
+# (PP_RATE round trips a second), OC_SECS seconds, while a daemon (and,
+# with BASE_BIN, the base daemon beside it) runs --ebpf=99 --ebpf-offcpu:
+# the run time of this daemon's off-CPU programs (kernel.bpf_stats_enabled:
+# sched_switch, rseq_update and, once attached, sys_exit) and of the base
+# daemon's sched_switch program, per switch and as a share of a CPU at
+# 40,000 switches a second; DAEMON_RUNS runs, medians and spread.
+oc_prog_ids() {	# oc_prog_ids "IDS BEFORE": the ids of the off-CPU programs loaded since
+  bpftool prog show 2>/dev/null | awk -F: '/^[0-9]+:/ {print $1}' | while read -r k; do
+    [[ "$1" == *" $k "* ]] && continue
+    case "$(bpftool prog show id "$k" 2>/dev/null | head -1 | awk '{print $4}')" in
+    on_switch|offcpu_sys_exit|offcpu_rseq) echo "$k" ;;
+    esac
+  done | tr '\n' ' '
+}
+oc_run_ns() {	# oc_run_ns IDS...: run_time_ns summed
+  local id n=0 a
+  for id in "$@"; do
+    a=$(bpftool prog show id "$id" 2>/dev/null | grep -o 'run_time_ns [0-9]*' | awk '{print $2}')
+    n=$((n + ${a:-0}))
+  done
+  echo "$n"
+}
+oc_per_run() {	# oc_per_run ID: "name ns-per-run runs"
+  bpftool prog show id "$1" 2>/dev/null | head -1 |
+    awk '{for (i = 1; i < NF; i++) { if ($i == "name") n = $(i + 1); if ($i == "run_time_ns") t = $(i + 1); if ($i == "run_cnt") c = $(i + 1) }
+      printf "%s %.0f %d\n", n, c ? t / c : 0, c}'
+}
+offcpu_switch_cost() {
+  local r ids0 ours base a b ba bb p0 p1 q0 q1 cs0 cs1 old id
+  cat >"$W/pingpong.c" <<'PP'
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+/* pingpong SECONDS RATE: two threads pass a byte over two pipes, RATE round trips a second. */
+static double secs, rate;
+static int a[2], b[2];
+static long n;
+static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec / 1e9; }
+static void *pong(void *arg) { char c; while (read(a[0], &c, 1) == 1 && c) if (write(b[1], &c, 1) != 1) break; return arg; }
+int main(int argc, char **argv)
+{
+	pthread_t t;
+	char c = 1;
+	double t0, end;
+	secs = atof(argv[1]);
+	rate = atof(argv[2]);
+	if (pipe(a) || pipe(b)) return 1;
+	pthread_create(&t, NULL, pong, NULL);
+	t0 = now(); end = t0 + secs;
+	for (;;) {
+		if (write(a[1], &c, 1) != 1 || read(b[0], &c, 1) != 1) break;
+		if (++n % 100 == 0) {
+			double x = now(), due = t0 + n / rate;
+			if (x >= end) break;
+			if (due > x) { struct timespec ts = { (time_t)(due - x), (long)((due - x - (time_t)(due - x)) * 1e9) }; nanosleep(&ts, NULL); }
+		}
+	}
+	c = 0;
+	if (write(a[1], &c, 1) != 1) return 1;
+	pthread_join(t, NULL);
+	printf("%ld\n", n);
+	return 0;
+}
+PP
+  cc -O2 -pthread -o "$W/pingpong" "$W/pingpong.c" || return 1
+  echo "== off-CPU programs per context switch: two threads ping-pong over pipes (${PP_RATE:-19000}" \
+    "round trips/s, about 40,000 switches/s on the host), ${OC_SECS}s, --ebpf=99 --ebpf-offcpu," \
+    "$DAEMON_RUNS runs; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+  old=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null)
+  [ -n "$old" ] && sysctl -qw kernel.bpf_stats_enabled=1
+  : >"$W/pp_cost"
+  for r in $(seq 1 "$DAEMON_RUNS"); do
+    base=""
+    if [ -n "$BASE_BIN" ]; then
+      ids0=" $(bpftool prog show 2>/dev/null | awk -F: '/^[0-9]+:/ {printf "%s ", $1}')"
+      start_base --ebpf=99 --ebpf-offcpu --ebpf-period 10
+      base=$(oc_prog_ids "$ids0")
+    fi
+    ids0=" $(bpftool prog show 2>/dev/null | awk -F: '/^[0-9]+:/ {printf "%s ", $1}')"
+    start_daemon --ebpf=99 --ebpf-offcpu --ebpf-period 10
+    sleep "$SETTLE"
+    ours=$(oc_prog_ids "$ids0")
+    a=$(cpu_ns "$PID"); ba=$([ -n "$BPID" ] && cpu_ns "$BPID" || echo 0)
+    # (sys_exit may be attached while the ping-pong runs: its ids are read again after.)
+    p0=$(oc_run_ns $ours); q0=$(oc_run_ns $base)
+    cs0=$(awk '/^ctxt/ {print $2}' /proc/stat)
+    "$W/pingpong" "$OC_SECS" "${PP_RATE:-19000}" >/dev/null
+    cs1=$(awk '/^ctxt/ {print $2}' /proc/stat)
+    ours=$(oc_prog_ids "$ids0")
+    p1=$(oc_run_ns $ours); q1=$(oc_run_ns $base)
+    b=$(cpu_ns "$PID"); bb=$([ -n "$BPID" ] && cpu_ns "$BPID" || echo 0)
+    for id in $ours; do echo "    $(oc_per_run "$id")"; done | awk '{printf "    ours: %s %d ns a run (%d runs since its start)\n", $1, $2, $3}'
+    stop_daemon
+    stop_base
+    # Fields: switches/s ours-ns/switch base-ns/switch ours-daemon% base-daemon%
+    awk -v p=$((p1 - p0)) -v q=$((q1 - q0)) -v c=$((cs1 - cs0)) -v s="$OC_SECS" \
+      -v d="$(pct_ns "$a" "$b" "$OC_SECS")" -v bd="$(pct_ns "$ba" "$bb" "$OC_SECS")" \
+      'BEGIN {printf "%d %.0f %.0f %s %s\n", c / s, p / c, q / c, d, bd}' >>"$W/pp_cost"
+    tail -1 "$W/pp_cost" | awk -v r="$r" -v base="$BASE_BIN" '{printf "  run %d: %d switches/s; off-CPU programs %d ns a switch = %.2f%% of a CPU at 40,000/s; daemon %.2f%% of a core%s\n", r, $1, $2, $2 * 40000 / 1e7, $4, base != "" ? sprintf("; base: sched_switch program %d ns a switch = %.2f%% at 40,000/s, daemon %.2f%%", $3, $3 * 40000 / 1e7, $5) : ""}'
+  done
+  [ -n "$old" ] && sysctl -qw kernel.bpf_stats_enabled="$old"
+  spread() { sort -g | awk '{a[NR] = $1} END {printf "%s-%s", a[1], a[NR]}'; }
+  printf "off-CPU programs per switch (median of %d): %d ns = %.2f%% of a CPU at 40,000 switches/s (runs %s ns), %d switches/s\n" \
+    "$DAEMON_RUNS" "$(awk '{print $2}' "$W/pp_cost" | median)" "$(awk '{print $2 * 40000 / 1e7}' "$W/pp_cost" | median)" \
+    "$(awk '{print $2}' "$W/pp_cost" | spread)" "$(awk '{print $1}' "$W/pp_cost" | median)"
+  [ -n "$BASE_BIN" ] && printf "base sched_switch program per switch (median of %d): %d ns = %.2f%% of a CPU at 40,000 switches/s (runs %s ns)\n" \
+    "$DAEMON_RUNS" "$(awk '{print $3}' "$W/pp_cost" | median)" "$(awk '{print $3 * 40000 / 1e7}' "$W/pp_cost" | median)" \
+    "$(awk '{print $3}' "$W/pp_cost" | spread)"
+  echo "(target: <= 1% of a CPU at 40,000 switches/s; the load average after: $(cut -d' ' -f1-3 /proc/loadavg))"
+}
 offcpu_cost() {
-  local hz mode r a b ba bb c spinners old cs0 cs1 run0 run1 waits s0 bs0 t0 bt0 ta
+  local hz mode r a b ba bb c spinners old cs0 cs1 run0 run1 waits s0 bs0 t0 bt0 ta ids0 ours
   echo "== off-CPU: daemon cost over ${OC_SECS}s (from ${OC_SETTLE}s after its start) with every" \
     "CPU busy (python3, gzip, xz, sqlite3) and a lock-contended program, $DAEMON_RUNS runs per" \
     "setting (each a fresh daemon)"
@@ -634,6 +757,7 @@ offcpu_cost() {
           esac
           bs0=$(cpu_ns "$BPID"); bt0=$(date +%s%N)
         fi
+        ids0=" $(bpftool prog show 2>/dev/null | awk -F: '/^[0-9]+:/ {printf "%s ", $1}')"
         if [ "$mode" = on ]; then
           start_daemon --ebpf="$hz" --ebpf-offcpu --ebpf-period 10 --http "127.0.0.1:$HTTP_PORT"
         elif [ "$mode" = sample10 ]; then
@@ -653,12 +777,14 @@ offcpu_cost() {
         sleep "$OC_SETTLE"
         cs0=$(awk '/^ctxt/ {print $2}' /proc/stat)
         # (Other daemons' programs of the same name would mix in: ours is the one loaded last.)
-        run0=$(bpftool prog show name on_switch 2>/dev/null | grep -o 'run_time_ns [0-9]*' | tail -1 | awk '{print $2}')
+        ours=$(oc_prog_ids "$ids0")
+        run0=$(oc_run_ns $ours)
         a=$(cpu_ns "$PID"); ba=$([ -n "$BPID" ] && cpu_ns "$BPID" || echo 0); ta=$(date +%s%N)
         sleep "$OC_SECS"
         b=$(cpu_ns "$PID"); bb=$([ -n "$BPID" ] && cpu_ns "$BPID" || echo 0)
         cs1=$(awk '/^ctxt/ {print $2}' /proc/stat)
-        run1=$(bpftool prog show name on_switch 2>/dev/null | grep -o 'run_time_ns [0-9]*' | tail -1 | awk '{print $2}')
+        ours=$(oc_prog_ids "$ids0")
+        run1=$(oc_run_ns $ours)
         wait "${spinners[@]}" 2>/dev/null
         waits=$(curl -s "http://127.0.0.1:$HTTP_PORT/metrics" |
           awk '/^profilefs_ebpf_offcpu_waits_stored_total/ {print $2}')
@@ -678,8 +804,9 @@ offcpu_cost() {
           >>"$W/oc_cost"
         tail -1 "$W/oc_cost" | awk -v r="$r" -v hz="$hz" -v m="$mode" -v base="$BASE_BIN" '{printf "  %d Hz, off-CPU %-8s run %d: daemon cpu %.2f%% of one core (start-up %.2f%%), peak rss %d MiB; %d context switches/s on the host; %d waits stored; sched_switch program %.3f%% of a CPU%s\n", hz, m, r, $1, $8, $2, $3, $4, $5, base != "" ? sprintf("; beside it, the base daemon %.2f%% (%.2f%%), %d MiB: ratio %.2f", $6, $10, $7, $9) : ""}'
       done
-      printf "%d Hz, off-CPU %-8s (median of %d): daemon cpu %.2f%% of one core (start-up, its first %d s: %.2f%%), peak rss %.0f MiB, sched_switch program %.3f%% of a CPU\n" \
+      printf "%d Hz, off-CPU %-8s (median of %d): daemon cpu %.2f%% of one core (runs %s; start-up, its first %d s: %.2f%%), peak rss %.0f MiB, off-CPU programs %.3f%% of a CPU\n" \
         "$hz" "$mode" "$DAEMON_RUNS" "$(awk '{print $1}' "$W/oc_cost" | median)" \
+        "$(awk '{print $1}' "$W/oc_cost" | sort -g | awk '{a[NR] = $1} END {printf "%s-%s", a[1], a[NR]}')" \
         "$OC_SETTLE" "$(awk '{print $8}' "$W/oc_cost" | median)" \
         "$(awk '{print $2}' "$W/oc_cost" | median)" "$(awk '{print $5}' "$W/oc_cost" | median)"
       [ -n "$BASE_BIN" ] && printf "%d Hz, off-CPU %-8s BASE_BIN daemon (median of %d, same seconds): cpu %.2f%% of one core (start-up %.2f%%), peak rss %.0f MiB; ours / base per run: median %.2f (%s)\n" \
@@ -692,7 +819,8 @@ offcpu_cost() {
   [ -n "$old" ] && sysctl -qw kernel.bpf_stats_enabled="$old"
   echo "(targets at 99 Hz with off-CPU on: <= 1% of a core, rss <= 150 MB; a shared, noisy host: medians)"
 }
-if [ "$ONLY" = offcpu ]; then offcpu_cost; exit 0; fi
+if [ "$ONLY" = offcpu ]; then offcpu_switch_cost; offcpu_cost; exit 0; fi
+if [ "$ONLY" = offcpu_switch ]; then offcpu_switch_cost; exit 0; fi
 
 # Go labels: tests/ebpf/golabels (two label sets under pprof.Do) alternately
 # without and with the daemon, RT_RUNS pairs, median ratio of the work its

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include "profile.h"
@@ -70,7 +71,8 @@
 #define OFFCPU_DRAIN_NS	(5000LL * 1000 * 1000)	/* off-CPU waits drained this often (and at flush) */
 #define OFFCPU_AGGS	8192	/* entries of offcpu_aggs (72 bytes each, preallocated) */
 #define OFFCPU_STACKS	4096	/* entries of offcpu_stacks (a struct prof_sample each, when used) */
-#define OFFCPU_PREEMPT_SAMPLE 10	/* preemptions recorded 1 in 10 more (profile.bpf.c) */
+#define OFFCPU_THREADS	8192	/* entries of offcpu_threads (48 bytes each, preallocated) */
+#define OFFCPU_WALKS	200	/* off-CPU stacks each CPU takes a second, about, at most (but for long waits) */
 /*
  * The watchdog: a sampler that has not completed a period in STALL_PERIODS
  * periods (and STALL_MIN_NS: a flush may take seconds on a loaded host) is
@@ -138,6 +140,9 @@ struct ebpf_sampler {
 	int			 npfds;
 	struct bpf_link		*exec_link, *exit_link;
 	struct bpf_link		*switch_link;	/* off-CPU, else NULL */
+	struct bpf_link		*sysexit_link;	/* off-CPU: stacks taken at a system call's end */
+	struct bpf_link		*rseq_link;	/* off-CPU: ... at a return to user mode (rseq) */
+	bool			 sysexit_tried;	/* sysexit_link attached, or failed to */
 	pthread_t		 thread;
 	bool			 running;
 	atomic_bool		 stop;
@@ -360,7 +365,52 @@ out:
 	return rc;
 }
 
-/* Attach the off-CPU program to sched_switch. */
+/* Whether the running kernel has the BTF tracepoint name (its btf_trace_ type). */
+static bool
+kernel_has_tp(const char *name)
+{
+	struct btf *vmlinux = btf__load_vmlinux_btf();
+	char type[128];
+	bool has;
+
+	if (vmlinux == NULL)
+		return true;	/* let the load say */
+	snprintf(type, sizeof(type), "btf_trace_%s", name);
+	has = btf__find_by_name_kind(vmlinux, type, BTF_KIND_TYPEDEF) >= 0;
+	btf__free(vmlinux);
+	return has;
+}
+
+/*
+ * sys_exit, where a drawn wait's stacks are taken for a Go thread (no
+ * rseq; its goroutine's labels are those of the wait there): attached
+ * only once such a thread had a wait drawn (offcpu_norseq), since every
+ * system call of the host then runs it. Without
+ * it (or without rseq_update), the stacks are taken at the thread's next
+ * switch out: logged once.
+ */
+static void
+offcpu_sysexit(struct ebpf_sampler *e)
+{
+	if (e->sysexit_link != NULL || e->sysexit_tried ||
+	    (e->rseq_link != NULL && e->skel->bss->offcpu_norseq == 0))
+		return;
+	e->sysexit_tried = true;
+	if (bpf_program__autoload(e->skel->progs.offcpu_sys_exit))
+		e->sysexit_link = bpf_program__attach(e->skel->progs.offcpu_sys_exit);
+	if (e->sysexit_link != NULL)
+		log_info("ebpf: off-CPU: a Go thread waits: its waits' stacks are taken as its "
+		    "system calls return (sys_exit)");
+	else
+		log_warnx("--ebpf-offcpu: no sys_exit tracepoint: the stacks of a wait of a "
+		    "thread without rseq are taken at its next switch out");
+}
+
+/*
+ * Attach the off-CPU programs: sched_switch, and where a drawn wait's
+ * stacks are taken in its thread's own context (a return to user mode with
+ * rseq; sys_exit: offcpu_sysexit).
+ */
 static int
 attach_offcpu(struct ebpf_sampler *e)
 {
@@ -373,6 +423,9 @@ attach_offcpu(struct ebpf_sampler *e)
 		    strerror(-rc));
 		return rc;
 	}
+	if (bpf_program__autoload(e->skel->progs.offcpu_rseq))
+		e->rseq_link = bpf_program__attach(e->skel->progs.offcpu_rseq);
+	offcpu_sysexit(e);
 	return 0;
 }
 
@@ -982,8 +1035,23 @@ handle_event(void *ctx, void *data, size_t size)
 	case PROF_EV_OFFCPU:
 		/* One wait sent by itself, counted as many times as it was sampled for. */
 		if (sample_complete(data, size) && e->off)
-			handle_sample(e, e->off, data, ((const struct prof_sample *)data)->waits ?
-			    ((const struct prof_sample *)data)->waits : 1);
+			handle_sample(e, e->off, data, (((const struct prof_sample *)data)->waits +
+			    PROF_OFFCPU_ONE / 2) / PROF_OFFCPU_ONE);
+		break;
+	case PROF_EV_TABLES:
+		/* A process waits before its tables are loaded: loaded now, before its wait ends. */
+		if (size >= sizeof(struct prof_notice) && e->unw) {
+			const struct prof_notice *n = data;
+			char comm[PROF_COMM_LEN + 1];
+
+			memcpy(comm, n->comm, PROF_COMM_LEN);
+			comm[PROF_COMM_LEN] = '\0';
+			if ((p = proctab_get(e->pt, h->pid, comm)) != NULL && !p->excluded &&
+			    !p->kthread && !p->gone && !p->held) {
+				proctab_refresh(e->pt, p, MAPS_FRESH_NS);
+				unwind_proc(e->unw, p);
+			}
+		}
 		break;
 	case PROF_EV_MALLOC:
 		/* A sampled allocation: weighted, its block held for inuse (mallocprof.c). */
@@ -1349,6 +1417,8 @@ sampler_main(void *arg)
 			mallocprof_poll(e->mp);
 		if (e->oc && (clock_mono_ns() >= e->oc_next || offcpu_due(e->oc)))
 			drain_offcpu(e, false);
+		if (e->oc)
+			offcpu_sysexit(e);
 		if (rc < 0 && rc != -EINTR) {
 			log_warnx("ebpf: ring buffer: %s", strerror(-rc));
 			break;
@@ -1657,7 +1727,7 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 	    (e->pt = proctab_create(e->sym, service_rule(), host[0] ? host : "localhost")) == NULL ||
 	    (e->cp = cpuprof_create(e->hz)) == NULL ||
 	    (rc = gate_create(e, o, host[0] ? host : "localhost")) < 0 ||
-	    (o->offcpu && (e->off = cpuprof_create_offcpu(o->offcpu_sample)) == NULL)) {
+	    (o->offcpu && (e->off = cpuprof_create_offcpu(1)) == NULL)) {
 		rc = -ENOMEM;
 		goto fail;
 	}
@@ -1682,17 +1752,22 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 		e->skel->rodata->user_stacks = true;
 		e->skel->rodata->offcpu = o->offcpu;
 		e->skel->rodata->offcpu_min_ns = o->offcpu_min_ns;
-		e->skel->rodata->offcpu_sample = o->offcpu_sample > 1 ? o->offcpu_sample : 1;
-		e->skel->rodata->offcpu_preempt_sample = OFFCPU_PREEMPT_SAMPLE;
+		e->skel->rodata->offcpu_walks = OFFCPU_WALKS / (o->offcpu_sample > 1 ?
+		    o->offcpu_sample : 1);
 		e->skel->rodata->self_tgid = (uint32_t)getpid();
-		/* Without off-CPU its programs are not even loaded. */
+		/* Without off-CPU its programs are not even loaded; a tracepoint the kernel lacks neither. */
 		bpf_program__set_autoload(e->skel->progs.on_switch, o->offcpu);
+		bpf_program__set_autoload(e->skel->progs.offcpu_sys_exit, o->offcpu &&
+		    kernel_has_tp("sys_exit"));
+		bpf_program__set_autoload(e->skel->progs.offcpu_rseq, o->offcpu &&
+		    kernel_has_tp("rseq_update"));
 		memgrow_configure(e, o);
 		if (!o->offcpu) {
-			bpf_map__set_max_entries(e->skel->maps.offcpu_waits, 1);
+			bpf_map__set_max_entries(e->skel->maps.offcpu_threads, 1);
 			bpf_map__set_max_entries(e->skel->maps.offcpu_aggs, 1);
 			bpf_map__set_max_entries(e->skel->maps.offcpu_stacks, 1);
 		} else {
+			bpf_map__set_max_entries(e->skel->maps.offcpu_threads, OFFCPU_THREADS);
 			bpf_map__set_max_entries(e->skel->maps.offcpu_aggs, OFFCPU_AGGS);
 			bpf_map__set_max_entries(e->skel->maps.offcpu_stacks, OFFCPU_STACKS);
 		}
@@ -1746,7 +1821,8 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 	if ((e->hs = hotspot_create(bpf_map__fd(e->skel->maps.hs_procs))) == NULL ||
 	    (e->v8 = v8_create(bpf_map__fd(e->skel->maps.v8_procs))) == NULL ||
 	    (o->offcpu && (e->oc = offcpu_create(bpf_map__fd(e->skel->maps.offcpu_aggs),
-	    bpf_map__fd(e->skel->maps.offcpu_stacks), OFFCPU_AGGS, &e->skel->data->offcpu_gen,
+	    bpf_map__fd(e->skel->maps.offcpu_stacks), bpf_map__fd(e->skel->maps.offcpu_threads),
+	    OFFCPU_AGGS, &e->skel->data->offcpu_gen,
 	    &e->skel->bss->offcpu_added)) == NULL)) {
 		rc = -ENOMEM;
 		goto fail;
@@ -1809,10 +1885,11 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 		    o->nmalloc_rules,
 		    MALLOC_RATE_DEFAULT >> 10);
 	if (o->offcpu)
-		log_info("ebpf: off-CPU waits of %.3f ms or more recorded (1 switch in %u, "
-		    "1 preemption in %u), profile type offcpu", (double)o->offcpu_min_ns / 1e6,
-		    o->offcpu_sample > 1 ? o->offcpu_sample : 1,
-		    (o->offcpu_sample > 1 ? o->offcpu_sample : 1) * OFFCPU_PREEMPT_SAMPLE);
+		log_info("ebpf: off-CPU time recorded, every wait timed; stacks of waits of "
+		    "%.3f ms or more (more past about %llu stacks a second per CPU), of shorter "
+		    "ones in proportion to their length; profile type offcpu",
+		    (double)o->offcpu_min_ns / 1e6,
+		    (unsigned long long)e->skel->rodata->offcpu_walks);
 	*out = e;
 	return 0;
 fail:
@@ -1857,6 +1934,8 @@ ebpf_stop(struct ebpf_sampler *e)
 	bpf_link__destroy(e->exec_link);
 	bpf_link__destroy(e->exit_link);
 	bpf_link__destroy(e->switch_link);
+	bpf_link__destroy(e->sysexit_link);
+	bpf_link__destroy(e->rseq_link);
 	ring_buffer__free(e->rb);
 	cpuprof_destroy(e->cp);
 	cpuprof_gate_destroy(e->gate);

@@ -1,10 +1,16 @@
 /*
- * offcpu: drains offcpu_aggs and offcpu_stacks, the off-CPU waits added up
- * by bpf/profile.bpf.c (see offcpu.h). A drain moves offcpu_gen on, reads
- * the small entries of offcpu_aggs in batches (one system call per
- * OFFCPU_BATCH entries, not one per entry), hands the entries of the
- * generations before the one it just left to the caller, each with its
- * stack, and deletes them and their stacks in batches. Entries of the
+ * offcpu: drains offcpu_aggs, offcpu_stacks and offcpu_threads, the off-CPU
+ * waits added up by bpf/profile.bpf.c (see offcpu.h). A drain moves
+ * offcpu_gen on, reads the small entries of offcpu_aggs and offcpu_threads
+ * in batches (one system call per OFFCPU_BATCH entries, not one per entry),
+ * hands the entries of the generations before the one it just left to the
+ * caller, each with its stack, its time and count scaled so that a
+ * thread's stacks of a generation add up to the thread's exact time and
+ * waits of that generation (one factor for all of them: their shares are
+ * the sampled ones), and deletes them and their stacks in batches. A
+ * thread's exact time with no sampled stack in its generation (the waits
+ * after its last sampled one, moved out when it exited) is handed over as
+ * a sample of no stack (named [unknown] under its process). Entries of the
  * generation just left stay for the next drain: a program that read it may
  * still be adding to them. So a wait is drained one to two drain intervals
  * after it ended. A stack is read from offcpu_stacks only when it is not
@@ -53,8 +59,15 @@ struct entry {
 	struct prof_offcpu_val	 v;
 };
 
+/* One drained thread entry, and the sums of its sampled stacks' values and counts. */
+struct tent {
+	struct prof_offcpu_tkey	 k;
+	struct prof_offcpu_tval	 v;
+	double			 ns, waits;
+};
+
 struct offcpu {
-	int			 fd, sfd;
+	int			 fd, sfd, tfd;
 	uint32_t		 cap;		/* entries of offcpu_aggs */
 	volatile uint32_t	*gen;
 	volatile __u64		*added;
@@ -65,6 +78,11 @@ struct offcpu {
 	struct prof_offcpu_val	*vals;		/* OFFCPU_BATCH */
 	struct entry		*ents;		/* entries drained */
 	size_t			 nents, ents_cap;
+	struct prof_offcpu_tkey	*tkeys;		/* OFFCPU_BATCH */
+	struct prof_offcpu_tval	*tvals;		/* OFFCPU_BATCH */
+	struct tent		*tents;		/* thread entries drained, sorted by key */
+	size_t			 ntents, tents_cap;
+	struct prof_offcpu_tkey	*tdels;		/* their keys, to delete */
 	struct prof_offcpu_key	*dels;		/* their keys, to delete */
 	struct prof_offcpu_skey	*sdels;		/* their stacks' keys, to delete */
 	size_t			 dels_cap;
@@ -76,8 +94,8 @@ struct offcpu {
 };
 
 struct offcpu *
-offcpu_create(int aggs_fd, int stacks_fd, uint32_t aggs_cap, volatile uint32_t *gen,
-    volatile __u64 *added)
+offcpu_create(int aggs_fd, int stacks_fd, int threads_fd, uint32_t aggs_cap,
+    volatile uint32_t *gen, volatile __u64 *added)
 {
 	struct offcpu *o = calloc(1, sizeof(*o));
 
@@ -85,14 +103,18 @@ offcpu_create(int aggs_fd, int stacks_fd, uint32_t aggs_cap, volatile uint32_t *
 		return NULL;
 	o->fd = aggs_fd;
 	o->sfd = stacks_fd;
+	o->tfd = threads_fd;
 	o->cap = aggs_cap;
 	o->gen = gen;
 	o->added = added;
 	o->added_seen = __atomic_load_n(added, __ATOMIC_RELAXED);
 	o->keys = calloc(OFFCPU_BATCH, sizeof(*o->keys));
 	o->vals = calloc(OFFCPU_BATCH, sizeof(*o->vals));
+	o->tkeys = calloc(OFFCPU_BATCH, sizeof(*o->tkeys));
+	o->tvals = calloc(OFFCPU_BATCH, sizeof(*o->tvals));
 	o->s = calloc(1, sizeof(*o->s));
-	if (o->keys == NULL || o->vals == NULL || o->s == NULL) {
+	if (o->keys == NULL || o->vals == NULL || o->tkeys == NULL || o->tvals == NULL ||
+	    o->s == NULL) {
 		offcpu_destroy(o);
 		return NULL;
 	}
@@ -117,6 +139,10 @@ offcpu_destroy(struct offcpu *o)
 	free(o->ents);
 	free(o->dels);
 	free(o->sdels);
+	free(o->tkeys);
+	free(o->tvals);
+	free(o->tents);
+	free(o->tdels);
 	free(o->s);
 	free(o);
 }
@@ -310,6 +336,93 @@ read_entries(struct offcpu *o, uint32_t cur, bool all)
 	return 0;
 }
 
+static int
+tkey_cmp(const void *a, const void *b)
+{
+	const struct prof_offcpu_tkey *x = a, *y = b;
+
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	if (x->gen != y->gen)
+		return x->gen < y->gen ? -1 : 1;
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+/* Read offcpu_threads' entries of the generations before cur (all: every one) into o->tents, sorted. */
+static int
+read_threads(struct offcpu *o, uint32_t cur, bool all)
+{
+	uint64_t in = 0, out = 0;
+	uint32_t count, i;
+	bool first = true, done = false;
+
+	o->ntents = 0;
+	while (!done) {
+		count = OFFCPU_BATCH;
+		if (bpf_map_lookup_batch(o->tfd, first ? NULL : &in, &out, o->tkeys, o->tvals,
+		    &count, NULL) < 0) {
+			if (errno != ENOENT)
+				return -errno;
+			done = true;
+		}
+		first = false;
+		in = out;
+		for (i = 0; i < count && i < OFFCPU_BATCH; i++) {
+			if (!all && (int32_t)(o->tkeys[i].gen - cur) >= 0)
+				continue;
+			if (o->ntents == o->tents_cap) {
+				size_t cap = o->tents_cap ? 2 * o->tents_cap : 256;
+				struct tent *t = reallocarray(o->tents, cap, sizeof(*t));
+				struct prof_offcpu_tkey *d = reallocarray(o->tdels, cap, sizeof(*d));
+
+				if (t != NULL)
+					o->tents = t;
+				if (d != NULL)
+					o->tdels = d;
+				if (t == NULL || d == NULL)
+					return -ENOMEM;
+				o->tents_cap = cap;
+			}
+			o->tents[o->ntents].k = o->tkeys[i];
+			o->tents[o->ntents].v = o->tvals[i];
+			o->tents[o->ntents].ns = 0;
+			o->tents[o->ntents].waits = 0;
+			o->ntents++;
+		}
+	}
+	if (o->ntents > 1)
+		qsort(o->tents, o->ntents, sizeof(*o->tents), tkey_cmp);
+	return 0;
+}
+
+/* The thread entry of the drained entry k, or NULL. */
+static struct tent *
+tent_of(struct offcpu *o, const struct prof_offcpu_key *k)
+{
+	struct prof_offcpu_tkey tk;
+
+	memset(&tk, 0, sizeof(tk));
+	tk.pid = k->pid;
+	tk.tid = k->tid;
+	tk.gen = k->gen;
+	/* (struct tent starts with its key.) */
+	return bsearch(&tk, o->tents, o->ntents, sizeof(*o->tents), tkey_cmp);
+}
+
+/* An entry's value and count (in waits) scaled to its thread's exact figures t, if any. */
+static void
+scale(const struct tent *t, const struct prof_offcpu_val *v, uint64_t *ns, uint64_t *waits)
+{
+	double w = (double)v->waits / PROF_OFFCPU_ONE;
+
+	*ns = v->ns;
+	if (t != NULL && t->ns > 0)
+		*ns = (uint64_t)((double)v->ns * (double)t->v.ns / t->ns + 0.5);
+	if (t != NULL && t->waits > 0)
+		w = (double)v->waits * (double)t->v.waits / t->waits;
+	*waits = (uint64_t)(w + 0.5);
+}
+
 int
 offcpu_drain(struct offcpu *o, bool all, void (*add)(void *arg, struct prof_sample *s,
     uint64_t waits), void (*forget)(void *arg, uint32_t pid), void *arg)
@@ -319,14 +432,26 @@ offcpu_drain(struct offcpu *o, bool all, void (*add)(void *arg, struct prof_samp
 	const struct entry *en;
 	struct prof_offcpu_skey sk;
 	struct held *h;
+	struct tent *t;
+	uint64_t ns, waits;
 	size_t k, j, nsdel;
-	int rc;
+	int rc, trc;
 
 	/* From now on, waits that end go to the next generation. */
 	__atomic_store_n(o->gen, cur + 1, __ATOMIC_RELEASE);
 	o->added_seen = __atomic_load_n(o->added, __ATOMIC_RELAXED);
 	o->drains++;
+	/* Threads first: their entries of a generation are moved out with its stacks' (or after). */
+	if ((trc = read_threads(o, cur, all)) < 0)
+		o->ntents = 0;
 	rc = read_entries(o, cur, all);
+	if (rc == 0)
+		rc = trc;
+	for (k = 0; k < o->nents; k++)
+		if ((t = tent_of(o, &o->ents[k].k)) != NULL) {
+			t->ns += (double)o->ents[k].v.ns;
+			t->waits += (double)o->ents[k].v.waits;
+		}
 	if (o->nents > o->dels_cap) {
 		struct prof_offcpu_key *d = reallocarray(o->dels, o->nents, sizeof(*d));
 		struct prof_offcpu_skey *sd;
@@ -351,7 +476,7 @@ offcpu_drain(struct offcpu *o, bool all, void (*add)(void *arg, struct prof_samp
 		sk.stack = en->k.stack;
 		sk.gen = en->k.gen;
 		o->sdels[nsdel++] = sk;
-		if (en->v.waits == 0)
+		if (en->v.waits == 0 && en->v.ns == 0)
 			continue;
 		if ((h = *held_slot(o, en->k.stack)) != NULL) {
 			held_unpack(h, s);
@@ -366,11 +491,29 @@ offcpu_drain(struct offcpu *o, bool all, void (*add)(void *arg, struct prof_samp
 		s->hdr.pid = en->k.pid;
 		s->hdr.tid = en->k.tid;
 		s->wake = 0;
-		s->offcpu_ns = en->v.ns;
+		scale(tent_of(o, &en->k), &en->v, &ns, &waits);
+		s->offcpu_ns = ns;
 		memcpy(s->comm, en->v.comm, sizeof(s->comm));
 		memcpy(s->leader_comm, en->v.leader_comm, sizeof(s->leader_comm));
-		add(arg, s, en->v.waits);
+		add(arg, s, waits);
 	}
+	/* Threads' time with no sampled stack in its generation: a sample of no stack. */
+	for (k = 0; k < o->ntents; k++) {
+		t = &o->tents[k];
+		o->tdels[k] = t->k;
+		if (t->ns > 0 || t->waits > 0 || (t->v.ns == 0 && t->v.waits == 0))
+			continue;
+		memset(s, 0, offsetof(struct prof_sample, kstack));
+		s->hdr.kind = PROF_EV_OFFCPU;
+		s->hdr.pid = t->k.pid;
+		s->hdr.tid = t->k.tid;
+		s->rt = PROF_RT_NONE;
+		s->offcpu_ns = t->v.ns;
+		memcpy(s->comm, t->v.comm, sizeof(s->comm));
+		memcpy(s->leader_comm, t->v.leader_comm, sizeof(s->leader_comm));
+		add(arg, s, t->v.waits);
+	}
+	delete_keys(o->tfd, o->tdels, sizeof(*o->tdels), o->ntents);
 	/* Deleted, or they would be counted again at the next drain; each stack once. */
 	delete_keys(o->fd, o->dels, sizeof(*o->dels), o->nents);
 	if (nsdel > 1)

@@ -21,13 +21,13 @@
 struct offcpu;
 
 /*
- * aggs_fd, stacks_fd: the maps offcpu_aggs (of aggs_cap entries) and
- * offcpu_stacks; gen: the BPF program's offcpu_gen (the skeleton's mmap'd
+ * aggs_fd, stacks_fd, threads_fd: the maps offcpu_aggs (of aggs_cap
+ * entries), offcpu_stacks and offcpu_threads; gen: the BPF program's offcpu_gen (the skeleton's mmap'd
  * data), which the drain moves on; added: its offcpu_added, the entries it
  * has added to offcpu_aggs. NULL on ENOMEM. Freed by offcpu_destroy.
  */
-struct offcpu	*offcpu_create(int aggs_fd, int stacks_fd, uint32_t aggs_cap,
-		    volatile uint32_t *gen, volatile __u64 *added);
+struct offcpu	*offcpu_create(int aggs_fd, int stacks_fd, int threads_fd,
+		    uint32_t aggs_cap, volatile uint32_t *gen, volatile __u64 *added);
 void		 offcpu_destroy(struct offcpu *o);
 
 /*
@@ -40,8 +40,10 @@ bool		 offcpu_due(const struct offcpu *o);
 /*
  * Call add(arg, s, waits) for each entry of the generations before the
  * current one (all: every entry, at stop), s its stack with the entry's
- * identity (hdr.pid, hdr.tid, comm, leader_comm) and s->offcpu_ns the
- * waits' time, and delete the entries and their stacks from the maps;
+ * identity (hdr.pid, hdr.tid, comm, leader_comm), s->offcpu_ns the
+ * waits' time and waits their count, both scaled to the thread's exact
+ * figures of the generation (a thread's time with no stack: s has none),
+ * and delete the entries and their stacks from the maps;
  * then forget(arg, pid) for the processes whose exit (offcpu_exited) two
  * drains ago. s may be changed by add, and is valid during the call only.
  * An entry whose stack is not in the map (the BPF side stores it after

@@ -68,7 +68,15 @@ for i in $(seq 1 40); do
   [ -e "$D/merged.pb.gz" ] && break
   sleep 0.5
 done
-sleep 5	# two more periods: the last waits are stored
+# The last waits are drained within two drains (5 s each) and stored at the
+# next period's end: from 9 s on, read until two reads 3 s apart agree.
+prev=""
+for i in $(seq 1 12); do
+  sleep 3
+  cur="$(cat "$D/folded.txt" 2>/dev/null)"
+  [ "$i" -ge 3 ] && [ -n "$cur" ] && [ "$cur" = "$prev" ] && break
+  prev="$cur"
+done
 if ls "$TMP/mnt/efp_offcpu" 2>/dev/null | grep -qx offcpu; then ok "ebpf-offcpu-listed"
 else fail "ebpf-offcpu-listed" "ls efp_offcpu: $(ls "$TMP/mnt/efp_offcpu" 2>&1 | tr '\n' ' ')"; fi
 

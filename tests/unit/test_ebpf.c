@@ -669,10 +669,28 @@ put_wait(int fd, uint64_t stack, uint32_t pid, uint32_t tid, uint32_t gen, uint6
 	k.pid = pid;
 	k.tid = tid;
 	k.gen = gen;
-	v.waits = waits;
+	v.waits = waits * PROF_OFFCPU_ONE;
 	v.ns = ns;
 	snprintf(v.comm, sizeof(v.comm), "%s", comm);
 	snprintf(v.leader_comm, sizeof(v.leader_comm), "lead-%u", pid);
+	assert_int_equal(bpf_map_update_elem(fd, &k, &v, BPF_NOEXIST), 0);
+}
+
+/* A thread's exact off-CPU time of a generation (offcpu_threads). */
+static void
+put_thread(int fd, uint32_t pid, uint32_t tid, uint32_t gen, uint64_t waits, uint64_t ns)
+{
+	struct prof_offcpu_tkey k;
+	struct prof_offcpu_tval v;
+
+	memset(&k, 0, sizeof(k));
+	memset(&v, 0, sizeof(v));
+	k.pid = pid;
+	k.tid = tid;
+	k.gen = gen;
+	v.waits = waits;
+	v.ns = ns;
+	snprintf(v.comm, sizeof(v.comm), "t%u", tid);
 	assert_int_equal(bpf_map_update_elem(fd, &k, &v, BPF_NOEXIST), 0);
 }
 
@@ -729,8 +747,10 @@ check_stack_a(const struct prof_sample *s)
  * its own identity and the stack stored once for all its threads; a stack
  * is read from the map once and then held (a later generation's entry finds
  * it without the map), an entry whose stack is missing is counted and left
- * out, and both maps are emptied of what was drained; a process's exit is
- * held back two drains.
+ * out, and the maps are emptied of what was drained; a process's exit is
+ * held back two drains. A thread's stacks of a generation are scaled to its
+ * exact time and waits of that generation; its exact time with no stack
+ * there comes as a sample of no stack.
  */
 static void
 test_offcpu_drain(void **state)
@@ -741,7 +761,7 @@ test_offcpu_drain(void **state)
 	volatile __u64 added = 0;
 	struct offcpu *o;
 	size_t bytes, i;
-	int afd, sfd;
+	int afd, sfd, tfd;
 
 	(void)state;
 	assert_non_null(a);
@@ -751,11 +771,15 @@ test_offcpu_drain(void **state)
 	    sizeof(struct prof_offcpu_val), 64, NULL);
 	sfd = bpf_map_create(BPF_MAP_TYPE_HASH, "t_stacks", sizeof(struct prof_offcpu_skey),
 	    sizeof(struct prof_sample), 64, NULL);
-	if (afd < 0 || sfd < 0) {
+	tfd = bpf_map_create(BPF_MAP_TYPE_HASH, "t_threads", sizeof(struct prof_offcpu_tkey),
+	    sizeof(struct prof_offcpu_tval), 64, NULL);
+	if (afd < 0 || sfd < 0 || tfd < 0) {
 		if (afd >= 0)
 			close(afd);
 		if (sfd >= 0)
 			close(sfd);
+		if (tfd >= 0)
+			close(tfd);
 		free(a);
 		free(b);
 		free(d);
@@ -786,7 +810,7 @@ test_offcpu_drain(void **state)
 	b->kstack[0] = 0xffffffff81000040ULL;
 	assert_int_equal(prof_sample_size(b), PROF_SAMPLE_BASE);
 
-	o = offcpu_create(afd, sfd, 64, &gen, &added);
+	o = offcpu_create(afd, sfd, tfd, 64, &gen, &added);
 	assert_non_null(o);
 	assert_false(offcpu_due(o));
 	added = 16;		/* a quarter of the room */
@@ -799,24 +823,40 @@ test_offcpu_drain(void **state)
 	put_wait(afd, 0xc, 20, 21, 4, 5, 5000, "t21");
 	put_stack(sfd, 0xb, 5, b);
 	put_wait(afd, 0xb, 10, 11, 5, 2, 2000, "t11");
+	/* t11 measured 6 waits and 6000 ns in generation 4 (t12 nothing: not scaled); t41 no stack. */
+	put_thread(tfd, 10, 11, 4, 6, 6000);
+	put_thread(tfd, 40, 41, 4, 2, 500);
+	put_thread(tfd, 10, 11, 5, 1, 100);
 	assert_true(offcpu_exited(o, 20));
 
 	assert_int_equal(offcpu_drain(o, false, drained_add, drained_forget, d), 0);
 	assert_int_equal(gen, 6);
 	assert_false(offcpu_due(o));
-	assert_int_equal(d->n, 2);
-	for (i = 0; i < 2; i++) {
+	assert_int_equal(d->n, 3);
+	for (i = 0; i < 3; i++) {
 		bool first = d->s[i].hdr.tid == 11;
 
+		if (d->s[i].hdr.tid == 41) {
+			/* A thread's time with no sampled stack: no frames. */
+			assert_int_equal(d->s[i].hdr.pid, 40);
+			assert_int_equal(d->s[i].kstack_len, 0);
+			assert_int_equal(d->s[i].ustack_len, 0);
+			assert_int_equal(d->s[i].rt, PROF_RT_NONE);
+			assert_string_equal(d->s[i].comm, "t41");
+			assert_int_equal(d->waits[i], 2);
+			assert_int_equal(d->s[i].offcpu_ns, 500);
+			continue;
+		}
 		check_stack_a(&d->s[i]);
 		assert_int_equal(d->s[i].hdr.pid, 10);
 		assert_int_equal(d->s[i].hdr.tid, first ? 11 : 12);
 		assert_string_equal(d->s[i].comm, first ? "t11" : "t12");
 		assert_string_equal(d->s[i].leader_comm, "lead-10");
-		assert_int_equal(d->waits[i], first ? 3 : 1);
-		assert_int_equal(d->s[i].offcpu_ns, first ? 3000 : 1000);
+		assert_int_equal(d->waits[i], first ? 6 : 1);
+		assert_int_equal(d->s[i].offcpu_ns, first ? 6000 : 1000);
 	}
 	assert_int_equal(offcpu_lost(o), 1);
+	assert_int_equal(map_count(tfd, sizeof(struct prof_offcpu_tkey)), 1);	/* t11's of 5 */
 	assert_int_equal(map_count(afd, sizeof(struct prof_offcpu_key)), 1);	/* B's */
 	assert_int_equal(map_count(sfd, sizeof(struct prof_offcpu_skey)), 1);
 	assert_int_equal(offcpu_cached(o, &bytes), 1);
@@ -834,6 +874,9 @@ test_offcpu_drain(void **state)
 	assert_int_equal(d->s[0].kstack_len, 8);
 	assert_int_equal(d->s[0].kstack[0], 0xffffffff81000040ULL);
 	assert_int_equal(d->s[0].rt, PROF_RT_NONE);
+	assert_int_equal(d->waits[0], 1);	/* scaled: 2 sampled, 1 measured */
+	assert_int_equal(d->s[0].offcpu_ns, 100);
+	assert_int_equal(map_count(tfd, sizeof(struct prof_offcpu_tkey)), 0);
 	assert_int_equal(d->nforgot, 1);	/* two drains after its exit */
 	assert_int_equal(d->forgot[0], 20);
 	d->n = 0;
@@ -859,6 +902,7 @@ test_offcpu_drain(void **state)
 	offcpu_destroy(o);
 	close(afd);
 	close(sfd);
+	close(tfd);
 	free(a);
 	free(b);
 	free(d);
