@@ -68,13 +68,16 @@ for i in $(seq 1 40); do
   [ -e "$D/merged.pb.gz" ] && break
   sleep 0.5
 done
-# The last waits are drained within two drains (5 s each) and stored at the
-# next period's end: from 9 s on, read until two reads 3 s apart agree.
-prev=""
-for i in $(seq 1 12); do
-  sleep 3
+# A wait is drained from the kernel 5 to 10 s after it ends and stored at
+# the next period's end: read every 4 s until four reads in a row (12 s,
+# longer than that) agree. Two reads 3 s apart could fall between two
+# drains and agree without the last one (a TSan build: -33%).
+prev=""; same=0
+for i in $(seq 1 20); do
+  sleep 4
   cur="$(cat "$D/folded.txt" 2>/dev/null)"
-  [ "$i" -ge 3 ] && [ -n "$cur" ] && [ "$cur" = "$prev" ] && break
+  if [ -n "$cur" ] && [ "$cur" = "$prev" ]; then same=$((same + 1)); else same=0; fi
+  [ "$same" -ge 3 ] && break
   prev="$cur"
 done
 if ls "$TMP/mnt/efp_offcpu" 2>/dev/null | grep -qx offcpu; then ok "ebpf-offcpu-listed"

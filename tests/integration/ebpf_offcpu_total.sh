@@ -49,16 +49,18 @@ fi
 
 # The last waits (a thread's exact time since its last sampled wait, moved
 # out at its exit) are drained within two drains (5 s each) and stored at
-# the next period's end: from 18 s on, read until two reads 3 s apart agree
-# (a busy host slows the daemon down).
+# the next period's end (5 to 10 s after the wait): from 12 s on, read every
+# 4 s until four reads in a row (12 s, longer than that) agree; two reads 3 s
+# apart could fall between two drains (a busy host slows the daemon down).
 M="$TMP/mnt/$P/offcpu/all/all/merged.pb.gz"
 raw=""
-prev=""
-for i in $(seq 1 16); do
-  sleep 3
+prev=""; same=0
+for i in $(seq 1 20); do
+  sleep 4
   [ -e "$M" ] || continue
   raw="$(go tool pprof -raw -sample_index=offcpu "$M" 2>/dev/null)"
-  [ "$i" -ge 6 ] && [ "$raw" = "$prev" ] && break
+  if [ "$i" -ge 3 ] && [ -n "$raw" ] && [ "$raw" = "$prev" ]; then same=$((same + 1)); else same=0; fi
+  [ "$same" -ge 3 ] && break
   prev="$raw"
 done
 if [ -n "$raw" ]; then ok "ebpf-offcpu-total-stored"
