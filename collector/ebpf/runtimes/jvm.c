@@ -43,6 +43,8 @@
 
 /* --- the HotSpot attach mechanism ---------------------------------------- */
 
+#define JVM_STARTING_S	30	/* younger, a JVM without a SIGQUIT handler is starting */
+
 static int64_t
 now_ms(void)
 {
@@ -98,6 +100,38 @@ runtime_tmpdir(pid_t pid, uid_t uid)
 		return -EPERM;
 	}
 	return fd;
+}
+
+/*
+ * How long pid has run, in seconds (/proc/PID/stat's start time against the
+ * boot clock), or -1 when it cannot be read (gone).
+ */
+static double
+proc_age_s(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long start;
+	struct timespec now;
+	ssize_t n;
+	int fd, i;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	/* After the command's closing parenthesis: state is field 3, start time 22. */
+	if ((p = strrchr(buf, ')')) == NULL)
+		return -1;
+	for (i = 2; i < 22 && p; i++)
+		p = strchr(p + 1, ' ');
+	if (p == NULL || sscanf(p + 1, "%llu", &start) != 1 ||
+	    clock_gettime(CLOCK_BOOTTIME, &now) < 0)
+		return -1;
+	return (double)now.tv_sec + now.tv_nsec / 1e9 - (double)start / sysconf(_SC_CLK_TCK);
 }
 
 /* Whether pid maps libjvm.so: a JVM, not a program named java. */
@@ -228,8 +262,19 @@ runtime_jvm_perfmap(pid_t pid, pid_t nspid, uid_t uid, int timeout_ms)
 			rc = -ESRCH;	/* not the process we were asked about */
 			goto out;
 		}
-		if (!catches_sigquit(pid) || !maps_libjvm(pid)) {
+		if (!maps_libjvm(pid)) {
 			rc = -ENOTSUP;
+			goto out;
+		}
+		/*
+		 * A JVM catches SIGQUIT once its signal dispatcher runs, a
+		 * moment after its first compiled code: a young one is asked
+		 * again later. An older one runs with -Xrs and would die of it.
+		 */
+		if (!catches_sigquit(pid)) {
+			double age = proc_age_s(pid);
+
+			rc = age < 0 ? -ESRCH : age < JVM_STARTING_S ? -EAGAIN : -ENOTSUP;
 			goto out;
 		}
 		if ((made = attach_trigger(dirfd, trig, pid, uid)) < 0) {
@@ -327,7 +372,10 @@ attach_main(void *arg)
 		ra->busy = r.pid;
 		pthread_mutex_unlock(&ra->lock);
 		rc = runtime_jvm_perfmap(r.pid, r.nspid, r.uid, ra->timeout_ms);
-		if (rc < 0)
+		if (rc == -EAGAIN)
+			log_debug("ebpf: jvm %d: still starting (no SIGQUIT handler yet): asked again later",
+			    (int)r.pid);
+		else if (rc < 0)
 			log_debug("ebpf: jvm %d: no perf map: %s", (int)r.pid, strerror(-rc));
 		else
 			log_debug("ebpf: jvm %d: perf map written", (int)r.pid);
