@@ -565,8 +565,13 @@ fill_sample_k(void *ctx, struct prof_sample *e, bool in_user, __u64 ip, __u64 sp
 	/* Kernel threads have no user stack: not an error. */
 	if (user_stacks && BPF_CORE_READ(task, mm) != NULL &&
 	    walk_user(e, in_user, ip, sp, bp, tgid, &wake) != 0) {
-		e->ustack_len = bpf_get_stack(ctx, e->ustack, sizeof(e->ustack),
-		    BPF_F_USER_STACK);
+		/* (A task work callback has no context: its task is the current one.) */
+		if (ctx != NULL)
+			e->ustack_len = bpf_get_stack(ctx, e->ustack, sizeof(e->ustack),
+			    BPF_F_USER_STACK);
+		else
+			e->ustack_len = bpf_get_task_stack(bpf_get_current_task_btf(), e->ustack,
+			    sizeof(e->ustack), BPF_F_USER_STACK);
 		if (e->ustack_len < 0)
 			count(PROF_CNT_ERR_USTACK);
 	}
@@ -635,35 +640,40 @@ do_sample(struct bpf_perf_event_data *ctx)
 }
 
 /*
- * Off-CPU time (with --ebpf-offcpu), from BTF tracepoints alone (no kprobes
- * or trampolines needed). A wait is timed from the switch out of a user
- * thread to its switch in (sched_switch), and its stacks are taken only for
- * a sample of the waits, drawn when the wait ends, its length known: with
- * probability p = min(1, length / T), a sampled wait counting 1/p waits and
- * max(length, T) nanoseconds (Horvitz-Thompson: unbiased for every stack,
- * label set and thread whatever its waits' lengths). T is per CPU, from
- * offcpu_min_ns (the threshold: waits that long always keep their own
- * stacks) up to OFFCPU_T_CAP times that, raised when the CPU would draw
- * more than offcpu_walks waits a second and lowered again when it draws
- * fewer; it is read once for each draw, before it. (A host with many
- * threads has most of its off-CPU time in idle threads: a T without a cap
- * would leave a busy thread a draw a second or less.) So each switch costs two task storage accesses and a
- * clock read, and a wait whose stacks are taken the walk a CPU sample
- * costs: about offcpu_walks a second on each CPU at most, but for the
- * waits longer than T.
+ * Off-CPU time (with --ebpf-offcpu), from the sched_switch BTF tracepoint
+ * (no kprobes or trampolines needed). When a user thread switches in, its
+ * wait is the time since its last switch in less the CPU time it had since
+ * (the scheduler's own se.sum_exec_runtime), on the run queue's clock the
+ * scheduler has just read (offcpu_clock): nothing is kept or read at a
+ * switch out, one task storage access and no clock read per switch. Its
+ * stacks are taken only for a sample of the waits, drawn when the wait
+ * ends, its length known: with probability p = min(1, length / T), a
+ * sampled wait counting 1/p waits and max(length, T) nanoseconds
+ * (Horvitz-Thompson: unbiased for every stack, label set and thread
+ * whatever its waits' lengths). T is per CPU, from offcpu_min_ns (the
+ * threshold: waits that long always keep their own stacks) up to
+ * OFFCPU_T_CAP times that, raised when the CPU would draw more than
+ * offcpu_walks waits a second and lowered again when it draws fewer; it is
+ * read once for each draw, before it. (A host with many threads has most of
+ * its off-CPU time in idle threads: a T without a cap would leave a busy
+ * thread a draw a second or less.)
  *
  * The stacks are taken after the wait, in the thread's own context, where
  * its user stack and registers are still those of the wait (its kernel
  * stack is read at the switch in, bpf_get_task_stack: __schedule down to
- * where it blocked): at its return to user mode with rseq registered
- * (rseq_update: every glibc thread, after every switch in), at its system
- * call's return (sys_exit, attached by user space only once a Go thread,
- * which has no rseq, had a wait drawn: offcpu_norseq; every system call
- * of the host runs it then), or, should neither come first, at its next
- * switch out. By then its process's unwind tables are loaded, even for a
- * wait from its first second (the first switch out of a process that has
- * none asks user space for them: PROF_EV_TABLES), its Go goroutine and
- * interpreter frames those of the wait.
+ * where it blocked). With the kernel's task work for BPF (6.18:
+ * on_switch_tw), a drawn wait schedules a callback its thread runs on its
+ * way back to user mode, and nothing else runs on any switch, return to
+ * user mode or system call. Without it (on_switch): at its return to user
+ * mode with rseq registered (rseq_update: every glibc thread, after every
+ * switch in), at its system call's return (sys_exit, attached by user
+ * space only once a Go thread, which has no rseq, had a wait drawn:
+ * offcpu_norseq; every system call of the host runs it then), or, should
+ * neither come first, at its next switch out. By then its process's unwind
+ * tables are loaded, even for a wait from its first second (a young
+ * thread's first switches out ask user space for them when its process has
+ * none: PROF_EV_TABLES), its Go goroutine and interpreter frames those of
+ * the wait.
  *
  * The exact time of every wait is added up per thread (task storage) and
  * moved to offcpu_threads when one of its waits is sampled and when it
@@ -696,15 +706,21 @@ extern const void __schedule __ksym __weak;
 #define OFFCPU_NOTICES		3		/* PROF_EV_TABLES a thread sends at most */
 #define OFFCPU_ONE_T		(1U << 20)	/* T in offcpu_task.next's unit */
 #define OFFCPU_TABLES_OK	0xff		/* offcpu_task.notices: its process has tables (or no more asking) */
+#define OFFCPU_YOUNG		16		/* a thread's first switches out, which may ask for tables */
+#define OFFCPU_STALE_NS		1000000000ULL	/* a task work slot busy this long is taken back */
 
 /* task_struct's rseq area (registered by glibc 2.35 and later for every thread), where it has one. */
 struct task_struct___rseq {
 	void	*rseq;
 } __attribute__((preserve_access_index));
 
-/* A thread's wait in progress and its exact time not yet in offcpu_threads. Freed with the task. */
+/*
+ * A thread's last switch in and its exact time not yet in offcpu_threads.
+ * Freed with the task.
+ */
 struct offcpu_task {
-	__u64	start;		/* its switch out; 0: running */
+	__u64	in_clock;	/* its last switch in, on the switch clock (offcpu_clock); 0: none seen */
+	__u64	in_sum;		/* its CPU time (se.sum_exec_runtime) then */
 	__u64	ns;		/* every wait's time since its last move to offcpu_threads */
 	__u64	waits;
 	__u64	notice_ns;	/* its last PROF_EV_TABLES */
@@ -725,6 +741,7 @@ struct offcpu_cpu {
 	__u64	t;
 	__u64	walks;
 	__u64	rng;		/* xorshift64 state: cheaper than bpf_get_prandom_u32 on every wait */
+	__u32	slot;		/* its next task work slot (offcpu_tws) */
 };
 
 struct {
@@ -752,6 +769,32 @@ struct {
 	__type(key, __u32);
 	__type(value, struct offcpu_pend);
 } offcpu_pends SEC(".maps");
+
+/*
+ * With the kernel's task work (bpf_task_work_schedule_resume, 6.18), a
+ * drawn wait's stacks are taken by a callback the thread runs on its way
+ * back to user mode: one slot per CPU (an array: task work needs one), busy
+ * from the draw until its callback (or OFFCPU_STALE_NS, should the thread
+ * never return to user mode).
+ */
+struct offcpu_tw {
+	struct offcpu_pend	p;
+	__u64			drawn;		/* its draw, on the switch clock */
+	struct bpf_task_work	tw;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);			/* resized to the possible CPUs by user space */
+	__type(key, __u32);
+	__type(value, struct offcpu_tw);
+} offcpu_tws SEC(".maps");
+
+extern void bpf_preempt_disable(void) __ksym __weak;
+extern void bpf_preempt_enable(void) __ksym __weak;
+extern int bpf_task_work_schedule_resume_impl(struct task_struct *task, struct bpf_task_work *tw,
+    void *map__map, int (*callback)(struct bpf_map *map, void *key, void *value),
+    void *aux__prog) __ksym __weak;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);	/* preallocated: small entries, cheap to delete */
@@ -976,8 +1019,14 @@ spill:
 	/*
 	 * The maps are full: the wait goes by itself, with its own value,
 	 * and leaves the thread's exact time (not scaled by user space).
+	 * Should the ring buffer be full too, its time stays in the thread's
+	 * total, for its other stacks.
 	 */
-	count(send_sample(&p->s) == 0 ? PROF_CNT_OFFCPU_SPILL : PROF_CNT_DROP_RINGBUF);
+	if (send_sample(&p->s) != 0) {
+		count(PROF_CNT_DROP_RINGBUF);
+		return;
+	}
+	count(PROF_CNT_OFFCPU_SPILL);
 	if (o != NULL) {
 		o->ns = o->ns > p->delta ? o->ns - p->delta : 0;
 		o->waits = o->waits > 0 ? o->waits - 1 : 0;
@@ -994,6 +1043,26 @@ offcpu_walk(void *ctx, struct offcpu_pend *p)
 	fill_sample_k(ctx, &p->s, false, 0, 0, 0, false);
 	p->s.waits = waits;	/* (fill_sample_k clears it) */
 	offcpu_add(p);
+}
+
+/*
+ * The task work of a drawn wait: its thread returns to user mode (or exits:
+ * no user stack then), its registers those of the wait.
+ */
+static int
+offcpu_tw_walk(struct bpf_map *map, void *key, void *value)
+{
+	struct offcpu_tw *v = value;
+
+	/*
+	 * A task work may be preempted, and the walk's buffers are per CPU
+	 * (another thread's walk on this CPU would write over them).
+	 */
+	bpf_preempt_disable();
+	if (v->p.tid != 0 && v->p.tid == (__u32)bpf_get_current_pid_tgid())
+		offcpu_walk(NULL, &v->p);
+	bpf_preempt_enable();
+	return 0;
 }
 
 /* The CPU's xorshift64 (cheaper than bpf_get_prandom_u32 on every wait). */
@@ -1024,20 +1093,33 @@ offcpu_gap(struct offcpu_cpu *c)
  * context (offcpu_pends).
  */
 static __always_inline void
-offcpu_in(struct task_struct *next, __u64 now)
+offcpu_in(struct task_struct *next, __u64 now, bool tw)
 {
 	struct offcpu_task *o;
 	struct offcpu_pend *p;
+	struct offcpu_tw *v = NULL;
 	struct offcpu_cpu *c;
-	__u64 delta, t, w, grow, step, k;
-	__u32 zero = 0, r, tgid;
+	__u64 delta, t, w, grow, step, k, sum, span;
+	__u32 zero = 0, r, tgid, cpu;
 	long len;
 
-	o = bpf_task_storage_get(&offcpu_tasks, next, NULL, 0);
-	if (o == NULL || o->start == 0)
+	o = bpf_task_storage_get(&offcpu_tasks, next, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (o == NULL) {
+		count(PROF_CNT_OFFCPU_FULL);
 		return;
-	delta = now - o->start;
-	o->start = 0;
+	}
+	/*
+	 * Its wait: the time since its last switch in less the CPU time it
+	 * had since (the kernel's own account of it: nothing is kept at a
+	 * switch out). Its first switch in seen only starts the count.
+	 */
+	sum = next->se.sum_exec_runtime;
+	span = now - o->in_clock;
+	delta = o->in_clock != 0 && span > sum - o->in_sum ? span - (sum - o->in_sum) : 0;
+	o->in_clock = now;
+	o->in_sum = sum;
+	if (delta == 0)
+		return;
 	o->ns += delta;
 	o->waits++;
 	if ((c = bpf_map_lookup_elem(&offcpu_cpus, &zero)) == NULL)
@@ -1113,8 +1195,26 @@ offcpu_in(struct task_struct *next, __u64 now)
 			return;
 		}
 	}
-	if ((p = bpf_map_lookup_elem(&offcpu_pends, &zero)) == NULL)
+	if (tw) {
+		/* A free task work slot of this CPU's (not one whose draw still has its stacks to take). */
+		cpu = bpf_get_smp_processor_id() * PROF_OFFCPU_TW_SLOTS;
+		for (r = 0; r < PROF_OFFCPU_TW_SLOTS; r++) {
+			__u32 slot = cpu + (c->slot++ % PROF_OFFCPU_TW_SLOTS);
+
+			v = bpf_map_lookup_elem(&offcpu_tws, &slot);
+			if (v == NULL || v->p.tid == 0 || now - v->drawn >= OFFCPU_STALE_NS)
+				break;
+			v = NULL;
+		}
+		if (v == NULL) {
+			count(PROF_CNT_OFFCPU_BUSY);
+			return;
+		}
+		p = &v->p;
+		v->drawn = now;
+	} else if ((p = bpf_map_lookup_elem(&offcpu_pends, &zero)) == NULL) {
 		return;
+	}
 	c->walks++;
 	/*
 	 * Its stacks are taken where it returns to user mode, with rseq; a Go
@@ -1123,7 +1223,7 @@ offcpu_in(struct task_struct *next, __u64 now)
 	 * taken at their next switch out.
 	 */
 	tgid = next->tgid;
-	if ((!bpf_core_field_exists(((struct task_struct___rseq *)next)->rseq) ||
+	if (!tw && (!bpf_core_field_exists(((struct task_struct___rseq *)next)->rseq) ||
 	    BPF_CORE_READ((struct task_struct___rseq *)next, rseq) == NULL) &&
 	    offcpu_norseq == 0 && bpf_map_lookup_elem(&go_procs, &tgid) != NULL)
 		__sync_fetch_and_add(&offcpu_norseq, 1);
@@ -1155,6 +1255,12 @@ offcpu_in(struct task_struct *next, __u64 now)
 			p->s.kstack_len = bpf_get_task_stack(next, p->s.kstack,
 			    sizeof(p->s.kstack), 0);
 	}
+	/* The rest on its way back to user mode (offcpu_tw_walk). */
+	if (tw && v != NULL &&
+	    bpf_task_work_schedule_resume_impl(next, &v->tw, &offcpu_tws, offcpu_tw_walk, NULL) != 0) {
+		p->tid = 0;
+		count(PROF_CNT_OFFCPU_BUSY);
+	}
 }
 
 /*
@@ -1177,44 +1283,78 @@ offcpu_tables(struct offcpu_task *o, __u32 tgid, __u64 now)
 	o->notice_ns = now;
 }
 
-SEC("tp_btf/sched_switch")
-int
-BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+/*
+ * The clock of the switches: the run queue's, which the scheduler has just
+ * read (on a virtual machine a clock read costs as much as the rest of the
+ * program), else bpf_ktime_get_ns. 0: none this time (the switch is left
+ * out).
+ */
+static __always_inline __u64
+offcpu_clock(struct task_struct *prev)
+{
+	struct cfs_rq *cr;
+	struct rq *rq;
+
+	if (!bpf_core_field_exists(((struct cfs_rq *)0)->rq))
+		return bpf_ktime_get_ns();
+	/* prev runs on this CPU: its fair-class queue (every task has one) is this run queue's. */
+	if ((cr = prev->se.cfs_rq) == NULL || (rq = cr->rq) == NULL)
+		return 0;
+	return rq->clock;
+}
+
+/*
+ * A switch from prev to next: next's wait ends (offcpu_in). Only a young
+ * thread's switch out does anything: one of its first OFFCPU_YOUNG (a new
+ * process) may ask for its process's tables. Without task work, a wait of
+ * prev's drawn at its switch in whose stacks no hook took yet is taken now
+ * (prev is the current task).
+ */
+static __always_inline void
+offcpu_switch(void *ctx, struct task_struct *prev, struct task_struct *next, bool tw)
 {
 	struct offcpu_task *o;
 	struct offcpu_pend *p;
 	__u32 tid, zero = 0;
 	__u64 now;
 
-	if (!offcpu)
-		return 0;
-	now = bpf_ktime_get_ns();
-	/*
-	 * prev switches out: a wait of its drawn at its switch in whose
-	 * stacks no hook took yet is taken now (prev is the current task),
-	 * then its new wait starts. (prev's fields are read directly: a BTF
-	 * pointer, plain loads.)
-	 */
+	if (!offcpu || (now = offcpu_clock(prev)) == 0)
+		return;
 	tid = prev->pid;
-	p = bpf_map_lookup_elem(&offcpu_pends, &zero);
-	if (tid != 0 && prev->mm != NULL && prev->tgid != self_tgid &&
-	    !(prev->flags & PF_EXITING_FLAG)) {
-		if (p != NULL && p->tid == tid)
+	if (!tw && (p = bpf_map_lookup_elem(&offcpu_pends, &zero)) != NULL && p->tid == tid &&
+	    tid != 0) {
+		if (prev->mm != NULL && !(prev->flags & PF_EXITING_FLAG))
 			offcpu_walk(ctx, p);
-		o = bpf_task_storage_get(&offcpu_tasks, prev, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
-		if (o != NULL) {
-			o->start = now;
-			if (o->notices != OFFCPU_TABLES_OK)
-				offcpu_tables(o, prev->tgid, now);
-		} else {
-			count(PROF_CNT_OFFCPU_FULL);
-		}
-	} else if (p != NULL && p->tid == tid) {
-		p->tid = 0;
+		else
+			p->tid = 0;
 	}
-	/* (Kernel threads and the idle task have no entry: not looked for.) */
-	if (next->pid != 0 && next->mm != NULL)
-		offcpu_in(next, now);
+	if (tid != 0 && prev->nvcsw + prev->nivcsw < OFFCPU_YOUNG && prev->mm != NULL &&
+	    prev->tgid != self_tgid && !(prev->flags & PF_EXITING_FLAG)) {
+		o = bpf_task_storage_get(&offcpu_tasks, prev, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (o != NULL && o->notices != OFFCPU_TABLES_OK)
+			offcpu_tables(o, prev->tgid, now);
+	}
+	/* (Kernel threads, the idle task and the daemon's own threads have no entry: not looked for.) */
+	if (next->pid != 0 && next->mm != NULL && next->tgid != self_tgid &&
+	    !(next->flags & PF_EXITING_FLAG))
+		offcpu_in(next, now, tw);
+}
+
+/* The kernel has no task work for BPF: stacks at rseq_update, sys_exit or the next switch out. */
+SEC("tp_btf/sched_switch")
+int
+BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	offcpu_switch(ctx, prev, next, false);
+	return 0;
+}
+
+/* With task work (6.18): stacks on the way back to user mode, nothing else on the way. */
+SEC("tp_btf/sched_switch")
+int
+BPF_PROG(on_switch_tw, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	offcpu_switch(ctx, prev, next, true);
 	return 0;
 }
 

@@ -104,6 +104,7 @@ struct prof_golabel {
  * (collector/ebpf/runtimes/hotspot.c) rather than after the pc.
  */
 #define PROF_MAX_JFRAMES	64	/* HotSpot frames kept per sample */
+#define PROF_OFFCPU_TW_SLOTS	8	/* off-CPU task work slots per CPU: one is busy a while after its callback */
 #define PROF_J_INTERP		0
 #define PROF_J_BLOB		1
 
@@ -271,6 +272,7 @@ enum prof_counter {
 	PROF_CNT_MEM_FILE,	/* ... left out: a file mapping's */
 	PROF_CNT_MEM_CALLS,	/* --ebpf-memory: mmap, brk, munmap calls sent (after sampling) */
 	PROF_CNT_MEM_LIMITED,	/* ... not sent: past memgrow_calls_max a second on their CPU */
+	PROF_CNT_OFFCPU_BUSY,	/* waits not drawn: their CPU's last drawn wait still had its stacks to take */
 	PROF_CNT_MAX
 };
 

@@ -629,11 +629,11 @@ pct_ns() { awk -v a="$1" -v b="$2" -v s="$3" 'BEGIN {printf "%.2f", (b - a) / 1e
 # sched_switch, rseq_update and, once attached, sys_exit) and of the base
 # daemon's sched_switch program, per switch and as a share of a CPU at
 # 40,000 switches a second; DAEMON_RUNS runs, medians and spread.
-oc_prog_ids() {	# oc_prog_ids "IDS BEFORE": the ids of the off-CPU programs loaded since
-  bpftool prog show 2>/dev/null | awk -F: '/^[0-9]+:/ {print $1}' | while read -r k; do
-    [[ "$1" == *" $k "* ]] && continue
+oc_prog_ids() {	# oc_prog_ids PID: the ids of that daemon's off-CPU programs (its fds' prog_id: not another daemon's)
+  local k
+  for k in $(cat /proc/"$1"/fdinfo/* 2>/dev/null | awk '/^prog_id:/ {print $2}' | sort -un); do
     case "$(bpftool prog show id "$k" 2>/dev/null | head -1 | awk '{print $4}')" in
-    on_switch|offcpu_sys_exit|offcpu_rseq) echo "$k" ;;
+    on_switch|on_switch_tw|offcpu_sys_exit|offcpu_rseq) echo "$k" ;;
     esac
   done | tr '\n' ' '
 }
@@ -699,21 +699,19 @@ PP
   for r in $(seq 1 "$DAEMON_RUNS"); do
     base=""
     if [ -n "$BASE_BIN" ]; then
-      ids0=" $(bpftool prog show 2>/dev/null | awk -F: '/^[0-9]+:/ {printf "%s ", $1}')"
       start_base --ebpf=99 --ebpf-offcpu --ebpf-period 10
-      base=$(oc_prog_ids "$ids0")
+      base=$(oc_prog_ids "$BPID")
     fi
-    ids0=" $(bpftool prog show 2>/dev/null | awk -F: '/^[0-9]+:/ {printf "%s ", $1}')"
-    start_daemon --ebpf=99 --ebpf-offcpu --ebpf-period 10
+    start_daemon --ebpf=99 ${OC_FLAGS:---ebpf-offcpu} --ebpf-period 10
     sleep "$SETTLE"
-    ours=$(oc_prog_ids "$ids0")
+    ours=$(oc_prog_ids "$PID")
     a=$(cpu_ns "$PID"); ba=$([ -n "$BPID" ] && cpu_ns "$BPID" || echo 0)
     # (sys_exit may be attached while the ping-pong runs: its ids are read again after.)
     p0=$(oc_run_ns $ours); q0=$(oc_run_ns $base)
     cs0=$(awk '/^ctxt/ {print $2}' /proc/stat)
     "$W/pingpong" "$OC_SECS" "${PP_RATE:-19000}" >/dev/null
     cs1=$(awk '/^ctxt/ {print $2}' /proc/stat)
-    ours=$(oc_prog_ids "$ids0")
+    ours=$(oc_prog_ids "$PID"); [ -n "$BASE_BIN" ] && base=$(oc_prog_ids "$BPID")
     p1=$(oc_run_ns $ours); q1=$(oc_run_ns $base)
     b=$(cpu_ns "$PID"); bb=$([ -n "$BPID" ] && cpu_ns "$BPID" || echo 0)
     for id in $ours; do echo "    $(oc_per_run "$id")"; done | awk '{printf "    ours: %s %d ns a run (%d runs since its start)\n", $1, $2, $3}'
@@ -727,10 +725,10 @@ PP
   done
   [ -n "$old" ] && sysctl -qw kernel.bpf_stats_enabled="$old"
   spread() { sort -g | awk '{a[NR] = $1} END {printf "%s-%s", a[1], a[NR]}'; }
-  printf "off-CPU programs per switch (median of %d): %d ns = %.2f%% of a CPU at 40,000 switches/s (runs %s ns), %d switches/s\n" \
+  printf "off-CPU programs per switch (median of %d): %.0f ns = %.2f%% of a CPU at 40,000 switches/s (runs %s ns), %.0f switches/s\n" \
     "$DAEMON_RUNS" "$(awk '{print $2}' "$W/pp_cost" | median)" "$(awk '{print $2 * 40000 / 1e7}' "$W/pp_cost" | median)" \
     "$(awk '{print $2}' "$W/pp_cost" | spread)" "$(awk '{print $1}' "$W/pp_cost" | median)"
-  [ -n "$BASE_BIN" ] && printf "base sched_switch program per switch (median of %d): %d ns = %.2f%% of a CPU at 40,000 switches/s (runs %s ns)\n" \
+  [ -n "$BASE_BIN" ] && printf "base off-CPU programs per switch (median of %d): %.0f ns = %.2f%% of a CPU at 40,000 switches/s (runs %s ns)\n" \
     "$DAEMON_RUNS" "$(awk '{print $3}' "$W/pp_cost" | median)" "$(awk '{print $3 * 40000 / 1e7}' "$W/pp_cost" | median)" \
     "$(awk '{print $3}' "$W/pp_cost" | spread)"
   echo "(target: <= 1% of a CPU at 40,000 switches/s; the load average after: $(cut -d' ' -f1-3 /proc/loadavg))"
@@ -757,7 +755,6 @@ offcpu_cost() {
           esac
           bs0=$(cpu_ns "$BPID"); bt0=$(date +%s%N)
         fi
-        ids0=" $(bpftool prog show 2>/dev/null | awk -F: '/^[0-9]+:/ {printf "%s ", $1}')"
         if [ "$mode" = on ]; then
           start_daemon --ebpf="$hz" --ebpf-offcpu --ebpf-period 10 --http "127.0.0.1:$HTTP_PORT"
         elif [ "$mode" = sample10 ]; then
@@ -777,13 +774,13 @@ offcpu_cost() {
         sleep "$OC_SETTLE"
         cs0=$(awk '/^ctxt/ {print $2}' /proc/stat)
         # (Other daemons' programs of the same name would mix in: ours is the one loaded last.)
-        ours=$(oc_prog_ids "$ids0")
+        ours=$(oc_prog_ids "$PID")
         run0=$(oc_run_ns $ours)
         a=$(cpu_ns "$PID"); ba=$([ -n "$BPID" ] && cpu_ns "$BPID" || echo 0); ta=$(date +%s%N)
         sleep "$OC_SECS"
         b=$(cpu_ns "$PID"); bb=$([ -n "$BPID" ] && cpu_ns "$BPID" || echo 0)
         cs1=$(awk '/^ctxt/ {print $2}' /proc/stat)
-        ours=$(oc_prog_ids "$ids0")
+        ours=$(oc_prog_ids "$PID")
         run1=$(oc_run_ns $ours)
         wait "${spinners[@]}" 2>/dev/null
         waits=$(curl -s "http://127.0.0.1:$HTTP_PORT/metrics" |

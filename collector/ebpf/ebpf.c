@@ -72,7 +72,7 @@
 #define OFFCPU_AGGS	8192	/* entries of offcpu_aggs (72 bytes each, preallocated) */
 #define OFFCPU_STACKS	4096	/* entries of offcpu_stacks (a struct prof_sample each, when used) */
 #define OFFCPU_THREADS	8192	/* entries of offcpu_threads (48 bytes each, preallocated) */
-#define OFFCPU_WALKS	200	/* off-CPU stacks each CPU takes a second, about, at most (but for long waits) */
+#define OFFCPU_WALKS	100	/* off-CPU stacks each CPU takes a second, about, at most (but for long waits) */
 /*
  * The watchdog: a sampler that has not completed a period in STALL_PERIODS
  * periods (and STALL_MIN_NS: a flush may take seconds on a loaded host) is
@@ -143,6 +143,7 @@ struct ebpf_sampler {
 	struct bpf_link		*sysexit_link;	/* off-CPU: stacks taken at a system call's end */
 	struct bpf_link		*rseq_link;	/* off-CPU: ... at a return to user mode (rseq) */
 	bool			 sysexit_tried;	/* sysexit_link attached, or failed to */
+	bool			 offcpu_tw;	/* off-CPU stacks taken by task work (on_switch_tw) */
 	pthread_t		 thread;
 	bool			 running;
 	atomic_bool		 stop;
@@ -382,6 +383,29 @@ kernel_has_tp(const char *name)
 }
 
 /*
+ * Whether the kernel lets a BPF program run a callback in a task on its way
+ * back to user mode (6.18): off-CPU stacks are taken there, with no
+ * program on every return to user mode or system call.
+ */
+static bool
+kernel_has_task_work(void)
+{
+	struct btf *vmlinux;
+	bool has;
+
+	/* (The tests take the older kernels' way too, on this one.) */
+	if (getenv("PROFILEFS_EBPF_NO_TASK_WORK") != NULL)
+		return false;
+	if ((vmlinux = btf__load_vmlinux_btf()) == NULL)
+		return false;
+	has = btf__find_by_name_kind(vmlinux, "bpf_task_work_schedule_resume_impl",
+	    BTF_KIND_FUNC) >= 0 && btf__find_by_name_kind(vmlinux, "bpf_task_work",
+	    BTF_KIND_STRUCT) >= 0;
+	btf__free(vmlinux);
+	return has;
+}
+
+/*
  * sys_exit, where a drawn wait's stacks are taken for a Go thread (no
  * rseq; its goroutine's labels are those of the wait there): attached
  * only once such a thread had a wait drawn (offcpu_norseq), since every
@@ -392,7 +416,7 @@ kernel_has_tp(const char *name)
 static void
 offcpu_sysexit(struct ebpf_sampler *e)
 {
-	if (e->sysexit_link != NULL || e->sysexit_tried ||
+	if (e->offcpu_tw || e->sysexit_link != NULL || e->sysexit_tried ||
 	    (e->rseq_link != NULL && e->skel->bss->offcpu_norseq == 0))
 		return;
 	e->sysexit_tried = true;
@@ -407,21 +431,27 @@ offcpu_sysexit(struct ebpf_sampler *e)
 }
 
 /*
- * Attach the off-CPU programs: sched_switch, and where a drawn wait's
- * stacks are taken in its thread's own context (a return to user mode with
- * rseq; sys_exit: offcpu_sysexit).
+ * Attach the off-CPU programs: sched_switch, and, without task work, where
+ * a drawn wait's stacks are taken in its thread's own context (a return to
+ * user mode with rseq; sys_exit: offcpu_sysexit).
  */
 static int
 attach_offcpu(struct ebpf_sampler *e)
 {
 	int rc;
 
-	e->switch_link = bpf_program__attach(e->skel->progs.on_switch);
+	e->switch_link = bpf_program__attach(e->offcpu_tw ? e->skel->progs.on_switch_tw :
+	    e->skel->progs.on_switch);
 	if (e->switch_link == NULL) {
 		rc = -errno;
 		log_warnx("--ebpf-offcpu: attaching to the sched_switch tracepoint: %s",
 		    strerror(-rc));
 		return rc;
+	}
+	if (e->offcpu_tw) {
+		log_info("ebpf: off-CPU: a drawn wait's stacks are taken by task work, as its "
+		    "thread returns to user mode");
+		return 0;
 	}
 	if (bpf_program__autoload(e->skel->progs.offcpu_rseq))
 		e->rseq_link = bpf_program__attach(e->skel->progs.offcpu_rseq);
@@ -1232,7 +1262,8 @@ flush(struct ebpf_sampler *e)
 		"offcpu_short", "offcpu_sent", "offcpu_full", "go_labels", "go_labels_truncated",
 		"rb_stacks", "rb_read_errors", "hs_frames", "hs_no_blob", "v8_stacks",
 		"offcpu_spilled", "malloc_samples", "malloc_live_full", "php_stacks",
-		"php_read_errors", "mem_faults", "mem_faults_file", "mem_calls", "mem_calls_limited"
+		"php_read_errors", "mem_faults", "mem_faults_file", "mem_calls", "mem_calls_limited",
+		"offcpu_busy"
 	};
 	struct unwind_stats us;
 	struct python_stats ps;
@@ -1756,11 +1787,16 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 		    o->offcpu_sample : 1);
 		e->skel->rodata->self_tgid = (uint32_t)getpid();
 		/* Without off-CPU its programs are not even loaded; a tracepoint the kernel lacks neither. */
-		bpf_program__set_autoload(e->skel->progs.on_switch, o->offcpu);
+		e->offcpu_tw = o->offcpu && kernel_has_task_work();
+		bpf_program__set_autoload(e->skel->progs.on_switch_tw, e->offcpu_tw);
+		bpf_program__set_autoload(e->skel->progs.on_switch, o->offcpu && !e->offcpu_tw);
 		bpf_program__set_autoload(e->skel->progs.offcpu_sys_exit, o->offcpu &&
-		    kernel_has_tp("sys_exit"));
+		    !e->offcpu_tw && kernel_has_tp("sys_exit"));
 		bpf_program__set_autoload(e->skel->progs.offcpu_rseq, o->offcpu &&
-		    kernel_has_tp("rseq_update"));
+		    !e->offcpu_tw && kernel_has_tp("rseq_update"));
+		bpf_map__set_max_entries(e->skel->maps.offcpu_tws, e->offcpu_tw &&
+		    libbpf_num_possible_cpus() > 0 ? (uint32_t)libbpf_num_possible_cpus() *
+		    PROF_OFFCPU_TW_SLOTS : 1);
 		memgrow_configure(e, o);
 		if (!o->offcpu) {
 			bpf_map__set_max_entries(e->skel->maps.offcpu_threads, 1);
