@@ -16,12 +16,22 @@
  * (its libraries elsewhere) finds the frames its predecessors named.
  *
  * The gate (cpuprof_gate_*) keeps the root short: a service name has a
- * profile of its own only once its CPU samples reach a threshold within an
- * hour; until then each of its period's aggregates is folded at the flush
- * into the one per-host service for the rest, its series labels (unit,
- * container, pod) becoming sample labels next to comm and pid. A name keeps
- * its service while it has CPU samples at least once an hour. "kernel" (the
- * kernel's threads) is always a service of its own.
+ * profile of its own only once its CPU samples and off-CPU waits (each
+ * counts one) reach a threshold within an hour; until then each of its
+ * period's aggregates is folded at the flush into the one per-host service
+ * for the rest, its series labels (unit, container, pod) becoming sample
+ * labels next to comm and pid. A name keeps its service while it has CPU
+ * samples or waits at least once an hour. "kernel" (the kernel's threads)
+ * is always a service of its own.
+ *
+ * Off-CPU counts by waits, the offcpu profile's first value, not by time:
+ * every thread of every process is off-CPU nearly all the time it is idle,
+ * so time would give each process alive a few seconds a service of its
+ * own; a wait is a wakeup, something the process was woken for (a request,
+ * a timer, a lock), as a CPU sample is something it ran. The count is the
+ * profile's own (the kernel's exact count of the name's switches out), so
+ * a reader can check it with -sample_index=waits, whatever the threshold,
+ * the CPU's load or --ebpf-offcpu-sample made of the stacks.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -88,11 +98,11 @@ struct cpuprof {
 	int		 slot;		/* of struct proc's cp_svc: 0 CPU, 1 off-CPU, 2.. others; -1 none */
 };
 
-/* A service name the gate has seen: its CPU samples since it was first seen. */
+/* A service name the gate has seen: its CPU samples and off-CPU waits since it was first seen. */
 struct gate_ent {
 	char		*name;
-	uint64_t	 count;		/* CPU samples within the window begun at since */
-	int64_t		 since, last;	/* ns: window start, last flush with samples */
+	uint64_t	 count;		/* CPU samples + off-CPU waits within the window begun at since */
+	int64_t		 since, last;	/* ns: window start, last flush with samples or waits */
 	bool		 own;		/* past the threshold: a service of its own */
 };
 
@@ -665,9 +675,10 @@ cpuprof_gate_own(struct cpuprof_gate *g, const char *name)
 }
 
 /*
- * The CPU period [.., now) of c: each name's samples count, a name past the
- * threshold gets its own service; names without samples for an hour are
- * forgotten (and start over).
+ * The CPU or off-CPU period [.., now) of c: each name's samples (CPU) or
+ * waits (off-CPU: the aggregate's first value, as for CPU) count, a name
+ * past the threshold gets its own service; names with neither for an hour
+ * are forgotten (and start over).
  */
 static void
 gate_count(struct cpuprof_gate *g, const struct cpuprof *c, int64_t now)
@@ -806,7 +817,13 @@ cpuprof_flush(struct cpuprof *c, struct store *st, int64_t start, int64_t end,
 	*profiles = 0;
 	*samples = 0;
 	if (g != NULL && g->min > 0) {
-		if (c->slot == 0)
+		/*
+		 * CPU (0) and off-CPU (1) count; the others (allocations,
+		 * faults) follow their verdict. The off-CPU aggregate is
+		 * flushed after the CPU one: a name that passes by its
+		 * waits has that period's CPU samples in the rest still.
+		 */
+		if (c->slot == 0 || c->slot == 1)
 			gate_count(g, c, end);
 		gate_fold(g, c);
 	}
