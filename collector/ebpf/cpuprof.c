@@ -17,9 +17,9 @@
  *
  * The gate (cpuprof_gate_*) keeps the root short: a service name has a
  * profile of its own only once its CPU samples and off-CPU waits (each
- * counts one) reach a threshold within an hour; until then each of its
- * period's aggregates is folded at the flush into the one per-host service
- * for the rest, its series labels (unit, container, pod) becoming sample
+ * counts one, but no more than THRESHOLDs waited) reach a threshold within
+ * an hour; until then each of its period's aggregates is folded at the
+ * flush into the one per-host service for the rest, its series labels (unit, container, pod) becoming sample
  * labels next to comm and pid. A name keeps its service while it has CPU
  * samples or waits at least once an hour. "kernel" (the kernel's threads)
  * is always a service of its own.
@@ -28,10 +28,15 @@
  * every thread of every process is off-CPU nearly all the time it is idle,
  * so time would give each process alive a few seconds a service of its
  * own; a wait is a wakeup, something the process was woken for (a request,
- * a timer, a lock), as a CPU sample is something it ran. The count is the
- * profile's own (the kernel's exact count of the name's switches out), so
- * a reader can check it with -sample_index=waits, whatever the threshold,
- * the CPU's load or --ebpf-offcpu-sample made of the stacks.
+ * a timer, a lock), as a CPU sample is something it ran. But no more waits
+ * count in a period than THRESHOLDs (wait_ns) were waited: a short
+ * command's start has a few waits of a tenth of a millisecond each (page
+ * cache, a CPU to run on), which would give every command run 20 times an
+ * hour a service of its own; a sleeper's or a server's waits are longer.
+ * The figures are the profile's own (the kernel's exact count and time of
+ * the name's switches out), so a reader can check them (-sample_index=
+ * waits and offcpu), whatever the CPU's load or --ebpf-offcpu-sample made
+ * of the stacks.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -78,7 +83,8 @@ struct cpuprof_svc {
 	struct labelset	 labels;
 	struct merge	*m;
 	int64_t		 s_pid, s_tid, s_comm;	/* label keys, merge string indexes */
-	uint64_t	 total;
+	uint64_t	 total;		/* its samples' first values added up */
+	uint64_t	 total1;	/* ... and second ones (off-CPU: ns waited), for the gate */
 	struct lcache_ent *lcache;	/* LCACHE_SLOTS, allocated at first use */
 	struct mcache_ent mcache[MCACHE_SLOTS];
 	struct fncache_ent *fncache;	/* FNCACHE_SLOTS, with lcache */
@@ -108,6 +114,7 @@ struct gate_ent {
 
 struct cpuprof_gate {
 	uint64_t	 min;		/* samples within GATE_WINDOW_NS */
+	uint64_t	 wait_ns;	/* off-CPU: a wait counts for this much waited at most */
 	char		*other;		/* the service for the rest */
 	char		*series;	/* its series labels (canonical text) */
 	struct gate_ent	*ents;
@@ -559,8 +566,10 @@ add_values(struct cpuprof_svc *s, const uint32_t *locs, size_t n, uint32_t pid,
 		    (labels[nl].str = merge_string(s->m, values[i])) < 0)
 			return -ENOMEM;
 	}
-	if ((rc = merge_sample(s->m, locs, n, labels, nl, vals)) == 0)
+	if ((rc = merge_sample(s->m, locs, n, labels, nl, vals)) == 0) {
 		s->total += vals[0] > 0 ? (uint64_t)vals[0] : 1;
+		s->total1 += vals[1] > 0 ? (uint64_t)vals[1] : 0;
+	}
 	return rc;
 }
 
@@ -627,11 +636,13 @@ default_type(const struct cpuprof *c, struct profile *p)
 }
 
 struct cpuprof_gate *
-cpuprof_gate_create(uint64_t min_samples, const char *other, const char *series)
+cpuprof_gate_create(uint64_t min_samples, uint64_t wait_ns, const char *other,
+    const char *series)
 {
 	struct cpuprof_gate *g = xcalloc(1, sizeof(*g));
 
 	g->min = min_samples;
+	g->wait_ns = wait_ns;
 	g->other = xstrdup(other);
 	g->series = xstrdup(series);
 	return g;
@@ -675,10 +686,11 @@ cpuprof_gate_own(struct cpuprof_gate *g, const char *name)
 }
 
 /*
- * The CPU or off-CPU period [.., now) of c: each name's samples (CPU) or
- * waits (off-CPU: the aggregate's first value, as for CPU) count, a name
- * past the threshold gets its own service; names with neither for an hour
- * are forgotten (and start over).
+ * The CPU or off-CPU period [.., now) of c: each name's samples count (CPU)
+ * or its waits (off-CPU: the aggregate's first value, as for CPU), no more
+ * of them than wait_ns it waited (rounded down), a name past the threshold
+ * gets its own service; names with neither for an hour are forgotten (and
+ * start over).
  */
 static void
 gate_count(struct cpuprof_gate *g, const struct cpuprof *c, int64_t now)
@@ -689,8 +701,12 @@ gate_count(struct cpuprof_gate *g, const struct cpuprof *c, int64_t now)
 	for (i = 0; i < c->nsvcs; i++) {
 		const struct cpuprof_svc *s = c->svcs[i];
 
+		uint64_t n = s->total;
+
 		if (s->total == 0 || strcmp(s->service, g->other) == 0)
 			continue;
+		if (c->slot == 1 && g->wait_ns > 0 && s->total1 / g->wait_ns < n)
+			n = s->total1 / g->wait_ns;
 		if ((e = gate_find(g, s->service)) == NULL) {
 			g->ents = xgrow(g->ents, &g->cap, g->n + 1, sizeof(*g->ents));
 			e = &g->ents[g->n++];
@@ -700,7 +716,7 @@ gate_count(struct cpuprof_gate *g, const struct cpuprof *c, int64_t now)
 			e->count = 0;
 			e->since = now;
 		}
-		e->count += s->total;
+		e->count += n;
 		e->last = now;
 		if (e->count >= g->min)
 			e->own = true;

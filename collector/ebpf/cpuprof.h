@@ -93,15 +93,17 @@ int		 cpuprof_sample_values(struct cpuprof_svc *s, const uint32_t *locs, size_t 
 /*
  * The gate: a service name gets a profile of its own once its CPU samples
  * and off-CPU waits (each one; the first value of the cpu and offcpu
- * aggregates) reach min_samples within an hour (0: at once); before that
+ * aggregates; in a period no more waits than wait_ns, > 0, were waited:
+ * the off-CPU threshold) reach min_samples within an hour (0: at once);
+ * before that
  * its aggregates go to the service other, with series labels series
  * (canonical text), each sample labelled with the series labels but host
  * of the service it would have been. Shared by all the aggregates (the
  * CPU and off-CPU ones decide); the sampler's thread only.
  */
 struct cpuprof_gate;
-struct cpuprof_gate *cpuprof_gate_create(uint64_t min_samples, const char *other,
-		    const char *series);
+struct cpuprof_gate *cpuprof_gate_create(uint64_t min_samples, uint64_t wait_ns,
+		    const char *other, const char *series);
 void		 cpuprof_gate_destroy(struct cpuprof_gate *g);
 /* Whether name has a service of its own (true with no gate). */
 bool		 cpuprof_gate_own(struct cpuprof_gate *g, const char *name);

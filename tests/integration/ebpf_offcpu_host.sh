@@ -15,7 +15,8 @@
 #   of 100 ms, next to no CPU (no CPU sample at 19 Hz): its offcpu profile
 #   has its own functions (ct_loop;ct_wait) and it has a service of its own,
 #   its waits counting toward --ebpf-min-samples (20); two sleeps of 1.5 s
-#   (a few waits, however long) stay in host-other.
+#   (a few waits, however long) stay in host-other; so do 100 short commands
+#   (5 names, 20 runs each: a few waits of a tenth of a millisecond a run).
 # Needs root, a kernel with BTF, cc and go; the container part needs the
 # runtime root trixie (scripts/runtime-roots.sh trixie).
 set -u
@@ -23,7 +24,7 @@ set -u
 
 NAMES="offhost-build offhost-start offhost-healthz offhost-alive offhost-rss offhost-cpu"
 NAMES="$NAMES offhost-well-sleeper offhost-well-spinners offhost-metrics"
-NAMES="$NAMES offhost-ct-service offhost-ct-stack offhost-ct-few"
+NAMES="$NAMES offhost-ct-service offhost-ct-stack offhost-ct-few offhost-short"
 skip_all() { for n in $NAMES; do echo "ok - $n # SKIP $1"; done; exit 0; }
 [ "$(id -u)" -eq 0 ] || skip_all "needs root"
 [ -r /sys/kernel/btf/vmlinux ] || skip_all "kernel has no BTF (/sys/kernel/btf/vmlinux)"
@@ -95,12 +96,25 @@ if awk -v c="$cpu" -v w="$wall" 'BEGIN { exit !(c < 0.75 * w) }'; then
   ok "offhost-cpu ($cpu CPU-s in $wall s; bound three quarters of a CPU)"
 else fail "offhost-cpu" "$cpu CPU-s in $wall s"; fi
 
-# The container: a sleeper (60 waits, next to no CPU) and one of two long sleeps.
+# The container: a sleeper (60 waits, next to no CPU) and one of two long
+# sleeps; meanwhile 100 short commands under names of their own (5 names, 20
+# runs each: a few short waits a run), which must stay in host-other.
+CMDS=""
+for c in cat ls date head wc; do
+  cp "$(command -v $c)" "$B/q$$$c" && CMDS="$CMDS|q$$$c"
+done
+CMDS="${CMDS#|}"
 if [ "$CT" = 1 ]; then
   in_root "$R" "$RD/efp_ohnap" nap 60 100 >"$TMP/nap.out" 2>&1 &
   NPID=$!
   in_root "$R" "$RD/efp_ohfew" nap 2 1500 >"$TMP/few.out" 2>&1 &
   FPID=$!
+fi
+for i in $(seq 1 20); do
+  "$B/q$$cat" /dev/null; "$B/q$$ls" "$B" >/dev/null; "$B/q$$date" >/dev/null
+  "$B/q$$head" -c1 /dev/zero >/dev/null; "$B/q$$wc" -c /dev/null >/dev/null
+done
+if [ "$CT" = 1 ]; then
   wait "$NPID"; wait "$FPID"
   echo "# container sleeper: $(cat "$TMP/nap.out"); long sleeps: $(cat "$TMP/few.out")"
 fi
@@ -189,6 +203,15 @@ else
     echo "ok - $n # SKIP no runtime root trixie (scripts/runtime-roots.sh trixie)"
   done
 fi
+
+# The short commands: none has a service of its own; their waits in host-other.
+ours=$(ls "$TMP/mnt" | grep -cE "^($CMDS)\$")
+sw="$(go tool pprof -raw "$O" 2>/dev/null | awk -v k="q$$" '
+  /^Samples:/ { s = 1; next } /^Locations/ { s = 0 }
+  s && /^ *[0-9]+ +[0-9]+:/ { v = $1; t = $2; sub(":", "", t); next }
+  s && index($0, "comm:[" k) { n += v; ns += t } END { printf "%d waits in %.1f ms", n, ns / 1e6 }')"
+if [ "$ours" -eq 0 ]; then ok "offhost-short (100 commands, 5 names: none in the root; $sw in host-other)"
+else fail "offhost-short" "$ours of the 5 names in the root: $(ls "$TMP/mnt" | grep -E "^($CMDS)\$" | tr '\n' ' '); $sw in host-other"; fi
 
 if kill -0 "$PF_PID" 2>/dev/null && [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$U/healthz")" = 200 ]; then
   ok "offhost-alive"
