@@ -1517,7 +1517,7 @@ readme_render(struct fsctx *fs, struct buf *b)
 "    .targets.json               with --scrape: each scraped target's health and last error\n"
 "    host-other/                 with --ebpf: the processes whose name has not yet had\n"
 "                                --ebpf-min-samples CPU samples (with --ebpf-offcpu, and\n"
-"                                waits of a THRESHOLD or so) in an hour (tags comm, unit)\n"
+"                                waits of 1/HZ or so) in an hour (tags comm, unit)\n"
 "    ingest/<service>/<type>/[<k=v,...>/]<file>   drop box for pprof files\n"
 "    ingest/errors.txt           why a file was not stored, or a name is not well\n"
 "                                formed (last-1hr, pod=~[): the last 100 reasons\n"

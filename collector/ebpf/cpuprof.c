@@ -17,7 +17,7 @@
  *
  * The gate (cpuprof_gate_*) keeps the root short: a service name has a
  * profile of its own only once its CPU samples and off-CPU waits (each
- * counts one, but no more than THRESHOLDs waited) reach a threshold within
+ * counts one, but no more than 1/HZ's waited) reach a threshold within
  * an hour; until then each of its period's aggregates is folded at the
  * flush into the one per-host service for the rest, its series labels (unit, container, pod) becoming sample
  * labels next to comm and pid. A name keeps its service while it has CPU
@@ -29,14 +29,15 @@
  * so time would give each process alive a few seconds a service of its
  * own; a wait is a wakeup, something the process was woken for (a request,
  * a timer, a lock), as a CPU sample is something it ran. But no more waits
- * count in a period than THRESHOLDs (wait_ns) were waited: a short
- * command's start has a few waits of a tenth of a millisecond each (page
- * cache, a CPU to run on), which would give every command run 20 times an
- * hour a service of its own; a sleeper's or a server's waits are longer.
- * The figures are the profile's own (the kernel's exact count and time of
- * the name's switches out), so a reader can check them (-sample_index=
- * waits and offcpu), whatever the CPU's load or --ebpf-offcpu-sample made
- * of the stacks.
+ * count in a period than CPU samples the time waited would have given
+ * (wait_ns, 1/HZ, each): a short command's start has a few waits of a tenth
+ * of a millisecond to a few (a page, a CPU to run on on a busy host), which
+ * would give every command run 20 times an hour a service of its own, and
+ * a cap much below 1/HZ leaves those on a busy host above it; a sleeper's
+ * or a server's waits are longer. The figures are the profile's own (the
+ * kernel's exact count and time of the name's switches out), so a reader
+ * can check them (-sample_index=waits and offcpu), whatever the CPU's load
+ * or --ebpf-offcpu-sample made of the stacks.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -114,7 +115,7 @@ struct gate_ent {
 
 struct cpuprof_gate {
 	uint64_t	 min;		/* samples within GATE_WINDOW_NS */
-	uint64_t	 wait_ns;	/* off-CPU: a wait counts for this much waited at most */
+	uint64_t	 wait_ns;	/* off-CPU: one wait counted per this much waited at most */
 	char		*other;		/* the service for the rest */
 	char		*series;	/* its series labels (canonical text) */
 	struct gate_ent	*ents;

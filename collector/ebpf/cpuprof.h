@@ -94,7 +94,7 @@ int		 cpuprof_sample_values(struct cpuprof_svc *s, const uint32_t *locs, size_t 
  * The gate: a service name gets a profile of its own once its CPU samples
  * and off-CPU waits (each one; the first value of the cpu and offcpu
  * aggregates; in a period no more waits than wait_ns, > 0, were waited:
- * the off-CPU threshold) reach min_samples within an hour (0: at once);
+ * the CPU sampling period) reach min_samples within an hour (0: at once);
  * before that
  * its aggregates go to the service other, with series labels series
  * (canonical text), each sample labelled with the series labels but host

@@ -1553,9 +1553,9 @@ gate_create(struct ebpf_sampler *e, const struct ebpf_opts *o, const char *host)
 		rc = -ENOMEM;
 		goto out;
 	}
-	/* Off-CPU waits count one each, no more than THRESHOLDs waited (cpuprof.c). */
+	/* Off-CPU waits count one each, no more than 1/HZ's waited (cpuprof.c). */
 	e->gate = cpuprof_gate_create(o->min_samples < 0 ? EBPF_MIN_SAMPLES :
-	    (uint64_t)o->min_samples, o->offcpu_min_ns > 0 ? o->offcpu_min_ns : 1000000,
+	    (uint64_t)o->min_samples, 1000000000ULL / (uint64_t)(o->hz > 0 ? o->hz : 1),
 	    EBPF_OTHER_SERVICE, text.data);
 out:
 	labels_clear(&ls);

@@ -8,22 +8,26 @@
 #   alive (/healthz 200 all along), its RSS and CPU stay bounded (printed),
 #   the well-behaved threads' off-CPU totals are within 5% of their own
 #   figures (summed over their own service and host-other, where a period
-#   before their name passed the threshold goes), and the off-CPU counters
-#   of /metrics (maps full, stacks spilled, ring buffer drops) are printed.
+#   before their name passed the threshold goes; 15% should the storm have
+#   starved the daemon until its maps overflowed, said with the counters),
+#   the storm's own total (every thread, spawned ones too, times itself) is
+#   not short of what its threads measured, and the off-CPU counters of
+#   /metrics (maps full, stacks spilled, ring buffer drops) are printed.
 # - a process in a container root (tests/lib.sh in_root: its own mount and
 #   PID namespaces, the trixie runtime root) that mostly sleeps: 60 sleeps
 #   of 100 ms, next to no CPU (no CPU sample at 19 Hz): its offcpu profile
 #   has its own functions (ct_loop;ct_wait) and it has a service of its own,
-#   its waits counting toward --ebpf-min-samples (20); two sleeps of 1.5 s
-#   (a few waits, however long) stay in host-other; so do 100 short commands
-#   (5 names, 20 runs each: a few waits of a tenth of a millisecond a run).
+#   its waits counting toward --ebpf-min-samples (20; a wait counts once it
+#   is 1/HZ long); two sleeps of 1.5 s (a few waits, however long) stay in
+#   host-other; so do 100 short commands (5 names, 20 runs each: a few
+#   short waits a run).
 # Needs root, a kernel with BTF, cc and go; the container part needs the
 # runtime root trixie (scripts/runtime-roots.sh trixie).
 set -u
 . "$(dirname "$0")/../lib.sh"
 
 NAMES="offhost-build offhost-start offhost-healthz offhost-alive offhost-rss offhost-cpu"
-NAMES="$NAMES offhost-well-sleeper offhost-well-spinners offhost-metrics"
+NAMES="$NAMES offhost-well-sleeper offhost-well-spinners offhost-storm-total offhost-metrics"
 NAMES="$NAMES offhost-ct-service offhost-ct-stack offhost-ct-few offhost-short"
 skip_all() { for n in $NAMES; do echo "ok - $n # SKIP $1"; done; exit 0; }
 [ "$(id -u)" -eq 0 ] || skip_all "needs root"
@@ -133,10 +137,14 @@ by_tid() {
     s && /tid:\[/ && index($0, "pid:[" pid "]") { if (match($0, /tid:\[[0-9]+\]/)) { t = substr($0, RSTART + 5, RLENGTH - 6); sum[t] += v } }
     END { for (t in sum) printf "%s %.0f\n", t, sum[t] }'
 }
+S="$TMP/mnt/efp_ohstorm/offcpu/all/all/merged.pb.gz"
 raw=""; prev=""; same=0
 for i in $(seq 1 16); do
   sleep 4
   raw="$( (by_tid "$M" "$WPID"; by_tid "$O" "$WPID") | awk '{ s[$1] += $2 } END { for (t in s) print t, s[t] }' | sort)"
+  storm="$( (by_tid "$S" "$SPID"; by_tid "$O" "$SPID") | awk '{ s += $2 } END { printf "%.0f", s }')"
+  raw="$raw
+storm $storm"
   if [ "$i" -ge 2 ] && [ -n "$raw" ] && [ "$raw" = "$prev" ]; then same=$((same + 1)); else same=0; fi
   [ "$same" -ge 3 ] && break
   prev="$raw"
@@ -146,32 +154,57 @@ while read -r tid ns; do [ -n "$tid" ] && GOT[$tid]=$ns; done <<<"$raw"
 inother=$(by_tid "$O" "$WPID" | awk '{ s += $2 } END { printf "%.3f", s / 1e9 }')
 echo "# well-behaved program: $inother s of its off-CPU time in host-other (periods before its name passed)"
 
+m="$(curl -s --max-time 10 "$U/metrics")"
+oc="$(echo "$m" | grep -E '^profilefs_ebpf_bpf_events_total\{what="(offcpu_[a-z]+|dropped_[a-z]+)"\}|^profilefs_ebpf_offcpu_' |
+  sed -E 's/^profilefs_ebpf_//; s/bpf_events_total\{what="([a-z_]+)"\}/\1/' | tr '\n' ' ')"
+echo "# off-CPU counters: $oc"
+# Waits the kernel could not hand over: offcpu_aggs full (spilled one by one
+# through the ring buffer), and the ring buffer full (dropped).
+ctr() { echo "$m" | awk -v k="profilefs_ebpf_bpf_events_total{what=\"$1\"}" '$1 == k { printf "%.0f", $2 }'; }
+spilled=$(ctr offcpu_spilled); dropped=$(ctr dropped_ringbuf)
+if echo "$oc" | grep -q 'offcpu_short'; then ok "offhost-metrics"
+else fail "offhost-metrics" "no offcpu counters in /metrics"; fi
+
+# Within 5% of each thread's own figure. Should the storm have starved the
+# daemon's thread (300 runnable threads against it on a small host) until
+# offcpu_aggs filled and the ring buffer overflowed, waits were lost (a
+# spilled wait that the ring buffer drops is taken off its thread's exact
+# total too): then within 15%, the shortfall printed with the counters.
+PCT=5
+if [ "${spilled:-0}" -gt 0 ] || [ "${dropped:-0}" -gt 0 ]; then
+  PCT=15
+  echo "# the maps overflowed during the storm ($spilled waits spilled, $dropped ring buffer records dropped): bound 15%, not 5%"
+fi
 check_thread() {	# name tid want
   local got="${GOT[$2]:-0}" pct
   pct="$(awk -v g="$got" -v w="$3" 'BEGIN { printf "%.1f", w ? 100 * g / w : 0 }')"
   echo "#   $1 tid $2: profile $(awk -v g="$got" 'BEGIN { printf "%.3f", g / 1e9 }') s," \
     "thread's wall minus CPU $(awk -v w="$3" 'BEGIN { printf "%.3f", w / 1e9 }') s: ${pct}%"
-  awk -v g="$got" -v w="$3" 'BEGIN { exit !(w > 0 && g >= 0.95 * w && g <= 1.05 * w) }'
+  awk -v g="$got" -v w="$3" -v p="$PCT" 'BEGIN { exit !(w > 0 && g >= (1 - p / 100) * w && g <= (1 + p / 100) * w) }'
 }
+# The hostile program's own total: all its threads, the spawned ones too.
+# Nothing lost: at least 95% (15% with the maps overflowed) of what its
+# threads measured; more is theirs too: once they stop measuring, 300
+# threads wait for a CPU to exit on (up to a second each on 2 CPUs), so at
+# most 20% more.
+sw="$(sed -nE 's/.*off_ns=([0-9]+).*/\1/p' "$TMP/storm.out")"
+spct="$(awk -v g="${GOT[storm]:-0}" -v w="${sw:-0}" 'BEGIN { printf "%.1f", w ? 100 * g / w : 0 }')"
+echo "# storm: profile $(awk -v g="${GOT[storm]:-0}" 'BEGIN { printf "%.3f", g / 1e9 }') s off CPU, its threads' wall minus CPU $(awk -v w="${sw:-0}" 'BEGIN { printf "%.3f", w / 1e9 }') s: ${spct}%"
+if awk -v g="${GOT[storm]:-0}" -v w="${sw:-0}" -v p="$PCT" 'BEGIN { exit !(w > 0 && g >= (1 - p / 100) * w && g <= 1.2 * w) }'; then
+  ok "offhost-storm-total (${spct}%, bounds -$PCT%, +20%)"
+else fail "offhost-storm-total" "profile ${GOT[storm]:-0} ns, its threads' ${sw:-0} ns: ${spct}%"; fi
 line="$(grep 'role=sleeper' "$TMP/well.out")"
 if [ -n "$line" ] && check_thread sleeper "$(echo "$line" | sed -E 's/.*tid=([0-9]+).*/\1/')" \
-     "$(echo "$line" | sed -E 's/.*off_ns=([0-9]+).*/\1/')"; then ok "offhost-well-sleeper"
-else fail "offhost-well-sleeper" "not within 5% of the thread's own figure"; fi
+     "$(echo "$line" | sed -E 's/.*off_ns=([0-9]+).*/\1/')"; then ok "offhost-well-sleeper (within $PCT%)"
+else fail "offhost-well-sleeper" "not within $PCT% of the thread's own figure"; fi
 bad=0; n=0
 while read -r line; do
   n=$((n + 1))
   check_thread spinner "$(echo "$line" | sed -E 's/.*tid=([0-9]+).*/\1/')" \
     "$(echo "$line" | sed -E 's/.*off_ns=([0-9]+).*/\1/')" || bad=$((bad + 1))
 done < <(grep 'role=spinner' "$TMP/well.out")
-if [ "$bad" -eq 0 ] && [ "$n" -gt 0 ]; then ok "offhost-well-spinners ($n threads)"
-else fail "offhost-well-spinners" "$bad of $n spinners not within 5%"; fi
-
-m="$(curl -s --max-time 10 "$U/metrics")"
-oc="$(echo "$m" | grep -E '^profilefs_ebpf_bpf_events_total\{what="(offcpu_[a-z]+|dropped_[a-z]+)"\}|^profilefs_ebpf_offcpu_' |
-  sed -E 's/^profilefs_ebpf_//; s/bpf_events_total\{what="([a-z_]+)"\}/\1/' | tr '\n' ' ')"
-echo "# off-CPU counters: $oc"
-if echo "$oc" | grep -q 'offcpu_switches'; then ok "offhost-metrics"
-else fail "offhost-metrics" "no offcpu counters in /metrics"; fi
+if [ "$bad" -eq 0 ] && [ "$n" -gt 0 ]; then ok "offhost-well-spinners ($n threads within $PCT%)"
+else fail "offhost-well-spinners" "$bad of $n spinners not within $PCT%"; fi
 
 if [ "$CT" = 1 ]; then
   N="$TMP/mnt/efp_ohnap/offcpu/all/all"
@@ -211,7 +244,14 @@ sw="$(go tool pprof -raw "$O" 2>/dev/null | awk -v k="q$$" '
   s && /^ *[0-9]+ +[0-9]+:/ { v = $1; t = $2; sub(":", "", t); next }
   s && index($0, "comm:[" k) { n += v; ns += t } END { printf "%d waits in %.1f ms", n, ns / 1e6 }')"
 if [ "$ours" -eq 0 ]; then ok "offhost-short (100 commands, 5 names: none in the root; $sw in host-other)"
-else fail "offhost-short" "$ours of the 5 names in the root: $(ls "$TMP/mnt" | grep -E "^($CMDS)\$" | tr '\n' ' '); $sw in host-other"; fi
+else
+  fail "offhost-short" "$ours of the 5 names in the root: $(ls "$TMP/mnt" | grep -E "^($CMDS)\$" | tr '\n' ' '); $sw in host-other"
+  for c in $(ls "$TMP/mnt" | grep -E "^($CMDS)\$"); do
+    echo "#   $c: $(go tool pprof -raw "$TMP/mnt/$c/offcpu/all/all/merged.pb.gz" 2>/dev/null | awk '
+      /^Samples:/ { s = 1; next } /^Locations/ { s = 0 }
+      s && /^ *[0-9]+ +[0-9]+:/ { n += $1; t = $2; sub(":", "", t); ns += t } END { printf "%d waits in %.1f ms", n, ns / 1e6 }') in its own service; $(ls "$TMP/mnt/$c" | tr '\n' ' ')"
+  done
+fi
 
 if kill -0 "$PF_PID" 2>/dev/null && [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$U/healthz")" = 200 ]; then
   ok "offhost-alive"
