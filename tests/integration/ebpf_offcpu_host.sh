@@ -91,10 +91,11 @@ wall=$(awk -v a="$w0" -v b="$w1" 'BEGIN { printf "%.1f", b - a }')
 echo "# daemon: RSS $((rss0 / 1024)) -> $((rss1 / 1024)) MiB (peak $((hwm / 1024)) MiB), CPU $cpu s in $wall s"
 if [ "$bad" -eq 0 ]; then ok "offhost-healthz (codes:$codes)"
 else fail "offhost-healthz" "codes:$codes"; fi
-# Bounds: generous (ASan doubles memory; the host is shared), but far below
-# what a table growing with threads or stacks would take.
-if [ $((rss1 - rss0)) -lt $((256 * 1024)) ] && [ "$hwm" -lt $((1536 * 1024)) ]; then
-  ok "offhost-rss (+$(((rss1 - rss0) / 1024)) MiB, peak $((hwm / 1024)) MiB; bounds +256, 1536)"
+# Bounds: generous (ASan keeps up to 256 MiB of freed memory in its
+# quarantine, and doubles the rest; the host is shared), but far below what
+# a table growing with the storm's 100,000 and more threads would take.
+if [ $((rss1 - rss0)) -lt $((512 * 1024)) ] && [ "$hwm" -lt $((1536 * 1024)) ]; then
+  ok "offhost-rss (+$(((rss1 - rss0) / 1024)) MiB, peak $((hwm / 1024)) MiB; bounds +512, 1536)"
 else fail "offhost-rss" "+$(((rss1 - rss0) / 1024)) MiB, peak $((hwm / 1024)) MiB"; fi
 if awk -v c="$cpu" -v w="$wall" 'BEGIN { exit !(c < 0.75 * w) }'; then
   ok "offhost-cpu ($cpu CPU-s in $wall s; bound three quarters of a CPU)"
