@@ -701,14 +701,17 @@ gate_count(struct cpuprof_gate *g, const struct cpuprof *c, int64_t now)
 
 	for (i = 0; i < c->nsvcs; i++) {
 		const struct cpuprof_svc *s = c->svcs[i];
-
 		uint64_t n = s->total;
 
 		if (s->total == 0 || strcmp(s->service, g->other) == 0)
 			continue;
 		if (c->slot == 1 && g->wait_ns > 0 && s->total1 / g->wait_ns < n)
 			n = s->total1 / g->wait_ns;
-		if ((e = gate_find(g, s->service)) == NULL) {
+		e = gate_find(g, s->service);
+		/* (Waits that count nothing start no entry: a name per process that waited.) */
+		if (e == NULL && n == 0)
+			continue;
+		if (e == NULL) {
 			g->ents = xgrow(g->ents, &g->cap, g->n + 1, sizeof(*g->ents));
 			e = &g->ents[g->n++];
 			*e = (struct gate_ent){ .name = xstrdup(s->service), .since = now };
