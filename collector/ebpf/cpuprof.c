@@ -16,12 +16,28 @@
  * (its libraries elsewhere) finds the frames its predecessors named.
  *
  * The gate (cpuprof_gate_*) keeps the root short: a service name has a
- * profile of its own only once its CPU samples reach a threshold within an
- * hour; until then each of its period's aggregates is folded at the flush
- * into the one per-host service for the rest, its series labels (unit,
- * container, pod) becoming sample labels next to comm and pid. A name keeps
- * its service while it has CPU samples at least once an hour. "kernel" (the
- * kernel's threads) is always a service of its own.
+ * profile of its own only once its CPU samples and off-CPU waits (each
+ * counts one, but no more than 1/HZ's waited) reach a threshold within
+ * an hour; until then each of its period's aggregates is folded at the
+ * flush into the one per-host service for the rest, its series labels (unit, container, pod) becoming sample
+ * labels next to comm and pid. A name keeps its service while it has CPU
+ * samples or waits at least once an hour. "kernel" (the kernel's threads)
+ * is always a service of its own.
+ *
+ * Off-CPU counts by waits, the offcpu profile's first value, not by time:
+ * every thread of every process is off-CPU nearly all the time it is idle,
+ * so time would give each process alive a few seconds a service of its
+ * own; a wait is a wakeup, something the process was woken for (a request,
+ * a timer, a lock), as a CPU sample is something it ran. But no more waits
+ * count in a period than CPU samples the time waited would have given
+ * (wait_ns, 1/HZ, each): a short command's start has a few waits of a tenth
+ * of a millisecond to a few (a page, a CPU to run on on a busy host), which
+ * would give every command run 20 times an hour a service of its own, and
+ * a cap much below 1/HZ leaves those on a busy host above it; a sleeper's
+ * or a server's waits are longer. The figures are the profile's own (the
+ * kernel's exact count and time of the name's switches out), so a reader
+ * can check them (-sample_index=waits and offcpu), whatever the CPU's load
+ * or --ebpf-offcpu-sample made of the stacks.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -68,7 +84,8 @@ struct cpuprof_svc {
 	struct labelset	 labels;
 	struct merge	*m;
 	int64_t		 s_pid, s_tid, s_comm;	/* label keys, merge string indexes */
-	uint64_t	 total;
+	uint64_t	 total;		/* its samples' first values added up */
+	uint64_t	 total1;	/* ... and second ones (off-CPU: ns waited), for the gate */
 	struct lcache_ent *lcache;	/* LCACHE_SLOTS, allocated at first use */
 	struct mcache_ent mcache[MCACHE_SLOTS];
 	struct fncache_ent *fncache;	/* FNCACHE_SLOTS, with lcache */
@@ -88,16 +105,17 @@ struct cpuprof {
 	int		 slot;		/* of struct proc's cp_svc: 0 CPU, 1 off-CPU, 2.. others; -1 none */
 };
 
-/* A service name the gate has seen: its CPU samples since it was first seen. */
+/* A service name the gate has seen: its CPU samples and off-CPU waits since it was first seen. */
 struct gate_ent {
 	char		*name;
-	uint64_t	 count;		/* CPU samples within the window begun at since */
-	int64_t		 since, last;	/* ns: window start, last flush with samples */
+	uint64_t	 count;		/* CPU samples + off-CPU waits within the window begun at since */
+	int64_t		 since, last;	/* ns: window start, last flush with samples or waits */
 	bool		 own;		/* past the threshold: a service of its own */
 };
 
 struct cpuprof_gate {
 	uint64_t	 min;		/* samples within GATE_WINDOW_NS */
+	uint64_t	 wait_ns;	/* off-CPU: one wait counted per this much waited at most */
 	char		*other;		/* the service for the rest */
 	char		*series;	/* its series labels (canonical text) */
 	struct gate_ent	*ents;
@@ -549,8 +567,10 @@ add_values(struct cpuprof_svc *s, const uint32_t *locs, size_t n, uint32_t pid,
 		    (labels[nl].str = merge_string(s->m, values[i])) < 0)
 			return -ENOMEM;
 	}
-	if ((rc = merge_sample(s->m, locs, n, labels, nl, vals)) == 0)
+	if ((rc = merge_sample(s->m, locs, n, labels, nl, vals)) == 0) {
 		s->total += vals[0] > 0 ? (uint64_t)vals[0] : 1;
+		s->total1 += vals[1] > 0 ? (uint64_t)vals[1] : 0;
+	}
 	return rc;
 }
 
@@ -617,11 +637,13 @@ default_type(const struct cpuprof *c, struct profile *p)
 }
 
 struct cpuprof_gate *
-cpuprof_gate_create(uint64_t min_samples, const char *other, const char *series)
+cpuprof_gate_create(uint64_t min_samples, uint64_t wait_ns, const char *other,
+    const char *series)
 {
 	struct cpuprof_gate *g = xcalloc(1, sizeof(*g));
 
 	g->min = min_samples;
+	g->wait_ns = wait_ns;
 	g->other = xstrdup(other);
 	g->series = xstrdup(series);
 	return g;
@@ -665,9 +687,11 @@ cpuprof_gate_own(struct cpuprof_gate *g, const char *name)
 }
 
 /*
- * The CPU period [.., now) of c: each name's samples count, a name past the
- * threshold gets its own service; names without samples for an hour are
- * forgotten (and start over).
+ * The CPU or off-CPU period [.., now) of c: each name's samples count (CPU)
+ * or its waits (off-CPU: the aggregate's first value, as for CPU), no more
+ * of them than wait_ns it waited (rounded down), a name past the threshold
+ * gets its own service; names with neither for an hour are forgotten (and
+ * start over).
  */
 static void
 gate_count(struct cpuprof_gate *g, const struct cpuprof *c, int64_t now)
@@ -677,10 +701,17 @@ gate_count(struct cpuprof_gate *g, const struct cpuprof *c, int64_t now)
 
 	for (i = 0; i < c->nsvcs; i++) {
 		const struct cpuprof_svc *s = c->svcs[i];
+		uint64_t n = s->total;
 
 		if (s->total == 0 || strcmp(s->service, g->other) == 0)
 			continue;
-		if ((e = gate_find(g, s->service)) == NULL) {
+		if (c->slot == 1 && g->wait_ns > 0 && s->total1 / g->wait_ns < n)
+			n = s->total1 / g->wait_ns;
+		e = gate_find(g, s->service);
+		/* (Waits that count nothing start no entry: a name per process that waited.) */
+		if (e == NULL && n == 0)
+			continue;
+		if (e == NULL) {
 			g->ents = xgrow(g->ents, &g->cap, g->n + 1, sizeof(*g->ents));
 			e = &g->ents[g->n++];
 			*e = (struct gate_ent){ .name = xstrdup(s->service), .since = now };
@@ -689,7 +720,7 @@ gate_count(struct cpuprof_gate *g, const struct cpuprof *c, int64_t now)
 			e->count = 0;
 			e->since = now;
 		}
-		e->count += s->total;
+		e->count += n;
 		e->last = now;
 		if (e->count >= g->min)
 			e->own = true;
@@ -806,7 +837,13 @@ cpuprof_flush(struct cpuprof *c, struct store *st, int64_t start, int64_t end,
 	*profiles = 0;
 	*samples = 0;
 	if (g != NULL && g->min > 0) {
-		if (c->slot == 0)
+		/*
+		 * CPU (0) and off-CPU (1) count; the others (allocations,
+		 * faults) follow their verdict. The off-CPU aggregate is
+		 * flushed after the CPU one: a name that passes by its
+		 * waits has that period's CPU samples in the rest still.
+		 */
+		if (c->slot == 0 || c->slot == 1)
 			gate_count(g, c, end);
 		gate_fold(g, c);
 	}

@@ -92,23 +92,26 @@ int		 cpuprof_sample_values(struct cpuprof_svc *s, const uint32_t *locs, size_t 
 
 /*
  * The gate: a service name gets a profile of its own once its CPU samples
- * reach min_samples within an hour (0: at once); before that its
- * aggregates go to the service other, with series labels series (canonical
- * text), each sample labelled with the series labels but host of the
- * service it would have been. Shared by the CPU and the off-CPU aggregates
- * (the CPU samples decide); the sampler's thread only.
+ * and off-CPU waits (each one; the first value of the cpu and offcpu
+ * aggregates; in a period no more waits than wait_ns, > 0, were waited:
+ * the CPU sampling period) reach min_samples within an hour (0: at once);
+ * before that
+ * its aggregates go to the service other, with series labels series
+ * (canonical text), each sample labelled with the series labels but host
+ * of the service it would have been. Shared by all the aggregates (the
+ * CPU and off-CPU ones decide); the sampler's thread only.
  */
 struct cpuprof_gate;
-struct cpuprof_gate *cpuprof_gate_create(uint64_t min_samples, const char *other,
-		    const char *series);
+struct cpuprof_gate *cpuprof_gate_create(uint64_t min_samples, uint64_t wait_ns,
+		    const char *other, const char *series);
 void		 cpuprof_gate_destroy(struct cpuprof_gate *g);
 /* Whether name has a service of its own (true with no gate). */
 bool		 cpuprof_gate_own(struct cpuprof_gate *g, const char *name);
 
 /*
  * Store one profile per service for the period [start, end) (wall-clock ns)
- * through the gate g (NULL: none; the CPU aggregate counts for it, so it
- * is flushed before the off-CPU one) and empty the aggregates, in one synced batch (each by itself should the
+ * through the gate g (NULL: none; the CPU and off-CPU aggregates count for
+ * it, so they are flushed before the others) and empty the aggregates, in one synced batch (each by itself should the
  * store refuse the batch). *profiles (output) counts the profiles stored.
  * Errors of single services are logged; -errno only if none could be stored.
  */

@@ -1584,8 +1584,10 @@ gate_create(struct ebpf_sampler *e, const struct ebpf_opts *o, const char *host)
 		rc = -ENOMEM;
 		goto out;
 	}
+	/* Off-CPU waits count one each, no more than 1/HZ's waited (cpuprof.c). */
 	e->gate = cpuprof_gate_create(o->min_samples < 0 ? EBPF_MIN_SAMPLES :
-	    (uint64_t)o->min_samples, EBPF_OTHER_SERVICE, text.data);
+	    (uint64_t)o->min_samples, 1000000000ULL / (uint64_t)(o->hz > 0 ? o->hz : 1),
+	    EBPF_OTHER_SERVICE, text.data);
 out:
 	labels_clear(&ls);
 	buf_free(&text);

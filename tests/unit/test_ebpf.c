@@ -410,6 +410,7 @@ test_cpuprof_roundtrip(void **state)
 /*
  * The gate: a name below the threshold goes to host-other, its unit a sample
  * label there; one past it is stored under its own name from that period on.
+ * Off-CPU waits count too, one each, not their time.
  */
 static void
 test_cpuprof_gate(void **state)
@@ -439,7 +440,7 @@ test_cpuprof_gate(void **state)
 	snprintf(small.service, sizeof(small.service), "cron");
 	small.labels_text = (char *)"host=h1,unit=cron.service";
 	c = cpuprof_create(99);
-	g = cpuprof_gate_create(5, "host-other", "host=h1");
+	g = cpuprof_gate_create(5, 1000000, "host-other", "host=h1");
 	assert_false(cpuprof_gate_own(g, "busy"));
 	assert_true(cpuprof_gate_own(g, "host-other"));
 	memset(&f, 0, sizeof(f));
@@ -483,6 +484,54 @@ test_cpuprof_gate(void **state)
 	}
 	assert_int_equal(found_unit, 1);
 	free(ser);
+
+	/*
+	 * Off-CPU waits count as CPU samples do, one each, but no more than
+	 * milliseconds (the threshold given) waited: a sleeper with no CPU
+	 * sample but 6 waits of 1 ms passes, one with 2 waits (however long)
+	 * stays in the rest, and so does one with 40 waits in 2.9 ms in all.
+	 */
+	{
+		struct cpuprof *off = cpuprof_create_offcpu(1);
+		struct proc sleeper, idle, brief;
+		struct cpuprof_svc *s3;
+
+		memset(&sleeper, 0, sizeof(sleeper));
+		memset(&idle, 0, sizeof(idle));
+		memset(&brief, 0, sizeof(brief));
+		snprintf(sleeper.service, sizeof(sleeper.service), "sleeper");
+		sleeper.labels_text = (char *)"host=h1";
+		snprintf(idle.service, sizeof(idle.service), "idle");
+		idle.labels_text = (char *)"host=h1";
+		snprintf(brief.service, sizeof(brief.service), "brief");
+		brief.labels_text = (char *)"host=h1";
+		s1 = cpuprof_service(off, &sleeper);
+		loc = (uint32_t)cpuprof_location(s1, &f);
+		assert_int_equal(cpuprof_sample_waits(s1, &loc, 1, 3, 3, "sleeper", 6, 6000000,
+		    NULL, NULL, 0), 0);
+		s2 = cpuprof_service(off, &idle);
+		loc = (uint32_t)cpuprof_location(s2, &f);
+		assert_int_equal(cpuprof_sample_waits(s2, &loc, 1, 4, 4, "idle", 2,
+		    3600000000000LL, NULL, NULL, 0), 0);
+		s3 = cpuprof_service(off, &brief);
+		loc = (uint32_t)cpuprof_location(s3, &f);
+		assert_int_equal(cpuprof_sample_waits(s3, &loc, 1, 5, 5, "brief", 40, 2900000,
+		    NULL, NULL, 0), 0);
+		assert_false(cpuprof_gate_own(g, "sleeper"));
+		assert_int_equal(cpuprof_flush(off, st, 2000000000LL, 3000000000LL, g, &profiles,
+		    &samples), 0);
+		assert_int_equal(profiles, 2);
+		assert_true(cpuprof_gate_own(g, "sleeper"));
+		assert_false(cpuprof_gate_own(g, "idle"));
+		assert_false(cpuprof_gate_own(g, "brief"));
+		assert_int_equal(store_series(st, &ser, &n), 0);
+		for (i = 0; i < n; i++) {
+			assert_string_not_equal(ser[i]->service, "idle");
+			assert_string_not_equal(ser[i]->service, "brief");
+		}
+		free(ser);
+		cpuprof_destroy(off);
+	}
 	cpuprof_gate_destroy(g);
 	cpuprof_destroy(c);
 	store_close(st);
