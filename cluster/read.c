@@ -799,6 +799,8 @@ run_listing(struct cluster *c, const char *where, const struct query *q,
 		struct store_ref ref;
 		const struct series *s;
 
+		if ((rc = cancel_check(q->cancel)) < 0)
+			break;
 		memset(&ref, 0, sizeof(ref));
 		if (t.nf != 5 || tsv_u64(t.f[0], &ref.id) < 0 || tsv_i64(t.f[1], &ref.time) < 0) {
 			r = -EINVAL;
@@ -815,6 +817,8 @@ run_listing(struct cluster *c, const char *where, const struct query *q,
 		res->refs[res->nrefs++] = ref;
 	}
 	tsv_free(&t);
+	if (rc < 0)
+		goto out;	/* past --query-cpu-limit, or its client gone */
 	if (r < 0) {
 		log_warnx("clickhouse: listing profiles: a malformed answer");
 		rc = -EIO;
@@ -2053,6 +2057,8 @@ asked:
 	tsv_init(&t, &ans);
 	r = raw ? answer_raw(c, &a, &ans) : 0;
 	while (!raw && (r = tsv_next(&t)) > 0) {
+		if ((rc = cancel_check(q->cancel)) < 0)
+			break;
 		if (t.f[0][0] < '0' || t.f[0][0] > '4' || t.f[0][1] || t.nf != 15) {
 			r = -EINVAL;
 			break;
@@ -2071,6 +2077,8 @@ asked:
 	}
 	tsv_free(&t);
 	buf_free(&ans);
+	if (rc < 0)
+		goto out;	/* past --query-cpu-limit, or its client gone */
 	if (r < 0 || (r = answer_resolve(&a)) < 0) {
 		log_warnx("clickhouse: merging: a malformed answer");
 		rc = r == -ENOMEM ? r : -EIO;
@@ -2128,7 +2136,8 @@ asked:
 		goto out;
 	frames = xcalloc(intern_count(all) + 1, sizeof(*frames));
 	flen = xcalloc(intern_count(all) + 1, sizeof(*flen));
-	if ((rc = fetch_frames(c, all, frames, flen)) < 0)
+	if ((rc = cancel_check(q->cancel)) < 0 || (rc = fetch_frames(c, all, frames, flen)) < 0 ||
+	    (rc = cancel_check(q->cancel)) < 0)
 		goto out;
 	if ((rc = build_merged(shdr, period, accs, nacc, all, frames, flen, &res->merged)) < 0)
 		goto out;
@@ -2170,6 +2179,9 @@ out:
  * those stacks. The sample types (hdr) most stacks share are merged; the
  * profiles of other types are listed as left out. The profiles are listed
  * with the totals of their samples of those spans, as the local store does.
+ * Each step checks q->cancel, as the store's span reads do: a read past
+ * --query-cpu-limit (its client gone) stops with its -ETIMEDOUT
+ * (-ECONNRESET), which the API answers with 503 (499).
  */
 #define SPAN_REFS_MAX	100000
 
@@ -2229,7 +2241,7 @@ r_merge_spans(struct cluster *c, const struct query *q, struct query_result *res
 	/* The sums per stack, per sample types. */
 	buf_printf(&sql, "SELECT hdr, max(period), stack, sumForEach(vals) FROM %s.spans WHERE %s "
 	    "GROUP BY hdr, stack FORMAT TabSeparated", c->db, cond.data);
-	if ((rc = buf_error(&sql)) < 0)
+	if ((rc = buf_error(&sql)) < 0 || (rc = cancel_check(q->cancel)) < 0)
 		goto out;
 	if (ch_exec(c, sql.data, NULL, &ans, &err, NULL) < 0) {
 		rc = fail("merging spans", &err);
@@ -2240,6 +2252,9 @@ r_merge_spans(struct cluster *c, const struct query *q, struct query_result *res
 	while ((r = tsv_next(&t)) > 0) {
 		int64_t k;
 		int added;
+
+		if ((rc = cancel_check(q->cancel)) < 0)
+			break;
 
 		if (t.nf != 4 || (k = intern_put(hset, t.f[0], t.len[0], &added)) < 0) {
 			r = -EINVAL;
@@ -2255,6 +2270,8 @@ r_merge_spans(struct cluster *c, const struct query *q, struct query_result *res
 		}
 	}
 	tsv_free(&t);
+	if (rc < 0)
+		goto out;	/* past --query-cpu-limit, or its client gone */
 	if (r < 0 || buf_error(&hdrs)) {
 		log_warnx("clickhouse: merging spans: a malformed answer");
 		rc = r == -ENOMEM || buf_error(&hdrs) ? -ENOMEM : -EIO;
@@ -2268,6 +2285,8 @@ r_merge_spans(struct cluster *c, const struct query *q, struct query_result *res
 	while ((r = tsv_next(&t)) > 0) {
 		if (t.len[0] != hdrs.len || memcmp(t.f[0], best_hdr, hdrs.len) != 0)
 			continue;
+		if ((rc = cancel_check(q->cancel)) < 0)
+			break;
 		buf_reset(&one);
 		if (tsv_i64(t.f[1], &period) < 0 || !is_digest(t.f[2], t.len[2]) ||
 		    tsv_nums(t.f[3], &one, &nv, PROFILE_MAX_SAMPLE_TYPES, false) < 0 ||
@@ -2286,6 +2305,8 @@ r_merge_spans(struct cluster *c, const struct query *q, struct query_result *res
 		buf_add(&vals, one.data, nt * sizeof(int64_t));
 	}
 	tsv_free(&t);
+	if (rc < 0)
+		goto out;
 	if (r < 0 || buf_error(&stacks) || buf_error(&vals)) {
 		log_warnx("clickhouse: merging spans: a malformed answer");
 		rc = r == -ENOMEM || buf_error(&stacks) || buf_error(&vals) ? -ENOMEM : -EIO;
@@ -2294,7 +2315,8 @@ r_merge_spans(struct cluster *c, const struct query *q, struct query_result *res
 	ns = stacks.len / DIGEST128_HEX;
 	frames = xcalloc(intern_count(all) + 1, sizeof(*frames));
 	flen = xcalloc(intern_count(all) + 1, sizeof(*flen));
-	if ((rc = fetch_frames(c, all, frames, flen)) < 0)
+	if ((rc = cancel_check(q->cancel)) < 0 || (rc = fetch_frames(c, all, frames, flen)) < 0 ||
+	    (rc = cancel_check(q->cancel)) < 0)
 		goto out;
 	if ((m = merge_create()) == NULL || codec_begin(m, best_hdr, best_period, &nv, gauge) < 0 ||
 	    nv != nt) {
@@ -2306,6 +2328,8 @@ r_merge_spans(struct cluster *c, const struct query *q, struct query_result *res
 	for (i = 0; i < ns && rc == 0; i++) {
 		int64_t k = intern_get(all, stacks.data + i * DIGEST128_HEX, DIGEST128_HEX);
 
+		if ((rc = cancel_check(q->cancel)) < 0)
+			break;
 		if (k < 0 || (rc = codec_add(m, cm, frames[k], flen[k],
 		    (int64_t *)vals.data + i * nt, nt)) == -EINVAL) {
 			log_warnx("clickhouse: a stored stack is malformed");
@@ -2320,7 +2344,7 @@ r_merge_spans(struct cluster *c, const struct query *q, struct query_result *res
 	buf_printf(&sql, "SELECT gid, min(ns) AS t, service, type, labels, hdr, sumForEach(vals) "
 	    "FROM %s.spans WHERE %s GROUP BY gid, service, type, labels, hdr ORDER BY t, gid "
 	    "LIMIT %d FORMAT TabSeparated", c->db, cond.data, SPAN_REFS_MAX);
-	if ((rc = buf_error(&sql)) < 0)
+	if ((rc = buf_error(&sql)) < 0 || (rc = cancel_check(q->cancel)) < 0)
 		goto out;
 	if (ch_exec(c, sql.data, NULL, &ans, &err, NULL) < 0) {
 		rc = fail("listing the profiles of spans", &err);
@@ -2332,6 +2356,9 @@ r_merge_spans(struct cluster *c, const struct query *q, struct query_result *res
 	while ((r = tsv_next(&t)) > 0 && nref < SPAN_REFS_MAX) {
 		struct store_ref *ref = &res->refs[nref];
 		const struct series *s;
+
+		if ((rc = cancel_check(q->cancel)) < 0)
+			break;
 
 		buf_reset(&one);
 		if (t.nf != 7 || tsv_u64(t.f[0], &ref->id) < 0 || tsv_i64(t.f[1], &ref->time) < 0 ||
@@ -2357,6 +2384,8 @@ r_merge_spans(struct cluster *c, const struct query *q, struct query_result *res
 	}
 	tsv_free(&t);
 	res->nrefs = nref;
+	if (rc < 0)
+		goto out;
 	if (r < 0 || buf_error(&totals)) {
 		log_warnx("clickhouse: listing the profiles of spans: a malformed answer");
 		rc = r == -ENOMEM || buf_error(&totals) ? -ENOMEM : -EIO;

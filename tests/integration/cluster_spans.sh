@@ -134,7 +134,60 @@ code=$(curl -s -o "$TMP/r" -w '%{http_code}' -H "Authorization: Bearer span-test
 check_eq "SelectMergeSpanProfile spans a1+b1 on the reader: HTTP code and total" \
   "$code $(jq -r '.flamegraph.total // 0' "$TMP/r" 2>/dev/null)" "200 44000000"
 
-# --- deletion: the series' span rows go with it ---------------------------------
+# --- --query-cpu-limit: a span read of the fleet stops as the other reads do ----
+# hosta ships a profile of NHEAVY spans of one trace, each its own stack; a
+# reader with --query-cpu-limit 10ms refuses the trace's SelectMergeSpanProfile
+# with the 503 every read past the limit gets (the plain merge of the same
+# samples too); the reader without the limit answers it whole.
+NHEAVY=20000 T3=00000000000000000000000000c0ffee
+python3 -c "import sys; print('\n'.join('main.heavy%d:10000000:%x:%s' % (i, 0x100000 + i, sys.argv[1]) for i in range($NHEAVY)))" \
+  "$T3" >"$TMP/heavy.specs"
+mkprof "$TMP/heavy.pb" "@$TMP/heavy.specs"
+mkdir -p "$TMP/mnt-hosta/ingest/spanheavy/cpu" 2>/dev/null
+cp "$TMP/heavy.pb" "$TMP/mnt-hosta/ingest/spanheavy/cpu/heavy.pb" || fail "ingest the heavy profile on hosta"
+wait_for 60 span_rows_are hosta $((3 + NHEAVY)) && ok "hosta ships $NHEAVY more span rows ($(stat -c %s "$TMP/heavy.pb") bytes of pprof)" \
+  || fail "hosta's heavy span rows" "$(chq "SELECT count() FROM profilefs.spans_local WHERE host = 'hosta'")"
+HID=$(printf %x $((0x100000 + 12345)))
+wait_for 30 cpu_is "$R/../../spanheavy/cpu/span_id=$HID/all/merged.pb.gz" 10000000 \
+  && ok "span_id=$HID, one of $NHEAVY spans (its record's ids bucketed): its own 10 ms" \
+  || fail "one span of $NHEAVY" "$(cpu_ns "$R/../../spanheavy/cpu/span_id=$HID/all/merged.pb.gz")"
+d_start limited --http 127.0.0.1:0 --http-token-file "$TMP/token" --query-cpu-limit 10ms \
+  || { fail "a reader with --query-cpu-limit 10ms starts" "$(tail -3 "$TMP/daemon-limited.log")"; pf_done; exit 1; }
+UL="http://127.0.0.1:$(sed -n 's/.*http: listening on http:\/\/.*:\([0-9]*\) (.*/\1/p' "$TMP/daemon-limited.log" | tail -1)"
+TICK=$(getconf CLK_TCK)
+cpu_s() { awk -v t="$TICK" '{ printf "%.2f", ($14 + $15) / t }' "/proc/$1/stat"; }
+# qcall URL METHOD JSON: a Connect call; status in $ST, body in $TMP/q
+qcall() {
+  ST=$(curl -s -o "$TMP/q" -w '%{http_code}' --max-time 120 -H "Authorization: Bearer span-test-token" \
+    -XPOST -H 'Content-Type: application/json' "$1/querier.v1.QuerierService/$2" -d "$3")
+}
+SPANQ="{\"profileTypeID\":\"process_cpu:cpu:nanoseconds:cpu:nanoseconds\",\"labelSelector\":\"{service_name=\\\"spanheavy\\\"}\",\"spanSelector\":[\"$T3\"],\"start\":0,\"end\":4102444800000}"
+PLAINQ="{\"profileTypeID\":\"process_cpu:cpu:nanoseconds:cpu:nanoseconds\",\"labelSelector\":\"{service_name=\\\"spanheavy\\\"}\",\"start\":0,\"end\":4102444800000}"
+c0=$(cpu_s "${PIDS[reader]}")
+qcall "$U" SelectMergeSpanProfile "$SPANQ"
+echo "# reader (default limit): SelectMergeSpanProfile of trace $T3: HTTP $ST, total $(jq -r '.flamegraph.total // 0' "$TMP/q" 2>/dev/null), daemon CPU $c0 -> $(cpu_s "${PIDS[reader]}") s"
+check_eq "without a limit: the trace's $NHEAVY spans are answered whole" \
+  "$ST $(jq -r '.flamegraph.total // 0' "$TMP/q" 2>/dev/null)" "200 $((NHEAVY * 10000000))"
+c0=$(cpu_s "${PIDS[limited]}")
+qcall "$UL" SelectMergeSpanProfile "$SPANQ"
+SPAN_ST=$ST SPAN_MSG=$(jq -r '.message // .error // empty' "$TMP/q" 2>/dev/null | head -c 200)
+echo "# limited reader: SelectMergeSpanProfile: HTTP $SPAN_ST ($SPAN_MSG), daemon CPU $c0 -> $(cpu_s "${PIDS[limited]}") s"
+c0=$(cpu_s "${PIDS[limited]}")
+qcall "$UL" SelectMergeStacktraces "$PLAINQ"
+PLAIN_ST=$ST PLAIN_MSG=$(jq -r '.message // .error // empty' "$TMP/q" 2>/dev/null | head -c 200)
+echo "# limited reader: SelectMergeStacktraces of the same samples: HTTP $PLAIN_ST ($PLAIN_MSG), daemon CPU $c0 -> $(cpu_s "${PIDS[limited]}") s"
+case "$SPAN_ST $SPAN_MSG" in
+  "503 "*query-cpu-limit*) ok "--query-cpu-limit 10ms: the span read of the fleet is refused with 503 and the limit named" ;;
+  *) fail "span read past --query-cpu-limit" "HTTP $SPAN_ST: $SPAN_MSG" ;;
+esac
+case "$PLAIN_ST $PLAIN_MSG" in
+  "503 "*query-cpu-limit*) ok "--query-cpu-limit 10ms: the plain merge of the fleet is refused the same way" ;;
+  *) fail "plain read past --query-cpu-limit" "HTTP $PLAIN_ST: $PLAIN_MSG" ;;
+esac
+kill -0 "${PIDS[limited]}" 2>/dev/null && ok "the limited reader is alive" || fail "the limited reader died"
+d_stop limited
+
+
 rm -r "$R/host=hostb" 2>/dev/null
 wait_for 30 span_rows_are hostb 0 && ok "rm -r of hostb's series deletes its span rows" \
   || fail "deleting hostb's series" "$(chq "SELECT count() FROM profilefs.spans_local WHERE host = 'hostb'") rows left"
