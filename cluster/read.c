@@ -2421,15 +2421,115 @@ out:
 
 /*
  * One stored profile of any host (profiles/, GET /api/0/profiles/<id>): its
- * row, the frames of its stacks, rebuilt as gzipped pprof.
+ * row, the frames of its stacks, rebuilt as gzipped pprof. Its samples of
+ * spans (its rows of the spans table, ship.c) are taken out of its stacks'
+ * sums and added apart with their labels span_id and trace_id again, as the
+ * store reads a profile back (span names are not shipped).
  */
 #define GET_MAX_STACKS	(1u << 22)
+#define GET_MAX_SPAN_ROWS	65536	/* ship.c's SPAN_ROWS_MAX */
+
+/* A row of the spans table of the profile read. */
+struct get_span {
+	uint64_t	 span;
+	char		 trace[33];	/* "" for none */
+	int64_t		 k;		/* the stack's index in the profile's */
+	size_t		 at;		/* its values in vals, nt of them */
+};
+
+/*
+ * The rows of profile id in the spans table whose stack the profile holds
+ * (all: its stacks, interned; first: the sample of each): each taken out of
+ * that sample's values in pv (ns samples of nt values), into *out (*n rows,
+ * their values in *sv). A row of an unknown stack or of other sample types
+ * is left out: the profile's sums stay exact.
+ */
+static int
+get_spans(struct cluster *c, uint64_t id, struct intern *all, const size_t *first, int64_t *pv,
+    size_t nt, struct get_span **out, size_t *n, struct buf *sv)
+{
+	struct buf sql = { 0 }, ans = { 0 }, err = { 0 }, one = { 0 };
+	size_t cap = 0, nv, j;
+	struct tsv t;
+	int rc = 0, r;
+
+	*out = NULL;
+	*n = 0;
+	buf_printf(&sql, "SELECT span, trace, stack, vals FROM %s.spans WHERE gid = %" PRIu64
+	    " LIMIT %d FORMAT TabSeparated", c->db, id, GET_MAX_SPAN_ROWS);
+	if ((rc = buf_error(&sql)) < 0)
+		goto out;
+	if (ch_exec(c, sql.data, NULL, &ans, &err, NULL) < 0) {
+		rc = fail("reading a profile's spans", &err);
+		goto out;
+	}
+	tsv_init(&t, &ans);
+	while ((r = tsv_next(&t)) > 0) {
+		struct get_span g;
+		int64_t *v;
+
+		memset(&g, 0, sizeof(g));
+		buf_reset(&one);
+		if (t.nf != 4 || tsv_u64(t.f[0], &g.span) < 0 || (t.len[1] != 0 && t.len[1] != 32) ||
+		    !is_digest(t.f[2], t.len[2]) ||
+		    tsv_nums(t.f[3], &one, &nv, PROFILE_MAX_SAMPLE_TYPES, false) < 0) {
+			r = -EINVAL;
+			break;
+		}
+		if (nv != nt || (g.k = intern_get(all, t.f[2], DIGEST128_HEX)) < 0)
+			continue;
+		memcpy(g.trace, t.f[1], t.len[1]);
+		g.at = sv->len / sizeof(int64_t);
+		v = pv + first[g.k] * nt;
+		for (j = 0; j < nt; j++)
+			v[j] -= ((const int64_t *)one.data)[j];
+		buf_add(sv, one.data, nt * sizeof(int64_t));
+		if (*n == cap)
+			*out = xgrow(*out, &cap, *n + 1, sizeof(**out));
+		(*out)[(*n)++] = g;
+	}
+	tsv_free(&t);
+	if (r < 0 || buf_error(sv)) {
+		log_warnx("clickhouse: reading a profile's spans: a malformed answer");
+		rc = r == -EINVAL ? -EIO : -ENOMEM;
+	}
+out:
+	buf_free(&sql);
+	buf_free(&ans);
+	buf_free(&err);
+	buf_free(&one);
+	return rc;
+}
+
+/* Stack text st (len bytes) with the labels of span row g added, into b. */
+static int
+span_text(const char *st, size_t len, const struct get_span *g, struct buf *b)
+{
+	const char *lab = memchr(st, '\x1d', len);
+	size_t nlab = 0, i;
+
+	buf_reset(b);
+	buf_add(b, st, len);
+	for (i = lab ? (size_t)(lab - st) : len; lab && i < len; i++)
+		nlab += st[i] == '\x1e';
+	/* codec_add() takes 64 labels (CODEC_MAX_LABELS): a stack near it stays as it is. */
+	if (lab == NULL || nlab + 1 + 2 <= 64) {
+		buf_addc(b, lab ? '\x1e' : '\x1d');
+		buf_printf(b, "span_id\x1f%016" PRIx64 "\x1f" "0\x1f", g->span);
+		if (g->trace[0])
+			buf_printf(b, "\x1etrace_id\x1f%s\x1f" "0\x1f", g->trace);
+	}
+	return buf_error(b);
+}
 
 static int
 r_get(void *arg, uint64_t id, struct store_ref *ref, struct buf *out)
 {
 	struct cluster *c = arg;
-	struct buf sql = { 0 }, ans = { 0 }, err = { 0 }, stacks = { 0 }, vals = { 0 };
+	struct buf sql = { 0 }, ans = { 0 }, err = { 0 }, stacks = { 0 }, vals = { 0 },
+	    svals = { 0 }, text = { 0 };
+	struct get_span *sp = NULL;
+	size_t *first = NULL, nsp = 0;
 	bool gauge[PROFILE_MAX_SAMPLE_TYPES];
 	struct intern *all = intern_create(256);
 	struct merge *m = NULL;
@@ -2485,8 +2585,20 @@ r_get(void *arg, uint64_t id, struct store_ref *ref, struct buf *out)
 		memmove(stacks.data + i * DIGEST128_HEX, stacks.data + i * nt * DIGEST128_HEX,
 		    DIGEST128_HEX);
 	ns /= nt;
-	for (i = 0; i < ns; i++)
-		intern_put(all, stacks.data + i * DIGEST128_HEX, DIGEST128_HEX, NULL);
+	first = xcalloc(ns + 1, sizeof(*first));
+	for (i = 0; i < ns; i++) {
+		int added = 0;
+		int64_t k = intern_put(all, stacks.data + i * DIGEST128_HEX, DIGEST128_HEX, &added);
+
+		if (k < 0) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		if (added)
+			first[k] = i;
+	}
+	if ((rc = get_spans(c, id, all, first, (int64_t *)vals.data, nt, &sp, &nsp, &svals)) < 0)
+		goto out;
 	frames = xcalloc(intern_count(all) + 1, sizeof(*frames));
 	flen = xcalloc(intern_count(all) + 1, sizeof(*flen));
 	if ((rc = fetch_frames(c, all, frames, flen)) < 0)
@@ -2497,6 +2609,16 @@ r_get(void *arg, uint64_t id, struct store_ref *ref, struct buf *out)
 
 		if (k < 0 || (rc = codec_add(m, cm, frames[k], flen[k],
 		    (int64_t *)vals.data + i * nt, nt)) == -EINVAL) {
+			log_warnx("clickhouse: a stored stack is malformed");
+			rc = -EIO;
+		}
+	}
+	for (i = 0; i < nsp && rc == 0; i++) {
+		const struct get_span *g = &sp[i];
+
+		if ((rc = span_text(frames[g->k], flen[g->k], g, &text)) == 0 &&
+		    (rc = codec_add(m, cm, text.data, text.len,
+		    (int64_t *)svals.data + g->at, nt)) == -EINVAL) {
 			log_warnx("clickhouse: a stored stack is malformed");
 			rc = -EIO;
 		}
@@ -2519,6 +2641,10 @@ out:
 	buf_free(&err);
 	buf_free(&stacks);
 	buf_free(&vals);
+	buf_free(&svals);
+	buf_free(&text);
+	free(sp);
+	free(first);
 	return rc;
 }
 

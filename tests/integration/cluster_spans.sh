@@ -86,8 +86,10 @@ echo "# clickhouse-server $(chq 'SELECT version()'), one server (Merge tables)"
 
 # One trace T across both hosts; span a1, a2 on hosta, b1 on hostb; b2 of another trace.
 T=0123456789abcdef0123456789abcdef T2=fedcba9876543210fedcba9876543210
-mkprof "$TMP/a.pb" main.spanA1:30000000:a1:$T main.spanA2:20000000:a2:$T main.untagged:5000000 \
-  main.shared:4000000:a1:$T
+# (hosta's ids in the 16 hex digits Pyroscope writes: its profile is read back whole below)
+A1=00000000000000a1 A2=00000000000000a2
+mkprof "$TMP/a.pb" main.spanA1:30000000:$A1:$T main.spanA2:20000000:$A2:$T main.untagged:5000000 \
+  main.shared:4000000:$A1:$T
 mkprof "$TMP/b.pb" main.spanB1:7000000:b1:$T main.spanB2:100000000:b2:$T2 main.shared:3000000:b1:$T \
   main.untagged:11000000
 
@@ -133,6 +135,20 @@ code=$(curl -s -o "$TMP/r" -w '%{http_code}' -H "Authorization: Bearer span-test
   -d "{\"profileTypeID\":\"process_cpu:cpu:nanoseconds:cpu:nanoseconds\",\"labelSelector\":\"{service_name=\\\"spansvc\\\"}\",\"spanSelector\":[\"a1\",\"b1\"],\"start\":0,\"end\":4102444800000}")
 check_eq "SelectMergeSpanProfile spans a1+b1 on the reader: HTTP code and total" \
   "$code $(jq -r '.flamegraph.total // 0' "$TMP/r" 2>/dev/null)" "200 44000000"
+
+# --- one profile read back whole from the fleet: its span labels again ---------
+rows() { go tool pprof -raw -symbolize=none "$1" 2>/dev/null | python3 "$ROOT/tests/integration/pprof_rows.py"; }
+PF=$(ls "$R/host=hosta/all/profiles" 2>/dev/null | head -1)
+rows "$TMP/a.pb" >"$TMP/rows.pushed"
+rows "$R/host=hosta/all/profiles/$PF" >"$TMP/rows.back"
+echo "# hosta's a.pb: $(wc -l <"$TMP/rows.pushed") samples pushed, $(grep -c span_id "$TMP/rows.pushed") with span_id; read back from the fleet: $(wc -l <"$TMP/rows.back") samples, $(grep -c span_id "$TMP/rows.back") with span_id"
+grep -q "span_id:\[$A1\] trace_id:\[$T\]" "$TMP/rows.back" && cmp -s "$TMP/rows.pushed" "$TMP/rows.back" \
+  && ok "the reader's profiles/$PF: hosta's samples with their span_id and trace_id as pushed (go tool pprof -raw)" \
+  || fail "a profile read back from the fleet" "$(diff "$TMP/rows.pushed" "$TMP/rows.back" | head -6)"
+PIDH=$(echo "$PF" | sed 's/.*-\([0-9a-f]*\)\.pb\.gz$/\1/')
+code=$(curl -s -o "$TMP/byid.pb.gz" -w '%{http_code}' -H "Authorization: Bearer span-test-token" "$U/api/0/profiles/$PIDH")
+check_eq "GET /api/0/profiles/$PIDH on the reader: HTTP code and the same samples" \
+  "$code $(rows "$TMP/byid.pb.gz" | cmp -s - "$TMP/rows.pushed" && echo same)" "200 same"
 
 # --- --query-cpu-limit: a span read of the fleet stops as the other reads do ----
 # hosta ships a profile of NHEAVY spans of one trace, each its own stack; a
