@@ -721,7 +721,8 @@ test_spans(void **state)
 /*
  * Ids spread over every top byte (a record of many spans keeps their top
  * byte as a count per value, span.c): each found, a neighbour absent; the
- * nanoseconds (stored as multiples of the period) come back whole.
+ * nanoseconds (stored as multiples of the period) come back whole; the
+ * profile read back whole has each sample's span_id and span_name again.
  */
 static void
 test_spans_spread(void **state)
@@ -732,10 +733,11 @@ test_spans_spread(void **state)
 	const uint64_t mul = UINT64_C(0x9e3779b97f4a7c15);
 	struct profile *p = span_profile_ids(3000, mul);
 	struct buf err = { 0 };
+	struct store_ref ref;
 	uint64_t ids[4];
 	size_t i;
 
-	assert_int_equal(store_put_profile(f->st, &in, p, NULL, &err), 0);
+	assert_int_equal(store_put_profile(f->st, &in, p, &ref, &err), 0);
 	for (i = 0; i < 3000; i += 97) {
 		ids[0] = (uint64_t)(i + 1) * mul;
 		assert_int_equal(span_total(f, "spread", ids, 1), 10000000);
@@ -749,6 +751,50 @@ test_spans_spread(void **state)
 	assert_int_equal(span_total(f, "spread", ids, 4), 20000000);
 	reopen(f);
 	assert_int_equal(span_total(f, "spread", ids, 4), 20000000);
+	/* Read back whole: each sample with the span it was stored with. */
+	{
+		struct store_ref g;
+		struct buf out = { 0 };
+		struct profile *back = NULL;
+		uint64_t inv = mul, id;
+		size_t tagged = 0, untagged = 0, j;
+
+		for (i = 0; i < 5; i++)	/* mul's inverse mod 2^64 (Newton) */
+			inv *= 2 - mul * inv;
+		assert_int_equal(store_get(f->st, ref.id, &g, &out), 0);
+		assert_int_equal(profile_decode(out.data, out.len, &back, NULL), 0);
+		assert_int_equal(back->nsamples, 3002);
+		for (i = 0; i < back->nsamples; i++) {
+			const struct pf_sample *s = &back->samples[i];
+			const char *sid = NULL, *name = NULL;
+
+			for (j = 0; j < s->nlabels; j++) {
+				const char *k = profile_str(back, s->labels[j].key);
+
+				if (strcmp(k, "span_id") == 0)
+					sid = profile_str(back, s->labels[j].str);
+				else if (strcmp(k, "span_name") == 0)
+					name = profile_str(back, s->labels[j].str);
+			}
+			assert_int_equal(s->values[1], 10000000);
+			if (sid == NULL) {
+				assert_null(name);	/* the id refused, the untagged one */
+				untagged++;
+				continue;
+			}
+			assert_int_equal(strlen(sid), 16);
+			id = strtoull(sid, NULL, 16) * inv;	/* i + 1 of span_profile_ids() */
+			assert_true(id >= 1 && id <= 3000);
+			assert_int_equal(s->nlocs, 1 + (id - 1) % 3);
+			assert_non_null(name);
+			assert_string_equal(name, "GET /x");
+			tagged++;
+		}
+		assert_int_equal(tagged, 3000);
+		assert_int_equal(untagged, 2);
+		profile_free(back);
+		buf_free(&out);
+	}
 	profile_free(p);
 	buf_free(&err);
 }
