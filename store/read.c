@@ -153,20 +153,29 @@ store_scan_locked(struct store *st, uint64_t sid, int64_t from, int64_t to, bool
 /*
  * The tag of a remembered size: the bytes store_get() makes depend on this
  * code and on zlib's, so a size from another build of either is not used.
+ * v2: a profile naming spans is read back with its span labels; a v1 size
+ * still holds for a profile without (no span record): no need to decode
+ * every stored profile again after an upgrade.
  */
-static uint64_t tag_of_sizes;
+static uint64_t tag_of_sizes, tag_of_sizes_v1;
 static pthread_once_t tag_once = PTHREAD_ONCE_INIT;
 
-static void
-tag_make(void)
+static uint64_t
+tag_for(const char *version)
 {
 	char what[96];
 	uint64_t h;
 
-	/* v2: a profile naming spans is read back with its span labels. */
-	snprintf(what, sizeof(what), "pprof-v2 zlib %s", zlibVersion());
+	snprintf(what, sizeof(what), "%s zlib %s", version, zlibVersion());
 	h = pfhash64(what, strlen(what));
-	tag_of_sizes = (h >> 56 | 1) << 56;	/* never 0: 0 would be no tag */
+	return (h >> 56 | 1) << 56;	/* never 0: 0 would be no tag */
+}
+
+static void
+tag_make(void)
+{
+	tag_of_sizes = tag_for("pprof-v2");
+	tag_of_sizes_v1 = tag_for("pprof-v1");
 }
 
 static uint64_t
@@ -174,6 +183,26 @@ size_tag(void)
 {
 	pthread_once(&tag_once, tag_make);
 	return tag_of_sizes;
+}
+
+/* Whether profile ref has a span record (its file changed with v2). */
+static bool
+has_span_record(struct store *st, const struct store_ref *ref)
+{
+	unsigned char key[25];
+	rocksdb_pinnableslice_t *ps;
+	char *dberr = NULL;
+	bool yes;
+
+	key[0] = 'Z';
+	be64_put(key + 1, ref->series);
+	be64_put(key + 9, time_enc(ref->time));
+	be64_put(key + 17, ref->id);
+	ps = rocksdb_get_pinned(st->db, st->ropts, (char *)key, sizeof(key), &dberr);
+	yes = dberr != NULL || ps != NULL;	/* unsure: made again */
+	free(dberr);
+	rocksdb_pinnableslice_destroy(ps);
+	return yes;
 }
 
 /* Read the 'I' record of id: *ref, and *size when remembered (else UINT64_MAX). */
@@ -204,7 +233,8 @@ index_get(struct store *st, uint64_t id, struct store_ref *ref, uint64_t *size)
 	if (vl == 24) {
 		uint64_t z = be64_get((unsigned char *)v + 16);
 
-		if ((z & 0xff00000000000000ULL) == size_tag())
+		if ((z & 0xff00000000000000ULL) == size_tag() ||
+		    ((z & 0xff00000000000000ULL) == tag_of_sizes_v1 && !has_span_record(st, ref)))
 			*size = z & 0x00ffffffffffffffULL;
 	}
 	free(v);

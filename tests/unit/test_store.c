@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include <rocksdb/c.h>
+#include <zlib.h>
 
 #include "base.h"
 #include "pprof.h"
@@ -969,6 +970,72 @@ db_put(rocksdb_t *db, const void *k, size_t kl, const void *v, size_t vl)
 }
 
 /*
+ * The sizes of profiles/ files remembered by an earlier build (tag
+ * "pprof-v1", before span labels came back with a profile read whole) still
+ * hold for profiles without spans; a profile with spans is made again.
+ */
+static void
+test_sizes_v1(void **state)
+{
+	struct fixture *f = *state;
+	struct store_input in = { .service = "sz", .type = "cpu", .source = "ingest",
+	    .created_at = T0 + 7 };
+	struct store_ref plain = put(f, &f->cpu, "sz", "cpu", "a=1", T0 + 5), spans, g;
+	struct profile *p = span_profile(3);
+	struct buf err = { 0 }, out = { 0 };
+	uint64_t size, lens[2], tag;
+	const struct store_ref *refs[2] = { &plain, &spans };
+	rocksdb_options_t *opts;
+	rocksdb_readoptions_t *ro;
+	rocksdb_t *db;
+	char what[96], *dberr = NULL;
+	size_t i;
+
+	assert_int_equal(store_put_profile(f->st, &in, p, &spans, &err), 0);
+	for (i = 0; i < 2; i++) {
+		buf_reset(&out);
+		assert_int_equal(store_get(f->st, refs[i]->id, &g, &out), 0);
+		lens[i] = out.len;
+		assert_int_equal(store_get_size(f->st, refs[i]->id, &g, &size), 0);
+		assert_int_equal(size, lens[i]);
+	}
+	/* The 'I' records as the earlier build tagged them. */
+	snprintf(what, sizeof(what), "pprof-v1 zlib %s", zlibVersion());
+	tag = (pfhash64(what, strlen(what)) >> 56 | 1) << 56;
+	store_close(f->st);
+	f->st = NULL;
+	opts = rocksdb_options_create();
+	ro = rocksdb_readoptions_create();
+	db = rocksdb_open(opts, f->dir, &dberr);
+	assert_null(dberr);
+	for (i = 0; i < 2; i++) {
+		unsigned char ik[9];
+		size_t vl;
+		char *v;
+
+		ik[0] = 'I';
+		be64(ik + 1, refs[i]->id);
+		v = rocksdb_get(db, ro, (char *)ik, sizeof(ik), &vl, &dberr);
+		assert_null(dberr);
+		assert_non_null(v);
+		assert_int_equal(vl, 24);
+		be64((unsigned char *)v + 16, tag | lens[i]);
+		db_put(db, ik, sizeof(ik), v, vl);
+		free(v);
+	}
+	rocksdb_close(db);
+	rocksdb_readoptions_destroy(ro);
+	rocksdb_options_destroy(opts);
+	reopen(f);
+	assert_int_equal(store_get_size(f->st, plain.id, &g, &size), 0);
+	assert_int_equal(size, lens[0]);
+	assert_int_equal(store_get_size(f->st, spans.id, &g, &size), -ENODATA);
+	profile_free(p);
+	buf_free(&err);
+	buf_free(&out);
+}
+
+/*
  * The key layout written down in store.c, read with RocksDB directly; then
  * stored values that no longer decode are skipped with a reason by queries.
  */
@@ -1424,6 +1491,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_bad_input_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_spans, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_spans_spread, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sizes_v1, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_type_inference, setup, teardown),
 		cmocka_unit_test(test_type_names),
 		cmocka_unit_test_setup_teardown(test_real_files_stored, setup, teardown),
