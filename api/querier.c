@@ -428,7 +428,7 @@ flame_build(const struct render_tree *t, size_t max_nodes, struct flame_out *f)
 	size_t ties = SIZE_MAX;
 	int64_t name_other = -1;
 	struct frame *stack = NULL;
-	size_t sp = 0, i;
+	size_t sp = 0, i, nname;
 	uint32_t *name_of = NULL;
 	int rc = -ENOMEM;
 
@@ -449,10 +449,17 @@ flame_build(const struct render_tree *t, size_t max_nodes, struct flame_out *f)
 			if (tot[i] > thr)
 				ties--;
 	}
-	/* Names as used: name ids of the tree to indexes of names[]. */
-	if ((name_of = malloc(t->n * sizeof(*name_of))) == NULL)
+	/*
+	 * Names as used: name ids of the tree to indexes of names[]. A tree cut
+	 * to its node limit has more names than nodes (frames summed into one
+	 * keep their names interned): sized by the names.
+	 */
+	nname = intern_count(t->names);
+	if (nname < t->n)
+		nname = t->n;
+	if ((name_of = malloc(nname * sizeof(*name_of))) == NULL)
 		goto out;
-	for (i = 0; i < t->n; i++)
+	for (i = 0; i < nname; i++)
 		name_of[i] = UINT32_MAX;
 	if ((f->names = malloc(sizeof(*f->names))) == NULL)
 		goto out;

@@ -799,6 +799,8 @@ run_listing(struct cluster *c, const char *where, const struct query *q,
 		struct store_ref ref;
 		const struct series *s;
 
+		if ((rc = cancel_check(q->cancel)) < 0)
+			break;
 		memset(&ref, 0, sizeof(ref));
 		if (t.nf != 5 || tsv_u64(t.f[0], &ref.id) < 0 || tsv_i64(t.f[1], &ref.time) < 0) {
 			r = -EINVAL;
@@ -815,6 +817,8 @@ run_listing(struct cluster *c, const char *where, const struct query *q,
 		res->refs[res->nrefs++] = ref;
 	}
 	tsv_free(&t);
+	if (rc < 0)
+		goto out;	/* past --query-cpu-limit, or its client gone */
 	if (r < 0) {
 		log_warnx("clickhouse: listing profiles: a malformed answer");
 		rc = -EIO;
@@ -2053,6 +2057,8 @@ asked:
 	tsv_init(&t, &ans);
 	r = raw ? answer_raw(c, &a, &ans) : 0;
 	while (!raw && (r = tsv_next(&t)) > 0) {
+		if ((rc = cancel_check(q->cancel)) < 0)
+			break;
 		if (t.f[0][0] < '0' || t.f[0][0] > '4' || t.f[0][1] || t.nf != 15) {
 			r = -EINVAL;
 			break;
@@ -2071,6 +2077,8 @@ asked:
 	}
 	tsv_free(&t);
 	buf_free(&ans);
+	if (rc < 0)
+		goto out;	/* past --query-cpu-limit, or its client gone */
 	if (r < 0 || (r = answer_resolve(&a)) < 0) {
 		log_warnx("clickhouse: merging: a malformed answer");
 		rc = r == -ENOMEM ? r : -EIO;
@@ -2128,7 +2136,8 @@ asked:
 		goto out;
 	frames = xcalloc(intern_count(all) + 1, sizeof(*frames));
 	flen = xcalloc(intern_count(all) + 1, sizeof(*flen));
-	if ((rc = fetch_frames(c, all, frames, flen)) < 0)
+	if ((rc = cancel_check(q->cancel)) < 0 || (rc = fetch_frames(c, all, frames, flen)) < 0 ||
+	    (rc = cancel_check(q->cancel)) < 0)
 		goto out;
 	if ((rc = build_merged(shdr, period, accs, nacc, all, frames, flen, &res->merged)) < 0)
 		goto out;
@@ -2170,6 +2179,9 @@ out:
  * those stacks. The sample types (hdr) most stacks share are merged; the
  * profiles of other types are listed as left out. The profiles are listed
  * with the totals of their samples of those spans, as the local store does.
+ * Each step checks q->cancel, as the store's span reads do: a read past
+ * --query-cpu-limit (its client gone) stops with its -ETIMEDOUT
+ * (-ECONNRESET), which the API answers with 503 (499).
  */
 #define SPAN_REFS_MAX	100000
 
@@ -2229,7 +2241,7 @@ r_merge_spans(struct cluster *c, const struct query *q, struct query_result *res
 	/* The sums per stack, per sample types. */
 	buf_printf(&sql, "SELECT hdr, max(period), stack, sumForEach(vals) FROM %s.spans WHERE %s "
 	    "GROUP BY hdr, stack FORMAT TabSeparated", c->db, cond.data);
-	if ((rc = buf_error(&sql)) < 0)
+	if ((rc = buf_error(&sql)) < 0 || (rc = cancel_check(q->cancel)) < 0)
 		goto out;
 	if (ch_exec(c, sql.data, NULL, &ans, &err, NULL) < 0) {
 		rc = fail("merging spans", &err);
@@ -2240,6 +2252,9 @@ r_merge_spans(struct cluster *c, const struct query *q, struct query_result *res
 	while ((r = tsv_next(&t)) > 0) {
 		int64_t k;
 		int added;
+
+		if ((rc = cancel_check(q->cancel)) < 0)
+			break;
 
 		if (t.nf != 4 || (k = intern_put(hset, t.f[0], t.len[0], &added)) < 0) {
 			r = -EINVAL;
@@ -2255,6 +2270,8 @@ r_merge_spans(struct cluster *c, const struct query *q, struct query_result *res
 		}
 	}
 	tsv_free(&t);
+	if (rc < 0)
+		goto out;	/* past --query-cpu-limit, or its client gone */
 	if (r < 0 || buf_error(&hdrs)) {
 		log_warnx("clickhouse: merging spans: a malformed answer");
 		rc = r == -ENOMEM || buf_error(&hdrs) ? -ENOMEM : -EIO;
@@ -2268,6 +2285,8 @@ r_merge_spans(struct cluster *c, const struct query *q, struct query_result *res
 	while ((r = tsv_next(&t)) > 0) {
 		if (t.len[0] != hdrs.len || memcmp(t.f[0], best_hdr, hdrs.len) != 0)
 			continue;
+		if ((rc = cancel_check(q->cancel)) < 0)
+			break;
 		buf_reset(&one);
 		if (tsv_i64(t.f[1], &period) < 0 || !is_digest(t.f[2], t.len[2]) ||
 		    tsv_nums(t.f[3], &one, &nv, PROFILE_MAX_SAMPLE_TYPES, false) < 0 ||
@@ -2286,6 +2305,8 @@ r_merge_spans(struct cluster *c, const struct query *q, struct query_result *res
 		buf_add(&vals, one.data, nt * sizeof(int64_t));
 	}
 	tsv_free(&t);
+	if (rc < 0)
+		goto out;
 	if (r < 0 || buf_error(&stacks) || buf_error(&vals)) {
 		log_warnx("clickhouse: merging spans: a malformed answer");
 		rc = r == -ENOMEM || buf_error(&stacks) || buf_error(&vals) ? -ENOMEM : -EIO;
@@ -2294,7 +2315,8 @@ r_merge_spans(struct cluster *c, const struct query *q, struct query_result *res
 	ns = stacks.len / DIGEST128_HEX;
 	frames = xcalloc(intern_count(all) + 1, sizeof(*frames));
 	flen = xcalloc(intern_count(all) + 1, sizeof(*flen));
-	if ((rc = fetch_frames(c, all, frames, flen)) < 0)
+	if ((rc = cancel_check(q->cancel)) < 0 || (rc = fetch_frames(c, all, frames, flen)) < 0 ||
+	    (rc = cancel_check(q->cancel)) < 0)
 		goto out;
 	if ((m = merge_create()) == NULL || codec_begin(m, best_hdr, best_period, &nv, gauge) < 0 ||
 	    nv != nt) {
@@ -2306,6 +2328,8 @@ r_merge_spans(struct cluster *c, const struct query *q, struct query_result *res
 	for (i = 0; i < ns && rc == 0; i++) {
 		int64_t k = intern_get(all, stacks.data + i * DIGEST128_HEX, DIGEST128_HEX);
 
+		if ((rc = cancel_check(q->cancel)) < 0)
+			break;
 		if (k < 0 || (rc = codec_add(m, cm, frames[k], flen[k],
 		    (int64_t *)vals.data + i * nt, nt)) == -EINVAL) {
 			log_warnx("clickhouse: a stored stack is malformed");
@@ -2320,7 +2344,7 @@ r_merge_spans(struct cluster *c, const struct query *q, struct query_result *res
 	buf_printf(&sql, "SELECT gid, min(ns) AS t, service, type, labels, hdr, sumForEach(vals) "
 	    "FROM %s.spans WHERE %s GROUP BY gid, service, type, labels, hdr ORDER BY t, gid "
 	    "LIMIT %d FORMAT TabSeparated", c->db, cond.data, SPAN_REFS_MAX);
-	if ((rc = buf_error(&sql)) < 0)
+	if ((rc = buf_error(&sql)) < 0 || (rc = cancel_check(q->cancel)) < 0)
 		goto out;
 	if (ch_exec(c, sql.data, NULL, &ans, &err, NULL) < 0) {
 		rc = fail("listing the profiles of spans", &err);
@@ -2332,6 +2356,9 @@ r_merge_spans(struct cluster *c, const struct query *q, struct query_result *res
 	while ((r = tsv_next(&t)) > 0 && nref < SPAN_REFS_MAX) {
 		struct store_ref *ref = &res->refs[nref];
 		const struct series *s;
+
+		if ((rc = cancel_check(q->cancel)) < 0)
+			break;
 
 		buf_reset(&one);
 		if (t.nf != 7 || tsv_u64(t.f[0], &ref->id) < 0 || tsv_i64(t.f[1], &ref->time) < 0 ||
@@ -2357,6 +2384,8 @@ r_merge_spans(struct cluster *c, const struct query *q, struct query_result *res
 	}
 	tsv_free(&t);
 	res->nrefs = nref;
+	if (rc < 0)
+		goto out;
 	if (r < 0 || buf_error(&totals)) {
 		log_warnx("clickhouse: listing the profiles of spans: a malformed answer");
 		rc = r == -ENOMEM || buf_error(&totals) ? -ENOMEM : -EIO;
@@ -2392,15 +2421,115 @@ out:
 
 /*
  * One stored profile of any host (profiles/, GET /api/0/profiles/<id>): its
- * row, the frames of its stacks, rebuilt as gzipped pprof.
+ * row, the frames of its stacks, rebuilt as gzipped pprof. Its samples of
+ * spans (its rows of the spans table, ship.c) are taken out of its stacks'
+ * sums and added apart with their labels span_id and trace_id again, as the
+ * store reads a profile back (span names are not shipped).
  */
 #define GET_MAX_STACKS	(1u << 22)
+#define GET_MAX_SPAN_ROWS	65536	/* ship.c's SPAN_ROWS_MAX */
+
+/* A row of the spans table of the profile read. */
+struct get_span {
+	uint64_t	 span;
+	char		 trace[33];	/* "" for none */
+	int64_t		 k;		/* the stack's index in the profile's */
+	size_t		 at;		/* its values in vals, nt of them */
+};
+
+/*
+ * The rows of profile id in the spans table whose stack the profile holds
+ * (all: its stacks, interned; first: the sample of each): each taken out of
+ * that sample's values in pv (ns samples of nt values), into *out (*n rows,
+ * their values in *sv). A row of an unknown stack or of other sample types
+ * is left out: the profile's sums stay exact.
+ */
+static int
+get_spans(struct cluster *c, uint64_t id, struct intern *all, const size_t *first, int64_t *pv,
+    size_t nt, struct get_span **out, size_t *n, struct buf *sv)
+{
+	struct buf sql = { 0 }, ans = { 0 }, err = { 0 }, one = { 0 };
+	size_t cap = 0, nv, j;
+	struct tsv t;
+	int rc = 0, r;
+
+	*out = NULL;
+	*n = 0;
+	buf_printf(&sql, "SELECT span, trace, stack, vals FROM %s.spans WHERE gid = %" PRIu64
+	    " LIMIT %d FORMAT TabSeparated", c->db, id, GET_MAX_SPAN_ROWS);
+	if ((rc = buf_error(&sql)) < 0)
+		goto out;
+	if (ch_exec(c, sql.data, NULL, &ans, &err, NULL) < 0) {
+		rc = fail("reading a profile's spans", &err);
+		goto out;
+	}
+	tsv_init(&t, &ans);
+	while ((r = tsv_next(&t)) > 0) {
+		struct get_span g;
+		int64_t *v;
+
+		memset(&g, 0, sizeof(g));
+		buf_reset(&one);
+		if (t.nf != 4 || tsv_u64(t.f[0], &g.span) < 0 || (t.len[1] != 0 && t.len[1] != 32) ||
+		    !is_digest(t.f[2], t.len[2]) ||
+		    tsv_nums(t.f[3], &one, &nv, PROFILE_MAX_SAMPLE_TYPES, false) < 0) {
+			r = -EINVAL;
+			break;
+		}
+		if (nv != nt || (g.k = intern_get(all, t.f[2], DIGEST128_HEX)) < 0)
+			continue;
+		memcpy(g.trace, t.f[1], t.len[1]);
+		g.at = sv->len / sizeof(int64_t);
+		v = pv + first[g.k] * nt;
+		for (j = 0; j < nt; j++)
+			v[j] -= ((const int64_t *)one.data)[j];
+		buf_add(sv, one.data, nt * sizeof(int64_t));
+		if (*n == cap)
+			*out = xgrow(*out, &cap, *n + 1, sizeof(**out));
+		(*out)[(*n)++] = g;
+	}
+	tsv_free(&t);
+	if (r < 0 || buf_error(sv)) {
+		log_warnx("clickhouse: reading a profile's spans: a malformed answer");
+		rc = r == -EINVAL ? -EIO : -ENOMEM;
+	}
+out:
+	buf_free(&sql);
+	buf_free(&ans);
+	buf_free(&err);
+	buf_free(&one);
+	return rc;
+}
+
+/* Stack text st (len bytes) with the labels of span row g added, into b. */
+static int
+span_text(const char *st, size_t len, const struct get_span *g, struct buf *b)
+{
+	const char *lab = memchr(st, '\x1d', len);
+	size_t nlab = 0, i;
+
+	buf_reset(b);
+	buf_add(b, st, len);
+	for (i = lab ? (size_t)(lab - st) : len; lab && i < len; i++)
+		nlab += st[i] == '\x1e';
+	/* codec_add() takes 64 labels (CODEC_MAX_LABELS): a stack near it stays as it is. */
+	if (lab == NULL || nlab + 1 + 2 <= 64) {
+		buf_addc(b, lab ? '\x1e' : '\x1d');
+		buf_printf(b, "span_id\x1f%016" PRIx64 "\x1f" "0\x1f", g->span);
+		if (g->trace[0])
+			buf_printf(b, "\x1etrace_id\x1f%s\x1f" "0\x1f", g->trace);
+	}
+	return buf_error(b);
+}
 
 static int
 r_get(void *arg, uint64_t id, struct store_ref *ref, struct buf *out)
 {
 	struct cluster *c = arg;
-	struct buf sql = { 0 }, ans = { 0 }, err = { 0 }, stacks = { 0 }, vals = { 0 };
+	struct buf sql = { 0 }, ans = { 0 }, err = { 0 }, stacks = { 0 }, vals = { 0 },
+	    svals = { 0 }, text = { 0 };
+	struct get_span *sp = NULL;
+	size_t *first = NULL, nsp = 0;
 	bool gauge[PROFILE_MAX_SAMPLE_TYPES];
 	struct intern *all = intern_create(256);
 	struct merge *m = NULL;
@@ -2456,8 +2585,20 @@ r_get(void *arg, uint64_t id, struct store_ref *ref, struct buf *out)
 		memmove(stacks.data + i * DIGEST128_HEX, stacks.data + i * nt * DIGEST128_HEX,
 		    DIGEST128_HEX);
 	ns /= nt;
-	for (i = 0; i < ns; i++)
-		intern_put(all, stacks.data + i * DIGEST128_HEX, DIGEST128_HEX, NULL);
+	first = xcalloc(ns + 1, sizeof(*first));
+	for (i = 0; i < ns; i++) {
+		int added = 0;
+		int64_t k = intern_put(all, stacks.data + i * DIGEST128_HEX, DIGEST128_HEX, &added);
+
+		if (k < 0) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		if (added)
+			first[k] = i;
+	}
+	if ((rc = get_spans(c, id, all, first, (int64_t *)vals.data, nt, &sp, &nsp, &svals)) < 0)
+		goto out;
 	frames = xcalloc(intern_count(all) + 1, sizeof(*frames));
 	flen = xcalloc(intern_count(all) + 1, sizeof(*flen));
 	if ((rc = fetch_frames(c, all, frames, flen)) < 0)
@@ -2468,6 +2609,16 @@ r_get(void *arg, uint64_t id, struct store_ref *ref, struct buf *out)
 
 		if (k < 0 || (rc = codec_add(m, cm, frames[k], flen[k],
 		    (int64_t *)vals.data + i * nt, nt)) == -EINVAL) {
+			log_warnx("clickhouse: a stored stack is malformed");
+			rc = -EIO;
+		}
+	}
+	for (i = 0; i < nsp && rc == 0; i++) {
+		const struct get_span *g = &sp[i];
+
+		if ((rc = span_text(frames[g->k], flen[g->k], g, &text)) == 0 &&
+		    (rc = codec_add(m, cm, text.data, text.len,
+		    (int64_t *)svals.data + g->at, nt)) == -EINVAL) {
 			log_warnx("clickhouse: a stored stack is malformed");
 			rc = -EIO;
 		}
@@ -2490,6 +2641,10 @@ out:
 	buf_free(&err);
 	buf_free(&stacks);
 	buf_free(&vals);
+	buf_free(&svals);
+	buf_free(&text);
+	free(sp);
+	free(first);
 	return rc;
 }
 

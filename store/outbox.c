@@ -69,7 +69,7 @@ store_queue_each_locked(struct store *st, uint64_t after, size_t max, store_queu
 		buf_reset(&gz);
 		memset(&ref, 0, sizeof(ref));
 		ref.id = be64_get(k + 1);
-		grc = store_get_locked(st, ref.id, &ref, &gz, false);
+		grc = store_get_locked(st, ref.id, &ref, &gz, false, false);
 		s = grc == 0 ? series_local(st, ref.series) : NULL;
 		if (grc == -EIO) {
 			rc = -EIO;

@@ -10,6 +10,8 @@
  */
 #define _GNU_SOURCE	/* qsort_r */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -1221,9 +1223,13 @@ u_loc(struct pprof_rebuild *c, struct ubufs *b, uint32_t id)
 	return (uint32_t)(c->nlc - 1);
 }
 
-/* Fill sample s from stack id; allocations in the profile's arena. */
+/*
+ * Fill sample s from stack id; allocations in the profile's arena, with
+ * room for extra labels past the stack's own.
+ */
 static void
-u_sample(struct pprof_rebuild *c, struct ubufs *b, uint32_t id, struct pf_sample *s)
+u_sample(struct pprof_rebuild *c, struct ubufs *b, uint32_t id, struct pf_sample *s,
+    size_t extra)
 {
 	const unsigned char *e;
 	size_t len, j, nl;
@@ -1242,7 +1248,7 @@ u_sample(struct pprof_rebuild *c, struct ubufs *b, uint32_t id, struct pf_sample
 	s->nlocs = nlocs;
 	s->nlabels = (uint32_t)nl;
 	s->locs = arena_alloc(c->p->arena, (nlocs + 1) * sizeof(uint32_t));
-	s->labels = arena_alloc(c->p->arena, (nl + 1) * sizeof(struct pf_label));
+	s->labels = arena_alloc(c->p->arena, (nl + extra + 1) * sizeof(struct pf_label));
 	if (s->locs == NULL || s->labels == NULL) {
 		c->bad = true;
 		return;
@@ -1259,58 +1265,141 @@ u_sample(struct pprof_rebuild *c, struct ubufs *b, uint32_t id, struct pf_sample
 	}
 }
 
+/* A string of the profile being built that no symbol table holds. */
+static int64_t
+u_own(struct pprof_rebuild *c, struct ubufs *b, const char *s, size_t len)
+{
+	const char **d;
+	char *m;
+
+	if ((d = grow((void **)&b->strs, &c->nstr, &c->capstr, sizeof(*d))) == NULL ||
+	    (m = arena_alloc(c->p->arena, len + 1)) == NULL) {
+		c->bad = true;
+		return 0;
+	}
+	memcpy(m, s, len);
+	m[len] = '\0';
+	*d = m;
+	return (int64_t)(c->nstr - 1);
+}
+
+/*
+ * Begin the profile of header h in c and b (room for nsamples samples):
+ * its sample types and the header's fields. rebuild_free() frees c and b
+ * whatever this returns.
+ */
+static int
+rebuild_open(struct pprof_rebuild *c, struct ubufs *b, const struct symtab *t,
+    const struct ghdr *h, size_t nsamples)
+{
+	struct profile *p;
+	size_t i, nt = h->ntypes;
+
+	memset(c, 0, sizeof(*c));
+	memset(b, 0, sizeof(*b));
+	c->t = t;
+	if ((p = calloc(1, sizeof(*p))) == NULL || (p->arena = arena_create()) == NULL) {
+		free(p);
+		return -ENOMEM;
+	}
+	c->p = p;
+	c->str = calloc(symtab_count(t, SYM_STR) + 1, sizeof(uint32_t));
+	c->fn = calloc(symtab_count(t, SYM_FN) + 1, sizeof(uint32_t));
+	c->mp = calloc(symtab_count(t, SYM_MAP) + 1, sizeof(uint32_t));
+	c->lc = calloc(symtab_count(t, SYM_LOC) + 1, sizeof(uint32_t));
+	if (!c->str || !c->fn || !c->mp || !c->lc ||
+	    grow((void **)&b->strs, &c->nstr, &c->capstr, sizeof(char *)) == NULL)
+		return -ENOMEM;
+	b->strs[0] = "";
+	p->nsample_types = nt;
+	if ((p->sample_types = arena_alloc(p->arena, nt * sizeof(*p->sample_types))) == NULL ||
+	    (p->samples = arena_alloc(p->arena, (nsamples + 1) * sizeof(*p->samples))) == NULL)
+		return -ENOMEM;
+	for (i = 0; i < nt; i++) {
+		p->sample_types[i].type = u_str(c, b, h->types[2 * i]);
+		p->sample_types[i].unit = u_str(c, b, h->types[2 * i + 1]);
+	}
+	p->period_type.type = u_str(c, b, h->ptype);
+	p->period_type.unit = u_str(c, b, h->punit);
+	p->drop_frames = u_str(c, b, h->drop);
+	p->keep_frames = u_str(c, b, h->keep);
+	p->default_sample_type = u_str(c, b, h->dflt);
+	p->doc_url = u_str(c, b, h->doc);
+	p->period = h->period;
+	p->time_nanos = h->time_nanos;
+	p->duration_nanos = h->duration;
+	p->ncomments = h->ncmts;
+	if ((p->comments = arena_alloc(p->arena, (h->ncmts + 1) * sizeof(int64_t))) == NULL)
+		return -ENOMEM;
+	for (i = 0; i < h->ncmts; i++)
+		p->comments[i] = u_str(c, b, h->cmts[i]);
+	u_map(c, b, h->mainmap);
+	return c->bad ? -EINVAL : 0;
+}
+
+/* The profile begun in c, its first ns samples filled, into *out. */
+static int
+rebuild_close(struct pprof_rebuild *c, struct ubufs *b, size_t ns, struct profile **out)
+{
+	struct profile *p = c->p;
+
+	if (c->bad)
+		return -EINVAL;
+	p->nsamples = ns;
+	p->nstrings = c->nstr;
+	p->nfunctions = c->nfn;
+	p->nmappings = c->nmp;
+	p->nlocations = c->nlc;
+	if ((p->strings = arena_memdup(p->arena, b->strs, c->nstr * sizeof(char *))) == NULL ||
+	    (p->functions = arena_memdup(p->arena, b->fns ? (void *)b->fns : "",
+	    c->nfn * sizeof(*b->fns))) == NULL ||
+	    (p->mappings = arena_memdup(p->arena, b->mps ? (void *)b->mps : "",
+	    c->nmp * sizeof(*b->mps))) == NULL ||
+	    (p->locations = arena_memdup(p->arena, b->lcs ? (void *)b->lcs : "",
+	    c->nlc * sizeof(*b->lcs))) == NULL)
+		return -ENOMEM;
+	*out = p;
+	c->p = NULL;
+	return 0;
+}
+
+static void
+rebuild_free(struct pprof_rebuild *c, struct ubufs *b)
+{
+	profile_free(c->p);
+	free(c->str);
+	free(c->fn);
+	free(c->mp);
+	free(c->lc);
+	free(b->strs);
+	free(b->fns);
+	free(b->mps);
+	free(b->lcs);
+	memset(c, 0, sizeof(*c));
+	memset(b, 0, sizeof(*b));
+}
+
 int
 agg_profile(const struct agg *a, const struct symtab *t, size_t gi, bool average_gauges,
     struct profile **out)
 {
 	const struct agroup *g = &a->g[gi];
 	size_t nt = g->h.ntypes, i, k, ns = 0;
-	struct pprof_rebuild c = { .t = t };
-	struct ubufs b = { 0 };
+	struct pprof_rebuild c;
+	struct ubufs b;
 	struct profile *p;
 	bool gauge[64];
 	uint32_t *ord = NULL;
-	int rc = 0;
+	int rc;
 
 	*out = NULL;
-	if ((p = calloc(1, sizeof(*p))) == NULL || (p->arena = arena_create()) == NULL) {
-		free(p);
-		return -ENOMEM;
+	if ((rc = rebuild_open(&c, &b, t, &g->h, g->nst)) < 0)
+		goto out;
+	if ((ord = group_order(g)) == NULL) {
+		rc = -ENOMEM;
+		goto out;
 	}
-	c.p = p;
-	c.str = calloc(symtab_count(t, SYM_STR) + 1, sizeof(uint32_t));
-	c.fn = calloc(symtab_count(t, SYM_FN) + 1, sizeof(uint32_t));
-	c.mp = calloc(symtab_count(t, SYM_MAP) + 1, sizeof(uint32_t));
-	c.lc = calloc(symtab_count(t, SYM_LOC) + 1, sizeof(uint32_t));
-	if (!c.str || !c.fn || !c.mp || !c.lc || (ord = group_order(g)) == NULL ||
-	    grow((void **)&b.strs, &c.nstr, &c.capstr, sizeof(char *)) == NULL)
-		goto nomem;
-	b.strs[0] = "";
-	p->nsample_types = nt;
-	if ((p->sample_types = arena_alloc(p->arena, nt * sizeof(*p->sample_types))) == NULL ||
-	    (p->samples = arena_alloc(p->arena, (g->nst + 1) * sizeof(*p->samples))) == NULL)
-		goto nomem;
-	for (i = 0; i < nt; i++) {
-		p->sample_types[i].type = u_str(&c, &b, g->h.types[2 * i]);
-		p->sample_types[i].unit = u_str(&c, &b, g->h.types[2 * i + 1]);
-	}
-	p->period_type.type = u_str(&c, &b, g->h.ptype);
-	p->period_type.unit = u_str(&c, &b, g->h.punit);
-	p->drop_frames = u_str(&c, &b, g->h.drop);
-	p->keep_frames = u_str(&c, &b, g->h.keep);
-	p->default_sample_type = u_str(&c, &b, g->h.dflt);
-	p->doc_url = u_str(&c, &b, g->h.doc);
-	p->period = g->h.period;
-	p->time_nanos = g->h.time_nanos;
-	p->duration_nanos = g->h.duration;
-	p->ncomments = g->h.ncmts;
-	if ((p->comments = arena_alloc(p->arena, (g->h.ncmts + 1) * sizeof(int64_t))) == NULL)
-		goto nomem;
-	for (i = 0; i < g->h.ncmts; i++)
-		p->comments[i] = u_str(&c, &b, g->h.cmts[i]);
-	u_map(&c, &b, g->h.mainmap);
-	if (c.bad)
-		goto corrupt;
+	p = c.p;
 	for (i = 0; i < nt; i++)
 		gauge[i] = average_gauges && g->h.count > 1 &&
 		    profile_type_is_gauge(b.strs[p->sample_types[i].type]);
@@ -1323,9 +1412,11 @@ agg_profile(const struct agg *a, const struct symtab *t, size_t gi, bool average
 		if (i == nt)
 			continue;
 		memset(s, 0, sizeof(*s));
-		u_sample(&c, &b, g->stacks[ord[k]], s);
-		if ((s->values = arena_memdup(p->arena, v, nt * sizeof(int64_t))) == NULL)
-			goto nomem;
+		u_sample(&c, &b, g->stacks[ord[k]], s, 0);
+		if ((s->values = arena_memdup(p->arena, v, nt * sizeof(int64_t))) == NULL) {
+			rc = -ENOMEM;
+			goto out;
+		}
 		for (i = 0; i < nt; i++) {
 			int64_t q, r, ar, n = (int64_t)g->h.count;
 
@@ -1339,40 +1430,121 @@ agg_profile(const struct agg *a, const struct symtab *t, size_t gi, bool average
 		}
 		ns++;
 	}
-	if (c.bad)
-		goto corrupt;
-	p->nsamples = ns;
-	p->nstrings = c.nstr;
-	p->nfunctions = c.nfn;
-	p->nmappings = c.nmp;
-	p->nlocations = c.nlc;
-	if ((p->strings = arena_memdup(p->arena, b.strs, c.nstr * sizeof(char *))) == NULL ||
-	    (p->functions = arena_memdup(p->arena, b.fns ? (void *)b.fns : "",
-	    c.nfn * sizeof(*b.fns))) == NULL ||
-	    (p->mappings = arena_memdup(p->arena, b.mps ? (void *)b.mps : "",
-	    c.nmp * sizeof(*b.mps))) == NULL ||
-	    (p->locations = arena_memdup(p->arena, b.lcs ? (void *)b.lcs : "",
-	    c.nlc * sizeof(*b.lcs))) == NULL)
-		goto nomem;
-	*out = p;
-	p = NULL;
-	goto out;
-corrupt:
-	rc = -EINVAL;
-	goto out;
-nomem:
-	rc = -ENOMEM;
+	rc = rebuild_close(&c, &b, ns, out);
 out:
-	profile_free(p);
-	free(c.str);
-	free(c.fn);
-	free(c.mp);
-	free(c.lc);
+	rebuild_free(&c, &b);
 	free(ord);
-	free(b.strs);
-	free(b.fns);
-	free(b.mps);
-	free(b.lcs);
+	return rc;
+}
+
+/* Append label key=str to sample s (room made by u_sample's extra). */
+static void
+label_add(struct pf_sample *s, int64_t key, int64_t str)
+{
+	struct pf_label *l = &s->labels[s->nlabels++];
+
+	memset(l, 0, sizeof(*l));
+	l->key = key;
+	l->str = str;
+}
+
+int
+pack_rows_profile(const void *val, size_t len, const struct symtab *t,
+    const struct span_runs *sr, struct profile **out)
+{
+	struct rd r = { .p = val, .end = (const unsigned char *)val + len,
+	    .ver = len ? *(const unsigned char *)val : 0 };
+	uint32_t types[128], cmts[64];
+	int64_t div[64], stack = 0, kid = 0, kname = 0, ktrace = 0, sid = 0;
+	int64_t *trs = NULL, *nms = NULL;	/* string of each trace, name + 1; 0: not yet */
+	struct pprof_rebuild c;
+	struct ubufs b;
+	struct ghdr h;
+	size_t ns, i, j, k = 0, kcur = SIZE_MAX;
+	char hex[40];
+	int rc;
+
+	*out = NULL;
+	memset(&c, 0, sizeof(c));
+	memset(&b, 0, sizeof(b));
+	if (len < 1 || !pack_version_ok(r.ver) || pack_check(val, len) < 0)
+		return -EINVAL;
+	r.p++;
+	if (get_n(&r, 4) != 1)
+		return -EINVAL;
+	hdr_read(&r, &h, types, cmts, div);
+	ns = get_n(&r, 1 + h.ntypes);
+	if (r.bad)
+		return -EINVAL;
+	if ((trs = calloc(sr->ntraces + 1, sizeof(*trs))) == NULL ||
+	    (nms = calloc(sr->nnames + 1, sizeof(*nms))) == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	if ((rc = rebuild_open(&c, &b, t, &h, ns)) < 0)
+		goto out;
+	for (i = 0; i < ns && !c.bad; i++) {
+		struct pf_sample *s = &c.p->samples[i];
+		const struct span_run *sp;
+		int64_t *v;
+
+		stack += get_z(&r);
+		if (r.bad || stack < 0 || stack >= UINT32_MAX) {
+			rc = -EINVAL;
+			goto out;
+		}
+		if ((v = arena_alloc(c.p->arena, h.ntypes * sizeof(*v))) == NULL) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		for (j = 0; j < h.ntypes; j++)
+			v[j] = get_val(&r, h.div[j]);
+		while (k < sr->nrun && i >= (size_t)sr->run[k].start + sr->run[k].len)
+			k++;
+		sp = k < sr->nrun && i >= sr->run[k].start ? &sr->run[k] : NULL;
+		memset(s, 0, sizeof(*s));
+		u_sample(&c, &b, (uint32_t)stack, s, sp ? 3 : 0);
+		s->values = v;
+		if (sp == NULL || c.bad)
+			continue;
+		/* Each string once: a span's id per run, names and traces per record. */
+		if (k != kcur) {
+			snprintf(hex, sizeof(hex), "%016" PRIx64, sp->id);
+			sid = u_own(&c, &b, hex, 16);
+			kcur = k;
+		}
+		if (kid == 0)
+			kid = u_own(&c, &b, "span_id", 7);
+		label_add(s, kid, sid);
+		if (sp->name && sp->name <= sr->nnames && sr->name_len[sp->name - 1]) {
+			if (kname == 0)
+				kname = u_own(&c, &b, "span_name", 9);
+			if (nms[sp->name] == 0)
+				nms[sp->name] = u_own(&c, &b, sr->name[sp->name - 1],
+				    sr->name_len[sp->name - 1]);
+			label_add(s, kname, nms[sp->name]);
+		}
+		if (sp->trace && sp->trace <= sr->ntraces) {
+			if (ktrace == 0)
+				ktrace = u_own(&c, &b, "trace_id", 8);
+			if (trs[sp->trace] == 0) {
+				const unsigned char *tr = sr->traces + 16 * (size_t)(sp->trace - 1);
+
+				for (j = 0; j < 16; j++)
+					snprintf(hex + 2 * j, 3, "%02x", tr[j]);
+				trs[sp->trace] = u_own(&c, &b, hex, 32);
+			}
+			label_add(s, ktrace, trs[sp->trace]);
+		}
+	}
+	if (rc == 0 && (r.bad || r.p != r.end))
+		rc = -EINVAL;
+	if (rc == 0)
+		rc = rebuild_close(&c, &b, ns, out);
+out:
+	rebuild_free(&c, &b);
+	free(trs);
+	free(nms);
 	return rc;
 }
 

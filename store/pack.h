@@ -129,6 +129,32 @@ int	span_encode(const struct profile *p, const struct span_tag *tags, size_t ns,
 int	span_filter(const void *rec, size_t len, struct buf *out);
 int	span_counts(const void *val, size_t len, size_t *nruns, size_t *ncut, size_t *nbad);
 
+/* A span record's runs as read back (span_runs_read). */
+struct span_run {
+	uint64_t	 id;
+	uint32_t	 start, len;	/* pack samples [start, start + len) */
+	uint32_t	 trace, name;	/* index + 1 in the record's tables, 0: none */
+};
+struct span_runs {
+	struct span_run		*run;		/* ascending start */
+	size_t			 nrun;
+	const unsigned char	*traces;	/* 16 bytes each, in the record */
+	size_t			 ntraces;
+	const char		**name;		/* in the record, not NUL-terminated */
+	size_t			*name_len, nnames;
+};
+int	span_runs_read(const void *val, size_t len, struct span_runs *out);
+void	span_runs_free(struct span_runs *sr);
+
+/*
+ * One-group pack val as a pprof profile (caller frees) with its samples as
+ * stored, not summed by stack: the samples of each run of sr get its span's
+ * labels again (span_id as 16 hex digits, span_name, trace_id as 32), so
+ * a profile read back whole has the labels it was stored with.
+ */
+int	pack_rows_profile(const void *val, size_t len, const struct symtab *t,
+	    const struct span_runs *sr, struct profile **out);
+
 /* The totals per sample type of a one-group pack (per-profile figures). */
 int		 pack_totals(const void *val, size_t len, int64_t *totals, size_t max,
 		    size_t *ntypes);

@@ -13,30 +13,83 @@
 
 #include "store_int.h"
 
-/* A packed profile as pprof (gzipped when gzip is set) into out. */
+/*
+ * The span record of profile ref, its runs into *sr (none: sr->nrun 0);
+ * *zv holds the record (rocksdb_free()), which sr points into. A record
+ * that cannot be read leaves the profile without its span labels.
+ */
 static int
-unpack_pprof(struct store *st, uint64_t sid, const void *v, size_t vl, bool gzip,
-    struct buf *out)
+span_runs_get(struct store *st, const struct store_ref *ref, char **zv, struct span_runs *sr)
 {
-	struct agg *a = agg_create();
-	struct profile *p = NULL;
-	struct series_state *ss;
+	unsigned char key[25];
+	char *dberr = NULL;
+	size_t zl = 0;
 	int rc;
 
-	if (a == NULL)
-		return -ENOMEM;
-	if ((rc = agg_add(a, v, vl, NULL)) < 0 || agg_ngroups(a) != 1) {
-		agg_free(a);
-		return rc < 0 ? rc : -EINVAL;
+	memset(sr, 0, sizeof(*sr));
+	key[0] = 'Z';
+	be64_put(key + 1, ref->series);
+	be64_put(key + 9, time_enc(ref->time));
+	be64_put(key + 17, ref->id);
+	*zv = rocksdb_get(st->db, st->ropts, (char *)key, sizeof(key), &zl, &dberr);
+	if (dberr) {
+		free(dberr);
+		return -EIO;
 	}
-	if ((ss = series_state_lock(st, sid, &rc)) != NULL) {
-		rc = agg_profile(a, ss->sym, 0, false, &p);
-		pthread_mutex_unlock(&ss->sym_lock);
+	if (*zv == NULL)
+		return 0;
+	if ((rc = span_runs_read(*zv, zl, sr)) == -EINVAL) {
+		log_warnx("store: profile %016llx: its span record is corrupt; read without "
+		    "its span labels", (unsigned long long)ref->id);
+		rc = 0;
 	}
-	agg_free(a);
+	return rc;
+}
+
+/*
+ * A packed profile as pprof (gzipped when gzip is set) into out. With ref,
+ * a profile whose samples named spans gets them back (span.c keeps them
+ * outside the pack): its samples as stored, each with its span's labels.
+ */
+static int
+unpack_pprof(struct store *st, uint64_t sid, const void *v, size_t vl, bool gzip,
+    const struct store_ref *ref, struct buf *out)
+{
+	struct agg *a = NULL;
+	struct profile *p = NULL;
+	struct series_state *ss;
+	struct span_runs sr = { 0 };
+	char *zv = NULL;
+	int rc;
+
+	if (ref && (rc = span_runs_get(st, ref, &zv, &sr)) < 0)
+		goto out;
+	if (sr.nrun) {
+		if ((ss = series_state_lock(st, sid, &rc)) != NULL) {
+			rc = pack_rows_profile(v, vl, ss->sym, &sr, &p);
+			pthread_mutex_unlock(&ss->sym_lock);
+		}
+	} else {
+		if ((a = agg_create()) == NULL) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		if ((rc = agg_add(a, v, vl, NULL)) < 0 || agg_ngroups(a) != 1) {
+			rc = rc < 0 ? rc : -EINVAL;
+			goto out;
+		}
+		if ((ss = series_state_lock(st, sid, &rc)) != NULL) {
+			rc = agg_profile(a, ss->sym, 0, false, &p);
+			pthread_mutex_unlock(&ss->sym_lock);
+		}
+	}
 	if (rc == 0)
 		rc = profile_encode(p, gzip, out);
+out:
+	agg_free(a);
 	profile_free(p);
+	span_runs_free(&sr);
+	rocksdb_free(zv);
 	return rc;
 }
 
@@ -80,7 +133,7 @@ store_scan_locked(struct store *st, uint64_t sid, int64_t from, int64_t to, bool
 		if (with_data) {
 			v = rocksdb_iter_value(it, &vl);
 			buf_reset(&pb);
-			if (unpack_pprof(st, sid, v, vl, true, &pb) < 0) {
+			if (unpack_pprof(st, sid, v, vl, true, NULL, &pb) < 0) {
 				log_warnx("store: profile %016llx cannot be read back, skipped",
 				    (unsigned long long)r.id);
 				continue;
@@ -100,19 +153,29 @@ store_scan_locked(struct store *st, uint64_t sid, int64_t from, int64_t to, bool
 /*
  * The tag of a remembered size: the bytes store_get() makes depend on this
  * code and on zlib's, so a size from another build of either is not used.
+ * v2: a profile naming spans is read back with its span labels; a v1 size
+ * still holds for a profile without (no span record): no need to decode
+ * every stored profile again after an upgrade.
  */
-static uint64_t tag_of_sizes;
+static uint64_t tag_of_sizes, tag_of_sizes_v1;
 static pthread_once_t tag_once = PTHREAD_ONCE_INIT;
 
-static void
-tag_make(void)
+static uint64_t
+tag_for(const char *version)
 {
 	char what[96];
 	uint64_t h;
 
-	snprintf(what, sizeof(what), "pprof-v1 zlib %s", zlibVersion());
+	snprintf(what, sizeof(what), "%s zlib %s", version, zlibVersion());
 	h = pfhash64(what, strlen(what));
-	tag_of_sizes = (h >> 56 | 1) << 56;	/* never 0: 0 would be no tag */
+	return (h >> 56 | 1) << 56;	/* never 0: 0 would be no tag */
+}
+
+static void
+tag_make(void)
+{
+	tag_of_sizes = tag_for("pprof-v2");
+	tag_of_sizes_v1 = tag_for("pprof-v1");
 }
 
 static uint64_t
@@ -120,6 +183,26 @@ size_tag(void)
 {
 	pthread_once(&tag_once, tag_make);
 	return tag_of_sizes;
+}
+
+/* Whether profile ref has a span record (its file changed with v2). */
+static bool
+has_span_record(struct store *st, const struct store_ref *ref)
+{
+	unsigned char key[25];
+	rocksdb_pinnableslice_t *ps;
+	char *dberr = NULL;
+	bool yes;
+
+	key[0] = 'Z';
+	be64_put(key + 1, ref->series);
+	be64_put(key + 9, time_enc(ref->time));
+	be64_put(key + 17, ref->id);
+	ps = rocksdb_get_pinned(st->db, st->ropts, (char *)key, sizeof(key), &dberr);
+	yes = dberr != NULL || ps != NULL;	/* unsure: made again */
+	free(dberr);
+	rocksdb_pinnableslice_destroy(ps);
+	return yes;
 }
 
 /* Read the 'I' record of id: *ref, and *size when remembered (else UINT64_MAX). */
@@ -150,7 +233,8 @@ index_get(struct store *st, uint64_t id, struct store_ref *ref, uint64_t *size)
 	if (vl == 24) {
 		uint64_t z = be64_get((unsigned char *)v + 16);
 
-		if ((z & 0xff00000000000000ULL) == size_tag())
+		if ((z & 0xff00000000000000ULL) == size_tag() ||
+		    ((z & 0xff00000000000000ULL) == tag_of_sizes_v1 && !has_span_record(st, ref)))
 			*size = z & 0x00ffffffffffffffULL;
 	}
 	free(v);
@@ -213,7 +297,7 @@ value_get(struct store *st, const struct store_ref *ref, size_t *vl, int *rc)
 
 int
 store_get_locked(struct store *st, uint64_t id, struct store_ref *ref, struct buf *out,
-    bool gzip)
+    bool gzip, bool spans)
 {
 	char *v;
 	uint64_t size;
@@ -227,7 +311,7 @@ store_get_locked(struct store *st, uint64_t id, struct store_ref *ref, struct bu
 	if (out && v[0] == VALUE_V1)	/* one the conversion could not decode */
 		rc = buf_add(out, v + 1, vl - 1);
 	else if (out)
-		rc = unpack_pprof(st, ref->series, v, vl, gzip, out);
+		rc = unpack_pprof(st, ref->series, v, vl, gzip, spans ? ref : NULL, out);
 	free(v);
 	if (rc == 0 && gzip && out && out->err == 0 && size != out->len - len0)
 		index_set_size(st, ref, out->len - len0);

@@ -257,7 +257,8 @@ out:
 
 /* A record read: pointers into its value. */
 struct span_rec {
-	size_t			 nruns, ncut, nbad, first, ntraces;
+	size_t			 nruns, ncut, nbad, first, ntraces, nnames;
+	const unsigned char	*names;		/* nnames of length, bytes */
 	const unsigned char	*traces;	/* 16 * ntraces */
 	const unsigned char	*ids;		/* idw * nruns */
 	size_t			 idw;		/* 8, or 7 when bucketed by top byte */
@@ -341,6 +342,8 @@ rec_read(const void *val, size_t len, struct span_rec *r)
 	GET(r->nbad);
 	GET(r->first);
 	GET(nn);
+	r->nnames = nn;
+	r->names = p;
 	for (i = 0; i < nn; i++) {
 		GET(v);
 		if (v > (uint64_t)(end - p))
@@ -477,6 +480,91 @@ span_counts(const void *val, size_t len, size_t *nruns, size_t *ncut, size_t *nb
 	*ncut = r.ncut;
 	*nbad = r.nbad;
 	return 0;
+}
+
+/*
+ * The runs of record val, each with its span, trace and name, into *out
+ * (span_runs_free() frees; names and traces point into val, which must
+ * outlive it): what a profile read back whole needs to give each sample
+ * its labels again. -EINVAL for a malformed record.
+ */
+int
+span_runs_read(const void *val, size_t len, struct span_runs *out)
+{
+	struct span_rec r;
+	const unsigned char *p, *tp, *np, *q;
+	uint64_t n, trc, nm, at, v;
+	size_t i;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if ((rc = rec_read(val, len, &r)) < 0)
+		return rc;
+	if (r.nruns == 0)
+		return 0;
+	out->run = calloc(r.nruns, sizeof(*out->run));
+	out->name = calloc(r.nnames + 1, sizeof(*out->name));
+	out->name_len = calloc(r.nnames + 1, sizeof(*out->name_len));
+	if (out->run == NULL || out->name == NULL || out->name_len == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (q = r.names, i = 0; i < r.nnames; i++) {
+		if (varint_get(&q, r.end, &v) < 0 || v > (uint64_t)(r.end - q)) {
+			rc = -EINVAL;
+			goto out;
+		}
+		out->name[i] = (const char *)q;
+		out->name_len[i] = (size_t)v;
+		q += v;
+	}
+	out->nnames = r.nnames;
+	out->traces = r.traces;
+	out->ntraces = r.ntraces;
+	/* The columns one after the other: lengths, traces (if any), names (if any). */
+	tp = r.runs;
+	for (i = 0; i < r.nruns; i++)
+		if (varint_get(&tp, r.end, &n) < 0) {
+			rc = -EINVAL;
+			goto out;
+		}
+	np = tp;
+	for (i = 0; r.ntraces && i < r.nruns; i++)
+		if (varint_get(&np, r.end, &n) < 0) {
+			rc = -EINVAL;
+			goto out;
+		}
+	p = r.runs;
+	at = r.first;
+	for (i = 0; i < r.nruns; i++) {
+		trc = nm = 0;
+		if (varint_get(&p, r.end, &n) < 0 || n > UINT32_MAX || at + n > UINT32_MAX ||
+		    (r.ntraces && (varint_get(&tp, r.end, &trc) < 0 || trc > r.ntraces)) ||
+		    (r.nnames && (varint_get(&np, r.end, &nm) < 0 || nm > r.nnames))) {
+			rc = -EINVAL;
+			goto out;
+		}
+		out->run[i].id = rec_id(&r, i);
+		out->run[i].start = (uint32_t)at;
+		out->run[i].len = (uint32_t)n;
+		out->run[i].trace = (uint32_t)trc;
+		out->run[i].name = (uint32_t)nm;
+		at += n;
+	}
+	out->nrun = r.nruns;
+out:
+	if (rc < 0)
+		span_runs_free(out);
+	return rc;
+}
+
+void
+span_runs_free(struct span_runs *sr)
+{
+	free(sr->run);
+	free(sr->name);
+	free(sr->name_len);
+	memset(sr, 0, sizeof(*sr));
 }
 
 /* --- span filters ------------------------------------------------------ */
@@ -800,7 +888,7 @@ store_span_groups(struct store *st, const struct store_ref *ref, size_t max,
 		}
 		agg_free(a);
 		if (rc == 0 && sp)
-			rc = fn(arg, le64_get(r.ids + 8 * i),
+			rc = fn(arg, rec_id(&r, i),
 			    trc ? r.traces + 16 * (trc - 1) : NULL, sp);
 		profile_free(sp);
 	}

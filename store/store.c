@@ -617,7 +617,7 @@ store_get(struct store *st, uint64_t id, struct store_ref *ref, struct buf *out)
 	int rc;
 
 	pthread_rwlock_rdlock(&st->db_lock);
-	rc = store_get_locked(st, id, ref, out, true);
+	rc = store_get_locked(st, id, ref, out, true, true);
 	pthread_rwlock_unlock(&st->db_lock);
 	return rc;
 }

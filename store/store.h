@@ -135,7 +135,11 @@ typedef int (*store_scan_fn)(void *arg, const struct store_ref *ref,
     const void *data, size_t len);
 int	store_scan(struct store *st, uint64_t sid, int64_t from, int64_t to,
 	    bool with_data, store_scan_fn fn, void *arg);
-/* The stored profile with this id: gzipped bytes into out, *ref filled. -ENOENT if none. */
+/*
+ * The stored profile with this id: gzipped bytes into out, *ref filled.
+ * -ENOENT if none. Its samples carry the span labels (span_id, span_name,
+ * trace_id) they were stored with (span.c keeps them outside the pack).
+ */
 int	store_get(struct store *st, uint64_t id, struct store_ref *ref, struct buf *out);
 /*
  * The size of what store_get() gives for id, without decoding the profile:

@@ -372,8 +372,13 @@ void	*compact_main(void *arg);
 /* read.c: the *_locked functions run with db_lock held for reading (store.c takes it). */
 int	store_scan_locked(struct store *st, uint64_t sid, int64_t from, int64_t to,
 	    bool with_data, store_scan_fn fn, void *arg);
+/*
+ * With spans, a profile whose samples named spans is read back with their
+ * labels (span.c); without, its stacks as the pack holds them (the shipper:
+ * it sends the spans apart).
+ */
 int	store_get_locked(struct store *st, uint64_t id, struct store_ref *ref, struct buf *out,
-	    bool gzip);
+	    bool gzip, bool spans);
 int	store_read_series_locked(struct store *st, uint64_t sid, int64_t from, int64_t to,
 	    struct agg *a, store_meta_fn fn, store_bad_fn bad, void *arg);
 bool	key_in(struct store *st, uint64_t sid, int level, int64_t lo, int64_t hi);

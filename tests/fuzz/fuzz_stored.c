@@ -10,7 +10,8 @@
  * run of symbol entries (symtab_load_run(): its first byte the symbol kind,
  * the second how many, from the next id or one before), 8 a span record
  * ('Z' value, store/span.c: its filter, its counts, the runs of a few span
- * ids and of a trace, added from the last pack with agg_add_ranges()); a
+ * ids and of a trace, added from the last pack with agg_add_ranges(), and
+ * the last pack read back whole with the record's labels, pack_rows_profile()); a
  * record cut short by the end of the input takes what is left.
  */
 #include <errno.h>
@@ -98,6 +99,33 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				agg_free(sa);
 			}
 			free(rg);
+			{
+				/* A profile read back whole: the last pack's rows with the record's labels. */
+				struct span_runs sr;
+
+				rc = span_runs_read(p, len, &sr);
+				CHECK(rc == 0 || rc == -EINVAL || rc == -ENOMEM);
+				for (i = 1; rc == 0 && i < sr.nrun; i++)
+					CHECK(sr.run[i].start == sr.run[i - 1].start + sr.run[i - 1].len);
+				if (rc == 0 && lastpack) {
+					struct profile *rp = NULL;
+					struct buf pb = { 0 };
+
+					rc = pack_rows_profile(lastpack, lastlen, t, &sr, &rp);
+					CHECK(rc == 0 || rc == -EINVAL || rc == -ENOMEM ||
+					    rc == -EOVERFLOW);
+					if (rc == 0) {
+						CHECK(profile_encode(rp, false, &pb) == 0);
+						profile_free(rp);
+						rp = NULL;
+						CHECK(profile_decode(pb.data ? pb.data : "", pb.len, &rp,
+						    NULL) == 0);
+					}
+					buf_free(&pb);
+					profile_free(rp);
+				}
+				span_runs_free(&sr);
+			}
 		} else if (kind == SYM_NKINDS + 1) {
 			struct store_meta m;
 

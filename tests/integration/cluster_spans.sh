@@ -86,8 +86,10 @@ echo "# clickhouse-server $(chq 'SELECT version()'), one server (Merge tables)"
 
 # One trace T across both hosts; span a1, a2 on hosta, b1 on hostb; b2 of another trace.
 T=0123456789abcdef0123456789abcdef T2=fedcba9876543210fedcba9876543210
-mkprof "$TMP/a.pb" main.spanA1:30000000:a1:$T main.spanA2:20000000:a2:$T main.untagged:5000000 \
-  main.shared:4000000:a1:$T
+# (hosta's ids in the 16 hex digits Pyroscope writes: its profile is read back whole below)
+A1=00000000000000a1 A2=00000000000000a2
+mkprof "$TMP/a.pb" main.spanA1:30000000:$A1:$T main.spanA2:20000000:$A2:$T main.untagged:5000000 \
+  main.shared:4000000:$A1:$T
 mkprof "$TMP/b.pb" main.spanB1:7000000:b1:$T main.spanB2:100000000:b2:$T2 main.shared:3000000:b1:$T \
   main.untagged:11000000
 
@@ -134,7 +136,74 @@ code=$(curl -s -o "$TMP/r" -w '%{http_code}' -H "Authorization: Bearer span-test
 check_eq "SelectMergeSpanProfile spans a1+b1 on the reader: HTTP code and total" \
   "$code $(jq -r '.flamegraph.total // 0' "$TMP/r" 2>/dev/null)" "200 44000000"
 
-# --- deletion: the series' span rows go with it ---------------------------------
+# --- one profile read back whole from the fleet: its span labels again ---------
+rows() { go tool pprof -raw -symbolize=none "$1" 2>/dev/null | python3 "$ROOT/tests/integration/pprof_rows.py"; }
+PF=$(ls "$R/host=hosta/all/profiles" 2>/dev/null | head -1)
+rows "$TMP/a.pb" >"$TMP/rows.pushed"
+rows "$R/host=hosta/all/profiles/$PF" >"$TMP/rows.back"
+echo "# hosta's a.pb: $(wc -l <"$TMP/rows.pushed") samples pushed, $(grep -c span_id "$TMP/rows.pushed") with span_id; read back from the fleet: $(wc -l <"$TMP/rows.back") samples, $(grep -c span_id "$TMP/rows.back") with span_id"
+grep -q "span_id:\[$A1\] trace_id:\[$T\]" "$TMP/rows.back" && cmp -s "$TMP/rows.pushed" "$TMP/rows.back" \
+  && ok "the reader's profiles/$PF: hosta's samples with their span_id and trace_id as pushed (go tool pprof -raw)" \
+  || fail "a profile read back from the fleet" "$(diff "$TMP/rows.pushed" "$TMP/rows.back" | head -6)"
+PIDH=$(echo "$PF" | sed 's/.*-\([0-9a-f]*\)\.pb\.gz$/\1/')
+code=$(curl -s -o "$TMP/byid.pb.gz" -w '%{http_code}' -H "Authorization: Bearer span-test-token" "$U/api/0/profiles/$PIDH")
+check_eq "GET /api/0/profiles/$PIDH on the reader: HTTP code and the same samples" \
+  "$code $(rows "$TMP/byid.pb.gz" | cmp -s - "$TMP/rows.pushed" && echo same)" "200 same"
+
+# --- --query-cpu-limit: a span read of the fleet stops as the other reads do ----
+# hosta ships a profile of NHEAVY spans of one trace, each its own stack; a
+# reader with --query-cpu-limit 10ms refuses the trace's SelectMergeSpanProfile
+# with the 503 every read past the limit gets (the plain merge of the same
+# samples too); the reader without the limit answers it whole.
+NHEAVY=20000 T3=00000000000000000000000000c0ffee
+python3 -c "import sys; print('\n'.join('main.heavy%d:10000000:%x:%s' % (i, 0x100000 + i, sys.argv[1]) for i in range($NHEAVY)))" \
+  "$T3" >"$TMP/heavy.specs"
+mkprof "$TMP/heavy.pb" "@$TMP/heavy.specs"
+mkdir -p "$TMP/mnt-hosta/ingest/spanheavy/cpu" 2>/dev/null
+cp "$TMP/heavy.pb" "$TMP/mnt-hosta/ingest/spanheavy/cpu/heavy.pb" || fail "ingest the heavy profile on hosta"
+wait_for 60 span_rows_are hosta $((3 + NHEAVY)) && ok "hosta ships $NHEAVY more span rows ($(stat -c %s "$TMP/heavy.pb") bytes of pprof)" \
+  || fail "hosta's heavy span rows" "$(chq "SELECT count() FROM profilefs.spans_local WHERE host = 'hosta'")"
+HID=$(printf %x $((0x100000 + 12345)))
+wait_for 30 cpu_is "$R/../../spanheavy/cpu/span_id=$HID/all/merged.pb.gz" 10000000 \
+  && ok "span_id=$HID, one of $NHEAVY spans (its record's ids bucketed): its own 10 ms" \
+  || fail "one span of $NHEAVY" "$(cpu_ns "$R/../../spanheavy/cpu/span_id=$HID/all/merged.pb.gz")"
+d_start limited --http 127.0.0.1:0 --http-token-file "$TMP/token" --query-cpu-limit 10ms \
+  || { fail "a reader with --query-cpu-limit 10ms starts" "$(tail -3 "$TMP/daemon-limited.log")"; pf_done; exit 1; }
+UL="http://127.0.0.1:$(sed -n 's/.*http: listening on http:\/\/.*:\([0-9]*\) (.*/\1/p' "$TMP/daemon-limited.log" | tail -1)"
+TICK=$(getconf CLK_TCK)
+cpu_s() { awk -v t="$TICK" '{ printf "%.2f", ($14 + $15) / t }' "/proc/$1/stat"; }
+# qcall URL METHOD JSON: a Connect call; status in $ST, body in $TMP/q
+qcall() {
+  ST=$(curl -s -o "$TMP/q" -w '%{http_code}' --max-time 120 -H "Authorization: Bearer span-test-token" \
+    -XPOST -H 'Content-Type: application/json' "$1/querier.v1.QuerierService/$2" -d "$3")
+}
+SPANQ="{\"profileTypeID\":\"process_cpu:cpu:nanoseconds:cpu:nanoseconds\",\"labelSelector\":\"{service_name=\\\"spanheavy\\\"}\",\"spanSelector\":[\"$T3\"],\"start\":0,\"end\":4102444800000}"
+PLAINQ="{\"profileTypeID\":\"process_cpu:cpu:nanoseconds:cpu:nanoseconds\",\"labelSelector\":\"{service_name=\\\"spanheavy\\\"}\",\"start\":0,\"end\":4102444800000}"
+c0=$(cpu_s "${PIDS[reader]}")
+qcall "$U" SelectMergeSpanProfile "$SPANQ"
+echo "# reader (default limit): SelectMergeSpanProfile of trace $T3: HTTP $ST, total $(jq -r '.flamegraph.total // 0' "$TMP/q" 2>/dev/null), daemon CPU $c0 -> $(cpu_s "${PIDS[reader]}") s"
+check_eq "without a limit: the trace's $NHEAVY spans are answered whole" \
+  "$ST $(jq -r '.flamegraph.total // 0' "$TMP/q" 2>/dev/null)" "200 $((NHEAVY * 10000000))"
+c0=$(cpu_s "${PIDS[limited]}")
+qcall "$UL" SelectMergeSpanProfile "$SPANQ"
+SPAN_ST=$ST SPAN_MSG=$(jq -r '.message // .error // empty' "$TMP/q" 2>/dev/null | head -c 200)
+echo "# limited reader: SelectMergeSpanProfile: HTTP $SPAN_ST ($SPAN_MSG), daemon CPU $c0 -> $(cpu_s "${PIDS[limited]}") s"
+c0=$(cpu_s "${PIDS[limited]}")
+qcall "$UL" SelectMergeStacktraces "$PLAINQ"
+PLAIN_ST=$ST PLAIN_MSG=$(jq -r '.message // .error // empty' "$TMP/q" 2>/dev/null | head -c 200)
+echo "# limited reader: SelectMergeStacktraces of the same samples: HTTP $PLAIN_ST ($PLAIN_MSG), daemon CPU $c0 -> $(cpu_s "${PIDS[limited]}") s"
+case "$SPAN_ST $SPAN_MSG" in
+  "503 "*query-cpu-limit*) ok "--query-cpu-limit 10ms: the span read of the fleet is refused with 503 and the limit named" ;;
+  *) fail "span read past --query-cpu-limit" "HTTP $SPAN_ST: $SPAN_MSG" ;;
+esac
+case "$PLAIN_ST $PLAIN_MSG" in
+  "503 "*query-cpu-limit*) ok "--query-cpu-limit 10ms: the plain merge of the fleet is refused the same way" ;;
+  *) fail "plain read past --query-cpu-limit" "HTTP $PLAIN_ST: $PLAIN_MSG" ;;
+esac
+kill -0 "${PIDS[limited]}" 2>/dev/null && ok "the limited reader is alive" || fail "the limited reader died"
+d_stop limited
+
+
 rm -r "$R/host=hostb" 2>/dev/null
 wait_for 30 span_rows_are hostb 0 && ok "rm -r of hostb's series deletes its span rows" \
   || fail "deleting hostb's series" "$(chq "SELECT count() FROM profilefs.spans_local WHERE host = 'hostb'") rows left"

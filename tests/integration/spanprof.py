@@ -3,7 +3,8 @@
 gzipped) with one sample per SPEC "func:value_ns[:span_id[:trace_id]]",
 each function its own location, timed a minute ago. Span ids and trace ids
 are the pprof sample labels span_id and trace_id, as Pyroscope's SDKs and
-OTLP links set them: the fleet's span tests build exact sums from these."""
+OTLP links set them: the fleet's span tests build exact sums from these.
+A SPEC "@FILE" reads the SPECs from FILE, one per line."""
 import sys, time
 
 
@@ -37,7 +38,10 @@ out = bytearray()
 out += fld(1, 2, fld(1, 0, s("samples")) + fld(2, 0, s("count")))
 out += fld(1, 2, fld(1, 0, s("cpu")) + fld(2, 0, s("nanoseconds")))
 funcs = {}
-for spec in sys.argv[2:]:
+specs = []
+for a in sys.argv[2:]:
+    specs += open(a[1:]).read().split() if a.startswith("@") else [a]
+for spec in specs:
     f = spec.split(":")
     fn, v = f[0], int(f[1])
     if fn not in funcs:

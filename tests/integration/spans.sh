@@ -8,7 +8,9 @@
 # pushed file), within 10% of the program's own share; the tree's span
 # selector (<service>/<type>/span_id=<id>/<range>/) gives the same sums
 # through go tool pprof; Series, LabelNames and the label-set directories
-# list no span ids; an OTLP request with links comes back by span and by
+# list no span ids; one stored profile read back whole (profiles/<id>.pb.gz,
+# GET /api/0/profiles/<id>) has the pushed samples with their span labels
+# (go tool pprof -raw and -tags agree); an OTLP request with links comes back by span and by
 # trace id; span ids as series labels, bad ids and 10,000 spans in one
 # profile are refused, stored or cut with a reason; a profile of 65,538 spans
 # and one id not hex has the marker in meta.json, /metrics, the log and
@@ -92,6 +94,33 @@ case "$dirs" in *span*) fail "label-set directories list span ids" "$dirs" ;;
   *) ok "tree: the label-set directories list no span ids ($dirs)" ;; esac
 grep -q 'span_id' "$M/README.txt" && ok "README.txt documents the span selector" || fail "README.txt: no span selector"
 
+# --- one stored profile read back whole: the samples and labels pushed -------
+# profiles/<id>.pb.gz and profefe's GET /api/0/profiles/<id> give each sample
+# its span labels again (kept outside the stacks): go tool pprof -raw's samples
+# (frames by name, sorted) and -tags of what was pushed and what reads back agree.
+rows() { go tool pprof -raw -symbolize=none "$1" 2>/dev/null | python3 "$ROOT/tests/integration/pprof_rows.py"; }
+PD="$M/spanapp/cpu/all/all/profiles"
+PF=$(ls "$PD" 2>/dev/null | head -1) PIDH=$(ls "$PD" 2>/dev/null | head -1 | sed 's/.*-\([0-9a-f]*\)\.pb\.gz$/\1/')
+rows "$TMP/cpu.pb.gz" >"$TMP/rows.pushed"
+rows "$PD/$PF" >"$TMP/rows.tree"
+code=$(curl -s -o "$TMP/byid.pb.gz" -w '%{http_code}' "${AUTH[@]}" "$U/api/0/profiles/$PIDH")
+rows "$TMP/byid.pb.gz" >"$TMP/rows.api"
+echo "# pushed: $(wc -l <"$TMP/rows.pushed") samples, $(grep -c 'span_id:' "$TMP/rows.pushed") with span_id; profiles/$PF: $(wc -l <"$TMP/rows.tree") samples, $(grep -c 'span_id:' "$TMP/rows.tree") with span_id ($(stat -c %s "$PD/$PF") bytes)"
+[ -s "$TMP/rows.pushed" ] && grep -q "span_id:\[$A\]" "$TMP/rows.pushed" && cmp -s "$TMP/rows.pushed" "$TMP/rows.tree" \
+  && ok "tree: profiles/<id>.pb.gz has the pushed samples with their span_id and span_name (go tool pprof -raw)" \
+  || fail "profiles/<id>.pb.gz read back" "$(diff "$TMP/rows.pushed" "$TMP/rows.tree" | head -5)"
+[ "$code" = 200 ] && cmp -s "$TMP/rows.pushed" "$TMP/rows.api" \
+  && ok "profefe GET /api/0/profiles/$PIDH: the same samples and labels (HTTP $code)" \
+  || fail "GET /api/0/profiles/<id> read back" "HTTP $code $(diff "$TMP/rows.pushed" "$TMP/rows.api" | head -5)"
+go tool pprof -tags "$TMP/cpu.pb.gz" 2>/dev/null >"$TMP/tags.pushed"
+go tool pprof -tags "$PD/$PF" 2>/dev/null >"$TMP/tags.tree"
+grep -q "$A" "$TMP/tags.pushed" && cmp -s "$TMP/tags.pushed" "$TMP/tags.tree" \
+  && ok "go tool pprof -tags: span_id and span_name as pushed ($(grep -c '%' "$TMP/tags.tree") tag lines)" \
+  || fail "go tool pprof -tags of the read back profile" "$(diff "$TMP/tags.pushed" "$TMP/tags.tree" | head -5)"
+check_eq "stat's size of profiles/$PF is the bytes read" "$(stat -c %s "$PD/$PF")" "$(wc -c <"$PD/$PF")"
+grep -q 'span_id' <(go tool pprof -raw -symbolize=none "$M/spanapp/cpu/all/all/merged.pb.gz" 2>/dev/null) \
+  && fail "merged.pb.gz holds span ids" || ok "merged.pb.gz still holds no span ids"
+
 # --- refusals and bounds ---------------------------------------------------
 code=$(curl -s -o "$TMP/r" -w '%{http_code}' "${AUTH[@]}" -XPOST --data-binary "@$TMP/cpu.pb.gz" \
   "$U/ingest?name=spanapp%7Bspan_id%3Dabc%7D&format=pprof")
@@ -138,6 +167,16 @@ check_eq "its span 0x1000+9999 comes back alone (10 ms)" \
 check_eq "all its samples stay in the plain merge (10,001 x 10 ms)" \
   "$(cpu_ns "$M/manyspans/cpu/all/all/merged.pb.gz")" 100010000000
 check_eq "no label-set directory per span ($(ls "$M/manyspans/cpu" | wc -l) entries)" "$(ls "$M/manyspans/cpu" | tr '\n' ' ')" "all "
+# Read back whole (its record bucketed: 10,000 spans): every span's sample has
+# its span_id and span_name again; the sample of the id refused stays untagged.
+MF=$(ls "$M/manyspans/cpu/all/all/profiles" 2>/dev/null | head -1)
+rows "$TMP/many.pb" | grep -v 'not-hex' >"$TMP/rows.many"
+rows "$M/manyspans/cpu/all/all/profiles/$MF" >"$TMP/rows.manyback"
+echo "# manyspans: pushed $(rows "$TMP/many.pb" | wc -l) samples; profiles/$MF: $(wc -l <"$TMP/rows.manyback") samples, $(grep -c 'span_id:' "$TMP/rows.manyback") with span_id"
+check_eq "profiles/<id>.pb.gz of 10,000 spans: 10,000 samples with span_id, each as pushed" \
+  "$(grep 'span_id:' "$TMP/rows.manyback" | cmp -s - "$TMP/rows.many" && echo same) $(grep -c 'span_id:' "$TMP/rows.manyback")" "same 10000"
+check_eq "its sample of the id refused: kept, without labels" \
+  "$(grep -v 'span_id:' "$TMP/rows.manyback")" "1 10000000 |  | main.work"
 # The marker: the id refused (kept untagged) shows in meta.json, /metrics and the log.
 MJ="$M/manyspans/cpu/span_id=$(printf %016x $((0x1000 + 9999)))/all/meta.json"
 check_eq "meta.json of a span range: its \"spans\" marker (1 id refused, none cut)" \
@@ -186,6 +225,12 @@ if [ -d "$O/node_modules/@bufbuild/protobuf" ] || (cd "$O" && npm ci --no-audit 
     "$(cpu_ns "$M/otlpspans/cpu/trace_id=$(printf %032s "$A" | tr ' ' 0)/all/merged.pb.gz")" "$WANT_A"
   check_eq "OTLP: the plain merge holds every sample (linked or not)" \
     "$(cpu_ns "$M/otlpspans/cpu/all/all/merged.pb.gz")" "$WANT_ALL"
+  OF=$(ls "$M/otlpspans/cpu/all/all/profiles" 2>/dev/null | head -1)
+  TR=$(printf %032s "$A" | tr ' ' 0)
+  go tool pprof -tags "$M/otlpspans/cpu/all/all/profiles/$OF" 2>/dev/null >"$TMP/tags.otlp"
+  grep -q "trace_id" "$TMP/tags.otlp" && grep -q "$TR" "$TMP/tags.otlp" && grep -q "$A" "$TMP/tags.otlp" \
+    && ok "OTLP: its profile read back whole has span_id and trace_id labels again (go tool pprof -tags)" \
+    || fail "OTLP: profile read back" "$(head -8 "$TMP/tags.otlp")"
   case "$(ls "$M/otlpspans/cpu" | tr '\n' ' ')" in *span*|*trace*) fail "OTLP: links became label sets" ;;
     *) ok "OTLP: links are no label sets" ;; esac
 else

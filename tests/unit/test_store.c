@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include <rocksdb/c.h>
+#include <zlib.h>
 
 #include "base.h"
 #include "pprof.h"
@@ -721,7 +722,8 @@ test_spans(void **state)
 /*
  * Ids spread over every top byte (a record of many spans keeps their top
  * byte as a count per value, span.c): each found, a neighbour absent; the
- * nanoseconds (stored as multiples of the period) come back whole.
+ * nanoseconds (stored as multiples of the period) come back whole; the
+ * profile read back whole has each sample's span_id and span_name again.
  */
 static void
 test_spans_spread(void **state)
@@ -732,10 +734,11 @@ test_spans_spread(void **state)
 	const uint64_t mul = UINT64_C(0x9e3779b97f4a7c15);
 	struct profile *p = span_profile_ids(3000, mul);
 	struct buf err = { 0 };
+	struct store_ref ref;
 	uint64_t ids[4];
 	size_t i;
 
-	assert_int_equal(store_put_profile(f->st, &in, p, NULL, &err), 0);
+	assert_int_equal(store_put_profile(f->st, &in, p, &ref, &err), 0);
 	for (i = 0; i < 3000; i += 97) {
 		ids[0] = (uint64_t)(i + 1) * mul;
 		assert_int_equal(span_total(f, "spread", ids, 1), 10000000);
@@ -749,6 +752,50 @@ test_spans_spread(void **state)
 	assert_int_equal(span_total(f, "spread", ids, 4), 20000000);
 	reopen(f);
 	assert_int_equal(span_total(f, "spread", ids, 4), 20000000);
+	/* Read back whole: each sample with the span it was stored with. */
+	{
+		struct store_ref g;
+		struct buf out = { 0 };
+		struct profile *back = NULL;
+		uint64_t inv = mul, id;
+		size_t tagged = 0, untagged = 0, j;
+
+		for (i = 0; i < 5; i++)	/* mul's inverse mod 2^64 (Newton) */
+			inv *= 2 - mul * inv;
+		assert_int_equal(store_get(f->st, ref.id, &g, &out), 0);
+		assert_int_equal(profile_decode(out.data, out.len, &back, NULL), 0);
+		assert_int_equal(back->nsamples, 3002);
+		for (i = 0; i < back->nsamples; i++) {
+			const struct pf_sample *s = &back->samples[i];
+			const char *sid = NULL, *name = NULL;
+
+			for (j = 0; j < s->nlabels; j++) {
+				const char *k = profile_str(back, s->labels[j].key);
+
+				if (strcmp(k, "span_id") == 0)
+					sid = profile_str(back, s->labels[j].str);
+				else if (strcmp(k, "span_name") == 0)
+					name = profile_str(back, s->labels[j].str);
+			}
+			assert_int_equal(s->values[1], 10000000);
+			if (sid == NULL) {
+				assert_null(name);	/* the id refused, the untagged one */
+				untagged++;
+				continue;
+			}
+			assert_int_equal(strlen(sid), 16);
+			id = strtoull(sid, NULL, 16) * inv;	/* i + 1 of span_profile_ids() */
+			assert_true(id >= 1 && id <= 3000);
+			assert_int_equal(s->nlocs, 1 + (id - 1) % 3);
+			assert_non_null(name);
+			assert_string_equal(name, "GET /x");
+			tagged++;
+		}
+		assert_int_equal(tagged, 3000);
+		assert_int_equal(untagged, 2);
+		profile_free(back);
+		buf_free(&out);
+	}
 	profile_free(p);
 	buf_free(&err);
 }
@@ -920,6 +967,72 @@ db_put(rocksdb_t *db, const void *k, size_t kl, const void *v, size_t vl)
 	rocksdb_put(db, wo, k, kl, v, vl, &err);
 	assert_null(err);
 	rocksdb_writeoptions_destroy(wo);
+}
+
+/*
+ * The sizes of profiles/ files remembered by an earlier build (tag
+ * "pprof-v1", before span labels came back with a profile read whole) still
+ * hold for profiles without spans; a profile with spans is made again.
+ */
+static void
+test_sizes_v1(void **state)
+{
+	struct fixture *f = *state;
+	struct store_input in = { .service = "sz", .type = "cpu", .source = "ingest",
+	    .created_at = T0 + 7 };
+	struct store_ref plain = put(f, &f->cpu, "sz", "cpu", "a=1", T0 + 5), spans, g;
+	struct profile *p = span_profile(3);
+	struct buf err = { 0 }, out = { 0 };
+	uint64_t size, lens[2], tag;
+	const struct store_ref *refs[2] = { &plain, &spans };
+	rocksdb_options_t *opts;
+	rocksdb_readoptions_t *ro;
+	rocksdb_t *db;
+	char what[96], *dberr = NULL;
+	size_t i;
+
+	assert_int_equal(store_put_profile(f->st, &in, p, &spans, &err), 0);
+	for (i = 0; i < 2; i++) {
+		buf_reset(&out);
+		assert_int_equal(store_get(f->st, refs[i]->id, &g, &out), 0);
+		lens[i] = out.len;
+		assert_int_equal(store_get_size(f->st, refs[i]->id, &g, &size), 0);
+		assert_int_equal(size, lens[i]);
+	}
+	/* The 'I' records as the earlier build tagged them. */
+	snprintf(what, sizeof(what), "pprof-v1 zlib %s", zlibVersion());
+	tag = (pfhash64(what, strlen(what)) >> 56 | 1) << 56;
+	store_close(f->st);
+	f->st = NULL;
+	opts = rocksdb_options_create();
+	ro = rocksdb_readoptions_create();
+	db = rocksdb_open(opts, f->dir, &dberr);
+	assert_null(dberr);
+	for (i = 0; i < 2; i++) {
+		unsigned char ik[9];
+		size_t vl;
+		char *v;
+
+		ik[0] = 'I';
+		be64(ik + 1, refs[i]->id);
+		v = rocksdb_get(db, ro, (char *)ik, sizeof(ik), &vl, &dberr);
+		assert_null(dberr);
+		assert_non_null(v);
+		assert_int_equal(vl, 24);
+		be64((unsigned char *)v + 16, tag | lens[i]);
+		db_put(db, ik, sizeof(ik), v, vl);
+		free(v);
+	}
+	rocksdb_close(db);
+	rocksdb_readoptions_destroy(ro);
+	rocksdb_options_destroy(opts);
+	reopen(f);
+	assert_int_equal(store_get_size(f->st, plain.id, &g, &size), 0);
+	assert_int_equal(size, lens[0]);
+	assert_int_equal(store_get_size(f->st, spans.id, &g, &size), -ENODATA);
+	profile_free(p);
+	buf_free(&err);
+	buf_free(&out);
 }
 
 /*
@@ -1378,6 +1491,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_bad_input_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_spans, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_spans_spread, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sizes_v1, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_type_inference, setup, teardown),
 		cmocka_unit_test(test_type_names),
 		cmocka_unit_test_setup_teardown(test_real_files_stored, setup, teardown),
