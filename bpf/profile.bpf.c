@@ -701,7 +701,7 @@ extern const void __schedule __ksym __weak;
 #define OFFCPU_WIN_NS		100000000ULL	/* T follows the walks of each tenth of a second */
 #define OFFCPU_T_MAX		4000000000ULL	/* T at most (4 s: the draw is a 32-bit remainder) */
 #define OFFCPU_T_GROW		16		/* T grows at most this many times a window */
-#define OFFCPU_T_CAP		10		/* ... up to this many times offcpu_min_ns */
+#define OFFCPU_T_CAP		50		/* ... up to this many times offcpu_min_ns */
 #define OFFCPU_NOTICE_NS	200000000ULL	/* between two PROF_EV_TABLES of a thread */
 #define OFFCPU_NOTICES		3		/* PROF_EV_TABLES a thread sends at most */
 #define OFFCPU_ONE_T		(1U << 20)	/* T in offcpu_task.next's unit */

@@ -139,7 +139,7 @@ static const char usage_text[] =
 "                      wait is timed, waits of 1.5 x THRESHOLD or more\n"
 "                      (default 1ms, e.g. 100us, 10ms) keep their own stacks,\n"
 "                      shorter ones are sampled in proportion to their length\n"
-"                      (a busy CPU raises the threshold, up to 10 times, to\n"
+"                      (a busy CPU raises the threshold, up to 50 times, to\n"
 "                      take about 100 stacks a second at most)\n"
 "  --ebpf-offcpu-sample N  take 1/N as many off-CPU stacks (about 100/N a\n"
 "                      second per CPU at most; default 1); totals unchanged\n"

@@ -734,7 +734,7 @@ PP
   echo "(target: <= 1% of a CPU at 40,000 switches/s; the load average after: $(cut -d' ' -f1-3 /proc/loadavg))"
 }
 offcpu_cost() {
-  local hz mode r a b ba bb c spinners old cs0 cs1 run0 run1 waits s0 bs0 t0 bt0 ta ids0 ours
+  local hz mode r a b ba bb c spinners old cs0 cs1 run0 run1 waits s0 bs0 t0 bt0 ta ours bases brun0 brun1 sent0 sent1
   echo "== off-CPU: daemon cost over ${OC_SECS}s (from ${OC_SETTLE}s after its start) with every" \
     "CPU busy (python3, gzip, xz, sqlite3) and a lock-contended program, $DAEMON_RUNS runs per" \
     "setting (each a fresh daemon)"
@@ -773,15 +773,16 @@ offcpu_cost() {
         spinners+=($!)
         sleep "$OC_SETTLE"
         cs0=$(awk '/^ctxt/ {print $2}' /proc/stat)
-        # (Other daemons' programs of the same name would mix in: ours is the one loaded last.)
-        ours=$(oc_prog_ids "$PID")
-        run0=$(oc_run_ns $ours)
+        ours=$(oc_prog_ids "$PID"); bases=$([ -n "$BPID" ] && oc_prog_ids "$BPID")
+        run0=$(oc_run_ns $ours); brun0=$(oc_run_ns $bases)
+        sent0=$(curl -s "http://127.0.0.1:$HTTP_PORT/metrics" | awk -F'[ ]' '/what="offcpu_sent"/ {print $2}')
         a=$(cpu_ns "$PID"); ba=$([ -n "$BPID" ] && cpu_ns "$BPID" || echo 0); ta=$(date +%s%N)
         sleep "$OC_SECS"
         b=$(cpu_ns "$PID"); bb=$([ -n "$BPID" ] && cpu_ns "$BPID" || echo 0)
         cs1=$(awk '/^ctxt/ {print $2}' /proc/stat)
-        ours=$(oc_prog_ids "$PID")
-        run1=$(oc_run_ns $ours)
+        ours=$(oc_prog_ids "$PID"); bases=$([ -n "$BPID" ] && oc_prog_ids "$BPID")
+        run1=$(oc_run_ns $ours); brun1=$(oc_run_ns $bases)
+        sent1=$(curl -s "http://127.0.0.1:$HTTP_PORT/metrics" | awk -F'[ ]' '/what="offcpu_sent"/ {print $2}')
         wait "${spinners[@]}" 2>/dev/null
         waits=$(curl -s "http://127.0.0.1:$HTTP_PORT/metrics" |
           awk '/^profilefs_ebpf_offcpu_waits_stored_total/ {print $2}')
@@ -791,25 +792,28 @@ offcpu_cost() {
         stop_daemon
         stop_base
         # Fields: cpu rss switches/s waits program% base-cpu base-rss start-up-cpu ratio
-        # base-start-up-cpu
+        # base-start-up-cpu base-program% stacks/s
         echo "$(pct_ns "$a" "$b" "$OC_SECS") $((HWM / 1024)) $(( (cs1 - cs0) / OC_SECS )) ${waits:-0}" \
           "$(awk -v a="${run0:-0}" -v b="${run1:-0}" -v s="$OC_SECS" 'BEGIN {printf "%.3f", (b - a) / s / 1e9 * 100}')" \
           "$(pct_ns "$ba" "$bb" "$OC_SECS") $((BHWM / 1024))" \
           "$(pct_ns "$s0" "$a" "$(awk -v a="$t0" -v b="$ta" 'BEGIN {print (b - a) / 1e9}')")" \
           "$(awk -v a="$a" -v b="$b" -v ba="$ba" -v bb="$bb" 'BEGIN {printf "%.3f", (bb > ba ? (b - a) / (bb - ba) : 0)}')" \
           "$(pct_ns "$bs0" "$ba" "$(awk -v a="$bt0" -v b="$ta" 'BEGIN {print (b - a) / 1e9}')")" \
+          "$(awk -v a="${brun0:-0}" -v b="${brun1:-0}" -v s="$OC_SECS" 'BEGIN {printf "%.3f", (b - a) / s / 1e9 * 100}')" \
+          "$(awk -v a="${sent0:-0}" -v b="${sent1:-0}" -v s="$OC_SECS" 'BEGIN {printf "%.0f", (b - a) / s}')" \
           >>"$W/oc_cost"
-        tail -1 "$W/oc_cost" | awk -v r="$r" -v hz="$hz" -v m="$mode" -v base="$BASE_BIN" '{printf "  %d Hz, off-CPU %-8s run %d: daemon cpu %.2f%% of one core (start-up %.2f%%), peak rss %d MiB; %d context switches/s on the host; %d waits stored; sched_switch program %.3f%% of a CPU%s\n", hz, m, r, $1, $8, $2, $3, $4, $5, base != "" ? sprintf("; beside it, the base daemon %.2f%% (%.2f%%), %d MiB: ratio %.2f", $6, $10, $7, $9) : ""}'
+        tail -1 "$W/oc_cost" | awk -v r="$r" -v hz="$hz" -v m="$mode" -v base="$BASE_BIN" '{printf "  %d Hz, off-CPU %-8s run %d: daemon cpu %.2f%% of one core (start-up %.2f%%), peak rss %d MiB; %d context switches/s on the host; %d waits stored; off-CPU programs %.3f%% of a CPU (%d stacks/s)%s\n", hz, m, r, $1, $8, $2, $3, $4, $5, $12, base != "" ? sprintf("; beside it, the base daemon %.2f%% (%.2f%%), %d MiB, its programs %.3f%%: ratio %.2f", $6, $10, $7, $11, $9) : ""}'
       done
       printf "%d Hz, off-CPU %-8s (median of %d): daemon cpu %.2f%% of one core (runs %s; start-up, its first %d s: %.2f%%), peak rss %.0f MiB, off-CPU programs %.3f%% of a CPU\n" \
         "$hz" "$mode" "$DAEMON_RUNS" "$(awk '{print $1}' "$W/oc_cost" | median)" \
         "$(awk '{print $1}' "$W/oc_cost" | sort -g | awk '{a[NR] = $1} END {printf "%s-%s", a[1], a[NR]}')" \
         "$OC_SETTLE" "$(awk '{print $8}' "$W/oc_cost" | median)" \
         "$(awk '{print $2}' "$W/oc_cost" | median)" "$(awk '{print $5}' "$W/oc_cost" | median)"
-      [ -n "$BASE_BIN" ] && printf "%d Hz, off-CPU %-8s BASE_BIN daemon (median of %d, same seconds): cpu %.2f%% of one core (start-up %.2f%%), peak rss %.0f MiB; ours / base per run: median %.2f (%s)\n" \
+      [ -n "$BASE_BIN" ] && printf "%d Hz, off-CPU %-8s BASE_BIN daemon (median of %d, same seconds): cpu %.2f%% of one core (start-up %.2f%%), peak rss %.0f MiB, its off-CPU programs %.3f%% of a CPU; ours / base per run: median %.2f (%s)\n" \
         "$hz" "$mode" "$DAEMON_RUNS" "$(awk '{print $6}' "$W/oc_cost" | median)" \
         "$(awk '{print $10}' "$W/oc_cost" | median)" \
-        "$(awk '{print $7}' "$W/oc_cost" | median)" "$(awk '{print $9}' "$W/oc_cost" | median)" \
+        "$(awk '{print $7}' "$W/oc_cost" | median)" "$(awk '{print $11}' "$W/oc_cost" | median)" \
+        "$(awk '{print $9}' "$W/oc_cost" | median)" \
         "$(awk '{printf "%s%.2f", (NR > 1 ? " " : ""), $9}' "$W/oc_cost")"
     done
   done

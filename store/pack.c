@@ -694,6 +694,22 @@ hdr_read(struct rd *r, struct ghdr *h, uint32_t *types, uint32_t *cmts, int64_t 
 	}
 }
 
+/*
+ * A profile's pack holds one group (r just past its version byte): its
+ * header read into h, the number of its samples returned; r->bad if the
+ * pack is not one group.
+ */
+static size_t
+group_open(struct rd *r, struct ghdr *h, uint32_t *types, uint32_t *cmts, int64_t *div)
+{
+	if (get_n(r, 4) != 1) {
+		r->bad = true;
+		return 0;
+	}
+	hdr_read(r, h, types, cmts, div);
+	return get_n(r, 1 + h->ntypes);
+}
+
 static bool
 same_sig(const struct ghdr *x, const struct ghdr *y)
 {
@@ -910,10 +926,7 @@ agg_add_ranges(struct agg *a, const void *val, size_t len, const uint32_t *rg, s
 	if (len < 1 || !pack_version_ok(r.ver) || pack_check(val, len) < 0)
 		return -EINVAL;
 	r.p++;
-	if (get_n(&r, 4) != 1)
-		return -EINVAL;
-	hdr_read(&r, &h, types, cmts, div);
-	ns = get_n(&r, 1 + h.ntypes);
+	ns = group_open(&r, &h, types, cmts, div);
 	if (r.bad || h.ntypes > max)
 		return -EINVAL;
 	*ntypes = h.ntypes;
@@ -1470,10 +1483,7 @@ pack_rows_profile(const void *val, size_t len, const struct symtab *t,
 	if (len < 1 || !pack_version_ok(r.ver) || pack_check(val, len) < 0)
 		return -EINVAL;
 	r.p++;
-	if (get_n(&r, 4) != 1)
-		return -EINVAL;
-	hdr_read(&r, &h, types, cmts, div);
-	ns = get_n(&r, 1 + h.ntypes);
+	ns = group_open(&r, &h, types, cmts, div);
 	if (r.bad)
 		return -EINVAL;
 	if ((trs = calloc(sr->ntraces + 1, sizeof(*trs))) == NULL ||
@@ -1561,10 +1571,7 @@ pack_totals(const void *val, size_t len, int64_t *totals, size_t max, size_t *nt
 	if (len < 1 || !pack_version_ok(r.ver))
 		return -EINVAL;
 	r.p++;
-	if (get_n(&r, 4) != 1)
-		return -EINVAL;
-	hdr_read(&r, &h, types, cmts, div);
-	ns = get_n(&r, 1 + h.ntypes);
+	ns = group_open(&r, &h, types, cmts, div);
 	if (r.bad || h.ntypes > max)
 		return -EINVAL;
 	memset(totals, 0, h.ntypes * sizeof(*totals));
