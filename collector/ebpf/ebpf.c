@@ -1726,6 +1726,7 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 	struct ebpf_sampler *e;
 	char host[256] = "";
 	long ncpu, unwind_mib;
+	bool tw_refused = false;
 	size_t rbsize;
 	int rc;
 
@@ -1774,6 +1775,8 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 	 * The table walker needs bpf_loop (5.17); an older kernel refuses the
 	 * program with it, and gets the frame-pointer sampler instead (the
 	 * verifier skips the walker's code when unwind_tables is false).
+	 * Should a kernel with task work refuse its off-CPU program, the
+	 * older kernels' way is loaded instead.
 	 */
 	for (;;) {
 		if ((e->skel = profile_bpf__open()) == NULL) {
@@ -1789,7 +1792,7 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 		    o->offcpu_sample : 1);
 		e->skel->rodata->self_tgid = (uint32_t)getpid();
 		/* Without off-CPU its programs are not even loaded; a tracepoint the kernel lacks neither. */
-		e->offcpu_tw = o->offcpu && kernel_has_task_work();
+		e->offcpu_tw = o->offcpu && !tw_refused && kernel_has_task_work();
 		bpf_program__set_autoload(e->skel->progs.on_switch_tw, e->offcpu_tw);
 		bpf_program__set_autoload(e->skel->progs.on_switch, o->offcpu && !e->offcpu_tw);
 		bpf_program__set_autoload(e->skel->progs.offcpu_sys_exit, o->offcpu &&
@@ -1827,6 +1830,15 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 		e->skel->rodata->wakeup_bytes = rbsize / 4;
 		if ((rc = profile_bpf__load(e->skel)) == 0)
 			break;
+		if (e->offcpu_tw) {
+			log_warnx("--ebpf-offcpu: the kernel refused the task work program (%s): "
+			    "off-CPU stacks are taken at rseq_update, sys_exit or the next switch "
+			    "out", strerror(-rc));
+			profile_bpf__destroy(e->skel);
+			e->skel = NULL;
+			tw_refused = true;
+			continue;
+		}
 		if (unwind_mib > 0) {
 			log_warnx("--ebpf: the kernel refused the unwind-table walker (%s; bpf_loop "
 			    "needs 5.17): stacks are walked by frame pointers", strerror(-rc));
