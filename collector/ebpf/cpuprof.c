@@ -103,6 +103,7 @@ struct cpuprof {
 	size_t		 nsvcs, cap;
 	uint64_t	 gen;		/* the period's number, bumped at every reset */
 	int		 slot;		/* of struct proc's cp_svc: 0 CPU, 1 off-CPU, 2.. others; -1 none */
+	bool		 counted;	/* counted for the gate this period (cpuprof_gate_count) */
 };
 
 /* A service name the gate has seen: its CPU samples and off-CPU waits since it was first seen. */
@@ -823,6 +824,15 @@ gate_fold(struct cpuprof_gate *g, struct cpuprof *c)
  * the store will not take makes it refuse all), each is stored by itself,
  * so that one bad service costs only its own profile.
  */
+void
+cpuprof_gate_count(struct cpuprof *c, struct cpuprof_gate *g, int64_t end)
+{
+	if (g == NULL || g->min == 0 || c->counted || (c->slot != 0 && c->slot != 1))
+		return;
+	gate_count(g, c, end);
+	c->counted = true;
+}
+
 int
 cpuprof_flush(struct cpuprof *c, struct store *st, int64_t start, int64_t end,
     struct cpuprof_gate *g, size_t *profiles, uint64_t *samples)
@@ -839,14 +849,14 @@ cpuprof_flush(struct cpuprof *c, struct store *st, int64_t start, int64_t end,
 	if (g != NULL && g->min > 0) {
 		/*
 		 * CPU (0) and off-CPU (1) count; the others (allocations,
-		 * faults) follow their verdict. The off-CPU aggregate is
-		 * flushed after the CPU one: a name that passes by its
-		 * waits has that period's CPU samples in the rest still.
+		 * faults) follow their verdict. (The off-CPU aggregate is
+		 * counted before the CPU one is flushed: a name that passes
+		 * by its waits has that period's CPU samples as its own.)
 		 */
-		if (c->slot == 0 || c->slot == 1)
-			gate_count(g, c, end);
+		cpuprof_gate_count(c, g, end);
 		gate_fold(g, c);
 	}
+	c->counted = false;
 	if (c->nsvcs > 0) {
 		in = xcalloc(c->nsvcs, sizeof(*in));
 		ps = xcalloc(c->nsvcs, sizeof(*ps));

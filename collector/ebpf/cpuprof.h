@@ -105,6 +105,11 @@ struct cpuprof_gate;
 struct cpuprof_gate *cpuprof_gate_create(uint64_t min_samples, uint64_t wait_ns,
 		    const char *other, const char *series);
 void		 cpuprof_gate_destroy(struct cpuprof_gate *g);
+/*
+ * Count c's samples or waits of the period for the gate g now (its flush
+ * does it otherwise): the off-CPU aggregate before the CPU one is flushed.
+ */
+void		 cpuprof_gate_count(struct cpuprof *c, struct cpuprof_gate *g, int64_t end);
 /* Whether name has a service of its own (true with no gate). */
 bool		 cpuprof_gate_own(struct cpuprof_gate *g, const char *name);
 

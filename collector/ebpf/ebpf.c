@@ -1276,12 +1276,16 @@ flush(struct ebpf_sampler *e)
 	char lbl[64];
 	int k;
 
+	/* The period's waits count for the gate before its CPU samples are stored. */
+	if (e->off) {
+		drain_offcpu(e, atomic_load(&e->stop));
+		cpuprof_gate_count(e->off, e->gate, end);
+	}
 	cpuprof_flush(e->cp, e->st, e->period_start, end, e->gate, &profiles, &samples);
 	if (e->off) {
 		size_t op = 0, held, held_bytes;
 		uint64_t os = 0;
 
-		drain_offcpu(e, atomic_load(&e->stop));
 		cpuprof_flush(e->off, e->st, e->period_start, end, e->gate, &op, &os);
 		held = offcpu_cached(e->oc, &held_bytes);
 		log_debug("ebpf: off-CPU: %llu waits in %llu entries drained from the kernel; "
