@@ -723,7 +723,8 @@ struct offcpu_task {
 	__u64	in_sum;		/* its CPU time (se.sum_exec_runtime) then */
 	__u64	ns;		/* every wait's time since its last move to offcpu_threads */
 	__u64	waits;
-	__u64	notice_ns;	/* its last PROF_EV_TABLES */
+	__u64	notice_ns;	/* its last PROF_EV_TABLES at a switch out (switch clock) */
+	__u64	wake_ns;	/* ... after a walk that met code without a table (bpf_ktime_get_ns) */
 	__u32	notices;	/* PROF_EV_TABLES sent, or OFFCPU_TABLES_OK */
 	__u32	next;		/* off-CPU time to its next draw point, in T/OFFCPU_ONE_T; 0: none yet */
 };
@@ -1042,6 +1043,23 @@ offcpu_walk(void *ctx, struct offcpu_pend *p)
 	p->tid = 0;
 	fill_sample_k(ctx, &p->s, false, 0, 0, 0, false);
 	p->s.waits = waits;	/* (fill_sample_k clears it) */
+	/*
+	 * The walk met code no table of the process covers (its tables not
+	 * loaded yet, or loaded before a library was mapped): user space is
+	 * asked to look at the process again now, as a CPU sample's wake
+	 * does (a wait's stacks go through the maps, not the ring buffer).
+	 */
+	if (p->s.wake) {
+		struct offcpu_task *o;
+		__u64 t = bpf_ktime_get_ns();
+
+		o = bpf_task_storage_get(&offcpu_tasks, bpf_get_current_task_btf(), NULL, 0);
+		if (o == NULL || t - o->wake_ns >= OFFCPU_NOTICE_NS) {
+			notify(PROF_EV_TABLES);
+			if (o != NULL)
+				o->wake_ns = t;
+		}
+	}
 	offcpu_add(p);
 }
 
