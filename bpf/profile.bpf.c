@@ -1282,15 +1282,20 @@ offcpu_in(struct task_struct *next, __u64 now, bool tw)
 }
 
 /*
- * prev blocks before its process has unwind tables: user space is asked to
- * load them (a few times, OFFCPU_NOTICE_NS apart), so that they are there
- * when its wait ends.
+ * prev blocks before its process has unwind tables, or with tables loaded
+ * in the last UNW_EAGER_NS (a new process's, read maybe before its
+ * libraries were mapped): user space is asked to load them (a few times,
+ * OFFCPU_NOTICE_NS apart; it reads the process's maps again), so that they
+ * are there, whole, when its wait ends.
  */
 static __always_inline void
 offcpu_tables(struct offcpu_task *o, __u32 tgid, __u64 now)
 {
-	if (!unwind_tables || bpf_map_lookup_elem(&unw_procs, &tgid) != NULL ||
-	    o->notices >= OFFCPU_NOTICES) {
+	struct unw_proc *up;
+
+	if (!unwind_tables || o->notices >= OFFCPU_NOTICES ||
+	    ((up = bpf_map_lookup_elem(&unw_procs, &tgid)) != NULL &&
+	    bpf_ktime_get_ns() - up->since_ns >= UNW_EAGER_NS)) {
 		o->notices = OFFCPU_TABLES_OK;
 		return;
 	}
