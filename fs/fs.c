@@ -810,8 +810,11 @@ entry_type(struct fsctx *fs, const char *path, const struct fspath *fp, const ch
  * READDIRPLUS replies, and making it again for each cost ls seconds -- with
  * where the last reply stopped. A rewind (offset 0) lists afresh.
  */
+static void handle_link(struct fsctx *fs, struct handle *h);
+static void handle_unlink(struct fsctx *fs, struct handle *h);
+
 struct dirlist {
-	enum hkind	 kind;		/* H_DIR: first, as in struct handle */
+	struct handle	 h;		/* H_DIR, listed in fs->handles while open */
 	struct buf	 names;
 	int		 rc;
 	bool		 ready;
@@ -828,7 +831,8 @@ pf_opendir(const char *path, struct fuse_file_info *fi)
 	fs_count("opendir");
 	if (dl == NULL)
 		return -ENOMEM;
-	dl->kind = H_DIR;
+	dl->h.kind = H_DIR;
+	handle_link(fs_ctx(), &dl->h);
 	fi->fh = (uintptr_t)dl;
 	return 0;
 }
@@ -840,6 +844,7 @@ pf_releasedir(const char *path, struct fuse_file_info *fi)
 
 	(void)path;
 	if (dl) {
+		handle_unlink(fs_ctx(), &dl->h);
 		buf_free(&dl->names);
 		free(dl);
 	}
@@ -956,30 +961,29 @@ handles_destroy(struct handles *hs)
 		return;
 	for (h = hs->head; h; h = next) {
 		next = h->next;
+		if (h->kind == H_DIR)	/* a directory still open: its listing too */
+			buf_free(&((struct dirlist *)h)->names);
 		free(h);
 	}
 	pthread_mutex_destroy(&hs->lock);
 	free(hs);
 }
 
-/* A new handle of kind, listed in fs->handles until handle_free(). */
-static struct handle *
-handle_new(struct fsctx *fs, enum hkind kind)
+/* List h in fs->handles (freed by handles_destroy() should it stay open). */
+static void
+handle_link(struct fsctx *fs, struct handle *h)
 {
-	struct handle *h = xcalloc(1, sizeof(*h));
-
-	h->kind = kind;
 	pthread_mutex_lock(&fs->handles->lock);
+	h->prev = NULL;
 	h->next = fs->handles->head;
 	if (h->next)
 		h->next->prev = h;
 	fs->handles->head = h;
 	pthread_mutex_unlock(&fs->handles->lock);
-	return h;
 }
 
 static void
-handle_free(struct fsctx *fs, struct handle *h)
+handle_unlink(struct fsctx *fs, struct handle *h)
 {
 	pthread_mutex_lock(&fs->handles->lock);
 	if (h->prev)
@@ -989,6 +993,23 @@ handle_free(struct fsctx *fs, struct handle *h)
 	if (h->next)
 		h->next->prev = h->prev;
 	pthread_mutex_unlock(&fs->handles->lock);
+}
+
+/* A new handle of kind, listed in fs->handles until handle_free(). */
+static struct handle *
+handle_new(struct fsctx *fs, enum hkind kind)
+{
+	struct handle *h = xcalloc(1, sizeof(*h));
+
+	h->kind = kind;
+	handle_link(fs, h);
+	return h;
+}
+
+static void
+handle_free(struct fsctx *fs, struct handle *h)
+{
+	handle_unlink(fs, h);
 	free(h);
 }
 
