@@ -43,7 +43,7 @@ run_case() {
 
   pf_start --ebpf=19 --ebpf-offcpu --ebpf-period 2 --ebpf-min-samples 0 ||
     { fail "ebpf-offcpu-total$S daemon start"; return 1; }
-  sleep 1	# the daemon's programs attached and its first reads done
+  sleep 4	# the daemon's programs attached, its first reads and its first tables (every process on the host) done: the exec wait is about a new process on a running daemon
 
   out="$("$B/$P" 8)"
   if echo "$out" | grep -q '^thread .*role=spinner'; then
