@@ -707,6 +707,7 @@ extern const void __schedule __ksym __weak;
 #define OFFCPU_ONE_T		(1U << 20)	/* T in offcpu_task.next's unit */
 #define OFFCPU_TABLES_OK	0xff		/* offcpu_task.notices: its process has tables (or no more asking) */
 #define OFFCPU_YOUNG		16		/* a thread's first switches out, which may ask for tables */
+#define OFFCPU_CARRY_MAX	10000000LL	/* a thread's carry, at most (10 ms) */
 #define OFFCPU_STALE_NS		1000000000ULL	/* a task work slot busy this long is taken back */
 
 /* task_struct's rseq area (registered by glibc 2.35 and later for every thread), where it has one. */
@@ -721,6 +722,7 @@ struct task_struct___rseq {
 struct offcpu_task {
 	__u64	in_clock;	/* its last switch in, on the switch clock (offcpu_clock); 0: none seen */
 	__u64	in_sum;		/* its CPU time (se.sum_exec_runtime) then */
+	__s64	carry;		/* a wait that came out below nothing, for the next (offcpu_in) */
 	__u64	ns;		/* every wait's time since its last move to offcpu_threads */
 	__u64	waits;
 	__u64	notice_ns;	/* its last PROF_EV_TABLES at a switch out (switch clock) */
@@ -1117,7 +1119,8 @@ offcpu_in(struct task_struct *next, __u64 now, bool tw)
 	struct offcpu_pend *p;
 	struct offcpu_tw *v = NULL;
 	struct offcpu_cpu *c;
-	__u64 delta, t, w, grow, step, k, sum, span;
+	__u64 delta, t, w, grow, step, k, sum;
+	__s64 diff;
 	__u32 zero = 0, r, tgid, cpu;
 	long len;
 
@@ -1132,12 +1135,27 @@ offcpu_in(struct task_struct *next, __u64 now, bool tw)
 	 * switch out). Its first switch in seen only starts the count.
 	 */
 	sum = next->se.sum_exec_runtime;
-	span = now - o->in_clock;
-	delta = o->in_clock != 0 && span > sum - o->in_sum ? span - (sum - o->in_sum) : 0;
+	/*
+	 * Two CPUs' run-queue clocks may differ a little: a wait that comes
+	 * out below nothing is carried (o->carry) into the thread's next
+	 * one, so that its waits add up to its time off CPU, not to that
+	 * plus every difference in its favour.
+	 */
+	if (o->in_clock == 0) {
+		o->in_clock = now;
+		o->in_sum = sum;
+		return;
+	}
+	diff = (__s64)(now - o->in_clock) - (__s64)(sum - o->in_sum) + o->carry;
 	o->in_clock = now;
 	o->in_sum = sum;
-	if (delta == 0)
+	if (diff <= 0) {
+		/* (Bounded: a clock that jumped back is not carried for ever.) */
+		o->carry = diff > -OFFCPU_CARRY_MAX ? diff : -OFFCPU_CARRY_MAX;
 		return;
+	}
+	o->carry = 0;
+	delta = (__u64)diff;
 	o->ns += delta;
 	o->waits++;
 	if ((c = bpf_map_lookup_elem(&offcpu_cpus, &zero)) == NULL)
