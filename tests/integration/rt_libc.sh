@@ -174,9 +174,12 @@ else
   }
   right="$(hostdbg "$TMP/srv/${LIBC_ID:2}.debug")"
   if [ -n "$other" ]; then wrong="$(hostdbg "$other")"; else wrong="(no debug file on the host)"; fi
+  # Another build's file names nothing: its hidden callees stay libc.so.6+0x...
+  # (an exported one, free, named from the library's own symbols, may show).
   echo "# the daemon's debug file by build id: qsort_r calls $right (right build); $wrong (another build's file under that name)"
   if [ -n "$right" ] && ! echo "$right" | grep -q '+0x' &&
-    { [ -z "$other" ] || echo "$wrong" | grep -Eq '^libc\.so\.6\+0x[0-9a-f]+ $'; }; then
+    { [ -z "$other" ] || { echo "$wrong" | grep -Eq 'libc\.so\.6\+0x[0-9a-f]+' &&
+      ! echo "$wrong" | grep -q 'msort'; }; }; then
     ok "rt-libc-host-debug ($right; another build's file refused)"
   else fail "rt-libc-host-debug" "right build: '$right'; another build: '$wrong'"; fi
 fi
