@@ -776,9 +776,9 @@ struct {
 /*
  * With the kernel's task work (bpf_task_work_schedule_resume, 6.18), a
  * drawn wait's stacks are taken by a callback the thread runs on its way
- * back to user mode: one slot per CPU (an array: task work needs one), busy
- * from the draw until its callback (or OFFCPU_STALE_NS, should the thread
- * never return to user mode).
+ * back to user mode: PROF_OFFCPU_TW_SLOTS slots per CPU (an array: task
+ * work needs one), each busy from its draw until its callback (or
+ * OFFCPU_STALE_NS, should the thread never return to user mode).
  */
 struct offcpu_tw {
 	struct offcpu_pend	p;
@@ -988,6 +988,21 @@ offcpu_add(struct offcpu_pend *p)
 
 	/* (A process user space has not seen was announced at its switch out: offcpu_tables.) */
 	o = bpf_task_storage_get(&offcpu_tasks, bpf_get_current_task_btf(), NULL, 0);
+	/*
+	 * The walk met code no table of the process covers (its tables not
+	 * loaded yet, or loaded before a library was mapped): user space is
+	 * asked to look at the process again now, as a CPU sample's wake
+	 * does (a wait's stacks go through the maps, not the ring buffer).
+	 */
+	if (p->s.wake) {
+		__u64 t = bpf_ktime_get_ns();
+
+		if (o == NULL || t - o->wake_ns >= OFFCPU_NOTICE_NS) {
+			notify(PROF_EV_TABLES);
+			if (o != NULL)
+				o->wake_ns = t;
+		}
+	}
 	key.stack = stack_hash(&p->s);
 	key.pid = p->s.hdr.pid;
 	key.tid = p->s.hdr.tid;
@@ -1045,23 +1060,6 @@ offcpu_walk(void *ctx, struct offcpu_pend *p)
 	p->tid = 0;
 	fill_sample_k(ctx, &p->s, false, 0, 0, 0, false);
 	p->s.waits = waits;	/* (fill_sample_k clears it) */
-	/*
-	 * The walk met code no table of the process covers (its tables not
-	 * loaded yet, or loaded before a library was mapped): user space is
-	 * asked to look at the process again now, as a CPU sample's wake
-	 * does (a wait's stacks go through the maps, not the ring buffer).
-	 */
-	if (p->s.wake) {
-		struct offcpu_task *o;
-		__u64 t = bpf_ktime_get_ns();
-
-		o = bpf_task_storage_get(&offcpu_tasks, bpf_get_current_task_btf(), NULL, 0);
-		if (o == NULL || t - o->wake_ns >= OFFCPU_NOTICE_NS) {
-			notify(PROF_EV_TABLES);
-			if (o != NULL)
-				o->wake_ns = t;
-		}
-	}
 	offcpu_add(p);
 }
 
