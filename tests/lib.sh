@@ -85,6 +85,22 @@ pf_done() {
   [ "$T_FAIL" -eq 0 ]
 }
 
+# found_range SERVICE WHAT: the range from 2 s after the daemon (its log,
+# $TMP/daemon.log, at -v) said it found WHAT (a regex: "PHP [0-9.]+ in",
+# "V8 [0-9.]+ ") in the service's process, until now; "all" if not found or
+# too recent. Before that, a process's samples (the first ones the daemon
+# reads, seconds late on a busy host) have neither the runtime's frames nor
+# unwind tables.
+found_range() {
+  local pid ts at n
+  pid=$(grep -m1 -oE "pid [0-9]+ \([^)]*\): service $1 " "$TMP/daemon.log" | awk '{ print $2 }')
+  [ -n "$pid" ] || { echo all; return; }
+  ts=$(grep -m1 -E "ebpf: pid $pid: $2" "$TMP/daemon.log" 2>/dev/null | cut -d' ' -f1)
+  at=$(date -d "$ts" +%s 2>/dev/null) || { echo all; return; }
+  n=$(( $(date +%s) - at - 2 ))
+  if [ -n "$ts" ] && [ "$n" -ge 2 ]; then echo "last-${n}s"; else echo all; fi
+}
+
 # Runtime roots (scripts/runtime-roots.sh): the newer runtimes live in debootstrapped roots.
 # roots_dir prints where they are; need_root NAME... fails the calling test (with the command
 # that makes the root) unless each is ready; in_root ROOT CMD... runs CMD inside ROOT as a

@@ -100,19 +100,6 @@ chain_share() {
   fi
 }
 
-# found_range SERVICE: the range from 2 s after the daemon entered the
-# service's process into php_procs (its log line) until now, "all" if not
-# found. Before that, a process's samples (the first ones the daemon reads,
-# seconds late on a busy host) have neither PHP frames nor unwind tables.
-found_range() {
-  local pid ts at
-  pid=$(grep -m1 -oE "pid [0-9]+ \([^)]*\): service $1 " "$TMP/daemon.log" | awk '{ print $2 }')
-  ts=$(grep -m1 -E "ebpf: pid $pid: PHP [0-9.]+ in" "$TMP/daemon.log" 2>/dev/null | cut -d' ' -f1)
-  at=$(date -d "$ts" +%s 2>/dev/null) || { echo all; return; }
-  [ -n "$pid" ] && [ -n "$at" ] || { echo all; return; }
-  echo "last-$(( $(date +%s) - at - 2 ))s"
-}
-
 # Started before the daemon: 8.2 on the host, 8.4 in the root.
 cp "$SRC/chain.php" "$B/rtphp_before82.php"
 php8.2 "$B/rtphp_before82.php" 120 >/dev/null &
@@ -203,9 +190,9 @@ sleep 3
 since="last-$(( $(date +%s) - t_ready ))s"
 
 chain_share "rt-php-82-before" rtphp_before82.php "$since"
-chain_share "rt-php-82-after" rtphp_after82.php "$(found_range rtphp_after82.php)"
+chain_share "rt-php-82-after" rtphp_after82.php "$(found_range rtphp_after82.php "PHP [0-9.]+ in")"
 chain_share "rt-php-84-before" rtphp_before84.php "$since"
-chain_share "rt-php-84-after" rtphp_after84.php "$(found_range rtphp_after84.php)"
+chain_share "rt-php-84-after" rtphp_after84.php "$(found_range rtphp_after84.php "PHP [0-9.]+ in")"
 # Each frame with its file and line: the callers' at their calls, spin's in its body.
 bad=""
 for s in rtphp_after82 rtphp_after84; do
