@@ -1076,9 +1076,15 @@ handle_event(void *ctx, void *data, size_t size)
 
 			memcpy(comm, n->comm, PROF_COMM_LEN);
 			comm[PROF_COMM_LEN] = '\0';
+			/*
+			 * Its maps are read again unless read after it asked:
+			 * read at its exec (a millisecond before), they may
+			 * predate the libraries the dynamic linker mapped since.
+			 */
 			if ((p = proctab_get(e->pt, h->pid, comm)) != NULL && !p->excluded &&
 			    !p->kthread && !p->gone && !p->held) {
-				proctab_refresh(e->pt, p, MAPS_FRESH_NS);
+				if (p->maps_read <= (int64_t)h->time_ns)
+					proctab_refresh(e->pt, p, 0);
 				unwind_proc(e->unw, p);
 			}
 		}

@@ -124,6 +124,10 @@ if [ -n "$ew" ]; then ok "ebpf-offcpu-total-exec-stack$S ($(echo "$ew" | cut -c1
 else
   fail "ebpf-offcpu-total-exec-stack$S" "no stack main;exec_wait;nap in folded.txt"
   echo "$folded" | grep -E 'exec_wait|clock_nanosleep' | grep -vE 'first_wait|sleeper|spin' | head -4 | sed 's/^/#   /'
+  # Where else it went: another service, or a stack cut short.
+  grep -rHE 'exec_wait' "$TMP"/mnt/*/offcpu/all/all/folded.txt 2>/dev/null | grep -v "^$TMP/mnt/$P/" |
+    head -3 | cut -c1-300 | sed 's/^/#   elsewhere: /'
+  echo "$folded" | awk '{ print $NF, $0 }' | sort -nr | head -6 | cut -d' ' -f2- | cut -c1-240 | sed 's/^/#   largest: /'
 fi
 
 pf_stop
