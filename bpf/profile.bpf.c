@@ -966,8 +966,10 @@ offcpu_flush(struct offcpu_task *o, const struct prof_sample *s, __u32 pid, __u3
 			bpf_get_current_comm(val.comm, sizeof(val.comm));
 			__builtin_memset(val.leader_comm, 0, sizeof(val.leader_comm));
 		}
-		if (bpf_map_update_elem(&offcpu_threads, &key, &val, BPF_NOEXIST) != 0)
+		if (bpf_map_update_elem(&offcpu_threads, &key, &val, BPF_NOEXIST) != 0) {
+			count(PROF_CNT_OFFCPU_THREADS_FULL);
 			return 1;
+		}
 	}
 	o->ns = 0;
 	o->waits = 0;
@@ -1070,7 +1072,8 @@ offcpu_walk(void *ctx, struct offcpu_pend *p)
 
 /*
  * The task work of a drawn wait: its thread returns to user mode, its
- * registers those of the wait (or exits: the draw is dropped).
+ * registers those of the wait (or exits, killed in its wait: its kernel
+ * stack then, with no user stack).
  */
 static int
 offcpu_tw_walk(struct bpf_map *map, void *key, void *value)
@@ -1083,13 +1086,8 @@ offcpu_tw_walk(struct bpf_map *map, void *key, void *value)
 	 * (another thread's walk on this CPU would write over them).
 	 */
 	bpf_preempt_disable();
-	if (v->p.tid != 0 && v->p.tid == (__u32)t->pid) {
-		/* An exiting thread (task work runs at exit too) has no user stack, and its total went at on_exit. */
-		if (t->flags & PF_EXITING_FLAG)
-			v->p.tid = 0;
-		else
-			offcpu_walk(NULL, &v->p);
-	}
+	if (v->p.tid != 0 && v->p.tid == (__u32)t->pid)
+		offcpu_walk(NULL, &v->p);
 	bpf_preempt_enable();
 	return 0;
 }

@@ -273,6 +273,7 @@ enum prof_counter {
 	PROF_CNT_MEM_CALLS,	/* --ebpf-memory: mmap, brk, munmap calls sent (after sampling) */
 	PROF_CNT_MEM_LIMITED,	/* ... not sent: past memgrow_calls_max a second on their CPU */
 	PROF_CNT_OFFCPU_BUSY,	/* waits not drawn: their CPU's last drawn wait still had its stacks to take */
+	PROF_CNT_OFFCPU_THREADS_FULL,	/* a thread's exact time not moved out, offcpu_threads full: kept for its next walk (lost at its exit) */
 	PROF_CNT_MAX
 };
 

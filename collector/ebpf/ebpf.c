@@ -1269,7 +1269,7 @@ flush(struct ebpf_sampler *e)
 		"rb_stacks", "rb_read_errors", "hs_frames", "hs_no_blob", "v8_stacks",
 		"offcpu_spilled", "malloc_samples", "malloc_live_full", "php_stacks",
 		"php_read_errors", "mem_faults", "mem_faults_file", "mem_calls", "mem_calls_limited",
-		"offcpu_busy"
+		"offcpu_busy", "offcpu_threads_full"
 	};
 	struct unwind_stats us;
 	struct python_stats ps;

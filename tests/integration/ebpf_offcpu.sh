@@ -104,7 +104,12 @@ for k in $KINDS; do
   pct="$(awk -v g="$got" -v w="$want" 'BEGIN { printf "%.1f", w ? 100 * (g - w) / w : 100 }')"
   if awk -v g="$got" -v w="$want" 'BEGIN { exit !(w > 0 && g >= 0.9 * w && g <= 1.1 * w) }'; then
     ok "ebpf-offcpu-$k-sum (profile $got ns, program $want ns, ${pct}%)"
-  else fail "ebpf-offcpu-$k-sum" "profile $got ns, program $want ns (${pct}%)"; fi
+  else fail "ebpf-offcpu-$k-sum" "profile $got ns, program $want ns (${pct}%)"
+    echo "$folded" | awk '{ print $NF, $0 }' | sort -nr | head -12 | cut -d' ' -f2- | cut -c1-300 | sed 's/^/#   /'
+    # What the daemon said of the program's process, and its warnings.
+    pid="$(grep -m1 -oE "pid [0-9]+ \([^)]*\): service efp_offcpu " "$TMP/daemon.log" | awk '{ print $2 }')"
+    grep -E "warning|pid ${pid:-none}[: ]" "$TMP/daemon.log" | tail -15 | cut -c1-300 | sed 's/^/#   log: /'
+  fi
 done
 
 # Kernel frames at the leaf: the wait is seen from where the scheduler switched.
