@@ -143,6 +143,7 @@ struct ebpf_sampler {
 	struct bpf_link		*sysexit_link;	/* off-CPU: stacks taken at a system call's end */
 	struct bpf_link		*rseq_link;	/* off-CPU: ... at a return to user mode (rseq) */
 	bool			 sysexit_tried;	/* sysexit_link attached, or failed to */
+	bool			 exits_told;	/* the held exited processes' room ran out, said once */
 	bool			 offcpu_tw;	/* off-CPU stacks taken by task work (on_switch_tw) */
 	pthread_t		 thread;
 	bool			 running;
@@ -1128,9 +1129,17 @@ handle_event(void *ctx, void *data, size_t size)
 		if (e->mp)
 			mallocprof_forget(e->mp, h->pid, false);
 		/* Off-CPU waits still in the kernel need its mappings: forgotten after their drain. */
-		if (e->oc == NULL || proctab_hold(e->pt, h->pid) < 0 ||
-		    !offcpu_exited(e->oc, h->pid))
+		if (e->oc == NULL || proctab_hold(e->pt, h->pid) < 0)
 			proctab_forget(e->pt, h->pid);
+		else if (!offcpu_exited(e->oc, h->pid)) {
+			proctab_forget(e->pt, h->pid);
+			if (!e->exits_told)
+				log_warnx("ebpf: more processes exited within a drain of off-CPU waits "
+				    "than are held for it (%d): the waits of the others still in the "
+				    "kernel are stored without their mappings (frames unnamed, "
+				    "service by command name); said once", OFFCPU_EXITS_HELD);
+			e->exits_told = true;
+		}
 		break;
 	}
 	return 0;

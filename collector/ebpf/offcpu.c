@@ -28,7 +28,6 @@
 #include "offcpu.h"
 
 #define OFFCPU_BATCH	256	/* entries read per system call (about 18 KiB) */
-#define OFFCPU_EXITS	1024	/* exited processes held back at most */
 #define OFFCPU_BUCKETS	4096	/* of the stack cache, a power of two */
 #define OFFCPU_HELD_MAX	16384	/* stacks held at most */
 #define OFFCPU_KEEP	12	/* drains a stack is held without a wait in it */
@@ -89,7 +88,7 @@ struct offcpu {
 	struct prof_sample	*s;		/* the sample handed to add */
 	struct held		*buckets[OFFCPU_BUCKETS];
 	size_t			 nheld, held_bytes;
-	struct exited		 exits[OFFCPU_EXITS];
+	struct exited		 exits[OFFCPU_EXITS_HELD];
 	size_t			 nexits;
 };
 
@@ -539,7 +538,7 @@ offcpu_drain(struct offcpu *o, bool all, void (*add)(void *arg, struct prof_samp
 bool
 offcpu_exited(struct offcpu *o, uint32_t pid)
 {
-	if (o->nexits == OFFCPU_EXITS)
+	if (o->nexits == OFFCPU_EXITS_HELD)
 		return false;
 	o->exits[o->nexits].pid = pid;
 	o->exits[o->nexits].drains = 0;

@@ -62,8 +62,10 @@ size_t		 offcpu_cached(const struct offcpu *o, size_t *bytes);
 
 /*
  * pid exited: returns true if it is kept until its waits are drained (the
- * drain forgets it), false if the caller must forget it now (no room).
+ * drain forgets it), false if the caller must forget it now (no room: more
+ * than OFFCPU_EXITS_HELD exited since the drain before last).
  */
+#define OFFCPU_EXITS_HELD	4096
 bool		 offcpu_exited(struct offcpu *o, uint32_t pid);
 
 #endif

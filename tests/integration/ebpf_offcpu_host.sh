@@ -22,6 +22,8 @@
 #   is 1/HZ long); two sleeps of 1.5 s (a few waits, however long) stay in
 #   host-other; so do 100 short commands (5 names, 20 runs each: a few
 #   short waits a run).
+# - a burst of 6,000 exits (more than the daemon holds for their last waits):
+#   said once in the log, the daemon alive.
 # Needs root, a kernel with BTF, cc and go; the container part needs the
 # runtime root trixie (scripts/runtime-roots.sh trixie).
 set -u
@@ -29,7 +31,7 @@ set -u
 
 NAMES="offhost-build offhost-start offhost-healthz offhost-alive offhost-rss offhost-cpu"
 NAMES="$NAMES offhost-well-sleeper offhost-well-spinners offhost-storm-total offhost-metrics"
-NAMES="$NAMES offhost-ct-service offhost-ct-stack offhost-ct-few offhost-short"
+NAMES="$NAMES offhost-ct-service offhost-ct-stack offhost-ct-few offhost-short offhost-exits"
 skip_all() { for n in $NAMES; do echo "ok - $n # SKIP $1"; done; exit 0; }
 [ "$(id -u)" -eq 0 ] || skip_all "needs root"
 [ -r /sys/kernel/btf/vmlinux ] || skip_all "kernel has no BTF (/sys/kernel/btf/vmlinux)"
@@ -259,6 +261,22 @@ else
       s && /^ *[0-9]+ +[0-9]+:/ { n += $1; t = $2; sub(":", "", t); ns += t } END { printf "%d waits in %.1f ms", n, ns / 1e6 }') in its own service; $(ls "$TMP/mnt/$c" | tr '\n' ' ')"
   done
 fi
+
+# A burst of exits: 6,000 commands as nobody in a few seconds, more than the
+# 4,096 exited processes held for their last waits; the daemon says so once.
+t0=$(date +%s%N)
+seq 6000 | setpriv --reuid=nobody --regid="$(id -gn nobody)" --clear-groups --inh-caps=-all \
+  xargs -P 4 -n 100 sh -c 'for i; do /bin/true; done' _
+t1=$(date +%s%N)
+# (Its events may come late after the storm: read for up to 20 s.)
+for i in $(seq 1 20); do
+  said=$(grep -c "more processes exited within a drain" "$TMP/daemon.log")
+  [ "$said" -gt 0 ] && break
+  sleep 1
+done
+if [ "$said" -eq 1 ]; then
+  ok "offhost-exits (6000 commands in $(( (t1 - t0) / 1000000 )) ms: the held exits' room ran out, said once)"
+else fail "offhost-exits" "said $said times (want once) for 6000 exits in $(( (t1 - t0) / 1000000 )) ms"; fi
 
 if kill -0 "$PF_PID" 2>/dev/null && [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$U/healthz")" = 200 ]; then
   ok "offhost-alive"
