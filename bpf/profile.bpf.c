@@ -1054,39 +1054,33 @@ spill:
 	}
 }
 
-/*
- * Take the drawn wait p's user stacks: the current task is its thread. p is
- * freed at the end, not before: a task work slot is another CPU's, which
- * would draw into it while it is walked.
- */
+/* Take the drawn wait p's user stacks: the current task is its thread. */
 static __always_inline void
 offcpu_walk(void *ctx, struct offcpu_pend *p)
 {
 	__u32 waits = p->s.waits;
 
+	p->tid = 0;
 	fill_sample_k(ctx, &p->s, false, 0, 0, 0, false);
 	p->s.waits = waits;	/* (fill_sample_k clears it) */
 	offcpu_add(p);
-	p->tid = 0;
 }
 
 /*
- * The task work of a drawn wait: its thread returns to user mode, its
- * registers those of the wait (or exits, killed in its wait: its kernel
- * stack then, with no user stack).
+ * The task work of a drawn wait: its thread returns to user mode (or exits:
+ * no user stack then), its registers those of the wait.
  */
 static int
 offcpu_tw_walk(struct bpf_map *map, void *key, void *value)
 {
 	struct offcpu_tw *v = value;
-	struct task_struct *t = bpf_get_current_task_btf();
 
 	/*
 	 * A task work may be preempted, and the walk's buffers are per CPU
 	 * (another thread's walk on this CPU would write over them).
 	 */
 	bpf_preempt_disable();
-	if (v->p.tid != 0 && v->p.tid == (__u32)t->pid)
+	if (v->p.tid != 0 && v->p.tid == (__u32)bpf_get_current_pid_tgid())
 		offcpu_walk(NULL, &v->p);
 	bpf_preempt_enable();
 	return 0;
@@ -1112,26 +1106,6 @@ static __always_inline __u32
 offcpu_gap(struct offcpu_cpu *c)
 {
 	return OFFCPU_ONE_T / 2 + (__u32)((offcpu_rand(c) >> 16) % OFFCPU_ONE_T);
-}
-
-/*
- * The first draw point of a run of short waits (a thread's first, or the
- * first after a wait drawn whole): the distance to the next point of gaps
- * already under way (the forward recurrence of offcpu_gap's gaps: density
- * 1/T up to T/2, then falling to nothing at 3T/2; half uniform below T/2,
- * half T/2 plus T times the smaller of two uniforms). A run that started
- * at a fresh gap would hold none of its first T/2, and the waits there,
- * weighted as if it did, would lose their share to the thread's others.
- */
-static __always_inline __u32
-offcpu_first(struct offcpu_cpu *c)
-{
-	__u64 x = offcpu_rand(c);
-	__u32 a = (__u32)(x >> 1) & (OFFCPU_ONE_T - 1), b = (__u32)(x >> 32) & (OFFCPU_ONE_T - 1);
-
-	if (x & 1)
-		return a / 2 + 1;
-	return OFFCPU_ONE_T / 2 + (a < b ? a : b) + 1;
 }
 
 /*
@@ -1231,10 +1205,10 @@ offcpu_in(struct task_struct *next, __u64 now, bool tw)
 	 */
 	if (delta >= t + t / 2) {
 		k = 0;
-		o->next = offcpu_first(c);
+		o->next = offcpu_gap(c);
 	} else {
 		step = delta * OFFCPU_ONE_T / t;
-		r = o->next != 0 ? o->next : offcpu_first(c);
+		r = o->next != 0 ? o->next : (__u32)(offcpu_rand(c) % OFFCPU_ONE_T) + 1;
 		k = 0;
 		if (step >= r) {
 			/* (Gaps are T/2 at least and the wait below 3T/2: 3 points at most.) */
@@ -1259,34 +1233,17 @@ offcpu_in(struct task_struct *next, __u64 now, bool tw)
 		}
 	}
 	if (tw) {
-		/*
-		 * A free task work slot of this CPU's (not one whose draw
-		 * still has its stacks to take), else one busy for
-		 * OFFCPU_STALE_NS (its callback maybe never to run).
-		 */
-		struct offcpu_tw *stale = NULL;
-
+		/* A free task work slot of this CPU's (not one whose draw still has its stacks to take). */
 		cpu = bpf_get_smp_processor_id() * PROF_OFFCPU_TW_SLOTS;
 		for (r = 0; r < PROF_OFFCPU_TW_SLOTS; r++) {
 			__u32 slot = cpu + (c->slot++ % PROF_OFFCPU_TW_SLOTS);
 
-			if ((v = bpf_map_lookup_elem(&offcpu_tws, &slot)) == NULL)
+			v = bpf_map_lookup_elem(&offcpu_tws, &slot);
+			if (v == NULL || v->p.tid == 0 || now - v->drawn >= OFFCPU_STALE_NS)
 				break;
-			if (v->p.tid == 0)
-				break;
-			if (stale == NULL && now - v->drawn >= OFFCPU_STALE_NS)
-				stale = v;
 			v = NULL;
 		}
-		if (v == NULL)
-			v = stale;
-		/*
-		 * Scheduled first, written after (next runs only once this
-		 * switch is done): a stale slot whose thread is still to come
-		 * back to user mode is refused (EBUSY) and keeps its draw.
-		 */
-		if (v == NULL ||
-		    bpf_task_work_schedule_resume_impl(next, &v->tw, &offcpu_tws, offcpu_tw_walk, NULL) != 0) {
+		if (v == NULL) {
 			count(PROF_CNT_OFFCPU_BUSY);
 			return;
 		}
@@ -1335,7 +1292,12 @@ offcpu_in(struct task_struct *next, __u64 now, bool tw)
 			p->s.kstack_len = bpf_get_task_stack(next, p->s.kstack,
 			    sizeof(p->s.kstack), 0);
 	}
-	/* The rest on its way back to user mode (offcpu_tw_walk, scheduled above). */
+	/* The rest on its way back to user mode (offcpu_tw_walk). */
+	if (tw && v != NULL &&
+	    bpf_task_work_schedule_resume_impl(next, &v->tw, &offcpu_tws, offcpu_tw_walk, NULL) != 0) {
+		p->tid = 0;
+		count(PROF_CNT_OFFCPU_BUSY);
+	}
 }
 
 /*

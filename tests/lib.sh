@@ -85,6 +85,22 @@ pf_done() {
   [ "$T_FAIL" -eq 0 ]
 }
 
+# settled CMD...: CMD's output once it stops changing: CMD run every 4 s
+# until three runs in a row after the first print the same, non-empty (12 s:
+# longer than an off-CPU wait takes from its end to the store, 5 to 10 s,
+# and than a busy host's late drain), for 80 s at most; its last output.
+settled() {
+  local prev="" cur="" same=0 i
+  for i in $(seq 1 20); do
+    sleep 4
+    cur="$("$@" 2>/dev/null)"
+    if [ -n "$cur" ] && [ "$cur" = "$prev" ]; then same=$((same + 1)); else same=0; fi
+    [ "$same" -ge 3 ] && break
+    prev="$cur"
+  done
+  printf '%s\n' "$cur"
+}
+
 # found_range SERVICE WHAT: the range from 2 s after the daemon (its log,
 # $TMP/daemon.log, at -v) said it found WHAT (a regex: "PHP [0-9.]+ in",
 # "V8 [0-9.]+ ") in the service's process, until now; "all" if not found or

@@ -87,7 +87,7 @@ else
 fi
 "$B/efp_golabels_strip" split 2 60 >/dev/null
 [ "$have_cgo" = 1 ] && "$B/efp_golabels_cgo" split 2 60 >/dev/null
-"$B/efp_golabels_many" many 3 90 >/dev/null
+"$B/efp_golabels_many" many 5 90 >/dev/null
 wait "$EARLY"
 sleep 5
 
@@ -171,9 +171,11 @@ fi
 m="$(curl -s "http://127.0.0.1:$PORT/metrics")"
 lab="$(awk '$1 == "profilefs_ebpf_go_labelled_samples_total" { print $2 }' <<<"$m")"
 ref="$(awk '$1 == "profilefs_ebpf_go_label_sets_refused_total" { print $2 }' <<<"$m")"
-if [ "${lab:-0}" -gt 0 ] 2>/dev/null && [ "${ref:-0}" -gt 0 ] 2>/dev/null &&
+# (Sets are refused only past the bound: 32 series, which a busy host's
+# fewer samples may not reach.)
+if [ "${lab:-0}" -gt 0 ] 2>/dev/null && { [ "${ref:-0}" -gt 0 ] 2>/dev/null || [ "$nsets" -lt 32 ]; } &&
    grep -q 'what="go_labels"' <<<"$m"; then
-  ok "ebpf-golabels-metrics (labelled $lab, refused $ref)"
+  ok "ebpf-golabels-metrics (labelled $lab, refused $ref; $nsets of 64 sets have series)"
 else
   fail "ebpf-golabels-metrics" "labelled '$lab', refused '$ref'"
 fi
@@ -187,13 +189,16 @@ pf_start -v --ebpf=19 --ebpf-offcpu=1ms --ebpf-period 2 --ebpf-min-samples 0 --h
 cp "$B/efp_golabels" "$B/efp_golabels_wait"
 "$B/efp_golabels_wait" wait 1 0 >/dev/null	# its tables loaded before the measured run
 sleep 2
-out="$("$B/efp_golabels_wait" wait 10 0)"
-sleep 6	# the last waits drained (two periods) and stored
+out="$("$B/efp_golabels_wait" wait 20 0)"	# 20 s: its split is sampled (T about 10 ms under the walk budget), about 2,000 draws
 off_of() {	# off_of SELECTOR TYPE: a sample type's sum in the set's offcpu profile
   local s
   s="$(pprof_sums "$TMP/mnt/efp_golabels_wait/offcpu/$1/all/merged.pb.gz")"
   [[ "$s" =~ $2=([0-9]+) ]] && echo "${BASH_REMATCH[1]}" || echo 0
 }
+# The last waits drained and stored: both sets' sums settled (a fixed 6 s
+# read one drain short on a busy host, the last seconds missing).
+both_sums() { off_of handler=checkout offcpu/nanoseconds; off_of handler=search offcpu/nanoseconds; }
+settled both_sums >/dev/null
 oc="$(off_of handler=checkout offcpu/nanoseconds) $(off_of handler=checkout waits/count)"
 os="$(off_of handler=search offcpu/nanoseconds) $(off_of handler=search waits/count)"
 res="$(awk -v c="$oc" -v s="$os" -v out="$out" 'function m(k) {

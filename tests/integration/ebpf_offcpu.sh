@@ -69,17 +69,10 @@ for i in $(seq 1 40); do
   sleep 0.5
 done
 # A wait is drained from the kernel 5 to 10 s after it ends and stored at
-# the next period's end: read every 4 s until four reads in a row (12 s,
-# longer than that) agree. Two reads 3 s apart could fall between two
-# drains and agree without the last one (a TSan build: -33%).
-prev=""; same=0
-for i in $(seq 1 20); do
-  sleep 4
-  cur="$(cat "$D/folded.txt" 2>/dev/null)"
-  if [ -n "$cur" ] && [ "$cur" = "$prev" ]; then same=$((same + 1)); else same=0; fi
-  [ "$same" -ge 3 ] && break
-  prev="$cur"
-done
+# the next period's end: read until it settles (tests/lib.sh settled; two
+# reads 3 s apart could fall between two drains and agree without the last
+# one: a TSan build, -33%).
+settled cat "$D/folded.txt" >/dev/null
 if ls "$TMP/mnt/efp_offcpu" 2>/dev/null | grep -qx offcpu; then ok "ebpf-offcpu-listed"
 else fail "ebpf-offcpu-listed" "ls efp_offcpu: $(ls "$TMP/mnt/efp_offcpu" 2>&1 | tr '\n' ' ')"; fi
 
