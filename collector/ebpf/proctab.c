@@ -53,6 +53,7 @@
 #define NBUCKETS	4096
 #define MAPS_REREAD_NS	(1000LL * 1000 * 1000)	/* unknown address: re-read maps at most 1/s */
 #define PERFMAP_RECHECK_NS (1000LL * 1000 * 1000)
+#define PERFMAP_STALE_SLACK_NS (100LL * 1000 * 1000)	/* perfmap_stale() */
 /* A JVM is asked for its perf map again after this, doubling up to the max. */
 #define JVM_ASK_FIRST_NS (250LL * 1000 * 1000)
 #define JVM_ASK_MAX_NS	(30LL * 1000 * 1000 * 1000)
@@ -158,6 +159,26 @@ proc_ids(struct proc *p)
 	p->nspid = p->gone ? p->pid : read_nspid(p->pid);
 	snprintf(path, sizeof(path), "/proc/%u", p->pid);
 	p->uid = !p->gone && stat(path, &st) == 0 ? st.st_uid : 0;
+	if (!p->gone) {
+		double age = runtime_proc_age_s((pid_t)p->pid);
+
+		if (age >= 0)
+			p->start_ns = clock_now_ns() - (int64_t)(age * 1e9);
+	}
+}
+
+/*
+ * A perf map written before its process started is a dead process's that
+ * had the same pid (pids wrap at 32,768 on a small host): not this one's
+ * names, and not a map someone made for this process. The start time is
+ * known to a clock tick (10 ms); a pid is not reused within 0.1 s.
+ */
+static bool
+perfmap_stale(const struct proc *p, const struct stat *st)
+{
+	int64_t mtime = st->st_mtim.tv_sec * 1000000000LL + st->st_mtim.tv_nsec;
+
+	return p->start_ns > 0 && mtime + PERFMAP_STALE_SLACK_NS < p->start_ns;
 }
 
 /*
@@ -183,7 +204,8 @@ jvm_tidy(struct proc *p)
 		return;
 	close(fd);
 	snprintf(name, sizeof(name), "perf-%u.map", p->nspid);
-	if (st.st_uid == p->uid && st.st_nlink == 1 && unlinkat(p->jvm_tmp, name, 0) == 0)
+	if (st.st_uid == p->uid && st.st_nlink == 1 && !perfmap_stale(p, &st) &&
+	    unlinkat(p->jvm_tmp, name, 0) == 0)
 		log_debug("ebpf: jvm %u exited: removed the perf map it wrote for us", p->pid);
 }
 
@@ -240,12 +262,14 @@ proctab_destroy(struct proctab *pt)
 
 	if (pt == NULL)
 		return;
+	/* The attach worker first: no answer comes after the maps are removed. */
+	runtime_attach_destroy(pt->attach);
 	for (i = 0; i < NBUCKETS; i++)
 		for (p = pt->buckets[i]; p; p = n) {
 			n = p->next;
+			jvm_tidy(p);	/* a JVM that runs on keeps no map it would not update */
 			proc_free(pt, p);
 		}
-	runtime_attach_destroy(pt->attach);
 	free(pt->filters);
 	free(pt);
 }
@@ -1614,8 +1638,8 @@ perfmap_name(struct proc *p, uint64_t addr)
 		 */
 		snprintf(path, sizeof(path), "/proc/%u/root/tmp/perf-%u.map", p->pid, p->nspid);
 		fd = rio_open(rio_self(), (pid_t)p->pid, path, 0, PERFMAP_MAX_BYTES, &st);
-		if (fd >= 0 && st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec ==
-		    p->perfmap_mtime && st.st_size == p->perfmap_size) {
+		if (fd >= 0 && ((st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec ==
+		    p->perfmap_mtime && st.st_size == p->perfmap_size) || perfmap_stale(p, &st))) {
 			close(fd);
 		} else if (fd >= 0) {
 			struct perfmap *m = perfmap_load_fd(fd, ps.st_uid);
@@ -1667,16 +1691,26 @@ jvm_ask(struct proctab *pt, struct proc *p)
 	 * the JVM write one at exit anyway? Looked at before asking, so that
 	 * the JVM's answer cannot be taken for a map that was there.
 	 */
-	if (p->jvm_asked == 0 && p->jvm_tmp > 0) {
+	if (p->jvm_tmp <= 0) {
+		/* Its /tmp cannot be opened, nor can the request's: tried again later. */
+		p->jvm_asked = now;
+		p->jvm_wait = p->jvm_wait * 2 < JVM_ASK_MAX_NS ? p->jvm_wait * 2 : JVM_ASK_MAX_NS;
+		return;
+	}
+	if (!p->perfmap_looked) {
 		char path[96];
+		struct stat st;
 		int fd;
 
 		/* Off this thread: the name may be a mount point that never answers. */
 		snprintf(path, sizeof(path), "/proc/self/fd/%d/perf-%u.map", p->jvm_tmp, p->nspid);
-		fd = rio_open(rio_self(), (pid_t)p->pid, path, 0, 0, NULL);
+		fd = rio_open(rio_self(), (pid_t)p->pid, path, 0, 0, &st);
 		if (fd >= 0)
 			close(fd);
-		p->perfmap_ours = fd == -ENOENT && !jvm_dumps_map(p->pid);
+		/* A dead process's map (its pid reused) is overwritten by the answer: ours. */
+		p->perfmap_ours = (fd == -ENOENT || (fd >= 0 && perfmap_stale(p, &st))) &&
+		    !jvm_dumps_map(p->pid);
+		p->perfmap_looked = true;
 	}
 	if (!runtime_attach_request(pt->attach, (pid_t)p->pid, (pid_t)p->nspid, p->uid))
 		return;

@@ -52,12 +52,14 @@ struct proc {
 	size_t		 nmaps;
 	uint32_t	 nspid;		/* these two once ids_read (proctab.c: proc_ids) */
 	uint32_t	 uid;		/* owner of /proc/PID */
+	int64_t		 start_ns;	/* CLOCK_REALTIME ns of its start; 0: unknown */
 	bool		 ids_read;
 	int		 runtime;	/* enum runtime_kind */
 	int64_t		 jvm_asked;	/* monotonic ns of the last perf map request */
 	int64_t		 jvm_wait;	/* ns until the next one may be made */
 	int		 jvm_tmp;	/* its /tmp, once asked; 0: none */
 	bool		 perfmap_ours;	/* its perf map is there because we asked */
+	bool		 perfmap_looked;	/* perfmap_ours decided, before the first request */
 	bool		 gone;		/* /proc/PID vanished: do not read it again */
 	bool		 remote_logged;	/* a file it maps on a remote filesystem was told of */
 	bool		 jit_maps;	/* it maps anonymous executable memory (JIT code?) */

@@ -3,14 +3,15 @@
 # HotSpot's perf-map names kept whole ("StubRoutines (1)", never "(1)"),
 # libjvm's C++ frames demangled, the perf map the daemon had a JVM write
 # removed after the JVM exits (also when the JVM rewrote it just before) and
-# one the JVM was told to write at exit kept; a process whose leader exits
+# one the JVM was told to write at exit kept, and the map of a JVM that runs
+# on removed as the daemon stops; a process whose leader exits
 # while threads renamed with prctl run on is named after the program, not a
 # thread; pprof's "File:" of a profile is the executable (java, python3.11).
 # Needs root, a kernel with BTF and a JDK; otherwise skipped.
 set -u
 . "$(dirname "$0")/../lib.sh"
 
-NAMES="ebpf-java-stub-names ebpf-java-demangled ebpf-java-file ebpf-java-map-removed ebpf-java-map-kept ebpf-thread-service ebpf-thread-no-thread-service ebpf-python-file"
+NAMES="ebpf-java-stub-names ebpf-java-demangled ebpf-java-file ebpf-java-map-removed ebpf-java-map-kept ebpf-java-map-removed-at-stop ebpf-thread-service ebpf-thread-no-thread-service ebpf-python-file"
 skip_all() { for n in $NAMES; do echo "ok - $n # SKIP $1"; done; exit 0; }
 [ "$(id -u)" -eq 0 ] || skip_all "needs root"
 [ -r /sys/kernel/btf/vmlinux ] || skip_all "kernel has no BTF (/sys/kernel/btf/vmlinux)"
@@ -114,6 +115,19 @@ if wait_file "$M/$py/cpu/all/all/merged.pb.gz"; then
   check_eq "ebpf-python-file" "$f" "File: $py"
 else fail "ebpf-python-file" "no service $py: $(ls "$M" | tr '\n' ' ')"; fi
 
+# --- a JVM that runs on as the daemon stops --------------------------------------
+# Its perf map, written because the daemon asked, goes with the daemon: nothing
+# would ask the JVM to update it.
+(cd "$B/java" && exec java -cp . Hot 120000 >/dev/null) &
+RP=$!
+for i in $(seq 1 $((60 * ${PROFILEFS_SLOW:-1}))); do [ -s "/tmp/perf-$RP.map" ] && break; sleep 0.5; done
+had=no; [ -s "/tmp/perf-$RP.map" ] && had=yes
+
 pf_stop
 check_eq "daemon exits 0" "$PF_RC" 0
+if [ "$had" = no ]; then fail "ebpf-java-map-removed-at-stop" "the running JVM wrote no perf map in 30 s"
+elif [ -e "/tmp/perf-$RP.map" ]; then fail "ebpf-java-map-removed-at-stop" "/tmp/perf-$RP.map left as the daemon stopped"
+else ok "ebpf-java-map-removed-at-stop"; fi
+kill "$RP" 2>/dev/null; wait "$RP" 2>/dev/null
+rm -f "/tmp/perf-$RP.map"
 pf_done

@@ -11,7 +11,7 @@ set -u
 . "$(dirname "$0")/../lib.sh"
 
 PYVERS="3.11 3.12 3.13"
-NAMES="ebpf-java-named ebpf-java-service ebpf-java-attach-clean ebpf-python-3.11 ebpf-python-3.12 ebpf-python-3.13 ebpf-python-lines ebpf-python-running ebpf-python-exiting ebpf-python-native ebpf-python-threads ebpf-python-truncated ebpf-python-service-module"
+NAMES="ebpf-java-named ebpf-java-service ebpf-java-stale-map ebpf-java-attach-clean ebpf-python-3.11 ebpf-python-3.12 ebpf-python-3.13 ebpf-python-lines ebpf-python-running ebpf-python-exiting ebpf-python-native ebpf-python-threads ebpf-python-truncated ebpf-python-service-module"
 skip_all() { for n in $NAMES; do echo "ok - $n # SKIP $1"; done; exit 0; }
 [ "$(id -u)" -eq 0 ] || skip_all "needs root"
 [ -r /sys/kernel/btf/vmlinux ] || skip_all "kernel has no BTF (/sys/kernel/btf/vmlinux)"
@@ -103,12 +103,19 @@ pf_start -v --ebpf=99 --ebpf-period 2 --ebpf-min-samples 0 --http "127.0.0.1:$PO
 if command -v javac >/dev/null && command -v java >/dev/null; then
   mkdir -p "$B/java" && cp "$SRC/Hot.java" "$B/java/" &&
     (cd "$B/java" && javac Hot.java) || fail "javac Hot.java"
-  # No -XX flag: the daemon asks the JVM for its perf map.
-  (cd "$B/java" && exec java -cp . Hot 12000 >/dev/null) &
+  # No -XX flag: the daemon asks the JVM for its perf map. Its pid had a
+  # dead process's map left in /tmp, written before it started (pids wrap at
+  # 32,768): not read for its names, and replaced and removed all the same.
+  (sleep 1; cd "$B/java" && exec java -cp . Hot 12000 >/dev/null) &
   JP=$!
+  echo "0 7fffffffffff Stale.leftover" >"/tmp/perf-$JP.map"
+  touch -d '-1 hour' "/tmp/perf-$JP.map"
   wait $JP
   sleep 3
   want_share "ebpf-java-named" Hot "Hot.spin(long)" 80 $JP
+  if folded Hot | grep -q Stale.leftover; then
+    fail "ebpf-java-stale-map" "a dead process's perf map named frames"
+  else ok "ebpf-java-stale-map"; fi
   if [ -d "$TMP/mnt/Hot" ]; then ok "ebpf-java-service"
   else fail "ebpf-java-service" "services: $(ls "$TMP/mnt" | tr '\n' ' ')"; fi
   # The trigger file is removed at once, the perf map the daemon had the
@@ -123,7 +130,7 @@ if command -v javac >/dev/null && command -v java >/dev/null; then
   else ok "ebpf-java-attach-clean"; fi
   rm -f "/tmp/perf-$JP.map"
 else
-  for n in ebpf-java-named ebpf-java-service ebpf-java-attach-clean; do echo "ok - $n # SKIP no JDK"; done
+  for n in ebpf-java-named ebpf-java-service ebpf-java-stale-map ebpf-java-attach-clean; do echo "ok - $n # SKIP no JDK"; done
 fi
 
 # --- Python ----------------------------------------------------------------

@@ -106,8 +106,8 @@ runtime_tmpdir(pid_t pid, uid_t uid)
  * How long pid has run, in seconds (/proc/PID/stat's start time against the
  * boot clock), or -1 when it cannot be read (gone).
  */
-static double
-proc_age_s(pid_t pid)
+double
+runtime_proc_age_s(pid_t pid)
 {
 	char path[64], buf[1024], *p;
 	unsigned long long start;
@@ -272,7 +272,7 @@ runtime_jvm_perfmap(pid_t pid, pid_t nspid, uid_t uid, int timeout_ms)
 		 * again later. An older one runs with -Xrs and would die of it.
 		 */
 		if (!catches_sigquit(pid)) {
-			double age = proc_age_s(pid);
+			double age = runtime_proc_age_s(pid);
 
 			rc = age < 0 ? -ESRCH : age < JVM_STARTING_S ? -EAGAIN : -ENOTSUP;
 			goto out;

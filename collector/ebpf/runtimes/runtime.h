@@ -60,6 +60,8 @@ int		 runtime_jvm_perfmap(pid_t pid, pid_t nspid, uid_t uid, int timeout_ms);
  * deadline (rio.h). -errno.
  */
 int		 runtime_tmpdir(pid_t pid, uid_t uid);
+/* How long pid has run, in seconds (/proc/PID/stat), or -1 when gone. */
+double		 runtime_proc_age_s(pid_t pid);
 
 /*
  * A worker thread that asks JVMs for their perf maps one at a time, so the
