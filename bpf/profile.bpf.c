@@ -728,6 +728,7 @@ struct offcpu_task {
 	__u64	waits;
 	__u64	notice_ns;	/* its last PROF_EV_TABLES at a switch out (switch clock) */
 	__u64	wake_ns;	/* ... after a walk that met code without a table (bpf_ktime_get_ns) */
+	__u64	notice_xvm;	/* its process's executable pages (mm->exec_vm) at that notice */
 	__u32	notices;	/* PROF_EV_TABLES sent, or OFFCPU_TABLES_OK */
 	__u32	next;		/* off-CPU time to its next draw point, in T/OFFCPU_ONE_T; 0: none yet */
 };
@@ -839,6 +840,8 @@ notify(__u32 kind)
 	n->hdr.cpu = bpf_get_smp_processor_id();
 	n->hdr.time_ns = bpf_ktime_get_ns();
 	bpf_get_current_comm(n->comm, sizeof(n->comm));
+	n->exec = (__u32)bpf_get_current_task_btf()->self_exec_id;
+	n->pad = 0;
 	/*
 	 * An exec wakes the reader at once: it reads the new mappings while
 	 * the process still exists, however short its life; so does a
@@ -1010,6 +1013,7 @@ offcpu_add(struct offcpu_pend *p)
 	key.pid = p->s.hdr.pid;
 	key.tid = p->s.hdr.tid;
 	key.gen = offcpu_gen;
+	key.exec = (__u32)bpf_get_current_task_btf()->self_exec_id;
 	/* The thread's entry has one writer: the thread itself. */
 	if ((v = bpf_map_lookup_elem(&offcpu_aggs, &key)) != NULL) {
 		__sync_fetch_and_add(&v->waits, p->s.waits);
@@ -1308,9 +1312,11 @@ offcpu_in(struct task_struct *next, __u64 now, bool tw)
  * are there, whole, when its wait ends.
  */
 static __always_inline void
-offcpu_tables(struct offcpu_task *o, __u32 tgid, __u64 now)
+offcpu_tables(struct offcpu_task *o, struct task_struct *t, __u64 now)
 {
+	__u32 tgid = t->tgid;
 	struct unw_proc *up;
+	__u64 xvm;
 
 	if (!unwind_tables || o->notices >= OFFCPU_NOTICES ||
 	    ((up = bpf_map_lookup_elem(&unw_procs, &tgid)) != NULL &&
@@ -1318,11 +1324,19 @@ offcpu_tables(struct offcpu_task *o, __u32 tgid, __u64 now)
 		o->notices = OFFCPU_TABLES_OK;
 		return;
 	}
-	if (o->notices > 0 && now - o->notice_ns < OFFCPU_NOTICE_NS)
+	/*
+	 * Not again within OFFCPU_NOTICE_NS, unless code was mapped since the
+	 * last ask: a first switch out in the dynamic linker asked before
+	 * libc was mapped, and a wait in libc that follows would be walked
+	 * without its table.
+	 */
+	xvm = t->mm != NULL ? t->mm->exec_vm : 0;
+	if (o->notices > 0 && now - o->notice_ns < OFFCPU_NOTICE_NS && xvm == o->notice_xvm)
 		return;
 	notify(PROF_EV_TABLES);
 	o->notices++;
 	o->notice_ns = now;
+	o->notice_xvm = xvm;
 }
 
 /*
@@ -1374,7 +1388,7 @@ offcpu_switch(void *ctx, struct task_struct *prev, struct task_struct *next, boo
 	    prev->tgid != self_tgid && !(prev->flags & (PF_EXITING_FLAG | PF_KTHREAD_FLAG))) {
 		o = bpf_task_storage_get(&offcpu_tasks, prev, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
 		if (o != NULL && o->notices != OFFCPU_TABLES_OK)
-			offcpu_tables(o, prev->tgid, now);
+			offcpu_tables(o, prev, now);
 	}
 	/* (Kernel threads, the idle task and the daemon's own threads have no entry: not looked for.) */
 	if (next->pid != 0 && next->mm != NULL && next->tgid != self_tgid &&

@@ -42,6 +42,8 @@ struct prof_hdr {
 struct prof_notice {
 	struct prof_hdr	hdr;
 	char	comm[PROF_COMM_LEN];
+	__u32	exec;		/* the process's image: its task's self_exec_id (low bits) */
+	__u32	pad;
 };
 
 /* Set on a user frame whose address is an exact pc, not a return address. */
@@ -531,7 +533,9 @@ struct v8_proc {
  * maps' entries. The BPF side stores a stack only after the thread's entry
  * of offcpu_aggs that names it, and deletes that entry again if the stack
  * cannot be stored: every stack drained is named by an entry drained with
- * it.
+ * it. A key names the process image its stack was taken in (exec): a
+ * process that exec'd since has its waits of before named from the image
+ * they were taken in, which user space keeps until they are drained.
  */
 #define PROF_OFFCPU_ONE		1024	/* one wait, in offcpu_aggs' and a sample's counts */
 
@@ -539,7 +543,7 @@ struct prof_offcpu_key {
 	__u64	stack;		/* hash of the sample's frames (prof_offcpu_skey.stack) */
 	__u32	pid, tid;
 	__u32	gen;		/* offcpu_gen when the waits' stacks were taken */
-	__u32	pad;
+	__u32	exec;		/* the image they were taken in (prof_notice.exec) */
 };
 
 struct prof_offcpu_val {

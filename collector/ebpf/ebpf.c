@@ -157,6 +157,7 @@ struct ebpf_sampler {
 	struct offcpu		*oc;		/* drains them; with off */
 	int64_t			 oc_next;	/* monotonic ns of the next drain */
 	uint64_t		 oc_entries, oc_waits;	/* drained this period */
+	uint32_t		 oc_exec;	/* the image of the waits being added (offcpu_add) */
 	struct cpuprof		*mal;		/* allocations (--ebpf-malloc); NULL: off */
 	struct mallocprof	*mp;		/* probes and blocks; with mal */
 	int64_t			 mvals[4];	/* the values of the allocation sample being named */
@@ -742,6 +743,9 @@ handle_sample(struct ebpf_sampler *e, struct cpuprof *cp, const struct prof_samp
 	memcpy(comm, s->leader_comm[0] ? s->leader_comm : s->comm, PROF_COMM_LEN);
 	comm[PROF_COMM_LEN] = '\0';
 	p = proctab_get(e->pt, s->hdr.pid, comm);
+	/* Waits drained after an exec: the image they were taken in. */
+	if (p != NULL && cp == e->off && e->oc_exec != OFFCPU_EXEC_ANY)
+		p = proctab_image(p, e->oc_exec);
 	memcpy(comm, s->comm, PROF_COMM_LEN);	/* the sample's comm label: the thread's */
 	comm[PROF_COMM_LEN] = '\0';
 	if (p == NULL || p->excluded)
@@ -1106,7 +1110,6 @@ handle_event(void *ctx, void *data, size_t size)
 		break;
 	case PROF_EV_EXEC:
 		/* New mappings: read them now, while the process surely exists. */
-		proctab_forget(e->pt, h->pid);
 		if (e->mp)
 			mallocprof_forget(e->mp, h->pid, true);
 		if (size >= sizeof(struct prof_notice)) {
@@ -1120,9 +1123,14 @@ handle_event(void *ctx, void *data, size_t size)
 			 * already: their tables are built now, in the
 			 * background (once per file), and loaded at the first
 			 * sample, so that even that one is walked with them.
+			 * The image of before stays for its off-CPU waits not
+			 * drained yet.
 			 */
-			if ((p = proctab_exec(e->pt, h->pid, comm)) != NULL && e->unw)
+			if ((p = proctab_exec(e->pt, h->pid, comm, n->exec, e->oc != NULL)) != NULL &&
+			    e->unw)
 				unwind_prefetch(e->unw, p);
+		} else {
+			proctab_forget(e->pt, h->pid);
 		}
 		break;
 	case PROF_EV_EXIT:
@@ -1190,14 +1198,16 @@ flush_malloc(struct ebpf_sampler *e, int64_t end, const uint64_t *d)
 
 /* One entry of offcpu_aggs: a thread's waits in one stack. */
 static void
-offcpu_add(void *arg, struct prof_sample *s, uint64_t waits)
+offcpu_add(void *arg, struct prof_sample *s, uint64_t waits, uint32_t exec)
 {
 	struct ebpf_sampler *e = arg;
 
 	e->events++;
 	e->oc_entries++;
 	e->oc_waits += waits;
+	e->oc_exec = exec;
 	handle_sample(e, e->off, s, waits);
+	e->oc_exec = OFFCPU_EXEC_ANY;
 }
 
 static void
@@ -1219,6 +1229,7 @@ drain_offcpu(struct ebpf_sampler *e, bool all)
 	e->oc_next = clock_mono_ns() + OFFCPU_DRAIN_NS;
 	if ((rc = offcpu_drain(e->oc, all, offcpu_add, offcpu_forget, e)) < 0)
 		log_warnx("ebpf: reading the off-CPU waits: %s", strerror(-rc));
+	proctab_drained(e->pt);
 }
 
 static void
@@ -1758,6 +1769,7 @@ ebpf_start(struct store *st, const struct ebpf_opts *o, struct ebpf_sampler **ou
 		return rc;
 	if ((e = calloc(1, sizeof(*e))) == NULL)
 		return -ENOMEM;
+	e->oc_exec = OFFCPU_EXEC_ANY;
 	pthread_mutex_init(&e->wd_mu, NULL);
 	{
 		pthread_condattr_t ca;

@@ -424,7 +424,7 @@ scale(const struct tent *t, const struct prof_offcpu_val *v, uint64_t *ns, uint6
 
 int
 offcpu_drain(struct offcpu *o, bool all, void (*add)(void *arg, struct prof_sample *s,
-    uint64_t waits), void (*forget)(void *arg, uint32_t pid), void *arg)
+    uint64_t waits, uint32_t exec), void (*forget)(void *arg, uint32_t pid), void *arg)
 {
 	uint32_t cur = *o->gen;
 	struct prof_sample *s = o->s;
@@ -494,7 +494,7 @@ offcpu_drain(struct offcpu *o, bool all, void (*add)(void *arg, struct prof_samp
 		s->offcpu_ns = ns;
 		memcpy(s->comm, en->v.comm, sizeof(s->comm));
 		memcpy(s->leader_comm, en->v.leader_comm, sizeof(s->leader_comm));
-		add(arg, s, waits);
+		add(arg, s, waits, en->k.exec);
 	}
 	/* Threads' time with no sampled stack in its generation: a sample of no stack. */
 	for (k = 0; k < o->ntents; k++) {
@@ -510,7 +510,7 @@ offcpu_drain(struct offcpu *o, bool all, void (*add)(void *arg, struct prof_samp
 		s->offcpu_ns = t->v.ns;
 		memcpy(s->comm, t->v.comm, sizeof(s->comm));
 		memcpy(s->leader_comm, t->v.leader_comm, sizeof(s->leader_comm));
-		add(arg, s, t->v.waits);
+		add(arg, s, t->v.waits, OFFCPU_EXEC_ANY);
 	}
 	delete_keys(o->tfd, o->tdels, sizeof(*o->tdels), o->ntents);
 	/* Deleted, or they would be counted again at the next drain; each stack once. */

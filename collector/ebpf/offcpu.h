@@ -37,10 +37,14 @@ void		 offcpu_destroy(struct offcpu *o);
  */
 bool		 offcpu_due(const struct offcpu *o);
 
+/* add()'s exec for a thread's time with no stack: no image in particular. */
+#define OFFCPU_EXEC_ANY		UINT32_MAX
+
 /*
- * Call add(arg, s, waits) for each entry of the generations before the
- * current one (all: every entry, at stop), s its stack with the entry's
- * identity (hdr.pid, hdr.tid, comm, leader_comm), s->offcpu_ns the
+ * Call add(arg, s, waits, exec) for each entry of the generations before
+ * the current one (all: every entry, at stop), s its stack with the entry's
+ * identity (hdr.pid, hdr.tid, comm, leader_comm), exec the process image
+ * the stack was taken in (prof_offcpu_key.exec), s->offcpu_ns the
  * waits' time and waits their count, both scaled to the thread's exact
  * figures of the generation (a thread's time with no stack: s has none),
  * and delete the entries and their stacks from the maps;
@@ -51,7 +55,7 @@ bool		 offcpu_due(const struct offcpu *o);
  * could not be read).
  */
 int		 offcpu_drain(struct offcpu *o, bool all,
-		    void (*add)(void *arg, struct prof_sample *s, uint64_t waits),
+		    void (*add)(void *arg, struct prof_sample *s, uint64_t waits, uint32_t exec),
 		    void (*forget)(void *arg, uint32_t pid), void *arg);
 
 /* Entries drained whose stack was not found, since the start. */

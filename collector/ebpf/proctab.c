@@ -105,6 +105,8 @@ struct proctab {
 	struct pfilter	*filters;
 	size_t		 nfilters;
 	bool		 includes;	/* a rule includes: the others are left out */
+	uint64_t	 drains;	/* proctab_drained */
+	size_t		 nimages;	/* images kept (struct proc.pre) */
 };
 
 struct proctab *
@@ -239,12 +241,15 @@ jvm_dumps_map(uint32_t pid)
 	return found;
 }
 
+static void images_free(struct proctab *, struct proc *);
+
 static void
 proc_free(struct proctab *pt, struct proc *p)
 {
+	images_free(pt, p->pre);
 	if (p->jvm_tmp > 0)
 		close(p->jvm_tmp);
-	if (pt->release)
+	if (pt->release && !p->released)
 		pt->release(pt->release_arg, p);
 	maps_free(p);
 	perfmap_free(p->perfmap);
@@ -252,6 +257,20 @@ proc_free(struct proctab *pt, struct proc *p)
 	free(p->labels_text);
 	free(p->exe);
 	free(p);
+}
+
+/* Kept images from q on (a chain of pre). */
+static void
+images_free(struct proctab *pt, struct proc *q)
+{
+	struct proc *n;
+
+	for (; q != NULL; q = n) {
+		n = q->pre;
+		q->pre = NULL;
+		pt->nimages--;
+		proc_free(pt, q);
+	}
 }
 
 void
@@ -1420,18 +1439,85 @@ proctab_get(struct proctab *pt, uint32_t pid, const char *comm)
 }
 
 struct proc *
-proctab_exec(struct proctab *pt, uint32_t pid, const char *comm)
+proctab_exec(struct proctab *pt, uint32_t pid, const char *comm, uint32_t exec, bool keep)
 {
-	struct proc *p = proctab_get(pt, pid, comm);
+	struct proc **pp = &pt->buckets[pid % NBUCKETS], *old, *p;
 
-	if (p == NULL)
-		return NULL;
-	if (p->gone) {
-		proctab_forget(pt, pid);	/* too late: let samples say what they can */
+	/* The entry of before, out of the table: the new image gets a new one. */
+	for (; (old = *pp) != NULL; pp = &old->next)
+		if (old->pid == pid) {
+			*pp = old->next;
+			old->next = NULL;
+			pt->n--;
+			break;
+		}
+	if ((p = proctab_get(pt, pid, comm)) == NULL || p->gone) {
+		if (p != NULL)
+			proctab_forget(pt, pid);	/* too late: let samples say what they can */
+		if (old != NULL) {
+			jvm_tidy(old);
+			proc_free(pt, old);
+		}
 		return NULL;
 	}
+	p->exec = exec;
+	p->exec_known = true;
 	p->maps_read = 0;
+	if (old == NULL)
+		return p;
+	jvm_tidy(old);
+	if (!keep || pt->nimages >= PROCTAB_IMAGES_KEPT) {
+		proc_free(pt, old);
+		return p;
+	}
+	/*
+	 * Kept for its waits taken before the exec and drained after it: named
+	 * from its maps as they were. Its runtimes' state and unwind tables go
+	 * now (the kernel's entries for the pid are the new image's from now
+	 * on), and nothing of the process is read for it again.
+	 */
+	if (pt->release)
+		pt->release(pt->release_arg, old);
+	old->released = true;
+	old->gone = true;
+	old->held = false;
+	old->retired_at = pt->drains;
+	p->pre = old;
+	pt->nimages++;
 	return p;
+}
+
+struct proc *
+proctab_image(struct proc *p, uint32_t exec)
+{
+	struct proc *q;
+
+	if (!p->exec_known || p->exec == exec)
+		return p;
+	for (q = p->pre; q != NULL; q = q->pre)
+		if (!q->exec_known || q->exec == exec)
+			return q;
+	return p;
+}
+
+void
+proctab_drained(struct proctab *pt)
+{
+	pt->drains++;
+}
+
+/* Images of p kept two drains or more: all their waits are drained. */
+static void
+images_expire(struct proctab *pt, struct proc *p)
+{
+	struct proc **qp;
+
+	for (qp = &p->pre; *qp != NULL; qp = &(*qp)->pre)
+		if (pt->drains >= (*qp)->retired_at + 2) {
+			images_free(pt, *qp);	/* older ones too: kept no later */
+			*qp = NULL;
+			return;
+		}
 }
 
 void
@@ -1474,6 +1560,7 @@ proctab_expire(struct proctab *pt)
 		struct proc **pp = &pt->buckets[i], *p;
 
 		while ((p = *pp) != NULL) {
+			images_expire(pt, p);
 			snprintf(path, sizeof(path), "/proc/%u", p->pid);
 			if (!p->held && (p->gone || access(path, F_OK) != 0)) {
 				*pp = p->next;
@@ -1685,18 +1772,21 @@ jvm_ask(struct proctab *pt, struct proc *p)
 			p->jvm_tmp = fd;
 		else if (fd == 0)	/* (0 means none here) */
 			close(fd);
+		if (fd <= 0)
+			log_debug("ebpf: jvm %u: no perf map: its /tmp: %s", p->pid,
+			    fd < 0 ? strerror(-fd) : "none");
 	}
-	/*
-	 * Before the first request: is there a map already (not ours), or will
-	 * the JVM write one at exit anyway? Looked at before asking, so that
-	 * the JVM's answer cannot be taken for a map that was there.
-	 */
 	if (p->jvm_tmp <= 0) {
 		/* Its /tmp cannot be opened, nor can the request's: tried again later. */
 		p->jvm_asked = now;
 		p->jvm_wait = p->jvm_wait * 2 < JVM_ASK_MAX_NS ? p->jvm_wait * 2 : JVM_ASK_MAX_NS;
 		return;
 	}
+	/*
+	 * Before the first request: is there a map already (not ours), or will
+	 * the JVM write one at exit anyway? Looked at before asking, so that
+	 * the JVM's answer cannot be taken for a map that was there.
+	 */
 	if (!p->perfmap_looked) {
 		char path[96];
 		struct stat st;

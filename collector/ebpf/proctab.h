@@ -104,6 +104,11 @@ struct proc {
 	uint32_t	 php_gen;	/* maps_gen when php.c last looked */
 	int64_t		 php_retry;	/* monotonic ns: look again (a file not read); 0: none */
 	bool		 held;		/* exited, kept until proctab_forget (proctab_hold) */
+	uint32_t	 exec;		/* its image (prof_notice.exec), once exec_known */
+	bool		 exec_known;	/* made at an exec notice */
+	bool		 released;	/* the release hook ran already (a retired image) */
+	struct proc	*pre;		/* its images before its last execs, newest first */
+	uint64_t	 retired_at;	/* an image of pre: the table's drains then */
 	uint32_t	 cg_sum;	/* checksum of /proc/PID/cgroup as named by, 0: none */
 	int64_t		 cg_checked;	/* monotonic ns of the last look at it */
 };
@@ -129,11 +134,26 @@ void		 proctab_destroy(struct proctab *pt);
  */
 struct proc	*proctab_get(struct proctab *pt, uint32_t pid, const char *comm);
 /*
- * pid has just exec'd: read it now (its libraries are not mapped yet, so the
- * first address outside the known mappings re-reads the maps at once).
- * Returns the process, NULL if it is gone already. Owned by the table.
+ * pid has just exec'd into image exec: read it now (its libraries are not
+ * mapped yet, so the first address outside the known mappings re-reads the
+ * maps at once). With keep, the process's entry of before (its maps,
+ * service, names; no runtime's state, and never read again) is kept as an
+ * image of the new one (proctab_image) for two drains (proctab_drained), up
+ * to PROCTAB_IMAGES_KEPT in all; else it is forgotten. Returns the process,
+ * NULL if it is gone already (its earlier image forgotten too). Owned by
+ * the table.
  */
-struct proc	*proctab_exec(struct proctab *pt, uint32_t pid, const char *comm);
+#define PROCTAB_IMAGES_KEPT	4096
+struct proc	*proctab_exec(struct proctab *pt, uint32_t pid, const char *comm, uint32_t exec,
+		    bool keep);
+/*
+ * The image of p that a stack taken in image exec belongs to: p itself, or
+ * one of its images kept from before an exec (the newest that is exec, or
+ * one first seen otherwise than at an exec); p if none is kept.
+ */
+struct proc	*proctab_image(struct proc *p, uint32_t exec);
+/* A drain of waits ended: images kept two drains go at the next proctab_expire. */
+void		 proctab_drained(struct proctab *pt);
 /* Forget pid (it exited, or exec'd: its mappings are no longer valid). */
 void		 proctab_forget(struct proctab *pt, uint32_t pid);
 /*

@@ -5,7 +5,8 @@
 # profile, read through the mount (folded.txt, flamegraph.svg, meta.json,
 # go tool pprof on merged.pb.gz), must show each kind of wait with a stack
 # that reaches the thread start, kernel frames at the leaf, and waits
-# summing to within 10% of what the program measured, kind by kind. The
+# summing to within 10% of what the program measured, kind by kind. A wait
+# before an exec is the image's it was taken in (tests/ebpf/execwait.c). The
 # daemon's own threads are not in any profile. Needs root and a kernel with
 # BTF; otherwise every check is skipped.
 set -u
@@ -15,7 +16,7 @@ KINDS="mutex sleep pipe"
 NAMES="ebpf-offcpu-run ebpf-offcpu-listed ebpf-offcpu-type"
 for k in $KINDS; do NAMES="$NAMES ebpf-offcpu-$k-stack ebpf-offcpu-$k-sum"; done
 NAMES="$NAMES ebpf-offcpu-kernel ebpf-offcpu-flamegraph ebpf-offcpu-self ebpf-offcpu-glue"
-NAMES="$NAMES ebpf-offcpu-bad-flags"
+NAMES="$NAMES ebpf-offcpu-bad-flags ebpf-offcpu-exec-image"
 skip_all() { for n in $NAMES; do echo "ok - $n # SKIP $1"; done; exit 0; }
 [ "$(id -u)" -eq 0 ] || skip_all "needs root"
 [ -r /sys/kernel/btf/vmlinux ] || skip_all "kernel has no BTF (/sys/kernel/btf/vmlinux)"
@@ -25,8 +26,9 @@ command -v go >/dev/null || skip_all "go not installed"
 pf_setup
 B="$TMP/bin"
 mkdir -p "$B"
-cc -O2 -fomit-frame-pointer -pthread -o "$B/efp_offcpu" "$ROOT/tests/ebpf/offcpu.c" ||
-  { fail "build tests/ebpf/offcpu.c"; pf_done; exit 1; }
+cc -O2 -fomit-frame-pointer -pthread -o "$B/efp_offcpu" "$ROOT/tests/ebpf/offcpu.c" &&
+  cc -O1 -o "$B/efp_execwait" "$ROOT/tests/ebpf/execwait.c" ||
+  { fail "build tests/ebpf/offcpu.c, execwait.c"; pf_done; exit 1; }
 
 # Bad flag values are refused before anything starts.
 bad=0
@@ -125,6 +127,24 @@ else fail "ebpf-offcpu-self" "waits of the daemon (pid $PF_PID) in $S"; fi
 if echo "$folded" | grep -Eq ';(bpf_prog_|bpf_trace_run)[^;]* [0-9]+$'; then
   fail "ebpf-offcpu-glue" "$(echo "$folded" | grep -E 'bpf_trace_run' | head -1)"
 else ok "ebpf-offcpu-glue"; fi
+
+# A wait before an exec, drained after it: named from the image it was taken
+# in, under that program's service (efp_execwait: 2 s in before_exec), not
+# the next one's (efp_after, a copy of sleep: its own 1 s only).
+cp "$(command -v sleep)" "$B/efp_after"
+"$B/efp_execwait" 2 "$B/efp_after" 1
+EW="$TMP/mnt/efp_execwait/offcpu/all/all/folded.txt"
+EA="$TMP/mnt/efp_after/offcpu/all/all/folded.txt"
+settled cat "$EW" "$EA" >/dev/null
+got="$(grep -E '(^|;)main;before_exec;' "$EW" 2>/dev/null | awk '{ s += $NF } END { printf "%.0f", s }')"
+after="$(awk '{ s += $NF } END { printf "%.0f", s }' "$EA" 2>/dev/null)"
+if awk -v g="$got" 'BEGIN { exit !(g >= 1.8e9 && g <= 2.2e9) }' &&
+  ! grep -q before_exec "$EA" 2>/dev/null && awk -v a="${after:-0}" 'BEGIN { exit !(a < 1.5e9) }'; then
+  ok "ebpf-offcpu-exec-image (efp_execwait main;before_exec $got ns; efp_after $after ns)"
+else
+  fail "ebpf-offcpu-exec-image" "efp_execwait main;before_exec $got ns (want 2 s +-10%), efp_after $after ns (want its 1 s only)"
+  cat "$EW" "$EA" 2>/dev/null | cut -c1-300 | head -8 | sed 's/^/#   /'
+fi
 
 pf_stop
 if [ "$T_FAIL" -gt 0 ]; then tail -20 "$TMP/daemon.log" | sed 's/^/#   /'; fi

@@ -21,6 +21,8 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -681,18 +683,20 @@ test_cpuprof_offcpu(void **state)
 struct drained {
 	struct prof_sample	s[8];
 	uint64_t		waits[8];
+	uint32_t		exec[8];
 	size_t			n;
 	uint32_t		forgot[4];
 	size_t			nforgot;
 };
 
 static void
-drained_add(void *arg, struct prof_sample *s, uint64_t waits)
+drained_add(void *arg, struct prof_sample *s, uint64_t waits, uint32_t exec)
 {
 	struct drained *d = arg;
 
 	assert_true(d->n < 8);
 	d->s[d->n] = *s;
+	d->exec[d->n] = exec;
 	d->waits[d->n++] = waits;
 }
 
@@ -718,6 +722,7 @@ put_wait(int fd, uint64_t stack, uint32_t pid, uint32_t tid, uint32_t gen, uint6
 	k.pid = pid;
 	k.tid = tid;
 	k.gen = gen;
+	k.exec = 700 + tid;	/* the image the stack was taken in */
 	v.waits = waits * PROF_OFFCPU_ONE;
 	v.ns = ns;
 	snprintf(v.comm, sizeof(v.comm), "%s", comm);
@@ -894,9 +899,11 @@ test_offcpu_drain(void **state)
 			assert_string_equal(d->s[i].comm, "t41");
 			assert_int_equal(d->waits[i], 2);
 			assert_int_equal(d->s[i].offcpu_ns, 500);
+			assert_int_equal(d->exec[i], OFFCPU_EXEC_ANY);
 			continue;
 		}
 		check_stack_a(&d->s[i]);
+		assert_int_equal(d->exec[i], 700 + d->s[i].hdr.tid);
 		assert_int_equal(d->s[i].hdr.pid, 10);
 		assert_int_equal(d->s[i].hdr.tid, first ? 11 : 12);
 		assert_string_equal(d->s[i].comm, first ? "t11" : "t12");
@@ -1006,6 +1013,121 @@ maps_read_in_thread(void *arg)
 	proctab_destroy(pt);
 	symbolize_destroy(s);
 	return NULL;
+}
+
+/* A child that waits for a byte on its pipe, then execs sleep. */
+struct exec_case {
+	pid_t	 child;
+	int	 go;		/* the pipe's write end */
+};
+
+static void *
+exec_images_in_thread(void *arg)
+{
+	struct exec_case *c = arg;
+	struct symbolizer *s = symbolize_create();
+	struct proctab *pt;
+	struct proc *p0, *p1, *p2, *p3;
+	char path[64], exe[PATH_MAX];
+	ssize_t n = 0;
+	int i;
+
+	assert_non_null(s);
+	pt = proctab_create(s, SERVICE_BY_EXE, "h");
+	assert_non_null(pt);
+	/* First seen by a sample, not at an exec: its image is not known. */
+	p0 = proctab_get(pt, (uint32_t)c->child, "test_ebpf");
+	assert_non_null(p0);
+	assert_false(p0->exec_known);
+	assert_true(strstr(p0->service, "test_ebpf") != NULL);
+	assert_int_equal(write(c->go, "x", 1), 1);
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)c->child);
+	for (i = 0; i < 500; i++) {
+		if ((n = readlink(path, exe, sizeof(exe) - 1)) > 0) {
+			exe[n] = '\0';
+			if (strstr(exe, "sleep") != NULL)
+				break;
+		}
+		usleep(10000);
+	}
+	assert_true(n > 0 && strstr(exe, "sleep") != NULL);
+
+	/* The exec: a new entry; the one of before kept as its image. */
+	p1 = proctab_exec(pt, (uint32_t)c->child, "sleep", 7, true);
+	assert_non_null(p1);
+	assert_ptr_not_equal(p1, p0);
+	assert_string_equal(p1->service, "sleep");
+	assert_true(p1->exec_known);
+	assert_ptr_equal(p1->pre, p0);
+	assert_true(p0->gone);
+	assert_ptr_equal(proctab_get(pt, (uint32_t)c->child, "sleep"), p1);
+	assert_int_equal(proctab_count(pt), 1);
+	assert_ptr_equal(proctab_image(p1, 7), p1);
+	assert_ptr_equal(proctab_image(p1, 6), p0);	/* not known: any other image */
+	assert_true(strstr(proctab_image(p1, 6)->service, "test_ebpf") != NULL);
+
+	/* Another exec (as if): the newest image that matches, else the unknown one. */
+	proctab_drained(pt);
+	p2 = proctab_exec(pt, (uint32_t)c->child, "sleep", 8, true);
+	assert_non_null(p2);
+	assert_ptr_equal(p2->pre, p1);
+	assert_ptr_equal(p1->pre, p0);
+	assert_ptr_equal(proctab_image(p2, 8), p2);
+	assert_ptr_equal(proctab_image(p2, 7), p1);
+	assert_ptr_equal(proctab_image(p2, 3), p0);
+
+	/* Kept two drains after their exec, then gone (p0 and p1 first, then p1's successor). */
+	proctab_drained(pt);
+	proctab_expire(pt);
+	assert_ptr_equal(p2->pre, p1);
+	assert_null(p1->pre);
+	assert_ptr_equal(proctab_image(p2, 3), p2);	/* none kept for it */
+	proctab_drained(pt);
+	proctab_expire(pt);
+	assert_null(p2->pre);
+
+	/* Without keep (no off-CPU waits to name): the entry of before goes at once. */
+	p3 = proctab_exec(pt, (uint32_t)c->child, "sleep", 9, false);
+	assert_non_null(p3);
+	assert_null(p3->pre);
+	assert_ptr_equal(proctab_image(p3, 8), p3);
+	proctab_destroy(pt);
+	symbolize_destroy(s);
+	return NULL;
+}
+
+/*
+ * A process that execs: its entry of before (service, maps) is kept as an
+ * image of the new one for the waits taken before the exec and drained
+ * after it (proctab_exec, proctab_image), for two drains.
+ */
+static void
+test_proctab_exec_images(void **state)
+{
+	struct exec_case c;
+	pthread_t t;
+	int fds[2], st;
+
+	(void)state;
+	assert_int_equal(pipe(fds), 0);
+	c.child = fork();
+	assert_true(c.child >= 0);
+	if (c.child == 0) {
+		char b;
+
+		close(fds[1]);
+		if (read(fds[0], &b, 1) == 1)
+			execlp("sleep", "sleep", "30", (char *)NULL);
+		_exit(127);
+	}
+	close(fds[0]);
+	c.go = fds[1];
+	/* In a thread of its own: its file opener (rio_self) ends with it. */
+	assert_int_equal(pthread_create(&t, NULL, exec_images_in_thread, &c), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	close(fds[1]);
+	kill(c.child, SIGKILL);
+	waitpid(c.child, &st, 0);
 }
 
 /*
@@ -1217,6 +1339,7 @@ main(void)
 		cmocka_unit_test(test_offcpu_drain),
 		cmocka_unit_test(test_cgroup),
 		cmocka_unit_test(test_proctab_maps),
+		cmocka_unit_test(test_proctab_exec_images),
 	};
 	char cmd[128];
 	int rc;
