@@ -53,7 +53,7 @@
 #define NBUCKETS	4096
 #define MAPS_REREAD_NS	(1000LL * 1000 * 1000)	/* unknown address: re-read maps at most 1/s */
 #define PERFMAP_RECHECK_NS (1000LL * 1000 * 1000)
-#define PERFMAP_STALE_SLACK_NS (100LL * 1000 * 1000)	/* perfmap_stale() */
+#define PERFMAP_STALE_SLACK_NS (2000LL * 1000 * 1000)	/* perfmap_stale() */
 /* A JVM is asked for its perf map again after this, doubling up to the max. */
 #define JVM_ASK_FIRST_NS (250LL * 1000 * 1000)
 #define JVM_ASK_MAX_NS	(30LL * 1000 * 1000 * 1000)
@@ -173,7 +173,8 @@ proc_ids(struct proc *p)
  * A perf map written before its process started is a dead process's that
  * had the same pid (pids wrap at 32,768 on a small host): not this one's
  * names, and not a map someone made for this process. The start time is
- * known to a clock tick (10 ms); a pid is not reused within 0.1 s.
+ * known to a clock tick (10 ms), and from the wall clock, which may have
+ * been stepped since: 2 s of slack; a pid is not reused that fast.
  */
 static bool
 perfmap_stale(const struct proc *p, const struct stat *st)
@@ -1451,9 +1452,14 @@ proctab_exec(struct proctab *pt, uint32_t pid, const char *comm, uint32_t exec, 
 			pt->n--;
 			break;
 		}
-	if ((p = proctab_get(pt, pid, comm)) == NULL || p->gone) {
+	/*
+	 * Gone already (a short command's image): too late, samples say what
+	 * they can; but an image of before with waits to name is kept all the
+	 * same, under it (held by its exit until its waits are drained).
+	 */
+	if ((p = proctab_get(pt, pid, comm)) == NULL || (p->gone && (!keep || old == NULL))) {
 		if (p != NULL)
-			proctab_forget(pt, pid);	/* too late: let samples say what they can */
+			proctab_forget(pt, pid);
 		if (old != NULL) {
 			jvm_tidy(old);
 			proc_free(pt, old);
@@ -1468,7 +1474,7 @@ proctab_exec(struct proctab *pt, uint32_t pid, const char *comm, uint32_t exec, 
 	jvm_tidy(old);
 	if (!keep || pt->nimages >= PROCTAB_IMAGES_KEPT) {
 		proc_free(pt, old);
-		return p;
+		return p->gone ? NULL : p;
 	}
 	/*
 	 * Kept for its waits taken before the exec and drained after it: named
@@ -1484,19 +1490,31 @@ proctab_exec(struct proctab *pt, uint32_t pid, const char *comm, uint32_t exec, 
 	old->retired_at = pt->drains;
 	p->pre = old;
 	pt->nimages++;
-	return p;
+	return p->gone ? NULL : p;
 }
 
 struct proc *
 proctab_image(struct proc *p, uint32_t exec)
 {
+	uint32_t oldest;
 	struct proc *q;
 
 	if (!p->exec_known || p->exec == exec)
 		return p;
-	for (q = p->pre; q != NULL; q = q->pre)
-		if (!q->exec_known || q->exec == exec)
+	/*
+	 * A process's exec count only grows: an image first seen otherwise
+	 * than at an exec is the one for counts older than every known one's
+	 * (a count newer than p's is p's: its exec notice not read yet).
+	 */
+	oldest = p->exec;
+	for (q = p->pre; q != NULL; q = q->pre) {
+		if (q->exec_known && q->exec == exec)
 			return q;
+		if (q->exec_known)
+			oldest = q->exec;
+		else if ((int32_t)(exec - oldest) < 0)
+			return q;
+	}
 	return p;
 }
 
@@ -1760,7 +1778,7 @@ jvm_ask(struct proctab *pt, struct proc *p)
 {
 	int64_t now = clock_mono_ns();
 
-	if (p->gone || now - p->jvm_asked < p->jvm_wait)
+	if (p->gone || now - p->jvm_asked < p->jvm_wait || now < p->jvm_tmp_next)
 		return;
 	if (pt->attach == NULL && (pt->attach = runtime_attach_create(JVM_ATTACH_TIMEOUT_MS)) == NULL)
 		return;
@@ -1778,8 +1796,7 @@ jvm_ask(struct proctab *pt, struct proc *p)
 	}
 	if (p->jvm_tmp <= 0) {
 		/* Its /tmp cannot be opened, nor can the request's: tried again later. */
-		p->jvm_asked = now;
-		p->jvm_wait = p->jvm_wait * 2 < JVM_ASK_MAX_NS ? p->jvm_wait * 2 : JVM_ASK_MAX_NS;
+		p->jvm_tmp_next = now + JVM_ASK_MAX_NS;
 		return;
 	}
 	/*

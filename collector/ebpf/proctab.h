@@ -58,6 +58,7 @@ struct proc {
 	int64_t		 jvm_asked;	/* monotonic ns of the last perf map request */
 	int64_t		 jvm_wait;	/* ns until the next one may be made */
 	int		 jvm_tmp;	/* its /tmp, once asked; 0: none */
+	int64_t		 jvm_tmp_next;	/* its /tmp could not be opened: not tried before */
 	bool		 perfmap_ours;	/* its perf map is there because we asked */
 	bool		 perfmap_looked;	/* perfmap_ours decided, before the first request */
 	bool		 gone;		/* /proc/PID vanished: do not read it again */

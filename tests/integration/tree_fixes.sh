@@ -109,7 +109,8 @@ title=$(grep -o '<text class="title"[^<]*' "$d/diff.svg")
 echo "# diff.svg title: ${title#*>}"
 echo "$title" | grep -qE '[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{9}' && fail "diff.svg: no nanoseconds in the title" \
   || ok "diff.svg: no nanoseconds in the title"
-echo "$title" | grep -qE '[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2} to [0-9:]+ UTC' \
+# (The end has its date too when the range crosses midnight.)
+echo "$title" | grep -qE '[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2} to ([0-9]{4}-[0-9]{2}-[0-9]{2} )?[0-9]{2}:[0-9]{2}:[0-9]{2} UTC' \
   && ok "diff.svg: the range before to the second" || fail "diff.svg: the range before to the second" "$title"
 check_eq "timeline.csv's header" "$(head -1 "$d/timeline.csv")" "time,cpu_nanoseconds,cpu_cores"
 step=$(( $(date -u -d "$(sed -n 3p "$d/timeline.csv" | cut -d, -f1)" +%s) - $(date -u -d "$(sed -n 2p "$d/timeline.csv" | cut -d, -f1)" +%s) ))

@@ -1019,7 +1019,17 @@ maps_read_in_thread(void *arg)
 struct exec_case {
 	pid_t	 child;
 	int	 go;		/* the pipe's write end */
+	int	 released;	/* entries the release hook saw */
 };
+
+static void
+count_release(void *arg, struct proc *p)
+{
+	struct exec_case *c = arg;
+
+	(void)p;
+	c->released++;
+}
 
 static void *
 exec_images_in_thread(void *arg)
@@ -1035,6 +1045,7 @@ exec_images_in_thread(void *arg)
 	assert_non_null(s);
 	pt = proctab_create(s, SERVICE_BY_EXE, "h");
 	assert_non_null(pt);
+	proctab_set_release(pt, count_release, c);
 	/* First seen by a sample, not at an exec: its image is not known. */
 	p0 = proctab_get(pt, (uint32_t)c->child, "test_ebpf");
 	assert_non_null(p0);
@@ -1063,7 +1074,8 @@ exec_images_in_thread(void *arg)
 	assert_ptr_equal(proctab_get(pt, (uint32_t)c->child, "sleep"), p1);
 	assert_int_equal(proctab_count(pt), 1);
 	assert_ptr_equal(proctab_image(p1, 7), p1);
-	assert_ptr_equal(proctab_image(p1, 6), p0);	/* not known: any other image */
+	assert_ptr_equal(proctab_image(p1, 6), p0);	/* not known: any older image */
+	assert_int_equal(c->released, 1);
 	assert_true(strstr(proctab_image(p1, 6)->service, "test_ebpf") != NULL);
 
 	/* Another exec (as if): the newest image that matches, else the unknown one. */
@@ -1075,8 +1087,10 @@ exec_images_in_thread(void *arg)
 	assert_ptr_equal(proctab_image(p2, 8), p2);
 	assert_ptr_equal(proctab_image(p2, 7), p1);
 	assert_ptr_equal(proctab_image(p2, 3), p0);
+	assert_ptr_equal(proctab_image(p2, 9), p2);	/* newer: p2's, its notice not read yet */
+	assert_int_equal(c->released, 2);		/* p0 and p1, each once, at their exec */
 
-	/* Kept two drains after their exec, then gone (p0 and p1 first, then p1's successor). */
+	/* Kept two drains after their exec, then gone: p0 first, then p1. */
 	proctab_drained(pt);
 	proctab_expire(pt);
 	assert_ptr_equal(p2->pre, p1);
@@ -1085,13 +1099,16 @@ exec_images_in_thread(void *arg)
 	proctab_drained(pt);
 	proctab_expire(pt);
 	assert_null(p2->pre);
+	assert_int_equal(c->released, 2);		/* not again as they go */
 
 	/* Without keep (no off-CPU waits to name): the entry of before goes at once. */
 	p3 = proctab_exec(pt, (uint32_t)c->child, "sleep", 9, false);
 	assert_non_null(p3);
 	assert_null(p3->pre);
+	assert_int_equal(c->released, 3);
 	assert_ptr_equal(proctab_image(p3, 8), p3);
 	proctab_destroy(pt);
+	assert_int_equal(c->released, 4);
 	symbolize_destroy(s);
 	return NULL;
 }
@@ -1122,6 +1139,7 @@ test_proctab_exec_images(void **state)
 	}
 	close(fds[0]);
 	c.go = fds[1];
+	c.released = 0;
 	/* In a thread of its own: its file opener (rio_self) ends with it. */
 	assert_int_equal(pthread_create(&t, NULL, exec_images_in_thread, &c), 0);
 	assert_int_equal(pthread_join(t, NULL), 0);
