@@ -82,8 +82,13 @@ want=$(for f in 0 1 2 3; do pprof_sums "$TMP/go/cpu-000$f.pb.gz"; done | tr ' ' 
 wait_for 30 sums_are "$TMP/mnt/steady/cpu/all/all/merged.pb.gz" "$want" \
   && ok "the fleet's sums before the stop" \
   || fail "the fleet's sums before the stop" "got $(pprof_sums "$TMP/mnt/steady/cpu/all/all/merged.pb.gz"), want $want"
-# (A condition, not a deadline: 60 s for a host busy with a whole suite under ASan.)
-wait_for 60 test "$(curl -s "http://127.0.0.1:$HA/metrics" | awk '$1 == "profilefs_clickhouse_backlog_profiles" { print $2 }')" = 0 \
+# (A condition, not a deadline: 60 s for a host busy with a whole suite under ASan.
+# The metric is read again at each try: a $(...) in wait_for's arguments would
+# be read once, before the first.)
+backlog_empty() {
+  [ "$(curl -s "http://127.0.0.1:$HA/metrics" | awk '$1 == "profilefs_clickhouse_backlog_profiles" { print $2 }')" = 0 ]
+}
+wait_for 60 backlog_empty \
   || fail "the backlog drains before the stop" "$(curl -s "http://127.0.0.1:$HA/metrics" | grep -E '^profilefs_clickhouse_(backlog|shipped|failures|dropped|up)' | tr '\n' ' ')"
 
 # The first replica of each shard (the one reads asked so far) freezes.
