@@ -190,7 +190,9 @@ perfmap_stale(const struct proc *p, const struct stat *st)
  * namespace), when it is a regular file of the JVM's user, not a link. A
  * map that was there before our first request (a user's jcmd, another
  * profiler) or that the JVM was told to write at exit
- * (-XX:+DumpPerfMapAtExit) is someone else's: it stays.
+ * (-XX:+DumpPerfMapAtExit) is someone else's: it stays. One a dead process
+ * of the same pid left (perfmap_stale) goes too, answered or not: it names
+ * no process any more.
  */
 static void
 jvm_tidy(struct proc *p)
@@ -207,8 +209,7 @@ jvm_tidy(struct proc *p)
 		return;
 	close(fd);
 	snprintf(name, sizeof(name), "perf-%u.map", p->nspid);
-	if (st.st_uid == p->uid && st.st_nlink == 1 && !perfmap_stale(p, &st) &&
-	    unlinkat(p->jvm_tmp, name, 0) == 0)
+	if (st.st_uid == p->uid && st.st_nlink == 1 && unlinkat(p->jvm_tmp, name, 0) == 0)
 		log_debug("ebpf: jvm %u exited: removed the perf map it wrote for us", p->pid);
 }
 
